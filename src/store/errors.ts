@@ -1,0 +1,85 @@
+// Typed errors of the store. Each has a stable `code` that HTTP and start-up can switch on, and a short message that
+// names the data directory and what the operator should do.
+
+export type StoreErrorCode =
+  | 'store_open_failed'
+  | 'store_not_a_directory'
+  | 'store_permission_denied'
+  | 'store_corrupt'
+  | 'store_not_a_store'
+  | 'store_version_unsupported'
+  | 'store_assertion_failed'
+  | 'store_conflict'
+  | 'store_closed'
+  | 'store_overloaded'
+  | 'idempotency_in_flight'
+
+export class StoreError extends Error {
+  override readonly name: string = 'StoreError'
+  readonly code: StoreErrorCode
+  constructor(code: StoreErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = code
+  }
+}
+
+/** open() refused the data directory: missing permission, not a directory, damaged or foreign files. */
+export class StoreOpenError extends StoreError {
+  override readonly name = 'StoreOpenError'
+  readonly dataDir: string
+  constructor(code: StoreErrorCode, dataDir: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options)
+    this.dataDir = dataDir
+  }
+}
+
+/** The data directory or a record was written by a newer release than this one. */
+export class StoreVersionError extends StoreError {
+  override readonly name = 'StoreVersionError'
+  constructor(message: string) {
+    super('store_version_unsupported', message)
+  }
+}
+
+/** A value about to be written, or read back, breaks the store's invariants. Never retried. */
+export class StoreAssertionError extends StoreError {
+  override readonly name = 'StoreAssertionError'
+  constructor(message: string) {
+    super('store_assertion_failed', message)
+  }
+}
+
+/** A conditional write lost: a create-only record existed, or a delete-must-exist record was gone. */
+export class StoreConflictError extends StoreError {
+  override readonly name = 'StoreConflictError'
+  readonly collection: string
+  readonly key: string
+  constructor(collection: string, key: string, message: string) {
+    super('store_conflict', message)
+    this.collection = collection
+    this.key = key
+  }
+}
+
+export class StoreClosedError extends StoreError {
+  override readonly name = 'StoreClosedError'
+  constructor() {
+    super('store_closed', 'the store is closed')
+  }
+}
+
+/** More commits are queued than the configured limit: the caller should answer 503 and let the client retry. */
+export class StoreOverloadedError extends StoreError {
+  override readonly name = 'StoreOverloadedError'
+  constructor(message: string) {
+    super('store_overloaded', message)
+  }
+}
+
+/** A retry waited longer than the limit for the first request with its idempotency key to finish. */
+export class IdempotencyInFlightError extends StoreError {
+  override readonly name = 'IdempotencyInFlightError'
+  constructor(message: string) {
+    super('idempotency_in_flight', message)
+  }
+}

@@ -1,0 +1,29 @@
+// Run by probe.ts in a child process: opens the data directory read-only and reads every entry of the named
+// databases, decoding each value. A damaged page makes LMDB crash the process (SIGSEGV/SIGBUS) instead of throwing;
+// here that crash kills only this child, and the parent reports a typed error. Plain JavaScript on purpose: it must
+// start fast under plain `node`, without the TypeScript loader.
+import { open } from 'lmdb'
+
+const [dir, namesJson] = process.argv.slice(2)
+const names = JSON.parse(namesJson)
+let entries = 0
+try {
+  const root = open({ path: dir, readOnly: true, useBigIntExtension: true })
+  for (const name of names) {
+    let db
+    try {
+      db = root.openDB({ name, useBigIntExtension: true })
+    } catch (error) {
+      if (String(error && error.message).includes('Database not found')) continue
+      throw error
+    }
+    for (const entry of db.getRange()) {
+      if (entry.value === undefined) throw new Error(`entry without a value in ${name}`)
+      entries++
+    }
+  }
+  await root.close()
+  process.stdout.write(JSON.stringify({ ok: true, entries }) + '\n')
+} catch (error) {
+  process.stdout.write(JSON.stringify({ ok: false, reason: String(error && error.message) }) + '\n')
+}

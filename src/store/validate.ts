@@ -1,0 +1,93 @@
+// Assertions on what is written and what is read back. A failure here is a bug in the caller or a damaged file,
+// never a condition to work around, so every check throws StoreAssertionError with the offending path.
+
+import { StoreAssertionError } from './errors.ts'
+import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ChangeKind } from './types.ts'
+
+export const ID_LENGTH_MAX = 256
+export const RECORD_KEY_LENGTH_MAX = 512
+export const VALUE_DEPTH_MAX = 64
+export const VERSION_MAX = 1_000_000
+
+const ACTOR_KIND_SET: ReadonlySet<string> = new Set(ACTOR_KINDS)
+const CHANGE_KIND_SET: ReadonlySet<string> = new Set([...ACTOR_KINDS, ...ENGINE_RECORD_KINDS])
+// Printable ASCII without space: every id the engine mints or accepts (job_x, off_1, 0xAbC...) fits, and a stray
+// newline or NUL in a key is caught at the write instead of surfacing as an unreadable key later.
+const ID_PATTERN = /^[\x21-\x7e]+$/
+const COLLECTION_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/
+
+export function fail(message: string): never {
+  throw new StoreAssertionError(message)
+}
+
+export function isActorKind(kind: string): boolean {
+  return ACTOR_KIND_SET.has(kind)
+}
+
+export function assertChangeKind(kind: unknown): asserts kind is ChangeKind {
+  if (typeof kind !== 'string' || !CHANGE_KIND_SET.has(kind)) fail(`unknown change kind ${JSON.stringify(kind)}`)
+}
+
+export function assertId(id: unknown, what: string): asserts id is string {
+  if (typeof id !== 'string' || id.length === 0 || id.length > ID_LENGTH_MAX || !ID_PATTERN.test(id)) {
+    fail(`${what}: invalid id ${JSON.stringify(id)} (1..${ID_LENGTH_MAX} printable ASCII characters, no space)`)
+  }
+}
+
+export function assertRecordKey(key: unknown, what: string): asserts key is string {
+  if (typeof key !== 'string' || key.length === 0 || key.length > RECORD_KEY_LENGTH_MAX) {
+    fail(`${what}: invalid key (a string of 1..${RECORD_KEY_LENGTH_MAX} characters)`)
+  }
+}
+
+export function assertCollectionName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || !COLLECTION_PATTERN.test(name)) {
+    fail(`invalid collection name ${JSON.stringify(name)} (${COLLECTION_PATTERN.source})`)
+  }
+}
+
+export function assertVersion(version: unknown, what: string): asserts version is number {
+  if (!Number.isSafeInteger(version) || (version as number) < 1 || (version as number) > VERSION_MAX) {
+    fail(`${what}: invalid schema version ${String(version)}`)
+  }
+}
+
+export function assertTimeMs(value: unknown, what: string): asserts value is number {
+  if (!Number.isSafeInteger(value) || (value as number) < 0) fail(`${what}: invalid epoch ms ${String(value)}`)
+}
+
+/**
+ * The persisted form must be JSON-like plus bigint: what msgpack round-trips exactly. Functions, symbols, undefined,
+ * NaN, class instances (Map, Date, ...) would come back changed or not at all, so they are refused at the write.
+ */
+export function assertJsonLike(value: unknown, path: string, depth = 0): void {
+  if (depth > VALUE_DEPTH_MAX) fail(`${path}: nested deeper than ${VALUE_DEPTH_MAX}`)
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'bigint':
+      return
+    case 'number':
+      if (!Number.isFinite(value)) fail(`${path}: non-finite number`)
+      return
+    case 'object': {
+      if (value === null) return
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) assertJsonLike(value[i], `${path}[${i}]`, depth + 1)
+        return
+      }
+      const proto = Object.getPrototypeOf(value)
+      if (proto !== Object.prototype && proto !== null) fail(`${path}: not a plain object`)
+      for (const key of Object.keys(value)) {
+        assertJsonLike((value as Record<string, unknown>)[key], `${path}.${key}`, depth + 1)
+      }
+      return
+    }
+    default:
+      fail(`${path}: ${typeof value} cannot be persisted`)
+  }
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

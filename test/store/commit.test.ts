@@ -1,0 +1,126 @@
+import t from 'tap'
+import fc from 'fast-check'
+import { Store, StoreAssertionError, StoreConflictError, type Change } from '../../src/store/index.ts'
+import { freshStore } from './helpers.ts'
+
+const job = (id: string, state: string, final = false): Change => ({
+  kind: 'job',
+  id,
+  record: { value: state, amountAtomic: 10n ** 30n },
+  final,
+})
+
+t.test('a commit is read back exactly, with version, time and final flag', async (t) => {
+  let nowMs = 1_700_000_000_000
+  const { store } = await freshStore(t, { clock: () => nowMs })
+  const result = await store.commit({ changes: [job('job_a', 'funded'), { kind: 'lender', id: '0xAb', record: { liquidityAtomic: 5n }, final: false }] })
+  t.ok(result.txnId > 0)
+  t.same(store.getSnapshot('job', 'job_a'), {
+    version: 1,
+    snapshot: { value: 'funded', amountAtomic: 10n ** 30n },
+    updatedAtMs: nowMs,
+    final: false,
+  })
+  t.equal(store.getSnapshot('lender', '0xAb')?.snapshot && (store.getSnapshot('lender', '0xAb')!.snapshot as { liquidityAtomic: bigint }).liquidityAtomic, 5n)
+  t.equal(store.getSnapshot('job', 'job_missing'), undefined)
+  nowMs += 5
+  await store.commit({ changes: [job('job_a', 'active')] })
+  t.equal(store.getSnapshot('job', 'job_a')?.updatedAtMs, nowMs)
+  t.equal((store.getSnapshot('job', 'job_a')?.snapshot as { value: string }).value, 'active')
+})
+
+t.test('live iteration lists only non-final actors; final ones stay readable by id', async (t) => {
+  const { store } = await freshStore(t)
+  await store.commit({ changes: [job('job_1', 'funded'), job('job_2', 'funded'), job('job_3', 'funded')] })
+  await store.commit({
+    changes: [
+      job('job_2', 'completed', true),
+      { kind: 'offer', id: 'off_1', record: { value: 'offered' }, final: false },
+      { kind: 'offer', id: 'off_2', record: { value: 'expired' }, final: true },
+    ],
+  })
+  t.same([...store.iterateLive('job')].map((e) => e.id), ['job_1', 'job_3'])
+  t.same([...store.iterateLive('offer')].map((e) => e.id), ['off_1'])
+  t.same([...store.iterateLive('lease')], [])
+  t.equal(store.countLive('job'), 2)
+  t.equal(store.isLive('job', 'job_2'), false)
+  t.equal(store.getSnapshot('job', 'job_2')?.final, true)
+  t.equal((store.getSnapshot('offer', 'off_2')?.snapshot as { value: string }).value, 'expired')
+  t.same([...store.iterateKind('job')].map((e) => e.id), ['job_1', 'job_2', 'job_3'])
+  t.same(store.verify(), { snapshots: 5, live: 3, records: 0 })
+})
+
+t.test('invalid writes are refused before anything is queued', async (t) => {
+  const { store } = await freshStore(t)
+  const bad: unknown[] = [
+    { changes: [{ kind: 'loan', id: 'x', record: {}, final: false }] },
+    { changes: [{ kind: 'job', id: '', record: {}, final: false }] },
+    { changes: [{ kind: 'job', id: 'has space', record: {}, final: false }] },
+    { changes: [{ kind: 'job', id: 'job_1', record: { n: Number.NaN }, final: false }] },
+    { changes: [{ kind: 'job', id: 'job_1', record: { at: new Date() }, final: false }] },
+    { changes: [{ kind: 'job', id: 'job_1', record: { f: () => 1 }, final: false }] },
+    { changes: [{ kind: 'job', id: 'job_1', record: undefined, final: false }] },
+    { changes: [{ kind: 'job', id: 'job_1', record: {}, final: 'no' }] },
+    { changes: [{ kind: 'lender', id: '0x1', record: {}, final: true }] },
+  ]
+  for (const input of bad) {
+    await t.rejects(store.commit(input as never), StoreAssertionError, JSON.stringify(input, (_k, v) => (typeof v === 'bigint' ? String(v) : v)))
+  }
+  t.equal(store.stats().commits, 0)
+  t.same([...store.iterateKind('job')], [])
+})
+
+t.test('one commit is all or nothing, and a failing commit does not spoil the others in its transaction', async (t) => {
+  const { store } = await freshStore(t)
+  const nonces = store.collection<{ address: string }>('auth-nonce')
+  await store.commit({ records: [nonces.putOp('n1', { address: '0x1' })] })
+  // Both commits consume nonce n1 in the same group transaction: the first wins, the second loses entirely,
+  // including its snapshot change, and a third, unrelated commit in that transaction lands.
+  const first = store.commit({ changes: [job('job_first', 'funded')], records: [nonces.deleteOp('n1', { mustExist: true })] })
+  const second = store.commit({ changes: [job('job_second', 'funded')], records: [nonces.deleteOp('n1', { mustExist: true })] })
+  const third = store.commit({ changes: [job('job_third', 'funded')] })
+  const [a, b, c] = await Promise.allSettled([first, second, third])
+  t.equal(a.status, 'fulfilled')
+  t.equal(b.status, 'rejected')
+  t.ok(b.status === 'rejected' && b.reason instanceof StoreConflictError)
+  t.equal(c.status, 'fulfilled')
+  t.equal(a.status === 'fulfilled' && c.status === 'fulfilled' && a.value.txnId === c.value.txnId, true, 'same txn')
+  t.ok(store.getSnapshot('job', 'job_first'))
+  t.equal(store.getSnapshot('job', 'job_second'), undefined, 'the losing commit wrote nothing')
+  t.equal(store.isLive('job', 'job_second'), false)
+  t.ok(store.getSnapshot('job', 'job_third'))
+  t.equal(nonces.has('n1'), false)
+  t.equal(store.stats().failedCommits, 1)
+})
+
+t.test('bigints round-trip exactly, up to 2^256-1 and negative', async (t) => {
+  const { store } = await freshStore(t)
+  const max = 2n ** 256n - 1n
+  const values = [0n, 1n, -1n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 64n, max, -max]
+  await store.commit({ changes: [{ kind: 'ledger', id: 'fixed', record: { values, plain: 7 }, final: false }] })
+  const back = store.getSnapshot('ledger', 'fixed')?.snapshot as { values: bigint[]; plain: number }
+  t.same(back.values, values)
+  t.ok(back.values.every((v) => typeof v === 'bigint'))
+  t.equal(typeof back.plain, 'number', 'a number stays a number')
+  let n = 0
+  await fc.assert(
+    fc.asyncProperty(fc.bigInt({ min: -max, max }), fc.bigInt({ min: 0n, max }), async (a, b) => {
+      const id = `p${n++}`
+      await store.commit({ changes: [{ kind: 'ledger', id, record: { a, nested: [{ b }] }, final: false }] })
+      const got = store.getSnapshot('ledger', id)?.snapshot as { a: bigint; nested: [{ b: bigint }] }
+      return got.a === a && got.nested[0].b === b
+    }),
+    { numRuns: 200 },
+  )
+})
+
+t.test('commits after close are refused; close waits for queued commits', async (t) => {
+  const { store, dataDir } = await freshStore(t)
+  const pending = store.commit({ changes: [job('job_late', 'funded')] })
+  await store.close()
+  await pending
+  await t.rejects(store.commit({ changes: [job('job_x', 'funded')] }), { code: 'store_closed' })
+  const again = await Store.open({ dataDir })
+  t.ok(again.getSnapshot('job', 'job_late'))
+  await again.close()
+})
