@@ -1,0 +1,73 @@
+// Lease: one offer leased to one lender for a short time. The lender's session key must pay the supplier before
+// `expiresAtMs`; otherwise the engine sends TIME_OUT during dispatch. A lease whose wallet cannot pay is refused at
+// once (INSUFFICIENT_BALANCE), and a lease whose offer is withdrawn is cancelled (CANCEL).
+import { assign, setup } from 'xstate'
+import type { Address, TxProof } from './types.ts'
+
+export type LeaseEndReason = 'timeout' | 'insufficient_balance' | 'offer_closed'
+
+export interface LeaseInput {
+  leaseId: string
+  offerId: string
+  lender: Address
+  payer: Address
+  network: string
+  asset: string
+  amountAtomic: bigint
+  feeAtomic: bigint
+  supplierAddress: Address
+  createdAtMs: number
+  expiresAtMs: number
+}
+
+export interface LeaseContext extends LeaseInput {
+  endReason: LeaseEndReason | null
+  endedAtMs: number | null
+  payment: TxProof | null
+}
+
+export type LeaseEvent =
+  | { type: 'PAY'; payment: TxProof; nowMs: number }
+  | { type: 'TIME_OUT'; nowMs: number }
+  | { type: 'INSUFFICIENT_BALANCE'; nowMs: number }
+  | { type: 'CANCEL'; nowMs: number }
+
+export const leaseMachine = setup({
+  types: {
+    input: {} as LeaseInput,
+    context: {} as LeaseContext,
+    events: {} as LeaseEvent,
+  },
+  actions: {
+    recordPayment: assign(({ event }) => {
+      if (event.type !== 'PAY') return {}
+      return { payment: event.payment, endedAtMs: event.nowMs }
+    }),
+    recordTimeout: assign(({ event }) => ({ endReason: 'timeout' as const, endedAtMs: event.nowMs })),
+    recordInsufficientBalance: assign(({ event }) => ({
+      endReason: 'insufficient_balance' as const,
+      endedAtMs: event.nowMs,
+    })),
+    recordCancel: assign(({ event }) => ({ endReason: 'offer_closed' as const, endedAtMs: event.nowMs })),
+  },
+  guards: {
+    // The engine's clock is the caller's `nowMs`; a lease ends exactly at its expiry instant.
+    isPastExpiry: ({ context, event }) => event.nowMs >= context.expiresAtMs,
+  },
+}).createMachine({
+  id: 'lease',
+  context: ({ input }) => ({ ...input, endReason: null, endedAtMs: null, payment: null }),
+  initial: 'leased',
+  states: {
+    leased: {
+      on: {
+        PAY: { target: 'paid', actions: 'recordPayment' },
+        TIME_OUT: { guard: 'isPastExpiry', target: 'expired', actions: 'recordTimeout' },
+        INSUFFICIENT_BALANCE: { target: 'expired', actions: 'recordInsufficientBalance' },
+        CANCEL: { target: 'expired', actions: 'recordCancel' },
+      },
+    },
+    paid: { type: 'final' },
+    expired: { type: 'final' },
+  },
+})

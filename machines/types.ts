@@ -1,0 +1,17 @@
+// Shared value types of the machines. Machines import nothing but xstate and these types, so they stay pure.
+
+/** An EVM address, checksummed by the caller. */
+export type Address = `0x${string}`
+
+/** A verified on-chain fact: a transaction and, where an event proves it, the log index of that event. */
+export interface TxProof {
+  network: string
+  txHash: `0x${string}`
+  logIndex: number
+}
+
+/** The repayment source an offer or advance draws on. */
+export interface SourceRef {
+  kind: 'job' | 'backing'
+  id: string
+}

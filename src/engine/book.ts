@@ -1,0 +1,76 @@
+// The matching book of one (network, asset): lenders sorted by ask rate ascending, then reputation descending, then
+// available liquidity descending, then registration order. A lender's liquidity changes on every lease, so an entry
+// is moved by binary search (remove + insert) instead of re-sorting the book; matching walks from the front and
+// stops at the first eligible lender, or as soon as the ask rate prices the fee above the borrower's maximum.
+import type { LenderRecord } from './types.ts'
+
+export interface BookEntry {
+  lender: LenderRecord
+  /** The sort key as the book last saw it; compared to the lender's current values on reposition. */
+  askBps: number
+  reputationBps: number
+  availableAtomic: bigint
+  registrationSeq: number
+}
+
+export function compareEntries(a: BookEntry, b: BookEntry): number {
+  if (a.askBps !== b.askBps) return a.askBps - b.askBps
+  if (a.reputationBps !== b.reputationBps) return b.reputationBps - a.reputationBps
+  if (a.availableAtomic !== b.availableAtomic) return a.availableAtomic > b.availableAtomic ? -1 : 1
+  return a.registrationSeq - b.registrationSeq
+}
+
+export class MatchingBook {
+  readonly entries: BookEntry[] = []
+
+  /** First index whose entry does not sort before `entry`. */
+  private lowerBound(entry: BookEntry): number {
+    let lo = 0
+    let hi = this.entries.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (compareEntries(this.entries[mid] as BookEntry, entry) < 0) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  insert(entry: BookEntry): void {
+    this.entries.splice(this.lowerBound(entry), 0, entry)
+  }
+
+  remove(entry: BookEntry): void {
+    const index = this.lowerBound(entry)
+    if (this.entries[index] !== entry) throw new Error(`book corrupt: entry of ${entry.lender.address} not at its key`)
+    this.entries.splice(index, 1)
+  }
+
+  get size(): number {
+    return this.entries.length
+  }
+}
+
+export function entryFor(lender: LenderRecord): BookEntry {
+  return {
+    lender,
+    askBps: lender.askBps,
+    reputationBps: lender.reputationBps,
+    availableAtomic: lender.availableAtomic,
+    registrationSeq: lender.registrationSeq,
+  }
+}
+
+export function entryIsCurrent(entry: BookEntry): boolean {
+  const l = entry.lender
+  return entry.askBps === l.askBps && entry.reputationBps === l.reputationBps && entry.availableAtomic === l.availableAtomic
+}
+
+/** Move an entry to its lender's current key in every book that holds it. */
+export function reposition(entry: BookEntry, books: MatchingBook[]): void {
+  if (entryIsCurrent(entry)) return
+  for (const book of books) book.remove(entry)
+  entry.askBps = entry.lender.askBps
+  entry.reputationBps = entry.lender.reputationBps
+  entry.availableAtomic = entry.lender.availableAtomic
+  for (const book of books) book.insert(entry)
+}

@@ -1,0 +1,86 @@
+// Engine configuration: every rule's threshold and every limit, named, with its default and the reason for it.
+
+export interface EngineConfig {
+  /** Share of a job's receivable that may be advanced (bps). */
+  jobAdvanceRateBps: number
+  /** Duration of an advance drawn on a backing source (jobs run until their due time). */
+  backingDurationSecondsDefault: number
+  /** How long a lender holds a lease before it expires unpaid. */
+  leaseTtlMs: number
+  /** How long an offer waits for a lender before dispatch expires it. */
+  offerTtlMs: number
+  /** Share of each fee routed to the insurance reserve of (network, asset) when the advance is repaid (bps). */
+  insuranceShareBps: number
+  /** Risk bands from coverage = (source value + collateral) / amount, in bps: A at or above the first, B at or above the second, else C. */
+  riskBandACoverageBps: number
+  riskBandBCoverageBps: number
+  /** Lender reputation and reliability start here unless the caller supplies evidence-based values. */
+  lenderReputationInitialBps: number
+  lenderReliabilityInitialBps: number
+  borrowerReputationInitialBps: number
+  /** Reputation and reliability updates (bps, clamped to 0..10000). */
+  lenderReputationRepaidRewardBps: number
+  lenderReputationDefaultPenaltyBps: number
+  lenderReputationMissPenaltyBps: number
+  lenderReliabilityMissPenaltyBps: number
+  lenderReliabilityPaidRewardBps: number
+  /** Weight of one uptime observation in the reliability moving average (bps). */
+  lenderReliabilityUptimeWeightBps: number
+  /** A lender below this reliability is inactive: it gets no leases until uptime or payments restore it. */
+  lenderReliabilityMinBps: number
+  borrowerReputationRepaidRewardBps: number
+  borrowerReputationFailurePenaltyBps: number
+  borrowerReputationShortfallPenaltyBps: number
+  /** Limits. */
+  lendersScannedPerMatchMax: number
+  leasesPerOfferMax: number
+  offersDispatchedPerCallMax: number
+  networksPerLenderMax: number
+}
+
+export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
+  jobAdvanceRateBps: 8000,
+  backingDurationSecondsDefault: 30 * 24 * 3600,
+  leaseTtlMs: 30_000,
+  offerTtlMs: 10 * 60_000,
+  insuranceShareBps: 1000,
+  riskBandACoverageBps: 20_000,
+  riskBandBCoverageBps: 12_500,
+  lenderReputationInitialBps: 5000,
+  lenderReliabilityInitialBps: 5000,
+  borrowerReputationInitialBps: 5000,
+  lenderReputationRepaidRewardBps: 50,
+  lenderReputationDefaultPenaltyBps: 100,
+  lenderReputationMissPenaltyBps: 50,
+  lenderReliabilityMissPenaltyBps: 500,
+  lenderReliabilityPaidRewardBps: 100,
+  lenderReliabilityUptimeWeightBps: 1000,
+  lenderReliabilityMinBps: 1000,
+  borrowerReputationRepaidRewardBps: 100,
+  borrowerReputationFailurePenaltyBps: 1000,
+  borrowerReputationShortfallPenaltyBps: 2000,
+  lendersScannedPerMatchMax: 4096,
+  leasesPerOfferMax: 16,
+  offersDispatchedPerCallMax: 1000,
+  networksPerLenderMax: 16,
+})
+
+export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig {
+  const config = { ...defaultEngineConfig, ...partial }
+  const bpsKeys = [
+    'jobAdvanceRateBps', 'insuranceShareBps', 'lenderReputationInitialBps', 'lenderReliabilityInitialBps',
+    'borrowerReputationInitialBps', 'lenderReliabilityUptimeWeightBps', 'lenderReliabilityMinBps',
+  ] as const
+  for (const key of bpsKeys) {
+    if (!Number.isInteger(config[key]) || config[key] < 0 || config[key] > 10_000) {
+      throw new RangeError(`engine config ${key} must be an integer in 0..10000`)
+    }
+  }
+  if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
+    throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')
+  }
+  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'leaseTtlMs', 'offerTtlMs'] as const) {
+    if (!Number.isInteger(config[key]) || config[key] < 1) throw new RangeError(`engine config ${key} must be a positive integer`)
+  }
+  return config
+}

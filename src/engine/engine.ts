@@ -1,0 +1,1235 @@
+// The credit engine: one writer that owns every live actor (job, offer, lease, advance) and the records (lenders,
+// backing sources, borrowers, insurance reserves). Each command validates first, then applies, then hands back the
+// snapshots it changed. It never reads the clock (`nowMs` comes from the caller) and never does I/O.
+import { createActor, initialTransition, transition, type Actor, type AnyStateMachine, type Snapshot } from 'xstate'
+import {
+  advanceMachine, jobMachine, leaseMachine, offerMachine,
+  type AdvanceInput, type JobEvent, type RepaymentRecord, type LeaseInput, type OfferEvent, type OfferInput, type SourceRef,
+} from '../../machines/index.ts'
+import { entryFor, MatchingBook, reposition, type BookEntry } from './book.ts'
+import { resolveConfig, type EngineConfig } from './config.ts'
+import type { ExecutedTx, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
+import {
+  applyBps, clampBps, coverageBps, eligibleFee, feeAtomic, insuranceAtomic, minBig, planRecovery, riskBand,
+} from './rules.ts'
+import type {
+  ActorKind, Address, AdvanceView, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
+  CreditState, DeclineReason, DispatchOutcome, EngineError, EngineResult, ErrorClass, JobSettlementPlan,
+  JobSettlementReceipt, JobView, LeaseView, LenderRecord, LiquidationInput, LiquidationPlan, LiquidationReceipt,
+  MatchOutcome, MetaRecord, OfferView, PassportEvent, PostCollateralInput, RegisterLenderInput, RegisterSourceInput,
+  RepaymentPlan, RepaymentReceipt, ReserveRecord, RiskBand, SourceRecord, UnderwritingDecision,
+} from './types.ts'
+
+type JobActor = Actor<typeof jobMachine>
+type OfferActor = Actor<typeof offerMachine>
+type LeaseActor = Actor<typeof leaseMachine>
+type AdvanceActor = Actor<typeof advanceMachine>
+type AnyLive = JobActor | OfferActor | LeaseActor | AdvanceActor
+
+/** A stored snapshot as the store hands it back for a restart. */
+export interface StoredSnapshot {
+  kind: Change['kind']
+  id: string
+  record: unknown
+  final?: boolean
+}
+
+const JOB_ID = /^job_[A-Za-z0-9_-]{1,64}$/
+const SOURCE_ID = /^[A-Za-z0-9_.:-]{1,128}$/
+const RISK_BANDS: readonly RiskBand[] = ['A', 'B', 'C']
+
+/** createActor(machine, { snapshot }): the restored actor continues exactly where the persisted one stopped. */
+function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: unknown): Actor<M> {
+  return createActor(machine as AnyStateMachine, { snapshot: snapshot as Snapshot<unknown> }).start() as unknown as Actor<M>
+}
+
+function fail(errorClass: ErrorClass, code: string, message: string): { ok: false; error: EngineError } {
+  return { ok: false, error: { code, class: errorClass, message } }
+}
+
+function bookKey(network: string, asset: string): string {
+  return `${network}\u0000${asset}`
+}
+
+function reserveId(network: string, asset: string): string {
+  return `reserve:${network}:${asset}`
+}
+
+function seqOf(id: string): number {
+  return Number(id.slice(id.indexOf('_') + 1))
+}
+
+function sameAddress(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase()
+}
+
+function isBps(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 10_000
+}
+
+/** View of an actor snapshot, live or stored: its context plus its state. */
+function viewOf<V>(snapshot: { value: unknown; context: unknown }): V {
+  return { ...(snapshot.context as object), state: snapshot.value } as V
+}
+
+export const jobViewFromSnapshot = (record: unknown): JobView => viewOf<JobView>(record as never)
+export const offerViewFromSnapshot = (record: unknown): OfferView => viewOf<OfferView>(record as never)
+export const leaseViewFromSnapshot = (record: unknown): LeaseView => viewOf<LeaseView>(record as never)
+export const advanceViewFromSnapshot = (record: unknown): AdvanceView => viewOf<AdvanceView>(record as never)
+
+export class Engine {
+  readonly config: EngineConfig
+  private readonly wallets: WalletView
+
+  private meta: MetaRecord = { offerSeq: 0, leaseSeq: 0, advanceSeq: 0, lenderSeq: 0, sourceSeq: 0 }
+  private readonly lenders = new Map<Address, LenderRecord>()
+  private readonly lenderBySession = new Map<Address, Address>()
+  private readonly sources = new Map<string, SourceRecord>()
+  private readonly borrowers = new Map<Address, BorrowerRecord>()
+  private readonly reserves = new Map<string, ReserveRecord>()
+
+  // Live actors. Ids are minted in increasing sequence and restored in that order, so iteration order is the same
+  // in a fresh and in a restored engine.
+  private readonly jobs = new Map<string, JobActor>()
+  private readonly offers = new Map<string, OfferActor>()
+  private readonly leases = new Map<string, LeaseActor>()
+  private readonly advances = new Map<string, AdvanceActor>()
+
+  private readonly books = new Map<string, MatchingBook>()
+  private readonly bookEntries = new Map<Address, { entry: BookEntry; books: MatchingBook[] }>()
+  private readonly liveLeasesByLender = new Map<Address, Set<string>>()
+
+  /** What the running command changed, by `${kind}:${id}`; resolved to Changes when the command commits. */
+  private pending = new Map<string, Change | { kind: Change['kind']; id: string }>()
+
+  constructor(config: Partial<EngineConfig>, wallets: WalletView, initialSnapshots?: Iterable<StoredSnapshot>) {
+    this.config = resolveConfig(config)
+    this.wallets = wallets
+    if (initialSnapshots) this.restore(initialSnapshots)
+  }
+
+  // ===================================================================================================== commands
+
+  registerLender(input: RegisterLenderInput, nowMs: number): EngineResult<LenderRecord> {
+    if (this.lenders.has(input.address)) return fail('conflict', 'lender_exists', `lender ${input.address} is registered`)
+    if (this.lenderBySession.has(input.sessionAddress) || this.lenders.has(input.sessionAddress)) {
+      return fail('conflict', 'session_in_use', 'the session address belongs to another lender')
+    }
+    if (input.availableLiquidityAtomic < 0n) return fail('invalid', 'invalid_amount', 'availableLiquidityAtomic must be >= 0')
+    if (!isBps(input.minFeeBps)) return fail('invalid', 'invalid_bps', 'minFeeBps must be an integer in 0..10000')
+    for (const [name, value] of [['reputationBps', input.reputationBps], ['reliabilityBps', input.reliabilityBps]] as const) {
+      if (value !== undefined && !isBps(value)) return fail('invalid', 'invalid_bps', `${name} must be an integer in 0..10000`)
+    }
+    if (!Number.isInteger(input.maxDurationSeconds) || input.maxDurationSeconds < 1) {
+      return fail('invalid', 'invalid_duration', 'maxDurationSeconds must be a positive integer')
+    }
+    const networks = [...new Set(input.networks)]
+    if (networks.length === 0 || networks.length > this.config.networksPerLenderMax) {
+      return fail('invalid', 'invalid_networks', `networks must list 1..${this.config.networksPerLenderMax} networks`)
+    }
+    const bands = [...new Set(input.acceptedRiskBands)]
+    if (bands.length === 0 || !bands.every((b) => (RISK_BANDS as readonly string[]).includes(b))) {
+      return fail('invalid', 'invalid_risk_band', `acceptedRiskBands must be a non-empty subset of ${RISK_BANDS.join(', ')}`)
+    }
+    const assets: Record<string, string> = {}
+    for (const network of networks) assets[network] = input.assets?.[network] ?? input.asset
+
+    this.meta.lenderSeq += 1
+    const lender: LenderRecord = {
+      address: input.address,
+      sessionAddress: input.sessionAddress,
+      asset: input.asset,
+      assets,
+      networks,
+      askBps: input.minFeeBps,
+      maxDurationSeconds: input.maxDurationSeconds,
+      acceptedRiskBands: RISK_BANDS.filter((b) => bands.includes(b)),
+      registeredAtomic: input.availableLiquidityAtomic,
+      availableAtomic: input.availableLiquidityAtomic,
+      reservedAtomic: 0n,
+      deployedAtomic: 0n,
+      feesEarnedAtomic: 0n,
+      lossesAtomic: 0n,
+      reputationBps: input.reputationBps ?? this.config.lenderReputationInitialBps,
+      reliabilityBps: input.reliabilityBps ?? this.config.lenderReliabilityInitialBps,
+      registrationSeq: this.meta.lenderSeq,
+      registeredAtMs: nowMs,
+      leasesGranted: 0,
+      leasesPaid: 0,
+      leasesExpired: 0,
+      advancesRepaid: 0,
+      advancesDefaulted: 0,
+    }
+    this.addLender(lender)
+    this.touch('meta', 'engine')
+    this.touch('lender', lender.address)
+    return this.commit({ ...lender })
+  }
+
+  registerSource(input: RegisterSourceInput, nowMs: number): EngineResult<SourceRecord> {
+    if (!SOURCE_ID.test(input.sourceId) || JOB_ID.test(input.sourceId)) {
+      return fail('invalid', 'invalid_source_id', 'sourceId must match ^[A-Za-z0-9_.:-]{1,128}$ and not look like a job id')
+    }
+    if (this.sources.has(input.sourceId)) return fail('conflict', 'source_exists', `source ${input.sourceId} is registered`)
+    if (input.valueAtomic <= 0n || input.liquidationValueAtomic < 0n) {
+      return fail('invalid', 'invalid_amount', 'valueAtomic must be > 0 and liquidationValueAtomic >= 0')
+    }
+    if (!isBps(input.advanceRateBps)) return fail('invalid', 'invalid_bps', 'advanceRateBps must be an integer in 0..10000')
+
+    this.meta.sourceSeq += 1
+    const source: SourceRecord = {
+      sourceId: input.sourceId,
+      productType: input.productType,
+      agent: input.agent,
+      valueAtomic: input.valueAtomic,
+      liquidationValueAtomic: input.liquidationValueAtomic,
+      advanceRateBps: input.advanceRateBps,
+      evidenceId: input.evidenceId,
+      committedAtomic: 0n,
+      backingUsedAtomic: 0n,
+      registrationSeq: this.meta.sourceSeq,
+      registeredAtMs: nowMs,
+    }
+    this.sources.set(source.sourceId, source)
+    this.borrowerOf(input.agent)
+    this.touch('meta', 'engine')
+    this.touch('source', source.sourceId)
+    return this.commit({ ...source })
+  }
+
+  createJob(input: CreateJobInput, nowMs: number): EngineResult<JobView> {
+    if (!JOB_ID.test(input.jobId)) return fail('invalid', 'invalid_job_id', 'jobId must match ^job_[A-Za-z0-9_-]{1,64}$')
+    if (this.jobs.has(input.jobId)) return fail('conflict', 'job_exists', `job ${input.jobId} exists`)
+    if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
+    if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAtMs must be in the future')
+
+    const actor = createActor(jobMachine, {
+      input: {
+        jobId: input.jobId,
+        client: input.client,
+        borrower: input.borrower,
+        network: input.network,
+        asset: input.asset,
+        receivableAtomic: input.receivableAtomic,
+        dueAtMs: input.dueAtMs,
+        createdAtMs: nowMs,
+        funding: input.funding,
+      },
+    }).start()
+    this.jobs.set(input.jobId, actor)
+    this.borrowerOf(input.borrower)
+    this.touch('job', input.jobId)
+    return this.commit(viewOf<JobView>(actor.getSnapshot()))
+  }
+
+  postCollateral(input: PostCollateralInput, nowMs: number): EngineResult<CollateralPosition> {
+    const job = this.jobs.get(input.jobId)
+    if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+    const snap = job.getSnapshot()
+    if (!snap.matches('funded') && !snap.matches('active')) return fail('conflict', 'job_not_open', `job ${input.jobId} is ${String(snap.value)}`)
+    if (!sameAddress(snap.context.borrower, input.borrower)) {
+      return fail('forbidden', 'not_job_borrower', 'collateral must be posted by the job borrower')
+    }
+    if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
+
+    this.sendJob(job, { type: 'COLLATERAL_POSTED', amountAtomic: input.amountAtomic, nowMs })
+    const ctx = job.getSnapshot().context
+    return this.commit({
+      jobId: ctx.jobId,
+      borrower: ctx.borrower,
+      network: ctx.network,
+      asset: ctx.asset,
+      amountAtomic: input.amountAtomic,
+      totalCollateralAtomic: ctx.collateralAtomic,
+      proof: input.proof,
+    })
+  }
+
+  /** Underwrite a credit request: a declined decision changes nothing; an approved one creates an offer. */
+  requestCredit(input: CreditRequestInput, nowMs: number): EngineResult<UnderwritingDecision> {
+    if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
+    if (input.maximumFeeAtomic < 0n) return fail('invalid', 'invalid_amount', 'maximumFeeAtomic must be >= 0')
+    if (sameAddress(input.supplierAddress, input.agent)) {
+      return fail('invalid', 'supplier_is_borrower', 'the supplier is paid, never the borrower')
+    }
+    const job = this.jobs.get(input.repaymentSource)
+    const backing = job ? undefined : this.sources.get(input.repaymentSource)
+    if (!job && !backing) return fail('not_found', 'repayment_source_not_found', `no live job or backing source ${input.repaymentSource}`)
+
+    const reasons: DeclineReason[] = []
+    const borrower = this.borrowers.get(input.agent)
+    if (borrower?.suspended) reasons.push({ code: 'borrower_suspended', message: 'the borrower is suspended after a failed job' })
+
+    let capacityAtomic: bigint
+    let valueAtomic: bigint
+    let durationSeconds: number
+    let dueAtMs: number
+    let source: SourceRef
+    if (job) {
+      const snap = job.getSnapshot()
+      const ctx = snap.context
+      source = { kind: 'job', id: ctx.jobId }
+      if (!sameAddress(ctx.borrower, input.agent)) reasons.push({ code: 'source_not_owned', message: 'the job belongs to another borrower' })
+      if (!snap.matches('funded') && !snap.matches('active')) reasons.push({ code: 'source_closed', message: `the job is ${String(snap.value)}` })
+      if (nowMs >= ctx.dueAtMs) reasons.push({ code: 'job_past_due', message: 'the job is past its due time' })
+      if (ctx.network !== input.network || ctx.asset !== input.asset) {
+        reasons.push({ code: 'asset_mismatch', message: `the job pays ${ctx.asset} on ${ctx.network}` })
+      }
+      const revenueLeft = ctx.receivableAtomic - ctx.revenueUsedAtomic
+      const collateralLeft = ctx.collateralAtomic - ctx.collateralUsedAtomic
+      capacityAtomic = applyBps(revenueLeft, this.config.jobAdvanceRateBps) + collateralLeft - ctx.committedAtomic
+      valueAtomic = revenueLeft + collateralLeft
+      durationSeconds = Math.max(1, Math.ceil((ctx.dueAtMs - nowMs) / 1000))
+      dueAtMs = ctx.dueAtMs
+    } else {
+      const src = backing as SourceRecord
+      source = { kind: 'backing', id: src.sourceId }
+      if (!sameAddress(src.agent, input.agent)) reasons.push({ code: 'source_not_owned', message: 'the backing source belongs to another borrower' })
+      const hardLeft = src.liquidationValueAtomic - src.backingUsedAtomic
+      capacityAtomic = minBig(applyBps(src.valueAtomic, src.advanceRateBps), hardLeft) - src.committedAtomic
+      valueAtomic = src.valueAtomic
+      durationSeconds = this.config.backingDurationSecondsDefault
+      dueAtMs = nowMs + durationSeconds * 1000
+    }
+    if (capacityAtomic < 0n) capacityAtomic = 0n
+    if (input.amountAtomic > capacityAtomic) {
+      reasons.push({ code: 'over_capacity', message: `amount exceeds the source's remaining capacity of ${capacityAtomic}` })
+    }
+    const coverage = coverageBps(valueAtomic, 0n, input.amountAtomic)
+    const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, this.config)
+
+    if (reasons.length > 0) {
+      return this.commit({ decision: 'declined', reasons, capacityAtomic, coverageBps: coverage, riskBand: null, durationSeconds, offer: null })
+    }
+
+    this.meta.offerSeq += 1
+    const offerInput: OfferInput = {
+      offerId: `off_${this.meta.offerSeq}`,
+      borrower: input.agent,
+      network: input.network,
+      asset: input.asset,
+      productType: input.productType,
+      amountAtomic: input.amountAtomic,
+      maximumFeeAtomic: input.maximumFeeAtomic,
+      purpose: input.purpose,
+      supplier: input.supplier,
+      supplierDomain: input.supplierDomain,
+      supplierAddress: input.supplierAddress,
+      source,
+      riskBand: band,
+      durationSeconds,
+      dueAtMs,
+      createdAtMs: nowMs,
+      expiresAtMs: nowMs + this.config.offerTtlMs,
+    }
+    const offer = createActor(offerMachine, { input: offerInput }).start()
+    this.offers.set(offerInput.offerId, offer)
+    this.touch('offer', offerInput.offerId)
+    this.touch('meta', 'engine')
+    this.commitCapacity(source, input.amountAtomic, nowMs)
+    return this.commit({
+      decision: 'approved', reasons, capacityAtomic, coverageBps: coverage, riskBand: band, durationSeconds,
+      offer: viewOf<OfferView>(offer.getSnapshot()),
+    })
+  }
+
+  /** Lease the offer to the cheapest eligible lender whose wallet can pay. */
+  matchOffer(input: { offerId: string }, nowMs: number): EngineResult<MatchOutcome> {
+    const offer = this.offers.get(input.offerId)
+    if (!offer) return fail('not_found', 'offer_not_found', `offer ${input.offerId} is not live`)
+    const snap = offer.getSnapshot()
+    if (!snap.matches('offered')) return fail('conflict', 'offer_not_offered', `offer ${input.offerId} is ${String(snap.value)}`)
+    return this.commit(this.matchInternal(offer, nowMs))
+  }
+
+  /** Expire stale leases (their offers go back to matching), then expire stale offers and match the waiting ones. */
+  dispatch(nowMs: number): EngineResult<DispatchOutcome> {
+    const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [] }
+    const stale: LeaseActor[] = []
+    for (const lease of this.leases.values()) {
+      if (lease.getSnapshot().context.expiresAtMs <= nowMs) stale.push(lease)
+    }
+    stale.sort((a, b) => {
+      const ca = a.getSnapshot().context
+      const cb = b.getSnapshot().context
+      return ca.expiresAtMs - cb.expiresAtMs || seqOf(ca.leaseId) - seqOf(cb.leaseId)
+    })
+    for (const lease of stale) outcome.expiredLeases.push(this.timeOutLease(lease, nowMs))
+
+    let attempts = 0
+    for (const offer of [...this.offers.values()]) {
+      const snap = offer.getSnapshot()
+      if (!snap.matches('offered')) continue
+      if (nowMs >= snap.context.expiresAtMs) {
+        outcome.expiredOffers.push(this.expireOffer(offer, 'stale', nowMs))
+        continue
+      }
+      if (attempts >= this.config.offersDispatchedPerCallMax) continue
+      attempts += 1
+      const match = this.matchInternal(offer, nowMs)
+      if (match.offerExpired) outcome.expiredOffers.push(match.offer)
+      if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
+    }
+    return this.commit(outcome)
+  }
+
+  /** A verified supplier payment funds the offer: the lease is paid and the advance is created. */
+  recordSupplierPayment(fact: SupplierPaymentFact, nowMs: number): EngineResult<AdvanceView> {
+    const offer = this.offers.get(fact.offerId)
+    if (!offer) return fail('not_found', 'offer_not_found', `offer ${fact.offerId} is not live`)
+    const offerSnap = offer.getSnapshot()
+    const o = offerSnap.context
+    const lenderAddress = this.lenderBySession.get(fact.payer) ?? (this.lenders.has(fact.payer) ? fact.payer : undefined)
+    if (!lenderAddress) return fail('forbidden', 'lease_not_held', 'the payer is not a registered lender')
+    if (o.excludedLenders.includes(lenderAddress)) {
+      return fail('conflict', 'lease_expired', `the lease of ${lenderAddress} on offer ${o.offerId} expired`)
+    }
+    const lease = o.currentLeaseId ? this.leases.get(o.currentLeaseId) : undefined
+    if (!offerSnap.matches('leased') || !lease) return fail('conflict', 'offer_not_leased', `offer ${o.offerId} has no live lease`)
+    const l = lease.getSnapshot().context
+    if (l.lender !== lenderAddress) return fail('forbidden', 'lease_not_held', `offer ${o.offerId} is leased to another lender`)
+    if (fact.network !== o.network || fact.asset !== o.asset) return fail('invalid', 'payment_mismatch', 'the payment is on another network or asset')
+    if (!sameAddress(fact.supplier, o.supplierAddress)) return fail('invalid', 'payment_mismatch', "the payment did not go to the offer's supplier")
+    if (fact.amountAtomic !== o.amountAtomic) return fail('invalid', 'payment_mismatch', `the payment must be exactly ${o.amountAtomic}`)
+
+    const payment = { network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex }
+    this.sendLease(lease, { type: 'PAY', payment, nowMs })
+    this.dropLiveLease(l.lender, l.leaseId)
+    const lender = this.lenderOf(l.lender)
+    lender.reservedAtomic -= l.amountAtomic
+    lender.deployedAtomic += l.amountAtomic
+    lender.leasesPaid += 1
+    lender.reliabilityBps = clampBps(lender.reliabilityBps + this.config.lenderReliabilityPaidRewardBps)
+    this.lenderChanged(lender)
+
+    this.meta.advanceSeq += 1
+    this.touch('meta', 'engine')
+    const advanceInput: AdvanceInput = {
+      advanceId: `adv_${this.meta.advanceSeq}`,
+      offerId: o.offerId,
+      leaseId: l.leaseId,
+      lender: l.lender,
+      payer: fact.payer,
+      borrower: o.borrower,
+      source: o.source,
+      network: o.network,
+      asset: o.asset,
+      principalAtomic: o.amountAtomic,
+      feeAtomic: l.feeAtomic,
+      insuranceAtomic: insuranceAtomic(l.feeAtomic, this.config.insuranceShareBps),
+      supplierAddress: o.supplierAddress,
+      payment,
+      fundedAtMs: nowMs,
+      dueAtMs: o.dueAtMs,
+    }
+    const advance = createActor(advanceMachine, { input: advanceInput }).start()
+    this.advances.set(advanceInput.advanceId, advance)
+    this.touch('advance', advanceInput.advanceId)
+    this.sendOffer(offer, { type: 'FUND', advanceId: advanceInput.advanceId, nowMs })
+    if (o.source.kind === 'job') {
+      const job = this.jobs.get(o.source.id)
+      if (job) this.sendJob(job, { type: 'ADVANCE_OPENED', advanceId: advanceInput.advanceId, nowMs })
+    }
+    return this.commit(viewOf<AdvanceView>(advance.getSnapshot()))
+  }
+
+  /** What a full repayment of the advance must pay: the lender's amount and the reserve's share. */
+  planRepayment(advanceId: string): EngineResult<RepaymentPlan> {
+    const advance = this.advances.get(advanceId)
+    if (!advance) return fail('not_found', 'advance_not_found', `advance ${advanceId} is not live`)
+    const a = advance.getSnapshot().context
+    return {
+      ok: true,
+      changes: [],
+      value: {
+        advanceId, network: a.network, asset: a.asset, lender: a.lender,
+        amountAtomic: a.principalAtomic + a.feeAtomic - a.insuranceAtomic,
+        reserveAmountAtomic: a.insuranceAtomic,
+      },
+    }
+  }
+
+  /** A verified Repaid fact closes the advance. Only a full repayment (exactly the plan's amounts) is accepted. */
+  repayAdvance(fact: RepaidFact, nowMs: number): EngineResult<RepaymentReceipt> {
+    const advance = this.advances.get(fact.advanceId)
+    if (!advance) return fail('not_found', 'advance_not_found', `advance ${fact.advanceId} is not live`)
+    const snap = advance.getSnapshot()
+    const a = snap.context
+    if (!snap.matches('active') && !snap.matches('defaulted')) return fail('conflict', 'advance_not_open', `advance is ${String(snap.value)}`)
+    if (fact.network !== a.network || fact.lender !== a.lender) {
+      return fail('invalid', 'repayment_mismatch', "the repayment is on another network or to another lender")
+    }
+    const lenderAmount = a.principalAtomic + a.feeAtomic - a.insuranceAtomic
+    if (fact.amountAtomic !== lenderAmount || fact.reserveAmountAtomic !== a.insuranceAtomic) {
+      return fail('invalid', 'repayment_amount_mismatch', `a repayment pays exactly ${lenderAmount} to the lender and ${a.insuranceAtomic} to the reserve`)
+    }
+    const receipt = this.applyRepayment(advance, {
+      kind: 'repaid', network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex, payer: fact.payer,
+      lenderAmountAtomic: lenderAmount, reserveAmountAtomic: a.insuranceAtomic,
+    }, nowMs)
+    if (a.source.kind === 'job') {
+      const job = this.jobs.get(a.source.id)
+      if (job) {
+        this.sendJob(job, {
+          type: 'ADVANCE_CLOSED', advanceId: a.advanceId, principalAtomic: a.principalAtomic,
+          revenueUsedAtomic: 0n, collateralUsedAtomic: 0n, nowMs,
+        })
+      }
+    } else {
+      this.releaseBacking(a.source.id, a.principalAtomic, 0n)
+    }
+    return this.commit(receipt)
+  }
+
+  /** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */
+  planJobSettlement(jobId: string): EngineResult<JobSettlementPlan> {
+    const planned = this.jobSettlement(jobId)
+    if (!planned.ok) return planned
+    return { ok: true, value: planned.value, changes: [] }
+  }
+
+  /** Apply the executed settleJob transaction: every open advance on the job is repaid and the job completes. */
+  completeJob(input: { jobId: string } & ExecutedTx, nowMs: number): EngineResult<JobSettlementReceipt> {
+    const planned = this.jobSettlement(input.jobId)
+    if (!planned.ok) return planned
+    const plan = planned.value
+    const job = this.jobs.get(input.jobId) as JobActor
+    const receipts: RepaymentReceipt[] = []
+    for (const item of plan.advances) {
+      const advance = this.advances.get(item.advanceId) as AdvanceActor
+      receipts.push(this.applyRepayment(advance, {
+        kind: 'job_settlement', network: input.network, txHash: input.txHash, logIndex: null, payer: null,
+        lenderAmountAtomic: item.amountAtomic, reserveAmountAtomic: item.reserveAmountAtomic,
+      }, nowMs))
+    }
+    this.sendJob(job, { type: 'COMPLETE', settlement: { network: input.network, txHash: input.txHash }, nowMs })
+    return this.commit({ ...plan, txHash: input.txHash, receipts })
+  }
+
+  /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
+  failJob(input: { jobId: string; reason: string }, nowMs: number): EngineResult<PassportEvent> {
+    const job = this.jobs.get(input.jobId)
+    if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+    const snap = job.getSnapshot()
+    if (!snap.matches('funded') && !snap.matches('active')) return fail('conflict', 'job_not_open', `job ${input.jobId} is ${String(snap.value)}`)
+    const j = snap.context
+
+    const borrower = this.borrowerOf(j.borrower)
+    borrower.suspended = true
+    borrower.suspendedAtMs = nowMs
+    borrower.reputationBps = clampBps(borrower.reputationBps - this.config.borrowerReputationFailurePenaltyBps)
+    this.touch('borrower', borrower.address)
+
+    const declinedOfferIds: string[] = []
+    for (const offer of [...this.offers.values()]) {
+      const o = offer.getSnapshot().context
+      if (o.borrower !== j.borrower) continue
+      this.declineOffer(offer, 'borrower_suspended', nowMs)
+      declinedOfferIds.push(o.offerId)
+    }
+    const defaultedAdvanceIds = [...job.getSnapshot().context.advanceIds]
+    let outstandingPrincipalAtomic = 0n
+    for (const advanceId of defaultedAdvanceIds) {
+      const advance = this.advances.get(advanceId) as AdvanceActor
+      outstandingPrincipalAtomic += advance.getSnapshot().context.principalAtomic
+      this.defaultAdvance(advance, 'job_failed', nowMs)
+    }
+    this.sendJob(job, { type: 'FAIL', reason: input.reason, nowMs })
+    return this.commit({
+      type: 'job_failed', jobId: j.jobId, borrower: j.borrower, client: j.client, reason: input.reason, atMs: nowMs,
+      borrowerSuspended: true, borrowerReputationBps: borrower.reputationBps, defaultedAdvanceIds,
+      outstandingPrincipalAtomic, declinedOfferIds,
+    })
+  }
+
+  /** Recovery amounts, step by step, for a defaulted (or past-due) advance. */
+  planLiquidation(advanceId: string, nowMs: number): EngineResult<LiquidationPlan> {
+    const planned = this.liquidationPlan(advanceId, nowMs)
+    if (!planned.ok) return planned
+    return { ok: true, value: planned.value, changes: [] }
+  }
+
+  /** Apply the executed liquidate transaction: recover in order, record the shortfall and its penalty. */
+  liquidate(input: LiquidationInput, nowMs: number): EngineResult<LiquidationReceipt> {
+    const planned = this.liquidationPlan(input.advanceId, nowMs)
+    if (!planned.ok) return planned
+    const plan = planned.value
+    const amountOf = (step: string): bigint => plan.steps.find((s) => s.step === step)?.amountAtomic ?? 0n
+    const fromRevenue = amountOf('source_revenue')
+    const fromCollateral = amountOf('collateral')
+    const fromBacking = amountOf('backing_liquidation')
+    const fromReserve = amountOf('insurance_reserve')
+    if ((input.fromRevenueAtomic !== undefined && input.fromRevenueAtomic !== fromRevenue) ||
+      (input.fromCollateralAtomic !== undefined && input.fromCollateralAtomic !== fromCollateral) ||
+      (input.fromReserveAtomic !== undefined && input.fromReserveAtomic !== fromReserve)) {
+      return fail('conflict', 'plan_changed', 'the executed amounts differ from the current liquidation plan')
+    }
+    if (plan.recoveredAtomic + plan.shortfallAtomic !== plan.owedAtomic || plan.recoveredAtomic > plan.owedAtomic) {
+      throw new Error('invariant: recovery steps must sum to what is owed')
+    }
+
+    const advance = this.advances.get(input.advanceId) as AdvanceActor
+    const a = advance.getSnapshot().context
+    if (advance.getSnapshot().matches('active')) this.defaultAdvance(advance, 'past_due', nowMs)
+    this.sendAdvance(advance, {
+      type: 'LIQUIDATE',
+      recovery: {
+        network: input.network, txHash: input.txHash, owedAtomic: plan.owedAtomic,
+        fromRevenueAtomic: fromRevenue, fromCollateralAtomic: fromCollateral, fromBackingAtomic: fromBacking,
+        fromReserveAtomic: fromReserve, shortfallAtomic: plan.shortfallAtomic,
+      },
+      nowMs,
+    })
+
+    const lender = this.lenderOf(a.lender)
+    lender.deployedAtomic -= a.principalAtomic
+    lender.availableAtomic += plan.recoveredAtomic
+    if (plan.recoveredAtomic >= a.principalAtomic) lender.feesEarnedAtomic += plan.recoveredAtomic - a.principalAtomic
+    else lender.lossesAtomic += a.principalAtomic - plan.recoveredAtomic
+    this.lenderChanged(lender)
+
+    if (fromReserve > 0n) {
+      const reserve = this.reserveOf(a.network, a.asset)
+      reserve.balanceAtomic -= fromReserve
+      reserve.paidOutAtomic += fromReserve
+    }
+    const borrower = this.borrowerOf(a.borrower)
+    if (plan.shortfallAtomic > 0n) {
+      borrower.shortfallAtomic += plan.shortfallAtomic
+      borrower.reputationBps = clampBps(borrower.reputationBps - this.config.borrowerReputationShortfallPenaltyBps)
+      this.touch('borrower', borrower.address)
+    }
+    if (a.source.kind === 'job') {
+      const job = this.jobs.get(a.source.id)
+      if (job) {
+        this.sendJob(job, {
+          type: 'ADVANCE_CLOSED', advanceId: a.advanceId, principalAtomic: a.principalAtomic,
+          revenueUsedAtomic: fromRevenue, collateralUsedAtomic: fromCollateral, nowMs,
+        })
+      }
+    } else {
+      this.releaseBacking(a.source.id, a.principalAtomic, fromBacking)
+    }
+    return this.commit({ ...plan, txHash: input.txHash, borrowerReputationBps: borrower.reputationBps })
+  }
+
+  /** One uptime observation of a lender (bps of the period it was reachable) moves its reliability towards it. */
+  recordLenderUptime(input: { lender: Address; uptimeBps: number }, _nowMs: number): EngineResult<LenderRecord> {
+    const lender = this.lenders.get(input.lender)
+    if (!lender) return fail('not_found', 'lender_not_found', `lender ${input.lender} is not registered`)
+    if (!isBps(input.uptimeBps)) return fail('invalid', 'invalid_bps', 'uptimeBps must be an integer in 0..10000')
+    const w = this.config.lenderReliabilityUptimeWeightBps
+    lender.reliabilityBps = clampBps(Math.floor((lender.reliabilityBps * (10_000 - w) + input.uptimeBps * w) / 10_000))
+    this.lenderChanged(lender)
+    return this.commit({ ...lender })
+  }
+
+  // ======================================================================================================== reads
+
+  getJob(jobId: string): JobView | undefined {
+    const actor = this.jobs.get(jobId)
+    return actor && viewOf<JobView>(actor.getSnapshot())
+  }
+
+  getOffer(offerId: string): OfferView | undefined {
+    const actor = this.offers.get(offerId)
+    return actor && viewOf<OfferView>(actor.getSnapshot())
+  }
+
+  getLease(leaseId: string): LeaseView | undefined {
+    const actor = this.leases.get(leaseId)
+    return actor && viewOf<LeaseView>(actor.getSnapshot())
+  }
+
+  getAdvance(advanceId: string): AdvanceView | undefined {
+    const actor = this.advances.get(advanceId)
+    return actor && viewOf<AdvanceView>(actor.getSnapshot())
+  }
+
+  getLender(address: Address): LenderRecord | undefined {
+    const lender = this.lenders.get(address) ?? this.lenders.get(this.lenderBySession.get(address) as Address)
+    return lender && { ...lender }
+  }
+
+  getSource(sourceId: string): SourceRecord | undefined {
+    const source = this.sources.get(sourceId)
+    return source && { ...source }
+  }
+
+  getBorrower(address: Address): BorrowerRecord | undefined {
+    const borrower = this.borrowers.get(address)
+    return borrower && { ...borrower }
+  }
+
+  /** Lenders in registration order. */
+  listLenders(): LenderRecord[] {
+    return [...this.lenders.values()].sort((a, b) => a.registrationSeq - b.registrationSeq).map((l) => ({ ...l }))
+  }
+
+  /** Backing sources in registration order. */
+  listSources(): SourceRecord[] {
+    return [...this.sources.values()].sort((a, b) => a.registrationSeq - b.registrationSeq).map((s) => ({ ...s }))
+  }
+
+  /** Live leases of a lender (by lender or session address), oldest first: what its wallet should pay now. */
+  liveLeasesOf(address: Address): LeaseView[] {
+    const lenderAddress = this.lenders.has(address) ? address : this.lenderBySession.get(address)
+    const ids = lenderAddress ? [...(this.liveLeasesByLender.get(lenderAddress) ?? [])] : []
+    return ids.sort((a, b) => seqOf(a) - seqOf(b)).map((id) => this.getLease(id) as LeaseView)
+  }
+
+  creditState(): CreditState {
+    const totals = { registeredAtomic: 0n, availableAtomic: 0n, reservedAtomic: 0n, deployedAtomic: 0n, feesEarnedAtomic: 0n, lossesAtomic: 0n }
+    let activeLenders = 0
+    for (const l of this.lenders.values()) {
+      totals.registeredAtomic += l.registeredAtomic
+      totals.availableAtomic += l.availableAtomic
+      totals.reservedAtomic += l.reservedAtomic
+      totals.deployedAtomic += l.deployedAtomic
+      totals.feesEarnedAtomic += l.feesEarnedAtomic
+      totals.lossesAtomic += l.lossesAtomic
+      if (l.reliabilityBps >= this.config.lenderReliabilityMinBps) activeLenders += 1
+    }
+    let suspendedBorrowers = 0
+    for (const b of this.borrowers.values()) if (b.suspended) suspendedBorrowers += 1
+    return {
+      counts: {
+        lenders: this.lenders.size, activeLenders, sources: this.sources.size, borrowers: this.borrowers.size,
+        suspendedBorrowers, liveJobs: this.jobs.size, liveOffers: this.offers.size, liveLeases: this.leases.size,
+        liveAdvances: this.advances.size,
+      },
+      totals,
+      reserves: [...this.reserves.values()].sort((a, b) => reserveId(a.network, a.asset).localeCompare(reserveId(b.network, b.asset))).map((r) => ({ ...r })),
+    }
+  }
+
+  /** Every live actor snapshot and every record, as the store would hold them (final: false). */
+  snapshots(): Change[] {
+    const out: Change[] = [{ kind: 'meta', id: 'engine', record: { ...this.meta }, final: false }]
+    for (const l of this.lenders.values()) out.push({ kind: 'lender', id: l.address, record: { ...l }, final: false })
+    for (const s of this.sources.values()) out.push({ kind: 'source', id: s.sourceId, record: { ...s }, final: false })
+    for (const b of this.borrowers.values()) out.push({ kind: 'borrower', id: b.address, record: { ...b }, final: false })
+    for (const r of this.reserves.values()) out.push({ kind: 'ledger', id: reserveId(r.network, r.asset), record: { ...r }, final: false })
+    for (const [kind, map] of this.actorMaps()) {
+      for (const [id, actor] of map) out.push({ kind, id, record: actor.getPersistedSnapshot(), final: false })
+    }
+    return out
+  }
+
+  // =================================================================================================== invariants
+
+  /** Throws when any money or lifecycle invariant of DESIGN section 4 does not hold. */
+  checkInvariants(): void {
+    const reservedByLender = new Map<Address, bigint>()
+    const leasesByOffer = new Map<string, number>()
+    for (const [id, lease] of this.leases) {
+      const snap = lease.getSnapshot()
+      if (!snap.matches('leased')) throw new Error(`invariant: lease ${id} is final but still in memory`)
+      const l = snap.context
+      reservedByLender.set(l.lender, (reservedByLender.get(l.lender) ?? 0n) + l.amountAtomic)
+      leasesByOffer.set(l.offerId, (leasesByOffer.get(l.offerId) ?? 0) + 1)
+      const offer = this.offers.get(l.offerId)
+      if (!offer || offer.getSnapshot().context.currentLeaseId !== id) throw new Error(`invariant: live lease ${id} is not its offer's current lease`)
+      if (!this.liveLeasesByLender.get(l.lender)?.has(id)) throw new Error(`invariant: lease ${id} missing from its lender's index`)
+    }
+    for (const [id, count] of leasesByOffer) if (count > 1) throw new Error(`invariant: offer ${id} has ${count} live leases`)
+    const committed = new Map<string, bigint>()
+    const addCommitted = (src: SourceRef, amount: bigint): void => {
+      const key = `${src.kind}:${src.id}`
+      committed.set(key, (committed.get(key) ?? 0n) + amount)
+    }
+    for (const [id, offer] of this.offers) {
+      const snap = offer.getSnapshot()
+      const o = snap.context
+      if (snap.status !== 'active') throw new Error(`invariant: offer ${id} is final but still in memory`)
+      if (snap.matches('leased') !== (o.currentLeaseId !== null && this.leases.has(o.currentLeaseId))) {
+        throw new Error(`invariant: offer ${id} state ${String(snap.value)} disagrees with its lease`)
+      }
+      if (o.leaseIds.length > this.config.leasesPerOfferMax) throw new Error(`invariant: offer ${id} exceeded leasesPerOfferMax`)
+      addCommitted(o.source, o.amountAtomic)
+    }
+    const deployedByLender = new Map<Address, bigint>()
+    for (const [id, advance] of this.advances) {
+      const snap = advance.getSnapshot()
+      const a = snap.context
+      if (snap.status !== 'active') throw new Error(`invariant: advance ${id} is final but still in memory`)
+      if (!a.payment || !/^0x[0-9a-fA-F]{64}$/.test(a.payment.txHash)) throw new Error(`invariant: advance ${id} has no verified payment`)
+      if (this.leases.has(a.leaseId) || this.offers.has(a.offerId)) throw new Error(`invariant: advance ${id} while its lease or offer is live`)
+      deployedByLender.set(a.lender, (deployedByLender.get(a.lender) ?? 0n) + a.principalAtomic)
+      addCommitted(a.source, a.principalAtomic)
+    }
+    for (const l of this.lenders.values()) {
+      if (l.availableAtomic < 0n || l.reservedAtomic < 0n || l.deployedAtomic < 0n) throw new Error(`invariant: negative liquidity of ${l.address}`)
+      if (l.availableAtomic + l.reservedAtomic + l.deployedAtomic !== l.registeredAtomic + l.feesEarnedAtomic - l.lossesAtomic) {
+        throw new Error(`invariant: liquidity of ${l.address} does not add up`)
+      }
+      if (l.reservedAtomic !== (reservedByLender.get(l.address) ?? 0n)) throw new Error(`invariant: reserved of ${l.address} != its live leases`)
+      if (l.deployedAtomic !== (deployedByLender.get(l.address) ?? 0n)) throw new Error(`invariant: deployed of ${l.address} != its open advances`)
+      if (!isBps(l.reputationBps) || !isBps(l.reliabilityBps)) throw new Error(`invariant: reputation of ${l.address} out of range`)
+    }
+    for (const [id, job] of this.jobs) {
+      const j = job.getSnapshot().context
+      if (j.committedAtomic !== (committed.get(`job:${id}`) ?? 0n)) throw new Error(`invariant: job ${id} committed capacity mismatch`)
+      if (j.revenueUsedAtomic > j.receivableAtomic || j.collateralUsedAtomic > j.collateralAtomic) throw new Error(`invariant: job ${id} over-used`)
+      for (const advanceId of j.advanceIds) if (!this.advances.has(advanceId)) throw new Error(`invariant: job ${id} lists closed advance ${advanceId}`)
+    }
+    for (const [id, s] of this.sources) {
+      if (s.committedAtomic !== (committed.get(`backing:${id}`) ?? 0n)) throw new Error(`invariant: source ${id} committed capacity mismatch`)
+      if (s.backingUsedAtomic > s.liquidationValueAtomic) throw new Error(`invariant: source ${id} backing over-used`)
+    }
+    for (const r of this.reserves.values()) {
+      if (r.balanceAtomic < 0n || r.balanceAtomic !== r.fundedAtomic - r.paidOutAtomic) throw new Error(`invariant: reserve ${r.network}/${r.asset} does not add up`)
+    }
+    for (const b of this.borrowers.values()) if (!isBps(b.reputationBps)) throw new Error(`invariant: reputation of ${b.address} out of range`)
+    for (const [address, { entry, books }] of this.bookEntries) {
+      if (entry.lender !== this.lenders.get(address)) throw new Error(`invariant: book entry of ${address} is stale`)
+      if (entry.availableAtomic !== entry.lender.availableAtomic || entry.reputationBps !== entry.lender.reputationBps) {
+        throw new Error(`invariant: book key of ${address} is stale`)
+      }
+      if (books.length !== entry.lender.networks.length) throw new Error(`invariant: ${address} is not in each of its books`)
+    }
+  }
+
+  // ==================================================================================================== internals
+
+  private matchInternal(offer: OfferActor, nowMs: number): MatchOutcome {
+    const refusedLeases: LeaseView[] = []
+    let granted: LeaseView | null = null
+    let ctx = offer.getSnapshot().context
+    const book = this.books.get(bookKey(ctx.network, ctx.asset))
+    const scanMax = this.config.lendersScannedPerMatchMax
+    if (book && ctx.leaseIds.length < this.config.leasesPerOfferMax) {
+      let scanned = 0
+      for (const entry of book.entries) {
+        if (scanned >= scanMax) break
+        scanned += 1
+        // Asks only rise along the book: once this ask prices the fee above the maximum, no later lender fits.
+        if (feeAtomic(ctx.amountAtomic, entry.askBps) > ctx.maximumFeeAtomic) break
+        const lender = entry.lender
+        const fee = eligibleFee(lender, ctx, this.config.lenderReliabilityMinBps)
+        if (fee === null || ctx.excludedLenders.includes(lender.address)) continue
+        if (!this.walletCovers(lender, ctx.network, ctx.asset, ctx.amountAtomic)) {
+          refusedLeases.push(this.refuseLease(offer, lender, fee, nowMs))
+          ctx = offer.getSnapshot().context
+          if (ctx.leaseIds.length >= this.config.leasesPerOfferMax) break
+          continue
+        }
+        granted = this.grantLease(offer, lender, fee, nowMs)
+        break
+      }
+    }
+    let offerExpired = false
+    if (!granted && offer.getSnapshot().context.leaseIds.length >= this.config.leasesPerOfferMax) {
+      this.expireOffer(offer, 'leases_exhausted', nowMs)
+      offerExpired = true
+    }
+    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: granted, refusedLeases, offerExpired }
+  }
+
+  /** The lender's wallet must cover this payment on top of its other live leases on the same network and asset. */
+  private walletCovers(lender: LenderRecord, network: string, asset: string, amountAtomic: bigint): boolean {
+    let spendable = this.wallets.spendableAtomic(network, asset, lender.sessionAddress)
+    for (const id of this.liveLeasesByLender.get(lender.address) ?? []) {
+      const l = (this.leases.get(id) as LeaseActor).getSnapshot().context
+      if (l.network === network && l.asset === asset) spendable -= l.amountAtomic
+    }
+    return spendable >= amountAtomic
+  }
+
+  private leaseInput(offer: OfferActor, lender: LenderRecord, fee: bigint, nowMs: number): LeaseInput {
+    const o = offer.getSnapshot().context
+    this.meta.leaseSeq += 1
+    this.touch('meta', 'engine')
+    return {
+      leaseId: `lse_${this.meta.leaseSeq}`,
+      offerId: o.offerId,
+      lender: lender.address,
+      payer: lender.sessionAddress,
+      network: o.network,
+      asset: o.asset,
+      amountAtomic: o.amountAtomic,
+      feeAtomic: fee,
+      supplierAddress: o.supplierAddress,
+      createdAtMs: nowMs,
+      expiresAtMs: nowMs + this.config.leaseTtlMs,
+    }
+  }
+
+  private grantLease(offer: OfferActor, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
+    const input = this.leaseInput(offer, lender, fee, nowMs)
+    const lease = createActor(leaseMachine, { input }).start()
+    this.leases.set(input.leaseId, lease)
+    this.touch('lease', input.leaseId)
+    let live = this.liveLeasesByLender.get(lender.address)
+    if (!live) this.liveLeasesByLender.set(lender.address, (live = new Set()))
+    live.add(input.leaseId)
+    lender.availableAtomic -= input.amountAtomic
+    lender.reservedAtomic += input.amountAtomic
+    lender.leasesGranted += 1
+    this.lenderChanged(lender)
+    this.sendOffer(offer, { type: 'LEASE', leaseId: input.leaseId, lender: lender.address, nowMs })
+    return viewOf<LeaseView>(lease.getSnapshot())
+  }
+
+  /**
+   * A lease that expires at once (insufficient balance) is born final: it is computed with XState's pure transition
+   * functions instead of a live actor, because actor creation is the hot cost and this actor would be evicted at once.
+   */
+  private refuseLease(offer: OfferActor, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
+    const input = this.leaseInput(offer, lender, fee, nowMs)
+    const [initial] = initialTransition(leaseMachine, input)
+    const [expired] = transition(leaseMachine, initial, { type: 'INSUFFICIENT_BALANCE', nowMs })
+    this.pending.set(`lease:${input.leaseId}`, {
+      kind: 'lease', id: input.leaseId, record: leaseMachine.getPersistedSnapshot(expired), final: true,
+    })
+    this.sendOffer(offer, { type: 'LEASE_REFUSED', leaseId: input.leaseId, lender: lender.address, nowMs })
+    return viewOf<LeaseView>(expired)
+  }
+
+  private timeOutLease(lease: LeaseActor, nowMs: number): LeaseView {
+    const l = lease.getSnapshot().context
+    this.sendLease(lease, { type: 'TIME_OUT', nowMs })
+    this.releaseLease(l.lender, l.leaseId, l.amountAtomic)
+    const lender = this.lenderOf(l.lender)
+    lender.leasesExpired += 1
+    lender.reliabilityBps = clampBps(lender.reliabilityBps - this.config.lenderReliabilityMissPenaltyBps)
+    lender.reputationBps = clampBps(lender.reputationBps - this.config.lenderReputationMissPenaltyBps)
+    this.lenderChanged(lender)
+    const offer = this.offers.get(l.offerId) as OfferActor
+    this.sendOffer(offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
+    return viewOf<LeaseView>(lease.getSnapshot())
+  }
+
+  /** Give a lease's reserved liquidity back to its lender. */
+  private releaseLease(lenderAddress: Address, leaseId: string, amountAtomic: bigint): void {
+    this.dropLiveLease(lenderAddress, leaseId)
+    const lender = this.lenderOf(lenderAddress)
+    lender.reservedAtomic -= amountAtomic
+    lender.availableAtomic += amountAtomic
+    this.lenderChanged(lender)
+  }
+
+  private dropLiveLease(lenderAddress: Address, leaseId: string): void {
+    const live = this.liveLeasesByLender.get(lenderAddress)
+    live?.delete(leaseId)
+    if (live && live.size === 0) this.liveLeasesByLender.delete(lenderAddress)
+  }
+
+  private expireOffer(offer: OfferActor, reason: 'stale' | 'leases_exhausted', nowMs: number): OfferView {
+    const o = offer.getSnapshot().context
+    this.sendOffer(offer, { type: 'EXPIRE', reason, nowMs })
+    this.releaseCapacity(o.source, o.amountAtomic, nowMs)
+    return viewOf<OfferView>(offer.getSnapshot())
+  }
+
+  /** Withdraw an offer; its live lease (if any) is cancelled without a reliability penalty: the lender did no wrong. */
+  private declineOffer(offer: OfferActor, reason: 'borrower_suspended' | 'source_closed', nowMs: number): void {
+    const o = offer.getSnapshot().context
+    const lease = o.currentLeaseId ? this.leases.get(o.currentLeaseId) : undefined
+    if (lease) {
+      const l = lease.getSnapshot().context
+      this.sendLease(lease, { type: 'CANCEL', nowMs })
+      this.releaseLease(l.lender, l.leaseId, l.amountAtomic)
+    }
+    this.sendOffer(offer, { type: 'DECLINE', reason, nowMs })
+    this.releaseCapacity(o.source, o.amountAtomic, nowMs)
+  }
+
+  private defaultAdvance(advance: AdvanceActor, reason: string, nowMs: number): void {
+    const a = advance.getSnapshot().context
+    this.sendAdvance(advance, { type: 'DEFAULT', reason, nowMs })
+    const borrower = this.borrowerOf(a.borrower)
+    borrower.advancesDefaulted += 1
+    this.touch('borrower', borrower.address)
+    const lender = this.lenderOf(a.lender)
+    lender.advancesDefaulted += 1
+    lender.reputationBps = clampBps(lender.reputationBps - this.config.lenderReputationDefaultPenaltyBps)
+    this.lenderChanged(lender)
+  }
+
+  private commitCapacity(source: SourceRef, amountAtomic: bigint, nowMs: number): void {
+    if (source.kind === 'job') {
+      this.sendJob(this.jobs.get(source.id) as JobActor, { type: 'COMMIT', amountAtomic, nowMs })
+    } else {
+      const s = this.sources.get(source.id) as SourceRecord
+      s.committedAtomic += amountAtomic
+      this.touch('source', s.sourceId)
+    }
+  }
+
+  private releaseCapacity(source: SourceRef, amountAtomic: bigint, nowMs: number): void {
+    if (source.kind === 'job') {
+      const job = this.jobs.get(source.id)
+      if (job) this.sendJob(job, { type: 'RELEASE', amountAtomic, nowMs })
+    } else {
+      this.releaseBacking(source.id, amountAtomic, 0n)
+    }
+  }
+
+  private releaseBacking(sourceId: string, principalAtomic: bigint, backingUsedAtomic: bigint): void {
+    const s = this.sources.get(sourceId)
+    if (!s) return
+    s.committedAtomic -= principalAtomic
+    s.backingUsedAtomic += backingUsedAtomic
+    this.touch('source', sourceId)
+  }
+
+  private applyRepayment(
+    advance: AdvanceActor,
+    repayment: RepaymentRecord,
+    nowMs: number,
+  ): RepaymentReceipt {
+    const a = advance.getSnapshot().context
+    this.sendAdvance(advance, { type: 'REPAY', repayment, nowMs })
+    const lenderFee = repayment.lenderAmountAtomic - a.principalAtomic
+    const lender = this.lenderOf(a.lender)
+    lender.deployedAtomic -= a.principalAtomic
+    lender.availableAtomic += repayment.lenderAmountAtomic
+    lender.feesEarnedAtomic += lenderFee
+    lender.advancesRepaid += 1
+    lender.reputationBps = clampBps(lender.reputationBps + this.config.lenderReputationRepaidRewardBps)
+    this.lenderChanged(lender)
+    if (repayment.reserveAmountAtomic > 0n) {
+      const reserve = this.reserveOf(a.network, a.asset)
+      reserve.balanceAtomic += repayment.reserveAmountAtomic
+      reserve.fundedAtomic += repayment.reserveAmountAtomic
+    }
+    const borrower = this.borrowerOf(a.borrower)
+    borrower.advancesRepaid += 1
+    borrower.reputationBps = clampBps(borrower.reputationBps + this.config.borrowerReputationRepaidRewardBps)
+    this.touch('borrower', borrower.address)
+    return {
+      advanceId: a.advanceId, lender: a.lender, network: a.network, asset: a.asset, principalAtomic: a.principalAtomic,
+      feeAtomic: a.feeAtomic, lenderAmountAtomic: repayment.lenderAmountAtomic,
+      reserveAmountAtomic: repayment.reserveAmountAtomic, txHash: repayment.txHash,
+    }
+  }
+
+  private jobSettlement(jobId: string): { ok: true; value: JobSettlementPlan } | { ok: false; error: EngineError } {
+    const job = this.jobs.get(jobId)
+    if (!job) return fail('not_found', 'job_not_found', `job ${jobId} is not live`)
+    const snap = job.getSnapshot()
+    if (!snap.matches('funded') && !snap.matches('active')) return fail('conflict', 'job_not_open', `job ${jobId} is ${String(snap.value)}`)
+    const j = snap.context
+    for (const offer of this.offers.values()) {
+      const src = offer.getSnapshot().context.source
+      if (src.kind === 'job' && src.id === jobId) return fail('conflict', 'job_has_live_offers', 'the job has offers not yet funded or expired')
+    }
+    const advances: JobSettlementPlan['advances'] = []
+    let toLenders = 0n
+    let toReserve = 0n
+    for (const advanceId of j.advanceIds) {
+      const a = (this.advances.get(advanceId) as AdvanceActor).getSnapshot().context
+      const amount = a.principalAtomic + a.feeAtomic - a.insuranceAtomic
+      advances.push({ advanceId, lender: a.lender, amountAtomic: amount, reserveAmountAtomic: a.insuranceAtomic })
+      toLenders += amount
+      toReserve += a.insuranceAtomic
+    }
+    const held = j.receivableAtomic - j.revenueUsedAtomic + j.collateralAtomic - j.collateralUsedAtomic
+    if (toLenders + toReserve > held) {
+      return fail('conflict', 'settlement_underfunded', 'the escrow and collateral do not cover the advances; liquidate instead')
+    }
+    return {
+      ok: true,
+      value: {
+        jobId, network: j.network, asset: j.asset, borrower: j.borrower, advances,
+        toLendersAtomic: toLenders, toReserveAtomic: toReserve, toBorrowerAtomic: held - toLenders - toReserve,
+      },
+    }
+  }
+
+  private liquidationPlan(advanceId: string, nowMs: number): { ok: true; value: LiquidationPlan } | { ok: false; error: EngineError } {
+    const advance = this.advances.get(advanceId)
+    if (!advance) return fail('not_found', 'advance_not_found', `advance ${advanceId} is not live`)
+    const snap = advance.getSnapshot()
+    const a = snap.context
+    if (!snap.matches('defaulted') && !(snap.matches('active') && nowMs >= a.dueAtMs)) {
+      return fail('conflict', 'advance_not_in_default', 'only a defaulted or past-due advance can be liquidated')
+    }
+    let revenue = 0n
+    let collateral = 0n
+    let backing = 0n
+    if (a.source.kind === 'job') {
+      const job = this.jobs.get(a.source.id)
+      if (job) {
+        const j = job.getSnapshot().context
+        revenue = j.receivableAtomic - j.revenueUsedAtomic
+        collateral = j.collateralAtomic - j.collateralUsedAtomic
+      }
+    } else {
+      const s = this.sources.get(a.source.id)
+      if (s) backing = s.liquidationValueAtomic - s.backingUsedAtomic
+    }
+    const reserve = this.reserves.get(reserveId(a.network, a.asset))?.balanceAtomic ?? 0n
+    const owed = a.principalAtomic + a.feeAtomic
+    const recovery = planRecovery(owed, { revenueAtomic: revenue, collateralAtomic: collateral, backingAtomic: backing, reserveAtomic: reserve })
+    return {
+      ok: true,
+      value: {
+        advanceId, jobId: a.source.kind === 'job' ? a.source.id : null, sourceId: a.source.kind === 'backing' ? a.source.id : null,
+        lender: a.lender, borrower: a.borrower, network: a.network, asset: a.asset, owedAtomic: owed, ...recovery,
+      },
+    }
+  }
+
+  // ---- records and indexes
+
+  private addLender(lender: LenderRecord): void {
+    this.lenders.set(lender.address, lender)
+    this.lenderBySession.set(lender.sessionAddress, lender.address)
+    const entry = entryFor(lender)
+    const books: MatchingBook[] = []
+    for (const network of lender.networks) {
+      const key = bookKey(network, lender.assets[network] as string)
+      let book = this.books.get(key)
+      if (!book) this.books.set(key, (book = new MatchingBook()))
+      book.insert(entry)
+      books.push(book)
+    }
+    this.bookEntries.set(lender.address, { entry, books })
+  }
+
+  private lenderOf(address: Address): LenderRecord {
+    const lender = this.lenders.get(address)
+    if (!lender) throw new Error(`engine: lender ${address} vanished`)
+    return lender
+  }
+
+  private lenderChanged(lender: LenderRecord): void {
+    const placed = this.bookEntries.get(lender.address)
+    if (placed) reposition(placed.entry, placed.books)
+    this.touch('lender', lender.address)
+  }
+
+  private borrowerOf(address: Address): BorrowerRecord {
+    let borrower = this.borrowers.get(address)
+    if (!borrower) {
+      borrower = {
+        address, suspended: false, suspendedAtMs: null, reputationBps: this.config.borrowerReputationInitialBps,
+        advancesRepaid: 0, advancesDefaulted: 0, shortfallAtomic: 0n,
+      }
+      this.borrowers.set(address, borrower)
+      this.touch('borrower', address)
+    }
+    return borrower
+  }
+
+  private reserveOf(network: string, asset: string): ReserveRecord {
+    const id = reserveId(network, asset)
+    let reserve = this.reserves.get(id)
+    if (!reserve) this.reserves.set(id, (reserve = { network, asset, balanceAtomic: 0n, fundedAtomic: 0n, paidOutAtomic: 0n }))
+    this.touch('ledger', id)
+    return reserve
+  }
+
+  // ---- actors and changes
+
+  private sendJob(actor: JobActor, event: JobEvent): void {
+    actor.send(event)
+    this.noteActor('job', actor.getSnapshot().context.jobId, actor)
+  }
+
+  private sendOffer(actor: OfferActor, event: OfferEvent): void {
+    actor.send(event)
+    this.noteActor('offer', actor.getSnapshot().context.offerId, actor)
+  }
+
+  private sendLease(actor: LeaseActor, event: Parameters<LeaseActor['send']>[0]): void {
+    actor.send(event)
+    this.noteActor('lease', actor.getSnapshot().context.leaseId, actor)
+  }
+
+  private sendAdvance(actor: AdvanceActor, event: Parameters<AdvanceActor['send']>[0]): void {
+    actor.send(event)
+    this.noteActor('advance', actor.getSnapshot().context.advanceId, actor)
+  }
+
+  /** A final actor is persisted now, stopped and evicted; a live one is snapshotted when the command commits. */
+  private noteActor(kind: ActorKind, id: string, actor: AnyLive): void {
+    const key = `${kind}:${id}`
+    if (actor.getSnapshot().status === 'done') {
+      this.pending.set(key, { kind, id, record: actor.getPersistedSnapshot(), final: true })
+      actor.stop()
+      this.actorMap(kind).delete(id)
+    } else {
+      this.pending.set(key, { kind, id })
+    }
+  }
+
+  private touch(kind: Change['kind'], id: string): void {
+    const key = `${kind}:${id}`
+    if (!this.pending.has(key)) this.pending.set(key, { kind, id })
+  }
+
+  private commit<T>(value: T): { ok: true; value: T; changes: Change[] } {
+    const changes: Change[] = []
+    for (const item of this.pending.values()) {
+      changes.push('record' in item ? item : this.changeOf(item.kind, item.id))
+    }
+    this.pending = new Map()
+    return { ok: true, value, changes }
+  }
+
+  private changeOf(kind: Change['kind'], id: string): Change {
+    switch (kind) {
+      case 'meta': return { kind, id, record: { ...this.meta }, final: false }
+      case 'lender': return { kind, id, record: { ...this.lenderOf(id as Address) }, final: false }
+      case 'source': return { kind, id, record: { ...(this.sources.get(id) as SourceRecord) }, final: false }
+      case 'borrower': return { kind, id, record: { ...(this.borrowers.get(id as Address) as BorrowerRecord) }, final: false }
+      case 'ledger': return { kind, id, record: { ...(this.reserves.get(id) as ReserveRecord) }, final: false }
+      default: {
+        const actor = this.actorMap(kind).get(id)
+        if (!actor) throw new Error(`engine: ${kind} ${id} changed but is not live`)
+        return { kind, id, record: actor.getPersistedSnapshot(), final: false }
+      }
+    }
+  }
+
+  private actorMap(kind: ActorKind): Map<string, AnyLive> {
+    switch (kind) {
+      case 'job': return this.jobs as Map<string, AnyLive>
+      case 'offer': return this.offers as Map<string, AnyLive>
+      case 'lease': return this.leases as Map<string, AnyLive>
+      case 'advance': return this.advances as Map<string, AnyLive>
+    }
+  }
+
+  private actorMaps(): [ActorKind, Map<string, AnyLive>][] {
+    return (['job', 'offer', 'lease', 'advance'] as const).map((k) => [k, this.actorMap(k)])
+  }
+
+  // ---- restore
+
+  /** Rebuild from stored snapshots: records first, then each live actor from its persisted snapshot, in id order. */
+  private restore(snapshots: Iterable<StoredSnapshot>): void {
+    const byKind = new Map<Change['kind'], StoredSnapshot[]>()
+    for (const s of snapshots) {
+      if (s.final) continue
+      const list = byKind.get(s.kind) ?? []
+      list.push(s)
+      byKind.set(s.kind, list)
+    }
+    const list = (kind: Change['kind']): StoredSnapshot[] => byKind.get(kind) ?? []
+    const meta = list('meta')[0]
+    if (meta) this.meta = { ...(meta.record as MetaRecord) }
+    for (const s of list('lender').map((x) => ({ ...(x.record as LenderRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) this.addLender(s)
+    for (const s of list('source').map((x) => ({ ...(x.record as SourceRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) this.sources.set(s.sourceId, s)
+    for (const s of list('borrower').map((x) => ({ ...(x.record as BorrowerRecord) })).sort((a, b) => a.address.localeCompare(b.address))) this.borrowers.set(s.address, s)
+    for (const s of list('ledger').sort((a, b) => a.id.localeCompare(b.id))) this.reserves.set(s.id, { ...(s.record as ReserveRecord) })
+    const byId = (kind: ActorKind) => (kind === 'job'
+      ? list(kind).sort((a, b) => a.id.localeCompare(b.id))
+      : list(kind).sort((a, b) => seqOf(a.id) - seqOf(b.id)))
+    for (const s of byId('job')) this.jobs.set(s.id, restoreActor(jobMachine, s.record))
+    for (const s of byId('offer')) this.offers.set(s.id, restoreActor(offerMachine, s.record))
+    for (const s of byId('lease')) {
+      const lease = restoreActor(leaseMachine, s.record)
+      if (lease.getSnapshot().status !== 'active') continue
+      this.leases.set(s.id, lease)
+      const lender = lease.getSnapshot().context.lender
+      let live = this.liveLeasesByLender.get(lender)
+      if (!live) this.liveLeasesByLender.set(lender, (live = new Set()))
+      live.add(s.id)
+    }
+    for (const s of byId('advance')) this.advances.set(s.id, restoreActor(advanceMachine, s.record))
+  }
+}

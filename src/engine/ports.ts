@@ -1,0 +1,39 @@
+// What the engine reads from the outside world. Implementations live elsewhere (src/chain); the engine only calls
+// them synchronously and never waits on I/O.
+import type { Address } from '../../machines/types.ts'
+
+/** Cache of lender session-key wallets, kept current by the chain watcher. */
+export interface WalletView {
+  /** min(balance, allowance to the credit contract) of `asset` on `network` held by `holder`; 0n when unknown. */
+  spendableAtomic(network: string, asset: string, holder: Address): bigint
+}
+
+/** A verified `SupplierPaid` event: the lender's session key paid the offer's supplier. */
+export interface SupplierPaymentFact {
+  network: string
+  txHash: `0x${string}`
+  logIndex: number
+  offerId: string
+  payer: Address
+  supplier: Address
+  asset: string
+  amountAtomic: bigint
+}
+
+/** A verified `Repaid` event: someone paid an advance's lender (and the insurance share to the reserve). */
+export interface RepaidFact {
+  network: string
+  txHash: `0x${string}`
+  logIndex: number
+  advanceId: string
+  lender: Address
+  payer: Address
+  amountAtomic: bigint
+  reserveAmountAtomic: bigint
+}
+
+/** An operator transaction (settleJob, liquidate) that another part sent and saw succeed. */
+export interface ExecutedTx {
+  network: string
+  txHash: `0x${string}`
+}

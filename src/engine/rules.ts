@@ -1,0 +1,102 @@
+// Pure money and policy rules. The engine holds the control flow; these compute what should change.
+import type { EngineConfig } from './config.ts'
+import type { LenderRecord, RecoveryStep, RecoveryStepName, RiskBand } from './types.ts'
+
+const BPS = 10_000n
+
+/** Flat fee of an advance: ceil(amount * askBps / 10000), so a lender never earns less than its ask. */
+export function feeAtomic(amountAtomic: bigint, askBps: number): bigint {
+  return (amountAtomic * BigInt(askBps) + BPS - 1n) / BPS
+}
+
+/** Insurance share of a fee, rounded down so the lender keeps any remainder. */
+export function insuranceAtomic(feeAtomicValue: bigint, insuranceShareBps: number): bigint {
+  return (feeAtomicValue * BigInt(insuranceShareBps)) / BPS
+}
+
+export function applyBps(amountAtomic: bigint, bps: number): bigint {
+  return (amountAtomic * BigInt(bps)) / BPS
+}
+
+export function clampBps(value: number): number {
+  return Math.max(0, Math.min(10_000, Math.trunc(value)))
+}
+
+export function minBig(a: bigint, b: bigint): bigint {
+  return a < b ? a : b
+}
+
+/** Coverage (source value + collateral) / amount in bps, capped so it fits a number. */
+export function coverageBps(valueAtomic: bigint, collateralAtomic: bigint, amountAtomic: bigint): number {
+  const bps = ((valueAtomic + collateralAtomic) * BPS) / amountAtomic
+  return bps > 1_000_000_000n ? 1_000_000_000 : Number(bps)
+}
+
+const bandOrder: RiskBand[] = ['A', 'B', 'C']
+
+/** Band from coverage, then one band worse when the borrower has any recorded default. */
+export function riskBand(coverage: number, borrowerDefaults: number, config: EngineConfig): RiskBand {
+  let index = coverage >= config.riskBandACoverageBps ? 0 : coverage >= config.riskBandBCoverageBps ? 1 : 2
+  if (borrowerDefaults > 0) index = Math.min(2, index + 1)
+  return bandOrder[index] as RiskBand
+}
+
+export interface OfferTerms {
+  network: string
+  asset: string
+  amountAtomic: bigint
+  maximumFeeAtomic: bigint
+  riskBand: RiskBand
+  durationSeconds: number
+  supplierAddress: string
+}
+
+/**
+ * Policy filters of DESIGN section 5 except the per-offer exclusion and the wallet check, which the engine applies.
+ * Returns the fee when eligible, or null.
+ */
+export function eligibleFee(lender: LenderRecord, terms: OfferTerms, reliabilityMinBps: number): bigint | null {
+  if (lender.reliabilityBps < reliabilityMinBps) return null
+  if (lender.assets[terms.network] !== terms.asset) return null
+  if (!lender.acceptedRiskBands.includes(terms.riskBand)) return null
+  if (lender.maxDurationSeconds < terms.durationSeconds) return null
+  if (lender.availableAtomic < terms.amountAtomic) return null
+  // The supplier must be a third party: never the lender itself or its session key.
+  if (lender.address === terms.supplierAddress || lender.sessionAddress === terms.supplierAddress) return null
+  const fee = feeAtomic(terms.amountAtomic, lender.askBps)
+  return fee <= terms.maximumFeeAtomic ? fee : null
+}
+
+export interface RecoverySources {
+  revenueAtomic: bigint
+  collateralAtomic: bigint
+  backingAtomic: bigint
+  reserveAtomic: bigint
+}
+
+/** Recovery in the spec's order; each step takes what it can of what is still owed. */
+export function planRecovery(owedAtomic: bigint, sources: RecoverySources): {
+  steps: RecoveryStep[]
+  recoveredAtomic: bigint
+  shortfallAtomic: bigint
+  stoppedAt: RecoveryStepName
+} {
+  const order: [RecoveryStepName, bigint][] = [
+    ['source_revenue', sources.revenueAtomic],
+    ['collateral', sources.collateralAtomic],
+    ['backing_liquidation', sources.backingAtomic],
+    ['insurance_reserve', sources.reserveAtomic],
+  ]
+  let remaining = owedAtomic
+  let stoppedAt: RecoveryStepName = 'shortfall'
+  const steps: RecoveryStep[] = []
+  for (const [step, available] of order) {
+    const take = remaining > 0n && available > 0n ? minBig(remaining, available) : 0n
+    const covers = remaining > 0n && take === remaining
+    remaining -= take
+    steps.push({ step, amountAtomic: take })
+    if (covers && stoppedAt === 'shortfall') stoppedAt = step
+  }
+  steps.push({ step: 'shortfall', amountAtomic: remaining })
+  return { steps, recoveredAtomic: owedAtomic - remaining, shortfallAtomic: remaining, stoppedAt }
+}

@@ -1,0 +1,329 @@
+// The engine's seam: results, errors, changes, records and views (see src/README.md, "Engine seam").
+import type {
+  ActorKind, Address, AdvanceContext, JobContext, LeaseContext, OfferContext, RiskBand, TxProof,
+} from '../../machines/index.ts'
+
+export type { ActorKind, Address, RiskBand, TxProof }
+
+export type ErrorClass = 'invalid' | 'not_found' | 'conflict' | 'forbidden'
+
+export interface EngineError {
+  /** Stable snake_case code. */
+  code: string
+  /** HTTP-ish class: invalid 400, not_found 404, conflict 409, forbidden 403. */
+  class: ErrorClass
+  message: string
+}
+
+export type RecordKind = 'lender' | 'source' | 'borrower' | 'ledger' | 'meta'
+
+/** One persisted thing a command changed. `final` actors were evicted from memory; reads of them go to the store. */
+export interface Change {
+  kind: ActorKind | RecordKind
+  id: string
+  record: unknown
+  final: boolean
+}
+
+export type EngineResult<T> = { ok: true; value: T; changes: Change[] } | { ok: false; error: EngineError }
+
+// ---- records (persisted as-is; bigints allowed) ----
+
+export interface LenderRecord {
+  address: Address
+  sessionAddress: Address
+  asset: string
+  /** network slug -> asset symbol used on it */
+  assets: Record<string, string>
+  networks: string[]
+  /** The lender's ask rate (spec: minFeeBps). */
+  askBps: number
+  maxDurationSeconds: number
+  acceptedRiskBands: RiskBand[]
+  registeredAtomic: bigint
+  availableAtomic: bigint
+  reservedAtomic: bigint
+  deployedAtomic: bigint
+  feesEarnedAtomic: bigint
+  lossesAtomic: bigint
+  reputationBps: number
+  reliabilityBps: number
+  /** Registration order: the last tie-breaker of matching. */
+  registrationSeq: number
+  registeredAtMs: number
+  leasesGranted: number
+  leasesPaid: number
+  leasesExpired: number
+  advancesRepaid: number
+  advancesDefaulted: number
+}
+
+export interface SourceRecord {
+  sourceId: string
+  productType: string
+  agent: Address
+  valueAtomic: bigint
+  liquidationValueAtomic: bigint
+  advanceRateBps: number
+  evidenceId: string
+  /** Principal of live offers and open advances drawn on this source. */
+  committedAtomic: bigint
+  /** Hard liquidation value already used by recoveries. */
+  backingUsedAtomic: bigint
+  registrationSeq: number
+  registeredAtMs: number
+}
+
+export interface BorrowerRecord {
+  address: Address
+  suspended: boolean
+  suspendedAtMs: number | null
+  reputationBps: number
+  advancesRepaid: number
+  advancesDefaulted: number
+  shortfallAtomic: bigint
+}
+
+export interface ReserveRecord {
+  network: string
+  asset: string
+  balanceAtomic: bigint
+  fundedAtomic: bigint
+  paidOutAtomic: bigint
+}
+
+export interface MetaRecord {
+  offerSeq: number
+  leaseSeq: number
+  advanceSeq: number
+  lenderSeq: number
+  sourceSeq: number
+}
+
+// ---- views of actors (state + context); build them from a stored snapshot with the *ViewFromSnapshot helpers ----
+
+export type JobState = 'funded' | 'active' | 'defaulted' | 'completed' | 'failed'
+export type OfferState = 'offered' | 'leased' | 'funded' | 'expired' | 'declined'
+export type LeaseState = 'leased' | 'paid' | 'expired'
+export type AdvanceState = 'active' | 'defaulted' | 'repaid' | 'liquidated' | 'shortfall'
+
+export type JobView = JobContext & { state: JobState }
+export type OfferView = OfferContext & { state: OfferState }
+export type LeaseView = LeaseContext & { state: LeaseState }
+export type AdvanceView = AdvanceContext & { state: AdvanceState }
+
+// ---- command inputs ----
+
+export interface RegisterLenderInput {
+  address: Address
+  sessionAddress: Address
+  availableLiquidityAtomic: bigint
+  asset: string
+  assets?: Record<string, string>
+  networks: string[]
+  minFeeBps: number
+  maxDurationSeconds: number
+  acceptedRiskBands: string[]
+  /** Initial values, e.g. from ERC-8004 identity evidence; config defaults otherwise. */
+  reputationBps?: number
+  reliabilityBps?: number
+}
+
+export interface RegisterSourceInput {
+  sourceId: string
+  productType: string
+  agent: Address
+  valueAtomic: bigint
+  liquidationValueAtomic: bigint
+  advanceRateBps: number
+  evidenceId: string
+}
+
+export interface CreateJobInput {
+  jobId: string
+  client: Address
+  borrower: Address
+  network: string
+  asset: string
+  receivableAtomic: bigint
+  dueAtMs: number
+  /** The verified JobFunded event. */
+  funding: TxProof
+}
+
+export interface PostCollateralInput {
+  jobId: string
+  /** Who posted it (the verified CollateralPosted event's borrower). */
+  borrower: Address
+  amountAtomic: bigint
+  proof: TxProof
+}
+
+export interface CreditRequestInput {
+  agent: Address
+  network: string
+  asset: string
+  productType: string
+  amountAtomic: bigint
+  purpose: string
+  supplier: string
+  supplierDomain: string
+  /** Resolved by the HTTP layer (request field or supplier directory). */
+  supplierAddress: Address
+  repaymentSource: string
+  maximumFeeAtomic: bigint
+}
+
+export interface DeclineReason {
+  code: 'borrower_suspended' | 'source_not_owned' | 'source_closed' | 'job_past_due' | 'asset_mismatch' | 'over_capacity'
+  message: string
+}
+
+export interface UnderwritingDecision {
+  decision: 'approved' | 'declined'
+  reasons: DeclineReason[]
+  capacityAtomic: bigint
+  coverageBps: number
+  riskBand: RiskBand | null
+  durationSeconds: number
+  offer: OfferView | null
+}
+
+export interface MatchOutcome {
+  offer: OfferView
+  /** The live lease granted, or null when no eligible lender was found (the offer keeps waiting). */
+  lease: LeaseView | null
+  /** Leases that expired at once because the lender's wallet could not pay. */
+  refusedLeases: LeaseView[]
+  /** Set when the offer ran out of leases (leasesPerOfferMax) and expired. */
+  offerExpired: boolean
+}
+
+export interface DispatchOutcome {
+  expiredLeases: LeaseView[]
+  expiredOffers: OfferView[]
+  matches: MatchOutcome[]
+}
+
+export interface RepaymentReceipt {
+  advanceId: string
+  lender: Address
+  network: string
+  asset: string
+  principalAtomic: bigint
+  feeAtomic: bigint
+  lenderAmountAtomic: bigint
+  reserveAmountAtomic: bigint
+  txHash: `0x${string}`
+}
+
+export interface RepaymentPlan {
+  advanceId: string
+  network: string
+  asset: string
+  lender: Address
+  amountAtomic: bigint
+  reserveAmountAtomic: bigint
+}
+
+export interface JobSettlementPlan {
+  jobId: string
+  network: string
+  asset: string
+  borrower: Address
+  advances: { advanceId: string; lender: Address; amountAtomic: bigint; reserveAmountAtomic: bigint }[]
+  toLendersAtomic: bigint
+  toReserveAtomic: bigint
+  toBorrowerAtomic: bigint
+}
+
+export interface JobSettlementReceipt extends JobSettlementPlan {
+  txHash: `0x${string}`
+  receipts: RepaymentReceipt[]
+}
+
+export type RecoveryStepName = 'source_revenue' | 'collateral' | 'backing_liquidation' | 'insurance_reserve' | 'shortfall'
+
+export interface RecoveryStep {
+  step: RecoveryStepName
+  amountAtomic: bigint
+}
+
+export interface LiquidationPlan {
+  advanceId: string
+  jobId: string | null
+  sourceId: string | null
+  lender: Address
+  borrower: Address
+  network: string
+  asset: string
+  owedAtomic: bigint
+  /** All five steps in the spec's order; the last is the shortfall. */
+  steps: RecoveryStep[]
+  recoveredAtomic: bigint
+  shortfallAtomic: bigint
+  /** The step at which what is owed was covered, or 'shortfall'. */
+  stoppedAt: RecoveryStepName
+}
+
+export interface LiquidationInput {
+  advanceId: string
+  network: string
+  txHash: `0x${string}`
+  /** When given, the executed amounts: they must equal the engine's plan (else plan_changed). */
+  fromRevenueAtomic?: bigint
+  fromCollateralAtomic?: bigint
+  fromReserveAtomic?: bigint
+}
+
+export interface LiquidationReceipt extends LiquidationPlan {
+  txHash: `0x${string}`
+  borrowerReputationBps: number
+}
+
+export interface PassportEvent {
+  type: 'job_failed'
+  jobId: string
+  borrower: Address
+  client: Address
+  reason: string
+  atMs: number
+  borrowerSuspended: true
+  borrowerReputationBps: number
+  defaultedAdvanceIds: string[]
+  outstandingPrincipalAtomic: bigint
+  declinedOfferIds: string[]
+}
+
+export interface CollateralPosition {
+  jobId: string
+  borrower: Address
+  network: string
+  asset: string
+  amountAtomic: bigint
+  totalCollateralAtomic: bigint
+  proof: TxProof
+}
+
+export interface CreditState {
+  counts: {
+    lenders: number
+    activeLenders: number
+    sources: number
+    borrowers: number
+    suspendedBorrowers: number
+    liveJobs: number
+    liveOffers: number
+    liveLeases: number
+    liveAdvances: number
+  }
+  totals: {
+    registeredAtomic: bigint
+    availableAtomic: bigint
+    reservedAtomic: bigint
+    deployedAtomic: bigint
+    feesEarnedAtomic: bigint
+    lossesAtomic: bigint
+  }
+  reserves: ReserveRecord[]
+}
