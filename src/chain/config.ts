@@ -1,0 +1,229 @@
+// Network configuration: what the service knows about each EVM network it works on. Real networks come from a JSON
+// file (loadNetworksConfig); the devnet launcher produces the same NetworkConfig values. Secrets never live in the
+// file: the operator's private key is read from the environment variable the file names.
+import { readFileSync } from 'node:fs'
+import Type from 'typebox'
+import { Compile } from 'typebox/compile'
+import { getAddress, isHex, type Address, type Hex } from 'viem'
+import { multicall3Address } from './artifacts.ts'
+
+const AddressSchema = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', description: 'EVM address, any case' })
+
+export const TokenConfigSchema = Type.Object(
+  {
+    symbol: Type.String({ pattern: '^[A-Za-z0-9.]{1,16}$', description: 'asset symbol used on the wire, e.g. USDC' }),
+    address: AddressSchema,
+    decimals: Type.Integer({ minimum: 0, maximum: 36 }),
+    eip712Name: Type.String({ minLength: 1, maxLength: 64, description: 'EIP-712 domain name (x402 extra.name)' }),
+    eip712Version: Type.String({ minLength: 1, maxLength: 16, description: 'EIP-712 domain version (x402 extra.version)' }),
+  },
+  { additionalProperties: false },
+)
+
+export const NetworkFileEntrySchema = Type.Object(
+  {
+    slug: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,39}$', description: 'network name on the wire' }),
+    chainId: Type.Integer({ minimum: 1, maximum: 2 ** 53 - 1 }),
+    caip2: Type.String({ pattern: '^eip155:[1-9][0-9]*$', description: 'must equal eip155:<chainId>' }),
+    rpcUrl: Type.String({ pattern: '^(https?|wss?)://', maxLength: 2048 }),
+    creditContract: AddressSchema,
+    identityRegistry: AddressSchema,
+    reputationRegistry: AddressSchema,
+    multicall3: Type.Optional(AddressSchema),
+    tokens: Type.Array(TokenConfigSchema, { minItems: 1, maxItems: 16 }),
+    x402SelfFacilitate: Type.Boolean({ description: 'the service runs an x402 facilitator for this network' }),
+    confirmations: Type.Integer({ minimum: 1, maximum: 1000, description: 'blocks a proof needs, its own included' }),
+    pollingIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000 })),
+    operatorKeyEnv: Type.Optional(
+      Type.String({ pattern: '^[A-Z_][A-Z0-9_]{0,127}$', description: 'environment variable holding the operator key' }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const NetworksFileSchema = Type.Object(
+  { networks: Type.Array(NetworkFileEntrySchema, { minItems: 1, maxItems: 32 }) },
+  { additionalProperties: false },
+)
+
+export type NetworkFileEntry = Type.Static<typeof NetworkFileEntrySchema>
+export type NetworksFile = Type.Static<typeof NetworksFileSchema>
+
+export type TokenConfig = {
+  symbol: string
+  address: Address
+  decimals: number
+  eip712Name: string
+  eip712Version: string
+}
+
+/** One network as the service uses it: addresses checksummed, defaults applied, the operator key resolved. */
+export type NetworkConfig = {
+  slug: string
+  chainId: number
+  caip2: `eip155:${number}`
+  rpcUrl: string
+  creditContract: Address
+  identityRegistry: Address
+  reputationRegistry: Address
+  multicall3: Address
+  tokens: TokenConfig[]
+  x402SelfFacilitate: boolean
+  confirmations: number
+  pollingIntervalMs: number
+  operatorKeyEnv: string | undefined
+  /** From the environment (real networks) or the devnet's demo operator; never from the file. */
+  operatorPrivateKey: Hex | undefined
+}
+
+export const pollingIntervalMsDefault = 1_000
+
+export type ConfigProblem = { path: string; message: string }
+
+export class NetworksConfigError extends Error {
+  override readonly name = 'NetworksConfigError'
+  constructor(
+    readonly source: string,
+    readonly problems: ConfigProblem[],
+  ) {
+    super(`invalid networks configuration (${source}):\n` + problems.map((p) => `  ${p.path || '/'}: ${p.message}`).join('\n'))
+  }
+}
+
+const checkFile = Compile(NetworksFileSchema)
+
+/** Reads and validates a networks file; throws NetworksConfigError naming every problem. */
+export function loadNetworksConfig(path: string, env: NodeJS.ProcessEnv = process.env): NetworkConfig[] {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new NetworksConfigError(path, [{ path: '', message: `cannot read file: ${(error as Error).message}` }])
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (error) {
+    throw new NetworksConfigError(path, [{ path: '', message: `not JSON: ${(error as Error).message}` }])
+  }
+  return parseNetworksConfig(value, env, path)
+}
+
+/** Validates an already parsed networks file (see loadNetworksConfig). */
+export function parseNetworksConfig(value: unknown, env: NodeJS.ProcessEnv = process.env, source = 'value'): NetworkConfig[] {
+  if (!checkFile.Check(value)) {
+    const problems = [...checkFile.Errors(value)]
+      // "schema is false" repeats the additionalProperties error with less to say.
+      .filter((e) => e.keyword !== 'boolean')
+      .map((e) => ({
+        path: e.instancePath,
+        message:
+          e.keyword === 'additionalProperties'
+            ? `unknown field(s) ${JSON.stringify((e.params as { additionalProperties: string[] }).additionalProperties)}` +
+              ' (a private key never belongs in this file: name an environment variable with operatorKeyEnv)'
+            : e.message,
+      }))
+    throw new NetworksConfigError(source, problems)
+  }
+  const problems: ConfigProblem[] = []
+  const networks = value.networks.map((entry, index) => toNetworkConfig(entry, `/networks/${index}`, env, problems))
+  const seen = { slug: new Set<string>(), chainId: new Set<number>() }
+  networks.forEach((network, index) => {
+    if (seen.slug.has(network.slug)) problems.push({ path: `/networks/${index}/slug`, message: `duplicate slug ${network.slug}` })
+    if (seen.chainId.has(network.chainId)) {
+      problems.push({ path: `/networks/${index}/chainId`, message: `duplicate chainId ${network.chainId}` })
+    }
+    seen.slug.add(network.slug)
+    seen.chainId.add(network.chainId)
+  })
+  if (problems.length > 0) throw new NetworksConfigError(source, problems)
+  return networks
+}
+
+function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.ProcessEnv, problems: ConfigProblem[]): NetworkConfig {
+  if (entry.caip2 !== `eip155:${entry.chainId}`) {
+    problems.push({ path: `${path}/caip2`, message: `must be eip155:${entry.chainId} (the chainId)` })
+  }
+  const symbols = new Set<string>()
+  entry.tokens.forEach((token, index) => {
+    if (symbols.has(token.symbol)) problems.push({ path: `${path}/tokens/${index}/symbol`, message: `duplicate symbol ${token.symbol}` })
+    symbols.add(token.symbol)
+  })
+  let operatorPrivateKey: Hex | undefined
+  if (entry.operatorKeyEnv !== undefined) {
+    const key = env[entry.operatorKeyEnv]
+    if (key === undefined || key === '') {
+      problems.push({ path: `${path}/operatorKeyEnv`, message: `environment variable ${entry.operatorKeyEnv} is not set` })
+    } else if (!isHex(key) || key.length !== 66) {
+      problems.push({ path: `${path}/operatorKeyEnv`, message: `${entry.operatorKeyEnv} is not a 32-byte 0x-hex private key` })
+    } else {
+      operatorPrivateKey = key
+    }
+  }
+  return {
+    slug: entry.slug,
+    chainId: entry.chainId,
+    caip2: `eip155:${entry.chainId}`,
+    rpcUrl: entry.rpcUrl,
+    creditContract: getAddress(entry.creditContract),
+    identityRegistry: getAddress(entry.identityRegistry),
+    reputationRegistry: getAddress(entry.reputationRegistry),
+    multicall3: getAddress(entry.multicall3 ?? multicall3Address),
+    tokens: entry.tokens.map((t) => ({ ...t, address: getAddress(t.address) })),
+    x402SelfFacilitate: entry.x402SelfFacilitate,
+    confirmations: entry.confirmations,
+    pollingIntervalMs: entry.pollingIntervalMs ?? pollingIntervalMsDefault,
+    operatorKeyEnv: entry.operatorKeyEnv,
+    operatorPrivateKey,
+  }
+}
+
+/** The file form of networks (no secret): what the devnet writes and loadNetworksConfig reads back. */
+export function toNetworksFile(networks: NetworkConfig[]): NetworksFile {
+  return {
+    networks: networks.map((n) => ({
+      slug: n.slug,
+      chainId: n.chainId,
+      caip2: n.caip2,
+      rpcUrl: n.rpcUrl,
+      creditContract: n.creditContract,
+      identityRegistry: n.identityRegistry,
+      reputationRegistry: n.reputationRegistry,
+      multicall3: n.multicall3,
+      tokens: n.tokens.map((t) => ({ ...t })),
+      x402SelfFacilitate: n.x402SelfFacilitate,
+      confirmations: n.confirmations,
+      pollingIntervalMs: n.pollingIntervalMs,
+      ...(n.operatorKeyEnv === undefined ? {} : { operatorKeyEnv: n.operatorKeyEnv }),
+    })),
+  }
+}
+
+export function findNetwork(networks: readonly NetworkConfig[], slug: string): NetworkConfig {
+  const network = networks.find((n) => n.slug === slug)
+  if (network === undefined) throw new UnknownNetworkError(slug)
+  return network
+}
+
+export function findToken(network: NetworkConfig, symbol: string): TokenConfig {
+  const token = network.tokens.find((t) => t.symbol === symbol)
+  if (token === undefined) throw new UnknownAssetError(network.slug, symbol)
+  return token
+}
+
+export class UnknownNetworkError extends Error {
+  override readonly name = 'UnknownNetworkError'
+  constructor(readonly slug: string) {
+    super(`unknown network ${slug}`)
+  }
+}
+
+export class UnknownAssetError extends Error {
+  override readonly name = 'UnknownAssetError'
+  constructor(
+    readonly network: string,
+    readonly symbol: string,
+  ) {
+    super(`unknown asset ${symbol} on network ${network}`)
+  }
+}

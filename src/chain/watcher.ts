@@ -1,0 +1,237 @@
+// Keeps the session keys' asset balances and allowances (to the credit contract) in memory, current from the
+// tokens' Transfer and Approval logs, so that matching reads them without waiting on an RPC.
+//
+// Per network one loop polls: new head -> logs of the configured tokens since the last block -> re-read the
+// balance and allowance of every watched holder those logs touch, at that head. Re-reading instead of applying
+// deltas keeps the cache exact even for transfers that emit no Approval (OpenZeppelin 5 transferFrom). An RPC
+// failure marks the network degraded (the last known values keep being served) and backs off; once the RPC answers
+// again every watched holder is re-read, because logs may have been missed or the chain may have been replaced.
+import { EventEmitter } from 'node:events'
+import { erc20Abi, getAddress, type Address } from 'viem'
+import { createNetworkClients, type NetworkClients } from './clients.ts'
+import type { NetworkConfig } from './config.ts'
+
+/** Same shape as the engine's port (src/engine/ports.ts), declared here so that chain does not import engine. */
+export interface WalletView {
+  spendableAtomic(network: string, asset: string, holder: Address): bigint
+}
+
+export type Holding = { balanceAtomic: bigint; allowanceAtomic: bigint; blockNumber: bigint }
+
+export type WatcherOptions = {
+  /** Delay between polls of one network while healthy. Default 100 ms. */
+  pollIntervalMs?: number
+  /** First retry delay after an RPC failure; doubles up to backoffMaxMs. */
+  backoffInitialMs?: number
+  backoffMaxMs?: number
+  /** Largest block range asked of eth_getLogs at once (providers limit it). */
+  logBlockRangeMax?: bigint
+  /** Per-request RPC timeout; short so that an outage is noticed quickly. */
+  rpcTimeoutMs?: number
+}
+
+export const watchedHoldersMax = 10_000
+
+export type WatcherEvents = {
+  update: [{ network: string; asset: string; holder: Address } & Holding]
+  tick: [{ network: string; blockNumber: bigint }]
+  degraded: [{ network: string; error: unknown }]
+  recovered: [{ network: string; blockNumber: bigint }]
+}
+
+export class WatchLimitError extends Error {
+  override readonly name = 'WatchLimitError'
+}
+
+class NetworkWatch {
+  readonly holders = new Set<Address>()
+  readonly dirty = new Set<Address>()
+  readonly holdings = new Map<string, Holding>()
+  lastBlock: bigint | undefined = undefined
+  degraded = false
+  wake: (() => void) | undefined = undefined
+  constructor(readonly clients: NetworkClients) {}
+}
+
+function holdingKey(asset: string, holder: Address): string {
+  return `${asset}:${holder}`
+}
+
+export class WalletWatcher extends EventEmitter<WatcherEvents> implements WalletView {
+  readonly #watches = new Map<string, NetworkWatch>()
+  readonly #options: Required<WatcherOptions>
+  #running = false
+  readonly #loops: Promise<void>[] = []
+
+  constructor(networks: readonly NetworkConfig[], options: WatcherOptions = {}) {
+    super()
+    this.#options = {
+      pollIntervalMs: options.pollIntervalMs ?? 100,
+      backoffInitialMs: options.backoffInitialMs ?? 100,
+      backoffMaxMs: options.backoffMaxMs ?? 2_000,
+      logBlockRangeMax: options.logBlockRangeMax ?? 2_000n,
+      rpcTimeoutMs: options.rpcTimeoutMs ?? 2_000,
+    }
+    for (const network of networks) {
+      const clients = createNetworkClients(network, { retryCount: 0, timeoutMs: this.#options.rpcTimeoutMs })
+      this.#watches.set(network.slug, new NetworkWatch(clients))
+    }
+  }
+
+  start(): void {
+    if (this.#running) return
+    this.#running = true
+    for (const watch of this.#watches.values()) this.#loops.push(this.#loop(watch))
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false
+    for (const watch of this.#watches.values()) watch.wake?.()
+    await Promise.all(this.#loops.splice(0))
+  }
+
+  /** Adds a holder (a session key's address) on a network; its values are read on the next poll. */
+  watch(network: string, holder: Address): void {
+    const watch = this.#watch(network)
+    const address = getAddress(holder)
+    if (watch.holders.has(address)) return
+    if (watch.holders.size >= watchedHoldersMax) throw new WatchLimitError(`more than ${watchedHoldersMax} holders on ${network}`)
+    watch.holders.add(address)
+    watch.dirty.add(address)
+    watch.wake?.()
+  }
+
+  /** min(balance, allowance to the credit contract), 0n when unknown (never read, or unknown network/asset). */
+  spendableAtomic(network: string, asset: string, holder: Address): bigint {
+    const holding = this.holding(network, asset, holder)
+    if (holding === undefined) return 0n
+    return holding.balanceAtomic < holding.allowanceAtomic ? holding.balanceAtomic : holding.allowanceAtomic
+  }
+
+  holding(network: string, asset: string, holder: Address): Holding | undefined {
+    return this.#watches.get(network)?.holdings.get(holdingKey(asset, getAddress(holder)))
+  }
+
+  isDegraded(network: string): boolean {
+    return this.#watch(network).degraded
+  }
+
+  /** Resolves once `predicate` holds (checked now and after every poll or change); rejects after `timeoutMs`. */
+  waitFor(predicate: () => boolean, timeoutMs: number): Promise<void> {
+    if (predicate()) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (!predicate()) return
+        cleanup()
+        resolve()
+      }
+      const timer = setTimeout(() => {
+        cleanup()
+        reject(new Error(`condition not met within ${timeoutMs} ms`))
+      }, timeoutMs)
+      const cleanup = (): void => {
+        clearTimeout(timer)
+        for (const name of ['tick', 'update', 'degraded', 'recovered'] as const) this.off(name, check)
+      }
+      for (const name of ['tick', 'update', 'degraded', 'recovered'] as const) this.on(name, check)
+    })
+  }
+
+  #watch(network: string): NetworkWatch {
+    const watch = this.#watches.get(network)
+    if (watch === undefined) throw new Error(`unknown network ${network}`)
+    return watch
+  }
+
+  async #loop(watch: NetworkWatch): Promise<void> {
+    let backoffMs = this.#options.backoffInitialMs
+    while (this.#running) {
+      let delayMs = this.#options.pollIntervalMs
+      try {
+        await this.#poll(watch)
+        backoffMs = this.#options.backoffInitialMs
+      } catch (error) {
+        if (!watch.degraded) {
+          watch.degraded = true
+          this.emit('degraded', { network: watch.clients.network.slug, error })
+        }
+        delayMs = backoffMs
+        backoffMs = Math.min(backoffMs * 2, this.#options.backoffMaxMs)
+      }
+      if (!this.#running) break
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delayMs)
+        watch.wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      watch.wake = undefined
+    }
+  }
+
+  async #poll(watch: NetworkWatch): Promise<void> {
+    const { network, publicClient } = watch.clients
+    const head = await publicClient.getBlockNumber({ cacheTime: 0 })
+    // After an outage or a chain that went backwards (a replaced devnet), nothing known can be trusted.
+    const fullRead = watch.degraded || watch.lastBlock === undefined || head < watch.lastBlock
+    let toBlock = head
+    const touched = new Set<Address>()
+    if (!fullRead && watch.lastBlock !== undefined && head > watch.lastBlock && watch.holders.size > 0) {
+      const fromBlock = watch.lastBlock + 1n
+      if (head - fromBlock + 1n > this.#options.logBlockRangeMax) toBlock = fromBlock + this.#options.logBlockRangeMax - 1n
+      const logs = await publicClient.getLogs({
+        address: network.tokens.map((t) => t.address),
+        events: erc20Abi.filter((item) => item.type === 'event'),
+        fromBlock,
+        toBlock,
+      })
+      for (const log of logs) {
+        if (log.eventName === 'Transfer') {
+          // A transferFrom by the credit contract spends allowance too: re-read both values of the sender.
+          touched.add(getAddress(log.args.from as Address))
+          touched.add(getAddress(log.args.to as Address))
+        } else if (log.eventName === 'Approval' && getAddress(log.args.spender as Address) === network.creditContract) {
+          touched.add(getAddress(log.args.owner as Address))
+        }
+      }
+    }
+    const targets = fullRead
+      ? [...watch.holders]
+      : [...watch.holders].filter((h) => touched.has(h) || watch.dirty.has(h))
+    if (targets.length > 0) await this.#read(watch, targets, toBlock)
+    for (const holder of targets) watch.dirty.delete(holder)
+    watch.lastBlock = toBlock
+    if (watch.degraded) {
+      watch.degraded = false
+      this.emit('recovered', { network: network.slug, blockNumber: toBlock })
+    }
+    this.emit('tick', { network: network.slug, blockNumber: toBlock })
+  }
+
+  async #read(watch: NetworkWatch, holders: Address[], blockNumber: bigint): Promise<void> {
+    const { network, publicClient } = watch.clients
+    const pairs = holders.flatMap((holder) => network.tokens.map((token) => ({ holder, token })))
+    const results = await publicClient.multicall({
+      allowFailure: false,
+      blockNumber,
+      contracts: pairs.flatMap(({ holder, token }) => [
+        { address: token.address, abi: erc20Abi, functionName: 'balanceOf', args: [holder] } as const,
+        { address: token.address, abi: erc20Abi, functionName: 'allowance', args: [holder, network.creditContract] } as const,
+      ]),
+    })
+    pairs.forEach(({ holder, token }, index) => {
+      const holding: Holding = {
+        balanceAtomic: results[2 * index] as bigint,
+        allowanceAtomic: results[2 * index + 1] as bigint,
+        blockNumber,
+      }
+      const key = holdingKey(token.symbol, holder)
+      const previous = watch.holdings.get(key)
+      watch.holdings.set(key, holding)
+      if (previous?.balanceAtomic !== holding.balanceAtomic || previous.allowanceAtomic !== holding.allowanceAtomic) {
+        this.emit('update', { network: network.slug, asset: token.symbol, holder, ...holding })
+      }
+    })
+  }
+}
