@@ -67,3 +67,52 @@ export function canonical(value: unknown): string {
 export function applyChanges(store: Map<string, Change>, changes: Change[]): void {
   for (const c of changes) store.set(`${c.kind}:${c.id}`, c)
 }
+
+export const T0 = 1_700_000_000_000
+
+/** A borrower with one backing source worth `valueAtomic` (advance rate 100%, hard value equal to the value). */
+export function registerBacking(engine: Engine, sourceId = 'src_1', valueAtomic = 10_000_000n, agent = BORROWER): void {
+  unwrap(engine.registerSource({
+    sourceId, productType: 'asset-backed', agent, valueAtomic, liquidationValueAtomic: valueAtomic,
+    advanceRateBps: 10_000, evidenceId: `ev_${sourceId}`,
+  }, T0))
+}
+
+export function creditRequest(over: Partial<Parameters<Engine['requestCredit']>[0]> = {}): Parameters<Engine['requestCredit']>[0] {
+  return {
+    agent: BORROWER, network: NET, asset: ASSET, productType: 'asset-backed', amountAtomic: 1000n, purpose: 'inference',
+    supplier: 'Supplier', supplierDomain: 'supplier.example', supplierAddress: SUPPLIER, repaymentSource: 'src_1',
+    maximumFeeAtomic: 100n, ...over,
+  }
+}
+
+/** Request credit and return the offer id; throws when declined. */
+export function offerFor(engine: Engine, over: Partial<Parameters<Engine['requestCredit']>[0]> = {}, nowMs = T0): string {
+  const decision = unwrap(engine.requestCredit(creditRequest(over), nowMs))
+  if (!decision.offer) throw new Error(`declined: ${decision.reasons.map((r) => r.code).join(',')}`)
+  return decision.offer.offerId
+}
+
+/** Match an offer and return the address of the lender granted the lease, or null. */
+export function matchedLender(engine: Engine, offerId: string, nowMs = T0): Address | null {
+  return unwrap(engine.matchOffer({ offerId }, nowMs)).lease?.lender ?? null
+}
+
+/** Request, match and pay: returns the advance id. The lender must be able to win the match. */
+export function fundAdvance(engine: Engine, over: Partial<Parameters<Engine['requestCredit']>[0]> = {}, nowMs = T0, n = 1): string {
+  const offerId = offerFor(engine, over, nowMs)
+  const lease = unwrap(engine.matchOffer({ offerId }, nowMs)).lease
+  if (!lease) throw new Error('no lender for the offer')
+  const advance = unwrap(engine.recordSupplierPayment({
+    network: lease.network, txHash: hash(1000 + n), logIndex: 0, offerId, payer: lease.payer,
+    supplier: lease.supplierAddress, asset: lease.asset, amountAtomic: lease.amountAtomic,
+  }, nowMs))
+  return advance.advanceId
+}
+
+export function createJob(engine: Engine, jobId: string, receivableAtomic: bigint, dueAtMs = T0 + 7 * 86_400_000, borrower = BORROWER): void {
+  unwrap(engine.createJob({
+    jobId, client: CLIENT, borrower, network: NET, asset: ASSET, receivableAtomic, dueAtMs,
+    funding: { network: NET, txHash: hash(9000), logIndex: 0 },
+  }, T0))
+}

@@ -1,0 +1,151 @@
+// Leases: expiry lowers reliability and rematches; insufficient balance expires at once; late reports are rejected.
+import t from 'tap'
+import { ASSET, NET, SUPPLIER, T0, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './helpers.ts'
+
+function world(config = {}) {
+  const { engine, wallets } = newEngine(config)
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
+  unwrap(engine.registerLender(lenderInput(2, { minFeeBps: 200 }), T0))
+  unwrap(engine.registerLender(lenderInput(3, { minFeeBps: 300 }), T0))
+  return { engine, wallets }
+}
+
+function payment(offerId: string, payer: `0x${string}`, n = 1) {
+  return { network: NET, txHash: hash(n), logIndex: 0, offerId, payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: 1000n }
+}
+
+t.test('lease expiry: reliability lowered, rematched to the next lender, the late report rejected', async (t) => {
+  const { engine } = world()
+  const offerId = offerFor(engine)
+  const first = unwrap(engine.matchOffer({ offerId }, T0)).lease!
+  t.equal(first.lender, lenderInput(1).address)
+  t.equal(first.expiresAtMs, T0 + 30_000, 'default lease TTL is 30 s')
+  const before = engine.getLender(first.lender)!
+
+  const early = unwrap(engine.dispatch(T0 + 29_999))
+  t.equal(early.expiredLeases.length, 0, 'not expired one ms before the end')
+
+  const result = engine.dispatch(T0 + 30_000)
+  const out = unwrap(result)
+  t.equal(out.expiredLeases.length, 1)
+  t.equal(out.expiredLeases[0]?.state, 'expired')
+  t.equal(out.expiredLeases[0]?.endReason, 'timeout')
+  const after = engine.getLender(first.lender)!
+  t.equal(after.reliabilityBps, before.reliabilityBps - 500, 'reliability lowered by the miss penalty')
+  t.equal(after.availableAtomic, before.availableAtomic + 1000n, 'reserved liquidity released')
+  t.equal(after.reservedAtomic, 0n)
+  t.equal(out.matches.length, 1)
+  t.equal(out.matches[0]?.lease?.lender, lenderInput(2).address, 'rematched to the next eligible lender')
+  t.ok(result.ok && result.changes.some((c) => c.kind === 'lease' && c.id === first.leaseId && c.final), 'expired lease handed over as final')
+  t.equal(engine.getLease(first.leaseId), undefined, 'and evicted from memory')
+
+  const late = engine.recordSupplierPayment(payment(offerId, lenderInput(1).sessionAddress), T0 + 30_001)
+  t.match(late, { ok: false, error: { code: 'lease_expired', class: 'conflict' } })
+  t.equal(engine.getOffer(offerId)?.state, 'leased', 'the late report changed nothing')
+
+  const wrong = engine.recordSupplierPayment(payment(offerId, lenderInput(3).sessionAddress), T0 + 30_001)
+  t.match(wrong, { ok: false, error: { code: 'lease_not_held', class: 'forbidden' } })
+
+  const paid = unwrap(engine.recordSupplierPayment(payment(offerId, lenderInput(2).sessionAddress), T0 + 30_002))
+  t.equal(paid.lender, lenderInput(2).address)
+  t.equal(paid.state, 'active')
+  t.equal(engine.getLender(lenderInput(2).address)?.deployedAtomic, 1000n)
+  engine.checkInvariants()
+})
+
+t.test('insufficient balance: the lease expires at once and the next lender gets it', async (t) => {
+  const { engine, wallets } = world()
+  wallets.set(lenderInput(1).sessionAddress, 999n)
+  const offerId = offerFor(engine)
+  const result = engine.matchOffer({ offerId }, T0)
+  const out = unwrap(result)
+  t.equal(out.refusedLeases.length, 1)
+  t.equal(out.refusedLeases[0]?.lender, lenderInput(1).address)
+  t.equal(out.refusedLeases[0]?.state, 'expired')
+  t.equal(out.refusedLeases[0]?.endReason, 'insufficient_balance')
+  t.equal(out.lease?.lender, lenderInput(2).address)
+  t.ok(result.ok && result.changes.some((c) => c.kind === 'lease' && c.id === out.refusedLeases[0]?.leaseId && c.final))
+  t.equal(engine.getLender(lenderInput(1).address)?.reservedAtomic, 0n, 'no liquidity reserved for the refused lease')
+  t.match(engine.recordSupplierPayment(payment(offerId, lenderInput(1).sessionAddress), T0), { ok: false, error: { code: 'lease_expired' } })
+  engine.checkInvariants()
+})
+
+t.test('the wallet must cover all live leases of the lender on that network and asset', async (t) => {
+  const { engine, wallets } = world()
+  wallets.set(lenderInput(1).sessionAddress, 1500n)
+  t.equal(unwrap(engine.matchOffer({ offerId: offerFor(engine) }, T0)).lease?.lender, lenderInput(1).address)
+  const second = unwrap(engine.matchOffer({ offerId: offerFor(engine) }, T0))
+  t.equal(second.refusedLeases[0]?.lender, lenderInput(1).address, '1500 cannot pay 1000 + 1000')
+  t.equal(second.lease?.lender, lenderInput(2).address)
+  engine.checkInvariants()
+})
+
+t.test('leases per offer are limited: the offer expires when they run out', async (t) => {
+  const { engine, wallets } = world({ leasesPerOfferMax: 2 })
+  for (const n of [1, 2, 3]) wallets.set(lenderInput(n).sessionAddress, 0n)
+  const offerId = offerFor(engine)
+  const out = unwrap(engine.matchOffer({ offerId }, T0))
+  t.equal(out.refusedLeases.length, 2)
+  t.equal(out.lease, null)
+  t.equal(out.offerExpired, true)
+  t.equal(engine.getOffer(offerId), undefined, 'expired offer evicted')
+  t.equal(engine.getSource('src_1')?.committedAtomic, 0n, 'capacity released')
+  engine.checkInvariants()
+})
+
+t.test('a payment on time is accepted; paying the wrong supplier or amount is refused', async (t) => {
+  const { engine } = world()
+  const offerId = offerFor(engine)
+  unwrap(engine.matchOffer({ offerId }, T0))
+  const payer = lenderInput(1).sessionAddress
+  t.match(engine.recordSupplierPayment({ ...payment(offerId, payer), amountAtomic: 999n }, T0), { ok: false, error: { code: 'payment_mismatch', class: 'invalid' } })
+  t.match(engine.recordSupplierPayment({ ...payment(offerId, payer), supplier: lenderInput(9).address }, T0), { ok: false, error: { code: 'payment_mismatch' } })
+  t.match(engine.recordSupplierPayment({ ...payment(offerId, payer), network: 'net-b' }, T0), { ok: false, error: { code: 'payment_mismatch' } })
+  const advance = unwrap(engine.recordSupplierPayment(payment(offerId, payer), T0 + 29_999))
+  t.equal(advance.principalAtomic, 1000n)
+  t.equal(advance.feeAtomic, 10n)
+  t.equal(advance.insuranceAtomic, 1n)
+  t.equal(engine.getOffer(offerId), undefined, 'funded offer handed over and evicted')
+  t.match(engine.recordSupplierPayment(payment(offerId, payer), T0), { ok: false, error: { code: 'offer_not_found', class: 'not_found' } })
+  engine.checkInvariants()
+})
+
+t.test('stale offers expire in dispatch; the offer TTL is configurable', async (t) => {
+  const { engine } = newEngine({ offerTtlMs: 1000 })
+  registerBacking(engine)
+  const offerId = offerFor(engine)
+  t.equal(unwrap(engine.dispatch(T0 + 999)).expiredOffers.length, 0)
+  const out = unwrap(engine.dispatch(T0 + 1000))
+  t.equal(out.expiredOffers[0]?.offerId, offerId)
+  t.equal(out.expiredOffers[0]?.endReason, 'stale')
+  t.equal(engine.getSource('src_1')?.committedAtomic, 0n)
+  engine.checkInvariants()
+})
+
+t.test('dispatch matches offers that were waiting for a lender', async (t) => {
+  const { engine } = newEngine()
+  registerBacking(engine)
+  const offerId = offerFor(engine)
+  t.equal(unwrap(engine.matchOffer({ offerId }, T0)).lease, null)
+  unwrap(engine.registerLender(lenderInput(1), T0 + 10))
+  const out = unwrap(engine.dispatch(T0 + 20))
+  t.equal(out.matches[0]?.lease?.lender, lenderInput(1).address)
+  t.same(engine.liveLeasesOf(lenderInput(1).sessionAddress).map((l) => l.offerId), [offerId], 'live leases by session address')
+  engine.checkInvariants()
+})
+
+t.test('reliability below the floor makes a lender inactive; uptime restores it', async (t) => {
+  const { engine } = newEngine({ lenderReliabilityMinBps: 4000 })
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1, { reliabilityBps: 4400 }), T0))
+  const offerId = offerFor(engine)
+  unwrap(engine.matchOffer({ offerId }, T0))
+  unwrap(engine.dispatch(T0 + 30_000))
+  t.equal(engine.getLender(lenderInput(1).address)?.reliabilityBps, 3900)
+  t.equal(unwrap(engine.matchOffer({ offerId: offerFor(engine) }, T0 + 30_001)).lease, null, 'inactive lender gets no lease')
+  const up = unwrap(engine.recordLenderUptime({ lender: lenderInput(1).address, uptimeBps: 10_000 }, T0 + 40_000))
+  t.equal(up.reliabilityBps, Math.floor((3900 * 9000 + 10_000 * 1000) / 10_000), 'moving average with weight 1000 bps')
+  t.equal(unwrap(engine.matchOffer({ offerId: 'off_2' }, T0 + 40_001)).lease?.lender, lenderInput(1).address)
+  engine.checkInvariants()
+})

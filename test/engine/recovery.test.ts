@@ -1,0 +1,119 @@
+// Recovery order: source revenue, collateral, hard backing liquidation value, insurance reserve, shortfall.
+import t from 'tap'
+import type { Engine, LiquidationPlan } from '../../src/engine/index.ts'
+import { BORROWER, NET, T0, createJob, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './helpers.ts'
+
+const amounts = (plan: LiquidationPlan) => plan.steps.map((s) => [s.step, s.amountAtomic])
+
+function liquidateNow(engine: Engine, advanceId: string, nowMs: number) {
+  const plan = unwrap(engine.planLiquidation(advanceId, nowMs))
+  const steps = Object.fromEntries(plan.steps.map((s) => [s.step, s.amountAtomic]))
+  const receipt = unwrap(engine.liquidate({
+    advanceId, network: NET, txHash: hash(777), fromRevenueAtomic: steps.source_revenue,
+    fromCollateralAtomic: steps.collateral, fromReserveAtomic: steps.insurance_reserve,
+  }, nowMs))
+  engine.checkInvariants()
+  return { plan, receipt }
+}
+
+t.test('stops at source revenue (failed job, escrow covers principal + fee)', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 137 }), T0))
+  createJob(engine, 'job_a', 10_000n)
+  const advanceId = fundAdvance(engine, { repaymentSource: 'job_a', amountAtomic: 1237n, maximumFeeAtomic: 100n })
+  t.match(engine.planLiquidation(advanceId, T0), { ok: false, error: { code: 'advance_not_in_default', class: 'conflict' } })
+  unwrap(engine.failJob({ jobId: 'job_a', reason: 'client rejected the work' }, T0 + 1))
+  const { plan, receipt } = liquidateNow(engine, advanceId, T0 + 2)
+  t.equal(plan.owedAtomic, 1237n + 17n, 'fee = ceil(1237 * 137 / 10000) = 17')
+  t.same(amounts(plan), [['source_revenue', 1254n], ['collateral', 0n], ['backing_liquidation', 0n], ['insurance_reserve', 0n], ['shortfall', 0n]])
+  t.equal(plan.stoppedAt, 'source_revenue')
+  t.equal(receipt.recoveredAtomic, 1254n)
+  const lender = engine.getLender(lenderInput(1).address)!
+  t.equal(lender.availableAtomic, 1_000_000n + 17n, 'lender recovered principal and its whole fee')
+  t.equal(lender.feesEarnedAtomic, 17n)
+  t.equal(engine.getJob('job_a'), undefined, 'the failed job is final once its last advance closed')
+  t.equal(engine.getAdvance(advanceId), undefined)
+})
+
+t.test('stops at collateral', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
+  createJob(engine, 'job_b', 1001n)
+  unwrap(engine.postCollateral({ jobId: 'job_b', borrower: BORROWER, amountAtomic: 5003n, proof: { network: NET, txHash: hash(5), logIndex: 0 } }, T0))
+  // capacity = 1001 * 80% (800) + 5003 = 5803
+  const advanceId = fundAdvance(engine, { repaymentSource: 'job_b', amountAtomic: 3001n, maximumFeeAtomic: 100n })
+  unwrap(engine.failJob({ jobId: 'job_b', reason: 'abandoned' }, T0 + 1))
+  const { plan } = liquidateNow(engine, advanceId, T0 + 2)
+  t.equal(plan.owedAtomic, 3001n + 31n)
+  t.same(amounts(plan), [['source_revenue', 1001n], ['collateral', 2031n], ['backing_liquidation', 0n], ['insurance_reserve', 0n], ['shortfall', 0n]])
+  t.equal(plan.stoppedAt, 'collateral')
+})
+
+t.test('stops at the hard backing liquidation value (past-due backing advance)', async (t) => {
+  const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
+  unwrap(engine.registerSource({ sourceId: 'src_h', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 9_000n, advanceRateBps: 5000, evidenceId: 'ev' }, T0))
+  const advanceId = fundAdvance(engine, { repaymentSource: 'src_h', amountAtomic: 2003n, maximumFeeAtomic: 100n })
+  t.match(engine.planLiquidation(advanceId, T0 + 3_599_999), { ok: false, error: { code: 'advance_not_in_default' } })
+  const { plan } = liquidateNow(engine, advanceId, T0 + 3_600_000)
+  t.equal(plan.owedAtomic, 2003n + 21n)
+  t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 2024n], ['insurance_reserve', 0n], ['shortfall', 0n]])
+  t.equal(plan.stoppedAt, 'backing_liquidation')
+  t.equal(engine.getSource('src_h')?.backingUsedAtomic, 2024n)
+  t.equal(engine.getSource('src_h')?.committedAtomic, 0n)
+})
+
+/** Fund the (network, asset) reserve with the insurance share of a repaid advance on another source. */
+function fundReserve(engine: Engine, feeAtomicWanted: bigint): bigint {
+  registerBacking(engine, 'src_big', 10_000_000n)
+  const amount = feeAtomicWanted * 100n // at a 100 bps ask, fee = amount / 100
+  const advanceId = fundAdvance(engine, { repaymentSource: 'src_big', amountAtomic: amount, maximumFeeAtomic: feeAtomicWanted }, T0, 2)
+  const plan = unwrap(engine.planRepayment(advanceId))
+  unwrap(engine.repayAdvance({ network: NET, txHash: hash(31), logIndex: 2, advanceId, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic }, T0))
+  return plan.reserveAmountAtomic
+}
+
+t.test('stops at the insurance reserve', async (t) => {
+  const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100, availableLiquidityAtomic: 10n ** 9n }), T0))
+  t.equal(fundReserve(engine, 230n), 23n, 'reserve share = floor(230 * 1000 / 10000)')
+  unwrap(engine.registerSource({ sourceId: 'src_r', productType: 'asset-backed', agent: BORROWER, valueAtomic: 2000n, liquidationValueAtomic: 1000n, advanceRateBps: 5000, evidenceId: 'ev' }, T0))
+  const advanceId = fundAdvance(engine, { repaymentSource: 'src_r', amountAtomic: 1000n, maximumFeeAtomic: 100n }, T0, 3)
+  const { plan } = liquidateNow(engine, advanceId, T0 + 3_600_000)
+  t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 1000n], ['insurance_reserve', 10n], ['shortfall', 0n]])
+  t.equal(plan.stoppedAt, 'insurance_reserve')
+  t.equal(engine.creditState().reserves[0]?.balanceAtomic, 13n, '23 - 10 left in the reserve')
+})
+
+t.test('ends in shortfall with a reputation penalty to the borrower', async (t) => {
+  const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100, availableLiquidityAtomic: 10n ** 9n }), T0))
+  t.equal(fundReserve(engine, 70n), 7n)
+  unwrap(engine.registerSource({ sourceId: 'src_s', productType: 'asset-backed', agent: BORROWER, valueAtomic: 2000n, liquidationValueAtomic: 1000n, advanceRateBps: 5000, evidenceId: 'ev' }, T0))
+  const advanceId = fundAdvance(engine, { repaymentSource: 'src_s', amountAtomic: 1000n, maximumFeeAtomic: 100n }, T0, 3)
+  const before = engine.getBorrower(BORROWER)!
+  const { plan, receipt } = liquidateNow(engine, advanceId, T0 + 3_600_000)
+  t.equal(plan.owedAtomic, 1010n)
+  t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 1000n], ['insurance_reserve', 7n], ['shortfall', 3n]])
+  t.equal(plan.stoppedAt, 'shortfall')
+  t.equal(plan.recoveredAtomic + plan.shortfallAtomic, plan.owedAtomic)
+  const after = engine.getBorrower(BORROWER)!
+  t.equal(after.shortfallAtomic, 3n)
+  t.equal(after.reputationBps, before.reputationBps - 2000, 'shortfall penalty')
+  t.equal(receipt.borrowerReputationBps, after.reputationBps)
+  t.equal(engine.creditState().reserves[0]?.balanceAtomic, 0n)
+  const lender = engine.getLender(lenderInput(1).address)!
+  t.equal(lender.feesEarnedAtomic, 63n + 7n, '70 - 7 from the repaid advance, then 7 recovered above principal')
+  t.equal(lender.lossesAtomic, 0n)
+})
+
+t.test('executed amounts that differ from the plan are refused', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  createJob(engine, 'job_c', 10_000n)
+  const advanceId = fundAdvance(engine, { repaymentSource: 'job_c' })
+  unwrap(engine.failJob({ jobId: 'job_c', reason: 'x' }, T0))
+  const bad = engine.liquidate({ advanceId, network: NET, txHash: hash(1), fromRevenueAtomic: 1n }, T0)
+  t.match(bad, { ok: false, error: { code: 'plan_changed', class: 'conflict' } })
+  t.equal(engine.getAdvance(advanceId)?.state, 'defaulted', 'nothing changed')
+})
