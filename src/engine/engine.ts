@@ -299,7 +299,7 @@ export class Engine {
     const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, this.config)
 
     if (reasons.length > 0) {
-      return this.commit({ decision: 'declined', reasons, capacityAtomic, coverageBps: coverage, riskBand: null, durationSeconds, offer: null })
+      return this.commit({ decision: 'declined', reasons, capacityAtomic, coverageBps: coverage, riskBand: band, durationSeconds, offer: null })
     }
 
     this.meta.offerSeq += 1

@@ -184,7 +184,8 @@ export interface UnderwritingDecision {
   reasons: DeclineReason[]
   capacityAtomic: bigint
   coverageBps: number
-  riskBand: RiskBand | null
+  /** The band the request would get, reported also when declined. */
+  riskBand: RiskBand
   durationSeconds: number
   offer: OfferView | null
 }

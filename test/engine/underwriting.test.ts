@@ -1,0 +1,101 @@
+// Underwriting: ownership, suspension, due time, capacity and risk bands.
+import t from 'tap'
+import { BORROWER, CLIENT, NET, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './helpers.ts'
+
+t.test('over capacity is declined with a reason and changes nothing', async (t) => {
+  const { engine } = newEngine()
+  createJob(engine, 'job_1', 10_000n) // capacity 8000
+  const declined = engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 8001n }), T0)
+  const d = unwrap(declined)
+  t.equal(d.decision, 'declined')
+  t.same(d.reasons.map((r) => r.code), ['over_capacity'])
+  t.equal(d.capacityAtomic, 8000n)
+  t.equal(d.offer, null)
+  t.same(declined.ok && declined.changes, [], 'a declined decision changes nothing')
+  const ok = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 8000n }), T0))
+  t.equal(ok.decision, 'approved', 'exactly at capacity is approved')
+  const next = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1n }), T0))
+  t.same(next.reasons.map((r) => r.code), ['over_capacity'], 'a live offer uses capacity')
+})
+
+t.test('backing source capacity = min(value x rate, liquidation value) - outstanding', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerSource({ sourceId: 'src_x', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 4_000n, advanceRateBps: 5000, evidenceId: 'e' }, T0))
+  t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'src_x', amountAtomic: 4001n }), T0)).capacityAtomic, 4000n)
+  unwrap(engine.registerSource({ sourceId: 'src_y', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 9_000n, advanceRateBps: 3000, evidenceId: 'e' }, T0))
+  t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'src_y', amountAtomic: 3001n }), T0)).decision, 'declined')
+  t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'src_y', amountAtomic: 3000n }), T0)).decision, 'approved')
+})
+
+t.test('collateral adds to a job capacity', async (t) => {
+  const { engine } = newEngine()
+  createJob(engine, 'job_1', 1000n)
+  t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1300n }), T0)).decision, 'declined')
+  const pos = unwrap(engine.postCollateral({ jobId: 'job_1', borrower: BORROWER, amountAtomic: 500n, proof: { network: NET, txHash: hash(2), logIndex: 0 } }, T0))
+  t.equal(pos.totalCollateralAtomic, 500n)
+  t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1300n }), T0)).decision, 'approved')
+  t.match(engine.postCollateral({ jobId: 'job_1', borrower: CLIENT, amountAtomic: 1n, proof: { network: NET, txHash: hash(3), logIndex: 0 } }, T0), { ok: false, error: { code: 'not_job_borrower', class: 'forbidden' } })
+})
+
+t.test('a suspended borrower is declined', async (t) => {
+  const { engine } = newEngine()
+  createJob(engine, 'job_1', 10_000n)
+  createJob(engine, 'job_2', 10_000n)
+  registerBacking(engine)
+  const pending = unwrap(engine.requestCredit(creditRequest(), T0)).offer!.offerId
+  const passport = unwrap(engine.failJob({ jobId: 'job_1', reason: 'not delivered' }, T0 + 5))
+  t.equal(passport.type, 'job_failed')
+  t.equal(passport.borrowerSuspended, true)
+  t.same(passport.declinedOfferIds, [pending], 'the borrower\'s live offers are withdrawn')
+  t.equal(engine.getSource('src_1')?.committedAtomic, 0n)
+  const d = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_2' }), T0 + 6))
+  t.equal(d.decision, 'declined')
+  t.same(d.reasons.map((r) => r.code), ['borrower_suspended'])
+  engine.checkInvariants()
+})
+
+t.test('the source must belong to the borrower; a job past due or on another asset is declined', async (t) => {
+  const { engine } = newEngine()
+  createJob(engine, 'job_1', 10_000n, T0 + 60_000)
+  const other = addr(0xabc)
+  t.same(unwrap(engine.requestCredit(creditRequest({ agent: other, repaymentSource: 'job_1' }), T0)).reasons.map((r) => r.code), ['source_not_owned'])
+  t.same(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0 + 60_000)).reasons.map((r) => r.code), ['job_past_due'])
+  t.same(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', asset: 'DAI' }), T0)).reasons.map((r) => r.code), ['asset_mismatch'])
+  const approved = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0 + 30_000))
+  t.equal(approved.durationSeconds, 30, 'a job advance runs until the job is due')
+  t.equal(approved.offer?.dueAtMs, T0 + 60_000)
+})
+
+t.test('invalid requests are typed errors', async (t) => {
+  const { engine } = newEngine()
+  registerBacking(engine)
+  t.match(engine.requestCredit(creditRequest({ supplierAddress: BORROWER }), T0), { ok: false, error: { code: 'supplier_is_borrower', class: 'invalid' } })
+  t.match(engine.requestCredit(creditRequest({ repaymentSource: 'nope' }), T0), { ok: false, error: { code: 'repayment_source_not_found', class: 'not_found' } })
+  t.match(engine.requestCredit(creditRequest({ amountAtomic: 0n }), T0), { ok: false, error: { code: 'invalid_amount' } })
+  t.match(engine.createJob({ jobId: 'bad id', client: CLIENT, borrower: BORROWER, network: NET, asset: 'USDC', receivableAtomic: 1n, dueAtMs: T0 + 1, funding: { network: NET, txHash: hash(1), logIndex: 0 } }, T0), { ok: false, error: { code: 'invalid_job_id' } })
+})
+
+t.test('risk bands: A at coverage >= 200%, B at >= 125%, else C; a default in history lowers one band', async (t) => {
+  const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
+  registerBacking(engine, 'src_1', 2000n)
+  const band = (amountAtomic: bigint, agent = BORROWER, repaymentSource = 'src_1') => {
+    const d = unwrap(engine.requestCredit(creditRequest({ amountAtomic, agent, repaymentSource }), T0))
+    return [d.riskBand, d.coverageBps]
+  }
+  t.same(band(1000n), ['A', 20_000])
+  t.same(band(1001n), ['B', 19_980])
+  t.same(band(1600n), ['B', 12_500])
+  t.same(band(1601n), ['C', 12_492])
+  // a borrower with a recorded default: its A becomes B, its B becomes C, C stays C
+  const other = addr(0xdd)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  registerBacking(engine, 'src_o', 1000n, other)
+  const advanceId = fundAdvance(engine, { agent: other, repaymentSource: 'src_o', amountAtomic: 500n }, T0)
+  const plan = unwrap(engine.planLiquidation(advanceId, T0 + 3_600_000))
+  unwrap(engine.liquidate({ advanceId, network: NET, txHash: hash(4) }, T0 + 3_600_000))
+  t.equal(plan.stoppedAt, 'backing_liquidation')
+  registerBacking(engine, 'src_o2', 2000n, other)
+  t.same(band(1000n, other, 'src_o2'), ['B', 20_000])
+  t.same(band(1600n, other, 'src_o2'), ['C', 12_500])
+  t.same(band(1700n, other, 'src_o2'), ['C', 11_764])
+})
