@@ -185,7 +185,6 @@ export class Idempotency {
 function settledWithin(settled: Promise<void>, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), ms)
-    timer.unref()
     void settled.then(() => {
       clearTimeout(timer)
       resolve(true)

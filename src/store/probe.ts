@@ -1,6 +1,10 @@
-// Reads a whole data directory in a child process before the service maps it (see probe-child.mjs for why).
+// Reads a whole data directory in a child process before the service maps it, then writes once to a scratch copy
+// of data.mdb (deleted afterwards) to load the free-page list: LMDB crashes instead of throwing on damaged pages.
 
 import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const CHILD = fileURLToPath(new URL('./probe-child.mjs', import.meta.url))
@@ -9,8 +13,9 @@ export const PROBE_TIMEOUT_MS_DEFAULT = 120_000
 export type ProbeResult = { readonly ok: true; readonly entries: number } | { readonly ok: false; readonly reason: string }
 
 export function probeDataDir(dir: string, dbNames: readonly string[], timeoutMs: number): Promise<ProbeResult> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CHILD, dir, JSON.stringify(dbNames)], {
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-credit-probe-'))
+  return new Promise<ProbeResult>((resolve) => {
+    const child = spawn(process.execPath, [CHILD, dir, JSON.stringify(dbNames), scratch], {
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: timeoutMs,
       killSignal: 'SIGKILL',
@@ -33,5 +38,5 @@ export function probeDataDir(dir: string, dbNames: readonly string[], timeoutMs:
         resolve({ ok: false, reason: `the probe exited with code ${code}: ${err.trim().slice(0, 500)}` })
       }
     })
-  })
+  }).finally(() => fs.rmSync(scratch, { recursive: true, force: true }))
 }

@@ -1,7 +1,7 @@
 import t from 'tap'
 import fc from 'fast-check'
 import { Store, StoreAssertionError, StoreConflictError, type Change } from '../../src/store/index.ts'
-import { freshStore } from './helpers.ts'
+import { freshStore } from './fixtures/helpers.ts'
 
 const job = (id: string, state: string, final = false): Change => ({
   kind: 'job',

@@ -4,7 +4,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Store } from '../../src/store/index.ts'
-import { tempDir } from './helpers.ts'
+import { tempDir } from './fixtures/helpers.ts'
 
 const WRITER = fileURLToPath(new URL('./fixtures/crash-writer.ts', import.meta.url))
 const ROUNDS = 5

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { Store, type Change } from '../../src/store/index.ts'
-import { freshStore } from './helpers.ts'
+import { freshStore } from './fixtures/helpers.ts'
 
 const change = (i: number): Change => ({ kind: 'advance', id: `adv_${i}`, record: { i, owedAtomic: BigInt(i) * 10n ** 18n }, final: false })
 

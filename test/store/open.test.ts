@@ -1,0 +1,170 @@
+import t, { type Test } from 'tap'
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { open } from 'lmdb'
+import {
+  checkDataFile,
+  Store,
+  StoreOpenError,
+  StoreVersionError,
+  STORE_FORMAT_VERSION,
+} from '../../src/store/index.ts'
+import { fileDigest, tempDir } from './fixtures/helpers.ts'
+
+/** A valid store with a few snapshots, closed; returns its directory. */
+async function populated(): Promise<string> {
+  const dataDir = path.join(tempDir(), 'data')
+  const store = await Store.open({ dataDir })
+  for (let round = 0; round < 20; round++) {
+    await store.commit({
+      changes: Array.from({ length: 50 }, (_, i) => ({
+        kind: 'job' as const,
+        id: `job_${round}_${i}`,
+        record: { text: 'x'.repeat(200), amountAtomic: BigInt(i) },
+        final: false,
+      })),
+    })
+  }
+  await store.close()
+  return dataDir
+}
+
+function digests(dir: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const name of fs.readdirSync(dir)) if (name !== 'lock.mdb') out[name] = fileDigest(path.join(dir, name))
+  return out
+}
+
+async function refused(t: Test, dataDir: string, code: string, message: RegExp): Promise<void> {
+  const before = fs.statSync(dataDir).isDirectory() ? digests(dataDir) : fileDigest(dataDir)
+  const error = await Store.open({ dataDir }).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  t.ok(error instanceof StoreOpenError, `refused with StoreOpenError: ${String(error)}`)
+  t.equal((error as StoreOpenError).code, code)
+  t.match((error as Error).message, message)
+  t.match((error as Error).message, dataDir, 'the message names the directory')
+  const after = fs.statSync(dataDir).isDirectory() ? digests(dataDir) : fileDigest(dataDir)
+  t.same(after, before, 'files left untouched')
+}
+
+t.test('the header check reads what LMDB wrote', async (t) => {
+  const dataDir = await populated()
+  const check = checkDataFile(path.join(dataDir, 'data.mdb'))
+  t.equal(check.ok, true)
+  const root = open({ path: dataDir, overlappingSync: false })
+  const stats = root.getStats() as { pageSize: number; lastPageNumber: number; lastTxnId: number }
+  await root.close()
+  if (check.ok) {
+    t.equal(check.metas[0].pageSize, stats.pageSize)
+    const newest = check.metas[0].txnId > check.metas[1].txnId ? check.metas[0] : check.metas[1]
+    t.equal(newest.lastPageNumber, BigInt(stats.lastPageNumber))
+    t.equal(newest.txnId, BigInt(stats.lastTxnId))
+  }
+})
+
+t.test('a damaged data.mdb is refused with a clear error and left as it was', async (t) => {
+  const cases: [string, (file: string) => void, RegExp][] = [
+    ['garbage', (f) => fs.writeFileSync(f, Buffer.alloc(fs.statSync(f).size, 0x5a)), /damaged: .*not a meta page|magic/],
+    ['truncated', (f) => fs.truncateSync(f, 3 * 4096), /truncated/],
+    ['cut inside the meta page', (f) => fs.truncateSync(f, 100), /damaged/],
+    ['empty', (f) => fs.truncateSync(f, 0), /empty/],
+    ['garbage data pages (caught by the probe)', (f) => {
+      const bytes = fs.readFileSync(f)
+      bytes.fill(0x5a, 2 * 4096)
+      fs.writeFileSync(f, bytes)
+    }, /crashed LMDB|damaged/],
+  ]
+  for (const [name, damage, message] of cases) {
+    await t.test(name, async (t) => {
+      const dataDir = await populated()
+      t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+      damage(path.join(dataDir, 'data.mdb'))
+      await refused(t, dataDir, 'store_corrupt', message)
+    })
+  }
+})
+
+t.test('a file where the data directory should be is refused', async (t) => {
+  const dir = tempDir()
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dataDir = path.join(dir, 'data')
+  fs.writeFileSync(dataDir, 'not a directory')
+  await refused(t, dataDir, 'store_not_a_directory', /not a directory/)
+  t.equal(fs.readFileSync(dataDir, 'utf8'), 'not a directory')
+})
+
+t.test('a data directory without permission is refused', async (t) => {
+  const dataDir = await populated()
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  // Root ignores file modes, so when the tests run as root the open is tried by an unprivileged child process.
+  fs.chmodSync(path.dirname(dataDir), 0o755)
+  fs.chmodSync(dataDir, 0o500)
+  t.teardown(() => fs.chmodSync(dataDir, 0o755))
+  const script = [
+    `import { Store } from ${JSON.stringify(new URL('../../src/store/index.ts', import.meta.url).href)}`,
+    `Store.open({ dataDir: ${JSON.stringify(dataDir)} }).then(() => console.log('OPENED'), (e) => console.log(e.name, e.code, e.message))`,
+  ].join('\n')
+  const asRoot = os.userInfo().uid === 0
+  const tmpScript = path.join(path.dirname(dataDir), 'try-open.mts')
+  fs.writeFileSync(tmpScript, script)
+  fs.chmodSync(path.dirname(dataDir), 0o755)
+  fs.chmodSync(tmpScript, 0o644)
+  const result = spawnSync(process.execPath, ['--import', 'tsx', tmpScript], {
+    encoding: 'utf8',
+    cwd: process.cwd(),
+    ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+    env: { ...process.env, HOME: '/tmp', TSX_TSCONFIG_PATH: path.resolve('tsconfig.json') },
+  })
+  t.match(result.stdout, /StoreOpenError store_permission_denied .*permission denied/, result.stderr.slice(0, 1000))
+  t.notMatch(result.stdout, /OPENED/)
+})
+
+t.test('LMDB data of another program is refused', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const root = open({ path: dataDir, overlappingSync: false })
+  root.openDB({ name: 'somebody-else' }).putSync('k', 'v')
+  await root.close()
+  await refused(t, dataDir, 'store_not_a_store', /not an agent-credit store/)
+})
+
+async function withMeta(dataDir: string, key: string, value: unknown): Promise<void> {
+  const root = open({ path: dataDir, overlappingSync: false })
+  root.openDB({ name: 'meta' }).putSync(key, value)
+  await root.close()
+}
+
+t.test('a store format version from the future makes open() refuse', async (t) => {
+  const dataDir = await populated()
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  await withMeta(dataDir, 'format', { formatVersion: STORE_FORMAT_VERSION + 1, createdAtMs: 0 })
+  await t.rejects(Store.open({ dataDir }), StoreVersionError)
+  await t.rejects(Store.open({ dataDir }), { message: /store format version 2, written by a newer release; this release reads format 1/ })
+})
+
+t.test('snapshot schema versions from the future are refused at open and when read', async (t) => {
+  const dataDir = await populated()
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const v2 = await Store.open({ dataDir, snapshotVersions: { job: 2 } })
+  await v2.commit({ changes: [{ kind: 'job', id: 'job_v2', record: { shape: 'new' }, final: false }] })
+  t.equal(v2.getSnapshot('job', 'job_v2')?.version, 2)
+  t.equal(v2.getSnapshot('job', 'job_0_0')?.version, 1, 'older snapshots keep their version for migration')
+  await v2.close()
+  await t.rejects(Store.open({ dataDir }), { name: 'StoreVersionError', message: /job snapshots of schema version 2.*reads up to version 1/ })
+})
+
+t.test('a collection version from the future is refused', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const a = await Store.open({ dataDir })
+  a.collection('session', { version: 3 })
+  await a.close()
+  const b = await Store.open({ dataDir })
+  t.throws(() => b.collection('session', { version: 2 }), StoreVersionError)
+  t.ok(b.collection('session', { version: 3 }))
+  await b.close()
+})
