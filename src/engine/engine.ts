@@ -339,6 +339,11 @@ export class Engine {
     if (!offer) return fail('not_found', 'offer_not_found', `offer ${input.offerId} is not live`)
     const snap = offer.getSnapshot()
     if (!snap.matches('offered')) return fail('conflict', 'offer_not_offered', `offer ${input.offerId} is ${String(snap.value)}`)
+    if (nowMs >= snap.context.expiresAtMs) {
+      // A stale offer is not matched: it expires now, as dispatch would have done.
+      const expired = this.expireOffer(offer, 'stale', nowMs)
+      return this.commit({ offer: expired, lease: null, refusedLeases: [], offerExpired: true })
+    }
     return this.commit(this.matchInternal(offer, nowMs))
   }
 
@@ -705,13 +710,24 @@ export class Engine {
 
   /** Every live actor snapshot and every record, as the store would hold them (final: false). */
   snapshots(): Change[] {
+    // Sorted by kind, then id (sequence order for minted ids), so a fresh and a restored engine list the same.
     const out: Change[] = [{ kind: 'meta', id: 'engine', record: { ...this.meta }, final: false }]
-    for (const l of this.lenders.values()) out.push({ kind: 'lender', id: l.address, record: { ...l }, final: false })
-    for (const s of this.sources.values()) out.push({ kind: 'source', id: s.sourceId, record: { ...s }, final: false })
-    for (const b of this.borrowers.values()) out.push({ kind: 'borrower', id: b.address, record: { ...b }, final: false })
-    for (const r of this.reserves.values()) out.push({ kind: 'ledger', id: reserveId(r.network, r.asset), record: { ...r }, final: false })
+    const byId = (a: Change, b: Change): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+    const bySeq = (a: Change, b: Change): number => seqOf(a.id) - seqOf(b.id)
+    const lenders = [...this.lenders.values()].sort((a, b) => a.registrationSeq - b.registrationSeq)
+    for (const l of lenders) out.push({ kind: 'lender', id: l.address, record: { ...l }, final: false })
+    const sources = [...this.sources.values()].sort((a, b) => a.registrationSeq - b.registrationSeq)
+    for (const s of sources) out.push({ kind: 'source', id: s.sourceId, record: { ...s }, final: false })
+    const records: Change[] = []
+    for (const b of this.borrowers.values()) records.push({ kind: 'borrower', id: b.address, record: { ...b }, final: false })
+    out.push(...records.sort(byId))
+    records.length = 0
+    for (const [id, r] of this.reserves) records.push({ kind: 'ledger', id, record: { ...r }, final: false })
+    out.push(...records.sort(byId))
     for (const [kind, map] of this.actorMaps()) {
-      for (const [id, actor] of map) out.push({ kind, id, record: actor.getPersistedSnapshot(), final: false })
+      const actors: Change[] = []
+      for (const [id, actor] of map) actors.push({ kind, id, record: actor.getPersistedSnapshot(), final: false })
+      out.push(...actors.sort(kind === 'job' ? byId : bySeq))
     }
     return out
   }

@@ -196,7 +196,7 @@ export interface MatchOutcome {
   lease: LeaseView | null
   /** Leases that expired at once because the lender's wallet could not pay. */
   refusedLeases: LeaseView[]
-  /** Set when the offer ran out of leases (leasesPerOfferMax) and expired. */
+  /** Set when the offer expired instead: it ran out of leases (leasesPerOfferMax) or was stale. */
   offerExpired: boolean
 }
 
