@@ -1,0 +1,139 @@
+// The wallet watcher against anvil: it sees balance and allowance changes within a bounded time, serves the last
+// known values through an RPC outage (a TCP proxy we cut), and catches up once the RPC is back.
+import { createServer, connect, type Server, type Socket } from 'node:net'
+import t from 'tap'
+import { createWalletClient, erc20Abi, http, type Address } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { networkChain } from '../../src/chain/clients.ts'
+import type { NetworkConfig } from '../../src/chain/config.ts'
+import { idKey } from '../../src/chain/ids.ts'
+import { createSessionKey } from '../../src/chain/session-keys.ts'
+import { WalletWatcher, type WalletView } from '../../src/chain/watcher.ts'
+import { setupDevnet, USDC } from './fixture.ts'
+
+/** Forwards 127.0.0.1:port to the target; `cut()` closes it and every connection, `restore()` listens again. */
+class TcpProxy {
+  #server: Server | undefined
+  readonly #sockets = new Set<Socket>()
+  port = 0
+  constructor(readonly targetPort: number) {}
+
+  async listen(): Promise<void> {
+    const server = createServer((inbound) => {
+      const outbound = connect(this.targetPort, '127.0.0.1')
+      for (const socket of [inbound, outbound]) {
+        this.#sockets.add(socket)
+        socket.on('close', () => this.#sockets.delete(socket))
+        socket.on('error', () => socket.destroy())
+      }
+      inbound.pipe(outbound).pipe(inbound)
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(this.port, '127.0.0.1', () => resolve())
+    })
+    this.port = (server.address() as { port: number }).port
+    this.#server = server
+  }
+
+  async cut(): Promise<void> {
+    const server = this.#server
+    this.#server = undefined
+    for (const socket of this.#sockets) socket.destroy()
+    if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
+const observeWithinMs = 2_000
+
+t.test('wallet watcher', async (t) => {
+  const f = await setupDevnet(t)
+  const { network } = f
+  const anvilPort = f.devnet.anvils[0]?.port as number
+  const proxy = new TcpProxy(anvilPort)
+  await proxy.listen()
+  t.teardown(() => proxy.cut())
+
+  const watched = { ...network, rpcUrl: `http://127.0.0.1:${proxy.port}` }
+  const watcher = new WalletWatcher([watched, ...f.devnet.networks.slice(1)], { pollIntervalMs: 50, backoffMaxMs: 200, rpcTimeoutMs: 500 })
+  t.teardown(() => watcher.stop())
+  const view: WalletView = watcher
+  watcher.start()
+
+  const { privateKey, sessionKey } = createSessionKey(f.devnet.networks, {
+    asset: 'USDC',
+    perPaymentCapAtomic: 100n * USDC,
+    totalCapAtomic: 300n * USDC,
+    expiresAtMs: Date.now() + 3_600_000,
+  })
+  const holder = sessionKey.address
+  const lender = f.actor('lender')
+  const spendable = (): bigint => view.spendableAtomic(network.slug, 'USDC', holder)
+  const balance = (): bigint | undefined => watcher.holding(network.slug, 'USDC', holder)?.balanceAtomic
+
+  t.test('unknown is 0n; a watched holder is read at once', async (t) => {
+    t.equal(spendable(), 0n, 'never watched')
+    t.equal(view.spendableAtomic('no-such-network', 'USDC', holder), 0n, 'unknown network')
+    t.equal(view.spendableAtomic(network.slug, 'DAI', holder), 0n, 'unknown asset')
+    await f.transfer(lender, holder, 250n * USDC)
+    watcher.watch(network.slug, holder)
+    watcher.watch('devnet-b', holder)
+    await watcher.waitFor(() => balance() === 250n * USDC, observeWithinMs)
+    t.equal(spendable(), 0n, 'no allowance yet: nothing spendable')
+  })
+
+  t.test('allowance and balance changes are observed within a bounded time', async (t) => {
+    await f.fundGas(holder)
+    const started = Date.now()
+    await f.waitSuccess(await f.signAndSend(privateKey, sessionKey.setupTransactions[0] as never))
+    await watcher.waitFor(() => spendable() === 250n * USDC, observeWithinMs)
+    t.ok(Date.now() - started < observeWithinMs, 'approval seen: spendable = min(balance 250, allowance 300)')
+
+    await f.transfer(lender, holder, 100n * USDC)
+    await watcher.waitFor(() => spendable() === 300n * USDC, observeWithinMs)
+    t.equal(balance(), 350n * USDC, 'incoming transfer seen; spendable capped by the allowance')
+
+    // A paySupplier spends both balance and allowance (OpenZeppelin emits no Approval on transferFrom).
+    await f.call(f.actor(privateKey), 'paySupplier', [
+      idKey('off_w'),
+      f.accounts.supplier.address,
+      f.token,
+      40n * USDC,
+      BigInt(Math.floor(Date.now() / 1000) + 600),
+    ])
+    await watcher.waitFor(() => watcher.holding(network.slug, 'USDC', holder)?.allowanceAtomic === 260n * USDC, observeWithinMs)
+    t.equal(balance(), 310n * USDC)
+    t.equal(spendable(), 260n * USDC)
+    // The same holder on the other network has its own values.
+    const networkB = f.devnet.networks[1] as NetworkConfig
+    const lenderB = createWalletClient({ account: privateKeyToAccount(f.accounts.lender.privateKey), chain: networkChain(networkB), transport: http(networkB.rpcUrl) })
+    await lenderB.writeContract({ address: networkB.tokens[0]?.address as Address, abi: erc20Abi, functionName: 'transfer', args: [holder, 7n] })
+    await watcher.waitFor(() => watcher.holding('devnet-b', 'USDC', holder)?.balanceAtomic === 7n, observeWithinMs)
+    t.equal(view.spendableAtomic('devnet-b', 'USDC', holder), 0n, 'no allowance on devnet-b yet')
+    t.equal(balance(), 310n * USDC, 'devnet-a unchanged by a devnet-b transfer')
+  })
+
+  t.test('survives an RPC outage and re-reads after it', async (t) => {
+    const before = spendable()
+    await proxy.cut()
+    await watcher.waitFor(() => watcher.isDegraded(network.slug), observeWithinMs)
+    t.equal(spendable(), before, 'the last known value is served while degraded')
+    t.notOk(watcher.isDegraded('devnet-b'), 'only the failing network is degraded')
+
+    // The chain moves on while the watcher cannot see it.
+    const other: Address = f.accounts.attester.address
+    await f.transfer(f.actor(privateKey), other, 10n * USDC)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    t.equal(balance(), 310n * USDC, 'unchanged while cut off')
+    t.ok(watcher.isDegraded(network.slug), 'still degraded')
+
+    await proxy.listen()
+    await watcher.waitFor(() => !watcher.isDegraded(network.slug), 5_000)
+    await watcher.waitFor(() => balance() === 300n * USDC, observeWithinMs)
+    t.pass('the change made during the outage is seen after recovery')
+
+    await f.transfer(lender, holder, 1n)
+    await watcher.waitFor(() => balance() === 300n * USDC + 1n, observeWithinMs)
+    t.pass('and later changes keep being observed')
+  })
+})
