@@ -1,0 +1,130 @@
+// Reusable wire schemas. TypeBox schemas are plain JSON Schema 2020-12, so the same objects validate requests,
+// type the handlers (Type.Static) and appear unchanged in the OpenAPI 3.1 document.
+import Type, { type TObject, type TProperties, type TObjectOptions, type TSchema } from 'typebox'
+import { getAddress, type Address as ViemAddress } from 'viem'
+
+/** 2^256 - 1: the largest amount an EVM token can hold, hence the largest `...Atomic` value accepted. */
+export const MAX_UINT256 = (1n << 256n) - 1n
+
+/** A closed object: unknown fields are refused, not ignored (DESIGN section 8). */
+export function Strict<Properties extends TProperties>(schema: TObject<Properties>): TObject<Properties> {
+  const { type: _type, properties, required: _required, ...options } = schema as TObject<Properties> & Record<string, unknown>
+  return Type.Object(properties, { ...(options as TObjectOptions), additionalProperties: false })
+}
+
+/** Shorthand for `Strict(Type.Object(properties, options))`. */
+export function StrictObject<Properties extends TProperties>(properties: Properties, options: TObjectOptions = {}): TObject<Properties> {
+  return Type.Object(properties, { ...options, additionalProperties: false })
+}
+
+/** Keywords whose values are instances, not schemas: never inspected for open objects. */
+const VALUE_KEYWORDS = new Set(['examples', 'default', 'const', 'enum'])
+
+/**
+ * Every object schema reachable from `schema` must close itself (`additionalProperties: false`, or a schema for
+ * extra keys as a record does). Returns the JSON pointers of the open ones; the route table refuses to start with any.
+ */
+export function openObjectPaths(schema: unknown, pointer = '#'): string[] {
+  if (typeof schema !== 'object' || schema === null) return []
+  const node = schema as Record<string, unknown>
+  const found: string[] = []
+  const isObjectSchema = node['type'] === 'object' || (node['properties'] !== undefined && node['type'] === undefined)
+  if (isObjectSchema && node['additionalProperties'] === undefined && node['unevaluatedProperties'] === undefined) {
+    found.push(pointer)
+  }
+  for (const [key, value] of Object.entries(node)) {
+    if (VALUE_KEYWORDS.has(key)) continue
+    if (key === 'properties' || key === 'patternProperties' || key === '$defs') {
+      for (const [name, child] of Object.entries(value as Record<string, unknown>)) found.push(...openObjectPaths(child, `${pointer}/${key}/${name}`))
+    } else if (Array.isArray(value)) {
+      value.forEach((child, index) => found.push(...openObjectPaths(child, `${pointer}/${key}/${index}`)))
+    } else if (typeof value === 'object' && value !== null) {
+      found.push(...openObjectPaths(value, `${pointer}/${key}`))
+    }
+  }
+  return found
+}
+
+const ATOMIC_PATTERN = '^(0|[1-9][0-9]{0,77})$'
+
+/** An amount in the smallest unit of an asset: a decimal string of an integer in [0, 2^256-1]. */
+export const Atomic = Type.Refine(
+  Type.String({
+    pattern: ATOMIC_PATTERN,
+    description: 'Integer amount in the smallest unit of the asset, as a decimal string, at most 2^256-1.',
+    examples: ['1000000'],
+  }),
+  (value: string) => BigInt(value) <= MAX_UINT256,
+  () => 'must be at most 2^256-1',
+)
+
+/** Basis points, an integer in 0..10000. */
+export const Bps = Type.Integer({ minimum: 0, maximum: 10000, description: 'Basis points (1/100 of a percent), 0..10000.' })
+
+/** A whole number of seconds. */
+export const Seconds = Type.Integer({ minimum: 0, description: 'Duration in whole seconds.' })
+
+/** An EVM address in any letter case on input; outputs carry the EIP-55 checksum (see `checksum`). */
+export const Address = Type.String({
+  pattern: '^0x[0-9a-fA-F]{40}$',
+  description: 'EVM address; any letter case accepted on input, EIP-55 checksummed on output.',
+  examples: ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8'],
+})
+
+/** A 32-byte hex value such as a transaction hash. */
+export const Bytes32 = Type.String({ pattern: '^0x[0-9a-fA-F]{64}$', description: '32 bytes, hex with 0x prefix.' })
+
+/** An ISO-8601 UTC timestamp (`...At`). */
+export const IsoTime = Type.String({ format: 'date-time', description: 'ISO-8601 timestamp (UTC).', examples: ['2026-01-01T00:00:00.000Z'] })
+
+/** A caller-chosen job identifier (src/README.md). */
+export const JobId = Type.String({ pattern: '^job_[A-Za-z0-9_-]{1,64}$', description: 'Job identifier chosen by the caller.' })
+
+/** One failed rule of a request: a JSON pointer into the request part and a message. */
+export const ValidationIssue = StrictObject({
+  path: Type.String({ description: 'JSON pointer of the offending value, prefixed by the request part: /body/..., /params/..., /query/...' }),
+  message: Type.String(),
+})
+
+/** RFC 9457 problem details, the body of every error response (`application/problem+json`). */
+export const Problem = StrictObject(
+  {
+    type: Type.String({ description: 'URI identifying the problem type: urn:agent-credit:problem:<code>.' }),
+    title: Type.String({ description: 'Short human summary of the problem type.' }),
+    status: Type.Integer({ minimum: 400, maximum: 599 }),
+    detail: Type.String({ description: 'Human explanation of this occurrence.' }),
+    code: Type.String({ pattern: '^[a-z][a-z0-9_]*$', description: 'Stable snake_case error code for programs.' }),
+    errors: Type.Optional(Type.Array(ValidationIssue, { description: 'Validation failures, when code is validation_failed.' })),
+  },
+  { description: 'Problem details (RFC 9457).' },
+)
+
+/** Checksums an address already validated by `Address` (any case in, EIP-55 out). */
+export function checksum(address: string): ViemAddress {
+  return getAddress(address.toLowerCase())
+}
+
+/** Parses a validated `Atomic` string. */
+export function atomicToBigInt(value: string): bigint {
+  return BigInt(value)
+}
+
+/** Formats an amount for the wire; asserts the range so that no out-of-range value leaves the service. */
+export function bigIntToAtomic(value: bigint): string {
+  if (value < 0n || value > MAX_UINT256) throw new RangeError(`atomic amount out of range: ${value}`)
+  return value.toString(10)
+}
+
+/** Epoch milliseconds to the wire form of `...At` fields. */
+export function isoFromMs(ms: number): string {
+  return new Date(ms).toISOString()
+}
+
+/** Wire `...At` to epoch milliseconds. */
+export function msFromIso(iso: string): number {
+  const ms = Date.parse(iso)
+  if (!Number.isFinite(ms)) throw new RangeError(`not an ISO time: ${iso}`)
+  return ms
+}
+
+export type { TSchema }

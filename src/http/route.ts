@@ -1,0 +1,133 @@
+// The route table: each route is a declarative definition from which the server builds its validators and the
+// OpenAPI builder builds the document. Handler parameter and result types are inferred from the TypeBox schemas.
+import type { Static, TSchema } from 'typebox'
+import type { Address } from 'viem'
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete'
+export type AuthMode = 'none' | 'session'
+
+export interface ResponseSpec {
+  description: string
+  /** Body schema. For an error status without a schema, the Problem schema is documented. */
+  schema?: TSchema
+  /** Defaults to application/json (application/problem+json for an error status). */
+  contentType?: string
+}
+
+export type ResponsesSpec = { readonly [status: number]: ResponseSpec }
+
+/** The authenticated caller of an `auth: 'session'` route. */
+export interface Session {
+  /** The wallet that signed in, EIP-55 checksummed. */
+  address: Address
+}
+
+type StaticOr<S, Fallback> = S extends TSchema ? Static<S> : Fallback
+
+export interface RouteContext<P, Q, B, A extends AuthMode> {
+  params: P
+  query: Q
+  body: B
+  /** Present exactly on `auth: 'session'` routes. */
+  session: A extends 'session' ? Session : undefined
+  /** The request headers listed in the route's `headers`, lower-case names, copied before any await. */
+  headers: Readonly<Record<string, string>>
+  /** Remote address of the client (the rate limiter's key). */
+  clientIp: string
+  /** Aborted when the client goes away; the server never writes to an aborted response. */
+  signal: AbortSignal
+}
+
+type BodyOf<Spec> = Spec extends { schema: infer S extends TSchema } ? Static<S> : undefined
+
+/** One of the documented responses: the status picks the body type. */
+export type RouteResult<R extends ResponsesSpec> = {
+  [S in keyof R & number]: { status: S; body: BodyOf<R[S]>; headers?: Record<string, string> }
+}[keyof R & number]
+
+export interface RouteSpec<
+  P extends TSchema | undefined = TSchema | undefined,
+  Q extends TSchema | undefined = TSchema | undefined,
+  B extends TSchema | undefined = TSchema | undefined,
+  R extends ResponsesSpec = ResponsesSpec,
+  A extends AuthMode = AuthMode,
+> {
+  method: HttpMethod
+  /** OpenAPI style template: `/credit/jobs/{jobId}/complete`. */
+  path: string
+  operationId: string
+  summary: string
+  description?: string
+  tags?: readonly string[]
+  auth: A
+  /** Object schema of the path parameters, one string property per `{name}` of the path. */
+  params?: P
+  /** Object schema of the query string; values arrive as strings. */
+  query?: Q
+  /** JSON body schema; a route with a body accepts only `application/json`. */
+  body?: B
+  /** Request headers (lower case) the handler needs, e.g. `idempotency-key`. */
+  headers?: readonly string[]
+  responses: R
+  handler: (ctx: RouteContext<StaticOr<P, Record<string, never>>, StaticOr<Q, Record<string, never>>, StaticOr<B, undefined>, A>) => RouteResult<NoInfer<R>> | Promise<RouteResult<NoInfer<R>>>
+}
+
+/** A route with its types erased, as stored in the table. */
+export interface AnyRoute {
+  method: HttpMethod
+  path: string
+  operationId: string
+  summary: string
+  description?: string
+  tags?: readonly string[]
+  auth: AuthMode
+  params?: TSchema
+  query?: TSchema
+  body?: TSchema
+  headers?: readonly string[]
+  responses: ResponsesSpec
+  handler: (ctx: RouteContext<any, any, any, any>) => { status: number; body: unknown; headers?: Record<string, string> } | Promise<{ status: number; body: unknown; headers?: Record<string, string> }>
+}
+
+/** Identity at run time; at compile time it infers the handler's types from the schemas. */
+export function defineRoute<
+  const P extends TSchema | undefined = undefined,
+  const Q extends TSchema | undefined = undefined,
+  const B extends TSchema | undefined = undefined,
+  const R extends ResponsesSpec = ResponsesSpec,
+  const A extends AuthMode = AuthMode,
+>(spec: RouteSpec<P, Q, B, R, A>): AnyRoute {
+  return spec as unknown as AnyRoute
+}
+
+/** `{name}` segments of a path template, in order. */
+export function pathParamNames(template: string): string[] {
+  return [...template.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1] as string)
+}
+
+/** `/a/{id}/b` -> `/a/:id/b`, the uWebSockets.js pattern syntax. */
+export function toUwsPattern(template: string): string {
+  return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1')
+}
+
+/** A matcher for a template, used to compute `Allow` for a path known under other methods. */
+export function templateRegExp(template: string): RegExp {
+  const source = template
+    .split(/(\{[A-Za-z_][A-Za-z0-9_]*\})/)
+    .map((part) => (part.startsWith('{') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('')
+  return new RegExp(`^${source}$`)
+}
+
+/** Status line reason phrases of the statuses this service uses. */
+export const REASONS: Readonly<Record<number, string>> = {
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content',
+  400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found',
+  405: 'Method Not Allowed', 409: 'Conflict', 413: 'Content Too Large', 415: 'Unsupported Media Type',
+  422: 'Unprocessable Content', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',
+  503: 'Service Unavailable', 504: 'Gateway Timeout',
+}
+
+export function statusLine(status: number): string {
+  return `${status} ${REASONS[status] ?? 'Status'}`
+}

@@ -1,0 +1,86 @@
+// Rate limiting, start-up checks of the route table, and graceful shutdown.
+import t from 'tap'
+import Type from 'typebox'
+import { Strict, StrictObject } from '../../src/api/common.ts'
+import { RateLimiter } from '../../src/http/rate-limit.ts'
+import { defineRoute } from '../../src/http/route.ts'
+import { startServer } from '../../src/http/server.ts'
+import { silentLogger } from '../../src/http/log.ts'
+import { startTestServer, testRoutes } from './fixtures/routes.ts'
+
+t.test('429 with Retry-After once a client spent its bucket; tokens come back with time', async (t) => {
+  let now = 1_000_000
+  const { server } = await startTestServer({ rateLimit: { burst: 3, refillPerSecond: 0.5 }, nowMs: () => now })
+  t.teardown(() => server.close(1000))
+  for (let i = 0; i < 3; i++) t.equal((await fetch(`${server.url}/items/a`)).status, 200, `request ${i + 1} within the burst`)
+  const limited = await fetch(`${server.url}/items/a`)
+  t.equal(limited.status, 429)
+  t.equal(limited.headers.get('retry-after'), '2', 'one token takes 2 s at 0.5 tokens/s')
+  t.equal(limited.headers.get('content-type'), 'application/problem+json')
+  t.equal(((await limited.json()) as { code: string }).code, 'rate_limited')
+  t.equal((await fetch(`${server.url}/nope`)).status, 429, 'unknown routes spend the same bucket')
+  now += 2000
+  t.equal((await fetch(`${server.url}/items/a`)).status, 200, 'a token refilled after Retry-After')
+})
+
+t.test('the token bucket bounds its memory and its burst', async (t) => {
+  const limiter = new RateLimiter({ burst: 2, refillPerSecond: 1, maxClients: 3 })
+  for (const client of ['a', 'b', 'c', 'd', 'e']) t.same(limiter.take(client, 0), { allowed: true })
+  t.equal(limiter.size, 3, 'only the most recent clients are kept')
+  t.same(limiter.take('e', 0), { allowed: true })
+  t.same(limiter.take('e', 0), { allowed: false, retryAfterSeconds: 1 })
+  t.same(limiter.take('e', 60_000), { allowed: true }, 'refilled')
+  t.same(limiter.take('e', 60_000), { allowed: true }, 'burst capped at 2 after a long idle')
+  t.same(limiter.take('e', 60_000), { allowed: false, retryAfterSeconds: 1 })
+})
+
+t.test('the route table refuses open objects, mismatched params and duplicates at start-up', async (t) => {
+  const base = { method: 'post' as const, operationId: 'x', summary: 'x', auth: 'none' as const, responses: { 200: { description: 'ok' } }, handler: () => ({ status: 200 as const, body: undefined }) }
+  await t.rejects(startServer({ log: silentLogger, routes: [defineRoute({ ...base, path: '/x', body: Type.Object({ a: Type.String() }) })] }), /open objects at #/)
+  await t.rejects(startServer({ log: silentLogger, routes: [defineRoute({ ...base, path: '/x', body: StrictObject({ inner: Type.Object({ a: Type.String() }) }) })] }), /open objects at #\/properties\/inner/)
+  await t.rejects(startServer({ log: silentLogger, routes: [defineRoute({ ...base, path: '/x/{id}' })] }), /path parameters \[id\]/)
+  await t.rejects(startServer({ log: silentLogger, routes: [defineRoute({ ...base, path: '/x/{id}', params: StrictObject({ other: Type.String() }) })] }), /path parameters/)
+  await t.rejects(startServer({ log: silentLogger, routes: [defineRoute({ ...base, path: '/x' }), defineRoute({ ...base, operationId: 'y', path: '/x' })] }), /declared twice/)
+  await t.rejects(startServer({ log: silentLogger, routes: [defineRoute({ ...base, path: '/x', auth: 'session' })] }), /authenticate/)
+  const strict = Strict(Type.Object({ a: Type.String() }, { description: 'kept' }))
+  t.equal((strict as unknown as Record<string, unknown>)['additionalProperties'], false)
+  t.equal((strict as unknown as Record<string, unknown>)['description'], 'kept', 'Strict keeps the other options')
+})
+
+t.test('graceful shutdown: stops accepting, finishes the in-flight slow request, then resolves', async (t) => {
+  const { server, logs } = await startTestServer()
+  const slow = fetch(`${server.url}/slow?ms=300`).then(async (r) => ({ status: r.status, body: await r.json() }))
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.equal(server.inFlight(), 1)
+  const started = Date.now()
+  const closing = server.close(5000)
+  let closed = false
+  void closing.then(() => { closed = true })
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.notOk(closed, 'close waits for the in-flight request')
+  await t.rejects(fetch(`${server.url}/items/a`), 'new connections are refused once closing')
+  const result = await closing
+  t.ok(Date.now() - started >= 200, 'resolved only after the slow handler finished')
+  t.same(result, { drained: true, abandoned: 0 })
+  t.same(await slow, { status: 200, body: { waitedMs: 300, sawAbort: false } }, 'the in-flight request got its full answer')
+  t.ok(logs.some((line) => line.msg === 'closed' && line['drained'] === true))
+  t.equal(await server.close(), result, 'close is idempotent')
+})
+
+t.test('graceful shutdown gives up after its timeout and reports the abandoned requests', async (t) => {
+  const { server } = await startTestServer()
+  const slow = fetch(`${server.url}/slow?ms=2000`).then((r) => r.status, (error: Error) => error)
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const result = await server.close(100)
+  t.same(result, { drained: false, abandoned: 1 })
+  t.type(await slow, Error, 'the abandoned request sees its connection closed')
+})
+
+t.test('port 0 binds a free port and reports it', async (t) => {
+  const a = await startServer({ routes: testRoutes, log: silentLogger, port: 0 })
+  const b = await startServer({ routes: testRoutes, log: silentLogger, port: 0 })
+  t.teardown(async () => { await a.close(100); await b.close(100) })
+  t.ok(a.port > 0 && b.port > 0 && a.port !== b.port)
+  t.equal(a.url, `http://127.0.0.1:${a.port}`)
+  await t.rejects(startServer({ routes: testRoutes, log: silentLogger, port: a.port }), /cannot listen/)
+})
