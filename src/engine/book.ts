@@ -23,10 +23,8 @@ export function compareEntries(a: BookEntry, b: BookEntry): number {
 export class MatchingBook {
   readonly entries: BookEntry[] = []
 
-  /** First index whose entry does not sort before `entry`. */
-  private lowerBound(entry: BookEntry): number {
-    let lo = 0
-    let hi = this.entries.length
+  /** First index in [lo, hi) whose entry does not sort before `entry`. */
+  private lowerBound(entry: BookEntry, lo = 0, hi = this.entries.length): number {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
       if (compareEntries(this.entries[mid] as BookEntry, entry) < 0) lo = mid + 1
@@ -40,9 +38,31 @@ export class MatchingBook {
   }
 
   remove(entry: BookEntry): void {
+    this.entries.splice(this.indexOf(entry), 1)
+  }
+
+  /** Where `entry` sits, found by its current key. */
+  indexOf(entry: BookEntry): number {
     const index = this.lowerBound(entry)
     if (this.entries[index] !== entry) throw new Error(`book corrupt: entry of ${entry.lender.address} not at its key`)
-    this.entries.splice(index, 1)
+    return index
+  }
+
+  /**
+   * Move the entry that sat at `from` (before its key changed) to where its new key sorts. Only the entries between
+   * the old and the new place shift (copyWithin), so a small liquidity change costs O(log n + distance), not O(n).
+   */
+  moveFrom(from: number, entry: BookEntry): void {
+    const entries = this.entries
+    if (from > 0 && compareEntries(entries[from - 1] as BookEntry, entry) > 0) {
+      const to = this.lowerBound(entry, 0, from)
+      entries.copyWithin(to + 1, to, from)
+      entries[to] = entry
+    } else if (from < entries.length - 1 && compareEntries(entries[from + 1] as BookEntry, entry) < 0) {
+      const next = this.lowerBound(entry, from + 1, entries.length)
+      entries.copyWithin(from, from + 1, next)
+      entries[next - 1] = entry
+    }
   }
 
   get size(): number {
@@ -68,9 +88,9 @@ export function entryIsCurrent(entry: BookEntry): boolean {
 /** Move an entry to its lender's current key in every book that holds it. */
 export function reposition(entry: BookEntry, books: MatchingBook[]): void {
   if (entryIsCurrent(entry)) return
-  for (const book of books) book.remove(entry)
+  const at = books.map((book) => book.indexOf(entry))
   entry.askBps = entry.lender.askBps
   entry.reputationBps = entry.lender.reputationBps
   entry.availableAtomic = entry.lender.availableAtomic
-  for (const book of books) book.insert(entry)
+  books.forEach((book, i) => book.moveFrom(at[i] as number, entry))
 }

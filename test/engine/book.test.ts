@@ -1,0 +1,39 @@
+// The matching book stays sorted under random key changes, and agrees with a full sort.
+import fc from 'fast-check'
+import t from 'tap'
+import { compareEntries, entryFor, MatchingBook, reposition, type BookEntry } from '../../src/engine/book.ts'
+import type { LenderRecord } from '../../src/engine/types.ts'
+import { addr } from './helpers.ts'
+
+function lender(i: number, ask: number, rep: number, liq: number): LenderRecord {
+  return {
+    address: addr(i), sessionAddress: addr(10_000 + i), asset: 'A', assets: { n: 'A' }, networks: ['n'], askBps: ask,
+    maxDurationSeconds: 1, acceptedRiskBands: ['A'], registeredAtomic: BigInt(liq), availableAtomic: BigInt(liq),
+    reservedAtomic: 0n, deployedAtomic: 0n, feesEarnedAtomic: 0n, lossesAtomic: 0n, reputationBps: rep, reliabilityBps: 5000,
+    registrationSeq: i, registeredAtMs: 0, leasesGranted: 0, leasesPaid: 0, leasesExpired: 0, advancesRepaid: 0, advancesDefaulted: 0,
+  }
+}
+
+t.test('random repositions keep two books sorted and identical to a full sort', async (t) => {
+  const small = fc.integer({ min: 0, max: 5 })
+  fc.assert(fc.property(
+    fc.array(fc.tuple(small, small, small), { minLength: 1, maxLength: 40 }),
+    fc.array(fc.tuple(fc.nat(), small, small, small), { maxLength: 60 }),
+    (initial, moves) => {
+      const a = new MatchingBook()
+      const b = new MatchingBook()
+      const entries: BookEntry[] = initial.map(([ask, rep, liq], i) => entryFor(lender(i + 1, ask, rep * 1000, liq)))
+      for (const e of entries) { a.insert(e); b.insert(e) }
+      for (const [pick, ask, rep, liq] of moves) {
+        const e = entries[pick % entries.length] as BookEntry
+        e.lender.askBps = ask
+        e.lender.reputationBps = rep * 1000
+        e.lender.availableAtomic = BigInt(liq)
+        reposition(e, [a, b])
+      }
+      const sorted = [...entries].sort(compareEntries)
+      return sorted.every((e, i) => a.entries[i] === e && b.entries[i] === e)
+    },
+  ), { numRuns: 300 })
+  t.pass('sorted after every random sequence')
+})
