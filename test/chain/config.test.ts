@@ -1,0 +1,179 @@
+// Networks configuration file: strict validation with clear errors, operator key from the environment only.
+// Also the seams that need no chain: idKey, the unsigned transactions, the contract's README signatures.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { decodeFunctionData, erc20Abi, keccak256, parseAbi, toHex } from 'viem'
+import { creditFacilityAbi } from '../../src/chain/artifacts.ts'
+import { loadNetworksConfig, NetworksConfigError, parseNetworksConfig, type NetworkConfig } from '../../src/chain/config.ts'
+import { idKey } from '../../src/chain/ids.ts'
+import { createSessionKey, SpendPolicyError } from '../../src/chain/session-keys.ts'
+import { buildPaySupplierTransaction } from '../../src/chain/transactions.ts'
+import { compileContracts } from '../../src/tools/compile-contracts.ts'
+
+const operatorKey = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d'
+
+function entry(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    slug: 'base-sepolia',
+    chainId: 84532,
+    caip2: 'eip155:84532',
+    rpcUrl: 'https://sepolia.base.org',
+    creditContract: '0x5fbdb2315678afecb367f032d93f642f64180aa3',
+    identityRegistry: '0x8004A818BFB912233c491871b3d84c89A494BD9e',
+    reputationRegistry: '0x8004B663056A597Dffe9eCcC1965A193B7388713',
+    tokens: [
+      { symbol: 'USDC', address: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', decimals: 6, eip712Name: 'USDC', eip712Version: '2' },
+    ],
+    x402SelfFacilitate: false,
+    confirmations: 2,
+    operatorKeyEnv: 'OPERATOR_PRIVATE_KEY',
+    ...overrides,
+  }
+}
+
+function problemsOf(fn: () => unknown): string[] {
+  try {
+    fn()
+  } catch (error) {
+    if (error instanceof NetworksConfigError) return error.problems.map((p) => `${p.path} ${p.message}`)
+    throw error
+  }
+  return []
+}
+
+t.test('a valid file loads, with checksummed addresses, defaults and the key from the environment', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'networks-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const path = join(dir, 'networks.json')
+  writeFileSync(path, JSON.stringify({ networks: [entry()] }))
+  const [network] = loadNetworksConfig(path, { OPERATOR_PRIVATE_KEY: operatorKey })
+  t.strictSame(network, {
+    slug: 'base-sepolia',
+    chainId: 84532,
+    caip2: 'eip155:84532',
+    rpcUrl: 'https://sepolia.base.org',
+    creditContract: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
+    identityRegistry: '0x8004A818BFB912233c491871b3d84c89A494BD9e',
+    reputationRegistry: '0x8004B663056A597Dffe9eCcC1965A193B7388713',
+    multicall3: '0xcA11bde05977b3631167028862bE2a173976CA11',
+    tokens: [{ symbol: 'USDC', address: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', decimals: 6, eip712Name: 'USDC', eip712Version: '2' }],
+    x402SelfFacilitate: false,
+    confirmations: 2,
+    pollingIntervalMs: 1000,
+    operatorKeyEnv: 'OPERATOR_PRIVATE_KEY',
+    operatorPrivateKey: operatorKey,
+  } satisfies NetworkConfig)
+  const readOnly = parseNetworksConfig({ networks: [entry({ operatorKeyEnv: undefined })] }, {})
+  t.equal(readOnly[0]?.operatorPrivateKey, undefined, 'without operatorKeyEnv the network is read-only')
+})
+
+t.test('invalid files are refused with every problem named', async (t) => {
+  t.match(problemsOf(() => loadNetworksConfig('/nonexistent/networks.json')), [/cannot read file/])
+  const dir = mkdtempSync(join(tmpdir(), 'networks-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'broken.json'), '{"networks": [')
+  t.match(problemsOf(() => loadNetworksConfig(join(dir, 'broken.json'))), [/not JSON/])
+
+  const env = { OPERATOR_PRIVATE_KEY: operatorKey }
+  t.match(problemsOf(() => parseNetworksConfig({}, env)), [/networks/], 'missing networks')
+  t.match(problemsOf(() => parseNetworksConfig({ networks: [] }, env)), [/networks/], 'empty list')
+  t.match(
+    problemsOf(() => parseNetworksConfig({ networks: [entry({ operatorPrivateKey: operatorKey })] }, env)),
+    [/\/networks\/0 unknown field\(s\) \["operatorPrivateKey"\].*never belongs in this file/],
+    'a private key in the file is refused',
+  )
+  t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ creditContract: '0x1234' })] }, env)), [/\/networks\/0\/creditContract/])
+  t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ slug: 'Base Sepolia' })] }, env)), [/\/networks\/0\/slug/])
+  t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ confirmations: 0 })] }, env)), [/\/networks\/0\/confirmations/])
+  t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ rpcUrl: 'ftp://x' })] }, env)), [/\/networks\/0\/rpcUrl/])
+  t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ caip2: 'eip155:1' })] }, env)), [/\/networks\/0\/caip2 must be eip155:84532/])
+  t.match(
+    problemsOf(() => parseNetworksConfig({ networks: [entry(), entry({ chainId: 1, caip2: 'eip155:1' })] }, env)),
+    [/\/networks\/1\/slug duplicate slug base-sepolia/],
+  )
+  t.match(
+    problemsOf(() => parseNetworksConfig({ networks: [entry(), entry({ slug: 'other' })] }, env)),
+    [/\/networks\/1\/chainId duplicate chainId 84532/],
+  )
+  const token = (entry().tokens as unknown[])[0]
+  t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ tokens: [token, token] })] }, env)), [/duplicate symbol USDC/])
+  t.match(problemsOf(() => parseNetworksConfig({ networks: [entry()] }, {})), [/OPERATOR_PRIVATE_KEY is not set/], 'key env var missing')
+  t.match(
+    problemsOf(() => parseNetworksConfig({ networks: [entry()] }, { OPERATOR_PRIVATE_KEY: '0xabc' })),
+    [/not a 32-byte 0x-hex private key/],
+  )
+  const many = problemsOf(() => parseNetworksConfig({ networks: [entry({ chainId: 'x', tokens: [] })] }, env))
+  t.ok(many.length >= 2, 'several problems are reported together')
+})
+
+t.test('idKey is keccak256 of the UTF-8 bytes of the id', async (t) => {
+  t.equal(idKey('job_1'), keccak256(toHex('job_1')))
+  t.equal(idKey('job_é'), keccak256(new Uint8Array([...Buffer.from('job_é', 'utf8')])))
+  t.not(idKey('off_1'), idKey('off_2'))
+})
+
+t.test('the compiled credit contract has exactly the signatures of src/README.md', async (t) => {
+  compileContracts()
+  const functions = [
+    'function fundJob(bytes32 jobKey, address asset, uint256 amount, address borrower)',
+    'function postCollateral(bytes32 jobKey, address asset, uint256 amount)',
+    'function paySupplier(bytes32 offerKey, address supplier, address asset, uint256 amount, uint256 deadline)',
+    'function repay(bytes32 advanceKey, address lender, address asset, uint256 amount, uint256 reserveAmount)',
+    'function settleJob(bytes32 jobKey, bytes32[] advanceKeys, address[] lenders, uint256[] amounts, uint256 reserveAmount)',
+    'function liquidate(bytes32 advanceKey, bytes32 jobKey, address lender, address asset, uint256 fromRevenue, uint256 fromCollateral, uint256 fromReserve)',
+  ]
+  const events = [
+    'event JobFunded(bytes32 indexed jobKey, address indexed client, address indexed borrower, address asset, uint256 amount)',
+    'event CollateralPosted(bytes32 indexed jobKey, address indexed borrower, address asset, uint256 amount)',
+    'event SupplierPaid(bytes32 indexed offerKey, address indexed payer, address indexed supplier, address asset, uint256 amount)',
+    'event Repaid(bytes32 indexed advanceKey, address indexed lender, address indexed payer, address asset, uint256 amount, uint256 reserveAmount)',
+    'event LenderPaid(bytes32 indexed jobKey, bytes32 indexed advanceKey, address indexed lender, uint256 amount)',
+    'event JobSettled(bytes32 indexed jobKey, address indexed borrower, uint256 toLenders, uint256 toReserve, uint256 toBorrower)',
+    'event Liquidated(bytes32 indexed advanceKey, bytes32 indexed jobKey, address indexed lender, address asset, uint256 fromRevenue, uint256 fromCollateral, uint256 fromReserve)',
+  ]
+  const shape = (item: { type: string; name?: string; inputs?: readonly { name?: string; type: string; indexed?: boolean }[] }) =>
+    JSON.stringify([item.type, item.name, (item.inputs ?? []).map((i) => [i.name, i.type, i.indexed === true])])
+  const compiled = new Set(creditFacilityAbi.map((item) => shape(item as never)))
+  for (const item of parseAbi([...functions, ...events])) t.ok(compiled.has(shape(item as never)), `${item.type} ${'name' in item ? item.name : ''}`)
+})
+
+t.test('session keys and unsigned transactions', async (t) => {
+  const network = parseNetworksConfig({ networks: [entry({ operatorKeyEnv: undefined })] }, {})[0] as NetworkConfig
+  const input = { asset: 'USDC', perPaymentCapAtomic: 10n, totalCapAtomic: 100n, expiresAtMs: 1_800_000_000_000 }
+  const first = createSessionKey([network], input)
+  const second = createSessionKey([network], input)
+  t.not(first.privateKey, second.privateKey, 'a fresh key each time')
+  t.notMatch(JSON.stringify(first.sessionKey, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)), first.privateKey.slice(2), 'the record holds no private key')
+  t.strictSame(first.sessionKey.policy, {
+    asset: 'USDC',
+    perPaymentCapAtomic: 10n,
+    totalCapAtomic: 100n,
+    allowedContracts: { 'base-sepolia': network.creditContract },
+    expiresAtMs: 1_800_000_000_000,
+  })
+  const setup = first.sessionKey.setupTransactions[0]
+  t.strictSame(decodeFunctionData({ abi: erc20Abi, data: setup?.data ?? '0x' }), { functionName: 'approve', args: [network.creditContract, 100n] })
+  t.equal(setup?.from, first.sessionKey.address)
+  t.throws(() => createSessionKey([network], { ...input, totalCapAtomic: 5n }), SpendPolicyError)
+  t.throws(() => createSessionKey([network], { ...input, perPaymentCapAtomic: 0n }), SpendPolicyError)
+  t.throws(() => createSessionKey([network], { ...input, asset: 'DAI' }), /unknown asset DAI/)
+
+  const pay = buildPaySupplierTransaction(network, {
+    offerId: 'off_9',
+    payer: first.sessionKey.address,
+    supplier: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
+    asset: 'USDC',
+    amountAtomic: 7n,
+    expiresAtMs: 1_800_000_000_999,
+  })
+  t.equal(pay.to, network.creditContract)
+  t.equal(pay.value, 0n)
+  t.equal(pay.chainId, 84532)
+  t.equal(pay.deadlineSeconds, 1_800_000_000n, 'deadline is the lease expiry in whole seconds')
+  t.strictSame(decodeFunctionData({ abi: creditFacilityAbi, data: pay.data }), {
+    functionName: 'paySupplier',
+    args: [idKey('off_9'), '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', network.tokens[0]?.address, 7n, 1_800_000_000n],
+  })
+})
