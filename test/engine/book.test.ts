@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { compareEntries, entryFor, MatchingBook, reposition, type BookEntry } from '../../src/engine/book.ts'
 import type { LenderRecord } from '../../src/engine/types.ts'
-import { addr } from './helpers.ts'
+import { addr } from './fixtures/world.ts'
 
 function lender(i: number, ask: number, rep: number, liq: number): LenderRecord {
   return {

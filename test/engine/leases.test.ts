@@ -1,6 +1,6 @@
 // Leases: expiry lowers reliability and rematches; insufficient balance expires at once; late reports are rejected.
 import t from 'tap'
-import { ASSET, NET, SUPPLIER, T0, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './helpers.ts'
+import { ASSET, NET, SUPPLIER, T0, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 function world(config = {}) {
   const { engine, wallets } = newEngine(config)

@@ -2,7 +2,7 @@
 import t from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import type { Change } from '../../src/engine/index.ts'
-import { BORROWER, FakeWallets, NET, T0, applyChanges, canonical, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './helpers.ts'
+import { BORROWER, FakeWallets, NET, T0, applyChanges, canonical, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 t.test('repay: only the exact plan is accepted; liquidity, fees, reserve and reputation follow', async (t) => {
   const { engine } = newEngine()

@@ -3,7 +3,7 @@ import t from 'tap'
 import { feeAtomic } from '../../src/engine/index.ts'
 import {
   ASSET, BORROWER, NET, SUPPLIER, T0, addr, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap,
-} from './helpers.ts'
+} from './fixtures/world.ts'
 
 t.test('spec example: max fee 10%, A asks 9%, B asks 2.5%: B is selected', async (t) => {
   const { engine } = newEngine()

@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import type { Change } from '../../src/engine/index.ts'
-import { ASSET, BORROWER, CLIENT, FakeWallets, NET, T0, addr, applyChanges, canonical, hash, lenderInput } from './helpers.ts'
+import { ASSET, BORROWER, CLIENT, FakeWallets, NET, T0, addr, applyChanges, canonical, hash, lenderInput } from './fixtures/world.ts'
 
 type Cmd =
   | { c: 'lender'; i: number; ask: number; liq: number; rep: number; bands: string[]; net2: boolean }

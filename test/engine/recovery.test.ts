@@ -1,7 +1,7 @@
 // Recovery order: source revenue, collateral, hard backing liquidation value, insurance reserve, shortfall.
 import t from 'tap'
 import type { Engine, LiquidationPlan } from '../../src/engine/index.ts'
-import { BORROWER, NET, T0, createJob, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './helpers.ts'
+import { BORROWER, NET, T0, createJob, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
 
 const amounts = (plan: LiquidationPlan) => plan.steps.map((s) => [s.step, s.amountAtomic])
 

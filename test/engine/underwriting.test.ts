@@ -1,6 +1,6 @@
 // Underwriting: ownership, suspension, due time, capacity and risk bands.
 import t from 'tap'
-import { BORROWER, CLIENT, NET, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './helpers.ts'
+import { BORROWER, CLIENT, NET, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
 
 t.test('over capacity is declined with a reason and changes nothing', async (t) => {
   const { engine } = newEngine()
