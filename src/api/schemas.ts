@@ -1,0 +1,459 @@
+// The domain's wire schemas: request bodies (spec section 2 plus the shapes DESIGN decides) and response bodies.
+// Response schemas mirror the engine's views through `Wire<T>` (src/service/wire.ts): the route handlers return
+// `toWire(view)` typed against these, so a field added on one side and not the other fails the type check, and the
+// tests validate every response they see against this document.
+import Type, { type Static } from 'typebox'
+import { Address, Atomic, Bps, Bytes32, IsoTime, JobId, Seconds, StrictObject } from './common.ts'
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()])
+
+export const NetworkSlug = Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'Network slug from /.well-known/service.json.' })
+export const AssetSymbol = Type.String({ pattern: '^[A-Za-z0-9.]{1,16}$', description: 'Token symbol configured on the network.' })
+export const RiskBand = Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')], { description: 'Risk band: A (best), B, C.' })
+export const OfferId = Type.String({ pattern: '^off_[0-9]{1,15}$', description: 'Offer identifier minted by the service.' })
+export const AdvanceId = Type.String({ pattern: '^adv_[0-9]{1,15}$', description: 'Advance identifier minted by the service.' })
+export const SourceId = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$', description: 'Backing source identifier chosen by the caller.' })
+const Label = (description: string, maxLength = 200) => Type.String({ minLength: 1, maxLength, description })
+const Domain = Type.String({ pattern: '^(?=.{1,253}$)([A-Za-z0-9-]{1,63}\\.)*[A-Za-z0-9-]{1,63}$', description: 'Domain name.' })
+
+// ---------------------------------------------------------------------------------------------------- requests
+
+export const LenderRegistration = StrictObject(
+  {
+    availableLiquidityAtomic: Atomic,
+    asset: AssetSymbol,
+    assets: Type.Optional(Type.Record(NetworkSlug, AssetSymbol, { description: 'Asset per network slug; networks not named use `asset`.', additionalProperties: false })),
+    networks: Type.Array(NetworkSlug, { minItems: 1, maxItems: 16, uniqueItems: true }),
+    minFeeBps: Bps,
+    maxDurationSeconds: Type.Integer({ minimum: 1, maximum: 10 * 365 * 24 * 3600, description: 'Longest advance the lender funds, seconds.' }),
+    acceptedRiskBands: Type.Array(RiskBand, { minItems: 1, maxItems: 3, uniqueItems: true }),
+  },
+  { description: 'Lender policy (spec 2.1). The session wallet is the signed-in address.' },
+)
+
+export const BackingSourceRegistration = StrictObject(
+  {
+    sourceId: SourceId,
+    productType: Type.Union([Type.Literal('asset-backed'), Type.Literal('subscription'), Type.Literal('earnings')]),
+    agent: Address,
+    valueAtomic: Atomic,
+    liquidationValueAtomic: Atomic,
+    advanceRateBps: Bps,
+    evidenceId: Type.String({
+      pattern: '^0x[0-9a-fA-F]{130}$',
+      description: 'EIP-712 signature of a configured attester over the source (domain "agent-credit backing attestation" v1, type BackingSource).',
+    }),
+  },
+  { description: 'Verified backing source (spec 2.2).' },
+)
+
+export const CreditRequest = StrictObject(
+  {
+    agent: Address,
+    network: NetworkSlug,
+    asset: AssetSymbol,
+    productType: Label('Product type, e.g. asset-backed or job.', 64),
+    amountAtomic: Atomic,
+    purpose: Label('Purpose of the spend (free label).'),
+    supplier: Label('Supplier name.'),
+    supplierDomain: Domain,
+    supplierAddress: Type.Optional(Address),
+    repaymentSource: Type.String({ minLength: 1, maxLength: 128, description: 'A jobId or a backing sourceId of the agent.' }),
+    maximumFeeAtomic: Atomic,
+  },
+  { description: 'Credit request (spec 2.3). supplierAddress is optional: otherwise the supplier directory resolves supplierDomain.' },
+)
+
+export const MatchRequest = StrictObject({ offerId: OfferId }, { description: 'Match request (spec 2.6).' })
+
+export const SupplierPaymentReport = StrictObject(
+  { lender: Address, supplierPaymentId: Bytes32 },
+  { description: 'Supplier-payment report (spec 2.5): the hash of the paySupplier transaction.' },
+)
+
+export const JobCreation = StrictObject(
+  {
+    jobId: JobId,
+    network: NetworkSlug,
+    asset: AssetSymbol,
+    agent: Address,
+    receivableAtomic: Atomic,
+    dueAt: IsoTime,
+    fundingTxHash: Bytes32,
+  },
+  { description: 'A job funded on chain: the client called fundJob(keccak256(jobId), asset, receivable, agent) in fundingTxHash.' },
+)
+
+export const CollateralPost = StrictObject(
+  { amountAtomic: Atomic, txHash: Bytes32 },
+  { description: 'Collateral posted on chain with postCollateral(keccak256(jobId), asset, amount) in txHash.' },
+)
+
+export const EmptyBody = StrictObject({}, { description: 'An empty JSON object.' })
+export const RepaymentProof = StrictObject({ txHash: Bytes32 }, { description: 'A repay(keccak256(advanceId), lender, asset, amount, reserveAmount) transaction.' })
+export const JobFailure = StrictObject({ reason: Label('Why the job failed.', 500) })
+
+// ---------------------------------------------------------------------------------------------------- responses
+
+export const TxProof = StrictObject({ network: NetworkSlug, txHash: Bytes32, logIndex: Type.Integer({ minimum: 0 }) })
+const ExecutedTx = StrictObject({ network: NetworkSlug, txHash: Bytes32 })
+const SourceRef = StrictObject({ kind: Type.Union([Type.Literal('job'), Type.Literal('backing')]), id: Type.String() })
+const NullableTime = Nullable(IsoTime)
+
+export const Job = StrictObject({
+  jobId: JobId,
+  state: Type.Union(['funded', 'active', 'defaulted', 'completed', 'failed'].map((s) => Type.Literal(s))),
+  client: Address,
+  borrower: Address,
+  network: NetworkSlug,
+  asset: AssetSymbol,
+  receivableAtomic: Atomic,
+  dueAt: IsoTime,
+  createdAt: IsoTime,
+  funding: TxProof,
+  collateralAtomic: Atomic,
+  committedAtomic: Atomic,
+  advanceIds: Type.Array(AdvanceId),
+  revenueUsedAtomic: Atomic,
+  collateralUsedAtomic: Atomic,
+  settlement: Nullable(ExecutedTx),
+  failureReason: Nullable(Type.String()),
+  endedAt: NullableTime,
+})
+
+export const Offer = StrictObject({
+  offerId: OfferId,
+  state: Type.Union(['offered', 'leased', 'funded', 'expired', 'declined'].map((s) => Type.Literal(s))),
+  borrower: Address,
+  network: NetworkSlug,
+  asset: AssetSymbol,
+  productType: Type.String(),
+  amountAtomic: Atomic,
+  maximumFeeAtomic: Atomic,
+  purpose: Type.String(),
+  supplier: Type.String(),
+  supplierDomain: Type.String(),
+  supplierAddress: Address,
+  source: SourceRef,
+  riskBand: RiskBand,
+  durationSeconds: Seconds,
+  dueAt: IsoTime,
+  createdAt: IsoTime,
+  expiresAt: IsoTime,
+  leaseIds: Type.Array(Type.String()),
+  excludedLenders: Type.Array(Address),
+  currentLeaseId: Nullable(Type.String()),
+  advanceId: Nullable(AdvanceId),
+  endReason: Nullable(Type.Union(['stale', 'leases_exhausted', 'borrower_suspended', 'source_closed'].map((s) => Type.Literal(s)))),
+  endedAt: NullableTime,
+})
+
+export const Lease = StrictObject({
+  leaseId: Type.String(),
+  state: Type.Union(['leased', 'paid', 'expired'].map((s) => Type.Literal(s))),
+  offerId: OfferId,
+  lender: Address,
+  payer: Address,
+  network: NetworkSlug,
+  asset: AssetSymbol,
+  amountAtomic: Atomic,
+  feeAtomic: Atomic,
+  supplierAddress: Address,
+  createdAt: IsoTime,
+  expiresAt: IsoTime,
+  endReason: Nullable(Type.Union(['timeout', 'insufficient_balance', 'offer_closed'].map((s) => Type.Literal(s)))),
+  endedAt: NullableTime,
+  payment: Nullable(TxProof),
+})
+
+const RepaymentRecord = StrictObject({
+  kind: Type.Union([Type.Literal('repaid'), Type.Literal('job_settlement')]),
+  network: NetworkSlug,
+  txHash: Bytes32,
+  logIndex: Nullable(Type.Integer({ minimum: 0 })),
+  payer: Nullable(Address),
+  lenderAmountAtomic: Atomic,
+  reserveAmountAtomic: Atomic,
+})
+
+const RecoveryRecord = StrictObject({
+  network: NetworkSlug,
+  txHash: Bytes32,
+  owedAtomic: Atomic,
+  fromRevenueAtomic: Atomic,
+  fromCollateralAtomic: Atomic,
+  fromBackingAtomic: Atomic,
+  fromReserveAtomic: Atomic,
+  shortfallAtomic: Atomic,
+})
+
+export const Advance = StrictObject({
+  advanceId: AdvanceId,
+  state: Type.Union(['active', 'defaulted', 'repaid', 'liquidated', 'shortfall'].map((s) => Type.Literal(s))),
+  offerId: OfferId,
+  leaseId: Type.String(),
+  lender: Address,
+  payer: Address,
+  borrower: Address,
+  source: SourceRef,
+  network: NetworkSlug,
+  asset: AssetSymbol,
+  principalAtomic: Atomic,
+  feeAtomic: Atomic,
+  insuranceAtomic: Atomic,
+  supplierAddress: Address,
+  payment: TxProof,
+  fundedAt: IsoTime,
+  dueAt: IsoTime,
+  defaultReason: Nullable(Type.String()),
+  defaultedAt: NullableTime,
+  repayment: Nullable(RepaymentRecord),
+  recovery: Nullable(RecoveryRecord),
+  endedAt: NullableTime,
+})
+
+export const LenderProfile = StrictObject({
+  address: Address,
+  sessionAddress: Address,
+  asset: AssetSymbol,
+  assets: Type.Record(NetworkSlug, AssetSymbol, { additionalProperties: false }),
+  networks: Type.Array(NetworkSlug),
+  askBps: Bps,
+  maxDurationSeconds: Seconds,
+  acceptedRiskBands: Type.Array(RiskBand),
+  registeredAtomic: Atomic,
+  availableAtomic: Atomic,
+  reservedAtomic: Atomic,
+  deployedAtomic: Atomic,
+  feesEarnedAtomic: Atomic,
+  lossesAtomic: Atomic,
+  reputationBps: Bps,
+  reliabilityBps: Bps,
+  registrationSeq: Type.Integer({ minimum: 0 }),
+  registeredAt: IsoTime,
+  leasesGranted: Type.Integer({ minimum: 0 }),
+  leasesPaid: Type.Integer({ minimum: 0 }),
+  leasesExpired: Type.Integer({ minimum: 0 }),
+  advancesRepaid: Type.Integer({ minimum: 0 }),
+  advancesDefaulted: Type.Integer({ minimum: 0 }),
+})
+
+export const UnsignedTransaction = StrictObject({
+  network: NetworkSlug,
+  chainId: Type.Integer({ minimum: 1 }),
+  from: Address,
+  to: Address,
+  data: Type.String({ pattern: '^0x([0-9a-fA-F]{2})*$' }),
+  value: Atomic,
+  gas: Atomic,
+})
+
+export const SpendPolicy = StrictObject({
+  assets: Type.Record(NetworkSlug, AssetSymbol, { additionalProperties: false }),
+  perPaymentCapAtomic: Atomic,
+  totalCapAtomic: Atomic,
+  allowedContracts: Type.Record(NetworkSlug, Address, { additionalProperties: false }),
+  expiresAt: IsoTime,
+})
+
+export const LenderRegistrationResult = StrictObject({
+  lender: LenderProfile,
+  sessionKey: StrictObject({
+    address: Address,
+    privateKey: Nullable(Bytes32),
+    note: Type.String(),
+  }),
+  spendPolicy: SpendPolicy,
+  fundingAddresses: Type.Array(StrictObject({ network: NetworkSlug, asset: AssetSymbol, token: Address, address: Address })),
+  setupTransactions: Type.Array(UnsignedTransaction),
+})
+
+export const BackingSource = StrictObject({
+  sourceId: SourceId,
+  productType: Type.String(),
+  agent: Address,
+  valueAtomic: Atomic,
+  liquidationValueAtomic: Atomic,
+  advanceRateBps: Bps,
+  evidenceId: Type.String(),
+  committedAtomic: Atomic,
+  backingUsedAtomic: Atomic,
+  registrationSeq: Type.Integer({ minimum: 0 }),
+  registeredAt: IsoTime,
+})
+
+export const CollateralPosition = StrictObject({
+  jobId: JobId,
+  borrower: Address,
+  network: NetworkSlug,
+  asset: AssetSymbol,
+  amountAtomic: Atomic,
+  totalCollateralAtomic: Atomic,
+  proof: TxProof,
+})
+
+export const UnderwritingDecision = StrictObject({
+  decision: Type.Union([Type.Literal('approved'), Type.Literal('declined')]),
+  reasons: Type.Array(
+    StrictObject({
+      code: Type.Union(['borrower_suspended', 'source_not_owned', 'source_closed', 'job_past_due', 'asset_mismatch', 'over_capacity'].map((s) => Type.Literal(s))),
+      message: Type.String(),
+    }),
+  ),
+  capacityAtomic: Atomic,
+  coverageBps: Type.Integer({ minimum: 0 }),
+  riskBand: RiskBand,
+  durationSeconds: Seconds,
+  offer: Nullable(Offer),
+})
+
+export const MatchOutcome = StrictObject({
+  offer: Offer,
+  lease: Nullable(Lease),
+  refusedLeases: Type.Array(Lease),
+  offerExpired: Type.Boolean(),
+})
+
+export const DispatchOutcome = StrictObject({
+  expiredLeases: Type.Array(Lease),
+  expiredOffers: Type.Array(Offer),
+  matches: Type.Array(MatchOutcome),
+})
+
+const RepaymentReceiptFields = {
+  advanceId: AdvanceId,
+  lender: Address,
+  network: NetworkSlug,
+  asset: AssetSymbol,
+  principalAtomic: Atomic,
+  feeAtomic: Atomic,
+  lenderAmountAtomic: Atomic,
+  reserveAmountAtomic: Atomic,
+  txHash: Bytes32,
+}
+export const RepaymentReceipt = StrictObject(RepaymentReceiptFields)
+
+export const JobSettlementReceipt = StrictObject({
+  jobId: JobId,
+  network: NetworkSlug,
+  asset: AssetSymbol,
+  borrower: Address,
+  advances: Type.Array(StrictObject({ advanceId: AdvanceId, lender: Address, amountAtomic: Atomic, reserveAmountAtomic: Atomic })),
+  toLendersAtomic: Atomic,
+  toReserveAtomic: Atomic,
+  toBorrowerAtomic: Atomic,
+  txHash: Bytes32,
+  receipts: Type.Array(RepaymentReceipt),
+})
+
+const RecoveryStepName = Type.Union(['source_revenue', 'collateral', 'backing_liquidation', 'insurance_reserve', 'shortfall'].map((s) => Type.Literal(s)))
+
+export const LiquidationReceipt = StrictObject({
+  advanceId: AdvanceId,
+  jobId: Nullable(JobId),
+  sourceId: Nullable(SourceId),
+  lender: Address,
+  borrower: Address,
+  network: NetworkSlug,
+  asset: AssetSymbol,
+  owedAtomic: Atomic,
+  steps: Type.Array(StrictObject({ step: RecoveryStepName, amountAtomic: Atomic }), { description: 'The five recovery steps in the spec\'s order.' }),
+  recoveredAtomic: Atomic,
+  shortfallAtomic: Atomic,
+  stoppedAt: RecoveryStepName,
+  txHash: Bytes32,
+  borrowerReputationBps: Bps,
+})
+
+export const PassportEvent = StrictObject({
+  type: Type.Literal('job_failed'),
+  jobId: JobId,
+  borrower: Address,
+  client: Address,
+  reason: Type.String(),
+  at: IsoTime,
+  borrowerSuspended: Type.Literal(true),
+  borrowerReputationBps: Bps,
+  defaultedAdvanceIds: Type.Array(AdvanceId),
+  outstandingPrincipalAtomic: Atomic,
+  declinedOfferIds: Type.Array(OfferId),
+})
+
+export const ReserveBalance = StrictObject({
+  network: NetworkSlug,
+  asset: AssetSymbol,
+  balanceAtomic: Atomic,
+  fundedAtomic: Atomic,
+  paidOutAtomic: Atomic,
+})
+
+export const CreditState = StrictObject({
+  counts: StrictObject({
+    lenders: Type.Integer({ minimum: 0 }),
+    activeLenders: Type.Integer({ minimum: 0 }),
+    sources: Type.Integer({ minimum: 0 }),
+    borrowers: Type.Integer({ minimum: 0 }),
+    suspendedBorrowers: Type.Integer({ minimum: 0 }),
+    liveJobs: Type.Integer({ minimum: 0 }),
+    liveOffers: Type.Integer({ minimum: 0 }),
+    liveLeases: Type.Integer({ minimum: 0 }),
+    liveAdvances: Type.Integer({ minimum: 0 }),
+  }),
+  totals: StrictObject({
+    registeredAtomic: Atomic,
+    availableAtomic: Atomic,
+    reservedAtomic: Atomic,
+    deployedAtomic: Atomic,
+    feesEarnedAtomic: Atomic,
+    lossesAtomic: Atomic,
+  }),
+  reserves: Type.Array(ReserveBalance),
+})
+
+export const WalletHolding = StrictObject({
+  network: NetworkSlug,
+  asset: AssetSymbol,
+  token: Address,
+  balanceAtomic: Nullable(Atomic),
+  allowanceAtomic: Nullable(Atomic),
+  spendableAtomic: Atomic,
+  blockNumber: Nullable(Atomic),
+})
+
+export const LenderWallet = StrictObject({
+  lender: Address,
+  sessionAddress: Address,
+  holdings: Type.Array(WalletHolding, { description: 'The session key\'s balance and allowance to the credit contract, per network, from the chain watcher.' }),
+  activity: StrictObject({
+    availableAtomic: Atomic,
+    reservedAtomic: Atomic,
+    deployedAtomic: Atomic,
+    feesEarnedAtomic: Atomic,
+    lossesAtomic: Atomic,
+    leasesGranted: Type.Integer({ minimum: 0 }),
+    leasesPaid: Type.Integer({ minimum: 0 }),
+    leasesExpired: Type.Integer({ minimum: 0 }),
+    advancesRepaid: Type.Integer({ minimum: 0 }),
+    advancesDefaulted: Type.Integer({ minimum: 0 }),
+    liveLeases: Type.Integer({ minimum: 0 }),
+  }),
+})
+
+export const PendingAction = StrictObject({
+  kind: Type.Literal('pay_supplier'),
+  lease: Lease,
+  transaction: StrictObject({
+    ...UnsignedTransaction.properties,
+    deadlineSeconds: Atomic,
+    expiresAt: IsoTime,
+  }),
+})
+
+export const Health = StrictObject({
+  status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+  version: Type.String(),
+  networks: Type.Array(StrictObject({ network: NetworkSlug, chainId: Type.Integer(), watcher: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]) })),
+  live: StrictObject({ jobs: Type.Integer(), offers: Type.Integer(), leases: Type.Integer(), advances: Type.Integer() }),
+})
+
+export type Static_<T extends Parameters<typeof Type.Strict>[0]> = Static<T>

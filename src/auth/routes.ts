@@ -1,0 +1,70 @@
+// GET /auth/nonce and POST /auth/session: additions to the interface spec (DESIGN section 7).
+import Type from 'typebox'
+import { Address, IsoTime, isoFromMs, StrictObject } from '../api/common.ts'
+import { defineRoute, type AnyRoute } from '../http/route.ts'
+import type { AuthService } from './siwe.ts'
+
+export const NonceResponse = StrictObject({
+  nonce: Type.String({ description: 'Single-use nonce to put in the EIP-4361 message.' }),
+  expiresAt: IsoTime,
+  domain: Type.String({ description: 'The domain the message must name.' }),
+  chainIds: Type.Array(Type.Integer(), { description: 'Chain ids a message may name.' }),
+})
+
+export const SessionRequest = StrictObject({
+  message: Type.String({ minLength: 1, maxLength: 4096, description: 'The EIP-4361 message, as signed.' }),
+  signature: Type.String({ pattern: '^0x[0-9a-fA-F]+$', maxLength: 16384, description: 'EIP-191 signature of the message (ERC-1271/6492 for smart wallets).' }),
+})
+
+export const SessionResponse = StrictObject({
+  token: Type.String({ description: 'Opaque bearer token; send it as Authorization: Bearer <token>.' }),
+  tokenType: Type.Literal('Bearer'),
+  address: Address,
+  chainId: Type.Integer(),
+  expiresAt: IsoTime,
+})
+
+const noStore = { 'cache-control': 'no-store' }
+
+export function authRoutes(auth: AuthService): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/auth/nonce',
+      operationId: 'getAuthNonce',
+      summary: 'Issue a single-use sign-in nonce',
+      description: 'Step 1 of Sign-In with Ethereum (EIP-4361). The nonce expires after a few minutes and is consumed by a successful POST /auth/session.',
+      tags: ['auth'],
+      auth: 'none',
+      responses: { 200: { description: 'A fresh nonce', schema: NonceResponse } },
+      handler: async () => {
+        const issued = await auth.issueNonce()
+        return { status: 200, body: { nonce: issued.nonce, expiresAt: isoFromMs(issued.expiresAtMs), domain: issued.domain, chainIds: issued.chainIds }, headers: noStore }
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/auth/session',
+      operationId: 'createAuthSession',
+      summary: 'Exchange a signed SIWE message for a bearer token',
+      description: 'Step 2 of Sign-In with Ethereum. The message must name this service\'s domain, an accepted chain id and an unused, unexpired nonce from GET /auth/nonce; the signature is verified through the chain, so smart-contract wallets (ERC-1271, ERC-6492) sign in too.',
+      tags: ['auth'],
+      auth: 'none',
+      body: SessionRequest,
+      responses: {
+        201: { description: 'Session opened', schema: SessionResponse },
+        400: { description: 'Not an EIP-4361 message (siwe_message_invalid), or the body fails validation (validation_failed, malformed_json).' },
+        401: { description: 'Sign-in refused: siwe_domain_mismatch, siwe_chain_unsupported, siwe_nonce_invalid (unknown or used), siwe_nonce_expired, siwe_message_expired, siwe_message_not_yet_valid, siwe_signature_invalid.' },
+        503: { description: 'The chain needed to verify the signature is unreachable (chain_unavailable).' },
+      },
+      handler: async ({ body }) => {
+        const session = await auth.createSession({ message: body.message, signature: body.signature as `0x${string}` })
+        return {
+          status: 201,
+          body: { token: session.token, tokenType: 'Bearer' as const, address: session.address, chainId: session.chainId, expiresAt: isoFromMs(session.expiresAtMs) },
+          headers: noStore,
+        }
+      },
+    }),
+  ]
+}
