@@ -1,2 +1,45 @@
-// Entry point of the service. The HTTP server lands with the HTTP issue; until then this says so.
-process.stdout.write('agent-credit: the engine is a library for now (src/engine); the HTTP service is not wired yet.\n')
+// `npm start`: the service on its embedded default (two devnet chains, contracts deployed, demo accounts funded,
+// 127.0.0.1:8402, data in ./snapshots), or on the networks of NETWORKS_FILE. Stops cleanly on SIGINT/SIGTERM.
+import { startApp } from './service/app.ts'
+import { ConfigError, loadServiceConfig } from './service/config.ts'
+
+function line(text = ''): void {
+  process.stdout.write(text + '\n')
+}
+
+async function main(): Promise<void> {
+  const config = loadServiceConfig(process.env)
+  const app = await startApp(config)
+  line(`agent-credit listening on ${app.url}`)
+  line(`  data directory ${config.dataDir} (durability ${config.durability})`)
+  for (const n of app.networks) {
+    line(`  network ${n.slug} (${n.caip2}) rpc ${n.rpcUrl} credit contract ${n.creditContract} ${n.tokens.map((t) => `${t.symbol} ${t.address}`).join(' ')}`)
+  }
+  if (app.demo !== undefined) {
+    line('  devnet demo accounts (test keys, never use them elsewhere):')
+    for (const account of Object.values(app.demo)) line(`    ${account.role.padEnd(9)} ${account.address} ${account.privateKey}`)
+  }
+  line(`  catalog ${app.url}/.well-known/service.json, OpenAPI ${app.url}/openapi.json, agents ${app.url}/llms.txt`)
+
+  let stopping = false
+  const stop = (signal: string) => {
+    if (stopping) return
+    stopping = true
+    line(`agent-credit: ${signal}, finishing in-flight requests`)
+    app.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`agent-credit: stop failed: ${String(error)}\n`)
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGINT', () => stop('SIGINT'))
+  process.on('SIGTERM', () => stop('SIGTERM'))
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof ConfigError || (error as Error)?.name?.endsWith('Error') ? (error as Error).message : String(error)
+  process.stderr.write(`agent-credit: cannot start: ${message}\n`)
+  process.exit(1)
+})

@@ -2,7 +2,7 @@
 // Response schemas mirror the engine's views through `Wire<T>` (src/service/wire.ts): the route handlers return
 // `toWire(view)` typed against these, so a field added on one side and not the other fails the type check, and the
 // tests validate every response they see against this document.
-import Type, { type Static } from 'typebox'
+import Type from 'typebox'
 import { Address, Atomic, Bps, Bytes32, IsoTime, JobId, Seconds, StrictObject } from './common.ts'
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()])
@@ -102,7 +102,7 @@ const NullableTime = Nullable(IsoTime)
 
 export const Job = StrictObject({
   jobId: JobId,
-  state: Type.Union(['funded', 'active', 'defaulted', 'completed', 'failed'].map((s) => Type.Literal(s))),
+  state: Type.Enum(['funded', 'active', 'defaulted', 'completed', 'failed']),
   client: Address,
   borrower: Address,
   network: NetworkSlug,
@@ -123,7 +123,7 @@ export const Job = StrictObject({
 
 export const Offer = StrictObject({
   offerId: OfferId,
-  state: Type.Union(['offered', 'leased', 'funded', 'expired', 'declined'].map((s) => Type.Literal(s))),
+  state: Type.Enum(['offered', 'leased', 'funded', 'expired', 'declined']),
   borrower: Address,
   network: NetworkSlug,
   asset: AssetSymbol,
@@ -144,13 +144,13 @@ export const Offer = StrictObject({
   excludedLenders: Type.Array(Address),
   currentLeaseId: Nullable(Type.String()),
   advanceId: Nullable(AdvanceId),
-  endReason: Nullable(Type.Union(['stale', 'leases_exhausted', 'borrower_suspended', 'source_closed'].map((s) => Type.Literal(s)))),
+  endReason: Nullable(Type.Enum(['stale', 'leases_exhausted', 'borrower_suspended', 'source_closed'])),
   endedAt: NullableTime,
 })
 
 export const Lease = StrictObject({
   leaseId: Type.String(),
-  state: Type.Union(['leased', 'paid', 'expired'].map((s) => Type.Literal(s))),
+  state: Type.Enum(['leased', 'paid', 'expired']),
   offerId: OfferId,
   lender: Address,
   payer: Address,
@@ -161,7 +161,7 @@ export const Lease = StrictObject({
   supplierAddress: Address,
   createdAt: IsoTime,
   expiresAt: IsoTime,
-  endReason: Nullable(Type.Union(['timeout', 'insufficient_balance', 'offer_closed'].map((s) => Type.Literal(s)))),
+  endReason: Nullable(Type.Enum(['timeout', 'insufficient_balance', 'offer_closed'])),
   endedAt: NullableTime,
   payment: Nullable(TxProof),
 })
@@ -189,7 +189,7 @@ const RecoveryRecord = StrictObject({
 
 export const Advance = StrictObject({
   advanceId: AdvanceId,
-  state: Type.Union(['active', 'defaulted', 'repaid', 'liquidated', 'shortfall'].map((s) => Type.Literal(s))),
+  state: Type.Enum(['active', 'defaulted', 'repaid', 'liquidated', 'shortfall']),
   offerId: OfferId,
   leaseId: Type.String(),
   lender: Address,
@@ -296,7 +296,7 @@ export const UnderwritingDecision = StrictObject({
   decision: Type.Union([Type.Literal('approved'), Type.Literal('declined')]),
   reasons: Type.Array(
     StrictObject({
-      code: Type.Union(['borrower_suspended', 'source_not_owned', 'source_closed', 'job_past_due', 'asset_mismatch', 'over_capacity'].map((s) => Type.Literal(s))),
+      code: Type.Enum(['borrower_suspended', 'source_not_owned', 'source_closed', 'job_past_due', 'asset_mismatch', 'over_capacity']),
       message: Type.String(),
     }),
   ),
@@ -346,7 +346,7 @@ export const JobSettlementReceipt = StrictObject({
   receipts: Type.Array(RepaymentReceipt),
 })
 
-const RecoveryStepName = Type.Union(['source_revenue', 'collateral', 'backing_liquidation', 'insurance_reserve', 'shortfall'].map((s) => Type.Literal(s)))
+const RecoveryStepName = Type.Enum(['source_revenue', 'collateral', 'backing_liquidation', 'insurance_reserve', 'shortfall'])
 
 export const LiquidationReceipt = StrictObject({
   advanceId: AdvanceId,
@@ -456,4 +456,3 @@ export const Health = StrictObject({
   live: StrictObject({ jobs: Type.Integer(), offers: Type.Integer(), leases: Type.Integer(), advances: Type.Integer() }),
 })
 
-export type Static_<T extends Parameters<typeof Type.Strict>[0]> = Static<T>

@@ -1,0 +1,160 @@
+// The machine-readable service catalog (`/.well-known/service.json`) and its schema. Built from the same sources as
+// the OpenAPI document: the route table, the networks configuration and the engine's rules.
+import Type, { type Static } from 'typebox'
+import type { NetworkConfig } from '../chain/config.ts'
+import type { EngineConfig } from '../engine/config.ts'
+import type { AnyRoute } from '../http/route.ts'
+import { attestationDomain, attestationTypes } from '../service/attestation.ts'
+import type { SupplierEntry } from '../service/config.ts'
+import { Address, Bps, StrictObject } from './common.ts'
+import { API_VERSION } from './openapi.ts'
+import { AssetSymbol, NetworkSlug } from './schemas.ts'
+
+export const SERVICE_NAME = 'agent-credit'
+
+const Asset = StrictObject({
+  symbol: AssetSymbol,
+  address: Address,
+  decimals: Type.Integer({ minimum: 0, maximum: 36 }),
+  eip712Name: Type.String(),
+  eip712Version: Type.String(),
+})
+
+const CatalogNetwork = StrictObject({
+  slug: NetworkSlug,
+  caip2: Type.String({ pattern: '^eip155:[0-9]+$' }),
+  chainId: Type.Integer({ minimum: 1 }),
+  rpcUrl: Type.Union([Type.String(), Type.Null()], { description: 'Public RPC URL, or null when the configured one is private.' }),
+  confirmations: Type.Integer({ minimum: 0 }),
+  creditContract: Address,
+  identityRegistry: Address,
+  reputationRegistry: Address,
+  assets: Type.Array(Asset),
+  facilitator: StrictObject({ url: Type.String(), selfHosted: Type.Boolean() }),
+})
+
+export const Catalog = StrictObject({
+  name: Type.String(),
+  description: Type.String(),
+  version: Type.String(),
+  baseUrl: Type.String(),
+  openapi: Type.String(),
+  llms: Type.String(),
+  networks: Type.Array(CatalogNetwork),
+  endpoints: Type.Array(
+    StrictObject({
+      method: Type.String(),
+      path: Type.String(),
+      operationId: Type.String(),
+      summary: Type.String(),
+      auth: Type.Enum(['none', 'session']),
+    }),
+  ),
+  auth: StrictObject({
+    scheme: Type.Literal('siwe-bearer'),
+    nonce: Type.String(),
+    session: Type.String(),
+    domain: Type.String(),
+    chainIds: Type.Array(Type.Integer()),
+  }),
+  attestation: StrictObject({
+    domain: StrictObject({ name: Type.String(), version: Type.String() }),
+    primaryType: Type.Literal('BackingSource'),
+    types: Type.Record(Type.String(), Type.Array(StrictObject({ name: Type.String(), type: Type.String() })), { additionalProperties: false }),
+    attesters: Type.Array(Address),
+  }),
+  suppliers: Type.Array(StrictObject({ domain: Type.String(), name: Type.String(), address: Address })),
+  operators: Type.Array(Address),
+  rules: StrictObject({
+    fee: Type.String(),
+    insuranceShareBps: Bps,
+    jobAdvanceRateBps: Bps,
+    riskBandACoverageBps: Type.Integer({ minimum: 0 }),
+    riskBandBCoverageBps: Type.Integer({ minimum: 0 }),
+    backingDurationSecondsDefault: Type.Integer({ minimum: 0 }),
+    matchingOrder: Type.Array(Type.String()),
+    recoveryOrder: Type.Array(Type.String()),
+  }),
+  limits: StrictObject({
+    leaseTtlSeconds: Type.Integer({ minimum: 1 }),
+    offerTtlSeconds: Type.Integer({ minimum: 1 }),
+    bodyLimitBytes: Type.Integer({ minimum: 1 }),
+    lendersScannedPerMatchMax: Type.Integer({ minimum: 1 }),
+    leasesPerOfferMax: Type.Integer({ minimum: 1 }),
+    offersDispatchedPerCallMax: Type.Integer({ minimum: 1 }),
+    networksPerLenderMax: Type.Integer({ minimum: 1 }),
+  }),
+  creditScore: StrictObject({ enabled: Type.Boolean(), path: Type.String() }),
+})
+export type Catalog = Static<typeof Catalog>
+
+export interface CatalogSources {
+  baseUrl: string
+  authDomain: string
+  routes: readonly AnyRoute[]
+  networks: readonly NetworkConfig[]
+  /** Whether the configured RPC URLs may be published (the embedded devnet: yes). */
+  publishRpcUrls: boolean
+  facilitatorUrl: (network: NetworkConfig) => string
+  engine: EngineConfig
+  attesters: readonly `0x${string}`[]
+  operators: readonly `0x${string}`[]
+  suppliers: readonly SupplierEntry[]
+  bodyLimitBytes: number
+  creditScoreEnabled: boolean
+}
+
+export function buildCatalog(s: CatalogSources): Catalog {
+  return {
+    name: SERVICE_NAME,
+    description:
+      'Receivable-backed credit for software agents: a borrower agent requests credit against a job receivable or a verified backing source; ' +
+      'the service matches it to the cheapest eligible lender agent, whose session-key wallet pays the supplier directly on chain.',
+    version: API_VERSION,
+    baseUrl: s.baseUrl,
+    openapi: `${s.baseUrl}/openapi.json`,
+    llms: `${s.baseUrl}/llms.txt`,
+    networks: s.networks.map((n) => ({
+      slug: n.slug,
+      caip2: n.caip2,
+      chainId: n.chainId,
+      rpcUrl: s.publishRpcUrls ? n.rpcUrl : null,
+      confirmations: n.confirmations,
+      creditContract: n.creditContract,
+      identityRegistry: n.identityRegistry,
+      reputationRegistry: n.reputationRegistry,
+      assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version })),
+      facilitator: { url: s.facilitatorUrl(n), selfHosted: n.x402SelfFacilitate },
+    })),
+    endpoints: s.routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path, operationId: r.operationId, summary: r.summary, auth: r.auth })),
+    auth: { scheme: 'siwe-bearer', nonce: '/auth/nonce', session: '/auth/session', domain: s.authDomain, chainIds: s.networks.map((n) => n.chainId) },
+    attestation: {
+      domain: { ...attestationDomain },
+      primaryType: 'BackingSource',
+      types: { BackingSource: attestationTypes.BackingSource.map((f) => ({ ...f })) },
+      attesters: [...s.attesters],
+    },
+    suppliers: s.suppliers.map((x) => ({ ...x })),
+    operators: [...s.operators],
+    rules: {
+      fee: 'feeAtomic = ceil(amountAtomic * lender.minFeeBps / 10000), flat per advance; a lender is eligible only if feeAtomic <= maximumFeeAtomic',
+      insuranceShareBps: s.engine.insuranceShareBps,
+      jobAdvanceRateBps: s.engine.jobAdvanceRateBps,
+      riskBandACoverageBps: s.engine.riskBandACoverageBps,
+      riskBandBCoverageBps: s.engine.riskBandBCoverageBps,
+      backingDurationSecondsDefault: s.engine.backingDurationSecondsDefault,
+      matchingOrder: ['minFeeBps ascending', 'reputationBps descending', 'availableLiquidityAtomic descending', 'registration order'],
+      recoveryOrder: ['source_revenue', 'collateral', 'backing_liquidation', 'insurance_reserve', 'shortfall'],
+    },
+    limits: {
+      leaseTtlSeconds: Math.round(s.engine.leaseTtlMs / 1000),
+      offerTtlSeconds: Math.round(s.engine.offerTtlMs / 1000),
+      bodyLimitBytes: s.bodyLimitBytes,
+      lendersScannedPerMatchMax: s.engine.lendersScannedPerMatchMax,
+      leasesPerOfferMax: s.engine.leasesPerOfferMax,
+      offersDispatchedPerCallMax: s.engine.offersDispatchedPerCallMax,
+      networksPerLenderMax: s.engine.networksPerLenderMax,
+    },
+    creditScore: { enabled: s.creditScoreEnabled, path: '/credit-score' },
+  }
+}

@@ -1,0 +1,56 @@
+// `Idempotency-Key` on every mutating route: the first request with a key runs and its response is stored in the
+// same transaction as its changes; a retry with the same key and body gets that response back and applies nothing;
+// the same key with another body is refused. The scope is the caller's identity, the method and the concrete path.
+import { HttpProblem } from '../http/problem.ts'
+import { hashRequestBody, IdempotencyInFlightError, type Store, type StoredResponse } from '../store/index.ts'
+import type { Mutation } from '../service/credit-service.ts'
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key'
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
+
+export interface IdempotentRequest {
+  identity: string
+  method: string
+  path: string
+  headers: Readonly<Record<string, string>>
+  body: unknown
+}
+
+/** Runs `run` at most once per key; the reply carries `idempotent-replayed: true` when it is a stored response. */
+export async function idempotent(
+  store: Store,
+  request: IdempotentRequest,
+  run: (mutation: Mutation) => Promise<StoredResponse>,
+): Promise<StoredResponse & { headers?: Record<string, string> }> {
+  const key = request.headers[IDEMPOTENCY_HEADER]
+  if (key === undefined) return run({ ticket: undefined })
+  if (!KEY_PATTERN.test(key)) {
+    throw new HttpProblem(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { title: 'Bad request' })
+  }
+  const scope = { identity: request.identity, method: request.method, path: request.path, key }
+  let begun
+  try {
+    begun = await store.idempotency.begin(scope, hashRequestBody(JSON.stringify(request.body ?? null)))
+  } catch (error) {
+    if (error instanceof IdempotencyInFlightError) throw new HttpProblem(409, 'idempotency_in_flight', error.message, { title: 'Conflict' })
+    throw error
+  }
+  if (begun.outcome === 'replay') return { ...begun.response, headers: { 'idempotent-replayed': 'true' } }
+  if (begun.outcome === 'mismatch') {
+    throw begun.inFlight
+      ? new HttpProblem(409, 'idempotency_in_flight', 'a request with this Idempotency-Key and another body is running', { title: 'Conflict' })
+      : new HttpProblem(422, 'idempotency_key_reused', 'this Idempotency-Key was used with another request body', { title: 'Unprocessable' })
+  }
+  const { ticket } = begun
+  try {
+    return await run({ ticket })
+  } finally {
+    // A request that failed before its commit stores nothing: retries may go ahead.
+    if (ticket.state === 'open') ticket.abandon()
+  }
+}
+
+/** `/credit/jobs/{jobId}/complete` with `{ jobId: 'job_1' }` -> `/credit/jobs/job_1/complete`. */
+export function concretePath(template: string, params: Record<string, string>): string {
+  return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => params[name] ?? '')
+}

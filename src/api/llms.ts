@@ -1,0 +1,69 @@
+// `/llms.txt`: the service described for an agent, with the typical flow of spec section 4 as exact calls. Written
+// from the catalog, so the networks, contracts, limits and endpoints it names are the ones the service serves.
+import type { Catalog } from './catalog.ts'
+
+export function buildLlmsTxt(c: Catalog): string {
+  const net = c.networks[0]
+  const slug = net?.slug ?? '<network>'
+  const asset = net?.assets[0]?.symbol ?? '<asset>'
+  const contract = net?.creditContract ?? '<creditContract>'
+  const endpointLines = c.endpoints.map((e) => `- ${e.method} ${e.path}: ${e.summary}${e.auth === 'session' ? ' [bearer]' : ''}`)
+  const networkLines = c.networks.map(
+    (n) =>
+      `- ${n.slug} (${n.caip2}): credit contract ${n.creditContract}; assets ${n.assets.map((a) => `${a.symbol} ${a.address} (${a.decimals} decimals)`).join(', ')}; ` +
+      `x402 facilitator ${n.facilitator.url}${n.rpcUrl ? `; RPC ${n.rpcUrl}` : ''}`,
+  )
+  return `# ${c.name}
+
+> ${c.description}
+
+Base URL: ${c.baseUrl}. Machine-readable: ${c.openapi} (OpenAPI 3.1.0, interface version ${c.version}) and ${c.baseUrl}/.well-known/service.json.
+All bodies are JSON. Amounts (...Atomic) are decimal strings in the asset's smallest unit; ...Bps are integers 0..10000;
+times (...At) are ISO-8601 UTC. Errors are application/problem+json with a stable "code". Unknown fields are refused.
+POST requests accept an Idempotency-Key header: a retry with the same key and body returns the first response.
+
+## Networks
+${networkLines.join('\n')}
+
+## Sign in (every credit and lender mutation)
+1. GET /auth/nonce -> {"nonce", "domain", "chainIds"}
+2. Sign an EIP-4361 (SIWE) message with domain "${c.auth.domain}", your address, a chain id from chainIds, that nonce.
+3. POST /auth/session {"message": "<the message>", "signature": "0x..."} -> {"token"}
+4. Send Authorization: Bearer <token>.
+
+## Typical flow
+1. Read the catalog: GET /.well-known/service.json
+2. Lender: POST /lenders/register
+   {"availableLiquidityAtomic":"1000000000","asset":"${asset}","networks":["${slug}"],"minFeeBps":250,"maxDurationSeconds":2592000,"acceptedRiskBands":["A","B"]}
+   -> 201 with sessionKey.privateKey (shown once), fundingAddresses and setupTransactions.
+   Send gas and ${asset} to the funding address; sign and send each setup transaction (approve of the credit contract) with the session key.
+3. Borrower: a repayment source.
+   Job: the client calls fundJob(keccak256(utf8(jobId)), token, receivable, borrower) on ${contract}, then
+   POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
+   Or a backing source with hard liquidation value, signed by an attester (EIP-712 domain "${c.attestation.domain.name}" v${c.attestation.domain.version}):
+   POST /credit/backing-sources {"sourceId":"src-1","productType":"asset-backed","agent":"<borrower>","valueAtomic":"...","liquidationValueAtomic":"...","advanceRateBps":5000,"evidenceId":"0x<signature>"}
+4. Borrower: POST /credit/request
+   {"agent":"<borrower>","network":"${slug}","asset":"${asset}","productType":"job","amountAtomic":"1000000000","purpose":"inference","supplier":"Supplier","supplierDomain":"<domain from suppliers>","repaymentSource":"job_1","maximumFeeAtomic":"100000000"}
+   -> {"decision":"approved","offer":{"offerId":"off_1",...}} or {"decision":"declined","reasons":[...]}
+5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet).
+6. Lender: GET /lenders/<address>/actions -> [{"transaction":{"to","data","chainId","gas",...}}]. Sign it with the session key, send it
+   before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
+   A report after the lease expired is rejected with 409 lease_expired.
+7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays the lenders first), or call
+   repay(keccak256(utf8(advanceId)), lender, token, amount, reserveAmount) on chain and POST /credit/advances/<advanceId>/repay {"txHash":"0x..."}.
+   Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower; POST /credit/advances/<advanceId>/liquidate {} recovers
+   in this order: ${c.rules.recoveryOrder.join(', ')}.
+The lender pays gas for setup and payment transactions. POST /credit/dispatch {} expires stale leases and rematches offers.
+
+## Rules
+- Fee: ${c.rules.fee}.
+- Matching: the lowest ask wins among eligible lenders; ties: ${c.rules.matchingOrder.slice(1).join(', then ')}.
+- A lease lasts ${c.limits.leaseTtlSeconds} s. A lender whose wallet cannot pay gets a lease that expires at once (insufficient_balance); matching goes on.
+- Job advance rate ${c.rules.jobAdvanceRateBps} bps of the receivable plus collateral; risk band A at coverage >= ${c.rules.riskBandACoverageBps} bps, B at >= ${c.rules.riskBandBCoverageBps} bps, else C.
+- Insurance reserve: ${c.rules.insuranceShareBps} bps of each fee.
+- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender.
+
+## Endpoints
+${endpointLines.join('\n')}
+`
+}

@@ -1,0 +1,329 @@
+// The credit routes of spec section 4. Each handler converts the wire form to the engine's units, names the
+// caller, and hands over to one service operation; no business rule lives here.
+import Type from 'typebox'
+import { defineRoute, type AnyRoute } from '../../http/route.ts'
+import { toWire } from '../../service/wire.ts'
+import type { CreditService } from '../../service/credit-service.ts'
+import { checksum, JobId, StrictObject, msFromIso } from '../common.ts'
+import {
+  AdvanceId,
+  BackingSource,
+  BackingSourceRegistration,
+  CollateralPost,
+  CollateralPosition,
+  CreditRequest,
+  CreditState,
+  DispatchOutcome,
+  EmptyBody,
+  Job,
+  JobCreation,
+  JobFailure,
+  JobSettlementReceipt,
+  LiquidationReceipt,
+  MatchOutcome,
+  MatchRequest,
+  OfferId,
+  PassportEvent,
+  RepaymentProof,
+  RepaymentReceipt,
+  Advance,
+  SupplierPaymentReport,
+  UnderwritingDecision,
+} from '../schemas.ts'
+import { asResult, errors, mutate, mutationHeaders, replyWith } from './shared.ts'
+
+const JobParams = StrictObject({ jobId: JobId })
+const OfferParams = StrictObject({ offerId: OfferId })
+const AdvanceParams = StrictObject({ advanceId: AdvanceId })
+const tags = ['credit'] as const
+
+export function creditRoutes(service: CreditService): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/credit/state',
+      operationId: 'getCreditState',
+      summary: 'Inspect credit state: counts of live actors, lender liquidity totals, insurance reserves',
+      tags,
+      auth: 'none',
+      responses: { 200: { description: 'Credit state', schema: CreditState } },
+      handler: () => asResult(replyWith(200, CreditState)(toWire(service.engine.creditState()))),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/jobs',
+      operationId: 'createJob',
+      summary: 'Create a funded job (a receivable escrowed on chain by its client)',
+      description:
+        'The client first calls fundJob(keccak256(jobId), asset, receivableAtomic, agent) on the credit contract, then posts the transaction hash here. ' +
+        'The signed-in wallet must be the job\'s client (the funder) or its borrower (agent).',
+      tags,
+      auth: 'session',
+      body: JobCreation,
+      headers: mutationHeaders,
+      responses: { 201: { description: 'The funded job', schema: Job }, ...errors.forbidden, ...errors.proof },
+      handler: (ctx) =>
+        mutate(service, '/credit/jobs', ctx, (m) =>
+          service.createJob(
+            m,
+            ctx.session.address,
+            {
+              jobId: ctx.body.jobId,
+              network: ctx.body.network,
+              asset: ctx.body.asset,
+              agent: checksum(ctx.body.agent),
+              receivableAtomic: BigInt(ctx.body.receivableAtomic),
+              dueAtMs: msFromIso(ctx.body.dueAt),
+              fundingTxHash: ctx.body.fundingTxHash,
+            },
+            (job) => replyWith(201, Job)(toWire(job)),
+          ),
+        ),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/jobs/{jobId}/collateral',
+      operationId: 'postCollateral',
+      summary: 'Post collateral for a receivable (proven by a postCollateral transaction of the borrower)',
+      tags,
+      auth: 'session',
+      params: JobParams,
+      body: CollateralPost,
+      headers: mutationHeaders,
+      responses: { 201: { description: 'The collateral position', schema: CollateralPosition }, ...errors.forbidden, ...errors.notFound('job'), ...errors.proof },
+      handler: (ctx) =>
+        mutate(service, '/credit/jobs/{jobId}/collateral', ctx, (m) =>
+          service.postCollateral(m, ctx.session.address, ctx.params.jobId, { amountAtomic: BigInt(ctx.body.amountAtomic), txHash: ctx.body.txHash }, (position) =>
+            replyWith(201, CollateralPosition)(toWire(position)),
+          ),
+        ),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/backing-sources',
+      operationId: 'registerBackingSource',
+      summary: 'Register a verified asset, subscription or earnings backing source',
+      description: 'evidenceId is the EIP-712 signature of a configured attester over the source (see /.well-known/service.json, attestation).',
+      tags,
+      auth: 'session',
+      body: BackingSourceRegistration,
+      headers: mutationHeaders,
+      responses: {
+        201: { description: 'The backing source', schema: BackingSource },
+        ...errors.forbidden,
+        409: { description: 'A source with this sourceId exists (code source_exists).' },
+        422: { description: 'evidenceId is not a valid attestation (code attestation_invalid), or idempotency_key_reused.' },
+      },
+      handler: (ctx) =>
+        mutate(service, '/credit/backing-sources', ctx, (m) =>
+          service.registerSource(
+            m,
+            ctx.session.address,
+            {
+              sourceId: ctx.body.sourceId,
+              productType: ctx.body.productType,
+              agent: checksum(ctx.body.agent),
+              valueAtomic: BigInt(ctx.body.valueAtomic),
+              liquidationValueAtomic: BigInt(ctx.body.liquidationValueAtomic),
+              advanceRateBps: ctx.body.advanceRateBps,
+              evidenceId: ctx.body.evidenceId,
+            },
+            (source) => replyWith(201, BackingSource)(toWire(source)),
+          ),
+        ),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/credit/backing-sources',
+      operationId: 'listBackingSources',
+      summary: 'List verified non-job backing sources',
+      tags,
+      auth: 'none',
+      responses: { 200: { description: 'Backing sources in registration order', schema: Type.Array(BackingSource) } },
+      handler: () => asResult(replyWith(200, Type.Array(BackingSource))(toWire(service.engine.listSources()))),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/request',
+      operationId: 'requestCredit',
+      summary: 'Request credit: an underwriting decision and, when approved, an offer',
+      tags,
+      auth: 'session',
+      body: CreditRequest,
+      headers: mutationHeaders,
+      responses: {
+        200: { description: 'The underwriting decision (declined decisions list their reasons and create no offer)', schema: UnderwritingDecision },
+        ...errors.forbidden,
+        ...errors.notFound('repayment_source'),
+        ...errors.idempotency,
+      },
+      handler: (ctx) =>
+        mutate(service, '/credit/request', ctx, (m) =>
+          service.requestCredit(
+            m,
+            ctx.session.address,
+            {
+              agent: checksum(ctx.body.agent),
+              network: ctx.body.network,
+              asset: ctx.body.asset,
+              productType: ctx.body.productType,
+              amountAtomic: BigInt(ctx.body.amountAtomic),
+              purpose: ctx.body.purpose,
+              supplier: ctx.body.supplier,
+              supplierDomain: ctx.body.supplierDomain,
+              ...(ctx.body.supplierAddress === undefined ? {} : { supplierAddress: checksum(ctx.body.supplierAddress) }),
+              repaymentSource: ctx.body.repaymentSource,
+              maximumFeeAtomic: BigInt(ctx.body.maximumFeeAtomic),
+            },
+            (decision) => replyWith(200, UnderwritingDecision)(toWire(decision)),
+          ),
+        ),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/match',
+      operationId: 'matchOffer',
+      summary: 'Match an offer to the cheapest eligible lender: a short-lived lease',
+      description:
+        'lease is null when no eligible lender can take the offer now; it keeps waiting and dispatch retries it. ' +
+        'refusedLeases lists lenders whose wallet could not pay (expired at once, reason insufficient_balance).',
+      tags,
+      auth: 'session',
+      body: MatchRequest,
+      headers: mutationHeaders,
+      responses: { 200: { description: 'The selected lender match', schema: MatchOutcome }, ...errors.forbidden, ...errors.notFound('offer'), ...errors.idempotency },
+      handler: (ctx) =>
+        mutate(service, '/credit/match', ctx, (m) =>
+          service.match(m, ctx.session.address, ctx.body.offerId, (outcome) => replyWith(200, MatchOutcome)(toWire(outcome))),
+        ),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/dispatch',
+      operationId: 'dispatch',
+      summary: 'Expire stale matches, expire stale offers, and dispatch pending offers to lenders',
+      tags,
+      auth: 'session',
+      body: EmptyBody,
+      headers: mutationHeaders,
+      responses: { 200: { description: 'What expired and what matched', schema: DispatchOutcome }, ...errors.idempotency },
+      handler: (ctx) => mutate(service, '/credit/dispatch', ctx, (m) => service.dispatch(m, (outcome) => replyWith(200, DispatchOutcome)(toWire(outcome)))),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/offers/{offerId}/supplier-payment',
+      operationId: 'recordSupplierPayment',
+      summary: 'Record the lender-to-supplier payment (the paySupplier transaction hash); creates the advance',
+      tags,
+      auth: 'session',
+      params: OfferParams,
+      body: SupplierPaymentReport,
+      headers: mutationHeaders,
+      responses: {
+        200: { description: 'The supplier advance', schema: Advance },
+        ...errors.forbidden,
+        ...errors.notFound('offer'),
+        ...errors.proof,
+        409: { description: 'The lease expired (code lease_expired; the report is rejected), the offer has no lease to this lender (no_lease), or the proof was already used.' },
+      },
+      handler: (ctx) =>
+        mutate(service, '/credit/offers/{offerId}/supplier-payment', ctx, (m) =>
+          service.recordSupplierPayment(
+            m,
+            ctx.session.address,
+            ctx.params.offerId,
+            { lender: checksum(ctx.body.lender), supplierPaymentId: ctx.body.supplierPaymentId },
+            (advance) => replyWith(200, Advance)(toWire(advance)),
+          ),
+        ),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/jobs/{jobId}/complete',
+      operationId: 'completeJob',
+      summary: 'Complete and repay a job: the operator settles the escrow on chain, lenders first',
+      tags,
+      auth: 'session',
+      params: JobParams,
+      body: EmptyBody,
+      headers: mutationHeaders,
+      responses: {
+        200: { description: 'The repayment receipt', schema: JobSettlementReceipt },
+        ...errors.forbidden,
+        ...errors.notFound('job'),
+        ...errors.idempotency,
+        503: { description: 'The chain or the operator key is unavailable.' },
+      },
+      handler: (ctx) =>
+        mutate(service, '/credit/jobs/{jobId}/complete', ctx, (m) =>
+          service.completeJob(m, ctx.session.address, ctx.params.jobId, (receipt) => replyWith(200, JobSettlementReceipt)(toWire(receipt))),
+        ),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/advances/{advanceId}/repay',
+      operationId: 'repayAdvance',
+      summary: 'Repay a non-job or generic advance (proven by a repay transaction)',
+      tags,
+      auth: 'session',
+      params: AdvanceParams,
+      body: RepaymentProof,
+      headers: mutationHeaders,
+      responses: { 200: { description: 'The repayment receipt', schema: RepaymentReceipt }, ...errors.notFound('advance'), ...errors.proof },
+      handler: (ctx) =>
+        mutate(service, '/credit/advances/{advanceId}/repay', ctx, (m) =>
+          service.repay(m, ctx.params.advanceId, { txHash: ctx.body.txHash }, (receipt) => replyWith(200, RepaymentReceipt)(toWire(receipt))),
+        ),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/jobs/{jobId}/fail',
+      operationId: 'failJob',
+      summary: 'Fail a job and suspend the borrower\'s credit; answers the passport event',
+      tags,
+      auth: 'session',
+      params: JobParams,
+      body: JobFailure,
+      headers: mutationHeaders,
+      responses: { 200: { description: 'The passport event', schema: PassportEvent }, ...errors.forbidden, ...errors.notFound('job'), ...errors.idempotency },
+      handler: (ctx) =>
+        mutate(service, '/credit/jobs/{jobId}/fail', ctx, (m) =>
+          service.failJob(m, ctx.session.address, ctx.params.jobId, { reason: ctx.body.reason }, (event) => replyWith(200, PassportEvent)(toWire(event))),
+        ),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/credit/advances/{advanceId}/liquidate',
+      operationId: 'liquidateAdvance',
+      summary: 'Liquidate a defaulted advance in the recovery order; answers the receipt with every step',
+      tags,
+      auth: 'session',
+      params: AdvanceParams,
+      body: EmptyBody,
+      headers: mutationHeaders,
+      responses: {
+        200: { description: 'The liquidation receipt', schema: LiquidationReceipt },
+        ...errors.forbidden,
+        ...errors.notFound('advance'),
+        ...errors.idempotency,
+        503: { description: 'The chain or the operator key is unavailable.' },
+      },
+      handler: (ctx) =>
+        mutate(service, '/credit/advances/{advanceId}/liquidate', ctx, (m) =>
+          service.liquidate(m, ctx.session.address, ctx.params.advanceId, (receipt) => replyWith(200, LiquidationReceipt)(toWire(receipt))),
+        ),
+    }),
+  ]
+}

@@ -1,0 +1,174 @@
+// The lender routes of spec section 4: registration (the session key returned once), profiles, wallets and the
+// pending funding actions with their unsigned paySupplier transactions.
+import Type, { type Static } from 'typebox'
+import { requireSame } from '../../auth/guard.ts'
+import { defineRoute, type AnyRoute } from '../../http/route.ts'
+import { HttpProblem } from '../../http/problem.ts'
+import { findToken } from '../../chain/config.ts'
+import type { LenderRecord } from '../../engine/types.ts'
+import { toWire } from '../../service/wire.ts'
+import type { CreditService } from '../../service/credit-service.ts'
+import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
+import { LenderProfile, LenderRegistration, LenderRegistrationResult, LenderWallet, PendingAction } from '../schemas.ts'
+import { asResult, errors, mutate, mutationHeaders, replyWith } from './shared.ts'
+
+const AddressParams = StrictObject({ address: AddressSchema })
+const tags = ['lenders'] as const
+
+const SESSION_KEY_NOTE =
+  'The private key is shown once and never stored by the service. Fund the address with gas and the asset, submit the setupTransactions signed by this key, and sign each paySupplier transaction from /lenders/{address}/actions with it.'
+const SESSION_KEY_REPLAY_NOTE = 'A replay of an idempotent registration does not repeat the private key: the service never stored it.'
+
+export function lenderRoutes(service: CreditService): AnyRoute[] {
+  const lenderOr404 = (address: string): LenderRecord => {
+    const lender = service.engine.getLender(checksum(address))
+    if (lender === undefined || lender.address !== checksum(address)) {
+      throw new HttpProblem(404, 'lender_not_found', `no lender ${address}`, { title: 'Not found' })
+    }
+    return lender
+  }
+
+  const wallet = (lender: LenderRecord) => ({
+    lender: lender.address,
+    sessionAddress: lender.sessionAddress,
+    holdings: lender.networks.map((slug) => {
+      const network = service.network(slug)
+      const asset = lender.assets[slug] ?? lender.asset
+      const holding = service.watcher.holding(slug, asset, lender.sessionAddress)
+      return {
+        network: slug,
+        asset,
+        token: findToken(network, asset).address,
+        balanceAtomic: holding === undefined ? null : holding.balanceAtomic.toString(),
+        allowanceAtomic: holding === undefined ? null : holding.allowanceAtomic.toString(),
+        spendableAtomic: service.watcher.spendableAtomic(slug, asset, lender.sessionAddress).toString(),
+        blockNumber: holding === undefined ? null : holding.blockNumber.toString(),
+      }
+    }),
+    activity: {
+      ...toWire({
+        availableAtomic: lender.availableAtomic,
+        reservedAtomic: lender.reservedAtomic,
+        deployedAtomic: lender.deployedAtomic,
+        feesEarnedAtomic: lender.feesEarnedAtomic,
+        lossesAtomic: lender.lossesAtomic,
+      }),
+      leasesGranted: lender.leasesGranted,
+      leasesPaid: lender.leasesPaid,
+      leasesExpired: lender.leasesExpired,
+      advancesRepaid: lender.advancesRepaid,
+      advancesDefaulted: lender.advancesDefaulted,
+      liveLeases: service.engine.liveLeasesOf(lender.address).length,
+    },
+  })
+
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/lenders',
+      operationId: 'listLenders',
+      summary: 'List active lender agents (reliability at or above the matching floor), in registration order',
+      tags,
+      auth: 'none',
+      responses: { 200: { description: 'Lender profiles', schema: Type.Array(LenderProfile) } },
+      handler: () => asResult(replyWith(200, Type.Array(LenderProfile))(toWire(service.engine.listLenders().filter((l) => service.isActiveLender(l))))),
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/lenders/register',
+      operationId: 'registerLender',
+      summary: 'Register a lender agent profile; returns a session key (once), the spend policy, funding addresses and setup transactions',
+      description:
+        'The signed-in wallet becomes the lender. availableLiquidityAtomic caps what the session key may spend (the approve of the setup transaction). ' +
+        'minFeeBps is the lender\'s ask rate: the fee of an advance is ceil(amount x minFeeBps / 10000).',
+      tags,
+      auth: 'session',
+      body: LenderRegistration,
+      headers: mutationHeaders,
+      responses: {
+        201: { description: 'The lender profile with its session key and funding instructions', schema: LenderRegistrationResult },
+        409: { description: 'This wallet is already registered as a lender (code lender_exists).' },
+        422: { description: 'idempotency_key_reused.' },
+      },
+      handler: (ctx) =>
+        mutate(service, '/lenders/register', ctx, async (m) => {
+          const { response, privateKey } = await service.registerLender(
+            m,
+            ctx.session.address,
+            {
+              availableLiquidityAtomic: BigInt(ctx.body.availableLiquidityAtomic),
+              asset: ctx.body.asset,
+              ...(ctx.body.assets === undefined ? {} : { assets: ctx.body.assets }),
+              networks: ctx.body.networks,
+              minFeeBps: ctx.body.minFeeBps,
+              maxDurationSeconds: ctx.body.maxDurationSeconds,
+              acceptedRiskBands: ctx.body.acceptedRiskBands,
+            },
+            // What is stored for idempotent replays: everything but the private key.
+            ({ sessionKey, lender }) =>
+              replyWith(201, LenderRegistrationResult)({
+                lender: toWire(lender),
+                sessionKey: { address: sessionKey.address, privateKey: null, note: SESSION_KEY_REPLAY_NOTE },
+                spendPolicy: toWire(sessionKey.policy),
+                fundingAddresses: sessionKey.setupTransactions.map((tx) => ({
+                  network: tx.network,
+                  asset: sessionKey.policy.assets[tx.network] as string,
+                  token: tx.to,
+                  address: sessionKey.address,
+                })),
+                setupTransactions: toWire(sessionKey.setupTransactions),
+              }),
+          )
+          // The first answer, and only it, carries the private key.
+          const body = response.body as Static<typeof LenderRegistrationResult>
+          return { ...response, body: { ...body, sessionKey: { address: body.sessionKey.address, privateKey, note: SESSION_KEY_NOTE } } }
+        }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/lenders/wallets',
+      operationId: 'listLenderWallets',
+      summary: 'List registered lender wallets: session-key balances and allowances per network, and lending activity',
+      tags,
+      auth: 'none',
+      responses: { 200: { description: 'Wallet balances and activity', schema: Type.Array(LenderWallet) } },
+      handler: () => asResult(replyWith(200, Type.Array(LenderWallet))(service.engine.listLenders().map(wallet))),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/lenders/{address}/wallet',
+      operationId: 'getLenderWallet',
+      summary: 'Inspect one lender wallet',
+      tags,
+      auth: 'none',
+      params: AddressParams,
+      responses: { 200: { description: 'Wallet balance and activity', schema: LenderWallet }, ...errors.notFound('lender') },
+      handler: (ctx) => asResult(replyWith(200, LenderWallet)(wallet(lenderOr404(ctx.params.address)))),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/lenders/{address}/actions',
+      operationId: 'listLenderActions',
+      summary: 'List pending wallet funding actions: the unsigned paySupplier transaction of each live lease',
+      description: 'Sign each transaction with the session key and send it before its expiresAt; then report its hash to POST /credit/offers/{offerId}/supplier-payment.',
+      tags,
+      auth: 'session',
+      params: AddressParams,
+      responses: { 200: { description: 'Pending actions with transaction data', schema: Type.Array(PendingAction) }, ...errors.forbidden, ...errors.notFound('lender') },
+      handler: (ctx) => {
+        requireSame(ctx.session.address, ctx.params.address, `the actions of lender ${ctx.params.address}`)
+        const lender = lenderOr404(ctx.params.address)
+        const actions = service.pendingActions(lender.address).map(({ lease, transaction }) => ({
+          kind: 'pay_supplier' as const,
+          lease: toWire(lease),
+          transaction: toWire(transaction),
+        }))
+        return asResult(replyWith(200, Type.Array(PendingAction))(actions))
+      },
+    }),
+  ]
+}

@@ -1,0 +1,52 @@
+// Pieces every domain route uses: typed replies checked against the documented schema at compile time, the
+// idempotent mutation wrapper, and the error responses each kind of route documents.
+import type { Static, TSchema } from 'typebox'
+import type { ResponseSpec, RouteContext } from '../../http/route.ts'
+import type { StoredResponse } from '../../store/index.ts'
+import type { CreditService, Mutation } from '../../service/credit-service.ts'
+import { concretePath, idempotent, IDEMPOTENCY_HEADER } from '../idempotency.ts'
+
+/** A reply whose body the type checker holds to `schema`: the wire form and the document cannot drift apart. */
+export function replyWith<S extends TSchema>(status: number, _schema: S) {
+  return (body: Static<S>): StoredResponse => ({ status, body })
+}
+
+/** Casts a stored reply to the route's declared result type (its body was checked by `replyWith`). */
+export function asResult(reply: StoredResponse & { headers?: Record<string, string> }): never {
+  return reply as never
+}
+
+export const mutationHeaders = [IDEMPOTENCY_HEADER] as const
+
+/** Runs a mutation under the request's Idempotency-Key (if any), scoped to the caller and the concrete path. */
+export async function mutate(
+  service: CreditService,
+  template: string,
+  ctx: RouteContext<Record<string, string>, unknown, unknown, 'session'>,
+  run: (mutation: Mutation) => Promise<StoredResponse>,
+): Promise<never> {
+  const reply = await idempotent(
+    service.store,
+    { identity: ctx.session.address, method: 'POST', path: concretePath(template, ctx.params), headers: ctx.headers, body: ctx.body },
+    run,
+  )
+  return asResult(reply)
+}
+
+const e = (description: string): ResponseSpec => ({ description })
+
+/** Error responses by cause; each route picks those that can happen to it. */
+export const errors = {
+  forbidden: { 403: e('The signed-in wallet is not the actor this request names (code forbidden).') },
+  notFound: (what: string) => ({ 404: e(`Unknown ${what} (code ${what}_not_found).`) }),
+  conflict: (detail: string) => ({ 409: e(detail) }),
+  proof: {
+    409: e('Wrong state, or the transaction proof was already used (code proof_already_used).'),
+    422: e('The transaction does not prove what it must: proof_not_found, proof_reverted, proof_wrong_contract, proof_wrong_arguments, proof_too_few_confirmations; or idempotency_key_reused.'),
+    503: e('The chain RPC is unavailable (code chain_unavailable); retry.'),
+  },
+  idempotency: {
+    409: e('Wrong state for this operation, or a request with the same Idempotency-Key is still running (code idempotency_in_flight).'),
+    422: e('The Idempotency-Key was used with another body (code idempotency_key_reused).'),
+  },
+} as const

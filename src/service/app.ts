@@ -1,0 +1,234 @@
+// Assembly of the whole service: networks (a networks file, or the embedded devnet), the LMDB store, the engine
+// restored from its snapshots, the chain clients and wallet watcher, the HTTP routes and the expiry ticker.
+import { getAddress, type Address, type PublicClient } from 'viem'
+import { buildCatalog, type Catalog } from '../api/catalog.ts'
+import { buildLlmsTxt } from '../api/llms.ts'
+import { API_VERSION, buildOpenApi, openApiRoute, type OpenApiDocument } from '../api/openapi.ts'
+import { creditRoutes } from '../api/routes/credit.ts'
+import { discoveryRoutes } from '../api/routes/discovery.ts'
+import { lenderRoutes } from '../api/routes/lenders.ts'
+import { authRoutes } from '../auth/routes.ts'
+import { SiweAuth, type AuthService } from '../auth/siwe.ts'
+import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
+import { loadNetworksConfig, type NetworkConfig } from '../chain/config.ts'
+import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
+import { WalletWatcher } from '../chain/watcher.ts'
+import { Engine } from '../engine/engine.ts'
+import type { StoredSnapshot } from '../engine/engine.ts'
+import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
+import type { AnyRoute } from '../http/route.ts'
+import { startServer, type RunningServer } from '../http/server.ts'
+import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store } from '../store/index.ts'
+// X402-PENDING import { x402Routes, facilitatorUrl } from '../x402/routes.ts'
+const x402Routes = (_n: readonly NetworkConfig[]): AnyRoute[] => []
+const facilitatorUrl = (n: NetworkConfig, base: string) => `${base}/x402/${n.slug}-facilitator`
+import { StoreAuthRecords } from './auth-records.ts'
+import type { ServiceConfig, SupplierEntry } from './config.ts'
+import { CreditService } from './credit-service.ts'
+
+export interface App {
+  readonly url: string
+  readonly config: ServiceConfig
+  readonly networks: readonly NetworkConfig[]
+  readonly service: CreditService
+  readonly server: RunningServer
+  /** The demo accounts of the embedded devnet (absent with a networks file). */
+  readonly demo: DemoAccounts | undefined
+  readonly devnet: Devnet | undefined
+  openApi(): OpenApiDocument
+  catalog(): Catalog
+  /** Stops accepting, drains in-flight requests, stops the ticker and watcher, closes the store and the devnet. */
+  stop(): Promise<void>
+}
+
+export interface AppOptions {
+  log?: Logger
+  clock?: () => number
+  /** A devnet started by the caller (tests share one across service restarts); not stopped by `stop()`. */
+  devnet?: Devnet
+  /** Called when a commit fails: memory is ahead of the disk. Default: log and exit the process. */
+  onFatal?: (error: unknown) => void
+  /** Check every response against its documented schema (tests). */
+  validateResponses?: boolean
+}
+
+/** The devnet's demo roles become the configuration a real deployment writes in its config file. */
+function devnetDefaults(config: ServiceConfig, accounts: DemoAccounts): ServiceConfig {
+  const supplier: SupplierEntry = { domain: 'supplier.devnet', name: 'Devnet demo supplier', address: accounts.supplier.address }
+  return {
+    ...config,
+    operators: config.operators.length > 0 ? config.operators : [accounts.operator.address],
+    attesters: config.attesters.length > 0 ? config.attesters : [accounts.attester.address],
+    suppliers: config.suppliers.length > 0 ? config.suppliers : [supplier],
+  }
+}
+
+/** Everything the store holds that the engine needs back: every record, and the live (non-final) actors only. */
+function* storedSnapshots(store: Store): Generator<StoredSnapshot> {
+  for (const kind of ENGINE_RECORD_KINDS) {
+    for (const { id, entry } of store.iterateKind(kind)) yield { kind, id, record: entry.snapshot }
+  }
+  for (const kind of ACTOR_KINDS) {
+    for (const { id, entry } of store.iterateLive(kind)) yield { kind, id, record: entry.snapshot }
+  }
+}
+
+export async function startApp(baseConfig: ServiceConfig, options: AppOptions = {}): Promise<App> {
+  const log = options.log ?? (baseConfig.requestLog ? stdoutLogger : silentLogger)
+  const clock = options.clock ?? Date.now
+  const cleanups: Array<() => Promise<void> | void> = []
+  const cleanup = async () => {
+    for (const fn of cleanups.splice(0).reverse()) await fn()
+  }
+
+  try {
+    let devnet = options.devnet
+    let networks: NetworkConfig[]
+    let config = baseConfig
+    if (config.networksFile !== undefined) {
+      networks = loadNetworksConfig(config.networksFile)
+    } else {
+      if (devnet === undefined) {
+        devnet = await startDevnet()
+        const started = devnet
+        cleanups.push(() => started.stop())
+      }
+      networks = devnet.networks
+      config = devnetDefaults(config, devnet.accounts)
+    }
+    const publishRpcUrls = config.networksFile === undefined
+
+    const store = await Store.open({ dataDir: config.dataDir, durability: config.durability })
+    cleanups.push(() => store.close())
+
+    const watcher = new WalletWatcher(networks)
+    const engineConfig = { ...config.engine, leaseTtlMs: config.leaseTtlSeconds * 1000, offerTtlMs: config.offerTtlSeconds * 1000 }
+    const engine = new Engine(engineConfig, watcher, storedSnapshots(store))
+    engine.checkInvariants()
+
+    const clients = new Map<string, NetworkClients>(networks.map((n) => [n.slug, createNetworkClients(n)]))
+    const service = new CreditService({ config, engine, store, networks, clients, watcher, clock })
+    service.onFatal(
+      options.onFatal ??
+        ((error) => {
+          log({ level: 'error', msg: 'commit_failed_exiting', error: String(error) })
+          process.exit(70)
+        }),
+    )
+    for (const key of service.sessionKeys()) {
+      for (const slug of Object.keys(key.policy.assets)) if (clients.has(slug)) watcher.watch(slug, key.address)
+    }
+    watcher.start()
+    cleanups.push(() => watcher.stop())
+
+    // The SIWE domain is the host:port clients reach; with PORT=0 the port is known only after listening.
+    let auth: SiweAuth | undefined
+    const lateAuth: AuthService = {
+      issueNonce: () => (auth as SiweAuth).issueNonce(),
+      createSession: (input) => (auth as SiweAuth).createSession(input),
+    }
+
+    let openApi: OpenApiDocument | undefined
+    let catalog: Catalog | undefined
+    let baseUrl = ''
+    const routes: AnyRoute[] = []
+    const catalogOf = (): Catalog =>
+      (catalog ??= buildCatalog({
+        baseUrl,
+        authDomain: auth?.domain ?? '',
+        routes,
+        networks,
+        publishRpcUrls,
+        facilitatorUrl: (n) => facilitatorUrl(n, baseUrl),
+        engine: engine.config,
+        attesters: config.attesters,
+        operators: config.operators,
+        suppliers: config.suppliers,
+        bodyLimitBytes: config.bodyLimitBytes,
+        creditScoreEnabled: false,
+      }))
+    let llms: string | undefined
+    routes.push(
+      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf())), version: API_VERSION }),
+      openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config.bodyLimitBytes))),
+      ...authRoutes(lateAuth),
+      ...creditRoutes(service),
+      ...lenderRoutes(service),
+      ...x402Routes(networks),
+    )
+
+    const server = await startServer({
+      routes,
+      host: config.host,
+      port: config.port,
+      bodyLimitBytes: config.bodyLimitBytes,
+      authenticate: (token) => (auth as SiweAuth).authenticate(token),
+      log,
+      rateLimit: config.rateLimitPerSecond === 0 ? false : { burst: config.rateLimitPerSecond * 2, refillPerSecond: config.rateLimitPerSecond },
+      ...(options.validateResponses ? { validateResponses: true } : {}),
+    })
+    cleanups.push(async () => {
+      await server.close()
+    })
+    baseUrl = config.publicBaseUrl ?? server.url
+    const domain = new URL(baseUrl).host
+    auth = new SiweAuth({
+      records: new StoreAuthRecords(store),
+      domain,
+      clients: Object.fromEntries(networks.map((n) => [n.chainId, (clients.get(n.slug) as NetworkClients).publicClient as PublicClient])),
+      sessionTtlMs: config.sessionTtlSeconds * 1000,
+      nowMs: clock,
+    })
+
+    // The expiry ticker: the same engine command as POST /credit/dispatch, persisted like any request's changes.
+    if (config.dispatchIntervalMs > 0) {
+      let running = false
+      const timer = setInterval(() => {
+        if (running) return
+        running = true
+        const result = engine.dispatch(clock())
+        const persisted = result.ok ? service.persist(result.changes) : Promise.resolve()
+        persisted
+          .catch((error: unknown) => log({ level: 'error', msg: 'dispatch_tick_failed', error: String(error) }))
+          .finally(() => (running = false))
+      }, config.dispatchIntervalMs)
+      timer.unref()
+      cleanups.push(() => clearInterval(timer))
+    }
+    const stopSweeper = store.startSweeper(60_000, (error) => log({ level: 'error', msg: 'sweep_failed', error: String(error) }))
+    cleanups.push(stopSweeper)
+
+    const ownDevnet = options.devnet === undefined ? devnet : undefined
+    return {
+      url: baseUrl,
+      config,
+      networks,
+      service,
+      server,
+      demo: devnet?.accounts,
+      devnet: ownDevnet,
+      openApi: () => (openApi ??= documentOf(routes, baseUrl, config.bodyLimitBytes)),
+      catalog: catalogOf,
+      stop: cleanup,
+    }
+  } catch (error) {
+    await cleanup()
+    throw error
+  }
+}
+
+function documentOf(routes: readonly AnyRoute[], baseUrl: string, bodyLimitBytes: number): OpenApiDocument {
+  return buildOpenApi(routes, {
+    info: {
+      title: 'agent-credit: receivable-backed credit for software agents',
+      description:
+        'Borrower agents request credit against a funded job or a verified backing source; the service matches each offer to the cheapest eligible lender agent, ' +
+        'whose session-key wallet pays the supplier directly on chain. Sign in with Ethereum (GET /auth/nonce, POST /auth/session) for every mutation. ' +
+        'Errors are application/problem+json with a stable code.',
+    },
+    servers: [{ url: baseUrl }],
+    bodyLimitBytes,
+  })
+}
+
+export { getAddress, type Address }

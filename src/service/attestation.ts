@@ -1,0 +1,57 @@
+// Backing sources are "verified": their `evidenceId` is an EIP-712 signature by a configured attester over the
+// source's fields (DESIGN section 4). The domain has no chain id: an attestation is about an off-chain asset and
+// holds on every network; the fields it signs are exactly the ones the engine records.
+import { getAddress, isHex, recoverTypedDataAddress, type Address, type Hex, type LocalAccount } from 'viem'
+
+export const attestationDomain = { name: 'agent-credit backing attestation', version: '1' } as const
+
+export const attestationTypes = {
+  BackingSource: [
+    { name: 'sourceId', type: 'string' },
+    { name: 'productType', type: 'string' },
+    { name: 'agent', type: 'address' },
+    { name: 'valueAtomic', type: 'uint256' },
+    { name: 'liquidationValueAtomic', type: 'uint256' },
+    { name: 'advanceRateBps', type: 'uint16' },
+  ],
+} as const
+
+export interface AttestedFields {
+  sourceId: string
+  productType: string
+  agent: Address
+  valueAtomic: bigint
+  liquidationValueAtomic: bigint
+  advanceRateBps: number
+}
+
+function message(fields: AttestedFields) {
+  return { ...fields, agent: getAddress(fields.agent) }
+}
+
+/** Signs a backing source as an attester would (the devnet demo attester, tests, the demo script). */
+export function signBackingAttestation(account: LocalAccount, fields: AttestedFields): Promise<Hex> {
+  return account.signTypedData({ domain: attestationDomain, types: attestationTypes, primaryType: 'BackingSource', message: message(fields) })
+}
+
+/** The attester that signed `evidenceId` over `fields`, when it is one of `attesters`; undefined otherwise. */
+export async function verifyBackingAttestation(
+  attesters: readonly Address[],
+  fields: AttestedFields,
+  evidenceId: string,
+): Promise<Address | undefined> {
+  if (!isHex(evidenceId) || evidenceId.length !== 132) return undefined
+  let signer: Address
+  try {
+    signer = await recoverTypedDataAddress({
+      domain: attestationDomain,
+      types: attestationTypes,
+      primaryType: 'BackingSource',
+      message: message(fields),
+      signature: evidenceId,
+    })
+  } catch {
+    return undefined
+  }
+  return attesters.find((a) => a === signer)
+}

@@ -1,0 +1,151 @@
+// Service configuration: environment variables over an optional JSON file over the defaults. The embedded default
+// (no NETWORKS_FILE) starts the devnet; real networks come from a networks file and operator keys from the
+// environment, never from a committed file.
+import { readFileSync } from 'node:fs'
+import Type from 'typebox'
+import { Compile } from 'typebox/compile'
+import { getAddress, isAddress, type Address } from 'viem'
+import type { EngineConfig } from '../engine/config.ts'
+
+const AddressString = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })
+
+const SupplierSchema = Type.Object(
+  {
+    domain: Type.String({ minLength: 1, maxLength: 253 }),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    address: AddressString,
+  },
+  { additionalProperties: false },
+)
+
+/** The JSON file named by CONFIG_FILE. Every key is optional; environment variables win over it. */
+export const ConfigFileSchema = Type.Object(
+  {
+    host: Type.Optional(Type.String({ minLength: 1 })),
+    port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+    dataDir: Type.Optional(Type.String({ minLength: 1 })),
+    networksFile: Type.Optional(Type.String({ minLength: 1 })),
+    publicBaseUrl: Type.Optional(Type.String({ minLength: 1 })),
+    operators: Type.Optional(Type.Array(AddressString, { maxItems: 64 })),
+    attesters: Type.Optional(Type.Array(AddressString, { maxItems: 64 })),
+    suppliers: Type.Optional(Type.Array(SupplierSchema, { maxItems: 10_000 })),
+    leaseTtlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
+    offerTtlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
+    dispatchIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
+    sessionTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
+    bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 })),
+    rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+    engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
+  },
+  { additionalProperties: false },
+)
+export type ConfigFile = Type.Static<typeof ConfigFileSchema>
+
+export interface SupplierEntry {
+  domain: string
+  name: string
+  address: Address
+}
+
+export interface ServiceConfig {
+  host: string
+  port: number
+  dataDir: string
+  /** Absent: the embedded devnet is started and configured. */
+  networksFile: string | undefined
+  /** Base URL printed and used in the catalog; derived from host and port when absent. */
+  publicBaseUrl: string | undefined
+  operators: Address[]
+  attesters: Address[]
+  suppliers: SupplierEntry[]
+  leaseTtlSeconds: number
+  offerTtlSeconds: number
+  /** Period of the internal expiry ticker; 0 disables it (dispatch then runs only on POST /credit/dispatch). */
+  dispatchIntervalMs: number
+  sessionTtlSeconds: number
+  bodyLimitBytes: number
+  /** Requests per second per client address (burst twice that); 0 disables the limiter. */
+  rateLimitPerSecond: number
+  /** 'none' exists for benchmarks only: acknowledged changes may be lost on a crash. */
+  durability: 'sync' | 'none'
+  engine: Partial<EngineConfig>
+  /** Writes no request log lines when false (tests). */
+  requestLog: boolean
+}
+
+export const serviceDefaults = {
+  host: '127.0.0.1',
+  port: 8402,
+  dataDir: './snapshots',
+  leaseTtlSeconds: 30,
+  offerTtlSeconds: 600,
+  dispatchIntervalMs: 1000,
+  sessionTtlSeconds: 24 * 3600,
+  bodyLimitBytes: 64 * 1024,
+  rateLimitPerSecond: 2000,
+} as const
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError'
+}
+
+const checkFile = Compile(ConfigFileSchema)
+
+function readConfigFile(path: string): ConfigFile {
+  let value: unknown
+  try {
+    value = JSON.parse(readFileSync(path, 'utf8'))
+  } catch (error) {
+    throw new ConfigError(`cannot read CONFIG_FILE ${path}: ${(error as Error).message}`)
+  }
+  if (!checkFile.Check(value)) {
+    const problems = [...checkFile.Errors(value)].map((e) => `  ${e.instancePath || '/'}: ${e.message}`)
+    throw new ConfigError(`invalid CONFIG_FILE ${path}:\n${problems.join('\n')}`)
+  }
+  return value
+}
+
+function envInteger(env: NodeJS.ProcessEnv, name: string, min: number, max: number): number | undefined {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return undefined
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(raw)}`)
+  }
+  return value
+}
+
+function addresses(list: readonly string[] | undefined): Address[] {
+  return (list ?? []).map((a) => {
+    if (!isAddress(a, { strict: false })) throw new ConfigError(`not an address: ${a}`)
+    return getAddress(a)
+  })
+}
+
+/** Resolves the configuration from the environment (HOST, PORT, DATA_DIR, NETWORKS_FILE, CONFIG_FILE, ...). */
+export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ServiceConfig> = {}): ServiceConfig {
+  const file: ConfigFile = env.CONFIG_FILE ? readConfigFile(env.CONFIG_FILE) : {}
+  const durability = env.DURABILITY ?? 'sync'
+  if (durability !== 'sync' && durability !== 'none') throw new ConfigError(`DURABILITY must be sync or none, got ${durability}`)
+  const config: ServiceConfig = {
+    host: env.HOST || file.host || serviceDefaults.host,
+    port: envInteger(env, 'PORT', 0, 65535) ?? file.port ?? serviceDefaults.port,
+    dataDir: env.DATA_DIR || file.dataDir || serviceDefaults.dataDir,
+    networksFile: env.NETWORKS_FILE || file.networksFile,
+    publicBaseUrl: env.PUBLIC_BASE_URL || file.publicBaseUrl,
+    operators: addresses(file.operators),
+    attesters: addresses(file.attesters),
+    suppliers: (file.suppliers ?? []).map((s) => ({ domain: s.domain.toLowerCase(), name: s.name, address: getAddress(s.address) })),
+    leaseTtlSeconds: envInteger(env, 'LEASE_TTL_SECONDS', 1, 3600) ?? file.leaseTtlSeconds ?? serviceDefaults.leaseTtlSeconds,
+    offerTtlSeconds: file.offerTtlSeconds ?? serviceDefaults.offerTtlSeconds,
+    dispatchIntervalMs: envInteger(env, 'DISPATCH_INTERVAL_MS', 0, 3_600_000) ?? file.dispatchIntervalMs ?? serviceDefaults.dispatchIntervalMs,
+    sessionTtlSeconds: file.sessionTtlSeconds ?? serviceDefaults.sessionTtlSeconds,
+    bodyLimitBytes: file.bodyLimitBytes ?? serviceDefaults.bodyLimitBytes,
+    rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
+    durability,
+    engine: (file.engine ?? {}) as Partial<EngineConfig>,
+    requestLog: env.REQUEST_LOG !== '0',
+    ...overrides,
+  }
+  return config
+}

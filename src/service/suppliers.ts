@@ -1,0 +1,19 @@
+// The supplier directory: where a credit request's `supplierDomain` resolves to the address the lender pays.
+import { getAddress, type Address } from 'viem'
+import type { SupplierEntry } from './config.ts'
+
+export class SupplierDirectory {
+  readonly #byDomain = new Map<string, SupplierEntry>()
+
+  constructor(entries: readonly SupplierEntry[]) {
+    for (const entry of entries) this.#byDomain.set(entry.domain.toLowerCase(), { ...entry, address: getAddress(entry.address) })
+  }
+
+  resolve(domain: string): Address | undefined {
+    return this.#byDomain.get(domain.toLowerCase())?.address
+  }
+
+  list(): SupplierEntry[] {
+    return [...this.#byDomain.values()]
+  }
+}
