@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import t from 'tap'
 import { x402Facilitator } from '@x402/core/facilitator'
 import { toFacilitatorEvmSigner } from '@x402/evm'
@@ -163,8 +163,18 @@ t.test('devnet', async (t) => {
 })
 
 t.test('anvil dies with its parent even when the parent is killed with SIGKILL', async (t) => {
-  const script = resolve(here, 'start-anvil-child.ts')
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+  // A child process starts one anvil, prints its pid and waits; we then SIGKILL it, so no exit handler runs.
+  const anvilModule = pathToFileURL(resolve(here, '../../src/chain/anvil.ts')).href
+  const source = [
+    `import { startAnvil } from ${JSON.stringify(anvilModule)}`,
+    'const anvil = await startAnvil({ chainId: 31399 })',
+    'process.stdout.write(`anvil pid ${anvil.pid}\\n`)',
+    'setInterval(() => {}, 60_000)',
+  ].join('\n')
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: resolve(here, '../..'),
+  })
   const pid = await new Promise<number>((resolvePid, reject) => {
     let output = ''
     child.stdout.on('data', (chunk: Buffer) => {
