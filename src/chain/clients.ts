@@ -58,3 +58,8 @@ export function createNetworkClients(network: NetworkConfig, options: ClientOpti
   }
   return { network, chain, publicClient, operator }
 }
+
+/** Clients of every configured network, by slug. */
+export function createChainClients(networks: readonly NetworkConfig[], options: ClientOptions = {}): Map<string, NetworkClients> {
+  return new Map(networks.map((network) => [network.slug, createNetworkClients(network, options)]))
+}

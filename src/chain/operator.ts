@@ -72,7 +72,7 @@ async function send(
   const receipt = await publicClient.waitForTransactionReceipt({
     hash: txHash,
     pollingInterval: network.pollingIntervalMs,
-    confirmations: 1,
+    confirmations: network.confirmations,
   })
   if (receipt.status !== 'success') {
     throw new ContractRevertError(network.slug, 'reverted', [], new Error(`transaction ${txHash} reverted`))
