@@ -43,6 +43,16 @@ function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: unknown):
   return createActor(machine as AnyStateMachine, { snapshot: snapshot as Snapshot<unknown> }).start() as unknown as Actor<M>
 }
 
+/**
+ * XState's persisted snapshot carries `output: undefined` (and `error: undefined`) until an actor is done; the seam
+ * promises JSON-like records (src/README.md), so absent values are dropped rather than stored as `undefined`.
+ */
+function persisted(snapshot: unknown): unknown {
+  const record = { ...(snapshot as Record<string, unknown>) }
+  for (const key of Object.keys(record)) if (record[key] === undefined) delete record[key]
+  return record
+}
+
 function fail(errorClass: ErrorClass, code: string, message: string): { ok: false; error: EngineError } {
   return { ok: false, error: { code, class: errorClass, message } }
 }
@@ -726,7 +736,7 @@ export class Engine {
     out.push(...records.sort(byId))
     for (const [kind, map] of this.actorMaps()) {
       const actors: Change[] = []
-      for (const [id, actor] of map) actors.push({ kind, id, record: actor.getPersistedSnapshot(), final: false })
+      for (const [id, actor] of map) actors.push({ kind, id, record: persisted(actor.getPersistedSnapshot()), final: false })
       out.push(...actors.sort(kind === 'job' ? byId : bySeq))
     }
     return out
@@ -896,7 +906,7 @@ export class Engine {
     const [initial] = initialTransition(leaseMachine, input)
     const [expired] = transition(leaseMachine, initial, { type: 'INSUFFICIENT_BALANCE', nowMs })
     this.pending.set(`lease:${input.leaseId}`, {
-      kind: 'lease', id: input.leaseId, record: leaseMachine.getPersistedSnapshot(expired), final: true,
+      kind: 'lease', id: input.leaseId, record: persisted(leaseMachine.getPersistedSnapshot(expired)), final: true,
     })
     this.sendOffer(offer, { type: 'LEASE_REFUSED', leaseId: input.leaseId, lender: lender.address, nowMs })
     return viewOf<LeaseView>(expired)
@@ -1164,7 +1174,7 @@ export class Engine {
   private noteActor(kind: ActorKind, id: string, actor: AnyLive): void {
     const key = `${kind}:${id}`
     if (actor.getSnapshot().status === 'done') {
-      this.pending.set(key, { kind, id, record: actor.getPersistedSnapshot(), final: true })
+      this.pending.set(key, { kind, id, record: persisted(actor.getPersistedSnapshot()), final: true })
       actor.stop()
       this.actorMap(kind).delete(id)
     } else {
@@ -1196,7 +1206,7 @@ export class Engine {
       default: {
         const actor = this.actorMap(kind).get(id)
         if (!actor) throw new Error(`engine: ${kind} ${id} changed but is not live`)
-        return { kind, id, record: actor.getPersistedSnapshot(), final: false }
+        return { kind, id, record: persisted(actor.getPersistedSnapshot()), final: false }
       }
     }
   }

@@ -111,7 +111,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     service.onFatal(
       options.onFatal ??
         ((error) => {
-          log({ level: 'error', msg: 'commit_failed_exiting', error: String(error) })
+          stdoutLogger({ level: 'error', msg: 'commit_failed_exiting', error: String(error) })
           process.exit(70)
         }),
     )

@@ -1,0 +1,114 @@
+// The on-chain half of an agent's work, with viem: fund a session key, send the unsigned transactions the service
+// returns (setup approvals, paySupplier), fund a job, post collateral, repay. What the service verifies afterwards
+// is exactly what these send.
+import {
+  createPublicClient,
+  createWalletClient,
+  encodeFunctionData,
+  erc20Abi,
+  http,
+  type Address,
+  type Hash,
+  type LocalAccount,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem'
+import { creditFacilityAbi } from '../chain/artifacts.ts'
+import { networkChain } from '../chain/clients.ts'
+import { findToken, type NetworkConfig } from '../chain/config.ts'
+import { idKey } from '../chain/ids.ts'
+
+/** An unsigned transaction as the API returns it (amounts as decimal strings). */
+export interface WireTransaction {
+  chainId: number
+  to: Address
+  data: `0x${string}`
+  value: string
+  gas: string
+}
+
+export class ChainAgent {
+  readonly network: NetworkConfig
+  readonly account: LocalAccount
+  readonly publicClient: PublicClient
+  readonly #wallet
+
+  constructor(network: NetworkConfig, account: LocalAccount) {
+    this.network = network
+    this.account = account
+    const chain = networkChain(network)
+    const transport = http(network.rpcUrl)
+    this.publicClient = createPublicClient({ chain, transport, pollingInterval: 50 }) as PublicClient
+    this.#wallet = createWalletClient({ account, chain, transport, pollingInterval: 50 })
+  }
+
+  token(symbol: string): Address {
+    return findToken(this.network, symbol).address
+  }
+
+  async #mined(hash: Hash): Promise<TransactionReceipt> {
+    const receipt = await this.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: 30_000 })
+    if (receipt.status !== 'success') throw new Error(`transaction ${hash} reverted`)
+    return receipt
+  }
+
+  /** Sends an unsigned transaction from the API (setup approve, paySupplier) and waits for it. */
+  async sendUnsigned(tx: WireTransaction): Promise<Hash> {
+    if (tx.chainId !== this.network.chainId) throw new Error(`transaction for chain ${tx.chainId}, agent on ${this.network.chainId}`)
+    const hash = await this.#wallet.sendTransaction({ to: tx.to, data: tx.data, value: BigInt(tx.value), gas: BigInt(tx.gas), chain: undefined })
+    await this.#mined(hash)
+    return hash
+  }
+
+  async transferToken(symbol: string, to: Address, amountAtomic: bigint): Promise<Hash> {
+    const hash = await this.#wallet.writeContract({ address: this.token(symbol), abi: erc20Abi, functionName: 'transfer', args: [to, amountAtomic], chain: undefined })
+    await this.#mined(hash)
+    return hash
+  }
+
+  async sendGas(to: Address, wei: bigint): Promise<Hash> {
+    const hash = await this.#wallet.sendTransaction({ to, value: wei, chain: undefined })
+    await this.#mined(hash)
+    return hash
+  }
+
+  async approveCredit(symbol: string, amountAtomic: bigint): Promise<Hash> {
+    const hash = await this.#wallet.writeContract({
+      address: this.token(symbol),
+      abi: erc20Abi,
+      functionName: 'approve',
+      args: [this.network.creditContract, amountAtomic],
+      chain: undefined,
+    })
+    await this.#mined(hash)
+    return hash
+  }
+
+  /** The job's client escrows the receivable: approve, then fundJob(keccak256(jobId), ...). Returns the fundJob hash. */
+  async fundJob(jobId: string, symbol: string, receivableAtomic: bigint, borrower: Address): Promise<Hash> {
+    await this.approveCredit(symbol, receivableAtomic)
+    return this.#credit('fundJob', [idKey(jobId), this.token(symbol), receivableAtomic, borrower])
+  }
+
+  async postCollateral(jobId: string, symbol: string, amountAtomic: bigint): Promise<Hash> {
+    await this.approveCredit(symbol, amountAtomic)
+    return this.#credit('postCollateral', [idKey(jobId), this.token(symbol), amountAtomic])
+  }
+
+  /** Pays an advance's lender: amount in total, of which reserveAmount goes to the insurance reserve. */
+  async repay(advanceId: string, lender: Address, symbol: string, amountAtomic: bigint, reserveAmountAtomic: bigint): Promise<Hash> {
+    await this.approveCredit(symbol, amountAtomic)
+    return this.#credit('repay', [idKey(advanceId), lender, this.token(symbol), amountAtomic, reserveAmountAtomic])
+  }
+
+  async balanceOf(symbol: string, holder: Address): Promise<bigint> {
+    return this.publicClient.readContract({ address: this.token(symbol), abi: erc20Abi, functionName: 'balanceOf', args: [holder] })
+  }
+
+  async #credit(functionName: 'fundJob' | 'postCollateral' | 'repay', args: readonly unknown[]): Promise<Hash> {
+    const data = encodeFunctionData({ abi: creditFacilityAbi, functionName, args } as never)
+    const hash = await this.#wallet.sendTransaction({ to: this.network.creditContract, data, chain: undefined })
+    await this.#mined(hash)
+    return hash
+  }
+}

@@ -1,0 +1,101 @@
+// The typical flow of spec section 4 end to end, over real HTTP, with real signatures and real transactions on the
+// devnet: register lenders, fund them, submit setup transactions, create a job, request credit, match, poll the
+// actions, pay the supplier with the session key, report it, complete the job; then a flow that ends in liquidation.
+import t from 'tap'
+import { privateKeyToAccount } from 'viem/accounts'
+import { ChainAgent } from '../../src/client/chain.ts'
+import { creditRequest, fundedJob, readyLender, startHarness, USDC, usdc, type Harness } from './../fixtures/service.ts'
+
+let h: Harness
+t.before(async () => {
+  h = await startHarness()
+})
+t.teardown(async () => {
+  await h.stop()
+})
+
+t.test('lender registration, job, credit, match, supplier paid by the session key, job completed', async (t) => {
+  const expensive = await readyLender(h, { minFeeBps: 900, liquidityAtomic: usdc(5000) })
+  const cheap = await readyLender(h, { minFeeBps: 250, liquidityAtomic: usdc(5000) })
+  t.equal(cheap.registration.sessionKey.privateKey.length, 66, 'the session key is returned once, in full')
+  t.equal(cheap.registration.setupTransactions.length, 1, 'one setup transaction per network')
+
+  const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId: 'job_flow_1', receivableAtomic: usdc(2000) })
+  const supplier = h.devnet.accounts.supplier.address
+  const chain = new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.deployer.privateKey))
+  const supplierBefore = await chain.balanceOf(USDC, supplier)
+
+  // Borrower max 10%: both asks are within it; the cheapest (2.5%) wins.
+  const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_flow_1', usdc(1000), usdc(100)))
+  t.equal(decision.status, 200)
+  t.equal(decision.body.decision, 'approved', JSON.stringify(decision.body.reasons))
+  const offerId = decision.body.offer.offerId
+
+  const match = await borrowerClient.post('/credit/match', { offerId })
+  t.equal(match.status, 200)
+  t.equal(match.body.lease.lender, cheap.account.address, 'the lowest ask among eligible lenders is selected')
+  t.equal(match.body.lease.feeAtomic, usdc(25).toString(), 'fee = ceil(amount x 250 / 10000)')
+
+  const actions = await cheap.client.get(`/lenders/${cheap.account.address}/actions`)
+  t.equal(actions.status, 200)
+  t.equal(actions.body.length, 1)
+  const action = actions.body[0]
+  t.equal(action.lease.offerId, offerId)
+  const paid = await new ChainAgent(h.network, cheap.session).sendUnsigned(action.transaction)
+
+  const report = await cheap.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: cheap.account.address, supplierPaymentId: paid })
+  t.equal(report.status, 200, JSON.stringify(report.body))
+  t.equal(report.body.state, 'active')
+  t.equal(report.body.principalAtomic, usdc(1000).toString())
+  t.equal(await chain.balanceOf(USDC, supplier), supplierBefore + usdc(1000), 'the lender\'s wallet paid the supplier directly')
+
+  const replay = await cheap.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: cheap.account.address, supplierPaymentId: paid })
+  t.equal(replay.status, 409, 'a proof is used once')
+
+  const lenderBefore = await chain.balanceOf(USDC, cheap.account.address)
+  const complete = await jobClientApi.post('/credit/jobs/job_flow_1/complete', {})
+  t.equal(complete.status, 200, JSON.stringify(complete.body))
+  t.equal(complete.body.advances.length, 1)
+  const owedToLender = BigInt(complete.body.advances[0].amountAtomic)
+  t.equal(await chain.balanceOf(USDC, cheap.account.address), lenderBefore + owedToLender, 'the escrow repaid the lender first, on chain')
+  t.equal(owedToLender + BigInt(complete.body.toReserveAtomic), usdc(1025), 'principal plus fee, split between lender and reserve')
+
+  const wallet = await h.app.service.engine.getLender(cheap.account.address)
+  t.equal(wallet?.feesEarnedAtomic, usdc(25) - BigInt(complete.body.toReserveAtomic))
+  const state = await borrowerClient.get('/credit/state')
+  t.equal(state.body.counts.liveAdvances, 0)
+  t.equal(expensive.registration.lender.askBps, 900)
+})
+
+t.test('a failed job suspends the borrower and its advance is liquidated in the recovery order', async (t) => {
+  const lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(3000) })
+  const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId: 'job_flow_2', receivableAtomic: usdc(1000) })
+  const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_flow_2', usdc(500), usdc(50)))
+  t.equal(decision.body.decision, 'approved')
+  const offerId = decision.body.offer.offerId
+  const match = await borrowerClient.post('/credit/match', { offerId })
+  t.equal(match.body.lease?.lender, lender.account.address)
+  const [action] = (await lender.client.get(`/lenders/${lender.account.address}/actions`)).body
+  const paid = await new ChainAgent(h.network, lender.session).sendUnsigned(action.transaction)
+  const advance = await lender.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: lender.account.address, supplierPaymentId: paid })
+  t.equal(advance.status, 200)
+
+  const failed = await jobClientApi.post('/credit/jobs/job_flow_2/fail', { reason: 'work not delivered' })
+  t.equal(failed.status, 200, JSON.stringify(failed.body))
+  t.equal(failed.body.type, 'job_failed')
+  t.equal(failed.body.borrowerSuspended, true)
+  t.same(failed.body.defaultedAdvanceIds, [advance.body.advanceId])
+
+  const again = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_flow_2', usdc(10), usdc(5)))
+  t.equal(again.body.decision, 'declined')
+  t.ok(again.body.reasons.some((r: { code: string }) => r.code === 'borrower_suspended'), 'a suspended borrower is declined')
+
+  const chain = new ChainAgent(h.network, lender.account)
+  const before = await chain.balanceOf(USDC, lender.account.address)
+  const receipt = await lender.client.post(`/credit/advances/${advance.body.advanceId}/liquidate`, {})
+  t.equal(receipt.status, 200, JSON.stringify(receipt.body))
+  t.same(receipt.body.steps.map((s: { step: string }) => s.step), ['source_revenue', 'collateral', 'backing_liquidation', 'insurance_reserve', 'shortfall'])
+  t.equal(receipt.body.owedAtomic, usdc(505).toString())
+  t.equal(receipt.body.stoppedAt, 'source_revenue', 'the escrowed receivable covers what is owed')
+  t.equal(await chain.balanceOf(USDC, lender.account.address), before + usdc(505), 'the lender recovered on chain')
+})
