@@ -188,3 +188,34 @@ t.test('anvil dies with its parent even when the parent is killed with SIGKILL',
   child.kill('SIGKILL')
   t.ok(await eventually(() => !alive(pid), 5_000), 'the watchdog killed anvil after its parent died')
 })
+
+t.test('with a state directory a restarted devnet finds its contracts and balances again', async (t) => {
+  const stateDir = mkdtempSync(join(tmpdir(), 'devnet-state-'))
+  t.teardown(() => rmSync(stateDir, { recursive: true, force: true }))
+  const first = await startDevnet({ stateDir, networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }] })
+  const network = first.networks[0]
+  const token = network?.tokens[0]
+  if (network === undefined || token === undefined) throw new Error('no network')
+  const lender = createWalletClient({
+    account: privateKeyToAccount(first.accounts.lender.privateKey),
+    chain: networkChain(network),
+    transport: http(network.rpcUrl),
+  })
+  const client = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl) })
+  const hash = await lender.writeContract({ address: token.address, abi: erc20Abi, functionName: 'transfer', args: [first.accounts.supplier.address, 123n] })
+  await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
+  await first.stop()
+
+  const second = await startDevnet({ stateDir, networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }] })
+  t.teardown(() => second.stop())
+  const again = second.networks[0]
+  if (again === undefined) throw new Error('no network')
+  t.strictSame({ ...again, rpcUrl: '' }, { ...network, rpcUrl: '' }, 'same contracts and token addresses')
+  const client2 = createPublicClient({ chain: networkChain(again), transport: http(again.rpcUrl) })
+  t.equal(
+    await client2.readContract({ address: token.address, abi: erc20Abi, functionName: 'balanceOf', args: [second.accounts.supplier.address] }),
+    1_000_000n * 10n ** 6n + 123n,
+    'the transfer made before the restart is still there, and nothing was minted twice',
+  )
+  t.equal(await client2.getTransactionCount({ address: second.accounts.deployer.address }), 10, 'no second deployment')
+})
