@@ -1,0 +1,262 @@
+// The x402 facilitators this service runs itself: one official `x402Facilitator` (@x402/core) per configured network
+// that has `x402SelfFacilitate: true` and an operator key, with the exact EVM scheme (@x402/evm) registered for
+// exactly that network, so that `/supported` lists exactly what is served. The operator account pays the gas of
+// settlements; it shares viem's process-wide `nonceManager` with every other operator send of the service, so
+// parallel settlements and credit transactions never reuse a nonce.
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { x402Facilitator } from '@x402/core/facilitator'
+import { PaymentPayloadV2Schema, PaymentRequirementsV2Schema } from '@x402/core/schemas'
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
+import { toFacilitatorEvmSigner } from '@x402/evm'
+import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
+import { publicActions, type Address } from 'viem'
+import { createNetworkClients } from '../chain/clients.ts'
+import type { NetworkConfig } from '../chain/config.ts'
+import type { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from './schemas.ts'
+
+/** The one protocol version served: v1 only knows named public networks and cannot serve a configured chain. */
+export const X402_VERSION = 2
+/** The one scheme served. */
+export const EXACT_SCHEME = 'exact'
+/** Default bound on one settlement's receipt wait, below the official HTTP client's 90 s request deadline. */
+export const CONFIRMATION_TIMEOUT_MS_DEFAULT = 60_000
+/** Longest human message passed on from the facilitator (invalidMessage, errorMessage). */
+export const MESSAGE_CHARS_MAX = 512
+
+/** True when this service runs the facilitator of `network` (the routes and the advertised URL agree on it). */
+export function isSelfFacilitated(network: NetworkConfig): boolean {
+  return network.x402SelfFacilitate && network.operatorPrivateKey !== undefined
+}
+
+/** The request names a version, scheme or network this facilitator does not serve. */
+export class UnsupportedPaymentKindError extends Error {
+  override readonly name = 'UnsupportedPaymentKindError'
+  constructor(
+    readonly field: 'x402Version' | 'scheme' | 'network',
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/** The request fails the protocol's own validator (@x402/core/schemas) or is inconsistent in itself. */
+export class PaymentRequestInvalidError extends Error {
+  override readonly name = 'PaymentRequestInvalidError'
+  constructor(
+    message: string,
+    readonly issues: ReadonlyArray<{ path: string; message: string }>,
+  ) {
+    super(message)
+  }
+}
+
+/** The network's RPC endpoint failed or did not answer: nothing was decided about the payment. */
+export class ChainUnavailableError extends Error {
+  override readonly name = 'ChainUnavailableError'
+  constructor(
+    readonly network: string,
+    options: { cause: unknown },
+  ) {
+    super(`the RPC endpoint of ${network} failed`, options)
+  }
+}
+
+export type NetworkFacilitatorOptions = {
+  /** Bound on a settlement's receipt wait; past it the answer is `settlement_pending` with the hash. */
+  confirmationTimeoutMs?: number
+}
+
+/**
+ * viem's failures of the node rather than of the call: not reached, no answer, or overloaded. Not RpcRequestError
+ * in general: a revert comes back as a JSON-RPC error too, and a revert is an answer.
+ */
+const TRANSPORT_ERROR_NAMES = new Set([
+  'HttpRequestError',
+  'TimeoutError',
+  'WebSocketRequestError',
+  'SocketClosedError',
+  'LimitExceededRpcError',
+  'ResourceUnavailableRpcError',
+])
+
+function isTransportFailure(error: unknown): boolean {
+  let current: unknown = error
+  for (let depth = 0; depth < 16 && typeof current === 'object' && current !== null; depth += 1) {
+    if (TRANSPORT_ERROR_NAMES.has((current as { name?: unknown }).name as string)) return true
+    current = (current as { cause?: unknown }).cause
+  }
+  return false
+}
+
+/** What one verify or settle call saw of the chain: the first RPC transport failure, if any. */
+type CallObservation = { transportFailure: unknown }
+
+/**
+ * The facilitator of one network. Commands take a request already validated against `FacilitatorRequest`, check
+ * it against the protocol's validator and against what is served, and return the facilitator's answer; business
+ * failures come back as `isValid: false` / `success: false`, never as errors.
+ */
+export class NetworkFacilitator {
+  readonly network: NetworkConfig
+  readonly operator: Address
+  private readonly facilitator: x402Facilitator
+  private readonly observations = new AsyncLocalStorage<CallObservation>()
+
+  constructor(network: NetworkConfig, options: NetworkFacilitatorOptions = {}) {
+    if (!isSelfFacilitated(network)) throw new Error(`network ${network.slug}: x402SelfFacilitate and an operator key are both needed`)
+    const { operator } = createNetworkClients(network)
+    if (operator === undefined) throw new Error(`network ${network.slug}: no operator wallet`)
+    const client = operator.walletClient.extend(publicActions)
+    const pollingInterval = network.pollingIntervalMs
+    // The scheme swallows some RPC failures into business answers (a failed getCode reads as "invalid signature"):
+    // every chain call notes a transport failure in the current call's observation, so `call` can tell.
+    const observe = <T>(pending: Promise<T>): Promise<T> =>
+      pending.catch((error: unknown) => {
+        const observation = this.observations.getStore()
+        if (observation !== undefined && observation.transportFailure === undefined && isTransportFailure(error)) observation.transportFailure = error
+        throw error
+      })
+    // Each method is wrapped: the viem client's overloads do not match the signer's narrower signatures.
+    const signer = toFacilitatorEvmSigner(
+      {
+        address: operator.account.address,
+        readContract: (args) => observe(client.readContract(args as never)),
+        verifyTypedData: (args) => observe(client.verifyTypedData(args as never)),
+        writeContract: (args) => observe(client.writeContract(args as never)),
+        sendTransaction: (args) => observe(client.sendTransaction(args)),
+        waitForTransactionReceipt: (args) => observe(client.waitForTransactionReceipt({ ...args, pollingInterval })),
+        getCode: (args) => observe(client.getCode(args)),
+      },
+      { confirmationTimeoutMs: options.confirmationTimeoutMs ?? CONFIRMATION_TIMEOUT_MS_DEFAULT },
+    )
+    this.network = network
+    this.operator = operator.account.address
+    this.facilitator = new x402Facilitator().register(network.caip2, new ExactEvmScheme(signer))
+  }
+
+  supported(): SupportedResponse {
+    const supported = this.facilitator.getSupported()
+    return {
+      kinds: supported.kinds.map((k) => ({ x402Version: k.x402Version, scheme: k.scheme, network: k.network, ...(k.extra === undefined ? {} : { extra: k.extra }) })),
+      extensions: [...supported.extensions],
+      signers: Object.fromEntries(Object.entries(supported.signers).map(([family, addresses]) => [family, [...addresses]])),
+    }
+  }
+
+  async verify(request: FacilitatorRequest): Promise<VerifyResponse> {
+    const { payload, requirements } = this.admit(request)
+    const result = await this.call(() => this.facilitator.verify(payload, requirements), (r) => !r.isValid)
+    return pick({
+      isValid: result.isValid,
+      invalidReason: result.invalidReason,
+      invalidMessage: this.shorten(result.invalidMessage),
+      payer: result.payer,
+      extensions: result.extensions,
+      extensionResponses: result.extensionResponses,
+      extra: result.extra,
+    })
+  }
+
+  async settle(request: FacilitatorRequest): Promise<SettleResponse> {
+    const { payload, requirements } = this.admit(request)
+    // A failure after broadcast keeps its transaction hash (settlement_pending): that answer stands, and a retry
+    // of the same settle reconciles against the hash instead of sending again.
+    const result = await this.call(
+      () => this.facilitator.settle(payload, requirements),
+      (r) => !r.success && r.transaction === '',
+    )
+    return pick({
+      success: result.success,
+      errorReason: result.errorReason,
+      errorMessage: this.shorten(result.errorMessage),
+      payer: result.payer,
+      transaction: result.transaction,
+      network: result.network,
+      amount: result.amount,
+      extensions: result.extensions,
+      extensionResponses: result.extensionResponses,
+      extra: result.extra,
+    })
+  }
+
+  /**
+   * The protocol's validator decides what a v2 payload and requirements are (and turns its nullish fields into
+   * absent ones); then the version, scheme and network must be the ones served. Checked here rather than left to
+   * the facilitator's throw, so that a throw from it can only mean a fault.
+   */
+  private admit(request: FacilitatorRequest): { payload: PaymentPayload; requirements: PaymentRequirements } {
+    if (request.x402Version !== request.paymentPayload.x402Version) {
+      throw new PaymentRequestInvalidError('x402Version differs from paymentPayload.x402Version.', [
+        { path: '/body/paymentPayload/x402Version', message: `must equal x402Version (${request.x402Version})` },
+      ])
+    }
+    if (request.x402Version !== X402_VERSION) {
+      throw new UnsupportedPaymentKindError('x402Version', `x402 version ${request.x402Version} is not served; this facilitator serves version ${X402_VERSION}.`)
+    }
+    const payload = PaymentPayloadV2Schema.safeParse(request.paymentPayload)
+    const requirements = PaymentRequirementsV2Schema.safeParse(request.paymentRequirements)
+    const issues = [
+      ...(payload.success ? [] : payload.error.issues.map((i) => ({ path: `/body/paymentPayload/${i.path.join('/')}`, message: i.message }))),
+      ...(requirements.success ? [] : requirements.error.issues.map((i) => ({ path: `/body/paymentRequirements/${i.path.join('/')}`, message: i.message }))),
+    ]
+    if (!payload.success || !requirements.success) throw new PaymentRequestInvalidError('The payment fails the x402 protocol validator.', issues)
+    const served = this.facilitator.getSupported().kinds
+    const { scheme, network } = requirements.data
+    if (!served.some((k) => k.x402Version === X402_VERSION && k.scheme === scheme)) {
+      throw new UnsupportedPaymentKindError('scheme', `scheme ${JSON.stringify(scheme)} is not served; this facilitator serves ${EXACT_SCHEME}.`)
+    }
+    if (!served.some((k) => k.x402Version === X402_VERSION && k.scheme === scheme && k.network === network)) {
+      throw new UnsupportedPaymentKindError('network', `network ${network} is not served here; this facilitator serves ${this.network.caip2} (${this.network.slug}).`)
+    }
+    // The validator types `network` as string; the route's schema already held it to CAIP-2 form.
+    const { extensions, ...rest } = payload.data
+    return {
+      payload: { ...rest, ...(extensions == null ? {} : { extensions }), accepted: withExtra(payload.data.accepted) } as PaymentPayload,
+      requirements: withExtra(requirements.data) as PaymentRequirements,
+    }
+  }
+
+  /**
+   * A throw from the facilitator after `admit` is a fault: of the chain's RPC when viem says so, else ours. A
+   * refusal (`refused`) reached while the RPC failed decided nothing either: it is a chain fault too.
+   */
+  private async call<T>(run: () => Promise<T>, refused: (result: T) => boolean): Promise<T> {
+    const observation: CallObservation = { transportFailure: undefined }
+    let result: T
+    try {
+      result = await this.observations.run(observation, run)
+    } catch (error) {
+      if (isTransportFailure(error)) throw new ChainUnavailableError(this.network.slug, { cause: error })
+      throw error
+    }
+    if (observation.transportFailure !== undefined && refused(result)) {
+      throw new ChainUnavailableError(this.network.slug, { cause: observation.transportFailure })
+    }
+    return result
+  }
+
+  /**
+   * The facilitator passes on raw viem messages, whose detail lines name the RPC URL (which may carry an API key)
+   * and the call's arguments: keep the summary before the first blank line, without the URL, bounded.
+   */
+  private shorten(message: string | undefined): string | undefined {
+    if (message === undefined) return undefined
+    const summary = (message.split(/\r?\n\s*\r?\n/, 1)[0] ?? '').split(this.network.rpcUrl).join('<rpc>').trim()
+    return summary.length > MESSAGE_CHARS_MAX ? `${summary.slice(0, MESSAGE_CHARS_MAX - 3)}...` : summary
+  }
+}
+
+/** Requirements with `extra` always an object, as the facilitator's type has it (the protocol allows it absent). */
+function withExtra<T extends { extra?: Record<string, unknown> | null | undefined }>(requirements: T): T & { extra: Record<string, unknown> } {
+  return { ...requirements, extra: requirements.extra ?? {} }
+}
+
+/** Drops absent fields, so the JSON answer has no `undefined` and no null. */
+function pick<T extends Record<string, unknown>>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined && v !== null)) as T
+}
+
+/** The facilitators of every self-facilitated network among `networks`, in configuration order. */
+export function createNetworkFacilitators(networks: readonly NetworkConfig[], options: NetworkFacilitatorOptions = {}): NetworkFacilitator[] {
+  return networks.filter(isSelfFacilitated).map((network) => new NetworkFacilitator(network, options))
+}

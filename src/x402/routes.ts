@@ -1,0 +1,113 @@
+// The x402 facilitator endpoints, per self-facilitated network with slug S (interface spec section 4, where the
+// second test network's facilitator is /x402/network-b-facilitator/...):
+//   GET  /x402/S-facilitator/supported   POST /x402/S-facilitator/verify   POST /x402/S-facilitator/settle
+// The layout is the one the official HTTPFacilitatorClient expects under its `url`. Business failures are 200 with
+// `isValid: false` / `success: false` (the client throws on any non-2xx); malformed or unserved requests are 400.
+import type { NetworkConfig } from '../chain/config.ts'
+import { HttpProblem } from '../http/problem.ts'
+import { defineRoute, type AnyRoute } from '../http/route.ts'
+import {
+  ChainUnavailableError,
+  createNetworkFacilitators,
+  NetworkFacilitator,
+  PaymentRequestInvalidError,
+  UnsupportedPaymentKindError,
+  type NetworkFacilitatorOptions,
+} from './facilitator.ts'
+import { facilitatorPath } from './facilitator-url.ts'
+import { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from './schemas.ts'
+
+const TAGS = ['x402'] as const
+
+const badRequestDescription =
+  'Malformed body (validation_failed, malformed_json), x402Version and paymentPayload.x402Version differ (validation_failed), ' +
+  'or a version, scheme or network not served (x402_version_unsupported, x402_scheme_unsupported, x402_network_unsupported).'
+const chainDescription = 'The network\'s RPC endpoint failed; nothing was decided (chain_unavailable). Retry later.'
+
+const UNSUPPORTED_CODES = {
+  x402Version: 'x402_version_unsupported',
+  scheme: 'x402_scheme_unsupported',
+  network: 'x402_network_unsupported',
+} as const
+
+/** Maps the facilitator's typed errors to problems; anything else stays a fault (500, logged by the server). */
+function toProblem(error: unknown): unknown {
+  if (error instanceof UnsupportedPaymentKindError) return new HttpProblem(400, UNSUPPORTED_CODES[error.field], error.message, { title: 'Payment kind not served' })
+  if (error instanceof PaymentRequestInvalidError) return new HttpProblem(400, 'validation_failed', error.message, { errors: [...error.issues] })
+  if (error instanceof ChainUnavailableError) return new HttpProblem(502, 'chain_unavailable', `${error.message}; nothing was decided, retry later.`, { title: 'Chain unavailable', cause: error })
+  return error
+}
+
+async function answer<T>(run: () => Promise<T>): Promise<{ status: 200; body: T }> {
+  try {
+    return { status: 200, body: await run() }
+  } catch (error) {
+    throw toProblem(error)
+  }
+}
+
+/** `devnet-b` -> `devnet_b`: slugs have no underscore, so distinct slugs give distinct operation ids. */
+function operationSuffix(slug: string): string {
+  return slug.replace(/-/g, '_')
+}
+
+/** The three routes of one network's facilitator. */
+export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
+  const { slug, caip2 } = facilitator.network
+  const base = facilitatorPath(facilitator.network)
+  const suffix = operationSuffix(slug)
+  return [
+    defineRoute({
+      method: 'get',
+      path: `${base}/supported`,
+      operationId: `x402Supported_${suffix}`,
+      summary: `x402 facilitator for ${slug}: payment kinds served`,
+      description: `Lists exactly what this facilitator verifies and settles: x402 version 2, scheme exact, network ${caip2}, and the operator address that submits settlements.`,
+      tags: TAGS,
+      auth: 'none',
+      responses: { 200: { description: 'The payment kinds served', schema: SupportedResponse } },
+      handler: () => ({ status: 200, body: facilitator.supported() }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${base}/verify`,
+      operationId: `x402Verify_${suffix}`,
+      summary: `x402 facilitator for ${slug}: verify a payment`,
+      description:
+        'Checks the signed payment against the requirements (signature, recipient, amount, validity window, balance, simulation) without moving money. ' +
+        'An invalid payment is a 200 with isValid false and an x402 invalidReason.',
+      tags: TAGS,
+      auth: 'none',
+      body: FacilitatorRequest,
+      responses: {
+        200: { description: 'Verification result (isValid true or false)', schema: VerifyResponse },
+        400: { description: badRequestDescription },
+        502: { description: chainDescription },
+      },
+      handler: ({ body }) => answer(() => facilitator.verify(body)),
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${base}/settle`,
+      operationId: `x402Settle_${suffix}`,
+      summary: `x402 facilitator for ${slug}: settle a payment`,
+      description:
+        'Verifies the payment again, then submits transferWithAuthorization (or the Permit2 transfer) from the operator account and waits for the receipt. ' +
+        'A refused or failed settlement (e.g. an authorization already used) is a 200 with success false and an x402 errorReason.',
+      tags: TAGS,
+      auth: 'none',
+      body: FacilitatorRequest,
+      responses: {
+        200: { description: 'Settlement result (success true with the transaction hash, or false)', schema: SettleResponse },
+        400: { description: badRequestDescription },
+        502: { description: chainDescription },
+      },
+      handler: ({ body }) => answer(() => facilitator.settle(body)),
+    }),
+  ]
+}
+
+/** The facilitator routes of every network in `networks` with `x402SelfFacilitate: true` and an operator key. */
+export function x402Routes(networks: NetworkConfig[], options: NetworkFacilitatorOptions = {}): AnyRoute[] {
+  return createNetworkFacilitators(networks, options).flatMap(facilitatorRoutes)
+}

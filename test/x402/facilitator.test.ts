@@ -1,0 +1,259 @@
+// The x402 facilitator endpoints over real HTTP against real anvil chains: the official HTTPFacilitatorClient sees
+// exactly the kinds served, a payment made by the official client verifies and settles and moves exactly the amount
+// on chain, a used authorization is refused, malformed or unserved requests are 4xx problems (never 5xx), a chain
+// outage is a 502 (never a false "invalid"), and only self-facilitated networks have endpoints.
+import { createServer } from 'node:net'
+import t from 'tap'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { HTTPFacilitatorClient } from '@x402/core/http'
+import { createPublicClient, erc20Abi, http, type Address } from 'viem'
+import { generatePrivateKey } from 'viem/accounts'
+import { buildOpenApi } from '../../src/api/openapi.ts'
+import { networkChain } from '../../src/chain/clients.ts'
+import type { NetworkConfig } from '../../src/chain/config.ts'
+import { startDevnet } from '../../src/chain/devnet.ts'
+import { silentLogger } from '../../src/http/log.ts'
+import { startServer } from '../../src/http/server.ts'
+import { compileContracts } from '../../src/tools/compile-contracts.ts'
+import { createNetworkFacilitators, MESSAGE_CHARS_MAX, NetworkFacilitator, PaymentRequestInvalidError } from '../../src/x402/facilitator.ts'
+import { facilitatorUrl, facilitatorUrlResolver, PUBLIC_FACILITATOR_URL_DEFAULT } from '../../src/x402/facilitator-url.ts'
+import { x402Routes } from '../../src/x402/routes.ts'
+import type { FacilitatorRequest } from '../../src/x402/schemas.ts'
+import { checkResponse } from '../http/fixtures/openapi-check.ts'
+import { exactRequirements, getJson, pay, postJson } from './fixtures/payments.ts'
+
+compileContracts()
+const devnet = await startDevnet()
+t.teardown(() => devnet.stop())
+const [networkA, networkB] = devnet.networks as [NetworkConfig, NetworkConfig]
+const { accounts } = devnet
+const token = networkB.tokens[0]?.address as Address
+
+const routes = x402Routes(devnet.networks)
+const document = buildOpenApi(routes, { info: { title: 'x402 facilitator test' } })
+const server = await startServer({ routes, log: silentLogger, rateLimit: false, validateResponses: true, port: 0 })
+t.teardown(() => server.close(1000))
+// The URL the catalog advertises is the one the official client is pointed at.
+const baseB = facilitatorUrl(networkB, { baseUrl: server.url })
+const client = new HTTPFacilitatorClient({ url: baseB })
+
+const chainB = createPublicClient({ chain: networkChain(networkB), transport: http(networkB.rpcUrl) })
+const balanceOf = (holder: Address) => chainB.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [holder] })
+
+/** A well-formed body: a fresh payment of 1 USDC cent from the borrower to the supplier. */
+async function validBody() {
+  const requirements = exactRequirements({ network: networkB, payTo: accounts.supplier.address, amountAtomic: 10_000n })
+  return { x402Version: 2, paymentPayload: await pay(accounts.borrower.privateKey, requirements), paymentRequirements: requirements }
+}
+
+t.test('routes: three per self-facilitated network, none for the others, a valid OpenAPI 3.1 document', async (t) => {
+  t.strictSame(
+    routes.map((r) => `${r.method.toUpperCase()} ${r.path} ${r.auth}`),
+    [
+      'GET /x402/devnet-b-facilitator/supported none',
+      'POST /x402/devnet-b-facilitator/verify none',
+      'POST /x402/devnet-b-facilitator/settle none',
+    ],
+  )
+  const result = await new Validator().validate(document)
+  t.equal(result.valid, true, JSON.stringify(result.errors))
+  const withoutKey = devnet.networks.map((n) => ({ ...n, operatorPrivateKey: undefined }))
+  t.strictSame(x402Routes(withoutKey), [], 'no operator key, no facilitator')
+  t.throws(() => new NetworkFacilitator(networkA), /x402SelfFacilitate/, 'a network not self-facilitated gets no facilitator')
+})
+
+t.test('GET supported through the official client lists exactly the one kind served', async (t) => {
+  const supported = await client.getSupported()
+  t.strictSame(supported.kinds, [{ x402Version: 2, scheme: 'exact', network: `eip155:${networkB.chainId}` }])
+  t.strictSame(supported.extensions, [])
+  t.strictSame(supported.signers, { 'eip155:*': [accounts.operator.address] }, 'the operator submits settlements')
+  const raw = await getJson(`${baseB}/supported`)
+  t.ok(checkResponse(document, 'get', '/x402/devnet-b-facilitator/supported', raw.status, raw.body).valid, 'matches its documented schema')
+})
+
+t.test('a payment made by the official client verifies, settles and moves exactly the amount; reuse is refused', async (t) => {
+  const amountAtomic = 12_345n
+  const requirements = exactRequirements({ network: networkB, payTo: accounts.supplier.address, amountAtomic })
+  const payload = await pay(accounts.borrower.privateKey, requirements)
+  const before = { payee: await balanceOf(accounts.supplier.address), payer: await balanceOf(accounts.borrower.address) }
+
+  const verified = await client.verify(payload, requirements)
+  t.equal(verified.isValid, true, `verify: ${verified.invalidReason ?? ''}`)
+  t.equal(verified.payer, accounts.borrower.address)
+  t.strictSame(
+    { payee: await balanceOf(accounts.supplier.address), payer: await balanceOf(accounts.borrower.address) },
+    before,
+    'verify moves no money',
+  )
+
+  const settled = await client.settle(payload, requirements)
+  t.equal(settled.success, true, `settle: ${settled.errorReason ?? ''} ${settled.errorMessage ?? ''}`)
+  t.match(settled.transaction, /^0x[0-9a-f]{64}$/)
+  t.equal(settled.network, networkB.caip2)
+  t.equal(settled.payer, accounts.borrower.address)
+  const receipt = await chainB.getTransactionReceipt({ hash: settled.transaction as `0x${string}` })
+  t.equal(receipt.status, 'success', 'the settlement transaction is on chain')
+  t.equal(receipt.from.toLowerCase(), accounts.operator.address.toLowerCase(), 'sent by the operator')
+  t.equal((await balanceOf(accounts.supplier.address)) - before.payee, amountAtomic, 'the payee received exactly the amount')
+  t.equal(before.payer - (await balanceOf(accounts.borrower.address)), amountAtomic, 'the payer paid exactly the amount')
+
+  const afterFirst = await balanceOf(accounts.supplier.address)
+  const reverify = await client.verify(payload, requirements)
+  t.equal(reverify.isValid, false, 'a used authorization no longer verifies')
+  t.equal(reverify.invalidReason, 'invalid_exact_evm_nonce_already_used')
+  const resettle = await client.settle(payload, requirements)
+  t.equal(resettle.success, false, 'a used authorization does not settle twice')
+  t.equal(resettle.transaction, '', 'nothing was sent')
+  t.equal(await balanceOf(accounts.supplier.address), afterFirst, 'no second transfer')
+})
+
+t.test('parallel settlements of distinct payments all land (the operator nonce is managed)', async (t) => {
+  const count = 6
+  const requirements = exactRequirements({ network: networkB, payTo: accounts.lender.address, amountAtomic: 1_000n })
+  const payers = [accounts.borrower, accounts.jobClient, accounts.attester]
+  const payloads = await Promise.all(Array.from({ length: count }, (_, i) => pay((payers[i % payers.length] as { privateKey: `0x${string}` }).privateKey, requirements)))
+  const before = await balanceOf(accounts.lender.address)
+  const results = await Promise.all(payloads.map((payload) => client.settle(payload, requirements)))
+  t.strictSame(results.map((r) => r.success), Array(count).fill(true), JSON.stringify(results.filter((r) => !r.success)))
+  t.equal(new Set(results.map((r) => r.transaction)).size, count, 'one transaction each')
+  t.equal((await balanceOf(accounts.lender.address)) - before, 1_000n * BigInt(count))
+})
+
+t.test('business failures are 200 answers with an x402 reason, and move nothing', async (t) => {
+  const requirements = exactRequirements({ network: networkB, payTo: accounts.supplier.address, amountAtomic: 5_000n })
+  const before = await balanceOf(accounts.supplier.address)
+
+  // The client signs validBefore = now + 3 s; the facilitator wants at least now + 6 s on the wall clock.
+  const shortRequirements = { ...requirements, maxTimeoutSeconds: 3 }
+  const short = await pay(accounts.borrower.privateKey, shortRequirements)
+  const shortVerify = await postJson(`${baseB}/verify`, { x402Version: 2, paymentPayload: short, paymentRequirements: shortRequirements })
+  t.equal(shortVerify.status, 200)
+  t.strictSame([shortVerify.body.isValid, shortVerify.body.invalidReason], [false, 'invalid_exact_evm_payload_authorization_valid_before'])
+  const shortSettle = await postJson(`${baseB}/settle`, { x402Version: 2, paymentPayload: short, paymentRequirements: shortRequirements })
+  t.equal(shortSettle.status, 200)
+  t.strictSame([shortSettle.body.success, shortSettle.body.transaction], [false, ''])
+
+  // Paid to someone else than the requirements name.
+  const elsewhere = await pay(accounts.borrower.privateKey, { ...requirements, payTo: accounts.lender.address })
+  const mismatch = await postJson(`${baseB}/verify`, { x402Version: 2, paymentPayload: elsewhere, paymentRequirements: requirements })
+  t.equal(mismatch.status, 200)
+  t.equal(mismatch.body.isValid, false)
+  t.ok(checkResponse(document, 'post', '/x402/devnet-b-facilitator/verify', mismatch.status, mismatch.body).valid, 'matches its documented schema')
+
+  // A payer without funds: the simulation fails; its message must not leak the RPC address or the call's details.
+  const broke = await pay(generatePrivateKey(), requirements)
+  const poor = await postJson(`${baseB}/verify`, { x402Version: 2, paymentPayload: broke, paymentRequirements: requirements })
+  t.equal(poor.status, 200)
+  t.strictSame([poor.body.isValid, poor.body.invalidReason], [false, 'invalid_exact_evm_insufficient_balance'])
+  t.type(poor.body.invalidMessage, 'string')
+  t.notMatch(poor.body.invalidMessage, networkB.rpcUrl)
+  t.notMatch(poor.body.invalidMessage, /URL:|Version: viem|Contract Call:/)
+  t.ok(poor.body.invalidMessage.length <= MESSAGE_CHARS_MAX)
+  const poorSettle = await postJson(`${baseB}/settle`, { x402Version: 2, paymentPayload: broke, paymentRequirements: requirements })
+  t.equal(poorSettle.status, 200)
+  t.equal(poorSettle.body.success, false)
+  t.ok(checkResponse(document, 'post', '/x402/devnet-b-facilitator/settle', poorSettle.status, poorSettle.body).valid, 'matches its documented schema')
+
+  t.equal(await balanceOf(accounts.supplier.address), before, 'no money moved')
+})
+
+t.test('malformed or unserved requests are 400 problems on verify and settle, never 5xx', async (t) => {
+  const body = await validBody()
+  const req = body.paymentRequirements
+  const other = (patch: Partial<typeof req>) => ({ ...body, paymentRequirements: { ...req, ...patch }, paymentPayload: { ...body.paymentPayload, accepted: { ...req, ...patch } } })
+  const auth = body.paymentPayload.payload['authorization'] as Record<string, unknown>
+  const cases: Array<[string, unknown, string]> = [
+    ['x402Version a string', { ...body, x402Version: '2' }, 'validation_failed'],
+    ['paymentRequirements missing', { x402Version: 2, paymentPayload: body.paymentPayload }, 'validation_failed'],
+    ['paymentPayload missing', { x402Version: 2, paymentRequirements: req }, 'validation_failed'],
+    ['an unknown top-level field', { ...body, extra: 1 }, 'validation_failed'],
+    ['an empty object', {}, 'validation_failed'],
+    ['an array', [body], 'validation_failed'],
+    ['amount not an integer string', other({ amount: '1.5' }), 'validation_failed'],
+    ['asset not an address', other({ asset: 'USDC' }), 'validation_failed'],
+    ['maxTimeoutSeconds a string', other({ maxTimeoutSeconds: '60' as never }), 'validation_failed'],
+    ['network not CAIP-2', other({ network: 'devnet-b' as never }), 'validation_failed'],
+    ['authorization value not a number', { ...body, paymentPayload: { ...body.paymentPayload, payload: { ...body.paymentPayload.payload, authorization: { ...auth, value: 'abc' } } } }, 'validation_failed'],
+    ['signature missing', { ...body, paymentPayload: { ...body.paymentPayload, payload: { authorization: auth } } }, 'validation_failed'],
+    ['an unknown field in the authorization', { ...body, paymentPayload: { ...body.paymentPayload, payload: { ...body.paymentPayload.payload, authorization: { ...auth, extra: '1' } } } }, 'validation_failed'],
+    ['x402Version differs from the payload\'s', { ...body, paymentPayload: { ...body.paymentPayload, x402Version: 3 } }, 'validation_failed'],
+    ['an unknown network', other({ network: 'eip155:999999' }), 'x402_network_unsupported'],
+    ['the network of devnet-a (not served here)', other({ network: networkA.caip2 }), 'x402_network_unsupported'],
+    ['an unsupported scheme', other({ scheme: 'upto' }), 'x402_scheme_unsupported'],
+    ['version 1', { ...body, x402Version: 1, paymentPayload: { ...body.paymentPayload, x402Version: 1 } }, 'x402_version_unsupported'],
+  ]
+  for (const operation of ['verify', 'settle']) {
+    for (const [name, input, code] of cases) {
+      const answer = await postJson(`${baseB}/${operation}`, input)
+      t.equal(answer.status, 400, `${operation}, ${name}: 400`)
+      t.equal(answer.contentType, 'application/problem+json', `${operation}, ${name}: problem+json`)
+      t.equal(answer.body?.code, code, `${operation}, ${name}: ${code}`)
+    }
+    const notJson = await postJson(`${baseB}/${operation}`, '{"x402Version":', true)
+    t.strictSame([notJson.status, notJson.body?.code], [400, 'malformed_json'], `${operation}: not JSON`)
+  }
+  // The official client sees a thrown error for them, as for any non-2xx answer.
+  await t.rejects(client.verify({ ...body.paymentPayload, accepted: { ...req, scheme: 'upto' } }, { ...req, scheme: 'upto' }), /400/)
+  t.ok(checkResponse(document, 'post', '/x402/devnet-b-facilitator/verify', 400, (await postJson(`${baseB}/verify`, {})).body).valid, 'the 400 matches its documented schema')
+})
+
+t.test('the protocol validator runs behind the route schema', async (t) => {
+  const [facilitator] = createNetworkFacilitators(devnet.networks)
+  if (facilitator === undefined) throw new Error('no facilitator')
+  const body = await validBody()
+  // Bypasses the route's schema: an empty resource url is refused by @x402/core's own validator.
+  const request = { ...body, paymentPayload: { ...body.paymentPayload, resource: { url: '' } } } as unknown as FacilitatorRequest
+  const error = await facilitator.verify(request).catch((e: unknown) => e)
+  t.type(error, PaymentRequestInvalidError)
+  t.match((error as PaymentRequestInvalidError).issues, [{ path: '/body/paymentPayload/resource/url' }])
+})
+
+t.test('a chain outage is a 502, not a false "invalid signature"', async (t) => {
+  const closedPort = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+  const down: NetworkConfig = { ...networkB, rpcUrl: `http://127.0.0.1:${closedPort}` }
+  const outage = await startServer({ routes: x402Routes([down]), log: silentLogger, rateLimit: false, validateResponses: true, port: 0 })
+  t.teardown(() => outage.close(1000))
+  const body = await validBody()
+  for (const operation of ['verify', 'settle']) {
+    const answer = await postJson(`${outage.url}/x402/devnet-b-facilitator/${operation}`, body)
+    t.strictSame([answer.status, answer.contentType, answer.body?.code], [502, 'application/problem+json', 'chain_unavailable'], operation)
+    t.notMatch(JSON.stringify(answer.body), String(closedPort), 'the problem does not name the RPC address')
+  }
+  // The same payment is fine once the chain answers: the outage decided nothing.
+  t.equal((await client.verify(body.paymentPayload, body.paymentRequirements)).isValid, true)
+})
+
+t.test('devnet-a has no facilitator path', async (t) => {
+  for (const [method, path] of [['GET', 'supported'], ['POST', 'verify'], ['POST', 'settle']] as const) {
+    const response = await fetch(`${server.url}/x402/devnet-a-facilitator/${path}`, {
+      method,
+      ...(method === 'POST' ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(await validBody()) } : {}),
+    })
+    t.equal(response.status, 404, `${method} ${path}`)
+    t.equal(response.headers.get('content-type'), 'application/problem+json')
+    await response.body?.cancel()
+  }
+})
+
+t.test('facilitator URLs: self-facilitated networks point here, the others to the public facilitator', async (t) => {
+  t.equal(facilitatorUrl(networkB, { baseUrl: 'https://credit.example' }), 'https://credit.example/x402/devnet-b-facilitator')
+  t.equal(facilitatorUrl(networkB, { baseUrl: 'https://credit.example/' }), 'https://credit.example/x402/devnet-b-facilitator', 'trailing slash')
+  t.equal(facilitatorUrl(networkA, { baseUrl: 'https://credit.example' }), PUBLIC_FACILITATOR_URL_DEFAULT)
+  t.equal(PUBLIC_FACILITATOR_URL_DEFAULT, 'https://x402.org/facilitator')
+  t.equal(facilitatorUrl(networkA, { baseUrl: 'https://credit.example', publicFacilitatorUrl: 'https://f.example' }), 'https://f.example')
+  t.equal(
+    facilitatorUrl({ ...networkB, operatorPrivateKey: undefined }, { baseUrl: 'https://credit.example' }),
+    PUBLIC_FACILITATOR_URL_DEFAULT,
+    'without an operator key nothing is served here, so nothing here is advertised',
+  )
+  const resolve = facilitatorUrlResolver({ baseUrl: server.url })
+  t.strictSame(devnet.networks.map(resolve), [PUBLIC_FACILITATOR_URL_DEFAULT, `${server.url}/x402/devnet-b-facilitator`])
+  // Every advertised self-hosted URL answers /supported with its own network.
+  const supported = await getJson(`${resolve(networkB)}/supported`)
+  t.equal(supported.body.kinds[0].network, networkB.caip2)
+})
