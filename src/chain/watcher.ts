@@ -19,7 +19,7 @@ export interface WalletView {
 export type Holding = { balanceAtomic: bigint; allowanceAtomic: bigint; blockNumber: bigint }
 
 export type WatcherOptions = {
-  /** Delay between polls of one network while healthy. Default 100 ms. */
+  /** Delay between polls of one network while healthy. Default: the network's pollingIntervalMs (devnet 50 ms). */
   pollIntervalMs?: number
   /** First retry delay after an RPC failure; doubles up to backoffMaxMs. */
   backoffInitialMs?: number
@@ -59,14 +59,14 @@ function holdingKey(asset: string, holder: Address): string {
 
 export class WalletWatcher extends EventEmitter<WatcherEvents> implements WalletView {
   readonly #watches = new Map<string, NetworkWatch>()
-  readonly #options: Required<WatcherOptions>
+  readonly #options: Required<Omit<WatcherOptions, 'pollIntervalMs'>> & { pollIntervalMs: number | undefined }
   #running = false
   readonly #loops: Promise<void>[] = []
 
   constructor(networks: readonly NetworkConfig[], options: WatcherOptions = {}) {
     super()
     this.#options = {
-      pollIntervalMs: options.pollIntervalMs ?? 100,
+      pollIntervalMs: options.pollIntervalMs,
       backoffInitialMs: options.backoffInitialMs ?? 100,
       backoffMaxMs: options.backoffMaxMs ?? 2_000,
       logBlockRangeMax: options.logBlockRangeMax ?? 2_000n,
@@ -116,6 +116,16 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     return this.#watch(network).degraded
   }
 
+  /** Per network: degraded or not, the last block read, how many holders are watched (for health reports). */
+  status(): { network: string; degraded: boolean; lastBlock: bigint | undefined; holders: number }[] {
+    return [...this.#watches.values()].map((w) => ({
+      network: w.clients.network.slug,
+      degraded: w.degraded,
+      lastBlock: w.lastBlock,
+      holders: w.holders.size,
+    }))
+  }
+
   /** Resolves once `predicate` holds (checked now and after every poll or change); rejects after `timeoutMs`. */
   waitFor(predicate: () => boolean, timeoutMs: number): Promise<void> {
     if (predicate()) return Promise.resolve()
@@ -146,7 +156,7 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
   async #loop(watch: NetworkWatch): Promise<void> {
     let backoffMs = this.#options.backoffInitialMs
     while (this.#running) {
-      let delayMs = this.#options.pollIntervalMs
+      let delayMs = this.#options.pollIntervalMs ?? watch.clients.network.pollingIntervalMs
       try {
         await this.#poll(watch)
         backoffMs = this.#options.backoffInitialMs

@@ -119,6 +119,13 @@ t.test('wallet watcher', async (t) => {
     await watcher.waitFor(() => watcher.isDegraded(network.slug), observeWithinMs)
     t.equal(spendable(), before, 'the last known value is served while degraded')
     t.notOk(watcher.isDegraded('devnet-b'), 'only the failing network is degraded')
+    t.strictSame(
+      watcher.status().map((s) => [s.network, s.degraded, s.holders]),
+      [
+        [network.slug, true, 1],
+        ['devnet-b', false, 1],
+      ],
+    )
 
     // The chain moves on while the watcher cannot see it.
     const other: Address = f.accounts.attester.address
