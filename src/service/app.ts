@@ -19,9 +19,8 @@ import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { startServer, type RunningServer } from '../http/server.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store } from '../store/index.ts'
-// X402-PENDING import { x402Routes, facilitatorUrl } from '../x402/routes.ts'
-const x402Routes = (_n: readonly NetworkConfig[]): AnyRoute[] => []
-const facilitatorUrl = (n: NetworkConfig, base: string) => `${base}/x402/${n.slug}-facilitator`
+import { facilitatorUrl } from '../x402/facilitator-url.ts'
+import { x402Routes } from '../x402/routes.ts'
 import { StoreAuthRecords } from './auth-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
 import { CreditService } from './credit-service.ts'
@@ -139,7 +138,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         routes,
         networks,
         publishRpcUrls,
-        facilitatorUrl: (n) => facilitatorUrl(n, baseUrl),
+        facilitatorUrl: (n) => facilitatorUrl(n, { baseUrl }),
         engine: engine.config,
         attesters: config.attesters,
         operators: config.operators,

@@ -34,7 +34,7 @@ const UNSUPPORTED_CODES = {
 function toProblem(error: unknown): unknown {
   if (error instanceof UnsupportedPaymentKindError) return new HttpProblem(400, UNSUPPORTED_CODES[error.field], error.message, { title: 'Payment kind not served' })
   if (error instanceof PaymentRequestInvalidError) return new HttpProblem(400, 'validation_failed', error.message, { errors: [...error.issues] })
-  if (error instanceof ChainUnavailableError) return new HttpProblem(502, 'chain_unavailable', `${error.message}; nothing was decided, retry later.`, { title: 'Chain unavailable', cause: error })
+  if (error instanceof ChainUnavailableError) return new HttpProblem(503, 'chain_unavailable', `${error.message}; nothing was decided, retry later.`, { title: 'Chain unavailable', cause: error })
   return error
 }
 
@@ -82,7 +82,7 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
       responses: {
         200: { description: 'Verification result (isValid true or false)', schema: VerifyResponse },
         400: { description: badRequestDescription },
-        502: { description: chainDescription },
+        503: { description: chainDescription },
       },
       handler: ({ body }) => answer(() => facilitator.verify(body)),
     }),
@@ -100,7 +100,7 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
       responses: {
         200: { description: 'Settlement result (success true with the transaction hash, or false)', schema: SettleResponse },
         400: { description: badRequestDescription },
-        502: { description: chainDescription },
+        503: { description: chainDescription },
       },
       handler: ({ body }) => answer(() => facilitator.settle(body)),
     }),

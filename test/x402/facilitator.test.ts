@@ -1,7 +1,7 @@
 // The x402 facilitator endpoints over real HTTP against real anvil chains: the official HTTPFacilitatorClient sees
 // exactly the kinds served, a payment made by the official client verifies and settles and moves exactly the amount
 // on chain, a used authorization is refused, malformed or unserved requests are 4xx problems (never 5xx), a chain
-// outage is a 502 (never a false "invalid"), and only self-facilitated networks have endpoints.
+// outage is a 503 chain_unavailable, as everywhere in the service (never a false "invalid"), and only self-facilitated networks have endpoints.
 import { createServer } from 'node:net'
 import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
@@ -208,7 +208,7 @@ t.test('the protocol validator runs behind the route schema', async (t) => {
   t.match((error as PaymentRequestInvalidError).issues, [{ path: '/body/paymentPayload/resource/url' }])
 })
 
-t.test('a chain outage is a 502, not a false "invalid signature"', async (t) => {
+t.test('a chain outage is a 503, not a false "invalid signature"', async (t) => {
   const closedPort = await new Promise<number>((resolve) => {
     const probe = createServer().listen(0, '127.0.0.1', () => {
       const { port } = probe.address() as { port: number }
@@ -221,7 +221,7 @@ t.test('a chain outage is a 502, not a false "invalid signature"', async (t) => 
   const body = await validBody()
   for (const operation of ['verify', 'settle']) {
     const answer = await postJson(`${outage.url}/x402/devnet-b-facilitator/${operation}`, body)
-    t.strictSame([answer.status, answer.contentType, answer.body?.code], [502, 'application/problem+json', 'chain_unavailable'], operation)
+    t.strictSame([answer.status, answer.contentType, answer.body?.code], [503, 'application/problem+json', 'chain_unavailable'], operation)
     t.notMatch(JSON.stringify(answer.body), String(closedPort), 'the problem does not name the RPC address')
   }
   // The same payment is fine once the chain answers: the outage decided nothing.
