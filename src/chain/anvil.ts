@@ -1,5 +1,5 @@
 // Starts and stops a local anvil chain. The platform binary is spawned directly, so the PID we hold is anvil's
-// own; a small watchdog process kills it if this process dies without running its exit handlers (SIGKILL, OOM).
+// own; a small watchdog process ends it if this process dies without running its exit handlers (SIGKILL, OOM).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
@@ -44,26 +44,27 @@ let exitHandlersInstalled = false
 function installExitHandlers(): void {
   if (exitHandlersInstalled) return
   exitHandlersInstalled = true
-  // 'exit' handlers must be synchronous: a signal is all we can do, and it is enough for anvil.
+  // 'exit' handlers must be synchronous: a signal is all we can send. SIGTERM lets anvil dump its --state file.
+  // No signal handlers are installed here, so the service keeps its own shutdown semantics; if it dies of a signal
+  // without running 'exit' handlers, the watchdog below ends anvil.
   process.on('exit', () => {
-    for (const child of running) child.kill('SIGKILL')
+    for (const child of running) child.kill('SIGTERM')
   })
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
-      for (const child of running) child.kill('SIGKILL')
-      // Re-raise so the default behaviour (exit with the signal) still happens when no one else handles it.
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal)
-    })
-  }
 }
 
 // Runs in its own node process: polls the parent and anvil; when the parent is gone, kills anvil and exits.
 const watchdogSource = `
 const [parentPid, anvilPid] = process.argv.slice(1).map(Number)
 const alive = (pid) => { try { process.kill(pid, 0); return true } catch (e) { return e.code === 'EPERM' } }
-setInterval(() => {
+const timer = setInterval(() => {
   if (!alive(anvilPid)) process.exit(0)
-  if (!alive(parentPid)) { try { process.kill(anvilPid, 'SIGKILL') } catch {} process.exit(0) }
+  if (!alive(parentPid)) {
+    clearInterval(timer)
+    // SIGTERM first so that anvil can dump its state, SIGKILL if it has not exited within 3 s.
+    try { process.kill(anvilPid, 'SIGTERM') } catch {}
+    setTimeout(() => { try { process.kill(anvilPid, 'SIGKILL') } catch {} process.exit(0) }, 3000)
+    setInterval(() => { if (!alive(anvilPid)) process.exit(0) }, 100)
+  }
 }, 250)
 `
 

@@ -162,31 +162,42 @@ t.test('devnet', async (t) => {
   })
 })
 
-t.test('anvil dies with its parent even when the parent is killed with SIGKILL', async (t) => {
-  // A child process starts one anvil, prints its pid and waits; we then SIGKILL it, so no exit handler runs.
+/** Starts a child process that starts one anvil, prints its pid, then runs `then` (JavaScript). */
+async function childWithAnvil(then: string): Promise<{ child: ReturnType<typeof spawn>; anvilPid: number }> {
   const anvilModule = pathToFileURL(resolve(here, '../../src/chain/anvil.ts')).href
   const source = [
     `import { startAnvil } from ${JSON.stringify(anvilModule)}`,
     'const anvil = await startAnvil({ chainId: 31399 })',
     'process.stdout.write(`anvil pid ${anvil.pid}\\n`)',
-    'setInterval(() => {}, 60_000)',
+    then,
   ].join('\n')
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], {
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: resolve(here, '../..'),
   })
-  const pid = await new Promise<number>((resolvePid, reject) => {
+  const anvilPid = await new Promise<number>((resolvePid, reject) => {
     let output = ''
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
       output += chunk.toString()
       const match = /anvil pid (\d+)/.exec(output)
       if (match !== null) resolvePid(Number(match[1]))
     })
     child.once('exit', (code) => reject(new Error(`child exited early with ${code}: ${output}`)))
   })
-  t.ok(alive(pid), 'the child started anvil')
+  return { child, anvilPid }
+}
+
+t.test('anvil dies with its parent even when the parent is killed with SIGKILL', async (t) => {
+  const { child, anvilPid } = await childWithAnvil('setInterval(() => {}, 60_000)')
+  t.ok(alive(anvilPid), 'the child started anvil')
   child.kill('SIGKILL')
-  t.ok(await eventually(() => !alive(pid), 5_000), 'the watchdog killed anvil after its parent died')
+  t.ok(await eventually(() => !alive(anvilPid), 5_000), 'the watchdog ended anvil after its parent died without exit handlers')
+})
+
+t.test('anvil dies when its parent exits without stopping it', async (t) => {
+  const { child, anvilPid } = await childWithAnvil('setTimeout(() => process.exit(0), 100)')
+  if (child.exitCode === null) await new Promise((resolveExit) => child.once('exit', resolveExit))
+  t.ok(await eventually(() => !alive(anvilPid), 5_000), 'the exit handler ended anvil')
 })
 
 t.test('with a state directory a restarted devnet finds its contracts and balances again', async (t) => {
