@@ -5,7 +5,7 @@
 import { getAddress, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { leaseViewFromSnapshot, offerViewFromSnapshot, type Engine } from '../engine/engine.ts'
-import type { Change, EngineError, EngineResult, LenderRecord } from '../engine/types.ts'
+import type { Change, CreditRequestInput, EngineError, EngineResult, LenderRecord, RegisterLenderInput, RegisterSourceInput } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import { findNetwork, findToken, type NetworkConfig } from '../chain/config.ts'
 import { idKey } from '../chain/ids.ts'
@@ -220,15 +220,7 @@ export class CreditService {
   async registerLender(
     mutation: Mutation,
     lender: Address,
-    body: {
-      availableLiquidityAtomic: bigint
-      asset: string
-      assets?: Record<string, string>
-      networks: string[]
-      minFeeBps: number
-      maxDurationSeconds: number
-      acceptedRiskBands: string[]
-    },
+    body: Omit<RegisterLenderInput, 'address' | 'sessionAddress' | 'reputationBps' | 'reliabilityBps'>,
     respond: Respond<{ sessionKey: SessionKeyRecord; lender: LenderRecord }>,
   ): Promise<{ response: StoredResponse; privateKey: Hex }> {
     if (body.availableLiquidityAtomic <= 0n) throw invalid('invalid_liquidity', 'availableLiquidityAtomic must be positive')
@@ -317,7 +309,7 @@ export class CreditService {
   async registerSource(
     mutation: Mutation,
     caller: Address,
-    body: { sourceId: string; productType: string; agent: Address; valueAtomic: bigint; liquidationValueAtomic: bigint; advanceRateBps: number; evidenceId: string },
+    body: RegisterSourceInput,
     respond: Respond<NonNullable<ReturnType<Engine['getSource']>>>,
   ): Promise<StoredResponse> {
     if (body.agent !== caller) throw forbidden('a backing source is registered by its agent: sign in as the body\'s agent')
@@ -397,19 +389,7 @@ export class CreditService {
   async requestCredit(
     mutation: Mutation,
     caller: Address,
-    body: {
-      agent: Address
-      network: string
-      asset: string
-      productType: string
-      amountAtomic: bigint
-      purpose: string
-      supplier: string
-      supplierDomain: string
-      supplierAddress?: Address
-      repaymentSource: string
-      maximumFeeAtomic: bigint
-    },
+    body: Omit<CreditRequestInput, 'supplierAddress'> & { supplierAddress?: Address },
     respond: Respond<Extract<ReturnType<Engine['requestCredit']>, { ok: true }>['value']>,
   ): Promise<StoredResponse> {
     if (body.agent !== caller) throw forbidden('credit is requested by the borrower agent itself: sign in as the body\'s agent')
@@ -492,13 +472,21 @@ export class CreditService {
     respond: Respond<Extract<ReturnType<Engine['repayAdvance']>, { ok: true }>['value']>,
   ): Promise<StoredResponse> {
     const plan = this.engine.planRepayment(advanceId)
-    if (!plan.ok) throw problemFromEngine(plan.error)
+    if (!plan.ok) throw plan.error.code === 'advance_not_found' ? this.#missing('advance', advanceId) : problemFromEngine(plan.error)
     const { network, lender, asset } = plan.value
     const token = this.token(this.network(network), asset)
+    // The contract's Repaid carries the total paid (`amount`) and the reserve's part of it; the plan's amountAtomic
+    // is the lender's part. A proof of any other amounts does not prove this repayment (422, like any argument).
     const fact = await this.#prove(network, {
       txHash: body.txHash,
       eventName: 'Repaid',
-      args: { advanceKey: idKey(advanceId), lender, asset: token.address },
+      args: {
+        advanceKey: idKey(advanceId),
+        lender,
+        asset: token.address,
+        amount: plan.value.amountAtomic + plan.value.reserveAmountAtomic,
+        reserveAmount: plan.value.reserveAmountAtomic,
+      },
     })
     const proof = this.#useProof(fact, `advance:${advanceId}`)
     return this.apply(
@@ -512,7 +500,8 @@ export class CreditService {
             advanceId,
             lender: getAddress(fact.args.lender),
             payer: getAddress(fact.args.payer),
-            amountAtomic: fact.args.amount,
+            // The engine's fact names the lender's part: the total minus the reserve's share.
+            amountAtomic: fact.args.amount - fact.args.reserveAmount,
             reserveAmountAtomic: fact.args.reserveAmount,
           },
           this.#clock(),
