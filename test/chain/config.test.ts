@@ -114,8 +114,14 @@ t.test('idKey is keccak256 of the UTF-8 bytes of the id', async (t) => {
   t.not(idKey('off_1'), idKey('off_2'))
 })
 
-t.test('the compiled credit contract has exactly the signatures of src/README.md', async (t) => {
+t.test('the compile step does nothing when the sources are unchanged', async (t) => {
   compileContracts()
+  const again = compileContracts()
+  t.equal(again.compiled, false, 'skipped: the sources hash is unchanged')
+  t.ok(again.milliseconds < 2_000, `fast when nothing changed (${again.milliseconds} ms)`)
+})
+
+t.test('the compiled credit contract has exactly the signatures of src/README.md', async (t) => {
   const functions = [
     'function fundJob(bytes32 jobKey, address asset, uint256 amount, address borrower)',
     'function postCollateral(bytes32 jobKey, address asset, uint256 amount)',
