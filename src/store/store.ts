@@ -700,7 +700,8 @@ export class Store {
     const known = this.#versions.get(kind) as number
     if ((version as number) > known) {
       throw new StoreVersionError(
-        `${where}: snapshot schema version ${String(version)} is newer than this release reads (${known})`,
+        `data directory ${this.dataDir}: ${where}: snapshot schema version ${String(version)} is newer than this ` +
+          `release reads (${known}). Run the newer release or use another DATA_DIR.`,
       )
     }
     if (!Number.isSafeInteger(updatedAtMs)) throw new StoreAssertionError(`${where}: stored snapshot has no updatedAtMs`)
@@ -741,7 +742,10 @@ export class Store {
     }
     const known = collection === IDEMPOTENCY_COLLECTION ? IDEMPOTENCY_RECORD_VERSION : this.#collectionVersions.get(collection)
     if (known !== undefined && (version as number) > known) {
-      throw new StoreVersionError(`${where}: record version ${String(version)} is newer than this release reads (${known})`)
+      throw new StoreVersionError(
+        `data directory ${this.dataDir}: ${where}: record version ${String(version)} is newer than this release reads ` +
+          `(${known}). Run the newer release or use another DATA_DIR.`,
+      )
     }
     if (!Number.isSafeInteger(updatedAtMs)) throw new StoreAssertionError(`${where}: stored record has no updatedAtMs`)
     if (expiresAtMs !== null && !Number.isSafeInteger(expiresAtMs)) {
