@@ -430,11 +430,17 @@ export class CreditService {
     if (body.lender !== caller) throw forbidden('a supplier payment is reported by the lender that paid: sign in as the body\'s lender')
     const offer = this.engine.getOffer(offerId) ?? this.#stored('offer', offerId, offerViewFromSnapshot)
     if (offer === undefined) throw notFound('offer_not_found', `no offer ${offerId}`)
-    const leaseId = offer.currentLeaseId ?? offer.leaseIds[offer.leaseIds.length - 1]
-    const lease = leaseId === undefined ? undefined : this.engine.getLease(leaseId) ?? this.#stored('lease', leaseId, leaseViewFromSnapshot)
-    if (lease === undefined || lease.lender !== body.lender) {
-      throw conflict('no_lease', `offer ${offerId} has no lease to lender ${body.lender}`)
+    // The latest lease this lender held on the offer: after an expiry the offer is rematched to another lender, and
+    // the late report of the first one must learn that its own lease expired (spec section 3), not that it has none.
+    let lease: ReturnType<typeof leaseViewFromSnapshot> | undefined
+    for (const id of [...(offer.currentLeaseId ? [offer.currentLeaseId] : []), ...[...offer.leaseIds].reverse()]) {
+      const candidate = this.engine.getLease(id) ?? this.#stored('lease', id, leaseViewFromSnapshot)
+      if (candidate !== undefined && candidate.lender === body.lender) {
+        lease = candidate
+        break
+      }
     }
+    if (lease === undefined) throw conflict('no_lease', `offer ${offerId} has no lease to lender ${body.lender}`)
     if (lease.state === 'expired') throw conflict('lease_expired', `the lease ${lease.leaseId} of offer ${offerId} expired; the report is rejected`)
     if (lease.state !== 'leased') throw conflict('lease_not_live', `the lease ${lease.leaseId} is ${lease.state}`)
     const token = this.token(this.network(lease.network), lease.asset)
