@@ -1,0 +1,120 @@
+// The lease rules of spec section 3 over HTTP: a lender whose session wallet cannot pay gets a lease that expires at
+// once (insufficient_balance) and the next eligible lender gets the offer in the same match response; a lease whose
+// time passes is expired by POST /credit/dispatch, the offer is rematched, and the late report of the first lender
+// is rejected with 409 lease_expired although its payment was sent in time.
+import t from 'tap'
+import { ChainAgent } from '../../src/client/chain.ts'
+import { creditRequest, fundedJob, readyLender, signedIn, startHarness, usdc, fundedAccount, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { actionFor, expectDocumented, expectProblem, openApiDocument, until, type Json } from './fixtures/api.ts'
+
+const LEASE_TTL_SECONDS = 1
+
+let h: Harness
+let doc: Json
+t.before(async () => {
+  h = await startHarness({ config: { leaseTtlSeconds: LEASE_TTL_SECONDS } })
+  doc = await openApiDocument(h.url)
+})
+t.teardown(async () => {
+  await h.stop()
+})
+
+const lenders: Record<string, ReadyLender> = {}
+
+t.test('an unfunded session wallet: its lease expires at once (insufficient_balance), the next lender gets the offer', async (t) => {
+  // Cheapest but unfunded: no asset on its session key.
+  lenders['broke'] = await readyLender(h, { minFeeBps: 50, liquidityAtomic: usdc(2000), walletAtomic: 0n })
+  lenders['next'] = await readyLender(h, { minFeeBps: 150, liquidityAtomic: usdc(2000) })
+  lenders['last'] = await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(2000) })
+  const { broke, next } = lenders as Record<string, ReadyLender>
+  const wallet = await broke!.client.get(`/lenders/${broke!.account.address}/wallet`)
+  t.equal(wallet.body.holdings[0].spendableAtomic, '0', 'the watcher sees an empty session wallet')
+
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_lease_1', receivableAtomic: usdc(1000) })
+  const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_lease_1', usdc(500), usdc(50)))
+  t.equal(decision.body.decision, 'approved')
+  const offerId = decision.body.offer.offerId
+  const match = await borrowerClient.post('/credit/match', { offerId })
+  t.equal(match.status, 200, JSON.stringify(match.body))
+  expectDocumented(t, doc, 'post', '/credit/match', match)
+  t.equal(match.body.refusedLeases.length, 1, 'one refused lease')
+  t.match(match.body.refusedLeases[0], { lender: broke!.account.address, state: 'expired', endReason: 'insufficient_balance', offerId })
+  t.equal(match.body.lease.lender, next!.account.address, 'the next eligible lender (by ask) holds the lease')
+  t.equal(match.body.lease.state, 'leased')
+  t.equal(match.body.offer.state, 'leased')
+  t.same(match.body.offer.excludedLenders, [broke!.account.address], 'the refused lender is not asked again for this offer')
+
+  const brokeActions = await broke!.client.get(`/lenders/${broke!.account.address}/actions`)
+  t.same(brokeActions.body, [], 'the refused lender has nothing to pay')
+  const activity = (await broke!.client.get(`/lenders/${broke!.account.address}/wallet`)).body.activity
+  t.match(activity, { liveLeases: 0, reservedAtomic: '0', availableAtomic: usdc(2000).toString() }, 'nothing stays reserved on the refused lender')
+  const nextAction = await actionFor(next!, offerId)
+  t.equal(nextAction['lease']['leaseId'], match.body.lease.leaseId)
+})
+
+t.test('lease expiry: dispatch expires it and rematches; the late report of the first lender is rejected', async (t) => {
+  const { next, last } = lenders as Record<string, ReadyLender>
+  // The first test's lease to `next` timed out meanwhile; clear it so that this test sees only its own.
+  await until(() => Date.now() > Date.parse((lenders['next'] as ReadyLender).registration.lender.registeredAt) + LEASE_TTL_SECONDS * 1000, 5000, 'the first lease to pass')
+  const cleanup = await next!.client.post('/credit/dispatch', {})
+  t.equal(cleanup.status, 200)
+
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_lease_2', receivableAtomic: usdc(1000) })
+  const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_lease_2', usdc(400), usdc(40)))
+  const offerId = decision.body.offer.offerId as string
+  const match = await borrowerClient.post('/credit/match', { offerId })
+  t.equal(match.body.lease.lender, next!.account.address)
+  t.match(match.body.refusedLeases, [{ lender: lenders['broke']!.account.address, endReason: 'insufficient_balance' }], 'the unfunded lender is refused again')
+  const lease = match.body.lease as Json
+  const expiresAtMs = Date.parse(lease['expiresAt'])
+  t.ok(expiresAtMs - Date.parse(lease['createdAt']) === LEASE_TTL_SECONDS * 1000, 'the lease lasts the configured TTL')
+
+  // The lender pays in time (the contract refuses a payment after the lease's deadline) ...
+  const action = await actionFor(next!, offerId)
+  const paid = await new ChainAgent(h.network, next!.session).sendUnsigned(action['transaction'])
+  t.ok(Date.now() <= expiresAtMs + 1000, 'paid before the on-chain deadline')
+
+  // ... but reports only after the lease has passed and dispatch has expired it.
+  await until(() => Date.now() > expiresAtMs, 5000, 'the lease to pass')
+  const dispatch = await borrowerClient.post('/credit/dispatch', {})
+  t.equal(dispatch.status, 200, JSON.stringify(dispatch.body))
+  expectDocumented(t, doc, 'post', '/credit/dispatch', dispatch)
+  const expired = (dispatch.body.expiredLeases as Json[]).find((l) => l['leaseId'] === lease['leaseId'])
+  t.match(expired, { state: 'expired', endReason: 'timeout', lender: next!.account.address, offerId }, 'dispatch reports the expired lease')
+  const rematch = (dispatch.body.matches as Json[]).find((m) => m['offer']['offerId'] === offerId)
+  t.ok(rematch, 'the offer is rematched in the same dispatch')
+  t.equal(rematch?.['lease']?.['lender'], last!.account.address, 'to the next eligible lender')
+  t.ok((rematch?.['offer']['excludedLenders'] as string[]).includes(next!.account.address), 'the expired lender is excluded from this offer')
+
+  const late = await next!.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: next!.account.address, supplierPaymentId: paid })
+  expectProblem(t, late, 409, 'lease_expired', 'the report after expiry')
+  expectDocumented(t, doc, 'post', '/credit/offers/{offerId}/supplier-payment', late)
+
+  const profile = ((await next!.client.get('/lenders')).body as Json[]).find((l) => l['address'] === next!.account.address)
+  t.ok(profile, 'the lender is still listed')
+  t.ok(profile!['reliabilityBps'] < 5000, 'its reliability went down from the neutral start', { reliabilityBps: profile!['reliabilityBps'] })
+  t.ok(profile!['leasesExpired'] >= 2)
+  const state = await borrowerClient.get('/credit/state')
+  t.equal(state.body.counts.liveAdvances, 0, 'no advance was created by the late report')
+})
+
+t.test('any session may dispatch; with every eligible lender excluded or unable to pay, the offer waits without a lease', async (t) => {
+  const { last, broke } = lenders as Record<string, ReadyLender>
+  const live = ((await last!.client.get(`/lenders/${last!.account.address}/actions`)).body as Json[])[0]
+  t.ok(live, 'the rematched lease is live')
+  const expiresAtMs = Date.parse(live!['lease']['expiresAt'])
+  await until(() => Date.now() > expiresAtMs, 5000, 'the rematched lease to pass')
+  expectProblem(t, await last!.client.post('/credit/dispatch', {}, { token: '' }), 401, 'unauthorized', 'dispatch without a session')
+  const stranger = await signedIn(h.url, await fundedAccount(h.devnet, h.network, 0n))
+  const dispatch = await stranger.post('/credit/dispatch', {})
+  t.equal(dispatch.status, 200)
+  t.match(dispatch.body.expiredLeases, [{ leaseId: live!['lease']['leaseId'], endReason: 'timeout' }])
+  const offerId = live!['lease']['offerId']
+  t.notOk((dispatch.body.matches as Json[]).some((m) => m['offer']['offerId'] === offerId), 'no lender is left for the offer: next and last expired on it, broke was refused on it')
+  t.notOk((dispatch.body.expiredOffers as Json[]).some((o) => o['offerId'] === offerId), 'the offer itself is not expired: it waits')
+  const state = await stranger.get('/credit/state')
+  t.equal(state.body.counts.liveLeases, 0, 'no live lease remains')
+  t.ok(state.body.counts.liveOffers >= 2, 'the offers wait for a lender')
+  const brokeWallet = await broke!.client.get(`/lenders/${broke!.account.address}/wallet`)
+  t.equal(brokeWallet.body.activity.liveLeases, 0)
+})
