@@ -212,6 +212,20 @@ export const Advance = StrictObject({
   endedAt: NullableTime,
 })
 
+/** What a lender has lent and how it behaved: part of its profile and of its wallet view. */
+const LenderActivityFields = {
+  availableAtomic: Atomic,
+  reservedAtomic: Atomic,
+  deployedAtomic: Atomic,
+  feesEarnedAtomic: Atomic,
+  lossesAtomic: Atomic,
+  leasesGranted: Type.Integer({ minimum: 0 }),
+  leasesPaid: Type.Integer({ minimum: 0 }),
+  leasesExpired: Type.Integer({ minimum: 0 }),
+  advancesRepaid: Type.Integer({ minimum: 0 }),
+  advancesDefaulted: Type.Integer({ minimum: 0 }),
+}
+
 export const LenderProfile = StrictObject({
   address: Address,
   sessionAddress: Address,
@@ -222,20 +236,11 @@ export const LenderProfile = StrictObject({
   maxDurationSeconds: Seconds,
   acceptedRiskBands: Type.Array(RiskBand),
   registeredAtomic: Atomic,
-  availableAtomic: Atomic,
-  reservedAtomic: Atomic,
-  deployedAtomic: Atomic,
-  feesEarnedAtomic: Atomic,
-  lossesAtomic: Atomic,
+  ...LenderActivityFields,
   reputationBps: Bps,
   reliabilityBps: Bps,
   registrationSeq: Type.Integer({ minimum: 0 }),
   registeredAt: IsoTime,
-  leasesGranted: Type.Integer({ minimum: 0 }),
-  leasesPaid: Type.Integer({ minimum: 0 }),
-  leasesExpired: Type.Integer({ minimum: 0 }),
-  advancesRepaid: Type.Integer({ minimum: 0 }),
-  advancesDefaulted: Type.Integer({ minimum: 0 }),
 })
 
 export const UnsignedTransaction = StrictObject({
@@ -424,19 +429,7 @@ export const LenderWallet = StrictObject({
   lender: Address,
   sessionAddress: Address,
   holdings: Type.Array(WalletHolding, { description: 'The session key\'s balance and allowance to the credit contract, per network, from the chain watcher.' }),
-  activity: StrictObject({
-    availableAtomic: Atomic,
-    reservedAtomic: Atomic,
-    deployedAtomic: Atomic,
-    feesEarnedAtomic: Atomic,
-    lossesAtomic: Atomic,
-    leasesGranted: Type.Integer({ minimum: 0 }),
-    leasesPaid: Type.Integer({ minimum: 0 }),
-    leasesExpired: Type.Integer({ minimum: 0 }),
-    advancesRepaid: Type.Integer({ minimum: 0 }),
-    advancesDefaulted: Type.Integer({ minimum: 0 }),
-    liveLeases: Type.Integer({ minimum: 0 }),
-  }),
+  activity: StrictObject({ ...LenderActivityFields, liveLeases: Type.Integer({ minimum: 0 }) }),
 })
 
 export const PendingAction = StrictObject({

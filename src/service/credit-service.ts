@@ -10,7 +10,7 @@ import type { NetworkClients } from '../chain/clients.ts'
 import { findNetwork, findToken, type NetworkConfig } from '../chain/config.ts'
 import { idKey } from '../chain/ids.ts'
 import { sendLiquidate, sendSettleJob } from '../chain/operator.ts'
-import { ChainRpcError, verifyProof, type CreditEventName, type ProofRequest, type VerifiedFact } from '../chain/proofs.ts'
+import { ChainRpcError, verifyProof, verifySupplierPayment, type CreditEventName, type ProofFailureReason, type ProofRequest, type VerifiedFact } from '../chain/proofs.ts'
 import { buildApproveTransaction, buildPaySupplierTransaction, type UnsignedTransaction } from '../chain/transactions.ts'
 import type { WalletWatcher } from '../chain/watcher.ts'
 import { HttpProblem } from '../http/problem.ts'
@@ -185,11 +185,15 @@ export class CreditService {
   }
 
   /** Verifies a proof without consuming it; the caller adds `fact.proofKey` to the commit of the command it feeds. */
-  async #prove<E extends CreditEventName>(network: string, request: ProofRequest<E>): Promise<VerifiedFact<E>> {
-    const clients = this.#clientsOf(network)
+  #prove<E extends CreditEventName>(network: string, request: ProofRequest<E>): Promise<VerifiedFact<E>> {
+    return this.#verdict(verifyProof(this.#clientsOf(network), this.#proofsReadOnly, { ...request, consume: false }))
+  }
+
+  /** A proof verdict as the API reports it: the fact, or 422 naming the reason (409 when already used, 503 on RPC failure). */
+  async #verdict<F>(verification: Promise<{ ok: true; fact: F } | { ok: false; reason: ProofFailureReason; detail: string }>): Promise<F> {
     let result
     try {
-      result = await verifyProof(clients, this.#proofsReadOnly, { ...request, consume: false })
+      result = await verification
     } catch (error) {
       if (error instanceof ChainRpcError) throw new HttpProblem(503, 'chain_unavailable', error.message, { title: 'Chain unavailable', headers: { 'retry-after': '1' } })
       throw error
@@ -443,32 +447,19 @@ export class CreditService {
     if (lease === undefined) throw conflict('no_lease', `offer ${offerId} has no lease to lender ${body.lender}`)
     if (lease.state === 'expired') throw conflict('lease_expired', `the lease ${lease.leaseId} of offer ${offerId} expired; the report is rejected`)
     if (lease.state !== 'leased') throw conflict('lease_not_live', `the lease ${lease.leaseId} is ${lease.state}`)
-    const token = this.token(this.network(lease.network), lease.asset)
-    const fact = await this.#prove(lease.network, {
-      txHash: body.supplierPaymentId,
-      eventName: 'SupplierPaid',
-      args: { offerKey: idKey(offerId), payer: lease.payer, supplier: lease.supplierAddress, asset: token.address, amount: lease.amountAtomic },
-    })
-    const proof = this.#useProof(fact, `offer:${offerId}`)
-    return this.apply(
-      mutation,
-      () =>
-        this.engine.recordSupplierPayment(
-          {
-            network: lease.network,
-            txHash: fact.txHash,
-            logIndex: fact.logIndex,
-            offerId,
-            payer: getAddress(fact.args.payer),
-            supplier: getAddress(fact.args.supplier),
-            asset: lease.asset,
-            amountAtomic: fact.args.amount,
-          },
-          this.#clock(),
-        ),
-      respond,
-      () => [proof],
+    const fact = await this.#verdict(
+      verifySupplierPayment(this.#clientsOf(lease.network), this.#proofsReadOnly, {
+        txHash: body.supplierPaymentId,
+        offerId,
+        payer: lease.payer,
+        supplier: lease.supplierAddress,
+        asset: lease.asset,
+        amountAtomic: lease.amountAtomic,
+        consume: false,
+      }),
     )
+    const proof = this.#useProof(fact, `offer:${offerId}`)
+    return this.apply(mutation, () => this.engine.recordSupplierPayment(fact, this.#clock()), respond, () => [proof])
   }
 
   async repay(
