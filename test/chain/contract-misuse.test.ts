@@ -5,7 +5,7 @@ import { generatePrivateKey } from 'viem/accounts'
 import { creditFacilityAbi } from '../../src/chain/artifacts.ts'
 import { idKey } from '../../src/chain/ids.ts'
 import { sendLiquidate, sendSettleJob } from '../../src/chain/operator.ts'
-import { rejectsWith, setupDevnet, USDC } from './fixture.ts'
+import { rejectsWith, setupDevnet, USDC } from './fixtures/devnet.ts'
 
 t.test('credit contract misuse', async (t) => {
   const f = await setupDevnet(t)

@@ -7,7 +7,7 @@ import { idKey } from '../../src/chain/ids.ts'
 import { sendLiquidate, sendSettleJob } from '../../src/chain/operator.ts'
 import { createSessionKey } from '../../src/chain/session-keys.ts'
 import { buildPaySupplierTransaction } from '../../src/chain/transactions.ts'
-import { setupDevnet, USDC } from './fixture.ts'
+import { setupDevnet, USDC } from './fixtures/devnet.ts'
 
 t.test('money path: approve, fund, collateral, pay supplier, repay, settle, liquidate', async (t) => {
   const f = await setupDevnet(t)

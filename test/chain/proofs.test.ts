@@ -10,7 +10,7 @@ import { verifyProof, verifySupplierPayment } from '../../src/chain/proofs.ts'
 import { createSessionKey } from '../../src/chain/session-keys.ts'
 import { buildPaySupplierTransaction } from '../../src/chain/transactions.ts'
 import { LmdbUsedProofs, proofKey } from '../../src/chain/used-proofs.ts'
-import { setupDevnet, USDC } from './fixture.ts'
+import { setupDevnet, USDC } from './fixtures/devnet.ts'
 
 t.test('proof verification', async (t) => {
   const f = await setupDevnet(t)

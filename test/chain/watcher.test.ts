@@ -9,7 +9,7 @@ import type { NetworkConfig } from '../../src/chain/config.ts'
 import { idKey } from '../../src/chain/ids.ts'
 import { createSessionKey } from '../../src/chain/session-keys.ts'
 import { WalletWatcher, type WalletView } from '../../src/chain/watcher.ts'
-import { setupDevnet, USDC } from './fixture.ts'
+import { setupDevnet, USDC } from './fixtures/devnet.ts'
 
 /** Forwards 127.0.0.1:port to the target; `cut()` closes it and every connection, `restore()` listens again. */
 class TcpProxy {
