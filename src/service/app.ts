@@ -1,6 +1,7 @@
 // Assembly of the whole service: networks (a networks file, or the embedded devnet), the LMDB store, the engine
 // restored from its snapshots, the chain clients and wallet watcher, the HTTP routes and the expiry ticker.
-import { getAddress, type Address, type PublicClient } from 'viem'
+import { join } from 'node:path'
+import type { PublicClient } from 'viem'
 import { buildCatalog, type Catalog } from '../api/catalog.ts'
 import { buildLlmsTxt } from '../api/llms.ts'
 import { API_VERSION, buildOpenApi, openApiRoute, type OpenApiDocument } from '../api/openapi.ts'
@@ -88,7 +89,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       networks = loadNetworksConfig(config.networksFile)
     } else {
       if (devnet === undefined) {
-        devnet = await startDevnet()
+        // The chains keep their state beside the store: a restart finds the escrows and balances its records name.
+        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet') })
         const started = devnet
         cleanups.push(() => started.stop())
       }
@@ -230,4 +232,3 @@ function documentOf(routes: readonly AnyRoute[], baseUrl: string, bodyLimitBytes
   })
 }
 
-export { getAddress, type Address }
