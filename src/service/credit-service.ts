@@ -417,6 +417,9 @@ export class CreditService {
     const offer = this.engine.getOffer(offerId)
     if (offer === undefined) throw this.#missing('offer', offerId)
     if (caller !== offer.borrower) throw forbidden('an offer is matched by its borrower')
+    // Dispatch (the ticker or any caller) may have leased the offer already: the match asked for exists, answer it.
+    const lease = offer.state === 'leased' && offer.currentLeaseId !== null ? this.engine.getLease(offer.currentLeaseId) : undefined
+    if (lease !== undefined) return respond({ offer, lease, refusedLeases: [], offerExpired: false })
     return this.apply(mutation, () => this.engine.matchOffer({ offerId }, this.#clock()), respond)
   }
 

@@ -99,3 +99,18 @@ t.test('a failed job suspends the borrower and its advance is liquidated in the 
   t.equal(receipt.body.stoppedAt, 'source_revenue', 'the escrowed receivable covers what is owed')
   t.equal(await chain.balanceOf(USDC, lender.account.address), before + usdc(505), 'the lender recovered on chain')
 })
+
+t.test('an offer that dispatch already leased is answered with that lease by POST /credit/match', async (t) => {
+  const lender = await readyLender(h, { minFeeBps: 50, liquidityAtomic: usdc(1000) })
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_flow_3', receivableAtomic: usdc(500) })
+  const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_flow_3', usdc(100), usdc(10)))
+  const offerId = decision.body.offer.offerId
+  const dispatched = await borrowerClient.post('/credit/dispatch', {})
+  t.equal(dispatched.status, 200)
+  const leased = dispatched.body.matches.find((m: { offer: { offerId: string } }) => m.offer.offerId === offerId)
+  t.equal(leased?.lease?.lender, lender.account.address, 'dispatch leased the pending offer to the cheapest lender')
+  const match = await borrowerClient.post('/credit/match', { offerId })
+  t.equal(match.status, 200)
+  t.equal(match.body.lease.leaseId, leased.lease.leaseId, 'the existing lease, not a second one')
+  t.equal(h.app.service.engine.liveLeasesOf(lender.account.address).length, 1)
+})
