@@ -97,7 +97,7 @@ t.test('POST /credit/request: 200 approved / declined; 403, 404 unknown source, 
   t.match(approved.body.offer, { state: 'offered', borrower: borrower.address, amountAtomic: usdc(800).toString(), supplierAddress: h.devnet.accounts.supplier.address })
 })
 
-t.test('POST /credit/match: 200; 401, 400, 403 not the borrower, 404 unknown offer, 409 already leased; no eligible lender -> lease null', async (t) => {
+t.test('POST /credit/match: 200; 401, 400, 403 not the borrower, 404 unknown offer; a leased offer answers its lease; no eligible lender -> lease null', async (t) => {
   const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_match_1', receivableAtomic: usdc(1000) })
   const stranger = await signedIn(h.url, await fundedAccount(h.devnet, h.network, 0n))
   const offer = (await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_match_1', usdc(100), usdc(10)))).body.offer
@@ -122,12 +122,14 @@ t.test('POST /credit/match: 200; 401, 400, 403 not the borrower, 404 unknown off
   expectDocumented(t, doc, 'post', '/credit/match', matched)
   t.equal(matched.body.lease.lender, lender.account.address)
   t.equal(matched.body.lease.feeAtomic, usdc(3).toString(), 'ceil(100 x 300 / 10000)')
+  // An offer already leased (by this match or by dispatch) answers its live lease again rather than a second one.
   const again = await borrowerClient.post('/credit/match', { offerId: offer.offerId })
-  expectProblem(t, again, 409, 'offer_not_offered', 'an offer with a live lease')
-  expectDocumented(t, doc, 'post', '/credit/match', again)
+  t.equal(again.status, 200)
+  t.equal(again.body.lease.leaseId, matched.body.lease.leaseId, 'the same lease, no second one')
+  t.equal((await borrowerClient.get('/credit/state')).body.counts.liveLeases, 1)
 })
 
-t.test('POST supplier-payment: 200; 403, 404, 409 no lease / already paid, 422 wrong supplier, amount, contract, missing tx', async (t) => {
+t.test('POST supplier-payment: 200; 403, 404, 409 no lease / already paid / funded offer matched, 422 wrong supplier, amount, contract, missing tx', async (t) => {
   const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_pay_1', receivableAtomic: usdc(5000) })
   const request = (amount: bigint) => creditRequest(h, borrower.address, 'job_pay_1', amount, usdc(100))
   const leased = async (amount: bigint) => {
@@ -187,6 +189,9 @@ t.test('POST supplier-payment: 200; 403, 404, 409 no lease / already paid, 422 w
   expectDocumented(t, doc, 'post', '/credit/offers/{offerId}/supplier-payment', advance)
   t.match(advance.body, { state: 'active', offerId: c.offerId, lender: lender.account.address, payer: lender.session.address, principalAtomic: usdc(300).toString(), payment: { txHash: paid } })
   expectProblem(t, await report(c.offerId, paid), 409, 'lease_not_live', 'the same report twice')
+  const funded = await borrowerClient.post('/credit/match', { offerId: c.offerId })
+  expectProblem(t, funded, 409, 'offer_closed', 'a funded offer cannot be matched again')
+  expectDocumented(t, doc, 'post', '/credit/match', funded)
 })
 
 t.test('complete, fail, liquidate: the actor rules, 404, 409 wrong state, and an operator may act', async (t) => {
