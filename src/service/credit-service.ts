@@ -4,8 +4,8 @@
 // gets the result only once the commit is durable.
 import { getAddress, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
-import { leaseViewFromSnapshot, offerViewFromSnapshot, type Engine } from '../engine/engine.ts'
-import type { Change, CreditRequestInput, EngineError, EngineResult, LenderRecord, RegisterLenderInput, RegisterSourceInput } from '../engine/types.ts'
+import { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, type Engine } from '../engine/engine.ts'
+import type { AdvanceView, Change, CreditRequestInput, JobView, OfferView, EngineError, EngineResult, LenderRecord, RegisterLenderInput, RegisterSourceInput } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import { findNetwork, findToken, type NetworkConfig } from '../chain/config.ts'
 import { idKey } from '../chain/ids.ts'
@@ -577,6 +577,16 @@ export class CreditService {
   }
 
   // ------------------------------------------------------------------------------------------------ reads
+
+  /** A job, offer or advance by id: live from the engine, final from the store; undefined when never seen. */
+  view(kind: 'job', id: string): JobView | undefined
+  view(kind: 'offer', id: string): OfferView | undefined
+  view(kind: 'advance', id: string): AdvanceView | undefined
+  view(kind: 'job' | 'offer' | 'advance', id: string): JobView | OfferView | AdvanceView | undefined {
+    if (kind === 'job') return this.engine.getJob(id) ?? this.#stored('job', id, jobViewFromSnapshot)
+    if (kind === 'offer') return this.engine.getOffer(id) ?? this.#stored('offer', id, offerViewFromSnapshot)
+    return this.engine.getAdvance(id) ?? this.#stored('advance', id, advanceViewFromSnapshot)
+  }
 
   /** A final actor, read from the store (final actors leave memory). */
   #stored<V>(kind: 'job' | 'offer' | 'lease' | 'advance', id: string, view: (snapshot: unknown) => V): V | undefined {

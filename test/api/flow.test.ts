@@ -4,9 +4,12 @@
 import t from 'tap'
 import { privateKeyToAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
+import { CreditClient } from '../../src/client/client.ts'
 import { creditRequest, fundedJob, readyLender, startHarness, USDC, usdc, type Harness } from './../fixtures/service.ts'
 
 let h: Harness
+/** The advance of the first flow, read back by id in the last test. */
+let firstAdvanceId = ''
 t.before(async () => {
   h = await startHarness()
 })
@@ -47,6 +50,7 @@ t.test('lender registration, job, credit, match, supplier paid by the session ke
   t.equal(report.status, 200, JSON.stringify(report.body))
   t.equal(report.body.state, 'active')
   t.equal(report.body.principalAtomic, usdc(1000).toString())
+  firstAdvanceId = report.body.advanceId
   t.equal(await chain.balanceOf(USDC, supplier), supplierBefore + usdc(1000), 'the lender\'s wallet paid the supplier directly')
 
   const replay = await cheap.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: cheap.account.address, supplierPaymentId: paid })
@@ -113,4 +117,24 @@ t.test('an offer that dispatch already leased is answered with that lease by POS
   t.equal(match.status, 200)
   t.equal(match.body.lease.leaseId, leased.lease.leaseId, 'the existing lease, not a second one')
   t.equal(h.app.service.engine.liveLeasesOf(lender.account.address).length, 1)
+})
+
+t.test('jobs, offers and advances are readable by id, final ones from the store', async (t) => {
+  const job = await h.app.service.store.getSnapshot('job', 'job_flow_1')
+  t.equal(job?.final, true, 'the completed job left memory')
+  t.equal(h.app.service.engine.getJob('job_flow_1'), undefined)
+  const client = new CreditClient(h.url)
+  const read = await client.get('/credit/jobs/job_flow_1')
+  t.equal(read.status, 200)
+  t.equal(read.body.state, 'completed')
+  const advance = await client.get(`/credit/advances/${firstAdvanceId}`)
+  t.equal(advance.status, 200)
+  t.equal(advance.body.state, 'repaid')
+  const offer = await client.get(`/credit/offers/${advance.body.offerId}`)
+  t.equal(offer.status, 200)
+  t.equal(offer.body.state, 'funded')
+  t.equal(offer.body.advanceId, advance.body.advanceId)
+  const missing = await client.get('/credit/offers/off_999999')
+  t.equal(missing.status, 404)
+  t.equal(missing.body.code, 'offer_not_found')
 })

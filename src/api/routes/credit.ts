@@ -2,6 +2,7 @@
 // caller, and hands over to one service operation; no business rule lives here.
 import Type from 'typebox'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
+import { HttpProblem } from '../../http/problem.ts'
 import { toWire } from '../../service/wire.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import { checksum, JobId, StrictObject, msFromIso } from '../common.ts'
@@ -22,6 +23,7 @@ import {
   LiquidationReceipt,
   MatchOutcome,
   MatchRequest,
+  Offer,
   OfferId,
   PassportEvent,
   RepaymentProof,
@@ -36,6 +38,11 @@ const JobParams = StrictObject({ jobId: JobId })
 const OfferParams = StrictObject({ offerId: OfferId })
 const AdvanceParams = StrictObject({ advanceId: AdvanceId })
 const tags = ['credit'] as const
+
+function found<V>(view: V | undefined, kind: string, id: string): V {
+  if (view === undefined) throw new HttpProblem(404, `${kind}_not_found`, `no ${kind} ${id}`, { title: 'Not found' })
+  return view
+}
 
 export function creditRoutes(service: CreditService): AnyRoute[] {
   return [
@@ -80,6 +87,42 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
             (job) => replyWith(201, Job)(toWire(job)),
           ),
         ),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/credit/jobs/{jobId}',
+      operationId: 'getJob',
+      summary: 'Read a job (live or final)',
+      tags,
+      auth: 'none',
+      params: JobParams,
+      responses: { 200: { description: 'The job', schema: Job }, ...errors.notFound('job') },
+      handler: (ctx) => asResult(replyWith(200, Job)(toWire(found(service.view('job', ctx.params.jobId), 'job', ctx.params.jobId)))),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/credit/offers/{offerId}',
+      operationId: 'getOffer',
+      summary: 'Read an offer (live or final): its state, current lease and advance',
+      tags,
+      auth: 'none',
+      params: OfferParams,
+      responses: { 200: { description: 'The offer', schema: Offer }, ...errors.notFound('offer') },
+      handler: (ctx) => asResult(replyWith(200, Offer)(toWire(found(service.view('offer', ctx.params.offerId), 'offer', ctx.params.offerId)))),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/credit/advances/{advanceId}',
+      operationId: 'getAdvance',
+      summary: 'Read an advance (live or final): what is owed, its repayment or recovery',
+      tags,
+      auth: 'none',
+      params: AdvanceParams,
+      responses: { 200: { description: 'The advance', schema: Advance }, ...errors.notFound('advance') },
+      handler: (ctx) => asResult(replyWith(200, Advance)(toWire(found(service.view('advance', ctx.params.advanceId), 'advance', ctx.params.advanceId)))),
     }),
 
     defineRoute({
