@@ -138,3 +138,24 @@ t.test('jobs, offers and advances are readable by id, final ones from the store'
   t.equal(missing.status, 404)
   t.equal(missing.body.code, 'offer_not_found')
 })
+
+t.test('lists are paged in registration order: limit, after, next-after', async (t) => {
+  const client = new CreditClient(h.url)
+  const all = await client.get('/lenders?limit=1000')
+  t.ok(all.body.length >= 3, 'the lenders of the flows above')
+  t.equal(all.headers.get('next-after'), null, 'no next page when everything fits')
+  const seen: string[] = []
+  let after: string | null = null
+  for (let pages = 0; pages < all.body.length + 1; pages++) {
+    const reply: { status: number; body: { address: string }[]; headers: Headers } = await client.get(`/lenders?limit=2${after === null ? '' : `&after=${after}`}`)
+    t.equal(reply.status, 200)
+    t.ok(reply.body.length <= 2)
+    seen.push(...reply.body.map((l) => l.address))
+    after = reply.headers.get('next-after')
+    if (after === null) break
+  }
+  t.same(seen, all.body.map((l: { address: string }) => l.address), 'the pages together are the whole list, in order')
+  const bad = await client.get('/lenders?limit=0')
+  t.equal(bad.status, 400)
+  t.equal(bad.body.code, 'validation_failed')
+})

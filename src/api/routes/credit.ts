@@ -32,7 +32,7 @@ import {
   SupplierPaymentReport,
   UnderwritingDecision,
 } from '../schemas.ts'
-import { asResult, errors, mutate, mutationHeaders, replyWith } from './shared.ts'
+import { asResult, errors, mutate, mutationHeaders, page, PageQuery, replyWith } from './shared.ts'
 
 const JobParams = StrictObject({ jobId: JobId })
 const OfferParams = StrictObject({ offerId: OfferId })
@@ -186,8 +186,12 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       summary: 'List verified non-job backing sources',
       tags,
       auth: 'none',
-      responses: { 200: { description: 'Backing sources in registration order', schema: Type.Array(BackingSource) } },
-      handler: () => asResult(replyWith(200, Type.Array(BackingSource))(toWire(service.engine.listSources()))),
+      query: PageQuery,
+      responses: { 200: { description: 'Backing sources in registration order; header next-after names the next page', schema: Type.Array(BackingSource) } },
+      handler: (ctx) => {
+        const { items, headers } = page(service.engine.listSources(), ctx.query)
+        return asResult({ ...replyWith(200, Type.Array(BackingSource))(toWire(items)), headers })
+      },
     }),
 
     defineRoute({

@@ -10,7 +10,7 @@ import { toWire } from '../../service/wire.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
 import { LenderProfile, LenderRegistration, LenderRegistrationResult, LenderWallet, PendingAction } from '../schemas.ts'
-import { asResult, errors, mutate, mutationHeaders, replyWith } from './shared.ts'
+import { asResult, errors, mutate, mutationHeaders, page, PageQuery, replyWith } from './shared.ts'
 
 const AddressParams = StrictObject({ address: AddressSchema })
 const tags = ['lenders'] as const
@@ -70,8 +70,12 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
       summary: 'List active lender agents (reliability at or above the matching floor), in registration order',
       tags,
       auth: 'none',
-      responses: { 200: { description: 'Lender profiles', schema: Type.Array(LenderProfile) } },
-      handler: () => asResult(replyWith(200, Type.Array(LenderProfile))(toWire(service.engine.listLenders().filter((l) => service.isActiveLender(l))))),
+      query: PageQuery,
+      responses: { 200: { description: 'Lender profiles; header next-after names the next page', schema: Type.Array(LenderProfile) } },
+      handler: (ctx) => {
+        const { items, headers } = page(service.engine.listLenders().filter((l) => service.isActiveLender(l)), ctx.query)
+        return asResult({ ...replyWith(200, Type.Array(LenderProfile))(toWire(items)), headers })
+      },
     }),
 
     defineRoute({
@@ -133,8 +137,12 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
       summary: 'List registered lender wallets: session-key balances and allowances per network, and lending activity',
       tags,
       auth: 'none',
-      responses: { 200: { description: 'Wallet balances and activity', schema: Type.Array(LenderWallet) } },
-      handler: () => asResult(replyWith(200, Type.Array(LenderWallet))(service.engine.listLenders().map(wallet))),
+      query: PageQuery,
+      responses: { 200: { description: 'Wallet balances and activity; header next-after names the next page', schema: Type.Array(LenderWallet) } },
+      handler: (ctx) => {
+        const { items, headers } = page(service.engine.listLenders(), ctx.query)
+        return asResult({ ...replyWith(200, Type.Array(LenderWallet))(items.map(wallet)), headers })
+      },
     }),
 
     defineRoute({

@@ -1,6 +1,7 @@
 // Pieces every domain route uses: typed replies checked against the documented schema at compile time, the
 // idempotent mutation wrapper, and the error responses each kind of route documents.
-import type { Static, TSchema } from 'typebox'
+import Type, { type Static, type TSchema } from 'typebox'
+import { StrictObject } from '../common.ts'
 import type { ResponseSpec, RouteContext } from '../../http/route.ts'
 import type { StoredResponse } from '../../store/index.ts'
 import type { CreditService, Mutation } from '../../service/credit-service.ts'
@@ -50,3 +51,25 @@ export const errors = {
     422: e('The Idempotency-Key was used with another body (code idempotency_key_reused).'),
   },
 } as const
+
+export const PAGE_LIMIT_DEFAULT = 100
+export const PAGE_LIMIT_MAX = 1000
+
+/** `?limit=&after=` of the list routes: registration order, `after` = the last registrationSeq already seen. */
+export const PageQuery = StrictObject({
+  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$', description: `Items per page, 1..${PAGE_LIMIT_MAX} (default ${PAGE_LIMIT_DEFAULT}).` })),
+  after: Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]{0,14})$', description: 'registrationSeq of the last item of the previous page; the next page starts after it.' })),
+})
+
+/**
+ * One page of a list in registration order, and the header that points to the next one (`next-after`), absent on
+ * the last page. Every list has a bounded answer, whatever the number of lenders or sources.
+ */
+export function page<T extends { registrationSeq: number }>(items: readonly T[], query: { limit?: string; after?: string }): { items: T[]; headers: Record<string, string> } {
+  const limit = Math.min(Number(query.limit ?? PAGE_LIMIT_DEFAULT), PAGE_LIMIT_MAX)
+  const after = query.after === undefined ? -1 : Number(query.after)
+  const rest = items.filter((item) => item.registrationSeq > after)
+  const slice = rest.slice(0, limit)
+  const last = slice[slice.length - 1]
+  return { items: slice, headers: rest.length > limit && last !== undefined ? { 'next-after': String(last.registrationSeq) } : {} }
+}
