@@ -362,7 +362,7 @@ export class Engine {
     const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [] }
     const stale: LeaseActor[] = []
     for (const lease of this.leases.values()) {
-      if (lease.getSnapshot().context.expiresAtMs <= nowMs) stale.push(lease)
+      if (lease.getSnapshot().context.expiresAtMs + this.config.leaseReportGraceMs <= nowMs) stale.push(lease)
     }
     stale.sort((a, b) => {
       const ca = a.getSnapshot().context

@@ -103,7 +103,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     cleanups.push(() => store.close())
 
     const watcher = new WalletWatcher(networks)
-    const engineConfig = { ...config.engine, leaseTtlMs: config.leaseTtlSeconds * 1000, offerTtlMs: config.offerTtlSeconds * 1000 }
+    const engineConfig = {
+      ...config.engine,
+      leaseTtlMs: config.leaseTtlSeconds * 1000,
+      leaseReportGraceMs: config.leaseReportGraceSeconds * 1000,
+      offerTtlMs: config.offerTtlSeconds * 1000,
+    }
     const engine = new Engine(engineConfig, watcher, storedSnapshots(store))
     engine.checkInvariants()
 

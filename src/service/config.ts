@@ -30,6 +30,7 @@ export const ConfigFileSchema = Type.Object(
     attesters: Type.Optional(Type.Array(AddressString, { maxItems: 64 })),
     suppliers: Type.Optional(Type.Array(SupplierSchema, { maxItems: 10_000 })),
     leaseTtlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
+    leaseReportGraceSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
     offerTtlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
     dispatchIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
     sessionTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
@@ -59,6 +60,8 @@ export interface ServiceConfig {
   attesters: Address[]
   suppliers: SupplierEntry[]
   leaseTtlSeconds: number
+  /** After a lease's deadline, how long a timely payment may still be reported before the lease expires. */
+  leaseReportGraceSeconds: number
   offerTtlSeconds: number
   /** Period of the internal expiry ticker; 0 disables it (dispatch then runs only on POST /credit/dispatch). */
   dispatchIntervalMs: number
@@ -78,6 +81,7 @@ export const serviceDefaults = {
   port: 8402,
   dataDir: './snapshots',
   leaseTtlSeconds: 30,
+  leaseReportGraceSeconds: 5,
   offerTtlSeconds: 600,
   dispatchIntervalMs: 1000,
   sessionTtlSeconds: 24 * 3600,
@@ -137,6 +141,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     attesters: addresses(file.attesters),
     suppliers: (file.suppliers ?? []).map((s) => ({ domain: s.domain.toLowerCase(), name: s.name, address: getAddress(s.address) })),
     leaseTtlSeconds: envInteger(env, 'LEASE_TTL_SECONDS', 1, 3600) ?? file.leaseTtlSeconds ?? serviceDefaults.leaseTtlSeconds,
+    leaseReportGraceSeconds: envInteger(env, 'LEASE_REPORT_GRACE_SECONDS', 0, 3600) ?? file.leaseReportGraceSeconds ?? serviceDefaults.leaseReportGraceSeconds,
     offerTtlSeconds: file.offerTtlSeconds ?? serviceDefaults.offerTtlSeconds,
     dispatchIntervalMs: envInteger(env, 'DISPATCH_INTERVAL_MS', 0, 3_600_000) ?? file.dispatchIntervalMs ?? serviceDefaults.dispatchIntervalMs,
     sessionTtlSeconds: file.sessionTtlSeconds ?? serviceDefaults.sessionTtlSeconds,

@@ -149,3 +149,19 @@ t.test('reliability below the floor makes a lender inactive; uptime restores it'
   t.equal(unwrap(engine.matchOffer({ offerId: 'off_2' }, T0 + 40_001)).lease?.lender, lenderInput(1).address)
   engine.checkInvariants()
 })
+
+t.test('report grace: a lease stays payable-and-reportable until deadline + grace, then expires', async (t) => {
+  const { engine } = world({ leaseReportGraceMs: 5_000 })
+  const offerId = offerFor(engine)
+  const lease = unwrap(engine.matchOffer({ offerId }, T0)).lease!
+  t.equal(lease.expiresAtMs, T0 + 30_000, 'the deadline (paySupplier refuses after it) is still the TTL')
+  t.equal(unwrap(engine.dispatch(T0 + 34_999)).expiredLeases.length, 0, 'within the grace: not expired')
+  const advance = unwrap(engine.recordSupplierPayment(payment(offerId, lease.payer), T0 + 34_999))
+  t.equal(advance.leaseId, lease.leaseId, 'a payment reported within the grace is recorded')
+
+  const other = offerFor(engine)
+  const second = unwrap(engine.matchOffer({ offerId: other }, T0 + 40_000)).lease!
+  t.equal(unwrap(engine.dispatch(second.expiresAtMs + 5_000)).expiredLeases.length, 1, 'deadline + grace passed: expired')
+  const late = engine.recordSupplierPayment(payment(other, second.payer, 2), second.expiresAtMs + 5_001)
+  t.equal(late.ok ? 'ok' : late.error.code, 'lease_expired', 'and the late report is rejected')
+})
