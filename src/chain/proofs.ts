@@ -11,6 +11,7 @@ import {
   type Hex,
   type TransactionReceipt,
 } from 'viem'
+import type { SupplierPaymentFact as EngineSupplierPaymentFact } from '../engine/ports.ts'
 import { creditFacilityAbi } from './artifacts.ts'
 import type { NetworkClients } from './clients.ts'
 import { findToken } from './config.ts'
@@ -166,18 +167,8 @@ export async function verifyProof<E extends CreditEventName>(
   }
 }
 
-/** The fact the engine records for a supplier payment (src/README.md, engine seam). */
-export type SupplierPaymentFact = {
-  network: string
-  txHash: Hex
-  logIndex: number
-  offerId: string
-  payer: Address
-  supplier: Address
-  asset: string
-  amountAtomic: bigint
-  proofKey: string
-}
+/** The fact the engine records for a supplier payment (src/README.md, engine seam), and the key of its proof. */
+export type SupplierPaymentFact = EngineSupplierPaymentFact & { proofKey: string }
 
 /** Verifies that `txHash` is the paySupplier of the lease: this offer, from this payer, to this supplier, this amount. */
 export async function verifySupplierPayment(

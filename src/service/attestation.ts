@@ -2,6 +2,7 @@
 // source's fields (DESIGN section 4). The domain has no chain id: an attestation is about an off-chain asset and
 // holds on every network; the fields it signs are exactly the ones the engine records.
 import { getAddress, isHex, recoverTypedDataAddress, type Address, type Hex, type LocalAccount } from 'viem'
+import type { RegisterSourceInput } from '../engine/types.ts'
 
 export const attestationDomain = { name: 'agent-credit backing attestation', version: '1' } as const
 
@@ -16,14 +17,8 @@ export const attestationTypes = {
   ],
 } as const
 
-export interface AttestedFields {
-  sourceId: string
-  productType: string
-  agent: Address
-  valueAtomic: bigint
-  liquidationValueAtomic: bigint
-  advanceRateBps: number
-}
+/** Exactly the fields the engine records of a backing source, but the evidence itself. */
+export type AttestedFields = Omit<RegisterSourceInput, 'evidenceId'>
 
 function message(fields: AttestedFields) {
   return { ...fields, agent: getAddress(fields.agent) }
