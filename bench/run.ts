@@ -1,0 +1,98 @@
+// `npm run bench`: runs bench/match.ts then bench/http.ts, each as its own child process (sequentially, so they do not
+// compete for the cores), then writes bench/results/summary.md with the machine and both benches' headline figures.
+// Arguments after `--` go to http.ts (e.g. `npm run bench -- --external`).
+import { spawn } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { cpus, loadavg, totalmem } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const results = join(here, 'results')
+
+function run(file: string, args: string[] = []): Promise<number> {
+  process.stdout.write(`\n### ${file} ${args.join(' ')}\n`)
+  const started = performance.now()
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(here, file), ...args], { stdio: 'inherit', cwd: join(here, '..') })
+    child.on('error', reject)
+    child.on('exit', (code, signal) => {
+      if (code !== 0) reject(new Error(`${file} exited with ${code ?? signal}`))
+      else resolve(Math.round((performance.now() - started) / 100) / 10)
+    })
+  })
+}
+
+function cpuModel(): string {
+  try {
+    const line = readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('model name'))
+    if (line !== undefined) return line.slice(line.indexOf(':') + 1).trim()
+  } catch {
+    // not Linux: fall back to what Node reports
+  }
+  return cpus()[0]?.model ?? 'unknown'
+}
+
+const load = () => (loadavg()[0] ?? 0).toFixed(2)
+const loadBefore = load()
+const matchSeconds = await run('match.ts')
+const httpSeconds = await run('http.ts', process.argv.slice(2))
+const match = JSON.parse(readFileSync(join(results, 'match-latest.json'), 'utf8'))
+const http = JSON.parse(readFileSync(join(results, 'http-latest.json'), 'utf8'))
+
+const ms = (v: number) => `${v} ms`
+const modeRow = (name: string, m: any) =>
+  m === undefined
+    ? `| ${name} | not run | | | | | | |`
+    : `| ${name} | ${m.pairsPerSecond} | ${m.httpRequestsPerSecond} | ${ms(m.latencyMillis.pair.p50)} / ${ms(m.latencyMillis.pair.p90)} / ${ms(m.latencyMillis.pair.p99)} | ` +
+      `${ms(m.latencyMillis.request.p50)} / ${ms(m.latencyMillis.request.p99)} | ${ms(m.latencyMillis.match.p50)} / ${ms(m.latencyMillis.match.p99)} | ` +
+      `${m.service.storeCommits} in ${m.service.storeTransactions} (${m.service.commitsPerTransaction}) | ${m.service.serviceThreadCpuMicrosPerPair} us |`
+const outcomes = (m: any) =>
+  m === undefined
+    ? ''
+    : `leased ${m.outcomes.leased}, no eligible lender ${m.outcomes.noEligibleLender}, offer expired before match ${m.outcomes.offerExpiredBeforeMatch}, ` +
+      `refused leases (insufficient balance) ${m.outcomes.refusedLeases}, ` +
+      `declined ${m.outcomes.declined}, HTTP errors ${JSON.stringify(m.outcomes.httpErrors)}`
+
+const w = http.workload
+const summary = `# Bench summary
+
+- Date: ${new Date().toISOString()}
+- Machine: ${cpuModel()}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB memory, Node ${process.version}
+- 1-minute load average: ${loadBefore} before the benches, ${load()} after (other processes on the machine skew every figure)
+- Run time: match ${matchSeconds} s, http ${httpSeconds} s
+
+## Matching in process (bench/match.ts)
+
+${match.lenders} lenders on one book, ${match.matches} timed matches; each match is then paid and repaid (untimed).
+
+| | matches/s | p50 | p90 | p99 | p99.9 |
+|---|---|---|---|---|---|
+| engine (actors, changes) | ${match.engine.matchesPerSecond} | ${match.engine.latencyMicros.p50} us | ${match.engine.latencyMicros.p90} us | ${match.engine.latencyMicros.p99} us | ${match.engine.latencyMicros.p999} us |
+| bare book, same rules | ${match.baseline.matchesPerSecond} | ${match.baseline.latencyMicros.p50} us | ${match.baseline.latencyMicros.p90} us | ${match.baseline.latencyMicros.p99} us | ${match.baseline.latencyMicros.p999} us |
+
+Engine / bare book throughput: **${match.engineToBaselineThroughputRatio}**
+
+## Request and match over HTTP (bench/http.ts)
+
+${w.path}: ${w.lenders} lenders (funded on chain), ${w.borrowers} borrowers, ${w.inFlight} in flight, ${w.warmupSeconds} s warm-up + ${w.measuredSeconds} s measured per mode;
+leases and offers live ${w.leaseTtlSeconds} s and the dispatch ticker (${w.dispatchIntervalMs} ms) expires them, which frees the liquidity.
+Load generator: ${w.loadGenerator}.
+
+| durability | pairs/s | HTTP req/s | pair p50 / p90 / p99 | request p50 / p99 | match p50 / p99 | commits in LMDB txns (per txn) | service CPU per pair |
+|---|---|---|---|---|---|---|---|
+${modeRow('sync (default)', http.modes.sync)}
+${modeRow('none (bench only)', http.modes.none)}
+
+Durable / none throughput: **${http.durableToNoneThroughputRatio}**; pair p99 durable / none: **${http.durableToNonePairP99Ratio}**
+
+Outcomes (sync): ${outcomes(http.modes.sync)}
+
+Outcomes (none): ${outcomes(http.modes.none)}
+
+Service thread CPU is read from /proc/thread-self/stat, so "service CPU per pair" is what the service spent on one
+request + match, whatever else competed for the cores; throughput and latency depend on that competition.
+Full figures: match-latest.json, http-latest.json.
+`
+writeFileSync(join(results, 'summary.md'), summary)
+process.stdout.write(`\n${summary}\nwrote ${join(results, 'summary.md')}\n`)
