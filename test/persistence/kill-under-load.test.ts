@@ -36,6 +36,9 @@ type Reply = { status: number; body: any }
 const random = (n: number) => Math.floor(Math.random() * n)
 const pick = <T>(list: readonly T[]): T | undefined => (list.length === 0 ? undefined : list[random(list.length)])
 
+/** A page of GET /lenders. */
+type LenderPage = { body: { address: Address }[]; headers: Headers }
+
 async function call(url: string, method: string, path: string, body?: unknown, token?: string, key?: string): Promise<Reply> {
   const headers: Record<string, string> = {}
   if (token) headers.authorization = `Bearer ${token}`
@@ -302,8 +305,15 @@ t.test('SIGKILL under load loses no acknowledged change, applies no retry twice,
 
   /** Everything acknowledged so far is there, through the public API. */
   const verify = async (t: Test, label: string) => {
-    const lenders = await call(url, 'GET', '/lenders')
-    const listed = new Set((lenders.body as { address: Address }[]).map((l) => l.address))
+    // GET /lenders is paged: follow next-after to the end.
+    const listed = new Set<Address>()
+    const reader = new CreditClient(url)
+    for (let after: string | null = null, pages = 0; pages < 100; pages++) {
+      const page: LenderPage = await reader.get<{ address: Address }[]>(`/lenders?limit=1000${after === null ? '' : `&after=${after}`}`)
+      for (const lender of page.body) listed.add(lender.address)
+      after = page.headers.get('next-after')
+      if (after === null) break
+    }
     t.same([...acked.lenders].filter((a) => !listed.has(a)), [], `${label}: every acknowledged lender is listed (${acked.lenders.size})`)
     const state = (await call(url, 'GET', '/credit/state')).body
     const { counts, totals } = state
