@@ -53,8 +53,9 @@ class NetworkWatch {
   constructor(readonly clients: NetworkClients) {}
 }
 
+/** Keyed by the lower-case address: matching asks on its hot path, and a checksum costs a keccak per call. */
 function holdingKey(asset: string, holder: Address): string {
-  return `${asset}:${holder}`
+  return `${asset}:${holder.toLowerCase()}`
 }
 
 export class WalletWatcher extends EventEmitter<WatcherEvents> implements WalletView {
@@ -109,7 +110,7 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
   }
 
   holding(network: string, asset: string, holder: Address): Holding | undefined {
-    return this.#watches.get(network)?.holdings.get(holdingKey(asset, getAddress(holder)))
+    return this.#watches.get(network)?.holdings.get(holdingKey(asset, holder))
   }
 
   isDegraded(network: string): boolean {
