@@ -15,6 +15,9 @@ export const DEFAULT_SESSION_TTL_MS = 24 * 60 * 60_000
 /** Tolerated clock difference between the wallet and the service for `issuedAt` and `notBefore`. */
 export const CLOCK_SKEW_MS = 60_000
 
+/** Sessions kept in memory for authentication; the oldest cached one leaves first. */
+export const SESSION_CACHE_MAX = 10_000
+
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/
 
 export interface SiweAuthOptions {
@@ -61,6 +64,8 @@ export class SiweAuth implements AuthService {
   readonly #nonceTtlMs: number
   readonly #sessionTtlMs: number
   readonly #nowMs: () => number
+  /** Recently used sessions by token hash: every request authenticates, and a store read costs more than a lookup. */
+  readonly #sessions = new Map<string, { address: Address; expiresAtMs: number }>()
 
   constructor(options: SiweAuthOptions) {
     this.#records = options.records
@@ -129,8 +134,19 @@ export class SiweAuth implements AuthService {
   /** The server's `authenticate` option: the session of a bearer token, or undefined. */
   readonly authenticate = async (token: string): Promise<Session | undefined> => {
     if (!TOKEN_PATTERN.test(token)) return undefined
-    const record = await this.#records.getSession(hashToken(token))
-    if (record === undefined || record.expiresAtMs <= this.#nowMs()) return undefined
+    const tokenHash = hashToken(token)
+    const nowMs = this.#nowMs()
+    const cached = this.#sessions.get(tokenHash)
+    if (cached !== undefined) {
+      if (cached.expiresAtMs > nowMs) return { address: cached.address }
+      this.#sessions.delete(tokenHash)
+      return undefined
+    }
+    const record = await this.#records.getSession(tokenHash)
+    if (record === undefined || record.expiresAtMs <= nowMs) return undefined
+    // Sessions are never revoked before they expire, so a cached one stays true until its expiry.
+    if (this.#sessions.size >= SESSION_CACHE_MAX) this.#sessions.delete(this.#sessions.keys().next().value as string)
+    this.#sessions.set(tokenHash, { address: record.address, expiresAtMs: record.expiresAtMs })
     return { address: record.address }
   }
 }
