@@ -146,8 +146,8 @@ export class CreditService {
   }
 
   async #commit(changes: readonly Change[], records: readonly RecordWrite[], mutation: Mutation, response: StoredResponse): Promise<void> {
-    const idempotency = mutation.ticket?.complete(response)
     try {
+      const idempotency = mutation.ticket?.complete(response)
       await this.store.commit({ changes, records, ...(idempotency ? { idempotency } : {}) })
     } catch (error) {
       // The engine already holds the change in memory: continuing would acknowledge state the disk lacks.
