@@ -9,7 +9,7 @@ import type { AdvanceView, Change, CreditRequestInput, JobView, OfferView, Engin
 import type { NetworkClients } from '../chain/clients.ts'
 import { findNetwork, findToken, type NetworkConfig } from '../chain/config.ts'
 import { idKey } from '../chain/ids.ts'
-import { sendLiquidate, sendSettleJob } from '../chain/operator.ts'
+import { ContractRevertError, OperatorUnavailableError, sendLiquidate, sendSettleJob, type OperatorReceipt } from '../chain/operator.ts'
 import { ChainRpcError, verifyProof, verifySupplierPayment, type CreditEventName, type ProofFailureReason, type ProofRequest, type VerifiedFact } from '../chain/proofs.ts'
 import { buildApproveTransaction, buildPaySupplierTransaction, type UnsignedTransaction } from '../chain/transactions.ts'
 import type { WalletWatcher } from '../chain/watcher.ts'
@@ -209,6 +209,24 @@ export class CreditService {
   #useProof(fact: { proofKey: string }, usedBy: string): RecordWrite {
     if (this.store.proofs.has(fact.proofKey)) throw new HttpProblem(409, 'proof_already_used', `the proof ${fact.proofKey} was already used`, { title: 'Transaction proof refused' })
     return this.store.proofs.addOp(fact.proofKey, { usedBy, usedAtMs: this.#clock() })
+  }
+
+  /** Sends an operator transaction (settleJob, liquidate); a refusal of the contract is a 409 naming its error. */
+  async #operatorSend(slug: string, send: (clients: NetworkClients) => Promise<OperatorReceipt>): Promise<OperatorReceipt> {
+    try {
+      return await send(this.#operatorClients(slug))
+    } catch (error) {
+      if (error instanceof ContractRevertError) {
+        const code = `contract_${error.errorName.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase().replace(/[^a-z0-9_]/g, '_')}`
+        throw new HttpProblem(409, code, `${error.message}; nothing was recorded`, { title: 'Refused by the credit contract' })
+      }
+      if (error instanceof OperatorUnavailableError) throw new HttpProblem(503, 'operator_unavailable', error.message, { title: 'Operator unavailable' })
+      if (error instanceof HttpProblem) throw error
+      throw new HttpProblem(503, 'chain_unavailable', `the operator transaction on ${slug} could not be completed: ${(error as Error).message?.split('\n')[0]}`, {
+        title: 'Chain unavailable',
+        headers: { 'retry-after': '1' },
+      })
+    }
   }
 
   #operatorClients(slug: string): NetworkClients {
@@ -523,11 +541,13 @@ export class CreditService {
       if (caller !== job.client && !this.isOperator(caller)) throw forbidden('a job is completed by its client or an operator')
       const plan = this.engine.planJobSettlement(jobId)
       if (!plan.ok) throw problemFromEngine(plan.error)
-      const receipt = await sendSettleJob(this.#operatorClients(job.network), {
-        jobId,
-        payouts: plan.value.advances.map((a) => ({ advanceId: a.advanceId, lender: a.lender, amountAtomic: a.amountAtomic })),
-        reserveAtomic: plan.value.toReserveAtomic,
-      })
+      const receipt = await this.#operatorSend(job.network, (clients) =>
+        sendSettleJob(clients, {
+          jobId,
+          payouts: plan.value.advances.map((a) => ({ advanceId: a.advanceId, lender: a.lender, amountAtomic: a.amountAtomic })),
+          reserveAtomic: plan.value.toReserveAtomic,
+        }),
+      )
       return this.apply(mutation, () => this.engine.completeJob({ jobId, network: job.network, txHash: receipt.txHash }, this.#clock()), respond)
     })
   }
@@ -565,13 +585,9 @@ export class CreditService {
         fromCollateralAtomic: step('collateral'),
         fromReserveAtomic: step('insurance_reserve'),
       }
-      const receipt = await sendLiquidate(this.#operatorClients(advance.network), {
-        advanceId,
-        jobId: plan.value.jobId,
-        lender: advance.lender,
-        asset: advance.asset,
-        ...amounts,
-      })
+      const receipt = await this.#operatorSend(advance.network, (clients) =>
+        sendLiquidate(clients, { advanceId, jobId: plan.value.jobId, lender: advance.lender, asset: advance.asset, ...amounts }),
+      )
       return this.apply(mutation, () => this.engine.liquidate({ advanceId, network: advance.network, txHash: receipt.txHash, ...amounts }, this.#clock()), respond)
     })
   }

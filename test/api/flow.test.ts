@@ -5,6 +5,8 @@ import t from 'tap'
 import { privateKeyToAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
+import { createNetworkClients } from '../../src/chain/clients.ts'
+import { sendSettleJob } from '../../src/chain/operator.ts'
 import { creditRequest, fundedJob, readyLender, startHarness, USDC, usdc, type Harness } from './../fixtures/service.ts'
 
 let h: Harness
@@ -158,4 +160,14 @@ t.test('lists are paged in registration order: limit, after, next-after', async 
   const bad = await client.get('/lenders?limit=0')
   t.equal(bad.status, 400)
   t.equal(bad.body.code, 'validation_failed')
+})
+
+t.test('a contract refusal of an operator transaction is a 409 naming the contract error, and nothing is recorded', async (t) => {
+  const { jobClientApi } = await fundedJob(h, { jobId: 'job_flow_4', receivableAtomic: usdc(100) })
+  // The settlement happened on chain without the service recording it (what a crash between the two would leave).
+  await sendSettleJob(createNetworkClients(h.network), { jobId: 'job_flow_4', payouts: [], reserveAtomic: 0n })
+  const complete = await jobClientApi.post('/credit/jobs/job_flow_4/complete', {})
+  t.equal(complete.status, 409)
+  t.equal(complete.body.code, 'contract_job_already_settled')
+  t.equal(h.app.service.engine.getJob('job_flow_4')?.state, 'funded', 'the job is unchanged')
 })
