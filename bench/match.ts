@@ -1,6 +1,9 @@
 // Matching bench: 10,000 lenders on one (network, asset) book. Measures the engine's matchOffer (lease actor
 // created, offer actor updated, changes built) against a bare baseline that runs the same book and the same
-// eligibility rules without actors, in the same run, and reports the ratio. Writes bench/results/match-latest.json.
+// eligibility rules without actors, in the same run, and reports the ratio. Then measures dispatch (the expiry
+// ticker) with DISPATCH_LEASES live leases, once with none due and once with 1% due per call.
+// Writes bench/results/match-latest.json.
+import { createHash } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { cpus, platform, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -15,6 +18,10 @@ import type { Address, LenderRecord, RiskBand } from '../src/engine/types.ts'
 const LENDERS = Number(process.env.BENCH_LENDERS ?? 10_000)
 const MATCHES = Number(process.env.BENCH_MATCHES ?? 20_000)
 const WARMUP = Math.min(2000, Math.floor(MATCHES / 10))
+const DISPATCH_LEASES = Number(process.env.BENCH_DISPATCH_LEASES ?? 10_000)
+const DISPATCH_IDLE_CALLS = Number(process.env.BENCH_DISPATCH_IDLE_CALLS ?? 1000)
+const DISPATCH_DUE_CALLS = 50
+const DISPATCH_DUE_WARMUP = 5
 const NET = 'bench-net'
 const ASSET = 'USDC'
 const T0 = 1_700_000_000_000
@@ -217,11 +224,96 @@ function runBaseline(specs: LenderSpec[], amounts: bigint[]) {
   return summary(h, totalNs, matched)
 }
 
+/**
+ * dispatch with DISPATCH_LEASES live leases. Lease i is granted at T0 + i * spacing, so the leases come due one
+ * spacing apart; a call at a given time expires exactly the leases due by then and rematches their offers to other
+ * lenders (new leases, due one TTL later, so the live count stays DISPATCH_LEASES). "idle": every call sees the same
+ * state with nothing due. "1% due": each call moves the clock so that the next 1% of the leases are due. The digest
+ * hashes every change the due calls handed back, so two builds of the engine can be compared for identical outcomes.
+ */
+function runDispatch(specs: LenderSpec[]) {
+  const spacingMs = 10
+  const leaseTtlMs = 10 * DISPATCH_LEASES * spacingMs
+  const lenders = specs.slice(0, 2000)
+  const wallets = new BenchWallets(new Map(lenders.map((s) => [s.session, 10n ** 15n])))
+  const engine = new Engine({ leaseTtlMs, offerTtlMs: 100 * leaseTtlMs }, wallets)
+  for (const s of lenders) {
+    const r = engine.registerLender({
+      address: s.address, sessionAddress: s.session, availableLiquidityAtomic: 10n ** 12n, asset: ASSET,
+      networks: [NET], minFeeBps: s.askBps, maxDurationSeconds: 90 * 24 * 3600, acceptedRiskBands: ['A', 'B', 'C'],
+      reputationBps: s.reputationBps,
+    }, T0)
+    if (!r.ok) throw new Error(r.error.message)
+  }
+  const src = engine.registerSource({ sourceId: 'bench-src', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 15n, liquidationValueAtomic: 10n ** 15n, advanceRateBps: 5000, evidenceId: 'bench' }, T0)
+  if (!src.ok) throw new Error(src.error.message)
+  process.stdout.write(`dispatch: granting ${DISPATCH_LEASES} live leases\n`)
+  for (let i = 0; i < DISPATCH_LEASES; i++) {
+    const nowMs = T0 + i * spacingMs
+    const d = engine.requestCredit({
+      agent: BORROWER, network: NET, asset: ASSET, productType: 'asset-backed', amountAtomic: 1000n, purpose: 'bench',
+      supplier: 'bench', supplierDomain: 'bench.example', supplierAddress: SUPPLIER, repaymentSource: 'bench-src',
+      maximumFeeAtomic: 1000n,
+    }, nowMs)
+    if (!d.ok || !d.value.offer) throw new Error('bench request declined')
+    const m = engine.matchOffer({ offerId: d.value.offer.offerId }, nowMs)
+    if (!m.ok || !m.value.lease) throw new Error('bench offer not matched')
+  }
+  const firstDueMs = T0 + leaseTtlMs
+
+  const idle = histogram()
+  let idleNs = 0n
+  process.stdout.write(`dispatch: ${DISPATCH_IDLE_CALLS} calls with none of ${DISPATCH_LEASES} leases due\n`)
+  for (let c = 0; c < DISPATCH_IDLE_CALLS; c++) {
+    const t0 = process.hrtime.bigint()
+    const r = engine.dispatch(firstDueMs - 1)
+    const dt = process.hrtime.bigint() - t0
+    if (!r.ok || r.value.expiredLeases.length > 0 || r.changes.length > 0) throw new Error('idle dispatch changed something')
+    idle.recordValue(Number(dt))
+    idleNs += dt
+  }
+
+  const duePerCall = DISPATCH_LEASES / 100
+  const due = histogram()
+  let dueNs = 0n
+  const digest = createHash('sha256')
+  process.stdout.write(`dispatch: ${DISPATCH_DUE_WARMUP} warm-up + ${DISPATCH_DUE_CALLS} calls with ${duePerCall} of ${DISPATCH_LEASES} leases due\n`)
+  for (let c = 0; c < DISPATCH_DUE_WARMUP + DISPATCH_DUE_CALLS; c++) {
+    const nowMs = firstDueMs + (c + 1) * duePerCall * spacingMs - 1
+    const t0 = process.hrtime.bigint()
+    const r = engine.dispatch(nowMs)
+    const dt = process.hrtime.bigint() - t0
+    if (!r.ok) throw new Error(r.error.message)
+    const rematched = r.value.matches.filter((m) => m.lease).length
+    if (r.value.expiredLeases.length !== duePerCall || rematched !== duePerCall) {
+      throw new Error(`dispatch expired ${r.value.expiredLeases.length} and rematched ${rematched}, expected ${duePerCall} each`)
+    }
+    digest.update(JSON.stringify([r.value, r.changes], (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)))
+    if (c >= DISPATCH_DUE_WARMUP) {
+      due.recordValue(Number(dt))
+      dueNs += dt
+    }
+  }
+  engine.checkInvariants()
+  const micros = (ns: number) => Math.round(ns / 10) / 100
+  const figures = (h: ReturnType<typeof histogram>, totalNs: bigint, calls: number) => ({
+    microsPerCall: micros(Number(totalNs) / calls),
+    latencyMicros: { p50: micros(h.getValueAtPercentile(50)), p99: micros(h.getValueAtPercentile(99)), max: micros(h.maxValue) },
+  })
+  return {
+    liveLeases: DISPATCH_LEASES,
+    idle: { calls: DISPATCH_IDLE_CALLS, leasesDuePerCall: 0, ...figures(idle, idleNs, DISPATCH_IDLE_CALLS) },
+    onePercentDue: { calls: DISPATCH_DUE_CALLS, leasesDuePerCall: duePerCall, ...figures(due, dueNs, DISPATCH_DUE_CALLS) },
+    outcomeDigest: digest.digest('hex').slice(0, 16),
+  }
+}
+
 const specs = lenderSpecs()
 const amounts = offerAmounts()
 process.stdout.write(`match bench: ${LENDERS} lenders, ${MATCHES} timed matches, node ${process.version}\n`)
 const baseline = runBaseline(specs, amounts)
 const engine = runEngine(specs, amounts)
+const dispatch = runDispatch(specs)
 const cpu = cpus()[0]
 const result = {
   date: new Date().toISOString(),
@@ -231,10 +323,17 @@ const result = {
   engine,
   baseline,
   engineToBaselineThroughputRatio: Math.round((engine.matchesPerSecond / baseline.matchesPerSecond) * 1000) / 1000,
+  dispatch,
 }
 const out = join(dirname(fileURLToPath(import.meta.url)), 'results', 'match-latest.json')
 mkdirSync(dirname(out), { recursive: true })
 writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`)
 process.stdout.write(`\nengine:   ${engine.matchesPerSecond} matches/s, p50 ${engine.latencyMicros.p50} us, p99 ${engine.latencyMicros.p99} us, p99.9 ${engine.latencyMicros.p999} us (refused leases on the way: ${engine.refusedLeases})\n`)
 process.stdout.write(`baseline: ${baseline.matchesPerSecond} matches/s, p50 ${baseline.latencyMicros.p50} us, p99 ${baseline.latencyMicros.p99} us\n`)
-process.stdout.write(`ratio engine/baseline throughput: ${result.engineToBaselineThroughputRatio}\nwrote ${out}\n`)
+process.stdout.write(`ratio engine/baseline throughput: ${result.engineToBaselineThroughputRatio}\n`)
+process.stdout.write(`\ndispatch with ${dispatch.liveLeases} live leases   us/call   p50 us   p99 us   max us\n`)
+for (const [label, d] of [['none due', dispatch.idle], [`${dispatch.onePercentDue.leasesDuePerCall} due (1%)`, dispatch.onePercentDue]] as const) {
+  const row = [d.microsPerCall, d.latencyMicros.p50, d.latencyMicros.p99, d.latencyMicros.max].map((v) => String(v).padStart(9)).join('')
+  process.stdout.write(`  ${label.padEnd(31)}${row}\n`)
+}
+process.stdout.write(`  outcome digest ${dispatch.outcomeDigest}\nwrote ${out}\n`)
