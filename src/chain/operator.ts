@@ -132,3 +132,52 @@ export async function sendLiquidate(clients: NetworkClients, input: LiquidateInp
     ],
   })
 }
+
+/** Blocks asked of eth_getLogs at once when looking for an earlier operator transaction (providers cap ranges). */
+export const settlementSearchBlockRange = 2_000n
+/** Ranges searched at most: a bound on the work of one lookup. */
+export const settlementSearchRangesMax = 500
+
+export type EarlierSettlement =
+  | { eventName: 'JobSettled'; txHash: Hex; toLendersAtomic: bigint; toReserveAtomic: bigint; toBorrowerAtomic: bigint }
+  | { eventName: 'Liquidated'; txHash: Hex; fromRevenueAtomic: bigint; fromCollateralAtomic: bigint; fromReserveAtomic: bigint }
+
+/**
+ * The operator transaction that already settled a job or liquidated an advance, searched from the block of
+ * `sinceTxHash` (the job's funding, the advance's payment) onwards. The contract refuses a second settlement, so when
+ * it says JobAlreadySettled the service finds the first one here and records it: a crash between an operator
+ * transaction and its commit is repaired by the next attempt instead of leaving the job stuck.
+ */
+export async function findEarlierSettlement(
+  clients: NetworkClients,
+  target: { eventName: 'JobSettled'; jobId: string } | { eventName: 'Liquidated'; advanceId: string },
+  sinceTxHash: Hex,
+): Promise<EarlierSettlement | undefined> {
+  const { publicClient, network } = clients
+  const since = await publicClient.getTransactionReceipt({ hash: sinceTxHash })
+  const head = await publicClient.getBlockNumber({ cacheTime: 0 })
+  let fromBlock = since.blockNumber
+  for (let ranges = 0; fromBlock <= head && ranges < settlementSearchRangesMax; ranges++) {
+    const toBlock = fromBlock + settlementSearchBlockRange - 1n < head ? fromBlock + settlementSearchBlockRange - 1n : head
+    if (target.eventName === 'JobSettled') {
+      const [log] = await publicClient.getContractEvents({
+        address: network.creditContract, abi: creditFacilityAbi, eventName: 'JobSettled', args: { jobKey: idKey(target.jobId) }, fromBlock, toBlock, strict: true,
+      })
+      if (log !== undefined) {
+        return { eventName: 'JobSettled', txHash: log.transactionHash, toLendersAtomic: log.args.toLenders, toReserveAtomic: log.args.toReserve, toBorrowerAtomic: log.args.toBorrower }
+      }
+    } else {
+      const [log] = await publicClient.getContractEvents({
+        address: network.creditContract, abi: creditFacilityAbi, eventName: 'Liquidated', args: { advanceKey: idKey(target.advanceId) }, fromBlock, toBlock, strict: true,
+      })
+      if (log !== undefined) {
+        return {
+          eventName: 'Liquidated', txHash: log.transactionHash,
+          fromRevenueAtomic: log.args.fromRevenue, fromCollateralAtomic: log.args.fromCollateral, fromReserveAtomic: log.args.fromReserve,
+        }
+      }
+    }
+    fromBlock = toBlock + 1n
+  }
+  return undefined
+}

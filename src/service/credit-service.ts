@@ -9,7 +9,15 @@ import type { AdvanceView, Change, CreditRequestInput, JobView, OfferView, Engin
 import type { NetworkClients } from '../chain/clients.ts'
 import { findNetwork, findToken, type NetworkConfig } from '../chain/config.ts'
 import { idKey } from '../chain/ids.ts'
-import { ContractRevertError, OperatorUnavailableError, sendLiquidate, sendSettleJob, type OperatorReceipt } from '../chain/operator.ts'
+import {
+  ContractRevertError,
+  findEarlierSettlement,
+  OperatorUnavailableError,
+  sendLiquidate,
+  sendSettleJob,
+  type EarlierSettlement,
+  type OperatorReceipt,
+} from '../chain/operator.ts'
 import { ChainRpcError, verifyProof, verifySupplierPayment, type CreditEventName, type ProofFailureReason, type ProofRequest, type VerifiedFact } from '../chain/proofs.ts'
 import { buildApproveTransaction, buildPaySupplierTransaction, type UnsignedTransaction } from '../chain/transactions.ts'
 import type { WalletWatcher } from '../chain/watcher.ts'
@@ -211,17 +219,30 @@ export class CreditService {
     return this.store.proofs.addOp(fact.proofKey, { usedBy, usedAtMs: this.#clock() })
   }
 
-  /** Sends an operator transaction (settleJob, liquidate); a refusal of the contract is a 409 naming its error. */
-  async #operatorSend(slug: string, send: (clients: NetworkClients) => Promise<OperatorReceipt>): Promise<OperatorReceipt> {
+  /**
+   * Sends an operator transaction (settleJob, liquidate) and returns its hash. When the contract answers that it was
+   * already done (`alreadyDone`), the earlier transaction is looked up and returned if it did what the plan says:
+   * a crash between an operator transaction and its commit is repaired by the next attempt. Any other refusal of the
+   * contract is a 409 naming its error, and nothing is recorded.
+   */
+  async #operatorSend(
+    slug: string,
+    send: (clients: NetworkClients) => Promise<OperatorReceipt>,
+    earlier: { alreadyDone: string; find: (clients: NetworkClients) => Promise<EarlierSettlement | undefined>; matches: (found: EarlierSettlement) => boolean },
+  ): Promise<Hex> {
+    const clients = this.#operatorClients(slug)
     try {
-      return await send(this.#operatorClients(slug))
+      return (await send(clients)).txHash
     } catch (error) {
       if (error instanceof ContractRevertError) {
+        if (error.errorName === earlier.alreadyDone) {
+          const found = await earlier.find(clients).catch(() => undefined)
+          if (found !== undefined && earlier.matches(found)) return found.txHash
+        }
         const code = `contract_${error.errorName.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase().replace(/[^a-z0-9_]/g, '_')}`
         throw new HttpProblem(409, code, `${error.message}; nothing was recorded`, { title: 'Refused by the credit contract' })
       }
       if (error instanceof OperatorUnavailableError) throw new HttpProblem(503, 'operator_unavailable', error.message, { title: 'Operator unavailable' })
-      if (error instanceof HttpProblem) throw error
       throw new HttpProblem(503, 'chain_unavailable', `the operator transaction on ${slug} could not be completed: ${(error as Error).message?.split('\n')[0]}`, {
         title: 'Chain unavailable',
         headers: { 'retry-after': '1' },
@@ -541,14 +562,22 @@ export class CreditService {
       if (caller !== job.client && !this.isOperator(caller)) throw forbidden('a job is completed by its client or an operator')
       const plan = this.engine.planJobSettlement(jobId)
       if (!plan.ok) throw problemFromEngine(plan.error)
-      const receipt = await this.#operatorSend(job.network, (clients) =>
-        sendSettleJob(clients, {
-          jobId,
-          payouts: plan.value.advances.map((a) => ({ advanceId: a.advanceId, lender: a.lender, amountAtomic: a.amountAtomic })),
-          reserveAtomic: plan.value.toReserveAtomic,
-        }),
+      const settled = await this.#operatorSend(
+        job.network,
+        (clients) =>
+          sendSettleJob(clients, {
+            jobId,
+            payouts: plan.value.advances.map((a) => ({ advanceId: a.advanceId, lender: a.lender, amountAtomic: a.amountAtomic })),
+            reserveAtomic: plan.value.toReserveAtomic,
+          }),
+        {
+          alreadyDone: 'JobAlreadySettled',
+          find: (clients) => findEarlierSettlement(clients, { eventName: 'JobSettled', jobId }, job.funding.txHash),
+          matches: (found) =>
+            found.eventName === 'JobSettled' && found.toLendersAtomic === plan.value.toLendersAtomic && found.toReserveAtomic === plan.value.toReserveAtomic,
+        },
       )
-      return this.apply(mutation, () => this.engine.completeJob({ jobId, network: job.network, txHash: receipt.txHash }, this.#clock()), respond)
+      return this.apply(mutation, () => this.engine.completeJob({ jobId, network: job.network, txHash: settled }, this.#clock()), respond)
     })
   }
 
@@ -585,10 +614,21 @@ export class CreditService {
         fromCollateralAtomic: step('collateral'),
         fromReserveAtomic: step('insurance_reserve'),
       }
-      const receipt = await this.#operatorSend(advance.network, (clients) =>
-        sendLiquidate(clients, { advanceId, jobId: plan.value.jobId, lender: advance.lender, asset: advance.asset, ...amounts }),
+      const sameAmounts = (found: EarlierSettlement) =>
+        found.eventName === 'Liquidated' &&
+        found.fromRevenueAtomic === amounts.fromRevenueAtomic &&
+        found.fromCollateralAtomic === amounts.fromCollateralAtomic &&
+        found.fromReserveAtomic === amounts.fromReserveAtomic
+      const liquidated = await this.#operatorSend(
+        advance.network,
+        (clients) => sendLiquidate(clients, { advanceId, jobId: plan.value.jobId, lender: advance.lender, asset: advance.asset, ...amounts }),
+        {
+          alreadyDone: 'AdvanceAlreadyLiquidated',
+          find: (clients) => findEarlierSettlement(clients, { eventName: 'Liquidated', advanceId }, advance.payment.txHash),
+          matches: sameAmounts,
+        },
       )
-      return this.apply(mutation, () => this.engine.liquidate({ advanceId, network: advance.network, txHash: receipt.txHash, ...amounts }, this.#clock()), respond)
+      return this.apply(mutation, () => this.engine.liquidate({ advanceId, network: advance.network, txHash: liquidated, ...amounts }, this.#clock()), respond)
     })
   }
 

@@ -162,12 +162,28 @@ t.test('lists are paged in registration order: limit, after, next-after', async 
   t.equal(bad.body.code, 'validation_failed')
 })
 
-t.test('a contract refusal of an operator transaction is a 409 naming the contract error, and nothing is recorded', async (t) => {
+t.test('a settlement already on chain (a crash between the transaction and its commit) is found and recorded by the next attempt', async (t) => {
   const { jobClientApi } = await fundedJob(h, { jobId: 'job_flow_4', receivableAtomic: usdc(100) })
-  // The settlement happened on chain without the service recording it (what a crash between the two would leave).
-  await sendSettleJob(createNetworkClients(h.network), { jobId: 'job_flow_4', payouts: [], reserveAtomic: 0n })
+  const earlier = await sendSettleJob(createNetworkClients(h.network), { jobId: 'job_flow_4', payouts: [], reserveAtomic: 0n })
   const complete = await jobClientApi.post('/credit/jobs/job_flow_4/complete', {})
+  t.equal(complete.status, 200, JSON.stringify(complete.body))
+  t.equal(complete.body.txHash, earlier.txHash, 'the earlier settlement is what the receipt records')
+  t.equal((await jobClientApi.get('/credit/jobs/job_flow_4')).body.state, 'completed')
+})
+
+t.test('a settlement on chain that differs from the plan is refused with the contract error, and nothing is recorded', async (t) => {
+  const lender = await readyLender(h, { minFeeBps: 10, liquidityAtomic: usdc(300) })
+  const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId: 'job_flow_5', receivableAtomic: usdc(400) })
+  const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_flow_5', usdc(200), usdc(20)))
+  const offerId = decision.body.offer.offerId
+  t.equal((await borrowerClient.post('/credit/match', { offerId })).body.lease?.lender, lender.account.address)
+  const [action] = (await lender.client.get(`/lenders/${lender.account.address}/actions`)).body
+  const paid = await new ChainAgent(h.network, lender.session).sendUnsigned(action.transaction)
+  t.equal((await lender.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: lender.account.address, supplierPaymentId: paid })).status, 200)
+  // Settled on chain without paying the lender: not what the service's plan says.
+  await sendSettleJob(createNetworkClients(h.network), { jobId: 'job_flow_5', payouts: [], reserveAtomic: 0n })
+  const complete = await jobClientApi.post('/credit/jobs/job_flow_5/complete', {})
   t.equal(complete.status, 409)
   t.equal(complete.body.code, 'contract_job_already_settled')
-  t.equal(h.app.service.engine.getJob('job_flow_4')?.state, 'funded', 'the job is unchanged')
+  t.equal(h.app.service.engine.getJob('job_flow_5')?.state, 'active', 'the job and its advance are unchanged')
 })
