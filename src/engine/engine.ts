@@ -8,6 +8,7 @@ import {
 } from '../../machines/index.ts'
 import { entryFor, MatchingBook, reposition, type BookEntry } from './book.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
+import { IndexedMinHeap } from './schedule.ts'
 import type { ExecutedTx, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
 import {
   applyBps, clampBps, coverageBps, eligibleFee, feeAtomic, insuranceAtomic, minBig, planRecovery, riskBand,
@@ -37,6 +38,17 @@ export interface StoredSnapshot {
 const JOB_ID = /^job_[A-Za-z0-9_-]{1,64}$/
 const SOURCE_ID = /^[A-Za-z0-9_.:-]{1,128}$/
 const RISK_BANDS: readonly RiskBand[] = ['A', 'B', 'C']
+
+/** A scheduled lease or offer: when it is due and its id's sequence, the tie-break that keeps the order deterministic. */
+interface Due {
+  id: string
+  seq: number
+  atMs: number
+}
+
+const dueId = (d: Due): string => d.id
+const byDueThenSeq = (a: Due, b: Due): number => a.atMs - b.atMs || a.seq - b.seq
+const bySeq = (a: Due, b: Due): number => a.seq - b.seq
 
 /** createActor(machine, { snapshot }): the restored actor continues exactly where the persisted one stopped. */
 function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: unknown): Actor<M> {
@@ -118,6 +130,16 @@ export class Engine {
    * Matching reads it in O(1) instead of walking the lender's live leases, whose number grows with rate x TTL.
    */
   private readonly walletReserved = new Map<string, bigint>()
+  /**
+   * Timers of dispatch, so that a call touches only what is due plus at most offersDispatchedPerCallMax waiting
+   * offers, instead of every live lease and offer (their number grows with rate x TTL). Live leases by the time they
+   * expire (expiresAtMs + leaseReportGraceMs, then lease sequence: the order dispatch expires them in); offers
+   * waiting for a lender (state offered) by expiresAtMs, and by creation sequence (the order dispatch matches them
+   * in). Kept current where leases start and end (addLiveLease, dropLiveLease) and offers change (sendOffer).
+   */
+  private readonly leaseExpiries = new IndexedMinHeap<Due>(dueId, byDueThenSeq)
+  private readonly offerExpiries = new IndexedMinHeap<Due>(dueId, byDueThenSeq)
+  private readonly waitingOffers = new IndexedMinHeap<Due>(dueId, bySeq)
 
   /** What the running command changed, by `${kind}:${id}`; resolved to Changes when the command commits. */
   private pending = new Map<string, Change | { kind: Change['kind']; id: string }>()
@@ -344,6 +366,7 @@ export class Engine {
     }
     const offer = createActor(offerMachine, { input: offerInput }).start()
     this.offers.set(offerInput.offerId, offer)
+    this.scheduleOffer(offer)
     this.touch('offer', offerInput.offerId)
     this.touch('meta', 'engine')
     this.commitCapacity(source, input.amountAtomic, nowMs)
@@ -370,27 +393,14 @@ export class Engine {
   /** Expire stale leases (their offers go back to matching), then expire stale offers and match the waiting ones. */
   dispatch(nowMs: number): EngineResult<DispatchOutcome> {
     const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [] }
-    const stale: LeaseActor[] = []
-    for (const lease of this.leases.values()) {
-      if (lease.getSnapshot().context.expiresAtMs + this.config.leaseReportGraceMs <= nowMs) stale.push(lease)
-    }
-    stale.sort((a, b) => {
-      const ca = a.getSnapshot().context
-      const cb = b.getSnapshot().context
-      return ca.expiresAtMs - cb.expiresAtMs || seqOf(ca.leaseId) - seqOf(cb.leaseId)
-    })
-    for (const lease of stale) outcome.expiredLeases.push(this.timeOutLease(lease, nowMs))
+    for (const lease of this.dueLeases(nowMs)) outcome.expiredLeases.push(this.timeOutLease(lease, nowMs))
 
-    let attempts = 0
-    for (const offer of [...this.offers.values()]) {
+    for (const offer of this.offersToDispatch(nowMs)) {
       const snap = offer.getSnapshot()
-      if (!snap.matches('offered')) continue
       if (nowMs >= snap.context.expiresAtMs) {
         outcome.expiredOffers.push(this.expireOffer(offer, 'stale', nowMs))
         continue
       }
-      if (attempts >= this.config.offersDispatchedPerCallMax) continue
-      attempts += 1
       const match = this.matchInternal(offer, nowMs)
       if (match.offerExpired) outcome.expiredOffers.push(match.offer)
       if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
@@ -772,6 +782,7 @@ export class Engine {
       if (!this.liveLeasesByLender.get(l.lender)?.has(id)) throw new Error(`invariant: lease ${id} missing from its lender's index`)
     }
     for (const [id, count] of leasesByOffer) if (count > 1) throw new Error(`invariant: offer ${id} has ${count} live leases`)
+    this.checkSchedules()
     if (reservedByWallet.size !== this.walletReserved.size || [...reservedByWallet].some(([k, v]) => this.walletReserved.get(k) !== v)) {
       throw new Error('invariant: the per-wallet reservations differ from the live leases')
     }
@@ -832,7 +843,70 @@ export class Engine {
     }
   }
 
+  /** Dispatch's schedules hold exactly the live leases at their expiry and the live offers waiting for a lender. */
+  private checkSchedules(): void {
+    this.leaseExpiries.check('lease expiry schedule')
+    this.offerExpiries.check('offer expiry schedule')
+    this.waitingOffers.check('waiting offers')
+    if (this.leaseExpiries.size !== this.leases.size) throw new Error('invariant: the lease expiry schedule differs from the live leases')
+    for (const [id, lease] of this.leases) {
+      const l = lease.getSnapshot().context
+      const due = this.leaseExpiries.get(id)
+      if (!due || due.atMs !== l.expiresAtMs + this.config.leaseReportGraceMs || due.seq !== seqOf(id)) {
+        throw new Error(`invariant: lease ${id} is not scheduled at its expiry`)
+      }
+    }
+    let waiting = 0
+    for (const [id, offer] of this.offers) {
+      const snap = offer.getSnapshot()
+      if (!snap.matches('offered')) continue
+      waiting += 1
+      const due = this.offerExpiries.get(id)
+      if (!this.waitingOffers.has(id) || !due || due.atMs !== snap.context.expiresAtMs || due.seq !== seqOf(id)) {
+        throw new Error(`invariant: waiting offer ${id} is not scheduled at its expiry`)
+      }
+    }
+    if (this.waitingOffers.size !== waiting || this.offerExpiries.size !== waiting) {
+      throw new Error('invariant: the waiting-offer schedules hold offers that are not waiting for a lender')
+    }
+  }
+
   // ==================================================================================================== internals
+
+  /** Live leases past expiresAtMs + leaseReportGraceMs, in expiry order (expiresAtMs, then lease sequence). */
+  private dueLeases(nowMs: number): LeaseActor[] {
+    const due: LeaseActor[] = []
+    // Collected before any is timed out: timing out unschedules the lease, and the walk needs the heap unchanged.
+    for (const d of this.leaseExpiries.ascending()) {
+      if (d.atMs > nowMs) break
+      due.push(this.leases.get(d.id) as LeaseActor)
+    }
+    return due
+  }
+
+  /**
+   * The waiting offers dispatch acts on, in creation sequence: every stale one (it expires whatever the limit) and
+   * the first offersDispatchedPerCallMax of the others (each is matched). No dispatch step moves another offer into
+   * or out of the waiting state, so the list is fixed before the first one is acted on.
+   */
+  private offersToDispatch(nowMs: number): OfferActor[] {
+    const chosen: Due[] = []
+    for (const d of this.offerExpiries.ascending()) {
+      if (d.atMs > nowMs) break
+      chosen.push(d)
+    }
+    const stale = chosen.length
+    let matchable = 0
+    for (const d of this.waitingOffers.ascending()) {
+      if (matchable >= this.config.offersDispatchedPerCallMax) break
+      if (d.atMs <= nowMs) continue
+      chosen.push(d)
+      matchable += 1
+    }
+    // The stale ones came in expiry order; dispatch acts in creation sequence, as the lease timeouts left them.
+    if (stale > 0) chosen.sort(bySeq)
+    return chosen.map((d) => this.offers.get(d.id) as OfferActor)
+  }
 
   private matchInternal(offer: OfferActor, nowMs: number): MatchOutcome {
     const refusedLeases: LeaseView[] = []
@@ -950,6 +1024,7 @@ export class Engine {
     let live = this.liveLeasesByLender.get(l.lender)
     if (!live) this.liveLeasesByLender.set(l.lender, (live = new Set()))
     live.add(l.leaseId)
+    this.leaseExpiries.push({ id: l.leaseId, seq: seqOf(l.leaseId), atMs: l.expiresAtMs + this.config.leaseReportGraceMs })
     const key = walletKey(l.lender, l.network, l.asset)
     this.walletReserved.set(key, (this.walletReserved.get(key) ?? 0n) + l.amountAtomic)
   }
@@ -958,6 +1033,7 @@ export class Engine {
     const live = this.liveLeasesByLender.get(l.lender)
     live?.delete(l.leaseId)
     if (live && live.size === 0) this.liveLeasesByLender.delete(l.lender)
+    this.leaseExpiries.delete(l.leaseId)
     const key = walletKey(l.lender, l.network, l.asset)
     const left = (this.walletReserved.get(key) ?? 0n) - l.amountAtomic
     if (left === 0n) this.walletReserved.delete(key)
@@ -1180,7 +1256,24 @@ export class Engine {
 
   private sendOffer(actor: OfferActor, event: OfferEvent): void {
     actor.send(event)
+    this.scheduleOffer(actor)
     this.noteActor('offer', actor.getSnapshot().context.offerId, actor)
+  }
+
+  /** An offer is in dispatch's waiting schedules exactly while it waits for a lender (state offered, not final). */
+  private scheduleOffer(offer: OfferActor): void {
+    const snap = offer.getSnapshot()
+    const o = snap.context
+    const waiting = snap.status === 'active' && snap.matches('offered')
+    if (waiting === this.waitingOffers.has(o.offerId)) return
+    if (waiting) {
+      const due: Due = { id: o.offerId, seq: seqOf(o.offerId), atMs: o.expiresAtMs }
+      this.waitingOffers.push(due)
+      this.offerExpiries.push(due)
+    } else {
+      this.waitingOffers.delete(o.offerId)
+      this.offerExpiries.delete(o.offerId)
+    }
   }
 
   private sendLease(actor: LeaseActor, event: Parameters<LeaseActor['send']>[0]): void {
@@ -1269,7 +1362,11 @@ export class Engine {
       ? list(kind).sort((a, b) => a.id.localeCompare(b.id))
       : list(kind).sort((a, b) => seqOf(a.id) - seqOf(b.id)))
     for (const s of byId('job')) this.jobs.set(s.id, restoreActor(jobMachine, s.record))
-    for (const s of byId('offer')) this.offers.set(s.id, restoreActor(offerMachine, s.record))
+    for (const s of byId('offer')) {
+      const offer = restoreActor(offerMachine, s.record)
+      this.offers.set(s.id, offer)
+      this.scheduleOffer(offer)
+    }
     for (const s of byId('lease')) {
       const lease = restoreActor(leaseMachine, s.record)
       if (lease.getSnapshot().status !== 'active') continue

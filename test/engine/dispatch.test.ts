@@ -1,0 +1,249 @@
+// Dispatch on schedules: it expires exactly what is due, in the order and with the outcomes of a full scan, and the
+// schedules follow the live leases and waiting offers through payment, cancellation, funding, decline and restore.
+import fc from 'fast-check'
+import t from 'tap'
+import { Engine, type EngineConfig } from '../../src/engine/index.ts'
+import type { DispatchOutcome, EngineResult } from '../../src/engine/index.ts'
+import {
+  ASSET, BORROWER, CLIENT, FakeWallets, NET, SUPPLIER, T0, canonical, createJob, hash, lenderInput, newEngine, offerFor,
+  registerBacking, unwrap,
+} from './fixtures/world.ts'
+
+type Ctx = { expiresAtMs: number; leaseId: string }
+interface ScanInternals {
+  config: EngineConfig
+  leases: Map<string, { getSnapshot(): { context: Ctx } }>
+  offers: Map<string, { getSnapshot(): { matches(s: string): boolean; context: { expiresAtMs: number } } }>
+  timeOutLease(lease: unknown, nowMs: number): unknown
+  expireOffer(offer: unknown, reason: 'stale', nowMs: number): unknown
+  matchInternal(offer: unknown, nowMs: number): DispatchOutcome['matches'][number]
+  commit(value: unknown): EngineResult<DispatchOutcome>
+}
+
+/** The engine with dispatch as it was before the schedules: a scan of every live lease and offer, as reference. */
+class ScanningEngine extends Engine {
+  override dispatch(nowMs: number): EngineResult<DispatchOutcome> {
+    const self = this as unknown as ScanInternals
+    const seq = (id: string): number => Number(id.slice(id.indexOf('_') + 1))
+    const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [] }
+    const stale = [...self.leases.values()].filter((l) => l.getSnapshot().context.expiresAtMs + self.config.leaseReportGraceMs <= nowMs)
+    stale.sort((a, b) => {
+      const ca = a.getSnapshot().context
+      const cb = b.getSnapshot().context
+      return ca.expiresAtMs - cb.expiresAtMs || seq(ca.leaseId) - seq(cb.leaseId)
+    })
+    for (const lease of stale) outcome.expiredLeases.push(self.timeOutLease(lease, nowMs) as never)
+    let attempts = 0
+    for (const offer of [...self.offers.values()]) {
+      const snap = offer.getSnapshot()
+      if (!snap.matches('offered')) continue
+      if (nowMs >= snap.context.expiresAtMs) {
+        outcome.expiredOffers.push(self.expireOffer(offer, 'stale', nowMs) as never)
+        continue
+      }
+      if (attempts >= self.config.offersDispatchedPerCallMax) continue
+      attempts += 1
+      const match = self.matchInternal(offer, nowMs)
+      if (match.offerExpired) outcome.expiredOffers.push(match.offer)
+      if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
+    }
+    return self.commit(outcome)
+  }
+}
+
+type Cmd =
+  | { c: 'lender'; i: number; ask: number; liq: number }
+  | { c: 'job'; i: number; dueS: number }
+  | { c: 'request'; job: boolean; i: number; amount: number }
+  | { c: 'match'; i: number }
+  | { c: 'dispatch' }
+  | { c: 'pay'; i: number }
+  | { c: 'fail'; i: number }
+  | { c: 'wallet'; i: number; amount: number }
+type Step = { dtMs: number; cmd: Cmd }
+
+const w = <T>(weight: number, arbitrary: fc.Arbitrary<T>) => ({ weight, arbitrary })
+const idx = fc.integer({ min: 1, max: 5 })
+const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
+  w(2, fc.record({ c: fc.constant('lender' as const), i: idx, ask: fc.integer({ min: 0, max: 500 }), liq: fc.integer({ min: 0, max: 20_000 }) })),
+  w(1, fc.record({ c: fc.constant('job' as const), i: idx, dueS: fc.integer({ min: 1, max: 3600 }) })),
+  w(6, fc.record({ c: fc.constant('request' as const), job: fc.boolean(), i: idx, amount: fc.integer({ min: 1, max: 4000 }) })),
+  w(3, fc.record({ c: fc.constant('match' as const), i: fc.integer({ min: 0, max: 20 }) })),
+  w(5, fc.record({ c: fc.constant('dispatch' as const) })),
+  w(3, fc.record({ c: fc.constant('pay' as const), i: fc.integer({ min: 0, max: 20 }) })),
+  w(1, fc.record({ c: fc.constant('fail' as const), i: idx })),
+  w(1, fc.record({ c: fc.constant('wallet' as const), i: idx, amount: fc.integer({ min: 0, max: 10_000 }) })),
+)
+// Time mostly moves forward, sometimes by more than a TTL, sometimes back: expiry order then differs from creation order.
+const dtArb = fc.oneof(w(3, fc.constant(0)), w(4, fc.integer({ min: 1, max: 40_000 })), w(1, fc.integer({ min: 40_000, max: 300_000 })), w(1, fc.integer({ min: -60_000, max: -1 })))
+const configArb = fc.record({
+  leaseTtlMs: fc.integer({ min: 1000, max: 60_000 }),
+  leaseReportGraceMs: fc.constantFrom(0, 5000),
+  offerTtlMs: fc.integer({ min: 1000, max: 200_000 }),
+  offersDispatchedPerCallMax: fc.integer({ min: 1, max: 3 }),
+  leasesPerOfferMax: fc.integer({ min: 1, max: 4 }),
+  backingDurationSecondsDefault: fc.constant(3600),
+})
+const prelude: Step[] = [
+  { dtMs: 0, cmd: { c: 'lender', i: 1, ask: 100, liq: 20_000 } },
+  { dtMs: 0, cmd: { c: 'lender', i: 2, ask: 200, liq: 20_000 } },
+  { dtMs: 0, cmd: { c: 'job', i: 1, dueS: 7200 } },
+]
+const logArb = fc.array(fc.record({ dtMs: dtArb, cmd: cmdArb }), { minLength: 1, maxLength: 100 }).map((steps) => [...prelude, ...steps])
+
+function liveIds(engine: Engine, kind: 'offer' | 'lease'): string[] {
+  return engine.snapshots().filter((c) => c.kind === kind).map((c) => c.id)
+}
+
+function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): unknown {
+  switch (cmd.c) {
+    case 'lender':
+      return engine.registerLender(lenderInput(cmd.i, { minFeeBps: cmd.ask, availableLiquidityAtomic: BigInt(cmd.liq) }), nowMs)
+    case 'job':
+      return engine.createJob({ jobId: `job_${cmd.i}`, client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: nowMs + cmd.dueS * 1000, funding: { network: NET, txHash: hash(cmd.i), logIndex: 0 } }, nowMs)
+    case 'request':
+      return engine.requestCredit({ agent: BORROWER, network: NET, asset: ASSET, productType: 'x', amountAtomic: BigInt(cmd.amount), purpose: 'p', supplier: 's', supplierDomain: 'd', supplierAddress: SUPPLIER, repaymentSource: cmd.job ? `job_${cmd.i}` : 'src_1', maximumFeeAtomic: 100n }, nowMs)
+    case 'match': {
+      const ids = liveIds(engine, 'offer')
+      return engine.matchOffer({ offerId: ids.length > 0 ? (ids[cmd.i % ids.length] as string) : 'off_0' }, nowMs)
+    }
+    case 'dispatch':
+      return engine.dispatch(nowMs)
+    case 'pay': {
+      const ids = liveIds(engine, 'lease')
+      const lease = ids.length > 0 ? engine.getLease(ids[cmd.i % ids.length] as string) : undefined
+      if (!lease) return { ok: false }
+      return engine.recordSupplierPayment({ network: NET, txHash: hash(100 + cmd.i), logIndex: 0, offerId: lease.offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: lease.amountAtomic }, nowMs)
+    }
+    case 'fail':
+      return engine.failJob({ jobId: `job_${cmd.i}`, reason: 'failed' }, nowMs)
+    case 'wallet':
+      wallets.set(lenderInput(cmd.i).sessionAddress, BigInt(cmd.amount))
+      return { ok: true }
+  }
+}
+
+const paths = new Set<string>()
+function notePaths(result: EngineResult<DispatchOutcome>, limit: number): void {
+  if (!result.ok) return
+  const out = result.value
+  if (out.expiredLeases.length > 0) paths.add('lease expired')
+  if (out.expiredLeases.length > 1) paths.add('several leases expired')
+  if (out.expiredOffers.some((o) => o.endReason === 'stale')) paths.add('offer went stale')
+  if (out.matches.some((m) => m.lease)) paths.add('matched')
+  if (out.matches.length === limit) paths.add('limit reached')
+  if (out.matches.length > 0 && out.expiredOffers.some((o) => o.endReason === 'stale')) paths.add('stale and matched in one call')
+}
+
+t.test('dispatch on schedules equals the full scan it replaced: same outcomes, changes and state at every step', async (t) => {
+  fc.assert(fc.property(configArb, logArb, fc.nat(), (config, log, cutSeed) => {
+    const made = (E: typeof Engine) => {
+      const wallets = new FakeWallets(20_000n)
+      const engine = new E(config, wallets)
+      registerBacking(engine)
+      return { engine, wallets }
+    }
+    const scan = made(ScanningEngine)
+    let heap = made(Engine)
+    const cut = cutSeed % log.length
+    let nowMs = T0
+    for (let i = 0; i < log.length; i++) {
+      // the engine on schedules is rebuilt from its snapshots once, mid-sequence: restore must rebuild the schedules
+      if (i === cut) heap = { engine: new Engine(config, heap.wallets, heap.engine.snapshots()), wallets: heap.wallets }
+      const { dtMs, cmd } = log[i] as Step
+      nowMs += dtMs
+      const result = apply(scan.engine, scan.wallets, cmd, nowMs)
+      if (cmd.c === 'dispatch') notePaths(result as EngineResult<DispatchOutcome>, config.offersDispatchedPerCallMax)
+      const expected = canonical(result)
+      const actual = canonical(apply(heap.engine, heap.wallets, cmd, nowMs))
+      if (actual !== expected) throw new Error(`step ${i} (${cmd.c}) differs:\n${actual}\n${expected}`)
+      heap.engine.checkInvariants()
+      if (canonical(heap.engine.snapshots()) !== canonical(scan.engine.snapshots())) throw new Error(`state differs after step ${i}`)
+    }
+    return true
+  }), { numRuns: 200 })
+  t.pass('200 random sequences against the scanning dispatch')
+  // guard against a generator that never reaches the paths the schedules change: the comparison would prove little
+  for (const path of ['lease expired', 'several leases expired', 'offer went stale', 'matched', 'limit reached', 'stale and matched in one call']) {
+    t.ok(paths.has(path), `some dispatch: ${path}`)
+  }
+})
+
+function world(config: Partial<EngineConfig> = {}) {
+  const { engine, wallets } = newEngine(config)
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
+  unwrap(engine.registerLender(lenderInput(2, { minFeeBps: 200 }), T0))
+  return { engine, wallets }
+}
+
+t.test('a paid lease is never expired by dispatch', async (t) => {
+  const { engine } = world()
+  const offerId = offerFor(engine)
+  const lease = unwrap(engine.matchOffer({ offerId }, T0)).lease!
+  unwrap(engine.recordSupplierPayment({ network: NET, txHash: hash(1), logIndex: 0, offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: 1000n }, T0 + 1))
+  const before = engine.getLender(lease.lender)!
+  const out = unwrap(engine.dispatch(lease.expiresAtMs + 60_000))
+  t.same(out, { expiredLeases: [], expiredOffers: [], matches: [] }, 'nothing due: the paid lease left the schedule')
+  t.same(engine.getLender(lease.lender), before, 'no reliability penalty, no liquidity moved')
+  engine.checkInvariants()
+})
+
+t.test('a cancelled lease (its offer declined) is never expired by dispatch', async (t) => {
+  const { engine } = world()
+  createJob(engine, 'job_1', 100_000n)
+  const offerId = offerFor(engine, { repaymentSource: 'job_1' })
+  const lease = unwrap(engine.matchOffer({ offerId }, T0)).lease!
+  const failed = unwrap(engine.failJob({ jobId: 'job_1', reason: 'client gone' }, T0 + 1))
+  t.same(failed.declinedOfferIds, [offerId])
+  const before = engine.getLender(lease.lender)!
+  const out = unwrap(engine.dispatch(lease.expiresAtMs + 60_000))
+  t.same(out, { expiredLeases: [], expiredOffers: [], matches: [] }, 'the cancelled lease and declined offer left the schedules')
+  t.same(engine.getLender(lease.lender), before)
+  engine.checkInvariants()
+})
+
+t.test('dispatch expires every stale offer but matches at most offersDispatchedPerCallMax, in creation order', async (t) => {
+  const { engine } = newEngine({ offersDispatchedPerCallMax: 2, offerTtlMs: 100_000 })
+  registerBacking(engine)
+  const early = [offerFor(engine, {}, T0), offerFor(engine, {}, T0)]
+  const later = [offerFor(engine, {}, T0 + 50_000), offerFor(engine, {}, T0 + 50_000), offerFor(engine, {}, T0 + 50_000)]
+  const stillEarly = offerFor(engine, {}, T0)
+  unwrap(engine.registerLender(lenderInput(1), T0 + 60_000))
+  const out = unwrap(engine.dispatch(T0 + 100_000))
+  t.same(out.expiredOffers.map((o) => o.offerId), [...early, stillEarly], 'all stale offers expired, in creation order')
+  t.same(out.matches.map((m) => m.offer.offerId), later.slice(0, 2), 'the first two waiting offers matched')
+  t.equal(engine.getOffer(later[2] as string)?.state, 'offered', 'the third waits for the next call')
+  engine.checkInvariants()
+})
+
+t.test('an offer whose lease timed out is matched in its creation place, not at the end', async (t) => {
+  const { engine } = newEngine({ offersDispatchedPerCallMax: 1 })
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  unwrap(engine.registerLender(lenderInput(2, { minFeeBps: 200 }), T0))
+  const first = offerFor(engine, {}, T0)
+  unwrap(engine.matchOffer({ offerId: first }, T0))
+  const second = offerFor(engine, {}, T0 + 20_000)
+  const out = unwrap(engine.dispatch(T0 + 30_000))
+  t.equal(out.expiredLeases.length, 1)
+  t.same(out.matches.map((m) => m.offer.offerId), [first], 'off_1 goes before off_2 again')
+  t.equal(out.matches[0]?.lease?.lender, lenderInput(2).address)
+  t.equal(engine.getOffer(second)?.state, 'offered')
+  engine.checkInvariants()
+})
+
+t.test('checkInvariants catches schedules that disagree with the live actors', async (t) => {
+  const { engine } = world()
+  const leased = offerFor(engine)
+  const lease = unwrap(engine.matchOffer({ offerId: leased }, T0)).lease!
+  offerFor(engine, { maximumFeeAtomic: 0n })
+  engine.checkInvariants()
+  const internals = engine as unknown as Record<'leaseExpiries' | 'waitingOffers', { delete(id: string): boolean }>
+  internals.leaseExpiries.delete(lease.leaseId)
+  t.throws(() => engine.checkInvariants(), /lease expiry schedule/, 'a live lease missing from its schedule')
+  const other = world().engine
+  const waiting = offerFor(other, { maximumFeeAtomic: 0n })
+  ;(other as unknown as typeof internals).waitingOffers.delete(waiting)
+  t.throws(() => other.checkInvariants(), new RegExp(`waiting offer ${waiting} is not scheduled`), 'a waiting offer missing from the waiting set')
+})
