@@ -79,10 +79,6 @@ export class IndexedMinHeap<T> {
     return top
   }
 
-  values(): IterableIterator<T> {
-    return this.items.values()
-  }
-
   /** Throws when the heap order or the id index is broken (for checkInvariants). */
   check(name: string): void {
     if (this.positions.size !== this.items.length) throw new Error(`invariant: ${name} index size differs from the heap`)
