@@ -28,6 +28,8 @@ export type WatcherOptions = {
   logBlockRangeMax?: bigint
   /** Per-request RPC timeout; short so that an outage is noticed quickly. */
   rpcTimeoutMs?: number
+  /** Holders followed per network at most (default watchedHoldersMax). */
+  holdersMax?: number
 }
 
 export const watchedHoldersMax = 10_000
@@ -72,6 +74,7 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
       backoffMaxMs: options.backoffMaxMs ?? 2_000,
       logBlockRangeMax: options.logBlockRangeMax ?? 2_000n,
       rpcTimeoutMs: options.rpcTimeoutMs ?? 2_000,
+      holdersMax: options.holdersMax ?? watchedHoldersMax,
     }
     for (const network of networks) {
       const clients = createNetworkClients(network, { retryCount: 0, timeoutMs: this.#options.rpcTimeoutMs })
@@ -96,10 +99,20 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     const watch = this.#watch(network)
     const address = getAddress(holder)
     if (watch.holders.has(address)) return
-    if (watch.holders.size >= watchedHoldersMax) throw new WatchLimitError(`more than ${watchedHoldersMax} holders on ${network}`)
+    if (watch.holders.size >= this.#options.holdersMax) throw new WatchLimitError(`more than ${this.#options.holdersMax} holders on ${network}`)
     watch.holders.add(address)
     watch.dirty.add(address)
     watch.wake?.()
+  }
+
+  /** Holders followed per network at most. */
+  get holdersMax(): number {
+    return this.#options.holdersMax
+  }
+
+  /** Whether `watch` would accept one more new holder on `network`. */
+  hasRoom(network: string): boolean {
+    return this.#watch(network).holders.size < this.#options.holdersMax
   }
 
   /** min(balance, allowance to the credit contract), 0n when unknown (never read, or unknown network/asset). */

@@ -102,7 +102,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     const store = await Store.open({ dataDir: config.dataDir, durability: config.durability })
     cleanups.push(() => store.close())
 
-    const watcher = new WalletWatcher(networks)
+    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax })
     const engineConfig = {
       ...config.engine,
       leaseTtlMs: config.leaseTtlSeconds * 1000,
@@ -122,7 +122,11 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         }),
     )
     for (const key of service.sessionKeys()) {
-      for (const slug of Object.keys(key.policy.assets)) if (clients.has(slug)) watcher.watch(slug, key.address)
+      for (const slug of Object.keys(key.policy.assets)) {
+        if (!clients.has(slug)) continue
+        if (watcher.hasRoom(slug)) watcher.watch(slug, key.address)
+        else log({ level: 'warn', msg: 'wallet_not_watched', network: slug, wallet: key.address, holdersMax: watcher.holdersMax })
+      }
     }
     watcher.start()
     cleanups.push(() => watcher.stop())

@@ -36,6 +36,7 @@ export const ConfigFileSchema = Type.Object(
     sessionTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
     bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 })),
     rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+    walletsWatchedPerNetworkMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
   },
   { additionalProperties: false },
@@ -67,6 +68,8 @@ export interface ServiceConfig {
   dispatchIntervalMs: number
   sessionTtlSeconds: number
   bodyLimitBytes: number
+  /** Lender session wallets the chain watcher follows per network: registrations beyond it get 503. */
+  walletsWatchedPerNetworkMax: number
   /** Requests per second per client address (burst twice that); 0 disables the limiter. */
   rateLimitPerSecond: number
   /** 'none' exists for benchmarks only: acknowledged changes may be lost on a crash. */
@@ -87,6 +90,7 @@ export const serviceDefaults = {
   sessionTtlSeconds: 24 * 3600,
   bodyLimitBytes: 64 * 1024,
   rateLimitPerSecond: 2000,
+  walletsWatchedPerNetworkMax: 10_000,
 } as const
 
 export class ConfigError extends Error {
@@ -146,6 +150,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     dispatchIntervalMs: envInteger(env, 'DISPATCH_INTERVAL_MS', 0, 3_600_000) ?? file.dispatchIntervalMs ?? serviceDefaults.dispatchIntervalMs,
     sessionTtlSeconds: file.sessionTtlSeconds ?? serviceDefaults.sessionTtlSeconds,
     bodyLimitBytes: file.bodyLimitBytes ?? serviceDefaults.bodyLimitBytes,
+    walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
     durability,
     engine: (file.engine ?? {}) as Partial<EngineConfig>,

@@ -277,6 +277,11 @@ export class CreditService {
     for (const slug of Object.keys(body.assets ?? {})) {
       if (!networks.some((n) => n.slug === slug)) throw invalid('asset_network_not_supported', `assets names ${slug}, which is not in networks`)
     }
+    // Checked before anything changes: a lender whose wallet the watcher cannot follow would never be matched.
+    const full = networks.find((n) => !this.watcher.hasRoom(n.slug))
+    if (full !== undefined) {
+      throw new HttpProblem(503, 'wallet_watch_full', `the service follows at most ${this.watcher.holdersMax} lender wallets on ${full.slug}`, { title: 'Capacity reached' })
+    }
     const privateKey = generatePrivateKey()
     const sessionAddress = privateKeyToAddress(privateKey)
     const nowMs = this.#clock()
