@@ -50,7 +50,8 @@ ${networkLines.join('\n')}
    before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
    A report after the lease expired is rejected with 409 lease_expired.
 7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays the lenders first), or call
-   repay(keccak256(utf8(advanceId)), lender, token, amount, reserveAmount) on chain and POST /credit/advances/<advanceId>/repay {"txHash":"0x..."}.
+   repay(keccak256(utf8(advanceId)), lender, token, principalAtomic + feeAtomic, insuranceAtomic) on chain (values from
+   GET /credit/advances/<advanceId>) and POST /credit/advances/<advanceId>/repay {"txHash":"0x..."}.
    Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower; POST /credit/advances/<advanceId>/liquidate {} recovers
    in this order: ${c.rules.recoveryOrder.join(', ')}.
 The lender pays gas for setup and payment transactions. POST /credit/dispatch {} expires stale leases and rematches offers.
