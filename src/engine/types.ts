@@ -58,14 +58,8 @@ export interface LenderRecord {
   advancesDefaulted: number
 }
 
-export interface SourceRecord {
-  sourceId: string
-  productType: string
-  agent: Address
-  valueAtomic: bigint
-  liquidationValueAtomic: bigint
-  advanceRateBps: number
-  evidenceId: string
+/** A registered backing source: what was registered, and what the engine has drawn on it since. */
+export interface SourceRecord extends RegisterSourceInput {
   /** Principal of live offers and open advances drawn on this source. */
   committedAtomic: bigint
   /** Hard liquidation value already used by recoveries. */
