@@ -7,7 +7,7 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, type Engine } from '../engine/engine.ts'
 import type { AdvanceView, Change, CreditRequestInput, JobView, OfferView, EngineError, EngineResult, LenderRecord, RegisterLenderInput, RegisterSourceInput } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
-import { findNetwork, findToken, type NetworkConfig } from '../chain/config.ts'
+import { findToken, type NetworkConfig } from '../chain/config.ts'
 import { idKey } from '../chain/ids.ts'
 import {
   ContractRevertError,
@@ -118,10 +118,6 @@ export class CreditService {
   /** Called when a commit fails: memory is ahead of the disk, so the process must stop and restart from the store. */
   onFatal(handler: (error: unknown) => void): void {
     this.#fatal = handler
-  }
-
-  now(): number {
-    return this.#clock()
   }
 
   isOperator(address: Address): boolean {
@@ -323,10 +319,6 @@ export class CreditService {
     )
     for (const network of networks) this.watcher.watch(network.slug, sessionAddress)
     return { response, privateKey }
-  }
-
-  sessionKeyOf(lender: Address): SessionKeyRecord | undefined {
-    return this.#sessionKeys.get(lender)
   }
 
   /** Every session key, to re-watch wallets after a restart. */
@@ -668,4 +660,3 @@ function isSessionKeyRecord(value: unknown): value is SessionKeyRecord {
   return typeof v === 'object' && v !== null && typeof v.address === 'string' && typeof v.lender === 'string' && typeof v.policy === 'object'
 }
 
-export { findNetwork }

@@ -12,8 +12,4 @@ export class SupplierDirectory {
   resolve(domain: string): Address | undefined {
     return this.#byDomain.get(domain.toLowerCase())?.address
   }
-
-  list(): SupplierEntry[] {
-    return [...this.#byDomain.values()]
-  }
 }

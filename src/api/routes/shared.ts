@@ -40,7 +40,6 @@ const e = (description: string): ResponseSpec => ({ description })
 export const errors = {
   forbidden: { 403: e('The signed-in wallet is not the actor this request names (code forbidden).') },
   notFound: (what: string) => ({ 404: e(`Unknown ${what} (code ${what}_not_found).`) }),
-  conflict: (detail: string) => ({ 409: e(detail) }),
   proof: {
     409: e('Wrong state, or the transaction proof was already used (code proof_already_used).'),
     422: e('The transaction does not prove what it must: proof_not_found, proof_reverted, proof_wrong_contract, proof_wrong_arguments, proof_too_few_confirmations; or idempotency_key_reused.'),
