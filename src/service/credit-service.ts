@@ -453,9 +453,14 @@ export class CreditService {
     const offer = this.engine.getOffer(offerId)
     if (offer === undefined) throw this.#missing('offer', offerId)
     if (caller !== offer.borrower) throw forbidden('an offer is matched by its borrower')
-    // Dispatch (the ticker or any caller) may have leased the offer already: the match asked for exists, answer it.
+    // Dispatch (the ticker or any caller) may have leased the offer already: the match asked for exists, answer it,
+    // but only once the commit that created it is durable (an empty commit queues behind it), or a crash could
+    // lose a lease this answer acknowledged.
     const lease = offer.state === 'leased' && offer.currentLeaseId !== null ? this.engine.getLease(offer.currentLeaseId) : undefined
-    if (lease !== undefined) return respond({ offer, lease, refusedLeases: [], offerExpired: false })
+    if (lease !== undefined) {
+      await this.store.commit({})
+      return respond({ offer, lease, refusedLeases: [], offerExpired: false })
+    }
     return this.apply(mutation, () => this.engine.matchOffer({ offerId }, this.#clock()), respond)
   }
 

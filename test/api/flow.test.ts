@@ -187,3 +187,19 @@ t.test('a settlement on chain that differs from the plan is refused with the con
   t.equal(complete.body.code, 'contract_job_already_settled')
   t.equal(h.app.service.engine.getJob('job_flow_5')?.state, 'active', 'the job and its advance are unchanged')
 })
+
+t.test('a match answered with a lease that dispatch created waits until that lease is durable', async (t) => {
+  await readyLender(h, { minFeeBps: 5, liquidityAtomic: usdc(1000) })
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_flow_6', receivableAtomic: usdc(500) })
+  const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_flow_6', usdc(100), usdc(10)))
+  const offerId = decision.body.offer.offerId
+  const { service } = h.app
+  // What the ticker does: dispatch leases the offer, and its commit is on its way to the disk.
+  const dispatched = service.engine.dispatch(Date.now())
+  t.ok(dispatched.ok && dispatched.value.matches.some((m) => m.offer.offerId === offerId && m.lease !== null))
+  const persisted = service.persist(dispatched.ok ? dispatched.changes : [])
+  const reply = await service.match({ ticket: undefined }, borrower.address, offerId, (outcome) => ({ status: 200, body: outcome }))
+  const { leaseId } = (reply.body as { lease: { leaseId: string } }).lease
+  t.ok(service.store.getSnapshot('lease', leaseId), 'the answer left only after the commit that created the lease')
+  await persisted
+})
