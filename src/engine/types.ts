@@ -1,6 +1,6 @@
 // The engine's seam: results, errors, changes, records and views (see src/README.md, "Engine seam").
 import type {
-  ActorKind, Address, AdvanceContext, JobContext, LeaseContext, OfferContext, RiskBand, TxProof,
+  ActorKind, Address, AdvanceContext, JobContext, JobInput, LeaseContext, OfferContext, RiskBand, TxProof,
 } from '../../machines/index.ts'
 
 export type { ActorKind, Address, RiskBand, TxProof }
@@ -133,17 +133,8 @@ export interface RegisterSourceInput {
   evidenceId: string
 }
 
-export interface CreateJobInput {
-  jobId: string
-  client: Address
-  borrower: Address
-  network: string
-  asset: string
-  receivableAtomic: bigint
-  dueAtMs: number
-  /** The verified JobFunded event. */
-  funding: TxProof
-}
+/** A funded job to create: the job machine's input but its creation time, which the command's `nowMs` gives. */
+export type CreateJobInput = Omit<JobInput, 'createdAtMs'>
 
 export interface PostCollateralInput {
   jobId: string
