@@ -194,7 +194,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     if (config.dispatchIntervalMs > 0) {
       let running = false
       const timer = setInterval(() => {
-        if (running) return
+        // A tick that could not be persisted must not change memory: skip it while the disk is behind.
+        if (running || !store.hasRoom()) return
         running = true
         const result = engine.dispatch(clock())
         const persisted = result.ok ? service.persist(result.changes) : Promise.resolve()

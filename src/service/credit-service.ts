@@ -141,6 +141,10 @@ export class CreditService {
     respond: Respond<T>,
     records: (value: T) => RecordWrite[] = () => [],
   ): Promise<StoredResponse> {
+    // Refused before the command: once the engine has changed memory, a commit the store turns away is fatal.
+    if (!this.store.hasRoom()) {
+      throw new HttpProblem(503, 'store_overloaded', 'too many changes are waiting for the disk; retry shortly', { title: 'Overloaded', headers: { 'retry-after': '1' } })
+    }
     const result = command()
     if (!result.ok) throw problemFromEngine(result.error)
     const response = respond(result.value)

@@ -799,6 +799,11 @@ export class Store {
 
   // ------------------------------------------------------------------------------------------------ operations
 
+  /** Whether a commit queued now would be accepted: callers check before changing memory they must then persist. */
+  hasRoom(): boolean {
+    return this.#queue.length < this.#pendingCommitsMax
+  }
+
   stats(): StoreStats {
     return { ...this.#stats, pending: this.#queue.length }
   }

@@ -48,8 +48,11 @@ t.test('a batch is limited to commitsPerTxnMax commits', async (t) => {
 
 t.test('the queue is bounded: beyond pendingCommitsMax a commit is refused as overloaded', async (t) => {
   const { store } = await freshStore(t, { pendingCommitsMax: 5 })
+  t.equal(store.hasRoom(), true)
   const accepted = Array.from({ length: 5 }, (_, i) => store.commit({ changes: [change(i)] }))
+  t.equal(store.hasRoom(), false, 'hasRoom says in advance what the next commit would meet')
   await t.rejects(store.commit({ changes: [change(99)] }), { code: 'store_overloaded' })
   await Promise.all(accepted)
+  t.equal(store.hasRoom(), true, 'room again once the queue drained')
   t.equal(store.getSnapshot('advance', 'adv_99'), undefined)
 })
