@@ -1,6 +1,7 @@
 // The engine's seam: results, errors, changes, records and views (see src/README.md, "Engine seam").
 import type {
-  ActorKind, Address, AdvanceContext, JobContext, JobInput, LeaseContext, OfferContext, RiskBand, TxProof,
+  ActorKind, Address, AdvanceContext, AdvanceState, JobContext, JobInput, JobState, LeaseContext, LeaseState, OfferContext,
+  OfferState, RiskBand, TxProof,
 } from '../../machines/index.ts'
 
 export type { ActorKind, Address, RiskBand, TxProof }
@@ -96,10 +97,7 @@ export interface MetaRecord {
 
 // ---- views of actors (state + context); build them from a stored snapshot with the *ViewFromSnapshot helpers ----
 
-export type JobState = 'funded' | 'active' | 'defaulted' | 'completed' | 'failed'
-export type OfferState = 'offered' | 'leased' | 'funded' | 'expired' | 'declined'
-export type LeaseState = 'leased' | 'paid' | 'expired'
-export type AdvanceState = 'active' | 'defaulted' | 'repaid' | 'liquidated' | 'shortfall'
+export type { AdvanceState, JobState, LeaseState, OfferState }
 
 export type JobView = JobContext & { state: JobState }
 export type OfferView = OfferContext & { state: OfferState }
