@@ -1,5 +1,6 @@
 // Advance: created only by a verified supplier payment. It ends repaid (a Repaid fact or the job's settlement), or
-// defaulted and then liquidated (fully recovered) or closed with a recorded shortfall.
+// liquidated (fully recovered) or closed with a recorded shortfall: once defaulted (its job failed), or straight from
+// active once it is past its due time (it defaults as it is liquidated).
 import { assign, setup } from 'xstate'
 import type { RefusalTable } from './refusals.ts'
 import type { Address, SourceRef, StatesOf, TxProof } from './types.ts'
@@ -80,10 +81,15 @@ export const advanceMachine = setup({
       endedAtMs: params.nowMs,
     })),
     recordDefault: assign((_, params: { reason: string; nowMs: number }) => ({ defaultReason: params.reason, defaultedAtMs: params.nowMs })),
+    recordPastDue: assign(({ event }) => ({ defaultReason: 'past_due', defaultedAtMs: event.nowMs })),
     recordRecovery: assign((_, params: { recovery: RecoveryRecord; nowMs: number }) => ({ recovery: params.recovery, endedAtMs: params.nowMs })),
   },
   guards: {
     isFullyRecovered: (_, params: { recovery: RecoveryRecord }) => params.recovery.shortfallAtomic === 0n,
+    // Due means the due time has come: at dueAtMs the advance may be liquidated.
+    isPastDue: ({ context, event }) => event.nowMs >= context.dueAtMs,
+    isPastDueAndFullyRecovered: ({ context, event }, params: { recovery: RecoveryRecord }) =>
+      event.nowMs >= context.dueAtMs && params.recovery.shortfallAtomic === 0n,
   },
 }).createMachine({
   id: 'advance',
@@ -101,6 +107,18 @@ export const advanceMachine = setup({
       on: {
         REPAY: { target: 'repaid', actions: { type: 'recordRepayment', params: ({ event }) => event } },
         DEFAULT: { target: 'defaulted', actions: { type: 'recordDefault', params: ({ event }) => event } },
+        LIQUIDATE: [
+          {
+            guard: { type: 'isPastDueAndFullyRecovered', params: ({ event }) => event },
+            target: 'liquidated',
+            actions: ['recordPastDue', { type: 'recordRecovery', params: ({ event }) => event }],
+          },
+          {
+            guard: 'isPastDue',
+            target: 'shortfall',
+            actions: ['recordPastDue', { type: 'recordRecovery', params: ({ event }) => event }],
+          },
+        ],
       },
     },
     defaulted: {

@@ -47,7 +47,8 @@ export type JobEvent =
       nowMs: number
     }
   | { type: 'COMPLETE'; settlement: { network: string; txHash: `0x${string}` }; nowMs: number }
-  | { type: 'FAIL'; reason: string; nowMs: number }
+  /** `releasedAtomic`: the principal of the job's live offers, withdrawn with the failure. */
+  | { type: 'FAIL'; reason: string; releasedAtomic: bigint; nowMs: number }
 
 /** What the job answers when it refuses an event (see machines/refusals.ts). */
 export const jobRefusals: RefusalTable<JobEvent> = {
@@ -91,7 +92,11 @@ export const jobMachine = setup({
       committedAtomic: 0n,
       endedAtMs: params.nowMs,
     })),
-    recordFailure: assign((_, params: { reason: string; nowMs: number }) => ({ failureReason: params.reason, endedAtMs: params.nowMs })),
+    recordFailure: assign(({ context }, params: { reason: string; releasedAtomic: bigint; nowMs: number }) => ({
+      failureReason: params.reason,
+      committedAtomic: context.committedAtomic - params.releasedAtomic,
+      endedAtMs: params.nowMs,
+    })),
   },
   guards: {
     closesLastAdvance: ({ context }, params: { advanceId: string }) =>

@@ -1,6 +1,7 @@
 // Lease: one offer leased to one lender for a short time. The lender's session key must pay the supplier before
-// `expiresAtMs`; otherwise the engine sends TIME_OUT during dispatch. A lease whose wallet cannot pay is refused at
-// once (INSUFFICIENT_BALANCE), and a lease whose offer is withdrawn is cancelled (CANCEL).
+// `expiresAtMs` (the paySupplier deadline on chain); a payment made in time may still be reported during
+// `reportGraceMs` after it, and only then does TIME_OUT (sent by dispatch) end the lease. A lease whose wallet cannot
+// pay is refused at once (INSUFFICIENT_BALANCE), and a lease whose offer is withdrawn is cancelled (CANCEL).
 import { assign, setup } from 'xstate'
 import type { RefusalTable } from './refusals.ts'
 import type { Address, StatesOf, TxProof } from './types.ts'
@@ -21,7 +22,10 @@ export interface LeaseInput {
   feeAtomic: bigint
   supplierAddress: Address
   createdAtMs: number
+  /** The paySupplier deadline. */
   expiresAtMs: number
+  /** How long after the deadline a timely payment may still be reported, fixed when the lease is granted. */
+  reportGraceMs: number
 }
 
 export interface LeaseContext extends LeaseInput {
@@ -60,8 +64,8 @@ export const leaseMachine = setup({
     recordCancel: assign(({ event }) => ({ endReason: 'offer_closed' as const, endedAtMs: event.nowMs })),
   },
   guards: {
-    // The engine's clock is the caller's `nowMs`; a lease ends exactly at its expiry instant.
-    isPastExpiry: ({ context, event }) => event.nowMs >= context.expiresAtMs,
+    // The engine's clock is the caller's `nowMs`; a lease ends exactly when its report grace after the deadline ends.
+    isPastReportGrace: ({ context, event }) => event.nowMs >= context.expiresAtMs + context.reportGraceMs,
   },
 }).createMachine({
   id: 'lease',
@@ -71,7 +75,7 @@ export const leaseMachine = setup({
     leased: {
       on: {
         PAY: { target: 'paid', actions: { type: 'recordPayment', params: ({ event }) => event } },
-        TIME_OUT: { guard: 'isPastExpiry', target: 'expired', actions: 'recordTimeout' },
+        TIME_OUT: { guard: 'isPastReportGrace', target: 'expired', actions: 'recordTimeout' },
         INSUFFICIENT_BALANCE: { target: 'expired', actions: 'recordInsufficientBalance' },
         CANCEL: { target: 'expired', actions: 'recordCancel' },
       },

@@ -52,8 +52,8 @@ export type OfferEvent =
 
 /** What the offer answers when it refuses an event (see machines/refusals.ts). */
 export const offerRefusals: RefusalTable<OfferEvent> = {
-  LEASE: { code: 'offer_not_offered' },
-  LEASE_REFUSED: { code: 'offer_not_offered' },
+  LEASE: { code: 'offer_not_offered', guarded: 'offer_stale' },
+  LEASE_REFUSED: { code: 'offer_not_offered', guarded: 'offer_stale' },
   LEASE_ENDED: { code: 'offer_not_leased', guarded: 'lease_not_current' },
   FUND: { code: 'offer_not_leased' },
   EXPIRE: { code: 'offer_not_offered', guarded: 'offer_not_due' },
@@ -89,9 +89,11 @@ export const offerMachine = setup({
   },
   guards: {
     isCurrentLease: ({ context }, params: { leaseId: string }) => params.leaseId === context.currentLeaseId,
-    // Stale means the offer TTL has passed; an offer that used up its leases may end before that.
-    mayExpire: ({ context }, params: { reason: 'stale' | 'leases_exhausted'; nowMs: number }) =>
-      params.reason === 'leases_exhausted' || params.nowMs >= context.expiresAtMs,
+    // The offer TTL: a lender may take the offer before its expiry instant, from then on it is stale.
+    isFresh: ({ context, event }) => event.nowMs < context.expiresAtMs,
+    isStale: ({ context, event }) => event.nowMs >= context.expiresAtMs,
+    // The engine's limit of leases per offer was reached: the offer may end before its TTL.
+    isOutOfLeases: (_, params: { reason: 'stale' | 'leases_exhausted' }) => params.reason === 'leases_exhausted',
   },
 }).createMachine({
   id: 'offer',
@@ -108,13 +110,17 @@ export const offerMachine = setup({
   states: {
     offered: {
       on: {
-        LEASE: { target: 'leased', actions: { type: 'startLease', params: ({ event }) => event } },
-        LEASE_REFUSED: { actions: { type: 'recordRefusedLease', params: ({ event }) => event } },
-        EXPIRE: {
-          guard: { type: 'mayExpire', params: ({ event }) => event },
-          target: 'expired',
-          actions: { type: 'recordEnd', params: ({ event }) => event },
-        },
+        LEASE: { guard: 'isFresh', target: 'leased', actions: { type: 'startLease', params: ({ event }) => event } },
+        LEASE_REFUSED: { guard: 'isFresh', actions: { type: 'recordRefusedLease', params: ({ event }) => event } },
+        // A stale offer ends stale, whatever the caller asked: staleness is this machine's rule.
+        EXPIRE: [
+          { guard: 'isStale', target: 'expired', actions: { type: 'recordEnd', params: ({ event }) => ({ reason: 'stale', nowMs: event.nowMs }) } },
+          {
+            guard: { type: 'isOutOfLeases', params: ({ event }) => event },
+            target: 'expired',
+            actions: { type: 'recordEnd', params: ({ event }) => event },
+          },
+        ],
         DECLINE: { target: 'declined', actions: { type: 'recordEnd', params: ({ event }) => event } },
       },
     },

@@ -14,7 +14,9 @@ import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { WalletWatcher } from '../chain/watcher.ts'
+import { resolveConfig } from '../engine/config.ts'
 import { Engine } from '../engine/engine.ts'
+import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../engine/migrations.ts'
 import type { StoredSnapshot } from '../engine/engine.ts'
 import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
@@ -64,7 +66,7 @@ function devnetDefaults(config: ServiceConfig, accounts: DemoAccounts): ServiceC
 }
 
 /** Everything the store holds that the engine needs back: every record, and the live (non-final) actors only. */
-function* storedSnapshots(store: Store): Generator<StoredSnapshot> {
+export function* storedSnapshots(store: Store): Generator<StoredSnapshot> {
   for (const kind of ENGINE_RECORD_KINDS) {
     for (const { id, entry } of store.iterateKind(kind)) yield { kind, id, record: entry.snapshot }
   }
@@ -99,16 +101,21 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     }
     const publishRpcUrls = config.networksFile === undefined
 
-    const store = await Store.open({ dataDir: config.dataDir, durability: config.durability })
-    cleanups.push(() => store.close())
-
-    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax })
-    const engineConfig = {
+    const engineConfig = resolveConfig({
       ...config.engine,
       leaseTtlMs: config.leaseTtlSeconds * 1000,
       leaseReportGraceMs: config.leaseReportGraceSeconds * 1000,
       offerTtlMs: config.offerTtlSeconds * 1000,
-    }
+    })
+    const store = await Store.open({
+      dataDir: config.dataDir,
+      durability: config.durability,
+      snapshotVersions: SNAPSHOT_VERSIONS,
+      migrations: snapshotMigrations(engineConfig),
+    })
+    cleanups.push(() => store.close())
+
+    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax })
     const engine = new Engine(engineConfig, watcher, storedSnapshots(store))
     engine.checkInvariants()
 

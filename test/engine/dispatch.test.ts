@@ -16,7 +16,7 @@ interface ScanInternals {
   offers: Map<string, { getSnapshot(): { matches(s: string): boolean; context: { expiresAtMs: number } } }>
   timeOutLease(lease: unknown, nowMs: number): unknown
   expireOffer(offer: unknown, reason: 'stale', nowMs: number): unknown
-  matchInternal(offer: unknown, nowMs: number): DispatchOutcome['matches'][number]
+  leaseToBestLender(offer: unknown, nowMs: number): DispatchOutcome['matches'][number]
   commit(value: unknown): EngineResult<DispatchOutcome>
 }
 
@@ -43,7 +43,7 @@ class ScanningEngine extends Engine {
       }
       if (attempts >= self.config.offersDispatchedPerCallMax) continue
       attempts += 1
-      const match = self.matchInternal(offer, nowMs)
+      const match = self.leaseToBestLender(offer, nowMs)
       if (match.offerExpired) outcome.expiredOffers.push(match.offer)
       if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
     }

@@ -48,6 +48,14 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
   })
 })
 
+t.test('LIQUIDATE of an active advance: refused before its due time, taken from it on (it defaults as past due)', async (t) => {
+  t.equal(step(advanceMachine, active, liquidate(0n, DUE - 1)), undefined, 'one ms before the due time')
+  t.equal(advanceRefusals.LIQUIDATE.code, 'advance_not_in_default')
+  const due = { defaultReason: 'past_due', defaultedAtMs: DUE, endedAtMs: DUE }
+  t.match(step(advanceMachine, active, liquidate(0n, DUE)), { value: 'liquidated', context: { ...due, recovery: recovery(0n) } })
+  t.match(step(advanceMachine, active, liquidate(2n, DUE)), { value: 'shortfall', context: { ...due, recovery: recovery(2n) } })
+})
+
 t.test('LIQUIDATE ends liquidated when fully recovered, in shortfall otherwise', async (t) => {
   t.match(step(advanceMachine, defaulted, liquidate(0n, T0 + 5)), { value: 'liquidated', context: { recovery: recovery(0n), endedAtMs: T0 + 5 } })
   t.match(step(advanceMachine, defaulted, liquidate(1n, T0 + 5)), { value: 'shortfall', context: { recovery: recovery(1n), endedAtMs: T0 + 5 } })

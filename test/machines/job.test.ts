@@ -21,9 +21,9 @@ const active = run(jobMachine, funded, opened('adv_1'))
 const states: Record<string, Snap> = {
   funded,
   active,
-  defaulted: run(jobMachine, active, { type: 'FAIL', reason: 'x', nowMs: T0 }),
+  defaulted: run(jobMachine, active, { type: 'FAIL', reason: 'x', releasedAtomic: 0n, nowMs: T0 }),
   completed: run(jobMachine, funded, { type: 'COMPLETE', settlement, nowMs: T0 }),
-  failed: run(jobMachine, funded, { type: 'FAIL', reason: 'x', nowMs: T0 }),
+  failed: run(jobMachine, funded, { type: 'FAIL', reason: 'x', releasedAtomic: 0n, nowMs: T0 }),
 }
 const events: Record<string, JobEvent> = {
   COLLATERAL_POSTED: { type: 'COLLATERAL_POSTED', amountAtomic: 5n, nowMs: T0 },
@@ -32,7 +32,7 @@ const events: Record<string, JobEvent> = {
   ADVANCE_OPENED: opened('adv_2'),
   ADVANCE_CLOSED: closed('adv_1'),
   COMPLETE: { type: 'COMPLETE', settlement, nowMs: T0 },
-  FAIL: { type: 'FAIL', reason: 'x', nowMs: T0 },
+  FAIL: { type: 'FAIL', reason: 'x', releasedAtomic: 0n, nowMs: T0 },
 }
 const notOpen = { refused: 'job_not_open' }
 const finalRow = Object.fromEntries(Object.keys(events).map((e) => [e, notOpen]))
@@ -82,7 +82,7 @@ t.test('each action writes what its event carries', async (t) => {
   t.same(back.context, { ...drawn.context, advanceIds: [], committedAtomic: 0n, revenueUsedAtomic: 10n, collateralUsedAtomic: 5n })
   const done = step(jobMachine, drawn, { type: 'COMPLETE', settlement, nowMs: T0 + 7 }) as Snap
   t.same(done.context, { ...drawn.context, settlement, advanceIds: [], committedAtomic: 0n, endedAtMs: T0 + 7 })
-  const failed = step(jobMachine, funded, { type: 'FAIL', reason: 'gone', nowMs: T0 + 9 }) as Snap
-  t.same(failed.context, { ...funded.context, failureReason: 'gone', endedAtMs: T0 + 9 })
+  const failed = step(jobMachine, committed, { type: 'FAIL', reason: 'gone', releasedAtomic: 300n, nowMs: T0 + 9 }) as Snap
+  t.same(failed.context, { ...committed.context, committedAtomic: 400n, failureReason: 'gone', endedAtMs: T0 + 9 }, 'the withdrawn offers\' capacity is released')
   t.equal(failed.status, 'done')
 })

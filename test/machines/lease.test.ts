@@ -6,10 +6,11 @@ import { checkMatrix, run, start, step, type Snap } from './fixtures/pure.ts'
 
 const T0 = 1_700_000_000_000
 const TTL = 30_000
+const GRACE = 5_000
 const input: LeaseInput = {
   leaseId: 'lse_1', offerId: 'off_1', lender: '0x0000000000000000000000000000000000001001',
   payer: '0x0000000000000000000000000000000000002001', network: 'net-a', asset: 'USDC', amountAtomic: 1000n, feeAtomic: 10n,
-  supplierAddress: '0x0000000000000000000000000000000000000050', createdAtMs: T0, expiresAtMs: T0 + TTL,
+  supplierAddress: '0x0000000000000000000000000000000000000050', createdAtMs: T0, expiresAtMs: T0 + TTL, reportGraceMs: GRACE,
 }
 const payment = { network: 'net-a', txHash: `0x${'3'.padStart(64, '0')}`, logIndex: 2 } as const
 
@@ -21,7 +22,7 @@ const states: Record<string, Snap> = {
 }
 const events: Record<string, LeaseEvent> = {
   PAY: { type: 'PAY', payment, nowMs: T0 + 1 },
-  TIME_OUT: { type: 'TIME_OUT', nowMs: T0 + TTL },
+  TIME_OUT: { type: 'TIME_OUT', nowMs: T0 + TTL + GRACE },
   INSUFFICIENT_BALANCE: { type: 'INSUFFICIENT_BALANCE', nowMs: T0 },
   CANCEL: { type: 'CANCEL', nowMs: T0 },
 }
@@ -37,10 +38,14 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
   })
 })
 
-t.test('TIME_OUT: refused before the expiry, taken from the expiry instant on', async (t) => {
-  t.equal(step(leaseMachine, leased, { type: 'TIME_OUT', nowMs: T0 + TTL - 1 }), undefined, 'one ms before')
+t.test('TIME_OUT: refused until the report grace after the deadline has passed, taken from then on', async (t) => {
+  t.equal(step(leaseMachine, leased, { type: 'TIME_OUT', nowMs: T0 + TTL }), undefined, 'at the deadline: still within the grace')
+  t.equal(step(leaseMachine, leased, { type: 'TIME_OUT', nowMs: T0 + TTL + GRACE - 1 }), undefined, 'one ms before the grace ends')
   t.equal(leaseRefusals.TIME_OUT.guarded, 'lease_not_due')
-  t.match(step(leaseMachine, leased, { type: 'TIME_OUT', nowMs: T0 + TTL }), { value: 'expired', context: { endReason: 'timeout', endedAtMs: T0 + TTL } })
+  t.match(step(leaseMachine, leased, { type: 'TIME_OUT', nowMs: T0 + TTL + GRACE }), { value: 'expired', context: { endReason: 'timeout', endedAtMs: T0 + TTL + GRACE } })
+  const noGrace = start(leaseMachine, { ...input, reportGraceMs: 0 })
+  t.equal(step(leaseMachine, noGrace, { type: 'TIME_OUT', nowMs: T0 + TTL })?.value, 'expired', 'without a grace, at the deadline')
+  t.equal(step(leaseMachine, leased, { type: 'PAY', payment, nowMs: T0 + TTL + GRACE - 1 })?.value, 'paid', 'a payment is taken while the lease lives')
 })
 
 t.test('each action writes what its event carries', async (t) => {

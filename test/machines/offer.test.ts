@@ -1,7 +1,7 @@
 // The offer machine on its own, through XState's pure functions: which event each state takes, what it refuses and
 // with which code, the guards' edges, and what each action writes.
 import t from 'tap'
-import { OFFER_STATES, offerMachine, offerRefusals, type OfferEvent, type OfferInput } from '../../machines/index.ts'
+import { OFFER_STATES, offerMachine, offerRefusals, refusalCode, type OfferEvent, type OfferInput } from '../../machines/index.ts'
 import { checkMatrix, run, start, step, type Snap } from './fixtures/pure.ts'
 
 const T0 = 1_700_000_000_000
@@ -55,13 +55,23 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
   })
 })
 
-t.test('EXPIRE: stale from the expiry instant on; out of leases at any time', async (t) => {
+t.test('EXPIRE: stale from the expiry instant on; out of leases at any time, but a stale offer ends stale', async (t) => {
   t.equal(step(offerMachine, offered, { type: 'EXPIRE', reason: 'stale', nowMs: T0 + TTL - 1 }), undefined, 'one ms before the expiry: refused')
   t.equal(offerRefusals.EXPIRE.guarded, 'offer_not_due')
   const stale = step(offerMachine, offered, { type: 'EXPIRE', reason: 'stale', nowMs: T0 + TTL }) as Snap
   t.match(stale, { value: 'expired', context: { endReason: 'stale', endedAtMs: T0 + TTL, currentLeaseId: null } })
   const out = step(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', nowMs: T0 }) as Snap
   t.match(out, { value: 'expired', context: { endReason: 'leases_exhausted', endedAtMs: T0 } })
+  const late = step(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', nowMs: T0 + TTL }) as Snap
+  t.match(late, { value: 'expired', context: { endReason: 'stale' } }, 'past its TTL, the offer ended stale whatever else ran out')
+})
+
+t.test('LEASE and LEASE_REFUSED: taken before the expiry instant, refused as stale from it on', async (t) => {
+  t.equal(step(offerMachine, offered, lease('lse_2', L2, T0 + TTL - 1))?.value, 'leased', 'one ms before the expiry')
+  t.equal(step(offerMachine, offered, lease('lse_2', L2, T0 + TTL)), undefined, 'at the expiry instant')
+  t.equal(step(offerMachine, offered, { type: 'LEASE_REFUSED', leaseId: 'lse_2', lender: L2, nowMs: T0 + TTL }), undefined)
+  t.equal(refusalCode(offerMachine, offerRefusals, 'offered', 'LEASE'), 'offer_stale', 'a stale offer answers offer_stale')
+  t.equal(refusalCode(offerMachine, offerRefusals, 'leased', 'LEASE'), 'offer_not_offered', 'a leased one offer_not_offered')
 })
 
 t.test('LEASE_ENDED is taken for the current lease only', async (t) => {
