@@ -21,7 +21,7 @@ import type { StoredSnapshot } from '../engine/engine.ts'
 import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { startServer, type RunningServer } from '../http/server.ts'
-import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store } from '../store/index.ts'
+import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, StoreOverloadedError } from '../store/index.ts'
 import { facilitatorUrl } from '../x402/facilitator-url.ts'
 import { x402Routes } from '../x402/routes.ts'
 import { StoreAuthRecords } from './auth-records.ts'
@@ -197,17 +197,18 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       nowMs: clock,
     })
 
-    // The expiry ticker: the same engine command as POST /credit/dispatch, persisted like any request's changes.
+    // The expiry ticker: the same engine command as POST /credit/dispatch, through the same run-and-commit path.
     if (config.dispatchIntervalMs > 0) {
       let running = false
       const timer = setInterval(() => {
-        // A tick that could not be persisted must not change memory: skip it while the disk is behind.
-        if (running || !store.hasRoom()) return
+        if (running) return
         running = true
-        const result = engine.dispatch(clock())
-        const persisted = result.ok ? service.persist(result.changes) : Promise.resolve()
-        persisted
-          .catch((error: unknown) => log({ level: 'error', msg: 'dispatch_tick_failed', error: String(error) }))
+        service
+          .tick()
+          // A tick the store has no room for changed nothing: it is skipped, like any refused request.
+          .catch((error: unknown) => {
+            if (!(error instanceof StoreOverloadedError)) log({ level: 'error', msg: 'dispatch_tick_failed', error: String(error) })
+          })
           .finally(() => (running = false))
       }, config.dispatchIntervalMs)
       timer.unref()

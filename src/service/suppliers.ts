@@ -2,6 +2,11 @@
 import { getAddress, type Address } from 'viem'
 import type { SupplierEntry } from './config.ts'
 
+/** A credit request names no supplier address and its supplierDomain is not in the directory. */
+export class SupplierUnresolvedError extends Error {
+  override readonly name = 'SupplierUnresolvedError'
+}
+
 export class SupplierDirectory {
   readonly #byDomain = new Map<string, SupplierEntry>()
 

@@ -97,9 +97,25 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
         503: { description: 'The service follows as many lender wallets on a network as it is configured to (code wallet_watch_full).' },
       },
       handler: (ctx) =>
-        mutate(service, '/lenders/register', ctx, async (m) => {
+        mutate(service, '/lenders/register', ctx, async (ticket) => {
           const { response, privateKey } = await service.registerLender(
-            m,
+            {
+              ticket,
+              // What is stored for idempotent replays: everything but the private key.
+              encode: ({ sessionKey, lender }) =>
+                replyWith(201, LenderRegistrationResult)({
+                  lender: toWire(lender),
+                  sessionKey: { address: sessionKey.address, privateKey: null, note: SESSION_KEY_REPLAY_NOTE },
+                  spendPolicy: toWire(sessionKey.policy),
+                  fundingAddresses: sessionKey.setupTransactions.map((tx) => ({
+                    network: tx.network,
+                    asset: sessionKey.policy.assets[tx.network] as string,
+                    token: tx.to,
+                    address: sessionKey.address,
+                  })),
+                  setupTransactions: toWire(sessionKey.setupTransactions),
+                }),
+            },
             ctx.session.address,
             {
               availableLiquidityAtomic: BigInt(ctx.body.availableLiquidityAtomic),
@@ -110,20 +126,6 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
               maxDurationSeconds: ctx.body.maxDurationSeconds,
               acceptedRiskBands: ctx.body.acceptedRiskBands,
             },
-            // What is stored for idempotent replays: everything but the private key.
-            ({ sessionKey, lender }) =>
-              replyWith(201, LenderRegistrationResult)({
-                lender: toWire(lender),
-                sessionKey: { address: sessionKey.address, privateKey: null, note: SESSION_KEY_REPLAY_NOTE },
-                spendPolicy: toWire(sessionKey.policy),
-                fundingAddresses: sessionKey.setupTransactions.map((tx) => ({
-                  network: tx.network,
-                  asset: sessionKey.policy.assets[tx.network] as string,
-                  token: tx.to,
-                  address: sessionKey.address,
-                })),
-                setupTransactions: toWire(sessionKey.setupTransactions),
-              }),
           )
           // The first answer, and only it, carries the private key.
           const body = response.body as Static<typeof LenderRegistrationResult>
