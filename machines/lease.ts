@@ -42,7 +42,8 @@ export type LeaseEvent =
 
 /** What the lease answers when it refuses an event (see machines/refusals.ts). */
 export const leaseRefusals: RefusalTable<LeaseEvent> = {
-  PAY: { code: 'lease_not_live' },
+  // A report of a payment after the lease expired is rejected as such (spec section 3), not as "not live".
+  PAY: { code: 'lease_not_live', states: { expired: 'lease_expired' } },
   TIME_OUT: { code: 'lease_not_live', guarded: 'lease_not_due' },
   INSUFFICIENT_BALANCE: { code: 'lease_not_live' },
   CANCEL: { code: 'lease_not_live' },

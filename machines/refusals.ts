@@ -8,6 +8,8 @@ export interface Refusal {
   readonly code: string
   /** The code when the current state takes the event but every guard on it says no (too early, not this one, ...). */
   readonly guarded?: string
+  /** Codes of states that refuse the event for a reason of their own (an expired lease is not just "not live"). */
+  readonly states?: Readonly<Record<string, string>>
 }
 
 /** One rule per event type of the machine: the type checker keeps the table complete. */
@@ -20,10 +22,15 @@ export function statesTaking(machine: AnyStateMachine, eventType: string): strin
     .map(([name]) => name)
 }
 
-/** The code of the refusal of `eventType` in `state`: the guarded code when the state takes the event, else the code. */
+/**
+ * The code of the refusal of `eventType` in `state`: the state's own code, else the guarded code when the state takes
+ * the event (its guards said no), else the event's code.
+ */
 export function refusalCode(machine: AnyStateMachine, table: Readonly<Record<string, Refusal>>, state: string, eventType: string): string {
   const rule = table[eventType]
   if (rule === undefined) throw new Error(`${machine.id} machine: no refusal rule for ${eventType}`)
+  const own = rule.states?.[state]
+  if (own !== undefined) return own
   const taken = machine.states[state]?.transitions.has(eventType) ?? false
   return taken && rule.guarded !== undefined ? rule.guarded : rule.code
 }

@@ -5,24 +5,25 @@ import {
   createActor, initialTransition, transition, type Actor, type AnyActor, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type Snapshot,
 } from 'xstate'
 import {
-  advanceMachine, jobMachine, leaseMachine, machines, offerMachine, refusalCode, refusals, statesTaking,
+  advanceMachine, jobMachine, leaseMachine, leaseRefusals, machines, offerMachine, refusalCode, refusals, RISK_BANDS, statesTaking,
   offerRefusals,
   type AdvanceInput, type LeaseContext, type LeaseInput, type OfferContext, type OfferInput, type RecoveryRecord, type RepaymentRecord,
   type SourceRef,
 } from '../../machines/index.ts'
 import { entryFor, MatchingBook, reposition, type BookEntry } from './book.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
+import { ID_PATTERNS, ID_PREFIXES } from './ids.ts'
 import { IndexedMinHeap } from './schedule.ts'
 import type { ExecutedTx, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
 import {
-  applyBps, clampBps, coverageBps, eligibleFee, feeAtomic, insuranceAtomic, minBig, planRecovery, riskBand,
+  applyBps, clampBps, coverageBps, eligibleFee, feeAtomic, insuranceAtomic, isActiveLender, minBig, planRecovery, riskBand,
 } from './rules.ts'
 import type {
   ActorKind, Address, AdvanceView, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
   CreditState, DeclineReason, DispatchOutcome, EngineError, EngineResult, ErrorClass, JobSettlementPlan,
   JobSettlementReceipt, JobView, LeaseView, LenderRecord, LiquidationInput, LiquidationPlan, LiquidationReceipt,
   MatchOutcome, MetaRecord, OfferView, PassportEvent, PostCollateralInput, RegisterLenderInput, RegisterSourceInput,
-  RepaymentPlan, RepaymentReceipt, ReserveRecord, RiskBand, SourceRecord, UnderwritingDecision,
+  RepaymentPlan, RepaymentReceipt, ReserveRecord, SourceRecord, SupplierPaymentTerms, UnderwritingDecision,
 } from './types.ts'
 
 type JobActor = Actor<typeof jobMachine>
@@ -50,9 +51,8 @@ export interface StoredSnapshot {
   final?: boolean
 }
 
-const JOB_ID = /^job_[A-Za-z0-9_-]{1,64}$/
-const SOURCE_ID = /^[A-Za-z0-9_.:-]{1,128}$/
-const RISK_BANDS: readonly RiskBand[] = ['A', 'B', 'C']
+const JOB_ID = new RegExp(ID_PATTERNS.job)
+const SOURCE_ID = new RegExp(ID_PATTERNS.source)
 
 /** A scheduled lease or offer: when it is due and its id's sequence, the tie-break that keeps the order deterministic. */
 interface Due {
@@ -88,6 +88,31 @@ function persisted(snapshot: unknown): unknown {
 
 function fail(errorClass: ErrorClass, code: string, message: string): { ok: false; error: EngineError } {
   return { ok: false, error: { code, class: errorClass, message } }
+}
+
+/** Who may act is the engine's rule: the caller is not the actor the command needs. */
+function forbidden(message: string): { ok: false; error: EngineError } {
+  return fail('forbidden', 'forbidden', message)
+}
+
+/** A payment report against a lease in `state`: refused with the lease machine's code for PAY there. */
+function leaseRefusal(state: 'expired' | 'paid', message: string): { ok: false; error: EngineError } {
+  return fail('conflict', refusalCode(leaseMachine, leaseRefusals, state, 'PAY'), message)
+}
+
+/**
+ * Why a payment report on an offer that reached a final state (it left memory; the caller reads it from the store)
+ * is refused: the reporting lender's latest lease there answers PAY (lease_expired, lease_not_live), or there is none.
+ */
+export function supplierPaymentOnClosedOffer(offer: OfferView, leaseOf: (leaseId: string) => LeaseView | undefined, lender: Address): EngineError {
+  for (const leaseId of [...offer.leaseIds].reverse()) {
+    const lease = leaseOf(leaseId)
+    if (lease === undefined || !sameAddress(lease.lender, lender)) continue
+    // A lease outlives its offer only between the offer's end and the commit that ends the lease with it.
+    if (lease.state === 'leased') return { class: 'conflict', code: 'offer_closed', message: `offer ${offer.offerId} has reached a final state` }
+    return leaseRefusal(lease.state, `the lease ${lease.leaseId} of offer ${offer.offerId} is ${lease.state}`).error
+  }
+  return { class: 'conflict', code: 'no_lease', message: `offer ${offer.offerId} has no lease to lender ${lender}` }
 }
 
 /** A lender's session wallet on one network for one asset. */
@@ -199,7 +224,7 @@ export class Engine {
     if (this.lenderBySession.has(input.sessionAddress) || this.lenders.has(input.sessionAddress)) {
       return fail('conflict', 'session_in_use', 'the session address belongs to another lender')
     }
-    if (input.availableLiquidityAtomic < 0n) return fail('invalid', 'invalid_amount', 'availableLiquidityAtomic must be >= 0')
+    if (input.availableLiquidityAtomic <= 0n) return fail('invalid', 'invalid_liquidity', 'availableLiquidityAtomic must be positive')
     if (!isBps(input.minFeeBps)) return fail('invalid', 'invalid_bps', 'minFeeBps must be an integer in 0..10000')
     for (const [name, value] of [['reputationBps', input.reputationBps], ['reliabilityBps', input.reliabilityBps]] as const) {
       if (value !== undefined && !isBps(value)) return fail('invalid', 'invalid_bps', `${name} must be an integer in 0..10000`)
@@ -211,6 +236,8 @@ export class Engine {
     if (networks.length === 0 || networks.length > this.config.networksPerLenderMax) {
       return fail('invalid', 'invalid_networks', `networks must list 1..${this.config.networksPerLenderMax} networks`)
     }
+    const strayNetwork = Object.keys(input.assets ?? {}).find((network) => !networks.includes(network))
+    if (strayNetwork !== undefined) return fail('invalid', 'asset_network_not_supported', `assets names ${strayNetwork}, which is not in networks`)
     const bands = [...new Set(input.acceptedRiskBands)]
     if (bands.length === 0 || !bands.every((b) => (RISK_BANDS as readonly string[]).includes(b))) {
       return fail('invalid', 'invalid_risk_band', `acceptedRiskBands must be a non-empty subset of ${RISK_BANDS.join(', ')}`)
@@ -250,7 +277,8 @@ export class Engine {
     return this.commit({ ...lender })
   }
 
-  registerSource(input: RegisterSourceInput, nowMs: number): EngineResult<SourceRecord> {
+  registerSource(input: RegisterSourceInput & { caller: Address }, nowMs: number): EngineResult<SourceRecord> {
+    if (!sameAddress(input.agent, input.caller)) return forbidden('a backing source is registered by its agent: sign in as the body\'s agent')
     if (!SOURCE_ID.test(input.sourceId) || JOB_ID.test(input.sourceId)) {
       return fail('invalid', 'invalid_source_id', 'sourceId must match ^[A-Za-z0-9_.:-]{1,128}$ and not look like a job id')
     }
@@ -281,7 +309,10 @@ export class Engine {
     return this.commit({ ...source })
   }
 
-  createJob(input: CreateJobInput, nowMs: number): EngineResult<JobView> {
+  createJob(input: CreateJobInput & { caller: Address }, nowMs: number): EngineResult<JobView> {
+    if (!sameAddress(input.caller, input.client) && !sameAddress(input.caller, input.borrower)) {
+      return forbidden('a job is created by its client (the funder) or its borrower')
+    }
     if (!JOB_ID.test(input.jobId)) return fail('invalid', 'invalid_job_id', 'jobId must match ^job_[A-Za-z0-9_-]{1,64}$')
     if (this.jobs.has(input.jobId)) return fail('conflict', 'job_exists', `job ${input.jobId} exists`)
     if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
@@ -306,9 +337,19 @@ export class Engine {
     return this.commit(viewOf<JobView>(actor.getSnapshot()))
   }
 
-  postCollateral(input: PostCollateralInput, nowMs: number): EngineResult<CollateralPosition> {
+  /** Who may post collateral on the job, and what its proof must show (the CollateralPosted of the job's borrower). */
+  planCollateral(input: { jobId: string; caller: Address }): EngineResult<{ network: string; asset: string; borrower: Address }> {
     const job = this.jobs.get(input.jobId)
     if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+    const j = job.getSnapshot().context
+    if (!sameAddress(input.caller, j.borrower)) return forbidden('collateral is posted by the job\'s borrower')
+    return { ok: true, value: { network: j.network, asset: j.asset, borrower: j.borrower }, changes: [] }
+  }
+
+  postCollateral(input: PostCollateralInput & { caller: Address }, nowMs: number): EngineResult<CollateralPosition> {
+    const planned = this.planCollateral(input)
+    if (!planned.ok) return planned
+    const job = this.jobs.get(input.jobId) as JobActor
     if (!sameAddress(job.getSnapshot().context.borrower, input.borrower)) {
       return fail('forbidden', 'not_job_borrower', 'collateral must be posted by the job borrower')
     }
@@ -329,7 +370,8 @@ export class Engine {
   }
 
   /** Underwrite a credit request: a declined decision changes nothing; an approved one creates an offer. */
-  requestCredit(input: CreditRequestInput, nowMs: number): EngineResult<UnderwritingDecision> {
+  requestCredit(input: CreditRequestInput & { caller: Address }, nowMs: number): EngineResult<UnderwritingDecision> {
+    if (!sameAddress(input.agent, input.caller)) return forbidden('credit is requested by the borrower agent itself: sign in as the body\'s agent')
     if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
     if (input.maximumFeeAtomic < 0n) return fail('invalid', 'invalid_amount', 'maximumFeeAtomic must be >= 0')
     if (sameAddress(input.supplierAddress, input.agent)) {
@@ -387,7 +429,7 @@ export class Engine {
 
     this.meta.offerSeq += 1
     const offerInput: OfferInput = {
-      offerId: `off_${this.meta.offerSeq}`,
+      offerId: `${ID_PREFIXES.offer}${this.meta.offerSeq}`,
       borrower: input.agent,
       network: input.network,
       asset: input.asset,
@@ -418,9 +460,10 @@ export class Engine {
   }
 
   /** Lease the offer to the cheapest eligible lender whose wallet can pay. */
-  matchOffer(input: { offerId: string }, nowMs: number): EngineResult<MatchOutcome> {
+  matchOffer(input: { offerId: string; caller: Address }, nowMs: number): EngineResult<MatchOutcome> {
     const offer = this.offers.get(input.offerId)
     if (!offer) return fail('not_found', 'offer_not_found', `offer ${input.offerId} is not live`)
+    if (!sameAddress(input.caller, offer.getSnapshot().context.borrower)) return forbidden('an offer is matched by its borrower')
     const outcome = this.leaseToBestLender(offer, nowMs)
     if ('accepted' in outcome) return this.refused('offer', input.offerId, outcome)
     return this.commit(outcome)
@@ -446,15 +489,37 @@ export class Engine {
   }
 
   /** A verified supplier payment funds the offer: the lease is paid and the advance is created. */
-  recordSupplierPayment(fact: SupplierPaymentFact, nowMs: number): EngineResult<AdvanceView> {
+  /**
+   * What the reporting lender's payment on the offer must show: the terms of the live lease it holds. A lender whose
+   * lease there ended unpaid learns that it expired; one that never held one, that it has none.
+   */
+  planSupplierPayment(input: { offerId: string; lender: Address; caller: Address }): EngineResult<SupplierPaymentTerms> {
+    if (!sameAddress(input.lender, input.caller)) {
+      return forbidden('a supplier payment is reported by the lender that paid: sign in as the body\'s lender')
+    }
+    const offer = this.offers.get(input.offerId)
+    if (!offer) return fail('not_found', 'offer_not_found', `offer ${input.offerId} is not live`)
+    const o = offer.getSnapshot().context
+    const held = o.currentLeaseId ? this.leases.get(o.currentLeaseId)?.getSnapshot().context : undefined
+    if (held && sameAddress(held.lender, input.lender)) {
+      const { leaseId, network, asset, payer, supplierAddress, amountAtomic } = held
+      return { ok: true, value: { offerId: o.offerId, leaseId, network, asset, payer, supplierAddress, amountAtomic }, changes: [] }
+    }
+    // An ended lease left memory; that it ended unpaid is on the offer (excluded lenders), and it ended expired.
+    if (o.excludedLenders.some((l) => sameAddress(l, input.lender))) return leaseRefusal('expired', `the lease of ${input.lender} on offer ${o.offerId} expired`)
+    return fail('conflict', 'no_lease', `offer ${o.offerId} has no lease to lender ${input.lender}`)
+  }
+
+  recordSupplierPayment(fact: SupplierPaymentFact & { caller: Address }, nowMs: number): EngineResult<AdvanceView> {
     const offer = this.offers.get(fact.offerId)
     if (!offer) return fail('not_found', 'offer_not_found', `offer ${fact.offerId} is not live`)
     const o = offer.getSnapshot().context
     const lenderAddress = this.lenderBySession.get(fact.payer) ?? (this.lenders.has(fact.payer) ? fact.payer : undefined)
     if (!lenderAddress) return fail('forbidden', 'lease_not_held', 'the payer is not a registered lender')
-    if (o.excludedLenders.includes(lenderAddress)) {
-      return fail('conflict', 'lease_expired', `the lease of ${lenderAddress} on offer ${o.offerId} expired`)
+    if (!sameAddress(lenderAddress, fact.caller)) {
+      return forbidden('a supplier payment is reported by the lender that paid: sign in as the body\'s lender')
     }
+    if (o.excludedLenders.includes(lenderAddress)) return leaseRefusal('expired', `the lease of ${lenderAddress} on offer ${o.offerId} expired`)
     const lease = o.currentLeaseId ? this.leases.get(o.currentLeaseId) : undefined
     if (lease && lease.getSnapshot().context.lender !== lenderAddress) {
       return fail('forbidden', 'lease_not_held', `offer ${o.offerId} is leased to another lender`)
@@ -464,7 +529,7 @@ export class Engine {
     if (fact.amountAtomic !== o.amountAtomic) return fail('invalid', 'payment_mismatch', `the payment must be exactly ${o.amountAtomic}`)
 
     // The offer decides whether it can be funded now (it must be leased); its advance id is taken once it agrees.
-    const advanceId = `adv_${this.meta.advanceSeq + 1}`
+    const advanceId = `${ID_PREFIXES.advance}${this.meta.advanceSeq + 1}`
     const funded = this.send('offer', offer, { type: 'FUND', advanceId, nowMs })
     if (!funded.accepted) return this.refused('offer', o.offerId, funded)
     if (!lease) throw new Error(`invariant: offer ${o.offerId} was funded without a live lease`)
@@ -559,9 +624,11 @@ export class Engine {
   }
 
   /** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */
-  planJobSettlement(jobId: string): EngineResult<JobSettlementPlan> {
+  planJobSettlement(input: { jobId: string; caller: Address }): EngineResult<JobSettlementPlan> {
+    const { jobId } = input
     const job = this.jobs.get(jobId)
     if (!job) return fail('not_found', 'job_not_found', `job ${jobId} is not live`)
+    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is completed by its client or an operator')
     // A query sends nothing: it asks the machine whether it would take COMPLETE now.
     const open = this.wouldTake('job', job, { type: 'COMPLETE', settlement: { network: '', txHash: '0x' }, nowMs: 0 })
     if (!open.accepted) return this.refused('job', jobId, open)
@@ -571,9 +638,10 @@ export class Engine {
   }
 
   /** Apply the executed settleJob transaction: every open advance on the job is repaid and the job completes. */
-  completeJob(input: { jobId: string } & ExecutedTx, nowMs: number): EngineResult<JobSettlementReceipt> {
+  completeJob(input: { jobId: string; caller: Address } & ExecutedTx, nowMs: number): EngineResult<JobSettlementReceipt> {
     const job = this.jobs.get(input.jobId)
     if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is completed by its client or an operator')
     const planned = this.jobSettlement(job)
     if (!planned.ok) return planned
     const plan = planned.value
@@ -593,9 +661,10 @@ export class Engine {
   }
 
   /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
-  failJob(input: { jobId: string; reason: string }, nowMs: number): EngineResult<PassportEvent> {
+  failJob(input: { jobId: string; reason: string; caller: Address }, nowMs: number): EngineResult<PassportEvent> {
     const job = this.jobs.get(input.jobId)
     if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is failed by its client or an operator')
     const j = job.getSnapshot().context
     // The job's live offers are withdrawn with it: the failure itself releases the capacity they hold on the job.
     let releasedAtomic = 0n
@@ -635,9 +704,11 @@ export class Engine {
   }
 
   /** Recovery amounts, step by step, for a defaulted (or past-due) advance. */
-  planLiquidation(advanceId: string, nowMs: number): EngineResult<LiquidationPlan> {
+  planLiquidation(input: { advanceId: string; caller: Address }, nowMs: number): EngineResult<LiquidationPlan> {
+    const { advanceId } = input
     const advance = this.advances.get(advanceId)
     if (!advance) return fail('not_found', 'advance_not_found', `advance ${advanceId} is not live`)
+    if (!this.isLenderOrOperator(advance, input.caller)) return forbidden('an advance is liquidated by its lender or an operator')
     const plan = this.liquidationPlan(advance)
     // A query sends nothing: it asks the machine whether it would take LIQUIDATE now (defaulted, or past due).
     const due = this.wouldTake('advance', advance, { type: 'LIQUIDATE', recovery: recoveryOf(plan, '', '0x'), nowMs })
@@ -646,9 +717,10 @@ export class Engine {
   }
 
   /** Apply the executed liquidate transaction: recover in order, record the shortfall and its penalty. */
-  liquidate(input: LiquidationInput, nowMs: number): EngineResult<LiquidationReceipt> {
+  liquidate(input: LiquidationInput & { caller: Address }, nowMs: number): EngineResult<LiquidationReceipt> {
     const advance = this.advances.get(input.advanceId)
     if (!advance) return fail('not_found', 'advance_not_found', `advance ${input.advanceId} is not live`)
+    if (!this.isLenderOrOperator(advance, input.caller)) return forbidden('an advance is liquidated by its lender or an operator')
     const plan = this.liquidationPlan(advance)
     const recovery = recoveryOf(plan, input.network, input.txHash)
     const fromRevenue = recovery.fromRevenueAtomic
@@ -750,9 +822,10 @@ export class Engine {
     return borrower && { ...borrower }
   }
 
-  /** Lenders in registration order. */
-  listLenders(): LenderRecord[] {
-    return [...this.lenders.values()].sort((a, b) => a.registrationSeq - b.registrationSeq).map((l) => ({ ...l }))
+  /** Lenders in registration order; `active`: only those reliable enough to be matched. */
+  listLenders(filter: { active?: boolean } = {}): LenderRecord[] {
+    const lenders = [...this.lenders.values()].sort((a, b) => a.registrationSeq - b.registrationSeq)
+    return (filter.active ? lenders.filter((l) => isActiveLender(l, this.config)) : lenders).map((l) => ({ ...l }))
   }
 
   /** Backing sources in registration order. */
@@ -777,7 +850,7 @@ export class Engine {
       totals.deployedAtomic += l.deployedAtomic
       totals.feesEarnedAtomic += l.feesEarnedAtomic
       totals.lossesAtomic += l.lossesAtomic
-      if (l.reliabilityBps >= this.config.lenderReliabilityMinBps) activeLenders += 1
+      if (isActiveLender(l, this.config)) activeLenders += 1
     }
     let suspendedBorrowers = 0
     for (const b of this.borrowers.values()) if (b.suspended) suspendedBorrowers += 1
@@ -974,7 +1047,7 @@ export class Engine {
     const refusedLeases: LeaseView[] = []
     let sent = false
     for (const { lender, fee } of walk.refused) {
-      const event: EventOf<'offer'> = { type: 'LEASE_REFUSED', leaseId: `lse_${this.meta.leaseSeq + 1}`, lender: lender.address, nowMs }
+      const event: EventOf<'offer'> = { type: 'LEASE_REFUSED', leaseId: `${ID_PREFIXES.lease}${this.meta.leaseSeq + 1}`, lender: lender.address, nowMs }
       if (sent) this.expect('offer', offer, event)
       else {
         const answer = this.send('offer', offer, event)
@@ -987,7 +1060,7 @@ export class Engine {
     let offerExpired = false
     if (walk.granted) {
       const { lender, fee } = walk.granted
-      const event: EventOf<'offer'> = { type: 'LEASE', leaseId: `lse_${this.meta.leaseSeq + 1}`, lender: lender.address, nowMs }
+      const event: EventOf<'offer'> = { type: 'LEASE', leaseId: `${ID_PREFIXES.lease}${this.meta.leaseSeq + 1}`, lender: lender.address, nowMs }
       if (sent) this.expect('offer', offer, event)
       else {
         const answer = this.send('offer', offer, event)
@@ -1061,7 +1134,7 @@ export class Engine {
     this.meta.leaseSeq += 1
     this.touch('meta', 'engine')
     return {
-      leaseId: `lse_${this.meta.leaseSeq}`,
+      leaseId: `${ID_PREFIXES.lease}${this.meta.leaseSeq}`,
       offerId: o.offerId,
       lender: lender.address,
       payer: lender.sessionAddress,
@@ -1347,6 +1420,20 @@ export class Engine {
   }
 
   // ---- actors and changes
+
+  /** A job's client, or an operator of the service (config.operators). */
+  private isClientOrOperator(job: JobActor, caller: Address): boolean {
+    return sameAddress(job.getSnapshot().context.client, caller) || this.isOperator(caller)
+  }
+
+  /** An advance's lender, or an operator of the service. */
+  private isLenderOrOperator(advance: AdvanceActor, caller: Address): boolean {
+    return sameAddress(advance.getSnapshot().context.lender, caller) || this.isOperator(caller)
+  }
+
+  private isOperator(caller: Address): boolean {
+    return this.config.operators.some((operator) => sameAddress(operator, caller))
+  }
 
   /**
    * The one way an event reaches a live actor. The machine's answer is read off its snapshot: XState keeps the very

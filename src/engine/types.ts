@@ -201,6 +201,17 @@ export interface RepaymentReceipt {
   txHash: `0x${string}`
 }
 
+/** What a lender's supplier payment must show to fund an offer: the terms of the live lease it holds. */
+export interface SupplierPaymentTerms {
+  offerId: string
+  leaseId: string
+  network: string
+  asset: string
+  payer: Address
+  supplierAddress: Address
+  amountAtomic: bigint
+}
+
 export interface RepaymentPlan {
   advanceId: string
   network: string

@@ -106,6 +106,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       leaseTtlMs: config.leaseTtlSeconds * 1000,
       leaseReportGraceMs: config.leaseReportGraceSeconds * 1000,
       offerTtlMs: config.offerTtlSeconds * 1000,
+      operators: config.operators,
     })
     const store = await Store.open({
       dataDir: config.dataDir,

@@ -1,13 +1,17 @@
-// The application layer between HTTP and the engine. Each operation: check who may do it, turn chain proofs into
-// verified facts (the only awaits before the command), run ONE engine command, and enqueue its changes to the store
-// in the same synchronous section, so that commits reach the disk in the order the engine applied them. The caller
-// gets the result only once the commit is durable.
+// The application layer between HTTP and the engine. Each operation: turn chain proofs and attestations into verified
+// facts (the only awaits before the command), run ONE engine command with the caller's address (the engine decides
+// who may act, as it decides every other refusal), and enqueue its changes to the store in the same synchronous
+// section, so that commits reach the disk in the order the engine applied them. The caller gets the result only
+// once the commit is durable. Where a proof must be checked against live terms, the engine's plan query gives them
+// (and refuses what the command would refuse) before any await.
 import { getAddress, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
-import { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, type Engine } from '../engine/engine.ts'
+import {
+  advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, supplierPaymentOnClosedOffer, type Engine,
+} from '../engine/engine.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import type {
-  AdvanceView, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineError, EngineResult, JobSettlementReceipt, JobView,
+  AdvanceView, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView,
   LenderRecord, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
   SourceRecord, UnderwritingDecision,
 } from '../engine/types.ts'
@@ -59,16 +63,15 @@ export type { Mutation } from './mutation.ts'
 
 const SESSION_KEY_LIFETIME_MS = 365 * 24 * 3600 * 1000
 
-const refusal = (errorClass: EngineError['class'], code: string, message: string) => new EngineRefusedError({ class: errorClass, code, message })
-const notFound = (code: string, detail: string) => refusal('not_found', code, detail)
-const forbidden = (detail: string) => refusal('forbidden', 'forbidden', detail)
-const invalid = (code: string, detail: string) => refusal('invalid', code, detail)
-const conflict = (code: string, detail: string) => refusal('conflict', code, detail)
-
-/** The value of a command that succeeded; a refusal is raised. */
+/** The value of a command or query that succeeded; a refusal is raised. */
 function valueOf<T>(result: EngineResult<T>): T {
   if (!result.ok) throw new EngineRefusedError(result.error)
   return result.value
+}
+
+/** A refusal of the engine with this code, or none. */
+function refusedWith(error: unknown, code: string): EngineRefusedError | undefined {
+  return error instanceof EngineRefusedError && error.error.code === code ? error : undefined
 }
 
 export interface ServiceDeps {
@@ -117,15 +120,6 @@ export class CreditService {
   /** Called when a commit fails: memory is ahead of the disk, so the process must stop and restart from the store. */
   onFatal(handler: (error: unknown) => void): void {
     this.#fatal = handler
-  }
-
-  isOperator(address: Address): boolean {
-    return this.config.operators.includes(address)
-  }
-
-  /** Active: reliable enough to be matched (the engine's reliability floor). */
-  isActiveLender(lender: LenderRecord): boolean {
-    return lender.reliabilityBps >= this.engine.config.lenderReliabilityMinBps
   }
 
   // ------------------------------------------------------------------------------------------------ commit path
@@ -248,16 +242,12 @@ export class CreditService {
     lender: Address,
     body: Omit<RegisterLenderInput, 'address' | 'sessionAddress' | 'reputationBps' | 'reliabilityBps'>,
   ): Promise<{ response: StoredResponse; privateKey: Hex }> {
-    if (body.availableLiquidityAtomic <= 0n) throw invalid('invalid_liquidity', 'availableLiquidityAtomic must be positive')
     const networks = [...new Set(body.networks)].map((slug) => this.network(slug))
     const assets: Record<string, string> = {}
     for (const network of networks) {
       const symbol = body.assets?.[network.slug] ?? body.asset
       this.token(network, symbol)
       assets[network.slug] = symbol
-    }
-    for (const slug of Object.keys(body.assets ?? {})) {
-      if (!networks.some((n) => n.slug === slug)) throw invalid('asset_network_not_supported', `assets names ${slug}, which is not in networks`)
     }
     // Checked before anything changes: a lender whose wallet the watcher cannot follow would never be matched.
     const full = networks.find((n) => !this.watcher.hasRoom(n.slug))
@@ -289,7 +279,8 @@ export class CreditService {
             sessionAddress,
             availableLiquidityAtomic: body.availableLiquidityAtomic,
             asset: body.asset,
-            assets,
+            // The body's own map: the engine refuses one that names a network the lender does not list.
+            assets: { ...assets, ...body.assets },
             networks: networks.map((n) => n.slug),
             minFeeBps: body.minFeeBps,
             maxDurationSeconds: body.maxDurationSeconds,
@@ -332,12 +323,11 @@ export class CreditService {
   // ------------------------------------------------------------------------------------------------ borrowers
 
   async registerSource(mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
-    if (body.agent !== caller) throw forbidden('a backing source is registered by its agent: sign in as the body\'s agent')
     const attester = await verifyBackingAttestation(this.config.attesters, body, body.evidenceId)
     if (attester === undefined) {
       throw new AttestationInvalidError('evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields')
     }
-    return this.apply(mutation, () => this.engine.registerSource(body, this.#clock()))
+    return this.apply(mutation, () => this.engine.registerSource({ ...body, caller }, this.#clock()))
   }
 
   async createJob(
@@ -353,7 +343,6 @@ export class CreditService {
       args: { jobKey: idKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic },
     })
     const client = getAddress(fact.args.client)
-    if (caller !== client && caller !== body.agent) throw forbidden('a job is created by its client (the funder) or its borrower')
     const proof = this.#useProof(fact, `job:${body.jobId}`)
     return this.apply(
       mutation,
@@ -368,6 +357,7 @@ export class CreditService {
             receivableAtomic: body.receivableAtomic,
             dueAtMs: body.dueAtMs,
             funding: { network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex },
+            caller,
           },
           this.#clock(),
         ),
@@ -381,9 +371,7 @@ export class CreditService {
     jobId: string,
     body: { amountAtomic: bigint; txHash: string },
   ): Promise<StoredResponse> {
-    const job = this.engine.getJob(jobId)
-    if (job === undefined) throw notFound('job_not_found', `no live job ${jobId}`)
-    if (caller !== job.borrower) throw forbidden('collateral is posted by the job\'s borrower')
+    const job = valueOf(this.engine.planCollateral({ jobId, caller }))
     const token = this.token(this.network(job.network), job.asset)
     const fact = await this.#prove(job.network, {
       txHash: body.txHash,
@@ -395,7 +383,13 @@ export class CreditService {
       mutation,
       () =>
         this.engine.postCollateral(
-          { jobId, borrower: getAddress(fact.args.borrower), amountAtomic: fact.args.amount, proof: { network: job.network, txHash: fact.txHash, logIndex: fact.logIndex } },
+          {
+            jobId,
+            caller,
+            borrower: getAddress(fact.args.borrower),
+            amountAtomic: fact.args.amount,
+            proof: { network: job.network, txHash: fact.txHash, logIndex: fact.logIndex },
+          },
           this.#clock(),
         ),
       () => [proof],
@@ -407,31 +401,30 @@ export class CreditService {
     caller: Address,
     body: Omit<CreditRequestInput, 'supplierAddress'> & { supplierAddress?: Address },
   ): Promise<StoredResponse> {
-    if (body.agent !== caller) throw forbidden('credit is requested by the borrower agent itself: sign in as the body\'s agent')
     const network = this.network(body.network)
     this.token(network, body.asset)
     const supplierAddress = body.supplierAddress ?? this.suppliers.resolve(body.supplierDomain)
     if (supplierAddress === undefined) {
       throw new SupplierUnresolvedError(`supplierDomain ${body.supplierDomain} is not in the supplier directory and no supplierAddress was given`)
     }
-    if (supplierAddress === body.agent) throw invalid('supplier_is_borrower', 'the supplier is paid, never the borrower')
     const { supplierAddress: _omit, ...rest } = body
-    return this.apply(mutation, () => this.engine.requestCredit({ ...rest, supplierAddress }, this.#clock()))
+    return this.apply(mutation, () => this.engine.requestCredit({ ...rest, supplierAddress, caller }, this.#clock()))
   }
 
   async match(mutation: Mutation<MatchOutcome>, caller: Address, offerId: string): Promise<StoredResponse> {
-    const offer = this.engine.getOffer(offerId)
-    if (offer === undefined) throw this.#missing('offer', offerId)
-    if (caller !== offer.borrower) throw forbidden('an offer is matched by its borrower')
-    // Dispatch (the ticker or any caller) may have leased the offer already: the match asked for exists, answer it,
-    // but only once the commit that created it is durable (an empty commit queues behind it), or a crash could
-    // lose a lease this answer acknowledged.
-    const lease = offer.state === 'leased' && offer.currentLeaseId !== null ? this.engine.getLease(offer.currentLeaseId) : undefined
-    if (lease !== undefined) {
+    try {
+      return await this.apply(mutation, () => this.engine.matchOffer({ offerId, caller }, this.#clock()))
+    } catch (error) {
+      if (refusedWith(error, 'offer_not_found')) throw this.#missing('offer', offerId)
+      // Dispatch (the ticker or any caller) may have leased the offer already: the match asked for exists, answer
+      // it, but only once the commit that created it is durable (an empty commit queues behind it), or a crash could
+      // lose a lease this answer acknowledged.
+      const offer = refusedWith(error, 'offer_not_offered') && this.engine.getOffer(offerId)
+      const lease = offer && offer.currentLeaseId !== null ? this.engine.getLease(offer.currentLeaseId) : undefined
+      if (!offer || lease === undefined) throw error
       await this.store.commit({})
       return mutation.encode({ offer, lease, refusedLeases: [], offerExpired: false })
     }
-    return this.apply(mutation, () => this.engine.matchOffer({ offerId }, this.#clock()))
   }
 
   async dispatch(mutation: Mutation<DispatchOutcome>): Promise<StoredResponse> {
@@ -444,22 +437,17 @@ export class CreditService {
     offerId: string,
     body: { lender: Address; supplierPaymentId: string },
   ): Promise<StoredResponse> {
-    if (body.lender !== caller) throw forbidden('a supplier payment is reported by the lender that paid: sign in as the body\'s lender')
-    const offer = this.engine.getOffer(offerId) ?? this.#stored('offer', offerId, offerViewFromSnapshot)
-    if (offer === undefined) throw notFound('offer_not_found', `no offer ${offerId}`)
-    // The latest lease this lender held on the offer: after an expiry the offer is rematched to another lender, and
-    // the late report of the first one must learn that its own lease expired (spec section 3), not that it has none.
-    let lease: ReturnType<typeof leaseViewFromSnapshot> | undefined
-    for (const id of [...(offer.currentLeaseId ? [offer.currentLeaseId] : []), ...[...offer.leaseIds].reverse()]) {
-      const candidate = this.engine.getLease(id) ?? this.#stored('lease', id, leaseViewFromSnapshot)
-      if (candidate !== undefined && candidate.lender === body.lender) {
-        lease = candidate
-        break
+    const plan = this.engine.planSupplierPayment({ offerId, lender: body.lender, caller })
+    if (!plan.ok && plan.error.code === 'offer_not_found') {
+      // An offer that reached a final state left memory: the late report of a lender whose lease expired, after the
+      // offer was rematched and funded, must learn that its own lease expired (spec section 3).
+      const closed = this.#stored('offer', offerId, offerViewFromSnapshot)
+      if (closed !== undefined) {
+        const leaseOf = (id: string) => this.engine.getLease(id) ?? this.#stored('lease', id, leaseViewFromSnapshot)
+        throw new EngineRefusedError(supplierPaymentOnClosedOffer(closed, leaseOf, body.lender))
       }
     }
-    if (lease === undefined) throw conflict('no_lease', `offer ${offerId} has no lease to lender ${body.lender}`)
-    if (lease.state === 'expired') throw conflict('lease_expired', `the lease ${lease.leaseId} of offer ${offerId} expired; the report is rejected`)
-    if (lease.state !== 'leased') throw conflict('lease_not_live', `the lease ${lease.leaseId} is ${lease.state}`)
+    const lease = valueOf(plan)
     const fact = await this.#verdict(
       verifySupplierPayment(this.#clientsOf(lease.network), this.#proofsReadOnly, {
         txHash: body.supplierPaymentId,
@@ -472,12 +460,11 @@ export class CreditService {
       }),
     )
     const proof = this.#useProof(fact, `offer:${offerId}`)
-    return this.apply(mutation, () => this.engine.recordSupplierPayment(fact, this.#clock()), () => [proof])
+    return this.apply(mutation, () => this.engine.recordSupplierPayment({ ...fact, caller }, this.#clock()), () => [proof])
   }
 
   async repay(mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
-    const plan = this.engine.planRepayment(advanceId)
-    if (!plan.ok) throw plan.error.code === 'advance_not_found' ? this.#missing('advance', advanceId) : new EngineRefusedError(plan.error)
+    const plan = { value: this.#live(this.engine.planRepayment(advanceId), 'advance', advanceId) }
     const { network, lender, asset } = plan.value
     const token = this.token(this.network(network), asset)
     // The contract's Repaid carries the total paid (`amount`) and the reserve's part of it; the plan's amountAtomic
@@ -517,10 +504,8 @@ export class CreditService {
 
   async completeJob(mutation: Mutation<JobSettlementReceipt>, caller: Address, jobId: string): Promise<StoredResponse> {
     return this.#locks.run(`job:${jobId}`, async () => {
-      const job = this.engine.getJob(jobId)
-      if (job === undefined) throw this.#missing('job', jobId)
-      if (caller !== job.client && !this.isOperator(caller)) throw forbidden('a job is completed by its client or an operator')
-      const plan = valueOf(this.engine.planJobSettlement(jobId))
+      const plan = this.#live(this.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
+      const job = this.engine.getJob(jobId) as JobView
       const settled = await this.#operatorSend(
         job.network,
         (clients) =>
@@ -536,25 +521,24 @@ export class CreditService {
             found.eventName === 'JobSettled' && found.toLendersAtomic === plan.toLendersAtomic && found.toReserveAtomic === plan.toReserveAtomic,
         },
       )
-      return this.apply(mutation, () => this.engine.completeJob({ jobId, network: job.network, txHash: settled }, this.#clock()))
+      return this.apply(mutation, () => this.engine.completeJob({ jobId, caller, network: job.network, txHash: settled }, this.#clock()))
     })
   }
 
   async failJob(mutation: Mutation<PassportEvent>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
     return this.#locks.run(`job:${jobId}`, async () => {
-      const job = this.engine.getJob(jobId)
-      if (job === undefined) throw this.#missing('job', jobId)
-      if (caller !== job.client && !this.isOperator(caller)) throw forbidden('a job is failed by its client or an operator')
-      return this.apply(mutation, () => this.engine.failJob({ jobId, reason: body.reason }, this.#clock()))
+      try {
+        return await this.apply(mutation, () => this.engine.failJob({ jobId, reason: body.reason, caller }, this.#clock()))
+      } catch (error) {
+        throw refusedWith(error, 'job_not_found') ? this.#missing('job', jobId) : error
+      }
     })
   }
 
   async liquidate(mutation: Mutation<LiquidationReceipt>, caller: Address, advanceId: string): Promise<StoredResponse> {
     return this.#locks.run(`advance:${advanceId}`, async () => {
-      const advance = this.engine.getAdvance(advanceId)
-      if (advance === undefined) throw this.#missing('advance', advanceId)
-      if (caller !== advance.lender && !this.isOperator(caller)) throw forbidden('an advance is liquidated by its lender or an operator')
-      const plan = valueOf(this.engine.planLiquidation(advanceId, this.#clock()))
+      const plan = this.#live(this.engine.planLiquidation({ advanceId, caller }, this.#clock()), 'advance', advanceId)
+      const advance = this.engine.getAdvance(advanceId) as AdvanceView
       const step = (name: string) => plan.steps.find((s) => s.step === name)?.amountAtomic ?? 0n
       const amounts = {
         fromRevenueAtomic: step('source_revenue'),
@@ -575,7 +559,7 @@ export class CreditService {
           matches: sameAmounts,
         },
       )
-      return this.apply(mutation, () => this.engine.liquidate({ advanceId, network: advance.network, txHash: liquidated, ...amounts }, this.#clock()))
+      return this.apply(mutation, () => this.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated, ...amounts }, this.#clock()))
     })
   }
 
@@ -597,11 +581,17 @@ export class CreditService {
     return entry === undefined ? undefined : view(entry.snapshot)
   }
 
-  /** 404 for an id never seen; 409 for one that reached a final state (it can no longer change). */
+  /** The engine's refusal of an id it does not hold live: never seen (not found), or final in the store (closed). */
   #missing(kind: 'job' | 'offer' | 'advance', id: string): EngineRefusedError {
     const entry = this.store.getSnapshot(kind, id)
-    if (entry === undefined) return notFound(`${kind}_not_found`, `no ${kind} ${id}`)
-    return conflict(`${kind}_closed`, `${kind} ${id} has reached a final state`)
+    if (entry === undefined) return new EngineRefusedError({ class: 'not_found', code: `${kind}_not_found`, message: `no ${kind} ${id}` })
+    return new EngineRefusedError({ class: 'conflict', code: `${kind}_closed`, message: `${kind} ${id} has reached a final state` })
+  }
+
+  /** The value of a query on a live actor; an id the engine does not hold is told apart as never seen or closed. */
+  #live<T>(result: EngineResult<T>, kind: 'job' | 'offer' | 'advance', id: string): T {
+    if (!result.ok && result.error.code === `${kind}_not_found`) throw this.#missing(kind, id)
+    return valueOf(result)
   }
 }
 

@@ -48,7 +48,11 @@ function refusalTable(machine: AnyStateMachine, table: Readonly<Record<string, R
   const rows = ['| event | taken in (state [guard]) | otherwise refused with |', '|---|---|---|']
   for (const [eventType, rule] of Object.entries(table)) {
     const places = takenIn(machine, eventType)
-    const refused = rule.guarded === undefined ? `\`${rule.code}\`` : `\`${rule.code}\`; \`${rule.guarded}\` where the guards say no`
+    const refused = [
+      `\`${rule.code}\``,
+      ...Object.entries(rule.states ?? {}).map(([state, code]) => `\`${code}\` in ${state}`),
+      ...(rule.guarded === undefined ? [] : [`\`${rule.guarded}\` where the guards say no`]),
+    ].join('; ')
     rows.push(`| ${eventType} | ${places.length > 0 ? places.join(', ') : '(never)'} | ${refused} |`)
   }
   return rows

@@ -10,7 +10,7 @@ import { Engine } from '../../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { storedSnapshots } from '../../src/service/app.ts'
 import { Store, type Change } from '../../src/store/index.ts'
-import { FakeWallets, T0, lenderInput, newEngine, offerFor, registerBacking, unwrap } from '../engine/fixtures/world.ts'
+import { BORROWER, FakeWallets, T0, lenderInput, newEngine, offerFor, registerBacking, unwrap } from '../engine/fixtures/world.ts'
 import { tempDir } from '../store/fixtures/helpers.ts'
 
 const GRACE_MS = 5_000
@@ -20,7 +20,7 @@ function olderReleaseChanges(): { changes: Change[]; leaseId: string; expiresAtM
   const { engine } = newEngine({ leaseReportGraceMs: GRACE_MS })
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
-  const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine) }, T0)).lease!
+  const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0)).lease!
   const changes = engine.snapshots().map((change) => {
     if (change.kind !== 'lease') return change
     // lease version 1 had no report grace in its context: the engine read it from its configuration

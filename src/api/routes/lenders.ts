@@ -73,7 +73,7 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
       query: PageQuery,
       responses: { 200: { description: 'Lender profiles; header next-after names the next page', schema: Type.Array(LenderProfile) } },
       handler: (ctx) => {
-        const { items, headers } = page(service.engine.listLenders().filter((l) => service.isActiveLender(l)), ctx.query)
+        const { items, headers } = page(service.engine.listLenders({ active: true }), ctx.query)
         return asResult({ ...replyWith(200, Type.Array(LenderProfile))(toWire(items)), headers })
       },
     }),
