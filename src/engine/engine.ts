@@ -16,7 +16,7 @@ import { ID_PATTERNS, ID_PREFIXES } from './ids.ts'
 import { IndexedMinHeap } from './schedule.ts'
 import type { ExecutedTx, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
 import {
-  applyBps, clampBps, coverageBps, eligibleFee, feeAtomic, insuranceAtomic, isActiveLender, minBig, planRecovery, riskBand,
+  applyBps, clampBps, coverageBps, eligibleFee, feeAtomic, insuranceAtomic, isActiveLender, lenderRepaymentAtomic, minBig, planRecovery, riskBand,
 } from './rules.ts'
 import type {
   ActorKind, Address, AdvanceView, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
@@ -151,13 +151,18 @@ function leaseView(snapshot: { value: unknown; context: unknown }): LeaseView {
   return { ...context, state: snapshot.value } as LeaseView
 }
 
-/** The recovery an executed liquidation records: the plan's steps, by name. */
-function recoveryOf(plan: LiquidationPlan, network: string, txHash: `0x${string}`): RecoveryRecord {
+/** The amounts of a liquidation plan's recovery steps, by name (a step the plan does not take recovers nothing). */
+export function recoveryAmounts(plan: LiquidationPlan): { fromRevenueAtomic: bigint; fromCollateralAtomic: bigint; fromBackingAtomic: bigint; fromReserveAtomic: bigint } {
   const amountOf = (step: string): bigint => plan.steps.find((s) => s.step === step)?.amountAtomic ?? 0n
   return {
-    network, txHash, owedAtomic: plan.owedAtomic, fromRevenueAtomic: amountOf('source_revenue'), fromCollateralAtomic: amountOf('collateral'),
-    fromBackingAtomic: amountOf('backing_liquidation'), fromReserveAtomic: amountOf('insurance_reserve'), shortfallAtomic: plan.shortfallAtomic,
+    fromRevenueAtomic: amountOf('source_revenue'), fromCollateralAtomic: amountOf('collateral'),
+    fromBackingAtomic: amountOf('backing_liquidation'), fromReserveAtomic: amountOf('insurance_reserve'),
   }
+}
+
+/** The recovery an executed liquidation records: the plan's steps, by name. */
+function recoveryOf(plan: LiquidationPlan, network: string, txHash: `0x${string}`): RecoveryRecord {
+  return { network, txHash, owedAtomic: plan.owedAtomic, ...recoveryAmounts(plan), shortfallAtomic: plan.shortfallAtomic }
 }
 
 /** A lender one matching attempt leases to, and its fee. */
@@ -274,7 +279,7 @@ export class Engine {
     this.addLender(lender)
     this.touch('meta', 'engine')
     this.touch('lender', lender.address)
-    return this.commit({ ...lender })
+    return this.drain({ ...lender })
   }
 
   registerSource(input: RegisterSourceInput & { caller: Address }, nowMs: number): EngineResult<SourceRecord> {
@@ -306,7 +311,7 @@ export class Engine {
     this.borrowerOf(input.agent)
     this.touch('meta', 'engine')
     this.touch('source', source.sourceId)
-    return this.commit({ ...source })
+    return this.drain({ ...source })
   }
 
   createJob(input: CreateJobInput & { caller: Address }, nowMs: number): EngineResult<JobView> {
@@ -334,7 +339,7 @@ export class Engine {
     this.jobs.set(input.jobId, actor)
     this.borrowerOf(input.borrower)
     this.touch('job', input.jobId)
-    return this.commit(viewOf<JobView>(actor.getSnapshot()))
+    return this.drain(viewOf<JobView>(actor.getSnapshot()))
   }
 
   /** Who may post collateral on the job, and what its proof must show (the CollateralPosted of the job's borrower). */
@@ -358,7 +363,7 @@ export class Engine {
     const posted = this.send('job', job, { type: 'COLLATERAL_POSTED', amountAtomic: input.amountAtomic, nowMs })
     if (!posted.accepted) return this.refused('job', input.jobId, posted)
     const ctx = job.getSnapshot().context
-    return this.commit({
+    return this.drain({
       jobId: ctx.jobId,
       borrower: ctx.borrower,
       network: ctx.network,
@@ -424,7 +429,7 @@ export class Engine {
     const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, this.config)
 
     if (reasons.length > 0) {
-      return this.commit({ decision: 'declined', reasons, capacityAtomic, coverageBps: coverage, riskBand: band, durationSeconds, offer: null })
+      return this.drain({ decision: 'declined', reasons, capacityAtomic, coverageBps: coverage, riskBand: band, durationSeconds, offer: null })
     }
 
     this.meta.offerSeq += 1
@@ -453,7 +458,7 @@ export class Engine {
     this.touch('offer', offerInput.offerId)
     this.touch('meta', 'engine')
     this.commitCapacity(source, input.amountAtomic, nowMs)
-    return this.commit({
+    return this.drain({
       decision: 'approved', reasons, capacityAtomic, coverageBps: coverage, riskBand: band, durationSeconds,
       offer: viewOf<OfferView>(offer.getSnapshot()),
     })
@@ -466,7 +471,7 @@ export class Engine {
     if (!sameAddress(input.caller, offer.getSnapshot().context.borrower)) return forbidden('an offer is matched by its borrower')
     const outcome = this.leaseToBestLender(offer, nowMs)
     if ('accepted' in outcome) return this.refused('offer', input.offerId, outcome)
-    return this.commit(outcome)
+    return this.drain(outcome)
   }
 
   /** Expire stale leases (their offers go back to matching), then expire stale offers and match the waiting ones. */
@@ -485,7 +490,7 @@ export class Engine {
       if (match.offerExpired) outcome.expiredOffers.push(match.offer)
       if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
     }
-    return this.commit(outcome)
+    return this.drain(outcome)
   }
 
   /** A verified supplier payment funds the offer: the lease is paid and the advance is created. */
@@ -571,7 +576,7 @@ export class Engine {
       const job = this.jobs.get(o.source.id)
       if (job) this.expect('job', job, { type: 'ADVANCE_OPENED', advanceId: advanceInput.advanceId, nowMs })
     }
-    return this.commit(viewOf<AdvanceView>(advance.getSnapshot()))
+    return this.drain(viewOf<AdvanceView>(advance.getSnapshot()))
   }
 
   /** What a full repayment of the advance must pay: the lender's amount and the reserve's share. */
@@ -584,7 +589,7 @@ export class Engine {
       changes: [],
       value: {
         advanceId, network: a.network, asset: a.asset, lender: a.lender,
-        amountAtomic: a.principalAtomic + a.feeAtomic - a.insuranceAtomic,
+        amountAtomic: lenderRepaymentAtomic(a),
         reserveAmountAtomic: a.insuranceAtomic,
       },
     }
@@ -598,7 +603,7 @@ export class Engine {
     if (fact.network !== a.network || fact.lender !== a.lender) {
       return fail('invalid', 'repayment_mismatch', "the repayment is on another network or to another lender")
     }
-    const lenderAmount = a.principalAtomic + a.feeAtomic - a.insuranceAtomic
+    const lenderAmount = lenderRepaymentAtomic(a)
     if (fact.amountAtomic !== lenderAmount || fact.reserveAmountAtomic !== a.insuranceAtomic) {
       return fail('invalid', 'repayment_amount_mismatch', `a repayment pays exactly ${lenderAmount} to the lender and ${a.insuranceAtomic} to the reserve`)
     }
@@ -620,7 +625,7 @@ export class Engine {
     } else {
       this.releaseBacking(a.source.id, a.principalAtomic, 0n)
     }
-    return this.commit(receipt)
+    return this.drain(receipt)
   }
 
   /** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */
@@ -657,7 +662,7 @@ export class Engine {
       this.expect('advance', advance, { type: 'REPAY', repayment, nowMs })
       receipts.push(this.applyRepayment(advance.getSnapshot().context, repayment))
     }
-    return this.commit({ ...plan, txHash: input.txHash, receipts })
+    return this.drain({ ...plan, txHash: input.txHash, receipts })
   }
 
   /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
@@ -696,7 +701,7 @@ export class Engine {
       outstandingPrincipalAtomic += advance.getSnapshot().context.principalAtomic
       this.defaultAdvance(advance, 'job_failed', nowMs)
     }
-    return this.commit({
+    return this.drain({
       type: 'job_failed', jobId: j.jobId, borrower: j.borrower, client: j.client, reason: input.reason, atMs: nowMs,
       borrowerSuspended: true, borrowerReputationBps: borrower.reputationBps, defaultedAdvanceIds,
       outstandingPrincipalAtomic, declinedOfferIds,
@@ -771,7 +776,7 @@ export class Engine {
     } else {
       this.releaseBacking(a.source.id, a.principalAtomic, fromBacking)
     }
-    return this.commit({ ...plan, txHash: input.txHash, borrowerReputationBps: borrower.reputationBps })
+    return this.drain({ ...plan, txHash: input.txHash, borrowerReputationBps: borrower.reputationBps })
   }
 
   /** One uptime observation of a lender (bps of the period it was reachable) moves its reliability towards it. */
@@ -782,7 +787,7 @@ export class Engine {
     const w = this.config.lenderReliabilityUptimeWeightBps
     lender.reliabilityBps = clampBps(Math.floor((lender.reliabilityBps * (10_000 - w) + input.uptimeBps * w) / 10_000))
     this.lenderChanged(lender)
-    return this.commit({ ...lender })
+    return this.drain({ ...lender })
   }
 
   // ======================================================================================================== reads
@@ -1325,7 +1330,7 @@ export class Engine {
     let toReserve = 0n
     for (const advanceId of j.advanceIds) {
       const a = (this.advances.get(advanceId) as AdvanceActor).getSnapshot().context
-      const amount = a.principalAtomic + a.feeAtomic - a.insuranceAtomic
+      const amount = lenderRepaymentAtomic(a)
       advances.push({ advanceId, lender: a.lender, amountAtomic: amount, reserveAmountAtomic: a.insuranceAtomic })
       toLenders += amount
       toReserve += a.insuranceAtomic
@@ -1509,7 +1514,8 @@ export class Engine {
     if (!this.pending.has(key)) this.pending.set(key, { kind, id })
   }
 
-  private commit<T>(value: T): { ok: true; value: T; changes: Change[] } {
+  /** What the command changed, drained from the pending set: the store commits it. */
+  private drain<T>(value: T): { ok: true; value: T; changes: Change[] } {
     const changes: Change[] = []
     for (const item of this.pending.values()) {
       changes.push('record' in item ? item : this.changeOf(item.kind, item.id))

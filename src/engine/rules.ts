@@ -51,6 +51,11 @@ export interface OfferTerms {
   supplierAddress: string
 }
 
+/** What a repayment pays the lender: principal and fee, less the fee's insurance share, which goes to the reserve. */
+export function lenderRepaymentAtomic(a: { principalAtomic: bigint; feeAtomic: bigint; insuranceAtomic: bigint }): bigint {
+  return a.principalAtomic + a.feeAtomic - a.insuranceAtomic
+}
+
 /** Active: reliable enough to be matched. Inactive lenders keep their records and get no leases. */
 export function isActiveLender(lender: LenderRecord, config: Pick<EngineConfig, 'lenderReliabilityMinBps'>): boolean {
   return lender.reliabilityBps >= config.lenderReliabilityMinBps

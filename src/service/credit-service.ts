@@ -7,7 +7,7 @@
 import { getAddress, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import {
-  advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, supplierPaymentOnClosedOffer, type Engine,
+  advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, recoveryAmounts, supplierPaymentOnClosedOffer, type Engine,
 } from '../engine/engine.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import type {
@@ -539,12 +539,9 @@ export class CreditService {
     return this.#locks.run(`advance:${advanceId}`, async () => {
       const plan = this.#live(this.engine.planLiquidation({ advanceId, caller }, this.#clock()), 'advance', advanceId)
       const advance = this.engine.getAdvance(advanceId) as AdvanceView
-      const step = (name: string) => plan.steps.find((s) => s.step === name)?.amountAtomic ?? 0n
-      const amounts = {
-        fromRevenueAtomic: step('source_revenue'),
-        fromCollateralAtomic: step('collateral'),
-        fromReserveAtomic: step('insurance_reserve'),
-      }
+      // The contract's liquidate moves revenue, collateral and reserve; backing is liquidated off chain.
+      const { fromRevenueAtomic, fromCollateralAtomic, fromReserveAtomic } = recoveryAmounts(plan)
+      const amounts = { fromRevenueAtomic, fromCollateralAtomic, fromReserveAtomic }
       const sameAmounts = (found: EarlierSettlement) =>
         found.eventName === 'Liquidated' &&
         found.fromRevenueAtomic === amounts.fromRevenueAtomic &&

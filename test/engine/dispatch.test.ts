@@ -17,7 +17,7 @@ interface ScanInternals {
   timeOutLease(lease: unknown, nowMs: number): unknown
   expireOffer(offer: unknown, reason: 'stale', nowMs: number): unknown
   leaseToBestLender(offer: unknown, nowMs: number): DispatchOutcome['matches'][number]
-  commit(value: unknown): EngineResult<DispatchOutcome>
+  drain(value: unknown): EngineResult<DispatchOutcome>
 }
 
 /** The engine with dispatch as it was before the schedules: a scan of every live lease and offer, as reference. */
@@ -47,7 +47,7 @@ class ScanningEngine extends Engine {
       if (match.offerExpired) outcome.expiredOffers.push(match.offer)
       if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
     }
-    return self.commit(outcome)
+    return self.drain(outcome)
   }
 }
 
