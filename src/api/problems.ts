@@ -1,7 +1,7 @@
 // The one table that turns the errors the service and the engine raise into application/problem+json. Nothing
 // below the HTTP edge chooses a status: the engine refuses with a class and a code, the chain and the store raise
 // typed errors, and this table says how the API answers each.
-import { AttestationInvalidError } from '../service/attestation.ts'
+import { AttestationInvalidError } from '../chain/attestation.ts'
 import { ContractRevertError, OperatorUnavailableError } from '../chain/operator.ts'
 import { UnknownAssetError, UnknownNetworkError } from '../chain/config.ts'
 import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'

@@ -8,7 +8,7 @@ import { ChainRpcError, ProofRefusedError } from '../../src/chain/proofs.ts'
 import { WatchLimitError } from '../../src/chain/watcher.ts'
 import { EngineRefusedError } from '../../src/engine/errors.ts'
 import { HttpProblem } from '../../src/http/problem.ts'
-import { AttestationInvalidError } from '../../src/service/attestation.ts'
+import { AttestationInvalidError } from '../../src/chain/attestation.ts'
 import { SupplierUnresolvedError } from '../../src/service/suppliers.ts'
 import { IdempotencyInFlightError, StoreOverloadedError } from '../../src/store/index.ts'
 

@@ -3,7 +3,7 @@
 import Type from 'typebox'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import { HttpProblem } from '../../http/problem.ts'
-import { toWire } from '../../service/wire.ts'
+import { toWire } from '../wire.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import { checksum, JobId, StrictObject, msFromIso } from '../common.ts'
 import {

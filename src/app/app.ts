@@ -24,9 +24,9 @@ import { startServer, type RunningServer } from '../http/server.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, StoreOverloadedError } from '../store/index.ts'
 import { facilitatorUrl } from '../x402/facilitator-url.ts'
 import { x402Routes } from '../x402/routes.ts'
-import { StoreAuthRecords } from './auth-records.ts'
+import { StoreAuthRecords } from '../auth/store-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
-import { CreditService } from './credit-service.ts'
+import { CreditService } from '../service/credit-service.ts'
 
 export interface App {
   readonly url: string
