@@ -884,7 +884,7 @@ export class Engine {
     for (const b of this.borrowers.values()) records.push({ kind: 'borrower', id: b.address, record: { ...b }, final: false })
     out.push(...records.sort(byId))
     records.length = 0
-    for (const [id, r] of this.reserves) records.push({ kind: 'ledger', id, record: { ...r }, final: false })
+    for (const [id, r] of this.reserves) records.push({ kind: 'reserve', id, record: { ...r }, final: false })
     out.push(...records.sort(byId))
     for (const [kind, map] of this.actorMaps()) {
       const actors: Change[] = []
@@ -1420,7 +1420,7 @@ export class Engine {
     const id = reserveId(network, asset)
     let reserve = this.reserves.get(id)
     if (!reserve) this.reserves.set(id, (reserve = { network, asset, balanceAtomic: 0n, fundedAtomic: 0n, paidOutAtomic: 0n }))
-    this.touch('ledger', id)
+    this.touch('reserve', id)
     return reserve
   }
 
@@ -1530,7 +1530,7 @@ export class Engine {
       case 'lender': return { kind, id, record: { ...this.lenderOf(id as Address) }, final: false }
       case 'source': return { kind, id, record: { ...(this.sources.get(id) as SourceRecord) }, final: false }
       case 'borrower': return { kind, id, record: { ...(this.borrowers.get(id as Address) as BorrowerRecord) }, final: false }
-      case 'ledger': return { kind, id, record: { ...(this.reserves.get(id) as ReserveRecord) }, final: false }
+      case 'reserve': return { kind, id, record: { ...(this.reserves.get(id) as ReserveRecord) }, final: false }
       default: {
         const actor = this.actorMap(kind).get(id)
         if (!actor) throw new Error(`engine: ${kind} ${id} changed but is not live`)
@@ -1569,7 +1569,7 @@ export class Engine {
     for (const s of list('lender').map((x) => ({ ...(x.record as LenderRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) this.addLender(s)
     for (const s of list('source').map((x) => ({ ...(x.record as SourceRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) this.sources.set(s.sourceId, s)
     for (const s of list('borrower').map((x) => ({ ...(x.record as BorrowerRecord) })).sort((a, b) => a.address.localeCompare(b.address))) this.borrowers.set(s.address, s)
-    for (const s of list('ledger').sort((a, b) => a.id.localeCompare(b.id))) this.reserves.set(s.id, { ...(s.record as ReserveRecord) })
+    for (const s of list('reserve').sort((a, b) => a.id.localeCompare(b.id))) this.reserves.set(s.id, { ...(s.record as ReserveRecord) })
     const byId = (kind: ActorKind) => (kind === 'job'
       ? list(kind).sort((a, b) => a.id.localeCompare(b.id))
       : list(kind).sort((a, b) => seqOf(a.id) - seqOf(b.id)))

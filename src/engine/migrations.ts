@@ -13,7 +13,8 @@ export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>>
   lender: 1,
   source: 1,
   borrower: 1,
-  ledger: 1,
+  // 2: the insurance reserves, kind `ledger` before, are kind `reserve` (same shape).
+  reserve: 2,
   meta: 1,
 }
 
@@ -27,6 +28,7 @@ interface PersistedActor {
  */
 export function snapshotMigrations(options: { leaseReportGraceMs: number }): SnapshotMigration[] {
   return [
+    { from: { kind: 'ledger', version: 1 }, to: { kind: 'reserve', version: 2 }, migrate: (snapshot) => snapshot },
     {
       from: { kind: 'lease', version: 1 },
       to: { kind: 'lease', version: 2 },

@@ -16,7 +16,7 @@ export interface EngineError {
   message: string
 }
 
-export type RecordKind = 'lender' | 'source' | 'borrower' | 'ledger' | 'meta'
+export type RecordKind = 'lender' | 'source' | 'borrower' | 'reserve' | 'meta'
 
 /** One persisted thing a command changed. `final` actors were evicted from memory; reads of them go to the store. */
 export interface Change {

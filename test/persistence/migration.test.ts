@@ -10,7 +10,7 @@ import { Engine } from '../../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { storedSnapshots } from '../../src/app/app.ts'
 import { Store, type Change } from '../../src/store/index.ts'
-import { BORROWER, FakeWallets, T0, lenderInput, newEngine, offerFor, registerBacking, unwrap } from '../engine/fixtures/world.ts'
+import { BORROWER, FakeWallets, T0, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from '../engine/fixtures/world.ts'
 import { tempDir } from '../store/fixtures/helpers.ts'
 
 const GRACE_MS = 5_000
@@ -78,4 +78,56 @@ t.test('a directory this release cannot read is refused before anything in it is
   const untouched = await Store.open({ dataDir, verifyOnOpen: 'header' })
   t.equal(untouched.getSnapshot('lease', older.leaseId)?.version, 1, 'the lease was not migrated')
   await untouched.close()
+})
+
+t.test('insurance reserves stored as kind ledger (version 1) move to kind reserve (version 2), unchanged', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const { engine } = newEngine({ leaseReportGraceMs: GRACE_MS })
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  const advanceId = fundAdvance(engine)
+  const plan = unwrap(engine.planRepayment(advanceId))
+  unwrap(engine.repayAdvance({ network: plan.network, txHash: hash(31), logIndex: 0, advanceId, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic }, T0))
+  const changes = engine.snapshots()
+  const reserves = changes.filter((change) => (change.kind as string) === 'reserve')
+  t.equal(reserves.length, 1, 'the world holds one insurance reserve')
+  const reserve = reserves[0] as Change
+
+  // The older release wrote the same record under kind `ledger`: today's store writes it, then the directory is
+  // rewritten the way the older release left it (the entry's key and the schema record's kind).
+  const before = await Store.open({ dataDir })
+  await before.commit({ changes })
+  await before.close()
+  const root = open({ path: dataDir, overlappingSync: false, useBigIntExtension: true } as never)
+  const snapshots = root.openDB<unknown, [string, string]>({ name: 'snapshots', useBigIntExtension: true } as never)
+  const live = root.openDB<number, [string, string]>({ name: 'live' })
+  const meta = root.openDB<{ kinds: Record<string, number>; collections: Record<string, number> }, string>({ name: 'meta', useBigIntExtension: true } as never)
+  const entry = snapshots.get(['reserve', reserve.id])
+  snapshots.removeSync(['reserve', reserve.id])
+  snapshots.putSync(['ledger', reserve.id], entry)
+  const since = live.get(['reserve', reserve.id])
+  if (since !== undefined) {
+    live.removeSync(['reserve', reserve.id])
+    live.putSync(['ledger', reserve.id], since)
+  }
+  const schema = meta.get('schema')!
+  const { reserve: _today, ...kinds } = schema.kinds
+  meta.putSync('schema', { ...schema, kinds: { ...kinds, ledger: 1 } })
+  t.equal((snapshots.get(['ledger', reserve.id]) as { version: number }).version, 1, 'the old directory holds a ledger record of version 1')
+  await root.close()
+
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
+  const store = await Store.open(options)
+  const moved = store.getSnapshot('reserve', reserve.id)
+  t.equal(moved?.version, 2, 'rewritten as reserve version 2')
+  t.same(moved?.snapshot, reserve.record, 'with the same content')
+  t.same(store.verify().snapshots, changes.length, 'every entry reads back')
+  const restored = new Engine({ leaseReportGraceMs: GRACE_MS }, new FakeWallets(), storedSnapshots(store))
+  restored.checkInvariants()
+  t.same(restored.snapshots().find((change) => change.id === reserve.id)?.record, reserve.record, 'the engine restores the reserve')
+  await store.close()
+  const after = open({ path: dataDir, overlappingSync: false, useBigIntExtension: true } as never)
+  t.equal(after.openDB({ name: 'snapshots', useBigIntExtension: true } as never).get(['ledger', reserve.id]), undefined, 'no ledger record is left')
+  await after.close()
 })
