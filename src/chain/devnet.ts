@@ -27,6 +27,7 @@ import {
   reputationRegistryAbi,
   testStablecoinAbi,
   creditFacilityAbi,
+  creditFacilityV2Abi,
 } from './artifacts.ts'
 import { networkChain } from './clients.ts'
 import { toNetworksFile, type NetworkConfig } from './config.ts'
@@ -218,4 +219,23 @@ async function waitSuccess(client: PublicClient<Transport, Chain>, hash: Hex) {
   const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
   if (receipt.status !== 'success') throw new Error(`devnet transaction ${hash} reverted`)
   return receipt
+}
+
+/**
+ * Deploys CreditFacilityV2 with its two roles and waits for the receipt. Not part of startDevnet yet: the service still
+ * runs on v1 until the integration switches it (then the devnet deploys this at a fixed nonce like the others).
+ */
+export async function deployCreditFacilityV2(
+  wallet: WalletClient<Transport, Chain, PrivateKeyAccount>,
+  publicClient: PublicClient<Transport, Chain>,
+  roles: { operator: Address; leaseSigner: Address },
+): Promise<Address> {
+  const hash = await wallet.deployContract({
+    abi: creditFacilityV2Abi,
+    bytecode: loadArtifact('CreditFacilityV2').bytecode,
+    args: [roles.operator, roles.leaseSigner],
+  })
+  const receipt = await waitSuccess(publicClient, hash)
+  if (receipt.contractAddress === null || receipt.contractAddress === undefined) throw new Error(`deployment ${hash} created no contract`)
+  return receipt.contractAddress
 }
