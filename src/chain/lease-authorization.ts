@@ -1,8 +1,9 @@
 // Lease authorizations: the service's EIP-712 signature over one lease's terms, which CreditFacilityV2.paySupplier
 // checks before a session wallet may pay a supplier (design-chain.md, "Lease authorization"). One is signed per lease,
 // on the request path, so signing must be cheap: the digest of this one type is computed by hand (no generic
-// typed-data walk) and signed with libsecp256k1 (the `secp256k1` package's native binding). The hand-rolled digest is
-// tested equal to viem's hashTypedData, and the signature to viem's and the contract's recovery.
+// typed-data walk) with libkeccak (the `keccak` package) and signed with libsecp256k1 (the `secp256k1` package), both
+// native bindings shipped prebuilt inside the packages, with their JavaScript builds as the fallback. The hand-rolled
+// digest is tested equal to viem's hashTypedData, and the signature to viem's and the contract's recovery.
 import { createRequire } from 'node:module'
 import { bytesToHex, getAddress, hashDomain, keccak256, stringToBytes, type Address, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
@@ -77,8 +78,55 @@ function writeUint(buffer: Buffer, offset: number, value: bigint, field: string)
   buffer.write(value.toString(16).padStart(64, '0'), offset, 'hex')
 }
 
+/** The subset of the `secp256k1` package's API used here (identical in its native and elliptic builds). */
+type Secp256k1 = {
+  ecdsaSign(message32: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recid: number }
+}
+type Keccak256 = (data: Uint8Array) => Uint8Array
+
+export type NativeImplementation = 'native' | 'javascript'
+
+/** A native module loaded by its binding entry point (never the package's silent fallback), and why it did not load. */
+type Loaded<T> = { lib: T; error: undefined } | { lib: undefined; error: string }
+
+function loadNative<T>(path: string): Loaded<T> {
+  try {
+    return { lib: require(path) as T, error: undefined }
+  } catch (error) {
+    return { lib: undefined, error: `${path}: ${(error as Error).message.split('\n')[0]}` }
+  }
+}
+
+type KeccakFactory = (algorithm: 'keccak256') => { update(data: Uint8Array): { digest(): Buffer } }
+let nativeKeccak: Loaded<KeccakFactory> | undefined
+let nativeSecp256k1: Loaded<Secp256k1> | undefined
+let ellipticSecp256k1: Secp256k1 | undefined
+
+function keccakImplementation(wanted?: NativeImplementation): { name: NativeImplementation; hash: Keccak256 } {
+  // libkeccak through the `keccak` package: the JavaScript keccak was two thirds of a signature's cost when profiled.
+  nativeKeccak ??= loadNative<KeccakFactory>('keccak/bindings.js')
+  const factory = nativeKeccak.lib
+  if (wanted === 'javascript' || factory === undefined) return { name: 'javascript', hash: (data) => keccak256(data, 'bytes') }
+  return { name: 'native', hash: (data) => factory('keccak256').update(data).digest() }
+}
+
+function secp256k1Implementation(wanted?: NativeImplementation): { name: NativeImplementation; lib: Secp256k1 } {
+  nativeSecp256k1 ??= loadNative<Secp256k1>('secp256k1/bindings.js')
+  if (wanted !== 'javascript' && nativeSecp256k1.lib !== undefined) return { name: 'native', lib: nativeSecp256k1.lib }
+  ellipticSecp256k1 ??= require('secp256k1/elliptic.js') as Secp256k1
+  return { name: 'javascript', lib: ellipticSecp256k1 }
+}
+
+/** Which implementations sign and hash on this machine, and why a native one did not load if it did not. */
+export function nativeStatus(): { secp256k1: NativeImplementation; keccak: NativeImplementation; errors: string[] } {
+  const keccak = keccakImplementation().name
+  const secp256k1 = secp256k1Implementation().name
+  const errors = [nativeSecp256k1?.error, nativeKeccak?.error].filter((e): e is string => e !== undefined)
+  return { secp256k1, keccak, errors }
+}
+
 /** hashStruct(LeaseAuthorization) of EIP-712: keccak256(typeHash ++ the ten fields, each one 32-byte word). */
-export function leaseStructHash(a: LeaseAuthorization): Uint8Array {
+export function leaseStructHash(a: LeaseAuthorization, hash: Keccak256 = keccakImplementation().hash): Uint8Array {
   const buffer = Buffer.alloc(32 * 11)
   buffer.set(typeHash, 0)
   writeWord(buffer, 32, a.offerKey, 'offerKey', 32)
@@ -91,50 +139,17 @@ export function leaseStructHash(a: LeaseAuthorization): Uint8Array {
   writeUint(buffer, 256, a.reserveShare, 'reserveShare')
   writeUint(buffer, 288, a.deadline, 'deadline')
   writeUint(buffer, 320, a.dueAt, 'dueAt')
-  return keccak256(buffer, 'bytes')
+  return hash(buffer)
 }
 
 /** The EIP-712 digest of a lease authorization for a domain separator: keccak256(0x1901 ++ separator ++ hashStruct). */
-export function leaseDigestBytes(domainSeparator: Uint8Array, a: LeaseAuthorization): Uint8Array {
+export function leaseDigestBytes(domainSeparator: Uint8Array, a: LeaseAuthorization, hash: Keccak256 = keccakImplementation().hash): Uint8Array {
   const buffer = Buffer.alloc(66)
   buffer[0] = 0x19
   buffer[1] = 0x01
   buffer.set(domainSeparator, 2)
-  buffer.set(leaseStructHash(a), 34)
-  return keccak256(buffer, 'bytes')
-}
-
-/** The subset of the `secp256k1` package's API used here (identical in its native and elliptic builds). */
-type Secp256k1 = {
-  ecdsaSign(message32: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recid: number }
-}
-
-export type Secp256k1Implementation = 'native' | 'elliptic'
-
-let loaded: { native: Secp256k1 | undefined; nativeError: string | undefined; elliptic: Secp256k1 | undefined } | undefined
-
-function load(): NonNullable<typeof loaded> {
-  if (loaded !== undefined) return loaded
-  // The package's own entry point falls back to elliptic silently; loading the binding ourselves tells which one runs.
-  try {
-    loaded = { native: require('secp256k1/bindings.js') as Secp256k1, nativeError: undefined, elliptic: undefined }
-  } catch (error) {
-    loaded = { native: undefined, nativeError: (error as Error).message.split('\n')[0], elliptic: undefined }
-  }
-  return loaded
-}
-
-function implementation(wanted: Secp256k1Implementation | undefined): { name: Secp256k1Implementation; lib: Secp256k1 } {
-  const state = load()
-  if (wanted !== 'elliptic' && state.native !== undefined) return { name: 'native', lib: state.native }
-  state.elliptic ??= require('secp256k1/elliptic.js') as Secp256k1
-  return { name: 'elliptic', lib: state.elliptic }
-}
-
-/** Which secp256k1 implementation signs on this machine, and why the native one did not load if it did not. */
-export function secp256k1Status(): { implementation: Secp256k1Implementation; nativeError: string | undefined } {
-  const state = load()
-  return { implementation: state.native === undefined ? 'elliptic' : 'native', nativeError: state.nativeError }
+  buffer.set(leaseStructHash(a, hash), 34)
+  return hash(buffer)
 }
 
 export type LeaseSignerOptions = {
@@ -142,8 +157,8 @@ export type LeaseSignerOptions = {
   chainId: number
   /** The CreditFacilityV2 the authorizations are for (the EIP-712 verifying contract). */
   verifyingContract: Address
-  /** Force the JavaScript implementation (tests of the fallback); default: native when it loads. */
-  implementation?: Secp256k1Implementation
+  /** Force the JavaScript implementations (tests and bench of the fallback); default: native where it loads. */
+  implementation?: NativeImplementation
 }
 
 /** Signs lease authorizations for one contract on one chain with the service's lease key. */
@@ -151,11 +166,14 @@ export class LeaseSigner {
   readonly address: Address
   readonly chainId: number
   readonly verifyingContract: Address
-  readonly implementation: Secp256k1Implementation
+  /** Of the signature; `hashImplementation` of the digest. */
+  readonly implementation: NativeImplementation
+  readonly hashImplementation: NativeImplementation
   readonly domainSeparator: Hex
   readonly #domainSeparator: Uint8Array
   readonly #privateKey: Uint8Array
   readonly #secp: Secp256k1
+  readonly #hash: Keccak256
 
   constructor(options: LeaseSignerOptions) {
     const account = privateKeyToAccount(options.privateKey)
@@ -168,18 +186,21 @@ export class LeaseSigner {
     })
     this.#domainSeparator = Buffer.from(this.domainSeparator.slice(2), 'hex')
     this.#privateKey = Buffer.from(options.privateKey.slice(2), 'hex')
-    const chosen = implementation(options.implementation)
-    this.implementation = chosen.name
-    this.#secp = chosen.lib
+    const secp = secp256k1Implementation(options.implementation)
+    this.implementation = secp.name
+    this.#secp = secp.lib
+    const keccak = keccakImplementation(options.implementation)
+    this.hashImplementation = keccak.name
+    this.#hash = keccak.hash
   }
 
   digest(a: LeaseAuthorization): Hex {
-    return bytesToHex(leaseDigestBytes(this.#domainSeparator, a))
+    return bytesToHex(leaseDigestBytes(this.#domainSeparator, a, this.#hash))
   }
 
   /** The 65-byte signature r ++ s ++ v (v = 27 + recovery id; s is low, as libsecp256k1 and OpenZeppelin's ECDSA require). */
   sign(a: LeaseAuthorization): Hex {
-    const { signature, recid } = this.#secp.ecdsaSign(leaseDigestBytes(this.#domainSeparator, a), this.#privateKey)
+    const { signature, recid } = this.#secp.ecdsaSign(leaseDigestBytes(this.#domainSeparator, a, this.#hash), this.#privateKey)
     const out = Buffer.alloc(65)
     out.set(signature, 0)
     out[64] = 27 + recid

@@ -10,7 +10,7 @@ import {
   leaseAuthorizationTypes,
   leaseDomain,
   LeaseSigner,
-  secp256k1Status,
+  nativeStatus,
   type LeaseAuthorization,
 } from '../../src/chain/lease-authorization.ts'
 
@@ -43,18 +43,20 @@ const typed = (chainId: number, contract: Address, message: LeaseAuthorization) 
   message,
 })
 
-t.test('which secp256k1 implementation loads here', async (t) => {
-  const status = secp256k1Status()
-  t.comment(`secp256k1 implementation: ${status.implementation}${status.nativeError ? ` (native failed: ${status.nativeError})` : ''}`)
-  // The prebuilt linux-x64 glibc binary ships inside the package; on this project's machines it must load.
-  t.equal(status.implementation, 'native')
+t.test('the native secp256k1 and keccak load here', async (t) => {
+  const status = nativeStatus()
+  t.comment(`secp256k1 ${status.secp256k1}, keccak ${status.keccak} ${status.errors.join('; ')}`)
+  // The prebuilt linux-x64 glibc binaries ship inside the packages; on this project's machines they must load.
+  t.same(status, { secp256k1: 'native', keccak: 'native', errors: [] })
 })
 
 t.test('the hand-rolled digest equals viem hashTypedData for random terms, chains and contracts', async (t) => {
   fc.assert(
     fc.property(authorization, fc.integer({ min: 1, max: 2 ** 40 }), address, (a, chainId, contract) => {
       const signer = new LeaseSigner({ privateKey: generatePrivateKey(), chainId, verifyingContract: contract })
-      return signer.digest(a) === hashTypedData(typed(chainId, contract, a))
+      const fallback = new LeaseSigner({ privateKey: generatePrivateKey(), chainId, verifyingContract: contract, implementation: 'javascript' })
+      const expected = hashTypedData(typed(chainId, contract, a))
+      return signer.hashImplementation === 'native' && signer.digest(a) === expected && fallback.digest(a) === expected
     }),
     { numRuns: 300 },
   )
@@ -65,9 +67,10 @@ t.test('signatures recover to the lease signer with viem, are 65 bytes with a lo
   const signerAddress = privateKeyToAccount(privateKey).address
   const contract = '0x5FbDB2315678afecb367f032d93F642f64180aa3' as Address
   const native = new LeaseSigner({ privateKey, chainId: 31337, verifyingContract: contract })
-  const elliptic = new LeaseSigner({ privateKey, chainId: 31337, verifyingContract: contract, implementation: 'elliptic' })
+  const fallback = new LeaseSigner({ privateKey, chainId: 31337, verifyingContract: contract, implementation: 'javascript' })
   t.equal(native.address, signerAddress)
-  t.equal(elliptic.implementation, 'elliptic')
+  t.equal(fallback.implementation, 'javascript')
+  t.equal(fallback.hashImplementation, 'javascript')
   await fc.assert(
     fc.asyncProperty(authorization, async (a) => {
       const signature = native.sign(a)
@@ -75,7 +78,7 @@ t.test('signatures recover to the lease signer with viem, are 65 bytes with a lo
       const s = hexToBigInt(`0x${signature.slice(66, 130)}` as Hex)
       const v = Number.parseInt(signature.slice(130), 16)
       if (s > secp256k1HalfOrder || (v !== 27 && v !== 28)) return false
-      if (elliptic.sign(a) !== signature) return false
+      if (fallback.sign(a) !== signature) return false
       const recovered = await recoverTypedDataAddress({ ...typed(31337, contract, a), signature })
       const verified = await verifyTypedData({ ...typed(31337, contract, a), address: signerAddress, signature })
       // The same terms under another chain id recover to someone else: the domain is signed too.
