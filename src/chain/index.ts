@@ -1,7 +1,9 @@
-// The chain part of the service: network configuration, devnet, contracts, proofs, session keys, watcher.
+// The chain part of the service: network configuration, devnet, contracts, proofs, session keys, watcher, and the v2
+// pieces the integration switches to (lease authorizations, salted keys, the chain follower).
 export { startAnvil, anvilBinaryPath, AnvilStartError, type AnvilOptions, type AnvilProcess } from './anvil.ts'
 export {
   creditFacilityAbi,
+  creditFacilityV2Abi,
   identityRegistryAbi,
   loadArtifact,
   multicall3Abi,
@@ -15,6 +17,9 @@ export {
   createChainClients,
   createNetworkClients,
   networkChain,
+  operatorRpcRetryCount,
+  operatorRpcTimeoutMs,
+  rpcTimeoutMsDefault,
   type ClientOptions,
   type NetworkClients,
   type OperatorWallet,
@@ -37,6 +42,7 @@ export {
 export {
   defaultDevnetNetworks,
   demoAccounts,
+  deployCreditFacilityV2,
   demoRoles,
   devMnemonic,
   devnetToken,
@@ -48,7 +54,39 @@ export {
   type DevnetNetworkSpec,
   type DevnetOptions,
 } from './devnet.ts'
-export { idKey } from './ids.ts'
+export {
+  ChainFollower,
+  chainTimeIntervalMsDefault,
+  FollowerFatalError,
+  logBlockRangeMaxDefault,
+  type ChainBatch,
+  type FollowedEvent,
+  type FollowedEventName,
+  type FollowerCursor,
+  type FollowerEvents,
+  type FollowerFatalCode,
+  type FollowerOptions,
+  type FollowerState,
+} from './follower.ts'
+export { followerCursorCollection, FollowerCursors } from './follower-cursor.ts'
+export { idKey, isKeySalt, jobKey, KeySaltError, keySaltBytes, newKeySalt, offerKey } from './ids.ts'
+export { ensureKeySalt, keySaltCollection } from './key-salt.ts'
+export {
+  leaseAuthorizationTypes,
+  leaseAuthorizationTypeString,
+  LeaseAuthorizationError,
+  leaseDigestBytes,
+  leaseDomain,
+  leaseDomainName,
+  leaseDomainVersion,
+  LeaseSigner,
+  leaseStructHash,
+  nativeStatus,
+  type LeaseAuthorization,
+  type LeaseDomain,
+  type LeaseSignerOptions,
+  type NativeImplementation,
+} from './lease-authorization.ts'
 export {
   ContractRevertError,
   OperatorUnavailableError,
