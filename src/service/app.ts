@@ -90,7 +90,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     } else {
       if (devnet === undefined) {
         // The chains keep their state beside the store: a restart finds the escrows and balances its records name.
-        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet') })
+        // What they say about that state (loaded, set aside, fresh) joins the service's own structured log.
+        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet'), log })
         const started = devnet
         cleanups.push(() => started.stop())
       }
