@@ -34,7 +34,8 @@ import { toNetworksFile, type NetworkConfig } from './config.ts'
 /** anvil's well-known development mnemonic: its accounts are public, fine for a devnet and nothing else. */
 export const devMnemonic = 'test test test test test test test test test test test junk'
 
-export const demoRoles = ['deployer', 'operator', 'lender', 'borrower', 'jobClient', 'supplier', 'attester'] as const
+/** `scorePayee` receives the devnet's /credit-score payments: it starts with gas and no USDC, so its balance is revenue. */
+export const demoRoles = ['deployer', 'operator', 'lender', 'borrower', 'jobClient', 'supplier', 'attester', 'scorePayee'] as const
 export type DemoRole = (typeof demoRoles)[number]
 export type DemoAccount = { role: DemoRole; address: Address; privateKey: Hex }
 export type DemoAccounts = Record<DemoRole, DemoAccount>
@@ -176,7 +177,7 @@ async function deployFresh(
   await Promise.all(Object.values(accounts).map((a) => testClient.setBalance({ address: a.address, value: gasWei })))
 
   const tokenAtomic = options.fundTokenAtomic ?? 1_000_000n * 10n ** BigInt(devnetToken.decimals)
-  const funded = demoRoles.filter((role) => role !== 'deployer')
+  const funded = demoRoles.filter((role) => role !== 'deployer' && role !== 'scorePayee')
   const hashes = await Promise.all([
     wallet.deployContract({
       abi: testStablecoinAbi,
