@@ -37,7 +37,9 @@ const load = () => (loadavg()[0] ?? 0).toFixed(2)
 const loadBefore = load()
 const matchSeconds = await run('match.ts')
 const httpSeconds = await run('http.ts', process.argv.slice(2))
+const signingSeconds = await run('lease-signing.ts')
 const match = JSON.parse(readFileSync(join(results, 'match-latest.json'), 'utf8'))
+const signing = JSON.parse(readFileSync(join(results, 'lease-signing-latest.json'), 'utf8'))
 const http = JSON.parse(readFileSync(join(results, 'http-latest.json'), 'utf8'))
 
 const ms = (v: number) => `${v} ms`
@@ -60,7 +62,7 @@ const summary = `# Bench summary
 - Date: ${new Date().toISOString()}
 - Machine: ${cpuModel()}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB memory, Node ${process.version}
 - 1-minute load average: ${loadBefore} before the benches, ${load()} after (other processes on the machine skew every figure)
-- Run time: match ${matchSeconds} s, http ${httpSeconds} s
+- Run time: match ${matchSeconds} s, http ${httpSeconds} s, lease signing ${signingSeconds} s
 
 ## Matching in process (bench/match.ts)
 
@@ -92,7 +94,18 @@ Outcomes (none): ${outcomes(http.modes.none)}
 
 Service thread CPU is read from /proc/thread-self/stat, so "service CPU per pair" is what the service spent on one
 request + match, whatever else competed for the cores; throughput and latency depend on that competition.
-Full figures: match-latest.json, http-latest.json.
+
+## Lease authorization signing (bench/lease-signing.ts)
+
+Per authorization (digest + signature, distinct terms each), median of ${signing.rounds} rounds of ${signing.iterations}:
+
+| | us |
+|---|---|
+${signing.results.map((r: { name: string; microsPerAuthorization: number }) => `| ${r.name} | ${r.microsPerAuthorization} |`).join('\n')}
+
+viem signTypedData / LeaseSigner: **${signing.ratios.viemSignTypedDataToLeaseSigner}**; implementations: ${JSON.stringify(signing.native)}
+
+Full figures: match-latest.json, http-latest.json, lease-signing-latest.json.
 `
 writeFileSync(join(results, 'summary.md'), summary)
 process.stdout.write(`\n${summary}\nwrote ${join(results, 'summary.md')}\n`)

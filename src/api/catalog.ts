@@ -4,6 +4,7 @@ import Type, { type Static } from 'typebox'
 import type { NetworkConfig } from '../chain/config.ts'
 import type { EngineConfig } from '../engine/config.ts'
 import type { AnyRoute } from '../http/route.ts'
+import { creditScoreCatalogEntry, CreditScoreCatalogEntry, type CreditScoreOffer } from '../score/catalog.ts'
 import { attestationDomain, attestationTypes } from '../chain/attestation.ts'
 import type { SupplierEntry } from '../app/config.ts'
 import { Address, Bps, StrictObject } from './common.ts'
@@ -85,7 +86,7 @@ export const Catalog = StrictObject({
     offersDispatchedPerCallMax: Type.Integer({ minimum: 1 }),
     networksPerLenderMax: Type.Integer({ minimum: 1 }),
   }),
-  creditScore: StrictObject({ enabled: Type.Boolean(), path: Type.String() }),
+  creditScore: CreditScoreCatalogEntry,
 })
 export type Catalog = Static<typeof Catalog>
 
@@ -102,7 +103,8 @@ export interface CatalogSources {
   operators: readonly `0x${string}`[]
   suppliers: readonly SupplierEntry[]
   bodyLimitBytes: number
-  creditScoreEnabled: boolean
+  /** What /credit-score costs and what computes it; null while disabled. */
+  creditScore: CreditScoreOffer | null
 }
 
 export function buildCatalog(s: CatalogSources): Catalog {
@@ -157,6 +159,6 @@ export function buildCatalog(s: CatalogSources): Catalog {
       offersDispatchedPerCallMax: s.engine.offersDispatchedPerCallMax,
       networksPerLenderMax: s.engine.networksPerLenderMax,
     },
-    creditScore: { enabled: s.creditScoreEnabled, path: '/credit-score' },
+    creditScore: creditScoreCatalogEntry('/credit-score', s.creditScore),
   }
 }

@@ -8,6 +8,7 @@ import { API_VERSION, buildOpenApi, openApiRoute, type OpenApiDocument } from '.
 import { creditRoutes } from '../api/routes/credit.ts'
 import { discoveryRoutes } from '../api/routes/discovery.ts'
 import { lenderRoutes } from '../api/routes/lenders.ts'
+import { creditScoreRoute } from '../api/routes/score.ts'
 import { authRoutes } from '../auth/routes.ts'
 import { SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
@@ -22,8 +23,12 @@ import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { startServer, type RunningServer } from '../http/server.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, StoreOverloadedError } from '../store/index.ts'
+import { assembleCreditScore } from '../score/assembly.ts'
+import type { CreditScoreCompute } from '../score/compute.ts'
+import { resolveCreditScore } from '../score/settings.ts'
+import { createNetworkFacilitators } from '../x402/facilitator.ts'
 import { facilitatorUrl } from '../x402/facilitator-url.ts'
-import { x402Routes } from '../x402/routes.ts'
+import { facilitatorRoutes } from '../x402/routes.ts'
 import { StoreAuthRecords } from '../auth/store-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
 import { CreditService } from '../service/credit-service.ts'
@@ -52,6 +57,8 @@ export interface AppOptions {
   onFatal?: (error: unknown) => void
   /** Check every response against its documented schema (tests). */
   validateResponses?: boolean
+  /** The /credit-score compute component, instead of the local child process (tests inject one that fails). */
+  creditScoreCompute?: CreditScoreCompute
 }
 
 /** The devnet's demo roles become the configuration a real deployment writes in its config file. */
@@ -92,7 +99,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     } else {
       if (devnet === undefined) {
         // The chains keep their state beside the store: a restart finds the escrows and balances its records name.
-        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet') })
+        // What they say about that state (loaded, set aside, fresh) joins the service's own structured log.
+        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet'), log })
         const started = devnet
         cleanups.push(() => started.stop())
       }
@@ -100,6 +108,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       config = devnetDefaults(config, devnet.accounts)
     }
     const publishRpcUrls = config.networksFile === undefined
+    const creditScoreSettings = resolveCreditScore(config.creditScore, networks, { devnetPayee: devnet?.accounts.scorePayee.address })
 
     const engineConfig = resolveConfig({
       ...config.engine,
@@ -149,6 +158,14 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     let openApi: OpenApiDocument | undefined
     let catalog: Catalog | undefined
     let baseUrl = ''
+    const facilitators = createNetworkFacilitators(networks)
+    const creditScore = assembleCreditScore({
+      settings: creditScoreSettings,
+      facilitators,
+      ...(options.creditScoreCompute === undefined ? {} : { compute: options.creditScoreCompute }),
+      baseUrl: () => baseUrl,
+    })
+    cleanups.push(() => creditScore.close())
     const routes: AnyRoute[] = []
     const catalogOf = (): Catalog =>
       (catalog ??= buildCatalog({
@@ -163,7 +180,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         operators: config.operators,
         suppliers: config.suppliers,
         bodyLimitBytes: config.bodyLimitBytes,
-        creditScoreEnabled: false,
+        creditScore: creditScore.offer(baseUrl),
       }))
     let llms: string | undefined
     routes.push(
@@ -172,7 +189,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...authRoutes(lateAuth),
       ...creditRoutes(service),
       ...lenderRoutes(service),
-      ...x402Routes(networks),
+      ...facilitators.flatMap(facilitatorRoutes),
+      creditScoreRoute({ paid: creditScore.paid, engine, clock }),
     )
 
     const server = await startServer({

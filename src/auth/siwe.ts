@@ -116,7 +116,7 @@ export class SiweAuth implements AuthService {
     try {
       valid = await verifySiweMessage(client, { message: input.message, signature: input.signature, domain: this.#domain, nonce, time: new Date(nowMs) })
     } catch (error) {
-      throw new HttpProblem(503, 'chain_unavailable', `The signature could not be verified on chain ${chainId}; retry later.`, { title: 'Chain unavailable', cause: error })
+      throw new HttpProblem(503, 'chain_unavailable', `The signature could not be verified on chain ${chainId}; retry later.`, { title: 'Chain unavailable', headers: { 'retry-after': '1' }, cause: error })
     }
     if (!valid) throw refused('siwe_signature_invalid', 'The signature does not prove that the address signed this message.')
 

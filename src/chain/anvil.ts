@@ -13,8 +13,10 @@ export type AnvilOptions = {
   host?: string
   /** Interval mining on top of mining each transaction at once, so block time and confirmations progress. */
   blockTimeSeconds?: number
-  /** Load this state at start and dump to it at exit (anvil --state). */
+  /** Load this state at start and dump to it at exit (anvil --state). Not crash-safe: see devnet-state.ts. */
   stateFile?: string
+  /** Load this state at start only (anvil --load-state); the caller saves the state itself. */
+  loadStateFile?: string
   startTimeoutMs?: number
 }
 
@@ -82,6 +84,7 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
   const args = ['--host', host, '--port', String(options.port ?? 0), '--chain-id', String(options.chainId)]
   if (options.blockTimeSeconds !== undefined) args.push('--block-time', String(options.blockTimeSeconds), '--mixed-mining')
   if (options.stateFile !== undefined) args.push('--state', options.stateFile)
+  if (options.loadStateFile !== undefined) args.push('--load-state', options.loadStateFile)
   const child = spawn(anvilBinaryPath(), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false })
   running.add(child)
   const exited = new Promise<number | null>((resolve) => {

@@ -7,13 +7,14 @@ import type { Abi, Hex } from 'viem'
 
 export {
   creditFacilityAbi,
+  creditFacilityV2Abi,
   identityRegistryAbi,
   multicall3Abi,
   reputationRegistryAbi,
   testStablecoinAbi,
 } from './contracts/build/abi.ts'
 
-export type ContractName = 'CreditFacility' | 'TestStablecoin' | 'Multicall3' | 'IdentityRegistry' | 'ReputationRegistry'
+export type ContractName = 'CreditFacility' | 'CreditFacilityV2' | 'TestStablecoin' | 'Multicall3' | 'IdentityRegistry' | 'ReputationRegistry'
 
 export type Artifact = { contractName: ContractName; abi: Abi; bytecode: Hex; deployedBytecode: Hex }
 

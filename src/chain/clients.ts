@@ -1,5 +1,10 @@
-// viem clients for one configured network: a public client for reads and receipts, and, when the operator key is
-// known, a wallet client for the operator's transactions (with viem's nonceManager, so parallel sends do not collide).
+// viem clients for one configured network: a public client for the reads on the request path (proofs, sign-in), which
+// fails fast, and, when the operator key is known, the operator's wallet client (with viem's nonceManager, so
+// parallel sends do not collide) and a public client of its own that waits patiently for its transactions' receipts.
+//
+// Why two speeds: a request that needs a chain read must answer 503 chain_unavailable within about a second when the
+// chain stalls (issue 10, hole 7), not after 3 tries of 10 s; but an operator transaction already sent must be
+// followed to its receipt, so its calls keep the long deadline and the retries.
 import {
   createPublicClient,
   createWalletClient,
@@ -18,6 +23,8 @@ import type { NetworkConfig } from './config.ts'
 export type OperatorWallet = {
   account: PrivateKeyAccount
   walletClient: WalletClient<Transport, Chain, PrivateKeyAccount>
+  /** Simulations, receipts and log searches of the operator's own transactions: long deadline, retries. */
+  publicClient: PublicClient<Transport, Chain>
 }
 
 export type NetworkClients = {
@@ -28,9 +35,17 @@ export type NetworkClients = {
   operator: OperatorWallet | undefined
 }
 
+/** Deadline of one read on the request path when the network names none: well under a second, yet above the tail
+ * latency of public RPC providers (typically 100-300 ms). */
+export const rpcTimeoutMsDefault = 750
+/** Operator transactions: the deadline and retries of one RPC call while following a transaction already sent. */
+export const operatorRpcTimeoutMs = 10_000
+export const operatorRpcRetryCount = 2
+
 export type ClientOptions = {
-  /** Retries of a failed RPC request inside viem; the watcher wants 0 to see an outage at once. */
+  /** Retries of a failed read inside viem (default 0: the deadline is the whole call's, and a 503 says retry). */
   retryCount?: number
+  /** Deadline of one read (default: the network's rpcTimeoutMs, else rpcTimeoutMsDefault). */
   timeoutMs?: number
 }
 
@@ -46,14 +61,19 @@ export function networkChain(network: NetworkConfig): Chain {
 
 export function createNetworkClients(network: NetworkConfig, options: ClientOptions = {}): NetworkClients {
   const chain = networkChain(network)
-  const transport = http(network.rpcUrl, { retryCount: options.retryCount ?? 2, timeout: options.timeoutMs ?? 10_000 })
+  const transport = http(network.rpcUrl, {
+    retryCount: options.retryCount ?? 0,
+    timeout: options.timeoutMs ?? network.rpcTimeoutMs ?? rpcTimeoutMsDefault,
+  })
   const publicClient = createPublicClient({ chain, transport, pollingInterval: network.pollingIntervalMs })
   let operator: OperatorWallet | undefined
   if (network.operatorPrivateKey !== undefined) {
     const account = privateKeyToAccount(network.operatorPrivateKey, { nonceManager })
+    const patient = http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: operatorRpcTimeoutMs })
     operator = {
       account,
-      walletClient: createWalletClient({ account, chain, transport, pollingInterval: network.pollingIntervalMs }),
+      walletClient: createWalletClient({ account, chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
+      publicClient: createPublicClient({ chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
     }
   }
   return { network, chain, publicClient, operator }

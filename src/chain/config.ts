@@ -34,6 +34,9 @@ export const NetworkFileEntrySchema = Type.Object(
     x402SelfFacilitate: Type.Boolean({ description: 'the service runs an x402 facilitator for this network' }),
     confirmations: Type.Integer({ minimum: 1, maximum: 1000, description: 'blocks a proof needs, its own included' }),
     pollingIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000 })),
+    rpcTimeoutMs: Type.Optional(
+      Type.Integer({ minimum: 50, maximum: 60_000, description: 'deadline of one chain read on the request path (default 750 ms)' }),
+    ),
     operatorKeyEnv: Type.Optional(
       Type.String({ pattern: '^[A-Z_][A-Z0-9_]{0,127}$', description: 'environment variable holding the operator key' }),
     ),
@@ -71,6 +74,8 @@ export type NetworkConfig = {
   x402SelfFacilitate: boolean
   confirmations: number
   pollingIntervalMs: number
+  /** Deadline of one chain read on the request path; undefined: rpcTimeoutMsDefault (src/chain/clients.ts). */
+  rpcTimeoutMs?: number
   operatorKeyEnv: string | undefined
   /** From the environment (real networks) or the devnet's demo operator; never from the file. */
   operatorPrivateKey: Hex | undefined
@@ -173,6 +178,7 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
     x402SelfFacilitate: entry.x402SelfFacilitate,
     confirmations: entry.confirmations,
     pollingIntervalMs: entry.pollingIntervalMs ?? pollingIntervalMsDefault,
+    ...(entry.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: entry.rpcTimeoutMs }),
     operatorKeyEnv: entry.operatorKeyEnv,
     operatorPrivateKey,
   }
@@ -194,6 +200,7 @@ export function toNetworksFile(networks: NetworkConfig[]): NetworksFile {
       x402SelfFacilitate: n.x402SelfFacilitate,
       confirmations: n.confirmations,
       pollingIntervalMs: n.pollingIntervalMs,
+      ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
       ...(n.operatorKeyEnv === undefined ? {} : { operatorKeyEnv: n.operatorKeyEnv }),
     })),
   }

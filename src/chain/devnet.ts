@@ -19,7 +19,7 @@ import {
   type WalletClient,
 } from 'viem'
 import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
-import { startAnvil, type AnvilProcess } from './anvil.ts'
+import { AnvilStartError, startAnvil, type AnvilOptions, type AnvilProcess } from './anvil.ts'
 import {
   identityRegistryAbi,
   loadArtifact,
@@ -27,14 +27,17 @@ import {
   reputationRegistryAbi,
   testStablecoinAbi,
   creditFacilityAbi,
+  creditFacilityV2Abi,
 } from './artifacts.ts'
 import { networkChain } from './clients.ts'
 import { toNetworksFile, type NetworkConfig } from './config.ts'
+import { setAside, stateCandidates, StateSaver, stderrDevnetLog, type DevnetLog, type StateSaverOptions } from './devnet-state.ts'
 
 /** anvil's well-known development mnemonic: its accounts are public, fine for a devnet and nothing else. */
 export const devMnemonic = 'test test test test test test test test test test test junk'
 
-export const demoRoles = ['deployer', 'operator', 'lender', 'borrower', 'jobClient', 'supplier', 'attester'] as const
+/** `scorePayee` receives the devnet's /credit-score payments: it starts with gas and no USDC, so its balance is revenue. */
+export const demoRoles = ['deployer', 'operator', 'lender', 'borrower', 'jobClient', 'supplier', 'attester', 'scorePayee'] as const
 export type DemoRole = (typeof demoRoles)[number]
 export type DemoAccount = { role: DemoRole; address: Address; privateKey: Hex }
 export type DemoAccounts = Record<DemoRole, DemoAccount>
@@ -58,15 +61,33 @@ export type DevnetOptions = {
   pollingIntervalMs?: number
   /** Writes the networks file (no secrets) here once everything is deployed. */
   configPath?: string
-  /** Keeps each chain's state in `<stateDir>/<slug>.json` (anvil --state): a restart finds its contracts, balances
-   * and escrows again instead of a fresh chain, so that the service's own persisted records still match the chain. */
+  /** Keeps each chain's state in `<stateDir>/<slug>.json`, saved after every block with transactions (atomically, the
+   * previous good file kept as `<slug>.prev.json`; src/chain/devnet-state.ts): a restart, after a crash too, finds its
+   * contracts, balances and escrows again, so that the service's own persisted records still match the chain. */
   stateDir?: string
+  /** Where the devnet says what it did with its state files. Default: lines on stderr. */
+  log?: DevnetLog
+  saver?: StateSaverOptions
+}
+
+/** Per network: which state the chain started from, what is saved now, and the chain's head (for reconciliation). */
+export type DevnetStateReport = {
+  network: string
+  loadedFrom: 'current' | 'previous' | 'fresh'
+  /** The block of the state file loaded at start (undefined for a fresh chain). */
+  loadedBlock: bigint | undefined
+  /** The block of the last state saved: what a crash now would come back to. */
+  savedBlock: bigint | undefined
+  headBlock: bigint
 }
 
 export type Devnet = {
   networks: NetworkConfig[]
   accounts: DemoAccounts
   anvils: AnvilProcess[]
+  /** With a state directory: per network, where the chain came from and how far its saved state lags (else empty). */
+  stateReport(): Promise<DevnetStateReport[]>
+  /** Saves each chain's state a last time (with a state directory), then stops the chains. */
   stop(): Promise<void>
 }
 
@@ -83,33 +104,97 @@ export function demoAccounts(): DemoAccounts {
 export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> {
   const specs = options.networks ?? defaultDevnetNetworks
   const accounts = demoAccounts()
+  const log = options.log ?? stderrDevnetLog
   const anvils: AnvilProcess[] = []
+  const savers: StateSaver[] = []
+  const origins: { loadedFrom: DevnetStateReport['loadedFrom']; loadedBlock: bigint | undefined }[] = []
   const stop = async (): Promise<void> => {
+    await Promise.all(savers.map((saver) => saver.stop()))
     await Promise.all(anvils.map((a) => a.stop()))
   }
   if (options.stateDir !== undefined) mkdirSync(options.stateDir, { recursive: true })
   try {
-    const started = await Promise.all(
-      specs.map((spec) =>
-        startAnvil({
-          chainId: spec.chainId,
-          blockTimeSeconds: options.blockTimeSeconds ?? 1,
-          ...(options.stateDir === undefined ? {} : { stateFile: join(options.stateDir, `${spec.slug}.json`) }),
-        }),
-      ),
-    )
-    anvils.push(...started)
+    const started = await Promise.all(specs.map((spec) => startChain(spec, options, log)))
+    for (const chain of started) {
+      anvils.push(chain.anvil)
+      origins.push({ loadedFrom: chain.loadedFrom, loadedBlock: chain.loadedBlock })
+    }
     const networks = await Promise.all(
-      specs.map((spec, index) => deployDevnetNetwork(spec, started[index] as AnvilProcess, accounts, options)),
+      specs.map((spec, index) => deployDevnetNetwork(spec, (started[index] as { anvil: AnvilProcess }).anvil, accounts, options)),
     )
+    if (options.stateDir !== undefined) {
+      const stateDir = options.stateDir
+      for (const [index, spec] of specs.entries()) {
+        const saver = new StateSaver(spec.slug, stateDir, (anvils[index] as AnvilProcess).rpcUrl, log, options.saver)
+        savers.push(saver)
+        await saver.start()
+      }
+    }
     if (options.configPath !== undefined) {
       writeFileSync(options.configPath, JSON.stringify(toNetworksFile(networks), null, 2) + '\n')
     }
-    return { networks, accounts, anvils, stop }
+    const stateReport = async (): Promise<DevnetStateReport[]> =>
+      Promise.all(
+        savers.map(async (saver, index) => {
+          const network = networks[index] as NetworkConfig
+          const client = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 0 }) })
+          return {
+            network: network.slug,
+            ...(origins[index] as (typeof origins)[number]),
+            savedBlock: saver.savedBlock,
+            headBlock: await client.getBlockNumber({ cacheTime: 0 }),
+          }
+        }),
+      )
+    return { networks, accounts, anvils, stop, stateReport }
   } catch (error) {
     await stop()
     throw error
   }
+}
+
+/**
+ * Starts one chain: from its saved state when there is a usable one (the current file, else the previous), else
+ * fresh. A file anvil refuses is moved aside like an unparseable one, so that no state file ever blocks a start.
+ */
+async function startChain(
+  spec: DevnetNetworkSpec,
+  options: DevnetOptions,
+  log: DevnetLog,
+): Promise<{ anvil: AnvilProcess; loadedFrom: DevnetStateReport['loadedFrom']; loadedBlock: bigint | undefined }> {
+  const base: AnvilOptions = { chainId: spec.chainId, blockTimeSeconds: options.blockTimeSeconds ?? 1 }
+  if (options.stateDir === undefined) return { anvil: await startAnvil(base), loadedFrom: 'fresh', loadedBlock: undefined }
+  const { candidates, discarded } = stateCandidates(options.stateDir, spec.slug, log)
+  let refused = false
+  for (const candidate of candidates) {
+    try {
+      const anvil = await startAnvil({ ...base, loadStateFile: candidate.path })
+      log({
+        level: candidate.source === 'current' ? 'info' : 'warn',
+        msg: candidate.source === 'current' ? 'chain state loaded' : 'the current state file was unusable: the previous one was loaded',
+        network: spec.slug,
+        file: candidate.path,
+        block: candidate.blockNumber.toString(),
+      })
+      return { anvil, loadedFrom: candidate.source, loadedBlock: candidate.blockNumber }
+    } catch (error) {
+      if (!(error instanceof AnvilStartError)) throw error
+      refused = true
+      setAside(candidate.path, `anvil refused to load it: ${error.message}`, log, spec.slug)
+    }
+  }
+  const anvil = await startAnvil(base)
+  if (refused || discarded > 0) {
+    log({
+      level: 'warn',
+      msg: 'no usable chain state: started a fresh chain (records kept of the earlier chain will not match it)',
+      network: spec.slug,
+      stateDir: options.stateDir,
+    })
+  } else {
+    log({ level: 'info', msg: 'no saved chain state: started a fresh chain', network: spec.slug, stateDir: options.stateDir })
+  }
+  return { anvil, loadedFrom: 'fresh', loadedBlock: undefined }
 }
 
 async function deployDevnetNetwork(
@@ -176,7 +261,7 @@ async function deployFresh(
   await Promise.all(Object.values(accounts).map((a) => testClient.setBalance({ address: a.address, value: gasWei })))
 
   const tokenAtomic = options.fundTokenAtomic ?? 1_000_000n * 10n ** BigInt(devnetToken.decimals)
-  const funded = demoRoles.filter((role) => role !== 'deployer')
+  const funded = demoRoles.filter((role) => role !== 'deployer' && role !== 'scorePayee')
   const hashes = await Promise.all([
     wallet.deployContract({
       abi: testStablecoinAbi,
@@ -218,4 +303,23 @@ async function waitSuccess(client: PublicClient<Transport, Chain>, hash: Hex) {
   const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
   if (receipt.status !== 'success') throw new Error(`devnet transaction ${hash} reverted`)
   return receipt
+}
+
+/**
+ * Deploys CreditFacilityV2 with its two roles and waits for the receipt. Not part of startDevnet yet: the service still
+ * runs on v1 until the integration switches it (then the devnet deploys this at a fixed nonce like the others).
+ */
+export async function deployCreditFacilityV2(
+  wallet: WalletClient<Transport, Chain, PrivateKeyAccount>,
+  publicClient: PublicClient<Transport, Chain>,
+  roles: { operator: Address; leaseSigner: Address },
+): Promise<Address> {
+  const hash = await wallet.deployContract({
+    abi: creditFacilityV2Abi,
+    bytecode: loadArtifact('CreditFacilityV2').bytecode,
+    args: [roles.operator, roles.leaseSigner],
+  })
+  const receipt = await waitSuccess(publicClient, hash)
+  if (receipt.contractAddress === null || receipt.contractAddress === undefined) throw new Error(`deployment ${hash} created no contract`)
+  return receipt.contractAddress
 }

@@ -1,6 +1,41 @@
-import { keccak256, stringToBytes, type Hex } from 'viem'
+// On-chain keys of the service's ids. A job's key is public (its client funds it before the service knows it); an
+// offer's key (the advance's key on chain: one advance per offer) is salted with a secret of the data directory, so
+// that nobody can compute the key of a future offer and pay it first (issue 10, hole 1), and so that a fresh data
+// directory on a chain shared with an earlier one never reuses a key already paid there.
+import { randomBytes } from 'node:crypto'
+import { bytesToHex, concatBytes, hexToBytes, isHex, keccak256, stringToBytes, type Hex } from 'viem'
 
-/** The bytes32 key of a service id on chain: keccak256 of its UTF-8 bytes (jobs, offers, advances). */
+/** The bytes32 key of a service id on chain: keccak256 of its UTF-8 bytes (v1 contract: jobs, offers, advances). */
 export function idKey(id: string): Hex {
   return keccak256(stringToBytes(id))
+}
+
+/** The v2 key of a job: keccak256(utf8(jobId)), the rule the job's client uses when it funds. */
+export function jobKey(jobId: string): Hex {
+  return idKey(jobId)
+}
+
+export const keySaltBytes = 32
+
+export class KeySaltError extends Error {
+  override readonly name = 'KeySaltError'
+}
+
+/** A new key salt: 32 random bytes, made once when a data directory is created and kept in it for good. */
+export function newKeySalt(): Hex {
+  return bytesToHex(randomBytes(keySaltBytes))
+}
+
+/** Whether `value` is a key salt: 0x and 64 hex digits. */
+export function isKeySalt(value: unknown): value is Hex {
+  return typeof value === 'string' && isHex(value, { strict: true }) && value.length === 2 + 2 * keySaltBytes
+}
+
+/**
+ * The v2 key of an offer and of its advance: keccak256(abi.encodePacked(keySalt, utf8(offerId))). The salt has a
+ * fixed length, so the packed encoding is unambiguous.
+ */
+export function offerKey(keySalt: Hex, offerId: string): Hex {
+  if (!isKeySalt(keySalt)) throw new KeySaltError('a key salt is 32 bytes of 0x-hex')
+  return keccak256(concatBytes([hexToBytes(keySalt), stringToBytes(offerId)]))
 }

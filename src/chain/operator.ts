@@ -55,7 +55,8 @@ async function send(
   call: { functionName: 'settleJob' | 'liquidate'; args: readonly unknown[] },
 ): Promise<OperatorReceipt> {
   const operator = operatorOf(clients)
-  const { network, publicClient } = clients
+  const { network } = clients
+  const { publicClient } = operator
   let request
   try {
     ;({ request } = await publicClient.simulateContract({
@@ -153,7 +154,9 @@ export async function findEarlierSettlement(
   target: { eventName: 'JobSettled'; jobId: string } | { eventName: 'Liquidated'; advanceId: string },
   sinceTxHash: Hex,
 ): Promise<EarlierSettlement | undefined> {
-  const { publicClient, network } = clients
+  const { network } = clients
+  // The operator's patient client: a slow range must not read as "no earlier settlement".
+  const publicClient = clients.operator?.publicClient ?? clients.publicClient
   const since = await publicClient.getTransactionReceipt({ hash: sinceTxHash })
   const head = await publicClient.getBlockNumber({ cacheTime: 0 })
   let fromBlock = since.blockNumber

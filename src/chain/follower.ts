@@ -1,0 +1,339 @@
+// The chain follower (design-chain.md, "The chain follower"): per network, one loop reads the credit contract's events
+// at the network's confirmations and hands them, block range by block range, to a consumer that commits their effects
+// and the new cursor in one durable commit. The consumer's commit IS the cursor: the follower advances only when the
+// consumer resolves, and delivers the same range again when it rejects, so no range is missed or counted twice,
+// across restarts too (resume from the stored cursor).
+//
+// One poll: head -> target = head - (confirmations - 1) (a block with N confirmations is at most head - N + 1) -> the
+// cursor block must still have its stored hash (else the chain was replaced or reorganised deeper than the
+// confirmations: the follower stops with a clear error instead of reading another history) -> target's hash and time
+// -> eth_getLogs over (cursor, target] in chunks -> one batch. Every RPC call has a short deadline; failures back off
+// and mark the network degraded; recovery resumes from the cursor. Ranges without events are delivered too, at most
+// every chainTimeIntervalMs, because they advance the chain's observed time (what expires leases).
+import { EventEmitter } from 'node:events'
+import {
+  BlockNotFoundError,
+  type Address,
+  type ContractEventArgsFromTopics,
+  type ContractEventName,
+  type Hex,
+} from 'viem'
+import { creditFacilityV2Abi } from './artifacts.ts'
+import { createNetworkClients, type NetworkClients } from './clients.ts'
+import type { NetworkConfig } from './config.ts'
+
+export type FollowedEventName = ContractEventName<typeof creditFacilityV2Abi>
+
+/** One decoded event of the credit contract, with where and when it happened. */
+export type FollowedEvent = {
+  [E in FollowedEventName]: {
+    name: E
+    args: ContractEventArgsFromTopics<typeof creditFacilityV2Abi, E, true>
+    txHash: Hex
+    logIndex: number
+    blockNumber: bigint
+    blockTimeMs: number
+  }
+}[FollowedEventName]
+
+/** The last block whose events were committed: where the next batch starts, and the hash it must still have. */
+export type FollowerCursor = { blockNumber: bigint; blockHash: Hex; blockTimeMs: number }
+
+/** Blocks fromBlock..toBlock (inclusive), every event of the contract in them, in chain order. */
+export type ChainBatch = {
+  network: string
+  fromBlock: bigint
+  toBlock: bigint
+  toBlockHash: Hex
+  /** The chain's time at toBlock: what the consumer may take as the observed chain time. */
+  toBlockTimeMs: number
+  events: FollowedEvent[]
+}
+
+export type FollowerState = 'starting' | 'ok' | 'degraded' | 'stopped'
+
+export type FollowerFatalCode = 'chain_replaced' | 'wrong_chain'
+
+/** A condition the follower will not resolve by retrying: the operator must look (health says degraded meanwhile). */
+export class FollowerFatalError extends Error {
+  override readonly name = 'FollowerFatalError'
+  constructor(
+    readonly network: string,
+    readonly code: FollowerFatalCode,
+    message: string,
+  ) {
+    super(`chain follower of ${network} stopped (${code}): ${message}`)
+  }
+}
+
+export type FollowerOptions = {
+  network: NetworkConfig
+  /** The credit contract whose events are followed. */
+  contract: Address
+  /** The stored cursor (resume after it), or undefined to start at startBlock. */
+  cursor: FollowerCursor | undefined
+  /** First block read when there is no cursor (the contract's deployment block). Default 0. */
+  startBlock?: bigint
+  /** Commits the batch's effects and its cursor (toBlock, toBlockHash, toBlockTimeMs) durably in one commit. */
+  consume(batch: ChainBatch): Promise<void>
+  /** Default: the network's confirmations. */
+  confirmations?: number
+  /** Largest block range of one eth_getLogs (providers cap it). Default 2,000. */
+  logBlockRangeMax?: bigint
+  /** Largest block range of one batch (bounds one commit). Default 10 chunks. */
+  batchBlockRangeMax?: bigint
+  /** Deadline of one RPC call. Default: the network's rpcTimeoutMs, else 750 ms. */
+  rpcTimeoutMs?: number
+  /** Delay between polls while healthy. Default: the network's pollingIntervalMs. */
+  pollIntervalMs?: number
+  /** Ranges without events are delivered at most this often. Default 1,000 ms. */
+  chainTimeIntervalMs?: number
+  backoffInitialMs?: number
+  backoffMaxMs?: number
+  /** The clock of the idle delivery interval (tests inject one). */
+  nowMs?: () => number
+}
+
+export type FollowerEvents = {
+  batch: [ChainBatch]
+  degraded: [{ network: string; error: unknown }]
+  recovered: [{ network: string; cursor: FollowerCursor | undefined }]
+  consumerFailed: [{ network: string; fromBlock: bigint; toBlock: bigint; error: unknown }]
+  fatal: [FollowerFatalError]
+}
+
+export const logBlockRangeMaxDefault = 2_000n
+export const chainTimeIntervalMsDefault = 1_000
+
+/** Follows one network's credit contract. start() runs the loop; stop() ends it after the current step. */
+export class ChainFollower extends EventEmitter<FollowerEvents> {
+  readonly network: string
+  readonly #clients: NetworkClients
+  readonly #options: FollowerOptions
+  readonly #confirmations: bigint
+  readonly #logRange: bigint
+  readonly #batchRange: bigint
+  readonly #chainTimeIntervalMs: number
+  readonly #nowMs: () => number
+  #cursor: FollowerCursor | undefined
+  /** Blocks after the cursor up to this one were read and hold no event (not yet delivered: chain time not due). */
+  #scanned: FollowerCursor | undefined = undefined
+  #state: FollowerState = 'starting'
+  #error: unknown = undefined
+  #lastDeliveryMs = Number.NEGATIVE_INFINITY
+  #running = false
+  #loop: Promise<void> | undefined
+  #wake: (() => void) | undefined
+
+  constructor(options: FollowerOptions) {
+    super()
+    this.#options = options
+    this.network = options.network.slug
+    this.#clients = createNetworkClients(options.network, { retryCount: 0, ...(options.rpcTimeoutMs === undefined ? {} : { timeoutMs: options.rpcTimeoutMs }) })
+    this.#confirmations = BigInt(options.confirmations ?? options.network.confirmations)
+    if (this.#confirmations < 1n) throw new RangeError('confirmations must be at least 1')
+    this.#logRange = options.logBlockRangeMax ?? logBlockRangeMaxDefault
+    if (this.#logRange < 1n) throw new RangeError('logBlockRangeMax must be at least 1')
+    this.#batchRange = options.batchBlockRangeMax ?? this.#logRange * 10n
+    this.#chainTimeIntervalMs = options.chainTimeIntervalMs ?? chainTimeIntervalMsDefault
+    this.#nowMs = options.nowMs ?? Date.now
+    this.#cursor = options.cursor
+  }
+
+  /** The last committed block, or undefined before the first batch of a fresh start. */
+  get cursor(): FollowerCursor | undefined {
+    return this.#cursor
+  }
+
+  /** For health: ok, degraded (RPC failing, retrying), stopped (fatal, or stop()), with the last error. */
+  status(): { network: string; state: FollowerState; cursor: FollowerCursor | undefined; error: string | undefined } {
+    const error = this.#error === undefined ? undefined : ((this.#error as Error).message ?? String(this.#error)).split('\n')[0]
+    return { network: this.network, state: this.#state, cursor: this.#cursor, error }
+  }
+
+  start(): void {
+    if (this.#running) return
+    this.#running = true
+    this.#loop = this.#run()
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false
+    this.#wake?.()
+    await this.#loop
+    if (this.#state !== 'stopped') this.#state = 'stopped'
+  }
+
+  async #run(): Promise<void> {
+    const backoffInitialMs = this.#options.backoffInitialMs ?? 100
+    const backoffMaxMs = this.#options.backoffMaxMs ?? 2_000
+    let backoffMs = backoffInitialMs
+    while (this.#running) {
+      let delayMs = this.#options.pollIntervalMs ?? this.#options.network.pollingIntervalMs
+      try {
+        if (this.#state === 'starting') await this.#checkChain()
+        const more = await this.#poll()
+        if (this.#state !== 'ok') {
+          const recovered = this.#state === 'degraded'
+          this.#state = 'ok'
+          this.#error = undefined
+          if (recovered) this.emit('recovered', { network: this.network, cursor: this.#cursor })
+        }
+        backoffMs = backoffInitialMs
+        if (more) delayMs = 0
+      } catch (error) {
+        if (error instanceof FollowerFatalError) {
+          this.#state = 'stopped'
+          this.#error = error
+          this.#running = false
+          this.emit('fatal', error)
+          return
+        }
+        this.#error = error
+        if (this.#state !== 'degraded') {
+          this.#state = 'degraded'
+          this.emit('degraded', { network: this.network, error })
+        }
+        delayMs = backoffMs
+        backoffMs = Math.min(backoffMs * 2, backoffMaxMs)
+      }
+      if (!this.#running) break
+      if (delayMs > 0) await this.#sleep(delayMs)
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms)
+      function done(): void {
+        clearTimeout(timer)
+        resolve()
+      }
+      this.#wake = done
+    }).finally(() => {
+      this.#wake = undefined
+    })
+  }
+
+  async #checkChain(): Promise<void> {
+    const chainId = await this.#clients.publicClient.getChainId()
+    if (chainId !== this.#options.network.chainId) {
+      throw new FollowerFatalError(this.network, 'wrong_chain', `the RPC serves chain ${chainId}, the network is configured as ${this.#options.network.chainId}`)
+    }
+  }
+
+  /** One step; true when there is more to read at once (the batch's range was capped). */
+  async #poll(): Promise<boolean> {
+    const { publicClient } = this.#clients
+    const head = await publicClient.getBlockNumber({ cacheTime: 0 })
+    const cursor = this.#cursor
+    if (cursor !== undefined) await this.#checkContinuity(cursor, head)
+    const scanned = this.#scanned
+    if (scanned !== undefined) await this.#checkHash(scanned)
+    const fromBlock = cursor === undefined ? (this.#options.startBlock ?? 0n) : cursor.blockNumber + 1n
+    const target = head - (this.#confirmations - 1n)
+    const limit = fromBlock + this.#batchRange - 1n
+    const scanFrom = scanned === undefined ? fromBlock : scanned.blockNumber + 1n
+    let toBlock = target < limit ? target : limit
+    let end: FollowerCursor
+    let events: FollowedEvent[] = []
+    if (toBlock >= scanFrom) {
+      const block = await publicClient.getBlock({ blockNumber: toBlock })
+      end = { blockNumber: toBlock, blockHash: block.hash, blockTimeMs: Number(block.timestamp) * 1000 }
+      events = await this.#readEvents(scanFrom, toBlock, block.hash)
+    } else if (scanned !== undefined) {
+      toBlock = scanned.blockNumber
+      end = scanned
+    } else {
+      return false
+    }
+    // A range without events waits (and grows) until chain time is due: one commit per interval, not one per block.
+    // What was read of it is remembered, so that it is not read again.
+    if (events.length === 0 && this.#nowMs() - this.#lastDeliveryMs < this.#chainTimeIntervalMs) {
+      this.#scanned = end
+      return false
+    }
+    const batch: ChainBatch = { network: this.network, fromBlock, toBlock, toBlockHash: end.blockHash, toBlockTimeMs: end.blockTimeMs, events }
+    try {
+      await this.#options.consume(batch)
+    } catch (error) {
+      // Nothing advanced: the same range comes again after the back-off, so no event is lost or counted twice.
+      this.emit('consumerFailed', { network: this.network, fromBlock, toBlock, error })
+      throw error
+    }
+    this.#cursor = end
+    this.#scanned = undefined
+    this.#lastDeliveryMs = this.#nowMs()
+    this.emit('batch', batch)
+    return toBlock < target
+  }
+
+  /** The cursor's block must still be the one committed: otherwise this is another history than the one counted. */
+  async #checkContinuity(cursor: FollowerCursor, head: bigint): Promise<void> {
+    if (head < cursor.blockNumber) {
+      throw new FollowerFatalError(
+        this.network,
+        'chain_replaced',
+        `the chain's head ${head} is behind the follower's cursor ${cursor.blockNumber}: the chain was replaced (a devnet restarted without its state?)`,
+      )
+    }
+    await this.#checkHash(cursor)
+  }
+
+  /** Fatal when `block` is no longer the chain's block at its height. */
+  async #checkHash(block: FollowerCursor): Promise<void> {
+    let hash: Hex
+    try {
+      hash = (await this.#clients.publicClient.getBlock({ blockNumber: block.blockNumber })).hash
+    } catch (error) {
+      if (error instanceof BlockNotFoundError) {
+        throw new FollowerFatalError(this.network, 'chain_replaced', `block ${block.blockNumber} read earlier no longer exists`)
+      }
+      throw error
+    }
+    if (hash !== block.blockHash) {
+      throw new FollowerFatalError(
+        this.network,
+        'chain_replaced',
+        `block ${block.blockNumber} has hash ${hash}, but ${block.blockHash} was read: the chain was replaced or ` +
+          `reorganised deeper than the ${this.#confirmations} confirmation(s); the events counted may no longer exist. ` +
+          'Reconcile the ledger with the chain before resuming.',
+      )
+    }
+  }
+
+  async #readEvents(fromBlock: bigint, toBlock: bigint, toBlockHash: Hex): Promise<FollowedEvent[]> {
+    const { publicClient } = this.#clients
+    const events: FollowedEvent[] = []
+    const blockTimes = new Map<bigint, number>()
+    for (let start = fromBlock; start <= toBlock; start += this.#logRange) {
+      const end = start + this.#logRange - 1n < toBlock ? start + this.#logRange - 1n : toBlock
+      const logs = await publicClient.getContractEvents({
+        address: this.#options.contract,
+        abi: creditFacilityV2Abi,
+        fromBlock: start,
+        toBlock: end,
+        strict: true,
+      })
+      for (const log of logs) {
+        // The end block was read first; a log of it from another hash means the chain moved under us: read again.
+        if (log.blockNumber === toBlock && log.blockHash !== toBlockHash) throw new Error(`block ${toBlock} changed while it was read`)
+        let blockTimeMs = blockTimes.get(log.blockNumber)
+        if (blockTimeMs === undefined) {
+          const timestamp = log.blockTimestamp ?? (await publicClient.getBlock({ blockNumber: log.blockNumber })).timestamp
+          blockTimeMs = Number(timestamp) * 1000
+          blockTimes.set(log.blockNumber, blockTimeMs)
+        }
+        events.push({
+          name: log.eventName,
+          args: log.args,
+          txHash: log.transactionHash,
+          logIndex: log.logIndex,
+          blockNumber: log.blockNumber,
+          blockTimeMs,
+        } as FollowedEvent)
+      }
+    }
+    return events
+  }
+}

@@ -1,0 +1,139 @@
+// The chain part of the service: network configuration, devnet, contracts, proofs, session keys, watcher, and the v2
+// pieces the integration switches to (lease authorizations, salted keys, the chain follower).
+export { startAnvil, anvilBinaryPath, AnvilStartError, type AnvilOptions, type AnvilProcess } from './anvil.ts'
+export {
+  creditFacilityAbi,
+  creditFacilityV2Abi,
+  identityRegistryAbi,
+  loadArtifact,
+  multicall3Abi,
+  multicall3Address,
+  reputationRegistryAbi,
+  testStablecoinAbi,
+  type Artifact,
+  type ContractName,
+} from './artifacts.ts'
+export {
+  createChainClients,
+  createNetworkClients,
+  networkChain,
+  operatorRpcRetryCount,
+  operatorRpcTimeoutMs,
+  rpcTimeoutMsDefault,
+  type ClientOptions,
+  type NetworkClients,
+  type OperatorWallet,
+} from './clients.ts'
+export {
+  findNetwork,
+  findToken,
+  loadNetworksConfig,
+  NetworksConfigError,
+  NetworksFileSchema,
+  parseNetworksConfig,
+  toNetworksFile,
+  UnknownAssetError,
+  UnknownNetworkError,
+  type ConfigProblem,
+  type NetworkConfig,
+  type NetworksFile,
+  type TokenConfig,
+} from './config.ts'
+export {
+  defaultDevnetNetworks,
+  demoAccounts,
+  deployCreditFacilityV2,
+  demoRoles,
+  devMnemonic,
+  devnetToken,
+  startDevnet,
+  type DemoAccount,
+  type DemoAccounts,
+  type DemoRole,
+  type Devnet,
+  type DevnetNetworkSpec,
+  type DevnetOptions,
+} from './devnet.ts'
+export {
+  ChainFollower,
+  chainTimeIntervalMsDefault,
+  FollowerFatalError,
+  logBlockRangeMaxDefault,
+  type ChainBatch,
+  type FollowedEvent,
+  type FollowedEventName,
+  type FollowerCursor,
+  type FollowerEvents,
+  type FollowerFatalCode,
+  type FollowerOptions,
+  type FollowerState,
+} from './follower.ts'
+export { followerCursorCollection, FollowerCursors } from './follower-cursor.ts'
+export { idKey, isKeySalt, jobKey, KeySaltError, keySaltBytes, newKeySalt, offerKey } from './ids.ts'
+export { ensureKeySalt, keySaltCollection } from './key-salt.ts'
+export {
+  leaseAuthorizationTypes,
+  leaseAuthorizationTypeString,
+  LeaseAuthorizationError,
+  leaseDigestBytes,
+  leaseDomain,
+  leaseDomainName,
+  leaseDomainVersion,
+  LeaseSigner,
+  leaseStructHash,
+  nativeStatus,
+  type LeaseAuthorization,
+  type LeaseDomain,
+  type LeaseSignerOptions,
+  type NativeImplementation,
+} from './lease-authorization.ts'
+export {
+  ContractRevertError,
+  OperatorUnavailableError,
+  sendLiquidate,
+  sendSettleJob,
+  toContractRevert,
+  type LiquidateInput,
+  type OperatorReceipt,
+  type SettleJobInput,
+} from './operator.ts'
+export {
+  ChainRpcError,
+  verifyProof,
+  verifySupplierPayment,
+  type CreditEventArgs,
+  type CreditEventName,
+  type ProofFailureReason,
+  type ProofRequest,
+  type ProofResult,
+  type SupplierPaymentFact,
+  type VerifiedFact,
+} from './proofs.ts'
+export {
+  createSessionKey,
+  describeSessionKey,
+  SpendPolicyError,
+  type SessionKeyInput,
+  type SessionKeyRecord,
+  type SpendPolicy,
+} from './session-keys.ts'
+export {
+  approveGasHint,
+  buildApproveTransaction,
+  buildPaySupplierTransaction,
+  deadlineSeconds,
+  paySupplierGasHint,
+  type PaySupplierInput,
+  type PaySupplierTransaction,
+  type UnsignedTransaction,
+} from './transactions.ts'
+export { LmdbUsedProofs, proofKey, type UsedProofs } from './used-proofs.ts'
+export {
+  WalletWatcher,
+  watchedHoldersMax,
+  WatchLimitError,
+  type Holding,
+  type WalletView,
+  type WatcherEvents,
+  type WatcherOptions,
+} from './watcher.ts'

@@ -1,0 +1,332 @@
+// The chain follower against anvil and CreditFacilityV2, its consumer committing every event and the cursor in one
+// LMDB commit (events stored create-only, so a double delivery would fail the commit): every event exactly once across
+// a restart, a failing consumer, an RPC outage (dead RPC, then a paused anvil); chunked eth_getLogs; confirmations;
+// idle delivery of chain time; a replaced chain or a wrong chain stops it with a clear error instead of re-reading.
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { zeroHash, type Hex } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { startAnvil } from '../../src/chain/anvil.ts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
+import type { NetworkConfig } from '../../src/chain/config.ts'
+import { ChainFollower, FollowerFatalError, type ChainBatch, type FollowerOptions } from '../../src/chain/follower.ts'
+import { FollowerCursors } from '../../src/chain/follower-cursor.ts'
+import { jobKey, newKeySalt, offerKey } from '../../src/chain/ids.ts'
+import { Store, StoreConflictError } from '../../src/store/index.ts'
+import { tempDataDir } from '../fixtures/service.ts'
+import { setupFacilityV2, USDC, type V2Fixture } from './fixtures/facility-v2.ts'
+import { startRpcProxy, type RpcProxy } from './fixtures/rpc-proxy.ts'
+
+let f: V2Fixture
+let proxy: RpcProxy
+const root = tempDataDir('follower-')
+const salt = newKeySalt()
+let sequence = 0
+
+t.before(async () => {
+  f = await setupFacilityV2(t)
+  proxy = await startRpcProxy(f.network.rpcUrl)
+})
+t.teardown(async () => {
+  await proxy.close()
+  rmSync(root, { recursive: true, force: true })
+})
+
+/** `rounds` x (fundJob, paySupplier, repay): three events of the contract each. */
+async function activity(rounds: number): Promise<void> {
+  for (let i = 0; i < rounds; i++) {
+    const n = ++sequence
+    const client = await f.wallet(105n * USDC)
+    const lender = await f.wallet(100n * USDC)
+    const job = jobKey(`job_follow_${n}`)
+    await f.call(client, 'fundJob', [job, f.token, 100n * USDC, client.account.address])
+    const now = await f.chainNow()
+    const a = {
+      offerKey: offerKey(salt, `off_${n}`), jobKey: job, payer: lender.account.address, supplier: privateKeyToAccount(generatePrivateKey()).address,
+      asset: f.token, amount: 10n * USDC, fee: 1n * USDC, reserveShare: 0n, deadline: now + 600n, dueAt: now + 3600n,
+    }
+    await f.call(lender, 'paySupplier', [a, f.authorize(a)])
+    await f.call(client, 'repay', [a.offerKey, 5n * USDC])
+  }
+}
+
+/** Every event of the contract from `fromBlock` on, as `txHash:logIndex`, in chain order. */
+async function groundTruth(fromBlock: bigint): Promise<string[]> {
+  const logs = await f.publicClient.getContractEvents({ address: f.facility, abi: creditFacilityV2Abi, fromBlock, strict: true })
+  return logs.map((log) => `${log.transactionHash}:${log.logIndex}`)
+}
+
+async function eventually(t: Test, what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await condition()) return
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  t.fail(`not within ${timeoutMs} ms: ${what}`)
+  throw new Error(`timed out: ${what}`)
+}
+
+/** A follower whose consumer commits the batch's events (create-only) and the cursor to `store` in one commit. */
+function lmdbFollower(store: Store, options: Partial<FollowerOptions> & { network?: NetworkConfig } = {}) {
+  const network = options.network ?? f.network
+  const cursors = new FollowerCursors(store)
+  const events = store.collection<{ name: string; blockNumber: string }>('follower-test-event')
+  const delivered: string[] = []
+  const batches: ChainBatch[] = []
+  const conflicts: unknown[] = []
+  const follower = new ChainFollower({
+    network,
+    contract: f.facility,
+    cursor: cursors.get(network.slug, f.facility),
+    pollIntervalMs: 50,
+    chainTimeIntervalMs: 200,
+    backoffInitialMs: 50,
+    backoffMaxMs: 200,
+    rpcTimeoutMs: 500,
+    ...options,
+    consume: async (batch) => {
+      if (options.consume !== undefined) await options.consume(batch)
+      await store.commit({
+        records: [
+          ...batch.events.map((e) => events.putOp(`${e.txHash}:${e.logIndex}`, { name: e.name, blockNumber: e.blockNumber.toString() }, { onlyIfAbsent: true })),
+          cursors.putOp(f.facility, batch),
+        ],
+      }).catch((error: unknown) => {
+        if (error instanceof StoreConflictError) conflicts.push(error)
+        throw error
+      })
+      delivered.push(...batch.events.map((e) => `${e.txHash}:${e.logIndex}`))
+      batches.push(batch)
+    },
+  })
+  const stored = () => [...events.iterate()].map((e) => e.key).sort()
+  return { follower, delivered, batches, conflicts, stored, cursors }
+}
+
+t.test('every event exactly once, in chain order, across a restart; the cursor lives in LMDB', async (t) => {
+  const dataDir = join(root, 'restart')
+  const startBlock = await f.publicClient.getBlockNumber()
+  await activity(2)
+  const first = await Store.open({ dataDir })
+  const one = lmdbFollower(first, { startBlock })
+  t.equal(one.cursors.get(f.network.slug, f.facility), undefined, 'a fresh store has no cursor')
+  one.follower.start()
+  const truthA = await groundTruth(startBlock)
+  t.equal(truthA.length, 6)
+  await eventually(t, 'first follower delivers activity A', () => one.stored().length === truthA.length)
+  await one.follower.stop()
+  const cursorA = one.follower.cursor
+  await first.close()
+
+  await activity(2)
+  const second = await Store.open({ dataDir })
+  const two = lmdbFollower(second, { startBlock })
+  t.same(two.cursors.get(f.network.slug, f.facility), cursorA, 'the restarted follower reads the committed cursor back')
+  two.follower.start()
+  const truth = await groundTruth(startBlock)
+  await eventually(t, 'second follower delivers activity B', () => two.stored().length === truth.length)
+  await two.follower.stop()
+  t.same(two.stored(), [...truth].sort(), 'the store holds every event of the contract, each once')
+  t.same([...one.delivered, ...two.delivered], truth, 'delivered in chain order, none twice across the restart')
+  t.same([...one.conflicts, ...two.conflicts], [], 'no event was delivered twice')
+  const paid = two.batches.flatMap((b) => b.events).find((e) => e.name === 'SupplierPaid')
+  t.ok(paid !== undefined && paid.name === 'SupplierPaid' && paid.args.amount === 10n * USDC && paid.args.offerKey !== zeroHash, 'events come decoded and typed')
+  for (const batch of [...one.batches, ...two.batches]) {
+    t.ok(batch.events.every((e) => e.blockNumber >= batch.fromBlock && e.blockNumber <= batch.toBlock && e.blockTimeMs <= batch.toBlockTimeMs), `batch ${batch.fromBlock}..${batch.toBlock} holds its own blocks`)
+  }
+  await second.close()
+})
+
+t.test('a consumer that fails gets the same range again; nothing lost or doubled', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'consumer') })
+  t.teardown(() => store.close())
+  const startBlock = await f.publicClient.getBlockNumber()
+  const failed: ChainBatch[] = []
+  const follower = lmdbFollower(store, {
+    startBlock,
+    consume: async (batch) => {
+      if (batch.events.length > 0 && failed.length < 2) {
+        failed.push(batch)
+        throw new Error('disk full')
+      }
+    },
+  })
+  let consumerFailures = 0
+  follower.follower.on('consumerFailed', () => consumerFailures++)
+  follower.follower.start()
+  await activity(1)
+  const truth = await groundTruth(startBlock)
+  await eventually(t, 'all events committed after two failures', () => follower.stored().length === truth.length)
+  await follower.follower.stop()
+  t.equal(consumerFailures, 2)
+  const retried = follower.batches.find((b) => b.events.length > 0) as ChainBatch
+  t.equal(retried.fromBlock, failed[0]?.fromBlock, 'the range starts where the failed one did')
+  t.ok(retried.toBlock >= (failed[0] as ChainBatch).toBlock, 'and covers it')
+  t.same(follower.stored(), [...truth].sort())
+  t.same(follower.conflicts, [])
+})
+
+t.test('an RPC outage (dead RPC, then a paused anvil): degraded, then recovered from the cursor, every event once', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'outage') })
+  t.teardown(() => store.close())
+  const startBlock = await f.publicClient.getBlockNumber()
+  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
+  const transitions: string[] = []
+  follower.follower.on('degraded', () => transitions.push('degraded'))
+  follower.follower.on('recovered', () => transitions.push('recovered'))
+  follower.follower.start()
+  await eventually(t, 'first batch', () => follower.batches.length > 0)
+
+  proxy.setMode('down')
+  await eventually(t, 'degraded while the RPC is down', () => follower.follower.status().state === 'degraded')
+  await activity(1)
+  const cursorDuringOutage = follower.follower.cursor
+  proxy.setMode('forward')
+  await eventually(t, 'recovered', () => follower.follower.status().state === 'ok')
+  t.ok(follower.follower.cursor !== undefined && cursorDuringOutage !== undefined && follower.follower.cursor.blockNumber >= cursorDuringOutage.blockNumber)
+
+  // A paused anvil: calls hang until their deadline, which the follower reads as an outage too.
+  const pid = f.devnet.anvils[0]?.pid as number
+  process.kill(pid, 'SIGSTOP')
+  try {
+    await eventually(t, 'degraded while anvil is paused', () => follower.follower.status().state === 'degraded', 15_000)
+    t.match(follower.follower.status().error ?? '', /took too long|timed out|timeout/i, 'the per-call deadline ended the hanging call')
+  } finally {
+    process.kill(pid, 'SIGCONT')
+  }
+  await eventually(t, 'recovered after SIGCONT', () => follower.follower.status().state === 'ok')
+  await activity(1)
+  const truth = await groundTruth(startBlock)
+  await eventually(t, 'every event after both outages', () => follower.stored().length === truth.length)
+  await follower.follower.stop()
+  t.same(transitions, ['degraded', 'recovered', 'degraded', 'recovered'])
+  t.same(follower.stored(), [...truth].sort())
+  t.same(follower.delivered, truth, 'in order, none twice')
+})
+
+t.test('eth_getLogs is chunked, and a batch is bounded, over many blocks', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'chunks') })
+  t.teardown(() => store.close())
+  const startBlock = (await f.publicClient.getBlockNumber()) + 1n
+  for (let i = 0; i < 3; i++) {
+    await activity(1)
+    await f.testClient.mine({ blocks: 7 })
+  }
+  const head = await f.publicClient.getBlockNumber()
+  proxy.reset()
+  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, logBlockRangeMax: 3n, batchBlockRangeMax: 6n })
+  follower.follower.start()
+  const truth = await groundTruth(startBlock)
+  await eventually(t, 'every event through small chunks', () => follower.stored().length === truth.length)
+  await follower.follower.stop()
+  const ranges = proxy.params('eth_getLogs').map((p) => {
+    const [filter] = p as [{ fromBlock: Hex; toBlock: Hex }]
+    return BigInt(filter.toBlock) - BigInt(filter.fromBlock) + 1n
+  })
+  t.ok(ranges.length >= Number((head - startBlock + 1n) / 3n), `${ranges.length} eth_getLogs calls for ${head - startBlock + 1n} blocks`)
+  t.ok(ranges.every((r) => r >= 1n && r <= 3n), 'none over 3 blocks')
+  t.ok(follower.batches.every((b) => b.toBlock - b.fromBlock + 1n <= 6n), 'no batch over 6 blocks')
+  t.same(follower.delivered, truth)
+})
+
+t.test('idle ranges are delivered as empty batches, at most once per interval, and advance chain time', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'idle') })
+  t.teardown(() => store.close())
+  const startBlock = await f.publicClient.getBlockNumber()
+  const deliveredAtMs: number[] = []
+  const follower = lmdbFollower(store, { startBlock, chainTimeIntervalMs: 400, consume: async () => void deliveredAtMs.push(Date.now()) })
+  follower.follower.start()
+  await new Promise((resolve) => setTimeout(resolve, 3_000))
+  await follower.follower.stop()
+  const empty = follower.batches.filter((b) => b.events.length === 0)
+  t.ok(empty.length >= 2, `${empty.length} empty batches over 3 s of blocks without events`)
+  t.ok(empty.length <= 3_000 / 400 + 1, 'not one per poll')
+  for (let i = 1; i < deliveredAtMs.length; i++) {
+    t.ok((deliveredAtMs[i] as number) - (deliveredAtMs[i - 1] as number) >= 400 - 5, 'no two idle deliveries within the interval')
+  }
+  const times = empty.map((b) => b.toBlockTimeMs)
+  t.ok(times.every((time, i) => i === 0 || time >= (times[i - 1] as number)) && (times.at(-1) as number) > (times[0] as number), 'chain time moves forward')
+  t.ok(empty.every((b, i) => i === 0 || b.fromBlock === (empty[i - 1] as ChainBatch).toBlock + 1n), 'contiguous ranges: no block skipped')
+})
+
+t.test('a replaced chain, or a wrong one, stops the follower with a clear error instead of re-reading', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'replaced') })
+  t.teardown(() => store.close())
+  proxy.setTarget(f.network.rpcUrl)
+  const startBlock = await f.publicClient.getBlockNumber()
+  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
+  follower.follower.start()
+  await activity(1)
+  const truth = await groundTruth(startBlock)
+  await eventually(t, 'caught up', () => follower.stored().length === truth.length)
+  // Freeze it (the RPC down: nothing more can be delivered), so that the cursor read here is the committed one.
+  proxy.setMode('down')
+  await eventually(t, 'degraded', () => follower.follower.status().state === 'degraded')
+  const cursor = follower.follower.cursor as NonNullable<typeof follower.follower.cursor>
+
+  // The same chain id, started afresh and made longer than the cursor: same heights, other hashes.
+  const replacement = await startAnvil({ chainId: f.network.chainId })
+  t.teardown(() => replacement.stop())
+  await fetch(replacement.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: [`0x${(cursor.blockNumber + 50n).toString(16)}`] }) })
+  const fatal = new Promise<FollowerFatalError>((resolve) => follower.follower.once('fatal', resolve))
+  const batchesBefore = follower.batches.length
+  proxy.setTarget(replacement.rpcUrl)
+  proxy.setMode('forward')
+  const error = await fatal
+  t.equal(error.code, 'chain_replaced')
+  t.match(error.message, new RegExp(`block ${cursor.blockNumber} has hash`), 'the message names the block and both hashes')
+  t.equal(follower.follower.status().state, 'stopped')
+  t.equal(follower.batches.length, batchesBefore, 'nothing of the other chain was delivered')
+  t.same(new FollowerCursors(store).get(f.network.slug, f.facility), cursor, 'the committed cursor is untouched')
+  await follower.follower.stop()
+
+  // A chain behind the cursor (restarted without state, shorter): refused at once.
+  const shorter = await startAnvil({ chainId: f.network.chainId })
+  t.teardown(() => shorter.stop())
+  proxy.setTarget(shorter.rpcUrl)
+  const again = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
+  const behind = new Promise<FollowerFatalError>((resolve) => again.follower.once('fatal', resolve))
+  again.follower.start()
+  t.match((await behind).message, /behind the follower's cursor/)
+  t.equal(again.batches.length, 0)
+  await again.follower.stop()
+
+  // An RPC of another chain id: refused before reading anything.
+  const other = await startAnvil({ chainId: 31_399 })
+  t.teardown(() => other.stop())
+  const wrong = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: other.rpcUrl } })
+  const wrongChain = new Promise<FollowerFatalError>((resolve) => wrong.follower.once('fatal', resolve))
+  wrong.follower.start()
+  t.equal((await wrongChain).code, 'wrong_chain')
+  await wrong.follower.stop()
+  proxy.setTarget(f.network.rpcUrl)
+})
+
+t.test('confirmations: an event is delivered only once its block has them', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'confirmations') })
+  t.teardown(() => store.close())
+  // Blocks only when a transaction comes (interval mining off, automine on): the test decides when confirmations grow.
+  // Last in the file: anvil cannot be put back into its mixed mining mode afterwards.
+  await f.testClient.setIntervalMining({ interval: 0 })
+  await f.testClient.setAutomine(true)
+  t.teardown(() => f.testClient.setIntervalMining({ interval: 1 }))
+  const startBlock = (await f.publicClient.getBlockNumber()) + 1n
+  const follower = lmdbFollower(store, { startBlock, confirmations: 3, chainTimeIntervalMs: 0 })
+  follower.follower.start()
+  const client = await f.wallet(10n * USDC)
+  await f.call(client, 'fundJob', [jobKey(`job_conf_${++sequence}`), f.token, 10n * USDC, client.account.address])
+  const eventBlock = await f.publicClient.getBlockNumber()
+  // Wait until the follower has caught up with what it may read (two blocks below the event), then check it stops there.
+  await eventually(t, 'caught up to head - 2', () => (follower.follower.cursor?.blockNumber ?? -1n) === eventBlock - 2n)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(follower.follower.cursor?.blockNumber, eventBlock - 2n, 'one confirmation of 3: not read')
+  t.equal(follower.delivered.length, 0)
+  await f.testClient.mine({ blocks: 1 })
+  await eventually(t, 'two confirmations: read up to head - 2', () => follower.follower.cursor?.blockNumber === eventBlock - 1n)
+  t.equal(follower.delivered.length, 0, 'two confirmations of 3: not delivered')
+  await f.testClient.mine({ blocks: 1 })
+  await eventually(t, 'three confirmations: delivered', () => follower.delivered.length === 1)
+  t.equal(follower.follower.cursor?.blockNumber, eventBlock)
+  await follower.follower.stop()
+})
