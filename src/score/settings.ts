@@ -29,7 +29,8 @@ export interface CreditScoreDefaults {
 /** The settings, or null when /credit-score is disabled. Throws ConfigError naming what is missing or unknown. */
 export function resolveCreditScore(config: CreditScoreConfig | undefined, networks: readonly NetworkConfig[], defaults: CreditScoreDefaults): CreditScoreSettings | null {
   const devnet = defaults.devnetPayee !== undefined
-  const enabled = config?.enabled ?? (config !== undefined || devnet)
+  // On by default only on a devnet that can take the payment itself (a self-facilitated network).
+  const enabled = config?.enabled ?? (config !== undefined || (devnet && networks.some((n) => n.x402SelfFacilitate)))
   if (!enabled) return null
   const required = <T>(value: T | undefined, key: string): T => {
     if (value === undefined) throw new ConfigError(`creditScore.${key} is required to enable /credit-score with a networks file`)
