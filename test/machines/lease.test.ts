@@ -34,7 +34,8 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
   checkMatrix(t, leaseMachine, leaseRefusals, states, events, {
     leased: { PAY: { to: 'paid' }, TIME_OUT: { to: 'expired' }, INSUFFICIENT_BALANCE: { to: 'expired' }, CANCEL: { to: 'expired' } },
     paid: finalRow,
-    expired: finalRow,
+    // a payment reported after the lease expired is refused as such (spec section 3)
+    expired: { ...finalRow, PAY: { refused: 'lease_expired' } },
   })
 })
 
