@@ -67,6 +67,17 @@ export type ProofRequest<E extends CreditEventName> = {
   consume?: boolean
 }
 
+/** A proof that does not prove what it must, or was already used: the verdict, raised by whoever needs the fact. */
+export class ProofRefusedError extends Error {
+  override readonly name = 'ProofRefusedError'
+  constructor(
+    readonly reason: ProofFailureReason,
+    detail: string,
+  ) {
+    super(detail)
+  }
+}
+
 /** An RPC failure while verifying: not a verdict on the proof, the caller may retry (HTTP 503). */
 export class ChainRpcError extends Error {
   override readonly name = 'ChainRpcError'

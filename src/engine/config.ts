@@ -1,4 +1,5 @@
 // Engine configuration: every rule's threshold and every limit, named, with its default and the reason for it.
+import type { Address } from '../../machines/types.ts'
 
 export interface EngineConfig {
   /** Share of a job's receivable that may be advanced (bps). */
@@ -37,6 +38,8 @@ export interface EngineConfig {
   borrowerReputationRepaidRewardBps: number
   borrowerReputationFailurePenaltyBps: number
   borrowerReputationShortfallPenaltyBps: number
+  /** Who may complete or fail any job and liquidate any advance, besides the job's client and the advance's lender. */
+  operators: readonly Address[]
   /** Limits. */
   lendersScannedPerMatchMax: number
   leasesPerOfferMax: number
@@ -66,6 +69,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   borrowerReputationRepaidRewardBps: 100,
   borrowerReputationFailurePenaltyBps: 1000,
   borrowerReputationShortfallPenaltyBps: 2000,
+  operators: [],
   lendersScannedPerMatchMax: 4096,
   leasesPerOfferMax: 16,
   offersDispatchedPerCallMax: 1000,

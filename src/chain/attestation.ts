@@ -4,6 +4,11 @@
 import { getAddress, isHex, recoverTypedDataAddress, type Address, type Hex, type LocalAccount } from 'viem'
 import type { RegisterSourceInput } from '../engine/types.ts'
 
+/** evidenceId is not an EIP-712 BackingSource signature by a configured attester over the source's fields. */
+export class AttestationInvalidError extends Error {
+  override readonly name = 'AttestationInvalidError'
+}
+
 export const attestationDomain = { name: 'agent-credit backing attestation', version: '1' } as const
 
 export const attestationTypes = {

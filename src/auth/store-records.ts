@@ -1,6 +1,6 @@
 // The authorization part's persistence (nonces and sessions) on the service's LMDB store: the same data directory,
 // the same durability, the same group commit as everything else.
-import type { AuthRecords, NonceRecord, SessionRecord } from '../auth/records.ts'
+import type { AuthRecords, NonceRecord, SessionRecord } from './records.ts'
 import { StoreConflictError, type RecordCollection, type Store } from '../store/index.ts'
 
 const isNonce = (v: unknown): v is NonceRecord =>
