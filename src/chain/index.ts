@@ -69,6 +69,15 @@ export {
   type FollowerState,
 } from './follower.ts'
 export { followerCursorCollection, FollowerCursors } from './follower-cursor.ts'
+export { decodeFacilityLog, facilityFact, type FacilityEvent, type FacilityEventName, type FacilityFact, type MinedLog } from './events-v2.ts'
+export {
+  readFacilityReceipt,
+  verifyFacilityEvent,
+  type FacilityFactOf,
+  type FacilityProofFailure,
+  type FacilityProofResult,
+  type FacilityReceipt,
+} from './proofs-v2.ts'
 export { idKey, isKeySalt, jobKey, KeySaltError, keySaltBytes, newKeySalt, offerKey } from './ids.ts'
 export { ensureKeySalt, keySaltCollection } from './key-salt.ts'
 export {
