@@ -78,6 +78,16 @@ export {
   type FacilityProofResult,
   type FacilityReceipt,
 } from './proofs-v2.ts'
+export {
+  buildFundJobTransactions,
+  buildPaySupplierV2Transaction,
+  buildPostCollateralTransactions,
+  buildRepayTransactions,
+  buildSessionSetupTransaction,
+  buildTopUpTransaction,
+  buildWithdrawalTransaction,
+  gasLimitsV2,
+} from './transactions-v2.ts'
 export { FacilityModel, type FacilityModelState, type ModelAdvance, type ModelContext, type ModelEvent, type ModelJob, type ModelLease, type ModelOutcome, type ModelSignature } from './facility-model.ts'
 export { idKey, isKeySalt, jobKey, KeySaltError, keySaltBytes, newKeySalt, offerKey } from './ids.ts'
 export { ensureKeySalt, keySaltCollection } from './key-salt.ts'
