@@ -69,7 +69,8 @@ t.test('the route table refuses open objects, mismatched params and duplicates a
 t.test('graceful shutdown: stops accepting, finishes the in-flight slow request, then resolves', async (t) => {
   const { server, logs } = await startTestServer()
   const slow = fetch(`${server.url}/slow?ms=300`).then(async (r) => ({ status: r.status, body: await r.json() }))
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  // Wait for the request to reach the handler, however loaded the machine (a fixed sleep flaked under load).
+  while (server.inFlight() === 0) await new Promise((resolve) => setTimeout(resolve, 5))
   t.equal(server.inFlight(), 1)
   const started = Date.now()
   const closing = server.close(5000)
@@ -89,7 +90,7 @@ t.test('graceful shutdown: stops accepting, finishes the in-flight slow request,
 t.test('graceful shutdown gives up after its timeout and reports the abandoned requests', async (t) => {
   const { server } = await startTestServer()
   const slow = fetch(`${server.url}/slow?ms=2000`).then((r) => r.status, (error: Error) => error)
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  while (server.inFlight() === 0) await new Promise((resolve) => setTimeout(resolve, 5))
   const result = await server.close(100)
   t.same(result, { drained: false, abandoned: 1 })
   t.type(await slow, Error, 'the abandoned request sees its connection closed')
