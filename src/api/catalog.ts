@@ -9,7 +9,8 @@ import { attestationDomain, attestationTypes } from '../chain/attestation.ts'
 import type { SupplierEntry } from '../app/config.ts'
 import { Address, Bps, StrictObject } from './common.ts'
 import { API_VERSION } from './openapi.ts'
-import { AssetSymbol, NetworkSlug } from './schemas.ts'
+import { RECORD_PAGE, WALLET_PAGE } from './routes/shared.ts'
+import { AssetSymbol, LIQUIDITY_ATOMIC_MAX, NetworkSlug } from './schemas.ts'
 
 export const SERVICE_NAME = 'agent-credit'
 
@@ -85,6 +86,12 @@ export const Catalog = StrictObject({
     leasesPerOfferMax: Type.Integer({ minimum: 1 }),
     offersDispatchedPerCallMax: Type.Integer({ minimum: 1 }),
     networksPerLenderMax: Type.Integer({ minimum: 1 }),
+    registeredLiquidityAtomicMax: Type.String({ pattern: '^[0-9]+$', description: 'The most liquidity one lender may register (2^128-1).' }),
+    idempotencyRetentionSeconds: Type.Integer({ minimum: 1, description: 'How long an Idempotency-Key\'s answer is replayed.' }),
+    rateLimitTokensPerSecond: Type.Integer({ minimum: 0, description: 'Refill of each rate-limit bucket (per signed-in wallet, else per client address); 0: no limit. A list page costs its item count.' }),
+    rateLimitBurst: Type.Integer({ minimum: 0, description: 'Size of each bucket.' }),
+    pageLimitMax: Type.Integer({ minimum: 1, description: 'Largest ?limit= of /lenders and /credit/backing-sources.' }),
+    walletPageLimitMax: Type.Integer({ minimum: 1, description: 'Largest ?limit= of /lenders/wallets.' }),
   }),
   creditScore: CreditScoreCatalogEntry,
 })
@@ -105,6 +112,8 @@ export interface CatalogSources {
   bodyLimitBytes: number
   /** What /credit-score costs and what computes it; null while disabled. */
   creditScore: CreditScoreOffer | null
+  idempotencyRetentionSeconds: number
+  rateLimitPerSecond: number
 }
 
 export function buildCatalog(s: CatalogSources): Catalog {
@@ -158,6 +167,12 @@ export function buildCatalog(s: CatalogSources): Catalog {
       leasesPerOfferMax: s.engine.leasesPerOfferMax,
       offersDispatchedPerCallMax: s.engine.offersDispatchedPerCallMax,
       networksPerLenderMax: s.engine.networksPerLenderMax,
+      registeredLiquidityAtomicMax: LIQUIDITY_ATOMIC_MAX.toString(),
+      idempotencyRetentionSeconds: s.idempotencyRetentionSeconds,
+      rateLimitTokensPerSecond: s.rateLimitPerSecond,
+      rateLimitBurst: s.rateLimitPerSecond * 2,
+      pageLimitMax: RECORD_PAGE.max,
+      walletPageLimitMax: WALLET_PAGE.max,
     },
     creditScore: creditScoreCatalogEntry('/credit-score', s.creditScore),
   }

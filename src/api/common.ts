@@ -45,18 +45,20 @@ export function openObjectPaths(schema: unknown, pointer = '#'): string[] {
   return found
 }
 
-const ATOMIC_PATTERN = '^(0|[1-9][0-9]{0,77})$'
+/**
+ * An amount in the smallest unit of an asset, as a decimal string, bounded by `max`. The pattern bounds the
+ * digits (so the document says it too); the refinement bounds the value.
+ */
+export function atomicAtMost(max: bigint, description: string, maxText: string) {
+  return Type.Refine(
+    Type.String({ pattern: `^(0|[1-9][0-9]{0,${max.toString().length - 1}})$`, description, examples: ['1000000'] }),
+    (value: string) => BigInt(value) <= max,
+    () => `must be at most ${maxText}`,
+  )
+}
 
 /** An amount in the smallest unit of an asset: a decimal string of an integer in [0, 2^256-1]. */
-export const Atomic = Type.Refine(
-  Type.String({
-    pattern: ATOMIC_PATTERN,
-    description: 'Integer amount in the smallest unit of the asset, as a decimal string, at most 2^256-1.',
-    examples: ['1000000'],
-  }),
-  (value: string) => BigInt(value) <= MAX_UINT256,
-  () => 'must be at most 2^256-1',
-)
+export const Atomic = atomicAtMost(MAX_UINT256, 'Integer amount in the smallest unit of the asset, as a decimal string, at most 2^256-1.', '2^256-1')
 
 /** Basis points, an integer in 0..10000. */
 export const Bps = Type.Integer({ minimum: 0, maximum: 10000, description: 'Basis points (1/100 of a percent), 0..10000.' })
@@ -76,6 +78,16 @@ export const Bytes32 = Type.String({ pattern: '^0x[0-9a-fA-F]{64}$', description
 
 /** An ISO-8601 UTC timestamp (`...At`). */
 export const IsoTime = Type.String({ format: 'date-time', description: 'ISO-8601 timestamp (UTC).', examples: ['2026-01-01T00:00:00.000Z'] })
+
+/**
+ * A time a request sends: RFC 3339 (which `date-time` checks, calendar included) and an instant this service can
+ * hold. RFC 3339 admits a leap second (`23:59:60`), which no clock here represents: refused, not a 500.
+ */
+export const IsoTimeInput = Type.Refine(
+  Type.String({ format: 'date-time', description: 'ISO-8601 / RFC 3339 timestamp, e.g. 2026-01-01T00:00:00Z; a leap second (:60) is refused.', examples: ['2026-01-01T00:00:00.000Z'] }),
+  (value: string) => Number.isFinite(Date.parse(value)),
+  () => 'must be an instant that exists: no leap second (:60)',
+)
 
 /** A caller-chosen job identifier (src/README.md). */
 export const JobId = Type.String({ pattern: '^job_[A-Za-z0-9_-]{1,64}$', description: 'Job identifier chosen by the caller.' })

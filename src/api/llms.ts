@@ -8,7 +8,10 @@ export function buildLlmsTxt(c: Catalog): string {
   const slug = net?.slug ?? '<network>'
   const asset = net?.assets[0]?.symbol ?? '<asset>'
   const contract = net?.creditContract ?? '<creditContract>'
-  const endpointLines = c.endpoints.map((e) => `- ${e.method} ${e.path}: ${e.summary}${e.auth === 'session' ? ' [bearer]' : ''}`)
+  // llmstxt.org: sections of `- [name](url): notes`. An endpoint links to its operation in the OpenAPI document
+  // (a JSON pointer: `/` in the path is `~1`).
+  const operationUrl = (method: string, path: string) => `${c.openapi}#/paths/${path.replace(/~/g, '~0').replace(/\//g, '~1')}/${method.toLowerCase()}`
+  const endpointLines = c.endpoints.map((e) => `- [${e.method} ${e.path}](${operationUrl(e.method, e.path)}): ${e.summary}${e.auth === 'session' ? ' [bearer]' : ''}`)
   const networkLines = c.networks.map(
     (n) =>
       `- ${n.slug} (${n.caip2}): credit contract ${n.creditContract}; assets ${n.assets.map((a) => `${a.symbol} ${a.address} (${a.decimals} decimals)`).join(', ')}; ` +
@@ -18,10 +21,19 @@ export function buildLlmsTxt(c: Catalog): string {
 
 > ${c.description}
 
-Base URL: ${c.baseUrl}. Machine-readable: ${c.openapi} (OpenAPI 3.1.0, interface version ${c.version}) and ${c.baseUrl}/.well-known/service.json.
+Base URL: ${c.baseUrl}. Interface version ${c.version}.
 All bodies are JSON. Amounts (...Atomic) are decimal strings in the asset's smallest unit; ...Bps are integers 0..10000;
-times (...At) are ISO-8601 UTC. Errors are application/problem+json with a stable "code". Unknown fields are refused.
-POST requests accept an Idempotency-Key header: a retry with the same key and body returns the first response.
+times (...At) are ISO-8601 UTC (no leap second). Errors are application/problem+json with a stable "code". Unknown fields
+and keys given twice are refused. POST requests accept an Idempotency-Key header: a retry with the same key and body
+returns the first response (header Idempotent-Replayed: true) for ${c.limits.idempotencyRetentionSeconds} s. Lists are paged: ?limit= (an integer) and
+?after=; follow the Link header's rel="next". Every answer carries X-Request-Id (send your own to correlate) and, while
+the rate limit is on, RateLimit-Policy and RateLimit: ${c.limits.rateLimitTokensPerSecond} tokens/s per signed-in wallet (per client address without a
+session), burst ${c.limits.rateLimitBurst}; a list page costs its item count; a 429 says Retry-After.
+
+## Docs
+- [OpenAPI document](${c.openapi}): every route, schema, error and header (OpenAPI 3.1.0)
+- [Service catalog](${c.baseUrl}/.well-known/service.json): networks, contracts, assets, facilitators, suppliers, rules and limits
+- [Health](${c.baseUrl}/health): whether every network's wallet watcher is current
 
 ## Networks
 ${networkLines.join('\n')}
@@ -63,7 +75,7 @@ The lender pays gas for setup and payment transactions. POST /credit/dispatch {}
 - A lease lasts ${c.limits.leaseTtlSeconds} s: pay before its expiresAt (the transaction's on-chain deadline); a timely payment may be reported up to ${c.limits.leaseReportGraceSeconds} s later. A lender whose wallet cannot pay gets a lease that expires at once (insufficient_balance); matching goes on.
 - Job advance rate ${c.rules.jobAdvanceRateBps} bps of the receivable plus collateral; risk band A at coverage >= ${c.rules.riskBandACoverageBps} bps, B at >= ${c.rules.riskBandBCoverageBps} bps, else C.
 - Insurance reserve: ${c.rules.insuranceShareBps} bps of each fee.
-- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender.
+- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender; a lender registers at most ${c.limits.registeredLiquidityAtomicMax} (2^128-1) of liquidity; pages of at most ${c.limits.pageLimitMax} (${c.limits.walletPageLimitMax} for /lenders/wallets).
 
 ## Credit score (paid with x402, answered encrypted)
 ${creditScoreSection(c)}

@@ -3,7 +3,13 @@
 // `toWire(view)` typed against these, so a field added on one side and not the other fails the type check, and the
 // tests validate every response they see against this document.
 import Type from 'typebox'
-import { Address, Atomic, Bps, Bytes32, IsoTime, JobId, Seconds, StrictObject } from './common.ts'
+import { Address, Atomic, atomicAtMost, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, Seconds, StrictObject } from './common.ts'
+
+/**
+ * 2^128-1: the most liquidity one lender may register. Far above any token supply, and it keeps every total the
+ * service adds up (liquidity over all lenders) within the 2^256-1 of the Atomic schema.
+ */
+export const LIQUIDITY_ATOMIC_MAX = (1n << 128n) - 1n
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()])
 
@@ -20,7 +26,7 @@ const Domain = Type.String({ pattern: '^(?=.{1,253}$)([A-Za-z0-9-]{1,63}\\.)*[A-
 
 export const LenderRegistration = StrictObject(
   {
-    availableLiquidityAtomic: Atomic,
+    availableLiquidityAtomic: atomicAtMost(LIQUIDITY_ATOMIC_MAX, 'Liquidity the lender offers, in the smallest unit of the asset, as a decimal string, at most 2^128-1.', '2^128-1'),
     asset: AssetSymbol,
     assets: Type.Optional(Type.Record(NetworkSlug, AssetSymbol, { description: 'Asset per network slug; networks not named use `asset`.', additionalProperties: false })),
     networks: Type.Array(NetworkSlug, { minItems: 1, maxItems: 16, uniqueItems: true }),
@@ -78,7 +84,7 @@ export const JobCreation = StrictObject(
     asset: AssetSymbol,
     agent: Address,
     receivableAtomic: Atomic,
-    dueAt: IsoTime,
+    dueAt: IsoTimeInput,
     fundingTxHash: Bytes32,
   },
   { description: 'A job funded on chain: the client called fundJob(keccak256(jobId), asset, receivable, agent) in fundingTxHash.' },
@@ -449,3 +455,13 @@ export const Health = StrictObject({
   live: StrictObject({ jobs: Type.Integer(), offers: Type.Integer(), leases: Type.Integer(), advances: Type.Integer() }),
 })
 
+
+/** The resources of the wire, each written once in the OpenAPI document (components.schemas) and referred to. */
+export const wireComponents = {
+  Address, Atomic, Bps, Bytes32, IsoTime, JobId, NetworkSlug, AssetSymbol, RiskBand, OfferId, AdvanceId, SourceId,
+  LenderRegistration, BackingSourceRegistration, CreditRequest, MatchRequest, SupplierPaymentReport, JobCreation, CollateralPost,
+  EmptyBody, RepaymentProof, JobFailure,
+  TxProof, Job, Offer, Lease, Advance, LenderProfile, UnsignedTransaction, SpendPolicy, LenderRegistrationResult, BackingSource,
+  CollateralPosition, UnderwritingDecision, MatchOutcome, DispatchOutcome, RepaymentReceipt, JobSettlementReceipt, LiquidationReceipt,
+  PassportEvent, ReserveBalance, CreditState, WalletHolding, LenderWallet, PendingAction, Health,
+} as const

@@ -2,14 +2,16 @@
 // restored from its snapshots, the chain clients and wallet watcher, the HTTP routes and the expiry ticker.
 import { join } from 'node:path'
 import type { PublicClient } from 'viem'
-import { buildCatalog, type Catalog } from '../api/catalog.ts'
+import { buildCatalog, Catalog } from '../api/catalog.ts'
+import { ValidationIssue } from '../api/common.ts'
+import { wireComponents } from '../api/schemas.ts'
 import { buildLlmsTxt } from '../api/llms.ts'
 import { API_VERSION, buildOpenApi, openApiRoute, type OpenApiDocument } from '../api/openapi.ts'
 import { creditRoutes } from '../api/routes/credit.ts'
 import { discoveryRoutes } from '../api/routes/discovery.ts'
 import { lenderRoutes } from '../api/routes/lenders.ts'
 import { creditScoreRoute } from '../api/routes/score.ts'
-import { authRoutes } from '../auth/routes.ts'
+import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/config.ts'
@@ -28,7 +30,8 @@ import type { CreditScoreCompute } from '../score/compute.ts'
 import { resolveCreditScore } from '../score/settings.ts'
 import { createNetworkFacilitators } from '../x402/facilitator.ts'
 import { facilitatorUrl } from '../x402/facilitator-url.ts'
-import { facilitatorRoutes } from '../x402/routes.ts'
+import { facilitatorRoutes, x402Routes } from '../x402/routes.ts'
+import { FacilitatorRequest, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from '../x402/schemas.ts'
 import { StoreAuthRecords } from '../auth/store-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
 import { CreditService } from '../service/credit-service.ts'
@@ -122,6 +125,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       durability: config.durability,
       snapshotVersions: SNAPSHOT_VERSIONS,
       migrations: snapshotMigrations(engineConfig),
+      clock,
+      idempotencyRetentionMs: config.idempotencyRetentionSeconds * 1000,
     })
     cleanups.push(() => store.close())
 
@@ -181,11 +186,13 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         suppliers: config.suppliers,
         bodyLimitBytes: config.bodyLimitBytes,
         creditScore: creditScore.offer(baseUrl),
+        idempotencyRetentionSeconds: config.idempotencyRetentionSeconds,
+        rateLimitPerSecond: config.rateLimitPerSecond,
       }))
     let llms: string | undefined
     routes.push(
       ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf())), version: API_VERSION }),
-      openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config.bodyLimitBytes))),
+      openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config))),
       ...authRoutes(lateAuth),
       ...creditRoutes(service),
       ...lenderRoutes(service),
@@ -201,6 +208,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       authenticate: (token) => (auth as SiweAuth).authenticate(token),
       log,
       rateLimit: config.rateLimitPerSecond === 0 ? false : { burst: config.rateLimitPerSecond * 2, refillPerSecond: config.rateLimitPerSecond },
+      corsOrigins: config.corsOrigins,
+      trustedProxies: config.trustedProxies,
       ...(options.validateResponses ? { validateResponses: true } : {}),
     })
     cleanups.push(async () => {
@@ -245,7 +254,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       server,
       demo: devnet?.accounts,
       devnet: ownDevnet,
-      openApi: () => (openApi ??= documentOf(routes, baseUrl, config.bodyLimitBytes)),
+      openApi: () => (openApi ??= documentOf(routes, baseUrl, config)),
       catalog: catalogOf,
       stop: cleanup,
     }
@@ -255,17 +264,43 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
   }
 }
 
-function documentOf(routes: readonly AnyRoute[], baseUrl: string, bodyLimitBytes: number): OpenApiDocument {
+/** The tags of the route table, in the order an agent meets them. */
+export const OPENAPI_TAGS = [
+  { name: 'discovery', description: 'What the service is and how to use it: health, the service catalog, this document and llms.txt.' },
+  { name: 'auth', description: 'Sign-In with Ethereum (EIP-4361): a nonce, a signed message, a bearer token for every mutation.' },
+  { name: 'credit', description: 'Jobs and backing sources, credit requests, matching to lenders, supplier payments, repayment and recovery.' },
+  { name: 'lenders', description: 'Lender agents: registration with a session key, profiles, session-wallet balances and pending payments.' },
+  { name: 'x402', description: 'The x402 payment facilitator the service runs for each self-facilitated network (verify and settle).' },
+] as const
+
+function documentOf(routes: readonly AnyRoute[], baseUrl: string, config: ServiceConfig): OpenApiDocument {
   return buildOpenApi(routes, {
     info: {
       title: 'agent-credit: receivable-backed credit for software agents',
       description:
         'Borrower agents request credit against a funded job or a verified backing source; the service matches each offer to the cheapest eligible lender agent, ' +
         'whose session-key wallet pays the supplier directly on chain. Sign in with Ethereum (GET /auth/nonce, POST /auth/session) for every mutation. ' +
-        'Errors are application/problem+json with a stable code.',
+        'Errors are application/problem+json with a stable code. Every answer carries X-Request-Id and, when the rate limit is on, RateLimit-Policy and RateLimit.',
+      contact: { name: 'agent-credit operators', url: `${baseUrl}/llms.txt` },
+      license: { name: 'UNLICENSED (proprietary)', url: `${baseUrl}/llms.txt` },
     },
-    servers: [{ url: baseUrl }],
-    bodyLimitBytes,
+    servers: [{ url: baseUrl, description: 'This deployment' }],
+    bodyLimitBytes: config.bodyLimitBytes,
+    rateLimited: config.rateLimitPerSecond > 0,
+    tags: OPENAPI_TAGS,
+    components: {
+      ValidationIssue,
+      ...wireComponents,
+      Catalog,
+      NonceResponse,
+      SessionRequest,
+      SessionResponse,
+      FacilitatorRequest,
+      PaymentPayload,
+      PaymentRequirements,
+      SupportedResponse,
+      VerifyResponse,
+      SettleResponse,
+    },
   })
 }
-

@@ -6,6 +6,7 @@ import Type from 'typebox'
 import { Compile } from 'typebox/compile'
 import { getAddress, isAddress, type Address } from 'viem'
 import type { EngineConfig } from '../engine/config.ts'
+import { parseCorsOrigins } from '../http/cors.ts'
 
 const AddressString = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })
 
@@ -52,6 +53,9 @@ export const ConfigFileSchema = Type.Object(
     bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 })),
     rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
     walletsWatchedPerNetworkMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
+    corsOrigins: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 256 })),
+    trustedProxies: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 256 })),
+    idempotencyRetentionSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
   },
@@ -86,8 +90,14 @@ export interface ServiceConfig {
   bodyLimitBytes: number
   /** Lender session wallets the chain watcher follows per network: registrations beyond it get 503. */
   walletsWatchedPerNetworkMax: number
-  /** Requests per second per client address (burst twice that); 0 disables the limiter. */
+  /** Tokens per second per signed-in wallet and per client address (burst twice that); 0 disables the limiter. */
   rateLimitPerSecond: number
+  /** Origins browsers may call from (CORS): ['*'] any, [] none. */
+  corsOrigins: string[]
+  /** Reverse proxies whose X-Forwarded-For names the client (rate limit key); none by default. */
+  trustedProxies: string[]
+  /** How long an Idempotency-Key's stored answer is replayed; afterwards the key may run again. */
+  idempotencyRetentionSeconds: number
   /** 'none' exists for benchmarks only: acknowledged changes may be lost on a crash. */
   durability: 'sync' | 'none'
   engine: Partial<EngineConfig>
@@ -112,6 +122,10 @@ export const serviceDefaults = {
   bodyLimitBytes: 64 * 1024,
   rateLimitPerSecond: 2000,
   walletsWatchedPerNetworkMax: 10_000,
+  // No cookies, only bearer tokens: any origin is safe (src/http/cors.ts).
+  corsOrigins: ['*'],
+  // Stripe's choice: long enough for any sane retry loop, short enough to bound the store.
+  idempotencyRetentionSeconds: 24 * 3600,
 } as const
 
 export class ConfigError extends Error {
@@ -142,6 +156,20 @@ function envInteger(env: NodeJS.ProcessEnv, name: string, min: number, max: numb
     throw new ConfigError(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(raw)}`)
   }
   return value
+}
+
+function envList(env: NodeJS.ProcessEnv, name: string): string[] | undefined {
+  const raw = env[name]
+  if (raw === undefined) return undefined
+  return raw.split(',').map((item) => item.trim()).filter((item) => item !== '')
+}
+
+function corsOrigins(list: readonly string[]): string[] {
+  try {
+    return parseCorsOrigins(list.join(','))
+  } catch (error) {
+    throw new ConfigError(`CORS_ORIGINS / corsOrigins: ${(error as Error).message}`)
+  }
 }
 
 function addresses(list: readonly string[] | undefined): Address[] {
@@ -181,6 +209,9 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     bodyLimitBytes: file.bodyLimitBytes ?? serviceDefaults.bodyLimitBytes,
     walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
+    corsOrigins: corsOrigins(envList(env, 'CORS_ORIGINS') ?? file.corsOrigins ?? serviceDefaults.corsOrigins),
+    trustedProxies: envList(env, 'TRUSTED_PROXIES') ?? file.trustedProxies ?? [],
+    idempotencyRetentionSeconds: envInteger(env, 'IDEMPOTENCY_RETENTION_SECONDS', 60, 30 * 24 * 3600) ?? file.idempotencyRetentionSeconds ?? serviceDefaults.idempotencyRetentionSeconds,
     durability,
     engine: (file.engine ?? {}) as Partial<EngineConfig>,
     creditScore: creditScoreOf(env, file),

@@ -73,4 +73,32 @@ export class CreditClient {
   post<T = any>(path: string, body: unknown = {}, options?: CallOptions): Promise<Reply<T>> {
     return this.call<T>('POST', path, body, options)
   }
+
+  /** Every item of a paged list: follows `Link: <...>; rel="next"` from `path` to the last page. */
+  async list<T = any>(path: string, options?: CallOptions): Promise<Reply<T[]>> {
+    const items: T[] = []
+    let next: string | undefined = path
+    let reply: Reply<T[]> | undefined
+    for (let pages = 0; next !== undefined; pages++) {
+      if (pages >= LIST_PAGES_MAX) throw new Error(`${path}: more than ${LIST_PAGES_MAX} pages`)
+      reply = await this.get<T[]>(next, options)
+      if (reply.status !== 200) return reply
+      items.push(...reply.body)
+      next = nextLink(reply.headers.get('link'))
+    }
+    return { ...(reply as Reply<T[]>), body: items }
+  }
+}
+
+/** A bound on the pages `list` follows: a server that links in a circle cannot keep a client busy for ever. */
+const LIST_PAGES_MAX = 100_000
+
+/** The target of `rel="next"` in an RFC 8288 Link field, if any. */
+export function nextLink(link: string | null): string | undefined {
+  if (link === null) return undefined
+  for (const part of link.split(',')) {
+    const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part)
+    if (match !== null && /(^|;)\s*rel="?next"?\s*(;|$)/i.test(match[2] as string)) return match[1]
+  }
+  return undefined
 }

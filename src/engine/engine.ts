@@ -176,6 +176,39 @@ export const offerViewFromSnapshot = (record: unknown): OfferView => viewOf<Offe
 export const leaseViewFromSnapshot = (record: unknown): LeaseView => leaseView(record as never)
 export const advanceViewFromSnapshot = (record: unknown): AdvanceView => viewOf<AdvanceView>(record as never)
 
+/** One page of a list in registration order; `nextAfterSeq` is set when more may follow. */
+export interface RegistrationPage<T> {
+  items: T[]
+  nextAfterSeq: number | undefined
+}
+
+function registrationPage<K, T extends { registrationSeq: number }>(
+  order: readonly K[],
+  get: (key: K) => T,
+  afterSeq: number,
+  limit: number,
+  scanMax: number,
+  accept: (item: T) => boolean,
+): RegistrationPage<T> {
+  // First position whose sequence is after `afterSeq` (order is sorted by sequence).
+  let low = 0
+  let high = order.length
+  while (low < high) {
+    const mid = (low + high) >>> 1
+    if (get(order[mid] as K).registrationSeq <= afterSeq) low = mid + 1
+    else high = mid
+  }
+  const items: T[] = []
+  let index = low
+  let lastSeq = afterSeq
+  for (; index < order.length && items.length < limit && index - low < scanMax; index++) {
+    const item = get(order[index] as K)
+    lastSeq = item.registrationSeq
+    if (accept(item)) items.push({ ...item })
+  }
+  return { items, nextAfterSeq: index < order.length ? lastSeq : undefined }
+}
+
 export class Engine {
   readonly config: EngineConfig
   private readonly wallets: WalletView
@@ -184,6 +217,9 @@ export class Engine {
   private readonly lenders = new Map<Address, LenderRecord>()
   private readonly lenderBySession = new Map<Address, Address>()
   private readonly sources = new Map<string, SourceRecord>()
+  // Registration order, for paged lists: lenders and sources are only ever added, in sequence order.
+  private readonly lenderOrder: Address[] = []
+  private readonly sourceOrder: string[] = []
   private readonly borrowers = new Map<Address, BorrowerRecord>()
   private readonly reserves = new Map<string, ReserveRecord>()
 
@@ -308,6 +344,7 @@ export class Engine {
       registeredAtMs: nowMs,
     }
     this.sources.set(source.sourceId, source)
+    this.sourceOrder.push(source.sourceId)
     this.borrowerOf(input.agent)
     this.touch('meta', 'engine')
     this.touch('source', source.sourceId)
@@ -860,15 +897,17 @@ export class Engine {
     return { openAdvances, pastDueAdvances, outstanding: byKey, earliestActivityAtMs: earliestAtMs }
   }
 
-  /** Lenders in registration order; `active`: only those reliable enough to be matched. */
-  listLenders(filter: { active?: boolean } = {}): LenderRecord[] {
-    const lenders = [...this.lenders.values()].sort((a, b) => a.registrationSeq - b.registrationSeq)
-    return (filter.active ? lenders.filter((l) => isActiveLender(l, this.config)) : lenders).map((l) => ({ ...l }))
+  /**
+   * A page of lenders in registration order: those after `afterSeq` that `accept` takes, at most `limit`, looking
+   * at no more than `scanMax` of them. O(log n + scanned), never O(all lenders): the list routes call it per request.
+   */
+  lendersPage(afterSeq: number, limit: number, scanMax: number, accept: (lender: LenderRecord) => boolean = () => true): RegistrationPage<LenderRecord> {
+    return registrationPage(this.lenderOrder, (address) => this.lenders.get(address) as LenderRecord, afterSeq, limit, scanMax, accept)
   }
 
-  /** Backing sources in registration order. */
-  listSources(): SourceRecord[] {
-    return [...this.sources.values()].sort((a, b) => a.registrationSeq - b.registrationSeq).map((s) => ({ ...s }))
+  /** A page of backing sources in registration order (see `lendersPage`). */
+  sourcesPage(afterSeq: number, limit: number): RegistrationPage<SourceRecord> {
+    return registrationPage(this.sourceOrder, (id) => this.sources.get(id) as SourceRecord, afterSeq, limit, limit, () => true)
   }
 
   /** Live leases of a lender (by lender or session address), oldest first: what its wallet should pay now. */
@@ -931,6 +970,7 @@ export class Engine {
 
   /** Throws when any money or lifecycle invariant of DESIGN section 4 does not hold. */
   checkInvariants(): void {
+    if (this.lenderOrder.length !== this.lenders.size || this.sourceOrder.length !== this.sources.size) throw new Error('invariant: registration order out of step with the records')
     const reservedByLender = new Map<Address, bigint>()
     const leasesByOffer = new Map<string, number>()
     const reservedByWallet = new Map<string, bigint>()
@@ -1411,6 +1451,7 @@ export class Engine {
 
   private addLender(lender: LenderRecord): void {
     this.lenders.set(lender.address, lender)
+    this.lenderOrder.push(lender.address)
     this.lenderBySession.set(lender.sessionAddress, lender.address)
     const entry = entryFor(lender)
     const books: MatchingBook[] = []
@@ -1600,7 +1641,10 @@ export class Engine {
     const meta = list('meta')[0]
     if (meta) this.meta = { ...(meta.record as MetaRecord) }
     for (const s of list('lender').map((x) => ({ ...(x.record as LenderRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) this.addLender(s)
-    for (const s of list('source').map((x) => ({ ...(x.record as SourceRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) this.sources.set(s.sourceId, s)
+    for (const s of list('source').map((x) => ({ ...(x.record as SourceRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) {
+      this.sources.set(s.sourceId, s)
+      this.sourceOrder.push(s.sourceId)
+    }
     for (const s of list('borrower').map((x) => ({ ...(x.record as BorrowerRecord) })).sort((a, b) => a.address.localeCompare(b.address))) this.borrowers.set(s.address, s)
     for (const s of list('reserve').sort((a, b) => a.id.localeCompare(b.id))) this.reserves.set(s.id, { ...(s.record as ReserveRecord) })
     const byId = (kind: ActorKind) => (kind === 'job'

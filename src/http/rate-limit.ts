@@ -1,11 +1,13 @@
-// A token bucket per client address. Each request takes one token; tokens refill continuously.
+// A token bucket per key (a signed-in wallet, or a client address). A request needs one token to be admitted;
+// what its answer cost beyond that (a list page costs its item count) is charged afterwards and may leave the
+// bucket in debt, which later requests wait out. Tokens refill continuously.
 
 export interface RateLimitOptions {
-  /** Tokens a client can spend in a burst. */
+  /** Tokens a key can spend in a burst. */
   burst: number
   /** Tokens added per second. */
   refillPerSecond: number
-  /** Buckets kept at most; the least recently refilled are dropped first (a full bucket loses nothing). */
+  /** Buckets kept at most; the least recently used are dropped first (a full bucket loses nothing). */
   maxClients?: number
 }
 
@@ -16,39 +18,71 @@ interface Bucket {
   updatedMs: number
 }
 
-export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number }
+/** The bucket after a decision: what the RateLimit header field reports. */
+export interface RateDecision {
+  allowed: boolean
+  /** Whole tokens left (0 when in debt). */
+  remaining: number
+  /** Seconds until the bucket is full again. */
+  resetSeconds: number
+  /** Seconds until one token is available: the Retry-After of a refusal (0 when one is available now). */
+  retryAfterSeconds: number
+}
 
 export class RateLimiter {
-  readonly #burst: number
+  readonly burst: number
+  readonly refillPerSecond: number
   readonly #refillPerMs: number
   readonly #maxClients: number
   readonly #buckets = new Map<string, Bucket>()
 
   constructor(options: RateLimitOptions) {
     if (!(options.burst >= 1) || !(options.refillPerSecond > 0)) throw new RangeError('rate limit needs burst >= 1 and refillPerSecond > 0')
-    this.#burst = options.burst
+    this.burst = options.burst
+    this.refillPerSecond = options.refillPerSecond
     this.#refillPerMs = options.refillPerSecond / 1000
     this.#maxClients = options.maxClients ?? DEFAULT_RATE_LIMIT.maxClients
   }
 
-  take(client: string, nowMs: number): RateDecision {
-    const previous = this.#buckets.get(client)
-    const tokens = previous === undefined
-      ? this.#burst
-      : Math.min(this.#burst, previous.tokens + Math.max(0, nowMs - previous.updatedMs) * this.#refillPerMs)
-    // Re-insert so that Map order is least recently seen first, which is what eviction drops.
-    this.#buckets.delete(client)
-    if (tokens >= 1) {
-      this.#buckets.set(client, { tokens: tokens - 1, updatedMs: nowMs })
-      this.#evict()
-      return { allowed: true }
-    }
-    this.#buckets.set(client, { tokens, updatedMs: nowMs })
-    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / this.#refillPerMs / 1000)) }
+  /** Admits a request when the key has a whole token, and spends it. */
+  take(key: string, nowMs: number): RateDecision {
+    const tokens = this.#refilled(key, nowMs)
+    const allowed = tokens >= 1
+    return this.#store(key, allowed ? tokens - 1 : tokens, nowMs, allowed)
+  }
+
+  /** Spends `cost` more tokens for an answer already given (its cost is known only now); may leave a debt. */
+  charge(key: string, nowMs: number, cost: number): RateDecision {
+    if (!(cost >= 0)) throw new RangeError('cost must be >= 0')
+    return this.#store(key, this.#refilled(key, nowMs) - cost, nowMs, true)
+  }
+
+  /** The `w` of the RateLimit-Policy field: the seconds in which an empty bucket fills up again. */
+  get windowSeconds(): number {
+    return Math.max(1, Math.ceil(this.burst / this.refillPerSecond))
   }
 
   get size(): number {
     return this.#buckets.size
+  }
+
+  #refilled(key: string, nowMs: number): number {
+    const previous = this.#buckets.get(key)
+    if (previous === undefined) return this.burst
+    // Re-inserted by #store, so that Map order is least recently used first, which is what eviction drops.
+    this.#buckets.delete(key)
+    return Math.min(this.burst, previous.tokens + Math.max(0, nowMs - previous.updatedMs) * this.#refillPerMs)
+  }
+
+  #store(key: string, tokens: number, nowMs: number, allowed: boolean): RateDecision {
+    this.#buckets.set(key, { tokens, updatedMs: nowMs })
+    this.#evict()
+    return {
+      allowed,
+      remaining: Math.max(0, Math.floor(tokens)),
+      resetSeconds: Math.ceil((this.burst - tokens) / this.#refillPerMs / 1000),
+      retryAfterSeconds: tokens >= 1 ? 0 : Math.max(1, Math.ceil((1 - tokens) / this.#refillPerMs / 1000)),
+    }
   }
 
   #evict(): void {
@@ -58,4 +92,20 @@ export class RateLimiter {
       this.#buckets.delete(oldest.value)
     }
   }
+}
+
+/**
+ * The client address a request is counted on. Without trusted proxies it is the socket's peer. When the peer is
+ * a trusted proxy, it is the right-most X-Forwarded-For entry that is not itself a trusted proxy (what the
+ * outermost trusted proxy saw), so that a client cannot pick its own bucket by sending the header itself.
+ */
+export function clientAddress(peer: string, forwardedFor: string, trustedProxies: ReadonlySet<string>): string {
+  if (trustedProxies.size === 0 || forwardedFor === '' || !trustedProxies.has(peer)) return peer
+  const hops = forwardedFor.split(',')
+  for (let index = hops.length - 1; index >= 0; index--) {
+    const hop = (hops[index] as string).trim()
+    if (hop === '') continue
+    if (!trustedProxies.has(hop)) return hop
+  }
+  return peer
 }

@@ -12,7 +12,27 @@ export interface ResponseSpec {
   schema?: TSchema
   /** Defaults to application/json (application/problem+json for an error status). */
   contentType?: string
+  /** Response headers this answer carries besides the ones every answer has (names of `RESPONSE_HEADERS`). */
+  headers?: readonly ResponseHeaderName[]
 }
+
+/**
+ * The response headers the document declares. Every answer carries x-request-id, and ratelimit-policy and ratelimit
+ * when the limiter is on; the others where a route or the transport says so.
+ */
+export const RESPONSE_HEADERS = {
+  'x-request-id': 'Identifies this request in the service\'s logs: the caller\'s own X-Request-Id when it sent a sane one (1 to 128 of A-Z a-z 0-9 . _ ~ : @ + / = -), otherwise one minted by the service.',
+  'ratelimit-policy': 'The quota policy this request was counted on (draft-ietf-httpapi-ratelimit-headers): "wallet" (a signed-in wallet) or "client" (a client address), q tokens refilled over w seconds.',
+  ratelimit: 'What is left of that quota: r tokens remain, the bucket is full again in t seconds (draft-ietf-httpapi-ratelimit-headers). A list page costs its item count.',
+  'retry-after': 'Seconds to wait before retrying.',
+  'www-authenticate': 'The authentication scheme (Bearer) and, for a rejected token, error="invalid_token".',
+  link: 'RFC 8288 link to the next page: <path?limit=...&after=...>; rel="next". Absent on the last page.',
+  'next-after': 'registrationSeq to pass as ?after= for the next page. Absent on the last page.',
+  'idempotent-replayed': 'true when this is the stored answer of an earlier request with the same Idempotency-Key.',
+  etag: 'Strong validator of this representation; send it back in If-None-Match to get a 304.',
+  'cache-control': 'How long the representation may be reused.',
+} as const
+export type ResponseHeaderName = keyof typeof RESPONSE_HEADERS
 
 export type ResponsesSpec = { readonly [status: number]: ResponseSpec }
 
@@ -32,7 +52,7 @@ export interface RouteContext<P, Q, B, A extends AuthMode> {
   session: A extends 'session' ? Session : undefined
   /** The request headers listed in the route's `headers`, lower-case names, copied before any await. */
   headers: Readonly<Record<string, string>>
-  /** Remote address of the client (the rate limiter's key). */
+  /** Address of the client: the socket's peer, or what a trusted proxy forwarded (the rate limiter's key for anonymous requests). */
   clientIp: string
   /** Aborted when the client goes away; the server never writes to an aborted response. */
   signal: AbortSignal
@@ -68,6 +88,14 @@ export interface RouteSpec<
   body?: B
   /** Request headers (lower case) the handler needs, e.g. `idempotency-key`. */
   headers?: readonly string[]
+  /**
+   * The answer is the same for the whole life of the process (the discovery documents): it is built on the first
+   * request, then served from memory with a strong ETag, Cache-Control, 304 on If-None-Match and gzip or br when
+   * accepted; query parameters are ignored (cache busters such as ?v=1 are common on such documents).
+   */
+  immutable?: boolean
+  /** Tokens of the rate limit the answer costs (default 1): a list page costs its item count. */
+  cost?: (body: unknown) => number
   responses: R
   handler: (ctx: RouteContext<StaticOr<P, Record<string, never>>, StaticOr<Q, Record<string, never>>, StaticOr<B, undefined>, A>) => RouteResult<NoInfer<R>> | Promise<RouteResult<NoInfer<R>>>
 }
@@ -85,6 +113,8 @@ export interface AnyRoute {
   query?: TSchema
   body?: TSchema
   headers?: readonly string[]
+  immutable?: boolean
+  cost?: (body: unknown) => number
   responses: ResponsesSpec
   handler: (ctx: RouteContext<any, any, any, any>) => { status: number; body: unknown; headers?: Record<string, string> } | Promise<{ status: number; body: unknown; headers?: Record<string, string> }>
 }
@@ -121,7 +151,7 @@ export function templateRegExp(template: string): RegExp {
 
 /** Status line reason phrases of the statuses this service uses. */
 export const REASONS: Readonly<Record<number, string>> = {
-  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content',
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 304: 'Not Modified',
   400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found',
   405: 'Method Not Allowed', 409: 'Conflict', 413: 'Content Too Large', 415: 'Unsupported Media Type',
   422: 'Unprocessable Content', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',

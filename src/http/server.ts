@@ -1,11 +1,15 @@
 // uWebSockets.js transport: routing, body reading, validation, authentication, rate limiting, problem responses,
 // logging and graceful shutdown. Handlers hold no transport code and no business rule of their own: they call one
 // engine command and return `{ status, body }`.
+import { randomBytes } from 'node:crypto'
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket } from 'uWebSockets.js'
 import { openObjectPaths } from '../api/common.ts'
+import { cors, type CorsPolicy } from './cors.ts'
+import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
+import { duplicateKeyPointer } from './json.ts'
 import { errorFields, stdoutLogger, type Logger } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
-import { DEFAULT_RATE_LIMIT, RateLimiter, type RateLimitOptions } from './rate-limit.ts'
+import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision, type RateLimitOptions } from './rate-limit.ts'
 import { pathParamNames, statusLine, templateRegExp, toUwsPattern, type AnyRoute, type HttpMethod, type Session } from './route.ts'
 import { compileSchema, type CompiledSchema } from './validate.ts'
 
@@ -24,8 +28,15 @@ export interface ServerOptions {
   /** Port to bind; 0 picks a free one (read it back from `RunningServer.port`). */
   port?: number
   bodyLimitBytes?: number
-  /** Token bucket per client address; `false` disables it. */
+  /**
+   * Token bucket per signed-in wallet (any request with a valid bearer token) and per client address (the others);
+   * `false` disables it.
+   */
   rateLimit?: RateLimitOptions | false
+  /** Origins a browser may call from (CORS): `['*']` any (the default), `[]` none, or exact origins. */
+  corsOrigins?: readonly string[]
+  /** Peer addresses whose X-Forwarded-For names the client (see `clientAddress`); none by default. */
+  trustedProxies?: readonly string[]
   /** Required when any route has `auth: 'session'`. */
   authenticate?: Authenticate
   /** Default: JSON lines on stdout. Pass `silentLogger` in tests. */
@@ -59,22 +70,35 @@ interface CompiledRoute {
   paramNames: string[]
   params: CompiledSchema | undefined
   query: CompiledSchema | undefined
+  /** Query parameters declared integer: their string values are converted before validation. */
+  integerQuery: ReadonlySet<string>
   body: CompiledSchema | undefined
+  /** The body schema accepts `{}`: an empty POST (no body, or an empty JSON body) means `{}`. */
+  bodyOptional: boolean
   responses: Map<number, CompiledSchema | undefined>
   headerNames: readonly string[]
+  /** Built on the first request of an immutable route. */
+  document: Promise<DocumentVariants> | undefined
 }
 
 interface RequestState {
   res: HttpResponse
   method: string
   path: string
+  /** HEAD: every header of the GET answer, content-length included, and no body. */
+  head: boolean
+  requestId: string
+  /** The Origin header, '' when absent. */
+  origin: string
   startNs: bigint
   aborted: boolean
   responded: boolean
   controller: AbortController
+  /** The bucket this request was counted on, for the RateLimit fields. */
+  rate: { policy: string; key: string; decision: RateDecision } | undefined
 }
 
-type Reply = { status: number; headers: Array<[string, string]>; body: string | undefined; closeConnection?: boolean }
+type Reply = { status: number; headers: Array<[string, string]>; body: string | Buffer | undefined; closeConnection?: boolean }
 
 const JSON_TYPE = 'application/json'
 
@@ -120,32 +144,66 @@ function compileRoutes(routes: readonly AnyRoute[], options: ServerOptions): Com
     const statuses = Object.keys(route.responses).map(Number)
     if (!statuses.some((status) => status >= 200 && status < 300)) throw new Error(`${where}: no success response documented`)
     if (route.auth === 'session' && options.authenticate === undefined) throw new Error(`${where}: auth 'session' needs the authenticate option`)
+    if (route.immutable === true && (route.method !== 'get' || route.auth !== 'none' || route.params !== undefined || route.query !== undefined)) {
+      throw new Error(`${where}: an immutable route is a public GET without parameters`)
+    }
     const responses = new Map<number, CompiledSchema | undefined>()
     for (const status of statuses) {
       const schema = route.responses[status]?.schema
       responses.set(status, options.validateResponses === true && schema !== undefined ? compileSchema(schema) : undefined)
     }
+    const body = route.body === undefined ? undefined : compileSchema(route.body)
     return {
       route,
       paramNames,
       params: route.params === undefined ? undefined : compileSchema(route.params),
       query: route.query === undefined ? undefined : compileSchema(route.query),
-      body: route.body === undefined ? undefined : compileSchema(route.body),
+      integerQuery: integerProperties(route.query),
+      body,
+      bodyOptional: body !== undefined && body.check({}),
       responses,
       headerNames: (route.headers ?? []).map((name) => name.toLowerCase()),
+      document: undefined,
     }
   })
 }
 
-function parseQuery(raw: string): { values: Record<string, string>; issues: ValidationIssue[] } {
-  const values: Record<string, string> = {}
+/** Integer query values as numbers: plain decimal only, so that `01`, `1e3`, `0x10` and ` 1` stay strings and fail. */
+const INTEGER_TEXT = /^-?(0|[1-9][0-9]{0,15})$/
+
+function parseQuery(raw: string, integers: ReadonlySet<string>): { values: Record<string, string | number>; issues: ValidationIssue[] } {
+  const values: Record<string, string | number> = {}
   const issues: ValidationIssue[] = []
   if (raw === '') return { values, issues }
   for (const [name, value] of new URLSearchParams(raw)) {
     if (Object.hasOwn(values, name)) issues.push({ path: `/query/${name}`, message: 'repeated parameter' })
-    values[name] = value
+    values[name] = integers.has(name) && INTEGER_TEXT.test(value) ? Number(value) : value
   }
   return { values, issues }
+}
+
+function integerProperties(schema: unknown): Set<string> {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> } | undefined)?.properties ?? {}
+  return new Set(Object.entries(properties).filter(([, p]) => p.type === 'integer').map(([name]) => name))
+}
+
+/** A caller's X-Request-Id is echoed only when it cannot break a header or a log line. */
+const REQUEST_ID = /^[A-Za-z0-9._~:@+/=-]{1,128}$/
+
+function bearerToken(authorization: string): string | undefined {
+  const match = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization)
+  return match === null ? undefined : (match[1] as string)
+}
+
+/** Two Content-Length fields, or one beside Transfer-Encoding: the body's end is ambiguous (request smuggling). */
+function ambiguousLength(req: HttpRequest): boolean {
+  let lengths = 0
+  let chunked = false
+  req.forEach((name) => {
+    if (name === 'content-length') lengths++
+    else if (name === 'transfer-encoding') chunked = true
+  })
+  return lengths > 1 || (lengths > 0 && chunked)
 }
 
 function decodeParams(names: string[], raw: string[]): { values: Record<string, string>; issues: ValidationIssue[] } {
@@ -171,11 +229,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (!(Number.isInteger(bodyLimitBytes) && bodyLimitBytes > 0)) throw new RangeError('bodyLimitBytes must be a positive integer')
   const nowMs = options.nowMs ?? Date.now
   const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? DEFAULT_RATE_LIMIT)
+  const policies = limiter === undefined ? undefined : {
+    wallet: `"wallet";q=${limiter.burst};w=${limiter.windowSeconds}`,
+    client: `"client";q=${limiter.burst};w=${limiter.windowSeconds}`,
+  }
+  const corsPolicy: CorsPolicy = cors(options.corsOrigins ?? ['*'])
+  const trustedProxies = new Set(options.trustedProxies ?? [])
   const compiled = compileRoutes(options.routes, options)
   const matchers = compiled.map((c) => ({ method: c.route.method, regexp: templateRegExp(c.route.path) }))
   const inFlight = new Map<RequestState, Promise<void>>()
+  // Minted request ids: unique within this process by the counter, across processes by the random prefix.
+  const requestIdPrefix = `${randomBytes(6).toString('hex')}-`
+  let requestCount = 0
   let closing = false
   let closePromise: Promise<CloseResult> | undefined
+
+  /** Methods a path answers (HEAD with GET, OPTIONS always), for Allow and the CORS preflight. */
+  const allowOf = (methods: Iterable<string>): string => {
+    const set = new Set([...methods].map((m) => m.toUpperCase()))
+    if (set.has('GET')) set.add('HEAD')
+    set.add('OPTIONS')
+    return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => set.has(m)).join(', ')
+  }
 
   const send = (state: RequestState, reply: Reply): void => {
     if (state.aborted || state.responded) return
@@ -185,10 +260,31 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     state.res.cork(() => {
       state.res.writeStatus(statusLine(reply.status))
       for (const [name, value] of reply.headers) state.res.writeHeader(name, value)
-      if (reply.body === undefined) state.res.endWithoutBody(undefined, closeConnection)
+      state.res.writeHeader('x-request-id', state.requestId)
+      if (state.rate !== undefined && policies !== undefined) {
+        const { decision } = state.rate
+        state.res.writeHeader('ratelimit-policy', state.rate.policy === 'wallet' ? policies.wallet : policies.client)
+        state.res.writeHeader('ratelimit', `"${state.rate.policy}";r=${decision.remaining};t=${decision.resetSeconds}`)
+      }
+      if (corsPolicy.vary) state.res.writeHeader('vary', 'Origin')
+      if (state.origin !== '') {
+        const allowed = corsPolicy.allowOrigin(state.origin)
+        if (allowed !== undefined) {
+          state.res.writeHeader('access-control-allow-origin', allowed)
+          state.res.writeHeader('access-control-expose-headers', corsPolicy.exposeHeaders)
+        }
+      }
+      // Without arguments uWS writes no Content-Length (none is allowed on a 204 or 304); `undefined` would write a
+      // garbage one. Closing needs the argument form, whose Content-Length: 0 is harmless on a closing connection.
+      if (reply.body === undefined) {
+        if (closeConnection) state.res.end(undefined, true)
+        else state.res.endWithoutBody()
+      }
+      // HEAD: the GET's headers and content-length, no body.
+      else if (state.head) state.res.endWithoutBody(Buffer.byteLength(reply.body), closeConnection)
       else state.res.end(reply.body, closeConnection)
     })
-    log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: reply.status, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
+    log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: reply.status, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
   }
 
   const fail = (state: RequestState, error: unknown): void => {
@@ -196,55 +292,85 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       send(state, problemReply(error))
       return
     }
-    log({ level: 'error', msg: 'handler_failed', method: state.method, path: state.path, ...errorFields(error) })
+    log({ level: 'error', msg: 'handler_failed', method: state.method, path: state.path, requestId: state.requestId, ...errorFields(error) })
     send(state, problemReply(internalError()))
   }
 
-  /** Shared entry: abort hook, bookkeeping, shutdown and rate limit. Returns undefined when already answered. */
+  const rateLimited = (decision: RateDecision, who: string) =>
+    new HttpProblem(429, 'rate_limited', `Too many requests from this ${who}; retry in ${decision.retryAfterSeconds} s.`, { headers: { 'retry-after': String(decision.retryAfterSeconds) } })
+
+  /** Counts the request on a bucket; false (and answered 429) when it is empty. */
+  const admit = (state: RequestState, policy: 'wallet' | 'client', key: string): boolean => {
+    if (limiter === undefined) return true
+    const decision = limiter.take(`${policy}:${key}`, nowMs())
+    state.rate = { policy, key, decision }
+    if (decision.allowed) return true
+    send(state, problemReply(rateLimited(decision, policy === 'wallet' ? 'wallet' : 'address')))
+    return false
+  }
+
+  /** Shared entry: request id, abort hook, bookkeeping and shutdown. Returns undefined when already answered. */
   const begin = (res: HttpResponse, req: HttpRequest): RequestState | undefined => {
+    const incomingId = req.getHeader('x-request-id')
+    const method = req.getCaseSensitiveMethod()
     const state: RequestState = {
       res,
-      method: req.getCaseSensitiveMethod(),
+      method,
       path: req.getUrl(),
+      head: method === 'HEAD',
+      requestId: incomingId !== '' && REQUEST_ID.test(incomingId) ? incomingId : requestIdPrefix + (++requestCount).toString(36),
+      origin: req.getHeader('origin'),
       startNs: process.hrtime.bigint(),
       aborted: false,
       responded: false,
       controller: new AbortController(),
+      rate: undefined,
     }
     // uWS requires the abort handler before any asynchronous step; after it fires `res` must not be touched.
     res.onAborted(() => {
       state.aborted = true
       state.controller.abort()
-      if (!state.responded) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: null, aborted: true, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
+      if (!state.responded) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: null, aborted: true, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
     })
     if (closing) {
       send(state, problemReply(new HttpProblem(503, 'shutting_down', 'The service is shutting down; retry on another instance or later.'), true))
       return undefined
     }
-    if (limiter !== undefined) {
-      const client = Buffer.from(res.getRemoteAddressAsText()).toString('utf8')
-      const decision = limiter.take(client, nowMs())
-      if (!decision.allowed) {
-        send(state, problemReply(new HttpProblem(429, 'rate_limited', `Too many requests from this address; retry in ${decision.retryAfterSeconds} s.`, { headers: { 'retry-after': String(decision.retryAfterSeconds) } })))
-        return undefined
-      }
-    }
     return state
   }
+
+  const peerOf = (res: HttpResponse, req: HttpRequest): string =>
+    clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString('utf8'), trustedProxies.size === 0 ? '' : req.getHeader('x-forwarded-for'), trustedProxies)
 
   const fallback = (res: HttpResponse, req: HttpRequest): void => {
     try {
       const state = begin(res, req)
       if (state === undefined) return
-      const allowed = [...new Set(matchers.filter((m) => m.regexp.test(state.path)).map((m) => m.method.toUpperCase()))]
-      if (allowed.length === 0) {
+      if (!admit(state, 'client', peerOf(res, req))) return
+      const methods = matchers.filter((m) => m.regexp.test(state.path)).map((m) => m.method)
+      if (methods.length === 0) {
         send(state, problemReply(new HttpProblem(404, 'not_found', `No route ${state.path}.`)))
-      } else {
-        send(state, problemReply(new HttpProblem(405, 'method_not_allowed', `${state.method} is not allowed on ${state.path}; allowed: ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } })))
+        return
       }
+      const allow = allowOf(methods)
+      if (state.method === 'OPTIONS') {
+        send(state, preflight(state, req, allow))
+        return
+      }
+      send(state, problemReply(new HttpProblem(405, 'method_not_allowed', `${state.method} is not allowed on ${state.path}; allowed: ${allow}.`, { headers: { allow } })))
     } catch (error) {
       log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
     }
+  }
+
+  /** OPTIONS: 204 with Allow; a CORS preflight from an allowed origin also gets the Access-Control-Allow-* fields. */
+  const preflight = (state: RequestState, req: HttpRequest, allow: string): Reply => {
+    const headers: Array<[string, string]> = [['allow', allow]]
+    const requestedMethod = req.getHeader('access-control-request-method')
+    if (state.origin !== '' && requestedMethod !== '' && corsPolicy.allowOrigin(state.origin) !== undefined) {
+      headers.push(['access-control-allow-methods', allow], ['access-control-allow-headers', corsPolicy.allowHeaders], ['access-control-max-age', String(corsPolicy.maxAgeSeconds)])
+    }
+    return { status: 204, headers, body: undefined }
   }
 
   const readBody = (state: RequestState): Promise<Buffer | 'too_large' | 'aborted'> =>
@@ -278,14 +404,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const handleRequest = async (state: RequestState, c: CompiledRoute, input: {
     rawParams: string[]
     rawQuery: string
-    authorization: string
+    token: string | undefined
     headers: Record<string, string>
     clientIp: string
-    body: Promise<Buffer | 'too_large' | 'aborted'> | undefined
+    body: Promise<Buffer | 'too_large' | 'aborted'> | 'empty' | undefined
   }): Promise<void> => {
     try {
       let bodyBytes: Buffer | undefined
-      if (input.body !== undefined) {
+      if (input.body !== undefined && input.body !== 'empty') {
         const read = await input.body
         if (read === 'aborted') return
         if (read === 'too_large') {
@@ -295,24 +421,43 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         }
         bodyBytes = read
       }
+      // Who is counted: a valid bearer token counts on its wallet, anything else on the client address (already
+      // admitted in the synchronous part when no token was sent).
       let session: Session | undefined
-      if (c.route.auth === 'session') {
-        const match = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(input.authorization)
-        if (match === null) throw new HttpProblem(401, 'unauthorized', 'This route needs an Authorization: Bearer <token> header from POST /auth/session.', { headers: { 'www-authenticate': 'Bearer' } })
-        session = await options.authenticate!(match[1] as string)
-        if (session === undefined) throw new HttpProblem(401, 'unauthorized', 'The bearer token is unknown or expired; sign in again.', { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } })
+      if (input.token !== undefined && options.authenticate !== undefined) {
+        session = await options.authenticate(input.token)
         if (state.aborted) return
+        if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? input.clientIp : session.address)) return
+      }
+      if (c.route.auth === 'session') {
+        if (input.token === undefined) throw new HttpProblem(401, 'unauthorized', 'This route needs an Authorization: Bearer <token> header from POST /auth/session.', { headers: { 'www-authenticate': 'Bearer' } })
+        if (session === undefined) throw new HttpProblem(401, 'unauthorized', 'The bearer token is unknown or expired; sign in again.', { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } })
+      }
+      if (c.route.immutable === true) {
+        send(state, await documentReply(state, c, input.headers))
+        return
       }
       let body: unknown
-      if (bodyBytes !== undefined) {
+      if (input.body === 'empty' || (c.bodyOptional && bodyBytes?.length === 0)) {
+        body = {}
+      } else if (bodyBytes !== undefined) {
+        let text: string
         try {
-          body = JSON.parse(utf8.decode(bodyBytes))
+          text = utf8.decode(bodyBytes)
+          body = JSON.parse(text)
         } catch {
           throw new HttpProblem(400, 'malformed_json', 'The request body is not valid UTF-8 JSON.')
         }
+        const duplicate = duplicateKeyPointer(text)
+        if (duplicate !== undefined) {
+          throw new HttpProblem(400, 'duplicate_json_key', `The request body names the key at ${duplicate} twice; which one would count is ambiguous.`, {
+            title: 'Duplicate JSON key',
+            errors: [{ path: `/body${duplicate}`, message: 'duplicate key' }],
+          })
+        }
       }
       const params = decodeParams(c.paramNames, input.rawParams)
-      const query = parseQuery(input.rawQuery)
+      const query = parseQuery(input.rawQuery, c.integerQuery)
       const issues = [...params.issues, ...query.issues]
       if (c.params !== undefined && !c.params.check(params.values)) issues.push(...c.params.issues(params.values, '/params'))
       if (c.query !== undefined) {
@@ -333,10 +478,37 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         signal: state.controller.signal,
       })
       if (state.aborted) return
+      // What the answer cost beyond the token that admitted it (a page of 100 items costs 100).
+      if (c.route.cost !== undefined && limiter !== undefined && state.rate !== undefined && result.status < 300) {
+        const extra = c.route.cost(result.body) - 1
+        if (extra > 0) state.rate.decision = limiter.charge(`${state.rate.policy}:${state.rate.key}`, nowMs(), extra)
+      }
       send(state, serialize(state, c, result))
     } catch (error) {
       fail(state, error)
     }
+  }
+
+  /** An immutable route's answer: built once, then served from memory by representation and validator. */
+  const documentReply = async (state: RequestState, c: CompiledRoute, headers: Record<string, string>): Promise<Reply> => {
+    c.document ??= (async () => {
+      const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientIp: '', signal: state.controller.signal })
+      const reply = serialize(state, c, result)
+      if (reply.status !== 200 || reply.body === undefined) throw new Error(`${c.route.path}: an immutable route must answer 200 with a body`)
+      return documentVariants(reply.body, reply.headers)
+    })()
+    let variants: DocumentVariants
+    try {
+      variants = await c.document
+    } catch (error) {
+      c.document = undefined
+      throw error
+    }
+    const variant = selectVariant(variants, headers['accept-encoding'] ?? '')
+    const validators: Array<[string, string]> = [['etag', variant.etag], ['cache-control', variants.cacheControl], ['vary', 'Accept-Encoding']]
+    if (matchesEtag(headers['if-none-match'] ?? '', variant.etag)) return { status: 304, headers: validators, body: undefined }
+    const encoding: Array<[string, string]> = variant.encoding === 'identity' ? [] : [['content-encoding', variant.encoding]]
+    return { status: 200, headers: [...variants.headers, ...validators, ...encoding], body: variant.body }
   }
 
   const serialize = (state: RequestState, c: CompiledRoute, result: { status: number; body: unknown; headers?: Record<string, string> }): Reply => {
@@ -377,33 +549,57 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const state = begin(res, req)
       if (state === undefined) return
       // HttpRequest is stack allocated: copy everything needed before the first await.
+      const clientIp = peerOf(res, req)
+      const token = options.authenticate === undefined ? undefined : bearerToken(req.getHeader('authorization'))
+      // Without a token the bucket is known now: refuse before reading a body. With one, after authentication.
+      if (token === undefined && !admit(state, 'client', clientIp)) return
+      if (req.getHeader('content-length') !== '' && ambiguousLength(req)) {
+        send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
+        return
+      }
       const rawParams = c.paramNames.map((_, index) => req.getParameter(index))
-      const rawQuery = req.getQuery() ?? ''
-      const authorization = c.route.auth === 'session' ? req.getHeader('authorization') : ''
+      const rawQuery = c.route.immutable === true ? '' : req.getQuery() ?? ''
       const headers: Record<string, string> = {}
       for (const name of c.headerNames) {
         const value = req.getHeader(name)
         if (value !== '') headers[name] = value
       }
-      const clientIp = Buffer.from(res.getRemoteAddressAsText()).toString('utf8')
-      let body: Promise<Buffer | 'too_large' | 'aborted'> | undefined
+      if (c.route.immutable === true) {
+        headers['accept-encoding'] = req.getHeader('accept-encoding')
+        headers['if-none-match'] = req.getHeader('if-none-match')
+      }
+      let body: Promise<Buffer | 'too_large' | 'aborted'> | 'empty' | undefined
       if (c.body !== undefined) {
         const contentType = req.getHeader('content-type')
-        if (contentType.split(';', 1)[0]?.trim().toLowerCase() !== JSON_TYPE) {
+        const declaredLength = req.getHeader('content-length')
+        if (contentType === '' && c.bodyOptional && (declaredLength === '' || declaredLength === '0') && req.getHeader('transfer-encoding') === '') {
+          // An action whose body is optional, called without one.
+          body = 'empty'
+        } else if (contentType.split(';', 1)[0]?.trim().toLowerCase() !== JSON_TYPE) {
           send(state, problemReply(new HttpProblem(415, 'unsupported_media_type', `This route takes a JSON body: send content-type: ${JSON_TYPE}.`)))
           return
-        }
-        const declaredLength = req.getHeader('content-length')
-        if (declaredLength !== '' && Number(declaredLength) > bodyLimitBytes) {
+        } else if (declaredLength !== '' && Number(declaredLength) > bodyLimitBytes) {
           send(state, problemReply(tooLarge(), true))
           return
+        } else {
+          // onData must be attached before this callback returns, or uWS drops the body.
+          body = readBody(state)
         }
-        // onData must be attached before this callback returns, or uWS drops the body.
-        body = readBody(state)
       }
-      const work = handleRequest(state, c, { rawParams, rawQuery, authorization, headers, clientIp, body })
+      const work = handleRequest(state, c, { rawParams, rawQuery, token, headers, clientIp, body })
         .finally(() => inFlight.delete(state))
       inFlight.set(state, work)
+    } catch (error) {
+      log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
+    }
+  }
+
+  const optionsFor = (allow: string) => (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      const state = begin(res, req)
+      if (state === undefined) return
+      if (!admit(state, 'client', peerOf(res, req))) return
+      send(state, preflight(state, req, allow))
     } catch (error) {
       log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
     }
@@ -417,14 +613,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     patch: (p, h) => app.patch(p, h),
     delete: (p, h) => app.del(p, h),
   }
-  const patterns = new Set<string>()
+  const methodsByPattern = new Map<string, HttpMethod[]>()
   for (const c of compiled) {
     const pattern = toUwsPattern(c.route.path)
-    register[c.route.method](pattern, handlerFor(c))
-    patterns.add(pattern)
+    const handler = handlerFor(c)
+    register[c.route.method](pattern, handler)
+    // HEAD runs the GET (same status, headers and length) and sends no body (`state.head`).
+    if (c.route.method === 'get') app.head(pattern, handler)
+    methodsByPattern.set(pattern, [...(methodsByPattern.get(pattern) ?? []), c.route.method])
   }
+  for (const [pattern, methods] of methodsByPattern) app.options(pattern, optionsFor(allowOf(methods)))
   // Every known pattern answers other methods with 405; everything else is a 404.
-  for (const pattern of patterns) app.any(pattern, fallback)
+  for (const pattern of methodsByPattern.keys()) app.any(pattern, fallback)
   app.any('/*', fallback)
 
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
@@ -465,4 +665,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     inFlight: () => inFlight.size,
     close: (timeoutMs) => (closePromise ??= close(timeoutMs)),
   }
+}
+
+/** If-None-Match against one strong ETag, by the weak comparison RFC 9110 prescribes for it (W/ ignored). */
+function matchesEtag(ifNoneMatch: string, etag: string): boolean {
+  if (ifNoneMatch === '') return false
+  if (ifNoneMatch.trim() === '*') return true
+  return ifNoneMatch.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag)
 }

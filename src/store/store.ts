@@ -62,6 +62,8 @@ export const PENDING_COMMITS_MAX_DEFAULT = 100_000
 export const IDEMPOTENCY_RETENTION_MS_DEFAULT = 24 * 60 * 60 * 1000
 export const IDEMPOTENCY_WAIT_MS_DEFAULT = 30_000
 export const SWEEP_BATCH_MAX = 10_000
+/** Deletions per sweeper transaction: a few milliseconds of the event loop each. */
+export const SWEEPER_BATCH_DEFAULT = 1000
 
 export interface StoreOptions {
   /** DATA_DIR. Created when missing; an existing directory must hold an agent-credit store or nothing. */
@@ -440,14 +442,24 @@ export class Store {
     return result.swept
   }
 
-  /** Sweeps every `intervalMs` on an unref'd timer; returns the function that stops it. */
-  startSweeper(intervalMs: number, onError: (error: unknown) => void = () => {}): () => void {
+  /**
+   * Sweeps every `intervalMs` on an unref'd timer; returns the function that stops it. A tick deletes in batches of
+   * `batch` (each its own short transaction) until a batch comes back short, so a backlog larger than one batch
+   * (more expiries per interval than a batch holds) is caught up in the same tick instead of growing for ever.
+   */
+  startSweeper(intervalMs: number, onError: (error: unknown) => void = () => {}, batch = SWEEPER_BATCH_DEFAULT): () => void {
     if (!Number.isSafeInteger(intervalMs) || intervalMs < 10) fail('sweeper interval must be at least 10 ms')
     let running = false
+    const sweepAll = async (): Promise<void> => {
+      while (!this.#closed && (await this.sweepExpired(batch)) === batch) {
+        // Let requests through between batches.
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+    }
     const timer = setInterval(() => {
       if (running || this.#closed) return
       running = true
-      this.sweepExpired()
+      sweepAll()
         .catch(onError)
         .finally(() => (running = false))
     }, intervalMs)

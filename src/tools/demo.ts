@@ -365,11 +365,11 @@ async function flow(baseUrl: string): Promise<void> {
  * Approximate (reliability, risk bands and live leases are not checked); the match step checks the real outcome.
  */
 async function cheaperCompetitors(api: CreditClient, slug: string, symbol: string, askBps: number, amountAtomic: bigint) {
-  const lenders = expect(await api.get<{ address: Address; askBps: number; networks: string[]; availableAtomic: string }[]>('/lenders?limit=1000'), 200, 'GET /lenders')
+  const lenders = expect(await api.list<{ address: Address; askBps: number; networks: string[]; availableAtomic: string }>('/lenders?limit=1000'), 200, 'GET /lenders')
   const candidates = lenders.filter((l) => l.askBps <= askBps && l.networks.includes(slug) && BigInt(l.availableAtomic) >= amountAtomic)
   if (candidates.length === 0) return []
   const wallets = expect(
-    await api.get<{ lender: Address; holdings: { network: string; asset: string; spendableAtomic: string }[] }[]>('/lenders/wallets?limit=1000'),
+    await api.list<{ lender: Address; holdings: { network: string; asset: string; spendableAtomic: string }[] }>('/lenders/wallets?limit=200'),
     200,
     'GET /lenders/wallets',
   )

@@ -76,7 +76,7 @@ t.test('GET /openapi.json is a valid OpenAPI 3.1.0 document, interface version 0
   t.equal(validator.version, '3.1')
   t.equal(doc['openapi'], '3.1.0')
   t.equal(doc['info']['version'], '0.1.0')
-  t.same(doc['servers'], [{ url: h.url }])
+  t.same(doc['servers'], [{ url: h.url, description: 'This deployment' }])
   t.equal(doc['paths']['/openapi.json']['get']['responses']['200'] !== undefined, true)
 })
 
@@ -87,7 +87,7 @@ t.test('the document lists every method and path of spec section 4, and the SIWE
   for (const op of listed) {
     const [method, path] = op.split(' ') as [string, string]
     const security = doc['paths'][path][method.toLowerCase()]['security']
-    t.equal(security !== undefined, SESSION_ROUTES.has(op), `${op}: ${SESSION_ROUTES.has(op) ? 'needs' : 'does not need'} a bearer session`)
+    t.same(security, SESSION_ROUTES.has(op) ? [{ bearerAuth: [] }] : [], `${op}: ${SESSION_ROUTES.has(op) ? 'needs' : 'does not need (security: [])'} a bearer session`)
     const responses = doc['paths'][path][method.toLowerCase()]['responses'] as Json
     t.ok(Object.keys(responses).some((s) => s.startsWith('2')), `${op} documents a success`)
     for (const [status, response] of Object.entries(responses)) {
@@ -109,7 +109,7 @@ t.test('responses of the discovery routes match their documented schemas', async
   expectProblem(t, missing, 404, 'not_found', 'an unknown route')
   const wrongMethod = await client.call('DELETE', '/credit/state')
   expectProblem(t, wrongMethod, 405, 'method_not_allowed')
-  t.equal(wrongMethod.headers.get('allow'), 'GET')
+  t.equal(wrongMethod.headers.get('allow'), 'GET, HEAD, OPTIONS')
 })
 
 t.test('the catalog names the configured networks, contracts, assets, roles and limits', async (t) => {
@@ -157,7 +157,7 @@ t.test('the catalog\'s endpoints are exactly the document\'s operations, with th
   for (const e of endpoints) {
     const op = doc['paths'][e['path']][String(e['method']).toLowerCase()]
     t.equal(e['operationId'], op['operationId'], `${e['method']} ${e['path']} operationId`)
-    t.equal(e['auth'], op['security'] === undefined ? 'none' : 'session', `${e['method']} ${e['path']} auth`)
+    t.equal(e['auth'], op['security'].length === 0 ? 'none' : 'session', `${e['method']} ${e['path']} auth`)
   }
 })
 
@@ -169,7 +169,11 @@ t.test('llms.txt names the same networks, contracts, assets and endpoints', asyn
     for (const asset of n['assets'] as Json[]) t.ok(llms.includes(asset['address']), `${asset['symbol']} on ${n['slug']}`)
     t.ok(llms.includes(n['facilitator']['url']), `facilitator of ${n['slug']}`)
   }
-  for (const op of operations(doc)) t.ok(llms.includes(`- ${op}:`), `endpoint ${op}`)
+  for (const op of operations(doc)) {
+    const [method, path] = op.split(' ') as [string, string]
+    t.ok(llms.includes(`- [${op}](${h.url}/openapi.json#/paths/${path.replace(/\//g, '~1')}/${method.toLowerCase()}):`), `endpoint ${op}, linked to its operation`)
+  }
+  for (const [name, url] of [['OpenAPI document', `${h.url}/openapi.json`], ['Service catalog', `${h.url}/.well-known/service.json`]]) t.ok(llms.includes(`- [${name}](${url}):`), `llmstxt.org link list: ${name}`)
   t.ok(llms.includes(`domain "${catalog['auth']['domain']}"`), 'the SIWE domain')
   t.ok(llms.includes(`A lease lasts ${h.app.config.leaseTtlSeconds} s`), 'the lease TTL of the configuration')
   t.ok(llms.includes(`${h.url}/openapi.json`) && llms.includes(`${h.url}/.well-known/service.json`), 'links to the machine-readable documents')

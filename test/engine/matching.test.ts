@@ -1,8 +1,8 @@
 // Matching: the lowest ask among eligible lenders wins; reputation, liquidity, registration order break ties.
 import t from 'tap'
-import { feeAtomic } from '../../src/engine/index.ts'
+import { Engine, feeAtomic } from '../../src/engine/index.ts'
 import {
-  ASSET, BORROWER, NET, SUPPLIER, T0, addr, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap,
+  ASSET, BORROWER, FakeWallets, NET, SUPPLIER, T0, addr, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap,
 } from './fixtures/world.ts'
 
 t.test('spec example: max fee 10%, A asks 9%, B asks 2.5%: B is selected', async (t) => {
@@ -167,8 +167,8 @@ t.test('registration errors are typed and change nothing', async (t) => {
   t.match(engine.registerLender(lenderInput(2, { minFeeBps: 10_001 }), T0), { ok: false, error: { code: 'invalid_bps', class: 'invalid' } })
   t.match(engine.registerLender(lenderInput(3, { acceptedRiskBands: ['Z'] }), T0), { ok: false, error: { code: 'invalid_risk_band' } })
   t.match(engine.registerLender(lenderInput(4, { sessionAddress: lenderInput(1).sessionAddress }), T0), { ok: false, error: { code: 'session_in_use' } })
-  t.equal(engine.listLenders().length, 1)
-  t.equal(engine.listLenders()[0]?.registrationSeq, 1)
+  t.equal(engine.lendersPage(0, 10, 10).items.length, 1)
+  t.equal(engine.lendersPage(0, 10, 10).items[0]?.registrationSeq, 1)
   void addr; void SUPPLIER; void BORROWER
 })
 
@@ -178,3 +178,29 @@ function baseRequest() {
     supplier: 's', supplierDomain: 's.example', supplierAddress: SUPPLIER, repaymentSource: 'src_1', maximumFeeAtomic: 100n,
   } as const
 }
+
+t.test('a page of lenders looks at no more than it may, whatever the number of lenders, and survives a restore', async (t) => {
+  const { engine } = newEngine()
+  for (let i = 1; i <= 600; i++) unwrap(engine.registerLender(lenderInput(i), T0))
+  let looked = 0
+  const count = () => { looked += 1; return true }
+  const first = engine.lendersPage(0, 50, 50, count)
+  t.same(first.items.map((l) => l.registrationSeq), Array.from({ length: 50 }, (_, i) => i + 1))
+  t.equal(first.nextAfterSeq, 50)
+  t.equal(looked, 50, 'a page of 50 is built from 50 lenders, not 600')
+  looked = 0
+  const deep = engine.lendersPage(550, 50, 50, count)
+  t.same([deep.items[0]?.registrationSeq, deep.items.length, deep.nextAfterSeq], [551, 50, undefined], 'the last page says so')
+  t.equal(looked, 50, 'a deep page does not walk the lenders before it')
+  looked = 0
+  const picky = engine.lendersPage(0, 10, 100, (l) => { looked += 1; return l.registrationSeq % 100 === 0 })
+  t.same(picky.items.map((l) => l.registrationSeq), [100], 'a filtered page stops at its scan bound')
+  t.equal(picky.nextAfterSeq, 100, 'and names where the next page starts')
+  t.equal(looked, 100)
+  const copy = engine.lendersPage(0, 1, 1).items[0] as { availableAtomic: bigint }
+  copy.availableAtomic = 0n
+  t.not(engine.lendersPage(0, 1, 1).items[0]?.availableAtomic, 0n, 'pages hand out copies')
+  const restored = new Engine(engine.config, new FakeWallets(), engine.snapshots())
+  t.same(restored.lendersPage(299, 3, 3).items.map((l) => l.address), engine.lendersPage(299, 3, 3).items.map((l) => l.address))
+  restored.checkInvariants()
+})

@@ -2,7 +2,7 @@
 import t from 'tap'
 import Type from 'typebox'
 import { Strict, StrictObject } from '../../src/api/common.ts'
-import { RateLimiter } from '../../src/http/rate-limit.ts'
+import { clientAddress, RateLimiter } from '../../src/http/rate-limit.ts'
 import { defineRoute } from '../../src/http/route.ts'
 import { startServer } from '../../src/http/server.ts'
 import { silentLogger } from '../../src/http/log.ts'
@@ -25,13 +25,32 @@ t.test('429 with Retry-After once a client spent its bucket; tokens come back wi
 
 t.test('the token bucket bounds its memory and its burst', async (t) => {
   const limiter = new RateLimiter({ burst: 2, refillPerSecond: 1, maxClients: 3 })
-  for (const client of ['a', 'b', 'c', 'd', 'e']) t.same(limiter.take(client, 0), { allowed: true })
+  for (const client of ['a', 'b', 'c', 'd', 'e']) t.match(limiter.take(client, 0), { allowed: true, remaining: 1 })
   t.equal(limiter.size, 3, 'only the most recent clients are kept')
-  t.same(limiter.take('e', 0), { allowed: true })
-  t.same(limiter.take('e', 0), { allowed: false, retryAfterSeconds: 1 })
-  t.same(limiter.take('e', 60_000), { allowed: true }, 'refilled')
-  t.same(limiter.take('e', 60_000), { allowed: true }, 'burst capped at 2 after a long idle')
-  t.same(limiter.take('e', 60_000), { allowed: false, retryAfterSeconds: 1 })
+  t.same(limiter.take('e', 0), { allowed: true, remaining: 0, resetSeconds: 2, retryAfterSeconds: 1 })
+  t.same(limiter.take('e', 0), { allowed: false, remaining: 0, resetSeconds: 2, retryAfterSeconds: 1 })
+  t.match(limiter.take('e', 60_000), { allowed: true, remaining: 1 }, 'refilled')
+  t.match(limiter.take('e', 60_000), { allowed: true, remaining: 0 }, 'burst capped at 2 after a long idle')
+  t.match(limiter.take('e', 60_000), { allowed: false, retryAfterSeconds: 1 })
+})
+
+t.test('an answer charged after the fact leaves a debt that later requests wait out', async (t) => {
+  const limiter = new RateLimiter({ burst: 10, refillPerSecond: 2 })
+  t.match(limiter.take('a', 0), { allowed: true, remaining: 9 })
+  t.same(limiter.charge('a', 0, 14), { allowed: true, remaining: 0, resetSeconds: 8, retryAfterSeconds: 3 }, '-5 tokens: 3 s until one is back')
+  t.match(limiter.take('a', 2_000), { allowed: false, retryAfterSeconds: 1 }, 'still in debt after 2 s')
+  t.match(limiter.take('a', 3_000), { allowed: true, remaining: 0 })
+  t.throws(() => limiter.charge('a', 3_000, -1), RangeError)
+})
+
+t.test('a trusted proxy names the client; anyone else cannot', async (t) => {
+  const proxies = new Set(['10.0.0.1', '10.0.0.2'])
+  t.equal(clientAddress('10.0.0.1', '203.0.113.7', proxies), '203.0.113.7', 'the proxy forwards the client')
+  t.equal(clientAddress('10.0.0.1', '198.51.100.1, 203.0.113.7', proxies), '203.0.113.7', 'a value the client sent itself is left of what the proxy appended')
+  t.equal(clientAddress('10.0.0.2', '203.0.113.7, 10.0.0.1', proxies), '203.0.113.7', 'a chain of trusted proxies is walked from the right')
+  t.equal(clientAddress('192.0.2.9', '203.0.113.7', proxies), '192.0.2.9', 'an untrusted peer cannot choose its bucket')
+  t.equal(clientAddress('10.0.0.1', '', proxies), '10.0.0.1')
+  t.equal(clientAddress('10.0.0.1', '203.0.113.7', new Set()), '10.0.0.1', 'no trusted proxy: the header is ignored')
 })
 
 t.test('the route table refuses open objects, mismatched params and duplicates at start-up', async (t) => {
@@ -50,7 +69,8 @@ t.test('the route table refuses open objects, mismatched params and duplicates a
 t.test('graceful shutdown: stops accepting, finishes the in-flight slow request, then resolves', async (t) => {
   const { server, logs } = await startTestServer()
   const slow = fetch(`${server.url}/slow?ms=300`).then(async (r) => ({ status: r.status, body: await r.json() }))
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  // Wait for the request to reach the handler, however loaded the machine (a fixed sleep flaked under load).
+  while (server.inFlight() === 0) await new Promise((resolve) => setTimeout(resolve, 5))
   t.equal(server.inFlight(), 1)
   const started = Date.now()
   const closing = server.close(5000)
@@ -70,7 +90,7 @@ t.test('graceful shutdown: stops accepting, finishes the in-flight slow request,
 t.test('graceful shutdown gives up after its timeout and reports the abandoned requests', async (t) => {
   const { server } = await startTestServer()
   const slow = fetch(`${server.url}/slow?ms=2000`).then((r) => r.status, (error: Error) => error)
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  while (server.inFlight() === 0) await new Promise((resolve) => setTimeout(resolve, 5))
   const result = await server.close(100)
   t.same(result, { drained: false, abandoned: 1 })
   t.type(await slow, Error, 'the abandoned request sees its connection closed')

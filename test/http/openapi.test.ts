@@ -1,6 +1,9 @@
 // The generated OpenAPI document is valid OpenAPI 3.1, complete, and true to what the server answers.
 import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
+import Type from 'typebox'
+import { Atomic, StrictObject } from '../../src/api/common.ts'
+import { defineRoute } from '../../src/http/route.ts'
 import { buildOpenApi, openApiRoute, type OpenApiDocument } from '../../src/api/openapi.ts'
 import { authRoutes } from '../../src/auth/routes.ts'
 import { startServer } from '../../src/http/server.ts'
@@ -40,12 +43,16 @@ t.test('every route appears with its parameters, body, responses and security', 
     t.equal(op?.['operationId'], route.operationId)
   }
   const echo = document.paths['/echo/{name}']?.['post'] as Record<string, any>
-  t.same(echo['parameters'].map((p: { name: string; in: string; required: boolean }) => [p.name, p.in, p.required]), [['name', 'path', true]])
+  t.same(echo['parameters'].slice(0, 1).map((p: { name: string; in: string; required: boolean }) => [p.name, p.in, p.required]), [['name', 'path', true]])
+  t.same(echo['parameters'][1], { $ref: '#/components/parameters/IdempotencyKey' }, 'a route reading Idempotency-Key declares it')
+  t.match((document['components'] as Record<string, any>)['parameters'].IdempotencyKey, { name: 'Idempotency-Key', in: 'header', required: false })
+  t.same(Object.keys(echo['responses']['201'].headers), ['X-Request-Id', 'RateLimit-Policy', 'RateLimit', 'Idempotent-Replayed'], 'every answer has a request id and the RateLimit fields; a mutation its replay marker')
+  t.same(Object.keys(echo['responses']['429'].headers), ['X-Request-Id', 'RateLimit-Policy', 'RateLimit', 'Retry-After'])
   t.equal(echo['requestBody'].content['application/json'].schema.additionalProperties, false)
   t.equal(echo['requestBody'].content['application/json'].schema.properties.amountAtomic.pattern, '^(0|[1-9][0-9]{0,77})$')
   t.same(Object.keys(echo['responses']).sort(), ['201', '400', '409', '413', '415', '429', '500'])
   t.same(echo['responses']['409'].content['application/problem+json'].schema, { $ref: '#/components/schemas/Problem' })
-  t.equal(echo['security'], undefined, 'a public route has no security')
+  t.same(echo['security'], [], 'a public route says so: security []')
   const item = document.paths['/items/{itemId}']?.['get'] as Record<string, any>
   t.same(item['parameters'].map((p: { name: string; in: string; required: boolean }) => [p.name, p.in, p.required]), [['itemId', 'path', true], ['verbose', 'query', false]])
   const session = document.paths['/auth/session']?.['post'] as Record<string, any>
@@ -85,4 +92,30 @@ t.test('the check catches a body that breaks the documented schema', async (t) =
   t.equal(checkResponse(document, 'get', '/echo/{name}', 200, {}).valid, false, 'undocumented operation')
   const problem = checkResponse(document, 'post', '/echo/{name}', 409, { type: 'x', title: 'x', status: 409, detail: 'x', code: 'Not-Snake' })
   t.equal(problem.valid, false, 'problem bodies are checked through the $ref')
+})
+
+t.test('each registered schema is written once under components and referred to everywhere else', async (t) => {
+  const Thing = StrictObject({ id: Type.String(), amountAtomic: Atomic }, { description: 'A thing.' })
+  const thingRoutes = [
+    defineRoute({ method: 'get', path: '/things/{id}', operationId: 'getThing', summary: 'One', tags: ['test'], auth: 'none', params: StrictObject({ id: Type.String() }), responses: { 200: { description: 'One', schema: Thing } }, handler: () => ({ status: 200, body: { id: 'a', amountAtomic: '1' } }) }),
+    defineRoute({ method: 'get', path: '/things', operationId: 'listThings', summary: 'All', tags: ['test'], auth: 'none', responses: { 200: { description: 'All', schema: Type.Array(Thing), headers: ['link', 'next-after'] } }, handler: () => ({ status: 200, body: [] }) }),
+    defineRoute({ method: 'post', path: '/things/{id}/poke', operationId: 'poke', summary: 'Poke', tags: ['test'], auth: 'none', params: StrictObject({ id: Type.String() }), body: StrictObject({ note: Type.Optional(Type.String()) }), responses: { 200: { description: 'Poked', schema: StrictObject({ thing: Thing, other: Type.Union([Thing, Type.Null()]) }) } }, handler: () => ({ status: 200, body: { thing: { id: 'a', amountAtomic: '1' }, other: null } }) }),
+  ]
+  const doc = buildOpenApi(thingRoutes, { info: { title: 't' }, components: { Thing, Atomic }, tags: [{ name: 'test', description: 'Things.' }], rateLimited: false })
+  const text = JSON.stringify(doc)
+  t.equal(text.split('"description":"A thing."').length - 1, 1, 'Thing is written once')
+  const schemas = (doc['components'] as Record<string, any>)['schemas']
+  t.same(Object.keys(schemas).sort(), ['Atomic', 'Problem', 'Thing'], 'only the components used')
+  t.same(schemas.Thing.properties.amountAtomic, { $ref: '#/components/schemas/Atomic' }, 'a component used inside another is a $ref too')
+  t.same((doc.paths['/things/{id}']?.['get'] as any).responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/Thing' })
+  t.same((doc.paths['/things']?.['get'] as any).responses['200'].content['application/json'].schema, { type: 'array', items: { $ref: '#/components/schemas/Thing' } })
+  t.same(Object.keys((doc.paths['/things']?.['get'] as any).responses['200'].headers), ['X-Request-Id', 'Link', 'Next-After'], 'list answers declare Link and next-after')
+  t.match((doc['components'] as any).headers.Link, { description: /rel="next"/, schema: { type: 'string' } })
+  t.equal((doc.paths['/things/{id}/poke']?.['post'] as any).requestBody.required, false, 'a body that may be {} is optional')
+  t.same((doc.paths['/things/{id}/poke']?.['post'] as any).responses['200'].content['application/json'].schema.properties.other, { anyOf: [{ $ref: '#/components/schemas/Thing' }, { type: 'null' }] })
+  t.same(doc['tags'], [{ name: 'test', description: 'Things.' }], 'tags are declared with their description')
+  for (const item of Object.values(doc.paths)) for (const op of Object.values(item)) t.type(op['description'], 'string', `${String(op['operationId'])} has a description`)
+  t.equal((doc.paths['/things']?.['get'] as any).responses['429'], undefined, 'no 429 documented while the limiter is off')
+  const validator = new Validator()
+  t.same((await validator.validate(doc as never)).errors, undefined, 'the referencing document is valid OpenAPI 3.1')
 })

@@ -49,16 +49,20 @@ t.test('404 on an unknown route', async (t) => {
 t.test('405 with Allow on a known path with the wrong method', async (t) => {
   const response = await fetch(`${server.url}/items/abc`, { method: 'PUT' })
   await expectProblem(t, response, 405, 'method_not_allowed')
-  t.equal(response.headers.get('allow'), 'GET, DELETE')
+  t.equal(response.headers.get('allow'), 'GET, HEAD, DELETE, OPTIONS')
   const echo = await fetch(`${server.url}/echo/x`)
   await expectProblem(t, echo, 405, 'method_not_allowed')
-  t.equal(echo.headers.get('allow'), 'POST')
+  t.equal(echo.headers.get('allow'), 'POST, OPTIONS')
 })
 
-t.test('204 has no body', async (t) => {
+t.test('204 has no body and no content-length', async (t) => {
   const response = await fetch(`${server.url}/items/abc`, { method: 'DELETE' })
   t.equal(response.status, 204)
   t.equal(await response.text(), '')
+  // RFC 9110 8.6: no Content-Length on a 204 (uWS wrote 9223372036854775808 when asked for none with `undefined`).
+  const raw = parseResponse((await rawExchange(server.port, ['DELETE /items/abc HTTP/1.1\r\nHost: x\r\n\r\n'], 300)).text)
+  t.equal(raw.status, 204)
+  t.equal(raw.headers['content-length'], undefined)
 })
 
 t.test('413 when content-length announces more than the limit, before reading it', async (t) => {
@@ -185,7 +189,7 @@ t.test('a client that goes away during a slow handler: no write to the dead resp
 t.test('one JSON log line per request, without bodies', async (t) => {
   const line = logs.find((l) => l.msg === 'request' && l['path'] === '/echo/hello%20world')
   t.ok(line)
-  t.same(Object.keys(line ?? {}).sort(), ['level', 'method', 'micros', 'msg', 'path', 'status'])
+  t.same(Object.keys(line ?? {}).sort(), ['level', 'method', 'micros', 'msg', 'path', 'requestId', 'status'])
   t.equal(line?.['method'], 'POST')
   t.equal(line?.['status'], 201)
   t.type(line?.['micros'], 'number')

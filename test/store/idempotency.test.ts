@@ -112,3 +112,31 @@ t.test('a ticket carries exactly one commit; invalid scopes are refused', async 
   await t.rejects(store.idempotency.begin({ ...scope, key: 'k'.repeat(256) }, hashRequestBody(body)), { code: 'store_assertion_failed' })
   await t.rejects(store.idempotency.begin(scope, 'not-a-hash'), { code: 'store_assertion_failed' })
 })
+
+t.test('the sweeper catches up a backlog larger than one batch in one tick', async (t) => {
+  let nowMs = 1_000_000
+  const { store } = await freshStore(t, { clock: () => nowMs, idempotencyRetentionMs: 60_000, durability: 'none' })
+  // More than the 10,000 one sweep deletes: before, the rest waited for the next tick (a minute in the service),
+  // so a service storing more than 10,000 answers a minute kept them for ever.
+  const count = 12_500
+  for (let i = 0; i < count; i++) {
+    const begun = await store.idempotency.begin({ ...scope, key: `key-${i}` }, hashRequestBody(body))
+    if (begun.outcome !== 'proceed') throw new Error('expected proceed')
+    void store.commit({ idempotency: begun.ticket.complete({ status: 201, body: { i } }) })
+  }
+  await store.commit({})
+  t.equal(store.verify().records, count)
+  nowMs += 60_000
+  const stop = store.startSweeper(10, (error) => t.fail(String(error)))
+  await new Promise((resolve) => setTimeout(resolve, 15))
+  stop()
+  // No tick after this one: wait until the count settles.
+  let left = store.verify().records
+  for (let settled = 0; settled < 5; ) {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const now = store.verify().records
+    settled = now === left ? settled + 1 : 0
+    left = now
+  }
+  t.equal(left, 0, 'every expired record is gone after the first tick')
+})

@@ -32,7 +32,7 @@ import {
   SupplierPaymentReport,
   UnderwritingDecision,
 } from '../schemas.ts'
-import { asResult, errors, mutate, mutationHeaders, page, PageQuery, replyWith } from './shared.ts'
+import { asResult, errors, itemCount, mutate, mutationHeaders, nextPageHeaders, pageHeaders, pageQuery, RECORD_PAGE, replyWith } from './shared.ts'
 
 const JobParams = StrictObject({ jobId: JobId })
 const OfferParams = StrictObject({ offerId: OfferId })
@@ -51,6 +51,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/state',
       operationId: 'getCreditState',
       summary: 'Inspect credit state: counts of live actors, lender liquidity totals, insurance reserves',
+      description:
+        'Public. Counts of lenders, sources, borrowers and live actors, the lenders\' liquidity totals (registered, available, reserved, deployed, fees earned, losses; each lender registers at most 2^128-1, so every total fits the Atomic schema) and the insurance reserve of each network and asset.',
       tags,
       auth: 'none',
       responses: { 200: { description: 'Credit state', schema: CreditState } },
@@ -93,6 +95,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/jobs/{jobId}',
       operationId: 'getJob',
       summary: 'Read a job (live or final)',
+      description:
+        'Public. A job funded on chain: its receivable, collateral, what is committed to advances, and how it ended (settlement transaction or failure reason). Final jobs are read from the store.',
       tags,
       auth: 'none',
       params: JobParams,
@@ -105,6 +109,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/offers/{offerId}',
       operationId: 'getOffer',
       summary: 'Read an offer (live or final): its state, current lease and advance',
+      description:
+        'Public. An offer from an approved credit request: its terms, the leases granted on it (current and expired), its advance once paid, and why it ended if it did.',
       tags,
       auth: 'none',
       params: OfferParams,
@@ -117,6 +123,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/advances/{advanceId}',
       operationId: 'getAdvance',
       summary: 'Read an advance (live or final): what is owed, its repayment or recovery',
+      description:
+        'Public. An advance (a supplier paid by a lender): principal, fee, insurance share, due time, and its repayment or recovery with every step.',
       tags,
       auth: 'none',
       params: AdvanceParams,
@@ -129,6 +137,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/jobs/{jobId}/collateral',
       operationId: 'postCollateral',
       summary: 'Post collateral for a receivable (proven by a postCollateral transaction of the borrower)',
+      description:
+        'The job\'s borrower first calls postCollateral(keccak256(jobId), asset, amount) on the credit contract, then reports the transaction here; the collateral adds to the job\'s capacity and is the second recovery step.',
       tags,
       auth: 'session',
       params: JobParams,
@@ -185,13 +195,17 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/backing-sources',
       operationId: 'listBackingSources',
       summary: 'List verified non-job backing sources',
+      description:
+        'Public, paged in registration order (?limit=, ?after=; Link rel="next"). A page costs the rate limit its item count.',
       tags,
       auth: 'none',
-      query: PageQuery,
-      responses: { 200: { description: 'Backing sources in registration order; header next-after names the next page', schema: Type.Array(BackingSource) } },
+      query: pageQuery(RECORD_PAGE),
+      cost: itemCount,
+      responses: { 200: { description: 'Backing sources in registration order; Link rel="next" (and next-after) name the next page', schema: Type.Array(BackingSource), headers: pageHeaders } },
       handler: (ctx) => {
-        const { items, headers } = page(service.engine.listSources(), ctx.query)
-        return asResult({ ...replyWith(200, Type.Array(BackingSource))(toWire(items)), headers })
+        const limit = ctx.query.limit ?? RECORD_PAGE.default
+        const { items, nextAfterSeq } = service.engine.sourcesPage(ctx.query.after ?? 0, limit)
+        return asResult({ ...replyWith(200, Type.Array(BackingSource))(toWire(items)), headers: nextPageHeaders('/credit/backing-sources', limit, nextAfterSeq) })
       },
     }),
 
@@ -200,6 +214,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/request',
       operationId: 'requestCredit',
       summary: 'Request credit: an underwriting decision and, when approved, an offer',
+      description:
+        'The signed-in wallet must be the borrower (agent). Underwrites the request against the repayment source (a job or a backing source of the agent): an approved decision creates an offer with its risk band and duration; a declined one lists stable reason codes and changes nothing.',
       tags,
       auth: 'session',
       body: CreditRequest,
@@ -256,6 +272,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/dispatch',
       operationId: 'dispatch',
       summary: 'Expire stale matches, expire stale offers, and dispatch pending offers to lenders',
+      description:
+        'Any signed-in wallet. Runs what the internal ticker runs: expires leases past their deadline and grace (the lender loses reliability), expires offers nobody took, and matches waiting offers. The body is optional.',
       tags,
       auth: 'session',
       body: EmptyBody,
@@ -270,6 +288,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/offers/{offerId}/supplier-payment',
       operationId: 'recordSupplierPayment',
       summary: 'Record the lender-to-supplier payment (the paySupplier transaction hash); creates the advance',
+      description:
+        'The leased lender reports the hash of its paySupplier transaction (signed by its session key). The transaction must have paid this offer\'s supplier the offer\'s amount before the lease deadline; the answer is the advance.',
       tags,
       auth: 'session',
       params: OfferParams,
@@ -298,6 +318,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/jobs/{jobId}/complete',
       operationId: 'completeJob',
       summary: 'Complete and repay a job: the operator settles the escrow on chain, lenders first',
+      description:
+        'The job\'s client or an operator. The operator calls settleJob on chain: the escrowed receivable and collateral pay each open advance (lenders first), then the insurance share, then the remainder to the borrower. The body is optional.',
       tags,
       auth: 'session',
       params: JobParams,
@@ -321,6 +343,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/advances/{advanceId}/repay',
       operationId: 'repayAdvance',
       summary: 'Repay a non-job or generic advance (proven by a repay transaction)',
+      description:
+        'Anyone who called repay(keccak256(advanceId), lender, asset, principal + fee, insurance share) on the credit contract reports the transaction here; the advance is repaid and the reserve funded.',
       tags,
       auth: 'session',
       params: AdvanceParams,
@@ -338,6 +362,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/jobs/{jobId}/fail',
       operationId: 'failJob',
       summary: 'Fail a job and suspend the borrower\'s credit; answers the passport event',
+      description:
+        'The job\'s client or an operator. The job fails, its open advances default, the borrower is suspended and its live offers are declined; the answer is the passport event.',
       tags,
       auth: 'session',
       params: JobParams,
@@ -357,6 +383,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/advances/{advanceId}/liquidate',
       operationId: 'liquidateAdvance',
       summary: 'Liquidate a defaulted advance in the recovery order; answers the receipt with every step',
+      description:
+        'The advance\'s lender or an operator, once the advance defaulted or is past due. Recovers what is owed in order: source revenue, collateral, backing liquidation value, insurance reserve, then a recorded shortfall; the operator\'s liquidate transaction moves the tokens. The body is optional.',
       tags,
       auth: 'session',
       params: AdvanceParams,

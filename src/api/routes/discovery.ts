@@ -22,6 +22,8 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       path: '/health',
       operationId: 'getHealth',
       summary: 'Health: the engine is serving; per network, whether the wallet watcher is current',
+      description:
+        'Public. ok when every network\'s wallet watcher is current, degraded when one is serving its last known values; also the counts of live actors.',
       tags,
       auth: 'none',
       responses: { 200: { description: 'Health', schema: Health } },
@@ -48,8 +50,11 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       path: '/.well-known/service.json',
       operationId: 'getServiceCatalog',
       summary: 'Machine-readable service catalog: networks, assets, contracts, facilitators, endpoints, rules and limits',
+      description:
+        'Public. Everything an agent needs to start: networks with their contracts and assets, the x402 facilitators, the endpoints, the SIWE domain, the attesters, suppliers, rules and limits. Served with a strong ETag, Cache-Control and gzip or br; revalidate with If-None-Match (304). Query parameters are ignored.',
       tags,
       auth: 'none',
+      immutable: true,
       responses: { 200: { description: 'The catalog', schema: Catalog } },
       handler: () => asResult(replyWith(200, Catalog)(docs.catalog())),
     }),
@@ -59,8 +64,11 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       path: '/llms.txt',
       operationId: 'getLlmsTxt',
       summary: 'Plain-text description for agents: the typical flow with exact calls',
+      description:
+        'Public. The service for a language model (llmstxt.org): what it is, links to the documents and the endpoints, the sign-in steps and the typical flow as exact calls. Served like the catalog (ETag, 304, gzip or br).',
       tags,
       auth: 'none',
+      immutable: true,
       responses: { 200: { description: 'llms.txt', schema: Type.String(), contentType: 'text/plain; charset=utf-8' } },
       handler: () => asResult({ status: 200, body: docs.llmsTxt() }),
     }),

@@ -5,12 +5,13 @@ import { requireSame } from '../../auth/guard.ts'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import { HttpProblem } from '../../http/problem.ts'
 import { findToken } from '../../chain/config.ts'
+import { isActiveLender } from '../../engine/rules.ts'
 import type { LenderRecord } from '../../engine/types.ts'
 import { toWire } from '../wire.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
 import { LenderProfile, LenderRegistration, LenderRegistrationResult, LenderWallet, PendingAction } from '../schemas.ts'
-import { asResult, errors, mutate, mutationHeaders, page, PageQuery, replyWith } from './shared.ts'
+import { asResult, errors, itemCount, mutate, mutationHeaders, nextPageHeaders, PAGE_SCAN_FACTOR, pageHeaders, pageQuery, RECORD_PAGE, replyWith, WALLET_PAGE } from './shared.ts'
 
 const AddressParams = StrictObject({ address: AddressSchema })
 const tags = ['lenders'] as const
@@ -68,13 +69,17 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
       path: '/lenders',
       operationId: 'listLenders',
       summary: 'List active lender agents (reliability at or above the matching floor), in registration order',
+      description:
+        'Public, paged in registration order (?limit=, ?after=; Link rel="next"): lenders whose reliability is at or above the matching floor. A page costs the rate limit its item count.',
       tags,
       auth: 'none',
-      query: PageQuery,
-      responses: { 200: { description: 'Lender profiles; header next-after names the next page', schema: Type.Array(LenderProfile) } },
+      query: pageQuery(RECORD_PAGE),
+      cost: itemCount,
+      responses: { 200: { description: `Lender profiles; Link rel="next" (and next-after) name the next page, which may start before ${PAGE_SCAN_FACTOR} x limit lenders were all active`, schema: Type.Array(LenderProfile), headers: pageHeaders } },
       handler: (ctx) => {
-        const { items, headers } = page(service.engine.listLenders({ active: true }), ctx.query)
-        return asResult({ ...replyWith(200, Type.Array(LenderProfile))(toWire(items)), headers })
+        const limit = ctx.query.limit ?? RECORD_PAGE.default
+        const { items, nextAfterSeq } = service.engine.lendersPage(ctx.query.after ?? 0, limit, limit * PAGE_SCAN_FACTOR, (l) => isActiveLender(l, service.engine.config))
+        return asResult({ ...replyWith(200, Type.Array(LenderProfile))(toWire(items)), headers: nextPageHeaders('/lenders', limit, nextAfterSeq) })
       },
     }),
 
@@ -138,13 +143,17 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
       path: '/lenders/wallets',
       operationId: 'listLenderWallets',
       summary: 'List registered lender wallets: session-key balances and allowances per network, and lending activity',
+      description:
+        'Public, paged in registration order with small pages (?limit= up to 200, default 20; Link rel="next"): each lender\'s session-key balance and allowance per network as the chain watcher last read them, and its lending activity. A page costs the rate limit its item count.',
       tags,
       auth: 'none',
-      query: PageQuery,
-      responses: { 200: { description: 'Wallet balances and activity; header next-after names the next page', schema: Type.Array(LenderWallet) } },
+      query: pageQuery(WALLET_PAGE),
+      cost: itemCount,
+      responses: { 200: { description: 'Wallet balances and activity; Link rel="next" (and next-after) name the next page', schema: Type.Array(LenderWallet), headers: pageHeaders } },
       handler: (ctx) => {
-        const { items, headers } = page(service.engine.listLenders(), ctx.query)
-        return asResult({ ...replyWith(200, Type.Array(LenderWallet))(items.map(wallet)), headers })
+        const limit = ctx.query.limit ?? WALLET_PAGE.default
+        const { items, nextAfterSeq } = service.engine.lendersPage(ctx.query.after ?? 0, limit, limit)
+        return asResult({ ...replyWith(200, Type.Array(LenderWallet))(items.map(wallet)), headers: nextPageHeaders('/lenders/wallets', limit, nextAfterSeq) })
       },
     }),
 
@@ -153,6 +162,8 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
       path: '/lenders/{address}/wallet',
       operationId: 'getLenderWallet',
       summary: 'Inspect one lender wallet',
+      description:
+        'Public. One lender\'s session-key balance and allowance to the credit contract per network, from the chain watcher, and its lending activity.',
       tags,
       auth: 'none',
       params: AddressParams,

@@ -59,24 +59,38 @@ export const errors = {
   },
 } as const
 
-export const PAGE_LIMIT_DEFAULT = 100
-export const PAGE_LIMIT_MAX = 1000
+/** Items per page of a list: the default and the largest a caller may ask for. */
+export interface PageLimits {
+  readonly default: number
+  readonly max: number
+}
 
-/** `?limit=&after=` of the list routes: registration order, `after` = the last registrationSeq already seen. */
-export const PageQuery = StrictObject({
-  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$', description: `Items per page, 1..${PAGE_LIMIT_MAX} (default ${PAGE_LIMIT_DEFAULT}).` })),
-  after: Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]{0,14})$', description: 'registrationSeq of the last item of the previous page; the next page starts after it.' })),
-})
+/** /lenders and /credit/backing-sources: plain records. */
+export const RECORD_PAGE: PageLimits = { default: 100, max: 1000 }
+/** /lenders/wallets: each item reads the watcher per network and the lender's live leases, so pages are smaller. */
+export const WALLET_PAGE: PageLimits = { default: 20, max: 200 }
+/** A filtered list looks at most this many times `limit` records per page; a page may then hold fewer items. */
+export const PAGE_SCAN_FACTOR = 4
+
+/** `?limit=&after=` of a list in registration order: integers, with the list's real bounds. */
+export function pageQuery(limits: PageLimits) {
+  return StrictObject({
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: limits.max, default: limits.default, description: `Items per page, 1..${limits.max} (default ${limits.default}).` })),
+    after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'registrationSeq of the last item of the previous page; the next page starts after it.' })),
+  })
+}
+
+/** A list answer costs the rate limit its item count (at least the one token that admitted it). */
+export const itemCount = (body: unknown): number => (Array.isArray(body) ? body.length : 1)
+
+/** The response headers a list answer documents. */
+export const pageHeaders = ['link', 'next-after'] as const
 
 /**
- * One page of a list in registration order, and the header that points to the next one (`next-after`), absent on
- * the last page. Every list has a bounded answer, whatever the number of lenders or sources.
+ * The headers that point to the next page, absent on the last one: `next-after` and the RFC 8288 `Link` with
+ * rel="next" (a relative reference, resolved against the request's URL).
  */
-export function page<T extends { registrationSeq: number }>(items: readonly T[], query: { limit?: string; after?: string }): { items: T[]; headers: Record<string, string> } {
-  const limit = Math.min(Number(query.limit ?? PAGE_LIMIT_DEFAULT), PAGE_LIMIT_MAX)
-  const after = query.after === undefined ? -1 : Number(query.after)
-  const rest = items.filter((item) => item.registrationSeq > after)
-  const slice = rest.slice(0, limit)
-  const last = slice[slice.length - 1]
-  return { items: slice, headers: rest.length > limit && last !== undefined ? { 'next-after': String(last.registrationSeq) } : {} }
+export function nextPageHeaders(path: string, limit: number, nextAfterSeq: number | undefined): Record<string, string> {
+  if (nextAfterSeq === undefined) return {}
+  return { 'next-after': String(nextAfterSeq), link: `<${path}?limit=${limit}&after=${nextAfterSeq}>; rel="next"` }
 }

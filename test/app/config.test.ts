@@ -1,0 +1,26 @@
+// The HTTP-edge settings of the service configuration: their documented defaults, the environment over the file,
+// and values refused at start-up instead of misbehaving later.
+import t from 'tap'
+import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
+
+t.test('defaults: CORS for any origin, no trusted proxy, idempotency answers kept 24 h', async (t) => {
+  const config = loadServiceConfig({})
+  t.same(config.corsOrigins, ['*'])
+  t.same(config.trustedProxies, [])
+  t.equal(config.idempotencyRetentionSeconds, 86_400)
+})
+
+t.test('CORS_ORIGINS, TRUSTED_PROXIES and IDEMPOTENCY_RETENTION_SECONDS from the environment', async (t) => {
+  const config = loadServiceConfig({ CORS_ORIGINS: 'https://dashboard.example, http://localhost:3000/', TRUSTED_PROXIES: '10.0.0.1,10.0.0.2', IDEMPOTENCY_RETENTION_SECONDS: '3600' })
+  t.same(config.corsOrigins, ['https://dashboard.example', 'http://localhost:3000'], 'a trailing slash is dropped')
+  t.same(config.trustedProxies, ['10.0.0.1', '10.0.0.2'])
+  t.equal(config.idempotencyRetentionSeconds, 3600)
+  t.same(loadServiceConfig({ CORS_ORIGINS: '' }).corsOrigins, [], 'empty: no CORS')
+})
+
+t.test('values that cannot be right are refused at start-up', async (t) => {
+  t.throws(() => loadServiceConfig({ CORS_ORIGINS: 'https://dashboard.example/path' }), ConfigError, 'a URL with a path is not an origin')
+  t.throws(() => loadServiceConfig({ CORS_ORIGINS: 'dashboard.example' }), ConfigError, 'an origin has a scheme')
+  t.throws(() => loadServiceConfig({ IDEMPOTENCY_RETENTION_SECONDS: '10' }), ConfigError, 'below a minute')
+  t.throws(() => loadServiceConfig({ IDEMPOTENCY_RETENTION_SECONDS: '1h' }), ConfigError)
+})

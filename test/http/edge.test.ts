@@ -1,0 +1,340 @@
+// HTTP as clients, browsers, caches and proxies expect it: HEAD, OPTIONS and CORS, request ids, cached discovery
+// documents (ETag, 304, gzip/br), integer query parameters, empty action bodies, refused ambiguous framing and
+// duplicate JSON keys, rate limits per wallet and per client with their RateLimit fields, and what this uWS build
+// does with HTTP/1.0 and a missing Host.
+import { gunzipSync, brotliDecompressSync } from 'node:zlib'
+import t from 'tap'
+import Type from 'typebox'
+import { StrictObject } from '../../src/api/common.ts'
+import type { LogLine } from '../../src/http/log.ts'
+import { defineRoute, type AnyRoute } from '../../src/http/route.ts'
+import { startServer, type RunningServer, type ServerOptions } from '../../src/http/server.ts'
+import { parseResponse, rawExchange } from './fixtures/raw.ts'
+import { testRoutes } from './fixtures/routes.ts'
+
+const WALLET_A = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'
+const WALLET_B = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC'
+
+const listRoute = defineRoute({
+  method: 'get',
+  path: '/things',
+  operationId: 'listThings',
+  summary: 'A paged list',
+  auth: 'none',
+  query: StrictObject({
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    after: Type.Optional(Type.Integer({ minimum: 0 })),
+  }),
+  cost: (body) => (body as unknown[]).length,
+  responses: { 200: { description: 'Things', schema: Type.Array(StrictObject({ n: Type.Integer() })) } },
+  handler: ({ query }) => {
+    // The handler sees numbers: limit + 1 would concatenate if it were a string.
+    const limit: number = query.limit ?? 10
+    const after: number = query.after ?? 0
+    return { status: 200, body: Array.from({ length: limit }, (_, i) => ({ n: after + i + 1 })), headers: { 'next-after': String(after + limit) } }
+  },
+})
+
+const actionCalls: unknown[] = []
+const actionRoute = defineRoute({
+  method: 'post',
+  path: '/actions/{id}/go',
+  operationId: 'go',
+  summary: 'An action whose body is optional',
+  auth: 'none',
+  params: StrictObject({ id: Type.String() }),
+  body: StrictObject({ note: Type.Optional(Type.String()) }),
+  responses: { 200: { description: 'Done', schema: StrictObject({ id: Type.String(), note: Type.Union([Type.String(), Type.Null()]) }) } },
+  handler: ({ params, body }) => {
+    actionCalls.push(body)
+    return { status: 200, body: { id: params.id, note: body.note ?? null } }
+  },
+})
+
+let documentBuilds = 0
+const DOCUMENT = `# a discovery document\n${'every line of it is the same, so it compresses well\n'.repeat(300)}`
+const documentRoute = defineRoute({
+  method: 'get',
+  path: '/doc.txt',
+  operationId: 'doc',
+  summary: 'An immutable document',
+  auth: 'none',
+  immutable: true,
+  responses: { 200: { description: 'Text', schema: Type.String(), contentType: 'text/plain; charset=utf-8' } },
+  handler: () => {
+    documentBuilds += 1
+    return { status: 200, body: DOCUMENT }
+  },
+})
+
+const mineRoute = defineRoute({
+  method: 'post',
+  path: '/mine',
+  operationId: 'mine',
+  summary: 'A mutation of the signed-in wallet',
+  auth: 'session',
+  body: StrictObject({}),
+  responses: { 200: { description: 'Who', schema: StrictObject({ address: Type.String() }) } },
+  handler: ({ session }) => ({ status: 200, body: { address: session.address } }),
+})
+
+const routes: AnyRoute[] = [...testRoutes, listRoute, actionRoute, documentRoute, mineRoute]
+
+/** Tokens are `token-<address>`: enough to tell wallets apart without a chain. */
+const authenticate = async (token: string) => (token.startsWith('token-0x') ? { address: token.slice(6) as `0x${string}` } : undefined)
+
+async function start(overrides: Partial<ServerOptions> = {}): Promise<{ server: RunningServer; logs: LogLine[] }> {
+  const logs: LogLine[] = []
+  const server = await startServer({ routes, port: 0, bodyLimitBytes: 4096, rateLimit: false, validateResponses: true, authenticate, log: (line) => { logs.push(line) }, ...overrides })
+  t.teardown(() => server.close(500))
+  return { server, logs }
+}
+
+const raw = async (port: number, text: string, waitMs = 400) => parseResponse((await rawExchange(port, [text], waitMs)).text)
+
+t.test('HEAD on a GET route: the GET\'s status and headers, content-length included, and no body', async (t) => {
+  const { server } = await start()
+  const get = await raw(server.port, 'GET /items/abc HTTP/1.1\r\nHost: x\r\n\r\n')
+  const { text } = await rawExchange(server.port, ['HEAD /items/abc HTTP/1.1\r\nHost: x\r\n\r\n'], 400)
+  const head = parseResponse(text)
+  t.equal(head.status, 200)
+  t.equal(head.headers['content-type'], 'application/json')
+  t.equal(head.headers['content-length'], get.headers['content-length'], 'the length of the GET answer')
+  t.equal(text.slice(text.indexOf('\r\n\r\n') + 4), '', 'no body bytes')
+  // Node's HTTP client parses the answer (a 405 with a body broke it with HPE_INVALID_CONSTANT).
+  const response = await fetch(`${server.url}/items/abc`, { method: 'HEAD' })
+  t.equal(response.status, 200)
+  t.equal(await response.text(), '')
+  const missing = await fetch(`${server.url}/nope`, { method: 'HEAD' })
+  t.equal(missing.status, 404, 'an unknown path is a 404 to HEAD too')
+  t.equal(await missing.text(), '')
+  const notGet = await fetch(`${server.url}/echo/a`, { method: 'HEAD' })
+  t.equal(notGet.status, 405, 'HEAD on a POST-only path')
+  t.equal(notGet.headers.get('allow'), 'POST, OPTIONS')
+})
+
+t.test('OPTIONS answers 204 with Allow; 405 keeps Allow', async (t) => {
+  const { server } = await start()
+  const options = await fetch(`${server.url}/items/abc`, { method: 'OPTIONS' })
+  t.equal(options.status, 204)
+  t.equal(options.headers.get('allow'), 'GET, HEAD, DELETE, OPTIONS')
+  t.equal((await fetch(`${server.url}/echo/a`, { method: 'OPTIONS' })).headers.get('allow'), 'POST, OPTIONS')
+  t.equal((await fetch(`${server.url}/nope`, { method: 'OPTIONS' })).status, 404)
+  const put = await fetch(`${server.url}/items/abc`, { method: 'PUT' })
+  t.equal(put.status, 405)
+  t.equal(put.headers.get('allow'), 'GET, HEAD, DELETE, OPTIONS')
+})
+
+t.test('CORS: by default any origin, preflight and simple requests; exposed headers', async (t) => {
+  const { server } = await start()
+  const preflight = await fetch(`${server.url}/echo/a`, {
+    method: 'OPTIONS',
+    headers: { origin: 'https://dashboard.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, idempotency-key' },
+  })
+  t.equal(preflight.status, 204)
+  t.equal(preflight.headers.get('access-control-allow-origin'), '*')
+  t.equal(preflight.headers.get('access-control-allow-methods'), 'POST, OPTIONS')
+  for (const header of ['authorization', 'content-type', 'idempotency-key']) t.match(preflight.headers.get('access-control-allow-headers'), header)
+  t.equal(preflight.headers.get('access-control-max-age'), '600')
+  const simple = await fetch(`${server.url}/items/abc`, { headers: { origin: 'https://dashboard.example' } })
+  t.equal(simple.headers.get('access-control-allow-origin'), '*')
+  for (const header of ['link', 'next-after', 'retry-after', 'ratelimit', 'x-request-id', 'idempotent-replayed']) t.match(simple.headers.get('access-control-expose-headers'), header)
+  t.equal((await fetch(`${server.url}/items/abc`)).headers.get('access-control-allow-origin'), null, 'no Origin, no CORS fields')
+})
+
+t.test('CORS with a configured origin list: only those origins, and Vary: Origin', async (t) => {
+  const { server } = await start({ corsOrigins: ['https://dashboard.example'] })
+  const allowed = await fetch(`${server.url}/items/abc`, { headers: { origin: 'https://dashboard.example' } })
+  t.equal(allowed.headers.get('access-control-allow-origin'), 'https://dashboard.example')
+  t.equal(allowed.headers.get('vary'), 'Origin')
+  const other = await fetch(`${server.url}/items/abc`, { headers: { origin: 'https://evil.example' } })
+  t.equal(other.status, 200, 'the request itself is answered (CORS is enforced by the browser)')
+  t.equal(other.headers.get('access-control-allow-origin'), null)
+  const preflight = await fetch(`${server.url}/echo/a`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
+  t.equal(preflight.status, 204)
+  t.equal(preflight.headers.get('access-control-allow-methods'), null, 'no preflight grant for another origin')
+  const none = await start({ corsOrigins: [] })
+  t.equal((await fetch(`${none.server.url}/items/abc`, { headers: { origin: 'https://dashboard.example' } })).headers.get('access-control-allow-origin'), null, 'CORS off')
+})
+
+t.test('every answer carries a request id: the caller\'s when sane, else a fresh one; the log line has it', async (t) => {
+  const { server, logs } = await start()
+  const echoed = await fetch(`${server.url}/items/abc`, { headers: { 'x-request-id': 'trace-42.a:b' } })
+  t.equal(echoed.headers.get('x-request-id'), 'trace-42.a:b')
+  t.ok(logs.some((l) => l.msg === 'request' && l['requestId'] === 'trace-42.a:b'), 'the log line names it')
+  const minted = await fetch(`${server.url}/items/abc`, { headers: { 'x-request-id': 'no spaces or "quotes" allowed' } })
+  const id = minted.headers.get('x-request-id') ?? ''
+  t.match(id, /^[0-9a-f]{12}-[0-9a-z]+$/, 'an insane one is replaced')
+  const another = (await fetch(`${server.url}/nope`)).headers.get('x-request-id')
+  t.not(another, id, 'ids differ; 404s have one too')
+  t.ok((await fetch(`${server.url}/boom`, { method: 'POST' })).headers.get('x-request-id'), 'and 500s')
+  t.ok(logs.some((l) => l.msg === 'handler_failed' && typeof l['requestId'] === 'string'), 'the error log line names the request')
+})
+
+t.test('an immutable document: built once, strong ETag, Cache-Control, 304, gzip and br, query ignored', async (t) => {
+  const { server } = await start()
+  const before = documentBuilds
+  const plain = await fetch(`${server.url}/doc.txt`, { headers: { 'accept-encoding': 'identity' } })
+  t.equal(plain.status, 200)
+  t.equal(await plain.text(), DOCUMENT)
+  const etag = plain.headers.get('etag') ?? ''
+  t.match(etag, /^"[A-Za-z0-9_-]+"$/, 'a strong ETag')
+  t.equal(plain.headers.get('cache-control'), 'public, max-age=300')
+  t.equal(plain.headers.get('vary'), 'Accept-Encoding')
+
+  const notModified = await fetch(`${server.url}/doc.txt`, { headers: { 'accept-encoding': 'identity', 'if-none-match': etag } })
+  t.equal(notModified.status, 304)
+  t.equal(notModified.headers.get('etag'), etag)
+  t.equal(await notModified.text(), '')
+  t.equal((await fetch(`${server.url}/doc.txt`, { headers: { 'accept-encoding': 'identity', 'if-none-match': '"other", ' + etag } })).status, 304, 'any listed tag')
+  t.equal((await fetch(`${server.url}/doc.txt`, { headers: { 'accept-encoding': 'identity', 'if-none-match': '"stale"' } })).status, 200)
+
+  const gz = await raw(server.port, 'GET /doc.txt?v=1 HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n')
+  t.equal(gz.status, 200, 'a cache-busting query parameter is ignored here')
+  t.equal(gz.headers['content-encoding'], 'gzip')
+  t.not(gz.headers['etag'], etag, 'each coding has its own strong ETag')
+  const { text: gzText } = await rawExchange(server.port, ['GET /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n'], 400)
+  const gzBody = Buffer.from(gzText.slice(gzText.indexOf('\r\n\r\n') + 4), 'latin1')
+  t.equal(gunzipSync(gzBody).toString('utf8'), DOCUMENT, 'gzip decodes to the document')
+  t.ok(gzBody.length < DOCUMENT.length / 4, `compressed ${gzBody.length} of ${DOCUMENT.length} bytes`)
+
+  const { text: brText } = await rawExchange(server.port, ['GET /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, deflate, br\r\n\r\n'], 400)
+  const br = parseResponse(brText)
+  t.equal(br.headers['content-encoding'], 'br', 'br preferred when offered')
+  t.equal(brotliDecompressSync(Buffer.from(brText.slice(brText.indexOf('\r\n\r\n') + 4), 'latin1')).toString('utf8'), DOCUMENT)
+  t.equal((await raw(server.port, `GET /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br;q=0, gzip\r\n\r\n`)).headers['content-encoding'], 'gzip', 'q=0 refuses a coding')
+
+  const head = await raw(server.port, 'HEAD /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br\r\n\r\n')
+  t.equal(head.headers['content-length'], br.headers['content-length'], 'HEAD reports the length of the representation')
+  t.equal(head.headers['etag'], br.headers['etag'])
+  t.equal(documentBuilds - before, 1, 'the handler ran once for all of these')
+  t.equal((await fetch(`${server.url}/items/abc?v=1`)).status, 400, 'on other routes an unknown parameter stays refused')
+})
+
+t.test('integer query parameters are integers with their real bounds', async (t) => {
+  const { server } = await start()
+  const ten = await fetch(`${server.url}/things?limit=10&after=5`)
+  t.equal(ten.status, 200)
+  t.same((await ten.json() as Array<{ n: number }>).map((x) => x.n), [6, 7, 8, 9, 10, 11, 12, 13, 14, 15], 'limit and after arrive as numbers')
+  t.equal((await fetch(`${server.url}/things?limit=1000`)).status, 200)
+  for (const bad of ['1001', '9999', '0', '-1', '01', '1e3', '10.0', '0x10', ' 10', 'ten', '99999999999999999999']) {
+    const response = await fetch(`${server.url}/things?limit=${encodeURIComponent(bad)}`)
+    t.equal(response.status, 400, `limit=${bad} is refused, not clamped`)
+    t.same(((await response.json()) as { errors: Array<{ path: string }> }).errors.map((e) => e.path), ['/query/limit'])
+  }
+})
+
+t.test('an action whose body is optional accepts an empty POST', async (t) => {
+  const { server } = await start()
+  actionCalls.length = 0
+  const none = await fetch(`${server.url}/actions/a1/go`, { method: 'POST' })
+  t.equal(none.status, 200, 'no body, no content-type')
+  t.same(await none.json(), { id: 'a1', note: null })
+  const emptyJson = await fetch(`${server.url}/actions/a2/go`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' })
+  t.equal(emptyJson.status, 200, 'content-type JSON, empty body')
+  const withBody = await fetch(`${server.url}/actions/a3/go`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"note":"x"}' })
+  t.same(await withBody.json(), { id: 'a3', note: 'x' })
+  t.same(actionCalls, [{}, {}, { note: 'x' }], 'the handler saw {} for the empty ones')
+  t.equal((await fetch(`${server.url}/actions/a4/go`, { method: 'POST', body: 'note' })).status, 415, 'a body that is not JSON is still refused')
+  t.equal((await fetch(`${server.url}/echo/a`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' })).status, 400, 'a required body stays required')
+})
+
+t.test('ambiguous framing is refused: two Content-Length, or Content-Length with Transfer-Encoding', async (t) => {
+  const { server } = await start()
+  actionCalls.length = 0
+  const { text, closedByServer } = await rawExchange(server.port, ['POST /actions/x/go HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 14\r\n\r\n{}{"note":"b"}'], 500)
+  const answer = parseResponse(text)
+  t.equal(answer.status, 400)
+  t.equal(JSON.parse(answer.body).code, 'ambiguous_content_length')
+  t.ok(closedByServer, 'the connection is closed: the rest cannot be framed')
+  const same = await raw(server.port, 'POST /actions/x/go HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}')
+  t.equal(same.status, 400, 'even two equal values')
+  const both = await rawExchange(server.port, ['POST /actions/x/go HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n'], 500)
+  // uWS itself drops this one before any handler sees it: no answer, the connection closed.
+  t.ok(both.closedByServer, 'Content-Length with Transfer-Encoding: closed')
+  t.notMatch(both.text, /HTTP\/1.1 200/)
+  t.same(actionCalls, [], 'no handler ran')
+  t.equal((await fetch(`${server.url}/items/abc`)).status, 200, 'still serving')
+})
+
+t.test('duplicate JSON keys are refused with their path, at any depth and in any escaping', async (t) => {
+  const { server } = await start()
+  const post = (body: string) => fetch(`${server.url}/echo/a`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+  const owner = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8'
+  const cases: Array<[string, string]> = [
+    [`{"amountAtomic":"1","feeBps":1,"owner":"${owner}","amountAtomic":"1000000"}`, '/body/amountAtomic'],
+    [`{"amountAtomic":"1","feeBps":1,"owner":"${owner}","nested":{"count":1,"count":2}}`, '/body/nested/count'],
+    [`{"amountAtomic":"1","feeBps":1,"owner":"${owner}","\\u0066eeBps":2}`, '/body/feeBps'],
+    [`[{"a":1},{"a":1,"b":{"c":[{"d":1,"d":2}]}}]`, '/body/1/b/c/0/d'],
+  ]
+  for (const [body, path] of cases) {
+    const response = await post(body)
+    t.equal(response.status, 400, path)
+    const problem = (await response.json()) as { code: string; errors: Array<{ path: string }> }
+    t.equal(problem.code, 'duplicate_json_key')
+    t.same(problem.errors.map((e) => e.path), [path])
+  }
+  t.equal((await post(`{"amountAtomic":"1","feeBps":1,"owner":"${owner}","note":"a\\"amountAtomic\\":2"}`)).status, 201, 'a key inside a string value is not a key')
+  t.equal((await post(`{"amountAtomic":"1","feeBps":1,"owner":"${owner}","nested":{"count":1}}`)).status, 201, 'equal keys in different objects are fine')
+})
+
+t.test('rate limits: RateLimit fields on every answer, a wallet counted apart from its address, list pages by their size', async (t) => {
+  let now = 1_000_000
+  const { server } = await start({ rateLimit: { burst: 20, refillPerSecond: 10 }, nowMs: () => now })
+  const first = await fetch(`${server.url}/items/abc`)
+  t.equal(first.headers.get('ratelimit-policy'), '"client";q=20;w=2')
+  t.equal(first.headers.get('ratelimit'), '"client";r=19;t=1')
+  // A page of 15 items costs 15 tokens: the RateLimit field of its answer says so.
+  const page = await fetch(`${server.url}/things?limit=15`)
+  t.equal(page.status, 200)
+  t.equal(page.headers.get('ratelimit'), '"client";r=4;t=2')
+  for (let i = 0; i < 4; i++) t.equal((await fetch(`${server.url}/items/abc`)).status, 200)
+  const limited = await fetch(`${server.url}/items/abc`)
+  t.equal(limited.status, 429, 'the anonymous client address is spent')
+  t.equal(limited.headers.get('ratelimit'), '"client";r=0;t=2', 'the 429 carries the fields too')
+  t.equal(limited.headers.get('retry-after'), '1')
+  // Another client behind the same address, signed in: counted on its wallet, not refused.
+  const mine = await fetch(`${server.url}/mine`, { method: 'POST', headers: { authorization: `Bearer token-${WALLET_A}`, 'content-type': 'application/json' }, body: '{}' })
+  t.equal(mine.status, 200, 'a signed-in wallet is not locked out by a flood from its address')
+  t.equal(mine.headers.get('ratelimit-policy'), '"wallet";q=20;w=2')
+  t.equal(mine.headers.get('ratelimit'), '"wallet";r=19;t=1')
+  const read = await fetch(`${server.url}/items/abc`, { headers: { authorization: `Bearer token-${WALLET_A}` } })
+  t.equal(read.status, 200, 'its reads count on its wallet too')
+  t.equal(read.headers.get('ratelimit'), '"wallet";r=18;t=1')
+  // A wallet that floods is refused, and only that wallet.
+  for (let i = 0; i < 18; i++) await fetch(`${server.url}/mine`, { method: 'POST', headers: { authorization: `Bearer token-${WALLET_A}`, 'content-type': 'application/json' }, body: '{}' })
+  t.equal((await fetch(`${server.url}/mine`, { method: 'POST', headers: { authorization: `Bearer token-${WALLET_A}`, 'content-type': 'application/json' }, body: '{}' })).status, 429)
+  t.equal((await fetch(`${server.url}/mine`, { method: 'POST', headers: { authorization: `Bearer token-${WALLET_B}`, 'content-type': 'application/json' }, body: '{}' })).status, 200, 'another wallet on the same address')
+  // An unknown token is counted on the address (already spent): no way around the limit by inventing tokens.
+  t.equal((await fetch(`${server.url}/mine`, { method: 'POST', headers: { authorization: 'Bearer made-up', 'content-type': 'application/json' }, body: '{}' })).status, 429)
+  now += 2_000
+  t.equal((await fetch(`${server.url}/mine`, { method: 'POST', headers: { authorization: 'Bearer made-up', 'content-type': 'application/json' }, body: '{}' })).status, 401, 'after the refill the unknown token is a 401')
+})
+
+t.test('behind a trusted proxy each forwarded client has its own bucket; a direct caller cannot pick one', async (t) => {
+  const { server } = await start({ rateLimit: { burst: 2, refillPerSecond: 0.001 }, nowMs: () => 0, trustedProxies: ['127.0.0.1'] })
+  const from = (client: string) => fetch(`${server.url}/items/abc`, { headers: { 'x-forwarded-for': client } })
+  t.equal((await from('203.0.113.1')).status, 200)
+  t.equal((await from('203.0.113.1')).status, 200)
+  t.equal((await from('203.0.113.1')).status, 429, 'one flooding client behind the proxy')
+  t.equal((await from('203.0.113.2')).status, 200, 'does not lock out the next one')
+  const untrusted = await start({ rateLimit: { burst: 2, refillPerSecond: 0.001 }, nowMs: () => 0 })
+  for (const client of ['198.51.100.1', '198.51.100.2']) t.equal((await fetch(`${untrusted.server.url}/items/abc`, { headers: { 'x-forwarded-for': client } })).status, 200)
+  t.equal((await fetch(`${untrusted.server.url}/items/abc`, { headers: { 'x-forwarded-for': '198.51.100.3' } })).status, 429, 'without a trusted proxy the header changes nothing')
+})
+
+t.test('HTTP/1.0 and a missing Host: this uWS build never hands them to the service; the idle timeout closes them', async (t) => {
+  const { server, logs } = await start()
+  const [http10, noHost, served] = await Promise.all([
+    rawExchange(server.port, ['GET /items/abc HTTP/1.0\r\nHost: x\r\n\r\n'], 20_000),
+    rawExchange(server.port, ['GET /items/abc HTTP/1.1\r\n\r\n'], 20_000),
+    // Meanwhile HTTP/1.1 with Host (what a proxy with proxy_http_version 1.1 sends) is served at once.
+    fetch(`${server.url}/items/abc`).then((r) => r.status),
+  ])
+  t.equal(served, 200)
+  for (const [name, exchange] of [['HTTP/1.0', http10], ['missing Host', noHost]] as const) {
+    t.equal(exchange.text, '', `${name}: no bytes (README: put a proxy with proxy_http_version 1.1 in front)`)
+    t.ok(exchange.closedByServer, `${name}: the server closes the connection instead of holding it`)
+  }
+  t.notOk(logs.some((l) => l.msg === 'request' && l['path'] === '/items/abc' && l['status'] !== 200), 'no handler saw them')
+})
