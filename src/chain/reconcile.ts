@@ -29,7 +29,7 @@ import {
 } from 'viem'
 import { creditFacilityV2Abi, multicall3Address } from './artifacts.ts'
 import { decodeFacilityLog } from './events-v2.ts'
-import type { FacilityModel, ModelEvent } from './facility-model.ts'
+import type { FacilityModel, ModelAdvance, ModelEvent, ModelJob } from './facility-model.ts'
 import { logBlockRangeMaxDefault } from './follower.ts'
 
 // ------------------------------------------------------------------------------------------------ the expected state
@@ -143,27 +143,9 @@ export type Difference = {
 
 // ------------------------------------------------------------------------------------------------ the chain's state
 
-export type ChainJob = {
-  client: Address
-  borrower: Address
-  asset: Address
-  escrow: bigint
-  collateral: bigint
-  outstanding: bigint
-  unresolved: bigint
-  status: number
-}
-
-export type ChainAdvance = {
-  jobKey: Hex
-  lender: Address
-  asset: Address
-  dueAt: bigint
-  lenderOwed: bigint
-  reserveOwed: bigint
-  liquidated: boolean
-  exists: boolean
-}
+/** The contract's Job and Advance structs, as getJob and getAdvance return them (the model holds the same). */
+export type ChainJob = ModelJob
+export type ChainAdvance = ModelAdvance
 
 export type ChainAssetState = {
   asset: Address

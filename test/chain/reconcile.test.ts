@@ -17,7 +17,9 @@ import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../sr
 import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
 import {
   expectedFromModel,
+  ExpectedStateError,
   expectedStateToJson,
+  parseExpectedState,
   reconcile,
   type Difference,
   type ExpectedNetworkState,
@@ -56,6 +58,16 @@ async function both(who: Wallet, functionName: string, args: readonly unknown[],
   modelEvents.push(...outcome.events)
 }
 
+/** A job funded by a fresh client for a fresh borrower, with collateral posted. */
+async function openJob(escrow: bigint, collateral: bigint): Promise<Hex> {
+  const client = await wallet(escrow)
+  const borrower = await wallet(100n * USDC)
+  const jobKey = nextJobKey()
+  await both(client, 'fundJob', [jobKey, f.token, escrow, borrower.account.address], (ctx) => model.fundJob(ctx, jobKey, f.token, escrow, borrower.account.address))
+  await both(borrower, 'postCollateral', [jobKey, f.token, collateral], (ctx) => model.postCollateral(ctx, jobKey, f.token, collateral))
+  return jobKey
+}
+
 async function terms(payer: Wallet, jobKey: Hex, amount: bigint, fee: bigint, reserveShare: bigint): Promise<LeaseAuthorization> {
   const now = await f.chainNow()
   return {
@@ -89,32 +101,20 @@ t.before(async () => {
   const repayer = await wallet(1_000n * USDC)
 
   // Job A: advanced twice, one partly repaid, then settled from its escrow (lenders, reserve, the rest to the borrower).
-  const clientA = await wallet(500n * USDC)
-  const borrowerA = await wallet(100n * USDC)
-  keys.jobA = nextJobKey()
-  await both(clientA, 'fundJob', [keys.jobA, f.token, 500n * USDC, borrowerA.account.address], (ctx) => model.fundJob(ctx, keys.jobA as Hex, f.token, 500n * USDC, borrowerA.account.address))
-  await both(borrowerA, 'postCollateral', [keys.jobA, f.token, 50n * USDC], (ctx) => model.postCollateral(ctx, keys.jobA as Hex, f.token, 50n * USDC))
+  keys.jobA = await openJob(500n * USDC, 50n * USDC)
   keys.a1 = await pay(lender, await terms(lender, keys.jobA, 100n * USDC, 10n * USDC, 1n * USDC))
   await both(repayer, 'repay', [keys.a1, 40n * USDC], (ctx) => model.repay(ctx, keys.a1 as Hex, 40n * USDC))
   keys.a2 = await pay(lender, await terms(lender, keys.jobA, 50n * USDC, 5n * USDC, 1n * USDC))
   await both(operator, 'settleJob', [keys.jobA, [keys.a1, keys.a2]], (ctx) => model.settleJob(ctx, keys.jobA as Hex, [keys.a1 as Hex, keys.a2 as Hex]))
 
   // Job B: advanced, failed (escrow back to the client), liquidated from collateral and the reserve, with a shortfall.
-  const clientB = await wallet(200n * USDC)
-  const borrowerB = await wallet(100n * USDC)
-  keys.jobB = nextJobKey()
-  await both(clientB, 'fundJob', [keys.jobB, f.token, 200n * USDC, borrowerB.account.address], (ctx) => model.fundJob(ctx, keys.jobB as Hex, f.token, 200n * USDC, borrowerB.account.address))
-  await both(borrowerB, 'postCollateral', [keys.jobB, f.token, 10n * USDC], (ctx) => model.postCollateral(ctx, keys.jobB as Hex, f.token, 10n * USDC))
+  keys.jobB = await openJob(200n * USDC, 10n * USDC)
   keys.b1 = await pay(lender, await terms(lender, keys.jobB, 40n * USDC, 4n * USDC, 1n * USDC))
   await both(operator, 'failJob', [keys.jobB], (ctx) => model.failJob(ctx, keys.jobB as Hex))
   await both(operator, 'liquidate', [keys.b1, 0n], (ctx) => model.liquidate(ctx, keys.b1 as Hex, 0n))
 
   // Job C stays open with a partly repaid advance; D is an advance on a backing source (no job).
-  const clientC = await wallet(300n * USDC)
-  const borrowerC = await wallet(100n * USDC)
-  keys.jobC = nextJobKey()
-  await both(clientC, 'fundJob', [keys.jobC, f.token, 300n * USDC, borrowerC.account.address], (ctx) => model.fundJob(ctx, keys.jobC as Hex, f.token, 300n * USDC, borrowerC.account.address))
-  await both(borrowerC, 'postCollateral', [keys.jobC, f.token, 20n * USDC], (ctx) => model.postCollateral(ctx, keys.jobC as Hex, f.token, 20n * USDC))
+  keys.jobC = await openJob(300n * USDC, 20n * USDC)
   keys.c1 = await pay(lender, await terms(lender, keys.jobC, 60n * USDC, 6n * USDC, 1n * USDC))
   await both(repayer, 'repay', [keys.c1, 10n * USDC], (ctx) => model.repay(ctx, keys.c1 as Hex, 10n * USDC))
   keys.d1 = await pay(lender, await terms(lender, zeroHash, 30n * USDC, 3n * USDC, 0n))
@@ -234,4 +234,22 @@ t.test('an advance paid on chain that the ledger never recorded is found', async
     { network, asset, kind: 'advance_unexpected', key: a.offerKey, expected: null, actual: { lenderOwedAtomic: (26n * USDC).toString(), reserveOwedAtomic: (1n * USDC).toString(), liquidated: false } },
     { network, asset, kind: 'total', key: 'suppliersPaidAtomic', expected: (280n * USDC).toString(), actual: (305n * USDC).toString() },
   ])
+
+  // State and events are read as of the ledger's block: what happened after it (the transfer, this advance) is no
+  // difference for a ledger that is behind, only for one that claims to be at the head.
+  t.strictSame((await reconcile(expected, reconcileOptions())).differences, [], 'the earlier ledger still reconciles at its own block')
+})
+
+t.test('the JSON form of a ledger round-trips, and a bad one is refused with every problem named', async (t) => {
+  t.strictSame(parseExpectedState(JSON.parse(JSON.stringify(expectedStateToJson(expected)))), expected, 'parse(toJson(x)) == x')
+  const json = expectedStateToJson(expected) as unknown as { fromBlock: string; assets: { reserveAtomic: string; totals: Record<string, string> }[] }
+  const bad = { ...json, fromBlock: '-1', assets: [{ ...json.assets[0], reserveAtomic: '1.5', totals: { ...json.assets[0]?.totals, extra: '1' } }] }
+  t.throws(() => parseExpectedState(bad), ExpectedStateError)
+  try {
+    parseExpectedState(bad)
+  } catch (error) {
+    const paths = (error as ExpectedStateError).problems.map((p) => p.path)
+    for (const path of ['/fromBlock', '/assets/0/reserveAtomic', '/assets/0/totals']) t.ok(paths.includes(path), `names ${path}`)
+  }
+  t.throws(() => parseExpectedState({ ...json, fromBlock: '9', toBlock: '8' }), { name: 'ExpectedStateError', message: /fromBlock/ })
 })
