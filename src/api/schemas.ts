@@ -3,6 +3,8 @@
 // `toWire(view)` typed against these, so a field added on one side and not the other fails the type check, and the
 // tests validate every response they see against this document.
 import Type from 'typebox'
+import { ADVANCE_STATES, JOB_STATES, LEASE_END_REASONS, LEASE_STATES, OFFER_END_REASONS, OFFER_STATES } from '../../machines/index.ts'
+import { ID_PATTERNS } from '../engine/ids.ts'
 import { Address, Atomic, atomicAtMost, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, Seconds, StrictObject } from './common.ts'
 
 /**
@@ -16,9 +18,9 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
 export const NetworkSlug = Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'Network slug from /.well-known/service.json.' })
 export const AssetSymbol = Type.String({ pattern: '^[A-Za-z0-9.]{1,16}$', description: 'Token symbol configured on the network.' })
 export const RiskBand = Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')], { description: 'Risk band: A (best), B, C.' })
-export const OfferId = Type.String({ pattern: '^off_[0-9]{1,15}$', description: 'Offer identifier minted by the service.' })
-export const AdvanceId = Type.String({ pattern: '^adv_[0-9]{1,15}$', description: 'Advance identifier minted by the service.' })
-export const SourceId = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$', description: 'Backing source identifier chosen by the caller.' })
+export const OfferId = Type.String({ pattern: ID_PATTERNS.offer, description: 'Offer identifier minted by the service.' })
+export const AdvanceId = Type.String({ pattern: ID_PATTERNS.advance, description: 'Advance identifier minted by the service.' })
+export const SourceId = Type.String({ pattern: ID_PATTERNS.source, description: 'Backing source identifier chosen by the caller.' })
 const Label = (description: string, maxLength = 200) => Type.String({ minLength: 1, maxLength, description })
 const Domain = Type.String({ pattern: '^(?=.{1,253}$)([A-Za-z0-9-]{1,63}\\.)*[A-Za-z0-9-]{1,63}$', description: 'Domain name.' })
 
@@ -108,7 +110,7 @@ const NullableTime = Nullable(IsoTime)
 
 export const Job = StrictObject({
   jobId: JobId,
-  state: Type.Enum(['funded', 'active', 'defaulted', 'completed', 'failed']),
+  state: Type.Enum([...JOB_STATES]),
   client: Address,
   borrower: Address,
   network: NetworkSlug,
@@ -129,7 +131,7 @@ export const Job = StrictObject({
 
 export const Offer = StrictObject({
   offerId: OfferId,
-  state: Type.Enum(['offered', 'leased', 'funded', 'expired', 'declined']),
+  state: Type.Enum([...OFFER_STATES]),
   borrower: Address,
   network: NetworkSlug,
   asset: AssetSymbol,
@@ -150,13 +152,13 @@ export const Offer = StrictObject({
   excludedLenders: Type.Array(Address),
   currentLeaseId: Nullable(Type.String()),
   advanceId: Nullable(AdvanceId),
-  endReason: Nullable(Type.Enum(['stale', 'leases_exhausted', 'borrower_suspended', 'source_closed'])),
+  endReason: Nullable(Type.Enum([...OFFER_END_REASONS])),
   endedAt: NullableTime,
 })
 
 export const Lease = StrictObject({
   leaseId: Type.String(),
-  state: Type.Enum(['leased', 'paid', 'expired']),
+  state: Type.Enum([...LEASE_STATES]),
   offerId: OfferId,
   lender: Address,
   payer: Address,
@@ -167,7 +169,7 @@ export const Lease = StrictObject({
   supplierAddress: Address,
   createdAt: IsoTime,
   expiresAt: IsoTime,
-  endReason: Nullable(Type.Enum(['timeout', 'insufficient_balance', 'offer_closed'])),
+  endReason: Nullable(Type.Enum([...LEASE_END_REASONS])),
   endedAt: NullableTime,
   payment: Nullable(TxProof),
 })
@@ -195,7 +197,7 @@ const RecoveryRecord = StrictObject({
 
 export const Advance = StrictObject({
   advanceId: AdvanceId,
-  state: Type.Enum(['active', 'defaulted', 'repaid', 'liquidated', 'shortfall']),
+  state: Type.Enum([...ADVANCE_STATES]),
   offerId: OfferId,
   leaseId: Type.String(),
   lender: Address,

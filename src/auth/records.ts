@@ -1,5 +1,4 @@
-// Persistence port of the authorization part. The service's LMDB store implements it; src/auth/lmdb-records.ts is
-// a standalone implementation on its own LMDB environment.
+// Persistence port of the authorization part, implemented on the service's LMDB store by src/auth/store-records.ts.
 import type { Address } from 'viem'
 
 export interface NonceRecord {

@@ -9,6 +9,10 @@ const isNonce = (v: unknown): v is NonceRecord =>
 const isSession = (v: unknown): v is SessionRecord =>
   typeof v === 'object' && v !== null && typeof (v as SessionRecord).tokenHash === 'string' && typeof (v as SessionRecord).address === 'string'
 
+/** How long a nonce is kept past its own expiry: a sign-in with it in that time is told siwe_nonce_expired (get a new
+ * one) instead of siwe_nonce_invalid, which the store's expiry alone would answer. */
+export const EXPIRED_NONCE_KEPT_MS = 10 * 60_000
+
 export class StoreAuthRecords implements AuthRecords {
   readonly #store: Store
   readonly #nonces: RecordCollection<NonceRecord>
@@ -25,7 +29,7 @@ export class StoreAuthRecords implements AuthRecords {
   }
 
   async putNonce(record: NonceRecord): Promise<void> {
-    await this.#store.commit({ records: [this.#nonces.putOp(record.nonce, record, { expiresAtMs: record.expiresAtMs, onlyIfAbsent: true })] })
+    await this.#store.commit({ records: [this.#nonces.putOp(record.nonce, record, { expiresAtMs: record.expiresAtMs + EXPIRED_NONCE_KEPT_MS, onlyIfAbsent: true })] })
   }
 
   async consumeNonce(nonce: string, nowMs: number): Promise<NonceRecord | undefined> {

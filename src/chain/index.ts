@@ -130,14 +130,6 @@ export {
   type VerifiedFact,
 } from './proofs.ts'
 export {
-  createSessionKey,
-  describeSessionKey,
-  SpendPolicyError,
-  type SessionKeyInput,
-  type SessionKeyRecord,
-  type SpendPolicy,
-} from './session-keys.ts'
-export {
   approveGasHint,
   buildApproveTransaction,
   buildPaySupplierTransaction,

@@ -5,7 +5,6 @@
 // once the commit is durable. Where a proof must be checked against live terms, the engine's plan query gives them
 // (and refuses what the command would refuse) before any await.
 import { getAddress, type Address, type Hex } from 'viem'
-import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import {
   advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, recoveryAmounts, supplierPaymentOnClosedOffer, type Engine,
 } from '../engine/engine.ts'
@@ -31,37 +30,18 @@ import {
   ChainRpcError, ProofRefusedError, verifyProof, verifySupplierPayment, type CreditEventName, type ProofFailureReason, type ProofRequest,
   type VerifiedFact,
 } from '../chain/proofs.ts'
-import { buildApproveTransaction, buildPaySupplierTransaction, type UnsignedTransaction } from '../chain/transactions.ts'
+import { buildPaySupplierTransaction } from '../chain/transactions.ts'
 import { WatchLimitError, type WalletWatcher } from '../chain/watcher.ts'
 import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
 import { AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
 import type { ServiceConfig } from '../app/config.ts'
 import type { Mutation } from './mutation.ts'
 import { KeyedMutex } from './mutex.ts'
+import { isSessionKeyRecord, newSessionKey, type SessionKeyRecord } from './session-keys.ts'
 import { SupplierDirectory, SupplierUnresolvedError } from './suppliers.ts'
 
-/** What the service keeps of a lender's session key: its address and policy, never the private key. */
-export interface SessionKeyRecord {
-  lender: Address
-  address: Address
-  policy: SpendPolicy
-  setupTransactions: UnsignedTransaction[]
-  createdAtMs: number
-}
-
-export interface SpendPolicy {
-  /** Asset symbol per network slug. */
-  assets: Record<string, string>
-  perPaymentCapAtomic: bigint
-  totalCapAtomic: bigint
-  /** The only contract the key approves and calls, per network: that network's credit contract. */
-  allowedContracts: Record<string, Address>
-  expiresAtMs: number
-}
-
+export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
-
-const SESSION_KEY_LIFETIME_MS = 365 * 24 * 3600 * 1000
 
 /** The value of a command or query that succeeded; a refusal is raised. */
 function valueOf<T>(result: EngineResult<T>): T {
@@ -252,24 +232,9 @@ export class CreditService {
     // Checked before anything changes: a lender whose wallet the watcher cannot follow would never be matched.
     const full = networks.find((n) => !this.watcher.hasRoom(n.slug))
     if (full !== undefined) throw new WatchLimitError(`the service follows at most ${this.watcher.holdersMax} lender wallets on ${full.slug}`)
-    const privateKey = generatePrivateKey()
-    const sessionAddress = privateKeyToAddress(privateKey)
     const nowMs = this.#clock()
-    const sessionKey: SessionKeyRecord = {
-      lender,
-      address: sessionAddress,
-      policy: {
-        assets,
-        perPaymentCapAtomic: body.availableLiquidityAtomic,
-        totalCapAtomic: body.availableLiquidityAtomic,
-        allowedContracts: Object.fromEntries(networks.map((n) => [n.slug, n.creditContract])),
-        expiresAtMs: nowMs + SESSION_KEY_LIFETIME_MS,
-      },
-      setupTransactions: networks.map((n) =>
-        buildApproveTransaction(n, { owner: sessionAddress, asset: assets[n.slug] as string, amountAtomic: body.availableLiquidityAtomic }),
-      ),
-      createdAtMs: nowMs,
-    }
+    const { privateKey, sessionKey } = newSessionKey(lender, networks, assets, body.availableLiquidityAtomic, nowMs)
+    const sessionAddress = sessionKey.address
     const response = await this.apply(
       mutation,
       () => {
@@ -590,9 +555,4 @@ export class CreditService {
     if (!result.ok && result.error.code === `${kind}_not_found`) throw this.#missing(kind, id)
     return valueOf(result)
   }
-}
-
-function isSessionKeyRecord(value: unknown): value is SessionKeyRecord {
-  const v = value as SessionKeyRecord
-  return typeof v === 'object' && v !== null && typeof v.address === 'string' && typeof v.lender === 'string' && typeof v.policy === 'object'
 }

@@ -5,8 +5,8 @@ import type { Address } from 'viem'
 import { creditFacilityAbi } from '../../src/chain/artifacts.ts'
 import { idKey } from '../../src/chain/ids.ts'
 import { sendLiquidate, sendSettleJob } from '../../src/chain/operator.ts'
-import { createSessionKey } from '../../src/chain/session-keys.ts'
 import { buildPaySupplierTransaction } from '../../src/chain/transactions.ts'
+import { newSessionKey } from '../../src/service/session-keys.ts'
 import { setupDevnet, USDC } from './fixtures/devnet.ts'
 
 t.test('money path: approve, fund, collateral, pay supplier, repay, settle, liquidate', async (t) => {
@@ -23,19 +23,14 @@ t.test('money path: approve, fund, collateral, pay supplier, repay, settle, liqu
     (await snapshot(addresses)).map((after, i) => after - (before[i] as bigint))
 
   // Session key: registration output, funded by the lender, setup approve sent by the key itself.
-  const { privateKey, sessionKey } = createSessionKey([network], {
-    asset: 'USDC',
-    perPaymentCapAtomic: 1_000n * USDC,
-    totalCapAtomic: 5_000n * USDC,
-    expiresAtMs: Date.now() + 3_600_000,
-  })
+  const { privateKey, sessionKey } = newSessionKey(f.accounts.lender.address, [network], { [network.slug]: 'USDC' }, 5_000n * USDC, Date.now())
   const session = sessionKey.address
-  t.equal(sessionKey.fundingAddresses[0]?.address, session, 'the funding address is the session key')
   await f.fundGas(session)
   await f.transfer(lender, session, 3_000n * USDC)
   const setup = sessionKey.setupTransactions[0]
   if (setup === undefined) throw new Error('no setup transaction')
   t.equal(setup.to, token, 'setup approve goes to the token')
+  t.equal(setup.from, session, 'and is sent by the session key, the address the lender funds')
   t.equal(setup.chainId, network.chainId)
   await f.waitSuccess(await f.signAndSend(privateKey, setup))
   t.equal(await f.allowance(session), 5_000n * USDC, 'allowance to the credit contract = total cap')

@@ -7,9 +7,9 @@ import { erc20Abi, keccak256, stringToBytes, type Hex } from 'viem'
 import { creditFacilityAbi, loadArtifact } from '../../src/chain/artifacts.ts'
 import { idKey } from '../../src/chain/ids.ts'
 import { verifyProof, verifySupplierPayment } from '../../src/chain/proofs.ts'
-import { createSessionKey } from '../../src/chain/session-keys.ts'
 import { buildPaySupplierTransaction } from '../../src/chain/transactions.ts'
 import { LmdbUsedProofs, proofKey } from '../../src/chain/used-proofs.ts'
+import { newSessionKey } from '../../src/service/session-keys.ts'
 import { setupDevnet, USDC } from './fixtures/devnet.ts'
 
 t.test('proof verification', async (t) => {
@@ -23,12 +23,7 @@ t.test('proof verification', async (t) => {
   })
 
   const supplier = accounts.supplier.address
-  const { privateKey, sessionKey } = createSessionKey([network], {
-    asset: 'USDC',
-    perPaymentCapAtomic: 100n * USDC,
-    totalCapAtomic: 1_000n * USDC,
-    expiresAtMs: Date.now() + 3_600_000,
-  })
+  const { privateKey, sessionKey } = newSessionKey(accounts.lender.address, [network], { [network.slug]: 'USDC' }, 1_000n * USDC, Date.now())
   const payer = sessionKey.address
   await f.fundGas(payer)
   await f.transfer(f.actor('lender'), payer, 500n * USDC)
