@@ -56,6 +56,10 @@ export const Catalog = StrictObject({
     session: Type.String(),
     domain: Type.String(),
     chainIds: Type.Array(Type.Integer()),
+    revoke: StrictObject({ current: Type.String(), all: Type.String() }),
+    nonceTtlSeconds: Type.Integer({ minimum: 1 }),
+    sessionTtlSeconds: Type.Integer({ minimum: 1 }),
+    sessionsPerWalletMax: Type.Integer({ minimum: 1, description: 'A sign-in beyond it ends the wallet\'s oldest session.' }),
   }),
   attestation: StrictObject({
     domain: StrictObject({ name: Type.String(), version: Type.String() }),
@@ -92,6 +96,7 @@ export type Catalog = Static<typeof Catalog>
 export interface CatalogSources {
   baseUrl: string
   authDomain: string
+  auth: { nonceTtlSeconds: number; sessionTtlSeconds: number; sessionsPerWalletMax: number }
   routes: readonly AnyRoute[]
   networks: readonly NetworkConfig[]
   /** Whether the configured RPC URLs may be published (the embedded devnet: yes). */
@@ -128,7 +133,15 @@ export function buildCatalog(s: CatalogSources): Catalog {
       facilitator: { url: s.facilitatorUrl(n), selfHosted: n.x402SelfFacilitate },
     })),
     endpoints: s.routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path, operationId: r.operationId, summary: r.summary, auth: r.auth })),
-    auth: { scheme: 'siwe-bearer', nonce: '/auth/nonce', session: '/auth/session', domain: s.authDomain, chainIds: s.networks.map((n) => n.chainId) },
+    auth: {
+      scheme: 'siwe-bearer',
+      nonce: '/auth/nonce',
+      session: '/auth/session',
+      domain: s.authDomain,
+      chainIds: s.networks.map((n) => n.chainId),
+      revoke: { current: 'DELETE /auth/session', all: 'DELETE /auth/sessions' },
+      ...s.auth,
+    },
     attestation: {
       domain: { ...attestationDomain },
       primaryType: 'BackingSource',

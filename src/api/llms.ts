@@ -30,6 +30,9 @@ ${networkLines.join('\n')}
 2. Sign an EIP-4361 (SIWE) message with domain "${c.auth.domain}", your address, a chain id from chainIds, that nonce.
 3. POST /auth/session {"message": "<the message>", "signature": "0x..."} -> {"token"}
 4. Send Authorization: Bearer <token>.
+A nonce is good for ${c.auth.nonceTtlSeconds} s and one session; a session for ${c.auth.sessionTtlSeconds} s. A wallet holds at most
+${c.auth.sessionsPerWalletMax} sessions: signing in beyond that ends its oldest. ${c.auth.revoke.current} ends this session,
+${c.auth.revoke.all} every session of the wallet; a revoked token is refused at once (401).
 
 ## Typical flow
 1. Read the catalog: GET /.well-known/service.json

@@ -9,7 +9,7 @@ import { creditRoutes } from '../api/routes/credit.ts'
 import { discoveryRoutes } from '../api/routes/discovery.ts'
 import { lenderRoutes } from '../api/routes/lenders.ts'
 import { authRoutes } from '../auth/routes.ts'
-import { SiweAuth, type AuthService } from '../auth/siwe.ts'
+import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
@@ -136,6 +136,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     const lateAuth: AuthService = {
       issueNonce: () => (auth as SiweAuth).issueNonce(),
       createSession: (input) => (auth as SiweAuth).createSession(input),
+      revoke: (session, all) => (auth as SiweAuth).revoke(session, all),
     }
 
     let openApi: OpenApiDocument | undefined
@@ -146,6 +147,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       (catalog ??= buildCatalog({
         baseUrl,
         authDomain: auth?.domain ?? '',
+        auth: { nonceTtlSeconds: DEFAULT_NONCE_TTL_MS / 1000, sessionTtlSeconds: config.sessionTtlSeconds, sessionsPerWalletMax: config.sessionsPerWalletMax },
         routes,
         networks,
         publishRpcUrls,
@@ -187,6 +189,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       domain,
       clients: Object.fromEntries(networks.map((n) => [n.chainId, (clients.get(n.slug) as NetworkClients).publicClient as PublicClient])),
       sessionTtlMs: config.sessionTtlSeconds * 1000,
+      sessionsPerWalletMax: config.sessionsPerWalletMax,
       nowMs: clock,
     })
 

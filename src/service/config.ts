@@ -34,6 +34,7 @@ export const ConfigFileSchema = Type.Object(
     offerTtlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
     dispatchIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
     sessionTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
+    sessionsPerWalletMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
     bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 })),
     rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
     walletsWatchedPerNetworkMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
@@ -67,6 +68,8 @@ export interface ServiceConfig {
   /** Period of the internal expiry ticker; 0 disables it (dispatch then runs only on POST /credit/dispatch). */
   dispatchIntervalMs: number
   sessionTtlSeconds: number
+  /** Live sessions per wallet; a sign-in beyond it ends the wallet's oldest session. */
+  sessionsPerWalletMax: number
   bodyLimitBytes: number
   /** Lender session wallets the chain watcher follows per network: registrations beyond it get 503. */
   walletsWatchedPerNetworkMax: number
@@ -88,6 +91,7 @@ export const serviceDefaults = {
   offerTtlSeconds: 600,
   dispatchIntervalMs: 1000,
   sessionTtlSeconds: 24 * 3600,
+  sessionsPerWalletMax: 10,
   bodyLimitBytes: 64 * 1024,
   rateLimitPerSecond: 2000,
   walletsWatchedPerNetworkMax: 10_000,
@@ -149,6 +153,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     offerTtlSeconds: file.offerTtlSeconds ?? serviceDefaults.offerTtlSeconds,
     dispatchIntervalMs: envInteger(env, 'DISPATCH_INTERVAL_MS', 0, 3_600_000) ?? file.dispatchIntervalMs ?? serviceDefaults.dispatchIntervalMs,
     sessionTtlSeconds: file.sessionTtlSeconds ?? serviceDefaults.sessionTtlSeconds,
+    sessionsPerWalletMax: file.sessionsPerWalletMax ?? serviceDefaults.sessionsPerWalletMax,
     bodyLimitBytes: file.bodyLimitBytes ?? serviceDefaults.bodyLimitBytes,
     walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
