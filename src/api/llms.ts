@@ -44,7 +44,7 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    Job: the client calls fundJob(keccak256(utf8(jobId)), token, receivable, borrower) on ${contract}, then
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
    Or a backing source with hard liquidation value, signed by an attester (EIP-712 domain "${c.attestation.domain.name}" v${c.attestation.domain.version}):
-   POST /credit/backing-sources {"sourceId":"src-1","productType":"asset-backed","agent":"<borrower>","valueAtomic":"...","liquidationValueAtomic":"...","advanceRateBps":5000,"evidenceId":"0x<signature>"}
+   POST /credit/backing-sources {"sourceId":"src-1","productType":"asset-backed","agent":"<borrower>","valueAtomic":"...","liquidationValueAtomic":"...","advanceRateBps":5000,"validUntil":"<ISO, signed as unix seconds>","evidenceId":"0x<signature>"}
 4. Borrower: POST /credit/request
    {"agent":"<borrower>","network":"${slug}","asset":"${asset}","productType":"job","amountAtomic":"1000000000","purpose":"inference","supplier":"Supplier","supplierDomain":"<domain from suppliers>","repaymentSource":"job_1","maximumFeeAtomic":"100000000"}
    -> {"decision":"approved","offer":{"offerId":"off_1",...}} or {"decision":"declined","reasons":[...]}

@@ -41,7 +41,11 @@ export const BackingSourceRegistration = StrictObject(
     advanceRateBps: Bps,
     evidenceId: Type.String({
       pattern: '^0x[0-9a-fA-F]{130}$',
-      description: 'EIP-712 signature of a configured attester over the source (domain "agent-credit backing attestation" v1, type BackingSource).',
+      description: 'EIP-712 signature of a configured attester over the source and validUntil (domain "agent-credit backing attestation" v2, type BackingSource; see the catalog).',
+    }),
+    validUntil: Type.String({
+      format: 'date-time',
+      description: 'Expiry of the attestation (signed as unix seconds, uint64 validUntil; fractions of a second are dropped). Must be in the future at registration; from then on the source gets no new credit (source_attestation_expired).',
     }),
   },
   { description: 'Verified backing source (spec 2.2).' },
@@ -281,6 +285,7 @@ export const BackingSource = StrictObject({
   liquidationValueAtomic: Atomic,
   advanceRateBps: Bps,
   evidenceId: Type.String(),
+  validUntil: IsoTime,
   committedAtomic: Atomic,
   backingUsedAtomic: Atomic,
   registrationSeq: Type.Integer({ minimum: 0 }),
@@ -301,7 +306,7 @@ export const UnderwritingDecision = StrictObject({
   decision: Type.Union([Type.Literal('approved'), Type.Literal('declined')]),
   reasons: Type.Array(
     StrictObject({
-      code: Type.Enum(['borrower_suspended', 'source_not_owned', 'source_closed', 'job_past_due', 'asset_mismatch', 'over_capacity']),
+      code: Type.Enum(['borrower_suspended', 'source_not_owned', 'source_closed', 'source_attestation_expired', 'job_past_due', 'asset_mismatch', 'over_capacity']),
       message: Type.String(),
     }),
   ),

@@ -217,6 +217,7 @@ export class Engine {
       return fail('invalid', 'invalid_amount', 'valueAtomic must be > 0 and liquidationValueAtomic >= 0')
     }
     if (!isBps(input.advanceRateBps)) return fail('invalid', 'invalid_bps', 'advanceRateBps must be an integer in 0..10000')
+    if (!Number.isSafeInteger(input.validUntilMs)) return fail('invalid', 'invalid_time', 'validUntilMs must be an integer epoch time')
 
     this.meta.sourceSeq += 1
     const source: SourceRecord = {
@@ -227,6 +228,7 @@ export class Engine {
       liquidationValueAtomic: input.liquidationValueAtomic,
       advanceRateBps: input.advanceRateBps,
       evidenceId: input.evidenceId,
+      validUntilMs: input.validUntilMs,
       committedAtomic: 0n,
       backingUsedAtomic: 0n,
       registrationSeq: this.meta.sourceSeq,
@@ -327,6 +329,10 @@ export class Engine {
       const src = backing as SourceRecord
       source = { kind: 'backing', id: src.sourceId }
       if (!sameAddress(src.agent, input.agent)) reasons.push({ code: 'source_not_owned', message: 'the backing source belongs to another borrower' })
+      // A source recorded before attestations carried an expiry has none: it counts as expired (re-attest it).
+      if (!(nowMs < (src.validUntilMs ?? Number.NEGATIVE_INFINITY))) {
+        reasons.push({ code: 'source_attestation_expired', message: 'the backing source\'s attestation expired; register a fresh one under a new sourceId' })
+      }
       const hardLeft = src.liquidationValueAtomic - src.backingUsedAtomic
       capacityAtomic = minBig(applyBps(src.valueAtomic, src.advanceRateBps), hardLeft) - src.committedAtomic
       valueAtomic = src.valueAtomic

@@ -131,6 +131,8 @@ export interface RegisterSourceInput {
   liquidationValueAtomic: bigint
   advanceRateBps: number
   evidenceId: string
+  /** The attestation's expiry (whole seconds): from then on the source gets no new credit. */
+  validUntilMs: number
 }
 
 /** A funded job to create: the job machine's input but its creation time, which the command's `nowMs` gives. */
@@ -160,7 +162,7 @@ export interface CreditRequestInput {
 }
 
 export interface DeclineReason {
-  code: 'borrower_suspended' | 'source_not_owned' | 'source_closed' | 'job_past_due' | 'asset_mismatch' | 'over_capacity'
+  code: 'borrower_suspended' | 'source_not_owned' | 'source_closed' | 'source_attestation_expired' | 'job_past_due' | 'asset_mismatch' | 'over_capacity'
   message: string
 }
 

@@ -357,6 +357,9 @@ export class CreditService {
     respond: Respond<NonNullable<ReturnType<Engine['getSource']>>>,
   ): Promise<StoredResponse> {
     if (body.agent !== caller) throw forbidden('a backing source is registered by its agent: sign in as the body\'s agent')
+    if (body.validUntilMs <= this.#clock()) {
+      throw new HttpProblem(422, 'attestation_expired', 'the attestation\'s validUntil has passed; ask the attester for a fresh one', { title: 'Attestation refused' })
+    }
     const attester = await verifyBackingAttestation(this.config.attesters, body, body.evidenceId)
     if (attester === undefined) {
       throw new HttpProblem(422, 'attestation_invalid', 'evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields', { title: 'Attestation refused' })

@@ -158,7 +158,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         201: { description: 'The backing source', schema: BackingSource },
         ...errors.forbidden,
         409: { description: 'A source with this sourceId exists (code source_exists).' },
-        422: { description: 'evidenceId is not a valid attestation (code attestation_invalid), or idempotency_key_reused.' },
+        422: { description: 'evidenceId is not a valid attestation (code attestation_invalid), its validUntil has passed (attestation_expired), or idempotency_key_reused.' },
       },
       handler: (ctx) =>
         mutate(service, '/credit/backing-sources', ctx, (m) =>
@@ -173,6 +173,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
               liquidationValueAtomic: BigInt(ctx.body.liquidationValueAtomic),
               advanceRateBps: ctx.body.advanceRateBps,
               evidenceId: ctx.body.evidenceId,
+              // Signed as whole seconds: the same rounding as the attester's signature.
+              validUntilMs: Math.floor(msFromIso(ctx.body.validUntil) / 1000) * 1000,
             },
             (source) => replyWith(201, BackingSource)(toWire(source)),
           ),
