@@ -208,6 +208,23 @@ export class Engine {
     return this.commit({ ...lender })
   }
 
+  /**
+   * After an unclean stop: every id sequence jumps to the next multiple of `step` (2^32), so an id minted in memory
+   * and lost with the crash (its commit never reached the disk) is never minted again for something else.
+   */
+  advanceSequences(step = 2 ** 32): EngineResult<MetaRecord> {
+    const next = (seq: number) => (Math.floor(seq / step) + 1) * step
+    this.meta = {
+      offerSeq: next(this.meta.offerSeq),
+      leaseSeq: next(this.meta.leaseSeq),
+      advanceSeq: next(this.meta.advanceSeq),
+      lenderSeq: next(this.meta.lenderSeq),
+      sourceSeq: next(this.meta.sourceSeq),
+    }
+    this.touch('meta', 'engine')
+    return this.commit({ ...this.meta })
+  }
+
   registerSource(input: RegisterSourceInput, nowMs: number): EngineResult<SourceRecord> {
     if (!SOURCE_ID.test(input.sourceId) || JOB_ID.test(input.sourceId)) {
       return fail('invalid', 'invalid_source_id', 'sourceId must match ^[A-Za-z0-9_.:-]{1,128}$ and not look like a job id')

@@ -50,6 +50,8 @@ export interface AppOptions {
   onFatal?: (error: unknown) => void
   /** Check every response against its documented schema (tests). */
   validateResponses?: boolean
+  /** Test hook of the store: while it returns true, no group commit starts. */
+  holdCommitsWhile?: () => boolean
 }
 
 /** The devnet's demo roles become the configuration a real deployment writes in its config file. */
@@ -99,7 +101,11 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     }
     const publishRpcUrls = config.networksFile === undefined
 
-    const store = await Store.open({ dataDir: config.dataDir, durability: config.durability })
+    const store = await Store.open({
+      dataDir: config.dataDir,
+      durability: config.durability,
+      ...(options.holdCommitsWhile ? { holdCommitsWhile: options.holdCommitsWhile } : {}),
+    })
     cleanups.push(() => store.close())
 
     const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax })
@@ -111,6 +117,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     }
     const engine = new Engine(engineConfig, watcher, storedSnapshots(store))
     engine.checkInvariants()
+    if (!store.cleanStart) {
+      // The previous process died: ids it minted in memory may have been lost with it. None is minted again.
+      const jumped = engine.advanceSequences()
+      if (jumped.ok) await store.commit({ changes: jumped.changes })
+      log({ level: 'warn', msg: 'unclean_start_ids_advanced', ...(jumped.ok ? jumped.value : {}) })
+    }
 
     const clients = new Map<string, NetworkClients>(networks.map((n) => [n.slug, createNetworkClients(n)]))
     const service = new CreditService({ config, engine, store, networks, clients, watcher, clock })
@@ -169,6 +181,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...x402Routes(networks),
     )
 
+    // From here on the store counts as in use until stop() closes it: a start that finds it so after a crash
+    // advances the id sequences (above).
+    await store.markRunning()
     const server = await startServer({
       routes,
       host: config.host,
@@ -176,6 +191,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       bodyLimitBytes: config.bodyLimitBytes,
       authenticate: (token) => (auth as SiweAuth).authenticate(token),
       log,
+      readBarrier: () => store.durable(),
       rateLimit: config.rateLimitPerSecond === 0 ? false : { burst: config.rateLimitPerSecond * 2, refillPerSecond: config.rateLimitPerSecond },
       ...(options.validateResponses ? { validateResponses: true } : {}),
     })

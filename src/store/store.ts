@@ -79,6 +79,8 @@ export interface StoreOptions {
   readonly changesPerCommitMax?: number
   readonly commitsPerTxnMax?: number
   readonly pendingCommitsMax?: number
+  /** Test hook: while it returns true no group commit starts (commits wait in the queue, unacknowledged). */
+  readonly holdCommitsWhile?: () => boolean
 }
 
 export interface CommitInput {
@@ -240,6 +242,12 @@ export class Store {
   #resolveDrained: (() => void) | null = null
   #overlay = new Map<string, PreparedRecordWrite>()
   #seq = 0
+  /** Settles when the last commit queued so far is written (or failed): commits are written in queue order. */
+  #tail: Promise<void> = Promise.resolve()
+  readonly #holdCommitsWhile: (() => boolean) | undefined
+  /** Whether the previous process closed this store (or it is new); false after a crash. */
+  readonly cleanStart: boolean
+  #markedRunning = false
   #stats = { transactions: 0, commits: 0, failedCommits: 0, changes: 0, largestBatch: 0 }
 
   private constructor(
@@ -248,6 +256,7 @@ export class Store {
     options: StoreOptions,
     versions: ReadonlyMap<string, number>,
     recordedCollections: Record<string, number>,
+    cleanStart: boolean,
   ) {
     this.dataDir = dataDir
     this.durability = options.durability ?? 'sync'
@@ -263,6 +272,8 @@ export class Store {
     this.#changesPerCommitMax = options.changesPerCommitMax ?? CHANGES_PER_COMMIT_MAX_DEFAULT
     this.#commitsPerTxnMax = options.commitsPerTxnMax ?? COMMITS_PER_TXN_MAX_DEFAULT
     this.#pendingCommitsMax = options.pendingCommitsMax ?? PENDING_COMMITS_MAX_DEFAULT
+    this.#holdCommitsWhile = options.holdCommitsWhile
+    this.cleanStart = cleanStart
     this.idempotency = new Idempotency({
       retentionMs: options.idempotencyRetentionMs ?? IDEMPOTENCY_RETENTION_MS_DEFAULT,
       waitMs: options.idempotencyWaitMs ?? IDEMPOTENCY_WAIT_MS_DEFAULT,
@@ -313,8 +324,10 @@ export class Store {
       throw openError(dataDir, error)
     }
     try {
-      const recordedCollections = Store.#checkFormat(dataDir, root, versions)
-      return new Store(dataDir, root, options, versions, recordedCollections)
+      const { collections: recordedCollections, created } = Store.#checkFormat(dataDir, root, versions)
+      const shutdown = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never).get('shutdown')
+      // A store written before the shutdown mark existed has none: its last stop is unknown, so it counts as unclean.
+      return new Store(dataDir, root, options, versions, recordedCollections, created || shutdown === 'clean')
     } catch (error) {
       await root.close()
       throw error
@@ -337,6 +350,7 @@ export class Store {
     }
     const meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
     const format = meta.get('format')
+    const created = format === undefined
     if (format === undefined) {
       if (names.length > 0 && names.some((name) => name !== 'meta')) {
         throw new StoreOpenError(
@@ -381,7 +395,7 @@ export class Store {
     }
     if (changed) meta.putSync('schema', { kinds, collections: recorded.collections } satisfies SchemaRecord)
     for (const name of DB_NAMES) root.openDB({ name })
-    return recorded.collections
+    return { collections: recorded.collections, created }
   }
 
   // ---------------------------------------------------------------------------------------------------- writes
@@ -397,6 +411,25 @@ export class Store {
     } catch (error) {
       return Promise.reject(error)
     }
+  }
+
+  /**
+   * Resolves once every commit queued before the call is durable (settled); at once when none is pending. A read
+   * built from memory awaits it before answering, so nothing it shows can be lost by a crash (issue 10, hole 4).
+   */
+  durable(): Promise<void> {
+    if (this.#queue.length === 0 && !this.#draining && !this.#scheduled) return Promise.resolve()
+    return this.#tail
+  }
+
+  /**
+   * Marks the store as in use (durably) until close() marks it clean: a start that finds the mark learns that the
+   * previous process died (cleanStart false). Called once the service is about to serve, so a refused start writes
+   * nothing.
+   */
+  async markRunning(): Promise<void> {
+    await this.#meta.put('shutdown', 'running')
+    this.#markedRunning = true
   }
 
   /** Deletes expired records and idempotency records (at most `limit`); resolves with how many were deleted. */
@@ -494,10 +527,15 @@ export class Store {
       this.#overlay.set(withSeq.overlayKey, withSeq)
       return withSeq
     })
-    return new Promise((resolve, reject) => {
+    const committed = new Promise<CommitResult & { swept: number }>((resolve, reject) => {
       this.#queue.push({ ...prepared, records, swept: 0, resolve, reject })
       this.#schedule()
     })
+    this.#tail = committed.then(
+      () => undefined,
+      () => undefined,
+    )
+    return committed
   }
 
   #schedule(): void {
@@ -509,6 +547,10 @@ export class Store {
   }
 
   async #drain(): Promise<void> {
+    if (this.#holdCommitsWhile?.() === true) {
+      setTimeout(() => void this.#drain(), 10)
+      return
+    }
     this.#scheduled = false
     if (this.#draining) return
     this.#draining = true
@@ -838,6 +880,7 @@ export class Store {
     if (this.#closed) return
     this.#closed = true
     while (this.#queue.length > 0 || this.#draining || this.#scheduled) await this.#drained
+    if (this.#markedRunning) await this.#meta.put('shutdown', 'clean')
     await this.#root.close()
   }
 }
