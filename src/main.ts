@@ -21,8 +21,14 @@ async function main(): Promise<void> {
   }
   if (app.demo !== undefined) {
     line('  devnet demo accounts (test keys, never use them elsewhere):')
-    for (const account of Object.values(app.demo)) line(`    ${account.role.padEnd(9)} ${account.address} ${account.privateKey}`)
+    for (const account of Object.values(app.demo)) line(`    ${account.role.padEnd(10)} ${account.address} ${account.privateKey}`)
   }
+  const score = app.catalog().creditScore
+  line(
+    score.payment === null
+      ? `  ${score.path}: off (CREDIT_SCORE=on or the config file's creditScore turns it on)`
+      : `  ${score.path}: ${score.payment.amountAtomic} atomic ${score.payment.asset} on ${score.payment.network} to ${score.payment.payTo} (x402 v2, facilitator ${score.payment.facilitator})`,
+  )
   line(`  catalog ${app.url}/.well-known/service.json, OpenAPI ${app.url}/openapi.json, agents ${app.url}/llms.txt`)
 
   let stopping = false

@@ -4,6 +4,7 @@ import Type, { type Static } from 'typebox'
 import type { NetworkConfig } from '../chain/config.ts'
 import type { EngineConfig } from '../engine/config.ts'
 import type { AnyRoute } from '../http/route.ts'
+import { creditScoreCatalogEntry, CreditScoreCatalogEntry, type CreditScoreOffer } from '../score/catalog.ts'
 import { attestationDomain, attestationTypes } from '../service/attestation.ts'
 import type { SupplierEntry } from '../service/config.ts'
 import { Address, Bps, StrictObject } from './common.ts'
@@ -89,7 +90,7 @@ export const Catalog = StrictObject({
     offersDispatchedPerCallMax: Type.Integer({ minimum: 1 }),
     networksPerLenderMax: Type.Integer({ minimum: 1 }),
   }),
-  creditScore: StrictObject({ enabled: Type.Boolean(), path: Type.String() }),
+  creditScore: CreditScoreCatalogEntry,
 })
 export type Catalog = Static<typeof Catalog>
 
@@ -107,7 +108,8 @@ export interface CatalogSources {
   operators: readonly `0x${string}`[]
   suppliers: readonly SupplierEntry[]
   bodyLimitBytes: number
-  creditScoreEnabled: boolean
+  /** What /credit-score costs and what computes it; null while disabled. */
+  creditScore: CreditScoreOffer | null
 }
 
 export function buildCatalog(s: CatalogSources): Catalog {
@@ -170,6 +172,6 @@ export function buildCatalog(s: CatalogSources): Catalog {
       offersDispatchedPerCallMax: s.engine.offersDispatchedPerCallMax,
       networksPerLenderMax: s.engine.networksPerLenderMax,
     },
-    creditScore: { enabled: s.creditScoreEnabled, path: '/credit-score' },
+    creditScore: creditScoreCatalogEntry('/credit-score', s.creditScore),
   }
 }

@@ -1,5 +1,6 @@
 // `/llms.txt`: the service described for an agent, with the typical flow of spec section 4 as exact calls. Written
 // from the catalog, so the networks, contracts, limits and endpoints it names are the ones the service serves.
+import { scoreHowTo } from '../score/howto.ts'
 import type { Catalog } from './catalog.ts'
 
 export function buildLlmsTxt(c: Catalog): string {
@@ -67,7 +68,27 @@ The lender pays gas for setup and payment transactions. POST /credit/dispatch {}
 - Insurance reserve: ${c.rules.insuranceShareBps} bps of each fee.
 - Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender.
 
+## Credit score (paid with x402, answered encrypted)
+${creditScoreSection(c)}
+
 ## Endpoints
 ${endpointLines.join('\n')}
 `
+}
+
+function creditScoreSection(c: Catalog): string {
+  const { payment, score } = c.creditScore
+  if (payment === null) return `POST ${c.creditScore.path} answers 503 compute_disabled in this deployment (no compute component configured).`
+  const howTo = scoreHowTo({
+    baseUrl: c.baseUrl,
+    caip2: payment.caip2,
+    network: payment.network,
+    asset: payment.asset,
+    assetAddress: payment.assetAddress,
+    amountAtomic: payment.amountAtomic,
+    payTo: payment.payTo,
+  })
+  return `${howTo}
+
+Score ${score.min}..${score.max} (formula version ${score.formulaVersion}): ${score.formula}`
 }

@@ -36,7 +36,8 @@ import { setAside, stateCandidates, StateSaver, stderrDevnetLog, type DevnetLog,
 /** anvil's well-known development mnemonic: its accounts are public, fine for a devnet and nothing else. */
 export const devMnemonic = 'test test test test test test test test test test test junk'
 
-export const demoRoles = ['deployer', 'operator', 'lender', 'borrower', 'jobClient', 'supplier', 'attester'] as const
+/** `scorePayee` receives the devnet's /credit-score payments: it starts with gas and no USDC, so its balance is revenue. */
+export const demoRoles = ['deployer', 'operator', 'lender', 'borrower', 'jobClient', 'supplier', 'attester', 'scorePayee'] as const
 export type DemoRole = (typeof demoRoles)[number]
 export type DemoAccount = { role: DemoRole; address: Address; privateKey: Hex }
 export type DemoAccounts = Record<DemoRole, DemoAccount>
@@ -260,7 +261,7 @@ async function deployFresh(
   await Promise.all(Object.values(accounts).map((a) => testClient.setBalance({ address: a.address, value: gasWei })))
 
   const tokenAtomic = options.fundTokenAtomic ?? 1_000_000n * 10n ** BigInt(devnetToken.decimals)
-  const funded = demoRoles.filter((role) => role !== 'deployer')
+  const funded = demoRoles.filter((role) => role !== 'deployer' && role !== 'scorePayee')
   const hashes = await Promise.all([
     wallet.deployContract({
       abi: testStablecoinAbi,

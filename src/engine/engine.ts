@@ -14,7 +14,7 @@ import {
   applyBps, clampBps, coverageBps, eligibleFee, feeAtomic, insuranceAtomic, minBig, planRecovery, riskBand,
 } from './rules.ts'
 import type {
-  ActorKind, Address, AdvanceView, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
+  ActorKind, Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
   CreditState, DeclineReason, DispatchOutcome, EngineError, EngineResult, ErrorClass, JobSettlementPlan,
   JobSettlementReceipt, JobView, LeaseView, LenderRecord, LiquidationInput, LiquidationPlan, LiquidationReceipt,
   MatchOutcome, MetaRecord, OfferView, PassportEvent, PostCollateralInput, RegisterLenderInput, RegisterSourceInput,
@@ -717,6 +717,39 @@ export class Engine {
   getBorrower(address: Address): BorrowerRecord | undefined {
     const borrower = this.borrowers.get(address)
     return borrower && { ...borrower }
+  }
+
+  /**
+   * What a borrower owes now and since when the service knows it, read from live actors and records only (final
+   * actors have left memory): its open advances (active or defaulted), those past due or defaulted, principal + fee
+   * outstanding per network and asset, and the earliest creation among its live jobs, open advances and backing
+   * sources. O(live jobs + live advances + sources): a read for the paid credit score, not for a hot path.
+   */
+  borrowerExposure(address: Address, nowMs: number): BorrowerExposure {
+    let openAdvances = 0
+    let pastDueAdvances = 0
+    let earliestAtMs: number | null = null
+    const seen = (atMs: number) => (earliestAtMs = earliestAtMs === null || atMs < earliestAtMs ? atMs : earliestAtMs)
+    const outstanding = new Map<string, { network: string; asset: string; outstandingAtomic: bigint }>()
+    for (const actor of this.advances.values()) {
+      const snapshot = actor.getSnapshot()
+      const a = snapshot.context
+      if (a.borrower !== address) continue
+      openAdvances += 1
+      if (snapshot.value === 'defaulted' || a.dueAtMs <= nowMs) pastDueAdvances += 1
+      seen(a.fundedAtMs)
+      const key = reserveId(a.network, a.asset)
+      const entry = outstanding.get(key) ?? { network: a.network, asset: a.asset, outstandingAtomic: 0n }
+      entry.outstandingAtomic += a.principalAtomic + a.feeAtomic
+      outstanding.set(key, entry)
+    }
+    for (const actor of this.jobs.values()) {
+      const j = actor.getSnapshot().context
+      if (j.borrower === address) seen(j.createdAtMs)
+    }
+    for (const source of this.sources.values()) if (source.agent === address) seen(source.registeredAtMs)
+    const byKey = [...outstanding.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v)
+    return { openAdvances, pastDueAdvances, outstanding: byKey, earliestActivityAtMs: earliestAtMs }
   }
 
   /** Lenders in registration order. */

@@ -78,6 +78,18 @@ export interface BorrowerRecord {
   shortfallAtomic: bigint
 }
 
+/** A borrower's open obligations as the engine holds them (Engine.borrowerExposure). */
+export interface BorrowerExposure {
+  /** Advances active or defaulted, not yet repaid or liquidated. */
+  openAdvances: number
+  /** Of those, the ones past their due time or defaulted. */
+  pastDueAdvances: number
+  /** Principal + fee of the open advances per network and asset, ordered by network then asset. */
+  outstanding: Array<{ network: string; asset: string; outstandingAtomic: bigint }>
+  /** Earliest creation among the borrower's live jobs, open advances and backing sources; null when none. */
+  earliestActivityAtMs: number | null
+}
+
 export interface ReserveRecord {
   network: string
   asset: string

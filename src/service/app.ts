@@ -8,6 +8,7 @@ import { API_VERSION, buildOpenApi, openApiRoute, type OpenApiDocument } from '.
 import { creditRoutes } from '../api/routes/credit.ts'
 import { discoveryRoutes } from '../api/routes/discovery.ts'
 import { lenderRoutes } from '../api/routes/lenders.ts'
+import { creditScoreRoute } from '../api/routes/score.ts'
 import { authRoutes } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
@@ -20,8 +21,12 @@ import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { startServer, type RunningServer } from '../http/server.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store } from '../store/index.ts'
+import { assembleCreditScore } from '../score/assembly.ts'
+import type { CreditScoreCompute } from '../score/compute.ts'
+import { resolveCreditScore } from '../score/settings.ts'
+import { createNetworkFacilitators } from '../x402/facilitator.ts'
 import { facilitatorUrl } from '../x402/facilitator-url.ts'
-import { x402Routes } from '../x402/routes.ts'
+import { facilitatorRoutes } from '../x402/routes.ts'
 import { StoreAuthRecords } from './auth-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
 import { CreditService } from './credit-service.ts'
@@ -52,6 +57,8 @@ export interface AppOptions {
   validateResponses?: boolean
   /** Test hook of the store: while it returns true, no group commit starts. */
   holdCommitsWhile?: () => boolean
+  /** The /credit-score compute component, instead of the local child process (tests inject one that fails). */
+  creditScoreCompute?: CreditScoreCompute
 }
 
 /** The devnet's demo roles become the configuration a real deployment writes in its config file. */
@@ -92,7 +99,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     } else {
       if (devnet === undefined) {
         // The chains keep their state beside the store: a restart finds the escrows and balances its records name.
-        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet') })
+        // What they say about that state (loaded, set aside, fresh) joins the service's own structured log.
+        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet'), log })
         const started = devnet
         cleanups.push(() => started.stop())
       }
@@ -100,6 +108,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       config = devnetDefaults(config, devnet.accounts)
     }
     const publishRpcUrls = config.networksFile === undefined
+    const creditScoreSettings = resolveCreditScore(config.creditScore, networks, { devnetPayee: devnet?.accounts.scorePayee.address })
 
     const store = await Store.open({
       dataDir: config.dataDir,
@@ -154,6 +163,14 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     let openApi: OpenApiDocument | undefined
     let catalog: Catalog | undefined
     let baseUrl = ''
+    const facilitators = createNetworkFacilitators(networks)
+    const creditScore = assembleCreditScore({
+      settings: creditScoreSettings,
+      facilitators,
+      ...(options.creditScoreCompute === undefined ? {} : { compute: options.creditScoreCompute }),
+      baseUrl: () => baseUrl,
+    })
+    cleanups.push(() => creditScore.close())
     const routes: AnyRoute[] = []
     const catalogOf = (): Catalog =>
       (catalog ??= buildCatalog({
@@ -169,7 +186,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         operators: config.operators,
         suppliers: config.suppliers,
         bodyLimitBytes: config.bodyLimitBytes,
-        creditScoreEnabled: false,
+        creditScore: creditScore.offer(baseUrl),
       }))
     let llms: string | undefined
     routes.push(
@@ -178,7 +195,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...authRoutes(lateAuth),
       ...creditRoutes(service),
       ...lenderRoutes(service),
-      ...x402Routes(networks),
+      ...facilitators.flatMap(facilitatorRoutes),
+      creditScoreRoute({ paid: creditScore.paid, engine, clock }),
     )
 
     // From here on the store counts as in use until stop() closes it: a start that finds it so after a crash

@@ -18,6 +18,21 @@ const SupplierSchema = Type.Object(
   { additionalProperties: false },
 )
 
+/** The paid /credit-score. Every field optional; on the embedded devnet each has a default (README). */
+const CreditScoreSchema = Type.Object(
+  {
+    enabled: Type.Optional(Type.Boolean()),
+    network: Type.Optional(Type.String({ minLength: 1 })),
+    asset: Type.Optional(Type.String({ minLength: 1 })),
+    priceAtomic: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,77}$' })),
+    payTo: Type.Optional(AddressString),
+    facilitatorUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
+    maxTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 3600 })),
+  },
+  { additionalProperties: false },
+)
+export type CreditScoreConfig = Type.Static<typeof CreditScoreSchema>
+
 /** The JSON file named by CONFIG_FILE. Every key is optional; environment variables win over it. */
 export const ConfigFileSchema = Type.Object(
   {
@@ -39,6 +54,7 @@ export const ConfigFileSchema = Type.Object(
     rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
     walletsWatchedPerNetworkMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
+    creditScore: Type.Optional(CreditScoreSchema),
   },
   { additionalProperties: false },
 )
@@ -78,6 +94,11 @@ export interface ServiceConfig {
   /** 'none' exists for benchmarks only: acknowledged changes may be lost on a crash. */
   durability: 'sync' | 'none'
   engine: Partial<EngineConfig>
+  /**
+   * The paid /credit-score (config file key `creditScore`, env CREDIT_SCORE=on|off). Undefined: the mode's default,
+   * on for the embedded devnet and off with a networks file.
+   */
+  creditScore: CreditScoreConfig | undefined
   /** Writes no request log lines when false (tests). */
   requestLog: boolean
 }
@@ -134,6 +155,14 @@ function addresses(list: readonly string[] | undefined): Address[] {
   })
 }
 
+/** The file's `creditScore`, switched on or off by CREDIT_SCORE; undefined when neither says anything. */
+function creditScoreOf(env: NodeJS.ProcessEnv, file: ConfigFile): CreditScoreConfig | undefined {
+  const raw = env['CREDIT_SCORE']
+  if (raw === undefined || raw === '') return file.creditScore
+  if (raw !== 'on' && raw !== 'off') throw new ConfigError(`CREDIT_SCORE must be on or off, got ${JSON.stringify(raw)}`)
+  return { ...file.creditScore, enabled: raw === 'on' }
+}
+
 /** Resolves the configuration from the environment (HOST, PORT, DATA_DIR, NETWORKS_FILE, CONFIG_FILE, ...). */
 export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ServiceConfig> = {}): ServiceConfig {
   const file: ConfigFile = env.CONFIG_FILE ? readConfigFile(env.CONFIG_FILE) : {}
@@ -159,6 +188,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
     durability,
     engine: (file.engine ?? {}) as Partial<EngineConfig>,
+    creditScore: creditScoreOf(env, file),
     requestLog: env.REQUEST_LOG !== '0',
     ...overrides,
   }

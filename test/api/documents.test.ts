@@ -143,7 +143,13 @@ t.test('the catalog names the configured networks, contracts, assets, roles and 
   t.equal(catalog['limits']['offerTtlSeconds'], config.offerTtlSeconds)
   t.equal(catalog['limits']['bodyLimitBytes'], config.bodyLimitBytes)
   t.equal(catalog['rules']['insuranceShareBps'], h.app.service.engine.config.insuranceShareBps)
-  t.same(catalog['creditScore'], { enabled: false, path: '/credit-score' })
+  // The embedded devnet turns the paid score on: its price and payee are in the catalog (README, "Credit score").
+  t.match(catalog['creditScore'], {
+    enabled: true,
+    path: '/credit-score',
+    payment: { x402Version: 2, scheme: 'exact', payTo: h.devnet.accounts.scorePayee.address, amountAtomic: '10000' },
+    compute: { component: 'local-process', attestation: 'none' },
+  })
 })
 
 t.test('the catalog\'s endpoints are exactly the document\'s operations, with the same ids and auth', async (t) => {

@@ -153,12 +153,12 @@ t.test('a torn, empty, garbage or refused state file never blocks a start', asyn
 })
 
 /** The service as `npm start` runs it (embedded devnet), leader of its own process group. */
-function spawnService(dataDir: string): { child: ChildProcess; ready: Promise<{ url: string; rpcUrl: string; creditContract: Address; token: Address }>; stderr: () => string } {
+function spawnService(dataDir: string): { child: ChildProcess; ready: Promise<{ url: string; rpcUrl: string; creditContract: Address; token: Address }>; stderr: () => string; stdout: () => string } {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
     cwd: REPO,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', REQUEST_LOG: '0', RATE_LIMIT_PER_SECOND: '0', NETWORKS_FILE: '', CONFIG_FILE: '' },
+    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', REQUEST_LOG: '1', RATE_LIMIT_PER_SECOND: '0', NETWORKS_FILE: '', CONFIG_FILE: '' },
   })
   let out = ''
   let err = ''
@@ -172,7 +172,7 @@ function spawnService(dataDir: string): { child: ChildProcess; ready: Promise<{ 
     })
     child.once('exit', (code, signal) => reject(new Error(`service exited (${code ?? signal}) before listening: ${err.slice(-2000)}`)))
   })
-  return { child, ready, stderr: () => err }
+  return { child, ready, stderr: () => err, stdout: () => out }
 }
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
@@ -220,7 +220,7 @@ t.test('SIGKILL of the process group (service + anvils), then a restart finds th
   t.teardown(() => killGroup(second.child, 'SIGTERM'))
   const again = await second.ready
   t.equal(again.creditContract, running.creditContract, 'the same contracts')
-  t.match(second.stderr(), /devnet devnet-a: info: chain state loaded/, 'the log says the chain state was loaded')
+  t.match(second.stdout(), /"level":"info","msg":"chain state loaded","network":"devnet-a"/, 'the service log says the chain state was loaded')
   const job = await new CreditClient(again.url).get(`/credit/jobs/${jobId}`)
   t.equal(job.status, 200, 'the service still knows the job')
   const chain = clientsOf({ ...networkConfig, rpcUrl: again.rpcUrl }).public

@@ -1,8 +1,7 @@
-// Discovery and health: public documents generated from the route table and the configuration, and the optional
-// confidential-compute endpoint, which answers 503 until that component is configured.
+// Discovery and health: public documents generated from the route table and the configuration. (The paid
+// /credit-score lives in score.ts.)
 import Type from 'typebox'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
-import { HttpProblem } from '../../http/problem.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import { Catalog } from '../catalog.ts'
 import { Health } from '../schemas.ts'
@@ -64,28 +63,6 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       auth: 'none',
       responses: { 200: { description: 'llms.txt', schema: Type.String(), contentType: 'text/plain; charset=utf-8' } },
       handler: () => asResult({ status: 200, body: docs.llmsTxt() }),
-    }),
-
-    defineRoute({
-      method: 'post',
-      path: '/credit-score',
-      operationId: 'creditScore',
-      summary: 'Optional confidential-compute credit score, paid through x402; 503 while the component is not configured',
-      description: 'Disabled in this deployment: the confidential-compute component is not configured, so every call answers 503 (code compute_disabled).',
-      tags: ['credit'],
-      auth: 'none',
-      body: Type.Object({}, { additionalProperties: true, description: 'Request of the confidential computation (not specified while disabled).' }),
-      responses: {
-        200: { description: 'Encrypted result (when enabled)', schema: Type.Object({}, { additionalProperties: true }) },
-        402: { description: 'Payment required (x402), when enabled.' },
-        503: { description: 'Confidential compute is not configured (code compute_disabled).' },
-      },
-      handler: () => {
-        throw new HttpProblem(503, 'compute_disabled', 'The confidential-compute component is not configured; /credit-score is disabled.', {
-          title: 'Compute disabled',
-          headers: { 'retry-after': '3600' },
-        })
-      },
     }),
   ]
 }

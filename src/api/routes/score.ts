@@ -1,0 +1,134 @@
+// POST /credit-score: the paid, confidential credit score. In order: 503 when no compute component is configured;
+// input checks (400, 404) before any payment is asked; the x402 payment (402 until a verified one comes); the
+// computation in the compute component, which returns only a JWE for the caller's key; settlement, only once that
+// succeeded; 200 with the PAYMENT-RESPONSE header. A failed computation cancels the payment: nothing is charged.
+import type { Address } from 'viem'
+import { checksum } from '../common.ts'
+import { HttpProblem } from '../../http/problem.ts'
+import { defineRoute, type AnyRoute } from '../../http/route.ts'
+import { ComputeFailedError, type CreditScoreCompute } from '../../score/compute.ts'
+import { scoreFormulaText, scoreHowTo } from '../../score/howto.ts'
+import { scoreInputsOf, type ScoreSource } from '../../score/inputs.ts'
+import { recipientKeyProblem } from '../../score/recipient-key.ts'
+import { CreditScoreAnswer, CreditScoreRequest } from '../../score/schemas.ts'
+import { ChainUnavailableError } from '../../x402/facilitator.ts'
+import { PAYMENT_HEADERS, PaidResource, PaymentUnavailableError, type PaymentRefusal } from '../../x402/paid-resource.ts'
+
+export const CREDIT_SCORE_PATH = '/credit-score'
+/** How long a caller should wait before asking a disabled deployment again. */
+const DISABLED_RETRY_AFTER_SECONDS = 3600
+
+export interface CreditScoreRouteDeps {
+  /** The payment and the component; null when the component is not configured (every call answers 503). */
+  paid: { resource: PaidResource; compute: CreditScoreCompute } | null
+  engine: ScoreSource
+  clock: () => number
+}
+
+const refusedDescription =
+  'Payment required (x402 v2): the PAYMENT-REQUIRED header (base64 JSON: x402Version, resource, accepts [{scheme exact, network, asset, amount, payTo, maxTimeoutSeconds, extra {name, version}}]) says what to pay. ' +
+  'Codes: payment_required (none sent), payment_invalid (refused by the facilitator, or not an x402 payload), payment_not_accepted (another network, asset, amount or payee), ' +
+  'payment_already_used, payment_settlement_failed (the score is withheld).'
+
+export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
+  const enabled = deps.paid !== null
+  return defineRoute({
+    method: 'post',
+    path: CREDIT_SCORE_PATH,
+    operationId: 'creditScore',
+    summary: enabled
+      ? 'Confidential credit score of an agent, paid per call with x402 and answered as a JWE for the caller\'s key'
+      : 'Confidential credit score, paid through x402; 503 while the compute component is not configured',
+    description:
+      (enabled ? '' : 'Disabled in this deployment: the compute component is not configured, so every call answers 503 (code compute_disabled) before any payment. ') +
+      `How to call it:\n${scoreHowTo(undefined)}\n\nThe score: ${scoreFormulaText()}\n\n` +
+      'Confidentiality: the score is computed and encrypted in a separate process that receives only this call\'s inputs and public key and returns only the JWE; ' +
+      'the HTTP process never holds the plaintext. That component gives no hardware attestation (compute.attestation is null).',
+    tags: ['credit'],
+    auth: 'none',
+    body: CreditScoreRequest,
+    headers: PAYMENT_HEADERS,
+    responses: {
+      200: { description: 'The encrypted score; the PAYMENT-RESPONSE header (base64 JSON) carries the settlement transaction.', schema: CreditScoreAnswer },
+      400: { description: 'Malformed body (validation_failed, e.g. a private "d" in publicKey), or a public key nothing can be encrypted to (invalid_public_key).' },
+      402: { description: refusedDescription },
+      404: { description: 'The subject is not a borrower the service knows (subject_not_found).' },
+      409: { description: 'Another request is using the same payment right now (payment_in_flight).' },
+      412: { description: 'x402 Permit2 payments only: the token allowance to Permit2 is missing (see PAYMENT-REQUIRED).' },
+      503: {
+        description:
+          'compute_disabled (no compute component; before any payment), compute_failed (the computation failed: nothing was charged, the same payment may be sent again until it expires), ' +
+          'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was decided).',
+      },
+    },
+    handler: async ({ body, headers }) => {
+      if (deps.paid === null) {
+        throw new HttpProblem(503, 'compute_disabled', 'The confidential-compute component is not configured; /credit-score is disabled.', {
+          title: 'Compute disabled',
+          headers: { 'retry-after': String(DISABLED_RETRY_AFTER_SECONDS) },
+        })
+      }
+      const { resource, compute } = deps.paid
+      const subject = checksum(body.subject)
+      const keyProblem = await recipientKeyProblem(body.publicKey)
+      if (keyProblem !== undefined) throw new HttpProblem(400, 'invalid_public_key', `publicKey: ${keyProblem}.`, { title: 'Invalid public key' })
+      if (deps.engine.getBorrower(subject) === undefined) {
+        throw new HttpProblem(404, 'subject_not_found', `${subject} is not a borrower this service knows.`, { title: 'Subject not found' })
+      }
+
+      const admission = await paying(() => resource.admit(headers))
+      if (admission.kind === 'refused') throw refusalProblem(admission)
+      let sealed
+      try {
+        sealed = await compute.score({ inputs: inputsOf(deps, subject), recipient: body.publicKey })
+      } catch (error) {
+        await admission.cancel(error)
+        if (!(error instanceof ComputeFailedError)) throw error
+        throw new HttpProblem(503, 'compute_failed', `The score could not be computed (${error.message}); nothing was charged. The same payment may be sent again until it expires.`, {
+          title: 'Computation failed',
+          headers: { 'retry-after': '1' },
+          cause: error,
+        })
+      }
+      const settled = await paying(() => admission.settle())
+      if (settled.kind === 'refused') throw refusalProblem(settled)
+      return {
+        status: 200,
+        body: { subject, jwe: sealed.jwe, compute: { component: compute.component, attestation: sealed.attestation ?? null } },
+        headers: settled.headers,
+      }
+    },
+  })
+}
+
+function inputsOf(deps: CreditScoreRouteDeps, subject: Address) {
+  const inputs = scoreInputsOf(deps.engine, subject, deps.clock())
+  // Borrower records are never deleted: one seen before the payment is still there.
+  if (inputs === undefined) throw new Error(`borrower ${subject} vanished`)
+  return inputs
+}
+
+function refusalProblem(refusal: PaymentRefusal): HttpProblem {
+  return new HttpProblem(refusal.status, refusal.code, refusal.detail, { title: refusal.status === 409 ? 'Payment in use' : 'Payment required', headers: refusal.headers })
+}
+
+/** The facilitator could not decide: a 503 naming whether the chain or the facilitator failed. */
+async function paying<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    if (!(error instanceof PaymentUnavailableError)) throw error
+    const chain = causes(error).some((cause) => cause instanceof ChainUnavailableError)
+    throw new HttpProblem(503, chain ? 'chain_unavailable' : 'facilitator_unavailable', `${error.message}; nothing was decided about the payment, retry later.`, {
+      title: chain ? 'Chain unavailable' : 'Facilitator unavailable',
+      headers: { 'retry-after': '1' },
+      cause: error,
+    })
+  }
+}
+
+function causes(error: unknown): unknown[] {
+  const chain: unknown[] = []
+  for (let current = error, depth = 0; current instanceof Error && depth < 8; current = current.cause, depth += 1) chain.push(current)
+  return chain
+}

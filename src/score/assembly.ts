@@ -1,0 +1,66 @@
+// Puts /credit-score together from its settings: the compute component (the local one unless another is given),
+// the facilitator client (this service's own facilitator in process for a self-facilitated network, the official
+// HTTP client of the configured facilitator otherwise) and the paid resource; and the catalog's description of it.
+import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server'
+import { CREDIT_SCORE_PATH } from '../api/routes/score.ts'
+import type { NetworkFacilitator } from '../x402/facilitator.ts'
+import { facilitatorUrl, PUBLIC_FACILITATOR_URL_DEFAULT } from '../x402/facilitator-url.ts'
+import { InProcessFacilitatorClient } from '../x402/in-process-client.ts'
+import { PaidResource } from '../x402/paid-resource.ts'
+import type { CreditScoreOffer } from './catalog.ts'
+import type { CreditScoreCompute } from './compute.ts'
+import { LocalScoreCompute } from './local-compute.ts'
+import type { CreditScoreSettings } from './settings.ts'
+
+export interface CreditScoreAssembly {
+  /** What the route needs; null while disabled. */
+  paid: { resource: PaidResource; compute: CreditScoreCompute } | null
+  /** The catalog entry's facts for a service reachable at `baseUrl`; null while disabled. */
+  offer(baseUrl: string): CreditScoreOffer | null
+  close(): Promise<void>
+}
+
+export function assembleCreditScore(input: {
+  settings: CreditScoreSettings | null
+  facilitators: readonly NetworkFacilitator[]
+  /** Replaces the local component (tests inject one that fails). */
+  compute?: CreditScoreCompute
+  /** The service's public base URL, known once it listens. */
+  baseUrl: () => string
+}): CreditScoreAssembly {
+  const { settings } = input
+  if (settings === null) return { paid: null, offer: () => null, close: async () => {} }
+  const own = input.facilitators.find((f) => f.network.slug === settings.network.slug)
+  const remoteUrl = settings.facilitatorUrl ?? PUBLIC_FACILITATOR_URL_DEFAULT
+  const facilitator: FacilitatorClient = own !== undefined ? new InProcessFacilitatorClient(own) : new HTTPFacilitatorClient({ url: remoteUrl })
+  const compute = input.compute ?? new LocalScoreCompute()
+  const resource = new PaidResource({
+    method: 'POST',
+    path: CREDIT_SCORE_PATH,
+    url: () => `${input.baseUrl()}${CREDIT_SCORE_PATH}`,
+    description: 'Confidential credit score of an agent (compact JWE for the caller\'s key)',
+    network: settings.network,
+    token: settings.token,
+    amountAtomic: settings.priceAtomic,
+    payTo: settings.payTo,
+    maxTimeoutSeconds: settings.maxTimeoutSeconds,
+    facilitator,
+  })
+  return {
+    paid: { resource, compute },
+    offer: (baseUrl) => ({
+      network: settings.network.slug,
+      caip2: settings.network.caip2,
+      asset: settings.token.symbol,
+      assetAddress: settings.token.address,
+      decimals: settings.token.decimals,
+      amountAtomic: settings.priceAtomic,
+      payTo: settings.payTo,
+      maxTimeoutSeconds: settings.maxTimeoutSeconds,
+      facilitatorUrl: own !== undefined ? facilitatorUrl(settings.network, { baseUrl }) : remoteUrl,
+      component: compute.component,
+      attestation: 'none',
+    }),
+    close: () => compute.close(),
+  }
+}

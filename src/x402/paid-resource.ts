@@ -1,0 +1,269 @@
+// One paid route through the official x402 resource server (@x402/core: x402ResourceServer with the exact EVM
+// server scheme, wrapped by x402HTTPResourceServer). The route asks `admit` whether the request carries a payment
+// the facilitator verifies; if so it does its work and then calls `settle`, or `cancel` when the work failed, so
+// money moves only for work delivered. The protocol (402 with PAYMENT-REQUIRED, PAYMENT-SIGNATURE, verify, settle,
+// PAYMENT-RESPONSE) is the library's; this file adapts the route's request to it and names its outcomes.
+import {
+  x402HTTPResourceServer,
+  x402ResourceServer,
+  FacilitatorResponseError,
+  type FacilitatorClient,
+  type HTTPAdapter,
+  type HTTPRequestContext,
+  type HTTPResponseInstructions,
+  type PaymentCancellationDispatcher,
+} from '@x402/core/server'
+import { decodePaymentRequiredHeader, decodePaymentSignatureHeader } from '@x402/core/http'
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
+import { ExactEvmScheme } from '@x402/evm/exact/server'
+import type { Address } from 'viem'
+import type { NetworkConfig, TokenConfig } from '../chain/config.ts'
+import { EXACT_SCHEME } from './facilitator.ts'
+
+/** The request headers the protocol reads; a route using PaidResource lists them in its `headers`. */
+export const PAYMENT_HEADERS = ['payment-signature', 'user-agent'] as const
+
+export interface PaidResourceOptions {
+  method: 'POST' | 'GET'
+  path: string
+  /** The absolute URL of the resource, known once the server listens: named in PAYMENT-REQUIRED. */
+  url: () => string
+  description: string
+  network: NetworkConfig
+  token: TokenConfig
+  amountAtomic: bigint
+  payTo: Address
+  maxTimeoutSeconds: number
+  facilitator: FacilitatorClient
+}
+
+/** Why a request was not admitted, with the status and x402 headers to answer it with. */
+export interface PaymentRefusal {
+  kind: 'refused'
+  status: number
+  code: 'payment_required' | 'payment_invalid' | 'payment_not_accepted' | 'payment_already_used' | 'payment_in_flight' | 'payment_settlement_failed'
+  detail: string
+  headers: Record<string, string>
+}
+
+export interface SettledPayment {
+  kind: 'settled'
+  transaction: string
+  payer: string | undefined
+  /** PAYMENT-RESPONSE (and the cache directive the protocol adds). */
+  headers: Record<string, string>
+}
+
+export interface AdmittedPayment {
+  kind: 'admitted'
+  payer: string | undefined
+  /** Settles the verified payment: call only after the work succeeded. */
+  settle(): Promise<SettledPayment | PaymentRefusal>
+  /** The work failed: nothing is settled. */
+  cancel(error: unknown): Promise<void>
+}
+
+/** The facilitator could not be reached or could not decide (chain outage, fault, timeout): nothing was decided. */
+export class PaymentUnavailableError extends Error {
+  override readonly name = 'PaymentUnavailableError'
+}
+
+const INITIALIZE_ATTEMPT_MS_MIN = 1000
+
+export class PaidResource {
+  readonly options: PaidResourceOptions
+  private server: Promise<x402HTTPResourceServer> | undefined
+  private lastFailedInitMs = 0
+  /** Signatures of payments being processed: a second request with the same payment waits for nothing. */
+  private readonly inFlight = new Set<string>()
+
+  constructor(options: PaidResourceOptions) {
+    this.options = options
+  }
+
+  /** What a client must pay, in the form of the protocol's requirements (for the catalog and documents). */
+  requirements(): PaymentRequirements {
+    const { network, token, amountAtomic, payTo, maxTimeoutSeconds } = this.options
+    return {
+      scheme: EXACT_SCHEME,
+      network: network.caip2,
+      asset: token.address,
+      amount: amountAtomic.toString(),
+      payTo,
+      maxTimeoutSeconds,
+      extra: { name: token.eip712Name, version: token.eip712Version },
+    }
+  }
+
+  /**
+   * Verifies the request's payment through the facilitator. Headers are the request's, copied before any await
+   * (uWebSockets.js frees the request when its handler returns).
+   */
+  async admit(headers: Readonly<Record<string, string>>): Promise<PaymentRefusal | AdmittedPayment> {
+    const server = await this.ready()
+    const header = headers['payment-signature']
+    if (header !== undefined && !decodes(header)) {
+      const unpaid = await this.process(server, { ...headers, 'payment-signature': '' })
+      const refused = unpaid.type === 'payment-error' ? this.refusal(unpaid.response, true) : undefined
+      if (refused === undefined) throw new Error('a route without payment was not refused')
+      return { ...refused, code: 'payment_invalid', detail: 'The PAYMENT-SIGNATURE header is not base64 of an x402 payment payload (JSON).' }
+    }
+    const key = header === undefined ? undefined : paymentKey(header)
+    if (key !== undefined && this.inFlight.has(key)) {
+      return { kind: 'refused', status: 409, code: 'payment_in_flight', detail: 'Another request is using this payment now; it is spent by at most one of them.', headers: {} }
+    }
+    if (key !== undefined) this.inFlight.add(key)
+    let admitted = false
+    try {
+      const result = await this.process(server, headers)
+      if (result.type === 'no-payment-required') throw new Error(`${this.options.method} ${this.options.path} is not a paid route of its resource server`)
+      if (result.type === 'payment-error') return this.refusal(result.response, header === undefined)
+      admitted = true
+      return this.admitted(server, result.paymentPayload, result.paymentRequirements, result.declaredExtensions, result.cancellationDispatcher, key)
+    } finally {
+      if (!admitted && key !== undefined) this.inFlight.delete(key)
+    }
+  }
+
+  private admitted(
+    server: x402HTTPResourceServer,
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+    extensions: Record<string, unknown> | undefined,
+    dispatcher: PaymentCancellationDispatcher,
+    key: string | undefined,
+  ): AdmittedPayment {
+    const release = () => {
+      if (key !== undefined) this.inFlight.delete(key)
+    }
+    return {
+      kind: 'admitted',
+      payer: payerOf(payload),
+      settle: async () => {
+        try {
+          const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
+          if (settled.success) {
+            return { kind: 'settled', transaction: settled.transaction, payer: settled.payer, headers: { ...settled.headers } }
+          }
+          const refusal = this.refusal(settled.response, false)
+          return { ...refusal, code: alreadyUsed(settled.errorReason) ? 'payment_already_used' : 'payment_settlement_failed', detail: `The payment did not settle (${settled.errorReason}); nothing was delivered.` }
+        } finally {
+          release()
+        }
+      },
+      cancel: async (error) => {
+        try {
+          await dispatcher.cancel({ reason: 'handler_threw', error })
+        } finally {
+          release()
+        }
+      },
+    }
+  }
+
+  private async process(server: x402HTTPResourceServer, headers: Readonly<Record<string, string>>) {
+    const { method, path } = this.options
+    const url = this.options.url()
+    const adapter: HTTPAdapter = {
+      getHeader: (name) => {
+        const value = headers[name.toLowerCase()]
+        return value === '' ? undefined : value
+      },
+      getMethod: () => method,
+      getPath: () => path,
+      getUrl: () => url,
+      // A JSON API: never the HTML paywall the library serves to browsers.
+      getAcceptHeader: () => 'application/json',
+      getUserAgent: () => headers['user-agent'] ?? '',
+    }
+    const context: HTTPRequestContext = { adapter, path, method }
+    return unavailableOnFacilitatorFailure(() => server.processHTTPRequest(context))
+  }
+
+  /** The refusal the library's instructions describe, with the x402 headers only (the body is a problem). */
+  private refusal(response: HTTPResponseInstructions, unpaid: boolean): PaymentRefusal {
+    const headers: Record<string, string> = {}
+    for (const [name, value] of Object.entries(response.headers)) {
+      if (name.toLowerCase() !== 'content-type') headers[name.toLowerCase()] = value
+    }
+    const required = headers['payment-required']
+    const error = required === undefined ? undefined : decodePaymentRequiredHeader(required).error
+    const { amountAtomic, token, network, payTo } = this.options
+    const price = `${amountAtomic} (atomic) ${token.symbol} on ${network.slug} (${network.caip2}) to ${payTo}`
+    if (unpaid) return { kind: 'refused', status: response.status, code: 'payment_required', detail: `Pay ${price} with x402 v2 (scheme exact): see the PAYMENT-REQUIRED header.`, headers }
+    if (error === 'No matching payment requirements') {
+      return { kind: 'refused', status: response.status, code: 'payment_not_accepted', detail: `The payment is not for what is asked (network, asset, amount or payee): pay ${price}.`, headers }
+    }
+    if (alreadyUsed(error)) return { kind: 'refused', status: response.status, code: 'payment_already_used', detail: `This payment was already used (${error}); sign a new one.`, headers }
+    return { kind: 'refused', status: response.status, code: 'payment_invalid', detail: `The facilitator refused the payment (${error ?? 'no reason given'}).`, headers }
+  }
+
+  /** The resource server, initialized once it succeeds (it fetches the facilitator's /supported). */
+  private ready(): Promise<x402HTTPResourceServer> {
+    if (this.server !== undefined) return this.server
+    // A remote facilitator that is down is asked again, but not more than once a second.
+    if (Date.now() - this.lastFailedInitMs < INITIALIZE_ATTEMPT_MS_MIN) return Promise.reject(new PaymentUnavailableError('the payment facilitator is unavailable; retry shortly'))
+    const { method, path, network, token, amountAtomic, payTo, maxTimeoutSeconds, description } = this.options
+    const resourceServer = new x402ResourceServer(this.options.facilitator).register(network.caip2, new ExactEvmScheme())
+    const server = new x402HTTPResourceServer(resourceServer, {
+      [`${method} ${path}`]: {
+        accepts: {
+          scheme: EXACT_SCHEME,
+          network: network.caip2,
+          payTo,
+          price: { amount: amountAtomic.toString(), asset: token.address, extra: { name: token.eip712Name, version: token.eip712Version } },
+          maxTimeoutSeconds,
+        },
+        resource: this.options.url(),
+        description,
+        mimeType: 'application/json',
+      },
+    })
+    const pending = server.initialize().then(
+      () => server,
+      (error: unknown) => {
+        this.server = undefined
+        this.lastFailedInitMs = Date.now()
+        throw new PaymentUnavailableError(`the payment facilitator could not be initialized: ${(error as Error).message}`, { cause: error })
+      },
+    )
+    this.server = pending
+    return pending
+  }
+}
+
+function decodes(header: string): boolean {
+  try {
+    const payload = decodePaymentSignatureHeader(header) as unknown
+    return typeof payload === 'object' && payload !== null && !Array.isArray(payload)
+  } catch {
+    return false
+  }
+}
+
+/** The signature identifies a payment: the same authorization signed once, whatever else the header carries. */
+function paymentKey(header: string): string {
+  const payload = decodePaymentSignatureHeader(header) as { payload?: { signature?: unknown } }
+  const signature = payload.payload?.signature
+  return typeof signature === 'string' ? signature.toLowerCase() : header
+}
+
+function payerOf(payload: PaymentPayload): string | undefined {
+  const inner = payload.payload as { authorization?: { from?: unknown }; permit2Authorization?: { from?: unknown } }
+  const from = inner.authorization?.from ?? inner.permit2Authorization?.from
+  return typeof from === 'string' ? from : undefined
+}
+
+function alreadyUsed(reason: string | undefined): boolean {
+  return reason !== undefined && /nonce_already_used|authorization_already_used/.test(reason)
+}
+
+/** A facilitator failure (FacilitatorResponseError from the official client or ours) decided nothing. */
+async function unavailableOnFacilitatorFailure<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    if (error instanceof FacilitatorResponseError) throw new PaymentUnavailableError(error.message, { cause: error })
+    throw error
+  }
+}
