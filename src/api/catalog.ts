@@ -89,6 +89,7 @@ export const Catalog = StrictObject({
     leasesPerOfferMax: Type.Integer({ minimum: 1 }),
     offersDispatchedPerCallMax: Type.Integer({ minimum: 1 }),
     networksPerLenderMax: Type.Integer({ minimum: 1 }),
+    liveOffersPerBorrowerMax: Type.Integer({ minimum: 1 }),
   }),
   creditScore: CreditScoreCatalogEntry,
 })
@@ -171,6 +172,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       leasesPerOfferMax: s.engine.leasesPerOfferMax,
       offersDispatchedPerCallMax: s.engine.offersDispatchedPerCallMax,
       networksPerLenderMax: s.engine.networksPerLenderMax,
+      liveOffersPerBorrowerMax: s.engine.liveOffersPerBorrowerMax,
     },
     creditScore: creditScoreCatalogEntry('/credit-score', s.creditScore),
   }

@@ -63,10 +63,10 @@ The lender pays gas for setup and payment transactions. POST /credit/dispatch {}
 ## Rules
 - Fee: ${c.rules.fee}.
 - Matching: the lowest ask wins among eligible lenders; ties: ${c.rules.matchingOrder.slice(1).join(', then ')}.
-- A lease lasts ${c.limits.leaseTtlSeconds} s: pay before its expiresAt (the transaction's on-chain deadline); a timely payment may be reported up to ${c.limits.leaseReportGraceSeconds} s later. A lender whose wallet cannot pay gets a lease that expires at once (insufficient_balance); matching goes on.
+- A lease lasts ${c.limits.leaseTtlSeconds} s: pay before its expiresAt (the transaction's on-chain deadline); a timely payment may be reported up to ${c.limits.leaseReportGraceSeconds} s later. A lender whose wallet cannot pay gets a lease that expires at once (insufficient_balance, not counted among the offer's leases) and waits out of the books until its wallet changes; matching goes on. A new lender enters the books once its session wallet is seen funded.
 - Job advance rate ${c.rules.jobAdvanceRateBps} bps of the receivable plus collateral; risk band A at coverage >= ${c.rules.riskBandACoverageBps} bps, B at >= ${c.rules.riskBandBCoverageBps} bps, else C.
 - Insurance reserve: ${c.rules.insuranceShareBps} bps of each fee.
-- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender.
+- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender; ${c.limits.liveOffersPerBorrowerMax} live offers per borrower (409 live_offers_limit beyond).
 
 ## Credit score (paid with x402, answered encrypted)
 ${creditScoreSection(c)}

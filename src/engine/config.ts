@@ -42,6 +42,8 @@ export interface EngineConfig {
   leasesPerOfferMax: number
   offersDispatchedPerCallMax: number
   networksPerLenderMax: number
+  /** Live (not yet final) offers one borrower may hold; a request beyond it is refused 409 live_offers_limit. */
+  liveOffersPerBorrowerMax: number
 }
 
 export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
@@ -69,6 +71,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   lendersScannedPerMatchMax: 4096,
   leasesPerOfferMax: 16,
   offersDispatchedPerCallMax: 1000,
+  liveOffersPerBorrowerMax: 100,
   networksPerLenderMax: 16,
 })
 
@@ -89,7 +92,7 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
     throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')
   }
-  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'leaseTtlMs', 'offerTtlMs'] as const) {
+  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'liveOffersPerBorrowerMax', 'leaseTtlMs', 'offerTtlMs'] as const) {
     if (!Number.isInteger(config[key]) || config[key] < 1) throw new RangeError(`engine config ${key} must be a positive integer`)
   }
   return config

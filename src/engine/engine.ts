@@ -124,6 +124,15 @@ export class Engine {
 
   private readonly books = new Map<string, MatchingBook>()
   private readonly bookEntries = new Map<Address, { entry: BookEntry; books: MatchingBook[] }>()
+  /**
+   * Lenders out of every book (issue 10, hole 2) until the wallet watcher reports their session wallet changed
+   * (`walletChanged`): registered but never seen funded, or refused once for insufficient balance. So a lender who
+   * risks nothing costs matching nothing. In memory only: after a restart every lender starts parked and the
+   * watcher's first read of its wallet brings the funded ones back.
+   */
+  private readonly parked = new Set<Address>()
+  /** Live offers per borrower (issue 10, hole 6: bounded by liveOffersPerBorrowerMax). */
+  private readonly liveOffersOf = new Map<Address, number>()
   private readonly liveLeasesByLender = new Map<Address, Set<string>>()
   /**
    * Principal of the live leases per (lender, network, asset): what the lender's session wallet has already promised.
@@ -309,6 +318,9 @@ export class Engine {
   /** Underwrite a credit request: a declined decision changes nothing; an approved one creates an offer. */
   requestCredit(input: CreditRequestInput, nowMs: number): EngineResult<UnderwritingDecision> {
     if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
+    if ((this.liveOffersOf.get(input.agent) ?? 0) >= this.config.liveOffersPerBorrowerMax) {
+      return fail('conflict', 'live_offers_limit', `the borrower holds ${this.config.liveOffersPerBorrowerMax} live offers, the most allowed; wait until one is funded, expires or is declined`)
+    }
     if (input.maximumFeeAtomic < 0n) return fail('invalid', 'invalid_amount', 'maximumFeeAtomic must be >= 0')
     if (sameAddress(input.supplierAddress, input.agent)) {
       return fail('invalid', 'supplier_is_borrower', 'the supplier is paid, never the borrower')
@@ -389,6 +401,7 @@ export class Engine {
     }
     const offer = createActor(offerMachine, { input: offerInput }).start()
     this.offers.set(offerInput.offerId, offer)
+    this.countOffer(offerInput.borrower, 1)
     this.scheduleOffer(offer)
     this.touch('offer', offerInput.offerId)
     this.touch('meta', 'engine')
@@ -890,12 +903,20 @@ export class Engine {
       if (r.balanceAtomic < 0n || r.balanceAtomic !== r.fundedAtomic - r.paidOutAtomic) throw new Error(`invariant: reserve ${r.network}/${r.asset} does not add up`)
     }
     for (const b of this.borrowers.values()) if (!isBps(b.reputationBps)) throw new Error(`invariant: reputation of ${b.address} out of range`)
+    const offersOf = new Map<Address, number>()
+    for (const offer of this.offers.values()) {
+      const b = offer.getSnapshot().context.borrower
+      offersOf.set(b, (offersOf.get(b) ?? 0) + 1)
+    }
+    if (offersOf.size !== this.liveOffersOf.size || [...offersOf].some(([b, n]) => this.liveOffersOf.get(b) !== n)) {
+      throw new Error('invariant: live offers per borrower are miscounted')
+    }
     for (const [address, { entry, books }] of this.bookEntries) {
       if (entry.lender !== this.lenders.get(address)) throw new Error(`invariant: book entry of ${address} is stale`)
       if (entry.availableAtomic !== entry.lender.availableAtomic || entry.reputationBps !== entry.lender.reputationBps) {
         throw new Error(`invariant: book key of ${address} is stale`)
       }
-      if (books.length !== entry.lender.networks.length) throw new Error(`invariant: ${address} is not in each of its books`)
+      if (books.length !== (this.parked.has(address) ? 0 : entry.lender.networks.length)) throw new Error(`invariant: ${address} is not in each of its books, or parked and in one`)
     }
   }
 
@@ -970,6 +991,8 @@ export class Engine {
     let ctx = offer.getSnapshot().context
     const book = this.books.get(bookKey(ctx.network, ctx.asset))
     const scanMax = this.config.lendersScannedPerMatchMax
+    // Refused lenders are parked once the scan is over (the scan walks the book they would leave).
+    const refused: LenderRecord[] = []
     if (book && ctx.leaseIds.length < this.config.leasesPerOfferMax) {
       let scanned = 0
       for (const entry of book.entries) {
@@ -982,14 +1005,14 @@ export class Engine {
         if (fee === null || ctx.excludedLenders.includes(lender.address)) continue
         if (!this.walletCovers(lender, ctx.network, ctx.asset, ctx.amountAtomic)) {
           refusedLeases.push(this.refuseLease(offer, lender, fee, nowMs))
-          ctx = offer.getSnapshot().context
-          if (ctx.leaseIds.length >= this.config.leasesPerOfferMax) break
+          refused.push(lender)
           continue
         }
         granted = this.grantLease(offer, lender, fee, nowMs)
         break
       }
     }
+    for (const lender of refused) this.park(lender)
     let offerExpired = false
     if (!granted && offer.getSnapshot().context.leaseIds.length >= this.config.leasesPerOfferMax) {
       this.expireOffer(offer, 'leases_exhausted', nowMs)
@@ -1049,7 +1072,8 @@ export class Engine {
     this.pending.set(`lease:${input.leaseId}`, {
       kind: 'lease', id: input.leaseId, record: persisted(leaseMachine.getPersistedSnapshot(expired)), final: true,
     })
-    this.sendOffer(offer, { type: 'LEASE_REFUSED', leaseId: input.leaseId, lender: lender.address, nowMs })
+    // Not sent to the offer: a refusal costs the offer none of its leases (issue 10, hole 2). The refused lender is
+    // parked by the caller, so it meets no offer again until its wallet changes.
     return viewOf<LeaseView>(expired)
   }
 
@@ -1258,16 +1282,52 @@ export class Engine {
   private addLender(lender: LenderRecord): void {
     this.lenders.set(lender.address, lender)
     this.lenderBySession.set(lender.sessionAddress, lender.address)
-    const entry = entryFor(lender)
-    const books: MatchingBook[] = []
+    this.bookEntries.set(lender.address, { entry: entryFor(lender), books: [] })
+    this.parked.add(lender.address)
+    if (this.walletFunded(lender)) this.unpark(lender)
+  }
+
+  /** Whether the lender's session wallet holds anything spendable on one of its networks. */
+  private walletFunded(lender: LenderRecord): boolean {
+    return lender.networks.some((n) => this.wallets.spendableAtomic(n, lender.assets[n] as string, lender.sessionAddress) > 0n)
+  }
+
+  private park(lender: LenderRecord): void {
+    const placed = this.bookEntries.get(lender.address)
+    if (!placed || this.parked.has(lender.address)) return
+    for (const book of placed.books) book.remove(placed.entry)
+    placed.books = []
+    this.parked.add(lender.address)
+  }
+
+  private unpark(lender: LenderRecord): void {
+    const placed = this.bookEntries.get(lender.address)
+    if (!placed || !this.parked.delete(lender.address)) return
+    placed.entry = entryFor(lender)
     for (const network of lender.networks) {
       const key = bookKey(network, lender.assets[network] as string)
       let book = this.books.get(key)
       if (!book) this.books.set(key, (book = new MatchingBook()))
-      book.insert(entry)
-      books.push(book)
+      book.insert(placed.entry)
+      placed.books.push(book)
     }
-    this.bookEntries.set(lender.address, { entry, books })
+  }
+
+  /**
+   * The wallet watcher saw the balance or allowance of `holder` (a session key) change: a parked lender whose wallet
+   * now holds something is back in its books. Changes nothing durable. Returns whether a lender was unparked.
+   */
+  walletChanged(holder: Address): boolean {
+    const address = this.lenderBySession.get(holder)
+    const lender = address === undefined ? undefined : this.lenders.get(address)
+    if (lender === undefined || !this.parked.has(lender.address) || !this.walletFunded(lender)) return false
+    this.unpark(lender)
+    return true
+  }
+
+  /** Whether the lender is out of the books, waiting for its wallet to change. */
+  isParked(address: Address): boolean {
+    return this.parked.has(address)
   }
 
   private lenderOf(address: Address): LenderRecord {
@@ -1349,9 +1409,16 @@ export class Engine {
       this.pending.set(key, { kind, id, record: persisted(actor.getPersistedSnapshot()), final: true })
       actor.stop()
       this.actorMap(kind).delete(id)
+      if (kind === 'offer') this.countOffer((actor.getSnapshot().context as { borrower: Address }).borrower, -1)
     } else {
       this.pending.set(key, { kind, id })
     }
+  }
+
+  private countOffer(borrower: Address, delta: 1 | -1): void {
+    const count = (this.liveOffersOf.get(borrower) ?? 0) + delta
+    if (count > 0) this.liveOffersOf.set(borrower, count)
+    else this.liveOffersOf.delete(borrower)
   }
 
   private touch(kind: Change['kind'], id: string): void {
@@ -1421,6 +1488,7 @@ export class Engine {
     for (const s of byId('offer')) {
       const offer = restoreActor(offerMachine, s.record)
       this.offers.set(s.id, offer)
+      this.countOffer(offer.getSnapshot().context.borrower, 1)
       this.scheduleOffer(offer)
     }
     for (const s of byId('lease')) {

@@ -117,7 +117,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     })
     cleanups.push(() => store.close())
 
-    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax })
+    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock })
     const engineConfig = {
       ...config.engine,
       leaseTtlMs: config.leaseTtlSeconds * 1000,
@@ -142,13 +142,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
           process.exit(70)
         }),
     )
+    // Every session wallet waits as unfunded; the watcher's first read promotes those holding anything, and each read
+    // that finds a wallet changed brings its parked lender back into the books.
     for (const key of service.sessionKeys()) {
-      for (const slug of Object.keys(key.policy.assets)) {
-        if (!clients.has(slug)) continue
-        if (watcher.hasRoom(slug)) watcher.watch(slug, key.address)
-        else log({ level: 'warn', msg: 'wallet_not_watched', network: slug, wallet: key.address, holdersMax: watcher.holdersMax })
-      }
+      for (const slug of Object.keys(key.policy.assets)) if (clients.has(slug)) watcher.watchWhenFunded(slug, key.address)
     }
+    watcher.on('update', ({ holder }) => engine.walletChanged(holder))
     watcher.start()
     cleanups.push(() => watcher.stop())
 

@@ -53,6 +53,7 @@ export const ConfigFileSchema = Type.Object(
     bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 })),
     rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
     walletsWatchedPerNetworkMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
+    unfundedWalletWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 * 24 * 3600 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
   },
@@ -89,6 +90,8 @@ export interface ServiceConfig {
   bodyLimitBytes: number
   /** Lender session wallets the chain watcher follows per network: registrations beyond it get 503. */
   walletsWatchedPerNetworkMax: number
+  /** How long a registered lender's unfunded session wallet waits for its first transfer or approval (no polling). */
+  unfundedWalletWindowSeconds: number
   /** Requests per second per client address (burst twice that); 0 disables the limiter. */
   rateLimitPerSecond: number
   /** 'none' exists for benchmarks only: acknowledged changes may be lost on a crash. */
@@ -116,6 +119,7 @@ export const serviceDefaults = {
   bodyLimitBytes: 64 * 1024,
   rateLimitPerSecond: 2000,
   walletsWatchedPerNetworkMax: 10_000,
+  unfundedWalletWindowSeconds: 3600,
 } as const
 
 export class ConfigError extends Error {
@@ -185,6 +189,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     sessionsPerWalletMax: file.sessionsPerWalletMax ?? serviceDefaults.sessionsPerWalletMax,
     bodyLimitBytes: file.bodyLimitBytes ?? serviceDefaults.bodyLimitBytes,
     walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,
+    unfundedWalletWindowSeconds: file.unfundedWalletWindowSeconds ?? serviceDefaults.unfundedWalletWindowSeconds,
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
     durability,
     engine: (file.engine ?? {}) as Partial<EngineConfig>,

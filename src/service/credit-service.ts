@@ -277,11 +277,6 @@ export class CreditService {
     for (const slug of Object.keys(body.assets ?? {})) {
       if (!networks.some((n) => n.slug === slug)) throw invalid('asset_network_not_supported', `assets names ${slug}, which is not in networks`)
     }
-    // Checked before anything changes: a lender whose wallet the watcher cannot follow would never be matched.
-    const full = networks.find((n) => !this.watcher.hasRoom(n.slug))
-    if (full !== undefined) {
-      throw new HttpProblem(503, 'wallet_watch_full', `the service follows at most ${this.watcher.holdersMax} lender wallets on ${full.slug}`, { title: 'Capacity reached' })
-    }
     const privateKey = generatePrivateKey()
     const sessionAddress = privateKeyToAddress(privateKey)
     const nowMs = this.#clock()
@@ -321,7 +316,8 @@ export class CreditService {
       (record) => respond({ sessionKey, lender: record }),
       () => [this.#sessionKeys.putOp(lender, sessionKey)],
     )
-    for (const network of networks) this.watcher.watch(network.slug, sessionAddress)
+    // Unfunded, the session wallet costs a membership entry only; its first transfer or approval makes it watched.
+    for (const network of networks) this.watcher.watchWhenFunded(network.slug, sessionAddress)
     return { response, privateKey }
   }
 
@@ -332,6 +328,9 @@ export class CreditService {
 
   /** The unsigned paySupplier transaction of each live lease of `lender`. */
   pendingActions(lender: Address) {
+    // The lender polling its own actions re-arms the funding window of a session wallet not yet seen funded.
+    const key = this.#sessionKeys.get(lender)
+    if (key !== undefined) for (const slug of Object.keys(key.policy.assets)) if (this.#clients.has(slug)) this.watcher.watchWhenFunded(slug, key.address)
     return this.engine.liveLeasesOf(lender).map((lease) => {
       const network = this.network(lease.network)
       return {
