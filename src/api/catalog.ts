@@ -4,6 +4,7 @@ import Type, { type Static } from 'typebox'
 import type { NetworkConfig } from '../chain/config.ts'
 import type { EngineConfig } from '../engine/config.ts'
 import type { AnyRoute } from '../http/route.ts'
+import { consentDomain, consentTypes } from '../chain/consent.ts'
 import { creditScoreCatalogEntry, CreditScoreCatalogEntry, type CreditScoreOffer } from '../score/catalog.ts'
 import { attestationDomain, attestationTypes } from '../service/attestation.ts'
 import type { SupplierEntry } from '../service/config.ts'
@@ -68,6 +69,11 @@ export const Catalog = StrictObject({
     types: Type.Record(Type.String(), Type.Array(StrictObject({ name: Type.String(), type: Type.String() })), { additionalProperties: false }),
     attesters: Type.Array(Address),
   }),
+  consent: StrictObject({
+    domain: StrictObject({ name: Type.String(), version: Type.String() }),
+    primaryType: Type.Literal('BorrowerConsent'),
+    types: Type.Record(Type.String(), Type.Array(StrictObject({ name: Type.String(), type: Type.String() })), { additionalProperties: false }),
+  }),
   suppliers: Type.Array(StrictObject({ domain: Type.String(), name: Type.String(), address: Address })),
   operators: Type.Array(Address),
   rules: StrictObject({
@@ -90,6 +96,7 @@ export const Catalog = StrictObject({
     offersDispatchedPerCallMax: Type.Integer({ minimum: 1 }),
     networksPerLenderMax: Type.Integer({ minimum: 1 }),
     liveOffersPerBorrowerMax: Type.Integer({ minimum: 1 }),
+    borrowerSuspensionMinSeconds: Type.Integer({ minimum: 1 }),
   }),
   creditScore: CreditScoreCatalogEntry,
 })
@@ -151,6 +158,11 @@ export function buildCatalog(s: CatalogSources): Catalog {
       types: { BackingSource: attestationTypes.BackingSource.map((f) => ({ ...f })) },
       attesters: [...s.attesters],
     },
+    consent: {
+      domain: { ...consentDomain },
+      primaryType: 'BorrowerConsent',
+      types: { BorrowerConsent: consentTypes.BorrowerConsent.map((f) => ({ ...f })) },
+    },
     suppliers: s.suppliers.map((x) => ({ ...x })),
     operators: [...s.operators],
     rules: {
@@ -173,6 +185,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       offersDispatchedPerCallMax: s.engine.offersDispatchedPerCallMax,
       networksPerLenderMax: s.engine.networksPerLenderMax,
       liveOffersPerBorrowerMax: s.engine.liveOffersPerBorrowerMax,
+      borrowerSuspensionMinSeconds: s.engine.borrowerSuspensionMinSeconds,
     },
     creditScore: creditScoreCatalogEntry('/credit-score', s.creditScore),
   }

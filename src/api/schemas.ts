@@ -84,6 +84,12 @@ export const JobCreation = StrictObject(
     receivableAtomic: Atomic,
     dueAt: IsoTime,
     fundingTxHash: Bytes32,
+    borrowerConsent: Type.Optional(
+      Type.String({
+        pattern: '^0x[0-9a-fA-F]{130}$',
+        description: 'Required when the job\'s client (not the borrower) registers it: the borrower\'s EIP-712 signature (domain "agent-credit borrower consent" v1, type BorrowerConsent over jobId, network, asset, receivableAtomic, client, dueAt in unix seconds; see the catalog).',
+      }),
+    ),
   },
   { description: 'A job funded on chain: the client called fundJob(keccak256(jobId), asset, receivable, agent) in fundingTxHash.' },
 )
@@ -324,10 +330,22 @@ export const MatchOutcome = StrictObject({
   offerExpired: Type.Boolean(),
 })
 
+export const SuspensionLiftedEvent = StrictObject(
+  {
+    type: Type.Literal('suspension_lifted'),
+    borrower: Address,
+    suspendedAt: IsoTime,
+    at: IsoTime,
+    borrowerReputationBps: Bps,
+  },
+  { description: 'Passport event: the borrower owes nothing on a defaulted advance and borrowerSuspensionMinSeconds have passed since its suspension; it may request credit again.' },
+)
+
 export const DispatchOutcome = StrictObject({
   expiredLeases: Type.Array(Lease),
   expiredOffers: Type.Array(Offer),
   matches: Type.Array(MatchOutcome),
+  suspensionsLifted: Type.Array(SuspensionLiftedEvent),
 })
 
 const RepaymentReceiptFields = {

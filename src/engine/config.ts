@@ -37,6 +37,8 @@ export interface EngineConfig {
   borrowerReputationRepaidRewardBps: number
   borrowerReputationFailurePenaltyBps: number
   borrowerReputationShortfallPenaltyBps: number
+  /** A suspension lifts (in dispatch) once this long has passed and the borrower owes nothing on a defaulted advance. */
+  borrowerSuspensionMinSeconds: number
   /** Limits. */
   lendersScannedPerMatchMax: number
   leasesPerOfferMax: number
@@ -68,6 +70,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   borrowerReputationRepaidRewardBps: 100,
   borrowerReputationFailurePenaltyBps: 1000,
   borrowerReputationShortfallPenaltyBps: 2000,
+  borrowerSuspensionMinSeconds: 7 * 24 * 3600,
   lendersScannedPerMatchMax: 4096,
   leasesPerOfferMax: 16,
   offersDispatchedPerCallMax: 1000,
@@ -92,7 +95,7 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
     throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')
   }
-  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'liveOffersPerBorrowerMax', 'leaseTtlMs', 'offerTtlMs'] as const) {
+  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'liveOffersPerBorrowerMax', 'borrowerSuspensionMinSeconds', 'leaseTtlMs', 'offerTtlMs'] as const) {
     if (!Number.isInteger(config[key]) || config[key] < 1) throw new RangeError(`engine config ${key} must be a positive integer`)
   }
   return config

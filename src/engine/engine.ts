@@ -17,7 +17,7 @@ import type {
   ActorKind, Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
   CreditState, DeclineReason, DispatchOutcome, EngineError, EngineResult, ErrorClass, JobSettlementPlan,
   JobSettlementReceipt, JobView, LeaseView, LenderRecord, LiquidationInput, LiquidationPlan, LiquidationReceipt,
-  MatchOutcome, MetaRecord, OfferView, PassportEvent, PostCollateralInput, RegisterLenderInput, RegisterSourceInput,
+  MatchOutcome, MetaRecord, OfferView, PassportEvent, SuspensionLiftedEvent, PostCollateralInput, RegisterLenderInput, RegisterSourceInput,
   RepaymentPlan, RepaymentReceipt, ReserveRecord, RiskBand, SourceRecord, UnderwritingDecision,
 } from './types.ts'
 
@@ -133,6 +133,8 @@ export class Engine {
   private readonly parked = new Set<Address>()
   /** Live offers per borrower (issue 10, hole 6: bounded by liveOffersPerBorrowerMax). */
   private readonly liveOffersOf = new Map<Address, number>()
+  /** Suspended borrowers, for dispatch to lift those due (a small set: only borrowers of failed jobs). */
+  private readonly suspended = new Set<Address>()
   private readonly liveLeasesByLender = new Map<Address, Set<string>>()
   /**
    * Principal of the live leases per (lender, network, asset): what the lender's session wallet has already promised.
@@ -428,8 +430,9 @@ export class Engine {
 
   /** Expire stale leases (their offers go back to matching), then expire stale offers and match the waiting ones. */
   dispatch(nowMs: number): EngineResult<DispatchOutcome> {
-    const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [] }
+    const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
     for (const lease of this.dueLeases(nowMs)) outcome.expiredLeases.push(this.timeOutLease(lease, nowMs))
+    outcome.suspensionsLifted = this.liftDueSuspensions(nowMs)
 
     for (const offer of this.offersToDispatch(nowMs)) {
       const snap = offer.getSnapshot()
@@ -577,6 +580,40 @@ export class Engine {
     return this.commit({ ...plan, txHash: input.txHash, receipts })
   }
 
+  /**
+   * Suspensions whose time has come: at least borrowerSuspensionMinSeconds since the suspension, and nothing owed on a
+   * defaulted advance (none of the borrower's advances is still defaulted). Each lift is a passport event.
+   */
+  private liftDueSuspensions(nowMs: number): SuspensionLiftedEvent[] {
+    const lifted: SuspensionLiftedEvent[] = []
+    const minMs = this.config.borrowerSuspensionMinSeconds * 1000
+    for (const address of this.suspended) {
+      const borrower = this.borrowers.get(address)
+      if (borrower === undefined || !borrower.suspended) {
+        this.suspended.delete(address)
+        continue
+      }
+      const since = borrower.suspendedAtMs ?? 0
+      if (nowMs < since + minMs) continue
+      if (this.owesOnDefault(address)) continue
+      borrower.suspended = false
+      borrower.suspendedAtMs = null
+      this.suspended.delete(address)
+      this.touch('borrower', address)
+      lifted.push({ type: 'suspension_lifted', borrower: address, suspendedAtMs: since, atMs: nowMs, borrowerReputationBps: borrower.reputationBps })
+    }
+    return lifted
+  }
+
+  /** Whether one of the borrower's live advances is defaulted (or in shortfall): money is still owed on a default. */
+  private owesOnDefault(borrower: Address): boolean {
+    for (const advance of this.advances.values()) {
+      const snap = advance.getSnapshot()
+      if (snap.context.borrower === borrower && (snap.matches('defaulted') || String(snap.value) === 'shortfall')) return true
+    }
+    return false
+  }
+
   /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
   failJob(input: { jobId: string; reason: string }, nowMs: number): EngineResult<PassportEvent> {
     const job = this.jobs.get(input.jobId)
@@ -588,6 +625,7 @@ export class Engine {
     const borrower = this.borrowerOf(j.borrower)
     borrower.suspended = true
     borrower.suspendedAtMs = nowMs
+    this.suspended.add(borrower.address)
     borrower.reputationBps = clampBps(borrower.reputationBps - this.config.borrowerReputationFailurePenaltyBps)
     this.touch('borrower', borrower.address)
 
@@ -1479,7 +1517,10 @@ export class Engine {
     if (meta) this.meta = { ...(meta.record as MetaRecord) }
     for (const s of list('lender').map((x) => ({ ...(x.record as LenderRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) this.addLender(s)
     for (const s of list('source').map((x) => ({ ...(x.record as SourceRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) this.sources.set(s.sourceId, s)
-    for (const s of list('borrower').map((x) => ({ ...(x.record as BorrowerRecord) })).sort((a, b) => a.address.localeCompare(b.address))) this.borrowers.set(s.address, s)
+    for (const s of list('borrower').map((x) => ({ ...(x.record as BorrowerRecord) })).sort((a, b) => a.address.localeCompare(b.address))) {
+      this.borrowers.set(s.address, s)
+      if (s.suspended) this.suspended.add(s.address)
+    }
     for (const s of list('ledger').sort((a, b) => a.id.localeCompare(b.id))) this.reserves.set(s.id, { ...(s.record as ReserveRecord) })
     const byId = (kind: ActorKind) => (kind === 'job'
       ? list(kind).sort((a, b) => a.id.localeCompare(b.id))

@@ -203,6 +203,17 @@ export interface DispatchOutcome {
   expiredLeases: LeaseView[]
   expiredOffers: OfferView[]
   matches: MatchOutcome[]
+  /** Passport events of the suspensions this dispatch lifted. */
+  suspensionsLifted: SuspensionLiftedEvent[]
+}
+
+/** The way back from a failed job (issue 10, hole 3): a passport event, like the suspension itself. */
+export interface SuspensionLiftedEvent {
+  type: 'suspension_lifted'
+  borrower: Address
+  suspendedAtMs: number
+  atMs: number
+  borrowerReputationBps: number
 }
 
 export interface RepaymentReceipt {

@@ -24,6 +24,7 @@ import type { WalletWatcher } from '../chain/watcher.ts'
 import { HttpProblem } from '../http/problem.ts'
 import type { IdempotencyTicket, RecordWrite, Store, StoredResponse } from '../store/index.ts'
 import { verifyBackingAttestation } from './attestation.ts'
+import { verifyBorrowerConsent } from '../chain/consent.ts'
 import type { ServiceConfig } from './config.ts'
 import { KeyedMutex } from './mutex.ts'
 import { SupplierDirectory } from './suppliers.ts'
@@ -369,7 +370,7 @@ export class CreditService {
   async createJob(
     mutation: Mutation,
     caller: Address,
-    body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string },
+    body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string; borrowerConsent?: string | undefined },
     respond: Respond<NonNullable<ReturnType<Engine['getJob']>>>,
   ): Promise<StoredResponse> {
     const network = this.network(body.network)
@@ -381,6 +382,17 @@ export class CreditService {
     })
     const client = getAddress(fact.args.client)
     if (caller !== client && caller !== body.agent) throw forbidden('a job is created by its client (the funder) or its borrower')
+    // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
+    // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3).
+    if (caller !== body.agent) {
+      if (body.borrowerConsent === undefined) {
+        throw new HttpProblem(403, 'borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it', { title: 'Consent required' })
+      }
+      const terms = { jobId: body.jobId, network: network.slug, asset: token.symbol, receivableAtomic: body.receivableAtomic, client, dueAtMs: body.dueAtMs }
+      if (!(await verifyBorrowerConsent(body.agent, terms, body.borrowerConsent))) {
+        throw new HttpProblem(403, 'borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms', { title: 'Consent refused' })
+      }
+    }
     const proof = this.#useProof(fact, `job:${body.jobId}`)
     return this.apply(
       mutation,

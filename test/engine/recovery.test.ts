@@ -117,3 +117,17 @@ t.test('executed amounts that differ from the plan are refused', async (t) => {
   t.match(bad, { ok: false, error: { code: 'plan_changed', class: 'conflict' } })
   t.equal(engine.getAdvance(advanceId)?.state, 'defaulted', 'nothing changed')
 })
+
+t.test('a suspension lifts in dispatch only once nothing is owed on a defaulted advance and the minimum time passed', async (t) => {
+  const { engine } = newEngine({ borrowerSuspensionMinSeconds: 60 })
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
+  createJob(engine, 'job_s', 10_000n)
+  const advanceId = fundAdvance(engine, { repaymentSource: 'job_s', amountAtomic: 1000n, maximumFeeAtomic: 100n })
+  unwrap(engine.failJob({ jobId: 'job_s', reason: 'abandoned' }, T0 + 1))
+  t.equal(engine.getBorrower(BORROWER)?.suspended, true)
+  t.same(unwrap(engine.dispatch(T0 + 120_000)).suspensionsLifted, [], 'the time passed, but the defaulted advance is still owed')
+  liquidateNow(engine, advanceId, T0 + 120_001)
+  t.same(unwrap(engine.dispatch(T0 + 120_002)).suspensionsLifted.map((e) => [e.type, e.borrower, e.suspendedAtMs]), [['suspension_lifted', BORROWER, T0 + 1]], 'recovered: lifted')
+  t.equal(engine.getBorrower(BORROWER)?.suspended, false)
+  engine.checkInvariants()
+})

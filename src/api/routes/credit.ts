@@ -64,12 +64,17 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       summary: 'Create a funded job (a receivable escrowed on chain by its client)',
       description:
         'The client first calls fundJob(keccak256(jobId), asset, receivableAtomic, agent) on the credit contract, then posts the transaction hash here. ' +
-        'The signed-in wallet must be the job\'s client (the funder) or its borrower (agent).',
+        'The signed-in wallet must be the job\'s borrower (agent), or its client (the funder) carrying the borrower\'s consent: borrowerConsent, ' +
+        'an EIP-712 BorrowerConsent signature of the borrower over (jobId, network, asset, receivableAtomic, client, dueAt), domain in the catalog (consent).',
       tags,
       auth: 'session',
       body: JobCreation,
       headers: mutationHeaders,
-      responses: { 201: { description: 'The funded job', schema: Job }, ...errors.forbidden, ...errors.proof },
+      responses: {
+        201: { description: 'The funded job', schema: Job },
+        ...errors.proof,
+        403: { description: 'Neither the job\'s client nor its borrower (forbidden), or the client without the borrower\'s consent (borrower_consent_required) or with a signature that is not it (borrower_consent_invalid).' },
+      },
       handler: (ctx) =>
         mutate(service, '/credit/jobs', ctx, (m) =>
           service.createJob(
@@ -83,6 +88,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
               receivableAtomic: BigInt(ctx.body.receivableAtomic),
               dueAtMs: msFromIso(ctx.body.dueAt),
               fundingTxHash: ctx.body.fundingTxHash,
+              borrowerConsent: ctx.body.borrowerConsent,
             },
             (job) => replyWith(201, Job)(toWire(job)),
           ),
@@ -341,6 +347,10 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/jobs/{jobId}/fail',
       operationId: 'failJob',
       summary: 'Fail a job and suspend the borrower\'s credit; answers the passport event',
+      description:
+        'Only the job\'s client or an operator may fail a job (a borrower was named only with its consent). The borrower is suspended, its live offers declined, ' +
+        'the job\'s advances defaulted. The suspension lifts in dispatch (passport event suspension_lifted) once the borrower owes nothing on a defaulted advance ' +
+        'and borrowerSuspensionMinSeconds (catalog limits) have passed.',
       tags,
       auth: 'session',
       params: JobParams,
