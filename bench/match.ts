@@ -123,7 +123,7 @@ function runEngine(specs: LenderSpec[], amounts: bigint[]) {
     progress('register', i + 1, specs.length)
   })
   const registerMicros = Number(process.hrtime.bigint() - regStart) / 1000
-  const src = engine.registerSource({ sourceId: 'bench-src', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 15n, liquidationValueAtomic: 10n ** 15n, advanceRateBps: 5000, evidenceId: 'bench', validUntilMs: 8_000_000_000_000 }, T0)
+  const src = engine.registerSource({ sourceId: 'bench-src', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 15n, liquidationValueAtomic: 10n ** 15n, advanceRateBps: 5000, evidenceId: 'bench', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0)
   if (!src.ok) throw new Error(src.error.message)
 
   const h = histogram()
@@ -138,11 +138,12 @@ function runEngine(specs: LenderSpec[], amounts: bigint[]) {
       agent: BORROWER, network: NET, asset: ASSET, productType: 'asset-backed', amountAtomic, purpose: 'bench',
       supplier: 'bench', supplierDomain: 'bench.example', supplierAddress: SUPPLIER, repaymentSource: 'bench-src',
       maximumFeeAtomic: amountAtomic / 20n, // 5%: asks above 500 bps are priced out
+      caller: BORROWER,
     }, nowMs)
     if (!d.ok || !d.value.offer) throw new Error('bench request declined')
     const offerId = d.value.offer.offerId
     const t0 = process.hrtime.bigint()
-    const m = engine.matchOffer({ offerId }, nowMs)
+    const m = engine.matchOffer({ offerId, caller: BORROWER }, nowMs)
     const dt = process.hrtime.bigint() - t0
     if (!m.ok || !m.value.lease) throw new Error('bench offer not matched')
     if (i >= WARMUP) {
@@ -153,7 +154,7 @@ function runEngine(specs: LenderSpec[], amounts: bigint[]) {
       progress('match', matched, MATCHES)
     }
     const lease = m.value.lease
-    const paid = engine.recordSupplierPayment({ network: NET, txHash: txHash(i), logIndex: 0, offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic }, nowMs)
+    const paid = engine.recordSupplierPayment({ network: NET, txHash: txHash(i), logIndex: 0, offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic, caller: lease.lender }, nowMs)
     if (!paid.ok) throw new Error(paid.error.message)
     const plan = engine.planRepayment(paid.value.advanceId)
     if (!plan.ok) throw new Error(plan.error.message)
@@ -245,7 +246,7 @@ function runDispatch(specs: LenderSpec[]) {
     }, T0)
     if (!r.ok) throw new Error(r.error.message)
   }
-  const src = engine.registerSource({ sourceId: 'bench-src', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 15n, liquidationValueAtomic: 10n ** 15n, advanceRateBps: 5000, evidenceId: 'bench', validUntilMs: 8_000_000_000_000 }, T0)
+  const src = engine.registerSource({ sourceId: 'bench-src', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 15n, liquidationValueAtomic: 10n ** 15n, advanceRateBps: 5000, evidenceId: 'bench', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0)
   if (!src.ok) throw new Error(src.error.message)
   process.stdout.write(`dispatch: granting ${DISPATCH_LEASES} live leases\n`)
   for (let i = 0; i < DISPATCH_LEASES; i++) {
@@ -253,10 +254,10 @@ function runDispatch(specs: LenderSpec[]) {
     const d = engine.requestCredit({
       agent: BORROWER, network: NET, asset: ASSET, productType: 'asset-backed', amountAtomic: 1000n, purpose: 'bench',
       supplier: 'bench', supplierDomain: 'bench.example', supplierAddress: SUPPLIER, repaymentSource: 'bench-src',
-      maximumFeeAtomic: 1000n,
+      maximumFeeAtomic: 1000n, caller: BORROWER,
     }, nowMs)
     if (!d.ok || !d.value.offer) throw new Error('bench request declined')
-    const m = engine.matchOffer({ offerId: d.value.offer.offerId }, nowMs)
+    const m = engine.matchOffer({ offerId: d.value.offer.offerId, caller: BORROWER }, nowMs)
     if (!m.ok || !m.value.lease) throw new Error('bench offer not matched')
   }
   const firstDueMs = T0 + leaseTtlMs

@@ -1,10 +1,14 @@
-// The four actor kinds of the engine, by the name their snapshots and diagrams carry.
-import { advanceMachine } from './advance.ts'
-import { jobMachine } from './job.ts'
-import { leaseMachine } from './lease.ts'
-import { offerMachine } from './offer.ts'
+// The four actor kinds of the engine, by the name their snapshots and diagrams carry, with their refusal tables.
+import { ADVANCE_STATES, advanceMachine, advanceRefusals } from './advance.ts'
+import { JOB_STATES, jobMachine, jobRefusals } from './job.ts'
+import { LEASE_END_REASONS, LEASE_STATES, leaseMachine, leaseRefusals } from './lease.ts'
+import { OFFER_END_REASONS, OFFER_STATES, offerMachine, offerRefusals, RISK_BANDS } from './offer.ts'
+import type { Refusal } from './refusals.ts'
 
 export { advanceMachine, jobMachine, leaseMachine, offerMachine }
+export { advanceRefusals, jobRefusals, leaseRefusals, offerRefusals }
+export { ADVANCE_STATES, JOB_STATES, LEASE_STATES, OFFER_STATES, LEASE_END_REASONS, OFFER_END_REASONS, RISK_BANDS }
+export { refusalCode, statesTaking, type Refusal, type RefusalTable } from './refusals.ts'
 export type * from './advance.ts'
 export type * from './job.ts'
 export type * from './lease.ts'
@@ -19,3 +23,11 @@ export const machines = {
 } as const
 
 export type ActorKind = keyof typeof machines
+
+/** Each kind's refusal table, by the kind's name. */
+export const refusals: { readonly [K in ActorKind]: Readonly<Record<string, Refusal>> } = {
+  job: jobRefusals,
+  offer: offerRefusals,
+  lease: leaseRefusals,
+  advance: advanceRefusals,
+}

@@ -1,7 +1,11 @@
 // Job: a funded receivable (the client escrowed it on chain). Advances drawn against it keep it active; completion
 // settles them from the escrow; failure suspends the borrower and leaves open advances to recovery.
 import { assign, setup } from 'xstate'
-import type { Address, TxProof } from './types.ts'
+import type { RefusalTable } from './refusals.ts'
+import type { Address, StatesOf, TxProof } from './types.ts'
+
+export const JOB_STATES = ['funded', 'active', 'defaulted', 'completed', 'failed'] as const
+export type JobState = (typeof JOB_STATES)[number]
 
 export interface JobInput {
   jobId: string
@@ -43,7 +47,19 @@ export type JobEvent =
       nowMs: number
     }
   | { type: 'COMPLETE'; settlement: { network: string; txHash: `0x${string}` }; nowMs: number }
-  | { type: 'FAIL'; reason: string; nowMs: number }
+  /** `releasedAtomic`: the principal of the job's live offers, withdrawn with the failure. */
+  | { type: 'FAIL'; reason: string; releasedAtomic: bigint; nowMs: number }
+
+/** What the job answers when it refuses an event (see machines/refusals.ts). */
+export const jobRefusals: RefusalTable<JobEvent> = {
+  COLLATERAL_POSTED: { code: 'job_not_open' },
+  COMMIT: { code: 'job_not_open' },
+  RELEASE: { code: 'job_not_open' },
+  ADVANCE_OPENED: { code: 'job_not_open' },
+  ADVANCE_CLOSED: { code: 'job_not_open', guarded: 'advance_not_on_job' },
+  COMPLETE: { code: 'job_not_open' },
+  FAIL: { code: 'job_not_open' },
+}
 
 export const jobMachine = setup({
   types: {
@@ -52,45 +68,40 @@ export const jobMachine = setup({
     events: {} as JobEvent,
   },
   actions: {
-    addCollateral: assign(({ context, event }) => {
-      if (event.type !== 'COLLATERAL_POSTED') return {}
-      return { collateralAtomic: context.collateralAtomic + event.amountAtomic }
-    }),
-    commitCapacity: assign(({ context, event }) => {
-      if (event.type !== 'COMMIT') return {}
-      return { committedAtomic: context.committedAtomic + event.amountAtomic }
-    }),
-    releaseCapacity: assign(({ context, event }) => {
-      if (event.type !== 'RELEASE') return {}
-      return { committedAtomic: context.committedAtomic - event.amountAtomic }
-    }),
-    openAdvance: assign(({ context, event }) => {
-      if (event.type !== 'ADVANCE_OPENED') return {}
-      return { advanceIds: [...context.advanceIds, event.advanceId] }
-    }),
-    closeAdvance: assign(({ context, event }) => {
-      if (event.type !== 'ADVANCE_CLOSED') return {}
-      return {
-        advanceIds: context.advanceIds.filter((id) => id !== event.advanceId),
-        committedAtomic: context.committedAtomic - event.principalAtomic,
-        revenueUsedAtomic: context.revenueUsedAtomic + event.revenueUsedAtomic,
-        collateralUsedAtomic: context.collateralUsedAtomic + event.collateralUsedAtomic,
-      }
-    }),
-    recordSettlement: assign(({ event }) => {
-      if (event.type !== 'COMPLETE') return {}
-      return { settlement: event.settlement, advanceIds: [], committedAtomic: 0n, endedAtMs: event.nowMs }
-    }),
-    recordFailure: assign(({ event }) => {
-      if (event.type !== 'FAIL') return {}
-      return { failureReason: event.reason, endedAtMs: event.nowMs }
-    }),
+    addCollateral: assign(({ context }, params: { amountAtomic: bigint }) => ({
+      collateralAtomic: context.collateralAtomic + params.amountAtomic,
+    })),
+    commitCapacity: assign(({ context }, params: { amountAtomic: bigint }) => ({
+      committedAtomic: context.committedAtomic + params.amountAtomic,
+    })),
+    releaseCapacity: assign(({ context }, params: { amountAtomic: bigint }) => ({
+      committedAtomic: context.committedAtomic - params.amountAtomic,
+    })),
+    openAdvance: assign(({ context }, params: { advanceId: string }) => ({ advanceIds: [...context.advanceIds, params.advanceId] })),
+    closeAdvance: assign(
+      ({ context }, params: { advanceId: string; principalAtomic: bigint; revenueUsedAtomic: bigint; collateralUsedAtomic: bigint }) => ({
+        advanceIds: context.advanceIds.filter((id) => id !== params.advanceId),
+        committedAtomic: context.committedAtomic - params.principalAtomic,
+        revenueUsedAtomic: context.revenueUsedAtomic + params.revenueUsedAtomic,
+        collateralUsedAtomic: context.collateralUsedAtomic + params.collateralUsedAtomic,
+      }),
+    ),
+    recordSettlement: assign((_, params: { settlement: { network: string; txHash: `0x${string}` }; nowMs: number }) => ({
+      settlement: params.settlement,
+      advanceIds: [],
+      committedAtomic: 0n,
+      endedAtMs: params.nowMs,
+    })),
+    recordFailure: assign(({ context }, params: { reason: string; releasedAtomic: bigint; nowMs: number }) => ({
+      failureReason: params.reason,
+      committedAtomic: context.committedAtomic - params.releasedAtomic,
+      endedAtMs: params.nowMs,
+    })),
   },
   guards: {
-    closesLastAdvance: ({ context, event }) =>
-      event.type === 'ADVANCE_CLOSED' && context.advanceIds.length === 1 && context.advanceIds[0] === event.advanceId,
-    isOpenAdvance: ({ context, event }) =>
-      event.type === 'ADVANCE_CLOSED' && context.advanceIds.includes(event.advanceId),
+    closesLastAdvance: ({ context }, params: { advanceId: string }) =>
+      context.advanceIds.length === 1 && context.advanceIds[0] === params.advanceId,
+    isOpenAdvance: ({ context }, params: { advanceId: string }) => context.advanceIds.includes(params.advanceId),
   },
 }).createMachine({
   id: 'job',
@@ -109,35 +120,43 @@ export const jobMachine = setup({
   states: {
     funded: {
       on: {
-        COLLATERAL_POSTED: { actions: 'addCollateral' },
-        COMMIT: { actions: 'commitCapacity' },
-        RELEASE: { actions: 'releaseCapacity' },
-        ADVANCE_OPENED: { target: 'active', actions: 'openAdvance' },
-        COMPLETE: { target: 'completed', actions: 'recordSettlement' },
-        FAIL: { target: 'failed', actions: 'recordFailure' },
+        COLLATERAL_POSTED: { actions: { type: 'addCollateral', params: ({ event }) => event } },
+        COMMIT: { actions: { type: 'commitCapacity', params: ({ event }) => event } },
+        RELEASE: { actions: { type: 'releaseCapacity', params: ({ event }) => event } },
+        ADVANCE_OPENED: { target: 'active', actions: { type: 'openAdvance', params: ({ event }) => event } },
+        COMPLETE: { target: 'completed', actions: { type: 'recordSettlement', params: ({ event }) => event } },
+        FAIL: { target: 'failed', actions: { type: 'recordFailure', params: ({ event }) => event } },
       },
     },
     active: {
       on: {
-        COLLATERAL_POSTED: { actions: 'addCollateral' },
-        COMMIT: { actions: 'commitCapacity' },
-        RELEASE: { actions: 'releaseCapacity' },
-        ADVANCE_OPENED: { actions: 'openAdvance' },
+        COLLATERAL_POSTED: { actions: { type: 'addCollateral', params: ({ event }) => event } },
+        COMMIT: { actions: { type: 'commitCapacity', params: ({ event }) => event } },
+        RELEASE: { actions: { type: 'releaseCapacity', params: ({ event }) => event } },
+        ADVANCE_OPENED: { actions: { type: 'openAdvance', params: ({ event }) => event } },
         ADVANCE_CLOSED: [
-          { guard: 'closesLastAdvance', target: 'funded', actions: 'closeAdvance' },
-          { guard: 'isOpenAdvance', actions: 'closeAdvance' },
+          {
+            guard: { type: 'closesLastAdvance', params: ({ event }) => event },
+            target: 'funded',
+            actions: { type: 'closeAdvance', params: ({ event }) => event },
+          },
+          { guard: { type: 'isOpenAdvance', params: ({ event }) => event }, actions: { type: 'closeAdvance', params: ({ event }) => event } },
         ],
-        COMPLETE: { target: 'completed', actions: 'recordSettlement' },
-        FAIL: { target: 'defaulted', actions: 'recordFailure' },
+        COMPLETE: { target: 'completed', actions: { type: 'recordSettlement', params: ({ event }) => event } },
+        FAIL: { target: 'defaulted', actions: { type: 'recordFailure', params: ({ event }) => event } },
       },
     },
     // Failed with advances still open: the job's escrow and collateral stay available to their recovery.
     defaulted: {
       on: {
-        RELEASE: { actions: 'releaseCapacity' },
+        RELEASE: { actions: { type: 'releaseCapacity', params: ({ event }) => event } },
         ADVANCE_CLOSED: [
-          { guard: 'closesLastAdvance', target: 'failed', actions: 'closeAdvance' },
-          { guard: 'isOpenAdvance', actions: 'closeAdvance' },
+          {
+            guard: { type: 'closesLastAdvance', params: ({ event }) => event },
+            target: 'failed',
+            actions: { type: 'closeAdvance', params: ({ event }) => event },
+          },
+          { guard: { type: 'isOpenAdvance', params: ({ event }) => event }, actions: { type: 'closeAdvance', params: ({ event }) => event } },
         ],
       },
     },
@@ -145,3 +164,6 @@ export const jobMachine = setup({
     failed: { type: 'final' },
   },
 })
+
+// The state list above is this machine's: the type checker refuses a state added to one and not the other.
+export const jobStatesChecked: StatesOf<typeof jobMachine, JobState> = true

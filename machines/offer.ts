@@ -1,10 +1,15 @@
 // Offer: an approved underwriting decision waiting for, leased to, or funded by a lender. A declined decision does
 // not create an offer actor: it is returned to the caller with its reasons and nothing is stored.
 import { assign, setup } from 'xstate'
-import type { Address, SourceRef } from './types.ts'
+import type { RefusalTable } from './refusals.ts'
+import type { Address, SourceRef, StatesOf } from './types.ts'
 
-export type RiskBand = 'A' | 'B' | 'C'
-export type OfferEndReason = 'stale' | 'leases_exhausted' | 'borrower_suspended' | 'source_closed'
+export const OFFER_STATES = ['offered', 'leased', 'funded', 'expired', 'declined'] as const
+export type OfferState = (typeof OFFER_STATES)[number]
+export const RISK_BANDS = ['A', 'B', 'C'] as const
+export type RiskBand = (typeof RISK_BANDS)[number]
+export const OFFER_END_REASONS = ['stale', 'leases_exhausted', 'borrower_suspended', 'source_closed'] as const
+export type OfferEndReason = (typeof OFFER_END_REASONS)[number]
 
 export interface OfferInput {
   offerId: string
@@ -45,6 +50,16 @@ export type OfferEvent =
   | { type: 'EXPIRE'; reason: 'stale' | 'leases_exhausted'; nowMs: number }
   | { type: 'DECLINE'; reason: 'borrower_suspended' | 'source_closed'; nowMs: number }
 
+/** What the offer answers when it refuses an event (see machines/refusals.ts). */
+export const offerRefusals: RefusalTable<OfferEvent> = {
+  LEASE: { code: 'offer_not_offered', guarded: 'offer_stale' },
+  LEASE_REFUSED: { code: 'offer_not_offered', guarded: 'offer_stale' },
+  LEASE_ENDED: { code: 'offer_not_leased', guarded: 'lease_not_current' },
+  FUND: { code: 'offer_not_leased' },
+  EXPIRE: { code: 'offer_not_offered', guarded: 'offer_not_due' },
+  DECLINE: { code: 'offer_closed' },
+}
+
 export const offerMachine = setup({
   types: {
     input: {} as OfferInput,
@@ -52,36 +67,33 @@ export const offerMachine = setup({
     events: {} as OfferEvent,
   },
   actions: {
-    startLease: assign(({ context, event }) => {
-      if (event.type !== 'LEASE') return {}
-      return { currentLeaseId: event.leaseId, leaseIds: [...context.leaseIds, event.leaseId] }
-    }),
+    startLease: assign(({ context }, params: { leaseId: string }) => ({
+      currentLeaseId: params.leaseId,
+      leaseIds: [...context.leaseIds, params.leaseId],
+    })),
     // A lease refused at once (insufficient balance) never becomes current: the offer stays waiting.
-    recordRefusedLease: assign(({ context, event }) => {
-      if (event.type !== 'LEASE_REFUSED') return {}
-      return {
-        leaseIds: [...context.leaseIds, event.leaseId],
-        excludedLenders: [...context.excludedLenders, event.lender],
-      }
-    }),
-    endLease: assign(({ context, event }) => {
-      if (event.type !== 'LEASE_ENDED') return {}
-      return { currentLeaseId: null, excludedLenders: [...context.excludedLenders, event.lender] }
-    }),
-    recordFunding: assign(({ event }) => {
-      if (event.type !== 'FUND') return {}
-      return { advanceId: event.advanceId, endedAtMs: event.nowMs }
-    }),
-    recordEnd: assign(({ event }) => {
-      if (event.type !== 'EXPIRE' && event.type !== 'DECLINE') return {}
-      return { endReason: event.reason, endedAtMs: event.nowMs, currentLeaseId: null }
-    }),
+    recordRefusedLease: assign(({ context }, params: { leaseId: string; lender: Address }) => ({
+      leaseIds: [...context.leaseIds, params.leaseId],
+      excludedLenders: [...context.excludedLenders, params.lender],
+    })),
+    endLease: assign(({ context }, params: { lender: Address }) => ({
+      currentLeaseId: null,
+      excludedLenders: [...context.excludedLenders, params.lender],
+    })),
+    recordFunding: assign((_, params: { advanceId: string; nowMs: number }) => ({ advanceId: params.advanceId, endedAtMs: params.nowMs })),
+    recordEnd: assign((_, params: { reason: OfferEndReason; nowMs: number }) => ({
+      endReason: params.reason,
+      endedAtMs: params.nowMs,
+      currentLeaseId: null,
+    })),
   },
   guards: {
-    isCurrentLease: ({ context, event }) => 'leaseId' in event && event.leaseId === context.currentLeaseId,
-    // Stale means the offer TTL has passed; an offer that used up its leases may end before that.
-    mayExpire: ({ context, event }) =>
-      event.type === 'EXPIRE' && (event.reason === 'leases_exhausted' || event.nowMs >= context.expiresAtMs),
+    isCurrentLease: ({ context }, params: { leaseId: string }) => params.leaseId === context.currentLeaseId,
+    // The offer TTL: a lender may take the offer before its expiry instant, from then on it is stale.
+    isFresh: ({ context, event }) => event.nowMs < context.expiresAtMs,
+    isStale: ({ context, event }) => event.nowMs >= context.expiresAtMs,
+    // The engine's limit of leases per offer was reached: the offer may end before its TTL.
+    isOutOfLeases: (_, params: { reason: 'stale' | 'leases_exhausted' }) => params.reason === 'leases_exhausted',
   },
 }).createMachine({
   id: 'offer',
@@ -98,17 +110,29 @@ export const offerMachine = setup({
   states: {
     offered: {
       on: {
-        LEASE: { target: 'leased', actions: 'startLease' },
-        LEASE_REFUSED: { actions: 'recordRefusedLease' },
-        EXPIRE: { guard: 'mayExpire', target: 'expired', actions: 'recordEnd' },
-        DECLINE: { target: 'declined', actions: 'recordEnd' },
+        LEASE: { guard: 'isFresh', target: 'leased', actions: { type: 'startLease', params: ({ event }) => event } },
+        LEASE_REFUSED: { guard: 'isFresh', actions: { type: 'recordRefusedLease', params: ({ event }) => event } },
+        // A stale offer ends stale, whatever the caller asked: staleness is this machine's rule.
+        EXPIRE: [
+          { guard: 'isStale', target: 'expired', actions: { type: 'recordEnd', params: ({ event }) => ({ reason: 'stale', nowMs: event.nowMs }) } },
+          {
+            guard: { type: 'isOutOfLeases', params: ({ event }) => event },
+            target: 'expired',
+            actions: { type: 'recordEnd', params: ({ event }) => event },
+          },
+        ],
+        DECLINE: { target: 'declined', actions: { type: 'recordEnd', params: ({ event }) => event } },
       },
     },
     leased: {
       on: {
-        LEASE_ENDED: { guard: 'isCurrentLease', target: 'offered', actions: 'endLease' },
-        FUND: { target: 'funded', actions: 'recordFunding' },
-        DECLINE: { target: 'declined', actions: 'recordEnd' },
+        LEASE_ENDED: {
+          guard: { type: 'isCurrentLease', params: ({ event }) => event },
+          target: 'offered',
+          actions: { type: 'endLease', params: ({ event }) => event },
+        },
+        FUND: { target: 'funded', actions: { type: 'recordFunding', params: ({ event }) => event } },
+        DECLINE: { target: 'declined', actions: { type: 'recordEnd', params: ({ event }) => event } },
       },
     },
     funded: { type: 'final' },
@@ -116,3 +140,6 @@ export const offerMachine = setup({
     declined: { type: 'final' },
   },
 })
+
+// The state list above is this machine's: the type checker refuses a state added to one and not the other.
+export const offerStatesChecked: StatesOf<typeof offerMachine, OfferState> = true

@@ -2,8 +2,7 @@
 // same transaction as its changes; a retry with the same key and body gets that response back and applies nothing;
 // the same key with another body is refused. The scope is the caller's identity, the method and the concrete path.
 import { HttpProblem } from '../http/problem.ts'
-import { hashRequestBody, IdempotencyInFlightError, type Store, type StoredResponse } from '../store/index.ts'
-import type { Mutation } from '../service/credit-service.ts'
+import { hashRequestBody, type IdempotencyTicket, type Store, type StoredResponse } from '../store/index.ts'
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key'
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
@@ -16,25 +15,22 @@ export interface IdempotentRequest {
   body: unknown
 }
 
-/** Runs `run` at most once per key; the reply carries `idempotent-replayed: true` when it is a stored response. */
+/**
+ * Runs `run` at most once per key, handing it the key's ticket (the first request with a key stores its response
+ * through it); the reply carries `idempotent-replayed: true` when it is a stored response.
+ */
 export async function idempotent(
   store: Store,
   request: IdempotentRequest,
-  run: (mutation: Mutation) => Promise<StoredResponse>,
+  run: (ticket: IdempotencyTicket | undefined) => Promise<StoredResponse>,
 ): Promise<StoredResponse & { headers?: Record<string, string> }> {
   const key = request.headers[IDEMPOTENCY_HEADER]
-  if (key === undefined) return run({ ticket: undefined })
+  if (key === undefined) return run(undefined)
   if (!KEY_PATTERN.test(key)) {
     throw new HttpProblem(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { title: 'Bad request' })
   }
   const scope = { identity: request.identity, method: request.method, path: request.path, key }
-  let begun
-  try {
-    begun = await store.idempotency.begin(scope, hashRequestBody(JSON.stringify(request.body ?? null)))
-  } catch (error) {
-    if (error instanceof IdempotencyInFlightError) throw new HttpProblem(409, 'idempotency_in_flight', error.message, { title: 'Conflict' })
-    throw error
-  }
+  const begun = await store.idempotency.begin(scope, hashRequestBody(JSON.stringify(request.body ?? null)))
   if (begun.outcome === 'replay') return { ...begun.response, headers: { 'idempotent-replayed': 'true' } }
   if (begun.outcome === 'mismatch') {
     throw begun.inFlight
@@ -43,7 +39,7 @@ export async function idempotent(
   }
   const { ticket } = begun
   try {
-    return await run({ ticket })
+    return await run(ticket)
   } finally {
     // A request that failed before its commit stores nothing: retries may go ahead.
     if (ticket.state === 'open') ticket.abandon()

@@ -1,5 +1,5 @@
 // The domain's wire schemas: request bodies (spec section 2 plus the shapes DESIGN decides) and response bodies.
-// Response schemas mirror the engine's views through `Wire<T>` (src/service/wire.ts): the route handlers return
+// Response schemas mirror the engine's views through `Wire<T>` (src/api/wire.ts): the route handlers return
 // `toWire(view)` typed against these, so a field added on one side and not the other fails the type check, and the
 // tests validate every response they see against this document.
 import Type from 'typebox'

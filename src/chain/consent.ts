@@ -4,6 +4,14 @@
 // id: the network is one of the signed fields.
 import { getAddress, isHex, recoverTypedDataAddress, type Address, type Hex, type LocalAccount } from 'viem'
 
+/** The client's request names a borrower without its consent, or with a signature that is not it. */
+export class BorrowerConsentError extends Error {
+  override readonly name = 'BorrowerConsentError'
+  constructor(readonly code: 'borrower_consent_required' | 'borrower_consent_invalid', message: string) {
+    super(message)
+  }
+}
+
 export const consentDomain = { name: 'agent-credit borrower consent', version: '1' } as const
 
 export const consentTypes = {

@@ -11,30 +11,15 @@
 // and mark the network degraded; recovery resumes from the cursor. Ranges without events are delivered too, at most
 // every chainTimeIntervalMs, because they advance the chain's observed time (what expires leases).
 import { EventEmitter } from 'node:events'
-import {
-  BlockNotFoundError,
-  type Address,
-  type ContractEventArgsFromTopics,
-  type ContractEventName,
-  type Hex,
-} from 'viem'
-import { creditFacilityV2Abi } from './artifacts.ts'
+import { BlockNotFoundError, type Address, type Hex } from 'viem'
 import { createNetworkClients, type NetworkClients } from './clients.ts'
 import type { NetworkConfig } from './config.ts'
+import { decodeFacilityLog, type FacilityEvent, type FacilityEventName } from './events-v2.ts'
 
-export type FollowedEventName = ContractEventName<typeof creditFacilityV2Abi>
+export type FollowedEventName = FacilityEventName
 
-/** One decoded event of the credit contract, with where and when it happened. */
-export type FollowedEvent = {
-  [E in FollowedEventName]: {
-    name: E
-    args: ContractEventArgsFromTopics<typeof creditFacilityV2Abi, E, true>
-    txHash: Hex
-    logIndex: number
-    blockNumber: bigint
-    blockTimeMs: number
-  }
-}[FollowedEventName]
+/** One decoded event of the credit contract (the same decoding as a report's proof: src/chain/events-v2.ts). */
+export type FollowedEvent = FacilityEvent
 
 /** The last block whose events were committed: where the next batch starts, and the hash it must still have. */
 export type FollowerCursor = { blockNumber: bigint; blockHash: Hex; blockTimeMs: number }
@@ -308,30 +293,18 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     const blockTimes = new Map<bigint, number>()
     for (let start = fromBlock; start <= toBlock; start += this.#logRange) {
       const end = start + this.#logRange - 1n < toBlock ? start + this.#logRange - 1n : toBlock
-      const logs = await publicClient.getContractEvents({
-        address: this.#options.contract,
-        abi: creditFacilityV2Abi,
-        fromBlock: start,
-        toBlock: end,
-        strict: true,
-      })
+      const logs = await publicClient.getLogs({ address: this.#options.contract, fromBlock: start, toBlock: end })
       for (const log of logs) {
         // The end block was read first; a log of it from another hash means the chain moved under us: read again.
         if (log.blockNumber === toBlock && log.blockHash !== toBlockHash) throw new Error(`block ${toBlock} changed while it was read`)
         let blockTimeMs = blockTimes.get(log.blockNumber)
         if (blockTimeMs === undefined) {
-          const timestamp = log.blockTimestamp ?? (await publicClient.getBlock({ blockNumber: log.blockNumber })).timestamp
+          const timestamp = (log as { blockTimestamp?: bigint }).blockTimestamp ?? (await publicClient.getBlock({ blockNumber: log.blockNumber })).timestamp
           blockTimeMs = Number(timestamp) * 1000
           blockTimes.set(log.blockNumber, blockTimeMs)
         }
-        events.push({
-          name: log.eventName,
-          args: log.args,
-          txHash: log.transactionHash,
-          logIndex: log.logIndex,
-          blockNumber: log.blockNumber,
-          blockTimeMs,
-        } as FollowedEvent)
+        const event = decodeFacilityLog(this.#options.contract, log, blockTimeMs)
+        if (event !== undefined) events.push(event)
       }
     }
     return events

@@ -69,6 +69,26 @@ export {
   type FollowerState,
 } from './follower.ts'
 export { followerCursorCollection, FollowerCursors } from './follower-cursor.ts'
+export { decodeFacilityLog, facilityFact, type FacilityEvent, type FacilityEventName, type FacilityFact, type MinedLog } from './events-v2.ts'
+export {
+  readFacilityReceipt,
+  verifyFacilityEvent,
+  type FacilityFactOf,
+  type FacilityProofFailure,
+  type FacilityProofResult,
+  type FacilityReceipt,
+} from './proofs-v2.ts'
+export {
+  buildFundJobTransactions,
+  buildPaySupplierV2Transaction,
+  buildPostCollateralTransactions,
+  buildRepayTransactions,
+  buildSessionSetupTransaction,
+  buildTopUpTransaction,
+  buildWithdrawalTransaction,
+  gasLimitsV2,
+} from './transactions-v2.ts'
+export { FacilityModel, type FacilityModelState, type ModelAdvance, type ModelContext, type ModelEvent, type ModelJob, type ModelLease, type ModelOutcome, type ModelSignature } from './facility-model.ts'
 export { idKey, isKeySalt, jobKey, KeySaltError, keySaltBytes, newKeySalt, offerKey } from './ids.ts'
 export { ensureKeySalt, keySaltCollection } from './key-salt.ts'
 export {

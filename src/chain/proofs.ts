@@ -67,6 +67,17 @@ export type ProofRequest<E extends CreditEventName> = {
   consume?: boolean
 }
 
+/** A proof that does not prove what it must, or was already used: the verdict, raised by whoever needs the fact. */
+export class ProofRefusedError extends Error {
+  override readonly name = 'ProofRefusedError'
+  constructor(
+    readonly reason: ProofFailureReason,
+    detail: string,
+  ) {
+    super(detail)
+  }
+}
+
 /** An RPC failure while verifying: not a verdict on the proof, the caller may retry (HTTP 503). */
 export class ChainRpcError extends Error {
   override readonly name = 'ChainRpcError'
@@ -91,24 +102,35 @@ function describe(value: unknown): string {
   return typeof value === 'bigint' ? value.toString() : String(value)
 }
 
-export async function verifyProof<E extends CreditEventName>(
+/** The receipt of a successful transaction and the chain's head, or not_found / reverted (shared by v1 and v2 proofs). */
+export async function readSuccessfulReceipt(
   clients: NetworkClients,
-  usedProofs: UsedProofs,
-  request: ProofRequest<E>,
-): Promise<ProofResult<E>> {
+  txHashInput: string,
+): Promise<{ ok: true; txHash: Hex; receipt: TransactionReceipt; head: bigint } | { ok: false; reason: 'not_found' | 'reverted'; detail: string }> {
   const { network, publicClient } = clients
-  if (!isHex(request.txHash) || request.txHash.length !== 66) return fail('not_found', 'not a 32-byte transaction hash')
-  const txHash = request.txHash.toLowerCase() as Hex
-
+  if (!isHex(txHashInput) || txHashInput.length !== 66) return { ok: false, reason: 'not_found', detail: 'not a 32-byte transaction hash' }
+  const txHash = txHashInput.toLowerCase() as Hex
   let receipt: TransactionReceipt
   let head: bigint
   try {
     ;[receipt, head] = await Promise.all([publicClient.getTransactionReceipt({ hash: txHash }), publicClient.getBlockNumber({ cacheTime: 0 })])
   } catch (error) {
-    if (error instanceof TransactionReceiptNotFoundError) return fail('not_found', `no receipt for ${txHash} on ${network.slug}`)
+    if (error instanceof TransactionReceiptNotFoundError) return { ok: false, reason: 'not_found', detail: `no receipt for ${txHash} on ${network.slug}` }
     throw new ChainRpcError(network.slug, error)
   }
-  if (receipt.status !== 'success') return fail('reverted', `transaction ${txHash} reverted`)
+  if (receipt.status !== 'success') return { ok: false, reason: 'reverted', detail: `transaction ${txHash} reverted` }
+  return { ok: true, txHash, receipt, head }
+}
+
+export async function verifyProof<E extends CreditEventName>(
+  clients: NetworkClients,
+  usedProofs: UsedProofs,
+  request: ProofRequest<E>,
+): Promise<ProofResult<E>> {
+  const { network } = clients
+  const read = await readSuccessfulReceipt(clients, request.txHash)
+  if (!read.ok) return read
+  const { txHash, receipt, head } = read
 
   const selector = toEventSelector(
     creditFacilityAbi.find((item) => item.type === 'event' && item.name === request.eventName) as Parameters<typeof toEventSelector>[0],

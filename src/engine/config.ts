@@ -1,4 +1,5 @@
 // Engine configuration: every rule's threshold and every limit, named, with its default and the reason for it.
+import type { Address } from '../../machines/types.ts'
 
 export interface EngineConfig {
   /** Share of a job's receivable that may be advanced (bps). */
@@ -39,6 +40,8 @@ export interface EngineConfig {
   borrowerReputationShortfallPenaltyBps: number
   /** A suspension lifts (in dispatch) once this long has passed and the borrower owes nothing on a defaulted advance. */
   borrowerSuspensionMinSeconds: number
+  /** Who may complete or fail any job and liquidate any advance, besides the job's client and the advance's lender. */
+  operators: readonly Address[]
   /** Limits. */
   lendersScannedPerMatchMax: number
   leasesPerOfferMax: number
@@ -71,6 +74,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   borrowerReputationFailurePenaltyBps: 1000,
   borrowerReputationShortfallPenaltyBps: 2000,
   borrowerSuspensionMinSeconds: 7 * 24 * 3600,
+  operators: [],
   lendersScannedPerMatchMax: 4096,
   leasesPerOfferMax: 16,
   offersDispatchedPerCallMax: 1000,

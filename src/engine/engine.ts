@@ -1,24 +1,29 @@
 // The credit engine: one writer that owns every live actor (job, offer, lease, advance) and the records (lenders,
 // backing sources, borrowers, insurance reserves). Each command validates first, then applies, then hands back the
 // snapshots it changed. It never reads the clock (`nowMs` comes from the caller) and never does I/O.
-import { createActor, initialTransition, transition, type Actor, type AnyStateMachine, type Snapshot } from 'xstate'
 import {
-  advanceMachine, jobMachine, leaseMachine, offerMachine,
-  type AdvanceInput, type JobEvent, type RepaymentRecord, type LeaseInput, type OfferEvent, type OfferInput, type SourceRef,
+  createActor, initialTransition, transition, type Actor, type AnyActor, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type Snapshot,
+} from 'xstate'
+import {
+  advanceMachine, jobMachine, leaseMachine, leaseRefusals, machines, offerMachine, refusalCode, refusals, RISK_BANDS, statesTaking,
+  offerRefusals,
+  type AdvanceInput, type LeaseContext, type LeaseInput, type OfferContext, type OfferInput, type RecoveryRecord, type RepaymentRecord,
+  type SourceRef,
 } from '../../machines/index.ts'
 import { entryFor, MatchingBook, reposition, type BookEntry } from './book.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
+import { ID_PATTERNS, ID_PREFIXES } from './ids.ts'
 import { IndexedMinHeap } from './schedule.ts'
 import type { ExecutedTx, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
 import {
-  applyBps, clampBps, coverageBps, eligibleFee, feeAtomic, insuranceAtomic, minBig, planRecovery, riskBand,
+  applyBps, clampBps, coverageBps, eligibleFee, feeAtomic, insuranceAtomic, isActiveLender, lenderRepaymentAtomic, minBig, planRecovery, riskBand,
 } from './rules.ts'
 import type {
   ActorKind, Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
   CreditState, DeclineReason, DispatchOutcome, EngineError, EngineResult, ErrorClass, JobSettlementPlan,
   JobSettlementReceipt, JobView, LeaseView, LenderRecord, LiquidationInput, LiquidationPlan, LiquidationReceipt,
   MatchOutcome, MetaRecord, OfferView, PassportEvent, SuspensionLiftedEvent, PostCollateralInput, RegisterLenderInput, RegisterSourceInput,
-  RepaymentPlan, RepaymentReceipt, ReserveRecord, RiskBand, SourceRecord, UnderwritingDecision,
+  RepaymentPlan, RepaymentReceipt, ReserveRecord, SourceRecord, SupplierPaymentTerms, UnderwritingDecision,
 } from './types.ts'
 
 type JobActor = Actor<typeof jobMachine>
@@ -26,6 +31,17 @@ type OfferActor = Actor<typeof offerMachine>
 type LeaseActor = Actor<typeof leaseMachine>
 type AdvanceActor = Actor<typeof advanceMachine>
 type AnyLive = JobActor | OfferActor | LeaseActor | AdvanceActor
+type LiveOf<K extends ActorKind> = Actor<(typeof machines)[K]>
+type EventOf<K extends ActorKind> = EventFromLogic<(typeof machines)[K]>
+
+/** A machine's answer to one event: taken (from one state to another), or refused with the code of its table. */
+type Answer = { accepted: true; from: string; to: string } | { accepted: false; code: string; state: string }
+
+/** The states in which a job still takes new drawings (COMMIT): underwriting declines the others as closed. */
+const JOB_OPEN_STATES: ReadonlySet<string> = new Set(statesTaking(jobMachine, 'COMMIT'))
+
+const ID_FIELDS = { job: 'jobId', offer: 'offerId', lease: 'leaseId', advance: 'advanceId' } as const
+const idOf = (kind: ActorKind, context: Record<string, unknown>): string => context[ID_FIELDS[kind]] as string
 
 /** A stored snapshot as the store hands it back for a restart. */
 export interface StoredSnapshot {
@@ -35,9 +51,8 @@ export interface StoredSnapshot {
   final?: boolean
 }
 
-const JOB_ID = /^job_[A-Za-z0-9_-]{1,64}$/
-const SOURCE_ID = /^[A-Za-z0-9_.:-]{1,128}$/
-const RISK_BANDS: readonly RiskBand[] = ['A', 'B', 'C']
+const JOB_ID = new RegExp(ID_PATTERNS.job)
+const SOURCE_ID = new RegExp(ID_PATTERNS.source)
 
 /** A scheduled lease or offer: when it is due and its id's sequence, the tie-break that keeps the order deterministic. */
 interface Due {
@@ -60,13 +75,44 @@ function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: unknown):
  * promises JSON-like records (src/README.md), so absent values are dropped rather than stored as `undefined`.
  */
 function persisted(snapshot: unknown): unknown {
-  const record = { ...(snapshot as Record<string, unknown>) }
-  for (const key of Object.keys(record)) if (record[key] === undefined) delete record[key]
+  // Copied without the absent keys rather than deleted from a copy: `delete` would turn the record into a slow
+  // dictionary object, and every record is encoded and checked by the store after this.
+  const source = snapshot as Record<string, unknown>
+  const record: Record<string, unknown> = {}
+  for (const key in source) {
+    const value = source[key]
+    if (value !== undefined) record[key] = value
+  }
   return record
 }
 
 function fail(errorClass: ErrorClass, code: string, message: string): { ok: false; error: EngineError } {
   return { ok: false, error: { code, class: errorClass, message } }
+}
+
+/** Who may act is the engine's rule: the caller is not the actor the command needs. */
+function forbidden(message: string): { ok: false; error: EngineError } {
+  return fail('forbidden', 'forbidden', message)
+}
+
+/** A payment report against a lease in `state`: refused with the lease machine's code for PAY there. */
+function leaseRefusal(state: 'expired' | 'paid', message: string): { ok: false; error: EngineError } {
+  return fail('conflict', refusalCode(leaseMachine, leaseRefusals, state, 'PAY'), message)
+}
+
+/**
+ * Why a payment report on an offer that reached a final state (it left memory; the caller reads it from the store)
+ * is refused: the reporting lender's latest lease there answers PAY (lease_expired, lease_not_live), or there is none.
+ */
+export function supplierPaymentOnClosedOffer(offer: OfferView, leaseOf: (leaseId: string) => LeaseView | undefined, lender: Address): EngineError {
+  for (const leaseId of [...offer.leaseIds].reverse()) {
+    const lease = leaseOf(leaseId)
+    if (lease === undefined || !sameAddress(lease.lender, lender)) continue
+    // A lease outlives its offer only between the offer's end and the commit that ends the lease with it.
+    if (lease.state === 'leased') return { class: 'conflict', code: 'offer_closed', message: `offer ${offer.offerId} has reached a final state` }
+    return leaseRefusal(lease.state, `the lease ${lease.leaseId} of offer ${offer.offerId} is ${lease.state}`).error
+  }
+  return { class: 'conflict', code: 'no_lease', message: `offer ${offer.offerId} has no lease to lender ${lender}` }
 }
 
 /** A lender's session wallet on one network for one asset. */
@@ -99,9 +145,35 @@ function viewOf<V>(snapshot: { value: unknown; context: unknown }): V {
   return { ...(snapshot.context as object), state: snapshot.value } as V
 }
 
+/** A lease's view leaves out its report grace: the API publishes the deadline, the grace is the catalog's rule. */
+function leaseView(snapshot: { value: unknown; context: unknown }): LeaseView {
+  const { reportGraceMs: _grace, ...context } = snapshot.context as LeaseContext
+  return { ...context, state: snapshot.value } as LeaseView
+}
+
+/** The amounts of a liquidation plan's recovery steps, by name (a step the plan does not take recovers nothing). */
+export function recoveryAmounts(plan: LiquidationPlan): { fromRevenueAtomic: bigint; fromCollateralAtomic: bigint; fromBackingAtomic: bigint; fromReserveAtomic: bigint } {
+  const amountOf = (step: string): bigint => plan.steps.find((s) => s.step === step)?.amountAtomic ?? 0n
+  return {
+    fromRevenueAtomic: amountOf('source_revenue'), fromCollateralAtomic: amountOf('collateral'),
+    fromBackingAtomic: amountOf('backing_liquidation'), fromReserveAtomic: amountOf('insurance_reserve'),
+  }
+}
+
+/** The recovery an executed liquidation records: the plan's steps, by name. */
+function recoveryOf(plan: LiquidationPlan, network: string, txHash: `0x${string}`): RecoveryRecord {
+  return { network, txHash, owedAtomic: plan.owedAtomic, ...recoveryAmounts(plan), shortfallAtomic: plan.shortfallAtomic }
+}
+
+/** A lender one matching attempt leases to, and its fee. */
+interface Candidate {
+  lender: LenderRecord
+  fee: bigint
+}
+
 export const jobViewFromSnapshot = (record: unknown): JobView => viewOf<JobView>(record as never)
 export const offerViewFromSnapshot = (record: unknown): OfferView => viewOf<OfferView>(record as never)
-export const leaseViewFromSnapshot = (record: unknown): LeaseView => viewOf<LeaseView>(record as never)
+export const leaseViewFromSnapshot = (record: unknown): LeaseView => leaseView(record as never)
 export const advanceViewFromSnapshot = (record: unknown): AdvanceView => viewOf<AdvanceView>(record as never)
 
 export class Engine {
@@ -168,7 +240,7 @@ export class Engine {
     if (this.lenderBySession.has(input.sessionAddress) || this.lenders.has(input.sessionAddress)) {
       return fail('conflict', 'session_in_use', 'the session address belongs to another lender')
     }
-    if (input.availableLiquidityAtomic < 0n) return fail('invalid', 'invalid_amount', 'availableLiquidityAtomic must be >= 0')
+    if (input.availableLiquidityAtomic <= 0n) return fail('invalid', 'invalid_liquidity', 'availableLiquidityAtomic must be positive')
     if (!isBps(input.minFeeBps)) return fail('invalid', 'invalid_bps', 'minFeeBps must be an integer in 0..10000')
     for (const [name, value] of [['reputationBps', input.reputationBps], ['reliabilityBps', input.reliabilityBps]] as const) {
       if (value !== undefined && !isBps(value)) return fail('invalid', 'invalid_bps', `${name} must be an integer in 0..10000`)
@@ -180,6 +252,8 @@ export class Engine {
     if (networks.length === 0 || networks.length > this.config.networksPerLenderMax) {
       return fail('invalid', 'invalid_networks', `networks must list 1..${this.config.networksPerLenderMax} networks`)
     }
+    const strayNetwork = Object.keys(input.assets ?? {}).find((network) => !networks.includes(network))
+    if (strayNetwork !== undefined) return fail('invalid', 'asset_network_not_supported', `assets names ${strayNetwork}, which is not in networks`)
     const bands = [...new Set(input.acceptedRiskBands)]
     if (bands.length === 0 || !bands.every((b) => (RISK_BANDS as readonly string[]).includes(b))) {
       return fail('invalid', 'invalid_risk_band', `acceptedRiskBands must be a non-empty subset of ${RISK_BANDS.join(', ')}`)
@@ -216,7 +290,7 @@ export class Engine {
     this.addLender(lender)
     this.touch('meta', 'engine')
     this.touch('lender', lender.address)
-    return this.commit({ ...lender })
+    return this.drain({ ...lender })
   }
 
   /**
@@ -233,10 +307,11 @@ export class Engine {
       sourceSeq: next(this.meta.sourceSeq),
     }
     this.touch('meta', 'engine')
-    return this.commit({ ...this.meta })
+    return this.drain({ ...this.meta })
   }
 
-  registerSource(input: RegisterSourceInput, nowMs: number): EngineResult<SourceRecord> {
+  registerSource(input: RegisterSourceInput & { caller: Address }, nowMs: number): EngineResult<SourceRecord> {
+    if (!sameAddress(input.agent, input.caller)) return forbidden('a backing source is registered by its agent: sign in as the body\'s agent')
     if (!SOURCE_ID.test(input.sourceId) || JOB_ID.test(input.sourceId)) {
       return fail('invalid', 'invalid_source_id', 'sourceId must match ^[A-Za-z0-9_.:-]{1,128}$ and not look like a job id')
     }
@@ -266,10 +341,13 @@ export class Engine {
     this.borrowerOf(input.agent)
     this.touch('meta', 'engine')
     this.touch('source', source.sourceId)
-    return this.commit({ ...source })
+    return this.drain({ ...source })
   }
 
-  createJob(input: CreateJobInput, nowMs: number): EngineResult<JobView> {
+  createJob(input: CreateJobInput & { caller: Address }, nowMs: number): EngineResult<JobView> {
+    if (!sameAddress(input.caller, input.client) && !sameAddress(input.caller, input.borrower)) {
+      return forbidden('a job is created by its client (the funder) or its borrower')
+    }
     if (!JOB_ID.test(input.jobId)) return fail('invalid', 'invalid_job_id', 'jobId must match ^job_[A-Za-z0-9_-]{1,64}$')
     if (this.jobs.has(input.jobId)) return fail('conflict', 'job_exists', `job ${input.jobId} exists`)
     if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
@@ -291,22 +369,31 @@ export class Engine {
     this.jobs.set(input.jobId, actor)
     this.borrowerOf(input.borrower)
     this.touch('job', input.jobId)
-    return this.commit(viewOf<JobView>(actor.getSnapshot()))
+    return this.drain(viewOf<JobView>(actor.getSnapshot()))
   }
 
-  postCollateral(input: PostCollateralInput, nowMs: number): EngineResult<CollateralPosition> {
+  /** Who may post collateral on the job, and what its proof must show (the CollateralPosted of the job's borrower). */
+  planCollateral(input: { jobId: string; caller: Address }): EngineResult<{ network: string; asset: string; borrower: Address }> {
     const job = this.jobs.get(input.jobId)
     if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
-    const snap = job.getSnapshot()
-    if (!snap.matches('funded') && !snap.matches('active')) return fail('conflict', 'job_not_open', `job ${input.jobId} is ${String(snap.value)}`)
-    if (!sameAddress(snap.context.borrower, input.borrower)) {
+    const j = job.getSnapshot().context
+    if (!sameAddress(input.caller, j.borrower)) return forbidden('collateral is posted by the job\'s borrower')
+    return { ok: true, value: { network: j.network, asset: j.asset, borrower: j.borrower }, changes: [] }
+  }
+
+  postCollateral(input: PostCollateralInput & { caller: Address }, nowMs: number): EngineResult<CollateralPosition> {
+    const planned = this.planCollateral(input)
+    if (!planned.ok) return planned
+    const job = this.jobs.get(input.jobId) as JobActor
+    if (!sameAddress(job.getSnapshot().context.borrower, input.borrower)) {
       return fail('forbidden', 'not_job_borrower', 'collateral must be posted by the job borrower')
     }
     if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
 
-    this.sendJob(job, { type: 'COLLATERAL_POSTED', amountAtomic: input.amountAtomic, nowMs })
+    const posted = this.send('job', job, { type: 'COLLATERAL_POSTED', amountAtomic: input.amountAtomic, nowMs })
+    if (!posted.accepted) return this.refused('job', input.jobId, posted)
     const ctx = job.getSnapshot().context
-    return this.commit({
+    return this.drain({
       jobId: ctx.jobId,
       borrower: ctx.borrower,
       network: ctx.network,
@@ -318,7 +405,8 @@ export class Engine {
   }
 
   /** Underwrite a credit request: a declined decision changes nothing; an approved one creates an offer. */
-  requestCredit(input: CreditRequestInput, nowMs: number): EngineResult<UnderwritingDecision> {
+  requestCredit(input: CreditRequestInput & { caller: Address }, nowMs: number): EngineResult<UnderwritingDecision> {
+    if (!sameAddress(input.agent, input.caller)) return forbidden('credit is requested by the borrower agent itself: sign in as the body\'s agent')
     if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
     if ((this.liveOffersOf.get(input.agent) ?? 0) >= this.config.liveOffersPerBorrowerMax) {
       return fail('conflict', 'live_offers_limit', `the borrower holds ${this.config.liveOffersPerBorrowerMax} live offers, the most allowed; wait until one is funded, expires or is declined`)
@@ -345,7 +433,7 @@ export class Engine {
       const ctx = snap.context
       source = { kind: 'job', id: ctx.jobId }
       if (!sameAddress(ctx.borrower, input.agent)) reasons.push({ code: 'source_not_owned', message: 'the job belongs to another borrower' })
-      if (!snap.matches('funded') && !snap.matches('active')) reasons.push({ code: 'source_closed', message: `the job is ${String(snap.value)}` })
+      if (!JOB_OPEN_STATES.has(String(snap.value))) reasons.push({ code: 'source_closed', message: `the job is ${String(snap.value)}` })
       if (nowMs >= ctx.dueAtMs) reasons.push({ code: 'job_past_due', message: 'the job is past its due time' })
       if (ctx.network !== input.network || ctx.asset !== input.asset) {
         reasons.push({ code: 'asset_mismatch', message: `the job pays ${ctx.asset} on ${ctx.network}` })
@@ -378,12 +466,12 @@ export class Engine {
     const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, this.config)
 
     if (reasons.length > 0) {
-      return this.commit({ decision: 'declined', reasons, capacityAtomic, coverageBps: coverage, riskBand: band, durationSeconds, offer: null })
+      return this.drain({ decision: 'declined', reasons, capacityAtomic, coverageBps: coverage, riskBand: band, durationSeconds, offer: null })
     }
 
     this.meta.offerSeq += 1
     const offerInput: OfferInput = {
-      offerId: `off_${this.meta.offerSeq}`,
+      offerId: `${ID_PREFIXES.offer}${this.meta.offerSeq}`,
       borrower: input.agent,
       network: input.network,
       asset: input.asset,
@@ -408,24 +496,20 @@ export class Engine {
     this.touch('offer', offerInput.offerId)
     this.touch('meta', 'engine')
     this.commitCapacity(source, input.amountAtomic, nowMs)
-    return this.commit({
+    return this.drain({
       decision: 'approved', reasons, capacityAtomic, coverageBps: coverage, riskBand: band, durationSeconds,
       offer: viewOf<OfferView>(offer.getSnapshot()),
     })
   }
 
   /** Lease the offer to the cheapest eligible lender whose wallet can pay. */
-  matchOffer(input: { offerId: string }, nowMs: number): EngineResult<MatchOutcome> {
+  matchOffer(input: { offerId: string; caller: Address }, nowMs: number): EngineResult<MatchOutcome> {
     const offer = this.offers.get(input.offerId)
     if (!offer) return fail('not_found', 'offer_not_found', `offer ${input.offerId} is not live`)
-    const snap = offer.getSnapshot()
-    if (!snap.matches('offered')) return fail('conflict', 'offer_not_offered', `offer ${input.offerId} is ${String(snap.value)}`)
-    if (nowMs >= snap.context.expiresAtMs) {
-      // A stale offer is not matched: it expires now, as dispatch would have done.
-      const expired = this.expireOffer(offer, 'stale', nowMs)
-      return this.commit({ offer: expired, lease: null, refusedLeases: [], offerExpired: true })
-    }
-    return this.commit(this.matchInternal(offer, nowMs))
+    if (!sameAddress(input.caller, offer.getSnapshot().context.borrower)) return forbidden('an offer is matched by its borrower')
+    const outcome = this.leaseToBestLender(offer, nowMs)
+    if ('accepted' in outcome) return this.refused('offer', input.offerId, outcome)
+    return this.drain(outcome)
   }
 
   /** Expire stale leases (their offers go back to matching), then expire stale offers and match the waiting ones. */
@@ -434,40 +518,68 @@ export class Engine {
     for (const lease of this.dueLeases(nowMs)) outcome.expiredLeases.push(this.timeOutLease(lease, nowMs))
     outcome.suspensionsLifted = this.liftDueSuspensions(nowMs)
 
-    for (const offer of this.offersToDispatch(nowMs)) {
-      const snap = offer.getSnapshot()
-      if (nowMs >= snap.context.expiresAtMs) {
+    for (const { offer, due } of this.offersToDispatch(nowMs)) {
+      // The schedule says the offer's TTL is over; the offer machine's guard agrees, or this throws.
+      if (due) {
         outcome.expiredOffers.push(this.expireOffer(offer, 'stale', nowMs))
         continue
       }
-      const match = this.matchInternal(offer, nowMs)
+      const match = this.leaseToBestLender(offer, nowMs)
+      if ('accepted' in match) throw new Error(`invariant: waiting offer ${offer.id} refused matching (${match.code})`)
       if (match.offerExpired) outcome.expiredOffers.push(match.offer)
       if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
     }
-    return this.commit(outcome)
+    return this.drain(outcome)
   }
 
   /** A verified supplier payment funds the offer: the lease is paid and the advance is created. */
-  recordSupplierPayment(fact: SupplierPaymentFact, nowMs: number): EngineResult<AdvanceView> {
+  /**
+   * What the reporting lender's payment on the offer must show: the terms of the live lease it holds. A lender whose
+   * lease there ended unpaid learns that it expired; one that never held one, that it has none.
+   */
+  planSupplierPayment(input: { offerId: string; lender: Address; caller: Address }): EngineResult<SupplierPaymentTerms> {
+    if (!sameAddress(input.lender, input.caller)) {
+      return forbidden('a supplier payment is reported by the lender that paid: sign in as the body\'s lender')
+    }
+    const offer = this.offers.get(input.offerId)
+    if (!offer) return fail('not_found', 'offer_not_found', `offer ${input.offerId} is not live`)
+    const o = offer.getSnapshot().context
+    const held = o.currentLeaseId ? this.leases.get(o.currentLeaseId)?.getSnapshot().context : undefined
+    if (held && sameAddress(held.lender, input.lender)) {
+      const { leaseId, network, asset, payer, supplierAddress, amountAtomic } = held
+      return { ok: true, value: { offerId: o.offerId, leaseId, network, asset, payer, supplierAddress, amountAtomic }, changes: [] }
+    }
+    // An ended lease left memory; that it ended unpaid is on the offer (excluded lenders), and it ended expired.
+    if (o.excludedLenders.some((l) => sameAddress(l, input.lender))) return leaseRefusal('expired', `the lease of ${input.lender} on offer ${o.offerId} expired`)
+    return fail('conflict', 'no_lease', `offer ${o.offerId} has no lease to lender ${input.lender}`)
+  }
+
+  recordSupplierPayment(fact: SupplierPaymentFact & { caller: Address }, nowMs: number): EngineResult<AdvanceView> {
     const offer = this.offers.get(fact.offerId)
     if (!offer) return fail('not_found', 'offer_not_found', `offer ${fact.offerId} is not live`)
-    const offerSnap = offer.getSnapshot()
-    const o = offerSnap.context
+    const o = offer.getSnapshot().context
     const lenderAddress = this.lenderBySession.get(fact.payer) ?? (this.lenders.has(fact.payer) ? fact.payer : undefined)
     if (!lenderAddress) return fail('forbidden', 'lease_not_held', 'the payer is not a registered lender')
-    if (o.excludedLenders.includes(lenderAddress)) {
-      return fail('conflict', 'lease_expired', `the lease of ${lenderAddress} on offer ${o.offerId} expired`)
+    if (!sameAddress(lenderAddress, fact.caller)) {
+      return forbidden('a supplier payment is reported by the lender that paid: sign in as the body\'s lender')
     }
+    if (o.excludedLenders.includes(lenderAddress)) return leaseRefusal('expired', `the lease of ${lenderAddress} on offer ${o.offerId} expired`)
     const lease = o.currentLeaseId ? this.leases.get(o.currentLeaseId) : undefined
-    if (!offerSnap.matches('leased') || !lease) return fail('conflict', 'offer_not_leased', `offer ${o.offerId} has no live lease`)
-    const l = lease.getSnapshot().context
-    if (l.lender !== lenderAddress) return fail('forbidden', 'lease_not_held', `offer ${o.offerId} is leased to another lender`)
+    if (lease && lease.getSnapshot().context.lender !== lenderAddress) {
+      return fail('forbidden', 'lease_not_held', `offer ${o.offerId} is leased to another lender`)
+    }
     if (fact.network !== o.network || fact.asset !== o.asset) return fail('invalid', 'payment_mismatch', 'the payment is on another network or asset')
     if (!sameAddress(fact.supplier, o.supplierAddress)) return fail('invalid', 'payment_mismatch', "the payment did not go to the offer's supplier")
     if (fact.amountAtomic !== o.amountAtomic) return fail('invalid', 'payment_mismatch', `the payment must be exactly ${o.amountAtomic}`)
 
+    // The offer decides whether it can be funded now (it must be leased); its advance id is taken once it agrees.
+    const advanceId = `${ID_PREFIXES.advance}${this.meta.advanceSeq + 1}`
+    const funded = this.send('offer', offer, { type: 'FUND', advanceId, nowMs })
+    if (!funded.accepted) return this.refused('offer', o.offerId, funded)
+    if (!lease) throw new Error(`invariant: offer ${o.offerId} was funded without a live lease`)
+    const l = lease.getSnapshot().context
     const payment = { network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex }
-    this.sendLease(lease, { type: 'PAY', payment, nowMs })
+    this.expect('lease', lease, { type: 'PAY', payment, nowMs })
     this.dropLiveLease(l)
     const lender = this.lenderOf(l.lender)
     lender.reservedAtomic -= l.amountAtomic
@@ -479,7 +591,7 @@ export class Engine {
     this.meta.advanceSeq += 1
     this.touch('meta', 'engine')
     const advanceInput: AdvanceInput = {
-      advanceId: `adv_${this.meta.advanceSeq}`,
+      advanceId,
       offerId: o.offerId,
       leaseId: l.leaseId,
       lender: l.lender,
@@ -499,12 +611,11 @@ export class Engine {
     const advance = createActor(advanceMachine, { input: advanceInput }).start()
     this.advances.set(advanceInput.advanceId, advance)
     this.touch('advance', advanceInput.advanceId)
-    this.sendOffer(offer, { type: 'FUND', advanceId: advanceInput.advanceId, nowMs })
     if (o.source.kind === 'job') {
       const job = this.jobs.get(o.source.id)
-      if (job) this.sendJob(job, { type: 'ADVANCE_OPENED', advanceId: advanceInput.advanceId, nowMs })
+      if (job) this.expect('job', job, { type: 'ADVANCE_OPENED', advanceId: advanceInput.advanceId, nowMs })
     }
-    return this.commit(viewOf<AdvanceView>(advance.getSnapshot()))
+    return this.drain(viewOf<AdvanceView>(advance.getSnapshot()))
   }
 
   /** What a full repayment of the advance must pay: the lender's amount and the reserve's share. */
@@ -517,7 +628,7 @@ export class Engine {
       changes: [],
       value: {
         advanceId, network: a.network, asset: a.asset, lender: a.lender,
-        amountAtomic: a.principalAtomic + a.feeAtomic - a.insuranceAtomic,
+        amountAtomic: lenderRepaymentAtomic(a),
         reserveAmountAtomic: a.insuranceAtomic,
       },
     }
@@ -527,24 +638,25 @@ export class Engine {
   repayAdvance(fact: RepaidFact, nowMs: number): EngineResult<RepaymentReceipt> {
     const advance = this.advances.get(fact.advanceId)
     if (!advance) return fail('not_found', 'advance_not_found', `advance ${fact.advanceId} is not live`)
-    const snap = advance.getSnapshot()
-    const a = snap.context
-    if (!snap.matches('active') && !snap.matches('defaulted')) return fail('conflict', 'advance_not_open', `advance is ${String(snap.value)}`)
+    const a = advance.getSnapshot().context
     if (fact.network !== a.network || fact.lender !== a.lender) {
       return fail('invalid', 'repayment_mismatch', "the repayment is on another network or to another lender")
     }
-    const lenderAmount = a.principalAtomic + a.feeAtomic - a.insuranceAtomic
+    const lenderAmount = lenderRepaymentAtomic(a)
     if (fact.amountAtomic !== lenderAmount || fact.reserveAmountAtomic !== a.insuranceAtomic) {
       return fail('invalid', 'repayment_amount_mismatch', `a repayment pays exactly ${lenderAmount} to the lender and ${a.insuranceAtomic} to the reserve`)
     }
-    const receipt = this.applyRepayment(advance, {
+    const repayment: RepaymentRecord = {
       kind: 'repaid', network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex, payer: fact.payer,
       lenderAmountAtomic: lenderAmount, reserveAmountAtomic: a.insuranceAtomic,
-    }, nowMs)
+    }
+    const repaid = this.send('advance', advance, { type: 'REPAY', repayment, nowMs })
+    if (!repaid.accepted) return this.refused('advance', a.advanceId, repaid)
+    const receipt = this.applyRepayment(a, repayment)
     if (a.source.kind === 'job') {
       const job = this.jobs.get(a.source.id)
       if (job) {
-        this.sendJob(job, {
+        this.expect('job', job, {
           type: 'ADVANCE_CLOSED', advanceId: a.advanceId, principalAtomic: a.principalAtomic,
           revenueUsedAtomic: 0n, collateralUsedAtomic: 0n, nowMs,
         })
@@ -552,32 +664,44 @@ export class Engine {
     } else {
       this.releaseBacking(a.source.id, a.principalAtomic, 0n)
     }
-    return this.commit(receipt)
+    return this.drain(receipt)
   }
 
   /** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */
-  planJobSettlement(jobId: string): EngineResult<JobSettlementPlan> {
-    const planned = this.jobSettlement(jobId)
+  planJobSettlement(input: { jobId: string; caller: Address }): EngineResult<JobSettlementPlan> {
+    const { jobId } = input
+    const job = this.jobs.get(jobId)
+    if (!job) return fail('not_found', 'job_not_found', `job ${jobId} is not live`)
+    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is completed by its client or an operator')
+    // A query sends nothing: it asks the machine whether it would take COMPLETE now.
+    const open = this.wouldTake('job', job, { type: 'COMPLETE', settlement: { network: '', txHash: '0x' }, nowMs: 0 })
+    if (!open.accepted) return this.refused('job', jobId, open)
+    const planned = this.jobSettlement(job)
     if (!planned.ok) return planned
     return { ok: true, value: planned.value, changes: [] }
   }
 
   /** Apply the executed settleJob transaction: every open advance on the job is repaid and the job completes. */
-  completeJob(input: { jobId: string } & ExecutedTx, nowMs: number): EngineResult<JobSettlementReceipt> {
-    const planned = this.jobSettlement(input.jobId)
+  completeJob(input: { jobId: string; caller: Address } & ExecutedTx, nowMs: number): EngineResult<JobSettlementReceipt> {
+    const job = this.jobs.get(input.jobId)
+    if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is completed by its client or an operator')
+    const planned = this.jobSettlement(job)
     if (!planned.ok) return planned
     const plan = planned.value
-    const job = this.jobs.get(input.jobId) as JobActor
+    const completed = this.send('job', job, { type: 'COMPLETE', settlement: { network: input.network, txHash: input.txHash }, nowMs })
+    if (!completed.accepted) return this.refused('job', input.jobId, completed)
     const receipts: RepaymentReceipt[] = []
     for (const item of plan.advances) {
       const advance = this.advances.get(item.advanceId) as AdvanceActor
-      receipts.push(this.applyRepayment(advance, {
+      const repayment: RepaymentRecord = {
         kind: 'job_settlement', network: input.network, txHash: input.txHash, logIndex: null, payer: null,
         lenderAmountAtomic: item.amountAtomic, reserveAmountAtomic: item.reserveAmountAtomic,
-      }, nowMs))
+      }
+      this.expect('advance', advance, { type: 'REPAY', repayment, nowMs })
+      receipts.push(this.applyRepayment(advance.getSnapshot().context, repayment))
     }
-    this.sendJob(job, { type: 'COMPLETE', settlement: { network: input.network, txHash: input.txHash }, nowMs })
-    return this.commit({ ...plan, txHash: input.txHash, receipts })
+    return this.drain({ ...plan, txHash: input.txHash, receipts })
   }
 
   /**
@@ -615,12 +739,19 @@ export class Engine {
   }
 
   /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
-  failJob(input: { jobId: string; reason: string }, nowMs: number): EngineResult<PassportEvent> {
+  failJob(input: { jobId: string; reason: string; caller: Address }, nowMs: number): EngineResult<PassportEvent> {
     const job = this.jobs.get(input.jobId)
     if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
-    const snap = job.getSnapshot()
-    if (!snap.matches('funded') && !snap.matches('active')) return fail('conflict', 'job_not_open', `job ${input.jobId} is ${String(snap.value)}`)
-    const j = snap.context
+    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is failed by its client or an operator')
+    const j = job.getSnapshot().context
+    // The job's live offers are withdrawn with it: the failure itself releases the capacity they hold on the job.
+    let releasedAtomic = 0n
+    for (const offer of this.offers.values()) {
+      const o = offer.getSnapshot().context
+      if (o.source.kind === 'job' && o.source.id === j.jobId) releasedAtomic += o.amountAtomic
+    }
+    const failed = this.send('job', job, { type: 'FAIL', reason: input.reason, releasedAtomic, nowMs })
+    if (!failed.accepted) return this.refused('job', input.jobId, failed)
 
     const borrower = this.borrowerOf(j.borrower)
     borrower.suspended = true
@@ -633,18 +764,18 @@ export class Engine {
     for (const offer of [...this.offers.values()]) {
       const o = offer.getSnapshot().context
       if (o.borrower !== j.borrower) continue
-      this.declineOffer(offer, 'borrower_suspended', nowMs)
+      const onThisJob = o.source.kind === 'job' && o.source.id === j.jobId
+      this.declineOffer(offer, 'borrower_suspended', nowMs, !onThisJob)
       declinedOfferIds.push(o.offerId)
     }
-    const defaultedAdvanceIds = [...job.getSnapshot().context.advanceIds]
+    const defaultedAdvanceIds = [...j.advanceIds]
     let outstandingPrincipalAtomic = 0n
     for (const advanceId of defaultedAdvanceIds) {
       const advance = this.advances.get(advanceId) as AdvanceActor
       outstandingPrincipalAtomic += advance.getSnapshot().context.principalAtomic
       this.defaultAdvance(advance, 'job_failed', nowMs)
     }
-    this.sendJob(job, { type: 'FAIL', reason: input.reason, nowMs })
-    return this.commit({
+    return this.drain({
       type: 'job_failed', jobId: j.jobId, borrower: j.borrower, client: j.client, reason: input.reason, atMs: nowMs,
       borrowerSuspended: true, borrowerReputationBps: borrower.reputationBps, defaultedAdvanceIds,
       outstandingPrincipalAtomic, declinedOfferIds,
@@ -652,22 +783,29 @@ export class Engine {
   }
 
   /** Recovery amounts, step by step, for a defaulted (or past-due) advance. */
-  planLiquidation(advanceId: string, nowMs: number): EngineResult<LiquidationPlan> {
-    const planned = this.liquidationPlan(advanceId, nowMs)
-    if (!planned.ok) return planned
-    return { ok: true, value: planned.value, changes: [] }
+  planLiquidation(input: { advanceId: string; caller: Address }, nowMs: number): EngineResult<LiquidationPlan> {
+    const { advanceId } = input
+    const advance = this.advances.get(advanceId)
+    if (!advance) return fail('not_found', 'advance_not_found', `advance ${advanceId} is not live`)
+    if (!this.isLenderOrOperator(advance, input.caller)) return forbidden('an advance is liquidated by its lender or an operator')
+    const plan = this.liquidationPlan(advance)
+    // A query sends nothing: it asks the machine whether it would take LIQUIDATE now (defaulted, or past due).
+    const due = this.wouldTake('advance', advance, { type: 'LIQUIDATE', recovery: recoveryOf(plan, '', '0x'), nowMs })
+    if (!due.accepted) return this.refused('advance', advanceId, due)
+    return { ok: true, value: plan, changes: [] }
   }
 
   /** Apply the executed liquidate transaction: recover in order, record the shortfall and its penalty. */
-  liquidate(input: LiquidationInput, nowMs: number): EngineResult<LiquidationReceipt> {
-    const planned = this.liquidationPlan(input.advanceId, nowMs)
-    if (!planned.ok) return planned
-    const plan = planned.value
-    const amountOf = (step: string): bigint => plan.steps.find((s) => s.step === step)?.amountAtomic ?? 0n
-    const fromRevenue = amountOf('source_revenue')
-    const fromCollateral = amountOf('collateral')
-    const fromBacking = amountOf('backing_liquidation')
-    const fromReserve = amountOf('insurance_reserve')
+  liquidate(input: LiquidationInput & { caller: Address }, nowMs: number): EngineResult<LiquidationReceipt> {
+    const advance = this.advances.get(input.advanceId)
+    if (!advance) return fail('not_found', 'advance_not_found', `advance ${input.advanceId} is not live`)
+    if (!this.isLenderOrOperator(advance, input.caller)) return forbidden('an advance is liquidated by its lender or an operator')
+    const plan = this.liquidationPlan(advance)
+    const recovery = recoveryOf(plan, input.network, input.txHash)
+    const fromRevenue = recovery.fromRevenueAtomic
+    const fromCollateral = recovery.fromCollateralAtomic
+    const fromBacking = recovery.fromBackingAtomic
+    const fromReserve = recovery.fromReserveAtomic
     if ((input.fromRevenueAtomic !== undefined && input.fromRevenueAtomic !== fromRevenue) ||
       (input.fromCollateralAtomic !== undefined && input.fromCollateralAtomic !== fromCollateral) ||
       (input.fromReserveAtomic !== undefined && input.fromReserveAtomic !== fromReserve)) {
@@ -677,18 +815,11 @@ export class Engine {
       throw new Error('invariant: recovery steps must sum to what is owed')
     }
 
-    const advance = this.advances.get(input.advanceId) as AdvanceActor
     const a = advance.getSnapshot().context
-    if (advance.getSnapshot().matches('active')) this.defaultAdvance(advance, 'past_due', nowMs)
-    this.sendAdvance(advance, {
-      type: 'LIQUIDATE',
-      recovery: {
-        network: input.network, txHash: input.txHash, owedAtomic: plan.owedAtomic,
-        fromRevenueAtomic: fromRevenue, fromCollateralAtomic: fromCollateral, fromBackingAtomic: fromBacking,
-        fromReserveAtomic: fromReserve, shortfallAtomic: plan.shortfallAtomic,
-      },
-      nowMs,
-    })
+    // The advance decides: a defaulted one is liquidated, an active one only once past due (it defaults now).
+    const liquidated = this.send('advance', advance, { type: 'LIQUIDATE', recovery, nowMs })
+    if (!liquidated.accepted) return this.refused('advance', input.advanceId, liquidated)
+    if (liquidated.from === 'active') this.advanceDefaulted(a)
 
     const lender = this.lenderOf(a.lender)
     lender.deployedAtomic -= a.principalAtomic
@@ -711,7 +842,7 @@ export class Engine {
     if (a.source.kind === 'job') {
       const job = this.jobs.get(a.source.id)
       if (job) {
-        this.sendJob(job, {
+        this.expect('job', job, {
           type: 'ADVANCE_CLOSED', advanceId: a.advanceId, principalAtomic: a.principalAtomic,
           revenueUsedAtomic: fromRevenue, collateralUsedAtomic: fromCollateral, nowMs,
         })
@@ -719,7 +850,7 @@ export class Engine {
     } else {
       this.releaseBacking(a.source.id, a.principalAtomic, fromBacking)
     }
-    return this.commit({ ...plan, txHash: input.txHash, borrowerReputationBps: borrower.reputationBps })
+    return this.drain({ ...plan, txHash: input.txHash, borrowerReputationBps: borrower.reputationBps })
   }
 
   /** One uptime observation of a lender (bps of the period it was reachable) moves its reliability towards it. */
@@ -730,7 +861,7 @@ export class Engine {
     const w = this.config.lenderReliabilityUptimeWeightBps
     lender.reliabilityBps = clampBps(Math.floor((lender.reliabilityBps * (10_000 - w) + input.uptimeBps * w) / 10_000))
     this.lenderChanged(lender)
-    return this.commit({ ...lender })
+    return this.drain({ ...lender })
   }
 
   // ======================================================================================================== reads
@@ -747,7 +878,7 @@ export class Engine {
 
   getLease(leaseId: string): LeaseView | undefined {
     const actor = this.leases.get(leaseId)
-    return actor && viewOf<LeaseView>(actor.getSnapshot())
+    return actor && leaseView(actor.getSnapshot())
   }
 
   getAdvance(advanceId: string): AdvanceView | undefined {
@@ -803,9 +934,10 @@ export class Engine {
     return { openAdvances, pastDueAdvances, outstanding: byKey, earliestActivityAtMs: earliestAtMs }
   }
 
-  /** Lenders in registration order. */
-  listLenders(): LenderRecord[] {
-    return [...this.lenders.values()].sort((a, b) => a.registrationSeq - b.registrationSeq).map((l) => ({ ...l }))
+  /** Lenders in registration order; `active`: only those reliable enough to be matched. */
+  listLenders(filter: { active?: boolean } = {}): LenderRecord[] {
+    const lenders = [...this.lenders.values()].sort((a, b) => a.registrationSeq - b.registrationSeq)
+    return (filter.active ? lenders.filter((l) => isActiveLender(l, this.config)) : lenders).map((l) => ({ ...l }))
   }
 
   /** Backing sources in registration order. */
@@ -830,7 +962,7 @@ export class Engine {
       totals.deployedAtomic += l.deployedAtomic
       totals.feesEarnedAtomic += l.feesEarnedAtomic
       totals.lossesAtomic += l.lossesAtomic
-      if (l.reliabilityBps >= this.config.lenderReliabilityMinBps) activeLenders += 1
+      if (isActiveLender(l, this.config)) activeLenders += 1
     }
     let suspendedBorrowers = 0
     for (const b of this.borrowers.values()) if (b.suspended) suspendedBorrowers += 1
@@ -859,7 +991,7 @@ export class Engine {
     for (const b of this.borrowers.values()) records.push({ kind: 'borrower', id: b.address, record: { ...b }, final: false })
     out.push(...records.sort(byId))
     records.length = 0
-    for (const [id, r] of this.reserves) records.push({ kind: 'ledger', id, record: { ...r }, final: false })
+    for (const [id, r] of this.reserves) records.push({ kind: 'reserve', id, record: { ...r }, final: false })
     out.push(...records.sort(byId))
     for (const [kind, map] of this.actorMaps()) {
       const actors: Change[] = []
@@ -967,7 +1099,7 @@ export class Engine {
     for (const [id, lease] of this.leases) {
       const l = lease.getSnapshot().context
       const due = this.leaseExpiries.get(id)
-      if (!due || due.atMs !== l.expiresAtMs + this.config.leaseReportGraceMs || due.seq !== seqOf(id)) {
+      if (!due || due.atMs !== l.expiresAtMs + l.reportGraceMs || due.seq !== seqOf(id)) {
         throw new Error(`invariant: lease ${id} is not scheduled at its expiry`)
       }
     }
@@ -1004,7 +1136,7 @@ export class Engine {
    * the first offersDispatchedPerCallMax of the others (each is matched). No dispatch step moves another offer into
    * or out of the waiting state, so the list is fixed before the first one is acted on.
    */
-  private offersToDispatch(nowMs: number): OfferActor[] {
+  private offersToDispatch(nowMs: number): { offer: OfferActor; due: boolean }[] {
     const chosen: Due[] = []
     for (const d of this.offerExpiries.ascending()) {
       if (d.atMs > nowMs) break
@@ -1020,43 +1152,87 @@ export class Engine {
     }
     // The stale ones came in expiry order; dispatch acts in creation sequence, as the lease timeouts left them.
     if (stale > 0) chosen.sort(bySeq)
-    return chosen.map((d) => this.offers.get(d.id) as OfferActor)
+    return chosen.map((d) => ({ offer: this.offers.get(d.id) as OfferActor, due: d.atMs <= nowMs }))
   }
 
-  private matchInternal(offer: OfferActor, nowMs: number): MatchOutcome {
+  /**
+   * One matching attempt. The walk of the book picks the lenders without changing anything (matching.ts); then the
+   * offer machine, sent the attempt's first event, decides whether the offer may be matched now: a stale offer
+   * refuses a lease (it expires instead), an offer not waiting for a lender refuses every event of matching (the
+   * answer carries the code). The events after the first are the machine's to take: same offer, same instant.
+   */
+  private leaseToBestLender(offer: OfferActor, nowMs: number): MatchOutcome | Extract<Answer, { accepted: false }> {
+    const o = offer.getSnapshot().context
+    const walk = this.walkBook(o)
     const refusedLeases: LeaseView[] = []
-    let granted: LeaseView | null = null
-    let ctx = offer.getSnapshot().context
-    const book = this.books.get(bookKey(ctx.network, ctx.asset))
-    const scanMax = this.config.lendersScannedPerMatchMax
-    // Refused lenders are parked once the scan is over (the scan walks the book they would leave).
-    const refused: LenderRecord[] = []
-    if (book && ctx.leaseIds.length < this.config.leasesPerOfferMax) {
+    // Refusals (insufficient balance) are not the offer's events: they use up none of its leases (issue 10, hole 2).
+    // They are recorded once the offer took the attempt's event, or waits; each refused lender is parked.
+    const recordRefusals = (): void => {
+      for (const { lender, fee } of walk.refused) {
+        refusedLeases.push(this.refuseLease(o, lender, fee, nowMs))
+        this.park(lender)
+      }
+    }
+    if (walk.granted) {
+      const { lender, fee } = walk.granted
+      // The granted lease takes the id after the refused ones.
+      const leaseId = `${ID_PREFIXES.lease}${this.meta.leaseSeq + 1 + walk.refused.length}`
+      const answer = this.send('offer', offer, { type: 'LEASE', leaseId, lender: lender.address, nowMs })
+      if (!answer.accepted) return this.notMatched(offer, answer, nowMs)
+      recordRefusals()
+      const granted = this.grantLease(o, lender, fee, nowMs)
+      return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: granted, refusedLeases, offerExpired: false }
+    }
+    // Out of leases, or nothing to lease: the offer decides whether it waits (its expiry is not due), is stale, or
+    // cannot be matched at all.
+    const answer = this.send('offer', offer, { type: 'EXPIRE', reason: walk.outOfLeases ? 'leases_exhausted' : 'stale', nowMs })
+    if (!answer.accepted) {
+      if (answer.code !== offerRefusals.EXPIRE.guarded) return this.notMatched(offer, answer, nowMs)
+      recordRefusals()
+      return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: false }
+    }
+    this.releaseCapacity(o.source, o.amountAtomic, nowMs)
+    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: true }
+  }
+
+  /** The offer refused the attempt's first event: it waits, it is stale (and expires now), or it is a conflict. */
+  private notMatched(offer: OfferActor, answer: Extract<Answer, { accepted: false }>, nowMs: number): MatchOutcome | Extract<Answer, { accepted: false }> {
+    if (answer.code === offerRefusals.EXPIRE.guarded) {
+      return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases: [], offerExpired: false }
+    }
+    if (answer.code === offerRefusals.LEASE.guarded) {
+      return { offer: this.expireOffer(offer, 'stale', nowMs), lease: null, refusedLeases: [], offerExpired: true }
+    }
+    return answer
+  }
+
+  /**
+   * The lenders one matching attempt leases to, in book order, without changing anything: those whose wallet cannot
+   * pay (each gets a lease refused at once, which is not one of the offer's leases) and the first whose wallet can.
+   */
+  private walkBook(o: OfferContext): { refused: Candidate[]; granted: Candidate | null; outOfLeases: boolean } {
+    const refused: Candidate[] = []
+    const book = this.books.get(bookKey(o.network, o.asset))
+    const leasesLeft = this.config.leasesPerOfferMax - o.leaseIds.length
+    if (book && leasesLeft > 0) {
+      const scanMax = this.config.lendersScannedPerMatchMax
       let scanned = 0
       for (const entry of book.entries) {
         if (scanned >= scanMax) break
         scanned += 1
         // Asks only rise along the book: once this ask prices the fee above the maximum, no later lender fits.
-        if (feeAtomic(ctx.amountAtomic, entry.askBps) > ctx.maximumFeeAtomic) break
+        if (feeAtomic(o.amountAtomic, entry.askBps) > o.maximumFeeAtomic) break
         const lender = entry.lender
-        const fee = eligibleFee(lender, ctx, this.config.lenderReliabilityMinBps)
-        if (fee === null || ctx.excludedLenders.includes(lender.address)) continue
-        if (!this.walletCovers(lender, ctx.network, ctx.asset, ctx.amountAtomic)) {
-          refusedLeases.push(this.refuseLease(offer, lender, fee, nowMs))
-          refused.push(lender)
+        const fee = eligibleFee(lender, o, this.config.lenderReliabilityMinBps)
+        if (fee === null || o.excludedLenders.includes(lender.address)) continue
+        if (!this.walletCovers(lender, o.network, o.asset, o.amountAtomic)) {
+          refused.push({ lender, fee })
           continue
         }
-        granted = this.grantLease(offer, lender, fee, nowMs)
-        break
+        return { refused, granted: { lender, fee }, outOfLeases: false }
       }
     }
-    for (const lender of refused) this.park(lender)
-    let offerExpired = false
-    if (!granted && offer.getSnapshot().context.leaseIds.length >= this.config.leasesPerOfferMax) {
-      this.expireOffer(offer, 'leases_exhausted', nowMs)
-      offerExpired = true
-    }
-    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: granted, refusedLeases, offerExpired }
+    return { refused, granted: null, outOfLeases: leasesLeft <= 0 }
   }
 
   /** The lender's wallet must cover this payment on top of its other live leases on the same network and asset. */
@@ -1066,12 +1242,11 @@ export class Engine {
     return spendable - promised >= amountAtomic
   }
 
-  private leaseInput(offer: OfferActor, lender: LenderRecord, fee: bigint, nowMs: number): LeaseInput {
-    const o = offer.getSnapshot().context
+  private leaseInput(o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseInput {
     this.meta.leaseSeq += 1
     this.touch('meta', 'engine')
     return {
-      leaseId: `lse_${this.meta.leaseSeq}`,
+      leaseId: `${ID_PREFIXES.lease}${this.meta.leaseSeq}`,
       offerId: o.offerId,
       lender: lender.address,
       payer: lender.sessionAddress,
@@ -1082,11 +1257,12 @@ export class Engine {
       supplierAddress: o.supplierAddress,
       createdAtMs: nowMs,
       expiresAtMs: nowMs + this.config.leaseTtlMs,
+      reportGraceMs: this.config.leaseReportGraceMs,
     }
   }
 
-  private grantLease(offer: OfferActor, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
-    const input = this.leaseInput(offer, lender, fee, nowMs)
+  private grantLease(o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
+    const input = this.leaseInput(o, lender, fee, nowMs)
     const lease = createActor(leaseMachine, { input }).start()
     this.leases.set(input.leaseId, lease)
     this.touch('lease', input.leaseId)
@@ -1095,29 +1271,28 @@ export class Engine {
     lender.reservedAtomic += input.amountAtomic
     lender.leasesGranted += 1
     this.lenderChanged(lender)
-    this.sendOffer(offer, { type: 'LEASE', leaseId: input.leaseId, lender: lender.address, nowMs })
-    return viewOf<LeaseView>(lease.getSnapshot())
+    return leaseView(lease.getSnapshot())
   }
 
   /**
    * A lease that expires at once (insufficient balance) is born final: it is computed with XState's pure transition
    * functions instead of a live actor, because actor creation is the hot cost and this actor would be evicted at once.
    */
-  private refuseLease(offer: OfferActor, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
-    const input = this.leaseInput(offer, lender, fee, nowMs)
+  private refuseLease(o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
+    const input = this.leaseInput(o, lender, fee, nowMs)
     const [initial] = initialTransition(leaseMachine, input)
     const [expired] = transition(leaseMachine, initial, { type: 'INSUFFICIENT_BALANCE', nowMs })
+    if (expired === initial) throw new Error(`invariant: lease ${input.leaseId} refused INSUFFICIENT_BALANCE`)
     this.pending.set(`lease:${input.leaseId}`, {
       kind: 'lease', id: input.leaseId, record: persisted(leaseMachine.getPersistedSnapshot(expired)), final: true,
     })
-    // Not sent to the offer: a refusal costs the offer none of its leases (issue 10, hole 2). The refused lender is
-    // parked by the caller, so it meets no offer again until its wallet changes.
-    return viewOf<LeaseView>(expired)
+    return leaseView(expired)
   }
 
   private timeOutLease(lease: LeaseActor, nowMs: number): LeaseView {
     const l = lease.getSnapshot().context
-    this.sendLease(lease, { type: 'TIME_OUT', nowMs })
+    // The schedule says the report grace is over; the lease machine's guard agrees, or this throws.
+    this.expect('lease', lease, { type: 'TIME_OUT', nowMs })
     this.releaseLease(l)
     const lender = this.lenderOf(l.lender)
     lender.leasesExpired += 1
@@ -1125,8 +1300,8 @@ export class Engine {
     lender.reputationBps = clampBps(lender.reputationBps - this.config.lenderReputationMissPenaltyBps)
     this.lenderChanged(lender)
     const offer = this.offers.get(l.offerId) as OfferActor
-    this.sendOffer(offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
-    return viewOf<LeaseView>(lease.getSnapshot())
+    this.expect('offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
+    return leaseView(lease.getSnapshot())
   }
 
   /** Give a lease's reserved liquidity back to its lender. */
@@ -1142,7 +1317,7 @@ export class Engine {
     let live = this.liveLeasesByLender.get(l.lender)
     if (!live) this.liveLeasesByLender.set(l.lender, (live = new Set()))
     live.add(l.leaseId)
-    this.leaseExpiries.push({ id: l.leaseId, seq: seqOf(l.leaseId), atMs: l.expiresAtMs + this.config.leaseReportGraceMs })
+    this.leaseExpiries.push({ id: l.leaseId, seq: seqOf(l.leaseId), atMs: l.expiresAtMs + l.reportGraceMs })
     const key = walletKey(l.lender, l.network, l.asset)
     this.walletReserved.set(key, (this.walletReserved.get(key) ?? 0n) + l.amountAtomic)
   }
@@ -1160,27 +1335,34 @@ export class Engine {
 
   private expireOffer(offer: OfferActor, reason: 'stale' | 'leases_exhausted', nowMs: number): OfferView {
     const o = offer.getSnapshot().context
-    this.sendOffer(offer, { type: 'EXPIRE', reason, nowMs })
+    this.expect('offer', offer, { type: 'EXPIRE', reason, nowMs })
     this.releaseCapacity(o.source, o.amountAtomic, nowMs)
     return viewOf<OfferView>(offer.getSnapshot())
   }
 
-  /** Withdraw an offer; its live lease (if any) is cancelled without a reliability penalty: the lender did no wrong. */
-  private declineOffer(offer: OfferActor, reason: 'borrower_suspended' | 'source_closed', nowMs: number): void {
+  /**
+   * Withdraw an offer; its live lease (if any) is cancelled without a reliability penalty: the lender did no wrong.
+   * `releaseCapacity` is false when the source already released it (a failing job releases its offers' capacity).
+   */
+  private declineOffer(offer: OfferActor, reason: 'borrower_suspended' | 'source_closed', nowMs: number, releaseCapacity = true): void {
     const o = offer.getSnapshot().context
     const lease = o.currentLeaseId ? this.leases.get(o.currentLeaseId) : undefined
     if (lease) {
       const l = lease.getSnapshot().context
-      this.sendLease(lease, { type: 'CANCEL', nowMs })
+      this.expect('lease', lease, { type: 'CANCEL', nowMs })
       this.releaseLease(l)
     }
-    this.sendOffer(offer, { type: 'DECLINE', reason, nowMs })
-    this.releaseCapacity(o.source, o.amountAtomic, nowMs)
+    this.expect('offer', offer, { type: 'DECLINE', reason, nowMs })
+    if (releaseCapacity) this.releaseCapacity(o.source, o.amountAtomic, nowMs)
   }
 
   private defaultAdvance(advance: AdvanceActor, reason: string, nowMs: number): void {
-    const a = advance.getSnapshot().context
-    this.sendAdvance(advance, { type: 'DEFAULT', reason, nowMs })
+    this.expect('advance', advance, { type: 'DEFAULT', reason, nowMs })
+    this.advanceDefaulted(advance.getSnapshot().context)
+  }
+
+  /** What a default costs the borrower's and the lender's records. */
+  private advanceDefaulted(a: AdvanceInput): void {
     const borrower = this.borrowerOf(a.borrower)
     borrower.advancesDefaulted += 1
     this.touch('borrower', borrower.address)
@@ -1192,7 +1374,7 @@ export class Engine {
 
   private commitCapacity(source: SourceRef, amountAtomic: bigint, nowMs: number): void {
     if (source.kind === 'job') {
-      this.sendJob(this.jobs.get(source.id) as JobActor, { type: 'COMMIT', amountAtomic, nowMs })
+      this.expect('job', this.jobs.get(source.id) as JobActor, { type: 'COMMIT', amountAtomic, nowMs })
     } else {
       const s = this.sources.get(source.id) as SourceRecord
       s.committedAtomic += amountAtomic
@@ -1203,7 +1385,7 @@ export class Engine {
   private releaseCapacity(source: SourceRef, amountAtomic: bigint, nowMs: number): void {
     if (source.kind === 'job') {
       const job = this.jobs.get(source.id)
-      if (job) this.sendJob(job, { type: 'RELEASE', amountAtomic, nowMs })
+      if (job) this.expect('job', job, { type: 'RELEASE', amountAtomic, nowMs })
     } else {
       this.releaseBacking(source.id, amountAtomic, 0n)
     }
@@ -1217,13 +1399,8 @@ export class Engine {
     this.touch('source', sourceId)
   }
 
-  private applyRepayment(
-    advance: AdvanceActor,
-    repayment: RepaymentRecord,
-    nowMs: number,
-  ): RepaymentReceipt {
-    const a = advance.getSnapshot().context
-    this.sendAdvance(advance, { type: 'REPAY', repayment, nowMs })
+  /** The ledger and reputation side of a repayment the advance machine has taken (REPAY). */
+  private applyRepayment(a: AdvanceInput, repayment: RepaymentRecord): RepaymentReceipt {
     const lenderFee = repayment.lenderAmountAtomic - a.principalAtomic
     const lender = this.lenderOf(a.lender)
     lender.deployedAtomic -= a.principalAtomic
@@ -1248,22 +1425,19 @@ export class Engine {
     }
   }
 
-  private jobSettlement(jobId: string): { ok: true; value: JobSettlementPlan } | { ok: false; error: EngineError } {
-    const job = this.jobs.get(jobId)
-    if (!job) return fail('not_found', 'job_not_found', `job ${jobId} is not live`)
-    const snap = job.getSnapshot()
-    if (!snap.matches('funded') && !snap.matches('active')) return fail('conflict', 'job_not_open', `job ${jobId} is ${String(snap.value)}`)
-    const j = snap.context
+  /** What settling the job pays: each open advance in full, then the reserve share; or why it cannot be settled. */
+  private jobSettlement(job: JobActor): { ok: true; value: JobSettlementPlan } | { ok: false; error: EngineError } {
+    const j = job.getSnapshot().context
     for (const offer of this.offers.values()) {
       const src = offer.getSnapshot().context.source
-      if (src.kind === 'job' && src.id === jobId) return fail('conflict', 'job_has_live_offers', 'the job has offers not yet funded or expired')
+      if (src.kind === 'job' && src.id === j.jobId) return fail('conflict', 'job_has_live_offers', 'the job has offers not yet funded or expired')
     }
     const advances: JobSettlementPlan['advances'] = []
     let toLenders = 0n
     let toReserve = 0n
     for (const advanceId of j.advanceIds) {
       const a = (this.advances.get(advanceId) as AdvanceActor).getSnapshot().context
-      const amount = a.principalAtomic + a.feeAtomic - a.insuranceAtomic
+      const amount = lenderRepaymentAtomic(a)
       advances.push({ advanceId, lender: a.lender, amountAtomic: amount, reserveAmountAtomic: a.insuranceAtomic })
       toLenders += amount
       toReserve += a.insuranceAtomic
@@ -1275,20 +1449,15 @@ export class Engine {
     return {
       ok: true,
       value: {
-        jobId, network: j.network, asset: j.asset, borrower: j.borrower, advances,
+        jobId: j.jobId, network: j.network, asset: j.asset, borrower: j.borrower, advances,
         toLendersAtomic: toLenders, toReserveAtomic: toReserve, toBorrowerAtomic: held - toLenders - toReserve,
       },
     }
   }
 
-  private liquidationPlan(advanceId: string, nowMs: number): { ok: true; value: LiquidationPlan } | { ok: false; error: EngineError } {
-    const advance = this.advances.get(advanceId)
-    if (!advance) return fail('not_found', 'advance_not_found', `advance ${advanceId} is not live`)
-    const snap = advance.getSnapshot()
-    const a = snap.context
-    if (!snap.matches('defaulted') && !(snap.matches('active') && nowMs >= a.dueAtMs)) {
-      return fail('conflict', 'advance_not_in_default', 'only a defaulted or past-due advance can be liquidated')
-    }
+  /** What recovering the advance would take now, step by step; whether it may be liquidated is the machine's say. */
+  private liquidationPlan(advance: AdvanceActor): LiquidationPlan {
+    const a = advance.getSnapshot().context
     let revenue = 0n
     let collateral = 0n
     let backing = 0n
@@ -1307,11 +1476,8 @@ export class Engine {
     const owed = a.principalAtomic + a.feeAtomic
     const recovery = planRecovery(owed, { revenueAtomic: revenue, collateralAtomic: collateral, backingAtomic: backing, reserveAtomic: reserve })
     return {
-      ok: true,
-      value: {
-        advanceId, jobId: a.source.kind === 'job' ? a.source.id : null, sourceId: a.source.kind === 'backing' ? a.source.id : null,
-        lender: a.lender, borrower: a.borrower, network: a.network, asset: a.asset, owedAtomic: owed, ...recovery,
-      },
+      advanceId: a.advanceId, jobId: a.source.kind === 'job' ? a.source.id : null, sourceId: a.source.kind === 'backing' ? a.source.id : null,
+      lender: a.lender, borrower: a.borrower, network: a.network, asset: a.asset, owedAtomic: owed, ...recovery,
     }
   }
 
@@ -1397,21 +1563,65 @@ export class Engine {
     const id = reserveId(network, asset)
     let reserve = this.reserves.get(id)
     if (!reserve) this.reserves.set(id, (reserve = { network, asset, balanceAtomic: 0n, fundedAtomic: 0n, paidOutAtomic: 0n }))
-    this.touch('ledger', id)
+    this.touch('reserve', id)
     return reserve
   }
 
   // ---- actors and changes
 
-  private sendJob(actor: JobActor, event: JobEvent): void {
-    actor.send(event)
-    this.noteActor('job', actor.getSnapshot().context.jobId, actor)
+  /** A job's client, or an operator of the service (config.operators). */
+  private isClientOrOperator(job: JobActor, caller: Address): boolean {
+    return sameAddress(job.getSnapshot().context.client, caller) || this.isOperator(caller)
   }
 
-  private sendOffer(actor: OfferActor, event: OfferEvent): void {
-    actor.send(event)
-    this.scheduleOffer(actor)
-    this.noteActor('offer', actor.getSnapshot().context.offerId, actor)
+  /** An advance's lender, or an operator of the service. */
+  private isLenderOrOperator(advance: AdvanceActor, caller: Address): boolean {
+    return sameAddress(advance.getSnapshot().context.lender, caller) || this.isOperator(caller)
+  }
+
+  private isOperator(caller: Address): boolean {
+    return this.config.operators.some((operator) => sameAddress(operator, caller))
+  }
+
+  /**
+   * The one way an event reaches a live actor. The machine's answer is read off its snapshot: XState keeps the very
+   * same snapshot object when no transition is taken, so an unchanged reference is a refusal, and the refusal's code
+   * is the machine's (its table in machines/). Nothing is computed twice: no can() before the send.
+   */
+  private send<K extends ActorKind>(kind: K, actor: LiveOf<K>, event: EventOf<K>): Answer {
+    const before = actor.getSnapshot() as AnyMachineSnapshot
+    ;(actor as AnyActor).send(event)
+    const after = actor.getSnapshot() as AnyMachineSnapshot
+    const from = String(before.value)
+    if (after === before) return { accepted: false, code: refusalCode(machines[kind], refusals[kind], from, event.type), state: from }
+    if (kind === 'offer') this.scheduleOffer(actor as OfferActor)
+    this.noteActor(kind, idOf(kind, after.context as Record<string, unknown>), actor as AnyLive)
+    return { accepted: true, from, to: String(after.value) }
+  }
+
+  /** A send whose refusal would be a bug: the engine already knows the machine takes it (a schedule, an invariant). */
+  private expect<K extends ActorKind>(kind: K, actor: LiveOf<K>, event: EventOf<K>): void {
+    const answer = this.send(kind, actor, event)
+    if (!answer.accepted) {
+      const id = idOf(kind, (actor.getSnapshot() as AnyMachineSnapshot).context as Record<string, unknown>)
+      throw new Error(`invariant: ${kind} ${id} refused ${event.type} in state ${answer.state} (${answer.code})`)
+    }
+  }
+
+  /**
+   * Whether the machine would take `event` now, for queries that send nothing (the plans run before an operator
+   * transaction). A command sends the event itself and learns the answer from it instead.
+   */
+  private wouldTake<K extends ActorKind>(kind: K, actor: LiveOf<K>, event: EventOf<K>): Answer {
+    const snapshot = actor.getSnapshot() as AnyMachineSnapshot
+    const state = String(snapshot.value)
+    if (snapshot.can(event)) return { accepted: true, from: state, to: state }
+    return { accepted: false, code: refusalCode(machines[kind], refusals[kind], state, event.type), state }
+  }
+
+  /** A refused event as the command's conflict: the machine's code, nothing changed. */
+  private refused(kind: ActorKind, id: string, answer: Extract<Answer, { accepted: false }>): { ok: false; error: EngineError } {
+    return fail('conflict', answer.code, `${kind} ${id} is ${answer.state}`)
   }
 
   /** An offer is in dispatch's waiting schedules exactly while it waits for a lender (state offered, not final). */
@@ -1428,16 +1638,6 @@ export class Engine {
       this.waitingOffers.delete(o.offerId)
       this.offerExpiries.delete(o.offerId)
     }
-  }
-
-  private sendLease(actor: LeaseActor, event: Parameters<LeaseActor['send']>[0]): void {
-    actor.send(event)
-    this.noteActor('lease', actor.getSnapshot().context.leaseId, actor)
-  }
-
-  private sendAdvance(actor: AdvanceActor, event: Parameters<AdvanceActor['send']>[0]): void {
-    actor.send(event)
-    this.noteActor('advance', actor.getSnapshot().context.advanceId, actor)
   }
 
   /** A final actor is persisted now, stopped and evicted; a live one is snapshotted when the command commits. */
@@ -1464,7 +1664,8 @@ export class Engine {
     if (!this.pending.has(key)) this.pending.set(key, { kind, id })
   }
 
-  private commit<T>(value: T): { ok: true; value: T; changes: Change[] } {
+  /** What the command changed, drained from the pending set: the store commits it. */
+  private drain<T>(value: T): { ok: true; value: T; changes: Change[] } {
     const changes: Change[] = []
     for (const item of this.pending.values()) {
       changes.push('record' in item ? item : this.changeOf(item.kind, item.id))
@@ -1479,7 +1680,7 @@ export class Engine {
       case 'lender': return { kind, id, record: { ...this.lenderOf(id as Address) }, final: false }
       case 'source': return { kind, id, record: { ...(this.sources.get(id) as SourceRecord) }, final: false }
       case 'borrower': return { kind, id, record: { ...(this.borrowers.get(id as Address) as BorrowerRecord) }, final: false }
-      case 'ledger': return { kind, id, record: { ...(this.reserves.get(id) as ReserveRecord) }, final: false }
+      case 'reserve': return { kind, id, record: { ...(this.reserves.get(id) as ReserveRecord) }, final: false }
       default: {
         const actor = this.actorMap(kind).get(id)
         if (!actor) throw new Error(`engine: ${kind} ${id} changed but is not live`)
@@ -1521,7 +1722,7 @@ export class Engine {
       this.borrowers.set(s.address, s)
       if (s.suspended) this.suspended.add(s.address)
     }
-    for (const s of list('ledger').sort((a, b) => a.id.localeCompare(b.id))) this.reserves.set(s.id, { ...(s.record as ReserveRecord) })
+    for (const s of list('reserve').sort((a, b) => a.id.localeCompare(b.id))) this.reserves.set(s.id, { ...(s.record as ReserveRecord) })
     const byId = (kind: ActorKind) => (kind === 'job'
       ? list(kind).sort((a, b) => a.id.localeCompare(b.id))
       : list(kind).sort((a, b) => seqOf(a.id) - seqOf(b.id)))

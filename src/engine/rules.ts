@@ -51,12 +51,22 @@ export interface OfferTerms {
   supplierAddress: string
 }
 
+/** What a repayment pays the lender: principal and fee, less the fee's insurance share, which goes to the reserve. */
+export function lenderRepaymentAtomic(a: { principalAtomic: bigint; feeAtomic: bigint; insuranceAtomic: bigint }): bigint {
+  return a.principalAtomic + a.feeAtomic - a.insuranceAtomic
+}
+
+/** Active: reliable enough to be matched. Inactive lenders keep their records and get no leases. */
+export function isActiveLender(lender: LenderRecord, config: Pick<EngineConfig, 'lenderReliabilityMinBps'>): boolean {
+  return lender.reliabilityBps >= config.lenderReliabilityMinBps
+}
+
 /**
  * Policy filters of DESIGN section 5 except the per-offer exclusion and the wallet check, which the engine applies.
  * Returns the fee when eligible, or null.
  */
 export function eligibleFee(lender: LenderRecord, terms: OfferTerms, reliabilityMinBps: number): bigint | null {
-  if (lender.reliabilityBps < reliabilityMinBps) return null
+  if (!isActiveLender(lender, { lenderReliabilityMinBps: reliabilityMinBps })) return null
   if (lender.assets[terms.network] !== terms.asset) return null
   if (!lender.acceptedRiskBands.includes(terms.riskBand)) return null
   if (lender.maxDurationSeconds < terms.durationSeconds) return null

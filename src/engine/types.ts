@@ -1,6 +1,7 @@
 // The engine's seam: results, errors, changes, records and views (see src/README.md, "Engine seam").
 import type {
-  ActorKind, Address, AdvanceContext, JobContext, JobInput, LeaseContext, OfferContext, RiskBand, TxProof,
+  ActorKind, Address, AdvanceContext, AdvanceState, JobContext, JobInput, JobState, LeaseContext, LeaseState, OfferContext,
+  OfferState, RiskBand, TxProof,
 } from '../../machines/index.ts'
 
 export type { ActorKind, Address, RiskBand, TxProof }
@@ -15,7 +16,7 @@ export interface EngineError {
   message: string
 }
 
-export type RecordKind = 'lender' | 'source' | 'borrower' | 'ledger' | 'meta'
+export type RecordKind = 'lender' | 'source' | 'borrower' | 'reserve' | 'meta'
 
 /** One persisted thing a command changed. `final` actors were evicted from memory; reads of them go to the store. */
 export interface Change {
@@ -108,10 +109,7 @@ export interface MetaRecord {
 
 // ---- views of actors (state + context); build them from a stored snapshot with the *ViewFromSnapshot helpers ----
 
-export type JobState = 'funded' | 'active' | 'defaulted' | 'completed' | 'failed'
-export type OfferState = 'offered' | 'leased' | 'funded' | 'expired' | 'declined'
-export type LeaseState = 'leased' | 'paid' | 'expired'
-export type AdvanceState = 'active' | 'defaulted' | 'repaid' | 'liquidated' | 'shortfall'
+export type { AdvanceState, JobState, LeaseState, OfferState }
 
 export type JobView = JobContext & { state: JobState }
 export type OfferView = OfferContext & { state: OfferState }
@@ -226,6 +224,17 @@ export interface RepaymentReceipt {
   lenderAmountAtomic: bigint
   reserveAmountAtomic: bigint
   txHash: `0x${string}`
+}
+
+/** What a lender's supplier payment must show to fund an offer: the terms of the live lease it holds. */
+export interface SupplierPaymentTerms {
+  offerId: string
+  leaseId: string
+  network: string
+  asset: string
+  payer: Address
+  supplierAddress: Address
+  amountAtomic: bigint
 }
 
 export interface RepaymentPlan {

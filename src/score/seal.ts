@@ -3,7 +3,7 @@
 // plaintext is the score in the service's wire form (amounts as decimal strings, instants as ISO-8601 `...At`).
 // Loaded by the score process: it imports nothing heavy (no viem, no schemas), so that process starts fast.
 import { CompactEncrypt, importJWK } from 'jose'
-import { toWire, type Wire } from '../service/wire.ts'
+import { toWire, type Wire } from '../api/wire.ts'
 import type { CreditScore } from './formula.ts'
 import type { RecipientKey } from './recipient-key.ts'
 

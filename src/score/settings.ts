@@ -4,7 +4,7 @@
 import type { Address } from 'viem'
 import { getAddress } from 'viem'
 import type { NetworkConfig, TokenConfig } from '../chain/config.ts'
-import { ConfigError, type CreditScoreConfig } from '../service/config.ts'
+import { ConfigError, type CreditScoreConfig } from '../app/config.ts'
 
 /** The devnet's price: 0.01 of a 6-decimal token. */
 export const DEVNET_PRICE_ATOMIC = 10_000n

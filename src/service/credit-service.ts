@@ -1,13 +1,22 @@
-// The application layer between HTTP and the engine. Each operation: check who may do it, turn chain proofs into
-// verified facts (the only awaits before the command), run ONE engine command, and enqueue its changes to the store
-// in the same synchronous section, so that commits reach the disk in the order the engine applied them. The caller
-// gets the result only once the commit is durable.
+// The application layer between HTTP and the engine. Each operation: turn chain proofs and attestations into verified
+// facts (the only awaits before the command), run ONE engine command with the caller's address (the engine decides
+// who may act, as it decides every other refusal), and enqueue its changes to the store in the same synchronous
+// section, so that commits reach the disk in the order the engine applied them. The caller gets the result only
+// once the commit is durable. Where a proof must be checked against live terms, the engine's plan query gives them
+// (and refuses what the command would refuse) before any await.
 import { getAddress, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
-import { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, type Engine } from '../engine/engine.ts'
-import type { AdvanceView, Change, CreditRequestInput, JobView, OfferView, EngineError, EngineResult, LenderRecord, RegisterLenderInput, RegisterSourceInput } from '../engine/types.ts'
+import {
+  advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, recoveryAmounts, supplierPaymentOnClosedOffer, type Engine,
+} from '../engine/engine.ts'
+import { EngineRefusedError } from '../engine/errors.ts'
+import type {
+  AdvanceView, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView,
+  LenderRecord, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
+  SourceRecord, UnderwritingDecision,
+} from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
-import { findToken, type NetworkConfig } from '../chain/config.ts'
+import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig } from '../chain/config.ts'
 import { idKey } from '../chain/ids.ts'
 import {
   ContractRevertError,
@@ -18,16 +27,19 @@ import {
   type EarlierSettlement,
   type OperatorReceipt,
 } from '../chain/operator.ts'
-import { ChainRpcError, verifyProof, verifySupplierPayment, type CreditEventName, type ProofFailureReason, type ProofRequest, type VerifiedFact } from '../chain/proofs.ts'
+import {
+  ChainRpcError, ProofRefusedError, verifyProof, verifySupplierPayment, type CreditEventName, type ProofFailureReason, type ProofRequest,
+  type VerifiedFact,
+} from '../chain/proofs.ts'
 import { buildApproveTransaction, buildPaySupplierTransaction, type UnsignedTransaction } from '../chain/transactions.ts'
 import type { WalletWatcher } from '../chain/watcher.ts'
-import { HttpProblem } from '../http/problem.ts'
-import type { IdempotencyTicket, RecordWrite, Store, StoredResponse } from '../store/index.ts'
-import { verifyBackingAttestation } from './attestation.ts'
-import { verifyBorrowerConsent } from '../chain/consent.ts'
-import type { ServiceConfig } from './config.ts'
+import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
+import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
+import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
+import type { ServiceConfig } from '../app/config.ts'
+import type { Mutation } from './mutation.ts'
 import { KeyedMutex } from './mutex.ts'
-import { SupplierDirectory } from './suppliers.ts'
+import { SupplierDirectory, SupplierUnresolvedError } from './suppliers.ts'
 
 /** What the service keeps of a lender's session key: its address and policy, never the private key. */
 export interface SessionKeyRecord {
@@ -48,30 +60,20 @@ export interface SpendPolicy {
   expiresAtMs: number
 }
 
-export interface Mutation {
-  /** Present when the request carried an Idempotency-Key and is the first with it. */
-  ticket: IdempotencyTicket | undefined
-}
-
-export type Respond<T> = (value: T) => StoredResponse
+export type { Mutation } from './mutation.ts'
 
 const SESSION_KEY_LIFETIME_MS = 365 * 24 * 3600 * 1000
 
-const ENGINE_STATUS: Readonly<Record<EngineError['class'], number>> = {
-  invalid: 400,
-  forbidden: 403,
-  not_found: 404,
-  conflict: 409,
+/** The value of a command or query that succeeded; a refusal is raised. */
+function valueOf<T>(result: EngineResult<T>): T {
+  if (!result.ok) throw new EngineRefusedError(result.error)
+  return result.value
 }
 
-export function problemFromEngine(error: EngineError): HttpProblem {
-  return new HttpProblem(ENGINE_STATUS[error.class], error.code, error.message, { title: error.code.replace(/_/g, ' ') })
+/** A refusal of the engine with this code, or none. */
+function refusedWith(error: unknown, code: string): EngineRefusedError | undefined {
+  return error instanceof EngineRefusedError && error.error.code === code ? error : undefined
 }
-
-const notFound = (code: string, detail: string) => new HttpProblem(404, code, detail, { title: 'Not found' })
-const forbidden = (detail: string) => new HttpProblem(403, 'forbidden', detail, { title: 'Forbidden' })
-const invalid = (code: string, detail: string) => new HttpProblem(400, code, detail, { title: 'Bad request' })
-const conflict = (code: string, detail: string) => new HttpProblem(409, code, detail, { title: 'Conflict' })
 
 export interface ServiceDeps {
   config: ServiceConfig
@@ -121,67 +123,57 @@ export class CreditService {
     this.#fatal = handler
   }
 
-  isOperator(address: Address): boolean {
-    return this.config.operators.includes(address)
-  }
-
-  /** Active: reliable enough to be matched (the engine's reliability floor). */
-  isActiveLender(lender: LenderRecord): boolean {
-    return lender.reliabilityBps >= this.engine.config.lenderReliabilityMinBps
-  }
-
   // ------------------------------------------------------------------------------------------------ commit path
 
   /**
-   * Runs `command` and enqueues its changes (plus `records` and the idempotency record of `mutation`) in the same
-   * synchronous section, then waits for durability. Nothing awaits between the command and the enqueue.
+   * Runs `command` and enqueues its changes (plus `records` and, under an Idempotency-Key, the encoded response) in
+   * the same synchronous section, then waits for durability. Nothing awaits between the command and the enqueue.
    */
-  async apply<T>(
-    mutation: Mutation,
-    command: () => EngineResult<T>,
-    respond: Respond<T>,
-    records: (value: T) => RecordWrite[] = () => [],
-  ): Promise<StoredResponse> {
-    // Refused before the command: once the engine has changed memory, a commit the store turns away is fatal.
-    if (!this.store.hasRoom()) {
-      throw new HttpProblem(503, 'store_overloaded', 'too many changes are waiting for the disk; retry shortly', { title: 'Overloaded', headers: { 'retry-after': '1' } })
-    }
-    const result = command()
-    if (!result.ok) throw problemFromEngine(result.error)
-    const response = respond(result.value)
-    const writes = records(result.value)
-    await this.#commit(result.changes, writes, mutation, response)
-    return response
+  async apply<T>(mutation: Mutation<T>, command: () => EngineResult<T>, records: (value: T) => RecordWrite[] = () => []): Promise<StoredResponse> {
+    return (await this.#run(mutation, command, records)) as StoredResponse
   }
 
-  async #commit(changes: readonly Change[], records: readonly RecordWrite[], mutation: Mutation, response: StoredResponse): Promise<void> {
+  /**
+   * The dispatch ticker: the same command as POST /credit/dispatch, through the same run-and-commit path as a request,
+   * with nobody to answer.
+   */
+  async tick(): Promise<void> {
+    await this.#run<DispatchOutcome>(null, () => this.engine.dispatch(this.#clock()), () => [])
+  }
+
+  async #run<T>(mutation: Mutation<T> | null, command: () => EngineResult<T>, records: (value: T) => RecordWrite[]): Promise<StoredResponse | null> {
+    // Refused before the command: once the engine has changed memory, a commit the store turns away is fatal.
+    if (!this.store.hasRoom()) throw new StoreOverloadedError('too many changes are waiting for the disk; retry shortly')
+    const result = command()
+    const value = valueOf(result)
+    const response = mutation === null ? null : mutation.encode(value)
+    const writes = records(value)
+    const changes = result.ok ? result.changes : []
+    // With nobody to answer, a command that changed nothing needs no commit: no response could show state ahead of
+    // the disk. A request's empty commit still waits for the commits queued before it.
+    if (response === null && changes.length === 0 && writes.length === 0) return null
     try {
-      const idempotency = mutation.ticket?.complete(response)
-      await this.store.commit({ changes, records, ...(idempotency ? { idempotency } : {}) })
+      const idempotency = response === null ? undefined : mutation?.ticket?.complete(response)
+      await this.store.commit({ changes, records: writes, ...(idempotency ? { idempotency } : {}) })
     } catch (error) {
       // The engine already holds the change in memory: continuing would acknowledge state the disk lacks.
       this.#fatal?.(error)
       throw error
     }
-  }
-
-  /** Persists changes that no request asked for (the dispatch ticker). */
-  async persist(changes: readonly Change[]): Promise<void> {
-    if (changes.length === 0) return
-    await this.#commit(changes, [], { ticket: undefined }, { status: 200, body: null })
+    return response
   }
 
   // ------------------------------------------------------------------------------------------------ helpers
 
   network(slug: string): NetworkConfig {
     const network = this.networks.find((n) => n.slug === slug)
-    if (network === undefined) throw invalid('unknown_network', `unknown network ${JSON.stringify(slug)}; see /.well-known/service.json`)
+    if (network === undefined) throw new UnknownNetworkError(slug)
     return network
   }
 
   #clientsOf(slug: string): NetworkClients {
     const clients = this.#clients.get(slug)
-    if (clients === undefined) throw invalid('unknown_network', `unknown network ${JSON.stringify(slug)}`)
+    if (clients === undefined) throw new UnknownNetworkError(slug)
     return clients
   }
 
@@ -189,7 +181,7 @@ export class CreditService {
     try {
       return findToken(network, symbol)
     } catch {
-      throw invalid('unknown_asset', `asset ${JSON.stringify(symbol)} is not configured on ${network.slug}`)
+      throw new UnknownAssetError(network.slug, symbol)
     }
   }
 
@@ -198,25 +190,16 @@ export class CreditService {
     return this.#verdict(verifyProof(this.#clientsOf(network), this.#proofsReadOnly, { ...request, consume: false }))
   }
 
-  /** A proof verdict as the API reports it: the fact, or 422 naming the reason (409 when already used, 503 on RPC failure). */
+  /** The fact of a proof verdict, or the verdict raised (ProofRefusedError); an RPC failure is a ChainRpcError. */
   async #verdict<F>(verification: Promise<{ ok: true; fact: F } | { ok: false; reason: ProofFailureReason; detail: string }>): Promise<F> {
-    let result
-    try {
-      result = await verification
-    } catch (error) {
-      if (error instanceof ChainRpcError) throw new HttpProblem(503, 'chain_unavailable', error.message, { title: 'Chain unavailable', headers: { 'retry-after': '1' } })
-      throw error
-    }
-    if (!result.ok) {
-      const status = result.reason === 'already_used' ? 409 : 422
-      throw new HttpProblem(status, `proof_${result.reason}`, result.detail, { title: 'Transaction proof refused' })
-    }
+    const result = await verification
+    if (!result.ok) throw new ProofRefusedError(result.reason, result.detail)
     return result.fact
   }
 
   /** Re-checked synchronously right before the command: another request may have used the proof meanwhile. */
   #useProof(fact: { proofKey: string }, usedBy: string): RecordWrite {
-    if (this.store.proofs.has(fact.proofKey)) throw new HttpProblem(409, 'proof_already_used', `the proof ${fact.proofKey} was already used`, { title: 'Transaction proof refused' })
+    if (this.store.proofs.has(fact.proofKey)) throw new ProofRefusedError('already_used', `the proof ${fact.proofKey} was already used`)
     return this.store.proofs.addOp(fact.proofKey, { usedBy, usedAtMs: this.#clock() })
   }
 
@@ -224,7 +207,7 @@ export class CreditService {
    * Sends an operator transaction (settleJob, liquidate) and returns its hash. When the contract answers that it was
    * already done (`alreadyDone`), the earlier transaction is looked up and returned if it did what the plan says:
    * a crash between an operator transaction and its commit is repaired by the next attempt. Any other refusal of the
-   * contract is a 409 naming its error, and nothing is recorded.
+   * contract is raised (ContractRevertError), and nothing is recorded; any other failure is the chain's (ChainRpcError).
    */
   async #operatorSend(
     slug: string,
@@ -240,43 +223,32 @@ export class CreditService {
           const found = await earlier.find(clients).catch(() => undefined)
           if (found !== undefined && earlier.matches(found)) return found.txHash
         }
-        const code = `contract_${error.errorName.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase().replace(/[^a-z0-9_]/g, '_')}`
-        throw new HttpProblem(409, code, `${error.message}; nothing was recorded`, { title: 'Refused by the credit contract' })
+        throw error
       }
-      if (error instanceof OperatorUnavailableError) throw new HttpProblem(503, 'operator_unavailable', error.message, { title: 'Operator unavailable' })
-      throw new HttpProblem(503, 'chain_unavailable', `the operator transaction on ${slug} could not be completed: ${(error as Error).message?.split('\n')[0]}`, {
-        title: 'Chain unavailable',
-        headers: { 'retry-after': '1' },
-      })
+      if (error instanceof OperatorUnavailableError) throw error
+      throw new ChainRpcError(slug, error)
     }
   }
 
   #operatorClients(slug: string): NetworkClients {
     const clients = this.#clientsOf(slug)
-    if (clients.operator === undefined) {
-      throw new HttpProblem(503, 'operator_unavailable', `no operator key is configured for ${slug}`, { title: 'Operator unavailable' })
-    }
+    if (clients.operator === undefined) throw new OperatorUnavailableError(slug)
     return clients
   }
 
   // ------------------------------------------------------------------------------------------------ lenders
 
   async registerLender(
-    mutation: Mutation,
+    mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderRecord }>,
     lender: Address,
     body: Omit<RegisterLenderInput, 'address' | 'sessionAddress' | 'reputationBps' | 'reliabilityBps'>,
-    respond: Respond<{ sessionKey: SessionKeyRecord; lender: LenderRecord }>,
   ): Promise<{ response: StoredResponse; privateKey: Hex }> {
-    if (body.availableLiquidityAtomic <= 0n) throw invalid('invalid_liquidity', 'availableLiquidityAtomic must be positive')
     const networks = [...new Set(body.networks)].map((slug) => this.network(slug))
     const assets: Record<string, string> = {}
     for (const network of networks) {
       const symbol = body.assets?.[network.slug] ?? body.asset
       this.token(network, symbol)
       assets[network.slug] = symbol
-    }
-    for (const slug of Object.keys(body.assets ?? {})) {
-      if (!networks.some((n) => n.slug === slug)) throw invalid('asset_network_not_supported', `assets names ${slug}, which is not in networks`)
     }
     const privateKey = generatePrivateKey()
     const sessionAddress = privateKeyToAddress(privateKey)
@@ -298,23 +270,25 @@ export class CreditService {
     }
     const response = await this.apply(
       mutation,
-      () =>
-        this.engine.registerLender(
+      () => {
+        const registered = this.engine.registerLender(
           {
             address: lender,
             sessionAddress,
             availableLiquidityAtomic: body.availableLiquidityAtomic,
             asset: body.asset,
-            assets,
+            // The body's own map: the engine refuses one that names a network the lender does not list.
+            assets: { ...assets, ...body.assets },
             networks: networks.map((n) => n.slug),
             minFeeBps: body.minFeeBps,
             maxDurationSeconds: body.maxDurationSeconds,
             acceptedRiskBands: body.acceptedRiskBands,
           },
           nowMs,
-        ),
-      // The stored response (idempotent replays) never holds the private key; only this caller gets it.
-      (record) => respond({ sessionKey, lender: record }),
+        )
+        // The stored response (idempotent replays) never holds the private key; only this caller gets it.
+        return registered.ok ? { ...registered, value: { sessionKey, lender: registered.value } } : registered
+      },
       () => [this.#sessionKeys.putOp(lender, sessionKey)],
     )
     // Unfunded, the session wallet costs a membership entry only; its first transfer or approval makes it watched.
@@ -350,28 +324,19 @@ export class CreditService {
 
   // ------------------------------------------------------------------------------------------------ borrowers
 
-  async registerSource(
-    mutation: Mutation,
-    caller: Address,
-    body: RegisterSourceInput,
-    respond: Respond<NonNullable<ReturnType<Engine['getSource']>>>,
-  ): Promise<StoredResponse> {
-    if (body.agent !== caller) throw forbidden('a backing source is registered by its agent: sign in as the body\'s agent')
-    if (body.validUntilMs <= this.#clock()) {
-      throw new HttpProblem(422, 'attestation_expired', 'the attestation\'s validUntil has passed; ask the attester for a fresh one', { title: 'Attestation refused' })
-    }
+  async registerSource(mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
+    if (body.validUntilMs <= this.#clock()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
     const attester = await verifyBackingAttestation(this.config.attesters, body, body.evidenceId)
     if (attester === undefined) {
-      throw new HttpProblem(422, 'attestation_invalid', 'evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields', { title: 'Attestation refused' })
+      throw new AttestationInvalidError('evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields')
     }
-    return this.apply(mutation, () => this.engine.registerSource(body, this.#clock()), respond)
+    return this.apply(mutation, () => this.engine.registerSource({ ...body, caller }, this.#clock()))
   }
 
   async createJob(
-    mutation: Mutation,
+    mutation: Mutation<JobView>,
     caller: Address,
     body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string; borrowerConsent?: string | undefined },
-    respond: Respond<NonNullable<ReturnType<Engine['getJob']>>>,
   ): Promise<StoredResponse> {
     const network = this.network(body.network)
     const token = this.token(network, body.asset)
@@ -381,16 +346,16 @@ export class CreditService {
       args: { jobKey: idKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic },
     })
     const client = getAddress(fact.args.client)
-    if (caller !== client && caller !== body.agent) throw forbidden('a job is created by its client (the funder) or its borrower')
     // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
-    // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3).
-    if (caller !== body.agent) {
+    // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3). Who may create a job
+    // at all (its client or its borrower) is the engine's rule.
+    if (caller !== body.agent && caller === client) {
       if (body.borrowerConsent === undefined) {
-        throw new HttpProblem(403, 'borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it', { title: 'Consent required' })
+        throw new BorrowerConsentError('borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it')
       }
       const terms = { jobId: body.jobId, network: network.slug, asset: token.symbol, receivableAtomic: body.receivableAtomic, client, dueAtMs: body.dueAtMs }
       if (!(await verifyBorrowerConsent(body.agent, terms, body.borrowerConsent))) {
-        throw new HttpProblem(403, 'borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms', { title: 'Consent refused' })
+        throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
       }
     }
     const proof = this.#useProof(fact, `job:${body.jobId}`)
@@ -407,24 +372,21 @@ export class CreditService {
             receivableAtomic: body.receivableAtomic,
             dueAtMs: body.dueAtMs,
             funding: { network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex },
+            caller,
           },
           this.#clock(),
         ),
-      respond,
       () => [proof],
     )
   }
 
   async postCollateral(
-    mutation: Mutation,
+    mutation: Mutation<CollateralPosition>,
     caller: Address,
     jobId: string,
     body: { amountAtomic: bigint; txHash: string },
-    respond: Respond<Extract<ReturnType<Engine['postCollateral']>, { ok: true }>['value']>,
   ): Promise<StoredResponse> {
-    const job = this.engine.getJob(jobId)
-    if (job === undefined) throw notFound('job_not_found', `no live job ${jobId}`)
-    if (caller !== job.borrower) throw forbidden('collateral is posted by the job\'s borrower')
+    const job = valueOf(this.engine.planCollateral({ jobId, caller }))
     const token = this.token(this.network(job.network), job.asset)
     const fact = await this.#prove(job.network, {
       txHash: body.txHash,
@@ -436,79 +398,71 @@ export class CreditService {
       mutation,
       () =>
         this.engine.postCollateral(
-          { jobId, borrower: getAddress(fact.args.borrower), amountAtomic: fact.args.amount, proof: { network: job.network, txHash: fact.txHash, logIndex: fact.logIndex } },
+          {
+            jobId,
+            caller,
+            borrower: getAddress(fact.args.borrower),
+            amountAtomic: fact.args.amount,
+            proof: { network: job.network, txHash: fact.txHash, logIndex: fact.logIndex },
+          },
           this.#clock(),
         ),
-      respond,
       () => [proof],
     )
   }
 
   async requestCredit(
-    mutation: Mutation,
+    mutation: Mutation<UnderwritingDecision>,
     caller: Address,
     body: Omit<CreditRequestInput, 'supplierAddress'> & { supplierAddress?: Address },
-    respond: Respond<Extract<ReturnType<Engine['requestCredit']>, { ok: true }>['value']>,
   ): Promise<StoredResponse> {
-    if (body.agent !== caller) throw forbidden('credit is requested by the borrower agent itself: sign in as the body\'s agent')
     const network = this.network(body.network)
     this.token(network, body.asset)
     const supplierAddress = body.supplierAddress ?? this.suppliers.resolve(body.supplierDomain)
     if (supplierAddress === undefined) {
-      throw new HttpProblem(422, 'supplier_unresolved', `supplierDomain ${body.supplierDomain} is not in the supplier directory and no supplierAddress was given`, { title: 'Supplier unresolved' })
+      throw new SupplierUnresolvedError(`supplierDomain ${body.supplierDomain} is not in the supplier directory and no supplierAddress was given`)
     }
-    if (supplierAddress === body.agent) throw new HttpProblem(422, 'supplier_is_borrower', 'the supplier is paid, never the borrower', { title: 'Supplier refused' })
     const { supplierAddress: _omit, ...rest } = body
-    return this.apply(mutation, () => this.engine.requestCredit({ ...rest, supplierAddress }, this.#clock()), respond)
+    return this.apply(mutation, () => this.engine.requestCredit({ ...rest, supplierAddress, caller }, this.#clock()))
   }
 
-  async match(
-    mutation: Mutation,
-    caller: Address,
-    offerId: string,
-    respond: Respond<Extract<ReturnType<Engine['matchOffer']>, { ok: true }>['value']>,
-  ): Promise<StoredResponse> {
-    const offer = this.engine.getOffer(offerId)
-    if (offer === undefined) throw this.#missing('offer', offerId)
-    if (caller !== offer.borrower) throw forbidden('an offer is matched by its borrower')
-    // Dispatch (the ticker or any caller) may have leased the offer already: the match asked for exists, answer it,
-    // but only once the commit that created it is durable (an empty commit queues behind it), or a crash could
-    // lose a lease this answer acknowledged.
-    const lease = offer.state === 'leased' && offer.currentLeaseId !== null ? this.engine.getLease(offer.currentLeaseId) : undefined
-    if (lease !== undefined) {
+  async match(mutation: Mutation<MatchOutcome>, caller: Address, offerId: string): Promise<StoredResponse> {
+    try {
+      return await this.apply(mutation, () => this.engine.matchOffer({ offerId, caller }, this.#clock()))
+    } catch (error) {
+      if (refusedWith(error, 'offer_not_found')) throw this.#missing('offer', offerId)
+      // Dispatch (the ticker or any caller) may have leased the offer already: the match asked for exists, answer
+      // it, but only once the commit that created it is durable (an empty commit queues behind it), or a crash could
+      // lose a lease this answer acknowledged.
+      const offer = refusedWith(error, 'offer_not_offered') && this.engine.getOffer(offerId)
+      const lease = offer && offer.currentLeaseId !== null ? this.engine.getLease(offer.currentLeaseId) : undefined
+      if (!offer || lease === undefined) throw error
       await this.store.commit({})
-      return respond({ offer, lease, refusedLeases: [], offerExpired: false })
+      return mutation.encode({ offer, lease, refusedLeases: [], offerExpired: false })
     }
-    return this.apply(mutation, () => this.engine.matchOffer({ offerId }, this.#clock()), respond)
   }
 
-  async dispatch(mutation: Mutation, respond: Respond<Extract<ReturnType<Engine['dispatch']>, { ok: true }>['value']>): Promise<StoredResponse> {
-    return this.apply(mutation, () => this.engine.dispatch(this.#clock()), respond)
+  async dispatch(mutation: Mutation<DispatchOutcome>): Promise<StoredResponse> {
+    return this.apply(mutation, () => this.engine.dispatch(this.#clock()))
   }
 
   async recordSupplierPayment(
-    mutation: Mutation,
+    mutation: Mutation<AdvanceView>,
     caller: Address,
     offerId: string,
     body: { lender: Address; supplierPaymentId: string },
-    respond: Respond<Extract<ReturnType<Engine['recordSupplierPayment']>, { ok: true }>['value']>,
   ): Promise<StoredResponse> {
-    if (body.lender !== caller) throw forbidden('a supplier payment is reported by the lender that paid: sign in as the body\'s lender')
-    const offer = this.engine.getOffer(offerId) ?? this.#stored('offer', offerId, offerViewFromSnapshot)
-    if (offer === undefined) throw notFound('offer_not_found', `no offer ${offerId}`)
-    // The latest lease this lender held on the offer: after an expiry the offer is rematched to another lender, and
-    // the late report of the first one must learn that its own lease expired (spec section 3), not that it has none.
-    let lease: ReturnType<typeof leaseViewFromSnapshot> | undefined
-    for (const id of [...(offer.currentLeaseId ? [offer.currentLeaseId] : []), ...[...offer.leaseIds].reverse()]) {
-      const candidate = this.engine.getLease(id) ?? this.#stored('lease', id, leaseViewFromSnapshot)
-      if (candidate !== undefined && candidate.lender === body.lender) {
-        lease = candidate
-        break
+    const plan = this.engine.planSupplierPayment({ offerId, lender: body.lender, caller })
+    if (!plan.ok && plan.error.code === 'offer_not_found') {
+      // An offer that reached a final state left memory: the late report of a lender whose lease expired, after the
+      // offer was rematched and funded, must learn that its own lease expired (spec section 3).
+      const closed = this.#stored('offer', offerId, offerViewFromSnapshot)
+      if (closed !== undefined) {
+        const leaseOf = (id: string) => this.engine.getLease(id) ?? this.#stored('lease', id, leaseViewFromSnapshot)
+        throw new EngineRefusedError(supplierPaymentOnClosedOffer(closed, leaseOf, body.lender))
       }
     }
-    if (lease === undefined) throw conflict('no_lease', `offer ${offerId} has no lease to lender ${body.lender}`)
-    if (lease.state === 'expired') throw conflict('lease_expired', `the lease ${lease.leaseId} of offer ${offerId} expired; the report is rejected`)
-    if (lease.state !== 'leased') throw conflict('lease_not_live', `the lease ${lease.leaseId} is ${lease.state}`)
+    const lease = valueOf(plan)
     const fact = await this.#verdict(
       verifySupplierPayment(this.#clientsOf(lease.network), this.#proofsReadOnly, {
         txHash: body.supplierPaymentId,
@@ -521,17 +475,11 @@ export class CreditService {
       }),
     )
     const proof = this.#useProof(fact, `offer:${offerId}`)
-    return this.apply(mutation, () => this.engine.recordSupplierPayment(fact, this.#clock()), respond, () => [proof])
+    return this.apply(mutation, () => this.engine.recordSupplierPayment({ ...fact, caller }, this.#clock()), () => [proof])
   }
 
-  async repay(
-    mutation: Mutation,
-    advanceId: string,
-    body: { txHash: string },
-    respond: Respond<Extract<ReturnType<Engine['repayAdvance']>, { ok: true }>['value']>,
-  ): Promise<StoredResponse> {
-    const plan = this.engine.planRepayment(advanceId)
-    if (!plan.ok) throw plan.error.code === 'advance_not_found' ? this.#missing('advance', advanceId) : problemFromEngine(plan.error)
+  async repay(mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
+    const plan = { value: this.#live(this.engine.planRepayment(advanceId), 'advance', advanceId) }
     const { network, lender, asset } = plan.value
     const token = this.token(this.network(network), asset)
     // The contract's Repaid carries the total paid (`amount`) and the reserve's part of it; the plan's amountAtomic
@@ -565,75 +513,50 @@ export class CreditService {
           },
           this.#clock(),
         ),
-      respond,
       () => [proof],
     )
   }
 
-  async completeJob(
-    mutation: Mutation,
-    caller: Address,
-    jobId: string,
-    respond: Respond<Extract<ReturnType<Engine['completeJob']>, { ok: true }>['value']>,
-  ): Promise<StoredResponse> {
+  async completeJob(mutation: Mutation<JobSettlementReceipt>, caller: Address, jobId: string): Promise<StoredResponse> {
     return this.#locks.run(`job:${jobId}`, async () => {
-      const job = this.engine.getJob(jobId)
-      if (job === undefined) throw this.#missing('job', jobId)
-      if (caller !== job.client && !this.isOperator(caller)) throw forbidden('a job is completed by its client or an operator')
-      const plan = this.engine.planJobSettlement(jobId)
-      if (!plan.ok) throw problemFromEngine(plan.error)
+      const plan = this.#live(this.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
+      const job = this.engine.getJob(jobId) as JobView
       const settled = await this.#operatorSend(
         job.network,
         (clients) =>
           sendSettleJob(clients, {
             jobId,
-            payouts: plan.value.advances.map((a) => ({ advanceId: a.advanceId, lender: a.lender, amountAtomic: a.amountAtomic })),
-            reserveAtomic: plan.value.toReserveAtomic,
+            payouts: plan.advances.map((a) => ({ advanceId: a.advanceId, lender: a.lender, amountAtomic: a.amountAtomic })),
+            reserveAtomic: plan.toReserveAtomic,
           }),
         {
           alreadyDone: 'JobAlreadySettled',
           find: (clients) => findEarlierSettlement(clients, { eventName: 'JobSettled', jobId }, job.funding.txHash),
           matches: (found) =>
-            found.eventName === 'JobSettled' && found.toLendersAtomic === plan.value.toLendersAtomic && found.toReserveAtomic === plan.value.toReserveAtomic,
+            found.eventName === 'JobSettled' && found.toLendersAtomic === plan.toLendersAtomic && found.toReserveAtomic === plan.toReserveAtomic,
         },
       )
-      return this.apply(mutation, () => this.engine.completeJob({ jobId, network: job.network, txHash: settled }, this.#clock()), respond)
+      return this.apply(mutation, () => this.engine.completeJob({ jobId, caller, network: job.network, txHash: settled }, this.#clock()))
     })
   }
 
-  async failJob(
-    mutation: Mutation,
-    caller: Address,
-    jobId: string,
-    body: { reason: string },
-    respond: Respond<Extract<ReturnType<Engine['failJob']>, { ok: true }>['value']>,
-  ): Promise<StoredResponse> {
+  async failJob(mutation: Mutation<PassportEvent>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
     return this.#locks.run(`job:${jobId}`, async () => {
-      const job = this.engine.getJob(jobId)
-      if (job === undefined) throw this.#missing('job', jobId)
-      if (caller !== job.client && !this.isOperator(caller)) throw forbidden('a job is failed by its client or an operator')
-      return this.apply(mutation, () => this.engine.failJob({ jobId, reason: body.reason }, this.#clock()), respond)
+      try {
+        return await this.apply(mutation, () => this.engine.failJob({ jobId, reason: body.reason, caller }, this.#clock()))
+      } catch (error) {
+        throw refusedWith(error, 'job_not_found') ? this.#missing('job', jobId) : error
+      }
     })
   }
 
-  async liquidate(
-    mutation: Mutation,
-    caller: Address,
-    advanceId: string,
-    respond: Respond<Extract<ReturnType<Engine['liquidate']>, { ok: true }>['value']>,
-  ): Promise<StoredResponse> {
+  async liquidate(mutation: Mutation<LiquidationReceipt>, caller: Address, advanceId: string): Promise<StoredResponse> {
     return this.#locks.run(`advance:${advanceId}`, async () => {
-      const advance = this.engine.getAdvance(advanceId)
-      if (advance === undefined) throw this.#missing('advance', advanceId)
-      if (caller !== advance.lender && !this.isOperator(caller)) throw forbidden('an advance is liquidated by its lender or an operator')
-      const plan = this.engine.planLiquidation(advanceId, this.#clock())
-      if (!plan.ok) throw problemFromEngine(plan.error)
-      const step = (name: string) => plan.value.steps.find((s) => s.step === name)?.amountAtomic ?? 0n
-      const amounts = {
-        fromRevenueAtomic: step('source_revenue'),
-        fromCollateralAtomic: step('collateral'),
-        fromReserveAtomic: step('insurance_reserve'),
-      }
+      const plan = this.#live(this.engine.planLiquidation({ advanceId, caller }, this.#clock()), 'advance', advanceId)
+      const advance = this.engine.getAdvance(advanceId) as AdvanceView
+      // The contract's liquidate moves revenue, collateral and reserve; backing is liquidated off chain.
+      const { fromRevenueAtomic, fromCollateralAtomic, fromReserveAtomic } = recoveryAmounts(plan)
+      const amounts = { fromRevenueAtomic, fromCollateralAtomic, fromReserveAtomic }
       const sameAmounts = (found: EarlierSettlement) =>
         found.eventName === 'Liquidated' &&
         found.fromRevenueAtomic === amounts.fromRevenueAtomic &&
@@ -641,14 +564,14 @@ export class CreditService {
         found.fromReserveAtomic === amounts.fromReserveAtomic
       const liquidated = await this.#operatorSend(
         advance.network,
-        (clients) => sendLiquidate(clients, { advanceId, jobId: plan.value.jobId, lender: advance.lender, asset: advance.asset, ...amounts }),
+        (clients) => sendLiquidate(clients, { advanceId, jobId: plan.jobId, lender: advance.lender, asset: advance.asset, ...amounts }),
         {
           alreadyDone: 'AdvanceAlreadyLiquidated',
           find: (clients) => findEarlierSettlement(clients, { eventName: 'Liquidated', advanceId }, advance.payment.txHash),
           matches: sameAmounts,
         },
       )
-      return this.apply(mutation, () => this.engine.liquidate({ advanceId, network: advance.network, txHash: liquidated, ...amounts }, this.#clock()), respond)
+      return this.apply(mutation, () => this.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated, ...amounts }, this.#clock()))
     })
   }
 
@@ -670,11 +593,17 @@ export class CreditService {
     return entry === undefined ? undefined : view(entry.snapshot)
   }
 
-  /** 404 for an id never seen; 409 for one that reached a final state (it can no longer change). */
-  #missing(kind: 'job' | 'offer' | 'advance', id: string): HttpProblem {
+  /** The engine's refusal of an id it does not hold live: never seen (not found), or final in the store (closed). */
+  #missing(kind: 'job' | 'offer' | 'advance', id: string): EngineRefusedError {
     const entry = this.store.getSnapshot(kind, id)
-    if (entry === undefined) return notFound(`${kind}_not_found`, `no ${kind} ${id}`)
-    return conflict(`${kind}_closed`, `${kind} ${id} has reached a final state`)
+    if (entry === undefined) return new EngineRefusedError({ class: 'not_found', code: `${kind}_not_found`, message: `no ${kind} ${id}` })
+    return new EngineRefusedError({ class: 'conflict', code: `${kind}_closed`, message: `${kind} ${id} has reached a final state` })
+  }
+
+  /** The value of a query on a live actor; an id the engine does not hold is told apart as never seen or closed. */
+  #live<T>(result: EngineResult<T>, kind: 'job' | 'offer' | 'advance', id: string): T {
+    if (!result.ok && result.error.code === `${kind}_not_found`) throw this.#missing(kind, id)
+    return valueOf(result)
   }
 }
 
@@ -682,4 +611,3 @@ function isSessionKeyRecord(value: unknown): value is SessionKeyRecord {
   const v = value as SessionKeyRecord
   return typeof v === 'object' && v !== null && typeof v.address === 'string' && typeof v.lender === 'string' && typeof v.policy === 'object'
 }
-

@@ -17,3 +17,4 @@ export {
   type UsedProofInfo,
 } from './store.ts'
 export { checkDataFile, type DataFileCheck } from './data-file.ts'
+export type { SnapshotMigration } from './migrate.ts'

@@ -20,6 +20,7 @@ import {
   StoreVersionError,
 } from './errors.ts'
 import { Idempotency, IdempotencyTicket, type IdempotencyCompletion, scopeKey } from './idempotency.ts'
+import { migrateSnapshots, type SnapshotMigration } from './migrate.ts'
 import { PROBE_TIMEOUT_MS_DEFAULT, probeDataDir } from './probe.ts'
 import {
   ACTOR_KINDS,
@@ -69,6 +70,8 @@ export interface StoreOptions {
   readonly durability?: Durability
   /** Schema version stamped on snapshots of each kind (default 1). Reading a higher version is refused. */
   readonly snapshotVersions?: Partial<Record<ChangeKind, number>>
+  /** Rewrites of older snapshots to these versions, applied at open in one transaction (src/store/migrate.ts). */
+  readonly migrations?: readonly SnapshotMigration[]
   /** 'deep' (default) reads every entry in a child process before opening; 'header' checks data.mdb's header only. */
   readonly verifyOnOpen?: 'deep' | 'header'
   readonly probeTimeoutMs?: number
@@ -324,10 +327,29 @@ export class Store {
       throw openError(dataDir, error)
     }
     try {
-      const { collections: recordedCollections, created } = Store.#checkFormat(dataDir, root, versions)
+      const migrations = options.migrations ?? []
+      for (const migration of migrations) {
+        if (versions.get(migration.to.kind) !== migration.to.version) {
+          fail(`a migration to ${migration.to.kind} version ${migration.to.version} must match snapshotVersions.${migration.to.kind}`)
+        }
+      }
+      const recorded = Store.#checkFormat(dataDir, root, versions, migrations)
+      // A migration is due while the schema record still names its old version: both change in one transaction.
+      const due = migrations.filter((m) => recorded.kinds[m.from.kind] === m.from.version)
+      const kinds: Record<string, number> = { ...recorded.kinds, ...Object.fromEntries(versions) }
+      for (const migration of due) if (!versions.has(migration.from.kind)) delete kinds[migration.from.kind]
+      if (recorded.unwritten || due.length > 0 || Object.entries(kinds).some(([kind, version]) => recorded.kinds[kind] !== version)) {
+        // Nothing is written to a directory before every snapshot in it is known to be readable by this release.
+        if (state === 'existing') Store.#checkStoredVersions(dataDir, root, versions, due)
+        const meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
+        root.transactionSync(() => {
+          migrateSnapshots(root, due)
+          meta.putSync('schema', { kinds, collections: recorded.collections } satisfies SchemaRecord)
+        })
+      }
       const shutdown = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never).get('shutdown')
       // A store written before the shutdown mark existed has none: its last stop is unknown, so it counts as unclean.
-      return new Store(dataDir, root, options, versions, recordedCollections, created || shutdown === 'clean')
+      return new Store(dataDir, root, options, versions, recorded.collections, recorded.created || shutdown === 'clean')
     } catch (error) {
       await root.close()
       throw error
@@ -335,7 +357,12 @@ export class Store {
   }
 
   /** Checks (or, for a new directory, writes) the format and schema meta records. Returns recorded collections. */
-  static #checkFormat(dataDir: string, root: RootDatabase, versions: ReadonlyMap<string, number>) {
+  static #checkFormat(
+    dataDir: string,
+    root: RootDatabase,
+    versions: ReadonlyMap<string, number>,
+    migrations: readonly SnapshotMigration[],
+  ): { kinds: Record<string, number>; collections: Record<string, number>; unwritten: boolean; created: boolean } {
     const names: string[] = []
     for (const key of root.getKeys()) names.push(String(key))
     const foreign = names.filter((name) => !(DB_NAMES as readonly string[]).includes(name))
@@ -378,24 +405,31 @@ export class Store {
     if (!isPlainObject(recorded) || !isPlainObject(recorded.kinds) || !isPlainObject(recorded.collections)) {
       throw new StoreOpenError('store_corrupt', dataDir, `data directory ${dataDir} has an unreadable schema record`)
     }
-    const kinds: Record<string, number> = { ...recorded.kinds }
-    let changed = schema === undefined
-    for (const [kind, version] of versions) {
-      const have = kinds[kind] ?? 0
-      if (have > version) {
+    for (const [kind, have] of Object.entries(recorded.kinds)) {
+      const version = versions.get(kind)
+      const migrated = migrations.some((m) => m.from.kind === kind && m.from.version === have)
+      if (version === undefined ? !migrated : have > version) {
         throw new StoreVersionError(
           `data directory ${dataDir} holds ${kind} snapshots of schema version ${have}, written by a newer release; ` +
-            `this release reads up to version ${version}. Run the newer release or use another DATA_DIR.`,
+            `this release reads up to version ${version ?? 0}. Run the newer release or use another DATA_DIR.`,
         )
       }
-      if (have < version) {
-        kinds[kind] = version
-        changed = true
-      }
     }
-    if (changed) meta.putSync('schema', { kinds, collections: recorded.collections } satisfies SchemaRecord)
     for (const name of DB_NAMES) root.openDB({ name })
-    return { collections: recorded.collections, created }
+    return { kinds: recorded.kinds, collections: recorded.collections, unwritten: schema === undefined, created: format === undefined }
+  }
+
+  /** Reads every stored snapshot's kind and version: what this release cannot read is refused before any write. */
+  static #checkStoredVersions(dataDir: string, root: RootDatabase, versions: ReadonlyMap<string, number>, due: readonly SnapshotMigration[]): void {
+    const snapshots = root.openDB<unknown, SnapshotKey>({ name: 'snapshots', useBigIntExtension: true } as never)
+    for (const { key, value } of snapshots.getRange()) {
+      const version = isPlainObject(value) ? value.version : undefined
+      if (!Number.isSafeInteger(version)) throw new StoreAssertionError(`${key[0]} ${key[1]}: stored snapshot has no valid version`)
+      if (due.some((m) => m.from.kind === key[0] && m.from.version === version)) continue
+      const known = versions.get(key[0])
+      if (known === undefined) throw new StoreAssertionError(`${key[0]} ${key[1]}: unknown snapshot kind`)
+      if ((version as number) > known) throw futureSnapshot(dataDir, `${key[0]} ${key[1]}`, version as number, known)
+    }
   }
 
   // ---------------------------------------------------------------------------------------------------- writes
@@ -740,12 +774,7 @@ export class Store {
       throw new StoreAssertionError(`${where}: stored snapshot has no valid version`)
     }
     const known = this.#versions.get(kind) as number
-    if ((version as number) > known) {
-      throw new StoreVersionError(
-        `data directory ${this.dataDir}: ${where}: snapshot schema version ${String(version)} is newer than this ` +
-          `release reads (${known}). Run the newer release or use another DATA_DIR.`,
-      )
-    }
+    if ((version as number) > known) throw futureSnapshot(this.dataDir, where, version as number, known)
     if (!Number.isSafeInteger(updatedAtMs)) throw new StoreAssertionError(`${where}: stored snapshot has no updatedAtMs`)
     if (typeof final !== 'boolean') throw new StoreAssertionError(`${where}: stored snapshot has no final flag`)
     if (final && !isActorKind(kind)) throw new StoreAssertionError(`${where}: a record kind cannot be final`)
@@ -883,6 +912,13 @@ export class Store {
     if (this.#markedRunning) await this.#meta.put('shutdown', 'clean')
     await this.#root.close()
   }
+}
+
+function futureSnapshot(dataDir: string, where: string, version: number, known: number): StoreVersionError {
+  return new StoreVersionError(
+    `data directory ${dataDir}: ${where}: snapshot schema version ${version} is newer than this release reads (${known}). ` +
+      'Run the newer release or use another DATA_DIR.',
+  )
 }
 
 function isExpired(entry: RecordEntry, nowMs: number): boolean {

@@ -13,8 +13,8 @@ import type { NetworkConfig } from '../chain/config.ts'
 import { demoAccounts } from '../chain/devnet.ts'
 import { ChainAgent, type WireTransaction } from '../client/chain.ts'
 import { CreditClient, type Reply } from '../client/client.ts'
-import { startApp, type App } from '../service/app.ts'
-import { loadServiceConfig } from '../service/config.ts'
+import { startApp, type App } from '../app/app.ts'
+import { loadServiceConfig } from '../app/config.ts'
 
 const DEFAULT_URL = 'http://127.0.0.1:8402'
 const USAGE = `usage: npm run demo -- [--url <base>] [--in-process]

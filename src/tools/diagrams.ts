@@ -1,11 +1,12 @@
 // Generates machines/diagrams/<name>.md: a Mermaid stateDiagram-v2 per machine, derived by walking the machine's
-// state nodes and transitions (never hand-written). `npm run diagrams` writes them; test/engine/diagrams.test.ts
+// state nodes and transitions (never hand-written), and a table of when each event is taken or refused, from the
+// same transitions and the machine's refusal table. `npm run diagrams` writes them; test/engine/diagrams.test.ts
 // fails when a committed diagram differs from what this renders.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { AnyStateMachine, AnyStateNode } from 'xstate'
-import { machines } from '../../machines/index.ts'
+import { machines, refusals, type Refusal } from '../../machines/index.ts'
 
 export const diagramsDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'machines', 'diagrams')
 
@@ -20,7 +21,41 @@ function actionNames(actions: readonly unknown[]): string[] {
 function guardName(guard: unknown): string | null {
   if (!guard) return null
   if (typeof guard === 'string') return guard
+  // xstate's and()/or()/not() carry the guards they combine
+  const combined = guard as { guards?: unknown[]; check?: { name?: string } }
+  if (Array.isArray(combined.guards)) {
+    const parts = combined.guards.map((g) => guardName(g) ?? 'guard')
+    const name = combined.check?.name ?? ''
+    if (name === 'checkNot') return `not ${parts.join(', ')}`
+    return parts.join(name === 'checkOr' ? ' or ' : ' and ')
+  }
   return (guard as { type?: string }).type ?? 'guard'
+}
+
+/** Where a flat machine takes `eventType`: each state, with its guards when every transition there is guarded. */
+function takenIn(machine: AnyStateMachine, eventType: string): string[] {
+  const places: string[] = []
+  for (const node of Object.values(machine.states) as AnyStateNode[]) {
+    const transitions = node.transitions.get(eventType)
+    if (!transitions || transitions.length === 0) continue
+    const guards = transitions.map((transition) => guardName(transition.guard))
+    places.push(guards.every((g) => g !== null) ? `${nameOf(node)} [${guards.join(' or ')}]` : nameOf(node))
+  }
+  return places
+}
+
+function refusalTable(machine: AnyStateMachine, table: Readonly<Record<string, Refusal>>): string[] {
+  const rows = ['| event | taken in (state [guard]) | otherwise refused with |', '|---|---|---|']
+  for (const [eventType, rule] of Object.entries(table)) {
+    const places = takenIn(machine, eventType)
+    const refused = [
+      `\`${rule.code}\``,
+      ...Object.entries(rule.states ?? {}).map(([state, code]) => `\`${code}\` in ${state}`),
+      ...(rule.guarded === undefined ? [] : [`\`${rule.guarded}\` where the guards say no`]),
+    ].join('; ')
+    rows.push(`| ${eventType} | ${places.length > 0 ? places.join(', ') : '(never)'} | ${refused} |`)
+  }
+  return rows
 }
 
 function walk(node: AnyStateNode, lines: string[], indent: string): void {
@@ -47,10 +82,14 @@ function walk(node: AnyStateNode, lines: string[], indent: string): void {
   }
 }
 
-/** The Markdown page of one machine: a title and its Mermaid state diagram. */
-export function renderDiagram(name: string, machine: AnyStateMachine): string {
+/**
+ * The Markdown page of one machine: a title, its Mermaid state diagram and, given its refusal table, when each event
+ * is taken and what the machine answers otherwise (the engine turns that answer into a conflict with this code).
+ */
+export function renderDiagram(name: string, machine: AnyStateMachine, table?: Readonly<Record<string, Refusal>>): string {
   const lines = ['stateDiagram-v2']
   walk(machine.root, lines, '  ')
+  const refusals = table === undefined ? [] : ['', '## When each event is taken', '', ...refusalTable(machine, table)]
   return [
     `# ${name} machine`,
     '',
@@ -60,13 +99,16 @@ export function renderDiagram(name: string, machine: AnyStateMachine): string {
     '```mermaid',
     ...lines,
     '```',
+    ...refusals,
     '',
   ].join('\n')
 }
 
 export function renderAll(): Map<string, string> {
   const pages = new Map<string, string>()
-  for (const [name, machine] of Object.entries(machines)) pages.set(name, renderDiagram(name, machine as AnyStateMachine))
+  for (const [name, machine] of Object.entries(machines)) {
+    pages.set(name, renderDiagram(name, machine as AnyStateMachine, refusals[name as keyof typeof refusals]))
+  }
   return pages
 }
 

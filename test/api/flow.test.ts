@@ -7,6 +7,7 @@ import { ChainAgent } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { createNetworkClients } from '../../src/chain/clients.ts'
 import { sendSettleJob } from '../../src/chain/operator.ts'
+import type { DispatchOutcome } from '../../src/engine/index.ts'
 import { creditRequest, fundedJob, readyLender, startHarness, USDC, usdc, type Harness } from './../fixtures/service.ts'
 
 let h: Harness
@@ -195,10 +196,10 @@ t.test('a match answered with a lease that dispatch created waits until that lea
   const offerId = decision.body.offer.offerId
   const { service } = h.app
   // What the ticker does: dispatch leases the offer, and its commit is on its way to the disk.
-  const dispatched = service.engine.dispatch(Date.now())
-  t.ok(dispatched.ok && dispatched.value.matches.some((m) => m.offer.offerId === offerId && m.lease !== null))
-  const persisted = service.persist(dispatched.ok ? dispatched.changes : [])
-  const reply = await service.match({ ticket: undefined }, borrower.address, offerId, (outcome) => ({ status: 200, body: outcome }))
+  let dispatched: DispatchOutcome | undefined
+  const persisted = service.dispatch({ ticket: undefined, encode: (outcome) => ({ status: 200, body: (dispatched = outcome) }) })
+  t.ok(dispatched !== undefined && dispatched.matches.some((m) => m.offer.offerId === offerId && m.lease !== null))
+  const reply = await service.match({ ticket: undefined, encode: (outcome) => ({ status: 200, body: outcome }) }, borrower.address, offerId)
   const { leaseId } = (reply.body as { lease: { leaseId: string } }).lease
   t.ok(service.store.getSnapshot('lease', leaseId), 'the answer left only after the commit that created the lease')
   await persisted

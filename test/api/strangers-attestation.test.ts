@@ -6,7 +6,7 @@ import t from 'tap'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { startDevnet } from '../../src/chain/devnet.ts'
 import { CreditClient } from '../../src/client/client.ts'
-import { startApp } from '../../src/service/app.ts'
+import { startApp } from '../../src/app/app.ts'
 import { creditRequest, tempDataDir, testConfig, type Harness } from '../fixtures/service.ts'
 import { backingSourceBody, expectDocumented, expectProblem, openApiDocument } from './fixtures/api.ts'
 

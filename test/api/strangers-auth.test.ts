@@ -7,7 +7,7 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { createSiweMessage } from 'viem/siwe'
 import { startDevnet } from '../../src/chain/devnet.ts'
 import { CreditClient } from '../../src/client/client.ts'
-import { startApp, type App } from '../../src/service/app.ts'
+import { startApp, type App } from '../../src/app/app.ts'
 import { DEFAULT_NONCE_TTL_MS } from '../../src/auth/siwe.ts'
 import { tempDataDir, testConfig } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, openApiDocument } from './fixtures/api.ts'

@@ -6,7 +6,7 @@ import t from 'tap'
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
 import { startDevnet } from '../../src/chain/devnet.ts'
 import { CreditClient } from '../../src/client/client.ts'
-import { startApp } from '../../src/service/app.ts'
+import { startApp } from '../../src/app/app.ts'
 import { creditRequest, tempDataDir, testConfig, type Harness, usdc } from '../fixtures/service.ts'
 import { backingSourceBody, expectProblem } from './fixtures/api.ts'
 

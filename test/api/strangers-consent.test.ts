@@ -8,7 +8,7 @@ import { ChainAgent } from '../../src/client/chain.ts'
 import { signBorrowerConsent } from '../../src/chain/consent.ts'
 import { startDevnet } from '../../src/chain/devnet.ts'
 import { CreditClient } from '../../src/client/client.ts'
-import { startApp } from '../../src/service/app.ts'
+import { startApp } from '../../src/app/app.ts'
 import { creditRequest, fundedAccount, tempDataDir, testConfig, type Harness, USDC, usdc } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, openApiDocument } from './fixtures/api.ts'
 

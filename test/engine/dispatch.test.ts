@@ -16,8 +16,8 @@ interface ScanInternals {
   offers: Map<string, { getSnapshot(): { matches(s: string): boolean; context: { expiresAtMs: number } } }>
   timeOutLease(lease: unknown, nowMs: number): unknown
   expireOffer(offer: unknown, reason: 'stale', nowMs: number): unknown
-  matchInternal(offer: unknown, nowMs: number): DispatchOutcome['matches'][number]
-  commit(value: unknown): EngineResult<DispatchOutcome>
+  leaseToBestLender(offer: unknown, nowMs: number): DispatchOutcome['matches'][number]
+  drain(value: unknown): EngineResult<DispatchOutcome>
 }
 
 /** The engine with dispatch as it was before the schedules: a scan of every live lease and offer, as reference. */
@@ -43,11 +43,11 @@ class ScanningEngine extends Engine {
       }
       if (attempts >= self.config.offersDispatchedPerCallMax) continue
       attempts += 1
-      const match = self.matchInternal(offer, nowMs)
+      const match = self.leaseToBestLender(offer, nowMs)
       if (match.offerExpired) outcome.expiredOffers.push(match.offer)
       if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
     }
-    return self.commit(outcome)
+    return self.drain(outcome)
   }
 }
 
@@ -100,12 +100,12 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
     case 'lender':
       return engine.registerLender(lenderInput(cmd.i, { minFeeBps: cmd.ask, availableLiquidityAtomic: BigInt(cmd.liq) }), nowMs)
     case 'job':
-      return engine.createJob({ jobId: `job_${cmd.i}`, client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: nowMs + cmd.dueS * 1000, funding: { network: NET, txHash: hash(cmd.i), logIndex: 0 } }, nowMs)
+      return engine.createJob({ jobId: `job_${cmd.i}`, client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: nowMs + cmd.dueS * 1000, funding: { network: NET, txHash: hash(cmd.i), logIndex: 0 }, caller: CLIENT }, nowMs)
     case 'request':
-      return engine.requestCredit({ agent: BORROWER, network: NET, asset: ASSET, productType: 'x', amountAtomic: BigInt(cmd.amount), purpose: 'p', supplier: 's', supplierDomain: 'd', supplierAddress: SUPPLIER, repaymentSource: cmd.job ? `job_${cmd.i}` : 'src_1', maximumFeeAtomic: 100n }, nowMs)
+      return engine.requestCredit({ agent: BORROWER, network: NET, asset: ASSET, productType: 'x', amountAtomic: BigInt(cmd.amount), purpose: 'p', supplier: 's', supplierDomain: 'd', supplierAddress: SUPPLIER, repaymentSource: cmd.job ? `job_${cmd.i}` : 'src_1', maximumFeeAtomic: 100n, caller: BORROWER }, nowMs)
     case 'match': {
       const ids = liveIds(engine, 'offer')
-      return engine.matchOffer({ offerId: ids.length > 0 ? (ids[cmd.i % ids.length] as string) : 'off_0' }, nowMs)
+      return engine.matchOffer({ offerId: ids.length > 0 ? (ids[cmd.i % ids.length] as string) : 'off_0', caller: BORROWER }, nowMs)
     }
     case 'dispatch':
       return engine.dispatch(nowMs)
@@ -113,10 +113,10 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
       const ids = liveIds(engine, 'lease')
       const lease = ids.length > 0 ? engine.getLease(ids[cmd.i % ids.length] as string) : undefined
       if (!lease) return { ok: false }
-      return engine.recordSupplierPayment({ network: NET, txHash: hash(100 + cmd.i), logIndex: 0, offerId: lease.offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: lease.amountAtomic }, nowMs)
+      return engine.recordSupplierPayment({ network: NET, txHash: hash(100 + cmd.i), logIndex: 0, offerId: lease.offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: lease.amountAtomic, caller: lease.lender }, nowMs)
     }
     case 'fail':
-      return engine.failJob({ jobId: `job_${cmd.i}`, reason: 'failed' }, nowMs)
+      return engine.failJob({ jobId: `job_${cmd.i}`, reason: 'failed', caller: CLIENT }, nowMs)
     case 'wallet':
       wallets.set(lenderInput(cmd.i).sessionAddress, BigInt(cmd.amount))
       return { ok: true }
@@ -186,8 +186,8 @@ function world(config: Partial<EngineConfig> = {}) {
 t.test('a paid lease is never expired by dispatch', async (t) => {
   const { engine } = world()
   const offerId = offerFor(engine)
-  const lease = unwrap(engine.matchOffer({ offerId }, T0)).lease!
-  unwrap(engine.recordSupplierPayment({ network: NET, txHash: hash(1), logIndex: 0, offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: 1000n }, T0 + 1))
+  const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
+  unwrap(engine.recordSupplierPayment({ network: NET, txHash: hash(1), logIndex: 0, offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: 1000n, caller: lease.lender }, T0 + 1))
   const before = engine.getLender(lease.lender)!
   const out = unwrap(engine.dispatch(lease.expiresAtMs + 60_000))
   t.same(out, { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }, 'nothing due: the paid lease left the schedule')
@@ -199,8 +199,8 @@ t.test('a cancelled lease (its offer declined) is never expired by dispatch', as
   const { engine } = world()
   createJob(engine, 'job_1', 100_000n)
   const offerId = offerFor(engine, { repaymentSource: 'job_1' })
-  const lease = unwrap(engine.matchOffer({ offerId }, T0)).lease!
-  const failed = unwrap(engine.failJob({ jobId: 'job_1', reason: 'client gone' }, T0 + 1))
+  const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
+  const failed = unwrap(engine.failJob({ jobId: 'job_1', reason: 'client gone', caller: CLIENT }, T0 + 1))
   t.same(failed.declinedOfferIds, [offerId])
   const before = engine.getLender(lease.lender)!
   const out = unwrap(engine.dispatch(lease.expiresAtMs + 60_000))
@@ -229,7 +229,7 @@ t.test('an offer whose lease timed out is matched in its creation place, not at 
   unwrap(engine.registerLender(lenderInput(1), T0))
   unwrap(engine.registerLender(lenderInput(2, { minFeeBps: 200 }), T0))
   const first = offerFor(engine, {}, T0)
-  unwrap(engine.matchOffer({ offerId: first }, T0))
+  unwrap(engine.matchOffer({ offerId: first, caller: BORROWER }, T0))
   const second = offerFor(engine, {}, T0 + 20_000)
   const out = unwrap(engine.dispatch(T0 + 30_000))
   t.equal(out.expiredLeases.length, 1)
@@ -242,7 +242,7 @@ t.test('an offer whose lease timed out is matched in its creation place, not at 
 t.test('checkInvariants catches schedules that disagree with the live actors', async (t) => {
   const { engine } = world()
   const leased = offerFor(engine)
-  const lease = unwrap(engine.matchOffer({ offerId: leased }, T0)).lease!
+  const lease = unwrap(engine.matchOffer({ offerId: leased, caller: BORROWER }, T0)).lease!
   offerFor(engine, { maximumFeeAtomic: 0n })
   engine.checkInvariants()
   const internals = engine as unknown as Record<'leaseExpiries' | 'waitingOffers', { delete(id: string): boolean }>

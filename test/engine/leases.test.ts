@@ -1,6 +1,6 @@
 // Leases: expiry lowers reliability and rematches; insufficient balance expires at once; late reports are rejected.
 import t from 'tap'
-import { ASSET, NET, SUPPLIER, T0, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import { ASSET, BORROWER, NET, SUPPLIER, T0, hash, lenderInput, lenderOfSession, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 function world(config = {}) {
   const { engine, wallets } = newEngine(config)
@@ -11,14 +11,15 @@ function world(config = {}) {
   return { engine, wallets }
 }
 
+/** The payment the lender of session key `payer` made, reported by that lender. */
 function payment(offerId: string, payer: `0x${string}`, n = 1) {
-  return { network: NET, txHash: hash(n), logIndex: 0, offerId, payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: 1000n }
+  return { network: NET, txHash: hash(n), logIndex: 0, offerId, payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: 1000n, caller: lenderOfSession(payer) }
 }
 
 t.test('lease expiry: reliability lowered, rematched to the next lender, the late report rejected', async (t) => {
   const { engine } = world()
   const offerId = offerFor(engine)
-  const first = unwrap(engine.matchOffer({ offerId }, T0)).lease!
+  const first = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
   t.equal(first.lender, lenderInput(1).address)
   t.equal(first.expiresAtMs, T0 + 30_000, 'default lease TTL is 30 s')
   const before = engine.getLender(first.lender)!
@@ -58,7 +59,7 @@ t.test('insufficient balance: the lease expires at once and the next lender gets
   const { engine, wallets } = world()
   wallets.set(lenderInput(1).sessionAddress, 999n)
   const offerId = offerFor(engine)
-  const result = engine.matchOffer({ offerId }, T0)
+  const result = engine.matchOffer({ offerId, caller: BORROWER }, T0)
   const out = unwrap(result)
   t.equal(out.refusedLeases.length, 1)
   t.equal(out.refusedLeases[0]?.lender, lenderInput(1).address)
@@ -77,21 +78,21 @@ t.test('insufficient balance: the lease expires at once and the next lender gets
 t.test('a parked lender is back in the book once its wallet changes; one never funded starts parked', async (t) => {
   const { engine, wallets } = world()
   wallets.set(lenderInput(1).sessionAddress, 999n)
-  unwrap(engine.matchOffer({ offerId: offerFor(engine) }, T0))
-  const again = unwrap(engine.matchOffer({ offerId: offerFor(engine) }, T0))
+  unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0))
+  const again = unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0))
   t.same(again.refusedLeases, [], 'parked: not refused a second time')
   wallets.set(lenderInput(1).sessionAddress, 5000n)
   t.equal(engine.walletChanged(lenderInput(1).sessionAddress), true, 'the watcher reports the top-up')
   t.notOk(engine.isParked(lenderInput(1).address))
-  t.equal(unwrap(engine.matchOffer({ offerId: offerFor(engine) }, T0)).lease?.lender, lenderInput(1).address, 'the cheapest lender leases again')
+  t.equal(unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0)).lease?.lender, lenderInput(1).address, 'the cheapest lender leases again')
   engine.checkInvariants()
 })
 
 t.test('the wallet must cover all live leases of the lender on that network and asset', async (t) => {
   const { engine, wallets } = world()
   wallets.set(lenderInput(1).sessionAddress, 1500n)
-  t.equal(unwrap(engine.matchOffer({ offerId: offerFor(engine) }, T0)).lease?.lender, lenderInput(1).address)
-  const second = unwrap(engine.matchOffer({ offerId: offerFor(engine) }, T0))
+  t.equal(unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0)).lease?.lender, lenderInput(1).address)
+  const second = unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0))
   t.equal(second.refusedLeases[0]?.lender, lenderInput(1).address, '1500 cannot pay 1000 + 1000')
   t.equal(second.lease?.lender, lenderInput(2).address)
   engine.checkInvariants()
@@ -100,7 +101,7 @@ t.test('the wallet must cover all live leases of the lender on that network and 
 t.test('leases per offer are limited: the offer expires when they run out', async (t) => {
   const { engine } = world({ leasesPerOfferMax: 2 })
   const offerId = offerFor(engine)
-  t.ok(unwrap(engine.matchOffer({ offerId }, T0)).lease, 'first lease')
+  t.ok(unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease, 'first lease')
   const second = unwrap(engine.dispatch(T0 + 30_000))
   t.equal(second.matches[0]?.lease?.offerId, offerId, 'the first timed out, a second lease')
   const out = unwrap(engine.dispatch(T0 + 60_000))
@@ -114,7 +115,7 @@ t.test('leases per offer are limited: the offer expires when they run out', asyn
 t.test('a payment on time is accepted; paying the wrong supplier or amount is refused', async (t) => {
   const { engine } = world()
   const offerId = offerFor(engine)
-  unwrap(engine.matchOffer({ offerId }, T0))
+  unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0))
   const payer = lenderInput(1).sessionAddress
   t.match(engine.recordSupplierPayment({ ...payment(offerId, payer), amountAtomic: 999n }, T0), { ok: false, error: { code: 'payment_mismatch', class: 'invalid' } })
   t.match(engine.recordSupplierPayment({ ...payment(offerId, payer), supplier: lenderInput(9).address }, T0), { ok: false, error: { code: 'payment_mismatch' } })
@@ -144,7 +145,7 @@ t.test('dispatch matches offers that were waiting for a lender', async (t) => {
   const { engine } = newEngine()
   registerBacking(engine)
   const offerId = offerFor(engine)
-  t.equal(unwrap(engine.matchOffer({ offerId }, T0)).lease, null)
+  t.equal(unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease, null)
   unwrap(engine.registerLender(lenderInput(1), T0 + 10))
   const out = unwrap(engine.dispatch(T0 + 20))
   t.equal(out.matches[0]?.lease?.lender, lenderInput(1).address)
@@ -157,27 +158,27 @@ t.test('reliability below the floor makes a lender inactive; uptime restores it'
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1, { reliabilityBps: 4400 }), T0))
   const offerId = offerFor(engine)
-  unwrap(engine.matchOffer({ offerId }, T0))
+  unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0))
   unwrap(engine.dispatch(T0 + 30_000))
   t.equal(engine.getLender(lenderInput(1).address)?.reliabilityBps, 3900)
-  t.equal(unwrap(engine.matchOffer({ offerId: offerFor(engine) }, T0 + 30_001)).lease, null, 'inactive lender gets no lease')
+  t.equal(unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0 + 30_001)).lease, null, 'inactive lender gets no lease')
   const up = unwrap(engine.recordLenderUptime({ lender: lenderInput(1).address, uptimeBps: 10_000 }, T0 + 40_000))
   t.equal(up.reliabilityBps, Math.floor((3900 * 9000 + 10_000 * 1000) / 10_000), 'moving average with weight 1000 bps')
-  t.equal(unwrap(engine.matchOffer({ offerId: 'off_2' }, T0 + 40_001)).lease?.lender, lenderInput(1).address)
+  t.equal(unwrap(engine.matchOffer({ offerId: 'off_2', caller: BORROWER }, T0 + 40_001)).lease?.lender, lenderInput(1).address)
   engine.checkInvariants()
 })
 
 t.test('report grace: a lease stays payable-and-reportable until deadline + grace, then expires', async (t) => {
   const { engine } = world({ leaseReportGraceMs: 5_000 })
   const offerId = offerFor(engine)
-  const lease = unwrap(engine.matchOffer({ offerId }, T0)).lease!
+  const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
   t.equal(lease.expiresAtMs, T0 + 30_000, 'the deadline (paySupplier refuses after it) is still the TTL')
   t.equal(unwrap(engine.dispatch(T0 + 34_999)).expiredLeases.length, 0, 'within the grace: not expired')
   const advance = unwrap(engine.recordSupplierPayment(payment(offerId, lease.payer), T0 + 34_999))
   t.equal(advance.leaseId, lease.leaseId, 'a payment reported within the grace is recorded')
 
   const other = offerFor(engine)
-  const second = unwrap(engine.matchOffer({ offerId: other }, T0 + 40_000)).lease!
+  const second = unwrap(engine.matchOffer({ offerId: other, caller: BORROWER }, T0 + 40_000)).lease!
   t.equal(unwrap(engine.dispatch(second.expiresAtMs + 5_000)).expiredLeases.length, 1, 'deadline + grace passed: expired')
   const late = engine.recordSupplierPayment(payment(other, second.payer, 2), second.expiresAtMs + 5_001)
   t.equal(late.ok ? 'ok' : late.error.code, 'lease_expired', 'and the late report is rejected')

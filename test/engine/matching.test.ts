@@ -11,7 +11,7 @@ t.test('spec example: max fee 10%, A asks 9%, B asks 2.5%: B is selected', async
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 900 }), T0))
   unwrap(engine.registerLender(lenderInput(2, { minFeeBps: 250 }), T0))
   const offerId = offerFor(engine, { amountAtomic: 10_000n, maximumFeeAtomic: 1000n })
-  const outcome = unwrap(engine.matchOffer({ offerId }, T0))
+  const outcome = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0))
   t.equal(outcome.lease?.lender, lenderInput(2).address)
   t.equal(outcome.lease?.feeAtomic, 250n, 'fee = ceil(10000 * 250 / 10000)')
   t.equal(outcome.offer.state, 'leased')
@@ -93,7 +93,7 @@ t.test('filter: accepted risk band admits a matching band', async (t) => {
   registerBacking(engine, 'src_1', 1500n) // coverage 1500/1000 = 15000 bps: band B
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 10, acceptedRiskBands: ['A'] }), T0))
   unwrap(engine.registerLender(lenderInput(2, { minFeeBps: 20, acceptedRiskBands: ['B'] }), T0))
-  const decision = unwrap(engine.requestCredit({ ...baseRequest(), amountAtomic: 1000n }, T0))
+  const decision = unwrap(engine.requestCredit({ ...baseRequest(), amountAtomic: 1000n, caller: BORROWER }, T0))
   t.equal(decision.riskBand, 'B')
   t.equal(matchedLender(engine, decision.offer!.offerId), lenderInput(2).address)
 })
@@ -153,10 +153,10 @@ t.test('matching a leased offer is a conflict and changes nothing', async (t) =>
   unwrap(engine.registerLender(lenderInput(1), T0))
   const offerId = offerFor(engine)
   matchedLender(engine, offerId)
-  const again = engine.matchOffer({ offerId }, T0)
+  const again = engine.matchOffer({ offerId, caller: BORROWER }, T0)
   t.equal(again.ok, false)
   if (!again.ok) t.same(again.error, { code: 'offer_not_offered', class: 'conflict', message: again.error.message })
-  t.equal(engine.matchOffer({ offerId: 'off_99' }, T0).ok, false)
+  t.equal(engine.matchOffer({ offerId: 'off_99', caller: BORROWER }, T0).ok, false)
 })
 
 t.test('registration errors are typed and change nothing', async (t) => {

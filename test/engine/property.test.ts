@@ -74,15 +74,15 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
         networks: cmd.net2 ? [NET, 'net-b'] : [NET],
       }), nowMs)
     case 'source':
-      return engine.registerSource({ sourceId: `src_${cmd.i}`, productType: 'asset-backed', agent: cmd.other ? OTHER : BORROWER, valueAtomic: BigInt(cmd.value), liquidationValueAtomic: BigInt(cmd.liq), advanceRateBps: cmd.rate, evidenceId: 'ev', validUntilMs: 8_000_000_000_000 }, nowMs)
+      return engine.registerSource({ sourceId: `src_${cmd.i}`, productType: 'asset-backed', agent: cmd.other ? OTHER : BORROWER, valueAtomic: BigInt(cmd.value), liquidationValueAtomic: BigInt(cmd.liq), advanceRateBps: cmd.rate, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: cmd.other ? OTHER : BORROWER }, nowMs)
     case 'job':
-      return engine.createJob({ jobId: `job_${cmd.i}`, client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: BigInt(cmd.receivable), dueAtMs: nowMs + cmd.dueS * 1000, funding: { network: NET, txHash: hash(cmd.i), logIndex: 0 } }, nowMs)
+      return engine.createJob({ jobId: `job_${cmd.i}`, client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: BigInt(cmd.receivable), dueAtMs: nowMs + cmd.dueS * 1000, funding: { network: NET, txHash: hash(cmd.i), logIndex: 0 }, caller: CLIENT }, nowMs)
     case 'collateral':
-      return engine.postCollateral({ jobId: `job_${cmd.i}`, borrower: BORROWER, amountAtomic: BigInt(cmd.amount), proof: { network: NET, txHash: hash(100 + cmd.i), logIndex: 1 } }, nowMs)
+      return engine.postCollateral({ jobId: `job_${cmd.i}`, borrower: BORROWER, amountAtomic: BigInt(cmd.amount), proof: { network: NET, txHash: hash(100 + cmd.i), logIndex: 1 }, caller: BORROWER }, nowMs)
     case 'request':
-      return engine.requestCredit({ agent: BORROWER, network: cmd.net2 ? 'net-b' : NET, asset: ASSET, productType: 'x', amountAtomic: BigInt(cmd.amount), purpose: 'p', supplier: 's', supplierDomain: 'd', supplierAddress: addr(0x50), repaymentSource: cmd.job ? `job_${cmd.i}` : `src_${cmd.i}`, maximumFeeAtomic: BigInt(cmd.maxFee) }, nowMs)
+      return engine.requestCredit({ agent: BORROWER, network: cmd.net2 ? 'net-b' : NET, asset: ASSET, productType: 'x', amountAtomic: BigInt(cmd.amount), purpose: 'p', supplier: 's', supplierDomain: 'd', supplierAddress: addr(0x50), repaymentSource: cmd.job ? `job_${cmd.i}` : `src_${cmd.i}`, maximumFeeAtomic: BigInt(cmd.maxFee), caller: BORROWER }, nowMs)
     case 'match':
-      return engine.matchOffer({ offerId: pick(engine, 'offer', cmd.i, 'off') }, nowMs)
+      return engine.matchOffer({ offerId: pick(engine, 'offer', cmd.i, 'off'), caller: BORROWER }, nowMs)
     case 'dispatch':
       return engine.dispatch(nowMs)
     case 'pay': {
@@ -90,7 +90,8 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
       const offer = engine.getOffer(offerId)
       const lease = offer?.currentLeaseId ? engine.getLease(offer.currentLeaseId) : undefined
       const payer = cmd.wrongPayer || !lease ? lenderInput(1).sessionAddress : lease.payer
-      return engine.recordSupplierPayment({ network: offer?.network ?? NET, txHash: hash(200 + cmd.i), logIndex: 0, offerId, payer, supplier: addr(0x50), asset: ASSET, amountAtomic: offer?.amountAtomic ?? 1n }, nowMs)
+      const caller = cmd.wrongPayer || !lease ? lenderInput(1).address : lease.lender
+      return engine.recordSupplierPayment({ network: offer?.network ?? NET, txHash: hash(200 + cmd.i), logIndex: 0, offerId, payer, supplier: addr(0x50), asset: ASSET, amountAtomic: offer?.amountAtomic ?? 1n, caller }, nowMs)
     }
     case 'repay': {
       const advanceId = pick(engine, 'advance', cmd.i, 'adv')
@@ -99,19 +100,20 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
       return engine.repayAdvance({ network: plan.value.network, txHash: hash(300 + cmd.i), logIndex: 0, advanceId, lender: plan.value.lender, payer: BORROWER, amountAtomic: plan.value.amountAtomic - (cmd.short ? 1n : 0n), reserveAmountAtomic: plan.value.reserveAmountAtomic }, nowMs)
     }
     case 'complete': {
-      const plan = engine.planJobSettlement(`job_${cmd.i}`)
+      const plan = engine.planJobSettlement({ jobId: `job_${cmd.i}`, caller: CLIENT })
       if (!plan.ok) return plan
-      return engine.completeJob({ jobId: `job_${cmd.i}`, network: NET, txHash: hash(400 + cmd.i) }, nowMs)
+      return engine.completeJob({ jobId: `job_${cmd.i}`, caller: CLIENT, network: NET, txHash: hash(400 + cmd.i) }, nowMs)
     }
     case 'fail':
-      return engine.failJob({ jobId: `job_${cmd.i}`, reason: 'random failure' }, nowMs)
+      return engine.failJob({ jobId: `job_${cmd.i}`, reason: 'random failure', caller: CLIENT }, nowMs)
     case 'liquidate': {
       const advanceId = pick(engine, 'advance', cmd.i, 'adv')
-      const plan = engine.planLiquidation(advanceId, nowMs)
+      const caller = engine.getAdvance(advanceId)?.lender ?? lenderInput(1).address
+      const plan = engine.planLiquidation({ advanceId, caller }, nowMs)
       if (!plan.ok) return plan
       const sum = plan.value.steps.slice(0, 4).reduce((s, x) => s + x.amountAtomic, 0n)
       if (sum > plan.value.owedAtomic || sum !== plan.value.recoveredAtomic) throw new Error('recovery steps exceed what is owed')
-      return engine.liquidate({ advanceId, network: NET, txHash: hash(500 + cmd.i) }, nowMs)
+      return engine.liquidate({ advanceId, caller, network: NET, txHash: hash(500 + cmd.i) }, nowMs)
     }
     case 'uptime':
       return engine.recordLenderUptime({ lender: lenderInput(cmd.i).address, uptimeBps: cmd.bps }, nowMs)

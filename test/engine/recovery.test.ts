@@ -1,15 +1,15 @@
 // Recovery order: source revenue, collateral, hard backing liquidation value, insurance reserve, shortfall.
 import t from 'tap'
 import type { Engine, LiquidationPlan } from '../../src/engine/index.ts'
-import { BORROWER, NET, T0, createJob, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
+import { BORROWER, CLIENT, NET, T0, createJob, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
 
 const amounts = (plan: LiquidationPlan) => plan.steps.map((s) => [s.step, s.amountAtomic])
 
 function liquidateNow(engine: Engine, advanceId: string, nowMs: number) {
-  const plan = unwrap(engine.planLiquidation(advanceId, nowMs))
+  const plan = unwrap(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, nowMs))
   const steps = Object.fromEntries(plan.steps.map((s) => [s.step, s.amountAtomic]))
   const receipt = unwrap(engine.liquidate({
-    advanceId, network: NET, txHash: hash(777), fromRevenueAtomic: steps.source_revenue,
+    advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(777), fromRevenueAtomic: steps.source_revenue,
     fromCollateralAtomic: steps.collateral, fromReserveAtomic: steps.insurance_reserve,
   }, nowMs))
   engine.checkInvariants()
@@ -21,8 +21,8 @@ t.test('stops at source revenue (failed job, escrow covers principal + fee)', as
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 137 }), T0))
   createJob(engine, 'job_a', 10_000n)
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_a', amountAtomic: 1237n, maximumFeeAtomic: 100n })
-  t.match(engine.planLiquidation(advanceId, T0), { ok: false, error: { code: 'advance_not_in_default', class: 'conflict' } })
-  unwrap(engine.failJob({ jobId: 'job_a', reason: 'client rejected the work' }, T0 + 1))
+  t.match(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0), { ok: false, error: { code: 'advance_not_in_default', class: 'conflict' } })
+  unwrap(engine.failJob({ jobId: 'job_a', reason: 'client rejected the work', caller: CLIENT }, T0 + 1))
   const { plan, receipt } = liquidateNow(engine, advanceId, T0 + 2)
   t.equal(plan.owedAtomic, 1237n + 17n, 'fee = ceil(1237 * 137 / 10000) = 17')
   t.same(amounts(plan), [['source_revenue', 1254n], ['collateral', 0n], ['backing_liquidation', 0n], ['insurance_reserve', 0n], ['shortfall', 0n]])
@@ -39,10 +39,10 @@ t.test('stops at collateral', async (t) => {
   const { engine } = newEngine()
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
   createJob(engine, 'job_b', 1001n)
-  unwrap(engine.postCollateral({ jobId: 'job_b', borrower: BORROWER, amountAtomic: 5003n, proof: { network: NET, txHash: hash(5), logIndex: 0 } }, T0))
+  unwrap(engine.postCollateral({ jobId: 'job_b', caller: BORROWER, borrower: BORROWER, amountAtomic: 5003n, proof: { network: NET, txHash: hash(5), logIndex: 0 } }, T0))
   // capacity = 1001 * 80% (800) + 5003 = 5803
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_b', amountAtomic: 3001n, maximumFeeAtomic: 100n })
-  unwrap(engine.failJob({ jobId: 'job_b', reason: 'abandoned' }, T0 + 1))
+  unwrap(engine.failJob({ jobId: 'job_b', reason: 'abandoned', caller: CLIENT }, T0 + 1))
   const { plan } = liquidateNow(engine, advanceId, T0 + 2)
   t.equal(plan.owedAtomic, 3001n + 31n)
   t.same(amounts(plan), [['source_revenue', 1001n], ['collateral', 2031n], ['backing_liquidation', 0n], ['insurance_reserve', 0n], ['shortfall', 0n]])
@@ -52,9 +52,9 @@ t.test('stops at collateral', async (t) => {
 t.test('stops at the hard backing liquidation value (past-due backing advance)', async (t) => {
   const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
-  unwrap(engine.registerSource({ sourceId: 'src_h', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 9_000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000 }, T0))
+  unwrap(engine.registerSource({ sourceId: 'src_h', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 9_000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   const advanceId = fundAdvance(engine, { repaymentSource: 'src_h', amountAtomic: 2003n, maximumFeeAtomic: 100n })
-  t.match(engine.planLiquidation(advanceId, T0 + 3_599_999), { ok: false, error: { code: 'advance_not_in_default' } })
+  t.match(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0 + 3_599_999), { ok: false, error: { code: 'advance_not_in_default' } })
   const { plan } = liquidateNow(engine, advanceId, T0 + 3_600_000)
   t.equal(plan.owedAtomic, 2003n + 21n)
   t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 2024n], ['insurance_reserve', 0n], ['shortfall', 0n]])
@@ -77,7 +77,7 @@ t.test('stops at the insurance reserve', async (t) => {
   const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100, availableLiquidityAtomic: 10n ** 9n }), T0))
   t.equal(fundReserve(engine, 230n), 23n, 'reserve share = floor(230 * 1000 / 10000)')
-  unwrap(engine.registerSource({ sourceId: 'src_r', productType: 'asset-backed', agent: BORROWER, valueAtomic: 2000n, liquidationValueAtomic: 1000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000 }, T0))
+  unwrap(engine.registerSource({ sourceId: 'src_r', productType: 'asset-backed', agent: BORROWER, valueAtomic: 2000n, liquidationValueAtomic: 1000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   const advanceId = fundAdvance(engine, { repaymentSource: 'src_r', amountAtomic: 1000n, maximumFeeAtomic: 100n }, T0, 3)
   const { plan } = liquidateNow(engine, advanceId, T0 + 3_600_000)
   t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 1000n], ['insurance_reserve', 10n], ['shortfall', 0n]])
@@ -89,7 +89,7 @@ t.test('ends in shortfall with a reputation penalty to the borrower', async (t) 
   const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100, availableLiquidityAtomic: 10n ** 9n }), T0))
   t.equal(fundReserve(engine, 70n), 7n)
-  unwrap(engine.registerSource({ sourceId: 'src_s', productType: 'asset-backed', agent: BORROWER, valueAtomic: 2000n, liquidationValueAtomic: 1000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000 }, T0))
+  unwrap(engine.registerSource({ sourceId: 'src_s', productType: 'asset-backed', agent: BORROWER, valueAtomic: 2000n, liquidationValueAtomic: 1000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   const advanceId = fundAdvance(engine, { repaymentSource: 'src_s', amountAtomic: 1000n, maximumFeeAtomic: 100n }, T0, 3)
   const before = engine.getBorrower(BORROWER)!
   const { plan, receipt } = liquidateNow(engine, advanceId, T0 + 3_600_000)
@@ -112,8 +112,8 @@ t.test('executed amounts that differ from the plan are refused', async (t) => {
   unwrap(engine.registerLender(lenderInput(1), T0))
   createJob(engine, 'job_c', 10_000n)
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_c' })
-  unwrap(engine.failJob({ jobId: 'job_c', reason: 'x' }, T0))
-  const bad = engine.liquidate({ advanceId, network: NET, txHash: hash(1), fromRevenueAtomic: 1n }, T0)
+  unwrap(engine.failJob({ jobId: 'job_c', reason: 'x', caller: CLIENT }, T0))
+  const bad = engine.liquidate({ advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(1), fromRevenueAtomic: 1n }, T0)
   t.match(bad, { ok: false, error: { code: 'plan_changed', class: 'conflict' } })
   t.equal(engine.getAdvance(advanceId)?.state, 'defaulted', 'nothing changed')
 })
@@ -123,7 +123,7 @@ t.test('a suspension lifts in dispatch only once nothing is owed on a defaulted 
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
   createJob(engine, 'job_s', 10_000n)
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_s', amountAtomic: 1000n, maximumFeeAtomic: 100n })
-  unwrap(engine.failJob({ jobId: 'job_s', reason: 'abandoned' }, T0 + 1))
+  unwrap(engine.failJob({ jobId: 'job_s', reason: 'abandoned', caller: CLIENT }, T0 + 1))
   t.equal(engine.getBorrower(BORROWER)?.suspended, true)
   t.same(unwrap(engine.dispatch(T0 + 120_000)).suspensionsLifted, [], 'the time passed, but the defaulted advance is still owed')
   liquidateNow(engine, advanceId, T0 + 120_001)

@@ -20,9 +20,9 @@ t.test('over capacity is declined with a reason and changes nothing', async (t) 
 
 t.test('backing source capacity = min(value x rate, liquidation value) - outstanding', async (t) => {
   const { engine } = newEngine()
-  unwrap(engine.registerSource({ sourceId: 'src_x', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 4_000n, advanceRateBps: 5000, evidenceId: 'e', validUntilMs: 8_000_000_000_000 }, T0))
+  unwrap(engine.registerSource({ sourceId: 'src_x', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 4_000n, advanceRateBps: 5000, evidenceId: 'e', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'src_x', amountAtomic: 4001n }), T0)).capacityAtomic, 4000n)
-  unwrap(engine.registerSource({ sourceId: 'src_y', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 9_000n, advanceRateBps: 3000, evidenceId: 'e', validUntilMs: 8_000_000_000_000 }, T0))
+  unwrap(engine.registerSource({ sourceId: 'src_y', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 9_000n, advanceRateBps: 3000, evidenceId: 'e', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'src_y', amountAtomic: 3001n }), T0)).decision, 'declined')
   t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'src_y', amountAtomic: 3000n }), T0)).decision, 'approved')
 })
@@ -31,10 +31,10 @@ t.test('collateral adds to a job capacity', async (t) => {
   const { engine } = newEngine()
   createJob(engine, 'job_1', 1000n)
   t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1300n }), T0)).decision, 'declined')
-  const pos = unwrap(engine.postCollateral({ jobId: 'job_1', borrower: BORROWER, amountAtomic: 500n, proof: { network: NET, txHash: hash(2), logIndex: 0 } }, T0))
+  const pos = unwrap(engine.postCollateral({ jobId: 'job_1', caller: BORROWER, borrower: BORROWER, amountAtomic: 500n, proof: { network: NET, txHash: hash(2), logIndex: 0 } }, T0))
   t.equal(pos.totalCollateralAtomic, 500n)
   t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1300n }), T0)).decision, 'approved')
-  t.match(engine.postCollateral({ jobId: 'job_1', borrower: CLIENT, amountAtomic: 1n, proof: { network: NET, txHash: hash(3), logIndex: 0 } }, T0), { ok: false, error: { code: 'not_job_borrower', class: 'forbidden' } })
+  t.match(engine.postCollateral({ jobId: 'job_1', caller: BORROWER, borrower: CLIENT, amountAtomic: 1n, proof: { network: NET, txHash: hash(3), logIndex: 0 } }, T0), { ok: false, error: { code: 'not_job_borrower', class: 'forbidden' } })
 })
 
 t.test('a suspended borrower is declined', async (t) => {
@@ -43,7 +43,7 @@ t.test('a suspended borrower is declined', async (t) => {
   createJob(engine, 'job_2', 10_000n)
   registerBacking(engine)
   const pending = unwrap(engine.requestCredit(creditRequest(), T0)).offer!.offerId
-  const passport = unwrap(engine.failJob({ jobId: 'job_1', reason: 'not delivered' }, T0 + 5))
+  const passport = unwrap(engine.failJob({ jobId: 'job_1', reason: 'not delivered', caller: CLIENT }, T0 + 5))
   t.equal(passport.type, 'job_failed')
   t.equal(passport.borrowerSuspended, true)
   t.same(passport.declinedOfferIds, [pending], 'the borrower\'s live offers are withdrawn')
@@ -72,7 +72,7 @@ t.test('invalid requests are typed errors', async (t) => {
   t.match(engine.requestCredit(creditRequest({ supplierAddress: BORROWER }), T0), { ok: false, error: { code: 'supplier_is_borrower', class: 'invalid' } })
   t.match(engine.requestCredit(creditRequest({ repaymentSource: 'nope' }), T0), { ok: false, error: { code: 'repayment_source_not_found', class: 'not_found' } })
   t.match(engine.requestCredit(creditRequest({ amountAtomic: 0n }), T0), { ok: false, error: { code: 'invalid_amount' } })
-  t.match(engine.createJob({ jobId: 'bad id', client: CLIENT, borrower: BORROWER, network: NET, asset: 'USDC', receivableAtomic: 1n, dueAtMs: T0 + 1, funding: { network: NET, txHash: hash(1), logIndex: 0 } }, T0), { ok: false, error: { code: 'invalid_job_id' } })
+  t.match(engine.createJob({ jobId: 'bad id', client: CLIENT, borrower: BORROWER, network: NET, asset: 'USDC', receivableAtomic: 1n, dueAtMs: T0 + 1, funding: { network: NET, txHash: hash(1), logIndex: 0 }, caller: CLIENT }, T0), { ok: false, error: { code: 'invalid_job_id' } })
 })
 
 t.test('risk bands: A at coverage >= 200%, B at >= 125%, else C; a default in history lowers one band', async (t) => {
@@ -91,8 +91,9 @@ t.test('risk bands: A at coverage >= 200%, B at >= 125%, else C; a default in hi
   unwrap(engine.registerLender(lenderInput(1), T0))
   registerBacking(engine, 'src_o', 1000n, other)
   const advanceId = fundAdvance(engine, { agent: other, repaymentSource: 'src_o', amountAtomic: 500n }, T0)
-  const plan = unwrap(engine.planLiquidation(advanceId, T0 + 3_600_000))
-  unwrap(engine.liquidate({ advanceId, network: NET, txHash: hash(4) }, T0 + 3_600_000))
+  const plan = unwrap(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0 + 3_600_000))
+  unwrap(engine.liquidate({
+ advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(4) }, T0 + 3_600_000))
   t.equal(plan.stoppedAt, 'backing_liquidation')
   registerBacking(engine, 'src_o2', 2000n, other)
   t.same(band(1000n, other, 'src_o2'), ['B', 20_000])

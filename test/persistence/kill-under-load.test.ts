@@ -1,4 +1,4 @@
-// DESIGN section 9 under fire: the service runs as its own process (src/main.ts on a networks file), concurrent agents
+// DESIGN section 9 under fire: the service runs as its own process (src/app/main.ts on a networks file), concurrent agents
 // sign in, register lenders, create jobs funded on chain beforehand, request credit, match and dispatch over HTTP,
 // and the process is killed with SIGKILL at a random moment, several times. After each restart on the same data
 // directory every acknowledged (2xx) change is there, retries of unacknowledged keyed requests apply at most once,
@@ -15,8 +15,8 @@ import { defaultDevnetNetworks, startDevnet, type Devnet } from '../../src/chain
 import { idKey } from '../../src/chain/ids.ts'
 import { ChainAgent, type WireTransaction } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
-import { startApp } from '../../src/service/app.ts'
-import { loadServiceConfig } from '../../src/service/config.ts'
+import { startApp } from '../../src/app/app.ts'
+import { loadServiceConfig } from '../../src/app/config.ts'
 import { fund, tempDataDir, USDC, usdc } from '../fixtures/service.ts'
 import {
   killAllServices, OPERATOR_KEY_ENV, removeDir, startService, writeServiceFiles, type ServiceFiles, type ServiceProcess,

@@ -8,7 +8,7 @@ import { ComputeFailedError } from '../../src/score/compute.ts'
 import { creditScore, type CreditScoreInputs } from '../../src/score/formula.ts'
 import { LocalScoreCompute } from '../../src/score/local-compute.ts'
 import type { RecipientKey } from '../../src/score/recipient-key.ts'
-import { toWire } from '../../src/service/wire.ts'
+import { toWire } from '../../src/api/wire.ts'
 
 const SECRET_NAME = 'AGENT_CREDIT_TEST_SECRET'
 process.env[SECRET_NAME] = 'operator-key-that-must-not-leak'

@@ -2,7 +2,7 @@
 // unless configured (and then network, price and payee must be named); CREDIT_SCORE=on|off wins over the file.
 import t from 'tap'
 import { parseNetworksConfig } from '../../src/chain/config.ts'
-import { ConfigError, loadServiceConfig } from '../../src/service/config.ts'
+import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { DEVNET_PRICE_ATOMIC, MAX_TIMEOUT_SECONDS_DEFAULT, resolveCreditScore } from '../../src/score/settings.ts'
 
 const addr = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as const

@@ -97,8 +97,8 @@ t.test('bigints round-trip exactly, up to 2^256-1 and negative', async (t) => {
   const { store } = await freshStore(t)
   const max = 2n ** 256n - 1n
   const values = [0n, 1n, -1n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 64n, max, -max]
-  await store.commit({ changes: [{ kind: 'ledger', id: 'fixed', record: { values, plain: 7 }, final: false }] })
-  const back = store.getSnapshot('ledger', 'fixed')?.snapshot as { values: bigint[]; plain: number }
+  await store.commit({ changes: [{ kind: 'reserve', id: 'fixed', record: { values, plain: 7 }, final: false }] })
+  const back = store.getSnapshot('reserve', 'fixed')?.snapshot as { values: bigint[]; plain: number }
   t.same(back.values, values)
   t.ok(back.values.every((v) => typeof v === 'bigint'))
   t.equal(typeof back.plain, 'number', 'a number stays a number')
@@ -106,8 +106,8 @@ t.test('bigints round-trip exactly, up to 2^256-1 and negative', async (t) => {
   await fc.assert(
     fc.asyncProperty(fc.bigInt({ min: -max, max }), fc.bigInt({ min: 0n, max }), async (a, b) => {
       const id = `p${n++}`
-      await store.commit({ changes: [{ kind: 'ledger', id, record: { a, nested: [{ b }] }, final: false }] })
-      const got = store.getSnapshot('ledger', id)?.snapshot as { a: bigint; nested: [{ b: bigint }] }
+      await store.commit({ changes: [{ kind: 'reserve', id, record: { a, nested: [{ b }] }, final: false }] })
+      const got = store.getSnapshot('reserve', id)?.snapshot as { a: bigint; nested: [{ b: bigint }] }
       return got.a === a && got.nested[0].b === b
     }),
     { numRuns: 200 },

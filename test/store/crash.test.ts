@@ -52,7 +52,7 @@ t.test('every commit acknowledged before a SIGKILL is on disk after reopening', 
     try {
       const missing = [...acknowledged].filter((i) => {
         const entry = store.getSnapshot('job', `job_${i}`)
-        const ledger = store.getSnapshot('ledger', `l_${i}`)
+        const ledger = store.getSnapshot('reserve', `l_${i}`)
         return (
           entry === undefined ||
           (entry.snapshot as { receivableAtomic: bigint }).receivableAtomic !== 2n ** 200n + BigInt(i) ||
@@ -65,7 +65,7 @@ t.test('every commit acknowledged before a SIGKILL is on disk after reopening', 
       const counts = store.verify()
       t.ok(counts.snapshots >= acknowledged.size * 2, `round ${round}: every record decodes (${counts.snapshots})`)
       // Atomicity across the kill: a job without its ledger record or proof would be half a commit.
-      for (const { id } of store.iterateKind('ledger')) {
+      for (const { id } of store.iterateKind('reserve')) {
         const i = Number(id.slice(2))
         if (store.getSnapshot('job', `job_${i}`) === undefined || !store.proofs.has(`p_${i}`)) {
           t.fail(`half a commit on disk for ${i}`)

@@ -3,7 +3,7 @@
 import Type from 'typebox'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import { HttpProblem } from '../../http/problem.ts'
-import { toWire } from '../../service/wire.ts'
+import { toWire } from '../wire.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import { checksum, JobId, StrictObject, msFromIso } from '../common.ts'
 import {
@@ -76,9 +76,9 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         403: { description: 'Neither the job\'s client nor its borrower (forbidden), or the client without the borrower\'s consent (borrower_consent_required) or with a signature that is not it (borrower_consent_invalid).' },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/jobs', ctx, (m) =>
+        mutate(service, '/credit/jobs', ctx, (ticket) =>
           service.createJob(
-            m,
+            { ticket, encode: (job) => replyWith(201, Job)(toWire(job)) },
             ctx.session.address,
             {
               jobId: ctx.body.jobId,
@@ -90,7 +90,6 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
               fundingTxHash: ctx.body.fundingTxHash,
               borrowerConsent: ctx.body.borrowerConsent,
             },
-            (job) => replyWith(201, Job)(toWire(job)),
           ),
         ),
     }),
@@ -143,9 +142,12 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       headers: mutationHeaders,
       responses: { 201: { description: 'The collateral position', schema: CollateralPosition }, ...errors.forbidden, ...errors.notFound('job'), ...errors.proof },
       handler: (ctx) =>
-        mutate(service, '/credit/jobs/{jobId}/collateral', ctx, (m) =>
-          service.postCollateral(m, ctx.session.address, ctx.params.jobId, { amountAtomic: BigInt(ctx.body.amountAtomic), txHash: ctx.body.txHash }, (position) =>
-            replyWith(201, CollateralPosition)(toWire(position)),
+        mutate(service, '/credit/jobs/{jobId}/collateral', ctx, (ticket) =>
+          service.postCollateral(
+            { ticket, encode: (position) => replyWith(201, CollateralPosition)(toWire(position)) },
+            ctx.session.address,
+            ctx.params.jobId,
+            { amountAtomic: BigInt(ctx.body.amountAtomic), txHash: ctx.body.txHash },
           ),
         ),
     }),
@@ -167,9 +169,9 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         422: { description: 'evidenceId is not a valid attestation (code attestation_invalid), its validUntil has passed (attestation_expired), or idempotency_key_reused.' },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/backing-sources', ctx, (m) =>
+        mutate(service, '/credit/backing-sources', ctx, (ticket) =>
           service.registerSource(
-            m,
+            { ticket, encode: (source) => replyWith(201, BackingSource)(toWire(source)) },
             ctx.session.address,
             {
               sourceId: ctx.body.sourceId,
@@ -182,7 +184,6 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
               // Signed as whole seconds: the same rounding as the attester's signature.
               validUntilMs: Math.floor(msFromIso(ctx.body.validUntil) / 1000) * 1000,
             },
-            (source) => replyWith(201, BackingSource)(toWire(source)),
           ),
         ),
     }),
@@ -219,9 +220,9 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         409: { description: 'The borrower already holds liveOffersPerBorrowerMax live offers (code live_offers_limit; see the catalog limits), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/request', ctx, (m) =>
+        mutate(service, '/credit/request', ctx, (ticket) =>
           service.requestCredit(
-            m,
+            { ticket, encode: (decision) => replyWith(200, UnderwritingDecision)(toWire(decision)) },
             ctx.session.address,
             {
               agent: checksum(ctx.body.agent),
@@ -236,7 +237,6 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
               repaymentSource: ctx.body.repaymentSource,
               maximumFeeAtomic: BigInt(ctx.body.maximumFeeAtomic),
             },
-            (decision) => replyWith(200, UnderwritingDecision)(toWire(decision)),
           ),
         ),
     }),
@@ -255,8 +255,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       headers: mutationHeaders,
       responses: { 200: { description: 'The selected lender match', schema: MatchOutcome }, ...errors.forbidden, ...errors.notFound('offer'), ...errors.idempotency },
       handler: (ctx) =>
-        mutate(service, '/credit/match', ctx, (m) =>
-          service.match(m, ctx.session.address, ctx.body.offerId, (outcome) => replyWith(200, MatchOutcome)(toWire(outcome))),
+        mutate(service, '/credit/match', ctx, (ticket) =>
+          service.match({ ticket, encode: (outcome) => replyWith(200, MatchOutcome)(toWire(outcome)) }, ctx.session.address, ctx.body.offerId),
         ),
     }),
 
@@ -270,7 +270,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       body: EmptyBody,
       headers: mutationHeaders,
       responses: { 200: { description: 'What expired and what matched', schema: DispatchOutcome }, ...errors.idempotency },
-      handler: (ctx) => mutate(service, '/credit/dispatch', ctx, (m) => service.dispatch(m, (outcome) => replyWith(200, DispatchOutcome)(toWire(outcome)))),
+      handler: (ctx) =>
+        mutate(service, '/credit/dispatch', ctx, (ticket) => service.dispatch({ ticket, encode: (outcome) => replyWith(200, DispatchOutcome)(toWire(outcome)) })),
     }),
 
     defineRoute({
@@ -291,13 +292,12 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         409: { description: 'The lease expired (code lease_expired; the report is rejected), the offer has no lease to this lender (no_lease), or the proof was already used.' },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/offers/{offerId}/supplier-payment', ctx, (m) =>
+        mutate(service, '/credit/offers/{offerId}/supplier-payment', ctx, (ticket) =>
           service.recordSupplierPayment(
-            m,
+            { ticket, encode: (advance) => replyWith(200, Advance)(toWire(advance)) },
             ctx.session.address,
             ctx.params.offerId,
             { lender: checksum(ctx.body.lender), supplierPaymentId: ctx.body.supplierPaymentId },
-            (advance) => replyWith(200, Advance)(toWire(advance)),
           ),
         ),
     }),
@@ -320,8 +320,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         503: { description: 'The chain or the operator key is unavailable.' },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/jobs/{jobId}/complete', ctx, (m) =>
-          service.completeJob(m, ctx.session.address, ctx.params.jobId, (receipt) => replyWith(200, JobSettlementReceipt)(toWire(receipt))),
+        mutate(service, '/credit/jobs/{jobId}/complete', ctx, (ticket) =>
+          service.completeJob({ ticket, encode: (receipt) => replyWith(200, JobSettlementReceipt)(toWire(receipt)) }, ctx.session.address, ctx.params.jobId),
         ),
     }),
 
@@ -337,8 +337,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       headers: mutationHeaders,
       responses: { 200: { description: 'The repayment receipt', schema: RepaymentReceipt }, ...errors.notFound('advance'), ...errors.proof },
       handler: (ctx) =>
-        mutate(service, '/credit/advances/{advanceId}/repay', ctx, (m) =>
-          service.repay(m, ctx.params.advanceId, { txHash: ctx.body.txHash }, (receipt) => replyWith(200, RepaymentReceipt)(toWire(receipt))),
+        mutate(service, '/credit/advances/{advanceId}/repay', ctx, (ticket) =>
+          service.repay({ ticket, encode: (receipt) => replyWith(200, RepaymentReceipt)(toWire(receipt)) }, ctx.params.advanceId, { txHash: ctx.body.txHash }),
         ),
     }),
 
@@ -358,8 +358,10 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       headers: mutationHeaders,
       responses: { 200: { description: 'The passport event', schema: PassportEvent }, ...errors.forbidden, ...errors.notFound('job'), ...errors.idempotency },
       handler: (ctx) =>
-        mutate(service, '/credit/jobs/{jobId}/fail', ctx, (m) =>
-          service.failJob(m, ctx.session.address, ctx.params.jobId, { reason: ctx.body.reason }, (event) => replyWith(200, PassportEvent)(toWire(event))),
+        mutate(service, '/credit/jobs/{jobId}/fail', ctx, (ticket) =>
+          service.failJob({ ticket, encode: (event) => replyWith(200, PassportEvent)(toWire(event)) }, ctx.session.address, ctx.params.jobId, {
+            reason: ctx.body.reason,
+          }),
         ),
     }),
 
@@ -381,8 +383,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         503: { description: 'The chain or the operator key is unavailable.' },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/advances/{advanceId}/liquidate', ctx, (m) =>
-          service.liquidate(m, ctx.session.address, ctx.params.advanceId, (receipt) => replyWith(200, LiquidationReceipt)(toWire(receipt))),
+        mutate(service, '/credit/advances/{advanceId}/liquidate', ctx, (ticket) =>
+          service.liquidate({ ticket, encode: (receipt) => replyWith(200, LiquidationReceipt)(toWire(receipt)) }, ctx.session.address, ctx.params.advanceId),
         ),
     }),
   ]

@@ -6,7 +6,7 @@ import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import { HttpProblem } from '../../http/problem.ts'
 import { findToken } from '../../chain/config.ts'
 import type { LenderRecord } from '../../engine/types.ts'
-import { toWire } from '../../service/wire.ts'
+import { toWire } from '../wire.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
 import { LenderProfile, LenderRegistration, LenderRegistrationResult, LenderWallet, PendingAction } from '../schemas.ts'
@@ -73,7 +73,7 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
       query: PageQuery,
       responses: { 200: { description: 'Lender profiles; header next-after names the next page', schema: Type.Array(LenderProfile) } },
       handler: (ctx) => {
-        const { items, headers } = page(service.engine.listLenders().filter((l) => service.isActiveLender(l)), ctx.query)
+        const { items, headers } = page(service.engine.listLenders({ active: true }), ctx.query)
         return asResult({ ...replyWith(200, Type.Array(LenderProfile))(toWire(items)), headers })
       },
     }),
@@ -96,9 +96,25 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
         422: { description: 'idempotency_key_reused.' },
       },
       handler: (ctx) =>
-        mutate(service, '/lenders/register', ctx, async (m) => {
+        mutate(service, '/lenders/register', ctx, async (ticket) => {
           const { response, privateKey } = await service.registerLender(
-            m,
+            {
+              ticket,
+              // What is stored for idempotent replays: everything but the private key.
+              encode: ({ sessionKey, lender }) =>
+                replyWith(201, LenderRegistrationResult)({
+                  lender: toWire(lender),
+                  sessionKey: { address: sessionKey.address, privateKey: null, note: SESSION_KEY_REPLAY_NOTE },
+                  spendPolicy: toWire(sessionKey.policy),
+                  fundingAddresses: sessionKey.setupTransactions.map((tx) => ({
+                    network: tx.network,
+                    asset: sessionKey.policy.assets[tx.network] as string,
+                    token: tx.to,
+                    address: sessionKey.address,
+                  })),
+                  setupTransactions: toWire(sessionKey.setupTransactions),
+                }),
+            },
             ctx.session.address,
             {
               availableLiquidityAtomic: BigInt(ctx.body.availableLiquidityAtomic),
@@ -109,20 +125,6 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
               maxDurationSeconds: ctx.body.maxDurationSeconds,
               acceptedRiskBands: ctx.body.acceptedRiskBands,
             },
-            // What is stored for idempotent replays: everything but the private key.
-            ({ sessionKey, lender }) =>
-              replyWith(201, LenderRegistrationResult)({
-                lender: toWire(lender),
-                sessionKey: { address: sessionKey.address, privateKey: null, note: SESSION_KEY_REPLAY_NOTE },
-                spendPolicy: toWire(sessionKey.policy),
-                fundingAddresses: sessionKey.setupTransactions.map((tx) => ({
-                  network: tx.network,
-                  asset: sessionKey.policy.assets[tx.network] as string,
-                  token: tx.to,
-                  address: sessionKey.address,
-                })),
-                setupTransactions: toWire(sessionKey.setupTransactions),
-              }),
           )
           // The first answer, and only it, carries the private key.
           const body = response.body as Static<typeof LenderRegistrationResult>

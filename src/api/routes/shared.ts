@@ -3,9 +3,10 @@
 import Type, { type Static, type TSchema } from 'typebox'
 import { StrictObject } from '../common.ts'
 import type { ResponseSpec, RouteContext } from '../../http/route.ts'
-import type { StoredResponse } from '../../store/index.ts'
-import type { CreditService, Mutation } from '../../service/credit-service.ts'
+import type { IdempotencyTicket, StoredResponse } from '../../store/index.ts'
+import type { CreditService } from '../../service/credit-service.ts'
 import { concretePath, idempotent, IDEMPOTENCY_HEADER } from '../idempotency.ts'
+import { problemOf } from '../problems.ts'
 
 /** A reply whose body the type checker holds to `schema`: the wire form and the document cannot drift apart. */
 export function replyWith<S extends TSchema>(status: number, _schema: S) {
@@ -19,19 +20,26 @@ export function asResult(reply: StoredResponse & { headers?: Record<string, stri
 
 export const mutationHeaders = [IDEMPOTENCY_HEADER] as const
 
-/** Runs a mutation under the request's Idempotency-Key (if any), scoped to the caller and the concrete path. */
+/**
+ * Runs a mutation under the request's Idempotency-Key (if any), scoped to the caller and the concrete path; the
+ * errors it raises become problem+json here (src/api/problems.ts).
+ */
 export async function mutate(
   service: CreditService,
   template: string,
   ctx: RouteContext<Record<string, string>, unknown, unknown, 'session'>,
-  run: (mutation: Mutation) => Promise<StoredResponse>,
+  run: (ticket: IdempotencyTicket | undefined) => Promise<StoredResponse>,
 ): Promise<never> {
-  const reply = await idempotent(
-    service.store,
-    { identity: ctx.session.address, method: 'POST', path: concretePath(template, ctx.params), headers: ctx.headers, body: ctx.body },
-    run,
-  )
-  return asResult(reply)
+  try {
+    const reply = await idempotent(
+      service.store,
+      { identity: ctx.session.address, method: 'POST', path: concretePath(template, ctx.params), headers: ctx.headers, body: ctx.body },
+      run,
+    )
+    return asResult(reply)
+  } catch (error) {
+    throw problemOf(error)
+  }
 }
 
 const e = (description: string): ResponseSpec => ({ description })

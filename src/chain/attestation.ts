@@ -6,6 +6,16 @@
 import { getAddress, isHex, recoverTypedDataAddress, type Address, type Hex, type LocalAccount } from 'viem'
 import type { RegisterSourceInput } from '../engine/types.ts'
 
+/** evidenceId is not an EIP-712 BackingSource signature by a configured attester over the source's fields. */
+export class AttestationInvalidError extends Error {
+  override readonly name = 'AttestationInvalidError'
+}
+
+/** The attestation's validUntil has passed: a valuation is only true for a while. */
+export class AttestationExpiredError extends Error {
+  override readonly name = 'AttestationExpiredError'
+}
+
 export const attestationDomain = { name: 'agent-credit backing attestation', version: '2' } as const
 
 export const attestationTypes = {

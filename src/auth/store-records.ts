@@ -3,7 +3,7 @@
 // the used-nonce record is written in the commit of the session it opened.
 import { randomBytes } from 'node:crypto'
 import type { Address } from 'viem'
-import { walletSessionKey, type AuthRecords, type SessionRecord, type UsedNonceRecord } from '../auth/records.ts'
+import { walletSessionKey, type AuthRecords, type SessionRecord, type UsedNonceRecord } from './records.ts'
 import { StoreConflictError, type RecordCollection, type RecordWrite, type Store } from '../store/index.ts'
 
 const isUsedNonce = (v: unknown): v is UsedNonceRecord =>

@@ -1,8 +1,8 @@
 // `npm start`: the service on its embedded default (two devnet chains, contracts deployed, demo accounts funded,
 // 127.0.0.1:8402, data in ./snapshots), or on the networks of NETWORKS_FILE. Stops cleanly on SIGINT/SIGTERM.
 import { existsSync } from 'node:fs'
-import { startApp } from './service/app.ts'
-import { ConfigError, loadServiceConfig } from './service/config.ts'
+import { startApp } from './app.ts'
+import { ConfigError, loadServiceConfig } from './config.ts'
 
 function line(text = ''): void {
   process.stdout.write(text + '\n')

@@ -15,21 +15,23 @@ import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { WalletWatcher } from '../chain/watcher.ts'
+import { resolveConfig } from '../engine/config.ts'
 import { Engine } from '../engine/engine.ts'
+import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../engine/migrations.ts'
 import type { StoredSnapshot } from '../engine/engine.ts'
 import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { startServer, type RunningServer } from '../http/server.ts'
-import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store } from '../store/index.ts'
+import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, StoreOverloadedError } from '../store/index.ts'
 import { assembleCreditScore } from '../score/assembly.ts'
 import type { CreditScoreCompute } from '../score/compute.ts'
 import { resolveCreditScore } from '../score/settings.ts'
 import { createNetworkFacilitators } from '../x402/facilitator.ts'
 import { facilitatorUrl } from '../x402/facilitator-url.ts'
 import { facilitatorRoutes } from '../x402/routes.ts'
-import { StoreAuthRecords } from './auth-records.ts'
+import { StoreAuthRecords } from '../auth/store-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
-import { CreditService } from './credit-service.ts'
+import { CreditService } from '../service/credit-service.ts'
 
 export interface App {
   readonly url: string
@@ -73,7 +75,7 @@ function devnetDefaults(config: ServiceConfig, accounts: DemoAccounts): ServiceC
 }
 
 /** Everything the store holds that the engine needs back: every record, and the live (non-final) actors only. */
-function* storedSnapshots(store: Store): Generator<StoredSnapshot> {
+export function* storedSnapshots(store: Store): Generator<StoredSnapshot> {
   for (const kind of ENGINE_RECORD_KINDS) {
     for (const { id, entry } of store.iterateKind(kind)) yield { kind, id, record: entry.snapshot }
   }
@@ -110,20 +112,23 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     const publishRpcUrls = config.networksFile === undefined
     const creditScoreSettings = resolveCreditScore(config.creditScore, networks, { devnetPayee: devnet?.accounts.scorePayee.address })
 
+    const engineConfig = resolveConfig({
+      ...config.engine,
+      leaseTtlMs: config.leaseTtlSeconds * 1000,
+      leaseReportGraceMs: config.leaseReportGraceSeconds * 1000,
+      offerTtlMs: config.offerTtlSeconds * 1000,
+      operators: config.operators,
+    })
     const store = await Store.open({
       dataDir: config.dataDir,
       durability: config.durability,
+      snapshotVersions: SNAPSHOT_VERSIONS,
+      migrations: snapshotMigrations(engineConfig),
       ...(options.holdCommitsWhile ? { holdCommitsWhile: options.holdCommitsWhile } : {}),
     })
     cleanups.push(() => store.close())
 
     const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock })
-    const engineConfig = {
-      ...config.engine,
-      leaseTtlMs: config.leaseTtlSeconds * 1000,
-      leaseReportGraceMs: config.leaseReportGraceSeconds * 1000,
-      offerTtlMs: config.offerTtlSeconds * 1000,
-    }
     const engine = new Engine(engineConfig, watcher, storedSnapshots(store))
     engine.checkInvariants()
     if (!store.cleanStart) {
@@ -226,17 +231,18 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       nowMs: clock,
     })
 
-    // The expiry ticker: the same engine command as POST /credit/dispatch, persisted like any request's changes.
+    // The expiry ticker: the same engine command as POST /credit/dispatch, through the same run-and-commit path.
     if (config.dispatchIntervalMs > 0) {
       let running = false
       const timer = setInterval(() => {
-        // A tick that could not be persisted must not change memory: skip it while the disk is behind.
-        if (running || !store.hasRoom()) return
+        if (running) return
         running = true
-        const result = engine.dispatch(clock())
-        const persisted = result.ok ? service.persist(result.changes) : Promise.resolve()
-        persisted
-          .catch((error: unknown) => log({ level: 'error', msg: 'dispatch_tick_failed', error: String(error) }))
+        service
+          .tick()
+          // A tick the store has no room for changed nothing: it is skipped, like any refused request.
+          .catch((error: unknown) => {
+            if (!(error instanceof StoreOverloadedError)) log({ level: 'error', msg: 'dispatch_tick_failed', error: String(error) })
+          })
           .finally(() => (running = false))
       }, config.dispatchIntervalMs)
       timer.unref()

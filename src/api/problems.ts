@@ -1,0 +1,70 @@
+// The one table that turns the errors the service and the engine raise into application/problem+json. Nothing
+// below the HTTP edge chooses a status: the engine refuses with a class and a code, the chain and the store raise
+// typed errors, and this table says how the API answers each.
+import { AttestationExpiredError, AttestationInvalidError } from '../chain/attestation.ts'
+import { BorrowerConsentError } from '../chain/consent.ts'
+import { ContractRevertError, OperatorUnavailableError } from '../chain/operator.ts'
+import { UnknownAssetError, UnknownNetworkError } from '../chain/config.ts'
+import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
+import { WatchLimitError } from '../chain/watcher.ts'
+import { EngineRefusedError } from '../engine/errors.ts'
+import type { ErrorClass } from '../engine/types.ts'
+import { HttpProblem } from '../http/problem.ts'
+import { SupplierUnresolvedError } from '../service/suppliers.ts'
+import { IdempotencyInFlightError, StoreOverloadedError } from '../store/index.ts'
+
+const RETRY_SOON = { 'retry-after': '1' } as const
+
+const ENGINE_STATUS: Readonly<Record<ErrorClass, number>> = {
+  invalid: 400,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+}
+
+/**
+ * Engine codes answered with another status than their class's. The engine classes a supplier equal to the
+ * borrower as invalid input; the API has answered it 422 from the start (well-formed, but an unacceptable supplier).
+ */
+const ENGINE_STATUS_BY_CODE: Readonly<Record<string, number>> = {
+  supplier_is_borrower: 422,
+}
+
+/** `JobAlreadySettled` -> `contract_job_already_settled`. */
+function contractCode(errorName: string): string {
+  return `contract_${errorName.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase().replace(/[^a-z0-9_]/g, '_')}`
+}
+
+type Rule<E extends Error> = readonly [new (...args: never[]) => E, (error: E) => HttpProblem]
+const rule = <E extends Error>(type: new (...args: never[]) => E, answer: (error: E) => HttpProblem): Rule<E> => [type, answer]
+
+const RULES: readonly Rule<never>[] = [
+  rule(EngineRefusedError, (e) =>
+    new HttpProblem(ENGINE_STATUS_BY_CODE[e.error.code] ?? ENGINE_STATUS[e.error.class], e.error.code, e.error.message, {
+      title: e.error.code.replace(/_/g, ' '),
+    }),
+  ),
+  rule(ProofRefusedError, (e) =>
+    new HttpProblem(e.reason === 'already_used' ? 409 : 422, `proof_${e.reason}`, e.message, { title: 'Transaction proof refused' }),
+  ),
+  rule(ChainRpcError, (e) => new HttpProblem(503, 'chain_unavailable', e.message, { title: 'Chain unavailable', headers: RETRY_SOON })),
+  rule(ContractRevertError, (e) =>
+    new HttpProblem(409, contractCode(e.errorName), `${e.message}; nothing was recorded`, { title: 'Refused by the credit contract' }),
+  ),
+  rule(OperatorUnavailableError, (e) => new HttpProblem(503, 'operator_unavailable', e.message, { title: 'Operator unavailable' })),
+  rule(UnknownNetworkError, (e) => new HttpProblem(400, 'unknown_network', `${e.message}; see /.well-known/service.json`, { title: 'Bad request' })),
+  rule(UnknownAssetError, (e) => new HttpProblem(400, 'unknown_asset', e.message, { title: 'Bad request' })),
+  rule(AttestationInvalidError, (e) => new HttpProblem(422, 'attestation_invalid', e.message, { title: 'Attestation refused' })),
+  rule(AttestationExpiredError, (e) => new HttpProblem(422, 'attestation_expired', e.message, { title: 'Attestation refused' })),
+  rule(BorrowerConsentError, (e) => new HttpProblem(403, e.code, e.message, { title: 'Consent refused' })),
+  rule(SupplierUnresolvedError, (e) => new HttpProblem(422, 'supplier_unresolved', e.message, { title: 'Supplier unresolved' })),
+  rule(WatchLimitError, (e) => new HttpProblem(503, 'wallet_watch_full', e.message, { title: 'Capacity reached' })),
+  rule(StoreOverloadedError, (e) => new HttpProblem(503, 'store_overloaded', e.message, { title: 'Overloaded', headers: RETRY_SOON })),
+  rule(IdempotencyInFlightError, (e) => new HttpProblem(409, 'idempotency_in_flight', e.message, { title: 'Conflict' })),
+] as never
+
+/** The problem the API answers for `error`; any other error is passed on unchanged (the server answers it 500). */
+export function problemOf(error: unknown): unknown {
+  for (const [type, answer] of RULES) if (error instanceof type) return answer(error as never)
+  return error
+}

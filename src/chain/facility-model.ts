@@ -1,0 +1,433 @@
+// A faithful TypeScript model of CreditFacilityV2 (src/chain/contracts/CreditFacilityV2.sol) and of the OpenZeppelin
+// ERC-20 it moves: the same state, the same functions with the same checks in the same order, the same custom errors
+// (name and arguments) and the same events. Pure and synchronous, for the engine's property test; kept honest by
+// test/chain/facility-model.test.ts, which runs random call sequences on anvil and on the model and requires identical
+// outcomes and state after every step. A call that reverts changes nothing (the model works on a copy).
+import { getAddress, zeroAddress, zeroHash, type Address, type Hex } from 'viem'
+import type { LeaseAuthorization } from './lease-authorization.ts'
+
+export const JobStatus = { None: 0, Open: 1, Settled: 2, Failed: 3, Closed: 4 } as const
+export type JobStatusCode = (typeof JobStatus)[keyof typeof JobStatus]
+
+export type ModelJob = {
+  client: Address
+  borrower: Address
+  asset: Address
+  escrow: bigint
+  collateral: bigint
+  outstanding: bigint
+  unresolved: bigint
+  status: JobStatusCode
+}
+
+export type ModelAdvance = {
+  jobKey: Hex
+  lender: Address
+  asset: Address
+  dueAt: bigint
+  lenderOwed: bigint
+  reserveOwed: bigint
+  liquidated: boolean
+  exists: boolean
+}
+
+/** The lease authorization's terms, exactly as the contract's struct (the model takes the signature's recovery apart). */
+export type ModelLease = LeaseAuthorization
+
+/** What ECDSA recovery gives for the signature: the recovering address, or 'malformed' (bad length, high s). */
+export type ModelSignature = { recovered: Address } | 'malformed'
+
+export type ModelEvent = { name: string; args: Record<string, unknown> }
+export type ModelOutcome = { ok: true; events: ModelEvent[] } | { ok: false; error: string; args: unknown[] }
+
+/** A call's context: who sends it and the block's timestamp (unix seconds). */
+export type ModelContext = { sender: Address; nowSeconds: bigint }
+
+const uint256Max = 2n ** 256n - 1n
+
+class Revert extends Error {
+  constructor(
+    readonly errorName: string,
+    readonly errorArgs: unknown[],
+  ) {
+    super(errorName)
+  }
+}
+
+function revert(name: string, ...args: unknown[]): never {
+  throw new Revert(name, args)
+}
+
+const min = (a: bigint, b: bigint): bigint => (a < b ? a : b)
+
+/** ERC-20 balances and allowances of the tokens the facility moves (OpenZeppelin 5 semantics and errors). */
+export type TokenState = {
+  balances: Map<string, bigint>
+  allowances: Map<string, bigint>
+}
+
+function emptyJob(): ModelJob {
+  return { client: zeroAddress, borrower: zeroAddress, asset: zeroAddress, escrow: 0n, collateral: 0n, outstanding: 0n, unresolved: 0n, status: JobStatus.None }
+}
+
+function emptyAdvance(): ModelAdvance {
+  return { jobKey: zeroHash, lender: zeroAddress, asset: zeroAddress, dueAt: 0n, lenderOwed: 0n, reserveOwed: 0n, liquidated: false, exists: false }
+}
+
+export type FacilityModelState = {
+  jobs: Map<Hex, ModelJob>
+  advances: Map<Hex, ModelAdvance>
+  reserveOf: Map<Address, bigint>
+  tokens: TokenState
+}
+
+function cloneState(s: FacilityModelState): FacilityModelState {
+  return {
+    jobs: new Map([...s.jobs].map(([k, v]) => [k, { ...v }])),
+    advances: new Map([...s.advances].map(([k, v]) => [k, { ...v }])),
+    reserveOf: new Map(s.reserveOf),
+    tokens: { balances: new Map(s.tokens.balances), allowances: new Map(s.tokens.allowances) },
+  }
+}
+
+const key = (hex: string): Hex => hex.toLowerCase() as Hex
+const tokenKey = (asset: Address, holder: Address): string => `${key(asset)}:${key(holder)}`
+const allowanceKey = (asset: Address, owner: Address, spender: Address): string => `${key(asset)}:${key(owner)}:${key(spender)}`
+
+export class FacilityModel {
+  readonly address: Address
+  readonly operator: Address
+  readonly leaseSigner: Address
+  #state: FacilityModelState
+
+  constructor(roles: { address: Address; operator: Address; leaseSigner: Address }) {
+    if (roles.operator === zeroAddress || roles.leaseSigner === zeroAddress) revert('ZeroAddress')
+    if (key(roles.operator) === key(roles.leaseSigner)) revert('RolesNotSeparate', getAddress(roles.operator))
+    this.address = getAddress(roles.address)
+    this.operator = getAddress(roles.operator)
+    this.leaseSigner = getAddress(roles.leaseSigner)
+    this.#state = { jobs: new Map(), advances: new Map(), reserveOf: new Map(), tokens: { balances: new Map(), allowances: new Map() } }
+  }
+
+  // ------------------------------------------------------------------ token side (what the test or engine sets up)
+
+  setBalance(asset: Address, holder: Address, amount: bigint): void {
+    this.#state.tokens.balances.set(tokenKey(asset, holder), amount)
+  }
+
+  setAllowance(asset: Address, owner: Address, spender: Address, amount: bigint): void {
+    this.#state.tokens.allowances.set(allowanceKey(asset, owner, spender), amount)
+  }
+
+  balanceOf(asset: Address, holder: Address): bigint {
+    return this.#state.tokens.balances.get(tokenKey(asset, holder)) ?? 0n
+  }
+
+  allowance(asset: Address, owner: Address, spender: Address): bigint {
+    return this.#state.tokens.allowances.get(allowanceKey(asset, owner, spender)) ?? 0n
+  }
+
+  // ------------------------------------------------------------------ views
+
+  getJob(jobKey: Hex): ModelJob {
+    return { ...(this.#state.jobs.get(key(jobKey)) ?? emptyJob()) }
+  }
+
+  getAdvance(offerKey: Hex): ModelAdvance {
+    return { ...(this.#state.advances.get(key(offerKey)) ?? emptyAdvance()) }
+  }
+
+  reserveOf(asset: Address): bigint {
+    return this.#state.reserveOf.get(getAddress(asset)) ?? 0n
+  }
+
+  jobKeys(): Hex[] {
+    return [...this.#state.jobs.keys()]
+  }
+
+  offerKeys(): Hex[] {
+    return [...this.#state.advances.keys()]
+  }
+
+  // ------------------------------------------------------------------ functions
+
+  fundJob(ctx: ModelContext, jobKey: Hex, asset: Address, amount: bigint, borrower: Address): ModelOutcome {
+    return this.#run((s, emit) => {
+      if (jobKey === zeroHash) revert('ZeroKey')
+      if (asset === zeroAddress || borrower === zeroAddress) revert('ZeroAddress')
+      if (amount === 0n) revert('ZeroAmount')
+      const job = this.#job(s, jobKey)
+      if (job.status !== JobStatus.None) revert('JobAlreadyFunded', key(jobKey))
+      Object.assign(job, { client: getAddress(ctx.sender), borrower: getAddress(borrower), asset: getAddress(asset), escrow: amount, status: JobStatus.Open })
+      this.#transferFrom(s, asset, ctx.sender, this.address, amount)
+      emit('JobFunded', { jobKey: key(jobKey), client: getAddress(ctx.sender), borrower: getAddress(borrower), asset: getAddress(asset), amount })
+    })
+  }
+
+  postCollateral(ctx: ModelContext, jobKey: Hex, asset: Address, amount: bigint): ModelOutcome {
+    return this.#run((s, emit) => {
+      const job = this.#openJob(s, jobKey)
+      if (key(ctx.sender) !== key(job.borrower)) revert('NotBorrower', getAddress(ctx.sender))
+      if (key(asset) !== key(job.asset)) revert('AssetMismatch', job.asset, getAddress(asset))
+      if (amount === 0n) revert('ZeroAmount')
+      job.collateral += amount
+      this.#transferFrom(s, asset, ctx.sender, this.address, amount)
+      emit('CollateralPosted', { jobKey: key(jobKey), borrower: getAddress(ctx.sender), asset: getAddress(asset), amount })
+    })
+  }
+
+  paySupplier(ctx: ModelContext, a: ModelLease, signature: ModelSignature): ModelOutcome {
+    return this.#run((s, emit) => {
+      if (key(ctx.sender) !== key(a.payer)) revert('NotPayer', getAddress(ctx.sender), getAddress(a.payer))
+      if (ctx.nowSeconds > a.deadline) revert('DeadlinePassed', a.deadline, ctx.nowSeconds)
+      if (a.offerKey === zeroHash) revert('ZeroKey')
+      if (this.#advance(s, a.offerKey).exists) revert('OfferAlreadyPaid', key(a.offerKey))
+      if (signature === 'malformed') revert('MalformedLeaseSignature')
+      if (key(signature.recovered) !== key(this.leaseSigner)) revert('WrongLeaseSigner', getAddress(signature.recovered))
+      if (a.amount === 0n) revert('ZeroAmount')
+      if (a.asset === zeroAddress) revert('ZeroAddress')
+      if (a.reserveShare > a.fee) revert('ReserveOverFee', a.reserveShare, a.fee)
+      if (a.supplier === zeroAddress || key(a.supplier) === key(this.address) || key(a.supplier) === key(a.payer)) {
+        revert('InvalidSupplier', getAddress(a.supplier))
+      }
+      if (a.jobKey !== zeroHash) {
+        const job = this.#openJob(s, a.jobKey)
+        if (key(a.asset) !== key(job.asset)) revert('AssetMismatch', job.asset, getAddress(a.asset))
+        if (key(a.supplier) === key(job.borrower)) revert('InvalidSupplier', getAddress(a.supplier))
+        job.outstanding += 1n
+        job.unresolved += 1n
+      }
+      const lenderOwed = a.amount + a.fee - a.reserveShare
+      if (lenderOwed > uint256Max) revert('Panic', 0x11n)
+      s.advances.set(key(a.offerKey), {
+        jobKey: key(a.jobKey),
+        lender: getAddress(a.payer),
+        asset: getAddress(a.asset),
+        dueAt: a.dueAt,
+        lenderOwed,
+        reserveOwed: a.reserveShare,
+        liquidated: false,
+        exists: true,
+      })
+      this.#transferFrom(s, a.asset, a.payer, a.supplier, a.amount)
+      emit('SupplierPaid', {
+        offerKey: key(a.offerKey), payer: getAddress(a.payer), supplier: getAddress(a.supplier), jobKey: key(a.jobKey),
+        asset: getAddress(a.asset), amount: a.amount, fee: a.fee, reserveShare: a.reserveShare, dueAt: a.dueAt,
+      })
+    })
+  }
+
+  repay(ctx: ModelContext, offerKey: Hex, amount: bigint): ModelOutcome {
+    return this.#run((s, emit) => {
+      if (amount === 0n) revert('ZeroAmount')
+      const adv = this.#owingAdvance(s, offerKey)
+      const toLender = min(amount, adv.lenderOwed)
+      const toReserve = min(amount - toLender, adv.reserveOwed)
+      adv.lenderOwed -= toLender
+      adv.reserveOwed -= toReserve
+      this.#addReserve(s, adv.asset, toReserve)
+      if (toLender > 0n) this.#transferFrom(s, adv.asset, ctx.sender, adv.lender, toLender)
+      if (toReserve > 0n) this.#transferFrom(s, adv.asset, ctx.sender, this.address, toReserve)
+      emit('Repaid', {
+        offerKey: key(offerKey), payer: getAddress(ctx.sender), lender: adv.lender, toLender, toReserve,
+        lenderOwed: adv.lenderOwed, reserveOwed: adv.reserveOwed,
+      })
+      if (adv.lenderOwed === 0n && adv.reserveOwed === 0n) this.#resolveRepaid(s, adv, emit)
+    })
+  }
+
+  settleJob(ctx: ModelContext, jobKey: Hex, offerKeys: readonly Hex[]): ModelOutcome {
+    return this.#run((s, emit) => {
+      this.#onlyOperator(ctx)
+      const job = this.#openJob(s, jobKey)
+      if (BigInt(offerKeys.length) !== job.outstanding) revert('AdvanceCountMismatch', BigInt(offerKeys.length), job.outstanding)
+      let owed = 0n
+      offerKeys.forEach((offerKey, i) => {
+        const adv = this.#owingAdvance(s, offerKey)
+        if (adv.jobKey !== key(jobKey)) revert('AdvanceOfOtherJob', key(offerKey), adv.jobKey)
+        for (let j = 0; j < i; j++) if (key(offerKeys[j] as Hex) === key(offerKey)) revert('DuplicateAdvance', key(offerKey))
+        owed += adv.lenderOwed + adv.reserveOwed
+      })
+      const held = job.escrow + job.collateral
+      if (owed > held) revert('Underfunded', owed, held)
+      let toLenders = 0n
+      let toReserve = 0n
+      for (const offerKey of offerKeys) {
+        const adv = this.#advance(s, offerKey)
+        const toLender = adv.lenderOwed
+        const share = adv.reserveOwed
+        adv.lenderOwed = 0n
+        adv.reserveOwed = 0n
+        toLenders += toLender
+        toReserve += share
+        this.#transfer(s, job.asset, this.address, adv.lender, toLender)
+        emit('AdvanceSettled', { offerKey: key(offerKey), jobKey: key(jobKey), lender: adv.lender, toLender, toReserve: share })
+      }
+      const toBorrower = held - owed
+      Object.assign(job, { escrow: 0n, collateral: 0n, outstanding: 0n, unresolved: 0n, status: JobStatus.Settled })
+      this.#addReserve(s, job.asset, toReserve)
+      if (toBorrower > 0n) this.#transfer(s, job.asset, this.address, job.borrower, toBorrower)
+      emit('JobSettled', { jobKey: key(jobKey), borrower: job.borrower, toLenders, toReserve, toBorrower })
+    })
+  }
+
+  failJob(ctx: ModelContext, jobKey: Hex): ModelOutcome {
+    return this.#run((s, emit) => {
+      this.#onlyOperator(ctx)
+      const job = this.#openJob(s, jobKey)
+      const refund = job.escrow
+      job.escrow = 0n
+      job.status = JobStatus.Failed
+      emit('JobFailed', { jobKey: key(jobKey), client: job.client, escrowRefunded: refund })
+      if (refund > 0n) this.#transfer(s, job.asset, this.address, job.client, refund)
+      if (job.unresolved === 0n) this.#close(s, jobKey, job, emit)
+    })
+  }
+
+  liquidate(ctx: ModelContext, offerKey: Hex, backingCovered: bigint): ModelOutcome {
+    return this.#run((s, emit) => {
+      this.#onlyOperator(ctx)
+      const adv = this.#owingAdvance(s, offerKey)
+      if (adv.liquidated) revert('AlreadyLiquidated', key(offerKey))
+      const jobKey = adv.jobKey
+      const jobFailed = jobKey !== zeroHash && this.#job(s, jobKey).status === JobStatus.Failed
+      if (!jobFailed && ctx.nowSeconds <= adv.dueAt) revert('NotDefaulted', key(offerKey), adv.dueAt, ctx.nowSeconds)
+      let lenderOwed = adv.lenderOwed
+      let reserveOwed = adv.reserveOwed
+      const owedBefore = lenderOwed + reserveOwed
+      let collateralToLender = 0n
+      let collateralToReserve = 0n
+      if (jobKey !== zeroHash) {
+        const job = this.#job(s, jobKey)
+        const fromCollateral = min(job.collateral, owedBefore)
+        collateralToLender = min(fromCollateral, lenderOwed)
+        collateralToReserve = fromCollateral - collateralToLender
+        job.collateral -= fromCollateral
+        lenderOwed -= collateralToLender
+        reserveOwed -= collateralToReserve
+      }
+      const fromBacking = min(backingCovered, lenderOwed)
+      lenderOwed -= fromBacking
+      const fromReserve = min(this.reserveOfIn(s, adv.asset), lenderOwed)
+      lenderOwed -= fromReserve
+      reserveOwed += fromReserve
+      this.#addReserve(s, adv.asset, -fromReserve)
+      const shortfall = owedBefore - collateralToLender - collateralToReserve - fromBacking - fromReserve
+      adv.lenderOwed = lenderOwed
+      adv.reserveOwed = reserveOwed
+      adv.liquidated = true
+      this.#addReserve(s, adv.asset, collateralToReserve)
+      if (jobKey !== zeroHash) {
+        const job = this.#job(s, jobKey)
+        if (lenderOwed === 0n && reserveOwed === 0n) job.outstanding -= 1n
+        job.unresolved -= 1n
+      }
+      emit('Liquidated', {
+        offerKey: key(offerKey), jobKey, lender: adv.lender, fromCollateral: collateralToLender + collateralToReserve,
+        fromBacking, fromReserve, shortfall,
+      })
+      if (collateralToLender + fromReserve > 0n) this.#transfer(s, adv.asset, this.address, adv.lender, collateralToLender + fromReserve)
+      if (jobKey !== zeroHash) this.#closeIfResolved(s, jobKey, emit)
+    })
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  /** Runs a call on a copy of the state; commits the copy only when the call did not revert. */
+  #run(body: (s: FacilityModelState, emit: (name: string, args: Record<string, unknown>) => void) => void): ModelOutcome {
+    const draft = cloneState(this.#state)
+    const events: ModelEvent[] = []
+    try {
+      body(draft, (name, args) => events.push({ name, args }))
+    } catch (error) {
+      if (error instanceof Revert) return { ok: false, error: error.errorName, args: error.errorArgs }
+      throw error
+    }
+    this.#state = draft
+    return { ok: true, events }
+  }
+
+  reserveOfIn(s: FacilityModelState, asset: Address): bigint {
+    return s.reserveOf.get(getAddress(asset)) ?? 0n
+  }
+
+  #addReserve(s: FacilityModelState, asset: Address, delta: bigint): void {
+    s.reserveOf.set(getAddress(asset), this.reserveOfIn(s, asset) + delta)
+  }
+
+  #job(s: FacilityModelState, jobKey: Hex): ModelJob {
+    let job = s.jobs.get(key(jobKey))
+    if (job === undefined) {
+      job = emptyJob()
+      s.jobs.set(key(jobKey), job)
+    }
+    return job
+  }
+
+  #advance(s: FacilityModelState, offerKey: Hex): ModelAdvance {
+    return s.advances.get(key(offerKey)) ?? emptyAdvance()
+  }
+
+  #openJob(s: FacilityModelState, jobKey: Hex): ModelJob {
+    const job = s.jobs.get(key(jobKey))
+    if (job === undefined || job.status === JobStatus.None) revert('UnknownJob', key(jobKey))
+    if (job.status !== JobStatus.Open) revert('JobNotOpen', key(jobKey), job.status)
+    return job
+  }
+
+  #owingAdvance(s: FacilityModelState, offerKey: Hex): ModelAdvance {
+    const adv = s.advances.get(key(offerKey))
+    if (adv === undefined || !adv.exists) revert('UnknownAdvance', key(offerKey))
+    if (adv.lenderOwed === 0n && adv.reserveOwed === 0n) revert('NothingOwed', key(offerKey))
+    return adv
+  }
+
+  #onlyOperator(ctx: ModelContext): void {
+    if (key(ctx.sender) !== key(this.operator)) revert('NotOperator', getAddress(ctx.sender))
+  }
+
+  #resolveRepaid(s: FacilityModelState, adv: ModelAdvance, emit: (name: string, args: Record<string, unknown>) => void): void {
+    if (adv.jobKey === zeroHash) return
+    const job = this.#job(s, adv.jobKey)
+    job.outstanding -= 1n
+    if (!adv.liquidated) {
+      job.unresolved -= 1n
+      this.#closeIfResolved(s, adv.jobKey, emit)
+    }
+  }
+
+  #closeIfResolved(s: FacilityModelState, jobKey: Hex, emit: (name: string, args: Record<string, unknown>) => void): void {
+    const job = this.#job(s, jobKey)
+    if (job.status === JobStatus.Failed && job.unresolved === 0n) this.#close(s, jobKey, job, emit)
+  }
+
+  #close(s: FacilityModelState, jobKey: Hex, job: ModelJob, emit: (name: string, args: Record<string, unknown>) => void): void {
+    const released = job.collateral
+    job.collateral = 0n
+    job.status = JobStatus.Closed
+    emit('JobClosed', { jobKey: key(jobKey), borrower: job.borrower, collateralReleased: released })
+    if (released > 0n) this.#transfer(s, job.asset, this.address, job.borrower, released)
+  }
+
+  /** OpenZeppelin ERC20.transferFrom with this contract as the spender: allowance first, then balance. */
+  #transferFrom(s: FacilityModelState, asset: Address, from: Address, to: Address, amount: bigint): void {
+    const aKey = allowanceKey(asset, from, this.address)
+    const allowed = s.tokens.allowances.get(aKey) ?? 0n
+    if (allowed < uint256Max) {
+      if (allowed < amount) revert('ERC20InsufficientAllowance', this.address, allowed, amount)
+      s.tokens.allowances.set(aKey, allowed - amount)
+    }
+    this.#transfer(s, asset, from, to, amount)
+  }
+
+  /** OpenZeppelin ERC20._transfer/_update. */
+  #transfer(s: FacilityModelState, asset: Address, from: Address, to: Address, amount: bigint): void {
+    if (to === zeroAddress) revert('ERC20InvalidReceiver', zeroAddress)
+    const fromKey = tokenKey(asset, from)
+    const balance = s.tokens.balances.get(fromKey) ?? 0n
+    if (balance < amount) revert('ERC20InsufficientBalance', getAddress(from), balance, amount)
+    s.tokens.balances.set(fromKey, balance - amount)
+    const toKey = tokenKey(asset, to)
+    s.tokens.balances.set(toKey, (s.tokens.balances.get(toKey) ?? 0n) + amount)
+  }
+}

@@ -1,0 +1,95 @@
+// Proofs against CreditFacilityV2: a transaction hash a client reports is read back from the chain and turned into the
+// same facts the chain follower delivers (src/chain/events-v2.ts, one decoding for both), keyed network:txHash:logIndex.
+// No "already used" verdict here: the engine applies a fact idempotently by its proof key, so a report after the
+// follower (or the follower after a report) answers the same result instead of an error (design-engine-9-10.md).
+// No amount is checked against an expectation either: the contract already enforced its terms, and a Repaid of any
+// amount is a real repayment that must be counted (issue 9, case 4).
+import { getAddress, type Address, type Hex } from 'viem'
+import type { NetworkClients } from './clients.ts'
+import { decodeFacilityLog, facilityFact, type FacilityEventName, type FacilityFact } from './events-v2.ts'
+import { ChainRpcError, readSuccessfulReceipt } from './proofs.ts'
+
+export { ChainRpcError }
+
+export type FacilityProofFailure = 'not_found' | 'reverted' | 'wrong_contract' | 'wrong_arguments' | 'too_few_confirmations'
+
+export type FacilityReceipt = {
+  network: string
+  txHash: Hex
+  /** The transaction's sender. */
+  from: Address
+  blockNumber: bigint
+  confirmations: bigint
+  /** Every event of the contract in the transaction, in log order. */
+  facts: FacilityFact[]
+}
+
+export type FacilityProofResult<T> = { ok: true; value: T } | { ok: false; reason: FacilityProofFailure; detail: string }
+
+function fail(reason: FacilityProofFailure, detail: string): { ok: false; reason: FacilityProofFailure; detail: string } {
+  return { ok: false, reason, detail }
+}
+
+/**
+ * Reads `txHash` on the network and returns every event `contract` emitted in it, once the transaction has the
+ * network's confirmations (or `confirmations`). RPC failures throw ChainRpcError (retry later, HTTP 503); anything
+ * else is a verdict on the proof.
+ */
+export async function readFacilityReceipt(
+  clients: NetworkClients,
+  contract: Address,
+  input: { txHash: string; confirmations?: number },
+): Promise<FacilityProofResult<FacilityReceipt>> {
+  const { network, publicClient } = clients
+  const read = await readSuccessfulReceipt(clients, input.txHash)
+  if (!read.ok) return read
+  const { txHash, receipt, head } = read
+  const required = BigInt(input.confirmations ?? network.confirmations)
+  const confirmations = head - receipt.blockNumber + 1n
+  if (confirmations < required) return fail('too_few_confirmations', `${confirmations} confirmation(s), ${required} required`)
+  const own = receipt.logs.filter((log) => getAddress(log.address) === getAddress(contract))
+  if (own.length === 0) return fail('wrong_contract', `no event of the credit contract ${getAddress(contract)} in ${txHash}`)
+  let blockTimeMs: number
+  try {
+    blockTimeMs = Number((await publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp) * 1000
+  } catch (error) {
+    throw new ChainRpcError(network.slug, error)
+  }
+  const facts = own.flatMap((log) => {
+    const event = decodeFacilityLog(contract, log, blockTimeMs)
+    return event === undefined ? [] : [facilityFact(network.slug, event)]
+  })
+  return {
+    ok: true,
+    value: { network: network.slug, txHash, from: getAddress(receipt.from), blockNumber: receipt.blockNumber, confirmations, facts },
+  }
+}
+
+export type FacilityFactOf<E extends FacilityEventName> = Extract<FacilityFact, { name: E }>
+
+function sameValue(expected: unknown, actual: unknown): boolean {
+  if (typeof expected === 'string' && typeof actual === 'string') return expected.toLowerCase() === actual.toLowerCase()
+  return expected === actual
+}
+
+/**
+ * The facts of event `eventName` in `txHash` whose arguments equal every one given in `args` (keys, parties; addresses
+ * in any case). A report names what it is about (e.g. { offerKey } of a Repaid); amounts are read, not asserted.
+ */
+export async function verifyFacilityEvent<E extends FacilityEventName>(
+  clients: NetworkClients,
+  contract: Address,
+  input: { txHash: string; eventName: E; args?: Partial<FacilityFactOf<E>['args']>; confirmations?: number },
+): Promise<FacilityProofResult<FacilityFactOf<E>[]>> {
+  const read = await readFacilityReceipt(clients, contract, input)
+  if (!read.ok) return read
+  const named = read.value.facts.filter((fact): fact is FacilityFactOf<E> => fact.name === input.eventName)
+  if (named.length === 0) return fail('wrong_arguments', `transaction ${read.value.txHash} emitted no ${input.eventName}`)
+  const wanted = Object.entries((input.args ?? {}) as Record<string, unknown>).filter(([, value]) => value !== undefined)
+  const matching = named.filter((fact) => wanted.every(([name, value]) => sameValue(value, (fact.args as Record<string, unknown>)[name])))
+  if (matching.length === 0) {
+    const detail = wanted.map(([name, value]) => `${name} ${String(value)}`).join(', ')
+    return fail('wrong_arguments', `no ${input.eventName} of ${read.value.txHash} has ${detail}`)
+  }
+  return { ok: true, value: matching }
+}

@@ -1,0 +1,68 @@
+// The advance machine on its own, through XState's pure functions: which event each state takes, what it refuses and
+// with which code, the guards' edges, and what each action writes.
+import t from 'tap'
+import { ADVANCE_STATES, advanceMachine, advanceRefusals, type AdvanceEvent, type AdvanceInput, type RecoveryRecord } from '../../machines/index.ts'
+import { checkMatrix, run, start, step, type Snap } from './fixtures/pure.ts'
+
+const T0 = 1_700_000_000_000
+const DUE = T0 + 3_600_000
+const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as const
+const input: AdvanceInput = {
+  advanceId: 'adv_1', offerId: 'off_1', leaseId: 'lse_1', lender: '0x0000000000000000000000000000000000001001',
+  payer: '0x0000000000000000000000000000000000002001', borrower: '0x00000000000000000000000000000000000000b0',
+  source: { kind: 'backing', id: 'src_1' }, network: 'net-a', asset: 'USDC', principalAtomic: 1000n, feeAtomic: 10n,
+  insuranceAtomic: 1n, supplierAddress: '0x0000000000000000000000000000000000000050', payment: { network: 'net-a', txHash: hash(1), logIndex: 0 },
+  fundedAtMs: T0, dueAtMs: DUE,
+}
+const repayment = { kind: 'repaid', network: 'net-a', txHash: hash(2), logIndex: 0, payer: input.borrower, lenderAmountAtomic: 1009n, reserveAmountAtomic: 1n } as const
+const recovery = (shortfallAtomic: bigint): RecoveryRecord => ({
+  network: 'net-a', txHash: hash(3), owedAtomic: 1010n, fromRevenueAtomic: 0n, fromCollateralAtomic: 0n,
+  fromBackingAtomic: 1010n - shortfallAtomic, fromReserveAtomic: 0n, shortfallAtomic,
+})
+const liquidate = (shortfallAtomic: bigint, nowMs = T0): AdvanceEvent => ({ type: 'LIQUIDATE', recovery: recovery(shortfallAtomic), nowMs })
+
+const active = start(advanceMachine, input)
+const defaulted = run(advanceMachine, active, { type: 'DEFAULT', reason: 'job_failed', nowMs: T0 })
+const states: Record<string, Snap> = {
+  active,
+  defaulted,
+  repaid: run(advanceMachine, active, { type: 'REPAY', repayment, nowMs: T0 }),
+  liquidated: run(advanceMachine, defaulted, liquidate(0n)),
+  shortfall: run(advanceMachine, defaulted, liquidate(3n)),
+}
+const events: Record<string, AdvanceEvent> = {
+  REPAY: { type: 'REPAY', repayment, nowMs: T0 },
+  DEFAULT: { type: 'DEFAULT', reason: 'job_failed', nowMs: T0 },
+  LIQUIDATE: liquidate(0n),
+}
+const finalRow = { REPAY: { refused: 'advance_not_open' }, DEFAULT: { refused: 'advance_not_active' }, LIQUIDATE: { refused: 'advance_not_in_default' } }
+
+t.test('every event in every state: taken, or refused with the table\'s code', async (t) => {
+  t.same([...ADVANCE_STATES].sort(), Object.keys(advanceMachine.states).sort(), 'ADVANCE_STATES lists the machine\'s states')
+  checkMatrix(t, advanceMachine, advanceRefusals, states, events, {
+    active: { REPAY: { to: 'repaid' }, DEFAULT: { to: 'defaulted' }, LIQUIDATE: { refused: 'advance_not_in_default' } },
+    defaulted: { REPAY: { to: 'repaid' }, DEFAULT: { refused: 'advance_not_active' }, LIQUIDATE: { to: 'liquidated' } },
+    repaid: finalRow,
+    liquidated: finalRow,
+    shortfall: finalRow,
+  })
+})
+
+t.test('LIQUIDATE of an active advance: refused before its due time, taken from it on (it defaults as past due)', async (t) => {
+  t.equal(step(advanceMachine, active, liquidate(0n, DUE - 1)), undefined, 'one ms before the due time')
+  t.equal(advanceRefusals.LIQUIDATE.code, 'advance_not_in_default')
+  const due = { defaultReason: 'past_due', defaultedAtMs: DUE, endedAtMs: DUE }
+  t.match(step(advanceMachine, active, liquidate(0n, DUE)), { value: 'liquidated', context: { ...due, recovery: recovery(0n) } })
+  t.match(step(advanceMachine, active, liquidate(2n, DUE)), { value: 'shortfall', context: { ...due, recovery: recovery(2n) } })
+})
+
+t.test('LIQUIDATE ends liquidated when fully recovered, in shortfall otherwise', async (t) => {
+  t.match(step(advanceMachine, defaulted, liquidate(0n, T0 + 5)), { value: 'liquidated', context: { recovery: recovery(0n), endedAtMs: T0 + 5 } })
+  t.match(step(advanceMachine, defaulted, liquidate(1n, T0 + 5)), { value: 'shortfall', context: { recovery: recovery(1n), endedAtMs: T0 + 5 } })
+})
+
+t.test('each action writes what its event carries', async (t) => {
+  t.same(defaulted.context, { ...active.context, defaultReason: 'job_failed', defaultedAtMs: T0 })
+  t.same((states['repaid'] as Snap).context, { ...active.context, repayment, endedAtMs: T0 })
+  t.same((states['liquidated'] as Snap).context, { ...defaulted.context, recovery: recovery(0n), endedAtMs: T0 })
+})

@@ -1,0 +1,93 @@
+// The offer machine on its own, through XState's pure functions: which event each state takes, what it refuses and
+// with which code, the guards' edges, and what each action writes.
+import t from 'tap'
+import { OFFER_STATES, offerMachine, offerRefusals, refusalCode, type OfferEvent, type OfferInput } from '../../machines/index.ts'
+import { checkMatrix, run, start, step, type Snap } from './fixtures/pure.ts'
+
+const T0 = 1_700_000_000_000
+const TTL = 600_000
+const L1 = '0x0000000000000000000000000000000000001001'
+const L2 = '0x0000000000000000000000000000000000001002'
+const input: OfferInput = {
+  offerId: 'off_1', borrower: '0x00000000000000000000000000000000000000b0', network: 'net-a', asset: 'USDC',
+  productType: 'asset-backed', amountAtomic: 1000n, maximumFeeAtomic: 100n, purpose: 'p', supplier: 's', supplierDomain: 's.example',
+  supplierAddress: '0x0000000000000000000000000000000000000050', source: { kind: 'backing', id: 'src_1' }, riskBand: 'A',
+  durationSeconds: 3600, dueAtMs: T0 + 3_600_000, createdAtMs: T0, expiresAtMs: T0 + TTL,
+}
+const lease = (leaseId: string, lender: `0x${string}` = L1, nowMs = T0): OfferEvent => ({ type: 'LEASE', leaseId, lender, nowMs })
+
+const offered = start(offerMachine, input)
+const leased = run(offerMachine, offered, lease('lse_1'))
+const states: Record<string, Snap> = {
+  offered,
+  leased,
+  funded: run(offerMachine, leased, { type: 'FUND', advanceId: 'adv_1', nowMs: T0 }),
+  expired: run(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', nowMs: T0 }),
+  declined: run(offerMachine, offered, { type: 'DECLINE', reason: 'borrower_suspended', nowMs: T0 }),
+}
+const events: Record<string, OfferEvent> = {
+  LEASE: lease('lse_2', L2),
+  LEASE_REFUSED: { type: 'LEASE_REFUSED', leaseId: 'lse_2', lender: L2, nowMs: T0 },
+  LEASE_ENDED: { type: 'LEASE_ENDED', leaseId: 'lse_1', lender: L1, nowMs: T0 },
+  FUND: { type: 'FUND', advanceId: 'adv_1', nowMs: T0 },
+  EXPIRE: { type: 'EXPIRE', reason: 'stale', nowMs: T0 + TTL },
+  DECLINE: { type: 'DECLINE', reason: 'source_closed', nowMs: T0 },
+}
+const finalRow = {
+  LEASE: { refused: 'offer_not_offered' }, LEASE_REFUSED: { refused: 'offer_not_offered' }, LEASE_ENDED: { refused: 'offer_not_leased' },
+  FUND: { refused: 'offer_not_leased' }, EXPIRE: { refused: 'offer_not_offered' }, DECLINE: { refused: 'offer_closed' },
+}
+
+t.test('every event in every state: taken, or refused with the table\'s code', async (t) => {
+  t.same([...OFFER_STATES].sort(), Object.keys(offerMachine.states).sort(), 'OFFER_STATES lists the machine\'s states')
+  checkMatrix(t, offerMachine, offerRefusals, states, events, {
+    offered: {
+      LEASE: { to: 'leased' }, LEASE_REFUSED: { to: 'offered' }, LEASE_ENDED: { refused: 'offer_not_leased' },
+      FUND: { refused: 'offer_not_leased' }, EXPIRE: { to: 'expired' }, DECLINE: { to: 'declined' },
+    },
+    leased: {
+      LEASE: { refused: 'offer_not_offered' }, LEASE_REFUSED: { refused: 'offer_not_offered' }, LEASE_ENDED: { to: 'offered' },
+      FUND: { to: 'funded' }, EXPIRE: { refused: 'offer_not_offered' }, DECLINE: { to: 'declined' },
+    },
+    funded: finalRow,
+    expired: finalRow,
+    declined: finalRow,
+  })
+})
+
+t.test('EXPIRE: stale from the expiry instant on; out of leases at any time, but a stale offer ends stale', async (t) => {
+  t.equal(step(offerMachine, offered, { type: 'EXPIRE', reason: 'stale', nowMs: T0 + TTL - 1 }), undefined, 'one ms before the expiry: refused')
+  t.equal(offerRefusals.EXPIRE.guarded, 'offer_not_due')
+  const stale = step(offerMachine, offered, { type: 'EXPIRE', reason: 'stale', nowMs: T0 + TTL }) as Snap
+  t.match(stale, { value: 'expired', context: { endReason: 'stale', endedAtMs: T0 + TTL, currentLeaseId: null } })
+  const out = step(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', nowMs: T0 }) as Snap
+  t.match(out, { value: 'expired', context: { endReason: 'leases_exhausted', endedAtMs: T0 } })
+  const late = step(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', nowMs: T0 + TTL }) as Snap
+  t.match(late, { value: 'expired', context: { endReason: 'stale' } }, 'past its TTL, the offer ended stale whatever else ran out')
+})
+
+t.test('LEASE and LEASE_REFUSED: taken before the expiry instant, refused as stale from it on', async (t) => {
+  t.equal(step(offerMachine, offered, lease('lse_2', L2, T0 + TTL - 1))?.value, 'leased', 'one ms before the expiry')
+  t.equal(step(offerMachine, offered, lease('lse_2', L2, T0 + TTL)), undefined, 'at the expiry instant')
+  t.equal(step(offerMachine, offered, { type: 'LEASE_REFUSED', leaseId: 'lse_2', lender: L2, nowMs: T0 + TTL }), undefined)
+  t.equal(refusalCode(offerMachine, offerRefusals, 'offered', 'LEASE'), 'offer_stale', 'a stale offer answers offer_stale')
+  t.equal(refusalCode(offerMachine, offerRefusals, 'leased', 'LEASE'), 'offer_not_offered', 'a leased one offer_not_offered')
+})
+
+t.test('LEASE_ENDED is taken for the current lease only', async (t) => {
+  t.equal(step(offerMachine, leased, { type: 'LEASE_ENDED', leaseId: 'lse_9', lender: L1, nowMs: T0 }), undefined, 'another lease')
+  t.equal(offerRefusals.LEASE_ENDED.guarded, 'lease_not_current')
+  const ended = step(offerMachine, leased, { type: 'LEASE_ENDED', leaseId: 'lse_1', lender: L1, nowMs: T0 }) as Snap
+  t.match(ended, { value: 'offered', context: { currentLeaseId: null, excludedLenders: [L1], leaseIds: ['lse_1'] } })
+})
+
+t.test('each action writes what its event carries', async (t) => {
+  t.match(leased.context, { currentLeaseId: 'lse_1', leaseIds: ['lse_1'], excludedLenders: [] })
+  const refused = step(offerMachine, offered, events['LEASE_REFUSED'] as OfferEvent) as Snap
+  t.same(refused.context, { ...offered.context, leaseIds: ['lse_2'], excludedLenders: [L2] })
+  const funded = states['funded'] as Snap
+  t.same(funded.context, { ...leased.context, advanceId: 'adv_1', endedAtMs: T0 })
+  t.same((states['declined'] as Snap).context, { ...offered.context, endReason: 'borrower_suspended', endedAtMs: T0, currentLeaseId: null })
+  const declinedLeased = step(offerMachine, leased, { type: 'DECLINE', reason: 'source_closed', nowMs: T0 + 1 }) as Snap
+  t.match(declinedLeased.context, { endReason: 'source_closed', currentLeaseId: null, leaseIds: ['lse_1'] })
+})

@@ -1,0 +1,133 @@
+// A data directory written by an older release opens under this one: the store rewrites the snapshots whose schema
+// version or kind changed (src/engine/migrations.ts), in one transaction, and the engine restores them as if they
+// had been written today. The old directory is built here the way the older release wrote it: same kinds, the old
+// schema versions, the old shapes.
+import fs from 'node:fs'
+import path from 'node:path'
+import { open } from 'lmdb'
+import t from 'tap'
+import { Engine } from '../../src/engine/index.ts'
+import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
+import { storedSnapshots } from '../../src/app/app.ts'
+import { Store, type Change } from '../../src/store/index.ts'
+import { BORROWER, FakeWallets, T0, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from '../engine/fixtures/world.ts'
+import { tempDir } from '../store/fixtures/helpers.ts'
+
+const GRACE_MS = 5_000
+
+/** The changes of a small world with one live lease, as the release before lease schema version 2 stored them. */
+function olderReleaseChanges(): { changes: Change[]; leaseId: string; expiresAtMs: number } {
+  const { engine } = newEngine({ leaseReportGraceMs: GRACE_MS })
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0)).lease!
+  const changes = engine.snapshots().map((change) => {
+    if (change.kind !== 'lease') return change
+    // lease version 1 had no report grace in its context: the engine read it from its configuration
+    const { context, ...rest } = change.record as { context: Record<string, unknown> }
+    const { reportGraceMs: _added, ...older } = context
+    return { ...change, record: { ...rest, context: older } }
+  })
+  return { changes, leaseId: lease.leaseId, expiresAtMs: lease.expiresAtMs }
+}
+
+t.test('lease snapshots of version 1 gain their report grace; the restored lease expires at deadline + grace', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const older = olderReleaseChanges()
+  const before = await Store.open({ dataDir })
+  await before.commit({ changes: older.changes })
+  t.equal(before.getSnapshot('lease', older.leaseId)?.version, 1, 'written as version 1')
+  await before.close()
+
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
+  const store = await Store.open(options)
+  const entry = store.getSnapshot('lease', older.leaseId)
+  t.equal(entry?.version, 2, 'rewritten as version 2')
+  t.equal((entry?.snapshot as { context: { reportGraceMs: number } }).context.reportGraceMs, GRACE_MS, 'with the configured grace')
+  t.ok(store.isLive('lease', older.leaseId), 'still in the live index')
+  t.same(store.verify(), { snapshots: older.changes.length, live: 2, records: 0 }, 'every entry reads back')
+
+  const engine = new Engine({ leaseReportGraceMs: GRACE_MS }, new FakeWallets(), storedSnapshots(store))
+  engine.checkInvariants()
+  t.equal(unwrap(engine.dispatch(older.expiresAtMs + GRACE_MS - 1)).expiredLeases.length, 0, 'within the grace: still live')
+  t.equal(unwrap(engine.dispatch(older.expiresAtMs + GRACE_MS)).expiredLeases[0]?.leaseId, older.leaseId, 'expired once the grace is over')
+  await store.close()
+
+  const again = await Store.open(options)
+  t.equal(again.getSnapshot('lease', older.leaseId)?.version, 2, 'a second open finds nothing left to migrate')
+  await again.close()
+})
+
+t.test('a directory this release cannot read is refused before anything in it is migrated', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const older = olderReleaseChanges()
+  const before = await Store.open({ dataDir })
+  await before.commit({ changes: older.changes })
+  await before.close()
+  // one offer written by a release newer than this one
+  const root = open({ path: dataDir, overlappingSync: false, useBigIntExtension: true } as never)
+  const snapshots = root.openDB<{ version: number }, [string, string]>({ name: 'snapshots', useBigIntExtension: true } as never)
+  const offer = snapshots.get(['offer', 'off_1'])
+  snapshots.putSync(['offer', 'off_1'], { ...(offer as { version: number }), version: 9 })
+  await root.close()
+
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
+  await t.rejects(Store.open(options), { name: 'StoreVersionError', message: /offer off_1: snapshot schema version 9 is newer than this release reads \(1\)/ })
+  const untouched = await Store.open({ dataDir, verifyOnOpen: 'header' })
+  t.equal(untouched.getSnapshot('lease', older.leaseId)?.version, 1, 'the lease was not migrated')
+  await untouched.close()
+})
+
+t.test('insurance reserves stored as kind ledger (version 1) move to kind reserve (version 2), unchanged', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const { engine } = newEngine({ leaseReportGraceMs: GRACE_MS })
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  const advanceId = fundAdvance(engine)
+  const plan = unwrap(engine.planRepayment(advanceId))
+  unwrap(engine.repayAdvance({ network: plan.network, txHash: hash(31), logIndex: 0, advanceId, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic }, T0))
+  const changes = engine.snapshots()
+  const reserves = changes.filter((change) => (change.kind as string) === 'reserve')
+  t.equal(reserves.length, 1, 'the world holds one insurance reserve')
+  const reserve = reserves[0] as Change
+
+  // The older release wrote the same record under kind `ledger`: today's store writes it, then the directory is
+  // rewritten the way the older release left it (the entry's key and the schema record's kind).
+  const before = await Store.open({ dataDir })
+  await before.commit({ changes })
+  await before.close()
+  const root = open({ path: dataDir, overlappingSync: false, useBigIntExtension: true } as never)
+  const snapshots = root.openDB<unknown, [string, string]>({ name: 'snapshots', useBigIntExtension: true } as never)
+  const live = root.openDB<number, [string, string]>({ name: 'live' })
+  const meta = root.openDB<{ kinds: Record<string, number>; collections: Record<string, number> }, string>({ name: 'meta', useBigIntExtension: true } as never)
+  const entry = snapshots.get(['reserve', reserve.id])
+  snapshots.removeSync(['reserve', reserve.id])
+  snapshots.putSync(['ledger', reserve.id], entry)
+  const since = live.get(['reserve', reserve.id])
+  if (since !== undefined) {
+    live.removeSync(['reserve', reserve.id])
+    live.putSync(['ledger', reserve.id], since)
+  }
+  const schema = meta.get('schema')!
+  const { reserve: _today, ...kinds } = schema.kinds
+  meta.putSync('schema', { ...schema, kinds: { ...kinds, ledger: 1 } })
+  t.equal((snapshots.get(['ledger', reserve.id]) as { version: number }).version, 1, 'the old directory holds a ledger record of version 1')
+  await root.close()
+
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
+  const store = await Store.open(options)
+  const moved = store.getSnapshot('reserve', reserve.id)
+  t.equal(moved?.version, 2, 'rewritten as reserve version 2')
+  t.same(moved?.snapshot, reserve.record, 'with the same content')
+  t.same(store.verify().snapshots, changes.length, 'every entry reads back')
+  const restored = new Engine({ leaseReportGraceMs: GRACE_MS }, new FakeWallets(), storedSnapshots(store))
+  restored.checkInvariants()
+  t.same(restored.snapshots().find((change) => change.id === reserve.id)?.record, reserve.record, 'the engine restores the reserve')
+  await store.close()
+  const after = open({ path: dataDir, overlappingSync: false, useBigIntExtension: true } as never)
+  t.equal(after.openDB({ name: 'snapshots', useBigIntExtension: true } as never).get(['ledger', reserve.id]), undefined, 'no ledger record is left')
+  await after.close()
+})
