@@ -49,7 +49,11 @@ export const BackingSourceRegistration = StrictObject(
     advanceRateBps: Bps,
     evidenceId: Type.String({
       pattern: '^0x[0-9a-fA-F]{130}$',
-      description: 'EIP-712 signature of a configured attester over the source (domain "agent-credit backing attestation" v1, type BackingSource).',
+      description: 'EIP-712 signature of a configured attester over the source and validUntil (domain "agent-credit backing attestation" v2, type BackingSource; see the catalog).',
+    }),
+    validUntil: Type.String({
+      format: 'date-time',
+      description: 'Expiry of the attestation (signed as unix seconds, uint64 validUntil; fractions of a second are dropped). Must be in the future at registration; from then on the source gets no new credit (source_attestation_expired).',
     }),
   },
   { description: 'Verified backing source (spec 2.2).' },
@@ -88,6 +92,12 @@ export const JobCreation = StrictObject(
     receivableAtomic: Atomic,
     dueAt: IsoTimeInput,
     fundingTxHash: Bytes32,
+    borrowerConsent: Type.Optional(
+      Type.String({
+        pattern: '^0x[0-9a-fA-F]{130}$',
+        description: 'Required when the job\'s client (not the borrower) registers it: the borrower\'s EIP-712 signature (domain "agent-credit borrower consent" v1, type BorrowerConsent over jobId, network, asset, receivableAtomic, client, dueAt in unix seconds; see the catalog).',
+      }),
+    ),
   },
   { description: 'A job funded on chain: the client called fundJob(keccak256(jobId), asset, receivable, agent) in fundingTxHash.' },
 )
@@ -289,6 +299,7 @@ export const BackingSource = StrictObject({
   liquidationValueAtomic: Atomic,
   advanceRateBps: Bps,
   evidenceId: Type.String(),
+  validUntil: IsoTime,
   committedAtomic: Atomic,
   backingUsedAtomic: Atomic,
   registrationSeq: Type.Integer({ minimum: 0 }),
@@ -309,7 +320,7 @@ export const UnderwritingDecision = StrictObject({
   decision: Type.Union([Type.Literal('approved'), Type.Literal('declined')]),
   reasons: Type.Array(
     StrictObject({
-      code: Type.Enum(['borrower_suspended', 'source_not_owned', 'source_closed', 'job_past_due', 'asset_mismatch', 'over_capacity']),
+      code: Type.Enum(['borrower_suspended', 'source_not_owned', 'source_closed', 'source_attestation_expired', 'job_past_due', 'asset_mismatch', 'over_capacity']),
       message: Type.String(),
     }),
   ),
@@ -327,10 +338,22 @@ export const MatchOutcome = StrictObject({
   offerExpired: Type.Boolean(),
 })
 
+export const SuspensionLiftedEvent = StrictObject(
+  {
+    type: Type.Literal('suspension_lifted'),
+    borrower: Address,
+    suspendedAt: IsoTime,
+    at: IsoTime,
+    borrowerReputationBps: Bps,
+  },
+  { description: 'Passport event: the borrower owes nothing on a defaulted advance and borrowerSuspensionMinSeconds have passed since its suspension; it may request credit again.' },
+)
+
 export const DispatchOutcome = StrictObject({
   expiredLeases: Type.Array(Lease),
   expiredOffers: Type.Array(Offer),
   matches: Type.Array(MatchOutcome),
+  suspensionsLifted: Type.Array(SuspensionLiftedEvent),
 })
 
 const RepaymentReceiptFields = {

@@ -30,10 +30,11 @@ import {
   ChainRpcError, ProofRefusedError, verifyProof, verifySupplierPayment, type CreditEventName, type ProofFailureReason, type ProofRequest,
   type VerifiedFact,
 } from '../chain/proofs.ts'
-import { buildPaySupplierTransaction } from '../chain/transactions.ts'
-import { WatchLimitError, type WalletWatcher } from '../chain/watcher.ts'
+import { buildApproveTransaction, buildPaySupplierTransaction, type UnsignedTransaction } from '../chain/transactions.ts'
+import type { WalletWatcher } from '../chain/watcher.ts'
 import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
-import { AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
+import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
+import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
 import type { ServiceConfig } from '../app/config.ts'
 import type { Mutation } from './mutation.ts'
 import { KeyedMutex } from './mutex.ts'
@@ -229,9 +230,6 @@ export class CreditService {
       this.token(network, symbol)
       assets[network.slug] = symbol
     }
-    // Checked before anything changes: a lender whose wallet the watcher cannot follow would never be matched.
-    const full = networks.find((n) => !this.watcher.hasRoom(n.slug))
-    if (full !== undefined) throw new WatchLimitError(`the service follows at most ${this.watcher.holdersMax} lender wallets on ${full.slug}`)
     const nowMs = this.#clock()
     const { privateKey, sessionKey } = newSessionKey(lender, networks, assets, body.availableLiquidityAtomic, nowMs)
     const sessionAddress = sessionKey.address
@@ -258,7 +256,8 @@ export class CreditService {
       },
       () => [this.#sessionKeys.putOp(lender, sessionKey)],
     )
-    for (const network of networks) this.watcher.watch(network.slug, sessionAddress)
+    // Unfunded, the session wallet costs a membership entry only; its first transfer or approval makes it watched.
+    for (const network of networks) this.watcher.watchWhenFunded(network.slug, sessionAddress)
     return { response, privateKey }
   }
 
@@ -269,6 +268,9 @@ export class CreditService {
 
   /** The unsigned paySupplier transaction of each live lease of `lender`. */
   pendingActions(lender: Address) {
+    // The lender polling its own actions re-arms the funding window of a session wallet not yet seen funded.
+    const key = this.#sessionKeys.get(lender)
+    if (key !== undefined) for (const slug of Object.keys(key.policy.assets)) if (this.#clients.has(slug)) this.watcher.watchWhenFunded(slug, key.address)
     return this.engine.liveLeasesOf(lender).map((lease) => {
       const network = this.network(lease.network)
       return {
@@ -288,6 +290,7 @@ export class CreditService {
   // ------------------------------------------------------------------------------------------------ borrowers
 
   async registerSource(mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
+    if (body.validUntilMs <= this.#clock()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
     const attester = await verifyBackingAttestation(this.config.attesters, body, body.evidenceId)
     if (attester === undefined) {
       throw new AttestationInvalidError('evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields')
@@ -298,7 +301,7 @@ export class CreditService {
   async createJob(
     mutation: Mutation<JobView>,
     caller: Address,
-    body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string },
+    body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string; borrowerConsent?: string | undefined },
   ): Promise<StoredResponse> {
     const network = this.network(body.network)
     const token = this.token(network, body.asset)
@@ -308,6 +311,18 @@ export class CreditService {
       args: { jobKey: idKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic },
     })
     const client = getAddress(fact.args.client)
+    // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
+    // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3). Who may create a job
+    // at all (its client or its borrower) is the engine's rule.
+    if (caller !== body.agent && caller === client) {
+      if (body.borrowerConsent === undefined) {
+        throw new BorrowerConsentError('borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it')
+      }
+      const terms = { jobId: body.jobId, network: network.slug, asset: token.symbol, receivableAtomic: body.receivableAtomic, client, dueAtMs: body.dueAtMs }
+      if (!(await verifyBorrowerConsent(body.agent, terms, body.borrowerConsent))) {
+        throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
+      }
+    }
     const proof = this.#useProof(fact, `job:${body.jobId}`)
     return this.apply(
       mutation,

@@ -31,7 +31,7 @@ t.teardown(async () => {
 
 const lenders: Record<string, ReadyLender> = {}
 
-t.test('an unfunded session wallet: its lease expires at once (insufficient_balance), the next lender gets the offer', async (t) => {
+t.test('an unfunded session wallet: the lender waits out of the book (issue 10), the next lender gets the offer', async (t) => {
   // Cheapest but unfunded: no asset on its session key.
   lenders['broke'] = await readyLender(h, { minFeeBps: 50, liquidityAtomic: usdc(2000), walletAtomic: 0n })
   lenders['next'] = await readyLender(h, { minFeeBps: 150, liquidityAtomic: usdc(2000) })
@@ -47,12 +47,12 @@ t.test('an unfunded session wallet: its lease expires at once (insufficient_bala
   const match = await borrowerClient.post('/credit/match', { offerId })
   t.equal(match.status, 200, JSON.stringify(match.body))
   expectDocumented(t, doc, 'post', '/credit/match', match)
-  t.equal(match.body.refusedLeases.length, 1, 'one refused lease')
-  t.match(match.body.refusedLeases[0], { lender: broke!.account.address, state: 'expired', endReason: 'insufficient_balance', offerId })
+  t.same(match.body.refusedLeases, [], 'the unfunded lender is parked: no lease, not even a refused one (the funded-but-short case: test/api/strangers-matching.test.ts)')
+  t.ok(h.app.service.engine.isParked(broke!.account.address))
   t.equal(match.body.lease.lender, next!.account.address, 'the next eligible lender (by ask) holds the lease')
   t.equal(match.body.lease.state, 'leased')
   t.equal(match.body.offer.state, 'leased')
-  t.same(match.body.offer.excludedLenders, [broke!.account.address], 'the refused lender is not asked again for this offer')
+  t.same(match.body.offer.excludedLenders, [], 'nobody excluded')
 
   const brokeActions = await broke!.client.get(`/lenders/${broke!.account.address}/actions`)
   t.same(brokeActions.body, [], 'the refused lender has nothing to pay')
@@ -74,7 +74,7 @@ t.test('lease expiry: dispatch expires it and rematches; the late report of the 
   const offerId = decision.body.offer.offerId as string
   const match = await borrowerClient.post('/credit/match', { offerId })
   t.equal(match.body.lease.lender, next!.account.address)
-  t.match(match.body.refusedLeases, [{ lender: lenders['broke']!.account.address, endReason: 'insufficient_balance' }], 'the unfunded lender is refused again')
+  t.same(match.body.refusedLeases, [], 'the unfunded lender stays out of the book')
   const lease = match.body.lease as Json
   const expiresAtMs = Date.parse(lease['expiresAt'])
   t.ok(expiresAtMs - Date.parse(lease['createdAt']) === LEASE_TTL_SECONDS * 1000, 'the lease lasts the configured TTL')
@@ -120,7 +120,7 @@ t.test('any session may dispatch; with every eligible lender excluded or unable 
   t.equal(dispatch.status, 200)
   t.match(dispatch.body.expiredLeases, [{ leaseId: live!['lease']['leaseId'], endReason: 'timeout' }])
   const offerId = live!['lease']['offerId']
-  t.notOk((dispatch.body.matches as Json[]).some((m) => m['offer']['offerId'] === offerId), 'no lender is left for the offer: next and last expired on it, broke was refused on it')
+  t.notOk((dispatch.body.matches as Json[]).some((m) => m['offer']['offerId'] === offerId), 'no lender is left for the offer: next and last expired on it, broke is parked (unfunded)')
   t.notOk((dispatch.body.expiredOffers as Json[]).some((o) => o['offerId'] === offerId), 'the offer itself is not expired: it waits')
   const state = await stranger.get('/credit/state')
   t.equal(state.body.counts.liveLeases, 0, 'no live lease remains')

@@ -1,51 +1,51 @@
-// The store-backed AuthRecords the service runs (src/auth/store-records.ts): single use, expiry, persistence across reopen.
+// The store-backed AuthRecords the service runs (src/auth/store-records.ts): the nonce secret, used nonces recorded with their session, the per-wallet
+// index, revocation, persistence across reopen.
 import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
-import { EXPIRED_NONCE_KEPT_MS, StoreAuthRecords } from '../../src/auth/store-records.ts'
+import { StoreAuthRecords } from '../../src/auth/store-records.ts'
 import { Store } from '../../src/store/index.ts'
+import type { SessionRecord } from '../../src/auth/records.ts'
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'auth-records-'))
 t.teardown(() => rm(dir, { recursive: true, force: true }))
 const address = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8' as const
-const T0 = 1_800_000_000_000
+const other = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' as const
+const session = (tokenHash: string, issuedAtMs: number, expiresAtMs = 5000, wallet: `0x${string}` = address): SessionRecord =>
+  ({ tokenHash, address: wallet, chainId: 1, issuedAtMs, expiresAtMs })
 
-t.test('a nonce is consumed once, and never after its expiry', async (t) => {
-  const store = await Store.open({ dataDir: path.join(dir, 'a'), clock: () => T0 })
+t.test('a nonce opens one session: concurrent sign-ins with it, exactly one wins', async (t) => {
+  const store = await Store.open({ dataDir: path.join(dir, 'a'), clock: () => 10 })
   t.teardown(() => store.close())
   const records = new StoreAuthRecords(store)
-  await records.putNonce({ nonce: 'n1', issuedAtMs: T0, expiresAtMs: T0 + 1000 })
-  t.same(await records.getNonce('n1'), { nonce: 'n1', issuedAtMs: T0, expiresAtMs: T0 + 1000 })
-  const results = await Promise.all([records.consumeNonce('n1', T0 + 10), records.consumeNonce('n1', T0 + 10), records.consumeNonce('n1', T0 + 10)])
-  t.equal(results.filter((r) => r !== undefined).length, 1, 'exactly one concurrent consumer wins')
-  t.equal(await records.getNonce('n1'), undefined)
-  await records.putNonce({ nonce: 'n2', issuedAtMs: T0, expiresAtMs: T0 + 1000 })
-  t.equal(await records.consumeNonce('n2', T0 + 1000), undefined, 'expired at its expiry')
-  t.equal(await records.consumeNonce('never', T0), undefined)
-  await records.putNonce({ nonce: 'n3', issuedAtMs: T0, expiresAtMs: T0 + 1000 })
-  t.same(await records.getNonce('n3'), { nonce: 'n3', issuedAtMs: T0, expiresAtMs: T0 + 1000 }, 'an expired nonce is still read (siwe_nonce_expired)')
+  t.equal(await records.isNonceUsed('n1'), false)
+  const results = await Promise.all(['h1', 'h2', 'h3'].map((h) => records.openSession(session(h, 1), { nonce: 'n1', expiresAtMs: 1000 }, [])))
+  t.same(results.filter(Boolean).length, 1, 'exactly one concurrent sign-in wins')
+  t.equal(await records.isNonceUsed('n1'), true)
+  t.equal((await records.sessionsOf(address)).length, 1, 'and only its session is written')
 })
 
-t.test('sessions persist across a reopen; pruning drops only what expired', async (t) => {
+t.test('the secret is made once and kept; sessions persist; the index is per wallet, oldest first; revocation', async (t) => {
   const where = path.join(dir, 'b')
-  let now = T0
-  const first = await Store.open({ dataDir: where, clock: () => now })
-  const records = new StoreAuthRecords(first)
-  await records.putSession({ tokenHash: 'h1', address, chainId: 1, issuedAtMs: T0, expiresAtMs: T0 + 100 })
-  await records.putSession({ tokenHash: 'h2', address, chainId: 1, issuedAtMs: T0, expiresAtMs: T0 + 5000 })
-  await records.putNonce({ nonce: 'old', issuedAtMs: T0, expiresAtMs: T0 + 50 })
-  await first.close()
-  now = T0 + 100
-  const second = await Store.open({ dataDir: where, clock: () => now })
-  t.teardown(() => second.close())
-  const reopened = new StoreAuthRecords(second)
-  t.same(await reopened.getSession('h2'), { tokenHash: 'h2', address, chainId: 1, issuedAtMs: T0, expiresAtMs: T0 + 5000 })
-  t.equal(await reopened.pruneExpired(), 1, 'the expired session')
-  t.equal(await reopened.getSession('h1'), undefined)
-  t.ok(await reopened.getSession('h2'))
-  t.ok(await reopened.getNonce('old'), 'an expired nonce is kept a while, to be refused as expired')
-  now = T0 + 50 + EXPIRED_NONCE_KEPT_MS
-  t.equal(await reopened.pruneExpired(), 2, 'then pruned, with the session h2 that expired meanwhile')
-  t.equal(await reopened.getNonce('old'), undefined)
+  const firstStore = await Store.open({ dataDir: where, clock: () => 10 })
+  const first = new StoreAuthRecords(firstStore)
+  const secret = Buffer.from(await first.nonceSecret()).toString('hex')
+  t.match(secret, /^[0-9a-f]{64}$/)
+  t.equal(Buffer.from(await first.nonceSecret()).toString('hex'), secret, 'the same secret twice')
+  await first.openSession(session('h2', 2), { nonce: 'a', expiresAtMs: 100 }, [])
+  await first.openSession(session('h1', 1), { nonce: 'b', expiresAtMs: 100 }, [])
+  await first.openSession(session('h9', 3, 5000, other), { nonce: 'c', expiresAtMs: 100 }, [])
+  await first.openSession(session('h3', 3, 50), { nonce: 'd', expiresAtMs: 100 }, [])
+  await firstStore.close()
+  const secondStore = await Store.open({ dataDir: where, clock: () => 60 })
+  t.teardown(() => secondStore.close())
+  const second = new StoreAuthRecords(secondStore)
+  t.equal(Buffer.from(await second.nonceSecret()).toString('hex'), secret, 'the secret survives a reopen')
+  t.same((await second.sessionsOf(address)).map((s) => s.tokenHash), ['h1', 'h2'], 'live sessions of the wallet, oldest first (h3 expired)')
+  t.equal(await second.getSession('h3'), undefined, 'an expired session reads as absent')
+  t.equal(await second.revokeSessions([session('h1', 1)]), 1)
+  t.equal(await second.getSession('h1'), undefined)
+  t.same((await second.sessionsOf(address)).map((s) => s.tokenHash), ['h2'])
+  t.ok(await second.getSession('h9'), 'another wallet untouched')
 })
