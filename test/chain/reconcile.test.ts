@@ -29,7 +29,7 @@ import { setupFacilityV2, USDC, type V2Fixture, type Wallet } from './fixtures/f
 const execFileAsync = promisify(execFile)
 const repoRoot = new URL('../..', import.meta.url).pathname
 /** `npm run reconcile` without npm's start-up: the same file under tsx. */
-const command = ['--import', 'tsx', 'src/tools/reconcile.ts']
+const command = ['--import', 'tsx', 'src/tools/reconcile.ts', '--timeout-ms', '20000']
 
 let f: V2Fixture
 let model: FacilityModel
@@ -85,8 +85,10 @@ async function head(): Promise<bigint> {
   return f.publicClient.getBlockNumber({ cacheTime: 0 })
 }
 
-/** The fail-fast client of the network, as the service reads on the request path. */
-const reconcileOptions = () => ({ publicClient: createNetworkClients(f.network).publicClient })
+/** The network's client as the service builds it (no retries), with a deadline a loaded shared machine cannot miss:
+ * tests must not depend on wall-clock speed (the default 750 ms one is the service's). */
+const testTimeoutMs = 20_000
+const reconcileOptions = () => ({ publicClient: createNetworkClients(f.network, { timeoutMs: testTimeoutMs }).publicClient })
 
 const byKindAndKey = (a: Difference, b: Difference) => `${a.kind}:${a.key}`.localeCompare(`${b.kind}:${b.key}`)
 
@@ -208,10 +210,10 @@ t.test('tokens sent to the contract outside its functions break token conservati
 
     const bareArgs = [...command, '--rpc-url', f.network.rpcUrl, '--contract', f.facility, '--network', f.network.slug, '--job', keys.jobC as Hex, '--to', later.toBlock.toString()]
     const bare = await execFileAsync(process.execPath, bareArgs, { cwd: repoRoot }).then(
-      () => ({ code: 0, stdout: '' }),
-      (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
+      () => ({ code: 0, stdout: '', stderr: '' }),
+      (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
     )
-    t.equal(bare.code, 1, 'without a ledger, conservation alone is checked, and found broken')
+    t.equal(bare.code, 1, `without a ledger, conservation alone is checked, and found broken (${bare.stderr})`)
     t.strictSame((JSON.parse(bare.stdout) as { differences: Difference[] }).differences, report.differences)
   })
 })
