@@ -92,7 +92,7 @@ export interface ServiceConfig {
   /** Live sessions per wallet; a sign-in beyond it ends the wallet's oldest session. */
   sessionsPerWalletMax: number
   bodyLimitBytes: number
-  /** Lender session wallets the chain watcher follows per network: registrations beyond it get 503. */
+  /** Funded lender session wallets the chain watcher follows per network; a funded wallet beyond it waits for a slot, out of matching. */
   walletsWatchedPerNetworkMax: number
   /** How long a registered lender's unfunded session wallet waits for its first transfer or approval (no polling). */
   unfundedWalletWindowSeconds: number
