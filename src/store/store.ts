@@ -319,6 +319,8 @@ export class Store {
     try {
       root = open({
         path: dataDir,
+        // lmdb-js takes a path with an extension (`/tmp/tmp.x1Yz`, `data.v2`) for a single file unless told otherwise.
+        noSubdir: false,
         // A commit must mean "on disk": synchronous LMDB commits. overlappingSync would resolve before the flush.
         overlappingSync: false,
         noSync: durability === 'none',
