@@ -10,7 +10,7 @@ import {
 } from '../engine/engine.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import type {
-  AdvanceView, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView,
+  AdvanceView, Change, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView,
   LenderRecord, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
   SourceRecord, UnderwritingDecision,
 } from '../engine/types.ts'
@@ -78,6 +78,8 @@ export class CreditService {
   /** Serialises plan -> operator transaction -> record for one job or advance. */
   readonly #locks = new KeyedMutex()
   #fatal: ((error: unknown) => void) | undefined
+  /** Listeners of durable changes (the event stream, the inspector): told only after the disk has the commit. */
+  readonly #durableListeners = new Set<(changes: readonly Change[]) => void>()
   /** Verification reads the used-proof registry; the use itself is written with the command's commit. */
   readonly #proofsReadOnly = {
     has: (key: string) => this.store.proofs.has(key),
@@ -101,6 +103,16 @@ export class CreditService {
   /** Called when a commit fails: memory is ahead of the disk, so the process must stop and restart from the store. */
   onFatal(handler: (error: unknown) => void): void {
     this.#fatal = handler
+  }
+
+  /**
+   * Calls `listener` with the changes of every commit once it is durable, in the engine's order (group commits
+   * resolve in queue order), so what a listener shows could never be lost by a crash. Returns the unsubscribe.
+   * A listener that throws is isolated from the commit path and the other listeners (a process warning reports it).
+   */
+  onDurable(listener: (changes: readonly Change[]) => void): () => void {
+    this.#durableListeners.add(listener)
+    return () => this.#durableListeners.delete(listener)
   }
 
   // ------------------------------------------------------------------------------------------------ commit path
@@ -140,7 +152,20 @@ export class CreditService {
       this.#fatal?.(error)
       throw error
     }
+    if (changes.length > 0) this.#tellDurable(changes)
     return response
+  }
+
+  #tellDurable(changes: readonly Change[]): void {
+    for (const listener of this.#durableListeners) {
+      try {
+        listener(changes)
+      } catch (error) {
+        // The commit is done and acknowledged; a listener's bug must not stop the process or the other listeners.
+        const detail = error instanceof Error ? (error.stack ?? error.message) : String(error)
+        process.emitWarning('a durable-change listener failed', { code: 'DURABLE_LISTENER_FAILED', detail })
+      }
+    }
   }
 
   // ------------------------------------------------------------------------------------------------ helpers
