@@ -67,7 +67,10 @@ export type FollowerOptions = {
   logBlockRangeMax?: bigint
   /** Largest block range of one batch (bounds one commit). Default 10 chunks. */
   batchBlockRangeMax?: bigint
-  /** Deadline of one RPC call. Default: the network's rpcTimeoutMs, else 750 ms. */
+  /**
+   * Deadline of one RPC call. Default 10 s (followerRpcTimeoutMsDefault): the follower is not on any request path, so
+   * the request path's fail-fast deadline would only keep it in back-off behind a slow but working RPC.
+   */
   rpcTimeoutMs?: number
   /** Delay between polls while healthy. Default: the network's pollingIntervalMs. */
   pollIntervalMs?: number
@@ -91,6 +94,8 @@ export const logBlockRangeMaxDefault = 2_000n
 export const chainTimeIntervalMsDefault = 1_000
 
 /** Follows one network's credit contract. start() runs the loop; stop() ends it after the current step. */
+export const followerRpcTimeoutMsDefault = 10_000
+
 export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly network: string
   readonly #clients: NetworkClients
@@ -114,7 +119,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     super()
     this.#options = options
     this.network = options.network.slug
-    this.#clients = createNetworkClients(options.network, { retryCount: 0, ...(options.rpcTimeoutMs === undefined ? {} : { timeoutMs: options.rpcTimeoutMs }) })
+    this.#clients = createNetworkClients(options.network, { retryCount: 0, timeoutMs: options.rpcTimeoutMs ?? followerRpcTimeoutMsDefault })
     this.#confirmations = BigInt(options.confirmations ?? options.network.confirmations)
     if (this.#confirmations < 1n) throw new RangeError('confirmations must be at least 1')
     this.#logRange = options.logBlockRangeMax ?? logBlockRangeMaxDefault

@@ -83,7 +83,10 @@ function lmdbFollower(store: Store, options: Partial<FollowerOptions> & { networ
     chainTimeIntervalMs: 200,
     backoffInitialMs: 50,
     backoffMaxMs: 200,
-    rpcTimeoutMs: 500,
+    // Generous: with the suite running files in parallel on two cores, anvil answers slowly, and a deadline tighter
+    // than its latency keeps the follower in back-off forever (the confirmations case once never caught up). The
+    // outage cases do not depend on it: a paused or dead RPC is seen at this deadline, well inside their waits.
+    rpcTimeoutMs: 5_000,
     ...options,
     consume: async (batch) => {
       if (options.consume !== undefined) await options.consume(batch)
