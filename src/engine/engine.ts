@@ -4,8 +4,9 @@
 // What a command computes or changes lives beside it, one concept per module (src/README.md lists them). It never
 // reads the clock (`nowMs` comes from the caller) and never does I/O.
 import { createActor } from 'xstate'
-import { advanceMachine, jobMachine, type AdvanceInput, type RepaymentRecord } from '../../machines/index.ts'
+import { jobMachine, type RepaymentRecord } from '../../machines/index.ts'
 import { expect, refused, send, wouldTake } from './actors.ts'
+import { advanceDefaulted, applyLiquidation, applyRepayment, openAdvance } from './advances.ts'
 import { borrowerOf, liftDueSuspensions, suspend } from './borrowers.ts'
 import { closeOnSource } from './capacity.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
@@ -15,13 +16,12 @@ import { fail, forbidden } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { checkInvariants } from './invariants.ts'
 import { isBps, sameAddress } from './keys.ts'
-import { fundReserve, lenderChanged, lenderOf, payFromReserve, returnRecovery, returnRepayment } from './ledger.ts'
+import { lenderChanged } from './ledger.ts'
 import { payLease, timeOutLease } from './leases.ts'
 import { addLender, declineOffer, expireOffer, leaseToBestLender, walletChanged } from './matching.ts'
 import { jobSettlement, leaseRefusal, liquidationPlan, recoveryOf, repaymentPlan, supplierPaymentTerms } from './plans.ts'
 import { invalidLender, invalidSourceId, invalidSourceTerms, isJobId, lenderRecord, sourceRecord } from './registration.ts'
 import * as reputation from './reputation.ts'
-import { insuranceAtomic } from './rules.ts'
 import { restore, snapshots, type StoredSnapshot } from './snapshots.ts'
 import { EngineState, type AdvanceActor, type JobActor } from './state.ts'
 import type { ExecutedTx, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
@@ -146,13 +146,8 @@ export class Engine {
     if (!posted.accepted) return refused('job', input.jobId, posted)
     const ctx = job.getSnapshot().context
     return drain(this.state, {
-      jobId: ctx.jobId,
-      borrower: ctx.borrower,
-      network: ctx.network,
-      asset: ctx.asset,
-      amountAtomic: input.amountAtomic,
-      totalCollateralAtomic: ctx.collateralAtomic,
-      proof: input.proof,
+      jobId: ctx.jobId, borrower: ctx.borrower, network: ctx.network, asset: ctx.asset, amountAtomic: input.amountAtomic,
+      totalCollateralAtomic: ctx.collateralAtomic, proof: input.proof,
     })
   }
 
@@ -242,27 +237,13 @@ export class Engine {
     if (fact.amountAtomic !== o.amountAtomic) return fail('invalid', 'payment_mismatch', `the payment must be exactly ${o.amountAtomic}`)
 
     // The offer decides whether it can be funded now (it must be leased); its advance id is taken once it agrees.
-    const advanceId = `${ID_PREFIXES.advance}${s.meta.advanceSeq + 1}`
-    const funded = send(s, 'offer', offer, { type: 'FUND', advanceId, nowMs })
+    const funded = send(s, 'offer', offer, { type: 'FUND', advanceId: `${ID_PREFIXES.advance}${s.meta.advanceSeq + 1}`, nowMs })
     if (!funded.accepted) return refused('offer', o.offerId, funded)
     if (!lease) throw new Error(`invariant: offer ${o.offerId} was funded without a live lease`)
     const payment = { network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex }
     const l = payLease(s, lease, payment, nowMs)
 
-    s.meta.advanceSeq += 1
-    touch(s, 'meta', 'engine')
-    const advanceInput: AdvanceInput = {
-      advanceId, offerId: o.offerId, leaseId: l.leaseId, lender: l.lender, payer: fact.payer, borrower: o.borrower,
-      source: o.source, network: o.network, asset: o.asset, principalAtomic: o.amountAtomic, feeAtomic: l.feeAtomic,
-      insuranceAtomic: insuranceAtomic(l.feeAtomic, this.config.insuranceShareBps), supplierAddress: o.supplierAddress,
-      payment, fundedAtMs: nowMs, dueAtMs: o.dueAtMs,
-    }
-    const advance = createActor(advanceMachine, { input: advanceInput }).start()
-    s.advances.set(advanceId, advance)
-    touch(s, 'advance', advanceId)
-    const job = o.source.kind === 'job' ? s.jobs.get(o.source.id) : undefined
-    if (job) expect(s, 'job', job, { type: 'ADVANCE_OPENED', advanceId, nowMs })
-    return drain(s, viewOf<AdvanceView>(advance.getSnapshot()))
+    return drain(s, openAdvance(s, o, l, fact.payer, payment, nowMs))
   }
 
   /** What a full repayment of the advance must pay: the lender's amount and the reserve's share. */
@@ -290,7 +271,7 @@ export class Engine {
     }
     const repaid = send(this.state, 'advance', advance, { type: 'REPAY', repayment, nowMs })
     if (!repaid.accepted) return refused('advance', a.advanceId, repaid)
-    const receipt = this.applyRepayment(a, repayment)
+    const receipt = applyRepayment(this.state, a, repayment)
     closeOnSource(this.state, a, { revenueUsedAtomic: 0n, collateralUsedAtomic: 0n, backingUsedAtomic: 0n }, nowMs)
     return drain(this.state, receipt)
   }
@@ -328,7 +309,7 @@ export class Engine {
         lenderAmountAtomic: item.amountAtomic, reserveAmountAtomic: item.reserveAmountAtomic,
       }
       expect(s, 'advance', advance, { type: 'REPAY', repayment, nowMs })
-      receipts.push(this.applyRepayment(advance.getSnapshot().context, repayment))
+      receipts.push(applyRepayment(s, advance.getSnapshot().context, repayment))
     }
     return drain(s, { ...plan, txHash: input.txHash, receipts })
   }
@@ -368,7 +349,7 @@ export class Engine {
       const advance = s.advances.get(advanceId) as AdvanceActor
       outstandingPrincipalAtomic += advance.getSnapshot().context.principalAtomic
       expect(s, 'advance', advance, { type: 'DEFAULT', reason: 'job_failed', nowMs })
-      this.advanceDefaulted(advance.getSnapshot().context)
+      advanceDefaulted(s, advance.getSnapshot().context)
     }
     return drain(s, {
       type: 'job_failed', jobId: j.jobId, borrower: j.borrower, client: j.client, reason: input.reason, atMs: nowMs,
@@ -411,17 +392,9 @@ export class Engine {
     // The advance decides: a defaulted one is liquidated, an active one only once past due (it defaults now).
     const liquidated = send(s, 'advance', advance, { type: 'LIQUIDATE', recovery, nowMs })
     if (!liquidated.accepted) return refused('advance', input.advanceId, liquidated)
-    if (liquidated.from === 'active') this.advanceDefaulted(a)
+    if (liquidated.from === 'active') advanceDefaulted(s, a)
 
-    const lender = lenderOf(s, a.lender)
-    returnRecovery(lender, a.principalAtomic, plan.recoveredAtomic)
-    lenderChanged(s, lender)
-    if (recovery.fromReserveAtomic > 0n) payFromReserve(s, a.network, a.asset, recovery.fromReserveAtomic)
-    const borrower = borrowerOf(s, a.borrower)
-    if (plan.shortfallAtomic > 0n) {
-      reputation.borrowerShortfall(borrower, plan.shortfallAtomic, this.config)
-      touch(s, 'borrower', borrower.address)
-    }
+    const borrower = applyLiquidation(s, a, plan, recovery.fromReserveAtomic)
     closeOnSource(s, a, {
       revenueUsedAtomic: recovery.fromRevenueAtomic, collateralUsedAtomic: recovery.fromCollateralAtomic, backingUsedAtomic: recovery.fromBackingAtomic,
     }, nowMs)
@@ -526,33 +499,6 @@ export class Engine {
   }
 
   // ================================================================================================ shared steps
-
-  /** The ledger and track-record side of a repayment the advance machine has taken (REPAY). */
-  private applyRepayment(a: AdvanceInput, repayment: RepaymentRecord): RepaymentReceipt {
-    const lender = lenderOf(this.state, a.lender)
-    returnRepayment(lender, a.principalAtomic, repayment.lenderAmountAtomic)
-    reputation.lenderRepaid(lender, this.config)
-    lenderChanged(this.state, lender)
-    if (repayment.reserveAmountAtomic > 0n) fundReserve(this.state, a.network, a.asset, repayment.reserveAmountAtomic)
-    const borrower = borrowerOf(this.state, a.borrower)
-    reputation.borrowerRepaid(borrower, this.config)
-    touch(this.state, 'borrower', borrower.address)
-    return {
-      advanceId: a.advanceId, lender: a.lender, network: a.network, asset: a.asset, principalAtomic: a.principalAtomic,
-      feeAtomic: a.feeAtomic, lenderAmountAtomic: repayment.lenderAmountAtomic,
-      reserveAmountAtomic: repayment.reserveAmountAtomic, txHash: repayment.txHash,
-    }
-  }
-
-  /** What a default costs the borrower's and the lender's records. */
-  private advanceDefaulted(a: AdvanceInput): void {
-    const borrower = borrowerOf(this.state, a.borrower)
-    reputation.borrowerDefaulted(borrower)
-    touch(this.state, 'borrower', borrower.address)
-    const lender = lenderOf(this.state, a.lender)
-    reputation.lenderDefaulted(lender, this.config)
-    lenderChanged(this.state, lender)
-  }
 
   /** A job's client, or an operator of the service (config.operators). */
   private isClientOrOperator(job: JobActor, caller: Address): boolean {

@@ -1,5 +1,5 @@
-// The engine's refusals as a typed error: the engine returns them as data (EngineResult), the layer that runs a
-// command raises them, and the HTTP edge maps them to problem+json (src/api/problems.ts).
+// The engine's refusals: returned as data (EngineResult, made by `fail` and `forbidden`), raised as a typed error by
+// the layer that runs a command, and mapped to problem+json at the HTTP edge (src/api/problems.ts).
 import type { EngineError, ErrorClass } from './types.ts'
 
 /** The engine refused a command or a query; `error` says why, with its stable code and class. */
