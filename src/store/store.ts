@@ -6,57 +6,29 @@
 // (LMDB's synchronous commit: we open with overlappingSync off, so lmdb-js resolves only after mdb_txn_commit
 // returned, which flushes the data pages and then the meta page). Reads are synchronous LMDB reads.
 
-import fs from 'node:fs'
 import path from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import { checkDataFile } from './data-file.ts'
-import {
-  StoreAssertionError,
-  StoreClosedError,
-  StoreConflictError,
-  StoreError,
-  StoreOpenError,
-  StoreOverloadedError,
-  StoreVersionError,
-} from './errors.ts'
-import { Idempotency, IdempotencyTicket, type IdempotencyCompletion, scopeKey } from './idempotency.ts'
+import { checkRecordEntry, checkSnapshotEntry, isExpired } from './checks.ts'
+import { StoreAssertionError, StoreClosedError, StoreError, StoreOpenError, StoreOverloadedError, StoreVersionError } from './errors.ts'
+import { Idempotency } from './idempotency.ts'
 import { migrateSnapshots, type SnapshotMigration } from './migrate.ts'
+import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, type SchemaRecord } from './open-checks.ts'
 import { PROBE_TIMEOUT_MS_DEFAULT, probeDataDir } from './probe.ts'
+import { isProofInfo, RecordCollection, UsedProofs } from './records.ts'
+import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ActorKind, type ChangeKind, type CommitResult, type Durability, type IdempotencyRecord, type RecordEntry, type SnapshotEntry } from './types.ts'
+import { assertChangeKind, assertCollectionName, assertId, assertVersion, fail, isActorKind, isPlainObject } from './validate.ts'
 import {
-  ACTOR_KINDS,
-  ENGINE_RECORD_KINDS,
-  type ActorKind,
-  type Change,
-  type ChangeKind,
-  type CommitResult,
-  type Durability,
-  type IdempotencyRecord,
-  type RecordEntry,
-  type RecordWrite,
-  type SnapshotEntry,
-} from './types.ts'
-import {
-  assertChangeKind,
-  assertCollectionName,
-  assertId,
-  assertJsonLike,
-  assertRecordKey,
-  assertTimeMs,
-  assertVersion,
-  fail,
-  isActorKind,
-  isPlainObject,
-} from './validate.ts'
+  applyCommit, IDEMPOTENCY_COLLECTION, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey,
+  type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey,
+} from './writes.ts'
 
-/** Version of the layout of the data directory (database names, key shapes, entry shapes). */
-export const STORE_FORMAT_VERSION = 1
-export const DB_NAMES = ['meta', 'snapshots', 'live', 'records', 'expiry'] as const
-export const IDEMPOTENCY_COLLECTION = '$idempotency'
+export { DB_NAMES, STORE_FORMAT_VERSION } from './open-checks.ts'
+export { RecordCollection, UsedProofs, type PutOptions, type UsedProofInfo } from './records.ts'
+export { IDEMPOTENCY_COLLECTION, RECORD_WRITES_PER_COMMIT_MAX, type CommitInput } from './writes.ts'
+
 export const USED_PROOF_COLLECTION = 'used-proof'
-const IDEMPOTENCY_RECORD_VERSION = 1
 
 export const CHANGES_PER_COMMIT_MAX_DEFAULT = 10_000
-export const RECORD_WRITES_PER_COMMIT_MAX = 10_000
 export const COMMITS_PER_TXN_MAX_DEFAULT = 4096
 export const PENDING_COMMITS_MAX_DEFAULT = 100_000
 export const IDEMPOTENCY_RETENTION_MS_DEFAULT = 24 * 60 * 60 * 1000
@@ -88,12 +60,6 @@ export interface StoreOptions {
   readonly holdCommitsWhile?: () => boolean
 }
 
-export interface CommitInput {
-  readonly changes?: readonly Change[]
-  readonly records?: readonly RecordWrite[]
-  readonly idempotency?: IdempotencyCompletion
-}
-
 export interface StoreStats {
   /** LMDB write transactions that carried commits (and sweeps). */
   readonly transactions: number
@@ -104,39 +70,8 @@ export interface StoreStats {
   readonly pending: number
 }
 
-interface FormatRecord {
-  readonly formatVersion: number
-  readonly createdAtMs: number
-}
-
-interface SchemaRecord {
-  readonly kinds: Record<string, number>
-  readonly collections: Record<string, number>
-}
-
-type SnapshotKey = [string, string]
-type RecordKey = [string, string]
-type ExpiryKey = [number, string, string]
-
-interface PreparedSnapshot {
-  readonly key: SnapshotKey
-  readonly entry: SnapshotEntry
-  readonly actor: boolean
-}
-
-interface PreparedRecordWrite {
-  readonly write: RecordWrite
-  readonly entry: RecordEntry | null
-  readonly overlayKey: string
-  readonly seq: number
-}
-
-interface Pending {
-  readonly nowMs: number
-  readonly snapshots: readonly PreparedSnapshot[]
-  readonly records: readonly PreparedRecordWrite[]
-  readonly idempotency: IdempotencyCompletion | null
-  readonly sweepLimit: number
+/** A queued commit: its prepared entries and the promise to settle once its transaction is written. */
+interface Pending extends Prepared {
   swept: number
   readonly resolve: (result: CommitResult & { swept: number }) => void
   readonly reject: (error: unknown) => void
@@ -147,78 +82,6 @@ interface CollectionOptions<T> {
   readonly version?: number
   /** Checked on every put and on every read back. */
   readonly validate?: (value: unknown) => value is T
-}
-
-function overlayKeyOf(collection: string, key: string): string {
-  return `${collection}\u0000${key}`
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
-}
-
-function openError(dataDir: string, error: unknown): StoreOpenError {
-  const code = (error as { code?: unknown } | null)?.code
-  if (code === 'EACCES' || code === 'EPERM' || code === 13 || code === 1) {
-    return new StoreOpenError(
-      'store_permission_denied',
-      dataDir,
-      `cannot open data directory ${dataDir}: permission denied (${describe(error)})`,
-      { cause: error },
-    )
-  }
-  if (code === 'ENOTDIR' || code === 20) {
-    return new StoreOpenError('store_not_a_directory', dataDir, `data directory ${dataDir} is not a directory`, {
-      cause: error,
-    })
-  }
-  return new StoreOpenError('store_open_failed', dataDir, `cannot open data directory ${dataDir}: ${describe(error)}`, {
-    cause: error,
-  })
-}
-
-/** Refuses, before LMDB touches anything, what LMDB would crash on, reset, or not be allowed to use. */
-function checkDirectory(dataDir: string): 'new' | 'existing' {
-  let stat: fs.Stats | undefined
-  try {
-    stat = fs.statSync(dataDir)
-  } catch (error) {
-    if ((error as { code?: unknown }).code !== 'ENOENT') throw openError(dataDir, error)
-  }
-  if (stat === undefined) {
-    try {
-      fs.mkdirSync(dataDir, { recursive: true })
-    } catch (error) {
-      throw openError(dataDir, error)
-    }
-    return 'new'
-  }
-  if (!stat.isDirectory()) {
-    throw new StoreOpenError('store_not_a_directory', dataDir, `data directory ${dataDir} exists but is not a directory`)
-  }
-  try {
-    fs.accessSync(dataDir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK)
-  } catch (error) {
-    throw openError(dataDir, error)
-  }
-  const dataFile = path.join(dataDir, 'data.mdb')
-  if (!fs.existsSync(dataFile)) return 'new'
-  let check: ReturnType<typeof checkDataFile>
-  try {
-    fs.accessSync(dataFile, fs.constants.R_OK | fs.constants.W_OK)
-    check = checkDataFile(dataFile)
-  } catch (error) {
-    throw openError(dataDir, error)
-  }
-  if (!check.ok) {
-    throw new StoreOpenError(
-      'store_corrupt',
-      dataDir,
-      `data directory ${dataDir} is damaged: ${check.reason}. Nothing was changed; restore it from a backup or ` +
-        'point DATA_DIR to another directory.',
-    )
-  }
-  return 'existing'
 }
 
 export class Store {
@@ -233,6 +96,8 @@ export class Store {
   readonly #live: Database<number, SnapshotKey>
   readonly #records: Database<unknown, RecordKey>
   readonly #expiry: Database<boolean, ExpiryKey>
+  /** The databases a commit writes (writes.ts). */
+  readonly #dbs: { snapshots: Database<unknown, SnapshotKey>; live: Database<number, SnapshotKey>; records: Database<unknown, RecordKey>; expiry: Database<boolean, ExpiryKey> }
   readonly #clock: () => number
   readonly #versions: ReadonlyMap<string, number>
   readonly #collectionVersions = new Map<string, number>()
@@ -271,6 +136,7 @@ export class Store {
     this.#live = root.openDB<number, SnapshotKey>({ name: 'live' })
     this.#records = root.openDB<unknown, RecordKey>({ name: 'records', useBigIntExtension: true } as never)
     this.#expiry = root.openDB<boolean, ExpiryKey>({ name: 'expiry' })
+    this.#dbs = { snapshots: this.#snapshots, live: this.#live, records: this.#records, expiry: this.#expiry }
     this.#clock = options.clock ?? Date.now
     this.#versions = versions
     for (const [name, version] of Object.entries(recordedCollections)) this.#collectionVersions.set(name, version)
@@ -337,14 +203,14 @@ export class Store {
           fail(`a migration to ${migration.to.kind} version ${migration.to.version} must match snapshotVersions.${migration.to.kind}`)
         }
       }
-      const recorded = Store.#checkFormat(dataDir, root, versions, migrations)
+      const recorded = checkFormat(dataDir, root, versions, migrations)
       // A migration is due while the schema record still names its old version: both change in one transaction.
       const due = migrations.filter((m) => recorded.kinds[m.from.kind] === m.from.version)
       const kinds: Record<string, number> = { ...recorded.kinds, ...Object.fromEntries(versions) }
       for (const migration of due) if (!versions.has(migration.from.kind)) delete kinds[migration.from.kind]
       if (recorded.unwritten || due.length > 0 || Object.entries(kinds).some(([kind, version]) => recorded.kinds[kind] !== version)) {
         // Nothing is written to a directory before every snapshot in it is known to be readable by this release.
-        if (state === 'existing') Store.#checkStoredVersions(dataDir, root, versions, due)
+        if (state === 'existing') checkStoredVersions(dataDir, root, versions, due)
         const meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
         root.transactionSync(() => {
           migrateSnapshots(root, due)
@@ -357,82 +223,6 @@ export class Store {
     } catch (error) {
       await root.close()
       throw error
-    }
-  }
-
-  /** Checks (or, for a new directory, writes) the format and schema meta records. Returns recorded collections. */
-  static #checkFormat(
-    dataDir: string,
-    root: RootDatabase,
-    versions: ReadonlyMap<string, number>,
-    migrations: readonly SnapshotMigration[],
-  ): { kinds: Record<string, number>; collections: Record<string, number>; unwritten: boolean; created: boolean } {
-    const names: string[] = []
-    for (const key of root.getKeys()) names.push(String(key))
-    const foreign = names.filter((name) => !(DB_NAMES as readonly string[]).includes(name))
-    if (foreign.length > 0) {
-      throw new StoreOpenError(
-        'store_not_a_store',
-        dataDir,
-        `data directory ${dataDir} holds LMDB data that is not an agent-credit store (databases ${foreign
-          .slice(0, 5)
-          .join(', ')}); refusing to use it`,
-      )
-    }
-    const meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
-    const format = meta.get('format')
-    const created = format === undefined
-    if (format === undefined) {
-      if (names.length > 0 && names.some((name) => name !== 'meta')) {
-        throw new StoreOpenError(
-          'store_not_a_store',
-          dataDir,
-          `data directory ${dataDir} has store databases but no format record; refusing to guess its version`,
-        )
-      }
-      const created: FormatRecord = { formatVersion: STORE_FORMAT_VERSION, createdAtMs: Date.now() }
-      meta.putSync('format', created)
-    } else {
-      if (!isPlainObject(format) || !Number.isSafeInteger(format.formatVersion) || (format.formatVersion as number) < 1) {
-        throw new StoreOpenError('store_corrupt', dataDir, `data directory ${dataDir} has an unreadable format record`)
-      }
-      if ((format.formatVersion as number) > STORE_FORMAT_VERSION) {
-        throw new StoreVersionError(
-          `data directory ${dataDir} has store format version ${String(format.formatVersion)}, written by a newer ` +
-            `release; this release reads format ${STORE_FORMAT_VERSION}. Run the newer release or use another DATA_DIR.`,
-        )
-      }
-    }
-    const schema = meta.get('schema')
-    const recorded: SchemaRecord =
-      schema === undefined ? { kinds: {}, collections: {} } : (schema as SchemaRecord)
-    if (!isPlainObject(recorded) || !isPlainObject(recorded.kinds) || !isPlainObject(recorded.collections)) {
-      throw new StoreOpenError('store_corrupt', dataDir, `data directory ${dataDir} has an unreadable schema record`)
-    }
-    for (const [kind, have] of Object.entries(recorded.kinds)) {
-      const version = versions.get(kind)
-      const migrated = migrations.some((m) => m.from.kind === kind && m.from.version === have)
-      if (version === undefined ? !migrated : have > version) {
-        throw new StoreVersionError(
-          `data directory ${dataDir} holds ${kind} snapshots of schema version ${have}, written by a newer release; ` +
-            `this release reads up to version ${version ?? 0}. Run the newer release or use another DATA_DIR.`,
-        )
-      }
-    }
-    for (const name of DB_NAMES) root.openDB({ name })
-    return { kinds: recorded.kinds, collections: recorded.collections, unwritten: schema === undefined, created: format === undefined }
-  }
-
-  /** Reads every stored snapshot's kind and version: what this release cannot read is refused before any write. */
-  static #checkStoredVersions(dataDir: string, root: RootDatabase, versions: ReadonlyMap<string, number>, due: readonly SnapshotMigration[]): void {
-    const snapshots = root.openDB<unknown, SnapshotKey>({ name: 'snapshots', useBigIntExtension: true } as never)
-    for (const { key, value } of snapshots.getRange()) {
-      const version = isPlainObject(value) ? value.version : undefined
-      if (!Number.isSafeInteger(version)) throw new StoreAssertionError(`${key[0]} ${key[1]}: stored snapshot has no valid version`)
-      if (due.some((m) => m.from.kind === key[0] && m.from.version === version)) continue
-      const known = versions.get(key[0])
-      if (known === undefined) throw new StoreAssertionError(`${key[0]} ${key[1]}: unknown snapshot kind`)
-      if ((version as number) > known) throw futureSnapshot(dataDir, `${key[0]} ${key[1]}`, version as number, known)
     }
   }
 
@@ -502,69 +292,14 @@ export class Store {
     return () => clearInterval(timer)
   }
 
-  #prepare(input: CommitInput, sweepLimit: number): Omit<Pending, 'resolve' | 'reject' | 'swept'> {
+  #prepare(input: CommitInput, sweepLimit: number): Prepared {
     if (this.#closed) throw new StoreClosedError()
-    if (typeof input !== 'object' || input === null) fail('commit input must be an object')
-    const nowMs = this.#clock()
-    assertTimeMs(nowMs, 'clock')
-    const changes = input.changes ?? []
-    const writes = input.records ?? []
-    if (!Array.isArray(changes)) fail('commit changes must be an array')
-    if (!Array.isArray(writes)) fail('commit records must be an array')
-    if (changes.length > this.#changesPerCommitMax) fail(`more than ${this.#changesPerCommitMax} changes in one commit`)
-    if (writes.length > RECORD_WRITES_PER_COMMIT_MAX) fail(`more than ${RECORD_WRITES_PER_COMMIT_MAX} record writes`)
-    const snapshots: PreparedSnapshot[] = []
-    for (let i = 0; i < changes.length; i++) {
-      const change = changes[i] as Change
-      if (!isPlainObject(change)) fail(`changes[${i}] is not an object`)
-      assertChangeKind(change.kind)
-      assertId(change.id, `changes[${i}] (${change.kind})`)
-      if (typeof change.final !== 'boolean') fail(`changes[${i}] (${change.kind} ${change.id}): final must be boolean`)
-      const actor = isActorKind(change.kind)
-      if (change.final && !actor) fail(`changes[${i}]: a ${change.kind} record cannot be final`)
-      if (change.record === undefined) fail(`changes[${i}] (${change.kind} ${change.id}): record is missing`)
-      assertJsonLike(change.record, `changes[${i}].record`)
-      const version = this.#versions.get(change.kind) as number
-      snapshots.push({
-        key: [change.kind, change.id],
-        entry: { version, snapshot: change.record, updatedAtMs: nowMs, final: change.final },
-        actor,
-      })
-    }
-    const records: PreparedRecordWrite[] = []
-    for (let i = 0; i < writes.length; i++) {
-      const write = writes[i] as RecordWrite
-      if (!isPlainObject(write)) fail(`records[${i}] is not an object`)
-      this.#assertKnownCollection(write.collection)
-      assertRecordKey(write.key, `records[${i}] (${write.collection})`)
-      let entry: RecordEntry | null = null
-      if (write.op === 'put') {
-        if (write.version !== this.#collectionVersions.get(write.collection)) {
-          fail(`records[${i}]: version ${write.version} is not the registered version of ${write.collection}`)
-        }
-        assertJsonLike(write.value, `records[${i}].value`)
-        if (write.value === undefined) fail(`records[${i}]: value is missing`)
-        if (write.expiresAtMs !== null) assertTimeMs(write.expiresAtMs, `records[${i}].expiresAtMs`)
-        if (typeof write.onlyIfAbsent !== 'boolean') fail(`records[${i}]: onlyIfAbsent must be boolean`)
-        entry = { version: write.version, value: write.value, updatedAtMs: nowMs, expiresAtMs: write.expiresAtMs }
-      } else if (write.op === 'delete') {
-        if (typeof write.mustExist !== 'boolean') fail(`records[${i}]: mustExist must be boolean`)
-      } else {
-        fail(`records[${i}]: unknown op ${String((write as { op?: unknown }).op)}`)
-      }
-      records.push({ write, entry, overlayKey: overlayKeyOf(write.collection, write.key), seq: 0 })
-    }
-    const idempotency = input.idempotency ?? null
-    if (idempotency !== null && !(idempotency.ticket instanceof IdempotencyTicket)) {
-      fail('commit idempotency must come from IdempotencyTicket.complete()')
-    }
-    if (idempotency !== null && idempotency.ticket.state !== 'open') {
-      fail(`idempotency ticket is ${idempotency.ticket.state}; a ticket carries exactly one commit`)
-    }
-    return { nowMs, snapshots, records, idempotency, sweepLimit }
+    return prepareCommit(input, this.#clock, sweepLimit, {
+      changesPerCommitMax: this.#changesPerCommitMax, versions: this.#versions, collectionVersions: this.#collectionVersions,
+    })
   }
 
-  #enqueue(prepared: Omit<Pending, 'resolve' | 'reject' | 'swept'>): Promise<CommitResult & { swept: number }> {
+  #enqueue(prepared: Prepared): Promise<CommitResult & { swept: number }> {
     if (this.#queue.length >= this.#pendingCommitsMax) {
       throw new StoreOverloadedError(`more than ${this.#pendingCommitsMax} commits are waiting for the disk`)
     }
@@ -625,7 +360,9 @@ export class Store {
         for (let i = 0; i < batch.length; i++) {
           const pending = batch[i] as Pending
           try {
-            this.#root.childTransaction(() => this.#apply(pending))
+            this.#root.childTransaction(() => {
+              pending.swept = applyCommit(this.#dbs, pending, this.idempotency.retentionMs)
+            })
           } catch (error) {
             failures[i] = error ?? new StoreError('store_assertion_failed', 'commit failed')
           }
@@ -653,85 +390,6 @@ export class Store {
       // After resolve: a waiting retry reads the stored response, which the read transaction now sees.
       pending.idempotency?.ticket.settle()
     }
-  }
-
-  /** Runs inside a child transaction of the group's write transaction; throwing aborts this commit only. */
-  #apply(pending: Pending): void {
-    for (const { key, entry, actor } of pending.snapshots) {
-      this.#snapshots.putSync(key, entry)
-      if (actor) {
-        if (entry.final) this.#live.removeSync(key)
-        else this.#live.putSync(key, entry.updatedAtMs)
-      }
-    }
-    for (const { write, entry } of pending.records) {
-      const key: RecordKey = [write.collection, write.key]
-      const existing = this.#records.get(key) as RecordEntry | undefined
-      const present = existing !== undefined && !isExpired(existing, pending.nowMs)
-      if (write.op === 'put') {
-        if (write.onlyIfAbsent && present) {
-          throw new StoreConflictError(write.collection, write.key, `${write.collection} ${write.key} already exists`)
-        }
-      } else if (write.mustExist && !present) {
-        throw new StoreConflictError(write.collection, write.key, `${write.collection} ${write.key} does not exist`)
-      }
-      this.#putRecord(key, existing, entry)
-    }
-    const completion = pending.idempotency
-    if (completion !== null) {
-      const { ticket, response } = completion
-      const key: RecordKey = [IDEMPOTENCY_COLLECTION, scopeKey(ticket.scope)]
-      const existing = this.#records.get(key) as RecordEntry | undefined
-      if (existing !== undefined && !isExpired(existing, pending.nowMs)) {
-        // The in-flight registry admits one ticket per key; a live record here means it was bypassed.
-        throw new StoreConflictError(IDEMPOTENCY_COLLECTION, key[1], 'idempotency record already stored')
-      }
-      const record: IdempotencyRecord = {
-        scope: ticket.scope,
-        requestHash: ticket.requestHash,
-        response,
-        createdAtMs: pending.nowMs,
-        expiresAtMs: pending.nowMs + this.idempotency.retentionMs,
-      }
-      this.#putRecord(key, existing, {
-        version: IDEMPOTENCY_RECORD_VERSION,
-        value: record,
-        updatedAtMs: pending.nowMs,
-        expiresAtMs: record.expiresAtMs,
-      })
-    }
-    if (pending.sweepLimit > 0) pending.swept = this.#sweep(pending.nowMs, pending.sweepLimit)
-  }
-
-  /** Writes (entry) or deletes (null) a record and keeps the expiry index in step. */
-  #putRecord(key: RecordKey, existing: RecordEntry | undefined, entry: RecordEntry | null): void {
-    if (existing !== undefined && existing.expiresAtMs !== null) {
-      this.#expiry.removeSync([existing.expiresAtMs, key[0], key[1]])
-    }
-    if (entry === null) {
-      if (existing !== undefined) this.#records.removeSync(key)
-      return
-    }
-    this.#records.putSync(key, entry)
-    if (entry.expiresAtMs !== null) this.#expiry.putSync([entry.expiresAtMs, key[0], key[1]], true)
-  }
-
-  #sweep(nowMs: number, limit: number): number {
-    const due: ExpiryKey[] = []
-    for (const key of this.#expiry.getKeys()) {
-      if (key[0] > nowMs || due.length >= limit) break
-      due.push(key)
-    }
-    let deleted = 0
-    for (const [expiresAtMs, collection, recordKey] of due) {
-      this.#expiry.removeSync([expiresAtMs, collection, recordKey])
-      const existing = this.#records.get([collection, recordKey]) as RecordEntry | undefined
-      if (existing !== undefined && existing.expiresAtMs === expiresAtMs) {
-        this.#records.removeSync([collection, recordKey])
-        deleted++
-      }
-    }
-    return deleted
   }
 
   // ----------------------------------------------------------------------------------------------------- reads
@@ -781,19 +439,7 @@ export class Store {
   }
 
   #checkSnapshot(raw: unknown, kind: string, id: string): SnapshotEntry {
-    const where = `${kind} ${id}`
-    if (!isPlainObject(raw)) throw new StoreAssertionError(`${where}: stored snapshot is not an object`)
-    const { version, snapshot, updatedAtMs, final } = raw
-    if (!Number.isSafeInteger(version) || (version as number) < 1) {
-      throw new StoreAssertionError(`${where}: stored snapshot has no valid version`)
-    }
-    const known = this.#versions.get(kind) as number
-    if ((version as number) > known) throw futureSnapshot(this.dataDir, where, version as number, known)
-    if (!Number.isSafeInteger(updatedAtMs)) throw new StoreAssertionError(`${where}: stored snapshot has no updatedAtMs`)
-    if (typeof final !== 'boolean') throw new StoreAssertionError(`${where}: stored snapshot has no final flag`)
-    if (final && !isActorKind(kind)) throw new StoreAssertionError(`${where}: a record kind cannot be final`)
-    if (snapshot === undefined) throw new StoreAssertionError(`${where}: stored snapshot is empty`)
-    return raw as unknown as SnapshotEntry
+    return checkSnapshotEntry(raw, kind, id, this.#versions.get(kind) as number, this.dataDir)
   }
 
   /** @internal used by RecordCollection. Returns the pending value first (read-your-writes across requests). */
@@ -819,25 +465,8 @@ export class Store {
   }
 
   #checkRecord(raw: unknown, collection: string, key: string): RecordEntry {
-    const where = `${collection} ${key}`
-    if (!isPlainObject(raw)) throw new StoreAssertionError(`${where}: stored record is not an object`)
-    const { version, value, updatedAtMs, expiresAtMs } = raw
-    if (!Number.isSafeInteger(version) || (version as number) < 1) {
-      throw new StoreAssertionError(`${where}: stored record has no valid version`)
-    }
     const known = collection === IDEMPOTENCY_COLLECTION ? IDEMPOTENCY_RECORD_VERSION : this.#collectionVersions.get(collection)
-    if (known !== undefined && (version as number) > known) {
-      throw new StoreVersionError(
-        `data directory ${this.dataDir}: ${where}: record version ${String(version)} is newer than this release reads ` +
-          `(${known}). Run the newer release or use another DATA_DIR.`,
-      )
-    }
-    if (!Number.isSafeInteger(updatedAtMs)) throw new StoreAssertionError(`${where}: stored record has no updatedAtMs`)
-    if (expiresAtMs !== null && !Number.isSafeInteger(expiresAtMs)) {
-      throw new StoreAssertionError(`${where}: stored record has an invalid expiresAtMs`)
-    }
-    if (value === undefined) throw new StoreAssertionError(`${where}: stored record is empty`)
-    return raw as unknown as RecordEntry
+    return checkRecordEntry(raw, collection, key, known, this.dataDir)
   }
 
   #readIdempotency(key: string): IdempotencyRecord | undefined {
@@ -874,12 +503,6 @@ export class Store {
       this.#collectionVersions.set(name, version)
     }
     return new RecordCollection<T>(this, name, version, options.validate, this.#clock)
-  }
-
-  #assertKnownCollection(name: unknown): void {
-    if (typeof name !== 'string' || !this.#collectionVersions.has(name)) {
-      fail(`unknown record collection ${JSON.stringify(name)}: register it with store.collection()`)
-    }
   }
 
   // ------------------------------------------------------------------------------------------------ operations
@@ -925,121 +548,5 @@ export class Store {
     while (this.#queue.length > 0 || this.#draining || this.#scheduled) await this.#drained
     if (this.#markedRunning) await this.#meta.put('shutdown', 'clean')
     await this.#root.close()
-  }
-}
-
-function futureSnapshot(dataDir: string, where: string, version: number, known: number): StoreVersionError {
-  return new StoreVersionError(
-    `data directory ${dataDir}: ${where}: snapshot schema version ${version} is newer than this release reads (${known}). ` +
-      'Run the newer release or use another DATA_DIR.',
-  )
-}
-
-function isExpired(entry: RecordEntry, nowMs: number): boolean {
-  return entry.expiresAtMs !== null && entry.expiresAtMs <= nowMs
-}
-
-export interface PutOptions {
-  readonly expiresAtMs?: number | null
-  readonly onlyIfAbsent?: boolean
-}
-
-/** A named record collection. Reads are synchronous; writes are RecordWrite values carried by `store.commit()`. */
-export class RecordCollection<T> {
-  readonly name: string
-  readonly version: number
-  readonly #store: Store
-  readonly #validate: ((value: unknown) => value is T) | undefined
-  readonly #clock: () => number
-
-  constructor(
-    store: Store,
-    name: string,
-    version: number,
-    validate: ((value: unknown) => value is T) | undefined,
-    clock: () => number,
-  ) {
-    this.#store = store
-    this.name = name
-    this.version = version
-    this.#validate = validate
-    this.#clock = clock
-  }
-
-  /** The value, including one a queued commit is writing (so a concurrent request sees it), unless expired. */
-  get(key: string): T | undefined {
-    return this.getEntry(key)?.value
-  }
-
-  getEntry(key: string): RecordEntry<T> | undefined {
-    assertRecordKey(key, this.name)
-    const entry = this.#store.readRecord(this.name, key, this.#clock())
-    if (entry !== undefined) this.#check(entry.value, key)
-    return entry as RecordEntry<T> | undefined
-  }
-
-  has(key: string): boolean {
-    return this.getEntry(key) !== undefined
-  }
-
-  /** Durable, unexpired records whose key starts with `prefix`, in key order. */
-  *iterate(prefix = ''): Generator<{ key: string; value: T; entry: RecordEntry<T> }> {
-    for (const { key, entry } of this.#store.rangeRecords(this.name, prefix, this.#clock())) {
-      this.#check(entry.value, key)
-      yield { key, value: entry.value as T, entry: entry as RecordEntry<T> }
-    }
-  }
-
-  putOp(key: string, value: T, options: PutOptions = {}): RecordWrite {
-    assertRecordKey(key, this.name)
-    this.#check(value, key)
-    return {
-      op: 'put',
-      collection: this.name,
-      key,
-      value,
-      version: this.version,
-      expiresAtMs: options.expiresAtMs ?? null,
-      onlyIfAbsent: options.onlyIfAbsent ?? false,
-    }
-  }
-
-  deleteOp(key: string, options: { readonly mustExist?: boolean } = {}): RecordWrite {
-    assertRecordKey(key, this.name)
-    return { op: 'delete', collection: this.name, key, mustExist: options.mustExist ?? false }
-  }
-
-  #check(value: unknown, key: string): void {
-    if (this.#validate !== undefined && !this.#validate(value)) {
-      throw new StoreAssertionError(`${this.name} ${key}: value fails the collection's validator`)
-    }
-  }
-}
-
-export interface UsedProofInfo {
-  readonly usedBy: string
-  readonly usedAtMs: number
-}
-
-function isProofInfo(value: unknown): value is UsedProofInfo {
-  return isPlainObject(value) && typeof value.usedBy === 'string' && Number.isSafeInteger(value.usedAtMs)
-}
-
-/** Chain proofs already consumed: key `${network}:${txHash}:${logIndex}` by convention of src/chain. */
-export class UsedProofs {
-  readonly #collection: RecordCollection<UsedProofInfo>
-  constructor(collection: RecordCollection<UsedProofInfo>) {
-    this.#collection = collection
-  }
-  /** True once a commit adding the proof was queued (before it is durable, so two requests cannot both use it). */
-  has(key: string): boolean {
-    return this.#collection.has(key)
-  }
-  get(key: string): UsedProofInfo | undefined {
-    return this.#collection.get(key)
-  }
-  /** Create-only: the commit carrying this fails with StoreConflictError if the proof was already used. */
-  addOp(key: string, info: UsedProofInfo): RecordWrite {
-    return this.#collection.putOp(key, info, { onlyIfAbsent: true })
   }
 }

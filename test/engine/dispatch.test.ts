@@ -4,50 +4,44 @@ import fc from 'fast-check'
 import t from 'tap'
 import { Engine, type EngineConfig } from '../../src/engine/index.ts'
 import type { DispatchOutcome, EngineResult } from '../../src/engine/index.ts'
+import { drain } from '../../src/engine/changes.ts'
+import { timeOutLease } from '../../src/engine/leases.ts'
+import { expireOffer, leaseToBestLender } from '../../src/engine/matching.ts'
+import type { EngineState } from '../../src/engine/state.ts'
 import {
   ASSET, BORROWER, CLIENT, FakeWallets, NET, SUPPLIER, T0, canonical, createJob, hash, lenderInput, newEngine, offerFor,
   registerBacking, unwrap,
 } from './fixtures/world.ts'
 
-type Ctx = { expiresAtMs: number; leaseId: string }
-interface ScanInternals {
-  config: EngineConfig
-  leases: Map<string, { getSnapshot(): { context: Ctx } }>
-  offers: Map<string, { getSnapshot(): { matches(s: string): boolean; context: { expiresAtMs: number } } }>
-  timeOutLease(lease: unknown, nowMs: number): unknown
-  expireOffer(offer: unknown, reason: 'stale', nowMs: number): unknown
-  leaseToBestLender(offer: unknown, nowMs: number): DispatchOutcome['matches'][number]
-  drain(value: unknown): EngineResult<DispatchOutcome>
-}
-
 /** The engine with dispatch as it was before the schedules: a scan of every live lease and offer, as reference. */
 class ScanningEngine extends Engine {
   override dispatch(nowMs: number): EngineResult<DispatchOutcome> {
-    const self = this as unknown as ScanInternals
+    // The engine's memory and its steps (src/engine/state.ts and the modules beside it), driven by the old scan.
+    const state = (this as unknown as { state: EngineState }).state
     const seq = (id: string): number => Number(id.slice(id.indexOf('_') + 1))
     const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
-    const stale = [...self.leases.values()].filter((l) => l.getSnapshot().context.expiresAtMs + self.config.leaseReportGraceMs <= nowMs)
+    const stale = [...state.leases.values()].filter((l) => l.getSnapshot().context.expiresAtMs + state.config.leaseReportGraceMs <= nowMs)
     stale.sort((a, b) => {
       const ca = a.getSnapshot().context
       const cb = b.getSnapshot().context
       return ca.expiresAtMs - cb.expiresAtMs || seq(ca.leaseId) - seq(cb.leaseId)
     })
-    for (const lease of stale) outcome.expiredLeases.push(self.timeOutLease(lease, nowMs) as never)
+    for (const lease of stale) outcome.expiredLeases.push(timeOutLease(state, lease, nowMs))
     let attempts = 0
-    for (const offer of [...self.offers.values()]) {
+    for (const offer of [...state.offers.values()]) {
       const snap = offer.getSnapshot()
       if (!snap.matches('offered')) continue
       if (nowMs >= snap.context.expiresAtMs) {
-        outcome.expiredOffers.push(self.expireOffer(offer, 'stale', nowMs) as never)
+        outcome.expiredOffers.push(expireOffer(state, offer, 'stale', nowMs))
         continue
       }
-      if (attempts >= self.config.offersDispatchedPerCallMax) continue
+      if (attempts >= state.config.offersDispatchedPerCallMax) continue
       attempts += 1
-      const match = self.leaseToBestLender(offer, nowMs)
+      const match = leaseToBestLender(state, offer, nowMs) as DispatchOutcome['matches'][number]
       if (match.offerExpired) outcome.expiredOffers.push(match.offer)
       if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
     }
-    return self.drain(outcome)
+    return drain(state, outcome)
   }
 }
 
@@ -245,11 +239,12 @@ t.test('checkInvariants catches schedules that disagree with the live actors', a
   const lease = unwrap(engine.matchOffer({ offerId: leased, caller: BORROWER }, T0)).lease!
   offerFor(engine, { maximumFeeAtomic: 0n })
   engine.checkInvariants()
-  const internals = engine as unknown as Record<'leaseExpiries' | 'waitingOffers', { delete(id: string): boolean }>
+  // The schedules live in the engine's state (src/engine/state.ts).
+  const internals = (engine as unknown as { state: Record<'leaseExpiries' | 'waitingOffers', { delete(id: string): boolean }> }).state
   internals.leaseExpiries.delete(lease.leaseId)
   t.throws(() => engine.checkInvariants(), /lease expiry schedule/, 'a live lease missing from its schedule')
   const other = world().engine
   const waiting = offerFor(other, { maximumFeeAtomic: 0n })
-  ;(other as unknown as typeof internals).waitingOffers.delete(waiting)
+  ;(other as unknown as { state: typeof internals }).state.waitingOffers.delete(waiting)
   t.throws(() => other.checkInvariants(), new RegExp(`waiting offer ${waiting} is not scheduled`), 'a waiting offer missing from the waiting set')
 })

@@ -1,0 +1,85 @@
+// The registry of live actors: the one way an event reaches one (`send`), the machine's answer, and eviction of
+// actors that reached a final state.
+import { createActor, type Actor, type AnyActor, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type Snapshot } from 'xstate'
+import { machines, refusalCode, refusals } from '../../machines/index.ts'
+import { persisted } from './changes.ts'
+import { scheduleOffer } from './dispatch.ts'
+import { fail } from './errors.ts'
+import type { AnyLive, EngineState, OfferActor } from './state.ts'
+import type { ActorKind, Address, EngineError } from './types.ts'
+
+export type LiveOf<K extends ActorKind> = Actor<(typeof machines)[K]>
+export type EventOf<K extends ActorKind> = EventFromLogic<(typeof machines)[K]>
+
+/** A machine's answer to one event: taken (from one state to another), or refused with the code of its table. */
+export type Answer = { accepted: true; from: string; to: string } | { accepted: false; code: string; state: string }
+export type Refusal = Extract<Answer, { accepted: false }>
+
+const ID_FIELDS = { job: 'jobId', offer: 'offerId', lease: 'leaseId', advance: 'advanceId' } as const
+const idOf = (kind: ActorKind, context: Record<string, unknown>): string => context[ID_FIELDS[kind]] as string
+
+/** createActor(machine, { snapshot }): the restored actor continues exactly where the persisted one stopped. */
+export function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: unknown): Actor<M> {
+  return createActor(machine as AnyStateMachine, { snapshot: snapshot as Snapshot<unknown> }).start() as unknown as Actor<M>
+}
+
+/**
+ * The one way an event reaches a live actor. The machine's answer is read off its snapshot: XState keeps the very
+ * same snapshot object when no transition is taken, so an unchanged reference is a refusal, and the refusal's code
+ * is the machine's (its table in machines/). Nothing is computed twice: no can() before the send.
+ */
+export function send<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): Answer {
+  const before = actor.getSnapshot() as AnyMachineSnapshot
+  ;(actor as AnyActor).send(event)
+  const after = actor.getSnapshot() as AnyMachineSnapshot
+  const from = String(before.value)
+  if (after === before) return { accepted: false, code: refusalCode(machines[kind], refusals[kind], from, event.type), state: from }
+  if (kind === 'offer') scheduleOffer(s, actor as OfferActor)
+  noteActor(s, kind, idOf(kind, after.context as Record<string, unknown>), actor as AnyLive)
+  return { accepted: true, from, to: String(after.value) }
+}
+
+/** A send whose refusal would be a bug: the engine already knows the machine takes it (a schedule, an invariant). */
+export function expect<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): void {
+  const answer = send(s, kind, actor, event)
+  if (!answer.accepted) {
+    const id = idOf(kind, (actor.getSnapshot() as AnyMachineSnapshot).context as Record<string, unknown>)
+    throw new Error(`invariant: ${kind} ${id} refused ${event.type} in state ${answer.state} (${answer.code})`)
+  }
+}
+
+/**
+ * Whether the machine would take `event` now, for queries that send nothing (the plans run before an operator
+ * transaction). A command sends the event itself and learns the answer from it instead.
+ */
+export function wouldTake<K extends ActorKind>(kind: K, actor: LiveOf<K>, event: EventOf<K>): Answer {
+  const snapshot = actor.getSnapshot() as AnyMachineSnapshot
+  const state = String(snapshot.value)
+  if (snapshot.can(event)) return { accepted: true, from: state, to: state }
+  return { accepted: false, code: refusalCode(machines[kind], refusals[kind], state, event.type), state }
+}
+
+/** A refused event as the command's conflict: the machine's code, nothing changed. */
+export function refused(kind: ActorKind, id: string, answer: Refusal): { ok: false; error: EngineError } {
+  return fail('conflict', answer.code, `${kind} ${id} is ${answer.state}`)
+}
+
+/** A final actor is persisted now, stopped and evicted; a live one is snapshotted when the command drains. */
+function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive): void {
+  const key = `${kind}:${id}`
+  if (actor.getSnapshot().status === 'done') {
+    s.pending.set(key, { kind, id, record: persisted(actor.getPersistedSnapshot()), final: true })
+    actor.stop()
+    s.actorMap(kind).delete(id)
+    if (kind === 'offer') countOffer(s, (actor.getSnapshot().context as { borrower: Address }).borrower, -1)
+  } else {
+    s.pending.set(key, { kind, id })
+  }
+}
+
+/** Live offers per borrower, kept as offers are created (+1) and evicted (-1). */
+export function countOffer(s: EngineState, borrower: Address, delta: 1 | -1): void {
+  const count = (s.liveOffersOf.get(borrower) ?? 0) + delta
+  if (count > 0) s.liveOffersOf.set(borrower, count)
+  else s.liveOffersOf.delete(borrower)
+}

@@ -1,0 +1,59 @@
+// Change tracking: what the running command touched, drained into the Changes the store commits.
+import type { EngineState } from './state.ts'
+import type { Address, BorrowerRecord, Change, ReserveRecord, SourceRecord } from './types.ts'
+
+/**
+ * XState's persisted snapshot carries `output: undefined` (and `error: undefined`) until an actor is done; the seam
+ * promises JSON-like records (src/README.md), so absent values are dropped rather than stored as `undefined`.
+ */
+export function persisted(snapshot: unknown): unknown {
+  // Copied without the absent keys rather than deleted from a copy: `delete` would turn the record into a slow
+  // dictionary object, and every record is encoded and checked by the store after this.
+  const source = snapshot as Record<string, unknown>
+  const record: Record<string, unknown> = {}
+  for (const key in source) {
+    const value = source[key]
+    if (value !== undefined) record[key] = value
+  }
+  return record
+}
+
+/** Mark a record or live actor changed: its record is read when the command drains, so the last state wins. */
+export function touch(s: EngineState, kind: Change['kind'], id: string): void {
+  const key = `${kind}:${id}`
+  if (!s.pending.has(key)) s.pending.set(key, { kind, id })
+}
+
+/** Record a change whose record is fixed now (an actor that reached a final state and leaves memory). */
+export function recordFinal(s: EngineState, change: Change): void {
+  s.pending.set(`${change.kind}:${change.id}`, change)
+}
+
+/** What the command changed, drained from the pending set: the store commits it. */
+export function drain<T>(s: EngineState, value: T): { ok: true; value: T; changes: Change[] } {
+  const changes: Change[] = []
+  for (const item of s.pending.values()) {
+    changes.push('record' in item ? item : changeOf(s, item.kind, item.id))
+  }
+  s.pending = new Map()
+  return { ok: true, value, changes }
+}
+
+function changeOf(s: EngineState, kind: Change['kind'], id: string): Change {
+  switch (kind) {
+    case 'meta': return { kind, id, record: { ...s.meta }, final: false }
+    case 'lender': {
+      const lender = s.lenders.get(id as Address)
+      if (!lender) throw new Error(`engine: lender ${id} vanished`)
+      return { kind, id, record: { ...lender }, final: false }
+    }
+    case 'source': return { kind, id, record: { ...(s.sources.get(id) as SourceRecord) }, final: false }
+    case 'borrower': return { kind, id, record: { ...(s.borrowers.get(id as Address) as BorrowerRecord) }, final: false }
+    case 'reserve': return { kind, id, record: { ...(s.reserves.get(id) as ReserveRecord) }, final: false }
+    default: {
+      const actor = s.actorMap(kind).get(id)
+      if (!actor) throw new Error(`engine: ${kind} ${id} changed but is not live`)
+      return { kind, id, record: persisted(actor.getPersistedSnapshot()), final: false }
+    }
+  }
+}

@@ -1,0 +1,152 @@
+// The engine's invariants (DESIGN section 4): liquidity adds up, reservations match live leases, capacity matches
+// what offers and advances hold, indexes and schedules agree with the actors. `checkInvariants` throws on the first
+// that does not hold.
+import type { SourceRef } from '../../machines/index.ts'
+import { isBps, seqOf, walletKey } from './keys.ts'
+import type { EngineState } from './state.ts'
+import type { Address } from './types.ts'
+
+/** Throws when any money or lifecycle invariant of DESIGN section 4 does not hold. */
+export function checkInvariants(s: EngineState): void {
+  if (s.lenderOrder.length !== s.lenders.size || s.sourceOrder.length !== s.sources.size) throw new Error('invariant: registration order out of step with the records')
+  const { reservedByLender, reservedByWallet } = checkLeases(s)
+  checkSchedules(s)
+  if (reservedByWallet.size !== s.walletReserved.size || [...reservedByWallet].some(([k, v]) => s.walletReserved.get(k) !== v)) {
+    throw new Error('invariant: the per-wallet reservations differ from the live leases')
+  }
+  const committed = new Map<string, bigint>()
+  const addCommitted = (src: SourceRef, amount: bigint): void => {
+    const key = `${src.kind}:${src.id}`
+    committed.set(key, (committed.get(key) ?? 0n) + amount)
+  }
+  checkOffers(s, addCommitted)
+  const deployedByLender = checkAdvances(s, addCommitted)
+  checkLenders(s, reservedByLender, deployedByLender)
+  checkSources(s, committed)
+  checkBorrowersAndBooks(s)
+}
+
+/** Each live lease is its offer's current one and in its lender's index; what they reserve, by lender and wallet. */
+function checkLeases(s: EngineState): { reservedByLender: Map<Address, bigint>; reservedByWallet: Map<string, bigint> } {
+  const reservedByLender = new Map<Address, bigint>()
+  const leasesByOffer = new Map<string, number>()
+  const reservedByWallet = new Map<string, bigint>()
+  for (const [id, lease] of s.leases) {
+    const snap = lease.getSnapshot()
+    if (!snap.matches('leased')) throw new Error(`invariant: lease ${id} is final but still in memory`)
+    const l = snap.context
+    reservedByLender.set(l.lender, (reservedByLender.get(l.lender) ?? 0n) + l.amountAtomic)
+    const wallet = walletKey(l.lender, l.network, l.asset)
+    reservedByWallet.set(wallet, (reservedByWallet.get(wallet) ?? 0n) + l.amountAtomic)
+    leasesByOffer.set(l.offerId, (leasesByOffer.get(l.offerId) ?? 0) + 1)
+    const offer = s.offers.get(l.offerId)
+    if (!offer || offer.getSnapshot().context.currentLeaseId !== id) throw new Error(`invariant: live lease ${id} is not its offer's current lease`)
+    if (!s.liveLeasesByLender.get(l.lender)?.has(id)) throw new Error(`invariant: lease ${id} missing from its lender's index`)
+  }
+  for (const [id, count] of leasesByOffer) if (count > 1) throw new Error(`invariant: offer ${id} has ${count} live leases`)
+  return { reservedByLender, reservedByWallet }
+}
+
+function checkOffers(s: EngineState, addCommitted: (src: SourceRef, amount: bigint) => void): void {
+  for (const [id, offer] of s.offers) {
+    const snap = offer.getSnapshot()
+    const o = snap.context
+    if (snap.status !== 'active') throw new Error(`invariant: offer ${id} is final but still in memory`)
+    if (snap.matches('leased') !== (o.currentLeaseId !== null && s.leases.has(o.currentLeaseId))) {
+      throw new Error(`invariant: offer ${id} state ${String(snap.value)} disagrees with its lease`)
+    }
+    if (o.leaseIds.length > s.config.leasesPerOfferMax) throw new Error(`invariant: offer ${id} exceeded leasesPerOfferMax`)
+    addCommitted(o.source, o.amountAtomic)
+  }
+}
+
+function checkAdvances(s: EngineState, addCommitted: (src: SourceRef, amount: bigint) => void): Map<Address, bigint> {
+  const deployedByLender = new Map<Address, bigint>()
+  for (const [id, advance] of s.advances) {
+    const snap = advance.getSnapshot()
+    const a = snap.context
+    if (snap.status !== 'active') throw new Error(`invariant: advance ${id} is final but still in memory`)
+    if (!a.payment || !/^0x[0-9a-fA-F]{64}$/.test(a.payment.txHash)) throw new Error(`invariant: advance ${id} has no verified payment`)
+    if (s.leases.has(a.leaseId) || s.offers.has(a.offerId)) throw new Error(`invariant: advance ${id} while its lease or offer is live`)
+    deployedByLender.set(a.lender, (deployedByLender.get(a.lender) ?? 0n) + a.principalAtomic)
+    addCommitted(a.source, a.principalAtomic)
+  }
+  return deployedByLender
+}
+
+function checkLenders(s: EngineState, reservedByLender: Map<Address, bigint>, deployedByLender: Map<Address, bigint>): void {
+  for (const l of s.lenders.values()) {
+    if (l.availableAtomic < 0n || l.reservedAtomic < 0n || l.deployedAtomic < 0n) throw new Error(`invariant: negative liquidity of ${l.address}`)
+    if (l.availableAtomic + l.reservedAtomic + l.deployedAtomic !== l.registeredAtomic + l.feesEarnedAtomic - l.lossesAtomic) {
+      throw new Error(`invariant: liquidity of ${l.address} does not add up`)
+    }
+    if (l.reservedAtomic !== (reservedByLender.get(l.address) ?? 0n)) throw new Error(`invariant: reserved of ${l.address} != its live leases`)
+    if (l.deployedAtomic !== (deployedByLender.get(l.address) ?? 0n)) throw new Error(`invariant: deployed of ${l.address} != its open advances`)
+    if (!isBps(l.reputationBps) || !isBps(l.reliabilityBps)) throw new Error(`invariant: reputation of ${l.address} out of range`)
+  }
+}
+
+/** Jobs and backing sources hold exactly the capacity their live offers and open advances committed. */
+function checkSources(s: EngineState, committed: Map<string, bigint>): void {
+  for (const [id, job] of s.jobs) {
+    const j = job.getSnapshot().context
+    if (j.committedAtomic !== (committed.get(`job:${id}`) ?? 0n)) throw new Error(`invariant: job ${id} committed capacity mismatch`)
+    if (j.revenueUsedAtomic > j.receivableAtomic || j.collateralUsedAtomic > j.collateralAtomic) throw new Error(`invariant: job ${id} over-used`)
+    for (const advanceId of j.advanceIds) if (!s.advances.has(advanceId)) throw new Error(`invariant: job ${id} lists closed advance ${advanceId}`)
+  }
+  for (const [id, src] of s.sources) {
+    if (src.committedAtomic !== (committed.get(`backing:${id}`) ?? 0n)) throw new Error(`invariant: source ${id} committed capacity mismatch`)
+    if (src.backingUsedAtomic > src.liquidationValueAtomic) throw new Error(`invariant: source ${id} backing over-used`)
+  }
+  for (const r of s.reserves.values()) {
+    if (r.balanceAtomic < 0n || r.balanceAtomic !== r.fundedAtomic - r.paidOutAtomic) throw new Error(`invariant: reserve ${r.network}/${r.asset} does not add up`)
+  }
+}
+
+/** Borrower scores in range, live offers counted per borrower, book entries current and in every book unless parked. */
+function checkBorrowersAndBooks(s: EngineState): void {
+  for (const b of s.borrowers.values()) if (!isBps(b.reputationBps)) throw new Error(`invariant: reputation of ${b.address} out of range`)
+  const offersOf = new Map<Address, number>()
+  for (const offer of s.offers.values()) {
+    const b = offer.getSnapshot().context.borrower
+    offersOf.set(b, (offersOf.get(b) ?? 0) + 1)
+  }
+  if (offersOf.size !== s.liveOffersOf.size || [...offersOf].some(([b, n]) => s.liveOffersOf.get(b) !== n)) {
+    throw new Error('invariant: live offers per borrower are miscounted')
+  }
+  for (const [address, { entry, books }] of s.bookEntries) {
+    if (entry.lender !== s.lenders.get(address)) throw new Error(`invariant: book entry of ${address} is stale`)
+    if (entry.availableAtomic !== entry.lender.availableAtomic || entry.reputationBps !== entry.lender.reputationBps) {
+      throw new Error(`invariant: book key of ${address} is stale`)
+    }
+    if (books.length !== (s.parked.has(address) ? 0 : entry.lender.networks.length)) throw new Error(`invariant: ${address} is not in each of its books, or parked and in one`)
+  }
+}
+
+/** Dispatch's schedules hold exactly the live leases at their expiry and the live offers waiting for a lender. */
+function checkSchedules(s: EngineState): void {
+  s.leaseExpiries.check('lease expiry schedule')
+  s.offerExpiries.check('offer expiry schedule')
+  s.waitingOffers.check('waiting offers')
+  if (s.leaseExpiries.size !== s.leases.size) throw new Error('invariant: the lease expiry schedule differs from the live leases')
+  for (const [id, lease] of s.leases) {
+    const l = lease.getSnapshot().context
+    const due = s.leaseExpiries.get(id)
+    if (!due || due.atMs !== l.expiresAtMs + l.reportGraceMs || due.seq !== seqOf(id)) {
+      throw new Error(`invariant: lease ${id} is not scheduled at its expiry`)
+    }
+  }
+  let waiting = 0
+  for (const [id, offer] of s.offers) {
+    const snap = offer.getSnapshot()
+    if (!snap.matches('offered')) continue
+    waiting += 1
+    const due = s.offerExpiries.get(id)
+    if (!s.waitingOffers.has(id) || !due || due.atMs !== snap.context.expiresAtMs || due.seq !== seqOf(id)) {
+      throw new Error(`invariant: waiting offer ${id} is not scheduled at its expiry`)
+    }
+  }
+  if (s.waitingOffers.size !== waiting || s.offerExpiries.size !== waiting) {
+    throw new Error('invariant: the waiting-offer schedules hold offers that are not waiting for a lender')
+  }
+}

@@ -1,0 +1,121 @@
+// Leases from birth to end: the index of live leases (per lender, per wallet, in dispatch's schedule), granting,
+// refusing at once, paying, timing out and cancelling, each with its ledger and track-record side.
+import { createActor, initialTransition, transition } from 'xstate'
+import { leaseMachine, type LeaseInput, type OfferContext, type TxProof } from '../../machines/index.ts'
+import { expect } from './actors.ts'
+import { persisted, recordFinal, touch } from './changes.ts'
+import { scheduleLease, unscheduleLease } from './dispatch.ts'
+import { ID_PREFIXES } from './ids.ts'
+import { walletKey } from './keys.ts'
+import { deployForAdvance, lenderChanged, lenderOf, releaseFromLease, reserveForLease } from './ledger.ts'
+import * as reputation from './reputation.ts'
+import type { EngineState, LeaseActor, OfferActor } from './state.ts'
+import type { LeaseView, LenderRecord } from './types.ts'
+import { leaseView } from './views.ts'
+
+/** A live lease enters its lender's index, dispatch's schedule and its wallet's promised total. */
+export function addLiveLease(s: EngineState, l: LeaseInput): void {
+  let live = s.liveLeasesByLender.get(l.lender)
+  if (!live) s.liveLeasesByLender.set(l.lender, (live = new Set()))
+  live.add(l.leaseId)
+  scheduleLease(s, l)
+  const key = walletKey(l.lender, l.network, l.asset)
+  s.walletReserved.set(key, (s.walletReserved.get(key) ?? 0n) + l.amountAtomic)
+}
+
+function dropLiveLease(s: EngineState, l: LeaseInput): void {
+  const live = s.liveLeasesByLender.get(l.lender)
+  live?.delete(l.leaseId)
+  if (live && live.size === 0) s.liveLeasesByLender.delete(l.lender)
+  unscheduleLease(s, l.leaseId)
+  const key = walletKey(l.lender, l.network, l.asset)
+  const left = (s.walletReserved.get(key) ?? 0n) - l.amountAtomic
+  if (left === 0n) s.walletReserved.delete(key)
+  else s.walletReserved.set(key, left)
+}
+
+/** The next lease id and the terms of a lease of the offer to the lender at this fee. */
+function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseInput {
+  s.meta.leaseSeq += 1
+  touch(s, 'meta', 'engine')
+  return {
+    leaseId: `${ID_PREFIXES.lease}${s.meta.leaseSeq}`,
+    offerId: o.offerId,
+    lender: lender.address,
+    payer: lender.sessionAddress,
+    network: o.network,
+    asset: o.asset,
+    amountAtomic: o.amountAtomic,
+    feeAtomic: fee,
+    supplierAddress: o.supplierAddress,
+    createdAtMs: nowMs,
+    expiresAtMs: nowMs + s.config.leaseTtlMs,
+    reportGraceMs: s.config.leaseReportGraceMs,
+  }
+}
+
+export function grantLease(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
+  const input = leaseInput(s, o, lender, fee, nowMs)
+  const lease = createActor(leaseMachine, { input }).start()
+  s.leases.set(input.leaseId, lease)
+  touch(s, 'lease', input.leaseId)
+  addLiveLease(s, input)
+  reserveForLease(lender, input.amountAtomic)
+  reputation.leaseGranted(lender)
+  lenderChanged(s, lender)
+  return leaseView(lease.getSnapshot())
+}
+
+/**
+ * A lease that expires at once (insufficient balance) is born final: it is computed with XState's pure transition
+ * functions instead of a live actor, because actor creation is the hot cost and this actor would be evicted at once.
+ */
+export function refuseLease(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
+  const input = leaseInput(s, o, lender, fee, nowMs)
+  const [initial] = initialTransition(leaseMachine, input)
+  const [expired] = transition(leaseMachine, initial, { type: 'INSUFFICIENT_BALANCE', nowMs })
+  if (expired === initial) throw new Error(`invariant: lease ${input.leaseId} refused INSUFFICIENT_BALANCE`)
+  recordFinal(s, { kind: 'lease', id: input.leaseId, record: persisted(leaseMachine.getPersistedSnapshot(expired)), final: true })
+  return leaseView(expired)
+}
+
+/** The lender paid the supplier (its offer took FUND): the lease ends paid and its principal is deployed. */
+export function payLease(s: EngineState, lease: LeaseActor, payment: TxProof, nowMs: number): LeaseInput {
+  const l = lease.getSnapshot().context
+  expect(s, 'lease', lease, { type: 'PAY', payment, nowMs })
+  dropLiveLease(s, l)
+  const lender = lenderOf(s, l.lender)
+  deployForAdvance(lender, l.amountAtomic)
+  reputation.leasePaid(lender, s.config)
+  lenderChanged(s, lender)
+  return l
+}
+
+/** Dispatch found the lease past its report grace: it expires unpaid, the lender pays for it, the offer goes on. */
+export function timeOutLease(s: EngineState, lease: LeaseActor, nowMs: number): LeaseView {
+  const l = lease.getSnapshot().context
+  // The schedule says the report grace is over; the lease machine's guard agrees, or this throws.
+  expect(s, 'lease', lease, { type: 'TIME_OUT', nowMs })
+  releaseLease(s, l)
+  const lender = lenderOf(s, l.lender)
+  reputation.leaseMissed(lender, s.config)
+  lenderChanged(s, lender)
+  const offer = s.offers.get(l.offerId) as OfferActor
+  expect(s, 'offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
+  return leaseView(lease.getSnapshot())
+}
+
+/** The offer is withdrawn under the lease: it is cancelled without a penalty, the lender did no wrong. */
+export function cancelLease(s: EngineState, lease: LeaseActor, nowMs: number): void {
+  const l = lease.getSnapshot().context
+  expect(s, 'lease', lease, { type: 'CANCEL', nowMs })
+  releaseLease(s, l)
+}
+
+/** Give a lease's reserved liquidity back to its lender. */
+function releaseLease(s: EngineState, l: LeaseInput): void {
+  dropLiveLease(s, l)
+  const lender = lenderOf(s, l.lender)
+  releaseFromLease(lender, l.amountAtomic)
+  lenderChanged(s, lender)
+}

@@ -1,0 +1,171 @@
+// Matching: the books of lenders per network and asset (lenders parked out of them while their wallet is empty),
+// the walk that picks the cheapest eligible lender, and one attempt to lease an offer; offers ending unmatched.
+import { offerRefusals, type OfferContext } from '../../machines/index.ts'
+import { expect, send, type Refusal } from './actors.ts'
+import { entryFor, MatchingBook } from './book.ts'
+import { releaseCapacity } from './capacity.ts'
+import { ID_PREFIXES } from './ids.ts'
+import { bookKey, walletKey } from './keys.ts'
+import { cancelLease, grantLease, refuseLease } from './leases.ts'
+import { eligibleFee, feeAtomic } from './rules.ts'
+import type { EngineState, OfferActor } from './state.ts'
+import type { Address, LeaseView, LenderRecord, MatchOutcome, OfferView } from './types.ts'
+import { viewOf } from './views.ts'
+
+/** A lender one matching attempt leases to, and its fee. */
+interface Candidate {
+  lender: LenderRecord
+  fee: bigint
+}
+
+/** A registered (or restored) lender enters the registry parked, and its books at once if its wallet holds anything. */
+export function addLender(s: EngineState, lender: LenderRecord): void {
+  s.lenders.set(lender.address, lender)
+  s.lenderOrder.push(lender.address)
+  s.lenderBySession.set(lender.sessionAddress, lender.address)
+  s.bookEntries.set(lender.address, { entry: entryFor(lender), books: [] })
+  s.parked.add(lender.address)
+  if (walletFunded(s, lender)) unpark(s, lender)
+}
+
+/** Whether the lender's session wallet holds anything spendable on one of its networks. */
+function walletFunded(s: EngineState, lender: LenderRecord): boolean {
+  return lender.networks.some((n) => s.wallets.spendableAtomic(n, lender.assets[n] as string, lender.sessionAddress) > 0n)
+}
+
+function park(s: EngineState, lender: LenderRecord): void {
+  const placed = s.bookEntries.get(lender.address)
+  if (!placed || s.parked.has(lender.address)) return
+  for (const book of placed.books) book.remove(placed.entry)
+  placed.books = []
+  s.parked.add(lender.address)
+}
+
+function unpark(s: EngineState, lender: LenderRecord): void {
+  const placed = s.bookEntries.get(lender.address)
+  if (!placed || !s.parked.delete(lender.address)) return
+  placed.entry = entryFor(lender)
+  for (const network of lender.networks) {
+    const key = bookKey(network, lender.assets[network] as string)
+    let book = s.books.get(key)
+    if (!book) s.books.set(key, (book = new MatchingBook()))
+    book.insert(placed.entry)
+    placed.books.push(book)
+  }
+}
+
+/** A parked lender whose session wallet (`holder`) now holds something is back in its books. */
+export function walletChanged(s: EngineState, holder: Address): boolean {
+  const address = s.lenderBySession.get(holder)
+  const lender = address === undefined ? undefined : s.lenders.get(address)
+  if (lender === undefined || !s.parked.has(lender.address) || !walletFunded(s, lender)) return false
+  unpark(s, lender)
+  return true
+}
+
+/**
+ * One matching attempt. The walk of the book picks the lenders without changing anything; then the offer machine,
+ * sent the attempt's first event, decides whether the offer may be matched now: a stale offer refuses a lease (it
+ * expires instead), an offer not waiting for a lender refuses every event of matching (the answer carries the
+ * code). The events after the first are the machine's to take: same offer, same instant.
+ */
+export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: number): MatchOutcome | Refusal {
+  const o = offer.getSnapshot().context
+  const walk = walkBook(s, o)
+  const refusedLeases: LeaseView[] = []
+  // Refusals (insufficient balance) are not the offer's events: they use up none of its leases (issue 10, hole 2).
+  // They are recorded once the offer took the attempt's event, or waits; each refused lender is parked.
+  const recordRefusals = (): void => {
+    for (const { lender, fee } of walk.refused) {
+      refusedLeases.push(refuseLease(s, o, lender, fee, nowMs))
+      park(s, lender)
+    }
+  }
+  if (walk.granted) {
+    const { lender, fee } = walk.granted
+    // The granted lease takes the id after the refused ones.
+    const leaseId = `${ID_PREFIXES.lease}${s.meta.leaseSeq + 1 + walk.refused.length}`
+    const answer = send(s, 'offer', offer, { type: 'LEASE', leaseId, lender: lender.address, nowMs })
+    if (!answer.accepted) return notMatched(s, offer, answer, nowMs)
+    recordRefusals()
+    const granted = grantLease(s, o, lender, fee, nowMs)
+    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: granted, refusedLeases, offerExpired: false }
+  }
+  // Out of leases, or nothing to lease: the offer decides whether it waits (its expiry is not due), is stale, or
+  // cannot be matched at all.
+  const answer = send(s, 'offer', offer, { type: 'EXPIRE', reason: walk.outOfLeases ? 'leases_exhausted' : 'stale', nowMs })
+  if (!answer.accepted) {
+    if (answer.code !== offerRefusals.EXPIRE.guarded) return notMatched(s, offer, answer, nowMs)
+    recordRefusals()
+    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: false }
+  }
+  releaseCapacity(s, o.source, o.amountAtomic, nowMs)
+  return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: true }
+}
+
+/** The offer refused the attempt's first event: it waits, it is stale (and expires now), or it is a conflict. */
+function notMatched(s: EngineState, offer: OfferActor, answer: Refusal, nowMs: number): MatchOutcome | Refusal {
+  if (answer.code === offerRefusals.EXPIRE.guarded) {
+    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases: [], offerExpired: false }
+  }
+  if (answer.code === offerRefusals.LEASE.guarded) {
+    return { offer: expireOffer(s, offer, 'stale', nowMs), lease: null, refusedLeases: [], offerExpired: true }
+  }
+  return answer
+}
+
+/**
+ * The lenders one matching attempt leases to, in book order, without changing anything: those whose wallet cannot
+ * pay (each gets a lease refused at once, which is not one of the offer's leases) and the first whose wallet can.
+ */
+function walkBook(s: EngineState, o: OfferContext): { refused: Candidate[]; granted: Candidate | null; outOfLeases: boolean } {
+  const refused: Candidate[] = []
+  const book = s.books.get(bookKey(o.network, o.asset))
+  const leasesLeft = s.config.leasesPerOfferMax - o.leaseIds.length
+  if (book && leasesLeft > 0) {
+    const scanMax = s.config.lendersScannedPerMatchMax
+    let scanned = 0
+    for (const entry of book.entries) {
+      if (scanned >= scanMax) break
+      scanned += 1
+      // Asks only rise along the book: once this ask prices the fee above the maximum, no later lender fits.
+      if (feeAtomic(o.amountAtomic, entry.askBps) > o.maximumFeeAtomic) break
+      const lender = entry.lender
+      const fee = eligibleFee(lender, o, s.config.lenderReliabilityMinBps)
+      if (fee === null || o.excludedLenders.includes(lender.address)) continue
+      if (!walletCovers(s, lender, o.network, o.asset, o.amountAtomic)) {
+        refused.push({ lender, fee })
+        continue
+      }
+      return { refused, granted: { lender, fee }, outOfLeases: false }
+    }
+  }
+  return { refused, granted: null, outOfLeases: leasesLeft <= 0 }
+}
+
+/** The lender's wallet must cover this payment on top of its other live leases on the same network and asset. */
+function walletCovers(s: EngineState, lender: LenderRecord, network: string, asset: string, amountAtomic: bigint): boolean {
+  const spendable = s.wallets.spendableAtomic(network, asset, lender.sessionAddress)
+  const promised = s.walletReserved.get(walletKey(lender.address, network, asset)) ?? 0n
+  return spendable - promised >= amountAtomic
+}
+
+/** An offer past its TTL, or out of leases, expires and gives its capacity back to its source. */
+export function expireOffer(s: EngineState, offer: OfferActor, reason: 'stale' | 'leases_exhausted', nowMs: number): OfferView {
+  const o = offer.getSnapshot().context
+  expect(s, 'offer', offer, { type: 'EXPIRE', reason, nowMs })
+  releaseCapacity(s, o.source, o.amountAtomic, nowMs)
+  return viewOf<OfferView>(offer.getSnapshot())
+}
+
+/**
+ * Withdraw an offer; its live lease (if any) is cancelled without a reliability penalty: the lender did no wrong.
+ * `giveBackCapacity` is false when the source already released it (a failing job releases its offers' capacity).
+ */
+export function declineOffer(s: EngineState, offer: OfferActor, reason: 'borrower_suspended' | 'source_closed', nowMs: number, giveBackCapacity = true): void {
+  const o = offer.getSnapshot().context
+  const lease = o.currentLeaseId ? s.leases.get(o.currentLeaseId) : undefined
+  if (lease) cancelLease(s, lease, nowMs)
+  expect(s, 'offer', offer, { type: 'DECLINE', reason, nowMs })
+  if (giveBackCapacity) releaseCapacity(s, o.source, o.amountAtomic, nowMs)
+}

@@ -1,0 +1,88 @@
+// The engine's state as stored snapshots, and back: every record and live actor listed in a fixed order, and a
+// restart rebuilt from what the store holds.
+import { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
+import { countOffer, restoreActor } from './actors.ts'
+import { persisted } from './changes.ts'
+import { scheduleOffer } from './dispatch.ts'
+import { compareCodeUnits, seqOf } from './keys.ts'
+import { addLiveLease } from './leases.ts'
+import { addLender } from './matching.ts'
+import type { EngineState } from './state.ts'
+import type { ActorKind, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord } from './types.ts'
+
+/** A stored snapshot as the store hands it back for a restart. */
+export interface StoredSnapshot {
+  kind: Change['kind']
+  id: string
+  record: unknown
+  final?: boolean
+}
+
+/** Every live actor snapshot and every record, as the store would hold them (final: false). */
+export function snapshots(s: EngineState): Change[] {
+  // Sorted by kind, then id (sequence order for minted ids), so a fresh and a restored engine list the same.
+  const out: Change[] = [{ kind: 'meta', id: 'engine', record: { ...s.meta }, final: false }]
+  const byId = (a: Change, b: Change): number => compareCodeUnits(a.id, b.id)
+  const bySeq = (a: Change, b: Change): number => seqOf(a.id) - seqOf(b.id)
+  const lenders = [...s.lenders.values()].sort((a, b) => a.registrationSeq - b.registrationSeq)
+  for (const l of lenders) out.push({ kind: 'lender', id: l.address, record: { ...l }, final: false })
+  const sources = [...s.sources.values()].sort((a, b) => a.registrationSeq - b.registrationSeq)
+  for (const src of sources) out.push({ kind: 'source', id: src.sourceId, record: { ...src }, final: false })
+  const records: Change[] = []
+  for (const b of s.borrowers.values()) records.push({ kind: 'borrower', id: b.address, record: { ...b }, final: false })
+  out.push(...records.sort(byId))
+  records.length = 0
+  for (const [id, r] of s.reserves) records.push({ kind: 'reserve', id, record: { ...r }, final: false })
+  out.push(...records.sort(byId))
+  for (const [kind, map] of s.actorMaps()) {
+    const actors: Change[] = []
+    for (const [id, actor] of map) actors.push({ kind, id, record: persisted(actor.getPersistedSnapshot()), final: false })
+    out.push(...actors.sort(kind === 'job' ? byId : bySeq))
+  }
+  return out
+}
+
+/** Rebuild from stored snapshots: records first, then each live actor from its persisted snapshot, in id order. */
+export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void {
+  const byKind = new Map<Change['kind'], StoredSnapshot[]>()
+  for (const snapshot of stored) {
+    if (snapshot.final) continue
+    const list = byKind.get(snapshot.kind) ?? []
+    list.push(snapshot)
+    byKind.set(snapshot.kind, list)
+  }
+  const list = (kind: Change['kind']): StoredSnapshot[] => byKind.get(kind) ?? []
+  restoreRecords(s, list)
+  const byId = (kind: ActorKind) => (kind === 'job'
+    ? list(kind).sort((a, b) => compareCodeUnits(a.id, b.id))
+    : list(kind).sort((a, b) => seqOf(a.id) - seqOf(b.id)))
+  for (const x of byId('job')) s.jobs.set(x.id, restoreActor(jobMachine, x.record))
+  for (const x of byId('offer')) {
+    const offer = restoreActor(offerMachine, x.record)
+    s.offers.set(x.id, offer)
+    countOffer(s, offer.getSnapshot().context.borrower, 1)
+    scheduleOffer(s, offer)
+  }
+  for (const x of byId('lease')) {
+    const lease = restoreActor(leaseMachine, x.record)
+    if (lease.getSnapshot().status !== 'active') continue
+    s.leases.set(x.id, lease)
+    addLiveLease(s, lease.getSnapshot().context)
+  }
+  for (const x of byId('advance')) s.advances.set(x.id, restoreActor(advanceMachine, x.record))
+}
+
+function restoreRecords(s: EngineState, list: (kind: Change['kind']) => StoredSnapshot[]): void {
+  const meta = list('meta')[0]
+  if (meta) s.meta = { ...(meta.record as MetaRecord) }
+  for (const l of list('lender').map((x) => ({ ...(x.record as LenderRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) addLender(s, l)
+  for (const src of list('source').map((x) => ({ ...(x.record as SourceRecord) })).sort((a, b) => a.registrationSeq - b.registrationSeq)) {
+    s.sources.set(src.sourceId, src)
+    s.sourceOrder.push(src.sourceId)
+  }
+  for (const b of list('borrower').map((x) => ({ ...(x.record as BorrowerRecord) })).sort((a, b) => compareCodeUnits(a.address, b.address))) {
+    s.borrowers.set(b.address, b)
+    if (b.suspended) s.suspended.add(b.address)
+  }
+  for (const r of list('reserve').sort((a, b) => compareCodeUnits(a.id, b.id))) s.reserves.set(r.id, { ...(r.record as ReserveRecord) })
+}

@@ -1,0 +1,88 @@
+// The engine's memory: live actors, records, their indexes and dispatch's schedules, in one object that the
+// engine's modules read and change (one writer: only the running command touches it).
+import type { Actor } from 'xstate'
+import type { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
+import type { BookEntry, MatchingBook } from './book.ts'
+import type { EngineConfig } from './config.ts'
+import { byDueThenSeq, bySeq, dueId, type Due } from './dispatch.ts'
+import type { WalletView } from './ports.ts'
+import { IndexedMinHeap } from './schedule.ts'
+import type { ActorKind, Address, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord } from './types.ts'
+
+export type JobActor = Actor<typeof jobMachine>
+export type OfferActor = Actor<typeof offerMachine>
+export type LeaseActor = Actor<typeof leaseMachine>
+export type AdvanceActor = Actor<typeof advanceMachine>
+export type AnyLive = JobActor | OfferActor | LeaseActor | AdvanceActor
+
+/** A change the running command made: resolved to its record when the command drains (or already final). */
+export type Pending = Change | { kind: Change['kind']; id: string }
+
+export class EngineState {
+  meta: MetaRecord = { offerSeq: 0, leaseSeq: 0, advanceSeq: 0, lenderSeq: 0, sourceSeq: 0 }
+  readonly lenders = new Map<Address, LenderRecord>()
+  readonly lenderBySession = new Map<Address, Address>()
+  readonly sources = new Map<string, SourceRecord>()
+  // Registration order, for paged lists: lenders and sources are only ever added, in sequence order.
+  readonly lenderOrder: Address[] = []
+  readonly sourceOrder: string[] = []
+  readonly borrowers = new Map<Address, BorrowerRecord>()
+  readonly reserves = new Map<string, ReserveRecord>()
+
+  // Live actors. Ids are minted in increasing sequence and restored in that order, so iteration order is the same
+  // in a fresh and in a restored engine.
+  readonly jobs = new Map<string, JobActor>()
+  readonly offers = new Map<string, OfferActor>()
+  readonly leases = new Map<string, LeaseActor>()
+  readonly advances = new Map<string, AdvanceActor>()
+
+  readonly books = new Map<string, MatchingBook>()
+  readonly bookEntries = new Map<Address, { entry: BookEntry; books: MatchingBook[] }>()
+  /**
+   * Lenders out of every book (issue 10, hole 2) until the wallet watcher reports their session wallet changed
+   * (`walletChanged`): registered but never seen funded, or refused once for insufficient balance. So a lender who
+   * risks nothing costs matching nothing. In memory only: after a restart every lender starts parked and the
+   * watcher's first read of its wallet brings the funded ones back.
+   */
+  readonly parked = new Set<Address>()
+  /** Live offers per borrower (issue 10, hole 6: bounded by liveOffersPerBorrowerMax). */
+  readonly liveOffersOf = new Map<Address, number>()
+  /** Suspended borrowers, for dispatch to lift those due (a small set: only borrowers of failed jobs). */
+  readonly suspended = new Set<Address>()
+  readonly liveLeasesByLender = new Map<Address, Set<string>>()
+  /**
+   * Principal of the live leases per (lender, network, asset): what the lender's session wallet has already promised.
+   * Matching reads it in O(1) instead of walking the lender's live leases, whose number grows with rate x TTL.
+   */
+  readonly walletReserved = new Map<string, bigint>()
+  /**
+   * Timers of dispatch, so that a call touches only what is due plus at most offersDispatchedPerCallMax waiting
+   * offers, instead of every live lease and offer (their number grows with rate x TTL). Live leases by the time they
+   * expire (expiresAtMs + leaseReportGraceMs, then lease sequence: the order dispatch expires them in); offers
+   * waiting for a lender (state offered) by expiresAtMs, and by creation sequence (the order dispatch matches them
+   * in). Kept current where leases start and end (addLiveLease, dropLiveLease in leases.ts) and offers change
+   * (scheduleOffer in dispatch.ts, called by every accepted send).
+   */
+  readonly leaseExpiries = new IndexedMinHeap<Due>(dueId, byDueThenSeq)
+  readonly offerExpiries = new IndexedMinHeap<Due>(dueId, byDueThenSeq)
+  readonly waitingOffers = new IndexedMinHeap<Due>(dueId, bySeq)
+
+  /** What the running command changed, by `${kind}:${id}`; resolved to Changes when the command drains. */
+  pending = new Map<string, Pending>()
+
+  constructor(readonly config: EngineConfig, readonly wallets: WalletView) {}
+
+  /** The live actors of one kind. */
+  actorMap(kind: ActorKind): Map<string, AnyLive> {
+    switch (kind) {
+      case 'job': return this.jobs as Map<string, AnyLive>
+      case 'offer': return this.offers as Map<string, AnyLive>
+      case 'lease': return this.leases as Map<string, AnyLive>
+      case 'advance': return this.advances as Map<string, AnyLive>
+    }
+  }
+
+  actorMaps(): [ActorKind, Map<string, AnyLive>][] {
+    return (['job', 'offer', 'lease', 'advance'] as const).map((k) => [k, this.actorMap(k)])
+  }
+}

@@ -1,0 +1,119 @@
+// Underwriting of a credit request: the reasons to decline, the source's remaining capacity, the risk band, and
+// the offer an approval opens.
+import { createActor } from 'xstate'
+import { jobMachine, offerMachine, statesTaking, type OfferInput, type SourceRef } from '../../machines/index.ts'
+import { countOffer } from './actors.ts'
+import { commitCapacity } from './capacity.ts'
+import { touch } from './changes.ts'
+import { scheduleOffer } from './dispatch.ts'
+import { ID_PREFIXES } from './ids.ts'
+import { sameAddress } from './keys.ts'
+import { applyBps, coverageBps, minBig, riskBand } from './rules.ts'
+import type { EngineState, JobActor } from './state.ts'
+import type { CreditRequestInput, DeclineReason, OfferView, RiskBand, SourceRecord } from './types.ts'
+import { viewOf } from './views.ts'
+
+/** The states in which a job still takes new drawings (COMMIT): underwriting declines the others as closed. */
+const JOB_OPEN_STATES: ReadonlySet<string> = new Set(statesTaking(jobMachine, 'COMMIT'))
+
+/** What a source offers a request: its remaining capacity, the value behind it, and the advance's term. */
+interface SourceTerms {
+  source: SourceRef
+  capacityAtomic: bigint
+  valueAtomic: bigint
+  durationSeconds: number
+  dueAtMs: number
+}
+
+/** The decision on a request whose source exists: declined when `reasons` is not empty. */
+export interface Underwriting extends SourceTerms {
+  reasons: DeclineReason[]
+  coverageBps: number
+  riskBand: RiskBand
+}
+
+/** Decide a credit request against its repayment source (a live job, else a backing source), changing nothing. */
+export function underwrite(s: EngineState, input: CreditRequestInput, job: JobActor | undefined, backing: SourceRecord | undefined, nowMs: number): Underwriting {
+  const reasons: DeclineReason[] = []
+  const borrower = s.borrowers.get(input.agent)
+  if (borrower?.suspended) reasons.push({ code: 'borrower_suspended', message: 'the borrower is suspended after a failed job' })
+  const terms = job ? jobTerms(input, job, reasons, s, nowMs) : backingTerms(input, backing as SourceRecord, reasons, s, nowMs)
+  if (terms.capacityAtomic < 0n) terms.capacityAtomic = 0n
+  if (input.amountAtomic > terms.capacityAtomic) {
+    reasons.push({ code: 'over_capacity', message: `amount exceeds the source's remaining capacity of ${terms.capacityAtomic}` })
+  }
+  const coverage = coverageBps(terms.valueAtomic, 0n, input.amountAtomic)
+  const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, s.config)
+  return { ...terms, reasons, coverageBps: coverage, riskBand: band }
+}
+
+/** A job lends against what is left of its receivable (at the job advance rate) and of its collateral, until due. */
+function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReason[], s: EngineState, nowMs: number): SourceTerms {
+  const snap = job.getSnapshot()
+  const ctx = snap.context
+  if (!sameAddress(ctx.borrower, input.agent)) reasons.push({ code: 'source_not_owned', message: 'the job belongs to another borrower' })
+  if (!JOB_OPEN_STATES.has(String(snap.value))) reasons.push({ code: 'source_closed', message: `the job is ${String(snap.value)}` })
+  if (nowMs >= ctx.dueAtMs) reasons.push({ code: 'job_past_due', message: 'the job is past its due time' })
+  if (ctx.network !== input.network || ctx.asset !== input.asset) {
+    reasons.push({ code: 'asset_mismatch', message: `the job pays ${ctx.asset} on ${ctx.network}` })
+  }
+  const revenueLeft = ctx.receivableAtomic - ctx.revenueUsedAtomic
+  const collateralLeft = ctx.collateralAtomic - ctx.collateralUsedAtomic
+  return {
+    source: { kind: 'job', id: ctx.jobId },
+    capacityAtomic: applyBps(revenueLeft, s.config.jobAdvanceRateBps) + collateralLeft - ctx.committedAtomic,
+    valueAtomic: revenueLeft + collateralLeft,
+    durationSeconds: Math.max(1, Math.ceil((ctx.dueAtMs - nowMs) / 1000)),
+    dueAtMs: ctx.dueAtMs,
+  }
+}
+
+/** A backing source lends its advance rate of its value, never more than its liquidation value has left. */
+function backingTerms(input: CreditRequestInput, src: SourceRecord, reasons: DeclineReason[], s: EngineState, nowMs: number): SourceTerms {
+  if (!sameAddress(src.agent, input.agent)) reasons.push({ code: 'source_not_owned', message: 'the backing source belongs to another borrower' })
+  // A source recorded before attestations carried an expiry has none: it counts as expired (re-attest it).
+  if (!(nowMs < (src.validUntilMs ?? Number.NEGATIVE_INFINITY))) {
+    reasons.push({ code: 'source_attestation_expired', message: 'the backing source\'s attestation expired; register a fresh one under a new sourceId' })
+  }
+  const hardLeft = src.liquidationValueAtomic - src.backingUsedAtomic
+  const durationSeconds = s.config.backingDurationSecondsDefault
+  return {
+    source: { kind: 'backing', id: src.sourceId },
+    capacityAtomic: minBig(applyBps(src.valueAtomic, src.advanceRateBps), hardLeft) - src.committedAtomic,
+    valueAtomic: src.valueAtomic,
+    durationSeconds,
+    dueAtMs: nowMs + durationSeconds * 1000,
+  }
+}
+
+/** An approved request opens an offer, waiting for a lender, and commits its amount of the source's capacity. */
+export function openOffer(s: EngineState, input: CreditRequestInput, decision: Underwriting, nowMs: number): OfferView {
+  s.meta.offerSeq += 1
+  const offerInput: OfferInput = {
+    offerId: `${ID_PREFIXES.offer}${s.meta.offerSeq}`,
+    borrower: input.agent,
+    network: input.network,
+    asset: input.asset,
+    productType: input.productType,
+    amountAtomic: input.amountAtomic,
+    maximumFeeAtomic: input.maximumFeeAtomic,
+    purpose: input.purpose,
+    supplier: input.supplier,
+    supplierDomain: input.supplierDomain,
+    supplierAddress: input.supplierAddress,
+    source: decision.source,
+    riskBand: decision.riskBand,
+    durationSeconds: decision.durationSeconds,
+    dueAtMs: decision.dueAtMs,
+    createdAtMs: nowMs,
+    expiresAtMs: nowMs + s.config.offerTtlMs,
+  }
+  const offer = createActor(offerMachine, { input: offerInput }).start()
+  s.offers.set(offerInput.offerId, offer)
+  countOffer(s, offerInput.borrower, 1)
+  scheduleOffer(s, offer)
+  touch(s, 'offer', offerInput.offerId)
+  touch(s, 'meta', 'engine')
+  commitCapacity(s, decision.source, input.amountAtomic, nowMs)
+  return viewOf<OfferView>(offer.getSnapshot())
+}

@@ -1,0 +1,122 @@
+// What readers see: views of actor snapshots (live or stored), pages in registration order, and the read-only
+// summaries (a borrower's exposure, the engine's totals).
+import type { LeaseContext } from '../../machines/index.ts'
+import { compareCodeUnits, reserveId, seqOf } from './keys.ts'
+import { isActiveLender } from './rules.ts'
+import type { EngineState, LeaseActor } from './state.ts'
+import type { Address, AdvanceView, BorrowerExposure, CreditState, JobView, LeaseView, OfferView } from './types.ts'
+
+/** View of an actor snapshot, live or stored: its context plus its state. */
+export function viewOf<V>(snapshot: { value: unknown; context: unknown }): V {
+  return { ...(snapshot.context as object), state: snapshot.value } as V
+}
+
+/** A lease's view leaves out its report grace: the API publishes the deadline, the grace is the catalog's rule. */
+export function leaseView(snapshot: { value: unknown; context: unknown }): LeaseView {
+  const { reportGraceMs: _grace, ...context } = snapshot.context as LeaseContext
+  return { ...context, state: snapshot.value } as LeaseView
+}
+
+export const jobViewFromSnapshot = (record: unknown): JobView => viewOf<JobView>(record as never)
+export const offerViewFromSnapshot = (record: unknown): OfferView => viewOf<OfferView>(record as never)
+export const leaseViewFromSnapshot = (record: unknown): LeaseView => leaseView(record as never)
+export const advanceViewFromSnapshot = (record: unknown): AdvanceView => viewOf<AdvanceView>(record as never)
+
+/** One page of a list in registration order; `nextAfterSeq` is set when more may follow. */
+export interface RegistrationPage<T> {
+  items: T[]
+  nextAfterSeq: number | undefined
+}
+
+export function registrationPage<K, T extends { registrationSeq: number }>(
+  order: readonly K[],
+  get: (key: K) => T,
+  afterSeq: number,
+  limit: number,
+  scanMax: number,
+  accept: (item: T) => boolean,
+): RegistrationPage<T> {
+  // First position whose sequence is after `afterSeq` (order is sorted by sequence).
+  let low = 0
+  let high = order.length
+  while (low < high) {
+    const mid = (low + high) >>> 1
+    if (get(order[mid] as K).registrationSeq <= afterSeq) low = mid + 1
+    else high = mid
+  }
+  const items: T[] = []
+  let index = low
+  let lastSeq = afterSeq
+  for (; index < order.length && items.length < limit && index - low < scanMax; index++) {
+    const item = get(order[index] as K)
+    lastSeq = item.registrationSeq
+    if (accept(item)) items.push({ ...item })
+  }
+  return { items, nextAfterSeq: index < order.length ? lastSeq : undefined }
+}
+
+/** Live leases of a lender (by lender or session address), oldest first: what its wallet should pay now. */
+export function liveLeasesOf(s: EngineState, address: Address): LeaseView[] {
+  const lenderAddress = s.lenders.has(address) ? address : s.lenderBySession.get(address)
+  const ids = lenderAddress ? [...(s.liveLeasesByLender.get(lenderAddress) ?? [])] : []
+  return ids.sort((a, b) => seqOf(a) - seqOf(b)).map((id) => leaseView((s.leases.get(id) as LeaseActor).getSnapshot()))
+}
+
+/**
+ * What a borrower owes now and since when the service knows it, read from live actors and records only (final
+ * actors have left memory): its open advances (active or defaulted), those past due or defaulted, principal + fee
+ * outstanding per network and asset, and the earliest creation among its live jobs, open advances and backing
+ * sources. O(live jobs + live advances + sources): a read for the paid credit score, not for a hot path.
+ */
+export function borrowerExposure(s: EngineState, address: Address, nowMs: number): BorrowerExposure {
+  let openAdvances = 0
+  let pastDueAdvances = 0
+  let earliestAtMs: number | null = null
+  const seen = (atMs: number) => (earliestAtMs = earliestAtMs === null || atMs < earliestAtMs ? atMs : earliestAtMs)
+  const outstanding = new Map<string, { network: string; asset: string; outstandingAtomic: bigint }>()
+  for (const actor of s.advances.values()) {
+    const snapshot = actor.getSnapshot()
+    const a = snapshot.context
+    if (a.borrower !== address) continue
+    openAdvances += 1
+    if (snapshot.value === 'defaulted' || a.dueAtMs <= nowMs) pastDueAdvances += 1
+    seen(a.fundedAtMs)
+    const key = reserveId(a.network, a.asset)
+    const entry = outstanding.get(key) ?? { network: a.network, asset: a.asset, outstandingAtomic: 0n }
+    entry.outstandingAtomic += a.principalAtomic + a.feeAtomic
+    outstanding.set(key, entry)
+  }
+  for (const actor of s.jobs.values()) {
+    const j = actor.getSnapshot().context
+    if (j.borrower === address) seen(j.createdAtMs)
+  }
+  for (const source of s.sources.values()) if (source.agent === address) seen(source.registeredAtMs)
+  const byKey = [...outstanding.entries()].sort(([a], [b]) => compareCodeUnits(a, b)).map(([, v]) => v)
+  return { openAdvances, pastDueAdvances, outstanding: byKey, earliestActivityAtMs: earliestAtMs }
+}
+
+/** Counts and liquidity totals over every record and live actor, and the reserves in id order. */
+export function creditState(s: EngineState): CreditState {
+  const totals = { registeredAtomic: 0n, availableAtomic: 0n, reservedAtomic: 0n, deployedAtomic: 0n, feesEarnedAtomic: 0n, lossesAtomic: 0n }
+  let activeLenders = 0
+  for (const l of s.lenders.values()) {
+    totals.registeredAtomic += l.registeredAtomic
+    totals.availableAtomic += l.availableAtomic
+    totals.reservedAtomic += l.reservedAtomic
+    totals.deployedAtomic += l.deployedAtomic
+    totals.feesEarnedAtomic += l.feesEarnedAtomic
+    totals.lossesAtomic += l.lossesAtomic
+    if (isActiveLender(l, s.config)) activeLenders += 1
+  }
+  let suspendedBorrowers = 0
+  for (const b of s.borrowers.values()) if (b.suspended) suspendedBorrowers += 1
+  return {
+    counts: {
+      lenders: s.lenders.size, activeLenders, sources: s.sources.size, borrowers: s.borrowers.size,
+      suspendedBorrowers, liveJobs: s.jobs.size, liveOffers: s.offers.size, liveLeases: s.leases.size,
+      liveAdvances: s.advances.size,
+    },
+    totals,
+    reserves: [...s.reserves.values()].sort((a, b) => compareCodeUnits(reserveId(a.network, a.asset), reserveId(b.network, b.asset))).map((r) => ({ ...r })),
+  }
+}

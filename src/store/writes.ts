@@ -1,0 +1,217 @@
+// What one commit writes: its input checked and prepared before it is queued, then applied inside its own child
+// transaction of the group's write transaction (snapshots and the live index, records and their expiry index, the
+// idempotency record, and a sweep of expired records when asked).
+import type { Database } from 'lmdb'
+import { isExpired } from './checks.ts'
+import { StoreConflictError } from './errors.ts'
+import { IdempotencyTicket, scopeKey, type IdempotencyCompletion } from './idempotency.ts'
+import type { Change, IdempotencyRecord, RecordEntry, RecordWrite, SnapshotEntry } from './types.ts'
+import {
+  assertChangeKind, assertId, assertJsonLike, assertRecordKey, assertTimeMs, fail, isActorKind, isPlainObject,
+} from './validate.ts'
+
+export const IDEMPOTENCY_COLLECTION = '$idempotency'
+export const IDEMPOTENCY_RECORD_VERSION = 1
+export const RECORD_WRITES_PER_COMMIT_MAX = 10_000
+
+export interface CommitInput {
+  readonly changes?: readonly Change[]
+  readonly records?: readonly RecordWrite[]
+  readonly idempotency?: IdempotencyCompletion
+}
+
+export type SnapshotKey = [string, string]
+export type RecordKey = [string, string]
+export type ExpiryKey = [number, string, string]
+
+export interface PreparedSnapshot {
+  readonly key: SnapshotKey
+  readonly entry: SnapshotEntry
+  readonly actor: boolean
+}
+
+export interface PreparedRecordWrite {
+  readonly write: RecordWrite
+  readonly entry: RecordEntry | null
+  readonly overlayKey: string
+  readonly seq: number
+}
+
+/** A commit ready to queue: everything checked, every entry built. */
+export interface Prepared {
+  readonly nowMs: number
+  readonly snapshots: readonly PreparedSnapshot[]
+  readonly records: readonly PreparedRecordWrite[]
+  readonly idempotency: IdempotencyCompletion | null
+  readonly sweepLimit: number
+}
+
+/** What a commit is checked against: its size limit and the versions registered for kinds and collections. */
+export interface CommitLimits {
+  readonly changesPerCommitMax: number
+  readonly versions: ReadonlyMap<string, number>
+  readonly collectionVersions: ReadonlyMap<string, number>
+}
+
+/** The databases a commit writes. */
+export interface StoreDatabases {
+  readonly snapshots: Database<unknown, SnapshotKey>
+  readonly live: Database<number, SnapshotKey>
+  readonly records: Database<unknown, RecordKey>
+  readonly expiry: Database<boolean, ExpiryKey>
+}
+
+export function overlayKeyOf(collection: string, key: string): string {
+  return `${collection}\u0000${key}`
+}
+
+/**
+ * Checks a commit's input and prepares its entries, stamped with the clock's time. Throws StoreAssertionError on
+ * anything invalid: nothing of the commit is queued then.
+ */
+export function prepareCommit(input: CommitInput, clock: () => number, sweepLimit: number, limits: CommitLimits): Prepared {
+  if (typeof input !== 'object' || input === null) fail('commit input must be an object')
+  const nowMs = clock()
+  assertTimeMs(nowMs, 'clock')
+  const changes = input.changes ?? []
+  const writes = input.records ?? []
+  if (!Array.isArray(changes)) fail('commit changes must be an array')
+  if (!Array.isArray(writes)) fail('commit records must be an array')
+  if (changes.length > limits.changesPerCommitMax) fail(`more than ${limits.changesPerCommitMax} changes in one commit`)
+  if (writes.length > RECORD_WRITES_PER_COMMIT_MAX) fail(`more than ${RECORD_WRITES_PER_COMMIT_MAX} record writes`)
+  const snapshots: PreparedSnapshot[] = []
+  for (let i = 0; i < changes.length; i++) {
+    const change = changes[i] as Change
+    if (!isPlainObject(change)) fail(`changes[${i}] is not an object`)
+    assertChangeKind(change.kind)
+    assertId(change.id, `changes[${i}] (${change.kind})`)
+    if (typeof change.final !== 'boolean') fail(`changes[${i}] (${change.kind} ${change.id}): final must be boolean`)
+    const actor = isActorKind(change.kind)
+    if (change.final && !actor) fail(`changes[${i}]: a ${change.kind} record cannot be final`)
+    if (change.record === undefined) fail(`changes[${i}] (${change.kind} ${change.id}): record is missing`)
+    assertJsonLike(change.record, `changes[${i}].record`)
+    const version = limits.versions.get(change.kind) as number
+    snapshots.push({
+      key: [change.kind, change.id],
+      entry: { version, snapshot: change.record, updatedAtMs: nowMs, final: change.final },
+      actor,
+    })
+  }
+  const records: PreparedRecordWrite[] = []
+  for (let i = 0; i < writes.length; i++) {
+    const write = writes[i] as RecordWrite
+    if (!isPlainObject(write)) fail(`records[${i}] is not an object`)
+    assertKnownCollection(limits, write.collection)
+    assertRecordKey(write.key, `records[${i}] (${write.collection})`)
+    let entry: RecordEntry | null = null
+    if (write.op === 'put') {
+      if (write.version !== limits.collectionVersions.get(write.collection)) {
+        fail(`records[${i}]: version ${write.version} is not the registered version of ${write.collection}`)
+      }
+      assertJsonLike(write.value, `records[${i}].value`)
+      if (write.value === undefined) fail(`records[${i}]: value is missing`)
+      if (write.expiresAtMs !== null) assertTimeMs(write.expiresAtMs, `records[${i}].expiresAtMs`)
+      if (typeof write.onlyIfAbsent !== 'boolean') fail(`records[${i}]: onlyIfAbsent must be boolean`)
+      entry = { version: write.version, value: write.value, updatedAtMs: nowMs, expiresAtMs: write.expiresAtMs }
+    } else if (write.op === 'delete') {
+      if (typeof write.mustExist !== 'boolean') fail(`records[${i}]: mustExist must be boolean`)
+    } else {
+      fail(`records[${i}]: unknown op ${String((write as { op?: unknown }).op)}`)
+    }
+    records.push({ write, entry, overlayKey: overlayKeyOf(write.collection, write.key), seq: 0 })
+  }
+  const idempotency = input.idempotency ?? null
+  if (idempotency !== null && !(idempotency.ticket instanceof IdempotencyTicket)) {
+    fail('commit idempotency must come from IdempotencyTicket.complete()')
+  }
+  if (idempotency !== null && idempotency.ticket.state !== 'open') {
+    fail(`idempotency ticket is ${idempotency.ticket.state}; a ticket carries exactly one commit`)
+  }
+  return { nowMs, snapshots, records, idempotency, sweepLimit }
+}
+
+function assertKnownCollection(limits: CommitLimits, name: unknown): void {
+  if (typeof name !== 'string' || !limits.collectionVersions.has(name)) {
+    fail(`unknown record collection ${JSON.stringify(name)}: register it with store.collection()`)
+  }
+}
+
+/** Runs inside a child transaction of the group's write transaction; throwing aborts this commit only. */
+export function applyCommit(dbs: StoreDatabases, pending: Prepared, idempotencyRetentionMs: number): number {
+  for (const { key, entry, actor } of pending.snapshots) {
+    dbs.snapshots.putSync(key, entry)
+    if (actor) {
+      if (entry.final) dbs.live.removeSync(key)
+      else dbs.live.putSync(key, entry.updatedAtMs)
+    }
+  }
+  for (const { write, entry } of pending.records) {
+    const key: RecordKey = [write.collection, write.key]
+    const existing = dbs.records.get(key) as RecordEntry | undefined
+    const present = existing !== undefined && !isExpired(existing, pending.nowMs)
+    if (write.op === 'put') {
+      if (write.onlyIfAbsent && present) {
+        throw new StoreConflictError(write.collection, write.key, `${write.collection} ${write.key} already exists`)
+      }
+    } else if (write.mustExist && !present) {
+      throw new StoreConflictError(write.collection, write.key, `${write.collection} ${write.key} does not exist`)
+    }
+    putRecord(dbs, key, existing, entry)
+  }
+  const completion = pending.idempotency
+  if (completion !== null) {
+    const { ticket, response } = completion
+    const key: RecordKey = [IDEMPOTENCY_COLLECTION, scopeKey(ticket.scope)]
+    const existing = dbs.records.get(key) as RecordEntry | undefined
+    if (existing !== undefined && !isExpired(existing, pending.nowMs)) {
+      // The in-flight registry admits one ticket per key; a live record here means it was bypassed.
+      throw new StoreConflictError(IDEMPOTENCY_COLLECTION, key[1], 'idempotency record already stored')
+    }
+    const record: IdempotencyRecord = {
+      scope: ticket.scope,
+      requestHash: ticket.requestHash,
+      response,
+      createdAtMs: pending.nowMs,
+      expiresAtMs: pending.nowMs + idempotencyRetentionMs,
+    }
+    putRecord(dbs, key, existing, {
+      version: IDEMPOTENCY_RECORD_VERSION,
+      value: record,
+      updatedAtMs: pending.nowMs,
+      expiresAtMs: record.expiresAtMs,
+    })
+  }
+  return pending.sweepLimit > 0 ? sweep(dbs, pending.nowMs, pending.sweepLimit) : 0
+}
+
+/** Writes (entry) or deletes (null) a record and keeps the expiry index in step. */
+function putRecord(dbs: StoreDatabases, key: RecordKey, existing: RecordEntry | undefined, entry: RecordEntry | null): void {
+  if (existing !== undefined && existing.expiresAtMs !== null) {
+    dbs.expiry.removeSync([existing.expiresAtMs, key[0], key[1]])
+  }
+  if (entry === null) {
+    if (existing !== undefined) dbs.records.removeSync(key)
+    return
+  }
+  dbs.records.putSync(key, entry)
+  if (entry.expiresAtMs !== null) dbs.expiry.putSync([entry.expiresAtMs, key[0], key[1]], true)
+}
+
+/** Deletes up to `limit` records whose expiry has come, oldest expiry first; returns how many. */
+function sweep(dbs: StoreDatabases, nowMs: number, limit: number): number {
+  const due: ExpiryKey[] = []
+  for (const key of dbs.expiry.getKeys()) {
+    if (key[0] > nowMs || due.length >= limit) break
+    due.push(key)
+  }
+  let deleted = 0
+  for (const [expiresAtMs, collection, recordKey] of due) {
+    dbs.expiry.removeSync([expiresAtMs, collection, recordKey])
+    const existing = dbs.records.get([collection, recordKey]) as RecordEntry | undefined
+    if (existing !== undefined && existing.expiresAtMs === expiresAtMs) {
+      dbs.records.removeSync([collection, recordKey])
+      deleted++
+    }
+  }
+  return deleted
+}
