@@ -16,6 +16,8 @@ import { SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
+import { offerKey } from '../chain/ids.ts'
+import { ensureKeySalt } from '../chain/key-salt.ts'
 import { WalletWatcher } from '../chain/watcher.ts'
 import { resolveConfig } from '../engine/config.ts'
 import { Engine } from '../engine/engine.ts'
@@ -131,7 +133,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     cleanups.push(() => store.close())
 
     const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax })
-    const engine = new Engine(engineConfig, watcher, storedSnapshots(store))
+    // Offer keys on chain are salted per data directory (not guessable from ids, issue 10 hole 1).
+    const keySalt = await ensureKeySalt(store)
+    const engine = new Engine(engineConfig, watcher, storedSnapshots(store), (offerId) => offerKey(keySalt, offerId))
     engine.checkInvariants()
 
     const clients = new Map<string, NetworkClients>(networks.map((n) => [n.slug, createNetworkClients(n)]))

@@ -110,25 +110,15 @@ export {
 export {
   ContractRevertError,
   OperatorUnavailableError,
+  findEarlierOperatorTx,
+  sendFailJob,
   sendLiquidate,
   sendSettleJob,
   toContractRevert,
-  type LiquidateInput,
+  type EarlierOperatorTx,
   type OperatorReceipt,
-  type SettleJobInput,
 } from './operator.ts'
-export {
-  ChainRpcError,
-  verifyProof,
-  verifySupplierPayment,
-  type CreditEventArgs,
-  type CreditEventName,
-  type ProofFailureReason,
-  type ProofRequest,
-  type ProofResult,
-  type SupplierPaymentFact,
-  type VerifiedFact,
-} from './proofs.ts'
+export { ChainRpcError, ProofRefusedError, readSuccessfulReceipt, type ProofFailureReason } from './proofs.ts'
 export {
   createSessionKey,
   describeSessionKey,
@@ -140,11 +130,6 @@ export {
 export {
   approveGasHint,
   buildApproveTransaction,
-  buildPaySupplierTransaction,
-  deadlineSeconds,
-  paySupplierGasHint,
-  type PaySupplierInput,
-  type PaySupplierTransaction,
   type UnsignedTransaction,
 } from './transactions.ts'
 export { LmdbUsedProofs, proofKey, type UsedProofs } from './used-proofs.ts'

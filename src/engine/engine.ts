@@ -8,13 +8,14 @@ import {
   advanceMachine, jobMachine, leaseMachine, leaseRefusals, machines, offerMachine, refusalCode, refusals, RISK_BANDS, statesTaking,
   offerRefusals,
   type AdvanceInput, type LeaseContext, type LeaseInput, type OfferContext, type OfferInput, type RecoveryRecord, type RepaymentRecord,
-  type SourceRef,
+  type SourceRef, type TxProof,
 } from '../../machines/index.ts'
 import { entryFor, MatchingBook, reposition, type BookEntry } from './book.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
+import { offerKey } from '../chain/ids.ts'
 import { ID_PATTERNS, ID_PREFIXES } from './ids.ts'
 import { IndexedMinHeap } from './schedule.ts'
-import type { ExecutedTx, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
+import type { ExecutedTx, OfferKeyOf, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
 import {
   applyBps, clampBps, coverageBps, eligibleFee, feeAtomic, insuranceAtomic, isActiveLender, lenderRepaymentAtomic, minBig, planRecovery, riskBand,
 } from './rules.ts'
@@ -160,10 +161,39 @@ export function recoveryAmounts(plan: LiquidationPlan): { fromRevenueAtomic: big
   }
 }
 
+/** A liquidation plan whose steps are the amounts the contract executed (no revenue step: a liquidation takes none). */
+function executedPlan(
+  plan: LiquidationPlan,
+  executed: { fromCollateralAtomic: bigint; fromBackingAtomic: bigint; fromReserveAtomic: bigint; shortfallAtomic: bigint },
+): LiquidationPlan {
+  const steps: LiquidationPlan['steps'] = [
+    { step: 'source_revenue', amountAtomic: 0n },
+    { step: 'collateral', amountAtomic: executed.fromCollateralAtomic },
+    { step: 'backing_liquidation', amountAtomic: executed.fromBackingAtomic },
+    { step: 'insurance_reserve', amountAtomic: executed.fromReserveAtomic },
+    { step: 'shortfall', amountAtomic: executed.shortfallAtomic },
+  ]
+  const recovered = executed.fromCollateralAtomic + executed.fromBackingAtomic + executed.fromReserveAtomic
+  let covered = 0n
+  let stoppedAt: LiquidationPlan['stoppedAt'] = 'shortfall'
+  for (const step of steps.slice(0, 4)) {
+    covered += step.amountAtomic
+    if (step.amountAtomic > 0n && covered === plan.owedAtomic && executed.shortfallAtomic === 0n) {
+      stoppedAt = step.step
+      break
+    }
+  }
+  return { ...plan, steps, recoveredAtomic: recovered, shortfallAtomic: executed.shortfallAtomic, stoppedAt }
+}
+
 /** The recovery an executed liquidation records: the plan's steps, by name. */
 function recoveryOf(plan: LiquidationPlan, network: string, txHash: `0x${string}`): RecoveryRecord {
   return { network, txHash, owedAtomic: plan.owedAtomic, ...recoveryAmounts(plan), shortfallAtomic: plan.shortfallAtomic }
 }
+
+const zeroKeySalt = `0x${'00'.repeat(32)}` as const
+/** Offer keys with a zero salt: engine tests only (the service always passes its data directory's salt). */
+const unsaltedOfferKey: OfferKeyOf = (offerId) => offerKey(zeroKeySalt, offerId)
 
 /** A lender one matching attempt leases to, and its fee. */
 interface Candidate {
@@ -212,6 +242,7 @@ function registrationPage<K, T extends { registrationSeq: number }>(
 export class Engine {
   readonly config: EngineConfig
   private readonly wallets: WalletView
+  private readonly offerKeyOf: OfferKeyOf
 
   private meta: MetaRecord = { offerSeq: 0, leaseSeq: 0, advanceSeq: 0, lenderSeq: 0, sourceSeq: 0 }
   private readonly lenders = new Map<Address, LenderRecord>()
@@ -252,9 +283,14 @@ export class Engine {
   /** What the running command changed, by `${kind}:${id}`; resolved to Changes when the command commits. */
   private pending = new Map<string, Change | { kind: Change['kind']; id: string }>()
 
-  constructor(config: Partial<EngineConfig>, wallets: WalletView, initialSnapshots?: Iterable<StoredSnapshot>) {
+  /**
+   * `offerKeyOf` gives each new offer its on-chain key; the service passes offerKey(the data directory's salt, id).
+   * The default (a zero salt) is for engine tests that never touch a chain.
+   */
+  constructor(config: Partial<EngineConfig>, wallets: WalletView, initialSnapshots?: Iterable<StoredSnapshot>, offerKeyOf: OfferKeyOf = unsaltedOfferKey) {
     this.config = resolveConfig(config)
     this.wallets = wallets
+    this.offerKeyOf = offerKeyOf
     if (initialSnapshots) this.restore(initialSnapshots)
   }
 
@@ -470,8 +506,10 @@ export class Engine {
     }
 
     this.meta.offerSeq += 1
+    const offerId = `${ID_PREFIXES.offer}${this.meta.offerSeq}`
     const offerInput: OfferInput = {
-      offerId: `${ID_PREFIXES.offer}${this.meta.offerSeq}`,
+      offerId,
+      offerKey: this.offerKeyOf(offerId),
       borrower: input.agent,
       network: input.network,
       asset: input.asset,
@@ -590,6 +628,7 @@ export class Engine {
     this.touch('meta', 'engine')
     const advanceInput: AdvanceInput = {
       advanceId,
+      advanceKey: o.offerKey,
       offerId: o.offerId,
       leaseId: l.leaseId,
       lender: l.lender,
@@ -702,6 +741,17 @@ export class Engine {
     return this.drain({ ...plan, txHash: input.txHash, receipts })
   }
 
+  /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
+  planJobFailure(input: { jobId: string; caller: Address }): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
+    const job = this.jobs.get(input.jobId)
+    if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is failed by its client or an operator')
+    const open = this.wouldTake('job', job, { type: 'FAIL', reason: '', releasedAtomic: 0n, nowMs: 0 })
+    if (!open.accepted) return this.refused('job', input.jobId, open)
+    const j = job.getSnapshot().context
+    return { ok: true, value: { jobId: j.jobId, network: j.network, funding: j.funding }, changes: [] }
+  }
+
   /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
   failJob(input: { jobId: string; reason: string; caller: Address }, nowMs: number): EngineResult<PassportEvent> {
     const job = this.jobs.get(input.jobId)
@@ -763,7 +813,11 @@ export class Engine {
     const advance = this.advances.get(input.advanceId)
     if (!advance) return fail('not_found', 'advance_not_found', `advance ${input.advanceId} is not live`)
     if (!this.isLenderOrOperator(advance, input.caller)) return forbidden('an advance is liquidated by its lender or an operator')
-    const plan = this.liquidationPlan(advance)
+    const predicted = this.liquidationPlan(advance)
+    const plan = input.executed === undefined ? predicted : executedPlan(predicted, input.executed)
+    if (plan.recoveredAtomic + plan.shortfallAtomic !== plan.owedAtomic) {
+      return fail('conflict', 'liquidation_mismatch', `the contract's recovery does not sum to the ${plan.owedAtomic} owed`)
+    }
     const recovery = recoveryOf(plan, input.network, input.txHash)
     const fromRevenue = recovery.fromRevenueAtomic
     const fromCollateral = recovery.fromCollateralAtomic

@@ -9,7 +9,6 @@ import { creditFacilityAbi } from '../../src/chain/artifacts.ts'
 import { loadNetworksConfig, NetworksConfigError, parseNetworksConfig, type NetworkConfig } from '../../src/chain/config.ts'
 import { idKey } from '../../src/chain/ids.ts'
 import { createSessionKey, SpendPolicyError } from '../../src/chain/session-keys.ts'
-import { buildPaySupplierTransaction } from '../../src/chain/transactions.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
 
 const operatorKey = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d'
@@ -64,6 +63,8 @@ t.test('a valid file loads, with checksummed addresses, defaults and the key fro
     pollingIntervalMs: 1000,
     operatorKeyEnv: 'OPERATOR_PRIVATE_KEY',
     operatorPrivateKey: operatorKey,
+    leaseSignerKeyEnv: undefined,
+    leaseSignerPrivateKey: undefined,
   } satisfies NetworkConfig)
   const readOnly = parseNetworksConfig({ networks: [entry({ operatorKeyEnv: undefined })] }, {})
   t.equal(readOnly[0]?.operatorPrivateKey, undefined, 'without operatorKeyEnv the network is read-only')
@@ -165,21 +166,4 @@ t.test('session keys and unsigned transactions', async (t) => {
   t.throws(() => createSessionKey([network], { ...input, totalCapAtomic: 5n }), SpendPolicyError)
   t.throws(() => createSessionKey([network], { ...input, perPaymentCapAtomic: 0n }), SpendPolicyError)
   t.throws(() => createSessionKey([network], { ...input, asset: 'DAI' }), /unknown asset DAI/)
-
-  const pay = buildPaySupplierTransaction(network, {
-    offerId: 'off_9',
-    payer: first.sessionKey.address,
-    supplier: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
-    asset: 'USDC',
-    amountAtomic: 7n,
-    expiresAtMs: 1_800_000_000_999,
-  })
-  t.equal(pay.to, network.creditContract)
-  t.equal(pay.value, 0n)
-  t.equal(pay.chainId, 84532)
-  t.equal(pay.deadlineSeconds, 1_800_000_000n, 'deadline is the lease expiry in whole seconds')
-  t.strictSame(decodeFunctionData({ abi: creditFacilityAbi, data: pay.data }), {
-    functionName: 'paySupplier',
-    args: [idKey('off_9'), '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', network.tokens[0]?.address, 7n, 1_800_000_000n],
-  })
 })
