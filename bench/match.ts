@@ -123,7 +123,7 @@ function runEngine(specs: LenderSpec[], amounts: bigint[]) {
     progress('register', i + 1, specs.length)
   })
   const registerMicros = Number(process.hrtime.bigint() - regStart) / 1000
-  const src = engine.registerSource({ sourceId: 'bench-src', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 15n, liquidationValueAtomic: 10n ** 15n, advanceRateBps: 5000, evidenceId: 'bench', caller: BORROWER }, T0)
+  const src = engine.registerSource({ sourceId: 'bench-src', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 15n, liquidationValueAtomic: 10n ** 15n, advanceRateBps: 5000, evidenceId: 'bench', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0)
   if (!src.ok) throw new Error(src.error.message)
 
   const h = histogram()
@@ -246,7 +246,7 @@ function runDispatch(specs: LenderSpec[]) {
     }, T0)
     if (!r.ok) throw new Error(r.error.message)
   }
-  const src = engine.registerSource({ sourceId: 'bench-src', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 15n, liquidationValueAtomic: 10n ** 15n, advanceRateBps: 5000, evidenceId: 'bench', caller: BORROWER }, T0)
+  const src = engine.registerSource({ sourceId: 'bench-src', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 15n, liquidationValueAtomic: 10n ** 15n, advanceRateBps: 5000, evidenceId: 'bench', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0)
   if (!src.ok) throw new Error(src.error.message)
   process.stdout.write(`dispatch: granting ${DISPATCH_LEASES} live leases\n`)
   for (let i = 0; i < DISPATCH_LEASES; i++) {

@@ -4,6 +4,7 @@ import Type, { type Static } from 'typebox'
 import type { NetworkConfig } from '../chain/config.ts'
 import type { EngineConfig } from '../engine/config.ts'
 import type { AnyRoute } from '../http/route.ts'
+import { consentDomain, consentTypes } from '../chain/consent.ts'
 import { creditScoreCatalogEntry, CreditScoreCatalogEntry, type CreditScoreOffer } from '../score/catalog.ts'
 import { attestationDomain, attestationTypes } from '../chain/attestation.ts'
 import type { SupplierEntry } from '../app/config.ts'
@@ -58,12 +59,21 @@ export const Catalog = StrictObject({
     session: Type.String(),
     domain: Type.String(),
     chainIds: Type.Array(Type.Integer()),
+    revoke: StrictObject({ current: Type.String(), all: Type.String() }),
+    nonceTtlSeconds: Type.Integer({ minimum: 1 }),
+    sessionTtlSeconds: Type.Integer({ minimum: 1 }),
+    sessionsPerWalletMax: Type.Integer({ minimum: 1, description: 'A sign-in beyond it ends the wallet\'s oldest session.' }),
   }),
   attestation: StrictObject({
     domain: StrictObject({ name: Type.String(), version: Type.String() }),
     primaryType: Type.Literal('BackingSource'),
     types: Type.Record(Type.String(), Type.Array(StrictObject({ name: Type.String(), type: Type.String() })), { additionalProperties: false }),
     attesters: Type.Array(Address),
+  }),
+  consent: StrictObject({
+    domain: StrictObject({ name: Type.String(), version: Type.String() }),
+    primaryType: Type.Literal('BorrowerConsent'),
+    types: Type.Record(Type.String(), Type.Array(StrictObject({ name: Type.String(), type: Type.String() })), { additionalProperties: false }),
   }),
   suppliers: Type.Array(StrictObject({ domain: Type.String(), name: Type.String(), address: Address })),
   operators: Type.Array(Address),
@@ -92,6 +102,8 @@ export const Catalog = StrictObject({
     rateLimitBurst: Type.Integer({ minimum: 0, description: 'Size of each bucket.' }),
     pageLimitMax: Type.Integer({ minimum: 1, description: 'Largest ?limit= of /lenders and /credit/backing-sources.' }),
     walletPageLimitMax: Type.Integer({ minimum: 1, description: 'Largest ?limit= of /lenders/wallets.' }),
+    liveOffersPerBorrowerMax: Type.Integer({ minimum: 1 }),
+    borrowerSuspensionMinSeconds: Type.Integer({ minimum: 1 }),
   }),
   creditScore: CreditScoreCatalogEntry,
 })
@@ -100,6 +112,7 @@ export type Catalog = Static<typeof Catalog>
 export interface CatalogSources {
   baseUrl: string
   authDomain: string
+  auth: { nonceTtlSeconds: number; sessionTtlSeconds: number; sessionsPerWalletMax: number }
   routes: readonly AnyRoute[]
   networks: readonly NetworkConfig[]
   /** Whether the configured RPC URLs may be published (the embedded devnet: yes). */
@@ -139,12 +152,25 @@ export function buildCatalog(s: CatalogSources): Catalog {
       facilitator: { url: s.facilitatorUrl(n), selfHosted: n.x402SelfFacilitate },
     })),
     endpoints: s.routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path, operationId: r.operationId, summary: r.summary, auth: r.auth })),
-    auth: { scheme: 'siwe-bearer', nonce: '/auth/nonce', session: '/auth/session', domain: s.authDomain, chainIds: s.networks.map((n) => n.chainId) },
+    auth: {
+      scheme: 'siwe-bearer',
+      nonce: '/auth/nonce',
+      session: '/auth/session',
+      domain: s.authDomain,
+      chainIds: s.networks.map((n) => n.chainId),
+      revoke: { current: 'DELETE /auth/session', all: 'DELETE /auth/sessions' },
+      ...s.auth,
+    },
     attestation: {
       domain: { ...attestationDomain },
       primaryType: 'BackingSource',
       types: { BackingSource: attestationTypes.BackingSource.map((f) => ({ ...f })) },
       attesters: [...s.attesters],
+    },
+    consent: {
+      domain: { ...consentDomain },
+      primaryType: 'BorrowerConsent',
+      types: { BorrowerConsent: consentTypes.BorrowerConsent.map((f) => ({ ...f })) },
     },
     suppliers: s.suppliers.map((x) => ({ ...x })),
     operators: [...s.operators],
@@ -173,6 +199,8 @@ export function buildCatalog(s: CatalogSources): Catalog {
       rateLimitBurst: s.rateLimitPerSecond * 2,
       pageLimitMax: RECORD_PAGE.max,
       walletPageLimitMax: WALLET_PAGE.max,
+      liveOffersPerBorrowerMax: s.engine.liveOffersPerBorrowerMax,
+      borrowerSuspensionMinSeconds: s.engine.borrowerSuspensionMinSeconds,
     },
     creditScore: creditScoreCatalogEntry('/credit-score', s.creditScore),
   }

@@ -2,6 +2,7 @@
 // type the handlers (Type.Static) and appear unchanged in the OpenAPI 3.1 document.
 import Type, { type TObject, type TProperties, type TObjectOptions, type TSchema } from 'typebox'
 import { getAddress, type Address as ViemAddress } from 'viem'
+import { ID_PATTERNS } from '../engine/ids.ts'
 
 /** 2^256 - 1: the largest amount an EVM token can hold, hence the largest `...Atomic` value accepted. */
 export const MAX_UINT256 = (1n << 256n) - 1n
@@ -90,7 +91,7 @@ export const IsoTimeInput = Type.Refine(
 )
 
 /** A caller-chosen job identifier (src/README.md). */
-export const JobId = Type.String({ pattern: '^job_[A-Za-z0-9_-]{1,64}$', description: 'Job identifier chosen by the caller.' })
+export const JobId = Type.String({ pattern: ID_PATTERNS.job, description: 'Job identifier chosen by the caller.' })
 
 /** One failed rule of a request: a JSON pointer into the request part and a message. */
 export const ValidationIssue = StrictObject({

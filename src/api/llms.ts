@@ -43,6 +43,9 @@ ${networkLines.join('\n')}
 2. Sign an EIP-4361 (SIWE) message with domain "${c.auth.domain}", your address, a chain id from chainIds, that nonce.
 3. POST /auth/session {"message": "<the message>", "signature": "0x..."} -> {"token"}
 4. Send Authorization: Bearer <token>.
+A nonce is good for ${c.auth.nonceTtlSeconds} s and one session; a session for ${c.auth.sessionTtlSeconds} s. A wallet holds at most
+${c.auth.sessionsPerWalletMax} sessions: signing in beyond that ends its oldest. ${c.auth.revoke.current} ends this session,
+${c.auth.revoke.all} every session of the wallet; a revoked token is refused at once (401).
 
 ## Typical flow
 1. Read the catalog: GET /.well-known/service.json
@@ -54,7 +57,7 @@ ${networkLines.join('\n')}
    Job: the client calls fundJob(keccak256(utf8(jobId)), token, receivable, borrower) on ${contract}, then
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
    Or a backing source with hard liquidation value, signed by an attester (EIP-712 domain "${c.attestation.domain.name}" v${c.attestation.domain.version}):
-   POST /credit/backing-sources {"sourceId":"src-1","productType":"asset-backed","agent":"<borrower>","valueAtomic":"...","liquidationValueAtomic":"...","advanceRateBps":5000,"evidenceId":"0x<signature>"}
+   POST /credit/backing-sources {"sourceId":"src-1","productType":"asset-backed","agent":"<borrower>","valueAtomic":"...","liquidationValueAtomic":"...","advanceRateBps":5000,"validUntil":"<ISO, signed as unix seconds>","evidenceId":"0x<signature>"}
 4. Borrower: POST /credit/request
    {"agent":"<borrower>","network":"${slug}","asset":"${asset}","productType":"job","amountAtomic":"1000000000","purpose":"inference","supplier":"Supplier","supplierDomain":"<domain from suppliers>","repaymentSource":"job_1","maximumFeeAtomic":"100000000"}
    -> {"decision":"approved","offer":{"offerId":"off_1",...}} or {"decision":"declined","reasons":[...]}
@@ -72,10 +75,10 @@ The lender pays gas for setup and payment transactions. POST /credit/dispatch {}
 ## Rules
 - Fee: ${c.rules.fee}.
 - Matching: the lowest ask wins among eligible lenders; ties: ${c.rules.matchingOrder.slice(1).join(', then ')}.
-- A lease lasts ${c.limits.leaseTtlSeconds} s: pay before its expiresAt (the transaction's on-chain deadline); a timely payment may be reported up to ${c.limits.leaseReportGraceSeconds} s later. A lender whose wallet cannot pay gets a lease that expires at once (insufficient_balance); matching goes on.
+- A lease lasts ${c.limits.leaseTtlSeconds} s: pay before its expiresAt (the transaction's on-chain deadline); a timely payment may be reported up to ${c.limits.leaseReportGraceSeconds} s later. A lender whose wallet cannot pay gets a lease that expires at once (insufficient_balance, not counted among the offer's leases) and waits out of the books until its wallet changes; matching goes on. A new lender enters the books once its session wallet is seen funded.
 - Job advance rate ${c.rules.jobAdvanceRateBps} bps of the receivable plus collateral; risk band A at coverage >= ${c.rules.riskBandACoverageBps} bps, B at >= ${c.rules.riskBandBCoverageBps} bps, else C.
 - Insurance reserve: ${c.rules.insuranceShareBps} bps of each fee.
-- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender; a lender registers at most ${c.limits.registeredLiquidityAtomicMax} (2^128-1) of liquidity; pages of at most ${c.limits.pageLimitMax} (${c.limits.walletPageLimitMax} for /lenders/wallets).
+- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender; ${c.limits.liveOffersPerBorrowerMax} live offers per borrower (409 live_offers_limit beyond); a lender registers at most ${c.limits.registeredLiquidityAtomicMax} (2^128-1) of liquidity; pages of at most ${c.limits.pageLimitMax} (${c.limits.walletPageLimitMax} for /lenders/wallets).
 
 ## Credit score (paid with x402, answered encrypted)
 ${creditScoreSection(c)}

@@ -1,7 +1,8 @@
 // The one table that turns the errors the service and the engine raise into application/problem+json. Nothing
 // below the HTTP edge chooses a status: the engine refuses with a class and a code, the chain and the store raise
 // typed errors, and this table says how the API answers each.
-import { AttestationInvalidError } from '../chain/attestation.ts'
+import { AttestationExpiredError, AttestationInvalidError } from '../chain/attestation.ts'
+import { BorrowerConsentError } from '../chain/consent.ts'
 import { ContractRevertError, OperatorUnavailableError } from '../chain/operator.ts'
 import { UnknownAssetError, UnknownNetworkError } from '../chain/config.ts'
 import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
@@ -54,6 +55,8 @@ const RULES: readonly Rule<never>[] = [
   rule(UnknownNetworkError, (e) => new HttpProblem(400, 'unknown_network', `${e.message}; see /.well-known/service.json`, { title: 'Bad request' })),
   rule(UnknownAssetError, (e) => new HttpProblem(400, 'unknown_asset', e.message, { title: 'Bad request' })),
   rule(AttestationInvalidError, (e) => new HttpProblem(422, 'attestation_invalid', e.message, { title: 'Attestation refused' })),
+  rule(AttestationExpiredError, (e) => new HttpProblem(422, 'attestation_expired', e.message, { title: 'Attestation refused' })),
+  rule(BorrowerConsentError, (e) => new HttpProblem(403, e.code, e.message, { title: 'Consent refused' })),
   rule(SupplierUnresolvedError, (e) => new HttpProblem(422, 'supplier_unresolved', e.message, { title: 'Supplier unresolved' })),
   rule(WatchLimitError, (e) => new HttpProblem(503, 'wallet_watch_full', e.message, { title: 'Capacity reached' })),
   rule(StoreOverloadedError, (e) => new HttpProblem(503, 'store_overloaded', e.message, { title: 'Overloaded', headers: RETRY_SOON })),

@@ -3,6 +3,8 @@
 // `toWire(view)` typed against these, so a field added on one side and not the other fails the type check, and the
 // tests validate every response they see against this document.
 import Type from 'typebox'
+import { ADVANCE_STATES, JOB_STATES, LEASE_END_REASONS, LEASE_STATES, OFFER_END_REASONS, OFFER_STATES } from '../../machines/index.ts'
+import { ID_PATTERNS } from '../engine/ids.ts'
 import { Address, Atomic, atomicAtMost, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, Seconds, StrictObject } from './common.ts'
 
 /**
@@ -16,9 +18,9 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
 export const NetworkSlug = Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'Network slug from /.well-known/service.json.' })
 export const AssetSymbol = Type.String({ pattern: '^[A-Za-z0-9.]{1,16}$', description: 'Token symbol configured on the network.' })
 export const RiskBand = Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')], { description: 'Risk band: A (best), B, C.' })
-export const OfferId = Type.String({ pattern: '^off_[0-9]{1,15}$', description: 'Offer identifier minted by the service.' })
-export const AdvanceId = Type.String({ pattern: '^adv_[0-9]{1,15}$', description: 'Advance identifier minted by the service.' })
-export const SourceId = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$', description: 'Backing source identifier chosen by the caller.' })
+export const OfferId = Type.String({ pattern: ID_PATTERNS.offer, description: 'Offer identifier minted by the service.' })
+export const AdvanceId = Type.String({ pattern: ID_PATTERNS.advance, description: 'Advance identifier minted by the service.' })
+export const SourceId = Type.String({ pattern: ID_PATTERNS.source, description: 'Backing source identifier chosen by the caller.' })
 const Label = (description: string, maxLength = 200) => Type.String({ minLength: 1, maxLength, description })
 const Domain = Type.String({ pattern: '^(?=.{1,253}$)([A-Za-z0-9-]{1,63}\\.)*[A-Za-z0-9-]{1,63}$', description: 'Domain name.' })
 
@@ -47,7 +49,11 @@ export const BackingSourceRegistration = StrictObject(
     advanceRateBps: Bps,
     evidenceId: Type.String({
       pattern: '^0x[0-9a-fA-F]{130}$',
-      description: 'EIP-712 signature of a configured attester over the source (domain "agent-credit backing attestation" v1, type BackingSource).',
+      description: 'EIP-712 signature of a configured attester over the source and validUntil (domain "agent-credit backing attestation" v2, type BackingSource; see the catalog).',
+    }),
+    validUntil: Type.String({
+      format: 'date-time',
+      description: 'Expiry of the attestation (signed as unix seconds, uint64 validUntil; fractions of a second are dropped). Must be in the future at registration; from then on the source gets no new credit (source_attestation_expired).',
     }),
   },
   { description: 'Verified backing source (spec 2.2).' },
@@ -86,6 +92,12 @@ export const JobCreation = StrictObject(
     receivableAtomic: Atomic,
     dueAt: IsoTimeInput,
     fundingTxHash: Bytes32,
+    borrowerConsent: Type.Optional(
+      Type.String({
+        pattern: '^0x[0-9a-fA-F]{130}$',
+        description: 'Required when the job\'s client (not the borrower) registers it: the borrower\'s EIP-712 signature (domain "agent-credit borrower consent" v1, type BorrowerConsent over jobId, network, asset, receivableAtomic, client, dueAt in unix seconds; see the catalog).',
+      }),
+    ),
   },
   { description: 'A job funded on chain: the client called fundJob(keccak256(jobId), asset, receivable, agent) in fundingTxHash.' },
 )
@@ -108,7 +120,7 @@ const NullableTime = Nullable(IsoTime)
 
 export const Job = StrictObject({
   jobId: JobId,
-  state: Type.Enum(['funded', 'active', 'defaulted', 'completed', 'failed']),
+  state: Type.Enum([...JOB_STATES]),
   client: Address,
   borrower: Address,
   network: NetworkSlug,
@@ -130,7 +142,7 @@ export const Job = StrictObject({
 export const Offer = StrictObject({
   offerId: OfferId,
   offerKey: { ...Bytes32, description: "The offer's key on the credit contract (the advance's key once paid); salted, not derivable from offerId." },
-  state: Type.Enum(['offered', 'leased', 'funded', 'expired', 'declined']),
+  state: Type.Enum([...OFFER_STATES]),
   borrower: Address,
   network: NetworkSlug,
   asset: AssetSymbol,
@@ -151,13 +163,13 @@ export const Offer = StrictObject({
   excludedLenders: Type.Array(Address),
   currentLeaseId: Nullable(Type.String()),
   advanceId: Nullable(AdvanceId),
-  endReason: Nullable(Type.Enum(['stale', 'leases_exhausted', 'borrower_suspended', 'source_closed'])),
+  endReason: Nullable(Type.Enum([...OFFER_END_REASONS])),
   endedAt: NullableTime,
 })
 
 export const Lease = StrictObject({
   leaseId: Type.String(),
-  state: Type.Enum(['leased', 'paid', 'expired']),
+  state: Type.Enum([...LEASE_STATES]),
   offerId: OfferId,
   lender: Address,
   payer: Address,
@@ -168,7 +180,7 @@ export const Lease = StrictObject({
   supplierAddress: Address,
   createdAt: IsoTime,
   expiresAt: IsoTime,
-  endReason: Nullable(Type.Enum(['timeout', 'insufficient_balance', 'offer_closed'])),
+  endReason: Nullable(Type.Enum([...LEASE_END_REASONS])),
   endedAt: NullableTime,
   payment: Nullable(TxProof),
 })
@@ -197,7 +209,7 @@ const RecoveryRecord = StrictObject({
 export const Advance = StrictObject({
   advanceId: AdvanceId,
   advanceKey: { ...Bytes32, description: "The advance's key on the credit contract (its offer's offerKey): repay(advanceKey, amount)." },
-  state: Type.Enum(['active', 'defaulted', 'repaid', 'liquidated', 'shortfall']),
+  state: Type.Enum([...ADVANCE_STATES]),
   offerId: OfferId,
   leaseId: Type.String(),
   lender: Address,
@@ -289,6 +301,7 @@ export const BackingSource = StrictObject({
   liquidationValueAtomic: Atomic,
   advanceRateBps: Bps,
   evidenceId: Type.String(),
+  validUntil: IsoTime,
   committedAtomic: Atomic,
   backingUsedAtomic: Atomic,
   registrationSeq: Type.Integer({ minimum: 0 }),
@@ -309,7 +322,7 @@ export const UnderwritingDecision = StrictObject({
   decision: Type.Union([Type.Literal('approved'), Type.Literal('declined')]),
   reasons: Type.Array(
     StrictObject({
-      code: Type.Enum(['borrower_suspended', 'source_not_owned', 'source_closed', 'job_past_due', 'asset_mismatch', 'over_capacity']),
+      code: Type.Enum(['borrower_suspended', 'source_not_owned', 'source_closed', 'source_attestation_expired', 'job_past_due', 'asset_mismatch', 'over_capacity']),
       message: Type.String(),
     }),
   ),
@@ -327,10 +340,22 @@ export const MatchOutcome = StrictObject({
   offerExpired: Type.Boolean(),
 })
 
+export const SuspensionLiftedEvent = StrictObject(
+  {
+    type: Type.Literal('suspension_lifted'),
+    borrower: Address,
+    suspendedAt: IsoTime,
+    at: IsoTime,
+    borrowerReputationBps: Bps,
+  },
+  { description: 'Passport event: the borrower owes nothing on a defaulted advance and borrowerSuspensionMinSeconds have passed since its suspension; it may request credit again.' },
+)
+
 export const DispatchOutcome = StrictObject({
   expiredLeases: Type.Array(Lease),
   expiredOffers: Type.Array(Offer),
   matches: Type.Array(MatchOutcome),
+  suspensionsLifted: Type.Array(SuspensionLiftedEvent),
 })
 
 const RepaymentReceiptFields = {

@@ -12,7 +12,7 @@ import { discoveryRoutes } from '../api/routes/discovery.ts'
 import { lenderRoutes } from '../api/routes/lenders.ts'
 import { creditScoreRoute } from '../api/routes/score.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
-import { SiweAuth, type AuthService } from '../auth/siwe.ts'
+import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
@@ -62,6 +62,8 @@ export interface AppOptions {
   onFatal?: (error: unknown) => void
   /** Check every response against its documented schema (tests). */
   validateResponses?: boolean
+  /** Test hook of the store: while it returns true, no group commit starts. */
+  holdCommitsWhile?: () => boolean
   /** The /credit-score compute component, instead of the local child process (tests inject one that fails). */
   creditScoreCompute?: CreditScoreCompute
 }
@@ -129,14 +131,21 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       migrations: snapshotMigrations(engineConfig),
       clock,
       idempotencyRetentionMs: config.idempotencyRetentionSeconds * 1000,
+      ...(options.holdCommitsWhile ? { holdCommitsWhile: options.holdCommitsWhile } : {}),
     })
     cleanups.push(() => store.close())
 
-    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax })
+    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock })
     // Offer keys on chain are salted per data directory (not guessable from ids, issue 10 hole 1).
     const keySalt = await ensureKeySalt(store)
     const engine = new Engine(engineConfig, watcher, storedSnapshots(store), (offerId) => offerKey(keySalt, offerId))
     engine.checkInvariants()
+    if (!store.cleanStart) {
+      // The previous process died: ids it minted in memory may have been lost with it. None is minted again.
+      const jumped = engine.advanceSequences()
+      if (jumped.ok) await store.commit({ changes: jumped.changes })
+      log({ level: 'warn', msg: 'unclean_start_ids_advanced', ...(jumped.ok ? jumped.value : {}) })
+    }
 
     const clients = new Map<string, NetworkClients>(networks.map((n) => [n.slug, createNetworkClients(n)]))
     const service = new CreditService({ config, engine, store, networks, clients, watcher, clock })
@@ -147,13 +156,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
           process.exit(70)
         }),
     )
+    // Every session wallet waits as unfunded; the watcher's first read promotes those holding anything, and each read
+    // that finds a wallet changed brings its parked lender back into the books.
     for (const key of service.sessionKeys()) {
-      for (const slug of Object.keys(key.policy.assets)) {
-        if (!clients.has(slug)) continue
-        if (watcher.hasRoom(slug)) watcher.watch(slug, key.address)
-        else log({ level: 'warn', msg: 'wallet_not_watched', network: slug, wallet: key.address, holdersMax: watcher.holdersMax })
-      }
+      for (const slug of Object.keys(key.policy.assets)) if (clients.has(slug)) watcher.watchWhenFunded(slug, key.address)
     }
+    watcher.on('update', ({ holder }) => engine.walletChanged(holder))
     watcher.start()
     cleanups.push(() => watcher.stop())
 
@@ -162,6 +170,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     const lateAuth: AuthService = {
       issueNonce: () => (auth as SiweAuth).issueNonce(),
       createSession: (input) => (auth as SiweAuth).createSession(input),
+      revoke: (session, all) => (auth as SiweAuth).revoke(session, all),
     }
 
     let openApi: OpenApiDocument | undefined
@@ -180,6 +189,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       (catalog ??= buildCatalog({
         baseUrl,
         authDomain: auth?.domain ?? '',
+        auth: { nonceTtlSeconds: DEFAULT_NONCE_TTL_MS / 1000, sessionTtlSeconds: config.sessionTtlSeconds, sessionsPerWalletMax: config.sessionsPerWalletMax },
         routes,
         networks,
         publishRpcUrls,
@@ -204,6 +214,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       creditScoreRoute({ paid: creditScore.paid, engine, clock }),
     )
 
+    // From here on the store counts as in use until stop() closes it: a start that finds it so after a crash
+    // advances the id sequences (above).
+    await store.markRunning()
     const server = await startServer({
       routes,
       host: config.host,
@@ -211,6 +224,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       bodyLimitBytes: config.bodyLimitBytes,
       authenticate: (token) => (auth as SiweAuth).authenticate(token),
       log,
+      readBarrier: () => store.durable(),
       rateLimit: config.rateLimitPerSecond === 0 ? false : { burst: config.rateLimitPerSecond * 2, refillPerSecond: config.rateLimitPerSecond },
       corsOrigins: config.corsOrigins,
       trustedProxies: config.trustedProxies,
@@ -226,6 +240,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       domain,
       clients: Object.fromEntries(networks.map((n) => [n.chainId, (clients.get(n.slug) as NetworkClients).publicClient as PublicClient])),
       sessionTtlMs: config.sessionTtlSeconds * 1000,
+      sessionsPerWalletMax: config.sessionsPerWalletMax,
       nowMs: clock,
     })
 

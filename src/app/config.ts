@@ -50,12 +50,14 @@ export const ConfigFileSchema = Type.Object(
     offerTtlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
     dispatchIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
     sessionTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
+    sessionsPerWalletMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
     bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 })),
     rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
     walletsWatchedPerNetworkMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
     corsOrigins: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 256 })),
     trustedProxies: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 256 })),
     idempotencyRetentionSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
+    unfundedWalletWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 * 24 * 3600 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
   },
@@ -87,9 +89,13 @@ export interface ServiceConfig {
   /** Period of the internal expiry ticker; 0 disables it (dispatch then runs only on POST /credit/dispatch). */
   dispatchIntervalMs: number
   sessionTtlSeconds: number
+  /** Live sessions per wallet; a sign-in beyond it ends the wallet's oldest session. */
+  sessionsPerWalletMax: number
   bodyLimitBytes: number
-  /** Lender session wallets the chain watcher follows per network: registrations beyond it get 503. */
+  /** Funded lender session wallets the chain watcher follows per network; a funded wallet beyond it waits for a slot, out of matching. */
   walletsWatchedPerNetworkMax: number
+  /** How long a registered lender's unfunded session wallet waits for its first transfer or approval (no polling). */
+  unfundedWalletWindowSeconds: number
   /** Tokens per second per signed-in wallet and per client address (burst twice that); 0 disables the limiter. */
   rateLimitPerSecond: number
   /** Origins browsers may call from (CORS): ['*'] any, [] none. */
@@ -119,6 +125,7 @@ export const serviceDefaults = {
   offerTtlSeconds: 600,
   dispatchIntervalMs: 1000,
   sessionTtlSeconds: 24 * 3600,
+  sessionsPerWalletMax: 10,
   bodyLimitBytes: 64 * 1024,
   rateLimitPerSecond: 2000,
   walletsWatchedPerNetworkMax: 10_000,
@@ -126,6 +133,7 @@ export const serviceDefaults = {
   corsOrigins: ['*'],
   // Stripe's choice: long enough for any sane retry loop, short enough to bound the store.
   idempotencyRetentionSeconds: 24 * 3600,
+  unfundedWalletWindowSeconds: 3600,
 } as const
 
 export class ConfigError extends Error {
@@ -206,8 +214,10 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     offerTtlSeconds: file.offerTtlSeconds ?? serviceDefaults.offerTtlSeconds,
     dispatchIntervalMs: envInteger(env, 'DISPATCH_INTERVAL_MS', 0, 3_600_000) ?? file.dispatchIntervalMs ?? serviceDefaults.dispatchIntervalMs,
     sessionTtlSeconds: file.sessionTtlSeconds ?? serviceDefaults.sessionTtlSeconds,
+    sessionsPerWalletMax: file.sessionsPerWalletMax ?? serviceDefaults.sessionsPerWalletMax,
     bodyLimitBytes: file.bodyLimitBytes ?? serviceDefaults.bodyLimitBytes,
     walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,
+    unfundedWalletWindowSeconds: file.unfundedWalletWindowSeconds ?? serviceDefaults.unfundedWalletWindowSeconds,
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
     corsOrigins: corsOrigins(envList(env, 'CORS_ORIGINS') ?? file.corsOrigins ?? serviceDefaults.corsOrigins),
     trustedProxies: envList(env, 'TRUSTED_PROXIES') ?? file.trustedProxies ?? [],

@@ -1,5 +1,6 @@
 // `npm start`: the service on its embedded default (two devnet chains, contracts deployed, demo accounts funded,
 // 127.0.0.1:8402, data in ./snapshots), or on the networks of NETWORKS_FILE. Stops cleanly on SIGINT/SIGTERM.
+import { existsSync } from 'node:fs'
 import { startApp } from './app.ts'
 import { ConfigError, loadServiceConfig } from './config.ts'
 
@@ -9,7 +10,10 @@ function line(text = ''): void {
 
 async function main(): Promise<void> {
   const config = loadServiceConfig(process.env)
-  const app = await startApp(config)
+  // Test hook (test/persistence): while this file exists, no commit reaches the disk, so a test can kill the process
+  // between the acknowledgement it waits for and durability.
+  const holdFile = process.env['AGENT_CREDIT_TEST_HOLD_COMMITS_FILE']
+  const app = await startApp(config, holdFile ? { holdCommitsWhile: () => existsSync(holdFile) } : {})
   line(`agent-credit listening on ${app.url}`)
   line(`  data directory ${config.dataDir} (durability ${config.durability})`)
   for (const n of app.networks) {

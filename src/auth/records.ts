@@ -1,10 +1,13 @@
-// Persistence port of the authorization part. The service's LMDB store implements it; src/auth/lmdb-records.ts is
-// a standalone implementation on its own LMDB environment.
+// Persistence port of the authorization part. The service's LMDB store implements it (src/auth/store-records.ts).
+//
+// Nonces are stateless (an HMAC over their issue time and randomness, see siwe.ts): issuing one writes nothing. What
+// is kept is the secret of that HMAC, once per data directory, and the record that a nonce was USED, written only in
+// the same durable write as the session it opened, so that a replayed message is refused.
 import type { Address } from 'viem'
 
-export interface NonceRecord {
+export interface UsedNonceRecord {
   nonce: string
-  issuedAtMs: number
+  /** The nonce's own expiry: after it the nonce is refused as expired, so the record may go. */
   expiresAtMs: number
 }
 
@@ -18,15 +21,26 @@ export interface SessionRecord {
 }
 
 export interface AuthRecords {
-  getNonce(nonce: string): Promise<NonceRecord | undefined>
-  putNonce(record: NonceRecord): Promise<void>
+  /** 32 random bytes, made once per data directory and kept durably: the HMAC key of stateless nonces. */
+  nonceSecret(): Promise<Uint8Array>
+  /** True once a session opened with this nonce is recorded. */
+  isNonceUsed(nonce: string): Promise<boolean>
   /**
-   * Atomically removes the nonce and returns it when it exists and has not expired at `nowMs`; otherwise returns
-   * undefined. Of two concurrent sign-ins with the same nonce, exactly one gets the record.
+   * One durable write: the session, the used-nonce record (create-only) and the removal of `drop` (older sessions of
+   * the same wallet, over its bound). Resolves false, writing nothing, when the nonce was already used: of two
+   * sign-ins racing on one nonce, exactly one opens a session.
    */
-  consumeNonce(nonce: string, nowMs: number): Promise<NonceRecord | undefined>
+  openSession(session: SessionRecord, used: UsedNonceRecord, drop: readonly SessionRecord[]): Promise<boolean>
   getSession(tokenHash: string): Promise<SessionRecord | undefined>
-  putSession(record: SessionRecord): Promise<void>
-  /** Drops expired nonces and sessions; returns how many. Called periodically by the service. */
+  /** The wallet's unexpired sessions, oldest first. */
+  sessionsOf(address: Address): Promise<SessionRecord[]>
+  /** Removes these sessions in one durable write; resolves how many were still there. */
+  revokeSessions(sessions: readonly SessionRecord[]): Promise<number>
+  /** Drops expired records; returns how many. Called periodically by the service. */
   pruneExpired?(nowMs: number): Promise<number>
+}
+
+/** The key of a session in the per-wallet index: wallet, then issue time (so a prefix scan is oldest first). */
+export function walletSessionKey(session: Pick<SessionRecord, 'address' | 'issuedAtMs' | 'tokenHash'>): string {
+  return `${session.address}:${session.issuedAtMs.toString().padStart(16, '0')}:${session.tokenHash}`
 }

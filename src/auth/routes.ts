@@ -1,4 +1,4 @@
-// GET /auth/nonce and POST /auth/session: additions to the interface spec (DESIGN section 7).
+// GET /auth/nonce, POST /auth/session and the revocation routes: additions to the interface spec (DESIGN section 7).
 import Type from 'typebox'
 import { Address, IsoTime, isoFromMs, StrictObject } from '../api/common.ts'
 import { defineRoute, type AnyRoute } from '../http/route.ts'
@@ -24,6 +24,11 @@ export const SessionResponse = StrictObject({
   expiresAt: IsoTime,
 })
 
+export const RevokeResponse = StrictObject({
+  address: Address,
+  revoked: Type.Integer({ minimum: 0, description: 'How many sessions ended.' }),
+})
+
 const noStore = { 'cache-control': 'no-store' }
 
 export function authRoutes(auth: AuthService): AnyRoute[] {
@@ -33,7 +38,7 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
       path: '/auth/nonce',
       operationId: 'getAuthNonce',
       summary: 'Issue a single-use sign-in nonce',
-      description: 'Step 1 of Sign-In with Ethereum (EIP-4361). The nonce expires after a few minutes and is consumed by a successful POST /auth/session.',
+      description: 'Step 1 of Sign-In with Ethereum (EIP-4361). The nonce is stateless (an HMAC of its issue time under the service\'s secret): issuing it stores nothing. It expires after a few minutes and is used up by the first successful POST /auth/session.',
       tags: ['auth'],
       auth: 'none',
       responses: { 200: { description: 'A fresh nonce', schema: NonceResponse } },
@@ -47,14 +52,14 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
       path: '/auth/session',
       operationId: 'createAuthSession',
       summary: 'Exchange a signed SIWE message for a bearer token',
-      description: 'Step 2 of Sign-In with Ethereum. The message must name this service\'s domain, an accepted chain id and an unused, unexpired nonce from GET /auth/nonce; the signature is verified through the chain, so smart-contract wallets (ERC-1271, ERC-6492) sign in too.',
+      description: 'Step 2 of Sign-In with Ethereum. The message must name this service\'s domain, an accepted chain id and an unused, unexpired nonce from GET /auth/nonce; the signature is verified through the chain, so smart-contract wallets (ERC-1271, ERC-6492) sign in too. A wallet holds at most sessionsPerWalletMax live sessions (catalog auth): a sign-in beyond it ends the wallet\'s oldest session.',
       tags: ['auth'],
       auth: 'none',
       body: SessionRequest,
       responses: {
         201: { description: 'Session opened', schema: SessionResponse },
         400: { description: 'Not an EIP-4361 message (siwe_message_invalid), or the body fails validation (validation_failed, malformed_json).' },
-        401: { description: 'Sign-in refused: siwe_domain_mismatch, siwe_chain_unsupported, siwe_nonce_invalid (unknown or used), siwe_nonce_expired, siwe_message_expired, siwe_message_not_yet_valid, siwe_signature_invalid.' },
+        401: { description: 'Sign-in refused: siwe_domain_mismatch, siwe_chain_unsupported, siwe_nonce_invalid (not issued by this service, altered, or already used), siwe_nonce_expired, siwe_message_expired, siwe_message_not_yet_valid, siwe_signature_invalid.' },
         503: { description: 'The chain needed to verify the signature is unreachable (chain_unavailable).' },
       },
       handler: async ({ body }) => {
@@ -65,6 +70,28 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
           headers: noStore,
         }
       },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/auth/session',
+      operationId: 'revokeAuthSession',
+      summary: 'End the current session',
+      description: 'Revokes the bearer token of this request: from the answer on, it is refused with 401 unauthorized.',
+      tags: ['auth'],
+      auth: 'session',
+      responses: { 200: { description: 'The session ended', schema: RevokeResponse }, 401: { description: 'No valid bearer token (unauthorized).' } },
+      handler: async ({ session }) => ({ status: 200, body: { address: session.address, revoked: await auth.revoke(session, false) }, headers: noStore }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/auth/sessions',
+      operationId: 'revokeAllAuthSessions',
+      summary: 'End every session of the signed-in wallet',
+      description: 'Revokes every live session of the wallet, this one included (for example after a token leaked): from the answer on, each is refused with 401 unauthorized.',
+      tags: ['auth'],
+      auth: 'session',
+      responses: { 200: { description: 'The sessions ended', schema: RevokeResponse }, 401: { description: 'No valid bearer token (unauthorized).' } },
+      handler: async ({ session }) => ({ status: 200, body: { address: session.address, revoked: await auth.revoke(session, true) }, headers: noStore }),
     }),
   ]
 }

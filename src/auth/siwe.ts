@@ -1,12 +1,13 @@
-// Sign-In with Ethereum (EIP-4361) through viem/siwe. A nonce is issued, signed inside a SIWE message by the
-// wallet, verified (through the chain's public client, so ERC-1271 and ERC-6492 smart wallets verify too) and
-// consumed once; the caller gets an opaque bearer token of which only the SHA-256 is stored.
-import { createHash, randomBytes } from 'node:crypto'
+// Sign-In with Ethereum (EIP-4361) through viem/siwe. A nonce is issued (stateless: nothing is written), signed
+// inside a SIWE message by the wallet, verified (through the chain's public client, so ERC-1271 and ERC-6492 smart
+// wallets verify too) and recorded as used with the session it opens; the caller gets an opaque bearer token of
+// which only the SHA-256 is stored. Sessions are bounded per wallet and revocable.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { getAddress, type Address, type PublicClient } from 'viem'
-import { generateSiweNonce, parseSiweMessage, verifySiweMessage } from 'viem/siwe'
+import { parseSiweMessage, verifySiweMessage } from 'viem/siwe'
 import { HttpProblem } from '../http/problem.ts'
 import type { Session } from '../http/route.ts'
-import type { AuthRecords } from './records.ts'
+import type { AuthRecords, SessionRecord } from './records.ts'
 
 /** A nonce must be used within this long after it was issued. */
 export const DEFAULT_NONCE_TTL_MS = 5 * 60_000
@@ -17,6 +18,12 @@ export const CLOCK_SKEW_MS = 60_000
 
 /** Sessions kept in memory for authentication; the oldest cached one leaves first. */
 export const SESSION_CACHE_MAX = 10_000
+/** Live sessions per wallet: a new sign-in beyond it ends the wallet's oldest session (never refuses the wallet). */
+export const DEFAULT_SESSIONS_PER_WALLET_MAX = 10
+
+// A stateless nonce, 76 hex digits: issue time (12), randomness (32), HMAC-SHA256 of both under the data directory's
+// secret, truncated to 128 bits (32). Issuing one writes nothing; verifying one needs only the secret and the clock.
+const NONCE_PATTERN = /^[0-9a-f]{76}$/
 
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/
 
@@ -28,6 +35,8 @@ export interface SiweAuthOptions {
   clients: ReadonlyMap<number, PublicClient> | Readonly<Record<number, PublicClient>>
   nonceTtlMs?: number
   sessionTtlMs?: number
+  /** Live sessions per wallet (default 10): the oldest ends when a sign-in would exceed it. */
+  sessionsPerWalletMax?: number
   nowMs?: () => number
 }
 
@@ -45,10 +54,12 @@ export interface IssuedSession {
   expiresAtMs: number
 }
 
-/** What the two auth routes need; `SiweAuth` is the implementation. */
+/** What the auth routes need; `SiweAuth` is the implementation. */
 export interface AuthService {
   issueNonce(): Promise<IssuedNonce>
   createSession(input: { message: string; signature: `0x${string}` }): Promise<IssuedSession>
+  /** Ends the session of the request (`all`: every session of its wallet); resolves how many ended. */
+  revoke(session: Session, all: boolean): Promise<number>
 }
 
 export function hashToken(token: string): string {
@@ -63,9 +74,15 @@ export class SiweAuth implements AuthService {
   readonly #clients: ReadonlyMap<number, PublicClient>
   readonly #nonceTtlMs: number
   readonly #sessionTtlMs: number
+  readonly #sessionsPerWalletMax: number
   readonly #nowMs: () => number
+  #secret: Promise<Uint8Array> | undefined
   /** Recently used sessions by token hash: every request authenticates, and a store read costs more than a lookup. */
   readonly #sessions = new Map<string, { address: Address; expiresAtMs: number }>()
+  /** Token hashes being revoked: refused at once, before their removal is durable. */
+  readonly #revoking = new Set<string>()
+  /** Sign-ins and revocations of one wallet run one at a time, so its session count cannot overshoot its bound. */
+  readonly #walletQueue = new Map<Address, Promise<unknown>>()
 
   constructor(options: SiweAuthOptions) {
     this.#records = options.records
@@ -76,6 +93,8 @@ export class SiweAuth implements AuthService {
     if (this.#clients.size === 0) throw new Error('SiweAuth needs at least one chain client')
     this.#nonceTtlMs = options.nonceTtlMs ?? DEFAULT_NONCE_TTL_MS
     this.#sessionTtlMs = options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS
+    this.#sessionsPerWalletMax = options.sessionsPerWalletMax ?? DEFAULT_SESSIONS_PER_WALLET_MAX
+    if (!Number.isSafeInteger(this.#sessionsPerWalletMax) || this.#sessionsPerWalletMax < 1) throw new Error('sessionsPerWalletMax must be a positive integer')
     this.#nowMs = options.nowMs ?? Date.now
   }
 
@@ -87,12 +106,38 @@ export class SiweAuth implements AuthService {
     return [...this.#clients.keys()]
   }
 
+  get sessionsPerWalletMax(): number {
+    return this.#sessionsPerWalletMax
+  }
+
+  get nonceTtlMs(): number {
+    return this.#nonceTtlMs
+  }
+
+  #mac(secret: Uint8Array, body: string): string {
+    return createHmac('sha256', secret).update(body, 'latin1').digest('hex').slice(0, 32)
+  }
+
+  /** A nonce issued now: nothing is written (hole 6 of issue 10: an unauthenticated request costs no disk). */
   async issueNonce(): Promise<IssuedNonce> {
     const nowMs = this.#nowMs()
-    const nonce = generateSiweNonce()
-    const expiresAtMs = nowMs + this.#nonceTtlMs
-    await this.#records.putNonce({ nonce, issuedAtMs: nowMs, expiresAtMs })
-    return { nonce, expiresAtMs, domain: this.#domain, chainIds: this.chainIds }
+    const body = nowMs.toString(16).padStart(12, '0') + randomBytes(16).toString('hex')
+    const nonce = body + this.#mac(await this.#nonceSecret(), body)
+    return { nonce, expiresAtMs: nowMs + this.#nonceTtlMs, domain: this.#domain, chainIds: this.chainIds }
+  }
+
+  #nonceSecret(): Promise<Uint8Array> {
+    this.#secret ??= this.#records.nonceSecret()
+    return this.#secret
+  }
+
+  /** The issue time of a nonce this service made, or undefined for anything else (forged, altered, foreign). */
+  async #nonceIssuedAtMs(nonce: string): Promise<number | undefined> {
+    if (!NONCE_PATTERN.test(nonce)) return undefined
+    const body = nonce.slice(0, 44)
+    const expected = Buffer.from(this.#mac(await this.#nonceSecret(), body), 'latin1')
+    if (!timingSafeEqual(expected, Buffer.from(nonce.slice(44), 'latin1'))) return undefined
+    return Number.parseInt(nonce.slice(0, 12), 16)
   }
 
   async createSession(input: { message: string; signature: `0x${string}` }): Promise<IssuedSession> {
@@ -105,9 +150,11 @@ export class SiweAuth implements AuthService {
     if (domain !== this.#domain) throw refused('siwe_domain_mismatch', `The message is for ${domain}; this service signs in for ${this.#domain}.`)
     const client = this.#clients.get(chainId)
     if (client === undefined) throw refused('siwe_chain_unsupported', `Chain ${chainId} is not accepted; use one of ${this.chainIds.join(', ')}.`)
-    const issued = await this.#records.getNonce(nonce)
-    if (issued === undefined) throw refused('siwe_nonce_invalid', 'The nonce was not issued by GET /auth/nonce or was already used.')
-    if (issued.expiresAtMs <= nowMs) throw refused('siwe_nonce_expired', 'The nonce expired; get a new one from GET /auth/nonce.')
+    const issuedAtMs = await this.#nonceIssuedAtMs(nonce)
+    if (issuedAtMs === undefined || issuedAtMs > nowMs + CLOCK_SKEW_MS) throw refused('siwe_nonce_invalid', 'The nonce was not issued by GET /auth/nonce.')
+    const nonceExpiresAtMs = issuedAtMs + this.#nonceTtlMs
+    if (nonceExpiresAtMs <= nowMs) throw refused('siwe_nonce_expired', 'The nonce expired; get a new one from GET /auth/nonce.')
+    if (await this.#records.isNonceUsed(nonce)) throw refused('siwe_nonce_invalid', 'The nonce was already used.')
     if (parsed.issuedAt.getTime() > nowMs + CLOCK_SKEW_MS) throw refused('siwe_message_not_yet_valid', 'The message is issued in the future.')
     if (parsed.notBefore !== undefined && parsed.notBefore.getTime() > nowMs + CLOCK_SKEW_MS) throw refused('siwe_message_not_yet_valid', 'The message is not valid before its notBefore time.')
     if (parsed.expirationTime !== undefined && parsed.expirationTime.getTime() <= nowMs) throw refused('siwe_message_expired', 'The message expired.')
@@ -120,33 +167,71 @@ export class SiweAuth implements AuthService {
     }
     if (!valid) throw refused('siwe_signature_invalid', 'The signature does not prove that the address signed this message.')
 
-    // Consumed only now, atomically: of two sign-ins racing on one nonce, one wins.
-    const consumed = await this.#records.consumeNonce(nonce, nowMs)
-    if (consumed === undefined) throw refused('siwe_nonce_invalid', 'The nonce was already used.')
-
     const token = randomBytes(32).toString('base64url')
     const expiresAtMs = Math.min(nowMs + this.#sessionTtlMs, parsed.expirationTime?.getTime() ?? Number.POSITIVE_INFINITY)
     const checksummed = getAddress(address)
-    await this.#records.putSession({ tokenHash: hashToken(token), address: checksummed, chainId, issuedAtMs: nowMs, expiresAtMs })
+    const session: SessionRecord = { tokenHash: hashToken(token), address: checksummed, chainId, issuedAtMs: nowMs, expiresAtMs }
+    await this.#forWallet(checksummed, async () => {
+      const live = await this.#records.sessionsOf(checksummed)
+      const drop = live.slice(0, Math.max(0, live.length + 1 - this.#sessionsPerWalletMax))
+      // The nonce is recorded as used only now, in the session's own write: of two sign-ins racing on it, one wins.
+      const opened = await this.#records.openSession(session, { nonce, expiresAtMs: nonceExpiresAtMs }, drop)
+      if (!opened) throw refused('siwe_nonce_invalid', 'The nonce was already used.')
+      for (const old of drop) this.#sessions.delete(old.tokenHash)
+    })
     return { token, address: checksummed, chainId, expiresAtMs }
+  }
+
+  async revoke(current: Session, all: boolean): Promise<number> {
+    const tokenHash = current.tokenHash
+    if (tokenHash === undefined) throw new Error('revoke needs the session of a bearer token')
+    return this.#forWallet(current.address, async () => {
+      const own = await this.#records.getSession(tokenHash)
+      const ending = all ? await this.#records.sessionsOf(current.address) : []
+      if (own !== undefined && !ending.some((s) => s.tokenHash === tokenHash)) ending.push(own)
+      for (const s of ending) {
+        this.#revoking.add(s.tokenHash)
+        this.#sessions.delete(s.tokenHash)
+      }
+      try {
+        return await this.#records.revokeSessions(ending)
+      } finally {
+        for (const s of ending) {
+          this.#sessions.delete(s.tokenHash)
+          this.#revoking.delete(s.tokenHash)
+        }
+      }
+    })
+  }
+
+  #forWallet<T>(address: Address, run: () => Promise<T>): Promise<T> {
+    const previous = this.#walletQueue.get(address) ?? Promise.resolve()
+    const next = previous.then(run, run)
+    const settled = next.catch(() => undefined)
+    this.#walletQueue.set(address, settled)
+    void settled.then(() => {
+      if (this.#walletQueue.get(address) === settled) this.#walletQueue.delete(address)
+    })
+    return next
   }
 
   /** The server's `authenticate` option: the session of a bearer token, or undefined. */
   readonly authenticate = async (token: string): Promise<Session | undefined> => {
     if (!TOKEN_PATTERN.test(token)) return undefined
     const tokenHash = hashToken(token)
+    if (this.#revoking.has(tokenHash)) return undefined
     const nowMs = this.#nowMs()
     const cached = this.#sessions.get(tokenHash)
     if (cached !== undefined) {
-      if (cached.expiresAtMs > nowMs) return { address: cached.address }
+      if (cached.expiresAtMs > nowMs) return { address: cached.address, tokenHash }
       this.#sessions.delete(tokenHash)
       return undefined
     }
     const record = await this.#records.getSession(tokenHash)
-    if (record === undefined || record.expiresAtMs <= nowMs) return undefined
-    // Sessions are never revoked before they expire, so a cached one stays true until its expiry.
+    if (record === undefined || record.expiresAtMs <= nowMs || this.#revoking.has(tokenHash)) return undefined
+    // A cached session stays true until its expiry or its revocation (which removes it from this cache).
     if (this.#sessions.size >= SESSION_CACHE_MAX) this.#sessions.delete(this.#sessions.keys().next().value as string)
     this.#sessions.set(tokenHash, { address: record.address, expiresAtMs: record.expiresAtMs })
-    return { address: record.address }
+    return { address: record.address, tokenHash }
   }
 }

@@ -1,6 +1,8 @@
 // Backing sources are "verified": their `evidenceId` is an EIP-712 signature by a configured attester over the
 // source's fields (DESIGN section 4). The domain has no chain id: an attestation is about an off-chain asset and
-// holds on every network; the fields it signs are exactly the ones the engine records.
+// holds on every network; the fields it signs are exactly the ones the engine records. An attestation carries its
+// expiry (`validUntil`, unix seconds): a valuation is only true for a while, so an expired one is refused at
+// registration and an expired source gets no new credit (issue 10, hole 9). Version 2 of the domain added it.
 import { getAddress, isHex, recoverTypedDataAddress, type Address, type Hex, type LocalAccount } from 'viem'
 import type { RegisterSourceInput } from '../engine/types.ts'
 
@@ -9,7 +11,12 @@ export class AttestationInvalidError extends Error {
   override readonly name = 'AttestationInvalidError'
 }
 
-export const attestationDomain = { name: 'agent-credit backing attestation', version: '1' } as const
+/** The attestation's validUntil has passed: a valuation is only true for a while. */
+export class AttestationExpiredError extends Error {
+  override readonly name = 'AttestationExpiredError'
+}
+
+export const attestationDomain = { name: 'agent-credit backing attestation', version: '2' } as const
 
 export const attestationTypes = {
   BackingSource: [
@@ -19,6 +26,7 @@ export const attestationTypes = {
     { name: 'valueAtomic', type: 'uint256' },
     { name: 'liquidationValueAtomic', type: 'uint256' },
     { name: 'advanceRateBps', type: 'uint16' },
+    { name: 'validUntil', type: 'uint64' },
   ],
 } as const
 
@@ -26,7 +34,8 @@ export const attestationTypes = {
 export type AttestedFields = Omit<RegisterSourceInput, 'evidenceId'>
 
 function message(fields: AttestedFields) {
-  return { ...fields, agent: getAddress(fields.agent) }
+  const { validUntilMs, ...rest } = fields
+  return { ...rest, agent: getAddress(fields.agent), validUntil: BigInt(Math.floor(validUntilMs / 1000)) }
 }
 
 /** Signs a backing source as an attester would (the devnet demo attester, tests, the demo script). */

@@ -120,14 +120,6 @@ export {
 } from './operator.ts'
 export { ChainRpcError, ProofRefusedError, readSuccessfulReceipt, type ProofFailureReason } from './proofs.ts'
 export {
-  createSessionKey,
-  describeSessionKey,
-  SpendPolicyError,
-  type SessionKeyInput,
-  type SessionKeyRecord,
-  type SpendPolicy,
-} from './session-keys.ts'
-export {
   approveGasHint,
   buildApproveTransaction,
   type UnsignedTransaction,

@@ -19,7 +19,7 @@ export class LmdbUsedProofs implements UsedProofs {
 
   /** Opens (creating) an LMDB environment at `path`, or uses the named database `usedProofs` of an open one. */
   constructor(pathOrRoot: string | RootDatabase) {
-    this.#root = typeof pathOrRoot === 'string' ? open({ path: pathOrRoot }) : pathOrRoot
+    this.#root = typeof pathOrRoot === 'string' ? open({ path: pathOrRoot, noSubdir: false }) : pathOrRoot
     this.#db = this.#root.openDB<number, string>({ name: 'usedProofs' })
   }
 

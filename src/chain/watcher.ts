@@ -30,9 +30,14 @@ export type WatcherOptions = {
   rpcTimeoutMs?: number
   /** Holders followed per network at most (default watchedHoldersMax). */
   holdersMax?: number
+  /** How long an unfunded holder waits in the membership set for its first transfer or approval (default 1 h). */
+  unfundedWindowMs?: number
+  /** Clock of the unfunded window (tests move it). */
+  nowMs?: () => number
 }
 
 export const watchedHoldersMax = 10_000
+export const unfundedWindowMsDefault = 60 * 60_000
 
 export type WatcherEvents = {
   update: [{ network: string; asset: string; holder: Address } & Holding]
@@ -47,6 +52,11 @@ export class WatchLimitError extends Error {
 
 class NetworkWatch {
   readonly holders = new Set<Address>()
+  /**
+   * Unfunded holders: a membership set only (never read, never polled), with the time each leaves it. A token log
+   * naming one moves it to `holders` (read at once); so an unfunded registration costs memory, not RPC or a slot.
+   */
+  readonly unfunded = new Map<Address, number>()
   readonly dirty = new Set<Address>()
   readonly holdings = new Map<string, Holding>()
   lastBlock: bigint | undefined = undefined
@@ -62,9 +72,11 @@ function holdingKey(asset: string, holder: Address): string {
 
 export class WalletWatcher extends EventEmitter<WatcherEvents> implements WalletView {
   readonly #watches = new Map<string, NetworkWatch>()
-  readonly #options: Required<Omit<WatcherOptions, 'pollIntervalMs'>> & { pollIntervalMs: number | undefined }
+  readonly #options: Required<Omit<WatcherOptions, 'pollIntervalMs' | 'unfundedWindowMs' | 'nowMs'>> & { pollIntervalMs: number | undefined }
   #running = false
   readonly #loops: Promise<void>[] = []
+  readonly #unfundedWindowMs: number
+  readonly #nowMs: () => number
 
   constructor(networks: readonly NetworkConfig[], options: WatcherOptions = {}) {
     super()
@@ -76,6 +88,8 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
       rpcTimeoutMs: options.rpcTimeoutMs ?? 2_000,
       holdersMax: options.holdersMax ?? watchedHoldersMax,
     }
+    this.#unfundedWindowMs = options.unfundedWindowMs ?? unfundedWindowMsDefault
+    this.#nowMs = options.nowMs ?? Date.now
     for (const network of networks) {
       const clients = createNetworkClients(network, { retryCount: 0, timeoutMs: this.#options.rpcTimeoutMs })
       this.#watches.set(network.slug, new NetworkWatch(clients))
@@ -105,6 +119,28 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     watch.wake?.()
   }
 
+  /**
+   * Waits for a holder's first funding without reading it: it joins the cheap membership set until a transfer or
+   * approval of a configured token names it (then it is watched, if there is room) or `unfundedWindowMs` passes (then
+   * it is forgotten; calling this again re-arms the window). A holder already watched is left as it is.
+   */
+  watchWhenFunded(network: string, holder: Address): void {
+    const watch = this.#watch(network)
+    const address = getAddress(holder)
+    if (watch.holders.has(address)) return
+    watch.unfunded.set(address, this.#nowMs() + this.#unfundedWindowMs)
+  }
+
+  /** Whether `holder` waits in the unfunded membership set of `network`. */
+  isWaitingForFunds(network: string, holder: Address): boolean {
+    const until = this.#watch(network).unfunded.get(getAddress(holder))
+    return until !== undefined && until > this.#nowMs()
+  }
+
+  get unfundedWindowMs(): number {
+    return this.#unfundedWindowMs
+  }
+
   /** Holders followed per network at most. */
   get holdersMax(): number {
     return this.#options.holdersMax
@@ -131,12 +167,13 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
   }
 
   /** Per network: degraded or not, the last block read, how many holders are watched (for health reports). */
-  status(): { network: string; degraded: boolean; lastBlock: bigint | undefined; holders: number }[] {
+  status(): { network: string; degraded: boolean; lastBlock: bigint | undefined; holders: number; unfunded: number }[] {
     return [...this.#watches.values()].map((w) => ({
       network: w.clients.network.slug,
       degraded: w.degraded,
       lastBlock: w.lastBlock,
       holders: w.holders.size,
+      unfunded: w.unfunded.size,
     }))
   }
 
@@ -201,7 +238,9 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     const fullRead = watch.degraded || watch.lastBlock === undefined || head < watch.lastBlock
     let toBlock = head
     const touched = new Set<Address>()
-    if (!fullRead && watch.lastBlock !== undefined && head > watch.lastBlock && watch.holders.size > 0) {
+    const nowMs = this.#nowMs()
+    for (const [holder, untilMs] of watch.unfunded) if (untilMs <= nowMs) watch.unfunded.delete(holder)
+    if (!fullRead && watch.lastBlock !== undefined && head > watch.lastBlock && watch.holders.size + watch.unfunded.size > 0) {
       const fromBlock = watch.lastBlock + 1n
       if (head - fromBlock + 1n > this.#options.logBlockRangeMax) toBlock = fromBlock + this.#options.logBlockRangeMax - 1n
       const logs = await publicClient.getLogs({
@@ -219,7 +258,16 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
           touched.add(getAddress(log.args.owner as Address))
         }
       }
+      // A token log naming an unfunded holder: its wallet changed, so it is watched from now on (when there is room).
+      for (const holder of touched) {
+        if (!watch.unfunded.has(holder) || watch.holders.size >= this.#options.holdersMax) continue
+        watch.unfunded.delete(holder)
+        watch.holders.add(holder)
+      }
     }
+    // After a start or an outage logs may have been missed: unfunded holders are read once, and any holding something
+    // is watched from now on (the only time they cost a read).
+    if (fullRead && watch.unfunded.size > 0) await this.#promoteFunded(watch, toBlock)
     const targets = fullRead
       ? [...watch.holders]
       : [...watch.holders].filter((h) => touched.has(h) || watch.dirty.has(h))
@@ -233,7 +281,17 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     this.emit('tick', { network: network.slug, blockNumber: toBlock })
   }
 
-  async #read(watch: NetworkWatch, holders: Address[], blockNumber: bigint): Promise<void> {
+  async #promoteFunded(watch: NetworkWatch, blockNumber: bigint): Promise<void> {
+    for (const { holder, balanceAtomic, allowanceAtomic } of await this.#readHoldings(watch, [...watch.unfunded.keys()], blockNumber)) {
+      if (balanceAtomic === 0n && allowanceAtomic === 0n) continue
+      if (!watch.unfunded.has(holder) || watch.holders.size >= this.#options.holdersMax) continue
+      watch.unfunded.delete(holder)
+      watch.holders.add(holder)
+    }
+  }
+
+  /** Balance and allowance (to the credit contract) of each holder in each configured token, at `blockNumber`. */
+  async #readHoldings(watch: NetworkWatch, holders: Address[], blockNumber: bigint) {
     const { network, publicClient } = watch.clients
     const pairs = holders.flatMap((holder) => network.tokens.map((token) => ({ holder, token })))
     const results = await publicClient.multicall({
@@ -244,18 +302,24 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
         { address: token.address, abi: erc20Abi, functionName: 'allowance', args: [holder, network.creditContract] } as const,
       ]),
     })
-    pairs.forEach(({ holder, token }, index) => {
-      const holding: Holding = {
-        balanceAtomic: results[2 * index] as bigint,
-        allowanceAtomic: results[2 * index + 1] as bigint,
-        blockNumber,
-      }
+    return pairs.map(({ holder, token }, index) => ({
+      holder,
+      token,
+      balanceAtomic: results[2 * index] as bigint,
+      allowanceAtomic: results[2 * index + 1] as bigint,
+    }))
+  }
+
+  async #read(watch: NetworkWatch, holders: Address[], blockNumber: bigint): Promise<void> {
+    const { network } = watch.clients
+    for (const { holder, token, balanceAtomic, allowanceAtomic } of await this.#readHoldings(watch, holders, blockNumber)) {
+      const holding: Holding = { balanceAtomic, allowanceAtomic, blockNumber }
       const key = holdingKey(token.symbol, holder)
       const previous = watch.holdings.get(key)
       watch.holdings.set(key, holding)
       if (previous?.balanceAtomic !== holding.balanceAtomic || previous.allowanceAtomic !== holding.allowanceAtomic) {
         this.emit('update', { network: network.slug, asset: token.symbol, holder, ...holding })
       }
-    })
+    }
   }
 }

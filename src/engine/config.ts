@@ -38,6 +38,8 @@ export interface EngineConfig {
   borrowerReputationRepaidRewardBps: number
   borrowerReputationFailurePenaltyBps: number
   borrowerReputationShortfallPenaltyBps: number
+  /** A suspension lifts (in dispatch) once this long has passed and the borrower owes nothing on a defaulted advance. */
+  borrowerSuspensionMinSeconds: number
   /** Who may complete or fail any job and liquidate any advance, besides the job's client and the advance's lender. */
   operators: readonly Address[]
   /** Limits. */
@@ -45,6 +47,8 @@ export interface EngineConfig {
   leasesPerOfferMax: number
   offersDispatchedPerCallMax: number
   networksPerLenderMax: number
+  /** Live (not yet final) offers one borrower may hold; a request beyond it is refused 409 live_offers_limit. */
+  liveOffersPerBorrowerMax: number
 }
 
 export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
@@ -69,10 +73,12 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   borrowerReputationRepaidRewardBps: 100,
   borrowerReputationFailurePenaltyBps: 1000,
   borrowerReputationShortfallPenaltyBps: 2000,
+  borrowerSuspensionMinSeconds: 7 * 24 * 3600,
   operators: [],
   lendersScannedPerMatchMax: 4096,
   leasesPerOfferMax: 16,
   offersDispatchedPerCallMax: 1000,
+  liveOffersPerBorrowerMax: 100,
   networksPerLenderMax: 16,
 })
 
@@ -93,7 +99,7 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
     throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')
   }
-  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'leaseTtlMs', 'offerTtlMs'] as const) {
+  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'liveOffersPerBorrowerMax', 'borrowerSuspensionMinSeconds', 'leaseTtlMs', 'offerTtlMs'] as const) {
     if (!Number.isInteger(config[key]) || config[key] < 1) throw new RangeError(`engine config ${key} must be a positive integer`)
   }
   return config

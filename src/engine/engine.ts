@@ -23,7 +23,7 @@ import type {
   ActorKind, Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
   CreditState, DeclineReason, DispatchOutcome, EngineError, EngineResult, ErrorClass, JobSettlementPlan,
   JobSettlementReceipt, JobView, LeaseView, LenderRecord, LiquidationInput, LiquidationPlan, LiquidationReceipt,
-  MatchOutcome, MetaRecord, OfferView, PassportEvent, PostCollateralInput, RegisterLenderInput, RegisterSourceInput,
+  MatchOutcome, MetaRecord, OfferView, PassportEvent, SuspensionLiftedEvent, PostCollateralInput, RegisterLenderInput, RegisterSourceInput,
   RepaymentPlan, RepaymentReceipt, ReserveRecord, SourceRecord, SupplierPaymentTerms, UnderwritingDecision,
 } from './types.ts'
 
@@ -263,6 +263,17 @@ export class Engine {
 
   private readonly books = new Map<string, MatchingBook>()
   private readonly bookEntries = new Map<Address, { entry: BookEntry; books: MatchingBook[] }>()
+  /**
+   * Lenders out of every book (issue 10, hole 2) until the wallet watcher reports their session wallet changed
+   * (`walletChanged`): registered but never seen funded, or refused once for insufficient balance. So a lender who
+   * risks nothing costs matching nothing. In memory only: after a restart every lender starts parked and the
+   * watcher's first read of its wallet brings the funded ones back.
+   */
+  private readonly parked = new Set<Address>()
+  /** Live offers per borrower (issue 10, hole 6: bounded by liveOffersPerBorrowerMax). */
+  private readonly liveOffersOf = new Map<Address, number>()
+  /** Suspended borrowers, for dispatch to lift those due (a small set: only borrowers of failed jobs). */
+  private readonly suspended = new Set<Address>()
   private readonly liveLeasesByLender = new Map<Address, Set<string>>()
   /**
    * Principal of the live leases per (lender, network, asset): what the lender's session wallet has already promised.
@@ -354,6 +365,23 @@ export class Engine {
     return this.drain({ ...lender })
   }
 
+  /**
+   * After an unclean stop: every id sequence jumps to the next multiple of `step` (2^32), so an id minted in memory
+   * and lost with the crash (its commit never reached the disk) is never minted again for something else.
+   */
+  advanceSequences(step = 2 ** 32): EngineResult<MetaRecord> {
+    const next = (seq: number) => (Math.floor(seq / step) + 1) * step
+    this.meta = {
+      offerSeq: next(this.meta.offerSeq),
+      leaseSeq: next(this.meta.leaseSeq),
+      advanceSeq: next(this.meta.advanceSeq),
+      lenderSeq: next(this.meta.lenderSeq),
+      sourceSeq: next(this.meta.sourceSeq),
+    }
+    this.touch('meta', 'engine')
+    return this.drain({ ...this.meta })
+  }
+
   registerSource(input: RegisterSourceInput & { caller: Address }, nowMs: number): EngineResult<SourceRecord> {
     if (!sameAddress(input.agent, input.caller)) return forbidden('a backing source is registered by its agent: sign in as the body\'s agent')
     if (!SOURCE_ID.test(input.sourceId) || JOB_ID.test(input.sourceId)) {
@@ -364,6 +392,7 @@ export class Engine {
       return fail('invalid', 'invalid_amount', 'valueAtomic must be > 0 and liquidationValueAtomic >= 0')
     }
     if (!isBps(input.advanceRateBps)) return fail('invalid', 'invalid_bps', 'advanceRateBps must be an integer in 0..10000')
+    if (!Number.isSafeInteger(input.validUntilMs)) return fail('invalid', 'invalid_time', 'validUntilMs must be an integer epoch time')
 
     this.meta.sourceSeq += 1
     const source: SourceRecord = {
@@ -374,6 +403,7 @@ export class Engine {
       liquidationValueAtomic: input.liquidationValueAtomic,
       advanceRateBps: input.advanceRateBps,
       evidenceId: input.evidenceId,
+      validUntilMs: input.validUntilMs,
       committedAtomic: 0n,
       backingUsedAtomic: 0n,
       registrationSeq: this.meta.sourceSeq,
@@ -451,6 +481,9 @@ export class Engine {
   requestCredit(input: CreditRequestInput & { caller: Address }, nowMs: number): EngineResult<UnderwritingDecision> {
     if (!sameAddress(input.agent, input.caller)) return forbidden('credit is requested by the borrower agent itself: sign in as the body\'s agent')
     if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
+    if ((this.liveOffersOf.get(input.agent) ?? 0) >= this.config.liveOffersPerBorrowerMax) {
+      return fail('conflict', 'live_offers_limit', `the borrower holds ${this.config.liveOffersPerBorrowerMax} live offers, the most allowed; wait until one is funded, expires or is declined`)
+    }
     if (input.maximumFeeAtomic < 0n) return fail('invalid', 'invalid_amount', 'maximumFeeAtomic must be >= 0')
     if (sameAddress(input.supplierAddress, input.agent)) {
       return fail('invalid', 'supplier_is_borrower', 'the supplier is paid, never the borrower')
@@ -488,6 +521,10 @@ export class Engine {
       const src = backing as SourceRecord
       source = { kind: 'backing', id: src.sourceId }
       if (!sameAddress(src.agent, input.agent)) reasons.push({ code: 'source_not_owned', message: 'the backing source belongs to another borrower' })
+      // A source recorded before attestations carried an expiry has none: it counts as expired (re-attest it).
+      if (!(nowMs < (src.validUntilMs ?? Number.NEGATIVE_INFINITY))) {
+        reasons.push({ code: 'source_attestation_expired', message: 'the backing source\'s attestation expired; register a fresh one under a new sourceId' })
+      }
       const hardLeft = src.liquidationValueAtomic - src.backingUsedAtomic
       capacityAtomic = minBig(applyBps(src.valueAtomic, src.advanceRateBps), hardLeft) - src.committedAtomic
       valueAtomic = src.valueAtomic
@@ -529,6 +566,7 @@ export class Engine {
     }
     const offer = createActor(offerMachine, { input: offerInput }).start()
     this.offers.set(offerInput.offerId, offer)
+    this.countOffer(offerInput.borrower, 1)
     this.scheduleOffer(offer)
     this.touch('offer', offerInput.offerId)
     this.touch('meta', 'engine')
@@ -551,8 +589,9 @@ export class Engine {
 
   /** Expire stale leases (their offers go back to matching), then expire stale offers and match the waiting ones. */
   dispatch(nowMs: number): EngineResult<DispatchOutcome> {
-    const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [] }
+    const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
     for (const lease of this.dueLeases(nowMs)) outcome.expiredLeases.push(this.timeOutLease(lease, nowMs))
+    outcome.suspensionsLifted = this.liftDueSuspensions(nowMs)
 
     for (const { offer, due } of this.offersToDispatch(nowMs)) {
       // The schedule says the offer's TTL is over; the offer machine's guard agrees, or this throws.
@@ -752,6 +791,40 @@ export class Engine {
     return { ok: true, value: { jobId: j.jobId, network: j.network, funding: j.funding }, changes: [] }
   }
 
+  /**
+   * Suspensions whose time has come: at least borrowerSuspensionMinSeconds since the suspension, and nothing owed on a
+   * defaulted advance (none of the borrower's advances is still defaulted). Each lift is a passport event.
+   */
+  private liftDueSuspensions(nowMs: number): SuspensionLiftedEvent[] {
+    const lifted: SuspensionLiftedEvent[] = []
+    const minMs = this.config.borrowerSuspensionMinSeconds * 1000
+    for (const address of this.suspended) {
+      const borrower = this.borrowers.get(address)
+      if (borrower === undefined || !borrower.suspended) {
+        this.suspended.delete(address)
+        continue
+      }
+      const since = borrower.suspendedAtMs ?? 0
+      if (nowMs < since + minMs) continue
+      if (this.owesOnDefault(address)) continue
+      borrower.suspended = false
+      borrower.suspendedAtMs = null
+      this.suspended.delete(address)
+      this.touch('borrower', address)
+      lifted.push({ type: 'suspension_lifted', borrower: address, suspendedAtMs: since, atMs: nowMs, borrowerReputationBps: borrower.reputationBps })
+    }
+    return lifted
+  }
+
+  /** Whether one of the borrower's live advances is defaulted (or in shortfall): money is still owed on a default. */
+  private owesOnDefault(borrower: Address): boolean {
+    for (const advance of this.advances.values()) {
+      const snap = advance.getSnapshot()
+      if (snap.context.borrower === borrower && (snap.matches('defaulted') || String(snap.value) === 'shortfall')) return true
+    }
+    return false
+  }
+
   /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
   failJob(input: { jobId: string; reason: string; caller: Address }, nowMs: number): EngineResult<PassportEvent> {
     const job = this.jobs.get(input.jobId)
@@ -770,6 +843,7 @@ export class Engine {
     const borrower = this.borrowerOf(j.borrower)
     borrower.suspended = true
     borrower.suspendedAtMs = nowMs
+    this.suspended.add(borrower.address)
     borrower.reputationBps = clampBps(borrower.reputationBps - this.config.borrowerReputationFailurePenaltyBps)
     this.touch('borrower', borrower.address)
 
@@ -1093,12 +1167,20 @@ export class Engine {
       if (r.balanceAtomic < 0n || r.balanceAtomic !== r.fundedAtomic - r.paidOutAtomic) throw new Error(`invariant: reserve ${r.network}/${r.asset} does not add up`)
     }
     for (const b of this.borrowers.values()) if (!isBps(b.reputationBps)) throw new Error(`invariant: reputation of ${b.address} out of range`)
+    const offersOf = new Map<Address, number>()
+    for (const offer of this.offers.values()) {
+      const b = offer.getSnapshot().context.borrower
+      offersOf.set(b, (offersOf.get(b) ?? 0) + 1)
+    }
+    if (offersOf.size !== this.liveOffersOf.size || [...offersOf].some(([b, n]) => this.liveOffersOf.get(b) !== n)) {
+      throw new Error('invariant: live offers per borrower are miscounted')
+    }
     for (const [address, { entry, books }] of this.bookEntries) {
       if (entry.lender !== this.lenders.get(address)) throw new Error(`invariant: book entry of ${address} is stale`)
       if (entry.availableAtomic !== entry.lender.availableAtomic || entry.reputationBps !== entry.lender.reputationBps) {
         throw new Error(`invariant: book key of ${address} is stale`)
       }
-      if (books.length !== entry.lender.networks.length) throw new Error(`invariant: ${address} is not in each of its books`)
+      if (books.length !== (this.parked.has(address) ? 0 : entry.lender.networks.length)) throw new Error(`invariant: ${address} is not in each of its books, or parked and in one`)
     }
   }
 
@@ -1177,41 +1259,34 @@ export class Engine {
     const o = offer.getSnapshot().context
     const walk = this.walkBook(o)
     const refusedLeases: LeaseView[] = []
-    let sent = false
-    for (const { lender, fee } of walk.refused) {
-      const event: EventOf<'offer'> = { type: 'LEASE_REFUSED', leaseId: `${ID_PREFIXES.lease}${this.meta.leaseSeq + 1}`, lender: lender.address, nowMs }
-      if (sent) this.expect('offer', offer, event)
-      else {
-        const answer = this.send('offer', offer, event)
-        if (!answer.accepted) return this.notMatched(offer, answer, nowMs)
-        sent = true
+    // Refusals (insufficient balance) are not the offer's events: they use up none of its leases (issue 10, hole 2).
+    // They are recorded once the offer took the attempt's event, or waits; each refused lender is parked.
+    const recordRefusals = (): void => {
+      for (const { lender, fee } of walk.refused) {
+        refusedLeases.push(this.refuseLease(o, lender, fee, nowMs))
+        this.park(lender)
       }
-      refusedLeases.push(this.refuseLease(o, lender, fee, nowMs))
     }
-    let granted: LeaseView | null = null
-    let offerExpired = false
     if (walk.granted) {
       const { lender, fee } = walk.granted
-      const event: EventOf<'offer'> = { type: 'LEASE', leaseId: `${ID_PREFIXES.lease}${this.meta.leaseSeq + 1}`, lender: lender.address, nowMs }
-      if (sent) this.expect('offer', offer, event)
-      else {
-        const answer = this.send('offer', offer, event)
-        if (!answer.accepted) return this.notMatched(offer, answer, nowMs)
-      }
-      granted = this.grantLease(o, lender, fee, nowMs)
-    } else if (walk.outOfLeases || !sent) {
-      // Out of leases, or nothing to lease: the offer still decides whether it waits (its expiry is not due), is
-      // stale, or cannot be matched at all.
-      const event: EventOf<'offer'> = { type: 'EXPIRE', reason: walk.outOfLeases ? 'leases_exhausted' : 'stale', nowMs }
-      if (sent) this.expect('offer', offer, event)
-      else {
-        const answer = this.send('offer', offer, event)
-        if (!answer.accepted) return this.notMatched(offer, answer, nowMs)
-      }
-      this.releaseCapacity(o.source, o.amountAtomic, nowMs)
-      offerExpired = true
+      // The granted lease takes the id after the refused ones.
+      const leaseId = `${ID_PREFIXES.lease}${this.meta.leaseSeq + 1 + walk.refused.length}`
+      const answer = this.send('offer', offer, { type: 'LEASE', leaseId, lender: lender.address, nowMs })
+      if (!answer.accepted) return this.notMatched(offer, answer, nowMs)
+      recordRefusals()
+      const granted = this.grantLease(o, lender, fee, nowMs)
+      return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: granted, refusedLeases, offerExpired: false }
     }
-    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: granted, refusedLeases, offerExpired }
+    // Out of leases, or nothing to lease: the offer decides whether it waits (its expiry is not due), is stale, or
+    // cannot be matched at all.
+    const answer = this.send('offer', offer, { type: 'EXPIRE', reason: walk.outOfLeases ? 'leases_exhausted' : 'stale', nowMs })
+    if (!answer.accepted) {
+      if (answer.code !== offerRefusals.EXPIRE.guarded) return this.notMatched(offer, answer, nowMs)
+      recordRefusals()
+      return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: false }
+    }
+    this.releaseCapacity(o.source, o.amountAtomic, nowMs)
+    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: true }
   }
 
   /** The offer refused the attempt's first event: it waits, it is stale (and expires now), or it is a conflict. */
@@ -1227,7 +1302,7 @@ export class Engine {
 
   /**
    * The lenders one matching attempt leases to, in book order, without changing anything: those whose wallet cannot
-   * pay (each gets a lease refused at once, until the offer's leases run out) and the first whose wallet can.
+   * pay (each gets a lease refused at once, which is not one of the offer's leases) and the first whose wallet can.
    */
   private walkBook(o: OfferContext): { refused: Candidate[]; granted: Candidate | null; outOfLeases: boolean } {
     const refused: Candidate[] = []
@@ -1246,13 +1321,12 @@ export class Engine {
         if (fee === null || o.excludedLenders.includes(lender.address)) continue
         if (!this.walletCovers(lender, o.network, o.asset, o.amountAtomic)) {
           refused.push({ lender, fee })
-          if (refused.length >= leasesLeft) break
           continue
         }
         return { refused, granted: { lender, fee }, outOfLeases: false }
       }
     }
-    return { refused, granted: null, outOfLeases: o.leaseIds.length + refused.length >= this.config.leasesPerOfferMax }
+    return { refused, granted: null, outOfLeases: leasesLeft <= 0 }
   }
 
   /** The lender's wallet must cover this payment on top of its other live leases on the same network and asset. */
@@ -1507,16 +1581,52 @@ export class Engine {
     this.lenders.set(lender.address, lender)
     this.lenderOrder.push(lender.address)
     this.lenderBySession.set(lender.sessionAddress, lender.address)
-    const entry = entryFor(lender)
-    const books: MatchingBook[] = []
+    this.bookEntries.set(lender.address, { entry: entryFor(lender), books: [] })
+    this.parked.add(lender.address)
+    if (this.walletFunded(lender)) this.unpark(lender)
+  }
+
+  /** Whether the lender's session wallet holds anything spendable on one of its networks. */
+  private walletFunded(lender: LenderRecord): boolean {
+    return lender.networks.some((n) => this.wallets.spendableAtomic(n, lender.assets[n] as string, lender.sessionAddress) > 0n)
+  }
+
+  private park(lender: LenderRecord): void {
+    const placed = this.bookEntries.get(lender.address)
+    if (!placed || this.parked.has(lender.address)) return
+    for (const book of placed.books) book.remove(placed.entry)
+    placed.books = []
+    this.parked.add(lender.address)
+  }
+
+  private unpark(lender: LenderRecord): void {
+    const placed = this.bookEntries.get(lender.address)
+    if (!placed || !this.parked.delete(lender.address)) return
+    placed.entry = entryFor(lender)
     for (const network of lender.networks) {
       const key = bookKey(network, lender.assets[network] as string)
       let book = this.books.get(key)
       if (!book) this.books.set(key, (book = new MatchingBook()))
-      book.insert(entry)
-      books.push(book)
+      book.insert(placed.entry)
+      placed.books.push(book)
     }
-    this.bookEntries.set(lender.address, { entry, books })
+  }
+
+  /**
+   * The wallet watcher saw the balance or allowance of `holder` (a session key) change: a parked lender whose wallet
+   * now holds something is back in its books. Changes nothing durable. Returns whether a lender was unparked.
+   */
+  walletChanged(holder: Address): boolean {
+    const address = this.lenderBySession.get(holder)
+    const lender = address === undefined ? undefined : this.lenders.get(address)
+    if (lender === undefined || !this.parked.has(lender.address) || !this.walletFunded(lender)) return false
+    this.unpark(lender)
+    return true
+  }
+
+  /** Whether the lender is out of the books, waiting for its wallet to change. */
+  isParked(address: Address): boolean {
+    return this.parked.has(address)
   }
 
   private lenderOf(address: Address): LenderRecord {
@@ -1632,9 +1742,16 @@ export class Engine {
       this.pending.set(key, { kind, id, record: persisted(actor.getPersistedSnapshot()), final: true })
       actor.stop()
       this.actorMap(kind).delete(id)
+      if (kind === 'offer') this.countOffer((actor.getSnapshot().context as { borrower: Address }).borrower, -1)
     } else {
       this.pending.set(key, { kind, id })
     }
+  }
+
+  private countOffer(borrower: Address, delta: 1 | -1): void {
+    const count = (this.liveOffersOf.get(borrower) ?? 0) + delta
+    if (count > 0) this.liveOffersOf.set(borrower, count)
+    else this.liveOffersOf.delete(borrower)
   }
 
   private touch(kind: Change['kind'], id: string): void {
@@ -1699,7 +1816,10 @@ export class Engine {
       this.sources.set(s.sourceId, s)
       this.sourceOrder.push(s.sourceId)
     }
-    for (const s of list('borrower').map((x) => ({ ...(x.record as BorrowerRecord) })).sort((a, b) => a.address.localeCompare(b.address))) this.borrowers.set(s.address, s)
+    for (const s of list('borrower').map((x) => ({ ...(x.record as BorrowerRecord) })).sort((a, b) => a.address.localeCompare(b.address))) {
+      this.borrowers.set(s.address, s)
+      if (s.suspended) this.suspended.add(s.address)
+    }
     for (const s of list('reserve').sort((a, b) => a.id.localeCompare(b.id))) this.reserves.set(s.id, { ...(s.record as ReserveRecord) })
     const byId = (kind: ActorKind) => (kind === 'job'
       ? list(kind).sort((a, b) => a.id.localeCompare(b.id))
@@ -1708,6 +1828,7 @@ export class Engine {
     for (const s of byId('offer')) {
       const offer = restoreActor(offerMachine, s.record)
       this.offers.set(s.id, offer)
+      this.countOffer(offer.getSnapshot().context.borrower, 1)
       this.scheduleOffer(offer)
     }
     for (const s of byId('lease')) {

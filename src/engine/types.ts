@@ -141,6 +141,8 @@ export interface RegisterSourceInput {
   liquidationValueAtomic: bigint
   advanceRateBps: number
   evidenceId: string
+  /** The attestation's expiry (whole seconds): from then on the source gets no new credit. */
+  validUntilMs: number
 }
 
 /** A funded job to create: the job machine's input but its creation time, which the command's `nowMs` gives. */
@@ -170,7 +172,7 @@ export interface CreditRequestInput {
 }
 
 export interface DeclineReason {
-  code: 'borrower_suspended' | 'source_not_owned' | 'source_closed' | 'job_past_due' | 'asset_mismatch' | 'over_capacity'
+  code: 'borrower_suspended' | 'source_not_owned' | 'source_closed' | 'source_attestation_expired' | 'job_past_due' | 'asset_mismatch' | 'over_capacity'
   message: string
 }
 
@@ -199,6 +201,17 @@ export interface DispatchOutcome {
   expiredLeases: LeaseView[]
   expiredOffers: OfferView[]
   matches: MatchOutcome[]
+  /** Passport events of the suspensions this dispatch lifted. */
+  suspensionsLifted: SuspensionLiftedEvent[]
+}
+
+/** The way back from a failed job (issue 10, hole 3): a passport event, like the suspension itself. */
+export interface SuspensionLiftedEvent {
+  type: 'suspension_lifted'
+  borrower: Address
+  suspendedAtMs: number
+  atMs: number
+  borrowerReputationBps: number
 }
 
 export interface RepaymentReceipt {

@@ -40,6 +40,8 @@ export type ResponsesSpec = { readonly [status: number]: ResponseSpec }
 export interface Session {
   /** The wallet that signed in, EIP-55 checksummed. */
   address: Address
+  /** SHA-256 of the bearer token (hex): names the session to revoke. */
+  tokenHash?: string
 }
 
 type StaticOr<S, Fallback> = S extends TSchema ? Static<S> : Fallback

@@ -45,6 +45,11 @@ export interface ServerOptions {
   validateResponses?: boolean
   /** Clock of the rate limiter; injectable for tests. */
   nowMs?: () => number
+  /**
+   * Awaited after a GET handler built its answer and before it is sent: the store's durability barrier, so a read
+   * never shows a change that a crash could still lose (issue 10, hole 4).
+   */
+  readBarrier?: () => Promise<void>
 }
 
 export interface CloseResult {
@@ -483,7 +488,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         const extra = c.route.cost(result.body) - 1
         if (extra > 0) state.rate.decision = limiter.charge(`${state.rate.policy}:${state.rate.key}`, nowMs(), extra)
       }
-      send(state, serialize(state, c, result))
+      // Serialized before the barrier: the answer is what memory held now, shown once the disk has caught up.
+      const reply = serialize(state, c, result)
+      if (c.route.method === 'get' && options.readBarrier !== undefined) {
+        await options.readBarrier()
+        if (state.aborted) return
+      }
+      send(state, reply)
     } catch (error) {
       fail(state, error)
     }

@@ -5,7 +5,6 @@
 // once the commit is durable. Where a proof must be checked against live terms, the engine's plan query gives them
 // (and refuses what the command would refuse) before any await.
 import { getAddress, type Address, type Hex } from 'viem'
-import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts'
 import {
   advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, recoveryAmounts, supplierPaymentOnClosedOffer, type Engine,
 } from '../engine/engine.ts'
@@ -36,36 +35,18 @@ import { buildApproveTransaction, type UnsignedTransaction } from '../chain/tran
 import { buildPaySupplierV2Transaction } from '../chain/transactions-v2.ts'
 import { insuranceAtomic } from '../engine/rules.ts'
 import { zeroHash } from 'viem'
-import { WatchLimitError, type WalletWatcher } from '../chain/watcher.ts'
+import type { WalletWatcher } from '../chain/watcher.ts'
 import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
-import { AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
+import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
+import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
 import type { ServiceConfig } from '../app/config.ts'
 import type { Mutation } from './mutation.ts'
 import { KeyedMutex } from './mutex.ts'
+import { isSessionKeyRecord, newSessionKey, type SessionKeyRecord } from './session-keys.ts'
 import { SupplierDirectory, SupplierUnresolvedError } from './suppliers.ts'
 
-/** What the service keeps of a lender's session key: its address and policy, never the private key. */
-export interface SessionKeyRecord {
-  lender: Address
-  address: Address
-  policy: SpendPolicy
-  setupTransactions: UnsignedTransaction[]
-  createdAtMs: number
-}
-
-export interface SpendPolicy {
-  /** Asset symbol per network slug. */
-  assets: Record<string, string>
-  perPaymentCapAtomic: bigint
-  totalCapAtomic: bigint
-  /** The only contract the key approves and calls, per network: that network's credit contract. */
-  allowedContracts: Record<string, Address>
-  expiresAtMs: number
-}
-
+export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
-
-const SESSION_KEY_LIFETIME_MS = 365 * 24 * 3600 * 1000
 
 /** The value of a command or query that succeeded; a refusal is raised. */
 function valueOf<T>(result: EngineResult<T>): T {
@@ -255,27 +236,9 @@ export class CreditService {
       this.token(network, symbol)
       assets[network.slug] = symbol
     }
-    // Checked before anything changes: a lender whose wallet the watcher cannot follow would never be matched.
-    const full = networks.find((n) => !this.watcher.hasRoom(n.slug))
-    if (full !== undefined) throw new WatchLimitError(`the service follows at most ${this.watcher.holdersMax} lender wallets on ${full.slug}`)
-    const privateKey = generatePrivateKey()
-    const sessionAddress = privateKeyToAddress(privateKey)
     const nowMs = this.#clock()
-    const sessionKey: SessionKeyRecord = {
-      lender,
-      address: sessionAddress,
-      policy: {
-        assets,
-        perPaymentCapAtomic: body.availableLiquidityAtomic,
-        totalCapAtomic: body.availableLiquidityAtomic,
-        allowedContracts: Object.fromEntries(networks.map((n) => [n.slug, n.creditContract])),
-        expiresAtMs: nowMs + SESSION_KEY_LIFETIME_MS,
-      },
-      setupTransactions: networks.map((n) =>
-        buildApproveTransaction(n, { owner: sessionAddress, asset: assets[n.slug] as string, amountAtomic: body.availableLiquidityAtomic }),
-      ),
-      createdAtMs: nowMs,
-    }
+    const { privateKey, sessionKey } = newSessionKey(lender, networks, assets, body.availableLiquidityAtomic, nowMs)
+    const sessionAddress = sessionKey.address
     const response = await this.apply(
       mutation,
       () => {
@@ -299,7 +262,8 @@ export class CreditService {
       },
       () => [this.#sessionKeys.putOp(lender, sessionKey)],
     )
-    for (const network of networks) this.watcher.watch(network.slug, sessionAddress)
+    // Unfunded, the session wallet costs a membership entry only; its first transfer or approval makes it watched.
+    for (const network of networks) this.watcher.watchWhenFunded(network.slug, sessionAddress)
     return { response, privateKey }
   }
 
@@ -313,6 +277,9 @@ export class CreditService {
    * the contract checks) and the unsigned paySupplier transaction that carries it, for the session key to send.
    */
   pendingActions(lender: Address) {
+    // The lender polling its own actions re-arms the funding window of a session wallet not yet seen funded.
+    const key = this.#sessionKeys.get(lender)
+    if (key !== undefined) for (const slug of Object.keys(key.policy.assets)) if (this.#clients.has(slug)) this.watcher.watchWhenFunded(slug, key.address)
     return this.engine.liveLeasesOf(lender).flatMap((lease) => {
       const delivered = this.leaseAuthorization(lease)
       return delivered === undefined ? [] : [{ lease, ...delivered }]
@@ -350,6 +317,7 @@ export class CreditService {
   // ------------------------------------------------------------------------------------------------ borrowers
 
   async registerSource(mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
+    if (body.validUntilMs <= this.#clock()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
     const attester = await verifyBackingAttestation(this.config.attesters, body, body.evidenceId)
     if (attester === undefined) {
       throw new AttestationInvalidError('evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields')
@@ -360,7 +328,7 @@ export class CreditService {
   async createJob(
     mutation: Mutation<JobView>,
     caller: Address,
-    body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string },
+    body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string; borrowerConsent?: string | undefined },
   ): Promise<StoredResponse> {
     const network = this.network(body.network)
     const token = this.token(network, body.asset)
@@ -368,6 +336,18 @@ export class CreditService {
       jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
     })
     const client = getAddress(fact.args.client)
+    // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
+    // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3). Who may create a job
+    // at all (its client or its borrower) is the engine's rule.
+    if (caller !== body.agent && caller === client) {
+      if (body.borrowerConsent === undefined) {
+        throw new BorrowerConsentError('borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it')
+      }
+      const terms = { jobId: body.jobId, network: network.slug, asset: token.symbol, receivableAtomic: body.receivableAtomic, client, dueAtMs: body.dueAtMs }
+      if (!(await verifyBorrowerConsent(body.agent, terms, body.borrowerConsent))) {
+        throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
+      }
+    }
     const proof = this.#useProof(fact, `job:${body.jobId}`)
     return this.apply(
       mutation,
@@ -609,9 +589,4 @@ export class CreditService {
     if (!result.ok && result.error.code === `${kind}_not_found`) throw this.#missing(kind, id)
     return valueOf(result)
   }
-}
-
-function isSessionKeyRecord(value: unknown): value is SessionKeyRecord {
-  const v = value as SessionKeyRecord
-  return typeof v === 'object' && v !== null && typeof v.address === 'string' && typeof v.lender === 'string' && typeof v.policy === 'object'
 }

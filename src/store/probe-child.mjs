@@ -10,7 +10,7 @@ const [dir, namesJson, scratch] = process.argv.slice(2)
 const names = JSON.parse(namesJson)
 let entries = 0
 try {
-  const root = open({ path: dir, readOnly: true, useBigIntExtension: true })
+  const root = open({ path: dir, noSubdir: false, readOnly: true, useBigIntExtension: true })
   for (const name of names) {
     let db
     try {
@@ -31,7 +31,7 @@ try {
     // Reading does not touch the free-page list, which LMDB loads on the next write; a damaged one crashes the
     // writer. So write once, to a copy: the original stays byte-for-byte as it was.
     fs.copyFileSync(path.join(dir, 'data.mdb'), path.join(scratch, 'data.mdb'))
-    const copy = open({ path: scratch, noSync: true, useBigIntExtension: true })
+    const copy = open({ path: scratch, noSubdir: false, noSync: true, useBigIntExtension: true })
     const meta = copy.openDB({ name: 'meta', useBigIntExtension: true })
     for (let i = 0; i < 64; i++) meta.putSync(`probe-${i}`, 'x'.repeat(2000))
     await copy.close()

@@ -84,6 +84,8 @@ export interface StoreOptions {
   readonly changesPerCommitMax?: number
   readonly commitsPerTxnMax?: number
   readonly pendingCommitsMax?: number
+  /** Test hook: while it returns true no group commit starts (commits wait in the queue, unacknowledged). */
+  readonly holdCommitsWhile?: () => boolean
 }
 
 export interface CommitInput {
@@ -245,6 +247,12 @@ export class Store {
   #resolveDrained: (() => void) | null = null
   #overlay = new Map<string, PreparedRecordWrite>()
   #seq = 0
+  /** Settles when the last commit queued so far is written (or failed): commits are written in queue order. */
+  #tail: Promise<void> = Promise.resolve()
+  readonly #holdCommitsWhile: (() => boolean) | undefined
+  /** Whether the previous process closed this store (or it is new); false after a crash. */
+  readonly cleanStart: boolean
+  #markedRunning = false
   #stats = { transactions: 0, commits: 0, failedCommits: 0, changes: 0, largestBatch: 0 }
 
   private constructor(
@@ -253,6 +261,7 @@ export class Store {
     options: StoreOptions,
     versions: ReadonlyMap<string, number>,
     recordedCollections: Record<string, number>,
+    cleanStart: boolean,
   ) {
     this.dataDir = dataDir
     this.durability = options.durability ?? 'sync'
@@ -268,6 +277,8 @@ export class Store {
     this.#changesPerCommitMax = options.changesPerCommitMax ?? CHANGES_PER_COMMIT_MAX_DEFAULT
     this.#commitsPerTxnMax = options.commitsPerTxnMax ?? COMMITS_PER_TXN_MAX_DEFAULT
     this.#pendingCommitsMax = options.pendingCommitsMax ?? PENDING_COMMITS_MAX_DEFAULT
+    this.#holdCommitsWhile = options.holdCommitsWhile
+    this.cleanStart = cleanStart
     this.idempotency = new Idempotency({
       retentionMs: options.idempotencyRetentionMs ?? IDEMPOTENCY_RETENTION_MS_DEFAULT,
       waitMs: options.idempotencyWaitMs ?? IDEMPOTENCY_WAIT_MS_DEFAULT,
@@ -308,6 +319,8 @@ export class Store {
     try {
       root = open({
         path: dataDir,
+        // lmdb-js takes a path with an extension (`/tmp/tmp.x1Yz`, `data.v2`) for a single file unless told otherwise.
+        noSubdir: false,
         // A commit must mean "on disk": synchronous LMDB commits. overlappingSync would resolve before the flush.
         overlappingSync: false,
         noSync: durability === 'none',
@@ -338,7 +351,9 @@ export class Store {
           meta.putSync('schema', { kinds, collections: recorded.collections } satisfies SchemaRecord)
         })
       }
-      return new Store(dataDir, root, options, versions, recorded.collections)
+      const shutdown = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never).get('shutdown')
+      // A store written before the shutdown mark existed has none: its last stop is unknown, so it counts as unclean.
+      return new Store(dataDir, root, options, versions, recorded.collections, recorded.created || shutdown === 'clean')
     } catch (error) {
       await root.close()
       throw error
@@ -351,7 +366,7 @@ export class Store {
     root: RootDatabase,
     versions: ReadonlyMap<string, number>,
     migrations: readonly SnapshotMigration[],
-  ): { kinds: Record<string, number>; collections: Record<string, number>; unwritten: boolean } {
+  ): { kinds: Record<string, number>; collections: Record<string, number>; unwritten: boolean; created: boolean } {
     const names: string[] = []
     for (const key of root.getKeys()) names.push(String(key))
     const foreign = names.filter((name) => !(DB_NAMES as readonly string[]).includes(name))
@@ -366,6 +381,7 @@ export class Store {
     }
     const meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
     const format = meta.get('format')
+    const created = format === undefined
     if (format === undefined) {
       if (names.length > 0 && names.some((name) => name !== 'meta')) {
         throw new StoreOpenError(
@@ -404,7 +420,7 @@ export class Store {
       }
     }
     for (const name of DB_NAMES) root.openDB({ name })
-    return { kinds: recorded.kinds, collections: recorded.collections, unwritten: schema === undefined }
+    return { kinds: recorded.kinds, collections: recorded.collections, unwritten: schema === undefined, created: format === undefined }
   }
 
   /** Reads every stored snapshot's kind and version: what this release cannot read is refused before any write. */
@@ -433,6 +449,25 @@ export class Store {
     } catch (error) {
       return Promise.reject(error)
     }
+  }
+
+  /**
+   * Resolves once every commit queued before the call is durable (settled); at once when none is pending. A read
+   * built from memory awaits it before answering, so nothing it shows can be lost by a crash (issue 10, hole 4).
+   */
+  durable(): Promise<void> {
+    if (this.#queue.length === 0 && !this.#draining && !this.#scheduled) return Promise.resolve()
+    return this.#tail
+  }
+
+  /**
+   * Marks the store as in use (durably) until close() marks it clean: a start that finds the mark learns that the
+   * previous process died (cleanStart false). Called once the service is about to serve, so a refused start writes
+   * nothing.
+   */
+  async markRunning(): Promise<void> {
+    await this.#meta.put('shutdown', 'running')
+    this.#markedRunning = true
   }
 
   /** Deletes expired records and idempotency records (at most `limit`); resolves with how many were deleted. */
@@ -540,10 +575,15 @@ export class Store {
       this.#overlay.set(withSeq.overlayKey, withSeq)
       return withSeq
     })
-    return new Promise((resolve, reject) => {
+    const committed = new Promise<CommitResult & { swept: number }>((resolve, reject) => {
       this.#queue.push({ ...prepared, records, swept: 0, resolve, reject })
       this.#schedule()
     })
+    this.#tail = committed.then(
+      () => undefined,
+      () => undefined,
+    )
+    return committed
   }
 
   #schedule(): void {
@@ -555,6 +595,10 @@ export class Store {
   }
 
   async #drain(): Promise<void> {
+    if (this.#holdCommitsWhile?.() === true) {
+      setTimeout(() => void this.#drain(), 10)
+      return
+    }
     this.#scheduled = false
     if (this.#draining) return
     this.#draining = true
@@ -879,6 +923,7 @@ export class Store {
     if (this.#closed) return
     this.#closed = true
     while (this.#queue.length > 0 || this.#draining || this.#scheduled) await this.#drained
+    if (this.#markedRunning) await this.#meta.put('shutdown', 'clean')
     await this.#root.close()
   }
 }

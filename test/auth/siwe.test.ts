@@ -11,12 +11,13 @@ import { createSiweMessage } from 'viem/siwe'
 import { Address as AddressSchema, checksum, StrictObject } from '../../src/api/common.ts'
 import { buildOpenApi } from '../../src/api/openapi.ts'
 import { requireSame } from '../../src/auth/guard.ts'
-import { LmdbAuthRecords } from '../../src/auth/lmdb-records.ts'
 import { authRoutes } from '../../src/auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, DEFAULT_SESSION_TTL_MS, hashToken, SiweAuth } from '../../src/auth/siwe.ts'
+import { StoreAuthRecords } from '../../src/auth/store-records.ts'
 import { silentLogger } from '../../src/http/log.ts'
 import { defineRoute } from '../../src/http/route.ts'
 import { startServer } from '../../src/http/server.ts'
+import { Store } from '../../src/store/index.ts'
 import { checkResponse } from '../http/fixtures/openapi-check.ts'
 import { startAnvil } from './fixtures/anvil.ts'
 
@@ -24,10 +25,11 @@ const DOMAIN = 'credit.test:8402'
 const anvil = await startAnvil()
 t.teardown(() => anvil.stop())
 const dir = await mkdtemp(path.join(os.tmpdir(), 'auth-siwe-'))
-const records = new LmdbAuthRecords({ path: dir })
-t.teardown(async () => { await records.close(); await rm(dir, { recursive: true, force: true }) })
-
 let now = Date.now()
+const store = await Store.open({ dataDir: dir, clock: () => now })
+const records = new StoreAuthRecords(store)
+t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }) })
+
 const client = createPublicClient({ chain: foundry, transport: http(anvil.url, { retryCount: 0 }) })
 const auth = new SiweAuth({ records, domain: DOMAIN, clients: { [foundry.id]: client }, nowMs: () => now })
 
@@ -106,7 +108,7 @@ t.test('nonce, signed message, session: the token is returned once and stored on
   t.equal(stored?.address, alice.address)
   t.equal(await records.getSession(body.token), undefined, 'the token itself is not a key')
   t.notMatch(JSON.stringify(stored), body.token, 'nor a value')
-  t.equal(await records.getNonce(issued.nonce), undefined, 'the nonce is consumed')
+  t.ok(await records.isNonceUsed(issued.nonce), 'the nonce is recorded as used, with the session')
   aliceToken = body.token
 })
 

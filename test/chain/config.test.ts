@@ -8,7 +8,7 @@ import { decodeFunctionData, erc20Abi, keccak256, parseAbi, toHex } from 'viem'
 import { creditFacilityAbi } from '../../src/chain/artifacts.ts'
 import { loadNetworksConfig, NetworksConfigError, parseNetworksConfig, type NetworkConfig } from '../../src/chain/config.ts'
 import { idKey } from '../../src/chain/ids.ts'
-import { createSessionKey, SpendPolicyError } from '../../src/chain/session-keys.ts'
+import { newSessionKey, SESSION_KEY_LIFETIME_MS } from '../../src/service/session-keys.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
 
 const operatorKey = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d'
@@ -148,14 +148,15 @@ t.test('the compiled credit contract has exactly the signatures of src/README.md
 
 t.test('session keys and unsigned transactions', async (t) => {
   const network = parseNetworksConfig({ networks: [entry({ operatorKeyEnv: undefined })] }, {})[0] as NetworkConfig
-  const input = { asset: 'USDC', perPaymentCapAtomic: 10n, totalCapAtomic: 100n, expiresAtMs: 1_800_000_000_000 }
-  const first = createSessionKey([network], input)
-  const second = createSessionKey([network], input)
+  const lender = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC'
+  const nowMs = 1_800_000_000_000 - SESSION_KEY_LIFETIME_MS
+  const first = newSessionKey(lender, [network], { 'base-sepolia': 'USDC' }, 100n, nowMs)
+  const second = newSessionKey(lender, [network], { 'base-sepolia': 'USDC' }, 100n, nowMs)
   t.not(first.privateKey, second.privateKey, 'a fresh key each time')
   t.notMatch(JSON.stringify(first.sessionKey, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)), first.privateKey.slice(2), 'the record holds no private key')
   t.strictSame(first.sessionKey.policy, {
-    asset: 'USDC',
-    perPaymentCapAtomic: 10n,
+    assets: { 'base-sepolia': 'USDC' },
+    perPaymentCapAtomic: 100n,
     totalCapAtomic: 100n,
     allowedContracts: { 'base-sepolia': network.creditContract },
     expiresAtMs: 1_800_000_000_000,
@@ -163,7 +164,5 @@ t.test('session keys and unsigned transactions', async (t) => {
   const setup = first.sessionKey.setupTransactions[0]
   t.strictSame(decodeFunctionData({ abi: erc20Abi, data: setup?.data ?? '0x' }), { functionName: 'approve', args: [network.creditContract, 100n] })
   t.equal(setup?.from, first.sessionKey.address)
-  t.throws(() => createSessionKey([network], { ...input, totalCapAtomic: 5n }), SpendPolicyError)
-  t.throws(() => createSessionKey([network], { ...input, perPaymentCapAtomic: 0n }), SpendPolicyError)
-  t.throws(() => createSessionKey([network], { ...input, asset: 'DAI' }), /unknown asset DAI/)
+  t.throws(() => newSessionKey(lender, [network], { 'base-sepolia': 'DAI' }, 100n, nowMs), /unknown asset DAI/)
 })

@@ -314,6 +314,8 @@ t.test('confirmations: an event is delivered only once its block has them', asyn
   const startBlock = (await f.publicClient.getBlockNumber()) + 1n
   const follower = lmdbFollower(store, { startBlock, confirmations: 3, chainTimeIntervalMs: 0 })
   follower.follower.start()
+  // A failed wait must not leave the follower polling: the file would never end (tap's per-file timeout).
+  t.teardown(() => follower.follower.stop())
   const client = await f.wallet(10n * USDC)
   await f.call(client, 'fundJob', [jobKey(`job_conf_${++sequence}`), f.token, 10n * USDC, client.account.address])
   const eventBlock = await f.publicClient.getBlockNumber()

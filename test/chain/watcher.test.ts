@@ -7,8 +7,8 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { idKey } from '../../src/chain/ids.ts'
-import { createSessionKey } from '../../src/chain/session-keys.ts'
 import { WalletWatcher, type WalletView } from '../../src/chain/watcher.ts'
+import { newSessionKey } from '../../src/service/session-keys.ts'
 import { setupDevnet, USDC } from './fixtures/devnet.ts'
 
 /** Forwards 127.0.0.1:port to the target; `cut()` closes it and every connection, `restore()` listens again. */
@@ -61,12 +61,8 @@ t.test('wallet watcher', async (t) => {
   const view: WalletView = watcher
   watcher.start()
 
-  const { privateKey, sessionKey } = createSessionKey(f.devnet.networks, {
-    asset: 'USDC',
-    perPaymentCapAtomic: 100n * USDC,
-    totalCapAtomic: 300n * USDC,
-    expiresAtMs: Date.now() + 3_600_000,
-  })
+  const assets = Object.fromEntries(f.devnet.networks.map((n) => [n.slug, 'USDC']))
+  const { privateKey, sessionKey } = newSessionKey(f.accounts.lender.address, f.devnet.networks, assets, 300n * USDC, Date.now())
   const holder = sessionKey.address
   const lender = f.actor('lender')
   const spendable = (): bigint => view.spendableAtomic(network.slug, 'USDC', holder)

@@ -25,7 +25,7 @@ class ScanningEngine extends Engine {
   override dispatch(nowMs: number): EngineResult<DispatchOutcome> {
     const self = this as unknown as ScanInternals
     const seq = (id: string): number => Number(id.slice(id.indexOf('_') + 1))
-    const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [] }
+    const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
     const stale = [...self.leases.values()].filter((l) => l.getSnapshot().context.expiresAtMs + self.config.leaseReportGraceMs <= nowMs)
     stale.sort((a, b) => {
       const ca = a.getSnapshot().context
@@ -190,7 +190,7 @@ t.test('a paid lease is never expired by dispatch', async (t) => {
   unwrap(engine.recordSupplierPayment({ network: NET, txHash: hash(1), logIndex: 0, offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: 1000n, caller: lease.lender }, T0 + 1))
   const before = engine.getLender(lease.lender)!
   const out = unwrap(engine.dispatch(lease.expiresAtMs + 60_000))
-  t.same(out, { expiredLeases: [], expiredOffers: [], matches: [] }, 'nothing due: the paid lease left the schedule')
+  t.same(out, { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }, 'nothing due: the paid lease left the schedule')
   t.same(engine.getLender(lease.lender), before, 'no reliability penalty, no liquidity moved')
   engine.checkInvariants()
 })
@@ -204,7 +204,7 @@ t.test('a cancelled lease (its offer declined) is never expired by dispatch', as
   t.same(failed.declinedOfferIds, [offerId])
   const before = engine.getLender(lease.lender)!
   const out = unwrap(engine.dispatch(lease.expiresAtMs + 60_000))
-  t.same(out, { expiredLeases: [], expiredOffers: [], matches: [] }, 'the cancelled lease and declined offer left the schedules')
+  t.same(out, { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }, 'the cancelled lease and declined offer left the schedules')
   t.same(engine.getLender(lease.lender), before)
   engine.checkInvariants()
 })

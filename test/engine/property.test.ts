@@ -74,7 +74,7 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
         networks: cmd.net2 ? [NET, 'net-b'] : [NET],
       }), nowMs)
     case 'source':
-      return engine.registerSource({ sourceId: `src_${cmd.i}`, productType: 'asset-backed', agent: cmd.other ? OTHER : BORROWER, valueAtomic: BigInt(cmd.value), liquidationValueAtomic: BigInt(cmd.liq), advanceRateBps: cmd.rate, evidenceId: 'ev', caller: cmd.other ? OTHER : BORROWER }, nowMs)
+      return engine.registerSource({ sourceId: `src_${cmd.i}`, productType: 'asset-backed', agent: cmd.other ? OTHER : BORROWER, valueAtomic: BigInt(cmd.value), liquidationValueAtomic: BigInt(cmd.liq), advanceRateBps: cmd.rate, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: cmd.other ? OTHER : BORROWER }, nowMs)
     case 'job':
       return engine.createJob({ jobId: `job_${cmd.i}`, client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: BigInt(cmd.receivable), dueAtMs: nowMs + cmd.dueS * 1000, funding: { network: NET, txHash: hash(cmd.i), logIndex: 0 }, caller: CLIENT }, nowMs)
     case 'collateral':

@@ -20,9 +20,9 @@ t.test('over capacity is declined with a reason and changes nothing', async (t) 
 
 t.test('backing source capacity = min(value x rate, liquidation value) - outstanding', async (t) => {
   const { engine } = newEngine()
-  unwrap(engine.registerSource({ sourceId: 'src_x', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 4_000n, advanceRateBps: 5000, evidenceId: 'e', caller: BORROWER }, T0))
+  unwrap(engine.registerSource({ sourceId: 'src_x', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 4_000n, advanceRateBps: 5000, evidenceId: 'e', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'src_x', amountAtomic: 4001n }), T0)).capacityAtomic, 4000n)
-  unwrap(engine.registerSource({ sourceId: 'src_y', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 9_000n, advanceRateBps: 3000, evidenceId: 'e', caller: BORROWER }, T0))
+  unwrap(engine.registerSource({ sourceId: 'src_y', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 9_000n, advanceRateBps: 3000, evidenceId: 'e', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'src_y', amountAtomic: 3001n }), T0)).decision, 'declined')
   t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'src_y', amountAtomic: 3000n }), T0)).decision, 'approved')
 })

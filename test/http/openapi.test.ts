@@ -11,7 +11,7 @@ import { silentLogger } from '../../src/http/log.ts'
 import { checkResponse } from './fixtures/openapi-check.ts'
 import { testRoutes } from './fixtures/routes.ts'
 
-const fakeAuth = { issueNonce: async () => { throw new Error('unused') }, createSession: async () => { throw new Error('unused') } }
+const fakeAuth = { issueNonce: async () => { throw new Error('unused') }, createSession: async () => { throw new Error('unused') }, revoke: async () => { throw new Error('unused') } }
 const routes = [...testRoutes, ...authRoutes(fakeAuth)]
 let document: OpenApiDocument
 routes.push(openApiRoute(() => document))
@@ -64,7 +64,7 @@ t.test('every route appears with its parameters, body, responses and security', 
 })
 
 t.test('responses seen over HTTP validate against their documented schemas', async (t) => {
-  const server = await startServer({ routes, log: silentLogger, bodyLimitBytes: 1024, rateLimit: false })
+  const server = await startServer({ routes, log: silentLogger, bodyLimitBytes: 1024, rateLimit: false, authenticate: async () => undefined })
   t.teardown(() => server.close(1000))
   const seen: Array<[string, string, string, RequestInit?]> = [
     ['post', '/echo/{name}', '/echo/abc', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amountAtomic: '5', feeBps: 1, owner: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8' }) }],

@@ -26,6 +26,11 @@ async function expectProblem(t: Test, response: Response, status: number, code: 
   return body
 }
 
+/** Resolves once `condition` holds, polling every 5 ms. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5))
+}
+
 t.test('a valid request reaches the handler, typed and checksummed, with its headers', async (t) => {
   const response = await post('/echo/hello%20world', validBody, { 'idempotency-key': 'k1' })
   t.equal(response.status, 201)
@@ -167,7 +172,8 @@ t.test('text responses keep their content type; headers and body arrive intact o
 t.test('an upload aborted half-way does not crash the server', async (t) => {
   const head = `POST /echo/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n`
   await abortedUpload(server.port, head, '{"amountAtomic":"1"')
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  // Polled, not slept: the server learns of the abort when the machine lets it (tap's timeout bounds the wait).
+  await until(() => server.inFlight() === 0)
   t.equal(server.inFlight(), 0, 'the aborted request is no longer in flight')
   t.equal((await post('/echo/a', validBody)).status, 201, 'still serving')
 })
@@ -175,11 +181,12 @@ t.test('an upload aborted half-way does not crash the server', async (t) => {
 t.test('a client that goes away during a slow handler: no write to the dead response, no crash', async (t) => {
   const before = { ...slowFinished }
   const controller = new AbortController()
-  const pending = fetch(`${server.url}/slow?ms=150`, { signal: controller.signal }).catch((error: Error) => error)
-  await new Promise((resolve) => setTimeout(resolve, 40))
+  // The handler waits 1 s; the client goes away as soon as its request is in the handler, however loaded the machine.
+  const pending = fetch(`${server.url}/slow?ms=1000`, { signal: controller.signal }).catch((error: Error) => error)
+  await until(() => server.inFlight() > 0)
   controller.abort()
   t.type(await pending, Error, 'the client saw its own abort')
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  await until(() => slowFinished.count > before.count && logs.some((line) => line.msg === 'request' && line['path'] === '/slow'))
   t.equal(slowFinished.count, before.count + 1, 'the handler ran to its end')
   t.equal(slowFinished.aborted, before.aborted + 1, 'and saw the abort signal')
   t.ok(logs.some((line) => line.msg === 'request' && line['path'] === '/slow' && line['aborted'] === true), 'the abort is logged')

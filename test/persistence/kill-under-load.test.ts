@@ -30,7 +30,9 @@ const KILL_AFTER_MS_MAX = 1500
 const JOBS = 16
 const FUNDED_LENDERS = 2
 /** Nothing expires during the test (lease and offer TTLs far beyond it), so every acknowledged actor must be live. */
-const SERVICE_CONFIG = { leaseTtlSeconds: 3600, offerTtlSeconds: 7 * 24 * 3600 }
+// The load signs the same borrowers in again after every kill while its workers keep their tokens: a per-wallet bound
+// above what the run can reach keeps every acknowledged session meant to authenticate.
+const SERVICE_CONFIG = { leaseTtlSeconds: 3600, offerTtlSeconds: 7 * 24 * 3600, sessionsPerWalletMax: 1000 }
 
 type Reply = { status: number; body: any }
 const random = (n: number) => Math.floor(Math.random() * n)
@@ -48,6 +50,9 @@ async function call(url: string, method: string, path: string, body?: unknown, t
   const text = await response.text()
   return { status: response.status, body: text.length > 0 ? JSON.parse(text) : null }
 }
+
+/** The run's sessionsPerWalletMax: a wallet's oldest sessions beyond it end. */
+const SESSIONS_PER_WALLET_MAX = SERVICE_CONFIG.sessionsPerWalletMax
 
 async function signIn(url: string, account: PrivateKeyAccount): Promise<string> {
   return new CreditClient(url).signIn(account)
@@ -340,14 +345,30 @@ t.test('SIGKILL under load loses no acknowledged change, applies no retry twice,
     const strayLeases = [...live.values()].filter((l) => !acked.offers.has(l.offerId))
     t.same(strayLeases, [], `${label}: every live lease is on an acknowledged offer`)
 
-    // Every acknowledged sign-in still authenticates (404: a signed-in wallet that is no lender; 401 would be lost).
+    // Every acknowledged sign-in still authenticates (404: a signed-in wallet that is no lender; 401 would be lost),
+    // except those the per-wallet bound ended on purpose (sessionsPerWalletMax, oldest dropped): of a wallet's n
+    // acknowledged sessions at most n - SESSIONS_PER_WALLET_MAX may be refused, and never its latest.
     const tokens = [...acked.sessions]
-    for (let i = 0; i < tokens.length; i += 25) {
-      const replies = await Promise.all(tokens.slice(i, i + 25).map(([token, address]) => call(url, 'GET', `/lenders/${address}/actions`, undefined, token)))
-      const refused = replies.filter((r) => r.status !== 200 && r.status !== 404)
-      if (refused.length > 0) t.fail(`${label}: ${refused.length} acknowledged sessions refused: ${JSON.stringify(refused[0])}`)
+    const refusedOf = new Map<Address, number>()
+    const latestOf = new Map<Address, string>()
+    const countOf = new Map<Address, number>()
+    for (const [token, address] of tokens) {
+      latestOf.set(address, token)
+      countOf.set(address, (countOf.get(address) ?? 0) + 1)
     }
-    t.pass(`${label}: all ${tokens.length} acknowledged sessions authenticate`)
+    for (let i = 0; i < tokens.length; i += 25) {
+      const batch = tokens.slice(i, i + 25)
+      const replies = await Promise.all(batch.map(([token, address]) => call(url, 'GET', `/lenders/${address}/actions`, undefined, token)))
+      replies.forEach((r, j) => {
+        if (r.status === 200 || r.status === 404) return
+        const [token, address] = batch[j] as [string, Address]
+        refusedOf.set(address, (refusedOf.get(address) ?? 0) + 1)
+        if (latestOf.get(address) === token) t.fail(`${label}: the latest acknowledged session of ${address} refused: ${JSON.stringify(r)}`)
+      })
+    }
+    const overBound = [...refusedOf].filter(([address, refused]) => refused > Math.max(0, (countOf.get(address) ?? 0) - SESSIONS_PER_WALLET_MAX))
+    t.same(overBound, [], `${label}: no wallet lost an acknowledged session beyond the per-wallet bound`)
+    t.pass(`${label}: all ${tokens.length} acknowledged sessions authenticate or were ended by the per-wallet bound`)
     return { state, live }
   }
 

@@ -66,12 +66,17 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       summary: 'Create a funded job (a receivable escrowed on chain by its client)',
       description:
         'The client first calls fundJob(keccak256(jobId), asset, receivableAtomic, agent) on the credit contract, then posts the transaction hash here. ' +
-        'The signed-in wallet must be the job\'s client (the funder) or its borrower (agent).',
+        'The signed-in wallet must be the job\'s borrower (agent), or its client (the funder) carrying the borrower\'s consent: borrowerConsent, ' +
+        'an EIP-712 BorrowerConsent signature of the borrower over (jobId, network, asset, receivableAtomic, client, dueAt), domain in the catalog (consent).',
       tags,
       auth: 'session',
       body: JobCreation,
       headers: mutationHeaders,
-      responses: { 201: { description: 'The funded job', schema: Job }, ...errors.forbidden, ...errors.proof },
+      responses: {
+        201: { description: 'The funded job', schema: Job },
+        ...errors.proof,
+        403: { description: 'Neither the job\'s client nor its borrower (forbidden), or the client without the borrower\'s consent (borrower_consent_required) or with a signature that is not it (borrower_consent_invalid).' },
+      },
       handler: (ctx) =>
         mutate(service, '/credit/jobs', ctx, (ticket) =>
           service.createJob(
@@ -85,6 +90,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
               receivableAtomic: BigInt(ctx.body.receivableAtomic),
               dueAtMs: msFromIso(ctx.body.dueAt),
               fundingTxHash: ctx.body.fundingTxHash,
+              borrowerConsent: ctx.body.borrowerConsent,
             },
           ),
         ),
@@ -170,7 +176,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         201: { description: 'The backing source', schema: BackingSource },
         ...errors.forbidden,
         409: { description: 'A source with this sourceId exists (code source_exists).' },
-        422: { description: 'evidenceId is not a valid attestation (code attestation_invalid), or idempotency_key_reused.' },
+        422: { description: 'evidenceId is not a valid attestation (code attestation_invalid), its validUntil has passed (attestation_expired), or idempotency_key_reused.' },
       },
       handler: (ctx) =>
         mutate(service, '/credit/backing-sources', ctx, (ticket) =>
@@ -185,6 +191,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
               liquidationValueAtomic: BigInt(ctx.body.liquidationValueAtomic),
               advanceRateBps: ctx.body.advanceRateBps,
               evidenceId: ctx.body.evidenceId,
+              // Signed as whole seconds: the same rounding as the attester's signature.
+              validUntilMs: Math.floor(msFromIso(ctx.body.validUntil) / 1000) * 1000,
             },
           ),
         ),
@@ -225,6 +233,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.forbidden,
         ...errors.notFound('repayment_source'),
         ...errors.idempotency,
+        409: { description: 'The borrower already holds liveOffersPerBorrowerMax live offers (code live_offers_limit; see the catalog limits), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
       },
       handler: (ctx) =>
         mutate(service, '/credit/request', ctx, (ticket) =>
@@ -363,7 +372,9 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       operationId: 'failJob',
       summary: 'Fail a job and suspend the borrower\'s credit; answers the passport event',
       description:
-        'The job\'s client or an operator. The job fails, its open advances default, the borrower is suspended and its live offers are declined; the answer is the passport event.',
+        'Only the job\'s client or an operator may fail a job (a borrower was named only with its consent). The borrower is suspended, its live offers declined, ' +
+        'the job\'s advances defaulted. The suspension lifts in dispatch (passport event suspension_lifted) once the borrower owes nothing on a defaulted advance ' +
+        'and borrowerSuspensionMinSeconds (catalog limits) have passed.',
       tags,
       auth: 'session',
       params: JobParams,

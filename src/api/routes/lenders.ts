@@ -99,7 +99,6 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
         201: { description: 'The lender profile with its session key and funding instructions', schema: LenderRegistrationResult },
         409: { description: 'This wallet is already registered as a lender (code lender_exists).' },
         422: { description: 'idempotency_key_reused.' },
-        503: { description: 'The service follows as many lender wallets on a network as it is configured to (code wallet_watch_full).' },
       },
       handler: (ctx) =>
         mutate(service, '/lenders/register', ctx, async (ticket) => {

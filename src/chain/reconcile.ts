@@ -1,0 +1,602 @@
+// Reconciliation (issue 9; design-engine-9-10.md, "Reconciliation"): the service's ledger against CreditFacilityV2, per
+// network and asset. The ledger states what it believes (ExpectedNetworkState: every job's escrow, collateral and
+// status, what every advance still owes and whether it was liquidated, the insurance reserve, and the sums of the
+// contract's token flows over a block range); the reader reads the same from the chain AT THE RANGE'S LAST BLOCK (state
+// and events of one history, never a state that already includes later events) and names every difference. A
+// token-conservation check needs no ledger at all: the contract's token balance must equal the escrow and collateral
+// of its open and failed jobs plus its reserve, so a token that reached the contract outside its functions (a plain
+// transfer) or one that a bug left behind shows up.
+//
+// The expected state lists EVERY job and advance the ledger knows on the network (final ones included) plus those
+// discovered in the range's events: a key seen on chain that the ledger lacks is a difference (an advance the service
+// never recorded is issue 9's case 1). Conservation sums the jobs read, so the range must start at the contract's
+// deployment (or the keys name every job holding tokens), else the missing jobs show up as a conservation difference.
+//
+// expectedFromModel() derives the expected state from the TypeScript model of the contract (facility-model.ts); the
+// engine's own ledger will provide the same type (its service integration, start-up run and operator route come
+// later); `npm run reconcile` (src/tools/reconcile.ts) runs it on demand.
+import Type from 'typebox'
+import { Compile } from 'typebox/compile'
+import {
+  erc20Abi,
+  getAddress,
+  zeroHash,
+  type Address,
+  type Chain,
+  type Hex,
+  type PublicClient,
+  type Transport,
+} from 'viem'
+import { creditFacilityV2Abi, multicall3Address } from './artifacts.ts'
+import { decodeFacilityLog } from './events-v2.ts'
+import type { FacilityModel, ModelAdvance, ModelEvent, ModelJob } from './facility-model.ts'
+import { logBlockRangeMaxDefault } from './follower.ts'
+
+// ------------------------------------------------------------------------------------------------ the expected state
+
+export const jobStatusNames = ['none', 'open', 'settled', 'failed', 'closed'] as const
+export type JobStatusName = (typeof jobStatusNames)[number]
+
+export type ExpectedJob = { escrowAtomic: bigint; collateralAtomic: bigint; status: Exclude<JobStatusName, 'none'> }
+export type ExpectedAdvance = { lenderOwedAtomic: bigint; reserveOwedAtomic: bigint; liquidated: boolean }
+
+/**
+ * The contract's token flows of one asset over a block range, each the sum of one event field, so that the ledger (its
+ * facts are these events) and the chain compute them alike. A liquidation's collateral is one figure: its event does
+ * not split it between the lender and the reserve (the reserve balance is compared on its own).
+ */
+export type FlowTotals = {
+  /** JobFunded.amount: client -> contract. */
+  escrowFundedAtomic: bigint
+  /** CollateralPosted.amount: borrower -> contract. */
+  collateralPostedAtomic: bigint
+  /** SupplierPaid.amount: lender's session wallet -> supplier (the principal). */
+  suppliersPaidAtomic: bigint
+  /** Repaid.toLender: repayer -> lender. */
+  repaidToLendersAtomic: bigint
+  /** Repaid.toReserve: repayer -> contract (reserve). */
+  repaidToReserveAtomic: bigint
+  /** AdvanceSettled.toLender: contract -> lender. */
+  settledToLendersAtomic: bigint
+  /** AdvanceSettled.toReserve: stays in the contract, escrow -> reserve. */
+  settledToReserveAtomic: bigint
+  /** JobSettled.toBorrower: contract -> borrower (what the advances did not need). */
+  settledToBorrowersAtomic: bigint
+  /** JobFailed.escrowRefunded: contract -> client. */
+  escrowRefundedAtomic: bigint
+  /** JobClosed.collateralReleased: contract -> borrower. */
+  collateralReleasedAtomic: bigint
+  /** Liquidated.fromCollateral: collateral -> lender, then reserve. */
+  liquidatedFromCollateralAtomic: bigint
+  /** Liquidated.fromBacking: off chain (the lender's claim moves to the backing). */
+  liquidatedFromBackingAtomic: bigint
+  /** Liquidated.fromReserve: reserve -> lender. */
+  liquidatedFromReserveAtomic: bigint
+  /** Liquidated.shortfall: what nobody covered (still owed by the borrower). */
+  liquidationShortfallAtomic: bigint
+}
+
+export type FlowTotalName = keyof FlowTotals
+
+export const flowTotalNames: readonly FlowTotalName[] = [
+  'escrowFundedAtomic', 'collateralPostedAtomic', 'suppliersPaidAtomic', 'repaidToLendersAtomic', 'repaidToReserveAtomic',
+  'settledToLendersAtomic', 'settledToReserveAtomic', 'settledToBorrowersAtomic', 'escrowRefundedAtomic',
+  'collateralReleasedAtomic', 'liquidatedFromCollateralAtomic', 'liquidatedFromBackingAtomic', 'liquidatedFromReserveAtomic',
+  'liquidationShortfallAtomic',
+]
+
+export function zeroTotals(): FlowTotals {
+  return Object.fromEntries(flowTotalNames.map((name) => [name, 0n])) as FlowTotals
+}
+
+/** What the ledger believes of one asset on one network. Keys are lower-case 0x-hex (jobKey, offerKey). */
+export type ExpectedAssetState = {
+  asset: Address
+  jobs: ReadonlyMap<Hex, ExpectedJob>
+  advances: ReadonlyMap<Hex, ExpectedAdvance>
+  reserveAtomic: bigint
+  /** Over fromBlock..toBlock of the network state. */
+  totals: FlowTotals
+}
+
+/** What the ledger believes of one network's credit contract, as of block toBlock (its follower cursor). */
+export type ExpectedNetworkState = {
+  network: string
+  contract: Address
+  /** First block of the flow totals (inclusive). */
+  fromBlock: bigint
+  /** The block the ledger's state is as of; totals end there (inclusive). */
+  toBlock: bigint
+  assets: readonly ExpectedAssetState[]
+}
+
+// ------------------------------------------------------------------------------------------------ differences
+
+export type DifferenceKind =
+  | 'job_missing' // the ledger has the job, the chain does not
+  | 'job_unexpected' // the chain has the job (seen in the range or named), the ledger does not
+  | 'job_asset'
+  | 'job_status'
+  | 'job_escrow'
+  | 'job_collateral'
+  | 'advance_missing'
+  | 'advance_unexpected'
+  | 'advance_asset'
+  | 'advance_lender_owed'
+  | 'advance_reserve_owed'
+  | 'advance_liquidated'
+  | 'reserve'
+  | 'total' // key: the FlowTotals field
+  | 'token_conservation' // key: the contract; expected: escrow + collateral + reserve; actual: its token balance
+
+export type DifferenceValue = string | boolean | null | Readonly<Record<string, string | boolean>>
+
+/** One difference, JSON as it is: amounts are decimal strings of atomic units, absence is null. */
+export type Difference = {
+  network: string
+  asset: Address
+  kind: DifferenceKind
+  key: string
+  expected: DifferenceValue
+  actual: DifferenceValue
+}
+
+// ------------------------------------------------------------------------------------------------ the chain's state
+
+/** The contract's Job and Advance structs, as getJob and getAdvance return them (the model holds the same). */
+export type ChainJob = ModelJob
+export type ChainAdvance = ModelAdvance
+
+export type ChainAssetState = {
+  asset: Address
+  reserveAtomic: bigint
+  /** The token's balanceOf(contract). */
+  contractBalanceAtomic: bigint
+  totals: FlowTotals
+}
+
+/** The contract as the chain holds it at toBlock, with the flow totals of fromBlock..toBlock. */
+export type ChainState = {
+  network: string
+  contract: Address
+  fromBlock: bigint
+  toBlock: bigint
+  /** Every job read (status none included: a named key the contract does not know). */
+  jobs: ReadonlyMap<Hex, ChainJob>
+  advances: ReadonlyMap<Hex, ChainAdvance>
+  assets: ReadonlyMap<Address, ChainAssetState>
+  /** Keys that occur in the range's events. */
+  seenJobKeys: ReadonlySet<Hex>
+  seenOfferKeys: ReadonlySet<Hex>
+}
+
+// ------------------------------------------------------------------------------------------------ flows
+
+/** An event of the contract by name and arguments: a decoded log, or a model's event (the same names and fields). */
+export type FlowEvent = { name: string; args: Readonly<Record<string, unknown>> }
+
+type AssetLookup = { jobAsset(jobKey: Hex): Address | undefined; advanceAsset(offerKey: Hex): Address | undefined }
+
+const lower = (hex: string): Hex => hex.toLowerCase() as Hex
+
+/** The asset an event moves: named in it, or its job's or its advance's. */
+function eventAsset(event: FlowEvent, lookup: AssetLookup): Address | undefined {
+  const { args } = event
+  if (typeof args.asset === 'string') return getAddress(args.asset)
+  if (event.name === 'Repaid' || event.name === 'Liquidated' || event.name === 'AdvanceSettled') {
+    return lookup.advanceAsset(lower(args.offerKey as string))
+  }
+  if (typeof args.jobKey === 'string') return lookup.jobAsset(lower(args.jobKey))
+  return undefined
+}
+
+const flowFields: Readonly<Record<string, readonly (readonly [string, FlowTotalName])[]>> = {
+  JobFunded: [['amount', 'escrowFundedAtomic']],
+  CollateralPosted: [['amount', 'collateralPostedAtomic']],
+  SupplierPaid: [['amount', 'suppliersPaidAtomic']],
+  Repaid: [['toLender', 'repaidToLendersAtomic'], ['toReserve', 'repaidToReserveAtomic']],
+  AdvanceSettled: [['toLender', 'settledToLendersAtomic'], ['toReserve', 'settledToReserveAtomic']],
+  JobSettled: [['toBorrower', 'settledToBorrowersAtomic']],
+  JobFailed: [['escrowRefunded', 'escrowRefundedAtomic']],
+  JobClosed: [['collateralReleased', 'collateralReleasedAtomic']],
+  Liquidated: [
+    ['fromCollateral', 'liquidatedFromCollateralAtomic'],
+    ['fromBacking', 'liquidatedFromBackingAtomic'],
+    ['fromReserve', 'liquidatedFromReserveAtomic'],
+    ['shortfall', 'liquidationShortfallAtomic'],
+  ],
+}
+
+/**
+ * The flow totals of `events`, per asset. One function for the ledger's side and the chain's, so that a difference is
+ * one of the events, never of two ways of adding them up. An event whose asset is unknown is an error: it would drop
+ * money from the sums silently.
+ */
+export function sumFlows(events: Iterable<FlowEvent>, lookup: AssetLookup): Map<Address, FlowTotals> {
+  const byAsset = new Map<Address, FlowTotals>()
+  for (const event of events) {
+    const fields = flowFields[event.name]
+    if (fields === undefined) continue
+    const asset = eventAsset(event, lookup)
+    if (asset === undefined) throw new Error(`reconcile: the asset of a ${event.name} event is unknown (${JSON.stringify(event.args, bigintJson)})`)
+    let totals = byAsset.get(asset)
+    if (totals === undefined) {
+      totals = zeroTotals()
+      byAsset.set(asset, totals)
+    }
+    for (const [field, total] of fields) totals[total] += event.args[field] as bigint
+  }
+  return byAsset
+}
+
+function bigintJson(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value
+}
+
+// ------------------------------------------------------------------------------------------------ from the model
+
+export type ModelRange = {
+  network: string
+  fromBlock: bigint
+  toBlock: bigint
+  /** The model's events of the calls that succeeded in the range, in order (the model keeps no history). */
+  events: readonly ModelEvent[]
+  /** Assets to include even when no job or advance uses them. */
+  assets?: readonly Address[]
+}
+
+/** The expected state of the contract's TypeScript model: what a ledger that followed every call exactly believes. */
+export function expectedFromModel(model: FacilityModel, range: ModelRange): ExpectedNetworkState {
+  const assets = new Map<Address, { jobs: Map<Hex, ExpectedJob>; advances: Map<Hex, ExpectedAdvance> }>()
+  const assetState = (asset: Address) => {
+    const address = getAddress(asset)
+    let state = assets.get(address)
+    if (state === undefined) {
+      state = { jobs: new Map(), advances: new Map() }
+      assets.set(address, state)
+    }
+    return state
+  }
+  for (const asset of range.assets ?? []) assetState(asset)
+  for (const jobKey of model.jobKeys()) {
+    const job = model.getJob(jobKey)
+    // The model creates an empty record when a call looks a job up; status none is no job.
+    if (job.status === 0) continue
+    assetState(job.asset).jobs.set(lower(jobKey), {
+      escrowAtomic: job.escrow,
+      collateralAtomic: job.collateral,
+      status: jobStatusNames[job.status] as ExpectedJob['status'],
+    })
+  }
+  for (const offerKey of model.offerKeys()) {
+    const advance = model.getAdvance(offerKey)
+    if (!advance.exists) continue
+    assetState(advance.asset).advances.set(lower(offerKey), {
+      lenderOwedAtomic: advance.lenderOwed,
+      reserveOwedAtomic: advance.reserveOwed,
+      liquidated: advance.liquidated,
+    })
+  }
+  const flows = sumFlows(range.events, {
+    jobAsset: (jobKey) => knownAsset(model.getJob(jobKey).asset),
+    advanceAsset: (offerKey) => knownAsset(model.getAdvance(offerKey).asset),
+  })
+  for (const asset of flows.keys()) assetState(asset)
+  return {
+    network: range.network,
+    contract: model.address,
+    fromBlock: range.fromBlock,
+    toBlock: range.toBlock,
+    assets: [...assets].map(([asset, state]) => ({
+      asset,
+      jobs: state.jobs,
+      advances: state.advances,
+      reserveAtomic: model.reserveOf(asset),
+      totals: flows.get(asset) ?? zeroTotals(),
+    })),
+  }
+}
+
+const knownAsset = (asset: Address): Address | undefined => (BigInt(asset) === 0n ? undefined : getAddress(asset))
+
+// ------------------------------------------------------------------------------------------------ the reader
+
+export type ReadChainOptions = {
+  network: string
+  /** The network's fail-fast public client (src/chain/clients.ts): a stalled RPC fails the run, it never hangs it. */
+  publicClient: PublicClient<Transport, Chain | undefined>
+  contract: Address
+  fromBlock: bigint
+  toBlock: bigint
+  /** Jobs and advances to read beside those of the range's events. */
+  jobKeys?: Iterable<Hex>
+  offerKeys?: Iterable<Hex>
+  /** Assets to read (reserve, balance) beside those of the jobs and advances read. */
+  assets?: Iterable<Address>
+  /** Largest block range of one eth_getLogs (providers cap it). Default: the follower's. */
+  logBlockRangeMax?: bigint
+  /** Default: the chain's multicall3, else the canonical address. */
+  multicallAddress?: Address
+}
+
+/** The contract's state at toBlock and its flows over fromBlock..toBlock. */
+export async function readChainState(options: ReadChainOptions): Promise<ChainState> {
+  const { publicClient, contract, fromBlock, toBlock } = options
+  if (fromBlock > toBlock) throw new RangeError(`reconcile: fromBlock ${fromBlock} is after toBlock ${toBlock}`)
+  const logRange = options.logBlockRangeMax ?? logBlockRangeMaxDefault
+  if (logRange < 1n) throw new RangeError('logBlockRangeMax must be at least 1')
+  const events: FlowEvent[] = []
+  for (let start = fromBlock; start <= toBlock; start += logRange) {
+    const end = start + logRange - 1n < toBlock ? start + logRange - 1n : toBlock
+    const logs = await publicClient.getLogs({ address: contract, fromBlock: start, toBlock: end })
+    for (const log of logs) {
+      // Sums need no time: 0 stands for a block time nobody reads.
+      const event = decodeFacilityLog(contract, log as Parameters<typeof decodeFacilityLog>[1], 0)
+      if (event !== undefined) events.push({ name: event.name, args: event.args as Record<string, unknown> })
+    }
+  }
+  const seenJobKeys = new Set<Hex>()
+  const seenOfferKeys = new Set<Hex>()
+  for (const { args } of events) {
+    if (typeof args.jobKey === 'string' && args.jobKey !== zeroHash) seenJobKeys.add(lower(args.jobKey))
+    if (typeof args.offerKey === 'string') seenOfferKeys.add(lower(args.offerKey))
+  }
+  const jobKeys = [...new Set([...seenJobKeys, ...[...(options.jobKeys ?? [])].map(lower)])]
+  const offerKeys = [...new Set([...seenOfferKeys, ...[...(options.offerKeys ?? [])].map(lower)])]
+
+  const multicallAddress = options.multicallAddress ?? publicClient.chain?.contracts?.multicall3?.address ?? multicall3Address
+  // One block for every read: the state the events led to, not a later one.
+  const read = async <T>(calls: readonly unknown[]): Promise<T[]> =>
+    calls.length === 0
+      ? []
+      : ((await publicClient.multicall({ contracts: calls as never, allowFailure: false, blockNumber: toBlock, multicallAddress })) as T[])
+  const jobViews = await read<ChainJob>(jobKeys.map((key) => ({ address: contract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [key] })))
+  const advanceViews = await read<ChainAdvance>(
+    offerKeys.map((key) => ({ address: contract, abi: creditFacilityV2Abi, functionName: 'getAdvance', args: [key] })),
+  )
+  const jobs = new Map(jobKeys.map((key, i) => [key, { ...(jobViews[i] as ChainJob), asset: getAddress((jobViews[i] as ChainJob).asset) }]))
+  const advances = new Map(
+    offerKeys.map((key, i) => [key, { ...(advanceViews[i] as ChainAdvance), jobKey: lower((advanceViews[i] as ChainAdvance).jobKey) }]),
+  )
+
+  const flows = sumFlows(events, {
+    jobAsset: (jobKey) => knownAsset(jobs.get(jobKey)?.asset ?? '0x0'),
+    advanceAsset: (offerKey) => knownAsset(advances.get(offerKey)?.asset ?? '0x0'),
+  })
+  const assetSet = new Set<Address>([...(options.assets ?? [])].map((a) => getAddress(a)))
+  for (const job of jobs.values()) if (job.status !== 0) assetSet.add(job.asset)
+  for (const advance of advances.values()) if (advance.exists) assetSet.add(getAddress(advance.asset))
+  for (const asset of flows.keys()) assetSet.add(asset)
+  const assetList = [...assetSet]
+  const amounts = await read<bigint>(
+    assetList.flatMap((asset) => [
+      { address: contract, abi: creditFacilityV2Abi, functionName: 'reserveOf', args: [asset] },
+      { address: asset, abi: erc20Abi, functionName: 'balanceOf', args: [contract] },
+    ]),
+  )
+  const assets = new Map(
+    assetList.map((asset, i) => [
+      asset,
+      { asset, reserveAtomic: amounts[2 * i] as bigint, contractBalanceAtomic: amounts[2 * i + 1] as bigint, totals: flows.get(asset) ?? zeroTotals() },
+    ]),
+  )
+  return { network: options.network, contract: getAddress(contract), fromBlock, toBlock, jobs, advances, assets, seenJobKeys, seenOfferKeys }
+}
+
+// ------------------------------------------------------------------------------------------------ comparison
+
+const amount = (value: bigint): string => value.toString()
+
+function jobRecord(job: { escrow: bigint; collateral: bigint; status: number }): Record<string, string> {
+  return { status: jobStatusNames[job.status] ?? String(job.status), escrowAtomic: amount(job.escrow), collateralAtomic: amount(job.collateral) }
+}
+
+function advanceRecord(adv: { lenderOwed: bigint; reserveOwed: bigint; liquidated: boolean }): Record<string, string | boolean> {
+  return { lenderOwedAtomic: amount(adv.lenderOwed), reserveOwedAtomic: amount(adv.reserveOwed), liquidated: adv.liquidated }
+}
+
+/**
+ * Every difference between the ledger's state and the chain's, in a stable order: per expected asset its jobs,
+ * advances, reserve and totals, then its token conservation; then the keys the chain has and the ledger does not.
+ * Pure: `actual` was read for the expected keys (readChainState with them).
+ */
+export function compareStates(expected: ExpectedNetworkState, actual: ChainState): Difference[] {
+  if (expected.fromBlock !== actual.fromBlock || expected.toBlock !== actual.toBlock) {
+    throw new RangeError(
+      `reconcile: the ledger's range ${expected.fromBlock}..${expected.toBlock} is not the range read ${actual.fromBlock}..${actual.toBlock}`,
+    )
+  }
+  const network = expected.network
+  const differences: Difference[] = []
+  const known = { jobs: new Set<Hex>(), advances: new Set<Hex>() }
+  for (const state of expected.assets) {
+    const asset = getAddress(state.asset)
+    const diff = (kind: DifferenceKind, key: string, exp: DifferenceValue, act: DifferenceValue) =>
+      differences.push({ network, asset, kind, key, expected: exp, actual: act })
+    for (const [rawKey, job] of sortedEntries(state.jobs)) {
+      const key = lower(rawKey)
+      known.jobs.add(key)
+      const onChain = actual.jobs.get(key)
+      const expectedRecord = { status: job.status, escrowAtomic: amount(job.escrowAtomic), collateralAtomic: amount(job.collateralAtomic) }
+      if (onChain === undefined || onChain.status === 0) {
+        diff('job_missing', key, expectedRecord, null)
+        continue
+      }
+      if (getAddress(onChain.asset) !== asset) diff('job_asset', key, asset, getAddress(onChain.asset))
+      const status = jobStatusNames[onChain.status] ?? String(onChain.status)
+      if (status !== job.status) diff('job_status', key, job.status, status)
+      if (onChain.escrow !== job.escrowAtomic) diff('job_escrow', key, amount(job.escrowAtomic), amount(onChain.escrow))
+      if (onChain.collateral !== job.collateralAtomic) diff('job_collateral', key, amount(job.collateralAtomic), amount(onChain.collateral))
+    }
+    for (const [rawKey, adv] of sortedEntries(state.advances)) {
+      const key = lower(rawKey)
+      known.advances.add(key)
+      const onChain = actual.advances.get(key)
+      if (onChain === undefined || !onChain.exists) {
+        diff('advance_missing', key, advanceRecord({ lenderOwed: adv.lenderOwedAtomic, reserveOwed: adv.reserveOwedAtomic, liquidated: adv.liquidated }), null)
+        continue
+      }
+      if (getAddress(onChain.asset) !== asset) diff('advance_asset', key, asset, getAddress(onChain.asset))
+      if (onChain.lenderOwed !== adv.lenderOwedAtomic) diff('advance_lender_owed', key, amount(adv.lenderOwedAtomic), amount(onChain.lenderOwed))
+      if (onChain.reserveOwed !== adv.reserveOwedAtomic) diff('advance_reserve_owed', key, amount(adv.reserveOwedAtomic), amount(onChain.reserveOwed))
+      if (onChain.liquidated !== adv.liquidated) diff('advance_liquidated', key, adv.liquidated, onChain.liquidated)
+    }
+    const chainAsset = actual.assets.get(asset)
+    const reserve = chainAsset?.reserveAtomic ?? 0n
+    if (reserve !== state.reserveAtomic) diff('reserve', asset, amount(state.reserveAtomic), amount(reserve))
+    const totals = chainAsset?.totals ?? zeroTotals()
+    for (const name of flowTotalNames) {
+      if (totals[name] !== state.totals[name]) diff('total', name, amount(state.totals[name]), amount(totals[name]))
+    }
+    if (chainAsset !== undefined) differences.push(...conservationDifferences(actual, asset))
+  }
+  const unexpectedJobs = [...new Set([...actual.seenJobKeys, ...actual.jobs.keys()])].filter((key) => !known.jobs.has(key)).sort()
+  for (const key of unexpectedJobs) {
+    const job = actual.jobs.get(key)
+    if (job === undefined || job.status === 0) continue
+    differences.push({ network, asset: getAddress(job.asset), kind: 'job_unexpected', key, expected: null, actual: jobRecord(job) })
+  }
+  const unexpectedAdvances = [...new Set([...actual.seenOfferKeys, ...actual.advances.keys()])].filter((key) => !known.advances.has(key)).sort()
+  for (const key of unexpectedAdvances) {
+    const adv = actual.advances.get(key)
+    if (adv === undefined || !adv.exists) continue
+    differences.push({ network, asset: getAddress(adv.asset), kind: 'advance_unexpected', key, expected: null, actual: advanceRecord(adv) })
+  }
+  return differences
+}
+
+/**
+ * Token conservation of `asset` on chain alone: the contract's balance == escrow + collateral of its open and failed
+ * jobs (the jobs read) + its reserve. A settled or closed job holds nothing, by the contract's rules.
+ */
+export function conservationDifferences(actual: ChainState, asset: Address): Difference[] {
+  const state = actual.assets.get(getAddress(asset))
+  if (state === undefined) return []
+  let held = state.reserveAtomic
+  for (const job of actual.jobs.values()) {
+    if (getAddress(job.asset) !== state.asset) continue
+    if (job.status === 1 || job.status === 3) held += job.escrow + job.collateral
+  }
+  if (held === state.contractBalanceAtomic) return []
+  return [{ network: actual.network, asset: state.asset, kind: 'token_conservation', key: actual.contract, expected: amount(held), actual: amount(state.contractBalanceAtomic) }]
+}
+
+function sortedEntries<V>(map: ReadonlyMap<Hex, V>): [Hex, V][] {
+  return [...map].sort(([a], [b]) => (lower(a) < lower(b) ? -1 : lower(a) > lower(b) ? 1 : 0))
+}
+
+export type ReconcileOptions = Omit<ReadChainOptions, 'network' | 'contract' | 'fromBlock' | 'toBlock'>
+
+export type ReconcileReport = { network: string; contract: Address; fromBlock: bigint; toBlock: bigint; differences: Difference[]; actual: ChainState }
+
+/** Reads the chain for the ledger's keys and range, and names every difference (empty: the ledger equals the chain). */
+export async function reconcile(expected: ExpectedNetworkState, options: ReconcileOptions): Promise<ReconcileReport> {
+  const actual = await readChainState({
+    ...options,
+    network: expected.network,
+    contract: expected.contract,
+    fromBlock: expected.fromBlock,
+    toBlock: expected.toBlock,
+    jobKeys: [...expected.assets.flatMap((a) => [...a.jobs.keys()]), ...(options.jobKeys ?? [])],
+    offerKeys: [...expected.assets.flatMap((a) => [...a.advances.keys()]), ...(options.offerKeys ?? [])],
+    assets: [...expected.assets.map((a) => a.asset), ...(options.assets ?? [])],
+  })
+  const { network, contract, fromBlock, toBlock } = actual
+  return { network, contract, fromBlock, toBlock, differences: compareStates(expected, actual), actual }
+}
+
+// ------------------------------------------------------------------------------------------------ the JSON form
+
+const AtomicSchema = Type.String({ pattern: '^(0|[1-9][0-9]{0,77})$', description: 'atomic units, decimal' })
+const KeySchema = Type.String({ pattern: '^0x[0-9a-fA-F]{64}$' })
+const AddressSchema = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })
+const BlockSchema = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' })
+
+/** The expected state as JSON (amounts and blocks as decimal strings, maps as objects keyed by jobKey / offerKey). */
+export const ExpectedNetworkStateJsonSchema = Type.Object(
+  {
+    network: Type.String({ minLength: 1, maxLength: 40 }),
+    contract: AddressSchema,
+    fromBlock: BlockSchema,
+    toBlock: BlockSchema,
+    assets: Type.Array(
+      Type.Object(
+        {
+          asset: AddressSchema,
+          jobs: Type.Record(
+            KeySchema,
+            Type.Object(
+              { escrowAtomic: AtomicSchema, collateralAtomic: AtomicSchema, status: Type.Union([Type.Literal('open'), Type.Literal('settled'), Type.Literal('failed'), Type.Literal('closed')]) },
+              { additionalProperties: false },
+            ),
+          ),
+          advances: Type.Record(
+            KeySchema,
+            Type.Object({ lenderOwedAtomic: AtomicSchema, reserveOwedAtomic: AtomicSchema, liquidated: Type.Boolean() }, { additionalProperties: false }),
+          ),
+          reserveAtomic: AtomicSchema,
+          totals: Type.Object(Object.fromEntries(flowTotalNames.map((name) => [name, AtomicSchema])) as Record<FlowTotalName, typeof AtomicSchema>, {
+            additionalProperties: false,
+          }),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 64 },
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export type ExpectedNetworkStateJson = Type.Static<typeof ExpectedNetworkStateJsonSchema>
+
+const checkExpectedJson = Compile(ExpectedNetworkStateJsonSchema)
+
+export class ExpectedStateError extends Error {
+  override readonly name = 'ExpectedStateError'
+  constructor(readonly problems: readonly { path: string; message: string }[]) {
+    super(`invalid expected state: ${problems.map((p) => `${p.path || '/'} ${p.message}`).join('; ')}`)
+  }
+}
+
+export function expectedStateToJson(state: ExpectedNetworkState): ExpectedNetworkStateJson {
+  const record = <V, J>(map: ReadonlyMap<Hex, V>, toJson: (value: V) => J): Record<string, J> =>
+    Object.fromEntries([...map].map(([key, value]) => [lower(key), toJson(value)]))
+  return {
+    network: state.network,
+    contract: state.contract,
+    fromBlock: state.fromBlock.toString(),
+    toBlock: state.toBlock.toString(),
+    assets: state.assets.map((a) => ({
+      asset: a.asset,
+      jobs: record(a.jobs, (j) => ({ escrowAtomic: amount(j.escrowAtomic), collateralAtomic: amount(j.collateralAtomic), status: j.status })),
+      advances: record(a.advances, (v) => ({ lenderOwedAtomic: amount(v.lenderOwedAtomic), reserveOwedAtomic: amount(v.reserveOwedAtomic), liquidated: v.liquidated })),
+      reserveAtomic: amount(a.reserveAtomic),
+      totals: Object.fromEntries(flowTotalNames.map((name) => [name, amount(a.totals[name])])) as Record<FlowTotalName, string>,
+    })),
+  }
+}
+
+/** Validates the JSON form; throws ExpectedStateError naming every problem. */
+export function parseExpectedState(value: unknown): ExpectedNetworkState {
+  if (!checkExpectedJson.Check(value)) {
+    throw new ExpectedStateError([...checkExpectedJson.Errors(value)].filter((e) => e.keyword !== 'boolean').map((e) => ({ path: e.instancePath, message: e.message })))
+  }
+  const fromBlock = BigInt(value.fromBlock)
+  const toBlock = BigInt(value.toBlock)
+  if (fromBlock > toBlock) throw new ExpectedStateError([{ path: '/fromBlock', message: `is after toBlock ${toBlock}` }])
+  return {
+    network: value.network,
+    contract: getAddress(value.contract),
+    fromBlock,
+    toBlock,
+    assets: value.assets.map((a) => ({
+      asset: getAddress(a.asset),
+      jobs: new Map(Object.entries(a.jobs).map(([key, j]) => [lower(key), { escrowAtomic: BigInt(j.escrowAtomic), collateralAtomic: BigInt(j.collateralAtomic), status: j.status }])),
+      advances: new Map(
+        Object.entries(a.advances).map(([key, v]) => [lower(key), { lenderOwedAtomic: BigInt(v.lenderOwedAtomic), reserveOwedAtomic: BigInt(v.reserveOwedAtomic), liquidated: v.liquidated }]),
+      ),
+      reserveAtomic: BigInt(a.reserveAtomic),
+      totals: Object.fromEntries(flowTotalNames.map((name) => [name, BigInt(a.totals[name])])) as FlowTotals,
+    })),
+  }
+}
