@@ -5,6 +5,7 @@ import t from 'tap'
 import { privateKeyToAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { createNetworkClients } from '../../src/chain/clients.ts'
 import { sendSettleJob } from '../../src/chain/operator.ts'
 import type { DispatchOutcome } from '../../src/engine/index.ts'
@@ -99,15 +100,34 @@ t.test('a failed job suspends the borrower and its advance is liquidated in the 
 
   const chain = new ChainAgent(h.network, lender.account)
   const before = await chain.balanceOf(USDC, lender.session.address)
+  const read = <T>(functionName: 'reserveOf' | 'getAdvance', arg: string): Promise<T> =>
+    chain.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName, args: [arg as never] }) as Promise<T>
+  // The first flow's settlement put its insurance share in the reserve: the contract pays the lender from it.
+  const reserveBefore = await read<bigint>('reserveOf', chain.token(USDC))
+  t.ok(reserveBefore > 0n, 'the reserve holds the first flow\'s insurance share')
+  const owedBefore = await read<{ lenderOwed: bigint; reserveOwed: bigint }>('getAdvance', advance.body.advanceKey)
+  t.equal(owedBefore.lenderOwed + owedBefore.reserveOwed, usdc(505), 'principal plus fee owed on chain')
   const receipt = await lender.client.post(`/credit/advances/${advance.body.advanceId}/liquidate`, {})
   t.equal(receipt.status, 200, JSON.stringify(receipt.body))
   t.same(receipt.body.steps.map((s: { step: string }) => s.step), ['source_revenue', 'collateral', 'backing_liquidation', 'insurance_reserve', 'shortfall'])
   t.equal(receipt.body.owedAtomic, usdc(505).toString())
-  // A failed job earned nothing: failJob gave its escrow back to the client, so (no collateral, an empty reserve)
-  // the contract's recovery is all shortfall, still owed by the borrower.
-  t.equal(receipt.body.stoppedAt, 'shortfall', 'the escrow is not a recovery source of a failed job')
-  t.equal(receipt.body.shortfallAtomic, usdc(505).toString())
-  t.equal(await chain.balanceOf(USDC, lender.session.address), before, 'nothing was recovered on chain')
+  // A failed job earned nothing: failJob gave its escrow back to the client, so (no collateral, no backing) only the
+  // reserve pays, up to what the lender is owed; the rest is shortfall, still owed by the borrower.
+  const fromReserve = reserveBefore < owedBefore.lenderOwed ? reserveBefore : owedBefore.lenderOwed
+  const amountOf = (step: string) => receipt.body.steps.find((s: { step: string }) => s.step === step)?.amountAtomic
+  t.equal(amountOf('source_revenue'), '0', 'the escrow is not a recovery source of a failed job')
+  t.equal(amountOf('collateral'), '0')
+  t.equal(amountOf('insurance_reserve'), fromReserve.toString(), 'the reserve paid what the contract paid')
+  t.equal(receipt.body.stoppedAt, 'shortfall')
+  t.equal(receipt.body.shortfallAtomic, (usdc(505) - fromReserve).toString(), 'the shortfall is what nobody covered')
+  t.equal(await chain.balanceOf(USDC, lender.session.address), before + fromReserve, 'the reserve\'s tokens reached the session wallet')
+  t.equal(await read<bigint>('reserveOf', chain.token(USDC)), reserveBefore - fromReserve)
+  const owedAfter = await read<{ lenderOwed: bigint; reserveOwed: bigint; liquidated: boolean }>('getAdvance', advance.body.advanceKey)
+  t.equal(owedAfter.liquidated, true)
+  t.equal(owedAfter.lenderOwed, owedBefore.lenderOwed - fromReserve, 'the lender is still owed what nobody covered')
+  t.equal(owedAfter.reserveOwed, owedBefore.reserveOwed + fromReserve, 'the reserve is subrogated for what it paid')
+  const recorded = await lender.client.get(`/credit/advances/${advance.body.advanceId}`)
+  t.equal(recorded.body.state, 'shortfall')
 })
 
 t.test('an offer that dispatch already leased is answered with that lease by POST /credit/match', async (t) => {
