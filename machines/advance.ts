@@ -10,6 +10,8 @@ export type AdvanceState = (typeof ADVANCE_STATES)[number]
 
 export interface AdvanceInput {
   advanceId: string
+  /** The advance's key on chain: its offer's offerKey (one advance per offer). */
+  advanceKey: `0x${string}`
   offerId: string
   leaseId: string
   lender: Address

@@ -13,6 +13,8 @@ export type OfferEndReason = (typeof OFFER_END_REASONS)[number]
 
 export interface OfferInput {
   offerId: string
+  /** The offer's key on chain (the advance's key once paid): salted, not guessable from offerId. */
+  offerKey: `0x${string}`
   borrower: Address
   network: string
   asset: string

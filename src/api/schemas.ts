@@ -141,6 +141,7 @@ export const Job = StrictObject({
 
 export const Offer = StrictObject({
   offerId: OfferId,
+  offerKey: { ...Bytes32, description: "The offer's key on the credit contract (the advance's key once paid); salted, not derivable from offerId." },
   state: Type.Enum([...OFFER_STATES]),
   borrower: Address,
   network: NetworkSlug,
@@ -207,6 +208,7 @@ const RecoveryRecord = StrictObject({
 
 export const Advance = StrictObject({
   advanceId: AdvanceId,
+  advanceKey: { ...Bytes32, description: "The advance's key on the credit contract (its offer's offerKey): repay(advanceKey, amount)." },
   state: Type.Enum([...ADVANCE_STATES]),
   offerId: OfferId,
   leaseId: Type.String(),
@@ -463,14 +465,28 @@ export const LenderWallet = StrictObject({
   activity: StrictObject({ ...LenderActivityFields, liveLeases: Type.Integer({ minimum: 0 }) }),
 })
 
+export const LeaseAuthorization = StrictObject(
+  {
+    offerKey: Bytes32,
+    jobKey: { ...Bytes32, description: "The job's key, or 32 zero bytes for an advance on a backing source." },
+    payer: { ...Address, description: "The leased lender's session key: the only address that may pay." },
+    supplier: { ...Address, description: "The verified supplier's address: the only address the principal can go to." },
+    asset: { ...Address, description: 'The token contract.' },
+    amount: Atomic,
+    fee: Atomic,
+    reserveShare: { ...Atomic, description: "The insurance reserve's part of the fee." },
+    deadline: { ...Atomic, description: "The lease's expiry, unix seconds, inclusive: paySupplier reverts after it." },
+    dueAt: { ...Atomic, description: 'When the advance falls due, unix seconds.' },
+  },
+  { description: "The service's EIP-712 lease authorization (domain CreditFacility, version 2, the credit contract), checked by paySupplier." },
+)
+
 export const PendingAction = StrictObject({
   kind: Type.Literal('pay_supplier'),
   lease: Lease,
-  transaction: StrictObject({
-    ...UnsignedTransaction.properties,
-    deadlineSeconds: Atomic,
-    expiresAt: IsoTime,
-  }),
+  authorization: LeaseAuthorization,
+  signature: { ...Type.String({ pattern: '^0x[0-9a-fA-F]{130}$' }), description: "The lease signer's 65-byte signature over the authorization." },
+  transaction: StrictObject({ ...UnsignedTransaction.properties }, { description: 'paySupplier(authorization, signature), to send from the session key before the deadline.' }),
 })
 
 export const Health = StrictObject({
@@ -488,5 +504,5 @@ export const wireComponents = {
   EmptyBody, RepaymentProof, JobFailure,
   TxProof, Job, Offer, Lease, Advance, LenderProfile, UnsignedTransaction, SpendPolicy, LenderRegistrationResult, BackingSource,
   CollateralPosition, UnderwritingDecision, MatchOutcome, DispatchOutcome, RepaymentReceipt, JobSettlementReceipt, LiquidationReceipt,
-  PassportEvent, ReserveBalance, CreditState, WalletHolding, LenderWallet, PendingAction, Health,
+  PassportEvent, ReserveBalance, CreditState, WalletHolding, LenderWallet, LeaseAuthorization, PendingAction, Health,
 } as const

@@ -16,6 +16,8 @@ import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.t
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
+import { offerKey } from '../chain/ids.ts'
+import { ensureKeySalt } from '../chain/key-salt.ts'
 import { WalletWatcher } from '../chain/watcher.ts'
 import { resolveConfig } from '../engine/config.ts'
 import { Engine } from '../engine/engine.ts'
@@ -134,7 +136,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     cleanups.push(() => store.close())
 
     const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock })
-    const engine = new Engine(engineConfig, watcher, storedSnapshots(store))
+    // Offer keys on chain are salted per data directory (not guessable from ids, issue 10 hole 1).
+    const keySalt = await ensureKeySalt(store)
+    const engine = new Engine(engineConfig, watcher, storedSnapshots(store), (offerId) => offerKey(keySalt, offerId))
     engine.checkInvariants()
     if (!store.cleanStart) {
       // The previous process died: ids it minted in memory may have been lost with it. None is minted again.

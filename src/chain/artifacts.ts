@@ -6,7 +6,6 @@ import { fileURLToPath } from 'node:url'
 import type { Abi, Hex } from 'viem'
 
 export {
-  creditFacilityAbi,
   creditFacilityV2Abi,
   identityRegistryAbi,
   multicall3Abi,
@@ -14,7 +13,7 @@ export {
   testStablecoinAbi,
 } from './contracts/build/abi.ts'
 
-export type ContractName = 'CreditFacility' | 'CreditFacilityV2' | 'TestStablecoin' | 'Multicall3' | 'IdentityRegistry' | 'ReputationRegistry'
+export type ContractName = 'CreditFacilityV2' | 'TestStablecoin' | 'Multicall3' | 'IdentityRegistry' | 'ReputationRegistry'
 
 export type Artifact = { contractName: ContractName; abi: Abi; bytecode: Hex; deployedBytecode: Hex }
 

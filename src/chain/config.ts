@@ -40,6 +40,12 @@ export const NetworkFileEntrySchema = Type.Object(
     operatorKeyEnv: Type.Optional(
       Type.String({ pattern: '^[A-Z_][A-Z0-9_]{0,127}$', description: 'environment variable holding the operator key' }),
     ),
+    leaseSignerKeyEnv: Type.Optional(
+      Type.String({
+        pattern: '^[A-Z_][A-Z0-9_]{0,127}$',
+        description: "environment variable holding the key that signs lease authorizations (the credit contract's leaseSigner)",
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -79,6 +85,9 @@ export type NetworkConfig = {
   operatorKeyEnv: string | undefined
   /** From the environment (real networks) or the devnet's demo operator; never from the file. */
   operatorPrivateKey: Hex | undefined
+  leaseSignerKeyEnv: string | undefined
+  /** The credit contract's leaseSigner: signs each lease's authorization; without it no lease can be paid. */
+  leaseSignerPrivateKey: Hex | undefined
 }
 
 export const pollingIntervalMsDefault = 1_000
@@ -154,17 +163,21 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
     if (symbols.has(token.symbol)) problems.push({ path: `${path}/tokens/${index}/symbol`, message: `duplicate symbol ${token.symbol}` })
     symbols.add(token.symbol)
   })
-  let operatorPrivateKey: Hex | undefined
-  if (entry.operatorKeyEnv !== undefined) {
-    const key = env[entry.operatorKeyEnv]
+  const keyFrom = (field: 'operatorKeyEnv' | 'leaseSignerKeyEnv'): Hex | undefined => {
+    const name = entry[field]
+    if (name === undefined) return undefined
+    const key = env[name]
     if (key === undefined || key === '') {
-      problems.push({ path: `${path}/operatorKeyEnv`, message: `environment variable ${entry.operatorKeyEnv} is not set` })
+      problems.push({ path: `${path}/${field}`, message: `environment variable ${name} is not set` })
     } else if (!isHex(key) || key.length !== 66) {
-      problems.push({ path: `${path}/operatorKeyEnv`, message: `${entry.operatorKeyEnv} is not a 32-byte 0x-hex private key` })
+      problems.push({ path: `${path}/${field}`, message: `${name} is not a 32-byte 0x-hex private key` })
     } else {
-      operatorPrivateKey = key
+      return key
     }
+    return undefined
   }
+  const operatorPrivateKey = keyFrom('operatorKeyEnv')
+  const leaseSignerPrivateKey = keyFrom('leaseSignerKeyEnv')
   return {
     slug: entry.slug,
     chainId: entry.chainId,
@@ -181,6 +194,8 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
     ...(entry.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: entry.rpcTimeoutMs }),
     operatorKeyEnv: entry.operatorKeyEnv,
     operatorPrivateKey,
+    leaseSignerKeyEnv: entry.leaseSignerKeyEnv,
+    leaseSignerPrivateKey,
   }
 }
 
@@ -202,6 +217,7 @@ export function toNetworksFile(networks: NetworkConfig[]): NetworksFile {
       pollingIntervalMs: n.pollingIntervalMs,
       ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
       ...(n.operatorKeyEnv === undefined ? {} : { operatorKeyEnv: n.operatorKeyEnv }),
+      ...(n.leaseSignerKeyEnv === undefined ? {} : { leaseSignerKeyEnv: n.leaseSignerKeyEnv }),
     })),
   }
 }

@@ -26,7 +26,6 @@ import {
   multicall3Address,
   reputationRegistryAbi,
   testStablecoinAbi,
-  creditFacilityAbi,
   creditFacilityV2Abi,
 } from './artifacts.ts'
 import { networkChain } from './clients.ts'
@@ -37,7 +36,8 @@ import { setAside, stateCandidates, StateSaver, stderrDevnetLog, type DevnetLog,
 export const devMnemonic = 'test test test test test test test test test test test junk'
 
 /** `scorePayee` receives the devnet's /credit-score payments: it starts with gas and no USDC, so its balance is revenue. */
-export const demoRoles = ['deployer', 'operator', 'lender', 'borrower', 'jobClient', 'supplier', 'attester', 'scorePayee'] as const
+// leaseSigner last: appending keeps every other role's HD index (and address) as it was.
+export const demoRoles = ['deployer', 'operator', 'lender', 'borrower', 'jobClient', 'supplier', 'attester', 'scorePayee', 'leaseSigner'] as const
 export type DemoRole = (typeof demoRoles)[number]
 export type DemoAccount = { role: DemoRole; address: Address; privateKey: Hex }
 export type DemoAccounts = Record<DemoRole, DemoAccount>
@@ -228,6 +228,8 @@ async function deployDevnetNetwork(
     pollingIntervalMs,
     operatorKeyEnv: undefined,
     operatorPrivateKey: accounts.operator.privateKey,
+    leaseSignerKeyEnv: undefined,
+    leaseSignerPrivateKey: accounts.leaseSigner.privateKey,
   }
   const chain = networkChain(network)
   const transport = http(anvil.rpcUrl, { retryCount: 0 })
@@ -261,7 +263,8 @@ async function deployFresh(
   await Promise.all(Object.values(accounts).map((a) => testClient.setBalance({ address: a.address, value: gasWei })))
 
   const tokenAtomic = options.fundTokenAtomic ?? 1_000_000n * 10n ** BigInt(devnetToken.decimals)
-  const funded = demoRoles.filter((role) => role !== 'deployer' && role !== 'scorePayee')
+  // The lease signer only signs (no gas, no tokens); the score payee starts empty so that its income is visible.
+  const funded = demoRoles.filter((role) => role !== 'deployer' && role !== 'scorePayee' && role !== 'leaseSigner')
   const hashes = await Promise.all([
     wallet.deployContract({
       abi: testStablecoinAbi,
@@ -277,9 +280,9 @@ async function deployFresh(
       nonce: 2,
     }),
     wallet.deployContract({
-      abi: creditFacilityAbi,
-      bytecode: loadArtifact('CreditFacility').bytecode,
-      args: [accounts.operator.address],
+      abi: creditFacilityV2Abi,
+      bytecode: loadArtifact('CreditFacilityV2').bytecode,
+      args: [accounts.operator.address, accounts.leaseSigner.address],
       nonce: 3,
     }),
     ...funded.map((role, index) =>
@@ -305,10 +308,7 @@ async function waitSuccess(client: PublicClient<Transport, Chain>, hash: Hex) {
   return receipt
 }
 
-/**
- * Deploys CreditFacilityV2 with its two roles and waits for the receipt. Not part of startDevnet yet: the service still
- * runs on v1 until the integration switches it (then the devnet deploys this at a fixed nonce like the others).
- */
+/** Deploys another CreditFacilityV2 with the given roles (tests of the constructor and of a look-alike contract). */
 export async function deployCreditFacilityV2(
   wallet: WalletClient<Transport, Chain, PrivateKeyAccount>,
   publicClient: PublicClient<Transport, Chain>,

@@ -3,7 +3,6 @@
 // both ways is the same fact with the same proof key (network:txHash:logIndex), and the engine counts it once.
 import { decodeEventLog, getAddress, type Address, type ContractEventArgsFromTopics, type ContractEventName, type Hex, type Log } from 'viem'
 import { creditFacilityV2Abi } from './artifacts.ts'
-import { proofKey } from './used-proofs.ts'
 
 export type FacilityEventName = ContractEventName<typeof creditFacilityV2Abi>
 
@@ -58,4 +57,9 @@ export function decodeFacilityLog(contract: Address, log: MinedLog, blockTimeMs:
 
 export function facilityFact(network: string, event: FacilityEvent): FacilityFact {
   return { ...event, network, proofKey: proofKey(network, event.txHash, event.logIndex) }
+}
+
+/** The key of a fact, `${network}:${txHash}:${logIndex}`: a fact is applied once by this key, however it arrives. */
+export function proofKey(network: string, txHash: string, logIndex: number): string {
+  return `${network}:${txHash.toLowerCase()}:${logIndex}`
 }

@@ -1,17 +1,18 @@
-// The operator's own transactions on the credit contract: settle a job and liquidate an advance. Each call is
+// The operator's own transactions on the credit contract (v2): settle a job, fail a job, liquidate an advance. Each call is
 // simulated first (so a misuse surfaces as the contract's named custom error without spending gas), then sent
 // with the operator's nonce-managed account, and awaited to its receipt.
-import { BaseError, ContractFunctionRevertedError, getAddress, parseEventLogs, zeroHash, type Address, type Hex } from 'viem'
-import { creditFacilityAbi } from './artifacts.ts'
+import { BaseError, ContractFunctionRevertedError, type Hex } from 'viem'
+import { creditFacilityV2Abi } from './artifacts.ts'
 import type { NetworkClients, OperatorWallet } from './clients.ts'
-import { findToken } from './config.ts'
-import { idKey } from './ids.ts'
+import { decodeFacilityLog, facilityFact, type FacilityFact, type MinedLog } from './events-v2.ts'
+import { jobKey } from './ids.ts'
 
 export type OperatorReceipt = {
   network: string
   txHash: Hex
   blockNumber: bigint
-  logs: ReturnType<typeof parseEventLogs<typeof creditFacilityAbi>>
+  /** Every event of the credit contract in the transaction, decoded as the follower decodes them. */
+  facts: FacilityFact[]
 }
 
 export class OperatorUnavailableError extends Error {
@@ -52,7 +53,7 @@ export function toContractRevert(network: string, error: unknown): unknown {
 
 async function send(
   clients: NetworkClients,
-  call: { functionName: 'settleJob' | 'liquidate'; args: readonly unknown[] },
+  call: { functionName: 'settleJob' | 'failJob' | 'liquidate'; args: readonly unknown[] },
 ): Promise<OperatorReceipt> {
   const operator = operatorOf(clients)
   const { network } = clients
@@ -62,7 +63,7 @@ async function send(
     ;({ request } = await publicClient.simulateContract({
       account: operator.account,
       address: network.creditContract,
-      abi: creditFacilityAbi,
+      abi: creditFacilityV2Abi,
       functionName: call.functionName,
       args: call.args,
     } as Parameters<typeof publicClient.simulateContract>[0]))
@@ -78,60 +79,27 @@ async function send(
   if (receipt.status !== 'success') {
     throw new ContractRevertError(network.slug, 'reverted', [], new Error(`transaction ${txHash} reverted`))
   }
-  return {
-    network: network.slug,
-    txHash,
-    blockNumber: receipt.blockNumber,
-    logs: parseEventLogs({ abi: creditFacilityAbi, logs: receipt.logs }),
-  }
-}
-
-export type SettleJobInput = {
-  jobId: string
-  /** Lenders paid first, in this order, from the job's escrow then collateral. */
-  payouts: { advanceId: string; lender: Address; amountAtomic: bigint }[]
-  /** The insurance share of the fees, into the reserve of the job's asset. */
-  reserveAtomic: bigint
-}
-
-export async function sendSettleJob(clients: NetworkClients, input: SettleJobInput): Promise<OperatorReceipt> {
-  return send(clients, {
-    functionName: 'settleJob',
-    args: [
-      idKey(input.jobId),
-      input.payouts.map((p) => idKey(p.advanceId)),
-      input.payouts.map((p) => getAddress(p.lender)),
-      input.payouts.map((p) => p.amountAtomic),
-      input.reserveAtomic,
-    ],
+  const block = await publicClient.getBlock({ blockNumber: receipt.blockNumber })
+  const facts = receipt.logs.flatMap((log) => {
+    const event = decodeFacilityLog(network.creditContract, log as MinedLog, Number(block.timestamp) * 1000)
+    return event === undefined ? [] : [facilityFact(network.slug, event)]
   })
+  return { network: network.slug, txHash, blockNumber: receipt.blockNumber, facts }
 }
 
-export type LiquidateInput = {
-  advanceId: string
-  /** null for an advance backed by a source rather than a job: then only the reserve can pay. */
-  jobId: string | null
-  lender: Address
-  asset: string
-  fromRevenueAtomic: bigint
-  fromCollateralAtomic: bigint
-  fromReserveAtomic: bigint
+/** settleJob(jobKey, offerKeys): the contract pays each advance from escrow then collateral, the rest to the borrower. */
+export async function sendSettleJob(clients: NetworkClients, input: { jobId: string; offerKeys: readonly Hex[] }): Promise<OperatorReceipt> {
+  return send(clients, { functionName: 'settleJob', args: [jobKey(input.jobId), input.offerKeys] })
 }
 
-export async function sendLiquidate(clients: NetworkClients, input: LiquidateInput): Promise<OperatorReceipt> {
-  const token = findToken(clients.network, input.asset)
-  return send(clients, {
-    functionName: 'liquidate',
-    args: [
-      idKey(input.advanceId),
-      input.jobId === null ? zeroHash : idKey(input.jobId),
-      getAddress(input.lender),
-      token.address,
-      input.fromRevenueAtomic,
-      input.fromCollateralAtomic,
-      input.fromReserveAtomic,
-    ],
-  })
+/** failJob(jobKey): the client's escrow goes back at once; the collateral waits for the job's unresolved advances. */
+export async function sendFailJob(clients: NetworkClients, input: { jobId: string }): Promise<OperatorReceipt> {
+  return send(clients, { functionName: 'failJob', args: [jobKey(input.jobId)] })
+}
+
+/** liquidate(offerKey, backingCovered): the contract computes the recovery (collateral, backing, reserve, shortfall). */
+export async function sendLiquidate(clients: NetworkClients, input: { offerKey: Hex; backingCoveredAtomic: bigint }): Promise<OperatorReceipt> {
+  return send(clients, { functionName: 'liquidate', args: [input.offerKey, input.backingCoveredAtomic] })
 }
 
 /** Blocks asked of eth_getLogs at once when looking for an earlier operator transaction (providers cap ranges). */
@@ -139,46 +107,40 @@ export const settlementSearchBlockRange = 2_000n
 /** Ranges searched at most: a bound on the work of one lookup. */
 export const settlementSearchRangesMax = 500
 
-export type EarlierSettlement =
-  | { eventName: 'JobSettled'; txHash: Hex; toLendersAtomic: bigint; toReserveAtomic: bigint; toBorrowerAtomic: bigint }
-  | { eventName: 'Liquidated'; txHash: Hex; fromRevenueAtomic: bigint; fromCollateralAtomic: bigint; fromReserveAtomic: bigint }
+export type EarlierOperatorTx = { eventName: 'JobSettled' | 'JobFailed' | 'Liquidated'; txHash: Hex; facts: FacilityFact[] }
 
 /**
- * The operator transaction that already settled a job or liquidated an advance, searched from the block of
- * `sinceTxHash` (the job's funding, the advance's payment) onwards. The contract refuses a second settlement, so when
- * it says JobAlreadySettled the service finds the first one here and records it: a crash between an operator
+ * The operator transaction that already settled or failed a job or liquidated an advance, searched from the block of
+ * `sinceTxHash` (the job's funding, the advance's payment) onwards, with every fact of that transaction. The contract
+ * refuses a second one, so when it does the service finds the first here and records it: a crash between an operator
  * transaction and its commit is repaired by the next attempt instead of leaving the job stuck.
  */
-export async function findEarlierSettlement(
+export async function findEarlierOperatorTx(
   clients: NetworkClients,
-  target: { eventName: 'JobSettled'; jobId: string } | { eventName: 'Liquidated'; advanceId: string },
+  target: { eventName: 'JobSettled' | 'JobFailed'; jobId: string } | { eventName: 'Liquidated'; offerKey: Hex },
   sinceTxHash: Hex,
-): Promise<EarlierSettlement | undefined> {
+): Promise<EarlierOperatorTx | undefined> {
   const { network } = clients
   // The operator's patient client: a slow range must not read as "no earlier settlement".
   const publicClient = clients.operator?.publicClient ?? clients.publicClient
   const since = await publicClient.getTransactionReceipt({ hash: sinceTxHash })
   const head = await publicClient.getBlockNumber({ cacheTime: 0 })
+  const args = target.eventName === 'Liquidated' ? { offerKey: target.offerKey } : { jobKey: jobKey(target.jobId) }
   let fromBlock = since.blockNumber
   for (let ranges = 0; fromBlock <= head && ranges < settlementSearchRangesMax; ranges++) {
     const toBlock = fromBlock + settlementSearchBlockRange - 1n < head ? fromBlock + settlementSearchBlockRange - 1n : head
-    if (target.eventName === 'JobSettled') {
-      const [log] = await publicClient.getContractEvents({
-        address: network.creditContract, abi: creditFacilityAbi, eventName: 'JobSettled', args: { jobKey: idKey(target.jobId) }, fromBlock, toBlock, strict: true,
+    const [log] = await publicClient.getContractEvents({
+      address: network.creditContract, abi: creditFacilityV2Abi, eventName: target.eventName, args, fromBlock, toBlock, strict: true,
+    } as Parameters<typeof publicClient.getContractEvents>[0])
+    if (log !== undefined) {
+      const txHash = log.transactionHash as Hex
+      const receipt = await publicClient.getTransactionReceipt({ hash: txHash })
+      const block = await publicClient.getBlock({ blockNumber: receipt.blockNumber })
+      const facts = receipt.logs.flatMap((l) => {
+        const event = decodeFacilityLog(network.creditContract, l as MinedLog, Number(block.timestamp) * 1000)
+        return event === undefined ? [] : [facilityFact(network.slug, event)]
       })
-      if (log !== undefined) {
-        return { eventName: 'JobSettled', txHash: log.transactionHash, toLendersAtomic: log.args.toLenders, toReserveAtomic: log.args.toReserve, toBorrowerAtomic: log.args.toBorrower }
-      }
-    } else {
-      const [log] = await publicClient.getContractEvents({
-        address: network.creditContract, abi: creditFacilityAbi, eventName: 'Liquidated', args: { advanceKey: idKey(target.advanceId) }, fromBlock, toBlock, strict: true,
-      })
-      if (log !== undefined) {
-        return {
-          eventName: 'Liquidated', txHash: log.transactionHash,
-          fromRevenueAtomic: log.args.fromRevenue, fromCollateralAtomic: log.args.fromCollateral, fromReserveAtomic: log.args.fromReserve,
-        }
-      }
+      return { eventName: target.eventName, txHash, facts }
     }
     fromBlock = toBlock + 1n
   }

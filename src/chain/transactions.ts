@@ -1,13 +1,10 @@
-// Unsigned transactions the service hands to lenders: the session key's setup `approve` and a lease's
-// `paySupplier`. The lender signs them with the session key; the service never holds that key.
+// The unsigned transaction as the service hands it out (the sender signs; the service never holds that key), and the
+// session key's setup `approve`. The credit contract's calls are built in src/chain/transactions-v2.ts.
 import { encodeFunctionData, erc20Abi, getAddress, type Address, type Hex } from 'viem'
-import { creditFacilityAbi } from './artifacts.ts'
 import { findToken, type NetworkConfig } from './config.ts'
-import { idKey } from './ids.ts'
 
-/** Gas limits to sign with. Measured on the devnet (approve ~46k, paySupplier ~60k) with headroom for cold slots. */
+/** Gas limit to sign an approve with: measured ~46k on the devnet, with headroom for cold slots. */
 export const approveGasHint = 80_000n
-export const paySupplierGasHint = 120_000n
 
 export type UnsignedTransaction = {
   network: string
@@ -33,42 +30,5 @@ export function buildApproveTransaction(
     data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [network.creditContract, input.amountAtomic] }),
     value: 0n,
     gas: approveGasHint,
-  }
-}
-
-export type PaySupplierInput = {
-  offerId: string
-  payer: Address
-  supplier: Address
-  asset: string
-  amountAtomic: bigint
-  /** The lease's expiry; the contract refuses the payment after it (second resolution, rounded down). */
-  expiresAtMs: number
-}
-
-export type PaySupplierTransaction = UnsignedTransaction & { deadlineSeconds: bigint; expiresAtMs: number }
-
-export function deadlineSeconds(expiresAtMs: number): bigint {
-  return BigInt(Math.floor(expiresAtMs / 1000))
-}
-
-/** The unsigned `paySupplier` a lender's session key sends for a live lease. */
-export function buildPaySupplierTransaction(network: NetworkConfig, input: PaySupplierInput): PaySupplierTransaction {
-  const token = findToken(network, input.asset)
-  const deadline = deadlineSeconds(input.expiresAtMs)
-  return {
-    network: network.slug,
-    chainId: network.chainId,
-    from: getAddress(input.payer),
-    to: network.creditContract,
-    data: encodeFunctionData({
-      abi: creditFacilityAbi,
-      functionName: 'paySupplier',
-      args: [idKey(input.offerId), getAddress(input.supplier), token.address, input.amountAtomic, deadline],
-    }),
-    value: 0n,
-    gas: paySupplierGasHint,
-    deadlineSeconds: deadline,
-    expiresAtMs: input.expiresAtMs,
   }
 }

@@ -9,11 +9,12 @@ import {
   http,
   type Address,
   type Hash,
+  type Hex,
   type LocalAccount,
   type PublicClient,
   type TransactionReceipt,
 } from 'viem'
-import { creditFacilityAbi } from '../chain/artifacts.ts'
+import { creditFacilityV2Abi } from '../chain/artifacts.ts'
 import { networkChain } from '../chain/clients.ts'
 import { findToken, type NetworkConfig } from '../chain/config.ts'
 import { idKey } from '../chain/ids.ts'
@@ -95,10 +96,13 @@ export class ChainAgent {
     return this.#credit('postCollateral', [idKey(jobId), this.token(symbol), amountAtomic])
   }
 
-  /** Pays an advance's lender: amount in total, of which reserveAmount goes to the insurance reserve. */
-  async repay(advanceId: string, lender: Address, symbol: string, amountAtomic: bigint, reserveAmountAtomic: bigint): Promise<Hash> {
+  /**
+   * repay(advanceKey, amount): the contract pulls at most what is still owed (the lender's part first, then the
+   * reserve's share) and pays it to the advance's lender (its session wallet) and the reserve.
+   */
+  async repay(advanceKey: Hex, symbol: string, amountAtomic: bigint): Promise<Hash> {
     await this.approveCredit(symbol, amountAtomic)
-    return this.#credit('repay', [idKey(advanceId), lender, this.token(symbol), amountAtomic, reserveAmountAtomic])
+    return this.#credit('repay', [advanceKey, amountAtomic])
   }
 
   async balanceOf(symbol: string, holder: Address): Promise<bigint> {
@@ -106,7 +110,7 @@ export class ChainAgent {
   }
 
   async #credit(functionName: 'fundJob' | 'postCollateral' | 'repay', args: readonly unknown[]): Promise<Hash> {
-    const data = encodeFunctionData({ abi: creditFacilityAbi, functionName, args } as never)
+    const data = encodeFunctionData({ abi: creditFacilityV2Abi, functionName, args } as never)
     const hash = await this.#wallet.sendTransaction({ to: this.network.creditContract, data, chain: undefined })
     await this.#mined(hash)
     return hash

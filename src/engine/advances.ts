@@ -26,7 +26,7 @@ export function openAdvance(
   touch(s, 'meta', 'engine')
   const advanceId = `${ID_PREFIXES.advance}${s.meta.advanceSeq}`
   const input: AdvanceInput = {
-    advanceId, offerId: o.offerId, leaseId: l.leaseId, lender: l.lender, payer, borrower: o.borrower,
+    advanceId, advanceKey: o.offerKey, offerId: o.offerId, leaseId: l.leaseId, lender: l.lender, payer, borrower: o.borrower,
     source: o.source, network: o.network, asset: o.asset, principalAtomic: o.amountAtomic, feeAtomic: l.feeAtomic,
     insuranceAtomic: insuranceAtomic(l.feeAtomic, s.config.insuranceShareBps), supplierAddress: o.supplierAddress,
     payment, fundedAtMs: nowMs, dueAtMs: o.dueAtMs,

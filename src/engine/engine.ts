@@ -4,7 +4,7 @@
 // What a command computes or changes lives beside it, one concept per module (src/README.md lists them). It never
 // reads the clock (`nowMs` comes from the caller) and never does I/O.
 import { createActor } from 'xstate'
-import { jobMachine, type RepaymentRecord } from '../../machines/index.ts'
+import { jobMachine, type RepaymentRecord, type TxProof } from '../../machines/index.ts'
 import { expect, refused, send, wouldTake } from './actors.ts'
 import { advanceDefaulted, applyLiquidation, applyRepayment, openAdvance } from './advances.ts'
 import { borrowerOf, liftDueSuspensions, suspend } from './borrowers.ts'
@@ -19,12 +19,13 @@ import { isBps, sameAddress } from './keys.ts'
 import { lenderChanged } from './ledger.ts'
 import { payLease, timeOutLease } from './leases.ts'
 import { addLender, declineOffer, expireOffer, leaseToBestLender, walletChanged } from './matching.ts'
-import { jobSettlement, leaseRefusal, liquidationPlan, recoveryOf, repaymentPlan, supplierPaymentTerms } from './plans.ts'
+import { executedPlan, jobSettlement, leaseRefusal, liquidationPlan, recoveryOf, repaymentPlan, supplierPaymentTerms } from './plans.ts'
 import { invalidLender, invalidSourceId, invalidSourceTerms, isJobId, lenderRecord, sourceRecord } from './registration.ts'
 import * as reputation from './reputation.ts'
 import { restore, snapshots, type StoredSnapshot } from './snapshots.ts'
 import { EngineState, type AdvanceActor, type JobActor } from './state.ts'
-import type { ExecutedTx, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
+import type { ExecutedTx, OfferKeyOf, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
+import { offerKey } from '../chain/ids.ts'
 import type {
   Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
   CreditState, DispatchOutcome, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, LeaseView, LenderRecord,
@@ -41,13 +42,21 @@ export type { RegistrationPage } from './views.ts'
 export { recoveryAmounts, supplierPaymentOnClosedOffer } from './plans.ts'
 export type { StoredSnapshot } from './snapshots.ts'
 
+const zeroKeySalt = `0x${'00'.repeat(32)}` as const
+/** Offer keys with a zero salt: engine tests only (the service always passes its data directory's salt). */
+const unsaltedOfferKey: OfferKeyOf = (offerId) => offerKey(zeroKeySalt, offerId)
+
 export class Engine {
   readonly config: EngineConfig
   private readonly state: EngineState
 
-  constructor(config: Partial<EngineConfig>, wallets: WalletView, initialSnapshots?: Iterable<StoredSnapshot>) {
+  /**
+   * `offerKeyOf` gives each new offer its on-chain key; the service passes offerKey(the data directory's salt, id).
+   * The default (a zero salt) is for engine tests that never touch a chain.
+   */
+  constructor(config: Partial<EngineConfig>, wallets: WalletView, initialSnapshots?: Iterable<StoredSnapshot>, offerKeyOf: OfferKeyOf = unsaltedOfferKey) {
     this.config = resolveConfig(config)
-    this.state = new EngineState(this.config, wallets)
+    this.state = new EngineState(this.config, wallets, offerKeyOf)
     if (initialSnapshots) restore(this.state, initialSnapshots)
   }
 
@@ -290,6 +299,17 @@ export class Engine {
     return { ok: true, value: planned.value, changes: [] }
   }
 
+  /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
+  planJobFailure(input: { jobId: string; caller: Address }): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
+    const job = this.state.jobs.get(input.jobId)
+    if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is failed by its client or an operator')
+    const open = wouldTake('job', job, { type: 'FAIL', reason: '', releasedAtomic: 0n, nowMs: 0 })
+    if (!open.accepted) return refused('job', input.jobId, open)
+    const j = job.getSnapshot().context
+    return { ok: true, value: { jobId: j.jobId, network: j.network, funding: j.funding }, changes: [] }
+  }
+
   /** Apply the executed settleJob transaction: every open advance on the job is repaid and the job completes. */
   completeJob(input: { jobId: string; caller: Address } & ExecutedTx, nowMs: number): EngineResult<JobSettlementReceipt> {
     const s = this.state
@@ -377,7 +397,11 @@ export class Engine {
     const advance = s.advances.get(input.advanceId)
     if (!advance) return fail('not_found', 'advance_not_found', `advance ${input.advanceId} is not live`)
     if (!this.isLenderOrOperator(advance, input.caller)) return forbidden('an advance is liquidated by its lender or an operator')
-    const plan = liquidationPlan(s, advance)
+    const predicted = liquidationPlan(s, advance)
+    const plan = input.executed === undefined ? predicted : executedPlan(predicted, input.executed)
+    if (plan.recoveredAtomic + plan.shortfallAtomic !== plan.owedAtomic) {
+      return fail('conflict', 'liquidation_mismatch', `the contract's recovery does not sum to the ${plan.owedAtomic} owed`)
+    }
     const recovery = recoveryOf(plan, input.network, input.txHash)
     if ((input.fromRevenueAtomic !== undefined && input.fromRevenueAtomic !== recovery.fromRevenueAtomic) ||
       (input.fromCollateralAtomic !== undefined && input.fromCollateralAtomic !== recovery.fromCollateralAtomic) ||

@@ -126,6 +126,31 @@ export function recoveryAmounts(plan: LiquidationPlan): { fromRevenueAtomic: big
   }
 }
 
+/** A liquidation plan whose steps are the amounts the contract executed (no revenue step: a liquidation takes none). */
+export function executedPlan(
+  plan: LiquidationPlan,
+  executed: { fromCollateralAtomic: bigint; fromBackingAtomic: bigint; fromReserveAtomic: bigint; shortfallAtomic: bigint },
+): LiquidationPlan {
+  const steps: LiquidationPlan['steps'] = [
+    { step: 'source_revenue', amountAtomic: 0n },
+    { step: 'collateral', amountAtomic: executed.fromCollateralAtomic },
+    { step: 'backing_liquidation', amountAtomic: executed.fromBackingAtomic },
+    { step: 'insurance_reserve', amountAtomic: executed.fromReserveAtomic },
+    { step: 'shortfall', amountAtomic: executed.shortfallAtomic },
+  ]
+  const recovered = executed.fromCollateralAtomic + executed.fromBackingAtomic + executed.fromReserveAtomic
+  let covered = 0n
+  let stoppedAt: LiquidationPlan['stoppedAt'] = 'shortfall'
+  for (const step of steps.slice(0, 4)) {
+    covered += step.amountAtomic
+    if (step.amountAtomic > 0n && covered === plan.owedAtomic && executed.shortfallAtomic === 0n) {
+      stoppedAt = step.step
+      break
+    }
+  }
+  return { ...plan, steps, recoveredAtomic: recovered, shortfallAtomic: executed.shortfallAtomic, stoppedAt }
+}
+
 /** The recovery an executed liquidation records: the plan's steps, by name. */
 export function recoveryOf(plan: LiquidationPlan, network: string, txHash: `0x${string}`): RecoveryRecord {
   return { network, txHash, owedAtomic: plan.owedAtomic, ...recoveryAmounts(plan), shortfallAtomic: plan.shortfallAtomic }

@@ -8,6 +8,12 @@ export interface WalletView {
   spendableAtomic(network: string, asset: string, holder: Address): bigint
 }
 
+/**
+ * The on-chain key of an offer (and of its advance): salted per data directory (src/chain/ids.ts offerKey), so it is
+ * not guessable from the id. A pure function of the id: the engine stays deterministic on replay.
+ */
+export type OfferKeyOf = (offerId: string) => `0x${string}`
+
 /** A verified `SupplierPaid` event: the lender's session key paid the offer's supplier. */
 export interface SupplierPaymentFact {
   network: string

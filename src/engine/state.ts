@@ -5,7 +5,7 @@ import type { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../
 import type { BookEntry, MatchingBook } from './book.ts'
 import type { EngineConfig } from './config.ts'
 import { byDueThenSeq, bySeq, dueId, type Due } from './dispatch.ts'
-import type { WalletView } from './ports.ts'
+import type { OfferKeyOf, WalletView } from './ports.ts'
 import { IndexedMinHeap } from './schedule.ts'
 import type { ActorKind, Address, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord } from './types.ts'
 
@@ -70,7 +70,8 @@ export class EngineState {
   /** What the running command changed, by `${kind}:${id}`; resolved to Changes when the command drains. */
   pending = new Map<string, Pending>()
 
-  constructor(readonly config: EngineConfig, readonly wallets: WalletView) {}
+  /** `offerKeyOf` gives each new offer its on-chain key (ports.ts OfferKeyOf). */
+  constructor(readonly config: EngineConfig, readonly wallets: WalletView, readonly offerKeyOf: OfferKeyOf) {}
 
   /** The live actors of one kind. */
   actorMap(kind: ActorKind): Map<string, AnyLive> {

@@ -294,6 +294,11 @@ export interface LiquidationInput {
   fromRevenueAtomic?: bigint
   fromCollateralAtomic?: bigint
   fromReserveAtomic?: bigint
+  /**
+   * The amounts the contract's Liquidated event reports (CreditFacility v2 computes the recovery itself): recorded as
+   * they are, instead of the engine's plan, which only predicts them. Their sum must be what the advance owes.
+   */
+  executed?: { fromCollateralAtomic: bigint; fromBackingAtomic: bigint; fromReserveAtomic: bigint; shortfallAtomic: bigint }
 }
 
 export interface LiquidationReceipt extends LiquidationPlan {

@@ -89,8 +89,10 @@ function backingTerms(input: CreditRequestInput, src: SourceRecord, reasons: Dec
 /** An approved request opens an offer, waiting for a lender, and commits its amount of the source's capacity. */
 export function openOffer(s: EngineState, input: CreditRequestInput, decision: Underwriting, nowMs: number): OfferView {
   s.meta.offerSeq += 1
+  const offerId = `${ID_PREFIXES.offer}${s.meta.offerSeq}`
   const offerInput: OfferInput = {
-    offerId: `${ID_PREFIXES.offer}${s.meta.offerSeq}`,
+    offerId,
+    offerKey: s.offerKeyOf(offerId),
     borrower: input.agent,
     network: input.network,
     asset: input.asset,

@@ -10,27 +10,31 @@ import {
 } from '../engine/engine.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import type {
-  AdvanceView, Change, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView,
+  AdvanceView, Change, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView, LeaseView,
   LenderRecord, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
   SourceRecord, UnderwritingDecision,
 } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig } from '../chain/config.ts'
-import { idKey } from '../chain/ids.ts'
+import { jobKey } from '../chain/ids.ts'
+import { LeaseSigner, type LeaseAuthorization } from '../chain/lease-authorization.ts'
 import {
   ContractRevertError,
-  findEarlierSettlement,
+  findEarlierOperatorTx,
   OperatorUnavailableError,
+  sendFailJob,
   sendLiquidate,
   sendSettleJob,
-  type EarlierSettlement,
+  type EarlierOperatorTx,
   type OperatorReceipt,
 } from '../chain/operator.ts'
-import {
-  ChainRpcError, ProofRefusedError, verifyProof, verifySupplierPayment, type CreditEventName, type ProofFailureReason, type ProofRequest,
-  type VerifiedFact,
-} from '../chain/proofs.ts'
-import { buildApproveTransaction, buildPaySupplierTransaction, type UnsignedTransaction } from '../chain/transactions.ts'
+import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
+import { verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
+import type { FacilityEventName } from '../chain/events-v2.ts'
+import { buildApproveTransaction, type UnsignedTransaction } from '../chain/transactions.ts'
+import { buildPaySupplierV2Transaction } from '../chain/transactions-v2.ts'
+import { insuranceAtomic } from '../engine/rules.ts'
+import { zeroHash } from 'viem'
 import type { WalletWatcher } from '../chain/watcher.ts'
 import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
 import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
@@ -80,13 +84,8 @@ export class CreditService {
   #fatal: ((error: unknown) => void) | undefined
   /** Listeners of durable changes (the event stream, the inspector): told only after the disk has the commit. */
   readonly #durableListeners = new Set<(changes: readonly Change[]) => void>()
-  /** Verification reads the used-proof registry; the use itself is written with the command's commit. */
-  readonly #proofsReadOnly = {
-    has: (key: string) => this.store.proofs.has(key),
-    add: (key: string) => {
-      throw new Error(`proofs are added by the commit of the command they feed, not by verification (${key})`)
-    },
-  }
+  /** Per network: the key that signs lease authorizations (the credit contract's leaseSigner), when configured. */
+  readonly #leaseSigners = new Map<string, LeaseSigner>()
 
   constructor(deps: ServiceDeps) {
     this.config = deps.config
@@ -97,6 +96,13 @@ export class CreditService {
     this.#clients = deps.clients
     this.#clock = deps.clock
     this.suppliers = new SupplierDirectory(deps.config.suppliers)
+    for (const network of deps.networks) {
+      if (network.leaseSignerPrivateKey === undefined) continue
+      this.#leaseSigners.set(
+        network.slug,
+        new LeaseSigner({ privateKey: network.leaseSignerPrivateKey, chainId: network.chainId, verifyingContract: network.creditContract }),
+      )
+    }
     this.#sessionKeys = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
   }
 
@@ -190,16 +196,16 @@ export class CreditService {
     }
   }
 
-  /** Verifies a proof without consuming it; the caller adds `fact.proofKey` to the commit of the command it feeds. */
-  #prove<E extends CreditEventName>(network: string, request: ProofRequest<E>): Promise<VerifiedFact<E>> {
-    return this.#verdict(verifyProof(this.#clientsOf(network), this.#proofsReadOnly, { ...request, consume: false }))
-  }
-
-  /** The fact of a proof verdict, or the verdict raised (ProofRefusedError); an RPC failure is a ChainRpcError. */
-  async #verdict<F>(verification: Promise<{ ok: true; fact: F } | { ok: false; reason: ProofFailureReason; detail: string }>): Promise<F> {
-    const result = await verification
+  /**
+   * The first event `eventName` of the credit contract in `txHash` whose arguments equal `args`, at the network's
+   * confirmations; a proof that does not show it is refused (ProofRefusedError). The caller adds `fact.proofKey` to
+   * the commit of the command it feeds.
+   */
+  async #prove<E extends FacilityEventName>(slug: string, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>): Promise<FacilityFactOf<E>> {
+    const network = this.network(slug)
+    const result = await verifyFacilityEvent(this.#clientsOf(slug), network.creditContract, { txHash, eventName, args })
     if (!result.ok) throw new ProofRefusedError(result.reason, result.detail)
-    return result.fact
+    return result.value[0] as FacilityFactOf<E>
   }
 
   /** Re-checked synchronously right before the command: another request may have used the proof meanwhile. */
@@ -209,24 +215,24 @@ export class CreditService {
   }
 
   /**
-   * Sends an operator transaction (settleJob, liquidate) and returns its hash. When the contract answers that it was
-   * already done (`alreadyDone`), the earlier transaction is looked up and returned if it did what the plan says:
-   * a crash between an operator transaction and its commit is repaired by the next attempt. Any other refusal of the
+   * Sends an operator transaction (settleJob, failJob, liquidate) and returns its hash and events. When the contract
+   * answers that it was already done (`alreadyDone(error)`), the earlier transaction is looked up and returned: a
+   * crash between an operator transaction and its commit is repaired by the next attempt. Any other refusal of the
    * contract is raised (ContractRevertError), and nothing is recorded; any other failure is the chain's (ChainRpcError).
    */
   async #operatorSend(
     slug: string,
     send: (clients: NetworkClients) => Promise<OperatorReceipt>,
-    earlier: { alreadyDone: string; find: (clients: NetworkClients) => Promise<EarlierSettlement | undefined>; matches: (found: EarlierSettlement) => boolean },
-  ): Promise<Hex> {
+    earlier: { alreadyDone: (error: ContractRevertError) => boolean; find: (clients: NetworkClients) => Promise<EarlierOperatorTx | undefined> },
+  ): Promise<{ txHash: Hex; facts: OperatorReceipt['facts'] }> {
     const clients = this.#operatorClients(slug)
     try {
-      return (await send(clients)).txHash
+      return await send(clients)
     } catch (error) {
       if (error instanceof ContractRevertError) {
-        if (error.errorName === earlier.alreadyDone) {
+        if (earlier.alreadyDone(error)) {
           const found = await earlier.find(clients).catch(() => undefined)
-          if (found !== undefined && earlier.matches(found)) return found.txHash
+          if (found !== undefined) return found
         }
         throw error
       }
@@ -291,25 +297,46 @@ export class CreditService {
     for (const { value } of this.#sessionKeys.iterate('')) yield value
   }
 
-  /** The unsigned paySupplier transaction of each live lease of `lender`. */
+  /**
+   * Each live lease of `lender` with its authorization (the service's EIP-712 signature over the lease's terms, which
+   * the contract checks) and the unsigned paySupplier transaction that carries it, for the session key to send.
+   */
   pendingActions(lender: Address) {
     // The lender polling its own actions re-arms the funding window of a session wallet not yet seen funded.
     const key = this.#sessionKeys.get(lender)
     if (key !== undefined) for (const slug of Object.keys(key.policy.assets)) if (this.#clients.has(slug)) this.watcher.watchWhenFunded(slug, key.address)
-    return this.engine.liveLeasesOf(lender).map((lease) => {
-      const network = this.network(lease.network)
-      return {
-        lease,
-        transaction: buildPaySupplierTransaction(network, {
-          offerId: lease.offerId,
-          payer: lease.payer,
-          supplier: lease.supplierAddress,
-          asset: lease.asset,
-          amountAtomic: lease.amountAtomic,
-          expiresAtMs: lease.expiresAtMs,
-        }),
-      }
+    return this.engine.liveLeasesOf(lender).flatMap((lease) => {
+      const delivered = this.leaseAuthorization(lease)
+      return delivered === undefined ? [] : [{ lease, ...delivered }]
     })
+  }
+
+  /**
+   * The authorization of a live lease and its paySupplier transaction; undefined when the offer left memory or the
+   * network has no lease signer. Signed lazily, when the lease is delivered (design-chain.md): ~0.1 ms.
+   */
+  leaseAuthorization(lease: LeaseView): { authorization: LeaseAuthorization; signature: Hex; transaction: UnsignedTransaction } | undefined {
+    const offer = this.engine.getOffer(lease.offerId)
+    const signer = this.#leaseSigners.get(lease.network)
+    if (offer === undefined || signer === undefined) return undefined
+    const network = this.network(lease.network)
+    const authorization: LeaseAuthorization = {
+      offerKey: offer.offerKey,
+      jobKey: offer.source.kind === 'job' ? jobKey(offer.source.id) : zeroHash,
+      payer: lease.payer,
+      supplier: lease.supplierAddress,
+      asset: this.token(network, lease.asset).address,
+      amount: lease.amountAtomic,
+      fee: lease.feeAtomic,
+      // The one definition of the insurance share (the advance records the same when it is paid).
+      reserveShare: insuranceAtomic(lease.feeAtomic, this.engine.config.insuranceShareBps),
+      // The lease's expiry, inclusive, in whole seconds (floor: never later than the engine's expiry).
+      deadline: BigInt(Math.floor(lease.expiresAtMs / 1000)),
+      dueAt: BigInt(Math.floor(offer.dueAtMs / 1000)),
+    }
+    const signature = signer.sign(authorization)
+    const transaction = buildPaySupplierV2Transaction({ network, contract: network.creditContract }, { authorization, signature })
+    return { authorization, signature, transaction }
   }
 
   // ------------------------------------------------------------------------------------------------ borrowers
@@ -330,10 +357,8 @@ export class CreditService {
   ): Promise<StoredResponse> {
     const network = this.network(body.network)
     const token = this.token(network, body.asset)
-    const fact = await this.#prove(network.slug, {
-      txHash: body.fundingTxHash,
-      eventName: 'JobFunded',
-      args: { jobKey: idKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic },
+    const fact = await this.#prove(network.slug, 'JobFunded', body.fundingTxHash, {
+      jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
     })
     const client = getAddress(fact.args.client)
     // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
@@ -378,10 +403,8 @@ export class CreditService {
   ): Promise<StoredResponse> {
     const job = valueOf(this.engine.planCollateral({ jobId, caller }))
     const token = this.token(this.network(job.network), job.asset)
-    const fact = await this.#prove(job.network, {
-      txHash: body.txHash,
-      eventName: 'CollateralPosted',
-      args: { jobKey: idKey(jobId), borrower: job.borrower, asset: token.address, amount: body.amountAtomic },
+    const fact = await this.#prove(job.network, 'CollateralPosted', body.txHash, {
+      jobKey: jobKey(jobId), borrower: job.borrower, asset: token.address, amount: body.amountAtomic,
     })
     const proof = this.#useProof(fact, `collateral:${jobId}`)
     return this.apply(
@@ -453,53 +476,47 @@ export class CreditService {
       }
     }
     const lease = valueOf(plan)
-    const fact = await this.#verdict(
-      verifySupplierPayment(this.#clientsOf(lease.network), this.#proofsReadOnly, {
-        txHash: body.supplierPaymentId,
-        offerId,
-        payer: lease.payer,
-        supplier: lease.supplierAddress,
-        asset: lease.asset,
-        amountAtomic: lease.amountAtomic,
-        consume: false,
-      }),
-    )
+    const offer = this.engine.getOffer(offerId) as OfferView
+    const token = this.token(this.network(lease.network), lease.asset)
+    // The contract checked the lease's authorization (payer, supplier, amount, deadline); the report must show the
+    // SupplierPaid of this offer's key by the leased session key to the offer's supplier, for the offer's amount.
+    const fact = await this.#prove(lease.network, 'SupplierPaid', body.supplierPaymentId, {
+      offerKey: offer.offerKey, payer: lease.payer, supplier: lease.supplierAddress, asset: token.address, amount: lease.amountAtomic,
+    })
     const proof = this.#useProof(fact, `offer:${offerId}`)
-    return this.apply(mutation, () => this.engine.recordSupplierPayment({ ...fact, caller }, this.#clock()), () => [proof])
+    return this.apply(
+      mutation,
+      () =>
+        this.engine.recordSupplierPayment(
+          {
+            network: lease.network, txHash: fact.txHash, logIndex: fact.logIndex, offerId, payer: fact.args.payer,
+            supplier: fact.args.supplier, asset: lease.asset, amountAtomic: fact.args.amount, caller,
+          },
+          this.#clock(),
+        ),
+      () => [proof],
+    )
   }
 
   async repay(mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
-    const plan = { value: this.#live(this.engine.planRepayment(advanceId), 'advance', advanceId) }
-    const { network, lender, asset } = plan.value
-    const token = this.token(this.network(network), asset)
-    // The contract's Repaid carries the total paid (`amount`) and the reserve's part of it; the plan's amountAtomic
-    // is the lender's part. A proof of any other amounts does not prove this repayment (422, like any argument).
-    const fact = await this.#prove(network, {
-      txHash: body.txHash,
-      eventName: 'Repaid',
-      args: {
-        advanceKey: idKey(advanceId),
-        lender,
-        asset: token.address,
-        amount: plan.value.amountAtomic + plan.value.reserveAmountAtomic,
-        reserveAmount: plan.value.reserveAmountAtomic,
-      },
-    })
+    const plan = this.#live(this.engine.planRepayment(advanceId), 'advance', advanceId)
+    const advance = this.engine.getAdvance(advanceId) as AdvanceView
+    // On chain the advance's lender is the session wallet that paid (repayments recycle into the wallet that lends).
+    const fact = await this.#prove(plan.network, 'Repaid', body.txHash, { offerKey: advance.advanceKey, lender: advance.payer })
     const proof = this.#useProof(fact, `advance:${advanceId}`)
     return this.apply(
       mutation,
       () =>
         this.engine.repayAdvance(
           {
-            network,
+            network: plan.network,
             txHash: fact.txHash,
             logIndex: fact.logIndex,
             advanceId,
-            lender: getAddress(fact.args.lender),
-            payer: getAddress(fact.args.payer),
-            // The engine's fact names the lender's part: the total minus the reserve's share.
-            amountAtomic: fact.args.amount - fact.args.reserveAmount,
-            reserveAmountAtomic: fact.args.reserveAmount,
+            lender: plan.lender,
+            payer: fact.args.payer,
+            amountAtomic: fact.args.toLender,
+            reserveAmountAtomic: fact.args.toReserve,
           },
           this.#clock(),
         ),
@@ -511,27 +528,27 @@ export class CreditService {
     return this.#locks.run(`job:${jobId}`, async () => {
       const plan = this.#live(this.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
       const job = this.engine.getJob(jobId) as JobView
-      const settled = await this.#operatorSend(
-        job.network,
-        (clients) =>
-          sendSettleJob(clients, {
-            jobId,
-            payouts: plan.advances.map((a) => ({ advanceId: a.advanceId, lender: a.lender, amountAtomic: a.amountAtomic })),
-            reserveAtomic: plan.toReserveAtomic,
-          }),
-        {
-          alreadyDone: 'JobAlreadySettled',
-          find: (clients) => findEarlierSettlement(clients, { eventName: 'JobSettled', jobId }, job.funding.txHash),
-          matches: (found) =>
-            found.eventName === 'JobSettled' && found.toLendersAtomic === plan.toLendersAtomic && found.toReserveAtomic === plan.toReserveAtomic,
-        },
-      )
-      return this.apply(mutation, () => this.engine.completeJob({ jobId, caller, network: job.network, txHash: settled }, this.#clock()))
+      const offerKeys = plan.advances.map((a) => (this.engine.getAdvance(a.advanceId) as AdvanceView).advanceKey)
+      const settled = await this.#operatorSend(job.network, (clients) => sendSettleJob(clients, { jobId, offerKeys }), {
+        alreadyDone: (error) => error.errorName === 'JobNotOpen',
+        find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobSettled', jobId }, job.funding.txHash),
+      })
+      const paid = settled.facts.find((f): f is FacilityFactOf<'JobSettled'> => f.name === 'JobSettled')
+      if (paid === undefined || paid.args.toLenders !== plan.toLendersAtomic || paid.args.toReserve !== plan.toReserveAtomic) {
+        throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
+      }
+      return this.apply(mutation, () => this.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, this.#clock()))
     })
   }
 
   async failJob(mutation: Mutation<PassportEvent>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
     return this.#locks.run(`job:${jobId}`, async () => {
+      const plan = this.#live(this.engine.planJobFailure({ jobId, caller }), 'job', jobId)
+      // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
+      await this.#operatorSend(plan.network, (clients) => sendFailJob(clients, { jobId }), {
+        alreadyDone: (error) => error.errorName === 'JobNotOpen',
+        find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
+      })
       try {
         return await this.apply(mutation, () => this.engine.failJob({ jobId, reason: body.reason, caller }, this.#clock()))
       } catch (error) {
@@ -544,24 +561,26 @@ export class CreditService {
     return this.#locks.run(`advance:${advanceId}`, async () => {
       const plan = this.#live(this.engine.planLiquidation({ advanceId, caller }, this.#clock()), 'advance', advanceId)
       const advance = this.engine.getAdvance(advanceId) as AdvanceView
-      // The contract's liquidate moves revenue, collateral and reserve; backing is liquidated off chain.
-      const { fromRevenueAtomic, fromCollateralAtomic, fromReserveAtomic } = recoveryAmounts(plan)
-      const amounts = { fromRevenueAtomic, fromCollateralAtomic, fromReserveAtomic }
-      const sameAmounts = (found: EarlierSettlement) =>
-        found.eventName === 'Liquidated' &&
-        found.fromRevenueAtomic === amounts.fromRevenueAtomic &&
-        found.fromCollateralAtomic === amounts.fromCollateralAtomic &&
-        found.fromReserveAtomic === amounts.fromReserveAtomic
+      // The contract computes the recovery (collateral, backing, reserve, shortfall); the backing it cannot see is
+      // the engine's, bounded by the attested liquidation value left.
+      const { fromBackingAtomic } = recoveryAmounts(plan)
       const liquidated = await this.#operatorSend(
         advance.network,
-        (clients) => sendLiquidate(clients, { advanceId, jobId: plan.jobId, lender: advance.lender, asset: advance.asset, ...amounts }),
+        (clients) => sendLiquidate(clients, { offerKey: advance.advanceKey, backingCoveredAtomic: fromBackingAtomic }),
         {
-          alreadyDone: 'AdvanceAlreadyLiquidated',
-          find: (clients) => findEarlierSettlement(clients, { eventName: 'Liquidated', advanceId }, advance.payment.txHash),
-          matches: sameAmounts,
+          alreadyDone: (error) => error.errorName === 'AlreadyLiquidated',
+          find: (clients) => findEarlierOperatorTx(clients, { eventName: 'Liquidated', offerKey: advance.advanceKey }, advance.payment.txHash),
         },
       )
-      return this.apply(mutation, () => this.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated, ...amounts }, this.#clock()))
+      const event = liquidated.facts.find((f): f is FacilityFactOf<'Liquidated'> => f.name === 'Liquidated')
+      if (event === undefined) throw new ContractRevertError(advance.network, 'no_liquidated_event', [], new Error(`${liquidated.txHash} emitted no Liquidated`))
+      const executed = {
+        fromCollateralAtomic: event.args.fromCollateral, fromBackingAtomic: event.args.fromBacking,
+        fromReserveAtomic: event.args.fromReserve, shortfallAtomic: event.args.shortfall,
+      }
+      return this.apply(mutation, () =>
+        this.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, this.#clock()),
+      )
     })
   }
 

@@ -19,7 +19,6 @@ const nodeModulesDir = resolve(here, '../../node_modules')
 
 /** The contracts whose artifacts the service uses, in the order abi.ts lists them. */
 export const contractNames = [
-  'CreditFacility',
   'CreditFacilityV2',
   'TestStablecoin',
   'Multicall3',

@@ -132,7 +132,7 @@ function networkFromCatalog(n: CatalogNetwork & { rpcUrl: string }): NetworkConf
     confirmations: n.confirmations,
     pollingIntervalMs: 50,
     operatorKeyEnv: undefined,
-    operatorPrivateKey: undefined,
+    operatorPrivateKey: undefined, leaseSignerKeyEnv: undefined, leaseSignerPrivateKey: undefined,
   }
 }
 

@@ -2,10 +2,9 @@
 // wrong actor (DESIGN section 7), 404 an unknown resource, 409 the wrong state, 422 a proof that does not prove what
 // it must (wrong supplier, amount, contract, job; no such transaction) and 409 proof_already_used for a replayed one.
 import t from 'tap'
-import { encodeFunctionData, type Hash } from 'viem'
+import type { Hash } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { creditFacilityAbi } from '../../src/chain/artifacts.ts'
-import { idKey } from '../../src/chain/ids.ts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { actionFor, expectDocumented, expectProblem, fundAdvance, openApiDocument, randomHash, type Json } from './fixtures/api.ts'
@@ -129,7 +128,7 @@ t.test('POST /credit/match: 200; 401, 400, 403 not the borrower, 404 unknown off
   t.equal((await borrowerClient.get('/credit/state')).body.counts.liveLeases, 1)
 })
 
-t.test('POST supplier-payment: 200; 403, 404, 409 no lease / already paid / funded offer matched, 422 wrong supplier, amount, contract, missing tx', async (t) => {
+t.test('POST supplier-payment: 200; 403, 404, 409 no lease / already paid / funded offer matched, 422 another offer\'s payment, contract, missing tx; another supplier or amount reverts on chain', async (t) => {
   const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_pay_1', receivableAtomic: usdc(5000) })
   const request = (amount: bigint) => creditRequest(h, borrower.address, 'job_pay_1', amount, usdc(100))
   const leased = async (amount: bigint) => {
@@ -139,38 +138,33 @@ t.test('POST supplier-payment: 200; 403, 404, 409 no lease / already paid / fund
     return { offerId, action: await actionFor(lender, offerId) }
   }
   const session = new ChainAgent(h.network, lender.session)
-  const token = session.token(USDC)
-  /** A paySupplier of the session key with arguments of the test's choosing. */
-  const pay = async (offerId: string, supplier: `0x${string}`, amount: bigint, deadline: bigint): Promise<Hash> =>
-    session.sendUnsigned({
-      chainId: h.network.chainId,
-      to: h.network.creditContract,
-      data: encodeFunctionData({ abi: creditFacilityAbi, functionName: 'paySupplier', args: [idKey(offerId), supplier, token, amount, deadline] }),
-      value: '0',
-      gas: '200000',
+  /** What the contract answers to a paySupplier of the session key under an authorization of the test's choosing. */
+  const simulatePay = (authorization: Json, signature: string) =>
+    session.publicClient.simulateContract({
+      account: lender.session.address, address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'paySupplier',
+      args: [{ ...authorization, amount: BigInt(authorization['amount']), fee: BigInt(authorization['fee']), reserveShare: BigInt(authorization['reserveShare']), deadline: BigInt(authorization['deadline']), dueAt: BigInt(authorization['dueAt']) } as never, signature as Hash],
     })
   const report = (offerId: string, supplierPaymentId: string, who = lender) => who.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: who.account.address, supplierPaymentId })
 
-  // Offer A: paid to someone else than the offer's supplier.
+  // Offer A: the lender cannot pay anyone but the authorized supplier, nor another amount: the contract checks the
+  // service's signature over the terms (issue 10, hole 1), so nothing a lender reports can differ from the lease.
   const a = await leased(usdc(100))
-  const deadlineA = BigInt(a.action['transaction']['deadlineSeconds'])
-  const wrongSupplier = await pay(a.offerId, privateKeyToAccount(generatePrivateKey()).address, usdc(100), deadlineA)
-  const refusedA = await report(a.offerId, wrongSupplier)
-  expectProblem(t, refusedA, 422, 'proof_wrong_arguments', 'paid to another supplier')
-  expectDocumented(t, doc, 'post', '/credit/offers/{offerId}/supplier-payment', refusedA)
+  await t.rejects(simulatePay({ ...a.action['authorization'], supplier: privateKeyToAccount(generatePrivateKey()).address }, a.action['signature']), /WrongLeaseSigner/, 'paid to another supplier: reverts')
+  await t.rejects(simulatePay({ ...a.action['authorization'], amount: usdc(99).toString() }, a.action['signature']), /WrongLeaseSigner/, 'another amount: reverts')
   expectProblem(t, await report(a.offerId, randomHash()), 422, 'proof_not_found', 'no such transaction')
   const transfer = await session.transferToken(USDC, h.devnet.accounts.supplier.address, 1n)
-  expectProblem(t, await report(a.offerId, transfer), 422, 'proof_wrong_contract', 'a plain token transfer')
+  const refusedA = await report(a.offerId, transfer)
+  expectProblem(t, refusedA, 422, 'proof_wrong_contract', 'a plain token transfer')
+  expectDocumented(t, doc, 'post', '/credit/offers/{offerId}/supplier-payment', refusedA)
 
-  // Offer B: the right supplier, the wrong amount.
+  // Offer B paid as its action says; its payment reported for offer C is not C's payment.
   const b = await leased(usdc(200))
-  const short = await pay(b.offerId, h.devnet.accounts.supplier.address, usdc(199), BigInt(b.action['transaction']['deadlineSeconds']))
-  expectProblem(t, await report(b.offerId, short), 422, 'proof_wrong_arguments', 'paid the wrong amount')
+  const paidB = await session.sendUnsigned(b.action['transaction'])
 
   // Offer C: paid as the action says.
   const c = await leased(usdc(300))
   const paid = await session.sendUnsigned(c.action['transaction'])
-  expectProblem(t, await report(c.offerId, wrongSupplier), 422, 'proof_wrong_arguments', 'the payment of another offer')
+  expectProblem(t, await report(c.offerId, paidB), 422, 'proof_wrong_arguments', 'the payment of another offer')
   const otherLender = await readyLender(h, { minFeeBps: 9000, liquidityAtomic: usdc(10), walletAtomic: 0n })
   const notHolder = await report(c.offerId, paid, otherLender)
   expectProblem(t, notHolder, 409, 'no_lease', 'a lender without a lease on the offer')
@@ -227,11 +221,17 @@ t.test('complete, fail, liquidate: the actor rules, 404, 409 wrong state, and an
   expectProblem(t, refail, 409, undefined, 'a failed job cannot fail again')
   const recomplete = await job.jobClientApi.post('/credit/jobs/job_end_1/complete', {})
   expectProblem(t, recomplete, 409, undefined, 'nor be completed')
+  const chain = new ChainAgent(h.network, lender.session)
+  const reserveBefore = await chain.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reserveOf', args: [chain.token(USDC)] })
   const liquidated = await operator.post(`/credit/advances/${advanceId}/liquidate`, {})
   t.equal(liquidated.status, 200, JSON.stringify(liquidated.body))
   expectDocumented(t, doc, 'post', '/credit/advances/{advanceId}/liquidate', liquidated)
   t.equal(liquidated.body.owedAtomic, usdc(412).toString(), 'principal + 3% fee')
-  t.equal(liquidated.body.stoppedAt, 'source_revenue')
+  // The failed job's escrow went back to its client: no revenue; no collateral; the reserve pays what it holds.
+  const fromReserve = liquidated.body.steps.find((s: Json) => s['step'] === 'insurance_reserve')?.amountAtomic
+  t.equal(liquidated.body.steps.find((s: Json) => s['step'] === 'source_revenue')?.amountAtomic, '0', 'a failed job\'s escrow is no recovery source')
+  t.ok(BigInt(fromReserve) <= reserveBefore, 'the reserve pays at most what it holds')
+  t.equal(liquidated.body.stoppedAt, BigInt(liquidated.body.shortfallAtomic) > 0n ? 'shortfall' : 'insurance_reserve')
   expectProblem(t, await lender.client.post(`/credit/advances/${advanceId}/liquidate`, {}), 409, 'advance_closed', 'a liquidated advance')
 
   // Completion by the job's client: 409 while an offer waits on the job, 200 after, 409 once closed.

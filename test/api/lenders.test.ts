@@ -118,9 +118,10 @@ t.test('GET /lenders/{address}/actions: the lender\'s own session only; 200 with
   t.match(actions.body[0], {
     kind: 'pay_supplier',
     lease: { leaseId: match.body.lease.leaseId, offerId: offer.offerId },
-    transaction: { network: h.network.slug, chainId: h.network.chainId, from: a.session.address, to: h.network.creditContract, value: '0', expiresAt: match.body.lease.expiresAt },
+    authorization: { offerKey: offer.offerKey, payer: a.session.address, amount: usdc(600).toString(), fee: match.body.lease.feeAtomic },
+    transaction: { network: h.network.slug, chainId: h.network.chainId, from: a.session.address, to: h.network.creditContract, value: '0' },
   })
-  t.equal(BigInt(actions.body[0].transaction.deadlineSeconds), BigInt(Math.floor(Date.parse(match.body.lease.expiresAt) / 1000)), 'the on-chain deadline is the lease expiry')
+  t.equal(BigInt(actions.body[0].authorization.deadline), BigInt(Math.floor(Date.parse(match.body.lease.expiresAt) / 1000)), 'the on-chain deadline is the lease expiry')
   const mine = await b.client.get(`/lenders/${b.account.address}/actions`)
   t.same(mine.body, [], 'leases are listed to their lender only')
 })

@@ -5,10 +5,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { decodeFunctionData, erc20Abi, keccak256, parseAbi, toHex } from 'viem'
-import { creditFacilityAbi } from '../../src/chain/artifacts.ts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { loadNetworksConfig, NetworksConfigError, parseNetworksConfig, type NetworkConfig } from '../../src/chain/config.ts'
 import { idKey } from '../../src/chain/ids.ts'
-import { buildPaySupplierTransaction } from '../../src/chain/transactions.ts'
 import { newSessionKey, SESSION_KEY_LIFETIME_MS } from '../../src/service/session-keys.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
 
@@ -64,6 +63,8 @@ t.test('a valid file loads, with checksummed addresses, defaults and the key fro
     pollingIntervalMs: 1000,
     operatorKeyEnv: 'OPERATOR_PRIVATE_KEY',
     operatorPrivateKey: operatorKey,
+    leaseSignerKeyEnv: undefined,
+    leaseSignerPrivateKey: undefined,
   } satisfies NetworkConfig)
   const readOnly = parseNetworksConfig({ networks: [entry({ operatorKeyEnv: undefined })] }, {})
   t.equal(readOnly[0]?.operatorPrivateKey, undefined, 'without operatorKeyEnv the network is read-only')
@@ -125,23 +126,26 @@ t.test('the compiled credit contract has exactly the signatures of src/README.md
   const functions = [
     'function fundJob(bytes32 jobKey, address asset, uint256 amount, address borrower)',
     'function postCollateral(bytes32 jobKey, address asset, uint256 amount)',
-    'function paySupplier(bytes32 offerKey, address supplier, address asset, uint256 amount, uint256 deadline)',
-    'function repay(bytes32 advanceKey, address lender, address asset, uint256 amount, uint256 reserveAmount)',
-    'function settleJob(bytes32 jobKey, bytes32[] advanceKeys, address[] lenders, uint256[] amounts, uint256 reserveAmount)',
-    'function liquidate(bytes32 advanceKey, bytes32 jobKey, address lender, address asset, uint256 fromRevenue, uint256 fromCollateral, uint256 fromReserve)',
+    'function paySupplier((bytes32 offerKey, bytes32 jobKey, address payer, address supplier, address asset, uint256 amount, uint256 fee, uint256 reserveShare, uint256 deadline, uint256 dueAt) a, bytes signature)',
+    'function repay(bytes32 offerKey, uint256 amount)',
+    'function settleJob(bytes32 jobKey, bytes32[] offerKeys)',
+    'function failJob(bytes32 jobKey)',
+    'function liquidate(bytes32 offerKey, uint256 backingCovered)',
   ]
   const events = [
     'event JobFunded(bytes32 indexed jobKey, address indexed client, address indexed borrower, address asset, uint256 amount)',
     'event CollateralPosted(bytes32 indexed jobKey, address indexed borrower, address asset, uint256 amount)',
-    'event SupplierPaid(bytes32 indexed offerKey, address indexed payer, address indexed supplier, address asset, uint256 amount)',
-    'event Repaid(bytes32 indexed advanceKey, address indexed lender, address indexed payer, address asset, uint256 amount, uint256 reserveAmount)',
-    'event LenderPaid(bytes32 indexed jobKey, bytes32 indexed advanceKey, address indexed lender, uint256 amount)',
+    'event SupplierPaid(bytes32 indexed offerKey, address indexed payer, address indexed supplier, bytes32 jobKey, address asset, uint256 amount, uint256 fee, uint256 reserveShare, uint256 dueAt)',
+    'event Repaid(bytes32 indexed offerKey, address indexed payer, address indexed lender, uint256 toLender, uint256 toReserve, uint256 lenderOwed, uint256 reserveOwed)',
+    'event AdvanceSettled(bytes32 indexed offerKey, bytes32 indexed jobKey, address indexed lender, uint256 toLender, uint256 toReserve)',
     'event JobSettled(bytes32 indexed jobKey, address indexed borrower, uint256 toLenders, uint256 toReserve, uint256 toBorrower)',
-    'event Liquidated(bytes32 indexed advanceKey, bytes32 indexed jobKey, address indexed lender, address asset, uint256 fromRevenue, uint256 fromCollateral, uint256 fromReserve)',
+    'event JobFailed(bytes32 indexed jobKey, address indexed client, uint256 escrowRefunded)',
+    'event JobClosed(bytes32 indexed jobKey, address indexed borrower, uint256 collateralReleased)',
+    'event Liquidated(bytes32 indexed offerKey, bytes32 indexed jobKey, address indexed lender, uint256 fromCollateral, uint256 fromBacking, uint256 fromReserve, uint256 shortfall)',
   ]
   const shape = (item: { type: string; name?: string; inputs?: readonly { name?: string; type: string; indexed?: boolean }[] }) =>
     JSON.stringify([item.type, item.name, (item.inputs ?? []).map((i) => [i.name, i.type, i.indexed === true])])
-  const compiled = new Set(creditFacilityAbi.map((item) => shape(item as never)))
+  const compiled = new Set(creditFacilityV2Abi.map((item) => shape(item as never)))
   for (const item of parseAbi([...functions, ...events])) t.ok(compiled.has(shape(item as never)), `${item.type} ${'name' in item ? item.name : ''}`)
 })
 
@@ -164,21 +168,4 @@ t.test('session keys and unsigned transactions', async (t) => {
   t.strictSame(decodeFunctionData({ abi: erc20Abi, data: setup?.data ?? '0x' }), { functionName: 'approve', args: [network.creditContract, 100n] })
   t.equal(setup?.from, first.sessionKey.address)
   t.throws(() => newSessionKey(lender, [network], { 'base-sepolia': 'DAI' }, 100n, nowMs), /unknown asset DAI/)
-
-  const pay = buildPaySupplierTransaction(network, {
-    offerId: 'off_9',
-    payer: first.sessionKey.address,
-    supplier: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
-    asset: 'USDC',
-    amountAtomic: 7n,
-    expiresAtMs: 1_800_000_000_999,
-  })
-  t.equal(pay.to, network.creditContract)
-  t.equal(pay.value, 0n)
-  t.equal(pay.chainId, 84532)
-  t.equal(pay.deadlineSeconds, 1_800_000_000n, 'deadline is the lease expiry in whole seconds')
-  t.strictSame(decodeFunctionData({ abi: creditFacilityAbi, data: pay.data }), {
-    functionName: 'paySupplier',
-    args: [idKey('off_9'), '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', network.tokens[0]?.address, 7n, 1_800_000_000n],
-  })
 })

@@ -8,12 +8,12 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { createPublicClient, createWalletClient, erc20Abi, http, type Address, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { creditFacilityAbi } from '../../src/chain/artifacts.ts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { checkStateFile, savedDevnetState, stateFiles, writeStateAtomically, type DevnetLogEntry } from '../../src/chain/devnet-state.ts'
 import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
-import { idKey } from '../../src/chain/ids.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
@@ -193,7 +193,7 @@ t.test('SIGKILL of the process group (service + anvils), then a restart finds th
     slug: 'devnet-a', chainId: 31337, caip2: 'eip155:31337', rpcUrl: running.rpcUrl, creditContract: running.creditContract,
     identityRegistry: running.creditContract, reputationRegistry: running.creditContract, multicall3: '0xcA11bde05977b3631167028862bE2a173976CA11',
     tokens: [{ symbol: 'USDC', address: running.token, decimals: 6, eip712Name: 'USD Coin', eip712Version: '2' }],
-    x402SelfFacilitate: false, confirmations: 1, pollingIntervalMs: 50, operatorKeyEnv: undefined, operatorPrivateKey: undefined,
+    x402SelfFacilitate: false, confirmations: 1, pollingIntervalMs: 50, operatorKeyEnv: undefined, operatorPrivateKey: undefined, leaseSignerKeyEnv: undefined, leaseSignerPrivateKey: undefined,
   }
   const jobClient = privateKeyToAccount(accounts.jobClient.privateKey)
   const borrower = privateKeyToAccount(accounts.borrower.privateKey)
@@ -224,9 +224,9 @@ t.test('SIGKILL of the process group (service + anvils), then a restart finds th
   const job = await new CreditClient(again.url).get(`/credit/jobs/${jobId}`)
   t.equal(job.status, 200, 'the service still knows the job')
   const chain = clientsOf({ ...networkConfig, rpcUrl: again.rpcUrl }).public
-  const onChain = await chain.readContract({ address: again.creditContract, abi: creditFacilityAbi, functionName: 'getJob', args: [idKey(jobId)] })
+  const onChain = await chain.readContract({ address: again.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })
   t.equal(onChain.client, jobClient.address, 'the escrow the service acknowledged is on the restarted chain')
-  t.equal(onChain.escrowAmount, amount)
+  t.equal(onChain.escrow, amount)
   t.equal(await chain.readContract({ address: again.token, abi: erc20Abi, functionName: 'balanceOf', args: [again.creditContract] }), amount, 'and its tokens')
   await killGroup(second.child, 'SIGTERM')
 })

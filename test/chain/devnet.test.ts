@@ -106,8 +106,8 @@ t.test('devnet', async (t) => {
     const loaded = loadNetworksConfig(configPath, {})
     t.strictSame(
       loaded,
-      devnet.networks.map((n) => ({ ...n, operatorPrivateKey: undefined })),
-      'same NetworkConfig values, without the key (never written to a file)',
+      devnet.networks.map((n) => ({ ...n, operatorPrivateKey: undefined, leaseSignerPrivateKey: undefined })),
+      'same NetworkConfig values, without the keys (never written to a file)',
     )
   })
 

@@ -2,11 +2,11 @@
 // known values through an RPC outage (a TCP proxy we cut), and catches up once the RPC is back.
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import t from 'tap'
-import { createWalletClient, erc20Abi, http, type Address } from 'viem'
+import { createWalletClient, erc20Abi, http, zeroHash, type Address } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
-import { idKey } from '../../src/chain/ids.ts'
+import { newKeySalt, offerKey } from '../../src/chain/ids.ts'
 import { WalletWatcher, type WalletView } from '../../src/chain/watcher.ts'
 import { newSessionKey } from '../../src/service/session-keys.ts'
 import { setupDevnet, USDC } from './fixtures/devnet.ts'
@@ -91,13 +91,11 @@ t.test('wallet watcher', async (t) => {
     t.equal(balance(), 350n * USDC, 'incoming transfer seen; spendable capped by the allowance')
 
     // A paySupplier spends both balance and allowance (OpenZeppelin emits no Approval on transferFrom).
-    await f.call(f.actor(privateKey), 'paySupplier', [
-      idKey('off_w'),
-      f.accounts.supplier.address,
-      f.token,
-      40n * USDC,
-      BigInt(Math.floor(Date.now() / 1000) + 600),
-    ])
+    const lease = {
+      offerKey: offerKey(newKeySalt(), 'off_w'), jobKey: zeroHash, payer: holder, supplier: f.accounts.supplier.address, asset: f.token,
+      amount: 40n * USDC, fee: 0n, reserveShare: 0n, deadline: BigInt(Math.floor(Date.now() / 1000) + 600), dueAt: BigInt(Math.floor(Date.now() / 1000) + 3600),
+    }
+    await f.call(f.actor(privateKey), 'paySupplier', [lease, f.authorize(lease)])
     await watcher.waitFor(() => watcher.holding(network.slug, 'USDC', holder)?.allowanceAtomic === 260n * USDC, observeWithinMs)
     t.equal(balance(), 310n * USDC)
     t.equal(spendable(), 260n * USDC)

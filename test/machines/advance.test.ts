@@ -8,7 +8,7 @@ const T0 = 1_700_000_000_000
 const DUE = T0 + 3_600_000
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as const
 const input: AdvanceInput = {
-  advanceId: 'adv_1', offerId: 'off_1', leaseId: 'lse_1', lender: '0x0000000000000000000000000000000000001001',
+  advanceId: 'adv_1', advanceKey: hash(99), offerId: 'off_1', leaseId: 'lse_1', lender: '0x0000000000000000000000000000000000001001',
   payer: '0x0000000000000000000000000000000000002001', borrower: '0x00000000000000000000000000000000000000b0',
   source: { kind: 'backing', id: 'src_1' }, network: 'net-a', asset: 'USDC', principalAtomic: 1000n, feeAtomic: 10n,
   insuranceAtomic: 1n, supplierAddress: '0x0000000000000000000000000000000000000050', payment: { network: 'net-a', txHash: hash(1), logIndex: 0 },

@@ -9,7 +9,7 @@ const TTL = 600_000
 const L1 = '0x0000000000000000000000000000000000001001'
 const L2 = '0x0000000000000000000000000000000000001002'
 const input: OfferInput = {
-  offerId: 'off_1', borrower: '0x00000000000000000000000000000000000000b0', network: 'net-a', asset: 'USDC',
+  offerId: 'off_1', offerKey: `0x${'ab'.repeat(32)}`, borrower: '0x00000000000000000000000000000000000000b0', network: 'net-a', asset: 'USDC',
   productType: 'asset-backed', amountAtomic: 1000n, maximumFeeAtomic: 100n, purpose: 'p', supplier: 's', supplierDomain: 's.example',
   supplierAddress: '0x0000000000000000000000000000000000000050', source: { kind: 'backing', id: 'src_1' }, riskBand: 'A',
   durationSeconds: 3600, dueAtMs: T0 + 3_600_000, createdAtMs: T0, expiresAtMs: T0 + TTL,

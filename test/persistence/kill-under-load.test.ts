@@ -8,7 +8,7 @@ import t, { type Test } from 'tap'
 import { open } from 'lmdb'
 import { createWalletClient, http, type Address } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
-import { creditFacilityAbi } from '../../src/chain/artifacts.ts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { networkChain } from '../../src/chain/clients.ts'
 import { findToken } from '../../src/chain/config.ts'
 import { defaultDevnetNetworks, startDevnet, type Devnet } from '../../src/chain/devnet.ts'
@@ -152,7 +152,7 @@ t.test('SIGKILL under load loses no acknowledged change, applies no retry twice,
       const jobId = `job_kill_${i}`
       const borrower = borrowers[i % borrowers.length] as Borrower
       const txHash = await wallet.writeContract({
-        address: network.creditContract, abi: creditFacilityAbi, functionName: 'fundJob',
+        address: network.creditContract, abi: creditFacilityV2Abi, functionName: 'fundJob',
         args: [idKey(jobId), findToken(network, USDC).address, usdc(1000), borrower.account.address],
       } as never)
       await agent.publicClient.waitForTransactionReceipt({ hash: txHash, pollingInterval: 50 })

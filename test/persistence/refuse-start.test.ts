@@ -29,7 +29,7 @@ const network: NetworkConfig = {
   confirmations: 1,
   pollingIntervalMs: 50,
   operatorKeyEnv: undefined,
-  operatorPrivateKey: undefined,
+  operatorPrivateKey: undefined, leaseSignerKeyEnv: undefined, leaseSignerPrivateKey: undefined,
 }
 const files = writeServiceFiles(accounts, [network])
 t.teardown(() => {

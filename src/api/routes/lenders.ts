@@ -174,8 +174,8 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
       method: 'get',
       path: '/lenders/{address}/actions',
       operationId: 'listLenderActions',
-      summary: 'List pending wallet funding actions: the unsigned paySupplier transaction of each live lease',
-      description: 'Sign each transaction with the session key and send it before its expiresAt; then report its hash to POST /credit/offers/{offerId}/supplier-payment.',
+      summary: 'List pending wallet funding actions: each live lease with its signed lease authorization and unsigned paySupplier transaction',
+      description: 'Sign each transaction with the session key and send it before the lease expires (the authorization\'s deadline); then report its hash to POST /credit/offers/{offerId}/supplier-payment. The contract pays only what the authorization says, from its payer to its supplier.',
       tags,
       auth: 'session',
       params: AddressParams,
@@ -183,9 +183,11 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
       handler: (ctx) => {
         requireSame(ctx.session.address, ctx.params.address, `the actions of lender ${ctx.params.address}`)
         const lender = lenderOr404(ctx.params.address)
-        const actions = service.pendingActions(lender.address).map(({ lease, transaction }) => ({
+        const actions = service.pendingActions(lender.address).map(({ lease, authorization, signature, transaction }) => ({
           kind: 'pay_supplier' as const,
           lease: toWire(lease),
+          authorization: toWire(authorization),
+          signature,
           transaction: toWire(transaction),
         }))
         return asResult(replyWith(200, Type.Array(PendingAction))(actions))
