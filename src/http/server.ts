@@ -6,6 +6,7 @@ import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_li
 import { openObjectPaths } from '../api/common.ts'
 import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
+import { startFront, type Front } from './front.ts'
 import { duplicateKeyPointer } from './json.ts'
 import { errorFields, stdoutLogger, type Logger } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
@@ -37,6 +38,12 @@ export interface ServerOptions {
   corsOrigins?: readonly string[]
   /** Peer addresses whose X-Forwarded-For names the client (see `clientAddress`); none by default. */
   trustedProxies?: readonly string[]
+  /**
+   * Answer HTTP/1.0 requests and refuse HTTP/1.1 requests without Host with a 400, which uWS alone leaves without
+   * any answer: a node:net front (front.ts) owns the port and hands HTTP/1.1 connections to uWS. Default true;
+   * `false` puts uWS on the port directly (cheaper per request, see the README's bench section).
+   */
+  legacyClients?: boolean
   /** Required when any route has `auth: 'session'`. */
   authenticate?: Authenticate
   /** Default: JSON lines on stdout. Pass `silentLogger` in tests. */
@@ -246,6 +253,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Minted request ids: unique within this process by the counter, across processes by the random prefix.
   const requestIdPrefix = `${randomBytes(6).toString('hex')}-`
   let requestCount = 0
+  const mintRequestId = () => requestIdPrefix + (++requestCount).toString(36)
   let closing = false
   let closePromise: Promise<CloseResult> | undefined
 
@@ -323,7 +331,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       method,
       path: req.getUrl(),
       head: method === 'HEAD',
-      requestId: incomingId !== '' && REQUEST_ID.test(incomingId) ? incomingId : requestIdPrefix + (++requestCount).toString(36),
+      requestId: incomingId !== '' && REQUEST_ID.test(incomingId) ? incomingId : mintRequestId(),
       origin: req.getHeader('origin'),
       startNs: process.hrtime.bigint(),
       aborted: false,
@@ -344,8 +352,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return state
   }
 
+  // Behind the front, uWS's peer is the front's Unix socket; the PROXY v2 header the front sends names the client.
+  // Without the front the proxied address is never read: a client could send such a header itself.
   const peerOf = (res: HttpResponse, req: HttpRequest): string =>
-    clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString('utf8'), trustedProxies.size === 0 ? '' : req.getHeader('x-forwarded-for'), trustedProxies)
+    clientAddress(Buffer.from(front === undefined ? res.getRemoteAddressAsText() : res.getProxiedRemoteAddressAsText()).toString('utf8'), trustedProxies.size === 0 ? '' : req.getHeader('x-forwarded-for'), trustedProxies)
 
   const fallback = (res: HttpResponse, req: HttpRequest): void => {
     try {
@@ -617,6 +627,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   const app: TemplatedApp = uWS.App()
+  const front: Front | undefined = options.legacyClients === false
+    ? undefined
+    : await startFront({ host, port: options.port ?? 0, log, requestId: mintRequestId })
   const register: Record<HttpMethod, (pattern: string, handler: (res: HttpResponse, req: HttpRequest) => void) => TemplatedApp> = {
     get: (p, h) => app.get(p, h),
     post: (p, h) => app.post(p, h),
@@ -639,17 +652,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.any('/*', fallback)
 
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(host, options.port ?? 0, (socket) => {
-      if (socket === false) reject(new Error(`cannot listen on ${host}:${options.port ?? 0}`))
+    const listening = (socket: us_listen_socket | false) => {
+      if (socket === false) reject(new Error(front === undefined ? `cannot listen on ${host}:${options.port ?? 0}` : `cannot listen on ${front.upstreamPath}`))
       else resolve(socket)
-    })
+    }
+    if (front === undefined) app.listen(host, options.port ?? 0, listening)
+    else app.listen_unix(listening, front.upstreamPath)
   })
-  const port = uWS.us_socket_local_port(listenSocket as unknown as us_socket)
+  const port = front?.port ?? uWS.us_socket_local_port(listenSocket as unknown as us_socket)
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
   log({ level: 'info', msg: 'listening', host, port, routes: compiled.length })
 
   const close = async (timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS): Promise<CloseResult> => {
     closing = true
+    front?.stopAccepting()
     uWS.us_listen_socket_close(listenSocket)
     const pending = [...inFlight.values()]
     let timer: NodeJS.Timeout | undefined
@@ -665,6 +681,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
     // Idle keep-alive connections would hold the event loop open until they time out: close them all now.
     ;(app as TemplatedApp & { close?: () => void }).close?.()
+    front?.close()
     log({ level: outcome === 'drained' ? 'info' : 'warn', msg: 'closed', drained: outcome === 'drained', abandoned: abandoned.length })
     return { drained: outcome === 'drained', abandoned: abandoned.length }
   }
