@@ -8,7 +8,7 @@ import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
 import { startFront, type Front } from './front.ts'
 import { duplicateKeyPointer } from './json.ts'
-import { errorFields, stdoutLogger, type Logger } from './log.ts'
+import { errorFields, silentLogger, stdoutLogger, type Logger } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
 import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision, type RateLimitOptions } from './rate-limit.ts'
 import { pathParamNames, statusLine, templateRegExp, toUwsPattern, type AnyRoute, type HttpMethod, type Session } from './route.ts'
@@ -105,7 +105,10 @@ interface RequestState {
   startNs: bigint
   aborted: boolean
   responded: boolean
-  controller: AbortController
+  /** Made only when a handler reads its `signal`: most never do, and one costs about 1.5% of a request (issue 11). */
+  controller: AbortController | undefined
+  /** The body reader's hook on abort. */
+  onAbort: (() => void) | undefined
   /** The bucket this request was counted on, for the RateLimit fields. */
   rate: { policy: string; key: string; decision: RateDecision } | undefined
 }
@@ -236,6 +239,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 /** Starts listening; resolves once the socket is bound. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? stdoutLogger
+  // With the request log off, no line (and no clock reading for it) is built per request.
+  const requestLog = log !== silentLogger
   const host = options.host ?? '127.0.0.1'
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES
   if (!(Number.isInteger(bodyLimitBytes) && bodyLimitBytes > 0)) throw new RangeError('bodyLimitBytes must be a positive integer')
@@ -297,7 +302,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       else if (state.head) state.res.endWithoutBody(Buffer.byteLength(reply.body), closeConnection)
       else state.res.end(reply.body, closeConnection)
     })
-    log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: reply.status, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
+    if (requestLog) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: reply.status, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
   }
 
   const fail = (state: RequestState, error: unknown): void => {
@@ -333,17 +338,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       head: method === 'HEAD',
       requestId: incomingId !== '' && REQUEST_ID.test(incomingId) ? incomingId : mintRequestId(),
       origin: req.getHeader('origin'),
-      startNs: process.hrtime.bigint(),
+      startNs: requestLog ? process.hrtime.bigint() : 0n,
       aborted: false,
       responded: false,
-      controller: new AbortController(),
+      controller: undefined,
+      onAbort: undefined,
       rate: undefined,
     }
     // uWS requires the abort handler before any asynchronous step; after it fires `res` must not be touched.
     res.onAborted(() => {
       state.aborted = true
-      state.controller.abort()
-      if (!state.responded) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: null, aborted: true, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
+      state.controller?.abort()
+      state.onAbort?.()
+      if (!state.responded && requestLog) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: null, aborted: true, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
     })
     if (closing) {
       send(state, problemReply(new HttpProblem(503, 'shutting_down', 'The service is shutting down; retry on another instance or later.'), true))
@@ -354,14 +361,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   // Behind the front, uWS's peer is the front's Unix socket; the PROXY v2 header the front sends names the client.
   // Without the front the proxied address is never read: a client could send such a header itself.
-  const peerOf = (res: HttpResponse, req: HttpRequest): string =>
-    clientAddress(Buffer.from(front === undefined ? res.getRemoteAddressAsText() : res.getProxiedRemoteAddressAsText()).toString('utf8'), trustedProxies.size === 0 ? '' : req.getHeader('x-forwarded-for'), trustedProxies)
+  const addressOf = (res: HttpResponse, forwardedFor: string): string =>
+    clientAddress(Buffer.from(front === undefined ? res.getRemoteAddressAsText() : res.getProxiedRemoteAddressAsText()).toString('utf8'), forwardedFor, trustedProxies)
+  const peerOf = (res: HttpResponse, req: HttpRequest): string => addressOf(res, trustedProxies.size === 0 ? '' : req.getHeader('x-forwarded-for'))
+
+  /** The handler's abort signal, made on first use (already aborted if the client went away before). */
+  const signalOf = (state: RequestState): AbortSignal => {
+    if (state.controller === undefined) {
+      state.controller = new AbortController()
+      if (state.aborted) state.controller.abort()
+    }
+    return state.controller.signal
+  }
 
   const fallback = (res: HttpResponse, req: HttpRequest): void => {
     try {
       const state = begin(res, req)
       if (state === undefined) return
-      if (!admit(state, 'client', peerOf(res, req))) return
+      if (limiter !== undefined && !admit(state, 'client', peerOf(res, req))) return
       const methods = matchers.filter((m) => m.regexp.test(state.path)).map((m) => m.method)
       if (methods.length === 0) {
         send(state, problemReply(new HttpProblem(404, 'not_found', `No route ${state.path}.`)))
@@ -393,10 +410,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const chunks: Buffer[] = []
       let total = 0
       let finished = false
-      state.controller.signal.addEventListener('abort', () => {
+      state.onAbort = () => {
         finished = true
         resolve('aborted')
-      }, { once: true })
+      }
       state.res.onData((chunk, isLast) => {
         if (finished) return
         total += chunk.byteLength
@@ -421,7 +438,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     rawQuery: string
     token: string | undefined
     headers: Record<string, string>
-    clientIp: string
+    /** Read lazily: a signed-in request never needs it unless a handler asks (issue 11). */
+    clientIp: () => string
     body: Promise<Buffer | 'too_large' | 'aborted'> | 'empty' | undefined
   }): Promise<void> => {
     try {
@@ -442,7 +460,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (input.token !== undefined && options.authenticate !== undefined) {
         session = await options.authenticate(input.token)
         if (state.aborted) return
-        if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? input.clientIp : session.address)) return
+        if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? input.clientIp() : session.address)) return
       }
       if (c.route.auth === 'session') {
         if (input.token === undefined) throw new HttpProblem(401, 'unauthorized', 'This route needs an Authorization: Bearer <token> header from POST /auth/session.', { headers: { 'www-authenticate': 'Bearer' } })
@@ -489,8 +507,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         body,
         session,
         headers: input.headers,
-        clientIp: input.clientIp,
-        signal: state.controller.signal,
+        get clientIp() { return input.clientIp() },
+        get signal() { return signalOf(state) },
       })
       if (state.aborted) return
       // What the answer cost beyond the token that admitted it (a page of 100 items costs 100).
@@ -513,7 +531,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   /** An immutable route's answer: built once, then served from memory by representation and validator. */
   const documentReply = async (state: RequestState, c: CompiledRoute, headers: Record<string, string>): Promise<Reply> => {
     c.document ??= (async () => {
-      const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientIp: '', signal: state.controller.signal })
+      const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientIp: '', signal: signalOf(state) })
       const reply = serialize(state, c, result)
       if (reply.status !== 200 || reply.body === undefined) throw new Error(`${c.route.path}: an immutable route must answer 200 with a body`)
       return documentVariants(reply.body, reply.headers)
@@ -570,10 +588,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const state = begin(res, req)
       if (state === undefined) return
       // HttpRequest is stack allocated: copy everything needed before the first await.
-      const clientIp = peerOf(res, req)
+      // The peer's address is read once and only when needed (the rate limit of a request without a token, or a
+      // handler that asks); X-Forwarded-For lives in the stack-allocated HttpRequest, so it is copied now.
+      const forwardedFor = trustedProxies.size === 0 ? '' : req.getHeader('x-forwarded-for')
+      let peer: string | undefined
+      const clientIp = () => (peer ??= state.aborted ? '' : addressOf(res, forwardedFor))
       const token = options.authenticate === undefined ? undefined : bearerToken(req.getHeader('authorization'))
       // Without a token the bucket is known now: refuse before reading a body. With one, after authentication.
-      if (token === undefined && !admit(state, 'client', clientIp)) return
+      if (token === undefined && limiter !== undefined && !admit(state, 'client', clientIp())) return
       if (req.getHeader('content-length') !== '' && ambiguousLength(req)) {
         send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
         return
@@ -619,7 +641,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     try {
       const state = begin(res, req)
       if (state === undefined) return
-      if (!admit(state, 'client', peerOf(res, req))) return
+      if (limiter !== undefined && !admit(state, 'client', peerOf(res, req))) return
       send(state, preflight(state, req, allow))
     } catch (error) {
       log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
