@@ -25,7 +25,7 @@ const { values: args } = parseArgs({
   strict: false,
 })
 const QUICK = args.quick === true
-const SECONDS = Number(args.seconds ?? (QUICK ? 2 : 10))
+const SECONDS = Number(args.seconds ?? (QUICK ? 1 : 10))
 const WARMUP_SECONDS = QUICK ? 1 : 3
 const CONNECTIONS = Number(args.connections ?? 64)
 const MODES = String(args.modes ?? 'uws,uws-overlapping,server-direct,server-front,node-http').split(',')
@@ -142,7 +142,7 @@ export async function runCeiling(): Promise<Record<string, unknown>> {
   const probe = spawnSync('wrk', ['--version'], { encoding: 'utf8' })
   if (probe.error !== undefined) throw new Error('wrk not found: install Debian\'s wrk package (apt-get install wrk)')
   const scratch = mkdtempSync(join(tmpdir(), 'agent-credit-ceiling-lua-'))
-  const fdatasync = fdatasyncMillis(QUICK ? 100 : 500)
+  const fdatasync = fdatasyncMillis(QUICK ? 50 : 500)
   say(`ceiling: ${MODES.join(', ')}; ${CONNECTIONS} connections, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s per window; fdatasync p50 ${fdatasync.p50} ms, p99 ${fdatasync.p99} ms`)
   const modes: Record<string, CeilingMode> = {}
   try {
