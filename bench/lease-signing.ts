@@ -84,4 +84,4 @@ const summary = {
   },
 }
 process.stdout.write(`LeaseSigner is ${summary.ratios.viemSignTypedDataToLeaseSigner}x faster than viem signTypedData (${JSON.stringify(summary.native)})\n`)
-writeFileSync(join(here, 'results', 'lease-signing-latest.json'), JSON.stringify(summary, null, 2) + '\n')
+writeFileSync(join(process.env.BENCH_RESULTS_DIR ?? join(here, 'results'), 'lease-signing-latest.json'), JSON.stringify(summary, null, 2) + '\n')

@@ -237,7 +237,8 @@ function runDispatch(specs: LenderSpec[]) {
   const leaseTtlMs = 10 * DISPATCH_LEASES * spacingMs
   const lenders = specs.slice(0, 2000)
   const wallets = new BenchWallets(new Map(lenders.map((s) => [s.session, 10n ** 15n])))
-  const engine = new Engine({ leaseTtlMs, offerTtlMs: 100 * leaseTtlMs }, wallets)
+  // One borrower holds every lease here: its matched offers stay live until funded, so the per-borrower cap must admit them all.
+  const engine = new Engine({ leaseTtlMs, offerTtlMs: 100 * leaseTtlMs, liveOffersPerBorrowerMax: DISPATCH_LEASES }, wallets)
   for (const s of lenders) {
     const r = engine.registerLender({
       address: s.address, sessionAddress: s.session, availableLiquidityAtomic: 10n ** 12n, asset: ASSET,
@@ -326,7 +327,7 @@ const result = {
   engineToBaselineThroughputRatio: Math.round((engine.matchesPerSecond / baseline.matchesPerSecond) * 1000) / 1000,
   dispatch,
 }
-const out = join(dirname(fileURLToPath(import.meta.url)), 'results', 'match-latest.json')
+const out = join(process.env.BENCH_RESULTS_DIR ?? join(dirname(fileURLToPath(import.meta.url)), 'results'), 'match-latest.json')
 mkdirSync(dirname(out), { recursive: true })
 writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`)
 process.stdout.write(`\nengine:   ${engine.matchesPerSecond} matches/s, p50 ${engine.latencyMicros.p50} us, p99 ${engine.latencyMicros.p99} us, p99.9 ${engine.latencyMicros.p999} us (refused leases on the way: ${engine.refusedLeases})\n`)

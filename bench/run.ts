@@ -1,20 +1,28 @@
-// `npm run bench`: runs bench/match.ts then bench/http.ts, each as its own child process (sequentially, so they do not
-// compete for the cores), then writes bench/results/summary.md with the machine and both benches' headline figures.
-// Arguments after `--` go to http.ts (e.g. `npm run bench -- --external`).
-import { spawn } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+// `npm run bench`: runs bench/match.ts, bench/http.ts, bench/lease-signing.ts and bench/ceiling.ts, each as its own
+// child process (sequentially, so they do not compete for the cores), then writes bench/results/summary.md and
+// bench/results/<date>.json with the machine (cores, memory, load before and after, Node, commit) and every figure.
+// `npm run bench -- --quick` runs each section small (about a minute or two in all: the tests run it so to keep it
+// working, without timing assertions). `--results <dir>` writes there instead of bench/results. Other arguments
+// after `--` go to http.ts (e.g. `npm run bench -- --external`).
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const results = join(here, 'results')
+const argv = process.argv.slice(2)
+const quick = argv.includes('--quick')
+const resultsAt = argv.indexOf('--results')
+const results = resultsAt >= 0 ? (argv[resultsAt + 1] as string) : join(here, 'results')
+const httpArgs = argv.filter((arg, index) => arg !== '--quick' && index !== resultsAt && index !== resultsAt + 1)
+mkdirSync(results, { recursive: true })
 
-function run(file: string, args: string[] = []): Promise<number> {
+function run(file: string, args: string[] = [], env: Record<string, string> = {}): Promise<number> {
   process.stdout.write(`\n### ${file} ${args.join(' ')}\n`)
   const started = performance.now()
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(here, file), ...args], { stdio: 'inherit', cwd: join(here, '..') })
+    const child = spawn(process.execPath, ['--import', 'tsx', join(here, file), ...args], { stdio: 'inherit', cwd: join(here, '..'), env: { ...process.env, BENCH_RESULTS_DIR: results, ...env } })
     child.on('error', reject)
     child.on('exit', (code, signal) => {
       if (code !== 0) reject(new Error(`${file} exited with ${code ?? signal}`))
@@ -33,14 +41,25 @@ function cpuModel(): string {
   return cpus()[0]?.model ?? 'unknown'
 }
 
+function commitOf(): string {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: here, encoding: 'utf8' }).trim()
+  } catch {
+    return 'unknown'
+  }
+}
+
 const load = () => (loadavg()[0] ?? 0).toFixed(2)
 const loadBefore = load()
-const matchSeconds = await run('match.ts')
-const httpSeconds = await run('http.ts', process.argv.slice(2))
-const signingSeconds = await run('lease-signing.ts')
+const startedAt = new Date()
+const matchSeconds = await run('match.ts', [], quick ? { BENCH_LENDERS: '2000', BENCH_MATCHES: '1000', BENCH_DISPATCH_LEASES: '1000', BENCH_DISPATCH_IDLE_CALLS: '100' } : {})
+const httpSeconds = await run('http.ts', [...(quick ? ['--lenders', '20', '--borrowers', '4', '--in-flight', '4', '--warmup', '1', '--seconds', '1', '--modes', 'sync'] : []), ...httpArgs, '--out', join(results, 'http-latest.json')])
+const signingSeconds = await run('lease-signing.ts', quick ? ['--iterations', '20'] : [])
+const ceilingSeconds = await run('ceiling.ts', [...(quick ? ['--quick'] : []), '--out', join(results, 'ceiling-latest.json')])
 const match = JSON.parse(readFileSync(join(results, 'match-latest.json'), 'utf8'))
 const signing = JSON.parse(readFileSync(join(results, 'lease-signing-latest.json'), 'utf8'))
 const http = JSON.parse(readFileSync(join(results, 'http-latest.json'), 'utf8'))
+const ceiling = JSON.parse(readFileSync(join(results, 'ceiling-latest.json'), 'utf8'))
 
 const ms = (v: number) => `${v} ms`
 const modeRow = (name: string, m: any) =>
@@ -62,7 +81,7 @@ const summary = `# Bench summary
 - Date: ${new Date().toISOString()}
 - Machine: ${cpuModel()}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB memory, Node ${process.version}
 - 1-minute load average: ${loadBefore} before the benches, ${load()} after (other processes on the machine skew every figure)
-- Run time: match ${matchSeconds} s, http ${httpSeconds} s, lease signing ${signingSeconds} s
+- Run time: match ${matchSeconds} s, http ${httpSeconds} s, lease signing ${signingSeconds} s, ceiling ${ceilingSeconds} s${quick ? ' (--quick: small sizes, figures only show the bench works)' : ''}
 
 ## Matching in process (bench/match.ts)
 
@@ -105,7 +124,31 @@ ${signing.results.map((r: { name: string; microsPerAuthorization: number }) => `
 
 viem signTypedData / LeaseSigner: **${signing.ratios.viemSignTypedDataToLeaseSigner}**; implementations: ${JSON.stringify(signing.native)}
 
-Full figures: match-latest.json, http-latest.json, lease-signing-latest.json.
+## The ceiling of this stack and the transports (bench/ceiling.ts)
+
+One route that parses a ${ceiling.body.requestBytes}-byte JSON body, commits one durable LMDB record (group commit) and answers about
+940 bytes, each mode in its own process; wrk (Debian's package) from another process, ${ceiling.connections} connections, ${ceiling.seconds} s per window.
+The disk in this run: fdatasync p50 ${ceiling.fdatasyncMillis.p50} ms, p99 ${ceiling.fdatasyncMillis.p99} ms.
+
+| mode | req/s | p50 / p99 | CPU per request (process / main thread) | at half rate: req/s, p99 |
+|---|---|---|---|---|
+${Object.entries(ceiling.modes).map(([name, m]: [string, any]) => `| ${name} | ${m.saturated.requestsPerSecond} | ${ms(m.saturated.latencyMillis.p50)} / ${ms(m.saturated.latencyMillis.p99)} | ${m.saturated.processCpuMicrosPerRequest} us / ${m.saturated.mainThreadCpuMicrosPerRequest} us | ${m.halfRate.requestsPerSecond}, ${ms(m.halfRate.latencyMillis.p99)} |`).join('\n')}
+
+Ratios: ${Object.entries(ceiling.ratios).map(([k, v]) => `${k} **${v}**`).join(', ')}
+
+Full figures: match-latest.json, http-latest.json, lease-signing-latest.json, ceiling-latest.json, ${startedAt.toISOString().slice(0, 10)}.json.
 `
 writeFileSync(join(results, 'summary.md'), summary)
-process.stdout.write(`\n${summary}\nwrote ${join(results, 'summary.md')}\n`)
+const dated = join(results, `${startedAt.toISOString().slice(0, 10)}.json`)
+writeFileSync(dated, `${JSON.stringify({
+  date: startedAt.toISOString(),
+  quick,
+  commit: commitOf(),
+  machine: { cpu: cpuModel(), cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadAverage1mBefore: Number(loadBefore), loadAverage1mAfter: Number(load()) },
+  seconds: { match: matchSeconds, http: httpSeconds, leaseSigning: signingSeconds, ceiling: ceilingSeconds },
+  match,
+  http,
+  leaseSigning: signing,
+  ceiling,
+}, null, 2)}\n`)
+process.stdout.write(`\n${summary}\nwrote ${join(results, 'summary.md')} and ${dated}\n`)

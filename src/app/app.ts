@@ -228,6 +228,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       rateLimit: config.rateLimitPerSecond === 0 ? false : { burst: config.rateLimitPerSecond * 2, refillPerSecond: config.rateLimitPerSecond },
       corsOrigins: config.corsOrigins,
       trustedProxies: config.trustedProxies,
+      legacyClients: config.legacyClients,
       ...(options.validateResponses ? { validateResponses: true } : {}),
     })
     cleanups.push(async () => {

@@ -114,6 +114,8 @@ export interface ServiceConfig {
   creditScore: CreditScoreConfig | undefined
   /** Writes no request log lines when false (tests). */
   requestLog: boolean
+  /** The node:net front that answers HTTP/1.0 and Host-less requests (env HTTP_LEGACY_CLIENTS=0 turns it off). */
+  legacyClients: boolean
 }
 
 export const serviceDefaults = {
@@ -226,6 +228,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     engine: (file.engine ?? {}) as Partial<EngineConfig>,
     creditScore: creditScoreOf(env, file),
     requestLog: env.REQUEST_LOG !== '0',
+    legacyClients: env.HTTP_LEGACY_CLIENTS !== '0',
     ...overrides,
   }
   return config

@@ -6,8 +6,9 @@ import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_li
 import { openObjectPaths } from '../api/common.ts'
 import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
+import { startFront, type Front } from './front.ts'
 import { duplicateKeyPointer } from './json.ts'
-import { errorFields, stdoutLogger, type Logger } from './log.ts'
+import { errorFields, silentLogger, stdoutLogger, type Logger } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
 import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision, type RateLimitOptions } from './rate-limit.ts'
 import { pathParamNames, statusLine, templateRegExp, toUwsPattern, type AnyRoute, type HttpMethod, type Session } from './route.ts'
@@ -37,6 +38,12 @@ export interface ServerOptions {
   corsOrigins?: readonly string[]
   /** Peer addresses whose X-Forwarded-For names the client (see `clientAddress`); none by default. */
   trustedProxies?: readonly string[]
+  /**
+   * Answer HTTP/1.0 requests and refuse HTTP/1.1 requests without Host with a 400, which uWS alone leaves without
+   * any answer: a node:net front (front.ts) owns the port and hands HTTP/1.1 connections to uWS. Default true;
+   * `false` puts uWS on the port directly (cheaper per request, see the README's bench section).
+   */
+  legacyClients?: boolean
   /** Required when any route has `auth: 'session'`. */
   authenticate?: Authenticate
   /** Default: JSON lines on stdout. Pass `silentLogger` in tests. */
@@ -98,7 +105,10 @@ interface RequestState {
   startNs: bigint
   aborted: boolean
   responded: boolean
-  controller: AbortController
+  /** Made only when a handler reads its `signal`: most never do, and one costs about 1.5% of a request (issue 11). */
+  controller: AbortController | undefined
+  /** The body reader's hook on abort. */
+  onAbort: (() => void) | undefined
   /** The bucket this request was counted on, for the RateLimit fields. */
   rate: { policy: string; key: string; decision: RateDecision } | undefined
 }
@@ -229,6 +239,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 /** Starts listening; resolves once the socket is bound. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? stdoutLogger
+  // With the request log off, no line (and no clock reading for it) is built per request.
+  const requestLog = log !== silentLogger
   const host = options.host ?? '127.0.0.1'
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES
   if (!(Number.isInteger(bodyLimitBytes) && bodyLimitBytes > 0)) throw new RangeError('bodyLimitBytes must be a positive integer')
@@ -246,6 +258,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Minted request ids: unique within this process by the counter, across processes by the random prefix.
   const requestIdPrefix = `${randomBytes(6).toString('hex')}-`
   let requestCount = 0
+  const mintRequestId = () => requestIdPrefix + (++requestCount).toString(36)
   let closing = false
   let closePromise: Promise<CloseResult> | undefined
 
@@ -289,7 +302,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       else if (state.head) state.res.endWithoutBody(Buffer.byteLength(reply.body), closeConnection)
       else state.res.end(reply.body, closeConnection)
     })
-    log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: reply.status, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
+    if (requestLog) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: reply.status, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
   }
 
   const fail = (state: RequestState, error: unknown): void => {
@@ -323,19 +336,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       method,
       path: req.getUrl(),
       head: method === 'HEAD',
-      requestId: incomingId !== '' && REQUEST_ID.test(incomingId) ? incomingId : requestIdPrefix + (++requestCount).toString(36),
+      requestId: incomingId !== '' && REQUEST_ID.test(incomingId) ? incomingId : mintRequestId(),
       origin: req.getHeader('origin'),
-      startNs: process.hrtime.bigint(),
+      startNs: requestLog ? process.hrtime.bigint() : 0n,
       aborted: false,
       responded: false,
-      controller: new AbortController(),
+      controller: undefined,
+      onAbort: undefined,
       rate: undefined,
     }
     // uWS requires the abort handler before any asynchronous step; after it fires `res` must not be touched.
     res.onAborted(() => {
       state.aborted = true
-      state.controller.abort()
-      if (!state.responded) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: null, aborted: true, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
+      state.controller?.abort()
+      state.onAbort?.()
+      if (!state.responded && requestLog) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: null, aborted: true, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
     })
     if (closing) {
       send(state, problemReply(new HttpProblem(503, 'shutting_down', 'The service is shutting down; retry on another instance or later.'), true))
@@ -344,14 +359,26 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return state
   }
 
-  const peerOf = (res: HttpResponse, req: HttpRequest): string =>
-    clientAddress(Buffer.from(res.getRemoteAddressAsText()).toString('utf8'), trustedProxies.size === 0 ? '' : req.getHeader('x-forwarded-for'), trustedProxies)
+  // Behind the front, uWS's peer is the front's Unix socket; the PROXY v2 header the front sends names the client.
+  // Without the front the proxied address is never read: a client could send such a header itself.
+  const addressOf = (res: HttpResponse, forwardedFor: string): string =>
+    clientAddress(Buffer.from(front === undefined ? res.getRemoteAddressAsText() : res.getProxiedRemoteAddressAsText()).toString('utf8'), forwardedFor, trustedProxies)
+  const peerOf = (res: HttpResponse, req: HttpRequest): string => addressOf(res, trustedProxies.size === 0 ? '' : req.getHeader('x-forwarded-for'))
+
+  /** The handler's abort signal, made on first use (already aborted if the client went away before). */
+  const signalOf = (state: RequestState): AbortSignal => {
+    if (state.controller === undefined) {
+      state.controller = new AbortController()
+      if (state.aborted) state.controller.abort()
+    }
+    return state.controller.signal
+  }
 
   const fallback = (res: HttpResponse, req: HttpRequest): void => {
     try {
       const state = begin(res, req)
       if (state === undefined) return
-      if (!admit(state, 'client', peerOf(res, req))) return
+      if (limiter !== undefined && !admit(state, 'client', peerOf(res, req))) return
       const methods = matchers.filter((m) => m.regexp.test(state.path)).map((m) => m.method)
       if (methods.length === 0) {
         send(state, problemReply(new HttpProblem(404, 'not_found', `No route ${state.path}.`)))
@@ -383,10 +410,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const chunks: Buffer[] = []
       let total = 0
       let finished = false
-      state.controller.signal.addEventListener('abort', () => {
+      state.onAbort = () => {
         finished = true
         resolve('aborted')
-      }, { once: true })
+      }
       state.res.onData((chunk, isLast) => {
         if (finished) return
         total += chunk.byteLength
@@ -411,7 +438,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     rawQuery: string
     token: string | undefined
     headers: Record<string, string>
-    clientIp: string
+    /** Read lazily: a signed-in request never needs it unless a handler asks (issue 11). */
+    clientIp: () => string
     body: Promise<Buffer | 'too_large' | 'aborted'> | 'empty' | undefined
   }): Promise<void> => {
     try {
@@ -432,7 +460,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (input.token !== undefined && options.authenticate !== undefined) {
         session = await options.authenticate(input.token)
         if (state.aborted) return
-        if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? input.clientIp : session.address)) return
+        if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? input.clientIp() : session.address)) return
       }
       if (c.route.auth === 'session') {
         if (input.token === undefined) throw new HttpProblem(401, 'unauthorized', 'This route needs an Authorization: Bearer <token> header from POST /auth/session.', { headers: { 'www-authenticate': 'Bearer' } })
@@ -479,8 +507,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         body,
         session,
         headers: input.headers,
-        clientIp: input.clientIp,
-        signal: state.controller.signal,
+        get clientIp() { return input.clientIp() },
+        get signal() { return signalOf(state) },
       })
       if (state.aborted) return
       // What the answer cost beyond the token that admitted it (a page of 100 items costs 100).
@@ -503,7 +531,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   /** An immutable route's answer: built once, then served from memory by representation and validator. */
   const documentReply = async (state: RequestState, c: CompiledRoute, headers: Record<string, string>): Promise<Reply> => {
     c.document ??= (async () => {
-      const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientIp: '', signal: state.controller.signal })
+      const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientIp: '', signal: signalOf(state) })
       const reply = serialize(state, c, result)
       if (reply.status !== 200 || reply.body === undefined) throw new Error(`${c.route.path}: an immutable route must answer 200 with a body`)
       return documentVariants(reply.body, reply.headers)
@@ -560,10 +588,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const state = begin(res, req)
       if (state === undefined) return
       // HttpRequest is stack allocated: copy everything needed before the first await.
-      const clientIp = peerOf(res, req)
+      // The peer's address is read once and only when needed (the rate limit of a request without a token, or a
+      // handler that asks); X-Forwarded-For lives in the stack-allocated HttpRequest, so it is copied now.
+      const forwardedFor = trustedProxies.size === 0 ? '' : req.getHeader('x-forwarded-for')
+      let peer: string | undefined
+      const clientIp = () => (peer ??= state.aborted ? '' : addressOf(res, forwardedFor))
       const token = options.authenticate === undefined ? undefined : bearerToken(req.getHeader('authorization'))
       // Without a token the bucket is known now: refuse before reading a body. With one, after authentication.
-      if (token === undefined && !admit(state, 'client', clientIp)) return
+      if (token === undefined && limiter !== undefined && !admit(state, 'client', clientIp())) return
       if (req.getHeader('content-length') !== '' && ambiguousLength(req)) {
         send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
         return
@@ -609,7 +641,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     try {
       const state = begin(res, req)
       if (state === undefined) return
-      if (!admit(state, 'client', peerOf(res, req))) return
+      if (limiter !== undefined && !admit(state, 'client', peerOf(res, req))) return
       send(state, preflight(state, req, allow))
     } catch (error) {
       log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
@@ -617,6 +649,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   const app: TemplatedApp = uWS.App()
+  const front: Front | undefined = options.legacyClients === false
+    ? undefined
+    : await startFront({ host, port: options.port ?? 0, log, requestId: mintRequestId })
   const register: Record<HttpMethod, (pattern: string, handler: (res: HttpResponse, req: HttpRequest) => void) => TemplatedApp> = {
     get: (p, h) => app.get(p, h),
     post: (p, h) => app.post(p, h),
@@ -639,17 +674,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.any('/*', fallback)
 
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(host, options.port ?? 0, (socket) => {
-      if (socket === false) reject(new Error(`cannot listen on ${host}:${options.port ?? 0}`))
+    const listening = (socket: us_listen_socket | false) => {
+      if (socket === false) reject(new Error(front === undefined ? `cannot listen on ${host}:${options.port ?? 0}` : `cannot listen on ${front.upstreamPath}`))
       else resolve(socket)
-    })
+    }
+    if (front === undefined) app.listen(host, options.port ?? 0, listening)
+    else app.listen_unix(listening, front.upstreamPath)
   })
-  const port = uWS.us_socket_local_port(listenSocket as unknown as us_socket)
+  const port = front?.port ?? uWS.us_socket_local_port(listenSocket as unknown as us_socket)
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
   log({ level: 'info', msg: 'listening', host, port, routes: compiled.length })
 
   const close = async (timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS): Promise<CloseResult> => {
     closing = true
+    front?.stopAccepting()
     uWS.us_listen_socket_close(listenSocket)
     const pending = [...inFlight.values()]
     let timer: NodeJS.Timeout | undefined
@@ -665,6 +703,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
     // Idle keep-alive connections would hold the event loop open until they time out: close them all now.
     ;(app as TemplatedApp & { close?: () => void }).close?.()
+    front?.close()
     log({ level: outcome === 'drained' ? 'info' : 'warn', msg: 'closed', drained: outcome === 'drained', abandoned: abandoned.length })
     return { drained: outcome === 'drained', abandoned: abandoned.length }
   }

@@ -1,7 +1,7 @@
 // HTTP as clients, browsers, caches and proxies expect it: HEAD, OPTIONS and CORS, request ids, cached discovery
 // documents (ETag, 304, gzip/br), integer query parameters, empty action bodies, refused ambiguous framing and
 // duplicate JSON keys, rate limits per wallet and per client with their RateLimit fields, and what this uWS build
-// does with HTTP/1.0 and a missing Host.
+// does with HTTP/1.0 and a missing Host (the node:net front).
 import { gunzipSync, brotliDecompressSync } from 'node:zlib'
 import t from 'tap'
 import Type from 'typebox'
@@ -323,18 +323,61 @@ t.test('behind a trusted proxy each forwarded client has its own bucket; a direc
   t.equal((await fetch(`${untrusted.server.url}/items/abc`, { headers: { 'x-forwarded-for': '198.51.100.3' } })).status, 429, 'without a trusted proxy the header changes nothing')
 })
 
-t.test('HTTP/1.0 and a missing Host: this uWS build never hands them to the service; the idle timeout closes them', async (t) => {
+t.test('HTTP/1.0 is served through the same routes and closes; HTTP/1.1 without Host is a 400 (the node:net front)', async (t) => {
   const { server, logs } = await start()
-  const [http10, noHost, served] = await Promise.all([
-    rawExchange(server.port, ['GET /items/abc HTTP/1.0\r\nHost: x\r\n\r\n'], 20_000),
-    rawExchange(server.port, ['GET /items/abc HTTP/1.1\r\n\r\n'], 20_000),
-    // Meanwhile HTTP/1.1 with Host (what a proxy with proxy_http_version 1.1 sends) is served at once.
-    fetch(`${server.url}/items/abc`).then((r) => r.status),
-  ])
-  t.equal(served, 200)
-  for (const [name, exchange] of [['HTTP/1.0', http10], ['missing Host', noHost]] as const) {
-    t.equal(exchange.text, '', `${name}: no bytes (README: put a proxy with proxy_http_version 1.1 in front)`)
-    t.ok(exchange.closedByServer, `${name}: the server closes the connection instead of holding it`)
-  }
-  t.notOk(logs.some((l) => l.msg === 'request' && l['path'] === '/items/abc' && l['status'] !== 200), 'no handler saw them')
+  const get10 = await rawExchange(server.port, ['GET /items/abc?verbose=true HTTP/1.0\r\n\r\n'], 5_000)
+  const get = parseResponse(get10.text)
+  t.equal(get.status, 200, 'an HTTP/1.0 GET without Host is answered')
+  t.match(get10.text, /^HTTP\/1\.1 200 OK\r\n/, 'with the server\'s own version in the status line (RFC 9110 section 2.5)')
+  t.same(JSON.parse(get.body), { itemId: 'abc', verbose: true })
+  t.equal(get.headers['content-length'], String(Buffer.byteLength(get.body)), 'Content-Length frames the body')
+  t.equal(get.headers['connection'], 'close')
+  t.ok(get10.closedByServer, 'and the connection closes after the answer')
+  t.match(get.headers['x-request-id'], /.+/)
+
+  const body = JSON.stringify({ amountAtomic: '12', feeBps: 30, owner: WALLET_A })
+  const post10 = await rawExchange(server.port, [`POST /echo/abc HTTP/1.0\r\nHost: example.test\r\nConnection: keep-alive\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`], 5_000)
+  const post = parseResponse(post10.text)
+  t.equal(post.status, 201, 'an HTTP/1.0 POST with a body is served (its keep-alive is not offered)')
+  t.equal(JSON.parse(post.body).amountAtomic, '12')
+  t.equal(post.headers['content-length'], String(Buffer.byteLength(post.body)))
+  t.equal(post.headers['connection'], 'close')
+  t.ok(post10.closedByServer)
+
+  const noHost = await rawExchange(server.port, ['GET /items/abc HTTP/1.1\r\n\r\n'], 5_000)
+  const refused = parseResponse(noHost.text)
+  t.equal(refused.status, 400, 'HTTP/1.1 without Host is refused (RFC 9112 section 3.2)')
+  t.equal(refused.headers['content-type'], 'application/problem+json')
+  t.match(JSON.parse(refused.body), { status: 400, code: 'missing_host' })
+  t.equal(refused.headers['connection'], 'close')
+  t.ok(noHost.closedByServer)
+  const twoHosts = parseResponse((await rawExchange(server.port, ['GET /items/abc HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n'], 5_000)).text)
+  t.match(JSON.parse(twoHosts.body), { status: 400, code: 'bad_host' })
+  const http2 = parseResponse((await rawExchange(server.port, ['GET / HTTP/2.0\r\nHost: a\r\n\r\n'], 5_000)).text)
+  t.equal(http2.status, 505)
+  const garbage = parseResponse((await rawExchange(server.port, ['hello there\r\n\r\n'], 5_000)).text)
+  t.match(JSON.parse(garbage.body), { status: 400, code: 'malformed_request' })
+  const chunked10 = parseResponse((await rawExchange(server.port, ['POST /echo/abc HTTP/1.0\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'], 5_000)).text)
+  t.match(JSON.parse(chunked10.body), { status: 400, code: 'malformed_request' }, 'no chunked framing in HTTP/1.0')
+  t.ok(logs.some((l) => l.msg === 'request' && l['status'] === 400 && l['front'] === true), 'the front logs what it answers itself')
+})
+
+t.test('a keep-alive HTTP/1.1 client is unaffected by the front: several requests, one connection, the client\'s address', async (t) => {
+  const { server } = await start({ rateLimit: { burst: 3, refillPerSecond: 0.001 }, nowMs: () => 0 })
+  const requests = ['GET /items/a HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /items/b HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /items/c HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /items/d HTTP/1.1\r\nHost: x\r\n\r\n']
+  const exchange = await rawExchange(server.port, requests, 600)
+  const statuses = [...exchange.text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))
+  t.same(statuses, [200, 200, 200, 429], 'four answers on one connection; the bucket of 127.0.0.1 (from the PROXY header) empties')
+  t.notOk(exchange.closedByServer, 'the connection stays open')
+  t.notMatch(exchange.text, /connection: close/i)
+  // Pipelined in one write: both answered, in order.
+  const pipelined = await rawExchange(server.port, ['GET /items/e HTTP/1.1\r\nHost: x\r\n\r\nGET /items/f HTTP/1.1\r\nHost: x\r\n\r\n'], 600)
+  t.same([...pipelined.text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [429, 429], 'on a new connection from the same address')
+})
+
+t.test('legacyClients: false puts uWS on the port: HTTP/1.1 served, HTTP/1.0 left without an answer', async (t) => {
+  const { server } = await start({ legacyClients: false })
+  t.equal((await fetch(`${server.url}/items/abc`)).status, 200)
+  const http10 = await rawExchange(server.port, ['GET /items/abc HTTP/1.0\r\nHost: x\r\n\r\n'], 1_000)
+  t.equal(http10.text, '', 'what the README documents for this setting (proxy_http_version 1.1)')
 })

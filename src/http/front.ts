@@ -1,0 +1,234 @@
+// The node:net front: the public socket of the service when `legacyClients` is on (the default). The pinned
+// uWebSockets.js build never hands an HTTP/1.0 request, nor an HTTP/1.1 request without Host, to the application
+// (the client gets silence until uWS's idle timeout), and it has no hook that sees them (no filter, no adoptSocket,
+// `any('/*')` is not called). So the front reads the head of each connection's FIRST request and:
+// - HTTP/1.1 with one Host: hands the connection to uWS (a private Unix socket) untouched, behind a PROXY v2 header
+//   that carries the client's address, then only copies bytes both ways;
+// - HTTP/1.0: rewrites that head to HTTP/1.1 with `connection: close` (and a Host when it had none), so the request
+//   runs through the same route table, and the connection closes after its answer (an HTTP/1.1 status line is what
+//   RFC 9110 section 2.5 says a server answers a 1.0 request with; uWS always sends Content-Length);
+// - no Host on HTTP/1.1, two Hosts, Transfer-Encoding on 1.0, or a request line that is not HTTP/1.x: answers 400
+//   (505 for another HTTP version) as problem+json itself and closes.
+// Later requests on a passed connection are not inspected: a client that sent Host once sends it every time.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer, connect, isIPv4, isIPv6, type Server, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Logger } from './log.ts'
+import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
+
+/** Longest first-request head the front buffers; a longer one is passed to uWS, which enforces its own limit. */
+const HEAD_LIMIT_BYTES = 16 * 1024
+/** A connection that has not sent a whole head by then is closed (uWS's own idle timeout is 10 s). */
+const HEAD_TIMEOUT_MS = 10_000
+const CRLF2 = Buffer.from('\r\n\r\n')
+const CONNECTION_CLOSE = Buffer.from('connection: close\r\n')
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) ([^ ]+) HTTP\/([0-9])\.([0-9])$/
+
+export interface FrontOptions {
+  host: string
+  port: number
+  log: Logger
+  /** Mints the x-request-id of an answer the front gives itself. */
+  requestId: () => string
+}
+
+export interface Front {
+  readonly port: number
+  /** The Unix socket uWS must listen on (in a directory only this user can enter). */
+  readonly upstreamPath: string
+  /** Stops accepting connections; the open ones keep going. */
+  stopAccepting(): void
+  /** Stops accepting, lets passed connections end with uWS's, cuts the others, removes the socket directory. */
+  close(): void
+}
+
+type Decision =
+  | { kind: 'pass'; bytes: Buffer; http10: boolean }
+  | { kind: 'answer'; status: number; problem: HttpProblem; method: string; path: string }
+
+/** What to do with a connection whose first head ends at `end` (the index of its CRLFCRLF) in `head`. */
+export function decideFirstRequest(head: Buffer, end: number, localHost: string): Decision {
+  let start = 0
+  // RFC 9112 section 2.2: a server SHOULD ignore at least one empty line received before the request line.
+  while (head[start] === 0x0d && head[start + 1] === 0x0a) start += 2
+  const lineEnd = head.indexOf('\r\n', start)
+  const line = head.toString('latin1', start, lineEnd)
+  const match = REQUEST_LINE.exec(line)
+  if (match === null) {
+    return { kind: 'answer', status: 400, method: '', path: '', problem: new HttpProblem(400, 'malformed_request', 'The request line is not `METHOD target HTTP/1.1`.', { title: 'Malformed request' }) }
+  }
+  const [, method = '', target = '', major, minor] = match
+  const path = target.split('?', 1)[0] ?? ''
+  if (major !== '1' || (minor !== '0' && minor !== '1')) {
+    return { kind: 'answer', status: 505, method, path, problem: new HttpProblem(505, 'http_version_not_supported', `HTTP/${major}.${minor} is not served; use HTTP/1.1 (or 1.0).`, { title: 'HTTP version not supported' }) }
+  }
+  const lines = end > lineEnd ? head.toString('latin1', lineEnd + 2, end).split('\r\n') : []
+  let hosts = 0
+  let chunked = false
+  for (const header of lines) {
+    const colon = header.indexOf(':')
+    const name = (colon < 0 ? header : header.slice(0, colon)).toLowerCase()
+    if (name === 'host') hosts++
+    else if (name === 'transfer-encoding') chunked = true
+  }
+  if (hosts > 1) {
+    return { kind: 'answer', status: 400, method, path, problem: new HttpProblem(400, 'bad_host', 'The request has more than one Host field.', { title: 'Bad Host' }) }
+  }
+  if (minor === '1') {
+    if (hosts === 0) {
+      return { kind: 'answer', status: 400, method, path, problem: new HttpProblem(400, 'missing_host', 'An HTTP/1.1 request needs a Host field (RFC 9112 section 3.2).', { title: 'Missing Host' }) }
+    }
+    return { kind: 'pass', bytes: head, http10: false }
+  }
+  if (chunked) {
+    return { kind: 'answer', status: 400, method, path, problem: new HttpProblem(400, 'malformed_request', 'Transfer-Encoding is not defined for HTTP/1.0; send Content-Length.', { title: 'Malformed request' }) }
+  }
+  // HTTP/1.0: the same request as HTTP/1.1 that closes its connection (1.0 keep-alive is not offered).
+  const kept = lines.filter((header) => {
+    const name = header.slice(0, Math.max(0, header.indexOf(':'))).trim().toLowerCase()
+    return name !== 'connection' && name !== 'keep-alive' && name !== 'proxy-connection'
+  })
+  if (hosts === 0) kept.push(`host: ${localHost}`)
+  kept.push('connection: close')
+  const rewritten = `${method} ${target} HTTP/1.1\r\n${kept.map((h) => `${h}\r\n`).join('')}\r\n`
+  return { kind: 'pass', bytes: Buffer.concat([Buffer.from(rewritten, 'latin1'), head.subarray(end + 4)]), http10: true }
+}
+
+/** PROXY protocol v2 header (PROXY command, TCP over IPv4 or IPv6): how uWS learns the client's address. */
+export function proxyV2Header(remote: string | undefined, remotePort: number | undefined, local: string | undefined, localPort: number | undefined): Buffer {
+  const signature = [0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]
+  const v4 = (address: string) => address.split('.').map(Number)
+  const mapped = (address: string | undefined) => (address?.startsWith('::ffff:') && isIPv4(address.slice(7)) ? address.slice(7) : address)
+  const from = mapped(remote)
+  const to = mapped(local)
+  if (from !== undefined && to !== undefined && isIPv4(from) && isIPv4(to)) {
+    return Buffer.from([...signature, 0x21, 0x11, 0, 12, ...v4(from), ...v4(to), (remotePort ?? 0) >> 8, (remotePort ?? 0) & 0xff, (localPort ?? 0) >> 8, (localPort ?? 0) & 0xff])
+  }
+  if (from !== undefined && to !== undefined && isIPv6(from) && isIPv6(to)) {
+    return Buffer.from([...signature, 0x21, 0x21, 0, 36, ...ipv6Bytes(from), ...ipv6Bytes(to), (remotePort ?? 0) >> 8, (remotePort ?? 0) & 0xff, (localPort ?? 0) >> 8, (localPort ?? 0) & 0xff])
+  }
+  // LOCAL command, no address: uWS then reports an empty proxied address (never seen for TCP peers).
+  return Buffer.from([...signature, 0x20, 0x00, 0, 0])
+}
+
+/** The 16 bytes of a textual IPv6 address (already checked by isIPv6; a trailing dotted IPv4 part allowed). */
+export function ipv6Bytes(address: string): number[] {
+  let text = address.split('%', 1)[0] as string
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
+  if (dotted !== null) {
+    const [a = 0, b = 0, c = 0, d = 0] = (dotted[1] as string).split('.').map(Number)
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
+  }
+  const [left = '', right] = text.split('::')
+  const groups = (part: string) => (part === '' ? [] : part.split(':').map((g) => parseInt(g, 16)))
+  const head = groups(left)
+  const tail = right === undefined ? [] : groups(right)
+  const all = [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail]
+  return all.flatMap((g) => [g >> 8, g & 0xff])
+}
+
+function answer(status: number, problem: HttpProblem, requestId: string): Buffer {
+  const body = JSON.stringify(problem.toBody())
+  const reason = status === 505 ? 'HTTP Version Not Supported' : 'Bad Request'
+  return Buffer.from(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+    'latin1',
+  )
+}
+
+export async function startFront(options: FrontOptions): Promise<Front> {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-credit-uws-'))
+  const upstreamPath = join(dir, 'uws.sock')
+  const open = new Set<Socket>()
+  const upstreams = new WeakMap<Socket, Socket>()
+
+  const onConnection = (client: Socket): void => {
+    open.add(client)
+    client.setNoDelay(true)
+    let upstream: Socket | undefined
+    client.once('close', () => {
+      open.delete(client)
+      upstream?.destroy()
+    })
+    client.on('error', () => client.destroy())
+    client.setTimeout(HEAD_TIMEOUT_MS, () => client.destroy())
+    let head: Buffer | undefined
+    let searchFrom = 0
+    const onData = (chunk: Buffer): void => {
+      head = head === undefined ? chunk : Buffer.concat([head, chunk])
+      const end = head.indexOf(CRLF2, searchFrom)
+      if (end < 0 && head.length <= HEAD_LIMIT_BYTES) {
+        searchFrom = Math.max(0, head.length - 3)
+        return
+      }
+      client.off('data', onData)
+      client.setTimeout(0)
+      const localHost = `${client.localAddress?.includes(':') === true ? `[${client.localAddress}]` : client.localAddress}:${client.localPort}`
+      const decision: Decision = end < 0 ? { kind: 'pass', bytes: head, http10: false } : decideFirstRequest(head, end, localHost)
+      head = undefined
+      if (decision.kind === 'answer') {
+        const requestId = options.requestId()
+        options.log({ level: 'info', msg: 'request', method: decision.method, path: decision.path, status: decision.status, requestId, front: true })
+        client.end(answer(decision.status, decision.problem, requestId))
+        // Read and drop what the client still sends: unread bytes at close would reset the connection and could
+        // destroy the answer.
+        client.resume()
+        client.setTimeout(HEAD_TIMEOUT_MS, () => client.destroy())
+        return
+      }
+      const up = connect({ path: upstreamPath })
+      upstream = up
+      upstreams.set(client, up)
+      up.setNoDelay(true)
+      up.write(proxyV2Header(client.remoteAddress, client.remotePort, client.localAddress, client.localPort))
+      up.write(decision.bytes)
+      // The client's FIN is passed on: uWS then aborts the request, as it does when it owns the socket.
+      client.pipe(up)
+      if (decision.http10) {
+        // uWS closes after a `connection: close` request without saying so: say it in the answer's head.
+        let said = false
+        up.on('data', (chunk: Buffer) => {
+          if (!said) {
+            said = true
+            const line = chunk.indexOf('\r\n')
+            if (line >= 0) chunk = Buffer.concat([chunk.subarray(0, line + 2), CONNECTION_CLOSE, chunk.subarray(line + 2)])
+          }
+          if (!client.write(chunk)) up.pause()
+        })
+        client.on('drain', () => up.resume())
+        up.on('end', () => client.end())
+      } else {
+        up.pipe(client)
+      }
+      up.on('error', () => client.destroy())
+    }
+    client.on('data', onData)
+  }
+
+  const server: Server = createServer({ noDelay: true }, onConnection)
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error) => {
+      rmSync(dir, { recursive: true, force: true })
+      reject(new Error(`cannot listen on ${options.host}:${options.port}: ${error.message}`))
+    })
+    server.listen(options.port, options.host, () => resolve())
+  })
+  const address = server.address()
+  return {
+    port: typeof address === 'object' && address !== null ? address.port : options.port,
+    upstreamPath,
+    stopAccepting: () => {
+      server.close()
+    },
+    close: () => {
+      server.close()
+      // A passed connection ends when uWS closes its side (after the last answer is copied); one still sending its
+      // first head has no answer coming. Whatever is left after a grace period is cut.
+      for (const socket of open) if (upstreams.get(socket) === undefined) socket.destroy()
+      setTimeout(() => { for (const socket of open) socket.destroy() }, 2_000).unref()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}

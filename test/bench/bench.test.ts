@@ -1,0 +1,43 @@
+// `npm run bench -- --quick` stays working: every section runs once at a small size and writes its figures. No
+// timing assertion (machines are shared and noisy): only that it completes and that each figure is there.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+// The quick run starts a devnet, several servers and wrk: about 1.5 min on a quiet machine, 4 under a load average
+// of 25 on 2 cores, within tap's 300 s per file (a test cannot extend it: the runner's timer kills the process).
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+
+t.test('npm run bench -- --quick completes and writes every section\'s figures with the machine and the commit', async (t) => {
+  const results = mkdtempSync(join(tmpdir(), 'agent-credit-bench-test-'))
+  t.teardown(() => rmSync(results, { recursive: true, force: true }))
+  const code = await new Promise<number | null>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', 'run.ts'), '--quick', '--results', results], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
+    child.on('error', reject)
+    child.on('exit', (exitCode) => resolve(exitCode))
+  })
+  t.equal(code, 0, 'the run exits 0')
+  const dated = readdirSync(results).filter((name) => /^\d{4}-\d{2}-\d{2}\.json$/.test(name))
+  t.equal(dated.length, 1, 'bench/results/<date>.json is written')
+  const run = JSON.parse(readFileSync(join(results, dated[0] as string), 'utf8'))
+  t.equal(run.quick, true)
+  t.match(run.commit, /^[0-9a-f]{40}$/)
+  t.ok(run.machine.cores >= 1 && run.machine.memoryGiB >= 0 && typeof run.machine.node === 'string')
+  t.ok(Number.isFinite(run.machine.loadAverage1mBefore) && Number.isFinite(run.machine.loadAverage1mAfter))
+  t.ok(run.match.engine.matchesPerSecond > 0, 'in-process matching measured')
+  t.ok(run.http.modes.sync.pairsPerSecond > 0, 'the service over HTTP measured')
+  t.ok(run.ceiling.fdatasyncMillis.p99 > 0, 'the disk\'s fdatasync measured in the same run')
+  for (const mode of ['uws', 'uws-overlapping', 'server-direct', 'server-front', 'node-http']) {
+    const m = run.ceiling.modes[mode]
+    t.ok(m.saturated.requestsPerSecond > 0 && m.saturated.errors === 0, `${mode}: wrk got answers, no errors`)
+    t.ok(Number.isFinite(m.saturated.processCpuMicrosPerRequest) && Number.isFinite(m.saturated.latencyMillis.p99), `${mode}: CPU per request and p99`)
+    t.ok(m.halfRate.requestsPerSecond > 0, `${mode}: the half-rate window ran`)
+  }
+  for (const ratio of ['frontToDirectThroughput', 'frontToDirectCpuPerRequest', 'serverDirectToCeilingThroughput', 'nodeHttpToCeilingThroughput']) {
+    t.ok(run.ceiling.ratios[ratio] > 0, `ratio ${ratio} reported`)
+  }
+  t.match(readFileSync(join(results, 'summary.md'), 'utf8'), /## The ceiling of this stack and the transports/)
+})
