@@ -901,6 +901,19 @@ export class Engine {
     return this.drain({ ...lender })
   }
 
+  /**
+   * Evidence the lender's reputation was initialised from no longer counts (its ERC-8004 agent moved to another
+   * holder, src/reputation): the offset it contributed is taken back, and the books reorder.
+   */
+  withdrawLenderEvidence(input: { lender: Address; offsetBps: number }, _nowMs: number): EngineResult<LenderRecord> {
+    const lender = this.lenders.get(input.lender)
+    if (!lender) return fail('not_found', 'lender_not_found', `lender ${input.lender} is not registered`)
+    if (!Number.isInteger(input.offsetBps) || Math.abs(input.offsetBps) > 10_000) return fail('invalid', 'invalid_bps', 'offsetBps must be an integer in -10000..10000')
+    lender.reputationBps = clampBps(lender.reputationBps - input.offsetBps)
+    this.lenderChanged(lender)
+    return this.drain({ ...lender })
+  }
+
   // ======================================================================================================== reads
 
   getJob(jobId: string): JobView | undefined {

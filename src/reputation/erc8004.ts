@@ -18,7 +18,7 @@ export interface AgentRef {
 /** How the signed-in wallet controls the agent, in the order checked. */
 export type AgentRole = 'agent_wallet' | 'owner' | 'operator'
 
-export type AgentLinkCode = 'agent_registry_unknown' | 'agent_not_found' | 'agent_not_controlled'
+export type AgentLinkCode = 'agent_registry_unknown' | 'agent_not_found' | 'agent_not_controlled' | 'agent_already_linked'
 
 /** A registration naming an agent that the wallet does not control (or that does not exist): nothing is recorded. */
 export class AgentLinkError extends Error {
