@@ -5,6 +5,7 @@ import type { NetworkConfig } from '../chain/config.ts'
 import type { EngineConfig } from '../engine/config.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { consentDomain, consentTypes } from '../chain/consent.ts'
+import type { ReputationConfig } from '../reputation/index.ts'
 import { creditScoreCatalogEntry, CreditScoreCatalogEntry, type CreditScoreOffer } from '../score/catalog.ts'
 import { attestationDomain, attestationTypes } from '../chain/attestation.ts'
 import type { SupplierEntry } from '../app/config.ts'
@@ -75,6 +76,17 @@ export const Catalog = StrictObject({
     primaryType: Type.Literal('BorrowerConsent'),
     types: Type.Record(Type.String(), Type.Array(StrictObject({ name: Type.String(), type: Type.String() })), { additionalProperties: false }),
   }),
+  reputation: StrictObject(
+    {
+      trustedClients: Type.Array(Address, { description: 'Clients whose ERC-8004 feedback counts for a lender\'s initial reputation.' }),
+      priorWeight: Type.Integer({ minimum: 1 }),
+      halfLifeSeconds: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
+      formula: Type.String(),
+      agentRoles: Type.Array(Type.String(), { description: 'Who may name an agent at registration, as read on chain.' }),
+      linkRecheckIntervalSeconds: Type.Integer({ minimum: 0 }),
+    },
+    { description: 'Reputation from ERC-8004 evidence (POST /lenders/register `agent`).' },
+  ),
   suppliers: Type.Array(StrictObject({ domain: Type.String(), name: Type.String(), address: Address })),
   operators: Type.Array(Address),
   rules: StrictObject({
@@ -125,6 +137,7 @@ export interface CatalogSources {
   bodyLimitBytes: number
   /** What /credit-score costs and what computes it; null while disabled. */
   creditScore: CreditScoreOffer | null
+  reputation: ReputationConfig
   idempotencyRetentionSeconds: number
   rateLimitPerSecond: number
 }
@@ -171,6 +184,15 @@ export function buildCatalog(s: CatalogSources): Catalog {
       domain: { ...consentDomain },
       primaryType: 'BorrowerConsent',
       types: { BorrowerConsent: consentTypes.BorrowerConsent.map((f) => ({ ...f })) },
+    },
+    reputation: {
+      trustedClients: [...s.reputation.trustedClients],
+      priorWeight: s.reputation.priorWeight,
+      halfLifeSeconds: s.reputation.halfLifeSeconds ?? null,
+      formula:
+        'valueBps = clamp(trunc(value * 100 / 10^valueDecimals), 0, 10000); weight = 1000000 >> min(20, trunc(age / halfLifeSeconds)) (1000000 without half-life); reputationBps = trunc((priorWeight * 1000000 * 5000 + sum weight * valueBps) / (priorWeight * 1000000 + sum weight)) over unrevoked feedback of trustedClients (readAllFeedback); 5000 without agent',
+      agentRoles: ['getAgentWallet', 'ownerOf', 'isAuthorizedOrOwner'],
+      linkRecheckIntervalSeconds: Math.round(s.reputation.linkRecheckIntervalMs / 1000),
     },
     suppliers: s.suppliers.map((x) => ({ ...x })),
     operators: [...s.operators],

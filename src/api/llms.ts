@@ -53,6 +53,10 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    {"availableLiquidityAtomic":"1000000000","asset":"${asset}","networks":["${slug}"],"minFeeBps":250,"maxDurationSeconds":2592000,"acceptedRiskBands":["A","B"]}
    -> 201 with sessionKey.privateKey (shown once), fundingAddresses and setupTransactions.
    Send gas and ${asset} to the funding address; sign and send each setup transaction (approve of the credit contract) with the session key.
+   Optional "agent":{"network":"${slug}","registry":"<identityRegistry of the network>","agentId":"<token id>"} names your ERC-8004 agent:
+   the signed-in wallet must be its agent wallet, owner or approved operator (else 403 agent_not_controlled); the initial reputation
+   then comes from feedback of the catalog's reputation.trustedClients. GET /lenders/{address}/agent shows the link; it stops counting
+   once the wallet no longer controls the agent (re-checked every ${c.reputation.linkRecheckIntervalSeconds} s, or now: POST /lenders/{address}/agent/recheck).
 3. Borrower: a repayment source.
    Job: the client calls fundJob(keccak256(utf8(jobId)), token, receivable, borrower) on ${contract}, then
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}

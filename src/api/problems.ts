@@ -11,6 +11,7 @@ import { EngineRefusedError } from '../engine/errors.ts'
 import type { ErrorClass } from '../engine/types.ts'
 import { HttpProblem } from '../http/problem.ts'
 import { SupplierUnresolvedError } from '../service/suppliers.ts'
+import { AgentLinkError } from '../reputation/erc8004.ts'
 import { IdempotencyInFlightError, StoreOverloadedError } from '../store/index.ts'
 
 const RETRY_SOON = { 'retry-after': '1' } as const
@@ -28,6 +29,14 @@ const ENGINE_STATUS: Readonly<Record<ErrorClass, number>> = {
  */
 const ENGINE_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   supplier_is_borrower: 422,
+}
+
+/** A registration naming an agent: not the wallet's to name is 403; no such agent or registry 422; taken 409. */
+const AGENT_LINK_STATUS: Readonly<Record<AgentLinkError['code'], number>> = {
+  agent_not_controlled: 403,
+  agent_not_found: 422,
+  agent_registry_unknown: 422,
+  agent_already_linked: 409,
 }
 
 /** `JobAlreadySettled` -> `contract_job_already_settled`. */
@@ -57,6 +66,9 @@ const RULES: readonly Rule<never>[] = [
   rule(AttestationInvalidError, (e) => new HttpProblem(422, 'attestation_invalid', e.message, { title: 'Attestation refused' })),
   rule(AttestationExpiredError, (e) => new HttpProblem(422, 'attestation_expired', e.message, { title: 'Attestation refused' })),
   rule(BorrowerConsentError, (e) => new HttpProblem(403, e.code, e.message, { title: 'Consent refused' })),
+  rule(AgentLinkError, (e) =>
+    new HttpProblem(AGENT_LINK_STATUS[e.code], e.code, e.message, { title: 'ERC-8004 agent refused' }),
+  ),
   rule(SupplierUnresolvedError, (e) => new HttpProblem(422, 'supplier_unresolved', e.message, { title: 'Supplier unresolved' })),
   rule(WatchLimitError, (e) => new HttpProblem(503, 'wallet_watch_full', e.message, { title: 'Capacity reached' })),
   rule(StoreOverloadedError, (e) => new HttpProblem(503, 'store_overloaded', e.message, { title: 'Overloaded', headers: RETRY_SOON })),

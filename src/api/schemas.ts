@@ -26,6 +26,16 @@ const Domain = Type.String({ pattern: '^(?=.{1,253}$)([A-Za-z0-9-]{1,63}\\.)*[A-
 
 // ---------------------------------------------------------------------------------------------------- requests
 
+/** An ERC-8004 agent: its Identity Registry on a configured network and its token id. */
+export const Erc8004Agent = StrictObject(
+  {
+    network: NetworkSlug,
+    registry: Address,
+    agentId: atomicAtMost(2n ** 256n - 1n, 'The agent\'s id (ERC-721 token id, a uint256) as a decimal string.', '2^256-1'),
+  },
+  { description: 'An ERC-8004 agent; registry is the network\'s identityRegistry in the catalog.' },
+)
+
 export const LenderRegistration = StrictObject(
   {
     availableLiquidityAtomic: atomicAtMost(LIQUIDITY_ATOMIC_MAX, 'Liquidity the lender offers, in the smallest unit of the asset, as a decimal string, at most 2^128-1.', '2^128-1'),
@@ -35,8 +45,9 @@ export const LenderRegistration = StrictObject(
     minFeeBps: Bps,
     maxDurationSeconds: Type.Integer({ minimum: 1, maximum: 10 * 365 * 24 * 3600, description: 'Longest advance the lender funds, seconds.' }),
     acceptedRiskBands: Type.Array(RiskBand, { minItems: 1, maxItems: 3, uniqueItems: true }),
+    agent: Type.Optional(Erc8004Agent),
   },
-  { description: 'Lender policy (spec 2.1). The session wallet is the signed-in address.' },
+  { description: 'Lender policy (spec 2.1). The session wallet is the signed-in address. With `agent`, the signed-in wallet must be that ERC-8004 agent\'s wallet, owner or approved operator (read on chain), and the initial reputation comes from its trusted feedback.' },
 )
 
 export const BackingSourceRegistration = StrictObject(

@@ -10,6 +10,9 @@ import { API_VERSION, buildOpenApi, openApiRoute, type OpenApiDocument } from '.
 import { creditRoutes } from '../api/routes/credit.ts'
 import { discoveryRoutes } from '../api/routes/discovery.ts'
 import { lenderRoutes } from '../api/routes/lenders.ts'
+import { reputationRoutes } from '../api/routes/reputation.ts'
+import { ReputationReader } from '../reputation/index.ts'
+import { AgentLinks } from '../reputation/links.ts'
 import { creditScoreRoute } from '../api/routes/score.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
@@ -161,6 +164,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     for (const key of service.sessionKeys()) {
       for (const slug of Object.keys(key.policy.assets)) if (clients.has(slug)) watcher.watchWhenFunded(slug, key.address)
     }
+    const links = new AgentLinks(service, new ReputationReader(config.reputation, (slug) => service.clientsOf(slug)))
     watcher.on('update', ({ holder }) => engine.walletChanged(holder))
     watcher.start()
     cleanups.push(() => watcher.stop())
@@ -200,6 +204,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         suppliers: config.suppliers,
         bodyLimitBytes: config.bodyLimitBytes,
         creditScore: creditScore.offer(baseUrl),
+        reputation: config.reputation,
         idempotencyRetentionSeconds: config.idempotencyRetentionSeconds,
         rateLimitPerSecond: config.rateLimitPerSecond,
       }))
@@ -209,7 +214,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config))),
       ...authRoutes(lateAuth),
       ...creditRoutes(service),
-      ...lenderRoutes(service),
+      ...lenderRoutes(service, links),
+      ...reputationRoutes(service, links),
       ...facilitators.flatMap(facilitatorRoutes),
       creditScoreRoute({ paid: creditScore.paid, engine, clock }),
     )
@@ -246,21 +252,15 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     })
 
     // The expiry ticker: the same engine command as POST /credit/dispatch, through the same run-and-commit path.
+    // A tick the store has no room for changed nothing: it is skipped, like any refused request.
     if (config.dispatchIntervalMs > 0) {
-      let running = false
-      const timer = setInterval(() => {
-        if (running) return
-        running = true
-        service
-          .tick()
-          // A tick the store has no room for changed nothing: it is skipped, like any refused request.
-          .catch((error: unknown) => {
-            if (!(error instanceof StoreOverloadedError)) log({ level: 'error', msg: 'dispatch_tick_failed', error: String(error) })
-          })
-          .finally(() => (running = false))
-      }, config.dispatchIntervalMs)
-      timer.unref()
-      cleanups.push(() => clearInterval(timer))
+      cleanups.push(periodic(config.dispatchIntervalMs, () => service.tick(), (error) => {
+        if (!(error instanceof StoreOverloadedError)) log({ level: 'error', msg: 'dispatch_tick_failed', error: String(error) })
+      }))
+    }
+    // ERC-8004 links re-checked on chain (src/reputation/links.ts says why periodically and not on each read).
+    if (config.reputation.linkRecheckIntervalMs > 0) {
+      cleanups.push(periodic(config.reputation.linkRecheckIntervalMs, () => links.recheckAll(), (error) => log({ level: 'warn', msg: 'agent_recheck_failed', error: String(error) })))
     }
     const stopSweeper = store.startSweeper(60_000, (error) => log({ level: 'error', msg: 'sweep_failed', error: String(error) }))
     cleanups.push(stopSweeper)
@@ -282,6 +282,18 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     await cleanup()
     throw error
   }
+}
+
+/** Runs `run` every `intervalMs`, never two at once (a slow run skips the ticks it overlaps); returns the stop. */
+function periodic(intervalMs: number, run: () => Promise<unknown>, onError: (error: unknown) => void): () => void {
+  let running = false
+  const timer = setInterval(() => {
+    if (running) return
+    running = true
+    run().catch(onError).finally(() => (running = false))
+  }, intervalMs)
+  timer.unref()
+  return () => clearInterval(timer)
 }
 
 /** The tags of the route table, in the order an agent meets them. */

@@ -6,6 +6,7 @@ import Type from 'typebox'
 import { Compile } from 'typebox/compile'
 import { getAddress, isAddress, type Address } from 'viem'
 import type { EngineConfig } from '../engine/config.ts'
+import { reputationDefaults, type ReputationConfig } from '../reputation/index.ts'
 import { parseCorsOrigins } from '../http/cors.ts'
 
 const AddressString = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })
@@ -34,6 +35,18 @@ const CreditScoreSchema = Type.Object(
 )
 export type CreditScoreConfig = Type.Static<typeof CreditScoreSchema>
 
+/** `reputation`: whose ERC-8004 feedback counts and how (README, "Initial reputation from ERC-8004"). */
+const ReputationSchema = Type.Object(
+  {
+    trustedClients: Type.Optional(Type.Array(AddressString, { maxItems: 256 })),
+    priorWeight: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    halfLifeSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
+    feedbackFromBlock: Type.Optional(Type.Integer({ minimum: 0 })),
+    linkRecheckIntervalSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 24 * 3600 })),
+  },
+  { additionalProperties: false },
+)
+
 /** The JSON file named by CONFIG_FILE. Every key is optional; environment variables win over it. */
 export const ConfigFileSchema = Type.Object(
   {
@@ -60,6 +73,7 @@ export const ConfigFileSchema = Type.Object(
     unfundedWalletWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 * 24 * 3600 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
+    reputation: Type.Optional(ReputationSchema),
   },
   { additionalProperties: false },
 )
@@ -112,6 +126,8 @@ export interface ServiceConfig {
    * on for the embedded devnet and off with a networks file.
    */
   creditScore: CreditScoreConfig | undefined
+  /** ERC-8004 evidence: trusted clients, the formula's prior weight and half-life, the agent-link re-check period. */
+  reputation: ReputationConfig
   /** Writes no request log lines when false (tests). */
   requestLog: boolean
   /** The node:net front that answers HTTP/1.0 and Host-less requests (env HTTP_LEGACY_CLIENTS=0 turns it off). */
@@ -197,6 +213,17 @@ function creditScoreOf(env: NodeJS.ProcessEnv, file: ConfigFile): CreditScoreCon
   return { ...file.creditScore, enabled: raw === 'on' }
 }
 
+function reputationOf(file: ConfigFile): ReputationConfig {
+  const r = file.reputation ?? {}
+  return {
+    trustedClients: addresses(r.trustedClients),
+    priorWeight: r.priorWeight ?? reputationDefaults.priorWeight,
+    halfLifeSeconds: r.halfLifeSeconds ?? reputationDefaults.halfLifeSeconds,
+    feedbackFromBlock: BigInt(r.feedbackFromBlock ?? 0),
+    linkRecheckIntervalMs: r.linkRecheckIntervalSeconds === undefined ? reputationDefaults.linkRecheckIntervalMs : r.linkRecheckIntervalSeconds * 1000,
+  }
+}
+
 /** Resolves the configuration from the environment (HOST, PORT, DATA_DIR, NETWORKS_FILE, CONFIG_FILE, ...). */
 export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ServiceConfig> = {}): ServiceConfig {
   const file: ConfigFile = env.CONFIG_FILE ? readConfigFile(env.CONFIG_FILE) : {}
@@ -227,6 +254,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     durability,
     engine: (file.engine ?? {}) as Partial<EngineConfig>,
     creditScore: creditScoreOf(env, file),
+    reputation: reputationOf(file),
     requestLog: env.REQUEST_LOG !== '0',
     legacyClients: env.HTTP_LEGACY_CLIENTS !== '0',
     ...overrides,

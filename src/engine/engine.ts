@@ -436,6 +436,19 @@ export class Engine {
   }
 
   /**
+   * Evidence the lender's reputation was initialised from no longer counts (its ERC-8004 agent moved to another
+   * holder, src/reputation): the offset it contributed is taken back, and the books reorder.
+   */
+  withdrawLenderEvidence(input: { lender: Address; offsetBps: number }, _nowMs: number): EngineResult<LenderRecord> {
+    const lender = this.state.lenders.get(input.lender)
+    if (!lender) return fail('not_found', 'lender_not_found', `lender ${input.lender} is not registered`)
+    if (!Number.isInteger(input.offsetBps) || Math.abs(input.offsetBps) > 10_000) return fail('invalid', 'invalid_bps', 'offsetBps must be an integer in -10000..10000')
+    reputation.evidenceWithdrawn(lender, input.offsetBps)
+    lenderChanged(this.state, lender)
+    return drain(this.state, { ...lender })
+  }
+
+  /**
    * The wallet watcher saw the balance or allowance of `holder` (a session key) change: a parked lender whose wallet
    * now holds something is back in its books. Changes nothing durable. Returns whether a lender was unparked.
    */

@@ -56,3 +56,8 @@ export function lenderUptime(lender: LenderRecord, uptimeBps: number, config: En
   const w = config.lenderReliabilityUptimeWeightBps
   lender.reliabilityBps = clampBps(Math.floor((lender.reliabilityBps * (10_000 - w) + uptimeBps * w) / 10_000))
 }
+
+/** Evidence the reputation was initialised from (an ERC-8004 agent) no longer counts: its offset is taken back. */
+export function evidenceWithdrawn(lender: LenderRecord, offsetBps: number): void {
+  lender.reputationBps = clampBps(lender.reputationBps - offsetBps)
+}

@@ -176,6 +176,16 @@ export class CreditService {
 
   // ------------------------------------------------------------------------------------------------ helpers
 
+  /** The service's clock (epoch ms), for the parts that prepare a command outside this class (src/reputation). */
+  now(): number {
+    return this.#clock()
+  }
+
+  /** The network's request-path clients (one attempt with its rpcTimeoutMs). */
+  clientsOf(slug: string): NetworkClients {
+    return this.#clientsOf(slug)
+  }
+
   network(slug: string): NetworkConfig {
     const network = this.networks.find((n) => n.slug === slug)
     if (network === undefined) throw new UnknownNetworkError(slug)
@@ -253,6 +263,8 @@ export class CreditService {
     mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderRecord }>,
     lender: Address,
     body: Omit<RegisterLenderInput, 'address' | 'sessionAddress' | 'reputationBps' | 'reliabilityBps'>,
+    /** ERC-8004 evidence already verified (src/reputation/links.ts): the initial reputation and the link's writes. */
+    evidence?: { reputationBps: number; records: () => RecordWrite[] },
   ): Promise<{ response: StoredResponse; privateKey: Hex }> {
     const networks = [...new Set(body.networks)].map((slug) => this.network(slug))
     const assets: Record<string, string> = {}
@@ -279,13 +291,14 @@ export class CreditService {
             minFeeBps: body.minFeeBps,
             maxDurationSeconds: body.maxDurationSeconds,
             acceptedRiskBands: body.acceptedRiskBands,
+            ...(evidence === undefined ? {} : { reputationBps: evidence.reputationBps }),
           },
           nowMs,
         )
         // The stored response (idempotent replays) never holds the private key; only this caller gets it.
         return registered.ok ? { ...registered, value: { sessionKey, lender: registered.value } } : registered
       },
-      () => [this.#sessionKeys.putOp(lender, sessionKey)],
+      () => [this.#sessionKeys.putOp(lender, sessionKey), ...(evidence?.records() ?? [])],
     )
     // Unfunded, the session wallet costs a membership entry only; its first transfer or approval makes it watched.
     for (const network of networks) this.watcher.watchWhenFunded(network.slug, sessionAddress)

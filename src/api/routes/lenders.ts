@@ -9,6 +9,7 @@ import { isActiveLender } from '../../engine/rules.ts'
 import type { LenderRecord } from '../../engine/types.ts'
 import { toWire } from '../wire.ts'
 import type { CreditService } from '../../service/credit-service.ts'
+import type { AgentLinks } from '../../reputation/links.ts'
 import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
 import { LenderProfile, LenderRegistration, LenderRegistrationResult, LenderWallet, PendingAction } from '../schemas.ts'
 import { asResult, errors, itemCount, mutate, mutationHeaders, nextPageHeaders, PAGE_SCAN_FACTOR, pageHeaders, pageQuery, RECORD_PAGE, replyWith, WALLET_PAGE } from './shared.ts'
@@ -20,7 +21,7 @@ const SESSION_KEY_NOTE =
   'The private key is shown once and never stored by the service. Fund the address with gas and the asset, submit the setupTransactions signed by this key, and sign each paySupplier transaction from /lenders/{address}/actions with it.'
 const SESSION_KEY_REPLAY_NOTE = 'A replay of an idempotent registration does not repeat the private key: the service never stored it.'
 
-export function lenderRoutes(service: CreditService): AnyRoute[] {
+export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRoute[] {
   const lenderOr404 = (address: string): LenderRecord => {
     const lender = service.engine.getLender(checksum(address))
     if (lender === undefined || lender.address !== checksum(address)) {
@@ -97,11 +98,16 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
       headers: mutationHeaders,
       responses: {
         201: { description: 'The lender profile with its session key and funding instructions', schema: LenderRegistrationResult },
-        409: { description: 'This wallet is already registered as a lender (code lender_exists).' },
-        422: { description: 'idempotency_key_reused.' },
+        403: { description: 'agent_not_controlled: the signed-in wallet is not the agent\'s wallet, owner or approved operator on chain (nothing recorded).' },
+        409: { description: 'This wallet is already registered as a lender (code lender_exists), or the agent already backs another lender (agent_already_linked).' },
+        422: { description: 'idempotency_key_reused; agent_registry_unknown (not the network\'s identity registry), agent_not_found (no such token).' },
       },
       handler: (ctx) =>
         mutate(service, '/lenders/register', ctx, async (ticket) => {
+          // The agent is verified on chain first (the only await); its claim is checked synchronously just before the command.
+          const agent = ctx.body.agent === undefined ? undefined
+            : await links.prepare(ctx.session.address, { network: ctx.body.agent.network, registry: checksum(ctx.body.agent.registry), agentId: BigInt(ctx.body.agent.agentId) })
+          const evidence = agent === undefined ? undefined : { reputationBps: agent.reputationBps, records: agent.claim() }
           const { response, privateKey } = await service.registerLender(
             {
               ticket,
@@ -130,6 +136,7 @@ export function lenderRoutes(service: CreditService): AnyRoute[] {
               maxDurationSeconds: ctx.body.maxDurationSeconds,
               acceptedRiskBands: ctx.body.acceptedRiskBands,
             },
+            evidence,
           )
           // The first answer, and only it, carries the private key.
           const body = response.body as Static<typeof LenderRegistrationResult>
