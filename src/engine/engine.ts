@@ -11,6 +11,7 @@ import {
   type SourceRef,
 } from '../../machines/index.ts'
 import { entryFor, MatchingBook, reposition, type BookEntry } from './book.ts'
+import { recordTransition, restoreHistory, withHistory } from './history.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
 import { ID_PATTERNS, ID_PREFIXES } from './ids.ts'
 import { IndexedMinHeap } from './schedule.ts'
@@ -67,7 +68,9 @@ const bySeq = (a: Due, b: Due): number => a.seq - b.seq
 
 /** createActor(machine, { snapshot }): the restored actor continues exactly where the persisted one stopped. */
 function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: unknown): Actor<M> {
-  return createActor(machine as AnyStateMachine, { snapshot: snapshot as Snapshot<unknown> }).start() as unknown as Actor<M>
+  const actor = createActor(machine as AnyStateMachine, { snapshot: snapshot as Snapshot<unknown> }).start()
+  restoreHistory(actor, snapshot)
+  return actor as unknown as Actor<M>
 }
 
 /**
@@ -1034,7 +1037,7 @@ export class Engine {
     out.push(...records.sort(byId))
     for (const [kind, map] of this.actorMaps()) {
       const actors: Change[] = []
-      for (const [id, actor] of map) actors.push({ kind, id, record: persisted(actor.getPersistedSnapshot()), final: false })
+      for (const [id, actor] of map) actors.push({ kind, id, record: withHistory(persisted(actor.getPersistedSnapshot()), actor), final: false })
       out.push(...actors.sort(kind === 'job' ? byId : bySeq))
     }
     return out
@@ -1635,6 +1638,7 @@ export class Engine {
     const after = actor.getSnapshot() as AnyMachineSnapshot
     const from = String(before.value)
     if (after === before) return { accepted: false, code: refusalCode(machines[kind], refusals[kind], from, event.type), state: from }
+    recordTransition(actor as AnyActor, from, String(after.value), event)
     if (kind === 'offer') this.scheduleOffer(actor as OfferActor)
     this.noteActor(kind, idOf(kind, after.context as Record<string, unknown>), actor as AnyLive)
     return { accepted: true, from, to: String(after.value) }
@@ -1685,7 +1689,7 @@ export class Engine {
   private noteActor(kind: ActorKind, id: string, actor: AnyLive): void {
     const key = `${kind}:${id}`
     if (actor.getSnapshot().status === 'done') {
-      this.pending.set(key, { kind, id, record: persisted(actor.getPersistedSnapshot()), final: true })
+      this.pending.set(key, { kind, id, record: withHistory(persisted(actor.getPersistedSnapshot()), actor), final: true })
       actor.stop()
       this.actorMap(kind).delete(id)
       if (kind === 'offer') this.countOffer((actor.getSnapshot().context as { borrower: Address }).borrower, -1)
@@ -1725,7 +1729,7 @@ export class Engine {
       default: {
         const actor = this.actorMap(kind).get(id)
         if (!actor) throw new Error(`engine: ${kind} ${id} changed but is not live`)
-        return { kind, id, record: persisted(actor.getPersistedSnapshot()), final: false }
+        return { kind, id, record: withHistory(persisted(actor.getPersistedSnapshot()), actor), final: false }
       }
     }
   }
