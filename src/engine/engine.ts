@@ -11,7 +11,7 @@ import {
   type SourceRef,
 } from '../../machines/index.ts'
 import { entryFor, MatchingBook, reposition, type BookEntry } from './book.ts'
-import { recordTransition, restoreHistory, withHistory } from './history.ts'
+import { recordTransition, restoreHistory, withBornFinalHistory, withHistory } from './history.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
 import { ID_PATTERNS, ID_PREFIXES } from './ids.ts'
 import { IndexedMinHeap } from './schedule.ts'
@@ -1327,7 +1327,7 @@ export class Engine {
     const [expired] = transition(leaseMachine, initial, { type: 'INSUFFICIENT_BALANCE', nowMs })
     if (expired === initial) throw new Error(`invariant: lease ${input.leaseId} refused INSUFFICIENT_BALANCE`)
     this.pending.set(`lease:${input.leaseId}`, {
-      kind: 'lease', id: input.leaseId, record: persisted(leaseMachine.getPersistedSnapshot(expired)), final: true,
+      kind: 'lease', id: input.leaseId, record: withBornFinalHistory(persisted(leaseMachine.getPersistedSnapshot(expired)), 'lease', 'INSUFFICIENT_BALANCE'), final: true,
     })
     return leaseView(expired)
   }

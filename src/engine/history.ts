@@ -75,6 +75,21 @@ export function withHistory(record: unknown, actor: AnyActor): unknown {
   return { ...(record as object), history: historyOf(actor).slice() }
 }
 
+/**
+ * The record of an actor born final without ever being a live actor (a lease refused at once is computed with
+ * XState's pure functions): its creation and its one transition, both at its creation time.
+ */
+export function withBornFinalHistory(record: unknown, kind: ActorKind, eventType: string): unknown {
+  const snapshot = record as { value: unknown; context: Record<string, unknown> }
+  const atMs = snapshot.context[CREATED_AT[kind]] as number
+  const initial = initialState(kind)
+  const history: TransitionEntry[] = [
+    { from: null, to: initial, event: CREATED_EVENT, atMs },
+    { from: initial, to: String(snapshot.value), event: eventType, atMs },
+  ]
+  return { ...snapshot, history }
+}
+
 /** Gives a restored actor the history its stored snapshot carries. */
 export function restoreHistory(actor: AnyActor, record: unknown): void {
   const stored = (record as { history?: unknown }).history
