@@ -60,6 +60,7 @@ export const ConfigFileSchema = Type.Object(
     unfundedWalletWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 * 24 * 3600 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
+    inspector: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 )
@@ -114,6 +115,11 @@ export interface ServiceConfig {
   creditScore: CreditScoreConfig | undefined
   /** Writes no request log lines when false (tests). */
   requestLog: boolean
+  /**
+   * The live inspector (GET /inspect and its JSON routes; config file key `inspector`, env INSPECTOR=on|off).
+   * Undefined: the mode's default, on for the embedded devnet and off with a networks file.
+   */
+  inspector: boolean | undefined
 }
 
 export const serviceDefaults = {
@@ -187,6 +193,14 @@ function addresses(list: readonly string[] | undefined): Address[] {
   })
 }
 
+/** An on|off environment switch; undefined when unset. */
+function onOff(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return undefined
+  if (raw !== 'on' && raw !== 'off') throw new ConfigError(`${name} must be on or off, got ${JSON.stringify(raw)}`)
+  return raw === 'on'
+}
+
 /** The file's `creditScore`, switched on or off by CREDIT_SCORE; undefined when neither says anything. */
 function creditScoreOf(env: NodeJS.ProcessEnv, file: ConfigFile): CreditScoreConfig | undefined {
   const raw = env['CREDIT_SCORE']
@@ -226,6 +240,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     engine: (file.engine ?? {}) as Partial<EngineConfig>,
     creditScore: creditScoreOf(env, file),
     requestLog: env.REQUEST_LOG !== '0',
+    inspector: onOff(env, 'INSPECTOR') ?? file.inspector,
     ...overrides,
   }
   return config
