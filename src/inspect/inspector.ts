@@ -6,7 +6,7 @@
 import {
   advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot,
 } from '../engine/engine.ts'
-import { storedHistory, type TransitionEntry } from '../engine/history.ts'
+import { HISTORY_ENTRIES_MAX, storedHistory, type TransitionEntry } from '../engine/history.ts'
 import { ID_PREFIXES } from '../engine/ids.ts'
 import { ACTOR_KINDS, type ActorKind, type Change, type Store } from '../store/index.ts'
 import { machines } from '../../machines/index.ts'
@@ -50,10 +50,34 @@ export function kindOfId(id: string): ActorKind | undefined {
 
 const stateOf = (record: unknown): string => String((record as { value: unknown }).value)
 
+/** A live actor's state, and its history's length and last entry when the feed last took from it. */
+interface Seen {
+  readonly state: string
+  readonly length: number
+  readonly last: TransitionEntry | undefined
+}
+
+const seenOf = (state: string, history: readonly TransitionEntry[]): Seen => ({ state, length: history.length, last: history.at(-1) })
+const sameEntry = (a: TransitionEntry, b: TransitionEntry): boolean => a.from === b.from && a.to === b.to && a.event === b.event && a.atMs === b.atMs
+
+/**
+ * Where the entries the feed has not taken start. Below the bound a history only grows, so they follow the length
+ * seen; at the bound the oldest entries drop as new ones come, so they follow the last entry seen (matched by value:
+ * after a restart the entries are the store's copies).
+ */
+function newFrom(known: Seen | undefined, history: readonly TransitionEntry[]): number {
+  if (known === undefined) return 0
+  if (history.length < HISTORY_ENTRIES_MAX) return Math.min(known.length, history.length)
+  const last = known.last
+  if (last === undefined) return 0
+  for (let i = history.length - 1; i >= 0; i--) if (sameEntry(history[i] as TransitionEntry, last)) return i + 1
+  return 0
+}
+
 export class Inspector {
   readonly #store: Store
-  /** State of every live actor, by `${kind}:${id}`, and the last history entry the feed took from it. */
-  readonly #live = new Map<string, { state: string; last: TransitionEntry | undefined }>()
+  /** State of every live actor, by `${kind}:${id}`, and how much of its history the feed has taken. */
+  readonly #live = new Map<string, Seen>()
   readonly #counts = new Map<ActorKind, Map<string, number>>()
   /** A ring: `#feed[#next]` is the oldest once full. */
   readonly #feed: FeedEntry[] = []
@@ -66,7 +90,7 @@ export class Inspector {
       this.#counts.set(kind, new Map(machineStates(kind).map((state) => [state, 0])))
       for (const { id, entry } of store.iterateLive(kind)) {
         const state = stateOf(entry.snapshot)
-        this.#live.set(`${kind}:${id}`, { state, last: storedHistory(entry.snapshot).at(-1) })
+        this.#live.set(`${kind}:${id}`, seenOf(state, storedHistory(entry.snapshot)))
         this.#count(kind, state, 1)
       }
     }
@@ -80,14 +104,12 @@ export class Inspector {
       const key = `${kind}:${change.id}`
       const known = this.#live.get(key)
       const history = storedHistory(change.record)
-      // Entries after the last one seen are new (entries are shared objects, never rewritten); a new actor's all are.
-      const seen = known?.last === undefined ? -1 : history.lastIndexOf(known.last)
-      for (const entry of history.slice(seen + 1)) this.#push({ kind, id: change.id, ...entry })
+      for (const entry of history.slice(newFrom(known, history))) this.#push({ kind, id: change.id, ...entry })
       const state = stateOf(change.record)
       if (known !== undefined) this.#count(kind, known.state, -1)
       if (change.final) this.#live.delete(key)
       else {
-        this.#live.set(key, { state, last: history.at(-1) })
+        this.#live.set(key, seenOf(state, history))
         this.#count(kind, state, 1)
       }
     }
