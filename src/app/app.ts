@@ -14,6 +14,8 @@ import { reputationRoutes } from '../api/routes/reputation.ts'
 import { ReputationReader } from '../reputation/index.ts'
 import { AgentLinks } from '../reputation/links.ts'
 import { creditScoreRoute } from '../api/routes/score.ts'
+import { inspectRoutes } from '../api/routes/inspect.ts'
+import { Inspector } from '../inspect/inspector.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
@@ -219,6 +221,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...facilitators.flatMap(facilitatorRoutes),
       creditScoreRoute({ paid: creditScore.paid, engine, clock }),
     )
+    // The inspector follows durable changes from here on; its counts start from what the store holds now.
+    if (config.inspector ?? config.networksFile === undefined) {
+      const inspector = new Inspector(store)
+      cleanups.push(service.onDurable(inspector.onDurable))
+      routes.push(...inspectRoutes(inspector))
+    }
 
     // From here on the store counts as in use until stop() closes it: a start that finds it so after a crash
     // advances the id sequences (above).
@@ -303,6 +311,7 @@ export const OPENAPI_TAGS = [
   { name: 'credit', description: 'Jobs and backing sources, credit requests, matching to lenders, supplier payments, repayment and recovery.' },
   { name: 'lenders', description: 'Lender agents: registration with a session key, profiles, session-wallet balances and pending payments.' },
   { name: 'x402', description: 'The x402 payment facilitator the service runs for each self-facilitated network (verify and settle).' },
+  { name: 'inspect', description: 'The live inspector (when enabled): the machines with live counts, recent transitions, one actor and its history. Read-only.' },
 ] as const
 
 function documentOf(routes: readonly AnyRoute[], baseUrl: string, config: ServiceConfig): OpenApiDocument {

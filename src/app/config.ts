@@ -74,6 +74,7 @@ export const ConfigFileSchema = Type.Object(
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
     reputation: Type.Optional(ReputationSchema),
+    inspector: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 )
@@ -132,6 +133,11 @@ export interface ServiceConfig {
   requestLog: boolean
   /** The node:net front that answers HTTP/1.0 and Host-less requests (env HTTP_LEGACY_CLIENTS=0 turns it off). */
   legacyClients: boolean
+  /**
+   * The live inspector (GET /inspect and its JSON routes; config file key `inspector`, env INSPECTOR=on|off).
+   * Undefined: the mode's default, on for the embedded devnet and off with a networks file.
+   */
+  inspector: boolean | undefined
 }
 
 export const serviceDefaults = {
@@ -205,6 +211,14 @@ function addresses(list: readonly string[] | undefined): Address[] {
   })
 }
 
+/** An on|off environment switch; undefined when unset. */
+function onOff(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return undefined
+  if (raw !== 'on' && raw !== 'off') throw new ConfigError(`${name} must be on or off, got ${JSON.stringify(raw)}`)
+  return raw === 'on'
+}
+
 /** The file's `creditScore`, switched on or off by CREDIT_SCORE; undefined when neither says anything. */
 function creditScoreOf(env: NodeJS.ProcessEnv, file: ConfigFile): CreditScoreConfig | undefined {
   const raw = env['CREDIT_SCORE']
@@ -257,6 +271,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     reputation: reputationOf(file),
     requestLog: env.REQUEST_LOG !== '0',
     legacyClients: env.HTTP_LEGACY_CLIENTS !== '0',
+    inspector: onOff(env, 'INSPECTOR') ?? file.inspector,
     ...overrides,
   }
   return config

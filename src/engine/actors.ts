@@ -7,6 +7,7 @@ import { scheduleOffer } from './dispatch.ts'
 import { fail } from './errors.ts'
 import type { AnyLive, EngineState, OfferActor } from './state.ts'
 import type { ActorKind, Address, EngineError } from './types.ts'
+import { recordTransition, restoreHistory, withHistory } from './history.ts'
 
 export type LiveOf<K extends ActorKind> = Actor<(typeof machines)[K]>
 export type EventOf<K extends ActorKind> = EventFromLogic<(typeof machines)[K]>
@@ -20,7 +21,9 @@ const idOf = (kind: ActorKind, context: Record<string, unknown>): string => cont
 
 /** createActor(machine, { snapshot }): the restored actor continues exactly where the persisted one stopped. */
 export function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: unknown): Actor<M> {
-  return createActor(machine as AnyStateMachine, { snapshot: snapshot as Snapshot<unknown> }).start() as unknown as Actor<M>
+  const actor = createActor(machine as AnyStateMachine, { snapshot: snapshot as Snapshot<unknown> }).start()
+  restoreHistory(actor, snapshot)
+  return actor as unknown as Actor<M>
 }
 
 /**
@@ -34,6 +37,7 @@ export function send<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf
   const after = actor.getSnapshot() as AnyMachineSnapshot
   const from = String(before.value)
   if (after === before) return { accepted: false, code: refusalCode(machines[kind], refusals[kind], from, event.type), state: from }
+  recordTransition(actor as AnyActor, from, String(after.value), event)
   if (kind === 'offer') scheduleOffer(s, actor as OfferActor)
   noteActor(s, kind, idOf(kind, after.context as Record<string, unknown>), actor as AnyLive)
   return { accepted: true, from, to: String(after.value) }
@@ -68,7 +72,7 @@ export function refused(kind: ActorKind, id: string, answer: Refusal): { ok: fal
 function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive): void {
   const key = `${kind}:${id}`
   if (actor.getSnapshot().status === 'done') {
-    s.pending.set(key, { kind, id, record: persisted(actor.getPersistedSnapshot()), final: true })
+    s.pending.set(key, { kind, id, record: withHistory(persisted(actor.getPersistedSnapshot()), actor), final: true })
     actor.stop()
     s.actorMap(kind).delete(id)
     if (kind === 'offer') countOffer(s, (actor.getSnapshot().context as { borrower: Address }).borrower, -1)

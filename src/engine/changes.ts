@@ -1,6 +1,7 @@
 // Change tracking: what the running command touched, drained into the Changes the store commits.
 import type { EngineState } from './state.ts'
 import type { Address, BorrowerRecord, Change, ReserveRecord, SourceRecord } from './types.ts'
+import { withHistory } from './history.ts'
 
 /**
  * XState's persisted snapshot carries `output: undefined` (and `error: undefined`) until an actor is done; the seam
@@ -53,7 +54,7 @@ function changeOf(s: EngineState, kind: Change['kind'], id: string): Change {
     default: {
       const actor = s.actorMap(kind).get(id)
       if (!actor) throw new Error(`engine: ${kind} ${id} changed but is not live`)
-      return { kind, id, record: persisted(actor.getPersistedSnapshot()), final: false }
+      return { kind, id, record: withHistory(persisted(actor.getPersistedSnapshot()), actor), final: false }
     }
   }
 }

@@ -12,6 +12,7 @@ import * as reputation from './reputation.ts'
 import type { EngineState, LeaseActor, OfferActor } from './state.ts'
 import type { LeaseView, LenderRecord } from './types.ts'
 import { leaseView } from './views.ts'
+import { withBornFinalHistory } from './history.ts'
 
 /** A live lease enters its lender's index, dispatch's schedule and its wallet's promised total. */
 export function addLiveLease(s: EngineState, l: LeaseInput): void {
@@ -75,7 +76,7 @@ export function refuseLease(s: EngineState, o: OfferContext, lender: LenderRecor
   const [initial] = initialTransition(leaseMachine, input)
   const [expired] = transition(leaseMachine, initial, { type: 'INSUFFICIENT_BALANCE', nowMs })
   if (expired === initial) throw new Error(`invariant: lease ${input.leaseId} refused INSUFFICIENT_BALANCE`)
-  recordFinal(s, { kind: 'lease', id: input.leaseId, record: persisted(leaseMachine.getPersistedSnapshot(expired)), final: true })
+  recordFinal(s, { kind: 'lease', id: input.leaseId, record: withBornFinalHistory(persisted(leaseMachine.getPersistedSnapshot(expired)), 'lease', 'INSUFFICIENT_BALANCE'), final: true })
   return leaseView(expired)
 }
 

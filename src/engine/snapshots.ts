@@ -9,6 +9,7 @@ import { addLiveLease } from './leases.ts'
 import { addLender } from './matching.ts'
 import type { EngineState } from './state.ts'
 import type { ActorKind, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord } from './types.ts'
+import { withHistory } from './history.ts'
 
 /** A stored snapshot as the store hands it back for a restart. */
 export interface StoredSnapshot {
@@ -36,7 +37,7 @@ export function snapshots(s: EngineState): Change[] {
   out.push(...records.sort(byId))
   for (const [kind, map] of s.actorMaps()) {
     const actors: Change[] = []
-    for (const [id, actor] of map) actors.push({ kind, id, record: persisted(actor.getPersistedSnapshot()), final: false })
+    for (const [id, actor] of map) actors.push({ kind, id, record: withHistory(persisted(actor.getPersistedSnapshot()), actor), final: false })
     out.push(...actors.sort(kind === 'job' ? byId : bySeq))
   }
   return out

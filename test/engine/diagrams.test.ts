@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { setup } from 'xstate'
-import { diagramsDir, renderAll, renderDiagram } from '../../src/tools/diagrams.ts'
+import { diagramsDir, readmePath, readmeWithSection, renderAll, renderDiagram, renderReadmeSection, systemMapLines } from '../../src/tools/diagrams.ts'
 
 t.test('each committed diagram is up to date (run `npm run diagrams` after changing a machine)', async (t) => {
   for (const [name, page] of renderAll()) {
@@ -36,4 +36,21 @@ t.test('each page lists when every event is taken and the code the machine refus
   t.match(offer, /\| LEASE_ENDED \| leased \[isCurrentLease\] \| `offer_not_leased`; `lease_not_current` where the guards say no \|/)
   const job = renderAll().get('job') ?? ''
   t.match(job, /\| RELEASE \| funded, active, defaulted \| `job_not_open` \|/)
+})
+
+t.test('the README shows the four diagrams and the system map as generated (run `npm run diagrams`)', async (t) => {
+  const readme = readFileSync(readmePath, 'utf8')
+  t.equal(readmeWithSection(readme), readme, 'the section between the markers is current')
+  const section = renderReadmeSection()
+  t.equal(section.match(/```mermaid\n/g)?.length, 5, 'four machines and the map, as Mermaid blocks')
+  t.match(section, /Refused \(409, nothing changes\) when the lease is in a state that does not take the command's event: PAY `lease_not_live`, `lease_expired` in expired;/)
+  t.match(section, /Refused when the state takes it but its guard says no: TIME_OUT `lease_not_due`\./)
+})
+
+t.test('the system map draws each declared path: cause to effect, and the records it writes', async (t) => {
+  const lines = systemMapLines([{ command: 'pay', when: 'x', steps: [{ kind: 'offer', event: 'FUND' }, { kind: 'lease', event: 'PAY' }, { kind: 'offer', event: 'NOTE' }, { kind: 'advance', event: 'created' }], records: ['lender'] }])
+  t.ok(lines.includes('  offer -->|"FUND => PAY"| lease'), 'an event sent to another actor')
+  t.ok(lines.includes('  offer -->|"FUND => created"| advance'), 'an actor created')
+  t.notOk(lines.some((l) => l.includes('NOTE')), 'a later step of the same actor is no arrow')
+  t.ok(lines.includes('  offer -.->|"pay"| lender'), 'a record written')
 })

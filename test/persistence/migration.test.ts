@@ -43,7 +43,7 @@ t.test('lease snapshots of version 1 gain their report grace; the restored lease
   const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
   const store = await Store.open(options)
   const entry = store.getSnapshot('lease', older.leaseId)
-  t.equal(entry?.version, 2, 'rewritten as version 2')
+  t.equal(entry?.version, SNAPSHOT_VERSIONS.lease, 'rewritten as today\'s version')
   t.equal((entry?.snapshot as { context: { reportGraceMs: number } }).context.reportGraceMs, GRACE_MS, 'with the configured grace')
   t.ok(store.isLive('lease', older.leaseId), 'still in the live index')
   t.same(store.verify(), { snapshots: older.changes.length, live: 2, records: 0 }, 'every entry reads back')
@@ -55,7 +55,7 @@ t.test('lease snapshots of version 1 gain their report grace; the restored lease
   await store.close()
 
   const again = await Store.open(options)
-  t.equal(again.getSnapshot('lease', older.leaseId)?.version, 2, 'a second open finds nothing left to migrate')
+  t.equal(again.getSnapshot('lease', older.leaseId)?.version, SNAPSHOT_VERSIONS.lease, 'a second open finds nothing left to migrate')
   await again.close()
 })
 
@@ -74,7 +74,7 @@ t.test('a directory this release cannot read is refused before anything in it is
   await root.close()
 
   const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
-  await t.rejects(Store.open(options), { name: 'StoreVersionError', message: /offer off_1: snapshot schema version 9 is newer than this release reads \(1\)/ })
+  await t.rejects(Store.open(options), { name: 'StoreVersionError', message: /offer off_1: snapshot schema version 9 is newer than this release reads \(2\)/ })
   const untouched = await Store.open({ dataDir, verifyOnOpen: 'header' })
   t.equal(untouched.getSnapshot('lease', older.leaseId)?.version, 1, 'the lease was not migrated')
   await untouched.close()
@@ -130,4 +130,43 @@ t.test('insurance reserves stored as kind ledger (version 1) move to kind reserv
   const after = open({ path: dataDir, overlappingSync: false, useBigIntExtension: true } as never)
   t.equal(after.openDB({ name: 'snapshots', useBigIntExtension: true } as never).get(['ledger', reserve.id]), undefined, 'no ledger record is left')
   await after.close()
+})
+
+t.test('actors stored before histories were kept (job, offer, lease, advance version 1) open with an empty history that then grows', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const { engine } = newEngine({ leaseReportGraceMs: GRACE_MS })
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  unwrap(engine.registerLender(lenderInput(2), T0))
+  const advanceId = fundAdvance(engine)
+  const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0)).lease!
+  // The older release stored the XState snapshot alone: no history, and the lease without its report grace.
+  const changes = engine.snapshots().map((change) => {
+    if (!['job', 'offer', 'lease', 'advance'].includes(change.kind)) return change
+    const { history: _history, ...older } = change.record as { history: unknown; context: Record<string, unknown> }
+    if (change.kind !== 'lease') return { ...change, record: older }
+    const { reportGraceMs: _grace, ...context } = older.context
+    return { ...change, record: { ...older, context } }
+  })
+  const before = await Store.open({ dataDir })
+  await before.commit({ changes })
+  await before.close()
+
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
+  const store = await Store.open(options)
+  for (const [kind, id] of [['advance', advanceId], ['lease', lease.leaseId], ['offer', lease.offerId]] as const) {
+    const entry = store.getSnapshot(kind, id)
+    t.equal(entry?.version, SNAPSHOT_VERSIONS[kind], `${kind} ${id} rewritten as version ${SNAPSHOT_VERSIONS[kind]}`)
+    t.same((entry?.snapshot as { history: unknown }).history, [], `${kind} ${id}: an empty history, nothing invented`)
+  }
+  t.equal((store.getSnapshot('lease', lease.leaseId)?.snapshot as { context: { reportGraceMs: number } }).context.reportGraceMs, GRACE_MS, 'a version 1 lease also gains its grace')
+  const restored = new Engine({ leaseReportGraceMs: GRACE_MS }, new FakeWallets(), storedSnapshots(store))
+  restored.checkInvariants()
+  const expired = restored.dispatch(lease.expiresAtMs + GRACE_MS)
+  t.ok(expired.ok)
+  if (!expired.ok) return
+  const record = expired.changes.find((c) => c.kind === 'lease' && c.id === lease.leaseId)?.record as { history: unknown[] }
+  t.same(record.history, [{ from: 'leased', to: 'expired', event: 'TIME_OUT', atMs: lease.expiresAtMs + GRACE_MS }], 'the first transition after the upgrade is recorded')
+  await store.close()
 })

@@ -84,9 +84,9 @@ t.test('a data.mdb whose data pages are garbage (valid header)', async (t) => {
 })
 
 t.test('offer snapshots of a future schema version (recorded in the schema meta record)', async (t) => {
-  const dataDir = await populated({ offer: 2 })
+  const dataDir = await populated({ offer: 3 })
   t.teardown(() => removeDir(dataDir))
-  await refusesToStart(t, dataDir, /offer snapshots of schema version 2, written by a newer release; this release reads up to version 1/)
+  await refusesToStart(t, dataDir, /offer snapshots of schema version 3, written by a newer release; this release reads up to version 2/)
 })
 
 t.test('one live snapshot stamped with a future schema version', async (t) => {
@@ -96,8 +96,8 @@ t.test('one live snapshot stamped with a future schema version', async (t) => {
   const root = open({ path: dataDir, overlappingSync: false, maxDbs: 8 } as never)
   const snapshots = root.openDB({ name: 'snapshots' })
   const entry = snapshots.get(['offer', 'off_3']) as Record<string, unknown>
-  t.equal(entry.version, 1)
+  t.equal(entry.version, 1, 'written as the release before histories wrote it')
   snapshots.putSync(['offer', 'off_3'], { ...entry, version: 7 })
   await root.close()
-  await refusesToStart(t, dataDir, /offer off_3: snapshot schema version 7 is newer than this release reads \(1\)\. Run the newer release or use another DATA_DIR/)
+  await refusesToStart(t, dataDir, /offer off_3: snapshot schema version 7 is newer than this release reads \(2\)\. Run the newer release or use another DATA_DIR/)
 })

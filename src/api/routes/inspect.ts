@@ -1,0 +1,145 @@
+// The live inspector (README "Live inspector"): the page, the Mermaid script it draws with, and the three read-only
+// JSON routes it polls. Public like the other reads, and shows no more than they do (src/inspect/inspector.ts).
+// Mounted only when the configuration turns the inspector on.
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import Type from 'typebox'
+import { notFound, type HttpProblem } from '../../http/problem.ts'
+import { defineRoute, type AnyRoute } from '../../http/route.ts'
+import { FEED_ENTRIES_MAX, kindOfId, type Inspector } from '../../inspect/inspector.ts'
+import { inspectorPage } from '../../inspect/page.ts'
+import { ACTOR_KINDS } from '../../store/index.ts'
+import { StrictObject } from '../common.ts'
+import { toWire } from '../wire.ts'
+import { asResult } from './shared.ts'
+
+const tags = ['inspect'] as const
+
+const ActorKindSchema = Type.Union(ACTOR_KINDS.map((kind) => Type.Literal(kind)), { description: 'The actor\'s machine.' })
+
+const Transition = StrictObject({
+  from: Type.Union([Type.String(), Type.Null()], { description: 'The state left; null for the entry that created the actor.' }),
+  to: Type.String({ description: 'The state entered (the same one for an event taken in place).' }),
+  event: Type.String({ description: 'The machine event that moved it (`created` for the creation).' }),
+  at: Type.String({ format: 'date-time', description: 'When: the time of the command that sent the event.' }),
+})
+
+export const InspectCounts = StrictObject({
+  machines: StrictObject(
+    Object.fromEntries(ACTOR_KINDS.map((kind) => [kind, Type.Record(Type.String(), Type.Integer({ minimum: 0 }), { description: `Live ${kind}s per state, every state listed.` })])),
+    { description: 'Per machine, the number of live actors in each state.' },
+  ),
+})
+
+export const InspectTransitions = StrictObject({
+  transitions: Type.Array(
+    StrictObject({ kind: ActorKindSchema, id: Type.String(), ...Transition.properties }),
+    { maxItems: FEED_ENTRIES_MAX, description: 'The latest transitions of every actor, newest first, once durable.' },
+  ),
+})
+
+export const InspectActor = StrictObject({
+  kind: ActorKindSchema,
+  id: Type.String(),
+  state: Type.String(),
+  final: Type.Boolean({ description: 'true once the actor reached a final state (read from the store).' }),
+  context: Type.Record(Type.String(), Type.Unknown(), {
+    description: 'The actor\'s public view, as GET /credit/jobs/{jobId}, /credit/offers/{offerId} and /credit/advances/{advanceId} show it (a lease as a lender\'s actions list shows it).',
+  }),
+  history: Type.Array(Transition, { description: 'Its latest transitions, oldest first (at most 64; histories start with snapshot schema version 2).' }),
+})
+
+const TransitionsQuery = StrictObject({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: FEED_ENTRIES_MAX, default: 50, description: `Transitions to return, 1..${FEED_ENTRIES_MAX} (default 50).` })),
+})
+
+const ActorParams = StrictObject({
+  id: Type.String({ pattern: '^[A-Za-z0-9_-]{1,80}$', description: 'A job, offer, lease or advance id (job_..., off_..., lse_..., adv_...).' }),
+})
+
+/** The Mermaid bundle the page loads, read from node_modules on first use (5 MB: only when someone opens the page). */
+let mermaidScript: string | undefined
+function mermaid(): string {
+  mermaidScript ??= readFileSync(createRequire(import.meta.url).resolve('mermaid/dist/mermaid.min.js'), 'utf8')
+  return mermaidScript
+}
+
+export function inspectRoutes(inspector: Inspector): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/inspect',
+      operationId: 'getInspector',
+      summary: 'The live inspector: the four machines with live counts per state, recent transitions, a lookup by id',
+      description:
+        'Public, read-only HTML page. Everything it loads is served by this service (the Mermaid script below); it polls the JSON routes of this tag every two seconds.',
+      tags,
+      auth: 'none',
+      immutable: true,
+      responses: { 200: { description: 'The page', schema: Type.String(), contentType: 'text/html; charset=utf-8' } },
+      handler: () => asResult({ status: 200, body: inspectorPage() }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/inspect/mermaid.js',
+      operationId: 'getInspectorMermaid',
+      summary: 'The Mermaid library the inspector page draws its diagrams with (the mermaid package, served from node_modules)',
+      description:
+        'Public. Served uncompressed: compressing 5 MB with brotli at the quality of the discovery documents takes close to a minute. Cacheable for a day.',
+      tags,
+      auth: 'none',
+      responses: { 200: { description: 'mermaid.min.js', schema: Type.String(), contentType: 'text/javascript; charset=utf-8', headers: ['cache-control'] } },
+      handler: () => asResult({ status: 200, body: mermaid(), headers: { 'cache-control': 'public, max-age=86400' } }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/inspect/counts',
+      operationId: 'getInspectorCounts',
+      summary: 'Live actors per machine and state',
+      description: 'Public. Counted from durable changes only: an actor appears once the commit that created or moved it is on disk.',
+      tags,
+      auth: 'none',
+      responses: { 200: { description: 'The counts', schema: InspectCounts } },
+      handler: () => asResult({ status: 200, body: { machines: inspector.counts() } }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/inspect/transitions',
+      operationId: 'getInspectorTransitions',
+      summary: 'The latest transitions of every actor, newest first',
+      description: `Public. A ring of the last ${FEED_ENTRIES_MAX} transitions the service made durable since it started (each actor's own history is in the lookup).`,
+      tags,
+      auth: 'none',
+      query: TransitionsQuery,
+      responses: { 200: { description: 'The feed', schema: InspectTransitions } },
+      handler: (ctx) => asResult({ status: 200, body: toWire({ transitions: inspector.recent(ctx.query.limit ?? 50) }) }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: '/inspect/actors/{id}',
+      operationId: 'getInspectorActor',
+      summary: 'One job, offer, lease or advance (live or final): its state, its public view and its transition history',
+      description: 'Public. Read from the store, so live and final actors alike, as of their last durable change.',
+      tags,
+      auth: 'none',
+      params: ActorParams,
+      responses: {
+        200: { description: 'The actor', schema: InspectActor },
+        404: { description: 'No actor has this id (code actor_not_found).' },
+      },
+      handler: (ctx) => {
+        const found = kindOfId(ctx.params.id) === undefined ? undefined : inspector.lookup(ctx.params.id)
+        if (found === undefined) throw actorNotFound(ctx.params.id)
+        return asResult({ status: 200, body: toWire(found) })
+      },
+    }),
+  ]
+}
+
+function actorNotFound(id: string): HttpProblem {
+  return notFound(`no job, offer, lease or advance ${id}`, 'actor_not_found')
+}

@@ -1,0 +1,53 @@
+// The cross-actor steps of the engine's commands: which actor events and creations one command makes, in the order
+// the code in engine.ts makes them, and which records it writes. This is the one part of the system map
+// (machines/diagrams/system.md) that cannot be read off the machines: the engine's code paths decide it. It is
+// declared here, beside the engine, and test/engine/steps.test.ts runs every path with the engine instrumented and
+// fails when what the engine does and what this says differ (a step missing here, or declared and never taken).
+import type { ActorKind, RecordKind } from './types.ts'
+
+/** An actor event the command sends (`event` is the machine's event type), or `created` for a new actor. */
+export interface ActorStep {
+  readonly kind: ActorKind
+  readonly event: string
+}
+
+/** One code path of a command: its first step causes the others. */
+export interface EnginePath {
+  /** The Engine method. */
+  readonly command: string
+  /** When the path is taken, in a few words (a command may have several). */
+  readonly when: string
+  readonly steps: readonly ActorStep[]
+  /** Records the path writes (lender, borrower, backing source, insurance reserve; the id sequences are left out). */
+  readonly records: readonly RecordKind[]
+}
+
+const step = (kind: ActorKind, event: string): ActorStep => ({ kind, event })
+
+export const ENGINE_PATHS: readonly EnginePath[] = [
+  { command: 'createJob', when: 'a funded job is reported', steps: [step('job', 'created')], records: ['borrower'] },
+  { command: 'postCollateral', when: 'collateral is reported', steps: [step('job', 'COLLATERAL_POSTED')], records: [] },
+  { command: 'requestCredit', when: 'approved against a job', steps: [step('offer', 'created'), step('job', 'COMMIT')], records: [] },
+  { command: 'requestCredit', when: 'approved against a backing source', steps: [step('offer', 'created')], records: ['source'] },
+  { command: 'matchOffer', when: 'a lender is leased', steps: [step('offer', 'LEASE'), step('lease', 'created')], records: ['lender'] },
+  {
+    command: 'matchOffer', when: 'a lender\'s wallet cannot pay: its lease is born expired',
+    steps: [step('offer', 'LEASE'), step('lease', 'created'), step('lease', 'INSUFFICIENT_BALANCE')], records: [],
+  },
+  { command: 'matchOffer', when: 'no lender and the offer is stale', steps: [step('offer', 'EXPIRE'), step('job', 'RELEASE')], records: ['source'] },
+  {
+    command: 'recordSupplierPayment', when: 'the leased lender paid the supplier',
+    steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED')], records: ['lender'],
+  },
+  { command: 'repayAdvance', when: 'a Repaid transaction is reported', steps: [step('advance', 'REPAY'), step('job', 'ADVANCE_CLOSED')], records: ['lender', 'borrower', 'reserve', 'source'] },
+  { command: 'completeJob', when: 'the job is settled on chain', steps: [step('job', 'COMPLETE'), step('advance', 'REPAY')], records: ['lender', 'borrower', 'reserve'] },
+  {
+    command: 'failJob', when: 'the job failed: the borrower is suspended',
+    steps: [step('job', 'FAIL'), step('lease', 'CANCEL'), step('offer', 'DECLINE'), step('job', 'RELEASE'), step('advance', 'DEFAULT')],
+    records: ['borrower', 'lender', 'source'],
+  },
+  { command: 'liquidate', when: 'a defaulted or past-due advance is recovered', steps: [step('advance', 'LIQUIDATE'), step('job', 'ADVANCE_CLOSED')], records: ['lender', 'borrower', 'reserve', 'source'] },
+  { command: 'dispatch', when: 'a lease is past its deadline and grace', steps: [step('lease', 'TIME_OUT'), step('offer', 'LEASE_ENDED')], records: ['lender'] },
+  { command: 'dispatch', when: 'a waiting offer is stale', steps: [step('offer', 'EXPIRE'), step('job', 'RELEASE')], records: ['source'] },
+  { command: 'dispatch', when: 'a waiting offer is matched', steps: [step('offer', 'LEASE'), step('lease', 'created')], records: ['lender'] },
+]

@@ -1,0 +1,114 @@
+// The system map's cross-actor steps are declared in src/engine/steps.ts (the engine's code paths decide them). This
+// runs every declared path with the engine's commands instrumented, observes from their changes which actor events
+// and creations each command made (the new entries of each actor's history) and which records it wrote, and fails
+// when a command did something its declaration does not say, or when a declared step never happened.
+import t from 'tap'
+import { Engine } from '../../src/engine/index.ts'
+import { ENGINE_PATHS } from '../../src/engine/steps.ts'
+import { storedHistory, type TransitionEntry } from '../../src/engine/history.ts'
+import type { Change } from '../../src/engine/types.ts'
+import {
+  BORROWER, CLIENT, T0, addr, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap,
+} from './fixtures/world.ts'
+
+const COMMANDS = [...new Set(ENGINE_PATHS.map((p) => p.command))]
+const RECORDS = new Set(['lender', 'borrower', 'source', 'reserve'])
+
+/** Observed per command: `kind EVENT` steps and record kinds, over every call. */
+const observed = new Map<string, { steps: Set<string>; records: Set<string> }>()
+const lastSeen = new Map<string, TransitionEntry>()
+
+function instrument(engine: Engine): void {
+  for (const command of COMMANDS) {
+    const original = (engine as unknown as Record<string, (...args: unknown[]) => { ok: boolean; changes?: Change[] }>)[command]
+    if (typeof original !== 'function') throw new Error(`Engine has no command ${command}`)
+    Object.defineProperty(engine, command, {
+      value: (...args: unknown[]) => {
+        const result = original.apply(engine, args)
+        if (!result.ok || !result.changes) return result
+        const seen = observed.get(command) ?? { steps: new Set(), records: new Set() }
+        observed.set(command, seen)
+        for (const change of result.changes) {
+          if (RECORDS.has(change.kind)) seen.records.add(change.kind)
+          if (!['job', 'offer', 'lease', 'advance'].includes(change.kind)) continue
+          const key = `${change.kind}:${change.id}`
+          const history = storedHistory(change.record)
+          const last = lastSeen.get(key)
+          const from = last === undefined ? 0 : history.lastIndexOf(last) + 1
+          for (const entry of history.slice(from)) seen.steps.add(`${change.kind} ${entry.event}`)
+          const newest = history.at(-1)
+          if (newest !== undefined) lastSeen.set(key, newest)
+        }
+        return result
+      },
+    })
+  }
+}
+
+const OPERATOR = addr(0x0e)
+
+t.test('every engine path the system map declares is what the engine does', async (t) => {
+  const { engine, wallets } = newEngine({ operators: [OPERATOR], leaseReportGraceMs: 0 })
+  instrument(engine)
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  unwrap(engine.registerLender(lenderInput(2, { minFeeBps: 200 }), T0))
+
+  // Backing source: request, match, pay, repay.
+  const backed = fundAdvance(engine)
+  const plan = unwrap(engine.planRepayment(backed))
+  unwrap(engine.repayAdvance({ network: plan.network, txHash: hash(1), logIndex: 0, advanceId: backed, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic }, T0))
+
+  // A job: collateral, an advance repaid, one settled by completion.
+  createJob(engine, 'job_a', 100_000n)
+  unwrap(engine.postCollateral({ jobId: 'job_a', borrower: BORROWER, amountAtomic: 10n, proof: { network: 'net-a', txHash: hash(2), logIndex: 0 }, caller: BORROWER } as never, T0))
+  const onJob = fundAdvance(engine, { repaymentSource: 'job_a' }, T0, 2)
+  const jobPlan = unwrap(engine.planRepayment(onJob))
+  unwrap(engine.repayAdvance({ network: jobPlan.network, txHash: hash(3), logIndex: 0, advanceId: onJob, lender: jobPlan.lender, payer: BORROWER, amountAtomic: jobPlan.amountAtomic, reserveAmountAtomic: jobPlan.reserveAmountAtomic }, T0))
+  fundAdvance(engine, { repaymentSource: 'job_a' }, T0, 3)
+  unwrap(engine.completeJob({ jobId: 'job_a', caller: CLIENT, network: 'net-a', txHash: hash(4) }, T0))
+
+  // A lease that times out, the offer rematched by dispatch; then an offer nobody takes goes stale.
+  createJob(engine, 'job_b', 100_000n)
+  const timedOut = offerFor(engine, { repaymentSource: 'job_b' })
+  const first = unwrap(engine.matchOffer({ offerId: timedOut, caller: BORROWER }, T0)).lease!
+  unwrap(engine.dispatch(first.expiresAtMs))
+  // A lender whose wallet cannot pay: its lease is born expired, the next lender gets the offer.
+  wallets.set(lenderInput(1).sessionAddress, 0n)
+  wallets.set(lenderInput(2).sessionAddress, 0n)
+  const refused = offerFor(engine, { repaymentSource: 'job_b' }, first.expiresAtMs)
+  unwrap(engine.matchOffer({ offerId: refused, caller: BORROWER }, first.expiresAtMs))
+  const staleAt = first.expiresAtMs + engine.config.offerTtlMs + 1
+  unwrap(engine.matchOffer({ offerId: refused, caller: BORROWER }, staleAt))
+  unwrap(engine.dispatch(staleAt + engine.config.offerTtlMs))
+  wallets.balances.clear()
+  engine.walletChanged(lenderInput(1).sessionAddress)
+  engine.walletChanged(lenderInput(2).sessionAddress)
+
+  // A failed job: its leased offer is declined (the lease cancelled), another offer's capacity released, its advance
+  // defaulted; then the advance is liquidated.
+  const now = staleAt + 2 * engine.config.offerTtlMs
+  createJob(engine, 'job_c', 100_000n, now + 86_400_000)
+  createJob(engine, 'job_d', 100_000n, now + 86_400_000)
+  const defaulted = fundAdvance(engine, { repaymentSource: 'job_c' }, now, 4)
+  const leased = offerFor(engine, { repaymentSource: 'job_c' }, now)
+  unwrap(engine.matchOffer({ offerId: leased, caller: BORROWER }, now))
+  offerFor(engine, { repaymentSource: 'job_d' }, now)
+  unwrap(engine.failJob({ jobId: 'job_c', reason: 'client cancelled', caller: CLIENT }, now))
+  const recovery = unwrap(engine.planLiquidation({ advanceId: defaulted, caller: OPERATOR }, now))
+  unwrap(engine.liquidate({ advanceId: defaulted, caller: OPERATOR, network: 'net-a', txHash: hash(5) } as never, now))
+  t.ok(recovery.owedAtomic > 0n)
+  engine.checkInvariants()
+
+  for (const command of COMMANDS) {
+    const paths = ENGINE_PATHS.filter((p) => p.command === command)
+    const declaredSteps = [...new Set(paths.flatMap((p) => p.steps.map((s) => `${s.kind} ${s.event}`)))].sort()
+    const declaredRecords = [...new Set(paths.flatMap((p) => p.records))].sort()
+    const seen = observed.get(command)
+    t.same([...(seen?.steps ?? [])].sort(), declaredSteps, `${command}: the actor steps it took are the declared ones`)
+    // Records one way only: which records a path writes depends on the source kind and amounts (a backing source or a
+    // job, a shortfall or none), and this world does not take every such branch; none may go unsaid.
+    const undeclared = [...(seen?.records ?? [])].filter((r) => !declaredRecords.includes(r as never))
+    t.same(undeclared, [], `${command}: every record it wrote is declared`)
+  }
+})
