@@ -11,6 +11,9 @@ import type { SupplierEntry } from '../app/config.ts'
 import { Address, Bps, StrictObject } from './common.ts'
 import { API_VERSION } from './openapi.ts'
 import { RECORD_PAGE, WALLET_PAGE } from './routes/shared.ts'
+import { EVENTS_PATH } from './routes/events.ts'
+import type { StreamLimits } from '../stream/hub.ts'
+import { STREAM_CLOSE } from '../stream/messages.ts'
 import { AssetSymbol, LIQUIDITY_ATOMIC_MAX, NetworkSlug } from './schemas.ts'
 
 export const SERVICE_NAME = 'agent-credit'
@@ -106,6 +109,21 @@ export const Catalog = StrictObject({
     borrowerSuspensionMinSeconds: Type.Integer({ minimum: 1 }),
   }),
   creditScore: CreditScoreCatalogEntry,
+  stream: StrictObject(
+    {
+      url: Type.String({ description: 'ws:// or wss:// URL of GET /events.' }),
+      auth: Type.Literal('Authorization: Bearer <token> on the upgrade request'),
+      resume: Type.String(),
+      messages: Type.String({ description: 'JSON pointer to the message schema in the OpenAPI document.' }),
+      retainedEventsMax: Type.Integer({ minimum: 1 }),
+      retentionSeconds: Type.Integer({ minimum: 1 }),
+      queuedEventsMax: Type.Integer({ minimum: 1, description: 'Undelivered events of one connection; one more and it is closed 4008 slow_consumer.' }),
+      socketBufferedBytesMax: Type.Integer({ minimum: 1 }),
+      connectionsPerWalletMax: Type.Integer({ minimum: 1 }),
+      closeCodes: Type.Record(Type.String(), Type.String(), { additionalProperties: false }),
+    },
+    { description: 'The live event stream (WebSocket): the signed-in wallet\'s leases, offers, advances, jobs and passport events, resumable by sequence number.' },
+  ),
 })
 export type Catalog = Static<typeof Catalog>
 
@@ -127,6 +145,7 @@ export interface CatalogSources {
   creditScore: CreditScoreOffer | null
   idempotencyRetentionSeconds: number
   rateLimitPerSecond: number
+  stream: StreamLimits
 }
 
 export function buildCatalog(s: CatalogSources): Catalog {
@@ -203,5 +222,17 @@ export function buildCatalog(s: CatalogSources): Catalog {
       borrowerSuspensionMinSeconds: s.engine.borrowerSuspensionMinSeconds,
     },
     creditScore: creditScoreCatalogEntry('/credit-score', s.creditScore),
+    stream: {
+      url: `${s.baseUrl.replace(/^http/, 'ws')}${EVENTS_PATH}`,
+      auth: 'Authorization: Bearer <token> on the upgrade request',
+      resume: `${EVENTS_PATH}?since=<seq of the last event received>&epoch=<epoch of hello>`,
+      messages: `${s.baseUrl}/openapi.json#/components/schemas/StreamMessage`,
+      retainedEventsMax: s.stream.retainedEventsMax,
+      retentionSeconds: Math.ceil(s.stream.retentionMs / 1000),
+      queuedEventsMax: s.stream.queuedEventsMax,
+      socketBufferedBytesMax: s.stream.socketBufferedBytesMax,
+      connectionsPerWalletMax: s.stream.connectionsPerWalletMax,
+      closeCodes: { [String(STREAM_CLOSE.slowConsumer.code)]: STREAM_CLOSE.slowConsumer.name, [String(STREAM_CLOSE.shuttingDown.code)]: STREAM_CLOSE.shuttingDown.name },
+    },
   }
 }

@@ -35,12 +35,18 @@ import { FacilitatorRequest, PaymentPayload, PaymentRequirements, SettleResponse
 import { StoreAuthRecords } from '../auth/store-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
 import { CreditService } from '../service/credit-service.ts'
+import { EVENTS_PATH, eventRoutes } from '../api/routes/events.ts'
+import { deriveEvents } from '../stream/events.ts'
+import { EventHub, type StreamLimits } from '../stream/hub.ts'
+import { streamComponents } from '../stream/messages.ts'
 
 export interface App {
   readonly url: string
   readonly config: ServiceConfig
   readonly networks: readonly NetworkConfig[]
   readonly service: CreditService
+  /** The live event stream (GET /events). */
+  readonly stream: EventHub
   readonly server: RunningServer
   /** The demo accounts of the embedded devnet (absent with a networks file). */
   readonly demo: DemoAccounts | undefined
@@ -64,6 +70,8 @@ export interface AppOptions {
   holdCommitsWhile?: () => boolean
   /** The /credit-score compute component, instead of the local child process (tests inject one that fails). */
   creditScoreCompute?: CreditScoreCompute
+  /** Bounds of the event stream (tests make them small); defaults in src/stream/hub.ts. */
+  streamLimits?: Partial<StreamLimits>
 }
 
 /** The devnet's demo roles become the configuration a real deployment writes in its config file. */
@@ -158,6 +166,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       for (const slug of Object.keys(key.policy.assets)) if (clients.has(slug)) watcher.watchWhenFunded(slug, key.address)
     }
     watcher.on('update', ({ holder }) => engine.walletChanged(holder))
+    // The event stream follows only durable commits: what it shows a client could never be lost by a crash.
+    const stream = new EventHub(options.streamLimits, clock)
+    cleanups.push(service.onDurable((changes) => stream.publish(deriveEvents(changes, { paySupplierTransaction: (lease) => service.paySupplierTransaction(lease), nowMs: clock }))))
     watcher.start()
     cleanups.push(() => watcher.stop())
 
@@ -198,6 +209,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         creditScore: creditScore.offer(baseUrl),
         idempotencyRetentionSeconds: config.idempotencyRetentionSeconds,
         rateLimitPerSecond: config.rateLimitPerSecond,
+        stream: stream.limits,
       }))
     let llms: string | undefined
     routes.push(
@@ -206,6 +218,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...authRoutes(lateAuth),
       ...creditRoutes(service),
       ...lenderRoutes(service),
+      ...eventRoutes(stream.limits),
       ...facilitators.flatMap(facilitatorRoutes),
       creditScoreRoute({ paid: creditScore.paid, engine, clock }),
     )
@@ -225,10 +238,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       corsOrigins: config.corsOrigins,
       trustedProxies: config.trustedProxies,
       ...(options.validateResponses ? { validateResponses: true } : {}),
+      websockets: [{ path: EVENTS_PATH, behavior: stream.behavior((token) => (auth as SiweAuth).authenticate(token)) }],
     })
     cleanups.push(async () => {
       await server.close()
     })
+    cleanups.push(() => stream.close())
     baseUrl = config.publicBaseUrl ?? server.url
     const domain = new URL(baseUrl).host
     auth = new SiweAuth({
@@ -266,6 +281,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       config,
       networks,
       service,
+      stream,
       server,
       demo: devnet?.accounts,
       devnet: ownDevnet,
@@ -285,6 +301,7 @@ export const OPENAPI_TAGS = [
   { name: 'auth', description: 'Sign-In with Ethereum (EIP-4361): a nonce, a signed message, a bearer token for every mutation.' },
   { name: 'credit', description: 'Jobs and backing sources, credit requests, matching to lenders, supplier payments, repayment and recovery.' },
   { name: 'lenders', description: 'Lender agents: registration with a session key, profiles, session-wallet balances and pending payments.' },
+  { name: 'events', description: 'The live event stream (WebSocket): leases, offers, advances, jobs and passport events of the signed-in wallet, resumable by sequence number.' },
   { name: 'x402', description: 'The x402 payment facilitator the service runs for each self-facilitated network (verify and settle).' },
 ] as const
 
@@ -316,6 +333,7 @@ function documentOf(routes: readonly AnyRoute[], baseUrl: string, config: Servic
       SupportedResponse,
       VerifyResponse,
       SettleResponse,
+      ...streamComponents,
     },
   })
 }

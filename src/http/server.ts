@@ -2,7 +2,7 @@
 // logging and graceful shutdown. Handlers hold no transport code and no business rule of their own: they call one
 // engine command and return `{ status, body }`.
 import { randomBytes } from 'node:crypto'
-import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket } from 'uWebSockets.js'
+import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket, type WebSocketBehavior } from 'uWebSockets.js'
 import { openObjectPaths } from '../api/common.ts'
 import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
@@ -37,6 +37,8 @@ export interface ServerOptions {
   corsOrigins?: readonly string[]
   /** Peer addresses whose X-Forwarded-For names the client (see `clientAddress`); none by default. */
   trustedProxies?: readonly string[]
+  /** WebSocket endpoints (the event stream), registered before the routes so an upgrade reaches them first. */
+  websockets?: ReadonlyArray<{ path: string; behavior: WebSocketBehavior<any> }>
   /** Required when any route has `auth: 'session'`. */
   authenticate?: Authenticate
   /** Default: JSON lines on stdout. Pass `silentLogger` in tests. */
@@ -147,7 +149,7 @@ function compileRoutes(routes: readonly AnyRoute[], options: ServerOptions): Com
     }
     if (route.body !== undefined && (route.method === 'get' || route.method === 'delete')) throw new Error(`${where}: a ${route.method} route takes no body`)
     const statuses = Object.keys(route.responses).map(Number)
-    if (!statuses.some((status) => status >= 200 && status < 300)) throw new Error(`${where}: no success response documented`)
+    if (!statuses.some((status) => (status >= 200 && status < 300) || status === 101)) throw new Error(`${where}: no success response documented`)
     if (route.auth === 'session' && options.authenticate === undefined) throw new Error(`${where}: auth 'session' needs the authenticate option`)
     if (route.immutable === true && (route.method !== 'get' || route.auth !== 'none' || route.params !== undefined || route.query !== undefined)) {
       throw new Error(`${where}: an immutable route is a public GET without parameters`)
@@ -624,6 +626,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     patch: (p, h) => app.patch(p, h),
     delete: (p, h) => app.del(p, h),
   }
+  for (const socket of options.websockets ?? []) app.ws(socket.path, socket.behavior)
   const methodsByPattern = new Map<string, HttpMethod[]>()
   for (const c of compiled) {
     const pattern = toUwsPattern(c.route.path)

@@ -11,7 +11,7 @@ import {
 import { EngineRefusedError } from '../engine/errors.ts'
 import type {
   AdvanceView, Change, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView,
-  LenderRecord, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
+  LeaseView, LenderRecord, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
   SourceRecord, UnderwritingDecision,
 } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
@@ -296,19 +296,18 @@ export class CreditService {
     // The lender polling its own actions re-arms the funding window of a session wallet not yet seen funded.
     const key = this.#sessionKeys.get(lender)
     if (key !== undefined) for (const slug of Object.keys(key.policy.assets)) if (this.#clients.has(slug)) this.watcher.watchWhenFunded(slug, key.address)
-    return this.engine.liveLeasesOf(lender).map((lease) => {
-      const network = this.network(lease.network)
-      return {
-        lease,
-        transaction: buildPaySupplierTransaction(network, {
-          offerId: lease.offerId,
-          payer: lease.payer,
-          supplier: lease.supplierAddress,
-          asset: lease.asset,
-          amountAtomic: lease.amountAtomic,
-          expiresAtMs: lease.expiresAtMs,
-        }),
-      }
+    return this.engine.liveLeasesOf(lender).map((lease) => ({ lease, transaction: this.paySupplierTransaction(lease) }))
+  }
+
+  /** The unsigned paySupplier transaction of a lease: what GET /lenders/{address}/actions and the event stream deliver. */
+  paySupplierTransaction(lease: LeaseView) {
+    return buildPaySupplierTransaction(this.network(lease.network), {
+      offerId: lease.offerId,
+      payer: lease.payer,
+      supplier: lease.supplierAddress,
+      asset: lease.asset,
+      amountAtomic: lease.amountAtomic,
+      expiresAtMs: lease.expiresAtMs,
     })
   }
 
