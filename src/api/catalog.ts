@@ -13,7 +13,7 @@ import { API_VERSION } from './openapi.ts'
 import { RECORD_PAGE, WALLET_PAGE } from './routes/shared.ts'
 import { EVENTS_PATH } from './routes/events.ts'
 import type { StreamLimits } from '../stream/hub.ts'
-import { STREAM_CLOSE } from '../stream/messages.ts'
+import { STREAM_CLOSE, StreamInfo } from '../stream/messages.ts'
 import { AssetSymbol, LIQUIDITY_ATOMIC_MAX, NetworkSlug } from './schemas.ts'
 
 export const SERVICE_NAME = 'agent-credit'
@@ -109,21 +109,7 @@ export const Catalog = StrictObject({
     borrowerSuspensionMinSeconds: Type.Integer({ minimum: 1 }),
   }),
   creditScore: CreditScoreCatalogEntry,
-  stream: StrictObject(
-    {
-      url: Type.String({ description: 'ws:// or wss:// URL of GET /events.' }),
-      auth: Type.Literal('Authorization: Bearer <token> on the upgrade request'),
-      resume: Type.String(),
-      messages: Type.String({ description: 'JSON pointer to the message schema in the OpenAPI document.' }),
-      retainedEventsMax: Type.Integer({ minimum: 1 }),
-      retentionSeconds: Type.Integer({ minimum: 1 }),
-      queuedEventsMax: Type.Integer({ minimum: 1, description: 'Undelivered events of one connection; one more and it is closed 4008 slow_consumer.' }),
-      socketBufferedBytesMax: Type.Integer({ minimum: 1 }),
-      connectionsPerWalletMax: Type.Integer({ minimum: 1 }),
-      closeCodes: Type.Record(Type.String(), Type.String(), { additionalProperties: false }),
-    },
-    { description: 'The live event stream (WebSocket): the signed-in wallet\'s leases, offers, advances, jobs and passport events, resumable by sequence number.' },
-  ),
+  stream: StreamInfo,
 })
 export type Catalog = Static<typeof Catalog>
 

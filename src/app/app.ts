@@ -218,7 +218,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...authRoutes(lateAuth),
       ...creditRoutes(service),
       ...lenderRoutes(service),
-      ...eventRoutes(stream.limits),
+      ...eventRoutes(stream.limits, () => catalogOf().stream),
       ...facilitators.flatMap(facilitatorRoutes),
       creditScoreRoute({ paid: creditScore.paid, engine, clock }),
     )

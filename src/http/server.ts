@@ -149,7 +149,7 @@ function compileRoutes(routes: readonly AnyRoute[], options: ServerOptions): Com
     }
     if (route.body !== undefined && (route.method === 'get' || route.method === 'delete')) throw new Error(`${where}: a ${route.method} route takes no body`)
     const statuses = Object.keys(route.responses).map(Number)
-    if (!statuses.some((status) => (status >= 200 && status < 300) || status === 101)) throw new Error(`${where}: no success response documented`)
+    if (!statuses.some((status) => status >= 200 && status < 300)) throw new Error(`${where}: no success response documented`)
     if (route.auth === 'session' && options.authenticate === undefined) throw new Error(`${where}: auth 'session' needs the authenticate option`)
     if (route.immutable === true && (route.method !== 'get' || route.auth !== 'none' || route.params !== undefined || route.query !== undefined)) {
       throw new Error(`${where}: an immutable route is a public GET without parameters`)

@@ -79,6 +79,22 @@ export type StreamResync = Static<typeof StreamResync>
 export type StreamEvent = Static<typeof StreamEvent>
 export type StreamMessage = Static<typeof StreamMessage>
 
+export const StreamInfo = StrictObject(
+  {
+    url: Type.String({ description: 'ws:// or wss:// URL of GET /events.' }),
+    auth: Type.Literal('Authorization: Bearer <token> on the upgrade request'),
+    resume: Type.String(),
+    messages: Type.String({ description: 'JSON pointer to the message schema in the OpenAPI document.' }),
+    retainedEventsMax: Type.Integer({ minimum: 1 }),
+    retentionSeconds: Type.Integer({ minimum: 1 }),
+    queuedEventsMax: Type.Integer({ minimum: 1, description: 'Undelivered events of one connection; one more and it is closed 4008 slow_consumer.' }),
+    socketBufferedBytesMax: Type.Integer({ minimum: 1 }),
+    connectionsPerWalletMax: Type.Integer({ minimum: 1 }),
+    closeCodes: Type.Record(Type.String(), Type.String(), { additionalProperties: false }),
+  },
+  { description: 'The live event stream (WebSocket): the signed-in wallet\'s leases, offers, advances, jobs and passport events, resumable by sequence number.' },
+)
+
 /** Close codes of the stream (4000-4999 are the application's, RFC 6455 7.4.2); the reason text starts with the name. */
 export const STREAM_CLOSE = {
   /** The client did not read fast enough: its undelivered events or its socket buffer reached the bound. */
@@ -88,4 +104,4 @@ export const STREAM_CLOSE = {
 } as const
 
 /** The components the OpenAPI document publishes for the stream. */
-export const streamComponents = { StreamMessage, StreamHello, StreamResync, LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate }
+export const streamComponents = { StreamInfo, StreamMessage, StreamHello, StreamResync, LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate }

@@ -7,7 +7,6 @@ import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts'
 import { toWire } from '../../src/api/wire.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { creditRequest, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
-import { expectProblem } from '../api/fixtures/api.ts'
 import { events, openRawStream, type RawStream } from './fixtures.ts'
 
 const QUEUED_EVENTS_MAX = 64
@@ -34,11 +33,13 @@ async function payFromStream(offerId: string): Promise<void> {
   if (report.status !== 200) throw new Error(`supplier-payment: ${report.status} ${JSON.stringify(report.body)}`)
 }
 
-t.test('the stream is authenticated and a plain GET is told to upgrade', async (t) => {
+t.test('the stream is authenticated and a plain GET says how to connect', async (t) => {
   await t.rejects(openRawStream(h.url, 'not-a-token'), { message: 'upgrade refused: 401' }, 'an unknown token is refused at the upgrade')
   await t.rejects(openRawStream(h.url, lender.client.token as string, '?since=x'), { message: 'upgrade refused: 400' }, 'a malformed resume point is refused')
   const plain = await lender.client.get('/events')
-  expectProblem(t, plain, 426, 'upgrade_required')
+  t.equal(plain.status, 200, 'a plain GET says how to connect')
+  t.equal(plain.body.url, `${h.url.replace(/^http/, 'ws')}/events`)
+  t.equal(plain.body.queuedEventsMax, QUEUED_EVENTS_MAX)
 })
 
 t.test('a lender receives its lease over the stream and pays it without ever polling', async (t) => {

@@ -1,15 +1,16 @@
 // GET /events: the live event stream. The WebSocket upgrade itself is the hub's (src/stream/hub.ts, registered on the
-// same path); this route documents it in the route table (OpenAPI, catalog) and answers a plain GET with 426.
+// same path); this route documents it in the route table (OpenAPI, catalog) and answers a plain GET with how to connect.
 import Type from 'typebox'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
-import { HttpProblem } from '../../http/problem.ts'
 import { StrictObject } from '../common.ts'
-import { StreamMessage } from '../../stream/messages.ts'
+import { StreamInfo, StreamMessage } from '../../stream/messages.ts'
+import type { Static } from 'typebox'
+import { asResult, replyWith } from './shared.ts'
 import type { StreamLimits } from '../../stream/hub.ts'
 
 export const EVENTS_PATH = '/events'
 
-export function eventRoutes(limits: StreamLimits): AnyRoute[] {
+export function eventRoutes(limits: StreamLimits, info: () => Static<typeof StreamInfo>): AnyRoute[] {
   const retention = `${limits.retainedEventsMax} events or ${Math.ceil(limits.retentionMs / 1000)} s, whichever is shorter`
   return [
     defineRoute({
@@ -26,7 +27,7 @@ export function eventRoutes(limits: StreamLimits): AnyRoute[] {
         'beyond it, after a restart (new epoch) or with too large a backlog, a resync message says to re-read state over HTTP, and events after its seq follow. ' +
         `A client that does not read is cut off: close code 4008 with reason "slow_consumer: ..." once ${limits.queuedEventsMax} of its events are undelivered ` +
         `(the socket buffers at most ${limits.socketBufferedBytesMax} bytes before the queue grows). At most ${limits.connectionsPerWalletMax} streams per wallet (429 too_many_streams). ` +
-        'Close code 1001 when the service stops. A plain GET without the upgrade is answered 426.',
+        'Close code 1001 when the service stops. A plain GET without the upgrade answers how to connect (the catalog\'s stream entry).',
       tags: ['events'],
       auth: 'session',
       query: StrictObject({
@@ -35,12 +36,10 @@ export function eventRoutes(limits: StreamLimits): AnyRoute[] {
       }),
       responses: {
         101: { description: 'Switching Protocols: the WebSocket. Each text frame is one StreamMessage.', schema: StreamMessage },
-        426: { description: 'Not a WebSocket upgrade (code upgrade_required).' },
+        200: { description: 'A plain GET (no upgrade): where and how to open the stream, its retention and bounds.', schema: StreamInfo },
         429: { description: 'The wallet already holds the most streams allowed (code too_many_streams).' },
       },
-      handler: () => {
-        throw new HttpProblem(426, 'upgrade_required', 'GET /events is a WebSocket: send Connection: Upgrade, Upgrade: websocket', { headers: { upgrade: 'websocket' } })
-      },
+      handler: () => asResult(replyWith(200, StreamInfo)(info())),
     }),
   ]
 }
