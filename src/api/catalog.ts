@@ -12,6 +12,9 @@ import type { SupplierEntry } from '../app/config.ts'
 import { Address, Bps, StrictObject } from './common.ts'
 import { API_VERSION } from './openapi.ts'
 import { RECORD_PAGE, WALLET_PAGE } from './routes/shared.ts'
+import { EVENTS_PATH } from './routes/events.ts'
+import type { StreamLimits } from '../stream/hub.ts'
+import { STREAM_CLOSE, StreamInfo } from '../stream/messages.ts'
 import { AssetSymbol, LIQUIDITY_ATOMIC_MAX, NetworkSlug } from './schemas.ts'
 
 export const SERVICE_NAME = 'agent-credit'
@@ -118,6 +121,7 @@ export const Catalog = StrictObject({
     borrowerSuspensionMinSeconds: Type.Integer({ minimum: 1 }),
   }),
   creditScore: CreditScoreCatalogEntry,
+  stream: StreamInfo,
 })
 export type Catalog = Static<typeof Catalog>
 
@@ -140,6 +144,7 @@ export interface CatalogSources {
   reputation: ReputationConfig
   idempotencyRetentionSeconds: number
   rateLimitPerSecond: number
+  stream: StreamLimits
 }
 
 export function buildCatalog(s: CatalogSources): Catalog {
@@ -225,5 +230,17 @@ export function buildCatalog(s: CatalogSources): Catalog {
       borrowerSuspensionMinSeconds: s.engine.borrowerSuspensionMinSeconds,
     },
     creditScore: creditScoreCatalogEntry('/credit-score', s.creditScore),
+    stream: {
+      url: `${s.baseUrl.replace(/^http/, 'ws')}${EVENTS_PATH}`,
+      auth: 'Authorization: Bearer <token> on the upgrade request',
+      resume: `${EVENTS_PATH}?since=<seq of the last event received>&epoch=<epoch of hello>`,
+      messages: `${s.baseUrl}/openapi.json#/components/schemas/StreamMessage`,
+      retainedEventsMax: s.stream.retainedEventsMax,
+      retentionSeconds: Math.ceil(s.stream.retentionMs / 1000),
+      queuedEventsMax: s.stream.queuedEventsMax,
+      socketBufferedBytesMax: s.stream.socketBufferedBytesMax,
+      connectionsPerWalletMax: s.stream.connectionsPerWalletMax,
+      closeCodes: { [String(STREAM_CLOSE.slowConsumer.code)]: STREAM_CLOSE.slowConsumer.name, [String(STREAM_CLOSE.shuttingDown.code)]: STREAM_CLOSE.shuttingDown.name },
+    },
   }
 }

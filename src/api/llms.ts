@@ -76,6 +76,23 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    in this order: ${c.rules.recoveryOrder.join(', ')}.
 The lender pays gas for setup and payment transactions. POST /credit/dispatch {} expires stale leases and rematches offers.
 
+## Live events instead of polling (WebSocket)
+Open ${c.stream.url} with Authorization: Bearer <token>. Every text frame is one JSON message (schema: ${c.stream.messages}):
+{"type":"hello","epoch","seq",...} first, then {"type":"event","epoch","seq","at","kind":...} in seq order, only once durable:
+- lender: kind "lease" (state leased carries "action": the same unsigned paySupplier as GET /lenders/<address>/actions; sign, send, report),
+  then the lease paid or expired, and kind "advance" (active, repaid, defaulted, liquidated);
+- borrower: kind "offer" (created, leased, rematched, funded, expired), "advance", "job", "passport" (reputation, suspension).
+Keep the last seq and epoch; after a disconnect reconnect with ${c.stream.resume}: nothing missed, nothing repeated, while the
+gap is within ${c.stream.retainedEventsMax} events and ${c.stream.retentionSeconds} s. Otherwise (or after a restart: new epoch) you get
+{"type":"resync","seq",...}: re-read state over HTTP; events after that seq follow. Read promptly: ${c.stream.queuedEventsMax} undelivered
+events close the connection with code 4008 "slow_consumer: ...". At most ${c.stream.connectionsPerWalletMax} streams per wallet.
+
+## Background dispatch
+The service runs dispatch itself on a ticker: it expires leases whose deadline (plus the report grace) passed, rematches
+their offers to the next eligible lender (a new lease event, to that lender), expires offers that waited
+${c.limits.offerTtlSeconds} s, and lifts suspensions whose time came. POST /credit/dispatch {} runs the same step at once.
+A borrower need not match again after a lease expired: the offer is rematched in the background.
+
 ## Rules
 - Fee: ${c.rules.fee}.
 - Matching: the lowest ask wins among eligible lenders; ties: ${c.rules.matchingOrder.slice(1).join(', then ')}.

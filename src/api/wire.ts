@@ -36,3 +36,17 @@ function convert(value: unknown): unknown {
   }
   return out
 }
+
+/**
+ * A live lease as delivered to its lender (GET /lenders/{address}/actions and the event stream alike): the lease, the
+ * service's signed authorization and the unsigned paySupplier transaction that carries it.
+ */
+export function payAction<L, A, T>(delivered: { lease: L; authorization: A; signature: `0x${string}`; transaction: T }) {
+  return {
+    kind: 'pay_supplier' as const,
+    lease: toWire(delivered.lease),
+    authorization: toWire(delivered.authorization),
+    signature: delivered.signature,
+    transaction: toWire(delivered.transaction),
+  }
+}

@@ -5,6 +5,7 @@ import type { PublicClient } from 'viem'
 import { buildCatalog, Catalog } from '../api/catalog.ts'
 import { ValidationIssue } from '../api/common.ts'
 import { wireComponents } from '../api/schemas.ts'
+import { payAction } from '../api/wire.ts'
 import { buildLlmsTxt } from '../api/llms.ts'
 import { API_VERSION, buildOpenApi, openApiRoute, type OpenApiDocument } from '../api/openapi.ts'
 import { creditRoutes } from '../api/routes/credit.ts'
@@ -28,6 +29,7 @@ import { resolveConfig } from '../engine/config.ts'
 import { Engine } from '../engine/engine.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../engine/migrations.ts'
 import type { StoredSnapshot } from '../engine/engine.ts'
+import type { LeaseView } from '../engine/types.ts'
 import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { startServer, type RunningServer } from '../http/server.ts'
@@ -42,12 +44,18 @@ import { FacilitatorRequest, PaymentPayload, PaymentRequirements, SettleResponse
 import { StoreAuthRecords } from '../auth/store-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
 import { CreditService } from '../service/credit-service.ts'
+import { EVENTS_PATH, eventRoutes } from '../api/routes/events.ts'
+import { deriveEvents } from '../stream/events.ts'
+import { EventHub, type StreamLimits } from '../stream/hub.ts'
+import { streamComponents } from '../stream/messages.ts'
 
 export interface App {
   readonly url: string
   readonly config: ServiceConfig
   readonly networks: readonly NetworkConfig[]
   readonly service: CreditService
+  /** The live event stream (GET /events). */
+  readonly stream: EventHub
   readonly server: RunningServer
   /** The demo accounts of the embedded devnet (absent with a networks file). */
   readonly demo: DemoAccounts | undefined
@@ -71,6 +79,8 @@ export interface AppOptions {
   holdCommitsWhile?: () => boolean
   /** The /credit-score compute component, instead of the local child process (tests inject one that fails). */
   creditScoreCompute?: CreditScoreCompute
+  /** Bounds of the event stream (tests make them small); defaults in src/stream/hub.ts. */
+  streamLimits?: Partial<StreamLimits>
 }
 
 /** The devnet's demo roles become the configuration a real deployment writes in its config file. */
@@ -168,6 +178,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     }
     const links = new AgentLinks(service, new ReputationReader(config.reputation, (slug) => service.clientsOf(slug)))
     watcher.on('update', ({ holder }) => engine.walletChanged(holder))
+    // The event stream follows only durable commits: what it shows a client could never be lost by a crash.
+    const stream = new EventHub(options.streamLimits, clock)
+    cleanups.push(service.onDurable((changes) => stream.publish(deriveEvents(changes, { leaseAction: (lease) => deliverable(service, lease), nowMs: clock }))))
     watcher.start()
     cleanups.push(() => watcher.stop())
 
@@ -209,6 +222,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         reputation: config.reputation,
         idempotencyRetentionSeconds: config.idempotencyRetentionSeconds,
         rateLimitPerSecond: config.rateLimitPerSecond,
+        stream: stream.limits,
       }))
     let llms: string | undefined
     routes.push(
@@ -218,6 +232,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...creditRoutes(service),
       ...lenderRoutes(service, links),
       ...reputationRoutes(service, links),
+      ...eventRoutes(stream.limits, () => catalogOf().stream),
       ...facilitators.flatMap(facilitatorRoutes),
       creditScoreRoute({ paid: creditScore.paid, engine, clock }),
     )
@@ -244,10 +259,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       trustedProxies: config.trustedProxies,
       legacyClients: config.legacyClients,
       ...(options.validateResponses ? { validateResponses: true } : {}),
+      websockets: [{ path: EVENTS_PATH, behavior: stream.behavior((token) => (auth as SiweAuth).authenticate(token)) }],
     })
     cleanups.push(async () => {
       await server.close()
     })
+    cleanups.push(() => stream.close())
     baseUrl = config.publicBaseUrl ?? server.url
     const domain = new URL(baseUrl).host
     auth = new SiweAuth({
@@ -279,6 +296,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       config,
       networks,
       service,
+      stream,
       server,
       demo: devnet?.accounts,
       devnet: ownDevnet,
@@ -310,6 +328,7 @@ export const OPENAPI_TAGS = [
   { name: 'auth', description: 'Sign-In with Ethereum (EIP-4361): a nonce, a signed message, a bearer token for every mutation.' },
   { name: 'credit', description: 'Jobs and backing sources, credit requests, matching to lenders, supplier payments, repayment and recovery.' },
   { name: 'lenders', description: 'Lender agents: registration with a session key, profiles, session-wallet balances and pending payments.' },
+  { name: 'events', description: 'The live event stream (WebSocket): leases, offers, advances, jobs and passport events of the signed-in wallet, resumable by sequence number.' },
   { name: 'x402', description: 'The x402 payment facilitator the service runs for each self-facilitated network (verify and settle).' },
   { name: 'inspect', description: 'The live inspector (when enabled): the machines with live counts, recent transitions, one actor and its history. Read-only.' },
 ] as const
@@ -342,6 +361,13 @@ function documentOf(routes: readonly AnyRoute[], baseUrl: string, config: Servic
       SupportedResponse,
       VerifyResponse,
       SettleResponse,
+      ...streamComponents,
     },
   })
+}
+
+/** A live lease as its lender receives it on the stream: exactly what GET /lenders/{address}/actions lists for it. */
+function deliverable(service: CreditService, lease: LeaseView) {
+  const delivered = service.leaseAuthorization(lease)
+  return delivered === undefined ? null : payAction({ lease, ...delivered })
 }

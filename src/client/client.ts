@@ -23,6 +23,8 @@ export class CreditClient {
   readonly baseUrl: string
   token: string | undefined
   address: `0x${string}` | undefined
+  /** The answer of the last sign-in (its expiresAt tells when to sign in again). */
+  lastSession: { token: string; expiresAt: string } | undefined
 
   constructor(baseUrl: string) {
     this.baseUrl = baseUrl.replace(/\/$/, '')
@@ -43,8 +45,9 @@ export class CreditClient {
       issuedAt: new Date(),
     })
     const signature = await account.signMessage({ message })
-    const session = await this.call<{ token: string }>('POST', '/auth/session', { message, signature })
+    const session = await this.call<{ token: string; expiresAt: string }>('POST', '/auth/session', { message, signature })
     if (session.status !== 201) throw new Error(`sign-in: ${session.status} ${JSON.stringify(session.body)}`)
+    this.lastSession = session.body
     this.token = session.body.token
     this.address = account.address
     return this.token

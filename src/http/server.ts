@@ -2,7 +2,7 @@
 // logging and graceful shutdown. Handlers hold no transport code and no business rule of their own: they call one
 // engine command and return `{ status, body }`.
 import { randomBytes } from 'node:crypto'
-import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket } from 'uWebSockets.js'
+import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket, type WebSocketBehavior } from 'uWebSockets.js'
 import { openObjectPaths } from '../api/common.ts'
 import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
@@ -44,6 +44,8 @@ export interface ServerOptions {
    * `false` puts uWS on the port directly (cheaper per request, see the README's bench section).
    */
   legacyClients?: boolean
+  /** WebSocket endpoints (the event stream), registered before the routes so an upgrade reaches them first. */
+  websockets?: ReadonlyArray<{ path: string; behavior: WebSocketBehavior<any> }>
   /** Required when any route has `auth: 'session'`. */
   authenticate?: Authenticate
   /** Default: JSON lines on stdout. Pass `silentLogger` in tests. */
@@ -659,6 +661,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     patch: (p, h) => app.patch(p, h),
     delete: (p, h) => app.del(p, h),
   }
+  for (const socket of options.websockets ?? []) app.ws(socket.path, socket.behavior)
   const methodsByPattern = new Map<string, HttpMethod[]>()
   for (const c of compiled) {
     const pattern = toUwsPattern(c.route.path)

@@ -7,7 +7,7 @@ import { HttpProblem } from '../../http/problem.ts'
 import { findToken } from '../../chain/config.ts'
 import { isActiveLender } from '../../engine/rules.ts'
 import type { LenderRecord } from '../../engine/types.ts'
-import { toWire } from '../wire.ts'
+import { payAction, toWire } from '../wire.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import type { AgentLinks } from '../../reputation/links.ts'
 import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
@@ -190,13 +190,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       handler: (ctx) => {
         requireSame(ctx.session.address, ctx.params.address, `the actions of lender ${ctx.params.address}`)
         const lender = lenderOr404(ctx.params.address)
-        const actions = service.pendingActions(lender.address).map(({ lease, authorization, signature, transaction }) => ({
-          kind: 'pay_supplier' as const,
-          lease: toWire(lease),
-          authorization: toWire(authorization),
-          signature,
-          transaction: toWire(transaction),
-        }))
+        const actions = service.pendingActions(lender.address).map(payAction)
         return asResult(replyWith(200, Type.Array(PendingAction))(actions))
       },
     }),

@@ -1,0 +1,225 @@
+// The typed SDK: one object per agent wallet. It signs in with SIWE and renews the session before it expires, calls
+// every route with the request and response types of the service's own TypeBox schemas, turns problem+json into
+// CreditApiError with the stable code, sends an Idempotency-Key with every POST (so a retry after a lost answer is
+// safe and is the only kind of retry it makes), follows the event stream, and runs the lender's and the borrower's
+// steps. Chain work goes through ChainAgent (./chain.ts), the one module that knows the contract.
+import { randomUUID } from 'node:crypto'
+import type { Static } from 'typebox'
+import type { Address, Hash, Hex, LocalAccount } from 'viem'
+import type {
+  Advance, CollateralPost, CollateralPosition, CreditRequest, CreditState, DispatchOutcome, Job, JobCreation, JobFailure, JobSettlementReceipt,
+  LenderProfile, LenderRegistration, LenderRegistrationResult, LiquidationReceipt, MatchOutcome, Offer, PassportEvent, PendingAction,
+  RepaymentReceipt, UnderwritingDecision, BackingSourceRegistration, BackingSource,
+} from '../api/schemas.ts'
+import type { Catalog } from '../api/catalog.ts'
+import type { SessionResponse } from '../auth/routes.ts'
+import type { LeaseEvent } from '../stream/messages.ts'
+import { CreditClient, type Reply } from './client.ts'
+import { EventStream, type StreamEvent } from './stream.ts'
+import type { ChainAgent, WireTransaction } from './chain.ts'
+
+export type { StreamEvent }
+export type Wire<S> = S extends { static: unknown } ? Static<S> : never
+export type CreditRequestBody = Static<typeof CreditRequest>
+export type JobCreationBody = Static<typeof JobCreation>
+export type LenderRegistrationBody = Static<typeof LenderRegistration>
+export type OfferView = Static<typeof Offer>
+export type AdvanceView = Static<typeof Advance>
+export type JobView = Static<typeof Job>
+export type LeaseEventMessage = Static<typeof LeaseEvent>
+
+/** A problem+json answer: `code` is the stable snake_case code programs branch on. */
+export class CreditApiError extends Error {
+  override readonly name = 'CreditApiError'
+  readonly status: number
+  readonly code: string
+  readonly problem: { type?: string; title?: string; detail?: string; code?: string; errors?: Array<{ path: string; message: string }> }
+  constructor(method: string, path: string, status: number, problem: CreditApiError['problem']) {
+    super(`${method} ${path}: ${status} ${problem.code ?? ''} ${problem.detail ?? ''}`.trim())
+    this.status = status
+    this.code = problem.code ?? `http_${status}`
+    this.problem = problem
+  }
+}
+
+export interface AgentCreditOptions {
+  baseUrl: string
+  /** The agent's wallet: signs SIWE messages (never sent anywhere). */
+  account: LocalAccount
+  /** Renew the session this long before it expires (default 60 s). */
+  renewBeforeMs?: number
+  /** Attempts of a safe request (GET, or POST with its Idempotency-Key) on a network error, 429 or 503 (default 3). */
+  attempts?: number
+}
+
+/** Statuses a safe request is retried on: nothing was done (429, 503) and the answer says when to come back. */
+const RETRY_STATUSES = new Set([429, 503])
+
+export class AgentCredit {
+  readonly http: CreditClient
+  readonly account: LocalAccount
+  readonly #renewBeforeMs: number
+  readonly #attempts: number
+  #session: { token: string; expiresAtMs: number } | undefined
+  #signingIn: Promise<string> | undefined
+
+  constructor(options: AgentCreditOptions) {
+    this.http = new CreditClient(options.baseUrl)
+    this.account = options.account
+    this.#renewBeforeMs = options.renewBeforeMs ?? 60_000
+    this.#attempts = options.attempts ?? 3
+  }
+
+  get address(): Address {
+    return this.account.address
+  }
+
+  /** A bearer token valid for at least `renewBeforeMs`: signs in again when the current one is about to expire. */
+  async token(): Promise<string> {
+    if (this.#session !== undefined && this.#session.expiresAtMs - Date.now() > this.#renewBeforeMs) return this.#session.token
+    this.#signingIn ??= this.#signIn().finally(() => (this.#signingIn = undefined))
+    return this.#signingIn
+  }
+
+  async #signIn(): Promise<string> {
+    const token = await this.http.signIn(this.account)
+    const expiresAt = this.http.lastSession?.expiresAt
+    this.#session = { token, expiresAtMs: expiresAt === undefined ? Date.now() + 5 * 60_000 : Date.parse(expiresAt) }
+    return token
+  }
+
+  /** One route: typed body in, typed answer out, problem+json as CreditApiError. */
+  async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: { auth?: boolean; idempotencyKey?: string } = {}): Promise<T> {
+    const idempotencyKey = method === 'POST' ? (options.idempotencyKey ?? randomUUID()) : undefined
+    let lastError: unknown
+    for (let attempt = 1; attempt <= this.#attempts; attempt++) {
+      let reply: Reply<any>
+      try {
+        const token = options.auth === false ? '' : await this.token()
+        reply = await this.http.call(method, path, body, { token, ...(idempotencyKey ? { idempotencyKey } : {}) })
+      } catch (error) {
+        // A lost answer: safe to ask again, a POST under the same key is answered from the stored result.
+        lastError = error
+        await sleep(100 * attempt)
+        continue
+      }
+      if (reply.status === 401 && options.auth !== false && attempt < this.#attempts) {
+        // The session ended on the service's side (revoked, or more sign-ins than the wallet may hold): sign in again.
+        this.#session = undefined
+        continue
+      }
+      if (RETRY_STATUSES.has(reply.status) && attempt < this.#attempts) {
+        const retryAfterSeconds = Number(reply.headers.get('retry-after') ?? '1')
+        await sleep(Math.min(5_000, Math.max(50, retryAfterSeconds * 1000)))
+        continue
+      }
+      if (reply.status >= 400) throw new CreditApiError(method, path, reply.status, typeof reply.body === 'object' ? reply.body : { detail: String(reply.body) })
+      return reply.body as T
+    }
+    throw lastError instanceof Error ? lastError : new Error(`${method} ${path}: no answer after ${this.#attempts} attempts`)
+  }
+
+  // ------------------------------------------------------------------------------------------------ reads (public)
+
+  catalog = () => this.request<Static<typeof Catalog>>('GET', '/.well-known/service.json', undefined, { auth: false })
+  state = () => this.request<Static<typeof CreditState>>('GET', '/credit/state', undefined, { auth: false })
+  lenders = () => this.request<Array<Static<typeof LenderProfile>>>('GET', '/lenders', undefined, { auth: false })
+  offer = (offerId: string) => this.request<OfferView>('GET', `/credit/offers/${encodeURIComponent(offerId)}`, undefined, { auth: false })
+  advance = (advanceId: string) => this.request<AdvanceView>('GET', `/credit/advances/${encodeURIComponent(advanceId)}`, undefined, { auth: false })
+  job = (jobId: string) => this.request<JobView>('GET', `/credit/jobs/${encodeURIComponent(jobId)}`, undefined, { auth: false })
+
+  // ------------------------------------------------------------------------------------------------ borrower
+
+  createJob = (body: JobCreationBody) => this.request<JobView>('POST', '/credit/jobs', body)
+  postCollateral = (jobId: string, body: Static<typeof CollateralPost>) => this.request<Static<typeof CollateralPosition>>('POST', `/credit/jobs/${encodeURIComponent(jobId)}/collateral`, body)
+  registerBackingSource = (body: Static<typeof BackingSourceRegistration>) => this.request<Static<typeof BackingSource>>('POST', '/credit/backing-sources', body)
+  requestCredit = (body: CreditRequestBody) => this.request<Static<typeof UnderwritingDecision>>('POST', '/credit/request', body)
+  match = (offerId: string) => this.request<Static<typeof MatchOutcome>>('POST', '/credit/match', { offerId })
+  dispatch = () => this.request<Static<typeof DispatchOutcome>>('POST', '/credit/dispatch', {})
+  completeJob = (jobId: string) => this.request<Static<typeof JobSettlementReceipt>>('POST', `/credit/jobs/${encodeURIComponent(jobId)}/complete`, {})
+  failJob = (jobId: string, body: Static<typeof JobFailure>) => this.request<Static<typeof PassportEvent>>('POST', `/credit/jobs/${encodeURIComponent(jobId)}/fail`, body)
+  reportRepayment = (advanceId: string, txHash: Hash) => this.request<Static<typeof RepaymentReceipt>>('POST', `/credit/advances/${encodeURIComponent(advanceId)}/repay`, { txHash })
+  liquidate = (advanceId: string) => this.request<Static<typeof LiquidationReceipt>>('POST', `/credit/advances/${encodeURIComponent(advanceId)}/liquidate`, {})
+
+  /** Request credit and match it at once: the decision, and the lease when a lender was found. */
+  async requestAndMatch(body: CreditRequestBody): Promise<{ decision: Static<typeof UnderwritingDecision>; match: Static<typeof MatchOutcome> | null }> {
+    const decision = await this.requestCredit(body)
+    if (decision.decision !== 'approved' || decision.offer === null) return { decision, match: null }
+    return { decision, match: await this.match(decision.offer.offerId) }
+  }
+
+  /** The job's client escrows the receivable on chain (approve + fundJob) and registers the job for `borrower`. */
+  async fundJob(chain: ChainAgent, body: Omit<JobCreationBody, 'fundingTxHash'>): Promise<JobView> {
+    const fundingTxHash = await chain.fundJob(body.jobId, body.asset, BigInt(body.receivableAtomic), body.agent as Address)
+    return this.createJob({ ...body, fundingTxHash })
+  }
+
+  /** Repays an advance in full on chain (the amounts the service published) and reports it. */
+  async repay(chain: ChainAgent, advanceId: string): Promise<Static<typeof RepaymentReceipt>> {
+    const advance = await this.advance(advanceId)
+    // The contract's repay takes the advance's key and any amount (lender first, then the reserve's share).
+    const owed = BigInt(advance.principalAtomic) + BigInt(advance.feeAtomic)
+    const txHash = await chain.repay(advance.advanceKey as Hex, advance.asset, owed)
+    return this.reportRepayment(advanceId, txHash)
+  }
+
+  // ------------------------------------------------------------------------------------------------ lender
+
+  registerLender = (body: LenderRegistrationBody) => this.request<Static<typeof LenderRegistrationResult>>('POST', '/lenders/register', body)
+  actions = () => this.request<Array<Static<typeof PendingAction>>>('GET', `/lenders/${this.address}/actions`)
+  reportSupplierPayment = (offerId: string, txHash: Hash) =>
+    this.request<AdvanceView>('POST', `/credit/offers/${encodeURIComponent(offerId)}/supplier-payment`, { lender: this.address, supplierPaymentId: txHash })
+
+  /**
+   * Sets up a registered lender's session wallet: `owner` sends it gas and `walletAtomic` of the asset, `session`
+   * (the session key's ChainAgent) sends the setup transactions of the registration.
+   */
+  async setupSessionWallet(registration: Static<typeof LenderRegistrationResult>, owner: ChainAgent, session: ChainAgent, asset: string, walletAtomic: bigint, gasWei = 10n ** 17n): Promise<void> {
+    await owner.sendGas(registration.sessionKey.address as Address, gasWei)
+    if (walletAtomic > 0n) await owner.transferToken(asset, registration.sessionKey.address as Address, walletAtomic)
+    for (const tx of registration.setupTransactions) if (tx.chainId === session.network.chainId) await session.sendUnsigned(tx as unknown as WireTransaction)
+  }
+
+  /** The live event stream of this wallet, resuming by itself after a drop. */
+  async events(resumeFrom?: { epoch: string; seq: number }): Promise<EventStream> {
+    const stream = new EventStream({ baseUrl: this.http.baseUrl, token: () => this.token(), ...(resumeFrom ? { resumeFrom } : {}) })
+    await stream.ready()
+    return stream
+  }
+
+  /**
+   * The lender loop: takes each new lease from the stream, signs its paySupplier with the session key, sends it and
+   * reports it before the lease expires. `onError` hears a lease that could not be paid (it then expires, and the
+   * offer goes to the next lender). Returns the stop function.
+   */
+  async runLender(session: ChainAgent, hooks: { onPaid?: (advance: AdvanceView) => void; onError?: (error: unknown, lease: LeaseEventMessage) => void } = {}): Promise<{ stop: () => void; stream: EventStream }> {
+    const stream = await this.events()
+    const pay = async (event: LeaseEventMessage) => {
+      const action = event.action
+      if (action === null) return
+      try {
+        if (Number(action.authorization.deadline) * 1000 < Date.now()) throw new Error(`lease ${event.lease.leaseId} already expired`)
+        const txHash = await session.sendUnsigned(action.transaction as unknown as WireTransaction)
+        hooks.onPaid?.(await this.reportSupplierPayment(event.lease.offerId, txHash))
+      } catch (error) {
+        hooks.onError?.(error, event)
+      }
+    }
+    const off = stream.on((message) => {
+      if (message.type === 'event' && message.kind === 'lease' && message.lease.state === 'leased') void pay(message)
+    })
+    return {
+      stream,
+      stop: () => {
+        off()
+        stream.close()
+      },
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+export type { SessionResponse }

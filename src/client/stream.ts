@@ -1,0 +1,131 @@
+// The event stream for agents: one WebSocket to GET /events that reconnects by itself and resumes from the last
+// event it delivered, so a consumer sees every event of its wallet once, in order (a `resync` message when the
+// service could not keep the gap: re-read state over HTTP then).
+import WebSocket from 'ws'
+import type { StreamEvent, StreamMessage, StreamResync } from '../stream/messages.ts'
+
+export type { StreamEvent, StreamMessage, StreamResync }
+
+export interface EventStreamOptions {
+  /** The service's base URL (http or https). */
+  baseUrl: string
+  /** A fresh bearer token for each (re)connection: the SDK's session renews itself. */
+  token: () => Promise<string>
+  /** Where to resume from (a previous stream's `position`). */
+  resumeFrom?: { epoch: string; seq: number }
+  /** Delay before reconnecting after the connection dropped (doubles up to 8x). */
+  reconnectDelayMs?: number
+}
+
+type Listener = (message: StreamEvent | StreamResync) => void
+
+export class EventStream {
+  readonly #options: EventStreamOptions
+  readonly #listeners = new Set<Listener>()
+  #ws: WebSocket | undefined
+  #stopped = false
+  #epoch: string | undefined
+  #seq: number | undefined
+  #failures = 0
+  #opened: Promise<void>
+  /** Close code and reason of the last drop (a slow consumer learns why here). */
+  lastClose: { code: number; reason: string } | undefined
+
+  constructor(options: EventStreamOptions) {
+    this.#options = options
+    this.#epoch = options.resumeFrom?.epoch
+    this.#seq = options.resumeFrom?.seq
+    this.#opened = this.#connect()
+  }
+
+  /** Resolves once the first connection is open (its hello received). */
+  ready(): Promise<void> {
+    return this.#opened
+  }
+
+  /** The last event delivered: pass it as `resumeFrom` to a later stream. */
+  get position(): { epoch: string; seq: number } | undefined {
+    return this.#epoch === undefined || this.#seq === undefined ? undefined : { epoch: this.#epoch, seq: this.#seq }
+  }
+
+  /** Calls `listener` with every event and resync, in order; returns the unsubscribe. */
+  on(listener: Listener): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+
+  /** Resolves with the first event from now on that satisfies `match`. */
+  next<E extends StreamEvent>(match: (event: StreamEvent) => event is E, timeoutMs?: number): Promise<E>
+  next(match: (event: StreamEvent) => boolean, timeoutMs?: number): Promise<StreamEvent>
+  next(match: (event: StreamEvent) => boolean, timeoutMs = 60_000): Promise<StreamEvent> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        off()
+        reject(new Error('no matching event in time'))
+      }, timeoutMs)
+      const off = this.on((message) => {
+        if (message.type !== 'event' || !match(message)) return
+        clearTimeout(timer)
+        off()
+        resolve(message)
+      })
+    })
+  }
+
+  close(): void {
+    this.#stopped = true
+    this.#ws?.close(1000)
+  }
+
+  async #connect(): Promise<void> {
+    const token = await this.#options.token()
+    const query = this.#epoch !== undefined && this.#seq !== undefined ? `?since=${this.#seq}&epoch=${this.#epoch}` : ''
+    const ws = new WebSocket(`${this.#options.baseUrl.replace(/^http/, 'ws').replace(/\/$/, '')}/events${query}`, { headers: { authorization: `Bearer ${token}` } })
+    this.#ws = ws
+    return new Promise<void>((resolve, reject) => {
+      let helloSeen = false
+      ws.on('message', (data) => {
+        const message = JSON.parse(String(data)) as StreamMessage
+        if (message.type === 'hello') {
+          // A stream that never resumed starts from the hello: what comes after it is new.
+          if (this.#epoch === undefined) this.#epoch = message.epoch
+          if (this.#seq === undefined) this.#seq = message.seq
+          helloSeen = true
+          this.#failures = 0
+          resolve()
+          return
+        }
+        if (message.type === 'resync') {
+          this.#epoch = message.epoch
+          this.#seq = message.seq
+        } else {
+          // Never deliver twice (a resume replays from the position; nothing at or before it is expected).
+          if (message.epoch === this.#epoch && this.#seq !== undefined && message.seq <= this.#seq) return
+          this.#epoch = message.epoch
+          this.#seq = message.seq
+        }
+        for (const listener of [...this.#listeners]) listener(message)
+      })
+      ws.on('unexpected-response', (req, res) => {
+        req.destroy()
+        reject(new Error(`event stream refused: HTTP ${res.statusCode}`))
+      })
+      ws.on('error', (error) => {
+        if (!helloSeen) reject(error)
+      })
+      ws.on('close', (code, reason) => {
+        this.lastClose = { code, reason: String(reason) }
+        if (helloSeen) this.#scheduleReconnect()
+      })
+    })
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#stopped) return
+    const base = this.#options.reconnectDelayMs ?? 250
+    const delay = base * 2 ** Math.min(this.#failures++, 3)
+    setTimeout(() => {
+      if (!this.#stopped) this.#connect().catch(() => this.#scheduleReconnect())
+    }, delay).unref()
+  }
+}

@@ -1,0 +1,289 @@
+// The live event stream's hub: numbers the events of durable commits, keeps the recent ones in a ring for resuming,
+// and delivers each wallet's events to its WebSocket connections in order, under bounds that keep memory flat
+// whatever a client does.
+//
+// Retention is an in-memory ring bounded by count and age, not a persisted log: every event is a view of state the
+// store already holds and the HTTP routes serve, so a client that missed more than the ring re-reads that state
+// (the `resync` message) instead of the service writing every event a second time on the commit path. The epoch
+// (random per process) tells a client after a restart that its sequence numbers are from a previous run.
+import { randomBytes } from 'node:crypto'
+import type { Address } from 'viem'
+import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket, WebSocketBehavior } from 'uWebSockets.js'
+import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../http/problem.ts'
+import type { Authenticate } from '../http/server.ts'
+import type { DerivedEvent } from './events.ts'
+import { STREAM_CLOSE, type StreamHello, type StreamResync } from './messages.ts'
+
+export interface StreamLimits {
+  /** Events of all wallets kept for resuming (the ring). */
+  retainedEventsMax: number
+  /** No event older than this is kept for resuming. */
+  retentionMs: number
+  /** Events queued for one connection and not yet handed to its socket; one more and it is cut off as slow. */
+  queuedEventsMax: number
+  /** Bytes the socket may buffer before the hub stops handing it events (until it drains). */
+  socketBufferedBytesMax: number
+  /** Open streams per wallet; one more is refused with 429. */
+  connectionsPerWalletMax: number
+}
+
+export const DEFAULT_STREAM_LIMITS: StreamLimits = {
+  retainedEventsMax: 100_000,
+  retentionMs: 10 * 60_000,
+  queuedEventsMax: 4096,
+  socketBufferedBytesMax: 1024 * 1024,
+  connectionsPerWalletMax: 16,
+}
+
+interface Retained {
+  atMs: number
+  wallets: readonly Address[]
+  text: string
+}
+
+interface UpgradeData {
+  wallet: Address
+  since: number | undefined
+  epoch: string | undefined
+}
+
+interface Connection {
+  ws: WebSocket<UpgradeData>
+  wallet: Address
+  /** Sequence numbers of this wallet's events not yet handed to the socket, from `head` on. */
+  queue: number[]
+  head: number
+  open: boolean
+}
+
+export interface ConnectionStats {
+  wallet: Address
+  queuedEvents: number
+  bufferedBytes: number
+}
+
+export class EventHub {
+  readonly epoch = randomBytes(8).toString('hex')
+  readonly limits: StreamLimits
+  readonly #nowMs: () => number
+  readonly #ring: Array<Retained | undefined>
+  /** Sequence numbers: the ring holds firstSeq..lastSeq (empty when firstSeq > lastSeq). */
+  #firstSeq = 1
+  #lastSeq = 0
+  readonly #byWallet = new Map<Address, Set<Connection>>()
+  readonly #connections = new Map<WebSocket<UpgradeData>, Connection>()
+  /** The largest queue and socket buffer any connection has had: what the tests hold against the bounds. */
+  #peakQueued = 0
+  #peakBuffered = 0
+  #closed = false
+
+  constructor(limits: Partial<StreamLimits> = {}, nowMs: () => number = Date.now) {
+    this.limits = { ...DEFAULT_STREAM_LIMITS, ...limits }
+    this.#nowMs = nowMs
+    this.#ring = new Array(this.limits.retainedEventsMax)
+  }
+
+  /** Numbers and retains `events`, then hands each to the open connections of its wallets. */
+  publish(events: readonly DerivedEvent[]): void {
+    if (events.length === 0) return
+    const nowMs = this.#nowMs()
+    const touched = new Set<Connection>()
+    for (const event of events) {
+      const seq = ++this.#lastSeq
+      const text = JSON.stringify({ type: 'event', epoch: this.epoch, seq, ...event.body })
+      this.#ring[seq % this.limits.retainedEventsMax] = { atMs: nowMs, wallets: event.wallets, text }
+      if (seq - this.#firstSeq >= this.limits.retainedEventsMax) this.#firstSeq = seq - this.limits.retainedEventsMax + 1
+      for (const wallet of event.wallets) {
+        for (const connection of this.#byWallet.get(wallet) ?? []) {
+          if (this.#enqueue(connection, seq)) touched.add(connection)
+        }
+      }
+    }
+    this.#evictOlderThan(nowMs - this.limits.retentionMs)
+    for (const connection of touched) this.#pump(connection)
+  }
+
+  stats(): { connections: ConnectionStats[]; peakQueuedEvents: number; peakBufferedBytes: number; firstSeq: number; lastSeq: number } {
+    const connections = [...this.#connections.values()].map((c) => ({ wallet: c.wallet, queuedEvents: c.queue.length - c.head, bufferedBytes: c.ws.getBufferedAmount() }))
+    return { connections, peakQueuedEvents: this.#peakQueued, peakBufferedBytes: this.#peakBuffered, firstSeq: this.#firstSeq, lastSeq: this.#lastSeq }
+  }
+
+  /** Ends every connection (the service is stopping); later upgrades are refused. */
+  close(): void {
+    this.#closed = true
+    for (const connection of [...this.#connections.values()]) this.#end(connection, STREAM_CLOSE.shuttingDown, 'the service is stopping; reconnect and resume')
+  }
+
+  /** The uWebSockets.js behaviour of GET /events: bearer-token upgrade, hello, resume, live delivery. */
+  behavior(authenticate: Authenticate): WebSocketBehavior<UpgradeData> {
+    return {
+      // Events are small; a client never needs to send anything but control frames.
+      maxPayloadLength: 1024,
+      idleTimeout: 120,
+      sendPingsAutomatically: true,
+      // Above the hub's own bound (one event past socketBufferedBytesMax at most), so uWS never drops a frame silently.
+      maxBackpressure: this.limits.socketBufferedBytesMax * 4,
+      upgrade: (res, req, context) => this.#upgrade(res, req, context, authenticate),
+      open: (ws) => this.#open(ws),
+      drain: (ws) => {
+        const connection = this.#connections.get(ws)
+        if (connection !== undefined) this.#pump(connection)
+      },
+      close: (ws) => {
+        const connection = this.#connections.get(ws)
+        if (connection !== undefined) this.#forget(connection)
+      },
+    }
+  }
+
+  #upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, authenticate: Authenticate): void {
+    // The request is only valid until the first await: read everything now.
+    const key = req.getHeader('sec-websocket-key')
+    const protocol = req.getHeader('sec-websocket-protocol')
+    const extensions = req.getHeader('sec-websocket-extensions')
+    const authorization = req.getHeader('authorization')
+    const query = new URLSearchParams(req.getQuery() ?? '')
+    let aborted = false
+    res.onAborted(() => (aborted = true))
+    const refuse = (problem: HttpProblem) => {
+      if (aborted) return
+      res.cork(() => {
+        res.writeStatus(`${problem.status} ${problem.title}`).writeHeader('content-type', PROBLEM_CONTENT_TYPE)
+        if (problem.status === 401) res.writeHeader('www-authenticate', 'Bearer')
+        res.end(JSON.stringify(problem.toBody()))
+      })
+    }
+    const since = query.get('since')
+    const epoch = query.get('epoch')
+    const unknown = [...query.keys()].filter((name) => name !== 'since' && name !== 'epoch')
+    if (unknown.length > 0 || (since !== null && !/^(0|[1-9][0-9]{0,15})$/.test(since)) || (epoch !== null && !/^[0-9a-f]{16}$/.test(epoch))) {
+      refuse(new HttpProblem(400, 'validation_failed', 'GET /events takes ?since=<seq>&epoch=<epoch> (both from messages of an earlier connection) and nothing else'))
+      return
+    }
+    if (this.#closed) return refuse(new HttpProblem(503, 'shutting_down', 'the service is stopping'))
+    const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1]
+    if (token === undefined) return refuse(new HttpProblem(401, 'unauthorized', 'send Authorization: Bearer <token> from POST /auth/session'))
+    authenticate(token).then(
+      (session) => {
+        if (session === undefined) return refuse(new HttpProblem(401, 'unauthorized', 'unknown or expired bearer token'))
+        if ((this.#byWallet.get(session.address)?.size ?? 0) >= this.limits.connectionsPerWalletMax) {
+          return refuse(new HttpProblem(429, 'too_many_streams', `a wallet holds at most ${this.limits.connectionsPerWalletMax} open streams; close one first`))
+        }
+        if (aborted) return
+        const data: UpgradeData = { wallet: session.address, since: since === null ? undefined : Number(since), epoch: epoch ?? undefined }
+        res.cork(() => res.upgrade(data, key, protocol, extensions, context))
+      },
+      () => refuse(new HttpProblem(503, 'auth_unavailable', 'the session could not be checked; retry')),
+    )
+  }
+
+  #open(ws: WebSocket<UpgradeData>): void {
+    const { wallet, since, epoch } = ws.getUserData()
+    const connection: Connection = { ws, wallet, queue: [], head: 0, open: true }
+    this.#connections.set(ws, connection)
+    let set = this.#byWallet.get(wallet)
+    if (set === undefined) this.#byWallet.set(wallet, (set = new Set()))
+    set.add(connection)
+    this.#evictOlderThan(this.#nowMs() - this.limits.retentionMs)
+    const hello: StreamHello = {
+      type: 'hello',
+      epoch: this.epoch,
+      wallet,
+      seq: this.#lastSeq,
+      oldestSeq: this.#firstSeq,
+      retention: { events: this.limits.retainedEventsMax, seconds: Math.ceil(this.limits.retentionMs / 1000) },
+    }
+    ws.send(JSON.stringify(hello))
+    if (since === undefined) return
+    const resync = this.#resumeProblem(since, epoch)
+    if (resync !== undefined) {
+      ws.send(JSON.stringify({ type: 'resync', epoch: this.epoch, seq: this.#lastSeq, ...resync } satisfies StreamResync))
+      return
+    }
+    for (let seq = since + 1; seq <= this.#lastSeq; seq++) {
+      const retained = this.#ring[seq % this.limits.retainedEventsMax] as Retained
+      if (retained.wallets.includes(wallet)) connection.queue.push(seq)
+    }
+    if (connection.queue.length > this.limits.queuedEventsMax) {
+      connection.queue.length = 0
+      const detail = `more than ${this.limits.queuedEventsMax} events of this wallet since ${since}`
+      ws.send(JSON.stringify({ type: 'resync', epoch: this.epoch, seq: this.#lastSeq, reason: 'backlog_too_large', detail } satisfies StreamResync))
+      return
+    }
+    this.#pump(connection)
+  }
+
+  #resumeProblem(since: number, epoch: string | undefined): Pick<StreamResync, 'reason' | 'detail'> | undefined {
+    if (epoch !== this.epoch) return { reason: 'unknown_epoch', detail: `sequence numbers of epoch ${epoch ?? '(none given)'} are not this run's (${this.epoch}): the service restarted` }
+    if (since > this.#lastSeq) return { reason: 'ahead_of_stream', detail: `seq ${since} was never sent in this epoch (latest ${this.#lastSeq})` }
+    if (since < this.#firstSeq - 1) return { reason: 'beyond_retention', detail: `events after ${since} are no longer retained (oldest ${this.#firstSeq})` }
+    return undefined
+  }
+
+  /** Queues `seq` for `connection`; false when the connection was cut off instead (its queue is full). */
+  #enqueue(connection: Connection, seq: number): boolean {
+    if (!connection.open) return false
+    const queued = connection.queue.length - connection.head
+    if (queued >= this.limits.queuedEventsMax) {
+      this.#end(connection, STREAM_CLOSE.slowConsumer, `${queued} events undelivered (bound ${this.limits.queuedEventsMax})`)
+      return false
+    }
+    connection.queue.push(seq)
+    if (queued + 1 > this.#peakQueued) this.#peakQueued = queued + 1
+    return true
+  }
+
+  /** Hands queued events to the socket while its buffer is under the bound; `drain` calls it again. */
+  #pump(connection: Connection): void {
+    if (!connection.open) return
+    const { ws } = connection
+    ws.cork(() => {
+      while (connection.open && connection.head < connection.queue.length) {
+        const buffered = ws.getBufferedAmount()
+        if (buffered > this.#peakBuffered) this.#peakBuffered = buffered
+        if (buffered >= this.limits.socketBufferedBytesMax) break
+        const seq = connection.queue[connection.head] as number
+        if (seq < this.#firstSeq) {
+          this.#end(connection, STREAM_CLOSE.slowConsumer, `fell behind the retention (next event ${seq}, oldest ${this.#firstSeq})`)
+          return
+        }
+        ws.send((this.#ring[seq % this.limits.retainedEventsMax] as Retained).text)
+        connection.head++
+      }
+      const buffered = ws.getBufferedAmount()
+      if (buffered > this.#peakBuffered) this.#peakBuffered = buffered
+    })
+    // Delivered entries are dropped in batches, so the array never holds more than twice the bound.
+    if (connection.head >= 1024 || connection.head === connection.queue.length) {
+      connection.queue.splice(0, connection.head)
+      connection.head = 0
+    }
+  }
+
+  #evictOlderThan(cutoffMs: number): void {
+    while (this.#firstSeq <= this.#lastSeq) {
+      const slot = this.#firstSeq % this.limits.retainedEventsMax
+      const retained = this.#ring[slot] as Retained
+      if (retained.atMs >= cutoffMs) break
+      this.#ring[slot] = undefined
+      this.#firstSeq++
+    }
+  }
+
+  #end(connection: Connection, close: { code: number; name: string }, detail: string): void {
+    if (!connection.open) return
+    this.#forget(connection)
+    // A close reason is at most 123 bytes (RFC 6455 5.5).
+    connection.ws.end(close.code, `${close.name}: ${detail}`.slice(0, 123))
+  }
+
+  #forget(connection: Connection): void {
+    connection.open = false
+    connection.queue = []
+    connection.head = 0
+    this.#connections.delete(connection.ws)
+    const set = this.#byWallet.get(connection.wallet)
+    set?.delete(connection)
+    if (set?.size === 0) this.#byWallet.delete(connection.wallet)
+  }
+}

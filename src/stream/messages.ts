@@ -1,0 +1,107 @@
+// The messages of the live event stream (GET /events, WebSocket): one JSON text frame each, server to client only.
+// The payloads are the same wire schemas the HTTP routes answer with, so a client decodes a lease from the stream and
+// from GET /lenders/{address}/actions with one type.
+import Type, { type Static } from 'typebox'
+import { Address, IsoTime, StrictObject } from '../api/common.ts'
+import { Advance, Job, Lease, Offer, PendingAction } from '../api/schemas.ts'
+
+export const StreamSeq = Type.Integer({ minimum: 0, description: 'Position in this process\'s event sequence (epoch): strictly increasing, never repeated within an epoch.' })
+export const StreamEpoch = Type.String({ pattern: '^[0-9a-f]{16}$', description: 'Names one run of the service\'s event sequence; a restart starts a new epoch.' })
+
+export const StreamHello = StrictObject(
+  {
+    type: Type.Literal('hello'),
+    epoch: StreamEpoch,
+    wallet: Address,
+    seq: Type.Integer({ minimum: 0, description: 'The latest sequence number of the epoch when the connection opened.' }),
+    oldestSeq: Type.Integer({ minimum: 1, description: 'The oldest sequence number still retained: resuming after oldestSeq - 1 loses nothing.' }),
+    retention: StrictObject({ events: Type.Integer({ minimum: 1 }), seconds: Type.Integer({ minimum: 1 }) }, { description: 'What the service keeps for resuming: at most this many events of all wallets, none older than this.' }),
+  },
+  { description: 'First message of every connection.' },
+)
+
+export const StreamResync = StrictObject(
+  {
+    type: Type.Literal('resync'),
+    epoch: StreamEpoch,
+    seq: Type.Integer({ minimum: 0, description: 'Events after this sequence number follow on this connection.' }),
+    reason: Type.Enum(['unknown_epoch', 'beyond_retention', 'ahead_of_stream', 'backlog_too_large']),
+    detail: Type.String(),
+  },
+  {
+    description:
+      'The requested resume point cannot be served without a gap: re-read the state you follow over HTTP (GET /lenders/{address}/actions, ' +
+      '/credit/offers/{offerId}, /credit/advances/{advanceId}, /credit/jobs/{jobId}), then keep reading this connection.',
+  },
+)
+
+const eventBase = { type: Type.Literal('event'), epoch: StreamEpoch, seq: StreamSeq, at: IsoTime }
+
+export const LeaseEvent = StrictObject(
+  {
+    ...eventBase,
+    kind: Type.Literal('lease'),
+    lease: Lease,
+    action: Type.Union([PendingAction, Type.Null()], { description: 'While the lease is leased: the unsigned paySupplier transaction, as GET /lenders/{address}/actions delivers it.' }),
+  },
+  { description: 'To the lender: a new lease (state leased, with its action), its payment (paid) or its expiry (expired).' },
+)
+export const OfferEvent = StrictObject({ ...eventBase, kind: Type.Literal('offer'), offer: Offer }, { description: 'To the borrower: an offer created, leased, rematched, funded, expired or declined.' })
+export const AdvanceEvent = StrictObject(
+  { ...eventBase, kind: Type.Literal('advance'), advance: Advance },
+  { description: 'To the lender and the borrower: an advance opened (active), repaid, defaulted or liquidated.' },
+)
+export const JobEvent = StrictObject({ ...eventBase, kind: Type.Literal('job'), job: Job }, { description: 'To the borrower and the job\'s client: the job funded, collateral posted, completed or failed.' })
+export const PassportUpdate = StrictObject(
+  {
+    ...eventBase,
+    kind: Type.Literal('passport'),
+    borrower: StrictObject({
+      address: Address,
+      suspended: Type.Boolean(),
+      suspendedAt: Type.Union([IsoTime, Type.Null()]),
+      reputationBps: Type.Integer({ minimum: 0, maximum: 10000 }),
+      advancesRepaid: Type.Integer({ minimum: 0 }),
+      advancesDefaulted: Type.Integer({ minimum: 0 }),
+      shortfallAtomic: Type.String({ pattern: '^[0-9]+$' }),
+    }),
+  },
+  { description: 'To the borrower: its passport changed (a repayment, a failed job and suspension, a suspension lifted, a shortfall).' },
+)
+
+export const StreamEvent = Type.Union([LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate])
+export const StreamMessage = Type.Union([StreamHello, StreamResync, LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate], {
+  description: 'A message of GET /events: hello first, then events in sequence order, a resync where a resume point cannot be served.',
+})
+
+export type StreamHello = Static<typeof StreamHello>
+export type StreamResync = Static<typeof StreamResync>
+export type StreamEvent = Static<typeof StreamEvent>
+export type StreamMessage = Static<typeof StreamMessage>
+
+export const StreamInfo = StrictObject(
+  {
+    url: Type.String({ description: 'ws:// or wss:// URL of GET /events.' }),
+    auth: Type.Literal('Authorization: Bearer <token> on the upgrade request'),
+    resume: Type.String(),
+    messages: Type.String({ description: 'JSON pointer to the message schema in the OpenAPI document.' }),
+    retainedEventsMax: Type.Integer({ minimum: 1 }),
+    retentionSeconds: Type.Integer({ minimum: 1 }),
+    queuedEventsMax: Type.Integer({ minimum: 1, description: 'Undelivered events of one connection; one more and it is closed 4008 slow_consumer.' }),
+    socketBufferedBytesMax: Type.Integer({ minimum: 1 }),
+    connectionsPerWalletMax: Type.Integer({ minimum: 1 }),
+    closeCodes: Type.Record(Type.String(), Type.String(), { additionalProperties: false }),
+  },
+  { description: 'The live event stream (WebSocket): the signed-in wallet\'s leases, offers, advances, jobs and passport events, resumable by sequence number.' },
+)
+
+/** Close codes of the stream (4000-4999 are the application's, RFC 6455 7.4.2); the reason text starts with the name. */
+export const STREAM_CLOSE = {
+  /** The client did not read fast enough: its undelivered events or its socket buffer reached the bound. */
+  slowConsumer: { code: 4008, name: 'slow_consumer' },
+  /** The service is stopping. */
+  shuttingDown: { code: 1001, name: 'shutting_down' },
+} as const
+
+/** The components the OpenAPI document publishes for the stream. */
+export const streamComponents = { StreamInfo, StreamMessage, StreamHello, StreamResync, LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate }

@@ -1,0 +1,82 @@
+// The typed SDK drives the typical flow against the devnet: a lender registers, sets up its session wallet and runs
+// the lender loop on the event stream; a job's client funds a job for a borrower; the borrower requests and matches;
+// the loop pays the supplier; the client completes the job. No hand-written HTTP and no ABI in this file.
+import t from 'tap'
+import { privateKeyToAccount } from 'viem/accounts'
+import { AgentCredit, ChainAgent, CreditApiError, type AdvanceView } from '../../src/client/index.ts'
+import { fundedAccount, startHarness, usdc, USDC, type Harness } from '../fixtures/service.ts'
+
+let h: Harness
+t.before(async () => {
+  h = await startHarness()
+})
+t.teardown(async () => {
+  await h?.stop()
+})
+
+t.test('the SDK runs request, match, payment from the stream and completion', async (t) => {
+  const lenderAccount = await fundedAccount(h.devnet, h.network, usdc(3000))
+  const borrowerAccount = await fundedAccount(h.devnet, h.network, 0n)
+  const clientAccount = await fundedAccount(h.devnet, h.network, usdc(1000))
+  const lender = new AgentCredit({ baseUrl: h.url, account: lenderAccount })
+  const borrower = new AgentCredit({ baseUrl: h.url, account: borrowerAccount })
+  const jobClient = new AgentCredit({ baseUrl: h.url, account: clientAccount })
+
+  const catalog = await lender.catalog()
+  const network = catalog.networks[0]!.slug
+  const registration = await lender.registerLender({
+    availableLiquidityAtomic: usdc(2000).toString(), asset: USDC, networks: [network], minFeeBps: 100, maxDurationSeconds: 30 * 24 * 3600, acceptedRiskBands: ['A', 'B', 'C'],
+  })
+  const sessionKey = privateKeyToAccount(registration.sessionKey.privateKey as `0x${string}`)
+  const session = new ChainAgent(h.network, sessionKey)
+  await lender.setupSessionWallet(registration, new ChainAgent(h.network, lenderAccount), session, USDC, usdc(2000))
+  await h.app.service.watcher.waitFor(() => h.app.service.watcher.spendableAtomic(h.network.slug, USDC, sessionKey.address) === usdc(2000), 10_000)
+
+  const paid: AdvanceView[] = []
+  const errors: unknown[] = []
+  const loop = await lender.runLender(session, { onPaid: (a) => paid.push(a), onError: (e) => errors.push(e) })
+  const borrowerEvents = await borrower.events()
+
+  // The client escrows on chain; the borrower registers the job (its own consent).
+  const job = await borrower.fundJob(new ChainAgent(h.network, clientAccount), {
+    jobId: 'job_sdk_1', network, asset: USDC, agent: borrowerAccount.address, receivableAtomic: usdc(1000).toString(),
+    dueAt: new Date(Date.now() + 7 * 24 * 3600 * 1000).toISOString(),
+  })
+  t.equal(job.jobId, 'job_sdk_1')
+  t.ok(job.borrower === borrowerAccount.address)
+
+  const supplier = catalog.suppliers[0]!
+  const funded = borrowerEvents.next((e) => e.kind === 'advance')
+  const { decision, match } = await borrower.requestAndMatch({
+    agent: borrowerAccount.address, network, asset: USDC, productType: 'job', amountAtomic: usdc(400).toString(), purpose: 'inference compute',
+    supplier: supplier.name, supplierDomain: supplier.domain, repaymentSource: 'job_sdk_1', maximumFeeAtomic: usdc(40).toString(),
+  })
+  t.equal(decision.decision, 'approved')
+  t.equal(match?.lease?.lender, lenderAccount.address)
+  const advanceEvent = await funded
+  t.equal(advanceEvent.kind === 'advance' && advanceEvent.advance.state, 'active', 'the borrower hears of its advance on the stream')
+  await t.resolves(() => until(() => paid.length === 1), 'the lender loop paid and reported')
+  t.same(errors, [])
+  t.equal(paid[0]!.offerId, decision.offer!.offerId)
+
+  const receipt = await jobClient.completeJob('job_sdk_1')
+  t.equal(receipt.receipts[0]!.advanceId, paid[0]!.advanceId)
+  const repaid = await borrower.advance(paid[0]!.advanceId)
+  t.equal(repaid.state, 'repaid')
+
+  const refused = await borrower.match(decision.offer!.offerId).catch((e: unknown) => e)
+  t.ok(refused instanceof CreditApiError, 'a refusal is a typed error')
+  t.equal((refused as CreditApiError).status, 409)
+  t.match((refused as CreditApiError).code, /^[a-z_]+$/, `with its stable code (${(refused as CreditApiError).code})`)
+
+  loop.stop()
+  borrowerEvents.close()
+})
+
+async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out')
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}

@@ -1,0 +1,85 @@
+// A raw WebSocket client of GET /events for the stream's tests (the SDK's client is tested on its own): every frame is
+// checked against the published message schema and kept in order.
+import { Compile } from 'typebox/compile'
+import WebSocket from 'ws'
+import { StreamMessage } from '../../src/stream/messages.ts'
+
+const checkMessage = Compile(StreamMessage)
+
+export interface RawStream {
+  ws: WebSocket
+  messages: any[]
+  /** Frames that did not match StreamMessage (a test asserts there are none). */
+  invalid: unknown[]
+  closed: Promise<{ code: number; reason: string }>
+  /** Resolves with the first message (already received or later) that satisfies `match`. */
+  next(match: (m: any) => boolean, what: string, timeoutMs?: number): Promise<any>
+  /** Resolves once `condition()` holds, checked after each message (once per message, not per message kept). */
+  until(condition: () => boolean, what: string, timeoutMs?: number): Promise<void>
+  close(): Promise<void>
+}
+
+export function openRawStream(baseUrl: string, token: string, query = ''): Promise<RawStream> {
+  const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/events${query}`, { headers: { authorization: `Bearer ${token}` } })
+  const messages: any[] = []
+  const invalid: unknown[] = []
+  const waiters = new Set<() => void>()
+  ws.on('message', (data) => {
+    const parsed = JSON.parse(String(data))
+    if (!checkMessage.Check(parsed)) invalid.push(parsed)
+    messages.push(parsed)
+    for (const wake of [...waiters]) wake()
+  })
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })))
+  const stream: RawStream = {
+    ws,
+    messages,
+    invalid,
+    closed,
+    next(match, what, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const found = messages.find(match)
+          if (found === undefined) return false
+          waiters.delete(check as never)
+          clearTimeout(timer)
+          resolve(found)
+          return true
+        }
+        const timer = setTimeout(() => {
+          waiters.delete(check as never)
+          reject(new Error(`no stream message: ${what}; got ${JSON.stringify(messages.map((m) => [m.type, m.kind, m.seq]))}`))
+        }, timeoutMs)
+        if (!check()) waiters.add(check as never)
+      })
+    },
+    until(condition, what, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (!condition()) return
+          waiters.delete(check)
+          clearTimeout(timer)
+          resolve()
+        }
+        const timer = setTimeout(() => {
+          waiters.delete(check)
+          reject(new Error(`stream: ${what} never held (${messages.length} messages)`))
+        }, timeoutMs)
+        waiters.add(check)
+        check()
+      })
+    },
+    async close() {
+      if (ws.readyState === WebSocket.CLOSED) return
+      ws.close(1000)
+      await closed
+    },
+  }
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve(stream))
+    ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode })))
+    ws.once('error', reject)
+  })
+}
+
+export const events = (s: RawStream) => s.messages.filter((m) => m.type === 'event')
