@@ -3,16 +3,18 @@
 // engine command and return `{ status, body }`.
 import { randomBytes } from 'node:crypto'
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket, type WebSocketBehavior } from 'uWebSockets.js'
-import { openObjectPaths } from '../api/common.ts'
 import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
 import { startFront, type Front } from './front.ts'
 import { duplicateKeyPointer } from './json.ts'
 import { errorFields, silentLogger, stdoutLogger, type Logger } from './log.ts'
-import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
+import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision, type RateLimitOptions } from './rate-limit.ts'
-import { pathParamNames, statusLine, templateRegExp, toUwsPattern, type AnyRoute, type HttpMethod, type Session } from './route.ts'
-import { compileSchema, type CompiledSchema } from './validate.ts'
+import { statusLine, templateRegExp, toUwsPattern, type AnyRoute, type HttpMethod, type Session } from './route.ts'
+import {
+  ambiguousLength, bearerToken, compileRoutes, decodeParams, internalError, isJsonType, JSON_TYPE, matchesEtag, parseQuery, problemReply,
+  REQUEST_ID, utf8, validationProblem, type CompiledRoute, type Reply,
+} from './request.ts'
 
 /** Default largest accepted request body. Every documented request of the service is far below it. */
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024
@@ -79,21 +81,6 @@ export interface RunningServer {
   close(timeoutMs?: number): Promise<CloseResult>
 }
 
-interface CompiledRoute {
-  route: AnyRoute
-  paramNames: string[]
-  params: CompiledSchema | undefined
-  query: CompiledSchema | undefined
-  /** Query parameters declared integer: their string values are converted before validation. */
-  integerQuery: ReadonlySet<string>
-  body: CompiledSchema | undefined
-  /** The body schema accepts `{}`: an empty POST (no body, or an empty JSON body) means `{}`. */
-  bodyOptional: boolean
-  responses: Map<number, CompiledSchema | undefined>
-  headerNames: readonly string[]
-  /** Built on the first request of an immutable route. */
-  document: Promise<DocumentVariants> | undefined
-}
 
 interface RequestState {
   res: HttpResponse
@@ -114,129 +101,6 @@ interface RequestState {
   /** The bucket this request was counted on, for the RateLimit fields. */
   rate: { policy: string; key: string; decision: RateDecision } | undefined
 }
-
-type Reply = { status: number; headers: Array<[string, string]>; body: string | Buffer | undefined; closeConnection?: boolean }
-
-const JSON_TYPE = 'application/json'
-
-function isJsonType(contentType: string): boolean {
-  const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase() ?? ''
-  return mediaType === JSON_TYPE || mediaType.endsWith('+json')
-}
-
-function problemReply(problem: HttpProblem, closeConnection = false): Reply {
-  const headers: Array<[string, string]> = [['content-type', PROBLEM_CONTENT_TYPE]]
-  for (const [name, value] of Object.entries(problem.headers ?? {})) headers.push([name, value])
-  return { status: problem.status, headers, body: JSON.stringify(problem.toBody()), closeConnection }
-}
-
-function validationProblem(issues: ValidationIssue[]): HttpProblem {
-  return new HttpProblem(400, 'validation_failed', 'The request does not match the documented schema.', { errors: issues })
-}
-
-const internalError = () => new HttpProblem(500, 'internal_error', 'The service failed to handle the request; it has been logged.')
-
-function compileRoutes(routes: readonly AnyRoute[], options: ServerOptions): CompiledRoute[] {
-  const seen = new Set<string>()
-  const operationIds = new Set<string>()
-  return routes.map((route) => {
-    const where = `${route.method.toUpperCase()} ${route.path}`
-    if (!route.path.startsWith('/')) throw new Error(`${where}: path must start with /`)
-    const key = `${route.method} ${route.path.replace(/\{[^}]+\}/g, '{}')}`
-    if (seen.has(key)) throw new Error(`${where}: declared twice`)
-    seen.add(key)
-    if (operationIds.has(route.operationId)) throw new Error(`${where}: operationId ${route.operationId} declared twice`)
-    operationIds.add(route.operationId)
-    const paramNames = pathParamNames(route.path)
-    const declared = Object.keys((route.params as { properties?: object } | undefined)?.properties ?? {})
-    if (paramNames.length !== declared.length || paramNames.some((name) => !declared.includes(name))) {
-      throw new Error(`${where}: params schema properties [${declared.join(', ')}] must be the path parameters [${paramNames.join(', ')}]`)
-    }
-    for (const [part, schema] of [['params', route.params], ['query', route.query], ['body', route.body]] as const) {
-      if (schema === undefined) continue
-      const open = openObjectPaths(schema)
-      if (open.length > 0) throw new Error(`${where}: ${part} schema has open objects at ${open.join(', ')}; use Strict(...)`)
-    }
-    if (route.body !== undefined && (route.method === 'get' || route.method === 'delete')) throw new Error(`${where}: a ${route.method} route takes no body`)
-    const statuses = Object.keys(route.responses).map(Number)
-    if (!statuses.some((status) => status >= 200 && status < 300)) throw new Error(`${where}: no success response documented`)
-    if (route.auth === 'session' && options.authenticate === undefined) throw new Error(`${where}: auth 'session' needs the authenticate option`)
-    if (route.immutable === true && (route.method !== 'get' || route.auth !== 'none' || route.params !== undefined || route.query !== undefined)) {
-      throw new Error(`${where}: an immutable route is a public GET without parameters`)
-    }
-    const responses = new Map<number, CompiledSchema | undefined>()
-    for (const status of statuses) {
-      const schema = route.responses[status]?.schema
-      responses.set(status, options.validateResponses === true && schema !== undefined ? compileSchema(schema) : undefined)
-    }
-    const body = route.body === undefined ? undefined : compileSchema(route.body)
-    return {
-      route,
-      paramNames,
-      params: route.params === undefined ? undefined : compileSchema(route.params),
-      query: route.query === undefined ? undefined : compileSchema(route.query),
-      integerQuery: integerProperties(route.query),
-      body,
-      bodyOptional: body !== undefined && body.check({}),
-      responses,
-      headerNames: (route.headers ?? []).map((name) => name.toLowerCase()),
-      document: undefined,
-    }
-  })
-}
-
-/** Integer query values as numbers: plain decimal only, so that `01`, `1e3`, `0x10` and ` 1` stay strings and fail. */
-const INTEGER_TEXT = /^-?(0|[1-9][0-9]{0,15})$/
-
-function parseQuery(raw: string, integers: ReadonlySet<string>): { values: Record<string, string | number>; issues: ValidationIssue[] } {
-  const values: Record<string, string | number> = {}
-  const issues: ValidationIssue[] = []
-  if (raw === '') return { values, issues }
-  for (const [name, value] of new URLSearchParams(raw)) {
-    if (Object.hasOwn(values, name)) issues.push({ path: `/query/${name}`, message: 'repeated parameter' })
-    values[name] = integers.has(name) && INTEGER_TEXT.test(value) ? Number(value) : value
-  }
-  return { values, issues }
-}
-
-function integerProperties(schema: unknown): Set<string> {
-  const properties = (schema as { properties?: Record<string, { type?: unknown }> } | undefined)?.properties ?? {}
-  return new Set(Object.entries(properties).filter(([, p]) => p.type === 'integer').map(([name]) => name))
-}
-
-/** A caller's X-Request-Id is echoed only when it cannot break a header or a log line. */
-const REQUEST_ID = /^[A-Za-z0-9._~:@+/=-]{1,128}$/
-
-function bearerToken(authorization: string): string | undefined {
-  const match = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization)
-  return match === null ? undefined : (match[1] as string)
-}
-
-/** Two Content-Length fields, or one beside Transfer-Encoding: the body's end is ambiguous (request smuggling). */
-function ambiguousLength(req: HttpRequest): boolean {
-  let lengths = 0
-  let chunked = false
-  req.forEach((name) => {
-    if (name === 'content-length') lengths++
-    else if (name === 'transfer-encoding') chunked = true
-  })
-  return lengths > 1 || (lengths > 0 && chunked)
-}
-
-function decodeParams(names: string[], raw: string[]): { values: Record<string, string>; issues: ValidationIssue[] } {
-  const values: Record<string, string> = {}
-  const issues: ValidationIssue[] = []
-  names.forEach((name, index) => {
-    try {
-      values[name] = decodeURIComponent(raw[index] ?? '')
-    } catch {
-      issues.push({ path: `/params/${name}`, message: 'malformed percent-encoding' })
-    }
-  })
-  return { values, issues }
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /** Starts listening; resolves once the socket is bound. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
@@ -720,9 +584,3 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 }
 
-/** If-None-Match against one strong ETag, by the weak comparison RFC 9110 prescribes for it (W/ ignored). */
-function matchesEtag(ifNoneMatch: string, etag: string): boolean {
-  if (ifNoneMatch === '') return false
-  if (ifNoneMatch.trim() === '*') return true
-  return ifNoneMatch.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag)
-}

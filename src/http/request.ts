@@ -1,0 +1,156 @@
+// The request side of the transport, free of uWS state: route compilation (schemas, parameters, responses), query
+// and path parameter decoding, content types, bearer tokens, ambiguous lengths, problem replies and ETag matching.
+import type { HttpRequest } from 'uWebSockets.js'
+import { openObjectPaths } from '../api/common.ts'
+import type { DocumentVariants } from './document-cache.ts'
+import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
+import { pathParamNames, type AnyRoute } from './route.ts'
+import type { ServerOptions } from './server.ts'
+import { compileSchema, type CompiledSchema } from './validate.ts'
+
+export interface CompiledRoute {
+  route: AnyRoute
+  paramNames: string[]
+  params: CompiledSchema | undefined
+  query: CompiledSchema | undefined
+  /** Query parameters declared integer: their string values are converted before validation. */
+  integerQuery: ReadonlySet<string>
+  body: CompiledSchema | undefined
+  /** The body schema accepts `{}`: an empty POST (no body, or an empty JSON body) means `{}`. */
+  bodyOptional: boolean
+  responses: Map<number, CompiledSchema | undefined>
+  headerNames: readonly string[]
+  /** Built on the first request of an immutable route. */
+  document: Promise<DocumentVariants> | undefined
+}
+
+export type Reply = { status: number; headers: Array<[string, string]>; body: string | Buffer | undefined; closeConnection?: boolean }
+
+export const JSON_TYPE = 'application/json'
+
+export function isJsonType(contentType: string): boolean {
+  const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase() ?? ''
+  return mediaType === JSON_TYPE || mediaType.endsWith('+json')
+}
+
+export function problemReply(problem: HttpProblem, closeConnection = false): Reply {
+  const headers: Array<[string, string]> = [['content-type', PROBLEM_CONTENT_TYPE]]
+  for (const [name, value] of Object.entries(problem.headers ?? {})) headers.push([name, value])
+  return { status: problem.status, headers, body: JSON.stringify(problem.toBody()), closeConnection }
+}
+
+export function validationProblem(issues: ValidationIssue[]): HttpProblem {
+  return new HttpProblem(400, 'validation_failed', 'The request does not match the documented schema.', { errors: issues })
+}
+
+export const internalError = () => new HttpProblem(500, 'internal_error', 'The service failed to handle the request; it has been logged.')
+
+export function compileRoutes(routes: readonly AnyRoute[], options: Pick<ServerOptions, 'authenticate' | 'validateResponses'>): CompiledRoute[] {
+  const seen = new Set<string>()
+  const operationIds = new Set<string>()
+  return routes.map((route) => {
+    const where = `${route.method.toUpperCase()} ${route.path}`
+    if (!route.path.startsWith('/')) throw new Error(`${where}: path must start with /`)
+    const key = `${route.method} ${route.path.replace(/\{[^}]+\}/g, '{}')}`
+    if (seen.has(key)) throw new Error(`${where}: declared twice`)
+    seen.add(key)
+    if (operationIds.has(route.operationId)) throw new Error(`${where}: operationId ${route.operationId} declared twice`)
+    operationIds.add(route.operationId)
+    const paramNames = pathParamNames(route.path)
+    const declared = Object.keys((route.params as { properties?: object } | undefined)?.properties ?? {})
+    if (paramNames.length !== declared.length || paramNames.some((name) => !declared.includes(name))) {
+      throw new Error(`${where}: params schema properties [${declared.join(', ')}] must be the path parameters [${paramNames.join(', ')}]`)
+    }
+    for (const [part, schema] of [['params', route.params], ['query', route.query], ['body', route.body]] as const) {
+      if (schema === undefined) continue
+      const open = openObjectPaths(schema)
+      if (open.length > 0) throw new Error(`${where}: ${part} schema has open objects at ${open.join(', ')}; use Strict(...)`)
+    }
+    if (route.body !== undefined && (route.method === 'get' || route.method === 'delete')) throw new Error(`${where}: a ${route.method} route takes no body`)
+    const statuses = Object.keys(route.responses).map(Number)
+    if (!statuses.some((status) => status >= 200 && status < 300)) throw new Error(`${where}: no success response documented`)
+    if (route.auth === 'session' && options.authenticate === undefined) throw new Error(`${where}: auth 'session' needs the authenticate option`)
+    if (route.immutable === true && (route.method !== 'get' || route.auth !== 'none' || route.params !== undefined || route.query !== undefined)) {
+      throw new Error(`${where}: an immutable route is a public GET without parameters`)
+    }
+    const responses = new Map<number, CompiledSchema | undefined>()
+    for (const status of statuses) {
+      const schema = route.responses[status]?.schema
+      responses.set(status, options.validateResponses === true && schema !== undefined ? compileSchema(schema) : undefined)
+    }
+    const body = route.body === undefined ? undefined : compileSchema(route.body)
+    return {
+      route,
+      paramNames,
+      params: route.params === undefined ? undefined : compileSchema(route.params),
+      query: route.query === undefined ? undefined : compileSchema(route.query),
+      integerQuery: integerProperties(route.query),
+      body,
+      bodyOptional: body !== undefined && body.check({}),
+      responses,
+      headerNames: (route.headers ?? []).map((name) => name.toLowerCase()),
+      document: undefined,
+    }
+  })
+}
+
+/** Integer query values as numbers: plain decimal only, so that `01`, `1e3`, `0x10` and ` 1` stay strings and fail. */
+export const INTEGER_TEXT = /^-?(0|[1-9][0-9]{0,15})$/
+
+export function parseQuery(raw: string, integers: ReadonlySet<string>): { values: Record<string, string | number>; issues: ValidationIssue[] } {
+  const values: Record<string, string | number> = {}
+  const issues: ValidationIssue[] = []
+  if (raw === '') return { values, issues }
+  for (const [name, value] of new URLSearchParams(raw)) {
+    if (Object.hasOwn(values, name)) issues.push({ path: `/query/${name}`, message: 'repeated parameter' })
+    values[name] = integers.has(name) && INTEGER_TEXT.test(value) ? Number(value) : value
+  }
+  return { values, issues }
+}
+
+export function integerProperties(schema: unknown): Set<string> {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> } | undefined)?.properties ?? {}
+  return new Set(Object.entries(properties).filter(([, p]) => p.type === 'integer').map(([name]) => name))
+}
+
+/** A caller's X-Request-Id is echoed only when it cannot break a header or a log line. */
+export const REQUEST_ID = /^[A-Za-z0-9._~:@+/=-]{1,128}$/
+
+export function bearerToken(authorization: string): string | undefined {
+  const match = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization)
+  return match === null ? undefined : (match[1] as string)
+}
+
+/** Two Content-Length fields, or one beside Transfer-Encoding: the body's end is ambiguous (request smuggling). */
+export function ambiguousLength(req: HttpRequest): boolean {
+  let lengths = 0
+  let chunked = false
+  req.forEach((name) => {
+    if (name === 'content-length') lengths++
+    else if (name === 'transfer-encoding') chunked = true
+  })
+  return lengths > 1 || (lengths > 0 && chunked)
+}
+
+export function decodeParams(names: string[], raw: string[]): { values: Record<string, string>; issues: ValidationIssue[] } {
+  const values: Record<string, string> = {}
+  const issues: ValidationIssue[] = []
+  names.forEach((name, index) => {
+    try {
+      values[name] = decodeURIComponent(raw[index] ?? '')
+    } catch {
+      issues.push({ path: `/params/${name}`, message: 'malformed percent-encoding' })
+    }
+  })
+  return { values, issues }
+}
+
+export const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+
+/** If-None-Match against one strong ETag, by the weak comparison RFC 9110 prescribes for it (W/ ignored). */
+export function matchesEtag(ifNoneMatch: string, etag: string): boolean {
+  if (ifNoneMatch === '') return false
+  if (ifNoneMatch.trim() === '*') return true
+  return ifNoneMatch.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag)
+}
