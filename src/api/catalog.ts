@@ -6,6 +6,7 @@ import type { EngineConfig } from '../engine/config.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { consentDomain, consentTypes } from '../chain/consent.ts'
 import type { ReputationConfig } from '../reputation/index.ts'
+import { passportDomain, passportKinds, passportTypes } from '../passport/passport.ts'
 import { creditScoreCatalogEntry, CreditScoreCatalogEntry, type CreditScoreOffer } from '../score/catalog.ts'
 import { attestationDomain, attestationTypes } from '../chain/attestation.ts'
 import type { SupplierEntry } from '../app/config.ts'
@@ -79,6 +80,18 @@ export const Catalog = StrictObject({
     primaryType: Type.Literal('BorrowerConsent'),
     types: Type.Record(Type.String(), Type.Array(StrictObject({ name: Type.String(), type: Type.String() })), { additionalProperties: false }),
   }),
+  passport: StrictObject(
+    {
+      domain: StrictObject({ name: Type.String(), version: Type.String() }),
+      primaryType: Type.Literal('PassportEvent'),
+      types: Type.Record(Type.String(), Type.Array(StrictObject({ name: Type.String(), type: Type.String() })), { additionalProperties: false }),
+      issuer: Address,
+      kinds: Type.Array(Type.String()),
+      events: Type.String({ description: 'The route of an agent\'s events, paged by sequence.' }),
+      verification: Type.String(),
+    },
+    { description: 'The credit passport: events that change an agent\'s credit standing, EIP-712 signed by issuer, chained per agent.' },
+  ),
   reputation: StrictObject(
     {
       trustedClients: Type.Array(Address, { description: 'Clients whose ERC-8004 feedback counts for a lender\'s initial reputation.' }),
@@ -142,6 +155,8 @@ export interface CatalogSources {
   /** What /credit-score costs and what computes it; null while disabled. */
   creditScore: CreditScoreOffer | null
   reputation: ReputationConfig
+  /** The passport's issuer (src/passport/book.ts). */
+  passportIssuer: `0x${string}`
   idempotencyRetentionSeconds: number
   rateLimitPerSecond: number
   stream: StreamLimits
@@ -189,6 +204,17 @@ export function buildCatalog(s: CatalogSources): Catalog {
       domain: { ...consentDomain },
       primaryType: 'BorrowerConsent',
       types: { BorrowerConsent: consentTypes.BorrowerConsent.map((f) => ({ ...f })) },
+    },
+    passport: {
+      domain: { ...passportDomain },
+      primaryType: 'PassportEvent',
+      types: { PassportEvent: passportTypes.PassportEvent.map((f) => ({ ...f })) },
+      issuer: s.passportIssuer,
+      kinds: [...passportKinds],
+      events: '/passport/{address}',
+      verification:
+        'verifyTypedData({ address: issuer, domain, types, primaryType, message: event without hash and signature, signature }); hash = hashTypedData of the same; ' +
+        'sequence n+1 follows n and its prevHash is event n\'s hash (zero for sequence 1); details is canonical JSON (sorted keys, amounts as decimal strings)',
     },
     reputation: {
       trustedClients: [...s.reputation.trustedClients],

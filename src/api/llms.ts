@@ -87,6 +87,14 @@ gap is within ${c.stream.retainedEventsMax} events and ${c.stream.retentionSecon
 {"type":"resync","seq",...}: re-read state over HTTP; events after that seq follow. Read promptly: ${c.stream.queuedEventsMax} undelivered
 events close the connection with code 4008 "slow_consumer: ...". At most ${c.stream.connectionsPerWalletMax} streams per wallet.
 
+## Credit passport (verify without trusting this service)
+Every event that changed an agent's credit standing (${c.passport.kinds.join(', ')}) is EIP-712 typed data signed by the
+catalog's passport.issuer (${c.passport.issuer}), numbered per agent and chained by prevHash. GET /passport/<address>?limit=&after=<sequence>
+(public, paged; Link rel="next") returns them as signed. Check each with viem's verifyTypedData({ address: passport.issuer,
+domain: ${JSON.stringify(c.passport.domain)}, types: passport.types, primaryType: "PassportEvent", message: the event without hash and
+signature, signature }) and the chain: sequences 1, 2, ... and each prevHash the previous event's hash (zero for the first); details
+is canonical JSON (sorted keys, amounts as decimal strings). A changed, reordered or missing event fails these checks.
+
 ## Background dispatch
 The service runs dispatch itself on a ticker: it expires leases whose deadline (plus the report grace) passed, rematches
 their offers to the next eligible lender (a new lease event, to that lender), expires offers that waited

@@ -12,6 +12,7 @@ import { creditRoutes } from '../api/routes/credit.ts'
 import { discoveryRoutes } from '../api/routes/discovery.ts'
 import { lenderRoutes } from '../api/routes/lenders.ts'
 import { reputationRoutes } from '../api/routes/reputation.ts'
+import { passportRoutes } from '../api/routes/passport.ts'
 import { ReputationReader } from '../reputation/index.ts'
 import { AgentLinks } from '../reputation/links.ts'
 import { creditScoreRoute } from '../api/routes/score.ts'
@@ -24,6 +25,7 @@ import { loadNetworksConfig, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
 import { ensureKeySalt } from '../chain/key-salt.ts'
+import { ensurePassportKey, PassportBook } from '../passport/book.ts'
 import { WalletWatcher } from '../chain/watcher.ts'
 import { resolveConfig } from '../engine/config.ts'
 import { Engine } from '../engine/engine.ts'
@@ -163,7 +165,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     }
 
     const clients = new Map<string, NetworkClients>(networks.map((n) => [n.slug, createNetworkClients(n)]))
-    const service = new CreditService({ config, engine, store, networks, clients, watcher, clock })
+    // The passport's issuer key, made on the first start of a data directory (its address is in the catalog).
+    const passport = new PassportBook(store, await ensurePassportKey(store))
+    const service = new CreditService({ config, engine, store, networks, clients, watcher, clock, passport })
     service.onFatal(
       options.onFatal ??
         ((error) => {
@@ -215,6 +219,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         facilitatorUrl: (n) => facilitatorUrl(n, { baseUrl }),
         engine: engine.config,
         attesters: config.attesters,
+        passportIssuer: service.passport.issuer,
         operators: config.operators,
         suppliers: config.suppliers,
         bodyLimitBytes: config.bodyLimitBytes,
@@ -232,6 +237,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...creditRoutes(service),
       ...lenderRoutes(service, links),
       ...reputationRoutes(service, links),
+      ...passportRoutes(service),
       ...eventRoutes(stream.limits, () => catalogOf().stream),
       ...facilitators.flatMap(facilitatorRoutes),
       creditScoreRoute({ paid: creditScore.paid, engine, clock }),
@@ -328,6 +334,7 @@ export const OPENAPI_TAGS = [
   { name: 'auth', description: 'Sign-In with Ethereum (EIP-4361): a nonce, a signed message, a bearer token for every mutation.' },
   { name: 'credit', description: 'Jobs and backing sources, credit requests, matching to lenders, supplier payments, repayment and recovery.' },
   { name: 'lenders', description: 'Lender agents: registration with a session key, profiles, session-wallet balances and pending payments.' },
+  { name: 'passport', description: 'The credit passport: an agent\'s events that changed its credit standing, EIP-712 signed by the service and chained, verifiable without trusting it.' },
   { name: 'events', description: 'The live event stream (WebSocket): leases, offers, advances, jobs and passport events of the signed-in wallet, resumable by sequence number.' },
   { name: 'x402', description: 'The x402 payment facilitator the service runs for each self-facilitated network (verify and settle).' },
   { name: 'inspect', description: 'The live inspector (when enabled): the machines with live counts, recent transitions, one actor and its history. Read-only.' },

@@ -200,12 +200,24 @@ export class LeaseSigner {
 
   /** The 65-byte signature r ++ s ++ v (v = 27 + recovery id; s is low, as libsecp256k1 and OpenZeppelin's ECDSA require). */
   sign(a: LeaseAuthorization): Hex {
-    const { signature, recid } = this.#secp.ecdsaSign(leaseDigestBytes(this.#domainSeparator, a, this.#hash), this.#privateKey)
-    const out = Buffer.alloc(65)
-    out.set(signature, 0)
-    out[64] = 27 + recid
-    return `0x${out.toString('hex')}`
+    return signDigestWith(this.#secp, leaseDigestBytes(this.#domainSeparator, a, this.#hash), this.#privateKey)
   }
+}
+
+function signDigestWith(secp: Secp256k1, digest: Uint8Array, privateKey: Uint8Array): Hex {
+  const { signature, recid } = secp.ecdsaSign(digest, privateKey)
+  const out = Buffer.alloc(65)
+  out.set(signature, 0)
+  out[64] = 27 + recid
+  return `0x${out.toString('hex')}`
+}
+
+/**
+ * Signs a 32-byte digest synchronously (libsecp256k1 where it loads; RFC 6979, so the same signature as viem's), for
+ * signatures made inside a command's synchronous section, where viem's async signers cannot run (the passport).
+ */
+export function signDigest(digest: Hex, privateKey: Hex): Hex {
+  return signDigestWith(secp256k1Implementation().lib, Buffer.from(digest.slice(2), 'hex'), Buffer.from(privateKey.slice(2), 'hex'))
 }
 
 const eip712DomainFields = [

@@ -44,6 +44,7 @@ import type { Mutation } from './mutation.ts'
 import { KeyedMutex } from './mutex.ts'
 import { isSessionKeyRecord, newSessionKey, type SessionKeyRecord } from './session-keys.ts'
 import { SupplierDirectory, SupplierUnresolvedError } from './suppliers.ts'
+import type { PassportBook, PassportFact } from '../passport/book.ts'
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
@@ -67,6 +68,8 @@ export interface ServiceDeps {
   clients: ReadonlyMap<string, NetworkClients>
   watcher: WalletWatcher
   clock: () => number
+  /** Records the passport events of the commands that change an agent's credit standing (src/passport/book.ts). */
+  passport: PassportBook
 }
 
 export class CreditService {
@@ -76,6 +79,7 @@ export class CreditService {
   readonly networks: readonly NetworkConfig[]
   readonly watcher: WalletWatcher
   readonly suppliers: SupplierDirectory
+  readonly passport: PassportBook
   readonly #clients: ReadonlyMap<string, NetworkClients>
   readonly #clock: () => number
   readonly #sessionKeys
@@ -95,6 +99,7 @@ export class CreditService {
     this.watcher = deps.watcher
     this.#clients = deps.clients
     this.#clock = deps.clock
+    this.passport = deps.passport
     this.suppliers = new SupplierDirectory(deps.config.suppliers)
     for (const network of deps.networks) {
       if (network.leaseSignerPrivateKey === undefined) continue
@@ -136,7 +141,22 @@ export class CreditService {
    * with nobody to answer.
    */
   async tick(): Promise<void> {
-    await this.#run<DispatchOutcome>(null, () => this.engine.dispatch(this.#clock()), () => [])
+    await this.#run<DispatchOutcome>(null, () => this.engine.dispatch(this.#clock()), (outcome) => this.#liftedPassport(outcome))
+  }
+
+  /**
+   * The passport writes of `facts` for the commit being prepared: numbered and signed now, in the command's
+   * synchronous section (called from a `records` function), so they reach the disk in the same commit as the change.
+   */
+  #passportWrites(facts: readonly PassportFact[]): RecordWrite[] {
+    return facts.length === 0 ? [] : this.passport.record(facts, this.#clock()).writes
+  }
+
+  /** Dispatch lifts due suspensions: each lift is a passport event of its borrower. */
+  #liftedPassport(outcome: DispatchOutcome): RecordWrite[] {
+    return this.#passportWrites(outcome.suspensionsLifted.map((lift) => ({
+      agent: lift.borrower, kind: 'suspension_lifted', details: { suspendedAtMs: lift.suspendedAtMs, borrowerReputationBps: lift.borrowerReputationBps },
+    })))
   }
 
   async #run<T>(mutation: Mutation<T> | null, command: () => EngineResult<T>, records: (value: T) => RecordWrite[]): Promise<StoredResponse | null> {
@@ -469,7 +489,7 @@ export class CreditService {
   }
 
   async dispatch(mutation: Mutation<DispatchOutcome>): Promise<StoredResponse> {
-    return this.apply(mutation, () => this.engine.dispatch(this.#clock()))
+    return this.apply(mutation, () => this.engine.dispatch(this.#clock()), (outcome) => this.#liftedPassport(outcome))
   }
 
   async recordSupplierPayment(
@@ -533,7 +553,18 @@ export class CreditService {
           },
           this.#clock(),
         ),
-      () => [proof],
+      (receipt) => [
+        proof,
+        ...this.#passportWrites([{
+          agent: advance.borrower,
+          kind: 'advance_repaid',
+          details: {
+            advanceId, jobId: advance.source.kind === 'job' ? advance.source.id : null, network: receipt.network, asset: receipt.asset,
+            lender: receipt.lender, principalAtomic: receipt.principalAtomic, feeAtomic: receipt.feeAtomic,
+            lenderAmountAtomic: receipt.lenderAmountAtomic, reserveAmountAtomic: receipt.reserveAmountAtomic, txHash: receipt.txHash,
+          },
+        }]),
+      ],
     )
   }
 
@@ -558,12 +589,17 @@ export class CreditService {
     return this.#locks.run(`job:${jobId}`, async () => {
       const plan = this.#live(this.engine.planJobFailure({ jobId, caller }), 'job', jobId)
       // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
-      await this.#operatorSend(plan.network, (clients) => sendFailJob(clients, { jobId }), {
+      const failed = await this.#operatorSend(plan.network, (clients) => sendFailJob(clients, { jobId }), {
         alreadyDone: (error) => error.errorName === 'JobNotOpen',
         find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
       })
       try {
-        return await this.apply(mutation, () => this.engine.failJob({ jobId, reason: body.reason, caller }, this.#clock()))
+        return await this.apply(
+          mutation,
+          () => this.engine.failJob({ jobId, reason: body.reason, caller }, this.#clock()),
+          // The spec's /fail response is this event's content; the passport's signed copy adds the failJob transaction.
+          (event) => this.#passportWrites([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, txHash: failed.txHash } }]),
+        )
       } catch (error) {
         throw refusedWith(error, 'job_not_found') ? this.#missing('job', jobId) : error
       }
@@ -591,8 +627,18 @@ export class CreditService {
         fromCollateralAtomic: event.args.fromCollateral, fromBackingAtomic: event.args.fromBacking,
         fromReserveAtomic: event.args.fromReserve, shortfallAtomic: event.args.shortfall,
       }
-      return this.apply(mutation, () =>
-        this.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, this.#clock()),
+      return this.apply(
+        mutation,
+        () => this.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, this.#clock()),
+        // A liquidation that recovered everything leaves the borrower owing nothing; a shortfall is a debt unpaid.
+        (receipt) => receipt.shortfallAtomic === 0n ? [] : this.#passportWrites([{
+          agent: receipt.borrower,
+          kind: 'liquidated_with_shortfall',
+          details: {
+            advanceId, jobId: receipt.jobId, sourceId: receipt.sourceId, network: receipt.network, asset: receipt.asset, owedAtomic: receipt.owedAtomic,
+            recoveredAtomic: receipt.recoveredAtomic, shortfallAtomic: receipt.shortfallAtomic, txHash: receipt.txHash,
+          },
+        }]),
       )
     })
   }

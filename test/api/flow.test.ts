@@ -9,6 +9,7 @@ import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { createNetworkClients } from '../../src/chain/clients.ts'
 import { sendSettleJob } from '../../src/chain/operator.ts'
 import type { DispatchOutcome } from '../../src/engine/index.ts'
+import { verifyPassport, type SignedPassportEvent } from '../../src/passport/passport.ts'
 import { creditRequest, fundedJob, readyLender, startHarness, USDC, usdc, type Harness } from './../fixtures/service.ts'
 
 let h: Harness
@@ -128,6 +129,12 @@ t.test('a failed job suspends the borrower and its advance is liquidated in the 
   t.equal(owedAfter.reserveOwed, owedBefore.reserveOwed + fromReserve, 'the reserve is subrogated for what it paid')
   const recorded = await lender.client.get(`/credit/advances/${advance.body.advanceId}`)
   t.equal(recorded.body.state, 'shortfall')
+  // The borrower's passport: the failed job, then the liquidation's shortfall, chained and signed by the issuer.
+  const passport = (await lender.client.get(`/passport/${borrower.address}`, { token: '' })).body as SignedPassportEvent[]
+  t.same(passport.map((e) => e.kind), ['job_failed', 'liquidated_with_shortfall'])
+  t.match(JSON.parse(passport[1]?.details as string), { advanceId: advance.body.advanceId, shortfallAtomic: receipt.body.shortfallAtomic, txHash: receipt.body.txHash })
+  const issuer = (await lender.client.get('/.well-known/service.json')).body.passport.issuer
+  t.same(await verifyPassport(passport, { issuer }), { ok: true, problems: [] })
 })
 
 t.test('an offer that dispatch already leased is answered with that lease by POST /credit/match', async (t) => {

@@ -3,7 +3,8 @@
 import t from 'tap'
 import { verifyTypedData, zeroHash, type Address } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { canonicalJson, passportDomain, passportTypes, signPassportEvent, verifyPassport, type PassportEventData, type SignedPassportEvent } from '../../src/passport/passport.ts'
+import { signDigest } from '../../src/chain/lease-authorization.ts'
+import { canonicalJson, passportHash, passportDomain, passportTypes, signPassportEvent, verifyPassport, type PassportEventData, type SignedPassportEvent } from '../../src/passport/passport.ts'
 
 const issuer = privateKeyToAccount(generatePrivateKey())
 const agent = privateKeyToAccount(generatePrivateKey()).address as Address
@@ -51,4 +52,11 @@ t.test('tampering, reordering and dropping are detected', async (t) => {
   t.equal((await verifyPassport(events.slice(1), { issuer: issuer.address, prevHash: zeroHash })).ok, false, 'the first dropped')
   t.equal((await verifyPassport(events, { issuer: privateKeyToAccount(generatePrivateKey()).address })).ok, false, 'another issuer')
   t.equal((await verifyPassport(events, { issuer: issuer.address, domain: { name: 'other', version: '1' } })).ok, false, 'another domain')
+})
+
+t.test('the service\'s synchronous signature (libsecp256k1) is viem\'s: the same bytes, RFC 6979', async (t) => {
+  const key = generatePrivateKey()
+  const data: PassportEventData = { agent, sequence: 1, prevHash: zeroHash, kind: 'advance_repaid', issuedAtMs: 1_700_000_000_000, details: '{}' }
+  const viaViem = await signPassportEvent(privateKeyToAccount(key), data)
+  t.equal(signDigest(passportHash(data), key), viaViem.signature)
 })

@@ -1,0 +1,103 @@
+// The passport as the service records and serves it (issue 13), over HTTP against the devnet: a repaid advance, a
+// failed job and a lifted suspension become the borrower's events; each verifies with viem's verifyTypedData against
+// the catalog's domain and issuer, the chain with verifyPassport; tampering, reordering and dropping are detected;
+// after a restart the sequence continues from the stored head.
+import t from 'tap'
+import type { Test } from 'tap'
+import { verifyTypedData, zeroHash, type Address } from 'viem'
+import { ChainAgent } from '../../src/client/chain.ts'
+import { verifyPassport, type SignedPassportEvent } from '../../src/passport/passport.ts'
+import { fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
+import { expectDocumented, expectProblem, fundAdvance, openApiDocument, type Json } from '../api/fixtures/api.ts'
+
+let skewMs = 0
+const clock = () => Date.now() + skewMs
+let h: Harness
+
+t.before(async () => {
+  h = await startHarness({ clock })
+})
+t.teardown(async () => {
+  await h.stop()
+})
+
+const catalogOf = async (url: string): Promise<Json> => (await fetch(`${url}/.well-known/service.json`)).json() as Promise<Json>
+
+async function verifyEach(t: Test, catalog: Json, events: SignedPassportEvent[]): Promise<void> {
+  const { domain, types, primaryType, issuer } = catalog['passport']
+  for (const e of events) {
+    const message = { agent: e.agent, sequence: BigInt(e.sequence), prevHash: e.prevHash, kind: e.kind, issuedAtMs: BigInt(e.issuedAtMs), details: e.details }
+    t.ok(await verifyTypedData({ address: issuer, domain, types, primaryType, message, signature: e.signature }), `event ${e.sequence} verifies with verifyTypedData`)
+  }
+}
+
+t.test('repaid, failed, lifted: signed, chained, paged; tampering detected; a restart continues the sequence', async (t) => {
+  const doc = await openApiDocument(h.url)
+  const lender = await readyLender(h, { minFeeBps: 200, liquidityAtomic: usdc(3000) })
+  const borrower = await fundedAccount(h.devnet, h.network, usdc(2000))
+  const { borrowerClient } = await fundedJob(h, { jobId: 'job_pp_1', receivableAtomic: usdc(1000), borrower })
+  const { jobClientApi: failer } = await fundedJob(h, { jobId: 'job_pp_2', receivableAtomic: usdc(100), borrower })
+  const { jobClient: laterFailer } = await fundedJob(h, { jobId: 'job_pp_3', receivableAtomic: usdc(100), borrower })
+
+  const empty = await borrowerClient.get(`/passport/${borrower.address}`, { token: '' })
+  t.equal(empty.status, 200)
+  t.same(empty.body, [], 'no event yet')
+
+  const funded = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: 'job_pp_1', amountAtomic: usdc(500), maximumFeeAtomic: usdc(50) })
+  const advance = funded.advance
+  const owed = BigInt(advance['principalAtomic']) + BigInt(advance['feeAtomic'])
+  const repaidTx = await new ChainAgent(h.network, borrower).repay(advance['advanceKey'] as `0x${string}`, USDC, owed)
+  t.equal((await borrowerClient.post(`/credit/advances/${advance['advanceId']}/repay`, { txHash: repaidTx })).status, 200)
+
+  const failed = await failer.post('/credit/jobs/job_pp_2/fail', { reason: 'work not delivered' })
+  t.equal(failed.status, 200, JSON.stringify(failed.body))
+  t.equal(failed.body.type, 'job_failed', 'the /fail response keeps its shape')
+
+  const read = await borrowerClient.get(`/passport/${borrower.address.toLowerCase()}`, { token: '' })
+  t.equal(read.status, 200, JSON.stringify(read.body))
+  expectDocumented(t, doc, 'get', '/passport/{address}', read)
+  const events = read.body as SignedPassportEvent[]
+  t.same(events.map((e) => [e.sequence, e.kind, e.agent]), [[1, 'advance_repaid', borrower.address], [2, 'job_failed', borrower.address]])
+  t.equal(events[0]?.prevHash, zeroHash)
+  t.match(JSON.parse(events[0]?.details as string), { advanceId: advance['advanceId'], jobId: 'job_pp_1', txHash: repaidTx, principalAtomic: advance['principalAtomic'] })
+  t.match(JSON.parse(events[1]?.details as string), { jobId: 'job_pp_2', reason: 'work not delivered', borrowerSuspended: true })
+
+  const catalog = await catalogOf(h.url)
+  t.equal(catalog['passport'].events, '/passport/{address}')
+  t.ok(catalog['endpoints'].some((e: Json) => e['path'] === '/passport/{address}' && e['method'] === 'GET'), 'the route is in the catalog')
+  const issuer = catalog['passport'].issuer as Address
+  const trust = { issuer, domain: catalog['passport'].domain }
+  await verifyEach(t, catalog, events)
+  t.same(await verifyPassport(events, trust), { ok: true, problems: [] })
+
+  const tampered = events.map((e, i) => (i === 0 ? { ...e, details: e.details.replace(/"txHash":"0x[0-9a-f]/, '"txHash":"0xf') } : e))
+  t.equal((await verifyPassport(tampered, trust)).ok, false, 'a changed detail')
+  t.equal((await verifyPassport([events[1], events[0]] as SignedPassportEvent[], trust)).ok, false, 'reordered')
+  t.equal((await verifyPassport(events.slice(1), { ...trust, prevHash: zeroHash })).ok, false, 'the first dropped')
+
+  const page1 = await borrowerClient.get(`/passport/${borrower.address}?limit=1`, { token: '' })
+  t.equal(page1.body.length, 1)
+  t.equal(page1.headers.get('next-after'), '1', 'a next page is named')
+  const page2 = await borrowerClient.get(`/passport/${borrower.address}?limit=1&after=1`, { token: '' })
+  t.same(page2.body, [events[1]])
+  t.equal(page2.headers.get('next-after'), null, 'the last page names none')
+  t.equal((await verifyPassport(page2.body, { ...trust, prevHash: page1.body[0].hash })).ok, true, 'a page verifies with the hash before it')
+  expectProblem(t, await borrowerClient.get('/passport/not-an-address', { token: '' }), 400, 'validation_failed', 'a bad address')
+
+  // Restart: the issuer is the data directory's, the sequence continues from the stored head.
+  await h.restart()
+  t.equal((await catalogOf(h.url))['passport'].issuer, issuer, 'the same issuer after a restart')
+  const again = await signedIn(h.url, laterFailer)
+  t.equal((await again.post('/credit/jobs/job_pp_3/fail', { reason: 'late' })).status, 200)
+
+  // A week later (the engine's borrowerSuspensionMinSeconds) dispatch lifts the suspension: another event.
+  skewMs = 8 * 24 * 3600 * 1000
+  const dispatcher = await signedIn(h.url, borrower)
+  t.equal((await dispatcher.post('/credit/dispatch', {})).status, 200)
+
+  const all = (await dispatcher.get(`/passport/${borrower.address}`, { token: '' })).body as SignedPassportEvent[]
+  t.same(all.map((e) => [e.sequence, e.kind]), [[1, 'advance_repaid'], [2, 'job_failed'], [3, 'job_failed'], [4, 'suspension_lifted']], 'no sequence reused')
+  t.same(all.slice(0, 2), events, 'earlier events unchanged')
+  await verifyEach(t, catalog, all)
+  t.same(await verifyPassport(all, trust), { ok: true, problems: [] })
+})
