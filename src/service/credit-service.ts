@@ -10,14 +10,13 @@ import {
 } from '../engine/engine.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import type {
-  AdvanceView, Change, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView, LeaseView,
+  AdvanceView, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView, LeaseView,
   LenderRecord, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
   SourceRecord, UnderwritingDecision,
 } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig } from '../chain/config.ts'
 import { jobKey } from '../chain/ids.ts'
-import { LeaseSigner, type LeaseAuthorization } from '../chain/lease-authorization.ts'
 import {
   ContractRevertError,
   findEarlierOperatorTx,
@@ -31,11 +30,9 @@ import {
 import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
 import { verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { FacilityEventName } from '../chain/events-v2.ts'
-import { buildApproveTransaction, type UnsignedTransaction } from '../chain/transactions.ts'
-import { buildPaySupplierV2Transaction } from '../chain/transactions-v2.ts'
-import { insuranceAtomic } from '../engine/rules.ts'
-import { zeroHash } from 'viem'
 import type { WalletWatcher } from '../chain/watcher.ts'
+import { DurableFeed, type DurableListener } from './durable-feed.ts'
+import { LeaseDelivery, type DeliveredLease } from './lease-delivery.ts'
 import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
 import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
 import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
@@ -87,9 +84,8 @@ export class CreditService {
   readonly #locks = new KeyedMutex()
   #fatal: ((error: unknown) => void) | undefined
   /** Listeners of durable changes (the event stream, the inspector): told only after the disk has the commit. */
-  readonly #durableListeners = new Set<(changes: readonly Change[]) => void>()
-  /** Per network: the key that signs lease authorizations (the credit contract's leaseSigner), when configured. */
-  readonly #leaseSigners = new Map<string, LeaseSigner>()
+  readonly #durable = new DurableFeed()
+  readonly #leases: LeaseDelivery
 
   constructor(deps: ServiceDeps) {
     this.config = deps.config
@@ -101,13 +97,7 @@ export class CreditService {
     this.#clock = deps.clock
     this.passport = deps.passport
     this.suppliers = new SupplierDirectory(deps.config.suppliers)
-    for (const network of deps.networks) {
-      if (network.leaseSignerPrivateKey === undefined) continue
-      this.#leaseSigners.set(
-        network.slug,
-        new LeaseSigner({ privateKey: network.leaseSignerPrivateKey, chainId: network.chainId, verifyingContract: network.creditContract }),
-      )
-    }
+    this.#leases = new LeaseDelivery(deps.networks)
     this.#sessionKeys = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
   }
 
@@ -121,9 +111,8 @@ export class CreditService {
    * resolve in queue order), so what a listener shows could never be lost by a crash. Returns the unsubscribe.
    * A listener that throws is isolated from the commit path and the other listeners (a process warning reports it).
    */
-  onDurable(listener: (changes: readonly Change[]) => void): () => void {
-    this.#durableListeners.add(listener)
-    return () => this.#durableListeners.delete(listener)
+  onDurable(listener: DurableListener): () => void {
+    return this.#durable.subscribe(listener)
   }
 
   // ------------------------------------------------------------------------------------------------ commit path
@@ -178,20 +167,8 @@ export class CreditService {
       this.#fatal?.(error)
       throw error
     }
-    if (changes.length > 0) this.#tellDurable(changes)
+    if (changes.length > 0) this.#durable.tell(changes)
     return response
-  }
-
-  #tellDurable(changes: readonly Change[]): void {
-    for (const listener of this.#durableListeners) {
-      try {
-        listener(changes)
-      } catch (error) {
-        // The commit is done and acknowledged; a listener's bug must not stop the process or the other listeners.
-        const detail = error instanceof Error ? (error.stack ?? error.message) : String(error)
-        process.emitWarning('a durable-change listener failed', { code: 'DURABLE_LISTENER_FAILED', detail })
-      }
-    }
   }
 
   // ------------------------------------------------------------------------------------------------ helpers
@@ -344,32 +321,12 @@ export class CreditService {
     })
   }
 
-  /**
-   * The authorization of a live lease and its paySupplier transaction; undefined when the offer left memory or the
-   * network has no lease signer. Signed lazily, when the lease is delivered (design-chain.md): ~0.1 ms.
-   */
-  leaseAuthorization(lease: LeaseView): { authorization: LeaseAuthorization; signature: Hex; transaction: UnsignedTransaction } | undefined {
+  /** The authorization of a live lease and its paySupplier transaction; undefined when the offer left memory or the network has no lease signer. */
+  leaseAuthorization(lease: LeaseView): DeliveredLease | undefined {
     const offer = this.engine.getOffer(lease.offerId)
-    const signer = this.#leaseSigners.get(lease.network)
-    if (offer === undefined || signer === undefined) return undefined
+    if (offer === undefined) return undefined
     const network = this.network(lease.network)
-    const authorization: LeaseAuthorization = {
-      offerKey: offer.offerKey,
-      jobKey: offer.source.kind === 'job' ? jobKey(offer.source.id) : zeroHash,
-      payer: lease.payer,
-      supplier: lease.supplierAddress,
-      asset: this.token(network, lease.asset).address,
-      amount: lease.amountAtomic,
-      fee: lease.feeAtomic,
-      // The one definition of the insurance share (the advance records the same when it is paid).
-      reserveShare: insuranceAtomic(lease.feeAtomic, this.engine.config.insuranceShareBps),
-      // The lease's expiry, inclusive, in whole seconds (floor: never later than the engine's expiry).
-      deadline: BigInt(Math.floor(lease.expiresAtMs / 1000)),
-      dueAt: BigInt(Math.floor(offer.dueAtMs / 1000)),
-    }
-    const signature = signer.sign(authorization)
-    const transaction = buildPaySupplierV2Transaction({ network, contract: network.creditContract }, { authorization, signature })
-    return { authorization, signature, transaction }
+    return this.#leases.deliver(lease, offer, network, this.token(network, lease.asset).address, this.engine.config.insuranceShareBps)
   }
 
   // ------------------------------------------------------------------------------------------------ borrowers
