@@ -1,6 +1,7 @@
 // The MCP tools: each one is a route of the API, called through the typed SDK (AgentCredit), with the input schema
 // built from the TypeBox schemas the route itself validates against (path parameters and body merged into one
-// object, since a tool takes one argument object). Read tools need no key; the borrower's and the lender's actions
+// object, since a tool takes one argument object). Who may call each route is the catalog's `callers` (get_catalog),
+// declared once in the route table. Read tools need no key; the borrower's and the lender's actions
 // sign in with the configured wallet.
 import type { TObject, TProperties } from 'typebox'
 import type { Hash } from 'viem'
@@ -35,19 +36,19 @@ export const MCP_TOOLS: readonly McpTool[] = [
   read('get_job', 'One job (GET /credit/jobs/{jobId}): receivable, borrower, state.', JobRef, (sdk, a) => sdk.job(a.jobId)),
 
   // The borrower (or the job's client where the route says so).
-  act('create_job', 'Register a job whose receivable the client already escrowed with fundJob (POST /credit/jobs). Caller: the job\'s borrower, or its client with the borrower\'s consent.', JobCreation, (sdk, a) => sdk.createJob(a)),
-  act('register_backing_source', 'Register a backing source as repayment source (POST /credit/backing-sources). Caller: the borrower it names.', BackingSourceRegistration, (sdk, a) => sdk.registerBackingSource(a)),
-  act('post_collateral', 'Report collateral posted on chain for a job (POST /credit/jobs/{jobId}/collateral). Caller: the job\'s borrower.', merged(JobRef, CollateralPost), (sdk, { jobId, ...body }) => sdk.postCollateral(jobId, body)),
-  act('request_credit', 'Ask for credit (POST /credit/request): the underwriting decision and, when approved, the offer. Caller: the borrower (agent).', CreditRequest, (sdk, a) => sdk.requestCredit(a)),
-  act('match_offer', 'Match an approved offer with the cheapest ready lender (POST /credit/match): the lease. Caller: the offer\'s borrower.', MatchRequest, (sdk, a) => sdk.match(a.offerId)),
+  act('create_job', 'Register a job whose receivable the client already escrowed with fundJob (POST /credit/jobs).', JobCreation, (sdk, a) => sdk.createJob(a)),
+  act('register_backing_source', 'Register a backing source as repayment source (POST /credit/backing-sources).', BackingSourceRegistration, (sdk, a) => sdk.registerBackingSource(a)),
+  act('post_collateral', 'Report collateral posted on chain for a job (POST /credit/jobs/{jobId}/collateral).', merged(JobRef, CollateralPost), (sdk, { jobId, ...body }) => sdk.postCollateral(jobId, body)),
+  act('request_credit', 'Ask for credit (POST /credit/request): the underwriting decision and, when approved, the offer.', CreditRequest, (sdk, a) => sdk.requestCredit(a)),
+  act('match_offer', 'Match an approved offer with the cheapest ready lender (POST /credit/match): the lease.', MatchRequest, (sdk, a) => sdk.match(a.offerId)),
   act('request_and_match', 'request_credit, then match_offer on the approved offer: the decision and the match (null when refused).', CreditRequest, (sdk, a) => sdk.requestAndMatch(a)),
-  act('complete_job', 'Settle a completed job (POST /credit/jobs/{jobId}/complete): the escrow repays its advances. Caller: the job\'s client.', JobRef, (sdk, a) => sdk.completeJob(a.jobId)),
-  act('fail_job', 'Report a job as failed (POST /credit/jobs/{jobId}/fail). Caller: the job\'s client.', merged(JobRef, JobFailure), (sdk, { jobId, ...body }) => sdk.failJob(jobId, body)),
-  act('report_repayment', 'Report an on-chain repay transaction (POST /credit/advances/{advanceId}/repay). Caller: the advance\'s borrower.', merged(AdvanceRef, RepaymentProof), (sdk, a) => sdk.reportRepayment(a.advanceId, a.txHash as Hash)),
+  act('complete_job', 'Settle a completed job (POST /credit/jobs/{jobId}/complete): the escrow repays its advances.', JobRef, (sdk, a) => sdk.completeJob(a.jobId)),
+  act('fail_job', 'Report a job as failed (POST /credit/jobs/{jobId}/fail).', merged(JobRef, JobFailure), (sdk, { jobId, ...body }) => sdk.failJob(jobId, body)),
+  act('report_repayment', 'Report an on-chain repay transaction (POST /credit/advances/{advanceId}/repay).', merged(AdvanceRef, RepaymentProof), (sdk, a) => sdk.reportRepayment(a.advanceId, a.txHash as Hash)),
   act('liquidate_advance', 'Liquidate an overdue advance (POST /credit/advances/{advanceId}/liquidate).', AdvanceRef, (sdk, a) => sdk.liquidate(a.advanceId)),
 
   // The lender.
-  act('register_lender', 'Register the wallet as a lender (POST /lenders/register): its session key and the unsigned setup transactions. Caller: the lender wallet.', LenderRegistration, (sdk, a) => sdk.registerLender(a)),
-  act('lender_actions', 'The lender\'s pending actions (GET /lenders/{address}/actions): leases to pay, each with its unsigned paySupplier. Caller: that lender.', NoInput, (sdk) => sdk.actions()),
-  act('report_supplier_payment', 'Report the paySupplier transaction of a leased offer (POST /credit/offers/{offerId}/supplier-payment). Caller: the leasing lender.', merged(OfferRef, StrictObject({ txHash: RepaymentProof.properties.txHash })), (sdk, a) => sdk.reportSupplierPayment(a.offerId, a.txHash as Hash)),
+  act('register_lender', 'Register the wallet as a lender (POST /lenders/register): its session key and the unsigned setup transactions.', LenderRegistration, (sdk, a) => sdk.registerLender(a)),
+  act('lender_actions', 'The lender\'s pending actions (GET /lenders/{address}/actions): leases to pay, each with its unsigned paySupplier.', NoInput, (sdk) => sdk.actions()),
+  act('report_supplier_payment', 'Report the paySupplier transaction of a leased offer (POST /credit/offers/{offerId}/supplier-payment).', merged(OfferRef, StrictObject({ txHash: RepaymentProof.properties.txHash })), (sdk, a) => sdk.reportSupplierPayment(a.offerId, a.txHash as Hash)),
 ]
