@@ -56,6 +56,7 @@ export const Catalog = StrictObject({
       operationId: Type.String(),
       summary: Type.String(),
       auth: Type.Enum(['none', 'session']),
+      callers: Type.String({ description: 'Who may call it: the operation\'s x-callers in OpenAPI.' }),
     }),
   ),
   auth: StrictObject({
@@ -184,7 +185,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version })),
       facilitator: { url: s.facilitatorUrl(n), selfHosted: n.x402SelfFacilitate },
     })),
-    endpoints: s.routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path, operationId: r.operationId, summary: r.summary, auth: r.auth })),
+    endpoints: s.routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path, operationId: r.operationId, summary: r.summary, auth: r.auth, callers: r.callers })),
     auth: {
       scheme: 'siwe-bearer',
       nonce: '/auth/nonce',

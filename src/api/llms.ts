@@ -2,8 +2,13 @@
 // from the catalog, so the networks, contracts, limits and endpoints it names are the ones the service serves.
 import { scoreHowTo } from '../score/howto.ts'
 import type { Catalog } from './catalog.ts'
+import type { DemoAccount } from '../chain/devnet.ts'
 
-export function buildLlmsTxt(c: Catalog): string {
+/**
+ * `devnetAccounts`: the embedded devnet's demo roles (what the service prints at start), given only when it runs that
+ * devnet; their keys come from anvil's public development mnemonic, so publishing them gives nothing away.
+ */
+export function buildLlmsTxt(c: Catalog, devnetAccounts?: readonly DemoAccount[]): string {
   const net = c.networks[0]
   const slug = net?.slug ?? '<network>'
   const asset = net?.assets[0]?.symbol ?? '<asset>'
@@ -37,7 +42,7 @@ session), burst ${c.limits.rateLimitBurst}; a list page costs its item count; a 
 
 ## Networks
 ${networkLines.join('\n')}
-
+${devnetAccounts === undefined ? '' : devnetAccountsSection(devnetAccounts)}
 ## Sign in (every credit and lender mutation)
 1. GET /auth/nonce -> {"nonce", "domain", "chainIds"}
 2. Sign an EIP-4361 (SIWE) message with domain "${c.auth.domain}", your address, a chain id from chainIds, that nonce.
@@ -132,4 +137,13 @@ function creditScoreSection(c: Catalog): string {
   return `${howTo}
 
 Score ${score.min}..${score.max} (formula version ${score.formulaVersion}): ${score.formula}`
+}
+
+function devnetAccountsSection(accounts: readonly DemoAccount[]): string {
+  return `
+## Devnet accounts (TEST ONLY)
+The embedded devnet's demo roles: keys from anvil's public development mnemonic, funded on these devnets only. Never
+send anything of value to them, on any chain.
+${accounts.map((a) => `- ${a.role}: ${a.address} (private key ${a.privateKey})`).join('\n')}
+`
 }

@@ -181,8 +181,16 @@ function parameters(route: AnyRoute, writer: SchemaWriter): Json[] {
   return result
 }
 
+/** The line of each operation's description that says who may call it (the same words as its x-callers). */
+export const callersLine = (callers: string): string => `Who may call: ${callers}.`
+
 function operation(route: AnyRoute, options: OpenApiOptions, writer: SchemaWriter): Json {
-  const op: Json = { operationId: route.operationId, summary: route.summary, description: route.description ?? route.summary }
+  const op: Json = {
+    operationId: route.operationId,
+    summary: route.summary,
+    description: `${route.description ?? route.summary}\n\n${callersLine(route.callers)}`,
+    'x-callers': route.callers,
+  }
   if (route.tags !== undefined && route.tags.length > 0) op['tags'] = [...route.tags]
   const params = parameters(route, writer)
   if (params.length > 0) op['parameters'] = params
@@ -277,6 +285,7 @@ export function openApiRoute(getDocument: () => OpenApiDocument): AnyRoute {
     method: 'get',
     path: '/openapi.json',
     operationId: 'getOpenApi',
+    callers: 'public',
     summary: 'OpenAPI 3.1.0 description of this interface',
     description: 'This document. Served with a strong ETag, Cache-Control and gzip or br when accepted; revalidate with If-None-Match (304). Query parameters are ignored.',
     tags: ['discovery'],

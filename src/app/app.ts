@@ -231,7 +231,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       }))
     let llms: string | undefined
     routes.push(
-      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf())), version: API_VERSION }),
+      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf(), devnet === undefined ? undefined : Object.values(devnet.accounts))), version: API_VERSION }),
       openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config))),
       ...authRoutes(lateAuth),
       ...creditRoutes(service),

@@ -78,6 +78,8 @@ export interface RouteSpec<
   /** OpenAPI style template: `/credit/jobs/{jobId}/complete`. */
   path: string
   operationId: string
+  /** Who may call it, in a few words ("public", "the offer's borrower"): the one declaration OpenAPI (a line of the description and x-callers), the catalog and the README's table say. */
+  callers: string
   summary: string
   description?: string
   tags?: readonly string[]
@@ -107,6 +109,8 @@ export interface AnyRoute {
   method: HttpMethod
   path: string
   operationId: string
+  /** Who may call it, in a few words ("public", "the offer's borrower"): the one declaration OpenAPI (a line of the description and x-callers), the catalog and the README's table say. */
+  callers: string
   summary: string
   description?: string
   tags?: readonly string[]

@@ -61,6 +61,7 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
       method: 'get',
       path: `${base}/supported`,
       operationId: `x402Supported_${suffix}`,
+      callers: 'public',
       summary: `x402 facilitator for ${slug}: payment kinds served`,
       description: `Lists exactly what this facilitator verifies and settles: x402 version 2, scheme exact, network ${caip2}, and the operator address that submits settlements.`,
       tags: TAGS,
@@ -72,6 +73,7 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
       method: 'post',
       path: `${base}/verify`,
       operationId: `x402Verify_${suffix}`,
+      callers: 'public',
       summary: `x402 facilitator for ${slug}: verify a payment`,
       description:
         'Checks the signed payment against the requirements (signature, recipient, amount, validity window, balance, simulation) without moving money. ' +
@@ -90,6 +92,7 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
       method: 'post',
       path: `${base}/settle`,
       operationId: `x402Settle_${suffix}`,
+      callers: 'public',
       summary: `x402 facilitator for ${slug}: settle a payment`,
       description:
         'Verifies the payment again, then submits transferWithAuthorization (or the Permit2 transfer) from the operator account and waits for the receipt. ' +

@@ -2,7 +2,9 @@
 // section 4 (plus the SIWE routes); /.well-known/service.json and /llms.txt name the same networks, contracts and
 // endpoints as the document and the configuration.
 import { Validator } from '@seriousme/openapi-schema-validator'
+import { readFileSync } from 'node:fs'
 import t from 'tap'
+import { callersLine } from '../../src/api/openapi.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { startHarness, USDC, type Harness } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, type Json } from './fixtures/api.ts'
@@ -159,6 +161,30 @@ t.test('the catalog\'s endpoints are exactly the document\'s operations, with th
     const op = doc['paths'][e['path']][String(e['method']).toLowerCase()]
     t.equal(e['operationId'], op['operationId'], `${e['method']} ${e['path']} operationId`)
     t.equal(e['auth'], op['security'].length === 0 ? 'none' : 'session', `${e['method']} ${e['path']} auth`)
+    t.equal(e['callers'], op['x-callers'], `${e['method']} ${e['path']} callers`)
+  }
+})
+
+t.test('every operation says who may call it: x-callers and the same words in a line of its description', async (t) => {
+  for (const path of Object.keys(doc['paths'])) {
+    for (const [method, op] of Object.entries(doc['paths'][path] as Record<string, Json>)) {
+      const callers = op['x-callers']
+      t.ok(typeof callers === 'string' && callers.length > 0, `${method} ${path} has x-callers`)
+      t.ok(String(op['description']).split('\n').includes(callersLine(callers)), `${method} ${path}: its description says "${callersLine(callers)}"`)
+    }
+  }
+  // The README's table of the API says the same for the routes it names by one path.
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+  for (const [path, method] of [['/credit/match', 'post'], ['/credit/jobs/{jobId}/complete', 'post'], ['/lenders/{address}/actions', 'get'], ['/credit/advances/{advanceId}/liquidate', 'post']] as const) {
+    const row = readme.split('\n').find((line) => line.startsWith(`| ${method.toUpperCase()} | \`${path}\` |`))
+    t.equal(row?.split(' | ')[2], doc['paths'][path][method]['x-callers'], `README and OpenAPI agree on ${method} ${path}`)
+  }
+})
+
+t.test('llms.txt lists the embedded devnet\'s demo accounts, marked test-only, as the service prints them', async (t) => {
+  t.match(llms, /^## Devnet accounts \(TEST ONLY\)$/m)
+  for (const account of Object.values(h.devnet.accounts)) {
+    t.ok(llms.includes(`- ${account.role}: ${account.address} (private key ${account.privateKey})`), `${account.role} with its address and key`)
   }
 })
 

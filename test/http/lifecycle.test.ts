@@ -54,7 +54,7 @@ t.test('a trusted proxy names the client; anyone else cannot', async (t) => {
 })
 
 t.test('the route table refuses open objects, mismatched params and duplicates at start-up', async (t) => {
-  const base = { method: 'post' as const, operationId: 'x', summary: 'x', auth: 'none' as const, responses: { 200: { description: 'ok' } }, handler: () => ({ status: 200 as const, body: undefined }) }
+  const base = { method: 'post' as const, operationId: 'x', callers: 'any caller (a test route)', summary: 'x', auth: 'none' as const, responses: { 200: { description: 'ok' } }, handler: () => ({ status: 200 as const, body: undefined }) }
   await t.rejects(startServer({ log: silentLogger, routes: [defineRoute({ ...base, path: '/x', body: Type.Object({ a: Type.String() }) })] }), /open objects at #/)
   await t.rejects(startServer({ log: silentLogger, routes: [defineRoute({ ...base, path: '/x', body: StrictObject({ inner: Type.Object({ a: Type.String() }) }) })] }), /open objects at #\/properties\/inner/)
   await t.rejects(startServer({ log: silentLogger, routes: [defineRoute({ ...base, path: '/x/{id}' })] }), /path parameters \[id\]/)

@@ -50,6 +50,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'get',
       path: '/credit/state',
       operationId: 'getCreditState',
+      callers: 'public',
       summary: 'Inspect credit state: counts of live actors, lender liquidity totals, insurance reserves',
       description:
         'Public. Counts of lenders, sources, borrowers and live actors, the lenders\' liquidity totals (registered, available, reserved, deployed, fees earned, losses; each lender registers at most 2^128-1, so every total fits the Atomic schema) and the insurance reserve of each network and asset.',
@@ -63,6 +64,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/jobs',
       operationId: 'createJob',
+      callers: "the job's client or borrower",
       summary: 'Create a funded job (a receivable escrowed on chain by its client)',
       description:
         'The client first calls fundJob(keccak256(jobId), asset, receivableAtomic, agent) on the credit contract, then posts the transaction hash here. ' +
@@ -100,6 +102,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'get',
       path: '/credit/jobs/{jobId}',
       operationId: 'getJob',
+      callers: 'public',
       summary: 'Read a job (live or final)',
       description:
         'Public. A job funded on chain: its receivable, collateral, what is committed to advances, and how it ended (settlement transaction or failure reason). Final jobs are read from the store.',
@@ -114,6 +117,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'get',
       path: '/credit/offers/{offerId}',
       operationId: 'getOffer',
+      callers: 'public',
       summary: 'Read an offer (live or final): its state, current lease and advance',
       description:
         'Public. An offer from an approved credit request: its terms, the leases granted on it (current and expired), its advance once paid, and why it ended if it did.',
@@ -128,6 +132,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'get',
       path: '/credit/advances/{advanceId}',
       operationId: 'getAdvance',
+      callers: 'public',
       summary: 'Read an advance (live or final): what is owed, its repayment or recovery',
       description:
         'Public. An advance (a supplier paid by a lender): principal, fee, insurance share, due time, and its repayment or recovery with every step.',
@@ -142,6 +147,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/jobs/{jobId}/collateral',
       operationId: 'postCollateral',
+      callers: "the job's borrower",
       summary: 'Post collateral for a receivable (proven by a postCollateral transaction of the borrower)',
       description:
         'The job\'s borrower first calls postCollateral(keccak256(jobId), asset, amount) on the credit contract, then reports the transaction here; the collateral adds to the job\'s capacity and is the second recovery step.',
@@ -166,6 +172,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/backing-sources',
       operationId: 'registerBackingSource',
+      callers: "the source's agent",
       summary: 'Register a verified asset, subscription or earnings backing source',
       description: 'evidenceId is the EIP-712 signature of a configured attester over the source (see /.well-known/service.json, attestation).',
       tags,
@@ -202,6 +209,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'get',
       path: '/credit/backing-sources',
       operationId: 'listBackingSources',
+      callers: 'public',
       summary: 'List verified non-job backing sources',
       description:
         'Public, paged in registration order (?limit=, ?after=; Link rel="next"). A page costs the rate limit its item count.',
@@ -221,6 +229,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/request',
       operationId: 'requestCredit',
+      callers: 'the borrower (agent)',
       summary: 'Request credit: an underwriting decision and, when approved, an offer',
       description:
         'The signed-in wallet must be the borrower (agent). Underwrites the request against the repayment source (a job or a backing source of the agent): an approved decision creates an offer with its risk band and duration; a declined one lists stable reason codes and changes nothing.',
@@ -261,6 +270,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/match',
       operationId: 'matchOffer',
+      callers: "the offer's borrower",
       summary: 'Match an offer to the cheapest eligible lender: a short-lived lease',
       description:
         'lease is null when no eligible lender can take the offer now; it keeps waiting and dispatch retries it. ' +
@@ -280,6 +290,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/dispatch',
       operationId: 'dispatch',
+      callers: 'any session',
       summary: 'Expire stale matches, expire stale offers, and dispatch pending offers to lenders',
       description:
         'Any signed-in wallet. Runs what the internal ticker runs: expires leases past their deadline and grace (the lender loses reliability), expires offers nobody took, and matches waiting offers. The body is optional.',
@@ -296,6 +307,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/offers/{offerId}/supplier-payment',
       operationId: 'recordSupplierPayment',
+      callers: 'the leased lender',
       summary: 'Record the lender-to-supplier payment (the paySupplier transaction hash); creates the advance',
       description:
         'The leased lender reports the hash of its paySupplier transaction (signed by its session key). The transaction must have paid this offer\'s supplier the offer\'s amount before the lease deadline; the answer is the advance.',
@@ -326,6 +338,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/jobs/{jobId}/complete',
       operationId: 'completeJob',
+      callers: "the job's client or an operator",
       summary: 'Complete and repay a job: the operator settles the escrow on chain, lenders first',
       description:
         'The job\'s client or an operator. The operator calls settleJob on chain: the escrowed receivable and collateral pay each open advance (lenders first), then the insurance share, then the remainder to the borrower. The body is optional.',
@@ -351,6 +364,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/advances/{advanceId}/repay',
       operationId: 'repayAdvance',
+      callers: 'any session',
       summary: 'Repay a non-job or generic advance (proven by a repay transaction)',
       description:
         'Anyone who called repay(keccak256(advanceId), lender, asset, principal + fee, insurance share) on the credit contract reports the transaction here; the advance is repaid and the reserve funded.',
@@ -370,6 +384,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/jobs/{jobId}/fail',
       operationId: 'failJob',
+      callers: "the job's client or an operator",
       summary: 'Fail a job and suspend the borrower\'s credit; answers the passport event',
       description:
         'Only the job\'s client or an operator may fail a job (a borrower was named only with its consent). The borrower is suspended, its live offers declined, ' +
@@ -393,6 +408,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       method: 'post',
       path: '/credit/advances/{advanceId}/liquidate',
       operationId: 'liquidateAdvance',
+      callers: "the advance's lender or an operator",
       summary: 'Liquidate a defaulted advance in the recovery order; answers the receipt with every step',
       description:
         'The advance\'s lender or an operator, once the advance defaulted or is past due. Recovers what is owed in order: source revenue, collateral, backing liquidation value, insurance reserve, then a recorded shortfall; the operator\'s liquidate transaction moves the tokens. The body is optional.',

@@ -21,6 +21,7 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       method: 'get',
       path: '/health',
       operationId: 'getHealth',
+      callers: 'public',
       summary: 'Health: the engine is serving; per network, whether the wallet watcher is current',
       description:
         'Public. ok when every network\'s wallet watcher is current, degraded when one is serving its last known values; also the counts of live actors.',
@@ -49,6 +50,7 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       method: 'get',
       path: '/.well-known/service.json',
       operationId: 'getServiceCatalog',
+      callers: 'public',
       summary: 'Machine-readable service catalog: networks, assets, contracts, facilitators, endpoints, rules and limits',
       description:
         'Public. Everything an agent needs to start: networks with their contracts and assets, the x402 facilitators, the endpoints, the SIWE domain, the attesters, suppliers, rules and limits. Served with a strong ETag, Cache-Control and gzip or br; revalidate with If-None-Match (304). Query parameters are ignored.',
@@ -63,6 +65,7 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       method: 'get',
       path: '/llms.txt',
       operationId: 'getLlmsTxt',
+      callers: 'public',
       summary: 'Plain-text description for agents: the typical flow with exact calls',
       description:
         'Public. The service for a language model (llmstxt.org): what it is, links to the documents and the endpoints, the sign-in steps and the typical flow as exact calls. Served like the catalog (ETag, 304, gzip or br).',

@@ -17,6 +17,7 @@ export function eventRoutes(limits: StreamLimits, info: () => Static<typeof Stre
       method: 'get',
       path: EVENTS_PATH,
       operationId: 'openEventStream',
+      callers: "any session (its own wallet's events)",
       summary: 'Live event stream (WebSocket): leases with their unsigned paySupplier, offers, advances, jobs and passport events of the signed-in wallet',
       description:
         'Any session: the events of the signed-in wallet only. Open a WebSocket (RFC 6455) on this path with Authorization: Bearer <token>. ' +

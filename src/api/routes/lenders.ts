@@ -69,6 +69,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       method: 'get',
       path: '/lenders',
       operationId: 'listLenders',
+      callers: 'public',
       summary: 'List active lender agents (reliability at or above the matching floor), in registration order',
       description:
         'Public, paged in registration order (?limit=, ?after=; Link rel="next"): lenders whose reliability is at or above the matching floor. A page costs the rate limit its item count.',
@@ -88,6 +89,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       method: 'post',
       path: '/lenders/register',
       operationId: 'registerLender',
+      callers: 'the signed-in wallet becomes the lender',
       summary: 'Register a lender agent profile; returns a session key (once), the spend policy, funding addresses and setup transactions',
       description:
         'The signed-in wallet becomes the lender. availableLiquidityAtomic caps what the session key may spend (the approve of the setup transaction). ' +
@@ -148,6 +150,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       method: 'get',
       path: '/lenders/wallets',
       operationId: 'listLenderWallets',
+      callers: 'public',
       summary: 'List registered lender wallets: session-key balances and allowances per network, and lending activity',
       description:
         'Public, paged in registration order with small pages (?limit= up to 200, default 20; Link rel="next"): each lender\'s session-key balance and allowance per network as the chain watcher last read them, and its lending activity. A page costs the rate limit its item count.',
@@ -167,6 +170,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       method: 'get',
       path: '/lenders/{address}/wallet',
       operationId: 'getLenderWallet',
+      callers: 'public',
       summary: 'Inspect one lender wallet',
       description:
         'Public. One lender\'s session-key balance and allowance to the credit contract per network, from the chain watcher, and its lending activity.',
@@ -181,6 +185,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       method: 'get',
       path: '/lenders/{address}/actions',
       operationId: 'listLenderActions',
+      callers: 'that lender',
       summary: 'List pending wallet funding actions: each live lease with its signed lease authorization and unsigned paySupplier transaction',
       description: 'Sign each transaction with the session key and send it before the lease expires (the authorization\'s deadline); then report its hash to POST /credit/offers/{offerId}/supplier-payment. The contract pays only what the authorization says, from its payer to its supplier.',
       tags,

@@ -58,6 +58,7 @@ export function reputationRoutes(service: CreditService, links: AgentLinks): Any
       method: 'get',
       path: '/lenders/{address}/agent',
       operationId: 'getLenderAgent',
+      callers: 'public',
       summary: 'The ERC-8004 agent a lender registered with, and whether its evidence still counts',
       description: 'Public. The link as recorded; the service re-checks it on chain periodically (the catalog\'s reputation.linkRecheckIntervalSeconds) and on POST .../agent/recheck.',
       tags,
@@ -70,6 +71,7 @@ export function reputationRoutes(service: CreditService, links: AgentLinks): Any
       method: 'post',
       path: '/lenders/{address}/agent/recheck',
       operationId: 'recheckLenderAgent',
+      callers: 'any session',
       summary: 'Re-check on chain that the lender still controls its ERC-8004 agent; if not, its evidence stops counting',
       description:
         'Any signed-in wallet (it only reads the chain and can only take evidence away: e.g. the agent\'s new owner after a transfer). When the lender\'s wallet is no longer the agent\'s wallet, owner or approved operator, the offset the agent\'s feedback gave its reputation is taken back (matching order changes with it) and the link ends. The body is optional.',

@@ -36,6 +36,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
     method: 'post',
     path: CREDIT_SCORE_PATH,
     operationId: 'creditScore',
+    callers: 'public, paid per call (x402)',
     summary: enabled
       ? 'Confidential credit score of an agent, paid per call with x402 and answered as a JWE for the caller\'s key'
       : 'Confidential credit score, paid through x402; 503 while the compute component is not configured',

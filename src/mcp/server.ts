@@ -1,0 +1,44 @@
+// The MCP server (stdio): the API as tools for LLM agents. Each call goes through the typed SDK, so sign-in, renewal,
+// idempotency keys and safe retries are the SDK's; a refusal comes back as a tool error carrying the stable code.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { AgentCredit, CreditApiError } from '../client/sdk.ts'
+import { MCP_TOOLS } from './tools.ts'
+
+export const DEFAULT_SERVICE_URL = 'http://127.0.0.1:8402'
+
+export interface McpServerOptions {
+  baseUrl: string
+  /** The wallet the actions sign in with; without it only the read tools are offered. */
+  walletKey?: `0x${string}`
+}
+
+export function createMcpServer(options: McpServerOptions): Server {
+  // Reads never sign in, so without a wallet key a throwaway account stands in and is never used to sign.
+  const account = privateKeyToAccount(options.walletKey ?? generatePrivateKey())
+  const sdk = new AgentCredit({ baseUrl: options.baseUrl, account })
+  const tools = MCP_TOOLS.filter((tool) => options.walletKey !== undefined || !tool.needsWallet)
+  const server = new Server({ name: 'agent-credit', version: '0.1.0' }, { capabilities: { tools: {} } })
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as { type: 'object' } })),
+  }))
+
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const tool = tools.find((candidate) => candidate.name === request.params.name)
+    if (tool === undefined) {
+      const why = MCP_TOOLS.some((candidate) => candidate.name === request.params.name) ? 'needs a wallet key (AGENT_CREDIT_WALLET_KEY)' : 'is not a tool of this server'
+      return { isError: true, content: [{ type: 'text', text: `${request.params.name} ${why}` }] }
+    }
+    try {
+      const result = await tool.run(sdk, request.params.arguments ?? {})
+      return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }], structuredContent: { result } }
+    } catch (error) {
+      // The service's problem+json, so the agent can branch on its code and read which field was wrong.
+      const problem = error instanceof CreditApiError ? { status: error.status, code: error.code, ...error.problem } : { code: 'mcp_call_failed', detail: String(error) }
+      return { isError: true, content: [{ type: 'text', text: JSON.stringify(problem, null, 2) }] }
+    }
+  })
+  return server
+}

@@ -1,0 +1,54 @@
+// The MCP tools: each one is a route of the API, called through the typed SDK (AgentCredit), with the input schema
+// built from the TypeBox schemas the route itself validates against (path parameters and body merged into one
+// object, since a tool takes one argument object). Who may call each route is the catalog's `callers` (get_catalog),
+// declared once in the route table. Read tools need no key; the borrower's and the lender's actions
+// sign in with the configured wallet.
+import type { TObject, TProperties } from 'typebox'
+import type { Hash } from 'viem'
+import { AdvanceId, BackingSourceRegistration, CollateralPost, CreditRequest, JobCreation, JobFailure, LenderRegistration, MatchRequest, OfferId, RepaymentProof } from '../api/schemas.ts'
+import { JobId, StrictObject } from '../api/common.ts'
+import type { AgentCredit } from '../client/sdk.ts'
+
+export interface McpTool {
+  name: string
+  description: string
+  inputSchema: TObject
+  /** Signs in with the configured wallet key: without one the tool is not offered. */
+  needsWallet: boolean
+  run: (sdk: AgentCredit, args: any) => Promise<unknown>
+}
+
+const NoInput = StrictObject({})
+const merged = (...parts: TObject[]): TObject => StrictObject(Object.assign({}, ...parts.map((part) => part.properties)) as TProperties)
+const JobRef = StrictObject({ jobId: JobId })
+const OfferRef = StrictObject({ offerId: OfferId })
+const AdvanceRef = StrictObject({ advanceId: AdvanceId })
+
+const read = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: false, run })
+const act = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: true, run })
+
+export const MCP_TOOLS: readonly McpTool[] = [
+  read('get_catalog', 'The service catalog (GET /.well-known/service.json): networks, assets, contracts and their ABIs, suppliers, products, fees.', NoInput, (sdk) => sdk.catalog()),
+  read('get_credit_state', 'Credit state (GET /credit/state): counts of live actors, lender liquidity totals, insurance reserves.', NoInput, (sdk) => sdk.state()),
+  read('list_lenders', 'The registered lenders and their policies (GET /lenders).', NoInput, (sdk) => sdk.lenders()),
+  read('get_offer', 'One offer (GET /credit/offers/{offerId}): terms, state, lease.', OfferRef, (sdk, a) => sdk.offer(a.offerId)),
+  read('get_advance', 'One advance (GET /credit/advances/{advanceId}): amounts owed, state, advanceKey for repay.', AdvanceRef, (sdk, a) => sdk.advance(a.advanceId)),
+  read('get_job', 'One job (GET /credit/jobs/{jobId}): receivable, borrower, state.', JobRef, (sdk, a) => sdk.job(a.jobId)),
+
+  // The borrower (or the job's client where the route says so).
+  act('create_job', 'Register a job whose receivable the client already escrowed with fundJob (POST /credit/jobs).', JobCreation, (sdk, a) => sdk.createJob(a)),
+  act('register_backing_source', 'Register a backing source as repayment source (POST /credit/backing-sources).', BackingSourceRegistration, (sdk, a) => sdk.registerBackingSource(a)),
+  act('post_collateral', 'Report collateral posted on chain for a job (POST /credit/jobs/{jobId}/collateral).', merged(JobRef, CollateralPost), (sdk, { jobId, ...body }) => sdk.postCollateral(jobId, body)),
+  act('request_credit', 'Ask for credit (POST /credit/request): the underwriting decision and, when approved, the offer.', CreditRequest, (sdk, a) => sdk.requestCredit(a)),
+  act('match_offer', 'Match an approved offer with the cheapest ready lender (POST /credit/match): the lease.', MatchRequest, (sdk, a) => sdk.match(a.offerId)),
+  act('request_and_match', 'request_credit, then match_offer on the approved offer: the decision and the match (null when refused).', CreditRequest, (sdk, a) => sdk.requestAndMatch(a)),
+  act('complete_job', 'Settle a completed job (POST /credit/jobs/{jobId}/complete): the escrow repays its advances.', JobRef, (sdk, a) => sdk.completeJob(a.jobId)),
+  act('fail_job', 'Report a job as failed (POST /credit/jobs/{jobId}/fail).', merged(JobRef, JobFailure), (sdk, { jobId, ...body }) => sdk.failJob(jobId, body)),
+  act('report_repayment', 'Report an on-chain repay transaction (POST /credit/advances/{advanceId}/repay).', merged(AdvanceRef, RepaymentProof), (sdk, a) => sdk.reportRepayment(a.advanceId, a.txHash as Hash)),
+  act('liquidate_advance', 'Liquidate an overdue advance (POST /credit/advances/{advanceId}/liquidate).', AdvanceRef, (sdk, a) => sdk.liquidate(a.advanceId)),
+
+  // The lender.
+  act('register_lender', 'Register the wallet as a lender (POST /lenders/register): its session key and the unsigned setup transactions.', LenderRegistration, (sdk, a) => sdk.registerLender(a)),
+  act('lender_actions', 'The lender\'s pending actions (GET /lenders/{address}/actions): leases to pay, each with its unsigned paySupplier.', NoInput, (sdk) => sdk.actions()),
+  act('report_supplier_payment', 'Report the paySupplier transaction of a leased offer (POST /credit/offers/{offerId}/supplier-payment).', merged(OfferRef, StrictObject({ txHash: RepaymentProof.properties.txHash })), (sdk, a) => sdk.reportSupplierPayment(a.offerId, a.txHash as Hash)),
+]
