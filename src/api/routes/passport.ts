@@ -31,6 +31,7 @@ export function passportRoutes(service: CreditService): AnyRoute[] {
       method: 'get',
       path: '/passport/{address}',
       operationId: 'getPassport',
+      callers: 'public',
       summary: 'An agent\'s credit passport: its signed, chained events, paged by sequence',
       description:
         'Public. Every event that changed the agent\'s credit standing (job failed and credit suspended, advance repaid, liquidated with shortfall, ' +
