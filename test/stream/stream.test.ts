@@ -57,7 +57,8 @@ t.test('a lender receives its lease over the stream and pays it without ever pol
   t.equal(leased.action.kind, 'pay_supplier')
   t.equal(leased.action.transaction.to, h.network.creditContract, 'the paySupplier goes to the credit contract')
   t.equal(leased.action.transaction.from, lender.session.address, 'signed by the session key')
-  t.equal(leased.action.transaction.expiresAt, match.body.lease.expiresAt, 'its deadline is the lease\'s')
+  t.equal(leased.action.authorization.deadline, String(Math.floor(Date.parse(match.body.lease.expiresAt) / 1000)), 'its signed deadline is the lease\'s expiry, in unix seconds')
+  t.equal(leased.action.authorization.payer, lender.session.address, 'the authorization names the session key as the payer')
   await payFromStream(offerId)
 
   const advance = await lenderStream.next((m) => m.kind === 'advance' && m.advance.offerId === offerId, 'the advance, to the lender')
