@@ -314,7 +314,7 @@ async function flow(baseUrl: string): Promise<void> {
   // 6. The lender polls its actions, signs the paySupplier with the session key, sends and reports it.
   const actionsPath = `/lenders/${lender.address}/actions`
   const action = await until(`${actionsPath} to list offer ${offerId}`, 10_000, async () => {
-    const reply = await lenderApi.get<{ lease: { offerId: string }; transaction: WireTransaction & { expiresAt: string } }[]>(actionsPath)
+    const reply = await lenderApi.get<{ lease: { offerId: string }; authorization: { deadline: string }; transaction: WireTransaction }[]>(actionsPath)
     return expect(reply, 200, `GET ${actionsPath}`).find((a) => a.lease.offerId === offerId)
   })
   const supplierBefore = await readChain.balanceOf(asset.symbol, supplier.address)
@@ -327,30 +327,31 @@ async function flow(baseUrl: string): Promise<void> {
   const supplierAfter = await readChain.balanceOf(asset.symbol, supplier.address)
   stepLine(
     6,
-    `GET ${actionsPath} -> 200: pay_supplier, deadline ${action.transaction.expiresAt}; paySupplier tx ${paid} signed by session key ${session.address}; ` +
+    `GET ${actionsPath} -> 200: pay_supplier, signed deadline ${new Date(Number(action.authorization.deadline) * 1000).toISOString()}; paySupplier tx ${paid} signed by session key ${session.address}; ` +
       `POST /credit/offers/${offerId}/supplier-payment -> 200: advance ${advance.advanceId} ${advance.state}, principal ${money(advance.principalAtomic)}, fee ${money(advance.feeAtomic)}; ` +
       `supplier ${supplier.address} ${money(supplierBefore)} -> ${money(supplierAfter)} (+${money(supplierAfter - supplierBefore)})`,
   )
   if (supplierAfter - supplierBefore !== advanceAtomic) throw new DemoError(`the supplier received ${money(supplierAfter - supplierBefore)}, expected ${money(advanceAtomic)}`)
 
-  // 7. The job client completes the job: the escrow repays the lender first.
+  // 7. The job client completes the job: the escrow repays the lender first, into the session wallet that lent
+  // (the advance's lender on chain is the paying wallet: capital recycles into the wallet that lends).
   const jobClientApi = new CreditClient(baseUrl)
   await jobClientApi.signIn(jobClient)
-  const lenderBefore = await readChain.balanceOf(asset.symbol, lender.address)
+  const lenderBefore = await readChain.balanceOf(asset.symbol, session.address)
   const receipt = expect(await jobClientApi.post(`/credit/jobs/${jobId}/complete`, {}), 200, `POST /credit/jobs/${jobId}/complete`) as {
     txHash: Hash
     toLendersAtomic: string
     toReserveAtomic: string
     toBorrowerAtomic: string
   }
-  const lenderAfter = await readChain.balanceOf(asset.symbol, lender.address)
+  const lenderAfter = await readChain.balanceOf(asset.symbol, session.address)
   const final = expect(await publicApi.get<{ state: string }>(`/credit/jobs/${jobId}`), 200, `GET /credit/jobs/${jobId}`)
   const finalAdvance = expect(await publicApi.get<{ state: string }>(`/credit/advances/${advance.advanceId}`), 200, `GET /credit/advances/${advance.advanceId}`)
   stepLine(
     7,
     `POST /credit/jobs/${jobId}/complete -> 200: settleJob tx ${receipt.txHash}; to lenders ${money(receipt.toLendersAtomic)}, ` +
       `to insurance reserve ${money(receipt.toReserveAtomic)}, to borrower ${money(receipt.toBorrowerAtomic)}; ` +
-      `lender ${lender.address} ${money(lenderBefore)} -> ${money(lenderAfter)} (+${money(lenderAfter - lenderBefore)}); ` +
+      `lender's session wallet ${session.address} ${money(lenderBefore)} -> ${money(lenderAfter)} (+${money(lenderAfter - lenderBefore)}); ` +
       `job ${jobId} ${final.state}, advance ${advance.advanceId} ${finalAdvance.state}`,
   )
   if (final.state !== 'completed') throw new DemoError(`job ${jobId} is ${final.state} after completion, expected completed`)
