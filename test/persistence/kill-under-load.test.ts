@@ -19,7 +19,7 @@ import { startApp } from '../../src/app/app.ts'
 import { loadServiceConfig } from '../../src/app/config.ts'
 import { fund, tempDataDir, USDC, usdc } from '../fixtures/service.ts'
 import {
-  killAllServices, OPERATOR_KEY_ENV, removeDir, startService, writeServiceFiles, type ServiceFiles, type ServiceProcess,
+  killAllServices, LEASE_SIGNER_KEY_ENV, OPERATOR_KEY_ENV, removeDir, startService, writeServiceFiles, type ServiceFiles, type ServiceProcess,
 } from './fixtures/child-service.ts'
 
 const KILLS = 4
@@ -90,11 +90,13 @@ t.before(async () => {
   files = writeServiceFiles(devnet.accounts, devnet.networks, SERVICE_CONFIG)
   dataDir = tempDataDir('agent-credit-kill-')
   process.env[OPERATOR_KEY_ENV] = devnet.accounts.operator.privateKey
+  process.env[LEASE_SIGNER_KEY_ENV] = devnet.accounts.leaseSigner.privateKey
 })
 t.teardown(async () => {
   killAllServices()
   await devnet?.stop()
   delete process.env[OPERATOR_KEY_ENV]
+  delete process.env[LEASE_SIGNER_KEY_ENV]
   if (files) removeDir(files.dir)
   if (dataDir) removeDir(dataDir)
 })
