@@ -1,24 +1,17 @@
 // Issue 10, hole 9 over HTTP: backing attestations carry an expiry. The EIP-712 type signs validUntil; an expired
 // attestation is refused at registration, an altered validUntil breaks the signature, and a source whose attestation
 // has expired since gets no new credit (declined source_attestation_expired).
-import { rmSync } from 'node:fs'
 import t from 'tap'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { startDevnet } from '../../src/chain/devnet.ts'
 import { CreditClient } from '../../src/client/client.ts'
-import { startApp } from '../../src/app/app.ts'
-import { creditRequest, tempDataDir, testConfig, type Harness } from '../fixtures/service.ts'
+import { creditRequest, startHarness } from '../fixtures/service.ts'
 import { backingSourceBody, expectDocumented, expectProblem, openApiDocument } from './fixtures/api.ts'
 
-const devnet = await startDevnet()
-t.teardown(() => devnet.stop())
-const dataDir = tempDataDir()
-t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
 let now = Math.floor(Date.now() / 1000) * 1000
-const app = await startApp(testConfig(dataDir), { devnet, clock: () => now, validateResponses: true })
-t.teardown(() => app.stop())
-// The fixtures read only `devnet` (the attester) and `network` of a harness.
-const h = { devnet, network: devnet.networks[0] } as unknown as Harness
+// The service's clock is this variable: the tests move time themselves.
+const h = await startHarness({ clock: () => now })
+t.teardown(() => h.stop())
+const { app } = h
 const fields = (sourceId: string, validUntilMs: number) => ({ sourceId, valueAtomic: 10_000_000n, liquidationValueAtomic: 10_000_000n, advanceRateBps: 5000, validUntilMs })
 
 const borrower = privateKeyToAccount(generatePrivateKey())

@@ -1,27 +1,20 @@
 // Issue 10, hole 3 over HTTP: a stranger cannot suspend a borrower. A job names a borrower only when the borrower
 // registers it or the client carries the borrower's EIP-712 consent; only the job's client or an operator fails it;
 // the suspension lifts in dispatch once nothing is owed on a default and borrowerSuspensionMinSeconds have passed.
-import { rmSync } from 'node:fs'
 import t from 'tap'
 import type { PrivateKeyAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { signBorrowerConsent } from '../../src/chain/consent.ts'
-import { startDevnet } from '../../src/chain/devnet.ts'
 import { CreditClient } from '../../src/client/client.ts'
-import { startApp } from '../../src/app/app.ts'
-import { creditRequest, fundedAccount, tempDataDir, testConfig, type Harness, USDC, usdc } from '../fixtures/service.ts'
+import { creditRequest, fundedAccount, startHarness, USDC, usdc } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, openApiDocument } from './fixtures/api.ts'
 
 const WEEK_MS = 7 * 24 * 3600 * 1000
-const devnet = await startDevnet()
-t.teardown(() => devnet.stop())
-const dataDir = tempDataDir()
-t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
 let now = Math.floor(Date.now() / 1000) * 1000
-const app = await startApp(testConfig(dataDir), { devnet, clock: () => now, validateResponses: true })
-t.teardown(() => app.stop())
-const network = devnet.networks[0] as (typeof devnet.networks)[number]
-const h = { devnet, network } as unknown as Harness
+// The service's clock is this variable: the tests move time themselves.
+const h = await startHarness({ clock: () => now })
+t.teardown(() => h.stop())
+const { app, devnet, network } = h
 
 async function agent(tokens = 0n): Promise<{ account: PrivateKeyAccount; api: CreditClient }> {
   const account = await fundedAccount(devnet, network, tokens)
