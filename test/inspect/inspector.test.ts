@@ -2,14 +2,16 @@
 // beyond the public reads), and the page in headless Chromium (Debian's package, driven by playwright-core, kept off
 // the network): counts move after a credit request and a match, the new lease is looked up with its history, and a
 // screenshot is saved. Then a restart: the lease's history comes back from the store.
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { chromium, type Browser } from 'playwright-core'
 import { creditRequest, fundedJob, readyLender, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
+// The test's artifacts: TEST_ARTIFACTS_DIR when CI names one, else beside tap's own output (.tap/, ignored by git).
+const ARTIFACTS = process.env['TEST_ARTIFACTS_DIR'] ?? fileURLToPath(new URL('../../.tap/artifacts/', import.meta.url))
 /** The page's document, for the functions that run in the browser (this project type-checks without the DOM library). */
 declare const document: { querySelector(selector: string): { textContent: string | null } | null; getElementById(id: string): { textContent: string | null } | null }
 const CHROMIUM_FLAGS = [
@@ -75,9 +77,10 @@ t.test('the page shows live counts that move with a credit request and a match, 
   t.ok(await page.$('#diagram-lease svg'), 'the lease machine is drawn')
   t.ok(await page.$('#system-map svg'), 'the system map is drawn')
   t.match(await page.textContent('#diagram-offer svg') ?? '', /leased \(1\)/, 'the offer diagram labels its state with the live count')
-  const screenshot = join(mkdtempSync(join(tmpdir(), 'agent-credit-inspector-')), 'inspector.png')
+  mkdirSync(ARTIFACTS, { recursive: true })
+  const screenshot = join(ARTIFACTS, 'inspector.png')
   await page.screenshot({ path: screenshot, fullPage: true })
-  t.comment(`screenshot: ${screenshot}`)
+  t.ok(statSync(screenshot).size > 0, `screenshot saved: ${screenshot}`)
   t.same(elsewhere, [], 'the page loaded nothing from anywhere but the service')
   t.ok(lender.registration.sessionKey.privateKey)
 })
