@@ -4,7 +4,7 @@
 // is minted again for something else.
 import { existsSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { defaultDevnetNetworks, startDevnet } from '../../src/chain/devnet.ts'
 import { CreditClient } from '../../src/client/client.ts'
@@ -22,6 +22,16 @@ const network = devnet.networks[0] as (typeof devnet.networks)[number]
 // The fixtures read only `devnet` (the attester) and `network` of a harness.
 const h = { devnet, network } as unknown as Harness
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** A fresh borrower signed in at `url` with an attested backing source `sourceId` of 1,000 USDC. */
+async function borrowerWithSource(t: Test, url: string, sourceId: string) {
+  const account = privateKeyToAccount(generatePrivateKey())
+  const client = new CreditClient(url)
+  await client.signIn(account)
+  const source = await backingSourceBody(h, account.address, { sourceId, valueAtomic: usdc(1000), liquidationValueAtomic: usdc(1000), advanceRateBps: 5000 })
+  t.equal((await client.post('/credit/backing-sources', source)).status, 201, `backing source ${sourceId} registered`)
+  return { account, client }
+}
 
 t.test('a GET never shows a change whose commit is not durable yet', async (t) => {
   const dataDir = tempDataDir()
@@ -75,10 +85,7 @@ t.test('after a SIGKILL with a commit held, no id minted before the kill is mint
   const env = { ...files.env, DATA_DIR: dataDir, DISPATCH_INTERVAL_MS: '0', AGENT_CREDIT_TEST_HOLD_COMMITS_FILE: holdFile }
   let service = await startService(env)
 
-  const borrowerX = privateKeyToAccount(generatePrivateKey())
-  const x = new CreditClient(service.url)
-  await x.signIn(borrowerX)
-  t.equal((await x.post('/credit/backing-sources', await backingSourceBody(h, borrowerX.address, { sourceId: 'src-x', valueAtomic: usdc(1000), liquidationValueAtomic: usdc(1000), advanceRateBps: 5000 }))).status, 201)
+  const { account: borrowerX, client: x } = await borrowerWithSource(t, service.url, 'src-x')
   const first = await x.post('/credit/request', creditRequest(h, borrowerX.address, 'src-x', usdc(7), usdc(1)))
   t.equal(first.body.decision, 'approved')
   const durableId = first.body.offer.offerId as string
@@ -98,10 +105,7 @@ t.test('after a SIGKILL with a commit held, no id minted before the kill is mint
 
   service = await startService(env)
   t.teardown(() => service.stop('SIGKILL'))
-  const borrowerY = privateKeyToAccount(generatePrivateKey())
-  const y = new CreditClient(service.url)
-  await y.signIn(borrowerY)
-  t.equal((await y.post('/credit/backing-sources', await backingSourceBody(h, borrowerY.address, { sourceId: 'src-y', valueAtomic: usdc(1000), liquidationValueAtomic: usdc(1000), advanceRateBps: 5000 }))).status, 201)
+  const { account: borrowerY, client: y } = await borrowerWithSource(t, service.url, 'src-y')
   const after = await y.post('/credit/request', creditRequest(h, borrowerY.address, 'src-y', usdc(3), usdc(1)))
   t.equal(after.body.decision, 'approved')
   const newId = after.body.offer.offerId as string
