@@ -11,6 +11,7 @@ import {
   defineChain,
   http,
   nonceManager,
+  type Address,
   type Chain,
   type PrivateKeyAccount,
   type PublicClient,
@@ -49,13 +50,13 @@ export type ClientOptions = {
   timeoutMs?: number
 }
 
-export function networkChain(network: NetworkConfig): Chain {
+export function networkChain(network: Pick<NetworkConfig, 'slug' | 'chainId' | 'rpcUrl'> & { multicall3?: Address }): Chain {
   return defineChain({
     id: network.chainId,
     name: network.slug,
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [network.rpcUrl] } },
-    contracts: { multicall3: { address: network.multicall3 } },
+    ...(network.multicall3 === undefined ? {} : { contracts: { multicall3: { address: network.multicall3 } } }),
   })
 }
 

@@ -228,7 +228,7 @@ export function findNetwork(networks: readonly NetworkConfig[], slug: string): N
   return network
 }
 
-export function findToken(network: NetworkConfig, symbol: string): TokenConfig {
+export function findToken(network: Pick<NetworkConfig, 'slug' | 'tokens'>, symbol: string): TokenConfig {
   const token = network.tokens.find((t) => t.symbol === symbol)
   if (token === undefined) throw new UnknownAssetError(network.slug, symbol)
   return token

@@ -6,6 +6,7 @@ import {
   createWalletClient,
   encodeFunctionData,
   erc20Abi,
+  getAddress,
   http,
   type Address,
   type Hash,
@@ -16,7 +17,7 @@ import {
 } from 'viem'
 import { creditFacilityV2Abi } from '../chain/artifacts.ts'
 import { networkChain } from '../chain/clients.ts'
-import { findToken, type NetworkConfig } from '../chain/config.ts'
+import { findToken, type NetworkConfig, type TokenConfig } from '../chain/config.ts'
 import { idKey } from '../chain/ids.ts'
 
 /** An unsigned transaction as the API returns it (amounts as decimal strings). */
@@ -28,13 +29,29 @@ export interface WireTransaction {
   gas: string
 }
 
+/**
+ * What an agent needs to know of a network. The catalog's entry (`networks[]` of /.well-known/service.json) has it all:
+ * `ChainAgent.fromCatalog`. The service's own NetworkConfig has it too.
+ */
+export type AgentNetwork = Pick<NetworkConfig, 'slug' | 'chainId' | 'rpcUrl' | 'creditContract' | 'tokens'> & { multicall3?: Address }
+
+/** A network as the catalog publishes it (its `assets` are the tokens; its rpcUrl is null when private). */
+export type CatalogNetworkEntry = { slug: string; chainId: number; rpcUrl: string | null; creditContract: string; assets: TokenConfig[] }
+
 export class ChainAgent {
-  readonly network: NetworkConfig
+  readonly network: AgentNetwork
   readonly account: LocalAccount
   readonly publicClient: PublicClient
   readonly #wallet
 
-  constructor(network: NetworkConfig, account: LocalAccount) {
+  /** An agent on a network read from the catalog; `rpcUrl` when the catalog does not publish one (or to use another). */
+  static fromCatalog(network: CatalogNetworkEntry, account: LocalAccount, rpcUrl?: string): ChainAgent {
+    const url = rpcUrl ?? network.rpcUrl
+    if (url === null) throw new Error(`the catalog publishes no RPC URL for ${network.slug}: pass one`)
+    return new ChainAgent({ slug: network.slug, chainId: network.chainId, rpcUrl: url, creditContract: getAddress(network.creditContract), tokens: network.assets }, account)
+  }
+
+  constructor(network: AgentNetwork, account: LocalAccount) {
     this.network = network
     this.account = account
     const chain = networkChain(network)

@@ -2,5 +2,5 @@
 // and the plain HTTP client they are built on.
 export { AgentCredit, CreditApiError, type AgentCreditOptions, type CreditRequestBody, type JobCreationBody, type LenderRegistrationBody, type OfferView, type AdvanceView, type JobView, type LeaseEventMessage } from './sdk.ts'
 export { EventStream, type EventStreamOptions, type StreamEvent, type StreamMessage, type StreamResync } from './stream.ts'
-export { ChainAgent, type WireTransaction } from './chain.ts'
+export { ChainAgent, type AgentNetwork, type CatalogNetworkEntry, type WireTransaction } from './chain.ts'
 export { CreditClient, nextLink, type Reply, type CallOptions } from './client.ts'

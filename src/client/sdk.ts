@@ -14,6 +14,7 @@ import type {
 import type { Catalog } from '../api/catalog.ts'
 import type { SessionResponse } from '../auth/routes.ts'
 import type { LeaseEvent } from '../stream/messages.ts'
+import { verifyPassport, type PassportVerification, type SignedPassportEvent } from '../passport/passport.ts'
 import { CreditClient, type Reply } from './client.ts'
 import { EventStream, type StreamEvent } from './stream.ts'
 import type { ChainAgent, WireTransaction } from './chain.ts'
@@ -90,6 +91,11 @@ export class AgentCredit {
 
   /** One route: typed body in, typed answer out, problem+json as CreditApiError. */
   async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: { auth?: boolean; idempotencyKey?: string } = {}): Promise<T> {
+    return (await this.reply<T>(method, path, body, options)).body
+  }
+
+  /** As request, with the answer's headers (paged lists name the next page in one). */
+  async reply<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: { auth?: boolean; idempotencyKey?: string } = {}): Promise<Reply<T>> {
     const idempotencyKey = method === 'POST' ? (options.idempotencyKey ?? randomUUID()) : undefined
     let lastError: unknown
     for (let attempt = 1; attempt <= this.#attempts; attempt++) {
@@ -114,7 +120,7 @@ export class AgentCredit {
         continue
       }
       if (reply.status >= 400) throw new CreditApiError(method, path, reply.status, typeof reply.body === 'object' ? reply.body : { detail: String(reply.body) })
-      return reply.body as T
+      return reply as Reply<T>
     }
     throw lastError instanceof Error ? lastError : new Error(`${method} ${path}: no answer after ${this.#attempts} attempts`)
   }
@@ -127,6 +133,24 @@ export class AgentCredit {
   offer = (offerId: string) => this.request<OfferView>('GET', `/credit/offers/${encodeURIComponent(offerId)}`, undefined, { auth: false })
   advance = (advanceId: string) => this.request<AdvanceView>('GET', `/credit/advances/${encodeURIComponent(advanceId)}`, undefined, { auth: false })
   job = (jobId: string) => this.request<JobView>('GET', `/credit/jobs/${encodeURIComponent(jobId)}`, undefined, { auth: false })
+
+  /**
+   * A wallet's whole passport, every page, checked as a stranger would check it: each event signed by the issuer the
+   * catalog publishes, under its domain, chained by hash from sequence 1. `verification.ok` false means the answer
+   * cannot be trusted (the problems say why); the events are returned either way.
+   */
+  async passport(address: Address, pageSize = 100): Promise<{ events: SignedPassportEvent[]; verification: PassportVerification }> {
+    const events: SignedPassportEvent[] = []
+    let after: string | null = null
+    do {
+      const query: string = `limit=${pageSize}${after === null ? '' : `&after=${encodeURIComponent(after)}`}`
+      const page: Reply<SignedPassportEvent[]> = await this.reply<SignedPassportEvent[]>('GET', `/passport/${address}?${query}`, undefined, { auth: false })
+      events.push(...page.body)
+      after = page.headers.get('next-after')
+    } while (after !== null)
+    const { passport } = await this.catalog()
+    return { events, verification: await verifyPassport(events, { issuer: passport.issuer as Address, domain: passport.domain }) }
+  }
 
   // ------------------------------------------------------------------------------------------------ borrower
 

@@ -6,6 +6,7 @@ import t from 'tap'
 import type { Test } from 'tap'
 import { verifyTypedData, zeroHash, type Address } from 'viem'
 import { ChainAgent } from '../../src/client/chain.ts'
+import { AgentCredit } from '../../src/client/sdk.ts'
 import { verifyPassport, type SignedPassportEvent } from '../../src/passport/passport.ts'
 import { fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, fundAdvance, openApiDocument, type Json } from '../api/fixtures/api.ts'
@@ -69,6 +70,9 @@ t.test('repaid, failed, lifted: signed, chained, paged; tampering detected; a re
   const trust = { issuer, domain: catalog['passport'].domain }
   await verifyEach(t, catalog, events)
   t.same(await verifyPassport(events, trust), { ok: true, problems: [] })
+  const viaSdk = await new AgentCredit({ baseUrl: h.url, account: borrower }).passport(borrower.address, 1)
+  t.same(viaSdk.events, events, 'the SDK reads every page (one event per page here)')
+  t.same(viaSdk.verification, { ok: true, problems: [] }, 'and verifies them against the catalog\'s issuer and domain')
 
   const tampered = events.map((e, i) => (i === 0 ? { ...e, details: e.details.replace(/"txHash":"0x([0-9a-f])/, (_m, d: string) => `"txHash":"0x${d === 'f' ? '0' : 'f'}`) } : e))
   t.not(tampered[0]?.details, events[0]?.details, 'the tampering changed the detail')
