@@ -21,7 +21,7 @@ import { Inspector } from '../inspect/inspector.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
-import { loadNetworksConfig, type NetworkConfig } from '../chain/config.ts'
+import { loadNetworksConfig, NetworksConfigError, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
 import { ensureKeySalt } from '../chain/key-salt.ts'
@@ -120,6 +120,10 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     let config = baseConfig
     if (config.networksFile !== undefined) {
       networks = loadNetworksConfig(config.networksFile)
+      // A served network must be able to sign lease authorizations: without the credit contract's leaseSigner key
+      // the engine would still lease offers that no lender can pay, and each lease would only expire.
+      const unsigned = networks.flatMap((n, i) => (n.leaseSignerPrivateKey === undefined ? [{ path: `/networks/${i}/leaseSignerKeyEnv`, message: `required: ${n.slug} has no key to sign lease authorizations, so no lease there could be paid` }] : []))
+      if (unsigned.length > 0) throw new NetworksConfigError(config.networksFile, unsigned)
     } else {
       if (devnet === undefined) {
         // The chains keep their state beside the store: a restart finds the escrows and balances its records name.

@@ -8,8 +8,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { formatUnits, type Address, type Hash } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
-import { multicall3Address } from '../chain/artifacts.ts'
-import type { NetworkConfig } from '../chain/config.ts'
 import { demoAccounts } from '../chain/devnet.ts'
 import { ChainAgent, type WireTransaction } from '../client/chain.ts'
 import { CreditClient, type Reply } from '../client/client.ts'
@@ -116,26 +114,6 @@ interface Catalog {
   limits: { leaseTtlSeconds: number }
 }
 
-/** The network as the client helpers need it, from what the catalog publishes (no operator key: agents have none). */
-function networkFromCatalog(n: CatalogNetwork & { rpcUrl: string }): NetworkConfig {
-  return {
-    slug: n.slug,
-    chainId: n.chainId,
-    caip2: n.caip2,
-    rpcUrl: n.rpcUrl,
-    creditContract: n.creditContract,
-    identityRegistry: n.identityRegistry,
-    reputationRegistry: n.reputationRegistry,
-    multicall3: multicall3Address,
-    tokens: n.assets.map((a) => ({ ...a })),
-    x402SelfFacilitate: false,
-    confirmations: n.confirmations,
-    pollingIntervalMs: 50,
-    operatorKeyEnv: undefined,
-    operatorPrivateKey: undefined, leaseSignerKeyEnv: undefined, leaseSignerPrivateKey: undefined,
-  }
-}
-
 async function flow(baseUrl: string): Promise<void> {
   const keys = demoAccounts()
   const demoLender = privateKeyToAccount(keys.lender.privateKey)
@@ -147,7 +125,7 @@ async function flow(baseUrl: string): Promise<void> {
   const catalog = expect(await publicApi.get<Catalog>('/.well-known/service.json'), 200, 'GET /.well-known/service.json')
   const chosen = catalog.networks.find((n) => n.rpcUrl !== null && n.assets.length > 0)
   if (chosen === undefined) throw new DemoError('the catalog publishes no network with an RPC URL and an asset: the demo needs one to send transactions')
-  const network = networkFromCatalog(chosen as CatalogNetwork & { rpcUrl: string })
+  const network = ChainAgent.fromCatalog(chosen, demoLender).network
   const asset = chosen.assets[0] as CatalogNetwork['assets'][number]
   const unit = 10n ** BigInt(asset.decimals)
   const money = (atomic: bigint | string): string => `${formatUnits(BigInt(atomic), asset.decimals)} ${asset.symbol}`

@@ -1,7 +1,14 @@
 // The HTTP-edge settings of the service configuration: their documented defaults, the environment over the file,
 // and values refused at start-up instead of misbehaving later.
 import t from 'tap'
+import { existsSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { getContractAddress } from 'viem'
+import { startApp } from '../../src/app/app.ts'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
+import { NetworksConfigError, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
+import { demoAccounts } from '../../src/chain/devnet.ts'
+import { tempDataDir } from '../fixtures/service.ts'
 
 t.test('defaults: CORS for any origin, no trusted proxy, idempotency answers kept 24 h', async (t) => {
   const config = loadServiceConfig({})
@@ -23,4 +30,25 @@ t.test('values that cannot be right are refused at start-up', async (t) => {
   t.throws(() => loadServiceConfig({ CORS_ORIGINS: 'dashboard.example' }), ConfigError, 'an origin has a scheme')
   t.throws(() => loadServiceConfig({ IDEMPOTENCY_RETENTION_SECONDS: '10' }), ConfigError, 'below a minute')
   t.throws(() => loadServiceConfig({ IDEMPOTENCY_RETENTION_SECONDS: '1h' }), ConfigError)
+})
+
+t.test('a networks file whose network has no lease signer key is refused at start-up, naming the field', async (t) => {
+  const dir = tempDataDir()
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const accounts = demoAccounts()
+  const contract = (nonce: bigint) => getContractAddress({ from: accounts.deployer.address, nonce })
+  const network: NetworkConfig = {
+    slug: 'devnet-a', chainId: 31337, caip2: 'eip155:31337', rpcUrl: 'http://127.0.0.1:9', creditContract: contract(3n),
+    identityRegistry: contract(1n), reputationRegistry: contract(2n), multicall3: '0xcA11bde05977b3631167028862bE2a173976CA11',
+    tokens: [{ symbol: 'USDC', address: contract(0n), decimals: 6, eip712Name: 'USD Coin', eip712Version: '2' }],
+    x402SelfFacilitate: false, confirmations: 1, pollingIntervalMs: 50,
+    operatorKeyEnv: undefined, operatorPrivateKey: undefined, leaseSignerKeyEnv: undefined, leaseSignerPrivateKey: undefined,
+  }
+  const file = join(dir, 'networks.json')
+  writeFileSync(file, JSON.stringify(toNetworksFile([network])))
+  const config = loadServiceConfig({ NETWORKS_FILE: file, DATA_DIR: join(dir, 'data') })
+  const refused = await startApp(config).then((app) => app.stop().then(() => 'started'), (error: unknown) => error)
+  t.type(refused, NetworksConfigError, 'the service does not start')
+  t.match((refused as NetworksConfigError).problems, [{ path: '/networks/0/leaseSignerKeyEnv', message: /required/ }])
+  t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
 })
