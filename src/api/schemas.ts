@@ -414,6 +414,20 @@ export const LiquidationReceipt = StrictObject({
   borrowerReputationBps: Bps,
 })
 
+export const SignedPassportEvent = StrictObject(
+  {
+    agent: Address,
+    sequence: Type.Integer({ minimum: 1, description: 'Per agent: 1, 2, ...' }),
+    prevHash: { ...Bytes32, description: 'The hash of the agent\'s previous event (zero for sequence 1).' },
+    kind: Type.Union([Type.Literal('job_failed'), Type.Literal('advance_repaid'), Type.Literal('liquidated_with_shortfall'), Type.Literal('suspension_lifted')], { description: 'What happened (the catalog\'s passport.kinds).' }),
+    issuedAtMs: Type.Integer({ minimum: 0, description: 'When the service recorded the event (unix ms), signed as uint64.' }),
+    details: Type.String({ description: 'Canonical JSON (sorted keys, amounts as decimal strings) of amounts and references: job, advance, transaction hashes.' }),
+    hash: { ...Bytes32, description: 'hashTypedData of the event under the catalog\'s passport domain: the next event\'s prevHash.' },
+    signature: Type.String({ pattern: '^0x[0-9a-fA-F]{130}$', description: 'The issuer\'s EIP-712 signature (65 bytes).' }),
+  },
+  { description: 'A passport event as signed: the message of the catalog\'s PassportEvent type plus its hash and signature.' },
+)
+
 export const PassportEvent = StrictObject({
   type: Type.Literal('job_failed'),
   jobId: JobId,
@@ -426,6 +440,7 @@ export const PassportEvent = StrictObject({
   defaultedAdvanceIds: Type.Array(AdvanceId),
   outstandingPrincipalAtomic: Atomic,
   declinedOfferIds: Type.Array(OfferId),
+  signed: { ...SignedPassportEvent, description: 'This event as the borrower\'s passport records it: numbered, chained and signed by the catalog\'s passport issuer, so anyone can verify it without trusting this service (GET /passport/{address} serves the same).' },
 })
 
 export const ReserveBalance = StrictObject({

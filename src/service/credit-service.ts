@@ -42,9 +42,13 @@ import { KeyedMutex } from './mutex.ts'
 import { isSessionKeyRecord, newSessionKey, type SessionKeyRecord } from './session-keys.ts'
 import { SupplierDirectory, SupplierUnresolvedError } from './suppliers.ts'
 import type { PassportBook, PassportFact } from '../passport/book.ts'
+import type { SignedPassportEvent } from '../passport/passport.ts'
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
+
+/** The /fail response: the spec's passport event, and the borrower's passport entry for it as signed. */
+export type FailedJob = PassportEvent & { signed: SignedPassportEvent }
 
 /** The value of a command or query that succeeded; a refusal is raised. */
 function valueOf<T>(result: EngineResult<T>): T {
@@ -542,7 +546,7 @@ export class CreditService {
     })
   }
 
-  async failJob(mutation: Mutation<PassportEvent>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
+  async failJob(mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
     return this.#locks.run(`job:${jobId}`, async () => {
       const plan = this.#live(this.engine.planJobFailure({ jobId, caller }), 'job', jobId)
       // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
@@ -551,11 +555,20 @@ export class CreditService {
         find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
       })
       try {
+        // The spec's /fail response is this event's content, with the passport's signed copy (which adds the failJob
+        // transaction) beside it: signed in the command's synchronous section, written in the same commit.
+        let writes: RecordWrite[] = []
         return await this.apply(
           mutation,
-          () => this.engine.failJob({ jobId, reason: body.reason, caller }, this.#clock()),
-          // The spec's /fail response is this event's content; the passport's signed copy adds the failJob transaction.
-          (event) => this.#passportWrites([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, txHash: failed.txHash } }]),
+          () => {
+            const result = this.engine.failJob({ jobId, reason: body.reason, caller }, this.#clock())
+            if (!result.ok) return result
+            const event = result.value
+            const recorded = this.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, txHash: failed.txHash } }], this.#clock())
+            writes = recorded.writes
+            return { ...result, value: { ...event, signed: recorded.events[0] as SignedPassportEvent } }
+          },
+          () => writes,
         )
       } catch (error) {
         throw refusedWith(error, 'job_not_found') ? this.#missing('job', jobId) : error

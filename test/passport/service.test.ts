@@ -73,6 +73,7 @@ t.test('repaid, failed, lifted: signed, chained, paged; tampering detected; a re
   const viaSdk = await new AgentCredit({ baseUrl: h.url, account: borrower }).passport(borrower.address, 1)
   t.same(viaSdk.events, events, 'the SDK reads every page (one event per page here)')
   t.same(viaSdk.verification, { ok: true, problems: [] }, 'and verifies them against the catalog\'s issuer and domain')
+  t.same(failed.body.signed, events[1], 'the /fail answer carries the job_failed event exactly as the passport signed it')
 
   const tampered = events.map((e, i) => (i === 0 ? { ...e, details: e.details.replace(/"txHash":"0x([0-9a-f])/, (_m, d: string) => `"txHash":"0x${d === 'f' ? '0' : 'f'}`) } : e))
   t.not(tampered[0]?.details, events[0]?.details, 'the tampering changed the detail')

@@ -398,7 +398,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       responses: { 200: { description: 'The passport event', schema: PassportEvent }, ...errors.forbidden, ...errors.notFound('job'), ...errors.idempotency },
       handler: (ctx) =>
         mutate(service, '/credit/jobs/{jobId}/fail', ctx, (ticket) =>
-          service.failJob({ ticket, encode: (event) => replyWith(200, PassportEvent)(toWire(event)) }, ctx.session.address, ctx.params.jobId, {
+          service.failJob({ ticket, encode: ({ signed, ...event }) => replyWith(200, PassportEvent)({ ...toWire(event), signed }) }, ctx.session.address, ctx.params.jobId, {
             reason: ctx.body.reason,
           }),
         ),

@@ -3,22 +3,9 @@
 import Type from 'typebox'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import type { CreditService } from '../../service/credit-service.ts'
-import { Address as AddressSchema, Bytes32, checksum, StrictObject } from '../common.ts'
+import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
+import { SignedPassportEvent } from '../schemas.ts'
 import { asResult, itemCount, nextPageHeaders, pageHeaders, RECORD_PAGE, replyWith } from './shared.ts'
-
-export const SignedPassportEvent = StrictObject(
-  {
-    agent: AddressSchema,
-    sequence: Type.Integer({ minimum: 1, description: 'Per agent: 1, 2, ...' }),
-    prevHash: { ...Bytes32, description: 'The hash of the agent\'s previous event (zero for sequence 1).' },
-    kind: Type.Union([Type.Literal('job_failed'), Type.Literal('advance_repaid'), Type.Literal('liquidated_with_shortfall'), Type.Literal('suspension_lifted')], { description: 'What happened (the catalog\'s passport.kinds).' }),
-    issuedAtMs: Type.Integer({ minimum: 0, description: 'When the service recorded the event (unix ms), signed as uint64.' }),
-    details: Type.String({ description: 'Canonical JSON (sorted keys, amounts as decimal strings) of amounts and references: job, advance, transaction hashes.' }),
-    hash: { ...Bytes32, description: 'hashTypedData of the event under the catalog\'s passport domain: the next event\'s prevHash.' },
-    signature: Type.String({ pattern: '^0x[0-9a-fA-F]{130}$', description: 'The issuer\'s EIP-712 signature (65 bytes).' }),
-  },
-  { description: 'A passport event as signed: the message of the catalog\'s PassportEvent type plus its hash and signature.' },
-)
 
 const PassportQuery = StrictObject({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: RECORD_PAGE.max, default: RECORD_PAGE.default, description: `Events per page, 1..${RECORD_PAGE.max} (default ${RECORD_PAGE.default}).` })),
