@@ -285,6 +285,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       sessionsPerWalletMax: config.sessionsPerWalletMax,
       nowMs: clock,
     })
+    // A session that ends early ends its event streams too.
+    cleanups.push(auth.onSessionsEnded((tokenHashes) => stream.endSessions(tokenHashes)))
 
     // The expiry ticker: the same engine command as POST /credit/dispatch, through the same run-and-commit path.
     // A tick the store has no room for changed nothing: it is skipped, like any refused request.

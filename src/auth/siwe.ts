@@ -70,6 +70,7 @@ const refused = (code: string, detail: string) => new HttpProblem(401, code, det
 
 export class SiweAuth implements AuthService {
   readonly #records: AuthRecords
+  readonly #endedListeners = new Set<(tokenHashes: readonly string[]) => void>()
   readonly #domain: string
   readonly #clients: ReadonlyMap<number, PublicClient>
   readonly #nonceTtlMs: number
@@ -178,6 +179,7 @@ export class SiweAuth implements AuthService {
       const opened = await this.#records.openSession(session, { nonce, expiresAtMs: nonceExpiresAtMs }, drop)
       if (!opened) throw refused('siwe_nonce_invalid', 'The nonce was already used.')
       for (const old of drop) this.#sessions.delete(old.tokenHash)
+      this.#sessionsEnded(drop.map((s) => s.tokenHash))
     })
     return { token, address: checksummed, chainId, expiresAtMs }
   }
@@ -194,7 +196,9 @@ export class SiweAuth implements AuthService {
         this.#sessions.delete(s.tokenHash)
       }
       try {
-        return await this.#records.revokeSessions(ending)
+        const revoked = await this.#records.revokeSessions(ending)
+        this.#sessionsEnded(ending.map((s) => s.tokenHash))
+        return revoked
       } finally {
         for (const s of ending) {
           this.#sessions.delete(s.tokenHash)
@@ -202,6 +206,17 @@ export class SiweAuth implements AuthService {
         }
       }
     })
+  }
+
+  /** Hears the token hashes of sessions that ended before their expiry (revoked, or dropped by the per-wallet bound). */
+  onSessionsEnded(listener: (tokenHashes: readonly string[]) => void): () => void {
+    this.#endedListeners.add(listener)
+    return () => this.#endedListeners.delete(listener)
+  }
+
+  #sessionsEnded(tokenHashes: readonly string[]): void {
+    if (tokenHashes.length === 0) return
+    for (const listener of this.#endedListeners) listener(tokenHashes)
   }
 
   #forWallet<T>(address: Address, run: () => Promise<T>): Promise<T> {

@@ -206,7 +206,7 @@ export class AgentCredit {
 
   /** The live event stream of this wallet, resuming by itself after a drop. */
   async events(resumeFrom?: { epoch: string; seq: number }): Promise<EventStream> {
-    const stream = new EventStream({ baseUrl: this.http.baseUrl, token: () => this.token(), ...(resumeFrom ? { resumeFrom } : {}) })
+    const stream = new EventStream({ baseUrl: this.http.baseUrl, token: () => this.token(), onSessionEnded: () => (this.#session = undefined), ...(resumeFrom ? { resumeFrom } : {}) })
     await stream.ready()
     return stream
   }

@@ -2,7 +2,7 @@
 // event it delivered, so a consumer sees every event of its wallet once, in order (a `resync` message when the
 // service could not keep the gap: re-read state over HTTP then).
 import WebSocket from 'ws'
-import type { StreamEvent, StreamMessage, StreamResync } from '../stream/messages.ts'
+import { STREAM_CLOSE, type StreamEvent, type StreamMessage, type StreamResync } from '../stream/messages.ts'
 
 export type { StreamEvent, StreamMessage, StreamResync }
 
@@ -15,6 +15,11 @@ export interface EventStreamOptions {
   resumeFrom?: { epoch: string; seq: number }
   /** Delay before reconnecting after the connection dropped (doubles up to 8x). */
   reconnectDelayMs?: number
+  /**
+   * The service closed the stream because its session ended (4001 session_ended: revoked, or dropped by a newer
+   * sign-in): called before reconnecting, so `token` signs in again instead of offering the ended token.
+   */
+  onSessionEnded?: () => void
 }
 
 type Listener = (message: StreamEvent | StreamResync) => void
@@ -115,6 +120,7 @@ export class EventStream {
       })
       ws.on('close', (code, reason) => {
         this.lastClose = { code, reason: String(reason) }
+        if (code === STREAM_CLOSE.sessionEnded.code) this.#options.onSessionEnded?.()
         if (helloSeen) this.#scheduleReconnect()
       })
     })

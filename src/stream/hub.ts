@@ -43,6 +43,8 @@ interface Retained {
 
 interface UpgradeData {
   wallet: Address
+  /** The session's token hash: a revoked session's streams are closed (endSessions). */
+  tokenHash: string | undefined
   since: number | undefined
   epoch: string | undefined
 }
@@ -50,6 +52,7 @@ interface UpgradeData {
 interface Connection {
   ws: WebSocket<UpgradeData>
   wallet: Address
+  tokenHash: string | undefined
   /** Sequence numbers of this wallet's events not yet handed to the socket, from `head` on. */
   queue: number[]
   head: number
@@ -106,6 +109,20 @@ export class EventHub {
   stats(): { connections: ConnectionStats[]; peakQueuedEvents: number; peakBufferedBytes: number; firstSeq: number; lastSeq: number } {
     const connections = [...this.#connections.values()].map((c) => ({ wallet: c.wallet, queuedEvents: c.queue.length - c.head, bufferedBytes: c.ws.getBufferedAmount() }))
     return { connections, peakQueuedEvents: this.#peakQueued, peakBufferedBytes: this.#peakBuffered, firstSeq: this.#firstSeq, lastSeq: this.#lastSeq }
+  }
+
+  /**
+   * Closes the streams opened with these sessions (4001 session_ended): a revoked session stops receiving at once,
+   * not only at its next HTTP request. One pass over the open connections (bounded per wallet, rare).
+   */
+  endSessions(tokenHashes: readonly string[]): void {
+    if (tokenHashes.length === 0) return
+    const ended = new Set(tokenHashes)
+    for (const connection of [...this.#connections.values()]) {
+      if (connection.tokenHash !== undefined && ended.has(connection.tokenHash)) {
+        this.#end(connection, STREAM_CLOSE.sessionEnded, 'the session was revoked or replaced; sign in again')
+      }
+    }
   }
 
   /** Ends every connection (the service is stopping); later upgrades are refused. */
@@ -170,7 +187,7 @@ export class EventHub {
           return refuse(new HttpProblem(429, 'too_many_streams', `a wallet holds at most ${this.limits.connectionsPerWalletMax} open streams; close one first`))
         }
         if (aborted) return
-        const data: UpgradeData = { wallet: session.address, since: since === null ? undefined : Number(since), epoch: epoch ?? undefined }
+        const data: UpgradeData = { wallet: session.address, tokenHash: session.tokenHash, since: since === null ? undefined : Number(since), epoch: epoch ?? undefined }
         res.cork(() => res.upgrade(data, key, protocol, extensions, context))
       },
       () => refuse(new HttpProblem(503, 'auth_unavailable', 'the session could not be checked; retry')),
@@ -178,8 +195,8 @@ export class EventHub {
   }
 
   #open(ws: WebSocket<UpgradeData>): void {
-    const { wallet, since, epoch } = ws.getUserData()
-    const connection: Connection = { ws, wallet, queue: [], head: 0, open: true }
+    const { wallet, tokenHash, since, epoch } = ws.getUserData()
+    const connection: Connection = { ws, wallet, tokenHash, queue: [], head: 0, open: true }
     this.#connections.set(ws, connection)
     let set = this.#byWallet.get(wallet)
     if (set === undefined) this.#byWallet.set(wallet, (set = new Set()))

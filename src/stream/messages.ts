@@ -99,6 +99,8 @@ export const StreamInfo = StrictObject(
 export const STREAM_CLOSE = {
   /** The client did not read fast enough: its undelivered events or its socket buffer reached the bound. */
   slowConsumer: { code: 4008, name: 'slow_consumer' },
+  /** The session the stream was opened with ended (revoked, or dropped by a newer sign-in beyond the bound): sign in again. */
+  sessionEnded: { code: 4001, name: 'session_ended' },
   /** The service is stopping. */
   shuttingDown: { code: 1001, name: 'shutting_down' },
 } as const

@@ -151,3 +151,30 @@ t.test('a consumer that does not read is cut off with a reason; the server\'s qu
   t.ok(seqs.every((seq, i) => i === 0 || seq === seqs[i - 1] + 1), 'and got every event, in order')
   await fast.close()
 })
+
+t.test('a revoked session\'s streams are closed at once (4001 session_ended); the wallet\'s other sessions keep theirs until revoked too', async (t) => {
+  const account = privateKeyToAccount(generatePrivateKey())
+  const [a, b] = [await signedIn(h.url, account), await signedIn(h.url, account)]
+  const streamA = await openRawStream(h.url, a.token as string)
+  const streamB = await openRawStream(h.url, b.token as string)
+  await streamA.next((m) => m.type === 'hello', 'hello on A')
+
+  t.equal((await a.call('DELETE', '/auth/session')).status, 200)
+  const closedA = await closedWithin(streamA, 10_000)
+  t.equal(closedA.code, 4001, 'the revoked session\'s stream is closed with 4001')
+  t.match(closedA.reason, /^session_ended: /, 'naming why')
+  t.equal(streamB.ws.readyState, WebSocket.OPEN, 'the other session\'s stream stays open')
+  await t.rejects(openRawStream(h.url, a.token as string), { message: 'upgrade refused: 401' }, 'and the revoked token opens no new one')
+
+  t.equal((await b.call('DELETE', '/auth/sessions')).status, 200)
+  t.equal((await closedWithin(streamB, 10_000)).code, 4001, 'revoking every session closes the last stream too')
+  t.equal(h.app.stream.stats().connections.filter((c) => c.wallet === account.address).length, 0, 'the hub holds nothing of the wallet')
+})
+
+/** The close of `stream`, or a clear failure when the service never closes it. */
+function closedWithin(stream: RawStream, timeoutMs: number): Promise<{ code: number; reason: string }> {
+  return Promise.race([
+    stream.closed,
+    new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error(`the stream was not closed within ${timeoutMs} ms`)), timeoutMs).unref()),
+  ])
+}
