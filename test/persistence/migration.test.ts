@@ -10,7 +10,7 @@ import { Engine } from '../../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { storedSnapshots } from '../../src/app/app.ts'
 import { Store, type Change } from '../../src/store/index.ts'
-import { BORROWER, FakeWallets, T0, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from '../engine/fixtures/world.ts'
+import { BORROWER, FakeWallets, T0, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap , repaidFact } from '../engine/fixtures/world.ts'
 import { tempDir } from '../store/fixtures/helpers.ts'
 
 const GRACE_MS = 5_000
@@ -87,8 +87,7 @@ t.test('insurance reserves stored as kind ledger (version 1) move to kind reserv
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
   const advanceId = fundAdvance(engine)
-  const plan = unwrap(engine.planRepayment(advanceId))
-  unwrap(engine.repayAdvance({ network: plan.network, txHash: hash(31), logIndex: 0, advanceId, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic }, T0))
+  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(31)), T0))
   const changes = engine.snapshots()
   const reserves = changes.filter((change) => (change.kind as string) === 'reserve')
   t.equal(reserves.length, 1, 'the world holds one insurance reserve')
