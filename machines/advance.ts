@@ -92,6 +92,23 @@ export function isNextPayment(owed: { lenderOwedAtomic: bigint; reserveOwedAtomi
   return r.lenderOwedAfterAtomic === owed.lenderOwedAtomic - toLender && r.reserveOwedAfterAtomic === owed.reserveOwedAtomic - toReserve
 }
 
+/**
+ * What the advance still owes after a recovery, as the contract's liquidate leaves it: tokens from the source
+ * (revenue, collateral) paid the lender's part first, then the reserve's share; backing and the reserve paid the
+ * lender's part; the reserve is subrogated for what it paid (the borrower owes it to the reserve now).
+ */
+export function owedAfterRecovery(
+  owed: { lenderOwedAtomic: bigint; reserveOwedAtomic: bigint },
+  r: Pick<RecoveryRecord, 'fromRevenueAtomic' | 'fromCollateralAtomic' | 'fromBackingAtomic' | 'fromReserveAtomic'>,
+): { lenderOwedAtomic: bigint; reserveOwedAtomic: bigint } {
+  const tokens = r.fromRevenueAtomic + r.fromCollateralAtomic
+  const tokensToLender = tokens < owed.lenderOwedAtomic ? tokens : owed.lenderOwedAtomic
+  return {
+    lenderOwedAtomic: owed.lenderOwedAtomic - tokensToLender - r.fromBackingAtomic - r.fromReserveAtomic,
+    reserveOwedAtomic: owed.reserveOwedAtomic - (tokens - tokensToLender) + r.fromReserveAtomic,
+  }
+}
+
 // The last payment ends the advance repaid; an earlier one is counted and the advance stays where it is.
 const repayTransitions = [
   {
@@ -123,7 +140,11 @@ export const advanceMachine = setup({
     recordEnd: assign((_, params: { nowMs: number }) => ({ endedAtMs: params.nowMs })),
     recordDefault: assign((_, params: { reason: string; nowMs: number }) => ({ defaultReason: params.reason, defaultedAtMs: params.nowMs })),
     recordPastDue: assign(({ event }) => ({ defaultReason: 'past_due', defaultedAtMs: event.nowMs })),
-    recordRecovery: assign((_, params: { recovery: RecoveryRecord; nowMs: number }) => ({ recovery: params.recovery, endedAtMs: params.nowMs })),
+    recordRecovery: assign(({ context }, params: { recovery: RecoveryRecord; nowMs: number }) => ({
+      recovery: params.recovery,
+      ...owedAfterRecovery(context, params.recovery),
+      endedAtMs: params.nowMs,
+    })),
   },
   guards: {
     // The next payment on what is owed: at most what is owed, the lender's part first (a reserve amount only once the

@@ -20,8 +20,8 @@ const paid = (lenderAmountAtomic: bigint, reserveAmountAtomic: bigint, lenderOwe
 const repayment = paid(1009n, 1n, 0n, 0n)
 const repay = (r: RepaymentRecord, nowMs = T0): AdvanceEvent => ({ type: 'REPAY', repayment: r, nowMs })
 const recovery = (shortfallAtomic: bigint): RecoveryRecord => ({
-  network: 'net-a', txHash: hash(3), owedAtomic: 1010n, fromRevenueAtomic: 0n, fromCollateralAtomic: 0n,
-  fromBackingAtomic: 1010n - shortfallAtomic, fromReserveAtomic: 0n, shortfallAtomic,
+  network: 'net-a', txHash: hash(3), owedAtomic: 1010n, fromRevenueAtomic: 0n, fromCollateralAtomic: 1010n - shortfallAtomic,
+  fromBackingAtomic: 0n, fromReserveAtomic: 0n, shortfallAtomic,
 })
 const liquidate = (shortfallAtomic: bigint, nowMs = T0): AdvanceEvent => ({ type: 'LIQUIDATE', recovery: recovery(shortfallAtomic), nowMs })
 
@@ -68,7 +68,16 @@ t.test('LIQUIDATE ends liquidated when fully recovered, in shortfall otherwise',
 t.test('each action writes what its event carries', async (t) => {
   t.same(defaulted.context, { ...active.context, defaultReason: 'job_failed', defaultedAtMs: T0 })
   t.same((states['repaid'] as Snap).context, { ...active.context, repayments: [repayment], lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, endedAtMs: T0 })
-  t.same((states['liquidated'] as Snap).context, { ...defaulted.context, recovery: recovery(0n), endedAtMs: T0 })
+  t.same((states['liquidated'] as Snap).context, { ...defaulted.context, recovery: recovery(0n), lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, endedAtMs: T0 })
+  // Collateral 1007 of 1009 + 1 owed: the lender's part first, so 2 stay owed to the lender and the reserve's 1.
+  t.match((states['shortfall'] as Snap).context, { lenderOwedAtomic: 2n, reserveOwedAtomic: 1n })
+})
+
+t.test('after a recovery the advance owes what the contract leaves: the reserve subrogated for what it paid', async (t) => {
+  const r: RecoveryRecord = { ...recovery(0n), fromCollateralAtomic: 500n, fromBackingAtomic: 300n, fromReserveAtomic: 200n, shortfallAtomic: 10n }
+  t.match(step(advanceMachine, defaulted, { type: 'LIQUIDATE', recovery: r, nowMs: T0 }), {
+    value: 'shortfall', context: { lenderOwedAtomic: 1009n - 500n - 300n - 200n, reserveOwedAtomic: 1n + 200n },
+  })
 })
 
 t.test('REPAY of any amount: a partial payment is counted and the advance stays where it was; the last one repays it', async (t) => {
