@@ -158,7 +158,7 @@ function runEngine(specs: LenderSpec[], amounts: bigint[]) {
     if (!paid.ok) throw new Error(paid.error.message)
     const plan = engine.planRepayment(paid.value.advanceId)
     if (!plan.ok) throw new Error(plan.error.message)
-    const repaid = engine.repayAdvance({ network: NET, txHash: txHash(10 ** 9 + i), logIndex: 0, advanceId: paid.value.advanceId, lender: lease.lender, payer: BORROWER, amountAtomic: plan.value.amountAtomic, reserveAmountAtomic: plan.value.reserveAmountAtomic }, nowMs)
+    const repaid = engine.repayAdvance({ network: NET, txHash: txHash(10 ** 9 + i), logIndex: 0, advanceId: paid.value.advanceId, lender: lease.payer, payer: BORROWER, amountAtomic: plan.value.amountAtomic, reserveAmountAtomic: plan.value.reserveAmountAtomic, lenderOwedAtomic: 0n, reserveOwedAtomic: 0n }, nowMs)
     if (!repaid.ok) throw new Error(repaid.error.message)
   }
   engine.checkInvariants()

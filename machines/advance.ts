@@ -1,4 +1,6 @@
-// Advance: created only by a verified supplier payment. It ends repaid (a Repaid fact or the job's settlement), or
+// Advance: created only by a verified supplier payment. It carries what is still owed (the contract's terms at payment:
+// the lender's part, then the reserve's share); each repayment, of any amount, reduces it, and the advance ends repaid
+// once nothing is owed (Repaid facts, or the job's settlement, which pays everything). Otherwise it ends
 // liquidated (fully recovered) or closed with a recorded shortfall: once defaulted (its job failed), or straight from
 // active once it is past its due time (it defaults as it is liquidated).
 import { assign, setup } from 'xstate'
@@ -22,8 +24,12 @@ export interface AdvanceInput {
   asset: string
   principalAtomic: bigint
   feeAtomic: bigint
-  /** Part of the fee that goes to the insurance reserve when the advance is repaid. */
+  /** Part of the fee that goes to the insurance reserve when the advance is repaid (the authorization's reserveShare). */
   insuranceAtomic: bigint
+  /** Still owed to the lender: principal + fee - insuranceAtomic at payment, as the contract records it. */
+  lenderOwedAtomic: bigint
+  /** Still owed to the insurance reserve: insuranceAtomic at payment. */
+  reserveOwedAtomic: bigint
   supplierAddress: Address
   payment: TxProof
   fundedAtMs: number
@@ -38,6 +44,9 @@ export interface RepaymentRecord {
   payer: Address | null
   lenderAmountAtomic: bigint
   reserveAmountAtomic: bigint
+  /** What the contract says is still owed after this payment (Repaid's lenderOwed and reserveOwed). */
+  lenderOwedAfterAtomic: bigint
+  reserveOwedAfterAtomic: bigint
 }
 
 export interface RecoveryRecord {
@@ -54,7 +63,8 @@ export interface RecoveryRecord {
 export interface AdvanceContext extends AdvanceInput {
   defaultReason: string | null
   defaultedAtMs: number | null
-  repayment: RepaymentRecord | null
+  /** Every payment counted, in chain order. */
+  repayments: RepaymentRecord[]
   recovery: RecoveryRecord | null
   endedAtMs: number | null
 }
@@ -66,10 +76,54 @@ export type AdvanceEvent =
 
 /** What the advance answers when it refuses an event (see machines/refusals.ts). */
 export const advanceRefusals: RefusalTable<AdvanceEvent> = {
-  REPAY: { code: 'advance_not_open' },
+  // A REPAY the advance's state takes but whose amounts are not the next payment on what it owes: more than owed, or
+  // "after" values that disagree (a payment reported before an earlier one, or terms the engine does not hold).
+  REPAY: { code: 'advance_not_open', guarded: 'repayment_mismatch' },
   DEFAULT: { code: 'advance_not_active' },
   LIQUIDATE: { code: 'advance_not_in_default' },
 }
+
+/** Whether `r` is the next payment on what `owed` still owes, as the contract splits one (see the guard). */
+export function isNextPayment(owed: { lenderOwedAtomic: bigint; reserveOwedAtomic: bigint }, r: RepaymentRecord): boolean {
+  const { lenderAmountAtomic: toLender, reserveAmountAtomic: toReserve } = r
+  if (toLender < 0n || toReserve < 0n || toLender + toReserve === 0n) return false
+  if (toLender > owed.lenderOwedAtomic || toReserve > owed.reserveOwedAtomic) return false
+  if (toReserve > 0n && toLender !== owed.lenderOwedAtomic) return false
+  return r.lenderOwedAfterAtomic === owed.lenderOwedAtomic - toLender && r.reserveOwedAfterAtomic === owed.reserveOwedAtomic - toReserve
+}
+
+/**
+ * What the advance still owes after a recovery, as the contract's liquidate leaves it: tokens from the source
+ * (revenue, collateral) paid the lender's part first, then the reserve's share; backing and the reserve paid the
+ * lender's part; the reserve is subrogated for what it paid (the borrower owes it to the reserve now).
+ */
+export function owedAfterRecovery(
+  owed: { lenderOwedAtomic: bigint; reserveOwedAtomic: bigint },
+  r: Pick<RecoveryRecord, 'fromRevenueAtomic' | 'fromCollateralAtomic' | 'fromBackingAtomic' | 'fromReserveAtomic'>,
+): { lenderOwedAtomic: bigint; reserveOwedAtomic: bigint } {
+  const tokens = r.fromRevenueAtomic + r.fromCollateralAtomic
+  const tokensToLender = tokens < owed.lenderOwedAtomic ? tokens : owed.lenderOwedAtomic
+  return {
+    lenderOwedAtomic: owed.lenderOwedAtomic - tokensToLender - r.fromBackingAtomic - r.fromReserveAtomic,
+    reserveOwedAtomic: owed.reserveOwedAtomic - (tokens - tokensToLender) + r.fromReserveAtomic,
+  }
+}
+
+// The last payment ends the advance repaid; an earlier one is counted and the advance stays where it is.
+const repayTransitions = [
+  {
+    guard: { type: 'isLastPayment', params: ({ event }: { event: { repayment: RepaymentRecord } }) => event },
+    target: 'repaid',
+    actions: [
+      { type: 'recordRepayment', params: ({ event }: { event: { repayment: RepaymentRecord } }) => event },
+      { type: 'recordEnd', params: ({ event }: { event: { nowMs: number } }) => event },
+    ],
+  },
+  {
+    guard: { type: 'isNextPayment', params: ({ event }: { event: { repayment: RepaymentRecord } }) => event },
+    actions: { type: 'recordRepayment', params: ({ event }: { event: { repayment: RepaymentRecord } }) => event },
+  },
+] as const
 
 export const advanceMachine = setup({
   types: {
@@ -78,15 +132,26 @@ export const advanceMachine = setup({
     events: {} as AdvanceEvent,
   },
   actions: {
-    recordRepayment: assign((_, params: { repayment: RepaymentRecord; nowMs: number }) => ({
-      repayment: params.repayment,
-      endedAtMs: params.nowMs,
+    recordRepayment: assign(({ context }, params: { repayment: RepaymentRecord }) => ({
+      repayments: [...context.repayments, params.repayment],
+      lenderOwedAtomic: params.repayment.lenderOwedAfterAtomic,
+      reserveOwedAtomic: params.repayment.reserveOwedAfterAtomic,
     })),
+    recordEnd: assign((_, params: { nowMs: number }) => ({ endedAtMs: params.nowMs })),
     recordDefault: assign((_, params: { reason: string; nowMs: number }) => ({ defaultReason: params.reason, defaultedAtMs: params.nowMs })),
     recordPastDue: assign(({ event }) => ({ defaultReason: 'past_due', defaultedAtMs: event.nowMs })),
-    recordRecovery: assign((_, params: { recovery: RecoveryRecord; nowMs: number }) => ({ recovery: params.recovery, endedAtMs: params.nowMs })),
+    recordRecovery: assign(({ context }, params: { recovery: RecoveryRecord; nowMs: number }) => ({
+      recovery: params.recovery,
+      ...owedAfterRecovery(context, params.recovery),
+      endedAtMs: params.nowMs,
+    })),
   },
   guards: {
+    // The next payment on what is owed: at most what is owed, the lender's part first (a reserve amount only once the
+    // lender is paid), and the contract's "after" values are what the engine holds less the payment.
+    isNextPayment: ({ context }, params: { repayment: RepaymentRecord }) => isNextPayment(context, params.repayment),
+    isLastPayment: ({ context }, params: { repayment: RepaymentRecord }) =>
+      isNextPayment(context, params.repayment) && params.repayment.lenderOwedAfterAtomic === 0n && params.repayment.reserveOwedAfterAtomic === 0n,
     isFullyRecovered: (_, params: { recovery: RecoveryRecord }) => params.recovery.shortfallAtomic === 0n,
     // Due means the due time has come: at dueAtMs the advance may be liquidated.
     isPastDue: ({ context, event }) => event.nowMs >= context.dueAtMs,
@@ -99,7 +164,7 @@ export const advanceMachine = setup({
     ...input,
     defaultReason: null,
     defaultedAtMs: null,
-    repayment: null,
+    repayments: [],
     recovery: null,
     endedAtMs: null,
   }),
@@ -107,7 +172,7 @@ export const advanceMachine = setup({
   states: {
     active: {
       on: {
-        REPAY: { target: 'repaid', actions: { type: 'recordRepayment', params: ({ event }) => event } },
+        REPAY: repayTransitions,
         DEFAULT: { target: 'defaulted', actions: { type: 'recordDefault', params: ({ event }) => event } },
         LIQUIDATE: [
           {
@@ -125,7 +190,7 @@ export const advanceMachine = setup({
     },
     defaulted: {
       on: {
-        REPAY: { target: 'repaid', actions: { type: 'recordRepayment', params: ({ event }) => event } },
+        REPAY: repayTransitions,
         LIQUIDATE: [
           {
             guard: { type: 'isFullyRecovered', params: ({ event }) => event },

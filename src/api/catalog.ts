@@ -109,6 +109,8 @@ export const Catalog = StrictObject({
   rules: StrictObject({
     fee: Type.String(),
     insuranceShareBps: Bps,
+    insuranceShare: Type.String({ description: 'How the insurance share is taken, on every path where a fee reaches a lender.' }),
+    repayment: Type.String({ description: 'What a repay(advanceKey, amount) of any amount does.' }),
     jobAdvanceRateBps: Bps,
     riskBandACoverageBps: Type.Integer({ minimum: 0 }),
     riskBandBCoverageBps: Type.Integer({ minimum: 0 }),
@@ -231,6 +233,10 @@ export function buildCatalog(s: CatalogSources): Catalog {
     rules: {
       fee: 'feeAtomic = ceil(amountAtomic * lender.minFeeBps / 10000), flat per advance; a lender is eligible only if feeAtomic <= maximumFeeAtomic',
       insuranceShareBps: s.engine.insuranceShareBps,
+      insuranceShare:
+        "reserveShare = floor(feeAtomic * insuranceShareBps / 10000), signed in the lease authorization; an advance owes the lender principalAtomic + feeAtomic - reserveShare and the reserve reserveShare. Every payment towards it (repay, job settlement, collateral in a liquidation) pays the lender's part first, then the reserve's share; backing and the insurance reserve cover only the lender's part",
+      repayment:
+        "repay(advanceKey, amount) by anyone, any amount: the contract takes at most what is owed (an overpayment never leaves the payer's wallet), the lender's part first (to its session wallet), then the reserve's share; each Repaid reduces lenderOwedAtomic and reserveOwedAtomic, and the advance is repaid when both are 0",
       jobAdvanceRateBps: s.engine.jobAdvanceRateBps,
       riskBandACoverageBps: s.engine.riskBandACoverageBps,
       riskBandBCoverageBps: s.engine.riskBandBCoverageBps,

@@ -74,9 +74,11 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
 6. Lender: GET /lenders/<address>/actions -> [{"transaction":{"to","data","chainId","gas",...}}]. Sign it with the session key, send it
    before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
    A report after the lease expired is rejected with 409 lease_expired.
-7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays the lenders first), or call
-   repay(keccak256(utf8(advanceId)), lender, token, principalAtomic + feeAtomic, insuranceAtomic) on chain (values from
-   GET /credit/advances/<advanceId>) and POST /credit/advances/<advanceId>/repay {"txHash":"0x..."}.
+7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays what each advance still owes, lenders first), or
+   approve ${contract} and call repay(advanceKey, amount) on chain for any amount (GET /credit/advances/<advanceId>: advanceKey, and what
+   is still owed, lenderOwedAtomic + reserveOwedAtomic), then POST /credit/advances/<advanceId>/repay {"txHash":"0x..."} -> this payment
+   and what is still owed ("repaid":true when nothing is). The lender's part is paid first, then the reserve's share; the contract
+   never takes more than is owed (an overpayment stays in your wallet). Report repayments in the order they were mined.
    Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower; POST /credit/advances/<advanceId>/liquidate {} recovers
    in this order: ${c.rules.recoveryOrder.join(', ')}.
 The lender pays gas for setup and payment transactions. POST /credit/dispatch {} expires stale leases and rematches offers.

@@ -119,7 +119,7 @@ export const CollateralPost = StrictObject(
 )
 
 export const EmptyBody = StrictObject({}, { description: 'An empty JSON object.' })
-export const RepaymentProof = StrictObject({ txHash: Bytes32 }, { description: 'A repay(keccak256(advanceId), lender, asset, amount, reserveAmount) transaction.' })
+export const RepaymentProof = StrictObject({ txHash: Bytes32 }, { description: 'A repay(advanceKey, amount) transaction of any amount on the credit contract.' })
 export const JobFailure = StrictObject({ reason: Label('Why the job failed.', 500) })
 
 // ---------------------------------------------------------------------------------------------------- responses
@@ -204,6 +204,8 @@ const RepaymentRecord = StrictObject({
   payer: Nullable(Address),
   lenderAmountAtomic: Atomic,
   reserveAmountAtomic: Atomic,
+  lenderOwedAfterAtomic: { ...Atomic, description: 'Still owed to the lender after this payment (the Repaid event\'s lenderOwed).' },
+  reserveOwedAfterAtomic: { ...Atomic, description: 'The reserve\'s share still owed after this payment.' },
 })
 
 const RecoveryRecord = StrictObject({
@@ -232,13 +234,15 @@ export const Advance = StrictObject({
   principalAtomic: Atomic,
   feeAtomic: Atomic,
   insuranceAtomic: Atomic,
+  lenderOwedAtomic: { ...Atomic, description: 'Still owed to the lender: principal + fee - insuranceAtomic, less what repayments paid it.' },
+  reserveOwedAtomic: { ...Atomic, description: "The insurance reserve's share still owed (paid once the lender's part is)." },
   supplierAddress: Address,
   payment: TxProof,
   fundedAt: IsoTime,
   dueAt: IsoTime,
   defaultReason: Nullable(Type.String()),
   defaultedAt: NullableTime,
-  repayment: Nullable(RepaymentRecord),
+  repayments: Type.Array(RepaymentRecord, { description: 'Every payment counted, in chain order; the advance is repaid when nothing is owed.' }),
   recovery: Nullable(RecoveryRecord),
   endedAt: NullableTime,
 })
@@ -376,9 +380,13 @@ const RepaymentReceiptFields = {
   asset: AssetSymbol,
   principalAtomic: Atomic,
   feeAtomic: Atomic,
-  lenderAmountAtomic: Atomic,
-  reserveAmountAtomic: Atomic,
+  lenderAmountAtomic: { ...Atomic, description: 'What this payment paid the lender.' },
+  reserveAmountAtomic: { ...Atomic, description: "What this payment paid the insurance reserve (only once the lender's part is paid)." },
   txHash: Bytes32,
+  logIndex: Nullable(Type.Integer({ minimum: 0 })),
+  lenderOwedAtomic: { ...Atomic, description: 'Still owed to the lender after this payment.' },
+  reserveOwedAtomic: { ...Atomic, description: "The reserve's share still owed after this payment." },
+  repaid: Type.Boolean({ description: 'Nothing is owed any more: the advance is repaid.' }),
 }
 export const RepaymentReceipt = StrictObject(RepaymentReceiptFields)
 

@@ -178,11 +178,11 @@ export class AgentCredit {
     return this.createJob({ ...body, fundingTxHash })
   }
 
-  /** Repays an advance in full on chain (the amounts the service published) and reports it. */
+  /** Repays what an advance still owes on chain (the amounts the service published) and reports it. */
   async repay(chain: ChainAgent, advanceId: string): Promise<Static<typeof RepaymentReceipt>> {
     const advance = await this.advance(advanceId)
     // The contract's repay takes the advance's key and any amount (lender first, then the reserve's share).
-    const owed = BigInt(advance.principalAtomic) + BigInt(advance.feeAtomic)
+    const owed = BigInt(advance.lenderOwedAtomic) + BigInt(advance.reserveOwedAtomic)
     const txHash = await chain.repay(advance.advanceKey as Hex, advance.asset, owed)
     return this.reportRepayment(advanceId, txHash)
   }

@@ -1,16 +1,20 @@
 // Advances: opening one on a paid lease, and what its repayment, default or liquidation does to the lender's,
 // the reserve's and the borrower's records (the advance machine has taken the event first).
 import { createActor } from 'xstate'
-import { advanceMachine, type AdvanceInput, type OfferContext, type RepaymentRecord, type TxProof } from '../../machines/index.ts'
-import { expect } from './actors.ts'
+import { advanceMachine, type AdvanceContext, type AdvanceInput, type OfferContext, type RepaymentRecord, type TxProof } from '../../machines/index.ts'
+import { expect, refused, send } from './actors.ts'
 import { borrowerOf } from './borrowers.ts'
+import { closeOnSource } from './capacity.ts'
 import { touch } from './changes.ts'
+import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
+import { sameAddress } from './keys.ts'
 import { fundReserve, lenderChanged, lenderOf, payFromReserve, returnRecovery, returnRepayment } from './ledger.ts'
 import * as reputation from './reputation.ts'
-import { insuranceAtomic } from './rules.ts'
-import type { EngineState } from './state.ts'
-import type { Address, AdvanceView, BorrowerRecord, LiquidationPlan, RepaymentReceipt } from './types.ts'
+import type { RepaidFact } from './ports.ts'
+import { insuranceAtomic, lenderRepaymentAtomic, principalRepaidAtomic, splitPayment } from './rules.ts'
+import type { AdvanceActor, EngineState } from './state.ts'
+import type { Address, AdvanceView, BorrowerRecord, EngineError, LiquidationPlan, RepaymentReceipt } from './types.ts'
 import { viewOf } from './views.ts'
 
 /** The advance a paid lease opens (the next advance id), on its job if the offer drew on one. */
@@ -25,10 +29,13 @@ export function openAdvance(
   s.meta.advanceSeq += 1
   touch(s, 'meta', 'engine')
   const advanceId = `${ID_PREFIXES.advance}${s.meta.advanceSeq}`
+  const insurance = insuranceAtomic(l.feeAtomic, s.config.insuranceShareBps)
+  const terms = { principalAtomic: o.amountAtomic, feeAtomic: l.feeAtomic, insuranceAtomic: insurance }
   const input: AdvanceInput = {
     advanceId, advanceKey: o.offerKey, offerId: o.offerId, leaseId: l.leaseId, lender: l.lender, payer, borrower: o.borrower,
-    source: o.source, network: o.network, asset: o.asset, principalAtomic: o.amountAtomic, feeAtomic: l.feeAtomic,
-    insuranceAtomic: insuranceAtomic(l.feeAtomic, s.config.insuranceShareBps), supplierAddress: o.supplierAddress,
+    source: o.source, network: o.network, asset: o.asset, ...terms, supplierAddress: o.supplierAddress,
+    // What the contract records at paySupplier (lenderOwed = amount + fee - reserveShare, reserveOwed = reserveShare).
+    lenderOwedAtomic: lenderRepaymentAtomic(terms), reserveOwedAtomic: insurance,
     payment, fundedAtMs: nowMs, dueAtMs: o.dueAtMs,
   }
   const advance = createActor(advanceMachine, { input }).start()
@@ -39,21 +46,74 @@ export function openAdvance(
   return viewOf<AdvanceView>(advance.getSnapshot())
 }
 
-/** The ledger and track-record side of a repayment the advance machine has taken (REPAY). */
-export function applyRepayment(s: EngineState, a: AdvanceInput, repayment: RepaymentRecord): RepaymentReceipt {
+/**
+ * The ledger and track-record side of one payment the advance machine has taken (REPAY); `a` is the advance before
+ * it. The lender's principal comes back first, then its fee; the reserve's share funds the reserve. The track records
+ * count a repayment once, when nothing is owed any more.
+ */
+export function applyRepayment(s: EngineState, a: AdvanceContext, repayment: RepaymentRecord): RepaymentReceipt {
+  const after = { ...a, lenderOwedAtomic: repayment.lenderOwedAfterAtomic, reserveOwedAtomic: repayment.reserveOwedAfterAtomic }
+  const fullyRepaid = after.lenderOwedAtomic === 0n && after.reserveOwedAtomic === 0n
   const lender = lenderOf(s, a.lender)
-  returnRepayment(lender, a.principalAtomic, repayment.lenderAmountAtomic)
-  reputation.lenderRepaid(lender, s.config)
+  returnRepayment(lender, principalRepaidAtomic(after) - principalRepaidAtomic(a), repayment.lenderAmountAtomic)
+  if (fullyRepaid) reputation.lenderRepaid(lender, s.config)
   lenderChanged(s, lender)
   if (repayment.reserveAmountAtomic > 0n) fundReserve(s, a.network, a.asset, repayment.reserveAmountAtomic)
-  const borrower = borrowerOf(s, a.borrower)
-  reputation.borrowerRepaid(borrower, s.config)
-  touch(s, 'borrower', borrower.address)
+  if (fullyRepaid) {
+    const borrower = borrowerOf(s, a.borrower)
+    reputation.borrowerRepaid(borrower, s.config)
+    touch(s, 'borrower', borrower.address)
+  }
+  return receiptOf(after, repayment, fullyRepaid)
+}
+
+function receiptOf(a: AdvanceContext, repayment: RepaymentRecord, fullyRepaid: boolean): RepaymentReceipt {
   return {
     advanceId: a.advanceId, lender: a.lender, network: a.network, asset: a.asset, principalAtomic: a.principalAtomic,
     feeAtomic: a.feeAtomic, lenderAmountAtomic: repayment.lenderAmountAtomic,
-    reserveAmountAtomic: repayment.reserveAmountAtomic, txHash: repayment.txHash,
+    reserveAmountAtomic: repayment.reserveAmountAtomic, txHash: repayment.txHash, logIndex: repayment.logIndex,
+    lenderOwedAtomic: repayment.lenderOwedAfterAtomic, reserveOwedAtomic: repayment.reserveOwedAfterAtomic, repaid: fullyRepaid,
   }
+}
+
+/**
+ * One verified Repaid fact of any amount (from a report or from the chain follower): the advance's owed amounts go
+ * down, the ledger follows (lender's capital, reserve), and the advance closes on its source only once nothing is
+ * owed. The same fact twice (by its proof, network:txHash:logIndex) answers the same receipt and changes nothing.
+ * Does not drain: the caller (a command, or a batch of chain facts) drains once.
+ */
+export function applyRepaidFact(s: EngineState, fact: RepaidFact, nowMs: number): { ok: true; value: RepaymentReceipt } | { ok: false; error: EngineError } {
+  const advance = s.advances.get(fact.advanceId) as AdvanceActor | undefined
+  if (!advance) return fail('not_found', 'advance_not_found', `advance ${fact.advanceId} is not live`)
+  const a = advance.getSnapshot().context
+  const counted = a.repayments.find((r) => r.network === fact.network && r.txHash === fact.txHash && r.logIndex === fact.logIndex)
+  if (counted) return { ok: true, value: receiptOf(a, counted, a.lenderOwedAtomic === 0n && a.reserveOwedAtomic === 0n) }
+  // On chain the advance's lender is the session wallet that paid the supplier: that is who a Repaid pays.
+  if (fact.network !== a.network || !sameAddress(fact.lender, a.payer)) {
+    return fail('invalid', 'repayment_mismatch', 'the repayment is on another network or to another lender')
+  }
+  const repayment: RepaymentRecord = {
+    kind: 'repaid', network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex, payer: fact.payer,
+    lenderAmountAtomic: fact.amountAtomic, reserveAmountAtomic: fact.reserveAmountAtomic,
+    lenderOwedAfterAtomic: fact.lenderOwedAtomic, reserveOwedAfterAtomic: fact.reserveOwedAtomic,
+  }
+  const repaid = send(s, 'advance', advance, { type: 'REPAY', repayment, nowMs })
+  if (!repaid.accepted) {
+    if (repaid.code !== 'repayment_mismatch') return refused('advance', a.advanceId, repaid)
+    return fail('conflict', 'repayment_mismatch',
+      `advance ${a.advanceId} owes ${a.lenderOwedAtomic} to the lender and ${a.reserveOwedAtomic} to the reserve; this repayment ` +
+      `(${fact.amountAtomic} + ${fact.reserveAmountAtomic}, leaving ${fact.lenderOwedAtomic} + ${fact.reserveOwedAtomic}) is not the next one on it: ` +
+      'an earlier repayment of the advance is counted first')
+  }
+  const receipt = applyRepayment(s, a, repayment)
+  if (receipt.repaid) closeOnSource(s, a, { revenueUsedAtomic: 0n, collateralUsedAtomic: 0n, backingUsedAtomic: 0n }, nowMs)
+  return { ok: true, value: receipt }
+}
+
+/** A settlement (or any payment in full) of what the advance still owes, as one repayment record. */
+export function paymentInFull(a: AdvanceContext, proof: { kind: RepaymentRecord['kind']; network: string; txHash: `0x${string}`; logIndex: number | null; payer: Address | null }): RepaymentRecord {
+  const { toLenderAtomic, toReserveAtomic } = splitPayment(a.lenderOwedAtomic + a.reserveOwedAtomic, a)
+  return { ...proof, lenderAmountAtomic: toLenderAtomic, reserveAmountAtomic: toReserveAtomic, lenderOwedAfterAtomic: 0n, reserveOwedAfterAtomic: 0n }
 }
 
 /** What a default costs the borrower's and the lender's records. */
@@ -66,11 +126,19 @@ export function advanceDefaulted(s: EngineState, a: AdvanceInput): void {
   lenderChanged(s, lender)
 }
 
-/** The ledger side of a liquidation the advance machine has taken: the lender, the reserve, the borrower's shortfall. */
-export function applyLiquidation(s: EngineState, a: AdvanceInput, plan: LiquidationPlan, fromReserveAtomic: bigint): BorrowerRecord {
+/**
+ * The ledger side of a liquidation the advance machine has taken (`a` is the advance before it): the lender, the
+ * reserve, the borrower's shortfall. As the contract does: tokens from the source (revenue, collateral) pay the
+ * lender's part first, then the reserve's share; backing and the reserve cover only the lender's part.
+ */
+export function applyLiquidation(s: EngineState, a: AdvanceContext, plan: LiquidationPlan, fromReserveAtomic: bigint): BorrowerRecord {
+  const amountOf = (step: string): bigint => plan.steps.find((st) => st.step === step)?.amountAtomic ?? 0n
+  const tokens = splitPayment(amountOf('source_revenue') + amountOf('collateral'), a)
   const lender = lenderOf(s, a.lender)
-  returnRecovery(lender, a.principalAtomic, plan.recoveredAtomic)
+  const principalDeployed = a.principalAtomic - principalRepaidAtomic(a)
+  returnRecovery(lender, principalDeployed, tokens.toLenderAtomic + amountOf('backing_liquidation') + fromReserveAtomic)
   lenderChanged(s, lender)
+  if (tokens.toReserveAtomic > 0n) fundReserve(s, a.network, a.asset, tokens.toReserveAtomic)
   if (fromReserveAtomic > 0n) payFromReserve(s, a.network, a.asset, fromReserveAtomic)
   const borrower = borrowerOf(s, a.borrower)
   if (plan.shortfallAtomic > 0n) {

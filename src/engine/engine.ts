@@ -4,9 +4,9 @@
 // What a command computes or changes lives beside it, one concept per module (src/README.md lists them). It never
 // reads the clock (`nowMs` comes from the caller) and never does I/O.
 import { createActor } from 'xstate'
-import { jobMachine, type RepaymentRecord, type TxProof } from '../../machines/index.ts'
+import { jobMachine, type TxProof } from '../../machines/index.ts'
 import { expect, refused, send, wouldTake } from './actors.ts'
-import { advanceDefaulted, applyLiquidation, applyRepayment, openAdvance } from './advances.ts'
+import { advanceDefaulted, applyLiquidation, applyRepaidFact, applyRepayment, openAdvance, paymentInFull } from './advances.ts'
 import { borrowerOf, liftDueSuspensions, suspend } from './borrowers.ts'
 import { closeOnSource } from './capacity.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
@@ -255,34 +255,20 @@ export class Engine {
     return drain(s, openAdvance(s, o, l, fact.payer, payment, nowMs))
   }
 
-  /** What a full repayment of the advance must pay: the lender's amount and the reserve's share. */
+  /** What the advance still owes: the lender's part and the reserve's share (what repay(advanceKey, total) pays now). */
   planRepayment(advanceId: string): EngineResult<RepaymentPlan> {
     const advance = this.state.advances.get(advanceId)
     if (!advance) return fail('not_found', 'advance_not_found', `advance ${advanceId} is not live`)
     return { ok: true, changes: [], value: repaymentPlan(advance.getSnapshot().context) }
   }
 
-  /** A verified Repaid fact closes the advance. Only a full repayment (exactly the plan's amounts) is accepted. */
+  /**
+   * A verified Repaid fact of any amount reduces what the advance owes (applyRepaidFact); the advance is repaid, and
+   * closes on its source, when nothing is owed any more. The same fact again answers the same receipt.
+   */
   repayAdvance(fact: RepaidFact, nowMs: number): EngineResult<RepaymentReceipt> {
-    const advance = this.state.advances.get(fact.advanceId)
-    if (!advance) return fail('not_found', 'advance_not_found', `advance ${fact.advanceId} is not live`)
-    const a = advance.getSnapshot().context
-    if (fact.network !== a.network || fact.lender !== a.lender) {
-      return fail('invalid', 'repayment_mismatch', "the repayment is on another network or to another lender")
-    }
-    const plan = repaymentPlan(a)
-    if (fact.amountAtomic !== plan.amountAtomic || fact.reserveAmountAtomic !== plan.reserveAmountAtomic) {
-      return fail('invalid', 'repayment_amount_mismatch', `a repayment pays exactly ${plan.amountAtomic} to the lender and ${plan.reserveAmountAtomic} to the reserve`)
-    }
-    const repayment: RepaymentRecord = {
-      kind: 'repaid', network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex, payer: fact.payer,
-      lenderAmountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic,
-    }
-    const repaid = send(this.state, 'advance', advance, { type: 'REPAY', repayment, nowMs })
-    if (!repaid.accepted) return refused('advance', a.advanceId, repaid)
-    const receipt = applyRepayment(this.state, a, repayment)
-    closeOnSource(this.state, a, { revenueUsedAtomic: 0n, collateralUsedAtomic: 0n, backingUsedAtomic: 0n }, nowMs)
-    return drain(this.state, receipt)
+    const applied = applyRepaidFact(this.state, fact, nowMs)
+    return applied.ok ? drain(this.state, applied.value) : applied
   }
 
   /** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */
@@ -324,12 +310,11 @@ export class Engine {
     const receipts: RepaymentReceipt[] = []
     for (const item of plan.advances) {
       const advance = s.advances.get(item.advanceId) as AdvanceActor
-      const repayment: RepaymentRecord = {
-        kind: 'job_settlement', network: input.network, txHash: input.txHash, logIndex: null, payer: null,
-        lenderAmountAtomic: item.amountAtomic, reserveAmountAtomic: item.reserveAmountAtomic,
-      }
+      const a = advance.getSnapshot().context
+      // The settlement pays what each advance still owes (a partially repaid one, only the rest).
+      const repayment = paymentInFull(a, { kind: 'job_settlement', network: input.network, txHash: input.txHash, logIndex: null, payer: null })
       expect(s, 'advance', advance, { type: 'REPAY', repayment, nowMs })
-      receipts.push(applyRepayment(s, advance.getSnapshot().context, repayment))
+      receipts.push(applyRepayment(s, a, repayment))
     }
     return drain(s, { ...plan, txHash: input.txHash, receipts })
   }

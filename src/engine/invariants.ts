@@ -3,6 +3,7 @@
 // that does not hold.
 import type { SourceRef } from '../../machines/index.ts'
 import { isBps, seqOf, walletKey } from './keys.ts'
+import { principalRepaidAtomic } from './rules.ts'
 import type { EngineState } from './state.ts'
 import type { Address } from './types.ts'
 
@@ -68,7 +69,11 @@ function checkAdvances(s: EngineState, addCommitted: (src: SourceRef, amount: bi
     if (snap.status !== 'active') throw new Error(`invariant: advance ${id} is final but still in memory`)
     if (!a.payment || !/^0x[0-9a-fA-F]{64}$/.test(a.payment.txHash)) throw new Error(`invariant: advance ${id} has no verified payment`)
     if (s.leases.has(a.leaseId) || s.offers.has(a.offerId)) throw new Error(`invariant: advance ${id} while its lease or offer is live`)
-    deployedByLender.set(a.lender, (deployedByLender.get(a.lender) ?? 0n) + a.principalAtomic)
+    if (a.lenderOwedAtomic < 0n || a.reserveOwedAtomic < 0n || a.lenderOwedAtomic + a.reserveOwedAtomic === 0n) {
+      throw new Error(`invariant: advance ${id} is live but owes ${a.lenderOwedAtomic} + ${a.reserveOwedAtomic}`)
+    }
+    // A partial repayment returned principal first: the lender's deployed capital is what is not back yet.
+    deployedByLender.set(a.lender, (deployedByLender.get(a.lender) ?? 0n) + a.principalAtomic - principalRepaidAtomic(a))
     addCommitted(a.source, a.principalAtomic)
   }
   return deployedByLender

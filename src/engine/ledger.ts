@@ -46,14 +46,20 @@ export function deployForAdvance(lender: LenderRecord, amountAtomic: bigint): vo
   lender.deployedAtomic += amountAtomic
 }
 
-/** A repaid advance: the principal comes back with the lender's part of the fee. */
-export function returnRepayment(lender: LenderRecord, principalAtomic: bigint, lenderAmountAtomic: bigint): void {
-  lender.deployedAtomic -= principalAtomic
+/**
+ * A repayment of any amount: what the lender received is available again; the part of it that returns principal
+ * (`principalReturnedAtomic`, the principal first) leaves deployed, the rest is its fee.
+ */
+export function returnRepayment(lender: LenderRecord, principalReturnedAtomic: bigint, lenderAmountAtomic: bigint): void {
+  lender.deployedAtomic -= principalReturnedAtomic
   lender.availableAtomic += lenderAmountAtomic
-  lender.feesEarnedAtomic += lenderAmountAtomic - principalAtomic
+  lender.feesEarnedAtomic += lenderAmountAtomic - principalReturnedAtomic
 }
 
-/** A liquidated advance: what was recovered comes back; above the principal it is fee, below it a loss. */
+/**
+ * A liquidated advance: `principalAtomic` is the principal still deployed in it, `recoveredAtomic` what the lender got
+ * back; above the principal it is fee, below it a loss.
+ */
 export function returnRecovery(lender: LenderRecord, principalAtomic: bigint, recoveredAtomic: bigint): void {
   lender.deployedAtomic -= principalAtomic
   lender.availableAtomic += recoveredAtomic

@@ -10,7 +10,8 @@ export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>>
   offer: 2,
   // 2: the lease's context holds its report grace (reportGraceMs), which its expiry guard reads.
   lease: 3,
-  advance: 2,
+  // 3: the advance carries what it still owes (lenderOwedAtomic, reserveOwedAtomic) and every payment (repayments).
+  advance: 3,
   lender: 1,
   source: 1,
   borrower: 1,
@@ -28,6 +29,27 @@ interface PersistedActor {
  * and an invented creation entry would claim more than the store holds. Transitions from now on are recorded.
  */
 const withEmptyHistory = (snapshot: unknown): unknown => ({ ...(snapshot as object), history: [] })
+
+interface PersistedAdvance {
+  value: string
+  context: Record<string, unknown> & { principalAtomic: bigint; feeAtomic: bigint; insuranceAtomic: bigint; repayment?: Record<string, unknown> | null }
+}
+
+/**
+ * An advance stored before partial repayments: only full repayments were counted, so a live one still owes its terms
+ * (the lender's principal + fee - insurance share, the reserve's share), and a repaid one owes nothing, its one
+ * payment the repayment it recorded. (An advance that ended liquidated or in shortfall owes what its recovery left;
+ * it is final, and the owed amounts of a final advance are only shown, so they are the terms minus what it recorded.)
+ */
+export function withOwedAmounts(snapshot: unknown): unknown {
+  const persisted = snapshot as PersistedAdvance
+  const { repayment, ...context } = persisted.context
+  const repaid = persisted.value === 'repaid'
+  const repayments = repayment ? [{ ...repayment, lenderOwedAfterAtomic: 0n, reserveOwedAfterAtomic: 0n }] : []
+  const lenderOwedAtomic = repaid ? 0n : context.principalAtomic + context.feeAtomic - context.insuranceAtomic
+  const reserveOwedAtomic = repaid ? 0n : context.insuranceAtomic
+  return { ...persisted, context: { ...context, lenderOwedAtomic, reserveOwedAtomic, repayments } }
+}
 
 /**
  * `leaseReportGraceMs`: the grace of the configuration the service starts with. Leases granted before version 2
@@ -48,6 +70,7 @@ export function snapshotMigrations(options: { leaseReportGraceMs: number }): Sna
     { from: { kind: 'lease', version: 2 }, to: { kind: 'lease', version: 3 }, migrate: withEmptyHistory },
     { from: { kind: 'job', version: 1 }, to: { kind: 'job', version: 2 }, migrate: withEmptyHistory },
     { from: { kind: 'offer', version: 1 }, to: { kind: 'offer', version: 2 }, migrate: withEmptyHistory },
-    { from: { kind: 'advance', version: 1 }, to: { kind: 'advance', version: 2 }, migrate: withEmptyHistory },
+    { from: { kind: 'advance', version: 1 }, to: { kind: 'advance', version: 3 }, migrate: (snapshot) => withOwedAmounts(withEmptyHistory(snapshot)) },
+    { from: { kind: 'advance', version: 2 }, to: { kind: 'advance', version: 3 }, migrate: withOwedAmounts },
   ]
 }

@@ -1,9 +1,9 @@
 // The money a transaction must move before it is sent: a supplier payment's terms, a repayment, a job's settlement,
 // a liquidation's recovery steps. Queries only: nothing here changes the engine.
-import { leaseMachine, refusalCode, leaseRefusals, type AdvanceInput, type RecoveryRecord } from '../../machines/index.ts'
+import { leaseMachine, refusalCode, leaseRefusals, type AdvanceContext, type RecoveryRecord } from '../../machines/index.ts'
 import { fail, forbidden } from './errors.ts'
 import { reserveId, sameAddress } from './keys.ts'
-import { lenderRepaymentAtomic, planRecovery } from './rules.ts'
+import { planRecovery } from './rules.ts'
 import type { AdvanceActor, EngineState, JobActor } from './state.ts'
 import type {
   Address, EngineError, JobSettlementPlan, LeaseView, LiquidationPlan, OfferView, RepaymentPlan, SupplierPaymentTerms,
@@ -53,12 +53,12 @@ export function supplierPaymentOnClosedOffer(offer: OfferView, leaseOf: (leaseId
   return { class: 'conflict', code: 'no_lease', message: `offer ${offer.offerId} has no lease to lender ${lender}` }
 }
 
-/** What a full repayment of the advance pays: the lender's amount and the reserve's share. */
-export function repaymentPlan(a: AdvanceInput): RepaymentPlan {
+/** What repaying the advance in full pays now: what it still owes the lender, and the reserve's share still owed. */
+export function repaymentPlan(a: AdvanceContext): RepaymentPlan {
   return {
     advanceId: a.advanceId, network: a.network, asset: a.asset, lender: a.lender,
-    amountAtomic: lenderRepaymentAtomic(a),
-    reserveAmountAtomic: a.insuranceAtomic,
+    amountAtomic: a.lenderOwedAtomic,
+    reserveAmountAtomic: a.reserveOwedAtomic,
   }
 }
 
@@ -109,8 +109,10 @@ export function liquidationPlan(s: EngineState, advance: AdvanceActor): Liquidat
     if (src) backing = src.liquidationValueAtomic - src.backingUsedAtomic
   }
   const reserve = s.reserves.get(reserveId(a.network, a.asset))?.balanceAtomic ?? 0n
-  const owed = a.principalAtomic + a.feeAtomic
-  const recovery = planRecovery(owed, { revenueAtomic: revenue, collateralAtomic: collateral, backingAtomic: backing, reserveAtomic: reserve })
+  // What is still owed (after any partial repayment), the lender's part first: backing and the reserve cover only the
+  // lender's part, as the contract's liquidate does.
+  const owed = a.lenderOwedAtomic + a.reserveOwedAtomic
+  const recovery = planRecovery(owed, { revenueAtomic: revenue, collateralAtomic: collateral, backingAtomic: backing, reserveAtomic: reserve }, a.lenderOwedAtomic)
   return {
     advanceId: a.advanceId, jobId: a.source.kind === 'job' ? a.source.id : null, sourceId: a.source.kind === 'backing' ? a.source.id : null,
     lender: a.lender, borrower: a.borrower, network: a.network, asset: a.asset, owedAtomic: owed, ...recovery,

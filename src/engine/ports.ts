@@ -26,16 +26,25 @@ export interface SupplierPaymentFact {
   amountAtomic: bigint
 }
 
-/** A verified `Repaid` event: someone paid an advance's lender (and the insurance share to the reserve). */
+/**
+ * A verified `Repaid` event, of any amount: someone paid an advance's lender (its session wallet on chain) and, once
+ * the lender's part is paid, the reserve's share. The contract caps a payment at what is owed, so an overpayment never
+ * shows here. `lenderOwedAtomic` and `reserveOwedAtomic` are what the contract says is still owed after it.
+ */
 export interface RepaidFact {
   network: string
   txHash: `0x${string}`
   logIndex: number
   advanceId: string
+  /** The Repaid event's lender: the advance's payer (the session wallet that paid the supplier). */
   lender: Address
   payer: Address
+  /** toLender */
   amountAtomic: bigint
+  /** toReserve */
   reserveAmountAtomic: bigint
+  lenderOwedAtomic: bigint
+  reserveOwedAtomic: bigint
 }
 
 /** An operator transaction (settleJob, liquidate) that another part sent and saw succeed. */

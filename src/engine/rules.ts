@@ -56,6 +56,24 @@ export function lenderRepaymentAtomic(a: { principalAtomic: bigint; feeAtomic: b
   return a.principalAtomic + a.feeAtomic - a.insuranceAtomic
 }
 
+/**
+ * The principal the lender has had back so far: its payments count against the principal first, then its fee part
+ * (so a partial repayment returns deployed capital before it earns anything).
+ */
+export function principalRepaidAtomic(a: { principalAtomic: bigint; feeAtomic: bigint; insuranceAtomic: bigint; lenderOwedAtomic: bigint }): bigint {
+  return minBig(a.principalAtomic, lenderRepaymentAtomic(a) - a.lenderOwedAtomic)
+}
+
+/**
+ * How the contract splits tokens paid towards an advance (a repayment, a settlement, collateral in a liquidation):
+ * the lender's part first, then the reserve's share, never more than is owed. The one definition of the insurance
+ * share on every path where a fee reaches a lender.
+ */
+export function splitPayment(amountAtomic: bigint, owed: { lenderOwedAtomic: bigint; reserveOwedAtomic: bigint }): { toLenderAtomic: bigint; toReserveAtomic: bigint } {
+  const toLenderAtomic = minBig(amountAtomic, owed.lenderOwedAtomic)
+  return { toLenderAtomic, toReserveAtomic: minBig(amountAtomic - toLenderAtomic, owed.reserveOwedAtomic) }
+}
+
 /** Active: reliable enough to be matched. Inactive lenders keep their records and get no leases. */
 export function isActiveLender(lender: LenderRecord, config: Pick<EngineConfig, 'lenderReliabilityMinBps'>): boolean {
   return lender.reliabilityBps >= config.lenderReliabilityMinBps
@@ -84,8 +102,13 @@ export interface RecoverySources {
   reserveAtomic: bigint
 }
 
-/** Recovery in the spec's order; each step takes what it can of what is still owed. */
-export function planRecovery(owedAtomic: bigint, sources: RecoverySources): {
+/**
+ * Recovery in the spec's order; each step takes what it can of what is still owed. With `lenderOwedAtomic` (the
+ * lender's part of `owedAtomic`), as the contract: tokens from the source (revenue, collateral) pay the lender's part
+ * first, then the reserve's share; the backing and the insurance reserve cover only what is left of the lender's part
+ * (the reserve never pays its own share).
+ */
+export function planRecovery(owedAtomic: bigint, sources: RecoverySources, lenderOwedAtomic = owedAtomic): {
   steps: RecoveryStep[]
   recoveredAtomic: bigint
   shortfallAtomic: bigint
@@ -98,12 +121,16 @@ export function planRecovery(owedAtomic: bigint, sources: RecoverySources): {
     ['insurance_reserve', sources.reserveAtomic],
   ]
   let remaining = owedAtomic
+  let lenderLeft = lenderOwedAtomic
   let stoppedAt: RecoveryStepName = 'shortfall'
   const steps: RecoveryStep[] = []
   for (const [step, available] of order) {
-    const take = remaining > 0n && available > 0n ? minBig(remaining, available) : 0n
+    const tokens = step === 'source_revenue' || step === 'collateral'
+    const takeable = tokens ? remaining : lenderLeft
+    const take = takeable > 0n && available > 0n ? minBig(takeable, available) : 0n
     const covers = remaining > 0n && take === remaining
     remaining -= take
+    lenderLeft -= tokens ? minBig(take, lenderLeft) : take
     steps.push({ step, amountAtomic: take })
     if (covers && stoppedAt === 'shortfall') stoppedAt = step
   }

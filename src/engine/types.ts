@@ -85,7 +85,7 @@ export interface BorrowerExposure {
   openAdvances: number
   /** Of those, the ones past their due time or defaulted. */
   pastDueAdvances: number
-  /** Principal + fee of the open advances per network and asset, ordered by network then asset. */
+  /** What the open advances still owe (lender's part + reserve's share) per network and asset, ordered by network then asset. */
   outstanding: Array<{ network: string; asset: string; outstandingAtomic: bigint }>
   /** Earliest creation among the borrower's live jobs, open advances and backing sources; null when none. */
   earliestActivityAtMs: number | null
@@ -221,9 +221,17 @@ export interface RepaymentReceipt {
   asset: string
   principalAtomic: bigint
   feeAtomic: bigint
+  /** This payment's amounts (a repayment of any amount; the contract never takes more than is owed). */
   lenderAmountAtomic: bigint
   reserveAmountAtomic: bigint
   txHash: `0x${string}`
+  /** The Repaid event's log index; null for a job settlement. */
+  logIndex: number | null
+  /** What the advance still owes after this payment: to the lender, and the reserve's share. */
+  lenderOwedAtomic: bigint
+  reserveOwedAtomic: bigint
+  /** Whether nothing is owed any more (the advance is repaid). */
+  repaid: boolean
 }
 
 /** What a lender's supplier payment must show to fund an offer: the terms of the live lease it holds. */
@@ -237,12 +245,15 @@ export interface SupplierPaymentTerms {
   amountAtomic: bigint
 }
 
+/** What an advance still owes now (after any partial repayments): what repaying it in full pays. */
 export interface RepaymentPlan {
   advanceId: string
   network: string
   asset: string
   lender: Address
+  /** Still owed to the lender. */
   amountAtomic: bigint
+  /** The reserve's share still owed. */
   reserveAmountAtomic: bigint
 }
 

@@ -64,8 +64,8 @@ export function liveLeasesOf(s: EngineState, address: Address): LeaseView[] {
 
 /**
  * What a borrower owes now and since when the service knows it, read from live actors and records only (final
- * actors have left memory): its open advances (active or defaulted), those past due or defaulted, principal + fee
- * outstanding per network and asset, and the earliest creation among its live jobs, open advances and backing
+ * actors have left memory): its open advances (active or defaulted), those past due or defaulted, what they still
+ * owe per network and asset (after partial repayments), and the earliest creation among its live jobs, open advances and backing
  * sources. O(live jobs + live advances + sources): a read for the paid credit score, not for a hot path.
  */
 export function borrowerExposure(s: EngineState, address: Address, nowMs: number): BorrowerExposure {
@@ -83,7 +83,7 @@ export function borrowerExposure(s: EngineState, address: Address, nowMs: number
     seen(a.fundedAtMs)
     const key = reserveId(a.network, a.asset)
     const entry = outstanding.get(key) ?? { network: a.network, asset: a.asset, outstandingAtomic: 0n }
-    entry.outstandingAtomic += a.principalAtomic + a.feeAtomic
+    entry.outstandingAtomic += a.lenderOwedAtomic + a.reserveOwedAtomic
     outstanding.set(key, entry)
   }
   for (const actor of s.jobs.values()) {

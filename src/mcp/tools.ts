@@ -44,7 +44,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   act('request_and_match', 'request_credit, then match_offer on the approved offer: the decision and the match (null when refused).', CreditRequest, (sdk, a) => sdk.requestAndMatch(a)),
   act('complete_job', 'Settle a completed job (POST /credit/jobs/{jobId}/complete): the escrow repays its advances.', JobRef, (sdk, a) => sdk.completeJob(a.jobId)),
   act('fail_job', 'Report a job as failed (POST /credit/jobs/{jobId}/fail).', merged(JobRef, JobFailure), (sdk, { jobId, ...body }) => sdk.failJob(jobId, body)),
-  act('report_repayment', 'Report an on-chain repay transaction (POST /credit/advances/{advanceId}/repay).', merged(AdvanceRef, RepaymentProof), (sdk, a) => sdk.reportRepayment(a.advanceId, a.txHash as Hash)),
+  act('report_repayment', 'Report an on-chain repay transaction of any amount (POST /credit/advances/{advanceId}/repay): answers what is still owed.', merged(AdvanceRef, RepaymentProof), (sdk, a) => sdk.reportRepayment(a.advanceId, a.txHash as Hash)),
   act('liquidate_advance', 'Liquidate an overdue advance (POST /credit/advances/{advanceId}/liquidate).', AdvanceRef, (sdk, a) => sdk.liquidate(a.advanceId)),
 
   // The lender.

@@ -507,16 +507,19 @@ export class CreditService {
             txHash: fact.txHash,
             logIndex: fact.logIndex,
             advanceId,
-            lender: plan.lender,
+            lender: fact.args.lender,
             payer: fact.args.payer,
             amountAtomic: fact.args.toLender,
             reserveAmountAtomic: fact.args.toReserve,
+            lenderOwedAtomic: fact.args.lenderOwed,
+            reserveOwedAtomic: fact.args.reserveOwed,
           },
           this.#clock(),
         ),
       (receipt) => [
         proof,
-        ...this.#passportWrites([{
+        // The passport records the advance repaid once, by the payment after which nothing is owed.
+        ...(!receipt.repaid ? [] : this.#passportWrites([{
           agent: advance.borrower,
           kind: 'advance_repaid',
           details: {
@@ -524,7 +527,7 @@ export class CreditService {
             lender: receipt.lender, principalAtomic: receipt.principalAtomic, feeAtomic: receipt.feeAtomic,
             lenderAmountAtomic: receipt.lenderAmountAtomic, reserveAmountAtomic: receipt.reserveAmountAtomic, txHash: receipt.txHash,
           },
-        }]),
+        }])),
       ],
     )
   }

@@ -5,7 +5,7 @@ import { Engine } from '../../src/engine/index.ts'
 import { CREATED_EVENT, HISTORY_ENTRIES_MAX, recordTransition, storedHistory, withHistory } from '../../src/engine/history.ts'
 import { createActor } from 'xstate'
 import { leaseMachine } from '../../machines/index.ts'
-import { BORROWER, FakeWallets, T0, addr, applyChanges, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
+import { BORROWER, FakeWallets, T0, addr, applyChanges, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap , repaidFact } from './fixtures/world.ts'
 import type { Change } from '../../src/engine/types.ts'
 
 function recordOf(changes: readonly Change[], kind: string, id: string): unknown {
@@ -55,11 +55,7 @@ t.test('a restored engine continues each live actor\'s history from its snapshot
   unwrap(engine.registerLender(lenderInput(1), T0))
   const advanceId = fundAdvance(engine)
   const restored = new Engine({}, new FakeWallets(), engine.snapshots())
-  const plan = unwrap(restored.planRepayment(advanceId))
-  const repaid = restored.repayAdvance({
-    network: plan.network, txHash: hash(31), logIndex: 0, advanceId, lender: plan.lender, payer: BORROWER,
-    amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic,
-  }, T0 + 5_000)
+  const repaid = restored.repayAdvance(repaidFact(restored, advanceId, hash(31)), T0 + 5_000)
   t.ok(repaid.ok)
   if (!repaid.ok) return
   t.same(storedHistory(recordOf(repaid.changes, 'advance', advanceId)).map((e) => [e.from, e.to, e.event, e.atMs]), [

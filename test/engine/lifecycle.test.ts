@@ -2,9 +2,9 @@
 import t from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import type { Change } from '../../src/engine/index.ts'
-import { BORROWER, CLIENT, FakeWallets, NET, T0, applyChanges, canonical, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import { BORROWER, CLIENT, FakeWallets, NET, T0, applyChanges, canonical, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
 
-t.test('repay: only the exact plan is accepted; liquidity, fees, reserve and reputation follow', async (t) => {
+t.test('repay in full: liquidity, fees, reserve and reputation follow', async (t) => {
   const { engine } = newEngine()
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 250, reputationBps: 6000 }), T0))
@@ -12,8 +12,9 @@ t.test('repay: only the exact plan is accepted; liquidity, fees, reserve and rep
   const plan = unwrap(engine.planRepayment(advanceId))
   t.equal(plan.amountAtomic, 10_000n + 250n - 25n)
   t.equal(plan.reserveAmountAtomic, 25n)
-  const fact = { network: NET, txHash: hash(50), logIndex: 3, advanceId, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic }
-  t.match(engine.repayAdvance({ ...fact, amountAtomic: plan.amountAtomic - 1n }, T0), { ok: false, error: { code: 'repayment_amount_mismatch', class: 'invalid' } })
+  const fact = repaidFact(engine, advanceId, hash(50), undefined, 3)
+  t.match(engine.repayAdvance({ ...fact, lender: lenderInput(2).sessionAddress }, T0), { ok: false, error: { code: 'repayment_mismatch', class: 'invalid' } }, 'paid to another wallet')
+  t.match(engine.repayAdvance({ ...fact, network: 'net-b' }, T0), { ok: false, error: { code: 'repayment_mismatch', class: 'invalid' } }, 'on another network')
   const result = engine.repayAdvance(fact, T0 + 1)
   const receipt = unwrap(result)
   t.equal(receipt.lenderAmountAtomic, 10_225n)
@@ -25,6 +26,76 @@ t.test('repay: only the exact plan is accepted; liquidity, fees, reserve and rep
   t.equal(engine.creditState().reserves[0]?.balanceAtomic, 25n)
   t.equal(engine.getBorrower(BORROWER)?.advancesRepaid, 1)
   t.match(engine.repayAdvance(fact, T0 + 2), { ok: false, error: { code: 'advance_not_found' } })
+  engine.checkInvariants()
+})
+
+t.test('repay of any amount: principal first, then the rest; each payment counted once, in chain order', async (t) => {
+  const { engine } = newEngine()
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 250, reputationBps: 6000 }), T0))
+  const lenderAddress = lenderInput(1).address
+  const advanceId = fundAdvance(engine, { amountAtomic: 10_000n, maximumFeeAtomic: 1000n })
+  // Owed: 10_225 to the lender (principal 10_000 + fee 250 - 25), 25 to the reserve.
+  const principalOnly = repaidFact(engine, advanceId, hash(60), 10_000n)
+  const rest = { ...repaidFact(engine, advanceId, hash(61)), amountAtomic: 225n, lenderOwedAtomic: 0n }
+  t.match(engine.repayAdvance(rest, T0), { ok: false, error: { code: 'repayment_mismatch', class: 'conflict' } }, 'a later payment before the earlier one is counted')
+  t.equal(engine.getAdvance(advanceId)?.lenderOwedAtomic, 10_225n, 'the refusal changed nothing')
+
+  const first = engine.repayAdvance(principalOnly, T0 + 1)
+  t.match(unwrap(first), { lenderAmountAtomic: 10_000n, reserveAmountAtomic: 0n, lenderOwedAtomic: 225n, reserveOwedAtomic: 25n, repaid: false })
+  t.ok(first.ok && first.changes.some((c) => c.kind === 'advance' && !c.final), 'the advance stays live')
+  t.match(engine.getAdvance(advanceId), { state: 'active', lenderOwedAtomic: 225n, reserveOwedAtomic: 25n, repayments: [{ txHash: hash(60), lenderAmountAtomic: 10_000n }] })
+  t.match(unwrap(engine.planRepayment(advanceId)), { amountAtomic: 225n, reserveAmountAtomic: 25n }, 'the plan is what is still owed')
+  let lender = engine.getLender(lenderAddress)!
+  t.match(lender, { availableAtomic: 1_000_000n, deployedAtomic: 0n, feesEarnedAtomic: 0n, advancesRepaid: 0, reputationBps: 6000 }, 'the principal is back, no fee yet, no repayment counted')
+  t.same(engine.borrowerExposure(BORROWER, T0 + 1).outstanding, [{ network: NET, asset: 'USDC', outstandingAtomic: 250n }])
+  t.equal(engine.creditState().reserves.length, 0, 'nothing for the reserve yet')
+  engine.checkInvariants()
+  t.same(unwrap(engine.repayAdvance(principalOnly, T0 + 2)), unwrap(first), 'the same fact again: the same receipt')
+  t.equal(engine.getAdvance(advanceId)?.repayments.length, 1, 'counted once')
+
+  const second = unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(61), 10_000n), T0 + 3))
+  t.match(second, { lenderAmountAtomic: 225n, reserveAmountAtomic: 25n, lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, repaid: true }, 'an overpayment is capped by the contract: the fact shows what moved')
+  t.equal(engine.getAdvance(advanceId), undefined, 'repaid: final')
+  lender = engine.getLender(lenderAddress)!
+  t.match(lender, { availableAtomic: 1_000_225n, deployedAtomic: 0n, feesEarnedAtomic: 225n, advancesRepaid: 1, reputationBps: 6050 })
+  t.equal(engine.creditState().reserves[0]?.balanceAtomic, 25n)
+  t.equal(engine.getBorrower(BORROWER)?.advancesRepaid, 1)
+  t.equal(engine.getSource('src_1')?.committedAtomic, 0n, 'the source is released once, when repaid')
+  engine.checkInvariants()
+})
+
+t.test('a partially repaid advance on a job: settlement pays only what is still owed', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
+  createJob(engine, 'job_p', 10_000n)
+  const advanceId = fundAdvance(engine, { repaymentSource: 'job_p', amountAtomic: 3000n })
+  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(70), 1000n), T0 + 1))
+  const plan = unwrap(engine.planJobSettlement({ jobId: 'job_p', caller: CLIENT }))
+  t.same(plan.advances.map((a) => [a.amountAtomic, a.reserveAmountAtomic]), [[3000n + 30n - 3n - 1000n, 3n]])
+  t.equal(plan.toBorrowerAtomic, 10_000n - 2030n)
+  const done = unwrap(engine.completeJob({ jobId: 'job_p', caller: CLIENT, network: NET, txHash: hash(71) }, T0 + 2))
+  t.match(done.receipts, [{ lenderAmountAtomic: 2027n, reserveAmountAtomic: 3n, lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, repaid: true }])
+  t.match(engine.getLender(lenderInput(1).address), { availableAtomic: 1_000_000n + 27n, deployedAtomic: 0n, feesEarnedAtomic: 27n })
+  engine.checkInvariants()
+})
+
+t.test('a partially repaid advance liquidated: the plan starts from what is still owed, the lender\'s part first', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
+  createJob(engine, 'job_l', 1000n)
+  unwrap(engine.postCollateral({ jobId: 'job_l', caller: BORROWER, borrower: BORROWER, amountAtomic: 500n, proof: { network: NET, txHash: hash(80), logIndex: 0 } }, T0))
+  const advanceId = fundAdvance(engine, { repaymentSource: 'job_l', amountAtomic: 1000n, maximumFeeAtomic: 100n })
+  // Owed 1009 + 1; 600 repaid leaves 409 + 1.
+  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(81), 600n), T0 + 1))
+  unwrap(engine.failJob({ jobId: 'job_l', reason: 'abandoned', caller: CLIENT }, T0 + 2))
+  const plan = unwrap(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0 + 3))
+  t.equal(plan.owedAtomic, 410n, 'what is still owed, not principal + fee')
+  const receipt = unwrap(engine.liquidate({ advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(82), executed: { fromCollateralAtomic: 410n, fromBackingAtomic: 0n, fromReserveAtomic: 0n, shortfallAtomic: 0n } }, T0 + 4))
+  t.equal(receipt.recoveredAtomic, 410n)
+  const lender = engine.getLender(lenderInput(1).address)!
+  t.match(lender, { availableAtomic: 1_000_000n + 9n, deployedAtomic: 0n, feesEarnedAtomic: 9n, lossesAtomic: 0n }, '600 + 409 back: the principal and the fee less the insurance share')
+  t.equal(engine.creditState().reserves[0]?.balanceAtomic, 1n, "the collateral paid the reserve's share after the lender's part")
   engine.checkInvariants()
 })
 

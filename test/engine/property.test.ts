@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import type { Change } from '../../src/engine/index.ts'
-import { ASSET, BORROWER, CLIENT, FakeWallets, NET, T0, addr, applyChanges, canonical, hash, lenderInput } from './fixtures/world.ts'
+import { ASSET, BORROWER, CLIENT, FakeWallets, NET, T0, addr, applyChanges, canonical, hash, lenderInput , repaidFact } from './fixtures/world.ts'
 
 type Cmd =
   | { c: 'lender'; i: number; ask: number; liq: number; rep: number; bands: string[]; net2: boolean }
@@ -97,7 +97,9 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
       const advanceId = pick(engine, 'advance', cmd.i, 'adv')
       const plan = engine.planRepayment(advanceId)
       if (!plan.ok) return plan
-      return engine.repayAdvance({ network: plan.value.network, txHash: hash(300 + cmd.i), logIndex: 0, advanceId, lender: plan.value.lender, payer: BORROWER, amountAtomic: plan.value.amountAtomic - (cmd.short ? 1n : 0n), reserveAmountAtomic: plan.value.reserveAmountAtomic }, nowMs)
+      // A short repayment (half of what is owed) is counted and leaves the rest owed.
+      const owed = plan.value.amountAtomic + plan.value.reserveAmountAtomic
+      return engine.repayAdvance(repaidFact(engine, advanceId, hash(300 + cmd.i), cmd.short ? owed / 2n : owed), nowMs)
     }
     case 'complete': {
       const plan = engine.planJobSettlement({ jobId: `job_${cmd.i}`, caller: CLIENT })

@@ -1,7 +1,7 @@
 // Recovery order: source revenue, collateral, hard backing liquidation value, insurance reserve, shortfall.
 import t from 'tap'
 import type { Engine, LiquidationPlan } from '../../src/engine/index.ts'
-import { BORROWER, CLIENT, NET, T0, createJob, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
+import { BORROWER, CLIENT, NET, T0, createJob, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap , repaidFact } from './fixtures/world.ts'
 
 const amounts = (plan: LiquidationPlan) => plan.steps.map((s) => [s.step, s.amountAtomic])
 
@@ -29,8 +29,10 @@ t.test('stops at source revenue (failed job, escrow covers principal + fee)', as
   t.equal(plan.stoppedAt, 'source_revenue')
   t.equal(receipt.recoveredAtomic, 1254n)
   const lender = engine.getLender(lenderInput(1).address)!
-  t.equal(lender.availableAtomic, 1_000_000n + 17n, 'lender recovered principal and its whole fee')
-  t.equal(lender.feesEarnedAtomic, 17n)
+  // The insurance share applies to a recovery as to a repayment (issue 9 case 5): floor(17 x 10%) = 1 to the reserve.
+  t.equal(lender.availableAtomic, 1_000_000n + 16n, 'lender recovered principal and its fee less the insurance share')
+  t.equal(lender.feesEarnedAtomic, 16n)
+  t.equal(engine.creditState().reserves[0]?.balanceAtomic, 1n, "the reserve's share of the fee")
   t.equal(engine.getJob('job_a'), undefined, 'the failed job is final once its last advance closed')
   t.equal(engine.getAdvance(advanceId), undefined)
 })
@@ -49,7 +51,7 @@ t.test('stops at collateral', async (t) => {
   t.equal(plan.stoppedAt, 'collateral')
 })
 
-t.test('stops at the hard backing liquidation value (past-due backing advance)', async (t) => {
+t.test('the hard backing liquidation value covers the lender\'s claim (past-due backing advance)', async (t) => {
   const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
   unwrap(engine.registerSource({ sourceId: 'src_h', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 9_000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
@@ -57,9 +59,10 @@ t.test('stops at the hard backing liquidation value (past-due backing advance)',
   t.match(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0 + 3_599_999), { ok: false, error: { code: 'advance_not_in_default' } })
   const { plan } = liquidateNow(engine, advanceId, T0 + 3_600_000)
   t.equal(plan.owedAtomic, 2003n + 21n)
-  t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 2024n], ['insurance_reserve', 0n], ['shortfall', 0n]])
-  t.equal(plan.stoppedAt, 'backing_liquidation')
-  t.equal(engine.getSource('src_h')?.backingUsedAtomic, 2024n)
+  // As the contract: the backing covers the lender's claim (2003 + 21 - 2), never the reserve's share, which stays owed.
+  t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 2022n], ['insurance_reserve', 0n], ['shortfall', 2n]])
+  t.equal(plan.stoppedAt, 'shortfall')
+  t.equal(engine.getSource('src_h')?.backingUsedAtomic, 2022n)
   t.equal(engine.getSource('src_h')?.committedAtomic, 0n)
 })
 
@@ -68,21 +71,20 @@ function fundReserve(engine: Engine, feeAtomicWanted: bigint): bigint {
   registerBacking(engine, 'src_big', 10_000_000n)
   const amount = feeAtomicWanted * 100n // at a 100 bps ask, fee = amount / 100
   const advanceId = fundAdvance(engine, { repaymentSource: 'src_big', amountAtomic: amount, maximumFeeAtomic: feeAtomicWanted }, T0, 2)
-  const plan = unwrap(engine.planRepayment(advanceId))
-  unwrap(engine.repayAdvance({ network: NET, txHash: hash(31), logIndex: 2, advanceId, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic }, T0))
-  return plan.reserveAmountAtomic
+  return unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(31), undefined, 2), T0)).reserveAmountAtomic
 }
 
-t.test('stops at the insurance reserve', async (t) => {
+t.test('the insurance reserve covers what is left of the lender\'s claim, never its own share', async (t) => {
   const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100, availableLiquidityAtomic: 10n ** 9n }), T0))
   t.equal(fundReserve(engine, 230n), 23n, 'reserve share = floor(230 * 1000 / 10000)')
   unwrap(engine.registerSource({ sourceId: 'src_r', productType: 'asset-backed', agent: BORROWER, valueAtomic: 2000n, liquidationValueAtomic: 1000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   const advanceId = fundAdvance(engine, { repaymentSource: 'src_r', amountAtomic: 1000n, maximumFeeAtomic: 100n }, T0, 3)
   const { plan } = liquidateNow(engine, advanceId, T0 + 3_600_000)
-  t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 1000n], ['insurance_reserve', 10n], ['shortfall', 0n]])
-  t.equal(plan.stoppedAt, 'insurance_reserve')
-  t.equal(engine.creditState().reserves[0]?.balanceAtomic, 13n, '23 - 10 left in the reserve')
+  // The reserve covers what is left of the lender's claim (1000 + 10 - 1 - 1000 backing = 9), never its own share (1).
+  t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 1000n], ['insurance_reserve', 9n], ['shortfall', 1n]])
+  t.equal(plan.stoppedAt, 'shortfall')
+  t.equal(engine.creditState().reserves[0]?.balanceAtomic, 14n, '23 - 9 left in the reserve')
 })
 
 t.test('ends in shortfall with a reputation penalty to the borrower', async (t) => {

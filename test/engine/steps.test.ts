@@ -9,6 +9,7 @@ import { storedHistory, type TransitionEntry } from '../../src/engine/history.ts
 import type { Change } from '../../src/engine/types.ts'
 import {
   BORROWER, CLIENT, T0, addr, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap,
+  repaidFact,
 } from './fixtures/world.ts'
 
 const COMMANDS = [...new Set(ENGINE_PATHS.map((p) => p.command))]
@@ -56,15 +57,13 @@ t.test('every engine path the system map declares is what the engine does', asyn
 
   // Backing source: request, match, pay, repay.
   const backed = fundAdvance(engine)
-  const plan = unwrap(engine.planRepayment(backed))
-  unwrap(engine.repayAdvance({ network: plan.network, txHash: hash(1), logIndex: 0, advanceId: backed, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic }, T0))
+  unwrap(engine.repayAdvance(repaidFact(engine, backed, hash(1)), T0))
 
   // A job: collateral, an advance repaid, one settled by completion.
   createJob(engine, 'job_a', 100_000n)
   unwrap(engine.postCollateral({ jobId: 'job_a', borrower: BORROWER, amountAtomic: 10n, proof: { network: 'net-a', txHash: hash(2), logIndex: 0 }, caller: BORROWER } as never, T0))
   const onJob = fundAdvance(engine, { repaymentSource: 'job_a' }, T0, 2)
-  const jobPlan = unwrap(engine.planRepayment(onJob))
-  unwrap(engine.repayAdvance({ network: jobPlan.network, txHash: hash(3), logIndex: 0, advanceId: onJob, lender: jobPlan.lender, payer: BORROWER, amountAtomic: jobPlan.amountAtomic, reserveAmountAtomic: jobPlan.reserveAmountAtomic }, T0))
+  unwrap(engine.repayAdvance(repaidFact(engine, onJob, hash(3)), T0))
   fundAdvance(engine, { repaymentSource: 'job_a' }, T0, 3)
   unwrap(engine.completeJob({ jobId: 'job_a', caller: CLIENT, network: 'net-a', txHash: hash(4) }, T0))
 

@@ -1,7 +1,7 @@
 // The advance machine on its own, through XState's pure functions: which event each state takes, what it refuses and
 // with which code, the guards' edges, and what each action writes.
 import t from 'tap'
-import { ADVANCE_STATES, advanceMachine, advanceRefusals, type AdvanceEvent, type AdvanceInput, type RecoveryRecord } from '../../machines/index.ts'
+import { ADVANCE_STATES, advanceMachine, advanceRefusals, type AdvanceEvent, type AdvanceInput, type RecoveryRecord, type RepaymentRecord } from '../../machines/index.ts'
 import { checkMatrix, run, start, step, type Snap } from './fixtures/pure.ts'
 
 const T0 = 1_700_000_000_000
@@ -11,13 +11,17 @@ const input: AdvanceInput = {
   advanceId: 'adv_1', advanceKey: hash(99), offerId: 'off_1', leaseId: 'lse_1', lender: '0x0000000000000000000000000000000000001001',
   payer: '0x0000000000000000000000000000000000002001', borrower: '0x00000000000000000000000000000000000000b0',
   source: { kind: 'backing', id: 'src_1' }, network: 'net-a', asset: 'USDC', principalAtomic: 1000n, feeAtomic: 10n,
-  insuranceAtomic: 1n, supplierAddress: '0x0000000000000000000000000000000000000050', payment: { network: 'net-a', txHash: hash(1), logIndex: 0 },
+  insuranceAtomic: 1n, lenderOwedAtomic: 1009n, reserveOwedAtomic: 1n, supplierAddress: '0x0000000000000000000000000000000000000050', payment: { network: 'net-a', txHash: hash(1), logIndex: 0 },
   fundedAtMs: T0, dueAtMs: DUE,
 }
-const repayment = { kind: 'repaid', network: 'net-a', txHash: hash(2), logIndex: 0, payer: input.borrower, lenderAmountAtomic: 1009n, reserveAmountAtomic: 1n } as const
+const paid = (lenderAmountAtomic: bigint, reserveAmountAtomic: bigint, lenderOwedAfterAtomic: bigint, reserveOwedAfterAtomic: bigint, n = 2): RepaymentRecord => ({
+  kind: 'repaid', network: 'net-a', txHash: hash(n), logIndex: 0, payer: input.borrower, lenderAmountAtomic, reserveAmountAtomic, lenderOwedAfterAtomic, reserveOwedAfterAtomic,
+})
+const repayment = paid(1009n, 1n, 0n, 0n)
+const repay = (r: RepaymentRecord, nowMs = T0): AdvanceEvent => ({ type: 'REPAY', repayment: r, nowMs })
 const recovery = (shortfallAtomic: bigint): RecoveryRecord => ({
-  network: 'net-a', txHash: hash(3), owedAtomic: 1010n, fromRevenueAtomic: 0n, fromCollateralAtomic: 0n,
-  fromBackingAtomic: 1010n - shortfallAtomic, fromReserveAtomic: 0n, shortfallAtomic,
+  network: 'net-a', txHash: hash(3), owedAtomic: 1010n, fromRevenueAtomic: 0n, fromCollateralAtomic: 1010n - shortfallAtomic,
+  fromBackingAtomic: 0n, fromReserveAtomic: 0n, shortfallAtomic,
 })
 const liquidate = (shortfallAtomic: bigint, nowMs = T0): AdvanceEvent => ({ type: 'LIQUIDATE', recovery: recovery(shortfallAtomic), nowMs })
 
@@ -63,6 +67,46 @@ t.test('LIQUIDATE ends liquidated when fully recovered, in shortfall otherwise',
 
 t.test('each action writes what its event carries', async (t) => {
   t.same(defaulted.context, { ...active.context, defaultReason: 'job_failed', defaultedAtMs: T0 })
-  t.same((states['repaid'] as Snap).context, { ...active.context, repayment, endedAtMs: T0 })
-  t.same((states['liquidated'] as Snap).context, { ...defaulted.context, recovery: recovery(0n), endedAtMs: T0 })
+  t.same((states['repaid'] as Snap).context, { ...active.context, repayments: [repayment], lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, endedAtMs: T0 })
+  t.same((states['liquidated'] as Snap).context, { ...defaulted.context, recovery: recovery(0n), lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, endedAtMs: T0 })
+  // Collateral 1007 of 1009 + 1 owed: the lender's part first, so 2 stay owed to the lender and the reserve's 1.
+  t.match((states['shortfall'] as Snap).context, { lenderOwedAtomic: 2n, reserveOwedAtomic: 1n })
+})
+
+t.test('after a recovery the advance owes what the contract leaves: the reserve subrogated for what it paid', async (t) => {
+  const r: RecoveryRecord = { ...recovery(0n), fromCollateralAtomic: 500n, fromBackingAtomic: 300n, fromReserveAtomic: 200n, shortfallAtomic: 10n }
+  t.match(step(advanceMachine, defaulted, { type: 'LIQUIDATE', recovery: r, nowMs: T0 }), {
+    value: 'shortfall', context: { lenderOwedAtomic: 1009n - 500n - 300n - 200n, reserveOwedAtomic: 1n + 200n },
+  })
+})
+
+t.test('REPAY of any amount: a partial payment is counted and the advance stays where it was; the last one repays it', async (t) => {
+  const first = paid(400n, 0n, 609n, 1n, 10)
+  for (const [name, from] of [['active', active], ['defaulted', defaulted]] as const) {
+    const after = step(advanceMachine, from, repay(first, T0 + 1))
+    t.match(after, { value: name, context: { lenderOwedAtomic: 609n, reserveOwedAtomic: 1n, repayments: [first], endedAtMs: null } }, `${name}: stays ${name}, owes less`)
+    const second = paid(609n, 0n, 0n, 1n, 11)
+    const lenderPaid = step(advanceMachine, after as Snap, repay(second, T0 + 2))
+    t.match(lenderPaid, { value: name, context: { lenderOwedAtomic: 0n, reserveOwedAtomic: 1n, repayments: [first, second] } }, `${name}: the reserve's share is still owed`)
+    const last = paid(0n, 1n, 0n, 0n, 12)
+    t.match(step(advanceMachine, lenderPaid as Snap, repay(last, T0 + 3)), {
+      value: 'repaid', context: { lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, repayments: [first, second, last], endedAtMs: T0 + 3 },
+    }, `${name}: repaid once nothing is owed`)
+  }
+  // Lender and reserve in one payment (what the contract does with an amount over the lender's part).
+  t.match(step(advanceMachine, active, repay(paid(1009n, 1n, 0n, 0n))), { value: 'repaid' })
+})
+
+t.test('REPAY that is not the next payment on what is owed is refused (repayment_mismatch), nothing changes', async (t) => {
+  t.equal(advanceRefusals.REPAY.guarded, 'repayment_mismatch')
+  const refusedIn = (snap: Snap, r: RepaymentRecord, why: string) => {
+    t.equal(step(advanceMachine, snap, repay(r)), undefined, why)
+  }
+  refusedIn(active, paid(1010n, 0n, 0n, 1n), 'more than the lender is owed')
+  refusedIn(active, paid(1009n, 2n, 0n, 0n), "more than the reserve's share")
+  refusedIn(active, paid(100n, 1n, 909n, 0n), "the reserve's share before the lender is paid")
+  refusedIn(active, paid(0n, 0n, 1009n, 1n), 'nothing paid')
+  refusedIn(active, paid(100n, 0n, 900n, 1n), 'after values that do not follow (an earlier payment not counted)')
+  refusedIn(active, paid(1009n, 0n, 0n, 0n), "claims nothing owed while the reserve's share is")
+  refusedIn(defaulted, paid(1010n, 0n, 0n, 1n), 'defaulted: more than owed')
 })

@@ -10,7 +10,7 @@ import { Engine } from '../../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { storedSnapshots } from '../../src/app/app.ts'
 import { Store, type Change } from '../../src/store/index.ts'
-import { BORROWER, FakeWallets, T0, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from '../engine/fixtures/world.ts'
+import { BORROWER, FakeWallets, T0, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap , repaidFact } from '../engine/fixtures/world.ts'
 import { tempDir } from '../store/fixtures/helpers.ts'
 
 const GRACE_MS = 5_000
@@ -87,8 +87,7 @@ t.test('insurance reserves stored as kind ledger (version 1) move to kind reserv
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
   const advanceId = fundAdvance(engine)
-  const plan = unwrap(engine.planRepayment(advanceId))
-  unwrap(engine.repayAdvance({ network: plan.network, txHash: hash(31), logIndex: 0, advanceId, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic }, T0))
+  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(31)), T0))
   const changes = engine.snapshots()
   const reserves = changes.filter((change) => (change.kind as string) === 'reserve')
   t.equal(reserves.length, 1, 'the world holds one insurance reserve')
@@ -168,5 +167,52 @@ t.test('actors stored before histories were kept (job, offer, lease, advance ver
   if (!expired.ok) return
   const record = expired.changes.find((c) => c.kind === 'lease' && c.id === lease.leaseId)?.record as { history: unknown[] }
   t.same(record.history, [{ from: 'leased', to: 'expired', event: 'TIME_OUT', atMs: lease.expiresAtMs + GRACE_MS }], 'the first transition after the upgrade is recorded')
+  await store.close()
+})
+
+t.test('advances stored before partial repayments (version 2) gain what they still owe; a live one then takes a partial repayment', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const { engine } = newEngine({ leaseReportGraceMs: GRACE_MS })
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  const repaidId = fundAdvance(engine, {}, T0, 1)
+  const liveId = fundAdvance(engine, {}, T0, 2)
+  const terms = engine.getAdvance(liveId)!
+  const repaid = engine.repayAdvance(repaidFact(engine, repaidId, hash(31)), T0)
+  if (!repaid.ok) throw new Error(repaid.error.message)
+  const repaidRecord = repaid.changes.find((c) => c.kind === 'advance' && c.id === repaidId) as Change
+  // Version 2 held one full `repayment` (or null) and no owed amounts.
+  const oldRepayment = { kind: 'repaid', network: terms.network, txHash: hash(31), logIndex: 0, payer: BORROWER, lenderAmountAtomic: repaid.value.lenderAmountAtomic, reserveAmountAtomic: repaid.value.reserveAmountAtomic }
+  const older = (change: Change, repayment: unknown): Change => {
+    const { context, ...rest } = change.record as { context: Record<string, unknown> }
+    const { lenderOwedAtomic: _l, reserveOwedAtomic: _r, repayments: _p, ...ctx } = context
+    return { ...change, record: { ...rest, context: { ...ctx, repayment } } }
+  }
+  const changes = [
+    ...engine.snapshots().map((c) => (c.kind === 'advance' ? older(c, null) : c)),
+    older(repaidRecord, oldRepayment),
+  ]
+  const before = await Store.open({ dataDir, snapshotVersions: { ...SNAPSHOT_VERSIONS, advance: 2 } })
+  await before.commit({ changes })
+  t.equal(before.getSnapshot('advance', liveId)?.version, 2, 'written as version 2')
+  await before.close()
+
+  const store = await Store.open({ dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) })
+  const live = store.getSnapshot('advance', liveId)
+  t.equal(live?.version, 3)
+  t.match((live?.snapshot as { context: unknown }).context, {
+    lenderOwedAtomic: terms.principalAtomic + terms.feeAtomic - terms.insuranceAtomic, reserveOwedAtomic: terms.insuranceAtomic, repayments: [],
+  }, 'a live advance owes its terms')
+  t.notOk('repayment' in (live?.snapshot as { context: object }).context, 'the old field is gone')
+  t.match((store.getSnapshot('advance', repaidId)?.snapshot as { context: unknown }).context, {
+    lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, repayments: [{ ...oldRepayment, lenderOwedAfterAtomic: 0n, reserveOwedAfterAtomic: 0n }],
+  }, 'a repaid advance owes nothing; its one payment is its recorded repayment')
+
+  const restored = new Engine({ leaseReportGraceMs: GRACE_MS }, new FakeWallets(), storedSnapshots(store))
+  restored.checkInvariants()
+  const partial = unwrap(restored.repayAdvance(repaidFact(restored, liveId, hash(32), terms.principalAtomic), T0 + 1))
+  t.match(partial, { repaid: false, lenderOwedAtomic: terms.feeAtomic - terms.insuranceAtomic })
+  restored.checkInvariants()
   await store.close()
 })

@@ -3,7 +3,7 @@
 // from exposure to the repaid count; the history starts at the borrower's earliest activity the engine holds.
 import t from 'tap'
 import { scoreInputsOf } from '../../src/score/inputs.ts'
-import { ASSET, BORROWER, addr, fundAdvance, hash, lenderInput, NET, newEngine, registerBacking, T0, unwrap } from '../engine/fixtures/world.ts'
+import { ASSET, BORROWER, addr, fundAdvance, hash, lenderInput, NET, newEngine, registerBacking, T0, unwrap , repaidFact } from '../engine/fixtures/world.ts'
 
 t.test('an address the engine does not know as a borrower has no inputs', async (t) => {
   const { engine } = newEngine()
@@ -32,8 +32,7 @@ t.test('open advances are exposure, past due after their due time; a repayment m
   t.equal(late.pastDueAdvances, 1, 'past due at its due time')
   t.equal(scoreInputsOf(engine, addr(0xdead), T0), undefined)
 
-  const plan = unwrap(engine.planRepayment(advanceId))
-  unwrap(engine.repayAdvance({ network: NET, txHash: hash(77), logIndex: 0, advanceId, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic }, T0 + 7000))
+  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(77)), T0 + 7000))
   const repaid = scoreInputsOf(engine, BORROWER, T0 + 8000)!
   t.match(repaid, { openAdvances: 0, pastDueAdvances: 0, outstanding: [], repaidAdvances: 1 })
 })

@@ -133,9 +133,9 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/advances/{advanceId}',
       operationId: 'getAdvance',
       callers: 'public',
-      summary: 'Read an advance (live or final): what is owed, its repayment or recovery',
+      summary: 'Read an advance (live or final): what is owed, its repayments or recovery',
       description:
-        'Public. An advance (a supplier paid by a lender): principal, fee, insurance share, due time, and its repayment or recovery with every step.',
+        'Public. An advance (a supplier paid by a lender): principal, fee, insurance share, due time, what is still owed to the lender and to the reserve, every repayment counted, and its recovery with every step.',
       tags,
       auth: 'none',
       params: AdvanceParams,
@@ -365,15 +365,21 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       path: '/credit/advances/{advanceId}/repay',
       operationId: 'repayAdvance',
       callers: 'any session',
-      summary: 'Repay a non-job or generic advance (proven by a repay transaction)',
+      summary: 'Report a repayment of any amount of an advance (proven by a repay transaction)',
       description:
-        'Anyone who called repay(keccak256(advanceId), lender, asset, principal + fee, insurance share) on the credit contract reports the transaction here; the advance is repaid and the reserve funded.',
+        "Anyone who called repay(advanceKey, amount) on the credit contract, for any amount, reports the transaction here. The contract pays the lender's part first (lenderOwedAtomic), then the insurance reserve's share (reserveOwedAtomic), and never takes more than is owed (an overpayment stays in the payer's wallet). " +
+        'The answer is this payment and what is still owed after it; the advance is repaid when nothing is. Report repayments in the order they were mined (an earlier one not yet counted: 409 repayment_mismatch); the same transaction again: 409 proof_already_used.',
       tags,
       auth: 'session',
       params: AdvanceParams,
       body: RepaymentProof,
       headers: mutationHeaders,
-      responses: { 200: { description: 'The repayment receipt', schema: RepaymentReceipt }, ...errors.notFound('advance'), ...errors.proof },
+      responses: {
+        200: { description: 'This payment and what the advance still owes after it', schema: RepaymentReceipt },
+        ...errors.notFound('advance'),
+        ...errors.proof,
+        409: { description: 'The advance is no longer open (advance_not_open), an earlier repayment of it is not counted yet (repayment_mismatch), or the proof was already used (proof_already_used).' },
+      },
       handler: (ctx) =>
         mutate(service, '/credit/advances/{advanceId}/repay', ctx, (ticket) =>
           service.repay({ ticket, encode: (receipt) => replyWith(200, RepaymentReceipt)(toWire(receipt)) }, ctx.params.advanceId, { txHash: ctx.body.txHash }),
