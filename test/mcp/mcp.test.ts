@@ -1,13 +1,15 @@
 // The MCP server, driven over stdio by the MCP SDK's own client against a devnet service: it lists its tools with
 // the routes' input schemas, and a borrower with a funded job requests credit and is matched with a ready lender
-// through the tools alone.
+// through the tools alone; a lender registers, takes its lease's paySupplier from lender_actions and reports it, and
+// the job's client completes the job, each through its own MCP server.
 import t, { type Test } from 'tap'
 import { fileURLToPath } from 'node:url'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { CreditRequest } from '../../src/api/schemas.ts'
-import { creditRequest, fund, fundedJob, readyLender, startHarness, usdc, type Harness } from '../fixtures/service.ts'
+import { ChainAgent, type WireTransaction } from '../../src/client/chain.ts'
+import { creditRequest, fund, fundedJob, readyLender, startHarness, usdc, USDC, type Harness } from '../fixtures/service.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -75,4 +77,57 @@ t.test('with a wallet key: request and match through the tools', async (t) => {
   const bad = await client.callTool({ name: 'request_credit', arguments: { ...creditRequest(h, borrower.address, 'job_mcp_1', usdc(400), usdc(40)), amountAtomic: 'four hundred' } })
   t.equal(bad.isError, true, 'input the schema refuses is refused')
   t.equal(parsed(bad).code, 'validation_failed')
+})
+
+t.test('with wallet keys: the lender, borrower and client tools carry a whole advance from registration to repayment', async (t) => {
+  const key = async (tokensAtomic: bigint) => {
+    const privateKey = generatePrivateKey()
+    await fund(h.devnet, h.network, privateKeyToAccount(privateKey).address, tokensAtomic)
+    return { privateKey, account: privateKeyToAccount(privateKey) }
+  }
+  const [lender, borrower, client] = [await key(usdc(2000)), await key(0n), await key(usdc(1000))]
+
+  // The lender registers through its tools, then sets up the session wallet on chain (not an MCP step).
+  const lenderTools = await mcpClient(t, lender.privateKey)
+  const registration = parsed(await lenderTools.callTool({
+    name: 'register_lender',
+    arguments: { availableLiquidityAtomic: usdc(2000).toString(), asset: USDC, networks: [h.network.slug], minFeeBps: 50, maxDurationSeconds: 30 * 24 * 3600, acceptedRiskBands: ['A', 'B', 'C'] },
+  }))
+  const session = privateKeyToAccount(registration.sessionKey.privateKey)
+  const owner = new ChainAgent(h.network, lender.account)
+  await owner.sendGas(session.address, 10n ** 18n)
+  await owner.transferToken(USDC, session.address, usdc(2000))
+  const sessionChain = new ChainAgent(h.network, session)
+  for (const tx of registration.setupTransactions as (WireTransaction & { network: string })[]) if (tx.network === h.network.slug) await sessionChain.sendUnsigned(tx)
+  await h.app.service.watcher.waitFor(() => h.app.service.watcher.spendableAtomic(h.network.slug, USDC, session.address) === usdc(2000), 10_000)
+
+  // The client escrows on chain; the borrower registers the job and borrows through its tools.
+  const jobId = 'job_mcp_2'
+  const fundingTxHash = await new ChainAgent(h.network, client.account).fundJob(jobId, USDC, usdc(1000), borrower.account.address)
+  const borrowerTools = await mcpClient(t, borrower.privateKey)
+  const job = parsed(await borrowerTools.callTool({
+    name: 'create_job',
+    arguments: { jobId, network: h.network.slug, asset: USDC, agent: borrower.account.address, receivableAtomic: usdc(1000).toString(), dueAt: new Date(Date.now() + 7 * 86_400_000).toISOString(), fundingTxHash },
+  }))
+  t.equal(job.borrower, borrower.account.address, 'create_job registered the job for the borrower')
+  const { decision, match } = parsed(await borrowerTools.callTool({ name: 'request_and_match', arguments: creditRequest(h, borrower.account.address, jobId, usdc(300), usdc(30)) }))
+  t.equal(match.lease.lender, lender.account.address, 'the cheapest lender (50 bps) holds the lease')
+
+  // The lender pays from its pending actions and reports the payment.
+  const actions = parsed(await lenderTools.callTool({ name: 'lender_actions', arguments: {} }))
+  const action = actions.find((a: any) => a.lease.offerId === decision.offer.offerId)
+  t.equal(action?.kind, 'pay_supplier', 'lender_actions lists the lease\'s paySupplier')
+  const paymentTx = await sessionChain.sendUnsigned(action.transaction)
+  const advance = parsed(await lenderTools.callTool({ name: 'report_supplier_payment', arguments: { offerId: decision.offer.offerId, txHash: paymentTx } }))
+  t.equal(advance.state, 'active', 'report_supplier_payment created the advance')
+  t.equal(advance.payment.txHash, paymentTx)
+
+  // The job's client completes the job: the escrow repays the advance. The borrower may not.
+  const refused = await borrowerTools.callTool({ name: 'complete_job', arguments: { jobId } })
+  t.equal(refused.isError, true, 'the borrower may not complete the job')
+  t.equal(parsed(refused).code, 'forbidden', 'with the stable code')
+  const clientTools = await mcpClient(t, client.privateKey)
+  const receipt = parsed(await clientTools.callTool({ name: 'complete_job', arguments: { jobId } }))
+  t.equal(receipt.receipts[0].advanceId, advance.advanceId, 'complete_job settled the advance')
+  t.equal(parsed(await borrowerTools.callTool({ name: 'get_advance', arguments: { advanceId: advance.advanceId } })).state, 'repaid')
 })
