@@ -11,7 +11,8 @@ export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>>
   // 2: the lease's context holds its report grace (reportGraceMs), which its expiry guard reads.
   lease: 3,
   advance: 2,
-  lender: 1,
+  // 2: the lender records what it withdrew (withdrawnAtomic, withdrawalPendingAtomic).
+  lender: 2,
   source: 1,
   borrower: 1,
   // 2: the insurance reserves, kind `ledger` before, are kind `reserve` (same shape).
@@ -49,5 +50,7 @@ export function snapshotMigrations(options: { leaseReportGraceMs: number }): Sna
     { from: { kind: 'job', version: 1 }, to: { kind: 'job', version: 2 }, migrate: withEmptyHistory },
     { from: { kind: 'offer', version: 1 }, to: { kind: 'offer', version: 2 }, migrate: withEmptyHistory },
     { from: { kind: 'advance', version: 1 }, to: { kind: 'advance', version: 2 }, migrate: withEmptyHistory },
+    // A lender stored before withdrawals existed withdrew nothing.
+    { from: { kind: 'lender', version: 1 }, to: { kind: 'lender', version: 2 }, migrate: (snapshot) => ({ withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, ...(snapshot as object) }) },
   ]
 }
