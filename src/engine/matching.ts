@@ -29,11 +29,12 @@ export function addLender(s: EngineState, lender: LenderRecord): void {
 }
 
 /**
- * Whether the lender has anything to lend: its policy has liquidity left (a lender that withdrew everything is out
- * of the books) and its session wallet holds anything spendable on one of its networks.
+ * Whether the lender has anything to lend: its session wallet holds anything spendable on one of its networks, and
+ * it did not withdraw everything it had available (such a lender stays out of the books). A lender whose liquidity is
+ * merely all lent is not held out: its repayment may be recorded after the watcher saw its wallet change.
  */
 function walletFunded(s: EngineState, lender: LenderRecord): boolean {
-  if (lender.availableAtomic <= 0n) return false
+  if (lender.availableAtomic <= 0n && lender.withdrawnAtomic + lender.withdrawalPendingAtomic > 0n) return false
   return lender.networks.some((n) => s.wallets.spendableAtomic(n, lender.assets[n] as string, lender.sessionAddress) > 0n)
 }
 
