@@ -76,6 +76,11 @@ t.test('after a cycle (lend, repay to the session wallet) every lender view repo
   const principal = BigInt(advance['principalAtomic'])
   const fee = BigInt(advance['feeAtomic'])
   const insurance = BigInt(advance['insuranceAtomic'])
+  // Lent, not yet repaid: the wallet paid the principal, the policy lent it; both say the same.
+  await watcherCurrent(lender)
+  const lent = await spendableOnChain(lender)
+  t.equal(lent.spendable, usdc(1000) - principal)
+  t.equal((await profileOf(t, lender))['availableAtomic'], lent.spendable.toString(), 'before the repayment: available is what the wallet can pay')
   const repaid = await new ChainAgent(h.network, borrower).repay(advance['advanceKey'] as `0x${string}`, USDC, principal + fee)
   const receipt = await borrowerClient.post(`/credit/advances/${advance['advanceId']}/repay`, { txHash: repaid })
   t.equal(receipt.status, 200, JSON.stringify(receipt.body))
