@@ -20,6 +20,13 @@ import { AssetSymbol, LIQUIDITY_ATOMIC_MAX, NetworkSlug } from './schemas.ts'
 
 export const SERVICE_NAME = 'agent-credit'
 
+/** The lender-capital rule (issue 9, case 6), as the catalog and llms.txt publish it. */
+export const LENDER_CAPITAL_RULE =
+  'Repayments and recoveries reach the session wallet (the advance\'s lender on chain is its payer), so capital recycles into the wallet that lends. ' +
+  'availableAtomic = min(policyAvailableAtomic, what the session wallet can pay: min(balance, allowance to the credit contract) less its live leases), in every lender view and in matching. ' +
+  'Per network the session wallet should hold policyAvailableAtomic + its live leases there: below, GET /lenders/{address}/actions lists top_up (lender\'s wallet -> session wallet) and, if the allowance is short, approve (session key); above, withdraw (session key -> lender\'s wallet). ' +
+  'POST /lenders/{address}/withdraw lowers what the service may lend: the available part at once, what live leases and open advances hold as it comes back (a live lease can still be paid); nothing available: out of matching.'
+
 const Asset = StrictObject({
   symbol: AssetSymbol,
   address: Address,
@@ -117,6 +124,7 @@ export const Catalog = StrictObject({
     backingDurationSecondsDefault: Type.Integer({ minimum: 0 }),
     matchingOrder: Type.Array(Type.String()),
     recoveryOrder: Type.Array(Type.String()),
+    lenderCapital: Type.String({ description: 'Where a lender\'s capital goes and how available liquidity, top-ups and withdrawals are computed.' }),
   }),
   limits: StrictObject({
     leaseTtlSeconds: Type.Integer({ minimum: 1 }),
@@ -243,6 +251,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       backingDurationSecondsDefault: s.engine.backingDurationSecondsDefault,
       matchingOrder: ['minFeeBps ascending', 'reputationBps descending', 'availableLiquidityAtomic descending', 'registration order'],
       recoveryOrder: ['source_revenue', 'collateral', 'backing_liquidation', 'insurance_reserve', 'shortfall'],
+      lenderCapital: LENDER_CAPITAL_RULE,
     },
     limits: {
       leaseTtlSeconds: Math.round(s.engine.leaseTtlMs / 1000),

@@ -71,7 +71,7 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    {"agent":"<borrower>","network":"${slug}","asset":"${asset}","productType":"job","amountAtomic":"1000000000","purpose":"inference","supplier":"Supplier","supplierDomain":"<domain from suppliers>","repaymentSource":"job_1","maximumFeeAtomic":"100000000"}
    -> {"decision":"approved","offer":{"offerId":"off_1",...}} or {"decision":"declined","reasons":[...]}
 5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet).
-6. Lender: GET /lenders/<address>/actions -> [{"transaction":{"to","data","chainId","gas",...}}]. Sign it with the session key, send it
+6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
    before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
    A report after the lease expired is rejected with 409 lease_expired.
 7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays what each advance still owes, lenders first), or
@@ -81,6 +81,15 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    never takes more than is owed (an overpayment stays in your wallet). Report repayments in the order they were mined.
    Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower; POST /credit/advances/<advanceId>/liquidate {} recovers
    in this order: ${c.rules.recoveryOrder.join(', ')}.
+8. Lender capital: repayments and recoveries reach the session wallet, so the capital lends again. Every lender view's availableAtomic is
+   what the session wallet can pay within the policy (policyAvailableAtomic). After the pay_supplier actions, GET /lenders/<address>/actions lists
+   per network what brings the session wallet to the policy: {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it
+   from your own wallet), {"kind":"approve","signer":"session_key",...} (the allowance to the credit contract is short),
+   {"kind":"withdraw","signer":"session_key",...} (sends back what neither the policy nor a live lease needs).
+   Lend less or stop: POST /lenders/<address>/withdraw {"amountAtomic":"..."} (the lender only; at most available + reserved + deployed)
+   -> {"lender":{...},"actions":[{"kind":"withdraw",...}]}: the available part leaves at once, what live leases and open advances hold
+   leaves as they come back (a live lease can still be paid); sign and send the withdraw transfer with the session key. Nothing
+   available: out of matching.
 The lender pays gas for setup and payment transactions. POST /credit/dispatch {} expires stale leases and rematches offers.
 
 ## Live events instead of polling (WebSocket)
@@ -114,6 +123,7 @@ A borrower need not match again after a lease expired: the offer is rematched in
 - A lease lasts ${c.limits.leaseTtlSeconds} s: pay before its expiresAt (the transaction's on-chain deadline); a timely payment may be reported up to ${c.limits.leaseReportGraceSeconds} s later. A lender whose wallet cannot pay gets a lease that expires at once (insufficient_balance, not counted among the offer's leases) and waits out of the books until its wallet changes; matching goes on. A new lender enters the books once its session wallet is seen funded.
 - Job advance rate ${c.rules.jobAdvanceRateBps} bps of the receivable plus collateral; risk band A at coverage >= ${c.rules.riskBandACoverageBps} bps, B at >= ${c.rules.riskBandBCoverageBps} bps, else C.
 - Insurance reserve: ${c.rules.insuranceShareBps} bps of each fee.
+- Lender capital: ${c.rules.lenderCapital}
 - Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender; ${c.limits.liveOffersPerBorrowerMax} live offers per borrower (409 live_offers_limit beyond); a lender registers at most ${c.limits.registeredLiquidityAtomicMax} (2^128-1) of liquidity; pages of at most ${c.limits.pageLimitMax} (${c.limits.walletPageLimitMax} for /lenders/wallets).
 
 ## Credit score (paid with x402, answered encrypted)

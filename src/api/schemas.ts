@@ -249,11 +249,14 @@ export const Advance = StrictObject({
 
 /** What a lender has lent and how it behaved: part of its profile and of its wallet view. */
 const LenderActivityFields = {
-  availableAtomic: Atomic,
+  availableAtomic: { ...Atomic, description: 'What the service can lend now: min(policyAvailableAtomic, what the session wallet can pay (min(balance, allowance to the credit contract)) beyond its live leases), summed over the lender\'s networks.' },
+  policyAvailableAtomic: { ...Atomic, description: 'What the lender\'s policy alone would lend: registered + fees earned - losses - withdrawn, less what is reserved or deployed.' },
   reservedAtomic: Atomic,
   deployedAtomic: Atomic,
   feesEarnedAtomic: Atomic,
   lossesAtomic: Atomic,
+  withdrawnAtomic: { ...Atomic, description: 'Capital the lender took out of lending (POST /lenders/{address}/withdraw).' },
+  withdrawalPendingAtomic: { ...Atomic, description: 'Withdrawn but still in live leases or open advances: it leaves as they come back, and is never lent again.' },
   leasesGranted: Type.Integer({ minimum: 0 }),
   leasesPaid: Type.Integer({ minimum: 0 }),
   leasesExpired: Type.Integer({ minimum: 0 }),
@@ -473,11 +476,13 @@ export const CreditState = StrictObject({
   }),
   totals: StrictObject({
     registeredAtomic: Atomic,
-    availableAtomic: Atomic,
+    availableAtomic: { ...Atomic, description: 'What the lenders\' session wallets can pay now within their policies (the sum of the lender views\' availableAtomic).' },
+    policyAvailableAtomic: { ...Atomic, description: 'What the lenders\' policies alone would lend. available + reserved + deployed adds up with it: policyAvailable + reserved + deployed = registered + fees earned - losses - withdrawn.' },
     reservedAtomic: Atomic,
     deployedAtomic: Atomic,
     feesEarnedAtomic: Atomic,
     lossesAtomic: Atomic,
+    withdrawnAtomic: Atomic,
   }),
   reserves: Type.Array(ReserveBalance),
 })
@@ -523,6 +528,32 @@ export const PendingAction = StrictObject({
   transaction: StrictObject({ ...UnsignedTransaction.properties }, { description: 'paySupplier(authorization, signature), to send from the session key before the deadline.' }),
 })
 
+export const WalletAction = StrictObject(
+  {
+    kind: Type.Union([Type.Literal('top_up'), Type.Literal('approve'), Type.Literal('withdraw')], {
+      description: 'top_up: the lender\'s main wallet sends the shortfall to the session wallet; approve: the session key approves the credit contract; withdraw: the session key sends back what no live lease or policy needs.',
+    }),
+    network: NetworkSlug,
+    asset: AssetSymbol,
+    amountAtomic: { ...Atomic, description: 'The amount transferred, or the allowance approved (2^256-1: the contract only ever pulls from the wallet that calls it).' },
+    signer: Type.Union([Type.Literal('lender'), Type.Literal('session_key')], { description: 'Who signs and sends the transaction: the lender\'s main wallet, or the session key.' }),
+    note: Type.String(),
+    transaction: StrictObject({ ...UnsignedTransaction.properties }, { description: 'The unsigned ERC-20 transfer or approve, to sign with the signer\'s key.' }),
+  },
+  { description: 'An action that brings the session wallet to what the lender\'s policy needs on one network: the available liquidity plus the live leases there.' },
+)
+
+export const LenderAction = Type.Union([PendingAction, WalletAction], { description: 'A pending lease to pay (pay_supplier), or a wallet action (top_up, approve, withdraw).' })
+
+export const LiquidityWithdrawal = StrictObject({
+  amountAtomic: { ...Atomic, description: 'How much less the service may lend: at most available + reserved + deployed - withdrawalPendingAtomic. What live leases and open advances hold leaves as they come back.' },
+})
+
+export const LiquidityWithdrawalResult = StrictObject({
+  lender: LenderProfile,
+  actions: Type.Array(WalletAction, { description: 'The transfers that send back what no live lease needs (signed by the session key), as GET /lenders/{address}/actions lists them.' }),
+})
+
 export const Health = StrictObject({
   status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
   version: Type.String(),
@@ -538,5 +569,6 @@ export const wireComponents = {
   EmptyBody, RepaymentProof, JobFailure,
   TxProof, Job, Offer, Lease, Advance, LenderProfile, UnsignedTransaction, SpendPolicy, LenderRegistrationResult, BackingSource,
   CollateralPosition, UnderwritingDecision, MatchOutcome, DispatchOutcome, RepaymentReceipt, JobSettlementReceipt, LiquidationReceipt,
-  PassportEvent, ReserveBalance, CreditState, WalletHolding, LenderWallet, LeaseAuthorization, PendingAction, Health,
+  PassportEvent, ReserveBalance, CreditState, WalletHolding, LenderWallet, LeaseAuthorization, PendingAction, WalletAction, LiquidityWithdrawal,
+  LiquidityWithdrawalResult, Health,
 } as const

@@ -50,3 +50,8 @@ export function payAction<L, A, T>(delivered: { lease: L; authorization: A; sign
     transaction: toWire(delivered.transaction),
   }
 }
+
+/** A session-wallet action (top-up, approve, withdraw) as GET /lenders/{address}/actions lists it. */
+export function walletAction<A extends { transaction: unknown }>(action: A) {
+  return toWire(action)
+}

@@ -8,7 +8,7 @@ import type { Static } from 'typebox'
 import type { Address, Hash, Hex, LocalAccount } from 'viem'
 import type {
   Advance, CollateralPost, CollateralPosition, CreditRequest, CreditState, DispatchOutcome, Job, JobCreation, JobFailure, JobSettlementReceipt,
-  LenderProfile, LenderRegistration, LenderRegistrationResult, LiquidationReceipt, MatchOutcome, Offer, PassportEvent, PendingAction,
+  LenderAction, LenderProfile, LenderRegistration, LenderRegistrationResult, LiquidationReceipt, MatchOutcome, Offer, PassportEvent, PendingAction,
   RepaymentReceipt, UnderwritingDecision, BackingSourceRegistration, BackingSource,
 } from '../api/schemas.ts'
 import type { Catalog } from '../api/catalog.ts'
@@ -190,7 +190,7 @@ export class AgentCredit {
   // ------------------------------------------------------------------------------------------------ lender
 
   registerLender = (body: LenderRegistrationBody) => this.request<Static<typeof LenderRegistrationResult>>('POST', '/lenders/register', body)
-  actions = () => this.request<Array<Static<typeof PendingAction>>>('GET', `/lenders/${this.address}/actions`)
+  actions = () => this.request<Array<Static<typeof LenderAction>>>('GET', `/lenders/${this.address}/actions`)
   reportSupplierPayment = (offerId: string, txHash: Hash) =>
     this.request<AdvanceView>('POST', `/credit/offers/${encodeURIComponent(offerId)}/supplier-payment`, { lender: this.address, supplierPaymentId: txHash })
 

@@ -16,9 +16,9 @@ import { fail, forbidden } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { checkInvariants } from './invariants.ts'
 import { isBps, sameAddress } from './keys.ts'
-import { lenderChanged } from './ledger.ts'
+import { lenderChanged, withdrawableAtomic, withdrawLiquidity } from './ledger.ts'
 import { payLease, timeOutLease } from './leases.ts'
-import { addLender, declineOffer, expireOffer, leaseToBestLender, walletChanged } from './matching.ts'
+import { addLender, declineOffer, expireOffer, leaseToBestLender, park, walletChanged } from './matching.ts'
 import { executedPlan, jobSettlement, leaseRefusal, liquidationPlan, recoveryOf, repaymentPlan, supplierPaymentTerms } from './plans.ts'
 import { invalidLender, invalidSourceId, invalidSourceTerms, isJobId, lenderRecord, sourceRecord } from './registration.ts'
 import * as reputation from './reputation.ts'
@@ -28,13 +28,13 @@ import type { ExecutedTx, OfferKeyOf, RepaidFact, SupplierPaymentFact, WalletVie
 import { offerKey } from '../chain/ids.ts'
 import type {
   Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
-  CreditState, DispatchOutcome, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, LeaseView, LenderRecord,
+  CreditState, DispatchOutcome, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, LeaseView, LenderRecord, LenderView,
   LiquidationInput, LiquidationPlan, LiquidationReceipt, MatchOutcome, MetaRecord, OfferView, PassportEvent, PostCollateralInput,
   RegisterLenderInput, RegisterSourceInput, RepaymentPlan, RepaymentReceipt, SourceRecord, SupplierPaymentTerms, UnderwritingDecision,
 } from './types.ts'
 import { openOffer, underwrite } from './underwriting.ts'
 import * as views from './views.ts'
-import { leaseView, viewOf, type RegistrationPage } from './views.ts'
+import { leaseView, lenderView, viewOf, type RegistrationPage } from './views.ts'
 
 // The engine's public surface keeps its names: the service and the tests import them from here.
 export { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot } from './views.ts'
@@ -62,7 +62,7 @@ export class Engine {
 
   // ===================================================================================================== commands
 
-  registerLender(input: RegisterLenderInput, nowMs: number): EngineResult<LenderRecord> {
+  registerLender(input: RegisterLenderInput, nowMs: number): EngineResult<LenderView> {
     const s = this.state
     if (s.lenders.has(input.address)) return fail('conflict', 'lender_exists', `lender ${input.address} is registered`)
     if (s.lenderBySession.has(input.sessionAddress) || s.lenders.has(input.sessionAddress)) {
@@ -75,7 +75,29 @@ export class Engine {
     addLender(s, lender)
     touch(s, 'meta', 'engine')
     touch(s, 'lender', lender.address)
-    return drain(s, { ...lender })
+    return drain(s, lenderView(s, lender))
+  }
+
+  /**
+   * The lender lowers what the service may lend by `amountAtomic` (issue 9, case 6): the available part at once, the
+   * rest (what live leases and open advances hold) as it comes back. Live leases keep their reservations, so a lease
+   * in flight can still be paid. A lender left with nothing available is out of the books. The tokens stay in the
+   * session wallet until its key sends them back (the service publishes that transfer).
+   */
+  withdrawLiquidity(input: { lender: Address; amountAtomic: bigint; caller: Address }, _nowMs: number): EngineResult<LenderView> {
+    const s = this.state
+    const lender = s.lenders.get(input.lender)
+    if (!lender) return fail('not_found', 'lender_not_found', `lender ${input.lender} is not registered`)
+    if (!sameAddress(lender.address, input.caller)) return forbidden('a lender withdraws its own liquidity: sign in as the lender')
+    if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
+    const most = withdrawableAtomic(lender)
+    if (input.amountAtomic > most) {
+      return fail('conflict', 'withdrawal_exceeds_liquidity', `the lender can withdraw at most ${most} (available, reserved and deployed, less what is already pending)`)
+    }
+    withdrawLiquidity(lender, input.amountAtomic)
+    if (lender.availableAtomic === 0n) park(s, lender)
+    lenderChanged(s, lender)
+    return drain(s, lenderView(s, lender))
   }
 
   /**
@@ -468,9 +490,15 @@ export class Engine {
     return actor && viewOf<AdvanceView>(actor.getSnapshot())
   }
 
-  getLender(address: Address): LenderRecord | undefined {
+  /** A lender (by lender or session address) as every view shows it: available within what its wallets can pay. */
+  getLender(address: Address): LenderView | undefined {
     const lender = this.state.lenders.get(address) ?? this.state.lenders.get(this.state.lenderBySession.get(address) as Address)
-    return lender && { ...lender }
+    return lender && lenderView(this.state, lender)
+  }
+
+  /** Principal of the lender's live leases on a network and asset: what its session wallet must keep for them. */
+  walletReservedAtomic(lender: Address, network: string, asset: string): bigint {
+    return views.walletReservedAtomic(this.state, lender, network, asset)
   }
 
   getSource(sourceId: string): SourceRecord | undefined {
@@ -492,8 +520,9 @@ export class Engine {
    * A page of lenders in registration order: those after `afterSeq` that `accept` takes, at most `limit`, looking
    * at no more than `scanMax` of them. O(log n + scanned), never O(all lenders): the list routes call it per request.
    */
-  lendersPage(afterSeq: number, limit: number, scanMax: number, accept: (lender: LenderRecord) => boolean = () => true): RegistrationPage<LenderRecord> {
-    return views.registrationPage(this.state.lenderOrder, (address) => this.state.lenders.get(address) as LenderRecord, afterSeq, limit, scanMax, accept)
+  lendersPage(afterSeq: number, limit: number, scanMax: number, accept: (lender: LenderRecord) => boolean = () => true): RegistrationPage<LenderView> {
+    const page = views.registrationPage(this.state.lenderOrder, (address) => this.state.lenders.get(address) as LenderRecord, afterSeq, limit, scanMax, accept)
+    return { items: page.items.map((lender) => lenderView(this.state, lender)), nextAfterSeq: page.nextAfterSeq }
   }
 
   /** A page of backing sources in registration order (see `lendersPage`). */

@@ -81,8 +81,12 @@ function checkAdvances(s: EngineState, addCommitted: (src: SourceRef, amount: bi
 
 function checkLenders(s: EngineState, reservedByLender: Map<Address, bigint>, deployedByLender: Map<Address, bigint>): void {
   for (const l of s.lenders.values()) {
-    if (l.availableAtomic < 0n || l.reservedAtomic < 0n || l.deployedAtomic < 0n) throw new Error(`invariant: negative liquidity of ${l.address}`)
-    if (l.availableAtomic + l.reservedAtomic + l.deployedAtomic !== l.registeredAtomic + l.feesEarnedAtomic - l.lossesAtomic) {
+    if (l.availableAtomic < 0n || l.reservedAtomic < 0n || l.deployedAtomic < 0n || l.withdrawnAtomic < 0n || l.withdrawalPendingAtomic < 0n) {
+      throw new Error(`invariant: negative liquidity of ${l.address}`)
+    }
+    // What is withdrawn but still lent is part of reserved + deployed; it leaves them as it comes back.
+    if (l.withdrawalPendingAtomic > l.reservedAtomic + l.deployedAtomic) throw new Error(`invariant: pending withdrawal of ${l.address} exceeds what it has lent`)
+    if (l.availableAtomic + l.reservedAtomic + l.deployedAtomic !== l.registeredAtomic + l.feesEarnedAtomic - l.lossesAtomic - l.withdrawnAtomic) {
       throw new Error(`invariant: liquidity of ${l.address} does not add up`)
     }
     if (l.reservedAtomic !== (reservedByLender.get(l.address) ?? 0n)) throw new Error(`invariant: reserved of ${l.address} != its live leases`)

@@ -1,5 +1,5 @@
 // Lender liquidity and the insurance reserves: every movement of money on a lender's or a reserve's record.
-// A lender's liquidity always adds up: available + reserved + deployed = registered + fees earned - losses.
+// A lender's liquidity always adds up: available + reserved + deployed = registered + fees earned - losses - withdrawn.
 import { reposition } from './book.ts'
 import { touch } from './changes.ts'
 import { reserveId } from './keys.ts'
@@ -37,7 +37,38 @@ export function reserveForLease(lender: LenderRecord, amountAtomic: bigint): voi
 /** A lease that ended unpaid gives its reserved principal back. */
 export function releaseFromLease(lender: LenderRecord, amountAtomic: bigint): void {
   lender.reservedAtomic -= amountAtomic
-  lender.availableAtomic += amountAtomic
+  comeBack(lender, amountAtomic)
+}
+
+/**
+ * Capital coming back to the lender (a lease ended unpaid, a repayment, a recovery) settles its pending withdrawal
+ * first: a lender that withdrew more than it had available gets the rest as it returns, and it is never lent again.
+ */
+function comeBack(lender: LenderRecord, amountAtomic: bigint): void {
+  const withdrawn = lender.withdrawalPendingAtomic < amountAtomic ? lender.withdrawalPendingAtomic : amountAtomic
+  lender.withdrawalPendingAtomic -= withdrawn
+  lender.withdrawnAtomic += withdrawn
+  lender.availableAtomic += amountAtomic - withdrawn
+  // What was lost (a liquidation's shortfall) never comes back: the withdrawal waits only for what still can.
+  const outstanding = lender.reservedAtomic + lender.deployedAtomic
+  if (lender.withdrawalPendingAtomic > outstanding) lender.withdrawalPendingAtomic = outstanding
+}
+
+/**
+ * The lender lowers what the service may lend by `amountAtomic` (at most available + reserved + deployed - what is
+ * already pending): the available part leaves at once; the rest is pending and leaves as live leases and open
+ * advances come back (their reservations stay: a lease in flight can still be paid).
+ */
+export function withdrawLiquidity(lender: LenderRecord, amountAtomic: bigint): void {
+  const now = lender.availableAtomic < amountAtomic ? lender.availableAtomic : amountAtomic
+  lender.availableAtomic -= now
+  lender.withdrawnAtomic += now
+  lender.withdrawalPendingAtomic += amountAtomic - now
+}
+
+/** What a lender may still withdraw: all its capital not already withdrawn or pending. */
+export function withdrawableAtomic(lender: LenderRecord): bigint {
+  return lender.availableAtomic + lender.reservedAtomic + lender.deployedAtomic - lender.withdrawalPendingAtomic
 }
 
 /** A paid lease: its principal is deployed in the advance. */
@@ -47,12 +78,12 @@ export function deployForAdvance(lender: LenderRecord, amountAtomic: bigint): vo
 }
 
 /**
- * A repayment of any amount: what the lender received is available again; the part of it that returns principal
- * (`principalReturnedAtomic`, the principal first) leaves deployed, the rest is its fee.
+ * A repayment of any amount: what the lender received comes back (to a pending withdrawal first); the part of it that
+ * returns principal (`principalReturnedAtomic`, the principal first) leaves deployed, the rest is its fee.
  */
 export function returnRepayment(lender: LenderRecord, principalReturnedAtomic: bigint, lenderAmountAtomic: bigint): void {
   lender.deployedAtomic -= principalReturnedAtomic
-  lender.availableAtomic += lenderAmountAtomic
+  comeBack(lender, lenderAmountAtomic)
   lender.feesEarnedAtomic += lenderAmountAtomic - principalReturnedAtomic
 }
 
@@ -62,7 +93,7 @@ export function returnRepayment(lender: LenderRecord, principalReturnedAtomic: b
  */
 export function returnRecovery(lender: LenderRecord, principalAtomic: bigint, recoveredAtomic: bigint): void {
   lender.deployedAtomic -= principalAtomic
-  lender.availableAtomic += recoveredAtomic
+  comeBack(lender, recoveredAtomic)
   if (recoveredAtomic >= principalAtomic) lender.feesEarnedAtomic += recoveredAtomic - principalAtomic
   else lender.lossesAtomic += principalAtomic - recoveredAtomic
 }

@@ -5,12 +5,12 @@ import { expect, send, type Refusal } from './actors.ts'
 import { entryFor, MatchingBook } from './book.ts'
 import { releaseCapacity } from './capacity.ts'
 import { ID_PREFIXES } from './ids.ts'
-import { bookKey, walletKey } from './keys.ts'
+import { bookKey } from './keys.ts'
 import { cancelLease, grantLease, refuseLease } from './leases.ts'
 import { eligibleFee, feeAtomic } from './rules.ts'
 import type { EngineState, OfferActor } from './state.ts'
 import type { Address, LeaseView, LenderRecord, MatchOutcome, OfferView } from './types.ts'
-import { viewOf } from './views.ts'
+import { viewOf, walletFreeAtomic } from './views.ts'
 
 /** A lender one matching attempt leases to, and its fee. */
 interface Candidate {
@@ -28,12 +28,17 @@ export function addLender(s: EngineState, lender: LenderRecord): void {
   if (walletFunded(s, lender)) unpark(s, lender)
 }
 
-/** Whether the lender's session wallet holds anything spendable on one of its networks. */
+/**
+ * Whether the lender has anything to lend: its session wallet holds anything spendable on one of its networks, and
+ * it did not withdraw everything it had available (such a lender stays out of the books). A lender whose liquidity is
+ * merely all lent is not held out: its repayment may be recorded after the watcher saw its wallet change.
+ */
 function walletFunded(s: EngineState, lender: LenderRecord): boolean {
+  if (lender.availableAtomic <= 0n && lender.withdrawnAtomic + lender.withdrawalPendingAtomic > 0n) return false
   return lender.networks.some((n) => s.wallets.spendableAtomic(n, lender.assets[n] as string, lender.sessionAddress) > 0n)
 }
 
-function park(s: EngineState, lender: LenderRecord): void {
+export function park(s: EngineState, lender: LenderRecord): void {
   const placed = s.bookEntries.get(lender.address)
   if (!placed || s.parked.has(lender.address)) return
   for (const book of placed.books) book.remove(placed.entry)
@@ -145,9 +150,7 @@ function walkBook(s: EngineState, o: OfferContext): { refused: Candidate[]; gran
 
 /** The lender's wallet must cover this payment on top of its other live leases on the same network and asset. */
 function walletCovers(s: EngineState, lender: LenderRecord, network: string, asset: string, amountAtomic: bigint): boolean {
-  const spendable = s.wallets.spendableAtomic(network, asset, lender.sessionAddress)
-  const promised = s.walletReserved.get(walletKey(lender.address, network, asset)) ?? 0n
-  return spendable - promised >= amountAtomic
+  return walletFreeAtomic(s, lender, network, asset) >= amountAtomic
 }
 
 /** An offer past its TTL, or out of leases, expires and gives its capacity back to its source. */

@@ -12,7 +12,8 @@ export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>>
   lease: 3,
   // 3: the advance carries what it still owes (lenderOwedAtomic, reserveOwedAtomic) and every payment (repayments).
   advance: 3,
-  lender: 1,
+  // 2: the lender records what it withdrew (withdrawnAtomic, withdrawalPendingAtomic).
+  lender: 2,
   source: 1,
   borrower: 1,
   // 2: the insurance reserves, kind `ledger` before, are kind `reserve` (same shape).
@@ -72,5 +73,7 @@ export function snapshotMigrations(options: { leaseReportGraceMs: number }): Sna
     { from: { kind: 'offer', version: 1 }, to: { kind: 'offer', version: 2 }, migrate: withEmptyHistory },
     { from: { kind: 'advance', version: 1 }, to: { kind: 'advance', version: 3 }, migrate: (snapshot) => withOwedAmounts(withEmptyHistory(snapshot)) },
     { from: { kind: 'advance', version: 2 }, to: { kind: 'advance', version: 3 }, migrate: withOwedAmounts },
+    // A lender stored before withdrawals existed withdrew nothing.
+    { from: { kind: 'lender', version: 1 }, to: { kind: 'lender', version: 2 }, migrate: (snapshot) => ({ withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, ...(snapshot as object) }) },
   ]
 }

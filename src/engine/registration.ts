@@ -55,6 +55,8 @@ export function lenderRecord(input: RegisterLenderInput, config: EngineConfig, r
     deployedAtomic: 0n,
     feesEarnedAtomic: 0n,
     lossesAtomic: 0n,
+    withdrawnAtomic: 0n,
+    withdrawalPendingAtomic: 0n,
     reputationBps: input.reputationBps ?? config.lenderReputationInitialBps,
     reliabilityBps: input.reliabilityBps ?? config.lenderReliabilityInitialBps,
     registrationSeq,

@@ -42,11 +42,22 @@ export interface LenderRecord {
   maxDurationSeconds: number
   acceptedRiskBands: RiskBand[]
   registeredAtomic: bigint
+  /**
+   * What the lender's policy lets the service lend now. Every view shows min(this, what the session wallet can pay
+   * beyond its live leases) instead (views.ts lenderView); matching checks both.
+   */
   availableAtomic: bigint
   reservedAtomic: bigint
   deployedAtomic: bigint
   feesEarnedAtomic: bigint
   lossesAtomic: bigint
+  /** Capital the lender took out of lending (POST /lenders/{address}/withdraw), for good. */
+  withdrawnAtomic: bigint
+  /**
+   * Withdrawn but still in a live lease or an open advance: what comes back of them (a lease ending unpaid, a
+   * repayment, a recovery) goes to the withdrawal first, never back to available.
+   */
+  withdrawalPendingAtomic: bigint
   reputationBps: number
   reliabilityBps: number
   /** Registration order: the last tie-breaker of matching. */
@@ -57,6 +68,14 @@ export interface LenderRecord {
   leasesExpired: number
   advancesRepaid: number
   advancesDefaulted: number
+}
+
+/**
+ * A lender as every view shows it: availableAtomic is what the service can lend now, min(the policy's, what the
+ * session wallet can pay beyond its live leases); policyAvailableAtomic is the record's.
+ */
+export interface LenderView extends LenderRecord {
+  policyAvailableAtomic: bigint
 }
 
 /** A registered backing source: what was registered, and what the engine has drawn on it since. */
@@ -355,11 +374,15 @@ export interface CreditState {
   }
   totals: {
     registeredAtomic: bigint
+    /** What the lenders' session wallets can pay now, within their policies (the sum of their views' availableAtomic). */
     availableAtomic: bigint
+    /** What the lenders' policies alone would lend (their records' availableAtomic). */
+    policyAvailableAtomic: bigint
     reservedAtomic: bigint
     deployedAtomic: bigint
     feesEarnedAtomic: bigint
     lossesAtomic: bigint
+    withdrawnAtomic: bigint
   }
   reserves: ReserveRecord[]
 }

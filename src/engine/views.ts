@@ -1,10 +1,10 @@
 // What readers see: views of actor snapshots (live or stored), pages in registration order, and the read-only
 // summaries (a borrower's exposure, the engine's totals).
 import type { LeaseContext } from '../../machines/index.ts'
-import { compareCodeUnits, reserveId, seqOf } from './keys.ts'
+import { compareCodeUnits, reserveId, seqOf, walletKey } from './keys.ts'
 import { isActiveLender } from './rules.ts'
 import type { EngineState, LeaseActor } from './state.ts'
-import type { Address, AdvanceView, BorrowerExposure, CreditState, JobView, LeaseView, OfferView } from './types.ts'
+import type { Address, AdvanceView, BorrowerExposure, CreditState, JobView, LeaseView, LenderRecord, LenderView, OfferView } from './types.ts'
 
 /** View of an actor snapshot, live or stored: its context plus its state. */
 export function viewOf<V>(snapshot: { value: unknown; context: unknown }): V {
@@ -55,6 +55,33 @@ export function registrationPage<K, T extends { registrationSeq: number }>(
   return { items, nextAfterSeq: index < order.length ? lastSeq : undefined }
 }
 
+/**
+ * What the lender's session wallet can still pay on one network: min(balance, allowance to the credit contract) as
+ * the watcher last read it, less the principal of its live leases there (already promised). Matching checks an
+ * offer against it; every lender view adds it up.
+ */
+export function walletFreeAtomic(s: EngineState, lender: LenderRecord, network: string, asset: string): bigint {
+  const spendable = s.wallets.spendableAtomic(network, asset, lender.sessionAddress)
+  const promised = s.walletReserved.get(walletKey(lender.address, network, asset)) ?? 0n
+  return spendable > promised ? spendable - promised : 0n
+}
+
+/** Principal of the lender's live leases on one network and asset: what its session wallet must keep for them. */
+export function walletReservedAtomic(s: EngineState, lender: Address, network: string, asset: string): bigint {
+  return s.walletReserved.get(walletKey(lender, network, asset)) ?? 0n
+}
+
+/**
+ * A lender as every view shows it (issue 9, case 6): available is never more than its session wallets can pay
+ * beyond their live leases, so nobody reads as available what the chain would refuse.
+ */
+export function lenderView(s: EngineState, lender: LenderRecord): LenderView {
+  let payable = 0n
+  for (const network of lender.networks) payable += walletFreeAtomic(s, lender, network, lender.assets[network] as string)
+  const available = lender.availableAtomic < payable ? lender.availableAtomic : payable
+  return { ...lender, availableAtomic: available, policyAvailableAtomic: lender.availableAtomic }
+}
+
 /** Live leases of a lender (by lender or session address), oldest first: what its wallet should pay now. */
 export function liveLeasesOf(s: EngineState, address: Address): LeaseView[] {
   const lenderAddress = s.lenders.has(address) ? address : s.lenderBySession.get(address)
@@ -97,11 +124,16 @@ export function borrowerExposure(s: EngineState, address: Address, nowMs: number
 
 /** Counts and liquidity totals over every record and live actor, and the reserves in id order. */
 export function creditState(s: EngineState): CreditState {
-  const totals = { registeredAtomic: 0n, availableAtomic: 0n, reservedAtomic: 0n, deployedAtomic: 0n, feesEarnedAtomic: 0n, lossesAtomic: 0n }
+  const totals = {
+    registeredAtomic: 0n, availableAtomic: 0n, policyAvailableAtomic: 0n, reservedAtomic: 0n, deployedAtomic: 0n, feesEarnedAtomic: 0n,
+    lossesAtomic: 0n, withdrawnAtomic: 0n,
+  }
   let activeLenders = 0
   for (const l of s.lenders.values()) {
     totals.registeredAtomic += l.registeredAtomic
-    totals.availableAtomic += l.availableAtomic
+    totals.availableAtomic += lenderView(s, l).availableAtomic
+    totals.policyAvailableAtomic += l.availableAtomic
+    totals.withdrawnAtomic += l.withdrawnAtomic
     totals.reservedAtomic += l.reservedAtomic
     totals.deployedAtomic += l.deployedAtomic
     totals.feesEarnedAtomic += l.feesEarnedAtomic

@@ -49,6 +49,6 @@ export const MCP_TOOLS: readonly McpTool[] = [
 
   // The lender.
   act('register_lender', 'Register the wallet as a lender (POST /lenders/register): its session key and the unsigned setup transactions.', LenderRegistration, (sdk, a) => sdk.registerLender(a)),
-  act('lender_actions', 'The lender\'s pending actions (GET /lenders/{address}/actions): leases to pay, each with its unsigned paySupplier.', NoInput, (sdk) => sdk.actions()),
+  act('lender_actions', 'The lender\'s pending actions (GET /lenders/{address}/actions): leases to pay, each with its unsigned paySupplier, then the session wallet\'s top-up, approve or withdraw transfers.', NoInput, (sdk) => sdk.actions()),
   act('report_supplier_payment', 'Report the paySupplier transaction of a leased offer (POST /credit/offers/{offerId}/supplier-payment).', merged(OfferRef, StrictObject({ txHash: RepaymentProof.properties.txHash })), (sdk, a) => sdk.reportSupplierPayment(a.offerId, a.txHash as Hash)),
 ]

@@ -11,7 +11,7 @@ import {
 import { EngineRefusedError } from '../engine/errors.ts'
 import type {
   AdvanceView, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView, LeaseView,
-  LenderRecord, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
+  LenderRecord, LenderView, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
   SourceRecord, UnderwritingDecision,
 } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
@@ -41,6 +41,7 @@ import type { Mutation } from './mutation.ts'
 import { KeyedMutex } from './mutex.ts'
 import { isSessionKeyRecord, newSessionKey, type SessionKeyRecord } from './session-keys.ts'
 import { SupplierDirectory, SupplierUnresolvedError } from './suppliers.ts'
+import { walletActions, type WalletAction } from './wallet-actions.ts'
 import type { PassportBook, PassportFact } from '../passport/book.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
 
@@ -261,7 +262,7 @@ export class CreditService {
   // ------------------------------------------------------------------------------------------------ lenders
 
   async registerLender(
-    mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderRecord }>,
+    mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderView }>,
     lender: Address,
     body: Omit<RegisterLenderInput, 'address' | 'sessionAddress' | 'reputationBps' | 'reliabilityBps'>,
     /** ERC-8004 evidence already verified (src/reputation/links.ts): the initial reputation and the link's writes. */
@@ -322,6 +323,40 @@ export class CreditService {
     return this.engine.liveLeasesOf(lender).flatMap((lease) => {
       const delivered = this.leaseAuthorization(lease)
       return delivered === undefined ? [] : [{ lease, ...delivered }]
+    })
+  }
+
+  /**
+   * What brings each of the lender's session wallets to its policy (wallet-actions.ts): top-up and approve when the
+   * wallet is short, the session key's transfer back when it holds more than the policy and its live leases need.
+   */
+  walletActions(lender: Address): WalletAction[] {
+    const record = this.engine.getLender(lender)
+    if (record === undefined) return []
+    return record.networks.flatMap((slug) => {
+      const asset = record.assets[slug] ?? record.asset
+      return walletActions({
+        lender: record.address,
+        sessionAddress: record.sessionAddress,
+        network: this.network(slug),
+        asset,
+        policyAvailableAtomic: record.policyAvailableAtomic,
+        reservedAtomic: this.engine.walletReservedAtomic(record.address, slug, asset),
+        holding: this.watcher.holding(slug, asset, record.sessionAddress),
+      })
+    })
+  }
+
+  /**
+   * The lender lowers what the service may lend (the engine's withdrawLiquidity); the answer carries the transfers
+   * back that its session key can send now.
+   */
+  async withdrawLiquidity(mutation: Mutation<{ lender: LenderView; actions: WalletAction[] }>, caller: Address, lender: Address, amountAtomic: bigint): Promise<StoredResponse> {
+    return this.apply(mutation, () => {
+      const withdrawn = this.engine.withdrawLiquidity({ lender, amountAtomic, caller }, this.#clock())
+      if (!withdrawn.ok) return withdrawn
+      const actions = this.walletActions(lender).filter((action) => action.kind === 'withdraw')
+      return { ...withdrawn, value: { lender: withdrawn.value, actions } }
     })
   }
 

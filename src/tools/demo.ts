@@ -292,8 +292,9 @@ async function flow(baseUrl: string): Promise<void> {
   // 6. The lender polls its actions, signs the paySupplier with the session key, sends and reports it.
   const actionsPath = `/lenders/${lender.address}/actions`
   const action = await until(`${actionsPath} to list offer ${offerId}`, 10_000, async () => {
-    const reply = await lenderApi.get<{ lease: { offerId: string }; authorization: { deadline: string }; transaction: WireTransaction }[]>(actionsPath)
-    return expect(reply, 200, `GET ${actionsPath}`).find((a) => a.lease.offerId === offerId)
+    const reply = await lenderApi.get<{ kind: string; lease: { offerId: string }; authorization: { deadline: string }; transaction: WireTransaction }[]>(actionsPath)
+    // Wallet actions (top_up, approve, withdraw) follow the leases to pay and carry no lease.
+    return expect(reply, 200, `GET ${actionsPath}`).find((a) => a.kind === 'pay_supplier' && a.lease.offerId === offerId)
   })
   const supplierBefore = await readChain.balanceOf(asset.symbol, supplier.address)
   const paid = await sessionChain.sendUnsigned(action.transaction)

@@ -55,9 +55,10 @@ t.test('an unfunded session wallet: the lender waits out of the book (issue 10),
   t.same(match.body.offer.excludedLenders, [], 'nobody excluded')
 
   const brokeActions = await broke!.client.get(`/lenders/${broke!.account.address}/actions`)
-  t.same(brokeActions.body, [], 'the refused lender has nothing to pay')
+  t.same(brokeActions.body.filter((a: Json) => a['kind'] === 'pay_supplier'), [], 'the refused lender has nothing to pay')
+  t.match(brokeActions.body, [{ kind: 'top_up', signer: 'lender', amountAtomic: usdc(2000).toString() }], 'it is told what restores its wallet to its policy')
   const activity = (await broke!.client.get(`/lenders/${broke!.account.address}/wallet`)).body.activity
-  t.match(activity, { liveLeases: 0, reservedAtomic: '0', availableAtomic: usdc(2000).toString() }, 'nothing stays reserved on the refused lender')
+  t.match(activity, { liveLeases: 0, reservedAtomic: '0', policyAvailableAtomic: usdc(2000).toString(), availableAtomic: '0' }, 'nothing stays reserved on the refused lender; its empty wallet can lend nothing')
   const nextAction = await actionFor(next!, offerId)
   t.equal(nextAction['lease']['leaseId'], match.body.lease.leaseId)
 })

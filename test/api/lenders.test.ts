@@ -26,7 +26,7 @@ t.teardown(async () => {
 
 t.test('POST /lenders/register: 201 with session key, policy, funding address and setup transaction; 401, 400, 409', async (t) => {
   const reg = a.registration
-  t.match(reg.lender, { address: a.account.address, sessionAddress: a.session.address, askBps: 120, registeredAtomic: usdc(3000).toString(), availableAtomic: usdc(3000).toString(), networks: [h.network.slug] })
+  t.match(reg.lender, { address: a.account.address, sessionAddress: a.session.address, askBps: 120, registeredAtomic: usdc(3000).toString(), policyAvailableAtomic: usdc(3000).toString(), availableAtomic: '0', networks: [h.network.slug] })
   t.same(reg.fundingAddresses, [{ network: h.network.slug, asset: USDC, token: new ChainAgent(h.network, a.account).token(USDC), address: a.session.address }])
   t.match(reg.spendPolicy, { perPaymentCapAtomic: usdc(3000).toString(), totalCapAtomic: usdc(3000).toString(), allowedContracts: { [h.network.slug]: h.network.creditContract } })
   t.match(reg.setupTransactions, [{ network: h.network.slug, chainId: h.network.chainId, from: a.session.address }])
@@ -85,7 +85,7 @@ t.test('GET /lenders lists active lenders; /lenders/wallets and /lenders/{addres
   t.equal(wallet.status, 200)
   expectDocumented(t, doc, 'get', '/lenders/{address}/wallet', wallet)
   t.match(wallet.body, { lender: a.account.address, sessionAddress: a.session.address, holdings: [{ network: h.network.slug, asset: USDC, balanceAtomic: expected, allowanceAtomic: usdc(3000).toString(), spendableAtomic: expected }] })
-  t.match(wallet.body.activity, { availableAtomic: usdc(3000).toString(), reservedAtomic: '0', liveLeases: 0 })
+  t.match(wallet.body.activity, { availableAtomic: expected, policyAvailableAtomic: usdc(3000).toString(), reservedAtomic: '0', liveLeases: 0 }, 'available: no more than the session wallet can pay')
   const lower = await anonymous.get(`/lenders/${a.account.address.toLowerCase()}/wallet`)
   t.equal(lower.body.lender, a.account.address, 'any letter case on input, checksummed on output')
 
@@ -104,7 +104,8 @@ t.test('GET /lenders/{address}/actions: the lender\'s own session only; 200 with
   const notLender = await signedIn(h.url, await fundedAccount(h.devnet, h.network, 0n))
   expectProblem(t, await notLender.get(`/lenders/${notLender.address}/actions`), 404, 'lender_not_found', 'a session that is no lender')
   const empty = await a.client.get(`/lenders/${a.account.address}/actions`)
-  t.same(empty.body, [])
+  t.same(empty.body.filter((action: Json) => action['kind'] === 'pay_supplier'), [], 'no lease to pay')
+  t.match(empty.body, [{ kind: 'top_up', signer: 'lender', amountAtomic: (usdc(3000) - usdc(999)).toString(), transaction: { from: a.account.address } }], 'the wallet short of the policy: a top-up')
 
   const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_actions', receivableAtomic: usdc(1000) })
   // Coverage 1000/500 = 2.0: band A; b (cheapest) accepts A but its 500 liquidity is short of 600, so a wins.
@@ -114,7 +115,7 @@ t.test('GET /lenders/{address}/actions: the lender\'s own session only; 200 with
   const actions = await a.client.get(`/lenders/${a.account.address.toLowerCase()}/actions`)
   t.equal(actions.status, 200)
   expectDocumented(t, doc, 'get', '/lenders/{address}/actions', actions)
-  t.equal(actions.body.length, 1)
+  t.equal(actions.body.filter((action: Json) => action['kind'] === 'pay_supplier').length, 1)
   t.match(actions.body[0], {
     kind: 'pay_supplier',
     lease: { leaseId: match.body.lease.leaseId, offerId: offer.offerId },

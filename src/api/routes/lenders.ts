@@ -1,17 +1,18 @@
-// The lender routes of spec section 4: registration (the session key returned once), profiles, wallets and the
-// pending funding actions with their unsigned paySupplier transactions.
+// The lender routes of spec section 4: registration (the session key returned once), profiles, wallets, the pending
+// actions (unsigned paySupplier transactions, and the top-up, approve and withdraw transfers of the session wallet)
+// and the withdrawal of liquidity.
 import Type, { type Static } from 'typebox'
 import { requireSame } from '../../auth/guard.ts'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import { HttpProblem } from '../../http/problem.ts'
 import { findToken } from '../../chain/config.ts'
 import { isActiveLender } from '../../engine/rules.ts'
-import type { LenderRecord } from '../../engine/types.ts'
-import { payAction, toWire } from '../wire.ts'
+import type { LenderView } from '../../engine/types.ts'
+import { payAction, toWire, walletAction } from '../wire.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import type { AgentLinks } from '../../reputation/links.ts'
 import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
-import { LenderProfile, LenderRegistration, LenderRegistrationResult, LenderWallet, PendingAction } from '../schemas.ts'
+import { LenderAction, LenderProfile, LenderRegistration, LenderRegistrationResult, LenderWallet, LiquidityWithdrawal, LiquidityWithdrawalResult } from '../schemas.ts'
 import { asResult, errors, itemCount, mutate, mutationHeaders, nextPageHeaders, PAGE_SCAN_FACTOR, pageHeaders, pageQuery, RECORD_PAGE, replyWith, WALLET_PAGE } from './shared.ts'
 
 const AddressParams = StrictObject({ address: AddressSchema })
@@ -22,7 +23,7 @@ const SESSION_KEY_NOTE =
 const SESSION_KEY_REPLAY_NOTE = 'A replay of an idempotent registration does not repeat the private key: the service never stored it.'
 
 export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRoute[] {
-  const lenderOr404 = (address: string): LenderRecord => {
+  const lenderOr404 = (address: string): LenderView => {
     const lender = service.engine.getLender(checksum(address))
     if (lender === undefined || lender.address !== checksum(address)) {
       throw new HttpProblem(404, 'lender_not_found', `no lender ${address}`, { title: 'Not found' })
@@ -30,7 +31,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
     return lender
   }
 
-  const wallet = (lender: LenderRecord) => ({
+  const wallet = (lender: LenderView) => ({
     lender: lender.address,
     sessionAddress: lender.sessionAddress,
     holdings: lender.networks.map((slug) => {
@@ -50,10 +51,13 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
     activity: {
       ...toWire({
         availableAtomic: lender.availableAtomic,
+        policyAvailableAtomic: lender.policyAvailableAtomic,
         reservedAtomic: lender.reservedAtomic,
         deployedAtomic: lender.deployedAtomic,
         feesEarnedAtomic: lender.feesEarnedAtomic,
         lossesAtomic: lender.lossesAtomic,
+        withdrawnAtomic: lender.withdrawnAtomic,
+        withdrawalPendingAtomic: lender.withdrawalPendingAtomic,
       }),
       leasesGranted: lender.leasesGranted,
       leasesPaid: lender.leasesPaid,
@@ -186,17 +190,55 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       path: '/lenders/{address}/actions',
       operationId: 'listLenderActions',
       callers: 'that lender',
-      summary: 'List pending wallet funding actions: each live lease with its signed lease authorization and unsigned paySupplier transaction',
-      description: 'Sign each transaction with the session key and send it before the lease expires (the authorization\'s deadline); then report its hash to POST /credit/offers/{offerId}/supplier-payment. The contract pays only what the authorization says, from its payer to its supplier.',
+      summary: 'List pending wallet funding actions: each live lease with its signed lease authorization and unsigned paySupplier transaction, then the session wallet\'s top-up, approve or withdraw',
+      description:
+        'pay_supplier (first, oldest lease first): sign each transaction with the session key and send it before the lease expires (the authorization\'s deadline); then report its hash to POST /credit/offers/{offerId}/supplier-payment. The contract pays only what the authorization says, from its payer to its supplier. ' +
+        'Then, per network, what brings the session wallet to the lender\'s policy (its available liquidity plus its live leases there), from the chain watcher\'s last reading of the wallet: top_up (signer lender: transfer of the shortfall from the lender\'s wallet), approve (signer session_key: the credit contract\'s allowance is short), withdraw (signer session_key: transfer back of what neither the policy nor a live lease needs). ' +
+        'Repayments reach the session wallet (the advance\'s lender on chain is its payer), so capital recycles without a top-up; available liquidity never exceeds what the wallet can pay.',
       tags,
       auth: 'session',
       params: AddressParams,
-      responses: { 200: { description: 'Pending actions with transaction data', schema: Type.Array(PendingAction) }, ...errors.forbidden, ...errors.notFound('lender') },
+      responses: { 200: { description: 'Pending actions with transaction data', schema: Type.Array(LenderAction) }, ...errors.forbidden, ...errors.notFound('lender') },
       handler: (ctx) => {
         requireSame(ctx.session.address, ctx.params.address, `the actions of lender ${ctx.params.address}`)
         const lender = lenderOr404(ctx.params.address)
-        const actions = service.pendingActions(lender.address).map(payAction)
-        return asResult(replyWith(200, Type.Array(PendingAction))(actions))
+        const actions = [...service.pendingActions(lender.address).map(payAction), ...service.walletActions(lender.address).map(walletAction)]
+        return asResult(replyWith(200, Type.Array(LenderAction))(actions))
+      },
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/lenders/{address}/withdraw',
+      operationId: 'withdrawLiquidity',
+      callers: 'that lender',
+      summary: 'Lower what the service may lend; the answer carries the session key\'s transfer back of what no live lease needs',
+      description:
+        'The lender only. amountAtomic leaves the lender\'s available liquidity at once; what live leases and open advances hold (up to available + reserved + deployed) is pending and leaves as they come back: a live lease keeps its reservation and can still be paid, a repayment or recovery goes to the withdrawal, never back to lending. ' +
+        'No new lease beyond the lowered liquidity; a lender left with nothing available is out of matching. The tokens stay in the session wallet until its key sends them: actions lists the unsigned transfer to the lender\'s wallet (signer session_key), as GET /lenders/{address}/actions does from then on.',
+      tags,
+      auth: 'session',
+      params: AddressParams,
+      body: LiquidityWithdrawal,
+      headers: mutationHeaders,
+      responses: {
+        200: { description: 'The lender profile after the withdrawal and the transfers back to send', schema: LiquidityWithdrawalResult },
+        400: { description: 'amountAtomic is not > 0 (code invalid_amount).' },
+        ...errors.forbidden,
+        ...errors.notFound('lender'),
+        409: { description: 'More than the lender can withdraw (code withdrawal_exceeds_liquidity), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
+        422: { description: 'The Idempotency-Key was used with another body (code idempotency_key_reused).' },
+      },
+      handler: (ctx) => {
+        requireSame(ctx.session.address, ctx.params.address, `the liquidity of lender ${ctx.params.address}`)
+        const lender = lenderOr404(ctx.params.address)
+        return mutate(service, '/lenders/{address}/withdraw', ctx, async (ticket) =>
+          service.withdrawLiquidity(
+            { ticket, encode: (value) => replyWith(200, LiquidityWithdrawalResult)({ lender: toWire(value.lender), actions: value.actions.map(walletAction) }) },
+            ctx.session.address,
+            lender.address,
+            BigInt(ctx.body.amountAtomic),
+          ))
       },
     }),
   ]
