@@ -4,7 +4,7 @@
 import t from 'tap'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { deployForAdvance, reserveForLease, returnRecovery, withdrawLiquidity } from '../../src/engine/ledger.ts'
-import { ASSET, BORROWER, NET, T0, fundAdvance, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import { ASSET, NET, T0, fundAdvance, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
 
 const L1 = lenderInput(1).address
 
@@ -52,7 +52,7 @@ t.test('withdrawal: the available part at once, the rest as it comes back; out o
 
   // The advance is repaid: its principal completes the withdrawal; only the fee earned is available again.
   const plan = unwrap(engine.planRepayment(advanceId))
-  unwrap(engine.repayAdvance({ network: NET, txHash: hash(31), logIndex: 0, advanceId, lender: plan.lender, payer: BORROWER, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic, lenderOwedAtomic: 0n, reserveOwedAtomic: 0n }, T0 + 10 * 60_000))
+  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(31)), T0 + 10 * 60_000))
   const after = engine.getLender(L1)!
   t.match(after, { withdrawnAtomic: 1000n, withdrawalPendingAtomic: 0n, deployedAtomic: 0n })
   t.equal(after.policyAvailableAtomic, plan.amountAtomic - 300n, 'the lender\'s part of the fee')
