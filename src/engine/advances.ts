@@ -8,7 +8,8 @@ import { touch } from './changes.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { fundReserve, lenderChanged, lenderOf, payFromReserve, returnRecovery, returnRepayment } from './ledger.ts'
 import * as reputation from './reputation.ts'
-import { insuranceAtomic } from './rules.ts'
+import { recoveryAmounts } from './plans.ts'
+import { insuranceAtomic, lenderRepaymentAtomic, minBig } from './rules.ts'
 import type { EngineState } from './state.ts'
 import type { Address, AdvanceView, BorrowerRecord, LiquidationPlan, RepaymentReceipt } from './types.ts'
 import { viewOf } from './views.ts'
@@ -66,11 +67,20 @@ export function advanceDefaulted(s: EngineState, a: AdvanceInput): void {
   lenderChanged(s, lender)
 }
 
-/** The ledger side of a liquidation the advance machine has taken: the lender, the reserve, the borrower's shortfall. */
+/**
+ * The ledger side of a liquidation the advance machine has taken: the lender, the reserve, the borrower's shortfall.
+ * The collateral pays as the contract pays it (issue 9, case 5): the lender's part of what is owed first, then the
+ * reserve's share of the fee, which funds the reserve; so the lender recovers what reached its wallet (collateral up
+ * to its part, backing, reserve), never the reserve's share.
+ */
 export function applyLiquidation(s: EngineState, a: AdvanceInput, plan: LiquidationPlan, fromReserveAtomic: bigint): BorrowerRecord {
+  const { fromCollateralAtomic } = recoveryAmounts(plan)
+  const collateralToLender = minBig(fromCollateralAtomic, lenderRepaymentAtomic(a))
+  const collateralToReserve = fromCollateralAtomic - collateralToLender
   const lender = lenderOf(s, a.lender)
-  returnRecovery(lender, a.principalAtomic, plan.recoveredAtomic)
+  returnRecovery(lender, a.principalAtomic, plan.recoveredAtomic - collateralToReserve)
   lenderChanged(s, lender)
+  if (collateralToReserve > 0n) fundReserve(s, a.network, a.asset, collateralToReserve)
   if (fromReserveAtomic > 0n) payFromReserve(s, a.network, a.asset, fromReserveAtomic)
   const borrower = borrowerOf(s, a.borrower)
   if (plan.shortfallAtomic > 0n) {
