@@ -77,8 +77,10 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
 7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays the lenders first), or call
    repay(keccak256(utf8(advanceId)), lender, token, principalAtomic + feeAtomic, insuranceAtomic) on chain (values from
    GET /credit/advances/<advanceId>) and POST /credit/advances/<advanceId>/repay {"txHash":"0x..."}.
-   Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower; POST /credit/advances/<advanceId>/liquidate {} recovers
-   in this order: ${c.rules.recoveryOrder.join(', ')}.
+   Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower and gives the client its whole escrow back at once
+   (a failed job earned nothing: no source revenue to recover); POST /credit/advances/<advanceId>/liquidate {} recovers
+   in this order: ${c.rules.recoveryOrder.join(', ')}. The collateral pays the lender's part first, then the reserve's
+   share (${c.rules.insuranceShareBps} bps of the fee); what is left of it goes back to the borrower once the job's advances are resolved.
 The lender pays gas for setup and payment transactions. POST /credit/dispatch {} expires stale leases and rematches offers.
 
 ## Live events instead of polling (WebSocket)
