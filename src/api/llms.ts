@@ -79,8 +79,10 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    is still owed, lenderOwedAtomic + reserveOwedAtomic), then POST /credit/advances/<advanceId>/repay {"txHash":"0x..."} -> this payment
    and what is still owed ("repaid":true when nothing is). The lender's part is paid first, then the reserve's share; the contract
    never takes more than is owed (an overpayment stays in your wallet). Report repayments in the order they were mined.
-   Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower; POST /credit/advances/<advanceId>/liquidate {} recovers
-   in this order: ${c.rules.recoveryOrder.join(', ')}.
+   Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower and gives the client its whole escrow back at once
+   (a failed job earned nothing: no source revenue to recover); POST /credit/advances/<advanceId>/liquidate {} recovers
+   in this order: ${c.rules.recoveryOrder.join(', ')}. The collateral pays the lender's part first, then the reserve's
+   share (${c.rules.insuranceShareBps} bps of the fee); what is left of it goes back to the borrower once the job's advances are resolved.
 8. Lender capital: repayments and recoveries reach the session wallet, so the capital lends again. Every lender view's availableAtomic is
    what the session wallet can pay within the policy (policyAvailableAtomic). After the pay_supplier actions, GET /lenders/<address>/actions lists
    per network what brings the session wallet to the policy: {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it

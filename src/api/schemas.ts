@@ -6,6 +6,7 @@ import Type from 'typebox'
 import { ADVANCE_STATES, JOB_STATES, LEASE_END_REASONS, LEASE_STATES, OFFER_END_REASONS, OFFER_STATES } from '../../machines/index.ts'
 import { ID_PATTERNS } from '../engine/ids.ts'
 import { Address, Atomic, atomicAtMost, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, Seconds, StrictObject } from './common.ts'
+import { HEALTH_DIFFERENCES_MAX, NetworkReconciliationWire } from './reconciliation.ts'
 
 /**
  * 2^128-1: the most liquidity one lender may register. Far above any token supply, and it keeps every total the
@@ -557,7 +558,12 @@ export const LiquidityWithdrawalResult = StrictObject({
 export const Health = StrictObject({
   status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
   version: Type.String(),
-  networks: Type.Array(StrictObject({ network: NetworkSlug, chainId: Type.Integer(), watcher: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]) })),
+  networks: Type.Array(StrictObject({
+    network: NetworkSlug,
+    chainId: Type.Integer(),
+    watcher: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+    reconciliation: { ...NetworkReconciliationWire, description: `The last reconciliation of the network (at start-up or POST /operator/reconcile); at most ${HEALTH_DIFFERENCES_MAX} differences listed.` },
+  })),
   live: StrictObject({ jobs: Type.Integer(), offers: Type.Integer(), leases: Type.Integer(), advances: Type.Integer() }),
 })
 

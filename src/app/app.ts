@@ -46,6 +46,8 @@ import { FacilitatorRequest, PaymentPayload, PaymentRequirements, SettleResponse
 import { StoreAuthRecords } from '../auth/store-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
 import { CreditService } from '../service/credit-service.ts'
+import { Reconciliation } from '../service/reconciliation.ts'
+import { operatorRoutes } from '../api/routes/operator.ts'
 import { EVENTS_PATH, eventRoutes } from '../api/routes/events.ts'
 import { deriveEvents } from '../stream/events.ts'
 import { EventHub, type StreamLimits } from '../stream/hub.ts'
@@ -62,6 +64,10 @@ export interface App {
   /** The demo accounts of the embedded devnet (absent with a networks file). */
   readonly demo: DemoAccounts | undefined
   readonly devnet: Devnet | undefined
+  /** The ledger against the chain: run at start-up (in the background) and by POST /operator/reconcile. */
+  readonly reconciliation: Reconciliation
+  /** The start-up reconciliation (never rejects; an unreachable chain is status unavailable). */
+  readonly startupReconciliation: Promise<unknown>
   openApi(): OpenApiDocument
   catalog(): Catalog
   /** Stops accepting, drains in-flight requests, stops the ticker and watcher, closes the store and the devnet. */
@@ -184,6 +190,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     for (const key of service.sessionKeys()) {
       for (const slug of Object.keys(key.policy.assets)) if (clients.has(slug)) watcher.watchWhenFunded(slug, key.address)
     }
+    const reconciliation = new Reconciliation(service, { clients: (slug) => service.clientsOf(slug) })
     const links = new AgentLinks(service, new ReputationReader(config.reputation, (slug) => service.clientsOf(slug)))
     watcher.on('update', ({ holder }) => engine.walletChanged(holder))
     // The event stream follows only durable commits: what it shows a client could never be lost by a crash.
@@ -235,13 +242,14 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       }))
     let llms: string | undefined
     routes.push(
-      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf(), devnet === undefined ? undefined : Object.values(devnet.accounts))), version: API_VERSION }),
+      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf(), devnet === undefined ? undefined : Object.values(devnet.accounts))), version: API_VERSION, reconciliation }),
       openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config))),
       ...authRoutes(lateAuth),
       ...creditRoutes(service),
       ...lenderRoutes(service, links),
       ...reputationRoutes(service, links),
       ...passportRoutes(service),
+      ...operatorRoutes(service, reconciliation),
       ...eventRoutes(stream.limits, () => catalogOf().stream),
       ...facilitators.flatMap(facilitatorRoutes),
       creditScoreRoute({ paid: creditScore.paid, engine, clock }),
@@ -299,6 +307,17 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     if (config.reputation.linkRecheckIntervalMs > 0) {
       cleanups.push(periodic(config.reputation.linkRecheckIntervalMs, () => links.recheckAll(), (error) => log({ level: 'warn', msg: 'agent_recheck_failed', error: String(error) })))
     }
+    // The ledger against the chain, once the store is open and the engine restored: in the background, so that an
+    // unreachable chain never blocks a start (its run is then status unavailable; POST /operator/reconcile retries).
+    // A difference is logged and makes /health degraded with the differences listed.
+    const startupReconciliation = reconciliation.run().then((runs) => {
+      for (const run of runs) {
+        if (run.status === 'differences') log({ level: 'error', msg: 'reconciliation_differences', network: run.network, count: run.differences.length, differences: JSON.stringify(run.differences.slice(0, 20)) })
+        else if (run.status === 'unavailable') log({ level: 'warn', msg: 'reconciliation_unavailable', network: run.network, error: run.error })
+        else log({ level: 'info', msg: 'reconciliation_ok', network: run.network, toBlock: String(run.toBlock) })
+      }
+    })
+    cleanups.push(() => startupReconciliation)
     const stopSweeper = store.startSweeper(60_000, (error) => log({ level: 'error', msg: 'sweep_failed', error: String(error) }))
     cleanups.push(stopSweeper)
 
@@ -312,6 +331,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       server,
       demo: devnet?.accounts,
       devnet: ownDevnet,
+      reconciliation,
+      startupReconciliation,
       openApi: () => (openApi ??= documentOf(routes, baseUrl, config)),
       catalog: catalogOf,
       stop: cleanup,
@@ -343,6 +364,7 @@ export const OPENAPI_TAGS = [
   { name: 'passport', description: 'The credit passport: an agent\'s events that changed its credit standing, EIP-712 signed by the service and chained, verifiable without trusting it.' },
   { name: 'events', description: 'The live event stream (WebSocket): leases, offers, advances, jobs and passport events of the signed-in wallet, resumable by sequence number.' },
   { name: 'x402', description: 'The x402 payment facilitator the service runs for each self-facilitated network (verify and settle).' },
+  { name: 'operator', description: 'Operators only: the reconciliation of the service\'s ledger with the credit contracts, on demand.' },
   { name: 'inspect', description: 'The live inspector (when enabled): the machines with live counts, recent transitions, one actor and its history. Read-only.' },
 ] as const
 

@@ -4,8 +4,8 @@
 // an invalid ledger file, the RPC). With --expected (an ExpectedNetworkState in its JSON form; its range and network
 // win over --from/--to/--network) every difference is named; without it, only token conservation of the assets read
 // is checked (from block 0 by default, so that every job's escrow and collateral is counted).
-// The service integration that feeds it the engine's ledger (at start-up, health degraded on a difference) and the
-// operator route come later (issue 9); until then the ledger file is written by whoever runs it.
+// The service runs the same check against its own ledger at start-up and on POST /operator/reconcile
+// (src/service/reconciliation.ts); here the ledger file is written by whoever runs it.
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'

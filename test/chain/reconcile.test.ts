@@ -161,7 +161,7 @@ t.test('a ledger that differs from the chain: each difference is named', async (
           [ghost, { lenderOwedAtomic: 7n, reserveOwedAtomic: 0n, liquidated: false }],
         ]),
         reserveAtomic: state.reserveAtomic + 2n,
-        totals: { ...state.totals, repaidToLendersAtomic: state.totals.repaidToLendersAtomic + 3n },
+        totals: { ...state.totals, repaidToLendersAtomic: (state.totals.repaidToLendersAtomic ?? 0n) + 3n },
       },
     ],
   }

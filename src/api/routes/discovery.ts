@@ -3,6 +3,8 @@
 import Type from 'typebox'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import type { CreditService } from '../../service/credit-service.ts'
+import type { Reconciliation } from '../../service/reconciliation.ts'
+import { HEALTH_DIFFERENCES_MAX, reconciliationToWire } from '../reconciliation.ts'
 import { Catalog } from '../catalog.ts'
 import { Health } from '../schemas.ts'
 import { asResult, replyWith } from './shared.ts'
@@ -13,6 +15,8 @@ export interface DiscoveryDocuments {
   catalog: () => Catalog
   llmsTxt: () => string
   version: string
+  /** The last reconciliation of each network, shown by /health. */
+  reconciliation: Reconciliation
 }
 
 export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments): AnyRoute[] {
@@ -22,22 +26,24 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       path: '/health',
       operationId: 'getHealth',
       callers: 'public',
-      summary: 'Health: the engine is serving; per network, whether the wallet watcher is current',
+      summary: 'Health: the engine is serving; per network, whether the wallet watcher is current and the ledger equals the chain',
       description:
-        'Public. ok when every network\'s wallet watcher is current, degraded when one is serving its last known values; also the counts of live actors.',
+        'Public. ok when every network\'s wallet watcher is current and its last reconciliation (at start-up or POST /operator/reconcile) found no difference; degraded when a watcher is serving its last known values or a reconciliation found differences (listed); also the counts of live actors.',
       tags,
       auth: 'none',
       responses: { 200: { description: 'Health', schema: Health } },
       handler: () => {
-        const networks = service.networks.map((n) => ({
+        const reconciled = docs.reconciliation.last()
+        const networks = service.networks.map((n, i) => ({
           network: n.slug,
           chainId: n.chainId,
           watcher: service.watcher.isDegraded(n.slug) ? ('degraded' as const) : ('ok' as const),
+          reconciliation: reconciliationToWire(reconciled[i] as (typeof reconciled)[number], HEALTH_DIFFERENCES_MAX),
         }))
         const { counts } = service.engine.creditState()
         return asResult(
           replyWith(200, Health)({
-            status: networks.some((n) => n.watcher === 'degraded') ? 'degraded' : 'ok',
+            status: networks.some((n) => n.watcher === 'degraded' || n.reconciliation.status === 'differences') ? 'degraded' : 'ok',
             version: docs.version,
             networks,
             live: { jobs: counts.liveJobs, offers: counts.liveOffers, leases: counts.liveLeases, advances: counts.liveAdvances },

@@ -1,0 +1,269 @@
+// Reconciliation of the service's ledger with the chain (issue 9; design-engine-9-10.md "Reconciliation"): per network
+// and asset, what the store and the engine say every job, advance and reserve holds on the credit contract, and what
+// every flow of tokens added up to, against what the contract holds and emitted (src/chain/reconcile.ts reads and
+// compares). It runs at start-up (app.ts: after the store opened, in the background, so that an unreachable chain
+// never blocks a start) and on demand (POST /operator/reconcile). The last run of each network stays readable: a
+// difference makes /health degraded and lists it there.
+//
+// What the ledger is: every job and advance in the store (final ones included), each read live from the engine when it
+// is still in memory (the engine is at most one commit ahead of the disk), and the engine's reserve records. Each is
+// mapped to what the contract must hold for it by the contract's rules (CreditFacilityV2, design-chain.md):
+//   job funded/active -> Open, escrow = receivable, collateral = posted - used by liquidations;
+//   job completed -> Settled (holds nothing); job defaulted (failed, advances open) -> Failed, escrow 0 (refunded),
+//   collateral = posted - used; job failed (final: nothing open) -> Closed (holds nothing);
+//   advance active/defaulted -> lender owed P + F - R, reserve owed R; repaid -> nothing owed; liquidated -> nothing
+//   owed; shortfall -> what the recovery left (collateral pays the lender's part first, then the reserve's; backing
+//   and the reserve pay the lender; the reserve is subrogated for what it paid).
+// The flows are the sums of the same records (principal paid, escrow funded and refunded, repayments and settlements
+// by lender and reserve part, liquidation steps), over the contract's whole history: from block `fromBlock` (0 on the
+// devnet; on a network that long predates the contract, configure its deployment block) to the network's confirmed
+// head. So the service must be the contract's only ledger: a contract shared with another data directory shows that
+// directory's jobs and advances as unexpected.
+//
+// Jobs funded on chain that nobody registered with the service are not differences: anyone may call fundJob, and the
+// service promised nothing about them (counting them would let a stranger make /health degraded for the price of a
+// transaction). They are counted apart (unregisteredJobs) and still take part in the token-conservation check.
+//
+// A transaction mined but not yet recorded (a report, an operator transaction between its receipt and its commit)
+// shows as a difference until it is recorded: run again. The chain follower (issue 9) closes that window for good.
+import { getAddress, type Hex } from 'viem'
+import type { AdvanceView, JobView } from '../engine/types.ts'
+import { advanceViewFromSnapshot, jobViewFromSnapshot } from '../engine/engine.ts'
+import { minBig } from '../engine/rules.ts'
+import { jobKey } from '../chain/ids.ts'
+import { findToken, type NetworkConfig } from '../chain/config.ts'
+import type { NetworkClients } from '../chain/clients.ts'
+import {
+  compareStates, jobStatusNames, readChainState, zeroTotals, type ChainState, type Difference, type ExpectedAssetState, type ExpectedJob, type ExpectedNetworkState,
+  type FlowTotals,
+} from '../chain/reconcile.ts'
+import type { CreditService } from './credit-service.ts'
+
+export type ReconciliationStatus = 'pending' | 'ok' | 'differences' | 'unavailable'
+
+/** The last reconciliation of one network, as /health and POST /operator/reconcile show it. */
+export type NetworkReconciliation = {
+  network: string
+  /** pending: not run yet; ok: no difference; differences: some; unavailable: the chain could not be read. */
+  status: ReconciliationStatus
+  checkedAtMs: number | null
+  fromBlock: bigint | null
+  toBlock: bigint | null
+  differences: Difference[]
+  /** Open jobs on chain that nobody registered with the service (not differences; see above). */
+  unregisteredJobs: number
+  /** Why the chain could not be read (status unavailable). */
+  error: string | null
+}
+
+const lower = (hex: string): Hex => hex.toLowerCase() as Hex
+
+/** What the ledger says the contract holds and emitted on `network`, as of its block `toBlock`. */
+export function ledgerExpectedState(service: CreditService, network: NetworkConfig, fromBlock: bigint, toBlock: bigint): ExpectedNetworkState {
+  type AssetLedger = { jobs: Map<Hex, ExpectedJob>; advances: ExpectedAssetState['advances'] & Map<Hex, { lenderOwedAtomic: bigint; reserveOwedAtomic: bigint; liquidated: boolean }>; totals: FlowTotals }
+  const bySymbol = new Map<string, AssetLedger>()
+  const assetOf = (symbol: string): AssetLedger => {
+    let ledger = bySymbol.get(symbol)
+    if (ledger === undefined) bySymbol.set(symbol, (ledger = { jobs: new Map(), advances: new Map(), totals: zeroTotals() }))
+    return ledger
+  }
+  for (const token of network.tokens) assetOf(token.symbol)
+  const { engine, store } = service
+
+  const jobs = new Map<string, JobView>()
+  for (const { id, entry } of store.iterateKind('job')) {
+    const job = engine.getJob(id) ?? jobViewFromSnapshot(entry.snapshot)
+    if (job.network === network.slug) jobs.set(id, job)
+  }
+  // The job's escrow and collateral a completed job's settlement paid to lenders and the reserve, by job.
+  const settledOf = new Map<string, bigint>()
+  for (const { id, entry } of store.iterateKind('advance')) {
+    const advance = engine.getAdvance(id) ?? advanceViewFromSnapshot(entry.snapshot)
+    if (advance.network !== network.slug) continue
+    const ledger = assetOf(advance.asset)
+    ledger.advances.set(lower(advance.advanceKey), { ...owedOnChain(advance), liquidated: advance.recovery !== null })
+    const totals = ledger.totals
+    totals.suppliersPaidAtomic += advance.principalAtomic
+    const { repayments, recovery } = advance
+    for (const repayment of repayments) {
+      if (repayment.kind === 'job_settlement') {
+        totals.settledToLendersAtomic += repayment.lenderAmountAtomic
+        totals.settledToReserveAtomic += repayment.reserveAmountAtomic
+        if (advance.source.kind === 'job') {
+          settledOf.set(advance.source.id, (settledOf.get(advance.source.id) ?? 0n) + repayment.lenderAmountAtomic + repayment.reserveAmountAtomic)
+        }
+      } else {
+        totals.repaidToLendersAtomic += repayment.lenderAmountAtomic
+        totals.repaidToReserveAtomic += repayment.reserveAmountAtomic
+      }
+    }
+    if (recovery !== null) {
+      totals.liquidatedFromCollateralAtomic += recovery.fromCollateralAtomic
+      totals.liquidatedFromBackingAtomic += recovery.fromBackingAtomic
+      totals.liquidatedFromReserveAtomic += recovery.fromReserveAtomic
+      totals.liquidationShortfallAtomic += recovery.shortfallAtomic
+    }
+  }
+
+  for (const job of jobs.values()) {
+    const ledger = assetOf(job.asset)
+    const { totals } = ledger
+    const escrow = job.receivableAtomic - job.revenueUsedAtomic
+    const collateral = job.collateralAtomic - job.collateralUsedAtomic
+    totals.escrowFundedAtomic += job.receivableAtomic
+    totals.collateralPostedAtomic += job.collateralAtomic
+    let expected: ExpectedJob
+    switch (job.state) {
+      case 'funded':
+      case 'active':
+        expected = { status: 'open', escrowAtomic: escrow, collateralAtomic: collateral }
+        break
+      case 'completed':
+        expected = { status: 'settled', escrowAtomic: 0n, collateralAtomic: 0n }
+        totals.settledToBorrowersAtomic += escrow + collateral - (settledOf.get(job.jobId) ?? 0n)
+        break
+      case 'defaulted':
+        expected = { status: 'failed', escrowAtomic: 0n, collateralAtomic: collateral }
+        totals.escrowRefundedAtomic += escrow
+        break
+      case 'failed':
+        expected = { status: 'closed', escrowAtomic: 0n, collateralAtomic: 0n }
+        totals.escrowRefundedAtomic += escrow
+        totals.collateralReleasedAtomic += collateral
+        break
+    }
+    ledger.jobs.set(lower(jobKey(job.jobId)), expected)
+  }
+
+  const reserves = engine.creditState().reserves.filter((r) => r.network === network.slug)
+  return {
+    network: network.slug,
+    contract: network.creditContract,
+    fromBlock,
+    toBlock,
+    assets: [...bySymbol].map(([symbol, ledger]) => ({
+      asset: getAddress(findToken(network, symbol).address),
+      jobs: ledger.jobs,
+      advances: ledger.advances,
+      reserveAtomic: reserves.find((r) => r.asset === symbol)?.balanceAtomic ?? 0n,
+      totals: ledger.totals,
+    })),
+  }
+}
+
+/**
+ * What the ledger says the advance still owes on chain: the advance records it after every payment, settlement and
+ * liquidation (the contract's rules: lender's part first, then the reserve's share; after a shortfall the reserve's
+ * claim includes what it paid).
+ */
+function owedOnChain(a: AdvanceView): { lenderOwedAtomic: bigint; reserveOwedAtomic: bigint } {
+  return { lenderOwedAtomic: a.lenderOwedAtomic, reserveOwedAtomic: a.reserveOwedAtomic }
+}
+
+/** Runs reconciliations and keeps the last one of each network. */
+export class Reconciliation {
+  readonly #service: CreditService
+  readonly #clients: (slug: string) => NetworkClients
+  readonly #fromBlockOf: (network: NetworkConfig) => bigint
+  readonly #last = new Map<string, NetworkReconciliation>()
+  /** One run per network at a time: a second caller waits for the run under way and gets its result. */
+  readonly #running = new Map<string, Promise<NetworkReconciliation>>()
+
+  constructor(service: CreditService, options: { clients: (slug: string) => NetworkClients; fromBlockOf?: (network: NetworkConfig) => bigint }) {
+    this.#service = service
+    this.#clients = options.clients
+    this.#fromBlockOf = options.fromBlockOf ?? (() => 0n)
+  }
+
+  /** The last run of each network (pending before the first). */
+  last(): NetworkReconciliation[] {
+    return this.#service.networks.map((n) => this.#last.get(n.slug) ?? pending(n.slug))
+  }
+
+  /** Whether the last run of some network found a difference (health degraded). */
+  hasDifferences(): boolean {
+    return [...this.#last.values()].some((r) => r.status === 'differences')
+  }
+
+  /** Reconciles every network (or one), in parallel; never throws: an unreadable chain is status unavailable. */
+  async run(slug?: string): Promise<NetworkReconciliation[]> {
+    const networks = this.#service.networks.filter((n) => slug === undefined || n.slug === slug)
+    return Promise.all(networks.map((n) => this.#runOne(n)))
+  }
+
+  #runOne(network: NetworkConfig): Promise<NetworkReconciliation> {
+    const running = this.#running.get(network.slug)
+    if (running !== undefined) return running
+    const run = this.#reconcile(network).finally(() => this.#running.delete(network.slug))
+    this.#running.set(network.slug, run)
+    return run
+  }
+
+  async #reconcile(network: NetworkConfig): Promise<NetworkReconciliation> {
+    const checkedAtMs = this.#service.now()
+    const fromBlock = this.#fromBlockOf(network)
+    let result: NetworkReconciliation
+    try {
+      const { publicClient } = this.#clients(network.slug)
+      // A block with N confirmations is at most head - N + 1: what the service's proofs accept.
+      const head = await publicClient.getBlockNumber({ cacheTime: 0 })
+      const toBlock = head - BigInt(network.confirmations - 1)
+      // The ledger is read after the head: what it recorded was proven at or before that block, so a recorded fact is
+      // never ahead of the state read.
+      const ledger = ledgerExpectedState(this.#service, network, fromBlock, toBlock < fromBlock ? fromBlock : toBlock)
+      const actual = await readChainState({
+        network: network.slug,
+        publicClient,
+        contract: ledger.contract,
+        fromBlock: ledger.fromBlock,
+        toBlock: ledger.toBlock,
+        jobKeys: ledger.assets.flatMap((a) => [...a.jobs.keys()]),
+        offerKeys: ledger.assets.flatMap((a) => [...a.advances.keys()]),
+        assets: ledger.assets.map((a) => a.asset),
+      })
+      const { expected, unregisteredJobs } = withUnregisteredJobs(ledger, actual)
+      const differences = compareStates(expected, actual)
+      result = {
+        network: network.slug,
+        status: differences.length === 0 ? 'ok' : 'differences',
+        checkedAtMs,
+        fromBlock: actual.fromBlock,
+        toBlock: actual.toBlock,
+        differences,
+        unregisteredJobs,
+        error: null,
+      }
+    } catch (error) {
+      result = { ...pending(network.slug), status: 'unavailable', checkedAtMs, error: ((error as Error).message ?? String(error)).split('\n')[0] ?? 'unknown' }
+    }
+    this.#last.set(network.slug, result)
+    return result
+  }
+}
+
+/**
+ * The ledger plus the open jobs the chain holds that nobody registered with the service (see the file's comment): as
+ * the chain holds them, their escrow and collateral in the funding totals (no advance can draw on an unregistered
+ * job: the service authorizes none), so that they are no difference and still count in token conservation.
+ */
+export function withUnregisteredJobs(ledger: ExpectedNetworkState, actual: ChainState): { expected: ExpectedNetworkState; unregisteredJobs: number } {
+  const known = new Set(ledger.assets.flatMap((a) => [...a.jobs.keys()].map(lower)))
+  const assets = new Map(ledger.assets.map((a) => [getAddress(a.asset), { ...a, jobs: new Map(a.jobs), totals: { ...a.totals } }]))
+  let unregisteredJobs = 0
+  for (const [key, job] of actual.jobs) {
+    if (known.has(lower(key)) || job.status !== 1) continue
+    unregisteredJobs += 1
+    const address = getAddress(job.asset)
+    let asset = assets.get(address)
+    if (asset === undefined) assets.set(address, (asset = { asset: address, jobs: new Map(), advances: new Map(), reserveAtomic: 0n, totals: {} }))
+    asset.jobs.set(lower(key), { status: jobStatusNames[job.status] as ExpectedJob['status'], escrowAtomic: job.escrow, collateralAtomic: job.collateral })
+    asset.totals.escrowFundedAtomic = (asset.totals.escrowFundedAtomic ?? 0n) + job.escrow
+    asset.totals.collateralPostedAtomic = (asset.totals.collateralPostedAtomic ?? 0n) + job.collateral
+  }
+  return { expected: { ...ledger, assets: [...assets.values()] }, unregisteredJobs }
+}
+
+function pending(network: string): NetworkReconciliation {
+  return { network, status: 'pending', checkedAtMs: null, fromBlock: null, toBlock: null, differences: [], unregisteredJobs: 0, error: null }
+}
+
