@@ -29,7 +29,6 @@
 import { getAddress, type Hex } from 'viem'
 import type { AdvanceView, JobView } from '../engine/types.ts'
 import { advanceViewFromSnapshot, jobViewFromSnapshot } from '../engine/engine.ts'
-import { minBig } from '../engine/rules.ts'
 import { jobKey } from '../chain/ids.ts'
 import { findToken, type NetworkConfig } from '../chain/config.ts'
 import type { NetworkClients } from '../chain/clients.ts'
