@@ -22,9 +22,9 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       path: '/health',
       operationId: 'getHealth',
       callers: 'public',
-      summary: 'Health: the engine is serving; per network, whether the wallet watcher is current',
+      summary: 'Health: the engine is serving; per network, whether the wallet watcher and the chain follower are current',
       description:
-        'Public. ok when every network\'s wallet watcher is current, degraded when one is serving its last known values; also the counts of live actors.',
+        'Public. ok when every network\'s wallet watcher is current and its chain follower is following, degraded when a watcher is serving its last known values or a follower is failing or stopped; per network the follower\'s last applied block, its time and its lag; also the counts of live actors.',
       tags,
       auth: 'none',
       responses: { 200: { description: 'Health', schema: Health } },
@@ -33,11 +33,13 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
           network: n.slug,
           chainId: n.chainId,
           watcher: service.watcher.isDegraded(n.slug) ? ('degraded' as const) : ('ok' as const),
+          follower: service.followerHealth(n.slug),
         }))
         const { counts } = service.engine.creditState()
+        const followerDown = (state: string) => state === 'degraded' || state === 'stopped'
         return asResult(
           replyWith(200, Health)({
-            status: networks.some((n) => n.watcher === 'degraded') ? 'degraded' : 'ok',
+            status: networks.some((n) => n.watcher === 'degraded' || followerDown(n.follower.state)) ? 'degraded' : 'ok',
             version: docs.version,
             networks,
             live: { jobs: counts.liveJobs, offers: counts.liveOffers, leases: counts.liveLeases, advances: counts.liveAdvances },
