@@ -201,7 +201,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         cursor: cursors.get(network.slug, network.creditContract),
         chainTimeIntervalMs: config.chainTimeIntervalMs,
         consume: async (batch) => {
-          await service.observeChain(batch, cursors.putOp(network.creditContract, batch))
+          const outcome = await service.observeChain(batch, cursors.putOp(network.creditContract, batch))
+          // A payment the contract accepted and the engine could not apply is a gap the reconciliation check reports;
+          // say it now too. (Events another part applies, and payments whose report came first, are expected.)
+          for (const { proofKey, reason } of outcome?.ignored ?? []) {
+            if (!reason.startsWith('not_applied:') && reason !== 'offer_not_live') log({ level: 'warn', msg: 'chain_fact_not_applied', network: network.slug, proofKey, reason })
+          }
         },
       })
       follower.on('degraded', ({ error }) => log({ level: 'warn', msg: 'chain_follower_degraded', network: network.slug, error: String(error) }))
