@@ -1,7 +1,8 @@
-// Lease: one offer leased to one lender for a short time. The lender's session key must pay the supplier before
-// `expiresAtMs` (the paySupplier deadline on chain); a payment made in time may still be reported during
-// `reportGraceMs` after it, and only then does TIME_OUT (sent by dispatch) end the lease. A lease whose wallet cannot
-// pay is refused at once (INSUFFICIENT_BALANCE), and a lease whose offer is withdrawn is cancelled (CANCEL).
+// Lease: one offer leased to one lender for a short time. The lender's session key must pay the supplier by
+// `expiresAtMs` (the paySupplier deadline on chain, whole seconds, inclusive). Payment, not its report, is what counts:
+// TIME_OUT carries the network's observed chain time and ends the lease only once the chain has been seen past the
+// deadline (a payment mined by then was applied first, src/engine/chain-facts.ts). A lease whose wallet cannot pay is
+// refused at once (INSUFFICIENT_BALANCE), and a lease whose offer is withdrawn is cancelled (CANCEL).
 import { assign, setup } from 'xstate'
 import type { RefusalTable } from './refusals.ts'
 import type { Address, StatesOf, TxProof } from './types.ts'
@@ -22,10 +23,8 @@ export interface LeaseInput {
   feeAtomic: bigint
   supplierAddress: Address
   createdAtMs: number
-  /** The paySupplier deadline. */
+  /** The paySupplier deadline (the authorization's deadline is its whole second). */
   expiresAtMs: number
-  /** How long after the deadline a timely payment may still be reported, fixed when the lease is granted. */
-  reportGraceMs: number
 }
 
 export interface LeaseContext extends LeaseInput {
@@ -36,7 +35,7 @@ export interface LeaseContext extends LeaseInput {
 
 export type LeaseEvent =
   | { type: 'PAY'; payment: TxProof; nowMs: number }
-  | { type: 'TIME_OUT'; nowMs: number }
+  | { type: 'TIME_OUT'; chainTimeMs: number; nowMs: number }
   | { type: 'INSUFFICIENT_BALANCE'; nowMs: number }
   | { type: 'CANCEL'; nowMs: number }
 
@@ -47,6 +46,19 @@ export const leaseRefusals: RefusalTable<LeaseEvent> = {
   TIME_OUT: { code: 'lease_not_live', guarded: 'lease_not_due' },
   INSUFFICIENT_BALANCE: { code: 'lease_not_live' },
   CANCEL: { code: 'lease_not_live' },
+}
+
+/**
+ * The first chain time (ms) at which a lease of this deadline is over: the contract accepts a payment while
+ * block.timestamp <= deadline, with deadline = floor(expiresAtMs / 1000).
+ */
+export function leaseOverAtChainMs(expiresAtMs: number): number {
+  return (Math.floor(expiresAtMs / 1000) + 1) * 1000
+}
+
+/** Whether the chain, observed at `chainTimeMs`, is past the lease's deadline. */
+export function isPastDeadline(expiresAtMs: number, chainTimeMs: number): boolean {
+  return chainTimeMs >= leaseOverAtChainMs(expiresAtMs)
 }
 
 export const leaseMachine = setup({
@@ -65,8 +77,8 @@ export const leaseMachine = setup({
     recordCancel: assign(({ event }) => ({ endReason: 'offer_closed' as const, endedAtMs: event.nowMs })),
   },
   guards: {
-    // The engine's clock is the caller's `nowMs`; a lease ends exactly when its report grace after the deadline ends.
-    isPastReportGrace: ({ context, event }) => event.nowMs >= context.expiresAtMs + context.reportGraceMs,
+    // The chain's block.timestamp (whole seconds) past the deadline second: no paySupplier can be mined any more.
+    isPastDeadlineOnChain: ({ context }, params: { chainTimeMs: number }) => isPastDeadline(context.expiresAtMs, params.chainTimeMs),
   },
 }).createMachine({
   id: 'lease',
@@ -76,7 +88,7 @@ export const leaseMachine = setup({
     leased: {
       on: {
         PAY: { target: 'paid', actions: { type: 'recordPayment', params: ({ event }) => event } },
-        TIME_OUT: { guard: 'isPastReportGrace', target: 'expired', actions: 'recordTimeout' },
+        TIME_OUT: { guard: { type: 'isPastDeadlineOnChain', params: ({ event }) => event }, target: 'expired', actions: 'recordTimeout' },
         INSUFFICIENT_BALANCE: { target: 'expired', actions: 'recordInsufficientBalance' },
         CANCEL: { target: 'expired', actions: 'recordCancel' },
       },

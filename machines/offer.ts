@@ -124,6 +124,9 @@ export const offerMachine = setup({
           },
         ],
         DECLINE: { target: 'declined', actions: { type: 'recordEnd', params: ({ event }) => event } },
+        // A payment seen on chain under an earlier lease's authorization (its lease was timed out by a release that
+        // expired leases on wall time): the contract only accepts a timely payment, so the offer is funded.
+        FUND: { target: 'funded', actions: { type: 'recordFunding', params: ({ event }) => event } },
       },
     },
     leased: {

@@ -128,7 +128,6 @@ export const Catalog = StrictObject({
   }),
   limits: StrictObject({
     leaseTtlSeconds: Type.Integer({ minimum: 1 }),
-    leaseReportGraceSeconds: Type.Integer({ minimum: 0 }),
     offerTtlSeconds: Type.Integer({ minimum: 1 }),
     bodyLimitBytes: Type.Integer({ minimum: 1 }),
     lendersScannedPerMatchMax: Type.Integer({ minimum: 1 }),
@@ -255,7 +254,6 @@ export function buildCatalog(s: CatalogSources): Catalog {
     },
     limits: {
       leaseTtlSeconds: Math.round(s.engine.leaseTtlMs / 1000),
-      leaseReportGraceSeconds: Math.round(s.engine.leaseReportGraceMs / 1000),
       offerTtlSeconds: Math.round(s.engine.offerTtlMs / 1000),
       bodyLimitBytes: s.bodyLimitBytes,
       lendersScannedPerMatchMax: s.engine.lendersScannedPerMatchMax,

@@ -114,15 +114,16 @@ signature, signature }) and the chain: sequences 1, 2, ... and each prevHash the
 is canonical JSON (sorted keys, amounts as decimal strings). A changed, reordered or missing event fails these checks.
 
 ## Background dispatch
-The service runs dispatch itself on a ticker: it expires leases whose deadline (plus the report grace) passed, rematches
-their offers to the next eligible lender (a new lease event, to that lender), expires offers that waited
+The service follows the credit contract's events on each network (at its confirmations). A SupplierPaid creates the
+advance by itself; a lease expires only when the chain is observed past its deadline with no payment, and its offer is
+rematched to the next eligible lender (a new lease event, to that lender). Its ticker expires offers that waited
 ${c.limits.offerTtlSeconds} s, and lifts suspensions whose time came. POST /credit/dispatch {} runs the same step at once.
 A borrower need not match again after a lease expired: the offer is rematched in the background.
 
 ## Rules
 - Fee: ${c.rules.fee}.
 - Matching: the lowest ask wins among eligible lenders; ties: ${c.rules.matchingOrder.slice(1).join(', then ')}.
-- A lease lasts ${c.limits.leaseTtlSeconds} s: pay before its expiresAt (the transaction's on-chain deadline); a timely payment may be reported up to ${c.limits.leaseReportGraceSeconds} s later. A lender whose wallet cannot pay gets a lease that expires at once (insufficient_balance, not counted among the offer's leases) and waits out of the books until its wallet changes; matching goes on. A new lender enters the books once its session wallet is seen funded.
+- A lease lasts ${c.limits.leaseTtlSeconds} s: pay by its expiresAt (the authorization's on-chain deadline, whole seconds). Payment, not the report, counts: the service sees the SupplierPaid on chain and creates the advance whether or not, and whenever, you report it; reporting (POST /credit/offers/{id}/supplier-payment) is optional but the fast path, and a report of a payment already seen answers the same advance. A lender whose wallet cannot pay gets a lease that expires at once (insufficient_balance, not counted among the offer's leases) and waits out of the books until its wallet changes; matching goes on. A new lender enters the books once its session wallet is seen funded.
 - Job advance rate ${c.rules.jobAdvanceRateBps} bps of the receivable plus collateral; risk band A at coverage >= ${c.rules.riskBandACoverageBps} bps, B at >= ${c.rules.riskBandBCoverageBps} bps, else C.
 - Insurance reserve: ${c.rules.insuranceShareBps} bps of each fee.
 - Lender capital: ${c.rules.lenderCapital}

@@ -563,6 +563,15 @@ export const Health = StrictObject({
     chainId: Type.Integer(),
     watcher: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
     reconciliation: { ...NetworkReconciliationWire, description: `The last reconciliation of the network (at start-up or POST /operator/reconcile); at most ${HEALTH_DIFFERENCES_MAX} differences listed.` },
+    follower: StrictObject({
+      state: Type.Union([Type.Literal('starting'), Type.Literal('ok'), Type.Literal('degraded'), Type.Literal('stopped')], {
+        description: 'The chain follower of the credit contract: degraded while its RPC fails (it retries), stopped after a condition it will not retry (error says which).',
+      }),
+      block: Type.Union([Type.String({ pattern: '^(0|[1-9][0-9]*)$' }), Type.Null()], { description: 'The last block whose events are applied (null before the first).' }),
+      chainTime: Type.Union([IsoTime, Type.Null()], { description: "That block's time: the observed chain time lease expiry runs on." }),
+      lagBlocks: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: "The chain's head minus block (confirmations not yet reached included)." }),
+      error: Type.Optional(Type.String()),
+    }),
   })),
   live: StrictObject({ jobs: Type.Integer(), offers: Type.Integer(), leases: Type.Integer(), advances: Type.Integer() }),
 })

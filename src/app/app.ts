@@ -27,6 +27,8 @@ import { offerKey } from '../chain/ids.ts'
 import { ensureKeySalt } from '../chain/key-salt.ts'
 import { ensurePassportKey, PassportBook } from '../passport/book.ts'
 import { WalletWatcher } from '../chain/watcher.ts'
+import { ChainFollower } from '../chain/follower.ts'
+import { FollowerCursors } from '../chain/follower-cursor.ts'
 import { resolveConfig } from '../engine/config.ts'
 import { Engine } from '../engine/engine.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../engine/migrations.ts'
@@ -70,7 +72,7 @@ export interface App {
   readonly startupReconciliation: Promise<unknown>
   openApi(): OpenApiDocument
   catalog(): Catalog
-  /** Stops accepting, drains in-flight requests, stops the ticker and watcher, closes the store and the devnet. */
+  /** Stops accepting, drains in-flight requests, stops the ticker, followers and watcher, closes the store and the devnet. */
   stop(): Promise<void>
 }
 
@@ -147,7 +149,6 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     const engineConfig = resolveConfig({
       ...config.engine,
       leaseTtlMs: config.leaseTtlSeconds * 1000,
-      leaseReportGraceMs: config.leaseReportGraceSeconds * 1000,
       offerTtlMs: config.offerTtlSeconds * 1000,
       operators: config.operators,
     })
@@ -155,7 +156,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       dataDir: config.dataDir,
       durability: config.durability,
       snapshotVersions: SNAPSHOT_VERSIONS,
-      migrations: snapshotMigrations(engineConfig),
+      migrations: snapshotMigrations(),
       clock,
       idempotencyRetentionMs: config.idempotencyRetentionSeconds * 1000,
       ...(options.holdCommitsWhile ? { holdCommitsWhile: options.holdCommitsWhile } : {}),
@@ -198,6 +199,34 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     cleanups.push(service.onDurable((changes) => stream.publish(deriveEvents(changes, { leaseAction: (lease) => deliverable(service, lease), nowMs: clock }))))
     watcher.start()
     cleanups.push(() => watcher.stop())
+
+    // One chain follower per network: the credit contract's events at the network's confirmations, each batch applied
+    // as one engine command committed with the follower's cursor (a SupplierPaid creates its advance whether or not
+    // the lender reports it; the observed chain time expires leases). Stopped before the store closes (cleanups run
+    // in reverse).
+    const cursors = new FollowerCursors(store)
+    for (const network of networks) {
+      const follower = new ChainFollower({
+        network,
+        contract: network.creditContract,
+        cursor: cursors.get(network.slug, network.creditContract),
+        chainTimeIntervalMs: config.chainTimeIntervalMs,
+        consume: async (batch) => {
+          const outcome = await service.observeChain(batch, cursors.putOp(network.creditContract, batch))
+          // A payment the contract accepted and the engine could not apply is a gap the reconciliation check reports;
+          // say it now too. (Events another part applies, and payments whose report came first, are expected.)
+          for (const { proofKey, reason } of outcome?.ignored ?? []) {
+            if (!reason.startsWith('not_applied:') && reason !== 'offer_not_live') log({ level: 'warn', msg: 'chain_fact_not_applied', network: network.slug, proofKey, reason })
+          }
+        },
+      })
+      follower.on('degraded', ({ error }) => log({ level: 'warn', msg: 'chain_follower_degraded', network: network.slug, error: String(error) }))
+      follower.on('recovered', () => log({ level: 'info', msg: 'chain_follower_recovered', network: network.slug }))
+      follower.on('fatal', (error) => log({ level: 'error', msg: 'chain_follower_stopped', network: network.slug, code: error.code, error: error.message }))
+      service.followers.set(network.slug, follower)
+      follower.start()
+      cleanups.push(() => follower.stop())
+    }
 
     // The SIWE domain is the host:port clients reach; with PORT=0 the port is known only after listening.
     let auth: SiweAuth | undefined

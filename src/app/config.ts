@@ -59,7 +59,10 @@ export const ConfigFileSchema = Type.Object(
     attesters: Type.Optional(Type.Array(AddressString, { maxItems: 64 })),
     suppliers: Type.Optional(Type.Array(SupplierSchema, { maxItems: 10_000 })),
     leaseTtlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
-    leaseReportGraceSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600 })),
+    // Accepted so that configurations written before chain-time expiry still load; ignored: a lease expires only when
+    // its network's chain is observed past its deadline with no payment, whenever the payment is reported.
+    leaseReportGraceSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, deprecated: true, description: 'ignored (leases expire on observed chain time)' })),
+    chainTimeIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000 })),
     offerTtlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
     dispatchIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
     sessionTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
@@ -98,8 +101,11 @@ export interface ServiceConfig {
   attesters: Address[]
   suppliers: SupplierEntry[]
   leaseTtlSeconds: number
-  /** After a lease's deadline, how long a timely payment may still be reported before the lease expires. */
-  leaseReportGraceSeconds: number
+  /**
+   * How often an idle chain follower commits the chain time it observed (blocks without events): the granularity of
+   * lease expiry (src/chain/follower.ts chainTimeIntervalMs).
+   */
+  chainTimeIntervalMs: number
   offerTtlSeconds: number
   /** Period of the internal expiry ticker; 0 disables it (dispatch then runs only on POST /credit/dispatch). */
   dispatchIntervalMs: number
@@ -145,7 +151,7 @@ export const serviceDefaults = {
   port: 8402,
   dataDir: './snapshots',
   leaseTtlSeconds: 30,
-  leaseReportGraceSeconds: 5,
+  chainTimeIntervalMs: 1000,
   offerTtlSeconds: 600,
   dispatchIntervalMs: 1000,
   sessionTtlSeconds: 24 * 3600,
@@ -253,7 +259,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     attesters: addresses(file.attesters),
     suppliers: (file.suppliers ?? []).map((s) => ({ domain: s.domain.toLowerCase(), name: s.name, address: getAddress(s.address) })),
     leaseTtlSeconds: envInteger(env, 'LEASE_TTL_SECONDS', 1, 3600) ?? file.leaseTtlSeconds ?? serviceDefaults.leaseTtlSeconds,
-    leaseReportGraceSeconds: envInteger(env, 'LEASE_REPORT_GRACE_SECONDS', 0, 3600) ?? file.leaseReportGraceSeconds ?? serviceDefaults.leaseReportGraceSeconds,
+    chainTimeIntervalMs: file.chainTimeIntervalMs ?? serviceDefaults.chainTimeIntervalMs,
     offerTtlSeconds: file.offerTtlSeconds ?? serviceDefaults.offerTtlSeconds,
     dispatchIntervalMs: envInteger(env, 'DISPATCH_INTERVAL_MS', 0, 3_600_000) ?? file.dispatchIntervalMs ?? serviceDefaults.dispatchIntervalMs,
     sessionTtlSeconds: file.sessionTtlSeconds ?? serviceDefaults.sessionTtlSeconds,

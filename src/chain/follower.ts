@@ -108,6 +108,8 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   #cursor: FollowerCursor | undefined
   /** Blocks after the cursor up to this one were read and hold no event (not yet delivered: chain time not due). */
   #scanned: FollowerCursor | undefined = undefined
+  /** The chain's head at the last poll: with the cursor, the follower's lag (health). */
+  #head: bigint | undefined = undefined
   #state: FollowerState = 'starting'
   #error: unknown = undefined
   #lastDeliveryMs = Number.NEGATIVE_INFINITY
@@ -136,9 +138,9 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   }
 
   /** For health: ok, degraded (RPC failing, retrying), stopped (fatal, or stop()), with the last error. */
-  status(): { network: string; state: FollowerState; cursor: FollowerCursor | undefined; error: string | undefined } {
+  status(): { network: string; state: FollowerState; cursor: FollowerCursor | undefined; head: bigint | undefined; error: string | undefined } {
     const error = this.#error === undefined ? undefined : ((this.#error as Error).message ?? String(this.#error)).split('\n')[0]
-    return { network: this.network, state: this.#state, cursor: this.#cursor, error }
+    return { network: this.network, state: this.#state, cursor: this.#cursor, head: this.#head, error }
   }
 
   start(): void {
@@ -216,6 +218,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   async #poll(): Promise<boolean> {
     const { publicClient } = this.#clients
     const head = await publicClient.getBlockNumber({ cacheTime: 0 })
+    this.#head = head
     const cursor = this.#cursor
     if (cursor !== undefined) await this.#checkContinuity(cursor, head)
     const scanned = this.#scanned

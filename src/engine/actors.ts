@@ -75,7 +75,11 @@ function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive):
     s.pending.set(key, { kind, id, record: withHistory(persisted(actor.getPersistedSnapshot()), actor), final: true })
     actor.stop()
     s.actorMap(kind).delete(id)
-    if (kind === 'offer') countOffer(s, (actor.getSnapshot().context as { borrower: Address }).borrower, -1)
+    if (kind === 'offer') {
+      const o = actor.getSnapshot().context as { borrower: Address; offerKey: string }
+      countOffer(s, o.borrower, -1)
+      s.offerIdByKey.delete(o.offerKey)
+    }
   } else {
     s.pending.set(key, { kind, id })
   }

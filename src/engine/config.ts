@@ -8,12 +8,6 @@ export interface EngineConfig {
   backingDurationSecondsDefault: number
   /** How long a lender holds a lease before it expires unpaid: the paySupplier deadline. */
   leaseTtlMs: number
-  /**
-   * Time after a lease's deadline during which it is not yet expired, so that a lender that paid on chain right
-   * before the deadline can still report the payment. Without it, a timely payment reported a moment late would be
-   * rejected while the supplier holds the lender's money, and the rematched lender could not pay the same offer.
-   */
-  leaseReportGraceMs: number
   /** How long an offer waits for a lender before dispatch expires it. */
   offerTtlMs: number
   /** Share of each fee routed to the insurance reserve of (network, asset) when the advance is repaid (bps). */
@@ -55,7 +49,6 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   jobAdvanceRateBps: 8000,
   backingDurationSecondsDefault: 30 * 24 * 3600,
   leaseTtlMs: 30_000,
-  leaseReportGraceMs: 0,
   offerTtlMs: 10 * 60_000,
   insuranceShareBps: 1000,
   riskBandACoverageBps: 20_000,
@@ -92,9 +85,6 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
     if (!Number.isInteger(config[key]) || config[key] < 0 || config[key] > 10_000) {
       throw new RangeError(`engine config ${key} must be an integer in 0..10000`)
     }
-  }
-  if (!Number.isInteger(config.leaseReportGraceMs) || config.leaseReportGraceMs < 0) {
-    throw new RangeError('engine config leaseReportGraceMs must be a non-negative integer')
   }
   if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
     throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')

@@ -1,7 +1,7 @@
 // Dispatch's schedules: when live leases expire and which offers wait for a lender, kept current as actors change.
 import { seqOf } from './keys.ts'
 import type { EngineState, LeaseActor, OfferActor } from './state.ts'
-import type { LeaseInput } from '../../machines/index.ts'
+import { leaseOverAtChainMs, type LeaseInput } from '../../machines/index.ts'
 
 /** A scheduled lease or offer: when it is due and its id's sequence, the tie-break that keeps the order deterministic. */
 export interface Due {
@@ -30,22 +30,33 @@ export function scheduleOffer(s: EngineState, offer: OfferActor): void {
   }
 }
 
-/** A live lease is due once its report grace after the deadline is over (the lease machine's `isPastExpiry`). */
+/**
+ * A live lease is due once its network's chain is observed past its deadline (the lease machine's
+ * `isPastDeadlineOnChain`): the schedule is per network, keyed by the first chain time at which it is over.
+ */
 export function scheduleLease(s: EngineState, l: LeaseInput): void {
-  s.leaseExpiries.push({ id: l.leaseId, seq: seqOf(l.leaseId), atMs: l.expiresAtMs + l.reportGraceMs })
+  s.leaseSchedule(l.network).push({ id: l.leaseId, seq: seqOf(l.leaseId), atMs: leaseOverAtChainMs(l.expiresAtMs) })
 }
 
-export function unscheduleLease(s: EngineState, leaseId: string): void {
-  s.leaseExpiries.delete(leaseId)
+export function unscheduleLease(s: EngineState, l: LeaseInput): void {
+  s.leaseExpiries.get(l.network)?.delete(l.leaseId)
 }
 
-/** Live leases past expiresAtMs + leaseReportGraceMs, in expiry order (expiresAtMs, then lease sequence). */
-export function dueLeases(s: EngineState, nowMs: number): LeaseActor[] {
-  const due: LeaseActor[] = []
+/** The chain time observed last on the network, or undefined before the first observation. */
+export function chainTimeOf(s: EngineState, network: string): number | undefined {
+  return s.meta.chainTimeMs?.[network]
+}
+
+/** Live leases of the network whose deadline its observed chain time is past, in expiry order, then lease sequence. */
+export function dueLeases(s: EngineState, network: string): { lease: LeaseActor; chainTimeMs: number }[] {
+  const chainTimeMs = chainTimeOf(s, network)
+  const schedule = s.leaseExpiries.get(network)
+  if (chainTimeMs === undefined || !schedule) return []
+  const due: { lease: LeaseActor; chainTimeMs: number }[] = []
   // Collected before any is timed out: timing out unschedules the lease, and the walk needs the heap unchanged.
-  for (const d of s.leaseExpiries.ascending()) {
-    if (d.atMs > nowMs) break
-    due.push(s.leases.get(d.id) as LeaseActor)
+  for (const d of schedule.ascending()) {
+    if (d.atMs > chainTimeMs) break
+    due.push({ lease: s.leases.get(d.id) as LeaseActor, chainTimeMs })
   }
   return due
 }

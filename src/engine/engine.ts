@@ -11,13 +11,14 @@ import { borrowerOf, liftDueSuspensions, suspend } from './borrowers.ts'
 import { closeOnSource } from './capacity.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
 import { drain, touch } from './changes.ts'
-import { dueLeases, offersToDispatch } from './dispatch.ts'
+import { chainTimeOf, dueLeases, offersToDispatch } from './dispatch.ts'
+import { fundOffer, observeChain, type ChainObservation, type ChainObservationOutcome, type PastLeaseOf } from './chain-facts.ts'
 import { fail, forbidden } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { checkInvariants } from './invariants.ts'
 import { isBps, sameAddress } from './keys.ts'
 import { lenderChanged, withdrawableAtomic, withdrawLiquidity } from './ledger.ts'
-import { payLease, timeOutLease } from './leases.ts'
+import { timeOutLease } from './leases.ts'
 import { addLender, declineOffer, expireOffer, leaseToBestLender, park, walletChanged } from './matching.ts'
 import { executedPlan, jobSettlement, leaseRefusal, liquidationPlan, recoveryOf, repaymentPlan, supplierPaymentTerms } from './plans.ts'
 import { invalidLender, invalidSourceId, invalidSourceTerms, isJobId, lenderRecord, sourceRecord } from './registration.ts'
@@ -41,6 +42,7 @@ export { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, of
 export type { RegistrationPage } from './views.ts'
 export { recoveryAmounts, supplierPaymentOnClosedOffer } from './plans.ts'
 export type { StoredSnapshot } from './snapshots.ts'
+export type { ChainEventFact, ChainObservation, ChainObservationOutcome, PastLeaseOf } from './chain-facts.ts'
 
 const zeroKeySalt = `0x${'00'.repeat(32)}` as const
 /** Offer keys with a zero salt: engine tests only (the service always passes its data directory's salt). */
@@ -113,6 +115,7 @@ export class Engine {
       advanceSeq: next(meta.advanceSeq),
       lenderSeq: next(meta.lenderSeq),
       sourceSeq: next(meta.sourceSeq),
+      ...(meta.chainTimeMs === undefined ? {} : { chainTimeMs: meta.chainTimeMs }),
     }
     touch(this.state, 'meta', 'engine')
     return drain(this.state, { ...this.state.meta })
@@ -217,11 +220,16 @@ export class Engine {
     return drain(this.state, outcome)
   }
 
-  /** Expire stale leases (their offers go back to matching), then expire stale offers and match the waiting ones. */
+  /** Expire leases past their chain deadline (their offers go back to matching), then expire stale offers and match the waiting ones. */
   dispatch(nowMs: number): EngineResult<DispatchOutcome> {
     const s = this.state
     const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
-    for (const lease of dueLeases(s, nowMs)) outcome.expiredLeases.push(timeOutLease(s, lease, nowMs))
+    // Leases expire on their network's observed chain time, never on `nowMs`: observeChain expires them as the chain
+    // passes their deadline, so this finds one only when a lease was granted past it already (a chain ahead of the
+    // service's clock).
+    for (const network of s.leaseExpiries.keys()) {
+      for (const { lease, chainTimeMs } of dueLeases(s, network)) outcome.expiredLeases.push(timeOutLease(s, lease, chainTimeMs, nowMs))
+    }
     outcome.suspensionsLifted = liftDueSuspensions(s, nowMs)
 
     for (const { offer, due } of offersToDispatch(s, nowMs)) {
@@ -263,18 +271,23 @@ export class Engine {
     if (lease && lease.getSnapshot().context.lender !== lenderAddress) {
       return fail('forbidden', 'lease_not_held', `offer ${o.offerId} is leased to another lender`)
     }
-    if (fact.network !== o.network || fact.asset !== o.asset) return fail('invalid', 'payment_mismatch', 'the payment is on another network or asset')
-    if (!sameAddress(fact.supplier, o.supplierAddress)) return fail('invalid', 'payment_mismatch', "the payment did not go to the offer's supplier")
-    if (fact.amountAtomic !== o.amountAtomic) return fail('invalid', 'payment_mismatch', `the payment must be exactly ${o.amountAtomic}`)
+    // The reporter holds the lease (checked above): the same funding as the chain follower's (chain-facts.ts).
+    const funded = fundOffer(s, offer, lenderAddress, fact, nowMs)
+    return funded.ok ? drain(s, funded.value) : funded
+  }
 
-    // The offer decides whether it can be funded now (it must be leased); its advance id is taken once it agrees.
-    const funded = send(s, 'offer', offer, { type: 'FUND', advanceId: `${ID_PREFIXES.advance}${s.meta.advanceSeq + 1}`, nowMs })
-    if (!funded.accepted) return refused('offer', o.offerId, funded)
-    if (!lease) throw new Error(`invariant: offer ${o.offerId} was funded without a live lease`)
-    const payment = { network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex }
-    const l = payLease(s, lease, payment, nowMs)
+  /**
+   * The chain follower's batch of one network (chain-facts.ts): each SupplierPaid of a live offer funds it exactly as
+   * its report would, then the network's observed chain time moves to the batch's end and expires the leases whose
+   * deadline it is past. `pastLease` reads an ended lease back from the store (a payment under an old authorization).
+   */
+  observeChain(batch: ChainObservation, nowMs: number, pastLease?: PastLeaseOf): EngineResult<ChainObservationOutcome> {
+    return drain(this.state, observeChain(this.state, batch, nowMs, pastLease))
+  }
 
-    return drain(s, openAdvance(s, o, l, fact.payer, payment, nowMs))
+  /** The network's observed chain time (ms), or undefined before its first observation. */
+  chainTimeMs(network: string): number | undefined {
+    return chainTimeOf(this.state, network)
   }
 
   /** What the advance still owes: the lender's part and the reserve's share (what repay(advanceKey, total) pays now). */

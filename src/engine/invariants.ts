@@ -1,7 +1,7 @@
 // The engine's invariants (DESIGN section 4): liquidity adds up, reservations match live leases, capacity matches
 // what offers and advances hold, indexes and schedules agree with the actors. `checkInvariants` throws on the first
 // that does not hold.
-import type { SourceRef } from '../../machines/index.ts'
+import { leaseOverAtChainMs, type SourceRef } from '../../machines/index.ts'
 import { isBps, seqOf, walletKey } from './keys.ts'
 import { principalRepaidAtomic } from './rules.ts'
 import type { EngineState } from './state.ts'
@@ -134,14 +134,18 @@ function checkBorrowersAndBooks(s: EngineState): void {
 
 /** Dispatch's schedules hold exactly the live leases at their expiry and the live offers waiting for a lender. */
 function checkSchedules(s: EngineState): void {
-  s.leaseExpiries.check('lease expiry schedule')
+  let scheduled = 0
+  for (const [network, schedule] of s.leaseExpiries) {
+    schedule.check(`lease expiry schedule of ${network}`)
+    scheduled += schedule.size
+  }
   s.offerExpiries.check('offer expiry schedule')
   s.waitingOffers.check('waiting offers')
-  if (s.leaseExpiries.size !== s.leases.size) throw new Error('invariant: the lease expiry schedule differs from the live leases')
+  if (scheduled !== s.leases.size) throw new Error('invariant: the lease expiry schedules differ from the live leases')
   for (const [id, lease] of s.leases) {
     const l = lease.getSnapshot().context
-    const due = s.leaseExpiries.get(id)
-    if (!due || due.atMs !== l.expiresAtMs + l.reportGraceMs || due.seq !== seqOf(id)) {
+    const due = s.leaseExpiries.get(l.network)?.get(id)
+    if (!due || due.atMs !== leaseOverAtChainMs(l.expiresAtMs) || due.seq !== seqOf(id)) {
       throw new Error(`invariant: lease ${id} is not scheduled at its expiry`)
     }
   }

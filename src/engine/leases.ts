@@ -28,7 +28,7 @@ function dropLiveLease(s: EngineState, l: LeaseInput): void {
   const live = s.liveLeasesByLender.get(l.lender)
   live?.delete(l.leaseId)
   if (live && live.size === 0) s.liveLeasesByLender.delete(l.lender)
-  unscheduleLease(s, l.leaseId)
+  unscheduleLease(s, l)
   const key = walletKey(l.lender, l.network, l.asset)
   const left = (s.walletReserved.get(key) ?? 0n) - l.amountAtomic
   if (left === 0n) s.walletReserved.delete(key)
@@ -51,7 +51,6 @@ function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: 
     supplierAddress: o.supplierAddress,
     createdAtMs: nowMs,
     expiresAtMs: nowMs + s.config.leaseTtlMs,
-    reportGraceMs: s.config.leaseReportGraceMs,
   }
 }
 
@@ -92,11 +91,14 @@ export function payLease(s: EngineState, lease: LeaseActor, payment: TxProof, no
   return l
 }
 
-/** Dispatch found the lease past its report grace: it expires unpaid, the lender pays for it, the offer goes on. */
-export function timeOutLease(s: EngineState, lease: LeaseActor, nowMs: number): LeaseView {
+/**
+ * The network's chain was observed past the lease's deadline with no SupplierPaid for it: it expires unpaid, the
+ * lender pays for it, the offer goes on.
+ */
+export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: number, nowMs: number): LeaseView {
   const l = lease.getSnapshot().context
-  // The schedule says the report grace is over; the lease machine's guard agrees, or this throws.
-  expect(s, 'lease', lease, { type: 'TIME_OUT', nowMs })
+  // The schedule says the chain is past the deadline; the lease machine's guard agrees, or this throws.
+  expect(s, 'lease', lease, { type: 'TIME_OUT', chainTimeMs, nowMs })
   releaseLease(s, l)
   const lender = lenderOf(s, l.lender)
   reputation.leaseMissed(lender, s.config)

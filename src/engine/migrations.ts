@@ -4,12 +4,14 @@ import type { SnapshotMigration } from '../store/migrate.ts'
 import type { ActorKind, RecordKind } from './types.ts'
 
 /** Bump a kind's version whenever its persisted shape changes, and add the migration from the previous one. */
-// Actors, 2 (lease 3): the snapshot carries the actor's transition history (`history`, src/engine/history.ts).
+// Actors, 2 (lease 4): the snapshot carries the actor's transition history (`history`, src/engine/history.ts).
 export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>> = {
   job: 2,
   offer: 2,
   // 2: the lease's context holds its report grace (reportGraceMs), which its expiry guard reads.
-  lease: 3,
+  // 4: it no longer does: a lease expires on the chain's observed time past its deadline (payment, not the report,
+  //    counts), so the grace is gone.
+  lease: 4,
   // 3: the advance carries what it still owes (lenderOwedAtomic, reserveOwedAtomic) and every payment (repayments).
   advance: 3,
   // 2: the lender records what it withdrew (withdrawnAtomic, withdrawalPendingAtomic).
@@ -52,23 +54,20 @@ export function withOwedAmounts(snapshot: unknown): unknown {
   return { ...persisted, context: { ...context, lenderOwedAtomic, reserveOwedAtomic, repayments } }
 }
 
-/**
- * `leaseReportGraceMs`: the grace of the configuration the service starts with. Leases granted before version 2
- * were scheduled to expire with the configured grace, so giving them that one keeps their expiry where it was.
- */
-export function snapshotMigrations(options: { leaseReportGraceMs: number }): SnapshotMigration[] {
+/** Drops the report grace a lease stored before version 4 carries (its expiry no longer reads one). */
+function withoutReportGrace(snapshot: unknown): unknown {
+  const persisted = snapshot as PersistedActor
+  const { reportGraceMs: _grace, ...context } = persisted.context
+  return { ...persisted, context }
+}
+
+export function snapshotMigrations(): SnapshotMigration[] {
   return [
     { from: { kind: 'ledger', version: 1 }, to: { kind: 'reserve', version: 2 }, migrate: (snapshot) => snapshot },
-    {
-      from: { kind: 'lease', version: 1 },
-      to: { kind: 'lease', version: 3 },
-      migrate: (snapshot) => {
-        const persisted = snapshot as PersistedActor
-        return withEmptyHistory({ ...persisted, context: { ...persisted.context, reportGraceMs: options.leaseReportGraceMs } })
-      },
-    },
     // The store applies the one migration whose `from` is the directory's recorded version: each goes straight to today's.
-    { from: { kind: 'lease', version: 2 }, to: { kind: 'lease', version: 3 }, migrate: withEmptyHistory },
+    { from: { kind: 'lease', version: 1 }, to: { kind: 'lease', version: 4 }, migrate: withEmptyHistory },
+    { from: { kind: 'lease', version: 2 }, to: { kind: 'lease', version: 4 }, migrate: (snapshot) => withoutReportGrace(withEmptyHistory(snapshot)) },
+    { from: { kind: 'lease', version: 3 }, to: { kind: 'lease', version: 4 }, migrate: withoutReportGrace },
     { from: { kind: 'job', version: 1 }, to: { kind: 'job', version: 2 }, migrate: withEmptyHistory },
     { from: { kind: 'offer', version: 1 }, to: { kind: 'offer', version: 2 }, migrate: withEmptyHistory },
     { from: { kind: 'advance', version: 1 }, to: { kind: 'advance', version: 3 }, migrate: (snapshot) => withOwedAmounts(withEmptyHistory(snapshot)) },

@@ -62,6 +62,7 @@ export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void 
     const offer = restoreActor(offerMachine, x.record)
     s.offers.set(x.id, offer)
     countOffer(s, offer.getSnapshot().context.borrower, 1)
+    s.offerIdByKey.set(offer.getSnapshot().context.offerKey, x.id)
     scheduleOffer(s, offer)
   }
   for (const x of byId('lease')) {

@@ -57,15 +57,18 @@ export class EngineState {
   readonly walletReserved = new Map<string, bigint>()
   /**
    * Timers of dispatch, so that a call touches only what is due plus at most offersDispatchedPerCallMax waiting
-   * offers, instead of every live lease and offer (their number grows with rate x TTL). Live leases by the time they
-   * expire (expiresAtMs + leaseReportGraceMs, then lease sequence: the order dispatch expires them in); offers
+   * offers, instead of every live lease and offer (their number grows with rate x TTL). Live leases, one schedule
+   * per network, by the chain time their deadline is over at (leaseOverAtChainMs, then lease sequence: the order
+   * they expire in; a network whose chain is not observed holds its own leases only); offers
    * waiting for a lender (state offered) by expiresAtMs, and by creation sequence (the order dispatch matches them
    * in). Kept current where leases start and end (addLiveLease, dropLiveLease in leases.ts) and offers change
    * (scheduleOffer in dispatch.ts, called by every accepted send).
    */
-  readonly leaseExpiries = new IndexedMinHeap<Due>(dueId, byDueThenSeq)
+  readonly leaseExpiries = new Map<string, IndexedMinHeap<Due>>()
   readonly offerExpiries = new IndexedMinHeap<Due>(dueId, byDueThenSeq)
   readonly waitingOffers = new IndexedMinHeap<Due>(dueId, bySeq)
+  /** Live offers by their on-chain key: a SupplierPaid names the offer by its key (src/engine/chain-facts.ts). */
+  readonly offerIdByKey = new Map<string, string>()
 
   /** What the running command changed, by `${kind}:${id}`; resolved to Changes when the command drains. */
   pending = new Map<string, Pending>()
@@ -81,6 +84,13 @@ export class EngineState {
       case 'lease': return this.leases as Map<string, AnyLive>
       case 'advance': return this.advances as Map<string, AnyLive>
     }
+  }
+
+  /** The lease expiry schedule of one network, made on first use. */
+  leaseSchedule(network: string): IndexedMinHeap<Due> {
+    let schedule = this.leaseExpiries.get(network)
+    if (!schedule) this.leaseExpiries.set(network, (schedule = new IndexedMinHeap<Due>(dueId, byDueThenSeq)))
+    return schedule
   }
 
   actorMaps(): [ActorKind, Map<string, AnyLive>][] {

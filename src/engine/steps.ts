@@ -47,7 +47,11 @@ export const ENGINE_PATHS: readonly EnginePath[] = [
     records: ['borrower', 'lender', 'source'],
   },
   { command: 'liquidate', when: 'a defaulted or past-due advance is recovered', steps: [step('advance', 'LIQUIDATE'), step('job', 'ADVANCE_CLOSED')], records: ['lender', 'borrower', 'reserve', 'source'] },
-  { command: 'dispatch', when: 'a lease is past its deadline and grace', steps: [step('lease', 'TIME_OUT'), step('offer', 'LEASE_ENDED')], records: ['lender'] },
+  {
+    command: 'observeChain', when: 'the follower saw the SupplierPaid of a leased offer',
+    steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED')], records: ['lender'],
+  },
+  { command: 'observeChain', when: 'the chain is observed past a lease\'s deadline, unpaid', steps: [step('lease', 'TIME_OUT'), step('offer', 'LEASE_ENDED')], records: ['lender'] },
   { command: 'dispatch', when: 'a waiting offer is stale', steps: [step('offer', 'EXPIRE'), step('job', 'RELEASE')], records: ['source'] },
   { command: 'dispatch', when: 'a waiting offer is matched', steps: [step('offer', 'LEASE'), step('lease', 'created')], records: ['lender'] },
 ]

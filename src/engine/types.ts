@@ -124,6 +124,12 @@ export interface MetaRecord {
   advanceSeq: number
   lenderSeq: number
   sourceSeq: number
+  /**
+   * Per network, the chain time observed last (ms, the timestamp of the last block the chain follower committed):
+   * what expires leases (src/engine/chain-facts.ts). Absent before the first observation; replaced, never mutated,
+   * so a drained record keeps its value.
+   */
+  chainTimeMs?: Record<string, number>
 }
 
 // ---- views of actors (state + context); build them from a stored snapshot with the *ViewFromSnapshot helpers ----

@@ -113,6 +113,7 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
   const offer = createActor(offerMachine, { input: offerInput }).start()
   s.offers.set(offerInput.offerId, offer)
   countOffer(s, offerInput.borrower, 1)
+  s.offerIdByKey.set(offerInput.offerKey, offerInput.offerId)
   scheduleOffer(s, offer)
   touch(s, 'offer', offerInput.offerId)
   touch(s, 'meta', 'engine')

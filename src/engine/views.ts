@@ -11,9 +11,9 @@ export function viewOf<V>(snapshot: { value: unknown; context: unknown }): V {
   return { ...(snapshot.context as object), state: snapshot.value } as V
 }
 
-/** A lease's view leaves out its report grace: the API publishes the deadline, the grace is the catalog's rule. */
+/** A lease's view: its context and state (a final lease stored before lease version 4 still names a report grace). */
 export function leaseView(snapshot: { value: unknown; context: unknown }): LeaseView {
-  const { reportGraceMs: _grace, ...context } = snapshot.context as LeaseContext
+  const { reportGraceMs: _grace, ...context } = snapshot.context as LeaseContext & { reportGraceMs?: number }
   return { ...context, state: snapshot.value } as LeaseView
 }
 

@@ -7,6 +7,7 @@
 import { getAddress, type Address, type Hex } from 'viem'
 import {
   advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, recoveryAmounts, supplierPaymentOnClosedOffer, type Engine,
+  type ChainEventFact, type ChainObservationOutcome, type PastLeaseOf,
 } from '../engine/engine.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import type {
@@ -29,7 +30,8 @@ import {
 } from '../chain/operator.ts'
 import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
 import { verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
-import type { FacilityEventName } from '../chain/events-v2.ts'
+import { facilityFact, type FacilityEventName } from '../chain/events-v2.ts'
+import type { ChainBatch, ChainFollower } from '../chain/follower.ts'
 import type { WalletWatcher } from '../chain/watcher.ts'
 import { DurableFeed, type DurableListener } from './durable-feed.ts'
 import { LeaseDelivery, type DeliveredLease } from './lease-delivery.ts'
@@ -91,6 +93,8 @@ export class CreditService {
   /** Listeners of durable changes (the event stream, the inspector): told only after the disk has the commit. */
   readonly #durable = new DurableFeed()
   readonly #leases: LeaseDelivery
+  /** The chain follower of each served network (started by src/app/app.ts), for health. */
+  readonly followers = new Map<string, ChainFollower>()
 
   constructor(deps: ServiceDeps) {
     this.config = deps.config
@@ -488,12 +492,86 @@ export class CreditService {
     return this.apply(mutation, () => this.engine.dispatch(this.#clock()), (outcome) => this.#liftedPassport(outcome))
   }
 
+  /**
+   * The chain follower's consumer for one network (src/chain/follower.ts): the batch's facts go to the engine as one
+   * command, and its changes, the used-proof records of the facts it applied and the follower's cursor (`cursor`)
+   * are ONE commit; the follower advances only once it is durable. A fact whose proof is already used (its report
+   * came first) is skipped: the same fact is applied once, however it arrives.
+   */
+  async observeChain(batch: ChainBatch, cursor: RecordWrite): Promise<ChainObservationOutcome | null> {
+    const network = this.network(batch.network)
+    const symbolOf = new Map(network.tokens.map((t) => [t.address.toLowerCase(), t.symbol]))
+    const facts: ChainEventFact[] = batch.events.map((event) => {
+      const fact = facilityFact(network.slug, event)
+      if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
+      const { offerKey, payer, supplier, asset, amount } = fact.args
+      return {
+        kind: 'supplier_paid', proofKey: fact.proofKey, offerKey, network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex,
+        payer: getAddress(payer), supplier: getAddress(supplier), asset: symbolOf.get(asset.toLowerCase()) ?? asset, amountAtomic: amount,
+      }
+    })
+    const pastLease: PastLeaseOf = (leaseId) => this.#stored('lease', leaseId, leaseViewFromSnapshot)
+    let outcome: ChainObservationOutcome | null = null
+    await this.#run<ChainObservationOutcome>(
+      null,
+      () => {
+        // In the command's synchronous section: a report queued its proof before, or it will find this one.
+        const fresh = facts.filter((fact) => !this.store.proofs.has(fact.proofKey))
+        const observed = { network: network.slug, toBlock: batch.toBlock, toBlockHash: batch.toBlockHash, toBlockTimeMs: batch.toBlockTimeMs, events: fresh }
+        return this.engine.observeChain(observed, this.#clock(), pastLease)
+      },
+      (value) => {
+        outcome = value
+        const usedAtMs = this.#clock()
+        const proofs = value.advances.map((advance, i) => this.store.proofs.addOp(value.appliedProofKeys[i] as string, { usedBy: `offer:${advance.offerId}`, usedAtMs }))
+        return [...proofs, cursor]
+      },
+    )
+    return outcome
+  }
+
+  /** Health of the network's chain follower: its state, last applied block and time, and lag behind the head. */
+  followerHealth(slug: string): { state: 'starting' | 'ok' | 'degraded' | 'stopped'; block: string | null; chainTime: string | null; lagBlocks: number | null; error?: string } {
+    const status = this.followers.get(slug)?.status()
+    if (status === undefined) return { state: 'stopped', block: null, chainTime: null, lagBlocks: null, error: 'no chain follower runs for this network' }
+    const { cursor, head } = status
+    return {
+      state: status.state,
+      block: cursor === undefined ? null : cursor.blockNumber.toString(),
+      chainTime: cursor === undefined ? null : new Date(cursor.blockTimeMs).toISOString(),
+      lagBlocks: head === undefined ? null : Number(head - (cursor?.blockNumber ?? -1n)),
+      ...(status.error === undefined ? {} : { error: status.error }),
+    }
+  }
+
+  /**
+   * The advance of the offer when it is funded by the payment `txHash` of `lender`: a report of a payment already
+   * applied (the chain follower saw it first) answers the same advance.
+   */
+  #paidAdvance(offerId: string, lender: Address, txHash: string): AdvanceView | undefined {
+    const offer = this.view('offer', offerId)
+    if (offer?.advanceId == null) return undefined
+    const advance = this.view('advance', offer.advanceId)
+    if (advance === undefined || advance.lender !== lender || advance.payment.txHash.toLowerCase() !== txHash.toLowerCase()) return undefined
+    return advance
+  }
+
   async recordSupplierPayment(
     mutation: Mutation<AdvanceView>,
     caller: Address,
     offerId: string,
     body: { lender: Address; supplierPaymentId: string },
   ): Promise<StoredResponse> {
+    // The report is the fast path; when the chain follower applied the payment first, the answer is its advance,
+    // once the commit that created it is durable (an empty commit queues behind it).
+    const answered = async (): Promise<StoredResponse | undefined> => {
+      const advance = caller === body.lender ? this.#paidAdvance(offerId, body.lender, body.supplierPaymentId) : undefined
+      if (advance === undefined) return undefined
+      await this.store.commit({})
+      return mutation.encode(advance)
+    }
+    const early = await answered()
+    if (early !== undefined) return early
     const plan = this.engine.planSupplierPayment({ offerId, lender: body.lender, caller })
     if (!plan.ok && plan.error.code === 'offer_not_found') {
       // An offer that reached a final state left memory: the late report of a lender whose lease expired, after the
@@ -512,6 +590,10 @@ export class CreditService {
     const fact = await this.#prove(lease.network, 'SupplierPaid', body.supplierPaymentId, {
       offerKey: offer.offerKey, payer: lease.payer, supplier: lease.supplierAddress, asset: token.address, amount: lease.amountAtomic,
     })
+    if (this.store.proofs.has(fact.proofKey)) {
+      const late = await answered()
+      if (late !== undefined) return late
+    }
     const proof = this.#useProof(fact, `offer:${offerId}`)
     return this.apply(
       mutation,

@@ -4,29 +4,50 @@ import fc from 'fast-check'
 import t from 'tap'
 import { Engine, type EngineConfig } from '../../src/engine/index.ts'
 import type { DispatchOutcome, EngineResult } from '../../src/engine/index.ts'
-import { drain } from '../../src/engine/changes.ts'
+import { drain, touch } from '../../src/engine/changes.ts'
+import type { ChainObservation, ChainObservationOutcome } from '../../src/engine/engine.ts'
+import { isPastDeadline, leaseOverAtChainMs } from '../../machines/index.ts'
 import { timeOutLease } from '../../src/engine/leases.ts'
 import { expireOffer, leaseToBestLender } from '../../src/engine/matching.ts'
 import type { EngineState } from '../../src/engine/state.ts'
 import {
-  ASSET, BORROWER, CLIENT, FakeWallets, NET, SUPPLIER, T0, canonical, createJob, hash, lenderInput, newEngine, offerFor,
+  ASSET, BORROWER, CLIENT, FakeWallets, NET, SUPPLIER, T0, canonical, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor,
   registerBacking, unwrap,
 } from './fixtures/world.ts'
 
-/** The engine with dispatch as it was before the schedules: a scan of every live lease and offer, as reference. */
+const seq = (id: string): number => Number(id.slice(id.indexOf('_') + 1))
+
+/** Live leases of `network` past their deadline on chain time, by a scan of every live lease, in expiry order. */
+function scanDueLeases(state: EngineState, network: string) {
+  const chainTimeMs = state.meta.chainTimeMs?.[network]
+  if (chainTimeMs === undefined) return []
+  const stale = [...state.leases.values()].filter((l) => l.getSnapshot().context.network === network && isPastDeadline(l.getSnapshot().context.expiresAtMs, chainTimeMs))
+  stale.sort((a, b) => {
+    const ca = a.getSnapshot().context
+    const cb = b.getSnapshot().context
+    return leaseOverAtChainMs(ca.expiresAtMs) - leaseOverAtChainMs(cb.expiresAtMs) || seq(ca.leaseId) - seq(cb.leaseId)
+  })
+  return stale.map((lease) => ({ lease, chainTimeMs }))
+}
+
+/** The engine with lease expiry and dispatch as they were before the schedules: a scan of every live lease and offer. */
 class ScanningEngine extends Engine {
+  override observeChain(batch: ChainObservation, nowMs: number): EngineResult<ChainObservationOutcome> {
+    const state = (this as unknown as { state: EngineState }).state
+    const before = state.meta.chainTimeMs?.[batch.network]
+    if (before === undefined || batch.toBlockTimeMs > before) {
+      state.meta.chainTimeMs = { ...state.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
+      touch(state, 'meta', 'engine')
+    }
+    const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutLease(state, lease, chainTimeMs, nowMs))
+    return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], ignored: [], expiredLeases })
+  }
+
   override dispatch(nowMs: number): EngineResult<DispatchOutcome> {
     // The engine's memory and its steps (src/engine/state.ts and the modules beside it), driven by the old scan.
     const state = (this as unknown as { state: EngineState }).state
-    const seq = (id: string): number => Number(id.slice(id.indexOf('_') + 1))
     const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
-    const stale = [...state.leases.values()].filter((l) => l.getSnapshot().context.expiresAtMs + state.config.leaseReportGraceMs <= nowMs)
-    stale.sort((a, b) => {
-      const ca = a.getSnapshot().context
-      const cb = b.getSnapshot().context
-      return ca.expiresAtMs - cb.expiresAtMs || seq(ca.leaseId) - seq(cb.leaseId)
-    })
-    for (const lease of stale) outcome.expiredLeases.push(timeOutLease(state, lease, nowMs))
+    for (const { lease, chainTimeMs } of scanDueLeases(state, NET)) outcome.expiredLeases.push(timeOutLease(state, lease, chainTimeMs, nowMs))
     let attempts = 0
     for (const offer of [...state.offers.values()]) {
       const snap = offer.getSnapshot()
@@ -102,7 +123,8 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
       return engine.matchOffer({ offerId: ids.length > 0 ? (ids[cmd.i % ids.length] as string) : 'off_0', caller: BORROWER }, nowMs)
     }
     case 'dispatch':
-      return engine.dispatch(nowMs)
+      // The chain observed at the same time, then dispatch: leases expire on the observation.
+      return dispatchAt(engine, nowMs)
     case 'pay': {
       const ids = liveIds(engine, 'lease')
       const lease = ids.length > 0 ? engine.getLease(ids[cmd.i % ids.length] as string) : undefined
@@ -177,19 +199,19 @@ function world(config: Partial<EngineConfig> = {}) {
   return { engine, wallets }
 }
 
-t.test('a paid lease is never expired by dispatch', async (t) => {
+t.test('a paid lease is never expired, on any chain time', async (t) => {
   const { engine } = world()
   const offerId = offerFor(engine)
   const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
   unwrap(engine.recordSupplierPayment({ network: NET, txHash: hash(1), logIndex: 0, offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: 1000n, caller: lease.lender }, T0 + 1))
   const before = engine.getLender(lease.lender)!
-  const out = unwrap(engine.dispatch(lease.expiresAtMs + 60_000))
+  const out = unwrap(dispatchAt(engine, lease.expiresAtMs + 60_000))
   t.same(out, { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }, 'nothing due: the paid lease left the schedule')
   t.same(engine.getLender(lease.lender), before, 'no reliability penalty, no liquidity moved')
   engine.checkInvariants()
 })
 
-t.test('a cancelled lease (its offer declined) is never expired by dispatch', async (t) => {
+t.test('a cancelled lease (its offer declined) is never expired, on any chain time', async (t) => {
   const { engine } = world()
   createJob(engine, 'job_1', 100_000n)
   const offerId = offerFor(engine, { repaymentSource: 'job_1' })
@@ -197,7 +219,7 @@ t.test('a cancelled lease (its offer declined) is never expired by dispatch', as
   const failed = unwrap(engine.failJob({ jobId: 'job_1', reason: 'client gone', caller: CLIENT }, T0 + 1))
   t.same(failed.declinedOfferIds, [offerId])
   const before = engine.getLender(lease.lender)!
-  const out = unwrap(engine.dispatch(lease.expiresAtMs + 60_000))
+  const out = unwrap(dispatchAt(engine, lease.expiresAtMs + 60_000))
   t.same(out, { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }, 'the cancelled lease and declined offer left the schedules')
   t.same(engine.getLender(lease.lender), before)
   engine.checkInvariants()
@@ -225,7 +247,8 @@ t.test('an offer whose lease timed out is matched in its creation place, not at 
   const first = offerFor(engine, {}, T0)
   unwrap(engine.matchOffer({ offerId: first, caller: BORROWER }, T0))
   const second = offerFor(engine, {}, T0 + 20_000)
-  const out = unwrap(engine.dispatch(T0 + 30_000))
+  // The lease's deadline is T0 + 30 s; the chain is past it from the next second.
+  const out = unwrap(dispatchAt(engine, T0 + 31_000))
   t.equal(out.expiredLeases.length, 1)
   t.same(out.matches.map((m) => m.offer.offerId), [first], 'off_1 goes before off_2 again')
   t.equal(out.matches[0]?.lease?.lender, lenderInput(2).address)
@@ -240,8 +263,8 @@ t.test('checkInvariants catches schedules that disagree with the live actors', a
   offerFor(engine, { maximumFeeAtomic: 0n })
   engine.checkInvariants()
   // The schedules live in the engine's state (src/engine/state.ts).
-  const internals = (engine as unknown as { state: Record<'leaseExpiries' | 'waitingOffers', { delete(id: string): boolean }> }).state
-  internals.leaseExpiries.delete(lease.leaseId)
+  const internals = (engine as unknown as { state: { leaseExpiries: Map<string, { delete(id: string): boolean }>; waitingOffers: { delete(id: string): boolean } } }).state
+  internals.leaseExpiries.get(NET)?.delete(lease.leaseId)
   t.throws(() => engine.checkInvariants(), /lease expiry schedule/, 'a live lease missing from its schedule')
   const other = world().engine
   const waiting = offerFor(other, { maximumFeeAtomic: 0n })

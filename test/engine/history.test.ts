@@ -67,7 +67,7 @@ t.test(`the history keeps the latest ${HISTORY_ENTRIES_MAX} entries`, async (t) 
   const actor = createActor(leaseMachine, {
     input: {
       leaseId: 'lse_1', offerId: 'off_1', lender: addr(1), payer: addr(2), network: 'n', asset: 'A', amountAtomic: 1n, feeAtomic: 0n,
-      supplierAddress: addr(3), createdAtMs: 0, expiresAtMs: 1, reportGraceMs: 0,
+      supplierAddress: addr(3), createdAtMs: 0, expiresAtMs: 1,
     },
   }).start()
   for (let i = 1; i <= HISTORY_ENTRIES_MAX + 10; i++) recordTransition(actor, 'leased', 'leased', { type: 'TICK', nowMs: i })

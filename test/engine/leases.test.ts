@@ -1,6 +1,7 @@
 // Leases: expiry lowers reliability and rematches; insufficient balance expires at once; late reports are rejected.
 import t from 'tap'
-import { ASSET, BORROWER, NET, SUPPLIER, T0, hash, lenderInput, lenderOfSession, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import type { Engine, PastLeaseOf } from '../../src/engine/engine.ts'
+import { ASSET, BORROWER, NET, SUPPLIER, T0, dispatchAt, hash, lenderInput, lenderOfSession, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 function world(config = {}) {
   const { engine, wallets } = newEngine(config)
@@ -24,10 +25,10 @@ t.test('lease expiry: reliability lowered, rematched to the next lender, the lat
   t.equal(first.expiresAtMs, T0 + 30_000, 'default lease TTL is 30 s')
   const before = engine.getLender(first.lender)!
 
-  const early = unwrap(engine.dispatch(T0 + 29_999))
-  t.equal(early.expiredLeases.length, 0, 'not expired one ms before the end')
+  const early = unwrap(dispatchAt(engine, T0 + 30_999))
+  t.equal(early.expiredLeases.length, 0, 'not expired while the chain is within the deadline second (a payment can still be mined)')
 
-  const result = engine.dispatch(T0 + 30_000)
+  const result = dispatchAt(engine, T0 + 31_000)
   const out = unwrap(result)
   t.equal(out.expiredLeases.length, 1)
   t.equal(out.expiredLeases[0]?.state, 'expired')
@@ -102,9 +103,9 @@ t.test('leases per offer are limited: the offer expires when they run out', asyn
   const { engine } = world({ leasesPerOfferMax: 2 })
   const offerId = offerFor(engine)
   t.ok(unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease, 'first lease')
-  const second = unwrap(engine.dispatch(T0 + 30_000))
+  const second = unwrap(dispatchAt(engine, T0 + 31_000))
   t.equal(second.matches[0]?.lease?.offerId, offerId, 'the first timed out, a second lease')
-  const out = unwrap(engine.dispatch(T0 + 60_000))
+  const out = unwrap(dispatchAt(engine, T0 + 62_000))
   t.equal(out.expiredOffers[0]?.offerId, offerId)
   t.equal(out.expiredOffers[0]?.endReason, 'leases_exhausted', 'two leases timed out: the offer ends')
   t.equal(engine.getOffer(offerId), undefined, 'expired offer evicted')
@@ -159,7 +160,7 @@ t.test('reliability below the floor makes a lender inactive; uptime restores it'
   unwrap(engine.registerLender(lenderInput(1, { reliabilityBps: 4400 }), T0))
   const offerId = offerFor(engine)
   unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0))
-  unwrap(engine.dispatch(T0 + 30_000))
+  unwrap(dispatchAt(engine, T0 + 31_000))
   t.equal(engine.getLender(lenderInput(1).address)?.reliabilityBps, 3900)
   t.equal(unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0 + 30_001)).lease, null, 'inactive lender gets no lease')
   const up = unwrap(engine.recordLenderUptime({ lender: lenderInput(1).address, uptimeBps: 10_000 }, T0 + 40_000))
@@ -168,18 +169,57 @@ t.test('reliability below the floor makes a lender inactive; uptime restores it'
   engine.checkInvariants()
 })
 
-t.test('report grace: a lease stays payable-and-reportable until deadline + grace, then expires', async (t) => {
-  const { engine } = world({ leaseReportGraceMs: 5_000 })
+/** A SupplierPaid of the offer's lease as the chain follower delivers it. */
+function paidEvent(offerKey: string, payer: `0x${string}`, n: number) {
+  return {
+    kind: 'supplier_paid' as const, proofKey: `${NET}:${hash(n)}:0`, offerKey, network: NET,
+    txHash: hash(n), logIndex: 0, payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: 1000n,
+  }
+}
+const observe = (engine: Engine, chainTimeMs: number, events: ReturnType<typeof paidEvent>[] = [], pastLease?: PastLeaseOf) =>
+  unwrap(engine.observeChain({ network: NET, toBlock: BigInt(chainTimeMs), toBlockHash: '0x', toBlockTimeMs: chainTimeMs, events }, chainTimeMs, pastLease))
+
+t.test('chain time, not the clock: a lease lives until the chain is observed past its deadline; a payment seen first funds it', async (t) => {
+  const { engine } = world()
   const offerId = offerFor(engine)
   const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
-  t.equal(lease.expiresAtMs, T0 + 30_000, 'the deadline (paySupplier refuses after it) is still the TTL')
-  t.equal(unwrap(engine.dispatch(T0 + 34_999)).expiredLeases.length, 0, 'within the grace: not expired')
-  const advance = unwrap(engine.recordSupplierPayment(payment(offerId, lease.payer), T0 + 34_999))
-  t.equal(advance.leaseId, lease.leaseId, 'a payment reported within the grace is recorded')
+  t.equal(unwrap(engine.dispatch(T0 + 3_600_000)).expiredLeases.length, 0, 'an hour later by the clock, the chain not observed: not expired')
+  t.equal(observe(engine, T0 + 30_999).expiredLeases.length, 0, 'the chain within the deadline second: not expired')
+  // The batch that passes the deadline holds the payment mined by it: applied first, the lease is paid, not expired.
+  const seen = observe(engine, T0 + 45_000, [paidEvent(engine.getOffer(offerId)!.offerKey, lease.payer, 1)])
+  t.equal(seen.advances.length, 1, 'the observed payment opened the advance')
+  t.match(seen.advances[0], { leaseId: lease.leaseId, lender: lease.lender, offerId, state: 'active' })
+  t.same(seen.expiredLeases, [], 'and no lease expired')
+  t.same(seen.appliedProofKeys, [`${NET}:${hash(1)}:0`])
+  t.equal(engine.getLender(lease.lender)?.deployedAtomic, 1000n)
+  t.equal(engine.getLender(lease.lender)?.leasesExpired, 0, 'no penalty')
+  const again = observe(engine, T0 + 46_000, [paidEvent(seen.advances[0]!.advanceKey, lease.payer, 1)])
+  t.same(again.advances, [], 'the same fact again opens nothing (its offer is funded)')
 
-  const other = offerFor(engine)
-  const second = unwrap(engine.matchOffer({ offerId: other, caller: BORROWER }, T0 + 40_000)).lease!
-  t.equal(unwrap(engine.dispatch(second.expiresAtMs + 5_000)).expiredLeases.length, 1, 'deadline + grace passed: expired')
+  const other = offerFor(engine, {}, T0 + 46_000)
+  const second = unwrap(engine.matchOffer({ offerId: other, caller: BORROWER }, T0 + 46_000)).lease!
+  const expired = observe(engine, second.expiresAtMs + 1000)
+  t.equal(expired.expiredLeases.length, 1, 'no payment and the chain past the deadline: expired')
   const late = engine.recordSupplierPayment(payment(other, second.payer, 2), second.expiresAtMs + 5_001)
-  t.equal(late.ok ? 'ok' : late.error.code, 'lease_expired', 'and the late report is rejected')
+  t.equal(late.ok ? 'ok' : late.error.code, 'lease_expired', 'a report of a payment the chain never showed is rejected')
+  engine.checkInvariants()
+})
+
+t.test('a payment under an ended lease (timed out by an older release) still funds the offer; the next lease is cancelled', async (t) => {
+  const { engine } = world()
+  const offerId = offerFor(engine)
+  const first = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
+  const out = unwrap(dispatchAt(engine, T0 + 31_000))
+  const expiredView = out.expiredLeases[0]!
+  const second = out.matches[0]!.lease!
+  t.equal(second.lender, lenderInput(2).address, 'rematched to lender 2')
+  const before = engine.getLender(first.lender)!
+  const pastLease: PastLeaseOf = (leaseId) => (leaseId === expiredView.leaseId ? expiredView : undefined)
+  const seen = observe(engine, T0 + 32_000, [paidEvent(engine.getOffer(offerId)!.offerKey, first.payer, 3)], pastLease)
+  t.match(seen.advances, [{ lender: first.lender, leaseId: first.leaseId, feeAtomic: first.feeAtomic }], 'the advance is the payer\'s, on its lease\'s terms')
+  t.equal(engine.getLease(second.leaseId), undefined, 'the second lease ended (cancelled: its authorization can no longer be used)')
+  t.equal(engine.getLender(second.lender)?.reservedAtomic, 0n, 'its reservation released')
+  t.equal(engine.getLender(first.lender)?.deployedAtomic, before.deployedAtomic + 1000n, 'the payer\'s principal is deployed')
+  t.equal(engine.getLender(first.lender)?.availableAtomic, before.availableAtomic - 1000n)
+  engine.checkInvariants()
 })

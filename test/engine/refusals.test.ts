@@ -64,10 +64,13 @@ t.test('an event the engine expects to be taken and is not is an invariant error
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
   const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0)).lease!
-  // a schedule that disagrees with the lease machine: dispatch would time the lease out one ms early
-  // The schedule lives in the engine's state (src/engine/state.ts).
-  const internals = (engine as unknown as { state: { leaseExpiries: { delete(id: string): boolean; push(d: { id: string; seq: number; atMs: number }): void } } }).state
-  internals.leaseExpiries.delete(lease.leaseId)
-  internals.leaseExpiries.push({ id: lease.leaseId, seq: 1, atMs: lease.expiresAtMs - 1 })
-  t.throws(() => engine.dispatch(lease.expiresAtMs - 1), /invariant: lease lse_1 refused TIME_OUT in state leased \(lease_not_due\)/)
+  // a schedule that disagrees with the lease machine: the observed chain time would time the lease out one ms early
+  // The schedule lives in the engine's state (src/engine/state.ts), one per network.
+  type Schedule = { delete(id: string): boolean; push(d: { id: string; seq: number; atMs: number }): void }
+  const internals = (engine as unknown as { state: { leaseExpiries: Map<string, Schedule> } }).state
+  const schedule = internals.leaseExpiries.get(lease.network) as Schedule
+  schedule.delete(lease.leaseId)
+  schedule.push({ id: lease.leaseId, seq: 1, atMs: lease.expiresAtMs - 1 })
+  const batch = { network: lease.network, toBlock: 1n, toBlockHash: '0x', toBlockTimeMs: lease.expiresAtMs - 1, events: [] }
+  t.throws(() => engine.observeChain(batch, lease.expiresAtMs - 1), /invariant: lease lse_1 refused TIME_OUT in state leased \(lease_not_due\)/)
 })

@@ -8,7 +8,7 @@ import { ENGINE_PATHS } from '../../src/engine/steps.ts'
 import { storedHistory, type TransitionEntry } from '../../src/engine/history.ts'
 import type { Change } from '../../src/engine/types.ts'
 import {
-  BORROWER, CLIENT, T0, addr, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap,
+  BORROWER, CLIENT, NET, T0, addr, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap,
   repaidFact,
 } from './fixtures/world.ts'
 
@@ -49,7 +49,7 @@ function instrument(engine: Engine): void {
 const OPERATOR = addr(0x0e)
 
 t.test('every engine path the system map declares is what the engine does', async (t) => {
-  const { engine, wallets } = newEngine({ operators: [OPERATOR], leaseReportGraceMs: 0 })
+  const { engine, wallets } = newEngine({ operators: [OPERATOR] })
   instrument(engine)
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
@@ -71,7 +71,20 @@ t.test('every engine path the system map declares is what the engine does', asyn
   createJob(engine, 'job_b', 100_000n)
   const timedOut = offerFor(engine, { repaymentSource: 'job_b' })
   const first = unwrap(engine.matchOffer({ offerId: timedOut, caller: BORROWER }, T0)).lease!
-  unwrap(engine.dispatch(first.expiresAtMs))
+  // The chain observed past the lease's deadline (the second after it) expires it; dispatch rematches the offer.
+  const pastDeadline = first.expiresAtMs + 1000
+  unwrap(engine.observeChain({ network: NET, toBlock: 1n, toBlockHash: '0x', toBlockTimeMs: pastDeadline, events: [] }, pastDeadline))
+  unwrap(engine.dispatch(pastDeadline))
+  // The follower sees the SupplierPaid of a leased offer (no report): the advance is created.
+  const seenOffer = offerFor(engine, { repaymentSource: 'job_b' }, pastDeadline)
+  const paidLease = unwrap(engine.matchOffer({ offerId: seenOffer, caller: BORROWER }, pastDeadline)).lease!
+  const offerKey = engine.getOffer(seenOffer)!.offerKey
+  const paidEvent = {
+    kind: 'supplier_paid' as const, proofKey: `${NET}:${hash(77)}:0`, offerKey, network: NET, txHash: hash(77), logIndex: 0,
+    payer: paidLease.payer, supplier: paidLease.supplierAddress, asset: paidLease.asset, amountAtomic: paidLease.amountAtomic,
+  }
+  const seenPaid = unwrap(engine.observeChain({ network: NET, toBlock: 2n, toBlockHash: '0x', toBlockTimeMs: pastDeadline, events: [paidEvent] }, pastDeadline))
+  t.equal(seenPaid.advances.length, 1, 'the observed payment opened an advance')
   // A lender whose wallet cannot pay: its lease is born expired, the next lender gets the offer.
   wallets.set(lenderInput(1).sessionAddress, 0n)
   wallets.set(lenderInput(2).sessionAddress, 0n)
@@ -79,7 +92,9 @@ t.test('every engine path the system map declares is what the engine does', asyn
   unwrap(engine.matchOffer({ offerId: refused, caller: BORROWER }, first.expiresAtMs))
   const staleAt = first.expiresAtMs + engine.config.offerTtlMs + 1
   unwrap(engine.matchOffer({ offerId: refused, caller: BORROWER }, staleAt))
-  unwrap(engine.dispatch(staleAt + engine.config.offerTtlMs))
+  const later = staleAt + engine.config.offerTtlMs
+  unwrap(engine.observeChain({ network: NET, toBlock: 3n, toBlockHash: '0x', toBlockTimeMs: later, events: [] }, later))
+  unwrap(engine.dispatch(later))
   wallets.balances.clear()
   engine.walletChanged(lenderInput(1).sessionAddress)
   engine.walletChanged(lenderInput(2).sessionAddress)

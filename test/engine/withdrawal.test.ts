@@ -74,7 +74,7 @@ t.test('a loss shrinks the pending withdrawal to what can still come back (ledge
 
 t.test('a lender stored before withdrawals (version 1) opens as version 2 having withdrawn nothing', async (t) => {
   t.equal(SNAPSHOT_VERSIONS.lender, 2)
-  const migration = snapshotMigrations({ leaseReportGraceMs: 0 }).find((m) => m.from.kind === 'lender' && m.from.version === 1)
+  const migration = snapshotMigrations().find((m) => m.from.kind === 'lender' && m.from.version === 1)
   t.same(migration?.to, { kind: 'lender', version: 2 })
   const { engine } = newEngine()
   const { withdrawnAtomic: _w, withdrawalPendingAtomic: _p, policyAvailableAtomic: _a, ...older } = unwrap(engine.registerLender(lenderInput(1), T0))

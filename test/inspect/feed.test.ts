@@ -14,7 +14,7 @@ import { tempDir } from '../store/fixtures/helpers.ts'
 t.test('counts and feed follow durable changes, and a restart shows no transition twice', async (t) => {
   const dataDir = path.join(tempDir(), 'data')
   t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
-  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: 0 }) }
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() }
   let store = await Store.open(options)
   let inspector = new Inspector(store)
   const commit = async (result: { ok: boolean; changes?: Change[] }) => {
@@ -43,7 +43,9 @@ t.test('counts and feed follow durable changes, and a restart shows no transitio
   t.same(inspector.counts().lease, { leased: 1, paid: 0, expired: 0 }, 'counts come back from the live index')
   t.same(inspector.recent(10), [], 'the feed starts empty: it shows what happens from now on')
   const restored = new Engine({}, new FakeWallets(), storedSnapshots(store))
-  await commit(restored.dispatch(lease.expiresAtMs))
+  // The chain observed past the lease's deadline (the second after it): the lease times out.
+  const pastMs = lease.expiresAtMs + 1000
+  await commit(restored.observeChain({ network: lease.network, toBlock: 1n, toBlockHash: '0x', toBlockTimeMs: pastMs, events: [] }, pastMs))
   t.same(inspector.recent(10).map((e) => `${e.kind} ${e.id} ${e.from}->${e.to} ${e.event}`), [
     `offer ${offerId} leased->offered LEASE_ENDED`, `lease ${lease.leaseId} leased->expired TIME_OUT`,
   ], 'only the new transitions, though the records carry the whole history')

@@ -6,11 +6,10 @@ import { checkMatrix, run, start, step, type Snap } from './fixtures/pure.ts'
 
 const T0 = 1_700_000_000_000
 const TTL = 30_000
-const GRACE = 5_000
 const input: LeaseInput = {
   leaseId: 'lse_1', offerId: 'off_1', lender: '0x0000000000000000000000000000000000001001',
   payer: '0x0000000000000000000000000000000000002001', network: 'net-a', asset: 'USDC', amountAtomic: 1000n, feeAtomic: 10n,
-  supplierAddress: '0x0000000000000000000000000000000000000050', createdAtMs: T0, expiresAtMs: T0 + TTL, reportGraceMs: GRACE,
+  supplierAddress: '0x0000000000000000000000000000000000000050', createdAtMs: T0, expiresAtMs: T0 + TTL,
 }
 const payment = { network: 'net-a', txHash: `0x${'3'.padStart(64, '0')}`, logIndex: 2 } as const
 
@@ -22,7 +21,7 @@ const states: Record<string, Snap> = {
 }
 const events: Record<string, LeaseEvent> = {
   PAY: { type: 'PAY', payment, nowMs: T0 + 1 },
-  TIME_OUT: { type: 'TIME_OUT', nowMs: T0 + TTL + GRACE },
+  TIME_OUT: { type: 'TIME_OUT', chainTimeMs: T0 + TTL + 1000, nowMs: T0 + TTL + 1000 },
   INSUFFICIENT_BALANCE: { type: 'INSUFFICIENT_BALANCE', nowMs: T0 },
   CANCEL: { type: 'CANCEL', nowMs: T0 },
 }
@@ -39,14 +38,17 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
   })
 })
 
-t.test('TIME_OUT: refused until the report grace after the deadline has passed, taken from then on', async (t) => {
-  t.equal(step(leaseMachine, leased, { type: 'TIME_OUT', nowMs: T0 + TTL }), undefined, 'at the deadline: still within the grace')
-  t.equal(step(leaseMachine, leased, { type: 'TIME_OUT', nowMs: T0 + TTL + GRACE - 1 }), undefined, 'one ms before the grace ends')
+t.test('TIME_OUT: refused until the observed chain time is past the deadline second, taken from then on', async (t) => {
+  // The contract accepts a payment while block.timestamp <= deadline = floor(expiresAtMs / 1000).
+  const late = T0 + 10 * 365 * 24 * 3600_000
+  t.equal(step(leaseMachine, leased, { type: 'TIME_OUT', chainTimeMs: T0 + TTL, nowMs: late }), undefined, 'chain at the deadline: a payment can still be mined, whatever the service clock says')
+  t.equal(step(leaseMachine, leased, { type: 'TIME_OUT', chainTimeMs: T0 + TTL + 999, nowMs: late }), undefined, 'chain still within the deadline second')
   t.equal(leaseRefusals.TIME_OUT.guarded, 'lease_not_due')
-  t.match(step(leaseMachine, leased, { type: 'TIME_OUT', nowMs: T0 + TTL + GRACE }), { value: 'expired', context: { endReason: 'timeout', endedAtMs: T0 + TTL + GRACE } })
-  const noGrace = start(leaseMachine, { ...input, reportGraceMs: 0 })
-  t.equal(step(leaseMachine, noGrace, { type: 'TIME_OUT', nowMs: T0 + TTL })?.value, 'expired', 'without a grace, at the deadline')
-  t.equal(step(leaseMachine, leased, { type: 'PAY', payment, nowMs: T0 + TTL + GRACE - 1 })?.value, 'paid', 'a payment is taken while the lease lives')
+  t.match(step(leaseMachine, leased, { type: 'TIME_OUT', chainTimeMs: T0 + TTL + 1000, nowMs: T0 + 1 }), { value: 'expired', context: { endReason: 'timeout', endedAtMs: T0 + 1 } }, 'the next chain second: expired, even with the service clock behind')
+  const midSecond = start(leaseMachine, { ...input, expiresAtMs: T0 + TTL + 400 })
+  t.equal(step(leaseMachine, midSecond, { type: 'TIME_OUT', chainTimeMs: T0 + TTL + 999, nowMs: late }), undefined, 'a deadline mid-second lasts to the end of its second')
+  t.equal(step(leaseMachine, midSecond, { type: 'TIME_OUT', chainTimeMs: T0 + TTL + 1000, nowMs: late })?.value, 'expired')
+  t.equal(step(leaseMachine, leased, { type: 'PAY', payment, nowMs: late })?.value, 'paid', 'a payment is taken while the lease lives, however late it is reported')
 })
 
 t.test('each action writes what its event carries', async (t) => {

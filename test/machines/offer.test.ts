@@ -43,7 +43,7 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
   checkMatrix(t, offerMachine, offerRefusals, states, events, {
     offered: {
       LEASE: { to: 'leased' }, LEASE_REFUSED: { to: 'offered' }, LEASE_ENDED: { refused: 'offer_not_leased' },
-      FUND: { refused: 'offer_not_leased' }, EXPIRE: { to: 'expired' }, DECLINE: { to: 'declined' },
+      FUND: { to: 'funded' }, EXPIRE: { to: 'expired' }, DECLINE: { to: 'declined' },
     },
     leased: {
       LEASE: { refused: 'offer_not_offered' }, LEASE_REFUSED: { refused: 'offer_not_offered' }, LEASE_ENDED: { to: 'offered' },

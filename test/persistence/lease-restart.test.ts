@@ -1,22 +1,17 @@
-// A lease survives a restart with its original expiry: it expires at the time it was given when it was granted, not
-// at the restart time plus the TTL. Checked with explicit dispatch (ticker off) and with the internal ticker on.
-// The service runs on a clock the test moves: how long a restart takes on a busy machine changes nothing here.
+// A lease survives a restart with its original deadline: it expires when the chain is observed past the deadline it
+// was given when it was granted, not at the restart time plus the TTL, and without any request (the chain follower's
+// batch expires it). The service's clock moves with the chain's (the test moves both).
 import t from 'tap'
-import { creditRequest, fundedJob, readyLender, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { advanceChainTime, creditRequest, fundedJob, readyLender, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { CreditClient } from '../../src/client/client.ts'
 
-const LEASE_TTL_SECONDS = 4
-/** When the restart happens, counted from the match: well inside the TTL, so restart + TTL is 1 s past the expiry. */
-const RESTART_AFTER_MS = 1000
-/** The ticker period of the second case, and how late after its expiry a lease may be expired by the ticker. */
-const TICK_MS = 200
-const TICKER_LATENESS_MS_MAX = 900
+const LEASE_TTL_SECONDS = 30
 
-/** The service's time: the wall clock when the test starts, then only what the test moves it by. */
-let serviceNowMs = Date.now()
-const clock = () => serviceNowMs
+/** The service's time: the wall clock plus what the test moved it by (with the chain). */
+let skewMs = 0
+const clock = () => Date.now() + skewMs
 const moveClockTo = (ms: number) => {
-  serviceNowMs = Math.max(serviceNowMs, ms)
+  skewMs = Math.max(skewMs, ms - Date.now())
 }
 
 let h: Harness
@@ -49,18 +44,13 @@ async function leased(jobId: string) {
   return { borrowerClient, lease: match.body.lease, matchedAtMs: clock() }
 }
 
-t.test('dispatch after a restart expires a lease at its original expiry, not restart + TTL', async (t) => {
-  const { borrowerClient, lease } = await leased('job_lease_restart_1')
+t.test('after a restart a lease keeps its original deadline and expires once the chain passes it, with no request', async (t) => {
+  const { lease } = await leased('job_lease_restart_1')
   const expiresAtMs = Date.parse(lease.expiresAt)
   t.equal(expiresAtMs - Date.parse(lease.createdAt), LEASE_TTL_SECONDS * 1000)
 
-  moveClockTo(Date.parse(lease.createdAt) + RESTART_AFTER_MS)
   await h.restart()
-  const restartedAtMs = clock()
-  t.ok(restartedAtMs < expiresAtMs - 300, `the restart finished ${expiresAtMs - restartedAtMs} ms before the original expiry`)
-
   const lenderClient = again(lender.client)
-  const borrower = again(borrowerClient)
   const actions = await lenderClient.get(`/lenders/${lender.account.address}/actions`)
   t.equal(actions.status, 200)
   t.same(
@@ -70,18 +60,15 @@ t.test('dispatch after a restart expires a lease at its original expiry, not res
   )
   t.equal(BigInt(actions.body[0].authorization.deadline), BigInt(Math.floor(Date.parse(lease.expiresAt) / 1000)), 'the paySupplier deadline is the original expiry')
 
-  const early = await borrower.post('/credit/dispatch', {})
-  t.equal(early.status, 200)
-  t.ok(clock() < expiresAtMs, 'this dispatch ran before the original expiry')
-  t.same(early.body.expiredLeases, [], 'dispatch before the original expiry expires nothing')
-  t.equal((await lenderClient.get(`/lenders/${lender.account.address}/actions`)).body.length, 1)
-
-  moveClockTo(expiresAtMs + 50)
-  t.ok(clock() < restartedAtMs + LEASE_TTL_SECONDS * 1000, 'this dispatch runs before restart + TTL')
-  const late = await borrower.post('/credit/dispatch', {})
-  t.equal(late.status, 200)
-  t.same(late.body.expiredLeases.map((l: { leaseId: string }) => l.leaseId), [lease.leaseId], 'dispatch after the original expiry expires it')
-  t.equal(late.body.expiredLeases[0].endReason, 'timeout')
+  // The chain moves past the original deadline (and the service's clock with it), well before restart + TTL.
+  const chainNow = h.app.service.engine.chainTimeMs(h.network.slug) as number
+  const chainTimeMs = await advanceChainTime(h, Math.ceil((expiresAtMs - chainNow) / 1000) + 2)
+  moveClockTo(chainTimeMs)
+  await h.app.service.store.durable()
+  const entry = h.app.service.store.getSnapshot('lease', lease.leaseId)
+  const context = (entry?.snapshot as { context: { endReason: string | null } } | undefined)?.context
+  t.ok(entry?.final, 'the follower\'s batch expired the lease, durably, without any request')
+  t.equal(context?.endReason, 'timeout')
   t.same((await lenderClient.get(`/lenders/${lender.account.address}/actions`)).body, [], 'no action is left for the lender')
   const wallet = await lenderClient.get(`/lenders/${lender.account.address}/wallet`)
   t.equal(wallet.body.activity.reservedAtomic, '0', 'the reservation went back to the lender')
@@ -89,43 +76,12 @@ t.test('dispatch after a restart expires a lease at its original expiry, not res
   h.app.service.engine.checkInvariants()
 })
 
-t.test('the internal ticker expires a restored lease by itself, shortly after its original expiry', async (t) => {
+t.test('the observed chain time survives a restart: a lease the chain is not yet past stays live', async (t) => {
+  const before = h.app.service.engine.chainTimeMs(h.network.slug) as number
   const { lease } = await leased('job_lease_restart_2')
-  const expiresAtMs = Date.parse(lease.expiresAt)
-
-  moveClockTo(Date.parse(lease.createdAt) + RESTART_AFTER_MS)
-  await h.restart({ dispatchIntervalMs: TICK_MS })
-  const restartedAtMs = clock()
-  t.ok(restartedAtMs < expiresAtMs - 300, `the restart finished ${expiresAtMs - restartedAtMs} ms before the original expiry`)
-  const store = h.app.service.store
-
-  // Time passes, a step per tick, up to just past the expiry; meanwhile the ticker runs.
-  for (let at = restartedAtMs + TICK_MS; at < expiresAtMs + TICK_MS; at += TICK_MS) {
-    moveClockTo(Math.min(at, expiresAtMs + TICK_MS / 2))
-    await sleep(TICK_MS)
-  }
-  // Poll the store: the ticker's commit is what makes the expiry durable.
-  const deadline = Date.now() + 10_000
-  let ended: { endedAtMs: number; endReason: string } | undefined
-  while (Date.now() < deadline) {
-    const entry = store.getSnapshot('lease', lease.leaseId)
-    const context = (entry?.snapshot as { context: { endedAtMs: number | null; endReason: string } } | undefined)?.context
-    if (entry?.final && context?.endedAtMs != null) {
-      ended = { endedAtMs: context.endedAtMs, endReason: context.endReason }
-      break
-    }
-    await sleep(50)
-  }
-  t.ok(ended, 'the ticker expired the lease without any request')
-  if (ended === undefined) return
-  t.equal(ended.endReason, 'timeout')
-  t.ok(ended.endedAtMs >= expiresAtMs, 'not before its original expiry')
-  t.ok(
-    ended.endedAtMs - expiresAtMs <= TICKER_LATENESS_MS_MAX,
-    `within ${TICKER_LATENESS_MS_MAX} ms of its original expiry (${ended.endedAtMs - expiresAtMs} ms), long before restart + TTL`,
-  )
-  t.ok(ended.endedAtMs < restartedAtMs + LEASE_TTL_SECONDS * 1000, 'restart + TTL had not come yet')
-  t.equal(h.app.service.engine.getLease(lease.leaseId), undefined, 'the expired lease left memory')
-  t.equal(h.app.service.engine.getLender(lender.account.address)?.reservedAtomic, 0n)
+  await h.restart()
+  const restored = h.app.service.engine.chainTimeMs(h.network.slug)
+  t.ok(restored !== undefined && restored >= before, 'the restarted engine starts from the chain time it committed')
+  t.equal(h.app.service.engine.getLease(lease.leaseId)?.state, 'leased', 'the lease is live: the chain is not past its deadline')
   h.app.service.engine.checkInvariants()
 })

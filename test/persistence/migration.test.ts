@@ -10,54 +10,55 @@ import { Engine } from '../../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { storedSnapshots } from '../../src/app/app.ts'
 import { Store, type Change } from '../../src/store/index.ts'
-import { BORROWER, FakeWallets, T0, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap , repaidFact } from '../engine/fixtures/world.ts'
+import { BORROWER, FakeWallets, T0, dispatchAt, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, repaidFact, unwrap } from '../engine/fixtures/world.ts'
 import { tempDir } from '../store/fixtures/helpers.ts'
 
 const GRACE_MS = 5_000
 
-/** The changes of a small world with one live lease, as the release before lease schema version 2 stored them. */
-function olderReleaseChanges(): { changes: Change[]; leaseId: string; expiresAtMs: number } {
-  const { engine } = newEngine({ leaseReportGraceMs: GRACE_MS })
+/**
+ * The changes of a small world with one live lease, as an older release stored them: lease version 1 had no report
+ * grace in its context, versions 2 and 3 had one (`withGrace`).
+ */
+function olderReleaseChanges(withGrace = false): { changes: Change[]; leaseId: string; expiresAtMs: number } {
+  const { engine } = newEngine()
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
   const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0)).lease!
   const changes = engine.snapshots().map((change) => {
     if (change.kind !== 'lease') return change
-    // lease version 1 had no report grace in its context: the engine read it from its configuration
     const { context, ...rest } = change.record as { context: Record<string, unknown> }
-    const { reportGraceMs: _added, ...older } = context
-    return { ...change, record: { ...rest, context: older } }
+    return withGrace ? { ...change, record: { ...rest, context: { ...context, reportGraceMs: GRACE_MS } } } : change
   })
   return { changes, leaseId: lease.leaseId, expiresAtMs: lease.expiresAtMs }
 }
 
-t.test('lease snapshots of version 1 gain their report grace; the restored lease expires at deadline + grace', async (t) => {
-  const dataDir = path.join(tempDir(), 'data')
-  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
-  const older = olderReleaseChanges()
-  const before = await Store.open({ dataDir })
-  await before.commit({ changes: older.changes })
-  t.equal(before.getSnapshot('lease', older.leaseId)?.version, 1, 'written as version 1')
-  await before.close()
+for (const version of [1, 3]) {
+  t.test(`lease snapshots of version ${version} open without a report grace; the restored lease expires on chain time past its deadline`, async (t) => {
+    const dataDir = path.join(tempDir(), 'data')
+    t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+    const older = olderReleaseChanges(version === 3)
+    const before = await Store.open({ dataDir, snapshotVersions: { ...SNAPSHOT_VERSIONS, lease: version } })
+    await before.commit({ changes: older.changes })
+    t.equal(before.getSnapshot('lease', older.leaseId)?.version, version, `written as version ${version}`)
+    await before.close()
 
-  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
-  const store = await Store.open(options)
-  const entry = store.getSnapshot('lease', older.leaseId)
-  t.equal(entry?.version, SNAPSHOT_VERSIONS.lease, 'rewritten as today\'s version')
-  t.equal((entry?.snapshot as { context: { reportGraceMs: number } }).context.reportGraceMs, GRACE_MS, 'with the configured grace')
-  t.ok(store.isLive('lease', older.leaseId), 'still in the live index')
-  t.same(store.verify(), { snapshots: older.changes.length, live: 2, records: 0 }, 'every entry reads back')
+    const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() }
+    const store = await Store.open(options)
+    const entry = store.getSnapshot('lease', older.leaseId)
+    t.equal(entry?.version, SNAPSHOT_VERSIONS.lease, 'rewritten as today\'s version')
+    t.notOk('reportGraceMs' in (entry?.snapshot as { context: object }).context, 'with no report grace: payment, not the report, counts')
+    t.ok(store.isLive('lease', older.leaseId), 'still in the live index')
 
-  const engine = new Engine({ leaseReportGraceMs: GRACE_MS }, new FakeWallets(), storedSnapshots(store))
-  engine.checkInvariants()
-  t.equal(unwrap(engine.dispatch(older.expiresAtMs + GRACE_MS - 1)).expiredLeases.length, 0, 'within the grace: still live')
-  t.equal(unwrap(engine.dispatch(older.expiresAtMs + GRACE_MS)).expiredLeases[0]?.leaseId, older.leaseId, 'expired once the grace is over')
-  await store.close()
+    const engine = new Engine({}, new FakeWallets(), storedSnapshots(store))
+    engine.checkInvariants()
+    t.equal(unwrap(dispatchAt(engine, older.expiresAtMs + GRACE_MS)).expiredLeases.length, 1, 'expired once the chain is past the deadline, with no grace')
+    await store.close()
 
-  const again = await Store.open(options)
-  t.equal(again.getSnapshot('lease', older.leaseId)?.version, SNAPSHOT_VERSIONS.lease, 'a second open finds nothing left to migrate')
-  await again.close()
-})
+    const again = await Store.open(options)
+    t.equal(again.getSnapshot('lease', older.leaseId)?.version, SNAPSHOT_VERSIONS.lease, 'a second open finds nothing left to migrate')
+    await again.close()
+  })
+}
 
 t.test('a directory this release cannot read is refused before anything in it is migrated', async (t) => {
   const dataDir = path.join(tempDir(), 'data')
@@ -73,7 +74,7 @@ t.test('a directory this release cannot read is refused before anything in it is
   snapshots.putSync(['offer', 'off_1'], { ...(offer as { version: number }), version: 9 })
   await root.close()
 
-  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() }
   await t.rejects(Store.open(options), { name: 'StoreVersionError', message: /offer off_1: snapshot schema version 9 is newer than this release reads \(2\)/ })
   const untouched = await Store.open({ dataDir, verifyOnOpen: 'header' })
   t.equal(untouched.getSnapshot('lease', older.leaseId)?.version, 1, 'the lease was not migrated')
@@ -83,7 +84,7 @@ t.test('a directory this release cannot read is refused before anything in it is
 t.test('insurance reserves stored as kind ledger (version 1) move to kind reserve (version 2), unchanged', async (t) => {
   const dataDir = path.join(tempDir(), 'data')
   t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
-  const { engine } = newEngine({ leaseReportGraceMs: GRACE_MS })
+  const { engine } = newEngine()
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
   const advanceId = fundAdvance(engine)
@@ -116,13 +117,13 @@ t.test('insurance reserves stored as kind ledger (version 1) move to kind reserv
   t.equal((snapshots.get(['ledger', reserve.id]) as { version: number }).version, 1, 'the old directory holds a ledger record of version 1')
   await root.close()
 
-  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() }
   const store = await Store.open(options)
   const moved = store.getSnapshot('reserve', reserve.id)
   t.equal(moved?.version, 2, 'rewritten as reserve version 2')
   t.same(moved?.snapshot, reserve.record, 'with the same content')
   t.same(store.verify().snapshots, changes.length, 'every entry reads back')
-  const restored = new Engine({ leaseReportGraceMs: GRACE_MS }, new FakeWallets(), storedSnapshots(store))
+  const restored = new Engine({}, new FakeWallets(), storedSnapshots(store))
   restored.checkInvariants()
   t.same(restored.snapshots().find((change) => change.id === reserve.id)?.record, reserve.record, 'the engine restores the reserve')
   await store.close()
@@ -134,7 +135,7 @@ t.test('insurance reserves stored as kind ledger (version 1) move to kind reserv
 t.test('actors stored before histories were kept (job, offer, lease, advance version 1) open with an empty history that then grows', async (t) => {
   const dataDir = path.join(tempDir(), 'data')
   t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
-  const { engine } = newEngine({ leaseReportGraceMs: GRACE_MS })
+  const { engine } = newEngine()
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
   unwrap(engine.registerLender(lenderInput(2), T0))
@@ -144,25 +145,23 @@ t.test('actors stored before histories were kept (job, offer, lease, advance ver
   const changes = engine.snapshots().map((change) => {
     if (!['job', 'offer', 'lease', 'advance'].includes(change.kind)) return change
     const { history: _history, ...older } = change.record as { history: unknown; context: Record<string, unknown> }
-    if (change.kind !== 'lease') return { ...change, record: older }
-    const { reportGraceMs: _grace, ...context } = older.context
-    return { ...change, record: { ...older, context } }
+    return { ...change, record: older }
   })
   const before = await Store.open({ dataDir })
   await before.commit({ changes })
   await before.close()
 
-  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) }
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() }
   const store = await Store.open(options)
   for (const [kind, id] of [['advance', advanceId], ['lease', lease.leaseId], ['offer', lease.offerId]] as const) {
     const entry = store.getSnapshot(kind, id)
     t.equal(entry?.version, SNAPSHOT_VERSIONS[kind], `${kind} ${id} rewritten as version ${SNAPSHOT_VERSIONS[kind]}`)
     t.same((entry?.snapshot as { history: unknown }).history, [], `${kind} ${id}: an empty history, nothing invented`)
   }
-  t.equal((store.getSnapshot('lease', lease.leaseId)?.snapshot as { context: { reportGraceMs: number } }).context.reportGraceMs, GRACE_MS, 'a version 1 lease also gains its grace')
-  const restored = new Engine({ leaseReportGraceMs: GRACE_MS }, new FakeWallets(), storedSnapshots(store))
+  t.notOk('reportGraceMs' in (store.getSnapshot('lease', lease.leaseId)?.snapshot as { context: object }).context, 'a version 1 lease has no report grace')
+  const restored = new Engine({}, new FakeWallets(), storedSnapshots(store))
   restored.checkInvariants()
-  const expired = restored.dispatch(lease.expiresAtMs + GRACE_MS)
+  const expired = dispatchAt(restored, lease.expiresAtMs + GRACE_MS)
   t.ok(expired.ok)
   if (!expired.ok) return
   const record = expired.changes.find((c) => c.kind === 'lease' && c.id === lease.leaseId)?.record as { history: unknown[] }
@@ -173,7 +172,7 @@ t.test('actors stored before histories were kept (job, offer, lease, advance ver
 t.test('advances stored before partial repayments (version 2) gain what they still owe; a live one then takes a partial repayment', async (t) => {
   const dataDir = path.join(tempDir(), 'data')
   t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
-  const { engine } = newEngine({ leaseReportGraceMs: GRACE_MS })
+  const { engine } = newEngine()
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
   const repaidId = fundAdvance(engine, {}, T0, 1)
@@ -198,7 +197,7 @@ t.test('advances stored before partial repayments (version 2) gain what they sti
   t.equal(before.getSnapshot('advance', liveId)?.version, 2, 'written as version 2')
   await before.close()
 
-  const store = await Store.open({ dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations({ leaseReportGraceMs: GRACE_MS }) })
+  const store = await Store.open({ dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() })
   const live = store.getSnapshot('advance', liveId)
   t.equal(live?.version, 3)
   t.match((live?.snapshot as { context: unknown }).context, {
@@ -209,7 +208,7 @@ t.test('advances stored before partial repayments (version 2) gain what they sti
     lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, repayments: [{ ...oldRepayment, lenderOwedAfterAtomic: 0n, reserveOwedAfterAtomic: 0n }],
   }, 'a repaid advance owes nothing; its one payment is its recorded repayment')
 
-  const restored = new Engine({ leaseReportGraceMs: GRACE_MS }, new FakeWallets(), storedSnapshots(store))
+  const restored = new Engine({}, new FakeWallets(), storedSnapshots(store))
   restored.checkInvariants()
   const partial = unwrap(restored.repayAdvance(repaidFact(restored, liveId, hash(32), terms.principalAtomic), T0 + 1))
   t.match(partial, { repaid: false, lenderOwedAtomic: terms.feeAtomic - terms.insuranceAtomic })

@@ -26,9 +26,9 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       path: '/health',
       operationId: 'getHealth',
       callers: 'public',
-      summary: 'Health: the engine is serving; per network, whether the wallet watcher is current and the ledger equals the chain',
+      summary: 'Health: the engine is serving; per network, whether the wallet watcher and the chain follower are current and the ledger equals the chain',
       description:
-        'Public. ok when every network\'s wallet watcher is current and its last reconciliation (at start-up or POST /operator/reconcile) found no difference; degraded when a watcher is serving its last known values or a reconciliation found differences (listed); also the counts of live actors.',
+        'Public. ok when every network\'s wallet watcher is current, its chain follower is following and its last reconciliation (at start-up or POST /operator/reconcile) found no difference; degraded when a watcher is serving its last known values, a follower is failing or stopped, or a reconciliation found differences (listed); per network the follower\'s last applied block, its time and its lag; also the counts of live actors.',
       tags,
       auth: 'none',
       responses: { 200: { description: 'Health', schema: Health } },
@@ -39,11 +39,13 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
           chainId: n.chainId,
           watcher: service.watcher.isDegraded(n.slug) ? ('degraded' as const) : ('ok' as const),
           reconciliation: reconciliationToWire(reconciled[i] as (typeof reconciled)[number], HEALTH_DIFFERENCES_MAX),
+          follower: service.followerHealth(n.slug),
         }))
         const { counts } = service.engine.creditState()
+        const followerDown = (state: string) => state === 'degraded' || state === 'stopped'
         return asResult(
           replyWith(200, Health)({
-            status: networks.some((n) => n.watcher === 'degraded' || n.reconciliation.status === 'differences') ? 'degraded' : 'ok',
+            status: networks.some((n) => n.watcher === 'degraded' || followerDown(n.follower.state) || n.reconciliation.status === 'differences') ? 'degraded' : 'ok',
             version: docs.version,
             networks,
             live: { jobs: counts.liveJobs, offers: counts.liveOffers, leases: counts.liveLeases, advances: counts.liveAdvances },

@@ -1,0 +1,146 @@
+// Facts of the chain (design-engine-9-10.md, "Chain as the source of truth"): the supplier payment that the lender's
+// report and the chain follower both apply (one function: a report adds only its caller's checks), and the follower's
+// batch as one command: its events in order, then the network's observed chain time, which expires the leases whose
+// deadline it is past. Payment, not the report, counts: a SupplierPaid mined by a lease's deadline is in a batch at or
+// before the one whose chain time passes that deadline, so it is applied before the lease could expire.
+import type { OfferContext } from '../../machines/index.ts'
+import { refused, send } from './actors.ts'
+import { openAdvance } from './advances.ts'
+import { touch } from './changes.ts'
+import { chainTimeOf, dueLeases } from './dispatch.ts'
+import { fail } from './errors.ts'
+import { ID_PREFIXES } from './ids.ts'
+import { sameAddress } from './keys.ts'
+import { deployForAdvance, lenderChanged, lenderOf, reserveForLease } from './ledger.ts'
+import { cancelLease, payLease, timeOutLease } from './leases.ts'
+import type { SupplierPaymentFact } from './ports.ts'
+import type { EngineState, LeaseActor, OfferActor } from './state.ts'
+import type { Address, AdvanceView, EngineError, LeaseView } from './types.ts'
+
+/** An ended lease read back from the store (final leases leave memory): for a payment under an old authorization. */
+export type PastLeaseOf = (leaseId: string) => { leaseId: string; lender: Address; feeAtomic: bigint; state: string } | undefined
+
+/** One event of the credit contract as the engine takes it: the service decoded it and mapped its token to a symbol. */
+export type ChainEventFact =
+  | ({ kind: 'supplier_paid'; offerKey: string; proofKey: string } & Omit<SupplierPaymentFact, 'offerId'>)
+  | { kind: 'other'; name: string; proofKey: string }
+
+/** What the chain follower observed of one network: blocks up to toBlock (inclusive) and their events, in order. */
+export interface ChainObservation {
+  network: string
+  toBlock: bigint
+  toBlockHash: string
+  /** The timestamp of toBlock: the network's observed chain time from this batch on. */
+  toBlockTimeMs: number
+  events: ChainEventFact[]
+}
+
+export interface ChainObservationOutcome {
+  network: string
+  toBlock: bigint
+  chainTimeMs: number
+  /** Advances the batch's SupplierPaid events opened. */
+  advances: AdvanceView[]
+  /** Proof keys of the facts applied: their used-proof records go in the batch's commit. */
+  appliedProofKeys: string[]
+  /** Facts the engine did not apply, and why (an offer already funded by its report, an event another part applies). */
+  ignored: { proofKey: string; reason: string }[]
+  /** Leases whose deadline the observed chain time is past, unpaid. */
+  expiredLeases: LeaseView[]
+}
+
+/**
+ * A verified SupplierPaid funds the offer: the lease is paid and the advance is created, whatever the engine's lease
+ * state (the contract accepted the payment under the service's authorization, so it was timely). The payer's lease
+ * is the current one (the usual case), or an ended one (`pastLease`: a lease a release before chain-time expiry timed
+ * out on wall time): then the offer's current lease, another lender's, is cancelled without penalty, since its
+ * authorization can no longer be used (the contract refuses a second payment of an offer).
+ */
+export function fundOffer(
+  s: EngineState,
+  offer: OfferActor,
+  lenderAddress: Address,
+  fact: SupplierPaymentFact,
+  nowMs: number,
+  pastLease?: PastLeaseOf,
+): { ok: true; value: AdvanceView } | { ok: false; error: EngineError } {
+  const o = offer.getSnapshot().context
+  if (fact.network !== o.network || fact.asset !== o.asset) return fail('invalid', 'payment_mismatch', 'the payment is on another network or asset')
+  if (!sameAddress(fact.supplier, o.supplierAddress)) return fail('invalid', 'payment_mismatch', "the payment did not go to the offer's supplier")
+  if (fact.amountAtomic !== o.amountAtomic) return fail('invalid', 'payment_mismatch', `the payment must be exactly ${o.amountAtomic}`)
+  const current = o.currentLeaseId ? s.leases.get(o.currentLeaseId) : undefined
+  const held = current && current.getSnapshot().context.lender === lenderAddress ? current : undefined
+  const ended = held ? undefined : endedLeaseOf(o, lenderAddress, pastLease)
+  if (!held && !ended) return fail('conflict', 'no_lease', `offer ${o.offerId} has no lease to lender ${lenderAddress}`)
+
+  // The offer decides whether it can be funded now; its advance id is taken once it agrees.
+  const funded = send(s, 'offer', offer, { type: 'FUND', advanceId: `${ID_PREFIXES.advance}${s.meta.advanceSeq + 1}`, nowMs })
+  if (!funded.accepted) return refused('offer', o.offerId, funded)
+  const payment = { network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex }
+  if (held) return { ok: true, value: openAdvance(s, o, payLease(s, held, payment, nowMs), fact.payer, payment, nowMs) }
+
+  const terms = ended as NonNullable<typeof ended>
+  if (current) cancelLease(s, current as LeaseActor, nowMs)
+  // The ended lease gave its reservation back when it was timed out: the principal is deployed from available.
+  const lender = lenderOf(s, lenderAddress)
+  reserveForLease(lender, o.amountAtomic)
+  deployForAdvance(lender, o.amountAtomic)
+  lenderChanged(s, lender)
+  return { ok: true, value: openAdvance(s, o, { leaseId: terms.leaseId, lender: lenderAddress, feeAtomic: terms.feeAtomic }, fact.payer, payment, nowMs) }
+}
+
+/** The lender's latest lease on the offer, ended unpaid (read back from the store). */
+function endedLeaseOf(o: OfferContext, lender: Address, pastLease: PastLeaseOf | undefined) {
+  if (!pastLease || !o.excludedLenders.includes(lender)) return undefined
+  for (const leaseId of [...o.leaseIds].reverse()) {
+    const lease = pastLease(leaseId)
+    if (lease && lease.lender === lender && lease.state === 'expired') return lease
+  }
+  return undefined
+}
+
+/** The follower's batch of one network: see the file's comment. */
+export function observeChain(s: EngineState, batch: ChainObservation, nowMs: number, pastLease?: PastLeaseOf): ChainObservationOutcome {
+  const advances: AdvanceView[] = []
+  const appliedProofKeys: string[] = []
+  const ignored: { proofKey: string; reason: string }[] = []
+  for (const event of batch.events) {
+    if (event.kind !== 'supplier_paid') {
+      // Repaid is the "partial" part's (repayments of any amount); JobFunded and CollateralPosted are applied by
+      // their report routes (createJob, postCollateral); AdvanceSettled, JobSettled, JobFailed, JobClosed and
+      // Liquidated confirm the service's own operator transactions, applied by the route that sent them.
+      ignored.push({ proofKey: event.proofKey, reason: `not_applied:${event.name}` })
+      continue
+    }
+    const offerId = s.offerIdByKey.get(event.offerKey)
+    const offer = offerId === undefined ? undefined : s.offers.get(offerId)
+    // No live offer has the key: its report funded it already (the same advance), or it is not this service's offer.
+    if (!offer) {
+      ignored.push({ proofKey: event.proofKey, reason: 'offer_not_live' })
+      continue
+    }
+    const lender = s.lenderBySession.get(event.payer)
+    const funded = lender === undefined
+      ? fail('forbidden', 'lease_not_held', 'the payer is not a registered lender')
+      : fundOffer(s, offer, lender, { ...event, offerId: offerId as string }, nowMs, pastLease)
+    if (!funded.ok) {
+      // The contract accepted this payment, so the engine should have: the reconciliation check reports the gap.
+      ignored.push({ proofKey: event.proofKey, reason: funded.error.code })
+      continue
+    }
+    advances.push(funded.value)
+    appliedProofKeys.push(event.proofKey)
+  }
+
+  // Chain time only moves forward (a batch never ends before the previous one; the guard keeps a restart honest).
+  const before = chainTimeOf(s, batch.network)
+  if (before === undefined || batch.toBlockTimeMs > before) {
+    s.meta.chainTimeMs = { ...s.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
+    touch(s, 'meta', 'engine')
+  }
+  const expiredLeases = dueLeases(s, batch.network).map(({ lease, chainTimeMs }) => timeOutLease(s, lease, chainTimeMs, nowMs))
+  return {
+    network: batch.network, toBlock: batch.toBlock, chainTimeMs: chainTimeOf(s, batch.network) as number,
+    advances, appliedProofKeys, ignored, expiredLeases,
+  }
+}
