@@ -4,7 +4,7 @@
 import t from 'tap'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { deployForAdvance, reserveForLease, returnRecovery, withdrawLiquidity } from '../../src/engine/ledger.ts'
-import { ASSET, NET, T0, fundAdvance, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
+import { ASSET, NET, T0, dispatchAt, fundAdvance, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
 
 const L1 = lenderInput(1).address
 
@@ -46,7 +46,7 @@ t.test('withdrawal: the available part at once, the rest as it comes back; out o
   t.equal(matchedLender(engine, offerFor(engine, { amountAtomic: 50n, maximumFeeAtomic: 100n })), lenderInput(2).address, 'the next offer goes to another lender')
 
   // The live lease ends unpaid: its reservation goes to the withdrawal, not back to lending.
-  unwrap(engine.dispatch(T0 + 10 * 60_000))
+  unwrap(dispatchAt(engine, T0 + 10 * 60_000))
   t.match(engine.getLender(L1), { availableAtomic: 0n, reservedAtomic: 0n, withdrawnAtomic: 700n, withdrawalPendingAtomic: 300n })
   engine.checkInvariants()
 
