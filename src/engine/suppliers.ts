@@ -31,16 +31,20 @@ export function liveSupplier(s: EngineState, domain: string): SupplierRecord | u
  * pay itself), the credit contract (the principal would sit where nobody can claim it). The borrower is checked by
  * the request itself.
  */
-export function notAllowedAsSupplier(s: EngineState, network: string, address: Address): string | undefined {
-  if (s.lenders.has(address)) return `${address} is a registered lender`
-  if (s.lenderBySession.has(address)) return `${address} is a lender's session key`
+export function notAllowedAsSupplier(s: EngineState, network: string, address: Address, lenders = true): string | undefined {
+  if (lenders && s.lenders.has(address)) return `${address} is a registered lender`
+  if (lenders && s.lenderBySession.has(address)) return `${address} is a lender's session key`
   const contract = s.config.creditContracts[network]
   if (contract !== undefined && sameAddress(contract, address)) return `${address} is the credit contract on ${network}`
   return undefined
 }
 
-/** Why an entry is not one the directory can hold, or undefined. */
-export function invalidSupplier(s: EngineState, input: SupplierInput): Refused | undefined {
+/**
+ * Why an entry is not one the directory can hold, or undefined. `lenders: false` (the configuration's seed) leaves
+ * registered lenders to underwriting: a configured supplier that later signed in and registered as a lender must not
+ * stop the service from starting; no request naming it is approved all the same.
+ */
+export function invalidSupplier(s: EngineState, input: SupplierInput, lenders = true): Refused | undefined {
   if (!DOMAIN.test(normalDomain(input.domain))) return fail('invalid', 'invalid_supplier_domain', 'domain must be a host name (letters, digits, hyphens and dots)')
   if (typeof input.name !== 'string' || input.name.length < 1 || input.name.length > SUPPLIER_LIMITS.nameLengthMax) {
     return fail('invalid', 'invalid_supplier_name', `name must be 1..${SUPPLIER_LIMITS.nameLengthMax} characters`)
@@ -59,7 +63,7 @@ export function invalidSupplier(s: EngineState, input: SupplierInput): Refused |
       if (list.findIndex((other) => sameAddress(other, address)) !== i) {
         return fail('invalid', 'invalid_supplier_addresses', `addresses.${network} lists ${address} twice`)
       }
-      const why = notAllowedAsSupplier(s, network, address)
+      const why = notAllowedAsSupplier(s, network, address, lenders)
       if (why !== undefined) return fail('invalid', 'supplier_not_allowed', `${why}: never a supplier`)
     }
   }
@@ -101,12 +105,13 @@ export function removeSupplier(s: EngineState, domain: string, isOperator: boole
 /**
  * The configuration's entries at start-up. A domain the configuration names and no operator has touched follows the
  * configuration (added, or changed to it); a configured domain no longer in the configuration is removed; an
- * operator's entry or removal is kept. An invalid configured entry stops the start (refused with its reason).
+ * operator's entry or removal is kept. An invalid configured entry (the credit contract among them) stops the start,
+ * refused with its reason.
  */
 export function seedSuppliers(s: EngineState, entries: readonly SupplierInput[], nowMs: number): Refused | { ok: true; value: SupplierRecord[] } {
   const seeded = new Set<string>()
   for (const input of entries) {
-    const invalid = invalidSupplier(s, input)
+    const invalid = invalidSupplier(s, input, false)
     if (invalid) return fail(invalid.error.class, invalid.error.code, `configured supplier ${input.domain}: ${invalid.error.message}`)
     const domain = normalDomain(input.domain)
     if (seeded.has(domain)) return fail('invalid', 'invalid_supplier_domain', `configured supplier ${domain} is listed twice`)

@@ -1,6 +1,10 @@
 // The HTTP-edge settings of the service configuration: their documented defaults, the environment over the file,
 // and values refused at start-up instead of misbehaving later.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
+import { getAddress } from 'viem'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 
 t.test('defaults: CORS for any origin, no trusted proxy, idempotency answers kept 24 h', async (t) => {
@@ -23,4 +27,21 @@ t.test('values that cannot be right are refused at start-up', async (t) => {
   t.throws(() => loadServiceConfig({ CORS_ORIGINS: 'dashboard.example' }), ConfigError, 'an origin has a scheme')
   t.throws(() => loadServiceConfig({ IDEMPOTENCY_RETENTION_SECONDS: '10' }), ConfigError, 'below a minute')
   t.throws(() => loadServiceConfig({ IDEMPOTENCY_RETENTION_SECONDS: '1h' }), ConfigError)
+})
+
+t.test('suppliers: the single address of before, or addresses per network; one of the two', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-credit-config-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = (suppliers: unknown) => {
+    const path = join(dir, `config-${Math.random().toString(36).slice(2)}.json`)
+    writeFileSync(path, JSON.stringify({ suppliers }))
+    return loadServiceConfig({ CONFIG_FILE: path })
+  }
+  const a = '0x' + 'ab'.repeat(20)
+  const b = '0x' + 'cd'.repeat(20)
+  t.same(file([{ domain: 'Shop.Example', name: 'Shop', address: a }]).suppliers, [{ domain: 'shop.example', name: 'Shop', address: getAddress(a) }], 'as before: one address')
+  t.same(file([{ domain: 'shop.example', name: 'Shop', addresses: { 'devnet-a': [a, b] } }]).suppliers, [{ domain: 'shop.example', name: 'Shop', addresses: { 'devnet-a': [getAddress(a), getAddress(b)] } }])
+  t.throws(() => file([{ domain: 'shop.example', name: 'Shop' }]), ConfigError, 'neither')
+  t.throws(() => file([{ domain: 'shop.example', name: 'Shop', address: a, addresses: { 'devnet-a': [a] } }]), ConfigError, 'both')
+  t.throws(() => file([{ domain: 'shop.example', name: 'Shop', addresses: { 'devnet-a': [] } }]), ConfigError, 'an empty list')
 })

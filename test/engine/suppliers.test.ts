@@ -140,3 +140,13 @@ t.test('the configuration seeds the directory; an operator\'s entry or removal s
   t.match(restarted.seedSuppliers([seed[2] as SupplierInput, seed[2] as SupplierInput], T0 + 4), { ok: false, error: { code: 'invalid_supplier_domain' } }, 'a domain configured twice stops the start')
   t.equal(canonical(restarted.snapshots()), before, 'a refused seed changes nothing')
 })
+
+t.test('the seed refuses the credit contract but not a supplier that since registered as a lender (underwriting declines it)', async (t) => {
+  const { engine } = newEngine({ operators: [OPERATOR], creditContracts: { [NET]: CONTRACT } })
+  registerBacking(engine)
+  t.match(engine.seedSuppliers([{ domain: 'x.example', name: 'X', addresses: { [NET]: [CONTRACT] } }], T0), { ok: false, error: { code: 'supplier_not_allowed' } })
+  unwrap(engine.registerLender(lenderInput(5, { address: addr(0x90) }), T0))
+  const seeded = engine.seedSuppliers([{ domain: 'x.example', name: 'X', addresses: { [NET]: [addr(0x90)] } }], T0)
+  t.equal(seeded.ok, true, 'the service still starts')
+  t.same(codes(engine, { supplierDomain: 'x.example', supplierAddress: undefined }).codes, ['supplier_not_allowed'])
+})
