@@ -3,7 +3,7 @@
 // the request names none, the domain's first address on the request's network) is one of the domain's addresses on
 // that network. The lease authorization the service signs binds that address, so the contract enforces it too.
 import { fail, forbidden } from './errors.ts'
-import { sameAddress } from './keys.ts'
+import { compareCodeUnits, sameAddress } from './keys.ts'
 import { touch } from './changes.ts'
 import type { EngineState } from './state.ts'
 import type { Address, CreditRequestInput, DeclineReason, EngineError, SupplierInput, SupplierRecord } from './types.ts'
@@ -144,7 +144,7 @@ function sameAddresses(a: Record<string, Address[]>, b: Record<string, Address[]
 
 /** The live entries, by domain. */
 export function directory(s: EngineState): SupplierRecord[] {
-  return [...s.suppliers.values()].filter((e) => e.removedAtMs === null).sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0)).map((e) => ({ ...e }))
+  return [...s.suppliers.values()].filter((e) => e.removedAtMs === null).sort((a, b) => compareCodeUnits(a.domain, b.domain)).map((e) => ({ ...e }))
 }
 
 /**
