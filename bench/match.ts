@@ -27,6 +27,8 @@ const ASSET = 'USDC'
 const T0 = 1_700_000_000_000
 const BORROWER = addr(0xb0)
 const SUPPLIER = addr(0x50)
+/** The directory entry the bench's requests name (credit goes only to a supplier in the directory). */
+const BENCH_SUPPLIER = { domain: 'bench.example', name: 'bench', addresses: { [NET]: [SUPPLIER] } }
 
 function addr(n: number): Address {
   return `0x${n.toString(16).padStart(40, '0')}` as Address
@@ -111,6 +113,7 @@ class BenchWallets implements WalletView {
 function runEngine(specs: LenderSpec[], amounts: bigint[]) {
   const wallets = new BenchWallets(new Map(specs.map((s) => [s.session, s.walletAtomic])))
   const engine = new Engine({}, wallets)
+  engine.seedSuppliers([BENCH_SUPPLIER], 0)
   process.stdout.write(`engine: registering ${specs.length} lenders\n`)
   const regStart = process.hrtime.bigint()
   specs.forEach((s, i) => {
@@ -239,6 +242,7 @@ function runDispatch(specs: LenderSpec[]) {
   const wallets = new BenchWallets(new Map(lenders.map((s) => [s.session, 10n ** 15n])))
   // One borrower holds every lease here: its matched offers stay live until funded, so the per-borrower cap must admit them all.
   const engine = new Engine({ leaseTtlMs, offerTtlMs: 100 * leaseTtlMs, liveOffersPerBorrowerMax: DISPATCH_LEASES }, wallets)
+  engine.seedSuppliers([BENCH_SUPPLIER], 0)
   for (const s of lenders) {
     const r = engine.registerLender({
       address: s.address, sessionAddress: s.session, availableLiquidityAtomic: 10n ** 12n, asset: ASSET,

@@ -9,7 +9,6 @@ import type { ReputationConfig } from '../reputation/index.ts'
 import { passportDomain, passportKinds, passportTypes } from '../passport/passport.ts'
 import { creditScoreCatalogEntry, CreditScoreCatalogEntry, type CreditScoreOffer } from '../score/catalog.ts'
 import { attestationDomain, attestationTypes } from '../chain/attestation.ts'
-import type { SupplierEntry } from '../app/config.ts'
 import { Address, Bps, StrictObject } from './common.ts'
 import { API_VERSION } from './openapi.ts'
 import { RECORD_PAGE, WALLET_PAGE } from './routes/shared.ts'
@@ -111,7 +110,13 @@ export const Catalog = StrictObject({
     },
     { description: 'Reputation from ERC-8004 evidence (POST /lenders/register `agent`).' },
   ),
-  suppliers: Type.Array(StrictObject({ domain: Type.String(), name: Type.String(), address: Address })),
+  suppliers: StrictObject(
+    {
+      directory: Type.String({ description: 'The route of the live supplier directory (public; operators manage it with PUT and DELETE /suppliers/{domain}).' }),
+      rule: Type.String(),
+    },
+    { description: 'Where credit can go: the directory changes while the service runs, so the catalog names its route instead of copying it.' },
+  ),
   operators: Type.Array(Address),
   rules: StrictObject({
     fee: Type.String(),
@@ -160,7 +165,6 @@ export interface CatalogSources {
   engine: EngineConfig
   attesters: readonly `0x${string}`[]
   operators: readonly `0x${string}`[]
-  suppliers: readonly SupplierEntry[]
   bodyLimitBytes: number
   /** What /credit-score costs and what computes it; null while disabled. */
   creditScore: CreditScoreOffer | null
@@ -235,7 +239,13 @@ export function buildCatalog(s: CatalogSources): Catalog {
       agentRoles: ['getAgentWallet', 'ownerOf', 'isAuthorizedOrOwner'],
       linkRecheckIntervalSeconds: Math.round(s.reputation.linkRecheckIntervalMs / 1000),
     },
-    suppliers: s.suppliers.map((x) => ({ ...x })),
+    suppliers: {
+      directory: '/suppliers',
+      rule:
+        'a credit request is declined unless supplierDomain is in the directory (supplier_unknown) and supplierAddress, when given, is one of its addresses on the request\'s network ' +
+        '(supplier_address_unverified; absent: the first there is paid); a borrower, a lender, a session key or the credit contract is never a supplier (supplier_not_allowed). ' +
+        'The lease authorization binds the supplier: the contract pays nobody else.',
+    },
     operators: [...s.operators],
     rules: {
       fee: 'feeAtomic = ceil(amountAtomic * lender.minFeeBps / 10000), flat per advance; a lender is eligible only if feeAtomic <= maximumFeeAtomic',

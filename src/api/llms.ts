@@ -37,7 +37,8 @@ session), burst ${c.limits.rateLimitBurst}; a list page costs its item count; a 
 
 ## Docs
 - [OpenAPI document](${c.openapi}): every route, schema, error and header (OpenAPI 3.1.0)
-- [Service catalog](${c.baseUrl}/.well-known/service.json): networks, contracts, assets, facilitators, suppliers, rules and limits
+- [Service catalog](${c.baseUrl}/.well-known/service.json): networks, contracts, assets, facilitators, rules and limits
+- [Supplier directory](${c.baseUrl}${c.suppliers.directory}): the only domains and payout addresses credit pays (public; operators manage it)
 - [Health](${c.baseUrl}/health): whether every network's wallet watcher is current
 
 ## Networks
@@ -68,8 +69,11 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    Or a backing source with hard liquidation value, signed by an attester (EIP-712 domain "${c.attestation.domain.name}" v${c.attestation.domain.version}):
    POST /credit/backing-sources {"sourceId":"src-1","productType":"asset-backed","agent":"<borrower>","valueAtomic":"...","liquidationValueAtomic":"...","advanceRateBps":5000,"validUntil":"<ISO, signed as unix seconds>","evidenceId":"0x<signature>"}
 4. Borrower: POST /credit/request
-   {"agent":"<borrower>","network":"${slug}","asset":"${asset}","productType":"job","amountAtomic":"1000000000","purpose":"inference","supplier":"Supplier","supplierDomain":"<domain from suppliers>","repaymentSource":"job_1","maximumFeeAtomic":"100000000"}
+   {"agent":"<borrower>","network":"${slug}","asset":"${asset}","productType":"job","amountAtomic":"1000000000","purpose":"inference","supplier":"Supplier","supplierDomain":"<domain from GET /suppliers>","repaymentSource":"job_1","maximumFeeAtomic":"100000000"}
    -> {"decision":"approved","offer":{"offerId":"off_1",...}} or {"decision":"declined","reasons":[...]}
+   The principal goes only to the supplier directory's addresses: an unknown supplierDomain is declined (supplier_unknown);
+   a supplierAddress not among the domain's addresses on the network is declined (supplier_address_unverified); without one,
+   the domain's first address there is paid. A lender, a session key, the credit contract or the borrower is never a supplier.
 5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet).
 6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
    before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.

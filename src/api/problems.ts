@@ -10,7 +10,6 @@ import { WatchLimitError } from '../chain/watcher.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import type { ErrorClass } from '../engine/types.ts'
 import { HttpProblem } from '../http/problem.ts'
-import { SupplierUnresolvedError } from '../service/suppliers.ts'
 import { AgentLinkError } from '../reputation/erc8004.ts'
 import { IdempotencyInFlightError, StoreOverloadedError } from '../store/index.ts'
 
@@ -26,9 +25,11 @@ const ENGINE_STATUS: Readonly<Record<ErrorClass, number>> = {
 /**
  * Engine codes answered with another status than their class's. The engine classes a supplier equal to the
  * borrower as invalid input; the API has answered it 422 from the start (well-formed, but an unacceptable supplier).
+ * A directory entry naming a lender, a session key or the credit contract is refused the same way.
  */
 const ENGINE_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   supplier_is_borrower: 422,
+  supplier_not_allowed: 422,
 }
 
 /** A registration naming an agent: not the wallet's to name is 403; no such agent or registry 422; taken 409. */
@@ -69,7 +70,6 @@ const RULES: readonly Rule<never>[] = [
   rule(AgentLinkError, (e) =>
     new HttpProblem(AGENT_LINK_STATUS[e.code], e.code, e.message, { title: 'ERC-8004 agent refused' }),
   ),
-  rule(SupplierUnresolvedError, (e) => new HttpProblem(422, 'supplier_unresolved', e.message, { title: 'Supplier unresolved' })),
   rule(WatchLimitError, (e) => new HttpProblem(503, 'wallet_watch_full', e.message, { title: 'Capacity reached' })),
   rule(StoreOverloadedError, (e) => new HttpProblem(503, 'store_overloaded', e.message, { title: 'Overloaded', headers: RETRY_SOON })),
   rule(IdempotencyInFlightError, (e) => new HttpProblem(409, 'idempotency_in_flight', e.message, { title: 'Conflict' })),

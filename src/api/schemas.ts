@@ -27,6 +27,20 @@ const Domain = Type.String({ pattern: '^(?=.{1,253}$)([A-Za-z0-9-]{1,63}\\.)*[A-
 
 // ---------------------------------------------------------------------------------------------------- requests
 
+const SupplierAddresses = Type.Record(
+  NetworkSlug,
+  Type.Array(Address, { minItems: 1, maxItems: 16 }),
+  { minProperties: 1, maxProperties: 16, additionalProperties: false, description: 'Payout addresses per network slug; the first is the default when a credit request names none.' },
+)
+
+/** PUT /suppliers/{domain}: the entry an operator sets (the domain is the path's). */
+export const SupplierPut = StrictObject(
+  { name: Label('Supplier name.'), addresses: SupplierAddresses },
+  { description: 'A supplier directory entry: its name and its payout addresses per network. Never a lender, a session key or the credit contract.' },
+)
+
+export const SupplierDomain = { ...Domain, description: 'Supplier domain (case-insensitive; stored in lower case).' }
+
 /** An ERC-8004 agent: its Identity Registry on a configured network and its token id. */
 export const Erc8004Agent = StrictObject(
   {
@@ -81,11 +95,14 @@ export const CreditRequest = StrictObject(
     purpose: Label('Purpose of the spend (free label).'),
     supplier: Label('Supplier name.'),
     supplierDomain: Domain,
-    supplierAddress: Type.Optional(Address),
+    supplierAddress: Type.Optional({
+      ...Address,
+      description: "One of supplierDomain's addresses on the network in the supplier directory (GET /suppliers); absent: the domain's first address there.",
+    }),
     repaymentSource: Type.String({ minLength: 1, maxLength: 128, description: 'A jobId or a backing sourceId of the agent.' }),
     maximumFeeAtomic: Atomic,
   },
-  { description: 'Credit request (spec 2.3). supplierAddress is optional: otherwise the supplier directory resolves supplierDomain.' },
+  { description: 'Credit request (spec 2.3). supplierDomain must be in the supplier directory (GET /suppliers) and supplierAddress, when given, one of its addresses on the network; otherwise the request is declined (supplier_unknown, supplier_address_unverified, supplier_not_allowed).' },
 )
 
 export const MatchRequest = StrictObject({ offerId: OfferId }, { description: 'Match request (spec 2.6).' })
@@ -337,11 +354,26 @@ export const CollateralPosition = StrictObject({
   proof: TxProof,
 })
 
+export const Supplier = StrictObject(
+  {
+    domain: Type.String(),
+    name: Type.String(),
+    addresses: SupplierAddresses,
+    origin: Type.Union([Type.Literal('config'), Type.Literal('operator')], { description: 'Who set the entry last: the configuration (seeded at start-up) or an operator.' }),
+    updatedAt: IsoTime,
+    removedAt: Nullable(IsoTime),
+  },
+  { description: 'A supplier directory entry: a credit request naming domain may pay only one of its addresses on the request\'s network.' },
+)
+
 export const UnderwritingDecision = StrictObject({
   decision: Type.Union([Type.Literal('approved'), Type.Literal('declined')]),
   reasons: Type.Array(
     StrictObject({
-      code: Type.Enum(['borrower_suspended', 'source_not_owned', 'source_closed', 'source_attestation_expired', 'job_past_due', 'asset_mismatch', 'over_capacity']),
+      code: Type.Enum([
+        'borrower_suspended', 'source_not_owned', 'source_closed', 'source_attestation_expired', 'job_past_due', 'asset_mismatch', 'over_capacity',
+        'supplier_unknown', 'supplier_address_unverified', 'supplier_not_allowed',
+      ]),
       message: Type.String(),
     }),
   ),
@@ -585,5 +617,5 @@ export const wireComponents = {
   TxProof, Job, Offer, Lease, Advance, LenderProfile, UnsignedTransaction, SpendPolicy, LenderRegistrationResult, BackingSource,
   CollateralPosition, UnderwritingDecision, MatchOutcome, DispatchOutcome, RepaymentReceipt, JobSettlementReceipt, LiquidationReceipt,
   PassportEvent, ReserveBalance, CreditState, WalletHolding, LenderWallet, LeaseAuthorization, PendingAction, WalletAction, LiquidityWithdrawal,
-  LiquidityWithdrawalResult, Health,
+  LiquidityWithdrawalResult, Health, SupplierPut, Supplier,
 } as const

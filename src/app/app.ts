@@ -1,7 +1,7 @@
 // Assembly of the whole service: networks (a networks file, or the embedded devnet), the LMDB store, the engine
 // restored from its snapshots, the chain clients and wallet watcher, the HTTP routes and the expiry ticker.
 import { join } from 'node:path'
-import type { PublicClient } from 'viem'
+import type { Address, PublicClient } from 'viem'
 import { buildCatalog, Catalog } from '../api/catalog.ts'
 import { ValidationIssue } from '../api/common.ts'
 import { wireComponents } from '../api/schemas.ts'
@@ -9,6 +9,7 @@ import { payAction } from '../api/wire.ts'
 import { buildLlmsTxt } from '../api/llms.ts'
 import { API_VERSION, buildOpenApi, openApiRoute, type OpenApiDocument } from '../api/openapi.ts'
 import { creditRoutes } from '../api/routes/credit.ts'
+import { supplierRoutes } from '../api/routes/suppliers.ts'
 import { discoveryRoutes } from '../api/routes/discovery.ts'
 import { lenderRoutes } from '../api/routes/lenders.ts'
 import { reputationRoutes } from '../api/routes/reputation.ts'
@@ -33,7 +34,7 @@ import { resolveConfig } from '../engine/config.ts'
 import { Engine } from '../engine/engine.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../engine/migrations.ts'
 import type { StoredSnapshot } from '../engine/engine.ts'
-import type { LeaseView } from '../engine/types.ts'
+import type { LeaseView, SupplierInput } from '../engine/types.ts'
 import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { startServer, type RunningServer } from '../http/server.ts'
@@ -104,6 +105,12 @@ function devnetDefaults(config: ServiceConfig, accounts: DemoAccounts): ServiceC
   }
 }
 
+/** A configured supplier as a directory entry: a single `address` pays on every network the service runs. */
+function supplierInput(entry: SupplierEntry, networks: readonly NetworkConfig[]): SupplierInput {
+  const addresses = entry.addresses ?? Object.fromEntries(networks.map((n) => [n.slug, [entry.address as Address]]))
+  return { domain: entry.domain, name: entry.name, addresses }
+}
+
 /** Everything the store holds that the engine needs back: every record, and the live (non-final) actors only. */
 export function* storedSnapshots(store: Store): Generator<StoredSnapshot> {
   for (const kind of ENGINE_RECORD_KINDS) {
@@ -151,6 +158,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       leaseTtlMs: config.leaseTtlSeconds * 1000,
       offerTtlMs: config.offerTtlSeconds * 1000,
       operators: config.operators,
+      // The credit contract is never a supplier (src/engine/suppliers.ts).
+      creditContracts: Object.fromEntries(networks.map((n) => [n.slug, n.creditContract])),
     })
     const store = await Store.open({
       dataDir: config.dataDir,
@@ -186,6 +195,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
           process.exit(70)
         }),
     )
+    await service.seedSuppliers(config.suppliers.map((s) => supplierInput(s, networks)))
     // Every session wallet waits as unfunded; the watcher's first read promotes those holding anything, and each read
     // that finds a wallet changed brings its parked lender back into the books.
     for (const key of service.sessionKeys()) {
@@ -261,7 +271,6 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         attesters: config.attesters,
         passportIssuer: service.passport.issuer,
         operators: config.operators,
-        suppliers: config.suppliers,
         bodyLimitBytes: config.bodyLimitBytes,
         creditScore: creditScore.offer(baseUrl),
         reputation: config.reputation,
@@ -275,6 +284,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config))),
       ...authRoutes(lateAuth),
       ...creditRoutes(service),
+      ...supplierRoutes(service),
       ...lenderRoutes(service, links),
       ...reputationRoutes(service, links),
       ...passportRoutes(service),
@@ -389,6 +399,7 @@ export const OPENAPI_TAGS = [
   { name: 'discovery', description: 'What the service is and how to use it: health, the service catalog, this document and llms.txt.' },
   { name: 'auth', description: 'Sign-In with Ethereum (EIP-4361): a nonce, a signed message, a bearer token for every mutation.' },
   { name: 'credit', description: 'Jobs and backing sources, credit requests, matching to lenders, supplier payments, repayment and recovery.' },
+  { name: 'suppliers', description: 'The supplier directory: the only domains and addresses credit pays. Public to read, managed by operators.' },
   { name: 'lenders', description: 'Lender agents: registration with a session key, profiles, session-wallet balances and pending payments.' },
   { name: 'passport', description: 'The credit passport: an agent\'s events that changed its credit standing, EIP-712 signed by the service and chained, verifiable without trusting it.' },
   { name: 'events', description: 'The live event stream (WebSocket): leases, offers, advances, jobs and passport events of the signed-in wallet, resumable by sequence number.' },

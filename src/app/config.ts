@@ -11,11 +11,16 @@ import { parseCorsOrigins } from '../http/cors.ts'
 
 const AddressString = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })
 
+/**
+ * A supplier the directory starts with (the engine's directory, src/engine/suppliers.ts): `address` pays on every
+ * network, `addresses` names them per network (slug -> addresses, the first the default); one of the two.
+ */
 const SupplierSchema = Type.Object(
   {
     domain: Type.String({ minLength: 1, maxLength: 253 }),
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    address: AddressString,
+    address: Type.Optional(AddressString),
+    addresses: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$' }), Type.Array(AddressString, { minItems: 1, maxItems: 16 }), { additionalProperties: false })),
   },
   { additionalProperties: false },
 )
@@ -86,7 +91,10 @@ export type ConfigFile = Type.Static<typeof ConfigFileSchema>
 export interface SupplierEntry {
   domain: string
   name: string
-  address: Address
+  /** Pays on every network the service runs. */
+  address?: Address
+  /** network slug -> payout addresses, the first the default. */
+  addresses?: Record<string, Address[]>
 }
 
 export interface ServiceConfig {
@@ -244,6 +252,16 @@ function reputationOf(file: ConfigFile): ReputationConfig {
   }
 }
 
+function supplierOf(s: NonNullable<ConfigFile['suppliers']>[number]): SupplierEntry {
+  if ((s.address === undefined) === (s.addresses === undefined)) throw new ConfigError(`supplier ${s.domain}: give either address or addresses`)
+  return {
+    domain: s.domain.toLowerCase(),
+    name: s.name,
+    ...(s.address === undefined ? {} : { address: getAddress(s.address) }),
+    ...(s.addresses === undefined ? {} : { addresses: Object.fromEntries(Object.entries(s.addresses).map(([slug, list]) => [slug, list.map((a) => getAddress(a))])) }),
+  }
+}
+
 /** Resolves the configuration from the environment (HOST, PORT, DATA_DIR, NETWORKS_FILE, CONFIG_FILE, ...). */
 export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ServiceConfig> = {}): ServiceConfig {
   const file: ConfigFile = env.CONFIG_FILE ? readConfigFile(env.CONFIG_FILE) : {}
@@ -257,7 +275,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     publicBaseUrl: env.PUBLIC_BASE_URL || file.publicBaseUrl,
     operators: addresses(file.operators),
     attesters: addresses(file.attesters),
-    suppliers: (file.suppliers ?? []).map((s) => ({ domain: s.domain.toLowerCase(), name: s.name, address: getAddress(s.address) })),
+    suppliers: (file.suppliers ?? []).map(supplierOf),
     leaseTtlSeconds: envInteger(env, 'LEASE_TTL_SECONDS', 1, 3600) ?? file.leaseTtlSeconds ?? serviceDefaults.leaseTtlSeconds,
     chainTimeIntervalMs: file.chainTimeIntervalMs ?? serviceDefaults.chainTimeIntervalMs,
     offerTtlSeconds: file.offerTtlSeconds ?? serviceDefaults.offerTtlSeconds,

@@ -9,7 +9,7 @@ import type { Address, Hash, Hex, LocalAccount } from 'viem'
 import type {
   Advance, CollateralPost, CollateralPosition, CreditRequest, CreditState, DispatchOutcome, Job, JobCreation, JobFailure, JobSettlementReceipt,
   LenderAction, LenderProfile, LenderRegistration, LenderRegistrationResult, LiquidationReceipt, MatchOutcome, Offer, PassportEvent, PendingAction,
-  RepaymentReceipt, UnderwritingDecision, BackingSourceRegistration, BackingSource,
+  RepaymentReceipt, UnderwritingDecision, BackingSourceRegistration, BackingSource, Supplier,
 } from '../api/schemas.ts'
 import type { Catalog } from '../api/catalog.ts'
 import type { SessionResponse } from '../auth/routes.ts'
@@ -130,6 +130,8 @@ export class AgentCredit {
   catalog = () => this.request<Static<typeof Catalog>>('GET', '/.well-known/service.json', undefined, { auth: false })
   state = () => this.request<Static<typeof CreditState>>('GET', '/credit/state', undefined, { auth: false })
   lenders = () => this.request<Array<Static<typeof LenderProfile>>>('GET', '/lenders', undefined, { auth: false })
+  /** The supplier directory: the domains (and addresses per network) credit may pay. */
+  suppliers = () => this.request<Array<Static<typeof Supplier>>>('GET', '/suppliers', undefined, { auth: false })
   offer = (offerId: string) => this.request<OfferView>('GET', `/credit/offers/${encodeURIComponent(offerId)}`, undefined, { auth: false })
   advance = (advanceId: string) => this.request<AdvanceView>('GET', `/credit/advances/${encodeURIComponent(advanceId)}`, undefined, { auth: false })
   job = (jobId: string) => this.request<JobView>('GET', `/credit/jobs/${encodeURIComponent(jobId)}`, undefined, { auth: false })

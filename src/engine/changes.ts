@@ -1,6 +1,6 @@
 // Change tracking: what the running command touched, drained into the Changes the store commits.
 import type { EngineState } from './state.ts'
-import type { Address, BorrowerRecord, Change, ReserveRecord, SourceRecord } from './types.ts'
+import type { Address, BorrowerRecord, Change, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
 import { withHistory } from './history.ts'
 
 /**
@@ -51,6 +51,7 @@ function changeOf(s: EngineState, kind: Change['kind'], id: string): Change {
     case 'source': return { kind, id, record: { ...(s.sources.get(id) as SourceRecord) }, final: false }
     case 'borrower': return { kind, id, record: { ...(s.borrowers.get(id as Address) as BorrowerRecord) }, final: false }
     case 'reserve': return { kind, id, record: { ...(s.reserves.get(id) as ReserveRecord) }, final: false }
+    case 'supplier': return { kind, id, record: { ...(s.suppliers.get(id) as SupplierRecord) }, final: false }
     default: {
       const actor = s.actorMap(kind).get(id)
       if (!actor) throw new Error(`engine: ${kind} ${id} changed but is not live`)

@@ -36,6 +36,8 @@ export interface EngineConfig {
   borrowerSuspensionMinSeconds: number
   /** Who may complete or fail any job and liquidate any advance, besides the job's client and the advance's lender. */
   operators: readonly Address[]
+  /** The credit contract of each network (slug -> address): never a supplier (src/engine/suppliers.ts). */
+  creditContracts: Readonly<Record<string, Address>>
   /** Limits. */
   lendersScannedPerMatchMax: number
   leasesPerOfferMax: number
@@ -68,6 +70,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   borrowerReputationShortfallPenaltyBps: 2000,
   borrowerSuspensionMinSeconds: 7 * 24 * 3600,
   operators: [],
+  creditContracts: {},
   lendersScannedPerMatchMax: 4096,
   leasesPerOfferMax: 16,
   offersDispatchedPerCallMax: 1000,

@@ -23,6 +23,7 @@ import { addLender, declineOffer, expireOffer, leaseToBestLender, park, walletCh
 import { executedPlan, jobSettlement, leaseRefusal, liquidationPlan, recoveryOf, repaymentPlan, supplierPaymentTerms } from './plans.ts'
 import { invalidLender, invalidSourceId, invalidSourceTerms, isJobId, lenderRecord, sourceRecord } from './registration.ts'
 import * as reputation from './reputation.ts'
+import * as suppliers from './suppliers.ts'
 import { restore, snapshots, type StoredSnapshot } from './snapshots.ts'
 import { EngineState, type AdvanceActor, type JobActor } from './state.ts'
 import type { ExecutedTx, OfferKeyOf, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
@@ -31,7 +32,8 @@ import type {
   Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
   CreditState, DispatchOutcome, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, LeaseView, LenderRecord, LenderView,
   LiquidationInput, LiquidationPlan, LiquidationReceipt, MatchOutcome, MetaRecord, OfferView, PassportEvent, PostCollateralInput,
-  RegisterLenderInput, RegisterSourceInput, RepaymentPlan, RepaymentReceipt, SourceRecord, SupplierPaymentTerms, UnderwritingDecision,
+  RegisterLenderInput, RegisterSourceInput, RepaymentPlan, RepaymentReceipt, SourceRecord, SupplierInput, SupplierPaymentTerms, SupplierRecord,
+  UnderwritingDecision,
 } from './types.ts'
 import { openOffer, underwrite } from './underwriting.ts'
 import * as views from './views.ts'
@@ -185,6 +187,24 @@ export class Engine {
     })
   }
 
+  /** The configuration's supplier directory at start-up (src/engine/suppliers.ts says what an operator's entry keeps). */
+  seedSuppliers(entries: readonly SupplierInput[], nowMs: number): EngineResult<SupplierRecord[]> {
+    const seeded = suppliers.seedSuppliers(this.state, entries, nowMs)
+    return seeded.ok ? drain(this.state, seeded.value) : seeded
+  }
+
+  /** An operator adds or replaces a supplier's entry. */
+  putSupplier(input: SupplierInput & { caller: Address }, nowMs: number): EngineResult<SupplierRecord> {
+    const put = suppliers.putSupplier(this.state, input, this.isOperator(input.caller), nowMs)
+    return put.ok ? drain(this.state, put.value) : put
+  }
+
+  /** An operator removes a supplier: no new credit goes there; live offers keep the supplier their leases bind. */
+  removeSupplier(input: { domain: string; caller: Address }, nowMs: number): EngineResult<SupplierRecord> {
+    const removed = suppliers.removeSupplier(this.state, input.domain, this.isOperator(input.caller), nowMs)
+    return removed.ok ? drain(this.state, removed.value) : removed
+  }
+
   /** Underwrite a credit request: a declined decision changes nothing; an approved one creates an offer. */
   requestCredit(input: CreditRequestInput & { caller: Address }, nowMs: number): EngineResult<UnderwritingDecision> {
     const s = this.state
@@ -194,7 +214,7 @@ export class Engine {
       return fail('conflict', 'live_offers_limit', `the borrower holds ${this.config.liveOffersPerBorrowerMax} live offers, the most allowed; wait until one is funded, expires or is declined`)
     }
     if (input.maximumFeeAtomic < 0n) return fail('invalid', 'invalid_amount', 'maximumFeeAtomic must be >= 0')
-    if (sameAddress(input.supplierAddress, input.agent)) {
+    if (input.supplierAddress !== undefined && sameAddress(input.supplierAddress, input.agent)) {
       return fail('invalid', 'supplier_is_borrower', 'the supplier is paid, never the borrower')
     }
     const job = s.jobs.get(input.repaymentSource)
@@ -546,6 +566,11 @@ export class Engine {
   /** Live leases of a lender (by lender or session address), oldest first: what its wallet should pay now. */
   liveLeasesOf(address: Address): LeaseView[] {
     return views.liveLeasesOf(this.state, address)
+  }
+
+  /** The live supplier directory, by domain. */
+  supplierDirectory(): SupplierRecord[] {
+    return suppliers.directory(this.state)
   }
 
   creditState(): CreditState {

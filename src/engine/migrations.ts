@@ -20,6 +20,7 @@ export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>>
   borrower: 1,
   // 2: the insurance reserves, kind `ledger` before, are kind `reserve` (same shape).
   reserve: 2,
+  supplier: 1,
   meta: 1,
 }
 

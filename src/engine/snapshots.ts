@@ -8,7 +8,7 @@ import { compareCodeUnits, seqOf } from './keys.ts'
 import { addLiveLease } from './leases.ts'
 import { addLender } from './matching.ts'
 import type { EngineState } from './state.ts'
-import type { ActorKind, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord } from './types.ts'
+import type { ActorKind, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
 import { withHistory } from './history.ts'
 
 /** A stored snapshot as the store hands it back for a restart. */
@@ -34,6 +34,9 @@ export function snapshots(s: EngineState): Change[] {
   out.push(...records.sort(byId))
   records.length = 0
   for (const [id, r] of s.reserves) records.push({ kind: 'reserve', id, record: { ...r }, final: false })
+  out.push(...records.sort(byId))
+  records.length = 0
+  for (const [id, r] of s.suppliers) records.push({ kind: 'supplier', id, record: { ...r }, final: false })
   out.push(...records.sort(byId))
   for (const [kind, map] of s.actorMaps()) {
     const actors: Change[] = []
@@ -87,4 +90,5 @@ function restoreRecords(s: EngineState, list: (kind: Change['kind']) => StoredSn
     if (b.suspended) s.suspended.add(b.address)
   }
   for (const r of list('reserve').sort((a, b) => compareCodeUnits(a.id, b.id))) s.reserves.set(r.id, { ...(r.record as ReserveRecord) })
+  for (const r of list('supplier').sort((a, b) => compareCodeUnits(a.id, b.id))) s.suppliers.set(r.id, { ...(r.record as SupplierRecord) })
 }

@@ -7,7 +7,7 @@ import type { EngineConfig } from './config.ts'
 import { byDueThenSeq, bySeq, dueId, type Due } from './dispatch.ts'
 import type { OfferKeyOf, WalletView } from './ports.ts'
 import { IndexedMinHeap } from './schedule.ts'
-import type { ActorKind, Address, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord } from './types.ts'
+import type { ActorKind, Address, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
 
 export type JobActor = Actor<typeof jobMachine>
 export type OfferActor = Actor<typeof offerMachine>
@@ -28,6 +28,8 @@ export class EngineState {
   readonly sourceOrder: string[] = []
   readonly borrowers = new Map<Address, BorrowerRecord>()
   readonly reserves = new Map<string, ReserveRecord>()
+  /** The supplier directory by domain, removed entries included (src/engine/suppliers.ts). */
+  readonly suppliers = new Map<string, SupplierRecord>()
 
   // Live actors. Ids are minted in increasing sequence and restored in that order, so iteration order is the same
   // in a fresh and in a restored engine.

@@ -16,7 +16,7 @@ export interface EngineError {
   message: string
 }
 
-export type RecordKind = 'lender' | 'source' | 'borrower' | 'reserve' | 'meta'
+export type RecordKind = 'lender' | 'source' | 'borrower' | 'reserve' | 'supplier' | 'meta'
 
 /** One persisted thing a command changed. `final` actors were evicted from memory; reads of them go to the store. */
 export interface Change {
@@ -118,6 +118,30 @@ export interface ReserveRecord {
   paidOutAtomic: bigint
 }
 
+/**
+ * A supplier of the directory (issue 9, case 2): the only addresses a principal on `network` may go to for `domain`.
+ * Kept after an operator removes it (removedAtMs), so that the configuration's seed at the next start does not bring
+ * it back.
+ */
+export interface SupplierRecord {
+  /** Lower case. */
+  domain: string
+  name: string
+  /** network slug -> payout addresses (checksummed); the first is the default when a request names none. */
+  addresses: Record<string, Address[]>
+  /** Who set the entry last: the configuration's seed follows the file; an operator's word is never overridden by it. */
+  origin: 'config' | 'operator'
+  updatedAtMs: number
+  removedAtMs: number | null
+}
+
+/** A directory entry as configured or put by an operator. */
+export interface SupplierInput {
+  domain: string
+  name: string
+  addresses: Record<string, Address[]>
+}
+
 export interface MetaRecord {
   offerSeq: number
   leaseSeq: number
@@ -190,14 +214,16 @@ export interface CreditRequestInput {
   purpose: string
   supplier: string
   supplierDomain: string
-  /** Resolved by the HTTP layer (request field or supplier directory). */
-  supplierAddress: Address
+  /** Must be one of the directory's addresses of supplierDomain on `network`; absent: the first of them. */
+  supplierAddress?: Address | undefined
   repaymentSource: string
   maximumFeeAtomic: bigint
 }
 
 export interface DeclineReason {
-  code: 'borrower_suspended' | 'source_not_owned' | 'source_closed' | 'source_attestation_expired' | 'job_past_due' | 'asset_mismatch' | 'over_capacity'
+  code:
+    | 'borrower_suspended' | 'source_not_owned' | 'source_closed' | 'source_attestation_expired' | 'job_past_due' | 'asset_mismatch' | 'over_capacity'
+    | 'supplier_unknown' | 'supplier_address_unverified' | 'supplier_not_allowed'
   message: string
 }
 

@@ -10,7 +10,8 @@ import { ID_PREFIXES } from './ids.ts'
 import { sameAddress } from './keys.ts'
 import { applyBps, coverageBps, minBig, riskBand } from './rules.ts'
 import type { EngineState, JobActor } from './state.ts'
-import type { CreditRequestInput, DeclineReason, OfferView, RiskBand, SourceRecord } from './types.ts'
+import { supplierOf } from './suppliers.ts'
+import type { Address, CreditRequestInput, DeclineReason, OfferView, RiskBand, SourceRecord } from './types.ts'
 import { viewOf } from './views.ts'
 
 /** The states in which a job still takes new drawings (COMMIT): underwriting declines the others as closed. */
@@ -30,6 +31,8 @@ export interface Underwriting extends SourceTerms {
   reasons: DeclineReason[]
   coverageBps: number
   riskBand: RiskBand
+  /** The verified supplier the principal goes to (set whenever the decision is approved). */
+  supplierAddress: Address | undefined
 }
 
 /** Decide a credit request against its repayment source (a live job, else a backing source), changing nothing. */
@@ -37,6 +40,8 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
   const reasons: DeclineReason[] = []
   const borrower = s.borrowers.get(input.agent)
   if (borrower?.suspended) reasons.push({ code: 'borrower_suspended', message: 'the borrower is suspended after a failed job' })
+  const supplier = supplierOf(s, input)
+  reasons.push(...supplier.reasons)
   const terms = job ? jobTerms(input, job, reasons, s, nowMs) : backingTerms(input, backing as SourceRecord, reasons, s, nowMs)
   if (terms.capacityAtomic < 0n) terms.capacityAtomic = 0n
   if (input.amountAtomic > terms.capacityAtomic) {
@@ -44,7 +49,7 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
   }
   const coverage = coverageBps(terms.valueAtomic, 0n, input.amountAtomic)
   const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, s.config)
-  return { ...terms, reasons, coverageBps: coverage, riskBand: band }
+  return { ...terms, reasons, coverageBps: coverage, riskBand: band, supplierAddress: supplier.address }
 }
 
 /** A job lends against what is left of its receivable (at the job advance rate) and of its collateral, until due. */
@@ -88,6 +93,7 @@ function backingTerms(input: CreditRequestInput, src: SourceRecord, reasons: Dec
 
 /** An approved request opens an offer, waiting for a lender, and commits its amount of the source's capacity. */
 export function openOffer(s: EngineState, input: CreditRequestInput, decision: Underwriting, nowMs: number): OfferView {
+  if (decision.supplierAddress === undefined) throw new Error('invariant: an approved request has a verified supplier')
   s.meta.offerSeq += 1
   const offerId = `${ID_PREFIXES.offer}${s.meta.offerSeq}`
   const offerInput: OfferInput = {
@@ -102,7 +108,7 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
     purpose: input.purpose,
     supplier: input.supplier,
     supplierDomain: input.supplierDomain,
-    supplierAddress: input.supplierAddress,
+    supplierAddress: decision.supplierAddress,
     source: decision.source,
     riskBand: decision.riskBand,
     durationSeconds: decision.durationSeconds,

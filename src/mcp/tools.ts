@@ -28,7 +28,8 @@ const read = (name: string, description: string, inputSchema: TObject, run: McpT
 const act = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: true, run })
 
 export const MCP_TOOLS: readonly McpTool[] = [
-  read('get_catalog', 'The service catalog (GET /.well-known/service.json): networks, assets, contracts and their ABIs, suppliers, products, fees.', NoInput, (sdk) => sdk.catalog()),
+  read('get_catalog', 'The service catalog (GET /.well-known/service.json): networks, assets, contracts and their ABIs, products, fees.', NoInput, (sdk) => sdk.catalog()),
+  read('list_suppliers', 'The supplier directory (GET /suppliers): the only domains and payout addresses per network credit pays; request_credit names one of them.', NoInput, (sdk) => sdk.suppliers()),
   read('get_credit_state', 'Credit state (GET /credit/state): counts of live actors, lender liquidity totals, insurance reserves.', NoInput, (sdk) => sdk.state()),
   read('list_lenders', 'The registered lenders and their policies (GET /lenders).', NoInput, (sdk) => sdk.lenders()),
   read('get_offer', 'One offer (GET /credit/offers/{offerId}): terms, state, lease.', OfferRef, (sdk, a) => sdk.offer(a.offerId)),

@@ -13,7 +13,7 @@ import { EngineRefusedError } from '../engine/errors.ts'
 import type {
   AdvanceView, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView, LeaseView,
   LenderRecord, LenderView, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
-  SourceRecord, UnderwritingDecision,
+  SourceRecord, SupplierInput, SupplierRecord, UnderwritingDecision,
 } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig } from '../chain/config.ts'
@@ -42,7 +42,6 @@ import type { ServiceConfig } from '../app/config.ts'
 import type { Mutation } from './mutation.ts'
 import { KeyedMutex } from './mutex.ts'
 import { isSessionKeyRecord, newSessionKey, type SessionKeyRecord } from './session-keys.ts'
-import { SupplierDirectory, SupplierUnresolvedError } from './suppliers.ts'
 import { walletActions, type WalletAction } from './wallet-actions.ts'
 import type { PassportBook, PassportFact } from '../passport/book.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
@@ -82,7 +81,6 @@ export class CreditService {
   readonly store: Store
   readonly networks: readonly NetworkConfig[]
   readonly watcher: WalletWatcher
-  readonly suppliers: SupplierDirectory
   readonly passport: PassportBook
   readonly #clients: ReadonlyMap<string, NetworkClients>
   readonly #clock: () => number
@@ -105,7 +103,6 @@ export class CreditService {
     this.#clients = deps.clients
     this.#clock = deps.clock
     this.passport = deps.passport
-    this.suppliers = new SupplierDirectory(deps.config.suppliers)
     this.#leases = new LeaseDelivery(deps.networks)
     this.#sessionKeys = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
   }
@@ -464,12 +461,29 @@ export class CreditService {
   ): Promise<StoredResponse> {
     const network = this.network(body.network)
     this.token(network, body.asset)
-    const supplierAddress = body.supplierAddress ?? this.suppliers.resolve(body.supplierDomain)
-    if (supplierAddress === undefined) {
-      throw new SupplierUnresolvedError(`supplierDomain ${body.supplierDomain} is not in the supplier directory and no supplierAddress was given`)
-    }
-    const { supplierAddress: _omit, ...rest } = body
-    return this.apply(mutation, () => this.engine.requestCredit({ ...rest, supplierAddress, caller }, this.#clock()))
+    // The engine checks the supplier against its directory (src/engine/suppliers.ts): unknown, unverified or not
+    // allowed, the request is declined.
+    return this.apply(mutation, () => this.engine.requestCredit({ ...body, caller }, this.#clock()))
+  }
+
+  // ------------------------------------------------------------------------------------------------ supplier directory
+
+  async putSupplier(mutation: Mutation<SupplierRecord>, caller: Address, domain: string, body: Omit<SupplierInput, 'domain'>): Promise<StoredResponse> {
+    for (const slug of Object.keys(body.addresses)) this.network(slug)
+    return this.apply(mutation, () => this.engine.putSupplier({ ...body, domain, caller }, this.#clock()))
+  }
+
+  async removeSupplier(mutation: Mutation<SupplierRecord>, caller: Address, domain: string): Promise<StoredResponse> {
+    return this.apply(mutation, () => this.engine.removeSupplier({ domain, caller }, this.#clock()))
+  }
+
+  /**
+   * The configuration's suppliers at start-up (each address on every network the service runs, unless the entry
+   * names its networks), committed before the service answers anything.
+   */
+  async seedSuppliers(entries: readonly SupplierInput[]): Promise<void> {
+    for (const entry of entries) for (const slug of Object.keys(entry.addresses)) this.network(slug)
+    await this.#run(null, () => this.engine.seedSuppliers(entries, this.#clock()), () => [])
   }
 
   async match(mutation: Mutation<MatchOutcome>, caller: Address, offerId: string): Promise<StoredResponse> {

@@ -110,7 +110,7 @@ interface CatalogNetwork {
 interface Catalog {
   version: string
   networks: CatalogNetwork[]
-  suppliers: { domain: string; name: string; address: Address }[]
+  suppliers: { directory: string }
   limits: { leaseTtlSeconds: number }
 }
 
@@ -129,8 +129,11 @@ async function flow(baseUrl: string): Promise<void> {
   const asset = chosen.assets[0] as CatalogNetwork['assets'][number]
   const unit = 10n ** BigInt(asset.decimals)
   const money = (atomic: bigint | string): string => `${formatUnits(BigInt(atomic), asset.decimals)} ${asset.symbol}`
-  const supplier = catalog.suppliers[0]
-  if (supplier === undefined) throw new DemoError('the catalog lists no supplier (catalog.suppliers is empty): configure one in CONFIG_FILE')
+  // The supplier directory (the catalog names its route): the first domain with an address on the network.
+  const directory = expect(await publicApi.get<{ domain: string; name: string; addresses: Record<string, Address[]> }[]>(catalog.suppliers.directory), 200, `GET ${catalog.suppliers.directory}`)
+  const entry = directory.find((s) => (s.addresses[network.slug] ?? []).length > 0)
+  if (entry === undefined) throw new DemoError(`the supplier directory has no supplier on ${network.slug}: configure one in CONFIG_FILE (suppliers) or PUT /suppliers/{domain} as an operator`)
+  const supplier = { name: entry.name, domain: entry.domain, address: (entry.addresses[network.slug] as Address[])[0] as Address }
   stepLine(
     1,
     `GET /.well-known/service.json -> 200: version ${catalog.version}, networks ${catalog.networks.map((n) => n.slug).join(', ')}; ` +

@@ -63,7 +63,7 @@ t.test('POST /credit/jobs: 201; 401, 400, 403 a third party, 422 wrong amount / 
   t.equal(state.body.counts.liveJobs, 1, 'only the one job exists')
 })
 
-t.test('POST /credit/request: 200 approved / declined; 403, 404 unknown source, 400 unknown asset, 422 unresolved or self supplier', async (t) => {
+t.test('POST /credit/request: 200 approved / declined; 403, 404 unknown source, 400 unknown asset, 422 self supplier', async (t) => {
   const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_req_1', receivableAtomic: usdc(1000) })
   const other = await fundedJob(h, { jobId: 'job_req_2', receivableAtomic: usdc(1000) })
   const base = creditRequest(h, borrower.address, 'job_req_1', usdc(100), usdc(10))
@@ -75,7 +75,7 @@ t.test('POST /credit/request: 200 approved / declined; 403, 404 unknown source, 
   expectProblem(t, missing, 404, 'repayment_source_not_found')
   expectDocumented(t, doc, 'post', '/credit/request', missing)
   expectProblem(t, await borrowerClient.post('/credit/request', { ...base, asset: 'EUR' }), 400, 'unknown_asset')
-  expectProblem(t, await borrowerClient.post('/credit/request', { ...base, supplierDomain: 'unknown.example' }), 422, 'supplier_unresolved')
+  t.match((await borrowerClient.post('/credit/request', { ...base, supplierDomain: 'unknown.example' })).body, { decision: 'declined', reasons: [{ code: 'supplier_unknown' }], offer: null }, 'an unknown supplier domain is declined (test/api/suppliers.test.ts)')
   expectProblem(t, await borrowerClient.post('/credit/request', { ...base, supplierAddress: borrower.address }), 422, 'supplier_is_borrower')
   expectProblem(t, await borrowerClient.post('/credit/request', { ...base, amountAtomic: '1e6' }), 400, 'validation_failed')
   expectProblem(t, await borrowerClient.post('/credit/request', base, { token: '' }), 401, 'unauthorized')

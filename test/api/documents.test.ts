@@ -46,6 +46,7 @@ const SESSION_ROUTES = new Set([
   'POST /credit/dispatch', 'POST /credit/offers/{offerId}/supplier-payment', 'POST /credit/jobs/{jobId}/complete', 'POST /credit/advances/{advanceId}/repay',
   'POST /credit/jobs/{jobId}/fail', 'POST /credit/advances/{advanceId}/liquidate', 'POST /lenders/register', 'GET /lenders/{address}/actions', 'GET /events',
   'DELETE /auth/session', 'DELETE /auth/sessions', 'POST /lenders/{address}/agent/recheck', 'POST /lenders/{address}/withdraw', 'POST /operator/reconcile',
+  'PUT /suppliers/{domain}', 'DELETE /suppliers/{domain}',
 ])
 
 let h: Harness
@@ -139,8 +140,9 @@ t.test('the catalog names the configured networks, contracts, assets, roles and 
   t.same(catalog['attestation']['attesters'], config.attesters)
   t.same(catalog['attestation']['attesters'], [h.devnet.accounts.attester.address])
   t.same(catalog['operators'], config.operators)
-  t.same(catalog['suppliers'], config.suppliers)
-  t.match(catalog['suppliers'], [{ domain: 'supplier.devnet', address: h.devnet.accounts.supplier.address }])
+  // The directory changes while the service runs: the catalog names its route (GET /suppliers), it does not copy it.
+  t.match(catalog['suppliers'], { directory: '/suppliers', rule: /supplier_unknown.*supplier_address_unverified.*supplier_not_allowed/ })
+  t.ok(catalog['endpoints'].some((e: Json) => e.method === 'GET' && e.path === catalog['suppliers']['directory']), 'the directory route is an endpoint')
   t.equal(catalog['limits']['leaseTtlSeconds'], config.leaseTtlSeconds)
   t.equal(catalog['limits']['offerTtlSeconds'], config.offerTtlSeconds)
   t.equal(catalog['limits']['bodyLimitBytes'], config.bodyLimitBytes)

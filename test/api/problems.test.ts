@@ -9,7 +9,6 @@ import { WatchLimitError } from '../../src/chain/watcher.ts'
 import { EngineRefusedError } from '../../src/engine/errors.ts'
 import { HttpProblem } from '../../src/http/problem.ts'
 import { AttestationInvalidError } from '../../src/chain/attestation.ts'
-import { SupplierUnresolvedError } from '../../src/service/suppliers.ts'
 import { IdempotencyInFlightError, StoreOverloadedError } from '../../src/store/index.ts'
 
 const cases: [string, unknown, number, string, Record<string, string>?][] = [
@@ -26,7 +25,7 @@ const cases: [string, unknown, number, string, Record<string, string>?][] = [
   ['unknown network', new UnknownNetworkError('x'), 400, 'unknown_network'],
   ['unknown asset', new UnknownAssetError('devnet-a', 'DAI'), 400, 'unknown_asset'],
   ['attestation', new AttestationInvalidError('d'), 422, 'attestation_invalid'],
-  ['supplier', new SupplierUnresolvedError('d'), 422, 'supplier_unresolved'],
+  ['supplier not allowed', new EngineRefusedError({ class: 'invalid', code: 'supplier_not_allowed', message: 'm' }), 422, 'supplier_not_allowed'],
   ['watcher full', new WatchLimitError('d'), 503, 'wallet_watch_full'],
   ['store overloaded', new StoreOverloadedError('d'), 503, 'store_overloaded', { 'retry-after': '1' }],
   ['idempotency in flight', new IdempotencyInFlightError('d'), 409, 'idempotency_in_flight'],

@@ -1,9 +1,10 @@
 // The HTTP-edge settings of the service configuration: their documented defaults, the environment over the file,
 // and values refused at start-up instead of misbehaving later.
-import t from 'tap'
-import { existsSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { getContractAddress } from 'viem'
+import t from 'tap'
+import { getAddress, getContractAddress } from 'viem'
 import { startApp } from '../../src/app/app.ts'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { NetworksConfigError, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
@@ -51,4 +52,21 @@ t.test('a networks file whose network has no lease signer key is refused at star
   t.type(refused, NetworksConfigError, 'the service does not start')
   t.match((refused as NetworksConfigError).problems, [{ path: '/networks/0/leaseSignerKeyEnv', message: /required/ }])
   t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
+})
+
+t.test('suppliers: the single address of before, or addresses per network; one of the two', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-credit-config-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = (suppliers: unknown) => {
+    const path = join(dir, `config-${Math.random().toString(36).slice(2)}.json`)
+    writeFileSync(path, JSON.stringify({ suppliers }))
+    return loadServiceConfig({ CONFIG_FILE: path })
+  }
+  const a = '0x' + 'ab'.repeat(20)
+  const b = '0x' + 'cd'.repeat(20)
+  t.same(file([{ domain: 'Shop.Example', name: 'Shop', address: a }]).suppliers, [{ domain: 'shop.example', name: 'Shop', address: getAddress(a) }], 'as before: one address')
+  t.same(file([{ domain: 'shop.example', name: 'Shop', addresses: { 'devnet-a': [a, b] } }]).suppliers, [{ domain: 'shop.example', name: 'Shop', addresses: { 'devnet-a': [getAddress(a), getAddress(b)] } }])
+  t.throws(() => file([{ domain: 'shop.example', name: 'Shop' }]), ConfigError, 'neither')
+  t.throws(() => file([{ domain: 'shop.example', name: 'Shop', address: a, addresses: { 'devnet-a': [a] } }]), ConfigError, 'both')
+  t.throws(() => file([{ domain: 'shop.example', name: 'Shop', addresses: { 'devnet-a': [] } }]), ConfigError, 'an empty list')
 })

@@ -36,8 +36,8 @@ t.test('the README SDK example runs the typical flow as written', async (t) => {
   const file = path.join(dir, `sdk-example-${process.pid}.ts`)
   await writeFile(file, example)
 
-  const catalog = await new AgentCredit({ baseUrl: h.url, account: privateKeyToAccount(generatePrivateKey()) }).catalog()
-  const supplier = catalog.suppliers[0]!.address as Address
+  const [entry] = await new AgentCredit({ baseUrl: h.url, account: privateKeyToAccount(generatePrivateKey()) }).suppliers()
+  const supplier = entry!.addresses[h.network.slug]![0] as Address
   const reader = new ChainAgent(h.network, privateKeyToAccount(generatePrivateKey()))
   const supplierBalance = () => reader.balanceOf(USDC, supplier)
   const supplierBefore = await supplierBalance()

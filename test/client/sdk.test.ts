@@ -45,7 +45,7 @@ t.test('the SDK runs request, match, payment from the stream and completion', as
   t.equal(job.jobId, 'job_sdk_1')
   t.ok(job.borrower === borrowerAccount.address)
 
-  const supplier = catalog.suppliers[0]!
+  const supplier = (await borrower.suppliers())[0]!
   const funded = borrowerEvents.next((e) => e.kind === 'advance')
   const { decision, match } = await borrower.requestAndMatch({
     agent: borrowerAccount.address, network, asset: USDC, productType: 'job', amountAtomic: usdc(400).toString(), purpose: 'inference compute',

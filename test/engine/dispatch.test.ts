@@ -12,7 +12,7 @@ import { expireOffer, leaseToBestLender } from '../../src/engine/matching.ts'
 import type { EngineState } from '../../src/engine/state.ts'
 import {
   ASSET, BORROWER, CLIENT, FakeWallets, NET, SUPPLIER, T0, canonical, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor,
-  registerBacking, unwrap,
+  registerBacking, seedSuppliers, unwrap,
 } from './fixtures/world.ts'
 
 const seq = (id: string): number => Number(id.slice(id.indexOf('_') + 1))
@@ -162,6 +162,7 @@ t.test('dispatch on schedules equals the full scan it replaced: same outcomes, c
     const made = (E: typeof Engine) => {
       const wallets = new FakeWallets(20_000n)
       const engine = new E(config, wallets)
+      seedSuppliers(engine)
       registerBacking(engine)
       return { engine, wallets }
     }

@@ -2,7 +2,7 @@
 import t from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import type { Change } from '../../src/engine/index.ts'
-import { BORROWER, CLIENT, FakeWallets, NET, T0, applyChanges, canonical, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
+import { BORROWER, CLIENT, FakeWallets, NET, T0, applyChanges, canonical, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, repaidFact, seedSuppliers, unwrap } from './fixtures/world.ts'
 
 t.test('repay in full: liquidity, fees, reserve and reputation follow', async (t) => {
   const { engine } = newEngine()
@@ -130,6 +130,7 @@ t.test('rebuilt from the changes it handed out, the engine behaves identically',
   const engine = new Engine({}, wallets)
   const store = new Map<string, Change>()
   const run = (r: { ok: boolean; changes?: Change[] }) => { if (r.ok && r.changes) applyChanges(store, r.changes); return r }
+  applyChanges(store, seedSuppliers(engine))
   run(engine.registerSource({ sourceId: 'src_1', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 7n, liquidationValueAtomic: 10n ** 7n, advanceRateBps: 10_000, evidenceId: 'e', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   for (let i = 1; i <= 4; i++) run(engine.registerLender(lenderInput(i, { minFeeBps: 100 * i }), T0))
   const job = engine.createJob({ jobId: 'job_1', client: BORROWER, borrower: BORROWER, network: NET, asset: 'USDC', receivableAtomic: 10_000n, dueAtMs: T0 + 10 ** 8, funding: { network: NET, txHash: hash(1), logIndex: 0 }, caller: BORROWER }, T0)

@@ -69,8 +69,6 @@ const filters: { name: string; cheap: Parameters<typeof lenderInput>[1]; request
   { name: 'maximum duration', cheap: { maxDurationSeconds: 3600 } },
   { name: 'available liquidity', cheap: { availableLiquidityAtomic: 999n } },
   { name: 'reliability floor', cheap: { reliabilityBps: 999 } },
-  { name: 'supplier is the lender', cheap: {}, request: { supplierAddress: lenderInput(1).address } },
-  { name: 'supplier is the lender session key', cheap: {}, request: { supplierAddress: lenderInput(1).sessionAddress } },
 ]
 for (const f of filters) {
   t.test(`filter: ${f.name}`, async (t) => {
@@ -85,6 +83,21 @@ for (const f of filters) {
     unwrap(admitted.registerLender(lenderInput(1, { minFeeBps: 10 }), T0))
     unwrap(admitted.registerLender(lenderInput(2, { minFeeBps: 500 }), T0))
     t.equal(matchedLender(admitted, offerFor(admitted)), lenderInput(1).address, 'admitted: the cheap lender wins')
+  })
+}
+
+const OPERATOR = addr(0x0e)
+// Underwriting declines a supplier that is a lender or a session key (supplier_not_allowed, underwriting.test.ts);
+// one that registers as a lender after the offer was made is still never leased its own supplier's offer.
+for (const [name, supplierOf] of [['the lender', lenderInput(1).address], ['the lender session key', lenderInput(1).sessionAddress]] as const) {
+  t.test(`filter: supplier is ${name} (registered after the offer)`, async (t) => {
+    const { engine } = newEngine({ operators: [OPERATOR] })
+    registerBacking(engine)
+    unwrap(engine.putSupplier({ domain: 'late.example', name: 'Late', addresses: { [NET]: [supplierOf] }, caller: OPERATOR }, T0))
+    const offerId = offerFor(engine, { supplierDomain: 'late.example', supplierAddress: supplierOf })
+    unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 10 }), T0))
+    unwrap(engine.registerLender(lenderInput(2, { minFeeBps: 500 }), T0))
+    t.equal(matchedLender(engine, offerId), lenderInput(2).address, 'excluded: the dearer lender wins')
   })
 }
 

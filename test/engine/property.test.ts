@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import type { Change } from '../../src/engine/index.ts'
-import { ASSET, BORROWER, CLIENT, FakeWallets, NET, T0, addr, applyChanges, canonical, hash, lenderInput , repaidFact } from './fixtures/world.ts'
+import { ASSET, BORROWER, CLIENT, FakeWallets, NET, T0, addr, applyChanges, canonical, hash, lenderInput, repaidFact, seedSuppliers } from './fixtures/world.ts'
 
 type Cmd =
   | { c: 'lender'; i: number; ask: number; liq: number; rep: number; bands: string[]; net2: boolean }
@@ -135,6 +135,7 @@ function runLog(log: Step[], check: boolean): Run {
   const wallets = new FakeWallets(20_000n)
   const engine = new Engine(config, wallets)
   const store = new Map<string, Change>()
+  applyChanges(store, seedSuppliers(engine))
   const run: Run = { results: [], snapshots: [], store: [] }
   let nowMs = T0
   for (const { dtMs, cmd } of log) {
@@ -185,9 +186,14 @@ t.test('restoring from the snapshots mid-sequence changes nothing observable', a
     // replay up to the cut, rebuild from the store as it was there, continue on the rebuilt engine
     const wallets = new FakeWallets(20_000n)
     let engine = new Engine(config, wallets)
+    seedSuppliers(engine)
     let nowMs = T0
     for (let i = 0; i < log.length; i++) {
-      if (i === cut) engine = new Engine(config, wallets, (straight.store[i - 1] ?? new Map()).values())
+      if (i === cut) {
+        engine = new Engine(config, wallets, (straight.store[i - 1] ?? new Map()).values())
+        // Restored before the first step, the engine has no store yet: it is seeded as at a start.
+        if (i === 0) seedSuppliers(engine)
+      }
       const { dtMs, cmd } = log[i] as Step
       nowMs += dtMs
       const result = canonical(apply(engine, wallets, cmd, nowMs))

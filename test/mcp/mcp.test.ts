@@ -43,6 +43,8 @@ t.test('without a wallet key: the read tools only, with their schemas', async (t
   t.same(offer.inputSchema.required, ['offerId'])
   const catalog = parsed(await client.callTool({ name: 'get_catalog', arguments: {} }))
   t.equal(catalog.networks[0].slug, h.network.slug, 'a read answers from the service')
+  const suppliers = parsed(await client.callTool({ name: 'list_suppliers', arguments: {} }))
+  t.match(suppliers, [{ domain: 'supplier.devnet', addresses: { [h.network.slug]: [h.devnet.accounts.supplier.address] } }], 'the supplier directory, to name in request_credit')
   const unknown = await client.callTool({ name: 'get_job', arguments: { jobId: 'job_unknown' } })
   t.equal(unknown.isError, true)
   t.equal(parsed(unknown).code, 'job_not_found', 'a refusal carries the stable code')
