@@ -77,12 +77,14 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
 5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet).
 6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
    before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
-   A report after the lease expired is rejected with 409 lease_expired.
+   A payment mined by the deadline counts however late it is reported (the service also sees it on chain); a lease
+   never paid expires (a report then has no payment to show: 409 lease_expired).
 7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays what each advance still owes, lenders first), or
    approve ${contract} and call repay(advanceKey, amount) on chain for any amount (GET /credit/advances/<advanceId>: advanceKey, and what
    is still owed, lenderOwedAtomic + reserveOwedAtomic), then POST /credit/advances/<advanceId>/repay {"txHash":"0x..."} -> this payment
    and what is still owed ("repaid":true when nothing is). The lender's part is paid first, then the reserve's share; the contract
-   never takes more than is owed (an overpayment stays in your wallet). Report repayments in the order they were mined.
+   never takes more than is owed (an overpayment stays in your wallet). The service counts every repay from the chain
+   on its own, in chain order; the report is optional (the fast path) and a payment already counted answers the same receipt.
    Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower and gives the client its whole escrow back at once
    (a failed job earned nothing: no source revenue to recover); POST /credit/advances/<advanceId>/liquidate {} recovers
    in this order: ${c.rules.recoveryOrder.join(', ')}. The collateral pays the lender's part first, then the reserve's

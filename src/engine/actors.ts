@@ -79,6 +79,8 @@ function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive):
       const o = actor.getSnapshot().context as { borrower: Address; offerKey: string }
       countOffer(s, o.borrower, -1)
       s.offerIdByKey.delete(o.offerKey)
+    } else if (kind === 'advance') {
+      s.advanceIdByKey.delete((actor.getSnapshot().context as { advanceKey: string }).advanceKey)
     }
   } else {
     s.pending.set(key, { kind, id })

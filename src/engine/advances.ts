@@ -40,6 +40,7 @@ export function openAdvance(
   }
   const advance = createActor(advanceMachine, { input }).start()
   s.advances.set(advanceId, advance)
+  s.advanceIdByKey.set(input.advanceKey, advanceId)
   touch(s, 'advance', advanceId)
   const job = o.source.kind === 'job' ? s.jobs.get(o.source.id) : undefined
   if (job) expect(s, 'job', job, { type: 'ADVANCE_OPENED', advanceId, nowMs })
@@ -64,10 +65,14 @@ export function applyRepayment(s: EngineState, a: AdvanceContext, repayment: Rep
     reputation.borrowerRepaid(borrower, s.config)
     touch(s, 'borrower', borrower.address)
   }
-  return receiptOf(after, repayment, fullyRepaid)
+  return repaymentReceiptOf(after, repayment, fullyRepaid)
 }
 
-function receiptOf(a: AdvanceContext, repayment: RepaymentRecord, fullyRepaid: boolean): RepaymentReceipt {
+export function repaymentReceiptOf(
+  a: Pick<AdvanceContext, 'advanceId' | 'lender' | 'network' | 'asset' | 'principalAtomic' | 'feeAtomic'>,
+  repayment: RepaymentRecord,
+  fullyRepaid = repayment.lenderOwedAfterAtomic === 0n && repayment.reserveOwedAfterAtomic === 0n,
+): RepaymentReceipt {
   return {
     advanceId: a.advanceId, lender: a.lender, network: a.network, asset: a.asset, principalAtomic: a.principalAtomic,
     feeAtomic: a.feeAtomic, lenderAmountAtomic: repayment.lenderAmountAtomic,
@@ -87,7 +92,7 @@ export function applyRepaidFact(s: EngineState, fact: RepaidFact, nowMs: number)
   if (!advance) return fail('not_found', 'advance_not_found', `advance ${fact.advanceId} is not live`)
   const a = advance.getSnapshot().context
   const counted = a.repayments.find((r) => r.network === fact.network && r.txHash === fact.txHash && r.logIndex === fact.logIndex)
-  if (counted) return { ok: true, value: receiptOf(a, counted, a.lenderOwedAtomic === 0n && a.reserveOwedAtomic === 0n) }
+  if (counted) return { ok: true, value: repaymentReceiptOf(a, counted) }
   // On chain the advance's lender is the session wallet that paid the supplier: that is who a Repaid pays.
   if (fact.network !== a.network || !sameAddress(fact.lender, a.payer)) {
     return fail('invalid', 'repayment_mismatch', 'the repayment is on another network or to another lender')

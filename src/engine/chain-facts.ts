@@ -5,7 +5,7 @@
 // before the one whose chain time passes that deadline, so it is applied before the lease could expire.
 import type { OfferContext } from '../../machines/index.ts'
 import { refused, send } from './actors.ts'
-import { openAdvance } from './advances.ts'
+import { applyRepaidFact, openAdvance } from './advances.ts'
 import { touch } from './changes.ts'
 import { chainTimeOf, dueLeases } from './dispatch.ts'
 import { fail } from './errors.ts'
@@ -13,9 +13,9 @@ import { ID_PREFIXES } from './ids.ts'
 import { sameAddress } from './keys.ts'
 import { deployForAdvance, lenderChanged, lenderOf, reserveForLease } from './ledger.ts'
 import { cancelLease, payLease, timeOutLease } from './leases.ts'
-import type { SupplierPaymentFact } from './ports.ts'
+import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
 import type { EngineState, LeaseActor, OfferActor } from './state.ts'
-import type { Address, AdvanceView, EngineError, LeaseView } from './types.ts'
+import type { Address, AdvanceView, EngineError, LeaseView, RepaymentReceipt } from './types.ts'
 
 /** An ended lease read back from the store (final leases leave memory): for a payment under an old authorization. */
 export type PastLeaseOf = (leaseId: string) => { leaseId: string; lender: Address; feeAtomic: bigint; state: string } | undefined
@@ -23,6 +23,7 @@ export type PastLeaseOf = (leaseId: string) => { leaseId: string; lender: Addres
 /** One event of the credit contract as the engine takes it: the service decoded it and mapped its token to a symbol. */
 export type ChainEventFact =
   | ({ kind: 'supplier_paid'; offerKey: string; proofKey: string } & Omit<SupplierPaymentFact, 'offerId'>)
+  | ({ kind: 'repaid'; advanceKey: string; proofKey: string } & Omit<RepaidFact, 'advanceId'>)
   | { kind: 'other'; name: string; proofKey: string }
 
 /** What the chain follower observed of one network: blocks up to toBlock (inclusive) and their events, in order. */
@@ -41,8 +42,10 @@ export interface ChainObservationOutcome {
   chainTimeMs: number
   /** Advances the batch's SupplierPaid events opened. */
   advances: AdvanceView[]
-  /** Proof keys of the facts applied: their used-proof records go in the batch's commit. */
+  /** Proof keys of the SupplierPaid facts applied, one per advance: their used-proof records go in the batch's commit. */
   appliedProofKeys: string[]
+  /** Repaid facts applied (of any amount), with their proof keys (used-proof records in the same commit). */
+  repayments: { proofKey: string; receipt: RepaymentReceipt }[]
   /** Facts the engine did not apply, and why (an offer already funded by its report, an event another part applies). */
   ignored: { proofKey: string; reason: string }[]
   /** Leases whose deadline the observed chain time is past, unpaid. */
@@ -104,11 +107,22 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   const advances: AdvanceView[] = []
   const appliedProofKeys: string[] = []
   const ignored: { proofKey: string; reason: string }[] = []
+  const repayments: { proofKey: string; receipt: RepaymentReceipt }[] = []
   for (const event of batch.events) {
+    if (event.kind === 'repaid') {
+      // A repayment of any amount, by anyone, reported or not: what the advance owes goes down (the same function as
+      // the repay route's). No live advance has the key: its report repaid it already, or it is not this service's.
+      const { kind: _kind, advanceKey, proofKey, ...fact } = event
+      const advanceId = s.advanceIdByKey.get(advanceKey)
+      const applied = advanceId === undefined ? fail('not_found', 'advance_not_live', 'no live advance has the key') : applyRepaidFact(s, { ...fact, advanceId }, nowMs)
+      if (applied.ok) repayments.push({ proofKey, receipt: applied.value })
+      else ignored.push({ proofKey, reason: applied.error.code })
+      continue
+    }
     if (event.kind !== 'supplier_paid') {
-      // Repaid is the "partial" part's (repayments of any amount); JobFunded and CollateralPosted are applied by
-      // their report routes (createJob, postCollateral); AdvanceSettled, JobSettled, JobFailed, JobClosed and
-      // Liquidated confirm the service's own operator transactions, applied by the route that sent them.
+      // JobFunded and CollateralPosted are applied by their report routes (createJob, postCollateral);
+      // AdvanceSettled, JobSettled, JobFailed, JobClosed and Liquidated confirm the service's own operator
+      // transactions, applied by the route that sent them.
       ignored.push({ proofKey: event.proofKey, reason: `not_applied:${event.name}` })
       continue
     }
@@ -141,6 +155,6 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   const expiredLeases = dueLeases(s, batch.network).map(({ lease, chainTimeMs }) => timeOutLease(s, lease, chainTimeMs, nowMs))
   return {
     network: batch.network, toBlock: batch.toBlock, chainTimeMs: chainTimeOf(s, batch.network) as number,
-    advances, appliedProofKeys, ignored, expiredLeases,
+    advances, appliedProofKeys, repayments, ignored, expiredLeases,
   }
 }

@@ -43,6 +43,7 @@ import { leaseView, lenderView, viewOf, type RegistrationPage } from './views.ts
 export { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot } from './views.ts'
 export type { RegistrationPage } from './views.ts'
 export { recoveryAmounts, supplierPaymentOnClosedOffer } from './plans.ts'
+export { repaymentReceiptOf } from './advances.ts'
 export type { StoredSnapshot } from './snapshots.ts'
 export type { ChainEventFact, ChainObservation, ChainObservationOutcome, PastLeaseOf } from './chain-facts.ts'
 
@@ -516,6 +517,12 @@ export class Engine {
   getLease(leaseId: string): LeaseView | undefined {
     const actor = this.state.leases.get(leaseId)
     return actor && leaseView(actor.getSnapshot())
+  }
+
+  /** The live advance whose on-chain key is `advanceKey` (a Repaid event names it so). */
+  advanceByKey(advanceKey: string): AdvanceView | undefined {
+    const advanceId = this.state.advanceIdByKey.get(advanceKey)
+    return advanceId === undefined ? undefined : this.getAdvance(advanceId)
   }
 
   getAdvance(advanceId: string): AdvanceView | undefined {

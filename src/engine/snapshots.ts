@@ -74,7 +74,11 @@ export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void 
     s.leases.set(x.id, lease)
     addLiveLease(s, lease.getSnapshot().context)
   }
-  for (const x of byId('advance')) s.advances.set(x.id, restoreActor(advanceMachine, x.record))
+  for (const x of byId('advance')) {
+    const advance = restoreActor(advanceMachine, x.record)
+    s.advances.set(x.id, advance)
+    s.advanceIdByKey.set(advance.getSnapshot().context.advanceKey, x.id)
+  }
 }
 
 function restoreRecords(s: EngineState, list: (kind: Change['kind']) => StoredSnapshot[]): void {

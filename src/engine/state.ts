@@ -71,6 +71,8 @@ export class EngineState {
   readonly waitingOffers = new IndexedMinHeap<Due>(dueId, bySeq)
   /** Live offers by their on-chain key: a SupplierPaid names the offer by its key (src/engine/chain-facts.ts). */
   readonly offerIdByKey = new Map<string, string>()
+  /** Live advances by their on-chain key (the offer's key): a Repaid names the advance by it. */
+  readonly advanceIdByKey = new Map<string, string>()
 
   /** What the running command changed, by `${kind}:${id}`; resolved to Changes when the command drains. */
   pending = new Map<string, Pending>()

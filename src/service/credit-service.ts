@@ -6,12 +6,12 @@
 // (and refuses what the command would refuse) before any await.
 import { getAddress, type Address, type Hex } from 'viem'
 import {
-  advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, recoveryAmounts, supplierPaymentOnClosedOffer, type Engine,
+  advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, recoveryAmounts, repaymentReceiptOf, supplierPaymentOnClosedOffer, type Engine,
   type ChainEventFact, type ChainObservationOutcome, type PastLeaseOf,
 } from '../engine/engine.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import type {
-  AdvanceView, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView, LeaseView,
+  AdvanceView, Change, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView, LeaseView,
   LenderRecord, LenderView, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
   SourceRecord, SupplierInput, SupplierRecord, UnderwritingDecision,
 } from '../engine/types.ts'
@@ -90,6 +90,8 @@ export class CreditService {
   #fatal: ((error: unknown) => void) | undefined
   /** Listeners of durable changes (the event stream, the inspector): told only after the disk has the commit. */
   readonly #durable = new DurableFeed()
+  /** Final actors of commits not yet written, by `${kind}:${id}`: see #run. */
+  readonly #endedInFlight = new Map<string, Change>()
   readonly #leases: LeaseDelivery
   /** The chain follower of each served network (started by src/app/app.ts), for health. */
   readonly followers = new Map<string, ChainFollower>()
@@ -165,6 +167,10 @@ export class CreditService {
     // With nobody to answer, a command that changed nothing needs no commit: no response could show state ahead of
     // the disk. A request's empty commit still waits for the commits queued before it.
     if (response === null && changes.length === 0 && writes.length === 0) return null
+    // An actor that ended in this command left the engine's memory, and the store has it only once the commit is
+    // written: until then a read finds it here (and, like every read, answers once the commit is durable).
+    const ended = changes.filter((c) => c.final)
+    for (const c of ended) this.#endedInFlight.set(`${c.kind}:${c.id}`, c)
     try {
       const idempotency = response === null ? undefined : mutation?.ticket?.complete(response)
       await this.store.commit({ changes, records: writes, ...(idempotency ? { idempotency } : {}) })
@@ -172,6 +178,8 @@ export class CreditService {
       // The engine already holds the change in memory: continuing would acknowledge state the disk lacks.
       this.#fatal?.(error)
       throw error
+    } finally {
+      for (const c of ended) if (this.#endedInFlight.get(`${c.kind}:${c.id}`) === c) this.#endedInFlight.delete(`${c.kind}:${c.id}`)
     }
     if (changes.length > 0) this.#durable.tell(changes)
     return response
@@ -517,6 +525,13 @@ export class CreditService {
     const symbolOf = new Map(network.tokens.map((t) => [t.address.toLowerCase(), t.symbol]))
     const facts: ChainEventFact[] = batch.events.map((event) => {
       const fact = facilityFact(network.slug, event)
+      if (fact.name === 'Repaid') {
+        const { offerKey, payer, lender, toLender, toReserve, lenderOwed, reserveOwed } = fact.args
+        return {
+          kind: 'repaid', proofKey: fact.proofKey, advanceKey: offerKey, network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex,
+          payer: getAddress(payer), lender: getAddress(lender), amountAtomic: toLender, reserveAmountAtomic: toReserve, lenderOwedAtomic: lenderOwed, reserveOwedAtomic: reserveOwed,
+        }
+      }
       if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
       const { offerKey, payer, supplier, asset, amount } = fact.args
       return {
@@ -526,9 +541,15 @@ export class CreditService {
     })
     const pastLease: PastLeaseOf = (leaseId) => this.#stored('lease', leaseId, leaseViewFromSnapshot)
     let outcome: ChainObservationOutcome | null = null
+    // The advances the batch's repayments name, read before the command (one that ends repaid leaves memory in it).
+    const repaidAdvances = new Map<string, AdvanceView>()
     await this.#run<ChainObservationOutcome>(
       null,
       () => {
+        for (const fact of facts) {
+          const advance = fact.kind === 'repaid' ? this.engine.advanceByKey(fact.advanceKey) : undefined
+          if (advance !== undefined) repaidAdvances.set(advance.advanceId, advance)
+        }
         // In the command's synchronous section: a report queued its proof before, or it will find this one.
         const fresh = facts.filter((fact) => !this.store.proofs.has(fact.proofKey))
         const observed = { network: network.slug, toBlock: batch.toBlock, toBlockHash: batch.toBlockHash, toBlockTimeMs: batch.toBlockTimeMs, events: fresh }
@@ -538,7 +559,11 @@ export class CreditService {
         outcome = value
         const usedAtMs = this.#clock()
         const proofs = value.advances.map((advance, i) => this.store.proofs.addOp(value.appliedProofKeys[i] as string, { usedBy: `offer:${advance.offerId}`, usedAtMs }))
-        return [...proofs, cursor]
+        const repaid = value.repayments.flatMap(({ proofKey, receipt }) => [
+          this.store.proofs.addOp(proofKey, { usedBy: `advance:${receipt.advanceId}`, usedAtMs }),
+          ...this.#repaidPassport(receipt, repaidAdvances.get(receipt.advanceId)),
+        ])
+        return [...proofs, ...repaid, cursor]
       },
     )
     return outcome
@@ -624,10 +649,19 @@ export class CreditService {
   }
 
   async repay(mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
+    const known = this.view('advance', advanceId)
+    if (known === undefined) throw this.#missing('advance', advanceId)
+    // On chain the advance's lender is the session wallet that paid (repayments recycle into the wallet that lends).
+    const fact = await this.#prove(known.network, 'Repaid', body.txHash, { offerKey: known.advanceKey, lender: known.payer })
+    // The report is the fast path: when the chain follower counted this payment first (the advance may even be
+    // repaid and closed by it), the answer is the same receipt, once the commit that counted it is durable.
+    const counted = this.#countedRepayment(advanceId, fact)
+    if (counted !== undefined) {
+      await this.store.commit({})
+      return mutation.encode(counted)
+    }
     const plan = this.#live(this.engine.planRepayment(advanceId), 'advance', advanceId)
     const advance = this.engine.getAdvance(advanceId) as AdvanceView
-    // On chain the advance's lender is the session wallet that paid (repayments recycle into the wallet that lends).
-    const fact = await this.#prove(plan.network, 'Repaid', body.txHash, { offerKey: advance.advanceKey, lender: advance.payer })
     const proof = this.#useProof(fact, `advance:${advanceId}`)
     return this.apply(
       mutation,
@@ -647,20 +681,29 @@ export class CreditService {
           },
           this.#clock(),
         ),
-      (receipt) => [
-        proof,
-        // The passport records the advance repaid once, by the payment after which nothing is owed.
-        ...(!receipt.repaid ? [] : this.#passportWrites([{
-          agent: advance.borrower,
-          kind: 'advance_repaid',
-          details: {
-            advanceId, jobId: advance.source.kind === 'job' ? advance.source.id : null, network: receipt.network, asset: receipt.asset,
-            lender: receipt.lender, principalAtomic: receipt.principalAtomic, feeAtomic: receipt.feeAtomic,
-            lenderAmountAtomic: receipt.lenderAmountAtomic, reserveAmountAtomic: receipt.reserveAmountAtomic, txHash: receipt.txHash,
-          },
-        }])),
-      ],
+      (receipt) => [proof, ...this.#repaidPassport(receipt, advance)],
     )
+  }
+
+  /** The receipt of a repayment the advance has already counted (by its proof), or undefined. */
+  #countedRepayment(advanceId: string, fact: { txHash: string; logIndex: number }): RepaymentReceipt | undefined {
+    const advance = this.view('advance', advanceId)
+    const record = advance?.repayments.find((r) => r.kind === 'repaid' && r.txHash.toLowerCase() === fact.txHash.toLowerCase() && r.logIndex === fact.logIndex)
+    return advance === undefined || record === undefined ? undefined : repaymentReceiptOf(advance, record)
+  }
+
+  /** The passport records an advance repaid once, by the payment after which nothing is owed (reported or observed). */
+  #repaidPassport(receipt: RepaymentReceipt, advance: Pick<AdvanceView, 'borrower' | 'source'> | undefined): RecordWrite[] {
+    if (!receipt.repaid || advance === undefined) return []
+    return this.#passportWrites([{
+      agent: advance.borrower,
+      kind: 'advance_repaid',
+      details: {
+        advanceId: receipt.advanceId, jobId: advance.source.kind === 'job' ? advance.source.id : null, network: receipt.network, asset: receipt.asset,
+        lender: receipt.lender, principalAtomic: receipt.principalAtomic, feeAtomic: receipt.feeAtomic,
+        lenderAmountAtomic: receipt.lenderAmountAtomic, reserveAmountAtomic: receipt.reserveAmountAtomic, txHash: receipt.txHash,
+      },
+    }])
   }
 
   async completeJob(mutation: Mutation<JobSettlementReceipt>, caller: Address, jobId: string): Promise<StoredResponse> {
@@ -761,6 +804,8 @@ export class CreditService {
 
   /** A final actor, read from the store (final actors leave memory). */
   #stored<V>(kind: 'job' | 'offer' | 'lease' | 'advance', id: string, view: (snapshot: unknown) => V): V | undefined {
+    const inFlight = this.#endedInFlight.get(`${kind}:${id}`)
+    if (inFlight !== undefined) return view(inFlight.record)
     const entry = this.store.getSnapshot(kind, id)
     return entry === undefined ? undefined : view(entry.snapshot)
   }

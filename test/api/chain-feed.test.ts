@@ -4,7 +4,7 @@
 // and a restart between a payment and its observation loses nothing (the follower resumes from its cursor).
 import t from 'tap'
 import { ChainAgent } from '../../src/client/chain.ts'
-import { advanceChainTime, creditRequest, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { advanceChainTime, creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { actionFor, expectDocumented, openApiDocument, until, type Json } from './fixtures/api.ts'
 
 const LEASE_TTL_SECONDS = 30
@@ -89,6 +89,41 @@ t.test('case 1 without any report: the follower alone creates the advance', asyn
   t.equal(advance.body.principalAtomic, usdc(100).toString())
 })
 
+t.test('repayments nobody reports are counted from the chain; a later report answers the same receipt', async (t) => {
+  const { offerId, borrowerClient } = await leasedOffer(usdc(100))
+  await pay(offerId)
+  await until(async () => (await lender.client.get(`/credit/offers/${offerId}`)).body.state === 'funded', 20_000, 'the follower funded the offer')
+  const advanceId = (await lender.client.get(`/credit/offers/${offerId}`)).body.advanceId as string
+  const advance = (await lender.client.get(`/credit/advances/${advanceId}`)).body
+  const owed = BigInt(advance.lenderOwedAtomic) + BigInt(advance.reserveOwedAtomic)
+  const payer = new ChainAgent(h.network, await fundedAccount(h.devnet, h.network, usdc(200)))
+  const sessionBefore = await payer.balanceOf(USDC, lender.session.address)
+
+  // A partial repayment on chain, by a stranger, reported by no one: what the advance owes goes down.
+  const first = await payer.repay(advance.advanceKey, USDC, usdc(60))
+  await until(async () => (await lender.client.get(`/credit/advances/${advanceId}`)).body.lenderOwedAtomic === (BigInt(advance.lenderOwedAtomic) - usdc(60)).toString(), 20_000, 'the follower counted the partial repayment')
+  const partly = (await lender.client.get(`/credit/advances/${advanceId}`)).body
+  t.equal(partly.state, 'active', 'still active: something is owed')
+  t.equal(partly.repayments.length, 1)
+  t.equal(partly.repayments[0].txHash, first.toLowerCase())
+
+  // The rest, overpaid: only what is owed moves, and the advance is repaid without a report.
+  const second = await payer.repay(advance.advanceKey, USDC, owed)
+  await until(async () => (await lender.client.get(`/credit/advances/${advanceId}`)).body.state === 'repaid', 20_000, 'the follower counted the last repayment')
+  t.equal(await payer.balanceOf(USDC, lender.session.address) - sessionBefore, BigInt(advance.lenderOwedAtomic), 'the session wallet got exactly the lender\'s part')
+  const passport = (await borrowerClient.get(`/passport/${advance.borrower}`, { token: '' })).body as Json[]
+  t.same(passport.map((e) => e.kind), ['advance_repaid'], 'the passport records the advance repaid once')
+
+  // Late reports of both payments answer what was counted, not an error.
+  const lateFirst = await borrowerClient.post(`/credit/advances/${advanceId}/repay`, { txHash: first })
+  t.equal(lateFirst.status, 200, JSON.stringify(lateFirst.body))
+  expectDocumented(t, doc, 'post', '/credit/advances/{advanceId}/repay', lateFirst)
+  t.match(lateFirst.body, { advanceId, txHash: first.toLowerCase(), lenderAmountAtomic: usdc(60).toString(), repaid: false })
+  const lateSecond = await borrowerClient.post(`/credit/advances/${advanceId}/repay`, { txHash: second })
+  t.equal(lateSecond.status, 200, JSON.stringify(lateSecond.body))
+  t.match(lateSecond.body, { advanceId, txHash: second.toLowerCase(), lenderOwedAtomic: '0', reserveOwedAtomic: '0', repaid: true })
+})
+
 t.test('a lease with no payment expires once the chain is observed past its deadline, never on the service clock alone', async (t) => {
   const { offerId, lease, borrowerClient } = await leasedOffer()
   const expiresAtMs = Date.parse(lease['expiresAt'])
@@ -107,7 +142,7 @@ t.test('a lease with no payment expires once the chain is observed past its dead
   t.not(offer.body.state, 'leased', 'the lease expired on chain time')
   t.ok((offer.body.excludedLenders as string[]).includes(lender.account.address), 'the lender that did not pay is excluded')
   const gone = await lender.client.get(`/lenders/${lender.account.address}/actions`)
-  t.notOk((gone.body as Json[]).some((a) => a['lease']['leaseId'] === lease['leaseId']), 'nothing left to pay for it')
+  t.notOk((gone.body as Json[]).some((a) => a['kind'] === 'pay_supplier' && a['lease']['leaseId'] === lease['leaseId']), 'nothing left to pay for it')
 })
 
 t.test('a restart between the payment and its observation loses nothing', async (t) => {

@@ -40,7 +40,7 @@ class ScanningEngine extends Engine {
       touch(state, 'meta', 'engine')
     }
     const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutLease(state, lease, chainTimeMs, nowMs))
-    return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], ignored: [], expiredLeases })
+    return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], repayments: [], ignored: [], expiredLeases })
   }
 
   override dispatch(nowMs: number): EngineResult<DispatchOutcome> {
