@@ -6,7 +6,6 @@
 import type { OfferContext } from '../../machines/index.ts'
 import { refused, send } from './actors.ts'
 import { applyRepaidFact, openAdvance } from './advances.ts'
-import { touch } from './changes.ts'
 import { chainTimeOf, dueLeases } from './dispatch.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
@@ -147,10 +146,12 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   }
 
   // Chain time only moves forward (a batch never ends before the previous one; the guard keeps a restart honest).
+  // It is an observation, not a change: a new chain time alone is not written (chains make blocks all the time, an
+  // idle service would write every block), it rides along with the next write of the meta record. After a restart
+  // the follower observes it again; until then no lease expires, which is the safe side (payment is what counts).
   const before = chainTimeOf(s, batch.network)
   if (before === undefined || batch.toBlockTimeMs > before) {
     s.meta.chainTimeMs = { ...s.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
-    touch(s, 'meta', 'engine')
   }
   const expiredLeases = dueLeases(s, batch.network).map(({ lease, chainTimeMs }) => timeOutLease(s, lease, chainTimeMs, nowMs))
   return {

@@ -543,6 +543,7 @@ export class CreditService {
     let outcome: ChainObservationOutcome | null = null
     // The advances the batch's repayments name, read before the command (one that ends repaid leaves memory in it).
     const repaidAdvances = new Map<string, AdvanceView>()
+    let changedEngine = false
     await this.#run<ChainObservationOutcome>(
       null,
       () => {
@@ -553,7 +554,9 @@ export class CreditService {
         // In the command's synchronous section: a report queued its proof before, or it will find this one.
         const fresh = facts.filter((fact) => !this.store.proofs.has(fact.proofKey))
         const observed = { network: network.slug, toBlock: batch.toBlock, toBlockHash: batch.toBlockHash, toBlockTimeMs: batch.toBlockTimeMs, events: fresh }
-        return this.engine.observeChain(observed, this.#clock(), pastLease)
+        const result = this.engine.observeChain(observed, this.#clock(), pastLease)
+        changedEngine = result.ok && result.changes.length > 0
+        return result
       },
       (value) => {
         outcome = value
@@ -563,6 +566,9 @@ export class CreditService {
           this.store.proofs.addOp(proofKey, { usedBy: `advance:${receipt.advanceId}`, usedAtMs }),
           ...this.#repaidPassport(receipt, repaidAdvances.get(receipt.advanceId)),
         ])
+        // A batch that changed nothing (no event applied, chain time and leases as they were) is not written: the
+        // follower moves on in memory, and after a restart it reads those empty blocks again, which changes nothing.
+        if (!changedEngine && proofs.length === 0 && repaid.length === 0) return []
         return [...proofs, ...repaid, cursor]
       },
     )

@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { Engine, type EngineConfig } from '../../src/engine/index.ts'
 import type { DispatchOutcome, EngineResult } from '../../src/engine/index.ts'
-import { drain, touch } from '../../src/engine/changes.ts'
+import { drain } from '../../src/engine/changes.ts'
 import type { ChainObservation, ChainObservationOutcome } from '../../src/engine/engine.ts'
 import { isPastDeadline, leaseOverAtChainMs } from '../../machines/index.ts'
 import { timeOutLease } from '../../src/engine/leases.ts'
@@ -37,7 +37,6 @@ class ScanningEngine extends Engine {
     const before = state.meta.chainTimeMs?.[batch.network]
     if (before === undefined || batch.toBlockTimeMs > before) {
       state.meta.chainTimeMs = { ...state.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
-      touch(state, 'meta', 'engine')
     }
     const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutLease(state, lease, chainTimeMs, nowMs))
     return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], repayments: [], ignored: [], expiredLeases })
