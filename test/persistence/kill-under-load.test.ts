@@ -430,7 +430,12 @@ t.test('SIGKILL under load loses no acknowledged change, applies no retry twice,
   )
   try {
     t.doesNotThrow(() => app.service.engine.checkInvariants(), 'every invariant holds in the restored engine')
-    const state = (await call(app.url, 'GET', '/credit/state')).body
+    // Available liquidity is what the session wallets can pay: it is 0 until the wallet watcher has read them once.
+    let state = (await call(app.url, 'GET', '/credit/state')).body
+    for (const deadline = Date.now() + 20_000; state.totals.availableAtomic === '0' && Date.now() < deadline;) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      state = (await call(app.url, 'GET', '/credit/state')).body
+    }
     t.same(state, final.state, 'the restored engine holds exactly the state the service last served')
   } finally {
     await app.stop()
