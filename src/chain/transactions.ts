@@ -21,16 +21,8 @@ export function buildApproveTransaction(
   network: NetworkConfig,
   input: { owner: Address; asset: string; amountAtomic: bigint },
 ): UnsignedTransaction {
-  const token = findToken(network, input.asset)
-  return {
-    network: network.slug,
-    chainId: network.chainId,
-    from: getAddress(input.owner),
-    to: token.address,
-    data: encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [network.creditContract, input.amountAtomic] }),
-    value: 0n,
-    gas: approveGasHint,
-  }
+  const data = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [network.creditContract, input.amountAtomic] })
+  return tokenCall(network, input.owner, input.asset, data, approveGasHint)
 }
 
 /** Gas limit to sign an ERC-20 transfer with: measured ~35k on the devnet (~52k to a fresh holder), with headroom. */
@@ -41,14 +33,11 @@ export function buildTransferTransaction(
   network: NetworkConfig,
   input: { from: Address; to: Address; asset: string; amountAtomic: bigint },
 ): UnsignedTransaction {
-  const token = findToken(network, input.asset)
-  return {
-    network: network.slug,
-    chainId: network.chainId,
-    from: getAddress(input.from),
-    to: token.address,
-    data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [getAddress(input.to), input.amountAtomic] }),
-    value: 0n,
-    gas: transferGasHint,
-  }
+  const data = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [getAddress(input.to), input.amountAtomic] })
+  return tokenCall(network, input.from, input.asset, data, transferGasHint)
+}
+
+/** A call of the asset's token contract on one network, sent by `from`. */
+function tokenCall(network: NetworkConfig, from: Address, asset: string, data: Hex, gas: bigint): UnsignedTransaction {
+  return { network: network.slug, chainId: network.chainId, from: getAddress(from), to: findToken(network, asset).address, data, value: 0n, gas }
 }
