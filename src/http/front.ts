@@ -9,11 +9,14 @@
 //   RFC 9110 section 2.5 says a server answers a 1.0 request with; uWS always sends Content-Length);
 // - no Host on HTTP/1.1, two Hosts, Transfer-Encoding on 1.0, or a request line that is not HTTP/1.x: answers 400
 //   (505 for another HTTP version) as problem+json itself and closes.
-// Later requests on a passed connection are not inspected: a client that sent Host once sends it every time.
+// Later requests on a passed connection are not judged (a client that sent Host once sends it every time), but they
+// are held one at a time behind the answer uWS is giving (front-gate.ts): the pinned build drops a connection that
+// pipelines behind a pending answer.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, connect, isIPv4, isIPv6, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { gateConnection } from './front-gate.ts'
 import type { Logger } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 
@@ -183,26 +186,26 @@ export async function startFront(options: FrontOptions): Promise<Front> {
       upstreams.set(client, up)
       up.setNoDelay(true)
       up.write(proxyV2Header(client.remoteAddress, client.remotePort, client.localAddress, client.localPort))
+      up.on('error', () => client.destroy())
+      if (!decision.http10) {
+        gateConnection(client, up, decision.bytes, HEAD_LIMIT_BYTES)
+        return
+      }
       up.write(decision.bytes)
       // The client's FIN is passed on: uWS then aborts the request, as it does when it owns the socket.
       client.pipe(up)
-      if (decision.http10) {
-        // uWS closes after a `connection: close` request without saying so: say it in the answer's head.
-        let said = false
-        up.on('data', (chunk: Buffer) => {
-          if (!said) {
-            said = true
-            const line = chunk.indexOf('\r\n')
-            if (line >= 0) chunk = Buffer.concat([chunk.subarray(0, line + 2), CONNECTION_CLOSE, chunk.subarray(line + 2)])
-          }
-          if (!client.write(chunk)) up.pause()
-        })
-        client.on('drain', () => up.resume())
-        up.on('end', () => client.end())
-      } else {
-        up.pipe(client)
-      }
-      up.on('error', () => client.destroy())
+      // uWS closes after a `connection: close` request without saying so: say it in the answer's head.
+      let said = false
+      up.on('data', (chunk: Buffer) => {
+        if (!said) {
+          said = true
+          const line = chunk.indexOf('\r\n')
+          if (line >= 0) chunk = Buffer.concat([chunk.subarray(0, line + 2), CONNECTION_CLOSE, chunk.subarray(line + 2)])
+        }
+        if (!client.write(chunk)) up.pause()
+      })
+      client.on('drain', () => up.resume())
+      up.on('end', () => client.end())
     }
     client.on('data', onData)
   }

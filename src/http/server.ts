@@ -164,8 +164,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         if (closeConnection) state.res.end(undefined, true)
         else state.res.endWithoutBody()
       }
-      // HEAD: the GET's headers and content-length, no body.
-      else if (state.head) state.res.endWithoutBody(Buffer.byteLength(reply.body), closeConnection)
+      // HEAD: the GET's headers and content-length, no body. The pinned uWS counts a length given to endWithoutBody as
+      // body still to come, and drops the connection at the next request: the length goes in as a plain header.
+      else if (state.head) {
+        if (closeConnection) state.res.endWithoutBody(Buffer.byteLength(reply.body), true)
+        else state.res.writeHeader('content-length', String(Buffer.byteLength(reply.body))).endWithoutBody()
+      }
       else state.res.end(reply.body, closeConnection)
     })
     if (requestLog) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: reply.status, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
