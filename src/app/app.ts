@@ -19,6 +19,7 @@ import { AgentLinks } from '../reputation/links.ts'
 import { creditScoreRoute } from '../api/routes/score.ts'
 import { inspectRoutes } from '../api/routes/inspect.ts'
 import { Inspector } from '../inspect/inspector.ts'
+import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
@@ -294,10 +295,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       creditScoreRoute({ paid: creditScore.paid, engine, clock }),
     )
     // The inspector follows durable changes from here on; its counts start from what the store holds now.
+    let inspectorLive: InspectorLive | undefined
     if (config.inspector ?? config.networksFile === undefined) {
       const inspector = new Inspector(store)
       cleanups.push(service.onDurable(inspector.onDurable))
-      routes.push(...inspectRoutes(inspector))
+      inspectorLive = new InspectorLive(inspector)
+      routes.push(...inspectRoutes(inspector, () => baseUrl, inspectorLive))
     }
 
     // From here on the store counts as in use until stop() closes it: a start that finds it so after a crash
@@ -316,12 +319,16 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       trustedProxies: config.trustedProxies,
       legacyClients: config.legacyClients,
       ...(options.validateResponses ? { validateResponses: true } : {}),
-      websockets: [{ path: EVENTS_PATH, behavior: stream.behavior((token) => (auth as SiweAuth).authenticate(token)) }],
+      websockets: [
+        { path: EVENTS_PATH, behavior: stream.behavior((token) => (auth as SiweAuth).authenticate(token)) },
+        ...(inspectorLive === undefined ? [] : [{ path: INSPECT_LIVE_PATH, behavior: inspectorLive.behavior() }]),
+      ],
     })
     cleanups.push(async () => {
       await server.close()
     })
     cleanups.push(() => stream.close())
+    if (inspectorLive !== undefined) cleanups.push(() => inspectorLive.close())
     baseUrl = config.publicBaseUrl ?? server.url
     const domain = new URL(baseUrl).host
     auth = new SiweAuth({

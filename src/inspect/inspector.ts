@@ -96,15 +96,28 @@ export class Inspector {
     }
   }
 
+  readonly #listeners = new Set<(entries: readonly FeedEntry[]) => void>()
+
+  /** Calls `listener` after each durable commit that moved an actor, with its new transitions (oldest first). */
+  subscribe(listener: (entries: readonly FeedEntry[]) => void): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+
   /** The durable-change listener: a commit's actor changes move the counts and add their new transitions to the feed. */
   readonly onDurable = (changes: readonly Change[]): void => {
+    const added: FeedEntry[] = []
     for (const change of changes) {
       if (!(ACTOR_KINDS as readonly string[]).includes(change.kind)) continue
       const kind = change.kind as ActorKind
       const key = `${kind}:${change.id}`
       const known = this.#live.get(key)
       const history = storedHistory(change.record)
-      for (const entry of history.slice(newFrom(known, history))) this.#push({ kind, id: change.id, ...entry })
+      for (const entry of history.slice(newFrom(known, history))) {
+        const fed: FeedEntry = { kind, id: change.id, ...entry }
+        this.#push(fed)
+        added.push(fed)
+      }
       const state = stateOf(change.record)
       if (known !== undefined) this.#count(kind, known.state, -1)
       if (change.final) this.#live.delete(key)
@@ -113,6 +126,7 @@ export class Inspector {
         this.#count(kind, state, 1)
       }
     }
+    if (added.length > 0) for (const listener of this.#listeners) listener(added)
   }
 
   /** Live actors per machine and state (every state listed, 0 included). */

@@ -7,7 +7,7 @@ import { stateDiagramLines, systemMapLines } from '../tools/diagrams.ts'
 import { machineStates } from './inspector.ts'
 import type { ActorKind } from '../store/index.ts'
 
-/** How often the page asks for counts and transitions (the event stream, once merged, can replace the polling). */
+/** How often the page asks for counts and transitions while its live feed (GET /inspect/live) is closed. */
 export const POLL_INTERVAL_MS = 2_000
 
 let page: string | undefined
@@ -42,7 +42,7 @@ function render(): string {
 </head>
 <body>
 <h1>agent-credit inspector</h1>
-<p class="muted">Read-only. Counts and transitions are those the service has made durable; they refresh every ${POLL_INTERVAL_MS / 1000} s. <span id="updated"></span></p>
+<p class="muted">Read-only. Counts and transitions are those the service has made durable; updates: <span id="mode">polling</span>. <span id="updated"></span></p>
 <h2>Machines: live actors per state</h2>
 <div class="machines" id="machines"></div>
 <h2>System map</h2>
@@ -84,8 +84,7 @@ function render(): string {
     const { svg } = await mermaid.render('mermaid-' + (renders++), source)
     document.getElementById(target).innerHTML = svg
   }
-  async function refreshCounts() {
-    const counts = (await (await fetch('/inspect/counts')).json()).machines
+  async function showCounts(counts) {
     for (const [kind, d] of Object.entries(data.diagrams)) {
       const states = counts[kind] || {}
       for (const state of d.states) document.querySelector('[data-count="' + kind + '.' + state + '"]').textContent = String(states[state] || 0)
@@ -96,18 +95,40 @@ function render(): string {
       await draw('diagram-' + kind, [d.lines[0], ...labels, ...d.lines.slice(1)].join('\\n'))
     }
   }
-  async function refreshFeed() {
-    const { transitions } = await (await fetch('/inspect/transitions?limit=50')).json()
+  let transitions = []
+  function showFeed() {
     const feed = document.getElementById('feed')
     feed.replaceChildren(...transitions.map((t) => el('li', t.at + '  ' + t.kind + ' ' + t.id + ': ' + (t.from ?? '(new)') + ' -> ' + t.to + '  ' + t.event)))
   }
-  async function refresh() {
+  const updated = (text) => { document.getElementById('updated').textContent = text }
+  // Live over GET /inspect/live; while that feed is closed, polling the JSON routes, and reconnecting.
+  let mode = 'polling'
+  const setMode = (m) => { mode = m; document.body.setAttribute('data-feed', m); document.getElementById('mode').textContent = m === 'live' ? 'live' : 'polling every ' + data.pollMs / 1000 + ' s' }
+  let queue = Promise.resolve()
+  function connect() {
+    const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/inspect/live')
+    ws.onopen = () => setMode('live')
+    ws.onmessage = (message) => {
+      // One message at a time: a diagram drawn for an older message must not land after a newer one.
+      queue = queue.then(async () => {
+        const m = JSON.parse(message.data)
+        transitions = (m.type === 'snapshot' ? m.transitions : [...m.transitions, ...transitions]).slice(0, 50)
+        await showCounts(m.machines)
+        showFeed()
+        updated('Updated ' + new Date().toISOString() + '.')
+      }).catch((error) => updated('Update failed: ' + error))
+    }
+    ws.onclose = () => { setMode('polling'); setTimeout(connect, 5000) }
+  }
+  async function poll() {
+    if (mode === 'live') return
     try {
-      await refreshCounts()
-      await refreshFeed()
-      document.getElementById('updated').textContent = 'Updated ' + new Date().toISOString() + '.'
+      await showCounts((await (await fetch('/inspect/counts')).json()).machines)
+      transitions = (await (await fetch('/inspect/transitions?limit=50')).json()).transitions
+      showFeed()
+      updated('Updated ' + new Date().toISOString() + '.')
     } catch (error) {
-      document.getElementById('updated').textContent = 'Refresh failed: ' + error
+      updated('Refresh failed: ' + error)
     }
   }
   document.getElementById('lookup').addEventListener('submit', async (event) => {
@@ -130,8 +151,10 @@ function render(): string {
     )
   })
   draw('system-map', data.systemMap).catch((error) => { document.getElementById('system-map').textContent = String(error) })
-  refresh()
-  setInterval(refresh, data.pollMs)
+  setMode('polling')
+  poll()
+  connect()
+  setInterval(poll, data.pollMs)
 })()
 </script>
 </body>

@@ -7,13 +7,18 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { chromium, type Browser } from 'playwright-core'
+import WebSocket from 'ws'
 import { creditRequest, fundedJob, readyLender, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 // The test's artifacts: TEST_ARTIFACTS_DIR when CI names one, else beside tap's own output (.tap/, ignored by git).
 const ARTIFACTS = process.env['TEST_ARTIFACTS_DIR'] ?? fileURLToPath(new URL('../../.tap/artifacts/', import.meta.url))
 /** The page's document, for the functions that run in the browser (this project type-checks without the DOM library). */
-declare const document: { querySelector(selector: string): { textContent: string | null } | null; getElementById(id: string): { textContent: string | null } | null }
+declare const document: {
+  querySelector(selector: string): { textContent: string | null } | null
+  getElementById(id: string): { textContent: string | null } | null
+  body: { dataset: Record<string, string | undefined> }
+}
 const CHROMIUM_FLAGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
 ]
@@ -41,14 +46,19 @@ t.test('the page shows live counts that move with a credit request and a match, 
   const page = await browser.newPage({ viewport: { width: 1400, height: 1800 } })
   const origin = new URL(h.url).origin
   const elsewhere: string[] = []
+  let polls = 0
   page.on('request', (request) => {
     if (!request.url().startsWith(origin) && !request.url().startsWith('data:')) elsewhere.push(request.url())
+    if (request.url().includes('/inspect/counts')) polls++
   })
   const count = (kind: string, state: string) => page.textContent(`[data-count="${kind}.${state}"]`)
   const countIs = (kind: string, state: string, n: number) =>
     page.waitForFunction(([selector, want]) => document.querySelector(selector as string)?.textContent === want, [`[data-count="${kind}.${state}"]`, String(n)], { timeout: 15_000 })
 
   await page.goto(`${h.url}/inspect`)
+  await page.waitForFunction(() => document.body.dataset['feed'] === 'live', undefined, { timeout: 15_000 })
+  t.pass('the page follows the live feed (GET /inspect/live)')
+  polls = 0
   await countIs('job', 'funded', 1)
   t.equal(await count('offer', 'offered'), '0', 'no offer yet')
   t.equal(await count('lease', 'leased'), '0', 'no lease yet')
@@ -66,6 +76,7 @@ t.test('the page shows live counts that move with a credit request and a match, 
   t.equal(await count('offer', 'offered'), '0', 'the matched offer left offered')
   await page.waitForFunction((id) => document.getElementById('feed')?.textContent?.includes(`offer ${id}: offered -> leased  LEASE`), offerId, { timeout: 15_000 })
   t.pass('the feed shows the offer\'s LEASE')
+  t.equal(polls, 0, 'every change above came over the live feed: the page did not poll while it was open')
 
   await page.fill('#actor-id', leaseId)
   await page.click('#lookup button')
@@ -83,6 +94,47 @@ t.test('the page shows live counts that move with a credit request and a match, 
   t.ok(statSync(screenshot).size > 0, `screenshot saved: ${screenshot}`)
   t.same(elsewhere, [], 'the page loaded nothing from anywhere but the service')
   t.ok(lender.registration.sessionKey.privateKey)
+})
+
+t.test('the live feed: a snapshot, then updates as commits become durable; bounded watchers', async (t) => {
+  const info = await get('/inspect/live')
+  t.equal(info.status, 200, 'a plain GET says how to connect')
+  t.equal(info.body.url, `${h.url.replace(/^http/, 'ws')}/inspect/live`)
+  const messages: any[] = []
+  const socket = new WebSocket(info.body.url)
+  socket.on('message', (data) => messages.push(JSON.parse(String(data))))
+  await new Promise((resolve, reject) => { socket.once('open', resolve); socket.once('error', reject) })
+  const next = async (predicate: (m: any) => boolean) => {
+    for (let waited = 0; waited < 15_000; waited += 20) {
+      const found = messages.find(predicate)
+      if (found !== undefined) return found
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    throw new Error('no such message within 15 s')
+  }
+  const snapshot = await next((m) => m.type === 'snapshot')
+  t.same(snapshot.machines, (await get('/inspect/counts')).body.machines, 'the snapshot holds the counts GET /inspect/counts answers')
+
+  await readyLender(h, { minFeeBps: 250, liquidityAtomic: usdc(5000) })
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_inspect_3', receivableAtomic: usdc(2000) })
+  const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_inspect_3', usdc(300), usdc(100)))
+  const offerId = decision.body.offer.offerId as string
+  const update = await next((m) => m.type === 'update' && m.transitions.some((e: any) => e.id === offerId && e.event === 'created'))
+  t.match(update.transitions.find((e: any) => e.id === offerId), { kind: 'offer', from: null, to: 'offered', at: String }, 'the new offer arrives with its transition')
+  t.ok(update.machines.offer.offered >= 1, 'and the counts after it')
+  t.ok(messages.every((m, i) => i === 0 || m.type === 'update'), 'one snapshot, then updates only')
+
+  // Bounded: the most watchers allowed are open, the next one is refused with a problem.
+  const limit = info.body.watchersMax as number
+  const open = (await get('/inspect/live')).body.watchers as number
+  t.ok(open >= 1, `the feeds open now are counted (${open}: this one, and the page's if its browser has not closed it yet)`)
+  const more = Array.from({ length: limit - open }, () => new WebSocket(info.body.url))
+  t.teardown(() => { for (const ws of more) ws.terminate() })
+  await Promise.all(more.map((ws) => new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject) })))
+  const refused = new WebSocket(info.body.url)
+  const status = await new Promise<number>((resolve) => refused.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)))
+  t.equal(status, 429, `watcher ${limit + 1} is refused (too_many_watchers)`)
+  socket.close()
 })
 
 t.test('the JSON routes show what the public reads show, plus histories, and no secret', async (t) => {

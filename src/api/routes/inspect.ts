@@ -1,5 +1,6 @@
-// The live inspector (README "Live inspector"): the page, the Mermaid script it draws with, and the three read-only
-// JSON routes it polls. Public like the other reads, and shows no more than they do (src/inspect/inspector.ts).
+// The live inspector (README "Live inspector"): the page, the Mermaid script it draws with, its live feed (a
+// WebSocket, src/inspect/live.ts) and the three read-only JSON routes it polls while that feed is closed. Public like
+// the other reads, and shows no more than they do (src/inspect/inspector.ts).
 // Mounted only when the configuration turns the inspector on.
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -7,6 +8,7 @@ import Type from 'typebox'
 import { notFound, type HttpProblem } from '../../http/problem.ts'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import { FEED_ENTRIES_MAX, kindOfId, type Inspector } from '../../inspect/inspector.ts'
+import { INSPECT_LIVE_CLOSE, INSPECT_LIVE_PATH, type InspectorLive } from '../../inspect/live.ts'
 import { inspectorPage } from '../../inspect/page.ts'
 import { ACTOR_KINDS } from '../../store/index.ts'
 import { StrictObject } from '../common.ts'
@@ -49,6 +51,22 @@ export const InspectActor = StrictObject({
   history: Type.Array(Transition, { description: 'Its latest transitions, oldest first (at most 64; histories start with snapshot schema version 2).' }),
 })
 
+export const InspectLiveMessage = StrictObject({
+  type: Type.Union([Type.Literal('snapshot'), Type.Literal('update')], {
+    description: 'snapshot: the first message (the counts and the latest transitions); update: the transitions made durable since the message before, and the counts after them.',
+  }),
+  machines: InspectCounts.properties.machines,
+  transitions: InspectTransitions.properties.transitions,
+}, { description: 'One text frame of GET /inspect/live.' })
+
+const InspectLiveInfo = StrictObject({
+  url: Type.String({ description: 'Where to open the WebSocket.' }),
+  watchers: Type.Integer({ minimum: 0, description: 'Feeds open now.' }),
+  watchersMax: Type.Integer({ description: 'Open feeds at once, over every client (429 too_many_watchers beyond).' }),
+  flushIntervalMs: Type.Integer({ description: 'Shortest time between two updates: commits in between are coalesced into one.' }),
+  bufferedBytesMax: Type.Integer({ description: 'Unsent bytes a watcher may hold before it is cut off with close code 4008.' }),
+})
+
 const TransitionsQuery = StrictObject({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: FEED_ENTRIES_MAX, default: 50, description: `Transitions to return, 1..${FEED_ENTRIES_MAX} (default 50).` })),
 })
@@ -64,7 +82,9 @@ function mermaid(): string {
   return mermaidScript
 }
 
-export function inspectRoutes(inspector: Inspector): AnyRoute[] {
+/** The inspector's routes; `baseUrl` is read when a plain GET of the live feed asks where to connect. */
+export function inspectRoutes(inspector: Inspector, baseUrl: () => string, live: InspectorLive): AnyRoute[] {
+  const limits = live.limits
   return [
     defineRoute({
       method: 'get',
@@ -73,7 +93,7 @@ export function inspectRoutes(inspector: Inspector): AnyRoute[] {
       callers: 'public, when enabled',
       summary: 'The live inspector: the four machines with live counts per state, recent transitions, a lookup by id',
       description:
-        'Public, read-only HTML page. Everything it loads is served by this service (the Mermaid script below); it polls the JSON routes of this tag every two seconds.',
+        'Public, read-only HTML page. Everything it loads is served by this service (the Mermaid script below); it follows GET /inspect/live, and polls the JSON routes of this tag every two seconds while that feed is closed.',
       tags,
       auth: 'none',
       immutable: true,
@@ -120,6 +140,27 @@ export function inspectRoutes(inspector: Inspector): AnyRoute[] {
       query: TransitionsQuery,
       responses: { 200: { description: 'The feed', schema: InspectTransitions } },
       handler: (ctx) => asResult({ status: 200, body: toWire({ transitions: inspector.recent(ctx.query.limit ?? 50) }) }),
+    }),
+
+    defineRoute({
+      method: 'get',
+      path: INSPECT_LIVE_PATH,
+      operationId: 'openInspectorFeed',
+      callers: 'public, when enabled',
+      summary: 'The inspector\'s live feed (WebSocket): counts and transitions as commits become durable',
+      description:
+        'Public, read-only. Open a WebSocket (RFC 6455) on this path, no query. Each text frame is one InspectLiveMessage: a snapshot first (what GET /inspect/counts and ' +
+        `GET /inspect/transitions answer), then an update at most every ${limits.flushIntervalMs} ms with the transitions made durable since the last message (newest first, at most ${FEED_ENTRIES_MAX}) ` +
+        `and the counts after them. At most ${limits.watchersMax} feeds are open at once (429 too_many_watchers); a watcher that lets more than ${limits.bufferedBytesMax} bytes go unread is ` +
+        `closed with code ${INSPECT_LIVE_CLOSE.slowConsumer} (reason slow_consumer). Close code ${INSPECT_LIVE_CLOSE.stopping} when the service stops. A plain GET answers how to connect.`,
+      tags,
+      auth: 'none',
+      responses: {
+        101: { description: 'Switching Protocols: the WebSocket. Each text frame is one InspectLiveMessage.', schema: InspectLiveMessage },
+        200: { description: 'A plain GET (no upgrade): where to open the feed and its bounds.', schema: InspectLiveInfo },
+        429: { description: 'The most feeds allowed are open (code too_many_watchers).' },
+      },
+      handler: () => asResult({ status: 200, body: { url: `${baseUrl().replace(/^http/, 'ws')}${INSPECT_LIVE_PATH}`, watchers: live.watchers, ...limits } }),
     }),
 
     defineRoute({

@@ -1,0 +1,123 @@
+// GET /inspect/live: the inspector's live feed over a WebSocket on the service's own server, so the page updates as
+// commits become durable instead of polling. Public and read-only like the inspector's JSON routes: each message is
+// what GET /inspect/counts and GET /inspect/transitions would answer (nothing the public reads do not show). A
+// snapshot first, then at most one update per flush interval carrying the transitions made durable since the last one
+// and the counts after them; under a burst of commits the updates coalesce instead of growing with the commit rate.
+// Bounded: a fixed number of watchers (429 beyond), and a watcher whose socket buffers more than a bound is cut off
+// (4008 slow_consumer) rather than allowed to grow the service's memory.
+import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket, WebSocketBehavior } from 'uWebSockets.js'
+import { toWire } from '../api/wire.ts'
+import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../http/problem.ts'
+import { FEED_ENTRIES_MAX, type FeedEntry, type Inspector } from './inspector.ts'
+
+export const INSPECT_LIVE_PATH = '/inspect/live'
+
+export interface InspectLiveLimits {
+  /** Open watchers at once, over every client. */
+  readonly watchersMax: number
+  /** Shortest time between two updates. */
+  readonly flushIntervalMs: number
+  /** Bytes a watcher's socket may hold unsent before it is cut off. */
+  readonly bufferedBytesMax: number
+}
+
+export const INSPECT_LIVE_LIMITS: InspectLiveLimits = { watchersMax: 32, flushIntervalMs: 250, bufferedBytesMax: 1 << 20 }
+
+/** Close codes of the live feed (4000-4999 are the application's, RFC 6455 section 7.4.2). */
+export const INSPECT_LIVE_CLOSE = { slowConsumer: 4008, stopping: 1001 } as const
+
+/** Transitions a snapshot message carries (the page shows this many). */
+const SNAPSHOT_TRANSITIONS = 50
+
+type Watcher = WebSocket<Record<string, never>>
+
+export class InspectorLive {
+  readonly limits: InspectLiveLimits
+  readonly #inspector: Inspector
+  readonly #watchers = new Set<Watcher>()
+  /** Transitions durable since the last update, oldest first, at most the feed's size. */
+  #pending: FeedEntry[] = []
+  #timer: NodeJS.Timeout | undefined
+  #closed = false
+  readonly #unsubscribe: () => void
+
+  constructor(inspector: Inspector, limits: InspectLiveLimits = INSPECT_LIVE_LIMITS) {
+    this.#inspector = inspector
+    this.limits = limits
+    this.#unsubscribe = inspector.subscribe((entries) => this.#onEntries(entries))
+  }
+
+  get watchers(): number {
+    return this.#watchers.size
+  }
+
+  behavior(): WebSocketBehavior<Record<string, never>> {
+    return {
+      // Watchers never need to send anything but control frames.
+      maxPayloadLength: 256,
+      idleTimeout: 120,
+      sendPingsAutomatically: true,
+      // Above the feed's own bound, so uWS never drops a frame silently: the feed cuts the watcher first.
+      maxBackpressure: this.limits.bufferedBytesMax * 4,
+      upgrade: (res, req, context) => this.#upgrade(res, req, context),
+      open: (ws) => {
+        this.#watchers.add(ws)
+        ws.send(this.#message('snapshot', this.#inspector.recent(SNAPSHOT_TRANSITIONS)))
+      },
+      close: (ws) => {
+        this.#watchers.delete(ws)
+      },
+    }
+  }
+
+  /** Ends every watcher (the service is stopping) and stops following the inspector. */
+  close(): void {
+    this.#closed = true
+    this.#unsubscribe()
+    clearTimeout(this.#timer)
+    for (const ws of [...this.#watchers]) ws.end(INSPECT_LIVE_CLOSE.stopping, 'the service is stopping')
+  }
+
+  #upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
+    const refuse = (problem: HttpProblem) => {
+      res.cork(() => {
+        res.writeStatus(`${problem.status} ${problem.title}`).writeHeader('content-type', PROBLEM_CONTENT_TYPE)
+        res.end(JSON.stringify(problem.toBody()), true)
+      })
+    }
+    if (this.#closed) return refuse(new HttpProblem(503, 'shutting_down', 'the service is stopping'))
+    if ((req.getQuery() ?? '') !== '') return refuse(new HttpProblem(400, 'validation_failed', `${INSPECT_LIVE_PATH} takes no query parameters`))
+    if (this.#watchers.size >= this.limits.watchersMax) {
+      return refuse(new HttpProblem(429, 'too_many_watchers', `at most ${this.limits.watchersMax} inspector feeds are open at once; poll GET /inspect/counts instead`))
+    }
+    res.upgrade({}, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context)
+  }
+
+  #onEntries(entries: readonly FeedEntry[]): void {
+    if (this.#watchers.size === 0) return
+    this.#pending.push(...entries)
+    if (this.#pending.length > FEED_ENTRIES_MAX) this.#pending = this.#pending.slice(-FEED_ENTRIES_MAX)
+    this.#timer ??= setTimeout(() => this.#flush(), this.limits.flushIntervalMs)
+  }
+
+  #flush(): void {
+    this.#timer = undefined
+    const entries = this.#pending.reverse()
+    this.#pending = []
+    if (entries.length === 0) return
+    const message = this.#message('update', entries)
+    for (const ws of [...this.#watchers]) {
+      if (ws.getBufferedAmount() > this.limits.bufferedBytesMax) {
+        ws.end(INSPECT_LIVE_CLOSE.slowConsumer, `slow_consumer: more than ${this.limits.bufferedBytesMax} bytes unread`)
+        continue
+      }
+      ws.send(message)
+    }
+  }
+
+  /** One message: the counts now and `entries` (newest first). */
+  #message(type: 'snapshot' | 'update', entries: readonly FeedEntry[]): string {
+    // The wire form of GET /inspect/transitions (times as ISO strings), so the page reads both alike.
+    return JSON.stringify({ type, machines: this.#inspector.counts(), ...(toWire({ transitions: entries }) as object) })
+  }
+}
