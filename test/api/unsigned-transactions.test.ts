@@ -94,6 +94,10 @@ t.test('funding, collateral and repayment come from their routes as unsigned tra
   // The SDK's fundJob takes the same route and sends both with the client's key.
   const job = await borrower.fundJob(clientChain, { jobId, network: h.network.slug, asset: USDC, agent: borrowerAccount.address, receivableAtomic: usdc(1000).toString(), dueAt: dueAt() })
   t.equal(job.state, 'funded')
+  const unknown = await api.get(`/credit/jobs/job_other/funding-transactions?${new URLSearchParams({ ...fundingQuery, network: 'no-such-net' })}`)
+  t.same([unknown.status, unknown.body.code], [400, 'unknown_network'], 'an unknown network is refused with its code')
+  const noAsset = await api.get(`/credit/jobs/job_other/funding-transactions?${new URLSearchParams({ ...fundingQuery, asset: 'NOPE' })}`)
+  t.same([noAsset.status, noAsset.body.code], [400, 'unknown_asset'])
   const again = await api.get(`/credit/jobs/${jobId}/funding-transactions?${new URLSearchParams(fundingQuery)}`)
   t.equal(again.status, 409)
   t.equal(again.body.code, 'job_exists')

@@ -68,6 +68,7 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
       query: FundingQuery,
       responses: {
         200: { description: "The token's approve of the credit contract for receivableAtomic, then the contract's fundJob for the borrower (encoded with the catalog's contracts ABIs)", schema: ChainSteps },
+        400: { description: 'A query parameter fails its schema or an amount is 0 (code validation_failed), or the network or the asset is not configured (unknown_network, unknown_asset).' },
         409: { description: 'The service already knows a job with this id (code job_exists).' },
       },
       handler: (ctx) =>
