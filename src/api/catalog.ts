@@ -16,6 +16,7 @@ import { EVENTS_PATH } from './routes/events.ts'
 import type { StreamLimits } from '../stream/hub.ts'
 import { STREAM_CLOSE, StreamInfo } from '../stream/messages.ts'
 import { AssetSymbol, LIQUIDITY_ATOMIC_MAX, NetworkSlug } from './schemas.ts'
+import { CatalogContracts, contractsCatalogEntry } from './contracts-catalog.ts'
 
 export const SERVICE_NAME = 'agent-credit'
 
@@ -55,6 +56,7 @@ export const Catalog = StrictObject({
   openapi: Type.String(),
   llms: Type.String(),
   networks: Type.Array(CatalogNetwork),
+  contracts: CatalogContracts,
   endpoints: Type.Array(
     StrictObject({
       method: Type.String(),
@@ -122,7 +124,7 @@ export const Catalog = StrictObject({
     fee: Type.String(),
     insuranceShareBps: Bps,
     insuranceShare: Type.String({ description: 'How the insurance share is taken, on every path where a fee reaches a lender.' }),
-    repayment: Type.String({ description: 'What a repay(advanceKey, amount) of any amount does.' }),
+    repayment: Type.String({ description: 'What a repay of any amount does (the call: contracts.creditFacility.abi).' }),
     jobAdvanceRateBps: Bps,
     riskBandACoverageBps: Type.Integer({ minimum: 0 }),
     riskBandBCoverageBps: Type.Integer({ minimum: 0 }),
@@ -198,6 +200,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version })),
       facilitator: { url: s.facilitatorUrl(n), selfHosted: n.x402SelfFacilitate },
     })),
+    contracts: contractsCatalogEntry(),
     endpoints: s.routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path, operationId: r.operationId, summary: r.summary, auth: r.auth, callers: r.callers })),
     auth: {
       scheme: 'siwe-bearer',
@@ -253,7 +256,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       insuranceShare:
         "reserveShare = floor(feeAtomic * insuranceShareBps / 10000), signed in the lease authorization; an advance owes the lender principalAtomic + feeAtomic - reserveShare and the reserve reserveShare. Every payment towards it (repay, job settlement, collateral in a liquidation) pays the lender's part first, then the reserve's share; backing and the insurance reserve cover only the lender's part",
       repayment:
-        "repay(advanceKey, amount) by anyone, any amount: the contract takes at most what is owed (an overpayment never leaves the payer's wallet), the lender's part first (to its session wallet), then the reserve's share; each Repaid reduces lenderOwedAtomic and reserveOwedAtomic, and the advance is repaid when both are 0",
+        "a repay of the advance's key by anyone, any amount: the contract takes at most what is owed (an overpayment never leaves the payer's wallet), the lender's part first (to its session wallet), then the reserve's share; each Repaid reduces lenderOwedAtomic and reserveOwedAtomic, and the advance is repaid when both are 0",
       jobAdvanceRateBps: s.engine.jobAdvanceRateBps,
       riskBandACoverageBps: s.engine.riskBandACoverageBps,
       riskBandBCoverageBps: s.engine.riskBandBCoverageBps,

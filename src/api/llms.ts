@@ -12,7 +12,6 @@ export function buildLlmsTxt(c: Catalog, devnetAccounts?: readonly DemoAccount[]
   const net = c.networks[0]
   const slug = net?.slug ?? '<network>'
   const asset = net?.assets[0]?.symbol ?? '<asset>'
-  const contract = net?.creditContract ?? '<creditContract>'
   // llmstxt.org: sections of `- [name](url): notes`. An endpoint links to its operation in the OpenAPI document
   // (a JSON pointer: `/` in the path is `~1`).
   const operationUrl = (method: string, path: string) => `${c.openapi}#/paths/${path.replace(/~/g, '~0').replace(/\//g, '~1')}/${method.toLowerCase()}`
@@ -44,6 +43,13 @@ session), burst ${c.limits.rateLimitBurst}; a list page costs its item count; a 
 ## Networks
 ${networkLines.join('\n')}
 ${devnetAccounts === undefined ? '' : devnetAccountsSection(devnetAccounts)}
+## Contracts and unsigned transactions
+The catalog's "contracts" is the one statement of the credit contract's ABI (as compiled: functions, events, errors),
+the token's ERC-20 ABI, the jobId-to-bytes32 rule (contracts.keys) and which calls need an approve first
+(contracts.approvals). You need none of them for the flow: every on-chain step is served as unsigned transactions
+{"to","data","value","chainId","gas"} (plus "network" and "from") to sign with your own key and send in order:
+${c.contracts.unsignedTransactions.map((u) => `- ${u.step} (${u.signer}): ${u.route}`).join('\n')}
+
 ## Sign in (every credit and lender mutation)
 1. GET /auth/nonce -> {"nonce", "domain", "chainIds"}
 2. Sign an EIP-4361 (SIWE) message with domain "${c.auth.domain}", your address, a chain id from chainIds, that nonce.
@@ -64,8 +70,12 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    then comes from feedback of the catalog's reputation.trustedClients. GET /lenders/{address}/agent shows the link; it stops counting
    once the wallet no longer controls the agent (re-checked every ${c.reputation.linkRecheckIntervalSeconds} s, or now: POST /lenders/{address}/agent/recheck).
 3. Borrower: a repayment source.
-   Job: the client calls fundJob(keccak256(utf8(jobId)), token, receivable, borrower) on ${contract}, then
+   Job: the client (the job's payer) gets its unsigned approve + fundJob from
+   GET /credit/jobs/job_1/funding-transactions?network=${slug}&asset=${asset}&receivableAtomic=5000000000&agent=<borrower>&client=<client>,
+   signs and sends both in order, then the borrower (or the client with the borrower's consent) registers the job:
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
+   Collateral (optional, raises capacity): the borrower sends GET /credit/jobs/job_1/collateral-transactions?amountAtomic=...
+   (approve + postCollateral), then POST /credit/jobs/job_1/collateral {"amountAtomic":"...","txHash":"<postCollateral tx>"}.
    Or a backing source with hard liquidation value, signed by an attester (EIP-712 domain "${c.attestation.domain.name}" v${c.attestation.domain.version}):
    POST /credit/backing-sources {"sourceId":"src-1","productType":"asset-backed","agent":"<borrower>","valueAtomic":"...","liquidationValueAtomic":"...","advanceRateBps":5000,"validUntil":"<ISO, signed as unix seconds>","evidenceId":"0x<signature>"}
 4. Borrower: POST /credit/request
@@ -80,8 +90,8 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    A payment mined by the deadline counts however late it is reported (the service also sees it on chain); a lease
    never paid expires (a report then has no payment to show: 409 lease_expired).
 7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays what each advance still owes, lenders first), or
-   approve ${contract} and call repay(advanceKey, amount) on chain for any amount (GET /credit/advances/<advanceId>: advanceKey, and what
-   is still owed, lenderOwedAtomic + reserveOwedAtomic), then POST /credit/advances/<advanceId>/repay {"txHash":"0x..."} -> this payment
+   send the unsigned approve + repay of GET /credit/advances/<advanceId>/repay-transactions (what is still owed,
+   lenderOwedAtomic + reserveOwedAtomic; ?amountAtomic= for part of it, ?from= for another payer than the borrower), then POST /credit/advances/<advanceId>/repay {"txHash":"0x..."} -> this payment
    and what is still owed ("repaid":true when nothing is). The lender's part is paid first, then the reserve's share; the contract
    never takes more than is owed (an overpayment stays in your wallet). The service counts every repay from the chain
    on its own, in chain order; the report is optional (the fast path) and a payment already counted answers the same receipt.

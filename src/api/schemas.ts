@@ -128,16 +128,16 @@ export const JobCreation = StrictObject(
       }),
     ),
   },
-  { description: 'A job funded on chain: the client called fundJob(keccak256(jobId), asset, receivable, agent) in fundingTxHash.' },
+  { description: 'A job funded on chain: fundingTxHash is the client\'s fundJob transaction (GET /credit/jobs/{jobId}/funding-transactions).' },
 )
 
 export const CollateralPost = StrictObject(
   { amountAtomic: Atomic, txHash: Bytes32 },
-  { description: 'Collateral posted on chain with postCollateral(keccak256(jobId), asset, amount) in txHash.' },
+  { description: 'Collateral posted on chain: txHash is the borrower\'s postCollateral transaction (GET /credit/jobs/{jobId}/collateral-transactions).' },
 )
 
 export const EmptyBody = StrictObject({}, { description: 'An empty JSON object.' })
-export const RepaymentProof = StrictObject({ txHash: Bytes32 }, { description: 'A repay(advanceKey, amount) transaction of any amount on the credit contract.' })
+export const RepaymentProof = StrictObject({ txHash: Bytes32 }, { description: 'A repay transaction of any amount on the credit contract (GET /credit/advances/{advanceId}/repay-transactions).' })
 export const JobFailure = StrictObject({ reason: Label('Why the job failed.', 500) })
 
 // ---------------------------------------------------------------------------------------------------- responses
@@ -239,7 +239,7 @@ const RecoveryRecord = StrictObject({
 
 export const Advance = StrictObject({
   advanceId: AdvanceId,
-  advanceKey: { ...Bytes32, description: "The advance's key on the credit contract (its offer's offerKey): repay(advanceKey, amount)." },
+  advanceKey: { ...Bytes32, description: "The advance's key on the credit contract (its offer's offerKey), which repay names; see the catalog's contracts.keys." },
   state: Type.Enum([...ADVANCE_STATES]),
   offerId: OfferId,
   leaseId: Type.String(),
@@ -308,6 +308,20 @@ export const UnsignedTransaction = StrictObject({
   value: Atomic,
   gas: Atomic,
 })
+
+/** The unsigned transactions of one on-chain step of a client or a borrower, in the order they must be mined. */
+export const ChainSteps = StrictObject(
+  {
+    network: NetworkSlug,
+    asset: AssetSymbol,
+    key: { ...Bytes32, description: "The bytes32 key the contract call names: the job's jobKey, or the advance's advanceKey (catalog contracts.keys)." },
+    amountAtomic: { ...Atomic, description: 'The amount the approve allows and the call moves.' },
+    transactions: Type.Array(UnsignedTransaction, {
+      description: 'The ERC-20 approve of exactly amountAtomic to the credit contract, then the credit contract call; each {to, data, value, chainId, gas} to sign and send from `from`, in order.',
+    }),
+  },
+  { description: 'An on-chain step as unsigned transactions: the service holds no key of the sender; it encodes the calls with the ABIs the catalog publishes.' },
+)
 
 export const SpendPolicy = StrictObject({
   assets: Type.Record(NetworkSlug, AssetSymbol, { additionalProperties: false }),
@@ -558,7 +572,7 @@ export const PendingAction = StrictObject({
   lease: Lease,
   authorization: LeaseAuthorization,
   signature: { ...Type.String({ pattern: '^0x[0-9a-fA-F]{130}$' }), description: "The lease signer's 65-byte signature over the authorization." },
-  transaction: StrictObject({ ...UnsignedTransaction.properties }, { description: 'paySupplier(authorization, signature), to send from the session key before the deadline.' }),
+  transaction: StrictObject({ ...UnsignedTransaction.properties }, { description: 'The paySupplier call with this authorization and signature, to send from the session key before the deadline.' }),
 })
 
 export const WalletAction = StrictObject(
@@ -614,7 +628,7 @@ export const wireComponents = {
   Address, Atomic, Bps, Bytes32, IsoTime, JobId, NetworkSlug, AssetSymbol, RiskBand, OfferId, AdvanceId, SourceId,
   LenderRegistration, BackingSourceRegistration, CreditRequest, MatchRequest, SupplierPaymentReport, JobCreation, CollateralPost,
   EmptyBody, RepaymentProof, JobFailure,
-  TxProof, Job, Offer, Lease, Advance, LenderProfile, UnsignedTransaction, SpendPolicy, LenderRegistrationResult, BackingSource,
+  TxProof, Job, Offer, Lease, Advance, LenderProfile, UnsignedTransaction, ChainSteps, SpendPolicy, LenderRegistrationResult, BackingSource,
   CollateralPosition, UnderwritingDecision, MatchOutcome, DispatchOutcome, RepaymentReceipt, JobSettlementReceipt, LiquidationReceipt,
   PassportEvent, ReserveBalance, CreditState, WalletHolding, LenderWallet, LeaseAuthorization, PendingAction, WalletAction, LiquidityWithdrawal,
   LiquidityWithdrawalResult, Health, SupplierPut, Supplier,

@@ -9,6 +9,7 @@ import { payAction } from '../api/wire.ts'
 import { buildLlmsTxt } from '../api/llms.ts'
 import { API_VERSION, buildOpenApi, openApiRoute, type OpenApiDocument } from '../api/openapi.ts'
 import { creditRoutes } from '../api/routes/credit.ts'
+import { transactionRoutes } from '../api/routes/transactions.ts'
 import { supplierRoutes } from '../api/routes/suppliers.ts'
 import { discoveryRoutes } from '../api/routes/discovery.ts'
 import { lenderRoutes } from '../api/routes/lenders.ts'
@@ -285,6 +286,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config))),
       ...authRoutes(lateAuth),
       ...creditRoutes(service),
+      ...transactionRoutes(service),
       ...supplierRoutes(service),
       ...lenderRoutes(service, links),
       ...reputationRoutes(service, links),

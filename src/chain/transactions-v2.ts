@@ -23,7 +23,8 @@ export const gasLimitsV2 = {
   repay: 160_000n,
 } as const
 
-type Party = { network: NetworkConfig; contract: Address; from: Address }
+/** Who sends to which contract on which network (only the network's slug, chain id and tokens are read). */
+export type Party = { network: Pick<NetworkConfig, 'slug' | 'chainId' | 'tokens'>; contract: Address; from: Address }
 
 function tx(p: Party, to: Address, data: Hex, gas: bigint): UnsignedTransaction {
   return { network: p.network.slug, chainId: p.network.chainId, from: getAddress(p.from), to: getAddress(to), data, value: 0n, gas }

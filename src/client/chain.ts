@@ -1,10 +1,9 @@
 // The on-chain half of an agent's work, with viem: fund a session key, send the unsigned transactions the service
-// returns (setup approvals, paySupplier), fund a job, post collateral, repay. What the service verifies afterwards
-// is exactly what these send.
+// returns (setup approvals, paySupplier, a job's funding, collateral, repayment), or build those itself. What the
+// service verifies afterwards is exactly what these send.
 import {
   createPublicClient,
   createWalletClient,
-  encodeFunctionData,
   erc20Abi,
   getAddress,
   http,
@@ -15,16 +14,17 @@ import {
   type PublicClient,
   type TransactionReceipt,
 } from 'viem'
-import { creditFacilityV2Abi } from '../chain/artifacts.ts'
 import { networkChain } from '../chain/clients.ts'
 import { findToken, type NetworkConfig, type TokenConfig } from '../chain/config.ts'
-import { idKey } from '../chain/ids.ts'
+import { jobKey } from '../chain/ids.ts'
+import type { UnsignedTransaction } from '../chain/transactions.ts'
+import { buildFundJobTransactions, buildPostCollateralTransactions, buildRepayTransactions, type Party } from '../chain/transactions-v2.ts'
 
 /** An unsigned transaction as the API returns it (amounts as decimal strings). */
 export interface WireTransaction {
   chainId: number
-  to: Address
-  data: `0x${string}`
+  to: string
+  data: string
   value: string
   gas: string
 }
@@ -36,7 +36,7 @@ export interface WireTransaction {
 export type AgentNetwork = Pick<NetworkConfig, 'slug' | 'chainId' | 'rpcUrl' | 'creditContract' | 'tokens'> & { multicall3?: Address }
 
 /** A network as the catalog publishes it (its `assets` are the tokens; its rpcUrl is null when private). */
-export type CatalogNetworkEntry = { slug: string; chainId: number; rpcUrl: string | null; creditContract: string; assets: TokenConfig[] }
+export type CatalogNetworkEntry = { slug: string; chainId: number; rpcUrl: string | null; creditContract: string; assets: Array<Omit<TokenConfig, 'address'> & { address: string }> }
 
 export class ChainAgent {
   readonly network: AgentNetwork
@@ -48,7 +48,7 @@ export class ChainAgent {
   static fromCatalog(network: CatalogNetworkEntry, account: LocalAccount, rpcUrl?: string): ChainAgent {
     const url = rpcUrl ?? network.rpcUrl
     if (url === null) throw new Error(`the catalog publishes no RPC URL for ${network.slug}: pass one`)
-    return new ChainAgent({ slug: network.slug, chainId: network.chainId, rpcUrl: url, creditContract: getAddress(network.creditContract), tokens: network.assets }, account)
+    return new ChainAgent({ slug: network.slug, chainId: network.chainId, rpcUrl: url, creditContract: getAddress(network.creditContract), tokens: network.assets.map((a) => ({ ...a, address: getAddress(a.address) })) }, account)
   }
 
   constructor(network: AgentNetwork, account: LocalAccount) {
@@ -73,7 +73,7 @@ export class ChainAgent {
   /** Sends an unsigned transaction from the API (setup approve, paySupplier) and waits for it. */
   async sendUnsigned(tx: WireTransaction): Promise<Hash> {
     if (tx.chainId !== this.network.chainId) throw new Error(`transaction for chain ${tx.chainId}, agent on ${this.network.chainId}`)
-    const hash = await this.#wallet.sendTransaction({ to: tx.to, data: tx.data, value: BigInt(tx.value), gas: BigInt(tx.gas), chain: undefined })
+    const hash = await this.#wallet.sendTransaction({ to: getAddress(tx.to), data: tx.data as Hex, value: BigInt(tx.value), gas: BigInt(tx.gas), chain: undefined })
     await this.#mined(hash)
     return hash
   }
@@ -102,15 +102,26 @@ export class ChainAgent {
     return hash
   }
 
-  /** The job's client escrows the receivable: approve, then fundJob(keccak256(jobId), ...). Returns the fundJob hash. */
+  /**
+   * Sends unsigned transactions in order (an approve, then the credit contract's call), each mined before the next is
+   * sent; returns the hashes. The SDK gets them from the service's routes (GET .../funding-transactions and the like).
+   */
+  async sendAll(transactions: readonly WireTransaction[]): Promise<Hash[]> {
+    const hashes: Hash[] = []
+    for (const tx of transactions) hashes.push(await this.sendUnsigned(tx))
+    return hashes
+  }
+
+  // The direct calls below build the same transactions as the service's routes (src/chain/transactions-v2.ts, from
+  // the compiled ABI), without asking the service: for tests and for agents that hold the catalog but not the routes.
+
+  /** The job's client escrows the receivable: approve, then fundJob(jobKey, ...). Returns the fundJob hash. */
   async fundJob(jobId: string, symbol: string, receivableAtomic: bigint, borrower: Address): Promise<Hash> {
-    await this.approveCredit(symbol, receivableAtomic)
-    return this.#credit('fundJob', [idKey(jobId), this.token(symbol), receivableAtomic, borrower])
+    return this.#sendLast(buildFundJobTransactions(this.#party(), { jobKey: jobKey(jobId), asset: symbol, amountAtomic: receivableAtomic, borrower }))
   }
 
   async postCollateral(jobId: string, symbol: string, amountAtomic: bigint): Promise<Hash> {
-    await this.approveCredit(symbol, amountAtomic)
-    return this.#credit('postCollateral', [idKey(jobId), this.token(symbol), amountAtomic])
+    return this.#sendLast(buildPostCollateralTransactions(this.#party(), { jobKey: jobKey(jobId), asset: symbol, amountAtomic }))
   }
 
   /**
@@ -118,18 +129,19 @@ export class ChainAgent {
    * reserve's share) and pays it to the advance's lender (its session wallet) and the reserve.
    */
   async repay(advanceKey: Hex, symbol: string, amountAtomic: bigint): Promise<Hash> {
-    await this.approveCredit(symbol, amountAtomic)
-    return this.#credit('repay', [advanceKey, amountAtomic])
+    return this.#sendLast(buildRepayTransactions(this.#party(), { offerKey: advanceKey, asset: symbol, amountOwedAtomic: amountAtomic }))
   }
 
   async balanceOf(symbol: string, holder: Address): Promise<bigint> {
     return this.publicClient.readContract({ address: this.token(symbol), abi: erc20Abi, functionName: 'balanceOf', args: [holder] })
   }
 
-  async #credit(functionName: 'fundJob' | 'postCollateral' | 'repay', args: readonly unknown[]): Promise<Hash> {
-    const data = encodeFunctionData({ abi: creditFacilityV2Abi, functionName, args } as never)
-    const hash = await this.#wallet.sendTransaction({ to: this.network.creditContract, data, chain: undefined })
-    await this.#mined(hash)
-    return hash
+  #party(): Party {
+    return { network: this.network, contract: this.network.creditContract, from: this.account.address }
+  }
+
+  async #sendLast(transactions: readonly UnsignedTransaction[]): Promise<Hash> {
+    const hashes = await this.sendAll(transactions.map((tx) => ({ chainId: tx.chainId, to: tx.to, data: tx.data, value: tx.value.toString(), gas: tx.gas.toString() })))
+    return hashes[hashes.length - 1] as Hash
   }
 }

@@ -5,11 +5,11 @@
 // steps. Chain work goes through ChainAgent (./chain.ts), the one module that knows the contract.
 import { randomUUID } from 'node:crypto'
 import type { Static } from 'typebox'
-import type { Address, Hash, Hex, LocalAccount } from 'viem'
+import type { Address, Hash, LocalAccount } from 'viem'
 import type {
   Advance, CollateralPost, CollateralPosition, CreditRequest, CreditState, DispatchOutcome, Job, JobCreation, JobFailure, JobSettlementReceipt,
   LenderAction, LenderProfile, LenderRegistration, LenderRegistrationResult, LiquidationReceipt, MatchOutcome, Offer, PassportEvent, PendingAction,
-  RepaymentReceipt, UnderwritingDecision, BackingSourceRegistration, BackingSource, Supplier,
+  RepaymentReceipt, UnderwritingDecision, BackingSourceRegistration, BackingSource, Supplier, ChainSteps, LenderWallet,
 } from '../api/schemas.ts'
 import type { Catalog } from '../api/catalog.ts'
 import type { SessionResponse } from '../auth/routes.ts'
@@ -17,7 +17,7 @@ import type { LeaseEvent } from '../stream/messages.ts'
 import { verifyPassport, type PassportVerification, type SignedPassportEvent } from '../passport/passport.ts'
 import { CreditClient, type Reply } from './client.ts'
 import { EventStream, type StreamEvent } from './stream.ts'
-import type { ChainAgent, WireTransaction } from './chain.ts'
+import type { ChainAgent } from './chain.ts'
 
 export type { StreamEvent }
 export type Wire<S> = S extends { static: unknown } ? Static<S> : never
@@ -27,6 +27,7 @@ export type LenderRegistrationBody = Static<typeof LenderRegistration>
 export type OfferView = Static<typeof Offer>
 export type AdvanceView = Static<typeof Advance>
 export type JobView = Static<typeof Job>
+export type ChainStepsView = Static<typeof ChainSteps>
 export type LeaseEventMessage = Static<typeof LeaseEvent>
 
 /** A problem+json answer: `code` is the stable snake_case code programs branch on. */
@@ -135,6 +136,8 @@ export class AgentCredit {
   offer = (offerId: string) => this.request<OfferView>('GET', `/credit/offers/${encodeURIComponent(offerId)}`, undefined, { auth: false })
   advance = (advanceId: string) => this.request<AdvanceView>('GET', `/credit/advances/${encodeURIComponent(advanceId)}`, undefined, { auth: false })
   job = (jobId: string) => this.request<JobView>('GET', `/credit/jobs/${encodeURIComponent(jobId)}`, undefined, { auth: false })
+  /** A lender's session wallet as the service's watcher last read it (GET /lenders/{address}/wallet). */
+  wallet = (lender: Address) => this.request<Static<typeof LenderWallet>>('GET', `/lenders/${lender}/wallet`, undefined, { auth: false })
 
   /**
    * A wallet's whole passport, every page, checked as a stranger would check it: each event signed by the issuer the
@@ -174,18 +177,41 @@ export class AgentCredit {
     return { decision, match: await this.match(decision.offer.offerId) }
   }
 
-  /** The job's client escrows the receivable on chain (approve + fundJob) and registers the job for `borrower`. */
+  /** The job's client's unsigned approve + fundJob (GET /credit/jobs/{jobId}/funding-transactions). */
+  fundingTransactions = (jobId: string, query: { network: string; asset: string; receivableAtomic: string; agent: string; client: string }) =>
+    this.request<ChainStepsView>('GET', `/credit/jobs/${encodeURIComponent(jobId)}/funding-transactions?${new URLSearchParams(query)}`, undefined, { auth: false })
+  /** The borrower's unsigned approve + postCollateral (GET /credit/jobs/{jobId}/collateral-transactions). */
+  collateralTransactions = (jobId: string, amountAtomic: string) =>
+    this.request<ChainStepsView>('GET', `/credit/jobs/${encodeURIComponent(jobId)}/collateral-transactions?${new URLSearchParams({ amountAtomic })}`, undefined, { auth: false })
+  /** Unsigned approve + repay of what an advance owes, or of `amountAtomic` (GET /credit/advances/{advanceId}/repay-transactions). */
+  repayTransactions = (advanceId: string, query: { amountAtomic?: string; from?: string } = {}) =>
+    this.request<ChainStepsView>('GET', `/credit/advances/${encodeURIComponent(advanceId)}/repay-transactions?${new URLSearchParams(query)}`, undefined, { auth: false })
+
+  /**
+   * The job's client (`chain`) escrows the receivable on chain with the service's unsigned approve + fundJob, and the
+   * job is registered for `body.agent` by this wallet (the borrower, or the client with the borrower's consent).
+   */
   async fundJob(chain: ChainAgent, body: Omit<JobCreationBody, 'fundingTxHash'>): Promise<JobView> {
-    const fundingTxHash = await chain.fundJob(body.jobId, body.asset, BigInt(body.receivableAtomic), body.agent as Address)
+    const { jobId, network, asset, receivableAtomic, agent } = body
+    const steps = await this.fundingTransactions(jobId, { network, asset, receivableAtomic, agent, client: chain.account.address })
+    const fundingTxHash = (await chain.sendAll(steps.transactions)).at(-1) as Hash
     return this.createJob({ ...body, fundingTxHash })
   }
 
-  /** Repays what an advance still owes on chain (the amounts the service published) and reports it. */
-  async repay(chain: ChainAgent, advanceId: string): Promise<Static<typeof RepaymentReceipt>> {
-    const advance = await this.advance(advanceId)
-    // The contract's repay takes the advance's key and any amount (lender first, then the reserve's share).
-    const owed = BigInt(advance.lenderOwedAtomic) + BigInt(advance.reserveOwedAtomic)
-    const txHash = await chain.repay(advance.advanceKey as Hex, advance.asset, owed)
+  /** The borrower (`chain`) posts collateral for its job with the service's unsigned approve + postCollateral, and reports it. */
+  async postCollateralOnChain(chain: ChainAgent, jobId: string, amountAtomic: bigint): Promise<Static<typeof CollateralPosition>> {
+    const steps = await this.collateralTransactions(jobId, amountAtomic.toString())
+    const txHash = (await chain.sendAll(steps.transactions)).at(-1) as Hash
+    return this.postCollateral(jobId, { amountAtomic: steps.amountAtomic, txHash })
+  }
+
+  /**
+   * Repays what an advance still owes (or `amountAtomic` of it) from `chain`'s wallet with the service's unsigned
+   * approve + repay of exactly that amount, and reports it.
+   */
+  async repay(chain: ChainAgent, advanceId: string, amountAtomic?: bigint): Promise<Static<typeof RepaymentReceipt>> {
+    const steps = await this.repayTransactions(advanceId, { from: chain.account.address, ...(amountAtomic === undefined ? {} : { amountAtomic: amountAtomic.toString() }) })
+    const txHash = (await chain.sendAll(steps.transactions)).at(-1) as Hash
     return this.reportRepayment(advanceId, txHash)
   }
 
@@ -203,7 +229,7 @@ export class AgentCredit {
   async setupSessionWallet(registration: Static<typeof LenderRegistrationResult>, owner: ChainAgent, session: ChainAgent, asset: string, walletAtomic: bigint, gasWei = 10n ** 17n): Promise<void> {
     await owner.sendGas(registration.sessionKey.address as Address, gasWei)
     if (walletAtomic > 0n) await owner.transferToken(asset, registration.sessionKey.address as Address, walletAtomic)
-    for (const tx of registration.setupTransactions) if (tx.chainId === session.network.chainId) await session.sendUnsigned(tx as unknown as WireTransaction)
+    await session.sendAll(registration.setupTransactions.filter((tx) => tx.chainId === session.network.chainId))
   }
 
   /** The live event stream of this wallet, resuming by itself after a drop. */
@@ -225,7 +251,7 @@ export class AgentCredit {
       if (action === null) return
       try {
         if (Number(action.authorization.deadline) * 1000 < Date.now()) throw new Error(`lease ${event.lease.leaseId} already expired`)
-        const txHash = await session.sendUnsigned(action.transaction as unknown as WireTransaction)
+        const txHash = await session.sendUnsigned(action.transaction)
         hooks.onPaid?.(await this.reportSupplierPayment(event.lease.offerId, txHash))
       } catch (error) {
         hooks.onError?.(error, event)

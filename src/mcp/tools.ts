@@ -8,6 +8,7 @@ import type { Hash } from 'viem'
 import { AdvanceId, BackingSourceRegistration, CollateralPost, CreditRequest, JobCreation, JobFailure, LenderRegistration, MatchRequest, OfferId, RepaymentProof } from '../api/schemas.ts'
 import { JobId, StrictObject } from '../api/common.ts'
 import type { AgentCredit } from '../client/sdk.ts'
+import { CollateralQuery, FundingQuery, RepayQuery } from '../api/routes/transactions.ts'
 
 export interface McpTool {
   name: string
@@ -36,8 +37,12 @@ export const MCP_TOOLS: readonly McpTool[] = [
   read('get_advance', 'One advance (GET /credit/advances/{advanceId}): amounts owed, state, advanceKey for repay.', AdvanceRef, (sdk, a) => sdk.advance(a.advanceId)),
   read('get_job', 'One job (GET /credit/jobs/{jobId}): receivable, borrower, state.', JobRef, (sdk, a) => sdk.job(a.jobId)),
 
+  read('funding_transactions', "The job's client's unsigned approve + fundJob (GET /credit/jobs/{jobId}/funding-transactions): sign and send both, then create_job.", merged(JobRef, FundingQuery), (sdk, { jobId, ...query }) => sdk.fundingTransactions(jobId, query)),
+  read('collateral_transactions', "The borrower's unsigned approve + postCollateral (GET /credit/jobs/{jobId}/collateral-transactions): sign and send both, then post_collateral.", merged(JobRef, CollateralQuery), (sdk, a) => sdk.collateralTransactions(a.jobId, a.amountAtomic)),
+  read('repay_transactions', 'Unsigned approve + repay of what an advance owes (GET /credit/advances/{advanceId}/repay-transactions): sign and send both, then report_repayment.', merged(AdvanceRef, RepayQuery), (sdk, { advanceId, ...query }) => sdk.repayTransactions(advanceId, query)),
+
   // The borrower (or the job's client where the route says so).
-  act('create_job', 'Register a job whose receivable the client already escrowed with fundJob (POST /credit/jobs).', JobCreation, (sdk, a) => sdk.createJob(a)),
+  act('create_job', 'Register a job whose receivable the client already escrowed on chain (funding_transactions; POST /credit/jobs).', JobCreation, (sdk, a) => sdk.createJob(a)),
   act('register_backing_source', 'Register a backing source as repayment source (POST /credit/backing-sources).', BackingSourceRegistration, (sdk, a) => sdk.registerBackingSource(a)),
   act('post_collateral', 'Report collateral posted on chain for a job (POST /credit/jobs/{jobId}/collateral).', merged(JobRef, CollateralPost), (sdk, { jobId, ...body }) => sdk.postCollateral(jobId, body)),
   act('request_credit', 'Ask for credit (POST /credit/request): the underwriting decision and, when approved, the offer.', CreditRequest, (sdk, a) => sdk.requestCredit(a)),

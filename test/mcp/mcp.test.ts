@@ -103,10 +103,16 @@ t.test('with wallet keys: the lender, borrower and client tools carry a whole ad
   for (const tx of registration.setupTransactions as (WireTransaction & { network: string })[]) if (tx.network === h.network.slug) await sessionChain.sendUnsigned(tx)
   await h.app.service.watcher.waitFor(() => h.app.service.watcher.spendableAtomic(h.network.slug, USDC, session.address) === usdc(2000), 10_000)
 
-  // The client escrows on chain; the borrower registers the job and borrows through its tools.
+  // The client escrows on chain with the unsigned approve + fundJob of the funding_transactions tool (read: no key);
+  // the borrower registers the job and borrows through its tools.
   const jobId = 'job_mcp_2'
-  const fundingTxHash = await new ChainAgent(h.network, client.account).fundJob(jobId, USDC, usdc(1000), borrower.account.address)
   const borrowerTools = await mcpClient(t, borrower.privateKey)
+  const funding = parsed(await borrowerTools.callTool({
+    name: 'funding_transactions',
+    arguments: { jobId, network: h.network.slug, asset: USDC, receivableAtomic: usdc(1000).toString(), agent: borrower.account.address, client: client.account.address },
+  }))
+  t.equal(funding.transactions.length, 2, 'funding_transactions: the approve, then the fundJob')
+  const fundingTxHash = (await new ChainAgent(h.network, client.account).sendAll(funding.transactions)).at(-1)
   const job = parsed(await borrowerTools.callTool({
     name: 'create_job',
     arguments: { jobId, network: h.network.slug, asset: USDC, agent: borrower.account.address, receivableAtomic: usdc(1000).toString(), dueAt: new Date(Date.now() + 7 * 86_400_000).toISOString(), fundingTxHash },

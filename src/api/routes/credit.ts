@@ -67,7 +67,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       callers: "the job's client or borrower",
       summary: 'Create a funded job (a receivable escrowed on chain by its client)',
       description:
-        'The client first calls fundJob(keccak256(jobId), asset, receivableAtomic, agent) on the credit contract, then posts the transaction hash here. ' +
+        'The client first escrows the receivable on chain: the unsigned approve + fundJob of GET /credit/jobs/{jobId}/funding-transactions (ABIs and the jobId-to-key rule: the catalog\'s contracts), then the fundJob transaction hash is posted here. ' +
         'The signed-in wallet must be the job\'s borrower (agent), or its client (the funder) carrying the borrower\'s consent: borrowerConsent, ' +
         'an EIP-712 BorrowerConsent signature of the borrower over (jobId, network, asset, receivableAtomic, client, dueAt), domain in the catalog (consent).',
       tags,
@@ -150,7 +150,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       callers: "the job's borrower",
       summary: 'Post collateral for a receivable (proven by a postCollateral transaction of the borrower)',
       description:
-        'The job\'s borrower first calls postCollateral(keccak256(jobId), asset, amount) on the credit contract, then reports the transaction here; the collateral adds to the job\'s capacity and is the second recovery step.',
+        'The job\'s borrower first sends the unsigned approve + postCollateral of GET /credit/jobs/{jobId}/collateral-transactions, then reports the postCollateral transaction here; the collateral adds to the job\'s capacity and is the second recovery step.',
       tags,
       auth: 'session',
       params: JobParams,
@@ -367,7 +367,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       callers: 'any session',
       summary: 'Report a repayment of any amount of an advance (proven by a repay transaction)',
       description:
-        "Anyone who called repay(advanceKey, amount) on the credit contract, for any amount, reports the transaction here. The contract pays the lender's part first (lenderOwedAtomic), then the insurance reserve's share (reserveOwedAtomic), and never takes more than is owed (an overpayment stays in the payer's wallet). " +
+        "Anyone who repaid the advance on chain, any amount (the unsigned approve + repay of GET /credit/advances/{advanceId}/repay-transactions), reports the repay transaction here. The contract pays the lender's part first (lenderOwedAtomic), then the insurance reserve's share (reserveOwedAtomic), and never takes more than is owed (an overpayment stays in the payer's wallet). " +
         'The answer is this payment and what is still owed after it; the advance is repaid when nothing is. Report repayments in the order they were mined (an earlier one not yet counted: 409 repayment_mismatch); the same transaction again: 409 proof_already_used.',
       tags,
       auth: 'session',

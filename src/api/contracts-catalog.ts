@@ -1,0 +1,73 @@
+// The catalog's `contracts` entry: the credit contract's ABI exactly as compiled, the token ABI the flow uses, and the
+// rule that turns the service's ids into the contract's bytes32 keys. Written once here; llms.txt and the OpenAPI
+// descriptions point to it instead of restating signatures that could then disagree (issue 14).
+import Type, { type Static } from 'typebox'
+import { erc20Abi } from 'viem'
+import { creditFacilityV2Abi } from '../chain/artifacts.ts'
+import { jobKey } from '../chain/ids.ts'
+import { StrictObject } from './common.ts'
+
+/** One ABI item (function, event, error, constructor) as solc writes it. */
+const AbiItem = Type.Object({ type: Type.String() }, { additionalProperties: true })
+
+/** The job id the catalog's key example is computed for. */
+export const KEY_EXAMPLE_JOB_ID = 'job_1'
+
+export const CatalogContracts = StrictObject(
+  {
+    creditFacility: StrictObject(
+      {
+        name: Type.Literal('CreditFacilityV2'),
+        abi: Type.Array(AbiItem, { description: 'The compiled ABI: every function, event and error, at each network\'s creditContract.' }),
+      },
+      { description: 'The credit contract (networks[].creditContract).' },
+    ),
+    token: StrictObject(
+      {
+        standard: Type.Literal('ERC-20'),
+        abi: Type.Array(AbiItem, { description: 'The ERC-20 functions and events the flow uses, at each networks[].assets[].address.' }),
+      },
+      { description: 'The assets (networks[].assets).' },
+    ),
+    keys: StrictObject(
+      {
+        jobKey: Type.String({ description: 'How a jobId becomes the bytes32 the contract names a job by.' }),
+        jobKeyExample: StrictObject({ jobId: Type.String(), jobKey: Type.String({ pattern: '^0x[0-9a-f]{64}$' }) }),
+        advanceKey: Type.String({ description: 'Where an offer\'s and its advance\'s bytes32 key is read (it cannot be computed).' }),
+      },
+      { description: 'The id-to-bytes32 rule.' },
+    ),
+    approvals: Type.String({ description: 'Which calls pull tokens, and the approve each needs first.' }),
+    unsignedTransactions: Type.Array(
+      StrictObject({ step: Type.String(), signer: Type.String(), route: Type.String() }),
+      { description: 'Where the service hands out each on-chain step as unsigned transactions {to, data, value, chainId, gas}.' },
+    ),
+  },
+  { description: 'The contracts an agent calls, their ABIs and the id-to-bytes32 rule: the one place the interface states them.' },
+)
+export type CatalogContracts = Static<typeof CatalogContracts>
+
+export function contractsCatalogEntry(): CatalogContracts {
+  return {
+    creditFacility: { name: 'CreditFacilityV2', abi: structuredClone(creditFacilityV2Abi) as unknown as CatalogContracts['creditFacility']['abi'] },
+    token: { standard: 'ERC-20', abi: structuredClone(erc20Abi) as unknown as CatalogContracts['token']['abi'] },
+    keys: {
+      jobKey: 'jobKey = keccak256(utf8(jobId)): the UTF-8 bytes of the jobId string, hashed (viem: keccak256(stringToBytes(jobId))). fundJob, postCollateral, settleJob, failJob and the lease authorization name the job by it.',
+      jobKeyExample: { jobId: KEY_EXAMPLE_JOB_ID, jobKey: jobKey(KEY_EXAMPLE_JOB_ID) },
+      advanceKey:
+        'Salted by the service with a secret, so nobody can compute a future offer\'s key: read it as offerKey of GET /credit/offers/{offerId} or advanceKey of GET /credit/advances/{advanceId}. ' +
+        'repay(advanceKey, amount) and paySupplier\'s authorization.offerKey name the advance by it.',
+    },
+    approvals:
+      'fundJob, postCollateral, repay and paySupplier pull the asset from their sender with transferFrom: the sender first approves the credit contract for at least the amount on the asset\'s token. ' +
+      'Each unsigned step below includes that approve (exactly the amount; the lender\'s session wallet approves once, without limit, in its setup).',
+    unsignedTransactions: [
+      { step: 'fund a job: approve + fundJob', signer: "the job's client", route: 'GET /credit/jobs/{jobId}/funding-transactions' },
+      { step: 'post collateral: approve + postCollateral', signer: "the job's borrower", route: 'GET /credit/jobs/{jobId}/collateral-transactions' },
+      { step: 'repay an advance: approve + repay of what is owed', signer: 'anyone (default: the borrower)', route: 'GET /credit/advances/{advanceId}/repay-transactions' },
+      { step: "session wallet setup: approve", signer: "the lender's session key", route: 'POST /lenders/register (setupTransactions)' },
+      { step: 'pay the supplier: paySupplier', signer: "the lender's session key", route: 'GET /lenders/{address}/actions (pay_supplier), and the lease event of GET /events' },
+      { step: 'top up, re-approve or withdraw the session wallet', signer: "the lender's wallet or session key", route: 'GET /lenders/{address}/actions (top_up, approve, withdraw)' },
+    ],
+  }
+}
