@@ -295,6 +295,8 @@ export const LenderProfile = StrictObject({
   ...LenderActivityFields,
   reputationBps: Bps,
   reliabilityBps: Bps,
+  recentLeaseOutcomes: Type.String({ pattern: '^[PM]*$', maxLength: 1000, description: 'The last lease outcomes, oldest first (at most lenderUptimeWindowLeases, 20): P paid in time, M expired unpaid.' }),
+  uptimeBps: Type.Union([Bps, Type.Null()], { description: 'Share of recentLeaseOutcomes paid in time (bps); null before the first outcome.' }),
   registrationSeq: Type.Integer({ minimum: 0 }),
   registeredAt: IsoTime,
 })
