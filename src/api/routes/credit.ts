@@ -69,7 +69,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       description:
         'The client first calls fundJob(keccak256(jobId), asset, receivableAtomic, agent) on the credit contract, then posts the transaction hash here. ' +
         'The signed-in wallet must be the job\'s borrower (agent), or its client (the funder) carrying the borrower\'s consent: borrowerConsent, ' +
-        'an EIP-712 BorrowerConsent signature of the borrower over (jobId, network, asset, receivableAtomic, client, dueAt), domain in the catalog (consent).',
+        'an EIP-712 BorrowerConsent signature of the borrower over (jobId, network, asset, receivableAtomic, client, dueAt), domain in the catalog (consent). ' +
+        'A contract-wallet borrower signs as its wallet verifies (ERC-1271 isValidSignature, ERC-6492 before deployment), checked on the job\'s network.',
       tags,
       auth: 'session',
       body: JobCreation,
