@@ -30,7 +30,10 @@ export function uptimeBps(lender: Pick<LenderRecord, 'recentLeaseOutcomes'>): nu
 function leaseOutcome(lender: LenderRecord, outcome: typeof LEASE_PAID | typeof LEASE_MISSED, config: EngineConfig): void {
   const n = config.lenderUptimeWindowLeases
   lender.recentLeaseOutcomes = (lender.recentLeaseOutcomes + outcome).slice(-n)
-  if ((lender.leasesPaid + lender.leasesExpired) % n === 0) lenderUptime(lender, uptimeBps(lender) as number, config)
+  // A full window only: a lender migrated with counts but no window waits until its window holds N outcomes.
+  if (lender.recentLeaseOutcomes.length === n && (lender.leasesPaid + lender.leasesExpired) % n === 0) {
+    lenderUptime(lender, uptimeBps(lender) as number, config)
+  }
 }
 
 /**
