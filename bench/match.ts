@@ -179,7 +179,7 @@ function runBaseline(specs: LenderSpec[], amounts: bigint[]) {
       askBps: s.askBps, maxDurationSeconds: s.maxDurationSeconds, acceptedRiskBands: s.bands,
       registeredAtomic: s.liquidityAtomic, availableAtomic: s.liquidityAtomic, reservedAtomic: 0n, deployedAtomic: 0n,
       feesEarnedAtomic: 0n, lossesAtomic: 0n, withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, reputationBps: s.reputationBps, reliabilityBps: 5000,
-      registrationSeq: i + 1, registeredAtMs: T0, leasesGranted: 0, leasesPaid: 0, leasesExpired: 0, advancesRepaid: 0, advancesDefaulted: 0,
+      registrationSeq: i + 1, registeredAtMs: T0, leasesGranted: 0, leasesPaid: 0, leasesExpired: 0, advancesRepaid: 0, advancesDefaulted: 0, recentLeaseOutcomes: '',
     }
     const entry = entryFor(lender)
     book.insert(entry)

@@ -123,8 +123,9 @@ export const JobCreation = StrictObject(
     fundingTxHash: Bytes32,
     borrowerConsent: Type.Optional(
       Type.String({
-        pattern: '^0x[0-9a-fA-F]{130}$',
-        description: 'Required when the job\'s client (not the borrower) registers it: the borrower\'s EIP-712 signature (domain "agent-credit borrower consent" v1, type BorrowerConsent over jobId, network, asset, receivableAtomic, client, dueAt in unix seconds; see the catalog).',
+        pattern: '^0x([0-9a-fA-F]{2})+$',
+        maxLength: 2 + 2 * 8192,
+        description: 'Required when the job\'s client (not the borrower) registers it: the borrower\'s EIP-712 signature (domain "agent-credit borrower consent" v1, type BorrowerConsent over jobId, network, asset, receivableAtomic, client, dueAt in unix seconds; see the catalog). A contract-wallet borrower signs as its wallet verifies (ERC-1271 isValidSignature, or ERC-6492 before deployment), checked on the job\'s network.',
       }),
     ),
   },
@@ -295,6 +296,8 @@ export const LenderProfile = StrictObject({
   ...LenderActivityFields,
   reputationBps: Bps,
   reliabilityBps: Bps,
+  recentLeaseOutcomes: Type.String({ pattern: '^[PM]*$', maxLength: 1000, description: 'The last lease outcomes, oldest first (at most lenderUptimeWindowLeases, 20): P paid in time, M expired unpaid.' }),
+  uptimeBps: Type.Union([Bps, Type.Null()], { description: 'Share of recentLeaseOutcomes paid in time (bps); null before the first outcome.' }),
   registrationSeq: Type.Integer({ minimum: 0 }),
   registeredAt: IsoTime,
 })

@@ -187,8 +187,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     }
 
     const clients = new Map<string, NetworkClients>(networks.map((n) => [n.slug, createNetworkClients(n)]))
-    // The passport's issuer key, made on the first start of a data directory (its address is in the catalog).
-    const passport = new PassportBook(store, await ensurePassportKey(store))
+    // The passport's issuer key: the configured one (PASSPORT_ISSUER_KEY), else the data directory's own, made on its
+    // first start (the devnet's default). Its address is in the catalog.
+    const passport = new PassportBook(store, config.passportIssuerKey ?? (await ensurePassportKey(store)))
     const service = new CreditService({ config, engine, store, networks, clients, watcher, clock, passport })
     service.onFatal(
       options.onFatal ??

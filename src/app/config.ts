@@ -4,7 +4,8 @@
 import { readFileSync } from 'node:fs'
 import Type from 'typebox'
 import { Compile } from 'typebox/compile'
-import { getAddress, isAddress, type Address } from 'viem'
+import { getAddress, isAddress, isHex, type Address, type Hex } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
 import type { EngineConfig } from '../engine/config.ts'
 import { reputationDefaults, type ReputationConfig } from '../reputation/index.ts'
 import { parseCorsOrigins } from '../http/cors.ts'
@@ -152,6 +153,11 @@ export interface ServiceConfig {
    * Undefined: the mode's default, on for the embedded devnet and off with a networks file.
    */
   inspector: boolean | undefined
+  /**
+   * The passport's issuer key (env PASSPORT_ISSUER_KEY); absent, the data directory's own key, made on its first
+   * start (src/passport/book.ts). Its address is the catalog's passport.issuer.
+   */
+  passportIssuerKey: Hex | undefined
 }
 
 export const serviceDefaults = {
@@ -225,6 +231,19 @@ function addresses(list: readonly string[] | undefined): Address[] {
   })
 }
 
+/** A 32-byte 0x-hex private key from the environment (never from a file); undefined when unset. */
+function privateKeyOf(env: NodeJS.ProcessEnv, name: string): Hex | undefined {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return undefined
+  if (!isHex(raw) || raw.length !== 66) throw new ConfigError(`${name} must be a 32-byte 0x-hex private key`)
+  try {
+    privateKeyToAccount(raw)
+  } catch {
+    throw new ConfigError(`${name} is not a valid secp256k1 private key`)
+  }
+  return raw
+}
+
 /** An on|off environment switch; undefined when unset. */
 function onOff(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
   const raw = env[name]
@@ -296,6 +315,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     requestLog: env.REQUEST_LOG !== '0',
     legacyClients: env.HTTP_LEGACY_CLIENTS !== '0',
     inspector: onOff(env, 'INSPECTOR') ?? file.inspector,
+    passportIssuerKey: privateKeyOf(env, 'PASSPORT_ISSUER_KEY'),
     ...overrides,
   }
   return config

@@ -1,8 +1,10 @@
 // A job names a borrower only with the borrower's consent (issue 10, hole 3): either the borrower registers the job
 // itself, or the client's request carries the borrower's EIP-712 signature over the job's terms. Without it a
 // stranger could fund a 1-unit job naming any wallet and then fail it to suspend that wallet. The domain has no chain
-// id: the network is one of the signed fields.
-import { getAddress, isHex, recoverTypedDataAddress, type Address, type Hex, type LocalAccount } from 'viem'
+// id: the network is one of the signed fields. A borrower that is a contract wallet signs with ERC-1271 (or ERC-6492
+// before its deployment): the check asks the job's network, within its read deadline.
+import { getAddress, isHex, recoverTypedDataAddress, type Address, type Chain, type Hex, type LocalAccount, type PublicClient, type Transport } from 'viem'
+import { ChainRpcError } from './proofs.ts'
 
 /** The client's request names a borrower without its consent, or with a signature that is not it. */
 export class BorrowerConsentError extends Error {
@@ -51,13 +53,43 @@ export function signBorrowerConsent(borrower: LocalAccount, fields: ConsentField
   return borrower.signTypedData({ domain: consentDomain, types: consentTypes, primaryType: 'BorrowerConsent', message: message(fields) })
 }
 
-/** Whether `signature` is `borrower`'s consent to exactly these terms. */
-export async function verifyBorrowerConsent(borrower: Address, fields: ConsentFields, signature: string): Promise<boolean> {
-  if (!isHex(signature) || signature.length !== 132) return false
+/** The longest consent signature taken: ERC-6492 wraps a wallet's deployment, which stays well below this. */
+export const consentSignatureHexCharsMax = 2 + 2 * 8192
+
+/**
+ * Whether `signature` is `borrower`'s consent to exactly these terms, on the job's network: an EOA's signature is
+ * recovered locally (no chain read); otherwise the borrower is asked as a contract wallet (ERC-1271
+ * isValidSignature, or ERC-6492 for a wallet not yet deployed) through viem's verifyTypedData. The client's transport
+ * carries the network's read deadline: a chain that does not answer in time is ChainRpcError (503 chain_unavailable),
+ * never a refusal.
+ */
+export async function verifyBorrowerConsent(
+  client: PublicClient<Transport, Chain>,
+  network: string,
+  borrower: Address,
+  fields: ConsentFields,
+  signature: string,
+): Promise<boolean> {
+  if (!isHex(signature) || signature.length < 4 || signature.length > consentSignatureHexCharsMax) return false
+  const address = getAddress(borrower)
+  const typed = { domain: consentDomain, types: consentTypes, primaryType: 'BorrowerConsent', message: message(fields), signature } as const
+  if (signature.length === 132) {
+    try {
+      if ((await recoverTypedDataAddress(typed)) === address) return true
+    } catch {
+      // Not an ECDSA signature: a wallet's own format, for the chain to judge.
+    }
+  }
   try {
-    const signer = await recoverTypedDataAddress({ domain: consentDomain, types: consentTypes, primaryType: 'BorrowerConsent', message: message(fields), signature })
-    return signer === getAddress(borrower)
-  } catch {
-    return false
+    // viem answers false for any failed call of the wallet, a timeout included: this read first tells an unreachable
+    // chain (503, retry) from a refusal. A chain that stops between the two reads is a refusal that changed nothing.
+    await client.getCode({ address })
+  } catch (error) {
+    throw new ChainRpcError(network, error)
+  }
+  try {
+    return await client.verifyTypedData({ address, ...typed })
+  } catch (error) {
+    throw new ChainRpcError(network, error)
   }
 }

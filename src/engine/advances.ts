@@ -49,23 +49,32 @@ export function openAdvance(
 
 /**
  * The ledger and track-record side of one payment the advance machine has taken (REPAY); `a` is the advance before
- * it. The lender's principal comes back first, then its fee; the reserve's share funds the reserve. The track records
- * count a repayment once, when nothing is owed any more.
+ * it. The lender's principal comes back first, then its fee; the reserve's share funds the reserve. Reputation rises
+ * with each payment by its share of the advance (reputation.ts); the counts take a repayment once, when nothing is owed.
  */
 export function applyRepayment(s: EngineState, a: AdvanceContext, repayment: RepaymentRecord): RepaymentReceipt {
   const after = { ...a, lenderOwedAtomic: repayment.lenderOwedAfterAtomic, reserveOwedAtomic: repayment.reserveOwedAfterAtomic }
   const fullyRepaid = after.lenderOwedAtomic === 0n && after.reserveOwedAtomic === 0n
   const lender = lenderOf(s, a.lender)
   returnRepayment(lender, principalRepaidAtomic(after) - principalRepaidAtomic(a), repayment.lenderAmountAtomic)
-  if (fullyRepaid) reputation.lenderRepaid(lender, s.config)
+  const paid = repaidShare(a, after)
+  reputation.lenderRepayment(lender, paid, s.config)
   lenderChanged(s, lender)
   if (repayment.reserveAmountAtomic > 0n) fundReserve(s, a.network, a.asset, repayment.reserveAmountAtomic)
-  if (fullyRepaid) {
-    const borrower = borrowerOf(s, a.borrower)
-    reputation.borrowerRepaid(borrower, s.config)
-    touch(s, 'borrower', borrower.address)
-  }
+  const borrower = borrowerOf(s, a.borrower)
+  reputation.borrowerRepayment(borrower, paid, s.config)
+  touch(s, 'borrower', borrower.address)
   return repaymentReceiptOf(after, repayment, fullyRepaid)
+}
+
+/** What the advance's payments had covered of its total (principal + fee) before this one and after it. */
+function repaidShare(before: AdvanceContext, after: Pick<AdvanceContext, 'lenderOwedAtomic' | 'reserveOwedAtomic'>): reputation.AdvanceRepaid {
+  const totalAtomic = before.principalAtomic + before.feeAtomic
+  return {
+    paidBeforeAtomic: totalAtomic - before.lenderOwedAtomic - before.reserveOwedAtomic,
+    paidAfterAtomic: totalAtomic - after.lenderOwedAtomic - after.reserveOwedAtomic,
+    totalAtomic,
+  }
 }
 
 export function repaymentReceiptOf(
@@ -124,7 +133,7 @@ export function paymentInFull(a: AdvanceContext, proof: { kind: RepaymentRecord[
 /** What a default costs the borrower's and the lender's records. */
 export function advanceDefaulted(s: EngineState, a: AdvanceInput): void {
   const borrower = borrowerOf(s, a.borrower)
-  reputation.borrowerDefaulted(borrower)
+  reputation.borrowerDefaulted(borrower, s.config)
   touch(s, 'borrower', borrower.address)
   const lender = lenderOf(s, a.lender)
   reputation.lenderDefaulted(lender, s.config)

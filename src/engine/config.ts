@@ -32,6 +32,13 @@ export interface EngineConfig {
   borrowerReputationRepaidRewardBps: number
   borrowerReputationFailurePenaltyBps: number
   borrowerReputationShortfallPenaltyBps: number
+  /** Each of a borrower's advances that defaults (its job failed, or liquidated past due) costs this much. */
+  borrowerReputationDefaultPenaltyBps: number
+  /**
+   * Uptime: the share of a lender's last N lease outcomes (paid in time vs expired unpaid) that were paid, kept in the
+   * lender record (recentLeaseOutcomes); every N outcomes it is one uptime observation of reliability.
+   */
+  lenderUptimeWindowLeases: number
   /** A suspension lifts (in dispatch) once this long has passed and the borrower owes nothing on a defaulted advance. */
   borrowerSuspensionMinSeconds: number
   /** Who may complete or fail any job and liquidate any advance, besides the job's client and the advance's lender. */
@@ -68,6 +75,8 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   borrowerReputationRepaidRewardBps: 100,
   borrowerReputationFailurePenaltyBps: 1000,
   borrowerReputationShortfallPenaltyBps: 2000,
+  borrowerReputationDefaultPenaltyBps: 500,
+  lenderUptimeWindowLeases: 20,
   borrowerSuspensionMinSeconds: 7 * 24 * 3600,
   operators: [],
   creditContracts: {},
@@ -83,6 +92,9 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   const bpsKeys = [
     'jobAdvanceRateBps', 'insuranceShareBps', 'lenderReputationInitialBps', 'lenderReliabilityInitialBps',
     'borrowerReputationInitialBps', 'lenderReliabilityUptimeWeightBps', 'lenderReliabilityMinBps',
+    'lenderReputationRepaidRewardBps', 'lenderReputationDefaultPenaltyBps', 'lenderReputationMissPenaltyBps',
+    'lenderReliabilityMissPenaltyBps', 'lenderReliabilityPaidRewardBps', 'borrowerReputationRepaidRewardBps',
+    'borrowerReputationFailurePenaltyBps', 'borrowerReputationShortfallPenaltyBps', 'borrowerReputationDefaultPenaltyBps',
   ] as const
   for (const key of bpsKeys) {
     if (!Number.isInteger(config[key]) || config[key] < 0 || config[key] > 10_000) {
@@ -94,6 +106,10 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   }
   for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'liveOffersPerBorrowerMax', 'borrowerSuspensionMinSeconds', 'leaseTtlMs', 'offerTtlMs'] as const) {
     if (!Number.isInteger(config[key]) || config[key] < 1) throw new RangeError(`engine config ${key} must be a positive integer`)
+  }
+  // The window is kept in every lender record: bounded so that the record stays small.
+  if (!Number.isInteger(config.lenderUptimeWindowLeases) || config.lenderUptimeWindowLeases < 1 || config.lenderUptimeWindowLeases > 1000) {
+    throw new RangeError('engine config lenderUptimeWindowLeases must be an integer in 1..1000')
   }
   return config
 }

@@ -15,7 +15,8 @@ export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>>
   // 3: the advance carries what it still owes (lenderOwedAtomic, reserveOwedAtomic) and every payment (repayments).
   advance: 3,
   // 2: the lender records what it withdrew (withdrawnAtomic, withdrawalPendingAtomic).
-  lender: 2,
+  // 3: the lender keeps its uptime window (recentLeaseOutcomes).
+  lender: 3,
   source: 1,
   borrower: 1,
   // 2: the insurance reserves, kind `ledger` before, are kind `reserve` (same shape).
@@ -62,6 +63,8 @@ function withoutReportGrace(snapshot: unknown): unknown {
   return { ...persisted, context }
 }
 
+const withUptimeWindow = (snapshot: unknown): unknown => ({ recentLeaseOutcomes: '', ...(snapshot as object) })
+
 export function snapshotMigrations(): SnapshotMigration[] {
   return [
     { from: { kind: 'ledger', version: 1 }, to: { kind: 'reserve', version: 2 }, migrate: (snapshot) => snapshot },
@@ -73,7 +76,9 @@ export function snapshotMigrations(): SnapshotMigration[] {
     { from: { kind: 'offer', version: 1 }, to: { kind: 'offer', version: 2 }, migrate: withEmptyHistory },
     { from: { kind: 'advance', version: 1 }, to: { kind: 'advance', version: 3 }, migrate: (snapshot) => withOwedAmounts(withEmptyHistory(snapshot)) },
     { from: { kind: 'advance', version: 2 }, to: { kind: 'advance', version: 3 }, migrate: withOwedAmounts },
-    // A lender stored before withdrawals existed withdrew nothing.
-    { from: { kind: 'lender', version: 1 }, to: { kind: 'lender', version: 2 }, migrate: (snapshot) => ({ withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, ...(snapshot as object) }) },
+    // A lender stored before withdrawals existed withdrew nothing; one stored before the uptime window starts it empty
+    // (its past outcomes are in its counts, not their order).
+    { from: { kind: 'lender', version: 1 }, to: { kind: 'lender', version: 3 }, migrate: (snapshot) => withUptimeWindow({ withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, ...(snapshot as object) }) },
+    { from: { kind: 'lender', version: 2 }, to: { kind: 'lender', version: 3 }, migrate: withUptimeWindow },
   ]
 }

@@ -66,6 +66,7 @@ export function lenderRecord(input: RegisterLenderInput, config: EngineConfig, r
     leasesExpired: 0,
     advancesRepaid: 0,
     advancesDefaulted: 0,
+    recentLeaseOutcomes: '',
   }
 }
 

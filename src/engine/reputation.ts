@@ -1,8 +1,51 @@
 // Every change to a lender's or a borrower's track record: the counts and the reputation and reliability scores
-// (basis points, clamped to 0..10000) that each event of a lease or an advance moves, by the config's weights.
+// (basis points, clamped to 0..10000) that each event of a lease or an advance moves, by the config's weights. One
+// function per event, called where the event happens; the README's table ("Reputation and reliability") lists them.
+// Integers only, so replays and the book order are deterministic.
 import type { EngineConfig } from './config.ts'
 import { clampBps } from './rules.ts'
 import type { BorrowerRecord, LenderRecord } from './types.ts'
+
+/** A lease outcome in a lender's uptime window (LenderRecord.recentLeaseOutcomes): paid in time, or expired unpaid. */
+export const LEASE_PAID = 'P'
+export const LEASE_MISSED = 'M'
+
+/**
+ * The lender's uptime: the share of its last `lenderUptimeWindowLeases` lease outcomes that were paid in time, in bps;
+ * null before its first outcome (nothing measured yet).
+ */
+export function uptimeBps(lender: Pick<LenderRecord, 'recentLeaseOutcomes'>): number | null {
+  const outcomes = lender.recentLeaseOutcomes
+  if (outcomes.length === 0) return null
+  let paid = 0
+  for (const c of outcomes) if (c === LEASE_PAID) paid += 1
+  return Math.floor((paid * 10_000) / outcomes.length)
+}
+
+/**
+ * One lease outcome enters the window (the oldest leaves it when full). Every `lenderUptimeWindowLeases` outcomes the
+ * window's uptime is one observation that moves reliability towards it (lenderUptime): a lender's reliability follows
+ * how often it actually answers, not only the fixed steps of each outcome.
+ */
+function leaseOutcome(lender: LenderRecord, outcome: typeof LEASE_PAID | typeof LEASE_MISSED, config: EngineConfig): void {
+  const n = config.lenderUptimeWindowLeases
+  lender.recentLeaseOutcomes = (lender.recentLeaseOutcomes + outcome).slice(-n)
+  // A full window only: a lender migrated with counts but no window waits until its window holds N outcomes.
+  if (lender.recentLeaseOutcomes.length === n && (lender.leasesPaid + lender.leasesExpired) % n === 0) {
+    lenderUptime(lender, uptimeBps(lender) as number, config)
+  }
+}
+
+/**
+ * The part of `rewardBps` that a payment earns: the reward times the share of the advance's total (principal + fee)
+ * repaid after it, less the same before it, each rounded down. The parts telescope, so any split of a repayment
+ * earns exactly what repaying at once does (never more), and the full repayment earns the whole reward.
+ */
+export function repaymentShareBps(rewardBps: number, paidBeforeAtomic: bigint, paidAfterAtomic: bigint, totalAtomic: bigint): number {
+  if (totalAtomic <= 0n) return 0
+  const reward = BigInt(rewardBps)
+  return Number((reward * paidAfterAtomic) / totalAtomic - (reward * paidBeforeAtomic) / totalAtomic)
+}
 
 export function leaseGranted(lender: LenderRecord): void {
   lender.leasesGranted += 1
@@ -12,6 +55,7 @@ export function leaseGranted(lender: LenderRecord): void {
 export function leasePaid(lender: LenderRecord, config: EngineConfig): void {
   lender.leasesPaid += 1
   lender.reliabilityBps = clampBps(lender.reliabilityBps + config.lenderReliabilityPaidRewardBps)
+  leaseOutcome(lender, LEASE_PAID, config)
 }
 
 /** The lender let its lease expire unpaid: reliability and reputation fall. */
@@ -19,22 +63,38 @@ export function leaseMissed(lender: LenderRecord, config: EngineConfig): void {
   lender.leasesExpired += 1
   lender.reliabilityBps = clampBps(lender.reliabilityBps - config.lenderReliabilityMissPenaltyBps)
   lender.reputationBps = clampBps(lender.reputationBps - config.lenderReputationMissPenaltyBps)
+  leaseOutcome(lender, LEASE_MISSED, config)
 }
 
-export function lenderRepaid(lender: LenderRecord, config: EngineConfig): void {
-  lender.advancesRepaid += 1
-  lender.reputationBps = clampBps(lender.reputationBps + config.lenderReputationRepaidRewardBps)
+/**
+ * A payment of any amount on one of the lender's advances (its borrower repaying, not a recovery): the lender's
+ * reputation rises by its share of the repaid reward (repaymentShareBps); a repayment in full counts once.
+ */
+export function lenderRepayment(lender: LenderRecord, paid: AdvanceRepaid, config: EngineConfig): void {
+  lender.reputationBps = clampBps(lender.reputationBps + repaymentShareBps(config.lenderReputationRepaidRewardBps, paid.paidBeforeAtomic, paid.paidAfterAtomic, paid.totalAtomic))
+  if (paid.paidAfterAtomic === paid.totalAtomic) lender.advancesRepaid += 1
 }
 
-export function borrowerRepaid(borrower: BorrowerRecord, config: EngineConfig): void {
-  borrower.advancesRepaid += 1
-  borrower.reputationBps = clampBps(borrower.reputationBps + config.borrowerReputationRepaidRewardBps)
+/** The same payment, for the borrower who made it (by its own reward). */
+export function borrowerRepayment(borrower: BorrowerRecord, paid: AdvanceRepaid, config: EngineConfig): void {
+  borrower.reputationBps = clampBps(borrower.reputationBps + repaymentShareBps(config.borrowerReputationRepaidRewardBps, paid.paidBeforeAtomic, paid.paidAfterAtomic, paid.totalAtomic))
+  if (paid.paidAfterAtomic === paid.totalAtomic) borrower.advancesRepaid += 1
 }
 
-export function borrowerDefaulted(borrower: BorrowerRecord): void {
+/** Where one payment leaves an advance: what its borrower had repaid before and after it, of its total (principal + fee). */
+export interface AdvanceRepaid {
+  paidBeforeAtomic: bigint
+  paidAfterAtomic: bigint
+  totalAtomic: bigint
+}
+
+/** One of the borrower's advances defaulted (its job failed, or it was liquidated past due). */
+export function borrowerDefaulted(borrower: BorrowerRecord, config: EngineConfig): void {
   borrower.advancesDefaulted += 1
+  borrower.reputationBps = clampBps(borrower.reputationBps - config.borrowerReputationDefaultPenaltyBps)
 }
 
+/** An advance the lender chose to fund defaulted: its underwriting choice counts against it. */
 export function lenderDefaulted(lender: LenderRecord, config: EngineConfig): void {
   lender.advancesDefaulted += 1
   lender.reputationBps = clampBps(lender.reputationBps - config.lenderReputationDefaultPenaltyBps)
@@ -51,7 +111,10 @@ export function borrowerShortfall(borrower: BorrowerRecord, shortfallAtomic: big
   borrower.reputationBps = clampBps(borrower.reputationBps - config.borrowerReputationShortfallPenaltyBps)
 }
 
-/** One uptime observation (bps of the period the lender was reachable) moves its reliability towards it. */
+/**
+ * One uptime observation (bps) moves the lender's reliability towards it by lenderReliabilityUptimeWeightBps: the
+ * window's own every N lease outcomes (leaseOutcome), or an operator's through Engine.recordLenderUptime.
+ */
 export function lenderUptime(lender: LenderRecord, uptimeBps: number, config: EngineConfig): void {
   const w = config.lenderReliabilityUptimeWeightBps
   lender.reliabilityBps = clampBps(Math.floor((lender.reliabilityBps * (10_000 - w) + uptimeBps * w) / 10_000))

@@ -68,6 +68,11 @@ export interface LenderRecord {
   leasesExpired: number
   advancesRepaid: number
   advancesDefaulted: number
+  /**
+   * The lender's last lease outcomes, oldest first, at most `lenderUptimeWindowLeases`: `P` paid in time, `M` expired
+   * unpaid (refusals for insufficient balance and cancelled leases are not outcomes). Its uptime is the share of P.
+   */
+  recentLeaseOutcomes: string
 }
 
 /**
@@ -76,6 +81,8 @@ export interface LenderRecord {
  */
 export interface LenderView extends LenderRecord {
   policyAvailableAtomic: bigint
+  /** Share of recentLeaseOutcomes paid in time (bps); null before the first outcome. */
+  uptimeBps: number | null
 }
 
 /** A registered backing source: what was registered, and what the engine has drawn on it since. */

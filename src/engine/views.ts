@@ -2,6 +2,7 @@
 // summaries (a borrower's exposure, the engine's totals).
 import type { LeaseContext } from '../../machines/index.ts'
 import { compareCodeUnits, reserveId, seqOf, walletKey } from './keys.ts'
+import { uptimeBps } from './reputation.ts'
 import { isActiveLender } from './rules.ts'
 import type { EngineState, LeaseActor } from './state.ts'
 import type { Address, AdvanceView, BorrowerExposure, CreditState, JobView, LeaseView, LenderRecord, LenderView, OfferView } from './types.ts'
@@ -79,7 +80,7 @@ export function lenderView(s: EngineState, lender: LenderRecord): LenderView {
   let payable = 0n
   for (const network of lender.networks) payable += walletFreeAtomic(s, lender, network, lender.assets[network] as string)
   const available = lender.availableAtomic < payable ? lender.availableAtomic : payable
-  return { ...lender, availableAtomic: available, policyAvailableAtomic: lender.availableAtomic }
+  return { ...lender, availableAtomic: available, policyAvailableAtomic: lender.availableAtomic, uptimeBps: uptimeBps(lender) }
 }
 
 /** Live leases of a lender (by lender or session address), oldest first: what its wallet should pay now. */

@@ -407,7 +407,7 @@ export class CreditService {
         throw new BorrowerConsentError('borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it')
       }
       const terms = { jobId: body.jobId, network: network.slug, asset: token.symbol, receivableAtomic: body.receivableAtomic, client, dueAtMs: body.dueAtMs }
-      if (!(await verifyBorrowerConsent(body.agent, terms, body.borrowerConsent))) {
+      if (!(await verifyBorrowerConsent(this.#clientsOf(network.slug).publicClient, network.slug, body.agent, terms, body.borrowerConsent))) {
         throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
       }
     }

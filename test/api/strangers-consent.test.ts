@@ -1,10 +1,16 @@
 // Issue 10, hole 3 over HTTP: a stranger cannot suspend a borrower. A job names a borrower only when the borrower
 // registers it or the client carries the borrower's EIP-712 consent; only the job's client or an operator fails it;
 // the suspension lifts in dispatch once nothing is owed on a default and borrowerSuspensionMinSeconds have passed.
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import type { PrivateKeyAccount } from 'viem/accounts'
+import { createPublicClient, createWalletClient, getAddress, http } from 'viem'
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
-import { signBorrowerConsent } from '../../src/chain/consent.ts'
+import { createNetworkClients, networkChain } from '../../src/chain/clients.ts'
+import { signBorrowerConsent, verifyBorrowerConsent } from '../../src/chain/consent.ts'
+import { ChainRpcError } from '../../src/chain/proofs.ts'
+import { compileSolidity } from '../chain/fixtures/facility-v2.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { creditRequest, fundedAccount, startHarness, USDC, usdc } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, openApiDocument } from './fixtures/api.ts'
@@ -86,4 +92,55 @@ t.test('a consented job works; its client fails it; the suspension lifts on a mo
   expectDocumented(t, document, 'post', '/credit/dispatch', lifted)
   t.same(lifted.body.suspensionsLifted.map((e: { type: string; borrower: string }) => [e.type, e.borrower]), [['suspension_lifted', borrower.account.address]], 'the lift is a passport event')
   t.equal((await ask()).body.decision, 'approved', 'the borrower gets credit again')
+})
+
+// A minimal contract wallet (ERC-1271): a signature is valid when its owner signed the hash.
+const ownerWalletSource = `// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+contract OwnerWallet {
+    address public immutable owner;
+    constructor(address owner_) { owner = owner_; }
+    function isValidSignature(bytes32 hash, bytes calldata signature) external view returns (bytes4) {
+        if (signature.length != 65) return 0xffffffff;
+        bytes32 r = bytes32(signature[0:32]);
+        bytes32 s = bytes32(signature[32:64]);
+        uint8 v = uint8(signature[64]);
+        return ecrecover(hash, v, r, s) == owner ? bytes4(0x1626ba7e) : bytes4(0xffffffff);
+    }
+}`
+
+t.test('a contract-wallet borrower consents with ERC-1271: its owner\'s signature is accepted, a stranger\'s refused', async (t) => {
+  const { abi, bytecode } = compileSolidity('OwnerWallet', ownerWalletSource)
+  const owner = privateKeyToAccount(generatePrivateKey())
+  const deployer = await fundedAccount(devnet, network, 0n)
+  const chain = networkChain(network)
+  const deployTx = await createWalletClient({ account: deployer, chain, transport: http(network.rpcUrl) }).deployContract({ abi, bytecode, args: [owner.address] })
+  const wallet = (await createPublicClient({ chain, transport: http(network.rpcUrl) }).waitForTransactionReceipt({ hash: deployTx })).contractAddress as `0x${string}`
+  t.ok(wallet, 'the wallet is deployed')
+
+  const client = await agent(usdc(20))
+  const refused = await funded(client.account, wallet, 'job_1271_refused', usdc(10))
+  const stranger = privateKeyToAccount(generatePrivateKey())
+  expectProblem(t, await client.api.post('/credit/jobs', { ...refused, borrowerConsent: await consent(stranger, refused, client.account.address) }), 403, 'borrower_consent_invalid', 'a stranger signed for the wallet')
+  t.equal(app.service.engine.getJob('job_1271_refused'), undefined, 'nothing recorded')
+
+  const accepted = await funded(client.account, wallet, 'job_1271', usdc(10))
+  const created = await client.api.post('/credit/jobs', { ...accepted, borrowerConsent: await consent(owner, accepted, client.account.address) })
+  t.equal(created.status, 201, 'the wallet\'s owner signed: the wallet consents', { body: created.body })
+  t.equal(app.service.engine.getJob('job_1271')?.borrower, getAddress(wallet))
+})
+
+t.test('consent on a chain that does not answer: chain_unavailable within the read deadline, not a refusal; an EOA needs no read', async (t) => {
+  // A loopback RPC that accepts and never answers: a stalled chain.
+  const server = createServer(() => {})
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
+  const rpcUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const stalled = createNetworkClients({ ...network, rpcUrl, rpcTimeoutMs: 200, operatorPrivateKey: undefined }).publicClient
+  const borrower = privateKeyToAccount(generatePrivateKey())
+  const fields = { jobId: 'job_x', network: network.slug, asset: USDC, receivableAtomic: 5n, client: borrower.address, dueAtMs: 1_900_000_000_000 }
+  t.equal(await verifyBorrowerConsent(stalled, network.slug, borrower.address, fields, await signBorrowerConsent(borrower, fields)), true, 'an EOA\'s own signature is recovered without the chain')
+  const contractWallet = privateKeyToAccount(generatePrivateKey()).address
+  await t.rejects(verifyBorrowerConsent(stalled, network.slug, contractWallet, fields, await signBorrowerConsent(borrower, fields)), ChainRpcError, 'a wallet must be asked: the stalled chain is ChainRpcError (503 chain_unavailable)')
+  t.equal(await verifyBorrowerConsent(stalled, network.slug, contractWallet, fields, 'not hex'), false, 'a malformed signature is refused without the chain')
 })

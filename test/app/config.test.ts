@@ -70,3 +70,11 @@ t.test('suppliers: the single address of before, or addresses per network; one o
   t.throws(() => file([{ domain: 'shop.example', name: 'Shop', address: a, addresses: { 'devnet-a': [a] } }]), ConfigError, 'both')
   t.throws(() => file([{ domain: 'shop.example', name: 'Shop', addresses: { 'devnet-a': [] } }]), ConfigError, 'an empty list')
 })
+
+t.test('PASSPORT_ISSUER_KEY: the passport key from the environment; absent, none configured; malformed, refused', async (t) => {
+  const key = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d'
+  t.equal(loadServiceConfig({ PASSPORT_ISSUER_KEY: key }).passportIssuerKey, key)
+  t.equal(loadServiceConfig({}).passportIssuerKey, undefined, 'the data directory\'s own key then')
+  t.throws(() => loadServiceConfig({ PASSPORT_ISSUER_KEY: '0x1234' }), ConfigError, 'too short')
+  t.throws(() => loadServiceConfig({ PASSPORT_ISSUER_KEY: `0x${'0'.repeat(64)}` }), ConfigError, 'zero is no key')
+})

@@ -47,7 +47,7 @@ t.test('repay of any amount: principal first, then the rest; each payment counte
   t.match(engine.getAdvance(advanceId), { state: 'active', lenderOwedAtomic: 225n, reserveOwedAtomic: 25n, repayments: [{ txHash: hash(60), lenderAmountAtomic: 10_000n }] })
   t.match(unwrap(engine.planRepayment(advanceId)), { amountAtomic: 225n, reserveAmountAtomic: 25n }, 'the plan is what is still owed')
   let lender = engine.getLender(lenderAddress)!
-  t.match(lender, { availableAtomic: 1_000_000n, deployedAtomic: 0n, feesEarnedAtomic: 0n, advancesRepaid: 0, reputationBps: 6000 }, 'the principal is back, no fee yet, no repayment counted')
+  t.match(lender, { availableAtomic: 1_000_000n, deployedAtomic: 0n, feesEarnedAtomic: 0n, advancesRepaid: 0, reputationBps: 6048 }, 'the principal is back, no fee yet, no repayment counted; reputation by its share: floor(50 x 10_000 / 10_250)')
   t.same(engine.borrowerExposure(BORROWER, T0 + 1).outstanding, [{ network: NET, asset: 'USDC', outstandingAtomic: 250n }])
   t.equal(engine.creditState().reserves.length, 0, 'nothing for the reserve yet')
   engine.checkInvariants()

@@ -101,7 +101,7 @@ t.test('ends in shortfall with a reputation penalty to the borrower', async (t) 
   t.equal(plan.recoveredAtomic + plan.shortfallAtomic, plan.owedAtomic)
   const after = engine.getBorrower(BORROWER)!
   t.equal(after.shortfallAtomic, 3n)
-  t.equal(after.reputationBps, before.reputationBps - 2000, 'shortfall penalty')
+  t.equal(after.reputationBps, before.reputationBps - 500 - 2000, 'past due: the default penalty, then the shortfall penalty')
   t.equal(receipt.borrowerReputationBps, after.reputationBps)
   t.equal(engine.creditState().reserves[0]?.balanceAtomic, 0n)
   const lender = engine.getLender(lenderInput(1).address)!

@@ -72,12 +72,12 @@ t.test('a loss shrinks the pending withdrawal to what can still come back (ledge
   t.equal(lender.availableAtomic + lender.reservedAtomic + lender.deployedAtomic, lender.registeredAtomic + lender.feesEarnedAtomic - lender.lossesAtomic - lender.withdrawnAtomic, 'the ledger adds up')
 })
 
-t.test('a lender stored before withdrawals (version 1) opens as version 2 having withdrawn nothing', async (t) => {
-  t.equal(SNAPSHOT_VERSIONS.lender, 2)
+t.test('a lender stored before withdrawals (version 1) opens as today\'s version having withdrawn nothing', async (t) => {
+  t.equal(SNAPSHOT_VERSIONS.lender, 3)
   const migration = snapshotMigrations().find((m) => m.from.kind === 'lender' && m.from.version === 1)
-  t.same(migration?.to, { kind: 'lender', version: 2 })
+  t.same(migration?.to, { kind: 'lender', version: 3 })
   const { engine } = newEngine()
-  const { withdrawnAtomic: _w, withdrawalPendingAtomic: _p, policyAvailableAtomic: _a, ...older } = unwrap(engine.registerLender(lenderInput(1), T0))
+  const { withdrawnAtomic: _w, withdrawalPendingAtomic: _p, policyAvailableAtomic: _a, recentLeaseOutcomes: _r, uptimeBps: _u, ...older } = unwrap(engine.registerLender(lenderInput(1), T0))
   const migrated = migration!.migrate(older) as Record<string, unknown>
   t.match(migrated, { withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, availableAtomic: older.availableAtomic, address: older.address })
 })

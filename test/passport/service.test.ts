@@ -5,6 +5,7 @@
 import t from 'tap'
 import type { Test } from 'tap'
 import { verifyTypedData, zeroHash, type Address } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { AgentCredit } from '../../src/client/sdk.ts'
 import { verifyPassport, type SignedPassportEvent } from '../../src/passport/passport.ts'
@@ -107,3 +108,23 @@ t.test('repaid, failed, lifted: signed, chained, paged; tampering detected; a re
   await verifyEach(t, catalog, all)
   t.same(await verifyPassport(all, trust), { ok: true, problems: [] })
 })
+
+t.test('a configured issuer key (PASSPORT_ISSUER_KEY) signs, and the catalog names its address', async (t) => {
+  skewMs = 0
+  const key = generatePrivateKey()
+  const configured = privateKeyToAccount(key).address
+  await h.restart({ passportIssuerKey: key })
+  const catalog = await catalogOf(h.url)
+  t.equal(catalog['passport'].issuer, configured, 'the catalog publishes the configured issuer')
+  const borrower = await fundedAccount(h.devnet, h.network, usdc(100))
+  const { jobClientApi: failer } = await fundedJob(h, { jobId: 'job_pp_key', receivableAtomic: usdc(10), borrower })
+  const failed = await failer.post('/credit/jobs/job_pp_key/fail', { reason: 'configured issuer' })
+  t.equal(failed.status, 200, JSON.stringify(failed.body))
+  const events = (await failer.get(`/passport/${borrower.address}`, { token: '' })).body as SignedPassportEvent[]
+  t.equal(events.length, 1)
+  await verifyEach(t, catalog, events)
+  t.same(await verifyPassport(events, { issuer: configured, domain: catalog['passport'].domain }), { ok: true, problems: [] })
+  const other = privateKeyToAccount(generatePrivateKey()).address
+  t.equal((await verifyPassport(events, { issuer: other, domain: catalog['passport'].domain })).ok, false, 'another issuer does not verify them')
+})
+

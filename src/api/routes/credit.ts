@@ -69,7 +69,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       description:
         'The client first escrows the receivable on chain: the unsigned approve + fundJob of GET /credit/jobs/{jobId}/funding-transactions (ABIs and the jobId-to-key rule: the catalog\'s contracts), then the fundJob transaction hash is posted here. ' +
         'The signed-in wallet must be the job\'s borrower (agent), or its client (the funder) carrying the borrower\'s consent: borrowerConsent, ' +
-        'an EIP-712 BorrowerConsent signature of the borrower over (jobId, network, asset, receivableAtomic, client, dueAt), domain in the catalog (consent).',
+        'an EIP-712 BorrowerConsent signature of the borrower over (jobId, network, asset, receivableAtomic, client, dueAt), domain in the catalog (consent). ' +
+        'A contract-wallet borrower signs as its wallet verifies (ERC-1271 isValidSignature, ERC-6492 before deployment), checked on the job\'s network.',
       tags,
       auth: 'session',
       body: JobCreation,
