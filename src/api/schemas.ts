@@ -483,7 +483,7 @@ export const PassportEvent = StrictObject({
   borrowerReputationBps: Bps,
   defaultedAdvanceIds: Type.Array(AdvanceId),
   outstandingPrincipalAtomic: Atomic,
-  declinedOfferIds: Type.Array(OfferId),
+  declinedOfferIds: Type.Array(OfferId, { description: 'The borrower\'s offers withdrawn: declined at once, or `closing` when leased (the lease stays payable until its deadline on chain time; the offer then ends declined, or funded if paid).' }),
   signed: { ...SignedPassportEvent, description: 'This event as the borrower\'s passport records it: numbered, chained and signed by the catalog\'s passport issuer, so anyone can verify it without trusting this service (GET /passport/{address} serves the same).' },
 })
 

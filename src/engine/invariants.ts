@@ -53,7 +53,7 @@ function checkOffers(s: EngineState, addCommitted: (src: SourceRef, amount: bigi
     const snap = offer.getSnapshot()
     const o = snap.context
     if (snap.status !== 'active') throw new Error(`invariant: offer ${id} is final but still in memory`)
-    if (snap.matches('leased') !== (o.currentLeaseId !== null && s.leases.has(o.currentLeaseId))) {
+    if ((snap.matches('leased') || snap.matches('closing')) !== (o.currentLeaseId !== null && s.leases.has(o.currentLeaseId))) {
       throw new Error(`invariant: offer ${id} state ${String(snap.value)} disagrees with its lease`)
     }
     if (o.leaseIds.length > s.config.leasesPerOfferMax) throw new Error(`invariant: offer ${id} exceeded leasesPerOfferMax`)

@@ -6,7 +6,7 @@ import { entryFor, MatchingBook } from './book.ts'
 import { releaseCapacity } from './capacity.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { bookKey } from './keys.ts'
-import { cancelLease, grantLease, refuseLease } from './leases.ts'
+import { grantLease, refuseLease } from './leases.ts'
 import { eligibleFee, feeAtomic } from './rules.ts'
 import type { EngineState, OfferActor } from './state.ts'
 import type { Address, LeaseView, LenderRecord, MatchOutcome, OfferView } from './types.ts'
@@ -162,13 +162,18 @@ export function expireOffer(s: EngineState, offer: OfferActor, reason: 'stale' |
 }
 
 /**
- * Withdraw an offer; its live lease (if any) is cancelled without a reliability penalty: the lender did no wrong.
- * `giveBackCapacity` is false when the source already released it (a failing job releases its offers' capacity).
+ * Withdraw an offer. A waiting one is declined now; a leased one is `closing`: its lease is not cancelled, since the
+ * authorization the service signed stays payable on chain until its deadline (a payment under it funds the offer), and
+ * it holds its capacity until the lease is over on chain time (`endClosingOffer`) or paid. Already closing: nothing to
+ * do. `giveBackCapacity` is false when the source already released it (a failing job releases its waiting offers').
+ * Answers whether the offer was declined now (false: it is closing).
  */
-export function declineOffer(s: EngineState, offer: OfferActor, reason: 'borrower_suspended' | 'source_closed', nowMs: number, giveBackCapacity = true): void {
-  const o = offer.getSnapshot().context
-  const lease = o.currentLeaseId ? s.leases.get(o.currentLeaseId) : undefined
-  if (lease) cancelLease(s, lease, nowMs)
+export function declineOffer(s: EngineState, offer: OfferActor, reason: 'borrower_suspended' | 'source_closed', nowMs: number, giveBackCapacity = true): boolean {
+  const snap = offer.getSnapshot()
+  if (snap.matches('closing')) return false
   expect(s, 'offer', offer, { type: 'DECLINE', reason, nowMs })
-  if (giveBackCapacity) releaseCapacity(s, o.source, o.amountAtomic, nowMs)
+  if (snap.matches('leased')) return false
+  if (giveBackCapacity) releaseCapacity(s, snap.context.source, snap.context.amountAtomic, nowMs)
+  return true
 }
+
