@@ -21,6 +21,7 @@ const leased = run(offerMachine, offered, lease('lse_1'))
 const states: Record<string, Snap> = {
   offered,
   leased,
+  closing: run(offerMachine, leased, { type: 'DECLINE', reason: 'borrower_suspended', nowMs: T0 }),
   funded: run(offerMachine, leased, { type: 'FUND', advanceId: 'adv_1', nowMs: T0 }),
   expired: run(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', nowMs: T0 }),
   declined: run(offerMachine, offered, { type: 'DECLINE', reason: 'borrower_suspended', nowMs: T0 }),
@@ -47,7 +48,11 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
     },
     leased: {
       LEASE: { refused: 'offer_not_offered' }, LEASE_REFUSED: { refused: 'offer_not_offered' }, LEASE_ENDED: { to: 'offered' },
-      FUND: { to: 'funded' }, EXPIRE: { refused: 'offer_not_offered' }, DECLINE: { to: 'declined' },
+      FUND: { to: 'funded' }, EXPIRE: { refused: 'offer_not_offered' }, DECLINE: { to: 'closing' },
+    },
+    closing: {
+      LEASE: { refused: 'offer_not_offered' }, LEASE_REFUSED: { refused: 'offer_not_offered' }, LEASE_ENDED: { to: 'declined' },
+      FUND: { to: 'funded' }, EXPIRE: { refused: 'offer_not_offered' }, DECLINE: { refused: 'offer_closed' },
     },
     funded: finalRow,
     expired: finalRow,
@@ -89,5 +94,15 @@ t.test('each action writes what its event carries', async (t) => {
   t.same(funded.context, { ...leased.context, advanceId: 'adv_1', endedAtMs: T0 })
   t.same((states['declined'] as Snap).context, { ...offered.context, endReason: 'borrower_suspended', endedAtMs: T0, currentLeaseId: null })
   const declinedLeased = step(offerMachine, leased, { type: 'DECLINE', reason: 'source_closed', nowMs: T0 + 1 }) as Snap
-  t.match(declinedLeased.context, { endReason: 'source_closed', currentLeaseId: null, leaseIds: ['lse_1'] })
+  t.match(declinedLeased, { value: 'closing', context: { endReason: 'source_closed', currentLeaseId: 'lse_1', leaseIds: ['lse_1'], endedAtMs: null } }, 'withdrawn under its lease: closing')
+})
+
+t.test('withdrawn under a lease: closing keeps the lease until it ends (declined) or is paid (funded)', async (t) => {
+  const closing = states['closing'] as Snap
+  t.match(closing, { value: 'closing', context: { currentLeaseId: 'lse_1', endReason: 'borrower_suspended', endedAtMs: null } })
+  t.equal(step(offerMachine, closing, { type: 'LEASE_ENDED', leaseId: 'lse_9', lender: L1, nowMs: T0 }), undefined, 'another lease')
+  const ended = step(offerMachine, closing, { type: 'LEASE_ENDED', leaseId: 'lse_1', lender: L1, nowMs: T0 + 5 }) as Snap
+  t.match(ended, { value: 'declined', context: { currentLeaseId: null, endReason: 'borrower_suspended', endedAtMs: T0 + 5, excludedLenders: [] } }, 'no lender excluded')
+  const paid = step(offerMachine, closing, { type: 'FUND', advanceId: 'adv_1', nowMs: T0 + 6 }) as Snap
+  t.match(paid, { value: 'funded', context: { advanceId: 'adv_1', endReason: null, endedAtMs: T0 + 6 } })
 })
