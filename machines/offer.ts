@@ -33,6 +33,10 @@ export interface OfferInput {
   durationSeconds: number
   dueAtMs: number
   createdAtMs: number
+  /**
+   * The offer's TTL deadline on its network's chain time (the observed block time when it was created, plus the TTL;
+   * the service clock before the network's chain time was first observed): timers pause while the chain is not seen.
+   */
   expiresAtMs: number
 }
 
@@ -48,12 +52,13 @@ export interface OfferContext extends OfferInput {
   endedAtMs: number | null
 }
 
+/** `chainTimeMs`: the offer's network's observed chain time (the clock its TTL runs on); `nowMs`: the service's clock. */
 export type OfferEvent =
-  | { type: 'LEASE'; leaseId: string; lender: Address; nowMs: number }
-  | { type: 'LEASE_REFUSED'; leaseId: string; lender: Address; nowMs: number }
+  | { type: 'LEASE'; leaseId: string; lender: Address; chainTimeMs: number; nowMs: number }
+  | { type: 'LEASE_REFUSED'; leaseId: string; lender: Address; chainTimeMs: number; nowMs: number }
   | { type: 'LEASE_ENDED'; leaseId: string; lender: Address; nowMs: number }
   | { type: 'FUND'; advanceId: string; nowMs: number }
-  | { type: 'EXPIRE'; reason: 'stale' | 'leases_exhausted'; nowMs: number }
+  | { type: 'EXPIRE'; reason: 'stale' | 'leases_exhausted'; chainTimeMs: number; nowMs: number }
   | { type: 'DECLINE'; reason: 'borrower_suspended' | 'source_closed'; nowMs: number }
 
 /** What the offer answers when it refuses an event (see machines/refusals.ts). */
@@ -98,9 +103,10 @@ export const offerMachine = setup({
   },
   guards: {
     isCurrentLease: ({ context }, params: { leaseId: string }) => params.leaseId === context.currentLeaseId,
-    // The offer TTL: a lender may take the offer before its expiry instant, from then on it is stale.
-    isFresh: ({ context, event }) => event.nowMs < context.expiresAtMs,
-    isStale: ({ context, event }) => event.nowMs >= context.expiresAtMs,
+    // The offer TTL, on the network's chain time: a lender may take the offer before its expiry instant, from then on
+    // it is stale.
+    isFresh: ({ context, event }) => 'chainTimeMs' in event && event.chainTimeMs < context.expiresAtMs,
+    isStale: ({ context, event }) => 'chainTimeMs' in event && event.chainTimeMs >= context.expiresAtMs,
     // The engine's limit of leases per offer was reached: the offer may end before its TTL.
     isOutOfLeases: (_, params: { reason: 'stale' | 'leases_exhausted' }) => params.reason === 'leases_exhausted',
   },

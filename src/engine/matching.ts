@@ -5,6 +5,7 @@ import { expect, send, type Refusal } from './actors.ts'
 import { entryFor, MatchingBook } from './book.ts'
 import { releaseCapacity } from './capacity.ts'
 import { ID_PREFIXES } from './ids.ts'
+import { networkClockMs } from './dispatch.ts'
 import { bookKey } from './keys.ts'
 import { grantLease, refuseLease } from './leases.ts'
 import { eligibleFee, feeAtomic } from './rules.ts'
@@ -90,7 +91,7 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
     const { lender, fee } = walk.granted
     // The granted lease takes the id after the refused ones.
     const leaseId = `${ID_PREFIXES.lease}${s.meta.leaseSeq + 1 + walk.refused.length}`
-    const answer = send(s, 'offer', offer, { type: 'LEASE', leaseId, lender: lender.address, nowMs })
+    const answer = send(s, 'offer', offer, { type: 'LEASE', leaseId, lender: lender.address, chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
     if (!answer.accepted) return notMatched(s, offer, answer, nowMs)
     recordRefusals()
     const granted = grantLease(s, o, lender, fee, nowMs)
@@ -98,7 +99,7 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
   }
   // Out of leases, or nothing to lease: the offer decides whether it waits (its expiry is not due), is stale, or
   // cannot be matched at all.
-  const answer = send(s, 'offer', offer, { type: 'EXPIRE', reason: walk.outOfLeases ? 'leases_exhausted' : 'stale', nowMs })
+  const answer = send(s, 'offer', offer, { type: 'EXPIRE', reason: walk.outOfLeases ? 'leases_exhausted' : 'stale', chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
   if (!answer.accepted) {
     if (answer.code !== offerRefusals.EXPIRE.guarded) return notMatched(s, offer, answer, nowMs)
     recordRefusals()
@@ -156,7 +157,7 @@ function walletCovers(s: EngineState, lender: LenderRecord, network: string, ass
 /** An offer past its TTL, or out of leases, expires and gives its capacity back to its source. */
 export function expireOffer(s: EngineState, offer: OfferActor, reason: 'stale' | 'leases_exhausted', nowMs: number): OfferView {
   const o = offer.getSnapshot().context
-  expect(s, 'offer', offer, { type: 'EXPIRE', reason, nowMs })
+  expect(s, 'offer', offer, { type: 'EXPIRE', reason, chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
   releaseCapacity(s, o.source, o.amountAtomic, nowMs)
   return viewOf<OfferView>(offer.getSnapshot())
 }
