@@ -90,7 +90,9 @@ t.test('every engine path the system map declares is what the engine does', asyn
   wallets.set(lenderInput(2).sessionAddress, 0n)
   const refused = offerFor(engine, { repaymentSource: 'job_b' }, first.expiresAtMs)
   unwrap(engine.matchOffer({ offerId: refused, caller: BORROWER }, first.expiresAtMs))
-  const staleAt = first.expiresAtMs + engine.config.offerTtlMs + 1
+  // Offer TTLs run on the chain's time: it is observed at this one's expiry before the borrower matches it again.
+  const staleAt = engine.getOffer(refused)!.expiresAtMs
+  unwrap(engine.observeChain({ network: NET, toBlock: 3n, toBlockHash: '0x', toBlockTimeMs: staleAt, events: [] }, staleAt))
   unwrap(engine.matchOffer({ offerId: refused, caller: BORROWER }, staleAt))
   const later = staleAt + engine.config.offerTtlMs
   unwrap(engine.observeChain({ network: NET, toBlock: 3n, toBlockHash: '0x', toBlockTimeMs: later, events: [] }, later))
