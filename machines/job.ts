@@ -101,6 +101,13 @@ export const jobMachine = setup({
   guards: {
     closesLastAdvance: ({ context }, params: { advanceId: string }) =>
       context.advanceIds.length === 1 && context.advanceIds[0] === params.advanceId,
+    // A failed job is over once nothing live holds its capacity: no open advance, and no closing offer (withdrawn
+    // under a lease whose authorization could still be paid: a payment opens one more advance on the job).
+    closesLastOfFailedJob: ({ context }, params: { advanceId: string; principalAtomic: bigint }) =>
+      context.advanceIds.length === 1 && context.advanceIds[0] === params.advanceId && context.committedAtomic === params.principalAtomic,
+    releasesLastOfFailedJob: ({ context }, params: { amountAtomic: bigint }) =>
+      context.advanceIds.length === 0 && context.committedAtomic === params.amountAtomic,
+    leavesClosingOffers: ({ context }, params: { releasedAtomic: bigint }) => context.committedAtomic > params.releasedAtomic,
     isOpenAdvance: ({ context }, params: { advanceId: string }) => context.advanceIds.includes(params.advanceId),
   },
 }).createMachine({
@@ -125,7 +132,14 @@ export const jobMachine = setup({
         RELEASE: { actions: { type: 'releaseCapacity', params: ({ event }) => event } },
         ADVANCE_OPENED: { target: 'active', actions: { type: 'openAdvance', params: ({ event }) => event } },
         COMPLETE: { target: 'completed', actions: { type: 'recordSettlement', params: ({ event }) => event } },
-        FAIL: { target: 'failed', actions: { type: 'recordFailure', params: ({ event }) => event } },
+        FAIL: [
+          {
+            guard: { type: 'leavesClosingOffers', params: ({ event }) => event },
+            target: 'defaulted',
+            actions: { type: 'recordFailure', params: ({ event }) => event },
+          },
+          { target: 'failed', actions: { type: 'recordFailure', params: ({ event }) => event } },
+        ],
       },
     },
     active: {
@@ -146,13 +160,22 @@ export const jobMachine = setup({
         FAIL: { target: 'defaulted', actions: { type: 'recordFailure', params: ({ event }) => event } },
       },
     },
-    // Failed with advances still open: the job's escrow and collateral stay available to their recovery.
+    // Failed with advances still open, or offers closing: the job's escrow and collateral stay available to their
+    // recovery. A closing offer paid before its lease's deadline opens one more advance here (born defaulted).
     defaulted: {
       on: {
-        RELEASE: { actions: { type: 'releaseCapacity', params: ({ event }) => event } },
+        RELEASE: [
+          {
+            guard: { type: 'releasesLastOfFailedJob', params: ({ event }) => event },
+            target: 'failed',
+            actions: { type: 'releaseCapacity', params: ({ event }) => event },
+          },
+          { actions: { type: 'releaseCapacity', params: ({ event }) => event } },
+        ],
+        ADVANCE_OPENED: { actions: { type: 'openAdvance', params: ({ event }) => event } },
         ADVANCE_CLOSED: [
           {
-            guard: { type: 'closesLastAdvance', params: ({ event }) => event },
+            guard: { type: 'closesLastOfFailedJob', params: ({ event }) => event },
             target: 'failed',
             actions: { type: 'closeAdvance', params: ({ event }) => event },
           },

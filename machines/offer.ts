@@ -1,10 +1,13 @@
 // Offer: an approved underwriting decision waiting for, leased to, or funded by a lender. A declined decision does
-// not create an offer actor: it is returned to the caller with its reasons and nothing is stored.
+// not create an offer actor: it is returned to the caller with its reasons and nothing is stored. An offer withdrawn
+// while leased is `closing`, not declined: the lease authorization the service signed stays payable on chain until its
+// deadline, and a payment under it is the lender's money (design-engine-9-10.md, "leases are never cancelled while
+// their authorization can still be used"); it ends declined when the lease is over unpaid, funded if it was paid.
 import { assign, setup } from 'xstate'
 import type { RefusalTable } from './refusals.ts'
 import type { Address, SourceRef, StatesOf } from './types.ts'
 
-export const OFFER_STATES = ['offered', 'leased', 'funded', 'expired', 'declined'] as const
+export const OFFER_STATES = ['offered', 'leased', 'closing', 'funded', 'expired', 'declined'] as const
 export type OfferState = (typeof OFFER_STATES)[number]
 export const RISK_BANDS = ['A', 'B', 'C'] as const
 export type RiskBand = (typeof RISK_BANDS)[number]
@@ -30,6 +33,10 @@ export interface OfferInput {
   durationSeconds: number
   dueAtMs: number
   createdAtMs: number
+  /**
+   * The offer's TTL deadline on its network's chain time (the observed block time when it was created, plus the TTL;
+   * the service clock before the network's chain time was first observed): timers pause while the chain is not seen.
+   */
   expiresAtMs: number
 }
 
@@ -40,16 +47,18 @@ export interface OfferContext extends OfferInput {
   excludedLenders: Address[]
   currentLeaseId: string | null
   advanceId: string | null
+  /** Why it ended expired or declined; while closing, why it was withdrawn. */
   endReason: OfferEndReason | null
   endedAtMs: number | null
 }
 
+/** `chainTimeMs`: the offer's network's observed chain time (the clock its TTL runs on); `nowMs`: the service's clock. */
 export type OfferEvent =
-  | { type: 'LEASE'; leaseId: string; lender: Address; nowMs: number }
-  | { type: 'LEASE_REFUSED'; leaseId: string; lender: Address; nowMs: number }
+  | { type: 'LEASE'; leaseId: string; lender: Address; chainTimeMs: number; nowMs: number }
+  | { type: 'LEASE_REFUSED'; leaseId: string; lender: Address; chainTimeMs: number; nowMs: number }
   | { type: 'LEASE_ENDED'; leaseId: string; lender: Address; nowMs: number }
   | { type: 'FUND'; advanceId: string; nowMs: number }
-  | { type: 'EXPIRE'; reason: 'stale' | 'leases_exhausted'; nowMs: number }
+  | { type: 'EXPIRE'; reason: 'stale' | 'leases_exhausted'; chainTimeMs: number; nowMs: number }
   | { type: 'DECLINE'; reason: 'borrower_suspended' | 'source_closed'; nowMs: number }
 
 /** What the offer answers when it refuses an event (see machines/refusals.ts). */
@@ -82,7 +91,10 @@ export const offerMachine = setup({
       currentLeaseId: null,
       excludedLenders: [...context.excludedLenders, params.lender],
     })),
-    recordFunding: assign((_, params: { advanceId: string; nowMs: number }) => ({ advanceId: params.advanceId, endedAtMs: params.nowMs })),
+    // A closing offer paid after all is funded: the withdrawal's reason no longer describes how it ended.
+    recordFunding: assign((_, params: { advanceId: string; nowMs: number }) => ({ advanceId: params.advanceId, endedAtMs: params.nowMs, endReason: null })),
+    recordClosing: assign((_, params: { reason: OfferEndReason }) => ({ endReason: params.reason })),
+    recordClosed: assign((_, params: { nowMs: number }) => ({ endedAtMs: params.nowMs, currentLeaseId: null })),
     recordEnd: assign((_, params: { reason: OfferEndReason; nowMs: number }) => ({
       endReason: params.reason,
       endedAtMs: params.nowMs,
@@ -91,9 +103,10 @@ export const offerMachine = setup({
   },
   guards: {
     isCurrentLease: ({ context }, params: { leaseId: string }) => params.leaseId === context.currentLeaseId,
-    // The offer TTL: a lender may take the offer before its expiry instant, from then on it is stale.
-    isFresh: ({ context, event }) => event.nowMs < context.expiresAtMs,
-    isStale: ({ context, event }) => event.nowMs >= context.expiresAtMs,
+    // The offer TTL, on the network's chain time: a lender may take the offer before its expiry instant, from then on
+    // it is stale.
+    isFresh: ({ context, event }) => 'chainTimeMs' in event && event.chainTimeMs < context.expiresAtMs,
+    isStale: ({ context, event }) => 'chainTimeMs' in event && event.chainTimeMs >= context.expiresAtMs,
     // The engine's limit of leases per offer was reached: the offer may end before its TTL.
     isOutOfLeases: (_, params: { reason: 'stale' | 'leases_exhausted' }) => params.reason === 'leases_exhausted',
   },
@@ -137,7 +150,19 @@ export const offerMachine = setup({
           actions: { type: 'endLease', params: ({ event }) => event },
         },
         FUND: { target: 'funded', actions: { type: 'recordFunding', params: ({ event }) => event } },
-        DECLINE: { target: 'declined', actions: { type: 'recordEnd', params: ({ event }) => event } },
+        // Withdrawn under a lease whose authorization can still be paid: the lease lives on to its deadline.
+        DECLINE: { target: 'closing', actions: { type: 'recordClosing', params: ({ event }) => event } },
+      },
+    },
+    // Withdrawn, waiting for its lease to be paid or to be over on chain time: never leased or expired again.
+    closing: {
+      on: {
+        LEASE_ENDED: {
+          guard: { type: 'isCurrentLease', params: ({ event }) => event },
+          target: 'declined',
+          actions: { type: 'recordClosed', params: ({ event }) => event },
+        },
+        FUND: { target: 'funded', actions: { type: 'recordFunding', params: ({ event }) => event } },
       },
     },
     funded: { type: 'final' },

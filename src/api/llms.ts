@@ -96,7 +96,9 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    never takes more than is owed (an overpayment stays in your wallet). The service counts every repay from the chain
    on its own, in chain order; the report is optional (the fast path) and a payment already counted answers the same receipt.
    Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower and gives the client its whole escrow back at once
-   (a failed job earned nothing: no source revenue to recover); POST /credit/advances/<advanceId>/liquidate {} recovers
+   (a failed job earned nothing: no source revenue to recover). The borrower's leased offers become "closing" (not rematched): the
+   lease stays payable until its deadline; a payment in time funds the offer (on the failed job, its advance is born defaulted),
+   else it ends "declined" with no penalty for the lender. POST /credit/advances/<advanceId>/liquidate {} recovers
    in this order: ${c.rules.recoveryOrder.join(', ')}. The collateral pays the lender's part first, then the reserve's
    share (${c.rules.insuranceShareBps} bps of the fee); what is left of it goes back to the borrower once the job's advances are resolved.
 8. Lender capital: repayments and recoveries reach the session wallet, so the capital lends again. Every lender view's availableAtomic is

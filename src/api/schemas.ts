@@ -188,7 +188,7 @@ export const Offer = StrictObject({
   durationSeconds: Seconds,
   dueAt: IsoTime,
   createdAt: IsoTime,
-  expiresAt: IsoTime,
+  expiresAt: Type.String({ format: 'date-time', description: 'The offer\'s TTL deadline on its network\'s chain time: the block time the chain follower had observed when the offer was created, plus offerTtlSeconds (the service clock before the network\'s first observation). It expires once the chain is observed at or past it, so an outage of the chain pauses it.' }),
   leaseIds: Type.Array(Type.String()),
   excludedLenders: Type.Array(Address),
   currentLeaseId: Nullable(Type.String()),
@@ -209,7 +209,7 @@ export const Lease = StrictObject({
   feeAtomic: Atomic,
   supplierAddress: Address,
   createdAt: IsoTime,
-  expiresAt: IsoTime,
+  expiresAt: Type.String({ format: 'date-time', description: 'The paySupplier deadline (the authorization\'s, in whole seconds) on the network\'s chain time: the observed block time when the lease was granted plus leaseTtlSeconds (the service clock before the network\'s first observation). The lease is over once a block past it is observed with no SupplierPaid.' }),
   endReason: Nullable(Type.Enum([...LEASE_END_REASONS])),
   endedAt: NullableTime,
   payment: Nullable(TxProof),
@@ -500,7 +500,7 @@ export const PassportEvent = StrictObject({
   borrowerReputationBps: Bps,
   defaultedAdvanceIds: Type.Array(AdvanceId),
   outstandingPrincipalAtomic: Atomic,
-  declinedOfferIds: Type.Array(OfferId),
+  declinedOfferIds: Type.Array(OfferId, { description: 'The borrower\'s offers withdrawn: declined at once, or `closing` when leased (the lease stays payable until its deadline on chain time; the offer then ends declined, or funded if paid).' }),
   signed: { ...SignedPassportEvent, description: 'This event as the borrower\'s passport records it: numbered, chained and signed by the catalog\'s passport issuer, so anyone can verify it without trusting this service (GET /passport/{address} serves the same).' },
 })
 

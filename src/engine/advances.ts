@@ -44,6 +44,12 @@ export function openAdvance(
   touch(s, 'advance', advanceId)
   const job = o.source.kind === 'job' ? s.jobs.get(o.source.id) : undefined
   if (job) expect(s, 'job', job, { type: 'ADVANCE_OPENED', advanceId, nowMs })
+  // Paid under a closing offer's lease before its failed job's failJob was mined (the contract refuses it after):
+  // the advance is the failed job's, defaulted as failJob defaulted the others, and recovered as they are.
+  if (job?.getSnapshot().matches('defaulted')) {
+    expect(s, 'advance', advance, { type: 'DEFAULT', reason: 'job_failed', nowMs })
+    advanceDefaulted(s, input)
+  }
   return viewOf<AdvanceView>(advance.getSnapshot())
 }
 

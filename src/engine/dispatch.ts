@@ -14,7 +14,10 @@ export const dueId = (d: Due): string => d.id
 export const byDueThenSeq = (a: Due, b: Due): number => a.atMs - b.atMs || a.seq - b.seq
 export const bySeq = (a: Due, b: Due): number => a.seq - b.seq
 
-/** An offer is in dispatch's waiting schedules exactly while it waits for a lender (state offered, not final). */
+/**
+ * An offer is in dispatch's waiting schedules exactly while it waits for a lender (state offered, not final): the
+ * waiting list by sequence, and its network's expiry schedule (its TTL runs on that network's chain time).
+ */
 export function scheduleOffer(s: EngineState, offer: OfferActor): void {
   const snap = offer.getSnapshot()
   const o = snap.context
@@ -23,10 +26,10 @@ export function scheduleOffer(s: EngineState, offer: OfferActor): void {
   if (waiting) {
     const due: Due = { id: o.offerId, seq: seqOf(o.offerId), atMs: o.expiresAtMs }
     s.waitingOffers.push(due)
-    s.offerExpiries.push(due)
+    s.offerSchedule(o.network).push(due)
   } else {
     s.waitingOffers.delete(o.offerId)
-    s.offerExpiries.delete(o.offerId)
+    s.offerExpiries.get(o.network)?.delete(o.offerId)
   }
 }
 
@@ -40,6 +43,15 @@ export function scheduleLease(s: EngineState, l: LeaseInput): void {
 
 export function unscheduleLease(s: EngineState, l: LeaseInput): void {
   s.leaseExpiries.get(l.network)?.delete(l.leaseId)
+}
+
+/**
+ * The clock the network's timers run on (offer TTLs, lease deadlines): its observed chain time, which stands still
+ * while the chain is not observed (an RPC outage pauses the timers). Before the network's first observation (a start
+ * before the follower's first batch, or an engine fed no chain), the service's clock stands in for it.
+ */
+export function networkClockMs(s: EngineState, network: string, nowMs: number): number {
+  return chainTimeOf(s, network) ?? nowMs
 }
 
 /** The chain time observed last on the network, or undefined before the first observation. */
@@ -68,19 +80,23 @@ export function dueLeases(s: EngineState, network: string): { lease: LeaseActor;
  */
 export function offersToDispatch(s: EngineState, nowMs: number): { offer: OfferActor; due: boolean }[] {
   const chosen: Due[] = []
-  for (const d of s.offerExpiries.ascending()) {
-    if (d.atMs > nowMs) break
-    chosen.push(d)
+  const stale = new Set<string>()
+  for (const [network, schedule] of s.offerExpiries) {
+    const clockMs = networkClockMs(s, network, nowMs)
+    for (const d of schedule.ascending()) {
+      if (d.atMs > clockMs) break
+      chosen.push(d)
+      stale.add(d.id)
+    }
   }
-  const stale = chosen.length
   let matchable = 0
   for (const d of s.waitingOffers.ascending()) {
     if (matchable >= s.config.offersDispatchedPerCallMax) break
-    if (d.atMs <= nowMs) continue
+    if (stale.has(d.id)) continue
     chosen.push(d)
     matchable += 1
   }
-  // The stale ones came in expiry order; dispatch acts in creation sequence, as the lease timeouts left them.
-  if (stale > 0) chosen.sort(bySeq)
-  return chosen.map((d) => ({ offer: s.offers.get(d.id) as OfferActor, due: d.atMs <= nowMs }))
+  // The stale ones came per network in expiry order; dispatch acts in creation sequence, as the lease timeouts left them.
+  if (stale.size > 0) chosen.sort(bySeq)
+  return chosen.map((d) => ({ offer: s.offers.get(d.id) as OfferActor, due: stale.has(d.id) }))
 }

@@ -382,11 +382,14 @@ export class Engine {
     if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
     if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is failed by its client or an operator')
     const j = job.getSnapshot().context
-    // The job's live offers are withdrawn with it: the failure itself releases the capacity they hold on the job.
+    // The job's live offers are withdrawn with it: the failure itself releases the capacity of those waiting. A leased
+    // one is closing (matching.ts declineOffer) and keeps its capacity until its lease is paid or over: the job stays
+    // defaulted meanwhile. (On chain, failJob makes the job's authorizations unusable from its block on.)
     let releasedAtomic = 0n
     for (const offer of s.offers.values()) {
-      const o = offer.getSnapshot().context
-      if (o.source.kind === 'job' && o.source.id === j.jobId) releasedAtomic += o.amountAtomic
+      const snap = offer.getSnapshot()
+      const o = snap.context
+      if (o.source.kind === 'job' && o.source.id === j.jobId && snap.matches('offered')) releasedAtomic += o.amountAtomic
     }
     const failed = send(s, 'job', job, { type: 'FAIL', reason: input.reason, releasedAtomic, nowMs })
     if (!failed.accepted) return refused('job', input.jobId, failed)
@@ -401,6 +404,7 @@ export class Engine {
       const o = offer.getSnapshot().context
       if (o.borrower !== j.borrower) continue
       const onThisJob = o.source.kind === 'job' && o.source.id === j.jobId
+      if (offer.getSnapshot().matches('closing')) continue
       declineOffer(s, offer, 'borrower_suspended', nowMs, !onThisJob)
       declinedOfferIds.push(o.offerId)
     }

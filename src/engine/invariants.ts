@@ -53,7 +53,7 @@ function checkOffers(s: EngineState, addCommitted: (src: SourceRef, amount: bigi
     const snap = offer.getSnapshot()
     const o = snap.context
     if (snap.status !== 'active') throw new Error(`invariant: offer ${id} is final but still in memory`)
-    if (snap.matches('leased') !== (o.currentLeaseId !== null && s.leases.has(o.currentLeaseId))) {
+    if ((snap.matches('leased') || snap.matches('closing')) !== (o.currentLeaseId !== null && s.leases.has(o.currentLeaseId))) {
       throw new Error(`invariant: offer ${id} state ${String(snap.value)} disagrees with its lease`)
     }
     if (o.leaseIds.length > s.config.leasesPerOfferMax) throw new Error(`invariant: offer ${id} exceeded leasesPerOfferMax`)
@@ -139,7 +139,11 @@ function checkSchedules(s: EngineState): void {
     schedule.check(`lease expiry schedule of ${network}`)
     scheduled += schedule.size
   }
-  s.offerExpiries.check('offer expiry schedule')
+  let offersScheduled = 0
+  for (const [network, schedule] of s.offerExpiries) {
+    schedule.check(`offer expiry schedule of ${network}`)
+    offersScheduled += schedule.size
+  }
   s.waitingOffers.check('waiting offers')
   if (scheduled !== s.leases.size) throw new Error('invariant: the lease expiry schedules differ from the live leases')
   for (const [id, lease] of s.leases) {
@@ -154,12 +158,12 @@ function checkSchedules(s: EngineState): void {
     const snap = offer.getSnapshot()
     if (!snap.matches('offered')) continue
     waiting += 1
-    const due = s.offerExpiries.get(id)
+    const due = s.offerExpiries.get(snap.context.network)?.get(id)
     if (!s.waitingOffers.has(id) || !due || due.atMs !== snap.context.expiresAtMs || due.seq !== seqOf(id)) {
       throw new Error(`invariant: waiting offer ${id} is not scheduled at its expiry`)
     }
   }
-  if (s.waitingOffers.size !== waiting || s.offerExpiries.size !== waiting) {
+  if (s.waitingOffers.size !== waiting || offersScheduled !== waiting) {
     throw new Error('invariant: the waiting-offer schedules hold offers that are not waiting for a lender')
   }
 }

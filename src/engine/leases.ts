@@ -4,7 +4,7 @@ import { createActor, initialTransition, transition } from 'xstate'
 import { leaseMachine, type LeaseInput, type OfferContext, type TxProof } from '../../machines/index.ts'
 import { expect } from './actors.ts'
 import { persisted, recordFinal, touch } from './changes.ts'
-import { scheduleLease, unscheduleLease } from './dispatch.ts'
+import { networkClockMs, scheduleLease, unscheduleLease } from './dispatch.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { walletKey } from './keys.ts'
 import { deployForAdvance, lenderChanged, lenderOf, releaseFromLease, reserveForLease } from './ledger.ts'
@@ -13,6 +13,7 @@ import type { EngineState, LeaseActor, OfferActor } from './state.ts'
 import type { LeaseView, LenderRecord } from './types.ts'
 import { leaseView } from './views.ts'
 import { withBornFinalHistory } from './history.ts'
+import { releaseCapacity } from './capacity.ts'
 
 /** A live lease enters its lender's index, dispatch's schedule and its wallet's promised total. */
 export function addLiveLease(s: EngineState, l: LeaseInput): void {
@@ -50,7 +51,9 @@ function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: 
     feeAtomic: fee,
     supplierAddress: o.supplierAddress,
     createdAtMs: nowMs,
-    expiresAtMs: nowMs + s.config.leaseTtlMs,
+    // The deadline is judged on the network's observed chain time, so it is set from it (the service clock only
+    // before the first observation): a chain whose time runs apart from the service's gets the whole TTL.
+    expiresAtMs: networkClockMs(s, o.network, nowMs) + s.config.leaseTtlMs,
   }
 }
 
@@ -93,17 +96,26 @@ export function payLease(s: EngineState, lease: LeaseActor, payment: TxProof, no
 
 /**
  * The network's chain was observed past the lease's deadline with no SupplierPaid for it: it expires unpaid, the
- * lender pays for it, the offer goes on.
+ * lender pays for it, the offer goes on. The lease of a closing offer (withdrawn under it) ends without a penalty
+ * instead, as a cancelled one (the lender was told not to pay), and its offer ends declined, giving its capacity back.
  */
 export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: number, nowMs: number): LeaseView {
   const l = lease.getSnapshot().context
+  const offer = s.offers.get(l.offerId) as OfferActor
+  if (offer.getSnapshot().matches('closing')) {
+    // The schedule says the chain is past the deadline: the authorization can no longer be paid.
+    cancelLease(s, lease, nowMs)
+    expect(s, 'offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
+    const o = offer.getSnapshot().context
+    releaseCapacity(s, o.source, o.amountAtomic, nowMs)
+    return leaseView(lease.getSnapshot())
+  }
   // The schedule says the chain is past the deadline; the lease machine's guard agrees, or this throws.
   expect(s, 'lease', lease, { type: 'TIME_OUT', chainTimeMs, nowMs })
   releaseLease(s, l)
   const lender = lenderOf(s, l.lender)
   reputation.leaseMissed(lender, s.config)
   lenderChanged(s, lender)
-  const offer = s.offers.get(l.offerId) as OfferActor
   expect(s, 'offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
   return leaseView(lease.getSnapshot())
 }

@@ -5,8 +5,9 @@ import { expect, send, type Refusal } from './actors.ts'
 import { entryFor, MatchingBook } from './book.ts'
 import { releaseCapacity } from './capacity.ts'
 import { ID_PREFIXES } from './ids.ts'
+import { networkClockMs } from './dispatch.ts'
 import { bookKey } from './keys.ts'
-import { cancelLease, grantLease, refuseLease } from './leases.ts'
+import { grantLease, refuseLease } from './leases.ts'
 import { eligibleFee, feeAtomic } from './rules.ts'
 import type { EngineState, OfferActor } from './state.ts'
 import type { Address, LeaseView, LenderRecord, MatchOutcome, OfferView } from './types.ts'
@@ -90,7 +91,7 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
     const { lender, fee } = walk.granted
     // The granted lease takes the id after the refused ones.
     const leaseId = `${ID_PREFIXES.lease}${s.meta.leaseSeq + 1 + walk.refused.length}`
-    const answer = send(s, 'offer', offer, { type: 'LEASE', leaseId, lender: lender.address, nowMs })
+    const answer = send(s, 'offer', offer, { type: 'LEASE', leaseId, lender: lender.address, chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
     if (!answer.accepted) return notMatched(s, offer, answer, nowMs)
     recordRefusals()
     const granted = grantLease(s, o, lender, fee, nowMs)
@@ -98,7 +99,7 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
   }
   // Out of leases, or nothing to lease: the offer decides whether it waits (its expiry is not due), is stale, or
   // cannot be matched at all.
-  const answer = send(s, 'offer', offer, { type: 'EXPIRE', reason: walk.outOfLeases ? 'leases_exhausted' : 'stale', nowMs })
+  const answer = send(s, 'offer', offer, { type: 'EXPIRE', reason: walk.outOfLeases ? 'leases_exhausted' : 'stale', chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
   if (!answer.accepted) {
     if (answer.code !== offerRefusals.EXPIRE.guarded) return notMatched(s, offer, answer, nowMs)
     recordRefusals()
@@ -156,19 +157,24 @@ function walletCovers(s: EngineState, lender: LenderRecord, network: string, ass
 /** An offer past its TTL, or out of leases, expires and gives its capacity back to its source. */
 export function expireOffer(s: EngineState, offer: OfferActor, reason: 'stale' | 'leases_exhausted', nowMs: number): OfferView {
   const o = offer.getSnapshot().context
-  expect(s, 'offer', offer, { type: 'EXPIRE', reason, nowMs })
+  expect(s, 'offer', offer, { type: 'EXPIRE', reason, chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
   releaseCapacity(s, o.source, o.amountAtomic, nowMs)
   return viewOf<OfferView>(offer.getSnapshot())
 }
 
 /**
- * Withdraw an offer; its live lease (if any) is cancelled without a reliability penalty: the lender did no wrong.
- * `giveBackCapacity` is false when the source already released it (a failing job releases its offers' capacity).
+ * Withdraw an offer. A waiting one is declined now; a leased one is `closing`: its lease is not cancelled, since the
+ * authorization the service signed stays payable on chain until its deadline (a payment under it funds the offer), and
+ * it holds its capacity until the lease is over on chain time (`endClosingOffer`) or paid. Already closing: nothing to
+ * do. `giveBackCapacity` is false when the source already released it (a failing job releases its waiting offers').
+ * Answers whether the offer was declined now (false: it is closing).
  */
-export function declineOffer(s: EngineState, offer: OfferActor, reason: 'borrower_suspended' | 'source_closed', nowMs: number, giveBackCapacity = true): void {
-  const o = offer.getSnapshot().context
-  const lease = o.currentLeaseId ? s.leases.get(o.currentLeaseId) : undefined
-  if (lease) cancelLease(s, lease, nowMs)
+export function declineOffer(s: EngineState, offer: OfferActor, reason: 'borrower_suspended' | 'source_closed', nowMs: number, giveBackCapacity = true): boolean {
+  const snap = offer.getSnapshot()
+  if (snap.matches('closing')) return false
   expect(s, 'offer', offer, { type: 'DECLINE', reason, nowMs })
-  if (giveBackCapacity) releaseCapacity(s, o.source, o.amountAtomic, nowMs)
+  if (snap.matches('leased')) return false
+  if (giveBackCapacity) releaseCapacity(s, snap.context.source, snap.context.amountAtomic, nowMs)
+  return true
 }
+

@@ -67,7 +67,8 @@ export class EngineState {
    * (scheduleOffer in dispatch.ts, called by every accepted send).
    */
   readonly leaseExpiries = new Map<string, IndexedMinHeap<Due>>()
-  readonly offerExpiries = new IndexedMinHeap<Due>(dueId, byDueThenSeq)
+  /** Waiting offers by TTL deadline, per network: each runs on its network's chain time. */
+  readonly offerExpiries = new Map<string, IndexedMinHeap<Due>>()
   readonly waitingOffers = new IndexedMinHeap<Due>(dueId, bySeq)
   /** Live offers by their on-chain key: a SupplierPaid names the offer by its key (src/engine/chain-facts.ts). */
   readonly offerIdByKey = new Map<string, string>()
@@ -91,6 +92,12 @@ export class EngineState {
   }
 
   /** The lease expiry schedule of one network, made on first use. */
+  offerSchedule(network: string): IndexedMinHeap<Due> {
+    let schedule = this.offerExpiries.get(network)
+    if (!schedule) this.offerExpiries.set(network, (schedule = new IndexedMinHeap<Due>(dueId, byDueThenSeq)))
+    return schedule
+  }
+
   leaseSchedule(network: string): IndexedMinHeap<Due> {
     let schedule = this.leaseExpiries.get(network)
     if (!schedule) this.leaseExpiries.set(network, (schedule = new IndexedMinHeap<Due>(dueId, byDueThenSeq)))

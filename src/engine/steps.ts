@@ -42,8 +42,8 @@ export const ENGINE_PATHS: readonly EnginePath[] = [
   { command: 'repayAdvance', when: 'a Repaid transaction is reported', steps: [step('advance', 'REPAY'), step('job', 'ADVANCE_CLOSED')], records: ['lender', 'borrower', 'reserve', 'source'] },
   { command: 'completeJob', when: 'the job is settled on chain', steps: [step('job', 'COMPLETE'), step('advance', 'REPAY')], records: ['lender', 'borrower', 'reserve'] },
   {
-    command: 'failJob', when: 'the job failed: the borrower is suspended',
-    steps: [step('job', 'FAIL'), step('lease', 'CANCEL'), step('offer', 'DECLINE'), step('job', 'RELEASE'), step('advance', 'DEFAULT')],
+    command: 'failJob', when: 'the job failed: the borrower is suspended, its offers withdrawn (a leased one is closing)',
+    steps: [step('job', 'FAIL'), step('offer', 'DECLINE'), step('job', 'RELEASE'), step('advance', 'DEFAULT')],
     records: ['borrower', 'lender', 'source'],
   },
   { command: 'liquidate', when: 'a defaulted or past-due advance is recovered', steps: [step('advance', 'LIQUIDATE'), step('job', 'ADVANCE_CLOSED')], records: ['lender', 'borrower', 'reserve', 'source'] },
@@ -52,6 +52,15 @@ export const ENGINE_PATHS: readonly EnginePath[] = [
     steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED')], records: ['lender'],
   },
   { command: 'observeChain', when: 'the chain is observed past a lease\'s deadline, unpaid', steps: [step('lease', 'TIME_OUT'), step('offer', 'LEASE_ENDED')], records: ['lender'] },
+  {
+    command: 'observeChain', when: 'a closing offer was paid before its failed job\'s failJob: the advance is born defaulted',
+    steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED'), step('advance', 'DEFAULT')],
+    records: ['lender', 'borrower'],
+  },
+  {
+    command: 'observeChain', when: 'the chain is observed past a closing offer\'s lease deadline, unpaid: no penalty, the offer ends declined',
+    steps: [step('lease', 'CANCEL'), step('offer', 'LEASE_ENDED'), step('job', 'RELEASE')], records: ['lender', 'source'],
+  },
   { command: 'dispatch', when: 'a waiting offer is stale', steps: [step('offer', 'EXPIRE'), step('job', 'RELEASE')], records: ['source'] },
   { command: 'dispatch', when: 'a waiting offer is matched', steps: [step('offer', 'LEASE'), step('lease', 'created')], records: ['lender'] },
 ]

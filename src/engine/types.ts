@@ -386,6 +386,7 @@ export interface PassportEvent {
   borrowerReputationBps: number
   defaultedAdvanceIds: string[]
   outstandingPrincipalAtomic: bigint
+  /** The borrower's offers withdrawn: declined, or `closing` when leased (they end declined, or funded if paid in time). */
   declinedOfferIds: string[]
 }
 

@@ -5,7 +5,7 @@ import { jobMachine, offerMachine, statesTaking, type OfferInput, type SourceRef
 import { countOffer } from './actors.ts'
 import { commitCapacity } from './capacity.ts'
 import { touch } from './changes.ts'
-import { scheduleOffer } from './dispatch.ts'
+import { networkClockMs, scheduleOffer } from './dispatch.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { sameAddress } from './keys.ts'
 import { applyBps, coverageBps, minBig, riskBand } from './rules.ts'
@@ -114,7 +114,8 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
     durationSeconds: decision.durationSeconds,
     dueAtMs: decision.dueAtMs,
     createdAtMs: nowMs,
-    expiresAtMs: nowMs + s.config.offerTtlMs,
+    // On the network's chain time (dispatch.ts networkClockMs), as leases: an outage of the chain pauses the TTL.
+    expiresAtMs: networkClockMs(s, input.network, nowMs) + s.config.offerTtlMs,
   }
   const offer = createActor(offerMachine, { input: offerInput }).start()
   s.offers.set(offerInput.offerId, offer)

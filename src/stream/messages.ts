@@ -46,7 +46,7 @@ export const LeaseEvent = StrictObject(
   },
   { description: 'To the lender: a new lease (state leased, with its action), its payment (paid) or its expiry (expired).' },
 )
-export const OfferEvent = StrictObject({ ...eventBase, kind: Type.Literal('offer'), offer: Offer }, { description: 'To the borrower: an offer created, leased, rematched, funded, expired or declined.' })
+export const OfferEvent = StrictObject({ ...eventBase, kind: Type.Literal('offer'), offer: Offer }, { description: 'To the borrower: an offer created, leased, rematched, closing (withdrawn while leased), funded, expired or declined.' })
 export const AdvanceEvent = StrictObject(
   { ...eventBase, kind: Type.Literal('advance'), advance: Advance },
   { description: 'To the lender and the borrower: an advance opened (active), repaid, defaulted or liquidated.' },

@@ -7,7 +7,7 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { startDevnet } from '../../src/chain/devnet.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { startApp } from '../../src/app/app.ts'
-import { creditRequest, tempDataDir, testConfig, type Harness, usdc } from '../fixtures/service.ts'
+import { advanceChainTime, creditRequest, tempDataDir, testConfig, type Harness, usdc } from '../fixtures/service.ts'
 import { backingSourceBody, expectProblem } from './fixtures/api.ts'
 
 const devnet = await startDevnet()
@@ -17,7 +17,7 @@ t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
 let now = Date.now()
 const app = await startApp(testConfig(dataDir, { offerTtlSeconds: 60, engine: { liveOffersPerBorrowerMax: 2 } }), { devnet, clock: () => now, validateResponses: true })
 t.teardown(() => app.stop())
-const h = { devnet, network: devnet.networks[0] } as unknown as Harness
+const h = { devnet, network: devnet.networks[0], app } as unknown as Harness
 
 async function borrowerWithSource(sourceId: string): Promise<{ account: PrivateKeyAccount; client: CreditClient }> {
   const account = privateKeyToAccount(generatePrivateKey())
@@ -41,7 +41,8 @@ t.test('a borrower holds at most liveOffersPerBorrowerMax live offers', async (t
   t.equal((await new CreditClient(app.url).get('/.well-known/service.json')).body.limits.liveOffersPerBorrowerMax, 2, 'the catalog publishes the bound')
   const b = await borrowerWithSource('src-b')
   t.equal((await ask(b, 'src-b')).body.decision, 'approved', 'another borrower is not affected')
-  now += 60_000
+  // Offer TTLs run on the chain's time: the chain (and the service's clock with it) moves past them.
+  now = Math.max(now + 60_000, await advanceChainTime(h, 61))
   const dispatched = await a.client.post('/credit/dispatch', {})
   t.ok(dispatched.body.expiredOffers.length >= 2, 'the offers went stale')
   t.equal((await ask(a, 'src-a')).body.decision, 'approved', 'once its offers ended the borrower may ask again')

@@ -211,17 +211,18 @@ t.test('a paid lease is never expired, on any chain time', async (t) => {
   engine.checkInvariants()
 })
 
-t.test('a cancelled lease (its offer declined) is never expired, on any chain time', async (t) => {
+t.test('a withdrawn lease (its offer closing) ends with its deadline on chain time, without a penalty, and leaves the schedules', async (t) => {
   const { engine } = world()
   createJob(engine, 'job_1', 100_000n)
   const offerId = offerFor(engine, { repaymentSource: 'job_1' })
   const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
   const failed = unwrap(engine.failJob({ jobId: 'job_1', reason: 'client gone', caller: CLIENT }, T0 + 1))
   t.same(failed.declinedOfferIds, [offerId])
-  const before = engine.getLender(lease.lender)!
+  const { leasesExpired, reliabilityBps } = engine.getLender(lease.lender)!
   const out = unwrap(dispatchAt(engine, lease.expiresAtMs + 60_000))
-  t.same(out, { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }, 'the cancelled lease and declined offer left the schedules')
-  t.same(engine.getLender(lease.lender), before)
+  t.match(out, { expiredLeases: [{ leaseId: lease.leaseId, endReason: 'offer_closed' }], expiredOffers: [], matches: [] })
+  t.match(engine.getLender(lease.lender), { leasesExpired, reliabilityBps, reservedAtomic: 0n })
+  t.same(unwrap(dispatchAt(engine, lease.expiresAtMs + 120_000)), { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }, 'nothing left scheduled')
   engine.checkInvariants()
 })
 

@@ -90,7 +90,9 @@ t.test('every engine path the system map declares is what the engine does', asyn
   wallets.set(lenderInput(2).sessionAddress, 0n)
   const refused = offerFor(engine, { repaymentSource: 'job_b' }, first.expiresAtMs)
   unwrap(engine.matchOffer({ offerId: refused, caller: BORROWER }, first.expiresAtMs))
-  const staleAt = first.expiresAtMs + engine.config.offerTtlMs + 1
+  // Offer TTLs run on the chain's time: it is observed at this one's expiry before the borrower matches it again.
+  const staleAt = engine.getOffer(refused)!.expiresAtMs
+  unwrap(engine.observeChain({ network: NET, toBlock: 3n, toBlockHash: '0x', toBlockTimeMs: staleAt, events: [] }, staleAt))
   unwrap(engine.matchOffer({ offerId: refused, caller: BORROWER }, staleAt))
   const later = staleAt + engine.config.offerTtlMs
   unwrap(engine.observeChain({ network: NET, toBlock: 3n, toBlockHash: '0x', toBlockTimeMs: later, events: [] }, later))
@@ -99,19 +101,31 @@ t.test('every engine path the system map declares is what the engine does', asyn
   engine.walletChanged(lenderInput(1).sessionAddress)
   engine.walletChanged(lenderInput(2).sessionAddress)
 
-  // A failed job: its leased offer is declined (the lease cancelled), another offer's capacity released, its advance
-  // defaulted; then the advance is liquidated.
+  // A failed job: its leased offers are closing (their leases stay payable), another offer's capacity released, its
+  // advance defaulted; then the advance is liquidated; the chain shows one closing offer paid (its advance is born
+  // defaulted) and passes the other's lease deadline (it ends declined).
   const now = staleAt + 2 * engine.config.offerTtlMs
   createJob(engine, 'job_c', 100_000n, now + 86_400_000)
   createJob(engine, 'job_d', 100_000n, now + 86_400_000)
   const defaulted = fundAdvance(engine, { repaymentSource: 'job_c' }, now, 4)
   const leased = offerFor(engine, { repaymentSource: 'job_c' }, now)
-  unwrap(engine.matchOffer({ offerId: leased, caller: BORROWER }, now))
+  const closingLease = unwrap(engine.matchOffer({ offerId: leased, caller: BORROWER }, now)).lease!
+  const paidLater = offerFor(engine, { repaymentSource: 'job_c' }, now)
+  const paidLaterLease = unwrap(engine.matchOffer({ offerId: paidLater, caller: BORROWER }, now)).lease!
   offerFor(engine, { repaymentSource: 'job_d' }, now)
   unwrap(engine.failJob({ jobId: 'job_c', reason: 'client cancelled', caller: CLIENT }, now))
   const recovery = unwrap(engine.planLiquidation({ advanceId: defaulted, caller: OPERATOR }, now))
   unwrap(engine.liquidate({ advanceId: defaulted, caller: OPERATOR, network: 'net-a', txHash: hash(5) } as never, now))
   t.ok(recovery.owedAtomic > 0n)
+  const closingPaid = {
+    ...paidEvent, proofKey: `${NET}:${hash(78)}:0`, txHash: hash(78), offerKey: engine.getOffer(paidLater)!.offerKey,
+    payer: paidLaterLease.payer, amountAtomic: paidLaterLease.amountAtomic,
+  }
+  const bornDefaulted = unwrap(engine.observeChain({ network: NET, toBlock: 4n, toBlockHash: '0x', toBlockTimeMs: now, events: [closingPaid] }, now))
+  t.equal(bornDefaulted.advances[0]?.state, 'defaulted', "the closing offer's payment opened an advance, defaulted with its job")
+  const pastClosing = closingLease.expiresAtMs + 1000
+  unwrap(engine.observeChain({ network: NET, toBlock: 5n, toBlockHash: '0x', toBlockTimeMs: pastClosing, events: [] }, pastClosing))
+  t.equal(engine.getOffer(leased), undefined, 'the other closing offer ended (declined) when the chain passed its lease deadline')
   engine.checkInvariants()
 
   for (const command of COMMANDS) {

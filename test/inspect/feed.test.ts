@@ -33,7 +33,7 @@ t.test('counts and feed follow durable changes, and a restart shows no transitio
   const match = engine.matchOffer({ offerId, caller: BORROWER }, T0 + 10)
   await commit(match)
   const lease = unwrap(match).lease!
-  t.same(inspector.counts().offer, { offered: 0, leased: 1, funded: 0, expired: 0, declined: 0 })
+  t.same(inspector.counts().offer, { offered: 0, leased: 1, closing: 0, funded: 0, expired: 0, declined: 0 })
   t.same(inspector.counts().lease, { leased: 1, paid: 0, expired: 0 })
   t.same(inspector.recent(10).map((e) => `${e.kind} ${e.event}`), ['lease created', 'offer LEASE', 'offer created'], 'newest first, each once')
 

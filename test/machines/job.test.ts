@@ -17,7 +17,8 @@ const closed = (advanceId: string, principalAtomic = 100n): JobEvent => ({
 })
 
 const funded = start(jobMachine, input)
-const active = run(jobMachine, funded, opened('adv_1'))
+// The engine commits an offer's principal before its advance opens (the job's committed capacity includes it).
+const active = run(jobMachine, funded, { type: 'COMMIT', amountAtomic: 100n, nowMs: T0 }, opened('adv_1'))
 const states: Record<string, Snap> = {
   funded,
   active,
@@ -49,7 +50,7 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
       ADVANCE_CLOSED: { to: 'funded' }, COMPLETE: { to: 'completed' }, FAIL: { to: 'defaulted' },
     },
     defaulted: {
-      COLLATERAL_POSTED: notOpen, COMMIT: notOpen, RELEASE: { to: 'defaulted' }, ADVANCE_OPENED: notOpen,
+      COLLATERAL_POSTED: notOpen, COMMIT: notOpen, RELEASE: { to: 'defaulted' }, ADVANCE_OPENED: { to: 'defaulted' },
       ADVANCE_CLOSED: { to: 'failed' }, COMPLETE: notOpen, FAIL: notOpen,
     },
     completed: finalRow,
@@ -70,6 +71,21 @@ t.test('ADVANCE_CLOSED: the last open advance frees the job, another open one ke
   t.equal(step(jobMachine, defaulted, closed('adv_1'))?.value, 'failed', 'the last open advance of a defaulted job ends it')
 })
 
+t.test('a failed job with offers closing stays defaulted until the last one ends or its advance is recovered', async (t) => {
+  const committed = run(jobMachine, funded, { type: 'COMMIT', amountAtomic: 300n, nowMs: T0 })
+  t.equal(step(jobMachine, committed, { type: 'FAIL', reason: 'x', releasedAtomic: 300n, nowMs: T0 })?.value, 'failed', 'every offer released: final')
+  const closing = step(jobMachine, committed, { type: 'FAIL', reason: 'x', releasedAtomic: 100n, nowMs: T0 }) as Snap
+  t.match(closing, { value: 'defaulted', context: { committedAtomic: 200n } }, '200 of closing offers keep it live')
+  const oneEnded = step(jobMachine, closing, { type: 'RELEASE', amountAtomic: 50n, nowMs: T0 }) as Snap
+  t.equal(oneEnded.value, 'defaulted')
+  const paid = step(jobMachine, oneEnded, opened('adv_5')) as Snap
+  t.match(paid, { value: 'defaulted', context: { advanceIds: ['adv_5'] } }, 'a closing offer paid: its advance is the job\'s')
+  const released = step(jobMachine, paid, { type: 'RELEASE', amountAtomic: 50n, nowMs: T0 }) as Snap
+  t.equal(released.value, 'defaulted', 'the advance is still open')
+  t.equal(step(jobMachine, released, closed('adv_5', 100n))?.value, 'failed', 'the advance recovered and nothing closing: final')
+  t.equal(step(jobMachine, oneEnded, { type: 'RELEASE', amountAtomic: 150n, nowMs: T0 })?.value, 'failed', 'the last closing offer ended: final')
+})
+
 t.test('each action writes what its event carries', async (t) => {
   const posted = step(jobMachine, funded, events['COLLATERAL_POSTED'] as JobEvent) as Snap
   t.equal(posted.context.collateralAtomic, 5n)
@@ -84,5 +100,5 @@ t.test('each action writes what its event carries', async (t) => {
   t.same(done.context, { ...drawn.context, settlement, advanceIds: [], committedAtomic: 0n, endedAtMs: T0 + 7 })
   const failed = step(jobMachine, committed, { type: 'FAIL', reason: 'gone', releasedAtomic: 300n, nowMs: T0 + 9 }) as Snap
   t.same(failed.context, { ...committed.context, committedAtomic: 400n, failureReason: 'gone', endedAtMs: T0 + 9 }, 'the withdrawn offers\' capacity is released')
-  t.equal(failed.status, 'done')
+  t.equal(failed.value, 'defaulted', 'the 400 still committed are closing offers: the job is not final yet')
 })

@@ -14,23 +14,24 @@ const input: OfferInput = {
   supplierAddress: '0x0000000000000000000000000000000000000050', source: { kind: 'backing', id: 'src_1' }, riskBand: 'A',
   durationSeconds: 3600, dueAtMs: T0 + 3_600_000, createdAtMs: T0, expiresAtMs: T0 + TTL,
 }
-const lease = (leaseId: string, lender: `0x${string}` = L1, nowMs = T0): OfferEvent => ({ type: 'LEASE', leaseId, lender, nowMs })
+const lease = (leaseId: string, lender: `0x${string}` = L1, nowMs = T0): OfferEvent => ({ type: 'LEASE', leaseId, lender, chainTimeMs: nowMs, nowMs })
 
 const offered = start(offerMachine, input)
 const leased = run(offerMachine, offered, lease('lse_1'))
 const states: Record<string, Snap> = {
   offered,
   leased,
+  closing: run(offerMachine, leased, { type: 'DECLINE', reason: 'borrower_suspended', nowMs: T0 }),
   funded: run(offerMachine, leased, { type: 'FUND', advanceId: 'adv_1', nowMs: T0 }),
-  expired: run(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', nowMs: T0 }),
+  expired: run(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', chainTimeMs: T0, nowMs: T0 }),
   declined: run(offerMachine, offered, { type: 'DECLINE', reason: 'borrower_suspended', nowMs: T0 }),
 }
 const events: Record<string, OfferEvent> = {
   LEASE: lease('lse_2', L2),
-  LEASE_REFUSED: { type: 'LEASE_REFUSED', leaseId: 'lse_2', lender: L2, nowMs: T0 },
+  LEASE_REFUSED: { type: 'LEASE_REFUSED', leaseId: 'lse_2', lender: L2, chainTimeMs: T0, nowMs: T0 },
   LEASE_ENDED: { type: 'LEASE_ENDED', leaseId: 'lse_1', lender: L1, nowMs: T0 },
   FUND: { type: 'FUND', advanceId: 'adv_1', nowMs: T0 },
-  EXPIRE: { type: 'EXPIRE', reason: 'stale', nowMs: T0 + TTL },
+  EXPIRE: { type: 'EXPIRE', reason: 'stale', chainTimeMs: T0 + TTL, nowMs: T0 + TTL },
   DECLINE: { type: 'DECLINE', reason: 'source_closed', nowMs: T0 },
 }
 const finalRow = {
@@ -47,7 +48,11 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
     },
     leased: {
       LEASE: { refused: 'offer_not_offered' }, LEASE_REFUSED: { refused: 'offer_not_offered' }, LEASE_ENDED: { to: 'offered' },
-      FUND: { to: 'funded' }, EXPIRE: { refused: 'offer_not_offered' }, DECLINE: { to: 'declined' },
+      FUND: { to: 'funded' }, EXPIRE: { refused: 'offer_not_offered' }, DECLINE: { to: 'closing' },
+    },
+    closing: {
+      LEASE: { refused: 'offer_not_offered' }, LEASE_REFUSED: { refused: 'offer_not_offered' }, LEASE_ENDED: { to: 'declined' },
+      FUND: { to: 'funded' }, EXPIRE: { refused: 'offer_not_offered' }, DECLINE: { refused: 'offer_closed' },
     },
     funded: finalRow,
     expired: finalRow,
@@ -56,20 +61,20 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
 })
 
 t.test('EXPIRE: stale from the expiry instant on; out of leases at any time, but a stale offer ends stale', async (t) => {
-  t.equal(step(offerMachine, offered, { type: 'EXPIRE', reason: 'stale', nowMs: T0 + TTL - 1 }), undefined, 'one ms before the expiry: refused')
+  t.equal(step(offerMachine, offered, { type: 'EXPIRE', reason: 'stale', chainTimeMs: T0 + TTL - 1, nowMs: T0 + TTL - 1 }), undefined, 'one ms before the expiry: refused')
   t.equal(offerRefusals.EXPIRE.guarded, 'offer_not_due')
-  const stale = step(offerMachine, offered, { type: 'EXPIRE', reason: 'stale', nowMs: T0 + TTL }) as Snap
+  const stale = step(offerMachine, offered, { type: 'EXPIRE', reason: 'stale', chainTimeMs: T0 + TTL, nowMs: T0 + TTL }) as Snap
   t.match(stale, { value: 'expired', context: { endReason: 'stale', endedAtMs: T0 + TTL, currentLeaseId: null } })
-  const out = step(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', nowMs: T0 }) as Snap
+  const out = step(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', chainTimeMs: T0, nowMs: T0 }) as Snap
   t.match(out, { value: 'expired', context: { endReason: 'leases_exhausted', endedAtMs: T0 } })
-  const late = step(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', nowMs: T0 + TTL }) as Snap
+  const late = step(offerMachine, offered, { type: 'EXPIRE', reason: 'leases_exhausted', chainTimeMs: T0 + TTL, nowMs: T0 + TTL }) as Snap
   t.match(late, { value: 'expired', context: { endReason: 'stale' } }, 'past its TTL, the offer ended stale whatever else ran out')
 })
 
 t.test('LEASE and LEASE_REFUSED: taken before the expiry instant, refused as stale from it on', async (t) => {
   t.equal(step(offerMachine, offered, lease('lse_2', L2, T0 + TTL - 1))?.value, 'leased', 'one ms before the expiry')
   t.equal(step(offerMachine, offered, lease('lse_2', L2, T0 + TTL)), undefined, 'at the expiry instant')
-  t.equal(step(offerMachine, offered, { type: 'LEASE_REFUSED', leaseId: 'lse_2', lender: L2, nowMs: T0 + TTL }), undefined)
+  t.equal(step(offerMachine, offered, { type: 'LEASE_REFUSED', leaseId: 'lse_2', lender: L2, chainTimeMs: T0 + TTL, nowMs: T0 + TTL }), undefined)
   t.equal(refusalCode(offerMachine, offerRefusals, 'offered', 'LEASE'), 'offer_stale', 'a stale offer answers offer_stale')
   t.equal(refusalCode(offerMachine, offerRefusals, 'leased', 'LEASE'), 'offer_not_offered', 'a leased one offer_not_offered')
 })
@@ -89,5 +94,15 @@ t.test('each action writes what its event carries', async (t) => {
   t.same(funded.context, { ...leased.context, advanceId: 'adv_1', endedAtMs: T0 })
   t.same((states['declined'] as Snap).context, { ...offered.context, endReason: 'borrower_suspended', endedAtMs: T0, currentLeaseId: null })
   const declinedLeased = step(offerMachine, leased, { type: 'DECLINE', reason: 'source_closed', nowMs: T0 + 1 }) as Snap
-  t.match(declinedLeased.context, { endReason: 'source_closed', currentLeaseId: null, leaseIds: ['lse_1'] })
+  t.match(declinedLeased, { value: 'closing', context: { endReason: 'source_closed', currentLeaseId: 'lse_1', leaseIds: ['lse_1'], endedAtMs: null } }, 'withdrawn under its lease: closing')
+})
+
+t.test('withdrawn under a lease: closing keeps the lease until it ends (declined) or is paid (funded)', async (t) => {
+  const closing = states['closing'] as Snap
+  t.match(closing, { value: 'closing', context: { currentLeaseId: 'lse_1', endReason: 'borrower_suspended', endedAtMs: null } })
+  t.equal(step(offerMachine, closing, { type: 'LEASE_ENDED', leaseId: 'lse_9', lender: L1, nowMs: T0 }), undefined, 'another lease')
+  const ended = step(offerMachine, closing, { type: 'LEASE_ENDED', leaseId: 'lse_1', lender: L1, nowMs: T0 + 5 }) as Snap
+  t.match(ended, { value: 'declined', context: { currentLeaseId: null, endReason: 'borrower_suspended', endedAtMs: T0 + 5, excludedLenders: [] } }, 'no lender excluded')
+  const paid = step(offerMachine, closing, { type: 'FUND', advanceId: 'adv_1', nowMs: T0 + 6 }) as Snap
+  t.match(paid, { value: 'funded', context: { advanceId: 'adv_1', endReason: null, endedAtMs: T0 + 6 } })
 })
