@@ -239,7 +239,9 @@ async function deployDevnetNetwork(
 
   const codes = await Promise.all(Object.values(addresses).map((address) => publicClient.getCode({ address })))
   const restored = codes.every((code) => code !== undefined && code.length > 2)
-  if (!restored) await deployFresh(spec, { publicClient, testClient, wallet, deployer: deployer.address, accounts, addresses, options })
+  // A chain restored from its state file keeps its old deployment, whose block is not looked up: it follows from 0,
+  // a few blocks before it on a devnet.
+  network.deploymentBlock = restored ? 0n : await deployFresh(spec, { publicClient, testClient, wallet, deployer: deployer.address, accounts, addresses, options })
   return network
 }
 
@@ -254,7 +256,7 @@ async function deployFresh(
     addresses: { token: Address; identityRegistry: Address; reputationRegistry: Address; creditContract: Address }
     options: DevnetOptions
   },
-): Promise<void> {
+): Promise<bigint> {
   const { publicClient, testClient, wallet, deployer, accounts, addresses, options } = context
   const nonce = await publicClient.getTransactionCount({ address: deployer })
   if (nonce !== 0) throw new Error(`devnet ${spec.slug}: the deployer has nonce ${nonce}, but no contracts at the expected addresses`)
@@ -297,9 +299,11 @@ async function deployFresh(
       }),
     ),
   ])
-  await Promise.all(hashes.map((hash) => waitSuccess(publicClient, hash)))
+  const receipts = await Promise.all(hashes.map((hash) => waitSuccess(publicClient, hash)))
   const codes = await Promise.all(Object.values(addresses).map((address) => publicClient.getCode({ address })))
   if (!codes.every((code) => code !== undefined && code.length > 2)) throw new Error(`devnet ${spec.slug}: deployment incomplete`)
+  // The credit contract's deployment block (nonce 3): the networks file names it, the follower starts there.
+  return (receipts[3] as { blockNumber: bigint }).blockNumber
 }
 
 async function waitSuccess(client: PublicClient<Transport, Chain>, hash: Hex) {
