@@ -1,6 +1,6 @@
 // The embedded default: local anvil chains with everything the service needs deployed and demo accounts funded.
 // Its result is a list of NetworkConfig, the same type a real network's configuration file yields.
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   createPublicClient,
@@ -239,9 +239,16 @@ async function deployDevnetNetwork(
 
   const codes = await Promise.all(Object.values(addresses).map((address) => publicClient.getCode({ address })))
   const restored = codes.every((code) => code !== undefined && code.length > 2)
-  // A chain restored from its state file keeps its old deployment, whose block is not looked up: it follows from 0,
-  // a few blocks before it on a devnet.
-  network.deploymentBlock = restored ? 0n : await deployFresh(spec, { publicClient, testClient, wallet, deployer: deployer.address, accounts, addresses, options })
+  // A chain restored from its state file keeps its deployment, and the block it recorded beside the state then; without
+  // that record it follows from 0 (earlier is always safe: nothing is missed, a few empty blocks are read).
+  const recorded = options.stateDir === undefined ? undefined : join(options.stateDir, `${spec.slug}.deployment-block`)
+  if (restored) {
+    const text = recorded !== undefined && existsSync(recorded) ? readFileSync(recorded, 'utf8').trim() : ''
+    network.deploymentBlock = /^[0-9]{1,15}$/.test(text) ? BigInt(text) : 0n
+  } else {
+    network.deploymentBlock = await deployFresh(spec, { publicClient, testClient, wallet, deployer: deployer.address, accounts, addresses, options })
+    if (recorded !== undefined) writeFileSync(recorded, `${network.deploymentBlock}\n`)
+  }
   return network
 }
 
