@@ -240,7 +240,9 @@ const RecoveryRecord = StrictObject({
 export const Advance = StrictObject({
   advanceId: AdvanceId,
   advanceKey: { ...Bytes32, description: "The advance's key on the credit contract (its offer's offerKey): repay(advanceKey, amount)." },
-  state: Type.Enum([...ADVANCE_STATES]),
+  state: Type.Enum([...ADVANCE_STATES], {
+    description: 'repaid and liquidated are final; shortfall: liquidated with something still owed (the shortfall, and what the insurance reserve paid), still taking repay(advanceKey, amount) until it is repaid.',
+  }),
   offerId: OfferId,
   leaseId: Type.String(),
   lender: Address,
