@@ -83,7 +83,8 @@ export const advanceRefusals: RefusalTable<AdvanceEvent> = {
   // "after" values that disagree (a payment reported before an earlier one, or terms the engine does not hold).
   REPAY: { code: 'advance_not_open', guarded: 'repayment_mismatch' },
   DEFAULT: { code: 'advance_not_active' },
-  LIQUIDATE: { code: 'advance_not_in_default' },
+  // A shortfall advance is live for its repayments, but its liquidation is done: as for a final one, advance_closed.
+  LIQUIDATE: { code: 'advance_not_in_default', states: { shortfall: 'advance_closed' } },
 }
 
 /** Whether `r` is the next payment on what `owed` still owes, as the contract splits one (see the guard). */

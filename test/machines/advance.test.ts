@@ -49,7 +49,7 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
     repaid: finalRow,
     liquidated: finalRow,
     // Live: it takes repayments of what the recovery left (the full terms are not the next payment on that).
-    shortfall: { REPAY: { refused: 'repayment_mismatch' }, DEFAULT: { refused: 'advance_not_active' }, LIQUIDATE: { refused: 'advance_not_in_default' } },
+    shortfall: { REPAY: { refused: 'repayment_mismatch' }, DEFAULT: { refused: 'advance_not_active' }, LIQUIDATE: { refused: 'advance_closed' } },
   })
 })
 
