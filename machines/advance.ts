@@ -1,8 +1,11 @@
 // Advance: created only by a verified supplier payment. It carries what is still owed (the contract's terms at payment:
 // the lender's part, then the reserve's share); each repayment, of any amount, reduces it, and the advance ends repaid
-// once nothing is owed (Repaid facts, or the job's settlement, which pays everything). Otherwise it ends
-// liquidated (fully recovered) or closed with a recorded shortfall: once defaulted (its job failed), or straight from
-// active once it is past its due time (it defaults as it is liquidated).
+// once nothing is owed (Repaid facts, or the job's settlement, which pays everything). Otherwise it is liquidated:
+// once defaulted (its job failed), or straight from active once it is past its due time (it defaults as it is
+// liquidated). A liquidation after which nothing is owed ends it (liquidated); one that left something owed does not
+// (state `shortfall`): a shortfall nobody covered, and what the insurance reserve paid, for which it is subrogated.
+// The borrower still owes that (the lender's part first, then the reserve's), the contract still takes repayments of
+// it, and the advance ends repaid once they have paid it all.
 import { assign, setup } from 'xstate'
 import type { RefusalTable } from './refusals.ts'
 import type { Address, SourceRef, StatesOf, TxProof } from './types.ts'
@@ -80,7 +83,8 @@ export const advanceRefusals: RefusalTable<AdvanceEvent> = {
   // "after" values that disagree (a payment reported before an earlier one, or terms the engine does not hold).
   REPAY: { code: 'advance_not_open', guarded: 'repayment_mismatch' },
   DEFAULT: { code: 'advance_not_active' },
-  LIQUIDATE: { code: 'advance_not_in_default' },
+  // A shortfall advance is live for its repayments, but its liquidation is done: as for a final one, advance_closed.
+  LIQUIDATE: { code: 'advance_not_in_default', states: { shortfall: 'advance_closed' } },
 }
 
 /** Whether `r` is the next payment on what `owed` still owes, as the contract splits one (see the guard). */
@@ -107,6 +111,11 @@ export function owedAfterRecovery(
     lenderOwedAtomic: owed.lenderOwedAtomic - tokensToLender - r.fromBackingAtomic - r.fromReserveAtomic,
     reserveOwedAtomic: owed.reserveOwedAtomic - (tokens - tokensToLender) + r.fromReserveAtomic,
   }
+}
+
+function owesNothingAfter(owed: { lenderOwedAtomic: bigint; reserveOwedAtomic: bigint }, r: RecoveryRecord): boolean {
+  const after = owedAfterRecovery(owed, r)
+  return after.lenderOwedAtomic === 0n && after.reserveOwedAtomic === 0n
 }
 
 // The last payment ends the advance repaid; an earlier one is counted and the advance stays where it is.
@@ -140,10 +149,11 @@ export const advanceMachine = setup({
     recordEnd: assign((_, params: { nowMs: number }) => ({ endedAtMs: params.nowMs })),
     recordDefault: assign((_, params: { reason: string; nowMs: number }) => ({ defaultReason: params.reason, defaultedAtMs: params.nowMs })),
     recordPastDue: assign(({ event }) => ({ defaultReason: 'past_due', defaultedAtMs: event.nowMs })),
+    // A shortfall has not ended the advance: only a full recovery (or the last repayment) records its end.
     recordRecovery: assign(({ context }, params: { recovery: RecoveryRecord; nowMs: number }) => ({
       recovery: params.recovery,
       ...owedAfterRecovery(context, params.recovery),
-      endedAtMs: params.nowMs,
+      endedAtMs: owesNothingAfter(context, params.recovery) ? params.nowMs : null,
     })),
   },
   guards: {
@@ -152,11 +162,13 @@ export const advanceMachine = setup({
     isNextPayment: ({ context }, params: { repayment: RepaymentRecord }) => isNextPayment(context, params.repayment),
     isLastPayment: ({ context }, params: { repayment: RepaymentRecord }) =>
       isNextPayment(context, params.repayment) && params.repayment.lenderOwedAfterAtomic === 0n && params.repayment.reserveOwedAfterAtomic === 0n,
-    isFullyRecovered: (_, params: { recovery: RecoveryRecord }) => params.recovery.shortfallAtomic === 0n,
+    // Fully recovered: nothing is owed after it. A recovery the insurance reserve helped pay is not, even with no
+    // shortfall: the reserve is subrogated for what it paid, and the borrower owes it that.
+    isFullyRecovered: ({ context }, params: { recovery: RecoveryRecord }) => owesNothingAfter(context, params.recovery),
     // Due means the due time has come: at dueAtMs the advance may be liquidated.
     isPastDue: ({ context, event }) => event.nowMs >= context.dueAtMs,
     isPastDueAndFullyRecovered: ({ context, event }, params: { recovery: RecoveryRecord }) =>
-      event.nowMs >= context.dueAtMs && params.recovery.shortfallAtomic === 0n,
+      event.nowMs >= context.dueAtMs && owesNothingAfter(context, params.recovery),
   },
 }).createMachine({
   id: 'advance',
@@ -203,7 +215,10 @@ export const advanceMachine = setup({
     },
     repaid: { type: 'final' },
     liquidated: { type: 'final' },
-    shortfall: { type: 'final' },
+    // Liquidated with something still owed: repayments of any amount reduce it; the last one ends the advance repaid.
+    shortfall: {
+      on: { REPAY: repayTransitions },
+    },
   },
 })
 

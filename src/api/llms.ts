@@ -101,6 +101,9 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    else it ends "declined" with no penalty for the lender. POST /credit/advances/<advanceId>/liquidate {} recovers
    in this order: ${c.rules.recoveryOrder.join(', ')}. The collateral pays the lender's part first, then the reserve's
    share (${c.rules.insuranceShareBps} bps of the fee); what is left of it goes back to the borrower once the job's advances are resolved.
+   An advance that still owes after its liquidation (the shortfall, and what the insurance reserve paid for it) stays "shortfall":
+   the borrower repays it with repay(advanceKey, amount) as above (lender first, then the reserve); it ends "repaid" when nothing is
+   owed, and the borrower's suspension lifts only when nothing is owed on any defaulted or shortfall advance.
 8. Lender capital: repayments and recoveries reach the session wallet, so the capital lends again. Every lender view's availableAtomic is
    what the session wallet can pay within the policy (policyAvailableAtomic). After the pay_supplier actions, GET /lenders/<address>/actions lists
    per network what brings the session wallet to the policy: {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it
@@ -116,7 +119,7 @@ The lender pays gas for setup and payment transactions. POST /credit/dispatch {}
 Open ${c.stream.url} with Authorization: Bearer <token>. Every text frame is one JSON message (schema: ${c.stream.messages}):
 {"type":"hello","epoch","seq",...} first, then {"type":"event","epoch","seq","at","kind":...} in seq order, only once durable:
 - lender: kind "lease" (state leased carries "action": the same unsigned paySupplier as GET /lenders/<address>/actions; sign, send, report),
-  then the lease paid or expired, and kind "advance" (active, repaid, defaulted, liquidated);
+  then the lease paid or expired, and kind "advance" (active, repaid, defaulted, liquidated, shortfall);
 - borrower: kind "offer" (created, leased, rematched, funded, expired), "advance", "job", "passport" (reputation, suspension).
 Keep the last seq and epoch; after a disconnect reconnect with ${c.stream.resume}: nothing missed, nothing repeated, while the
 gap is within ${c.stream.retainedEventsMax} events and ${c.stream.retentionSeconds} s. Otherwise (or after a restart: new epoch) you get

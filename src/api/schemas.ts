@@ -241,7 +241,9 @@ const RecoveryRecord = StrictObject({
 export const Advance = StrictObject({
   advanceId: AdvanceId,
   advanceKey: { ...Bytes32, description: "The advance's key on the credit contract (its offer's offerKey), which repay names; see the catalog's contracts.keys." },
-  state: Type.Enum([...ADVANCE_STATES]),
+  state: Type.Enum([...ADVANCE_STATES], {
+    description: 'repaid and liquidated are final; shortfall: liquidated with something still owed (the shortfall, and what the insurance reserve paid), still taking repay (GET /credit/advances/{advanceId}/repay-transactions) until it is repaid.',
+  }),
   offerId: OfferId,
   leaseId: Type.String(),
   lender: Address,

@@ -33,6 +33,13 @@ export const NetworkFileEntrySchema = Type.Object(
     tokens: Type.Array(TokenConfigSchema, { minItems: 1, maxItems: 16 }),
     x402SelfFacilitate: Type.Boolean({ description: 'the service runs an x402 facilitator for this network' }),
     confirmations: Type.Integer({ minimum: 1, maximum: 1000, description: 'blocks a proof needs, its own included' }),
+    deploymentBlock: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 2 ** 53 - 1,
+        description: "the credit contract's deployment block: where the chain follower starts without a cursor, and reconciliation's first block (default 0)",
+      }),
+    ),
     pollingIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000 })),
     rpcTimeoutMs: Type.Optional(
       Type.Integer({ minimum: 50, maximum: 60_000, description: 'deadline of one chain read on the request path (default 750 ms)' }),
@@ -79,6 +86,12 @@ export type NetworkConfig = {
   tokens: TokenConfig[]
   x402SelfFacilitate: boolean
   confirmations: number
+  /**
+   * The credit contract's deployment block: nothing of it is older, so the chain follower starts there when it has no
+   * cursor, and reconciliation reads the contract's events from there (reading from block 0 is fine on a devnet, not
+   * on a real network with millions of blocks). Undefined: 0.
+   */
+  deploymentBlock?: bigint
   pollingIntervalMs: number
   /** Deadline of one chain read on the request path; undefined: rpcTimeoutMsDefault (src/chain/clients.ts). */
   rpcTimeoutMs?: number
@@ -190,6 +203,7 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
     tokens: entry.tokens.map((t) => ({ ...t, address: getAddress(t.address) })),
     x402SelfFacilitate: entry.x402SelfFacilitate,
     confirmations: entry.confirmations,
+    deploymentBlock: BigInt(entry.deploymentBlock ?? 0),
     pollingIntervalMs: entry.pollingIntervalMs ?? pollingIntervalMsDefault,
     ...(entry.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: entry.rpcTimeoutMs }),
     operatorKeyEnv: entry.operatorKeyEnv,
@@ -214,6 +228,7 @@ export function toNetworksFile(networks: NetworkConfig[]): NetworksFile {
       tokens: n.tokens.map((t) => ({ ...t })),
       x402SelfFacilitate: n.x402SelfFacilitate,
       confirmations: n.confirmations,
+      ...(n.deploymentBlock === undefined ? {} : { deploymentBlock: Number(n.deploymentBlock) }),
       pollingIntervalMs: n.pollingIntervalMs,
       ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
       ...(n.operatorKeyEnv === undefined ? {} : { operatorKeyEnv: n.operatorKeyEnv }),

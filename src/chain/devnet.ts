@@ -1,6 +1,6 @@
 // The embedded default: local anvil chains with everything the service needs deployed and demo accounts funded.
 // Its result is a list of NetworkConfig, the same type a real network's configuration file yields.
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   createPublicClient,
@@ -239,7 +239,16 @@ async function deployDevnetNetwork(
 
   const codes = await Promise.all(Object.values(addresses).map((address) => publicClient.getCode({ address })))
   const restored = codes.every((code) => code !== undefined && code.length > 2)
-  if (!restored) await deployFresh(spec, { publicClient, testClient, wallet, deployer: deployer.address, accounts, addresses, options })
+  // A chain restored from its state file keeps its deployment, and the block it recorded beside the state then; without
+  // that record it follows from 0 (earlier is always safe: nothing is missed, a few empty blocks are read).
+  const recorded = options.stateDir === undefined ? undefined : join(options.stateDir, `${spec.slug}.deployment-block`)
+  if (restored) {
+    const text = recorded !== undefined && existsSync(recorded) ? readFileSync(recorded, 'utf8').trim() : ''
+    network.deploymentBlock = /^[0-9]{1,15}$/.test(text) ? BigInt(text) : 0n
+  } else {
+    network.deploymentBlock = await deployFresh(spec, { publicClient, testClient, wallet, deployer: deployer.address, accounts, addresses, options })
+    if (recorded !== undefined) writeFileSync(recorded, `${network.deploymentBlock}\n`)
+  }
   return network
 }
 
@@ -254,7 +263,7 @@ async function deployFresh(
     addresses: { token: Address; identityRegistry: Address; reputationRegistry: Address; creditContract: Address }
     options: DevnetOptions
   },
-): Promise<void> {
+): Promise<bigint> {
   const { publicClient, testClient, wallet, deployer, accounts, addresses, options } = context
   const nonce = await publicClient.getTransactionCount({ address: deployer })
   if (nonce !== 0) throw new Error(`devnet ${spec.slug}: the deployer has nonce ${nonce}, but no contracts at the expected addresses`)
@@ -297,9 +306,11 @@ async function deployFresh(
       }),
     ),
   ])
-  await Promise.all(hashes.map((hash) => waitSuccess(publicClient, hash)))
+  const receipts = await Promise.all(hashes.map((hash) => waitSuccess(publicClient, hash)))
   const codes = await Promise.all(Object.values(addresses).map((address) => publicClient.getCode({ address })))
   if (!codes.every((code) => code !== undefined && code.length > 2)) throw new Error(`devnet ${spec.slug}: deployment incomplete`)
+  // The credit contract's deployment block (nonce 3): the networks file names it, the follower starts there.
+  return (receipts[3] as { blockNumber: bigint }).blockNumber
 }
 
 async function waitSuccess(client: PublicClient<Transport, Chain>, hash: Hex) {

@@ -57,7 +57,7 @@ export type FollowerOptions = {
   contract: Address
   /** The stored cursor (resume after it), or undefined to start at startBlock. */
   cursor: FollowerCursor | undefined
-  /** First block read when there is no cursor (the contract's deployment block). Default 0. */
+  /** First block read when there is no cursor. Default: the network's deploymentBlock (networks file), else 0. */
   startBlock?: bigint
   /** Commits the batch's effects and its cursor (toBlock, toBlockHash, toBlockTimeMs) durably in one commit. */
   consume(batch: ChainBatch): Promise<void>
@@ -223,7 +223,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     if (cursor !== undefined) await this.#checkContinuity(cursor, head)
     const scanned = this.#scanned
     if (scanned !== undefined) await this.#checkHash(scanned)
-    const fromBlock = cursor === undefined ? (this.#options.startBlock ?? 0n) : cursor.blockNumber + 1n
+    const fromBlock = cursor === undefined ? (this.#options.startBlock ?? this.#options.network.deploymentBlock ?? 0n) : cursor.blockNumber + 1n
     const target = head - (this.#confirmations - 1n)
     const limit = fromBlock + this.#batchRange - 1n
     const scanFrom = scanned === undefined ? fromBlock : scanned.blockNumber + 1n

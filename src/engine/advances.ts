@@ -9,7 +9,7 @@ import { touch } from './changes.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { sameAddress } from './keys.ts'
-import { fundReserve, lenderChanged, lenderOf, payFromReserve, returnRecovery, returnRepayment } from './ledger.ts'
+import { fundReserve, lenderChanged, lenderOf, payFromReserve, returnAfterLoss, returnRecovery, returnRepayment } from './ledger.ts'
 import * as reputation from './reputation.ts'
 import type { RepaidFact } from './ports.ts'
 import { insuranceAtomic, lenderRepaymentAtomic, principalRepaidAtomic, splitPayment } from './rules.ts'
@@ -55,14 +55,18 @@ export function openAdvance(
 
 /**
  * The ledger and track-record side of one payment the advance machine has taken (REPAY); `a` is the advance before
- * it. The lender's principal comes back first, then its fee; the reserve's share funds the reserve. Reputation rises
- * with each payment by its share of the advance (reputation.ts); the counts take a repayment once, when nothing is owed.
+ * it. The lender's principal comes back first, then its fee; the reserve's share funds the reserve (after a
+ * shortfall it also repays what the reserve paid in the recovery: the reserve is subrogated). Reputation rises with
+ * each payment by its share of the advance (reputation.ts); the counts take a repayment once, when nothing is owed.
  */
 export function applyRepayment(s: EngineState, a: AdvanceContext, repayment: RepaymentRecord): RepaymentReceipt {
   const after = { ...a, lenderOwedAtomic: repayment.lenderOwedAfterAtomic, reserveOwedAtomic: repayment.reserveOwedAfterAtomic }
   const fullyRepaid = after.lenderOwedAtomic === 0n && after.reserveOwedAtomic === 0n
   const lender = lenderOf(s, a.lender)
-  returnRepayment(lender, principalRepaidAtomic(after) - principalRepaidAtomic(a), repayment.lenderAmountAtomic)
+  // After a liquidation (a shortfall) no principal is deployed any more: what comes back reduces the lender's loss.
+  const principalReturned = principalRepaidAtomic(after) - principalRepaidAtomic(a)
+  if (a.recovery === null) returnRepayment(lender, principalReturned, repayment.lenderAmountAtomic)
+  else returnAfterLoss(lender, principalReturned, repayment.lenderAmountAtomic)
   const paid = repaidShare(a, after)
   reputation.lenderRepayment(lender, paid, s.config)
   lenderChanged(s, lender)
@@ -126,7 +130,8 @@ export function applyRepaidFact(s: EngineState, fact: RepaidFact, nowMs: number)
       'an earlier repayment of the advance is counted first')
   }
   const receipt = applyRepayment(s, a, repayment)
-  if (receipt.repaid) closeOnSource(s, a, { revenueUsedAtomic: 0n, collateralUsedAtomic: 0n, backingUsedAtomic: 0n }, nowMs)
+  // A shortfall advance closed on its source at its liquidation (as the contract resolves it there).
+  if (receipt.repaid && a.recovery === null) closeOnSource(s, a, { revenueUsedAtomic: 0n, collateralUsedAtomic: 0n, backingUsedAtomic: 0n }, nowMs)
   return { ok: true, value: receipt }
 }
 

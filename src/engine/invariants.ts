@@ -72,6 +72,11 @@ function checkAdvances(s: EngineState, addCommitted: (src: SourceRef, amount: bi
     if (a.lenderOwedAtomic < 0n || a.reserveOwedAtomic < 0n || a.lenderOwedAtomic + a.reserveOwedAtomic === 0n) {
       throw new Error(`invariant: advance ${id} is live but owes ${a.lenderOwedAtomic} + ${a.reserveOwedAtomic}`)
     }
+    // A shortfall advance was closed on its source and left the lender's deployed capital at its liquidation.
+    if (a.recovery !== null) {
+      if (!snap.matches('shortfall')) throw new Error(`invariant: advance ${id} was liquidated but is ${String(snap.value)}`)
+      continue
+    }
     // A partial repayment returned principal first: the lender's deployed capital is what is not back yet.
     deployedByLender.set(a.lender, (deployedByLender.get(a.lender) ?? 0n) + a.principalAtomic - principalRepaidAtomic(a))
     addCommitted(a.source, a.principalAtomic)

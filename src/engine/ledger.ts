@@ -98,6 +98,16 @@ export function returnRecovery(lender: LenderRecord, principalAtomic: bigint, re
   else lender.lossesAtomic += principalAtomic - recoveredAtomic
 }
 
+/**
+ * A repayment after a liquidation with a shortfall: the principal it returns (`principalReturnedAtomic`) was counted a
+ * loss at the liquidation (it left deployed then) and is a loss no more; the rest of what the lender received is fee.
+ */
+export function returnAfterLoss(lender: LenderRecord, principalReturnedAtomic: bigint, lenderAmountAtomic: bigint): void {
+  lender.lossesAtomic -= principalReturnedAtomic
+  comeBack(lender, lenderAmountAtomic)
+  lender.feesEarnedAtomic += lenderAmountAtomic - principalReturnedAtomic
+}
+
 /** The insurance share of a repaid fee goes into the reserve of its asset. */
 export function fundReserve(s: EngineState, network: string, asset: string, amountAtomic: bigint): void {
   const reserve = reserveOf(s, network, asset)

@@ -62,6 +62,20 @@ export function repaymentPlan(a: AdvanceContext): RepaymentPlan {
   }
 }
 
+/**
+ * The job's advances liquidated with a shortfall (past due while the job was open): they left the job's open advances
+ * at their liquidation, but the contract's settleJob pays every advance of the job that still owes, so they are paid
+ * in full from the escrow too.
+ */
+function shortfallsOn(s: EngineState, jobId: string): string[] {
+  const ids: string[] = []
+  for (const [advanceId, advance] of s.advances) {
+    const a = advance.getSnapshot().context
+    if (a.recovery !== null && a.source.kind === 'job' && a.source.id === jobId) ids.push(advanceId)
+  }
+  return ids
+}
+
 /** What settling the job pays: each open advance in full, then the reserve share; or why it cannot be settled. */
 export function jobSettlement(s: EngineState, job: JobActor): { ok: true; value: JobSettlementPlan } | { ok: false; error: EngineError } {
   const j = job.getSnapshot().context
@@ -72,7 +86,7 @@ export function jobSettlement(s: EngineState, job: JobActor): { ok: true; value:
   const advances: JobSettlementPlan['advances'] = []
   let toLenders = 0n
   let toReserve = 0n
-  for (const advanceId of j.advanceIds) {
+  for (const advanceId of [...j.advanceIds, ...shortfallsOn(s, j.jobId)]) {
     const plan = repaymentPlan((s.advances.get(advanceId) as AdvanceActor).getSnapshot().context)
     advances.push({ advanceId, lender: plan.lender, amountAtomic: plan.amountAtomic, reserveAmountAtomic: plan.reserveAmountAtomic })
     toLenders += plan.amountAtomic
@@ -94,14 +108,16 @@ export function jobSettlement(s: EngineState, job: JobActor): { ok: true; value:
 /** What recovering the advance would take now, step by step; whether it may be liquidated is the machine's say. */
 export function liquidationPlan(s: EngineState, advance: AdvanceActor): LiquidationPlan {
   const a = advance.getSnapshot().context
-  let revenue = 0n
+  // The source's revenue is never a recovery, as the contract's liquidate takes none (README "Where every token goes"):
+  // a failed job's escrow went back to its client at failJob (it earned nothing), and an open job's escrow waits for
+  // its completion, whose settlement pays the job's advances first, liquidated ones included.
+  const revenue = 0n
   let collateral = 0n
   let backing = 0n
   if (a.source.kind === 'job') {
     const job = s.jobs.get(a.source.id)
     if (job) {
       const j = job.getSnapshot().context
-      revenue = j.receivableAtomic - j.revenueUsedAtomic
       collateral = j.collateralAtomic - j.collateralUsedAtomic
     }
   } else {

@@ -15,9 +15,8 @@
 //   owed; shortfall -> what the recovery left (collateral pays the lender's part first, then the reserve's; backing
 //   and the reserve pay the lender; the reserve is subrogated for what it paid).
 // The flows are the sums of the same records (principal paid, escrow funded and refunded, repayments and settlements
-// by lender and reserve part, liquidation steps), over the contract's whole history: from block `fromBlock` (0 on the
-// devnet; on a network that long predates the contract, configure its deployment block) to the network's confirmed
-// head. So the service must be the contract's only ledger: a contract shared with another data directory shows that
+// by lender and reserve part, liquidation steps), over the contract's whole history: from the network's `deploymentBlock` (networks file; the devnet writes
+// its own, 0 when not configured) to the network's confirmed head. So the service must be the contract's only ledger: a contract shared with another data directory shows that
 // directory's jobs and advances as unexpected.
 //
 // Jobs funded on chain that nobody registered with the service are not differences: anyone may call fundJob, and the
@@ -171,7 +170,8 @@ export class Reconciliation {
   constructor(service: CreditService, options: { clients: (slug: string) => NetworkClients; fromBlockOf?: (network: NetworkConfig) => bigint }) {
     this.#service = service
     this.#clients = options.clients
-    this.#fromBlockOf = options.fromBlockOf ?? (() => 0n)
+    // Nothing of the contract is older than its deployment block (the networks file's deploymentBlock).
+    this.#fromBlockOf = options.fromBlockOf ?? ((network) => network.deploymentBlock ?? 0n)
   }
 
   /** The last run of each network (pending before the first). */

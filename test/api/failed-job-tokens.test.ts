@@ -9,7 +9,7 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
-import { fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
+import { fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
 import { fundAdvance } from './fixtures/api.ts'
 
 let h: Harness
@@ -76,7 +76,7 @@ async function failAndLiquidate(t: Test, jobId: string, collateralAtomic: bigint
   const state = await operator.get('/credit/state')
   const reserve = state.body.reserves.find((r: { network: string; asset: string }) => r.network === h.network.slug && r.asset === USDC)
   t.equal(BigInt(reserve?.balanceAtomic ?? 0), end.reserve, 'the service\'s reserve is the contract\'s')
-  return { advance, receipt: receipt.body, start, afterFail, end, lender }
+  return { advance, receipt: receipt.body, start, afterFail, end, lender, borrower, operator, holders }
 }
 
 t.test('case 3: a failed job\'s escrow goes back to its client, its collateral to the lender and nothing stays locked', async (t) => {
@@ -111,4 +111,56 @@ t.test('case 5: a liquidation covered by collateral pays the lender principal + 
   t.equal(afterFail.contract - end.contract, usdc(100) - share, 'the contract kept only the reserve\'s share')
   const recorded = h.app.service.engine.getLender(lender.account.address)
   t.equal(recorded?.feesEarnedAtomic, usdc(1) - share, 'the service counts the lender\'s part of the fee, not the reserve\'s')
+})
+
+t.test('a shortfall stays live: the borrower repays it on chain, unreported, and the follower counts it until it is repaid', async (t) => {
+  const { advance, afterFail, lender, borrower, operator, holders } = await failAndLiquidate(t, 'job_fail_tokens_shortfall', usdc(10))
+  const share = usdc(1) / 10n
+  const read = async () => (await operator.get(`/credit/advances/${advance.advanceId}`)).body
+  const until = async (what: string, done: (a: { state: string; lenderOwedAtomic: string }) => boolean) => {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 100))) {
+      const a = await read()
+      if (done(a)) return a
+    }
+    throw new Error(`the follower did not count it within 30 s: ${what}`)
+  }
+  // What the liquidation left: 31 less what the reserve paid the lender (it holds what earlier tests put in), which
+  // the borrower now owes the reserve on top of its share (subrogation). The service says what the contract says.
+  const owedOnChain = async () => await new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.deployer.privateKey)).publicClient.readContract({
+    address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getAdvance', args: [advance.advanceKey],
+  }) as { lenderOwed: bigint; reserveOwed: bigint }
+  const left = await owedOnChain()
+  t.equal(left.lenderOwed + left.reserveOwed, usdc(31), 'the contract: 31 still owed')
+  t.match(await read(), { state: 'shortfall', lenderOwedAtomic: left.lenderOwed.toString(), reserveOwedAtomic: left.reserveOwed.toString() }, 'liquidated, still owed, as on chain')
+  const liquidated = await balances(holders)
+
+  // The borrower pays 20 by calling the contract itself; nobody reports it to the service.
+  await fund(h.devnet, h.network, borrower.address, usdc(40))
+  const chain = new ChainAgent(h.network, borrower)
+  await chain.repay(advance.advanceKey, USDC, usdc(20))
+  const partly = await until('the first repayment', (a) => a.lenderOwedAtomic === (left.lenderOwed - usdc(20)).toString())
+  t.match(partly, { state: 'shortfall', reserveOwedAtomic: left.reserveOwed.toString(), repayments: [{ kind: 'repaid', lenderAmountAtomic: usdc(20).toString() }] })
+  const afterFirst = await balances(holders)
+  t.equal(afterFirst.lender - liquidated.lender, usdc(20), 'the lender\'s session wallet received it')
+
+  // Then more than is left: the contract takes what is owed (the lender's rest, then the reserve's share), no more.
+  await chain.repay(advance.advanceKey, USDC, usdc(15))
+  const repaid = await until('the last repayment', (a) => a.state === 'repaid')
+  t.match(repaid, { state: 'repaid', lenderOwedAtomic: '0', reserveOwedAtomic: '0' })
+  const end = await balances(holders)
+  t.equal(end.lender - afterFail.lender, usdc(41) - share, 'in all the lender got its principal + fee - the reserve\'s share')
+  t.equal(end.reserve - liquidated.reserve, left.reserveOwed, 'the reserve got its share and what it paid in the liquidation')
+  t.equal(afterFirst.borrower - end.borrower, usdc(11), 'the borrower paid only what was owed')
+  const onChain = await owedOnChain()
+  t.same([onChain.lenderOwed, onChain.reserveOwed], [0n, 0n], 'the contract says nothing is owed either')
+
+  // The service's ledger agrees with the chain: the reserve, and the lender's capital (no loss once repaid).
+  const state = await operator.get('/credit/state')
+  const reserve = state.body.reserves.find((r: { network: string; asset: string }) => r.network === h.network.slug && r.asset === USDC)
+  t.equal(BigInt(reserve?.balanceAtomic ?? 0), end.reserve, 'the service\'s reserve is the contract\'s')
+  const recorded = h.app.service.engine.getLender(lender.account.address)
+  t.equal(recorded?.lossesAtomic, 0n, 'what came back after the liquidation is no loss')
+  t.equal(recorded?.feesEarnedAtomic, usdc(1) - share, 'the lender\'s part of the fee')
+  const passport = await operator.get(`/passport/${borrower.address}`)
+  t.ok(JSON.stringify(passport.body).includes('advance_repaid'), 'the passport records the advance repaid')
 })

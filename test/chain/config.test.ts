@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { decodeFunctionData, erc20Abi, keccak256, parseAbi, toHex } from 'viem'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
-import { loadNetworksConfig, NetworksConfigError, parseNetworksConfig, type NetworkConfig } from '../../src/chain/config.ts'
+import { loadNetworksConfig, NetworksConfigError, parseNetworksConfig, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { idKey } from '../../src/chain/ids.ts'
 import { newSessionKey, SESSION_KEY_LIFETIME_MS } from '../../src/service/session-keys.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
@@ -60,6 +60,7 @@ t.test('a valid file loads, with checksummed addresses, defaults and the key fro
     tokens: [{ symbol: 'USDC', address: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', decimals: 6, eip712Name: 'USDC', eip712Version: '2' }],
     x402SelfFacilitate: false,
     confirmations: 2,
+    deploymentBlock: 0n,
     pollingIntervalMs: 1000,
     operatorKeyEnv: 'OPERATOR_PRIVATE_KEY',
     operatorPrivateKey: operatorKey,
@@ -68,6 +69,9 @@ t.test('a valid file loads, with checksummed addresses, defaults and the key fro
   } satisfies NetworkConfig)
   const readOnly = parseNetworksConfig({ networks: [entry({ operatorKeyEnv: undefined })] }, {})
   t.equal(readOnly[0]?.operatorPrivateKey, undefined, 'without operatorKeyEnv the network is read-only')
+  const deployed = parseNetworksConfig({ networks: [entry({ deploymentBlock: 18_000_000 })] }, { OPERATOR_PRIVATE_KEY: operatorKey })
+  t.equal(deployed[0]?.deploymentBlock, 18_000_000n, 'the deployment block, where the follower and reconciliation start')
+  t.equal(toNetworksFile(deployed)?.networks[0]?.deploymentBlock, 18_000_000, 'written back as it was read')
 })
 
 t.test('invalid files are refused with every problem named', async (t) => {
@@ -89,6 +93,9 @@ t.test('invalid files are refused with every problem named', async (t) => {
   t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ slug: 'Base Sepolia' })] }, env)), [/\/networks\/0\/slug/])
   t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ confirmations: 0 })] }, env)), [/\/networks\/0\/confirmations/])
   t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ rpcUrl: 'ftp://x' })] }, env)), [/\/networks\/0\/rpcUrl/])
+  for (const deploymentBlock of [-1, 1.5, '100', 2 ** 53, null]) {
+    t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ deploymentBlock })] }, env)), [/\/networks\/0\/deploymentBlock/], `deploymentBlock ${JSON.stringify(deploymentBlock)} is refused`)
+  }
   t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ caip2: 'eip155:1' })] }, env)), [/\/networks\/0\/caip2 must be eip155:84532/])
   t.match(
     problemsOf(() => parseNetworksConfig({ networks: [entry(), entry({ chainId: 1, caip2: 'eip155:1' })] }, env)),

@@ -109,6 +109,14 @@ t.test('devnet', async (t) => {
       devnet.networks.map((n) => ({ ...n, operatorPrivateKey: undefined, leaseSignerPrivateKey: undefined })),
       'same NetworkConfig values, without the keys (never written to a file)',
     )
+    for (const network of devnet.networks) {
+      // The block the credit contract was deployed in: no code there the block before, code from it on.
+      const client = createPublicClient({ transport: http(network.rpcUrl) })
+      const block = network.deploymentBlock as bigint
+      t.ok(block > 0n, `${network.slug}: deploymentBlock ${block}`)
+      t.equal(await client.getCode({ address: network.creditContract, blockNumber: block - 1n }), undefined, `${network.slug}: no contract before it`)
+      t.ok(((await client.getCode({ address: network.creditContract, blockNumber: block })) ?? '0x').length > 2, `${network.slug}: the contract from it on`)
+    }
   })
 
   t.test('the official x402 exact EVM facilitator verifies and settles a payment in the devnet token', async (t) => {

@@ -9,7 +9,7 @@ import { zeroHash, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { startAnvil } from '../../src/chain/anvil.ts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
-import type { NetworkConfig } from '../../src/chain/config.ts'
+import { parseNetworksConfig, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { ChainFollower, FollowerFatalError, type ChainBatch, type FollowerOptions } from '../../src/chain/follower.ts'
 import { FollowerCursors } from '../../src/chain/follower-cursor.ts'
 import { jobKey, newKeySalt, offerKey } from '../../src/chain/ids.ts'
@@ -139,6 +139,27 @@ t.test('every event exactly once, in chain order, across a restart; the cursor l
     t.ok(batch.events.every((e) => e.blockNumber >= batch.fromBlock && e.blockNumber <= batch.toBlock && e.blockTimeMs <= batch.toBlockTimeMs), `batch ${batch.fromBlock}..${batch.toBlock} holds its own blocks`)
   }
   await second.close()
+})
+
+t.test("with no cursor, the follower starts at the network's deploymentBlock: nothing before it is read", async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'deployment-block') })
+  t.teardown(() => store.close())
+  const before = await f.publicClient.getBlockNumber()
+  await activity(1)
+  const deploymentBlock = (await f.publicClient.getBlockNumber()) + 1n
+  // The networks file names the block (as a number); the follower is given no startBlock of its own.
+  const [network] = parseNetworksConfig(toNetworksFile([{ ...f.network, deploymentBlock }]), {})
+  t.equal(network?.deploymentBlock, deploymentBlock)
+  const follower = lmdbFollower(store, { network: network as NetworkConfig })
+  follower.follower.start()
+  await activity(1)
+  const truth = await groundTruth(deploymentBlock)
+  const older = (await groundTruth(before + 1n)).filter((e) => !truth.includes(e))
+  t.ok(older.length >= 3, 'there are events before the deployment block')
+  await eventually(t, 'the events from the deployment block on are delivered', () => follower.stored().length === truth.length)
+  await follower.follower.stop()
+  t.same(follower.delivered, truth, 'exactly the events from the deployment block on')
+  t.equal(follower.batches[0]?.fromBlock, deploymentBlock, 'the first range starts at the deployment block')
 })
 
 t.test('a consumer that fails gets the same range again; nothing lost or doubled', async (t) => {

@@ -80,6 +80,8 @@ class World {
   readonly totalSupply: bigint
   nowMs = T0
   tx = 0
+  /** Checks that saw an advance in shortfall, and repayments of one (the generator must reach them). */
+  readonly seen = { shortfall: 0, repaidAfterShortfall: 0 }
   log: string[] = []
 
   constructor() {
@@ -137,6 +139,16 @@ class World {
     return HOLDERS.reduce((sum, h) => sum + this.model.balanceOf(TOKEN, h), 0n)
   }
 
+  /** The advance of `advanceKey` as the store holds it (live or ended). */
+  storedAdvance(advanceKey: string): AdvanceView | undefined {
+    for (const c of this.store.values()) {
+      if (c.kind !== 'advance') continue
+      const a = advanceViewFromSnapshot(c.record)
+      if (a.advanceKey === advanceKey) return a
+    }
+    return undefined
+  }
+
   liveAdvances(): AdvanceView[] {
     return this.engine.snapshots().filter((c) => c.kind === 'advance').map((c) => this.engine.getAdvance(c.id) as AdvanceView)
   }
@@ -168,13 +180,16 @@ class World {
     if (!r.ok) throw new Error(`observeChain refused: ${r.error.code}`)
     this.keep(r.changes)
     // A payment the engine had already learned by report is ignored (offer_not_live); any other SupplierPaid the
-    // contract accepted must fund its offer. Repaid of an advance that already ended (its report came first) is ignored.
+    // contract accepted must fund its offer. A Repaid is ignored only when its advance ended repaid before it (its
+    // report came first): a repayment after a liquidation's shortfall must be counted, not ignored.
     const ignored = new Map(r.value.ignored.map((x) => [x.proofKey, x.reason]))
     events.forEach((fact, n) => {
       const reason = ignored.get(fact.proofKey)
       if (fact.kind !== 'supplier_paid') {
-        if (reason !== undefined && !reason.startsWith('not_applied:') && reason !== 'advance_not_live') throw new Error(`the engine ignored ${fact.proofKey}: ${reason}`)
-        return
+        if (reason === undefined || reason.startsWith('not_applied:')) return
+        const stored = fact.kind === 'repaid' ? this.storedAdvance(fact.advanceKey) : undefined
+        if (reason === 'advance_not_live' && stored?.state === 'repaid') return
+        throw new Error(`the engine ignored ${fact.proofKey}: ${reason} (advance ${stored?.advanceId} ${stored?.state})`)
       }
       const p = this.paid.get(fact.offerKey) as Paid
       if (reason !== undefined && !(p.learned && reason === 'offer_not_live')) {
@@ -258,6 +273,7 @@ class World {
         const amount = cmd.how === 'partial' ? (owed + 1n) / 2n : cmd.how === 'exact' ? owed : owed + 7n
         const outcome = this.model.repay(this.ctx(BORROWER), key, amount)
         if (!outcome.ok) return
+        if (a.liquidated) this.seen.repaidAfterShortfall++
         const txHash = this.nextTx()
         outcome.events.forEach((ev, logIndex) => this.pending.push({ event: ev, txHash, logIndex }))
         const repaid = outcome.events.find((ev) => ev.name === 'Repaid') as ModelEvent
@@ -346,14 +362,18 @@ class World {
       }
     }
     for (const [key, p] of this.paid) if (p.learned && !byKey.has(key)) throw new Error(`SupplierPaid ${key} was learned but no advance backs it`)
-    // (2) once the engine has every event, each live advance owes what the contract says it owes.
+    // (2) once the engine has every event, each advance (live or ended: a repayment after a liquidation's shortfall
+    // counts too) owes what the contract says it owes, and the insurance reserve holds what the contract's does.
     if (this.pending.length === 0) {
-      for (const a of this.liveAdvances()) {
-        const m = this.model.getAdvance(a.advanceKey)
-        if (a.lenderOwedAtomic !== m.lenderOwed || a.reserveOwedAtomic !== m.reserveOwed) {
-          throw new Error(`advance ${a.advanceId} owes ${a.lenderOwedAtomic}+${a.reserveOwedAtomic}, the contract ${m.lenderOwed}+${m.reserveOwed}`)
+      for (const [key, [a]] of byKey) {
+        const m = this.model.getAdvance(key as `0x${string}`)
+        if ((a as AdvanceView).lenderOwedAtomic !== m.lenderOwed || (a as AdvanceView).reserveOwedAtomic !== m.reserveOwed) {
+          throw new Error(`advance ${a?.advanceId} (${a?.state}) owes ${a?.lenderOwedAtomic}+${a?.reserveOwedAtomic}, the contract ${m.lenderOwed}+${m.reserveOwed}`)
         }
+        if (a?.state === 'shortfall') this.seen.shortfall++
       }
+      const reserve = this.engine.creditState().reserves.find((r) => r.network === NET && r.asset === ASSET)?.balanceAtomic ?? 0n
+      if (reserve !== this.model.reserveOf(TOKEN)) throw new Error(`the engine's reserve holds ${reserve}, the contract's ${this.model.reserveOf(TOKEN)}`)
     }
     // (3) a final job holds nothing; tokens are only moved; the facility holds exactly escrow, collateral and reserve.
     let held = 0n
@@ -399,7 +419,7 @@ t.test('the engine agrees with the contract after every step of random money int
 
 t.test('the generator reaches the money paths', async (t) => {
   // Guard against a generator that never pays, repays or liquidates: the property above would then prove little.
-  const seen = { payments: 0, advances: 0, repaid: 0, liquidated: 0, settled: 0, failed: 0, paidAfterWithdrawal: 0 }
+  const seen = { payments: 0, advances: 0, repaid: 0, liquidated: 0, settled: 0, failed: 0, paidAfterWithdrawal: 0, shortfallChecked: 0, repaidAfterShortfall: 0 }
   fc.assert(fc.property(logArb, (log) => {
     const world = run(log)
     for (const c of world.store.values()) {
@@ -411,6 +431,8 @@ t.test('the generator reaches the money paths', async (t) => {
     }
     seen.payments += world.paid.size
     seen.paidAfterWithdrawal += [...world.paid.values()].filter((p) => world.withdrawn.has(p.offerId)).length
+    seen.shortfallChecked += world.seen.shortfall
+    seen.repaidAfterShortfall += world.seen.repaidAfterShortfall
     for (const key of world.model.jobKeys()) {
       const status = world.model.getJob(key).status
       if (status === JobStatus.Settled) seen.settled++

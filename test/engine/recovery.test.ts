@@ -16,7 +16,7 @@ function liquidateNow(engine: Engine, advanceId: string, nowMs: number) {
   return { plan, receipt }
 }
 
-t.test('stops at source revenue (failed job, escrow covers principal + fee)', async (t) => {
+t.test('a failed job\'s escrow is no recovery: with no collateral, all is a shortfall, and the advance stays live until repaid', async (t) => {
   const { engine } = newEngine()
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 137 }), T0))
   createJob(engine, 'job_a', 10_000n)
@@ -25,16 +25,30 @@ t.test('stops at source revenue (failed job, escrow covers principal + fee)', as
   unwrap(engine.failJob({ jobId: 'job_a', reason: 'client rejected the work', caller: CLIENT }, T0 + 1))
   const { plan, receipt } = liquidateNow(engine, advanceId, T0 + 2)
   t.equal(plan.owedAtomic, 1237n + 17n, 'fee = ceil(1237 * 137 / 10000) = 17')
-  t.same(amounts(plan), [['source_revenue', 1254n], ['collateral', 0n], ['backing_liquidation', 0n], ['insurance_reserve', 0n], ['shortfall', 0n]])
-  t.equal(plan.stoppedAt, 'source_revenue')
-  t.equal(receipt.recoveredAtomic, 1254n)
+  // The 10,000 escrowed went back to the client at failJob (the job earned nothing), as the contract does.
+  t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 0n], ['insurance_reserve', 0n], ['shortfall', 1254n]])
+  t.equal(plan.stoppedAt, 'shortfall')
+  t.equal(receipt.recoveredAtomic, 0n)
   const lender = engine.getLender(lenderInput(1).address)!
-  // The insurance share applies to a recovery as to a repayment (issue 9 case 5): floor(17 x 10%) = 1 to the reserve.
-  t.equal(lender.availableAtomic, 1_000_000n + 16n, 'lender recovered principal and its fee less the insurance share')
-  t.equal(lender.feesEarnedAtomic, 16n)
+  t.equal(lender.lossesAtomic, 1237n, 'the principal is a loss while nobody pays it')
+  t.equal(lender.deployedAtomic, 0n)
+  t.equal(engine.getJob('job_a'), undefined, 'the failed job is final once its last advance was liquidated (the contract closes it)')
+  t.match(engine.getAdvance(advanceId), { state: 'shortfall', lenderOwedAtomic: 1253n, reserveOwedAtomic: 1n }, 'the borrower still owes it')
+
+  // The borrower repays the shortfall on chain (the contract takes repay on a liquidated advance): in two payments.
+  const first = unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(41), 1000n), T0 + 3))
+  t.match(first, { repaid: false, lenderOwedAtomic: 253n, reserveOwedAtomic: 1n })
+  t.match(engine.getAdvance(advanceId), { state: 'shortfall' })
+  t.equal(engine.getLender(lenderInput(1).address)!.lossesAtomic, 237n, 'what came back is a loss no more')
+  const last = unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(42)), T0 + 4))
+  t.match(last, { repaid: true, lenderOwedAtomic: 0n, reserveOwedAtomic: 0n })
+  t.equal(engine.getAdvance(advanceId), undefined, 'repaid: final')
+  const after = engine.getLender(lenderInput(1).address)!
+  t.equal(after.lossesAtomic, 0n)
+  t.equal(after.feesEarnedAtomic, 16n, 'the fee less the insurance share, as for a repayment on time')
+  t.equal(after.availableAtomic, 1_000_000n + 16n)
   t.equal(engine.creditState().reserves[0]?.balanceAtomic, 1n, "the reserve's share of the fee")
-  t.equal(engine.getJob('job_a'), undefined, 'the failed job is final once its last advance closed')
-  t.equal(engine.getAdvance(advanceId), undefined)
+  t.equal(engine.getBorrower(BORROWER)!.advancesRepaid, 1, 'counted as a repaid advance')
 })
 
 t.test('stops at collateral', async (t) => {
@@ -47,7 +61,7 @@ t.test('stops at collateral', async (t) => {
   unwrap(engine.failJob({ jobId: 'job_b', reason: 'abandoned', caller: CLIENT }, T0 + 1))
   const { plan } = liquidateNow(engine, advanceId, T0 + 2)
   t.equal(plan.owedAtomic, 3001n + 31n)
-  t.same(amounts(plan), [['source_revenue', 1001n], ['collateral', 2031n], ['backing_liquidation', 0n], ['insurance_reserve', 0n], ['shortfall', 0n]])
+  t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 3032n], ['backing_liquidation', 0n], ['insurance_reserve', 0n], ['shortfall', 0n]])
   t.equal(plan.stoppedAt, 'collateral')
 })
 
@@ -120,7 +134,7 @@ t.test('executed amounts that differ from the plan are refused', async (t) => {
   t.equal(engine.getAdvance(advanceId)?.state, 'defaulted', 'nothing changed')
 })
 
-t.test('a suspension lifts in dispatch only once nothing is owed on a defaulted advance and the minimum time passed', async (t) => {
+t.test('a suspension lifts in dispatch only once nothing is owed on a defaulted or shortfall advance and the minimum time passed', async (t) => {
   const { engine } = newEngine({ borrowerSuspensionMinSeconds: 60 })
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
   createJob(engine, 'job_s', 10_000n)
@@ -128,8 +142,14 @@ t.test('a suspension lifts in dispatch only once nothing is owed on a defaulted 
   unwrap(engine.failJob({ jobId: 'job_s', reason: 'abandoned', caller: CLIENT }, T0 + 1))
   t.equal(engine.getBorrower(BORROWER)?.suspended, true)
   t.same(unwrap(engine.dispatch(T0 + 120_000)).suspensionsLifted, [], 'the time passed, but the defaulted advance is still owed')
+  // No collateral: the liquidation recovers nothing (the escrow went back to the client), the advance is a shortfall.
   liquidateNow(engine, advanceId, T0 + 120_001)
-  t.same(unwrap(engine.dispatch(T0 + 120_002)).suspensionsLifted.map((e) => [e.type, e.borrower, e.suspendedAtMs]), [['suspension_lifted', BORROWER, T0 + 1]], 'recovered: lifted')
+  t.match(engine.getAdvance(advanceId), { state: 'shortfall' })
+  t.same(unwrap(engine.dispatch(T0 + 120_002)).suspensionsLifted, [], 'liquidated, but the shortfall is still owed')
+  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(51), 500n), T0 + 120_003))
+  t.same(unwrap(engine.dispatch(T0 + 120_004)).suspensionsLifted, [], 'part of the shortfall is still owed')
+  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(52)), T0 + 120_005))
+  t.same(unwrap(engine.dispatch(T0 + 120_006)).suspensionsLifted.map((e) => [e.type, e.borrower, e.suspendedAtMs]), [['suspension_lifted', BORROWER, T0 + 1]], 'the shortfall repaid: lifted')
   t.equal(engine.getBorrower(BORROWER)?.suspended, false)
   engine.checkInvariants()
 })

@@ -48,27 +48,43 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
     defaulted: { REPAY: { to: 'repaid' }, DEFAULT: { refused: 'advance_not_active' }, LIQUIDATE: { to: 'liquidated' } },
     repaid: finalRow,
     liquidated: finalRow,
-    shortfall: finalRow,
+    // Live: it takes repayments of what the recovery left (the full terms are not the next payment on that).
+    shortfall: { REPAY: { refused: 'repayment_mismatch' }, DEFAULT: { refused: 'advance_not_active' }, LIQUIDATE: { refused: 'advance_closed' } },
   })
 })
 
 t.test('LIQUIDATE of an active advance: refused before its due time, taken from it on (it defaults as past due)', async (t) => {
   t.equal(step(advanceMachine, active, liquidate(0n, DUE - 1)), undefined, 'one ms before the due time')
   t.equal(advanceRefusals.LIQUIDATE.code, 'advance_not_in_default')
-  const due = { defaultReason: 'past_due', defaultedAtMs: DUE, endedAtMs: DUE }
-  t.match(step(advanceMachine, active, liquidate(0n, DUE)), { value: 'liquidated', context: { ...due, recovery: recovery(0n) } })
-  t.match(step(advanceMachine, active, liquidate(2n, DUE)), { value: 'shortfall', context: { ...due, recovery: recovery(2n) } })
+  const due = { defaultReason: 'past_due', defaultedAtMs: DUE }
+  t.match(step(advanceMachine, active, liquidate(0n, DUE)), { value: 'liquidated', context: { ...due, recovery: recovery(0n), endedAtMs: DUE } })
+  t.match(step(advanceMachine, active, liquidate(2n, DUE)), { value: 'shortfall', context: { ...due, recovery: recovery(2n), endedAtMs: null } })
 })
 
 t.test('LIQUIDATE ends liquidated when fully recovered, in shortfall otherwise', async (t) => {
   t.match(step(advanceMachine, defaulted, liquidate(0n, T0 + 5)), { value: 'liquidated', context: { recovery: recovery(0n), endedAtMs: T0 + 5 } })
-  t.match(step(advanceMachine, defaulted, liquidate(1n, T0 + 5)), { value: 'shortfall', context: { recovery: recovery(1n), endedAtMs: T0 + 5 } })
+  t.match(step(advanceMachine, defaulted, liquidate(1n, T0 + 5)), { value: 'shortfall', context: { recovery: recovery(1n), endedAtMs: null } })
+})
+
+t.test('a shortfall stays live: repayments of what the recovery left are counted, the last one ends it repaid', async (t) => {
+  const shortfall = states['shortfall'] as Snap
+  t.equal(shortfall.status, 'active', 'not final: the borrower still owes')
+  // It owes 2 to the lender and 1 to the reserve: the lender's part first, as the contract's repay splits it.
+  t.equal(step(advanceMachine, shortfall, repay(paid(0n, 1n, 2n, 0n, 20))), undefined, 'the reserve is not paid before the lender')
+  const first = paid(1n, 0n, 1n, 1n, 21)
+  const after = step(advanceMachine, shortfall, repay(first, T0 + 7))
+  t.match(after, { value: 'shortfall', context: { lenderOwedAtomic: 1n, reserveOwedAtomic: 1n, endedAtMs: null } })
+  const last = paid(1n, 1n, 0n, 0n, 22)
+  t.match(step(advanceMachine, after as Snap, repay(last, T0 + 8)), {
+    value: 'repaid', status: 'done', context: { lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, repayments: [first, last], recovery: recovery(3n), endedAtMs: T0 + 8 },
+  })
 })
 
 t.test('each action writes what its event carries', async (t) => {
   t.same(defaulted.context, { ...active.context, defaultReason: 'job_failed', defaultedAtMs: T0 })
   t.same((states['repaid'] as Snap).context, { ...active.context, repayments: [repayment], lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, endedAtMs: T0 })
   t.same((states['liquidated'] as Snap).context, { ...defaulted.context, recovery: recovery(0n), lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, endedAtMs: T0 })
+  t.same((states['shortfall'] as Snap).context, { ...defaulted.context, recovery: recovery(3n), lenderOwedAtomic: 2n, reserveOwedAtomic: 1n, endedAtMs: null })
   // Collateral 1007 of 1009 + 1 owed: the lender's part first, so 2 stay owed to the lender and the reserve's 1.
   t.match((states['shortfall'] as Snap).context, { lenderOwedAtomic: 2n, reserveOwedAtomic: 1n })
 })
@@ -78,6 +94,21 @@ t.test('after a recovery the advance owes what the contract leaves: the reserve 
   t.match(step(advanceMachine, defaulted, { type: 'LIQUIDATE', recovery: r, nowMs: T0 }), {
     value: 'shortfall', context: { lenderOwedAtomic: 1009n - 500n - 300n - 200n, reserveOwedAtomic: 1n + 200n },
   })
+})
+
+t.test('a recovery the insurance reserve helped pay leaves the advance owing the reserve what it paid', async (t) => {
+  // 800 of collateral to the lender, 209 from the reserve: the lender is whole; the reserve's own share (1) was never
+  // paid and nobody covered it (the contract's shortfall), and the reserve is subrogated for its 209.
+  const r: RecoveryRecord = { ...recovery(0n), fromCollateralAtomic: 800n, fromReserveAtomic: 209n, shortfallAtomic: 1n }
+  t.match(step(advanceMachine, defaulted, { type: 'LIQUIDATE', recovery: r, nowMs: T0 }), {
+    value: 'shortfall', context: { lenderOwedAtomic: 0n, reserveOwedAtomic: 210n, endedAtMs: null },
+  })
+  // No reserve share in the terms: the contract's shortfall is 0, yet the borrower owes the reserve its 209.
+  const noShare = run(advanceMachine, start(advanceMachine, { ...input, feeAtomic: 9n, insuranceAtomic: 0n, reserveOwedAtomic: 0n }), { type: 'DEFAULT', reason: 'job_failed', nowMs: T0 })
+  const covered: RecoveryRecord = { ...r, owedAtomic: 1009n, shortfallAtomic: 0n }
+  t.match(step(advanceMachine, noShare, { type: 'LIQUIDATE', recovery: covered, nowMs: T0 }), {
+    value: 'shortfall', context: { lenderOwedAtomic: 0n, reserveOwedAtomic: 209n, endedAtMs: null },
+  }, 'no shortfall, still live: it owes the reserve')
 })
 
 t.test('REPAY of any amount: a partial payment is counted and the advance stays where it was; the last one repays it', async (t) => {
