@@ -4,6 +4,15 @@
 // section, so that commits reach the disk in the order the engine applied them. The caller gets the result only
 // once the commit is durable. Where a proof must be checked against live terms, the engine's plan query gives them
 // (and refuses what the command would refuse) before any await.
+//
+// This file is the service's surface, one line per operation naming the module that owns it:
+//   core.ts               the shared part: dependencies, the run-and-commit path, proofs, reads of live and final actors
+//   lenders.ts            registration and session keys, wallet actions, withdrawals, lease authorizations
+//   borrowers.ts          backing sources, jobs and collateral (their chain proofs), credit requests
+//   reports.ts            reported supplier payments and repayments, and their receipts
+//   chain-observation.ts  the chain follower's consumer and its health
+//   operator-commands.ts  settlement, failure and liquidation: the operator's transaction first, then the record
+// Matching, dispatch (and its ticker) and the supplier directory are one command each, here.
 import { getAddress, type Address, type Hex } from 'viem'
 import {
   advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, recoveryAmounts, repaymentReceiptOf, supplierPaymentOnClosedOffer, type Engine,
@@ -45,227 +54,34 @@ import { isSessionKeyRecord, newSessionKey, type SessionKeyRecord } from './sess
 import { walletActions, type WalletAction } from './wallet-actions.ts'
 import type { PassportBook, PassportFact } from '../passport/book.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
+import { refusedWith, ServiceCore, valueOf } from './core.ts'
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
+export type { ServiceDeps } from './core.ts'
 
 /** The /fail response: the spec's passport event, and the borrower's passport entry for it as signed. */
 export type FailedJob = PassportEvent & { signed: SignedPassportEvent }
 
-/** The value of a command or query that succeeded; a refusal is raised. */
-function valueOf<T>(result: EngineResult<T>): T {
-  if (!result.ok) throw new EngineRefusedError(result.error)
-  return result.value
-}
+/** An operation of a concept module, bound to the service it takes as its first parameter. */
+type Bound<F> = F extends (service: ServiceCore, ...args: infer A) => infer R ? (...args: A) => R : never
 
-/** A refusal of the engine with this code, or none. */
-function refusedWith(error: unknown, code: string): EngineRefusedError | undefined {
-  return error instanceof EngineRefusedError && error.error.code === code ? error : undefined
-}
-
-export interface ServiceDeps {
-  config: ServiceConfig
-  engine: Engine
-  store: Store
-  networks: readonly NetworkConfig[]
-  clients: ReadonlyMap<string, NetworkClients>
-  watcher: WalletWatcher
-  clock: () => number
-  /** Records the passport events of the commands that change an agent's credit standing (src/passport/book.ts). */
-  passport: PassportBook
-}
-
-export class CreditService {
-  readonly config: ServiceConfig
-  readonly engine: Engine
-  readonly store: Store
-  readonly networks: readonly NetworkConfig[]
-  readonly watcher: WalletWatcher
-  readonly passport: PassportBook
-  readonly #clients: ReadonlyMap<string, NetworkClients>
-  readonly #clock: () => number
-  readonly #sessionKeys
-  /** Serialises plan -> operator transaction -> record for one job or advance. */
-  readonly #locks = new KeyedMutex()
-  #fatal: ((error: unknown) => void) | undefined
-  /** Listeners of durable changes (the event stream, the inspector): told only after the disk has the commit. */
-  readonly #durable = new DurableFeed()
-  /** Final actors of commits not yet written, by `${kind}:${id}`: see #run. */
-  readonly #endedInFlight = new Map<string, Change>()
-  readonly #leases: LeaseDelivery
-  /** The chain follower of each served network (started by src/app/app.ts), for health. */
-  readonly followers = new Map<string, ChainFollower>()
-
-  constructor(deps: ServiceDeps) {
-    this.config = deps.config
-    this.engine = deps.engine
-    this.store = deps.store
-    this.networks = deps.networks
-    this.watcher = deps.watcher
-    this.#clients = deps.clients
-    this.#clock = deps.clock
-    this.passport = deps.passport
-    this.#leases = new LeaseDelivery(deps.networks)
-    this.#sessionKeys = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
-  }
-
-  /** Called when a commit fails: memory is ahead of the disk, so the process must stop and restart from the store. */
-  onFatal(handler: (error: unknown) => void): void {
-    this.#fatal = handler
-  }
-
-  /**
-   * Calls `listener` with the changes of every commit once it is durable, in the engine's order (group commits
-   * resolve in queue order), so what a listener shows could never be lost by a crash. Returns the unsubscribe.
-   * A listener that throws is isolated from the commit path and the other listeners (a process warning reports it).
-   */
-  onDurable(listener: DurableListener): () => void {
-    return this.#durable.subscribe(listener)
-  }
-
-  // ------------------------------------------------------------------------------------------------ commit path
-
-  /**
-   * Runs `command` and enqueues its changes (plus `records` and, under an Idempotency-Key, the encoded response) in
-   * the same synchronous section, then waits for durability. Nothing awaits between the command and the enqueue.
-   */
-  async apply<T>(mutation: Mutation<T>, command: () => EngineResult<T>, records: (value: T) => RecordWrite[] = () => []): Promise<StoredResponse> {
-    return (await this.#run(mutation, command, records)) as StoredResponse
-  }
+export class CreditService extends ServiceCore {
+  // ------------------------------------------------------------------------------------------------ commands of one line
 
   /**
    * The dispatch ticker: the same command as POST /credit/dispatch, through the same run-and-commit path as a request,
    * with nobody to answer.
    */
   async tick(): Promise<void> {
-    await this.#run<DispatchOutcome>(null, () => this.engine.dispatch(this.#clock()), (outcome) => this.#liftedPassport(outcome))
-  }
-
-  /**
-   * The passport writes of `facts` for the commit being prepared: numbered and signed now, in the command's
-   * synchronous section (called from a `records` function), so they reach the disk in the same commit as the change.
-   */
-  #passportWrites(facts: readonly PassportFact[]): RecordWrite[] {
-    return facts.length === 0 ? [] : this.passport.record(facts, this.#clock()).writes
+    await this.run<DispatchOutcome>(null, () => this.engine.dispatch(this.now()), (outcome) => this.#liftedPassport(outcome))
   }
 
   /** Dispatch lifts due suspensions: each lift is a passport event of its borrower. */
   #liftedPassport(outcome: DispatchOutcome): RecordWrite[] {
-    return this.#passportWrites(outcome.suspensionsLifted.map((lift) => ({
+    return this.passportWrites(outcome.suspensionsLifted.map((lift) => ({
       agent: lift.borrower, kind: 'suspension_lifted', details: { suspendedAtMs: lift.suspendedAtMs, borrowerReputationBps: lift.borrowerReputationBps },
     })))
-  }
-
-  async #run<T>(mutation: Mutation<T> | null, command: () => EngineResult<T>, records: (value: T) => RecordWrite[]): Promise<StoredResponse | null> {
-    // Refused before the command: once the engine has changed memory, a commit the store turns away is fatal.
-    if (!this.store.hasRoom()) throw new StoreOverloadedError('too many changes are waiting for the disk; retry shortly')
-    const result = command()
-    const value = valueOf(result)
-    const response = mutation === null ? null : mutation.encode(value)
-    const writes = records(value)
-    const changes = result.ok ? result.changes : []
-    // With nobody to answer, a command that changed nothing needs no commit: no response could show state ahead of
-    // the disk. A request's empty commit still waits for the commits queued before it.
-    if (response === null && changes.length === 0 && writes.length === 0) return null
-    // An actor that ended in this command left the engine's memory, and the store has it only once the commit is
-    // written: until then a read finds it here (and, like every read, answers once the commit is durable).
-    const ended = changes.filter((c) => c.final)
-    for (const c of ended) this.#endedInFlight.set(`${c.kind}:${c.id}`, c)
-    try {
-      const idempotency = response === null ? undefined : mutation?.ticket?.complete(response)
-      await this.store.commit({ changes, records: writes, ...(idempotency ? { idempotency } : {}) })
-    } catch (error) {
-      // The engine already holds the change in memory: continuing would acknowledge state the disk lacks.
-      this.#fatal?.(error)
-      throw error
-    } finally {
-      for (const c of ended) if (this.#endedInFlight.get(`${c.kind}:${c.id}`) === c) this.#endedInFlight.delete(`${c.kind}:${c.id}`)
-    }
-    if (changes.length > 0) this.#durable.tell(changes)
-    return response
-  }
-
-  // ------------------------------------------------------------------------------------------------ helpers
-
-  /** The service's clock (epoch ms), for the parts that prepare a command outside this class (src/reputation). */
-  now(): number {
-    return this.#clock()
-  }
-
-  /** The network's request-path clients (one attempt with its rpcTimeoutMs). */
-  clientsOf(slug: string): NetworkClients {
-    return this.#clientsOf(slug)
-  }
-
-  network(slug: string): NetworkConfig {
-    const network = this.networks.find((n) => n.slug === slug)
-    if (network === undefined) throw new UnknownNetworkError(slug)
-    return network
-  }
-
-  #clientsOf(slug: string): NetworkClients {
-    const clients = this.#clients.get(slug)
-    if (clients === undefined) throw new UnknownNetworkError(slug)
-    return clients
-  }
-
-  token(network: NetworkConfig, symbol: string) {
-    try {
-      return findToken(network, symbol)
-    } catch {
-      throw new UnknownAssetError(network.slug, symbol)
-    }
-  }
-
-  /**
-   * The first event `eventName` of the credit contract in `txHash` whose arguments equal `args`, at the network's
-   * confirmations; a proof that does not show it is refused (ProofRefusedError). The caller adds `fact.proofKey` to
-   * the commit of the command it feeds.
-   */
-  async #prove<E extends FacilityEventName>(slug: string, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>): Promise<FacilityFactOf<E>> {
-    const network = this.network(slug)
-    const result = await verifyFacilityEvent(this.#clientsOf(slug), network.creditContract, { txHash, eventName, args })
-    if (!result.ok) throw new ProofRefusedError(result.reason, result.detail)
-    return result.value[0] as FacilityFactOf<E>
-  }
-
-  /** Re-checked synchronously right before the command: another request may have used the proof meanwhile. */
-  #useProof(fact: { proofKey: string }, usedBy: string): RecordWrite {
-    if (this.store.proofs.has(fact.proofKey)) throw new ProofRefusedError('already_used', `the proof ${fact.proofKey} was already used`)
-    return this.store.proofs.addOp(fact.proofKey, { usedBy, usedAtMs: this.#clock() })
-  }
-
-  /**
-   * Sends an operator transaction (settleJob, failJob, liquidate) and returns its hash and events. When the contract
-   * answers that it was already done (`alreadyDone(error)`), the earlier transaction is looked up and returned: a
-   * crash between an operator transaction and its commit is repaired by the next attempt. Any other refusal of the
-   * contract is raised (ContractRevertError), and nothing is recorded; any other failure is the chain's (ChainRpcError).
-   */
-  async #operatorSend(
-    slug: string,
-    send: (clients: NetworkClients) => Promise<OperatorReceipt>,
-    earlier: { alreadyDone: (error: ContractRevertError) => boolean; find: (clients: NetworkClients) => Promise<EarlierOperatorTx | undefined> },
-  ): Promise<{ txHash: Hex; facts: OperatorReceipt['facts'] }> {
-    const clients = this.#operatorClients(slug)
-    try {
-      return await send(clients)
-    } catch (error) {
-      if (error instanceof ContractRevertError) {
-        if (earlier.alreadyDone(error)) {
-          const found = await earlier.find(clients).catch(() => undefined)
-          if (found !== undefined) return found
-        }
-        throw error
-      }
-      if (error instanceof OperatorUnavailableError) throw error
-      throw new ChainRpcError(slug, error)
-    }
-  }
-
-  #operatorClients(slug: string): NetworkClients {
-    const clients = this.#clientsOf(slug)
-    if (clients.operator === undefined) throw new OperatorUnavailableError(slug)
-    return clients
   }
 
   // ------------------------------------------------------------------------------------------------ lenders
@@ -284,7 +100,7 @@ export class CreditService {
       this.token(network, symbol)
       assets[network.slug] = symbol
     }
-    const nowMs = this.#clock()
+    const nowMs = this.now()
     const { privateKey, sessionKey } = newSessionKey(lender, networks, assets, body.availableLiquidityAtomic, nowMs)
     const sessionAddress = sessionKey.address
     const response = await this.apply(
@@ -309,7 +125,7 @@ export class CreditService {
         // The stored response (idempotent replays) never holds the private key; only this caller gets it.
         return registered.ok ? { ...registered, value: { sessionKey, lender: registered.value } } : registered
       },
-      () => [this.#sessionKeys.putOp(lender, sessionKey), ...(evidence?.records() ?? [])],
+      () => [this.sessionKeyRecords.putOp(lender, sessionKey), ...(evidence?.records() ?? [])],
     )
     // Unfunded, the session wallet costs a membership entry only; its first transfer or approval makes it watched.
     for (const network of networks) this.watcher.watchWhenFunded(network.slug, sessionAddress)
@@ -318,7 +134,7 @@ export class CreditService {
 
   /** Every session key, to re-watch wallets after a restart. */
   *sessionKeys(): Generator<SessionKeyRecord> {
-    for (const { value } of this.#sessionKeys.iterate('')) yield value
+    for (const { value } of this.sessionKeyRecords.iterate('')) yield value
   }
 
   /**
@@ -327,8 +143,8 @@ export class CreditService {
    */
   pendingActions(lender: Address) {
     // The lender polling its own actions re-arms the funding window of a session wallet not yet seen funded.
-    const key = this.#sessionKeys.get(lender)
-    if (key !== undefined) for (const slug of Object.keys(key.policy.assets)) if (this.#clients.has(slug)) this.watcher.watchWhenFunded(slug, key.address)
+    const key = this.sessionKeyRecords.get(lender)
+    if (key !== undefined) for (const slug of Object.keys(key.policy.assets)) if (this.clients.has(slug)) this.watcher.watchWhenFunded(slug, key.address)
     return this.engine.liveLeasesOf(lender).flatMap((lease) => {
       const delivered = this.leaseAuthorization(lease)
       return delivered === undefined ? [] : [{ lease, ...delivered }]
@@ -362,7 +178,7 @@ export class CreditService {
    */
   async withdrawLiquidity(mutation: Mutation<{ lender: LenderView; actions: WalletAction[] }>, caller: Address, lender: Address, amountAtomic: bigint): Promise<StoredResponse> {
     return this.apply(mutation, () => {
-      const withdrawn = this.engine.withdrawLiquidity({ lender, amountAtomic, caller }, this.#clock())
+      const withdrawn = this.engine.withdrawLiquidity({ lender, amountAtomic, caller }, this.now())
       if (!withdrawn.ok) return withdrawn
       const actions = this.walletActions(lender).filter((action) => action.kind === 'withdraw')
       return { ...withdrawn, value: { lender: withdrawn.value, actions } }
@@ -374,18 +190,18 @@ export class CreditService {
     const offer = this.engine.getOffer(lease.offerId)
     if (offer === undefined) return undefined
     const network = this.network(lease.network)
-    return this.#leases.deliver(lease, offer, network, this.token(network, lease.asset).address, this.engine.config.insuranceShareBps)
+    return this.leaseDelivery.deliver(lease, offer, network, this.token(network, lease.asset).address, this.engine.config.insuranceShareBps)
   }
 
   // ------------------------------------------------------------------------------------------------ borrowers
 
   async registerSource(mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
-    if (body.validUntilMs <= this.#clock()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
+    if (body.validUntilMs <= this.now()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
     const attester = await verifyBackingAttestation(this.config.attesters, body, body.evidenceId)
     if (attester === undefined) {
       throw new AttestationInvalidError('evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields')
     }
-    return this.apply(mutation, () => this.engine.registerSource({ ...body, caller }, this.#clock()))
+    return this.apply(mutation, () => this.engine.registerSource({ ...body, caller }, this.now()))
   }
 
   async createJob(
@@ -395,7 +211,7 @@ export class CreditService {
   ): Promise<StoredResponse> {
     const network = this.network(body.network)
     const token = this.token(network, body.asset)
-    const fact = await this.#prove(network.slug, 'JobFunded', body.fundingTxHash, {
+    const fact = await this.prove(network.slug, 'JobFunded', body.fundingTxHash, {
       jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
     })
     const client = getAddress(fact.args.client)
@@ -411,7 +227,7 @@ export class CreditService {
         throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
       }
     }
-    const proof = this.#useProof(fact, `job:${body.jobId}`)
+    const proof = this.useProof(fact, `job:${body.jobId}`)
     return this.apply(
       mutation,
       () =>
@@ -427,7 +243,7 @@ export class CreditService {
             funding: { network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex },
             caller,
           },
-          this.#clock(),
+          this.now(),
         ),
       () => [proof],
     )
@@ -441,10 +257,10 @@ export class CreditService {
   ): Promise<StoredResponse> {
     const job = valueOf(this.engine.planCollateral({ jobId, caller }))
     const token = this.token(this.network(job.network), job.asset)
-    const fact = await this.#prove(job.network, 'CollateralPosted', body.txHash, {
+    const fact = await this.prove(job.network, 'CollateralPosted', body.txHash, {
       jobKey: jobKey(jobId), borrower: job.borrower, asset: token.address, amount: body.amountAtomic,
     })
-    const proof = this.#useProof(fact, `collateral:${jobId}`)
+    const proof = this.useProof(fact, `collateral:${jobId}`)
     return this.apply(
       mutation,
       () =>
@@ -456,7 +272,7 @@ export class CreditService {
             amountAtomic: fact.args.amount,
             proof: { network: job.network, txHash: fact.txHash, logIndex: fact.logIndex },
           },
-          this.#clock(),
+          this.now(),
         ),
       () => [proof],
     )
@@ -471,18 +287,18 @@ export class CreditService {
     this.token(network, body.asset)
     // The engine checks the supplier against its directory (src/engine/suppliers.ts): unknown, unverified or not
     // allowed, the request is declined.
-    return this.apply(mutation, () => this.engine.requestCredit({ ...body, caller }, this.#clock()))
+    return this.apply(mutation, () => this.engine.requestCredit({ ...body, caller }, this.now()))
   }
 
   // ------------------------------------------------------------------------------------------------ supplier directory
 
   async putSupplier(mutation: Mutation<SupplierRecord>, caller: Address, domain: string, body: Omit<SupplierInput, 'domain'>): Promise<StoredResponse> {
     for (const slug of Object.keys(body.addresses)) this.network(slug)
-    return this.apply(mutation, () => this.engine.putSupplier({ ...body, domain, caller }, this.#clock()))
+    return this.apply(mutation, () => this.engine.putSupplier({ ...body, domain, caller }, this.now()))
   }
 
   async removeSupplier(mutation: Mutation<SupplierRecord>, caller: Address, domain: string): Promise<StoredResponse> {
-    return this.apply(mutation, () => this.engine.removeSupplier({ domain, caller }, this.#clock()))
+    return this.apply(mutation, () => this.engine.removeSupplier({ domain, caller }, this.now()))
   }
 
   /**
@@ -491,14 +307,14 @@ export class CreditService {
    */
   async seedSuppliers(entries: readonly SupplierInput[]): Promise<void> {
     for (const entry of entries) for (const slug of Object.keys(entry.addresses)) this.network(slug)
-    await this.#run(null, () => this.engine.seedSuppliers(entries, this.#clock()), () => [])
+    await this.run(null, () => this.engine.seedSuppliers(entries, this.now()), () => [])
   }
 
   async match(mutation: Mutation<MatchOutcome>, caller: Address, offerId: string): Promise<StoredResponse> {
     try {
-      return await this.apply(mutation, () => this.engine.matchOffer({ offerId, caller }, this.#clock()))
+      return await this.apply(mutation, () => this.engine.matchOffer({ offerId, caller }, this.now()))
     } catch (error) {
-      if (refusedWith(error, 'offer_not_found')) throw this.#missing('offer', offerId)
+      if (refusedWith(error, 'offer_not_found')) throw this.missing('offer', offerId)
       // Dispatch (the ticker or any caller) may have leased the offer already: the match asked for exists, answer
       // it, but only once the commit that created it is durable (an empty commit queues behind it), or a crash could
       // lose a lease this answer acknowledged.
@@ -511,7 +327,7 @@ export class CreditService {
   }
 
   async dispatch(mutation: Mutation<DispatchOutcome>): Promise<StoredResponse> {
-    return this.apply(mutation, () => this.engine.dispatch(this.#clock()), (outcome) => this.#liftedPassport(outcome))
+    return this.apply(mutation, () => this.engine.dispatch(this.now()), (outcome) => this.#liftedPassport(outcome))
   }
 
   /**
@@ -539,12 +355,12 @@ export class CreditService {
         payer: getAddress(payer), supplier: getAddress(supplier), asset: symbolOf.get(asset.toLowerCase()) ?? asset, amountAtomic: amount,
       }
     })
-    const pastLease: PastLeaseOf = (leaseId) => this.#stored('lease', leaseId, leaseViewFromSnapshot)
+    const pastLease: PastLeaseOf = (leaseId) => this.stored('lease', leaseId, leaseViewFromSnapshot)
     let outcome: ChainObservationOutcome | null = null
     // The advances the batch's repayments name, read before the command (one that ends repaid leaves memory in it).
     const repaidAdvances = new Map<string, AdvanceView>()
     let changedEngine = false
-    await this.#run<ChainObservationOutcome>(
+    await this.run<ChainObservationOutcome>(
       null,
       () => {
         for (const fact of facts) {
@@ -554,13 +370,13 @@ export class CreditService {
         // In the command's synchronous section: a report queued its proof before, or it will find this one.
         const fresh = facts.filter((fact) => !this.store.proofs.has(fact.proofKey))
         const observed = { network: network.slug, toBlock: batch.toBlock, toBlockHash: batch.toBlockHash, toBlockTimeMs: batch.toBlockTimeMs, events: fresh }
-        const result = this.engine.observeChain(observed, this.#clock(), pastLease)
+        const result = this.engine.observeChain(observed, this.now(), pastLease)
         changedEngine = result.ok && result.changes.length > 0
         return result
       },
       (value) => {
         outcome = value
-        const usedAtMs = this.#clock()
+        const usedAtMs = this.now()
         const proofs = value.advances.map((advance, i) => this.store.proofs.addOp(value.appliedProofKeys[i] as string, { usedBy: `offer:${advance.offerId}`, usedAtMs }))
         const repaid = value.repayments.flatMap(({ proofKey, receipt }) => [
           this.store.proofs.addOp(proofKey, { usedBy: `advance:${receipt.advanceId}`, usedAtMs }),
@@ -621,9 +437,9 @@ export class CreditService {
     if (!plan.ok && plan.error.code === 'offer_not_found') {
       // An offer that reached a final state left memory: the late report of a lender whose lease expired, after the
       // offer was rematched and funded, must learn that its own lease expired (spec section 3).
-      const closed = this.#stored('offer', offerId, offerViewFromSnapshot)
+      const closed = this.stored('offer', offerId, offerViewFromSnapshot)
       if (closed !== undefined) {
-        const leaseOf = (id: string) => this.engine.getLease(id) ?? this.#stored('lease', id, leaseViewFromSnapshot)
+        const leaseOf = (id: string) => this.engine.getLease(id) ?? this.stored('lease', id, leaseViewFromSnapshot)
         throw new EngineRefusedError(supplierPaymentOnClosedOffer(closed, leaseOf, body.lender))
       }
     }
@@ -632,14 +448,14 @@ export class CreditService {
     const token = this.token(this.network(lease.network), lease.asset)
     // The contract checked the lease's authorization (payer, supplier, amount, deadline); the report must show the
     // SupplierPaid of this offer's key by the leased session key to the offer's supplier, for the offer's amount.
-    const fact = await this.#prove(lease.network, 'SupplierPaid', body.supplierPaymentId, {
+    const fact = await this.prove(lease.network, 'SupplierPaid', body.supplierPaymentId, {
       offerKey: offer.offerKey, payer: lease.payer, supplier: lease.supplierAddress, asset: token.address, amount: lease.amountAtomic,
     })
     if (this.store.proofs.has(fact.proofKey)) {
       const late = await answered()
       if (late !== undefined) return late
     }
-    const proof = this.#useProof(fact, `offer:${offerId}`)
+    const proof = this.useProof(fact, `offer:${offerId}`)
     return this.apply(
       mutation,
       () =>
@@ -648,7 +464,7 @@ export class CreditService {
             network: lease.network, txHash: fact.txHash, logIndex: fact.logIndex, offerId, payer: fact.args.payer,
             supplier: fact.args.supplier, asset: lease.asset, amountAtomic: fact.args.amount, caller,
           },
-          this.#clock(),
+          this.now(),
         ),
       () => [proof],
     )
@@ -656,9 +472,9 @@ export class CreditService {
 
   async repay(mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
     const known = this.view('advance', advanceId)
-    if (known === undefined) throw this.#missing('advance', advanceId)
+    if (known === undefined) throw this.missing('advance', advanceId)
     // On chain the advance's lender is the session wallet that paid (repayments recycle into the wallet that lends).
-    const fact = await this.#prove(known.network, 'Repaid', body.txHash, { offerKey: known.advanceKey, lender: known.payer })
+    const fact = await this.prove(known.network, 'Repaid', body.txHash, { offerKey: known.advanceKey, lender: known.payer })
     // The report is the fast path: when the chain follower counted this payment first (the advance may even be
     // repaid and closed by it), the answer is the same receipt, once the commit that counted it is durable.
     const counted = this.#countedRepayment(advanceId, fact)
@@ -666,9 +482,9 @@ export class CreditService {
       await this.store.commit({})
       return mutation.encode(counted)
     }
-    const plan = this.#live(this.engine.planRepayment(advanceId), 'advance', advanceId)
+    const plan = this.live(this.engine.planRepayment(advanceId), 'advance', advanceId)
     const advance = this.engine.getAdvance(advanceId) as AdvanceView
-    const proof = this.#useProof(fact, `advance:${advanceId}`)
+    const proof = this.useProof(fact, `advance:${advanceId}`)
     return this.apply(
       mutation,
       () =>
@@ -685,7 +501,7 @@ export class CreditService {
             lenderOwedAtomic: fact.args.lenderOwed,
             reserveOwedAtomic: fact.args.reserveOwed,
           },
-          this.#clock(),
+          this.now(),
         ),
       (receipt) => [proof, ...this.#repaidPassport(receipt, advance)],
     )
@@ -701,7 +517,7 @@ export class CreditService {
   /** The passport records an advance repaid once, by the payment after which nothing is owed (reported or observed). */
   #repaidPassport(receipt: RepaymentReceipt, advance: Pick<AdvanceView, 'borrower' | 'source'> | undefined): RecordWrite[] {
     if (!receipt.repaid || advance === undefined) return []
-    return this.#passportWrites([{
+    return this.passportWrites([{
       agent: advance.borrower,
       kind: 'advance_repaid',
       details: {
@@ -712,9 +528,42 @@ export class CreditService {
     }])
   }
 
+  /**
+   * Sends an operator transaction (settleJob, failJob, liquidate) and returns its hash and events. When the contract
+   * answers that it was already done (`alreadyDone(error)`), the earlier transaction is looked up and returned: a
+   * crash between an operator transaction and its commit is repaired by the next attempt. Any other refusal of the
+   * contract is raised (ContractRevertError), and nothing is recorded; any other failure is the chain's (ChainRpcError).
+   */
+  async #operatorSend(
+    slug: string,
+    send: (clients: NetworkClients) => Promise<OperatorReceipt>,
+    earlier: { alreadyDone: (error: ContractRevertError) => boolean; find: (clients: NetworkClients) => Promise<EarlierOperatorTx | undefined> },
+  ): Promise<{ txHash: Hex; facts: OperatorReceipt['facts'] }> {
+    const clients = this.#operatorClients(slug)
+    try {
+      return await send(clients)
+    } catch (error) {
+      if (error instanceof ContractRevertError) {
+        if (earlier.alreadyDone(error)) {
+          const found = await earlier.find(clients).catch(() => undefined)
+          if (found !== undefined) return found
+        }
+        throw error
+      }
+      if (error instanceof OperatorUnavailableError) throw error
+      throw new ChainRpcError(slug, error)
+    }
+  }
+
+  #operatorClients(slug: string): NetworkClients {
+    const clients = this.clientsOf(slug)
+    if (clients.operator === undefined) throw new OperatorUnavailableError(slug)
+    return clients
+  }
+
   async completeJob(mutation: Mutation<JobSettlementReceipt>, caller: Address, jobId: string): Promise<StoredResponse> {
-    return this.#locks.run(`job:${jobId}`, async () => {
-      const plan = this.#live(this.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
+    return this.locks.run(`job:${jobId}`, async () => {
+      const plan = this.live(this.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
       const job = this.engine.getJob(jobId) as JobView
       const offerKeys = plan.advances.map((a) => (this.engine.getAdvance(a.advanceId) as AdvanceView).advanceKey)
       const settled = await this.#operatorSend(job.network, (clients) => sendSettleJob(clients, { jobId, offerKeys }), {
@@ -725,13 +574,13 @@ export class CreditService {
       if (paid === undefined || paid.args.toLenders !== plan.toLendersAtomic || paid.args.toReserve !== plan.toReserveAtomic) {
         throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
       }
-      return this.apply(mutation, () => this.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, this.#clock()))
+      return this.apply(mutation, () => this.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, this.now()))
     })
   }
 
   async failJob(mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
-    return this.#locks.run(`job:${jobId}`, async () => {
-      const plan = this.#live(this.engine.planJobFailure({ jobId, caller }), 'job', jobId)
+    return this.locks.run(`job:${jobId}`, async () => {
+      const plan = this.live(this.engine.planJobFailure({ jobId, caller }), 'job', jobId)
       // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
       const failed = await this.#operatorSend(plan.network, (clients) => sendFailJob(clients, { jobId }), {
         alreadyDone: (error) => error.errorName === 'JobNotOpen',
@@ -744,24 +593,24 @@ export class CreditService {
         return await this.apply(
           mutation,
           () => {
-            const result = this.engine.failJob({ jobId, reason: body.reason, caller }, this.#clock())
+            const result = this.engine.failJob({ jobId, reason: body.reason, caller }, this.now())
             if (!result.ok) return result
             const event = result.value
-            const recorded = this.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, txHash: failed.txHash } }], this.#clock())
+            const recorded = this.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, txHash: failed.txHash } }], this.now())
             writes = recorded.writes
             return { ...result, value: { ...event, signed: recorded.events[0] as SignedPassportEvent } }
           },
           () => writes,
         )
       } catch (error) {
-        throw refusedWith(error, 'job_not_found') ? this.#missing('job', jobId) : error
+        throw refusedWith(error, 'job_not_found') ? this.missing('job', jobId) : error
       }
     })
   }
 
   async liquidate(mutation: Mutation<LiquidationReceipt>, caller: Address, advanceId: string): Promise<StoredResponse> {
-    return this.#locks.run(`advance:${advanceId}`, async () => {
-      const plan = this.#live(this.engine.planLiquidation({ advanceId, caller }, this.#clock()), 'advance', advanceId)
+    return this.locks.run(`advance:${advanceId}`, async () => {
+      const plan = this.live(this.engine.planLiquidation({ advanceId, caller }, this.now()), 'advance', advanceId)
       const advance = this.engine.getAdvance(advanceId) as AdvanceView
       // The contract computes the recovery (collateral, backing, reserve, shortfall); the backing it cannot see is
       // the engine's, bounded by the attested liquidation value left.
@@ -782,9 +631,9 @@ export class CreditService {
       }
       return this.apply(
         mutation,
-        () => this.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, this.#clock()),
+        () => this.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, this.now()),
         // A liquidation that recovered everything leaves the borrower owing nothing; a shortfall is a debt unpaid.
-        (receipt) => receipt.shortfallAtomic === 0n ? [] : this.#passportWrites([{
+        (receipt) => receipt.shortfallAtomic === 0n ? [] : this.passportWrites([{
           agent: receipt.borrower,
           kind: 'liquidated_with_shortfall',
           details: {
@@ -794,38 +643,5 @@ export class CreditService {
         }]),
       )
     })
-  }
-
-  // ------------------------------------------------------------------------------------------------ reads
-
-  /** A job, offer or advance by id: live from the engine, final from the store; undefined when never seen. */
-  view(kind: 'job', id: string): JobView | undefined
-  view(kind: 'offer', id: string): OfferView | undefined
-  view(kind: 'advance', id: string): AdvanceView | undefined
-  view(kind: 'job' | 'offer' | 'advance', id: string): JobView | OfferView | AdvanceView | undefined {
-    if (kind === 'job') return this.engine.getJob(id) ?? this.#stored('job', id, jobViewFromSnapshot)
-    if (kind === 'offer') return this.engine.getOffer(id) ?? this.#stored('offer', id, offerViewFromSnapshot)
-    return this.engine.getAdvance(id) ?? this.#stored('advance', id, advanceViewFromSnapshot)
-  }
-
-  /** A final actor, read from the store (final actors leave memory). */
-  #stored<V>(kind: 'job' | 'offer' | 'lease' | 'advance', id: string, view: (snapshot: unknown) => V): V | undefined {
-    const inFlight = this.#endedInFlight.get(`${kind}:${id}`)
-    if (inFlight !== undefined) return view(inFlight.record)
-    const entry = this.store.getSnapshot(kind, id)
-    return entry === undefined ? undefined : view(entry.snapshot)
-  }
-
-  /** The engine's refusal of an id it does not hold live: never seen (not found), or final in the store (closed). */
-  #missing(kind: 'job' | 'offer' | 'advance', id: string): EngineRefusedError {
-    const entry = this.store.getSnapshot(kind, id)
-    if (entry === undefined) return new EngineRefusedError({ class: 'not_found', code: `${kind}_not_found`, message: `no ${kind} ${id}` })
-    return new EngineRefusedError({ class: 'conflict', code: `${kind}_closed`, message: `${kind} ${id} has reached a final state` })
-  }
-
-  /** The value of a query on a live actor; an id the engine does not hold is told apart as never seen or closed. */
-  #live<T>(result: EngineResult<T>, kind: 'job' | 'offer' | 'advance', id: string): T {
-    if (!result.ok && result.error.code === `${kind}_not_found`) throw this.#missing(kind, id)
-    return valueOf(result)
   }
 }
