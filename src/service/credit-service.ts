@@ -55,6 +55,7 @@ import { walletActions, type WalletAction } from './wallet-actions.ts'
 import type { PassportBook, PassportFact } from '../passport/book.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
 import { refusedWith, ServiceCore, valueOf } from './core.ts'
+import * as lenders from './lenders.ts'
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
@@ -67,6 +68,14 @@ export type FailedJob = PassportEvent & { signed: SignedPassportEvent }
 type Bound<F> = F extends (service: ServiceCore, ...args: infer A) => infer R ? (...args: A) => R : never
 
 export class CreditService extends ServiceCore {
+  // ------------------------------------------------------------------------------------------------ lenders.ts
+  readonly registerLender: Bound<typeof lenders.registerLender> = (...args) => lenders.registerLender(this, ...args)
+  readonly sessionKeys: Bound<typeof lenders.sessionKeys> = (...args) => lenders.sessionKeys(this, ...args)
+  readonly pendingActions: Bound<typeof lenders.pendingActions> = (...args) => lenders.pendingActions(this, ...args)
+  readonly walletActions: Bound<typeof lenders.walletActions> = (...args) => lenders.walletActions(this, ...args)
+  readonly withdrawLiquidity: Bound<typeof lenders.withdrawLiquidity> = (...args) => lenders.withdrawLiquidity(this, ...args)
+  readonly leaseAuthorization: Bound<typeof lenders.leaseAuthorization> = (...args) => lenders.leaseAuthorization(this, ...args)
+
   // ------------------------------------------------------------------------------------------------ commands of one line
 
   /**
@@ -82,115 +91,6 @@ export class CreditService extends ServiceCore {
     return this.passportWrites(outcome.suspensionsLifted.map((lift) => ({
       agent: lift.borrower, kind: 'suspension_lifted', details: { suspendedAtMs: lift.suspendedAtMs, borrowerReputationBps: lift.borrowerReputationBps },
     })))
-  }
-
-  // ------------------------------------------------------------------------------------------------ lenders
-
-  async registerLender(
-    mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderView }>,
-    lender: Address,
-    body: Omit<RegisterLenderInput, 'address' | 'sessionAddress' | 'reputationBps' | 'reliabilityBps'>,
-    /** ERC-8004 evidence already verified (src/reputation/links.ts): the initial reputation and the link's writes. */
-    evidence?: { reputationBps: number; records: () => RecordWrite[] },
-  ): Promise<{ response: StoredResponse; privateKey: Hex }> {
-    const networks = [...new Set(body.networks)].map((slug) => this.network(slug))
-    const assets: Record<string, string> = {}
-    for (const network of networks) {
-      const symbol = body.assets?.[network.slug] ?? body.asset
-      this.token(network, symbol)
-      assets[network.slug] = symbol
-    }
-    const nowMs = this.now()
-    const { privateKey, sessionKey } = newSessionKey(lender, networks, assets, body.availableLiquidityAtomic, nowMs)
-    const sessionAddress = sessionKey.address
-    const response = await this.apply(
-      mutation,
-      () => {
-        const registered = this.engine.registerLender(
-          {
-            address: lender,
-            sessionAddress,
-            availableLiquidityAtomic: body.availableLiquidityAtomic,
-            asset: body.asset,
-            // The body's own map: the engine refuses one that names a network the lender does not list.
-            assets: { ...assets, ...body.assets },
-            networks: networks.map((n) => n.slug),
-            minFeeBps: body.minFeeBps,
-            maxDurationSeconds: body.maxDurationSeconds,
-            acceptedRiskBands: body.acceptedRiskBands,
-            ...(evidence === undefined ? {} : { reputationBps: evidence.reputationBps }),
-          },
-          nowMs,
-        )
-        // The stored response (idempotent replays) never holds the private key; only this caller gets it.
-        return registered.ok ? { ...registered, value: { sessionKey, lender: registered.value } } : registered
-      },
-      () => [this.sessionKeyRecords.putOp(lender, sessionKey), ...(evidence?.records() ?? [])],
-    )
-    // Unfunded, the session wallet costs a membership entry only; its first transfer or approval makes it watched.
-    for (const network of networks) this.watcher.watchWhenFunded(network.slug, sessionAddress)
-    return { response, privateKey }
-  }
-
-  /** Every session key, to re-watch wallets after a restart. */
-  *sessionKeys(): Generator<SessionKeyRecord> {
-    for (const { value } of this.sessionKeyRecords.iterate('')) yield value
-  }
-
-  /**
-   * Each live lease of `lender` with its authorization (the service's EIP-712 signature over the lease's terms, which
-   * the contract checks) and the unsigned paySupplier transaction that carries it, for the session key to send.
-   */
-  pendingActions(lender: Address) {
-    // The lender polling its own actions re-arms the funding window of a session wallet not yet seen funded.
-    const key = this.sessionKeyRecords.get(lender)
-    if (key !== undefined) for (const slug of Object.keys(key.policy.assets)) if (this.clients.has(slug)) this.watcher.watchWhenFunded(slug, key.address)
-    return this.engine.liveLeasesOf(lender).flatMap((lease) => {
-      const delivered = this.leaseAuthorization(lease)
-      return delivered === undefined ? [] : [{ lease, ...delivered }]
-    })
-  }
-
-  /**
-   * What brings each of the lender's session wallets to its policy (wallet-actions.ts): top-up and approve when the
-   * wallet is short, the session key's transfer back when it holds more than the policy and its live leases need.
-   */
-  walletActions(lender: Address): WalletAction[] {
-    const record = this.engine.getLender(lender)
-    if (record === undefined) return []
-    return record.networks.flatMap((slug) => {
-      const asset = record.assets[slug] ?? record.asset
-      return walletActions({
-        lender: record.address,
-        sessionAddress: record.sessionAddress,
-        network: this.network(slug),
-        asset,
-        policyAvailableAtomic: record.policyAvailableAtomic,
-        reservedAtomic: this.engine.walletReservedAtomic(record.address, slug, asset),
-        holding: this.watcher.holding(slug, asset, record.sessionAddress),
-      })
-    })
-  }
-
-  /**
-   * The lender lowers what the service may lend (the engine's withdrawLiquidity); the answer carries the transfers
-   * back that its session key can send now.
-   */
-  async withdrawLiquidity(mutation: Mutation<{ lender: LenderView; actions: WalletAction[] }>, caller: Address, lender: Address, amountAtomic: bigint): Promise<StoredResponse> {
-    return this.apply(mutation, () => {
-      const withdrawn = this.engine.withdrawLiquidity({ lender, amountAtomic, caller }, this.now())
-      if (!withdrawn.ok) return withdrawn
-      const actions = this.walletActions(lender).filter((action) => action.kind === 'withdraw')
-      return { ...withdrawn, value: { lender: withdrawn.value, actions } }
-    })
-  }
-
-  /** The authorization of a live lease and its paySupplier transaction; undefined when the offer left memory or the network has no lease signer. */
-  leaseAuthorization(lease: LeaseView): DeliveredLease | undefined {
-    const offer = this.engine.getOffer(lease.offerId)
-    if (offer === undefined) return undefined
-    const network = this.network(lease.network)
-    return this.leaseDelivery.deliver(lease, offer, network, this.token(network, lease.asset).address, this.engine.config.insuranceShareBps)
   }
 
   // ------------------------------------------------------------------------------------------------ borrowers
