@@ -56,6 +56,7 @@ import type { PassportBook, PassportFact } from '../passport/book.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
 import { refusedWith, ServiceCore, valueOf } from './core.ts'
 import * as lenders from './lenders.ts'
+import * as borrowers from './borrowers.ts'
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
@@ -76,6 +77,12 @@ export class CreditService extends ServiceCore {
   readonly withdrawLiquidity: Bound<typeof lenders.withdrawLiquidity> = (...args) => lenders.withdrawLiquidity(this, ...args)
   readonly leaseAuthorization: Bound<typeof lenders.leaseAuthorization> = (...args) => lenders.leaseAuthorization(this, ...args)
 
+  // ------------------------------------------------------------------------------------------------ borrowers.ts
+  readonly registerSource: Bound<typeof borrowers.registerSource> = (...args) => borrowers.registerSource(this, ...args)
+  readonly createJob: Bound<typeof borrowers.createJob> = (...args) => borrowers.createJob(this, ...args)
+  readonly postCollateral: Bound<typeof borrowers.postCollateral> = (...args) => borrowers.postCollateral(this, ...args)
+  readonly requestCredit: Bound<typeof borrowers.requestCredit> = (...args) => borrowers.requestCredit(this, ...args)
+
   // ------------------------------------------------------------------------------------------------ commands of one line
 
   /**
@@ -91,103 +98,6 @@ export class CreditService extends ServiceCore {
     return this.passportWrites(outcome.suspensionsLifted.map((lift) => ({
       agent: lift.borrower, kind: 'suspension_lifted', details: { suspendedAtMs: lift.suspendedAtMs, borrowerReputationBps: lift.borrowerReputationBps },
     })))
-  }
-
-  // ------------------------------------------------------------------------------------------------ borrowers
-
-  async registerSource(mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
-    if (body.validUntilMs <= this.now()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
-    const attester = await verifyBackingAttestation(this.config.attesters, body, body.evidenceId)
-    if (attester === undefined) {
-      throw new AttestationInvalidError('evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields')
-    }
-    return this.apply(mutation, () => this.engine.registerSource({ ...body, caller }, this.now()))
-  }
-
-  async createJob(
-    mutation: Mutation<JobView>,
-    caller: Address,
-    body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string; borrowerConsent?: string | undefined },
-  ): Promise<StoredResponse> {
-    const network = this.network(body.network)
-    const token = this.token(network, body.asset)
-    const fact = await this.prove(network.slug, 'JobFunded', body.fundingTxHash, {
-      jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
-    })
-    const client = getAddress(fact.args.client)
-    // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
-    // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3). Who may create a job
-    // at all (its client or its borrower) is the engine's rule.
-    if (caller !== body.agent && caller === client) {
-      if (body.borrowerConsent === undefined) {
-        throw new BorrowerConsentError('borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it')
-      }
-      const terms = { jobId: body.jobId, network: network.slug, asset: token.symbol, receivableAtomic: body.receivableAtomic, client, dueAtMs: body.dueAtMs }
-      if (!(await verifyBorrowerConsent(body.agent, terms, body.borrowerConsent))) {
-        throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
-      }
-    }
-    const proof = this.useProof(fact, `job:${body.jobId}`)
-    return this.apply(
-      mutation,
-      () =>
-        this.engine.createJob(
-          {
-            jobId: body.jobId,
-            client,
-            borrower: body.agent,
-            network: network.slug,
-            asset: token.symbol,
-            receivableAtomic: body.receivableAtomic,
-            dueAtMs: body.dueAtMs,
-            funding: { network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex },
-            caller,
-          },
-          this.now(),
-        ),
-      () => [proof],
-    )
-  }
-
-  async postCollateral(
-    mutation: Mutation<CollateralPosition>,
-    caller: Address,
-    jobId: string,
-    body: { amountAtomic: bigint; txHash: string },
-  ): Promise<StoredResponse> {
-    const job = valueOf(this.engine.planCollateral({ jobId, caller }))
-    const token = this.token(this.network(job.network), job.asset)
-    const fact = await this.prove(job.network, 'CollateralPosted', body.txHash, {
-      jobKey: jobKey(jobId), borrower: job.borrower, asset: token.address, amount: body.amountAtomic,
-    })
-    const proof = this.useProof(fact, `collateral:${jobId}`)
-    return this.apply(
-      mutation,
-      () =>
-        this.engine.postCollateral(
-          {
-            jobId,
-            caller,
-            borrower: getAddress(fact.args.borrower),
-            amountAtomic: fact.args.amount,
-            proof: { network: job.network, txHash: fact.txHash, logIndex: fact.logIndex },
-          },
-          this.now(),
-        ),
-      () => [proof],
-    )
-  }
-
-  async requestCredit(
-    mutation: Mutation<UnderwritingDecision>,
-    caller: Address,
-    body: Omit<CreditRequestInput, 'supplierAddress'> & { supplierAddress?: Address },
-  ): Promise<StoredResponse> {
-    const network = this.network(body.network)
-    this.token(network, body.asset)
-    // The engine checks the supplier against its directory (src/engine/suppliers.ts): unknown, unverified or not
-    // allowed, the request is declined.
-    return this.apply(mutation, () => this.engine.requestCredit({ ...body, caller }, this.now()))
   }
 
   // ------------------------------------------------------------------------------------------------ supplier directory
