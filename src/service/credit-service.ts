@@ -57,6 +57,7 @@ import type { SignedPassportEvent } from '../passport/passport.ts'
 import { refusedWith, ServiceCore, valueOf } from './core.ts'
 import * as lenders from './lenders.ts'
 import * as borrowers from './borrowers.ts'
+import * as reports from './reports.ts'
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
@@ -82,6 +83,10 @@ export class CreditService extends ServiceCore {
   readonly createJob: Bound<typeof borrowers.createJob> = (...args) => borrowers.createJob(this, ...args)
   readonly postCollateral: Bound<typeof borrowers.postCollateral> = (...args) => borrowers.postCollateral(this, ...args)
   readonly requestCredit: Bound<typeof borrowers.requestCredit> = (...args) => borrowers.requestCredit(this, ...args)
+
+  // ------------------------------------------------------------------------------------------------ reports.ts
+  readonly recordSupplierPayment: Bound<typeof reports.recordSupplierPayment> = (...args) => reports.recordSupplierPayment(this, ...args)
+  readonly repay: Bound<typeof reports.repay> = (...args) => reports.repay(this, ...args)
 
   // ------------------------------------------------------------------------------------------------ commands of one line
 
@@ -190,7 +195,7 @@ export class CreditService extends ServiceCore {
         const proofs = value.advances.map((advance, i) => this.store.proofs.addOp(value.appliedProofKeys[i] as string, { usedBy: `offer:${advance.offerId}`, usedAtMs }))
         const repaid = value.repayments.flatMap(({ proofKey, receipt }) => [
           this.store.proofs.addOp(proofKey, { usedBy: `advance:${receipt.advanceId}`, usedAtMs }),
-          ...this.#repaidPassport(receipt, repaidAdvances.get(receipt.advanceId)),
+          ...reports.repaidPassport(this, receipt, repaidAdvances.get(receipt.advanceId)),
         ])
         // A batch that changed nothing (no event applied, chain time and leases as they were) is not written: the
         // follower moves on in memory, and after a restart it reads those empty blocks again, which changes nothing.
@@ -213,129 +218,6 @@ export class CreditService extends ServiceCore {
       lagBlocks: head === undefined ? null : Number(head - (cursor?.blockNumber ?? -1n)),
       ...(status.error === undefined ? {} : { error: status.error }),
     }
-  }
-
-  /**
-   * The advance of the offer when it is funded by the payment `txHash` of `lender`: a report of a payment already
-   * applied (the chain follower saw it first) answers the same advance.
-   */
-  #paidAdvance(offerId: string, lender: Address, txHash: string): AdvanceView | undefined {
-    const offer = this.view('offer', offerId)
-    if (offer?.advanceId == null) return undefined
-    const advance = this.view('advance', offer.advanceId)
-    if (advance === undefined || advance.lender !== lender || advance.payment.txHash.toLowerCase() !== txHash.toLowerCase()) return undefined
-    return advance
-  }
-
-  async recordSupplierPayment(
-    mutation: Mutation<AdvanceView>,
-    caller: Address,
-    offerId: string,
-    body: { lender: Address; supplierPaymentId: string },
-  ): Promise<StoredResponse> {
-    // The report is the fast path; when the chain follower applied the payment first, the answer is its advance,
-    // once the commit that created it is durable (an empty commit queues behind it).
-    const answered = async (): Promise<StoredResponse | undefined> => {
-      const advance = caller === body.lender ? this.#paidAdvance(offerId, body.lender, body.supplierPaymentId) : undefined
-      if (advance === undefined) return undefined
-      await this.store.commit({})
-      return mutation.encode(advance)
-    }
-    const early = await answered()
-    if (early !== undefined) return early
-    const plan = this.engine.planSupplierPayment({ offerId, lender: body.lender, caller })
-    if (!plan.ok && plan.error.code === 'offer_not_found') {
-      // An offer that reached a final state left memory: the late report of a lender whose lease expired, after the
-      // offer was rematched and funded, must learn that its own lease expired (spec section 3).
-      const closed = this.stored('offer', offerId, offerViewFromSnapshot)
-      if (closed !== undefined) {
-        const leaseOf = (id: string) => this.engine.getLease(id) ?? this.stored('lease', id, leaseViewFromSnapshot)
-        throw new EngineRefusedError(supplierPaymentOnClosedOffer(closed, leaseOf, body.lender))
-      }
-    }
-    const lease = valueOf(plan)
-    const offer = this.engine.getOffer(offerId) as OfferView
-    const token = this.token(this.network(lease.network), lease.asset)
-    // The contract checked the lease's authorization (payer, supplier, amount, deadline); the report must show the
-    // SupplierPaid of this offer's key by the leased session key to the offer's supplier, for the offer's amount.
-    const fact = await this.prove(lease.network, 'SupplierPaid', body.supplierPaymentId, {
-      offerKey: offer.offerKey, payer: lease.payer, supplier: lease.supplierAddress, asset: token.address, amount: lease.amountAtomic,
-    })
-    if (this.store.proofs.has(fact.proofKey)) {
-      const late = await answered()
-      if (late !== undefined) return late
-    }
-    const proof = this.useProof(fact, `offer:${offerId}`)
-    return this.apply(
-      mutation,
-      () =>
-        this.engine.recordSupplierPayment(
-          {
-            network: lease.network, txHash: fact.txHash, logIndex: fact.logIndex, offerId, payer: fact.args.payer,
-            supplier: fact.args.supplier, asset: lease.asset, amountAtomic: fact.args.amount, caller,
-          },
-          this.now(),
-        ),
-      () => [proof],
-    )
-  }
-
-  async repay(mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
-    const known = this.view('advance', advanceId)
-    if (known === undefined) throw this.missing('advance', advanceId)
-    // On chain the advance's lender is the session wallet that paid (repayments recycle into the wallet that lends).
-    const fact = await this.prove(known.network, 'Repaid', body.txHash, { offerKey: known.advanceKey, lender: known.payer })
-    // The report is the fast path: when the chain follower counted this payment first (the advance may even be
-    // repaid and closed by it), the answer is the same receipt, once the commit that counted it is durable.
-    const counted = this.#countedRepayment(advanceId, fact)
-    if (counted !== undefined) {
-      await this.store.commit({})
-      return mutation.encode(counted)
-    }
-    const plan = this.live(this.engine.planRepayment(advanceId), 'advance', advanceId)
-    const advance = this.engine.getAdvance(advanceId) as AdvanceView
-    const proof = this.useProof(fact, `advance:${advanceId}`)
-    return this.apply(
-      mutation,
-      () =>
-        this.engine.repayAdvance(
-          {
-            network: plan.network,
-            txHash: fact.txHash,
-            logIndex: fact.logIndex,
-            advanceId,
-            lender: fact.args.lender,
-            payer: fact.args.payer,
-            amountAtomic: fact.args.toLender,
-            reserveAmountAtomic: fact.args.toReserve,
-            lenderOwedAtomic: fact.args.lenderOwed,
-            reserveOwedAtomic: fact.args.reserveOwed,
-          },
-          this.now(),
-        ),
-      (receipt) => [proof, ...this.#repaidPassport(receipt, advance)],
-    )
-  }
-
-  /** The receipt of a repayment the advance has already counted (by its proof), or undefined. */
-  #countedRepayment(advanceId: string, fact: { txHash: string; logIndex: number }): RepaymentReceipt | undefined {
-    const advance = this.view('advance', advanceId)
-    const record = advance?.repayments.find((r) => r.kind === 'repaid' && r.txHash.toLowerCase() === fact.txHash.toLowerCase() && r.logIndex === fact.logIndex)
-    return advance === undefined || record === undefined ? undefined : repaymentReceiptOf(advance, record)
-  }
-
-  /** The passport records an advance repaid once, by the payment after which nothing is owed (reported or observed). */
-  #repaidPassport(receipt: RepaymentReceipt, advance: Pick<AdvanceView, 'borrower' | 'source'> | undefined): RecordWrite[] {
-    if (!receipt.repaid || advance === undefined) return []
-    return this.passportWrites([{
-      agent: advance.borrower,
-      kind: 'advance_repaid',
-      details: {
-        advanceId: receipt.advanceId, jobId: advance.source.kind === 'job' ? advance.source.id : null, network: receipt.network, asset: receipt.asset,
-        lender: receipt.lender, principalAtomic: receipt.principalAtomic, feeAtomic: receipt.feeAtomic,
-        lenderAmountAtomic: receipt.lenderAmountAtomic, reserveAmountAtomic: receipt.reserveAmountAtomic, txHash: receipt.txHash,
-      },
-    }])
   }
 
   /**
