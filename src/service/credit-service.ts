@@ -58,6 +58,7 @@ import { refusedWith, ServiceCore, valueOf } from './core.ts'
 import * as lenders from './lenders.ts'
 import * as borrowers from './borrowers.ts'
 import * as reports from './reports.ts'
+import * as chainObservation from './chain-observation.ts'
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
@@ -87,6 +88,10 @@ export class CreditService extends ServiceCore {
   // ------------------------------------------------------------------------------------------------ reports.ts
   readonly recordSupplierPayment: Bound<typeof reports.recordSupplierPayment> = (...args) => reports.recordSupplierPayment(this, ...args)
   readonly repay: Bound<typeof reports.repay> = (...args) => reports.repay(this, ...args)
+
+  // ------------------------------------------------------------------------------------------------ chain-observation.ts
+  readonly observeChain: Bound<typeof chainObservation.observeChain> = (...args) => chainObservation.observeChain(this, ...args)
+  readonly followerHealth: Bound<typeof chainObservation.followerHealth> = (...args) => chainObservation.followerHealth(this, ...args)
 
   // ------------------------------------------------------------------------------------------------ commands of one line
 
@@ -143,81 +148,6 @@ export class CreditService extends ServiceCore {
 
   async dispatch(mutation: Mutation<DispatchOutcome>): Promise<StoredResponse> {
     return this.apply(mutation, () => this.engine.dispatch(this.now()), (outcome) => this.#liftedPassport(outcome))
-  }
-
-  /**
-   * The chain follower's consumer for one network (src/chain/follower.ts): the batch's facts go to the engine as one
-   * command, and its changes, the used-proof records of the facts it applied and the follower's cursor (`cursor`)
-   * are ONE commit; the follower advances only once it is durable. A fact whose proof is already used (its report
-   * came first) is skipped: the same fact is applied once, however it arrives.
-   */
-  async observeChain(batch: ChainBatch, cursor: RecordWrite): Promise<ChainObservationOutcome | null> {
-    const network = this.network(batch.network)
-    const symbolOf = new Map(network.tokens.map((t) => [t.address.toLowerCase(), t.symbol]))
-    const facts: ChainEventFact[] = batch.events.map((event) => {
-      const fact = facilityFact(network.slug, event)
-      if (fact.name === 'Repaid') {
-        const { offerKey, payer, lender, toLender, toReserve, lenderOwed, reserveOwed } = fact.args
-        return {
-          kind: 'repaid', proofKey: fact.proofKey, advanceKey: offerKey, network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex,
-          payer: getAddress(payer), lender: getAddress(lender), amountAtomic: toLender, reserveAmountAtomic: toReserve, lenderOwedAtomic: lenderOwed, reserveOwedAtomic: reserveOwed,
-        }
-      }
-      if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
-      const { offerKey, payer, supplier, asset, amount } = fact.args
-      return {
-        kind: 'supplier_paid', proofKey: fact.proofKey, offerKey, network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex,
-        payer: getAddress(payer), supplier: getAddress(supplier), asset: symbolOf.get(asset.toLowerCase()) ?? asset, amountAtomic: amount,
-      }
-    })
-    const pastLease: PastLeaseOf = (leaseId) => this.stored('lease', leaseId, leaseViewFromSnapshot)
-    let outcome: ChainObservationOutcome | null = null
-    // The advances the batch's repayments name, read before the command (one that ends repaid leaves memory in it).
-    const repaidAdvances = new Map<string, AdvanceView>()
-    let changedEngine = false
-    await this.run<ChainObservationOutcome>(
-      null,
-      () => {
-        for (const fact of facts) {
-          const advance = fact.kind === 'repaid' ? this.engine.advanceByKey(fact.advanceKey) : undefined
-          if (advance !== undefined) repaidAdvances.set(advance.advanceId, advance)
-        }
-        // In the command's synchronous section: a report queued its proof before, or it will find this one.
-        const fresh = facts.filter((fact) => !this.store.proofs.has(fact.proofKey))
-        const observed = { network: network.slug, toBlock: batch.toBlock, toBlockHash: batch.toBlockHash, toBlockTimeMs: batch.toBlockTimeMs, events: fresh }
-        const result = this.engine.observeChain(observed, this.now(), pastLease)
-        changedEngine = result.ok && result.changes.length > 0
-        return result
-      },
-      (value) => {
-        outcome = value
-        const usedAtMs = this.now()
-        const proofs = value.advances.map((advance, i) => this.store.proofs.addOp(value.appliedProofKeys[i] as string, { usedBy: `offer:${advance.offerId}`, usedAtMs }))
-        const repaid = value.repayments.flatMap(({ proofKey, receipt }) => [
-          this.store.proofs.addOp(proofKey, { usedBy: `advance:${receipt.advanceId}`, usedAtMs }),
-          ...reports.repaidPassport(this, receipt, repaidAdvances.get(receipt.advanceId)),
-        ])
-        // A batch that changed nothing (no event applied, chain time and leases as they were) is not written: the
-        // follower moves on in memory, and after a restart it reads those empty blocks again, which changes nothing.
-        if (!changedEngine && proofs.length === 0 && repaid.length === 0) return []
-        return [...proofs, ...repaid, cursor]
-      },
-    )
-    return outcome
-  }
-
-  /** Health of the network's chain follower: its state, last applied block and time, and lag behind the head. */
-  followerHealth(slug: string): { state: 'starting' | 'ok' | 'degraded' | 'stopped'; block: string | null; chainTime: string | null; lagBlocks: number | null; error?: string } {
-    const status = this.followers.get(slug)?.status()
-    if (status === undefined) return { state: 'stopped', block: null, chainTime: null, lagBlocks: null, error: 'no chain follower runs for this network' }
-    const { cursor, head } = status
-    return {
-      state: status.state,
-      block: cursor === undefined ? null : cursor.blockNumber.toString(),
-      chainTime: cursor === undefined ? null : new Date(cursor.blockTimeMs).toISOString(),
-      lagBlocks: head === undefined ? null : Number(head - (cursor?.blockNumber ?? -1n)),
-      ...(status.error === undefined ? {} : { error: status.error }),
-    }
   }
 
   /**
