@@ -13,52 +13,17 @@
 //   chain-observation.ts  the chain follower's consumer and its health
 //   operator-commands.ts  settlement, failure and liquidation: the operator's transaction first, then the record
 // Matching, dispatch (and its ticker) and the supplier directory are one command each, here.
-import { getAddress, type Address, type Hex } from 'viem'
-import {
-  advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, recoveryAmounts, repaymentReceiptOf, supplierPaymentOnClosedOffer, type Engine,
-  type ChainEventFact, type ChainObservationOutcome, type PastLeaseOf,
-} from '../engine/engine.ts'
-import { EngineRefusedError } from '../engine/errors.ts'
-import type {
-  AdvanceView, Change, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView, LeaseView,
-  LenderRecord, LenderView, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
-  SourceRecord, SupplierInput, SupplierRecord, UnderwritingDecision,
-} from '../engine/types.ts'
-import type { NetworkClients } from '../chain/clients.ts'
-import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig } from '../chain/config.ts'
-import { jobKey } from '../chain/ids.ts'
-import {
-  ContractRevertError,
-  findEarlierOperatorTx,
-  OperatorUnavailableError,
-  sendFailJob,
-  sendLiquidate,
-  sendSettleJob,
-  type EarlierOperatorTx,
-  type OperatorReceipt,
-} from '../chain/operator.ts'
-import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
-import { verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
-import { facilityFact, type FacilityEventName } from '../chain/events-v2.ts'
-import type { ChainBatch, ChainFollower } from '../chain/follower.ts'
-import type { WalletWatcher } from '../chain/watcher.ts'
-import { DurableFeed, type DurableListener } from './durable-feed.ts'
-import { LeaseDelivery, type DeliveredLease } from './lease-delivery.ts'
-import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
-import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
-import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
-import type { ServiceConfig } from '../app/config.ts'
-import type { Mutation } from './mutation.ts'
-import { KeyedMutex } from './mutex.ts'
-import { isSessionKeyRecord, newSessionKey, type SessionKeyRecord } from './session-keys.ts'
-import { walletActions, type WalletAction } from './wallet-actions.ts'
-import type { PassportBook, PassportFact } from '../passport/book.ts'
+import type { Address } from 'viem'
+import type { DispatchOutcome, MatchOutcome, PassportEvent, SupplierInput, SupplierRecord } from '../engine/types.ts'
+import type { RecordWrite, StoredResponse } from '../store/index.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
-import { refusedWith, ServiceCore, valueOf } from './core.ts'
+import type { Mutation } from './mutation.ts'
+import { refusedWith, ServiceCore } from './core.ts'
 import * as lenders from './lenders.ts'
 import * as borrowers from './borrowers.ts'
 import * as reports from './reports.ts'
 import * as chainObservation from './chain-observation.ts'
+import * as operatorCommands from './operator-commands.ts'
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
@@ -92,6 +57,11 @@ export class CreditService extends ServiceCore {
   // ------------------------------------------------------------------------------------------------ chain-observation.ts
   readonly observeChain: Bound<typeof chainObservation.observeChain> = (...args) => chainObservation.observeChain(this, ...args)
   readonly followerHealth: Bound<typeof chainObservation.followerHealth> = (...args) => chainObservation.followerHealth(this, ...args)
+
+  // ------------------------------------------------------------------------------------------------ operator-commands.ts
+  readonly completeJob: Bound<typeof operatorCommands.completeJob> = (...args) => operatorCommands.completeJob(this, ...args)
+  readonly failJob: Bound<typeof operatorCommands.failJob> = (...args) => operatorCommands.failJob(this, ...args)
+  readonly liquidate: Bound<typeof operatorCommands.liquidate> = (...args) => operatorCommands.liquidate(this, ...args)
 
   // ------------------------------------------------------------------------------------------------ commands of one line
 
@@ -148,122 +118,5 @@ export class CreditService extends ServiceCore {
 
   async dispatch(mutation: Mutation<DispatchOutcome>): Promise<StoredResponse> {
     return this.apply(mutation, () => this.engine.dispatch(this.now()), (outcome) => this.#liftedPassport(outcome))
-  }
-
-  /**
-   * Sends an operator transaction (settleJob, failJob, liquidate) and returns its hash and events. When the contract
-   * answers that it was already done (`alreadyDone(error)`), the earlier transaction is looked up and returned: a
-   * crash between an operator transaction and its commit is repaired by the next attempt. Any other refusal of the
-   * contract is raised (ContractRevertError), and nothing is recorded; any other failure is the chain's (ChainRpcError).
-   */
-  async #operatorSend(
-    slug: string,
-    send: (clients: NetworkClients) => Promise<OperatorReceipt>,
-    earlier: { alreadyDone: (error: ContractRevertError) => boolean; find: (clients: NetworkClients) => Promise<EarlierOperatorTx | undefined> },
-  ): Promise<{ txHash: Hex; facts: OperatorReceipt['facts'] }> {
-    const clients = this.#operatorClients(slug)
-    try {
-      return await send(clients)
-    } catch (error) {
-      if (error instanceof ContractRevertError) {
-        if (earlier.alreadyDone(error)) {
-          const found = await earlier.find(clients).catch(() => undefined)
-          if (found !== undefined) return found
-        }
-        throw error
-      }
-      if (error instanceof OperatorUnavailableError) throw error
-      throw new ChainRpcError(slug, error)
-    }
-  }
-
-  #operatorClients(slug: string): NetworkClients {
-    const clients = this.clientsOf(slug)
-    if (clients.operator === undefined) throw new OperatorUnavailableError(slug)
-    return clients
-  }
-
-  async completeJob(mutation: Mutation<JobSettlementReceipt>, caller: Address, jobId: string): Promise<StoredResponse> {
-    return this.locks.run(`job:${jobId}`, async () => {
-      const plan = this.live(this.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
-      const job = this.engine.getJob(jobId) as JobView
-      const offerKeys = plan.advances.map((a) => (this.engine.getAdvance(a.advanceId) as AdvanceView).advanceKey)
-      const settled = await this.#operatorSend(job.network, (clients) => sendSettleJob(clients, { jobId, offerKeys }), {
-        alreadyDone: (error) => error.errorName === 'JobNotOpen',
-        find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobSettled', jobId }, job.funding.txHash),
-      })
-      const paid = settled.facts.find((f): f is FacilityFactOf<'JobSettled'> => f.name === 'JobSettled')
-      if (paid === undefined || paid.args.toLenders !== plan.toLendersAtomic || paid.args.toReserve !== plan.toReserveAtomic) {
-        throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
-      }
-      return this.apply(mutation, () => this.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, this.now()))
-    })
-  }
-
-  async failJob(mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
-    return this.locks.run(`job:${jobId}`, async () => {
-      const plan = this.live(this.engine.planJobFailure({ jobId, caller }), 'job', jobId)
-      // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
-      const failed = await this.#operatorSend(plan.network, (clients) => sendFailJob(clients, { jobId }), {
-        alreadyDone: (error) => error.errorName === 'JobNotOpen',
-        find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
-      })
-      try {
-        // The spec's /fail response is this event's content, with the passport's signed copy (which adds the failJob
-        // transaction) beside it: signed in the command's synchronous section, written in the same commit.
-        let writes: RecordWrite[] = []
-        return await this.apply(
-          mutation,
-          () => {
-            const result = this.engine.failJob({ jobId, reason: body.reason, caller }, this.now())
-            if (!result.ok) return result
-            const event = result.value
-            const recorded = this.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, txHash: failed.txHash } }], this.now())
-            writes = recorded.writes
-            return { ...result, value: { ...event, signed: recorded.events[0] as SignedPassportEvent } }
-          },
-          () => writes,
-        )
-      } catch (error) {
-        throw refusedWith(error, 'job_not_found') ? this.missing('job', jobId) : error
-      }
-    })
-  }
-
-  async liquidate(mutation: Mutation<LiquidationReceipt>, caller: Address, advanceId: string): Promise<StoredResponse> {
-    return this.locks.run(`advance:${advanceId}`, async () => {
-      const plan = this.live(this.engine.planLiquidation({ advanceId, caller }, this.now()), 'advance', advanceId)
-      const advance = this.engine.getAdvance(advanceId) as AdvanceView
-      // The contract computes the recovery (collateral, backing, reserve, shortfall); the backing it cannot see is
-      // the engine's, bounded by the attested liquidation value left.
-      const { fromBackingAtomic } = recoveryAmounts(plan)
-      const liquidated = await this.#operatorSend(
-        advance.network,
-        (clients) => sendLiquidate(clients, { offerKey: advance.advanceKey, backingCoveredAtomic: fromBackingAtomic }),
-        {
-          alreadyDone: (error) => error.errorName === 'AlreadyLiquidated',
-          find: (clients) => findEarlierOperatorTx(clients, { eventName: 'Liquidated', offerKey: advance.advanceKey }, advance.payment.txHash),
-        },
-      )
-      const event = liquidated.facts.find((f): f is FacilityFactOf<'Liquidated'> => f.name === 'Liquidated')
-      if (event === undefined) throw new ContractRevertError(advance.network, 'no_liquidated_event', [], new Error(`${liquidated.txHash} emitted no Liquidated`))
-      const executed = {
-        fromCollateralAtomic: event.args.fromCollateral, fromBackingAtomic: event.args.fromBacking,
-        fromReserveAtomic: event.args.fromReserve, shortfallAtomic: event.args.shortfall,
-      }
-      return this.apply(
-        mutation,
-        () => this.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, this.now()),
-        // A liquidation that recovered everything leaves the borrower owing nothing; a shortfall is a debt unpaid.
-        (receipt) => receipt.shortfallAtomic === 0n ? [] : this.passportWrites([{
-          agent: receipt.borrower,
-          kind: 'liquidated_with_shortfall',
-          details: {
-            advanceId, jobId: receipt.jobId, sourceId: receipt.sourceId, network: receipt.network, asset: receipt.asset, owedAtomic: receipt.owedAtomic,
-            recoveredAtomic: receipt.recoveredAtomic, shortfallAtomic: receipt.shortfallAtomic, txHash: receipt.txHash,
-          },
-        }]),
-      )
-    })
   }
 }
