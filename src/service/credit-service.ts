@@ -14,9 +14,8 @@
 //   operator-commands.ts  settlement, failure and liquidation: the operator's transaction first, then the record
 // Matching, dispatch (and its ticker) and the supplier directory are one command each, here.
 import type { Address } from 'viem'
-import type { DispatchOutcome, MatchOutcome, PassportEvent, SupplierInput, SupplierRecord } from '../engine/types.ts'
+import type { DispatchOutcome, MatchOutcome, SupplierInput, SupplierRecord } from '../engine/types.ts'
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
-import type { SignedPassportEvent } from '../passport/passport.ts'
 import type { Mutation } from './mutation.ts'
 import { refusedWith, ServiceCore } from './core.ts'
 import * as lenders from './lenders.ts'
@@ -28,9 +27,7 @@ import * as operatorCommands from './operator-commands.ts'
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
 export type { ServiceDeps } from './core.ts'
-
-/** The /fail response: the spec's passport event, and the borrower's passport entry for it as signed. */
-export type FailedJob = PassportEvent & { signed: SignedPassportEvent }
+export type { FailedJob } from './operator-commands.ts'
 
 /** An operation of a concept module, bound to the service it takes as its first parameter. */
 type Bound<F> = F extends (service: ServiceCore, ...args: infer A) => infer R ? (...args: A) => R : never

@@ -5,7 +5,7 @@
 // src/api/routes/credit.ts.
 import type { Address, Hex } from 'viem'
 import { recoveryAmounts } from '../engine/engine.ts'
-import type { AdvanceView, JobSettlementReceipt, JobView, LiquidationReceipt } from '../engine/types.ts'
+import type { AdvanceView, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import {
   ContractRevertError, findEarlierOperatorTx, OperatorUnavailableError, sendFailJob, sendLiquidate, sendSettleJob, type EarlierOperatorTx, type OperatorReceipt,
@@ -15,8 +15,10 @@ import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
 import { refusedWith, type ServiceCore } from './core.ts'
-import type { FailedJob } from './credit-service.ts'
 import type { Mutation } from './mutation.ts'
+
+/** The /fail response: the spec's passport event, and the borrower's passport entry for it as signed. */
+export type FailedJob = PassportEvent & { signed: SignedPassportEvent }
 
 /**
  * Sends an operator transaction (settleJob, failJob, liquidate) and returns its hash and events. When the contract
