@@ -4,485 +4,88 @@
 // section, so that commits reach the disk in the order the engine applied them. The caller gets the result only
 // once the commit is durable. Where a proof must be checked against live terms, the engine's plan query gives them
 // (and refuses what the command would refuse) before any await.
-import { getAddress, type Address, type Hex } from 'viem'
-import {
-  advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot, recoveryAmounts, repaymentReceiptOf, supplierPaymentOnClosedOffer, type Engine,
-  type ChainEventFact, type ChainObservationOutcome, type PastLeaseOf,
-} from '../engine/engine.ts'
-import { EngineRefusedError } from '../engine/errors.ts'
-import type {
-  AdvanceView, Change, CollateralPosition, CreditRequestInput, DispatchOutcome, EngineResult, JobSettlementReceipt, JobView, LeaseView,
-  LenderRecord, LenderView, LiquidationReceipt, MatchOutcome, OfferView, PassportEvent, RegisterLenderInput, RegisterSourceInput, RepaymentReceipt,
-  SourceRecord, SupplierInput, SupplierRecord, UnderwritingDecision,
-} from '../engine/types.ts'
-import type { NetworkClients } from '../chain/clients.ts'
-import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig } from '../chain/config.ts'
-import { jobKey } from '../chain/ids.ts'
-import {
-  ContractRevertError,
-  findEarlierOperatorTx,
-  OperatorUnavailableError,
-  sendFailJob,
-  sendLiquidate,
-  sendSettleJob,
-  type EarlierOperatorTx,
-  type OperatorReceipt,
-} from '../chain/operator.ts'
-import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
-import { verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
-import { facilityFact, type FacilityEventName } from '../chain/events-v2.ts'
-import type { ChainBatch, ChainFollower } from '../chain/follower.ts'
-import type { WalletWatcher } from '../chain/watcher.ts'
-import { DurableFeed, type DurableListener } from './durable-feed.ts'
-import { LeaseDelivery, type DeliveredLease } from './lease-delivery.ts'
-import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
-import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
-import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
-import type { ServiceConfig } from '../app/config.ts'
+//
+// This file is the service's surface, one line per operation naming the module that owns it:
+//   core.ts               the shared part: dependencies, the run-and-commit path, proofs, reads of live and final actors
+//   lenders.ts            registration and session keys, wallet actions, withdrawals, lease authorizations
+//   borrowers.ts          backing sources, jobs and collateral (their chain proofs), credit requests
+//   reports.ts            reported supplier payments and repayments, and their receipts
+//   chain-observation.ts  the chain follower's consumer and its health
+//   operator-commands.ts  settlement, failure and liquidation: the operator's transaction first, then the record
+// Matching, dispatch (and its ticker) and the supplier directory are one command each, here.
+import type { Address } from 'viem'
+import type { DispatchOutcome, MatchOutcome, SupplierInput, SupplierRecord } from '../engine/types.ts'
+import type { RecordWrite, StoredResponse } from '../store/index.ts'
 import type { Mutation } from './mutation.ts'
-import { KeyedMutex } from './mutex.ts'
-import { isSessionKeyRecord, newSessionKey, type SessionKeyRecord } from './session-keys.ts'
-import { walletActions, type WalletAction } from './wallet-actions.ts'
-import type { PassportBook, PassportFact } from '../passport/book.ts'
-import type { SignedPassportEvent } from '../passport/passport.ts'
+import { refusedWith, ServiceCore } from './core.ts'
+import * as lenders from './lenders.ts'
+import * as borrowers from './borrowers.ts'
+import * as reports from './reports.ts'
+import * as chainObservation from './chain-observation.ts'
+import * as operatorCommands from './operator-commands.ts'
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
+export type { ServiceDeps } from './core.ts'
+export type { FailedJob } from './operator-commands.ts'
 
-/** The /fail response: the spec's passport event, and the borrower's passport entry for it as signed. */
-export type FailedJob = PassportEvent & { signed: SignedPassportEvent }
+/** An operation of a concept module, bound to the service it takes as its first parameter. */
+type Bound<F> = F extends (service: ServiceCore, ...args: infer A) => infer R ? (...args: A) => R : never
 
-/** The value of a command or query that succeeded; a refusal is raised. */
-function valueOf<T>(result: EngineResult<T>): T {
-  if (!result.ok) throw new EngineRefusedError(result.error)
-  return result.value
-}
+export class CreditService extends ServiceCore {
+  // ------------------------------------------------------------------------------------------------ lenders.ts
+  readonly registerLender: Bound<typeof lenders.registerLender> = (...args) => lenders.registerLender(this, ...args)
+  readonly sessionKeys: Bound<typeof lenders.sessionKeys> = (...args) => lenders.sessionKeys(this, ...args)
+  readonly pendingActions: Bound<typeof lenders.pendingActions> = (...args) => lenders.pendingActions(this, ...args)
+  readonly walletActions: Bound<typeof lenders.walletActions> = (...args) => lenders.walletActions(this, ...args)
+  readonly withdrawLiquidity: Bound<typeof lenders.withdrawLiquidity> = (...args) => lenders.withdrawLiquidity(this, ...args)
+  readonly leaseAuthorization: Bound<typeof lenders.leaseAuthorization> = (...args) => lenders.leaseAuthorization(this, ...args)
 
-/** A refusal of the engine with this code, or none. */
-function refusedWith(error: unknown, code: string): EngineRefusedError | undefined {
-  return error instanceof EngineRefusedError && error.error.code === code ? error : undefined
-}
+  // ------------------------------------------------------------------------------------------------ borrowers.ts
+  readonly registerSource: Bound<typeof borrowers.registerSource> = (...args) => borrowers.registerSource(this, ...args)
+  readonly createJob: Bound<typeof borrowers.createJob> = (...args) => borrowers.createJob(this, ...args)
+  readonly postCollateral: Bound<typeof borrowers.postCollateral> = (...args) => borrowers.postCollateral(this, ...args)
+  readonly requestCredit: Bound<typeof borrowers.requestCredit> = (...args) => borrowers.requestCredit(this, ...args)
 
-export interface ServiceDeps {
-  config: ServiceConfig
-  engine: Engine
-  store: Store
-  networks: readonly NetworkConfig[]
-  clients: ReadonlyMap<string, NetworkClients>
-  watcher: WalletWatcher
-  clock: () => number
-  /** Records the passport events of the commands that change an agent's credit standing (src/passport/book.ts). */
-  passport: PassportBook
-}
+  // ------------------------------------------------------------------------------------------------ reports.ts
+  readonly recordSupplierPayment: Bound<typeof reports.recordSupplierPayment> = (...args) => reports.recordSupplierPayment(this, ...args)
+  readonly repay: Bound<typeof reports.repay> = (...args) => reports.repay(this, ...args)
 
-export class CreditService {
-  readonly config: ServiceConfig
-  readonly engine: Engine
-  readonly store: Store
-  readonly networks: readonly NetworkConfig[]
-  readonly watcher: WalletWatcher
-  readonly passport: PassportBook
-  readonly #clients: ReadonlyMap<string, NetworkClients>
-  readonly #clock: () => number
-  readonly #sessionKeys
-  /** Serialises plan -> operator transaction -> record for one job or advance. */
-  readonly #locks = new KeyedMutex()
-  #fatal: ((error: unknown) => void) | undefined
-  /** Listeners of durable changes (the event stream, the inspector): told only after the disk has the commit. */
-  readonly #durable = new DurableFeed()
-  /** Final actors of commits not yet written, by `${kind}:${id}`: see #run. */
-  readonly #endedInFlight = new Map<string, Change>()
-  readonly #leases: LeaseDelivery
-  /** The chain follower of each served network (started by src/app/app.ts), for health. */
-  readonly followers = new Map<string, ChainFollower>()
+  // ------------------------------------------------------------------------------------------------ chain-observation.ts
+  readonly observeChain: Bound<typeof chainObservation.observeChain> = (...args) => chainObservation.observeChain(this, ...args)
+  readonly followerHealth: Bound<typeof chainObservation.followerHealth> = (...args) => chainObservation.followerHealth(this, ...args)
 
-  constructor(deps: ServiceDeps) {
-    this.config = deps.config
-    this.engine = deps.engine
-    this.store = deps.store
-    this.networks = deps.networks
-    this.watcher = deps.watcher
-    this.#clients = deps.clients
-    this.#clock = deps.clock
-    this.passport = deps.passport
-    this.#leases = new LeaseDelivery(deps.networks)
-    this.#sessionKeys = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
-  }
+  // ------------------------------------------------------------------------------------------------ operator-commands.ts
+  readonly completeJob: Bound<typeof operatorCommands.completeJob> = (...args) => operatorCommands.completeJob(this, ...args)
+  readonly failJob: Bound<typeof operatorCommands.failJob> = (...args) => operatorCommands.failJob(this, ...args)
+  readonly liquidate: Bound<typeof operatorCommands.liquidate> = (...args) => operatorCommands.liquidate(this, ...args)
 
-  /** Called when a commit fails: memory is ahead of the disk, so the process must stop and restart from the store. */
-  onFatal(handler: (error: unknown) => void): void {
-    this.#fatal = handler
-  }
-
-  /**
-   * Calls `listener` with the changes of every commit once it is durable, in the engine's order (group commits
-   * resolve in queue order), so what a listener shows could never be lost by a crash. Returns the unsubscribe.
-   * A listener that throws is isolated from the commit path and the other listeners (a process warning reports it).
-   */
-  onDurable(listener: DurableListener): () => void {
-    return this.#durable.subscribe(listener)
-  }
-
-  // ------------------------------------------------------------------------------------------------ commit path
-
-  /**
-   * Runs `command` and enqueues its changes (plus `records` and, under an Idempotency-Key, the encoded response) in
-   * the same synchronous section, then waits for durability. Nothing awaits between the command and the enqueue.
-   */
-  async apply<T>(mutation: Mutation<T>, command: () => EngineResult<T>, records: (value: T) => RecordWrite[] = () => []): Promise<StoredResponse> {
-    return (await this.#run(mutation, command, records)) as StoredResponse
-  }
+  // ------------------------------------------------------------------------------------------------ commands of one line
 
   /**
    * The dispatch ticker: the same command as POST /credit/dispatch, through the same run-and-commit path as a request,
    * with nobody to answer.
    */
   async tick(): Promise<void> {
-    await this.#run<DispatchOutcome>(null, () => this.engine.dispatch(this.#clock()), (outcome) => this.#liftedPassport(outcome))
-  }
-
-  /**
-   * The passport writes of `facts` for the commit being prepared: numbered and signed now, in the command's
-   * synchronous section (called from a `records` function), so they reach the disk in the same commit as the change.
-   */
-  #passportWrites(facts: readonly PassportFact[]): RecordWrite[] {
-    return facts.length === 0 ? [] : this.passport.record(facts, this.#clock()).writes
+    await this.run<DispatchOutcome>(null, () => this.engine.dispatch(this.now()), (outcome) => this.#liftedPassport(outcome))
   }
 
   /** Dispatch lifts due suspensions: each lift is a passport event of its borrower. */
   #liftedPassport(outcome: DispatchOutcome): RecordWrite[] {
-    return this.#passportWrites(outcome.suspensionsLifted.map((lift) => ({
+    return this.passportWrites(outcome.suspensionsLifted.map((lift) => ({
       agent: lift.borrower, kind: 'suspension_lifted', details: { suspendedAtMs: lift.suspendedAtMs, borrowerReputationBps: lift.borrowerReputationBps },
     })))
-  }
-
-  async #run<T>(mutation: Mutation<T> | null, command: () => EngineResult<T>, records: (value: T) => RecordWrite[]): Promise<StoredResponse | null> {
-    // Refused before the command: once the engine has changed memory, a commit the store turns away is fatal.
-    if (!this.store.hasRoom()) throw new StoreOverloadedError('too many changes are waiting for the disk; retry shortly')
-    const result = command()
-    const value = valueOf(result)
-    const response = mutation === null ? null : mutation.encode(value)
-    const writes = records(value)
-    const changes = result.ok ? result.changes : []
-    // With nobody to answer, a command that changed nothing needs no commit: no response could show state ahead of
-    // the disk. A request's empty commit still waits for the commits queued before it.
-    if (response === null && changes.length === 0 && writes.length === 0) return null
-    // An actor that ended in this command left the engine's memory, and the store has it only once the commit is
-    // written: until then a read finds it here (and, like every read, answers once the commit is durable).
-    const ended = changes.filter((c) => c.final)
-    for (const c of ended) this.#endedInFlight.set(`${c.kind}:${c.id}`, c)
-    try {
-      const idempotency = response === null ? undefined : mutation?.ticket?.complete(response)
-      await this.store.commit({ changes, records: writes, ...(idempotency ? { idempotency } : {}) })
-    } catch (error) {
-      // The engine already holds the change in memory: continuing would acknowledge state the disk lacks.
-      this.#fatal?.(error)
-      throw error
-    } finally {
-      for (const c of ended) if (this.#endedInFlight.get(`${c.kind}:${c.id}`) === c) this.#endedInFlight.delete(`${c.kind}:${c.id}`)
-    }
-    if (changes.length > 0) this.#durable.tell(changes)
-    return response
-  }
-
-  // ------------------------------------------------------------------------------------------------ helpers
-
-  /** The service's clock (epoch ms), for the parts that prepare a command outside this class (src/reputation). */
-  now(): number {
-    return this.#clock()
-  }
-
-  /** The network's request-path clients (one attempt with its rpcTimeoutMs). */
-  clientsOf(slug: string): NetworkClients {
-    return this.#clientsOf(slug)
-  }
-
-  network(slug: string): NetworkConfig {
-    const network = this.networks.find((n) => n.slug === slug)
-    if (network === undefined) throw new UnknownNetworkError(slug)
-    return network
-  }
-
-  #clientsOf(slug: string): NetworkClients {
-    const clients = this.#clients.get(slug)
-    if (clients === undefined) throw new UnknownNetworkError(slug)
-    return clients
-  }
-
-  token(network: NetworkConfig, symbol: string) {
-    try {
-      return findToken(network, symbol)
-    } catch {
-      throw new UnknownAssetError(network.slug, symbol)
-    }
-  }
-
-  /**
-   * The first event `eventName` of the credit contract in `txHash` whose arguments equal `args`, at the network's
-   * confirmations; a proof that does not show it is refused (ProofRefusedError). The caller adds `fact.proofKey` to
-   * the commit of the command it feeds.
-   */
-  async #prove<E extends FacilityEventName>(slug: string, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>): Promise<FacilityFactOf<E>> {
-    const network = this.network(slug)
-    const result = await verifyFacilityEvent(this.#clientsOf(slug), network.creditContract, { txHash, eventName, args })
-    if (!result.ok) throw new ProofRefusedError(result.reason, result.detail)
-    return result.value[0] as FacilityFactOf<E>
-  }
-
-  /** Re-checked synchronously right before the command: another request may have used the proof meanwhile. */
-  #useProof(fact: { proofKey: string }, usedBy: string): RecordWrite {
-    if (this.store.proofs.has(fact.proofKey)) throw new ProofRefusedError('already_used', `the proof ${fact.proofKey} was already used`)
-    return this.store.proofs.addOp(fact.proofKey, { usedBy, usedAtMs: this.#clock() })
-  }
-
-  /**
-   * Sends an operator transaction (settleJob, failJob, liquidate) and returns its hash and events. When the contract
-   * answers that it was already done (`alreadyDone(error)`), the earlier transaction is looked up and returned: a
-   * crash between an operator transaction and its commit is repaired by the next attempt. Any other refusal of the
-   * contract is raised (ContractRevertError), and nothing is recorded; any other failure is the chain's (ChainRpcError).
-   */
-  async #operatorSend(
-    slug: string,
-    send: (clients: NetworkClients) => Promise<OperatorReceipt>,
-    earlier: { alreadyDone: (error: ContractRevertError) => boolean; find: (clients: NetworkClients) => Promise<EarlierOperatorTx | undefined> },
-  ): Promise<{ txHash: Hex; facts: OperatorReceipt['facts'] }> {
-    const clients = this.#operatorClients(slug)
-    try {
-      return await send(clients)
-    } catch (error) {
-      if (error instanceof ContractRevertError) {
-        if (earlier.alreadyDone(error)) {
-          const found = await earlier.find(clients).catch(() => undefined)
-          if (found !== undefined) return found
-        }
-        throw error
-      }
-      if (error instanceof OperatorUnavailableError) throw error
-      throw new ChainRpcError(slug, error)
-    }
-  }
-
-  #operatorClients(slug: string): NetworkClients {
-    const clients = this.#clientsOf(slug)
-    if (clients.operator === undefined) throw new OperatorUnavailableError(slug)
-    return clients
-  }
-
-  // ------------------------------------------------------------------------------------------------ lenders
-
-  async registerLender(
-    mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderView }>,
-    lender: Address,
-    body: Omit<RegisterLenderInput, 'address' | 'sessionAddress' | 'reputationBps' | 'reliabilityBps'>,
-    /** ERC-8004 evidence already verified (src/reputation/links.ts): the initial reputation and the link's writes. */
-    evidence?: { reputationBps: number; records: () => RecordWrite[] },
-  ): Promise<{ response: StoredResponse; privateKey: Hex }> {
-    const networks = [...new Set(body.networks)].map((slug) => this.network(slug))
-    const assets: Record<string, string> = {}
-    for (const network of networks) {
-      const symbol = body.assets?.[network.slug] ?? body.asset
-      this.token(network, symbol)
-      assets[network.slug] = symbol
-    }
-    const nowMs = this.#clock()
-    const { privateKey, sessionKey } = newSessionKey(lender, networks, assets, body.availableLiquidityAtomic, nowMs)
-    const sessionAddress = sessionKey.address
-    const response = await this.apply(
-      mutation,
-      () => {
-        const registered = this.engine.registerLender(
-          {
-            address: lender,
-            sessionAddress,
-            availableLiquidityAtomic: body.availableLiquidityAtomic,
-            asset: body.asset,
-            // The body's own map: the engine refuses one that names a network the lender does not list.
-            assets: { ...assets, ...body.assets },
-            networks: networks.map((n) => n.slug),
-            minFeeBps: body.minFeeBps,
-            maxDurationSeconds: body.maxDurationSeconds,
-            acceptedRiskBands: body.acceptedRiskBands,
-            ...(evidence === undefined ? {} : { reputationBps: evidence.reputationBps }),
-          },
-          nowMs,
-        )
-        // The stored response (idempotent replays) never holds the private key; only this caller gets it.
-        return registered.ok ? { ...registered, value: { sessionKey, lender: registered.value } } : registered
-      },
-      () => [this.#sessionKeys.putOp(lender, sessionKey), ...(evidence?.records() ?? [])],
-    )
-    // Unfunded, the session wallet costs a membership entry only; its first transfer or approval makes it watched.
-    for (const network of networks) this.watcher.watchWhenFunded(network.slug, sessionAddress)
-    return { response, privateKey }
-  }
-
-  /** Every session key, to re-watch wallets after a restart. */
-  *sessionKeys(): Generator<SessionKeyRecord> {
-    for (const { value } of this.#sessionKeys.iterate('')) yield value
-  }
-
-  /**
-   * Each live lease of `lender` with its authorization (the service's EIP-712 signature over the lease's terms, which
-   * the contract checks) and the unsigned paySupplier transaction that carries it, for the session key to send.
-   */
-  pendingActions(lender: Address) {
-    // The lender polling its own actions re-arms the funding window of a session wallet not yet seen funded.
-    const key = this.#sessionKeys.get(lender)
-    if (key !== undefined) for (const slug of Object.keys(key.policy.assets)) if (this.#clients.has(slug)) this.watcher.watchWhenFunded(slug, key.address)
-    return this.engine.liveLeasesOf(lender).flatMap((lease) => {
-      const delivered = this.leaseAuthorization(lease)
-      return delivered === undefined ? [] : [{ lease, ...delivered }]
-    })
-  }
-
-  /**
-   * What brings each of the lender's session wallets to its policy (wallet-actions.ts): top-up and approve when the
-   * wallet is short, the session key's transfer back when it holds more than the policy and its live leases need.
-   */
-  walletActions(lender: Address): WalletAction[] {
-    const record = this.engine.getLender(lender)
-    if (record === undefined) return []
-    return record.networks.flatMap((slug) => {
-      const asset = record.assets[slug] ?? record.asset
-      return walletActions({
-        lender: record.address,
-        sessionAddress: record.sessionAddress,
-        network: this.network(slug),
-        asset,
-        policyAvailableAtomic: record.policyAvailableAtomic,
-        reservedAtomic: this.engine.walletReservedAtomic(record.address, slug, asset),
-        holding: this.watcher.holding(slug, asset, record.sessionAddress),
-      })
-    })
-  }
-
-  /**
-   * The lender lowers what the service may lend (the engine's withdrawLiquidity); the answer carries the transfers
-   * back that its session key can send now.
-   */
-  async withdrawLiquidity(mutation: Mutation<{ lender: LenderView; actions: WalletAction[] }>, caller: Address, lender: Address, amountAtomic: bigint): Promise<StoredResponse> {
-    return this.apply(mutation, () => {
-      const withdrawn = this.engine.withdrawLiquidity({ lender, amountAtomic, caller }, this.#clock())
-      if (!withdrawn.ok) return withdrawn
-      const actions = this.walletActions(lender).filter((action) => action.kind === 'withdraw')
-      return { ...withdrawn, value: { lender: withdrawn.value, actions } }
-    })
-  }
-
-  /** The authorization of a live lease and its paySupplier transaction; undefined when the offer left memory or the network has no lease signer. */
-  leaseAuthorization(lease: LeaseView): DeliveredLease | undefined {
-    const offer = this.engine.getOffer(lease.offerId)
-    if (offer === undefined) return undefined
-    const network = this.network(lease.network)
-    return this.#leases.deliver(lease, offer, network, this.token(network, lease.asset).address, this.engine.config.insuranceShareBps)
-  }
-
-  // ------------------------------------------------------------------------------------------------ borrowers
-
-  async registerSource(mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
-    if (body.validUntilMs <= this.#clock()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
-    const attester = await verifyBackingAttestation(this.config.attesters, body, body.evidenceId)
-    if (attester === undefined) {
-      throw new AttestationInvalidError('evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields')
-    }
-    return this.apply(mutation, () => this.engine.registerSource({ ...body, caller }, this.#clock()))
-  }
-
-  async createJob(
-    mutation: Mutation<JobView>,
-    caller: Address,
-    body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string; borrowerConsent?: string | undefined },
-  ): Promise<StoredResponse> {
-    const network = this.network(body.network)
-    const token = this.token(network, body.asset)
-    const fact = await this.#prove(network.slug, 'JobFunded', body.fundingTxHash, {
-      jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
-    })
-    const client = getAddress(fact.args.client)
-    // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
-    // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3). Who may create a job
-    // at all (its client or its borrower) is the engine's rule.
-    if (caller !== body.agent && caller === client) {
-      if (body.borrowerConsent === undefined) {
-        throw new BorrowerConsentError('borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it')
-      }
-      const terms = { jobId: body.jobId, network: network.slug, asset: token.symbol, receivableAtomic: body.receivableAtomic, client, dueAtMs: body.dueAtMs }
-      if (!(await verifyBorrowerConsent(this.#clientsOf(network.slug).publicClient, network.slug, body.agent, terms, body.borrowerConsent))) {
-        throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
-      }
-    }
-    const proof = this.#useProof(fact, `job:${body.jobId}`)
-    return this.apply(
-      mutation,
-      () =>
-        this.engine.createJob(
-          {
-            jobId: body.jobId,
-            client,
-            borrower: body.agent,
-            network: network.slug,
-            asset: token.symbol,
-            receivableAtomic: body.receivableAtomic,
-            dueAtMs: body.dueAtMs,
-            funding: { network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex },
-            caller,
-          },
-          this.#clock(),
-        ),
-      () => [proof],
-    )
-  }
-
-  async postCollateral(
-    mutation: Mutation<CollateralPosition>,
-    caller: Address,
-    jobId: string,
-    body: { amountAtomic: bigint; txHash: string },
-  ): Promise<StoredResponse> {
-    const job = valueOf(this.engine.planCollateral({ jobId, caller }))
-    const token = this.token(this.network(job.network), job.asset)
-    const fact = await this.#prove(job.network, 'CollateralPosted', body.txHash, {
-      jobKey: jobKey(jobId), borrower: job.borrower, asset: token.address, amount: body.amountAtomic,
-    })
-    const proof = this.#useProof(fact, `collateral:${jobId}`)
-    return this.apply(
-      mutation,
-      () =>
-        this.engine.postCollateral(
-          {
-            jobId,
-            caller,
-            borrower: getAddress(fact.args.borrower),
-            amountAtomic: fact.args.amount,
-            proof: { network: job.network, txHash: fact.txHash, logIndex: fact.logIndex },
-          },
-          this.#clock(),
-        ),
-      () => [proof],
-    )
-  }
-
-  async requestCredit(
-    mutation: Mutation<UnderwritingDecision>,
-    caller: Address,
-    body: Omit<CreditRequestInput, 'supplierAddress'> & { supplierAddress?: Address },
-  ): Promise<StoredResponse> {
-    const network = this.network(body.network)
-    this.token(network, body.asset)
-    // The engine checks the supplier against its directory (src/engine/suppliers.ts): unknown, unverified or not
-    // allowed, the request is declined.
-    return this.apply(mutation, () => this.engine.requestCredit({ ...body, caller }, this.#clock()))
   }
 
   // ------------------------------------------------------------------------------------------------ supplier directory
 
   async putSupplier(mutation: Mutation<SupplierRecord>, caller: Address, domain: string, body: Omit<SupplierInput, 'domain'>): Promise<StoredResponse> {
     for (const slug of Object.keys(body.addresses)) this.network(slug)
-    return this.apply(mutation, () => this.engine.putSupplier({ ...body, domain, caller }, this.#clock()))
+    return this.apply(mutation, () => this.engine.putSupplier({ ...body, domain, caller }, this.now()))
   }
 
   async removeSupplier(mutation: Mutation<SupplierRecord>, caller: Address, domain: string): Promise<StoredResponse> {
-    return this.apply(mutation, () => this.engine.removeSupplier({ domain, caller }, this.#clock()))
+    return this.apply(mutation, () => this.engine.removeSupplier({ domain, caller }, this.now()))
   }
 
   /**
@@ -491,14 +94,14 @@ export class CreditService {
    */
   async seedSuppliers(entries: readonly SupplierInput[]): Promise<void> {
     for (const entry of entries) for (const slug of Object.keys(entry.addresses)) this.network(slug)
-    await this.#run(null, () => this.engine.seedSuppliers(entries, this.#clock()), () => [])
+    await this.run(null, () => this.engine.seedSuppliers(entries, this.now()), () => [])
   }
 
   async match(mutation: Mutation<MatchOutcome>, caller: Address, offerId: string): Promise<StoredResponse> {
     try {
-      return await this.apply(mutation, () => this.engine.matchOffer({ offerId, caller }, this.#clock()))
+      return await this.apply(mutation, () => this.engine.matchOffer({ offerId, caller }, this.now()))
     } catch (error) {
-      if (refusedWith(error, 'offer_not_found')) throw this.#missing('offer', offerId)
+      if (refusedWith(error, 'offer_not_found')) throw this.missing('offer', offerId)
       // Dispatch (the ticker or any caller) may have leased the offer already: the match asked for exists, answer
       // it, but only once the commit that created it is durable (an empty commit queues behind it), or a crash could
       // lose a lease this answer acknowledged.
@@ -511,321 +114,6 @@ export class CreditService {
   }
 
   async dispatch(mutation: Mutation<DispatchOutcome>): Promise<StoredResponse> {
-    return this.apply(mutation, () => this.engine.dispatch(this.#clock()), (outcome) => this.#liftedPassport(outcome))
-  }
-
-  /**
-   * The chain follower's consumer for one network (src/chain/follower.ts): the batch's facts go to the engine as one
-   * command, and its changes, the used-proof records of the facts it applied and the follower's cursor (`cursor`)
-   * are ONE commit; the follower advances only once it is durable. A fact whose proof is already used (its report
-   * came first) is skipped: the same fact is applied once, however it arrives.
-   */
-  async observeChain(batch: ChainBatch, cursor: RecordWrite): Promise<ChainObservationOutcome | null> {
-    const network = this.network(batch.network)
-    const symbolOf = new Map(network.tokens.map((t) => [t.address.toLowerCase(), t.symbol]))
-    const facts: ChainEventFact[] = batch.events.map((event) => {
-      const fact = facilityFact(network.slug, event)
-      if (fact.name === 'Repaid') {
-        const { offerKey, payer, lender, toLender, toReserve, lenderOwed, reserveOwed } = fact.args
-        return {
-          kind: 'repaid', proofKey: fact.proofKey, advanceKey: offerKey, network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex,
-          payer: getAddress(payer), lender: getAddress(lender), amountAtomic: toLender, reserveAmountAtomic: toReserve, lenderOwedAtomic: lenderOwed, reserveOwedAtomic: reserveOwed,
-        }
-      }
-      if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
-      const { offerKey, payer, supplier, asset, amount } = fact.args
-      return {
-        kind: 'supplier_paid', proofKey: fact.proofKey, offerKey, network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex,
-        payer: getAddress(payer), supplier: getAddress(supplier), asset: symbolOf.get(asset.toLowerCase()) ?? asset, amountAtomic: amount,
-      }
-    })
-    const pastLease: PastLeaseOf = (leaseId) => this.#stored('lease', leaseId, leaseViewFromSnapshot)
-    let outcome: ChainObservationOutcome | null = null
-    // The advances the batch's repayments name, read before the command (one that ends repaid leaves memory in it).
-    const repaidAdvances = new Map<string, AdvanceView>()
-    let changedEngine = false
-    await this.#run<ChainObservationOutcome>(
-      null,
-      () => {
-        for (const fact of facts) {
-          const advance = fact.kind === 'repaid' ? this.engine.advanceByKey(fact.advanceKey) : undefined
-          if (advance !== undefined) repaidAdvances.set(advance.advanceId, advance)
-        }
-        // In the command's synchronous section: a report queued its proof before, or it will find this one.
-        const fresh = facts.filter((fact) => !this.store.proofs.has(fact.proofKey))
-        const observed = { network: network.slug, toBlock: batch.toBlock, toBlockHash: batch.toBlockHash, toBlockTimeMs: batch.toBlockTimeMs, events: fresh }
-        const result = this.engine.observeChain(observed, this.#clock(), pastLease)
-        changedEngine = result.ok && result.changes.length > 0
-        return result
-      },
-      (value) => {
-        outcome = value
-        const usedAtMs = this.#clock()
-        const proofs = value.advances.map((advance, i) => this.store.proofs.addOp(value.appliedProofKeys[i] as string, { usedBy: `offer:${advance.offerId}`, usedAtMs }))
-        const repaid = value.repayments.flatMap(({ proofKey, receipt }) => [
-          this.store.proofs.addOp(proofKey, { usedBy: `advance:${receipt.advanceId}`, usedAtMs }),
-          ...this.#repaidPassport(receipt, repaidAdvances.get(receipt.advanceId)),
-        ])
-        // A batch that changed nothing (no event applied, chain time and leases as they were) is not written: the
-        // follower moves on in memory, and after a restart it reads those empty blocks again, which changes nothing.
-        if (!changedEngine && proofs.length === 0 && repaid.length === 0) return []
-        return [...proofs, ...repaid, cursor]
-      },
-    )
-    return outcome
-  }
-
-  /** Health of the network's chain follower: its state, last applied block and time, and lag behind the head. */
-  followerHealth(slug: string): { state: 'starting' | 'ok' | 'degraded' | 'stopped'; block: string | null; chainTime: string | null; lagBlocks: number | null; error?: string } {
-    const status = this.followers.get(slug)?.status()
-    if (status === undefined) return { state: 'stopped', block: null, chainTime: null, lagBlocks: null, error: 'no chain follower runs for this network' }
-    const { cursor, head } = status
-    return {
-      state: status.state,
-      block: cursor === undefined ? null : cursor.blockNumber.toString(),
-      chainTime: cursor === undefined ? null : new Date(cursor.blockTimeMs).toISOString(),
-      lagBlocks: head === undefined ? null : Number(head - (cursor?.blockNumber ?? -1n)),
-      ...(status.error === undefined ? {} : { error: status.error }),
-    }
-  }
-
-  /**
-   * The advance of the offer when it is funded by the payment `txHash` of `lender`: a report of a payment already
-   * applied (the chain follower saw it first) answers the same advance.
-   */
-  #paidAdvance(offerId: string, lender: Address, txHash: string): AdvanceView | undefined {
-    const offer = this.view('offer', offerId)
-    if (offer?.advanceId == null) return undefined
-    const advance = this.view('advance', offer.advanceId)
-    if (advance === undefined || advance.lender !== lender || advance.payment.txHash.toLowerCase() !== txHash.toLowerCase()) return undefined
-    return advance
-  }
-
-  async recordSupplierPayment(
-    mutation: Mutation<AdvanceView>,
-    caller: Address,
-    offerId: string,
-    body: { lender: Address; supplierPaymentId: string },
-  ): Promise<StoredResponse> {
-    // The report is the fast path; when the chain follower applied the payment first, the answer is its advance,
-    // once the commit that created it is durable (an empty commit queues behind it).
-    const answered = async (): Promise<StoredResponse | undefined> => {
-      const advance = caller === body.lender ? this.#paidAdvance(offerId, body.lender, body.supplierPaymentId) : undefined
-      if (advance === undefined) return undefined
-      await this.store.commit({})
-      return mutation.encode(advance)
-    }
-    const early = await answered()
-    if (early !== undefined) return early
-    const plan = this.engine.planSupplierPayment({ offerId, lender: body.lender, caller })
-    if (!plan.ok && plan.error.code === 'offer_not_found') {
-      // An offer that reached a final state left memory: the late report of a lender whose lease expired, after the
-      // offer was rematched and funded, must learn that its own lease expired (spec section 3).
-      const closed = this.#stored('offer', offerId, offerViewFromSnapshot)
-      if (closed !== undefined) {
-        const leaseOf = (id: string) => this.engine.getLease(id) ?? this.#stored('lease', id, leaseViewFromSnapshot)
-        throw new EngineRefusedError(supplierPaymentOnClosedOffer(closed, leaseOf, body.lender))
-      }
-    }
-    const lease = valueOf(plan)
-    const offer = this.engine.getOffer(offerId) as OfferView
-    const token = this.token(this.network(lease.network), lease.asset)
-    // The contract checked the lease's authorization (payer, supplier, amount, deadline); the report must show the
-    // SupplierPaid of this offer's key by the leased session key to the offer's supplier, for the offer's amount.
-    const fact = await this.#prove(lease.network, 'SupplierPaid', body.supplierPaymentId, {
-      offerKey: offer.offerKey, payer: lease.payer, supplier: lease.supplierAddress, asset: token.address, amount: lease.amountAtomic,
-    })
-    if (this.store.proofs.has(fact.proofKey)) {
-      const late = await answered()
-      if (late !== undefined) return late
-    }
-    const proof = this.#useProof(fact, `offer:${offerId}`)
-    return this.apply(
-      mutation,
-      () =>
-        this.engine.recordSupplierPayment(
-          {
-            network: lease.network, txHash: fact.txHash, logIndex: fact.logIndex, offerId, payer: fact.args.payer,
-            supplier: fact.args.supplier, asset: lease.asset, amountAtomic: fact.args.amount, caller,
-          },
-          this.#clock(),
-        ),
-      () => [proof],
-    )
-  }
-
-  async repay(mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
-    const known = this.view('advance', advanceId)
-    if (known === undefined) throw this.#missing('advance', advanceId)
-    // On chain the advance's lender is the session wallet that paid (repayments recycle into the wallet that lends).
-    const fact = await this.#prove(known.network, 'Repaid', body.txHash, { offerKey: known.advanceKey, lender: known.payer })
-    // The report is the fast path: when the chain follower counted this payment first (the advance may even be
-    // repaid and closed by it), the answer is the same receipt, once the commit that counted it is durable.
-    const counted = this.#countedRepayment(advanceId, fact)
-    if (counted !== undefined) {
-      await this.store.commit({})
-      return mutation.encode(counted)
-    }
-    const plan = this.#live(this.engine.planRepayment(advanceId), 'advance', advanceId)
-    const advance = this.engine.getAdvance(advanceId) as AdvanceView
-    const proof = this.#useProof(fact, `advance:${advanceId}`)
-    return this.apply(
-      mutation,
-      () =>
-        this.engine.repayAdvance(
-          {
-            network: plan.network,
-            txHash: fact.txHash,
-            logIndex: fact.logIndex,
-            advanceId,
-            lender: fact.args.lender,
-            payer: fact.args.payer,
-            amountAtomic: fact.args.toLender,
-            reserveAmountAtomic: fact.args.toReserve,
-            lenderOwedAtomic: fact.args.lenderOwed,
-            reserveOwedAtomic: fact.args.reserveOwed,
-          },
-          this.#clock(),
-        ),
-      (receipt) => [proof, ...this.#repaidPassport(receipt, advance)],
-    )
-  }
-
-  /** The receipt of a repayment the advance has already counted (by its proof), or undefined. */
-  #countedRepayment(advanceId: string, fact: { txHash: string; logIndex: number }): RepaymentReceipt | undefined {
-    const advance = this.view('advance', advanceId)
-    const record = advance?.repayments.find((r) => r.kind === 'repaid' && r.txHash.toLowerCase() === fact.txHash.toLowerCase() && r.logIndex === fact.logIndex)
-    return advance === undefined || record === undefined ? undefined : repaymentReceiptOf(advance, record)
-  }
-
-  /** The passport records an advance repaid once, by the payment after which nothing is owed (reported or observed). */
-  #repaidPassport(receipt: RepaymentReceipt, advance: Pick<AdvanceView, 'borrower' | 'source'> | undefined): RecordWrite[] {
-    if (!receipt.repaid || advance === undefined) return []
-    return this.#passportWrites([{
-      agent: advance.borrower,
-      kind: 'advance_repaid',
-      details: {
-        advanceId: receipt.advanceId, jobId: advance.source.kind === 'job' ? advance.source.id : null, network: receipt.network, asset: receipt.asset,
-        lender: receipt.lender, principalAtomic: receipt.principalAtomic, feeAtomic: receipt.feeAtomic,
-        lenderAmountAtomic: receipt.lenderAmountAtomic, reserveAmountAtomic: receipt.reserveAmountAtomic, txHash: receipt.txHash,
-      },
-    }])
-  }
-
-  async completeJob(mutation: Mutation<JobSettlementReceipt>, caller: Address, jobId: string): Promise<StoredResponse> {
-    return this.#locks.run(`job:${jobId}`, async () => {
-      const plan = this.#live(this.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
-      const job = this.engine.getJob(jobId) as JobView
-      const offerKeys = plan.advances.map((a) => (this.engine.getAdvance(a.advanceId) as AdvanceView).advanceKey)
-      const settled = await this.#operatorSend(job.network, (clients) => sendSettleJob(clients, { jobId, offerKeys }), {
-        alreadyDone: (error) => error.errorName === 'JobNotOpen',
-        find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobSettled', jobId }, job.funding.txHash),
-      })
-      const paid = settled.facts.find((f): f is FacilityFactOf<'JobSettled'> => f.name === 'JobSettled')
-      if (paid === undefined || paid.args.toLenders !== plan.toLendersAtomic || paid.args.toReserve !== plan.toReserveAtomic) {
-        throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
-      }
-      return this.apply(mutation, () => this.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, this.#clock()))
-    })
-  }
-
-  async failJob(mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
-    return this.#locks.run(`job:${jobId}`, async () => {
-      const plan = this.#live(this.engine.planJobFailure({ jobId, caller }), 'job', jobId)
-      // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
-      const failed = await this.#operatorSend(plan.network, (clients) => sendFailJob(clients, { jobId }), {
-        alreadyDone: (error) => error.errorName === 'JobNotOpen',
-        find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
-      })
-      try {
-        // The spec's /fail response is this event's content, with the passport's signed copy (which adds the failJob
-        // transaction) beside it: signed in the command's synchronous section, written in the same commit.
-        let writes: RecordWrite[] = []
-        return await this.apply(
-          mutation,
-          () => {
-            const result = this.engine.failJob({ jobId, reason: body.reason, caller }, this.#clock())
-            if (!result.ok) return result
-            const event = result.value
-            const recorded = this.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, txHash: failed.txHash } }], this.#clock())
-            writes = recorded.writes
-            return { ...result, value: { ...event, signed: recorded.events[0] as SignedPassportEvent } }
-          },
-          () => writes,
-        )
-      } catch (error) {
-        throw refusedWith(error, 'job_not_found') ? this.#missing('job', jobId) : error
-      }
-    })
-  }
-
-  async liquidate(mutation: Mutation<LiquidationReceipt>, caller: Address, advanceId: string): Promise<StoredResponse> {
-    return this.#locks.run(`advance:${advanceId}`, async () => {
-      const plan = this.#live(this.engine.planLiquidation({ advanceId, caller }, this.#clock()), 'advance', advanceId)
-      const advance = this.engine.getAdvance(advanceId) as AdvanceView
-      // The contract computes the recovery (collateral, backing, reserve, shortfall); the backing it cannot see is
-      // the engine's, bounded by the attested liquidation value left.
-      const { fromBackingAtomic } = recoveryAmounts(plan)
-      const liquidated = await this.#operatorSend(
-        advance.network,
-        (clients) => sendLiquidate(clients, { offerKey: advance.advanceKey, backingCoveredAtomic: fromBackingAtomic }),
-        {
-          alreadyDone: (error) => error.errorName === 'AlreadyLiquidated',
-          find: (clients) => findEarlierOperatorTx(clients, { eventName: 'Liquidated', offerKey: advance.advanceKey }, advance.payment.txHash),
-        },
-      )
-      const event = liquidated.facts.find((f): f is FacilityFactOf<'Liquidated'> => f.name === 'Liquidated')
-      if (event === undefined) throw new ContractRevertError(advance.network, 'no_liquidated_event', [], new Error(`${liquidated.txHash} emitted no Liquidated`))
-      const executed = {
-        fromCollateralAtomic: event.args.fromCollateral, fromBackingAtomic: event.args.fromBacking,
-        fromReserveAtomic: event.args.fromReserve, shortfallAtomic: event.args.shortfall,
-      }
-      return this.apply(
-        mutation,
-        () => this.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, this.#clock()),
-        // A liquidation that recovered everything leaves the borrower owing nothing; a shortfall is a debt unpaid.
-        (receipt) => receipt.shortfallAtomic === 0n ? [] : this.#passportWrites([{
-          agent: receipt.borrower,
-          kind: 'liquidated_with_shortfall',
-          details: {
-            advanceId, jobId: receipt.jobId, sourceId: receipt.sourceId, network: receipt.network, asset: receipt.asset, owedAtomic: receipt.owedAtomic,
-            recoveredAtomic: receipt.recoveredAtomic, shortfallAtomic: receipt.shortfallAtomic, txHash: receipt.txHash,
-          },
-        }]),
-      )
-    })
-  }
-
-  // ------------------------------------------------------------------------------------------------ reads
-
-  /** A job, offer or advance by id: live from the engine, final from the store; undefined when never seen. */
-  view(kind: 'job', id: string): JobView | undefined
-  view(kind: 'offer', id: string): OfferView | undefined
-  view(kind: 'advance', id: string): AdvanceView | undefined
-  view(kind: 'job' | 'offer' | 'advance', id: string): JobView | OfferView | AdvanceView | undefined {
-    if (kind === 'job') return this.engine.getJob(id) ?? this.#stored('job', id, jobViewFromSnapshot)
-    if (kind === 'offer') return this.engine.getOffer(id) ?? this.#stored('offer', id, offerViewFromSnapshot)
-    return this.engine.getAdvance(id) ?? this.#stored('advance', id, advanceViewFromSnapshot)
-  }
-
-  /** A final actor, read from the store (final actors leave memory). */
-  #stored<V>(kind: 'job' | 'offer' | 'lease' | 'advance', id: string, view: (snapshot: unknown) => V): V | undefined {
-    const inFlight = this.#endedInFlight.get(`${kind}:${id}`)
-    if (inFlight !== undefined) return view(inFlight.record)
-    const entry = this.store.getSnapshot(kind, id)
-    return entry === undefined ? undefined : view(entry.snapshot)
-  }
-
-  /** The engine's refusal of an id it does not hold live: never seen (not found), or final in the store (closed). */
-  #missing(kind: 'job' | 'offer' | 'advance', id: string): EngineRefusedError {
-    const entry = this.store.getSnapshot(kind, id)
-    if (entry === undefined) return new EngineRefusedError({ class: 'not_found', code: `${kind}_not_found`, message: `no ${kind} ${id}` })
-    return new EngineRefusedError({ class: 'conflict', code: `${kind}_closed`, message: `${kind} ${id} has reached a final state` })
-  }
-
-  /** The value of a query on a live actor; an id the engine does not hold is told apart as never seen or closed. */
-  #live<T>(result: EngineResult<T>, kind: 'job' | 'offer' | 'advance', id: string): T {
-    if (!result.ok && result.error.code === `${kind}_not_found`) throw this.#missing(kind, id)
-    return valueOf(result)
+    return this.apply(mutation, () => this.engine.dispatch(this.now()), (outcome) => this.#liftedPassport(outcome))
   }
 }

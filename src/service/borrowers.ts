@@ -1,0 +1,110 @@
+// What a borrower brings, each verified before its one engine command: a backing source (the attester's EIP-712
+// signature), a job (its JobFunded proof on chain and, when a client registers it, the borrower's consent), collateral
+// (its CollateralPosted proof), and a credit request. Called through CreditService (credit-service.ts) by
+// src/api/routes/credit.ts.
+import { getAddress, type Address } from 'viem'
+import type { CollateralPosition, CreditRequestInput, JobView, RegisterSourceInput, SourceRecord, UnderwritingDecision } from '../engine/types.ts'
+import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
+import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
+import { jobKey } from '../chain/ids.ts'
+import type { StoredResponse } from '../store/index.ts'
+import { valueOf, type ServiceCore } from './core.ts'
+import type { Mutation } from './mutation.ts'
+
+export async function registerSource(service: ServiceCore, mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
+  if (body.validUntilMs <= service.now()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
+  const attester = await verifyBackingAttestation(service.config.attesters, body, body.evidenceId)
+  if (attester === undefined) {
+    throw new AttestationInvalidError('evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields')
+  }
+  return service.apply(mutation, () => service.engine.registerSource({ ...body, caller }, service.now()))
+}
+
+export async function createJob(
+  service: ServiceCore,
+  mutation: Mutation<JobView>,
+  caller: Address,
+  body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string; borrowerConsent?: string | undefined },
+): Promise<StoredResponse> {
+  const network = service.network(body.network)
+  const token = service.token(network, body.asset)
+  const fact = await service.prove(network.slug, 'JobFunded', body.fundingTxHash, {
+    jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
+  })
+  const client = getAddress(fact.args.client)
+  // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
+  // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3). Who may create a job
+  // at all (its client or its borrower) is the engine's rule.
+  if (caller !== body.agent && caller === client) {
+    if (body.borrowerConsent === undefined) {
+      throw new BorrowerConsentError('borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it')
+    }
+    const terms = { jobId: body.jobId, network: network.slug, asset: token.symbol, receivableAtomic: body.receivableAtomic, client, dueAtMs: body.dueAtMs }
+    if (!(await verifyBorrowerConsent(service.clientsOf(network.slug).publicClient, network.slug, body.agent, terms, body.borrowerConsent))) {
+      throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
+    }
+  }
+  const proof = service.useProof(fact, `job:${body.jobId}`)
+  return service.apply(
+    mutation,
+    () =>
+      service.engine.createJob(
+        {
+          jobId: body.jobId,
+          client,
+          borrower: body.agent,
+          network: network.slug,
+          asset: token.symbol,
+          receivableAtomic: body.receivableAtomic,
+          dueAtMs: body.dueAtMs,
+          funding: { network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex },
+          caller,
+        },
+        service.now(),
+      ),
+    () => [proof],
+  )
+}
+
+export async function postCollateral(
+  service: ServiceCore,
+  mutation: Mutation<CollateralPosition>,
+  caller: Address,
+  jobId: string,
+  body: { amountAtomic: bigint; txHash: string },
+): Promise<StoredResponse> {
+  const job = valueOf(service.engine.planCollateral({ jobId, caller }))
+  const token = service.token(service.network(job.network), job.asset)
+  const fact = await service.prove(job.network, 'CollateralPosted', body.txHash, {
+    jobKey: jobKey(jobId), borrower: job.borrower, asset: token.address, amount: body.amountAtomic,
+  })
+  const proof = service.useProof(fact, `collateral:${jobId}`)
+  return service.apply(
+    mutation,
+    () =>
+      service.engine.postCollateral(
+        {
+          jobId,
+          caller,
+          borrower: getAddress(fact.args.borrower),
+          amountAtomic: fact.args.amount,
+          proof: { network: job.network, txHash: fact.txHash, logIndex: fact.logIndex },
+        },
+        service.now(),
+      ),
+    () => [proof],
+  )
+}
+
+export async function requestCredit(
+  service: ServiceCore,
+  mutation: Mutation<UnderwritingDecision>,
+  caller: Address,
+  body: Omit<CreditRequestInput, 'supplierAddress'> & { supplierAddress?: Address },
+): Promise<StoredResponse> {
+  const network = service.network(body.network)
+  service.token(network, body.asset)
+  // The engine checks the supplier against its directory (src/engine/suppliers.ts): unknown, unverified or not
+  // allowed, the request is declined.
+  return service.apply(mutation, () => service.engine.requestCredit({ ...body, caller }, service.now()))
+}

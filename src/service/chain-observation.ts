@@ -1,0 +1,86 @@
+// The chain follower's side of the service: its consumer (observeChain: a batch's facts as one engine command, committed
+// with their used proofs and the follower's cursor) and its health. Called through CreditService (credit-service.ts) by
+// the followers src/app/app.ts starts, and by the health route (src/api/routes/discovery.ts).
+import { getAddress } from 'viem'
+import { leaseViewFromSnapshot, type ChainEventFact, type ChainObservationOutcome, type PastLeaseOf } from '../engine/engine.ts'
+import type { AdvanceView } from '../engine/types.ts'
+import { facilityFact } from '../chain/events-v2.ts'
+import type { ChainBatch } from '../chain/follower.ts'
+import type { RecordWrite } from '../store/index.ts'
+import type { ServiceCore } from './core.ts'
+import { repaidPassport } from './reports.ts'
+
+/**
+ * The chain follower's consumer for one network (src/chain/follower.ts): the batch's facts go to the engine as one
+ * command, and its changes, the used-proof records of the facts it applied and the follower's cursor (`cursor`)
+ * are ONE commit; the follower advances only once it is durable. A fact whose proof is already used (its report
+ * came first) is skipped: the same fact is applied once, however it arrives.
+ */
+export async function observeChain(service: ServiceCore, batch: ChainBatch, cursor: RecordWrite): Promise<ChainObservationOutcome | null> {
+  const network = service.network(batch.network)
+  const symbolOf = new Map(network.tokens.map((t) => [t.address.toLowerCase(), t.symbol]))
+  const facts: ChainEventFact[] = batch.events.map((event) => {
+    const fact = facilityFact(network.slug, event)
+    if (fact.name === 'Repaid') {
+      const { offerKey, payer, lender, toLender, toReserve, lenderOwed, reserveOwed } = fact.args
+      return {
+        kind: 'repaid', proofKey: fact.proofKey, advanceKey: offerKey, network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex,
+        payer: getAddress(payer), lender: getAddress(lender), amountAtomic: toLender, reserveAmountAtomic: toReserve, lenderOwedAtomic: lenderOwed, reserveOwedAtomic: reserveOwed,
+      }
+    }
+    if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
+    const { offerKey, payer, supplier, asset, amount } = fact.args
+    return {
+      kind: 'supplier_paid', proofKey: fact.proofKey, offerKey, network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex,
+      payer: getAddress(payer), supplier: getAddress(supplier), asset: symbolOf.get(asset.toLowerCase()) ?? asset, amountAtomic: amount,
+    }
+  })
+  const pastLease: PastLeaseOf = (leaseId) => service.stored('lease', leaseId, leaseViewFromSnapshot)
+  let outcome: ChainObservationOutcome | null = null
+  // The advances the batch's repayments name, read before the command (one that ends repaid leaves memory in it).
+  const repaidAdvances = new Map<string, AdvanceView>()
+  let changedEngine = false
+  await service.run<ChainObservationOutcome>(
+    null,
+    () => {
+      for (const fact of facts) {
+        const advance = fact.kind === 'repaid' ? service.engine.advanceByKey(fact.advanceKey) : undefined
+        if (advance !== undefined) repaidAdvances.set(advance.advanceId, advance)
+      }
+      // In the command's synchronous section: a report queued its proof before, or it will find this one.
+      const fresh = facts.filter((fact) => !service.store.proofs.has(fact.proofKey))
+      const observed = { network: network.slug, toBlock: batch.toBlock, toBlockHash: batch.toBlockHash, toBlockTimeMs: batch.toBlockTimeMs, events: fresh }
+      const result = service.engine.observeChain(observed, service.now(), pastLease)
+      changedEngine = result.ok && result.changes.length > 0
+      return result
+    },
+    (value) => {
+      outcome = value
+      const usedAtMs = service.now()
+      const proofs = value.advances.map((advance, i) => service.store.proofs.addOp(value.appliedProofKeys[i] as string, { usedBy: `offer:${advance.offerId}`, usedAtMs }))
+      const repaid = value.repayments.flatMap(({ proofKey, receipt }) => [
+        service.store.proofs.addOp(proofKey, { usedBy: `advance:${receipt.advanceId}`, usedAtMs }),
+        ...repaidPassport(service, receipt, repaidAdvances.get(receipt.advanceId)),
+      ])
+      // A batch that changed nothing (no event applied, chain time and leases as they were) is not written: the
+      // follower moves on in memory, and after a restart it reads those empty blocks again, which changes nothing.
+      if (!changedEngine && proofs.length === 0 && repaid.length === 0) return []
+      return [...proofs, ...repaid, cursor]
+    },
+  )
+  return outcome
+}
+
+/** Health of the network's chain follower: its state, last applied block and time, and lag behind the head. */
+export function followerHealth(service: ServiceCore, slug: string): { state: 'starting' | 'ok' | 'degraded' | 'stopped'; block: string | null; chainTime: string | null; lagBlocks: number | null; error?: string } {
+  const status = service.followers.get(slug)?.status()
+  if (status === undefined) return { state: 'stopped', block: null, chainTime: null, lagBlocks: null, error: 'no chain follower runs for this network' }
+  const { cursor, head } = status
+  return {
+    state: status.state,
+    block: cursor === undefined ? null : cursor.blockNumber.toString(),
+    chainTime: cursor === undefined ? null : new Date(cursor.blockTimeMs).toISOString(),
+    lagBlocks: head === undefined ? null : Number(head - (cursor?.blockNumber ?? -1n)),
+    ...(status.error === undefined ? {} : { error: status.error }),
+  }
+}

@@ -1,0 +1,227 @@
+// What every operation of the service shares (the operations themselves: credit-service.ts and the concept modules it
+// lists). Its dependencies; the ONE run-and-commit path (`apply` for a request, `run` with nobody to answer), which
+// runs one engine command and enqueues its changes in the same synchronous section so commits keep the engine's order,
+// and tells the durable feed once the disk has them; chain proofs turned into facts and their use recorded; the
+// passport writes of a commit; and the reads of jobs, offers and advances, live from the engine or final from the store
+// (or ended in a commit not yet written). CreditService extends it; the concept modules take it as their first
+// parameter.
+import type { Address } from 'viem'
+import { advanceViewFromSnapshot, jobViewFromSnapshot, offerViewFromSnapshot, type Engine } from '../engine/engine.ts'
+import { EngineRefusedError } from '../engine/errors.ts'
+import type { AdvanceView, Change, EngineResult, JobView, OfferView } from '../engine/types.ts'
+import type { NetworkClients } from '../chain/clients.ts'
+import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig } from '../chain/config.ts'
+import { ProofRefusedError } from '../chain/proofs.ts'
+import { verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
+import type { FacilityEventName } from '../chain/events-v2.ts'
+import type { ChainFollower } from '../chain/follower.ts'
+import type { WalletWatcher } from '../chain/watcher.ts'
+import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
+import type { ServiceConfig } from '../app/config.ts'
+import type { PassportBook, PassportFact } from '../passport/book.ts'
+import { DurableFeed, type DurableListener } from './durable-feed.ts'
+import { LeaseDelivery } from './lease-delivery.ts'
+import type { Mutation } from './mutation.ts'
+import { KeyedMutex } from './mutex.ts'
+import { isSessionKeyRecord, type SessionKeyRecord } from './session-keys.ts'
+
+/** The value of a command or query that succeeded; a refusal is raised. */
+export function valueOf<T>(result: EngineResult<T>): T {
+  if (!result.ok) throw new EngineRefusedError(result.error)
+  return result.value
+}
+
+/** A refusal of the engine with this code, or none. */
+export function refusedWith(error: unknown, code: string): EngineRefusedError | undefined {
+  return error instanceof EngineRefusedError && error.error.code === code ? error : undefined
+}
+
+export interface ServiceDeps {
+  config: ServiceConfig
+  engine: Engine
+  store: Store
+  networks: readonly NetworkConfig[]
+  clients: ReadonlyMap<string, NetworkClients>
+  watcher: WalletWatcher
+  clock: () => number
+  /** Records the passport events of the commands that change an agent's credit standing (src/passport/book.ts). */
+  passport: PassportBook
+}
+
+export class ServiceCore {
+  readonly config: ServiceConfig
+  readonly engine: Engine
+  readonly store: Store
+  readonly networks: readonly NetworkConfig[]
+  readonly watcher: WalletWatcher
+  readonly passport: PassportBook
+  /** Each network's request-path clients (one attempt with its rpcTimeoutMs). */
+  readonly clients: ReadonlyMap<string, NetworkClients>
+  readonly #clock: () => number
+  /** The lenders' session keys (src/service/session-keys.ts), kept beside the engine's records (lenders.ts). */
+  readonly sessionKeyRecords
+  /** Serialises plan -> operator transaction -> record for one job or advance. */
+  readonly locks = new KeyedMutex()
+  #fatal: ((error: unknown) => void) | undefined
+  /** Listeners of durable changes (the event stream, the inspector): told only after the disk has the commit. */
+  readonly #durable = new DurableFeed()
+  /** Final actors of commits not yet written, by `${kind}:${id}`: see run. */
+  readonly #endedInFlight = new Map<string, Change>()
+  /** Signs and delivers live leases' authorizations (lenders.ts). */
+  readonly leaseDelivery: LeaseDelivery
+  /** The chain follower of each served network (started by src/app/app.ts), for health. */
+  readonly followers = new Map<string, ChainFollower>()
+
+  constructor(deps: ServiceDeps) {
+    this.config = deps.config
+    this.engine = deps.engine
+    this.store = deps.store
+    this.networks = deps.networks
+    this.watcher = deps.watcher
+    this.clients = deps.clients
+    this.#clock = deps.clock
+    this.passport = deps.passport
+    this.leaseDelivery = new LeaseDelivery(deps.networks)
+    this.sessionKeyRecords = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
+  }
+
+  /** Called when a commit fails: memory is ahead of the disk, so the process must stop and restart from the store. */
+  onFatal(handler: (error: unknown) => void): void {
+    this.#fatal = handler
+  }
+
+  /**
+   * Calls `listener` with the changes of every commit once it is durable, in the engine's order (group commits
+   * resolve in queue order), so what a listener shows could never be lost by a crash. Returns the unsubscribe.
+   * A listener that throws is isolated from the commit path and the other listeners (a process warning reports it).
+   */
+  onDurable(listener: DurableListener): () => void {
+    return this.#durable.subscribe(listener)
+  }
+
+  // ------------------------------------------------------------------------------------------------ commit path
+
+  /**
+   * Runs `command` and enqueues its changes (plus `records` and, under an Idempotency-Key, the encoded response) in
+   * the same synchronous section, then waits for durability. Nothing awaits between the command and the enqueue.
+   */
+  async apply<T>(mutation: Mutation<T>, command: () => EngineResult<T>, records: (value: T) => RecordWrite[] = () => []): Promise<StoredResponse> {
+    return (await this.run(mutation, command, records)) as StoredResponse
+  }
+
+  /**
+   * The passport writes of `facts` for the commit being prepared: numbered and signed now, in the command's
+   * synchronous section (called from a `records` function), so they reach the disk in the same commit as the change.
+   */
+  passportWrites(facts: readonly PassportFact[]): RecordWrite[] {
+    return facts.length === 0 ? [] : this.passport.record(facts, this.#clock()).writes
+  }
+
+  async run<T>(mutation: Mutation<T> | null, command: () => EngineResult<T>, records: (value: T) => RecordWrite[]): Promise<StoredResponse | null> {
+    // Refused before the command: once the engine has changed memory, a commit the store turns away is fatal.
+    if (!this.store.hasRoom()) throw new StoreOverloadedError('too many changes are waiting for the disk; retry shortly')
+    const result = command()
+    const value = valueOf(result)
+    const response = mutation === null ? null : mutation.encode(value)
+    const writes = records(value)
+    const changes = result.ok ? result.changes : []
+    // With nobody to answer, a command that changed nothing needs no commit: no response could show state ahead of
+    // the disk. A request's empty commit still waits for the commits queued before it.
+    if (response === null && changes.length === 0 && writes.length === 0) return null
+    // An actor that ended in this command left the engine's memory, and the store has it only once the commit is
+    // written: until then a read finds it here (and, like every read, answers once the commit is durable).
+    const ended = changes.filter((c) => c.final)
+    for (const c of ended) this.#endedInFlight.set(`${c.kind}:${c.id}`, c)
+    try {
+      const idempotency = response === null ? undefined : mutation?.ticket?.complete(response)
+      await this.store.commit({ changes, records: writes, ...(idempotency ? { idempotency } : {}) })
+    } catch (error) {
+      // The engine already holds the change in memory: continuing would acknowledge state the disk lacks.
+      this.#fatal?.(error)
+      throw error
+    } finally {
+      for (const c of ended) if (this.#endedInFlight.get(`${c.kind}:${c.id}`) === c) this.#endedInFlight.delete(`${c.kind}:${c.id}`)
+    }
+    if (changes.length > 0) this.#durable.tell(changes)
+    return response
+  }
+
+  // ------------------------------------------------------------------------------------------------ helpers
+
+  /** The service's clock (epoch ms), for the parts that prepare a command outside this class (src/reputation). */
+  now(): number {
+    return this.#clock()
+  }
+
+  /** The network's request-path clients (one attempt with its rpcTimeoutMs). */
+  clientsOf(slug: string): NetworkClients {
+    const clients = this.clients.get(slug)
+    if (clients === undefined) throw new UnknownNetworkError(slug)
+    return clients
+  }
+
+  network(slug: string): NetworkConfig {
+    const network = this.networks.find((n) => n.slug === slug)
+    if (network === undefined) throw new UnknownNetworkError(slug)
+    return network
+  }
+
+  token(network: NetworkConfig, symbol: string) {
+    try {
+      return findToken(network, symbol)
+    } catch {
+      throw new UnknownAssetError(network.slug, symbol)
+    }
+  }
+
+  /**
+   * The first event `eventName` of the credit contract in `txHash` whose arguments equal `args`, at the network's
+   * confirmations; a proof that does not show it is refused (ProofRefusedError). The caller adds `fact.proofKey` to
+   * the commit of the command it feeds.
+   */
+  async prove<E extends FacilityEventName>(slug: string, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>): Promise<FacilityFactOf<E>> {
+    const network = this.network(slug)
+    const result = await verifyFacilityEvent(this.clientsOf(slug), network.creditContract, { txHash, eventName, args })
+    if (!result.ok) throw new ProofRefusedError(result.reason, result.detail)
+    return result.value[0] as FacilityFactOf<E>
+  }
+
+  /** Re-checked synchronously right before the command: another request may have used the proof meanwhile. */
+  useProof(fact: { proofKey: string }, usedBy: string): RecordWrite {
+    if (this.store.proofs.has(fact.proofKey)) throw new ProofRefusedError('already_used', `the proof ${fact.proofKey} was already used`)
+    return this.store.proofs.addOp(fact.proofKey, { usedBy, usedAtMs: this.#clock() })
+  }
+
+  // ------------------------------------------------------------------------------------------------ reads
+
+  /** A job, offer or advance by id: live from the engine, final from the store; undefined when never seen. */
+  view(kind: 'job', id: string): JobView | undefined
+  view(kind: 'offer', id: string): OfferView | undefined
+  view(kind: 'advance', id: string): AdvanceView | undefined
+  view(kind: 'job' | 'offer' | 'advance', id: string): JobView | OfferView | AdvanceView | undefined {
+    if (kind === 'job') return this.engine.getJob(id) ?? this.stored('job', id, jobViewFromSnapshot)
+    if (kind === 'offer') return this.engine.getOffer(id) ?? this.stored('offer', id, offerViewFromSnapshot)
+    return this.engine.getAdvance(id) ?? this.stored('advance', id, advanceViewFromSnapshot)
+  }
+
+  /** A final actor, read from the store (final actors leave memory). */
+  stored<V>(kind: 'job' | 'offer' | 'lease' | 'advance', id: string, view: (snapshot: unknown) => V): V | undefined {
+    const inFlight = this.#endedInFlight.get(`${kind}:${id}`)
+    if (inFlight !== undefined) return view(inFlight.record)
+    const entry = this.store.getSnapshot(kind, id)
+    return entry === undefined ? undefined : view(entry.snapshot)
+  }
+
+  /** The engine's refusal of an id it does not hold live: never seen (not found), or final in the store (closed). */
+  missing(kind: 'job' | 'offer' | 'advance', id: string): EngineRefusedError {
+    const entry = this.store.getSnapshot(kind, id)
+    if (entry === undefined) return new EngineRefusedError({ class: 'not_found', code: `${kind}_not_found`, message: `no ${kind} ${id}` })
+    return new EngineRefusedError({ class: 'conflict', code: `${kind}_closed`, message: `${kind} ${id} has reached a final state` })
+  }
+
+  /** The value of a query on a live actor; an id the engine does not hold is told apart as never seen or closed. */
+  live<T>(result: EngineResult<T>, kind: 'job' | 'offer' | 'advance', id: string): T {
+    if (!result.ok && result.error.code === `${kind}_not_found`) throw this.missing(kind, id)
+    return valueOf(result)
+  }
+}

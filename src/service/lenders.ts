@@ -1,0 +1,120 @@
+// The lender's side of the service: registration with a new session key (its record kept beside the engine's), what
+// brings each session wallet to its policy (top-up, approval, transfer back), withdrawals, and the live leases'
+// authorizations delivered to the lender. Called through CreditService (credit-service.ts) by src/api/routes/lenders.ts
+// and the app at start-up (sessionKeys, to re-watch wallets).
+import type { Address, Hex } from 'viem'
+import type { LeaseView, LenderView, RegisterLenderInput } from '../engine/types.ts'
+import type { RecordWrite, StoredResponse } from '../store/index.ts'
+import type { ServiceCore } from './core.ts'
+import type { DeliveredLease } from './lease-delivery.ts'
+import type { Mutation } from './mutation.ts'
+import { newSessionKey, type SessionKeyRecord } from './session-keys.ts'
+import { walletActions as walletActionsFor, type WalletAction } from './wallet-actions.ts'
+
+export async function registerLender(
+  service: ServiceCore,
+  mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderView }>,
+  lender: Address,
+  body: Omit<RegisterLenderInput, 'address' | 'sessionAddress' | 'reputationBps' | 'reliabilityBps'>,
+  /** ERC-8004 evidence already verified (src/reputation/links.ts): the initial reputation and the link's writes. */
+  evidence?: { reputationBps: number; records: () => RecordWrite[] },
+): Promise<{ response: StoredResponse; privateKey: Hex }> {
+  const networks = [...new Set(body.networks)].map((slug) => service.network(slug))
+  const assets: Record<string, string> = {}
+  for (const network of networks) {
+    const symbol = body.assets?.[network.slug] ?? body.asset
+    service.token(network, symbol)
+    assets[network.slug] = symbol
+  }
+  const nowMs = service.now()
+  const { privateKey, sessionKey } = newSessionKey(lender, networks, assets, body.availableLiquidityAtomic, nowMs)
+  const sessionAddress = sessionKey.address
+  const response = await service.apply(
+    mutation,
+    () => {
+      const registered = service.engine.registerLender(
+        {
+          address: lender,
+          sessionAddress,
+          availableLiquidityAtomic: body.availableLiquidityAtomic,
+          asset: body.asset,
+          // The body's own map: the engine refuses one that names a network the lender does not list.
+          assets: { ...assets, ...body.assets },
+          networks: networks.map((n) => n.slug),
+          minFeeBps: body.minFeeBps,
+          maxDurationSeconds: body.maxDurationSeconds,
+          acceptedRiskBands: body.acceptedRiskBands,
+          ...(evidence === undefined ? {} : { reputationBps: evidence.reputationBps }),
+        },
+        nowMs,
+      )
+      // The stored response (idempotent replays) never holds the private key; only this caller gets it.
+      return registered.ok ? { ...registered, value: { sessionKey, lender: registered.value } } : registered
+    },
+    () => [service.sessionKeyRecords.putOp(lender, sessionKey), ...(evidence?.records() ?? [])],
+  )
+  // Unfunded, the session wallet costs a membership entry only; its first transfer or approval makes it watched.
+  for (const network of networks) service.watcher.watchWhenFunded(network.slug, sessionAddress)
+  return { response, privateKey }
+}
+
+/** Every session key, to re-watch wallets after a restart. */
+export function* sessionKeys(service: ServiceCore): Generator<SessionKeyRecord> {
+  for (const { value } of service.sessionKeyRecords.iterate('')) yield value
+}
+
+/**
+ * Each live lease of `lender` with its authorization (the service's EIP-712 signature over the lease's terms, which
+ * the contract checks) and the unsigned paySupplier transaction that carries it, for the session key to send.
+ */
+export function pendingActions(service: ServiceCore, lender: Address) {
+  // The lender polling its own actions re-arms the funding window of a session wallet not yet seen funded.
+  const key = service.sessionKeyRecords.get(lender)
+  if (key !== undefined) for (const slug of Object.keys(key.policy.assets)) if (service.clients.has(slug)) service.watcher.watchWhenFunded(slug, key.address)
+  return service.engine.liveLeasesOf(lender).flatMap((lease) => {
+    const delivered = leaseAuthorization(service, lease)
+    return delivered === undefined ? [] : [{ lease, ...delivered }]
+  })
+}
+
+/**
+ * What brings each of the lender's session wallets to its policy (wallet-actions.ts): top-up and approve when the
+ * wallet is short, the session key's transfer back when it holds more than the policy and its live leases need.
+ */
+export function walletActions(service: ServiceCore, lender: Address): WalletAction[] {
+  const record = service.engine.getLender(lender)
+  if (record === undefined) return []
+  return record.networks.flatMap((slug) => {
+    const asset = record.assets[slug] ?? record.asset
+    return walletActionsFor({
+      lender: record.address,
+      sessionAddress: record.sessionAddress,
+      network: service.network(slug),
+      asset,
+      policyAvailableAtomic: record.policyAvailableAtomic,
+      reservedAtomic: service.engine.walletReservedAtomic(record.address, slug, asset),
+      holding: service.watcher.holding(slug, asset, record.sessionAddress),
+    })
+  })
+}
+
+/**
+ * The lender lowers what the service may lend (the engine's withdrawLiquidity); the answer carries the transfers
+ * back that its session key can send now.
+ */
+export async function withdrawLiquidity(service: ServiceCore, mutation: Mutation<{ lender: LenderView; actions: WalletAction[] }>, caller: Address, lender: Address, amountAtomic: bigint): Promise<StoredResponse> {
+  return service.apply(mutation, () => {
+    const withdrawn = service.engine.withdrawLiquidity({ lender, amountAtomic, caller }, service.now())
+    if (!withdrawn.ok) return withdrawn
+    const actions = walletActions(service, lender).filter((action) => action.kind === 'withdraw')
+    return { ...withdrawn, value: { lender: withdrawn.value, actions } }
+  })
+}
+
+/** The authorization of a live lease and its paySupplier transaction; undefined when the offer left memory or the network has no lease signer. */
+export function leaseAuthorization(service: ServiceCore, lease: LeaseView): DeliveredLease | undefined {
+  const offer = service.engine.getOffer(lease.offerId)
+  if (offer === undefined) return undefined
+  const network = service.network(lease.network)
+  return service.leaseDelivery.deliver(lease, offer, network, service.token(network, lease.asset).address, service.engine.config.insuranceShareBps)
+}

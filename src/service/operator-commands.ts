@@ -1,0 +1,139 @@
+// The commands whose transaction the operator sends first, then records: a job's settlement (settleJob), a job's
+// failure (failJob), an advance's liquidation (liquidate). Each plans in the engine, sends under a per-job or
+// per-advance lock, checks what the chain did against the plan, and commits; an operator transaction a crash left
+// unrecorded is found and recorded by the next attempt. Called through CreditService (credit-service.ts) by
+// src/api/routes/credit.ts.
+import type { Address, Hex } from 'viem'
+import { recoveryAmounts } from '../engine/engine.ts'
+import type { AdvanceView, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
+import type { NetworkClients } from '../chain/clients.ts'
+import {
+  ContractRevertError, findEarlierOperatorTx, OperatorUnavailableError, sendFailJob, sendLiquidate, sendSettleJob, type EarlierOperatorTx, type OperatorReceipt,
+} from '../chain/operator.ts'
+import { ChainRpcError } from '../chain/proofs.ts'
+import type { FacilityFactOf } from '../chain/proofs-v2.ts'
+import type { SignedPassportEvent } from '../passport/passport.ts'
+import type { RecordWrite, StoredResponse } from '../store/index.ts'
+import { refusedWith, type ServiceCore } from './core.ts'
+import type { Mutation } from './mutation.ts'
+
+/** The /fail response: the spec's passport event, and the borrower's passport entry for it as signed. */
+export type FailedJob = PassportEvent & { signed: SignedPassportEvent }
+
+/**
+ * Sends an operator transaction (settleJob, failJob, liquidate) and returns its hash and events. When the contract
+ * answers that it was already done (`alreadyDone(error)`), the earlier transaction is looked up and returned: a
+ * crash between an operator transaction and its commit is repaired by the next attempt. Any other refusal of the
+ * contract is raised (ContractRevertError), and nothing is recorded; any other failure is the chain's (ChainRpcError).
+ */
+async function operatorSend(
+  service: ServiceCore,
+  slug: string,
+  send: (clients: NetworkClients) => Promise<OperatorReceipt>,
+  earlier: { alreadyDone: (error: ContractRevertError) => boolean; find: (clients: NetworkClients) => Promise<EarlierOperatorTx | undefined> },
+): Promise<{ txHash: Hex; facts: OperatorReceipt['facts'] }> {
+  const clients = operatorClients(service, slug)
+  try {
+    return await send(clients)
+  } catch (error) {
+    if (error instanceof ContractRevertError) {
+      if (earlier.alreadyDone(error)) {
+        const found = await earlier.find(clients).catch(() => undefined)
+        if (found !== undefined) return found
+      }
+      throw error
+    }
+    if (error instanceof OperatorUnavailableError) throw error
+    throw new ChainRpcError(slug, error)
+  }
+}
+
+function operatorClients(service: ServiceCore, slug: string): NetworkClients {
+  const clients = service.clientsOf(slug)
+  if (clients.operator === undefined) throw new OperatorUnavailableError(slug)
+  return clients
+}
+
+export async function completeJob(service: ServiceCore, mutation: Mutation<JobSettlementReceipt>, caller: Address, jobId: string): Promise<StoredResponse> {
+  return service.locks.run(`job:${jobId}`, async () => {
+    const plan = service.live(service.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
+    const job = service.engine.getJob(jobId) as JobView
+    const offerKeys = plan.advances.map((a) => (service.engine.getAdvance(a.advanceId) as AdvanceView).advanceKey)
+    const settled = await operatorSend(service, job.network, (clients) => sendSettleJob(clients, { jobId, offerKeys }), {
+      alreadyDone: (error) => error.errorName === 'JobNotOpen',
+      find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobSettled', jobId }, job.funding.txHash),
+    })
+    const paid = settled.facts.find((f): f is FacilityFactOf<'JobSettled'> => f.name === 'JobSettled')
+    if (paid === undefined || paid.args.toLenders !== plan.toLendersAtomic || paid.args.toReserve !== plan.toReserveAtomic) {
+      throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
+    }
+    return service.apply(mutation, () => service.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, service.now()))
+  })
+}
+
+export async function failJob(service: ServiceCore, mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
+  return service.locks.run(`job:${jobId}`, async () => {
+    const plan = service.live(service.engine.planJobFailure({ jobId, caller }), 'job', jobId)
+    // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
+    const failed = await operatorSend(service, plan.network, (clients) => sendFailJob(clients, { jobId }), {
+      alreadyDone: (error) => error.errorName === 'JobNotOpen',
+      find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
+    })
+    try {
+      // The spec's /fail response is this event's content, with the passport's signed copy (which adds the failJob
+      // transaction) beside it: signed in the command's synchronous section, written in the same commit.
+      let writes: RecordWrite[] = []
+      return await service.apply(
+        mutation,
+        () => {
+          const result = service.engine.failJob({ jobId, reason: body.reason, caller }, service.now())
+          if (!result.ok) return result
+          const event = result.value
+          const recorded = service.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, txHash: failed.txHash } }], service.now())
+          writes = recorded.writes
+          return { ...result, value: { ...event, signed: recorded.events[0] as SignedPassportEvent } }
+        },
+        () => writes,
+      )
+    } catch (error) {
+      throw refusedWith(error, 'job_not_found') ? service.missing('job', jobId) : error
+    }
+  })
+}
+
+export async function liquidate(service: ServiceCore, mutation: Mutation<LiquidationReceipt>, caller: Address, advanceId: string): Promise<StoredResponse> {
+  return service.locks.run(`advance:${advanceId}`, async () => {
+    const plan = service.live(service.engine.planLiquidation({ advanceId, caller }, service.now()), 'advance', advanceId)
+    const advance = service.engine.getAdvance(advanceId) as AdvanceView
+    // The contract computes the recovery (collateral, backing, reserve, shortfall); the backing it cannot see is
+    // the engine's, bounded by the attested liquidation value left.
+    const { fromBackingAtomic } = recoveryAmounts(plan)
+    const liquidated = await operatorSend(service, 
+      advance.network,
+      (clients) => sendLiquidate(clients, { offerKey: advance.advanceKey, backingCoveredAtomic: fromBackingAtomic }),
+      {
+        alreadyDone: (error) => error.errorName === 'AlreadyLiquidated',
+        find: (clients) => findEarlierOperatorTx(clients, { eventName: 'Liquidated', offerKey: advance.advanceKey }, advance.payment.txHash),
+      },
+    )
+    const event = liquidated.facts.find((f): f is FacilityFactOf<'Liquidated'> => f.name === 'Liquidated')
+    if (event === undefined) throw new ContractRevertError(advance.network, 'no_liquidated_event', [], new Error(`${liquidated.txHash} emitted no Liquidated`))
+    const executed = {
+      fromCollateralAtomic: event.args.fromCollateral, fromBackingAtomic: event.args.fromBacking,
+      fromReserveAtomic: event.args.fromReserve, shortfallAtomic: event.args.shortfall,
+    }
+    return service.apply(
+      mutation,
+      () => service.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, service.now()),
+      // A liquidation that recovered everything leaves the borrower owing nothing; a shortfall is a debt unpaid.
+      (receipt) => receipt.shortfallAtomic === 0n ? [] : service.passportWrites([{
+        agent: receipt.borrower,
+        kind: 'liquidated_with_shortfall',
+        details: {
+          advanceId, jobId: receipt.jobId, sourceId: receipt.sourceId, network: receipt.network, asset: receipt.asset, owedAtomic: receipt.owedAtomic,
+          recoveredAtomic: receipt.recoveredAtomic, shortfallAtomic: receipt.shortfallAtomic, txHash: receipt.txHash,
+        },
+      }]),
+    )
+  })
+}
