@@ -114,7 +114,10 @@ export async function withdrawLiquidity(service: ServiceCore, mutation: Mutation
 /** The authorization of a live lease and its paySupplier transaction; undefined when the offer left memory or the network has no lease signer. */
 export function leaseAuthorization(service: ServiceCore, lease: LeaseView): DeliveredLease | undefined {
   const offer = service.engine.getOffer(lease.offerId)
-  if (offer === undefined) return undefined
+  // A closing offer on a job was withdrawn by the job's failure: the contract refuses payments for a failed job
+  // (JobNotOpen), so the lease is not offered as an action a lender would spend gas on. The lease still ends on chain
+  // time, without a penalty (leases.ts).
+  if (offer === undefined || (offer.state === 'closing' && offer.source.kind === 'job')) return undefined
   const network = service.network(lease.network)
   return service.leaseDelivery.deliver(lease, offer, network, service.token(network, lease.asset).address, service.engine.config.insuranceShareBps)
 }

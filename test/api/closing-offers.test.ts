@@ -73,9 +73,12 @@ t.test('paid before failJob, seen by the follower after it: the closing offer is
 t.test('a closing offer nobody pays ends declined when the chain passes its lease deadline, and the lender is not penalised', async (t) => {
   const { jobClientApi, offerId, lease } = await leasedOnJob('job_closing_unpaid')
   const before = (await lender.client.get(`/lenders/${lender.account.address}`)).body
+  const leaseIdsInActions = async () => ((await lender.client.get(`/lenders/${lender.account.address}/actions`)).body as Array<{ lease?: { leaseId: string } }>).map((a) => a.lease?.leaseId)
+  t.ok((await leaseIdsInActions()).includes(lease['leaseId'] as string), 'while the job is open, the lease is the lender\'s action')
   const failed = await jobClientApi.post('/credit/jobs/job_closing_unpaid/fail', { reason: 'cancelled' })
   t.equal(failed.status, 200, JSON.stringify(failed.body))
   t.equal((await lender.client.get(`/credit/offers/${offerId}`)).body.state, 'closing')
+  t.notOk((await leaseIdsInActions()).includes(lease['leaseId'] as string), 'after failJob the contract refuses the payment (JobNotOpen): the lease is no longer offered as an action')
   await advanceChainTime(h, Math.ceil((Date.parse(lease['expiresAt']) - Date.now()) / 1000) + 5)
   await until(async () => (await lender.client.get(`/credit/offers/${offerId}`)).body.state === 'declined', 20_000, 'the closing offer to end')
   const offer = (await lender.client.get(`/credit/offers/${offerId}`)).body
