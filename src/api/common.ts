@@ -2,7 +2,7 @@
 // type the handlers (Type.Static) and appear unchanged in the OpenAPI 3.1 document.
 import Type, { type TObject, type TProperties, type TObjectOptions, type TSchema } from 'typebox'
 import { getAddress, type Address as ViemAddress } from 'viem'
-import { ID_PATTERNS } from '../engine/ids.ts'
+import { ID_PATTERNS, FORMAT_PATTERNS } from '../engine/ids.ts'
 
 /** 2^256 - 1: the largest amount an EVM token can hold, hence the largest `...Atomic` value accepted. */
 export const MAX_UINT256 = (1n << 256n) - 1n
@@ -69,13 +69,13 @@ export const Seconds = Type.Integer({ minimum: 0, description: 'Duration in whol
 
 /** An EVM address in any letter case on input; outputs carry the EIP-55 checksum (see `checksum`). */
 export const Address = Type.String({
-  pattern: '^0x[0-9a-fA-F]{40}$',
+  pattern: FORMAT_PATTERNS.address,
   description: 'EVM address; any letter case accepted on input, EIP-55 checksummed on output.',
   examples: ['0x70997970C51812dc3A010C7d01b50e0d17dc79C8'],
 })
 
 /** A 32-byte hex value such as a transaction hash. */
-export const Bytes32 = Type.String({ pattern: '^0x[0-9a-fA-F]{64}$', description: '32 bytes, hex with 0x prefix.' })
+export const Bytes32 = Type.String({ pattern: FORMAT_PATTERNS.bytes32, description: '32 bytes, hex with 0x prefix.' })
 
 /** An ISO-8601 UTC timestamp (`...At`). */
 export const IsoTime = Type.String({ format: 'date-time', description: 'ISO-8601 timestamp (UTC).', examples: ['2026-01-01T00:00:00.000Z'] })

@@ -102,8 +102,8 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    in this order: ${c.rules.recoveryOrder.join(', ')}. The collateral pays the lender's part first, then the reserve's
    share (${c.rules.insuranceShareBps} bps of the fee); what is left of it goes back to the borrower once the job's advances are resolved.
    An advance that still owes after its liquidation (the shortfall, and what the insurance reserve paid for it) stays "shortfall":
-   the borrower repays it with repay(advanceKey, amount) as above (lender first, then the reserve); it ends "repaid" when nothing is
-   owed, and the borrower's suspension lifts only when nothing is owed on any defaulted or shortfall advance.
+   the borrower repays it as above (GET /credit/advances/{advanceId}/repay-transactions; lender first, then the reserve); it ends
+   "repaid" when nothing is owed, and the borrower's suspension lifts only when nothing is owed on any defaulted or shortfall advance.
 8. Lender capital: repayments and recoveries reach the session wallet, so the capital lends again. Every lender view's availableAtomic is
    what the session wallet can pay within the policy (policyAvailableAtomic). After the pay_supplier actions, GET /lenders/<address>/actions lists
    per network what brings the session wallet to the policy: {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it

@@ -3,11 +3,12 @@
 import Type from 'typebox'
 import { Address, IsoTime, StrictObject } from './common.ts'
 import type { NetworkReconciliation } from '../service/reconciliation.ts'
+import { FORMAT_PATTERNS } from '../engine/ids.ts'
 
 /** /health lists at most this many differences per network (their count is always complete). */
 export const HEALTH_DIFFERENCES_MAX = 20
 
-const Block = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$', description: 'A block number, decimal.' })
+const Block = Type.String({ pattern: FORMAT_PATTERNS.block, description: 'A block number, decimal.' })
 const DifferenceValue = Type.Union([
   Type.String(),
   Type.Boolean(),
@@ -58,7 +59,7 @@ export const ReconciliationReport = StrictObject(
 )
 
 export const ReconcileRequest = StrictObject(
-  { network: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'Only this network (default: every network).' })) },
+  { network: Type.Optional(Type.String({ pattern: FORMAT_PATTERNS.network, description: 'Only this network (default: every network).' })) },
   { description: 'Which networks to reconcile.' },
 )
 

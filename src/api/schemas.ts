@@ -4,7 +4,7 @@
 // tests validate every response they see against this document.
 import Type from 'typebox'
 import { ADVANCE_STATES, JOB_STATES, LEASE_END_REASONS, LEASE_STATES, OFFER_END_REASONS, OFFER_STATES } from '../../machines/index.ts'
-import { ID_PATTERNS } from '../engine/ids.ts'
+import { ID_PATTERNS, FORMAT_PATTERNS } from '../engine/ids.ts'
 import { Address, Atomic, atomicAtMost, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, Seconds, StrictObject } from './common.ts'
 import { HEALTH_DIFFERENCES_MAX, NetworkReconciliationWire } from './reconciliation.ts'
 
@@ -16,7 +16,7 @@ export const LIQUIDITY_ATOMIC_MAX = (1n << 128n) - 1n
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()])
 
-export const NetworkSlug = Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', description: 'Network slug from /.well-known/service.json.' })
+export const NetworkSlug = Type.String({ pattern: FORMAT_PATTERNS.network, description: 'Network slug from /.well-known/service.json.' })
 export const AssetSymbol = Type.String({ pattern: '^[A-Za-z0-9.]{1,16}$', description: 'Token symbol configured on the network.' })
 export const RiskBand = Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')], { description: 'Risk band: A (best), B, C.' })
 export const OfferId = Type.String({ pattern: ID_PATTERNS.offer, description: 'Offer identifier minted by the service.' })

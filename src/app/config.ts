@@ -9,8 +9,9 @@ import { privateKeyToAccount } from 'viem/accounts'
 import type { EngineConfig } from '../engine/config.ts'
 import { reputationDefaults, type ReputationConfig } from '../reputation/index.ts'
 import { parseCorsOrigins } from '../http/cors.ts'
+import { FORMAT_PATTERNS } from '../engine/ids.ts'
 
-const AddressString = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })
+const AddressString = Type.String({ pattern: FORMAT_PATTERNS.address })
 
 /**
  * A supplier the directory starts with (the engine's directory, src/engine/suppliers.ts): `address` pays on every
@@ -21,7 +22,7 @@ const SupplierSchema = Type.Object(
     domain: Type.String({ minLength: 1, maxLength: 253 }),
     name: Type.String({ minLength: 1, maxLength: 200 }),
     address: Type.Optional(AddressString),
-    addresses: Type.Optional(Type.Record(Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$' }), Type.Array(AddressString, { minItems: 1, maxItems: 16 }), { additionalProperties: false })),
+    addresses: Type.Optional(Type.Record(Type.String({ pattern: FORMAT_PATTERNS.network }), Type.Array(AddressString, { minItems: 1, maxItems: 16 }), { additionalProperties: false })),
   },
   { additionalProperties: false },
 )

@@ -6,8 +6,9 @@ import Type from 'typebox'
 import { Compile } from 'typebox/compile'
 import { getAddress, isHex, type Address, type Hex } from 'viem'
 import { multicall3Address } from './artifacts.ts'
+import { FORMAT_PATTERNS } from '../engine/ids.ts'
 
-const AddressSchema = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', description: 'EVM address, any case' })
+const AddressSchema = Type.String({ pattern: FORMAT_PATTERNS.address, description: 'EVM address, any case' })
 
 export const TokenConfigSchema = Type.Object(
   {

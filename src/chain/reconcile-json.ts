@@ -5,11 +5,12 @@ import Type from 'typebox'
 import { Compile } from 'typebox/compile'
 import { getAddress, type Hex } from 'viem'
 import { amount, flowTotalNames, lower, type ExpectedNetworkState, type FlowTotalName, type FlowTotals } from './reconcile-states.ts'
+import { FORMAT_PATTERNS } from '../engine/ids.ts'
 
 const AtomicSchema = Type.String({ pattern: '^(0|[1-9][0-9]{0,77})$', description: 'atomic units, decimal' })
-const KeySchema = Type.String({ pattern: '^0x[0-9a-fA-F]{64}$' })
-const AddressSchema = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })
-const BlockSchema = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' })
+const KeySchema = Type.String({ pattern: FORMAT_PATTERNS.bytes32 })
+const AddressSchema = Type.String({ pattern: FORMAT_PATTERNS.address })
+const BlockSchema = Type.String({ pattern: FORMAT_PATTERNS.block })
 
 /** The expected state as JSON (amounts and blocks as decimal strings, maps as objects keyed by jobKey / offerKey). */
 export const ExpectedNetworkStateJsonSchema = Type.Object(

@@ -1,31 +1,33 @@
 // The credit engine: one writer that owns every live actor (job, offer, lease, advance) and the records (lenders,
 // backing sources, borrowers, insurance reserves). This file is the commands' control flow: each command checks who
 // may act and what it is given, sends its events to the machines, which decide, and drains the snapshots it changed.
-// What a command computes or changes lives beside it, one concept per module (src/README.md lists them). It never
-// reads the clock (`nowMs` comes from the caller) and never does I/O.
-import { createActor } from 'xstate'
-import { jobMachine, type TxProof } from '../../machines/index.ts'
-import { expect, refused, send, wouldTake } from './actors.ts'
-import { advanceDefaulted, applyLiquidation, applyRepaidFact, applyRepayment, openAdvance, paymentInFull } from './advances.ts'
+// What a command computes or changes lives beside it, one concept per module (src/README.md lists them); the commands
+// of a job (jobs.ts), of a liquidation (liquidation.ts) and of the chain's facts (chain-facts.ts) live whole in their
+// module, and this class keeps their public names. It never reads the clock (`nowMs` comes from the caller) and never
+// does I/O.
+import type { TxProof } from '../../machines/index.ts'
+import { refused } from './actors.ts'
+import { applyRepaidFact } from './advances.ts'
 import { borrowerOf, liftDueSuspensions, suspend } from './borrowers.ts'
-import { closeOnSource } from './capacity.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
 import { drain, touch } from './changes.ts'
 import { chainTimeOf, dueLeases, offersToDispatch } from './dispatch.ts'
 import { fundOffer, observeChain, type ChainObservation, type ChainObservationOutcome, type PastLeaseOf } from './chain-facts.ts'
 import { fail, forbidden } from './errors.ts'
-import { ID_PREFIXES } from './ids.ts'
 import { checkInvariants } from './invariants.ts'
+import * as jobs from './jobs.ts'
 import { isBps, sameAddress } from './keys.ts'
 import { lenderChanged, withdrawableAtomic, withdrawLiquidity } from './ledger.ts'
 import { timeOutLease } from './leases.ts'
-import { addLender, declineOffer, expireOffer, leaseToBestLender, park, walletChanged } from './matching.ts'
-import { executedPlan, jobSettlement, leaseRefusal, liquidationPlan, recoveryOf, repaymentPlan, supplierPaymentTerms } from './plans.ts'
-import { invalidLender, invalidSourceId, invalidSourceTerms, isJobId, lenderRecord, sourceRecord } from './registration.ts'
+import * as liquidation from './liquidation.ts'
+import { isOperator } from './roles.ts'
+import { addLender, expireOffer, leaseToBestLender, park, walletChanged } from './matching.ts'
+import { leaseRefusal, repaymentPlan, supplierPaymentTerms } from './plans.ts'
+import { invalidLender, invalidSourceId, invalidSourceTerms, lenderRecord, sourceRecord } from './registration.ts'
 import * as reputation from './reputation.ts'
 import * as suppliers from './suppliers.ts'
 import { restore, snapshots, type StoredSnapshot } from './snapshots.ts'
-import { EngineState, type AdvanceActor, type JobActor } from './state.ts'
+import { EngineState } from './state.ts'
 import type { ExecutedTx, OfferKeyOf, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
 import { offerKey } from '../chain/ids.ts'
 import type {
@@ -143,49 +145,16 @@ export class Engine {
   }
 
   createJob(input: CreateJobInput & { caller: Address }, nowMs: number): EngineResult<JobView> {
-    const s = this.state
-    if (!sameAddress(input.caller, input.client) && !sameAddress(input.caller, input.borrower)) {
-      return forbidden('a job is created by its client (the funder) or its borrower')
-    }
-    if (!isJobId(input.jobId)) return fail('invalid', 'invalid_job_id', 'jobId must match ^job_[A-Za-z0-9_-]{1,64}$')
-    if (s.jobs.has(input.jobId)) return fail('conflict', 'job_exists', `job ${input.jobId} exists`)
-    if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
-    if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAtMs must be in the future')
-    const { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, funding } = input
-    const actor = createActor(jobMachine, {
-      input: { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding },
-    }).start()
-    s.jobs.set(input.jobId, actor)
-    borrowerOf(s, input.borrower)
-    touch(s, 'job', input.jobId)
-    return drain(s, viewOf<JobView>(actor.getSnapshot()))
+    return jobs.createJob(this.state, input, nowMs)
   }
 
   /** Who may post collateral on the job, and what its proof must show (the CollateralPosted of the job's borrower). */
   planCollateral(input: { jobId: string; caller: Address }): EngineResult<{ network: string; asset: string; borrower: Address }> {
-    const job = this.state.jobs.get(input.jobId)
-    if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
-    const j = job.getSnapshot().context
-    if (!sameAddress(input.caller, j.borrower)) return forbidden('collateral is posted by the job\'s borrower')
-    return { ok: true, value: { network: j.network, asset: j.asset, borrower: j.borrower }, changes: [] }
+    return jobs.planCollateral(this.state, input)
   }
 
   postCollateral(input: PostCollateralInput & { caller: Address }, nowMs: number): EngineResult<CollateralPosition> {
-    const planned = this.planCollateral(input)
-    if (!planned.ok) return planned
-    const job = this.state.jobs.get(input.jobId) as JobActor
-    if (!sameAddress(job.getSnapshot().context.borrower, input.borrower)) {
-      return fail('forbidden', 'not_job_borrower', 'collateral must be posted by the job borrower')
-    }
-    if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
-
-    const posted = send(this.state, 'job', job, { type: 'COLLATERAL_POSTED', amountAtomic: input.amountAtomic, nowMs })
-    if (!posted.accepted) return refused('job', input.jobId, posted)
-    const ctx = job.getSnapshot().context
-    return drain(this.state, {
-      jobId: ctx.jobId, borrower: ctx.borrower, network: ctx.network, asset: ctx.asset, amountAtomic: input.amountAtomic,
-      totalCollateralAtomic: ctx.collateralAtomic, proof: input.proof,
-    })
+    return jobs.postCollateral(this.state, input, nowMs)
   }
 
   /** The configuration's supplier directory at start-up (src/engine/suppliers.ts says what an operator's entry keeps). */
@@ -196,13 +165,13 @@ export class Engine {
 
   /** An operator adds or replaces a supplier's entry. */
   putSupplier(input: SupplierInput & { caller: Address }, nowMs: number): EngineResult<SupplierRecord> {
-    const put = suppliers.putSupplier(this.state, input, this.isOperator(input.caller), nowMs)
+    const put = suppliers.putSupplier(this.state, input, isOperator(this.state, input.caller), nowMs)
     return put.ok ? drain(this.state, put.value) : put
   }
 
   /** An operator removes a supplier: no new credit goes there; live offers keep the supplier their leases bind. */
   removeSupplier(input: { domain: string; caller: Address }, nowMs: number): EngineResult<SupplierRecord> {
-    const removed = suppliers.removeSupplier(this.state, input.domain, this.isOperator(input.caller), nowMs)
+    const removed = suppliers.removeSupplier(this.state, input.domain, isOperator(this.state, input.caller), nowMs)
     return removed.ok ? drain(this.state, removed.value) : removed
   }
 
@@ -329,145 +298,32 @@ export class Engine {
 
   /** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */
   planJobSettlement(input: { jobId: string; caller: Address }): EngineResult<JobSettlementPlan> {
-    const { jobId } = input
-    const job = this.state.jobs.get(jobId)
-    if (!job) return fail('not_found', 'job_not_found', `job ${jobId} is not live`)
-    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is completed by its client or an operator')
-    // A query sends nothing: it asks the machine whether it would take COMPLETE now.
-    const open = wouldTake('job', job, { type: 'COMPLETE', settlement: { network: '', txHash: '0x' }, nowMs: 0 })
-    if (!open.accepted) return refused('job', jobId, open)
-    const planned = jobSettlement(this.state, job)
-    if (!planned.ok) return planned
-    return { ok: true, value: planned.value, changes: [] }
+    return jobs.planJobSettlement(this.state, input)
   }
 
   /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
   planJobFailure(input: { jobId: string; caller: Address }): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
-    const job = this.state.jobs.get(input.jobId)
-    if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
-    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is failed by its client or an operator')
-    const open = wouldTake('job', job, { type: 'FAIL', reason: '', releasedAtomic: 0n, nowMs: 0 })
-    if (!open.accepted) return refused('job', input.jobId, open)
-    const j = job.getSnapshot().context
-    return { ok: true, value: { jobId: j.jobId, network: j.network, funding: j.funding }, changes: [] }
+    return jobs.planJobFailure(this.state, input)
   }
 
   /** Apply the executed settleJob transaction: every open advance on the job is repaid and the job completes. */
   completeJob(input: { jobId: string; caller: Address } & ExecutedTx, nowMs: number): EngineResult<JobSettlementReceipt> {
-    const s = this.state
-    const job = s.jobs.get(input.jobId)
-    if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
-    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is completed by its client or an operator')
-    const planned = jobSettlement(s, job)
-    if (!planned.ok) return planned
-    const plan = planned.value
-    const completed = send(s, 'job', job, { type: 'COMPLETE', settlement: { network: input.network, txHash: input.txHash }, nowMs })
-    if (!completed.accepted) return refused('job', input.jobId, completed)
-    const receipts: RepaymentReceipt[] = []
-    for (const item of plan.advances) {
-      const advance = s.advances.get(item.advanceId) as AdvanceActor
-      const a = advance.getSnapshot().context
-      // The settlement pays what each advance still owes (a partially repaid one, only the rest).
-      const repayment = paymentInFull(a, { kind: 'job_settlement', network: input.network, txHash: input.txHash, logIndex: null, payer: null })
-      expect(s, 'advance', advance, { type: 'REPAY', repayment, nowMs })
-      receipts.push(applyRepayment(s, a, repayment))
-    }
-    return drain(s, { ...plan, txHash: input.txHash, receipts })
+    return jobs.completeJob(this.state, input, nowMs)
   }
 
   /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
   failJob(input: { jobId: string; reason: string; caller: Address }, nowMs: number): EngineResult<PassportEvent> {
-    const s = this.state
-    const job = s.jobs.get(input.jobId)
-    if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
-    if (!this.isClientOrOperator(job, input.caller)) return forbidden('a job is failed by its client or an operator')
-    const j = job.getSnapshot().context
-    // The job's live offers are withdrawn with it: the failure itself releases the capacity of those waiting. A leased
-    // one is closing (matching.ts declineOffer) and keeps its capacity until its lease is paid or over: the job stays
-    // defaulted meanwhile. (On chain, failJob makes the job's authorizations unusable from its block on.)
-    let releasedAtomic = 0n
-    for (const offer of s.offers.values()) {
-      const snap = offer.getSnapshot()
-      const o = snap.context
-      if (o.source.kind === 'job' && o.source.id === j.jobId && snap.matches('offered')) releasedAtomic += o.amountAtomic
-    }
-    const failed = send(s, 'job', job, { type: 'FAIL', reason: input.reason, releasedAtomic, nowMs })
-    if (!failed.accepted) return refused('job', input.jobId, failed)
-
-    const borrower = borrowerOf(s, j.borrower)
-    suspend(s, borrower, nowMs)
-    reputation.borrowerFailedJob(borrower, this.config)
-    touch(s, 'borrower', borrower.address)
-
-    const declinedOfferIds: string[] = []
-    for (const offer of [...s.offers.values()]) {
-      const o = offer.getSnapshot().context
-      if (o.borrower !== j.borrower) continue
-      const onThisJob = o.source.kind === 'job' && o.source.id === j.jobId
-      if (offer.getSnapshot().matches('closing')) continue
-      declineOffer(s, offer, 'borrower_suspended', nowMs, !onThisJob)
-      declinedOfferIds.push(o.offerId)
-    }
-    const defaultedAdvanceIds = [...j.advanceIds]
-    let outstandingPrincipalAtomic = 0n
-    for (const advanceId of defaultedAdvanceIds) {
-      const advance = s.advances.get(advanceId) as AdvanceActor
-      outstandingPrincipalAtomic += advance.getSnapshot().context.principalAtomic
-      expect(s, 'advance', advance, { type: 'DEFAULT', reason: 'job_failed', nowMs })
-      advanceDefaulted(s, advance.getSnapshot().context)
-    }
-    return drain(s, {
-      type: 'job_failed', jobId: j.jobId, borrower: j.borrower, client: j.client, reason: input.reason, atMs: nowMs,
-      borrowerSuspended: true, borrowerReputationBps: borrower.reputationBps, defaultedAdvanceIds,
-      outstandingPrincipalAtomic, declinedOfferIds,
-    })
+    return jobs.failJob(this.state, input, nowMs)
   }
 
   /** Recovery amounts, step by step, for a defaulted (or past-due) advance. */
   planLiquidation(input: { advanceId: string; caller: Address }, nowMs: number): EngineResult<LiquidationPlan> {
-    const { advanceId } = input
-    const advance = this.state.advances.get(advanceId)
-    if (!advance) return fail('not_found', 'advance_not_found', `advance ${advanceId} is not live`)
-    if (!this.isLenderOrOperator(advance, input.caller)) return forbidden('an advance is liquidated by its lender or an operator')
-    const plan = liquidationPlan(this.state, advance)
-    // A query sends nothing: it asks the machine whether it would take LIQUIDATE now (defaulted, or past due).
-    const due = wouldTake('advance', advance, { type: 'LIQUIDATE', recovery: recoveryOf(plan, '', '0x'), nowMs })
-    if (!due.accepted) return refused('advance', advanceId, due)
-    return { ok: true, value: plan, changes: [] }
+    return liquidation.planLiquidation(this.state, input, nowMs)
   }
 
   /** Apply the executed liquidate transaction: recover in order, record the shortfall and its penalty. */
   liquidate(input: LiquidationInput & { caller: Address }, nowMs: number): EngineResult<LiquidationReceipt> {
-    const s = this.state
-    const advance = s.advances.get(input.advanceId)
-    if (!advance) return fail('not_found', 'advance_not_found', `advance ${input.advanceId} is not live`)
-    if (!this.isLenderOrOperator(advance, input.caller)) return forbidden('an advance is liquidated by its lender or an operator')
-    const predicted = liquidationPlan(s, advance)
-    const plan = input.executed === undefined ? predicted : executedPlan(predicted, input.executed)
-    if (plan.recoveredAtomic + plan.shortfallAtomic !== plan.owedAtomic) {
-      return fail('conflict', 'liquidation_mismatch', `the contract's recovery does not sum to the ${plan.owedAtomic} owed`)
-    }
-    const recovery = recoveryOf(plan, input.network, input.txHash)
-    if ((input.fromRevenueAtomic !== undefined && input.fromRevenueAtomic !== recovery.fromRevenueAtomic) ||
-      (input.fromCollateralAtomic !== undefined && input.fromCollateralAtomic !== recovery.fromCollateralAtomic) ||
-      (input.fromReserveAtomic !== undefined && input.fromReserveAtomic !== recovery.fromReserveAtomic)) {
-      return fail('conflict', 'plan_changed', 'the executed amounts differ from the current liquidation plan')
-    }
-    if (plan.recoveredAtomic + plan.shortfallAtomic !== plan.owedAtomic || plan.recoveredAtomic > plan.owedAtomic) {
-      throw new Error('invariant: recovery steps must sum to what is owed')
-    }
-
-    const a = advance.getSnapshot().context
-    // The advance decides: a defaulted one is liquidated, an active one only once past due (it defaults now).
-    const liquidated = send(s, 'advance', advance, { type: 'LIQUIDATE', recovery, nowMs })
-    if (!liquidated.accepted) return refused('advance', input.advanceId, liquidated)
-    if (liquidated.from === 'active') advanceDefaulted(s, a)
-
-    const borrower = applyLiquidation(s, a, plan, recovery.fromReserveAtomic)
-    closeOnSource(s, a, {
-      revenueUsedAtomic: recovery.fromRevenueAtomic, collateralUsedAtomic: recovery.fromCollateralAtomic, backingUsedAtomic: recovery.fromBackingAtomic,
-    }, nowMs)
-    return drain(s, { ...plan, txHash: input.txHash, borrowerReputationBps: borrower.reputationBps })
+    return liquidation.liquidate(this.state, input, nowMs)
   }
 
   /** One uptime observation of a lender (bps of the period it was reachable) moves its reliability towards it. */
@@ -596,21 +452,5 @@ export class Engine {
   /** Throws when any money or lifecycle invariant of DESIGN section 4 does not hold (invariants.ts). */
   checkInvariants(): void {
     checkInvariants(this.state)
-  }
-
-  // ================================================================================================ shared steps
-
-  /** A job's client, or an operator of the service (config.operators). */
-  private isClientOrOperator(job: JobActor, caller: Address): boolean {
-    return sameAddress(job.getSnapshot().context.client, caller) || this.isOperator(caller)
-  }
-
-  /** An advance's lender, or an operator of the service. */
-  private isLenderOrOperator(advance: AdvanceActor, caller: Address): boolean {
-    return sameAddress(advance.getSnapshot().context.lender, caller) || this.isOperator(caller)
-  }
-
-  private isOperator(caller: Address): boolean {
-    return this.config.operators.some((operator) => sameAddress(operator, caller))
   }
 }

@@ -8,6 +8,7 @@
 // which the route table accepts as a record. Fields the protocol declares nullish accept null.
 import Type, { type TSchema } from 'typebox'
 import { Address, Atomic } from '../api/common.ts'
+import { FORMAT_PATTERNS } from '../engine/ids.ts'
 
 /** Longest signature accepted: an ERC-6492 wrapped smart-wallet signature with factory calldata stays far below. */
 export const SIGNATURE_HEX_CHARS_MAX = 16_384
@@ -25,7 +26,7 @@ export const FreeMap = (description: string) =>
 const PrintableAscii = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '^[\\x20-\\x7e]+$' })
 
 const UintString = Type.String({ pattern: '^(0|[1-9][0-9]{0,77})$', description: 'Unsigned integer as a decimal string.' })
-const Bytes32Hex = Type.String({ pattern: '^0x[0-9a-fA-F]{64}$', description: '32 bytes, hex with 0x prefix.' })
+const Bytes32Hex = Type.String({ pattern: FORMAT_PATTERNS.bytes32, description: '32 bytes, hex with 0x prefix.' })
 const SignatureHex = Type.String({
   pattern: '^0x[0-9a-fA-F]+$',
   minLength: 4,

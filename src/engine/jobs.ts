@@ -1,0 +1,163 @@
+// A job's commands: creation by its client or borrower, collateral from its borrower, settlement at completion and
+// failure, each checking who may act, sending the job machine its event (the machine decides) and applying what follows
+// to the job's advances and offers. Called by engine.ts, which keeps the public surface.
+import { createActor } from 'xstate'
+import { jobMachine, type TxProof } from '../../machines/index.ts'
+import { expect, refused, send, wouldTake } from './actors.ts'
+import { advanceDefaulted, applyRepayment, paymentInFull } from './advances.ts'
+import { borrowerOf, suspend } from './borrowers.ts'
+import { drain, touch } from './changes.ts'
+import { fail, forbidden } from './errors.ts'
+import { ID_PATTERNS } from './ids.ts'
+import { sameAddress } from './keys.ts'
+import { declineOffer } from './matching.ts'
+import { jobSettlement } from './plans.ts'
+import { isJobId } from './registration.ts'
+import * as reputation from './reputation.ts'
+import { isClientOrOperator } from './roles.ts'
+import type { AdvanceActor, EngineState, JobActor } from './state.ts'
+import type { ExecutedTx } from './ports.ts'
+import type {
+  Address, CollateralPosition, CreateJobInput, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, PassportEvent,
+  PostCollateralInput, RepaymentReceipt,
+} from './types.ts'
+import { viewOf } from './views.ts'
+
+export function createJob(s: EngineState, input: CreateJobInput & { caller: Address }, nowMs: number): EngineResult<JobView> {
+  if (!sameAddress(input.caller, input.client) && !sameAddress(input.caller, input.borrower)) {
+    return forbidden('a job is created by its client (the funder) or its borrower')
+  }
+  if (!isJobId(input.jobId)) return fail('invalid', 'invalid_job_id', `jobId must match ${ID_PATTERNS.job}`)
+  if (s.jobs.has(input.jobId)) return fail('conflict', 'job_exists', `job ${input.jobId} exists`)
+  if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
+  if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAtMs must be in the future')
+  const { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, funding } = input
+  const actor = createActor(jobMachine, {
+    input: { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding },
+  }).start()
+  s.jobs.set(input.jobId, actor)
+  borrowerOf(s, input.borrower)
+  touch(s, 'job', input.jobId)
+  return drain(s, viewOf<JobView>(actor.getSnapshot()))
+}
+
+/** Who may post collateral on the job, and what its proof must show (the CollateralPosted of the job's borrower). */
+export function planCollateral(s: EngineState, input: { jobId: string; caller: Address }): EngineResult<{ network: string; asset: string; borrower: Address }> {
+  const job = s.jobs.get(input.jobId)
+  if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+  const j = job.getSnapshot().context
+  if (!sameAddress(input.caller, j.borrower)) return forbidden('collateral is posted by the job\'s borrower')
+  return { ok: true, value: { network: j.network, asset: j.asset, borrower: j.borrower }, changes: [] }
+}
+
+export function postCollateral(s: EngineState, input: PostCollateralInput & { caller: Address }, nowMs: number): EngineResult<CollateralPosition> {
+  const planned = planCollateral(s, input)
+  if (!planned.ok) return planned
+  const job = s.jobs.get(input.jobId) as JobActor
+  if (!sameAddress(job.getSnapshot().context.borrower, input.borrower)) {
+    return fail('forbidden', 'not_job_borrower', 'collateral must be posted by the job borrower')
+  }
+  if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
+
+  const posted = send(s, 'job', job, { type: 'COLLATERAL_POSTED', amountAtomic: input.amountAtomic, nowMs })
+  if (!posted.accepted) return refused('job', input.jobId, posted)
+  const ctx = job.getSnapshot().context
+  return drain(s, {
+    jobId: ctx.jobId, borrower: ctx.borrower, network: ctx.network, asset: ctx.asset, amountAtomic: input.amountAtomic,
+    totalCollateralAtomic: ctx.collateralAtomic, proof: input.proof,
+  })
+}
+
+/** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */
+export function planJobSettlement(s: EngineState, input: { jobId: string; caller: Address }): EngineResult<JobSettlementPlan> {
+  const { jobId } = input
+  const job = s.jobs.get(jobId)
+  if (!job) return fail('not_found', 'job_not_found', `job ${jobId} is not live`)
+  if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is completed by its client or an operator')
+  // A query sends nothing: it asks the machine whether it would take COMPLETE now.
+  const open = wouldTake('job', job, { type: 'COMPLETE', settlement: { network: '', txHash: '0x' }, nowMs: 0 })
+  if (!open.accepted) return refused('job', jobId, open)
+  const planned = jobSettlement(s, job)
+  if (!planned.ok) return planned
+  return { ok: true, value: planned.value, changes: [] }
+}
+
+/** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
+export function planJobFailure(s: EngineState, input: { jobId: string; caller: Address }): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
+  const job = s.jobs.get(input.jobId)
+  if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+  if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is failed by its client or an operator')
+  const open = wouldTake('job', job, { type: 'FAIL', reason: '', releasedAtomic: 0n, nowMs: 0 })
+  if (!open.accepted) return refused('job', input.jobId, open)
+  const j = job.getSnapshot().context
+  return { ok: true, value: { jobId: j.jobId, network: j.network, funding: j.funding }, changes: [] }
+}
+
+/** Apply the executed settleJob transaction: every open advance on the job is repaid and the job completes. */
+export function completeJob(s: EngineState, input: { jobId: string; caller: Address } & ExecutedTx, nowMs: number): EngineResult<JobSettlementReceipt> {
+  const job = s.jobs.get(input.jobId)
+  if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+  if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is completed by its client or an operator')
+  const planned = jobSettlement(s, job)
+  if (!planned.ok) return planned
+  const plan = planned.value
+  const completed = send(s, 'job', job, { type: 'COMPLETE', settlement: { network: input.network, txHash: input.txHash }, nowMs })
+  if (!completed.accepted) return refused('job', input.jobId, completed)
+  const receipts: RepaymentReceipt[] = []
+  for (const item of plan.advances) {
+    const advance = s.advances.get(item.advanceId) as AdvanceActor
+    const a = advance.getSnapshot().context
+    // The settlement pays what each advance still owes (a partially repaid one, only the rest).
+    const repayment = paymentInFull(a, { kind: 'job_settlement', network: input.network, txHash: input.txHash, logIndex: null, payer: null })
+    expect(s, 'advance', advance, { type: 'REPAY', repayment, nowMs })
+    receipts.push(applyRepayment(s, a, repayment))
+  }
+  return drain(s, { ...plan, txHash: input.txHash, receipts })
+}
+
+/** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
+export function failJob(s: EngineState, input: { jobId: string; reason: string; caller: Address }, nowMs: number): EngineResult<PassportEvent> {
+  const job = s.jobs.get(input.jobId)
+  if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
+  if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is failed by its client or an operator')
+  const j = job.getSnapshot().context
+  // The job's live offers are withdrawn with it: the failure itself releases the capacity of those waiting. A leased
+  // one is closing (matching.ts declineOffer) and keeps its capacity until its lease is paid or over: the job stays
+  // defaulted meanwhile. (On chain, failJob makes the job's authorizations unusable from its block on.)
+  let releasedAtomic = 0n
+  for (const offer of s.offers.values()) {
+    const snap = offer.getSnapshot()
+    const o = snap.context
+    if (o.source.kind === 'job' && o.source.id === j.jobId && snap.matches('offered')) releasedAtomic += o.amountAtomic
+  }
+  const failed = send(s, 'job', job, { type: 'FAIL', reason: input.reason, releasedAtomic, nowMs })
+  if (!failed.accepted) return refused('job', input.jobId, failed)
+
+  const borrower = borrowerOf(s, j.borrower)
+  suspend(s, borrower, nowMs)
+  reputation.borrowerFailedJob(borrower, s.config)
+  touch(s, 'borrower', borrower.address)
+
+  const declinedOfferIds: string[] = []
+  for (const offer of [...s.offers.values()]) {
+    const o = offer.getSnapshot().context
+    if (o.borrower !== j.borrower) continue
+    const onThisJob = o.source.kind === 'job' && o.source.id === j.jobId
+    if (offer.getSnapshot().matches('closing')) continue
+    declineOffer(s, offer, 'borrower_suspended', nowMs, !onThisJob)
+    declinedOfferIds.push(o.offerId)
+  }
+  const defaultedAdvanceIds = [...j.advanceIds]
+  let outstandingPrincipalAtomic = 0n
+  for (const advanceId of defaultedAdvanceIds) {
+    const advance = s.advances.get(advanceId) as AdvanceActor
+    outstandingPrincipalAtomic += advance.getSnapshot().context.principalAtomic
+    expect(s, 'advance', advance, { type: 'DEFAULT', reason: 'job_failed', nowMs })
+    advanceDefaulted(s, advance.getSnapshot().context)
+  }
+  return drain(s, {
+    type: 'job_failed', jobId: j.jobId, borrower: j.borrower, client: j.client, reason: input.reason, atMs: nowMs,
+    borrowerSuspended: true, borrowerReputationBps: borrower.reputationBps, defaultedAdvanceIds,
+    outstandingPrincipalAtomic, declinedOfferIds,
+  })
+}

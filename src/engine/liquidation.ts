@@ -1,0 +1,57 @@
+// Recovery of a defaulted (or past-due) advance: the plan of its steps, and the executed liquidate transaction applied
+// (the advance machine decides whether it may be liquidated now; the amounts are the contract's). Called by engine.ts.
+import { refused, send, wouldTake } from './actors.ts'
+import { advanceDefaulted, applyLiquidation } from './advances.ts'
+import { closeOnSource } from './capacity.ts'
+import { drain } from './changes.ts'
+import { fail, forbidden } from './errors.ts'
+import { executedPlan, liquidationPlan, recoveryOf } from './plans.ts'
+import { isLenderOrOperator } from './roles.ts'
+import type { EngineState } from './state.ts'
+import type { Address, EngineResult, LiquidationInput, LiquidationPlan, LiquidationReceipt } from './types.ts'
+
+/** Recovery amounts, step by step, for a defaulted (or past-due) advance. */
+export function planLiquidation(s: EngineState, input: { advanceId: string; caller: Address }, nowMs: number): EngineResult<LiquidationPlan> {
+  const { advanceId } = input
+  const advance = s.advances.get(advanceId)
+  if (!advance) return fail('not_found', 'advance_not_found', `advance ${advanceId} is not live`)
+  if (!isLenderOrOperator(s, advance, input.caller)) return forbidden('an advance is liquidated by its lender or an operator')
+  const plan = liquidationPlan(s, advance)
+  // A query sends nothing: it asks the machine whether it would take LIQUIDATE now (defaulted, or past due).
+  const due = wouldTake('advance', advance, { type: 'LIQUIDATE', recovery: recoveryOf(plan, '', '0x'), nowMs })
+  if (!due.accepted) return refused('advance', advanceId, due)
+  return { ok: true, value: plan, changes: [] }
+}
+
+/** Apply the executed liquidate transaction: recover in order, record the shortfall and its penalty. */
+export function liquidate(s: EngineState, input: LiquidationInput & { caller: Address }, nowMs: number): EngineResult<LiquidationReceipt> {
+  const advance = s.advances.get(input.advanceId)
+  if (!advance) return fail('not_found', 'advance_not_found', `advance ${input.advanceId} is not live`)
+  if (!isLenderOrOperator(s, advance, input.caller)) return forbidden('an advance is liquidated by its lender or an operator')
+  const predicted = liquidationPlan(s, advance)
+  const plan = input.executed === undefined ? predicted : executedPlan(predicted, input.executed)
+  if (plan.recoveredAtomic + plan.shortfallAtomic !== plan.owedAtomic) {
+    return fail('conflict', 'liquidation_mismatch', `the contract's recovery does not sum to the ${plan.owedAtomic} owed`)
+  }
+  const recovery = recoveryOf(plan, input.network, input.txHash)
+  if ((input.fromRevenueAtomic !== undefined && input.fromRevenueAtomic !== recovery.fromRevenueAtomic) ||
+    (input.fromCollateralAtomic !== undefined && input.fromCollateralAtomic !== recovery.fromCollateralAtomic) ||
+    (input.fromReserveAtomic !== undefined && input.fromReserveAtomic !== recovery.fromReserveAtomic)) {
+    return fail('conflict', 'plan_changed', 'the executed amounts differ from the current liquidation plan')
+  }
+  if (plan.recoveredAtomic + plan.shortfallAtomic !== plan.owedAtomic || plan.recoveredAtomic > plan.owedAtomic) {
+    throw new Error('invariant: recovery steps must sum to what is owed')
+  }
+
+  const a = advance.getSnapshot().context
+  // The advance decides: a defaulted one is liquidated, an active one only once past due (it defaults now).
+  const liquidated = send(s, 'advance', advance, { type: 'LIQUIDATE', recovery, nowMs })
+  if (!liquidated.accepted) return refused('advance', input.advanceId, liquidated)
+  if (liquidated.from === 'active') advanceDefaulted(s, a)
+
+  const borrower = applyLiquidation(s, a, plan, recovery.fromReserveAtomic)
+  closeOnSource(s, a, {
+    revenueUsedAtomic: recovery.fromRevenueAtomic, collateralUsedAtomic: recovery.fromCollateralAtomic, backingUsedAtomic: recovery.fromBackingAtomic,
+  }, nowMs)
+  return drain(s, { ...plan, txHash: input.txHash, borrowerReputationBps: borrower.reputationBps })
+}
