@@ -141,3 +141,6 @@ export function msFromIso(iso: string): number {
 }
 
 export type { TSchema }
+
+export const NetworkSlug = Type.String({ pattern: FORMAT_PATTERNS.network, description: 'Network slug from /.well-known/service.json.' })
+export const AssetSymbol = Type.String({ pattern: '^[A-Za-z0-9.]{1,16}$', description: 'Token symbol configured on the network.' })

@@ -5,7 +5,8 @@
 import Type from 'typebox'
 import { ADVANCE_STATES, JOB_STATES, LEASE_END_REASONS, LEASE_STATES, OFFER_END_REASONS, OFFER_STATES } from '../../machines/index.ts'
 import { ID_PATTERNS, FORMAT_PATTERNS } from '../engine/ids.ts'
-import { Address, Atomic, atomicAtMost, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, Seconds, StrictObject } from './common.ts'
+import { Address, AssetSymbol, Atomic, atomicAtMost, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, NetworkSlug, Seconds, StrictObject } from './common.ts'
+import { ChainSteps, LeaseAuthorization, UnsignedTransaction, WalletAction } from './schemas-chain.ts'
 import { HEALTH_DIFFERENCES_MAX, NetworkReconciliationWire } from './reconciliation.ts'
 
 /**
@@ -14,10 +15,12 @@ import { HEALTH_DIFFERENCES_MAX, NetworkReconciliationWire } from './reconciliat
  */
 export const LIQUIDITY_ATOMIC_MAX = (1n << 128n) - 1n
 
+// Re-exported: their schemas live with the API's shared shapes (common.ts) and what agents sign (schemas-chain.ts).
+export { AssetSymbol, NetworkSlug } from './common.ts'
+export { ChainSteps, LeaseAuthorization, UnsignedTransaction, WalletAction } from './schemas-chain.ts'
+
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()])
 
-export const NetworkSlug = Type.String({ pattern: FORMAT_PATTERNS.network, description: 'Network slug from /.well-known/service.json.' })
-export const AssetSymbol = Type.String({ pattern: '^[A-Za-z0-9.]{1,16}$', description: 'Token symbol configured on the network.' })
 export const RiskBand = Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')], { description: 'Risk band: A (best), B, C.' })
 export const OfferId = Type.String({ pattern: ID_PATTERNS.offer, description: 'Offer identifier minted by the service.' })
 export const AdvanceId = Type.String({ pattern: ID_PATTERNS.advance, description: 'Advance identifier minted by the service.' })
@@ -304,30 +307,6 @@ export const LenderProfile = StrictObject({
   registeredAt: IsoTime,
 })
 
-export const UnsignedTransaction = StrictObject({
-  network: NetworkSlug,
-  chainId: Type.Integer({ minimum: 1 }),
-  from: Address,
-  to: Address,
-  data: Type.String({ pattern: '^0x([0-9a-fA-F]{2})*$' }),
-  value: Atomic,
-  gas: Atomic,
-})
-
-/** The unsigned transactions of one on-chain step of a client or a borrower, in the order they must be mined. */
-export const ChainSteps = StrictObject(
-  {
-    network: NetworkSlug,
-    asset: AssetSymbol,
-    key: { ...Bytes32, description: "The bytes32 key the contract call names: the job's jobKey, or the advance's advanceKey (catalog contracts.keys)." },
-    amountAtomic: { ...Atomic, description: 'The amount the approve allows and the call moves.' },
-    transactions: Type.Array(UnsignedTransaction, {
-      description: 'The ERC-20 approve of exactly amountAtomic to the credit contract, then the credit contract call; each {to, data, value, chainId, gas} to sign and send from `from`, in order.',
-    }),
-  },
-  { description: 'An on-chain step as unsigned transactions: the service holds no key of the sender; it encodes the calls with the ABIs the catalog publishes.' },
-)
-
 export const SpendPolicy = StrictObject({
   assets: Type.Record(NetworkSlug, AssetSymbol, { additionalProperties: false }),
   perPaymentCapAtomic: Atomic,
@@ -556,22 +535,6 @@ export const LenderWallet = StrictObject({
   activity: StrictObject({ ...LenderActivityFields, liveLeases: Type.Integer({ minimum: 0 }) }),
 })
 
-export const LeaseAuthorization = StrictObject(
-  {
-    offerKey: Bytes32,
-    jobKey: { ...Bytes32, description: "The job's key, or 32 zero bytes for an advance on a backing source." },
-    payer: { ...Address, description: "The leased lender's session key: the only address that may pay." },
-    supplier: { ...Address, description: "The verified supplier's address: the only address the principal can go to." },
-    asset: { ...Address, description: 'The token contract.' },
-    amount: Atomic,
-    fee: Atomic,
-    reserveShare: { ...Atomic, description: "The insurance reserve's part of the fee." },
-    deadline: { ...Atomic, description: "The lease's expiry, unix seconds, inclusive: paySupplier reverts after it." },
-    dueAt: { ...Atomic, description: 'When the advance falls due, unix seconds.' },
-  },
-  { description: "The service's EIP-712 lease authorization (domain CreditFacility, version 2, the credit contract), checked by paySupplier." },
-)
-
 export const PendingAction = StrictObject({
   kind: Type.Literal('pay_supplier'),
   lease: Lease,
@@ -579,21 +542,6 @@ export const PendingAction = StrictObject({
   signature: { ...Type.String({ pattern: '^0x[0-9a-fA-F]{130}$' }), description: "The lease signer's 65-byte signature over the authorization." },
   transaction: StrictObject({ ...UnsignedTransaction.properties }, { description: 'The paySupplier call with this authorization and signature, to send from the session key before the deadline.' }),
 })
-
-export const WalletAction = StrictObject(
-  {
-    kind: Type.Union([Type.Literal('top_up'), Type.Literal('approve'), Type.Literal('withdraw')], {
-      description: 'top_up: the lender\'s main wallet sends the shortfall to the session wallet; approve: the session key approves the credit contract; withdraw: the session key sends back what no live lease or policy needs.',
-    }),
-    network: NetworkSlug,
-    asset: AssetSymbol,
-    amountAtomic: { ...Atomic, description: 'The amount transferred, or the allowance approved (2^256-1: the contract only ever pulls from the wallet that calls it).' },
-    signer: Type.Union([Type.Literal('lender'), Type.Literal('session_key')], { description: 'Who signs and sends the transaction: the lender\'s main wallet, or the session key.' }),
-    note: Type.String(),
-    transaction: StrictObject({ ...UnsignedTransaction.properties }, { description: 'The unsigned ERC-20 transfer or approve, to sign with the signer\'s key.' }),
-  },
-  { description: 'An action that brings the session wallet to what the lender\'s policy needs on one network: the available liquidity plus the live leases there.' },
-)
 
 export const LenderAction = Type.Union([PendingAction, WalletAction], { description: 'A pending lease to pay (pay_supplier), or a wallet action (top_up, approve, withdraw).' })
 
