@@ -461,7 +461,7 @@ export const SignedPassportEvent = StrictObject(
     agent: Address,
     sequence: Type.Integer({ minimum: 1, description: 'Per agent: 1, 2, ...' }),
     prevHash: { ...Bytes32, description: 'The hash of the agent\'s previous event (zero for sequence 1).' },
-    kind: Type.Union([Type.Literal('job_failed'), Type.Literal('advance_repaid'), Type.Literal('liquidated_with_shortfall'), Type.Literal('suspension_lifted')], { description: 'What happened (the catalog\'s passport.kinds).' }),
+    kind: Type.Union([Type.Literal('job_failed'), Type.Literal('advance_repaid'), Type.Literal('advance_defaulted'), Type.Literal('liquidated_with_shortfall'), Type.Literal('suspension_lifted')], { description: 'What happened (the catalog\'s passport.kinds).' }),
     issuedAtMs: Type.Integer({ minimum: 0, description: 'When the service recorded the event (unix ms), signed as uint64.' }),
     details: Type.String({ description: 'Canonical JSON (sorted keys, amounts as decimal strings) of amounts and references: job, advance, transaction hashes.' }),
     hash: { ...Bytes32, description: 'hashTypedData of the event under the catalog\'s passport domain: the next event\'s prevHash.' },

@@ -17,7 +17,7 @@ export const passportTypes = {
   ],
 } as const
 
-export const passportKinds = ['job_failed', 'advance_repaid', 'liquidated_with_shortfall', 'suspension_lifted'] as const
+export const passportKinds = ['job_failed', 'advance_repaid', 'advance_defaulted', 'liquidated_with_shortfall', 'suspension_lifted'] as const
 export type PassportKind = (typeof passportKinds)[number]
 
 /** One event as signed: `details` is canonical JSON (sorted keys) of amounts and references (job, advance, tx hashes). */

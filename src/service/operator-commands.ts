@@ -125,10 +125,11 @@ export async function liquidate(service: ServiceCore, mutation: Mutation<Liquida
     return service.apply(
       mutation,
       () => service.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, service.now()),
-      // A liquidation that recovered everything leaves the borrower owing nothing; a shortfall is a debt unpaid.
-      (receipt) => receipt.shortfallAtomic === 0n ? [] : service.passportWrites([{
+      // Either way the borrower defaulted (it did not repay; its collateral, backing or the reserve paid): a liquidation
+      // that recovered everything is `advance_defaulted`, one that left a debt unpaid `liquidated_with_shortfall`.
+      (receipt) => service.passportWrites([{
         agent: receipt.borrower,
-        kind: 'liquidated_with_shortfall',
+        kind: receipt.shortfallAtomic === 0n ? 'advance_defaulted' : 'liquidated_with_shortfall',
         details: {
           advanceId, jobId: receipt.jobId, sourceId: receipt.sourceId, network: receipt.network, asset: receipt.asset, owedAtomic: receipt.owedAtomic,
           recoveredAtomic: receipt.recoveredAtomic, shortfallAtomic: receipt.shortfallAtomic, txHash: receipt.txHash,

@@ -11,6 +11,7 @@ import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
 import { fundAdvance } from './fixtures/api.ts'
+import { verifyPassport, type SignedPassportEvent } from '../../src/passport/passport.ts'
 
 let h: Harness
 t.before(async () => {
@@ -100,7 +101,7 @@ t.test('case 3: a failed job\'s escrow goes back to its client, its collateral t
 })
 
 t.test('case 5: a liquidation covered by collateral pays the lender principal + fee - the reserve\'s share, and the reserve 1000 bps of the fee', async (t) => {
-  const { receipt, afterFail, end, lender } = await failAndLiquidate(t, 'job_fail_tokens_5', usdc(100))
+  const { receipt, afterFail, end, lender, borrower, operator, advance } = await failAndLiquidate(t, 'job_fail_tokens_5', usdc(100))
   const share = (usdc(1) * 1000n) / 10_000n
   t.equal(h.app.catalog().rules.insuranceShareBps, 1000, 'the published share')
   t.equal(receipt.stoppedAt, 'collateral', 'the collateral covered everything owed')
@@ -111,6 +112,11 @@ t.test('case 5: a liquidation covered by collateral pays the lender principal + 
   t.equal(afterFail.contract - end.contract, usdc(100) - share, 'the contract kept only the reserve\'s share')
   const recorded = h.app.service.engine.getLender(lender.account.address)
   t.equal(recorded?.feesEarnedAtomic, usdc(1) - share, 'the service counts the lender\'s part of the fee, not the reserve\'s')
+  // The borrower's passport: the failed job, then the default its collateral covered, chained and signed.
+  const passport = (await operator.get(`/passport/${borrower.address}`)).body as SignedPassportEvent[]
+  t.same(passport.map((e) => e.kind), ['job_failed', 'advance_defaulted'], 'a liquidation that recovered everything is still a default')
+  t.match(JSON.parse(passport[1]?.details as string), { advanceId: advance.advanceId, shortfallAtomic: '0', recoveredAtomic: receipt.owedAtomic, txHash: receipt.txHash })
+  t.same(await verifyPassport(passport, { issuer: h.app.catalog().passport.issuer as `0x${string}` }), { ok: true, problems: [] })
 })
 
 t.test('a shortfall stays live: the borrower repays it on chain, unreported, and the follower counts it until it is repaid', async (t) => {

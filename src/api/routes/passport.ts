@@ -21,7 +21,7 @@ export function passportRoutes(service: CreditService): AnyRoute[] {
       callers: 'public',
       summary: 'An agent\'s credit passport: its signed, chained events, paged by sequence',
       description:
-        'Public. Every event that changed the agent\'s credit standing (job failed and credit suspended, advance repaid, liquidated with shortfall, ' +
+        'Public. Every event that changed the agent\'s credit standing (job failed and credit suspended, advance repaid, advance defaulted (liquidated, recovered in full), liquidated with shortfall, ' +
         'suspension lifted), in sequence order (?limit=, ?after=<sequence>; Link rel="next"). Each verifies with verifyTypedData against the ' +
         'catalog\'s passport domain and issuer; sequences and prevHash chain them, so a changed, reordered or missing event is detected. ' +
         'An agent without events has an empty passport. A page costs the rate limit its item count.',
