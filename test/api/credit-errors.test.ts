@@ -161,10 +161,11 @@ t.test('POST supplier-payment: 200; 403, 404, 409 no lease / already paid / fund
   const b = await leased(usdc(200))
   const paidB = await session.sendUnsigned(b.action['transaction'])
 
-  // Offer C: paid as the action says.
+  // Offer C: B's payment reported for it while its own lease is live (once C is paid, the chain follower may fund it
+  // before any report, and a report then answers for the paid lease); then paid as its action says.
   const c = await leased(usdc(300))
-  const paid = await session.sendUnsigned(c.action['transaction'])
   expectProblem(t, await report(c.offerId, paidB), 422, 'proof_wrong_arguments', 'the payment of another offer')
+  const paid = await session.sendUnsigned(c.action['transaction'])
   const otherLender = await readyLender(h, { minFeeBps: 9000, liquidityAtomic: usdc(10), walletAtomic: 0n })
   const notHolder = await report(c.offerId, paid, otherLender)
   expectProblem(t, notHolder, 409, 'no_lease', 'a lender without a lease on the offer')
