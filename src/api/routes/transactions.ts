@@ -5,7 +5,7 @@
 import Type from 'typebox'
 import type { Address } from 'viem'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
-import { HttpProblem } from '../../http/problem.ts'
+import { HttpProblem, notFound } from '../../http/problem.ts'
 import { buildFundJobTransactions, buildPostCollateralTransactions, buildRepayTransactions } from '../../chain/transactions-v2.ts'
 import { jobKey } from '../../chain/ids.ts'
 import type { UnsignedTransaction } from '../../chain/transactions.ts'
@@ -103,7 +103,7 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
       handler: (ctx) =>
         answer(() => {
           const job = service.view('job', ctx.params.jobId)
-          if (job === undefined) throw new HttpProblem(404, 'job_not_found', `no job ${ctx.params.jobId}`, { title: 'Not found' })
+          if (job === undefined) throw notFound(`no job ${ctx.params.jobId}`, 'job_not_found')
           const network = service.network(job.network)
           const amountAtomic = positive(ctx.query.amountAtomic, 'amountAtomic')
           const key = jobKey(job.jobId)
@@ -133,7 +133,7 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
       handler: (ctx) =>
         answer(() => {
           const advance = service.view('advance', ctx.params.advanceId)
-          if (advance === undefined) throw new HttpProblem(404, 'advance_not_found', `no advance ${ctx.params.advanceId}`, { title: 'Not found' })
+          if (advance === undefined) throw notFound(`no advance ${ctx.params.advanceId}`, 'advance_not_found')
           const owedAtomic = advance.lenderOwedAtomic + advance.reserveOwedAtomic
           if (owedAtomic === 0n) throw new HttpProblem(409, 'advance_not_open', `advance ${advance.advanceId} owes nothing`, { title: 'Conflict' })
           const amountAtomic = ctx.query.amountAtomic === undefined ? owedAtomic : positive(ctx.query.amountAtomic, 'amountAtomic')
