@@ -56,10 +56,12 @@ const matchSeconds = await run('match.ts', [], quick ? { BENCH_LENDERS: '2000', 
 const httpSeconds = await run('http.ts', [...(quick ? ['--lenders', '20', '--borrowers', '4', '--in-flight', '4', '--warmup', '1', '--seconds', '1', '--modes', 'sync'] : []), ...httpArgs, '--out', join(results, 'http-latest.json')])
 const signingSeconds = await run('lease-signing.ts', quick ? ['--iterations', '20'] : [])
 const ceilingSeconds = await run('ceiling.ts', [...(quick ? ['--quick'] : []), '--out', join(results, 'ceiling-latest.json')])
+const durableSeconds = await run('durable-commit.ts', [...(quick ? ['--quick'] : []), '--out', join(results, 'durable-commit-latest.json')])
 const match = JSON.parse(readFileSync(join(results, 'match-latest.json'), 'utf8'))
 const signing = JSON.parse(readFileSync(join(results, 'lease-signing-latest.json'), 'utf8'))
 const http = JSON.parse(readFileSync(join(results, 'http-latest.json'), 'utf8'))
 const ceiling = JSON.parse(readFileSync(join(results, 'ceiling-latest.json'), 'utf8'))
+const durable = JSON.parse(readFileSync(join(results, 'durable-commit-latest.json'), 'utf8'))
 
 const ms = (v: number) => `${v} ms`
 const modeRow = (name: string, m: any) =>
@@ -81,7 +83,7 @@ const summary = `# Bench summary
 - Date: ${new Date().toISOString()}
 - Machine: ${cpuModel()}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB memory, Node ${process.version}
 - 1-minute load average: ${loadBefore} before the benches, ${load()} after (other processes on the machine skew every figure)
-- Run time: match ${matchSeconds} s, http ${httpSeconds} s, lease signing ${signingSeconds} s, ceiling ${ceilingSeconds} s${quick ? ' (--quick: small sizes, figures only show the bench works)' : ''}
+- Run time: match ${matchSeconds} s, http ${httpSeconds} s, lease signing ${signingSeconds} s, ceiling ${ceilingSeconds} s, durable commit ${durableSeconds} s${quick ? ' (--quick: small sizes, figures only show the bench works)' : ''}
 
 ## Matching in process (bench/match.ts)
 
@@ -93,6 +95,12 @@ ${match.lenders} lenders on one book, ${match.matches} timed matches; each match
 | bare book, same rules | ${match.baseline.matchesPerSecond} | ${match.baseline.latencyMicros.p50} us | ${match.baseline.latencyMicros.p90} us | ${match.baseline.latencyMicros.p99} us | ${match.baseline.latencyMicros.p999} us |
 
 Engine / bare book throughput: **${match.engineToBaselineThroughputRatio}**
+
+## The store's durable write path (bench/durable-commit.ts)
+
+${durable.commits} match-shaped commits (3 snapshots, 2 records), ${durable.inFlight} in flight, LMDB synchronous commits, one group commit per transaction:
+${durable.commitsPerSecond} commits/s, p50 ${durable.latencyMillis.p50} ms, p99 ${durable.latencyMillis.p99} ms, ${durable.cpuMicrosPerCommit} us process CPU per commit,
+${durable.commitsPerTransaction} commits per group transaction.
 
 ## Request and match over HTTP (bench/http.ts)
 

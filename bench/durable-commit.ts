@@ -1,0 +1,61 @@
+// The durable write path alone: commits shaped like one match (a new live lease, the offer turned final, the lender
+// record and a used-proof record) through the store with durability 'sync', IN_FLIGHT at a time so the group commit
+// fills, as the service issues them. Reports commits/s, latency per commit, and the process CPU per commit.
+// BENCH_STORE_MODULE names another store module (an older checkout's src/store/index.ts) to measure it the same way.
+// Writes bench/results/durable-commit-latest.json (or --out).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
+
+const { values: args } = parseArgs({ options: { commits: { type: 'string' }, 'in-flight': { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false } }, strict: false })
+const COMMITS = Number(args.commits ?? (args.quick === true ? 2000 : 20_000))
+const IN_FLIGHT = Number(args['in-flight'] ?? 64)
+const moduleUrl = process.env.BENCH_STORE_MODULE === undefined ? new URL('../src/store/index.ts', import.meta.url).href : pathToFileURL(resolve(process.env.BENCH_STORE_MODULE)).href
+const { Store } = (await import(moduleUrl)) as typeof import('../src/store/index.ts')
+
+const dir = mkdtempSync(join(tmpdir(), 'agent-credit-durable-commit-'))
+const store = await Store.open({ dataDir: join(dir, 'data') })
+const lenders = store.collection<{ availableAtomic: string }>('bench-lender')
+const latencies: number[] = []
+let next = 0
+const loadBefore = loadavg()[0] as number
+const cpuBefore = process.cpuUsage()
+const started = performance.now()
+async function worker(): Promise<void> {
+  while (next < COMMITS) {
+    const i = next++
+    const t0 = performance.now()
+    await store.commit({
+      changes: [
+        { kind: 'lease', id: `lease_${i}`, record: { value: 'active', context: { leaseId: `lease_${i}`, amountAtomic: 1_000_000n + BigInt(i), lender: `0x${'ab'.repeat(20)}`, expiresAtMs: 1_700_000_000_000 + i } }, final: false },
+        { kind: 'offer', id: `offer_${i}`, record: { value: 'matched', context: { offerId: `offer_${i}`, leaseId: `lease_${i}`, feeBps: 120 } }, final: true },
+        { kind: 'lender', id: `lender_${i % 1000}`, record: { address: `0x${'cd'.repeat(20)}`, availableAtomic: 10n ** 12n - BigInt(i) }, final: false },
+      ],
+      records: [lenders.putOp(`l_${i % 1000}`, { availableAtomic: String(i) }), store.proofs.addOp(`p_${i}`, { usedBy: `lease_${i}`, usedAtMs: i })],
+    })
+    latencies.push(performance.now() - t0)
+  }
+}
+await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
+const seconds = (performance.now() - started) / 1000
+const cpu = process.cpuUsage(cpuBefore)
+const stats = store.stats()
+await store.close()
+rmSync(dir, { recursive: true, force: true })
+latencies.sort((a, b) => a - b)
+const at = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] as number) * 1000) / 1000
+const result = {
+  store: process.env.BENCH_STORE_MODULE ?? 'src/store',
+  commits: COMMITS,
+  inFlight: IN_FLIGHT,
+  commitsPerSecond: Math.round(COMMITS / seconds),
+  latencyMillis: { p50: at(0.5), p90: at(0.9), p99: at(0.99) },
+  cpuMicrosPerCommit: Math.round((cpu.user + cpu.system) / COMMITS),
+  transactions: stats.transactions,
+  commitsPerTransaction: Math.round((stats.commits / stats.transactions) * 10) / 10,
+  loadAverage: { before: loadBefore, after: loadavg()[0] },
+}
+process.stdout.write(`${JSON.stringify(result)}\n`)
+if (typeof args.out === 'string') writeFileSync(args.out, `${JSON.stringify(result, null, 2)}\n`)
