@@ -54,6 +54,20 @@ export function networkClockMs(s: EngineState, network: string, nowMs: number): 
   return chainTimeOf(s, network) ?? nowMs
 }
 
+/**
+ * The time a lease's deadline counts from: the later of the service's clock and the network's observed chain time.
+ * The contract judges the deadline on the time of the block that includes the payment, which is about the head's time;
+ * the observed chain time is the last confirmed block's, behind the head by confirmations x block time (and frozen
+ * while the RPC is down), so a deadline counted from it alone gives the lender that much less than the TTL, or one
+ * already past on the chain. The service's clock alone would do the same on a chain running ahead of it (a devnet
+ * moved forward). The later of the two gives the lender at least the TTL; the lease still ends only when the observed
+ * chain time passes the deadline.
+ */
+export function leaseDeadlineBaseMs(s: EngineState, network: string, nowMs: number): number {
+  const chainTimeMs = chainTimeOf(s, network)
+  return chainTimeMs === undefined || chainTimeMs < nowMs ? nowMs : chainTimeMs
+}
+
 /** The chain time observed last on the network, or undefined before the first observation. */
 export function chainTimeOf(s: EngineState, network: string): number | undefined {
   return s.meta.chainTimeMs?.[network]

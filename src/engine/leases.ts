@@ -4,7 +4,7 @@ import { createActor, initialTransition, transition } from 'xstate'
 import { leaseMachine, type LeaseInput, type OfferContext, type TxProof } from '../../machines/index.ts'
 import { expect } from './actors.ts'
 import { persisted, recordFinal, touch } from './changes.ts'
-import { networkClockMs, scheduleLease, unscheduleLease } from './dispatch.ts'
+import { leaseDeadlineBaseMs, scheduleLease, unscheduleLease } from './dispatch.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { walletKey } from './keys.ts'
 import { deployForAdvance, lenderChanged, lenderOf, releaseFromLease, reserveForLease } from './ledger.ts'
@@ -51,9 +51,7 @@ function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: 
     feeAtomic: fee,
     supplierAddress: o.supplierAddress,
     createdAtMs: nowMs,
-    // The deadline is judged on the network's observed chain time, so it is set from it (the service clock only
-    // before the first observation): a chain whose time runs apart from the service's gets the whole TTL.
-    expiresAtMs: networkClockMs(s, o.network, nowMs) + s.config.leaseTtlMs,
+    expiresAtMs: leaseDeadlineBaseMs(s, o.network, nowMs) + s.config.leaseTtlMs,
   }
 }
 

@@ -38,17 +38,28 @@ t.test('an offer outlives its TTL on the clock while the chain stands still, and
   other.checkInvariants()
 })
 
-t.test('a lease deadline is set from the observed chain time, not the service clock', async (t) => {
+t.test('a lease deadline counts from the later of the service clock and the observed chain time', async (t) => {
   const { engine } = newEngine({ leaseTtlMs: 30_000 })
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
-  // The chain runs 10 minutes behind the service's clock (a lagging block time).
+  // The observed chain time trails the service's clock by 10 minutes (confirmations x block time, or an RPC outage):
+  // counted from it, the deadline would already be past on the chain's head, and the lender could not pay at all.
   observe(engine, T0 - 600_000, T0)
   const offerId = offerFor(engine, {}, T0)
   const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
-  t.equal(lease.expiresAtMs, T0 - 600_000 + 30_000, 'chain time + TTL: the lender gets the whole TTL on the clock the contract checks')
-  t.equal(observe(engine, T0 - 600_000 + 29_000, T0 + 29_000).expiredLeases.length, 0)
-  t.equal(observe(engine, T0 - 600_000 + 31_000, T0 + 31_000).expiredLeases.length, 1, 'over once the chain passes it')
+  t.equal(lease.expiresAtMs, T0 + 30_000, 'the service clock + TTL: the lender gets the whole TTL')
+  // Still judged on the observed chain time: the service clock past the deadline ends nothing.
+  t.equal(unwrap(engine.dispatch(T0 + 31_000)).expiredLeases.length, 0, 'the clock past the deadline: not over')
+  t.equal(observe(engine, T0 + 29_000, T0 + 40_000).expiredLeases.length, 0, 'the chain short of it: not over')
+  t.equal(observe(engine, T0 + 31_000, T0 + 41_000).expiredLeases.length, 1, 'over once the chain passes it')
+
+  // A chain running ahead of the service's clock (a devnet moved forward): counted from the chain time.
+  const { engine: ahead } = newEngine({ leaseTtlMs: 30_000 })
+  registerBacking(ahead)
+  unwrap(ahead.registerLender(lenderInput(1), T0))
+  observe(ahead, T0 + 600_000, T0)
+  const aheadOffer = offerFor(ahead, {}, T0)
+  t.equal(unwrap(ahead.matchOffer({ offerId: aheadOffer, caller: BORROWER }, T0)).lease?.expiresAtMs, T0 + 600_000 + 30_000, 'chain time + TTL')
 })
 
 t.test('before any chain time is observed, the service clock stands in', async (t) => {
