@@ -79,8 +79,9 @@ interface Window {
 }
 
 /** A warm-up, the saturated window with /proc CPU around it, then the half-rate window: the same for every mode. */
-function windows(url: string, pid: number, scriptFor: (window: string, delayMs?: number) => { file: string; counts?: () => MixCounts }, around?: { before(): Promise<void>; after(): Promise<void> }) {
-  const run = async (window: string, seconds: number, delayMs?: number): Promise<Window> => {
+async function windows(url: string, pid: number, scriptFor: (window: string, delayMs?: number) => { file: string; counts?: () => MixCounts }, around?: { before(): Promise<void>; after(): Promise<void> }) {
+  // wrk runs synchronously: nothing of this process runs during a window.
+  const run = (window: string, seconds: number, delayMs?: number): Window => {
     const { file, counts } = scriptFor(window, delayMs)
     const before = { process: procCpuMicros(pid), thread: procCpuMicros(pid, pid) }
     const result = wrk(url, file, seconds, CONNECTIONS)
@@ -92,23 +93,21 @@ function windows(url: string, pid: number, scriptFor: (window: string, delayMs?:
       loadAverage1mAtEnd: load1m(),
     }
   }
-  return (async () => {
-    // What the server spends with no request at all (timers, the chain watcher): part of every per-pair figure below.
-    const idleBefore = { process: procCpuMicros(pid), thread: procCpuMicros(pid, pid) }
-    await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))
-    const idle = {
-      processCpuCores: round((procCpuMicros(pid) - idleBefore.process) / (IDLE_SECONDS * 1e6), 3),
-      mainThreadCpuCores: round((procCpuMicros(pid, pid) - idleBefore.thread) / (IDLE_SECONDS * 1e6), 3),
-    }
-    await run('warm-up', WARMUP_SECONDS)
-    await around?.before()
-    const saturated = await run('saturated', SECONDS)
-    await around?.after()
-    // Each connection waits this long between an answer and its next request: at most half the saturated rate.
-    const delayMillis = Math.max(1, Math.round((2 * CONNECTIONS * 1000) / Math.max(1, saturated.wrk.requestsPerSecond)))
-    const halfRate = await run('half-rate', SECONDS, delayMillis)
-    return { idle, saturated, halfRate: { ...halfRate, delayMillis } }
-  })()
+  // What the server spends with no request at all (timers, the chain watcher): part of every per-pair figure below.
+  const idleBefore = { process: procCpuMicros(pid), thread: procCpuMicros(pid, pid) }
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))
+  const idle = {
+    processCpuCores: round((procCpuMicros(pid) - idleBefore.process) / (IDLE_SECONDS * 1e6), 3),
+    mainThreadCpuCores: round((procCpuMicros(pid, pid) - idleBefore.thread) / (IDLE_SECONDS * 1e6), 3),
+  }
+  run('warm-up', WARMUP_SECONDS)
+  await around?.before()
+  const saturated = run('saturated', SECONDS)
+  await around?.after()
+  // Each connection waits this long between an answer and its next request: at most half the saturated rate.
+  const delayMillis = Math.max(1, Math.round((2 * CONNECTIONS * 1000) / Math.max(1, saturated.wrk.requestsPerSecond)))
+  const halfRate = run('half-rate', SECONDS, delayMillis)
+  return { idle, saturated, halfRate: { ...halfRate, delayMillis } }
 }
 
 const errorsOf = (w: Window) => w.wrk.errors + (w.counts === undefined ? 0 : w.counts.unrecognised)
@@ -131,7 +130,7 @@ async function runServiceMode(mode: string, devnet: Devnet, network: NetworkConf
       say('  HTTP_TRANSPORT=node is not accepted by this service (uWebSockets.js still answers): not available')
       return { available: false as const, reason: 'HTTP_TRANSPORT=node: the service still answers with uWebSockets.js' }
     }
-    let t = performance.now()
+    const t = performance.now()
     const lenders = await registerLenders(service.url, network, lenderSpecs(LENDERS))
     const { transactions } = await fundLenders(service.url, network, devnet.accounts, lenders)
     const borrowers = await registerBorrowers(service.url, devnet.accounts, BORROWERS, `loadmix-${mode}`)
