@@ -89,7 +89,7 @@ export function fdatasyncMillis(samples: number): { p50: number; p99: number; sa
   return { p50: at(0.5), p99: at(0.99), samples }
 }
 
-async function startMode(mode: string): Promise<{ child: ChildProcess; port: number }> {
+export async function startMode(mode: string): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'fixtures', 'ceiling-serve.ts')], {
     env: { ...process.env, BENCH_CEILING_MODE: mode },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -110,7 +110,7 @@ async function startMode(mode: string): Promise<{ child: ChildProcess; port: num
   return { child, port }
 }
 
-async function stopMode(child: ChildProcess): Promise<void> {
+export async function stopMode(child: ChildProcess): Promise<void> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   child.kill('SIGTERM')
   const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
@@ -121,7 +121,8 @@ async function stopMode(child: ChildProcess): Promise<void> {
 /** One body of about the size of a credit request, for every mode. */
 const BODY = JSON.stringify({ borrower: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', amountAtomic: '12345678', note: 'n'.repeat(180) })
 
-function script(dir: string, name: string, delayMs?: number): string {
+/** The ceiling's wrk script: one fixed body; `delayMs` paces every connection (the half-rate window). */
+export function script(dir: string, name: string, delayMs?: number): string {
   const file = join(dir, `${name}.lua`)
   writeFileSync(file, [
     'wrk.method = "POST"',

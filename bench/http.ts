@@ -13,7 +13,6 @@
 // the service. `--external` runs the service in a separate process instead (fixtures/serve.ts).
 // Writes bench/results/http-latest.json. Options: --lenders 500 --borrowers 64 --in-flight 64 --warmup 4
 // --seconds 20 --modes sync,none --lease-ttl 3 --external (or BENCH_HTTP_LENDERS, ... in the environment).
-import { fork } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, platform, tmpdir, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -26,6 +25,7 @@ import { startApp } from '../src/app/app.ts'
 import { ASSET, fundLenders, lenderSpecs, registerBorrowers, registerLenders } from './fixtures/agents.ts'
 import type { LoadInput, LoadMessage, LoadSummary } from './fixtures/load.ts'
 import { benchServiceConfig, readService, windowOf, type BenchServiceOptions, type ServiceReading } from './fixtures/service.ts'
+import { BENCH_SUPPLIER, startServiceProcess, type ServiceHandle } from './fixtures/service-process.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const { values: args } = parseArgs({
@@ -55,60 +55,15 @@ const LEASE_TTL_SECONDS = num(args['lease-ttl'], 'BENCH_HTTP_LEASE_TTL', 3)
 const DISPATCH_INTERVAL_MS = 500
 const MODES = (args.modes ?? process.env.BENCH_HTTP_MODES ?? 'sync,none').split(',') as ('sync' | 'none')[]
 const EXTERNAL = args.external === true || process.env.BENCH_HTTP_EXTERNAL === '1'
-const SUPPLIER = { domain: 'supplier.devnet', name: 'Devnet demo supplier' }
+const SUPPLIER = BENCH_SUPPLIER
 for (const mode of MODES) if (mode !== 'sync' && mode !== 'none') throw new Error(`unknown durability mode ${mode}`)
 
 const say = (line: string) => process.stdout.write(`${line}\n`)
 const seconds = (fromMs: number) => Math.round((performance.now() - fromMs) / 100) / 10
 
-interface ServiceHandle {
-  url: string
-  read(): Promise<ServiceReading>
-  stop(): Promise<void>
-}
-
 async function inProcessService(devnet: Devnet, options: BenchServiceOptions): Promise<ServiceHandle> {
   const app = await startApp(benchServiceConfig(options), { devnet })
   return { url: app.url, read: async () => readService(app), stop: () => app.stop() }
-}
-
-async function externalService(devnet: Devnet, networksFile: string, options: BenchServiceOptions): Promise<ServiceHandle> {
-  const accounts = devnet.accounts
-  const overrides = {
-    networksFile,
-    operators: [accounts.operator.address],
-    attesters: [accounts.attester.address],
-    suppliers: [{ ...SUPPLIER, address: accounts.supplier.address }],
-  }
-  const child = fork(join(here, 'fixtures', 'serve.ts'), [], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, BENCH_SERVE_CONFIG: JSON.stringify({ options, overrides }) },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const next = <T>(type: string) =>
-    new Promise<T>((resolve, reject) => {
-      const onMessage = (message: { type: string } & T) => {
-        if (message.type !== type) return
-        child.off('message', onMessage)
-        resolve(message)
-      }
-      child.on('message', onMessage)
-      void exited.then(() => reject(new Error(`the service process exited while the bench waited for ${type}`)))
-    })
-  const { url } = await next<{ url: string }>('ready')
-  return {
-    url,
-    read: async () => {
-      const reply = next<{ reading: ServiceReading }>('reading')
-      child.send({ type: 'read' })
-      return (await reply).reading
-    },
-    stop: async () => {
-      child.send({ type: 'stop' })
-      await exited
-    },
-  }
 }
 
 /** Runs the load worker; takes service readings when the measured window opens and closes. */
@@ -146,7 +101,7 @@ async function runMode(durability: 'sync' | 'none', devnet: Devnet, network: Net
   say(`\n== durability '${durability}' ==`)
   const dataDir = mkdtempSync(join(tmpdir(), `agent-credit-bench-${durability}-`))
   const options: BenchServiceOptions = { dataDir, durability, leaseTtlSeconds: LEASE_TTL_SECONDS, dispatchIntervalMs: DISPATCH_INTERVAL_MS }
-  const service = EXTERNAL ? await externalService(devnet, networksFile, options) : await inProcessService(devnet, options)
+  const service = EXTERNAL ? await startServiceProcess(devnet, networksFile, options) : await inProcessService(devnet, options)
   try {
     say(`service at ${service.url} (data ${dataDir}${EXTERNAL ? ', separate process' : ', in this process'})`)
     let t = performance.now()

@@ -1,4 +1,5 @@
-// `npm run bench`: runs bench/match.ts, bench/http.ts, bench/lease-signing.ts and bench/ceiling.ts, each as its own
+// `npm run bench`: runs bench/match.ts, bench/http.ts, bench/lease-signing.ts, bench/ceiling.ts, bench/durable-commit.ts
+// and bench/loadmix.ts, each as its own
 // child process (sequentially, so they do not compete for the cores), then writes bench/results/summary.md and
 // bench/results/<date>.json with the machine (cores, memory, load before and after, Node, commit) and every figure.
 // `npm run bench -- --quick` runs each section small (about a minute or two in all: the tests run it so to keep it
@@ -57,11 +58,13 @@ const httpSeconds = await run('http.ts', [...(quick ? ['--lenders', '20', '--bor
 const signingSeconds = await run('lease-signing.ts', quick ? ['--iterations', '20'] : [])
 const ceilingSeconds = await run('ceiling.ts', [...(quick ? ['--quick'] : []), '--out', join(results, 'ceiling-latest.json')])
 const durableSeconds = await run('durable-commit.ts', [...(quick ? ['--quick'] : []), '--out', join(results, 'durable-commit-latest.json')])
+const loadmixSeconds = await run('loadmix.ts', [...(quick ? ['--quick'] : []), '--out', join(results, 'loadmix-latest.json')])
 const match = JSON.parse(readFileSync(join(results, 'match-latest.json'), 'utf8'))
 const signing = JSON.parse(readFileSync(join(results, 'lease-signing-latest.json'), 'utf8'))
 const http = JSON.parse(readFileSync(join(results, 'http-latest.json'), 'utf8'))
 const ceiling = JSON.parse(readFileSync(join(results, 'ceiling-latest.json'), 'utf8'))
 const durable = JSON.parse(readFileSync(join(results, 'durable-commit-latest.json'), 'utf8'))
+const loadmix = JSON.parse(readFileSync(join(results, 'loadmix-latest.json'), 'utf8'))
 
 const ms = (v: number) => `${v} ms`
 const modeRow = (name: string, m: any) =>
@@ -77,13 +80,38 @@ const outcomes = (m: any) =>
       `refused leases (insufficient balance) ${m.outcomes.refusedLeases}, ` +
       `declined ${m.outcomes.declined}, HTTP errors ${JSON.stringify(m.outcomes.httpErrors)}`
 
+function loadmixSection(l: any): string {
+  const c = l.ceiling.saturated
+  const row = ([mode, m]: [string, any]) => {
+    if (!m.available) return `| ${mode} | not available: ${m.reason} | | | | | | |`
+    const r = l.ratios[mode]
+    const o = m.saturated.outcomes
+    return `| ${mode} | ${m.saturated.pairsPerSecond} | ${m.saturated.requestsPerSecond} (**${r.requestsToCeiling}**) | ${m.saturated.serviceThreadCpuMicrosPerPair} us | ` +
+      `${m.saturated.processCpuMicrosPerPair} us (**${r.processCpuPerPairToCeiling}**) | ${m.halfRate.requestsPerSecond}, ${ms(m.halfRate.latencyMillis.p99)} (**${r.halfRateP99ToFdatasyncP99}**) | ` +
+      `leased ${o.leased}, no lender ${o.noEligibleLender}, expired ${o.offerExpired}, declined ${o.declined}, errors ${JSON.stringify(o.errors)} | ${m.saturated.loadAverage1mAtEnd} |`
+  }
+  const g = l.goals
+  return `## The service's request + match mix beside the ceiling (bench/loadmix.ts)
+
+The service in its own process (durable, default configuration), ${l.workload.lenders} lenders funded on chain, ${l.workload.borrowers} borrowers;
+wrk (fixtures/loadmix.lua) from another process sends a credit request, then the match of each approved offer. The ceiling
+(ceiling.ts \`uws\`) in the same run, same wrk, ${l.workload.connections} connections, ${l.workload.warmupSeconds} s warm-up + ${l.workload.seconds} s windows:
+${c.requestsPerSecond} req/s, ${c.processCpuMicrosPerPair} us process CPU per pair (two requests), half-rate p99 ${ms(l.ceiling.halfRate.latencyMillis.p99)}.
+fdatasync in this run: p50 ${ms(l.fdatasyncMillis.p50)}, p99 ${ms(l.fdatasyncMillis.p99)}. Goals (ratios in bold): req/s >= ${g.requestsToCeilingMin} of the ceiling,
+service thread <= ${g.serviceThreadCpuMicrosPerPairMax} us per pair, process CPU per pair <= ${g.processCpuPerPairToCeilingMax} x the ceiling's, half-rate p99 <= ${g.halfRateP99ToFdatasyncP99Max} x fdatasync p99.
+
+| mode | pairs/s | req/s (/ ceiling) | service thread CPU per pair | process CPU per pair (/ ceiling) | half rate: req/s, p99 (/ fdatasync p99) | outcomes (saturated) | load |
+|---|---|---|---|---|---|---|---|
+${Object.entries(l.service).map(row).join('\n')}`
+}
+
 const w = http.workload
 const summary = `# Bench summary
 
 - Date: ${new Date().toISOString()}
 - Machine: ${cpuModel()}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB memory, Node ${process.version}
 - 1-minute load average: ${loadBefore} before the benches, ${load()} after (other processes on the machine skew every figure)
-- Run time: match ${matchSeconds} s, http ${httpSeconds} s, lease signing ${signingSeconds} s, ceiling ${ceilingSeconds} s, durable commit ${durableSeconds} s${quick ? ' (--quick: small sizes, figures only show the bench works)' : ''}
+- Run time: match ${matchSeconds} s, http ${httpSeconds} s, lease signing ${signingSeconds} s, ceiling ${ceilingSeconds} s, durable commit ${durableSeconds} s, load mix ${loadmixSeconds} s${quick ? ' (--quick: small sizes, figures only show the bench works)' : ''}
 
 ## Matching in process (bench/match.ts)
 
@@ -144,7 +172,9 @@ ${Object.entries(ceiling.modes).map(([name, m]: [string, any]) => `| ${name} | $
 
 Ratios: ${Object.entries(ceiling.ratios).map(([k, v]) => `${k} **${v}**`).join(', ')}
 
-Full figures: match-latest.json, http-latest.json, lease-signing-latest.json, ceiling-latest.json, ${startedAt.toISOString().slice(0, 10)}.json.
+${loadmixSection(loadmix)}
+
+Full figures: match-latest.json, http-latest.json, lease-signing-latest.json, ceiling-latest.json, loadmix-latest.json, ${startedAt.toISOString().slice(0, 10)}.json.
 `
 writeFileSync(join(results, 'summary.md'), summary)
 const dated = join(results, `${startedAt.toISOString().slice(0, 10)}.json`)
@@ -153,10 +183,11 @@ writeFileSync(dated, `${JSON.stringify({
   quick,
   commit: commitOf(),
   machine: { cpu: cpuModel(), cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadAverage1mBefore: Number(loadBefore), loadAverage1mAfter: Number(load()) },
-  seconds: { match: matchSeconds, http: httpSeconds, leaseSigning: signingSeconds, ceiling: ceilingSeconds },
+  seconds: { match: matchSeconds, http: httpSeconds, leaseSigning: signingSeconds, ceiling: ceilingSeconds, loadmix: loadmixSeconds },
   match,
   http,
   leaseSigning: signing,
   ceiling,
+  loadmix,
 }, null, 2)}\n`)
 process.stdout.write(`\n${summary}\nwrote ${join(results, 'summary.md')} and ${dated}\n`)

@@ -39,5 +39,17 @@ t.test('npm run bench -- --quick completes and writes every section\'s figures w
   for (const ratio of ['frontToDirectThroughput', 'frontToDirectCpuPerRequest', 'serverDirectToCeilingThroughput', 'nodeHttpToCeilingThroughput']) {
     t.ok(run.ceiling.ratios[ratio] > 0, `ratio ${ratio} reported`)
   }
-  t.match(readFileSync(join(results, 'summary.md'), 'utf8'), /## The ceiling of this stack and the transports/)
+  const mix = run.loadmix
+  t.ok(mix.ceiling.saturated.requestsPerSecond > 0 && mix.ceiling.saturated.processCpuMicrosPerPair > 0, 'loadmix: the ceiling measured in the same run')
+  t.ok(mix.fdatasyncMillis.p99 > 0, 'loadmix: fdatasync measured in the same run')
+  const front = mix.service['uws-front']
+  t.equal(front.available, true, 'loadmix: the default transport ran')
+  t.ok(front.saturated.pairsPerSecond > 0 && front.saturated.outcomes.leased > 0, 'loadmix: pairs leased under wrk')
+  t.same(front.saturated.outcomes.errors, {}, 'loadmix: no error answers')
+  t.ok(front.saturated.outcomes.matches <= front.saturated.outcomes.approved, 'loadmix: a match only for an approved offer')
+  t.ok(Number.isFinite(front.saturated.serviceThreadCpuMicrosPerPair) && Number.isFinite(front.halfRate.latencyMillis.p99), 'loadmix: CPU per pair and half-rate p99')
+  for (const ratio of ['requestsToCeiling', 'processCpuPerPairToCeiling', 'halfRateP99ToFdatasyncP99']) t.ok(mix.ratios['uws-front'][ratio] > 0, `loadmix: ratio ${ratio} reported`)
+  const summary = readFileSync(join(results, 'summary.md'), 'utf8')
+  t.match(summary, /## The ceiling of this stack and the transports/)
+  t.match(summary, /## The service's request \+ match mix beside the ceiling/)
 })
