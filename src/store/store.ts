@@ -1,8 +1,8 @@
 // The LMDB store: snapshots of actors and engine records, named record collections, idempotency records.
 //
 // Writes go through one queue. Every commit() waits in the queue; one LMDB write transaction takes all commits
-// queued so far (group commit), each applied in its own child transaction so one failing commit aborts only its own
-// writes. The promise of a commit resolves after that transaction is committed and, with durability 'sync', fsynced
+// queued so far (group commit): each commit is checked against the state the ones before it leave, a failing one is
+// refused alone, and the accepted ones' writes are put once per key (writes.ts applyGroup). The promise of a commit resolves after that transaction is committed and, with durability 'sync', fsynced
 // (LMDB's synchronous commit: we open with overlappingSync off, so lmdb-js resolves only after mdb_txn_commit
 // returned, which flushes the data pages and then the meta page). Reads are synchronous LMDB reads.
 
@@ -18,7 +18,7 @@ import { isProofInfo, RecordCollection, UsedProofs } from './records.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ActorKind, type ChangeKind, type CommitResult, type Durability, type IdempotencyRecord, type RecordEntry, type SnapshotEntry } from './types.ts'
 import { assertChangeKind, assertCollectionName, assertId, assertVersion, fail, isActorKind, isPlainObject } from './validate.ts'
 import {
-  applyCommit, IDEMPOTENCY_COLLECTION, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey,
+  applyGroup, IDEMPOTENCY_COLLECTION, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
   type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey,
 } from './writes.ts'
 
@@ -72,7 +72,6 @@ export interface StoreStats {
 
 /** A queued commit: its prepared entries and the promise to settle once its transaction is written. */
 interface Pending extends Prepared {
-  swept: number
   readonly resolve: (result: CommitResult & { swept: number }) => void
   readonly reject: (error: unknown) => void
 }
@@ -311,7 +310,7 @@ export class Store {
       return withSeq
     })
     const committed = new Promise<CommitResult & { swept: number }>((resolve, reject) => {
-      this.#queue.push({ ...prepared, records, swept: 0, resolve, reject })
+      this.#queue.push({ ...prepared, records, resolve, reject })
       this.#schedule()
     })
     this.#tail = committed.then(
@@ -351,26 +350,18 @@ export class Store {
   }
 
   async #write(batch: Pending[]): Promise<void> {
-    const failures: unknown[] = new Array(batch.length).fill(undefined)
+    let outcome: GroupOutcome | undefined
     let txnId = 0
     let txnError: unknown
     try {
       await this.#root.transaction(() => {
         txnId = this.#root.getWriteTxnId()
-        for (let i = 0; i < batch.length; i++) {
-          const pending = batch[i] as Pending
-          try {
-            this.#root.childTransaction(() => {
-              pending.swept = applyCommit(this.#dbs, pending, this.idempotency.retentionMs)
-            })
-          } catch (error) {
-            failures[i] = error ?? new StoreError('store_assertion_failed', 'commit failed')
-          }
-        }
+        outcome = applyGroup(this.#dbs, batch, this.idempotency.retentionMs, (step) => void this.#root.childTransaction(step))
       })
     } catch (error) {
       txnError = error
     }
+    if (outcome === undefined && txnError === undefined) txnError = new StoreError('store_assertion_failed', 'the write transaction did not run')
     this.#stats.transactions++
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length)
     for (let i = 0; i < batch.length; i++) {
@@ -378,11 +369,11 @@ export class Store {
       for (const record of pending.records) {
         if (this.#overlay.get(record.overlayKey)?.seq === record.seq) this.#overlay.delete(record.overlayKey)
       }
-      const error = txnError ?? failures[i]
+      const error = txnError ?? outcome?.failures[i]
       if (error === undefined) {
         this.#stats.commits++
         this.#stats.changes += pending.snapshots.length
-        pending.resolve({ txnId, swept: pending.swept })
+        pending.resolve({ txnId, swept: outcome?.swept[i] ?? 0 })
       } else {
         this.#stats.failedCommits++
         pending.reject(error)
