@@ -12,7 +12,7 @@ import { checkRecordEntry, checkSnapshotEntry, isExpired } from './checks.ts'
 import { StoreAssertionError, StoreClosedError, StoreError, StoreOpenError, StoreOverloadedError, StoreVersionError } from './errors.ts'
 import { Idempotency } from './idempotency.ts'
 import { migrateSnapshots, type SnapshotMigration } from './migrate.ts'
-import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, type SchemaRecord } from './open-checks.ts'
+import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, STORE_FORMAT_VERSION, VALUE_ENCODING, type FormatRecord, type SchemaRecord } from './open-checks.ts'
 import { PROBE_TIMEOUT_MS_DEFAULT, probeDataDir } from './probe.ts'
 import { isProofInfo, RecordCollection, UsedProofs } from './records.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ActorKind, type ChangeKind, type CommitResult, type Durability, type IdempotencyRecord, type RecordEntry, type SnapshotEntry } from './types.ts'
@@ -22,7 +22,7 @@ import {
   type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey,
 } from './writes.ts'
 
-export { DB_NAMES, STORE_FORMAT_VERSION } from './open-checks.ts'
+export { DB_NAMES, STORE_FORMAT_VERSION, VALUE_ENCODING } from './open-checks.ts'
 export { RecordCollection, UsedProofs, type PutOptions, type UsedProofInfo } from './records.ts'
 export { IDEMPOTENCY_COLLECTION, RECORD_WRITES_PER_COMMIT_MAX, type CommitInput } from './writes.ts'
 
@@ -131,9 +131,9 @@ export class Store {
     this.durability = options.durability ?? 'sync'
     this.#root = root
     this.#meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
-    this.#snapshots = root.openDB<unknown, SnapshotKey>({ name: 'snapshots', useBigIntExtension: true } as never)
+    this.#snapshots = root.openDB<unknown, SnapshotKey>({ name: 'snapshots', ...VALUE_ENCODING } as never)
     this.#live = root.openDB<number, SnapshotKey>({ name: 'live' })
-    this.#records = root.openDB<unknown, RecordKey>({ name: 'records', useBigIntExtension: true } as never)
+    this.#records = root.openDB<unknown, RecordKey>({ name: 'records', ...VALUE_ENCODING } as never)
     this.#expiry = root.openDB<boolean, ExpiryKey>({ name: 'expiry' })
     this.#dbs = { snapshots: this.#snapshots, live: this.#live, records: this.#records, expiry: this.#expiry }
     this.#clock = options.clock ?? Date.now
@@ -207,13 +207,16 @@ export class Store {
       const due = migrations.filter((m) => recorded.kinds[m.from.kind] === m.from.version)
       const kinds: Record<string, number> = { ...recorded.kinds, ...Object.fromEntries(versions) }
       for (const migration of due) if (!versions.has(migration.from.kind)) delete kinds[migration.from.kind]
-      if (recorded.unwritten || due.length > 0 || Object.entries(kinds).some(([kind, version]) => recorded.kinds[kind] !== version)) {
+      const upgrade = recorded.format.formatVersion < STORE_FORMAT_VERSION
+      if (upgrade || recorded.unwritten || due.length > 0 || Object.entries(kinds).some(([kind, version]) => recorded.kinds[kind] !== version)) {
         // Nothing is written to a directory before every snapshot in it is known to be readable by this release.
         if (state === 'existing') checkStoredVersions(dataDir, root, versions, due)
         const meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
         root.transactionSync(() => {
           migrateSnapshots(root, due)
           meta.putSync('schema', { kinds, collections: recorded.collections } satisfies SchemaRecord)
+          // Format 1 -> 2 changed only how new values are encoded; stored ones are read as they are.
+          if (upgrade) meta.putSync('format', { ...recorded.format, formatVersion: STORE_FORMAT_VERSION } satisfies FormatRecord)
         })
       }
       const shutdown = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never).get('shutdown')
