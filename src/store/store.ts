@@ -2,9 +2,10 @@
 //
 // Writes go through one queue. Every commit() waits in the queue; one LMDB write transaction takes all commits
 // queued so far (group commit): each commit is checked against the state the ones before it leave, a failing one is
-// refused alone, and the accepted ones' writes are put once per key (writes.ts applyGroup). The promise of a commit resolves after that transaction is committed and, with durability 'sync', fsynced
-// (LMDB's synchronous commit: we open with overlappingSync off, so lmdb-js resolves only after mdb_txn_commit
-// returned, which flushes the data pages and then the meta page). Reads are synchronous LMDB reads.
+// refused alone, and the accepted ones' writes are put once per key (writes.ts applyGroup). The promise of a commit
+// resolves after that transaction is committed and, with durability 'sync', fsynced (LMDB's synchronous commit: we
+// open with overlappingSync off, so lmdb-js resolves only after mdb_txn_commit returned, which flushes the data pages
+// and then the meta page). Reads are synchronous LMDB reads.
 
 import path from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
