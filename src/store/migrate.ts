@@ -4,6 +4,7 @@
 // (src/engine/migrations.ts).
 import type { RootDatabase } from 'lmdb'
 import { StoreAssertionError } from './errors.ts'
+import { VALUE_ENCODING } from './open-checks.ts'
 import type { ChangeKind, SnapshotEntry } from './types.ts'
 import { isPlainObject } from './validate.ts'
 
@@ -23,7 +24,7 @@ type Key = [string, string]
  * records the new versions in the schema record; returns how many snapshots were rewritten.
  */
 export function migrateSnapshots(root: RootDatabase, migrations: readonly SnapshotMigration[]): number {
-  const snapshots = root.openDB<unknown, Key>({ name: 'snapshots', useBigIntExtension: true } as never)
+  const snapshots = root.openDB<unknown, Key>({ name: 'snapshots', ...VALUE_ENCODING } as never)
   const live = root.openDB<number, Key>({ name: 'live' })
   let migrated = 0
   for (const migration of migrations) {

@@ -1,10 +1,11 @@
 // The LMDB store: snapshots of actors and engine records, named record collections, idempotency records.
 //
 // Writes go through one queue. Every commit() waits in the queue; one LMDB write transaction takes all commits
-// queued so far (group commit), each applied in its own child transaction so one failing commit aborts only its own
-// writes. The promise of a commit resolves after that transaction is committed and, with durability 'sync', fsynced
-// (LMDB's synchronous commit: we open with overlappingSync off, so lmdb-js resolves only after mdb_txn_commit
-// returned, which flushes the data pages and then the meta page). Reads are synchronous LMDB reads.
+// queued so far (group commit): each commit is checked against the state the ones before it leave, a failing one is
+// refused alone, and the accepted ones' writes are put once per key (writes.ts applyGroup). The promise of a commit
+// resolves after that transaction is committed and, with durability 'sync', fsynced (LMDB's synchronous commit: we
+// open with overlappingSync off, so lmdb-js resolves only after mdb_txn_commit returned, which flushes the data pages
+// and then the meta page). Reads are synchronous LMDB reads.
 
 import path from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
@@ -12,17 +13,17 @@ import { checkRecordEntry, checkSnapshotEntry, isExpired } from './checks.ts'
 import { StoreAssertionError, StoreClosedError, StoreError, StoreOpenError, StoreOverloadedError, StoreVersionError } from './errors.ts'
 import { Idempotency } from './idempotency.ts'
 import { migrateSnapshots, type SnapshotMigration } from './migrate.ts'
-import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, type SchemaRecord } from './open-checks.ts'
+import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, STORE_FORMAT_VERSION, VALUE_ENCODING, type FormatRecord, type SchemaRecord } from './open-checks.ts'
 import { PROBE_TIMEOUT_MS_DEFAULT, probeDataDir } from './probe.ts'
 import { isProofInfo, RecordCollection, UsedProofs } from './records.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ActorKind, type ChangeKind, type CommitResult, type Durability, type IdempotencyRecord, type RecordEntry, type SnapshotEntry } from './types.ts'
 import { assertChangeKind, assertCollectionName, assertId, assertVersion, fail, isActorKind, isPlainObject } from './validate.ts'
 import {
-  applyCommit, IDEMPOTENCY_COLLECTION, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey,
+  applyGroup, IDEMPOTENCY_COLLECTION, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
   type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey,
 } from './writes.ts'
 
-export { DB_NAMES, STORE_FORMAT_VERSION } from './open-checks.ts'
+export { DB_NAMES, STORE_FORMAT_VERSION, VALUE_ENCODING } from './open-checks.ts'
 export { RecordCollection, UsedProofs, type PutOptions, type UsedProofInfo } from './records.ts'
 export { IDEMPOTENCY_COLLECTION, RECORD_WRITES_PER_COMMIT_MAX, type CommitInput } from './writes.ts'
 
@@ -72,7 +73,6 @@ export interface StoreStats {
 
 /** A queued commit: its prepared entries and the promise to settle once its transaction is written. */
 interface Pending extends Prepared {
-  swept: number
   readonly resolve: (result: CommitResult & { swept: number }) => void
   readonly reject: (error: unknown) => void
 }
@@ -132,9 +132,9 @@ export class Store {
     this.durability = options.durability ?? 'sync'
     this.#root = root
     this.#meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
-    this.#snapshots = root.openDB<unknown, SnapshotKey>({ name: 'snapshots', useBigIntExtension: true } as never)
+    this.#snapshots = root.openDB<unknown, SnapshotKey>({ name: 'snapshots', ...VALUE_ENCODING } as never)
     this.#live = root.openDB<number, SnapshotKey>({ name: 'live' })
-    this.#records = root.openDB<unknown, RecordKey>({ name: 'records', useBigIntExtension: true } as never)
+    this.#records = root.openDB<unknown, RecordKey>({ name: 'records', ...VALUE_ENCODING } as never)
     this.#expiry = root.openDB<boolean, ExpiryKey>({ name: 'expiry' })
     this.#dbs = { snapshots: this.#snapshots, live: this.#live, records: this.#records, expiry: this.#expiry }
     this.#clock = options.clock ?? Date.now
@@ -208,13 +208,16 @@ export class Store {
       const due = migrations.filter((m) => recorded.kinds[m.from.kind] === m.from.version)
       const kinds: Record<string, number> = { ...recorded.kinds, ...Object.fromEntries(versions) }
       for (const migration of due) if (!versions.has(migration.from.kind)) delete kinds[migration.from.kind]
-      if (recorded.unwritten || due.length > 0 || Object.entries(kinds).some(([kind, version]) => recorded.kinds[kind] !== version)) {
+      const upgrade = recorded.format.formatVersion < STORE_FORMAT_VERSION
+      if (upgrade || recorded.unwritten || due.length > 0 || Object.entries(kinds).some(([kind, version]) => recorded.kinds[kind] !== version)) {
         // Nothing is written to a directory before every snapshot in it is known to be readable by this release.
         if (state === 'existing') checkStoredVersions(dataDir, root, versions, due)
         const meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
         root.transactionSync(() => {
           migrateSnapshots(root, due)
           meta.putSync('schema', { kinds, collections: recorded.collections } satisfies SchemaRecord)
+          // Format 1 -> 2 changed only how new values are encoded; stored ones are read as they are.
+          if (upgrade) meta.putSync('format', { ...recorded.format, formatVersion: STORE_FORMAT_VERSION } satisfies FormatRecord)
         })
       }
       const shutdown = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never).get('shutdown')
@@ -311,7 +314,7 @@ export class Store {
       return withSeq
     })
     const committed = new Promise<CommitResult & { swept: number }>((resolve, reject) => {
-      this.#queue.push({ ...prepared, records, swept: 0, resolve, reject })
+      this.#queue.push({ ...prepared, records, resolve, reject })
       this.#schedule()
     })
     this.#tail = committed.then(
@@ -351,26 +354,18 @@ export class Store {
   }
 
   async #write(batch: Pending[]): Promise<void> {
-    const failures: unknown[] = new Array(batch.length).fill(undefined)
+    let outcome: GroupOutcome | undefined
     let txnId = 0
     let txnError: unknown
     try {
       await this.#root.transaction(() => {
         txnId = this.#root.getWriteTxnId()
-        for (let i = 0; i < batch.length; i++) {
-          const pending = batch[i] as Pending
-          try {
-            this.#root.childTransaction(() => {
-              pending.swept = applyCommit(this.#dbs, pending, this.idempotency.retentionMs)
-            })
-          } catch (error) {
-            failures[i] = error ?? new StoreError('store_assertion_failed', 'commit failed')
-          }
-        }
+        outcome = applyGroup(this.#dbs, batch, this.idempotency.retentionMs, (step) => void this.#root.childTransaction(step))
       })
     } catch (error) {
       txnError = error
     }
+    if (outcome === undefined && txnError === undefined) txnError = new StoreError('store_assertion_failed', 'the write transaction did not run')
     this.#stats.transactions++
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length)
     for (let i = 0; i < batch.length; i++) {
@@ -378,11 +373,11 @@ export class Store {
       for (const record of pending.records) {
         if (this.#overlay.get(record.overlayKey)?.seq === record.seq) this.#overlay.delete(record.overlayKey)
       }
-      const error = txnError ?? failures[i]
+      const error = txnError ?? outcome?.failures[i]
       if (error === undefined) {
         this.#stats.commits++
         this.#stats.changes += pending.snapshots.length
-        pending.resolve({ txnId, swept: pending.swept })
+        pending.resolve({ txnId, swept: outcome?.swept[i] ?? 0 })
       } else {
         this.#stats.failedCommits++
         pending.reject(error)

@@ -60,31 +60,49 @@ export function assertTimeMs(value: unknown, what: string): asserts value is num
  * The persisted form must be JSON-like plus bigint: what msgpack round-trips exactly. Functions, symbols, undefined,
  * NaN, class instances (Map, Date, ...) would come back changed or not at all, so they are refused at the write.
  */
-export function assertJsonLike(value: unknown, path: string, depth = 0): void {
-  if (depth > VALUE_DEPTH_MAX) fail(`${path}: nested deeper than ${VALUE_DEPTH_MAX}`)
+export function assertJsonLike(value: unknown, path: string): void {
+  const problem = jsonLikeProblem(value, 0)
+  if (problem !== undefined) fail(`${path}${problem.at}: ${problem.message}`)
+}
+
+/**
+ * Where `value` stops being JSON-like, or undefined. The path of the offending value is built only on the way back
+ * from a failure: building it for every key (as a string per level) cost more than the check itself (issue 11).
+ */
+function jsonLikeProblem(value: unknown, depth: number): { at: string; readonly message: string } | undefined {
+  if (depth > VALUE_DEPTH_MAX) return { at: '', message: `nested deeper than ${VALUE_DEPTH_MAX}` }
   switch (typeof value) {
     case 'string':
     case 'boolean':
     case 'bigint':
-      return
+      return undefined
     case 'number':
-      if (!Number.isFinite(value)) fail(`${path}: non-finite number`)
-      return
+      return Number.isFinite(value) ? undefined : { at: '', message: 'non-finite number' }
     case 'object': {
-      if (value === null) return
+      if (value === null) return undefined
       if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) assertJsonLike(value[i], `${path}[${i}]`, depth + 1)
-        return
+        for (let i = 0; i < value.length; i++) {
+          const problem = jsonLikeProblem(value[i], depth + 1)
+          if (problem !== undefined) {
+            problem.at = `[${i}]${problem.at}`
+            return problem
+          }
+        }
+        return undefined
       }
       const proto = Object.getPrototypeOf(value)
-      if (proto !== Object.prototype && proto !== null) fail(`${path}: not a plain object`)
+      if (proto !== Object.prototype && proto !== null) return { at: '', message: 'not a plain object' }
       for (const key of Object.keys(value)) {
-        assertJsonLike((value as Record<string, unknown>)[key], `${path}.${key}`, depth + 1)
+        const problem = jsonLikeProblem((value as Record<string, unknown>)[key], depth + 1)
+        if (problem !== undefined) {
+          problem.at = `.${key}${problem.at}`
+          return problem
+        }
       }
-      return
+      return undefined
     }
     default:
-      fail(`${path}: ${typeof value} cannot be persisted`)
+      return { at: '', message: `${typeof value} cannot be persisted` }
   }
 }
 

@@ -1,9 +1,9 @@
-// What one commit writes: its input checked and prepared before it is queued, then applied inside its own child
-// transaction of the group's write transaction (snapshots and the live index, records and their expiry index, the
-// idempotency record, and a sweep of expired records when asked).
+// What one commit writes: its input checked and prepared before it is queued, then checked against the group's state
+// and written with the group's other commits in the group's write transaction (snapshots and the live index, records
+// and their expiry index, the idempotency record, and a sweep of expired records when asked).
 import type { Database } from 'lmdb'
 import { isExpired } from './checks.ts'
-import { StoreConflictError } from './errors.ts'
+import { StoreConflictError, StoreError } from './errors.ts'
 import { IdempotencyTicket, scopeKey, type IdempotencyCompletion } from './idempotency.ts'
 import type { Change, IdempotencyRecord, RecordEntry, RecordWrite, SnapshotEntry } from './types.ts'
 import {
@@ -136,13 +136,178 @@ function assertKnownCollection(limits: CommitLimits, name: unknown): void {
   }
 }
 
-/** Runs inside a child transaction of the group's write transaction; throwing aborts this commit only. */
+/** Runs an isolated step: a child transaction of the group's write transaction, aborted (with its writes) on a throw. */
+export type Isolated = (step: () => void) => void
+
+/** What each commit of a group came to: its failure (undefined when written) and how many records it swept. */
+export interface GroupOutcome {
+  readonly failures: unknown[]
+  readonly swept: number[]
+}
+
+/** A record key's state in the group: as stored before the group, and as the group's accepted commits leave it. */
+interface RecordSlot {
+  readonly key: RecordKey
+  readonly stored: RecordEntry | undefined
+  current: RecordEntry | undefined
+  written: boolean
+}
+
+/**
+ * Applies a group of commits inside the group's write transaction (issue 11: the store's write path).
+ *
+ * Each commit is first checked against the state the commits before it leave (its conditional record writes and its
+ * idempotency record), without writing anything: a commit that fails a check is refused and leaves no trace, the
+ * others go on. The accepted commits' writes are then put once per key (the last one: an earlier snapshot or record
+ * of the same key would only be overwritten in the same transaction) in ONE child transaction. Should that child
+ * throw (an LMDB error, not a check), it aborts with all its writes and the group is written again the old way, one
+ * child transaction per commit, so the throw costs only the commit that caused it. A throw straight in the group's
+ * callback would not do: lmdb-js commits the writes made before it (write.js executeTxnCallbacks).
+ * A sweep reads the stored expiry index, so the writes accepted before it are flushed first.
+ */
+export function applyGroup(dbs: StoreDatabases, batch: readonly Prepared[], idempotencyRetentionMs: number, isolated: Isolated): GroupOutcome {
+  const failures: unknown[] = new Array(batch.length).fill(undefined)
+  const swept: number[] = new Array(batch.length).fill(0)
+  let slots = new Map<string, RecordSlot>()
+  let snapshots = new Map<string, PreparedSnapshot>()
+  let accepted: number[] = []
+  const flush = (): void => {
+    if (snapshots.size === 0 && slots.size === 0) return
+    try {
+      isolated(() => writeGroup(dbs, snapshots, slots))
+    } catch {
+      for (const i of accepted) {
+        try {
+          isolated(() => void applyCommit(dbs, batch[i] as Prepared, idempotencyRetentionMs))
+        } catch (error) {
+          failures[i] = failureOf(error)
+        }
+      }
+    }
+    slots = new Map()
+    snapshots = new Map()
+    accepted = []
+  }
+  for (let i = 0; i < batch.length; i++) {
+    const pending = batch[i] as Prepared
+    if (pending.sweepLimit > 0) {
+      flush()
+      try {
+        isolated(() => void (swept[i] = applyCommit(dbs, pending, idempotencyRetentionMs)))
+      } catch (error) {
+        failures[i] = failureOf(error)
+      }
+      continue
+    }
+    let staged: Map<RecordSlot, RecordEntry | undefined>
+    try {
+      staged = checkCommit(dbs, pending, idempotencyRetentionMs, slots)
+    } catch (error) {
+      failures[i] = failureOf(error)
+      continue
+    }
+    for (const [slot, entry] of staged) {
+      slot.current = entry
+      slot.written = true
+    }
+    for (const snapshot of pending.snapshots) snapshots.set(overlayKeyOf(snapshot.key[0], snapshot.key[1]), snapshot)
+    accepted.push(i)
+  }
+  flush()
+  return { failures, swept }
+}
+
+/** A failure is never undefined (that marks a written commit), whatever was thrown. */
+function failureOf(error: unknown): unknown {
+  return error ?? new StoreError('store_assertion_failed', 'commit failed')
+}
+
+/**
+ * The checks of one commit against the group's state so far (reading the store for keys the group has not touched).
+ * Returns what the commit would leave under each record key it writes; throws StoreConflictError, staging nothing.
+ */
+function checkCommit(
+  dbs: StoreDatabases,
+  pending: Prepared,
+  idempotencyRetentionMs: number,
+  slots: Map<string, RecordSlot>,
+): Map<RecordSlot, RecordEntry | undefined> {
+  const staged = new Map<RecordSlot, RecordEntry | undefined>()
+  const slotOf = (overlayKey: string, key: RecordKey): RecordSlot => {
+    let slot = slots.get(overlayKey)
+    if (slot === undefined) {
+      const stored = dbs.records.get(key) as RecordEntry | undefined
+      slot = { key, stored, current: stored, written: false }
+      slots.set(overlayKey, slot)
+    }
+    return slot
+  }
+  const isPresent = (slot: RecordSlot): boolean => {
+    const entry = staged.has(slot) ? staged.get(slot) : slot.current
+    return entry !== undefined && !isExpired(entry, pending.nowMs)
+  }
+  for (const { write, entry, overlayKey } of pending.records) {
+    const slot = slotOf(overlayKey, [write.collection, write.key])
+    const present = isPresent(slot)
+    if (write.op === 'put') {
+      if (write.onlyIfAbsent && present) {
+        throw new StoreConflictError(write.collection, write.key, `${write.collection} ${write.key} already exists`)
+      }
+    } else if (write.mustExist && !present) {
+      throw new StoreConflictError(write.collection, write.key, `${write.collection} ${write.key} does not exist`)
+    }
+    staged.set(slot, entry ?? undefined)
+  }
+  const completion = pending.idempotency
+  if (completion !== null) {
+    const entry = idempotencyEntry(completion, pending.nowMs, idempotencyRetentionMs)
+    const key: RecordKey = [IDEMPOTENCY_COLLECTION, scopeKey(completion.ticket.scope)]
+    const slot = slotOf(overlayKeyOf(key[0], key[1]), key)
+    if (isPresent(slot)) {
+      // The in-flight registry admits one ticket per key; a live record here means it was bypassed.
+      throw new StoreConflictError(IDEMPOTENCY_COLLECTION, key[1], 'idempotency record already stored')
+    }
+    staged.set(slot, entry)
+  }
+  return staged
+}
+
+/** The accepted commits' writes, each key once. An actor already in the live index keeps its entry (no rewrite). */
+function writeGroup(dbs: StoreDatabases, snapshots: ReadonlyMap<string, PreparedSnapshot>, slots: ReadonlyMap<string, RecordSlot>): void {
+  for (const { key, entry, actor } of snapshots.values()) {
+    dbs.snapshots.putSync(key, entry)
+    if (actor) {
+      if (entry.final) dbs.live.removeSync(key)
+      else dbs.live.putSync(key, entry.updatedAtMs, { noOverwrite: true } as never)
+    }
+  }
+  for (const slot of slots.values()) {
+    if (slot.written) putRecord(dbs, slot.key, slot.stored, slot.current ?? null)
+  }
+}
+
+function idempotencyEntry(completion: IdempotencyCompletion, nowMs: number, idempotencyRetentionMs: number): RecordEntry {
+  const { ticket, response } = completion
+  const record: IdempotencyRecord = {
+    scope: ticket.scope,
+    requestHash: ticket.requestHash,
+    response,
+    createdAtMs: nowMs,
+    expiresAtMs: nowMs + idempotencyRetentionMs,
+  }
+  return { version: IDEMPOTENCY_RECORD_VERSION, value: record, updatedAtMs: nowMs, expiresAtMs: record.expiresAtMs }
+}
+
+/**
+ * One commit on its own, inside its own child transaction (a sweep, or the group again after a child threw);
+ * throwing aborts this commit only.
+ */
 export function applyCommit(dbs: StoreDatabases, pending: Prepared, idempotencyRetentionMs: number): number {
   for (const { key, entry, actor } of pending.snapshots) {
     dbs.snapshots.putSync(key, entry)
     if (actor) {
       if (entry.final) dbs.live.removeSync(key)
-      else dbs.live.putSync(key, entry.updatedAtMs)
+      else dbs.live.putSync(key, entry.updatedAtMs, { noOverwrite: true } as never)
     }
   }
   for (const { write, entry } of pending.records) {
@@ -160,26 +325,12 @@ export function applyCommit(dbs: StoreDatabases, pending: Prepared, idempotencyR
   }
   const completion = pending.idempotency
   if (completion !== null) {
-    const { ticket, response } = completion
-    const key: RecordKey = [IDEMPOTENCY_COLLECTION, scopeKey(ticket.scope)]
+    const key: RecordKey = [IDEMPOTENCY_COLLECTION, scopeKey(completion.ticket.scope)]
     const existing = dbs.records.get(key) as RecordEntry | undefined
     if (existing !== undefined && !isExpired(existing, pending.nowMs)) {
-      // The in-flight registry admits one ticket per key; a live record here means it was bypassed.
       throw new StoreConflictError(IDEMPOTENCY_COLLECTION, key[1], 'idempotency record already stored')
     }
-    const record: IdempotencyRecord = {
-      scope: ticket.scope,
-      requestHash: ticket.requestHash,
-      response,
-      createdAtMs: pending.nowMs,
-      expiresAtMs: pending.nowMs + idempotencyRetentionMs,
-    }
-    putRecord(dbs, key, existing, {
-      version: IDEMPOTENCY_RECORD_VERSION,
-      value: record,
-      updatedAtMs: pending.nowMs,
-      expiresAtMs: record.expiresAtMs,
-    })
+    putRecord(dbs, key, existing, idempotencyEntry(completion, pending.nowMs, idempotencyRetentionMs))
   }
   return pending.sweepLimit > 0 ? sweep(dbs, pending.nowMs, pending.sweepLimit) : 0
 }

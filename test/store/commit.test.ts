@@ -124,3 +124,21 @@ t.test('commits after close are refused; close waits for queued commits', async 
   t.ok(again.getSnapshot('job', 'job_late'))
   await again.close()
 })
+
+t.test('a value that cannot be persisted is refused with the path to the offending value', async (t) => {
+  const { store } = await freshStore(t)
+  const cases: [unknown, RegExp][] = [
+    [{ a: [1, { b: Number.NaN }] }, /^changes\[1\]\.record\.a\[1\]\.b: non-finite number$/],
+    [{ d: new Map() }, /^changes\[1\]\.record\.d: not a plain object$/],
+    [[[[() => 1]]], /^changes\[1\]\.record\[0\]\[0\]\[0\]: function cannot be persisted$/],
+  ]
+  for (const [record, message] of cases) {
+    await t.rejects(store.commit({ changes: [job('job_ok', 'funded'), { kind: 'job', id: 'job_bad', record, final: false }] }), { message })
+  }
+  let deep: unknown = 1
+  for (let i = 0; i < 70; i++) deep = { n: deep }
+  await t.rejects(store.commit({ changes: [{ kind: 'job', id: 'job_deep', record: deep, final: false }] }), {
+    message: new RegExp(`^changes\\[0\\]\\.record(\\.n){65}: nested deeper than 64$`),
+  })
+  t.equal(store.stats().commits, 0)
+})

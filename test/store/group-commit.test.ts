@@ -1,5 +1,5 @@
 import t from 'tap'
-import { Store, type Change } from '../../src/store/index.ts'
+import { Store, StoreConflictError, type Change } from '../../src/store/index.ts'
 import { freshStore } from './fixtures/helpers.ts'
 
 const change = (i: number): Change => ({ kind: 'advance', id: `adv_${i}`, record: { i, owedAtomic: BigInt(i) * 10n ** 18n }, final: false })
@@ -55,4 +55,81 @@ t.test('the queue is bounded: beyond pendingCommitsMax a commit is refused as ov
   await Promise.all(accepted)
   t.equal(store.hasRoom(), true, 'room again once the queue drained')
   t.equal(store.getSnapshot('advance', 'adv_99'), undefined)
+})
+
+// Issue 11: a group writes each key once (the last accepted write) and checks each commit against the state the
+// commits before it leave; these pin what that must not change.
+t.test('in one group the last accepted write of a key wins, and a refused commit leaves nothing of its own', async (t) => {
+  let nowMs = 1_700_000_000_000
+  const { store, dataDir } = await freshStore(t, { clock: () => nowMs })
+  const tags = store.collection<{ v: string }>('tag')
+  await store.commit({ records: [tags.putOp('gone', { v: 'stored' })] })
+  const lease = (v: number, final: boolean): Change => ({ kind: 'lease', id: 'lse_1', record: { v }, final })
+  const offer = (v: number, final: boolean): Change => ({ kind: 'offer', id: 'off_1', record: { v }, final })
+  const commits = [
+    store.commit({ changes: [lease(1, false)], records: [store.proofs.addOp('p1', { usedBy: 'lse_1', usedAtMs: 1 })] }),
+    // Loses on the proof the commit before it added in the same group: its lease snapshot must not overwrite.
+    store.commit({ changes: [lease(2, true)], records: [store.proofs.addOp('p1', { usedBy: 'lse_1', usedAtMs: 2 })] }),
+    store.commit({ changes: [offer(1, false)] }),
+    store.commit({ changes: [offer(2, true)] }),
+    store.commit({ records: [tags.putOp('k', { v: 'a' }, { expiresAtMs: nowMs + 1000 })] }),
+    store.commit({ records: [tags.putOp('k', { v: 'b' })] }),
+    store.commit({ records: [tags.deleteOp('gone', { mustExist: true })] }),
+    // Sees the delete of the commit before it in the same group: the key is absent again, so this create succeeds.
+    store.commit({ records: [tags.putOp('gone', { v: 'again' }, { onlyIfAbsent: true })] }),
+    // And this one sees that create: the key is present, so it loses, with its lease snapshot.
+    store.commit({ changes: [lease(3, false)], records: [tags.putOp('gone', { v: 'third' }, { onlyIfAbsent: true })] }),
+  ]
+  const settled = await Promise.allSettled(commits)
+  t.same(settled.map((s) => s.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected'])
+  t.ok(settled[1]?.status === 'rejected' && settled[1].reason instanceof StoreConflictError)
+  t.ok(settled[8]?.status === 'rejected' && settled[8].reason instanceof StoreConflictError)
+  const txnIds = new Set(settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.txnId] : [])))
+  t.equal(txnIds.size, 1, 'all in one group transaction')
+  nowMs += 2000
+  t.equal(await store.sweepExpired(), 0, 'the overwritten expiry of k left no expiry entry behind to sweep')
+  await store.close()
+  const reopened = await Store.open({ dataDir, clock: () => nowMs })
+  t.teardown(() => reopened.close())
+  t.same(reopened.getSnapshot('lease', 'lse_1')?.snapshot, { v: 1 })
+  t.equal(reopened.isLive('lease', 'lse_1'), true)
+  t.same(reopened.getSnapshot('offer', 'off_1')?.snapshot, { v: 2 })
+  t.equal(reopened.getSnapshot('offer', 'off_1')?.final, true)
+  t.equal(reopened.isLive('offer', 'off_1'), false, 'the last write made it final: out of the live index')
+  const reTags = reopened.collection<{ v: string }>('tag')
+  t.same(reTags.get('k'), { v: 'b' })
+  t.equal(reTags.getEntry('k')?.expiresAtMs, null)
+  t.same(reTags.get('gone'), { v: 'again' })
+  t.same(reopened.proofs.get('p1'), { usedBy: 'lse_1', usedAtMs: 1 })
+  t.same(reopened.verify(), { snapshots: 2, live: 1, records: 3 })
+})
+
+t.test('a write that throws inside LMDB fails its own commit only, and nothing of that commit is stored', async (t) => {
+  const { store, dataDir } = await freshStore(t)
+  // Passes the input checks (read once), then throws when the encoder reads it again inside the transaction.
+  let reads = 0
+  const trap = {}
+  Object.defineProperty(trap, 'x', {
+    enumerable: true,
+    get: () => {
+      if (++reads > 1) throw new Error('encoder trap')
+      return 1
+    },
+  })
+  const settled = await Promise.allSettled([
+    store.commit({ changes: [change(1)] }),
+    store.commit({ changes: [change(2), { kind: 'job', id: 'job_trap', record: trap, final: false }] }),
+    store.commit({ changes: [change(3)] }),
+  ])
+  t.same(settled.map((s) => s.status), ['fulfilled', 'rejected', 'fulfilled'])
+  t.match(settled[1]?.status === 'rejected' ? String(settled[1].reason) : '', /encoder trap/)
+  t.equal(store.stats().failedCommits, 1)
+  await store.close()
+  const reopened = await Store.open({ dataDir })
+  t.teardown(() => reopened.close())
+  t.ok(reopened.getSnapshot('advance', 'adv_1'))
+  t.equal(reopened.getSnapshot('advance', 'adv_2'), undefined, 'the failed commit wrote none of its changes')
+  t.equal(reopened.getSnapshot('job', 'job_trap'), undefined)
+  t.ok(reopened.getSnapshot('advance', 'adv_3'))
+  t.same(reopened.verify(), { snapshots: 2, live: 2, records: 0 })
 })

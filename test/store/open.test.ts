@@ -10,6 +10,7 @@ import {
   StoreOpenError,
   StoreVersionError,
   STORE_FORMAT_VERSION,
+  VALUE_ENCODING,
 } from '../../src/store/index.ts'
 import { fileDigest, tempDir } from './fixtures/helpers.ts'
 
@@ -141,7 +142,7 @@ t.test('a store format version from the future makes open() refuse', async (t) =
   t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
   await withMeta(dataDir, 'format', { formatVersion: STORE_FORMAT_VERSION + 1, createdAtMs: 0 })
   await t.rejects(Store.open({ dataDir }), StoreVersionError)
-  await t.rejects(Store.open({ dataDir }), { message: /store format version 2, written by a newer release; this release reads format 1/ })
+  await t.rejects(Store.open({ dataDir }), { message: new RegExp(`store format version ${STORE_FORMAT_VERSION + 1}, written by a newer release; this release reads format ${STORE_FORMAT_VERSION}`) })
 })
 
 t.test('snapshot schema versions from the future are refused at open and when read', async (t) => {
@@ -165,4 +166,42 @@ t.test('a collection version from the future is refused', async (t) => {
   t.throws(() => b.collection('session', { version: 2 }), StoreVersionError)
   t.ok(b.collection('session', { version: 3 }))
   await b.close()
+})
+
+t.test('a format 1 directory (values as msgpackr records) opens, reads as it was, and is upgraded to format 2', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  // Written as the release of format 1 wrote it: every database with lmdb-js's default encoder.
+  const snapshot = { version: 1, snapshot: { value: 'active', context: { amountAtomic: 10n ** 30n, lender: '0xab' } }, updatedAtMs: 1_700_000_000_000, final: false }
+  const record = { version: 1, value: { usedBy: 'lse_1', usedAtMs: 5 }, updatedAtMs: 1_700_000_000_000, expiresAtMs: null }
+  const kinds = Object.fromEntries(['job', 'offer', 'lease', 'advance', 'lender', 'source', 'borrower', 'reserve', 'supplier', 'meta'].map((kind) => [kind, 1]))
+  const old = open({ path: dataDir, noSubdir: false, overlappingSync: false, maxDbs: 8, useBigIntExtension: true } as never)
+  const oldMeta = old.openDB({ name: 'meta', useBigIntExtension: true } as never)
+  oldMeta.putSync('format', { formatVersion: 1, createdAtMs: 1_600_000_000_000 })
+  oldMeta.putSync('schema', { kinds, collections: { 'used-proof': 1 } })
+  oldMeta.putSync('shutdown', 'clean')
+  old.openDB({ name: 'snapshots', useBigIntExtension: true } as never).putSync(['lease', 'lse_1'], snapshot)
+  old.openDB({ name: 'live' }).putSync(['lease', 'lse_1'], 1_700_000_000_000)
+  old.openDB({ name: 'records', useBigIntExtension: true } as never).putSync(['used-proof', 'p1'], record)
+  await old.close()
+
+  const store = await Store.open({ dataDir })
+  t.same(store.getSnapshot('lease', 'lse_1'), snapshot, 'a format 1 snapshot reads as it was written')
+  t.same(store.proofs.get('p1'), record.value)
+  t.same([...store.iterateLive('lease')].map((l) => l.id), ['lse_1'])
+  await store.commit({ changes: [{ kind: 'lease', id: 'lse_2', record: { value: 'active', context: { amountAtomic: 7n } }, final: false }] })
+  await store.close()
+
+  const raw = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 8 } as never)
+  t.same(raw.openDB({ name: 'meta', useBigIntExtension: true } as never).get('format'), { formatVersion: STORE_FORMAT_VERSION, createdAtMs: 1_600_000_000_000 }, 'the format record says 2 (so a format 1 release refuses it), keeping the creation time')
+  const viaDefaults = raw.openDB({ name: 'snapshots', useBigIntExtension: true } as never).get(['lease', 'lse_2'])
+  t.ok(viaDefaults instanceof Map, "lmdb-js's default decoder reads a format 2 value as a Map: why every reader uses VALUE_ENCODING")
+  const viaEncoding = raw.openDB({ name: 'snapshots', ...VALUE_ENCODING } as never).get(['lease', 'lse_1'])
+  t.same(viaEncoding, snapshot, 'VALUE_ENCODING reads format 1 values too')
+  await raw.close()
+  const again = await Store.open({ dataDir })
+  t.teardown(() => again.close())
+  t.same(again.getSnapshot('lease', 'lse_2')?.snapshot, { value: 'active', context: { amountAtomic: 7n } })
+  t.same(again.getSnapshot('lease', 'lse_1'), snapshot)
+  t.same(again.verify(), { snapshots: 2, live: 2, records: 1 })
 })
