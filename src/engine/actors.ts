@@ -1,13 +1,13 @@
 // The registry of live actors: the one way an event reaches one (`send`), the machine's answer, and eviction of
 // actors that reached a final state.
-import { createActor, type Actor, type AnyActor, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type Snapshot } from 'xstate'
+import { createActor, type Actor, type AnyActor, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InputFrom, type Snapshot } from 'xstate'
 import { machines, refusalCode, refusals } from '../../machines/index.ts'
-import { persisted } from './changes.ts'
+import { actorRecord } from './changes.ts'
 import { scheduleOffer } from './dispatch.ts'
 import { fail } from './errors.ts'
 import type { AnyLive, EngineState, OfferActor } from './state.ts'
 import type { ActorKind, Address, EngineError } from './types.ts'
-import { recordTransition, restoreHistory, withHistory } from './history.ts'
+import { recordTransition, restoreHistory } from './history.ts'
 
 export type LiveOf<K extends ActorKind> = Actor<(typeof machines)[K]>
 export type EventOf<K extends ActorKind> = EventFromLogic<(typeof machines)[K]>
@@ -24,6 +24,39 @@ export function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: un
   const actor = createActor(machine as AnyStateMachine, { snapshot: snapshot as Snapshot<unknown> }).start()
   restoreHistory(actor, snapshot)
   return actor as unknown as Actor<M>
+}
+
+/**
+ * A new actor in its machine's initial state, started as a restore of its initial snapshot: the machine's own
+ * context factory applied to the input, in the machine's own initial state. createActor(machine, { input }) computes
+ * the same snapshot through XState's initial transition (a pre-initial snapshot, an assign, a micro- and a macrostep),
+ * which costs as much again as the actor itself and, for these machines, runs nothing else: their initial state has
+ * no entry action, no eventless or delayed transition, no invoked actor (checked once per machine; a machine where
+ * it does not hold takes the ordinary path). test/engine/actors.test.ts checks that both give the same actor.
+ */
+export function startActor<M extends AnyStateMachine>(machine: M, input: InputFrom<M>): Actor<M> {
+  const initial = plainInitialState(machine)
+  if (initial === null) return createActor(machine as AnyStateMachine, { input }).start() as unknown as Actor<M>
+  const context = (machine.config.context as (args: { input: unknown }) => unknown)({ input })
+  const snapshot = { status: 'active', value: initial, historyValue: {}, context, children: {} }
+  return createActor(machine as AnyStateMachine, { snapshot: snapshot as unknown as Snapshot<unknown> }).start() as unknown as Actor<M>
+}
+
+const plainInitial = new WeakMap<AnyStateMachine, string | null>()
+
+/** The machine's initial state if entering it runs nothing but the context factory, else null. */
+function plainInitialState(machine: AnyStateMachine): string | null {
+  let initial = plainInitial.get(machine)
+  if (initial === undefined) {
+    const root = machine.root
+    const target = root.initial?.target?.[0]
+    const runsNothing = (node: typeof root): boolean =>
+      node.entry.length === 0 && !node.always?.length && node.invoke.length === 0 && node.after.length === 0
+    initial = typeof machine.config.context === 'function' && target !== undefined && target.type === 'atomic' &&
+      (root.initial.actions?.length ?? 0) === 0 && runsNothing(root) && runsNothing(target) ? target.key : null
+    plainInitial.set(machine, initial)
+  }
+  return initial
 }
 
 /**
@@ -72,7 +105,7 @@ export function refused(kind: ActorKind, id: string, answer: Refusal): { ok: fal
 function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive): void {
   const key = `${kind}:${id}`
   if (actor.getSnapshot().status === 'done') {
-    s.pending.set(key, { kind, id, record: withHistory(persisted(actor.getPersistedSnapshot()), actor), final: true })
+    s.pending.set(key, { kind, id, record: actorRecord(actor), final: true })
     actor.stop()
     s.actorMap(kind).delete(id)
     if (kind === 'offer') {

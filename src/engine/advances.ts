@@ -1,8 +1,7 @@
 // Advances: opening one on a paid lease, and what its repayment, default or liquidation does to the lender's,
 // the reserve's and the borrower's records (the advance machine has taken the event first).
-import { createActor } from 'xstate'
 import { advanceMachine, type AdvanceContext, type AdvanceInput, type OfferContext, type RepaymentRecord, type TxProof } from '../../machines/index.ts'
-import { expect, refused, send } from './actors.ts'
+import { expect, refused, send, startActor } from './actors.ts'
 import { borrowerOf } from './borrowers.ts'
 import { closeOnSource } from './capacity.ts'
 import { touch } from './changes.ts'
@@ -38,7 +37,7 @@ export function openAdvance(
     lenderOwedAtomic: lenderRepaymentAtomic(terms), reserveOwedAtomic: insurance,
     payment, fundedAtMs: nowMs, dueAtMs: o.dueAtMs,
   }
-  const advance = createActor(advanceMachine, { input }).start()
+  const advance = startActor(advanceMachine, input)
   s.advances.set(advanceId, advance)
   s.advanceIdByKey.set(input.advanceKey, advanceId)
   touch(s, 'advance', advanceId)

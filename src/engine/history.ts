@@ -72,7 +72,12 @@ export function recordTransition(actor: AnyActor, from: string, to: string, even
  * durable listeners after the command, while the live list keeps growing (the entries themselves never change).
  */
 export function withHistory(record: unknown, actor: AnyActor): unknown {
-  return { ...(record as object), history: historyOf(actor).slice() }
+  return { ...(record as object), history: historyCopy(actor) }
+}
+
+/** A copy of the actor's history for its record (see withHistory). */
+export function historyCopy(actor: AnyActor): TransitionEntry[] {
+  return historyOf(actor).slice()
 }
 
 /**

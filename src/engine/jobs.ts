@@ -1,9 +1,8 @@
 // A job's commands: creation by its client or borrower, collateral from its borrower, settlement at completion and
 // failure, each checking who may act, sending the job machine its event (the machine decides) and applying what follows
 // to the job's advances and offers. Called by engine.ts, which keeps the public surface.
-import { createActor } from 'xstate'
 import { jobMachine, type TxProof } from '../../machines/index.ts'
-import { expect, refused, send, wouldTake } from './actors.ts'
+import { expect, refused, send, startActor, wouldTake } from './actors.ts'
 import { advanceDefaulted, applyRepayment, paymentInFull } from './advances.ts'
 import { borrowerOf, suspend } from './borrowers.ts'
 import { drain, touch } from './changes.ts'
@@ -32,9 +31,7 @@ export function createJob(s: EngineState, input: CreateJobInput & { caller: Addr
   if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
   if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAtMs must be in the future')
   const { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, funding } = input
-  const actor = createActor(jobMachine, {
-    input: { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding },
-  }).start()
+  const actor = startActor(jobMachine, { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding })
   s.jobs.set(input.jobId, actor)
   borrowerOf(s, input.borrower)
   touch(s, 'job', input.jobId)

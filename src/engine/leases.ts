@@ -1,8 +1,8 @@
 // Leases from birth to end: the index of live leases (per lender, per wallet, in dispatch's schedule), granting,
 // refusing at once, paying, timing out and cancelling, each with its ledger and track-record side.
-import { createActor, initialTransition, transition } from 'xstate'
+import { initialTransition, transition } from 'xstate'
 import { leaseMachine, type LeaseInput, type OfferContext, type TxProof } from '../../machines/index.ts'
-import { expect } from './actors.ts'
+import { expect, startActor } from './actors.ts'
 import { persisted, recordFinal, touch } from './changes.ts'
 import { leaseDeadlineBaseMs, scheduleLease, unscheduleLease } from './dispatch.ts'
 import { ID_PREFIXES } from './ids.ts'
@@ -57,7 +57,7 @@ function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: 
 
 export function grantLease(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
   const input = leaseInput(s, o, lender, fee, nowMs)
-  const lease = createActor(leaseMachine, { input }).start()
+  const lease = startActor(leaseMachine, input)
   s.leases.set(input.leaseId, lease)
   touch(s, 'lease', input.leaseId)
   addLiveLease(s, input)

@@ -2,14 +2,13 @@
 // restart rebuilt from what the store holds.
 import { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
 import { countOffer, restoreActor } from './actors.ts'
-import { persisted } from './changes.ts'
+import { actorRecord } from './changes.ts'
 import { scheduleOffer } from './dispatch.ts'
 import { compareCodeUnits, seqOf } from './keys.ts'
 import { addLiveLease } from './leases.ts'
 import { addLender } from './matching.ts'
 import type { EngineState } from './state.ts'
 import type { ActorKind, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
-import { withHistory } from './history.ts'
 
 /** A stored snapshot as the store hands it back for a restart. */
 export interface StoredSnapshot {
@@ -40,7 +39,7 @@ export function snapshots(s: EngineState): Change[] {
   out.push(...records.sort(byId))
   for (const [kind, map] of s.actorMaps()) {
     const actors: Change[] = []
-    for (const [id, actor] of map) actors.push({ kind, id, record: withHistory(persisted(actor.getPersistedSnapshot()), actor), final: false })
+    for (const [id, actor] of map) actors.push({ kind, id, record: actorRecord(actor), final: false })
     out.push(...actors.sort(kind === 'job' ? byId : bySeq))
   }
   return out

@@ -1,8 +1,7 @@
 // Underwriting of a credit request: the reasons to decline, the source's remaining capacity, the risk band, and
 // the offer an approval opens.
-import { createActor } from 'xstate'
 import { jobMachine, offerMachine, statesTaking, type OfferInput, type SourceRef } from '../../machines/index.ts'
-import { countOffer } from './actors.ts'
+import { countOffer, startActor } from './actors.ts'
 import { commitCapacity } from './capacity.ts'
 import { touch } from './changes.ts'
 import { networkClockMs, scheduleOffer } from './dispatch.ts'
@@ -117,7 +116,7 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
     // On the network's chain time (dispatch.ts networkClockMs), as leases: an outage of the chain pauses the TTL.
     expiresAtMs: networkClockMs(s, input.network, nowMs) + s.config.offerTtlMs,
   }
-  const offer = createActor(offerMachine, { input: offerInput }).start()
+  const offer = startActor(offerMachine, offerInput)
   s.offers.set(offerInput.offerId, offer)
   countOffer(s, offerInput.borrower, 1)
   s.offerIdByKey.set(offerInput.offerKey, offerInput.offerId)

@@ -14,7 +14,10 @@ export function viewOf<V>(snapshot: { value: unknown; context: unknown }): V {
 
 /** A lease's view: its context and state (a final lease stored before lease version 4 still names a report grace). */
 export function leaseView(snapshot: { value: unknown; context: unknown }): LeaseView {
-  const { reportGraceMs: _grace, ...context } = snapshot.context as LeaseContext & { reportGraceMs?: number }
+  const stored = snapshot.context as LeaseContext & { reportGraceMs?: number }
+  // Only an old stored lease has the field: a live one is copied once, not once to drop it and again to add the state.
+  if (!('reportGraceMs' in stored)) return { ...stored, state: snapshot.value } as LeaseView
+  const { reportGraceMs: _grace, ...context } = stored
   return { ...context, state: snapshot.value } as LeaseView
 }
 

@@ -1,0 +1,64 @@
+// The engine's short cuts around XState must give exactly what XState gives: a new actor started from its initial
+// snapshot (startActor) is the actor createActor({ input }) makes, and the record built from a live actor
+// (actorRecord) is its persisted snapshot with its history, through every kind's life.
+import t from 'tap'
+import { createActor, type AnyActor, type AnyStateMachine } from 'xstate'
+import { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
+import { startActor } from '../../src/engine/actors.ts'
+import { actorRecord, persisted } from '../../src/engine/changes.ts'
+import { withHistory } from '../../src/engine/history.ts'
+import { BORROWER, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
+
+const proof = { network: 'base-sepolia', txHash: hash(7) }
+const source = { kind: 'asset', id: 'src_1' }
+const inputs: [string, AnyStateMachine, Record<string, unknown>, { type: string; [k: string]: unknown }][] = [
+  ['job', jobMachine, { jobId: 'job_1', client: addr(1), borrower: addr(2), network: 'n', asset: 'USDC', receivableAtomic: 10n, dueAtMs: T0 + 1, createdAtMs: T0, funding: proof }, { type: 'FAIL', reason: 'x', releasedAtomic: 0n, nowMs: T0 + 5 }],
+  ['offer', offerMachine, { offerId: 'off_1', offerKey: hash(1), borrower: addr(2), network: 'n', asset: 'USDC', productType: 'asset-backed', amountAtomic: 100n, maximumFeeAtomic: 5n, purpose: 'p', supplier: 's', supplierDomain: 's.example', supplierAddress: addr(3), source, riskBand: 'A', durationSeconds: 60, dueAtMs: T0 + 60_000, createdAtMs: T0, expiresAtMs: T0 + 1000 }, { type: 'LEASE', leaseId: 'lea_1', lender: addr(4), chainTimeMs: T0, nowMs: T0 }],
+  ['lease', leaseMachine, { leaseId: 'lea_1', offerId: 'off_1', lender: addr(4), payer: addr(5), network: 'n', asset: 'USDC', amountAtomic: 100n, feeAtomic: 1n, supplierAddress: addr(3), createdAtMs: T0, expiresAtMs: T0 + 1000 }, { type: 'PAY', payment: proof, nowMs: T0 + 1 }],
+  ['advance', advanceMachine, { advanceId: 'adv_1', advanceKey: hash(1), offerId: 'off_1', leaseId: 'lea_1', lender: addr(4), payer: addr(5), borrower: addr(2), source, network: 'n', asset: 'USDC', principalAtomic: 100n, feeAtomic: 1n, insuranceAtomic: 0n, lenderOwedAtomic: 101n, reserveOwedAtomic: 0n, supplierAddress: addr(3), payment: proof, fundedAtMs: T0, dueAtMs: T0 + 60_000 }, { type: 'DEFAULT', reason: 'past_due', nowMs: T0 + 70_000 }],
+]
+
+for (const [kind, machine, input, event] of inputs) {
+  t.test(`a new ${kind}: startActor gives the actor createActor({ input }) gives, before and after an event`, async (t) => {
+    const born = startActor(machine, input)
+    const made = createActor(machine, { input }).start()
+    t.same(born.getPersistedSnapshot(), made.getPersistedSnapshot(), 'same persisted snapshot')
+    t.equal(born.getSnapshot().context.constructor, Object, 'a plain context')
+    born.send(event as never)
+    made.send(event as never)
+    t.not(made.getSnapshot().value, undefined)
+    t.same(born.getPersistedSnapshot(), made.getPersistedSnapshot(), `same after ${event.type}`)
+    t.same(born.getSnapshot().status, made.getSnapshot().status)
+  })
+}
+
+t.test('actorRecord: the persisted snapshot with its history, for every live actor through a life with every kind', async (t) => {
+  const { engine } = newEngine()
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  const state = (engine as unknown as { state: { actorMaps(): [string, Map<string, AnyActor>][] } }).state
+  let compared = 0
+  const check = (step: string) => {
+    for (const [kind, map] of state.actorMaps()) {
+      for (const [id, actor] of map) {
+        const general = withHistory(persisted(actor.getPersistedSnapshot()), actor)
+        const record = actorRecord(actor)
+        t.same(record, general, `${step}: ${kind} ${id}`)
+        t.same(Object.keys(record as object), Object.keys(general as object), `${step}: ${kind} ${id} keys in the same order`)
+        compared += 1
+      }
+    }
+  }
+  const offerId = unwrap(engine.requestCredit(creditRequest(), T0)).offer!.offerId
+  check('offered')
+  unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0 + 1_000))
+  check('leased')
+  fundAdvance(engine, {}, T0 + 2_000, 2)
+  check('funded')
+  createJob(engine, 'job_actors_1', 10n ** 6n)
+  check('a job')
+  t.ok(compared >= 8, 'offers, leases and advances were compared')
+  const done = createActor(leaseMachine, { input: inputs[2]![2] as never }).start()
+  done.send({ type: 'CANCEL', nowMs: T0 })
+  t.same(actorRecord(done), withHistory(persisted(done.getPersistedSnapshot()), done), 'a final actor (status done)')
+})
