@@ -14,7 +14,6 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { storedSnapshots } from '../src/app/app.ts'
 import { Engine } from '../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../src/engine/migrations.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, type Change } from '../src/store/index.ts'
@@ -26,6 +25,8 @@ const storeOptions = (dataDir: string) => ({ dataDir, durability: 'sync' as cons
 
 /** The start-up path of src/app/app.ts, timed in its phases; runs in a fresh process. */
 async function restore(dataDir: string) {
+  // The service's own reader of the store (imported here only: the build needs none of the app).
+  const { storedSnapshots } = await import('../src/app/app.ts')
   const t0 = performance.now()
   const store = await Store.open(storeOptions(dataDir))
   const t1 = performance.now()
@@ -109,9 +110,9 @@ if (typeof args.restore === 'string') {
   process.stdout.write(`${JSON.stringify(await restore(args.restore))}\n`)
 } else {
   const quick = args.quick === true
-  const RECORDS = Number(args.records ?? (quick ? 20_000 : 1_000_000))
-  const LIVE = Number(args.live ?? (quick ? 2000 : 100_000))
-  const LENDERS = Number(args.lenders ?? (quick ? 1000 : 10_000))
+  const RECORDS = Number(args.records ?? (quick ? 5000 : 1_000_000))
+  const LIVE = Number(args.live ?? (quick ? 1000 : 100_000))
+  const LENDERS = Number(args.lenders ?? (quick ? 200 : 10_000))
   const dir = mkdtempSync(join(tmpdir(), 'agent-credit-restart-'))
   try {
     const loadBefore = loadavg()[0] as number

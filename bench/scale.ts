@@ -3,7 +3,7 @@
 // (10,000 lenders). A point registers its lenders, then opens and matches its live offers one by one (each matched
 // offer stays live with its live lease: two live actors per offer); the last `timed` matches are timed, and the heap
 // (after a full GC) before the offers and after them, divided by the live actors, is the heap per live actor.
-// Each point runs in its own child process, so no point inherits another's heap or JIT state.
+// Each point runs in its own child process, so no point inherits another's heap or JIT state (not with --quick).
 // Writes bench/results/scale-latest.json (or --out).
 import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -66,17 +66,22 @@ if (typeof args.point === 'string') {
   process.stdout.write(`${JSON.stringify(measure(JSON.parse(args.point) as Point))}\n`)
 } else {
   const quick = args.quick === true
-  const k = quick ? 10 : 1
-  const timed = quick ? 500 : 5000
+  // --quick: a hundredth of every size, each point in this process (a child's start-up would dominate).
+  const k = quick ? 100 : 1
+  const timed = quick ? 50 : 5000
   const lenderPoints = [1000, 10_000, 100_000].map((lenders) => ({ lenders: lenders / k, liveOffers: 10_000 / k, timed }))
   const offerPoints = [10_000, 100_000].map((liveOffers) => ({ lenders: 10_000 / k, liveOffers: liveOffers / k, timed }))
   const points = [...lenderPoints, ...offerPoints.filter((p) => !lenderPoints.some((q) => q.lenders === p.lenders && q.liveOffers === p.liveOffers))]
   const loadBefore = loadavg()[0] as number
   const measured = points.map((point, i) => {
     process.stdout.write(`  scale point ${i + 1}/${points.length}: ${point.lenders} lenders, ${point.liveOffers} live offers\n`)
-    const child = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--point', JSON.stringify(point)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 })
-    if (child.status !== 0) throw new Error(`scale point ${JSON.stringify(point)} exited with ${child.status ?? child.signal}`)
-    const figures = JSON.parse(child.stdout.trim().split('\n').at(-1) as string) as ReturnType<typeof measure>
+    let figures: ReturnType<typeof measure>
+    if (quick) figures = measure(point)
+    else {
+      const child = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--point', JSON.stringify(point)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 })
+      if (child.status !== 0) throw new Error(`scale point ${JSON.stringify(point)} exited with ${child.status ?? child.signal}`)
+      figures = JSON.parse(child.stdout.trim().split('\n').at(-1) as string) as ReturnType<typeof measure>
+    }
     process.stdout.write(`    ${figures.matchesPerSecond} matches/s, p99 ${figures.matchCallMicros.p99} us, ${figures.heapBytesPerLiveActor} heap bytes per live actor, ${figures.heapBytesPerLender} per lender\n`)
     return figures
   })
