@@ -19,7 +19,7 @@ import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../src/engine/migrations.
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, type Change } from '../src/store/index.ts'
 import { amountsOf, buildBook, matchOffer, NET, ASSET, openOffer, SUPPLIER, T0 } from './fixtures/book.ts'
 
-const { values: args } = parseArgs({ options: { restore: { type: 'string' }, records: { type: 'string' }, live: { type: 'string' }, lenders: { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false } }, strict: false })
+const { values: args } = parseArgs({ options: { restore: { type: 'string' }, records: { type: 'string' }, live: { type: 'string' }, lenders: { type: 'string' }, 'keep-data': { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false } }, strict: false })
 const ENGINE_CONFIG = { liveOffersPerBorrowerMax: 1000 }
 const storeOptions = (dataDir: string) => ({ dataDir, durability: 'sync' as const, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() })
 
@@ -113,7 +113,9 @@ if (typeof args.restore === 'string') {
   const RECORDS = Number(args.records ?? (quick ? 5000 : 1_000_000))
   const LIVE = Number(args.live ?? (quick ? 1000 : 100_000))
   const LENDERS = Number(args.lenders ?? (quick ? 200 : 10_000))
-  const dir = mkdtempSync(join(tmpdir(), 'agent-credit-restart-'))
+  // --keep-data <dir>: build there and keep it, to profile the restore alone (node --cpu-prof bench/restart.ts --restore <dir>/data).
+  const kept = typeof args['keep-data'] === 'string' ? args['keep-data'] : undefined
+  const dir = kept ?? mkdtempSync(join(tmpdir(), 'agent-credit-restart-'))
   try {
     const loadBefore = loadavg()[0] as number
     process.stdout.write(`restart: building ${RECORDS} stored snapshots, ${LIVE} live actors, ${LENDERS} lenders\n`)
@@ -129,6 +131,6 @@ if (typeof args.restore === 'string') {
     process.stdout.write(`restart: ${result.totalMillis} ms (Store.open ${result.openMillis} ms, engine restore ${result.restoreMillis} ms, invariants ${result.invariantsMillis} ms) for ${result.storedSnapshots} snapshots, ${result.liveActors} live actors; heap ${result.heapUsedMiB} MiB, rss ${result.rssMiB} MiB\n`)
     if (typeof args.out === 'string') writeFileSync(args.out, `${JSON.stringify(result, null, 2)}\n`)
   } finally {
-    rmSync(dir, { recursive: true, force: true })
+    if (kept === undefined) rmSync(dir, { recursive: true, force: true })
   }
 }
