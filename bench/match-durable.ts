@@ -100,14 +100,18 @@ try {
     matchCallMicros: histogramMicros(matchNs.sort()),
     commitAckMicros: histogramMicros(ackNs.sort()),
     cpuMicrosPerMatch: Math.round((cpu.user + cpu.system) / MATCHES),
+    // What one core would sustain if the disk kept up: the window's process CPU per match, inverted.
+    cpuBoundMatchesPerSecond: Math.round((MATCHES * 1e6) / (cpu.user + cpu.system)),
     transactions,
+    // Wall time per group transaction: with IN_FLIGHT commits waiting, each transaction's sync paces the matches.
+    millisPerTransaction: Math.round(windowNs / 1e4 / Math.max(1, transactions)) / 100,
     commitsPerTransaction: Math.round((commits / Math.max(1, transactions)) * 10) / 10,
     changesPerCommit: Math.round(((stats.changes - statsBefore.changes) / Math.max(1, commits)) * 10) / 10,
     goal: { matchesPerSecond: 25_000, p99Micros: 250 },
     loadAverage: { before: loadBefore, after: loadavg()[0] },
   }
   process.stdout.write(`match-durable: ${result.matchesPerSecond} matches/s; match call p50 ${result.matchCallMicros.p50} us p99 ${result.matchCallMicros.p99} us; ` +
-    `commit ack p50 ${result.commitAckMicros.p50} us p99 ${result.commitAckMicros.p99} us; ${result.commitsPerTransaction} commits per transaction; ${result.cpuMicrosPerMatch} us CPU per match\n`)
+    `commit ack p50 ${result.commitAckMicros.p50} us p99 ${result.commitAckMicros.p99} us; ${result.commitsPerTransaction} commits per transaction, ${result.millisPerTransaction} ms per transaction; ${result.cpuMicrosPerMatch} us CPU per match (${result.cpuBoundMatchesPerSecond}/s if the disk kept up)\n`)
   if (typeof args.out === 'string') writeFileSync(args.out, `${JSON.stringify(result, null, 2)}\n`)
 } finally {
   rmSync(dir, { recursive: true, force: true })

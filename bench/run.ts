@@ -7,7 +7,8 @@
 // summary, its rows in the table and its charts.
 // `npm run bench -- --quick` runs each section small (about a minute or two in all: the tests run it so to keep it
 // working, without timing assertions). `--results <dir>` writes there instead of bench/results. `--only a,b` runs
-// the named sections only. Other arguments after `--` go to http.ts (e.g. `npm run bench -- --external`).
+// the named sections only; `--from-latest` runs none and rewrites the summary, charts and <date>.json from the
+// sections' last figures. Other arguments after `--` go to http.ts (e.g. `npm run bench -- --external`).
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
@@ -22,7 +23,9 @@ const resultsAt = argv.indexOf('--results')
 const results = resultsAt >= 0 ? (argv[resultsAt + 1] as string) : join(here, 'results')
 const onlyAt = argv.indexOf('--only')
 const only = onlyAt >= 0 ? new Set((argv[onlyAt + 1] as string).split(',')) : null
-const httpArgs = argv.filter((arg, index) => arg !== '--quick' && ![resultsAt, resultsAt + 1, onlyAt, onlyAt + 1].includes(index))
+// --from-latest: run nothing; rewrite summary.md, the charts and <date>.json from the sections' *-latest.json.
+const fromLatest = argv.includes('--from-latest')
+const httpArgs = argv.filter((arg, index) => arg !== '--quick' && arg !== '--from-latest' && ![resultsAt, resultsAt + 1, onlyAt, onlyAt + 1].includes(index))
 mkdirSync(results, { recursive: true })
 
 const runStarted = performance.now()
@@ -127,19 +130,20 @@ Engine / bare book throughput: **${match.engineToBaselineThroughputRatio}**
     markdown: (d) => `## Matching in process with durable commits (bench/match-durable.ts)
 
 ${d.lenders} lenders, ${d.matches} timed matches, each match's changes (${d.changesPerCommit} per commit) committed through the Store
-(durability ${d.durability}, group commit, ${d.inFlight} commits in flight; ${d.commitsPerTransaction} commits per transaction).
+(durability ${d.durability}, group commit, ${d.inFlight} commits in flight; ${d.commitsPerTransaction} commits per transaction, ${d.millisPerTransaction} ms of wall time each).
 
-| matches/s (goal ${d.goal.matchesPerSecond}) | match call p50 / p99 | commit acknowledgement p50 / p99 (goal p99 < ${d.goal.p99Micros} us) | process CPU per match |
-|---|---|---|---|
-| ${d.matchesPerSecond} | ${us(d.matchCallMicros.p50)} / ${us(d.matchCallMicros.p99)} | ${us(d.commitAckMicros.p50)} / ${us(d.commitAckMicros.p99)} | ${us(d.cpuMicrosPerMatch)} |
+| matches/s (goal ${d.goal.matchesPerSecond}) | match call p50 / p99 | commit acknowledgement p50 / p99 (goal p99 < ${d.goal.p99Micros} us) | process CPU per match | matches/s if the disk kept up (1 / CPU) |
+|---|---|---|---|---|
+| ${d.matchesPerSecond} | ${us(d.matchCallMicros.p50)} / ${us(d.matchCallMicros.p99)} | ${us(d.commitAckMicros.p50)} / ${us(d.commitAckMicros.p99)} | ${us(d.cpuMicrosPerMatch)} | ${d.cpuBoundMatchesPerSecond} |
 `,
     rows: (d) => [
       ['durable in-process matches/s', String(d.matchesPerSecond), `>= ${d.goal.matchesPerSecond}`],
+      ['durable in-process matches/s if the disk kept up (1 / CPU)', String(d.cpuBoundMatchesPerSecond), `>= ${d.goal.matchesPerSecond}`],
       ['durable match call p99', us(d.matchCallMicros.p99), `< ${d.goal.p99Micros} us`],
       ['durable commit acknowledgement p99', us(d.commitAckMicros.p99), `< ${d.goal.p99Micros} us`],
     ],
     charts: (d) => ({
-      'match-durable': barChart({ title: `Durable matching in process, ${d.lenders} lenders`, yLabel: 'matches/s', bars: [{ label: 'matches/s', value: d.matchesPerSecond }], goal: { value: d.goal.matchesPerSecond, label: `goal ${d.goal.matchesPerSecond}` } }),
+      'match-durable': barChart({ title: `Durable matching in process, ${d.lenders} lenders`, yLabel: 'matches/s', bars: [{ label: 'measured', value: d.matchesPerSecond }, { label: 'if the disk kept up', value: d.cpuBoundMatchesPerSecond }], goal: { value: d.goal.matchesPerSecond, label: `goal ${d.goal.matchesPerSecond}` } }),
     }),
   },
   {
@@ -166,12 +170,12 @@ ${[...s.byLenders, ...s.byLiveOffers.filter((p: any) => !s.byLenders.includes(p)
 A data directory of ${r.storedSnapshots} stored snapshots (${r.liveActors} live actors, ${r.lenders} lenders, ${r.history} final actors of history),
 built through the store API in ${r.buildSeconds} s; then, in a fresh process, the service's start-up path: Store.open (deep check of
 every entry in a child process), the engine restored from the live snapshots, checkInvariants. Page cache warm.
-
+${r.deepCheck.ok ? '' : `\n**The deep check failed** after ${r.deepCheck.failedAfterMillis} ms (${r.deepCheck.reason}): the service would refuse to start; the figures below skip it.\n`}
 | total (goal < ${r.goal.totalMillis} ms) | Store.open | engine restore | invariants | heap / rss after |
 |---|---|---|---|---|
 | ${ms(r.totalMillis)} | ${ms(r.openMillis)} | ${ms(r.restoreMillis)} | ${ms(r.invariantsMillis)} | ${r.heapUsedMiB} / ${r.rssMiB} MiB |
 `,
-    rows: (r) => [[`restart, ${r.storedSnapshots} snapshots, ${r.liveActors} live`, ms(r.totalMillis), `< ${r.goal.totalMillis} ms`]],
+    rows: (r) => [[`restart, ${r.storedSnapshots} snapshots, ${r.liveActors} live${r.deepCheck.ok ? '' : ' (deep check FAILED, skipped)'}`, ms(r.totalMillis), `< ${r.goal.totalMillis} ms`]],
     charts: (r) => ({
       restart: barChart({ title: `Restart: ${r.storedSnapshots} snapshots, ${r.liveActors} live actors`, yLabel: 'ms', bars: [{ label: 'Store.open', value: r.openMillis }, { label: 'engine restore', value: r.restoreMillis }, { label: 'invariants', value: r.invariantsMillis }, { label: 'total', value: r.totalMillis }], goal: { value: r.goal.totalMillis, label: `goal ${r.goal.totalMillis} ms` } }),
     }),
@@ -269,7 +273,7 @@ const seconds: Record<string, number> = {}
 const figures: Record<string, any> = {}
 for (const [i, section] of chosen.entries()) {
   process.stdout.write(`\n[${i + 1}/${chosen.length}] ${section.name} (bench run ${elapsed(runStarted)} so far)`)
-  seconds[section.key] = await run(section.file, [...section.args, ...(section.out ? ['--out', latest(section.name)] : [])], section.env)
+  if (!fromLatest) seconds[section.key] = await run(section.file, [...section.args, ...(section.out ? ['--out', latest(section.name)] : [])], section.env)
   figures[section.key] = JSON.parse(readFileSync(latest(section.name), 'utf8'))
   process.stdout.write(`[${i + 1}/${chosen.length}] ${section.name} done in ${seconds[section.key]} s\n`)
 }
