@@ -1,35 +1,49 @@
-// `npm run bench`: runs bench/match.ts, bench/http.ts, bench/lease-signing.ts, bench/ceiling.ts, bench/durable-commit.ts
-// and bench/loadmix.ts, each as its own
-// child process (sequentially, so they do not compete for the cores), then writes bench/results/summary.md and
-// bench/results/<date>.json with the machine (cores, memory, load before and after, Node, commit) and every figure.
+// `npm run bench`: runs the sections listed in `sections` below (bench/match.ts, match-durable.ts, scale.ts,
+// restart.ts, http.ts, lease-signing.ts, ceiling.ts, durable-commit.ts, loadmix.ts), each as its own child process
+// (sequentially, so they do not compete for the cores), with a progress line while each runs; then writes
+// bench/results/summary.md (each section's text and a table of the key figures against their goals), an SVG chart
+// per section (bench/chart.ts) and bench/results/<date>.json with the machine (cores, memory, load before and after,
+// Node, commit) and every figure. A section is one entry of the list: its script and arguments, its text in the
+// summary, its rows in the table and its charts.
 // `npm run bench -- --quick` runs each section small (about a minute or two in all: the tests run it so to keep it
-// working, without timing assertions). `--results <dir>` writes there instead of bench/results. Other arguments
-// after `--` go to http.ts (e.g. `npm run bench -- --external`).
+// working, without timing assertions). `--results <dir>` writes there instead of bench/results. `--only a,b` runs
+// the named sections only; `--from-latest` runs none and rewrites the summary, charts and <date>.json from the
+// sections' last figures. Other arguments after `--` go to http.ts (e.g. `npm run bench -- --external`).
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { barChart, lineChart } from './chart.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const argv = process.argv.slice(2)
 const quick = argv.includes('--quick')
 const resultsAt = argv.indexOf('--results')
 const results = resultsAt >= 0 ? (argv[resultsAt + 1] as string) : join(here, 'results')
-const httpArgs = argv.filter((arg, index) => arg !== '--quick' && index !== resultsAt && index !== resultsAt + 1)
+const onlyAt = argv.indexOf('--only')
+const only = onlyAt >= 0 ? new Set((argv[onlyAt + 1] as string).split(',')) : null
+// --from-latest: run nothing; rewrite summary.md, the charts and <date>.json from the sections' *-latest.json.
+const fromLatest = argv.includes('--from-latest')
+const httpArgs = argv.filter((arg, index) => arg !== '--quick' && arg !== '--from-latest' && ![resultsAt, resultsAt + 1, onlyAt, onlyAt + 1].includes(index))
 mkdirSync(results, { recursive: true })
+
+const runStarted = performance.now()
+const elapsed = (since: number) => `${Math.round((performance.now() - since) / 1000)} s`
 
 function run(file: string, args: string[] = [], env: Record<string, string> = {}): Promise<number> {
   process.stdout.write(`\n### ${file} ${args.join(' ')}\n`)
   const started = performance.now()
-  return new Promise((resolve, reject) => {
+  // A progress line while a quiet section runs, so a long run never looks stuck.
+  const ticker = setInterval(() => process.stdout.write(`  ... ${file} running for ${elapsed(started)} (bench run ${elapsed(runStarted)})\n`), 30_000)
+  return new Promise<number>((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(here, file), ...args], { stdio: 'inherit', cwd: join(here, '..'), env: { ...process.env, BENCH_RESULTS_DIR: results, ...env } })
     child.on('error', reject)
     child.on('exit', (code, signal) => {
       if (code !== 0) reject(new Error(`${file} exited with ${code ?? signal}`))
       else resolve(Math.round((performance.now() - started) / 100) / 10)
     })
-  })
+  }).finally(() => clearInterval(ticker))
 }
 
 function cpuModel(): string {
@@ -53,20 +67,27 @@ function commitOf(): string {
 const load = () => (loadavg()[0] ?? 0).toFixed(2)
 const loadBefore = load()
 const startedAt = new Date()
-const matchSeconds = await run('match.ts', [], quick ? { BENCH_LENDERS: '2000', BENCH_MATCHES: '1000', BENCH_DISPATCH_LEASES: '1000', BENCH_DISPATCH_IDLE_CALLS: '100' } : {})
-const httpSeconds = await run('http.ts', [...(quick ? ['--lenders', '20', '--borrowers', '4', '--in-flight', '4', '--warmup', '1', '--seconds', '1', '--modes', 'sync'] : []), ...httpArgs, '--out', join(results, 'http-latest.json')])
-const signingSeconds = await run('lease-signing.ts', quick ? ['--iterations', '20'] : [])
-const ceilingSeconds = await run('ceiling.ts', [...(quick ? ['--quick'] : []), '--out', join(results, 'ceiling-latest.json')])
-const durableSeconds = await run('durable-commit.ts', [...(quick ? ['--quick'] : []), '--out', join(results, 'durable-commit-latest.json')])
-const loadmixSeconds = await run('loadmix.ts', [...(quick ? ['--quick'] : []), '--out', join(results, 'loadmix-latest.json')])
-const match = JSON.parse(readFileSync(join(results, 'match-latest.json'), 'utf8'))
-const signing = JSON.parse(readFileSync(join(results, 'lease-signing-latest.json'), 'utf8'))
-const http = JSON.parse(readFileSync(join(results, 'http-latest.json'), 'utf8'))
-const ceiling = JSON.parse(readFileSync(join(results, 'ceiling-latest.json'), 'utf8'))
-const durable = JSON.parse(readFileSync(join(results, 'durable-commit-latest.json'), 'utf8'))
-const loadmix = JSON.parse(readFileSync(join(results, 'loadmix-latest.json'), 'utf8'))
-
 const ms = (v: number) => `${v} ms`
+const us = (v: number) => `${v} us`
+const latest = (name: string) => join(results, `${name}-latest.json`)
+
+/** One row of the table at the end: a key figure, its value, and the goal it is measured against (if any). */
+type Row = [figure: string, value: string, goal?: string]
+interface Section {
+  /** Its results are `<name>-latest.json`, its charts `<name>*.svg`; `--only` names it. */
+  name: string
+  /** Its key in `<date>.json`. */
+  key: string
+  file: string
+  args: string[]
+  env?: Record<string, string>
+  /** Whether the script takes `--out <file>` (else it writes `<name>-latest.json` to BENCH_RESULTS_DIR itself). */
+  out: boolean
+  markdown: (f: any) => string
+  rows: (f: any) => Row[]
+  charts: (f: any) => Record<string, string>
+}
+
 const modeRow = (name: string, m: any) =>
   m === undefined
     ? `| ${name} | not run | | | | | | |`
@@ -80,40 +101,11 @@ const outcomes = (m: any) =>
       `refused leases (insufficient balance) ${m.outcomes.refusedLeases}, ` +
       `declined ${m.outcomes.declined}, HTTP errors ${JSON.stringify(m.outcomes.httpErrors)}`
 
-function loadmixSection(l: any): string {
-  const c = l.ceiling.saturated
-  const row = ([mode, m]: [string, any]) => {
-    if (!m.available) return `| ${mode} | not available: ${m.reason} | | | | | | |`
-    const r = l.ratios[mode]
-    const o = m.saturated.outcomes
-    return `| ${mode} | ${m.saturated.pairsPerSecond} | ${m.saturated.requestsPerSecond} (**${r.requestsToCeiling}**) | ${m.saturated.serviceThreadCpuMicrosPerPair} us | ` +
-      `${m.saturated.processCpuMicrosPerPair} us (**${r.processCpuPerPairToCeiling}**) | ${m.halfRate.requestsPerSecond}, ${ms(m.halfRate.latencyMillis.p99)} (**${r.halfRateP99ToFdatasyncP99}**) | ` +
-      `leased ${o.leased}, no lender ${o.noEligibleLender}, expired ${o.offerExpired}, declined ${o.declined}, errors ${JSON.stringify(o.errors)} | ${m.saturated.loadAverage1mAtEnd} |`
-  }
-  const g = l.goals
-  return `## The service's request + match mix beside the ceiling (bench/loadmix.ts)
-
-The service in its own process (durable, default configuration), ${l.workload.lenders} lenders funded on chain, ${l.workload.borrowers} borrowers;
-wrk (fixtures/loadmix.lua) from another process sends a credit request, then the match of each approved offer. The ceiling
-(ceiling.ts \`uws\`) in the same run, same wrk, ${l.workload.connections} connections, ${l.workload.warmupSeconds} s warm-up + ${l.workload.seconds} s windows:
-${c.requestsPerSecond} req/s, ${c.processCpuMicrosPerPair} us process CPU per pair (two requests), half-rate p99 ${ms(l.ceiling.halfRate.latencyMillis.p99)}.
-fdatasync in this run: p50 ${ms(l.fdatasyncMillis.p50)}, p99 ${ms(l.fdatasyncMillis.p99)}. Goals (ratios in bold): req/s >= ${g.requestsToCeilingMin} of the ceiling,
-service thread <= ${g.serviceThreadCpuMicrosPerPairMax} us per pair, process CPU per pair <= ${g.processCpuPerPairToCeilingMax} x the ceiling's, half-rate p99 <= ${g.halfRateP99ToFdatasyncP99Max} x fdatasync p99.
-
-| mode | pairs/s | req/s (/ ceiling) | service thread CPU per pair | process CPU per pair (/ ceiling) | half rate: req/s, p99 (/ fdatasync p99) | outcomes (saturated) | load |
-|---|---|---|---|---|---|---|---|
-${Object.entries(l.service).map(row).join('\n')}`
-}
-
-const w = http.workload
-const summary = `# Bench summary
-
-- Date: ${new Date().toISOString()}
-- Machine: ${cpuModel()}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB memory, Node ${process.version}
-- 1-minute load average: ${loadBefore} before the benches, ${load()} after (other processes on the machine skew every figure)
-- Run time: match ${matchSeconds} s, http ${httpSeconds} s, lease signing ${signingSeconds} s, ceiling ${ceilingSeconds} s, durable commit ${durableSeconds} s, load mix ${loadmixSeconds} s${quick ? ' (--quick: small sizes, figures only show the bench works)' : ''}
-
-## Matching in process (bench/match.ts)
+const sections: Section[] = [
+  {
+    name: 'match', key: 'match', file: 'match.ts', args: [], out: false,
+    env: quick ? { BENCH_LENDERS: '2000', BENCH_MATCHES: '1000', BENCH_DISPATCH_LEASES: '1000', BENCH_DISPATCH_IDLE_CALLS: '100' } : {},
+    markdown: (match) => `## Matching in process (bench/match.ts)
 
 ${match.lenders} lenders on one book, ${match.matches} timed matches; each match is then paid and repaid (untimed).
 
@@ -123,14 +115,77 @@ ${match.lenders} lenders on one book, ${match.matches} timed matches; each match
 | bare book, same rules | ${match.baseline.matchesPerSecond} | ${match.baseline.latencyMicros.p50} us | ${match.baseline.latencyMicros.p90} us | ${match.baseline.latencyMicros.p99} us | ${match.baseline.latencyMicros.p999} us |
 
 Engine / bare book throughput: **${match.engineToBaselineThroughputRatio}**
+`,
+    rows: (match) => [
+      ['in-process matches/s (no store)', String(match.engine.matchesPerSecond)],
+      ['engine / bare book throughput', String(match.engineToBaselineThroughputRatio)],
+      [`dispatch, ${match.dispatch.onePercentDue.leasesDuePerCall} of ${match.dispatch.liveLeases} leases due`, us(match.dispatch.onePercentDue.microsPerCall)],
+    ],
+    charts: (match) => ({
+      match: barChart({ title: `Matching in process, ${match.lenders} lenders (no store)`, yLabel: 'matches/s', bars: [{ label: 'engine', value: match.engine.matchesPerSecond }, { label: 'bare book', value: match.baseline.matchesPerSecond }] }),
+    }),
+  },
+  {
+    name: 'match-durable', key: 'matchDurable', file: 'match-durable.ts', args: quick ? ['--quick'] : [], out: true,
+    markdown: (d) => `## Matching in process with durable commits (bench/match-durable.ts)
 
-## The store's durable write path (bench/durable-commit.ts)
+${d.lenders} lenders, ${d.matches} timed matches, each match's changes (${d.changesPerCommit} per commit) committed through the Store
+(durability ${d.durability}, group commit, ${d.inFlight} commits in flight; ${d.commitsPerTransaction} commits per transaction, ${d.millisPerTransaction} ms of wall time each).
 
-${durable.commits} match-shaped commits (3 snapshots, 2 records), ${durable.inFlight} in flight, LMDB synchronous commits, one group commit per transaction:
-${durable.commitsPerSecond} commits/s, p50 ${durable.latencyMillis.p50} ms, p99 ${durable.latencyMillis.p99} ms, ${durable.cpuMicrosPerCommit} us process CPU per commit,
-${durable.commitsPerTransaction} commits per group transaction.
+| matches/s (goal ${d.goal.matchesPerSecond}) | match call p50 / p99 | commit acknowledgement p50 / p99 (goal p99 < ${d.goal.p99Micros} us) | process CPU per match | matches/s if the disk kept up (1 / CPU) |
+|---|---|---|---|---|
+| ${d.matchesPerSecond} | ${us(d.matchCallMicros.p50)} / ${us(d.matchCallMicros.p99)} | ${us(d.commitAckMicros.p50)} / ${us(d.commitAckMicros.p99)} | ${us(d.cpuMicrosPerMatch)} | ${d.cpuBoundMatchesPerSecond} |
+`,
+    rows: (d) => [
+      ['durable in-process matches/s', String(d.matchesPerSecond), `>= ${d.goal.matchesPerSecond}`],
+      ['durable in-process matches/s if the disk kept up (1 / CPU)', String(d.cpuBoundMatchesPerSecond), `>= ${d.goal.matchesPerSecond}`],
+      ['durable match call p99', us(d.matchCallMicros.p99), `< ${d.goal.p99Micros} us`],
+      ['durable commit acknowledgement p99', us(d.commitAckMicros.p99), `< ${d.goal.p99Micros} us`],
+    ],
+    charts: (d) => ({
+      'match-durable': barChart({ title: `Durable matching in process, ${d.lenders} lenders`, yLabel: 'matches/s', bars: [{ label: 'measured', value: d.matchesPerSecond }, { label: 'if the disk kept up', value: d.cpuBoundMatchesPerSecond }], goal: { value: d.goal.matchesPerSecond, label: `goal ${d.goal.matchesPerSecond}` } }),
+    }),
+  },
+  {
+    name: 'scale', key: 'scale', file: 'scale.ts', args: quick ? ['--quick'] : [], out: true,
+    markdown: (s) => `## Scale curves (bench/scale.ts)
 
-## Request and match over HTTP (bench/http.ts)
+The engine in process (no store), each point in its own process: lenders registered, live offers opened and matched
+(each with its live lease), the last ${s.byLenders[0]?.timed} matches timed; heap after a full GC.
+
+| lenders | live offers | matches/s | match p50 / p99 | heap per live actor | heap per lender |
+|---|---|---|---|---|---|
+${[...s.byLenders, ...s.byLiveOffers.filter((p: any) => !s.byLenders.includes(p) && !s.byLenders.some((q: any) => q.lenders === p.lenders && q.liveOffers === p.liveOffers))].map((p: any) => `| ${p.lenders} | ${p.liveOffers} | ${p.matchesPerSecond} | ${us(p.matchCallMicros.p50)} / ${us(p.matchCallMicros.p99)} | ${p.heapBytesPerLiveActor} B | ${p.heapBytesPerLender} B |`).join('\n')}
+`,
+    rows: (s) => [...s.byLenders.map((p: any) => [`matches/s at ${p.lenders} lenders`, String(p.matchesPerSecond)] as Row), ...s.byLiveOffers.map((p: any) => [`heap per live actor at ${p.liveOffers} live offers`, `${p.heapBytesPerLiveActor} B`] as Row)],
+    charts: (s) => ({
+      'scale-lenders': lineChart({ title: 'Matches/s by lenders on the book', xLabel: `lenders (${s.byLenders[0]?.liveOffers} live offers)`, yLabel: 'matches/s', series: [{ name: 'matches/s', points: s.byLenders.map((p: any) => [p.lenders, p.matchesPerSecond]) }] }),
+      'scale-offers': lineChart({ title: 'Heap per live actor and matches/s by live offers', xLabel: `live offers (${s.byLiveOffers[0]?.lenders} lenders)`, yLabel: 'bytes / matches/s', series: [{ name: 'heap bytes per live actor', points: s.byLiveOffers.map((p: any) => [p.liveOffers, p.heapBytesPerLiveActor]) }, { name: 'matches/s', points: s.byLiveOffers.map((p: any) => [p.liveOffers, p.matchesPerSecond]) }] }),
+    }),
+  },
+  {
+    name: 'restart', key: 'restart', file: 'restart.ts', args: quick ? ['--quick'] : [], out: true,
+    markdown: (r) => `## Restart time (bench/restart.ts)
+
+A data directory of ${r.storedSnapshots} stored snapshots (${r.liveActors} live actors, ${r.lenders} lenders, ${r.history} final actors of history),
+built through the store API in ${r.buildSeconds} s; then, in a fresh process, the service's start-up path: Store.open (deep check of
+every entry in a child process), the engine restored from the live snapshots, checkInvariants. Page cache warm.
+${r.deepCheck.ok ? '' : `\n**The deep check failed** after ${r.deepCheck.failedAfterMillis} ms (${r.deepCheck.reason}): the service would refuse to start; the figures below skip it.\n`}
+| total (goal < ${r.goal.totalMillis} ms) | Store.open | engine restore | invariants | heap / rss after |
+|---|---|---|---|---|
+| ${ms(r.totalMillis)} | ${ms(r.openMillis)} | ${ms(r.restoreMillis)} | ${ms(r.invariantsMillis)} | ${r.heapUsedMiB} / ${r.rssMiB} MiB |
+`,
+    rows: (r) => [[`restart, ${r.storedSnapshots} snapshots, ${r.liveActors} live${r.deepCheck.ok ? '' : ' (deep check FAILED, skipped)'}`, ms(r.totalMillis), `< ${r.goal.totalMillis} ms`]],
+    charts: (r) => ({
+      restart: barChart({ title: `Restart: ${r.storedSnapshots} snapshots, ${r.liveActors} live actors`, yLabel: 'ms', bars: [{ label: 'Store.open', value: r.openMillis }, { label: 'engine restore', value: r.restoreMillis }, { label: 'invariants', value: r.invariantsMillis }, { label: 'total', value: r.totalMillis }], goal: { value: r.goal.totalMillis, label: `goal ${r.goal.totalMillis} ms` } }),
+    }),
+  },
+  {
+    name: 'http', key: 'http', file: 'http.ts', out: true,
+    args: [...(quick ? ['--lenders', '20', '--borrowers', '4', '--in-flight', '4', '--warmup', '1', '--seconds', '1', '--modes', 'sync'] : []), ...httpArgs],
+    markdown: (http) => {
+      const w = http.workload
+      return `## Request and match over HTTP (bench/http.ts)
 
 ${w.path}: ${w.lenders} lenders (funded on chain), ${w.borrowers} borrowers, ${w.inFlight} in flight, ${w.warmupSeconds} s warm-up + ${w.measuredSeconds} s measured per mode;
 leases and offers live ${w.leaseTtlSeconds} s and the dispatch ticker (${w.dispatchIntervalMs} ms) expires them, which frees the liquidity.
@@ -149,8 +204,19 @@ Outcomes (none): ${outcomes(http.modes.none)}
 
 Service thread CPU is read from /proc/thread-self/stat, so "service CPU per pair" is what the service spent on one
 request + match, whatever else competed for the cores; throughput and latency depend on that competition.
-
-## Lease authorization signing (bench/lease-signing.ts)
+`
+    },
+    rows: (http) => [
+      ['HTTP request + match pairs/s (sync)', String(http.modes.sync?.pairsPerSecond)],
+      ['service CPU per pair (sync)', us(http.modes.sync?.service.serviceThreadCpuMicrosPerPair), '<= 150 us'],
+    ],
+    charts: (http) => ({
+      http: barChart({ title: 'Request + match over HTTP', yLabel: 'pairs/s', bars: Object.entries(http.modes).map(([mode, m]: [string, any]) => ({ label: mode, value: m.pairsPerSecond })) }),
+    }),
+  },
+  {
+    name: 'lease-signing', key: 'leaseSigning', file: 'lease-signing.ts', args: quick ? ['--iterations', '20'] : [], out: false,
+    markdown: (signing) => `## Lease authorization signing (bench/lease-signing.ts)
 
 Per authorization (digest + signature, distinct terms each), median of ${signing.rounds} rounds of ${signing.iterations}:
 
@@ -159,8 +225,15 @@ Per authorization (digest + signature, distinct terms each), median of ${signing
 ${signing.results.map((r: { name: string; microsPerAuthorization: number }) => `| ${r.name} | ${r.microsPerAuthorization} |`).join('\n')}
 
 viem signTypedData / LeaseSigner: **${signing.ratios.viemSignTypedDataToLeaseSigner}**; implementations: ${JSON.stringify(signing.native)}
-
-## The ceiling of this stack and the transports (bench/ceiling.ts)
+`,
+    rows: (signing) => [['viem signTypedData / LeaseSigner', String(signing.ratios.viemSignTypedDataToLeaseSigner)]],
+    charts: (signing) => ({
+      'lease-signing': barChart({ title: 'Lease authorization signing', yLabel: 'us per authorization', bars: signing.results.map((r: { name: string; microsPerAuthorization: number }) => ({ label: r.name.length > 14 ? `${r.name.slice(0, 13)}…` : r.name, value: r.microsPerAuthorization })) }),
+    }),
+  },
+  {
+    name: 'ceiling', key: 'ceiling', file: 'ceiling.ts', args: quick ? ['--quick'] : [], out: true,
+    markdown: (ceiling) => `## The ceiling of this stack and the transports (bench/ceiling.ts)
 
 One route that parses a ${ceiling.body.requestBytes}-byte JSON body, commits one durable LMDB record (group commit) and answers about
 940 bytes, each mode in its own process; wrk (Debian's package) from another process, ${ceiling.connections} connections, ${ceiling.seconds} s per window.
@@ -171,10 +244,100 @@ The disk in this run: fdatasync p50 ${ceiling.fdatasyncMillis.p50} ms, p99 ${cei
 ${Object.entries(ceiling.modes).map(([name, m]: [string, any]) => `| ${name} | ${m.saturated.requestsPerSecond} | ${ms(m.saturated.latencyMillis.p50)} / ${ms(m.saturated.latencyMillis.p99)} | ${m.saturated.processCpuMicrosPerRequest} us / ${m.saturated.mainThreadCpuMicrosPerRequest} us | ${m.halfRate.requestsPerSecond}, ${ms(m.halfRate.latencyMillis.p99)} |`).join('\n')}
 
 Ratios: ${Object.entries(ceiling.ratios).map(([k, v]) => `${k} **${v}**`).join(', ')}
+`,
+    rows: (ceiling) => [
+      ['ceiling (bare uWS + durable LMDB) req/s', String(ceiling.modes.uws?.saturated.requestsPerSecond)],
+      ['service (direct) / ceiling throughput', String(ceiling.ratios.serverDirectToCeilingThroughput), '>= 0.6'],
+    ],
+    charts: (ceiling) => ({
+      ceiling: barChart({ title: 'The ceiling and the transports (saturated)', yLabel: 'requests/s', bars: Object.entries(ceiling.modes).map(([name, m]: [string, any]) => ({ label: name, value: m.saturated.requestsPerSecond })) }),
+    }),
+  },
+  {
+    name: 'durable-commit', key: 'durableCommit', file: 'durable-commit.ts', args: quick ? ['--quick'] : [], out: true,
+    markdown: (durable) => `## The store's durable write path (bench/durable-commit.ts)
 
-${loadmixSection(loadmix)}
+${durable.commits} match-shaped commits (3 snapshots, 2 records), ${durable.inFlight} in flight, LMDB synchronous commits, one group commit per transaction:
+${durable.commitsPerSecond} commits/s, p50 ${durable.latencyMillis.p50} ms, p99 ${durable.latencyMillis.p99} ms, ${durable.cpuMicrosPerCommit} us process CPU per commit,
+${durable.commitsPerTransaction} commits per group transaction.
+`,
+    rows: (durable) => [['store alone: durable commits/s', String(durable.commitsPerSecond)], ['store alone: CPU per commit', us(durable.cpuMicrosPerCommit)]],
+    charts: (durable) => ({
+      'durable-commit': barChart({ title: `The store alone: match-shaped durable commits, ${durable.inFlight} in flight`, yLabel: 'ms', bars: [{ label: 'p50', value: durable.latencyMillis.p50 }, { label: 'p90', value: durable.latencyMillis.p90 }, { label: 'p99', value: durable.latencyMillis.p99 }] }),
+    }),
+  },
+  {
+    name: 'loadmix', key: 'loadmix', file: 'loadmix.ts', args: quick ? ['--quick'] : [], out: true,
+    markdown: (l) => {
+      const c = l.ceiling.saturated
+      const row = ([mode, m]: [string, any]) => {
+        if (!m.available) return `| ${mode} | not available: ${m.reason} | | | | | | |`
+        const r = l.ratios[mode]
+        const o = m.saturated.outcomes
+        return `| ${mode} | ${m.saturated.pairsPerSecond} | ${m.saturated.requestsPerSecond} (**${r.requestsToCeiling}**) | ${m.saturated.serviceThreadCpuMicrosPerPair} us | ` +
+          `${m.saturated.processCpuMicrosPerPair} us (**${r.processCpuPerPairToCeiling}**) | ${m.halfRate.requestsPerSecond}, ${ms(m.halfRate.latencyMillis.p99)} (**${r.halfRateP99ToFdatasyncP99}**) | ` +
+          `leased ${o.leased}, no lender ${o.noEligibleLender}, expired ${o.offerExpired}, declined ${o.declined}, errors ${JSON.stringify(o.errors)} | ${m.saturated.loadAverage1mAtEnd} |`
+      }
+      const g = l.goals
+      return `## The service's request + match mix beside the ceiling (bench/loadmix.ts)
 
-Full figures: match-latest.json, http-latest.json, lease-signing-latest.json, ceiling-latest.json, loadmix-latest.json, ${startedAt.toISOString().slice(0, 10)}.json.
+The service in its own process (durable, default configuration), ${l.workload.lenders} lenders funded on chain, ${l.workload.borrowers} borrowers;
+wrk (fixtures/loadmix.lua) from another process sends a credit request, then the match of each approved offer. The ceiling
+(ceiling.ts \`uws\`) in the same run, same wrk, ${l.workload.connections} connections, ${l.workload.warmupSeconds} s warm-up + ${l.workload.seconds} s windows:
+${c.requestsPerSecond} req/s, ${c.processCpuMicrosPerPair} us process CPU per pair (two requests), half-rate p99 ${ms(l.ceiling.halfRate.latencyMillis.p99)}.
+fdatasync in this run: p50 ${ms(l.fdatasyncMillis.p50)}, p99 ${ms(l.fdatasyncMillis.p99)}. Goals (ratios in bold): req/s >= ${g.requestsToCeilingMin} of the ceiling,
+service thread <= ${g.serviceThreadCpuMicrosPerPairMax} us per pair, process CPU per pair <= ${g.processCpuPerPairToCeilingMax} x the ceiling's, half-rate p99 <= ${g.halfRateP99ToFdatasyncP99Max} x fdatasync p99.
+
+| mode | pairs/s | req/s (/ ceiling) | service thread CPU per pair | process CPU per pair (/ ceiling) | half rate: req/s, p99 (/ fdatasync p99) | outcomes (saturated) | load |
+|---|---|---|---|---|---|---|---|
+${Object.entries(l.service).map(row).join('\n')}
+`
+    },
+    rows: (l) => Object.entries(l.service).filter(([, m]: [string, any]) => m.available).flatMap(([mode, m]: [string, any]) => [
+      [`load mix ${mode}: req/s / ceiling`, String(l.ratios[mode].requestsToCeiling), `>= ${l.goals.requestsToCeilingMin}`],
+      [`load mix ${mode}: service thread CPU per pair`, us(m.saturated.serviceThreadCpuMicrosPerPair), `<= ${l.goals.serviceThreadCpuMicrosPerPairMax} us`],
+      [`load mix ${mode}: process CPU per pair / ceiling`, String(l.ratios[mode].processCpuPerPairToCeiling), `<= ${l.goals.processCpuPerPairToCeilingMax}`],
+      [`load mix ${mode}: half-rate p99 / fdatasync p99`, String(l.ratios[mode].halfRateP99ToFdatasyncP99), `<= ${l.goals.halfRateP99ToFdatasyncP99Max}`],
+    ] as Row[]),
+    charts: (l) => ({
+      loadmix: barChart({
+        title: 'Request + match mix under wrk, beside the ceiling (req/s)',
+        yLabel: 'requests/s',
+        bars: [{ label: 'ceiling (uws)', value: l.ceiling.saturated.requestsPerSecond }, ...Object.entries(l.service).filter(([, m]: [string, any]) => m.available).map(([mode, m]: [string, any]) => ({ label: mode, value: m.saturated.requestsPerSecond }))],
+        goal: { value: Math.round(l.ceiling.saturated.requestsPerSecond * l.goals.requestsToCeilingMin), label: `goal ${l.goals.requestsToCeilingMin} of the ceiling` },
+      }),
+    }),
+  },
+]
+
+const chosen = sections.filter((s) => only === null || only.has(s.name))
+const seconds: Record<string, number> = {}
+const figures: Record<string, any> = {}
+for (const [i, section] of chosen.entries()) {
+  process.stdout.write(`\n[${i + 1}/${chosen.length}] ${section.name} (bench run ${elapsed(runStarted)} so far)`)
+  if (!fromLatest) seconds[section.key] = await run(section.file, [...section.args, ...(section.out ? ['--out', latest(section.name)] : [])], section.env)
+  figures[section.key] = JSON.parse(readFileSync(latest(section.name), 'utf8'))
+  process.stdout.write(`[${i + 1}/${chosen.length}] ${section.name} done in ${seconds[section.key]} s\n`)
+}
+
+const charts = chosen.flatMap((s) => Object.entries(s.charts(figures[s.key])))
+for (const [name, svg] of charts) writeFileSync(join(results, `${name}.svg`), svg)
+const rows = chosen.flatMap((s) => s.rows(figures[s.key]))
+const summary = `# Bench summary
+
+- Date: ${new Date().toISOString()}
+- Machine: ${cpuModel()}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB memory, Node ${process.version}
+- 1-minute load average: ${loadBefore} before the benches, ${load()} after (other processes on the machine skew every figure)
+- Run time: ${chosen.map((s) => `${s.name} ${seconds[s.key]} s`).join(', ')}${quick ? ' (--quick: small sizes, figures only show the bench works)' : ''}
+
+${chosen.map((s) => `${s.markdown(figures[s.key])}\n${Object.keys(s.charts(figures[s.key])).map((name) => `![${name}](${name}.svg)`).join(' ')}\n`).join('\n')}
+## Key figures
+
+| figure | value | goal |
+|---|---|---|
+${rows.map(([figure, value, goal]) => `| ${figure} | ${value} | ${goal ?? ''} |`).join('\n')}
+
+Full figures: ${chosen.map((s) => `${s.name}-latest.json`).join(', ')}, ${startedAt.toISOString().slice(0, 10)}.json.
 `
 writeFileSync(join(results, 'summary.md'), summary)
 const dated = join(results, `${startedAt.toISOString().slice(0, 10)}.json`)
@@ -183,11 +346,8 @@ writeFileSync(dated, `${JSON.stringify({
   quick,
   commit: commitOf(),
   machine: { cpu: cpuModel(), cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadAverage1mBefore: Number(loadBefore), loadAverage1mAfter: Number(load()) },
-  seconds: { match: matchSeconds, http: httpSeconds, leaseSigning: signingSeconds, ceiling: ceilingSeconds, loadmix: loadmixSeconds },
-  match,
-  http,
-  leaseSigning: signing,
-  ceiling,
-  loadmix,
+  seconds,
+  ...figures,
 }, null, 2)}\n`)
-process.stdout.write(`\n${summary}\nwrote ${join(results, 'summary.md')} and ${dated}\n`)
+const width = Math.max(...rows.map(([figure]) => figure.length))
+process.stdout.write(`\n${summary}\n${rows.map(([figure, value, goal]) => `  ${figure.padEnd(width)}  ${value.padStart(12)}  ${goal ?? ''}`).join('\n')}\n\nwrote ${join(results, 'summary.md')}, ${charts.map(([name]) => `${name}.svg`).join(', ')} and ${dated}\n`)

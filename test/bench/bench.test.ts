@@ -1,7 +1,7 @@
 // `npm run bench -- --quick` stays working: every section runs once at a small size and writes its figures. No
 // timing assertion (machines are shared and noisy): only that it completes and that each figure is there.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -49,7 +49,29 @@ t.test('npm run bench -- --quick completes and writes every section\'s figures w
   t.ok(front.saturated.outcomes.matches <= front.saturated.outcomes.approved, 'loadmix: a match only for an approved offer')
   t.ok(Number.isFinite(front.saturated.serviceThreadCpuMicrosPerPair) && Number.isFinite(front.halfRate.latencyMillis.p99), 'loadmix: CPU per pair and half-rate p99')
   for (const ratio of ['requestsToCeiling', 'processCpuPerPairToCeiling', 'halfRateP99ToFdatasyncP99']) t.ok(mix.ratios['uws-front'][ratio] > 0, `loadmix: ratio ${ratio} reported`)
+  t.match(summary, /## The service's request \+ match mix beside the ceiling/)
+  t.ok(run.matchDurable.matchesPerSecond > 0 && run.matchDurable.commitsPerTransaction >= 1, 'in-process matching with durable commits measured')
+  t.ok(Number.isFinite(run.matchDurable.matchCallMicros.p99) && Number.isFinite(run.matchDurable.commitAckMicros.p99), 'p99 of the match call and of the commit acknowledgement')
+  t.equal(run.scale.byLenders.length, 3, 'the lenders curve has its three points')
+  t.equal(run.scale.byLiveOffers.length, 2, 'the live offers curve has its two points')
+  for (const point of [...run.scale.byLenders, ...run.scale.byLiveOffers]) {
+    t.ok(point.matchesPerSecond > 0 && point.heapBytesPerLiveActor > 0, `scale point ${point.lenders} lenders, ${point.liveOffers} offers: throughput and heap`)
+  }
+  t.equal(run.restart.restored.liveOffers + run.restart.restored.liveLeases, run.restart.liveActors, 'the restart restored every live actor the store holds')
+  t.ok(run.restart.storedSnapshots >= run.restart.liveActors && run.restart.totalMillis > 0, 'restart time measured on the built data directory')
+  t.ok(run.durableCommit.commitsPerSecond > 0, 'the store alone measured')
   const summary = readFileSync(join(results, 'summary.md'), 'utf8')
   t.match(summary, /## The ceiling of this stack and the transports/)
+  t.match(summary, /## Key figures/)
   t.match(summary, /## The service's request \+ match mix beside the ceiling/)
+  for (const chart of ['match', 'match-durable', 'scale-lenders', 'scale-offers', 'restart', 'http', 'lease-signing', 'ceiling', 'durable-commit', 'loadmix']) {
+    const file = join(results, `${chart}.svg`)
+    t.ok(existsSync(file), `${chart}.svg written`)
+    if (!existsSync(file)) continue
+    const svg = readFileSync(file, 'utf8')
+    t.match(svg, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^>]*>[\s\S]*<\/svg>\n$/, `${chart}.svg is one SVG document`)
+    t.match(svg, /<rect x="[\d.]+" y="[\d.]+" width="[\d.]+" height="[1-9]|<polyline [^>]*points="[\d.]+,[\d.]+ [\d.]+,[\d.]+/, `${chart}.svg draws its bars or lines`)
+    t.notMatch(svg, /NaN|undefined/, `${chart}.svg has no missing figure`)
+    t.ok(summary.includes(`(${chart}.svg)`), `summary.md links ${chart}.svg`)
+  }
 })
