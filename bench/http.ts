@@ -81,7 +81,7 @@ async function externalService(devnet: Devnet, networksFile: string, options: Be
     suppliers: [{ ...SUPPLIER, address: accounts.supplier.address }],
   }
   const child = fork(join(here, 'fixtures', 'serve.ts'), [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', ...(process.env.WIRE_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.WIRE_PROF] : [])],
     env: { ...process.env, BENCH_SERVE_CONFIG: JSON.stringify({ options, overrides }) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
