@@ -28,6 +28,20 @@ export type Reply = { status: number; headers: Array<[string, string]>; body: st
 
 export const JSON_TYPE = 'application/json'
 
+/**
+ * A response body already written as JSON (a route that serialized its answer in one pass, api/wire.ts wireJson):
+ * sent as it is, and parsed only when responses are validated, so the check sees exactly the bytes on the wire.
+ */
+export class JsonText {
+  constructor(readonly json: string) {}
+}
+
+/** The body a validator checks: a JsonText as the value its bytes denote. */
+export const checkedBody = (body: unknown): unknown => (body instanceof JsonText ? JSON.parse(body.json) : body)
+
+/** The text of a JSON body. */
+export const jsonText = (body: unknown): string => (body instanceof JsonText ? body.json : JSON.stringify(body))
+
 export function isJsonType(contentType: string): boolean {
   const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase() ?? ''
   return mediaType === JSON_TYPE || mediaType.endsWith('+json')

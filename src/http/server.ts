@@ -12,7 +12,7 @@ import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision, type RateLimitOptions } from './rate-limit.ts'
 import { statusLine, templateRegExp, toUwsPattern, type AnyRoute, type HttpMethod, type Session } from './route.ts'
 import {
-  ambiguousLength, bearerToken, compileRoutes, decodeParams, internalError, isJsonType, JSON_TYPE, matchesEtag, parseQuery, problemReply,
+  ambiguousLength, bearerToken, checkedBody, compileRoutes, decodeParams, internalError, isJsonType, JSON_TYPE, jsonText, matchesEtag, parseQuery, problemReply,
   REQUEST_ID, utf8, validationProblem, type CompiledRoute, type Reply,
 } from './request.ts'
 
@@ -427,8 +427,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return problemReply(internalError())
     }
     const validator = c.responses.get(result.status)
-    if (validator !== undefined && !validator.check(result.body)) {
-      log({ level: 'error', msg: 'response_invalid', method: state.method, path: state.path, status: result.status, errors: validator.issues(result.body, '/response') })
+    if (validator !== undefined && !validator.check(checkedBody(result.body))) {
+      log({ level: 'error', msg: 'response_invalid', method: state.method, path: state.path, status: result.status, errors: validator.issues(checkedBody(result.body), '/response') })
       return problemReply(internalError())
     }
     const contentType = spec.contentType ?? (result.status >= 400 ? PROBLEM_CONTENT_TYPE : JSON_TYPE)
@@ -436,7 +436,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     let body: string | undefined
     if (result.body !== undefined) {
       headers.push(['content-type', contentType])
-      if (isJsonType(contentType)) body = JSON.stringify(result.body)
+      if (isJsonType(contentType)) body = jsonText(result.body)
       else if (typeof result.body === 'string') body = result.body
       else throw new TypeError(`${state.method} ${state.path}: a ${contentType} body must be a string`)
     }

@@ -152,6 +152,16 @@ t.test('a response that breaks its documented schema becomes a 500 when response
   t.ok(logs.some((line) => line.msg === 'response_invalid'))
 })
 
+t.test('a JsonText body goes out as its text, and is validated as the value that text denotes', async (t) => {
+  const good = await fetch(`${server.url}/json-text`)
+  t.equal(good.status, 200)
+  t.equal(good.headers.get('content-type'), 'application/json')
+  t.equal(await good.text(), '{"ok":true}', 'the bytes as written, not re-serialized')
+  const before = logs.filter((line) => line.msg === 'response_invalid').length
+  await expectProblem(t, await fetch(`${server.url}/json-text?broken=1`), 500, 'internal_error')
+  t.equal(logs.filter((line) => line.msg === 'response_invalid').length, before + 1, 'the text was parsed and checked')
+})
+
 t.test('text responses keep their content type; headers and body arrive intact over keep-alive', async (t) => {
   for (let i = 0; i < 3; i++) {
     const response = await fetch(`${server.url}/text`)

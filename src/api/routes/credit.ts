@@ -32,7 +32,7 @@ import {
   SupplierPaymentReport,
   UnderwritingDecision,
 } from '../schemas.ts'
-import { asResult, errors, itemCount, mutate, mutationHeaders, nextPageHeaders, pageHeaders, pageQuery, RECORD_PAGE, replyWith } from './shared.ts'
+import { asResult, errors, itemCount, mutate, mutationHeaders, nextPageHeaders, pageHeaders, pageQuery, RECORD_PAGE, replyWith, wireReply } from './shared.ts'
 
 const JobParams = StrictObject({ jobId: JobId })
 const OfferParams = StrictObject({ offerId: OfferId })
@@ -57,7 +57,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       tags,
       auth: 'none',
       responses: { 200: { description: 'Credit state', schema: CreditState } },
-      handler: () => asResult(replyWith(200, CreditState)(toWire(service.engine.creditState()))),
+      handler: () => asResult(wireReply(200, CreditState)(service.engine.creditState())),
     }),
 
     defineRoute({
@@ -83,7 +83,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       handler: (ctx) =>
         mutate(service, '/credit/jobs', ctx, (ticket) =>
           service.createJob(
-            { ticket, encode: (job) => replyWith(201, Job)(toWire(job)) },
+            { ticket, encode: wireReply(201, Job, ticket) },
             ctx.session.address,
             {
               jobId: ctx.body.jobId,
@@ -111,7 +111,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       auth: 'none',
       params: JobParams,
       responses: { 200: { description: 'The job', schema: Job }, ...errors.notFound('job') },
-      handler: (ctx) => asResult(replyWith(200, Job)(toWire(found(service.view('job', ctx.params.jobId), 'job', ctx.params.jobId)))),
+      handler: (ctx) => asResult(wireReply(200, Job)(found(service.view('job', ctx.params.jobId), 'job', ctx.params.jobId))),
     }),
 
     defineRoute({
@@ -126,7 +126,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       auth: 'none',
       params: OfferParams,
       responses: { 200: { description: 'The offer', schema: Offer }, ...errors.notFound('offer') },
-      handler: (ctx) => asResult(replyWith(200, Offer)(toWire(found(service.view('offer', ctx.params.offerId), 'offer', ctx.params.offerId)))),
+      handler: (ctx) => asResult(wireReply(200, Offer)(found(service.view('offer', ctx.params.offerId), 'offer', ctx.params.offerId))),
     }),
 
     defineRoute({
@@ -141,7 +141,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       auth: 'none',
       params: AdvanceParams,
       responses: { 200: { description: 'The advance', schema: Advance }, ...errors.notFound('advance') },
-      handler: (ctx) => asResult(replyWith(200, Advance)(toWire(found(service.view('advance', ctx.params.advanceId), 'advance', ctx.params.advanceId)))),
+      handler: (ctx) => asResult(wireReply(200, Advance)(found(service.view('advance', ctx.params.advanceId), 'advance', ctx.params.advanceId))),
     }),
 
     defineRoute({
@@ -161,7 +161,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       handler: (ctx) =>
         mutate(service, '/credit/jobs/{jobId}/collateral', ctx, (ticket) =>
           service.postCollateral(
-            { ticket, encode: (position) => replyWith(201, CollateralPosition)(toWire(position)) },
+            { ticket, encode: wireReply(201, CollateralPosition, ticket) },
             ctx.session.address,
             ctx.params.jobId,
             { amountAtomic: BigInt(ctx.body.amountAtomic), txHash: ctx.body.txHash },
@@ -189,7 +189,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       handler: (ctx) =>
         mutate(service, '/credit/backing-sources', ctx, (ticket) =>
           service.registerSource(
-            { ticket, encode: (source) => replyWith(201, BackingSource)(toWire(source)) },
+            { ticket, encode: wireReply(201, BackingSource, ticket) },
             ctx.session.address,
             {
               sourceId: ctx.body.sourceId,
@@ -248,7 +248,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       handler: (ctx) =>
         mutate(service, '/credit/request', ctx, (ticket) =>
           service.requestCredit(
-            { ticket, encode: (decision) => replyWith(200, UnderwritingDecision)(toWire(decision)) },
+            { ticket, encode: wireReply(200, UnderwritingDecision, ticket) },
             ctx.session.address,
             {
               agent: checksum(ctx.body.agent),
@@ -283,7 +283,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       responses: { 200: { description: 'The selected lender match', schema: MatchOutcome }, ...errors.forbidden, ...errors.notFound('offer'), ...errors.idempotency },
       handler: (ctx) =>
         mutate(service, '/credit/match', ctx, (ticket) =>
-          service.match({ ticket, encode: (outcome) => replyWith(200, MatchOutcome)(toWire(outcome)) }, ctx.session.address, ctx.body.offerId),
+          service.match({ ticket, encode: wireReply(200, MatchOutcome, ticket) }, ctx.session.address, ctx.body.offerId),
         ),
     }),
 
@@ -301,7 +301,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       headers: mutationHeaders,
       responses: { 200: { description: 'What expired and what matched', schema: DispatchOutcome }, ...errors.idempotency },
       handler: (ctx) =>
-        mutate(service, '/credit/dispatch', ctx, (ticket) => service.dispatch({ ticket, encode: (outcome) => replyWith(200, DispatchOutcome)(toWire(outcome)) })),
+        mutate(service, '/credit/dispatch', ctx, (ticket) => service.dispatch({ ticket, encode: wireReply(200, DispatchOutcome, ticket) })),
     }),
 
     defineRoute({
@@ -327,7 +327,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       handler: (ctx) =>
         mutate(service, '/credit/offers/{offerId}/supplier-payment', ctx, (ticket) =>
           service.recordSupplierPayment(
-            { ticket, encode: (advance) => replyWith(200, Advance)(toWire(advance)) },
+            { ticket, encode: wireReply(200, Advance, ticket) },
             ctx.session.address,
             ctx.params.offerId,
             { lender: checksum(ctx.body.lender), supplierPaymentId: ctx.body.supplierPaymentId },
@@ -357,7 +357,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       },
       handler: (ctx) =>
         mutate(service, '/credit/jobs/{jobId}/complete', ctx, (ticket) =>
-          service.completeJob({ ticket, encode: (receipt) => replyWith(200, JobSettlementReceipt)(toWire(receipt)) }, ctx.session.address, ctx.params.jobId),
+          service.completeJob({ ticket, encode: wireReply(200, JobSettlementReceipt, ticket) }, ctx.session.address, ctx.params.jobId),
         ),
     }),
 
@@ -383,7 +383,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       },
       handler: (ctx) =>
         mutate(service, '/credit/advances/{advanceId}/repay', ctx, (ticket) =>
-          service.repay({ ticket, encode: (receipt) => replyWith(200, RepaymentReceipt)(toWire(receipt)) }, ctx.params.advanceId, { txHash: ctx.body.txHash }),
+          service.repay({ ticket, encode: wireReply(200, RepaymentReceipt, ticket) }, ctx.params.advanceId, { txHash: ctx.body.txHash }),
         ),
     }),
 
@@ -433,7 +433,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       },
       handler: (ctx) =>
         mutate(service, '/credit/advances/{advanceId}/liquidate', ctx, (ticket) =>
-          service.liquidate({ ticket, encode: (receipt) => replyWith(200, LiquidationReceipt)(toWire(receipt)) }, ctx.session.address, ctx.params.advanceId),
+          service.liquidate({ ticket, encode: wireReply(200, LiquidationReceipt, ticket) }, ctx.session.address, ctx.params.advanceId),
         ),
     }),
   ]
