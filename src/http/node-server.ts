@@ -18,6 +18,8 @@ interface Exchange {
   query: string | undefined
   params: string[]
   status: number
+  /** HTTP/1.0: every answer closes its connection. */
+  closeAfter: boolean
   /** name, value, name, value...: writeHead's raw form keeps repeated names (two Vary fields) as uWS writes them. */
   headers: string[]
 }
@@ -80,7 +82,7 @@ const nodeIo: TransportIo<Exchange, Exchange> = {
 }
 
 function finish(ex: Exchange, closeConnection: boolean): ServerResponse {
-  if (closeConnection) ex.headers.push('connection', 'close')
+  if (closeConnection || ex.closeAfter) ex.headers.push('connection', 'close')
   return ex.res.writeHead(ex.status, REASONS[ex.status] ?? 'Status', ex.headers)
 }
 
@@ -124,15 +126,23 @@ export async function startNodeServer(options: ServerOptions): Promise<RunningSe
   const websocketPaths = new Set((options.websockets ?? []).map((w) => w.path))
   const websocketUnavailable = problemFor(new HttpProblem(501, 'websocket_unavailable', 'This service runs on node:http (HTTP_TRANSPORT=node), which serves no WebSocket: the event stream and the live inspector need HTTP_TRANSPORT=uws; poll GET /events or the inspector\'s JSON routes instead.', { title: 'WebSocket unavailable' }))
   const missingHost = problemFor(new HttpProblem(400, 'missing_host', 'An HTTP/1.1 request needs a Host field (RFC 9112 section 3.2).', { title: 'Missing Host' }), true)
+  const versionNotSupported = problemFor(new HttpProblem(505, 'http_version_not_supported', 'Only HTTP/1.1 (or 1.0) is served.', { title: 'HTTP version not supported' }), true)
+  const chunked10 = problemFor(new HttpProblem(400, 'malformed_request', 'Transfer-Encoding is not defined for HTTP/1.0; send Content-Length.', { title: 'Malformed request' }), true)
   const badHost = problemFor(new HttpProblem(400, 'bad_host', 'The request has more than one Host field.', { title: 'Bad Host' }), true)
 
   const onRequest = (im: IncomingMessage, res: ServerResponse): void => {
     const url = im.url ?? '/'
     const q = url.indexOf('?')
-    const ex: Exchange = { im, res, path: q < 0 ? url : url.slice(0, q), query: q < 0 ? undefined : url.slice(q + 1), params: NO_PARAMS, status: 200, headers: [] }
+    const ex: Exchange = { im, res, path: q < 0 ? url : url.slice(0, q), query: q < 0 ? undefined : url.slice(q + 1), params: NO_PARAMS, status: 200, closeAfter: false, headers: [] }
     // The front's Host rules, which node (with requireHostHeader off) leaves to the application.
     let hosts = 0
     for (let i = 0; i < im.rawHeaders.length; i += 2) if ((im.rawHeaders[i] as string).toLowerCase() === 'host') hosts++
+    if (im.httpVersionMajor !== 1) return versionNotSupported(ex, ex)
+    if (im.httpVersionMinor === 0) {
+      if (im.headers['transfer-encoding'] !== undefined) return chunked10(ex, ex)
+      // As behind the front: an HTTP/1.0 request is answered, and its connection closes (1.0 keep-alive is not offered).
+      ex.closeAfter = true
+    }
     if (hosts > 1) return badHost(ex, ex)
     if (hosts === 0 && im.httpVersionMajor === 1 && im.httpVersionMinor >= 1) return missingHost(ex, ex)
     if (websocketPaths.has(ex.path)) return websocketUnavailable(ex, ex)
@@ -159,9 +169,9 @@ export async function startNodeServer(options: ServerOptions): Promise<RunningSe
     socket.end(answer(400, problem, pipeline.mintRequestId()))
   })
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
+    server.once('error', (error) => reject(new Error(`cannot listen on ${host}:${options.port ?? 0}: ${error.message}`, { cause: error })))
     server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject)
+      server.removeAllListeners('error')
       resolve()
     })
   })

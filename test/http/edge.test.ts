@@ -10,7 +10,7 @@ import type { LogLine } from '../../src/http/log.ts'
 import { defineRoute, type AnyRoute } from '../../src/http/route.ts'
 import { startServer, type RunningServer, type ServerOptions } from '../../src/http/server.ts'
 import { parseResponse, rawExchange } from './fixtures/raw.ts'
-import { testRoutes } from './fixtures/routes.ts'
+import { testRoutes, testTransport } from './fixtures/routes.ts'
 
 const WALLET_A = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'
 const WALLET_B = '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC'
@@ -89,7 +89,7 @@ const authenticate = async (token: string) => (token.startsWith('token-0x') ? { 
 
 async function start(overrides: Partial<ServerOptions> = {}): Promise<{ server: RunningServer; logs: LogLine[] }> {
   const logs: LogLine[] = []
-  const server = await startServer({ routes, port: 0, bodyLimitBytes: 4096, rateLimit: false, validateResponses: true, authenticate, log: (line) => { logs.push(line) }, ...overrides })
+  const server = await startServer({ transport: testTransport, routes, port: 0, bodyLimitBytes: 4096, rateLimit: false, validateResponses: true, authenticate, log: (line) => { logs.push(line) }, ...overrides })
   t.teardown(() => server.close(500))
   return { server, logs }
 }
