@@ -90,14 +90,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.transport === 'node') return startNodeServer(options)
   if (options.transport !== undefined && options.transport !== 'uws') throw new RangeError(`transport must be uws or node, got ${String(options.transport)}`)
   const host = options.host ?? '127.0.0.1'
-  // The front mints the ids of the requests it answers itself, from the pipeline's counter: made lazily, as the
-  // pipeline's TransportIo needs to know whether there is a front.
-  let mintRequestId: () => string = () => ''
+  // Built first: a route table it refuses must leave no front listening.
+  const pipeline = createPipeline(options, uwsIo(options.legacyClients !== false))
   const front: Front | undefined = options.legacyClients === false
     ? undefined
-    : await startFront({ host, port: options.port ?? 0, log: options.log ?? stdoutLogger, requestId: () => mintRequestId() })
-  const pipeline = createPipeline(options, uwsIo(front !== undefined))
-  mintRequestId = pipeline.mintRequestId
+    : await startFront({ host, port: options.port ?? 0, log: options.log ?? stdoutLogger, requestId: pipeline.mintRequestId })
   const { log, compiled, allowOf, handlerFor, preflightFor, fallback } = pipeline
 
   const app: TemplatedApp = uWS.App()
