@@ -321,6 +321,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       corsOrigins: config.corsOrigins,
       trustedProxies: config.trustedProxies,
       legacyClients: config.legacyClients,
+      transport: config.httpTransport,
       ...(options.validateResponses ? { validateResponses: true } : {}),
       websockets: [
         { path: EVENTS_PATH, behavior: stream.behavior((token) => (auth as SiweAuth).authenticate(token)) },

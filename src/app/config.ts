@@ -1,6 +1,7 @@
 // Service configuration: environment variables over an optional JSON file over the defaults. The embedded default
 // (no NETWORKS_FILE) starts the devnet; real networks come from a networks file and operator keys from the
 // environment, never from a committed file.
+import { HTTP_TRANSPORTS, type HttpTransport } from '../http/server.ts'
 import { readFileSync } from 'node:fs'
 import Type from 'typebox'
 import { Compile } from 'typebox/compile'
@@ -149,6 +150,8 @@ export interface ServiceConfig {
   requestLog: boolean
   /** The node:net front that answers HTTP/1.0 and Host-less requests (env HTTP_LEGACY_CLIENTS=0 turns it off). */
   legacyClients: boolean
+  /** env HTTP_TRANSPORT: `uws` (default; with the front unless HTTP_LEGACY_CLIENTS=0) or `node` (node:http, no WebSocket). */
+  httpTransport: HttpTransport
   /**
    * The live inspector (GET /inspect and its JSON routes; config file key `inspector`, env INSPECTOR=on|off).
    * Undefined: the mode's default, on for the embedded devnet and off with a networks file.
@@ -315,9 +318,16 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     reputation: reputationOf(file),
     requestLog: env.REQUEST_LOG !== '0',
     legacyClients: env.HTTP_LEGACY_CLIENTS !== '0',
+    httpTransport: httpTransportOf(env),
     inspector: onOff(env, 'INSPECTOR') ?? file.inspector,
     passportIssuerKey: privateKeyOf(env, 'PASSPORT_ISSUER_KEY'),
     ...overrides,
   }
   return config
+}
+
+function httpTransportOf(env: NodeJS.ProcessEnv): HttpTransport {
+  const value = env.HTTP_TRANSPORT || 'uws'
+  if (!(HTTP_TRANSPORTS as readonly string[]).includes(value)) throw new ConfigError(`HTTP_TRANSPORT must be ${HTTP_TRANSPORTS.join(' or ')}, got ${value}`)
+  return value as HttpTransport
 }

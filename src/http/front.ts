@@ -131,7 +131,8 @@ export function ipv6Bytes(address: string): number[] {
   return all.flatMap((g) => [g >> 8, g & 0xff])
 }
 
-function answer(status: number, problem: HttpProblem, requestId: string): Buffer {
+/** A whole problem+json answer that closes its connection, written on a raw socket (also node-server.ts's parse errors). */
+export function answer(status: number, problem: HttpProblem, requestId: string): Buffer {
   const body = JSON.stringify(problem.toBody())
   const reason = status === 505 ? 'HTTP Version Not Supported' : 'Bad Request'
   return Buffer.from(

@@ -6,7 +6,7 @@ import { clientAddress, RateLimiter } from '../../src/http/rate-limit.ts'
 import { defineRoute } from '../../src/http/route.ts'
 import { startServer } from '../../src/http/server.ts'
 import { silentLogger } from '../../src/http/log.ts'
-import { startTestServer, testRoutes } from './fixtures/routes.ts'
+import { startTestServer, testRoutes, testTransport } from './fixtures/routes.ts'
 
 t.test('429 with Retry-After once a client spent its bucket; tokens come back with time', async (t) => {
   let now = 1_000_000
@@ -97,10 +97,10 @@ t.test('graceful shutdown gives up after its timeout and reports the abandoned r
 })
 
 t.test('port 0 binds a free port and reports it', async (t) => {
-  const a = await startServer({ routes: testRoutes, log: silentLogger, port: 0 })
-  const b = await startServer({ routes: testRoutes, log: silentLogger, port: 0 })
+  const a = await startServer({ transport: testTransport, routes: testRoutes, log: silentLogger, port: 0 })
+  const b = await startServer({ transport: testTransport, routes: testRoutes, log: silentLogger, port: 0 })
   t.teardown(async () => { await a.close(100); await b.close(100) })
   t.ok(a.port > 0 && b.port > 0 && a.port !== b.port)
   t.equal(a.url, `http://127.0.0.1:${a.port}`)
-  await t.rejects(startServer({ routes: testRoutes, log: silentLogger, port: a.port }), /cannot listen/)
+  await t.rejects(startServer({ transport: testTransport, routes: testRoutes, log: silentLogger, port: a.port }), /cannot listen/)
 })

@@ -1,0 +1,201 @@
+// The node:http transport (HTTP_TRANSPORT=node): the same request pipeline as uWS (pipeline.ts) behind node's own
+// HTTP server, which parses HTTP/1.0, pipelining and request smuggling attempts itself, so no front is needed. What
+// differs from uWS: no WebSocket (their paths answer 501 websocket_unavailable: node has no WebSocket server
+// without a new dependency), and routing is done here, with the templates' regular expressions.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import { answer } from './front.ts'
+import { createPipeline, type TransportIo } from './pipeline.ts'
+import { HttpProblem } from './problem.ts'
+import { REASONS, type HttpMethod } from './route.ts'
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS, type CloseResult, type RunningServer, type ServerOptions } from './server.ts'
+
+/** One request and its answer: the pipeline's `Res` and `Req` at once. */
+interface Exchange {
+  im: IncomingMessage
+  res: ServerResponse
+  path: string
+  query: string | undefined
+  params: string[]
+  status: number
+  /** HTTP/1.0: every answer closes its connection. */
+  closeAfter: boolean
+  /** name, value, name, value...: writeHead's raw form keeps repeated names (two Vary fields) as uWS writes them. */
+  headers: string[]
+}
+
+const NO_PARAMS: string[] = []
+
+const nodeIo: TransportIo<Exchange, Exchange> = {
+  method: (ex) => ex.im.method ?? '',
+  url: (ex) => ex.path,
+  header: (ex, name) => {
+    const value = ex.im.headers[name]
+    return value === undefined ? '' : Array.isArray(value) ? value.join(', ') : value
+  },
+  parameter: (ex, index) => ex.params[index] ?? '',
+  query: (ex) => ex.query,
+  // node's parser already refuses both cases (clientError below); kept so the rule does not rest on its defaults.
+  ambiguousLength: (ex) => {
+    let lengths = 0
+    let chunked = false
+    for (let i = 0; i < ex.im.rawHeaders.length; i += 2) {
+      const name = (ex.im.rawHeaders[i] as string).toLowerCase()
+      if (name === 'content-length') lengths++
+      else if (name === 'transfer-encoding') chunked = true
+    }
+    return lengths > 1 || (lengths > 0 && chunked)
+  },
+  onAborted: (ex, hook) => {
+    ex.res.once('close', () => {
+      if (!ex.res.writableEnded) hook()
+    })
+  },
+  // An IPv4 client of a dual-stack socket shows as ::ffff:a.b.c.d; uWS and TRUSTED_PROXIES name it a.b.c.d.
+  remoteAddress: (ex) => {
+    const address = ex.im.socket.remoteAddress ?? ''
+    return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
+  },
+  onData: (ex, chunk) => {
+    ex.im.on('data', (bytes: Buffer) => chunk(bytes, false))
+    ex.im.once('end', () => chunk(Buffer.alloc(0), true))
+  },
+  // node sends the head with the first body write: one answer is one write already.
+  cork: (_ex, write) => write(),
+  writeStatus: (ex, status) => { ex.status = status },
+  writeHeader: (ex, name, value) => { ex.headers.push(name, value) },
+  endWithoutBody: (ex, closeConnection) => {
+    // node would add Transfer-Encoding: chunked to a body-less answer other than 204 and 304.
+    if (ex.status !== 204 && ex.status !== 304) ex.headers.push('content-length', '0')
+    finish(ex, closeConnection).end()
+  },
+  endHead: (ex, lengthBytes, closeConnection) => {
+    ex.headers.push('content-length', String(lengthBytes))
+    // node sends no body on an answer to HEAD.
+    finish(ex, closeConnection).end()
+  },
+  end: (ex, body, closeConnection) => {
+    ex.headers.push('content-length', String(Buffer.byteLength(body)))
+    finish(ex, closeConnection).end(body)
+  },
+  close: (ex) => { ex.im.socket.destroy() },
+}
+
+function finish(ex: Exchange, closeConnection: boolean): ServerResponse {
+  if (closeConnection || ex.closeAfter) ex.headers.push('connection', 'close')
+  return ex.res.writeHead(ex.status, REASONS[ex.status] ?? 'Status', ex.headers)
+}
+
+/** A template as a regular expression capturing its parameters, still percent-encoded as uWS hands them. */
+function captureRegExp(template: string): RegExp {
+  const source = template
+    .split(/(\{[A-Za-z_][A-Za-z0-9_]*\})/)
+    .map((part) => (part.startsWith('{') ? '([^/]+)' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('')
+  return new RegExp(`^${source}$`)
+}
+
+/** Static segments before parameters, segment by segment, as uWS's router prefers them (/offers/mine over /offers/{id}). */
+function specificity(a: string, b: string): number {
+  const as = a.split('/')
+  const bs = b.split('/')
+  for (let i = 0; i < Math.min(as.length, bs.length); i++) {
+    const ap = (as[i] as string).startsWith('{')
+    const bp = (bs[i] as string).startsWith('{')
+    if (ap !== bp) return ap ? 1 : -1
+  }
+  return 0
+}
+
+export async function startNodeServer(options: ServerOptions): Promise<RunningServer> {
+  const host = options.host ?? '127.0.0.1'
+  const pipeline = createPipeline(options, nodeIo)
+  const { log, compiled, handlerFor, fallback, problemFor } = pipeline
+  type Entry = { regexp: RegExp; handler: (ex: Exchange, req: Exchange) => void; template: string }
+  const byMethod = new Map<string, Entry[]>()
+  const methodName: Record<HttpMethod, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', delete: 'DELETE' }
+  for (const c of compiled) {
+    const method = methodName[c.route.method]
+    const entries = byMethod.get(method) ?? []
+    entries.push({ regexp: captureRegExp(c.route.path), handler: handlerFor(c), template: c.route.path })
+    byMethod.set(method, entries)
+  }
+  for (const entries of byMethod.values()) entries.sort((a, b) => specificity(a.template, b.template))
+  // HEAD runs the GET (same status, headers and length) and node sends no body.
+  byMethod.set('HEAD', byMethod.get('GET') ?? [])
+  const websocketPaths = new Set((options.websockets ?? []).map((w) => w.path))
+  const websocketUnavailable = problemFor(new HttpProblem(501, 'websocket_unavailable', 'This service runs on node:http (HTTP_TRANSPORT=node), which serves no WebSocket: the event stream and the live inspector need HTTP_TRANSPORT=uws; poll GET /events or the inspector\'s JSON routes instead.', { title: 'WebSocket unavailable' }))
+  const missingHost = problemFor(new HttpProblem(400, 'missing_host', 'An HTTP/1.1 request needs a Host field (RFC 9112 section 3.2).', { title: 'Missing Host' }), true)
+  const versionNotSupported = problemFor(new HttpProblem(505, 'http_version_not_supported', 'Only HTTP/1.1 (or 1.0) is served.', { title: 'HTTP version not supported' }), true)
+  const chunked10 = problemFor(new HttpProblem(400, 'malformed_request', 'Transfer-Encoding is not defined for HTTP/1.0; send Content-Length.', { title: 'Malformed request' }), true)
+  const badHost = problemFor(new HttpProblem(400, 'bad_host', 'The request has more than one Host field.', { title: 'Bad Host' }), true)
+
+  const onRequest = (im: IncomingMessage, res: ServerResponse): void => {
+    const url = im.url ?? '/'
+    const q = url.indexOf('?')
+    const ex: Exchange = { im, res, path: q < 0 ? url : url.slice(0, q), query: q < 0 ? undefined : url.slice(q + 1), params: NO_PARAMS, status: 200, closeAfter: false, headers: [] }
+    // The front's Host rules, which node (with requireHostHeader off) leaves to the application.
+    let hosts = 0
+    for (let i = 0; i < im.rawHeaders.length; i += 2) if ((im.rawHeaders[i] as string).toLowerCase() === 'host') hosts++
+    if (im.httpVersionMajor !== 1) return versionNotSupported(ex, ex)
+    if (im.httpVersionMinor === 0) {
+      if (im.headers['transfer-encoding'] !== undefined) return chunked10(ex, ex)
+      // As behind the front: an HTTP/1.0 request is answered, and its connection closes (1.0 keep-alive is not offered).
+      ex.closeAfter = true
+    }
+    if (hosts > 1) return badHost(ex, ex)
+    if (hosts === 0 && im.httpVersionMajor === 1 && im.httpVersionMinor >= 1) return missingHost(ex, ex)
+    if (websocketPaths.has(ex.path)) return websocketUnavailable(ex, ex)
+    for (const entry of byMethod.get(im.method ?? '') ?? []) {
+      const match = entry.regexp.exec(ex.path)
+      if (match === null) continue
+      if (match.length > 1) ex.params = match.slice(1)
+      return entry.handler(ex, ex)
+    }
+    fallback(ex, ex)
+  }
+
+  // requireHostHeader off: node's own refusal is a bare 400; the problem+json one above names the rule.
+  const server = createServer({ requireHostHeader: false }, onRequest)
+  // A request node cannot parse (a smuggling attempt, a bad request line, headers too large) never reaches the pipeline.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy()
+      return
+    }
+    const problem = error.code === 'HPE_UNEXPECTED_CONTENT_LENGTH' || error.code === 'HPE_INVALID_TRANSFER_ENCODING'
+      ? new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' })
+      : new HttpProblem(400, 'malformed_request', `The request is not valid HTTP/1.1 (${error.code ?? 'parse error'}).`, { title: 'Malformed request' })
+    socket.end(answer(400, problem, pipeline.mintRequestId()))
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error) => reject(new Error(`cannot listen on ${host}:${options.port ?? 0}: ${error.message}`, { cause: error })))
+    server.listen(options.port ?? 0, host, () => {
+      server.removeAllListeners('error')
+      resolve()
+    })
+  })
+  const port = (server.address() as AddressInfo).port
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  log({ level: 'info', msg: 'listening', host, port, routes: compiled.length, transport: 'node' })
+
+  let closePromise: Promise<CloseResult> | undefined
+  const close = async (timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS): Promise<CloseResult> => {
+    // Stops accepting and closes idle keep-alive connections; busy ones close after their answer (connection: close).
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+    server.closeIdleConnections()
+    const result = await pipeline.drain(timeoutMs)
+    server.closeAllConnections()
+    await closed
+    log({ level: result.drained ? 'info' : 'warn', msg: 'closed', ...result })
+    return result
+  }
+
+  return {
+    host,
+    port,
+    url,
+    inFlight: pipeline.inFlight,
+    close: (timeoutMs) => (closePromise ??= close(timeoutMs)),
+  }
+}

@@ -1,0 +1,513 @@
+// The transport-neutral request pipeline (see createPipeline). Handlers hold no transport code and no business rule
+// of their own: they call one engine command and return `{ status, body }`.
+import { randomBytes } from 'node:crypto'
+import { cors, type CorsPolicy } from './cors.ts'
+import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
+import { duplicateKeyPointer } from './json.ts'
+import { errorFields, silentLogger, stdoutLogger } from './log.ts'
+import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
+import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts'
+import { templateRegExp, type Session } from './route.ts'
+import {
+  bearerToken, checkedBody, compileRoutes, decodeParams, internalError, isJsonType, JSON_TYPE, jsonText, matchesEtag, parseQuery, problemReply,
+  REQUEST_ID, utf8, validationProblem, type CompiledRoute, type Reply,
+} from './request.ts'
+import { DEFAULT_BODY_LIMIT_BYTES, type CloseResult, type ServerOptions } from './server.ts'
+
+/**
+ * What the pipeline needs of a transport. `Req` is read only synchronously, in the call that hands it over (uWS's
+ * HttpRequest is stack allocated); `Res` is the answer's handle until it is ended, closed or aborted. The methods
+ * take the handle instead of living on a wrapper so that uWS's own objects serve as is, with no allocation per request.
+ */
+export interface TransportIo<Res, Req> {
+  method(req: Req): string
+  /** The path, without the query. */
+  url(req: Req): string
+  /** A header's value, '' when absent. `name` is lower case. */
+  header(req: Req, name: string): string
+  /** The route's parameter at `index`, still percent-encoded. */
+  parameter(req: Req, index: number): string
+  /** What follows the '?', undefined without one. */
+  query(req: Req): string | undefined
+  /** Two Content-Length fields, or one beside Transfer-Encoding (request smuggling). */
+  ambiguousLength(req: Req): boolean
+  /** Called once when the client goes away before the answer is sent; after it `res` must not be touched. */
+  onAborted(res: Res, hook: () => void): void
+  /** The peer's address as the transport sees it (the front's PROXY header names it behind the front). */
+  remoteAddress(res: Res): string
+  /** The request body, chunk by chunk; an ArrayBuffer chunk is valid only during the call. */
+  onData(res: Res, chunk: (bytes: ArrayBuffer | Buffer, isLast: boolean) => void): void
+  /** Runs the writes of one answer as one (uWS corks them into one send). */
+  cork(res: Res, write: () => void): void
+  writeStatus(res: Res, status: number): void
+  writeHeader(res: Res, name: string, value: string): void
+  /** Ends an answer without a body and without Content-Length (a 204 or 304). */
+  endWithoutBody(res: Res, closeConnection: boolean): void
+  /** Ends a HEAD answer: the GET's Content-Length and no body. */
+  endHead(res: Res, lengthBytes: number, closeConnection: boolean): void
+  end(res: Res, body: string | Buffer, closeConnection: boolean): void
+  /** Drops the connection without an answer (shutdown timeout). */
+  close(res: Res): void
+}
+
+interface RequestState<Res> {
+  res: Res
+  method: string
+  path: string
+  /** HEAD: every header of the GET answer, content-length included, and no body. */
+  head: boolean
+  requestId: string
+  /** The Origin header, '' when absent. */
+  origin: string
+  startNs: bigint
+  aborted: boolean
+  responded: boolean
+  /** Made only when a handler reads its `signal`: most never do, and one costs about 1.5% of a request (issue 11). */
+  controller: AbortController | undefined
+  /** The body reader's hook on abort. */
+  onAbort: (() => void) | undefined
+  /** The bucket this request was counted on, for the RateLimit fields. */
+  rate: { policy: string; key: string; decision: RateDecision } | undefined
+}
+
+/**
+ * The request pipeline of both transports (uWS and node:http): request ids, rate limit, CORS, body limits, parsing
+ * and validation, authentication, the handler, the read barrier, reply building, the request log and draining on
+ * shutdown. A transport routes a request to `handlerFor(route)`, `preflightFor(allow)` or `fallback`, and gives the
+ * pipeline its `TransportIo`.
+ */
+export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo<Res, Req>) {
+  const log = options.log ?? stdoutLogger
+  // With the request log off, no line (and no clock reading for it) is built per request.
+  const requestLog = log !== silentLogger
+  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES
+  if (!(Number.isInteger(bodyLimitBytes) && bodyLimitBytes > 0)) throw new RangeError('bodyLimitBytes must be a positive integer')
+  const nowMs = options.nowMs ?? Date.now
+  const limiter = options.rateLimit === false ? undefined : new RateLimiter(options.rateLimit ?? DEFAULT_RATE_LIMIT)
+  const policies = limiter === undefined ? undefined : {
+    wallet: `"wallet";q=${limiter.burst};w=${limiter.windowSeconds}`,
+    client: `"client";q=${limiter.burst};w=${limiter.windowSeconds}`,
+  }
+  const corsPolicy: CorsPolicy = cors(options.corsOrigins ?? ['*'])
+  const trustedProxies = new Set(options.trustedProxies ?? [])
+  const compiled = compileRoutes(options.routes, options)
+  const matchers = compiled.map((c) => ({ method: c.route.method, regexp: templateRegExp(c.route.path) }))
+  const inFlight = new Map<RequestState<Res>, Promise<void>>()
+  // Minted request ids: unique within this process by the counter, across processes by the random prefix.
+  const requestIdPrefix = `${randomBytes(6).toString('hex')}-`
+  let requestCount = 0
+  const mintRequestId = () => requestIdPrefix + (++requestCount).toString(36)
+  let closing = false
+
+  /** Methods a path answers (HEAD with GET, OPTIONS always), for Allow and the CORS preflight. */
+  const allowOf = (methods: Iterable<string>): string => {
+    const set = new Set([...methods].map((m) => m.toUpperCase()))
+    if (set.has('GET')) set.add('HEAD')
+    set.add('OPTIONS')
+    return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => set.has(m)).join(', ')
+  }
+
+  const send = (state: RequestState<Res>, reply: Reply): void => {
+    if (state.aborted || state.responded) return
+    state.responded = true
+    // During shutdown every answer closes its connection, so keep-alive clients go away with it.
+    const closeConnection = reply.closeConnection === true || closing
+    io.cork(state.res, () => {
+      io.writeStatus(state.res, reply.status)
+      for (const [name, value] of reply.headers) io.writeHeader(state.res, name, value)
+      io.writeHeader(state.res, 'x-request-id', state.requestId)
+      if (state.rate !== undefined && policies !== undefined) {
+        const { decision } = state.rate
+        io.writeHeader(state.res, 'ratelimit-policy', state.rate.policy === 'wallet' ? policies.wallet : policies.client)
+        io.writeHeader(state.res, 'ratelimit', `"${state.rate.policy}";r=${decision.remaining};t=${decision.resetSeconds}`)
+      }
+      if (corsPolicy.vary) io.writeHeader(state.res, 'vary', 'Origin')
+      if (state.origin !== '') {
+        const allowed = corsPolicy.allowOrigin(state.origin)
+        if (allowed !== undefined) {
+          io.writeHeader(state.res, 'access-control-allow-origin', allowed)
+          io.writeHeader(state.res, 'access-control-expose-headers', corsPolicy.exposeHeaders)
+        }
+      }
+      // No Content-Length is allowed on a 204 or 304.
+      if (reply.body === undefined) {
+        io.endWithoutBody(state.res, closeConnection)
+      }
+      // HEAD: the GET's headers and content-length, no body.
+      else if (state.head) io.endHead(state.res, Buffer.byteLength(reply.body), closeConnection)
+      else io.end(state.res, reply.body, closeConnection)
+    })
+    if (requestLog) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: reply.status, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
+  }
+
+  const fail = (state: RequestState<Res>, error: unknown): void => {
+    if (error instanceof HttpProblem) {
+      send(state, problemReply(error))
+      return
+    }
+    log({ level: 'error', msg: 'handler_failed', method: state.method, path: state.path, requestId: state.requestId, ...errorFields(error) })
+    send(state, problemReply(internalError()))
+  }
+
+  const rateLimited = (decision: RateDecision, who: string) =>
+    new HttpProblem(429, 'rate_limited', `Too many requests from this ${who}; retry in ${decision.retryAfterSeconds} s.`, { headers: { 'retry-after': String(decision.retryAfterSeconds) } })
+
+  /** Counts the request on a bucket; false (and answered 429) when it is empty. */
+  const admit = (state: RequestState<Res>, policy: 'wallet' | 'client', key: string): boolean => {
+    if (limiter === undefined) return true
+    const decision = limiter.take(`${policy}:${key}`, nowMs())
+    state.rate = { policy, key, decision }
+    if (decision.allowed) return true
+    send(state, problemReply(rateLimited(decision, policy === 'wallet' ? 'wallet' : 'address')))
+    return false
+  }
+
+  /** Shared entry: request id, abort hook, bookkeeping and shutdown. Returns undefined when already answered. */
+  const begin = (res: Res, req: Req): RequestState<Res> | undefined => {
+    const incomingId = io.header(req, 'x-request-id')
+    const method = io.method(req)
+    const state: RequestState<Res> = {
+      res,
+      method,
+      path: io.url(req),
+      head: method === 'HEAD',
+      requestId: incomingId !== '' && REQUEST_ID.test(incomingId) ? incomingId : mintRequestId(),
+      origin: io.header(req, 'origin'),
+      startNs: requestLog ? process.hrtime.bigint() : 0n,
+      aborted: false,
+      responded: false,
+      controller: undefined,
+      onAbort: undefined,
+      rate: undefined,
+    }
+    // uWS requires the abort handler before any asynchronous step; after it fires `res` must not be touched.
+    io.onAborted(res, () => {
+      state.aborted = true
+      state.controller?.abort()
+      state.onAbort?.()
+      if (!state.responded && requestLog) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: null, aborted: true, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
+    })
+    if (closing) {
+      send(state, problemReply(new HttpProblem(503, 'shutting_down', 'The service is shutting down; retry on another instance or later.'), true))
+      return undefined
+    }
+    return state
+  }
+
+  const addressOf = (res: Res, forwardedFor: string): string => clientAddress(io.remoteAddress(res), forwardedFor, trustedProxies)
+  const peerOf = (res: Res, req: Req): string => addressOf(res, trustedProxies.size === 0 ? '' : io.header(req, 'x-forwarded-for'))
+
+  /** The handler's abort signal, made on first use (already aborted if the client went away before). */
+  const signalOf = (state: RequestState<Res>): AbortSignal => {
+    if (state.controller === undefined) {
+      state.controller = new AbortController()
+      if (state.aborted) state.controller.abort()
+    }
+    return state.controller.signal
+  }
+
+  const fallback = (res: Res, req: Req): void => {
+    try {
+      const state = begin(res, req)
+      if (state === undefined) return
+      if (limiter !== undefined && !admit(state, 'client', peerOf(res, req))) return
+      const methods = matchers.filter((m) => m.regexp.test(state.path)).map((m) => m.method)
+      if (methods.length === 0) {
+        send(state, problemReply(new HttpProblem(404, 'not_found', `No route ${state.path}.`)))
+        return
+      }
+      const allow = allowOf(methods)
+      if (state.method === 'OPTIONS') {
+        send(state, preflight(state, req, allow))
+        return
+      }
+      send(state, problemReply(new HttpProblem(405, 'method_not_allowed', `${state.method} is not allowed on ${state.path}; allowed: ${allow}.`, { headers: { allow } })))
+    } catch (error) {
+      log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
+    }
+  }
+
+  /** OPTIONS: 204 with Allow; a CORS preflight from an allowed origin also gets the Access-Control-Allow-* fields. */
+  const preflight = (state: RequestState<Res>, req: Req, allow: string): Reply => {
+    const headers: Array<[string, string]> = [['allow', allow]]
+    const requestedMethod = io.header(req, 'access-control-request-method')
+    if (state.origin !== '' && requestedMethod !== '' && corsPolicy.allowOrigin(state.origin) !== undefined) {
+      headers.push(['access-control-allow-methods', allow], ['access-control-allow-headers', corsPolicy.allowHeaders], ['access-control-max-age', String(corsPolicy.maxAgeSeconds)])
+    }
+    return { status: 204, headers, body: undefined }
+  }
+
+  const readBody = (state: RequestState<Res>): Promise<Buffer | 'too_large' | 'aborted'> =>
+    new Promise((resolve) => {
+      const chunks: Buffer[] = []
+      let total = 0
+      let finished = false
+      state.onAbort = () => {
+        finished = true
+        resolve('aborted')
+      }
+      io.onData(state.res, (chunk, isLast) => {
+        if (finished) return
+        total += chunk.byteLength
+        if (total > bodyLimitBytes) {
+          finished = true
+          resolve('too_large')
+          return
+        }
+        // uWS neuters its chunk (an ArrayBuffer) when this callback returns: copy it. node's are ours to keep.
+        chunks.push(chunk instanceof ArrayBuffer ? Buffer.from(new Uint8Array(chunk)) : chunk)
+        if (isLast) {
+          finished = true
+          resolve(Buffer.concat(chunks, total))
+        }
+      })
+    })
+
+  const tooLarge = () => new HttpProblem(413, 'payload_too_large', `The request body exceeds the limit of ${bodyLimitBytes} bytes.`)
+
+  const handleRequest = async (state: RequestState<Res>, c: CompiledRoute, input: {
+    rawParams: string[]
+    rawQuery: string
+    token: string | undefined
+    headers: Record<string, string>
+    /** Read lazily: a signed-in request never needs it unless a handler asks (issue 11). */
+    clientIp: () => string
+    body: Promise<Buffer | 'too_large' | 'aborted'> | 'empty' | undefined
+  }): Promise<void> => {
+    try {
+      let bodyBytes: Buffer | undefined
+      if (input.body !== undefined && input.body !== 'empty') {
+        const read = await input.body
+        if (read === 'aborted') return
+        if (read === 'too_large') {
+          // The client may still be sending: close the connection rather than read the rest.
+          send(state, problemReply(tooLarge(), true))
+          return
+        }
+        bodyBytes = read
+      }
+      // Who is counted: a valid bearer token counts on its wallet, anything else on the client address (already
+      // admitted in the synchronous part when no token was sent).
+      let session: Session | undefined
+      if (input.token !== undefined && options.authenticate !== undefined) {
+        session = await options.authenticate(input.token)
+        if (state.aborted) return
+        if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? input.clientIp() : session.address)) return
+      }
+      if (c.route.auth === 'session') {
+        if (input.token === undefined) throw new HttpProblem(401, 'unauthorized', 'This route needs an Authorization: Bearer <token> header from POST /auth/session.', { headers: { 'www-authenticate': 'Bearer' } })
+        if (session === undefined) throw new HttpProblem(401, 'unauthorized', 'The bearer token is unknown or expired; sign in again.', { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } })
+      }
+      if (c.route.immutable === true) {
+        send(state, await documentReply(state, c, input.headers))
+        return
+      }
+      let body: unknown
+      if (input.body === 'empty' || (c.bodyOptional && bodyBytes?.length === 0)) {
+        body = {}
+      } else if (bodyBytes !== undefined) {
+        let text: string
+        try {
+          text = utf8.decode(bodyBytes)
+          body = JSON.parse(text)
+        } catch {
+          throw new HttpProblem(400, 'malformed_json', 'The request body is not valid UTF-8 JSON.')
+        }
+        const duplicate = duplicateKeyPointer(text)
+        if (duplicate !== undefined) {
+          throw new HttpProblem(400, 'duplicate_json_key', `The request body names the key at ${duplicate} twice; which one would count is ambiguous.`, {
+            title: 'Duplicate JSON key',
+            errors: [{ path: `/body${duplicate}`, message: 'duplicate key' }],
+          })
+        }
+      }
+      const params = decodeParams(c.paramNames, input.rawParams)
+      const query = parseQuery(input.rawQuery, c.integerQuery)
+      const issues = [...params.issues, ...query.issues]
+      if (c.params !== undefined && !c.params.check(params.values)) issues.push(...c.params.issues(params.values, '/params'))
+      if (c.query !== undefined) {
+        if (!c.query.check(query.values)) issues.push(...c.query.issues(query.values, '/query'))
+      } else {
+        for (const name of Object.keys(query.values)) issues.push({ path: `/query/${name}`, message: 'unknown field' })
+      }
+      if (c.body !== undefined && !c.body.check(body)) issues.push(...c.body.issues(body, '/body'))
+      if (issues.length > 0) throw validationProblem(issues)
+
+      const result = await c.route.handler({
+        params: params.values,
+        query: query.values,
+        body,
+        session,
+        headers: input.headers,
+        get clientIp() { return input.clientIp() },
+        get signal() { return signalOf(state) },
+      })
+      if (state.aborted) return
+      // What the answer cost beyond the token that admitted it (a page of 100 items costs 100).
+      if (c.route.cost !== undefined && limiter !== undefined && state.rate !== undefined && result.status < 300) {
+        const extra = c.route.cost(result.body) - 1
+        if (extra > 0) state.rate.decision = limiter.charge(`${state.rate.policy}:${state.rate.key}`, nowMs(), extra)
+      }
+      // Serialized before the barrier: the answer is what memory held now, shown once the disk has caught up.
+      const reply = serialize(state, c, result)
+      if (c.route.method === 'get' && options.readBarrier !== undefined) {
+        await options.readBarrier()
+        if (state.aborted) return
+      }
+      send(state, reply)
+    } catch (error) {
+      fail(state, error)
+    }
+  }
+
+  /** An immutable route's answer: built once, then served from memory by representation and validator. */
+  const documentReply = async (state: RequestState<Res>, c: CompiledRoute, headers: Record<string, string>): Promise<Reply> => {
+    c.document ??= (async () => {
+      const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientIp: '', signal: signalOf(state) })
+      const reply = serialize(state, c, result)
+      if (reply.status !== 200 || reply.body === undefined) throw new Error(`${c.route.path}: an immutable route must answer 200 with a body`)
+      return documentVariants(reply.body, reply.headers)
+    })()
+    let variants: DocumentVariants
+    try {
+      variants = await c.document
+    } catch (error) {
+      c.document = undefined
+      throw error
+    }
+    const variant = selectVariant(variants, headers['accept-encoding'] ?? '')
+    const validators: Array<[string, string]> = [['etag', variant.etag], ['cache-control', variants.cacheControl], ['vary', 'Accept-Encoding']]
+    if (matchesEtag(headers['if-none-match'] ?? '', variant.etag)) return { status: 304, headers: validators, body: undefined }
+    const encoding: Array<[string, string]> = variant.encoding === 'identity' ? [] : [['content-encoding', variant.encoding]]
+    return { status: 200, headers: [...variants.headers, ...validators, ...encoding], body: variant.body }
+  }
+
+  const serialize = (state: RequestState<Res>, c: CompiledRoute, result: { status: number; body: unknown; headers?: Record<string, string> }): Reply => {
+    const spec = c.route.responses[result.status]
+    if (spec === undefined) {
+      log({ level: 'error', msg: 'undeclared_status', method: state.method, path: state.path, status: result.status })
+      return problemReply(internalError())
+    }
+    const validator = c.responses.get(result.status)
+    if (validator !== undefined && !validator.check(checkedBody(result.body))) {
+      log({ level: 'error', msg: 'response_invalid', method: state.method, path: state.path, status: result.status, errors: validator.issues(checkedBody(result.body), '/response') })
+      return problemReply(internalError())
+    }
+    const contentType = spec.contentType ?? (result.status >= 400 ? PROBLEM_CONTENT_TYPE : JSON_TYPE)
+    const headers: Array<[string, string]> = []
+    let body: string | undefined
+    if (result.body !== undefined) {
+      headers.push(['content-type', contentType])
+      if (isJsonType(contentType)) body = jsonText(result.body)
+      else if (typeof result.body === 'string') body = result.body
+      else throw new TypeError(`${state.method} ${state.path}: a ${contentType} body must be a string`)
+    }
+    for (const [name, value] of Object.entries(result.headers ?? {})) {
+      const lower = name.toLowerCase()
+      // uWS writes the length itself; a second one would corrupt the response.
+      if (lower === 'content-length' || lower === 'transfer-encoding') continue
+      if (lower === 'content-type') {
+        const index = headers.findIndex(([n]) => n === 'content-type')
+        if (index >= 0) headers.splice(index, 1)
+      }
+      headers.push([lower, value])
+    }
+    return { status: result.status, headers, body }
+  }
+
+  const handlerFor = (c: CompiledRoute) => (res: Res, req: Req): void => {
+    try {
+      const state = begin(res, req)
+      if (state === undefined) return
+      // The request (uWS's HttpRequest is stack allocated) is read only here: copy everything needed before the first await.
+      // The peer's address is read once and only when needed (the rate limit of a request without a token, or a
+      // handler that asks); X-Forwarded-For lives in the request, so it is copied now.
+      const forwardedFor = trustedProxies.size === 0 ? '' : io.header(req, 'x-forwarded-for')
+      let peer: string | undefined
+      const clientIp = () => (peer ??= state.aborted ? '' : addressOf(res, forwardedFor))
+      const token = options.authenticate === undefined ? undefined : bearerToken(io.header(req, 'authorization'))
+      // Without a token the bucket is known now: refuse before reading a body. With one, after authentication.
+      if (token === undefined && limiter !== undefined && !admit(state, 'client', clientIp())) return
+      if (io.header(req, 'content-length') !== '' && io.ambiguousLength(req)) {
+        send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
+        return
+      }
+      const rawParams = c.paramNames.map((_, index) => io.parameter(req, index))
+      const rawQuery = c.route.immutable === true ? '' : io.query(req) ?? ''
+      const headers: Record<string, string> = {}
+      for (const name of c.headerNames) {
+        const value = io.header(req, name)
+        if (value !== '') headers[name] = value
+      }
+      if (c.route.immutable === true) {
+        headers['accept-encoding'] = io.header(req, 'accept-encoding')
+        headers['if-none-match'] = io.header(req, 'if-none-match')
+      }
+      let body: Promise<Buffer | 'too_large' | 'aborted'> | 'empty' | undefined
+      if (c.body !== undefined) {
+        const contentType = io.header(req, 'content-type')
+        const declaredLength = io.header(req, 'content-length')
+        if (contentType === '' && c.bodyOptional && (declaredLength === '' || declaredLength === '0') && io.header(req, 'transfer-encoding') === '') {
+          // An action whose body is optional, called without one.
+          body = 'empty'
+        } else if (contentType.split(';', 1)[0]?.trim().toLowerCase() !== JSON_TYPE) {
+          send(state, problemReply(new HttpProblem(415, 'unsupported_media_type', `This route takes a JSON body: send content-type: ${JSON_TYPE}.`)))
+          return
+        } else if (declaredLength !== '' && Number(declaredLength) > bodyLimitBytes) {
+          send(state, problemReply(tooLarge(), true))
+          return
+        } else {
+          // onData must be attached before this callback returns, or uWS drops the body.
+          body = readBody(state)
+        }
+      }
+      const work = handleRequest(state, c, { rawParams, rawQuery, token, headers, clientIp, body })
+        .finally(() => inFlight.delete(state))
+      inFlight.set(state, work)
+    } catch (error) {
+      log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
+    }
+  }
+
+  const preflightFor = (allow: string) => (res: Res, req: Req): void => {
+    try {
+      const state = begin(res, req)
+      if (state === undefined) return
+      if (limiter !== undefined && !admit(state, 'client', peerOf(res, req))) return
+      send(state, preflight(state, req, allow))
+    } catch (error) {
+      log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
+    }
+  }
+
+  /** Refuses new requests (503) and closes every later answer's connection, waits for those in flight (up to the
+   * timeout), then closes the connections of the ones still running. */
+  const drain = async (timeoutMs: number): Promise<CloseResult> => {
+    closing = true
+    const pending = [...inFlight.values()]
+    let timer: NodeJS.Timeout | undefined
+    const timedOut = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), timeoutMs) })
+    const outcome = await Promise.race([Promise.allSettled(pending).then(() => 'drained' as const), timedOut])
+    clearTimeout(timer)
+    const abandoned = [...inFlight.keys()]
+    for (const state of abandoned) {
+      if (!state.aborted && !state.responded) {
+        state.responded = true
+        io.close(state.res)
+      }
+    }
+    return { drained: outcome === 'drained', abandoned: abandoned.length }
+  }
+
+  /** Answers with a fixed problem (what a transport refuses itself, through the same ids, CORS and log). */
+  const problemFor = (problem: HttpProblem, closeConnection = false) => (res: Res, req: Req): void => {
+    try {
+      const state = begin(res, req)
+      if (state !== undefined) send(state, problemReply(problem, closeConnection))
+    } catch (error) {
+      log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
+    }
+  }
+
+  return { log, compiled, allowOf, mintRequestId, handlerFor, preflightFor, fallback, problemFor, drain, inFlight: () => inFlight.size }
+}

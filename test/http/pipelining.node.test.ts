@@ -1,0 +1,3 @@
+// pipelining.test.ts against the node:http transport (see testTransport in fixtures/routes.ts).
+process.env.TEST_HTTP_TRANSPORT = 'node'
+await import('./pipelining.test.ts')
