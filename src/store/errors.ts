@@ -6,6 +6,7 @@ export type StoreErrorCode =
   | 'store_not_a_directory'
   | 'store_permission_denied'
   | 'store_corrupt'
+  | 'store_check_timeout'
   | 'store_not_a_store'
   | 'store_version_unsupported'
   | 'store_assertion_failed'

@@ -8,12 +8,29 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const CHILD = fileURLToPath(new URL('./probe-child.mjs', import.meta.url))
+/** The deep check's least time limit; a bigger data.mdb gets more (probeTimeoutMsFor). */
 export const PROBE_TIMEOUT_MS_DEFAULT = 120_000
+/** The slowest read and copy rate the limit allows for (bytes per ms: 10 MB/s, far below any disk's sequential rate). */
+const PROBE_BYTES_PER_MS_MIN = 10_000
 
-export type ProbeResult = { readonly ok: true; readonly entries: number } | { readonly ok: false; readonly reason: string }
+export type ProbeResult =
+  | { readonly ok: true; readonly entries: number }
+  | { readonly ok: false; readonly reason: string; readonly timedOut?: true }
+
+/** The time limit for a data directory: the default, or more for a data.mdb too big to read and copy within it. */
+export function probeTimeoutMsFor(dir: string): number {
+  let bytes = 0
+  try {
+    bytes = fs.statSync(path.join(dir, 'data.mdb')).size
+  } catch {
+    // no data.mdb: the open checks report it
+  }
+  return Math.max(PROBE_TIMEOUT_MS_DEFAULT, Math.ceil((2 * bytes) / PROBE_BYTES_PER_MS_MIN))
+}
 
 export function probeDataDir(dir: string, dbNames: readonly string[], timeoutMs: number): Promise<ProbeResult> {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-credit-probe-'))
+  const startedMs = performance.now()
   return new Promise<ProbeResult>((resolve) => {
     const child = spawn(process.execPath, [CHILD, dir, JSON.stringify(dbNames), scratch], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -26,6 +43,11 @@ export function probeDataDir(dir: string, dbNames: readonly string[], timeoutMs:
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk))
     child.on('error', (error) => resolve({ ok: false, reason: `the probe could not start: ${error.message}` }))
     child.on('close', (code, signal) => {
+      // Killed at the time limit: not evidence of damage, and said so (the caller refuses to start either way).
+      if (signal !== null && performance.now() - startedMs >= timeoutMs) {
+        resolve({ ok: false, timedOut: true, reason: `the check of every page did not finish within ${Math.round(timeoutMs / 1000)} s` })
+        return
+      }
       if (signal !== null) {
         resolve({ ok: false, reason: `reading the data crashed LMDB (${signal}): pages are damaged` })
         return

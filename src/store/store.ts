@@ -14,7 +14,7 @@ import { StoreAssertionError, StoreClosedError, StoreError, StoreOpenError, Stor
 import { Idempotency } from './idempotency.ts'
 import { migrateSnapshots, type SnapshotMigration } from './migrate.ts'
 import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, STORE_FORMAT_VERSION, VALUE_ENCODING, type FormatRecord, type SchemaRecord } from './open-checks.ts'
-import { PROBE_TIMEOUT_MS_DEFAULT, probeDataDir } from './probe.ts'
+import { probeDataDir, probeTimeoutMsFor } from './probe.ts'
 import { isProofInfo, RecordCollection, UsedProofs } from './records.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ActorKind, type ChangeKind, type CommitResult, type Durability, type IdempotencyRecord, type RecordEntry, type SnapshotEntry } from './types.ts'
 import { assertChangeKind, assertCollectionName, assertId, assertVersion, fail, isActorKind, isPlainObject } from './validate.ts'
@@ -171,7 +171,15 @@ export class Store {
     }
     const state = checkDirectory(dataDir)
     if (state === 'existing' && (options.verifyOnOpen ?? 'deep') === 'deep') {
-      const probe = await probeDataDir(dataDir, DB_NAMES, options.probeTimeoutMs ?? PROBE_TIMEOUT_MS_DEFAULT)
+      const probe = await probeDataDir(dataDir, DB_NAMES, options.probeTimeoutMs ?? probeTimeoutMsFor(dataDir))
+      if (!probe.ok && probe.timedOut === true) {
+        throw new StoreOpenError(
+          'store_check_timeout',
+          dataDir,
+          `data directory ${dataDir} could not be checked: ${probe.reason} (the machine is overloaded or the disk slow). ` +
+            'Nothing was changed; start again when the machine is less busy.',
+        )
+      }
       if (!probe.ok) {
         throw new StoreOpenError(
           'store_corrupt',

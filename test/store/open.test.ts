@@ -38,9 +38,9 @@ function digests(dir: string): Record<string, string> {
   return out
 }
 
-async function refused(t: Test, dataDir: string, code: string, message: RegExp): Promise<void> {
+async function refused(t: Test, dataDir: string, code: string, message: RegExp, probeTimeoutMs?: number): Promise<void> {
   const before = fs.statSync(dataDir).isDirectory() ? digests(dataDir) : fileDigest(dataDir)
-  const error = await Store.open({ dataDir }).then(
+  const error = await Store.open({ dataDir, ...(probeTimeoutMs === undefined ? {} : { probeTimeoutMs }) }).then(
     () => undefined,
     (e: unknown) => e,
   )
@@ -87,6 +87,16 @@ t.test('a damaged data.mdb is refused with a clear error and left as it was', as
       await refused(t, dataDir, 'store_corrupt', message)
     })
   }
+})
+
+t.test('a deep check that runs out of time is reported as such, not as damage, and changes nothing', async (t) => {
+  const dataDir = await populated()
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  // 1 ms: the child process cannot even start within it. The same data opens with the default limit.
+  await refused(t, dataDir, 'store_check_timeout', /could not be checked: the check of every page did not finish within 0 s/, 1)
+  const store = await Store.open({ dataDir })
+  t.ok(store.getSnapshot('job', 'job_0_0'), 'the data is sound')
+  await store.close()
 })
 
 t.test('a file where the data directory should be is refused', async (t) => {
