@@ -317,7 +317,7 @@ for (const [i, section] of chosen.entries()) {
   process.stdout.write(`\n[${i + 1}/${chosen.length}] ${section.name} (bench run ${elapsed(runStarted)} so far)`)
   if (!fromLatest) seconds[section.key] = await run(section.file, [...section.args, ...(section.out ? ['--out', latest(section.name)] : [])], section.env)
   figures[section.key] = JSON.parse(readFileSync(latest(section.name), 'utf8'))
-  process.stdout.write(`[${i + 1}/${chosen.length}] ${section.name} done in ${seconds[section.key]} s\n`)
+  process.stdout.write(fromLatest ? ` read from ${section.name}-latest.json\n` : `[${i + 1}/${chosen.length}] ${section.name} done in ${seconds[section.key]} s\n`)
 }
 
 const charts = chosen.flatMap((s) => Object.entries(s.charts(figures[s.key])))
@@ -328,7 +328,7 @@ const summary = `# Bench summary
 - Date: ${new Date().toISOString()}
 - Machine: ${cpuModel()}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB memory, Node ${process.version}
 - 1-minute load average: ${loadBefore} before the benches, ${load()} after (other processes on the machine skew every figure)
-- Run time: ${chosen.map((s) => `${s.name} ${seconds[s.key]} s`).join(', ')}${quick ? ' (--quick: small sizes, figures only show the bench works)' : ''}
+- Run time: ${fromLatest ? 'figures read from each section\'s last run (--from-latest)' : chosen.map((s) => `${s.name} ${seconds[s.key]} s`).join(', ')}${quick ? ' (--quick: small sizes, figures only show the bench works)' : ''}
 
 ${chosen.map((s) => `${s.markdown(figures[s.key])}\n${Object.keys(s.charts(figures[s.key])).map((name) => `![${name}](${name}.svg)`).join(' ')}\n`).join('\n')}
 ## Key figures
