@@ -199,18 +199,12 @@ export function applyGroup(dbs: StoreDatabases, batch: readonly Prepared[], idem
       }
       continue
     }
-    let staged: Map<RecordSlot, RecordEntry | undefined>
     try {
-      staged = checkCommit(dbs, pending, idempotencyRetentionMs, slots)
+      stageCommit(dbs, pending, idempotencyRetentionMs, slots, snapshots)
     } catch (error) {
       failures[i] = failureOf(error)
       continue
     }
-    for (const [slot, entry] of staged) {
-      slot.current = entry
-      slot.written = true
-    }
-    for (const snapshot of pending.snapshots) snapshots.set(overlayKeyOf(snapshot.key[0], snapshot.key[1]), snapshot)
     accepted.push(i)
   }
   flush()
@@ -220,6 +214,24 @@ export function applyGroup(dbs: StoreDatabases, batch: readonly Prepared[], idem
 /** A failure is never undefined (that marks a written commit), whatever was thrown. */
 function failureOf(error: unknown): unknown {
   return error ?? new StoreError('store_assertion_failed', 'commit failed')
+}
+
+/**
+ * Checks one commit against the group's state so far and, when it passes, stages its writes in `slots` and
+ * `snapshots` (last write per key); throws StoreConflictError, staging nothing.
+ */
+function stageCommit(
+  dbs: StoreDatabases,
+  pending: Prepared,
+  idempotencyRetentionMs: number,
+  slots: Map<string, RecordSlot>,
+  snapshots: Map<string, PreparedSnapshot>,
+): void {
+  for (const [slot, entry] of checkCommit(dbs, pending, idempotencyRetentionMs, slots)) {
+    slot.current = entry
+    slot.written = true
+  }
+  for (const snapshot of pending.snapshots) snapshots.set(overlayKeyOf(snapshot.key[0], snapshot.key[1]), snapshot)
 }
 
 /**
@@ -299,39 +311,14 @@ function idempotencyEntry(completion: IdempotencyCompletion, nowMs: number, idem
 }
 
 /**
- * One commit on its own, inside its own child transaction (a sweep, or the group again after a child threw);
- * throwing aborts this commit only.
+ * One commit on its own, inside its own child transaction (a sweep, or the group again after a child threw): the
+ * same checks and writes as a group of one; throwing aborts this commit only.
  */
 export function applyCommit(dbs: StoreDatabases, pending: Prepared, idempotencyRetentionMs: number): number {
-  for (const { key, entry, actor } of pending.snapshots) {
-    dbs.snapshots.putSync(key, entry)
-    if (actor) {
-      if (entry.final) dbs.live.removeSync(key)
-      else dbs.live.putSync(key, entry.updatedAtMs, { noOverwrite: true } as never)
-    }
-  }
-  for (const { write, entry } of pending.records) {
-    const key: RecordKey = [write.collection, write.key]
-    const existing = dbs.records.get(key) as RecordEntry | undefined
-    const present = existing !== undefined && !isExpired(existing, pending.nowMs)
-    if (write.op === 'put') {
-      if (write.onlyIfAbsent && present) {
-        throw new StoreConflictError(write.collection, write.key, `${write.collection} ${write.key} already exists`)
-      }
-    } else if (write.mustExist && !present) {
-      throw new StoreConflictError(write.collection, write.key, `${write.collection} ${write.key} does not exist`)
-    }
-    putRecord(dbs, key, existing, entry)
-  }
-  const completion = pending.idempotency
-  if (completion !== null) {
-    const key: RecordKey = [IDEMPOTENCY_COLLECTION, scopeKey(completion.ticket.scope)]
-    const existing = dbs.records.get(key) as RecordEntry | undefined
-    if (existing !== undefined && !isExpired(existing, pending.nowMs)) {
-      throw new StoreConflictError(IDEMPOTENCY_COLLECTION, key[1], 'idempotency record already stored')
-    }
-    putRecord(dbs, key, existing, idempotencyEntry(completion, pending.nowMs, idempotencyRetentionMs))
-  }
+  const slots = new Map<string, RecordSlot>()
+  const snapshots = new Map<string, PreparedSnapshot>()
+  stageCommit(dbs, pending, idempotencyRetentionMs, slots, snapshots)
+  writeGroup(dbs, snapshots, slots)
   return pending.sweepLimit > 0 ? sweep(dbs, pending.nowMs, pending.sweepLimit) : 0
 }
 
