@@ -29,8 +29,7 @@ export function persisted(snapshot: unknown): unknown {
  */
 export function actorRecord(actor: AnyActor): unknown {
   const snapshot = actor.getSnapshot() as AnyMachineSnapshot
-  for (const _ in snapshot.children) return withHistory(persisted(actor.getPersistedSnapshot()), actor)
-  for (const _ in snapshot.historyValue) return withHistory(persisted(actor.getPersistedSnapshot()), actor)
+  if (hasKeys(snapshot.children) || hasKeys(snapshot.historyValue)) return withHistory(persisted(actor.getPersistedSnapshot()), actor)
   // Same keys in the same order as the general path (status, output or error once done, value, historyValue,
   // context, children, history), absent values left out as persisted() leaves them.
   const record: Record<string, unknown> = { status: snapshot.status }
@@ -42,6 +41,12 @@ export function actorRecord(actor: AnyActor): unknown {
   record.children = {}
   record.history = historyCopy(actor)
   return record
+}
+
+/** Whether an object has an own enumerable key, without building the array of keys. */
+function hasKeys(object: object): boolean {
+  for (const _ in object) return true
+  return false
 }
 
 /** Mark a record or live actor changed: its record is read when the command drains, so the last state wins. */

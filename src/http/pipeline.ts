@@ -389,8 +389,9 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       return problemReply(internalError())
     }
     const validator = c.responses.get(result.status)
-    if (validator !== undefined && !validator.check(checkedBody(result.body))) {
-      log({ level: 'error', msg: 'response_invalid', method: state.method, path: state.path, status: result.status, errors: validator.issues(checkedBody(result.body), '/response') })
+    const checked = validator === undefined ? undefined : checkedBody(result.body)
+    if (validator !== undefined && !validator.check(checked)) {
+      log({ level: 'error', msg: 'response_invalid', method: state.method, path: state.path, status: result.status, errors: validator.issues(checked, '/response') })
       return problemReply(internalError())
     }
     const contentType = spec.contentType ?? (result.status >= 400 ? PROBLEM_CONTENT_TYPE : JSON_TYPE)
