@@ -8,7 +8,7 @@ import { answer } from './front.ts'
 import { createPipeline, type TransportIo } from './pipeline.ts'
 import { HttpProblem } from './problem.ts'
 import { REASONS, type HttpMethod } from './route.ts'
-import { DEFAULT_SHUTDOWN_TIMEOUT_MS, type CloseResult, type RunningServer, type ServerOptions } from './server.ts'
+import { listening, type RunningServer, type ServerOptions } from './server.ts'
 
 /** One request and its answer: the pipeline's `Res` and `Req` at once. */
 interface Exchange {
@@ -176,26 +176,13 @@ export async function startNodeServer(options: ServerOptions): Promise<RunningSe
     })
   })
   const port = (server.address() as AddressInfo).port
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
-  log({ level: 'info', msg: 'listening', host, port, routes: compiled.length, transport: 'node' })
-
-  let closePromise: Promise<CloseResult> | undefined
-  const close = async (timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS): Promise<CloseResult> => {
-    // Stops accepting and closes idle keep-alive connections; busy ones close after their answer (connection: close).
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+  // Stops accepting and closes idle keep-alive connections; busy ones close after their answer (connection: close).
+  let closed: Promise<void> | undefined
+  return listening(pipeline, host, port, { transport: 'node' }, async () => {
+    closed = new Promise<void>((resolve) => server.close(() => resolve()))
     server.closeIdleConnections()
-    const result = await pipeline.drain(timeoutMs)
+  }, async () => {
     server.closeAllConnections()
     await closed
-    log({ level: result.drained ? 'info' : 'warn', msg: 'closed', ...result })
-    return result
-  }
-
-  return {
-    host,
-    port,
-    url,
-    inFlight: pipeline.inFlight,
-    close: (timeoutMs) => (closePromise ??= close(timeoutMs)),
-  }
+  })
 }

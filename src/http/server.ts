@@ -129,30 +129,46 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     else app.listen_unix(listening, front.upstreamPath)
   })
   const port = front?.port ?? uWS.us_socket_local_port(listenSocket as unknown as us_socket)
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
-  log({ level: 'info', msg: 'listening', host, port, routes: compiled.length })
-
-  let closePromise: Promise<CloseResult> | undefined
-  const close = async (timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS): Promise<CloseResult> => {
+  return listening(pipeline, host, port, {}, async () => {
     front?.stopAccepting()
     uWS.us_listen_socket_close(listenSocket)
-    const result = await pipeline.drain(timeoutMs)
+  }, async () => {
     // Idle keep-alive connections would hold the event loop open until they time out: close them all now.
     ;(app as TemplatedApp & { close?: () => void }).close?.()
     front?.close()
+  })
+}
+
+/**
+ * The running server of either transport, once it listens: logs it, and closes at most once: `stop` stops accepting,
+ * in-flight requests drain (up to the timeout), then `after` closes what is left.
+ */
+export function listening(
+  pipeline: { log: Logger; compiled: readonly unknown[]; drain: (timeoutMs: number) => Promise<CloseResult>; inFlight: () => number },
+  host: string,
+  port: number,
+  logFields: Record<string, unknown>,
+  stop: () => Promise<void>,
+  after: () => Promise<void>,
+): RunningServer {
+  const { log } = pipeline
+  log({ level: 'info', msg: 'listening', host, port, routes: pipeline.compiled.length, ...logFields })
+  let closePromise: Promise<CloseResult> | undefined
+  const close = async (timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS): Promise<CloseResult> => {
+    await stop()
+    const result = await pipeline.drain(timeoutMs)
+    await after()
     log({ level: result.drained ? 'info' : 'warn', msg: 'closed', ...result })
     return result
   }
-
   return {
     host,
     port,
-    url,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     inFlight: pipeline.inFlight,
     close: (timeoutMs) => (closePromise ??= close(timeoutMs)),
   }
 }
-
 
 /**
  * uWS's objects as the pipeline's TransportIo. Behind the front, uWS's peer is the front's Unix socket and the PROXY
