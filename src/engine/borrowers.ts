@@ -1,5 +1,6 @@
 // Borrower records: created at a borrower's first appearance, suspended by a failed job, lifted by dispatch.
 import { touch } from './changes.ts'
+import { roomForLift } from './dispatch.ts'
 import type { EngineState } from './state.ts'
 import type { Address, BorrowerRecord, SuspensionLiftedEvent } from './types.ts'
 
@@ -25,10 +26,10 @@ export function suspend(s: EngineState, borrower: BorrowerRecord, nowMs: number)
 
 /**
  * Suspensions whose time has come: at least borrowerSuspensionMinSeconds since the suspension, and nothing owed on a
- * defaulted advance (none of the borrower's advances is still defaulted). Each lift is a passport event.
+ * defaulted advance (none of the borrower's advances is still defaulted). Each lift is a passport event, added to
+ * `lifted` while the command has room for it (changesPerCommandMax); false when it stopped with lifts left.
  */
-export function liftDueSuspensions(s: EngineState, nowMs: number): SuspensionLiftedEvent[] {
-  const lifted: SuspensionLiftedEvent[] = []
+export function liftDueSuspensions(s: EngineState, nowMs: number, lifted: SuspensionLiftedEvent[]): boolean {
   const minMs = s.config.borrowerSuspensionMinSeconds * 1000
   for (const address of s.suspended) {
     const borrower = s.borrowers.get(address)
@@ -39,13 +40,14 @@ export function liftDueSuspensions(s: EngineState, nowMs: number): SuspensionLif
     const since = borrower.suspendedAtMs ?? 0
     if (nowMs < since + minMs) continue
     if (owesOnDefault(s, address)) continue
+    if (!roomForLift(s, lifted.length)) return false
     borrower.suspended = false
     borrower.suspendedAtMs = null
     s.suspended.delete(address)
     touch(s, 'borrower', address)
     lifted.push({ type: 'suspension_lifted', borrower: address, suspendedAtMs: since, atMs: nowMs, borrowerReputationBps: borrower.reputationBps })
   }
-  return lifted
+  return true
 }
 
 /** Whether one of the borrower's live advances is defaulted (or in shortfall): money is still owed on a default. */

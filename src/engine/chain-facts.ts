@@ -2,11 +2,13 @@
 // report and the chain follower both apply (one function: a report adds only its caller's checks), and the follower's
 // batch as one command: its events in order, then the network's observed chain time, which expires the leases whose
 // deadline it is past. Payment, not the report, counts: a SupplierPaid mined by a lease's deadline is in a batch at or
-// before the one whose chain time passes that deadline, so it is applied before the lease could expire.
+// before the one whose chain time passes that deadline, so it is applied before the lease could expire. For the same
+// reason a lease left live past its deadline (a batch whose change budget ran out before its turn) is safe: no
+// payment under it can come any more, and dispatch times it out next, in the same order.
 import type { OfferContext } from '../../machines/index.ts'
 import { refused, send } from './actors.ts'
 import { applyRepaidFact, openAdvance } from './advances.ts'
-import { chainTimeOf, dueLeases } from './dispatch.ts'
+import { chainTimeOf, LEASE_TIME_OUT_CHANGES_MAX, nextDueLease, roomFor } from './dispatch.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { sameAddress } from './keys.ts'
@@ -153,9 +155,24 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   if (before === undefined || batch.toBlockTimeMs > before) {
     s.meta.chainTimeMs = { ...s.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
   }
-  const expiredLeases = dueLeases(s, batch.network).map(({ lease, chainTimeMs }) => timeOutLease(s, lease, chainTimeMs, nowMs))
+  const expiredLeases: LeaseView[] = []
+  timeOutDueLeases(s, batch.network, nowMs, expiredLeases)
   return {
     network: batch.network, toBlock: batch.toBlock, chainTimeMs: chainTimeOf(s, batch.network) as number,
     advances, appliedProofKeys, repayments, ignored, expiredLeases,
   }
+}
+
+/**
+ * Times out the network's live leases whose deadline its observed chain time is past, in deadline order then lease
+ * sequence, while the command has room for one more time-out (changesPerCommandMax). Answers false when it stopped
+ * with leases still due: they stay live (the safe side, see the file's comment) and the next dispatch goes on with them.
+ */
+export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: LeaseView[]): boolean {
+  // Each time-out takes its lease out of the schedule, so the next due one is at the top again.
+  for (let due = nextDueLease(s, network); due !== undefined; due = nextDueLease(s, network)) {
+    if (!roomFor(s, LEASE_TIME_OUT_CHANGES_MAX)) return false
+    expired.push(timeOutLease(s, due.lease, due.chainTimeMs, nowMs))
+  }
+  return true
 }

@@ -1,5 +1,6 @@
 // Engine configuration: every rule's threshold and every limit, named, with its default and the reason for it.
 import type { Address } from '../../machines/types.ts'
+import { matchChangesMax } from './dispatch.ts'
 
 export interface EngineConfig {
   /** Share of a job's receivable that may be advanced (bps). */
@@ -52,6 +53,14 @@ export interface EngineConfig {
   networksPerLenderMax: number
   /** Live (not yet final) offers one borrower may hold; a request beyond it is refused 409 live_offers_limit. */
   liveOffersPerBorrowerMax: number
+  /**
+   * Changes (actors and records) one command may make. Dispatch and the chain follower's batch time out leases,
+   * expire offers and match only while their next step fits (src/engine/dispatch.ts `roomFor`), and leave the rest
+   * due for the next call: a command never makes a commit larger than the store takes (its changes per commit,
+   * CHANGES_PER_COMMIT_MAX_DEFAULT in src/store/store.ts, which the service checks at start-up), and one command's
+   * work, a turn of the event loop, stays bounded. At least one matching attempt must fit.
+   */
+  changesPerCommandMax: number
 }
 
 export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
@@ -85,6 +94,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   offersDispatchedPerCallMax: 1000,
   liveOffersPerBorrowerMax: 100,
   networksPerLenderMax: 16,
+  changesPerCommandMax: 10_000,
 })
 
 export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig {
@@ -106,6 +116,9 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   }
   for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'liveOffersPerBorrowerMax', 'borrowerSuspensionMinSeconds', 'leaseTtlMs', 'offerTtlMs'] as const) {
     if (!Number.isInteger(config[key]) || config[key] < 1) throw new RangeError(`engine config ${key} must be a positive integer`)
+  }
+  if (!Number.isInteger(config.changesPerCommandMax) || config.changesPerCommandMax < matchChangesMax(config)) {
+    throw new RangeError(`engine config changesPerCommandMax must be an integer >= lendersScannedPerMatchMax + 4 (${matchChangesMax(config)}): one matching attempt must fit in a command`)
   }
   // The window is kept in every lender record: bounded so that the record stays small.
   if (!Number.isInteger(config.lenderUptimeWindowLeases) || config.lenderUptimeWindowLeases < 1 || config.lenderUptimeWindowLeases > 1000) {

@@ -1,5 +1,7 @@
-// Dispatch's schedules: when live leases expire and which offers wait for a lender, kept current as actors change.
+// Dispatch's schedules: when live leases expire and which offers wait for a lender, kept current as actors change;
+// and the change budget its steps (and the chain follower's lease time-outs) take from one command.
 import { seqOf } from './keys.ts'
+import type { EngineConfig } from './config.ts'
 import type { EngineState, LeaseActor, OfferActor } from './state.ts'
 import { leaseOverAtChainMs, type LeaseInput } from '../../machines/index.ts'
 
@@ -73,32 +75,78 @@ export function chainTimeOf(s: EngineState, network: string): number | undefined
   return s.meta.chainTimeMs?.[network]
 }
 
-/** Live leases of the network whose deadline its observed chain time is past, in expiry order, then lease sequence. */
-export function dueLeases(s: EngineState, network: string): { lease: LeaseActor; chainTimeMs: number }[] {
+/** The network's live lease that is over first, when its observed chain time is past that lease's deadline. */
+export function nextDueLease(s: EngineState, network: string): { lease: LeaseActor; chainTimeMs: number } | undefined {
   const chainTimeMs = chainTimeOf(s, network)
-  const schedule = s.leaseExpiries.get(network)
-  if (chainTimeMs === undefined || !schedule) return []
-  const due: { lease: LeaseActor; chainTimeMs: number }[] = []
-  // Collected before any is timed out: timing out unschedules the lease, and the walk needs the heap unchanged.
-  for (const d of schedule.ascending()) {
-    if (d.atMs > chainTimeMs) break
-    due.push({ lease: s.leases.get(d.id) as LeaseActor, chainTimeMs })
-  }
-  return due
+  const next = s.leaseExpiries.get(network)?.peek()
+  if (chainTimeMs === undefined || next === undefined || next.atMs > chainTimeMs) return undefined
+  return { lease: s.leases.get(next.id) as LeaseActor, chainTimeMs }
 }
 
 /**
- * The waiting offers dispatch acts on, in creation sequence: every stale one (it expires whatever the limit) and
- * the first offersDispatchedPerCallMax of the others (each is matched). No dispatch step moves another offer into
- * or out of the waiting state, so the list is fixed before the first one is acted on.
+ * Whether a lease or an offer is due on any network: a peek at each schedule, O(networks), so the dispatch ticker
+ * can ask after every call.
+ */
+export function timersDue(s: EngineState, nowMs: number): boolean {
+  for (const network of s.leaseExpiries.keys()) if (nextDueLease(s, network)) return true
+  for (const [network, schedule] of s.offerExpiries) {
+    const next = schedule.peek()
+    if (next !== undefined && next.atMs <= networkClockMs(s, network, nowMs)) return true
+  }
+  return false
+}
+
+// The changes one step of dispatch or of the follower's batch may add to its command (an actor or record counts
+// once per command, however often it is touched). A command takes a step only while the step's most still fits in
+// changesPerCommandMax (`roomFor`), so no command makes more changes than the store takes in one commit.
+
+/** A lease's time-out (leases.ts timeOutLease): the lease, its offer, its lender, and the offer's source (a job or a backing source) when a closing offer ends. */
+export const LEASE_TIME_OUT_CHANGES_MAX = 4
+/** A stale offer's expiry (matching.ts expireOffer): the offer and its source. */
+export const OFFER_EXPIRY_CHANGES_MAX = 2
+/** A suspension's lift (borrowers.ts liftDueSuspensions): the borrower's record. */
+export const SUSPENSION_LIFT_CHANGES_MAX = 1
+/** The record writes of a lift's passport event, which the service writes in the same commit (src/passport/book.ts). */
+export const SUSPENSION_LIFT_RECORD_WRITES = 2
+
+/**
+ * One matching attempt (matching.ts leaseToBestLender): a lease born expired for each lender whose wallet cannot pay
+ * (at most the lenders it scans), then the offer, the engine's id sequences (meta), and the granted lease with its
+ * lender, or the offer's source when the offer expires instead.
+ */
+export function matchChangesMax(config: Pick<EngineConfig, 'lendersScannedPerMatchMax'>): number {
+  return config.lendersScannedPerMatchMax + 4
+}
+
+/** Whether the running command may take one more step that adds at most `stepChangesMax` changes. */
+export function roomFor(s: EngineState, stepChangesMax: number): boolean {
+  return s.pending.size + stepChangesMax <= s.config.changesPerCommandMax
+}
+
+/**
+ * Whether the running command may lift one more suspension after `liftedBefore`: its change, and its passport event's
+ * record writes, which the store bounds per commit as it bounds changes (RECORD_WRITES_PER_COMMIT_MAX, the same
+ * number as CHANGES_PER_COMMIT_MAX_DEFAULT): the change budget bounds them too.
+ */
+export function roomForLift(s: EngineState, liftedBefore: number): boolean {
+  return roomFor(s, SUSPENSION_LIFT_CHANGES_MAX) && (liftedBefore + 1) * SUSPENSION_LIFT_RECORD_WRITES <= s.config.changesPerCommandMax
+}
+
+/**
+ * The waiting offers dispatch acts on, in creation sequence: the stale ones (each expires), at most as many as one
+ * command has changes for (the first ones due of each network), and the first offersDispatchedPerCallMax of the
+ * others (each is matched). No dispatch step moves another offer into or out of the waiting state, so the list is
+ * fixed before the first one is acted on; dispatch stops where its change budget does, and the next call goes on.
  */
 export function offersToDispatch(s: EngineState, nowMs: number): { offer: OfferActor; due: boolean }[] {
   const chosen: Due[] = []
   const stale = new Set<string>()
+  // Each expiry changes at least its offer: no command expires more than changesPerCommandMax of them.
+  const staleMax = s.config.changesPerCommandMax
   for (const [network, schedule] of s.offerExpiries) {
     const clockMs = networkClockMs(s, network, nowMs)
     for (const d of schedule.ascending()) {
-      if (d.atMs > clockMs) break
+      if (d.atMs > clockMs || stale.size >= staleMax) break
       chosen.push(d)
       stale.add(d.id)
     }

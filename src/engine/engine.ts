@@ -11,14 +11,13 @@ import { applyRepaidFact } from './advances.ts'
 import { borrowerOf, liftDueSuspensions, suspend } from './borrowers.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
 import { drain, touch } from './changes.ts'
-import { chainTimeOf, dueLeases, offersToDispatch } from './dispatch.ts'
-import { fundOffer, observeChain, type ChainObservation, type ChainObservationOutcome, type PastLeaseOf } from './chain-facts.ts'
+import { chainTimeOf, matchChangesMax, OFFER_EXPIRY_CHANGES_MAX, offersToDispatch, roomFor, timersDue } from './dispatch.ts'
+import { fundOffer, observeChain, timeOutDueLeases, type ChainObservation, type ChainObservationOutcome, type PastLeaseOf } from './chain-facts.ts'
 import { fail, forbidden } from './errors.ts'
 import { checkInvariants } from './invariants.ts'
 import * as jobs from './jobs.ts'
 import { isBps, sameAddress } from './keys.ts'
 import { lenderChanged, withdrawableAtomic, withdrawLiquidity } from './ledger.ts'
-import { timeOutLease } from './leases.ts'
 import * as liquidation from './liquidation.ts'
 import { isOperator } from './roles.ts'
 import { addLender, expireOffer, leaseToBestLender, park, walletChanged } from './matching.ts'
@@ -56,6 +55,8 @@ const unsaltedOfferKey: OfferKeyOf = (offerId) => offerKey(zeroKeySalt, offerId)
 export class Engine {
   readonly config: EngineConfig
   private readonly state: EngineState
+  /** The last dispatch stopped at its change budget with steps left: the next call goes on with them. */
+  #dispatchStopped = false
 
   /**
    * `offerKeyOf` gives each new offer its on-chain key; the service passes offerKey(the data directory's salt, id).
@@ -210,19 +211,39 @@ export class Engine {
     return drain(this.state, outcome)
   }
 
-  /** Expire leases past their chain deadline (their offers go back to matching), then expire stale offers and match the waiting ones. */
+  /**
+   * Expire leases past their chain deadline (their offers go back to matching), lift due suspensions, then expire
+   * stale offers and match the waiting ones; each step only while it fits in the command's change budget
+   * (changesPerCommandMax), in that order, so a call that stops leaves the rest for the next call in the same order.
+   */
   dispatch(nowMs: number): EngineResult<DispatchOutcome> {
-    const s = this.state
     const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
+    this.#dispatchStopped = !this.#dispatchSteps(outcome, nowMs)
+    return drain(this.state, outcome)
+  }
+
+  /**
+   * Whether dispatch has work due now: a lease its network's chain time is past (a follower batch stops at its change
+   * budget too), an offer past its TTL, or the last dispatch stopped at its budget. O(networks): the dispatch ticker
+   * asks after every call and runs again at once while it is true.
+   */
+  dispatchDue(nowMs: number): boolean {
+    return this.#dispatchStopped || timersDue(this.state, nowMs)
+  }
+
+  /** Dispatch's steps (see dispatch): false when the change budget stopped them with work left. */
+  #dispatchSteps(outcome: DispatchOutcome, nowMs: number): boolean {
+    const s = this.state
     // Leases expire on their network's observed chain time, never on `nowMs`: observeChain expires them as the chain
-    // passes their deadline, so this finds one only when a lease was granted past it already (a chain ahead of the
-    // service's clock).
+    // passes their deadline, so this finds one when a batch ran out of change budget, or a lease was granted past its
+    // deadline already (a chain ahead of the service's clock).
     for (const network of s.leaseExpiries.keys()) {
-      for (const { lease, chainTimeMs } of dueLeases(s, network)) outcome.expiredLeases.push(timeOutLease(s, lease, chainTimeMs, nowMs))
+      if (!timeOutDueLeases(s, network, nowMs, outcome.expiredLeases)) return false
     }
-    outcome.suspensionsLifted = liftDueSuspensions(s, nowMs)
+    if (!liftDueSuspensions(s, nowMs, outcome.suspensionsLifted)) return false
 
     for (const { offer, due } of offersToDispatch(s, nowMs)) {
+      if (!roomFor(s, due ? OFFER_EXPIRY_CHANGES_MAX : matchChangesMax(this.config))) return false
       // The schedule says the offer's TTL is over; the offer machine's guard agrees, or this throws.
       if (due) {
         outcome.expiredOffers.push(expireOffer(s, offer, 'stale', nowMs))
@@ -233,7 +254,7 @@ export class Engine {
       if (match.offerExpired) outcome.expiredOffers.push(match.offer)
       if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
     }
-    return drain(s, outcome)
+    return true
   }
 
   /**

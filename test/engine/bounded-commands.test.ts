@@ -1,0 +1,127 @@
+// Bounded work per command: no engine command makes more changes than changesPerCommandMax (the store refuses a
+// larger commit, and the service stops on a refused commit). A chain follower's batch that passes thousands of lease
+// deadlines at once, thousands of stale offers, or thousands of matches are done over several calls, in the order one
+// unbounded call would take, with every invariant true between the calls; dispatchDue says whether work is left.
+import t, { type Test } from 'tap'
+import { defaultEngineConfig, resolveConfig, type Engine, type EngineConfig } from '../../src/engine/index.ts'
+import type { Change, EngineResult } from '../../src/engine/index.ts'
+import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '../../src/store/store.ts'
+import { BORROWER, NET, T0, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+
+const LEASE_TTL_MS = 30_000
+/** A small budget, so that a few dozen leases are more than one command may change. */
+const SMALL_BUDGET = 40
+const SMALL: Partial<EngineConfig> = { changesPerCommandMax: SMALL_BUDGET, lendersScannedPerMatchMax: 8, leaseTtlMs: LEASE_TTL_MS }
+
+function observe(engine: Engine, chainTimeMs: number, nowMs: number) {
+  return engine.observeChain({ network: NET, toBlock: BigInt(chainTimeMs), toBlockHash: '0x', toBlockTimeMs: chainTimeMs, events: [] }, nowMs)
+}
+
+/** Checks one command: at most `changesMax` changes, and the invariants hold after it. Returns its value. */
+function bounded<T>(t: Test, engine: Engine, result: EngineResult<T>, label: string, changesMax: number): T {
+  const value = unwrap(result)
+  const changes = (result as { changes: Change[] }).changes
+  if (changes.length > changesMax) t.fail(`${label}: ${changes.length} changes, more than ${changesMax}`)
+  engine.checkInvariants()
+  return value
+}
+
+/** `n` offers of the borrower, each leased now (one lender with liquidity for all): the lease ids in grant order. */
+function leasedOffers(engine: Engine, n: number, nowMs: number): { offerIds: string[]; leaseIds: string[] } {
+  const offerIds: string[] = []
+  const leaseIds: string[] = []
+  for (let i = 0; i < n; i++) {
+    const offerId = offerFor(engine, {}, nowMs)
+    const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, nowMs)).lease
+    if (!lease) throw new Error(`offer ${offerId} found no lender`)
+    offerIds.push(offerId)
+    leaseIds.push(lease.leaseId)
+  }
+  return { offerIds, leaseIds }
+}
+
+/** Dispatch once, then until no work is due: every call checked; the ids of leases and offers expired and offers leased, in order. */
+function dispatchUntilDone(t: Test, engine: Engine, nowMs: number, changesMax: number, callsMax: number) {
+  const expiredLeases: string[] = []
+  const expiredOffers: string[] = []
+  const leased: string[] = []
+  let calls = 0
+  do {
+    if (++calls > callsMax) throw new Error(`dispatch still due after ${callsMax} calls`)
+    const out = bounded(t, engine, engine.dispatch(nowMs), `dispatch ${calls}`, changesMax)
+    expiredLeases.push(...out.expiredLeases.map((l) => l.leaseId))
+    expiredOffers.push(...out.expiredOffers.map((o) => o.offerId))
+    leased.push(...out.matches.flatMap((m) => (m.lease ? [m.offer.offerId] : [])))
+  } while (engine.dispatchDue(nowMs))
+  return { expiredLeases, expiredOffers, leased, calls }
+}
+
+t.test('a batch that passes more lease deadlines than one command may change: bounded, and dispatch finishes them in order', async (t) => {
+  const { engine } = newEngine(SMALL)
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 10n ** 9n }), T0))
+  observe(engine, T0, T0)
+  const { offerIds, leaseIds } = leasedOffers(engine, 60, T0)
+
+  // One batch's chain time passes every deadline at once (a follower that lagged, a chain moved forward).
+  const batch = bounded(t, engine, observe(engine, T0 + LEASE_TTL_MS + 5_000, T0 + 1_000), 'the batch', SMALL_BUDGET)
+  t.ok(batch.expiredLeases.length > 0 && batch.expiredLeases.length < leaseIds.length, 'the batch times out as many as fit, not all')
+  t.same(batch.expiredLeases.map((l) => l.leaseId), leaseIds.slice(0, batch.expiredLeases.length), 'the first ones by deadline, then sequence')
+  t.ok(engine.dispatchDue(T0 + 1_000), 'the rest is due')
+  const left = leaseIds[batch.expiredLeases.length] as string
+  t.equal(engine.getLease(left)?.state, 'leased', 'a lease past its deadline waits, live, for its turn')
+  const leftOffer = offerIds[batch.expiredLeases.length] as string
+  const rematch = engine.matchOffer({ offerId: leftOffer, caller: BORROWER }, T0 + 1_000)
+  t.match(rematch, { ok: false, error: { code: 'offer_not_offered' } }, 'its offer is not leased to anyone else meanwhile')
+
+  const done = dispatchUntilDone(t, engine, T0 + 1_000, SMALL_BUDGET, 20)
+  t.ok(done.calls > 1, 'the rest takes more than one dispatch')
+  t.same([...batch.expiredLeases.map((l) => l.leaseId), ...done.expiredLeases], leaseIds, 'every lease expired once, in deadline and sequence order')
+  t.same(leaseIds.filter((id) => engine.getLease(id) !== undefined), [], 'none of them is live')
+  t.same(offerIds.filter((id) => engine.getOffer(id)?.state !== 'offered'), [], 'each offer waits for another lender')
+  t.notOk(engine.dispatchDue(T0 + 1_000), 'nothing is due any more')
+})
+
+t.test('stale offers beyond one command are expired over several dispatches, in creation order', async (t) => {
+  const { engine } = newEngine({ ...SMALL, offerTtlMs: 60_000 })
+  registerBacking(engine)
+  observe(engine, T0, T0)
+  const offerIds = Array.from({ length: 90 }, () => offerFor(engine, {}, T0))
+  bounded(t, engine, observe(engine, T0 + 60_000, T0 + 60_000), 'the batch', SMALL_BUDGET)
+  const done = dispatchUntilDone(t, engine, T0 + 60_000, SMALL_BUDGET, 20)
+  t.ok(done.calls > 1, 'more than one dispatch')
+  t.same(done.expiredOffers, offerIds, 'every offer expired once, in creation order')
+  t.equal(engine.getSource('src_1')?.committedAtomic, 0n, 'their capacity is back')
+})
+
+t.test("dispatch's matches stop at the budget too, and the next calls lease the rest in creation order", async (t) => {
+  const { engine } = newEngine(SMALL)
+  registerBacking(engine)
+  observe(engine, T0, T0)
+  const offerIds = Array.from({ length: 60 }, () => offerFor(engine, {}, T0))
+  // A lender arrives: dispatch leases every waiting offer to it, more than one command may change.
+  unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 10n ** 9n }), T0))
+  const done = dispatchUntilDone(t, engine, T0 + 1, SMALL_BUDGET, 20)
+  t.ok(done.calls > 1, 'more than one dispatch')
+  t.same(done.leased, offerIds, 'every offer leased once, in creation order')
+  t.notOk(engine.dispatchDue(T0 + 1), 'nothing is due once every offer is leased')
+})
+
+t.test('at the default budget: a batch passing 5,100 deadlines (over 10,000 changes at once) stays within the store limit', async (t) => {
+  const { engine } = newEngine({ leaseTtlMs: LEASE_TTL_MS, liveOffersPerBorrowerMax: 10_000 })
+  registerBacking(engine, 'src_1', 10n ** 12n)
+  unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 10n ** 12n }), T0))
+  observe(engine, T0, T0)
+  const { leaseIds } = leasedOffers(engine, 5_100, T0)
+  const batch = bounded(t, engine, observe(engine, T0 + LEASE_TTL_MS + 5_000, T0 + 1_000), 'the batch', CHANGES_PER_COMMIT_MAX_DEFAULT)
+  t.equal(engine.config.changesPerCommandMax, CHANGES_PER_COMMIT_MAX_DEFAULT, "the default budget is the store's limit")
+  const done = dispatchUntilDone(t, engine, T0 + 1_000, CHANGES_PER_COMMIT_MAX_DEFAULT, 10)
+  t.same([...batch.expiredLeases.map((l) => l.leaseId), ...done.expiredLeases], leaseIds, 'every lease expired once, in order')
+})
+
+t.test('the change budget: at least one matching attempt fits, and it fits in one store commit', async (t) => {
+  t.throws(() => resolveConfig({ changesPerCommandMax: 11, lendersScannedPerMatchMax: 8 }), RangeError, 'a matching attempt needs lendersScannedPerMatchMax + 4')
+  t.doesNotThrow(() => resolveConfig({ changesPerCommandMax: 12, lendersScannedPerMatchMax: 8 }))
+  t.throws(() => resolveConfig({ changesPerCommandMax: 1.5 }), RangeError)
+  t.ok(defaultEngineConfig.changesPerCommandMax <= Math.min(CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX), 'within what the store takes')
+})
