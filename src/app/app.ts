@@ -41,6 +41,7 @@ import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { startServer, type RunningServer } from '../http/server.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, StoreOverloadedError } from '../store/index.ts'
+import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '../store/store.ts'
 import { assembleCreditScore } from '../score/assembly.ts'
 import type { CreditScoreCompute } from '../score/compute.ts'
 import { resolveCreditScore } from '../score/settings.ts'
@@ -163,6 +164,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       // The credit contract is never a supplier (src/engine/suppliers.ts).
       creditContracts: Object.fromEntries(networks.map((n) => [n.slug, n.creditContract])),
     })
+    // One command's changes are one commit (and a dispatch's passport writes ride in it): the engine's change budget
+    // must fit in what the store takes, or a large dispatch would be refused by the store and stop the service.
+    const commitChangesMax = Math.min(CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX)
+    if (engineConfig.changesPerCommandMax > commitChangesMax) {
+      throw new RangeError(`engine config changesPerCommandMax must be at most ${commitChangesMax}, the store's changes per commit`)
+    }
     const store = await Store.open({
       dataDir: config.dataDir,
       durability: config.durability,
@@ -218,6 +225,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     // the lender reports it; the observed chain time expires leases). Stopped before the store closes (cleanups run
     // in reverse).
     const cursors = new FollowerCursors(store)
+    // The dispatch ticker's wake, once it runs (below, after the server listens).
+    let wakeTicker = () => {}
     for (const network of networks) {
       const follower = new ChainFollower({
         network,
@@ -226,6 +235,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         chainTimeIntervalMs: config.chainTimeIntervalMs,
         consume: async (batch) => {
           const outcome = await service.observeChain(batch, cursors.putOp(network.creditContract, batch))
+          // A batch that passed more deadlines than its command had room for left leases due: dispatch goes on now.
+          wakeTicker()
           // A payment the contract accepted and the engine could not apply is a gap the reconciliation check reports;
           // say it now too. (Events another part applies, and payments whose report came first, are expected.)
           for (const { proofKey, reason } of outcome?.ignored ?? []) {
@@ -346,12 +357,15 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     // A session that ends early ends its event streams too.
     cleanups.push(auth.onSessionsEnded((tokenHashes) => stream.endSessions(tokenHashes)))
 
-    // The expiry ticker: the same engine command as POST /credit/dispatch, through the same run-and-commit path.
-    // A tick the store has no room for changed nothing: it is skipped, like any refused request.
+    // The expiry ticker: the same engine command as POST /credit/dispatch, through the same run-and-commit path, again
+    // at once while work is due (CreditService.startTicker). A tick the store has no room for changed nothing: it is
+    // skipped, like any refused request.
     if (config.dispatchIntervalMs > 0) {
-      cleanups.push(periodic(config.dispatchIntervalMs, () => service.tick(), (error) => {
+      const ticker = service.startTicker(config.dispatchIntervalMs, (error) => {
         if (!(error instanceof StoreOverloadedError)) log({ level: 'error', msg: 'dispatch_tick_failed', error: String(error) })
-      }))
+      })
+      wakeTicker = ticker.wake
+      cleanups.push(ticker.stop)
     }
     // ERC-8004 links re-checked on chain (src/reputation/links.ts says why periodically and not on each read).
     if (config.reputation.linkRecheckIntervalMs > 0) {

@@ -70,6 +70,50 @@ export class CreditService extends ServiceCore {
     await this.run<DispatchOutcome>(null, () => this.engine.dispatch(this.now()), (outcome) => this.#liftedPassport(outcome))
   }
 
+  /**
+   * Runs the ticker every `intervalMs`, never two at once. While the engine has dispatch work due (a call or a chain
+   * follower's batch stopped at its change budget, an offer or lease due), the next tick runs on the next turn of the
+   * event loop (setImmediate) instead of an interval later: one bounded command per turn, so requests interleave with
+   * the catching up. `wake` asks for that now (a follower's batch left leases due); a tick that failed (the store
+   * full) waits for the interval. Returns wake and stop.
+   */
+  startTicker(intervalMs: number, onError: (error: unknown) => void): { wake: () => void; stop: () => void } {
+    let running = false
+    let stopped = false
+    let immediate: ReturnType<typeof setImmediate> | undefined
+    const wake = () => {
+      if (stopped || running || immediate !== undefined || !this.engine.dispatchDue(this.now())) return
+      immediate = setImmediate(() => {
+        immediate = undefined
+        run()
+      })
+    }
+    const run = () => {
+      if (stopped || running) return
+      running = true
+      this.tick().then(
+        () => {
+          running = false
+          wake()
+        },
+        (error: unknown) => {
+          running = false
+          onError(error)
+        },
+      )
+    }
+    const timer = setInterval(run, intervalMs)
+    timer.unref()
+    return {
+      wake,
+      stop: () => {
+        stopped = true
+        clearInterval(timer)
+        if (immediate !== undefined) clearImmediate(immediate)
+      },
+    }
+  }
+
   /** Dispatch lifts due suspensions: each lift is a passport event of its borrower. */
   #liftedPassport(outcome: DispatchOutcome): RecordWrite[] {
     return this.passportWrites(outcome.suspensionsLifted.map((lift) => ({

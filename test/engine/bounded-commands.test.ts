@@ -6,7 +6,7 @@ import t, { type Test } from 'tap'
 import { defaultEngineConfig, resolveConfig, type Engine, type EngineConfig } from '../../src/engine/index.ts'
 import type { Change, EngineResult } from '../../src/engine/index.ts'
 import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '../../src/store/store.ts'
-import { BORROWER, NET, T0, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import { BORROWER, CLIENT, NET, T0, addr, createJob, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 const LEASE_TTL_MS = 30_000
 /** A small budget, so that a few dozen leases are more than one command may change. */
@@ -117,6 +117,26 @@ t.test('at the default budget: a batch passing 5,100 deadlines (over 10,000 chan
   t.equal(engine.config.changesPerCommandMax, CHANGES_PER_COMMIT_MAX_DEFAULT, "the default budget is the store's limit")
   const done = dispatchUntilDone(t, engine, T0 + 1_000, CHANGES_PER_COMMIT_MAX_DEFAULT, 10)
   t.same([...batch.expiredLeases.map((l) => l.leaseId), ...done.expiredLeases], leaseIds, 'every lease expired once, in order')
+})
+
+t.test("suspension lifts stop where their passport events' record writes would pass the budget, and the next call lifts the rest", async (t) => {
+  const { engine } = newEngine({ ...SMALL, borrowerSuspensionMinSeconds: 60 })
+  const borrowers = Array.from({ length: 25 }, (_, i) => addr(0x7000 + i))
+  for (const [i, borrower] of borrowers.entries()) {
+    createJob(engine, `job_${i}`, 1_000n, T0 + 86_400_000, borrower)
+    unwrap(engine.failJob({ jobId: `job_${i}`, reason: 'failed', caller: CLIENT }, T0))
+  }
+  const lifted: string[] = []
+  let calls = 0
+  do {
+    calls += 1
+    const out = bounded(t, engine, engine.dispatch(T0 + 61_000), `dispatch ${calls}`, SMALL_BUDGET)
+    // The service writes each lift's passport event (two record writes) in the dispatch's commit.
+    if (out.suspensionsLifted.length * 2 > SMALL_BUDGET) t.fail(`dispatch ${calls}: ${out.suspensionsLifted.length} lifts, more record writes than ${SMALL_BUDGET}`)
+    lifted.push(...out.suspensionsLifted.map((l) => l.borrower))
+  } while (engine.dispatchDue(T0 + 61_000) && calls < 10)
+  t.ok(calls > 1, 'more than one dispatch')
+  t.same([...lifted].sort(), [...borrowers].sort(), 'every suspension lifted once')
 })
 
 t.test('the change budget: at least one matching attempt fits, and it fits in one store commit', async (t) => {
