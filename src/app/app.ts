@@ -32,7 +32,7 @@ import { ensurePassportKey, PassportBook } from '../passport/book.ts'
 import { WalletWatcher } from '../chain/watcher.ts'
 import { ChainFollower } from '../chain/follower.ts'
 import { FollowerCursors } from '../chain/follower-cursor.ts'
-import { resolveConfig } from '../engine/config.ts'
+import { resolveConfig, type EngineConfig } from '../engine/config.ts'
 import { Engine } from '../engine/engine.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../engine/migrations.ts'
 import type { StoredSnapshot } from '../engine/engine.ts'
@@ -164,12 +164,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       // The credit contract is never a supplier (src/engine/suppliers.ts).
       creditContracts: Object.fromEntries(networks.map((n) => [n.slug, n.creditContract])),
     })
-    // One command's changes are one commit (and a dispatch's passport writes ride in it): the engine's change budget
-    // must fit in what the store takes, or a large dispatch would be refused by the store and stop the service.
-    const commitChangesMax = Math.min(CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX)
-    if (engineConfig.changesPerCommandMax > commitChangesMax) {
-      throw new RangeError(`engine config changesPerCommandMax must be at most ${commitChangesMax}, the store's changes per commit`)
-    }
+    checkChangeBudget(engineConfig)
     const store = await Store.open({
       dataDir: config.dataDir,
       durability: config.durability,
@@ -404,6 +399,17 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
   } catch (error) {
     await cleanup()
     throw error
+  }
+}
+
+/**
+ * One command's changes are one commit (and a dispatch's passport writes ride in it): the engine's change budget must
+ * fit in what the store takes, or a large dispatch would be refused by the store and stop the service.
+ */
+export function checkChangeBudget(engineConfig: Pick<EngineConfig, 'changesPerCommandMax'>): void {
+  const commitChangesMax = Math.min(CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX)
+  if (engineConfig.changesPerCommandMax > commitChangesMax) {
+    throw new RangeError(`engine config changesPerCommandMax must be at most ${commitChangesMax}, the store's changes per commit`)
   }
 }
 

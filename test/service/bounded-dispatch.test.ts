@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { Address } from 'viem'
 import { generatePrivateKey } from 'viem/accounts'
+import { checkChangeBudget } from '../../src/app/app.ts'
 import { loadServiceConfig } from '../../src/app/config.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import type { ChainBatch } from '../../src/chain/follower.ts'
@@ -18,6 +19,7 @@ import { Engine } from '../../src/engine/index.ts'
 import { PassportBook } from '../../src/passport/book.ts'
 import { CreditService } from '../../src/service/credit-service.ts'
 import { Store } from '../../src/store/index.ts'
+import { CHANGES_PER_COMMIT_MAX_DEFAULT } from '../../src/store/store.ts'
 import { BORROWER, FakeWallets, NET, T0, lenderInput, offerFor, registerBacking, seedSuppliers, unwrap } from '../engine/fixtures/world.ts'
 
 const CHANGES_MAX = 40
@@ -82,4 +84,9 @@ t.test('a batch passing more lease deadlines than a commit holds: committed, not
   t.same(fatal, [], 'no dispatch commit was refused')
   t.same(leaseIds.filter((id) => engine.getLease(id) !== undefined), [], 'every lease expired')
   t.same(leaseIds.filter((id) => store.getSnapshot('lease', id)?.final !== true), [], 'and is stored final')
+})
+
+t.test("the service refuses to start with an engine change budget above the store's changes per commit", async (t) => {
+  t.throws(() => checkChangeBudget({ changesPerCommandMax: CHANGES_PER_COMMIT_MAX_DEFAULT + 1 }), RangeError)
+  t.doesNotThrow(() => checkChangeBudget({ changesPerCommandMax: CHANGES_PER_COMMIT_MAX_DEFAULT }))
 })
