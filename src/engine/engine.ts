@@ -290,7 +290,7 @@ export class Engine {
   /**
    * The chain follower's batch of one network (chain-facts.ts): each SupplierPaid of a live offer funds it exactly as
    * its report would, then the network's observed chain time moves to the batch's end and expires the leases whose
-   * deadline it is past. `pastLease` reads an ended lease back from the store (a payment under an old authorization).
+   * deadline it is past, as many as the change budget leaves room for (dispatch expires the rest). `pastLease` reads an ended lease back from the store (a payment under an old authorization).
    */
   observeChain(batch: ChainObservation, nowMs: number, pastLease?: PastLeaseOf): EngineResult<ChainObservationOutcome> {
     return drain(this.state, observeChain(this.state, batch, nowMs, pastLease))
