@@ -1,15 +1,18 @@
 // Restart time: a data directory holding RECORDS stored snapshots, LIVE of them live actors, is built through the real
-// store API, then a fresh process times what the service runs at start (src/app/app.ts): Store.open (with its deep
-// check of every entry in a child process, the snapshot versions and migrations), then the engine restored from
-// storedSnapshots (every engine record, the live actors only) and checkInvariants.
+// store API, then a fresh process times what the service runs at start (src/app/app.ts): Store.open (the snapshot
+// versions and migrations, and the deep check of every entry in a child process unless the store was closed cleanly),
+// then the engine restored from storedSnapshots (every engine record, the live actors only) and checkInvariants.
+// Timed twice: after a clean stop (the build closes the store cleanly, so the deep check is skipped: the headline
+// figures) and as after a crash (--verify deep: the deep check runs; `afterCrash`).
 // The live actors are made by the engine itself: LENDERS lenders, LIVE / 2 offers opened and matched (a matched offer
 // stays live beside its live lease), each command's changes one commit, as the service commits them. The rest is
 // history, as a service that ran a while holds it: final offers, leases and advances, copies under fresh ids of the
 // final snapshots of one real request-match-pay-repay cycle, committed 5,000 to a commit (the restore skips final
 // actors; the open check reads them). The page cache is warm from the build (a restart after a crash, not a reboot).
-// Writes bench/results/restart-latest.json (or --out).
+// Writes bench/results/restart-latest.json (or --out). --keep-data <dir> builds there and keeps it; --reuse-data <dir>
+// times the start-up again on a directory kept so (no build: cheap A/B runs of the start-up path).
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -19,15 +22,32 @@ import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../src/engine/migrations.
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, type Change } from '../src/store/index.ts'
 import { amountsOf, buildBook, matchOffer, NET, ASSET, openOffer, SUPPLIER, T0 } from './fixtures/book.ts'
 
-const { values: args } = parseArgs({ options: { restore: { type: 'string' }, verify: { type: 'string' }, records: { type: 'string' }, live: { type: 'string' }, lenders: { type: 'string' }, 'keep-data': { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false } }, strict: false })
+const { values: args } = parseArgs({ options: { restore: { type: 'string' }, verify: { type: 'string' }, records: { type: 'string' }, live: { type: 'string' }, lenders: { type: 'string' }, 'keep-data': { type: 'string' }, 'reuse-data': { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false } }, strict: false })
 const ENGINE_CONFIG = { liveOffersPerBorrowerMax: 1000 }
-// --verify header: skip the deep check's child process (the service's default is deep), to see the rest apart.
-const storeOptions = (dataDir: string) => ({ dataDir, durability: 'sync' as const, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations(), ...(args.verify === 'header' ? { verifyOnOpen: 'header' as const } : {}) })
+// --verify deep: the deep check as after a crash; --verify header: none, to see the rest apart. (The service's default
+// runs it unless the store was closed cleanly.)
+const verifyOnOpen = args.verify === 'deep' || args.verify === 'header' ? { verifyOnOpen: args.verify as 'deep' | 'header' } : {}
+const storeOptions = (dataDir: string) => ({ dataDir, durability: 'sync' as const, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations(), ...verifyOnOpen })
+
+/** CPU time of this process's threads, and of its children waited for (the deep check's), in ms (Linux). */
+function cpuMillis(): { self: number; children: number } {
+  const usage = process.cpuUsage()
+  let children = 0
+  try {
+    // Fields after the command name: utime stime cutime cstime are the 12th to 15th, in clock ticks (100 per second).
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ') ?? []
+    children = (Number(fields[13]) + Number(fields[14])) * 10
+  } catch {
+    // not Linux: children's CPU unknown
+  }
+  return { self: Math.round((usage.user + usage.system) / 1000), children }
+}
 
 /** The start-up path of src/app/app.ts, timed in its phases; runs in a fresh process. */
 async function restore(dataDir: string) {
   // The service's own reader of the store (imported here only: the build needs none of the app).
   const { storedSnapshots } = await import('../src/app/app.ts')
+  const cpu0 = cpuMillis()
   const t0 = performance.now()
   const store = await Store.open(storeOptions(dataDir))
   const t1 = performance.now()
@@ -35,15 +55,20 @@ async function restore(dataDir: string) {
   const t2 = performance.now()
   engine.checkInvariants()
   const t3 = performance.now()
+  const cpu3 = cpuMillis()
   const { counts } = engine.creditState()
   const memory = process.memoryUsage()
   await store.close()
   const ms = (v: number) => Math.round(v)
   return {
+    openCheck: store.openCheck,
     openMillis: ms(t1 - t0),
     restoreMillis: ms(t2 - t1),
     invariantsMillis: ms(t3 - t2),
     totalMillis: ms(t3 - t0),
+    // CPU of the start-up path: the service process's, and the deep check's child process's.
+    cpuMillis: cpu3.self - cpu0.self,
+    checkCpuMillis: cpu3.children - cpu0.children,
     restored: { liveOffers: counts.liveOffers, liveLeases: counts.liveLeases },
     heapUsedMiB: Math.round(memory.heapUsed / 2 ** 20),
     rssMiB: Math.round(memory.rss / 2 ** 20),
@@ -114,34 +139,51 @@ if (typeof args.restore === 'string') {
   const RECORDS = Number(args.records ?? (quick ? 5000 : 1_000_000))
   const LIVE = Number(args.live ?? (quick ? 1000 : 100_000))
   const LENDERS = Number(args.lenders ?? (quick ? 200 : 10_000))
-  // --keep-data <dir>: build there and keep it, to profile the restore alone (node --cpu-prof bench/restart.ts --restore <dir>/data).
-  const kept = typeof args['keep-data'] === 'string' ? args['keep-data'] : undefined
+  // --keep-data <dir>: build there and keep it (with built.json), to time again with --reuse-data <dir> or to profile
+  // the restore alone (node --cpu-prof bench/restart.ts --restore <dir>/data --verify header).
+  const reused = typeof args['reuse-data'] === 'string' ? args['reuse-data'] : undefined
+  const kept = reused ?? (typeof args['keep-data'] === 'string' ? args['keep-data'] : undefined)
   const dir = kept ?? mkdtempSync(join(tmpdir(), 'agent-credit-restart-'))
   try {
     const loadBefore = loadavg()[0] as number
-    process.stdout.write(`restart: building ${RECORDS} stored snapshots, ${LIVE} live actors, ${LENDERS} lenders\n`)
-    const buildStarted = performance.now()
-    const built = await build(join(dir, 'data'), RECORDS, LIVE, LENDERS)
-    const buildSeconds = Math.round((performance.now() - buildStarted) / 100) / 10
-    process.stdout.write(`  built in ${buildSeconds} s; timing the start-up path in a fresh process\n`)
+    let built: Awaited<ReturnType<typeof build>> & { buildSeconds: number }
+    if (reused === undefined) {
+      process.stdout.write(`restart: building ${RECORDS} stored snapshots, ${LIVE} live actors, ${LENDERS} lenders\n`)
+      const buildStarted = performance.now()
+      built = { ...(await build(join(dir, 'data'), RECORDS, LIVE, LENDERS)), buildSeconds: Math.round((performance.now() - buildStarted) / 100) / 10 }
+      if (kept !== undefined) writeFileSync(join(dir, 'built.json'), JSON.stringify(built))
+      process.stdout.write(`  built in ${built.buildSeconds} s; timing the start-up path in a fresh process\n`)
+    } else {
+      built = JSON.parse(readFileSync(join(dir, 'built.json'), 'utf8')) as typeof built
+      process.stdout.write(`restart: reusing ${dir} (${built.storedSnapshots} stored snapshots, ${built.liveActors} live actors)\n`)
+    }
+    type Figures = Awaited<ReturnType<typeof restore>>
     const restoreIn = (verify: string[]) => {
       const started = performance.now()
       const child = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--restore', join(dir, 'data'), ...verify], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 20 })
       const wallMillis = Math.round(performance.now() - started)
-      if (child.status === 0) return { ok: true as const, figures: JSON.parse(child.stdout.trim().split('\n').at(-1) as string) as Awaited<ReturnType<typeof restore>> }
+      if (child.status === 0) return { ok: true as const, figures: JSON.parse(child.stdout.trim().split('\n').at(-1) as string) as Figures }
       return { ok: false as const, wallMillis, reason: (child.stderr.split('\n').find((line) => /Error/.test(line)) ?? `exited with ${child.status ?? child.signal}`).slice(0, 400) }
     }
-    // The service's start refuses a data directory whose deep check fails (or outlasts its timeout): that is the
-    // figure, and the rest of the path is then timed without it, so the run still says where the time goes.
-    const deep = restoreIn([])
+    const checkRestored = (figures: Figures) => {
+      if (figures.restored.liveOffers + figures.restored.liveLeases !== built.liveActors) throw new Error(`restored ${JSON.stringify(figures.restored)}, the store holds ${built.liveActors} live actors`)
+      return figures
+    }
+    // After a clean stop: each timed start closes the store cleanly, as the build does, so the deep check is skipped.
+    const clean = restoreIn([])
+    if (!clean.ok) throw new Error(`restart after a clean stop failed: ${clean.reason}`)
+    if (clean.figures.openCheck !== 'clean-shutdown') throw new Error(`after a clean stop the open check was ${clean.figures.openCheck}`)
+    // As after a crash. The service's start refuses a data directory whose deep check fails (or outlasts its
+    // timeout): that is the figure, and the rest of the path is then timed without it.
+    const deep = restoreIn(['--verify', 'deep'])
     const header = deep.ok ? null : restoreIn(['--verify', 'header'])
     if (header !== null && !header.ok) throw new Error(`restore failed even without the deep check: ${header.reason}`)
-    const restart = deep.ok ? deep.figures : (header as { figures: Awaited<ReturnType<typeof restore>> }).figures
+    const afterCrash = checkRestored(deep.ok ? deep.figures : (header as { figures: Figures }).figures)
     const deepCheck = deep.ok ? { ok: true } : { ok: false, failedAfterMillis: deep.wallMillis, reason: deep.reason }
     if (!deep.ok) process.stdout.write(`  the deep check failed after ${deep.wallMillis} ms (${deep.reason}); timed again with --verify header\n`)
-    if (restart.restored.liveOffers + restart.restored.liveLeases !== built.liveActors) throw new Error(`restored ${JSON.stringify(restart.restored)}, the store holds ${built.liveActors} live actors`)
-    const result = { ...built, buildSeconds, deepCheck, ...restart, goal: { totalMillis: 5000 }, loadAverage: { before: loadBefore, after: loadavg()[0] } }
-    process.stdout.write(`restart: ${result.totalMillis} ms (Store.open ${result.openMillis} ms, engine restore ${result.restoreMillis} ms, invariants ${result.invariantsMillis} ms) for ${result.storedSnapshots} snapshots, ${result.liveActors} live actors; heap ${result.heapUsedMiB} MiB, rss ${result.rssMiB} MiB\n`)
+    const result = { ...built, deepCheck, ...checkRestored(clean.figures), afterCrash, goal: { totalMillis: 5000 }, loadAverage: { before: loadBefore, after: loadavg()[0] } }
+    const line = (r: Figures) => `${r.totalMillis} ms (Store.open ${r.openMillis} ms, engine restore ${r.restoreMillis} ms, invariants ${r.invariantsMillis} ms; CPU ${r.cpuMillis} ms + deep check ${r.checkCpuMillis} ms)`
+    process.stdout.write(`restart after a clean stop: ${line(result)}; after a crash: ${line(afterCrash)}; for ${result.storedSnapshots} snapshots, ${result.liveActors} live actors; heap ${result.heapUsedMiB} MiB, rss ${result.rssMiB} MiB; load ${loadBefore} -> ${result.loadAverage.after}\n`)
     if (typeof args.out === 'string') writeFileSync(args.out, `${JSON.stringify(result, null, 2)}\n`)
   } finally {
     if (kept === undefined) rmSync(dir, { recursive: true, force: true })

@@ -4,7 +4,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { RootDatabase } from 'lmdb'
 import { futureSnapshot } from './checks.ts'
-import { checkDataFile } from './data-file.ts'
+import { checkDataFile, type DataFileCheck } from './data-file.ts'
 import { StoreAssertionError, StoreOpenError, StoreVersionError } from './errors.ts'
 import type { SnapshotMigration } from './migrate.ts'
 import { isPlainObject } from './validate.ts'
@@ -60,8 +60,11 @@ export function openError(dataDir: string, error: unknown): StoreOpenError {
   })
 }
 
-/** Refuses, before LMDB touches anything, what LMDB would crash on, reset, or not be allowed to use. */
-export function checkDirectory(dataDir: string): 'new' | 'existing' {
+/**
+ * Refuses, before LMDB touches anything, what LMDB would crash on, reset, or not be allowed to use. Returns 'new', or
+ * the header check of the existing data.mdb.
+ */
+export function checkDirectory(dataDir: string): 'new' | Extract<DataFileCheck, { ok: true }> {
   let stat: fs.Stats | undefined
   try {
     stat = fs.statSync(dataDir)
@@ -86,7 +89,7 @@ export function checkDirectory(dataDir: string): 'new' | 'existing' {
   }
   const dataFile = path.join(dataDir, 'data.mdb')
   if (!fs.existsSync(dataFile)) return 'new'
-  let check: ReturnType<typeof checkDataFile>
+  let check: DataFileCheck
   try {
     fs.accessSync(dataFile, fs.constants.R_OK | fs.constants.W_OK)
     check = checkDataFile(dataFile)
@@ -101,7 +104,7 @@ export function checkDirectory(dataDir: string): 'new' | 'existing' {
         'point DATA_DIR to another directory.',
     )
   }
-  return 'existing'
+  return check
 }
 
 /** Checks (or, for a new directory, writes) the format and schema meta records. Returns recorded collections. */

@@ -10,6 +10,8 @@
 import path from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { checkRecordEntry, checkSnapshotEntry, isExpired } from './checks.ts'
+import { closedCleanly, forgetCleanShutdown, recordCleanShutdown } from './clean-shutdown.ts'
+import { checkDataFile } from './data-file.ts'
 import { StoreAssertionError, StoreClosedError, StoreError, StoreOpenError, StoreOverloadedError, StoreVersionError } from './errors.ts'
 import { Idempotency } from './idempotency.ts'
 import { migrateSnapshots, type SnapshotMigration } from './migrate.ts'
@@ -47,8 +49,12 @@ export interface StoreOptions {
   readonly snapshotVersions?: Partial<Record<ChangeKind, number>>
   /** Rewrites of older snapshots to these versions, applied at open in one transaction (src/store/migrate.ts). */
   readonly migrations?: readonly SnapshotMigration[]
-  /** 'deep' (default) reads every entry in a child process before opening; 'header' checks data.mdb's header only. */
-  readonly verifyOnOpen?: 'deep' | 'header'
+  /**
+   * 'deep-unless-clean' (default): the deep check (every entry read in a child process before opening) unless this
+   * release closed the store cleanly and data.mdb is as it left it (clean-shutdown.ts); 'deep': always;
+   * 'header': data.mdb's header only.
+   */
+  readonly verifyOnOpen?: 'deep-unless-clean' | 'deep' | 'header'
   readonly probeTimeoutMs?: number
   /** Epoch ms for updatedAtMs and expiry. The store is an edge, so it may read the wall clock; tests inject one. */
   readonly clock?: () => number
@@ -117,6 +123,8 @@ export class Store {
   readonly #holdCommitsWhile: (() => boolean) | undefined
   /** Whether the previous process closed this store (or it is new); false after a crash. */
   readonly cleanStart: boolean
+  /** How open() checked the data: 'deep', 'header', 'clean-shutdown' (the deep check skipped), or 'new'. */
+  readonly openCheck: 'deep' | 'header' | 'clean-shutdown' | 'new'
   #markedRunning = false
   #stats = { transactions: 0, commits: 0, failedCommits: 0, changes: 0, largestBatch: 0 }
 
@@ -127,6 +135,7 @@ export class Store {
     versions: ReadonlyMap<string, number>,
     recordedCollections: Record<string, number>,
     cleanStart: boolean,
+    openCheck: Store['openCheck'],
   ) {
     this.dataDir = dataDir
     this.durability = options.durability ?? 'sync'
@@ -145,6 +154,7 @@ export class Store {
     this.#pendingCommitsMax = options.pendingCommitsMax ?? PENDING_COMMITS_MAX_DEFAULT
     this.#holdCommitsWhile = options.holdCommitsWhile
     this.cleanStart = cleanStart
+    this.openCheck = openCheck
     this.idempotency = new Idempotency({
       retentionMs: options.idempotencyRetentionMs ?? IDEMPOTENCY_RETENTION_MS_DEFAULT,
       waitMs: options.idempotencyWaitMs ?? IDEMPOTENCY_WAIT_MS_DEFAULT,
@@ -170,7 +180,10 @@ export class Store {
       versions.set(kind, version)
     }
     const state = checkDirectory(dataDir)
-    if (state === 'existing' && (options.verifyOnOpen ?? 'deep') === 'deep') {
+    const verify = options.verifyOnOpen ?? 'deep-unless-clean'
+    if (verify !== 'deep-unless-clean' && verify !== 'deep' && verify !== 'header') fail(`unknown verifyOnOpen ${String(verify)}`)
+    const openCheck = state === 'new' ? 'new' : verify === 'header' ? 'header' : verify === 'deep-unless-clean' && closedCleanly(dataDir, state) ? 'clean-shutdown' : 'deep'
+    if (openCheck === 'deep') {
       const probe = await probeDataDir(dataDir, DB_NAMES, options.probeTimeoutMs ?? probeTimeoutMsFor(dataDir))
       if (!probe.ok && probe.timedOut === true) {
         throw new StoreOpenError(
@@ -217,9 +230,12 @@ export class Store {
       const kinds: Record<string, number> = { ...recorded.kinds, ...Object.fromEntries(versions) }
       for (const migration of due) if (!versions.has(migration.from.kind)) delete kinds[migration.from.kind]
       const upgrade = recorded.format.formatVersion < STORE_FORMAT_VERSION
-      if (upgrade || recorded.unwritten || due.length > 0 || Object.entries(kinds).some(([kind, version]) => recorded.kinds[kind] !== version)) {
-        // Nothing is written to a directory before every snapshot in it is known to be readable by this release.
-        if (state === 'existing') checkStoredVersions(dataDir, root, versions, due)
+      const rewrite = upgrade || recorded.unwritten || due.length > 0 || Object.entries(kinds).some(([kind, version]) => recorded.kinds[kind] !== version)
+      // Nothing is written to a directory before every snapshot in it is known to be readable by this release.
+      if (rewrite && state !== 'new') checkStoredVersions(dataDir, root, versions, due)
+      // From here on this process may write: a crash must find no clean-shutdown record.
+      forgetCleanShutdown(dataDir)
+      if (rewrite) {
         const meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
         root.transactionSync(() => {
           migrateSnapshots(root, due)
@@ -230,7 +246,7 @@ export class Store {
       }
       const shutdown = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never).get('shutdown')
       // A store written before the shutdown mark existed has none: its last stop is unknown, so it counts as unclean.
-      return new Store(dataDir, root, options, versions, recorded.collections, recorded.created || shutdown === 'clean')
+      return new Store(dataDir, root, options, versions, recorded.collections, recorded.created || shutdown === 'clean', openCheck)
     } catch (error) {
       await root.close()
       throw error
@@ -551,5 +567,9 @@ export class Store {
     while (this.#queue.length > 0 || this.#draining || this.#scheduled) await this.#drained
     if (this.#markedRunning) await this.#meta.put('shutdown', 'clean')
     await this.#root.close()
+    // Only synced commits leave data.mdb as the record describes it after a power loss.
+    if (this.durability !== 'sync') return
+    const check = checkDataFile(path.join(this.dataDir, 'data.mdb'))
+    if (check.ok) recordCleanShutdown(this.dataDir, check)
   }
 }

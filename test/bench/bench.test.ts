@@ -20,6 +20,7 @@ t.test('the in-process sections of npm run bench -- --quick complete and write t
   }
   t.equal(run.restart.restored.liveOffers + run.restart.restored.liveLeases, run.restart.liveActors, 'the restart restored every live actor the store holds')
   t.ok(run.restart.storedSnapshots >= run.restart.liveActors && run.restart.totalMillis > 0, 'restart time measured on the built data directory')
+  t.same([run.restart.openCheck, run.restart.afterCrash.openCheck], ['clean-shutdown', 'deep'], 'timed after a clean stop (no deep check) and as after a crash (the deep check)')
   t.ok(run.durableCommit.commitsPerSecond > 0, 'the store alone measured')
   t.ok(run.leaseSigning.results.length > 0, 'lease signing measured')
   checkCharts(t, results, summary, ['match', 'match-durable', 'scale-lenders', 'scale-offers', 'restart', 'durable-commit', 'lease-signing'])

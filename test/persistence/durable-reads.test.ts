@@ -9,6 +9,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { defaultDevnetNetworks, startDevnet } from '../../src/chain/devnet.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { startApp } from '../../src/app/app.ts'
+import { CLEAN_SHUTDOWN_FILE } from '../../src/store/clean-shutdown.ts'
 import { backingSourceBody } from '../api/fixtures/api.ts'
 import { creditRequest, fundedAccount, tempDataDir, testConfig, type Harness, USDC, usdc } from '../fixtures/service.ts'
 import { killAllServices, removeDir, startService, writeServiceFiles } from './fixtures/child-service.ts'
@@ -117,9 +118,13 @@ t.test('after a SIGKILL with a commit held, no id minted before the kill is mint
   t.equal(old.body.amountAtomic, usdc(7).toString())
 
   await service.stop('SIGTERM')
+  t.ok(existsSync(join(dataDir, CLEAN_SHUTDOWN_FILE)), 'a clean stop records it: the next start skips the deep check')
   service = await startService({ ...env, AGENT_CREDIT_TEST_HOLD_COMMITS_FILE: '' })
   const y2 = new CreditClient(service.url)
   y2.token = y.token
   const again = await y2.post('/credit/request', creditRequest(h, borrowerY.address, 'src-y', usdc(2), usdc(1)))
   t.equal(again.body.offer.offerId, `off_${2 ** 32 + 2}`, 'after a clean stop the sequence goes on, no jump')
+  t.notOk(existsSync(join(dataDir, CLEAN_SHUTDOWN_FILE)), 'the running service removed the record when it opened the store')
+  await service.stop('SIGKILL')
+  t.notOk(existsSync(join(dataDir, CLEAN_SHUTDOWN_FILE)), 'so a kill leaves none: the next start runs the deep check')
 })
