@@ -48,5 +48,7 @@ export async function idempotent(
 
 /** `/credit/jobs/{jobId}/complete` with `{ jobId: 'job_1' }` -> `/credit/jobs/job_1/complete`. */
 export function concretePath(template: string, params: Record<string, string>): string {
+  // Most mutations (the request and the match among them) have no parameter: no regular expression per request.
+  if (!template.includes('{')) return template
   return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => params[name] ?? '')
 }
