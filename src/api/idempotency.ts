@@ -19,13 +19,23 @@ export interface IdempotentRequest {
  * Runs `run` at most once per key, handing it the key's ticket (the first request with a key stores its response
  * through it); the reply carries `idempotent-replayed: true` when it is a stored response.
  */
-export async function idempotent(
+export function idempotent(
   store: Store,
   request: IdempotentRequest,
   run: (ticket: IdempotencyTicket | undefined) => Promise<StoredResponse>,
 ): Promise<StoredResponse & { headers?: Record<string, string> }> {
   const key = request.headers[IDEMPOTENCY_HEADER]
+  // Without a key nothing is looked up or stored: the run's own promise, without another async layer per request.
   if (key === undefined) return run(undefined)
+  return keyed(store, request, key, run)
+}
+
+async function keyed(
+  store: Store,
+  request: IdempotentRequest,
+  key: string,
+  run: (ticket: IdempotencyTicket | undefined) => Promise<StoredResponse>,
+): Promise<StoredResponse & { headers?: Record<string, string> }> {
   if (!KEY_PATTERN.test(key)) {
     throw new HttpProblem(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { title: 'Bad request' })
   }
@@ -48,5 +58,7 @@ export async function idempotent(
 
 /** `/credit/jobs/{jobId}/complete` with `{ jobId: 'job_1' }` -> `/credit/jobs/job_1/complete`. */
 export function concretePath(template: string, params: Record<string, string>): string {
+  // Most mutations (the request and the match among them) have no parameter: no regular expression per request.
+  if (!template.includes('{')) return template
   return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => params[name] ?? '')
 }

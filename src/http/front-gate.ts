@@ -89,9 +89,13 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headLi
       if (framing.unframed) { letGo(); return }
       const method = head.text.slice(0, Math.max(0, head.text.indexOf(' ')))
       pending = method
-      toUpstream(held.subarray(0, start + head.length))
-      held = held.subarray(start + head.length)
-      requestBodyLeft = framing.contentLength ?? 0
+      // The head and the body bytes already here go in one write: a write to uWS's socket is a system call, and the
+      // head and body of a small request arrive together (two writes were a third of the front's CPU, issue 11).
+      const contentLength = framing.contentLength ?? 0
+      const forwarded = start + head.length + Math.min(contentLength, held.length - start - head.length)
+      toUpstream(held.subarray(0, forwarded))
+      requestBodyLeft = contentLength - (forwarded - start - head.length)
+      held = held.subarray(forwarded)
     }
     if (!open) return
     if (held.length === 0 && clientEnded && requestBodyLeft === 0) up.end()

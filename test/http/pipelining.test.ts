@@ -2,8 +2,10 @@
 // The pinned uWebSockets.js build drops the connection, with nothing written, when a request is parsed while the answer
 // before it is still pending; the front's gate (src/http/front-gate.ts) holds each request until the answer before it
 // has gone. The last test pins the build's behaviour without the front, so these tests fail if the gate goes.
+import { EventEmitter } from 'node:events'
+import type { Socket } from 'node:net'
 import t from 'tap'
-import { framingOf } from '../../src/http/front-gate.ts'
+import { framingOf, gateConnection } from '../../src/http/front-gate.ts'
 import { rawExchange } from './fixtures/raw.ts'
 import { startTestServer, testTransport } from './fixtures/routes.ts'
 
@@ -64,6 +66,39 @@ if (testTransport === 'uws') {
     // Through the server: a request with two lengths behind a pending answer still gets uWS's own refusal.
     const { text } = await rawExchange(server.port, [get('/slow?ms=50') + 'POST /echo/a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}'], 2000)
     t.match(text, /^HTTP\/1\.1 200 /, 'the pending answer is not lost')
+  })
+}
+
+/** A socket's side the gate sees, recording what is written to it. */
+class FakeSocket extends EventEmitter {
+  readonly writes: string[] = []
+  readonly writableNeedDrain = false
+  write(bytes: Buffer): boolean {
+    this.writes.push(bytes.toString('latin1'))
+    return true
+  }
+  pause(): this { return this }
+  resume(): this { return this }
+  end(): this { return this }
+}
+
+if (testTransport === 'uws') {
+  t.test('the gate forwards a request\'s head and the body that came with it in one write (one system call, issue 11)', async (t) => {
+    const client = new FakeSocket()
+    const up = new FakeSocket()
+    gateConnection(client as unknown as Socket, up as unknown as Socket, Buffer.from(post('one') + post('two')), 16 * 1024)
+    t.same(up.writes, [post('one')], 'the first request whole, in one write; the second held behind its answer')
+    const answer = 'HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}'
+    up.emit('data', Buffer.from(answer))
+    t.same(client.writes, [answer], 'the answer passes to the client')
+    t.same(up.writes, [post('one'), post('two')], 'then the second request, whole, in one write')
+    // A body that arrives after its head goes on as it comes.
+    up.emit('data', Buffer.from(answer))
+    const third = post('three')
+    const cut = third.indexOf('\r\n\r\n') + 10
+    client.emit('data', Buffer.from(third.slice(0, cut)))
+    client.emit('data', Buffer.from(third.slice(cut)))
+    t.same(up.writes.slice(2), [third.slice(0, cut), third.slice(cut)], 'the head with the start of its body, then the rest')
   })
 }
 

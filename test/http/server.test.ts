@@ -115,6 +115,18 @@ t.test('400 malformed JSON', async (t) => {
   await expectProblem(t, invalidUtf8, 400, 'malformed_json')
 })
 
+t.test('a body that arrives in pieces is decoded whole: a character split between two reads is one character', async (t) => {
+  const text = JSON.stringify({ ...validBody, note: 'caf\u00e9' })
+  const bytes = Buffer.from(text, 'utf8')
+  const split = bytes.indexOf(0xc3) + 1
+  t.ok(split > 0 && bytes[split] === 0xa9, 'the split falls inside the two bytes of the e-acute')
+  const head = `POST /echo/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`
+  const { text: answer } = await rawExchange(server.port, [Buffer.concat([Buffer.from(head), bytes.subarray(0, split)]), bytes.subarray(split)])
+  const response = parseResponse(answer)
+  t.equal(response.status, 201, 'read and accepted, not malformed_json')
+  t.same(JSON.parse(response.body), { name: 'a', amountAtomic: '1000000', feeBps: 250, owner: ownerChecksummed })
+})
+
 t.test('400 schema failure lists every offending path', async (t) => {
   const body = await expectProblem(t, await post('/echo/UPPER', { amountAtomic: '01', feeBps: 10001, nested: { count: -1 } }), 400, 'validation_failed')
   const paths = (body['errors'] as Array<{ path: string }>).map((e) => e.path).sort()
