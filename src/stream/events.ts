@@ -3,8 +3,8 @@
 // HTTP routes answer), so a client that applies events in order holds what a fresh read would give it.
 //
 // Two steps, so the commit path pays only the first: the wallets an event goes to, read from the change's record
-// (what the hub numbers and retains), and its payload, built from the same record only once a connection needs the
-// event (src/stream/hub.ts).
+// (what the hub numbers and retains, with the part of the record the event shows), and its payload, built from that
+// only once a connection needs the event (src/stream/hub.ts).
 import type { Address } from 'viem'
 import { toWire } from '../api/wire.ts'
 import { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot } from '../engine/engine.ts'
@@ -39,21 +39,33 @@ export function eventWallets(change: Change): readonly Address[] | undefined {
 }
 
 /**
- * The payload of the event of `change` (everything but type, epoch, seq) for a change eventWallets carries; `at` is
- * its commit's time. A leased lease's action is built now, from the lease as the commit left it.
+ * What an event is derived from, for the ring to keep until it is: an actor's state and context (its view's parts;
+ * the record's transition history and XState's bookkeeping are in no event, and a fifth of a slot), a borrower's
+ * record as it is. Immutable, like the change it comes from.
  */
-export function eventBody(change: Change, at: string, sources: EventSources): Record<string, unknown> {
-  switch (change.kind) {
+export function eventRecord(change: Change): unknown {
+  if (change.kind === 'borrower') return change.record
+  const { value, context } = change.record as { value: unknown; context: unknown }
+  return { value, context }
+}
+
+/**
+ * The payload (everything but type, epoch, seq) of the event of a change of `kind` that eventWallets carries, from
+ * its eventRecord; `at` is its commit's time. A leased lease's action is built now, from the lease as the commit
+ * left it.
+ */
+export function eventBody(kind: Change['kind'], record: unknown, at: string, sources: EventSources): Record<string, unknown> {
+  switch (kind) {
     case 'lease': {
-      const lease = leaseViewFromSnapshot(change.record)
+      const lease = leaseViewFromSnapshot(record)
       const action = lease.state === 'leased' ? sources.leaseAction(lease) : null
       return { at, kind: 'lease', lease: toWire(lease), action }
     }
-    case 'offer': return { at, kind: 'offer', offer: toWire(offerViewFromSnapshot(change.record)) }
-    case 'advance': return { at, kind: 'advance', advance: toWire(advanceViewFromSnapshot(change.record)) }
-    case 'job': return { at, kind: 'job', job: toWire(jobViewFromSnapshot(change.record)) }
+    case 'offer': return { at, kind: 'offer', offer: toWire(offerViewFromSnapshot(record)) }
+    case 'advance': return { at, kind: 'advance', advance: toWire(advanceViewFromSnapshot(record)) }
+    case 'job': return { at, kind: 'job', job: toWire(jobViewFromSnapshot(record)) }
     case 'borrower': {
-      const b = change.record as BorrowerRecord
+      const b = record as BorrowerRecord
       const borrower = {
         address: b.address,
         suspended: b.suspended,
@@ -66,7 +78,7 @@ export function eventBody(change: Change, at: string, sources: EventSources): Re
       return { at, kind: 'passport', borrower }
     }
     default:
-      throw new Error(`stream: a ${change.kind} change has no event`)
+      throw new Error(`stream: a ${kind} change has no event`)
   }
 }
 

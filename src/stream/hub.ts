@@ -7,9 +7,9 @@
 // (the `resync` message) instead of the service writing every event a second time on the commit path. The epoch
 // (random per process) tells a client after a restart that its sequence numbers are from a previous run.
 //
-// The ring keeps each event's change (the engine's immutable record) and wallets, not its text: the text (and a leased
-// lease's signed action) is derived the first time a connection needs the event, live or resuming, then kept in the
-// slot in place of the change, so a commit nobody reads costs only the wallets and the numbering, and an event is
+// The ring keeps each event's wallets and the part of its change's record the event shows (immutable, made by the
+// engine), not its text: the text (and a leased lease's signed action) is derived the first time a connection needs
+// the event, live or resuming, then kept in the slot in place of the record, so a commit nobody reads costs only the wallets and the numbering, and an event is
 // derived at most once whoever reads it (its text never changes once sent).
 import { randomBytes } from 'node:crypto'
 import type { Address } from 'viem'
@@ -17,7 +17,7 @@ import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket, WebSock
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../http/problem.ts'
 import type { Authenticate } from '../http/server.ts'
 import type { Change } from '../engine/types.ts'
-import { eventBody, eventWallets, type EventSources } from './events.ts'
+import { eventBody, eventRecord, eventWallets, type EventSources } from './events.ts'
 import { STREAM_CLOSE, type StreamHello, type StreamResync } from './messages.ts'
 
 export interface StreamLimits {
@@ -45,8 +45,9 @@ interface Retained {
   /** The commit's time: the event's `at`, and what the age bound is checked against. */
   atMs: number
   wallets: readonly Address[]
-  /** What the event is derived from, until it is: then the slot keeps only its text. */
-  change: Change | undefined
+  kind: Change['kind']
+  /** What the event is derived from (events.ts eventRecord), until it is: then the slot keeps only its text. */
+  record: unknown
   text: string | undefined
 }
 
@@ -110,7 +111,7 @@ export class EventHub {
       if (wallets === undefined) continue
       nowMs ??= this.#nowMs()
       const seq = ++this.#lastSeq
-      const retained: Retained = { atMs: nowMs, wallets, change, text: undefined }
+      const retained: Retained = { atMs: nowMs, wallets, kind: change.kind, record: eventRecord(change), text: undefined }
       this.#ring[seq % this.limits.retainedEventsMax] = retained
       if (seq - this.#firstSeq >= this.limits.retainedEventsMax) this.#firstSeq = seq - this.limits.retainedEventsMax + 1
       for (const wallet of wallets) {
@@ -300,12 +301,12 @@ export class EventHub {
     }
   }
 
-  /** The event's text, derived (and its change let go) the first time a connection needs it. */
+  /** The event's text, derived (and its record let go) the first time a connection needs it. */
   #textOf(retained: Retained, seq: number): string {
     if (retained.text === undefined) {
-      const body = eventBody(retained.change as Change, new Date(retained.atMs).toISOString(), this.#sources)
+      const body = eventBody(retained.kind, retained.record, new Date(retained.atMs).toISOString(), this.#sources)
       retained.text = JSON.stringify({ type: 'event', epoch: this.epoch, seq, ...body })
-      retained.change = undefined
+      retained.record = undefined
     }
     return retained.text
   }
