@@ -9,8 +9,8 @@
 //
 // The ring keeps each event's wallets and the part of its change's record the event shows (immutable, made by the
 // engine), not its text: the text (and a leased lease's signed action) is derived the first time a connection needs
-// the event, live or resuming, then kept in the slot in place of the record, so a commit nobody reads costs only the wallets and the numbering, and an event is
-// derived at most once whoever reads it (its text never changes once sent).
+// the event, live or resuming, then kept in the slot in place of the record. A commit nobody reads costs only the
+// wallets and the numbering, and an event is derived at most once whoever reads it (its text never changes once sent).
 import { randomBytes } from 'node:crypto'
 import type { Address } from 'viem'
 import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket, WebSocketBehavior } from 'uWebSockets.js'
