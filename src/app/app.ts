@@ -55,7 +55,6 @@ import { CreditService } from '../service/credit-service.ts'
 import { Reconciliation } from '../service/reconciliation.ts'
 import { operatorRoutes } from '../api/routes/operator.ts'
 import { EVENTS_PATH, eventRoutes } from '../api/routes/events.ts'
-import { deriveEvents } from '../stream/events.ts'
 import { EventHub, type StreamLimits } from '../stream/hub.ts'
 import { streamComponents } from '../stream/messages.ts'
 
@@ -210,8 +209,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     const links = new AgentLinks(service, new ReputationReader(config.reputation, (slug) => service.clientsOf(slug)))
     watcher.on('update', ({ holder }) => engine.walletChanged(holder))
     // The event stream follows only durable commits: what it shows a client could never be lost by a crash.
-    const stream = new EventHub(options.streamLimits, clock)
-    cleanups.push(service.onDurable((changes) => stream.publish(deriveEvents(changes, { leaseAction: (lease) => deliverable(service, lease), nowMs: clock }))))
+    const stream = new EventHub({ leaseAction: (lease) => deliverable(service, lease) }, options.streamLimits, clock)
+    cleanups.push(service.onDurable((changes) => stream.publish(changes)))
     watcher.start()
     cleanups.push(() => watcher.stop())
 
@@ -472,7 +471,10 @@ function documentOf(routes: readonly AnyRoute[], baseUrl: string, config: Servic
   })
 }
 
-/** A live lease as its lender receives it on the stream: exactly what GET /lenders/{address}/actions lists for it. */
+/**
+ * A live lease as its lender receives it on the stream: what GET /lenders/{address}/actions lists for it, built when
+ * the event is first sent (the lease as its commit left it, its offer as the engine holds it then).
+ */
 function deliverable(service: CreditService, lease: LeaseView) {
   const delivered = service.leaseAuthorization(lease)
   return delivered === undefined ? null : payAction({ lease, ...delivered })

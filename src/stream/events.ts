@@ -1,16 +1,14 @@
 // From the durable change feed to per-wallet events: each change of a lease, offer, advance, job or borrower record
 // becomes one event for the wallets it concerns. An event carries the record's new state whole (the same view the
 // HTTP routes answer), so a client that applies events in order holds what a fresh read would give it.
+//
+// Two steps, so the commit path pays only the first: the wallets an event goes to, read from the change's record
+// (what the hub numbers and retains, with the part of the record the event shows), and its payload, built from that
+// only once a connection needs the event (src/stream/hub.ts).
 import type { Address } from 'viem'
 import { toWire } from '../api/wire.ts'
 import { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot } from '../engine/engine.ts'
 import type { BorrowerRecord, Change, LeaseView } from '../engine/types.ts'
-
-/** An event before the hub numbers it: the wallets it goes to and its payload (everything but type, epoch, seq). */
-export interface DerivedEvent {
-  wallets: readonly Address[]
-  body: Record<string, unknown>
-}
 
 export interface EventSources {
   /**
@@ -18,57 +16,74 @@ export interface EventSources {
    * as GET /lenders/{address}/actions builds it; null when it cannot be delivered (no lease signer, offer gone).
    */
   leaseAction(lease: LeaseView): unknown
-  nowMs(): number
 }
 
-/** The events of one durable commit, in the engine's order of its changes. */
-export function deriveEvents(changes: readonly Change[], sources: EventSources): DerivedEvent[] {
-  const at = new Date(sources.nowMs()).toISOString()
-  const events: DerivedEvent[] = []
-  for (const change of changes) {
-    switch (change.kind) {
-      case 'lease': {
-        const lease = leaseViewFromSnapshot(change.record)
-        const action = lease.state === 'leased' ? sources.leaseAction(lease) : null
-        events.push({ wallets: [lease.lender], body: { at, kind: 'lease', lease: toWire(lease), action } })
-        break
-      }
-      case 'offer': {
-        const offer = offerViewFromSnapshot(change.record)
-        events.push({ wallets: [offer.borrower], body: { at, kind: 'offer', offer: toWire(offer) } })
-        break
-      }
-      case 'advance': {
-        const advance = advanceViewFromSnapshot(change.record)
-        events.push({ wallets: distinct(advance.lender, advance.borrower), body: { at, kind: 'advance', advance: toWire(advance) } })
-        break
-      }
-      case 'job': {
-        const job = jobViewFromSnapshot(change.record)
-        events.push({ wallets: distinct(job.borrower, job.client), body: { at, kind: 'job', job: toWire(job) } })
-        break
-      }
-      case 'borrower': {
-        const b = change.record as BorrowerRecord
-        const borrower = {
-          address: b.address,
-          suspended: b.suspended,
-          suspendedAt: b.suspendedAtMs === null ? null : new Date(b.suspendedAtMs).toISOString(),
-          reputationBps: b.reputationBps,
-          advancesRepaid: b.advancesRepaid,
-          advancesDefaulted: b.advancesDefaulted,
-          shortfallAtomic: b.shortfallAtomic.toString(),
-        }
-        events.push({ wallets: [b.address], body: { at, kind: 'passport', borrower } })
-        break
-      }
-      // Lender profiles, sources, reserves and the engine's meta are read over HTTP; they change with every lease
-      // and would only repeat what the lease and advance events say.
-      default:
-        break
-    }
+/** The context of an actor's record (a job, offer, lease or advance snapshot): where its parties are. */
+type ActorContext = { lender: Address; borrower: Address; client: Address }
+
+/**
+ * The wallets the event of `change` goes to, in the order the event's view names them; undefined for a change the
+ * stream does not carry. Read from the record's context, without building the view (the view copies it whole).
+ */
+export function eventWallets(change: Change): readonly Address[] | undefined {
+  switch (change.kind) {
+    case 'lease': return [contextOf(change).lender]
+    case 'offer': return [contextOf(change).borrower]
+    case 'advance': return distinct(contextOf(change).lender, contextOf(change).borrower)
+    case 'job': return distinct(contextOf(change).borrower, contextOf(change).client)
+    case 'borrower': return [(change.record as BorrowerRecord).address]
+    // Lender profiles, sources, reserves and the engine's meta are read over HTTP; they change with every lease
+    // and would only repeat what the lease and advance events say.
+    default: return undefined
   }
-  return events
+}
+
+/**
+ * What an event is derived from, for the ring to keep until it is: an actor's state and context (its view's parts;
+ * the record's transition history and XState's bookkeeping are in no event, and a fifth of a slot), a borrower's
+ * record as it is. Immutable, like the change it comes from.
+ */
+export function eventRecord(change: Change): unknown {
+  if (change.kind === 'borrower') return change.record
+  const { value, context } = change.record as { value: unknown; context: unknown }
+  return { value, context }
+}
+
+/**
+ * The payload (everything but type, epoch, seq) of the event of a change of `kind` that eventWallets carries, from
+ * its eventRecord; `at` is its commit's time. A leased lease's action is built now, from the lease as the commit
+ * left it.
+ */
+export function eventBody(kind: Change['kind'], record: unknown, at: string, sources: EventSources): Record<string, unknown> {
+  switch (kind) {
+    case 'lease': {
+      const lease = leaseViewFromSnapshot(record)
+      const action = lease.state === 'leased' ? sources.leaseAction(lease) : null
+      return { at, kind: 'lease', lease: toWire(lease), action }
+    }
+    case 'offer': return { at, kind: 'offer', offer: toWire(offerViewFromSnapshot(record)) }
+    case 'advance': return { at, kind: 'advance', advance: toWire(advanceViewFromSnapshot(record)) }
+    case 'job': return { at, kind: 'job', job: toWire(jobViewFromSnapshot(record)) }
+    case 'borrower': {
+      const b = record as BorrowerRecord
+      const borrower = {
+        address: b.address,
+        suspended: b.suspended,
+        suspendedAt: b.suspendedAtMs === null ? null : new Date(b.suspendedAtMs).toISOString(),
+        reputationBps: b.reputationBps,
+        advancesRepaid: b.advancesRepaid,
+        advancesDefaulted: b.advancesDefaulted,
+        shortfallAtomic: b.shortfallAtomic.toString(),
+      }
+      return { at, kind: 'passport', borrower }
+    }
+    default:
+      throw new Error(`stream: a ${kind} change has no event`)
+  }
+}
+
+function contextOf(change: Change): ActorContext {
+  return (change.record as { context: ActorContext }).context
 }
 
 function distinct(a: Address, b: Address): Address[] {

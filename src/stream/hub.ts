@@ -6,12 +6,18 @@
 // store already holds and the HTTP routes serve, so a client that missed more than the ring re-reads that state
 // (the `resync` message) instead of the service writing every event a second time on the commit path. The epoch
 // (random per process) tells a client after a restart that its sequence numbers are from a previous run.
+//
+// The ring keeps each event's wallets and the part of its change's record the event shows (immutable, made by the
+// engine), not its text: the text (and a leased lease's signed action) is derived the first time a connection needs
+// the event, live or resuming, then kept in the slot in place of the record. A commit nobody reads costs only the
+// wallets and the numbering, and an event is derived at most once whoever reads it (its text never changes once sent).
 import { randomBytes } from 'node:crypto'
 import type { Address } from 'viem'
 import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket, WebSocketBehavior } from 'uWebSockets.js'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../http/problem.ts'
 import type { Authenticate } from '../http/server.ts'
-import type { DerivedEvent } from './events.ts'
+import type { Change } from '../engine/types.ts'
+import { eventBody, eventRecord, eventWallets, type EventSources } from './events.ts'
 import { STREAM_CLOSE, type StreamHello, type StreamResync } from './messages.ts'
 
 export interface StreamLimits {
@@ -36,9 +42,13 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
 }
 
 interface Retained {
+  /** The commit's time: the event's `at`, and what the age bound is checked against. */
   atMs: number
   wallets: readonly Address[]
-  text: string
+  kind: Change['kind']
+  /** What the event is derived from (events.ts eventRecord), until it is: then the slot keeps only its text. */
+  record: unknown
+  text: string | undefined
 }
 
 interface UpgradeData {
@@ -68,6 +78,7 @@ export interface ConnectionStats {
 export class EventHub {
   readonly epoch = randomBytes(8).toString('hex')
   readonly limits: StreamLimits
+  readonly #sources: EventSources
   readonly #nowMs: () => number
   readonly #ring: Array<Retained | undefined>
   /** Sequence numbers: the ring holds firstSeq..lastSeq (empty when firstSeq > lastSeq). */
@@ -80,30 +91,43 @@ export class EventHub {
   #peakBuffered = 0
   #closed = false
 
-  constructor(limits: Partial<StreamLimits> = {}, nowMs: () => number = Date.now) {
+  constructor(sources: EventSources, limits: Partial<StreamLimits> = {}, nowMs: () => number = Date.now) {
     this.limits = { ...DEFAULT_STREAM_LIMITS, ...limits }
+    this.#sources = sources
     this.#nowMs = nowMs
     this.#ring = new Array(this.limits.retainedEventsMax)
   }
 
-  /** Numbers and retains `events`, then hands each to the open connections of its wallets. */
-  publish(events: readonly DerivedEvent[]): void {
-    if (events.length === 0) return
-    const nowMs = this.#nowMs()
-    const touched = new Set<Connection>()
-    for (const event of events) {
+  /**
+   * Numbers and retains the events of one durable commit's `changes` (in their order), then hands each to the open
+   * connections of its wallets. An event some connection takes is derived now, so what a live subscriber receives
+   * reflects the engine as of its commit even when its socket is slow to drain.
+   */
+  publish(changes: readonly Change[]): void {
+    let nowMs: number | undefined
+    let touched: Set<Connection> | undefined
+    for (const change of changes) {
+      const wallets = eventWallets(change)
+      if (wallets === undefined) continue
+      nowMs ??= this.#nowMs()
       const seq = ++this.#lastSeq
-      const text = JSON.stringify({ type: 'event', epoch: this.epoch, seq, ...event.body })
-      this.#ring[seq % this.limits.retainedEventsMax] = { atMs: nowMs, wallets: event.wallets, text }
+      const retained: Retained = { atMs: nowMs, wallets, kind: change.kind, record: eventRecord(change), text: undefined }
+      this.#ring[seq % this.limits.retainedEventsMax] = retained
       if (seq - this.#firstSeq >= this.limits.retainedEventsMax) this.#firstSeq = seq - this.limits.retainedEventsMax + 1
-      for (const wallet of event.wallets) {
-        for (const connection of this.#byWallet.get(wallet) ?? []) {
-          if (this.#enqueue(connection, seq)) touched.add(connection)
+      for (const wallet of wallets) {
+        const connections = this.#byWallet.get(wallet)
+        if (connections === undefined) continue
+        for (const connection of connections) {
+          if (!this.#enqueue(connection, seq)) continue
+          this.#textOf(retained, seq)
+          touched ??= new Set()
+          touched.add(connection)
         }
       }
     }
+    if (nowMs === undefined) return
     this.#evictOlderThan(nowMs - this.limits.retentionMs)
-    for (const connection of touched) this.#pump(connection)
+    if (touched !== undefined) for (const connection of touched) this.#pump(connection)
   }
 
   stats(): { connections: ConnectionStats[]; peakQueuedEvents: number; peakBufferedBytes: number; firstSeq: number; lastSeq: number } {
@@ -264,7 +288,7 @@ export class EventHub {
           this.#end(connection, STREAM_CLOSE.slowConsumer, `fell behind the retention (next event ${seq}, oldest ${this.#firstSeq})`)
           return
         }
-        ws.send((this.#ring[seq % this.limits.retainedEventsMax] as Retained).text)
+        ws.send(this.#textOf(this.#ring[seq % this.limits.retainedEventsMax] as Retained, seq))
         connection.head++
       }
       const buffered = ws.getBufferedAmount()
@@ -275,6 +299,16 @@ export class EventHub {
       connection.queue.splice(0, connection.head)
       connection.head = 0
     }
+  }
+
+  /** The event's text, derived (and its record let go) the first time a connection needs it. */
+  #textOf(retained: Retained, seq: number): string {
+    if (retained.text === undefined) {
+      const body = eventBody(retained.kind, retained.record, new Date(retained.atMs).toISOString(), this.#sources)
+      retained.text = JSON.stringify({ type: 'event', epoch: this.epoch, seq, ...body })
+      retained.record = undefined
+    }
+    return retained.text
   }
 
   #evictOlderThan(cutoffMs: number): void {

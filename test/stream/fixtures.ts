@@ -1,7 +1,9 @@
 // A raw WebSocket client of GET /events for the stream's tests (the SDK's client is tested on its own): every frame is
 // checked against the published message schema and kept in order.
 import { Compile } from 'typebox/compile'
+import type { Address } from 'viem'
 import WebSocket from 'ws'
+import type { EventHub } from '../../src/stream/hub.ts'
 import { StreamMessage } from '../../src/stream/messages.ts'
 
 const checkMessage = Compile(StreamMessage)
@@ -83,3 +85,15 @@ export function openRawStream(baseUrl: string, token: string, query = ''): Promi
 }
 
 export const events = (s: RawStream) => s.messages.filter((m) => m.type === 'event')
+
+/**
+ * A connection opened on `hub` without a network: a stand-in for the uWS socket (it records every text sent and never
+ * pushes back), opened through the hub's own `open` with what an upgrade would have given it.
+ */
+export function fakeConnection(hub: EventHub, wallet: Address, resume: { since: number; epoch: string } | undefined = undefined): string[] {
+  const sent: string[] = []
+  const data = { wallet, tokenHash: undefined, since: resume?.since, epoch: resume?.epoch }
+  const ws = { getUserData: () => data, send: (text: string) => sent.push(text), cork: (run: () => void) => run(), getBufferedAmount: () => 0, end: () => undefined }
+  hub.behavior(async () => undefined).open?.(ws as never)
+  return sent
+}

@@ -4,8 +4,8 @@
 import t from 'tap'
 import WebSocket from 'ws'
 import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts'
-import { toWire } from '../../src/api/wire.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
+import type { Change } from '../../src/engine/types.ts'
 import { creditRequest, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { events, openRawStream, type RawStream } from './fixtures.ts'
 
@@ -118,10 +118,10 @@ t.test('a consumer that does not read is cut off with a reason; the server\'s qu
   const slow = await openRawStream(h.url, token)
   slow.ws.pause()
   const fast = await openRawStream(h.url, token)
-  // A realistic event (about 1 KB): the offer view the stream carries, addressed to this wallet.
+  // A realistic event (about 1 KB): a change of an offer record, addressed to this wallet.
   const offer = h.app.service.view('offer', 'off_1')
   t.ok(offer, 'an offer to copy')
-  const body = { at: new Date().toISOString(), kind: 'offer', offer: { ...toWire(offer), borrower: account.address } }
+  const change: Change = { kind: 'offer', id: 'off_1', record: { value: offer?.state, context: { ...offer, borrower: account.address } }, final: false }
 
   const hub = h.app.stream
   let published = 0
@@ -130,7 +130,7 @@ t.test('a consumer that does not read is cut off with a reason; the server\'s qu
   const batch = 50
   // Enough to fill any loopback socket buffer many times over; the cut-off comes long before.
   while (slowOpen() && published < 200_000) {
-    hub.publish(Array.from({ length: batch }, () => ({ wallets: [account.address], body })))
+    hub.publish(Array.from({ length: batch }, () => change))
     published += batch
     for (const c of hub.stats().connections) largestQueue = Math.max(largestQueue, c.queuedEvents)
     // The reading client keeps up: it has every event before the next batch.
@@ -140,7 +140,7 @@ t.test('a consumer that does not read is cut off with a reason; the server\'s qu
   t.ok(largestQueue <= QUEUED_EVENTS_MAX, `every queue seen between batches (largest ${largestQueue}) was within the bound`)
   const stats = hub.stats()
   t.ok(stats.peakQueuedEvents <= QUEUED_EVENTS_MAX, `the largest queue (${stats.peakQueuedEvents}) stayed within ${QUEUED_EVENTS_MAX}`)
-  const eventBytes = Buffer.byteLength(JSON.stringify({ type: 'event', epoch: hub.epoch, seq: stats.lastSeq, ...body }))
+  const eventBytes = Buffer.byteLength(JSON.stringify(events(fast).at(-1)))
   t.ok(stats.peakBufferedBytes <= SOCKET_BUFFERED_BYTES_MAX + eventBytes, `the socket buffer (${stats.peakBufferedBytes}) stayed within its bound plus one event`)
   slow.ws.resume()
   const closed = await slow.closed
