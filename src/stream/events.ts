@@ -58,8 +58,7 @@ export function eventBody(kind: Change['kind'], record: unknown, at: string, sou
   switch (kind) {
     case 'lease': {
       const lease = leaseViewFromSnapshot(record)
-      const action = lease.state === 'leased' ? sources.leaseAction(lease) : null
-      return { at, kind: 'lease', lease: toWire(lease), action }
+      return { at, kind: 'lease', lease: toWire(lease), action: lease.state === 'leased' ? leaseActionOrNull(lease, sources) : null }
     }
     case 'offer': return { at, kind: 'offer', offer: toWire(offerViewFromSnapshot(record)) }
     case 'advance': return { at, kind: 'advance', advance: toWire(advanceViewFromSnapshot(record)) }
@@ -88,4 +87,19 @@ function contextOf(change: Change): ActorContext {
 
 function distinct(a: Address, b: Address): Address[] {
   return a === b ? [a] : [a, b]
+}
+
+/**
+ * The lease's pay action, or null when the source fails: the event is built inside a socket's open or drain callback,
+ * long after its commit, and one lease that cannot be delivered must not stop the stream (the lender still reads
+ * GET /lenders/{address}/actions).
+ */
+function leaseActionOrNull(lease: LeaseView, sources: EventSources): unknown {
+  try {
+    return sources.leaseAction(lease)
+  } catch (error) {
+    const detail = error instanceof Error ? (error.stack ?? error.message) : String(error)
+    process.emitWarning(`the pay action of lease ${lease.leaseId} could not be built`, { code: 'STREAM_LEASE_ACTION_FAILED', detail })
+    return null
+  }
 }

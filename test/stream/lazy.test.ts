@@ -178,3 +178,21 @@ t.test('a lease event first derived late carries the action its source gives the
   deliverable = true
   t.same(eventTexts(fakeConnection(hub, lender, { since: 0, epoch: hub.epoch })).map((text) => JSON.parse(text)), late, 'a later resume gets the same texts')
 })
+
+t.test('a lease action source that throws gives the event action null; the stream goes on', async (t) => {
+  const clock = { nowMs: T0 }
+  const hub = new EventHub({ leaseAction: () => { throw new Error('signer unavailable') } }, {}, () => clock.nowMs)
+  const lender = LENDERS[0]?.address as Address
+  const warnings: string[] = []
+  const onWarning = (warning: Error & { code?: string }) => warnings.push(String(warning.code))
+  process.on('warning', onWarning)
+  t.teardown(() => process.off('warning', onWarning))
+  const live = fakeConnection(hub, lender)
+  feed(hub, clock, commits)
+  const expected = eagerEvents(commits, hub.epoch).filter((e) => e.wallets.includes(lender)).map((e) => ({ ...JSON.parse(e.text), action: null }))
+  const received = eventTexts(live).map((text) => ({ ...JSON.parse(text), action: null }))
+  t.same(received, expected, 'every event of the lender arrived, in order')
+  t.ok(eventTexts(live).map((text) => JSON.parse(text)).filter((m) => m.kind === 'lease').every((m) => m.action === null), 'lease actions are null')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.ok(warnings.includes('STREAM_LEASE_ACTION_FAILED'), 'the failure is reported as a warning')
+})
