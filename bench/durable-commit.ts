@@ -53,6 +53,8 @@ const result = {
   commitsPerSecond: Math.round(COMMITS / seconds),
   latencyMillis: { p50: at(0.5), p90: at(0.9), p99: at(0.99) },
   cpuMicrosPerCommit: Math.round((cpu.user + cpu.system) / COMMITS),
+  userCpuMicrosPerCommit: Math.round(cpu.user / COMMITS),
+  systemCpuMicrosPerCommit: Math.round(cpu.system / COMMITS),
   transactions: stats.transactions,
   commitsPerTransaction: Math.round((stats.commits / stats.transactions) * 10) / 10,
   loadAverage: { before: loadBefore, after: loadavg()[0] },
