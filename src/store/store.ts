@@ -19,7 +19,7 @@ import { isProofInfo, RecordCollection, UsedProofs } from './records.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ActorKind, type ChangeKind, type CommitResult, type Durability, type IdempotencyRecord, type RecordEntry, type SnapshotEntry } from './types.ts'
 import { assertChangeKind, assertCollectionName, assertId, assertVersion, fail, isActorKind, isPlainObject } from './validate.ts'
 import {
-  applyGroup, IDEMPOTENCY_COLLECTION, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
+  applyGroup, IDEMPOTENCY_COLLECTION, type CommitLimits, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
   type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey,
 } from './writes.ts'
 
@@ -108,7 +108,8 @@ export class Store {
   readonly #clock: () => number
   readonly #versions: ReadonlyMap<string, number>
   readonly #collectionVersions = new Map<string, number>()
-  readonly #changesPerCommitMax: number
+  /** What each commit is checked against; collection() adds to its collectionVersions. */
+  readonly #limits: CommitLimits
   readonly #commitsPerTxnMax: number
   readonly #pendingCommitsMax: number
   #queue: Pending[] = []
@@ -150,7 +151,9 @@ export class Store {
     this.#clock = options.clock ?? Date.now
     this.#versions = versions
     for (const [name, version] of Object.entries(recordedCollections)) this.#collectionVersions.set(name, version)
-    this.#changesPerCommitMax = options.changesPerCommitMax ?? CHANGES_PER_COMMIT_MAX_DEFAULT
+    this.#limits = {
+      changesPerCommitMax: options.changesPerCommitMax ?? CHANGES_PER_COMMIT_MAX_DEFAULT, versions, collectionVersions: this.#collectionVersions,
+    }
     this.#commitsPerTxnMax = options.commitsPerTxnMax ?? COMMITS_PER_TXN_MAX_DEFAULT
     this.#pendingCommitsMax = options.pendingCommitsMax ?? PENDING_COMMITS_MAX_DEFAULT
     this.#holdCommitsWhile = options.holdCommitsWhile
@@ -316,9 +319,7 @@ export class Store {
 
   #prepare(input: CommitInput, sweepLimit: number): Prepared {
     if (this.#closed) throw new StoreClosedError()
-    return prepareCommit(input, this.#clock, sweepLimit, {
-      changesPerCommitMax: this.#changesPerCommitMax, versions: this.#versions, collectionVersions: this.#collectionVersions,
-    })
+    return prepareCommit(input, this.#clock, sweepLimit, this.#limits)
   }
 
   #enqueue(prepared: Prepared): Promise<CommitResult & { swept: number }> {
