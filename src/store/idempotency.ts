@@ -63,6 +63,8 @@ type TicketState = 'open' | 'committing' | 'settled'
 
 export class IdempotencyTicket {
   readonly scope: IdempotencyScope
+  /** scopeKey(scope): the record's key, made once per request instead of again by its commit. */
+  readonly key: string
   readonly requestHash: string
   #state: TicketState = 'open'
   readonly #release: () => void
@@ -71,6 +73,7 @@ export class IdempotencyTicket {
 
   constructor(scope: IdempotencyScope, requestHash: string, onSettled: () => void) {
     this.scope = scope
+    this.key = scopeKey(scope)
     this.requestHash = requestHash
     let resolve!: () => void
     this.settled = new Promise<void>((r) => (resolve = r))

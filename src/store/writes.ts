@@ -4,7 +4,7 @@
 import type { Database } from 'lmdb'
 import { isExpired } from './checks.ts'
 import { StoreConflictError, StoreError } from './errors.ts'
-import { IdempotencyTicket, scopeKey, type IdempotencyCompletion } from './idempotency.ts'
+import { IdempotencyTicket, type IdempotencyCompletion } from './idempotency.ts'
 import type { Change, IdempotencyRecord, RecordEntry, RecordWrite, SnapshotEntry } from './types.ts'
 import {
   assertChangeKind, assertId, assertJsonLike, assertRecordKey, assertTimeMs, fail, isActorKind, isPlainObject,
@@ -253,11 +253,11 @@ function stageCommit(
   const completion = pending.idempotency
   let idempotencySlot: RecordSlot | null = null
   if (completion !== null) {
-    const scope = scopeKey(completion.ticket.scope)
-    idempotencySlot = slotOf(dbs, slots, overlayKeyOf(IDEMPOTENCY_COLLECTION, scope), IDEMPOTENCY_COLLECTION, scope)
+    const { key } = completion.ticket
+    idempotencySlot = slotOf(dbs, slots, overlayKeyOf(IDEMPOTENCY_COLLECTION, key), IDEMPOTENCY_COLLECTION, key)
     if (isPresent(idempotencySlot, pending)) {
       // The in-flight registry admits one ticket per key; a live record here means it was bypassed.
-      throw new StoreConflictError(IDEMPOTENCY_COLLECTION, scope, 'idempotency record already stored')
+      throw new StoreConflictError(IDEMPOTENCY_COLLECTION, key, 'idempotency record already stored')
     }
   }
   // Every check passed: from here on nothing throws.
