@@ -31,6 +31,11 @@ export function valueOf<T>(result: EngineResult<T>): T {
   return result.value
 }
 
+/** The record writes of a command that has none: one function for every such call. */
+function noRecords(): RecordWrite[] {
+  return []
+}
+
 /** A refusal of the engine with this code, or none. */
 export function refusedWith(error: unknown, code: string): EngineRefusedError | undefined {
   return error instanceof EngineRefusedError && error.error.code === code ? error : undefined
@@ -105,8 +110,9 @@ export class ServiceCore {
    * Runs `command` and enqueues its changes (plus `records` and, under an Idempotency-Key, the encoded response) in
    * the same synchronous section, then waits for durability. Nothing awaits between the command and the enqueue.
    */
-  async apply<T>(mutation: Mutation<T>, command: () => EngineResult<T>, records: (value: T) => RecordWrite[] = () => []): Promise<StoredResponse> {
-    return (await this.run(mutation, command, records)) as StoredResponse
+  apply<T>(mutation: Mutation<T>, command: () => EngineResult<T>, records: (value: T) => RecordWrite[] = noRecords): Promise<StoredResponse> {
+    // run's own promise: with a mutation it answers with the response, never null.
+    return this.run(mutation, command, records) as Promise<StoredResponse>
   }
 
   /**
@@ -130,20 +136,37 @@ export class ServiceCore {
     if (response === null && changes.length === 0 && writes.length === 0) return null
     // An actor that ended in this command left the engine's memory, and the store has it only once the commit is
     // written: until then a read finds it here (and, like every read, answers once the commit is durable).
-    const ended = changes.filter((c) => c.final)
-    for (const c of ended) this.#endedInFlight.set(`${c.kind}:${c.id}`, c)
+    const ended = this.#holdEnded(changes)
     try {
       const idempotency = response === null ? undefined : mutation?.ticket?.complete(response)
-      await this.store.commit({ changes, records: writes, ...(idempotency ? { idempotency } : {}) })
+      await this.store.commit({ changes, records: writes, idempotency })
     } catch (error) {
       // The engine already holds the change in memory: continuing would acknowledge state the disk lacks.
       this.#fatal?.(error)
       throw error
     } finally {
-      for (const c of ended) if (this.#endedInFlight.get(`${c.kind}:${c.id}`) === c) this.#endedInFlight.delete(`${c.kind}:${c.id}`)
+      if (ended !== null) this.#releaseEnded(ended)
     }
     if (changes.length > 0) this.#durable.tell(changes)
     return response
+  }
+
+  /** Holds the final actors of `changes` for reads until their commit is written; null (no allocation) when none is. */
+  #holdEnded(changes: readonly Change[]): Map<string, Change> | null {
+    let ended: Map<string, Change> | null = null
+    for (const change of changes) {
+      if (!change.final) continue
+      const key = `${change.kind}:${change.id}`
+      this.#endedInFlight.set(key, change)
+      ended ??= new Map()
+      ended.set(key, change)
+    }
+    return ended
+  }
+
+  /** Lets go of the held actors that a later commit of the same actor has not taken over. */
+  #releaseEnded(ended: ReadonlyMap<string, Change>): void {
+    for (const [key, change] of ended) if (this.#endedInFlight.get(key) === change) this.#endedInFlight.delete(key)
   }
 
   // ------------------------------------------------------------------------------------------------ helpers

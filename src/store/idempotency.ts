@@ -63,14 +63,17 @@ type TicketState = 'open' | 'committing' | 'settled'
 
 export class IdempotencyTicket {
   readonly scope: IdempotencyScope
+  /** scopeKey(scope), the record's key: made once when the request begins, not again by its commit. */
+  readonly key: string
   readonly requestHash: string
   #state: TicketState = 'open'
   readonly #release: () => void
   /** Resolves when the ticket is settled: its commit finished (either way) or it was abandoned. */
   readonly settled: Promise<void>
 
-  constructor(scope: IdempotencyScope, requestHash: string, onSettled: () => void) {
+  constructor(scope: IdempotencyScope, key: string, requestHash: string, onSettled: () => void) {
     this.scope = scope
+    this.key = key
     this.requestHash = requestHash
     let resolve!: () => void
     this.settled = new Promise<void>((r) => (resolve = r))
@@ -165,7 +168,7 @@ export class Idempotency {
         if (this.#inFlight.size >= IDEMPOTENCY_IN_FLIGHT_MAX) {
           throw new IdempotencyInFlightError(`more than ${IDEMPOTENCY_IN_FLIGHT_MAX} idempotent requests in flight`)
         }
-        const ticket = new IdempotencyTicket(scope, requestHash, () => {
+        const ticket = new IdempotencyTicket(scope, key, requestHash, () => {
           if (this.#inFlight.get(key) === ticket) this.#inFlight.delete(key)
         })
         this.#inFlight.set(key, ticket)

@@ -21,7 +21,7 @@ import { isProofInfo, RecordCollection, UsedProofs } from './records.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ActorKind, type ChangeKind, type CommitResult, type Durability, type IdempotencyRecord, type RecordEntry, type SnapshotEntry } from './types.ts'
 import { assertChangeKind, assertCollectionName, assertId, assertVersion, fail, isActorKind, isPlainObject } from './validate.ts'
 import {
-  applyGroup, IDEMPOTENCY_COLLECTION, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
+  applyGroup, IDEMPOTENCY_COLLECTION, type CommitLimits, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
   type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey,
 } from './writes.ts'
 
@@ -78,9 +78,16 @@ export interface StoreStats {
 }
 
 /** A queued commit: its prepared entries and the promise to settle once its transaction is written. */
-interface Pending extends Prepared {
+interface Pending {
+  readonly prepared: Prepared
   readonly resolve: (result: CommitResult & { swept: number }) => void
   readonly reject: (error: unknown) => void
+}
+
+/** A durable() call waiting until the commits queued before it (the first `queued` commits) have settled. */
+interface DurableWaiter {
+  readonly queued: number
+  readonly resolve: () => void
 }
 
 interface CollectionOptions<T> {
@@ -107,7 +114,8 @@ export class Store {
   readonly #clock: () => number
   readonly #versions: ReadonlyMap<string, number>
   readonly #collectionVersions = new Map<string, number>()
-  readonly #changesPerCommitMax: number
+  /** What each commit is checked against; collection() adds to its collectionVersions. */
+  readonly #limits: CommitLimits
   readonly #commitsPerTxnMax: number
   readonly #pendingCommitsMax: number
   #queue: Pending[] = []
@@ -118,8 +126,11 @@ export class Store {
   #resolveDrained: (() => void) | null = null
   #overlay = new Map<string, PreparedRecordWrite>()
   #seq = 0
-  /** Settles when the last commit queued so far is written (or failed): commits are written in queue order. */
-  #tail: Promise<void> = Promise.resolve()
+  /** Commits queued and commits settled (written or failed) so far; commits settle in queue order. */
+  #queuedCount = 0
+  #settledCount = 0
+  /** In the order of their `queued`, so the settled ones are at the front. */
+  #durableWaiters: DurableWaiter[] = []
   readonly #holdCommitsWhile: (() => boolean) | undefined
   /** Whether the previous process closed this store (or it is new); false after a crash. */
   readonly cleanStart: boolean
@@ -149,7 +160,9 @@ export class Store {
     this.#clock = options.clock ?? Date.now
     this.#versions = versions
     for (const [name, version] of Object.entries(recordedCollections)) this.#collectionVersions.set(name, version)
-    this.#changesPerCommitMax = options.changesPerCommitMax ?? CHANGES_PER_COMMIT_MAX_DEFAULT
+    this.#limits = {
+      changesPerCommitMax: options.changesPerCommitMax ?? CHANGES_PER_COMMIT_MAX_DEFAULT, versions, collectionVersions: this.#collectionVersions,
+    }
     this.#commitsPerTxnMax = options.commitsPerTxnMax ?? COMMITS_PER_TXN_MAX_DEFAULT
     this.#pendingCommitsMax = options.pendingCommitsMax ?? PENDING_COMMITS_MAX_DEFAULT
     this.#holdCommitsWhile = options.holdCommitsWhile
@@ -273,8 +286,9 @@ export class Store {
    * built from memory awaits it before answering, so nothing it shows can be lost by a crash (issue 10, hole 4).
    */
   durable(): Promise<void> {
-    if (this.#queue.length === 0 && !this.#draining && !this.#scheduled) return Promise.resolve()
-    return this.#tail
+    if (this.#settledCount === this.#queuedCount) return Promise.resolve()
+    // A promise per call, not per commit: reads wait here, commits never do (issue 11).
+    return new Promise((resolve) => this.#durableWaiters.push({ queued: this.#queuedCount, resolve }))
   }
 
   /**
@@ -321,9 +335,7 @@ export class Store {
 
   #prepare(input: CommitInput, sweepLimit: number): Prepared {
     if (this.#closed) throw new StoreClosedError()
-    return prepareCommit(input, this.#clock, sweepLimit, {
-      changesPerCommitMax: this.#changesPerCommitMax, versions: this.#versions, collectionVersions: this.#collectionVersions,
-    })
+    return prepareCommit(input, this.#clock, sweepLimit, this.#limits)
   }
 
   #enqueue(prepared: Prepared): Promise<CommitResult & { swept: number }> {
@@ -332,19 +344,15 @@ export class Store {
     }
     // From here on nothing throws: the commit is queued and its promise settles in #drain.
     prepared.idempotency?.ticket.markCommitting()
-    const records = prepared.records.map((record) => {
-      const withSeq = { ...record, seq: ++this.#seq }
-      this.#overlay.set(withSeq.overlayKey, withSeq)
-      return withSeq
-    })
+    for (const record of prepared.records) {
+      record.seq = ++this.#seq
+      this.#overlay.set(record.overlayKey, record)
+    }
+    this.#queuedCount++
     const committed = new Promise<CommitResult & { swept: number }>((resolve, reject) => {
-      this.#queue.push({ ...prepared, records, resolve, reject })
-      this.#schedule()
+      this.#queue.push({ prepared, resolve, reject })
     })
-    this.#tail = committed.then(
-      () => undefined,
-      () => undefined,
-    )
+    this.#schedule()
     return committed
   }
 
@@ -384,7 +392,7 @@ export class Store {
     try {
       await this.#root.transaction(() => {
         txnId = this.#root.getWriteTxnId()
-        outcome = applyGroup(this.#dbs, batch, this.idempotency.retentionMs, (step) => void this.#root.childTransaction(step))
+        outcome = applyGroup(this.#dbs, batch.map((pending) => pending.prepared), this.idempotency.retentionMs, (step) => void this.#root.childTransaction(step))
       })
     } catch (error) {
       txnError = error
@@ -393,22 +401,27 @@ export class Store {
     this.#stats.transactions++
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length)
     for (let i = 0; i < batch.length; i++) {
-      const pending = batch[i] as Pending
-      for (const record of pending.records) {
+      const { prepared, resolve, reject } = batch[i] as Pending
+      for (const record of prepared.records) {
         if (this.#overlay.get(record.overlayKey)?.seq === record.seq) this.#overlay.delete(record.overlayKey)
       }
       const error = txnError ?? outcome?.failures[i]
       if (error === undefined) {
         this.#stats.commits++
-        this.#stats.changes += pending.snapshots.length
-        pending.resolve({ txnId, swept: outcome?.swept[i] ?? 0 })
+        this.#stats.changes += prepared.snapshots.length
+        resolve({ txnId, swept: outcome?.swept[i] ?? 0 })
       } else {
         this.#stats.failedCommits++
-        pending.reject(error)
+        reject(error)
       }
       // After resolve: a waiting retry reads the stored response, which the read transaction now sees.
-      pending.idempotency?.ticket.settle()
+      prepared.idempotency?.ticket.settle()
     }
+    this.#settledCount += batch.length
+    // After the commits' own promises: a read waiting here answers after the commits it waited for are acknowledged.
+    let ready = 0
+    while (ready < this.#durableWaiters.length && (this.#durableWaiters[ready] as DurableWaiter).queued <= this.#settledCount) ready++
+    if (ready > 0) for (const waiter of this.#durableWaiters.splice(0, ready)) waiter.resolve()
   }
 
   // ----------------------------------------------------------------------------------------------------- reads

@@ -92,7 +92,9 @@ function jsonLikeProblem(value: unknown, depth: number): { at: string; readonly 
       }
       const proto = Object.getPrototypeOf(value)
       if (proto !== Object.prototype && proto !== null) return { at: '', message: 'not a plain object' }
-      for (const key of Object.keys(value)) {
+      // for-in over own keys: the same keys as Object.keys without an array per object (issue 11).
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue
         const problem = jsonLikeProblem((value as Record<string, unknown>)[key], depth + 1)
         if (problem !== undefined) {
           problem.at = `.${key}${problem.at}`

@@ -4,7 +4,7 @@
 import type { Database } from 'lmdb'
 import { isExpired } from './checks.ts'
 import { StoreConflictError, StoreError } from './errors.ts'
-import { IdempotencyTicket, scopeKey, type IdempotencyCompletion } from './idempotency.ts'
+import { IdempotencyTicket, type IdempotencyCompletion } from './idempotency.ts'
 import type { Change, IdempotencyRecord, RecordEntry, RecordWrite, SnapshotEntry } from './types.ts'
 import {
   assertChangeKind, assertId, assertJsonLike, assertRecordKey, assertTimeMs, fail, isActorKind, isPlainObject,
@@ -34,7 +34,8 @@ export interface PreparedRecordWrite {
   readonly write: RecordWrite
   readonly entry: RecordEntry | null
   readonly overlayKey: string
-  readonly seq: number
+  /** The store's write sequence, set when the commit is queued: the overlay drops the write it still shows. */
+  seq: number
 }
 
 /** A commit ready to queue: everything checked, every entry built. */
@@ -145,12 +146,19 @@ export interface GroupOutcome {
   readonly swept: number[]
 }
 
-/** A record key's state in the group: as stored before the group, and as the group's accepted commits leave it. */
+/**
+ * A record key's state in the group: as stored before the group, and as the group's accepted commits leave it.
+ * `checkedBy` and `checked` hold what the commit being checked would leave there (its earlier writes of the same key
+ * count for its later checks); they are taken over only when the whole commit passes, so a refused commit leaves the
+ * slot as it was without an undo step, and no map or closure is made per commit (issue 11).
+ */
 interface RecordSlot {
   readonly key: RecordKey
   readonly stored: RecordEntry | undefined
   current: RecordEntry | undefined
   written: boolean
+  checkedBy: Prepared | null
+  checked: RecordEntry | undefined
 }
 
 /**
@@ -217,8 +225,9 @@ function failureOf(error: unknown): unknown {
 }
 
 /**
- * Checks one commit against the group's state so far and, when it passes, stages its writes in `slots` and
- * `snapshots` (last write per key); throws StoreConflictError, staging nothing.
+ * Checks one commit against the group's state so far (reading the store for keys the group has not touched) and, when
+ * it passes, stages its writes in `slots` and `snapshots` (last write per key); throws StoreConflictError, staging
+ * nothing.
  */
 function stageCommit(
   dbs: StoreDatabases,
@@ -227,40 +236,10 @@ function stageCommit(
   slots: Map<string, RecordSlot>,
   snapshots: Map<string, PreparedSnapshot>,
 ): void {
-  for (const [slot, entry] of checkCommit(dbs, pending, idempotencyRetentionMs, slots)) {
-    slot.current = entry
-    slot.written = true
-  }
-  for (const snapshot of pending.snapshots) snapshots.set(overlayKeyOf(snapshot.key[0], snapshot.key[1]), snapshot)
-}
-
-/**
- * The checks of one commit against the group's state so far (reading the store for keys the group has not touched).
- * Returns what the commit would leave under each record key it writes; throws StoreConflictError, staging nothing.
- */
-function checkCommit(
-  dbs: StoreDatabases,
-  pending: Prepared,
-  idempotencyRetentionMs: number,
-  slots: Map<string, RecordSlot>,
-): Map<RecordSlot, RecordEntry | undefined> {
-  const staged = new Map<RecordSlot, RecordEntry | undefined>()
-  const slotOf = (overlayKey: string, key: RecordKey): RecordSlot => {
-    let slot = slots.get(overlayKey)
-    if (slot === undefined) {
-      const stored = dbs.records.get(key) as RecordEntry | undefined
-      slot = { key, stored, current: stored, written: false }
-      slots.set(overlayKey, slot)
-    }
-    return slot
-  }
-  const isPresent = (slot: RecordSlot): boolean => {
-    const entry = staged.has(slot) ? staged.get(slot) : slot.current
-    return entry !== undefined && !isExpired(entry, pending.nowMs)
-  }
+  const { nowMs } = pending
   for (const { write, entry, overlayKey } of pending.records) {
-    const slot = slotOf(overlayKey, [write.collection, write.key])
-    const present = isPresent(slot)
+    const slot = slotOf(dbs, slots, overlayKey, write.collection, write.key)
+    const present = isPresent(slot, pending)
     if (write.op === 'put') {
       if (write.onlyIfAbsent && present) {
         throw new StoreConflictError(write.collection, write.key, `${write.collection} ${write.key} already exists`)
@@ -268,21 +247,55 @@ function checkCommit(
     } else if (write.mustExist && !present) {
       throw new StoreConflictError(write.collection, write.key, `${write.collection} ${write.key} does not exist`)
     }
-    staged.set(slot, entry ?? undefined)
+    slot.checkedBy = pending
+    slot.checked = entry ?? undefined
   }
   const completion = pending.idempotency
+  let idempotencySlot: RecordSlot | null = null
   if (completion !== null) {
-    const entry = idempotencyEntry(completion, pending.nowMs, idempotencyRetentionMs)
-    const key: RecordKey = [IDEMPOTENCY_COLLECTION, scopeKey(completion.ticket.scope)]
-    const slot = slotOf(overlayKeyOf(key[0], key[1]), key)
-    if (isPresent(slot)) {
+    const { key } = completion.ticket
+    idempotencySlot = slotOf(dbs, slots, overlayKeyOf(IDEMPOTENCY_COLLECTION, key), IDEMPOTENCY_COLLECTION, key)
+    if (isPresent(idempotencySlot, pending)) {
       // The in-flight registry admits one ticket per key; a live record here means it was bypassed.
-      throw new StoreConflictError(IDEMPOTENCY_COLLECTION, key[1], 'idempotency record already stored')
+      throw new StoreConflictError(IDEMPOTENCY_COLLECTION, key, 'idempotency record already stored')
     }
-    staged.set(slot, entry)
   }
-  return staged
+  // Every check passed: from here on nothing throws.
+  for (const { overlayKey } of pending.records) takeChecked(slots.get(overlayKey) as RecordSlot)
+  if (completion !== null) {
+    const slot = idempotencySlot as RecordSlot
+    slot.current = idempotencyEntry(completion, nowMs, idempotencyRetentionMs)
+    slot.written = true
+  }
+  for (const snapshot of pending.snapshots) snapshots.set(overlayKeyOf(snapshot.key[0], snapshot.key[1]), snapshot)
 }
+
+/** The group's slot of a record key, made on first use from what the store holds. */
+function slotOf(dbs: StoreDatabases, slots: Map<string, RecordSlot>, overlayKey: string, collection: string, key: string): RecordSlot {
+  let slot = slots.get(overlayKey)
+  if (slot === undefined) {
+    const recordKey: RecordKey = [collection, key]
+    const stored = dbs.records.get(recordKey) as RecordEntry | undefined
+    slot = { key: recordKey, stored, current: stored, written: false, checkedBy: null, checked: undefined }
+    slots.set(overlayKey, slot)
+  }
+  return slot
+}
+
+/** Whether a live record holds the slot's key for `pending`: after its own earlier writes, else after the group's. */
+function isPresent(slot: RecordSlot, pending: Prepared): boolean {
+  const entry = slot.checkedBy === pending ? slot.checked : slot.current
+  return entry !== undefined && !isExpired(entry, pending.nowMs)
+}
+
+/** The checked commit's last write of the slot's key becomes the group's (a key written twice is taken twice). */
+function takeChecked(slot: RecordSlot): void {
+  slot.current = slot.checked
+  slot.written = true
+}
+
+/** lmdb-js's put options for the live index: MDB_NOOVERWRITE, one object for every put. */
+const KEEP_LIVE_ENTRY = { noOverwrite: true } as never
 
 /** The accepted commits' writes, each key once. An actor already in the live index keeps its entry (no rewrite). */
 function writeGroup(dbs: StoreDatabases, snapshots: ReadonlyMap<string, PreparedSnapshot>, slots: ReadonlyMap<string, RecordSlot>): void {
@@ -290,7 +303,7 @@ function writeGroup(dbs: StoreDatabases, snapshots: ReadonlyMap<string, Prepared
     dbs.snapshots.putSync(key, entry)
     if (actor) {
       if (entry.final) dbs.live.removeSync(key)
-      else dbs.live.putSync(key, entry.updatedAtMs, { noOverwrite: true } as never)
+      else dbs.live.putSync(key, entry.updatedAtMs, KEEP_LIVE_ENTRY)
     }
   }
   for (const slot of slots.values()) {

@@ -131,6 +131,8 @@ t.test('a value that cannot be persisted is refused with the path to the offendi
     [{ a: [1, { b: Number.NaN }] }, /^changes\[1\]\.record\.a\[1\]\.b: non-finite number$/],
     [{ d: new Map() }, /^changes\[1\]\.record\.d: not a plain object$/],
     [[[[() => 1]]], /^changes\[1\]\.record\[0\]\[0\]\[0\]: function cannot be persisted$/],
+    // An object without a prototype is checked key by key like any other.
+    [{ e: Object.assign(Object.create(null), { fine: 1, lost: undefined }) }, /^changes\[1\]\.record\.e\.lost: undefined cannot be persisted$/],
   ]
   for (const [record, message] of cases) {
     await t.rejects(store.commit({ changes: [job('job_ok', 'funded'), { kind: 'job', id: 'job_bad', record, final: false }] }), { message })

@@ -133,3 +133,57 @@ t.test('a write that throws inside LMDB fails its own commit only, and nothing o
   t.ok(reopened.getSnapshot('advance', 'adv_3'))
   t.same(reopened.verify(), { snapshots: 2, live: 2, records: 0 })
 })
+
+// Issue 11: a commit's checks are staged on the group's key slots without a per-commit map; these pin that a refused
+// commit's writes checked before its failing one stay out of the group, and that a commit's own earlier write of a
+// key counts for its later checks of that key.
+t.test('a refused commit leaves no staged write for the next in its group; a commit sees its own earlier writes', async (t) => {
+  const { store } = await freshStore(t)
+  const tags = store.collection<{ v: string }>('tag')
+  await store.commit({ records: [tags.putOp('taken', { v: 'stored' }), tags.putOp('consumed', { v: 'stored' })] })
+  const commits = [
+    // x passes its check, then taken fails: x must not be staged.
+    store.commit({ records: [tags.putOp('x', { v: 'refused' }), tags.putOp('taken', { v: 'again' }, { onlyIfAbsent: true })] }),
+    // So x is still absent for this create.
+    store.commit({ records: [tags.putOp('x', { v: 'created' }, { onlyIfAbsent: true })] }),
+    // Its own delete makes consumed absent for its own create.
+    store.commit({ records: [tags.deleteOp('consumed', { mustExist: true }), tags.putOp('consumed', { v: 'renewed' }, { onlyIfAbsent: true })] }),
+    // Its own put makes fresh present for its own consume-once delete.
+    store.commit({ records: [tags.putOp('fresh', { v: 'brief' }), tags.deleteOp('fresh', { mustExist: true })] }),
+    // And it put y twice: the second create sees the first.
+    store.commit({ records: [tags.putOp('y', { v: 'one' }), tags.putOp('y', { v: 'two' }, { onlyIfAbsent: true })] }),
+  ]
+  const settled = await Promise.allSettled(commits)
+  t.same(settled.map((s) => s.status), ['rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected'])
+  t.ok(settled[0]?.status === 'rejected' && settled[0].reason instanceof StoreConflictError)
+  t.ok(settled[4]?.status === 'rejected' && settled[4].reason instanceof StoreConflictError)
+  t.equal(new Set(settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.txnId] : []))).size, 1, 'one group transaction')
+  t.same(tags.get('x'), { v: 'created' })
+  t.same(tags.get('taken'), { v: 'stored' })
+  t.same(tags.get('consumed'), { v: 'renewed' })
+  t.equal(tags.get('fresh'), undefined)
+  t.equal(tags.get('y'), undefined, 'nothing of the refused commit')
+})
+
+t.test('durable() settles once every commit queued before it has settled, written or refused, and not later ones', async (t) => {
+  let held = true
+  const { store } = await freshStore(t, { commitsPerTxnMax: 1, holdCommitsWhile: () => held })
+  const tags = store.collection<{ v: string }>('tag')
+  await t.resolves(store.durable(), 'nothing pending: at once')
+  const events: string[] = []
+  const track = (name: string, promise: Promise<unknown>): Promise<unknown> =>
+    promise.then(
+      () => void events.push(`${name} written`),
+      () => void events.push(`${name} refused`),
+    )
+  const first = track('first', store.commit({ records: [tags.putOp('k', { v: 'a' }, { onlyIfAbsent: true })] }))
+  const second = track('second', store.commit({ records: [tags.putOp('k', { v: 'b' }, { onlyIfAbsent: true })] }))
+  const afterSecond = track('durable', store.durable())
+  const third = track('third', store.commit({ records: [tags.putOp('z', { v: 'c' })] }))
+  await new Promise((resolve) => setTimeout(resolve, 30))
+  t.same(events, [], 'nothing settles while the commits are held')
+  held = false
+  await Promise.all([first, second, afterSecond, third])
+  t.same(events, ['first written', 'second refused', 'durable written', 'third written'])
+  await t.resolves(store.durable(), 'nothing pending again: at once')
+})
