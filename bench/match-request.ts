@@ -22,7 +22,7 @@ const { values: args } = parseArgs({
   },
 })
 const LENDERS = Number(args.lenders ?? (args.quick ? 2000 : 10_000))
-const ROUNDS = Number(args.rounds ?? (args.quick ? 2000 : 20_000))
+const ROUNDS = Number(args.rounds ?? (args.quick ? 2000 : 10_000))
 const WARMUP = Math.min(2000, Math.floor(ROUNDS / 10))
 const BORROWERS = 16
 
