@@ -11,7 +11,7 @@ import { loadavg } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { amountsOf, ASSET, buildBook, histogramMicros, NET, SUPPLIER, T0 } from './fixtures/book.ts'
+import { amountsOf, ASSET, buildBook, histogramMicros, NET, payAndRepay, SUPPLIER, T0 } from './fixtures/book.ts'
 
 const { values: args } = parseArgs({
   options: {
@@ -26,7 +26,6 @@ const ROUNDS = Number(args.rounds ?? (args.quick ? 2000 : 10_000))
 const WARMUP = Math.min(2000, Math.floor(ROUNDS / 10))
 const BORROWERS = 16
 
-const txHash = (n: number): `0x${string}` => `0x${n.toString(16).padStart(64, '0')}`
 const cpuMicros = (since: NodeJS.CpuUsage): number => {
   const used = process.cpuUsage(since)
   return used.user + used.system
@@ -75,13 +74,7 @@ for (let i = 0; i < amounts.length; i++) {
     matchCpu[k] = matchCpuCall
     if ((k + 1) % Math.max(1, Math.floor(ROUNDS / 5)) === 0) process.stdout.write(`  ${k + 1}/${ROUNDS}\n`)
   }
-  const lease = matched.value.lease
-  const paid = engine.recordSupplierPayment({ network: NET, txHash: txHash(i), logIndex: 0, offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic, caller: lease.lender }, nowMs)
-  if (!paid.ok) throw new Error(paid.error.message)
-  const plan = engine.planRepayment(paid.value.advanceId)
-  if (!plan.ok) throw new Error(plan.error.message)
-  const repaid = engine.repayAdvance({ network: NET, txHash: txHash(10 ** 9 + i), logIndex: 0, advanceId: paid.value.advanceId, lender: lease.payer, payer: agent, amountAtomic: plan.value.amountAtomic, reserveAmountAtomic: plan.value.reserveAmountAtomic, lenderOwedAtomic: 0n, reserveOwedAtomic: 0n }, nowMs)
-  if (!repaid.ok) throw new Error(repaid.error.message)
+  payAndRepay(engine, { offerId, lease: matched.value.lease, borrower: agent, amountAtomic, round: i }, nowMs)
 }
 engine.checkInvariants()
 const sum = (values: Float64Array) => values.reduce((total, value) => total + value, 0)
