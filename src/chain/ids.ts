@@ -37,7 +37,9 @@ export function isKeySalt(value: unknown): value is Hex {
  * credit request derives an offer key, and for its ~40 bytes this costs about 6 µs of CPU against viem's JavaScript
  * keccak's 16 µs (issue 11). The package ships no types: this is the part of its API used here.
  */
-const nativeKeccak = createRequire(import.meta.url)('keccak') as (algorithm: 'keccak256') => { update(data: Uint8Array): { digest(encoding: 'hex'): string } }
+const nativeKeccak = createRequire(import.meta.url)('keccak') as (algorithm: 'keccak256') => {
+  update(data: Uint8Array): { digest(encoding: 'hex'): string }
+}
 
 /**
  * The v2 key of an offer and of its advance: keccak256(abi.encodePacked(keySalt, utf8(offerId))). The salt has a
