@@ -12,6 +12,7 @@ import * as hdr from 'hdr-histogram-js'
 import { Engine, type WalletView } from '../src/engine/index.ts'
 import { entryFor, MatchingBook, reposition, type BookEntry } from '../src/engine/book.ts'
 import { defaultEngineConfig } from '../src/engine/config.ts'
+import { payAndRepay } from './fixtures/book.ts'
 import { eligibleFee, feeAtomic } from '../src/engine/rules.ts'
 import type { Address, LenderRecord, RiskBand } from '../src/engine/types.ts'
 
@@ -32,10 +33,6 @@ const BENCH_SUPPLIER = { domain: 'bench.example', name: 'bench', addresses: { [N
 
 function addr(n: number): Address {
   return `0x${n.toString(16).padStart(40, '0')}` as Address
-}
-
-function txHash(n: number): `0x${string}` {
-  return `0x${n.toString(16).padStart(64, '0')}`
 }
 
 /** Deterministic pseudo-random numbers (LCG), so both sides and every run see the same book and offers. */
@@ -156,13 +153,7 @@ function runEngine(specs: LenderSpec[], amounts: bigint[]) {
       refused += m.value.refusedLeases.length
       progress('match', matched, MATCHES)
     }
-    const lease = m.value.lease
-    const paid = engine.recordSupplierPayment({ network: NET, txHash: txHash(i), logIndex: 0, offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic, caller: lease.lender }, nowMs)
-    if (!paid.ok) throw new Error(paid.error.message)
-    const plan = engine.planRepayment(paid.value.advanceId)
-    if (!plan.ok) throw new Error(plan.error.message)
-    const repaid = engine.repayAdvance({ network: NET, txHash: txHash(10 ** 9 + i), logIndex: 0, advanceId: paid.value.advanceId, lender: lease.payer, payer: BORROWER, amountAtomic: plan.value.amountAtomic, reserveAmountAtomic: plan.value.reserveAmountAtomic, lenderOwedAtomic: 0n, reserveOwedAtomic: 0n }, nowMs)
-    if (!repaid.ok) throw new Error(repaid.error.message)
+    payAndRepay(engine, { offerId, lease: m.value.lease, borrower: BORROWER, amountAtomic, round: i }, nowMs)
   }
   engine.checkInvariants()
   return { registerMicrosPerLender: Math.round((registerMicros / specs.length) * 100) / 100, refusedLeases: refused, ...summary(h, totalNs, matched) }

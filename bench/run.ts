@@ -126,6 +126,24 @@ Engine / bare book throughput: **${match.engineToBaselineThroughputRatio}**
     }),
   },
   {
+    name: 'match-request', key: 'matchRequest', file: 'match-request.ts', args: quick ? ['--quick'] : [], out: true,
+    markdown: (r) => `## The engine's request + match in process (bench/match-request.ts)
+
+${r.lenders} lenders, ${r.rounds} timed rounds of requestCredit then matchOffer (each lease then paid and repaid, untimed); process CPU per call (load average ${r.loadAverage.before.toFixed(1)} before):
+
+| | CPU mean | CPU p50 | wall p50 | wall p99 |
+|---|---|---|---|---|
+| requestCredit | ${r.cpuMicros.request} us | ${r.cpuMicrosP50.request} us | ${r.requestWallMicros.p50} us | ${r.requestWallMicros.p99} us |
+| matchOffer | ${r.cpuMicros.match} us | ${r.cpuMicrosP50.match} us | ${r.matchWallMicros.p50} us | ${r.matchWallMicros.p99} us |
+
+Outcome digest ${r.outcomeDigest}.
+`,
+    rows: (r) => [['engine CPU per request + match pair (in process, mean)', us(r.cpuMicros.pair)]],
+    charts: (r) => ({
+      'match-request': barChart({ title: `Engine CPU per call, ${r.lenders} lenders (in process)`, yLabel: 'us of process CPU (p50)', bars: [{ label: 'requestCredit', value: r.cpuMicrosP50.request }, { label: 'matchOffer', value: r.cpuMicrosP50.match }] }),
+    }),
+  },
+  {
     name: 'match-durable', key: 'matchDurable', file: 'match-durable.ts', args: quick ? ['--quick'] : [], out: true,
     markdown: (d) => `## Matching in process with durable commits (bench/match-durable.ts)
 

@@ -82,7 +82,13 @@ export const leaseMachine = setup({
   },
 }).createMachine({
   id: 'lease',
-  context: ({ input }) => ({ ...input, endReason: null, endedAtMs: null, payment: null }),
+  // Field by field rather than `...input`, as the offer's context (machines/offer.ts says why).
+  context: ({ input }) => ({
+    leaseId: input.leaseId, offerId: input.offerId, lender: input.lender, payer: input.payer, network: input.network,
+    asset: input.asset, amountAtomic: input.amountAtomic, feeAtomic: input.feeAtomic,
+    supplierAddress: input.supplierAddress, createdAtMs: input.createdAtMs, expiresAtMs: input.expiresAtMs,
+    endReason: null, endedAtMs: null, payment: null,
+  }),
   initial: 'leased',
   states: {
     leased: {

@@ -112,8 +112,15 @@ export const offerMachine = setup({
   },
 }).createMachine({
   id: 'offer',
+  // Field by field rather than `...input`: V8 copied the spread far slower here (in the profile of
+  // bench/match-request.ts, about 12 % of requestCredit's CPU spread, under 2 % field by field); the keys keep the
+  // input's order, and OfferContext makes the type checker refuse a field left out.
   context: ({ input }) => ({
-    ...input,
+    offerId: input.offerId, offerKey: input.offerKey, borrower: input.borrower, network: input.network, asset: input.asset,
+    productType: input.productType, amountAtomic: input.amountAtomic, maximumFeeAtomic: input.maximumFeeAtomic,
+    purpose: input.purpose, supplier: input.supplier, supplierDomain: input.supplierDomain,
+    supplierAddress: input.supplierAddress, source: input.source, riskBand: input.riskBand,
+    durationSeconds: input.durationSeconds, dueAtMs: input.dueAtMs, createdAtMs: input.createdAtMs, expiresAtMs: input.expiresAtMs,
     leaseIds: [],
     excludedLenders: [],
     currentLeaseId: null,

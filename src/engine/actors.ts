@@ -35,28 +35,42 @@ export function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: un
  * it does not hold takes the ordinary path). test/engine/actors.test.ts checks that both give the same actor.
  */
 export function startActor<M extends AnyStateMachine>(machine: M, input: InputFrom<M>): Actor<M> {
-  const initial = plainInitialState(machine)
-  if (initial === null) return createActor(machine as AnyStateMachine, { input }).start() as unknown as Actor<M>
+  const born = bornLogic(machine)
+  if (born === null) return createActor(machine as AnyStateMachine, { input }).start() as unknown as Actor<M>
   const context = (machine.config.context as (args: { input: unknown }) => unknown)({ input })
-  const snapshot = { status: 'active', value: initial, historyValue: {}, context, children: {} }
-  return createActor(machine as AnyStateMachine, { snapshot: snapshot as unknown as Snapshot<unknown> }).start() as unknown as Actor<M>
+  return createActor(born, { snapshot: { context } as unknown as Snapshot<unknown> }).start() as unknown as Actor<M>
 }
 
-const plainInitial = new WeakMap<AnyStateMachine, string | null>()
+const bornLogics = new WeakMap<AnyStateMachine, AnyStateMachine | null>()
 
-/** The machine's initial state if entering it runs nothing but the context factory, else null. */
-function plainInitialState(machine: AnyStateMachine): string | null {
-  let initial = plainInitial.get(machine)
-  if (initial === undefined) {
+/**
+ * The machine, except that restoring a snapshot gives its initial state with the snapshot's context, or null when
+ * entering the initial state runs more than the context factory. A restore by the machine itself revives the state
+ * value, every state node, the tags and the context (a walk for actor references) of a snapshot that is the same for
+ * every new actor but its context: about half of startActor's CPU (bench/match-request.ts). Here the machine resolves
+ * its initial state once, and each new actor's snapshot is that one with its own context and its own (empty)
+ * children and history value, which XState copies rather than mutates. Every other method is the machine's own (this
+ * object's prototype), and snapshots name the machine itself, so the actor behaves as one created from the machine.
+ */
+function bornLogic(machine: AnyStateMachine): AnyStateMachine | null {
+  let born = bornLogics.get(machine)
+  if (born === undefined) {
     const root = machine.root
     const target = root.initial?.target?.[0]
     const runsNothing = (node: typeof root): boolean =>
       node.entry.length === 0 && !node.always?.length && node.invoke.length === 0 && node.after.length === 0
-    initial = typeof machine.config.context === 'function' && target !== undefined && target.type === 'atomic' &&
-      (root.initial.actions?.length ?? 0) === 0 && runsNothing(root) && runsNothing(target) ? target.key : null
-    plainInitial.set(machine, initial)
+    const plain = typeof machine.config.context === 'function' && target !== undefined && target.type === 'atomic' &&
+      (root.initial.actions?.length ?? 0) === 0 && runsNothing(root) && runsNothing(target)
+    born = null
+    if (plain) {
+      const initial = machine.resolveState({ value: target.key, context: {} })
+      born = Object.create(machine, {
+        restoreSnapshot: { value: (snapshot: { context: unknown }) => ({ ...initial, context: snapshot.context, children: {}, historyValue: {} }) },
+      }) as AnyStateMachine
+    }
+    bornLogics.set(machine, born)
   }
-  return initial
+  return born
 }
 
 /**

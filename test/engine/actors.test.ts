@@ -30,6 +30,24 @@ for (const [kind, machine, input, event] of inputs) {
     t.same(born.getPersistedSnapshot(), made.getPersistedSnapshot(), `same after ${event.type}`)
     t.same(born.getSnapshot().status, made.getSnapshot().status)
   })
+
+  t.test(`a new ${kind}: actors started by startActor share no snapshot state and name the machine itself`, async (t) => {
+    const [first, second] = [startActor(machine, input), startActor(machine, input)]
+    const [a, b] = [first.getSnapshot(), second.getSnapshot()]
+    t.equal(a.machine, machine, 'the snapshot names the machine, not the object startActor restores with')
+    t.not(a.context, b.context, 'a context each')
+    t.not(a.children, b.children, 'children each')
+    t.not(a.historyValue, b.historyValue, 'a history value each')
+    t.ok(a.matches(String(made(machine, input).getSnapshot().value)), 'in the initial state createActor gives')
+    first.send(event as never)
+    t.not(first.getSnapshot(), a, 'the first took its event')
+    t.equal(second.getSnapshot(), b, 'the other did not move')
+    t.same(second.getPersistedSnapshot(), made(machine, input).getPersistedSnapshot(), 'and is still the initial actor')
+  })
+}
+
+function made(machine: AnyStateMachine, input: Record<string, unknown>): AnyActor {
+  return createActor(machine, { input }).start()
 }
 
 t.test('actorRecord: the persisted snapshot with its history, for every live actor through a life with every kind', async (t) => {
