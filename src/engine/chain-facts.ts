@@ -165,13 +165,14 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
 
 /**
  * Times out the network's live leases whose deadline its observed chain time is past, in deadline order then lease
- * sequence, while the command has room for one more time-out (changesPerCommandMax). Answers false when it stopped
- * with leases still due: they stay live (the safe side, see the file's comment) and the next dispatch goes on with them.
+ * sequence, while the command has room for one more time-out (changesPerCommandMax) and has taken fewer than
+ * timeOutsPerCommandMax (`expired` holds the command's time-outs so far). Answers false when it stopped with leases
+ * still due: they stay live (the safe side, see the file's comment) and the next dispatch goes on with them.
  */
 export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: LeaseView[]): boolean {
   // Each time-out takes its lease out of the schedule, so the next due one is at the top again.
   for (let due = nextDueLease(s, network); due !== undefined; due = nextDueLease(s, network)) {
-    if (!roomFor(s, LEASE_TIME_OUT_CHANGES_MAX)) return false
+    if (expired.length >= s.config.timeOutsPerCommandMax || !roomFor(s, LEASE_TIME_OUT_CHANGES_MAX)) return false
     expired.push(timeOutLease(s, due.lease, due.chainTimeMs, nowMs))
   }
   return true

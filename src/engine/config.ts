@@ -61,6 +61,13 @@ export interface EngineConfig {
    * work, a turn of the event loop, stays bounded. At least one matching attempt must fit.
    */
   changesPerCommandMax: number
+  /**
+   * Lease time-outs, and stale-offer expiries, one command takes at most (each kind). Timers fall due in bursts: a
+   * chain's time moves in whole-second blocks, so every lease of that second is over at once (about 100 us each). At
+   * most this many per command keeps one command to a few tens of ms, and the dispatch ticker goes on with the rest
+   * on the next turns of the event loop, between requests: a burst delays requests by one command, not by all of it.
+   */
+  timeOutsPerCommandMax: number
 }
 
 export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
@@ -95,6 +102,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   liveOffersPerBorrowerMax: 100,
   networksPerLenderMax: 16,
   changesPerCommandMax: 10_000,
+  timeOutsPerCommandMax: 256,
 })
 
 export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig {
@@ -114,7 +122,7 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
     throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')
   }
-  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'liveOffersPerBorrowerMax', 'borrowerSuspensionMinSeconds', 'leaseTtlMs', 'offerTtlMs'] as const) {
+  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'liveOffersPerBorrowerMax', 'borrowerSuspensionMinSeconds', 'leaseTtlMs', 'offerTtlMs', 'timeOutsPerCommandMax'] as const) {
     if (!Number.isInteger(config[key]) || config[key] < 1) throw new RangeError(`engine config ${key} must be a positive integer`)
   }
   if (!Number.isInteger(config.changesPerCommandMax) || config.changesPerCommandMax < matchChangesMax(config)) {

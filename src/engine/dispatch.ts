@@ -141,8 +141,9 @@ export function roomForLift(s: EngineState, liftedBefore: number): boolean {
 export function offersToDispatch(s: EngineState, nowMs: number): { offer: OfferActor; due: boolean }[] {
   const chosen: Due[] = []
   const stale = new Set<string>()
-  // Each expiry changes at least its offer: no command expires more than changesPerCommandMax of them.
-  const staleMax = s.config.changesPerCommandMax
+  // Each expiry changes at least its offer: no command expires more than changesPerCommandMax of them, nor more than
+  // timeOutsPerCommandMax (a burst of offers stale in the same second is spread over the ticker's next turns).
+  const staleMax = Math.min(s.config.changesPerCommandMax, s.config.timeOutsPerCommandMax)
   for (const [network, schedule] of s.offerExpiries) {
     const clockMs = networkClockMs(s, network, nowMs)
     for (const d of schedule.ascending()) {
@@ -155,6 +156,8 @@ export function offersToDispatch(s: EngineState, nowMs: number): { offer: OfferA
   for (const d of s.waitingOffers.ascending()) {
     if (matchable >= s.config.offersDispatchedPerCallMax) break
     if (stale.has(d.id)) continue
+    // Stale beyond this call's bound: a later call expires it (matching it would expire it here, past the bound).
+    if (stale.size >= staleMax && d.atMs <= networkClockMs(s, (s.offers.get(d.id) as OfferActor).getSnapshot().context.network, nowMs)) continue
     chosen.push(d)
     matchable += 1
   }

@@ -108,7 +108,8 @@ t.test("dispatch's matches stop at the budget too, and the next calls lease the 
 })
 
 t.test('at the default budget: a batch passing 5,100 deadlines (over 10,000 changes at once) stays within the store limit', async (t) => {
-  const { engine } = newEngine({ leaseTtlMs: LEASE_TTL_MS, liveOffersPerBorrowerMax: 10_000 })
+  // No bound on the count of time-outs here: the change budget alone is what this checks.
+  const { engine } = newEngine({ leaseTtlMs: LEASE_TTL_MS, liveOffersPerBorrowerMax: 10_000, timeOutsPerCommandMax: 1_000_000 })
   registerBacking(engine, 'src_1', 10n ** 12n)
   unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 10n ** 12n }), T0))
   observe(engine, T0, T0)
@@ -117,6 +118,45 @@ t.test('at the default budget: a batch passing 5,100 deadlines (over 10,000 chan
   t.equal(engine.config.changesPerCommandMax, CHANGES_PER_COMMIT_MAX_DEFAULT, "the default budget is the store's limit")
   const done = dispatchUntilDone(t, engine, T0 + 1_000, CHANGES_PER_COMMIT_MAX_DEFAULT, 10)
   t.same([...batch.expiredLeases.map((l) => l.leaseId), ...done.expiredLeases], leaseIds, 'every lease expired once, in order')
+})
+
+t.test('a burst of timers is spread over commands of at most timeOutsPerCommandMax time-outs, and of stale offers', async (t) => {
+  const { engine } = newEngine({ leaseTtlMs: LEASE_TTL_MS, timeOutsPerCommandMax: 7 })
+  t.equal(defaultEngineConfig.timeOutsPerCommandMax, 256, 'the default')
+  registerBacking(engine, 'src_1', 10n ** 12n)
+  unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 10n ** 12n }), T0))
+  observe(engine, T0, T0)
+  const { leaseIds } = leasedOffers(engine, 30, T0)
+  // Every deadline passes in one block, as a whole second of leases does on a live chain.
+  const batch = unwrap(observe(engine, T0 + LEASE_TTL_MS + 5_000, T0 + 1_000))
+  t.equal(batch.expiredLeases.length, 7, 'the batch times out seven')
+  const expired = batch.expiredLeases.map((l) => l.leaseId)
+  let calls = 0
+  while (engine.dispatchDue(T0 + 1_000) && calls < 20) {
+    calls += 1
+    const out = unwrap(engine.dispatch(T0 + 1_000))
+    if (out.expiredLeases.length > 7) t.fail(`dispatch ${calls}: ${out.expiredLeases.length} time-outs`)
+    expired.push(...out.expiredLeases.map((l) => l.leaseId))
+    engine.checkInvariants()
+  }
+  t.same(expired, leaseIds, 'every lease timed out once, in deadline order')
+
+  // The offers wait (their only lender's lease on them expired); 20 more are opened; then all are stale at once.
+  const more = Array.from({ length: 20 }, () => offerFor(engine, {}, T0 + 2_000))
+  const staleAtMs = (engine.getOffer(more[19] as string)?.expiresAtMs as number) + 1
+  unwrap(observe(engine, staleAtMs, staleAtMs))
+  const expiredOffers: string[] = []
+  calls = 0
+  while (engine.dispatchDue(staleAtMs) && calls < 20) {
+    calls += 1
+    const out = unwrap(engine.dispatch(staleAtMs))
+    if (out.expiredOffers.length > 7) t.fail(`dispatch ${calls}: ${out.expiredOffers.length} stale offers expired`)
+    expiredOffers.push(...out.expiredOffers.map((o) => o.offerId))
+    engine.checkInvariants()
+  }
+  t.ok(calls >= 3, `spread over ${calls} calls`)
+  t.same(expiredOffers.filter((id) => more.includes(id)), more, 'every stale offer expired once, in creation order')
+  t.throws(() => resolveConfig({ timeOutsPerCommandMax: 0 }), RangeError)
 })
 
 t.test("suspension lifts stop where their passport events' record writes would pass the budget, and the next call lifts the rest", async (t) => {
