@@ -322,9 +322,11 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
    * The events of blocks fromBlock..toBlock in chain order, read in logRange chunks, and the last block they cover:
    * toBlock, or, once a chunk brings them over eventsPerBatchMax, the last block before the first one that does not
    * fit (no later chunk is read). A block is never split: the batch's cursor is a block. A first block holding more
-   * events than the cap alone is taken whole rather than never delivered; the cap is far below what this contract's
-   * events fit in one block (each SupplierPaid writes a new advance, six fresh storage slots, over 130,000 gas, so
-   * chainEventsPerBatchMax's 1,250 of them need over 160M gas; Repaid events of one advance share their changes).
+   * events than the cap alone is taken whole rather than never delivered (or skipped). The cap counts every event at
+   * the most one makes (8 changes; most make none or share them), so only a far larger block overflows the commit:
+   * with the default budget, over 1,250 SupplierPaid (each writes a new advance, at least five fresh storage slots, and
+   * moves tokens: over 120,000 gas, so over 150M gas in one block) or 2,000 Repaid of as many distinct advances,
+   * lenders and borrowers. Such a block would be refused by the store, as any batch was before the cap.
    */
   async #readEvents(fromBlock: bigint, toBlock: bigint, toBlockHash: Hex): Promise<{ events: FollowedEvent[]; lastBlock: bigint; lastBlockLogHash?: Hex }> {
     const { publicClient } = this.#clients
