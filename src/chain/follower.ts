@@ -7,9 +7,10 @@
 // One poll: head -> target = head - (confirmations - 1) (a block with N confirmations is at most head - N + 1) -> the
 // cursor block must still have its stored hash (else the chain was replaced or reorganised deeper than the
 // confirmations: the follower stops with a clear error instead of reading another history) -> target's hash and time
-// -> eth_getLogs over (cursor, target] in chunks, cut at the last whole block within eventsPerBatchMax -> one batch. Every RPC call has a short deadline; failures back off
-// and mark the network degraded; recovery resumes from the cursor. Ranges without events are delivered too, at most
-// every chainTimeIntervalMs, because they advance the chain's observed time (what expires leases).
+// -> eth_getLogs over (cursor, target] in chunks, cut after the last whole block within eventsPerBatchMax -> one batch.
+// Every RPC call has a short deadline; failures back off and mark the network degraded; recovery resumes from the
+// cursor. Ranges without events are delivered too, at most every chainTimeIntervalMs, because they advance the chain's
+// observed time (what expires leases).
 import { EventEmitter } from 'node:events'
 import { BlockNotFoundError, type Address, type Hex } from 'viem'
 import { createNetworkClients, type NetworkClients } from './clients.ts'

@@ -1,7 +1,8 @@
 // The chain follower against anvil and CreditFacilityV2, its consumer committing every event and the cursor in one
 // LMDB commit (events stored create-only, so a double delivery would fail the commit): every event exactly once across
-// a restart, a failing consumer, an RPC outage (dead RPC, then a paused anvil); chunked eth_getLogs; batches cut at block boundaries within eventsPerBatchMax; confirmations;
-// idle delivery of chain time; a replaced chain or a wrong chain stops it with a clear error instead of re-reading.
+// a restart, a failing consumer, an RPC outage (dead RPC, then a paused anvil); chunked eth_getLogs; batches cut at
+// block boundaries within eventsPerBatchMax; confirmations; idle delivery of chain time; a replaced chain or a wrong
+// chain stops it with a clear error instead of re-reading.
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
