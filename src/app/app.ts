@@ -32,6 +32,7 @@ import { ensurePassportKey, PassportBook } from '../passport/book.ts'
 import { WalletWatcher } from '../chain/watcher.ts'
 import { ChainFollower } from '../chain/follower.ts'
 import { FollowerCursors } from '../chain/follower-cursor.ts'
+import { chainEventsPerBatchMax } from '../engine/chain-facts.ts'
 import { resolveConfig, type EngineConfig } from '../engine/config.ts'
 import { Engine } from '../engine/engine.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../engine/migrations.ts'
@@ -219,6 +220,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     // the lender reports it; the observed chain time expires leases). Stopped before the store closes (cleanups run
     // in reverse).
     const cursors = new FollowerCursors(store)
+    // A batch is one command: its events are capped so that their changes fit in the engine's change budget.
+    const eventsPerBatchMax = chainEventsPerBatchMax(engineConfig)
     // The dispatch ticker's wake, once it runs (below, after the server listens).
     let wakeTicker = () => {}
     for (const network of networks) {
@@ -227,6 +230,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         contract: network.creditContract,
         cursor: cursors.get(network.slug, network.creditContract),
         chainTimeIntervalMs: config.chainTimeIntervalMs,
+        eventsPerBatchMax,
         consume: async (batch) => {
           const outcome = await service.observeChain(batch, cursors.putOp(network.creditContract, batch))
           // A batch that passed more deadlines than its command had room for left leases due: dispatch goes on now.

@@ -7,9 +7,10 @@
 // One poll: head -> target = head - (confirmations - 1) (a block with N confirmations is at most head - N + 1) -> the
 // cursor block must still have its stored hash (else the chain was replaced or reorganised deeper than the
 // confirmations: the follower stops with a clear error instead of reading another history) -> target's hash and time
-// -> eth_getLogs over (cursor, target] in chunks -> one batch. Every RPC call has a short deadline; failures back off
-// and mark the network degraded; recovery resumes from the cursor. Ranges without events are delivered too, at most
-// every chainTimeIntervalMs, because they advance the chain's observed time (what expires leases).
+// -> eth_getLogs over (cursor, target] in chunks, cut after the last whole block within eventsPerBatchMax -> one batch.
+// Every RPC call has a short deadline; failures back off and mark the network degraded; recovery resumes from the
+// cursor. Ranges without events are delivered too, at most every chainTimeIntervalMs, because they advance the chain's
+// observed time (what expires leases).
 import { EventEmitter } from 'node:events'
 import { BlockNotFoundError, type Address, type Hex } from 'viem'
 import { createNetworkClients, type NetworkClients } from './clients.ts'
@@ -68,6 +69,13 @@ export type FollowerOptions = {
   /** Largest block range of one batch (bounds one commit). Default 10 chunks. */
   batchBlockRangeMax?: bigint
   /**
+   * Most events of one batch: the consumer applies a batch as one command, whose changes the engine bounds (the
+   * service passes src/engine/chain-facts.ts chainEventsPerBatchMax). A range holding more is cut after the last
+   * block whose events all fit, and the rest comes in the next poll at once; a block is never split, so a first block
+   * holding more than this alone is delivered whole (see #readEvents). Default: unbounded.
+   */
+  eventsPerBatchMax?: number
+  /**
    * Deadline of one RPC call. Default 10 s (followerRpcTimeoutMsDefault): the follower is not on any request path, so
    * the request path's fail-fast deadline would only keep it in back-off behind a slow but working RPC.
    */
@@ -103,6 +111,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly #confirmations: bigint
   readonly #logRange: bigint
   readonly #batchRange: bigint
+  readonly #eventsMax: number
   readonly #chainTimeIntervalMs: number
   readonly #nowMs: () => number
   #cursor: FollowerCursor | undefined
@@ -127,6 +136,8 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     this.#logRange = options.logBlockRangeMax ?? logBlockRangeMaxDefault
     if (this.#logRange < 1n) throw new RangeError('logBlockRangeMax must be at least 1')
     this.#batchRange = options.batchBlockRangeMax ?? this.#logRange * 10n
+    this.#eventsMax = options.eventsPerBatchMax ?? Number.POSITIVE_INFINITY
+    if (!(this.#eventsMax >= 1)) throw new RangeError('eventsPerBatchMax must be at least 1')
     this.#chainTimeIntervalMs = options.chainTimeIntervalMs ?? chainTimeIntervalMsDefault
     this.#nowMs = options.nowMs ?? Date.now
     this.#cursor = options.cursor
@@ -233,7 +244,12 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     if (toBlock >= scanFrom) {
       const block = await publicClient.getBlock({ blockNumber: toBlock })
       end = { blockNumber: toBlock, blockHash: block.hash, blockTimeMs: Number(block.timestamp) * 1000 }
-      events = await this.#readEvents(scanFrom, toBlock, block.hash)
+      const read = await this.#readEvents(scanFrom, toBlock, block.hash)
+      events = read.events
+      if (read.lastBlock < toBlock) {
+        toBlock = read.lastBlock
+        end = await this.#blockAt(toBlock, read.lastBlockLogHash)
+      }
     } else if (scanned !== undefined) {
       toBlock = scanned.blockNumber
       end = scanned
@@ -295,16 +311,36 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     }
   }
 
-  async #readEvents(fromBlock: bigint, toBlock: bigint, toBlockHash: Hex): Promise<FollowedEvent[]> {
+  /** The cursor of a batch cut at `blockNumber`; `logHash`: the block's hash in its logs, read before it. */
+  async #blockAt(blockNumber: bigint, logHash: Hex | undefined): Promise<FollowerCursor> {
+    const block = await this.#clients.publicClient.getBlock({ blockNumber })
+    // Logs of another hash than the block's: the chain moved under us (as for the range's end), read again.
+    if (logHash !== undefined && logHash !== block.hash) throw new Error(`block ${blockNumber} changed while it was read`)
+    return { blockNumber, blockHash: block.hash, blockTimeMs: Number(block.timestamp) * 1000 }
+  }
+
+  /**
+   * The events of blocks fromBlock..toBlock in chain order, read in logRange chunks, and the last block they cover:
+   * toBlock, or, once a chunk brings them over eventsPerBatchMax, the last block before the first one that does not
+   * fit (no later chunk is read). A block is never split: the batch's cursor is a block. A first block holding more
+   * events than the cap alone is taken whole rather than never delivered (or skipped). The cap counts every event at
+   * the most one makes (8 changes; most make none or share them), so only a far larger block overflows the commit:
+   * with the default budget, over 1,250 SupplierPaid (each writes a new advance, at least five fresh storage slots, and
+   * moves tokens: over 120,000 gas, so over 150M gas in one block) or 2,000 Repaid of as many distinct advances,
+   * lenders and borrowers. Such a block would be refused by the store, as any batch was before the cap.
+   */
+  async #readEvents(fromBlock: bigint, toBlock: bigint, toBlockHash: Hex): Promise<{ events: FollowedEvent[]; lastBlock: bigint; lastBlockLogHash?: Hex }> {
     const { publicClient } = this.#clients
     const events: FollowedEvent[] = []
     const blockTimes = new Map<bigint, number>()
+    const logHashes = new Map<bigint, Hex>()
     for (let start = fromBlock; start <= toBlock; start += this.#logRange) {
       const end = start + this.#logRange - 1n < toBlock ? start + this.#logRange - 1n : toBlock
       const logs = await publicClient.getLogs({ address: this.#options.contract, fromBlock: start, toBlock: end })
       for (const log of logs) {
         // The end block was read first; a log of it from another hash means the chain moved under us: read again.
         if (log.blockNumber === toBlock && log.blockHash !== toBlockHash) throw new Error(`block ${toBlock} changed while it was read`)
+        logHashes.set(log.blockNumber, log.blockHash)
         let blockTimeMs = blockTimes.get(log.blockNumber)
         if (blockTimeMs === undefined) {
           const timestamp = (log as { blockTimestamp?: bigint }).blockTimestamp ?? (await publicClient.getBlock({ blockNumber: log.blockNumber })).timestamp
@@ -314,7 +350,26 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
         const event = decodeFacilityLog(this.#options.contract, log, blockTimeMs)
         if (event !== undefined) events.push(event)
       }
+      if (events.length > this.#eventsMax) {
+        const cut = wholeBlocksWithin(events, this.#eventsMax)
+        return { ...cut, lastBlockLogHash: logHashes.get(cut.lastBlock) }
+      }
     }
-    return events
+    return { events, lastBlock: toBlock }
   }
+}
+
+/**
+ * The longest prefix of `events` (whole blocks read, in chain order, more than `max`) made of whole blocks and at most
+ * `max` events, ending on the block before the first that does not fit; or the first block whole when it alone holds
+ * more than `max`.
+ */
+function wholeBlocksWithin(events: FollowedEvent[], max: number): { events: FollowedEvent[]; lastBlock: bigint } {
+  const over = (events[max] as FollowedEvent).blockNumber
+  let fit = max
+  while (fit > 0 && (events[fit - 1] as FollowedEvent).blockNumber === over) fit--
+  if (fit > 0) return { events: events.slice(0, fit), lastBlock: over - 1n }
+  const first = (events[0] as FollowedEvent).blockNumber
+  const next = events.findIndex((e) => e.blockNumber !== first)
+  return { events: next === -1 ? events : events.slice(0, next), lastBlock: first }
 }

@@ -8,6 +8,7 @@
 import type { OfferContext } from '../../machines/index.ts'
 import { refused, send } from './actors.ts'
 import { applyRepaidFact, openAdvance } from './advances.ts'
+import type { EngineConfig } from './config.ts'
 import { chainTimeOf, LEASE_TIME_OUT_CHANGES_MAX, nextDueLease, roomFor } from './dispatch.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
@@ -17,6 +18,28 @@ import { cancelLease, payLease, timeOutLease } from './leases.ts'
 import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
 import type { EngineState, LeaseActor, OfferActor } from './state.ts'
 import type { Address, AdvanceView, EngineError, LeaseView, RepaymentReceipt } from './types.ts'
+
+/**
+ * The most changes one event of a follower's batch adds to its command (observeChain; an actor or record counts once
+ * per command). A SupplierPaid paid under an ended lease (fundOffer): the offer, its current lease cancelled and that
+ * lease's lender, the paying lender, the engine's id sequences (meta), the new advance, its job, and the borrower when
+ * the job had defaulted: 8 (paid under the current lease: 7). A Repaid (applyRepaidFact): the advance, its lender, the
+ * reserve, the borrower and the advance's job or backing source: 5. Any other event: none. The service adds at most 3
+ * record writes per event (the used proof, a repayment's passport event and head) and the cursor, fewer than its
+ * changes, and the change budget is at most the store's record writes per commit (src/app/app.ts checkChangeBudget).
+ */
+export const CHAIN_EVENT_CHANGES_MAX = 8
+
+/**
+ * The events one follower batch may carry (the follower cuts its range at a block boundary to stay within it), so that
+ * the batch's command never makes more than changesPerCommandMax changes. The lease time-outs that follow the events
+ * need no share of it: they take only the room the events left (timeOutDueLeases), and dispatch goes on with the rest.
+ */
+export function chainEventsPerBatchMax(config: Pick<EngineConfig, 'changesPerCommandMax'>): number {
+  const events = Math.floor(config.changesPerCommandMax / CHAIN_EVENT_CHANGES_MAX)
+  if (events < 1) throw new RangeError(`engine config changesPerCommandMax must be at least ${CHAIN_EVENT_CHANGES_MAX}: one chain event must fit in a command`)
+  return events
+}
 
 /** An ended lease read back from the store (final leases leave memory): for a payment under an old authorization. */
 export type PastLeaseOf = (leaseId: string) => { leaseId: string; lender: Address; feeAtomic: bigint; state: string } | undefined

@@ -1,7 +1,8 @@
 // The chain follower against anvil and CreditFacilityV2, its consumer committing every event and the cursor in one
 // LMDB commit (events stored create-only, so a double delivery would fail the commit): every event exactly once across
-// a restart, a failing consumer, an RPC outage (dead RPC, then a paused anvil); chunked eth_getLogs; confirmations;
-// idle delivery of chain time; a replaced chain or a wrong chain stops it with a clear error instead of re-reading.
+// a restart, a failing consumer, an RPC outage (dead RPC, then a paused anvil); chunked eth_getLogs; batches cut at
+// block boundaries within eventsPerBatchMax; confirmations; idle delivery of chain time; a replaced chain or a wrong
+// chain stops it with a clear error instead of re-reading.
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -49,6 +50,11 @@ async function activity(rounds: number): Promise<void> {
     await f.call(lender, 'paySupplier', [a, f.authorize(a)])
     await f.call(client, 'repay', [a.offerKey, 5n * USDC])
   }
+}
+
+/** The chain's head now: viem's cached block number can be a few blocks old when blocks come as fast as transactions. */
+function headBlock(): Promise<bigint> {
+  return f.publicClient.getBlockNumber({ cacheTime: 0 })
 }
 
 /** Every event of the contract from `fromBlock` on, as `txHash:logIndex`, in chain order. */
@@ -109,7 +115,7 @@ function lmdbFollower(store: Store, options: Partial<FollowerOptions> & { networ
 
 t.test('every event exactly once, in chain order, across a restart; the cursor lives in LMDB', async (t) => {
   const dataDir = join(root, 'restart')
-  const startBlock = await f.publicClient.getBlockNumber()
+  const startBlock = await headBlock()
   await activity(2)
   const first = await Store.open({ dataDir })
   const one = lmdbFollower(first, { startBlock })
@@ -144,9 +150,9 @@ t.test('every event exactly once, in chain order, across a restart; the cursor l
 t.test("with no cursor, the follower starts at the network's deploymentBlock: nothing before it is read", async (t) => {
   const store = await Store.open({ dataDir: join(root, 'deployment-block') })
   t.teardown(() => store.close())
-  const before = await f.publicClient.getBlockNumber()
+  const before = await headBlock()
   await activity(1)
-  const deploymentBlock = (await f.publicClient.getBlockNumber()) + 1n
+  const deploymentBlock = (await headBlock()) + 1n
   // The networks file names the block (as a number); the follower is given no startBlock of its own.
   const [network] = parseNetworksConfig(toNetworksFile([{ ...f.network, deploymentBlock }]), {})
   t.equal(network?.deploymentBlock, deploymentBlock)
@@ -165,7 +171,7 @@ t.test("with no cursor, the follower starts at the network's deploymentBlock: no
 t.test('a consumer that fails gets the same range again; nothing lost or doubled', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'consumer') })
   t.teardown(() => store.close())
-  const startBlock = await f.publicClient.getBlockNumber()
+  const startBlock = await headBlock()
   const failed: ChainBatch[] = []
   const follower = lmdbFollower(store, {
     startBlock,
@@ -194,7 +200,7 @@ t.test('a consumer that fails gets the same range again; nothing lost or doubled
 t.test('an RPC outage (dead RPC, then a paused anvil): degraded, then recovered from the cursor, every event once', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'outage') })
   t.teardown(() => store.close())
-  const startBlock = await f.publicClient.getBlockNumber()
+  const startBlock = await headBlock()
   const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
   const transitions: string[] = []
   follower.follower.on('degraded', () => transitions.push('degraded'))
@@ -232,12 +238,12 @@ t.test('an RPC outage (dead RPC, then a paused anvil): degraded, then recovered 
 t.test('eth_getLogs is chunked, and a batch is bounded, over many blocks', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'chunks') })
   t.teardown(() => store.close())
-  const startBlock = (await f.publicClient.getBlockNumber()) + 1n
+  const startBlock = (await headBlock()) + 1n
   for (let i = 0; i < 3; i++) {
     await activity(1)
     await f.testClient.mine({ blocks: 7 })
   }
-  const head = await f.publicClient.getBlockNumber()
+  const head = await headBlock()
   proxy.reset()
   const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, logBlockRangeMax: 3n, batchBlockRangeMax: 6n })
   follower.follower.start()
@@ -257,7 +263,7 @@ t.test('eth_getLogs is chunked, and a batch is bounded, over many blocks', async
 t.test('idle ranges are delivered as empty batches, at most once per interval, and advance chain time', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'idle') })
   t.teardown(() => store.close())
-  const startBlock = await f.publicClient.getBlockNumber()
+  const startBlock = await headBlock()
   const deliveredAtMs: number[] = []
   const follower = lmdbFollower(store, { startBlock, chainTimeIntervalMs: 400, consume: async () => void deliveredAtMs.push(Date.now()) })
   follower.follower.start()
@@ -278,7 +284,7 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   const store = await Store.open({ dataDir: join(root, 'replaced') })
   t.teardown(() => store.close())
   proxy.setTarget(f.network.rpcUrl)
-  const startBlock = await f.publicClient.getBlockNumber()
+  const startBlock = await headBlock()
   const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
   follower.follower.start()
   await activity(1)
@@ -327,6 +333,53 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   proxy.setTarget(f.network.rpcUrl)
 })
 
+t.test('a range holding more events than eventsPerBatchMax comes in several batches, cut at block boundaries', async (t) => {
+  t.throws(() => new ChainFollower({ network: f.network, contract: f.facility, cursor: undefined, consume: async () => {}, eventsPerBatchMax: 0 }), RangeError)
+  const store = await Store.open({ dataDir: join(root, 'events-cap') })
+  t.teardown(() => store.close())
+  // Blocks of chosen sizes: 2, 2, 3, 1 events, an empty block, 6 events (over the cap of 5 alone), 2. The test mines
+  // (interval mining and automine off) so that several transactions share a block; automine is back on afterwards
+  // (anvil's mixed mode cannot come back: the confirmations test, after this one, sets the same mode).
+  const sizes = [2, 2, 3, 1, 0, 6, 2]
+  const wallets: Awaited<ReturnType<typeof f.wallet>>[] = []
+  // One at a time: the deployer mints to each (its nonces in sequence).
+  for (let i = sizes.reduce((a, b) => a + b); i > 0; i--) wallets.push(await f.wallet(10n * USDC))
+  await f.testClient.setIntervalMining({ interval: 0 })
+  await f.testClient.setAutomine(false)
+  t.teardown(() => f.testClient.setAutomine(true))
+  const startBlock = (await headBlock()) + 1n
+  for (const size of sizes) {
+    const hashes = await Promise.all(wallets.splice(0, size).map((who) => who.wallet.writeContract({
+      address: f.facility, abi: creditFacilityV2Abi, functionName: 'fundJob', args: [jobKey(`job_cap_${++sequence}`), f.token, 10n * USDC, who.account.address],
+    })))
+    await f.testClient.mine({ blocks: 1 })
+    for (const hash of hashes) t.equal((await f.publicClient.waitForTransactionReceipt({ hash })).status, 'success')
+  }
+  await f.testClient.setAutomine(true)
+  const logs = await f.publicClient.getContractEvents({ address: f.facility, abi: creditFacilityV2Abi, fromBlock: startBlock, strict: true })
+  const perBlock = new Map<bigint, number>()
+  for (const log of logs) perBlock.set(log.blockNumber, (perBlock.get(log.blockNumber) ?? 0) + 1)
+  t.same([...perBlock.values()], sizes.filter((size) => size > 0), 'the blocks hold the events as sent')
+
+  const follower = lmdbFollower(store, { startBlock, logBlockRangeMax: 2n, eventsPerBatchMax: 5 })
+  follower.follower.start()
+  const truth = logs.map((log) => `${log.transactionHash}:${log.logIndex}`)
+  await eventually(t, 'every event delivered', () => follower.stored().length === truth.length)
+  await follower.follower.stop()
+  t.same(follower.delivered, truth, 'every event exactly once, in chain order')
+  t.same(follower.conflicts, [])
+  const batches = follower.batches
+  t.same(batches.filter((b) => b.events.length > 0).map((b) => b.events.length), [4, 4, 6, 2], 'cut before the block that would not fit; the oversized block alone')
+  for (const [i, batch] of batches.entries()) {
+    t.equal(batch.fromBlock, i === 0 ? startBlock : (batches[i - 1] as ChainBatch).toBlock + 1n, 'continuous: each batch starts after the previous cursor')
+    const own = logs.filter((log) => log.blockNumber >= batch.fromBlock && log.blockNumber <= batch.toBlock).map((log) => `${log.transactionHash}:${log.logIndex}`)
+    t.same(batch.events.map((e) => `${e.txHash}:${e.logIndex}`), own, `batch ${batch.fromBlock}..${batch.toBlock} holds every event of its blocks: whole blocks`)
+    t.ok(batch.events.length <= 5 || new Set(batch.events.map((e) => e.blockNumber)).size === 1, 'within the cap, or one block alone')
+    const block = await f.publicClient.getBlock({ blockNumber: batch.toBlock })
+    t.same([batch.toBlockHash, batch.toBlockTimeMs], [block.hash, Number(block.timestamp) * 1000], 'the cursor is the last block\'s hash and time')
+  }
+})
+
 t.test('confirmations: an event is delivered only once its block has them', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'confirmations') })
   t.teardown(() => store.close())
@@ -335,14 +388,14 @@ t.test('confirmations: an event is delivered only once its block has them', asyn
   await f.testClient.setIntervalMining({ interval: 0 })
   await f.testClient.setAutomine(true)
   t.teardown(() => f.testClient.setIntervalMining({ interval: 1 }))
-  const startBlock = (await f.publicClient.getBlockNumber()) + 1n
+  const startBlock = (await headBlock()) + 1n
   const follower = lmdbFollower(store, { startBlock, confirmations: 3, chainTimeIntervalMs: 0 })
   follower.follower.start()
   // A failed wait must not leave the follower polling: the file would never end (tap's per-file timeout).
   t.teardown(() => follower.follower.stop())
   const client = await f.wallet(10n * USDC)
   await f.call(client, 'fundJob', [jobKey(`job_conf_${++sequence}`), f.token, 10n * USDC, client.account.address])
-  const eventBlock = await f.publicClient.getBlockNumber()
+  const eventBlock = await headBlock()
   // Wait until the follower has caught up with what it may read (two blocks below the event), then check it stops there.
   await eventually(t, 'caught up to head - 2', () => (follower.follower.cursor?.blockNumber ?? -1n) === eventBlock - 2n)
   await new Promise((resolve) => setTimeout(resolve, 300))

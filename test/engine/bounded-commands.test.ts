@@ -6,7 +6,10 @@ import t, { type Test } from 'tap'
 import { defaultEngineConfig, resolveConfig, type Engine, type EngineConfig } from '../../src/engine/index.ts'
 import type { Change, EngineResult } from '../../src/engine/index.ts'
 import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '../../src/store/store.ts'
-import { BORROWER, CLIENT, NET, T0, addr, createJob, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import { CHAIN_EVENT_CHANGES_MAX } from '../../src/engine/chain-facts.ts'
+import type { ChainEventFact } from '../../src/engine/engine.ts'
+import type { LeaseView, OfferView } from '../../src/engine/index.ts'
+import { BORROWER, CLIENT, NET, T0, addr, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 const LEASE_TTL_MS = 30_000
 /** A small budget, so that a few dozen leases are more than one command may change. */
@@ -184,4 +187,27 @@ t.test('the change budget: at least one matching attempt fits, and it fits in on
   t.doesNotThrow(() => resolveConfig({ changesPerCommandMax: 12, lendersScannedPerMatchMax: 8 }))
   t.throws(() => resolveConfig({ changesPerCommandMax: 1.5 }), RangeError)
   t.ok(defaultEngineConfig.changesPerCommandMax <= Math.min(CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX), 'within what the store takes')
+})
+
+t.test("a chain event's most changes are CHAIN_EVENT_CHANGES_MAX: a SupplierPaid under an ended lease, on a job failed meanwhile", async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
+  unwrap(engine.registerLender(lenderInput(2, { minFeeBps: 200 }), T0))
+  createJob(engine, 'job_worst', 100_000n)
+  const offerId = offerFor(engine, { repaymentSource: 'job_worst' })
+  const first = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease as LeaseView
+  const nowMs = first.expiresAtMs + 1000
+  const rematched = unwrap(dispatchAt(engine, nowMs))
+  const ended = rematched.expiredLeases[0] as LeaseView
+  t.equal(rematched.matches[0]?.lease?.lender, lenderInput(2).address, 'the offer is leased to lender 2 after lender 1 timed out')
+  unwrap(engine.failJob({ jobId: 'job_worst', reason: 'failed', caller: CLIENT }, nowMs))
+  // Lender 1 paid by its deadline, and the follower sees it only now: the worst case of observeChain's per-event work.
+  const paid: ChainEventFact = {
+    kind: 'supplier_paid', proofKey: `${NET}:${hash(4242)}:0`, offerKey: (engine.getOffer(offerId) as OfferView).offerKey, network: NET,
+    txHash: hash(4242), logIndex: 0, payer: first.payer, supplier: first.supplierAddress, asset: first.asset, amountAtomic: first.amountAtomic,
+  }
+  const result = engine.observeChain({ network: NET, toBlock: 1n, toBlockHash: '0x', toBlockTimeMs: nowMs, events: [paid] }, nowMs, (id) => (id === ended.leaseId ? ended : undefined))
+  t.match(unwrap(result).advances, [{ lender: first.lender, state: 'defaulted' }], "the advance is lender 1's, born defaulted with its job")
+  // The offer, lender 2's lease cancelled and lender 2, lender 1, meta, the advance, the job and the borrower.
+  t.equal((result as { changes: Change[] }).changes.length, CHAIN_EVENT_CHANGES_MAX)
 })

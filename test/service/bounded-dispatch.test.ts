@@ -15,6 +15,7 @@ import type { NetworkConfig } from '../../src/chain/config.ts'
 import type { ChainBatch } from '../../src/chain/follower.ts'
 import { FollowerCursors } from '../../src/chain/follower-cursor.ts'
 import { WalletWatcher } from '../../src/chain/watcher.ts'
+import { CHAIN_EVENT_CHANGES_MAX, chainEventsPerBatchMax } from '../../src/engine/chain-facts.ts'
 import { Engine } from '../../src/engine/index.ts'
 import { PassportBook } from '../../src/passport/book.ts'
 import { CreditService } from '../../src/service/credit-service.ts'
@@ -89,4 +90,12 @@ t.test('a batch passing more lease deadlines than a commit holds: committed, not
 t.test("the service refuses to start with an engine change budget above the store's changes per commit", async (t) => {
   t.throws(() => checkChangeBudget({ changesPerCommandMax: CHANGES_PER_COMMIT_MAX_DEFAULT + 1 }), RangeError)
   t.doesNotThrow(() => checkChangeBudget({ changesPerCommandMax: CHANGES_PER_COMMIT_MAX_DEFAULT }))
+})
+
+t.test("a follower batch carries no more events than their most changes fit in the engine's change budget", async (t) => {
+  for (const changesPerCommandMax of [CHAIN_EVENT_CHANGES_MAX, CHANGES_MAX, CHANGES_PER_COMMIT_MAX_DEFAULT]) {
+    const events = chainEventsPerBatchMax({ changesPerCommandMax })
+    t.ok(events >= 1 && events * CHAIN_EVENT_CHANGES_MAX <= changesPerCommandMax && (events + 1) * CHAIN_EVENT_CHANGES_MAX > changesPerCommandMax, `${events} events for ${changesPerCommandMax} changes`)
+  }
+  t.throws(() => chainEventsPerBatchMax({ changesPerCommandMax: CHAIN_EVENT_CHANGES_MAX - 1 }), RangeError, 'a budget that no event fits in is refused at start-up')
 })
