@@ -270,7 +270,8 @@ Ratios: ${Object.entries(ceiling.ratios).map(([k, v]) => `${k} **${v}**`).join('
 `,
     rows: (ceiling) => [
       ['ceiling (bare uWS + durable LMDB) req/s', String(ceiling.modes.uws?.saturated.requestsPerSecond)],
-      ['service (direct) / ceiling throughput', String(ceiling.ratios.serverDirectToCeilingThroughput), '>= 0.6'],
+      // The bare route behind src/http/server.ts, not the service: the service's goal is the load mix's row.
+      ['bare route through server.ts (direct) / ceiling throughput', String(ceiling.ratios.serverDirectToCeilingThroughput)],
     ],
     charts: (ceiling) => ({
       ceiling: barChart({ title: 'The ceiling and the transports (saturated)', yLabel: 'requests/s', bars: Object.entries(ceiling.modes).map(([name, m]: [string, any]) => ({ label: name, value: m.saturated.requestsPerSecond })) }),
