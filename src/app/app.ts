@@ -34,7 +34,7 @@ import { ChainFollower } from '../chain/follower.ts'
 import { FollowerCursors } from '../chain/follower-cursor.ts'
 import { chainEventsPerBatchMax } from '../engine/chain-facts.ts'
 import { resolveConfig, type EngineConfig } from '../engine/config.ts'
-import { Engine } from '../engine/engine.ts'
+import { advanceViewFromSnapshot, Engine } from '../engine/engine.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../engine/migrations.ts'
 import type { StoredSnapshot } from '../engine/engine.ts'
 import type { LeaseView, SupplierInput } from '../engine/types.ts'
@@ -209,6 +209,15 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     const reconciliation = new Reconciliation(service, { clients: (slug) => service.clientsOf(slug) })
     const links = new AgentLinks(service, new ReputationReader(config.reputation, (slug) => service.clientsOf(slug)))
     watcher.on('update', ({ holder }) => engine.walletChanged(holder))
+    // A payment or repayment applied moves the payer's tokens: until the watcher has read the wallet again, its last
+    // reading would show the amount as surplus (a withdraw action) or shortfall (a top-up) against the engine's state.
+    cleanups.push(service.onDurable((changes) => {
+      for (const change of changes) {
+        if (change.kind !== 'advance') continue
+        const advance = advanceViewFromSnapshot(change.record)
+        watcher.invalidate(advance.network, advance.payer)
+      }
+    }))
     // The event stream follows only durable commits: what it shows a client could never be lost by a crash.
     const stream = new EventHub({ leaseAction: (lease) => deliverable(service, lease) }, options.streamLimits, clock)
     cleanups.push(service.onDurable((changes) => stream.publish(changes)))

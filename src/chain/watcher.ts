@@ -58,6 +58,12 @@ class NetworkWatch {
    */
   readonly unfunded = new Map<Address, number>()
   readonly dirty = new Set<Address>()
+  /**
+   * Holders whose last reading is older than a movement the service recorded (`invalidate`), with the invalidation's
+   * number: a poll that began after it (read at that poll's head) makes the holder current again.
+   */
+  readonly stale = new Map<Address, number>()
+  invalidations = 0
   readonly holdings = new Map<string, Holding>()
   lastBlock: bigint | undefined = undefined
   degraded = false
@@ -158,6 +164,26 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     return holding.balanceAtomic < holding.allowanceAtomic ? holding.balanceAtomic : holding.allowanceAtomic
   }
 
+  /**
+   * The service recorded a movement of the holder's tokens that its last reading may predate (a supplier payment or a
+   * repayment, applied from a confirmed transaction): the holder is re-read at once, and `isCurrent` is false until a
+   * reading made after this call, at the chain's head, is in. Matching keeps using the last reading meanwhile (the
+   * contract checks the balance itself); what is computed from the difference between the reading and the engine's
+   * state (the lender's wallet actions) waits for it.
+   */
+  invalidate(network: string, holder: Address): void {
+    const watch = this.#watches.get(network)
+    if (watch === undefined || !watch.holders.has(holder)) return
+    watch.stale.set(holder, ++watch.invalidations)
+    watch.dirty.add(holder)
+    watch.wake?.()
+  }
+
+  /** Whether the holder's last reading is at least as new as every movement `invalidate` was told of. */
+  isCurrent(network: string, holder: Address): boolean {
+    return this.#watches.get(network)?.stale.has(holder) !== true
+  }
+
   holding(network: string, asset: string, holder: Address): Holding | undefined {
     return this.#watches.get(network)?.holdings.get(holdingKey(asset, holder))
   }
@@ -233,6 +259,8 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
 
   async #poll(watch: NetworkWatch): Promise<void> {
     const { network, publicClient } = watch.clients
+    // Invalidations up to here were told of movements already mined: this poll's head is past them.
+    const invalidations = watch.invalidations
     const head = await publicClient.getBlockNumber({ cacheTime: 0 })
     // After an outage or a chain that went backwards (a replaced devnet), nothing known can be trusted.
     const fullRead = watch.degraded || watch.lastBlock === undefined || head < watch.lastBlock
@@ -272,7 +300,16 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
       ? [...watch.holders]
       : [...watch.holders].filter((h) => touched.has(h) || watch.dirty.has(h))
     if (targets.length > 0) await this.#read(watch, targets, toBlock)
-    for (const holder of targets) watch.dirty.delete(holder)
+    for (const holder of targets) {
+      const staleAt = watch.stale.get(holder)
+      if (staleAt === undefined) {
+        watch.dirty.delete(holder)
+      } else if (staleAt <= invalidations && toBlock === head) {
+        // Read at the head of a poll that began after the invalidation (not at a block a capped log range stopped at).
+        watch.stale.delete(holder)
+        watch.dirty.delete(holder)
+      }
+    }
     watch.lastBlock = toBlock
     if (watch.degraded) {
       watch.degraded = false

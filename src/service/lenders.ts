@@ -93,7 +93,8 @@ export function walletActions(service: ServiceCore, lender: Address): WalletActi
       asset,
       policyAvailableAtomic: record.policyAvailableAtomic,
       reservedAtomic: service.engine.walletReservedAtomic(record.address, slug, asset),
-      holding: service.watcher.holding(slug, asset, record.sessionAddress),
+      // A reading older than a payment or repayment the engine applied would show its amount as surplus or shortfall.
+      holding: service.watcher.isCurrent(slug, record.sessionAddress) ? service.watcher.holding(slug, asset, record.sessionAddress) : undefined,
     })
   })
 }

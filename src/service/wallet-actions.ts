@@ -3,7 +3,8 @@
 // there (promised to suppliers), and allow the credit contract to pull it. Below that, the service publishes the
 // top-up (a transfer from the lender's main wallet) and, when the allowance is short, the session key's approve;
 // above it (after a withdrawal, or when repayments came back for capital the lender withdrew), the session key's
-// transfer back to the main wallet. Computed from the watcher's last reading of the wallet: none before the first.
+// transfer back to the main wallet. Computed from the watcher's last reading of the wallet: none before the first, and
+// none while a payment or repayment the engine applied is newer than that reading (the watcher re-reads it at once).
 import { maxUint256, type Address } from 'viem'
 import type { NetworkConfig } from '../chain/config.ts'
 import { buildApproveTransaction, buildTransferTransaction, type UnsignedTransaction } from '../chain/transactions.ts'

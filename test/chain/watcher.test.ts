@@ -108,6 +108,19 @@ t.test('wallet watcher', async (t) => {
     t.equal(balance(), 310n * USDC, 'devnet-a unchanged by a devnet-b transfer')
   })
 
+  t.test('a holder told of a recorded movement is not current until a reading made after it is in', async (t) => {
+    t.ok(watcher.isCurrent(network.slug, holder), 'current before')
+    const before = watcher.holding(network.slug, 'USDC', holder)?.blockNumber as bigint
+    watcher.invalidate(network.slug, holder)
+    t.notOk(watcher.isCurrent(network.slug, holder), 'not current at once')
+    t.ok(watcher.isCurrent('devnet-b', holder), 'its holding on another network is unaffected')
+    await watcher.waitFor(() => watcher.isCurrent(network.slug, holder), observeWithinMs)
+    t.ok((watcher.holding(network.slug, 'USDC', holder)?.blockNumber as bigint) >= before, 'current again after a new reading')
+    const stranger = f.accounts.supplier.address
+    watcher.invalidate(network.slug, stranger)
+    t.ok(watcher.isCurrent(network.slug, stranger), 'an unwatched holder is not tracked')
+  })
+
   t.test('survives an RPC outage and re-reads after it', async (t) => {
     const before = spendable()
     await proxy.cut()
