@@ -198,3 +198,22 @@ t.test('withdrawal while a lease is live: the lease can still be paid, no new le
   const again = await leaving.client.post(path, { amountAtomic: '1' })
   expectProblem(t, again, 409, 'withdrawal_exceeds_liquidity', 'everything is withdrawn or pending')
 })
+
+// Last in this file: it stops the watcher's reading for a moment.
+t.test('a payment the service applied never shows as surplus: wallet actions wait for a reading made after it', async (t) => {
+  const watcher = h.app.service.watcher
+  const payer = await readyLender(h, { minFeeBps: 1, liquidityAtomic: usdc(400) })
+  t.same((await payer.client.get(`/lenders/${payer.account.address}/actions`)).body, [], 'nothing to do before: the wallet holds the policy')
+  // The watcher stops reading: its last reading of the session wallet is from before the payment, as it is for a
+  // moment after every payment (it polls the chain).
+  await watcher.stop()
+  t.teardown(() => watcher.start())
+  const funded = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender: payer, source: SOURCE, amountAtomic: usdc(150), maximumFeeAtomic: usdc(10), productType: 'asset-backed' })
+  t.equal(funded.advance.principalAtomic, String(usdc(150)), 'paid and reported')
+  t.equal(watcher.holding(h.network.slug, USDC, payer.session.address)?.balanceAtomic, usdc(400), 'the last reading predates the payment')
+  t.same((await payer.client.get(`/lenders/${payer.account.address}/actions`)).body, [], 'no withdraw of the principal already paid out')
+  watcher.start()
+  await watcher.waitFor(() => watcher.isCurrent(h.network.slug, payer.session.address), 10_000)
+  t.equal(watcher.holding(h.network.slug, USDC, payer.session.address)?.balanceAtomic, usdc(250), 'read again after the payment')
+  t.same((await payer.client.get(`/lenders/${payer.account.address}/actions`)).body, [], 'and the wallet holds what the policy needs')
+})
