@@ -274,27 +274,29 @@ async function deployFresh(
   const tokenAtomic = options.fundTokenAtomic ?? 1_000_000n * 10n ** BigInt(devnetToken.decimals)
   // The lease signer only signs (no gas, no tokens); the score payee starts empty so that its income is visible.
   const funded = demoRoles.filter((role) => role !== 'deployer' && role !== 'scorePayee' && role !== 'leaseSigner')
-  const hashes = await Promise.all([
-    wallet.deployContract({
+  // Sent one after another, in nonce order: sent at once, they reach anvil in any order, and a transaction that
+  // arrives before a lower nonce waits in the pool for it (a devnet start was once seen hanging on such a receipt).
+  const sends: Array<() => Promise<Hex>> = [
+    () => wallet.deployContract({
       abi: testStablecoinAbi,
       bytecode: loadArtifact('TestStablecoin').bytecode,
       args: [devnetToken.eip712Name, devnetToken.symbol, devnetToken.eip712Version, deployer],
       nonce: 0,
     }),
-    wallet.deployContract({ abi: identityRegistryAbi, bytecode: loadArtifact('IdentityRegistry').bytecode, args: [], nonce: 1 }),
-    wallet.deployContract({
+    () => wallet.deployContract({ abi: identityRegistryAbi, bytecode: loadArtifact('IdentityRegistry').bytecode, args: [], nonce: 1 }),
+    () => wallet.deployContract({
       abi: reputationRegistryAbi,
       bytecode: loadArtifact('ReputationRegistry').bytecode,
       args: [addresses.identityRegistry],
       nonce: 2,
     }),
-    wallet.deployContract({
+    () => wallet.deployContract({
       abi: creditFacilityV2Abi,
       bytecode: loadArtifact('CreditFacilityV2').bytecode,
       args: [accounts.operator.address, accounts.leaseSigner.address],
       nonce: 3,
     }),
-    ...funded.map((role, index) =>
+    ...funded.map((role, index) => () =>
       wallet.writeContract({
         address: addresses.token,
         abi: testStablecoinAbi,
@@ -305,7 +307,9 @@ async function deployFresh(
         gas: 100_000n,
       }),
     ),
-  ])
+  ]
+  const hashes: Hex[] = []
+  for (const send of sends) hashes.push(await send())
   const receipts = await Promise.all(hashes.map((hash) => waitSuccess(publicClient, hash)))
   const codes = await Promise.all(Object.values(addresses).map((address) => publicClient.getCode({ address })))
   if (!codes.every((code) => code !== undefined && code.length > 2)) throw new Error(`devnet ${spec.slug}: deployment incomplete`)
