@@ -53,6 +53,7 @@ import { FacilitatorRequest, PaymentPayload, PaymentRequirements, SettleResponse
 import { StoreAuthRecords } from '../auth/store-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
 import { CreditService } from '../service/credit-service.ts'
+import { periodic } from '../service/periodic.ts'
 import { Reconciliation } from '../service/reconciliation.ts'
 import { operatorRoutes } from '../api/routes/operator.ts'
 import { EVENTS_PATH, eventRoutes } from '../api/routes/events.ts'
@@ -376,7 +377,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     }
     // ERC-8004 links re-checked on chain (src/reputation/links.ts says why periodically and not on each read).
     if (config.reputation.linkRecheckIntervalMs > 0) {
-      cleanups.push(periodic(config.reputation.linkRecheckIntervalMs, () => links.recheckAll(), (error) => log({ level: 'warn', msg: 'agent_recheck_failed', error: String(error) })))
+      cleanups.push(periodic(config.reputation.linkRecheckIntervalMs, () => links.recheckAll(), (error) => log({ level: 'warn', msg: 'agent_recheck_failed', error: String(error) })).stop)
     }
     // The ledger against the chain, once the store is open and the engine restored: in the background, so that an
     // unreachable chain never blocks a start (its run is then status unavailable; POST /operator/reconcile retries).
@@ -423,18 +424,6 @@ export function checkChangeBudget(engineConfig: Pick<EngineConfig, 'changesPerCo
   if (engineConfig.changesPerCommandMax > commitChangesMax) {
     throw new RangeError(`engine config changesPerCommandMax must be at most ${commitChangesMax}, the store's changes per commit`)
   }
-}
-
-/** Runs `run` every `intervalMs`, never two at once (a slow run skips the ticks it overlaps); returns the stop. */
-function periodic(intervalMs: number, run: () => Promise<unknown>, onError: (error: unknown) => void): () => void {
-  let running = false
-  const timer = setInterval(() => {
-    if (running) return
-    running = true
-    run().catch(onError).finally(() => (running = false))
-  }, intervalMs)
-  timer.unref()
-  return () => clearInterval(timer)
 }
 
 /** The tags of the route table, in the order an agent meets them. */

@@ -23,6 +23,7 @@ import * as borrowers from './borrowers.ts'
 import * as reports from './reports.ts'
 import * as chainObservation from './chain-observation.ts'
 import * as operatorCommands from './operator-commands.ts'
+import { periodic, type Periodic } from './periodic.ts'
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
@@ -71,47 +72,13 @@ export class CreditService extends ServiceCore {
   }
 
   /**
-   * Runs the ticker every `intervalMs`, never two at once. While the engine has dispatch work due (a call or a chain
-   * follower's batch stopped at its change budget, an offer or lease due), the next tick runs on the next turn of the
-   * event loop (setImmediate) instead of an interval later: one bounded command per turn, so requests interleave with
-   * the catching up. `wake` asks for that now (a follower's batch left leases due); a tick that failed (the store
-   * full) waits for the interval. Returns wake and stop.
+   * Runs the ticker every `intervalMs` (periodic.ts), and again on the next turn of the event loop while the engine has
+   * dispatch work due (a call or a chain follower's batch stopped at its change budget, an offer or lease due): one
+   * bounded command per turn, so requests interleave with the catching up. `wake` asks for that now (a follower's
+   * batch left leases due); a tick that failed (the store full) waits for the interval.
    */
-  startTicker(intervalMs: number, onError: (error: unknown) => void): { wake: () => void; stop: () => void } {
-    let running = false
-    let stopped = false
-    let immediate: ReturnType<typeof setImmediate> | undefined
-    const wake = () => {
-      if (stopped || running || immediate !== undefined || !this.engine.dispatchDue(this.now())) return
-      immediate = setImmediate(() => {
-        immediate = undefined
-        run()
-      })
-    }
-    const run = () => {
-      if (stopped || running) return
-      running = true
-      this.tick().then(
-        () => {
-          running = false
-          wake()
-        },
-        (error: unknown) => {
-          running = false
-          onError(error)
-        },
-      )
-    }
-    const timer = setInterval(run, intervalMs)
-    timer.unref()
-    return {
-      wake,
-      stop: () => {
-        stopped = true
-        clearInterval(timer)
-        if (immediate !== undefined) clearImmediate(immediate)
-      },
-    }
+  startTicker(intervalMs: number, onError: (error: unknown) => void): Periodic {
+    return periodic(intervalMs, () => this.tick(), onError, () => this.engine.dispatchDue(this.now()))
   }
 
   /** Dispatch lifts due suspensions: each lift is a passport event of its borrower. */
