@@ -3,8 +3,8 @@
 // that nobody can compute the key of a future offer and pay it first (issue 10, hole 1), and so that a fresh data
 // directory on a chain shared with an earlier one never reuses a key already paid there.
 import { randomBytes } from 'node:crypto'
-import { createRequire } from 'node:module'
 import { bytesToHex, isHex, keccak256, stringToBytes, type Hex } from 'viem'
+import { keccak256Bytes } from './lease-authorization.ts'
 
 /** The bytes32 key of a service id on chain: keccak256 of its UTF-8 bytes (v1 contract: jobs, offers, advances). */
 export function idKey(id: string): Hex {
@@ -33,20 +33,12 @@ export function isKeySalt(value: unknown): value is Hex {
 }
 
 /**
- * keccak256 in native code (the `keccak` package's N-API build, its own JavaScript where that does not load): every
- * credit request derives an offer key, and for its ~40 bytes this costs about 6 µs of CPU against viem's JavaScript
- * keccak's 16 µs (issue 11). The package ships no types: this is the part of its API used here.
- */
-const nativeKeccak = createRequire(import.meta.url)('keccak') as (algorithm: 'keccak256') => {
-  update(data: Uint8Array): { digest(encoding: 'hex'): string }
-}
-
-/**
  * The v2 key of an offer and of its advance: keccak256(abi.encodePacked(keySalt, utf8(offerId))). The salt has a
  * fixed length, so the packed encoding is unambiguous.
  */
 export function offerKey(keySalt: Hex, offerId: string): Hex {
   if (!isKeySalt(keySalt)) throw new KeySaltError('a key salt is 32 bytes of 0x-hex')
+  // Native keccak where it loads (lease-authorization.ts), which hashes Buffers: one key per credit request.
   const packed = Buffer.concat([Buffer.from(keySalt.slice(2), 'hex'), Buffer.from(offerId, 'utf8')])
-  return `0x${nativeKeccak('keccak256').update(packed).digest('hex')}`
+  return bytesToHex(keccak256Bytes(packed))
 }

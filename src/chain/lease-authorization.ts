@@ -110,6 +110,17 @@ function keccakImplementation(wanted?: NativeImplementation): { name: NativeImpl
   return { name: 'native', hash: (data) => factory('keccak256').update(data).digest() }
 }
 
+let defaultKeccak: Keccak256 | undefined
+
+/**
+ * keccak256 by the implementation this machine loads (native libkeccak, else viem's JavaScript): offer keys use it too.
+ * A Buffer: the native binding refuses other byte arrays.
+ */
+export function keccak256Bytes(data: Buffer): Uint8Array {
+  defaultKeccak ??= keccakImplementation().hash
+  return defaultKeccak(data)
+}
+
 function secp256k1Implementation(wanted?: NativeImplementation): { name: NativeImplementation; lib: Secp256k1 } {
   nativeSecp256k1 ??= loadNative<Secp256k1>('secp256k1/bindings.js')
   if (wanted !== 'javascript' && nativeSecp256k1.lib !== undefined) return { name: 'native', lib: nativeSecp256k1.lib }
