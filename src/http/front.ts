@@ -12,12 +12,19 @@
 // Later requests on a passed connection are not judged (a client that sent Host once sends it every time), but they
 // are held one at a time behind the answer uWS is giving (front-gate.ts): the pinned build drops a connection that
 // pipelines behind a pending answer.
+//
+// The front runs in its own thread (front-thread.ts; issue 11): copying every byte through node:net, two sockets per
+// connection, was about a fifth of the service thread's busy CPU under the load mix, and none of it needs the engine.
+// The thread owns the public socket and every client connection; the service thread only sees uWS's side. What the
+// front answers itself it logs through the service's logger (a message to the service thread).
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, connect, isIPv4, isIPv6, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { gateConnection } from './front-gate.ts'
-import type { Logger } from './log.ts'
+import type { Logger, LogLine } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 
 /** Longest first-request head the front buffers; a longer one is passed to uWS, which enforces its own limit. */
@@ -32,8 +39,6 @@ export interface FrontOptions {
   host: string
   port: number
   log: Logger
-  /** Mints the x-request-id of an answer the front gives itself. */
-  requestId: () => string
 }
 
 export interface Front {
@@ -142,9 +147,36 @@ export function answer(status: number, problem: HttpProblem, requestId: string):
   )
 }
 
-export async function startFront(options: FrontOptions): Promise<Front> {
-  const dir = mkdtempSync(join(tmpdir(), 'agent-credit-uws-'))
-  const upstreamPath = join(dir, 'uws.sock')
+/** What the fronts' thread tells the service thread, about the front `id`. */
+export type FrontMessage =
+  | { readonly type: 'listening'; readonly id: number; readonly port: number }
+  | { readonly type: 'failed'; readonly id: number; readonly message: string }
+  | { readonly type: 'log'; readonly id: number; readonly line: LogLine }
+
+/** What the service thread tells the fronts' thread. */
+export type FrontCommand =
+  | { readonly type: 'listen'; readonly id: number; readonly settings: FrontSettings }
+  | { readonly type: 'stop-accepting' | 'close'; readonly id: number }
+
+export interface FrontSettings {
+  readonly host: string
+  readonly port: number
+  readonly upstreamPath: string
+}
+
+export interface ListeningFront {
+  readonly port: number
+  stopAccepting(): void
+  /** Stops accepting, lets passed connections end with uWS's, cuts the others (all of them after a grace period). */
+  close(): void
+}
+
+/** The front's server, in the thread that runs it (front-thread.ts). `log` receives what the front answers itself. */
+export async function listenFront(settings: FrontSettings, log: Logger): Promise<ListeningFront> {
+  const { upstreamPath } = settings
+  // The front's own answers get ids of their own prefix: the service thread's counter is out of reach here.
+  const requestIdPrefix = `${randomBytes(6).toString('hex')}-`
+  let requestCount = 0
   const open = new Set<Socket>()
   const upstreams = new WeakMap<Socket, Socket>()
 
@@ -173,8 +205,8 @@ export async function startFront(options: FrontOptions): Promise<Front> {
       const decision: Decision = end < 0 ? { kind: 'pass', bytes: head, http10: false } : decideFirstRequest(head, end, localHost)
       head = undefined
       if (decision.kind === 'answer') {
-        const requestId = options.requestId()
-        options.log({ level: 'info', msg: 'request', method: decision.method, path: decision.path, status: decision.status, requestId, front: true })
+        const requestId = requestIdPrefix + (++requestCount).toString(36)
+        log({ level: 'info', msg: 'request', method: decision.method, path: decision.path, status: decision.status, requestId, front: true })
         client.end(answer(decision.status, decision.problem, requestId))
         // Read and drop what the client still sends: unread bytes at close would reset the connection and could
         // destroy the answer.
@@ -213,16 +245,12 @@ export async function startFront(options: FrontOptions): Promise<Front> {
 
   const server: Server = createServer({ noDelay: true }, onConnection)
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (error) => {
-      rmSync(dir, { recursive: true, force: true })
-      reject(new Error(`cannot listen on ${options.host}:${options.port}: ${error.message}`))
-    })
-    server.listen(options.port, options.host, () => resolve())
+    server.once('error', (error) => reject(new Error(`cannot listen on ${settings.host}:${settings.port}: ${error.message}`)))
+    server.listen(settings.port, settings.host, () => resolve())
   })
   const address = server.address()
   return {
-    port: typeof address === 'object' && address !== null ? address.port : options.port,
-    upstreamPath,
+    port: typeof address === 'object' && address !== null ? address.port : settings.port,
     stopAccepting: () => {
       server.close()
     },
@@ -232,6 +260,101 @@ export async function startFront(options: FrontOptions): Promise<Front> {
       // first head has no answer coming. Whatever is left after a grace period is cut.
       for (const socket of open) if (upstreams.get(socket) === undefined) socket.destroy()
       setTimeout(() => { for (const socket of open) socket.destroy() }, 2_000).unref()
+    },
+  }
+}
+
+/**
+ * The thread's entry, loaded through tsx's loader: the service runs TypeScript through tsx, and on Node 20 a worker
+ * does not share its parent's module loader. Registering it costs a few hundred ms, so one thread per process serves
+ * every front the process starts.
+ */
+const THREAD_BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(new URL('./front-thread.ts', import.meta.url).href)}) })`
+
+interface FrontHandlers {
+  listening(port: number): void
+  failed(error: Error): void
+  log(line: LogLine): void
+}
+
+/** The fronts' thread of this process, started with the first front; it holds the process open only while a front is. */
+class FrontThread {
+  readonly #worker = new Worker(THREAD_BOOT, { eval: true, stdout: false, stderr: false })
+  readonly #fronts = new Map<number, FrontHandlers>()
+  #nextId = 0
+
+  constructor() {
+    this.#worker.on('message', (message: FrontMessage) => {
+      const front = this.#fronts.get(message.id)
+      if (message.type === 'log') front?.log(message.line)
+      else if (message.type === 'listening') front?.listening(message.port)
+      else front?.failed(new Error(message.message))
+    })
+    // The fronts own the public ports: without their thread the service is unreachable, so losing it is fatal, never
+    // silent (a front still starting gets the error; a running one takes the process down).
+    const lost = (error: Error) => {
+      if (this.#fronts.size === 0) return
+      throw error
+    }
+    this.#worker.on('error', (error) => lost(new Error(`the HTTP front's thread failed: ${error.message}`, { cause: error })))
+    this.#worker.on('exit', (code) => lost(new Error(`the HTTP front's thread exited (code ${code})`)))
+    this.#worker.unref()
+  }
+
+  /** Starts a front; resolves with its port once it listens. */
+  listen(settings: FrontSettings, log: Logger): { id: number; listening: Promise<number> } {
+    const id = ++this.#nextId
+    const listening = new Promise<number>((resolve, reject) => {
+      this.#fronts.set(id, {
+        listening: resolve,
+        failed: (error) => {
+          this.#forget(id)
+          reject(error)
+        },
+        log,
+      })
+    })
+    this.#worker.ref()
+    this.#worker.postMessage({ type: 'listen', id, settings } satisfies FrontCommand)
+    return { id, listening }
+  }
+
+  stopAccepting(id: number): void {
+    this.#worker.postMessage({ type: 'stop-accepting', id } satisfies FrontCommand)
+  }
+
+  close(id: number): void {
+    this.#worker.postMessage({ type: 'close', id } satisfies FrontCommand)
+    this.#forget(id)
+  }
+
+  #forget(id: number): void {
+    this.#fronts.delete(id)
+    if (this.#fronts.size === 0) this.#worker.unref()
+  }
+}
+
+let frontThread: FrontThread | undefined
+
+/** Starts a front in the fronts' thread; resolves once it listens on the public port. */
+export async function startFront(options: FrontOptions): Promise<Front> {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-credit-uws-'))
+  const upstreamPath = join(dir, 'uws.sock')
+  const thread = (frontThread ??= new FrontThread())
+  const { id, listening } = thread.listen({ host: options.host, port: options.port, upstreamPath }, options.log)
+  let port: number
+  try {
+    port = await listening
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true })
+    throw error
+  }
+  return {
+    port,
+    upstreamPath,
+    stopAccepting: () => thread.stopAccepting(id),
+    close: () => {
+      thread.close(id)
       rmSync(dir, { recursive: true, force: true })
     },
   }

@@ -94,7 +94,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const pipeline = createPipeline(options, uwsIo(options.legacyClients !== false))
   const front: Front | undefined = options.legacyClients === false
     ? undefined
-    : await startFront({ host, port: options.port ?? 0, log: options.log ?? stdoutLogger, requestId: pipeline.mintRequestId })
+    : await startFront({ host, port: options.port ?? 0, log: options.log ?? stdoutLogger })
   const { log, compiled, allowOf, handlerFor, preflightFor, fallback } = pipeline
 
   const app: TemplatedApp = uWS.App()
