@@ -269,6 +269,8 @@ export async function runLoadMix() {
     ratios: {
       ...ratios,
       nodeToUwsFrontThroughput: front?.available === true && node?.available === true ? ratio(node.saturated.requestsPerSecond, front.saturated.requestsPerSecond) : null,
+      // The same ratio for the bare ceiling, which has no goal: how far LMDB's synchronous group commit alone is from it.
+      ceilingHalfRateP99ToFdatasyncP99: ratio(ceiling.halfRate.latencyMillis.p99, fdatasync.p99),
     },
   }
 }

@@ -322,7 +322,7 @@ ${Object.entries(l.service).map(row).join('\n')}
       [`load mix ${mode}: service thread CPU per pair`, us(m.saturated.serviceThreadCpuMicrosPerPair), `<= ${l.goals.serviceThreadCpuMicrosPerPairMax} us`],
       [`load mix ${mode}: process CPU per pair / ceiling`, String(l.ratios[mode].processCpuPerPairToCeiling), `<= ${l.goals.processCpuPerPairToCeilingMax}`],
       [`load mix ${mode}: half-rate p99 / fdatasync p99`, String(l.ratios[mode].halfRateP99ToFdatasyncP99), `<= ${l.goals.halfRateP99ToFdatasyncP99Max}`],
-    ] as Row[]),
+    ] as Row[]).concat([['load mix: the ceiling\'s own half-rate p99 / fdatasync p99 (no goal)', String(l.ratios.ceilingHalfRateP99ToFdatasyncP99 ?? 'not measured')]]),
     charts: (l) => ({
       loadmix: barChart({
         title: 'Request + match mix under wrk, beside the ceiling (req/s)',
