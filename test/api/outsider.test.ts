@@ -1,0 +1,67 @@
+// An outsider against the money path, over HTTP and the contracts only: what an agent reading the published documents
+// can do to a lender's money. The supplier directory must not take an address the contract refuses to pay (the zero
+// address): credit to it is leased to lenders who cannot pay, and each lease expires unpaid at its lender's cost. A
+// payment mined at the lease's deadline, in a later block with the deadline's timestamp, still funds the offer.
+import t from 'tap'
+import { createPublicClient, createTestClient, http, zeroAddress } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { networkChain } from '../../src/chain/clients.ts'
+import { ChainAgent } from '../../src/client/chain.ts'
+import type { CreditClient } from '../../src/client/client.ts'
+import { creditRequest, fundedJob, readyLender, signedIn, startHarness, usdc, waitForChainTime, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { actionFor, expectProblem, type Json } from './fixtures/api.ts'
+
+let h: Harness
+let lender: ReadyLender
+let operator: CreditClient
+t.before(async () => {
+  // Leases long enough that the test, not the wall clock, decides when the chain reaches a deadline.
+  h = await startHarness({ config: { leaseTtlSeconds: 120 } })
+  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
+  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+})
+t.teardown(async () => {
+  await h.stop()
+})
+
+t.test('the zero address is never a supplier: the directory refuses it, a request naming it is declined', async (t) => {
+  const before = (await operator.get('/suppliers')).body as Json[]
+  const put = await operator.call('PUT', '/suppliers/burn.example', { name: 'Burn', addresses: { [h.network.slug]: [zeroAddress] } })
+  expectProblem(t, put, 422, 'supplier_not_allowed', 'a directory entry paying the zero address')
+  t.same((await operator.get('/suppliers')).body, before, 'the directory is unchanged')
+
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_outsider_zero', receivableAtomic: usdc(1000) })
+  const reply = await borrowerClient.post('/credit/request', { ...creditRequest(h, borrower.address, 'job_outsider_zero', usdc(10), usdc(1)), supplierAddress: zeroAddress })
+  t.equal(reply.status, 200)
+  t.match(reply.body, { decision: 'declined', offer: null, reasons: [{ code: 'supplier_not_allowed' }] }, 'declined, nothing to lease')
+})
+
+t.test('a payment mined at the deadline, in a later block with the same timestamp, funds the offer', async (t) => {
+  const chain = networkChain(h.network)
+  const transport = http(h.network.rpcUrl)
+  const anvil = createTestClient({ chain, transport, mode: 'anvil' })
+  const reader = createPublicClient({ chain, transport })
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_outsider_deadline', receivableAtomic: usdc(1000) })
+  const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_outsider_deadline', usdc(100), usdc(5)))
+  const offerId = decision.body.offer.offerId as string
+  const match = await borrowerClient.post('/credit/match', { offerId })
+  t.equal(match.body.lease?.lender, lender.account.address)
+  const action = await actionFor(lender, offerId)
+  const deadline = BigInt(action['authorization'].deadline)
+
+  // The chain reaches the deadline with an empty block; the service observes it and dispatches: the lease is live.
+  await anvil.setNextBlockTimestamp({ timestamp: deadline })
+  await anvil.mine({ blocks: 1 })
+  await waitForChainTime(h, Number(deadline) * 1000)
+  await borrowerClient.post('/credit/dispatch', {})
+  t.equal((await borrowerClient.get(`/credit/offers/${offerId}`)).body.state, 'leased', 'a block at the deadline is not past it')
+
+  // The payment is mined in the next block, whose timestamp is the deadline too: the contract takes it.
+  await anvil.setNextBlockTimestamp({ timestamp: deadline })
+  const paid = await new ChainAgent(h.network, lender.session).sendUnsigned(action['transaction'])
+  const receipt = await reader.getTransactionReceipt({ hash: paid })
+  t.equal((await reader.getBlock({ blockNumber: receipt.blockNumber })).timestamp, deadline, 'mined at the deadline')
+  const advance = await lender.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: lender.account.address, supplierPaymentId: paid })
+  t.equal(advance.status, 200, JSON.stringify(advance.body))
+  t.equal((await borrowerClient.get(`/credit/offers/${offerId}`)).body.state, 'funded')
+})
