@@ -1,15 +1,17 @@
 // An outsider against the money path, over HTTP and the contracts only: what an agent reading the published documents
 // can do to a lender's money. The supplier directory must not take an address the contract refuses to pay (the zero
 // address): credit to it is leased to lenders who cannot pay, and each lease expires unpaid at its lender's cost. A
-// payment mined at the lease's deadline, in a later block with the deadline's timestamp, still funds the offer.
+// payment mined at the lease's deadline, in a later block with the deadline's timestamp, still funds the offer. A
+// repayment reported again (at once, or after the chain follower counted it) answers the same receipt, as the
+// published description of the route says.
 import t from 'tap'
 import { createPublicClient, createTestClient, http, zeroAddress } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { networkChain } from '../../src/chain/clients.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
-import { creditRequest, fundedJob, readyLender, signedIn, startHarness, usdc, waitForChainTime, type Harness, type ReadyLender } from '../fixtures/service.ts'
-import { actionFor, expectProblem, type Json } from './fixtures/api.ts'
+import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, waitForChainTime, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { actionFor, expectProblem, fundAdvance, openApiDocument, until, type Json } from './fixtures/api.ts'
 
 let h: Harness
 let lender: ReadyLender
@@ -64,4 +66,28 @@ t.test('a payment mined at the deadline, in a later block with the same timestam
   const advance = await lender.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: lender.account.address, supplierPaymentId: paid })
   t.equal(advance.status, 200, JSON.stringify(advance.body))
   t.equal((await borrowerClient.get(`/credit/offers/${offerId}`)).body.state, 'funded')
+})
+
+t.test('a repayment reported again, at once or after the follower counted it, answers the same receipt as documented', async (t) => {
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_outsider_repay', receivableAtomic: usdc(1000) })
+  const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: 'job_outsider_repay', amountAtomic: usdc(100), maximumFeeAtomic: usdc(5) })
+  const payer = await fundedAccount(h.devnet, h.network, usdc(10))
+  const payerClient = await signedIn(h.url, payer)
+  const served = await payerClient.get(`/credit/advances/${advance.advanceId}/repay-transactions?amountAtomic=${usdc(10)}&from=${payer.address}`)
+  const hashes = await new ChainAgent(h.network, payer).sendAll(served.body.transactions)
+  const repayTx = hashes[hashes.length - 1]
+  const reports = await Promise.all([1, 2, 3].map(() => payerClient.post(`/credit/advances/${advance.advanceId}/repay`, { txHash: repayTx })))
+  t.same(reports.map((r) => r.status), [200, 200, 200], 'three reports at once: each answered')
+  t.same(reports[1]?.body, reports[0]?.body, 'the same receipt')
+  t.same(reports[2]?.body, reports[0]?.body, 'the same receipt')
+  await until(async () => (await payerClient.get(`/credit/advances/${advance.advanceId}`)).body.repayments.length === 1, 10_000, 'the repayment counted')
+  const later = await payerClient.post(`/credit/advances/${advance.advanceId}/repay`, { txHash: repayTx })
+  t.equal(later.status, 200)
+  t.same(later.body, reports[0]?.body, 'reported again later: the same receipt')
+  const counted = (await payerClient.get(`/credit/advances/${advance.advanceId}`)).body
+  t.equal(counted.repayments.length, 1, 'counted once')
+  t.equal(BigInt(counted.lenderOwedAtomic), BigInt(advance.lenderOwedAtomic) - usdc(10), 'what is owed fell by the payment, once')
+
+  const description = (await openApiDocument(h.url))['paths']['/credit/advances/{advanceId}/repay']['post']['description'] as string
+  t.match(description, /the same transaction again[^.]*answers the same receipt/, 'the route\'s description says what happens')
 })
