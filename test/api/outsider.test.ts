@@ -2,8 +2,9 @@
 // can do to a lender's money. The supplier directory must not take an address the contract refuses to pay (the zero
 // address): credit to it is leased to lenders who cannot pay, and each lease expires unpaid at its lender's cost. A
 // repayment reported again (at once, or after the chain follower counted it) answers the same receipt, as the
-// published description of the route says. A payment mined at the lease's deadline, in a later block with the
-// deadline's timestamp, still funds the offer.
+// published description of the route says. An amount beyond 2^256-1 is bad input everywhere (the unsigned-transaction
+// reads answered 500). A payment mined at the lease's deadline, in a later block with the deadline's timestamp, still
+// funds the offer.
 import t from 'tap'
 import { createPublicClient, createTestClient, http, zeroAddress } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
@@ -60,6 +61,24 @@ t.test('a repayment reported again, at once or after the follower counted it, an
 
   const description = (await openApiDocument(h.url))['paths']['/credit/advances/{advanceId}/repay']['post']['description'] as string
   t.match(description, /the same transaction again[^.]*answers the same receipt/, 'the route\'s description says what happens')
+})
+
+t.test('an amount beyond 2^256-1 is refused 400 on every route that takes one, and changes nothing', async (t) => {
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_outsider_huge', receivableAtomic: usdc(1000) })
+  const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: 'job_outsider_huge', amountAtomic: usdc(10), maximumFeeAtomic: usdc(1) })
+  const over = (2n ** 256n).toString()
+  const max = (2n ** 256n - 1n).toString()
+  const reads = (amount: string) => [
+    `/credit/jobs/job_outsider_huge/collateral-transactions?amountAtomic=${amount}`,
+    `/credit/advances/${advance.advanceId}/repay-transactions?amountAtomic=${amount}`,
+    `/credit/jobs/job_outsider_fresh/funding-transactions?network=${h.network.slug}&asset=USDC&receivableAtomic=${amount}&agent=${borrower.address}&client=${lender.account.address}`,
+  ]
+  for (const path of reads(over)) expectProblem(t, await borrowerClient.get(path), 400, 'validation_failed', path.split('?')[0])
+  for (const path of reads(max)) t.equal((await borrowerClient.get(path)).status, 200, `2^256-1 is served: ${path.split('?')[0]}`)
+
+  const before = (await lender.client.get(`/lenders/${lender.account.address}/wallet`)).body
+  expectProblem(t, await lender.client.post(`/lenders/${lender.account.address}/withdraw`, { amountAtomic: over }), 400, 'validation_failed', 'a withdrawal of 2^256')
+  t.same((await lender.client.get(`/lenders/${lender.account.address}/wallet`)).body.activity, before.activity, 'the lender is unchanged')
 })
 
 t.test('a payment mined at the deadline, in a later block with the same timestamp, funds the offer', async (t) => {
