@@ -61,6 +61,14 @@ export function atomicAtMost(max: bigint, description: string, maxText: string) 
 /** An amount in the smallest unit of an asset: a decimal string of an integer in [0, 2^256-1]. */
 export const Atomic = atomicAtMost(MAX_UINT256, 'Integer amount in the smallest unit of the asset, as a decimal string, at most 2^256-1.', '2^256-1')
 
+/**
+ * `Atomic` with a description of its own. A spread (`{ ...Atomic, description }`) keeps the pattern but not the
+ * refinement, so 2^256 (78 digits, as 2^256-1) passes it: an input amount is described through this instead.
+ */
+export function atomicDescribed(description: string) {
+  return atomicAtMost(MAX_UINT256, description, '2^256-1')
+}
+
 /** Basis points, an integer in 0..10000. */
 export const Bps = Type.Integer({ minimum: 0, maximum: 10000, description: 'Basis points (1/100 of a percent), 0..10000.' })
 

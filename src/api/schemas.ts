@@ -5,7 +5,7 @@
 import Type from 'typebox'
 import { ADVANCE_STATES, JOB_STATES, LEASE_END_REASONS, LEASE_STATES, OFFER_END_REASONS, OFFER_STATES } from '../../machines/index.ts'
 import { ID_PATTERNS, FORMAT_PATTERNS } from '../engine/ids.ts'
-import { Address, AssetSymbol, Atomic, atomicAtMost, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, NetworkSlug, Seconds, StrictObject } from './common.ts'
+import { Address, AssetSymbol, Atomic, atomicAtMost, atomicDescribed, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, NetworkSlug, Seconds, StrictObject } from './common.ts'
 import { ChainSteps, LeaseAuthorization, UnsignedTransaction, WalletAction } from './schemas-chain.ts'
 import { HEALTH_DIFFERENCES_MAX, NetworkReconciliationWire } from './reconciliation.ts'
 
@@ -546,7 +546,7 @@ export const PendingAction = StrictObject({
 export const LenderAction = Type.Union([PendingAction, WalletAction], { description: 'A pending lease to pay (pay_supplier), or a wallet action (top_up, approve, withdraw).' })
 
 export const LiquidityWithdrawal = StrictObject({
-  amountAtomic: { ...Atomic, description: 'How much less the service may lend: at most available + reserved + deployed - withdrawalPendingAtomic. What live leases and open advances hold leaves as they come back.' },
+  amountAtomic: atomicDescribed('How much less the service may lend: at most available + reserved + deployed - withdrawalPendingAtomic. What live leases and open advances hold leaves as they come back.'),
 })
 
 export const LiquidityWithdrawalResult = StrictObject({

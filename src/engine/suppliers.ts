@@ -13,6 +13,7 @@ type Refused = { ok: false; error: EngineError }
 /** A host name, lower case: labels of letters, digits and inner hyphens, 253 characters at most. */
 const DOMAIN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/
+const ZERO_ADDRESS = /^0x0{40}$/
 /** Bounds of one entry: a directory entry is read on every credit request, and a list of them is served whole. */
 export const SUPPLIER_LIMITS = Object.freeze({ nameLengthMax: 200, networksMax: 16, addressesPerNetworkMax: 16 })
 
@@ -28,10 +29,12 @@ export function liveSupplier(s: EngineState, domain: string): SupplierRecord | u
 
 /**
  * Why `address` may never be a supplier on `network`, or undefined: a registered lender or its session key (it would
- * pay itself), the credit contract (the principal would sit where nobody can claim it). The borrower is checked by
- * the request itself.
+ * pay itself), the credit contract (the principal would sit where nobody can claim it), the zero address (the
+ * contract refuses to pay it, so every lease on such an offer would expire unpaid and cost its lender a missed
+ * order). The borrower is checked by the request itself.
  */
 export function notAllowedAsSupplier(s: EngineState, network: string, address: Address, lenders = true): string | undefined {
+  if (ZERO_ADDRESS.test(address)) return `${address} is the zero address`
   if (lenders && s.lenders.has(address)) return `${address} is a registered lender`
   if (lenders && s.lenderBySession.has(address)) return `${address} is a lender's session key`
   const contract = s.config.creditContracts[network]

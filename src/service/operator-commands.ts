@@ -3,6 +3,7 @@
 // per-advance lock, checks what the chain did against the plan, and commits; an operator transaction a crash left
 // unrecorded is found and recorded by the next attempt. Called through CreditService (credit-service.ts) by
 // src/api/routes/credit.ts.
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Address, Hex } from 'viem'
 import { recoveryAmounts } from '../engine/engine.ts'
 import type { AdvanceView, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
@@ -48,6 +49,31 @@ async function operatorSend(
   }
 }
 
+/** How long a request waits for the chain follower to count what was mined before its operator transaction. */
+const followerCatchUpMs = 10_000
+const followerCatchUpPollMs = 25
+
+/**
+ * Whether the network's chain follower has applied `blockNumber`, waiting up to followerCatchUpMs. An operator
+ * transaction acts on what the contract holds owed, which counts every repayment mined before it, while the service
+ * counts an unreported one only once the follower applies it (at the network's confirmations): past the transaction's
+ * block, the engine owes what the contract did. False when it has not got there in time (behind, degraded, stopped).
+ */
+async function followerPast(service: ServiceCore, slug: string, blockNumber: bigint): Promise<boolean> {
+  const follower = service.followers.get(slug)
+  const deadline = Date.now() + followerCatchUpMs
+  while ((follower?.cursor?.blockNumber ?? -1n) < blockNumber) {
+    if (follower === undefined || Date.now() > deadline) return false
+    await sleep(followerCatchUpPollMs)
+  }
+  return true
+}
+
+/** The operator transaction is mined, but what it did is not countable yet: a retry records it (it finds the transaction). */
+function minedNotCounted(slug: string, what: string, txHash: Hex): ChainRpcError {
+  return new ChainRpcError(slug, new Error(`${what} ${txHash} is mined, but the chain follower has not yet counted the repayments mined before it; retry to record it`))
+}
+
 function operatorClients(service: ServiceCore, slug: string): NetworkClients {
   const clients = service.clientsOf(slug)
   if (clients.operator === undefined) throw new OperatorUnavailableError(slug)
@@ -64,8 +90,16 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
       find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobSettled', jobId }, job.funding.txHash),
     })
     const paid = settled.facts.find((f): f is FacilityFactOf<'JobSettled'> => f.name === 'JobSettled')
-    if (paid === undefined || paid.args.toLenders !== plan.toLendersAtomic || paid.args.toReserve !== plan.toReserveAtomic) {
-      throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
+    if (paid === undefined) throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`${settled.txHash} emitted no JobSettled`))
+    const differs = (p: typeof plan) => paid.args.toLenders !== p.toLendersAtomic || paid.args.toReserve !== p.toReserveAtomic
+    if (differs(plan)) {
+      // The escrow paid what the contract held owed: a repayment mined before the settlement and not counted yet
+      // (unreported, the follower still behind) makes the difference, and the engine counts it once the follower is
+      // past the settlement's block. The settlement is recorded then, never answered as refused.
+      if (!(await followerPast(service, job.network, paid.blockNumber))) throw minedNotCounted(job.network, `the settlement of ${jobId}`, settled.txHash)
+      if (differs(service.live(service.engine.planJobSettlement({ jobId, caller }), 'job', jobId))) {
+        throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
+      }
     }
     return service.apply(mutation, () => service.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, service.now()))
   })
@@ -118,6 +152,13 @@ export async function liquidate(service: ServiceCore, mutation: Mutation<Liquida
     )
     const event = liquidated.facts.find((f): f is FacilityFactOf<'Liquidated'> => f.name === 'Liquidated')
     if (event === undefined) throw new ContractRevertError(advance.network, 'no_liquidated_event', [], new Error(`${liquidated.txHash} emitted no Liquidated`))
+    // The contract recovered what it held owed (its steps sum to it); a repayment mined before the liquidation and not
+    // counted yet makes the engine's owed larger, until the follower is past the liquidation's block.
+    const owedOnChain = event.args.fromCollateral + event.args.fromBacking + event.args.fromReserve + event.args.shortfall
+    const counted = service.engine.getAdvance(advanceId) ?? advance
+    if (counted.lenderOwedAtomic + counted.reserveOwedAtomic !== owedOnChain && !(await followerPast(service, advance.network, event.blockNumber))) {
+      throw minedNotCounted(advance.network, `the liquidation of ${advanceId}`, liquidated.txHash)
+    }
     const executed = {
       fromCollateralAtomic: event.args.fromCollateral, fromBackingAtomic: event.args.fromBacking,
       fromReserveAtomic: event.args.fromReserve, shortfallAtomic: event.args.shortfall,

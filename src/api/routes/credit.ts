@@ -369,7 +369,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       summary: 'Report a repayment of any amount of an advance (proven by a repay transaction)',
       description:
         "Anyone who repaid the advance on chain, any amount (the unsigned approve + repay of GET /credit/advances/{advanceId}/repay-transactions), reports the repay transaction here. The contract pays the lender's part first (lenderOwedAtomic), then the insurance reserve's share (reserveOwedAtomic), and never takes more than is owed (an overpayment stays in the payer's wallet). " +
-        'The answer is this payment and what is still owed after it; the advance is repaid when nothing is. An advance in state shortfall (liquidated with something still owed) takes repayments the same way. Report repayments in the order they were mined (an earlier one not yet counted: 409 repayment_mismatch); the same transaction again: 409 proof_already_used.',
+        'The answer is this payment and what is still owed after it; the advance is repaid when nothing is. An advance in state shortfall (liquidated with something still owed) takes repayments the same way. Report repayments in the order they were mined (an earlier one not yet counted: 409 repayment_mismatch); the same transaction again, or one the service already counted from the chain, answers the same receipt.',
       tags,
       auth: 'session',
       params: AdvanceParams,

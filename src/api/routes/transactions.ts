@@ -12,12 +12,12 @@ import type { UnsignedTransaction } from '../../chain/transactions.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import { toWire } from '../wire.ts'
 import { problemOf } from '../problems.ts'
-import { Address as AddressSchema, Atomic, checksum, JobId, StrictObject } from '../common.ts'
+import { Address as AddressSchema, atomicDescribed, checksum, JobId, StrictObject } from '../common.ts'
 import { AdvanceId, AssetSymbol, ChainSteps, NetworkSlug } from '../schemas.ts'
 import { asResult, errors, replyWith } from './shared.ts'
 
 const tags = ['credit'] as const
-const PositiveAtomic = { ...Atomic, description: 'A positive amount in the asset\'s smallest unit (decimal string).' }
+const PositiveAtomic = atomicDescribed('A positive amount in the asset\'s smallest unit (decimal string).')
 
 export const FundingQuery = StrictObject({
   network: NetworkSlug,
@@ -28,7 +28,7 @@ export const FundingQuery = StrictObject({
 })
 export const CollateralQuery = StrictObject({ amountAtomic: PositiveAtomic })
 export const RepayQuery = StrictObject({
-  amountAtomic: Type.Optional({ ...PositiveAtomic, description: 'How much to repay; absent: everything still owed (lenderOwedAtomic + reserveOwedAtomic).' }),
+  amountAtomic: Type.Optional(atomicDescribed('How much to repay; absent: everything still owed (lenderOwedAtomic + reserveOwedAtomic).')),
   from: Type.Optional({ ...AddressSchema, description: "Who sends the repayment (anyone may repay); absent: the advance's borrower." }),
 })
 
