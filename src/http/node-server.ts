@@ -33,6 +33,7 @@ const nodeIo: TransportIo<Exchange, Exchange> = {
     const value = ex.im.headers[name]
     return value === undefined ? '' : Array.isArray(value) ? value.join(', ') : value
   },
+  hasHeader: (ex, name) => ex.im.headers[name] !== undefined,
   parameter: (ex, index) => ex.params[index] ?? '',
   query: (ex) => ex.query,
   // node's parser already refuses both cases (clientError below); kept so the rule does not rest on its defaults.

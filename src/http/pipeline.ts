@@ -31,6 +31,8 @@ export interface TransportIo<Res, Req> {
   query(req: Req): string | undefined
   /** Two Content-Length fields, or one beside Transfer-Encoding (request smuggling). */
   ambiguousLength(req: Req): boolean
+  /** Whether the request has the header at all (`header` answers '' both for an empty one and for none). */
+  hasHeader(req: Req, name: string): boolean
   /** Called once when the client goes away before the answer is sent; after it `res` must not be touched. */
   onAborted(res: Res, hook: () => void): void
   /** The peer's address as the transport sees it (the front's PROXY header names it behind the front). */
@@ -470,7 +472,9 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       const headers: Record<string, string> = {}
       for (const name of c.headerNames) {
         const value = io.header(req, name)
-        if (value !== '') headers[name] = value
+        // An empty header is sent, not absent: `Idempotency-Key:` with no value is refused (invalid_idempotency_key),
+        // never a request without a key, which the client would believe protected against a retry.
+        if (value !== '' || io.hasHeader(req, name)) headers[name] = value
       }
       if (c.route.immutable === true) {
         headers['accept-encoding'] = io.header(req, 'accept-encoding')

@@ -146,6 +146,14 @@ export function ambiguousLength(req: HttpRequest): boolean {
   return lengths > 1 || (lengths > 0 && chunked)
 }
 
+export function hasHeader(req: HttpRequest, wanted: string): boolean {
+  let found = false
+  req.forEach((name) => {
+    if (name === wanted) found = true
+  })
+  return found
+}
+
 export function decodeParams(names: string[], raw: string[]): { values: Record<string, string>; issues: ValidationIssue[] } {
   const values: Record<string, string> = {}
   const issues: ValidationIssue[] = []

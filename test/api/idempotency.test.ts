@@ -39,6 +39,10 @@ t.test('credit request: a retry with the same key replays the decision and creat
   const fresh = await borrowerClient.post('/credit/request', body, { idempotencyKey: 'req-2' })
   t.not(fresh.body.offer.offerId, first.body.offer.offerId, 'another key is another request')
   expectProblem(t, await borrowerClient.post('/credit/request', body, { idempotencyKey: 'bad key with spaces' }), 400, 'invalid_idempotency_key')
+  // An empty header is a key the client sent, not no key: taken for none, each retry would make another offer.
+  const liveBefore = (await borrowerClient.get('/credit/state')).body.counts.liveOffers
+  expectProblem(t, await borrowerClient.post('/credit/request', body, { idempotencyKey: '' }), 400, 'invalid_idempotency_key')
+  t.equal((await borrowerClient.get('/credit/state')).body.counts.liveOffers, liveBefore, 'an empty key applies nothing')
 })
 
 t.test('match: a retried match replays the stored answer', async (t) => {
