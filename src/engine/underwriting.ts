@@ -114,7 +114,10 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
     dueAtMs: decision.dueAtMs,
     createdAtMs: nowMs,
     // On the network's chain time (dispatch.ts networkClockMs), as leases: an outage of the chain pauses the TTL.
-    expiresAtMs: networkClockMs(s, input.network, nowMs) + s.config.offerTtlMs,
+    // Never past the job's due time (counted as the time left on the service clock, which judges due times): a lease
+    // granted after it would fund an advance already due, which the lender would pay for and the borrower would owe
+    // at once.
+    expiresAtMs: networkClockMs(s, input.network, nowMs) + Math.min(s.config.offerTtlMs, Math.max(0, decision.dueAtMs - nowMs)),
   }
   const offer = startActor(offerMachine, offerInput)
   s.offers.set(offerInput.offerId, offer)

@@ -66,6 +66,23 @@ t.test('the source must belong to the borrower; a job past due or on another ass
   t.equal(approved.offer?.dueAtMs, T0 + 60_000)
 })
 
+t.test('an offer expires at its job\'s due time when that comes before its TTL: it is never leased past it', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  createJob(engine, 'job_1', 10_000n, T0 + 4_000)
+  const offer = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0)).offer!
+  t.equal(offer.expiresAtMs, T0 + 4_000, 'due in 4 s: the offer is open 4 s, not its TTL')
+  const late = unwrap(engine.matchOffer({ offerId: offer.offerId, caller: BORROWER }, T0 + 4_000))
+  t.equal(late.lease, null, 'no lease at the due time')
+  t.equal(late.offerExpired, true)
+  t.equal(late.offer.endReason, 'stale')
+  createJob(engine, 'job_2', 10_000n, T0 + 3_600_000)
+  const far = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_2' }), T0)).offer!
+  t.equal(far.expiresAtMs, T0 + engine.config.offerTtlMs, 'due later than the TTL: the TTL')
+  t.not(unwrap(engine.matchOffer({ offerId: far.offerId, caller: BORROWER }, T0 + 1_000)).lease, null, 'and it is leased before then')
+  engine.checkInvariants()
+})
+
 t.test('invalid requests are typed errors', async (t) => {
   const { engine } = newEngine()
   registerBacking(engine)
