@@ -162,6 +162,30 @@ t.test('a burst of timers is spread over commands of at most timeOutsPerCommandM
   t.throws(() => resolveConfig({ timeOutsPerCommandMax: 0 }), RangeError)
 })
 
+t.test('while more offers are stale than one command may expire, dispatch matches none; then the rest in creation order', async (t) => {
+  const { engine } = newEngine({ leaseTtlMs: LEASE_TTL_MS, timeOutsPerCommandMax: 5 })
+  registerBacking(engine, 'src_1', 10n ** 12n)
+  observe(engine, T0, T0)
+  // No lender yet: every offer waits. Twelve will be stale, three not yet.
+  const stale = Array.from({ length: 12 }, () => offerFor(engine, {}, T0))
+  const staleAtMs = (engine.getOffer(stale[11] as string)?.expiresAtMs as number) + 1
+  observe(engine, staleAtMs - 10_000, staleAtMs - 10_000)
+  const fresh = Array.from({ length: 3 }, () => offerFor(engine, {}, staleAtMs - 10_000))
+  observe(engine, staleAtMs, staleAtMs)
+  unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 10n ** 12n }), staleAtMs))
+
+  const calls: { expired: string[]; leased: string[] }[] = []
+  while (engine.dispatchDue(staleAtMs) || calls.length === 0) {
+    if (calls.length >= 10) throw new Error('dispatch still due after 10 calls')
+    const out = unwrap(engine.dispatch(staleAtMs))
+    calls.push({ expired: out.expiredOffers.map((o) => o.offerId), leased: out.matches.flatMap((m) => (m.lease ? [m.offer.offerId] : [])) })
+    engine.checkInvariants()
+  }
+  t.same(calls.map((c) => c.expired.length), [5, 5, 2], 'the stale ones, at most five per call')
+  t.same(calls.map((c) => c.leased), [[], [], fresh], 'no match while stale ones are left beyond the call; then the others')
+  t.same(calls.flatMap((c) => c.expired), stale, 'every stale offer expired once, in creation order')
+})
+
 t.test("suspension lifts stop where their passport events' record writes would pass the budget, and the next call lifts the rest", async (t) => {
   const { engine } = newEngine({ ...SMALL, borrowerSuspensionMinSeconds: 60 })
   const borrowers = Array.from({ length: 25 }, (_, i) => addr(0x7000 + i))
