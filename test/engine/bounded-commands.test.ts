@@ -9,7 +9,7 @@ import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '..
 import { CHAIN_EVENT_CHANGES_MAX } from '../../src/engine/chain-facts.ts'
 import type { ChainEventFact } from '../../src/engine/engine.ts'
 import type { LeaseView, OfferView } from '../../src/engine/index.ts'
-import { BORROWER, CLIENT, NET, T0, addr, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import { BORROWER, CLIENT, NET, T0, addr, applyChanges, canonical, createJob, creditRequest, dispatchAt, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 const LEASE_TTL_MS = 30_000
 /** A small budget, so that a few dozen leases are more than one command may change. */
@@ -184,6 +184,41 @@ t.test('while more offers are stale than one command may expire, dispatch matche
   t.same(calls.map((c) => c.expired.length), [5, 5, 2], 'the stale ones, at most five per call')
   t.same(calls.map((c) => c.leased), [[], [], fresh], 'no match while stale ones are left beyond the call; then the others')
   t.same(calls.flatMap((c) => c.expired), stale, 'every stale offer expired once, in creation order')
+})
+
+t.test('the time-out bound splits a burst over commands and changes nothing else: the same records as one unbounded call', async (t) => {
+  // The same world twice: leases timed out on the chain and their offers stale by then, offers still fresh (matched by
+  // the dispatch), three lenders.
+  const run = (timeOutsPerCommandMax: number) => {
+    const { engine } = newEngine({ leaseTtlMs: LEASE_TTL_MS, offerTtlMs: LEASE_TTL_MS, timeOutsPerCommandMax })
+    const records = new Map<string, Change>()
+    const keep = <T>(result: EngineResult<T>): T => {
+      applyChanges(records, (result as { changes: Change[] }).changes)
+      return unwrap(result)
+    }
+    registerBacking(engine, 'src_1', 10n ** 12n)
+    for (let n = 1; n <= 3; n++) keep(engine.registerLender(lenderInput(n, { availableLiquidityAtomic: 10n ** 9n, minFeeBps: 100 * n }), T0))
+    keep(observe(engine, T0, T0))
+    for (let i = 0; i < 40; i++) {
+      const decision = keep(engine.requestCredit(creditRequest(), T0))
+      keep(engine.matchOffer({ offerId: decision.offer?.offerId as string, caller: BORROWER }, T0))
+    }
+    const nowMs = T0 + LEASE_TTL_MS + 5_000
+    for (let i = 0; i < 10; i++) keep(engine.requestCredit(creditRequest(), nowMs - 1_000))
+    keep(observe(engine, nowMs, nowMs))
+    // The ticker's run: a dispatch, and again while work is due.
+    let calls = 0
+    do {
+      calls += 1
+      keep(engine.dispatch(nowMs))
+    } while (engine.dispatchDue(nowMs) && calls < 100)
+    engine.checkInvariants()
+    return { calls, records: [...records].map(([key, change]) => `${key} ${canonical(change)}`).sort() }
+  }
+  const bounded = run(4)
+  const unbounded = run(1_000_000)
+  t.ok(bounded.calls > unbounded.calls + 10, `spread over ${bounded.calls} calls against ${unbounded.calls}`)
+  t.same(bounded.records, unbounded.records, 'every record the same')
 })
 
 t.test("suspension lifts stop where their passport events' record writes would pass the budget, and the next call lifts the rest", async (t) => {
