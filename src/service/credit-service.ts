@@ -65,23 +65,10 @@ export class CreditService extends ServiceCore {
 
   /**
    * The dispatch ticker: the same command as POST /credit/dispatch, through the same run-and-commit path as a request,
-   * with nobody to answer. Resolves once the command ran and its commit is queued, not once it is written: nobody
-   * waits for the answer, so the ticker's next run (while work is due) need not wait for the disk's sync, and a burst
-   * of timers is worked off at the pace of the CPU, one bounded command per turn of the event loop, instead of one
-   * command per group transaction. What fails before the commit is queued (a store with no room, the command itself)
-   * is this promise's, and the ticker waits for its interval; a write that fails goes to `onWriteFailed` (core.ts run
-   * has stopped the service).
+   * with nobody to answer.
    */
-  async tick(onWriteFailed: (error: unknown) => void): Promise<void> {
-    let queued = false
-    const written = this.run<DispatchOutcome>(null, () => this.engine.dispatch(this.now()), (outcome) => {
-      const writes = this.#liftedPassport(outcome)
-      // The last step before run() hands the commit to the store's queue.
-      queued = true
-      return writes
-    })
-    if (!queued) return void (await written)
-    written.catch(onWriteFailed)
+  async tick(): Promise<void> {
+    await this.run<DispatchOutcome>(null, () => this.engine.dispatch(this.now()), (outcome) => this.#liftedPassport(outcome))
   }
 
   /**
@@ -91,7 +78,7 @@ export class CreditService extends ServiceCore {
    * batch left leases due); a tick that failed (the store full) waits for the interval.
    */
   startTicker(intervalMs: number, onError: (error: unknown) => void): Periodic {
-    return periodic(intervalMs, () => this.tick(onError), onError, () => this.engine.dispatchDue(this.now()))
+    return periodic(intervalMs, () => this.tick(), onError, () => this.engine.dispatchDue(this.now()))
   }
 
   /** Dispatch lifts due suspensions: each lift is a passport event of its borrower. */

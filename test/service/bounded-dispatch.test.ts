@@ -87,37 +87,6 @@ t.test('a batch passing more lease deadlines than a commit holds: committed, not
   t.same(leaseIds.filter((id) => store.getSnapshot('lease', id)?.final !== true), [], 'and is stored final')
 })
 
-t.test('the ticker catches up at the pace of its commands, not of the disk: its next command does not wait for the last write', async (t) => {
-  const { engine, service, store, fatal, observe, advance } = await world(t)
-  registerBacking(engine)
-  unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 10n ** 9n }), T0))
-  await observe(T0)
-  const leaseIds: string[] = []
-  for (let i = 0; i < 60; i++) {
-    const offerId = offerFor(engine, {}, T0)
-    leaseIds.push((unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease as { leaseId: string }).leaseId)
-  }
-  advance(LEASE_TTL_MS + 5_000)
-  await observe(T0 + LEASE_TTL_MS + 5_000)
-  t.ok(engine.dispatchDue(T0 + LEASE_TTL_MS + 5_000), 'the batch left leases due')
-
-  // From here the disk holds every write until it is let go: the ticker's commands are queued, none is written.
-  const held: (() => void)[] = []
-  const commit = store.commit.bind(store)
-  store.commit = (input) => new Promise((resolve, reject) => held.push(() => void commit(input).then(resolve, reject)))
-  const ticker = service.startTicker(3_600_000, (error) => fatal.push(error))
-  t.teardown(ticker.stop)
-  ticker.wake()
-  for (let turn = 0; turn < 100 && engine.dispatchDue(T0 + LEASE_TTL_MS + 5_000); turn++) await new Promise((resolve) => setImmediate(resolve))
-  t.notOk(engine.dispatchDue(T0 + LEASE_TTL_MS + 5_000), 'every lease timed out while no write was done')
-  t.ok(held.length > 1, `${held.length} ticker commits queued at once`)
-
-  for (const write of held) write()
-  await store.durable()
-  t.same(fatal, [], 'every write succeeded')
-  t.same(leaseIds.filter((id) => store.getSnapshot('lease', id)?.final !== true), [], 'and every lease is stored final')
-})
-
 t.test("the service refuses to start with an engine change budget above the store's changes per commit", async (t) => {
   t.throws(() => checkChangeBudget({ changesPerCommandMax: CHANGES_PER_COMMIT_MAX_DEFAULT + 1 }), RangeError)
   t.doesNotThrow(() => checkChangeBudget({ changesPerCommandMax: CHANGES_PER_COMMIT_MAX_DEFAULT }))
