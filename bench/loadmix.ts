@@ -14,7 +14,9 @@
 // Fails when more than 1% of the answers are errors or fewer than 90% of the matches lease: a broken mix must not
 // pass for a fast one. Writes bench/results/loadmix-latest.json. Options: --lenders 500 --borrowers 256
 // --connections 64 --warmup 3 --seconds 10 --modes uws-front,uws-direct,node --quick (1 s windows, a small book, the
-// default mode only). BENCH_SERVICE_CPU_PROF=<dir> writes a CPU profile of each service process there.
+// default mode only). BENCH_SERVICE_CPU_PROF=<dir> writes a CPU profile of each service process there;
+// BENCH_SERVICE_LONG_TASKS_MS=<ms> makes each service process write what held its event loop in each window to stderr
+// (engine commands over <ms> with their size, GC, the loop's stalls: fixtures/long-tasks.ts).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'

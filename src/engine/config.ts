@@ -63,9 +63,11 @@ export interface EngineConfig {
   changesPerCommandMax: number
   /**
    * Lease time-outs, and stale-offer expiries, one command takes at most (each kind). Timers fall due in bursts: a
-   * chain's time moves in whole-second blocks, so every lease of that second is over at once (about 100 us each). At
-   * most this many per command keeps one command to a few tens of ms, and the dispatch ticker goes on with the rest
-   * on the next turns of the event loop, between requests: a burst delays requests by one command, not by all of it.
+   * chain's time moves in whole-second blocks, so every lease of that second is over at once (a time-out and its
+   * offer's expiry about 100 us of CPU together, more with the GC they bring). At most this many per command keeps one
+   * command to a few ms, and the dispatch ticker goes on with the rest on the next turns of the event loop, between
+   * requests: a burst delays a request by one command, not by all of it. More, smaller commands cost no more CPU in
+   * all (README, "Bounded work per command").
    */
   timeOutsPerCommandMax: number
 }
@@ -102,7 +104,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   liveOffersPerBorrowerMax: 100,
   networksPerLenderMax: 16,
   changesPerCommandMax: 10_000,
-  timeOutsPerCommandMax: 256,
+  timeOutsPerCommandMax: 32,
 })
 
 export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig {

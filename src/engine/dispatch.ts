@@ -137,29 +137,36 @@ export function roomForLift(s: EngineState, liftedBefore: number): boolean {
  * command has changes for (the first ones due of each network), and the first offersDispatchedPerCallMax of the
  * others (each is matched). No dispatch step moves another offer into or out of the waiting state, so the list is
  * fixed before the first one is acted on; dispatch stops where its change budget does, and the next call goes on.
+ * While more offers are stale than one command may expire, none is matched: the stale ones come first, as every other
+ * step's work is done before the next step's, and the walk for matches would visit every waiting offer, the stale
+ * backlog included (after a burst of lease time-outs, thousands), in each of the calls that expire it.
  */
 export function offersToDispatch(s: EngineState, nowMs: number): { offer: OfferActor; due: boolean }[] {
   const chosen: Due[] = []
-  const stale = new Set<string>()
   // Each expiry changes at least its offer: no command expires more than changesPerCommandMax of them, nor more than
   // timeOutsPerCommandMax (a burst of offers stale in the same second is spread over the ticker's next turns).
   const staleMax = Math.min(s.config.changesPerCommandMax, s.config.timeOutsPerCommandMax)
+  let staleLeft = false
   for (const [network, schedule] of s.offerExpiries) {
     const clockMs = networkClockMs(s, network, nowMs)
     for (const d of schedule.ascending()) {
-      if (d.atMs > clockMs || stale.size >= staleMax) break
+      if (d.atMs > clockMs) break
+      if (chosen.length >= staleMax) {
+        staleLeft = true
+        break
+      }
       chosen.push(d)
-      stale.add(d.id)
     }
   }
-  let matchable = 0
-  for (const d of s.waitingOffers.ascending()) {
-    if (matchable >= s.config.offersDispatchedPerCallMax) break
-    if (stale.has(d.id)) continue
-    // Stale beyond this call's bound: a later call expires it (matching it would expire it here, past the bound).
-    if (stale.size >= staleMax && d.atMs <= networkClockMs(s, (s.offers.get(d.id) as OfferActor).getSnapshot().context.network, nowMs)) continue
-    chosen.push(d)
-    matchable += 1
+  const stale = new Set(chosen.map(dueId))
+  if (!staleLeft) {
+    let matchable = 0
+    for (const d of s.waitingOffers.ascending()) {
+      if (matchable >= s.config.offersDispatchedPerCallMax) break
+      if (stale.has(d.id)) continue
+      chosen.push(d)
+      matchable += 1
+    }
   }
   // The stale ones came per network in expiry order; dispatch acts in creation sequence, as the lease timeouts left them.
   if (stale.size > 0) chosen.sort(bySeq)

@@ -9,7 +9,7 @@ import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '..
 import { CHAIN_EVENT_CHANGES_MAX } from '../../src/engine/chain-facts.ts'
 import type { ChainEventFact } from '../../src/engine/engine.ts'
 import type { LeaseView, OfferView } from '../../src/engine/index.ts'
-import { BORROWER, CLIENT, NET, T0, addr, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import { BORROWER, CLIENT, NET, T0, addr, applyChanges, canonical, createJob, creditRequest, dispatchAt, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 const LEASE_TTL_MS = 30_000
 /** A small budget, so that a few dozen leases are more than one command may change. */
@@ -125,7 +125,7 @@ t.test('at the default budget: a batch passing 5,100 deadlines (over 10,000 chan
 
 t.test('a burst of timers is spread over commands of at most timeOutsPerCommandMax time-outs, and of stale offers', async (t) => {
   const { engine } = newEngine({ leaseTtlMs: LEASE_TTL_MS, timeOutsPerCommandMax: 7 })
-  t.equal(defaultEngineConfig.timeOutsPerCommandMax, 256, 'the default')
+  t.equal(defaultEngineConfig.timeOutsPerCommandMax, 32, 'the default')
   registerBacking(engine, 'src_1', 10n ** 12n)
   unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 10n ** 12n }), T0))
   observe(engine, T0, T0)
@@ -160,6 +160,65 @@ t.test('a burst of timers is spread over commands of at most timeOutsPerCommandM
   t.ok(calls >= 3, `spread over ${calls} calls`)
   t.same(expiredOffers.filter((id) => more.includes(id)), more, 'every stale offer expired once, in creation order')
   t.throws(() => resolveConfig({ timeOutsPerCommandMax: 0 }), RangeError)
+})
+
+t.test('while more offers are stale than one command may expire, dispatch matches none; then the rest in creation order', async (t) => {
+  const { engine } = newEngine({ leaseTtlMs: LEASE_TTL_MS, timeOutsPerCommandMax: 5 })
+  registerBacking(engine, 'src_1', 10n ** 12n)
+  observe(engine, T0, T0)
+  // No lender yet: every offer waits. Twelve will be stale, three not yet.
+  const stale = Array.from({ length: 12 }, () => offerFor(engine, {}, T0))
+  const staleAtMs = (engine.getOffer(stale[11] as string)?.expiresAtMs as number) + 1
+  observe(engine, staleAtMs - 10_000, staleAtMs - 10_000)
+  const fresh = Array.from({ length: 3 }, () => offerFor(engine, {}, staleAtMs - 10_000))
+  observe(engine, staleAtMs, staleAtMs)
+  unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 10n ** 12n }), staleAtMs))
+
+  const calls: { expired: string[]; leased: string[] }[] = []
+  while (engine.dispatchDue(staleAtMs) || calls.length === 0) {
+    if (calls.length >= 10) throw new Error('dispatch still due after 10 calls')
+    const out = unwrap(engine.dispatch(staleAtMs))
+    calls.push({ expired: out.expiredOffers.map((o) => o.offerId), leased: out.matches.flatMap((m) => (m.lease ? [m.offer.offerId] : [])) })
+    engine.checkInvariants()
+  }
+  t.same(calls.map((c) => c.expired.length), [5, 5, 2], 'the stale ones, at most five per call')
+  t.same(calls.map((c) => c.leased), [[], [], fresh], 'no match while stale ones are left beyond the call; then the others')
+  t.same(calls.flatMap((c) => c.expired), stale, 'every stale offer expired once, in creation order')
+})
+
+t.test('the time-out bound splits a burst over commands and changes nothing else: the same records as one unbounded call', async (t) => {
+  // The same world twice: leases timed out on the chain and their offers stale by then, offers still fresh (matched by
+  // the dispatch), three lenders.
+  const run = (timeOutsPerCommandMax: number) => {
+    const { engine } = newEngine({ leaseTtlMs: LEASE_TTL_MS, offerTtlMs: LEASE_TTL_MS, timeOutsPerCommandMax })
+    const records = new Map<string, Change>()
+    const keep = <T>(result: EngineResult<T>): T => {
+      applyChanges(records, (result as { changes: Change[] }).changes)
+      return unwrap(result)
+    }
+    registerBacking(engine, 'src_1', 10n ** 12n)
+    for (let n = 1; n <= 3; n++) keep(engine.registerLender(lenderInput(n, { availableLiquidityAtomic: 10n ** 9n, minFeeBps: 100 * n }), T0))
+    keep(observe(engine, T0, T0))
+    for (let i = 0; i < 40; i++) {
+      const decision = keep(engine.requestCredit(creditRequest(), T0))
+      keep(engine.matchOffer({ offerId: decision.offer?.offerId as string, caller: BORROWER }, T0))
+    }
+    const nowMs = T0 + LEASE_TTL_MS + 5_000
+    for (let i = 0; i < 10; i++) keep(engine.requestCredit(creditRequest(), nowMs - 1_000))
+    keep(observe(engine, nowMs, nowMs))
+    // The ticker's run: a dispatch, and again while work is due.
+    let calls = 0
+    do {
+      calls += 1
+      keep(engine.dispatch(nowMs))
+    } while (engine.dispatchDue(nowMs) && calls < 100)
+    engine.checkInvariants()
+    return { calls, records: [...records].map(([key, change]) => `${key} ${canonical(change)}`).sort() }
+  }
+  const bounded = run(4)
+  const unbounded = run(1_000_000)
+  t.ok(bounded.calls > unbounded.calls + 10, `spread over ${bounded.calls} calls against ${unbounded.calls}`)
+  t.same(bounded.records, unbounded.records, 'every record the same')
 })
 
 t.test("suspension lifts stop where their passport events' record writes would pass the budget, and the next call lifts the rest", async (t) => {
