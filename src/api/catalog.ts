@@ -246,7 +246,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       directory: '/suppliers',
       rule:
         'a credit request is declined unless supplierDomain is in the directory (supplier_unknown) and supplierAddress, when given, is one of its addresses on the request\'s network ' +
-        '(supplier_address_unverified; absent: the first there is paid); a borrower, a lender, a session key, the credit contract or the zero address is never a supplier (supplier_not_allowed). ' +
+        '(supplier_address_unverified; absent: the first there is paid); a borrower, a lender, a session key, the credit contract, the service\'s other contracts (tokens, registries), its operator and lease-signer keys, an operator or the zero address is never a supplier (supplier_not_allowed). ' +
         'The lease authorization binds the supplier: the contract pays nobody else.',
     },
     operators: [...s.operators],

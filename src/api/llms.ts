@@ -83,7 +83,7 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    -> {"decision":"approved","offer":{"offerId":"off_1",...}} or {"decision":"declined","reasons":[...]}
    The principal goes only to the supplier directory's addresses: an unknown supplierDomain is declined (supplier_unknown);
    a supplierAddress not among the domain's addresses on the network is declined (supplier_address_unverified); without one,
-   the domain's first address there is paid. A lender, a session key, the credit contract, the zero address or the borrower is never a supplier.
+   the domain's first address there is paid. A lender, a session key, the credit contract, the service's tokens, registries, keys and operators, the zero address or the borrower is never a supplier.
 5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet).
 6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
    before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.

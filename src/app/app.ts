@@ -24,7 +24,7 @@ import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
-import { loadNetworksConfig, NetworksConfigError, type NetworkConfig } from '../chain/config.ts'
+import { loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
 import { ensureKeySalt } from '../chain/key-salt.ts'
@@ -162,8 +162,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       leaseTtlMs: config.leaseTtlSeconds * 1000,
       offerTtlMs: config.offerTtlSeconds * 1000,
       operators: config.operators,
-      // The credit contract is never a supplier (src/engine/suppliers.ts).
+      // The credit contract and the service's other addresses are never suppliers (src/engine/suppliers.ts).
       creditContracts: Object.fromEntries(networks.map((n) => [n.slug, n.creditContract])),
+      serviceAddresses: Object.fromEntries(networks.map((n) => [n.slug, serviceAddressesOf(n)])),
     })
     checkChangeBudget(engineConfig)
     const store = await Store.open({

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs'
 import Type from 'typebox'
 import { Compile } from 'typebox/compile'
 import { getAddress, isHex, type Address, type Hex } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
 import { multicall3Address } from './artifacts.ts'
 import { FORMAT_PATTERNS } from '../engine/ids.ts'
 
@@ -105,6 +106,22 @@ export type NetworkConfig = {
 }
 
 export const pollingIntervalMsDefault = 1_000
+
+/**
+ * The service's own addresses on a network besides its credit contract (lower-case address -> what it is): its tokens
+ * and registries, and the addresses of its operator and lease-signer keys. The engine never takes one as a supplier.
+ */
+export function serviceAddressesOf(n: NetworkConfig): Record<string, string> {
+  const named: Record<string, string> = {}
+  const name = (address: Address, what: string) => (named[address.toLowerCase()] ??= what)
+  for (const token of n.tokens) name(token.address, `the ${token.symbol} token contract`)
+  name(n.identityRegistry, 'the identity registry')
+  name(n.reputationRegistry, 'the reputation registry')
+  name(n.multicall3, 'the Multicall3 contract')
+  if (n.operatorPrivateKey !== undefined) name(privateKeyToAddress(n.operatorPrivateKey), "the service's operator key")
+  if (n.leaseSignerPrivateKey !== undefined) name(privateKeyToAddress(n.leaseSignerPrivateKey), "the service's lease signer")
+  return named
+}
 
 export type ConfigProblem = { path: string; message: string }
 

@@ -46,6 +46,11 @@ export interface EngineConfig {
   operators: readonly Address[]
   /** The credit contract of each network (slug -> address): never a supplier (src/engine/suppliers.ts). */
   creditContracts: Readonly<Record<string, Address>>
+  /**
+   * The service's other addresses on each network (slug -> lower-case address -> what it is: the asset tokens, the
+   * registries, the operator and lease-signer keys): never a supplier either (src/engine/suppliers.ts).
+   */
+  serviceAddresses: Readonly<Record<string, Readonly<Record<string, string>>>>
   /** Limits. */
   lendersScannedPerMatchMax: number
   leasesPerOfferMax: number
@@ -98,6 +103,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   borrowerSuspensionMinSeconds: 7 * 24 * 3600,
   operators: [],
   creditContracts: {},
+  serviceAddresses: {},
   lendersScannedPerMatchMax: 4096,
   leasesPerOfferMax: 16,
   offersDispatchedPerCallMax: 1000,

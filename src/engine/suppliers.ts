@@ -29,9 +29,10 @@ export function liveSupplier(s: EngineState, domain: string): SupplierRecord | u
 
 /**
  * Why `address` may never be a supplier on `network`, or undefined: a registered lender or its session key (it would
- * pay itself), the credit contract (the principal would sit where nobody can claim it), the zero address (the
- * contract refuses to pay it, so every lease on such an offer would expire unpaid and cost its lender a missed
- * order). The borrower is checked by the request itself.
+ * pay itself), the credit contract or another of the service's contracts (a token, a registry: the principal would
+ * sit where nobody can claim it), the service's operator or lease-signer key or an operator wallet (the service would
+ * pay itself), the zero address (the contract refuses to pay it, so every lease on such an offer would expire unpaid
+ * and cost its lender a missed order). The borrower is checked by the request itself.
  */
 export function notAllowedAsSupplier(s: EngineState, network: string, address: Address, lenders = true): string | undefined {
   if (ZERO_ADDRESS.test(address)) return `${address} is the zero address`
@@ -39,6 +40,9 @@ export function notAllowedAsSupplier(s: EngineState, network: string, address: A
   if (lenders && s.lenderBySession.has(address)) return `${address} is a lender's session key`
   const contract = s.config.creditContracts[network]
   if (contract !== undefined && sameAddress(contract, address)) return `${address} is the credit contract on ${network}`
+  const service = s.config.serviceAddresses[network]?.[address.toLowerCase()]
+  if (service !== undefined) return `${address} is ${service} on ${network}`
+  if (s.config.operators.some((operator) => sameAddress(operator, address))) return `${address} is an operator of this service`
   return undefined
 }
 

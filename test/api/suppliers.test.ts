@@ -77,6 +77,8 @@ t.test('operators manage the directory: GET is public, PUT and DELETE are operat
     ['an unknown network', '/suppliers/parts.example', { ...entry, addresses: { 'no-such-net': [payout] } }, 400, 'unknown_network'],
     ['a duplicate address', '/suppliers/parts.example', { ...entry, addresses: { [h.network.slug]: [payout, payout] } }, 400, 'invalid_supplier_addresses'],
     ['the credit contract', '/suppliers/parts.example', { ...entry, addresses: { [h.network.slug]: [h.network.creditContract] } }, 422, 'supplier_not_allowed'],
+    ['the token contract', '/suppliers/parts.example', { ...entry, addresses: { [h.network.slug]: [(h.network.tokens[0] as { address: string }).address] } }, 422, 'supplier_not_allowed'],
+    ['the identity registry', '/suppliers/parts.example', { ...entry, addresses: { [h.network.slug]: [h.network.identityRegistry] } }, 422, 'supplier_not_allowed'],
     ['a lender\'s session key', '/suppliers/parts.example', { ...entry, addresses: { [h.network.slug]: [payout, lender.session.address] } }, 422, 'supplier_not_allowed'],
     ['a lender', '/suppliers/parts.example', { ...entry, addresses: { [h.network.slug]: [lender.account.address] } }, 422, 'supplier_not_allowed'],
   ]

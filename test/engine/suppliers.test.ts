@@ -11,9 +11,14 @@ import {
 const OPERATOR = addr(0x0e)
 const CONTRACT = addr(0xcc)
 const SECOND = addr(0x51)
+const TOKEN = addr(0xdd)
+const SIGNER = addr(0xde)
 
 function world() {
-  const { engine } = newEngine({ operators: [OPERATOR], creditContracts: { [NET]: CONTRACT } })
+  const { engine } = newEngine({
+    operators: [OPERATOR], creditContracts: { [NET]: CONTRACT },
+    serviceAddresses: { [NET]: { [TOKEN.toLowerCase()]: 'the USDC token contract', [SIGNER.toLowerCase()]: "the service's lease signer" } },
+  })
   registerBacking(engine)
   unwrap(engine.putSupplier({ domain: 'shop.example', name: 'Shop', addresses: { [NET]: [SUPPLIER, SECOND] }, caller: OPERATOR }, T0))
   unwrap(engine.registerLender(lenderInput(1), T0))
@@ -36,6 +41,9 @@ t.test('a request pays only one of the domain\'s addresses on its network; anyth
     ['another domain\'s address', { supplierDomain: 'supplier.example', supplierAddress: SECOND }, ['supplier_address_unverified']],
     ['a network the domain has no address on', { network: 'net-c', supplierAddress: undefined }, ['supplier_address_unverified']],
     ['the credit contract', { supplierAddress: CONTRACT }, ['supplier_not_allowed']],
+    ['the token contract', { supplierAddress: TOKEN }, ['supplier_not_allowed']],
+    ['the service\'s lease signer', { supplierAddress: SIGNER }, ['supplier_not_allowed']],
+    ['an operator', { supplierAddress: OPERATOR }, ['supplier_not_allowed']],
     ['a registered lender', { supplierAddress: lenderInput(1).address }, ['supplier_not_allowed']],
     ['a lender\'s session key', { supplierAddress: lenderInput(1).sessionAddress }, ['supplier_not_allowed']],
   ]
@@ -79,6 +87,7 @@ t.test('only operators change the directory; a bad entry is refused and changes 
     ['duplicate', { addresses: { [NET]: [addr(0x60), addr(0x60)] } }, 'invalid_supplier_addresses'],
     ['not an address', { addresses: { [NET]: ['0x12' as typeof SUPPLIER] } }, 'invalid_supplier_addresses'],
     ['the credit contract', { addresses: { [NET]: [CONTRACT] } }, 'supplier_not_allowed'],
+    ['the token contract, in any case', { addresses: { [NET]: [TOKEN.toUpperCase().replace('0X', '0x') as typeof SUPPLIER] } }, 'supplier_not_allowed'],
     ['a lender', { addresses: { [NET]: [lenderInput(1).address] } }, 'supplier_not_allowed'],
     ['a session key', { addresses: { [NET]: [addr(0x61), lenderInput(1).sessionAddress] } }, 'supplier_not_allowed'],
   ]

@@ -38,7 +38,7 @@ export function supplierRoutes(service: CreditService): AnyRoute[] {
       summary: 'Add or replace a supplier directory entry',
       description:
         'Operators only. Sets the domain\'s name and payout addresses per network (each network must be one of the catalog\'s). A lender, a session ' +
-        'key, the credit contract or the zero address is never a supplier (supplier_not_allowed). Offers already made keep the supplier they were approved with; new ' +
+        'key, the credit contract, the service\'s other contracts (tokens, registries), its operator and lease-signer keys, an operator or the zero address is never a supplier (supplier_not_allowed). Offers already made keep the supplier they were approved with; new ' +
         'requests use this entry. The configuration\'s suppliers seed the directory at start-up, but never override an operator\'s entry or removal.',
       tags,
       auth: 'session',
