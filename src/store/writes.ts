@@ -137,6 +137,11 @@ function assertKnownCollection(limits: CommitLimits, name: unknown): void {
   }
 }
 
+/**
+ * The group's snapshot writes, the last per key, by kind and then id: no joined key string per snapshot (issue 11).
+ */
+type StagedSnapshots = Map<string, Map<string, PreparedSnapshot>>
+
 /** Runs an isolated step: a child transaction of the group's write transaction, aborted (with its writes) on a throw. */
 export type Isolated = (step: () => void) => void
 
@@ -177,7 +182,7 @@ export function applyGroup(dbs: StoreDatabases, batch: readonly Prepared[], idem
   const failures: unknown[] = new Array(batch.length).fill(undefined)
   const swept: number[] = new Array(batch.length).fill(0)
   let slots = new Map<string, RecordSlot>()
-  let snapshots = new Map<string, PreparedSnapshot>()
+  let snapshots: StagedSnapshots = new Map()
   let accepted: number[] = []
   const flush = (): void => {
     if (snapshots.size === 0 && slots.size === 0) return
@@ -234,7 +239,7 @@ function stageCommit(
   pending: Prepared,
   idempotencyRetentionMs: number,
   slots: Map<string, RecordSlot>,
-  snapshots: Map<string, PreparedSnapshot>,
+  snapshots: StagedSnapshots,
 ): void {
   const { nowMs } = pending
   for (const { write, entry, overlayKey } of pending.records) {
@@ -267,7 +272,12 @@ function stageCommit(
     slot.current = idempotencyEntry(completion, nowMs, idempotencyRetentionMs)
     slot.written = true
   }
-  for (const snapshot of pending.snapshots) snapshots.set(overlayKeyOf(snapshot.key[0], snapshot.key[1]), snapshot)
+  for (const snapshot of pending.snapshots) {
+    const [kind, id] = snapshot.key
+    let byId = snapshots.get(kind)
+    if (byId === undefined) snapshots.set(kind, (byId = new Map()))
+    byId.set(id, snapshot)
+  }
 }
 
 /** The group's slot of a record key, made on first use from what the store holds. */
@@ -298,12 +308,14 @@ function takeChecked(slot: RecordSlot): void {
 const KEEP_LIVE_ENTRY = { noOverwrite: true } as never
 
 /** The accepted commits' writes, each key once. An actor already in the live index keeps its entry (no rewrite). */
-function writeGroup(dbs: StoreDatabases, snapshots: ReadonlyMap<string, PreparedSnapshot>, slots: ReadonlyMap<string, RecordSlot>): void {
-  for (const { key, entry, actor } of snapshots.values()) {
-    dbs.snapshots.putSync(key, entry)
-    if (actor) {
-      if (entry.final) dbs.live.removeSync(key)
-      else dbs.live.putSync(key, entry.updatedAtMs, KEEP_LIVE_ENTRY)
+function writeGroup(dbs: StoreDatabases, snapshots: StagedSnapshots, slots: ReadonlyMap<string, RecordSlot>): void {
+  for (const byId of snapshots.values()) {
+    for (const { key, entry, actor } of byId.values()) {
+      dbs.snapshots.putSync(key, entry)
+      if (actor) {
+        if (entry.final) dbs.live.removeSync(key)
+        else dbs.live.putSync(key, entry.updatedAtMs, KEEP_LIVE_ENTRY)
+      }
     }
   }
   for (const slot of slots.values()) {
@@ -329,7 +341,7 @@ function idempotencyEntry(completion: IdempotencyCompletion, nowMs: number, idem
  */
 export function applyCommit(dbs: StoreDatabases, pending: Prepared, idempotencyRetentionMs: number): number {
   const slots = new Map<string, RecordSlot>()
-  const snapshots = new Map<string, PreparedSnapshot>()
+  const snapshots: StagedSnapshots = new Map()
   stageCommit(dbs, pending, idempotencyRetentionMs, slots, snapshots)
   writeGroup(dbs, snapshots, slots)
   return pending.sweepLimit > 0 ? sweep(dbs, pending.nowMs, pending.sweepLimit) : 0

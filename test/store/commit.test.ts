@@ -144,3 +144,18 @@ t.test('a value that cannot be persisted is refused with the path to the offendi
   })
   t.equal(store.stats().commits, 0)
 })
+
+// The check walks for-in keys without an own-key test (issue 11): what it skips must never be what msgpack writes.
+// An enumerable property on Object.prototype is checked as well, so such a value is refused, never stored unchecked.
+t.test('an enumerable property added to Object.prototype is checked too: the value is refused', async (t) => {
+  const { store } = await freshStore(t)
+  Object.defineProperty(Object.prototype, 'injected', { value: () => 1, enumerable: true, configurable: true })
+  let committed: Promise<unknown>
+  try {
+    committed = store.commit({ changes: [{ kind: 'job', id: 'job_1', record: { fine: 1 }, final: false }] })
+  } finally {
+    delete (Object.prototype as { injected?: unknown }).injected
+  }
+  await t.rejects(committed, { message: /^changes\[0\]\.record\.injected: function cannot be persisted$/ })
+  t.equal(store.stats().commits, 0)
+})
