@@ -1,39 +1,55 @@
-// A job run every intervalMs, never two at once (a slow run skips the ticks it overlaps). With `dueAgain`, a run that
-// ends with work still due runs again on the next turn of the event loop instead of an interval later, one run per
-// turn so that other work interleaves; `wake` asks for such a run now. A run that fails waits for the interval.
+// A job run every intervalMs, never two at once from the interval (a slow run skips the ticks it overlaps). With
+// `dueAgain`, a run that ends with work still due runs again on the next turn of the event loop instead of an interval
+// later, one run per turn so that other work interleaves; `wake` asks for such a run now. With `inFlightMax` above 1,
+// while work is due a run starts on the next turn after the previous one STARTED, up to that many unfinished at once:
+// for a job whose runs are a short synchronous command and then a long wait (a commit's group transaction), so that a
+// backlog drains at the pace of the commands, not of the disk's transactions. A run that fails waits for the interval.
 
 export interface Periodic {
-  /** Runs the job on the next turn of the event loop if `dueAgain` says work is due and none is running or asked. */
+  /** Runs the job on the next turn of the event loop if `dueAgain` says work is due and fewer than allowed are running. */
   wake(): void
   stop(): void
 }
 
-export function periodic(intervalMs: number, run: () => Promise<unknown>, onError: (error: unknown) => void, dueAgain: () => boolean = () => false): Periodic {
-  let running = false
+export interface PeriodicOptions {
+  /** Whether work is due now: the job runs again on the next turn instead of an interval later. */
+  dueAgain?: () => boolean
+  /** Runs unfinished at once while work is due (default 1: one after the other). */
+  inFlightMax?: number
+}
+
+export function periodic(intervalMs: number, run: () => Promise<unknown>, onError: (error: unknown) => void, options: PeriodicOptions = {}): Periodic {
+  const dueAgain = options.dueAgain ?? (() => false)
+  const inFlightMax = options.inFlightMax ?? 1
+  if (!Number.isInteger(inFlightMax) || inFlightMax < 1) throw new RangeError('periodic inFlightMax must be a positive integer')
+  let inFlight = 0
   let stopped = false
   let immediate: ReturnType<typeof setImmediate> | undefined
   const wake = (): void => {
-    if (stopped || running || immediate !== undefined || !dueAgain()) return
+    if (stopped || inFlight >= inFlightMax || immediate !== undefined || !dueAgain()) return
     immediate = setImmediate(() => {
       immediate = undefined
       start()
     })
   }
   const start = (): void => {
-    if (stopped || running) return
-    running = true
+    if (stopped || inFlight >= inFlightMax) return
+    inFlight++
     run().then(
       () => {
-        running = false
+        inFlight--
         wake()
       },
       (error: unknown) => {
-        running = false
+        inFlight--
         onError(error)
       },
     )
+    if (inFlightMax > 1) wake()
   }
-  const timer = setInterval(start, intervalMs)
+  const timer = setInterval(() => {
+    if (inFlight === 0) start()
+  }, intervalMs)
   timer.unref()
   return {
     wake,
