@@ -1,23 +1,25 @@
-// Reads a whole data directory in a child process before the service maps it, then writes once to a scratch copy
-// of data.mdb (deleted afterwards) to load the free-page list: LMDB crashes instead of throwing on damaged pages.
+// The deep check of a data directory, before the service maps it: a child process reads every entry (a damaged page
+// makes LMDB crash the process that reads it instead of throwing), while this process checks the free-page list
+// with plain reads (free-pages.ts), which reading entries does not touch. Neither writes anything.
 
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { DataFileCheck } from './data-file.ts'
+import { checkFreePages } from './free-pages.ts'
 
 const CHILD = fileURLToPath(new URL('./probe-child.mjs', import.meta.url))
 /** The deep check's least time limit; a bigger data.mdb gets more (probeTimeoutMsFor). */
 export const PROBE_TIMEOUT_MS_DEFAULT = 120_000
-/** The slowest read and copy rate the limit allows for (bytes per ms: 10 MB/s, far below any disk's sequential rate). */
+/** The slowest read rate the limit allows for (bytes per ms: 10 MB/s, far below any disk's sequential rate). */
 const PROBE_BYTES_PER_MS_MIN = 10_000
 
 export type ProbeResult =
   | { readonly ok: true; readonly entries: number }
   | { readonly ok: false; readonly reason: string; readonly timedOut?: true }
 
-/** The time limit for a data directory: the default, or more for a data.mdb too big to read and copy within it. */
+/** The time limit for a data directory: the default, or more for a data.mdb too big to read twice over within it. */
 export function probeTimeoutMsFor(dir: string): number {
   let bytes = 0
   try {
@@ -28,15 +30,15 @@ export function probeTimeoutMsFor(dir: string): number {
   return Math.max(PROBE_TIMEOUT_MS_DEFAULT, Math.ceil((2 * bytes) / PROBE_BYTES_PER_MS_MIN))
 }
 
-export function probeDataDir(dir: string, dbNames: readonly string[], timeoutMs: number): Promise<ProbeResult> {
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-credit-probe-'))
+/** `check`: data.mdb's header check, passed (every page up to the meta pages' last is in the file). */
+export function probeDataDir(dir: string, check: Extract<DataFileCheck, { ok: true }>, dbNames: readonly string[], timeoutMs: number): Promise<ProbeResult> {
   const startedMs = performance.now()
-  return new Promise<ProbeResult>((resolve) => {
-    const child = spawn(process.execPath, [CHILD, dir, JSON.stringify(dbNames), scratch], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: timeoutMs,
-      killSignal: 'SIGKILL',
-    })
+  const child = spawn(process.execPath, [CHILD, dir, JSON.stringify(dbNames)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: timeoutMs,
+    killSignal: 'SIGKILL',
+  })
+  const entries = new Promise<ProbeResult>((resolve) => {
     let out = ''
     let err = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
@@ -60,5 +62,10 @@ export function probeDataDir(dir: string, dbNames: readonly string[], timeoutMs:
         resolve({ ok: false, reason: `the probe exited with code ${code}: ${err.trim().slice(0, 500)}` })
       }
     })
-  }).finally(() => fs.rmSync(scratch, { recursive: true, force: true }))
+  })
+  // While the child starts and reads.
+  const freePages = checkFreePages(path.join(dir, 'data.mdb'), check)
+  if (freePages.ok) return entries
+  child.kill('SIGKILL')
+  return entries.then(() => freePages)
 }

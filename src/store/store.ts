@@ -196,8 +196,8 @@ export class Store {
     const verify = options.verifyOnOpen ?? 'deep-unless-clean'
     if (verify !== 'deep-unless-clean' && verify !== 'deep' && verify !== 'header') fail(`unknown verifyOnOpen ${String(verify)}`)
     const openCheck = state === 'new' ? 'new' : verify === 'header' ? 'header' : verify === 'deep-unless-clean' && closedCleanly(dataDir, state) ? 'clean-shutdown' : 'deep'
-    if (openCheck === 'deep') {
-      const probe = await probeDataDir(dataDir, DB_NAMES, options.probeTimeoutMs ?? probeTimeoutMsFor(dataDir))
+    if (state !== 'new' && openCheck === 'deep') {
+      const probe = await probeDataDir(dataDir, state, DB_NAMES, options.probeTimeoutMs ?? probeTimeoutMsFor(dataDir))
       if (!probe.ok && probe.timedOut === true) {
         throw new StoreOpenError(
           'store_check_timeout',
