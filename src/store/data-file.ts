@@ -19,6 +19,7 @@ const OFFSET_MAGIC = 0x18
 const OFFSET_VERSION = 0x1c
 const OFFSET_PAGE_SIZE = 0x30
 const OFFSET_FREE_DB = 0x30
+const OFFSET_MAIN_DB = 0x60
 const OFFSET_LAST_PAGE = 0x90
 const OFFSET_TXN_ID = 0x98
 const META_BYTES = 0xa0
@@ -44,9 +45,11 @@ export interface MetaPage {
   readonly txnId: bigint
   /** LMDB's free-page list (its database 0), which only a write reads. */
   readonly freeDb: DbRecord
+  /** The main database (1): the named databases' records. */
+  readonly mainDb: DbRecord
 }
 
-function readDbRecord(buf: Buffer, offset: number): DbRecord {
+export function readDbRecord(buf: Buffer, offset: number): DbRecord {
   return {
     depth: buf.readUInt16LE(offset + 6),
     branchPages: buf.readBigUInt64LE(offset + 8),
@@ -80,6 +83,7 @@ function readMeta(fd: number, offset: number): MetaPage | string {
     lastPageNumber: buf.readBigUInt64LE(OFFSET_LAST_PAGE),
     txnId: buf.readBigUInt64LE(OFFSET_TXN_ID),
     freeDb: readDbRecord(buf, OFFSET_FREE_DB),
+    mainDb: readDbRecord(buf, OFFSET_MAIN_DB),
   }
 }
 

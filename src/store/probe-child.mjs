@@ -3,7 +3,7 @@
 // crashes). Nothing is decoded or copied into a Buffer of its own: decoding cost minutes for 1,000,000 snapshots, and
 // a Buffer per value two thirds of the read (issue 11). A damaged page makes LMDB crash the process (SIGSEGV/SIGBUS) instead of throwing;
 // here that crash kills only this child, and the parent reports a typed error. Reading writes nothing (a read-only
-// open); the free-page list, which only a write reads, the parent checks (free-pages.ts). Plain JavaScript on purpose:
+// open); the free-page list, which only a write reads, the parent checks (page-walk.ts). Plain JavaScript on purpose:
 // it must start fast under plain `node`, without the TypeScript loader.
 import { open } from 'lmdb'
 

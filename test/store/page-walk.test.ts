@@ -1,4 +1,4 @@
-// The deep check reads LMDB's free-page list itself (src/store/free-pages.ts) instead of making LMDB load it by a
+// The deep check reads LMDB's free-page list itself (src/store/page-walk.ts) instead of making LMDB load it by a
 // write to a copy of data.mdb: it must read what LMDB writes, refuse a damaged list, and leave data.mdb as it was.
 import t, { type Test } from 'tap'
 import fs from 'node:fs'
@@ -6,8 +6,8 @@ import path from 'node:path'
 import { open } from 'lmdb'
 import { checkDataFile, Store, StoreOpenError } from '../../src/store/index.ts'
 import { NO_ROOT } from '../../src/store/data-file.ts'
-import { checkFreePages, newestMeta } from '../../src/store/free-pages.ts'
-import { probeDataDir } from '../../src/store/probe.ts'
+import { checkFreePages, newestMeta } from '../../src/store/page-walk.ts'
+import { deepCheck } from '../../src/store/probe.ts'
 import { DB_NAMES } from '../../src/store/open-checks.ts'
 import { fileDigest, tempDir } from './fixtures/helpers.ts'
 
@@ -74,8 +74,7 @@ t.test('the deep check leaves data.mdb byte for byte as it was, and writes nothi
   const { dataDir } = await churned(t)
   const file = path.join(dataDir, 'data.mdb')
   const before = { files: digests(dataDir), stat: fs.statSync(file, { bigint: true }) }
-  const result = await probeDataDir(dataDir, headerOf(dataDir), DB_NAMES, 60_000)
-  t.ok(result.ok, `the check passed: ${JSON.stringify(result)}`)
+  await deepCheck(dataDir, headerOf(dataDir), DB_NAMES, 60_000)
   const stat = fs.statSync(file, { bigint: true })
   t.same(digests(dataDir), before.files, 'every file of the directory has the same bytes, and no file was added')
   t.same([stat.ino, stat.size, stat.mtimeNs, stat.ctimeNs], [before.stat.ino, before.stat.size, before.stat.mtimeNs, before.stat.ctimeNs], 'data.mdb was not written to')
