@@ -12,7 +12,7 @@ import { open, type Database, type RootDatabase } from 'lmdb'
 import { checkRecordEntry, checkSnapshotEntry, isExpired } from './checks.ts'
 import { closedCleanly, forgetCleanShutdown, recordCleanShutdown } from './clean-shutdown.ts'
 import { checkDataFile } from './data-file.ts'
-import { StoreAssertionError, StoreClosedError, StoreError, StoreOpenError, StoreOverloadedError, StoreVersionError } from './errors.ts'
+import { StoreAssertionError, StoreClosedError, StoreError, StoreOverloadedError, StoreVersionError } from './errors.ts'
 import { Idempotency } from './idempotency.ts'
 import { migrateSnapshots, type SnapshotMigration } from './migrate.ts'
 import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, STORE_FORMAT_VERSION, VALUE_ENCODING, type FormatRecord, type SchemaRecord } from './open-checks.ts'
@@ -231,6 +231,7 @@ export class Store {
         useBigIntExtension: true,
       } as never)
     } catch (error) {
+      if (checked !== undefined) await checked
       throw openError(dataDir, error)
     }
     try {
