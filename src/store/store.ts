@@ -59,7 +59,8 @@ export interface StoreOptions {
    * When the deep check runs, return before its verdict (after the header, the main database and every branch page
    * passed), with the check running beside the caller's reads: the caller must write nothing and serve nothing until
    * checked() resolves. The service's start (issue 11). Not when the previous such start died before its verdict
-   * (probe.ts), nor when a migration or schema record is due (a write at open): then the check runs first, alone.
+   * (probe.ts): then the check runs first, alone. A migration or schema record due (a write at open) waits in open()
+   * for the verdict.
    */
   readonly deepCheckBesideReads?: boolean
   readonly probeTimeoutMs?: number

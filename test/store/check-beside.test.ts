@@ -77,3 +77,12 @@ t.test('a sound store whose last start died before its verdict is checked alone 
   await store.checked()
   await store.close()
 })
+
+t.test('a schema record due at open (a write) waits for the verdict: damage refuses open() with nothing written', async (t) => {
+  const { dataDir } = await churned(t)
+  freePagePastTheEnd(dataDir)
+  const before = dirDigests(dataDir)
+  // A newer job version: open() rewrites the schema record.
+  await refusal(t, Store.open({ dataDir, deepCheckBesideReads: true, snapshotVersions: { job: 2 } }))
+  t.same(dirDigests(dataDir), before, 'the schema record was not rewritten, no marker left')
+})
