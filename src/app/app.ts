@@ -175,14 +175,26 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       clock,
       idempotencyRetentionMs: config.idempotencyRetentionSeconds * 1000,
       ...(options.holdCommitsWhile ? { holdCommitsWhile: options.holdCommitsWhile } : {}),
+      // After a crash the deep check runs beside the engine's restore: both are seconds (issue 11).
+      deepCheckBesideReads: true,
     })
     cleanups.push(() => store.close())
 
     const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock })
+    // Until the deep check has passed (store.checked()) this start only reads: nothing written, nothing served. The
+    // engine reads the salt below only for offers made once the service runs, after it is made (a write, if new).
+    let engine: Engine
+    try {
+      engine = new Engine(engineConfig, watcher, storedSnapshots(store), (offerId) => offerKey(keySalt, offerId))
+      engine.checkInvariants()
+    } catch (error) {
+      // Damage can make the restore fail: then the check's refusal is the error to report.
+      await store.checked()
+      throw error
+    }
+    await store.checked()
     // Offer keys on chain are salted per data directory (not guessable from ids, issue 10 hole 1).
     const keySalt = await ensureKeySalt(store)
-    const engine = new Engine(engineConfig, watcher, storedSnapshots(store), (offerId) => offerKey(keySalt, offerId))
-    engine.checkInvariants()
     if (!store.cleanStart) {
       // The previous process died: ids it minted in memory may have been lost with it. None is minted again.
       const jumped = engine.advanceSequences()

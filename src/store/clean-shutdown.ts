@@ -29,7 +29,7 @@ function stateOf(dataDir: string, check: Extract<DataFileCheck, { ok: true }>): 
   }
 }
 
-function syncDirectory(dir: string): void {
+export function syncDirectory(dir: string): void {
   const fd = fs.openSync(dir, 'r')
   try {
     fs.fsyncSync(fd)

@@ -6,7 +6,8 @@
 // Layout read here (LMDB 1.x format as built into lmdb-js, 64-bit; test/store/data-file.test.ts checks it against
 // files LMDB writes): each meta page starts with a 24-byte page header (pgno u64, txnid u64, pad u16, flags u16,
 // lower/upper u16) followed by MDB_meta: magic u32, version u32, address u64, mapsize u64, two MDB_db of 48 bytes
-// (the free db's md_pad holds the page size), last_pg u64, txnid u64.
+// (the free db's md_pad holds the page size), last_pg u64, txnid u64. An MDB_db: pad u32, flags u16, depth u16, then
+// u64 counts of branch, leaf and overflow pages and of entries, and the root page number (all ones: none).
 
 import fs from 'node:fs'
 
@@ -17,16 +18,46 @@ const OFFSET_FLAGS = 0x12
 const OFFSET_MAGIC = 0x18
 const OFFSET_VERSION = 0x1c
 const OFFSET_PAGE_SIZE = 0x30
+const OFFSET_FREE_DB = 0x30
+const OFFSET_MAIN_DB = 0x60
 const OFFSET_LAST_PAGE = 0x90
 const OFFSET_TXN_ID = 0x98
 const META_BYTES = 0xa0
 const PAGE_SIZE_MIN = 512
 const PAGE_SIZE_MAX = 65536
 
+/** A database's record in a meta page: what a walk of its tree must find. */
+export interface DbRecord {
+  readonly depth: number
+  readonly branchPages: bigint
+  readonly leafPages: bigint
+  readonly overflowPages: bigint
+  readonly entries: bigint
+  /** NO_ROOT for an empty database. */
+  readonly root: bigint
+}
+
+export const NO_ROOT = 0xffff_ffff_ffff_ffffn
+
 export interface MetaPage {
   readonly pageSize: number
   readonly lastPageNumber: bigint
   readonly txnId: bigint
+  /** LMDB's free-page list (its database 0), which only a write reads. */
+  readonly freeDb: DbRecord
+  /** The main database (1): the named databases' records. */
+  readonly mainDb: DbRecord
+}
+
+export function readDbRecord(buf: Buffer, offset: number): DbRecord {
+  return {
+    depth: buf.readUInt16LE(offset + 6),
+    branchPages: buf.readBigUInt64LE(offset + 8),
+    leafPages: buf.readBigUInt64LE(offset + 16),
+    overflowPages: buf.readBigUInt64LE(offset + 24),
+    entries: buf.readBigUInt64LE(offset + 32),
+    root: buf.readBigUInt64LE(offset + 40),
+  }
 }
 
 export type DataFileCheck =
@@ -47,7 +78,13 @@ function readMeta(fd: number, offset: number): MetaPage | string {
   if (pageSize < PAGE_SIZE_MIN || pageSize > PAGE_SIZE_MAX || (pageSize & (pageSize - 1)) !== 0) {
     return `meta page at byte ${offset} names an impossible page size ${pageSize}`
   }
-  return { pageSize, lastPageNumber: buf.readBigUInt64LE(OFFSET_LAST_PAGE), txnId: buf.readBigUInt64LE(OFFSET_TXN_ID) }
+  return {
+    pageSize,
+    lastPageNumber: buf.readBigUInt64LE(OFFSET_LAST_PAGE),
+    txnId: buf.readBigUInt64LE(OFFSET_TXN_ID),
+    freeDb: readDbRecord(buf, OFFSET_FREE_DB),
+    mainDb: readDbRecord(buf, OFFSET_MAIN_DB),
+  }
 }
 
 /** Reads only; never writes or creates anything. */

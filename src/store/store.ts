@@ -12,11 +12,11 @@ import { open, type Database, type RootDatabase } from 'lmdb'
 import { checkRecordEntry, checkSnapshotEntry, isExpired } from './checks.ts'
 import { closedCleanly, forgetCleanShutdown, recordCleanShutdown } from './clean-shutdown.ts'
 import { checkDataFile } from './data-file.ts'
-import { StoreAssertionError, StoreClosedError, StoreError, StoreOpenError, StoreOverloadedError, StoreVersionError } from './errors.ts'
+import { StoreAssertionError, StoreClosedError, StoreError, StoreOverloadedError, StoreVersionError } from './errors.ts'
 import { Idempotency } from './idempotency.ts'
 import { migrateSnapshots, type SnapshotMigration } from './migrate.ts'
 import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, STORE_FORMAT_VERSION, VALUE_ENCODING, type FormatRecord, type SchemaRecord } from './open-checks.ts'
-import { probeDataDir, probeTimeoutMsFor } from './probe.ts'
+import { checkBesideReads, clearDeepCheckRunning, deepCheck, deepCheckWasCut, probeTimeoutMsFor } from './probe.ts'
 import { isProofInfo, RecordCollection, UsedProofs } from './records.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ActorKind, type ChangeKind, type CommitResult, type Durability, type IdempotencyRecord, type RecordEntry, type SnapshotEntry } from './types.ts'
 import { assertChangeKind, assertCollectionName, assertId, assertVersion, fail, isActorKind, isPlainObject } from './validate.ts'
@@ -55,6 +55,14 @@ export interface StoreOptions {
    * 'header': data.mdb's header only.
    */
   readonly verifyOnOpen?: 'deep-unless-clean' | 'deep' | 'header'
+  /**
+   * When the deep check runs, return before its verdict (after the header, the main database and every branch page
+   * passed), with the check running beside the caller's reads: the caller must write nothing and serve nothing until
+   * checked() resolves. The service's start (issue 11). Not when the previous such start died before its verdict
+   * (probe.ts): then the check runs first, alone. A migration or schema record due (a write at open) waits in open()
+   * for the verdict.
+   */
+  readonly deepCheckBesideReads?: boolean
   readonly probeTimeoutMs?: number
   /** Epoch ms for updatedAtMs and expiry. The store is an edge, so it may read the wall clock; tests inject one. */
   readonly clock?: () => number
@@ -137,6 +145,8 @@ export class Store {
   /** How open() checked the data: 'deep', 'header', 'clean-shutdown' (the deep check skipped), or 'new'. */
   readonly openCheck: 'deep' | 'header' | 'clean-shutdown' | 'new'
   #markedRunning = false
+  /** The verdict of a deep check running beside reads (deepCheckBesideReads); undefined when none runs. */
+  readonly #checked: Promise<void> | undefined
   #stats = { transactions: 0, commits: 0, failedCommits: 0, changes: 0, largestBatch: 0 }
 
   private constructor(
@@ -147,6 +157,7 @@ export class Store {
     recordedCollections: Record<string, number>,
     cleanStart: boolean,
     openCheck: Store['openCheck'],
+    checked: Promise<void> | undefined,
   ) {
     this.dataDir = dataDir
     this.durability = options.durability ?? 'sync'
@@ -168,6 +179,7 @@ export class Store {
     this.#holdCommitsWhile = options.holdCommitsWhile
     this.cleanStart = cleanStart
     this.openCheck = openCheck
+    this.#checked = checked
     this.idempotency = new Idempotency({
       retentionMs: options.idempotencyRetentionMs ?? IDEMPOTENCY_RETENTION_MS_DEFAULT,
       waitMs: options.idempotencyWaitMs ?? IDEMPOTENCY_WAIT_MS_DEFAULT,
@@ -195,24 +207,16 @@ export class Store {
     const state = checkDirectory(dataDir)
     const verify = options.verifyOnOpen ?? 'deep-unless-clean'
     if (verify !== 'deep-unless-clean' && verify !== 'deep' && verify !== 'header') fail(`unknown verifyOnOpen ${String(verify)}`)
-    const openCheck = state === 'new' ? 'new' : verify === 'header' ? 'header' : verify === 'deep-unless-clean' && closedCleanly(dataDir, state) ? 'clean-shutdown' : 'deep'
-    if (openCheck === 'deep') {
-      const probe = await probeDataDir(dataDir, DB_NAMES, options.probeTimeoutMs ?? probeTimeoutMsFor(dataDir))
-      if (!probe.ok && probe.timedOut === true) {
-        throw new StoreOpenError(
-          'store_check_timeout',
-          dataDir,
-          `data directory ${dataDir} could not be checked: ${probe.reason} (the machine is overloaded or the disk slow). ` +
-            'Nothing was changed; start again when the machine is less busy.',
-        )
-      }
-      if (!probe.ok) {
-        throw new StoreOpenError(
-          'store_corrupt',
-          dataDir,
-          `data directory ${dataDir} is damaged: ${probe.reason}. Nothing was changed; restore it from a backup ` +
-            'or point DATA_DIR to another directory.',
-        )
+    const openCheck = state === 'new' ? 'new' : verify === 'header' ? 'header' : verify === 'deep-unless-clean' && closedCleanly(dataDir, state) && !deepCheckWasCut(dataDir) ? 'clean-shutdown' : 'deep'
+    // The deep check's verdict, when it runs beside the caller's reads.
+    let checked: Promise<void> | undefined
+    if (state !== 'new' && openCheck === 'deep') {
+      const timeoutMs = options.probeTimeoutMs ?? probeTimeoutMsFor(dataDir)
+      if (options.deepCheckBesideReads === true && !deepCheckWasCut(dataDir)) {
+        checked = checkBesideReads(dataDir, state, DB_NAMES, timeoutMs)
+      } else {
+        await deepCheck(dataDir, state, DB_NAMES, timeoutMs)
+        clearDeepCheckRunning(dataDir)
       }
     }
     let root: RootDatabase
@@ -228,6 +232,7 @@ export class Store {
         useBigIntExtension: true,
       } as never)
     } catch (error) {
+      if (checked !== undefined) await checked
       throw openError(dataDir, error)
     }
     try {
@@ -246,8 +251,16 @@ export class Store {
       const rewrite = upgrade || recorded.unwritten || due.length > 0 || Object.entries(kinds).some(([kind, version]) => recorded.kinds[kind] !== version)
       // Nothing is written to a directory before every snapshot in it is known to be readable by this release.
       if (rewrite && state !== 'new') checkStoredVersions(dataDir, root, versions, due)
-      // From here on this process may write: a crash must find no clean-shutdown record.
-      forgetCleanShutdown(dataDir)
+      // Nor before the deep check passed.
+      if (rewrite && checked !== undefined) {
+        await checked
+        checked = undefined
+      }
+      // From here on this process may write: a crash must find no clean-shutdown record. (Beside a check still
+      // running, once it passed: a refused start leaves the directory as it found it.)
+      const writable = checked?.then(() => forgetCleanShutdown(dataDir))
+      writable?.catch(() => {})
+      if (checked === undefined) forgetCleanShutdown(dataDir)
       if (rewrite) {
         const meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
         root.transactionSync(() => {
@@ -259,9 +272,11 @@ export class Store {
       }
       const shutdown = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never).get('shutdown')
       // A store written before the shutdown mark existed has none: its last stop is unknown, so it counts as unclean.
-      return new Store(dataDir, root, options, versions, recorded.collections, recorded.created || shutdown === 'clean', openCheck)
+      return new Store(dataDir, root, options, versions, recorded.collections, recorded.created || shutdown === 'clean', openCheck, writable)
     } catch (error) {
       await root.close()
+      // Damage explains any other failure of reading it: the deep check's refusal comes first.
+      if (checked !== undefined) await checked
       throw error
     }
   }
@@ -289,6 +304,15 @@ export class Store {
     if (this.#settledCount === this.#queuedCount) return Promise.resolve()
     // A promise per call, not per commit: reads wait here, commits never do (issue 11).
     return new Promise((resolve) => this.#durableWaiters.push({ queued: this.#queuedCount, resolve }))
+  }
+
+  /**
+   * Resolves once the deep check open() left running beside reads (deepCheckBesideReads) has passed, at once when none
+   * runs; rejects with its refusal (StoreOpenError store_corrupt or store_check_timeout). Nothing may be written to
+   * the store, and nothing served, before it resolves.
+   */
+  checked(): Promise<void> {
+    return this.#checked ?? Promise.resolve()
   }
 
   /**
@@ -580,8 +604,10 @@ export class Store {
     while (this.#queue.length > 0 || this.#draining || this.#scheduled) await this.#drained
     if (this.#markedRunning) await this.#meta.put('shutdown', 'clean')
     await this.#root.close()
-    // Only synced commits leave data.mdb as the record describes it after a power loss.
+    // Only synced commits leave data.mdb as the record describes it after a power loss; and a store whose deep check
+    // failed (or never ended) was never clean.
     if (this.durability !== 'sync') return
+    if (this.#checked !== undefined && !(await this.#checked.then(() => true, () => false))) return
     const check = checkDataFile(path.join(this.dataDir, 'data.mdb'))
     if (check.ok) recordCleanShutdown(this.dataDir, check)
   }

@@ -10,6 +10,7 @@ import type { NetworkConfig } from '../../src/chain/config.ts'
 import { demoAccounts } from '../../src/chain/devnet.ts'
 import { Store, VALUE_ENCODING } from '../../src/store/index.ts'
 import { dataDigests, killAllServices, removeDir, runServiceToExit, writeServiceFiles } from './fixtures/child-service.ts'
+import { freePagePastTheEnd } from '../store/fixtures/free-list.ts'
 import { tempDataDir } from '../fixtures/service.ts'
 
 const accounts = demoAccounts()
@@ -81,6 +82,14 @@ t.test('a data.mdb whose data pages are garbage (valid header)', async (t) => {
   bytes.fill(0x5a, 2 * 4096)
   fs.writeFileSync(file, bytes)
   await refusesToStart(t, dataDir, /is damaged/)
+})
+
+t.test('after a crash, damage the deep check finds while the engine is restored beside it (a free page past the end of data.mdb)', async (t) => {
+  const dataDir = await populated()
+  t.teardown(() => removeDir(dataDir))
+  // The engine's restore reads every live snapshot before the verdict; the free list it never reads.
+  freePagePastTheEnd(dataDir)
+  await refusesToStart(t, dataDir, /is damaged: the free-page list is damaged: .*Nothing was changed; restore it from a backup/)
 })
 
 t.test('offer snapshots of a future schema version (recorded in the schema meta record)', async (t) => {
