@@ -26,7 +26,9 @@ import * as operatorCommands from './operator-commands.ts'
 import { periodic, type Periodic } from './periodic.ts'
 
 /** Dispatch commands waiting for their commits at once while a backlog drains (startTicker). */
-export const TICKS_IN_FLIGHT_MAX = 8
+export const TICKS_IN_FLIGHT_MAX = 16
+/** The event loop's time a turn gives dispatch commands while a backlog drains, a few bounded commands (startTicker). */
+export const TICK_TURN_BUDGET_MS = 4
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'
@@ -76,15 +78,17 @@ export class CreditService extends ServiceCore {
 
   /**
    * Runs the ticker every `intervalMs` (periodic.ts), and again on the next turn of the event loop while the engine has
-   * dispatch work due (a call or a chain follower's batch stopped at its change budget, an offer or lease due): one
-   * bounded command per turn, so requests interleave with the catching up, and up to TICKS_IN_FLIGHT_MAX of them
-   * waiting for their commits at once. One at a time, a backlog drained one command per group transaction: 32
-   * time-outs per transaction, about 1,000 a second under the load mix, fewer than the leases that mix ends at 2,000
-   * matches a second, so offers outlived their TTL and borrowers hit live_offers_limit. `wake` asks for a run now (a
-   * follower's batch left leases due); a tick that failed (the store full) waits for the interval.
+   * dispatch work due (a call or a chain follower's batch stopped at its change budget, an offer or lease due): bounded
+   * commands for at most TICK_TURN_BUDGET_MS of each turn, so requests interleave with the catching up, and up to
+   * TICKS_IN_FLIGHT_MAX of them waiting for their commits at once. One at a time, a backlog drained one command per
+   * group transaction: 32 time-outs per transaction, about 1,000 a second under the load mix, fewer than the 2 timer
+   * steps (a lease's time-out, its offer's expiry) of each of the 2,000 pairs a second that mix reaches, so offers
+   * outlived their TTL and borrowers hit live_offers_limit; one command per turn was still behind, with dozens of
+   * requests in each turn. `wake` asks for a run now (a follower's batch left leases due); a tick that failed (the
+   * store full) waits for the interval.
    */
-  startTicker(intervalMs: number, onError: (error: unknown) => void): Periodic {
-    return periodic(intervalMs, () => this.tick(), onError, { dueAgain: () => this.engine.dispatchDue(this.now()), inFlightMax: TICKS_IN_FLIGHT_MAX })
+  startTicker(intervalMs: number, onError: (error: unknown) => void, turnBudgetMs = TICK_TURN_BUDGET_MS): Periodic {
+    return periodic(intervalMs, () => this.tick(), onError, { dueAgain: () => this.engine.dispatchDue(this.now()), inFlightMax: TICKS_IN_FLIGHT_MAX, turnBudgetMs })
   }
 
   /** Dispatch lifts due suspensions: each lift is a passport event of its borrower. */

@@ -71,3 +71,13 @@ t.test('the interval starts no run beside an unfinished one', async (t) => {
 t.test('inFlightMax must be a positive integer', async (t) => {
   t.throws(() => periodic(1000, async () => {}, () => {}, { inFlightMax: 0 }), RangeError)
 })
+
+t.test('with a turn budget, several runs start in one turn while work is due, up to inFlightMax', async (t) => {
+  const held = heldRuns()
+  const job = periodic(3_600_000, held.run, (error) => t.fail(String(error)), { dueAgain: () => true, inFlightMax: 5, turnBudgetMs: 60_000 })
+  t.teardown(job.stop)
+  job.wake()
+  await turns(1)
+  t.same(held.counts(), { started: 5, unfinished: 5, most: 5 }, 'all five in the first turn: their commands took no time')
+  for (const release of held.release.splice(0)) release()
+})
