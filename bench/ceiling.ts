@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { SERVICE_NODE_FLAGS } from '../src/app/node-flags.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const { values: args } = parseArgs({
@@ -90,7 +91,8 @@ export function fdatasyncMillis(samples: number): { p50: number; p99: number; sa
 }
 
 export async function startMode(mode: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'fixtures', 'ceiling-serve.ts')], {
+  // The service's Node flags: the ceiling is the same stack, run the same way.
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', join(here, 'fixtures', 'ceiling-serve.ts')], {
     env: { ...process.env, BENCH_CEILING_MODE: mode },
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: join(here, '..'),

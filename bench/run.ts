@@ -14,6 +14,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { SERVICE_NODE_FLAGS } from '../src/app/node-flags.ts'
 import { barChart, lineChart } from './chart.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -37,7 +38,8 @@ function run(file: string, args: string[] = [], env: Record<string, string> = {}
   // A progress line while a quiet section runs, so a long run never looks stuck.
   const ticker = setInterval(() => process.stdout.write(`  ... ${file} running for ${elapsed(started)} (bench run ${elapsed(runStarted)})\n`), 30_000)
   return new Promise<number>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(here, file), ...args], { stdio: 'inherit', cwd: join(here, '..'), env: { ...process.env, BENCH_RESULTS_DIR: results, ...env } })
+    // With the service's Node flags: an in-process section measures the engine as the service runs it.
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', join(here, file), ...args], { stdio: 'inherit', cwd: join(here, '..'), env: { ...process.env, BENCH_RESULTS_DIR: results, ...env } })
     child.on('error', reject)
     child.on('exit', (code, signal) => {
       if (code !== 0) reject(new Error(`${file} exited with ${code ?? signal}`))

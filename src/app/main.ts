@@ -3,6 +3,7 @@
 import { existsSync } from 'node:fs'
 import { startApp } from './app.ts'
 import { ConfigError, loadServiceConfig } from './config.ts'
+import { missingNodeFlags } from './node-flags.ts'
 
 function line(text = ''): void {
   process.stdout.write(text + '\n')
@@ -30,6 +31,8 @@ async function main(): Promise<void> {
       : `  ${score.path}: ${score.payment.amountAtomic} atomic ${score.payment.asset} on ${score.payment.network} to ${score.payment.payTo} (x402 v2, facilitator ${score.payment.facilitator})`,
   )
   line(`  catalog ${app.url}/.well-known/service.json, OpenAPI ${app.url}/openapi.json, agents ${app.url}/llms.txt`)
+  const missing = missingNodeFlags()
+  if (missing.length > 0) line(`  started without ${missing.join(' ')} (npm start passes it: more CPU in garbage collection without; src/app/node-flags.ts)`)
 
   let stopping = false
   const stop = (signal: string) => {
