@@ -108,6 +108,11 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     for (const watch of this.#watches.values()) this.#loops.push(this.#loop(watch))
   }
 
+  /** Whether it polls (between start and stop). */
+  get running(): boolean {
+    return this.#running
+  }
+
   async stop(): Promise<void> {
     this.#running = false
     for (const watch of this.#watches.values()) watch.wake?.()

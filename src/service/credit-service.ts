@@ -44,6 +44,7 @@ export class CreditService extends ServiceCore {
   readonly sessionKeys: Bound<typeof lenders.sessionKeys> = (...args) => lenders.sessionKeys(this, ...args)
   readonly pendingActions: Bound<typeof lenders.pendingActions> = (...args) => lenders.pendingActions(this, ...args)
   readonly walletActions: Bound<typeof lenders.walletActions> = (...args) => lenders.walletActions(this, ...args)
+  readonly walletReadingsSettled: Bound<typeof lenders.walletReadingsSettled> = (...args) => lenders.walletReadingsSettled(this, ...args)
   readonly withdrawLiquidity: Bound<typeof lenders.withdrawLiquidity> = (...args) => lenders.withdrawLiquidity(this, ...args)
   readonly leaseAuthorization: Bound<typeof lenders.leaseAuthorization> = (...args) => lenders.leaseAuthorization(this, ...args)
 

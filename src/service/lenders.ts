@@ -99,6 +99,25 @@ export function walletActions(service: ServiceCore, lender: Address): WalletActi
   })
 }
 
+/** How long GET /lenders/{address}/actions waits for a current reading of the lender's session wallets. */
+export const WALLET_READING_WAIT_MS = 5_000
+
+/**
+ * Resolves once the watcher's readings of the lender's session wallets are current (no payment or repayment applied
+ * since they were read, watcher.isCurrent), or after `timeoutMs`; never rejects. A wallet action computed from an older
+ * reading would be wrong, so walletActions leaves out a network whose reading is not current: without this wait, a
+ * lender asking just after a movement (its own repayment, the follower confirming it) would be told there is nothing
+ * to do while the wallet is re-read, which takes one chain read.
+ */
+export async function walletReadingsSettled(service: ServiceCore, lender: Address, timeoutMs = WALLET_READING_WAIT_MS): Promise<void> {
+  const record = service.engine.getLender(lender)
+  if (record === undefined) return
+  // A watcher that is stopped, or cut off from a network's chain (degraded), reads nothing new: no waiting for it.
+  const { watcher } = service
+  const settled = () => !watcher.running || record.networks.every((slug) => watcher.isCurrent(slug, record.sessionAddress) || watcher.isDegraded(slug))
+  await watcher.waitFor(settled, timeoutMs).catch(() => {})
+}
+
 /**
  * The lender lowers what the service may lend (the engine's withdrawLiquidity); the answer carries the transfers
  * back that its session key can send now.

@@ -194,14 +194,18 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       description:
         'pay_supplier (first, oldest lease first): sign each transaction with the session key and send it before the lease expires (the authorization\'s deadline); then report its hash to POST /credit/offers/{offerId}/supplier-payment. The contract pays only what the authorization says, from its payer to its supplier. ' +
         'Then, per network, what brings the session wallet to the lender\'s policy (its available liquidity plus its live leases there), from the chain watcher\'s last reading of the wallet: top_up (signer lender: transfer of the shortfall from the lender\'s wallet), approve (signer session_key: the credit contract\'s allowance is short), withdraw (signer session_key: transfer back of what neither the policy nor a live lease needs). ' +
-        'Repayments reach the session wallet (the advance\'s lender on chain is its payer), so capital recycles without a top-up; available liquidity never exceeds what the wallet can pay.',
+        'Repayments reach the session wallet (the advance\'s lender on chain is its payer), so capital recycles without a top-up; available liquidity never exceeds what the wallet can pay. ' +
+        'Just after a payment or repayment of the wallet the answer waits (up to 5 s) for the watcher to read the wallet again; a network it has not read by then has no wallet action in the answer.',
       tags,
       auth: 'session',
       params: AddressParams,
       responses: { 200: { description: 'Pending actions with transaction data', schema: Type.Array(LenderAction) }, ...errors.forbidden, ...errors.notFound('lender') },
-      handler: (ctx) => {
+      handler: async (ctx) => {
         requireSame(ctx.session.address, ctx.params.address, `the actions of lender ${ctx.params.address}`)
         const lender = lenderOr404(ctx.params.address)
+        // Wallet actions from a reading made after the last movement of the wallet (a few ms; at most 5 s, then a
+        // network still being re-read is left out).
+        await service.walletReadingsSettled(lender.address)
         const actions = [...service.pendingActions(lender.address).map(payAction), ...service.walletActions(lender.address).map(walletAction)]
         return asResult(replyWith(200, Type.Array(LenderAction))(actions))
       },
