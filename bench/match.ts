@@ -233,7 +233,9 @@ function runDispatch(specs: LenderSpec[]) {
   const lenders = specs.slice(0, 2000)
   const wallets = new BenchWallets(new Map(lenders.map((s) => [s.session, 10n ** 15n])))
   // One borrower holds every lease here: its matched offers stay live until funded, so the per-borrower cap must admit them all.
-  const engine = new Engine({ leaseTtlMs, offerTtlMs: 100 * leaseTtlMs, liveOffersPerBorrowerMax: DISPATCH_LEASES }, wallets)
+  // The figure is the cost of one call with 1% of the leases due: the per-command bound on time-outs (32 by default,
+  // the service's ticker runs more commands while work is due) must admit them in one call.
+  const engine = new Engine({ leaseTtlMs, offerTtlMs: 100 * leaseTtlMs, liveOffersPerBorrowerMax: DISPATCH_LEASES, timeOutsPerCommandMax: Math.max(1, DISPATCH_LEASES / 100) }, wallets)
   engine.seedSuppliers([BENCH_SUPPLIER], 0)
   for (const s of lenders) {
     const r = engine.registerLender({
