@@ -17,14 +17,13 @@
 // connection, was about a fifth of the service thread's busy CPU under the load mix, and none of it needs the engine.
 // The thread owns the public socket and every client connection; the service thread only sees uWS's side. What the
 // front answers itself it logs through the service's logger (a message to the service thread).
-import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, connect, isIPv4, isIPv6, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { gateConnection } from './front-gate.ts'
-import type { Logger, LogLine } from './log.ts'
+import { requestIdMinter, type Logger, type LogLine } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 
 /** Longest first-request head the front buffers; a longer one is passed to uWS, which enforces its own limit. */
@@ -174,9 +173,8 @@ export interface ListeningFront {
 /** The front's server, in the thread that runs it (front-thread.ts). `log` receives what the front answers itself. */
 export async function listenFront(settings: FrontSettings, log: Logger): Promise<ListeningFront> {
   const { upstreamPath } = settings
-  // The front's own answers get ids of their own prefix: the service thread's counter is out of reach here.
-  const requestIdPrefix = `${randomBytes(6).toString('hex')}-`
-  let requestCount = 0
+  // The front's own answers get ids of their own: the service thread's minter is out of reach here.
+  const mintRequestId = requestIdMinter()
   const open = new Set<Socket>()
   const upstreams = new WeakMap<Socket, Socket>()
 
@@ -205,7 +203,7 @@ export async function listenFront(settings: FrontSettings, log: Logger): Promise
       const decision: Decision = end < 0 ? { kind: 'pass', bytes: head, http10: false } : decideFirstRequest(head, end, localHost)
       head = undefined
       if (decision.kind === 'answer') {
-        const requestId = requestIdPrefix + (++requestCount).toString(36)
+        const requestId = mintRequestId()
         log({ level: 'info', msg: 'request', method: decision.method, path: decision.path, status: decision.status, requestId, front: true })
         client.end(answer(decision.status, decision.problem, requestId))
         // Read and drop what the client still sends: unread bytes at close would reset the connection and could

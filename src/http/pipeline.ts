@@ -1,10 +1,9 @@
 // The transport-neutral request pipeline (see createPipeline). Handlers hold no transport code and no business rule
 // of their own: they call one engine command and return `{ status, body }`.
-import { randomBytes } from 'node:crypto'
 import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
 import { duplicateKeyPointer } from './json.ts'
-import { errorFields, silentLogger, stdoutLogger } from './log.ts'
+import { errorFields, requestIdMinter, silentLogger, stdoutLogger } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts'
 import { templateRegExp, type Session } from './route.ts'
@@ -116,10 +115,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   const compiled = compileRoutes(options.routes, options)
   const matchers = compiled.map((c) => ({ method: c.route.method, regexp: templateRegExp(c.route.path) }))
   const inFlight = new Map<RequestState<Res>, Promise<void>>()
-  // Minted request ids: unique within this process by the counter, across processes by the random prefix.
-  const requestIdPrefix = `${randomBytes(6).toString('hex')}-`
-  let requestCount = 0
-  const mintRequestId = () => requestIdPrefix + (++requestCount).toString(36)
+  const mintRequestId = requestIdMinter()
   let closing = false
 
   /** Methods a path answers (HEAD with GET, OPTIONS always), for Allow and the CORS preflight. */
