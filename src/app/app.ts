@@ -163,7 +163,6 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       offerTtlMs: config.offerTtlSeconds * 1000,
       operators: config.operators,
       // The credit contract and the service's other addresses are never suppliers (src/engine/suppliers.ts).
-      creditContracts: Object.fromEntries(networks.map((n) => [n.slug, n.creditContract])),
       serviceAddresses: Object.fromEntries(networks.map((n) => [n.slug, serviceAddressesOf(n)])),
     })
     checkChangeBudget(engineConfig)

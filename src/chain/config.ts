@@ -108,12 +108,13 @@ export type NetworkConfig = {
 export const pollingIntervalMsDefault = 1_000
 
 /**
- * The service's own addresses on a network besides its credit contract (lower-case address -> what it is): its tokens
- * and registries, and the addresses of its operator and lease-signer keys. The engine never takes one as a supplier.
+ * The service's own addresses on a network (lower-case address -> what it is): its credit contract, tokens and
+ * registries, and the addresses of its operator and lease-signer keys. The engine never takes one as a supplier.
  */
 export function serviceAddressesOf(n: NetworkConfig): Record<string, string> {
   const named: Record<string, string> = {}
   const name = (address: Address, what: string) => (named[address.toLowerCase()] ??= what)
+  name(n.creditContract, 'the credit contract')
   for (const token of n.tokens) name(token.address, `the ${token.symbol} token contract`)
   name(n.identityRegistry, 'the identity registry')
   name(n.reputationRegistry, 'the reputation registry')

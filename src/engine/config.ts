@@ -44,11 +44,9 @@ export interface EngineConfig {
   borrowerSuspensionMinSeconds: number
   /** Who may complete or fail any job and liquidate any advance, besides the job's client and the advance's lender. */
   operators: readonly Address[]
-  /** The credit contract of each network (slug -> address): never a supplier (src/engine/suppliers.ts). */
-  creditContracts: Readonly<Record<string, Address>>
   /**
-   * The service's other addresses on each network (slug -> lower-case address -> what it is: the asset tokens, the
-   * registries, the operator and lease-signer keys): never a supplier either (src/engine/suppliers.ts).
+   * The service's own addresses on each network (slug -> lower-case address -> what it is: the credit contract, the
+   * asset tokens, the registries, the operator and lease-signer keys): never a supplier (src/engine/suppliers.ts).
    */
   serviceAddresses: Readonly<Record<string, Readonly<Record<string, string>>>>
   /** Limits. */
@@ -102,7 +100,6 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   lenderUptimeWindowLeases: 20,
   borrowerSuspensionMinSeconds: 7 * 24 * 3600,
   operators: [],
-  creditContracts: {},
   serviceAddresses: {},
   lendersScannedPerMatchMax: 4096,
   leasesPerOfferMax: 16,

@@ -38,8 +38,6 @@ export function notAllowedAsSupplier(s: EngineState, network: string, address: A
   if (ZERO_ADDRESS.test(address)) return `${address} is the zero address`
   if (lenders && s.lenders.has(address)) return `${address} is a registered lender`
   if (lenders && s.lenderBySession.has(address)) return `${address} is a lender's session key`
-  const contract = s.config.creditContracts[network]
-  if (contract !== undefined && sameAddress(contract, address)) return `${address} is the credit contract on ${network}`
   const service = s.config.serviceAddresses[network]?.[address.toLowerCase()]
   if (service !== undefined) return `${address} is ${service} on ${network}`
   if (s.config.operators.some((operator) => sameAddress(operator, address))) return `${address} is an operator of this service`

@@ -16,8 +16,8 @@ const SIGNER = addr(0xde)
 
 function world() {
   const { engine } = newEngine({
-    operators: [OPERATOR], creditContracts: { [NET]: CONTRACT },
-    serviceAddresses: { [NET]: { [TOKEN.toLowerCase()]: 'the USDC token contract', [SIGNER.toLowerCase()]: "the service's lease signer" } },
+    operators: [OPERATOR],
+    serviceAddresses: { [NET]: { [CONTRACT.toLowerCase()]: 'the credit contract', [TOKEN.toLowerCase()]: 'the USDC token contract', [SIGNER.toLowerCase()]: "the service's lease signer" } },
   })
   registerBacking(engine)
   unwrap(engine.putSupplier({ domain: 'shop.example', name: 'Shop', addresses: { [NET]: [SUPPLIER, SECOND] }, caller: OPERATOR }, T0))
@@ -151,7 +151,7 @@ t.test('the configuration seeds the directory; an operator\'s entry or removal s
 })
 
 t.test('the seed refuses the credit contract but not a supplier that since registered as a lender (underwriting declines it)', async (t) => {
-  const { engine } = newEngine({ operators: [OPERATOR], creditContracts: { [NET]: CONTRACT } })
+  const { engine } = newEngine({ operators: [OPERATOR], serviceAddresses: { [NET]: { [CONTRACT.toLowerCase()]: 'the credit contract' } } })
   registerBacking(engine)
   t.match(engine.seedSuppliers([{ domain: 'x.example', name: 'X', addresses: { [NET]: [CONTRACT] } }], T0), { ok: false, error: { code: 'supplier_not_allowed' } })
   unwrap(engine.registerLender(lenderInput(5, { address: addr(0x90) }), T0))
