@@ -207,12 +207,14 @@ export class Store {
     const state = checkDirectory(dataDir)
     const verify = options.verifyOnOpen ?? 'deep-unless-clean'
     if (verify !== 'deep-unless-clean' && verify !== 'deep' && verify !== 'header') fail(`unknown verifyOnOpen ${String(verify)}`)
-    const openCheck = state === 'new' ? 'new' : verify === 'header' ? 'header' : verify === 'deep-unless-clean' && closedCleanly(dataDir, state) && !deepCheckWasCut(dataDir) ? 'clean-shutdown' : 'deep'
+    // A start that ran the deep check beside its reads and died before the verdict: this one checks first, alone.
+    const checkWasCut = state !== 'new' && deepCheckWasCut(dataDir)
+    const openCheck = state === 'new' ? 'new' : verify === 'header' ? 'header' : verify === 'deep-unless-clean' && closedCleanly(dataDir, state) && !checkWasCut ? 'clean-shutdown' : 'deep'
     // The deep check's verdict, when it runs beside the caller's reads.
     let checked: Promise<void> | undefined
     if (state !== 'new' && openCheck === 'deep') {
       const timeoutMs = options.probeTimeoutMs ?? probeTimeoutMsFor(dataDir)
-      if (options.deepCheckBesideReads === true && !deepCheckWasCut(dataDir)) {
+      if (options.deepCheckBesideReads === true && !checkWasCut) {
         checked = checkBesideReads(dataDir, state, DB_NAMES, timeoutMs)
       } else {
         await deepCheck(dataDir, state, DB_NAMES, timeoutMs)
