@@ -161,9 +161,12 @@ export const jobMachine = setup({
       },
     },
     // Failed with advances still open, or offers closing: the job's escrow and collateral stay available to their
-    // recovery. A closing offer paid before its lease's deadline opens one more advance here (born defaulted).
+    // recovery. A closing offer paid before its lease's deadline opens one more advance here (born defaulted), and
+    // collateral posted before the failure (the contract takes it only while the job is open there) counts here when
+    // the chain follower learns of it after the failure was recorded.
     defaulted: {
       on: {
+        COLLATERAL_POSTED: { actions: { type: 'addCollateral', params: ({ event }) => event } },
         RELEASE: [
           {
             guard: { type: 'releasesLastOfFailedJob', params: ({ event }) => event },

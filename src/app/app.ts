@@ -258,9 +258,10 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
           // A batch that passed more deadlines than its command had room for left leases due: dispatch goes on now.
           wakeTicker()
           // A payment the contract accepted and the engine could not apply is a gap the reconciliation check reports;
-          // say it now too. (Events another part applies, and payments whose report came first, are expected.)
+          // say it now too. (Events another part applies, payments whose report came first, and collateral of jobs the
+          // service does not hold, or not yet, are expected.)
           for (const { proofKey, reason } of outcome?.ignored ?? []) {
-            if (!reason.startsWith('not_applied:') && reason !== 'offer_not_live') log({ level: 'warn', msg: 'chain_fact_not_applied', network: network.slug, proofKey, reason })
+            if (!reason.startsWith('not_applied:') && reason !== 'offer_not_live' && reason !== 'job_not_live') log({ level: 'warn', msg: 'chain_fact_not_applied', network: network.slug, proofKey, reason })
           }
         },
       })

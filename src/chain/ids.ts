@@ -11,9 +11,12 @@ export function idKey(id: string): Hex {
   return keccak256(stringToBytes(id))
 }
 
-/** The v2 key of a job: keccak256(utf8(jobId)), the rule the job's client uses when it funds. */
+/**
+ * The v2 key of a job: keccak256(utf8(jobId)), the rule the job's client uses when it funds. Native keccak where it
+ * loads: the engine keys every live job by it (its index of the chain's CollateralPosted), at creation and at restore.
+ */
 export function jobKey(jobId: string): Hex {
-  return idKey(jobId)
+  return bytesToHex(keccak256Bytes(Buffer.from(jobId, 'utf8')))
 }
 
 export const keySaltBytes = 32

@@ -2,6 +2,7 @@
 // actors that reached a final state.
 import { createActor, type Actor, type AnyActor, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InputFrom, type Snapshot } from 'xstate'
 import { machines, refusalCode, refusals } from '../../machines/index.ts'
+import { jobKey } from '../chain/ids.ts'
 import { actorRecord } from './changes.ts'
 import { scheduleOffer } from './dispatch.ts'
 import { fail } from './errors.ts'
@@ -128,6 +129,8 @@ function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive):
       s.offerIdByKey.delete(o.offerKey)
     } else if (kind === 'advance') {
       s.advanceIdByKey.delete((actor.getSnapshot().context as { advanceKey: string }).advanceKey)
+    } else if (kind === 'job') {
+      s.jobIdByKey.delete(jobKey(id))
     }
   } else {
     s.pending.set(key, { kind, id })

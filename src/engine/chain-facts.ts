@@ -17,14 +17,16 @@ import { deployForAdvance, lenderChanged, lenderOf, reserveForLease } from './le
 import { cancelLease, payLease, timeOutLease } from './leases.ts'
 import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
 import type { EngineState, LeaseActor, OfferActor } from './state.ts'
-import type { Address, AdvanceView, EngineError, LeaseView, RepaymentReceipt } from './types.ts'
+import { applyCollateral } from './jobs.ts'
+import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, RepaymentReceipt } from './types.ts'
 
 /**
  * The most changes one event of a follower's batch adds to its command (observeChain; an actor or record counts once
  * per command). A SupplierPaid paid under an ended lease (fundOffer): the offer, its current lease cancelled and that
  * lease's lender, the paying lender, the engine's id sequences (meta), the new advance, its job, and the borrower when
  * the job had defaulted: 8 (paid under the current lease: 7). A Repaid (applyRepaidFact): the advance, its lender, the
- * reserve, the borrower and the advance's job or backing source: 5. Any other event: none. The service adds at most 3
+ * reserve, the borrower and the advance's job or backing source: 5. A CollateralPosted (applyCollateral): its job, 1.
+ * Any other event: none. The service adds at most 3
  * record writes per event (the used proof, a repayment's passport event and head) and the cursor, fewer than its
  * changes, and the change budget is at most the store's record writes per commit (src/app/app.ts checkChangeBudget).
  */
@@ -48,6 +50,7 @@ export type PastLeaseOf = (leaseId: string) => { leaseId: string; lender: Addres
 export type ChainEventFact =
   | ({ kind: 'supplier_paid'; offerKey: string; proofKey: string } & Omit<SupplierPaymentFact, 'offerId'>)
   | ({ kind: 'repaid'; advanceKey: string; proofKey: string } & Omit<RepaidFact, 'advanceId'>)
+  | ({ kind: 'collateral_posted'; jobKey: string; asset: string; proofKey: string } & CollateralFact)
   | { kind: 'other'; name: string; proofKey: string }
 
 /** What the chain follower observed of one network: blocks up to toBlock (inclusive) and their events, in order. */
@@ -70,6 +73,8 @@ export interface ChainObservationOutcome {
   appliedProofKeys: string[]
   /** Repaid facts applied (of any amount), with their proof keys (used-proof records in the same commit). */
   repayments: { proofKey: string; receipt: RepaymentReceipt }[]
+  /** CollateralPosted facts applied to their jobs, with their proof keys (used-proof records in the same commit). */
+  collateral: { proofKey: string; position: CollateralPosition }[]
   /** Facts the engine did not apply, and why (an offer already funded by its report, an event another part applies). */
   ignored: { proofKey: string; reason: string }[]
   /** Leases whose deadline the observed chain time is past, unpaid. */
@@ -132,7 +137,23 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   const appliedProofKeys: string[] = []
   const ignored: { proofKey: string; reason: string }[] = []
   const repayments: { proofKey: string; receipt: RepaymentReceipt }[] = []
+  const collateral: { proofKey: string; position: CollateralPosition }[] = []
   for (const event of batch.events) {
+    if (event.kind === 'collateral_posted') {
+      // Posted on chain and never reported, or not yet: the contract holds it, so the job does (the same function as
+      // the collateral route's). No live job has the key: it is not this service's job, or not registered yet (its
+      // registration reads what was posted before it, src/service/borrowers.ts), or it ended.
+      const { kind: _kind, jobKey, asset, proofKey, ...fact } = event
+      const jobId = s.jobIdByKey.get(jobKey)
+      const job = jobId === undefined ? undefined : s.jobs.get(jobId)
+      const applied = job === undefined
+        ? fail('not_found', 'job_not_live', 'no live job has the key')
+        : asset !== job.getSnapshot().context.asset ? fail('invalid', 'asset_mismatch', 'collateral in another asset than the job\'s')
+        : applyCollateral(s, job, fact, nowMs)
+      if (applied.ok) collateral.push({ proofKey, position: applied.value })
+      else ignored.push({ proofKey, reason: applied.error.code })
+      continue
+    }
     if (event.kind === 'repaid') {
       // A repayment of any amount, by anyone, reported or not: what the advance owes goes down (the same function as
       // the repay route's). No live advance has the key: its report repaid it already, or it is not this service's.
@@ -144,7 +165,7 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
       continue
     }
     if (event.kind !== 'supplier_paid') {
-      // JobFunded and CollateralPosted are applied by their report routes (createJob, postCollateral);
+      // JobFunded is applied by its report route (createJob: the job's terms and the borrower's consent come with it);
       // AdvanceSettled, JobSettled, JobFailed, JobClosed and Liquidated confirm the service's own operator
       // transactions, applied by the route that sent them.
       ignored.push({ proofKey: event.proofKey, reason: `not_applied:${event.name}` })
@@ -182,7 +203,7 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   timeOutDueLeases(s, batch.network, nowMs, expiredLeases)
   return {
     network: batch.network, toBlock: batch.toBlock, chainTimeMs: chainTimeOf(s, batch.network) as number,
-    advances, appliedProofKeys, repayments, ignored, expiredLeases,
+    advances, appliedProofKeys, repayments, collateral, ignored, expiredLeases,
   }
 }
 

@@ -30,7 +30,7 @@ import { EngineState } from './state.ts'
 import type { ExecutedTx, OfferKeyOf, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
 import { offerKey } from '../chain/ids.ts'
 import type {
-  Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralPosition, CreateJobInput, CreditRequestInput,
+  Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralFact, CollateralPosition, CreateJobInput, CreditRequestInput,
   CreditState, DispatchOutcome, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, LeaseView, LenderRecord, LenderView,
   LiquidationInput, LiquidationPlan, LiquidationReceipt, MatchOutcome, MetaRecord, OfferView, PassportEvent, PostCollateralInput,
   RegisterLenderInput, RegisterSourceInput, RepaymentPlan, RepaymentReceipt, SourceRecord, SupplierInput, SupplierPaymentTerms, SupplierRecord,
@@ -145,7 +145,7 @@ export class Engine {
     return drain(s, { ...source })
   }
 
-  createJob(input: CreateJobInput & { caller: Address }, nowMs: number): EngineResult<JobView> {
+  createJob(input: CreateJobInput & { caller: Address; postedCollateral?: readonly CollateralFact[] }, nowMs: number): EngineResult<JobView> {
     return jobs.createJob(this.state, input, nowMs)
   }
 
@@ -156,6 +156,11 @@ export class Engine {
 
   postCollateral(input: PostCollateralInput & { caller: Address }, nowMs: number): EngineResult<CollateralPosition> {
     return jobs.postCollateral(this.state, input, nowMs)
+  }
+
+  /** A collateral report whose CollateralPosted the job already counts (the follower's, or its registration's). */
+  reportedCollateral(input: PostCollateralInput & { caller: Address }): EngineResult<CollateralPosition> {
+    return jobs.reportedCollateral(this.state, input)
   }
 
   /** The configuration's supplier directory at start-up (src/engine/suppliers.ts says what an operator's entry keeps). */

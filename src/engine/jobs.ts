@@ -6,6 +6,7 @@ import { expect, refused, send, startActor, wouldTake } from './actors.ts'
 import { advanceDefaulted, applyRepayment, paymentInFull } from './advances.ts'
 import { borrowerOf, suspend } from './borrowers.ts'
 import { drain, touch } from './changes.ts'
+import { jobKey } from '../chain/ids.ts'
 import { fail, forbidden } from './errors.ts'
 import { ID_PATTERNS } from './ids.ts'
 import { sameAddress } from './keys.ts'
@@ -17,12 +18,20 @@ import { isClientOrOperator } from './roles.ts'
 import type { AdvanceActor, EngineState, JobActor } from './state.ts'
 import type { ExecutedTx } from './ports.ts'
 import type {
-  Address, CollateralPosition, CreateJobInput, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, PassportEvent,
+  Address, CollateralFact, CollateralPosition, CreateJobInput, EngineError, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, PassportEvent,
   PostCollateralInput, RepaymentReceipt,
 } from './types.ts'
 import { viewOf } from './views.ts'
 
-export function createJob(s: EngineState, input: CreateJobInput & { caller: Address }, nowMs: number): EngineResult<JobView> {
+/**
+ * `postedCollateral`: the job's CollateralPosted facts mined before the job was registered (its borrower may post as
+ * soon as the client funded), which the chain follower could not apply to a job the service did not know yet.
+ */
+export function createJob(
+  s: EngineState,
+  input: CreateJobInput & { caller: Address; postedCollateral?: readonly CollateralFact[] },
+  nowMs: number,
+): EngineResult<JobView> {
   if (!sameAddress(input.caller, input.client) && !sameAddress(input.caller, input.borrower)) {
     return forbidden('a job is created by its client (the funder) or its borrower')
   }
@@ -31,8 +40,14 @@ export function createJob(s: EngineState, input: CreateJobInput & { caller: Addr
   if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
   if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAtMs must be in the future')
   const { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, funding } = input
+  for (const posted of input.postedCollateral ?? []) {
+    const invalid = invalidCollateral(borrower, posted)
+    if (invalid) return invalid
+  }
   const actor = startActor(jobMachine, { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding })
   s.jobs.set(input.jobId, actor)
+  s.jobIdByKey.set(jobKey(jobId), jobId)
+  for (const posted of input.postedCollateral ?? []) expect(s, 'job', actor, { type: 'COLLATERAL_POSTED', amountAtomic: posted.amountAtomic, nowMs })
   borrowerOf(s, input.borrower)
   touch(s, 'job', input.jobId)
   return drain(s, viewOf<JobView>(actor.getSnapshot()))
@@ -50,19 +65,44 @@ export function planCollateral(s: EngineState, input: { jobId: string; caller: A
 export function postCollateral(s: EngineState, input: PostCollateralInput & { caller: Address }, nowMs: number): EngineResult<CollateralPosition> {
   const planned = planCollateral(s, input)
   if (!planned.ok) return planned
-  const job = s.jobs.get(input.jobId) as JobActor
-  if (!sameAddress(job.getSnapshot().context.borrower, input.borrower)) {
-    return fail('forbidden', 'not_job_borrower', 'collateral must be posted by the job borrower')
-  }
-  if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
+  const applied = applyCollateral(s, s.jobs.get(input.jobId) as JobActor, input, nowMs)
+  return applied.ok ? drain(s, applied.value) : applied
+}
 
-  const posted = send(s, 'job', job, { type: 'COLLATERAL_POSTED', amountAtomic: input.amountAtomic, nowMs })
-  if (!posted.accepted) return refused('job', input.jobId, posted)
+/**
+ * A verified CollateralPosted adds to the job's collateral, whoever reports it (its borrower's report, or the chain
+ * follower, which applies every one of the contract's): the contract took the tokens, so the job holds them. The
+ * contract takes collateral only from the job's borrower and only while the job is open there, which a job failed
+ * in the engine may still have been when the posting was mined (the follower reads at the network's confirmations).
+ */
+export function applyCollateral(s: EngineState, job: JobActor, fact: CollateralFact, nowMs: number): { ok: true; value: CollateralPosition } | { ok: false; error: EngineError } {
+  const j = job.getSnapshot().context
+  const invalid = invalidCollateral(j.borrower, fact)
+  if (invalid) return invalid
+  const posted = send(s, 'job', job, { type: 'COLLATERAL_POSTED', amountAtomic: fact.amountAtomic, nowMs })
+  if (!posted.accepted) return refused('job', j.jobId, posted)
+  return { ok: true, value: positionOf(job, fact) }
+}
+
+/** The same answer as the posting's first application, changing nothing: the job counts it already. */
+export function reportedCollateral(s: EngineState, input: PostCollateralInput & { caller: Address }): EngineResult<CollateralPosition> {
+  const planned = planCollateral(s, input)
+  if (!planned.ok) return planned
+  return { ok: true, value: positionOf(s.jobs.get(input.jobId) as JobActor, input), changes: [] }
+}
+
+function positionOf(job: JobActor, fact: CollateralFact): CollateralPosition {
   const ctx = job.getSnapshot().context
-  return drain(s, {
-    jobId: ctx.jobId, borrower: ctx.borrower, network: ctx.network, asset: ctx.asset, amountAtomic: input.amountAtomic,
-    totalCollateralAtomic: ctx.collateralAtomic, proof: input.proof,
-  })
+  return {
+    jobId: ctx.jobId, borrower: ctx.borrower, network: ctx.network, asset: ctx.asset, amountAtomic: fact.amountAtomic,
+    totalCollateralAtomic: ctx.collateralAtomic, proof: fact.proof,
+  }
+}
+
+function invalidCollateral(borrower: Address, fact: CollateralFact): { ok: false; error: EngineError } | undefined {
+  if (!sameAddress(borrower, fact.borrower)) return fail('forbidden', 'not_job_borrower', 'collateral must be posted by the job borrower')
+  if (fact.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
+  return undefined
 }
 
 /** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */

@@ -204,12 +204,15 @@ export interface RegisterSourceInput {
 /** A funded job to create: the job machine's input but its creation time, which the command's `nowMs` gives. */
 export type CreateJobInput = Omit<JobInput, 'createdAtMs'>
 
-export interface PostCollateralInput {
-  jobId: string
-  /** Who posted it (the verified CollateralPosted event's borrower). */
+/** A verified CollateralPosted of a job: who posted it (the event's borrower), how much, and its transaction. */
+export interface CollateralFact {
   borrower: Address
   amountAtomic: bigint
   proof: TxProof
+}
+
+export interface PostCollateralInput extends CollateralFact {
+  jobId: string
 }
 
 export interface CreditRequestInput {

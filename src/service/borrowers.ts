@@ -7,8 +7,12 @@ import type { CollateralPosition, CreditRequestInput, JobView, RegisterSourceInp
 import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
 import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
 import { jobKey } from '../chain/ids.ts'
+import { collateralPostedUpTo } from '../chain/posted-collateral.ts'
+import { ChainRpcError } from '../chain/proofs.ts'
+import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { StoredResponse } from '../store/index.ts'
 import { valueOf, type ServiceCore } from './core.ts'
+import { collateralProofUse } from './chain-observation.ts'
 import type { Mutation } from './mutation.ts'
 
 export async function registerSource(service: ServiceCore, mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
@@ -44,7 +48,9 @@ export async function createJob(
       throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
     }
   }
+  const posted = await collateralPostedBefore(service, network.slug, body.jobId, fact.blockNumber)
   const proof = service.useProof(fact, `job:${body.jobId}`)
+  const postedProofs = posted.map((p) => service.useProof(p, collateralProofUse(body.jobId)))
   return service.apply(
     mutation,
     () =>
@@ -58,12 +64,36 @@ export async function createJob(
           receivableAtomic: body.receivableAtomic,
           dueAtMs: body.dueAtMs,
           funding: { network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex },
+          postedCollateral: posted.map((p) => ({
+            borrower: getAddress(p.args.borrower), amountAtomic: p.args.amount, proof: { network: network.slug, txHash: p.txHash, logIndex: p.logIndex },
+          })),
           caller,
         },
         service.now(),
       ),
-    () => [proof],
+    () => [proof, ...postedProofs],
   )
+}
+
+/** Reads of the chain while the follower moves on: past this many, the registration answers 503 (retry). */
+const postedCollateralReadsMax = 3
+
+/**
+ * The job's CollateralPosted facts that the chain follower has passed (from the funding's block to the last block of
+ * the network whose batch the engine applied): the follower could not apply them to a job the service did not know,
+ * and applies every later one itself once the job exists. Resolves only while that block is still the last applied,
+ * so that the caller's command, run in the same synchronous section, leaves no block between the two paths.
+ */
+async function collateralPostedBefore(service: ServiceCore, slug: string, jobId: string, fundedAtBlock: bigint): Promise<FacilityFactOf<'CollateralPosted'>[]> {
+  const appliedUpTo = () => service.appliedChainBlocks.get(slug) ?? service.followers.get(slug)?.cursor?.blockNumber
+  for (let read = 0; read < postedCollateralReadsMax; read++) {
+    const toBlock = appliedUpTo()
+    // Nothing applied yet: the follower's first batch comes after the job exists and brings every posting.
+    if (toBlock === undefined || toBlock < fundedAtBlock) return []
+    const facts = await collateralPostedUpTo(service.clientsOf(slug), service.network(slug).creditContract, { jobKey: jobKey(jobId), fromBlock: fundedAtBlock, toBlock })
+    if (appliedUpTo() === toBlock) return facts
+  }
+  throw new ChainRpcError(slug, new Error(`the chain follower kept moving while job ${jobId}'s collateral was read; retry`))
 }
 
 export async function postCollateral(
@@ -78,22 +108,14 @@ export async function postCollateral(
   const fact = await service.prove(job.network, 'CollateralPosted', body.txHash, {
     jobKey: jobKey(jobId), borrower: job.borrower, asset: token.address, amount: body.amountAtomic,
   })
-  const proof = service.useProof(fact, `collateral:${jobId}`)
-  return service.apply(
-    mutation,
-    () =>
-      service.engine.postCollateral(
-        {
-          jobId,
-          caller,
-          borrower: getAddress(fact.args.borrower),
-          amountAtomic: fact.args.amount,
-          proof: { network: job.network, txHash: fact.txHash, logIndex: fact.logIndex },
-        },
-        service.now(),
-      ),
-    () => [proof],
-  )
+  const input = {
+    jobId, caller, borrower: getAddress(fact.args.borrower), amountAtomic: fact.args.amount,
+    proof: { network: job.network, txHash: fact.txHash, logIndex: fact.logIndex },
+  }
+  // The chain follower (or the job's registration) counted this posting already: the report answers the same position.
+  if (service.store.proofs.get(fact.proofKey)?.usedBy === collateralProofUse(jobId)) return service.apply(mutation, () => service.engine.reportedCollateral(input))
+  const proof = service.useProof(fact, collateralProofUse(jobId))
+  return service.apply(mutation, () => service.engine.postCollateral(input, service.now()), () => [proof])
 }
 
 export async function requestCredit(

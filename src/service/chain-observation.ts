@@ -5,6 +5,7 @@ import { getAddress } from 'viem'
 import { leaseViewFromSnapshot, type ChainEventFact, type ChainObservationOutcome, type PastLeaseOf } from '../engine/engine.ts'
 import type { AdvanceView } from '../engine/types.ts'
 import { facilityFact } from '../chain/events-v2.ts'
+import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { ChainBatch } from '../chain/follower.ts'
 import type { RecordWrite } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
@@ -28,6 +29,7 @@ export async function observeChain(service: ServiceCore, batch: ChainBatch, curs
         payer: getAddress(payer), lender: getAddress(lender), amountAtomic: toLender, reserveAmountAtomic: toReserve, lenderOwedAtomic: lenderOwed, reserveOwedAtomic: reserveOwed,
       }
     }
+    if (fact.name === 'CollateralPosted') return collateralFact(fact, symbolOf)
     if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
     const { offerKey, payer, supplier, asset, amount } = fact.args
     return {
@@ -51,6 +53,7 @@ export async function observeChain(service: ServiceCore, batch: ChainBatch, curs
       const fresh = facts.filter((fact) => !service.store.proofs.has(fact.proofKey))
       const observed = { network: network.slug, toBlock: batch.toBlock, toBlockHash: batch.toBlockHash, toBlockTimeMs: batch.toBlockTimeMs, events: fresh }
       const result = service.engine.observeChain(observed, service.now(), pastLease)
+      service.appliedChainBlocks.set(network.slug, batch.toBlock)
       changedEngine = result.ok && result.changes.length > 0
       return result
     },
@@ -62,13 +65,28 @@ export async function observeChain(service: ServiceCore, batch: ChainBatch, curs
         service.store.proofs.addOp(proofKey, { usedBy: `advance:${receipt.advanceId}`, usedAtMs }),
         ...repaidPassport(service, receipt, repaidAdvances.get(receipt.advanceId)),
       ])
+      const collateral = value.collateral.map(({ proofKey, position }) => service.store.proofs.addOp(proofKey, { usedBy: collateralProofUse(position.jobId), usedAtMs }))
       // A batch that changed nothing (no event applied, chain time and leases as they were) is not written: the
       // follower moves on in memory, and after a restart it reads those empty blocks again, which changes nothing.
-      if (!changedEngine && proofs.length === 0 && repaid.length === 0) return []
-      return [...proofs, ...repaid, cursor]
+      if (!changedEngine && proofs.length === 0 && repaid.length === 0 && collateral.length === 0) return []
+      return [...proofs, ...repaid, ...collateral, cursor]
     },
   )
   return outcome
+}
+
+/** A CollateralPosted as the engine takes it: the job by its key, the token by its symbol. */
+export function collateralFact(fact: FacilityFactOf<'CollateralPosted'>, symbolOf: ReadonlyMap<string, string>): ChainEventFact {
+  const { jobKey, borrower, asset, amount } = fact.args
+  return {
+    kind: 'collateral_posted', proofKey: fact.proofKey, jobKey, borrower: getAddress(borrower), asset: symbolOf.get(asset.toLowerCase()) ?? asset,
+    amountAtomic: amount, proof: { network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex },
+  }
+}
+
+/** Who used a CollateralPosted proof: its job, whichever path applied it first (report, follower, registration). */
+export function collateralProofUse(jobId: string): string {
+  return `collateral:${jobId}`
 }
 
 /** Health of the network's chain follower: its state, last applied block and time, and lag behind the head. */

@@ -76,6 +76,12 @@ export class ServiceCore {
   readonly leaseDelivery: LeaseDelivery
   /** The chain follower of each served network (started by src/app/app.ts), for health. */
   readonly followers = new Map<string, ChainFollower>()
+  /**
+   * Per network, the last block of the follower's batches the engine has applied since the start (set in the batch's
+   * command, before its commit is durable, unlike the follower's cursor): a job registered now learns from the chain
+   * what was posted for it up to there, and the follower applies the rest (src/service/borrowers.ts).
+   */
+  readonly appliedChainBlocks = new Map<string, bigint>()
 
   constructor(deps: ServiceDeps) {
     this.config = deps.config

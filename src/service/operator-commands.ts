@@ -91,11 +91,13 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
     })
     const paid = settled.facts.find((f): f is FacilityFactOf<'JobSettled'> => f.name === 'JobSettled')
     if (paid === undefined) throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`${settled.txHash} emitted no JobSettled`))
-    const differs = (p: typeof plan) => paid.args.toLenders !== p.toLendersAtomic || paid.args.toReserve !== p.toReserveAtomic
+    const differs = (p: typeof plan) =>
+      paid.args.toLenders !== p.toLendersAtomic || paid.args.toReserve !== p.toReserveAtomic || paid.args.toBorrower !== p.toBorrowerAtomic
     if (differs(plan)) {
-      // The escrow paid what the contract held owed: a repayment mined before the settlement and not counted yet
-      // (unreported, the follower still behind) makes the difference, and the engine counts it once the follower is
-      // past the settlement's block. The settlement is recorded then, never answered as refused.
+      // The escrow paid what the contract held owed, and the borrower what the contract held beyond it: a repayment or
+      // a posting of collateral mined before the settlement and not counted yet (unreported, the follower still
+      // behind) makes the difference, and the engine counts it once the follower is past the settlement's block. The
+      // settlement is recorded then, never answered as refused.
       if (!(await followerPast(service, job.network, paid.blockNumber))) throw minedNotCounted(job.network, `the settlement of ${jobId}`, settled.txHash)
       if (differs(service.live(service.engine.planJobSettlement({ jobId, caller }), 'job', jobId))) {
         throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
@@ -152,11 +154,13 @@ export async function liquidate(service: ServiceCore, mutation: Mutation<Liquida
     )
     const event = liquidated.facts.find((f): f is FacilityFactOf<'Liquidated'> => f.name === 'Liquidated')
     if (event === undefined) throw new ContractRevertError(advance.network, 'no_liquidated_event', [], new Error(`${liquidated.txHash} emitted no Liquidated`))
-    // The contract recovered what it held owed (its steps sum to it); a repayment mined before the liquidation and not
-    // counted yet makes the engine's owed larger, until the follower is past the liquidation's block.
+    // The contract recovered what it held owed (its steps sum to it) from the collateral it held: a repayment mined
+    // before the liquidation and not counted yet makes the engine's owed larger, and a posting of collateral not
+    // counted yet its collateral smaller, until the follower is past the liquidation's block.
     const owedOnChain = event.args.fromCollateral + event.args.fromBacking + event.args.fromReserve + event.args.shortfall
     const counted = service.engine.getAdvance(advanceId) ?? advance
-    if (counted.lenderOwedAtomic + counted.reserveOwedAtomic !== owedOnChain && !(await followerPast(service, advance.network, event.blockNumber))) {
+    const uncounted = counted.lenderOwedAtomic + counted.reserveOwedAtomic !== owedOnChain || recoveryAmounts(plan).fromCollateralAtomic < event.args.fromCollateral
+    if (uncounted && !(await followerPast(service, advance.network, event.blockNumber))) {
       throw minedNotCounted(advance.network, `the liquidation of ${advanceId}`, liquidated.txHash)
     }
     const executed = {

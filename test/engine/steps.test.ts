@@ -7,8 +7,9 @@ import { Engine } from '../../src/engine/index.ts'
 import { ENGINE_PATHS } from '../../src/engine/steps.ts'
 import { storedHistory, type TransitionEntry } from '../../src/engine/history.ts'
 import type { Change } from '../../src/engine/types.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 import {
-  BORROWER, CLIENT, NET, T0, addr, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap,
+  ASSET, BORROWER, CLIENT, NET, T0, addr, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap,
   repaidFact,
 } from './fixtures/world.ts'
 
@@ -123,6 +124,12 @@ t.test('every engine path the system map declares is what the engine does', asyn
   }
   const bornDefaulted = unwrap(engine.observeChain({ network: NET, toBlock: 4n, toBlockHash: '0x', toBlockTimeMs: now, events: [closingPaid] }, now))
   t.equal(bornDefaulted.advances[0]?.state, 'defaulted', "the closing offer's payment opened an advance, defaulted with its job")
+  // Collateral posted before the failure, seen by the follower after it: the defaulted job holds it.
+  const collateralPosted = {
+    kind: 'collateral_posted' as const, jobKey: jobKey('job_c'), asset: ASSET, proofKey: `${NET}:${hash(79)}:0`, borrower: BORROWER, amountAtomic: 10n,
+    proof: { network: NET, txHash: hash(79), logIndex: 0 },
+  }
+  t.equal(unwrap(engine.observeChain({ network: NET, toBlock: 4n, toBlockHash: '0x', toBlockTimeMs: now, events: [collateralPosted] }, now)).collateral.length, 1)
   const pastClosing = closingLease.expiresAtMs + 1000
   unwrap(engine.observeChain({ network: NET, toBlock: 5n, toBlockHash: '0x', toBlockTimeMs: pastClosing, events: [] }, pastClosing))
   t.equal(engine.getOffer(leased), undefined, 'the other closing offer ended (declined) when the chain passed its lease deadline')

@@ -1,0 +1,119 @@
+// Collateral posted on chain and never reported (an outsider's finding, issue 12 item 1). The contract holds it, so the
+// service must: the chain follower applies every CollateralPosted, a posting mined before the job was registered comes
+// with the registration, and a settlement or liquidation mined over a posting the follower has not counted yet is
+// recorded with what the contract paid (the request waits for the follower), never with the service's smaller view.
+import t, { type Test } from 'tap'
+import { privateKeyToAccount } from 'viem/accounts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
+import { jobKey } from '../../src/chain/ids.ts'
+import { ChainAgent } from '../../src/client/chain.ts'
+import type { CreditClient } from '../../src/client/client.ts'
+import { fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { fundAdvance, until, type Json } from './fixtures/api.ts'
+
+const JOB_SETTLED = 2
+const JOB_FAILED = 3
+
+let h: Harness
+let lender: ReadyLender
+let operator: CreditClient
+t.before(async () => {
+  h = await startHarness({ config: { leaseTtlSeconds: 120 } })
+  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
+  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+})
+t.teardown(async () => {
+  await h.stop()
+})
+
+const follower = () => h.app.service.followers.get(h.network.slug)!
+const onChainJob = async (jobId: string) =>
+  (await new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.operator.privateKey)).publicClient.readContract({
+    address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)],
+  })) as { status: number; collateral: bigint }
+const collateralOf = async (jobId: string) => (await operator.get(`/credit/jobs/${jobId}`)).body.collateralAtomic as string
+
+/** The borrower posts `amountAtomic` of collateral on chain itself and tells the service nothing. */
+async function postUnreported(borrower: ReturnType<typeof privateKeyToAccount>, jobId: string, amountAtomic: bigint): Promise<`0x${string}`> {
+  await fund(h.devnet, h.network, borrower.address, amountAtomic)
+  return new ChainAgent(h.network, borrower).postCollateral(jobId, USDC, amountAtomic)
+}
+
+async function reconciled(t: Test): Promise<void> {
+  const reply = await operator.post('/operator/reconcile', { network: h.network.slug })
+  t.equal(reply.status, 200)
+  t.same((reply.body.networks as Json[])[0]?.['differences'], [], 'the ledger equals the chain')
+}
+
+t.test('the follower counts unreported collateral; the settlement pays the borrower what the service recorded', async (t) => {
+  const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId: 'job_uc_settle', receivableAtomic: usdc(200) })
+  const postingTx = await postUnreported(borrower, 'job_uc_settle', usdc(50))
+  await until(async () => (await collateralOf('job_uc_settle')) === usdc(50).toString(), 20_000, 'the follower to count the collateral')
+
+  const late = await borrowerClient.post('/credit/jobs/job_uc_settle/collateral', { amountAtomic: usdc(50).toString(), txHash: postingTx })
+  t.equal(late.status, 201, 'a report after the follower answers the same posting')
+  t.match(late.body, { amountAtomic: usdc(50).toString(), totalCollateralAtomic: usdc(50).toString() }, 'counted once')
+
+  const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: 'job_uc_settle', amountAtomic: usdc(100), maximumFeeAtomic: usdc(5) })
+  const before = await new ChainAgent(h.network, borrower).balanceOf(USDC, borrower.address)
+  const completed = await jobClientApi.post('/credit/jobs/job_uc_settle/complete', {})
+  t.equal(completed.status, 200, JSON.stringify(completed.body))
+  const owed = BigInt(advance.lenderOwedAtomic) + BigInt(advance.reserveOwedAtomic)
+  const toBorrower = usdc(250) - owed
+  t.equal(completed.body.toBorrowerAtomic, toBorrower.toString(), 'escrow and collateral less what the advance owed')
+  t.equal((await new ChainAgent(h.network, borrower).balanceOf(USDC, borrower.address)) - before, toBorrower, 'what the contract paid the borrower')
+  await reconciled(t)
+})
+
+t.test('collateral posted before the job was registered comes with the registration', async (t) => {
+  const borrower = await fundedAccount(h.devnet, h.network, 0n)
+  const client = await fundedAccount(h.devnet, h.network, usdc(300))
+  const fundingTx = await new ChainAgent(h.network, client).fundJob('job_uc_early', USDC, usdc(300), borrower.address)
+  const postingTx = await postUnreported(borrower, 'job_uc_early', usdc(40))
+  const posted = await new ChainAgent(h.network, borrower).publicClient.getTransactionReceipt({ hash: postingTx })
+  // The follower passed the posting while the service knew no such job.
+  await until(() => (follower().cursor?.blockNumber ?? -1n) >= posted.blockNumber, 20_000, 'the follower past the posting')
+
+  const borrowerClient = await signedIn(h.url, borrower)
+  const created = await borrowerClient.post('/credit/jobs', {
+    jobId: 'job_uc_early', network: h.network.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(300).toString(),
+    dueAt: new Date(Date.now() + 7 * 24 * 3600 * 1000).toISOString(), fundingTxHash: fundingTx,
+  })
+  t.equal(created.status, 201, JSON.stringify(created.body))
+  t.equal(created.body.collateralAtomic, usdc(40).toString(), 'the job holds what the contract holds for it')
+  const reported = await borrowerClient.post('/credit/jobs/job_uc_early/collateral', { amountAtomic: usdc(40).toString(), txHash: postingTx })
+  t.match(reported, { status: 201, body: { totalCollateralAtomic: usdc(40).toString() } }, 'its report answers the same posting')
+  await reconciled(t)
+})
+
+t.test('a liquidation mined over collateral the follower has not counted yet records what the contract recovered from it', async (t) => {
+  const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId: 'job_uc_liquidate', receivableAtomic: usdc(200) })
+  const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: 'job_uc_liquidate', amountAtomic: usdc(100), maximumFeeAtomic: usdc(5) })
+  await follower().stop()
+  await postUnreported(borrower, 'job_uc_liquidate', usdc(30))
+  t.equal((await jobClientApi.post('/credit/jobs/job_uc_liquidate/fail', { reason: 'not delivered' })).status, 200)
+  t.equal((await onChainJob('job_uc_liquidate')).status, JOB_FAILED)
+  t.equal(await collateralOf('job_uc_liquidate'), '0', 'the service has not seen the posting')
+
+  const liquidating = lender.client.post(`/credit/advances/${advance.advanceId}/liquidate`, {})
+  await until(async () => (await onChainJob('job_uc_liquidate')).collateral === 0n, 20_000, 'the liquidation on chain')
+  follower().start()
+  const liquidated = await liquidating
+  t.equal(liquidated.status, 200, JSON.stringify(liquidated.body))
+  t.match((liquidated.body.steps as Json[]).find((s) => s['step'] === 'collateral'), { amountAtomic: usdc(30).toString() }, 'the contract\'s recovery from the collateral')
+  t.equal(await collateralOf('job_uc_liquidate'), usdc(30).toString())
+  await reconciled(t)
+})
+
+t.test('a settlement mined over collateral the follower has not counted yet pays the borrower what the receipt says', async (t) => {
+  const { borrower, jobClientApi } = await fundedJob(h, { jobId: 'job_uc_complete', receivableAtomic: usdc(200) })
+  await follower().stop()
+  await postUnreported(borrower, 'job_uc_complete', usdc(25))
+  const completing = jobClientApi.post('/credit/jobs/job_uc_complete/complete', {})
+  await until(async () => (await onChainJob('job_uc_complete')).status === JOB_SETTLED, 20_000, 'the settlement on chain')
+  follower().start()
+  const completed = await completing
+  t.equal(completed.status, 200, JSON.stringify(completed.body))
+  t.equal(completed.body.toBorrowerAtomic, usdc(225).toString(), 'escrow and the uncounted collateral, as the contract paid')
+  await reconciled(t)
+})
