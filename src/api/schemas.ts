@@ -369,8 +369,8 @@ export const UnderwritingDecision = StrictObject({
   reasons: Type.Array(
     StrictObject({
       code: Type.Enum([
-        'borrower_suspended', 'source_not_owned', 'source_closed', 'source_attestation_expired', 'job_past_due', 'asset_mismatch', 'over_capacity',
-        'supplier_unknown', 'supplier_address_unverified', 'supplier_not_allowed',
+        'borrower_suspended', 'source_not_owned', 'client_is_borrower', 'source_closed', 'source_attestation_expired', 'job_past_due', 'asset_mismatch',
+        'over_capacity', 'supplier_unknown', 'supplier_address_unverified', 'supplier_not_allowed',
       ]),
       message: Type.String(),
     }),

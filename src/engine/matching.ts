@@ -135,6 +135,7 @@ function walkBook(s: EngineState, o: OfferContext): { refused: Candidate[]; gran
   const leasesLeft = s.config.leasesPerOfferMax - o.leaseIds.length
   if (book && leasesLeft > 0) {
     const scanMax = s.config.lendersScannedPerMatchMax
+    const parties = counterpartiesOf(s, o)
     let scanned = 0
     for (const entry of book.entries) {
       if (scanned >= scanMax) break
@@ -143,7 +144,7 @@ function walkBook(s: EngineState, o: OfferContext): { refused: Candidate[]; gran
       if (feeAtomic(o.amountAtomic, entry.askBps) > o.maximumFeeAtomic) break
       const lender = entry.lender
       const fee = eligibleFee(lender, o, s.config.lenderReliabilityMinBps)
-      if (fee === null || o.excludedLenders.includes(lender.address)) continue
+      if (fee === null || o.excludedLenders.includes(lender.address) || parties.includes(lender.address) || parties.includes(lender.sessionAddress)) continue
       if (!walletCovers(s, lender, o.network, o.asset, o.amountAtomic)) {
         refused.push({ lender, fee })
         continue
@@ -152,6 +153,16 @@ function walkBook(s: EngineState, o: OfferContext): { refused: Candidate[]; gran
     }
   }
   return { refused, granted: null, outOfLeases: leasesLeft <= 0 }
+}
+
+/**
+ * Who may never lend on the offer: its borrower and, on a job, the job's client. A lender lending to itself (or to a
+ * job it can fail, and whose escrow it then gets back) risks nothing of its own: on a default the insurance reserve,
+ * funded by every other advance's fees, pays its claim (recovery step 4).
+ */
+function counterpartiesOf(s: EngineState, o: OfferContext): Address[] {
+  const client = o.source.kind === 'job' ? s.jobs.get(o.source.id)?.getSnapshot().context.client : undefined
+  return client === undefined ? [o.borrower] : [o.borrower, client]
 }
 
 /** The lender's wallet must cover this payment on top of its other live leases on the same network and asset. */

@@ -56,6 +56,10 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
   const snap = job.getSnapshot()
   const ctx = snap.context
   if (!sameAddress(ctx.borrower, input.agent)) reasons.push({ code: 'source_not_owned', message: 'the job belongs to another borrower' })
+  // Self-dealing: the client may fail its job and have the whole escrow back at once (failJob), so a borrower that is
+  // its own job's client could draw on the escrow and take it back, leaving the lender to the collateral and the
+  // insurance reserve. Such a job can still be completed or failed: the escrow is never stuck.
+  if (sameAddress(ctx.client, input.agent)) reasons.push({ code: 'client_is_borrower', message: 'the job\'s client is the borrower: a receivable is owed by someone else' })
   if (!JOB_OPEN_STATES.has(String(snap.value))) reasons.push({ code: 'source_closed', message: `the job is ${String(snap.value)}` })
   if (nowMs >= ctx.dueAtMs) reasons.push({ code: 'job_past_due', message: 'the job is past its due time' })
   if (ctx.network !== input.network || ctx.asset !== input.asset) {

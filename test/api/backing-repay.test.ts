@@ -116,7 +116,7 @@ t.test('credit on a backing source: match, pay, report, repay on chain, POST rep
   t.match((await other.get(`/lenders/${lender.account.address}/wallet`)).body.activity, { advancesRepaid: 1, feesEarnedAtomic: (fee - insurance).toString() }, 'counted once')
 })
 
-t.test('collateral on a job: 201 with a proof; replay 409, wrong amount or job 422, 403, 404', async (t) => {
+t.test('collateral on a job: 201 with a proof; a replay answers the same position, wrong amount or job 422, 403, 404', async (t) => {
   const owner = await fundedAccount(h.devnet, h.network, usdc(500))
   const { borrowerClient: jobBorrower, jobClientApi } = await fundedJob(h, { jobId: 'job_coll_1', receivableAtomic: usdc(1000), borrower: owner })
   await fundedJob(h, { jobId: 'job_coll_2', receivableAtomic: usdc(1000), borrower: owner })
@@ -138,8 +138,10 @@ t.test('collateral on a job: 201 with a proof; replay 409, wrong amount or job 4
   t.equal(position.status, 201, JSON.stringify(position.body))
   expectDocumented(t, doc, 'post', '/credit/jobs/{jobId}/collateral', position)
   t.match(position.body, { jobId: 'job_coll_1', borrower: owner.address, amountAtomic: usdc(100).toString(), totalCollateralAtomic: usdc(100).toString(), proof: { txHash: posted } })
+  // The same posting again (or after the chain follower counted it) answers the same position and counts it once.
   const replay = await jobBorrower.post('/credit/jobs/job_coll_1/collateral', { amountAtomic: usdc(100).toString(), txHash: posted })
-  expectProblem(t, replay, 409, 'proof_already_used', 'the same proof twice')
+  t.equal(replay.status, 201, JSON.stringify(replay.body))
+  t.match(replay.body, { amountAtomic: usdc(100).toString(), totalCollateralAtomic: usdc(100).toString() }, 'the same proof twice: counted once')
   expectDocumented(t, doc, 'post', '/credit/jobs/{jobId}/collateral', replay)
 
   // Capacity = receivable x 80% + collateral: 900 is within it only thanks to the collateral.

@@ -233,7 +233,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       callers: 'the borrower (agent)',
       summary: 'Request credit: an underwriting decision and, when approved, an offer',
       description:
-        'The signed-in wallet must be the borrower (agent). Underwrites the request against the repayment source (a job or a backing source of the agent): an approved decision creates an offer with its risk band and duration; a declined one lists stable reason codes and changes nothing.',
+        'The signed-in wallet must be the borrower (agent). Underwrites the request against the repayment source (a job or a backing source of the agent): an approved decision creates an offer with its risk band and duration; a declined one lists stable reason codes and changes nothing. No self-dealing: a job whose client (the JobFunded sender) is the borrower itself is declined, client_is_borrower.',
       tags,
       auth: 'session',
       body: CreditRequest,
@@ -275,6 +275,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       summary: 'Match an offer to the cheapest eligible lender: a short-lived lease',
       description:
         'lease is null when no eligible lender can take the offer now; it keeps waiting and dispatch retries it. ' +
+        'A lender whose wallet or session key is the borrower, or on a job the job\'s client, is never eligible (no self-dealing). ' +
         'refusedLeases lists lenders whose wallet could not pay (expired at once, reason insufficient_balance).',
       tags,
       auth: 'session',
