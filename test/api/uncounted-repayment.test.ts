@@ -4,14 +4,14 @@
 // the tokens, so the service must record it, never answer that the contract refused and record nothing (it did, and
 // the ledger then disagreed with the chain until someone happened to retry). The follower is held back here, as
 // test/api/closing-offers.test.ts does, so that "not counted yet" is certain rather than a race.
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
 import { fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
-import { expectProblem, fundAdvance, until, type Json } from './fixtures/api.ts'
+import { expectProblem, expectReconciled, fundAdvance, until, type Json } from './fixtures/api.ts'
 
 const JOB_SETTLED = 2
 const JOB_CLOSED = 4
@@ -44,12 +44,6 @@ async function repayUnreported(advanceId: string, amountAtomic: bigint): Promise
   await payerAgent.sendAll(served.body.transactions)
 }
 
-async function reconciled(t: Test): Promise<void> {
-  const reply = await operator.post('/operator/reconcile', { network: h.network.slug })
-  t.equal(reply.status, 200)
-  t.same((reply.body.networks as Json[])[0]?.['differences'], [], 'the ledger equals the chain')
-}
-
 t.test('a completion over an uncounted partial repayment is recorded with the contract\'s amounts', async (t) => {
   const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId: 'job_uncounted_complete', receivableAtomic: usdc(1000) })
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: 'job_uncounted_complete', amountAtomic: usdc(100), maximumFeeAtomic: usdc(5) })
@@ -68,7 +62,7 @@ t.test('a completion over an uncounted partial repayment is recorded with the co
   const settled = (await payer.get(`/credit/advances/${advance.advanceId}`)).body
   t.match(settled, { state: 'repaid', lenderOwedAtomic: '0', reserveOwedAtomic: '0' })
   t.equal(settled.repayments.filter((r: Json) => r['kind'] === 'repaid').length, 1, 'the unreported repayment counted once')
-  await reconciled(t)
+  await expectReconciled(t, operator, h.network.slug)
 })
 
 t.test('a liquidation over an uncounted partial repayment is recorded with the contract\'s amounts', async (t) => {
@@ -93,7 +87,7 @@ t.test('a liquidation over an uncounted partial repayment is recorded with the c
   t.match((await payer.get(`/credit/advances/${advance.advanceId}`)).body, { state: 'liquidated', lenderOwedAtomic: '0', reserveOwedAtomic: '0' })
   const passport = (await payer.get(`/passport/${borrower.address}`)).body as Json[]
   t.same(passport.map((e) => e['kind']), ['job_failed', 'advance_defaulted'], 'no shortfall recorded against the borrower')
-  await reconciled(t)
+  await expectReconciled(t, operator, h.network.slug)
 })
 
 t.test('while the follower cannot count it: 503 chain_unavailable, nothing recorded; a retry records the mined settlement', async (t) => {
@@ -112,5 +106,5 @@ t.test('while the follower cannot count it: 503 chain_unavailable, nothing recor
   const retried = await jobClientApi.post('/credit/jobs/job_uncounted_retry/complete', {})
   t.equal(retried.status, 200, JSON.stringify(retried.body))
   t.equal((await payer.get('/credit/jobs/job_uncounted_retry')).body.state, 'completed')
-  await reconciled(t)
+  await expectReconciled(t, operator, h.network.slug)
 })

@@ -2,14 +2,14 @@
 // service must: the chain follower applies every CollateralPosted, a posting mined before the job was registered comes
 // with the registration, and a settlement or liquidation mined over a posting the follower has not counted yet is
 // recorded with what the contract paid (the request waits for the follower), never with the service's smaller view.
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
 import { fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
-import { fundAdvance, until, type Json } from './fixtures/api.ts'
+import { expectReconciled, fundAdvance, until, type Json } from './fixtures/api.ts'
 
 const JOB_SETTLED = 2
 const JOB_FAILED = 3
@@ -39,12 +39,6 @@ async function postUnreported(borrower: ReturnType<typeof privateKeyToAccount>, 
   return new ChainAgent(h.network, borrower).postCollateral(jobId, USDC, amountAtomic)
 }
 
-async function reconciled(t: Test): Promise<void> {
-  const reply = await operator.post('/operator/reconcile', { network: h.network.slug })
-  t.equal(reply.status, 200)
-  t.same((reply.body.networks as Json[])[0]?.['differences'], [], 'the ledger equals the chain')
-}
-
 t.test('the follower counts unreported collateral; the settlement pays the borrower what the service recorded', async (t) => {
   const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId: 'job_uc_settle', receivableAtomic: usdc(200) })
   const postingTx = await postUnreported(borrower, 'job_uc_settle', usdc(50))
@@ -62,7 +56,7 @@ t.test('the follower counts unreported collateral; the settlement pays the borro
   const toBorrower = usdc(250) - owed
   t.equal(completed.body.toBorrowerAtomic, toBorrower.toString(), 'escrow and collateral less what the advance owed')
   t.equal((await new ChainAgent(h.network, borrower).balanceOf(USDC, borrower.address)) - before, toBorrower, 'what the contract paid the borrower')
-  await reconciled(t)
+  await expectReconciled(t, operator, h.network.slug)
 })
 
 t.test('collateral posted before the job was registered comes with the registration', async (t) => {
@@ -83,7 +77,7 @@ t.test('collateral posted before the job was registered comes with the registrat
   t.equal(created.body.collateralAtomic, usdc(40).toString(), 'the job holds what the contract holds for it')
   const reported = await borrowerClient.post('/credit/jobs/job_uc_early/collateral', { amountAtomic: usdc(40).toString(), txHash: postingTx })
   t.match(reported, { status: 201, body: { totalCollateralAtomic: usdc(40).toString() } }, 'its report answers the same posting')
-  await reconciled(t)
+  await expectReconciled(t, operator, h.network.slug)
 })
 
 t.test('a liquidation mined over collateral the follower has not counted yet records what the contract recovered from it', async (t) => {
@@ -102,7 +96,7 @@ t.test('a liquidation mined over collateral the follower has not counted yet rec
   t.equal(liquidated.status, 200, JSON.stringify(liquidated.body))
   t.match((liquidated.body.steps as Json[]).find((s) => s['step'] === 'collateral'), { amountAtomic: usdc(30).toString() }, 'the contract\'s recovery from the collateral')
   t.equal(await collateralOf('job_uc_liquidate'), usdc(30).toString())
-  await reconciled(t)
+  await expectReconciled(t, operator, h.network.slug)
 })
 
 t.test('a settlement mined over collateral the follower has not counted yet pays the borrower what the receipt says', async (t) => {
@@ -115,5 +109,5 @@ t.test('a settlement mined over collateral the follower has not counted yet pays
   const completed = await completing
   t.equal(completed.status, 200, JSON.stringify(completed.body))
   t.equal(completed.body.toBorrowerAtomic, usdc(225).toString(), 'escrow and the uncounted collateral, as the contract paid')
-  await reconciled(t)
+  await expectReconciled(t, operator, h.network.slug)
 })

@@ -3,12 +3,18 @@
 import t from 'tap'
 import { BORROWER, CLIENT, NET, T0, canonical, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
-t.test('completing a defaulted job: job_not_open from the job machine, nothing changed', async (t) => {
+/** job_1 failed with an advance open on it: defaulted. */
+function defaultedJob() {
   const { engine } = newEngine()
   unwrap(engine.registerLender(lenderInput(1), T0))
   createJob(engine, 'job_1', 10_000n)
   fundAdvance(engine, { repaymentSource: 'job_1' })
   unwrap(engine.failJob({ jobId: 'job_1', reason: 'x', caller: CLIENT }, T0 + 1))
+  return engine
+}
+
+t.test('completing a defaulted job: job_not_open from the job machine, nothing changed', async (t) => {
+  const engine = defaultedJob()
   t.equal(engine.getJob('job_1')?.state, 'defaulted')
   const before = canonical(engine.snapshots())
   const refused = engine.completeJob({ jobId: 'job_1', caller: CLIENT, network: NET, txHash: hash(7) }, T0 + 2)
@@ -17,11 +23,7 @@ t.test('completing a defaulted job: job_not_open from the job machine, nothing c
 })
 
 t.test('collateral on a defaulted job counts: the contract took it while the job was open there, before its failure', async (t) => {
-  const { engine } = newEngine()
-  unwrap(engine.registerLender(lenderInput(1), T0))
-  createJob(engine, 'job_1', 10_000n)
-  fundAdvance(engine, { repaymentSource: 'job_1' })
-  unwrap(engine.failJob({ jobId: 'job_1', reason: 'x', caller: CLIENT }, T0 + 1))
+  const engine = defaultedJob()
   const posted = unwrap(engine.postCollateral({ jobId: 'job_1', caller: BORROWER, borrower: BORROWER, amountAtomic: 5n, proof: { network: NET, txHash: hash(7), logIndex: 0 } }, T0 + 2))
   t.equal(posted.totalCollateralAtomic, 5n)
   t.equal(engine.getJob('job_1')?.state, 'defaulted')
