@@ -130,7 +130,7 @@ function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive):
     } else if (kind === 'advance') {
       s.advanceIdByKey.delete((actor.getSnapshot().context as { advanceKey: string }).advanceKey)
     } else if (kind === 'job') {
-      s.jobIdByKey.delete(jobKey(id))
+      s.jobIdByKey?.delete(jobKey(id))
     }
   } else {
     s.pending.set(key, { kind, id })

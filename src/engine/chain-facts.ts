@@ -17,7 +17,7 @@ import { deployForAdvance, lenderChanged, lenderOf, reserveForLease } from './le
 import { cancelLease, payLease, timeOutLease } from './leases.ts'
 import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
 import type { EngineState, LeaseActor, OfferActor } from './state.ts'
-import { applyCollateral } from './jobs.ts'
+import { applyCollateral, jobIdOfKey } from './jobs.ts'
 import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, RepaymentReceipt } from './types.ts'
 
 /**
@@ -144,7 +144,7 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
       // the collateral route's). No live job has the key: it is not this service's job, or not registered yet (its
       // registration reads what was posted before it, src/service/borrowers.ts), or it ended.
       const { kind: _kind, jobKey, asset, proofKey, ...fact } = event
-      const jobId = s.jobIdByKey.get(jobKey)
+      const jobId = jobIdOfKey(s, jobKey)
       const job = jobId === undefined ? undefined : s.jobs.get(jobId)
       const applied = job === undefined
         ? fail('not_found', 'job_not_live', 'no live job has the key')

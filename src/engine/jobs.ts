@@ -46,7 +46,7 @@ export function createJob(
   }
   const actor = startActor(jobMachine, { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding })
   s.jobs.set(input.jobId, actor)
-  s.jobIdByKey.set(jobKey(jobId), jobId)
+  s.jobIdByKey?.set(jobKey(jobId), jobId)
   for (const posted of input.postedCollateral ?? []) expect(s, 'job', actor, { type: 'COLLATERAL_POSTED', amountAtomic: posted.amountAtomic, nowMs })
   borrowerOf(s, input.borrower)
   touch(s, 'job', input.jobId)
@@ -97,6 +97,15 @@ function positionOf(job: JobActor, fact: CollateralFact): CollateralPosition {
     jobId: ctx.jobId, borrower: ctx.borrower, network: ctx.network, asset: ctx.asset, amountAtomic: fact.amountAtomic,
     totalCollateralAtomic: ctx.collateralAtomic, proof: fact.proof,
   }
+}
+
+/** The live job whose on-chain key is `key`, if any (the index is built at the first lookup, see EngineState). */
+export function jobIdOfKey(s: EngineState, key: string): string | undefined {
+  if (s.jobIdByKey === undefined) {
+    s.jobIdByKey = new Map()
+    for (const jobId of s.jobs.keys()) s.jobIdByKey.set(jobKey(jobId), jobId)
+  }
+  return s.jobIdByKey.get(key)
 }
 
 function invalidCollateral(borrower: Address, fact: CollateralFact): { ok: false; error: EngineError } | undefined {

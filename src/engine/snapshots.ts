@@ -1,7 +1,6 @@
 // The engine's state as stored snapshots, and back: every record and live actor listed in a fixed order, and a
 // restart rebuilt from what the store holds.
 import { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
-import { jobKey } from '../chain/ids.ts'
 import { countOffer, restoreActor } from './actors.ts'
 import { actorRecord } from './changes.ts'
 import { scheduleOffer } from './dispatch.ts'
@@ -60,10 +59,7 @@ export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void 
   const byId = (kind: ActorKind) => (kind === 'job'
     ? list(kind).sort((a, b) => compareCodeUnits(a.id, b.id))
     : list(kind).sort((a, b) => seqOf(a.id) - seqOf(b.id)))
-  for (const x of byId('job')) {
-    s.jobs.set(x.id, restoreActor(jobMachine, x.record))
-    s.jobIdByKey.set(jobKey(x.id), x.id)
-  }
+  for (const x of byId('job')) s.jobs.set(x.id, restoreActor(jobMachine, x.record))
   for (const x of byId('offer')) {
     const offer = restoreActor(offerMachine, x.record)
     s.offers.set(x.id, offer)

@@ -74,8 +74,11 @@ export class EngineState {
   readonly offerIdByKey = new Map<string, string>()
   /** Live advances by their on-chain key (the offer's key): a Repaid names the advance by it. */
   readonly advanceIdByKey = new Map<string, string>()
-  /** Live jobs by their on-chain key (keccak256 of the id): a CollateralPosted names the job by it. */
-  readonly jobIdByKey = new Map<string, string>()
+  /**
+   * Live jobs by their on-chain key (keccak256 of the id): a CollateralPosted names the job by it. Built at the first
+   * lookup (jobs.ts jobIdOfKey), so a restart hashes no restored job's id; kept current from then on.
+   */
+  jobIdByKey: Map<string, string> | undefined = undefined
 
   /** What the running command changed, by `${kind}:${id}`; resolved to Changes when the command drains. */
   pending = new Map<string, Pending>()

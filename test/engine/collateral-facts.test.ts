@@ -31,6 +31,12 @@ t.test('the follower applies a CollateralPosted nobody reported to its live job'
   t.match(seen.collateral, [{ proofKey: `${NET}:${hash(1)}:0`, position: { jobId: 'job_1', amountAtomic: 300n, totalCollateralAtomic: 300n } }])
   t.equal(engine.getJob('job_1')?.collateralAtomic, 300n, 'the job holds what the contract holds')
   t.same(seen.ignored, [])
+  // A job created after the first lookup is found by its key; one that ended is not.
+  createJob(engine, 'job_2', 1000n)
+  unwrap(engine.completeJob({ jobId: 'job_1', caller: CLIENT, network: NET, txHash: hash(2) }, T0))
+  const later = observe(engine, [posted('job_2', 5n, 3), posted('job_1', 5n, 4)])
+  t.same(later.collateral.map((c) => c.position.jobId), ['job_2'])
+  t.same(later.ignored.map((i) => i.reason), ['job_not_live'])
   engine.checkInvariants()
 })
 
