@@ -133,7 +133,7 @@ t.test('rebuilt from the changes it handed out, the engine behaves identically',
   applyChanges(store, seedSuppliers(engine))
   run(engine.registerSource({ sourceId: 'src_1', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 7n, liquidationValueAtomic: 10n ** 7n, advanceRateBps: 10_000, evidenceId: 'e', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   for (let i = 1; i <= 4; i++) run(engine.registerLender(lenderInput(i, { minFeeBps: 100 * i }), T0))
-  const job = engine.createJob({ jobId: 'job_1', client: BORROWER, borrower: BORROWER, network: NET, asset: 'USDC', receivableAtomic: 10_000n, dueAtMs: T0 + 10 ** 8, funding: { network: NET, txHash: hash(1), logIndex: 0 }, caller: BORROWER }, T0)
+  const job = engine.createJob({ jobId: 'job_1', client: CLIENT, borrower: BORROWER, network: NET, asset: 'USDC', receivableAtomic: 10_000n, dueAtMs: T0 + 10 ** 8, funding: { network: NET, txHash: hash(1), logIndex: 0 }, caller: BORROWER }, T0)
   run(job)
   const d = run(engine.requestCredit({ agent: BORROWER, network: NET, asset: 'USDC', productType: 'job', amountAtomic: 500n, purpose: 'p', supplier: 's', supplierDomain: 'd', supplierAddress: lenderInput(99).address, repaymentSource: 'job_1', maximumFeeAtomic: 100n, caller: BORROWER }, T0)) as ReturnType<Engine['requestCredit']>
   const offerId = unwrap(d).offer!.offerId
