@@ -1,4 +1,4 @@
-// Self-dealing among strangers (an outsider's finding, issue 12 item 2), over HTTP against the devnet: a borrower that
+// Self-dealing among strangers (an outsider's finding), over HTTP against the devnet: a borrower that
 // escrowed its own "receivable" is declined (client_is_borrower, documented in the OpenAPI decision), and a borrower
 // that registered its own wallet as a lender never gets its own offer leased to itself.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Collateral posted on chain and never reported (an outsider's finding, issue 12 item 1). The contract holds it, so the
+// Collateral posted on chain and never reported (an outsider's finding). The contract holds it, so the
 // service must: the chain follower applies every CollateralPosted, a posting mined before the job was registered comes
 // with the registration, and a settlement or liquidation mined over a posting the follower has not counted yet is
 // recorded with what the contract paid (the request waits for the follower), never with the service's smaller view.

@@ -1,4 +1,4 @@
-// Collateral is what the contract holds (outsider's finding, issue 12 item 1): a CollateralPosted the chain follower
+// Collateral is what the contract holds (outsider's finding): a CollateralPosted the chain follower
 // sees counts for the job whether or not its borrower reports it, also on a job whose failure the service recorded
 // before the follower reached the posting, and after a restart; a posting mined before the job was registered comes
 // with the registration. Nothing else (another job, another borrower, another asset) moves a job's collateral.

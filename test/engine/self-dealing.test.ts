@@ -1,4 +1,4 @@
-// Self-dealing (an outsider's finding, issue 12 item 2): nobody lends to itself. A borrower that is its own job's
+// Self-dealing (an outsider's finding): nobody lends to itself. A borrower that is its own job's
 // client is declined (client_is_borrower: it could fail the job and have the escrow back at once); matching never
 // leases an offer to a lender whose wallet or session key is the borrower, nor, on a job, the job's client (on a
 // default the insurance reserve, funded by everyone's fees, would pay its own claim).
