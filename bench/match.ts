@@ -130,6 +130,7 @@ function runEngine(specs: LenderSpec[], amounts: bigint[]) {
   let totalNs = 0n
   let matched = 0
   let refused = 0
+  let cpuMicros = 0
   process.stdout.write(`engine: ${WARMUP} warm-up + ${MATCHES} matches (each then paid and repaid, untimed)\n`)
   for (let i = 0; i < amounts.length; i++) {
     const amountAtomic = amounts[i] as bigint
@@ -142,13 +143,16 @@ function runEngine(specs: LenderSpec[], amounts: bigint[]) {
     }, nowMs)
     if (!d.ok || !d.value.offer) throw new Error('bench request declined')
     const offerId = d.value.offer.offerId
+    const cpu0 = process.cpuUsage()
     const t0 = process.hrtime.bigint()
     const m = engine.matchOffer({ offerId, caller: BORROWER }, nowMs)
     const dt = process.hrtime.bigint() - t0
+    const cpu = process.cpuUsage(cpu0)
     if (!m.ok || !m.value.lease) throw new Error('bench offer not matched')
     if (i >= WARMUP) {
       h.recordValue(Number(dt))
       totalNs += dt
+      cpuMicros += cpu.user + cpu.system
       matched += 1
       refused += m.value.refusedLeases.length
       progress('match', matched, MATCHES)
@@ -156,7 +160,11 @@ function runEngine(specs: LenderSpec[], amounts: bigint[]) {
     payAndRepay(engine, { offerId, lease: m.value.lease, borrower: BORROWER, amountAtomic, round: i }, nowMs)
   }
   engine.checkInvariants()
-  return { registerMicrosPerLender: Math.round((registerMicros / specs.length) * 100) / 100, refusedLeases: refused, ...summary(h, totalNs, matched) }
+  return {
+    registerMicrosPerLender: Math.round((registerMicros / specs.length) * 100) / 100, refusedLeases: refused,
+    // Process CPU time: what other processes on a loaded machine take does not count in it.
+    cpuMicrosPerMatch: Math.round((cpuMicros / matched) * 100) / 100, ...summary(h, totalNs, matched),
+  }
 }
 
 /** The same book and rules, no actors: pick the lender, reserve, reposition; then pay and repay by hand. */
@@ -285,14 +293,17 @@ function runDispatch(specs: LenderSpec[]) {
   const duePerCall = DISPATCH_LEASES / 100
   const due = histogram()
   let dueNs = 0n
+  let dueCpuMicros = 0
   const digest = createHash('sha256')
   process.stdout.write(`dispatch: ${DISPATCH_DUE_WARMUP} warm-up + ${DISPATCH_DUE_CALLS} calls with ${duePerCall} of ${DISPATCH_LEASES} leases due\n`)
   for (let c = 0; c < DISPATCH_DUE_WARMUP + DISPATCH_DUE_CALLS; c++) {
     // A lease is past its deadline once the chain's second is past its expiry's second.
     const nowMs = firstDueMs + (c + 1) * duePerCall * spacingMs
+    const cpu0 = process.cpuUsage()
     const t0 = process.hrtime.bigint()
     const r = tick(nowMs)
     const dt = process.hrtime.bigint() - t0
+    const cpu = process.cpuUsage(cpu0)
     if (!r.ok) throw new Error(r.error.message)
     const rematched = r.value.matches.filter((m) => m.lease).length
     if (r.value.expiredLeases.length !== duePerCall || rematched !== duePerCall) {
@@ -302,6 +313,7 @@ function runDispatch(specs: LenderSpec[]) {
     if (c >= DISPATCH_DUE_WARMUP) {
       due.recordValue(Number(dt))
       dueNs += dt
+      dueCpuMicros += cpu.user + cpu.system
     }
   }
   engine.checkInvariants()
@@ -313,7 +325,10 @@ function runDispatch(specs: LenderSpec[]) {
   return {
     liveLeases: DISPATCH_LEASES,
     idle: { calls: DISPATCH_IDLE_CALLS, leasesDuePerCall: 0, ...figures(idle, idleNs, DISPATCH_IDLE_CALLS) },
-    onePercentDue: { calls: DISPATCH_DUE_CALLS, leasesDuePerCall: duePerCall, ...figures(due, dueNs, DISPATCH_DUE_CALLS) },
+    onePercentDue: {
+      calls: DISPATCH_DUE_CALLS, leasesDuePerCall: duePerCall, ...figures(due, dueNs, DISPATCH_DUE_CALLS),
+      cpuMicrosPerCall: Math.round((dueCpuMicros / DISPATCH_DUE_CALLS) * 100) / 100,
+    },
     outcomeDigest: digest.digest('hex').slice(0, 16),
   }
 }
@@ -338,7 +353,7 @@ const result = {
 const out = join(process.env.BENCH_RESULTS_DIR ?? join(dirname(fileURLToPath(import.meta.url)), 'results'), 'match-latest.json')
 mkdirSync(dirname(out), { recursive: true })
 writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`)
-process.stdout.write(`\nengine:   ${engine.matchesPerSecond} matches/s, p50 ${engine.latencyMicros.p50} us, p99 ${engine.latencyMicros.p99} us, p99.9 ${engine.latencyMicros.p999} us (refused leases on the way: ${engine.refusedLeases})\n`)
+process.stdout.write(`\nengine:   ${engine.matchesPerSecond} matches/s, p50 ${engine.latencyMicros.p50} us, p99 ${engine.latencyMicros.p99} us, p99.9 ${engine.latencyMicros.p999} us, CPU ${engine.cpuMicrosPerMatch} us per match (refused leases on the way: ${engine.refusedLeases})\n`)
 process.stdout.write(`baseline: ${baseline.matchesPerSecond} matches/s, p50 ${baseline.latencyMicros.p50} us, p99 ${baseline.latencyMicros.p99} us\n`)
 process.stdout.write(`ratio engine/baseline throughput: ${result.engineToBaselineThroughputRatio}\n`)
 process.stdout.write(`\ndispatch with ${dispatch.liveLeases} live leases   us/call   p50 us   p99 us   max us\n`)
@@ -346,4 +361,4 @@ for (const [label, d] of [['none due', dispatch.idle], [`${dispatch.onePercentDu
   const row = [d.microsPerCall, d.latencyMicros.p50, d.latencyMicros.p99, d.latencyMicros.max].map((v) => String(v).padStart(9)).join('')
   process.stdout.write(`  ${label.padEnd(31)}${row}\n`)
 }
-process.stdout.write(`  outcome digest ${dispatch.outcomeDigest}\nwrote ${out}\n`)
+process.stdout.write(`  1% due: CPU ${dispatch.onePercentDue.cpuMicrosPerCall} us per call\n  outcome digest ${dispatch.outcomeDigest}\nwrote ${out}\n`)

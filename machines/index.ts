@@ -9,6 +9,7 @@ export { advanceMachine, jobMachine, leaseMachine, offerMachine }
 export { advanceRefusals, jobRefusals, leaseRefusals, offerRefusals }
 export { ADVANCE_STATES, JOB_STATES, LEASE_STATES, OFFER_STATES, LEASE_END_REASONS, OFFER_END_REASONS, RISK_BANDS }
 export { isPastDeadline, leaseOverAtChainMs } from './lease.ts'
+export { offerContextCopy } from './offer.ts'
 export { refusalCode, statesTaking, type Refusal, type RefusalTable } from './refusals.ts'
 export type * from './advance.ts'
 export type * from './job.ts'

@@ -71,6 +71,24 @@ export const offerRefusals: RefusalTable<OfferEvent> = {
   DECLINE: { code: 'offer_closed' },
 }
 
+/**
+ * A copy of an offer's context as one object literal, in the context factory's order. XState's `assign` builds each
+ * new context with Object.assign({}, context, update): added one key at a time, an object of more than 16 keys ends
+ * in V8's dictionary mode (the offer's has 24), and every later read, copy and encoding of it is slower (the next
+ * assign about 5.9 µs instead of 1.2 µs in a loop). The engine replaces the context XState made by this copy
+ * (src/engine/actors.ts send); the type checker refuses a field left out.
+ */
+export function offerContextCopy(c: OfferContext): OfferContext {
+  return {
+    offerId: c.offerId, offerKey: c.offerKey, borrower: c.borrower, network: c.network, asset: c.asset,
+    productType: c.productType, amountAtomic: c.amountAtomic, maximumFeeAtomic: c.maximumFeeAtomic, purpose: c.purpose,
+    supplier: c.supplier, supplierDomain: c.supplierDomain, supplierAddress: c.supplierAddress, source: c.source,
+    riskBand: c.riskBand, durationSeconds: c.durationSeconds, dueAtMs: c.dueAtMs, createdAtMs: c.createdAtMs,
+    expiresAtMs: c.expiresAtMs, leaseIds: c.leaseIds, excludedLenders: c.excludedLenders, currentLeaseId: c.currentLeaseId,
+    advanceId: c.advanceId, endReason: c.endReason, endedAtMs: c.endedAtMs,
+  }
+}
+
 export const offerMachine = setup({
   types: {
     input: {} as OfferInput,

@@ -38,7 +38,7 @@ import type {
 } from './types.ts'
 import { openOffer, underwrite } from './underwriting.ts'
 import * as views from './views.ts'
-import { leaseView, lenderView, viewOf, type RegistrationPage } from './views.ts'
+import { leaseView, lenderView, offerView, viewOf, type RegistrationPage } from './views.ts'
 
 // The engine's public surface keeps its names: the service and the tests import them from here.
 export { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot } from './views.ts'
@@ -397,7 +397,7 @@ export class Engine {
 
   getOffer(offerId: string): OfferView | undefined {
     const actor = this.state.offers.get(offerId)
-    return actor && viewOf<OfferView>(actor.getSnapshot())
+    return actor && offerView(actor.getSnapshot())
   }
 
   getLease(leaseId: string): LeaseView | undefined {

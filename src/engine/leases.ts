@@ -110,8 +110,8 @@ export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: num
   }
   // The schedule says the chain is past the deadline; the lease machine's guard agrees, or this throws.
   expect(s, 'lease', lease, { type: 'TIME_OUT', chainTimeMs, nowMs })
-  releaseLease(s, l)
-  const lender = lenderOf(s, l.lender)
+  // The lender's liquidity and reputation both change: its book entry moves once, to where both put it.
+  const lender = releaseLease(s, l)
   reputation.leaseMissed(lender, s.config)
   lenderChanged(s, lender)
   expect(s, 'offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
@@ -122,13 +122,13 @@ export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: num
 export function cancelLease(s: EngineState, lease: LeaseActor, nowMs: number): void {
   const l = lease.getSnapshot().context
   expect(s, 'lease', lease, { type: 'CANCEL', nowMs })
-  releaseLease(s, l)
+  lenderChanged(s, releaseLease(s, l))
 }
 
-/** Give a lease's reserved liquidity back to its lender. */
-function releaseLease(s: EngineState, l: LeaseInput): void {
+/** Give a lease's reserved liquidity back to its lender, whose record and book entry the caller updates (lenderChanged). */
+function releaseLease(s: EngineState, l: LeaseInput): LenderRecord {
   dropLiveLease(s, l)
   const lender = lenderOf(s, l.lender)
   releaseFromLease(lender, l.amountAtomic)
-  lenderChanged(s, lender)
+  return lender
 }

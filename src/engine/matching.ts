@@ -11,7 +11,7 @@ import { grantLease, refuseLease } from './leases.ts'
 import { eligibleFee, feeAtomic } from './rules.ts'
 import type { EngineState, OfferActor } from './state.ts'
 import type { Address, LeaseView, LenderRecord, MatchOutcome, OfferView } from './types.ts'
-import { viewOf, walletFreeAtomic } from './views.ts'
+import { offerView, walletFreeAtomic } from './views.ts'
 
 /** A lender one matching attempt leases to, and its fee. */
 interface Candidate {
@@ -87,7 +87,7 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
     if (!answer.accepted) return notMatched(s, offer, answer, nowMs)
     refuseAll(s, o, walk.refused, refusedLeases, nowMs)
     const granted = grantLease(s, o, lender, fee, nowMs)
-    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: granted, refusedLeases, offerExpired: false }
+    return { offer: offerView(offer.getSnapshot()), lease: granted, refusedLeases, offerExpired: false }
   }
   // Out of leases, or nothing to lease: the offer decides whether it waits (its expiry is not due), is stale, or
   // cannot be matched at all.
@@ -95,10 +95,10 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
   if (!answer.accepted) {
     if (answer.code !== offerRefusals.EXPIRE.guarded) return notMatched(s, offer, answer, nowMs)
     refuseAll(s, o, walk.refused, refusedLeases, nowMs)
-    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: false }
+    return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: false }
   }
   releaseCapacity(s, o.source, o.amountAtomic, nowMs)
-  return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: true }
+  return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: true }
 }
 
 /**
@@ -117,7 +117,7 @@ function refuseAll(s: EngineState, o: OfferContext, refused: Candidate[], refuse
 /** The offer refused the attempt's first event: it waits, it is stale (and expires now), or it is a conflict. */
 function notMatched(s: EngineState, offer: OfferActor, answer: Refusal, nowMs: number): MatchOutcome | Refusal {
   if (answer.code === offerRefusals.EXPIRE.guarded) {
-    return { offer: viewOf<OfferView>(offer.getSnapshot()), lease: null, refusedLeases: [], offerExpired: false }
+    return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases: [], offerExpired: false }
   }
   if (answer.code === offerRefusals.LEASE.guarded) {
     return { offer: expireOffer(s, offer, 'stale', nowMs), lease: null, refusedLeases: [], offerExpired: true }
@@ -175,7 +175,7 @@ export function expireOffer(s: EngineState, offer: OfferActor, reason: 'stale' |
   const o = offer.getSnapshot().context
   expect(s, 'offer', offer, { type: 'EXPIRE', reason, chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
   releaseCapacity(s, o.source, o.amountAtomic, nowMs)
-  return viewOf<OfferView>(offer.getSnapshot())
+  return offerView(offer.getSnapshot())
 }
 
 /**

@@ -1,12 +1,16 @@
 // The engine's short cuts around XState must give exactly what XState gives: a new actor started from its initial
 // snapshot (startActor) is the actor createActor({ input }) makes, and the record built from a live actor
-// (actorRecord) is its persisted snapshot with its history, through every kind's life.
+// (actorRecord) is its persisted snapshot with its history, through every kind's life; the views of live offers and
+// leases, built field by field, are the general view of their snapshot; an offer's context copied after each event
+// (for V8's fast mode) is the context XState made.
 import t from 'tap'
 import { createActor, type AnyActor, type AnyStateMachine } from 'xstate'
 import { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
-import { startActor } from '../../src/engine/actors.ts'
+import { send, startActor } from '../../src/engine/actors.ts'
+import type { EngineState } from '../../src/engine/state.ts'
 import { actorRecord, persisted } from '../../src/engine/changes.ts'
 import { withHistory } from '../../src/engine/history.ts'
+import { leaseView, offerView, viewOf } from '../../src/engine/views.ts'
 import { BORROWER, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
 
 const proof = { network: 'base-sepolia', txHash: hash(7) }
@@ -79,4 +83,73 @@ t.test('actorRecord: the persisted snapshot with its history, for every live act
   const done = createActor(leaseMachine, { input: inputs[2]![2] as never }).start()
   done.send({ type: 'CANCEL', nowMs: T0 })
   t.same(actorRecord(done), withHistory(persisted(done.getPersistedSnapshot()), done), 'a final actor (status done)')
+})
+
+t.test('offerView and leaseView: the general view of the snapshot (context and state), keys in the same order, through each life', async (t) => {
+  const json = (value: unknown): string => JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))
+  const compare = (actor: AnyActor, view: (snapshot: never) => unknown, step: string) => {
+    const snapshot = actor.getSnapshot()
+    const general = viewOf(snapshot)
+    t.same(view(snapshot as never), general, step)
+    t.equal(json(view(snapshot as never)), json(general), `${step}: keys in the same order`)
+  }
+  const [, , offerInput] = inputs[1]!
+  const [, , leaseInput] = inputs[2]!
+  const offer = startActor(offerMachine, offerInput as never)
+  compare(offer, offerView, 'offer offered')
+  const lease = { leaseId: 'lea_1', lender: addr(4), chainTimeMs: T0, nowMs: T0 }
+  for (const [event, step] of [
+    [{ type: 'LEASE_REFUSED', ...lease, leaseId: 'lea_0', lender: addr(6) }, 'offer with a refused lease'],
+    [{ type: 'LEASE', ...lease }, 'offer leased'],
+    [{ type: 'LEASE_ENDED', leaseId: 'lea_1', lender: addr(4), nowMs: T0 + 1 }, 'offer offered again'],
+    [{ type: 'EXPIRE', reason: 'stale', chainTimeMs: T0 + 1000, nowMs: T0 + 2 }, 'offer expired'],
+  ] as const) {
+    offer.send(event)
+    compare(offer, offerView, step)
+  }
+  const funded = startActor(offerMachine, offerInput as never)
+  funded.send({ type: 'LEASE', ...lease })
+  funded.send({ type: 'DECLINE', reason: 'source_closed', nowMs: T0 + 1 })
+  compare(funded, offerView, 'offer closing')
+  funded.send({ type: 'FUND', advanceId: 'adv_1', nowMs: T0 + 2 })
+  compare(funded, offerView, 'offer funded')
+  for (const event of [
+    { type: 'PAY', payment: proof, nowMs: T0 + 1 },
+    { type: 'TIME_OUT', chainTimeMs: T0 + 2000, nowMs: T0 + 2 },
+    { type: 'INSUFFICIENT_BALANCE', nowMs: T0 },
+    { type: 'CANCEL', nowMs: T0 + 1 },
+  ] as { type: string; [k: string]: unknown }[]) {
+    const actor = startActor(leaseMachine, leaseInput as never)
+    compare(actor, leaseView, 'lease leased')
+    actor.send(event as never)
+    t.equal(actor.getSnapshot().status, 'done', `${event.type} ends the lease`)
+    compare(actor, leaseView, `lease after ${event.type}`)
+  }
+})
+
+t.test('an offer event through the engine\'s send: the context XState made, copied in the same key order, at every step', async (t) => {
+  const { engine } = newEngine()
+  const state = (engine as unknown as { state: EngineState }).state
+  const [, , offerInput] = inputs[1]!
+  const json = (value: unknown): string => JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))
+  const viaEngine = startActor(offerMachine, offerInput as never)
+  const plain = createActor(offerMachine, { input: offerInput as never }).start()
+  const lease = { lender: addr(4), chainTimeMs: T0, nowMs: T0 }
+  for (const event of [
+    { type: 'LEASE_REFUSED', ...lease, leaseId: 'lea_0', lender: addr(6) },
+    { type: 'LEASE', ...lease, leaseId: 'lea_1' },
+    { type: 'LEASE_ENDED', leaseId: 'lea_1', lender: addr(4), nowMs: T0 + 1 },
+    { type: 'LEASE', ...lease, leaseId: 'lea_2', lender: addr(7) },
+    { type: 'DECLINE', reason: 'source_closed', nowMs: T0 + 2 },
+    { type: 'FUND', advanceId: 'adv_1', nowMs: T0 + 3 },
+  ] as { type: string; [k: string]: unknown }[]) {
+    const before = viaEngine.getSnapshot().context
+    t.ok(send(state, 'offer', viaEngine, event as never).accepted, `${event.type} taken`)
+    plain.send(event as never)
+    const after = viaEngine.getSnapshot().context
+    t.not(after, before, `${event.type}: a new context`)
+    t.equal(json(after), json(plain.getSnapshot().context), `${event.type}: the context XState made, keys in the same order`)
+    t.same(viaEngine.getPersistedSnapshot(), plain.getPersistedSnapshot(), `${event.type}: the same persisted snapshot`)
+  }
+  t.equal(viaEngine.getSnapshot().status, 'done', 'the offer ended funded')
 })

@@ -1,0 +1,107 @@
+// A/B of the engine of several checkouts in ONE process, for a machine the other engineers load: each checkout's
+// engine (imported from its own bench/fixtures/book.ts) runs the same work in alternated blocks, so both sides see
+// the same load, and each block is timed on process CPU. Two scenarios: bench/match-request.ts's rounds (requestCredit
+// then matchOffer on 10,000 lenders, then paid and repaid, untimed) and bench/match.ts's time-outs (LEASES live
+// leases one second apart; each call moves the chain so that 1% of them are over: each lease times out and its offer
+// is matched again). Garbage collection lands in whichever block triggers it: read the means over many blocks.
+// Usage: node --import tsx bench/match-ab.ts <checkout> <checkout> ... [--blocks 20] [--rounds 500] [--leases 10000]
+import { parseArgs } from 'node:util'
+import type * as Book from './fixtures/book.ts'
+
+const { values: args, positionals: checkouts } = parseArgs({
+  options: { blocks: { type: 'string' }, rounds: { type: 'string' }, leases: { type: 'string' } },
+  allowPositionals: true,
+})
+const BLOCKS = Number(args.blocks ?? 20)
+const ROUNDS_PER_BLOCK = Number(args.rounds ?? 500)
+const WARMUP_ROUNDS = 2000
+const LEASES = Number(args.leases ?? 10_000)
+const DUE_PER_CALL = LEASES / 100
+/** Every lease is over once, one call after another: the calls stop before the first rematched lease is due. */
+const DUE_CALLS = Math.min(BLOCKS * 3, 90)
+const BORROWERS = 16
+
+const cpuMicrosSince = (since: NodeJS.CpuUsage): number => {
+  const used = process.cpuUsage(since)
+  return used.user + used.system
+}
+const mean = (values: number[]): number => values.reduce((sum, v) => sum + v, 0) / values.length
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[values.length >> 1] as number
+
+interface Side {
+  checkout: string
+  fixtures: typeof Book
+  matching: Book.BenchBook
+  round: number
+  amounts: bigint[]
+  requestMicros: number[]
+  matchMicros: number[]
+  timeOuts: Book.BenchBook
+  firstDueMs: number
+  dueCalls: number
+  timeOutMicros: number[]
+}
+
+async function sideOf(checkout: string): Promise<Side> {
+  const fixtures = (await import(`${checkout}/bench/fixtures/book.ts`)) as typeof Book
+  const spacingMs = 1000
+  const leaseTtlMs = 10 * LEASES * spacingMs
+  const timeOuts = fixtures.buildBook(2000, 1, { leaseTtlMs, offerTtlMs: 100 * leaseTtlMs, liveOffersPerBorrowerMax: LEASES, timeOutsPerCommandMax: DUE_PER_CALL })
+  for (let i = 0; i < LEASES; i++) fixtures.matchOffer(timeOuts, fixtures.openOffer(timeOuts, i, 1000n, fixtures.T0 + i * spacingMs), fixtures.T0 + i * spacingMs)
+  return {
+    checkout, fixtures, matching: fixtures.buildBook(10_000, BORROWERS), round: 0,
+    amounts: fixtures.amountsOf(WARMUP_ROUNDS + BLOCKS * ROUNDS_PER_BLOCK), requestMicros: [], matchMicros: [],
+    timeOuts, firstDueMs: fixtures.T0 + leaseTtlMs, dueCalls: 0, timeOutMicros: [],
+  }
+}
+
+function requestAndMatch(side: Side, timed: boolean): void {
+  const { fixtures, matching } = side
+  const i = side.round++
+  const amountAtomic = side.amounts[i] as bigint
+  const nowMs = fixtures.T0 + i
+  const c0 = process.cpuUsage()
+  const { offerId, agent } = fixtures.openOffer(matching, i, amountAtomic, nowMs)
+  const requestMicros = cpuMicrosSince(c0)
+  const c1 = process.cpuUsage()
+  const matched = matching.engine.matchOffer({ offerId, caller: agent }, nowMs)
+  const matchMicros = cpuMicrosSince(c1)
+  if (!matched.ok || !matched.value.lease) throw new Error(`${side.checkout}: offer not matched`)
+  if (timed) {
+    side.requestMicros.push(requestMicros)
+    side.matchMicros.push(matchMicros)
+  }
+  fixtures.payAndRepay(matching.engine, { offerId, lease: matched.value.lease, borrower: agent, amountAtomic, round: i }, nowMs)
+}
+
+/** The chain follower's batch moves the chain past 1% of the leases (they time out), then dispatch rematches their offers. */
+function timeOutCall(side: Side): void {
+  const { engine } = side.timeOuts
+  const nowMs = side.firstDueMs + ++side.dueCalls * DUE_PER_CALL * 1000
+  const c0 = process.cpuUsage()
+  const observed = engine.observeChain({ network: side.fixtures.NET, toBlock: BigInt(nowMs), toBlockHash: '0x', toBlockTimeMs: nowMs, events: [] }, nowMs)
+  const dispatched = engine.dispatch(nowMs)
+  const micros = cpuMicrosSince(c0)
+  if (!observed.ok || !dispatched.ok || observed.value.expiredLeases.length !== DUE_PER_CALL || dispatched.value.matches.length !== DUE_PER_CALL) {
+    throw new Error(`${side.checkout}: a call did not time out and rematch ${DUE_PER_CALL} leases`)
+  }
+  side.timeOutMicros.push(micros / DUE_PER_CALL)
+}
+
+const sides: Side[] = []
+for (const checkout of checkouts) sides.push(await sideOf(checkout))
+for (const side of sides) for (let i = 0; i < WARMUP_ROUNDS; i++) requestAndMatch(side, false)
+for (let block = 0; block < BLOCKS; block++) {
+  // The order alternates, so neither side always runs right after the other's garbage.
+  for (const side of block % 2 === 0 ? sides : [...sides].reverse()) {
+    for (let i = 0; i < ROUNDS_PER_BLOCK; i++) requestAndMatch(side, true)
+  }
+}
+for (let call = 0; call < DUE_CALLS; call++) {
+  for (const side of call % 2 === 0 ? sides : [...sides].reverse()) timeOutCall(side)
+}
+for (const side of sides) {
+  const pairs = side.requestMicros.map((micros, i) => micros + (side.matchMicros[i] as number))
+  process.stdout.write(`${side.checkout}\n  request + match CPU per pair: mean ${mean(pairs).toFixed(1)} us (request p50 ${median(side.requestMicros)}, match p50 ${median(side.matchMicros)})\n`)
+  process.stdout.write(`  a time-out and its rematch, CPU: mean ${mean(side.timeOutMicros.slice(5)).toFixed(1)} us, p50 of calls ${median(side.timeOutMicros.slice(5)).toFixed(1)} us\n`)
+}
