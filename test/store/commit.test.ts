@@ -126,7 +126,9 @@ t.test('values of every shape read back as written, before and after a reopen: o
       .tuple(fc.constantFrom(...VALUE_STRUCTURES), fc.boolean(), fc.array(tie('node'), { maxLength: 30 }))
       .map(([keys, reversed, values]) => Object.fromEntries((reversed ? [...keys].reverse() : keys).map((k, i) => [k, values[i] ?? i]))),
   }))
-  const records = fc.sample(node, { numRuns: 300, seed: 11 })
+  // and one value with more shapes of its own than msgpackr numbers at once (32), each met again after the numbers cycled
+  const manyShapes = Array.from({ length: 200 }, (_, i) => ({ [`k${i % 80}`]: i, [`j${i % 7}`]: { version: i, snapshot: [i], updatedAtMs: i + 64, final: {} } }))
+  const records = [...fc.sample(node, { numRuns: 300, seed: 11 }), manyShapes]
   await store.commit({ changes: records.map((record, i) => ({ kind: 'reserve', id: `r${i}`, record, final: false })) })
   const unequal = (read: Store) => records.flatMap((record, i) => (isDeepStrictEqual(read.getSnapshot('reserve', `r${i}`)?.snapshot, record) ? [] : [i]))
   t.same(unequal(store), [], 'every value reads back')
