@@ -1,9 +1,9 @@
 // How the snapshots and records databases encode their values. Format 3 (issue 11): msgpackr records over shared
 // structures, the key lists of the objects the store writes most (its entries, the engine's actor snapshots and
 // records). A value names a shared structure by one byte instead of writing its keys: a match's four snapshots take
-// 231 bytes each on average instead of 525 as plain maps (format 2), so LMDB copies, pages and syncs less than half
-// the bytes. An object of another shape is written with its keys defined inside the value, as lmdb-js's default
-// encoder does (readable, only larger).
+// 233 bytes each on average instead of 524 as plain maps (format 2), so LMDB copies, pages and syncs less than half
+// the bytes. An object of another shape is written as a map, or, when its first two keys start a shared structure but
+// the rest differ, as a record defining its own keys inside the value (as lmdb-js's default encoder does).
 //
 // The list a directory's values were written with is stored in it (meta record `structures`, written with the format
 // record when the directory is created or upgraded) and is the one every later open reads and writes with: nothing
@@ -87,20 +87,44 @@ export const LEGACY_VALUE_ENCODING = { useBigIntExtension: true, useRecords: fal
 /**
  * lmdb-js's options for a snapshots or records database holding values of `structures` (a directory's stored list):
  * lmdb-js makes the msgpackr encoder from them. No new shared structure is ever added (maxSharedStructures is the
- * list's length). Each database gets its own copy: msgpackr keeps its lookup state on the list.
+ * list's length). Each database gets its own copy: msgpackr keeps its lookup state on the list. Objects whose first two
+ * keys start no shared structure are written as maps.
  */
 export function valueEncoding(structures: readonly (readonly string[])[]): object {
+  const starts = structureStarts(structures)
   return {
     useBigIntExtension: true,
     encoder: {
       structures: structures.map((keys) => [...keys]),
       maxSharedStructures: structures.length,
-      // plain maps (none are written, but lmdb-js's default would read them as Map objects)
+      // A record only where a shared structure may fit (its first two keys start one): an object of another shape,
+      // such as one keyed by data (a lender's assets by network) or a stored response body, costs half again as much
+      // to encode as a record defining its own keys than as a map. The integers 64..127 stay escaped either way.
+      useRecords: (object: object) => {
+        let first: string | undefined
+        for (const key in object) {
+          if (first !== undefined) return starts.get(first)?.has(key) === true
+          first = key
+        }
+        return starts.get(first ?? '')?.has('') === true
+      },
+      // those maps read as plain objects (lmdb-js's default would make Map objects of them)
       mapsAsObjects: true,
       // Not msgpackr's progressiveRecords (one pass over a known object's keys): in msgpackr 1.12.1 it writes an
       // object of a new shape nested in another of the same new shape unreadably (test/store/commit.test.ts).
     },
   }
+}
+
+/** Each structure's first key and the second keys that follow it; '' stands for a key that is absent. */
+function structureStarts(structures: readonly (readonly string[])[]): ReadonlyMap<string, ReadonlySet<string>> {
+  const starts = new Map<string, Set<string>>()
+  for (const [first = '', second = ''] of structures) {
+    let seconds = starts.get(first)
+    if (seconds === undefined) starts.set(first, (seconds = new Set()))
+    seconds.add(second)
+  }
+  return starts
 }
 
 /** The stored structures record, checked: a list of key lists, at most SHARED_STRUCTURES_MAX. */
@@ -114,7 +138,6 @@ export function checkStructures(dataDir: string, stored: unknown): string[][] {
   }
   return stored as string[][]
 }
-
 
 /** lmdb-js's options for reading or writing a format 3 directory's snapshots or records outside the store (tools, tests). */
 export function storedValueEncoding(root: RootDatabase): object {
