@@ -210,6 +210,7 @@ async function olderFormat(dataDir: string, formatVersion: 1 | 2, snapshots: num
   }
   const record = { version: 1, value: { usedBy: 'lse_1', usedAtMs: 100 }, updatedAtMs: 1_700_000_000_000, expiresAtMs: null }
   old.openDB({ name: 'records', ...values } as never).putSync(['used-proof', 'p1'], record)
+  old.openDB({ name: 'expiry' })
   await old.close()
   return { entries, record }
 }
@@ -254,6 +255,19 @@ for (const formatVersion of [1, 2] as const) {
     t.same(again.verify(), { snapshots: entries.size + 1, live: entries.size + 1, records: 1 })
   })
 }
+
+t.test('a format 2 directory holding a snapshot this release cannot read is refused before its upgrade, and left as it was', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const { entries } = await olderFormat(dataDir, 2, 10)
+  // version 70: in format 2 the byte 0x46, which a format 3 decoder would take for a shared structure
+  const root = open({ path: dataDir, noSubdir: false, overlappingSync: false, maxDbs: 8 } as never)
+  root.openDB({ name: 'snapshots', ...LEGACY_VALUE_ENCODING } as never).putSync(['lease', 'lse_3'], { ...(entries.get('lse_3') as object), version: 70 })
+  await root.close()
+  const before = digests(dataDir)
+  await t.rejects(Store.open({ dataDir, verifyOnOpen: 'header' }), { name: 'StoreVersionError', message: /lease lse_3: snapshot schema version 70 is newer than this release reads \(1\)/ })
+  t.same(digests(dataDir), before, 'nothing was rewritten')
+})
 
 t.test('a format 3 directory is read and written with the structures it records, not the release\'s list', async (t) => {
   const dataDir = path.join(tempDir(), 'data')
