@@ -7,8 +7,9 @@
 // lender and the engine's id sequences; made by the engine before the timed window), as bench/match-durable.ts does
 // with the engine's cost left out. The main thread's CPU per commit is reported beside the process's (the LMDB
 // writer thread's commit and sync are the difference): the main thread is what paces durable matching (issue 11).
+// Reports data.mdb's size per commit at the end (the setup's commits included): what the value encoding leaves LMDB.
 // Writes bench/results/durable-commit-latest.json (or --out).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -83,6 +84,8 @@ const cpu = process.cpuUsage(cpuBefore)
 const mainAfter = mainThreadCpuMicros()
 const stats = store.stats()
 await store.close()
+// What the encoding leaves LMDB to write (and a restart to read): the file's size over the commits, setup included.
+const dataFileBytes = statSync(join(dir, 'data', 'data.mdb')).size
 rmSync(dir, { recursive: true, force: true })
 latencies.sort((a, b) => a - b)
 const at = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] as number) * 1000) / 1000
@@ -100,6 +103,7 @@ const result = {
   mainThreadCpuMicrosPerCommit: mainBefore === null || mainAfter === null ? null : Math.round((mainAfter - mainBefore) / COMMITS),
   transactions: stats.transactions,
   commitsPerTransaction: Math.round((stats.commits / stats.transactions) * 10) / 10,
+  dataFileBytesPerCommit: Math.round(dataFileBytes / COMMITS),
   loadAverage: { before: loadBefore, after: loadavg()[0] },
 }
 process.stdout.write(`${JSON.stringify(result)}\n`)

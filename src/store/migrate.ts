@@ -1,10 +1,10 @@
-// Snapshot migrations at open: stored snapshots of an older schema version, or of a kind since renamed, are
-// rewritten to what this release writes, in the write transaction that records the new versions, before anything
-// reads them. The store only moves entries; what a snapshot becomes is declared by the part that owns its shape
-// (src/engine/migrations.ts).
+// Rewrites at open, in the write transaction that records what they change, before anything reads the entries:
+// snapshot migrations (stored snapshots of an older schema version, or of a kind since renamed, rewritten to what
+// this release writes; the store only moves entries, what a snapshot becomes is declared by the part that owns its
+// shape, src/engine/migrations.ts), and the upgrade of a format 1 or 2 directory's values to format 3's encoding.
 import type { RootDatabase } from 'lmdb'
 import { StoreAssertionError } from './errors.ts'
-import { VALUE_ENCODING } from './open-checks.ts'
+import { LEGACY_VALUE_ENCODING, valueEncoding } from './value-encoding.ts'
 import type { ChangeKind, SnapshotEntry } from './types.ts'
 import { isPlainObject } from './validate.ts'
 
@@ -21,10 +21,11 @@ type Key = [string, string]
 
 /**
  * Applies `migrations` in order (so v1 -> v2 -> v3 chains), inside the caller's write transaction, which also
- * records the new versions in the schema record; returns how many snapshots were rewritten.
+ * records the new versions in the schema record; returns how many snapshots were rewritten. `structures` are the
+ * directory's (value-encoding.ts).
  */
-export function migrateSnapshots(root: RootDatabase, migrations: readonly SnapshotMigration[]): number {
-  const snapshots = root.openDB<unknown, Key>({ name: 'snapshots', ...VALUE_ENCODING } as never)
+export function migrateSnapshots(root: RootDatabase, migrations: readonly SnapshotMigration[], structures: readonly (readonly string[])[]): number {
+  const snapshots = root.openDB<unknown, Key>({ name: 'snapshots', ...valueEncoding(structures) } as never)
   const live = root.openDB<number, Key>({ name: 'live' })
   let migrated = 0
   for (const migration of migrations) {
@@ -50,4 +51,31 @@ export function migrateSnapshots(root: RootDatabase, migrations: readonly Snapsh
     }
   }
   return migrated
+}
+
+/** Entries read per range while re-encoding: the range ends before its entries are written again. */
+const REENCODE_CHUNK = 1000
+
+/**
+ * Rewrites every value of the snapshots and records databases, read as format 1 or 2 wrote it, in format 3's encoding
+ * with `structures`, inside the caller's write transaction (which records format 3 and the structures); returns how
+ * many values were rewritten. Keys are unchanged; each chunk's range is closed before its values are put.
+ */
+export function reencodeValues(root: RootDatabase, structures: readonly (readonly string[])[]): number {
+  let rewritten = 0
+  for (const name of ['snapshots', 'records']) {
+    const legacy = root.openDB<unknown, Key>({ name, ...LEGACY_VALUE_ENCODING } as never)
+    const current = root.openDB<unknown, Key>({ name, ...valueEncoding(structures) } as never)
+    let after: Key | undefined
+    for (;;) {
+      const chunk: { key: Key; value: unknown }[] = []
+      const range = after === undefined ? { limit: REENCODE_CHUNK } : { start: after, exclusiveStart: true, limit: REENCODE_CHUNK }
+      for (const { key, value } of legacy.getRange(range as never)) chunk.push({ key, value })
+      for (const { key, value } of chunk) current.putSync(key, value)
+      rewritten += chunk.length
+      if (chunk.length < REENCODE_CHUNK) break
+      after = (chunk.at(-1) as { key: Key }).key
+    }
+  }
+  return rewritten
 }

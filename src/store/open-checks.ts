@@ -8,22 +8,17 @@ import { checkDataFile, type DataFileCheck } from './data-file.ts'
 import { StoreAssertionError, StoreOpenError, StoreVersionError } from './errors.ts'
 import type { SnapshotMigration } from './migrate.ts'
 import { isPlainObject } from './validate.ts'
+import { checkStructures, STRUCTURES_RECORD, VALUE_STRUCTURES } from './value-encoding.ts'
 
 /**
  * Version of the layout of the data directory (database names, key shapes, entry shapes, value encoding).
- * 2 (issue 11): snapshots and records are encoded as plain msgpack maps (VALUE_ENCODING). Format 1 data is read as
- * it is, so the upgrade only rewrites the format record; a release of format 1 refuses format 2 by that record.
+ * 2 (issue 11): snapshots and records encoded as plain msgpack maps, not lmdb-js's default msgpackr records, which
+ * with no shared structures define each record's keys again in every value (format 1).
+ * 3 (issue 11): msgpackr records over the shared structures stored in the directory (value-encoding.ts). A records
+ * decoder cannot read format 2 values, so opening an older directory rewrites every value in the transaction that
+ * records format 3; a release of format 2 refuses format 3 by the format record.
  */
-export const STORE_FORMAT_VERSION = 2
-/**
- * How the snapshots and records databases encode values: msgpack maps (useRecords false), not msgpackr's records,
- * which lmdb-js uses by default and which, with no shared structures, define each record's keys again in every value:
- * encoding with maps costs about 12% less CPU per commit (bench/durable-commit.ts). A decoder with these options
- * reads both forms, so format 1 entries need no rewrite; one with lmdb-js's defaults would read maps as Map objects,
- * so every reader of these databases opens them with these options. The meta database keeps lmdb-js's defaults: an
- * older release must still read the format record to refuse the directory clearly.
- */
-export const VALUE_ENCODING = { useBigIntExtension: true, useRecords: false } as const
+export const STORE_FORMAT_VERSION = 3
 export const DB_NAMES = ['meta', 'snapshots', 'live', 'records', 'expiry'] as const
 
 export interface FormatRecord {
@@ -113,7 +108,15 @@ export function checkFormat(
   root: RootDatabase,
   versions: ReadonlyMap<string, number>,
   migrations: readonly SnapshotMigration[],
-): { kinds: Record<string, number>; collections: Record<string, number>; unwritten: boolean; created: boolean; format: FormatRecord } {
+): {
+  kinds: Record<string, number>
+  collections: Record<string, number>
+  unwritten: boolean
+  created: boolean
+  format: FormatRecord
+  /** The shared structures of the directory's values: stored (format 3), or those an upgrade will store. */
+  structures: string[][]
+} {
   const names: string[] = []
   for (const key of root.getKeys()) names.push(String(key))
   const foreign = names.filter((name) => !(DB_NAMES as readonly string[]).includes(name))
@@ -137,8 +140,13 @@ export function checkFormat(
         `data directory ${dataDir} has store databases but no format record; refusing to guess its version`,
       )
     }
-    format = { formatVersion: STORE_FORMAT_VERSION, createdAtMs: Date.now() }
-    meta.putSync('format', format)
+    const fresh = { formatVersion: STORE_FORMAT_VERSION, createdAtMs: Date.now() }
+    // Together: a format 3 directory always has its structures.
+    meta.transactionSync(() => {
+      meta.putSync('format', fresh)
+      meta.putSync(STRUCTURES_RECORD, VALUE_STRUCTURES)
+    })
+    format = fresh
   } else {
     if (!isPlainObject(format) || !Number.isSafeInteger(format.formatVersion) || (format.formatVersion as number) < 1) {
       throw new StoreOpenError('store_corrupt', dataDir, `data directory ${dataDir} has an unreadable format record`)
@@ -150,6 +158,8 @@ export function checkFormat(
       )
     }
   }
+  const structures =
+    format.formatVersion < STORE_FORMAT_VERSION ? VALUE_STRUCTURES.map((keys) => [...keys]) : checkStructures(dataDir, meta.get(STRUCTURES_RECORD))
   const schema = meta.get('schema')
   const recorded: SchemaRecord =
     schema === undefined ? { kinds: {}, collections: {} } : (schema as SchemaRecord)
@@ -167,12 +177,15 @@ export function checkFormat(
     }
   }
   for (const name of DB_NAMES) root.openDB({ name })
-  return { kinds: recorded.kinds, collections: recorded.collections, unwritten: schema === undefined, created, format }
+  return { kinds: recorded.kinds, collections: recorded.collections, unwritten: schema === undefined, created, format, structures }
 }
 
-/** Reads every stored snapshot's kind and version: what this release cannot read is refused before any write. */
-export function checkStoredVersions(dataDir: string, root: RootDatabase, versions: ReadonlyMap<string, number>, due: readonly SnapshotMigration[]): void {
-  const snapshots = root.openDB<unknown, [string, string]>({ name: 'snapshots', ...VALUE_ENCODING } as never)
+/**
+ * Reads every stored snapshot's kind and version (decoded with `encoding`, the directory's as stored): what this
+ * release cannot read is refused before any write.
+ */
+export function checkStoredVersions(dataDir: string, root: RootDatabase, versions: ReadonlyMap<string, number>, due: readonly SnapshotMigration[], encoding: object): void {
+  const snapshots = root.openDB<unknown, [string, string]>({ name: 'snapshots', ...encoding } as never)
   for (const { key, value } of snapshots.getRange()) {
     const version = isPlainObject(value) ? value.version : undefined
     if (!Number.isSafeInteger(version)) throw new StoreAssertionError(`${key[0]} ${key[1]}: stored snapshot has no valid version`)

@@ -14,18 +14,20 @@ import { closedCleanly, forgetCleanShutdown, recordCleanShutdown } from './clean
 import { checkDataFile } from './data-file.ts'
 import { StoreAssertionError, StoreClosedError, StoreError, StoreOverloadedError, StoreVersionError } from './errors.ts'
 import { Idempotency } from './idempotency.ts'
-import { migrateSnapshots, type SnapshotMigration } from './migrate.ts'
-import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, STORE_FORMAT_VERSION, VALUE_ENCODING, type FormatRecord, type SchemaRecord } from './open-checks.ts'
+import { migrateSnapshots, reencodeValues, type SnapshotMigration } from './migrate.ts'
+import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, STORE_FORMAT_VERSION, type FormatRecord, type SchemaRecord } from './open-checks.ts'
 import { checkBesideReads, clearDeepCheckRunning, deepCheck, deepCheckWasCut, probeTimeoutMsFor } from './probe.ts'
 import { isProofInfo, RecordCollection, UsedProofs } from './records.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ActorKind, type ChangeKind, type CommitResult, type Durability, type IdempotencyRecord, type RecordEntry, type SnapshotEntry } from './types.ts'
 import { assertChangeKind, assertCollectionName, assertId, assertVersion, fail, isActorKind, isPlainObject } from './validate.ts'
+import { LEGACY_VALUE_ENCODING, STRUCTURES_RECORD, valueEncoding } from './value-encoding.ts'
 import {
   applyGroup, IDEMPOTENCY_COLLECTION, type CommitLimits, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
   type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey,
 } from './writes.ts'
 
-export { DB_NAMES, STORE_FORMAT_VERSION, VALUE_ENCODING } from './open-checks.ts'
+export { DB_NAMES, STORE_FORMAT_VERSION } from './open-checks.ts'
+export { LEGACY_VALUE_ENCODING, STRUCTURES_RECORD, VALUE_STRUCTURES, storedValueEncoding, valueEncoding } from './value-encoding.ts'
 export { RecordCollection, UsedProofs, type PutOptions, type UsedProofInfo } from './records.ts'
 export { IDEMPOTENCY_COLLECTION, RECORD_WRITES_PER_COMMIT_MAX, type CommitInput } from './writes.ts'
 
@@ -155,6 +157,7 @@ export class Store {
     options: StoreOptions,
     versions: ReadonlyMap<string, number>,
     recordedCollections: Record<string, number>,
+    structures: readonly (readonly string[])[],
     cleanStart: boolean,
     openCheck: Store['openCheck'],
     checked: Promise<void> | undefined,
@@ -163,9 +166,9 @@ export class Store {
     this.durability = options.durability ?? 'sync'
     this.#root = root
     this.#meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
-    this.#snapshots = root.openDB<unknown, SnapshotKey>({ name: 'snapshots', ...VALUE_ENCODING } as never)
+    this.#snapshots = root.openDB<unknown, SnapshotKey>({ name: 'snapshots', ...valueEncoding(structures) } as never)
     this.#live = root.openDB<number, SnapshotKey>({ name: 'live' })
-    this.#records = root.openDB<unknown, RecordKey>({ name: 'records', ...VALUE_ENCODING } as never)
+    this.#records = root.openDB<unknown, RecordKey>({ name: 'records', ...valueEncoding(structures) } as never)
     this.#expiry = root.openDB<boolean, ExpiryKey>({ name: 'expiry' })
     this.#dbs = { snapshots: this.#snapshots, live: this.#live, records: this.#records, expiry: this.#expiry }
     this.#clock = options.clock ?? Date.now
@@ -252,7 +255,7 @@ export class Store {
       const upgrade = recorded.format.formatVersion < STORE_FORMAT_VERSION
       const rewrite = upgrade || recorded.unwritten || due.length > 0 || Object.entries(kinds).some(([kind, version]) => recorded.kinds[kind] !== version)
       // Nothing is written to a directory before every snapshot in it is known to be readable by this release.
-      if (rewrite && state !== 'new') checkStoredVersions(dataDir, root, versions, due)
+      if (rewrite && state !== 'new') checkStoredVersions(dataDir, root, versions, due, upgrade ? LEGACY_VALUE_ENCODING : valueEncoding(recorded.structures))
       // Nor before the deep check passed.
       if (rewrite && checked !== undefined) {
         await checked
@@ -266,15 +269,19 @@ export class Store {
       if (rewrite) {
         const meta = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never)
         root.transactionSync(() => {
-          migrateSnapshots(root, due)
+          // Format 1 or 2 -> 3: every value in format 3's encoding, with the structures it records.
+          if (upgrade) {
+            reencodeValues(root, recorded.structures)
+            meta.putSync(STRUCTURES_RECORD, recorded.structures)
+            meta.putSync('format', { ...recorded.format, formatVersion: STORE_FORMAT_VERSION } satisfies FormatRecord)
+          }
+          migrateSnapshots(root, due, recorded.structures)
           meta.putSync('schema', { kinds, collections: recorded.collections } satisfies SchemaRecord)
-          // Format 1 -> 2 changed only how new values are encoded; stored ones are read as they are.
-          if (upgrade) meta.putSync('format', { ...recorded.format, formatVersion: STORE_FORMAT_VERSION } satisfies FormatRecord)
         })
       }
       const shutdown = root.openDB<unknown, string>({ name: 'meta', useBigIntExtension: true } as never).get('shutdown')
       // A store written before the shutdown mark existed has none: its last stop is unknown, so it counts as unclean.
-      return new Store(dataDir, root, options, versions, recorded.collections, recorded.created || shutdown === 'clean', openCheck, writable)
+      return new Store(dataDir, root, options, versions, recorded.collections, recorded.structures, recorded.created || shutdown === 'clean', openCheck, writable)
     } catch (error) {
       await root.close()
       // Damage explains any other failure of reading it: the deep check's refusal comes first.

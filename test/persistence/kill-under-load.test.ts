@@ -16,7 +16,7 @@ import { idKey } from '../../src/chain/ids.ts'
 import { ChainAgent, type WireTransaction } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { startApp } from '../../src/app/app.ts'
-import { VALUE_ENCODING } from '../../src/store/index.ts'
+import { storedValueEncoding } from '../../src/store/index.ts'
 import { loadServiceConfig } from '../../src/app/config.ts'
 import { fund, tempDataDir, USDC, usdc } from '../fixtures/service.ts'
 import {
@@ -411,8 +411,8 @@ t.test('SIGKILL under load loses no acknowledged change, applies no retry twice,
   // The store itself, opened read-only: each acknowledged id has its snapshot or record.
   const root = open({ path: dataDir, readOnly: true, maxDbs: 8 } as never)
   try {
-    const snapshots = root.openDB({ name: 'snapshots', ...VALUE_ENCODING } as never)
-    const records = root.openDB({ name: 'records', ...VALUE_ENCODING } as never)
+    const snapshots = root.openDB({ name: 'snapshots', ...storedValueEncoding(root) } as never)
+    const records = root.openDB({ name: 'records', ...storedValueEncoding(root) } as never)
     const missing = [
       ...[...acked.lenders].filter((id) => snapshots.get(['lender', id]) === undefined || records.get(['session-keys', id]) === undefined).map((id) => `lender ${id}`),
       ...[...acked.jobs].filter((id) => snapshots.get(['job', id]) === undefined).map((id) => `job ${id}`),

@@ -9,7 +9,7 @@ import t from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { storedSnapshots } from '../../src/app/app.ts'
-import { Store, VALUE_ENCODING, type Change } from '../../src/store/index.ts'
+import { Store, storedValueEncoding, type Change } from '../../src/store/index.ts'
 import { BORROWER, FakeWallets, T0, dispatchAt, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, repaidFact, unwrap } from '../engine/fixtures/world.ts'
 import { tempDir } from '../store/fixtures/helpers.ts'
 
@@ -69,7 +69,7 @@ t.test('a directory this release cannot read is refused before anything in it is
   await before.close()
   // one offer written by a release newer than this one
   const root = open({ path: dataDir, overlappingSync: false, useBigIntExtension: true } as never)
-  const snapshots = root.openDB<{ version: number }, [string, string]>({ name: 'snapshots', ...VALUE_ENCODING } as never)
+  const snapshots = root.openDB<{ version: number }, [string, string]>({ name: 'snapshots', ...storedValueEncoding(root) } as never)
   const offer = snapshots.get(['offer', 'off_1'])
   snapshots.putSync(['offer', 'off_1'], { ...(offer as { version: number }), version: 9 })
   await root.close()
@@ -100,7 +100,7 @@ t.test('insurance reserves stored as kind ledger (version 1) move to kind reserv
   await before.commit({ changes })
   await before.close()
   const root = open({ path: dataDir, overlappingSync: false, useBigIntExtension: true } as never)
-  const snapshots = root.openDB<unknown, [string, string]>({ name: 'snapshots', ...VALUE_ENCODING } as never)
+  const snapshots = root.openDB<unknown, [string, string]>({ name: 'snapshots', ...storedValueEncoding(root) } as never)
   const live = root.openDB<number, [string, string]>({ name: 'live' })
   const meta = root.openDB<{ kinds: Record<string, number>; collections: Record<string, number> }, string>({ name: 'meta', useBigIntExtension: true } as never)
   const entry = snapshots.get(['reserve', reserve.id])
@@ -128,7 +128,7 @@ t.test('insurance reserves stored as kind ledger (version 1) move to kind reserv
   t.same(restored.snapshots().find((change) => change.id === reserve.id)?.record, reserve.record, 'the engine restores the reserve')
   await store.close()
   const after = open({ path: dataDir, overlappingSync: false, useBigIntExtension: true } as never)
-  t.equal(after.openDB({ name: 'snapshots', ...VALUE_ENCODING } as never).get(['ledger', reserve.id]), undefined, 'no ledger record is left')
+  t.equal(after.openDB({ name: 'snapshots', ...storedValueEncoding(after) } as never).get(['ledger', reserve.id]), undefined, 'no ledger record is left')
   await after.close()
 })
 

@@ -8,7 +8,7 @@ import { open } from 'lmdb'
 import { getContractAddress, type Address } from 'viem'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { demoAccounts } from '../../src/chain/devnet.ts'
-import { Store, VALUE_ENCODING } from '../../src/store/index.ts'
+import { Store, storedValueEncoding } from '../../src/store/index.ts'
 import { dataDigests, killAllServices, removeDir, runServiceToExit, writeServiceFiles } from './fixtures/child-service.ts'
 import { freePagePastTheEnd } from '../store/fixtures/free-list.ts'
 import { tempDataDir } from '../fixtures/service.ts'
@@ -103,7 +103,7 @@ t.test('one live snapshot stamped with a future schema version', async (t) => {
   t.teardown(() => removeDir(dataDir))
   // Written beside the store's own writes (as a newer release would), without touching the schema record.
   const root = open({ path: dataDir, overlappingSync: false, maxDbs: 8 } as never)
-  const snapshots = root.openDB({ name: 'snapshots', ...VALUE_ENCODING } as never)
+  const snapshots = root.openDB({ name: 'snapshots', ...storedValueEncoding(root) } as never)
   const entry = snapshots.get(['offer', 'off_3']) as Record<string, unknown>
   t.equal(entry.version, 1, 'written as the release before histories wrote it')
   snapshots.putSync(['offer', 'off_3'], { ...entry, version: 7 })

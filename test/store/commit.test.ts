@@ -1,6 +1,7 @@
 import t from 'tap'
 import fc from 'fast-check'
-import { Store, StoreAssertionError, StoreConflictError, type Change } from '../../src/store/index.ts'
+import { isDeepStrictEqual } from 'node:util'
+import { Store, StoreAssertionError, StoreConflictError, VALUE_STRUCTURES, type Change } from '../../src/store/index.ts'
 import { freshStore } from './fixtures/helpers.ts'
 
 const job = (id: string, state: string, final = false): Change => ({
@@ -112,6 +113,29 @@ t.test('bigints round-trip exactly, up to 2^256-1 and negative', async (t) => {
     }),
     { numRuns: 200 },
   )
+})
+
+t.test('values of every shape read back as written, before and after a reopen: objects of the shared structures, of their own keys, empty, and the integers whose bytes name structures', async (t) => {
+  const { store, dataDir } = await freshStore(t)
+  const leaf = fc.oneof(fc.integer({ min: -300, max: 300 }), fc.string({ maxLength: 8 }), fc.constant(null), fc.boolean(), fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }))
+  const key = fc.string({ minLength: 1, maxLength: 6 }).filter((k) => k !== '__proto__')
+  const { node } = fc.letrec((tie) => ({
+    node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, fc.array(tie('node'), { maxLength: 3 }), tie('shaped'), fc.dictionary(key, tie('node'), { maxKeys: 3, noNullPrototype: true })),
+    // the keys of a shared structure, in its order (written as that structure) or reversed (written with its own keys)
+    shaped: fc
+      .tuple(fc.constantFrom(...VALUE_STRUCTURES), fc.boolean(), fc.array(tie('node'), { maxLength: 30 }))
+      .map(([keys, reversed, values]) => Object.fromEntries((reversed ? [...keys].reverse() : keys).map((k, i) => [k, values[i] ?? i]))),
+  }))
+  // and one value with more shapes of its own than msgpackr numbers at once (32), each met again after the numbers cycled
+  const manyShapes = Array.from({ length: 200 }, (_, i) => ({ [`k${i % 80}`]: i, [`j${i % 7}`]: { version: i, snapshot: [i], updatedAtMs: i + 64, final: {} } }))
+  const records = [...fc.sample(node, { numRuns: 300, seed: 11 }), manyShapes]
+  await store.commit({ changes: records.map((record, i) => ({ kind: 'reserve', id: `r${i}`, record, final: false })) })
+  const unequal = (read: Store) => records.flatMap((record, i) => (isDeepStrictEqual(read.getSnapshot('reserve', `r${i}`)?.snapshot, record) ? [] : [i]))
+  t.same(unequal(store), [], 'every value reads back')
+  await store.close()
+  const again = await Store.open({ dataDir })
+  t.teardown(() => again.close())
+  t.same(unequal(again), [], 'every value reads back after a reopen')
 })
 
 t.test('commits after close are refused; close waits for queued commits', async (t) => {

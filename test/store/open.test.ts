@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { isDeepStrictEqual } from 'node:util'
 import { open } from 'lmdb'
 import {
   checkDataFile,
@@ -11,7 +12,11 @@ import {
   StoreVersionError,
   type StoreOptions,
   STORE_FORMAT_VERSION,
-  VALUE_ENCODING,
+  STRUCTURES_RECORD,
+  LEGACY_VALUE_ENCODING,
+  storedValueEncoding,
+  valueEncoding,
+  VALUE_STRUCTURES,
 } from '../../src/store/index.ts'
 import { fileDigest, tempDir } from './fixtures/helpers.ts'
 
@@ -180,40 +185,121 @@ t.test('a collection version from the future is refused', async (t) => {
   await b.close()
 })
 
-t.test('a format 1 directory (values as msgpackr records) opens, reads as it was, and is upgraded to format 2', async (t) => {
-  const dataDir = path.join(tempDir(), 'data')
-  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
-  // Written as the release of format 1 wrote it: every database with lmdb-js's default encoder.
-  const snapshot = { version: 1, snapshot: { value: 'active', context: { amountAtomic: 10n ** 30n, lender: '0xab' } }, updatedAtMs: 1_700_000_000_000, final: false }
-  const record = { version: 1, value: { usedBy: 'lse_1', usedAtMs: 5 }, updatedAtMs: 1_700_000_000_000, expiresAtMs: null }
+/**
+ * A directory as the release of an older format left it: format 1 wrote every database with lmdb-js's default
+ * encoder (msgpackr records defining their keys in each value), format 2 its values as plain maps. Snapshots past
+ * one re-encoding chunk, and integers 64..127, which format 2 writes in the bytes format 3 uses to name a structure.
+ */
+async function olderFormat(dataDir: string, formatVersion: 1 | 2, snapshots: number): Promise<{ entries: Map<string, unknown>; record: unknown }> {
+  const values = formatVersion === 1 ? { useBigIntExtension: true } : LEGACY_VALUE_ENCODING
   const kinds = Object.fromEntries(['job', 'offer', 'lease', 'advance', 'lender', 'source', 'borrower', 'reserve', 'supplier', 'meta'].map((kind) => [kind, 1]))
   const old = open({ path: dataDir, noSubdir: false, overlappingSync: false, maxDbs: 8, useBigIntExtension: true } as never)
   const oldMeta = old.openDB({ name: 'meta', useBigIntExtension: true } as never)
-  oldMeta.putSync('format', { formatVersion: 1, createdAtMs: 1_600_000_000_000 })
+  oldMeta.putSync('format', { formatVersion, createdAtMs: 1_600_000_000_000 })
   oldMeta.putSync('schema', { kinds, collections: { 'used-proof': 1 } })
   oldMeta.putSync('shutdown', 'clean')
-  old.openDB({ name: 'snapshots', useBigIntExtension: true } as never).putSync(['lease', 'lse_1'], snapshot)
-  old.openDB({ name: 'live' }).putSync(['lease', 'lse_1'], 1_700_000_000_000)
-  old.openDB({ name: 'records', useBigIntExtension: true } as never).putSync(['used-proof', 'p1'], record)
+  const db = old.openDB({ name: 'snapshots', ...values } as never)
+  const live = old.openDB({ name: 'live' })
+  const entries = new Map<string, unknown>()
+  for (let i = 0; i < snapshots; i++) {
+    const id = `lse_${i}`
+    const entry = { version: 1, snapshot: { value: 'active', context: { amountAtomic: 10n ** 30n + BigInt(i), askBps: 64 + (i % 64), lender: '0xab', seq: i }, history: [{ from: null, to: 'leased', event: 'created', atMs: 100 }] }, updatedAtMs: 1_700_000_000_000, final: false }
+    db.putSync(['lease', id], entry)
+    live.putSync(['lease', id], 1_700_000_000_000)
+    entries.set(id, entry)
+  }
+  const record = { version: 1, value: { usedBy: 'lse_1', usedAtMs: 100 }, updatedAtMs: 1_700_000_000_000, expiresAtMs: null }
+  old.openDB({ name: 'records', ...values } as never).putSync(['used-proof', 'p1'], record)
+  old.openDB({ name: 'expiry' })
   await old.close()
+  return { entries, record }
+}
 
-  const store = await Store.open({ dataDir })
-  t.same(store.getSnapshot('lease', 'lse_1'), snapshot, 'a format 1 snapshot reads as it was written')
-  t.same(store.proofs.get('p1'), record.value)
-  t.same([...store.iterateLive('lease')].map((l) => l.id), ['lse_1'])
-  await store.commit({ changes: [{ kind: 'lease', id: 'lse_2', record: { value: 'active', context: { amountAtomic: 7n } }, final: false }] })
-  await store.close()
+/** A value read with the wrong encoding may decode to something else or throw: either is not the value. */
+function readOrError(read: () => unknown): unknown {
+  try {
+    return read()
+  } catch (error) {
+    return error
+  }
+}
 
+for (const formatVersion of [1, 2] as const) {
+  t.test(`a format ${formatVersion} directory opens, reads as it was, and is upgraded to format 3: every value rewritten with the structures it records`, async (t) => {
+    const dataDir = path.join(tempDir(), 'data')
+    t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+    const { entries, record } = await olderFormat(dataDir, formatVersion, 2500)
+
+    const store = await Store.open({ dataDir })
+    t.same(store.getSnapshot('lease', 'lse_1'), entries.get('lse_1'), `a format ${formatVersion} snapshot reads as it was written`)
+    t.same(store.proofs.get('p1'), (record as { value: unknown }).value)
+    t.equal(store.countLive('lease'), entries.size)
+    await store.commit({ changes: [{ kind: 'lease', id: 'lse_new', record: { value: 'active', context: { amountAtomic: 7n, askBps: 100 } }, final: false }] })
+    await store.close()
+
+    const raw = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 8 } as never)
+    const meta = raw.openDB({ name: 'meta', useBigIntExtension: true } as never)
+    t.same(meta.get('format'), { formatVersion: STORE_FORMAT_VERSION, createdAtMs: 1_600_000_000_000 }, 'the format record says 3 (so an older release refuses it), keeping the creation time')
+    t.same(meta.get(STRUCTURES_RECORD), VALUE_STRUCTURES, 'the directory records the structures its values are written with')
+    const legacy = raw.openDB({ name: 'snapshots', ...LEGACY_VALUE_ENCODING } as never)
+    t.notSame(readOrError(() => legacy.get(['lease', 'lse_1'])), entries.get('lse_1'), 'the stored value is no longer in the old encoding')
+    const current = raw.openDB({ name: 'snapshots', ...storedValueEncoding(raw) } as never)
+    const mismatched = [...entries].filter(([id, entry]) => !isDeepStrictEqual(current.get(['lease', id]), entry)).map(([id]) => id)
+    t.same(mismatched, [], 'every value, past the first re-encoding chunk too, reads back in format 3 as it was written')
+    t.same(raw.openDB({ name: 'records', ...storedValueEncoding(raw) } as never).get(['used-proof', 'p1']), record)
+    await raw.close()
+    const again = await Store.open({ dataDir })
+    t.teardown(() => again.close())
+    t.same(again.getSnapshot('lease', 'lse_new')?.snapshot, { value: 'active', context: { amountAtomic: 7n, askBps: 100 } })
+    t.same(again.getSnapshot('lease', 'lse_2499'), entries.get('lse_2499'))
+    t.same(again.verify(), { snapshots: entries.size + 1, live: entries.size + 1, records: 1 })
+  })
+}
+
+t.test('a format 2 directory holding a snapshot this release cannot read is refused before its upgrade, and left as it was', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const { entries } = await olderFormat(dataDir, 2, 10)
+  // version 70: in format 2 the byte 0x46, which a format 3 decoder would take for a shared structure
+  const root = open({ path: dataDir, noSubdir: false, overlappingSync: false, maxDbs: 8 } as never)
+  root.openDB({ name: 'snapshots', ...LEGACY_VALUE_ENCODING } as never).putSync(['lease', 'lse_3'], { ...(entries.get('lse_3') as object), version: 70 })
+  await root.close()
+  const before = digests(dataDir)
+  await t.rejects(Store.open({ dataDir, verifyOnOpen: 'header' }), { name: 'StoreVersionError', message: /lease lse_3: snapshot schema version 70 is newer than this release reads \(1\)/ })
+  t.same(digests(dataDir), before, 'nothing was rewritten')
+})
+
+t.test('a format 3 directory is read and written with the structures it records, not the release\'s list', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const created = await Store.open({ dataDir })
+  await created.close()
+  // As a release with another list would have created it: the same key lists in another order.
+  const reordered = [...VALUE_STRUCTURES].reverse()
+  await withMeta(dataDir, STRUCTURES_RECORD, reordered)
+  const entry = { value: 'active', context: { amountAtomic: 5n, askBps: 70 }, history: [{ from: null, to: 'leased', event: 'created', atMs: 100 }] }
+  const first = await Store.open({ dataDir })
+  await first.commit({ changes: [{ kind: 'lease', id: 'lse_1', record: entry, final: false }] })
+  await first.close()
+  const second = await Store.open({ dataDir })
+  t.same(second.getSnapshot('lease', 'lse_1')?.snapshot, entry, 'a later open reads what an earlier one wrote')
+  await second.close()
   const raw = open({ path: dataDir, noSubdir: false, readOnly: true, maxDbs: 8 } as never)
-  t.same(raw.openDB({ name: 'meta', useBigIntExtension: true } as never).get('format'), { formatVersion: STORE_FORMAT_VERSION, createdAtMs: 1_600_000_000_000 }, 'the format record says 2 (so a format 1 release refuses it), keeping the creation time')
-  const viaDefaults = raw.openDB({ name: 'snapshots', useBigIntExtension: true } as never).get(['lease', 'lse_2'])
-  t.ok(viaDefaults instanceof Map, "lmdb-js's default decoder reads a format 2 value as a Map: why every reader uses VALUE_ENCODING")
-  const viaEncoding = raw.openDB({ name: 'snapshots', ...VALUE_ENCODING } as never).get(['lease', 'lse_1'])
-  t.same(viaEncoding, snapshot, 'VALUE_ENCODING reads format 1 values too')
-  await raw.close()
-  const again = await Store.open({ dataDir })
-  t.teardown(() => again.close())
-  t.same(again.getSnapshot('lease', 'lse_2')?.snapshot, { value: 'active', context: { amountAtomic: 7n } })
-  t.same(again.getSnapshot('lease', 'lse_1'), snapshot)
-  t.same(again.verify(), { snapshots: 2, live: 2, records: 1 })
+  t.teardown(() => raw.close())
+  t.same(raw.openDB({ name: 'meta', useBigIntExtension: true } as never).get(STRUCTURES_RECORD), reordered, 'the record is kept as it was')
+  const byRelease = raw.openDB({ name: 'snapshots', ...valueEncoding(VALUE_STRUCTURES) } as never)
+  t.notSame(readOrError(() => (byRelease.get(['lease', 'lse_1']) as { snapshot?: unknown }).snapshot), entry, "the release's own list would not read it")
+})
+
+t.test('a format 3 directory without a readable structures record is refused, and left as it was', async (t) => {
+  for (const structures of [undefined, 'not a list', [[1, 2]], Array.from({ length: 33 }, () => ['k'])]) {
+    const dataDir = await populated()
+    t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+    const root = open({ path: dataDir, overlappingSync: false })
+    const meta = root.openDB({ name: 'meta' })
+    if (structures === undefined) meta.removeSync(STRUCTURES_RECORD)
+    else meta.putSync(STRUCTURES_RECORD, structures)
+    await root.close()
+    await refused(t, dataDir, 'store_corrupt', /unreadable value structures record/)
+  }
 })
