@@ -8,8 +8,8 @@
 // again every watched holder is re-read, because logs may have been missed or the chain may have been replaced.
 import { EventEmitter } from 'node:events'
 import { erc20Abi, getAddress, type Address } from 'viem'
-import { createNetworkClients, type NetworkClients } from './clients.ts'
 import type { NetworkConfig } from './config.ts'
+import { createPollingClients, type PollingClients } from './poll-transport.ts'
 
 /** Same shape as the engine's port (src/engine/ports.ts), declared here so that chain does not import engine. */
 export interface WalletView {
@@ -68,7 +68,7 @@ class NetworkWatch {
   lastBlock: bigint | undefined = undefined
   degraded = false
   wake: (() => void) | undefined = undefined
-  constructor(readonly clients: NetworkClients) {}
+  constructor(readonly clients: PollingClients) {}
 }
 
 /** Keyed by the lower-case address: matching asks on its hot path, and a checksum costs a keccak per call. */
@@ -97,7 +97,7 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     this.#unfundedWindowMs = options.unfundedWindowMs ?? unfundedWindowMsDefault
     this.#nowMs = options.nowMs ?? Date.now
     for (const network of networks) {
-      const clients = createNetworkClients(network, { retryCount: 0, timeoutMs: this.#options.rpcTimeoutMs })
+      const clients = createPollingClients(network, { timeoutMs: this.#options.rpcTimeoutMs })
       this.#watches.set(network.slug, new NetworkWatch(clients))
     }
   }

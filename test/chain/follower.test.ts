@@ -280,6 +280,32 @@ t.test('idle ranges are delivered as empty batches, at most once per interval, a
   t.ok(empty.every((b, i) => i === 0 || b.fromBlock === (empty[i - 1] as ChainBatch).toBlock + 1n), 'contiguous ranges: no block skipped')
 })
 
+t.test('while the head is unchanged, a poll reads the head only: the cursor is checked again when the head moves', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'quiet') })
+  t.teardown(() => store.close())
+  proxy.setTarget(f.network.rpcUrl)
+  const startBlock = await headBlock()
+  const follower = lmdbFollower(store, { startBlock, chainTimeIntervalMs: 0, network: { ...f.network, rpcUrl: proxy.url } })
+  follower.follower.start()
+  await activity(1)
+  const truth = await groundTruth(startBlock)
+  await eventually(t, 'caught up', () => follower.stored().length === truth.length)
+  const head = await headBlock()
+  await eventually(t, 'the cursor at the head', () => follower.follower.cursor?.blockNumber === head)
+  // This file's anvil mines only on transactions: no block comes while the follower polls below.
+  proxy.reset()
+  await eventually(t, 'a dozen polls', () => proxy.count('eth_getBlockByNumber') >= 12)
+  t.same(Object.keys(proxy.counts()), ['eth_getBlockByNumber'], 'no other call')
+  t.ok(proxy.params('eth_getBlockByNumber').every((params) => (params as unknown[])[0] === 'latest'), 'only the head, no block of the cursor')
+  // A new block: the cursor's block is checked again under it.
+  const cursor = follower.follower.cursor as NonNullable<typeof follower.follower.cursor>
+  proxy.reset()
+  await activity(1)
+  await eventually(t, 'caught up again', async () => follower.stored().length === (await groundTruth(startBlock)).length)
+  t.ok(proxy.params('eth_getBlockByNumber').some((params) => (params as unknown[])[0] === `0x${cursor.blockNumber.toString(16)}`), 'the cursor checked under the new head')
+  await follower.follower.stop()
+})
+
 t.test('a replaced chain, or a wrong one, stops the follower with a clear error instead of re-reading', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'replaced') })
   t.teardown(() => store.close())
