@@ -26,8 +26,9 @@ export function pollTransport(url: string, options: PollTransportOptions): Trans
   const target = new URL(url)
   const secure = target.protocol === 'https:'
   const send = secure ? httpsRequest : httpRequest
-  // Pollers call one at a time; two sockets leave room for the watcher's multicall beside a head read.
-  const agent = secure ? new HttpsAgent({ keepAlive: true, maxSockets: 2 }) : new HttpAgent({ keepAlive: true, maxSockets: 2 })
+  // No cap on sockets: viem sends a multicall's chunks at once (the watcher re-reading hundreds of holders), and a call
+  // queued behind a cap would spend its deadline waiting for a socket. A poll alone reuses one connection.
+  const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true })
   const responseBytesMax = options.responseBytesMax ?? pollResponseBytesMax
   let id = 0
   const call = (method: string, params: unknown): Promise<unknown> => {

@@ -49,6 +49,20 @@ t.test('results reach viem, and successive calls share one kept-alive connection
   t.equal(server.connections(), 1, 'one connection for ten calls')
 })
 
+t.test('concurrent calls (a multicall\'s chunks) are all sent at once, none queued behind a socket cap', async (t) => {
+  const waiting: Array<() => void> = []
+  const concurrent = 24
+  // Answers nothing until every call has arrived: a transport that holds some back would time out.
+  const server = await scripted(t, (call, _req, res) => {
+    waiting.push(() => answer(res, call.id, { result: '0x1' }))
+    if (waiting.length === concurrent) for (const release of waiting) release()
+  })
+  const client = clientOf(server.url, 5_000)
+  // Distinct calls: viem would share one request among identical concurrent ones.
+  const results = await Promise.all(Array.from({ length: concurrent }, (_, i) => client.request({ method: 'eth_getBalance', params: [`0x${i.toString(16).padStart(40, '0')}`, 'latest'] })))
+  t.same(results, Array.from({ length: concurrent }, () => '0x1'))
+})
+
 t.test('a kept-alive connection dropped by the server is retried once on a new connection', async (t) => {
   let served = 0
   const server = await scripted(t, (call, req, res) => {
