@@ -76,6 +76,14 @@ function holdingKey(asset: string, holder: Address): string {
   return `${asset}:${holder.toLowerCase()}`
 }
 
+/** The watched holders a poll must read again: those its logs touched, then those marked dirty, each once. */
+function changedHolders(watch: NetworkWatch, touched: ReadonlySet<Address>): Address[] {
+  const targets: Address[] = []
+  for (const holder of touched) if (watch.holders.has(holder)) targets.push(holder)
+  for (const holder of watch.dirty) if (!touched.has(holder)) targets.push(holder)
+  return targets
+}
+
 export class WalletWatcher extends EventEmitter<WatcherEvents> implements WalletView {
   readonly #watches = new Map<string, NetworkWatch>()
   readonly #options: Required<Omit<WatcherOptions, 'pollIntervalMs' | 'unfundedWindowMs' | 'nowMs'>> & { pollIntervalMs: number | undefined }
@@ -301,9 +309,8 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     // After a start or an outage logs may have been missed: unfunded holders are read once, and any holding something
     // is watched from now on (the only time they cost a read).
     if (fullRead && watch.unfunded.size > 0) await this.#promoteFunded(watch, toBlock)
-    const targets = fullRead
-      ? [...watch.holders]
-      : [...watch.holders].filter((h) => touched.has(h) || watch.dirty.has(h))
+    // From the few touched and dirty holders, not a pass over every watched one: most polls find neither.
+    const targets = fullRead ? [...watch.holders] : changedHolders(watch, touched)
     if (targets.length > 0) await this.#read(watch, targets, toBlock)
     for (const holder of targets) {
       const staleAt = watch.stale.get(holder)
