@@ -4,6 +4,7 @@
 // anvil, measured (issue 11), which made the idle pollers about a tenth of a core on the service thread. This one posts
 // over node:http(s) on a keep-alive connection and builds an error only when a call fails: 170-300 µs per call.
 // The request path keeps viem's transport (clients.ts): it calls the chain once per proof, not 20 times a second.
+// Unlike fetch, it follows no redirect (an RPC URL that redirects fails as an HTTP error) and asks for no compression.
 import { request as httpRequest, Agent as HttpAgent, type IncomingMessage } from 'node:http'
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https'
 import { createPublicClient, custom, HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError, type Chain, type PublicClient, type Transport } from 'viem'
