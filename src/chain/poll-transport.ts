@@ -56,14 +56,18 @@ export function pollTransport(url: string, options: PollTransportOptions): Trans
           reject(error instanceof ResponseBodyTooLargeError ? error : new HttpRequestError({ body, url, cause: error as Error }))
         })
       })
+      let timedOut = false
       const timer = setTimeout(() => {
+        timedOut = true
         req.destroy()
         reject(new TimeoutError({ body, url }))
       }, options.timeoutMs)
       req.on('error', (error: NodeJS.ErrnoException) => {
         clearTimeout(timer)
-        // A kept-alive connection the server closed while idle fails as it is reused, before any answer: the call
-        // never reached the server, so it goes once more on a new connection (Node's documented pattern).
+        // The destroy of a call past its deadline: already answered with the TimeoutError, never retried.
+        if (timedOut) return
+        // A kept-alive connection the server closed while idle fails as it is reused, before any answer: the call goes
+        // once more on a new connection (Node's documented pattern; the pollers only read, so a call twice is harmless).
         if (firstAttempt && req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) post(body, text, false).then(resolve, reject)
         else reject(new HttpRequestError({ body, url, cause: error }))
       })

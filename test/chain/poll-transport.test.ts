@@ -97,10 +97,19 @@ t.test('an HTTP error without a JSON-RPC body is an HttpRequestError with its st
   t.equal(causeOf(error, HttpRequestError)?.status, 503, String(error))
 })
 
-t.test('a call past its deadline fails with viem\'s TimeoutError', async (t) => {
-  const server = await scripted(t, () => {})
-  const error = await clientOf(server.url, 100).getBlockNumber({ cacheTime: 0 }).catch((e: unknown) => e)
+t.test('a call past its deadline fails with viem\'s TimeoutError, and is not sent again', async (t) => {
+  let calls = 0
+  const server = await scripted(t, (call, _req, res) => {
+    calls++
+    // The first call on the connection is answered, so that the next one goes on a reused connection.
+    if (calls === 1) answer(res, call.id, { result: '0x1' })
+  })
+  const client = clientOf(server.url, 100)
+  t.equal(await client.getBlockNumber({ cacheTime: 0 }), 1n)
+  const error = await client.request({ method: 'eth_chainId' }).catch((e: unknown) => e)
   t.ok(causeOf(error, TimeoutError), `a TimeoutError: ${String(error)}`)
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.equal(server.calls(), 2, 'the call that timed out was sent once')
 })
 
 t.test('an answer over the size limit is refused', async (t) => {
