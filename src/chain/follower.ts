@@ -120,7 +120,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   #scanned: FollowerCursor | undefined = undefined
   /** The chain's head at the last poll: with the cursor, the follower's lag (health). */
   #head: bigint | undefined = undefined
-  /** The hash of the head under which the cursor and the scanned blocks were last checked or read. */
+  /** The hash of the head under which the cursor and the scanned blocks were last checked, undefined once one moved. */
   #checkedHead: Hex | undefined = undefined
   #state: FollowerState = 'starting'
   #error: unknown = undefined
@@ -231,9 +231,11 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   /** One step; true when there is more to read at once (the batch's range was capped). */
   async #poll(): Promise<boolean> {
     const { publicClient } = this.#clients
-    // The head's hash, not only its number: under the head this poll checked last, the cursor and the scanned blocks
+    // The head's hash, not only its number: under the head the last poll checked, the cursor and the scanned blocks
     // are still the chain's (a block's hash commits to all its ancestors), so an unchanged head costs this one call
-    // instead of one more per block checked (most polls: a devnet polls every 50 ms and mines a block a second).
+    // instead of one more per block checked (most polls: a devnet polls every 50 ms and mines a block a second). A poll
+    // that moves the cursor or the scanned block forgets that head: the blocks it read after the head may be of another
+    // branch, so the next poll checks them again.
     const headBlock = await publicClient.getBlock({ blockTag: 'latest' })
     const head = headBlock.number
     this.#head = head
@@ -270,6 +272,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     // What was read of it is remembered, so that it is not read again.
     if (events.length === 0 && this.#nowMs() - this.#lastDeliveryMs < this.#chainTimeIntervalMs) {
       this.#scanned = end
+      this.#checkedHead = undefined
       return false
     }
     const batch: ChainBatch = { network: this.network, fromBlock, toBlock, toBlockHash: end.blockHash, toBlockTimeMs: end.blockTimeMs, events }
@@ -282,6 +285,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     }
     this.#cursor = end
     this.#scanned = undefined
+    this.#checkedHead = undefined
     this.#lastDeliveryMs = this.#nowMs()
     this.emit('batch', batch)
     return toBlock < target

@@ -293,6 +293,9 @@ t.test('while the head is unchanged, a poll reads the head only: the cursor is c
   const follower = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs: 0, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url } })
   follower.follower.start()
   await eventually(t, 'the cursor at the head', () => follower.follower.cursor?.blockNumber === 5n)
+  // The poll after a delivery checks the new cursor's block under the head; the ones after it read the head alone.
+  proxy.reset()
+  await eventually(t, 'polls after the delivery', () => proxy.count('eth_getBlockByNumber') >= 6)
   proxy.reset()
   await eventually(t, 'a dozen polls', () => proxy.count('eth_getBlockByNumber') >= 12)
   t.same(Object.keys(proxy.counts()), ['eth_getBlockByNumber'], 'no other call')
