@@ -11,7 +11,7 @@
 //
 // The load generator is a worker thread of this process by default: its own event loop, but the same 2 cores as
 // the service. `--external` runs the service in a separate process instead (fixtures/serve.ts).
-// Writes bench/results/http-latest.json. Options: --lenders 500 --borrowers 64 --in-flight 64 --warmup 4
+// Writes bench/results/http-latest.json. Options: --lenders 500 --borrowers 256 --in-flight 64 --warmup 4
 // --seconds 20 --modes sync,none --lease-ttl 3 --external (or BENCH_HTTP_LENDERS, ... in the environment).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, platform, tmpdir, totalmem } from 'node:os'
@@ -48,7 +48,9 @@ const num = (arg: string | undefined, env: string, fallback: number): number => 
 }
 const LENDERS = num(args.lenders, 'BENCH_HTTP_LENDERS', 500)
 const IN_FLIGHT = num(args['in-flight'], 'BENCH_HTTP_IN_FLIGHT', 64)
-const BORROWERS = num(args.borrowers, 'BENCH_HTTP_BORROWERS', IN_FLIGHT)
+// A borrower holds at most liveOffersPerBorrowerMax (100) live offers, and offers live LEASE_TTL_SECONDS plus up to a
+// dispatch interval: enough borrowers that none reaches the cap at the rates this machine serves (as bench/loadmix.ts).
+const BORROWERS = num(args.borrowers, 'BENCH_HTTP_BORROWERS', 4 * IN_FLIGHT)
 const WARMUP_SECONDS = num(args.warmup, 'BENCH_HTTP_WARMUP', 4)
 const MEASURE_SECONDS = num(args.seconds, 'BENCH_HTTP_SECONDS', 20)
 const LEASE_TTL_SECONDS = num(args['lease-ttl'], 'BENCH_HTTP_LEASE_TTL', 3)

@@ -6,16 +6,17 @@
 //
 // One poll: head -> target = head - (confirmations - 1) (a block with N confirmations is at most head - N + 1) -> the
 // cursor block must still have its stored hash (else the chain was replaced or reorganised deeper than the
-// confirmations: the follower stops with a clear error instead of reading another history) -> target's hash and time
+// confirmations: the follower stops with a clear error instead of reading another history; checked again only when the
+// head's hash changed) -> target's hash and time
 // -> eth_getLogs over (cursor, target] in chunks, cut after the last whole block within eventsPerBatchMax -> one batch.
 // Every RPC call has a short deadline; failures back off and mark the network degraded; recovery resumes from the
 // cursor. Ranges without events are delivered too, at most every chainTimeIntervalMs, because they advance the chain's
 // observed time (what expires leases).
 import { EventEmitter } from 'node:events'
 import { BlockNotFoundError, type Address, type Hex } from 'viem'
-import { createNetworkClients, type NetworkClients } from './clients.ts'
 import type { NetworkConfig } from './config.ts'
 import { decodeFacilityLog, type FacilityEvent, type FacilityEventName } from './events-v2.ts'
+import { createPollingClients, type PollingClients } from './poll-transport.ts'
 
 export type FollowedEventName = FacilityEventName
 
@@ -106,7 +107,7 @@ export const followerRpcTimeoutMsDefault = 10_000
 
 export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly network: string
-  readonly #clients: NetworkClients
+  readonly #clients: PollingClients
   readonly #options: FollowerOptions
   readonly #confirmations: bigint
   readonly #logRange: bigint
@@ -119,6 +120,8 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   #scanned: FollowerCursor | undefined = undefined
   /** The chain's head at the last poll: with the cursor, the follower's lag (health). */
   #head: bigint | undefined = undefined
+  /** The hash of the head under which the cursor and the scanned blocks were last checked, undefined once one moved. */
+  #checkedHead: Hex | undefined = undefined
   #state: FollowerState = 'starting'
   #error: unknown = undefined
   #lastDeliveryMs = Number.NEGATIVE_INFINITY
@@ -130,7 +133,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     super()
     this.#options = options
     this.network = options.network.slug
-    this.#clients = createNetworkClients(options.network, { retryCount: 0, timeoutMs: options.rpcTimeoutMs ?? followerRpcTimeoutMsDefault })
+    this.#clients = createPollingClients(options.network, { timeoutMs: options.rpcTimeoutMs ?? followerRpcTimeoutMsDefault })
     this.#confirmations = BigInt(options.confirmations ?? options.network.confirmations)
     if (this.#confirmations < 1n) throw new RangeError('confirmations must be at least 1')
     this.#logRange = options.logBlockRangeMax ?? logBlockRangeMaxDefault
@@ -228,12 +231,21 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   /** One step; true when there is more to read at once (the batch's range was capped). */
   async #poll(): Promise<boolean> {
     const { publicClient } = this.#clients
-    const head = await publicClient.getBlockNumber({ cacheTime: 0 })
+    // The head's hash, not only its number: under the head the last poll checked, the cursor and the scanned blocks
+    // are still the chain's (a block's hash commits to all its ancestors), so an unchanged head costs this one call
+    // instead of one more per block checked (most polls: a devnet polls every 50 ms and mines a block a second). A poll
+    // that moves the cursor or the scanned block forgets that head: the blocks it read after the head may be of another
+    // branch, so the next poll checks them again.
+    const headBlock = await publicClient.getBlock({ blockTag: 'latest' })
+    const head = headBlock.number
     this.#head = head
     const cursor = this.#cursor
-    if (cursor !== undefined) await this.#checkContinuity(cursor, head)
     const scanned = this.#scanned
-    if (scanned !== undefined) await this.#checkHash(scanned)
+    if (headBlock.hash !== this.#checkedHead) {
+      if (cursor !== undefined) await this.#checkContinuity(cursor, head)
+      if (scanned !== undefined) await this.#checkHash(scanned)
+      this.#checkedHead = headBlock.hash
+    }
     const fromBlock = cursor === undefined ? (this.#options.startBlock ?? this.#options.network.deploymentBlock ?? 0n) : cursor.blockNumber + 1n
     const target = head - (this.#confirmations - 1n)
     const limit = fromBlock + this.#batchRange - 1n
@@ -260,6 +272,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     // What was read of it is remembered, so that it is not read again.
     if (events.length === 0 && this.#nowMs() - this.#lastDeliveryMs < this.#chainTimeIntervalMs) {
       this.#scanned = end
+      this.#checkedHead = undefined
       return false
     }
     const batch: ChainBatch = { network: this.network, fromBlock, toBlock, toBlockHash: end.blockHash, toBlockTimeMs: end.blockTimeMs, events }
@@ -272,6 +285,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     }
     this.#cursor = end
     this.#scanned = undefined
+    this.#checkedHead = undefined
     this.#lastDeliveryMs = this.#nowMs()
     this.emit('batch', batch)
     return toBlock < target

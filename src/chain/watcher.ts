@@ -8,8 +8,8 @@
 // again every watched holder is re-read, because logs may have been missed or the chain may have been replaced.
 import { EventEmitter } from 'node:events'
 import { erc20Abi, getAddress, type Address } from 'viem'
-import { createNetworkClients, type NetworkClients } from './clients.ts'
 import type { NetworkConfig } from './config.ts'
+import { createPollingClients, type PollingClients } from './poll-transport.ts'
 
 /** Same shape as the engine's port (src/engine/ports.ts), declared here so that chain does not import engine. */
 export interface WalletView {
@@ -68,12 +68,20 @@ class NetworkWatch {
   lastBlock: bigint | undefined = undefined
   degraded = false
   wake: (() => void) | undefined = undefined
-  constructor(readonly clients: NetworkClients) {}
+  constructor(readonly clients: PollingClients) {}
 }
 
 /** Keyed by the lower-case address: matching asks on its hot path, and a checksum costs a keccak per call. */
 function holdingKey(asset: string, holder: Address): string {
   return `${asset}:${holder.toLowerCase()}`
+}
+
+/** The watched holders a poll must read again: those its logs touched, then those marked dirty, each once. */
+function changedHolders(watch: NetworkWatch, touched: ReadonlySet<Address>): Address[] {
+  const targets: Address[] = []
+  for (const holder of touched) if (watch.holders.has(holder)) targets.push(holder)
+  for (const holder of watch.dirty) if (!touched.has(holder)) targets.push(holder)
+  return targets
 }
 
 export class WalletWatcher extends EventEmitter<WatcherEvents> implements WalletView {
@@ -97,7 +105,7 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     this.#unfundedWindowMs = options.unfundedWindowMs ?? unfundedWindowMsDefault
     this.#nowMs = options.nowMs ?? Date.now
     for (const network of networks) {
-      const clients = createNetworkClients(network, { retryCount: 0, timeoutMs: this.#options.rpcTimeoutMs })
+      const clients = createPollingClients(network, { timeoutMs: this.#options.rpcTimeoutMs })
       this.#watches.set(network.slug, new NetworkWatch(clients))
     }
   }
@@ -301,9 +309,8 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     // After a start or an outage logs may have been missed: unfunded holders are read once, and any holding something
     // is watched from now on (the only time they cost a read).
     if (fullRead && watch.unfunded.size > 0) await this.#promoteFunded(watch, toBlock)
-    const targets = fullRead
-      ? [...watch.holders]
-      : [...watch.holders].filter((h) => touched.has(h) || watch.dirty.has(h))
+    // From the few touched and dirty holders, not a pass over every watched one: most polls find neither.
+    const targets = fullRead ? [...watch.holders] : changedHolders(watch, touched)
     if (targets.length > 0) await this.#read(watch, targets, toBlock)
     for (const holder of targets) {
       const staleAt = watch.stale.get(holder)

@@ -280,6 +280,34 @@ t.test('idle ranges are delivered as empty batches, at most once per interval, a
   t.ok(empty.every((b, i) => i === 0 || b.fromBlock === (empty[i - 1] as ChainBatch).toBlock + 1n), 'contiguous ranges: no block skipped')
 })
 
+t.test('while the head is unchanged, a poll reads the head only: the cursor is checked again when the head moves', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'quiet') })
+  t.teardown(() => store.close())
+  // A chain of the same id that mines only when told to: no block comes while the follower polls below.
+  const quiet = await startAnvil({ chainId: f.network.chainId })
+  t.teardown(() => quiet.stop())
+  const mine = (blocks: number) => fetch(quiet.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: [`0x${blocks.toString(16)}`] }) })
+  await mine(5)
+  proxy.setTarget(quiet.rpcUrl)
+  t.teardown(() => proxy.setTarget(f.network.rpcUrl))
+  const follower = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs: 0, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url } })
+  follower.follower.start()
+  await eventually(t, 'the cursor at the head', () => follower.follower.cursor?.blockNumber === 5n)
+  // The poll after a delivery checks the new cursor's block under the head; the ones after it read the head alone.
+  proxy.reset()
+  await eventually(t, 'polls after the delivery', () => proxy.count('eth_getBlockByNumber') >= 6)
+  proxy.reset()
+  await eventually(t, 'a dozen polls', () => proxy.count('eth_getBlockByNumber') >= 12)
+  t.same(Object.keys(proxy.counts()), ['eth_getBlockByNumber'], 'no other call')
+  t.ok(proxy.params('eth_getBlockByNumber').every((params) => (params as unknown[])[0] === 'latest'), 'only the head, no block of the cursor')
+  // A new block: the cursor's block is checked again under it.
+  proxy.reset()
+  await mine(1)
+  await eventually(t, 'the cursor at the new head', () => follower.follower.cursor?.blockNumber === 6n)
+  t.ok(proxy.params('eth_getBlockByNumber').some((params) => (params as unknown[])[0] === '0x5'), 'the cursor checked under the new head')
+  await follower.follower.stop()
+})
+
 t.test('a replaced chain, or a wrong one, stops the follower with a clear error instead of re-reading', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'replaced') })
   t.teardown(() => store.close())

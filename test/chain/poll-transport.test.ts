@@ -1,0 +1,119 @@
+// The pollers' JSON-RPC transport against a scripted HTTP server: results through viem's client, calls on one
+// kept-alive connection, a connection the server dropped while idle retried once on a new one, and each failure as
+// viem's error of its kind (RPC error, HTTP error, deadline, oversized answer).
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import t, { type Test } from 'tap'
+import { BaseError, createPublicClient, HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError } from 'viem'
+import { pollTransport } from '../../src/chain/poll-transport.ts'
+
+type Handler = (call: { method: string; id: number }, req: IncomingMessage, res: ServerResponse) => void
+
+/** A server whose answer to each call `handler` writes; counts connections and calls. */
+async function scripted(t: Test, handler: Handler) {
+  let connections = 0
+  let calls = 0
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = []
+    for await (const chunk of req) chunks.push(chunk as Buffer)
+    calls++
+    handler(JSON.parse(Buffer.concat(chunks).toString('utf8')) as { method: string; id: number }, req, res)
+  })
+  server.on('connection', () => connections++)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => {
+    server.closeAllConnections()
+    server.close(() => resolve())
+  }))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return { url, connections: () => connections, calls: () => calls }
+}
+
+const answer = (res: ServerResponse, id: number, body: Record<string, unknown>, status = 200) =>
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, ...body }))
+
+const clientOf = (url: string, timeoutMs = 5_000, responseBytesMax?: number) =>
+  createPublicClient({ transport: pollTransport(url, { timeoutMs, ...(responseBytesMax === undefined ? {} : { responseBytesMax }) }) })
+
+/** The first error of `kind` in viem's cause chain. */
+function causeOf<E>(error: unknown, kind: abstract new (...args: never[]) => E): E | undefined {
+  const found = error instanceof BaseError ? error.walk((e) => e instanceof kind) : error instanceof kind ? error : undefined
+  return found instanceof kind ? found : undefined
+}
+
+t.test('results reach viem, and successive calls share one kept-alive connection', async (t) => {
+  const server = await scripted(t, (call, _req, res) => answer(res, call.id, { result: '0x2a' }))
+  const client = clientOf(server.url)
+  for (let i = 0; i < 10; i++) t.equal(await client.getBlockNumber({ cacheTime: 0 }), 42n)
+  t.equal(server.calls(), 10)
+  t.equal(server.connections(), 1, 'one connection for ten calls')
+})
+
+t.test('concurrent calls (a multicall\'s chunks) are all sent at once, none queued behind a socket cap', async (t) => {
+  const waiting: Array<() => void> = []
+  const concurrent = 24
+  // Answers nothing until every call has arrived: a transport that holds some back would time out.
+  const server = await scripted(t, (call, _req, res) => {
+    waiting.push(() => answer(res, call.id, { result: '0x1' }))
+    if (waiting.length === concurrent) for (const release of waiting) release()
+  })
+  const client = clientOf(server.url, 5_000)
+  // Distinct calls: viem would share one request among identical concurrent ones.
+  const results = await Promise.all(Array.from({ length: concurrent }, (_, i) => client.request({ method: 'eth_getBalance', params: [`0x${i.toString(16).padStart(40, '0')}`, 'latest'] })))
+  t.same(results, Array.from({ length: concurrent }, () => '0x1'))
+})
+
+t.test('a kept-alive connection dropped by the server is retried once on a new connection', async (t) => {
+  let served = 0
+  const server = await scripted(t, (call, req, res) => {
+    served++
+    // The second call arrives on the kept-alive connection: drop it without an answer, as a server that closed it.
+    if (served === 2) req.socket.destroy()
+    else answer(res, call.id, { result: '0x7' })
+  })
+  const client = clientOf(server.url)
+  t.equal(await client.getBlockNumber({ cacheTime: 0 }), 7n)
+  t.equal(await client.getBlockNumber({ cacheTime: 0 }), 7n, 'answered on the retry')
+  t.equal(server.calls(), 3)
+  t.equal(server.connections(), 2)
+})
+
+t.test('a connection dropped on its first use is not retried', async (t) => {
+  const server = await scripted(t, (_call, req) => req.socket.destroy())
+  const error = await clientOf(server.url).getBlockNumber({ cacheTime: 0 }).catch((e: unknown) => e)
+  t.ok(causeOf(error, HttpRequestError), `an HttpRequestError: ${String(error)}`)
+  t.equal(server.calls(), 1)
+})
+
+t.test('a JSON-RPC error is viem\'s RPC error with its code', async (t) => {
+  const server = await scripted(t, (call, _req, res) => answer(res, call.id, { error: { code: -32_005, message: 'limit exceeded' } }))
+  const error = await clientOf(server.url).getBlockNumber({ cacheTime: 0 }).catch((e: unknown) => e)
+  t.equal(causeOf(error, RpcRequestError)?.code, -32_005, String(error))
+})
+
+t.test('an HTTP error without a JSON-RPC body is an HttpRequestError with its status', async (t) => {
+  const server = await scripted(t, (_call, _req, res) => res.writeHead(503, { 'content-type': 'text/plain' }).end('rpc down'))
+  const error = await clientOf(server.url).getBlockNumber({ cacheTime: 0 }).catch((e: unknown) => e)
+  t.equal(causeOf(error, HttpRequestError)?.status, 503, String(error))
+})
+
+t.test('a call past its deadline fails with viem\'s TimeoutError, and is not sent again', async (t) => {
+  let calls = 0
+  const server = await scripted(t, (call, _req, res) => {
+    calls++
+    // The first call on the connection is answered, so that the next one goes on a reused connection.
+    if (calls === 1) answer(res, call.id, { result: '0x1' })
+  })
+  const client = clientOf(server.url, 100)
+  t.equal(await client.getBlockNumber({ cacheTime: 0 }), 1n)
+  const error = await client.request({ method: 'eth_chainId' }).catch((e: unknown) => e)
+  t.ok(causeOf(error, TimeoutError), `a TimeoutError: ${String(error)}`)
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.equal(server.calls(), 2, 'the call that timed out was sent once')
+})
+
+t.test('an answer over the size limit is refused', async (t) => {
+  const server = await scripted(t, (call, _req, res) => answer(res, call.id, { result: `0x${'0'.repeat(2_000)}1` }))
+  const error = await clientOf(server.url, 5_000, 1_000).getBlockNumber({ cacheTime: 0 }).catch((e: unknown) => e)
+  t.ok(causeOf(error, ResponseBodyTooLargeError), `a ResponseBodyTooLargeError: ${String(error)}`)
+})
