@@ -50,7 +50,7 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
       ADVANCE_CLOSED: { to: 'funded' }, COMPLETE: { to: 'completed' }, FAIL: { to: 'defaulted' },
     },
     defaulted: {
-      COLLATERAL_POSTED: notOpen, COMMIT: notOpen, RELEASE: { to: 'defaulted' }, ADVANCE_OPENED: { to: 'defaulted' },
+      COLLATERAL_POSTED: { to: 'defaulted' }, COMMIT: notOpen, RELEASE: { to: 'defaulted' }, ADVANCE_OPENED: { to: 'defaulted' },
       ADVANCE_CLOSED: { to: 'failed' }, COMPLETE: notOpen, FAIL: notOpen,
     },
     completed: finalRow,
