@@ -53,6 +53,15 @@ t.test('a posting the service does not hold a job for, by another wallet or in a
   t.equal(engine.getJob('job_1')?.collateralAtomic, 0n)
 })
 
+t.test('a posting of the same job key on another network (anyone may fund that key there) moves nothing', async (t) => {
+  const { engine } = newEngine()
+  createJob(engine, 'job_1', 1000n)
+  const elsewhere = unwrap(engine.observeChain({ network: 'other-net', toBlock: 10n, toBlockHash: '0x', toBlockTimeMs: T0, events: [posted('job_1', 500n, 1)] }, T0))
+  t.same(elsewhere.collateral, [])
+  t.same(elsewhere.ignored.map((i) => i.reason), ['job_not_live'])
+  t.equal(engine.getJob('job_1')?.collateralAtomic, 0n, 'only the job\'s own network\'s contract holds its collateral')
+})
+
 t.test('a posting mined before the failure counts when the follower learns of it after the failure: the recovery takes it', async (t) => {
   const { engine } = newEngine({ operators: [addr(0x0e)] })
   unwrap(engine.registerLender(lenderInput(1), T0))
