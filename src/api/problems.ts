@@ -3,6 +3,7 @@
 // typed errors, and this table says how the API answers each.
 import { AttestationExpiredError, AttestationInvalidError } from '../chain/attestation.ts'
 import { BorrowerConsentError } from '../chain/consent.ts'
+import { TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { ContractRevertError, OperatorUnavailableError } from '../chain/operator.ts'
 import { UnknownAssetError, UnknownNetworkError } from '../chain/config.ts'
 import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
@@ -67,6 +68,7 @@ const RULES: readonly Rule<never>[] = [
   rule(AttestationInvalidError, (e) => new HttpProblem(422, 'attestation_invalid', e.message, { title: 'Attestation refused' })),
   rule(AttestationExpiredError, (e) => new HttpProblem(422, 'attestation_expired', e.message, { title: 'Attestation refused' })),
   rule(BorrowerConsentError, (e) => new HttpProblem(403, e.code, e.message, { title: 'Consent refused' })),
+  rule(TooManyPostingsError, (e) => new HttpProblem(422, e.code, e.message, { title: 'Registration refused' })),
   rule(AgentLinkError, (e) =>
     new HttpProblem(AGENT_LINK_STATUS[e.code], e.code, e.message, { title: 'ERC-8004 agent refused' }),
   ),

@@ -75,6 +75,7 @@ export const ConfigFileSchema = Type.Object(
     dispatchIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
     sessionTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
     sessionsPerWalletMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    collateralPostingsPerJobMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000 })),
     bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 })),
     rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
     walletsWatchedPerNetworkMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
@@ -123,6 +124,8 @@ export interface ServiceConfig {
   sessionTtlSeconds: number
   /** Live sessions per wallet; a sign-in beyond it ends the wallet's oldest session. */
   sessionsPerWalletMax: number
+  /** Collateral postings mined before a job's registration that it brings (each a proof in its commit): more is refused. */
+  collateralPostingsPerJobMax: number
   bodyLimitBytes: number
   /** Funded lender session wallets the chain watcher follows per network; a funded wallet beyond it waits for a slot, out of matching. */
   walletsWatchedPerNetworkMax: number
@@ -174,6 +177,7 @@ export const serviceDefaults = {
   dispatchIntervalMs: 1000,
   sessionTtlSeconds: 24 * 3600,
   sessionsPerWalletMax: 10,
+  collateralPostingsPerJobMax: 1000,
   bodyLimitBytes: 64 * 1024,
   rateLimitPerSecond: 2000,
   walletsWatchedPerNetworkMax: 10_000,
@@ -305,6 +309,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     dispatchIntervalMs: envInteger(env, 'DISPATCH_INTERVAL_MS', 0, 3_600_000) ?? file.dispatchIntervalMs ?? serviceDefaults.dispatchIntervalMs,
     sessionTtlSeconds: file.sessionTtlSeconds ?? serviceDefaults.sessionTtlSeconds,
     sessionsPerWalletMax: file.sessionsPerWalletMax ?? serviceDefaults.sessionsPerWalletMax,
+    collateralPostingsPerJobMax: file.collateralPostingsPerJobMax ?? serviceDefaults.collateralPostingsPerJobMax,
     bodyLimitBytes: file.bodyLimitBytes ?? serviceDefaults.bodyLimitBytes,
     walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,
     unfundedWalletWindowSeconds: file.unfundedWalletWindowSeconds ?? serviceDefaults.unfundedWalletWindowSeconds,

@@ -14,20 +14,27 @@ import type { FacilityFactOf } from './proofs-v2.ts'
 const collateralPostedEvent = creditFacilityV2Abi.find((item) => item.type === 'event' && item.name === 'CollateralPosted')
 if (collateralPostedEvent === undefined || collateralPostedEvent.type !== 'event') throw new Error('the credit contract\'s ABI has no CollateralPosted event')
 
+/** A job with more collateral postings on chain than one registration brings (src/service/borrowers.ts). */
+export class TooManyPostingsError extends Error {
+  override readonly name = 'TooManyPostingsError'
+  readonly code = 'too_many_collateral_postings'
+}
+
 /**
- * The job's CollateralPosted facts in blocks fromBlock..toBlock, in chain order. One read of the job at toBlock
- * first: with no collateral held (the usual case) no log is read. RPC failures, and logs that do not sum to what the
- * contract holds (a provider that dropped some), are ChainRpcError: retry, never a verdict.
+ * The job's CollateralPosted facts in blocks fromBlock..toBlock, in chain order, where `heldBefore` is what the
+ * postings before fromBlock sum to (0 from the funding's block). One read of the job at toBlock first: with nothing
+ * posted in the range (the usual case) no log is read. RPC failures, and logs that do not sum to what the contract
+ * holds (a provider that dropped some), are ChainRpcError: retry, never a verdict.
  */
 export async function collateralPostedUpTo(
   clients: NetworkClients,
   contract: Address,
-  input: { jobKey: Hex; fromBlock: bigint; toBlock: bigint },
+  input: { jobKey: Hex; fromBlock: bigint; toBlock: bigint; heldBefore: bigint },
 ): Promise<FacilityFactOf<'CollateralPosted'>[]> {
   const { network, publicClient } = clients
   try {
     const job = await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [input.jobKey], blockNumber: input.toBlock })
-    if (job.collateral === 0n) return []
+    if (job.collateral === input.heldBefore) return []
     const facts: FacilityFactOf<'CollateralPosted'>[] = []
     for (let start = input.fromBlock; start <= input.toBlock; start += logBlockRangeMaxDefault) {
       const end = start + logBlockRangeMaxDefault - 1n < input.toBlock ? start + logBlockRangeMaxDefault - 1n : input.toBlock
@@ -38,7 +45,7 @@ export async function collateralPostedUpTo(
         if (event?.name === 'CollateralPosted') facts.push(facilityFact(network.slug, event) as FacilityFactOf<'CollateralPosted'>)
       }
     }
-    const posted = facts.reduce((sum, fact) => sum + fact.args.amount, 0n)
+    const posted = facts.reduce((sum, fact) => sum + fact.args.amount, input.heldBefore)
     if (posted !== job.collateral) {
       throw new Error(`the contract holds ${job.collateral} of collateral for job key ${input.jobKey} at block ${input.toBlock}, its CollateralPosted events read ${posted}`)
     }

@@ -7,7 +7,7 @@ import type { CollateralPosition, CreditRequestInput, JobView, RegisterSourceInp
 import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
 import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
 import { jobKey } from '../chain/ids.ts'
-import { collateralPostedUpTo } from '../chain/posted-collateral.ts'
+import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { ChainRpcError } from '../chain/proofs.ts'
 import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { StoredResponse } from '../store/index.ts'
@@ -75,22 +75,39 @@ export async function createJob(
   )
 }
 
-/** Reads of the chain while the follower moves on: past this many, the registration answers 503 (retry). */
-const postedCollateralReadsMax = 3
+/**
+ * Reads of the chain while the follower moves on: past this many, the registration answers 503 (retry). Each read
+ * after the first covers only the blocks the follower applied meanwhile, so it is short and the reads converge.
+ */
+const postedCollateralReadsMax = 20
 
 /**
  * The job's CollateralPosted facts that the chain follower has passed (from the funding's block to the last block of
  * the network whose batch the engine applied): the follower could not apply them to a job the service did not know,
  * and applies every later one itself once the job exists. Resolves only while that block is still the last applied,
- * so that the caller's command, run in the same synchronous section, leaves no block between the two paths.
+ * so that the caller's command, run in the same synchronous section, leaves no block between the two paths; while the
+ * follower moves, the blocks it applied meanwhile are read too.
  */
 async function collateralPostedBefore(service: ServiceCore, slug: string, jobId: string, fundedAtBlock: bigint): Promise<FacilityFactOf<'CollateralPosted'>[]> {
   const appliedUpTo = () => service.appliedChainBlocks.get(slug) ?? service.followers.get(slug)?.cursor?.blockNumber
+  const facts: FacilityFactOf<'CollateralPosted'>[] = []
+  let readUpTo: bigint | undefined
   for (let read = 0; read < postedCollateralReadsMax; read++) {
     const toBlock = appliedUpTo()
     // Nothing applied yet: the follower's first batch comes after the job exists and brings every posting.
-    if (toBlock === undefined || toBlock < fundedAtBlock) return []
-    const facts = await collateralPostedUpTo(service.clientsOf(slug), service.network(slug).creditContract, { jobKey: jobKey(jobId), fromBlock: fundedAtBlock, toBlock })
+    if (toBlock === undefined || toBlock < fundedAtBlock) return facts
+    if (readUpTo !== undefined && toBlock <= readUpTo) return facts
+    const heldBefore = facts.reduce((sum, fact) => sum + fact.args.amount, 0n)
+    facts.push(...await collateralPostedUpTo(service.clientsOf(slug), service.network(slug).creditContract, {
+      jobKey: jobKey(jobId), fromBlock: readUpTo === undefined ? fundedAtBlock : readUpTo + 1n, toBlock, heldBefore,
+    }))
+    // Each posting is a used-proof record of the registration's commit, whose records are bounded (a commit past
+    // the bound would stop the service): more is refused. Only the job's borrower can post.
+    const postingsMax = service.config.collateralPostingsPerJobMax
+    if (facts.length > postingsMax) {
+      throw new TooManyPostingsError(`job ${jobId} has more than ${postingsMax} collateral postings on chain before its registration; post collateral in fewer, larger amounts`)
+    }
+    readUpTo = toBlock
     if (appliedUpTo() === toBlock) return facts
   }
   throw new ChainRpcError(slug, new Error(`the chain follower kept moving while job ${jobId}'s collateral was read; retry`))

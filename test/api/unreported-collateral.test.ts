@@ -18,7 +18,8 @@ let h: Harness
 let lender: ReadyLender
 let operator: CreditClient
 t.before(async () => {
-  h = await startHarness({ config: { leaseTtlSeconds: 120 } })
+  // At most 2 postings brought by a registration (the default is 1,000): the refusal of a third is tested below.
+  h = await startHarness({ config: { leaseTtlSeconds: 120, collateralPostingsPerJobMax: 2 } })
   lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
   operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
 })
@@ -78,6 +79,23 @@ t.test('collateral posted before the job was registered comes with the registrat
   const reported = await borrowerClient.post('/credit/jobs/job_uc_early/collateral', { amountAtomic: usdc(40).toString(), txHash: postingTx })
   t.match(reported, { status: 201, body: { totalCollateralAtomic: usdc(40).toString() } }, 'its report answers the same posting')
   await expectReconciled(t, operator, h.network.slug)
+})
+
+t.test('a registration that would bring more postings than collateralPostingsPerJobMax is refused, and nothing changes', async (t) => {
+  const borrower = await fundedAccount(h.devnet, h.network, 0n)
+  const client = await fundedAccount(h.devnet, h.network, usdc(300))
+  const fundingTx = await new ChainAgent(h.network, client).fundJob('job_uc_many', USDC, usdc(300), borrower.address)
+  let last: `0x${string}` = fundingTx
+  for (let i = 0; i < 3; i++) last = await postUnreported(borrower, 'job_uc_many', usdc(1))
+  const posted = await new ChainAgent(h.network, borrower).publicClient.getTransactionReceipt({ hash: last })
+  await until(() => (follower().cursor?.blockNumber ?? -1n) >= posted.blockNumber, 20_000, 'the follower past the postings')
+  const borrowerClient = await signedIn(h.url, borrower)
+  const refused = await borrowerClient.post('/credit/jobs', {
+    jobId: 'job_uc_many', network: h.network.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(300).toString(),
+    dueAt: new Date(Date.now() + 7 * 24 * 3600 * 1000).toISOString(), fundingTxHash: fundingTx,
+  })
+  t.match(refused, { status: 422, body: { code: 'too_many_collateral_postings' } })
+  t.equal((await borrowerClient.get('/credit/jobs/job_uc_many')).status, 404, 'no job was created')
 })
 
 t.test('a liquidation mined over collateral the follower has not counted yet records what the contract recovered from it', async (t) => {

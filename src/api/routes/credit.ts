@@ -79,6 +79,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         201: { description: 'The funded job', schema: Job },
         ...errors.proof,
         403: { description: 'Neither the job\'s client nor its borrower (forbidden), or the client without the borrower\'s consent (borrower_consent_required) or with a signature that is not it (borrower_consent_invalid).' },
+        422: { description: `${errors.proof[422].description} Or too_many_collateral_postings: the borrower posted collateral on chain in more postings than collateralPostingsPerJobMax (${service.config.collateralPostingsPerJobMax}) before the job was registered (each is a proof the registration records).` },
       },
       handler: (ctx) =>
         mutate(service, '/credit/jobs', ctx, (ticket) =>
