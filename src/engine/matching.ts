@@ -135,6 +135,7 @@ function walkBook(s: EngineState, o: OfferContext): { refused: Candidate[]; gran
   const leasesLeft = s.config.leasesPerOfferMax - o.leaseIds.length
   if (book && leasesLeft > 0) {
     const scanMax = s.config.lendersScannedPerMatchMax
+    // Exact comparisons: every address in the engine is EIP-55 checksummed on its way in (sessions, bodies, chain events).
     const parties = counterpartiesOf(s, o)
     let scanned = 0
     for (const entry of book.entries) {

@@ -155,16 +155,19 @@ export function directory(s: EngineState): SupplierRecord[] {
 /**
  * The supplier a credit request would pay and the reasons to decline it: the domain must be in the directory, the
  * address one of its addresses on the request's network (default: the first), and never the borrower, a lender, a
- * session key or the credit contract.
+ * session key or the credit contract; on a job, never its client either: a client paid as the supplier could then fail
+ * the job and have the whole escrow back, the same harm as a borrower that is its own job's client.
  */
-export function supplierOf(s: EngineState, input: CreditRequestInput): { address: Address | undefined; reasons: DeclineReason[] } {
+export function supplierOf(s: EngineState, input: CreditRequestInput, jobClient?: Address): { address: Address | undefined; reasons: DeclineReason[] } {
   const reasons: DeclineReason[] = []
   const entry = liveSupplier(s, input.supplierDomain)
   const listed = entry?.addresses[input.network] ?? []
   const address = input.supplierAddress ?? listed[0]
   const why = address === undefined
     ? undefined
-    : sameAddress(address, input.agent) ? 'the borrower' : notAllowedAsSupplier(s, input.network, address)
+    : sameAddress(address, input.agent) ? 'the borrower'
+    : jobClient !== undefined && sameAddress(address, jobClient) ? 'the job\'s client'
+    : notAllowedAsSupplier(s, input.network, address)
   if (why !== undefined) reasons.push({ code: 'supplier_not_allowed', message: `${why}: never a supplier` })
   if (entry === undefined) {
     reasons.push({ code: 'supplier_unknown', message: `${normalDomain(input.supplierDomain)} is not in the supplier directory (GET /suppliers)` })

@@ -39,7 +39,7 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
   const reasons: DeclineReason[] = []
   const borrower = s.borrowers.get(input.agent)
   if (borrower?.suspended) reasons.push({ code: 'borrower_suspended', message: 'the borrower is suspended after a failed job' })
-  const supplier = supplierOf(s, input)
+  const supplier = supplierOf(s, input, job?.getSnapshot().context.client)
   reasons.push(...supplier.reasons)
   const terms = job ? jobTerms(input, job, reasons, s, nowMs) : backingTerms(input, backing as SourceRecord, reasons, s, nowMs)
   if (terms.capacityAtomic < 0n) terms.capacityAtomic = 0n

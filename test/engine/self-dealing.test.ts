@@ -4,7 +4,7 @@
 // default the insurance reserve, funded by everyone's fees, would pay its own claim).
 import t from 'tap'
 import {
-  ASSET, BORROWER, CLIENT, NET, T0, createJob, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap,
+  ASSET, BORROWER, CLIENT, NET, SUPPLIER, T0, createJob, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap,
 } from './fixtures/world.ts'
 
 t.test('a borrower that is its own job\'s client is declined: client_is_borrower, nothing changes', async (t) => {
@@ -52,4 +52,24 @@ t.test('the job\'s client is never the lender on that job, and lends elsewhere a
   unwrap(engine.registerLender(lenderInput(2, { minFeeBps: 200 }), T0))
   t.equal(matchedLender(engine, offerFor(engine, { repaymentSource: 'job_1', productType: 'job' })), lenderInput(2).address, 'not the job\'s own client')
   t.equal(matchedLender(engine, offerFor(engine)), CLIENT, 'on a backing source it is a stranger and the cheapest')
+})
+
+t.test('the job\'s client is never its supplier: paid as the supplier, it could fail the job and have the escrow back', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  unwrap(engine.createJob({
+    jobId: 'job_supplied_by_client', client: SUPPLIER, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: T0 + 86_400_000,
+    funding: { network: NET, txHash: hash(7), logIndex: 0 }, caller: BORROWER,
+  }, T0))
+  const before = engine.snapshots()
+  const decision = unwrap(engine.requestCredit({
+    agent: BORROWER, network: NET, asset: ASSET, productType: 'job', amountAtomic: 1000n, purpose: 'inference', supplier: 'Supplier',
+    supplierDomain: 'supplier.example', supplierAddress: SUPPLIER, repaymentSource: 'job_supplied_by_client', maximumFeeAtomic: 100n, caller: BORROWER,
+  }, T0))
+  t.equal(decision.decision, 'declined')
+  t.same(decision.reasons.map((r) => r.code), ['supplier_not_allowed'])
+  t.same(engine.snapshots(), before, 'nothing changed')
+  // The same supplier on a job another client funded is paid as any other.
+  createJob(engine, 'job_other', 100_000n)
+  t.ok(offerFor(engine, { repaymentSource: 'job_other', productType: 'job' }))
 })
