@@ -152,7 +152,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       callers: "the job's borrower",
       summary: 'Post collateral for a receivable (proven by a postCollateral transaction of the borrower)',
       description:
-        'The job\'s borrower first sends the unsigned approve + postCollateral of GET /credit/jobs/{jobId}/collateral-transactions, then reports the postCollateral transaction here; the collateral adds to the job\'s capacity and is the second recovery step. The report is the fast path: the service follows the credit contract and counts every posting, reported or not (one posted before the job was registered comes with the registration), and a report of a posting already counted answers the same position (201).',
+        'The job\'s borrower first sends the unsigned approve + postCollateral of GET /credit/jobs/{jobId}/collateral-transactions, then reports the postCollateral transaction here; the collateral adds to the job\'s capacity and is the second recovery step. The report is the fast path: the service follows the credit contract and counts every posting, reported or not (one posted before the job was registered comes with the registration), and a report of a posting already counted answers it again (201), with the job\'s collateral as it is now. A posting on a failed job that still has advances to recover counts too (the contract took it while the job was open).',
       tags,
       auth: 'session',
       params: JobParams,
