@@ -1,31 +1,41 @@
 // Self-dealing (an outsider's finding): nobody lends to itself. A borrower that is its own job's
 // client is declined (client_is_borrower: it could fail the job and have the escrow back at once); matching never
 // leases an offer to a lender whose wallet or session key is the borrower, nor, on a job, the job's client (on a
-// default the insurance reserve, funded by everyone's fees, would pay its own claim).
-import t from 'tap'
+// default the insurance reserve, funded by everyone's fees, would pay its own claim); on a job, its client is never
+// the supplier (paid as the supplier, it could fail the job and have the escrow back).
+import t, { type Test } from 'tap'
 import {
   ASSET, BORROWER, CLIENT, NET, SUPPLIER, T0, createJob, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap,
 } from './fixtures/world.ts'
 
-t.test('a borrower that is its own job\'s client is declined: client_is_borrower, nothing changes', async (t) => {
-  const { engine } = newEngine()
-  unwrap(engine.registerLender(lenderInput(1), T0))
+type TestEngine = ReturnType<typeof newEngine>['engine']
+
+/**
+ * A job of BORROWER funded by `client`, and a credit request on it (paying SUPPLIER): the decision, which must be a
+ * decline that changes nothing, by the reason given; then the same request on a job another client funded is approved.
+ */
+function declinedOnJobFundedBy(t: Test, engine: TestEngine, client: `0x${string}`, reason: string): void {
   unwrap(engine.createJob({
-    jobId: 'job_self', client: BORROWER, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: T0 + 86_400_000,
+    jobId: 'job_suspect', client, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: T0 + 86_400_000,
     funding: { network: NET, txHash: hash(1), logIndex: 0 }, caller: BORROWER,
   }, T0))
   const before = engine.snapshots()
   const decision = unwrap(engine.requestCredit({
     agent: BORROWER, network: NET, asset: ASSET, productType: 'job', amountAtomic: 1000n, purpose: 'inference', supplier: 'Supplier',
-    supplierDomain: 'supplier.example', repaymentSource: 'job_self', maximumFeeAtomic: 100n, caller: BORROWER,
+    supplierDomain: 'supplier.example', supplierAddress: SUPPLIER, repaymentSource: 'job_suspect', maximumFeeAtomic: 100n, caller: BORROWER,
   }, T0))
   t.equal(decision.decision, 'declined')
-  t.same(decision.reasons.map((r) => r.code), ['client_is_borrower'])
+  t.same(decision.reasons.map((r) => r.code), [reason])
   t.equal(decision.offer, null)
   t.same(engine.snapshots(), before, 'nothing changed')
-  // The same borrower's job funded by a client is approved.
   createJob(engine, 'job_other', 100_000n)
-  t.ok(offerFor(engine, { repaymentSource: 'job_other', productType: 'job' }))
+  t.ok(offerFor(engine, { repaymentSource: 'job_other', productType: 'job' }), 'the same request on a job another client funded')
+}
+
+t.test('a borrower that is its own job\'s client is declined: client_is_borrower, nothing changes', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  declinedOnJobFundedBy(t, engine, BORROWER, 'client_is_borrower')
 })
 
 t.test('a lender whose wallet is the borrower is never leased the borrower\'s offer, however cheap', async (t) => {
@@ -57,19 +67,5 @@ t.test('the job\'s client is never the lender on that job, and lends elsewhere a
 t.test('the job\'s client is never its supplier: paid as the supplier, it could fail the job and have the escrow back', async (t) => {
   const { engine } = newEngine()
   unwrap(engine.registerLender(lenderInput(1), T0))
-  unwrap(engine.createJob({
-    jobId: 'job_supplied_by_client', client: SUPPLIER, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: T0 + 86_400_000,
-    funding: { network: NET, txHash: hash(7), logIndex: 0 }, caller: BORROWER,
-  }, T0))
-  const before = engine.snapshots()
-  const decision = unwrap(engine.requestCredit({
-    agent: BORROWER, network: NET, asset: ASSET, productType: 'job', amountAtomic: 1000n, purpose: 'inference', supplier: 'Supplier',
-    supplierDomain: 'supplier.example', supplierAddress: SUPPLIER, repaymentSource: 'job_supplied_by_client', maximumFeeAtomic: 100n, caller: BORROWER,
-  }, T0))
-  t.equal(decision.decision, 'declined')
-  t.same(decision.reasons.map((r) => r.code), ['supplier_not_allowed'])
-  t.same(engine.snapshots(), before, 'nothing changed')
-  // The same supplier on a job another client funded is paid as any other.
-  createJob(engine, 'job_other', 100_000n)
-  t.ok(offerFor(engine, { repaymentSource: 'job_other', productType: 'job' }))
+  declinedOnJobFundedBy(t, engine, SUPPLIER, 'supplier_not_allowed')
 })
