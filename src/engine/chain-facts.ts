@@ -146,11 +146,12 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
       const { kind: _kind, jobKey, asset, proofKey, ...fact } = event
       const jobId = jobIdOfKey(s, jobKey)
       const job = jobId === undefined ? undefined : s.jobs.get(jobId)
+      const terms = job?.getSnapshot().context
       // The key is keccak256(jobId), the same on every network: anyone can fund a job of that key on another network,
       // name itself its borrower and post there. Only a posting on the job's own network is held by its contract.
-      const applied = job === undefined || job.getSnapshot().context.network !== batch.network
+      const applied = job === undefined || terms === undefined || terms.network !== batch.network
         ? fail('not_found', 'job_not_live', 'no live job has the key on this network')
-        : asset !== job.getSnapshot().context.asset ? fail('invalid', 'asset_mismatch', 'collateral in another asset than the job\'s')
+        : asset !== terms.asset ? fail('invalid', 'asset_mismatch', 'collateral in another asset than the job\'s')
         : applyCollateral(s, job, fact, nowMs)
       if (applied.ok) collateral.push({ proofKey, position: applied.value })
       else ignored.push({ proofKey, reason: applied.error.code })
