@@ -60,41 +60,38 @@ t.test('the follower counts unreported collateral; the settlement pays the borro
   await expectReconciled(t, operator, h.network.slug)
 })
 
-t.test('collateral posted before the job was registered comes with the registration', async (t) => {
+/**
+ * A job funded for a fresh borrower that posts `postings` of collateral on chain before registering it; returns once the
+ * follower has passed the last posting (while the service knew no such job), with the registration's answer.
+ */
+async function registeredAfterPostings(jobId: string, postings: readonly bigint[]) {
   const borrower = await fundedAccount(h.devnet, h.network, 0n)
   const client = await fundedAccount(h.devnet, h.network, usdc(300))
-  const fundingTx = await new ChainAgent(h.network, client).fundJob('job_uc_early', USDC, usdc(300), borrower.address)
-  const postingTx = await postUnreported(borrower, 'job_uc_early', usdc(40))
-  const posted = await new ChainAgent(h.network, borrower).publicClient.getTransactionReceipt({ hash: postingTx })
-  // The follower passed the posting while the service knew no such job.
-  await until(() => (follower().cursor?.blockNumber ?? -1n) >= posted.blockNumber, 20_000, 'the follower past the posting')
-
+  const fundingTx = await new ChainAgent(h.network, client).fundJob(jobId, USDC, usdc(300), borrower.address)
+  const postingTxs: `0x${string}`[] = []
+  for (const amount of postings) postingTxs.push(await postUnreported(borrower, jobId, amount))
+  const posted = await new ChainAgent(h.network, borrower).publicClient.getTransactionReceipt({ hash: postingTxs.at(-1) as `0x${string}` })
+  await until(() => (follower().cursor?.blockNumber ?? -1n) >= posted.blockNumber, 20_000, 'the follower past the postings')
   const borrowerClient = await signedIn(h.url, borrower)
   const created = await borrowerClient.post('/credit/jobs', {
-    jobId: 'job_uc_early', network: h.network.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(300).toString(),
+    jobId, network: h.network.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(300).toString(),
     dueAt: new Date(Date.now() + 7 * 24 * 3600 * 1000).toISOString(), fundingTxHash: fundingTx,
   })
+  return { borrowerClient, postingTxs, created }
+}
+
+t.test('collateral posted before the job was registered comes with the registration', async (t) => {
+  const { borrowerClient, postingTxs, created } = await registeredAfterPostings('job_uc_early', [usdc(40)])
   t.equal(created.status, 201, JSON.stringify(created.body))
   t.equal(created.body.collateralAtomic, usdc(40).toString(), 'the job holds what the contract holds for it')
-  const reported = await borrowerClient.post('/credit/jobs/job_uc_early/collateral', { amountAtomic: usdc(40).toString(), txHash: postingTx })
+  const reported = await borrowerClient.post('/credit/jobs/job_uc_early/collateral', { amountAtomic: usdc(40).toString(), txHash: postingTxs[0] })
   t.match(reported, { status: 201, body: { totalCollateralAtomic: usdc(40).toString() } }, 'its report answers the same posting')
   await expectReconciled(t, operator, h.network.slug)
 })
 
 t.test('a registration that would bring more postings than collateralPostingsPerJobMax is refused, and nothing changes', async (t) => {
-  const borrower = await fundedAccount(h.devnet, h.network, 0n)
-  const client = await fundedAccount(h.devnet, h.network, usdc(300))
-  const fundingTx = await new ChainAgent(h.network, client).fundJob('job_uc_many', USDC, usdc(300), borrower.address)
-  let last: `0x${string}` = fundingTx
-  for (let i = 0; i < 3; i++) last = await postUnreported(borrower, 'job_uc_many', usdc(1))
-  const posted = await new ChainAgent(h.network, borrower).publicClient.getTransactionReceipt({ hash: last })
-  await until(() => (follower().cursor?.blockNumber ?? -1n) >= posted.blockNumber, 20_000, 'the follower past the postings')
-  const borrowerClient = await signedIn(h.url, borrower)
-  const refused = await borrowerClient.post('/credit/jobs', {
-    jobId: 'job_uc_many', network: h.network.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(300).toString(),
-    dueAt: new Date(Date.now() + 7 * 24 * 3600 * 1000).toISOString(), fundingTxHash: fundingTx,
-  })
-  t.match(refused, { status: 422, body: { code: 'too_many_collateral_postings' } })
+  const { borrowerClient, created } = await registeredAfterPostings('job_uc_many', [usdc(1), usdc(1), usdc(1)])
+  t.match(created, { status: 422, body: { code: 'too_many_collateral_postings' } })
   t.equal((await borrowerClient.get('/credit/jobs/job_uc_many')).status, 404, 'no job was created')
 })
 
