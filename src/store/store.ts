@@ -20,6 +20,7 @@ import { checkBesideReads, clearDeepCheckRunning, deepCheck, deepCheckWasCut, pr
 import { isProofInfo, RecordCollection, UsedProofs } from './records.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, type ActorKind, type ChangeKind, type CommitResult, type Durability, type IdempotencyRecord, type RecordEntry, type SnapshotEntry } from './types.ts'
 import { assertChangeKind, assertCollectionName, assertId, assertVersion, fail, isActorKind, isPlainObject } from './validate.ts'
+import { encodeWithStructures } from './structures-encoder.ts'
 import { LEGACY_VALUE_ENCODING, STRUCTURES_RECORD, valueEncoding } from './value-encoding.ts'
 import {
   applyGroup, IDEMPOTENCY_COLLECTION, type CommitLimits, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
@@ -169,6 +170,8 @@ export class Store {
     this.#snapshots = root.openDB<unknown, SnapshotKey>({ name: 'snapshots', ...valueEncoding(structures) } as never)
     this.#live = root.openDB<number, SnapshotKey>({ name: 'live' })
     this.#records = root.openDB<unknown, RecordKey>({ name: 'records', ...valueEncoding(structures) } as never)
+    encodeWithStructures(this.#snapshots, structures)
+    encodeWithStructures(this.#records, structures)
     this.#expiry = root.openDB<boolean, ExpiryKey>({ name: 'expiry' })
     this.#dbs = { snapshots: this.#snapshots, live: this.#live, records: this.#records, expiry: this.#expiry }
     this.#clock = options.clock ?? Date.now

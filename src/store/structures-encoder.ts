@@ -1,0 +1,305 @@
+// The snapshots' and records' encoding on the write path (issue 11): the bytes msgpackr writes for format 3's values,
+// written without msgpackr's per-key walk. msgpackr finds an object's record through a tree of dictionary objects, one
+// hash lookup per key, and tests each key with hasOwnProperty, in two passes; that was a third of encoding a snapshot.
+// Here an object's first key selects the shared structures that start with it, and its keys are compared with a
+// structure's in order (the same interned strings, so each comparison is a pointer's). An object that matches one
+// exactly is written as that record; any other object is written as a map, as msgpackr writes the objects the store
+// keeps out of records (value-encoding.ts); msgpackr would write one whose first two keys start a structure as a
+// record defining its own keys, which decodes to the same object. Primitives are written byte for byte as msgpackr
+// writes them. A value this encoder does not write (a class instance, undefined, a bigint beyond 64 bits, a map of
+// more than 65,535 keys) is left to msgpackr whole: the stored format is unchanged and any format 3 reader reads both.
+import type { Database } from 'lmdb'
+
+/** lmdb-js's encode modes (write.js): return the encoder's buffer with start and end; the bytes are copied at once. */
+const REUSE_BUFFER_MODE = 512
+const RESET_BUFFER_MODE = 1024
+const BUFFER_BYTES_INITIAL = 0x10000
+/** Room kept past the write position for a value's fixed-size bytes (a header and up to 8 bytes). */
+const FIXED_BYTES_MAX = 10
+
+/** Thrown inside a walk that met a value left to msgpackr; caught by encode(). */
+const LEFT_TO_MSGPACKR = new Error('left to msgpackr')
+
+/** The buffer lmdb-js reads an encoded value from (start and end set in its reuse mode). */
+type EncodedBytes = Buffer & { start?: number; end?: number }
+
+interface SharedStructure {
+  /** The byte that names the structure in a value (msgpackr: 0x40 + its index). */
+  readonly id: number
+  readonly keys: readonly string[]
+}
+
+export class StructuresEncoder {
+  readonly #byFirstKey = new Map<string, SharedStructure[]>()
+  /** The id of the empty structure, -1 without one. */
+  readonly #emptyId: number
+  #target: EncodedBytes = Buffer.allocUnsafeSlow(BUFFER_BYTES_INITIAL)
+  #view = new DataView(this.#target.buffer, this.#target.byteOffset, this.#target.length)
+  #start = 0
+  #position = 0
+
+  constructor(structures: readonly (readonly string[])[]) {
+    let emptyId = -1
+    structures.forEach((keys, index) => {
+      const id = 0x40 + index
+      const first = keys[0]
+      if (first === undefined) {
+        emptyId = id
+        return
+      }
+      let list = this.#byFirstKey.get(first)
+      if (list === undefined) this.#byFirstKey.set(first, (list = []))
+      list.push({ id, keys: [...keys] })
+    })
+    this.#emptyId = emptyId
+  }
+
+  /**
+   * The value's bytes, as lmdb-js's msgpackr encoder returns them for `mode`; undefined for a value left to msgpackr.
+   * Without RESET_BUFFER_MODE (a write queued for lmdb-js's writer thread) the bytes stay untouched until the buffer
+   * is replaced, as msgpackr's do.
+   */
+  encode(value: unknown, mode = 0): EncodedBytes | undefined {
+    this.#start = this.#position
+    if (this.#target.length - this.#position < 0x800) this.#replaceBuffer(this.#target.length)
+    try {
+      this.#pack(value)
+    } catch (error) {
+      this.#position = this.#start
+      if (error === LEFT_TO_MSGPACKR) return undefined
+      throw error
+    }
+    const target = this.#target
+    const end = this.#position
+    if ((mode & RESET_BUFFER_MODE) !== 0) this.#position = this.#start
+    if ((mode & REUSE_BUFFER_MODE) === 0) return target.subarray(this.#start, end)
+    target.start = this.#start
+    target.end = end
+    return target
+  }
+
+  #replaceBuffer(bytes: number): void {
+    const next = Buffer.allocUnsafeSlow(bytes) as EncodedBytes
+    this.#target.copy(next, 0, this.#start, this.#position)
+    this.#position -= this.#start
+    this.#start = 0
+    this.#target = next
+    this.#view = new DataView(next.buffer, next.byteOffset, next.length)
+  }
+
+  #ensure(bytes: number): void {
+    const needed = this.#position + bytes + FIXED_BYTES_MAX
+    if (needed > this.#target.length) this.#replaceBuffer(Math.max(this.#target.length * 2, (needed - this.#start) * 2))
+  }
+
+  #pack(value: unknown): void {
+    this.#ensure(0)
+    switch (typeof value) {
+      case 'string':
+        return this.#string(value)
+      case 'number':
+        return this.#number(value)
+      case 'boolean':
+        this.#target[this.#position++] = value ? 0xc3 : 0xc2
+        return
+      case 'bigint':
+        return this.#bigint(value)
+      case 'object': {
+        if (value === null) {
+          this.#target[this.#position++] = 0xc0
+          return
+        }
+        if (Array.isArray(value)) return this.#array(value)
+        const proto = Object.getPrototypeOf(value)
+        if (proto !== Object.prototype && proto !== null) throw LEFT_TO_MSGPACKR
+        return this.#object(value as Record<string, unknown>)
+      }
+      default:
+        throw LEFT_TO_MSGPACKR
+    }
+  }
+
+  /** msgpackr's: the shortest header for the UTF-8 length. */
+  #string(value: string): void {
+    const length = value.length
+    this.#ensure(length * 3 + 5)
+    const target = this.#target
+    const headerSize = length < 0x20 ? 1 : length < 0x100 ? 2 : length < 0x10000 ? 3 : 5
+    const at = this.#position + headerSize
+    // msgpackr's own loop for short strings (a lone surrogate written as its three bytes), Buffer's UTF-8 for longer
+    const bytes = length < 0x40 ? writeShortUtf8(target, value, at) : target.write(value, at, 'utf8')
+    let position = this.#position
+    if (bytes < 0x20) {
+      target[position++] = 0xa0 | bytes
+    } else if (bytes < 0x100) {
+      if (headerSize < 2) target.copyWithin(position + 2, position + 1, position + 1 + bytes)
+      target[position++] = 0xd9
+      target[position++] = bytes
+    } else if (bytes < 0x10000) {
+      if (headerSize < 3) target.copyWithin(position + 3, position + headerSize, position + headerSize + bytes)
+      target[position++] = 0xda
+      target[position++] = bytes >> 8
+      target[position++] = bytes & 0xff
+    } else {
+      if (headerSize < 5) target.copyWithin(position + 5, position + headerSize, position + headerSize + bytes)
+      target[position++] = 0xdb
+      this.#view.setUint32(position, bytes)
+      position += 4
+    }
+    this.#position = position + bytes
+  }
+
+  /** msgpackr's with records: positive integers below 0x40 in one byte (0x40..0x7f name records), doubles as float 64. */
+  #number(value: number): void {
+    const target = this.#target
+    if (value >>> 0 === value) {
+      if (value < 0x40) {
+        target[this.#position++] = value
+      } else if (value < 0x100) {
+        target[this.#position++] = 0xcc
+        target[this.#position++] = value
+      } else if (value < 0x10000) {
+        target[this.#position++] = 0xcd
+        target[this.#position++] = value >> 8
+        target[this.#position++] = value & 0xff
+      } else {
+        target[this.#position++] = 0xce
+        this.#view.setUint32(this.#position, value)
+        this.#position += 4
+      }
+    } else if (value >> 0 === value) {
+      if (value >= -0x20) {
+        target[this.#position++] = 0x100 + value
+      } else if (value >= -0x80) {
+        target[this.#position++] = 0xd0
+        target[this.#position++] = value + 0x100
+      } else if (value >= -0x8000) {
+        target[this.#position++] = 0xd1
+        this.#view.setInt16(this.#position, value)
+        this.#position += 2
+      } else {
+        target[this.#position++] = 0xd2
+        this.#view.setInt32(this.#position, value)
+        this.#position += 4
+      }
+    } else {
+      target[this.#position++] = 0xcb
+      this.#view.setFloat64(this.#position, value)
+      this.#position += 8
+    }
+  }
+
+  /** msgpackr's: int 64 when it fits, else uint 64; larger ones (its bigint extension) are left to it. */
+  #bigint(value: bigint): void {
+    if (BigInt.asIntN(64, value) === value) {
+      this.#target[this.#position++] = 0xd3
+      this.#view.setBigInt64(this.#position, value)
+    } else if (BigInt.asUintN(64, value) === value) {
+      this.#target[this.#position++] = 0xcf
+      this.#view.setBigUint64(this.#position, value)
+    } else {
+      throw LEFT_TO_MSGPACKR
+    }
+    this.#position += 8
+  }
+
+  #array(value: readonly unknown[]): void {
+    const length = value.length
+    const target = this.#target
+    if (length < 0x10) {
+      target[this.#position++] = 0x90 | length
+    } else if (length < 0x10000) {
+      target[this.#position++] = 0xdc
+      target[this.#position++] = length >> 8
+      target[this.#position++] = length & 0xff
+    } else {
+      target[this.#position++] = 0xdd
+      this.#view.setUint32(this.#position, length)
+      this.#position += 4
+    }
+    for (let i = 0; i < length; i++) this.#pack(value[i])
+  }
+
+  #object(object: Record<string, unknown>): void {
+    let first: string | undefined
+    for (const key in object) {
+      first = key
+      break
+    }
+    if (first === undefined && this.#emptyId >= 0) {
+      this.#target[this.#position++] = this.#emptyId
+      return
+    }
+    const candidates = first === undefined ? undefined : this.#byFirstKey.get(first)
+    if (candidates !== undefined) {
+      for (const structure of candidates) {
+        if (!hasKeysOf(object, structure.keys)) continue
+        this.#target[this.#position++] = structure.id
+        for (const key in object) this.#pack(object[key])
+        return
+      }
+    }
+    // msgpackr's map: a 16-bit size, filled in after the entries (relative to the value's start: the buffer may be
+    // replaced meanwhile).
+    this.#target[this.#position++] = 0xde
+    const sizeAt = this.#position - this.#start
+    this.#position += 2
+    let size = 0
+    for (const key in object) {
+      this.#string(key)
+      this.#pack(object[key])
+      size++
+    }
+    if (size > 0xffff) throw LEFT_TO_MSGPACKR
+    this.#target[this.#start + sizeAt] = size >> 8
+    this.#target[this.#start + sizeAt + 1] = size & 0xff
+  }
+}
+
+/** msgpackr's encoding of a string of fewer than 0x40 UTF-16 units at `at`; returns the bytes written. */
+function writeShortUtf8(target: Buffer, value: string, at: number): number {
+  let position = at
+  for (let i = 0; i < value.length; i++) {
+    let c1 = value.charCodeAt(i)
+    let c2: number
+    if (c1 < 0x80) {
+      target[position++] = c1
+    } else if (c1 < 0x800) {
+      target[position++] = (c1 >> 6) | 0xc0
+      target[position++] = (c1 & 0x3f) | 0x80
+    } else if ((c1 & 0xfc00) === 0xd800 && ((c2 = value.charCodeAt(i + 1)) & 0xfc00) === 0xdc00) {
+      c1 = 0x10000 + ((c1 & 0x03ff) << 10) + (c2 & 0x03ff)
+      i++
+      target[position++] = (c1 >> 18) | 0xf0
+      target[position++] = ((c1 >> 12) & 0x3f) | 0x80
+      target[position++] = ((c1 >> 6) & 0x3f) | 0x80
+      target[position++] = (c1 & 0x3f) | 0x80
+    } else {
+      target[position++] = (c1 >> 12) | 0xe0
+      target[position++] = ((c1 >> 6) & 0x3f) | 0x80
+      target[position++] = (c1 & 0x3f) | 0x80
+    }
+  }
+  return position - at
+}
+
+/** Whether the object's keys are exactly `keys`, in that order. */
+function hasKeysOf(object: Record<string, unknown>, keys: readonly string[]): boolean {
+  let i = 0
+  for (const key in object) {
+    if (keys[i] !== key) return false
+    i++
+  }
+  return i === keys.length
+}
+
+/**
+ * Makes a snapshots or records database (opened with valueEncoding(structures)) encode what it writes with a
+ * StructuresEncoder, and the rest with its msgpackr encoder; reads are unchanged.
+ */
+export function encodeWithStructures(db: Database<unknown, [string, string]>, structures: readonly (readonly string[])[]): void {
+  const encoder = (db as unknown as { encoder: { encode: (value: unknown, mode?: number) => Uint8Array } }).encoder
+  const msgpackr = encoder.encode
+  const fast = new StructuresEncoder(structures)
+  encoder.encode = (value, mode) => fast.encode(value, mode) ?? msgpackr.call(encoder, value, mode)
+}
