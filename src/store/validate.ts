@@ -28,14 +28,22 @@ export function assertChangeKind(kind: unknown): asserts kind is ChangeKind {
   if (typeof kind !== 'string' || !CHANGE_KIND_SET.has(kind)) fail(`unknown change kind ${JSON.stringify(kind)}`)
 }
 
+export function isId(id: unknown): id is string {
+  return typeof id === 'string' && id.length > 0 && id.length <= ID_LENGTH_MAX && ID_PATTERN.test(id)
+}
+
 export function assertId(id: unknown, what: string): asserts id is string {
-  if (typeof id !== 'string' || id.length === 0 || id.length > ID_LENGTH_MAX || !ID_PATTERN.test(id)) {
+  if (!isId(id)) {
     fail(`${what}: invalid id ${JSON.stringify(id)} (1..${ID_LENGTH_MAX} printable ASCII characters, no space)`)
   }
 }
 
+export function isRecordKey(key: unknown): key is string {
+  return typeof key === 'string' && key.length > 0 && key.length <= RECORD_KEY_LENGTH_MAX
+}
+
 export function assertRecordKey(key: unknown, what: string): asserts key is string {
-  if (typeof key !== 'string' || key.length === 0 || key.length > RECORD_KEY_LENGTH_MAX) {
+  if (!isRecordKey(key)) {
     fail(`${what}: invalid key (a string of 1..${RECORD_KEY_LENGTH_MAX} characters)`)
   }
 }
@@ -61,16 +69,78 @@ export function assertTimeMs(value: unknown, what: string): asserts value is num
  * NaN, class instances (Map, Date, ...) would come back changed or not at all, so they are refused at the write.
  */
 export function assertJsonLike(value: unknown, path: string): void {
-  const problem = jsonLikeProblem(value, 0)
-  if (problem !== undefined) fail(`${path}${problem.at}: ${problem.message}`)
+  const problem = jsonLikeProblem(value)
+  if (problem !== undefined) failAt(path, problem)
+}
+
+/** Where a value stops being JSON-like (`at`, relative to the value) and why. */
+export interface JsonLikeProblem {
+  at: string
+  readonly message: string
+}
+
+export function failAt(path: string, problem: JsonLikeProblem): never {
+  fail(`${path}${problem.at}: ${problem.message}`)
 }
 
 /**
  * Where `value` stops being JSON-like, or undefined. The path of the offending value is built only on the way back
  * from a failure: building it for every key (as a string per level) cost more than the check itself (issue 11).
  */
-function jsonLikeProblem(value: unknown, depth: number): { at: string; readonly message: string } | undefined {
-  if (depth > VALUE_DEPTH_MAX) return { at: '', message: `nested deeper than ${VALUE_DEPTH_MAX}` }
+export function jsonLikeProblem(value: unknown): JsonLikeProblem | undefined {
+  if (typeof value !== 'object') return leafProblem(value)
+  return value === null ? undefined : containerProblem(value, 0)
+}
+
+/**
+ * A container's entries, each leaf checked in the loop (no call per string or number: most of a snapshot's values,
+ * issue 11), each container by recursion. A container at VALUE_DEPTH_MAX holds nothing: its first entry is too deep.
+ */
+function containerProblem(value: object, depth: number): JsonLikeProblem | undefined {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i]
+      const problem = depth >= VALUE_DEPTH_MAX ? tooDeep() : entryProblem(item, depth)
+      if (problem !== undefined) {
+        problem.at = `[${i}]${problem.at}`
+        return problem
+      }
+    }
+    return undefined
+  }
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return { at: '', message: 'not a plain object' }
+  // for-in without an own-key test (a quarter of this walk's time, issue 11): with such a prototype it visits the
+  // own enumerable keys msgpack writes, and inherited ones only if Object.prototype was given enumerable
+  // properties; checking those too refuses more, never less.
+  for (const key in value) {
+    const item: unknown = (value as Record<string, unknown>)[key]
+    const problem = depth >= VALUE_DEPTH_MAX ? tooDeep() : entryProblem(item, depth)
+    if (problem !== undefined) {
+      problem.at = `.${key}${problem.at}`
+      return problem
+    }
+  }
+  return undefined
+}
+
+/** An entry of a container at `depth`: strings, booleans, bigints and finite numbers pass without a call. */
+function entryProblem(item: unknown, depth: number): JsonLikeProblem | undefined {
+  switch (typeof item) {
+    case 'string':
+    case 'boolean':
+    case 'bigint':
+      return undefined
+    case 'number':
+      return item - item === 0 ? undefined : { at: '', message: 'non-finite number' }
+    case 'object':
+      return item === null ? undefined : containerProblem(item, depth + 1)
+    default:
+      return leafProblem(item)
+  }
+}
+
+function leafProblem(value: unknown): JsonLikeProblem | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -78,35 +148,13 @@ function jsonLikeProblem(value: unknown, depth: number): { at: string; readonly 
       return undefined
     case 'number':
       return Number.isFinite(value) ? undefined : { at: '', message: 'non-finite number' }
-    case 'object': {
-      if (value === null) return undefined
-      if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) {
-          const problem = jsonLikeProblem(value[i], depth + 1)
-          if (problem !== undefined) {
-            problem.at = `[${i}]${problem.at}`
-            return problem
-          }
-        }
-        return undefined
-      }
-      const proto = Object.getPrototypeOf(value)
-      if (proto !== Object.prototype && proto !== null) return { at: '', message: 'not a plain object' }
-      // for-in without an own-key test (a quarter of this walk's time, issue 11): with such a prototype it visits the
-      // own enumerable keys msgpack writes, and inherited ones only if Object.prototype was given enumerable
-      // properties; checking those too refuses more, never less.
-      for (const key in value) {
-        const problem = jsonLikeProblem((value as Record<string, unknown>)[key], depth + 1)
-        if (problem !== undefined) {
-          problem.at = `.${key}${problem.at}`
-          return problem
-        }
-      }
-      return undefined
-    }
     default:
       return { at: '', message: `${typeof value} cannot be persisted` }
   }
+}
+
+function tooDeep(): JsonLikeProblem {
+  return { at: '', message: `nested deeper than ${VALUE_DEPTH_MAX}` }
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

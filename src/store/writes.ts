@@ -7,7 +7,8 @@ import { StoreConflictError, StoreError } from './errors.ts'
 import { IdempotencyTicket, type IdempotencyCompletion } from './idempotency.ts'
 import type { Change, IdempotencyRecord, RecordEntry, RecordWrite, SnapshotEntry } from './types.ts'
 import {
-  assertChangeKind, assertId, assertJsonLike, assertRecordKey, assertTimeMs, fail, isActorKind, isPlainObject,
+  assertChangeKind, assertId, assertRecordKey, assertTimeMs, fail, failAt, isActorKind, isId, isPlainObject, isRecordKey,
+  jsonLikeProblem,
 } from './validate.ts'
 
 export const IDEMPOTENCY_COLLECTION = '$idempotency'
@@ -85,12 +86,14 @@ export function prepareCommit(input: CommitInput, clock: () => number, sweepLimi
     const change = changes[i] as Change
     if (!isPlainObject(change)) fail(`changes[${i}] is not an object`)
     assertChangeKind(change.kind)
-    assertId(change.id, `changes[${i}] (${change.kind})`)
+    if (!isId(change.id)) assertId(change.id, `changes[${i}] (${change.kind})`)
     if (typeof change.final !== 'boolean') fail(`changes[${i}] (${change.kind} ${change.id}): final must be boolean`)
     const actor = isActorKind(change.kind)
     if (change.final && !actor) fail(`changes[${i}]: a ${change.kind} record cannot be final`)
     if (change.record === undefined) fail(`changes[${i}] (${change.kind} ${change.id}): record is missing`)
-    assertJsonLike(change.record, `changes[${i}].record`)
+    // the path is spelled out only for a refusal (issue 11)
+    const problem = jsonLikeProblem(change.record)
+    if (problem !== undefined) failAt(`changes[${i}].record`, problem)
     const version = limits.versions.get(change.kind) as number
     snapshots.push({
       key: [change.kind, change.id],
@@ -103,13 +106,14 @@ export function prepareCommit(input: CommitInput, clock: () => number, sweepLimi
     const write = writes[i] as RecordWrite
     if (!isPlainObject(write)) fail(`records[${i}] is not an object`)
     assertKnownCollection(limits, write.collection)
-    assertRecordKey(write.key, `records[${i}] (${write.collection})`)
+    if (!isRecordKey(write.key)) assertRecordKey(write.key, `records[${i}] (${write.collection})`)
     let entry: RecordEntry | null = null
     if (write.op === 'put') {
       if (write.version !== limits.collectionVersions.get(write.collection)) {
         fail(`records[${i}]: version ${write.version} is not the registered version of ${write.collection}`)
       }
-      assertJsonLike(write.value, `records[${i}].value`)
+      const problem = jsonLikeProblem(write.value)
+      if (problem !== undefined) failAt(`records[${i}].value`, problem)
       if (write.value === undefined) fail(`records[${i}]: value is missing`)
       if (write.expiresAtMs !== null) assertTimeMs(write.expiresAtMs, `records[${i}].expiresAtMs`)
       if (typeof write.onlyIfAbsent !== 'boolean') fail(`records[${i}]: onlyIfAbsent must be boolean`)
