@@ -158,14 +158,8 @@ export class StructuresEncoder {
       } else if (value < 0x100) {
         target[this.#position++] = 0xcc
         target[this.#position++] = value
-      } else if (value < 0x10000) {
-        target[this.#position++] = 0xcd
-        target[this.#position++] = value >> 8
-        target[this.#position++] = value & 0xff
       } else {
-        target[this.#position++] = 0xce
-        this.#view.setUint32(this.#position, value)
-        this.#position += 4
+        this.#uint16or32(value, 0xcd, 0xce)
       }
     } else if (value >> 0 === value) {
       if (value >= -0x20) {
@@ -189,6 +183,20 @@ export class StructuresEncoder {
     }
   }
 
+  /** `tag16` and `n` in 16 bits when it fits, else `tag32` and `n` in 32: msgpack's unsigned integers and lengths. */
+  #uint16or32(n: number, tag16: number, tag32: number): void {
+    const target = this.#target
+    if (n < 0x10000) {
+      target[this.#position++] = tag16
+      target[this.#position++] = n >> 8
+      target[this.#position++] = n & 0xff
+    } else {
+      target[this.#position++] = tag32
+      this.#view.setUint32(this.#position, n)
+      this.#position += 4
+    }
+  }
+
   /** msgpackr's: int 64 when it fits, else uint 64; larger ones (its bigint extension) are left to it. */
   #bigint(value: bigint): void {
     if (BigInt.asIntN(64, value) === value) {
@@ -205,18 +213,8 @@ export class StructuresEncoder {
 
   #array(value: readonly unknown[]): void {
     const length = value.length
-    const target = this.#target
-    if (length < 0x10) {
-      target[this.#position++] = 0x90 | length
-    } else if (length < 0x10000) {
-      target[this.#position++] = 0xdc
-      target[this.#position++] = length >> 8
-      target[this.#position++] = length & 0xff
-    } else {
-      target[this.#position++] = 0xdd
-      this.#view.setUint32(this.#position, length)
-      this.#position += 4
-    }
+    if (length < 0x10) this.#target[this.#position++] = 0x90 | length
+    else this.#uint16or32(length, 0xdc, 0xdd)
     for (let i = 0; i < length; i++) this.#pack(value[i])
   }
 

@@ -3,7 +3,8 @@
 // records). A value names a shared structure by one byte instead of writing its keys: a match's four snapshots take
 // 233 bytes each on average instead of 524 as plain maps (format 2), so LMDB copies, pages and syncs less than half
 // the bytes. An object of another shape is written as a map, or, when its first two keys start a shared structure but
-// the rest differ, as a record defining its own keys inside the value (as lmdb-js's default encoder does).
+// the rest differ, as a record defining its own keys inside the value (as lmdb-js's default encoder does). The store
+// writes through structures-encoder.ts, which writes the same records and any other object as a map; both read the same.
 //
 // The list a directory's values were written with is stored in it (meta record `structures`, written with the format
 // record when the directory is created or upgraded) and is the one every later open reads and writes with: nothing

@@ -90,7 +90,7 @@ t.test('every JSON-like value reads back as written, whatever its shape; primiti
     fc.integer({ min: -0x8000_0001, max: 0x1_0000_0001 }),
     fc.constantFrom(0x3f, 0x40, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x10000, 0xffff_ffff, -0x20, -0x21, -0x80, -0x81, -0x8000, -0x8001, -0x8000_0000, -0x8000_0001, 2 ** 53 - 1, -0),
   )
-  const text = fc.oneof(fc.string({ maxLength: 70, unit: 'binary' }), fc.string({ minLength: 0x1f, maxLength: 0x110, unit: 'grapheme' }), fc.constantFrom('a'.repeat(0x20), 'é'.repeat(0x10), '€'.repeat(0x55), '😀'.repeat(0x40), 'x'.repeat(0x10000)))
+  const text = fc.oneof(fc.string({ maxLength: 70, unit: 'binary' }), fc.string({ minLength: 0x1f, maxLength: 0x110, unit: 'grapheme' }), fc.constantFrom('a'.repeat(0x20), 'é'.repeat(0x10), 'é'.repeat(0x80), '€'.repeat(0x55), '€'.repeat(0x5556), '😀'.repeat(0x40), 'x'.repeat(0x10000)))
   const leaf = fc.oneof(integer, fc.double({ noNaN: true, noDefaultInfinity: true }), text, fc.constant(null), fc.boolean(), fc.bigInt({ min: -(2n ** 63n), max: 2n ** 64n - 1n }))
   // msgpackr writes -0 as 0 (so did the store before), and a lone surrogate beyond 0x40 units as U+FFFD: not compared by value
   const sameWhenRead = leaf.filter((value) => !Object.is(value, -0) && !(typeof value === 'string' && value.length >= 0x40 && Buffer.from(value, 'utf8').toString('utf8') !== value))
