@@ -14,6 +14,8 @@ import type { Database } from 'lmdb'
 const REUSE_BUFFER_MODE = 512
 const RESET_BUFFER_MODE = 1024
 const BUFFER_BYTES_INITIAL = 0x10000
+/** A buffer grown past this for one large value is not kept for the next (msgpackr keeps up to 1 GB). */
+const BUFFER_BYTES_KEPT_MAX = 0x100000
 /** Room kept past the write position for a value's fixed-size bytes (a header and up to 8 bytes). */
 const FIXED_BYTES_MAX = 10
 
@@ -61,7 +63,8 @@ export class StructuresEncoder {
    */
   encode(value: unknown, mode = 0): EncodedBytes | undefined {
     this.#start = this.#position
-    if (this.#target.length - this.#position < 0x800) this.#replaceBuffer(this.#target.length)
+    if (this.#target.length > BUFFER_BYTES_KEPT_MAX) this.#replaceBuffer(BUFFER_BYTES_INITIAL)
+    else if (this.#target.length - this.#position < 0x800) this.#replaceBuffer(this.#target.length)
     try {
       this.#pack(value)
     } catch (error) {

@@ -145,6 +145,7 @@ t.test("a queued put's bytes stay as encoded while later values are encoded, pas
   t.ok(new Set(queued.map((q) => q.buffer)).size > 1, 'the buffer was replaced')
   const changed = queued.flatMap((q, i) => (isDeepStrictEqual(msgpackr.decode(q.buffer.subarray(q.start, q.end)), q.value) ? [] : [i]))
   t.same(changed, [], 'every queued value decodes as written')
+  t.ok((encoder.encode({}, SYNC_PUT_MODE) as Encoded).length <= 0x100000, 'the buffer grown for the large value is not kept')
   t.end()
 })
 
