@@ -13,12 +13,13 @@ import { chainTimeOf, LEASE_TIME_OUT_CHANGES_MAX, nextDueLease, roomFor } from '
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { sameAddress } from './keys.ts'
-import { deployForAdvance, lenderChanged, lenderOf, reserveForLease } from './ledger.ts'
+import { deployForAdvance, lenderChanged, lenderOf, repositionLender, reserveForLease } from './ledger.ts'
 import { cancelLease, payLease, timeOutLease } from './leases.ts'
 import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
 import type { EngineState, LeaseActor, OfferActor } from './state.ts'
 import { applyCollateral, jobIdOfKey } from './jobs.ts'
-import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, RepaymentReceipt } from './types.ts'
+import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, LenderRecord, RepaymentReceipt } from './types.ts'
+import { leaseView } from './views.ts'
 
 /**
  * The most changes one event of a follower's batch adds to its command (observeChain; an actor or record counts once
@@ -214,13 +215,21 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
  * Times out the network's live leases whose deadline its observed chain time is past, in deadline order then lease
  * sequence, while the command has room for one more time-out (changesPerCommandMax) and has taken fewer than
  * timeOutsPerCommandMax (`expired` holds the command's time-outs so far). Answers false when it stopped with leases
- * still due: they stay live (the safe side, see the file's comment) and the next dispatch goes on with them.
+ * still due: they stay live (the safe side, see the file's comment) and the next dispatch goes on with them. One pass:
+ * the lenders' book entries move once each, after it (a lender with several leases due moves once).
  */
 export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: LeaseView[]): boolean {
+  const moved = new Set<LenderRecord>()
+  let done = true
   // Each time-out takes its lease out of the schedule, so the next due one is at the top again.
   for (let due = nextDueLease(s, network); due !== undefined; due = nextDueLease(s, network)) {
-    if (expired.length >= s.config.timeOutsPerCommandMax || !roomFor(s, LEASE_TIME_OUT_CHANGES_MAX)) return false
-    expired.push(timeOutLease(s, due.lease, due.chainTimeMs, nowMs))
+    if (expired.length >= s.config.timeOutsPerCommandMax || !roomFor(s, LEASE_TIME_OUT_CHANGES_MAX)) {
+      done = false
+      break
+    }
+    timeOutLease(s, due.lease, due.chainTimeMs, nowMs, moved)
+    expired.push(leaseView(due.lease.getSnapshot()))
   }
-  return true
+  for (const lender of moved) repositionLender(s, lender)
+  return done
 }

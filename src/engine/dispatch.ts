@@ -2,7 +2,7 @@
 // and the change budget its steps (and the chain follower's lease time-outs) take from one command.
 import { seqOf } from './keys.ts'
 import type { EngineConfig } from './config.ts'
-import type { EngineState, LeaseActor, OfferActor } from './state.ts'
+import type { EngineState, LeaseActor, OfferActor, OfferSnapshot } from './state.ts'
 import { leaseOverAtChainMs, type LeaseInput } from '../../machines/index.ts'
 
 /** A scheduled lease or offer: when it is due and its id's sequence, the tie-break that keeps the order deterministic. */
@@ -20,10 +20,10 @@ export const bySeq = (a: Due, b: Due): number => a.seq - b.seq
  * An offer is in dispatch's waiting schedules exactly while it waits for a lender (state offered, not final): the
  * waiting list by sequence, and its network's expiry schedule (its TTL runs on that network's chain time).
  */
-export function scheduleOffer(s: EngineState, offer: OfferActor): void {
-  const snap = offer.getSnapshot()
+export function scheduleOffer(s: EngineState, snap: OfferSnapshot): void {
   const o = snap.context
-  const waiting = snap.status === 'active' && snap.matches('offered')
+  // The offer machine is flat: its state value is the state's name (a string compare, not matches()'s path walk).
+  const waiting = snap.status === 'active' && snap.value === 'offered'
   if (waiting === s.waitingOffers.has(o.offerId)) return
   if (waiting) {
     const due: Due = { id: o.offerId, seq: seqOf(o.offerId), atMs: o.expiresAtMs }

@@ -9,10 +9,13 @@ import type { ChainObservation, ChainObservationOutcome } from '../../src/engine
 import { isPastDeadline, leaseOverAtChainMs } from '../../machines/index.ts'
 import { timeOutLease } from '../../src/engine/leases.ts'
 import { expireOffer, leaseToBestLender } from '../../src/engine/matching.ts'
-import type { EngineState } from '../../src/engine/state.ts'
+import type { EngineState, LeaseActor } from '../../src/engine/state.ts'
+import { repositionLender } from '../../src/engine/ledger.ts'
+import type { LeaseView, LenderRecord } from '../../src/engine/types.ts'
+import { leaseView } from '../../src/engine/views.ts'
 import {
   ASSET, BORROWER, CLIENT, FakeWallets, NET, SUPPLIER, T0, canonical, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor,
-  registerBacking, seedSuppliers, unwrap,
+  matchedLender, registerBacking, seedSuppliers, unwrap,
 } from './fixtures/world.ts'
 
 const seq = (id: string): number => Number(id.slice(id.indexOf('_') + 1))
@@ -30,6 +33,14 @@ function scanDueLeases(state: EngineState, network: string) {
   return stale.map((lease) => ({ lease, chainTimeMs }))
 }
 
+/** One lease timed out with its lender's book entry moved at once, as before dispatch moved each lender once per pass. */
+function timeOutAlone(state: EngineState, lease: LeaseActor, chainTimeMs: number, nowMs: number): LeaseView {
+  const moved = new Set<LenderRecord>()
+  timeOutLease(state, lease, chainTimeMs, nowMs, moved)
+  for (const lender of moved) repositionLender(state, lender)
+  return leaseView(lease.getSnapshot())
+}
+
 /** The engine with lease expiry and dispatch as they were before the schedules: a scan of every live lease and offer. */
 class ScanningEngine extends Engine {
   override observeChain(batch: ChainObservation, nowMs: number): EngineResult<ChainObservationOutcome> {
@@ -38,7 +49,7 @@ class ScanningEngine extends Engine {
     if (before === undefined || batch.toBlockTimeMs > before) {
       state.meta.chainTimeMs = { ...state.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
     }
-    const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutLease(state, lease, chainTimeMs, nowMs))
+    const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutAlone(state, lease, chainTimeMs, nowMs))
     return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], repayments: [], collateral: [], ignored: [], expiredLeases })
   }
 
@@ -46,7 +57,7 @@ class ScanningEngine extends Engine {
     // The engine's memory and its steps (src/engine/state.ts and the modules beside it), driven by the old scan.
     const state = (this as unknown as { state: EngineState }).state
     const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
-    for (const { lease, chainTimeMs } of scanDueLeases(state, NET)) outcome.expiredLeases.push(timeOutLease(state, lease, chainTimeMs, nowMs))
+    for (const { lease, chainTimeMs } of scanDueLeases(state, NET)) outcome.expiredLeases.push(timeOutAlone(state, lease, chainTimeMs, nowMs))
     let attempts = 0
     for (const offer of [...state.offers.values()]) {
       const snap = offer.getSnapshot()
@@ -255,6 +266,24 @@ t.test('an offer whose lease timed out is matched in its creation place, not at 
   t.equal(out.matches[0]?.lease?.lender, lenderInput(2).address)
   t.equal(engine.getOffer(second)?.state, 'offered')
   engine.checkInvariants()
+})
+
+t.test('a lender with several leases timed out in one pass moves once, to where both misses sort it', async (t) => {
+  const { engine } = newEngine()
+  registerBacking(engine)
+  // Same ask: reputation orders them. One miss (50 bps) leaves lender 1 ahead of lender 2, two put it behind.
+  const first = lenderInput(1, { reputationBps: 5080, reliabilityBps: 10_000 })
+  const second = lenderInput(2, { reputationBps: 5000, reliabilityBps: 10_000 })
+  unwrap(engine.registerLender(first, T0))
+  unwrap(engine.registerLender(second, T0))
+  const offers = [offerFor(engine, {}, T0), offerFor(engine, {}, T0)]
+  for (const offerId of offers) t.equal(matchedLender(engine, offerId, T0), first.address, 'lender 1 leads the book')
+  // Both deadlines are T0 + 30 s: one follower batch past them times both out in one pass.
+  const observed = unwrap(engine.observeChain({ network: NET, toBlock: 1n, toBlockHash: '0x', toBlockTimeMs: T0 + 31_000, events: [] }, T0 + 31_000))
+  t.same(observed.expiredLeases.map((l) => l.lender), [first.address, first.address])
+  t.equal(engine.getLender(first.address)?.reputationBps, 4980, 'both misses counted')
+  engine.checkInvariants()
+  t.equal(matchedLender(engine, offerFor(engine, {}, T0 + 31_000), T0 + 31_000), second.address, 'lender 1 now sorts after lender 2')
 })
 
 t.test('checkInvariants catches schedules that disagree with the live actors', async (t) => {
