@@ -7,7 +7,8 @@
 //   dispatch until nothing is due: each call expires stale offers only, CPU per expiry;
 // - service: one follower batch (it times out its share, timeOutsPerCommandMax), then dispatch as the ticker calls it
 //   until nothing is due, each call timing out leases and expiring their offers: CPU per pair (one of each).
-// The outcome digest hashes every command's value and changes, so two builds can be compared for identical outcomes.
+// The outcome digest hashes every command's changes (and the follower's values, the ticker's counts), so two builds
+// can be compared for identical outcomes.
 // Options (environment): BENCH_DISPATCH_LENDERS (500), BENCH_DISPATCH_OFFERS (2048 per round), BENCH_DISPATCH_ROUNDS
 // (6, after one warm-up round of each shape); --quick: 100 lenders, 256 offers, 2 rounds. Writes
 // bench/results/dispatch-latest.json.
@@ -50,11 +51,13 @@ function observe(book: BenchBook, chainTimeMs: number, nowMs: number): number {
   return r.value.expiredLeases.length
 }
 
+/** The ticker's call (Engine.tick: what dispatch does, counted rather than viewed). */
 function dispatch(book: BenchBook, nowMs: number): { leases: number; offers: number } {
-  const r = book.engine.dispatch(nowMs)
+  const r = book.engine.tick(nowMs)
   if (!r.ok) throw new Error(r.error.message)
-  outcomes.push([r.value, r.changes])
-  return { leases: r.value.expiredLeases.length, offers: r.value.expiredOffers.length }
+  const ended = { leases: r.value.expiredLeases, offers: r.value.expiredOffers }
+  outcomes.push([ended, r.changes])
+  return ended
 }
 
 /** One round: OFFERS offers opened and leased from `startMs` on, then every lease timed out and every offer expired. */

@@ -80,6 +80,22 @@ function bornLogic(machine: AnyStateMachine): AnyStateMachine | null {
  * is the machine's (its table in machines/). Nothing is computed twice: no can() before the send.
  */
 export function send<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): Answer {
+  const from = String((actor.getSnapshot() as AnyMachineSnapshot).value)
+  const refusal = deliver(s, kind, actor, event)
+  return refusal ?? { accepted: true, from, to: String((actor.getSnapshot() as AnyMachineSnapshot).value) }
+}
+
+/** A send whose refusal would be a bug: the engine already knows the machine takes it (a schedule, an invariant). */
+export function expect<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): void {
+  const refusal = deliver(s, kind, actor, event)
+  if (refusal !== undefined) {
+    const id = idOf(kind, (actor.getSnapshot() as AnyMachineSnapshot).context as Record<string, unknown>)
+    throw new Error(`invariant: ${kind} ${id} refused ${event.type} in state ${refusal.state} (${refusal.code})`)
+  }
+}
+
+/** send's work: the event delivered and, when taken, recorded; answers the refusal, or undefined (no answer built for expect). */
+function deliver<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): Refusal | undefined {
   const before = actor.getSnapshot() as AnyMachineSnapshot
   ;(actor as AnyActor).send(event)
   const after = actor.getSnapshot() as AnyMachineSnapshot
@@ -92,16 +108,7 @@ export function send<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf
     scheduleOffer(s, after as OfferSnapshot)
   }
   noteActor(s, kind, idOf(kind, after.context as Record<string, unknown>), actor as AnyLive, after)
-  return { accepted: true, from, to: String(after.value) }
-}
-
-/** A send whose refusal would be a bug: the engine already knows the machine takes it (a schedule, an invariant). */
-export function expect<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): void {
-  const answer = send(s, kind, actor, event)
-  if (!answer.accepted) {
-    const id = idOf(kind, (actor.getSnapshot() as AnyMachineSnapshot).context as Record<string, unknown>)
-    throw new Error(`invariant: ${kind} ${id} refused ${event.type} in state ${answer.state} (${answer.code})`)
-  }
+  return undefined
 }
 
 /**

@@ -76,11 +76,11 @@ export function chainTimeOf(s: EngineState, network: string): number | undefined
 }
 
 /** The network's live lease that is over first, when its observed chain time is past that lease's deadline. */
-export function nextDueLease(s: EngineState, network: string): { lease: LeaseActor; chainTimeMs: number } | undefined {
+export function dueLease(s: EngineState, network: string): LeaseActor | undefined {
   const chainTimeMs = chainTimeOf(s, network)
   const next = s.leaseExpiries.get(network)?.peek()
   if (chainTimeMs === undefined || next === undefined || next.atMs > chainTimeMs) return undefined
-  return { lease: s.leases.get(next.id) as LeaseActor, chainTimeMs }
+  return s.leases.get(next.id) as LeaseActor
 }
 
 /**
@@ -88,12 +88,25 @@ export function nextDueLease(s: EngineState, network: string): { lease: LeaseAct
  * can ask after every call.
  */
 export function timersDue(s: EngineState, nowMs: number): boolean {
-  for (const network of s.leaseExpiries.keys()) if (nextDueLease(s, network)) return true
+  for (const network of s.leaseExpiries.keys()) if (dueLease(s, network)) return true
   for (const [network, schedule] of s.offerExpiries) {
     const next = schedule.peek()
     if (next !== undefined && next.atMs <= networkClockMs(s, network, nowMs)) return true
   }
   return false
+}
+
+/**
+ * What a command's timer steps ended: counted (the per-command bounds read the count) and, for a caller that shows
+ * them (POST /credit/dispatch, a follower's batch), viewed; `views` is null for the ticker, which shows nothing.
+ */
+export interface Ended<V> {
+  count: number
+  views: V[] | null
+}
+
+export function ended<V>(withViews: boolean): Ended<V> {
+  return { count: 0, views: withViews ? [] : null }
 }
 
 // The changes one step of dispatch or of the follower's batch may add to its command (an actor or record counts

@@ -3,7 +3,7 @@
 import fc from 'fast-check'
 import t from 'tap'
 import { Engine, type EngineConfig } from '../../src/engine/index.ts'
-import type { DispatchOutcome, EngineResult } from '../../src/engine/index.ts'
+import type { DispatchOutcome, DispatchTally, EngineResult } from '../../src/engine/index.ts'
 import { drain } from '../../src/engine/changes.ts'
 import type { ChainObservation, ChainObservationOutcome } from '../../src/engine/engine.ts'
 import { isPastDeadline, leaseOverAtChainMs } from '../../machines/index.ts'
@@ -12,7 +12,7 @@ import { expireOffer, leaseToBestLender } from '../../src/engine/matching.ts'
 import type { EngineState, LeaseActor } from '../../src/engine/state.ts'
 import { repositionLender } from '../../src/engine/ledger.ts'
 import type { LeaseView, LenderRecord } from '../../src/engine/types.ts'
-import { leaseView } from '../../src/engine/views.ts'
+import { leaseView, offerView } from '../../src/engine/views.ts'
 import {
   ASSET, BORROWER, CLIENT, FakeWallets, NET, SUPPLIER, T0, canonical, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor,
   matchedLender, registerBacking, seedSuppliers, unwrap,
@@ -63,7 +63,8 @@ class ScanningEngine extends Engine {
       const snap = offer.getSnapshot()
       if (!snap.matches('offered')) continue
       if (nowMs >= snap.context.expiresAtMs) {
-        outcome.expiredOffers.push(expireOffer(state, offer, 'stale', nowMs))
+        expireOffer(state, offer, 'stale', nowMs)
+        outcome.expiredOffers.push(offerView(offer.getSnapshot()))
         continue
       }
       if (attempts >= state.config.offersDispatchedPerCallMax) continue
@@ -178,6 +179,8 @@ t.test('dispatch on schedules equals the full scan it replaced: same outcomes, c
     }
     const scan = made(ScanningEngine)
     let heap = made(Engine)
+    // The same engine dispatching as the ticker does (tick): the same changes and state, its outcome counted.
+    const ticking = made(Engine)
     const cut = cutSeed % log.length
     let nowMs = T0
     for (let i = 0; i < log.length; i++) {
@@ -190,8 +193,11 @@ t.test('dispatch on schedules equals the full scan it replaced: same outcomes, c
       const expected = canonical(result)
       const actual = canonical(apply(heap.engine, heap.wallets, cmd, nowMs))
       if (actual !== expected) throw new Error(`step ${i} (${cmd.c}) differs:\n${actual}\n${expected}`)
+      const ticked = cmd.c === 'dispatch' ? canonical(talliedAsViewed(tickAt(ticking.engine, nowMs), result as EngineResult<DispatchOutcome>)) : canonical(apply(ticking.engine, ticking.wallets, cmd, nowMs))
+      if (ticked !== expected) throw new Error(`step ${i} (${cmd.c}) differs when ticked:\n${ticked}\n${expected}`)
       heap.engine.checkInvariants()
       if (canonical(heap.engine.snapshots()) !== canonical(scan.engine.snapshots())) throw new Error(`state differs after step ${i}`)
+      if (canonical(ticking.engine.snapshots()) !== canonical(scan.engine.snapshots())) throw new Error(`ticked state differs after step ${i}`)
     }
     return true
   }), { numRuns: 200, seed: DISPATCH_SEED })
@@ -201,6 +207,31 @@ t.test('dispatch on schedules equals the full scan it replaced: same outcomes, c
     t.ok(paths.has(path), `some dispatch: ${path}`)
   }
 })
+
+/** dispatchAt's chain observation, then the ticker's dispatch: its time-outs counted with the observation's. */
+function tickAt(engine: Engine, nowMs: number): EngineResult<DispatchTally> {
+  const observed = engine.observeChain({ network: NET, toBlock: BigInt(nowMs), toBlockHash: '0x', toBlockTimeMs: nowMs, events: [] }, nowMs)
+  if (!observed.ok) return observed
+  const ticked = engine.tick(nowMs)
+  if (!ticked.ok) return ticked
+  return {
+    ok: true,
+    value: { ...ticked.value, expiredLeases: observed.value.expiredLeases.length + ticked.value.expiredLeases },
+    changes: [...observed.changes, ...ticked.changes],
+  }
+}
+
+/**
+ * A tick's result in the form of dispatch's `viewed` one when each count equals the length of the list dispatch
+ * answered (the views themselves are dispatch's); the tally as it is otherwise, so the comparison fails.
+ */
+function talliedAsViewed(ticked: EngineResult<DispatchTally>, viewed: EngineResult<DispatchOutcome>): unknown {
+  if (!ticked.ok || !viewed.ok) return ticked
+  const { expiredLeases, expiredOffers, matches, suspensionsLifted } = ticked.value
+  const same = expiredLeases === viewed.value.expiredLeases.length && expiredOffers === viewed.value.expiredOffers.length &&
+    matches === viewed.value.matches.length && canonical(suspensionsLifted) === canonical(viewed.value.suspensionsLifted)
+  return same ? { ...ticked, value: viewed.value } : ticked
+}
 
 function world(config: Partial<EngineConfig> = {}) {
   const { engine, wallets } = newEngine(config)
