@@ -94,7 +94,7 @@ export function expect<K extends ActorKind>(s: EngineState, kind: K, actor: Live
   }
 }
 
-/** send's work: the event delivered and, when taken, recorded; answers the refusal, or undefined (no answer built for expect). */
+/** send's work: the event delivered and, when taken, recorded; the refusal, or undefined (expect builds no answer). */
 function deliver<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): Refusal | undefined {
   const before = actor.getSnapshot() as AnyMachineSnapshot
   ;(actor as AnyActor).send(event)

@@ -214,9 +214,10 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
 /**
  * Times out the network's live leases whose deadline its observed chain time is past, in deadline order then lease
  * sequence, while the command has room for one more time-out (changesPerCommandMax) and has taken fewer than
- * timeOutsPerCommandMax (`expired` holds the command's time-outs so far, viewed if its caller wants them). Answers false when it stopped with leases
- * still due: they stay live (the safe side, see the file's comment) and the next dispatch goes on with them. One pass:
- * the lenders' book entries move once each, after it (a lender with several leases due moves once).
+ * timeOutsPerCommandMax (`expired` counts the command's time-outs so far, and views them if its caller wants them).
+ * Answers false when it stopped with leases still due: they stay live (the safe side, see the file's comment) and the
+ * next dispatch goes on with them. One pass: the lenders' book entries move once each, after it (a lender with several
+ * leases due moves once).
  */
 export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: Ended<LeaseView>): boolean {
   const moved = new Set<LenderRecord>()

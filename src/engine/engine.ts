@@ -258,7 +258,7 @@ export class Engine {
     return this.#dispatchStopped || timersDue(this.state, nowMs)
   }
 
-  /** Dispatch's steps (see dispatch), with the views of what they ended or without; notes whether they stopped with work left. */
+  /** Dispatch's steps (see dispatch), viewing what they ended or only counting it; notes whether work was left. */
   #dispatch(nowMs: number, withViews: boolean): DispatchSteps {
     const steps: DispatchSteps = { expiredLeases: ended(withViews), expiredOffers: ended(withViews), matches: ended(withViews), suspensionsLifted: [] }
     this.#dispatchStopped = !this.#dispatchSteps(steps, nowMs)

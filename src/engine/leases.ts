@@ -113,7 +113,8 @@ export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: num
   }
   // The schedule says the chain is past the deadline; the lease machine's guard agrees, or this throws.
   expect(s, 'lease', lease, { type: 'TIME_OUT', chainTimeMs, nowMs })
-  // The lender's liquidity and reputation both change: its book entry moves once, to where both put it.
+  // The lender's liquidity and reputation both change: its book entry moves once, after the pass, to where all its
+  // time-outs put it.
   const lender = releaseLease(s, l)
   reputation.leaseMissed(lender, s.config)
   touch(s, 'lender', lender.address)
