@@ -1,6 +1,7 @@
-// `npm run bench`: runs the sections listed in `sections` below (bench/match.ts, match-durable.ts, scale.ts,
-// restart.ts, http.ts, lease-signing.ts, ceiling.ts, durable-commit.ts, loadmix.ts), each as its own child process
-// (sequentially, so they do not compete for the cores), with a progress line while each runs; then writes
+// `npm run bench`: runs the sections listed in `sections` below (bench/match.ts, match-request.ts, dispatch.ts,
+// match-durable.ts, scale.ts, restart.ts, http.ts, lease-signing.ts, ceiling.ts, durable-commit.ts, loadmix.ts), each
+// as its own child process (sequentially, so they do not compete for the cores), with a progress line while each
+// runs; then writes
 // bench/results/summary.md (each section's text and a table of the key figures against their goals), an SVG chart
 // per section (bench/chart.ts) and bench/results/<date>.json with the machine (cores, memory, load before and after,
 // Node, commit) and every figure. A section is one entry of the list: its script and arguments, its text in the
@@ -143,6 +144,24 @@ Outcome digest ${r.outcomeDigest}.
     rows: (r) => [['engine CPU per request + match pair (in process, mean)', us(r.cpuMicros.pair)]],
     charts: (r) => ({
       'match-request': barChart({ title: `Engine CPU per call, ${r.lenders} lenders (in process)`, yLabel: 'us of process CPU (p50)', bars: [{ label: 'requestCredit', value: r.cpuMicrosP50.request }, { label: 'matchOffer', value: r.cpuMicrosP50.match }] }),
+    }),
+  },
+  {
+    name: 'dispatch', key: 'dispatch', file: 'dispatch.ts', args: quick ? ['--quick'] : [], out: false,
+    markdown: (d) => `## The ticker's time-outs and expiries in process (bench/dispatch.ts)
+
+${d.lenders} lenders, ${d.rounds} rounds of ${d.offersPerRound} offers leased and never paid, then the chain past every deadline (lease
+and offer TTL 3 s, as the load mix); process CPU (load average ${d.loadAverage.before.toFixed(1)} before):
+
+| per lease time-out (follower batches) | per offer expiry (the ticker's dispatch) | per pair, follower batch then the ticker |
+|---|---|---|
+| ${us(d.cpuMicrosPerTimeOut)} | ${us(d.cpuMicrosPerExpiry)} | ${us(d.cpuMicrosPerPair)} |
+
+Outcome digest ${d.outcomeDigest}.
+`,
+    rows: (d) => [['engine CPU per lease time-out + offer expiry (in process)', us(d.cpuMicrosPerPair)]],
+    charts: (d) => ({
+      dispatch: barChart({ title: `Engine CPU of the ticker's timers, ${d.lenders} lenders (in process)`, yLabel: 'us of process CPU', bars: [{ label: 'lease time-out', value: d.cpuMicrosPerTimeOut }, { label: 'offer expiry', value: d.cpuMicrosPerExpiry }, { label: 'pair', value: d.cpuMicrosPerPair }] }),
     }),
   },
   {

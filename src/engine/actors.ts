@@ -3,10 +3,10 @@
 import { createActor, type Actor, type AnyActor, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InputFrom, type Snapshot } from 'xstate'
 import { machines, offerContextCopy, refusalCode, refusals, type OfferContext } from '../../machines/index.ts'
 import { jobKey } from '../chain/ids.ts'
-import { actorRecord } from './changes.ts'
+import { finalActorRecord } from './changes.ts'
 import { scheduleOffer } from './dispatch.ts'
 import { fail } from './errors.ts'
-import type { AnyLive, EngineState, OfferActor } from './state.ts'
+import type { AnyLive, EngineState, OfferSnapshot } from './state.ts'
 import type { ActorKind, Address, EngineError } from './types.ts'
 import { recordTransition, restoreHistory } from './history.ts'
 
@@ -80,6 +80,22 @@ function bornLogic(machine: AnyStateMachine): AnyStateMachine | null {
  * is the machine's (its table in machines/). Nothing is computed twice: no can() before the send.
  */
 export function send<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): Answer {
+  const from = String((actor.getSnapshot() as AnyMachineSnapshot).value)
+  const refusal = deliver(s, kind, actor, event)
+  return refusal ?? { accepted: true, from, to: String((actor.getSnapshot() as AnyMachineSnapshot).value) }
+}
+
+/** A send whose refusal would be a bug: the engine already knows the machine takes it (a schedule, an invariant). */
+export function expect<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): void {
+  const refusal = deliver(s, kind, actor, event)
+  if (refusal !== undefined) {
+    const id = idOf(kind, (actor.getSnapshot() as AnyMachineSnapshot).context as Record<string, unknown>)
+    throw new Error(`invariant: ${kind} ${id} refused ${event.type} in state ${refusal.state} (${refusal.code})`)
+  }
+}
+
+/** send's work: the event delivered and, when taken, recorded; the refusal, or undefined (expect builds no answer). */
+function deliver<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): Refusal | undefined {
   const before = actor.getSnapshot() as AnyMachineSnapshot
   ;(actor as AnyActor).send(event)
   const after = actor.getSnapshot() as AnyMachineSnapshot
@@ -89,19 +105,10 @@ export function send<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf
   if (kind === 'offer') {
     // The same context in V8's fast mode (machines/offer.ts offerContextCopy says why), before anything reads it.
     if (after.context !== before.context) (after as { context: OfferContext }).context = offerContextCopy(after.context as OfferContext)
-    scheduleOffer(s, actor as OfferActor)
+    scheduleOffer(s, after as OfferSnapshot)
   }
-  noteActor(s, kind, idOf(kind, after.context as Record<string, unknown>), actor as AnyLive)
-  return { accepted: true, from, to: String(after.value) }
-}
-
-/** A send whose refusal would be a bug: the engine already knows the machine takes it (a schedule, an invariant). */
-export function expect<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>, event: EventOf<K>): void {
-  const answer = send(s, kind, actor, event)
-  if (!answer.accepted) {
-    const id = idOf(kind, (actor.getSnapshot() as AnyMachineSnapshot).context as Record<string, unknown>)
-    throw new Error(`invariant: ${kind} ${id} refused ${event.type} in state ${answer.state} (${answer.code})`)
-  }
+  noteActor(s, kind, idOf(kind, after.context as Record<string, unknown>), actor as AnyLive, after)
+  return undefined
 }
 
 /**
@@ -120,23 +127,26 @@ export function refused(kind: ActorKind, id: string, answer: Refusal): { ok: fal
   return fail('conflict', answer.code, `${kind} ${id} is ${answer.state}`)
 }
 
-/** A final actor is persisted now, stopped and evicted; a live one is snapshotted when the command drains. */
-function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive): void {
+/**
+ * A final actor is persisted now, stopped and evicted; a live one is snapshotted when the command drains (marked once
+ * per command: a second event to it in the same command adds nothing). `snapshot` is the actor's, just taken.
+ */
+function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive, snapshot: AnyMachineSnapshot): void {
   const key = `${kind}:${id}`
-  if (actor.getSnapshot().status === 'done') {
-    s.pending.set(key, { kind, id, record: actorRecord(actor), final: true })
+  if (snapshot.status === 'done') {
+    s.pending.set(key, { kind, id, record: finalActorRecord(actor), final: true })
     actor.stop()
     s.actorMap(kind).delete(id)
     if (kind === 'offer') {
-      const o = actor.getSnapshot().context as { borrower: Address; offerKey: string }
+      const o = snapshot.context as { borrower: Address; offerKey: string }
       countOffer(s, o.borrower, -1)
       s.offerIdByKey.delete(o.offerKey)
     } else if (kind === 'advance') {
-      s.advanceIdByKey.delete((actor.getSnapshot().context as { advanceKey: string }).advanceKey)
+      s.advanceIdByKey.delete((snapshot.context as { advanceKey: string }).advanceKey)
     } else if (kind === 'job') {
       s.jobIdByKey?.delete(jobKey(id))
     }
-  } else {
+  } else if (!s.pending.has(key)) {
     s.pending.set(key, { kind, id })
   }
 }

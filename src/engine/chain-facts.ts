@@ -9,16 +9,17 @@ import type { OfferContext } from '../../machines/index.ts'
 import { refused, send } from './actors.ts'
 import { applyRepaidFact, openAdvance } from './advances.ts'
 import type { EngineConfig } from './config.ts'
-import { chainTimeOf, LEASE_TIME_OUT_CHANGES_MAX, nextDueLease, roomFor } from './dispatch.ts'
+import { chainTimeOf, dueLease, ended, LEASE_TIME_OUT_CHANGES_MAX, roomFor, type Ended } from './dispatch.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { sameAddress } from './keys.ts'
-import { deployForAdvance, lenderChanged, lenderOf, reserveForLease } from './ledger.ts'
+import { deployForAdvance, lenderChanged, lenderOf, repositionLender, reserveForLease } from './ledger.ts'
 import { cancelLease, payLease, timeOutLease } from './leases.ts'
 import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
 import type { EngineState, LeaseActor, OfferActor } from './state.ts'
 import { applyCollateral, jobIdOfKey } from './jobs.ts'
-import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, RepaymentReceipt } from './types.ts'
+import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, LenderRecord, RepaymentReceipt } from './types.ts'
+import { leaseView } from './views.ts'
 
 /**
  * The most changes one event of a follower's batch adds to its command (observeChain; an actor or record counts once
@@ -202,25 +203,35 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   if (before === undefined || batch.toBlockTimeMs > before) {
     s.meta.chainTimeMs = { ...s.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
   }
-  const expiredLeases: LeaseView[] = []
-  timeOutDueLeases(s, batch.network, nowMs, expiredLeases)
+  const expired = ended<LeaseView>(true)
+  timeOutDueLeases(s, batch.network, nowMs, expired)
   return {
     network: batch.network, toBlock: batch.toBlock, chainTimeMs: chainTimeOf(s, batch.network) as number,
-    advances, appliedProofKeys, repayments, collateral, ignored, expiredLeases,
+    advances, appliedProofKeys, repayments, collateral, ignored, expiredLeases: expired.views as LeaseView[],
   }
 }
 
 /**
  * Times out the network's live leases whose deadline its observed chain time is past, in deadline order then lease
  * sequence, while the command has room for one more time-out (changesPerCommandMax) and has taken fewer than
- * timeOutsPerCommandMax (`expired` holds the command's time-outs so far). Answers false when it stopped with leases
- * still due: they stay live (the safe side, see the file's comment) and the next dispatch goes on with them.
+ * timeOutsPerCommandMax (`expired` counts the command's time-outs so far, and views them if its caller wants them).
+ * Answers false when it stopped with leases still due: they stay live (the safe side, see the file's comment) and the
+ * next dispatch goes on with them. One pass: the lenders' book entries move once each, after it (a lender with several
+ * leases due moves once).
  */
-export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: LeaseView[]): boolean {
+export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: Ended<LeaseView>): boolean {
+  const moved = new Set<LenderRecord>()
+  let done = true
   // Each time-out takes its lease out of the schedule, so the next due one is at the top again.
-  for (let due = nextDueLease(s, network); due !== undefined; due = nextDueLease(s, network)) {
-    if (expired.length >= s.config.timeOutsPerCommandMax || !roomFor(s, LEASE_TIME_OUT_CHANGES_MAX)) return false
-    expired.push(timeOutLease(s, due.lease, due.chainTimeMs, nowMs))
+  for (let lease = dueLease(s, network); lease !== undefined; lease = dueLease(s, network)) {
+    if (expired.count >= s.config.timeOutsPerCommandMax || !roomFor(s, LEASE_TIME_OUT_CHANGES_MAX)) {
+      done = false
+      break
+    }
+    timeOutLease(s, lease, chainTimeOf(s, network) as number, nowMs, moved)
+    expired.count += 1
+    expired.views?.push(leaseView(lease.getSnapshot()))
   }
-  return true
+  for (const lender of moved) repositionLender(s, lender)
+  return done
 }

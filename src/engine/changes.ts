@@ -2,7 +2,7 @@
 import type { EngineState } from './state.ts'
 import type { Address, BorrowerRecord, Change, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
 import type { AnyActor, AnyMachineSnapshot } from 'xstate'
-import { historyCopy, withHistory } from './history.ts'
+import { historyCopy, historyOf, withHistory } from './history.ts'
 
 /**
  * XState's persisted snapshot carries `output: undefined` (and `error: undefined`) until an actor is done; the seam
@@ -28,6 +28,18 @@ export function persisted(snapshot: unknown): unknown {
  * history value takes the general path. test/engine/actors.test.ts checks both give the same record.
  */
 export function actorRecord(actor: AnyActor): unknown {
+  return recordOf(actor, false)
+}
+
+/**
+ * The record of an actor that reached a final state and leaves memory now: with its history list itself, not a copy
+ * (actorRecord copies it because a live actor's list keeps growing after the command; an evicted one's never does).
+ */
+export function finalActorRecord(actor: AnyActor): unknown {
+  return recordOf(actor, true)
+}
+
+function recordOf(actor: AnyActor, final: boolean): unknown {
   const snapshot = actor.getSnapshot() as AnyMachineSnapshot
   if (hasKeys(snapshot.children) || hasKeys(snapshot.historyValue)) return withHistory(persisted(actor.getPersistedSnapshot()), actor)
   // Same keys in the same order as the general path (status, output or error once done, value, historyValue,
@@ -39,7 +51,7 @@ export function actorRecord(actor: AnyActor): unknown {
   record.historyValue = {}
   record.context = snapshot.context
   record.children = {}
-  record.history = historyCopy(actor)
+  record.history = final ? historyOf(actor) : historyCopy(actor)
   return record
 }
 

@@ -2,7 +2,7 @@
 // and the change budget its steps (and the chain follower's lease time-outs) take from one command.
 import { seqOf } from './keys.ts'
 import type { EngineConfig } from './config.ts'
-import type { EngineState, LeaseActor, OfferActor } from './state.ts'
+import type { EngineState, LeaseActor, OfferActor, OfferSnapshot } from './state.ts'
 import { leaseOverAtChainMs, type LeaseInput } from '../../machines/index.ts'
 
 /** A scheduled lease or offer: when it is due and its id's sequence, the tie-break that keeps the order deterministic. */
@@ -20,10 +20,10 @@ export const bySeq = (a: Due, b: Due): number => a.seq - b.seq
  * An offer is in dispatch's waiting schedules exactly while it waits for a lender (state offered, not final): the
  * waiting list by sequence, and its network's expiry schedule (its TTL runs on that network's chain time).
  */
-export function scheduleOffer(s: EngineState, offer: OfferActor): void {
-  const snap = offer.getSnapshot()
+export function scheduleOffer(s: EngineState, snap: OfferSnapshot): void {
   const o = snap.context
-  const waiting = snap.status === 'active' && snap.matches('offered')
+  // The offer machine is flat: its state value is the state's name (a string compare, not matches()'s path walk).
+  const waiting = snap.status === 'active' && snap.value === 'offered'
   if (waiting === s.waitingOffers.has(o.offerId)) return
   if (waiting) {
     const due: Due = { id: o.offerId, seq: seqOf(o.offerId), atMs: o.expiresAtMs }
@@ -76,11 +76,11 @@ export function chainTimeOf(s: EngineState, network: string): number | undefined
 }
 
 /** The network's live lease that is over first, when its observed chain time is past that lease's deadline. */
-export function nextDueLease(s: EngineState, network: string): { lease: LeaseActor; chainTimeMs: number } | undefined {
+export function dueLease(s: EngineState, network: string): LeaseActor | undefined {
   const chainTimeMs = chainTimeOf(s, network)
   const next = s.leaseExpiries.get(network)?.peek()
   if (chainTimeMs === undefined || next === undefined || next.atMs > chainTimeMs) return undefined
-  return { lease: s.leases.get(next.id) as LeaseActor, chainTimeMs }
+  return s.leases.get(next.id) as LeaseActor
 }
 
 /**
@@ -88,12 +88,25 @@ export function nextDueLease(s: EngineState, network: string): { lease: LeaseAct
  * can ask after every call.
  */
 export function timersDue(s: EngineState, nowMs: number): boolean {
-  for (const network of s.leaseExpiries.keys()) if (nextDueLease(s, network)) return true
+  for (const network of s.leaseExpiries.keys()) if (dueLease(s, network)) return true
   for (const [network, schedule] of s.offerExpiries) {
     const next = schedule.peek()
     if (next !== undefined && next.atMs <= networkClockMs(s, network, nowMs)) return true
   }
   return false
+}
+
+/**
+ * What a command's timer steps ended: counted (the per-command bounds read the count) and, for a caller that shows
+ * them (POST /credit/dispatch, a follower's batch), viewed; `views` is null for the ticker, which shows nothing.
+ */
+export interface Ended<V> {
+  count: number
+  views: V[] | null
+}
+
+export function ended<V>(withViews: boolean): Ended<V> {
+  return { count: 0, views: withViews ? [] : null }
 }
 
 // The changes one step of dispatch or of the follower's batch may add to its command (an actor or record counts

@@ -11,7 +11,7 @@ import { applyRepaidFact } from './advances.ts'
 import { borrowerOf, liftDueSuspensions, suspend } from './borrowers.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
 import { drain, touch } from './changes.ts'
-import { chainTimeOf, matchChangesMax, OFFER_EXPIRY_CHANGES_MAX, offersToDispatch, roomFor, timersDue } from './dispatch.ts'
+import { chainTimeOf, ended, matchChangesMax, OFFER_EXPIRY_CHANGES_MAX, offersToDispatch, roomFor, timersDue, type Ended } from './dispatch.ts'
 import { fundOffer, observeChain, timeOutDueLeases, type ChainObservation, type ChainObservationOutcome, type PastLeaseOf } from './chain-facts.ts'
 import { fail, forbidden } from './errors.ts'
 import { checkInvariants } from './invariants.ts'
@@ -31,9 +31,9 @@ import type { ExecutedTx, OfferKeyOf, RepaidFact, SupplierPaymentFact, WalletVie
 import { offerKey } from '../chain/ids.ts'
 import type {
   Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralFact, CollateralPosition, CreateJobInput, CreditRequestInput,
-  CreditState, DispatchOutcome, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, LeaseView, LenderRecord, LenderView,
+  CreditState, DispatchOutcome, DispatchTally, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, LeaseView, LenderRecord, LenderView,
   LiquidationInput, LiquidationPlan, LiquidationReceipt, MatchOutcome, MetaRecord, OfferView, PassportEvent, PostCollateralInput,
-  RegisterLenderInput, RegisterSourceInput, RepaymentPlan, RepaymentReceipt, SourceRecord, SupplierInput, SupplierPaymentTerms, SupplierRecord,
+  RegisterLenderInput, RegisterSourceInput, RepaymentPlan, RepaymentReceipt, SourceRecord, SupplierInput, SupplierPaymentTerms, SupplierRecord, SuspensionLiftedEvent,
   UnderwritingDecision,
 } from './types.ts'
 import { openOffer, underwrite } from './underwriting.ts'
@@ -47,6 +47,14 @@ export { recoveryAmounts, supplierPaymentOnClosedOffer } from './plans.ts'
 export { repaymentReceiptOf } from './advances.ts'
 export type { StoredSnapshot } from './snapshots.ts'
 export type { ChainEventFact, ChainObservation, ChainObservationOutcome, PastLeaseOf } from './chain-facts.ts'
+
+/** What one dispatch's steps ended, viewed or only counted (Engine.dispatch, Engine.tick). */
+interface DispatchSteps {
+  expiredLeases: Ended<LeaseView>
+  expiredOffers: Ended<OfferView>
+  matches: Ended<MatchOutcome>
+  suspensionsLifted: SuspensionLiftedEvent[]
+}
 
 const zeroKeySalt = `0x${'00'.repeat(32)}` as const
 /** Offer keys with a zero salt: engine tests only (the service always passes its data directory's salt). */
@@ -222,9 +230,23 @@ export class Engine {
    * (changesPerCommandMax), in that order, so a call that stops leaves the rest for the next call in the same order.
    */
   dispatch(nowMs: number): EngineResult<DispatchOutcome> {
-    const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
-    this.#dispatchStopped = !this.#dispatchSteps(outcome, nowMs)
-    return drain(this.state, outcome)
+    const steps = this.#dispatch(nowMs, true)
+    return drain(this.state, {
+      expiredLeases: steps.expiredLeases.views as LeaseView[], expiredOffers: steps.expiredOffers.views as OfferView[],
+      matches: steps.matches.views as MatchOutcome[], suspensionsLifted: steps.suspensionsLifted,
+    })
+  }
+
+  /**
+   * The dispatch ticker's call: the same steps and changes as dispatch, counted instead of viewed (the ticker answers
+   * nobody, and a view of each lease and offer it ended would be garbage at once).
+   */
+  tick(nowMs: number): EngineResult<DispatchTally> {
+    const steps = this.#dispatch(nowMs, false)
+    return drain(this.state, {
+      expiredLeases: steps.expiredLeases.count, expiredOffers: steps.expiredOffers.count, matches: steps.matches.count,
+      suspensionsLifted: steps.suspensionsLifted,
+    })
   }
 
   /**
@@ -236,28 +258,43 @@ export class Engine {
     return this.#dispatchStopped || timersDue(this.state, nowMs)
   }
 
-  /** Dispatch's steps (see dispatch): false when the change budget stopped them with work left. */
-  #dispatchSteps(outcome: DispatchOutcome, nowMs: number): boolean {
+  /** Dispatch's steps (see dispatch), viewing what they ended or only counting it; notes whether work was left. */
+  #dispatch(nowMs: number, withViews: boolean): DispatchSteps {
+    const steps: DispatchSteps = { expiredLeases: ended(withViews), expiredOffers: ended(withViews), matches: ended(withViews), suspensionsLifted: [] }
+    this.#dispatchStopped = !this.#dispatchSteps(steps, nowMs)
+    return steps
+  }
+
+  /** Dispatch's steps: false when the change budget stopped them with work left. */
+  #dispatchSteps(steps: DispatchSteps, nowMs: number): boolean {
     const s = this.state
     // Leases expire on their network's observed chain time, never on `nowMs`: observeChain expires them as the chain
     // passes their deadline, so this finds one when a batch ran out of change budget, or a lease was granted past its
     // deadline already (a chain ahead of the service's clock).
     for (const network of s.leaseExpiries.keys()) {
-      if (!timeOutDueLeases(s, network, nowMs, outcome.expiredLeases)) return false
+      if (!timeOutDueLeases(s, network, nowMs, steps.expiredLeases)) return false
     }
-    if (!liftDueSuspensions(s, nowMs, outcome.suspensionsLifted)) return false
+    if (!liftDueSuspensions(s, nowMs, steps.suspensionsLifted)) return false
 
     for (const { offer, due } of offersToDispatch(s, nowMs)) {
       if (!roomFor(s, due ? OFFER_EXPIRY_CHANGES_MAX : matchChangesMax(this.config))) return false
       // The schedule says the offer's TTL is over; the offer machine's guard agrees, or this throws.
       if (due) {
-        outcome.expiredOffers.push(expireOffer(s, offer, 'stale', nowMs))
+        expireOffer(s, offer, 'stale', nowMs)
+        steps.expiredOffers.count += 1
+        steps.expiredOffers.views?.push(offerView(offer.getSnapshot()))
         continue
       }
       const match = leaseToBestLender(s, offer, nowMs)
       if ('accepted' in match) throw new Error(`invariant: waiting offer ${offer.id} refused matching (${match.code})`)
-      if (match.offerExpired) outcome.expiredOffers.push(match.offer)
-      if (match.lease || match.refusedLeases.length > 0) outcome.matches.push(match)
+      if (match.offerExpired) {
+        steps.expiredOffers.count += 1
+        steps.expiredOffers.views?.push(match.offer)
+      }
+      if (match.lease || match.refusedLeases.length > 0) {
+        steps.matches.count += 1
+        steps.matches.views?.push(match)
+      }
     }
     return true
   }

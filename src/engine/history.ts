@@ -49,7 +49,7 @@ function initialState(kind: ActorKind): string {
 }
 
 /** The actor's history, started with its creation the first time it is asked for (a new actor has no entry yet). */
-function historyOf(actor: AnyActor): TransitionEntry[] {
+export function historyOf(actor: AnyActor): TransitionEntry[] {
   let history = histories.get(actor)
   if (history === undefined) {
     const kind = kindOf(actor)

@@ -96,26 +96,30 @@ export function payLease(s: EngineState, lease: LeaseActor, payment: TxProof, no
  * The network's chain was observed past the lease's deadline with no SupplierPaid for it: it expires unpaid, the
  * lender pays for it, the offer goes on. The lease of a closing offer (withdrawn under it) ends without a penalty
  * instead, as a cancelled one (the lender was told not to pay), and its offer ends declined, giving its capacity back.
+ * The lender's record is recorded changed now; its book entry is moved by the caller, once per lender of its pass
+ * (`moved` collects them, ledger.ts repositionLender).
  */
-export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: number, nowMs: number): LeaseView {
+export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: number, nowMs: number, moved: Set<LenderRecord>): void {
   const l = lease.getSnapshot().context
   const offer = s.offers.get(l.offerId) as OfferActor
-  if (offer.getSnapshot().matches('closing')) {
+  // The offer machine is flat: its state value is the state's name.
+  if (offer.getSnapshot().value === 'closing') {
     // The schedule says the chain is past the deadline: the authorization can no longer be paid.
     cancelLease(s, lease, nowMs)
     expect(s, 'offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
     const o = offer.getSnapshot().context
     releaseCapacity(s, o.source, o.amountAtomic, nowMs)
-    return leaseView(lease.getSnapshot())
+    return
   }
   // The schedule says the chain is past the deadline; the lease machine's guard agrees, or this throws.
   expect(s, 'lease', lease, { type: 'TIME_OUT', chainTimeMs, nowMs })
-  // The lender's liquidity and reputation both change: its book entry moves once, to where both put it.
+  // The lender's liquidity and reputation both change: its book entry moves once, after the pass, to where all its
+  // time-outs put it.
   const lender = releaseLease(s, l)
   reputation.leaseMissed(lender, s.config)
-  lenderChanged(s, lender)
+  touch(s, 'lender', lender.address)
+  moved.add(lender)
   expect(s, 'offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
-  return leaseView(lease.getSnapshot())
 }
 
 /** The offer is withdrawn under the lease: it is cancelled without a penalty, the lender did no wrong. */

@@ -14,9 +14,18 @@ export function lenderOf(s: EngineState, address: Address): LenderRecord {
 
 /** After a change to the lender's record: its book position follows, and the change is recorded. */
 export function lenderChanged(s: EngineState, lender: LenderRecord): void {
+  repositionLender(s, lender)
+  touch(s, 'lender', lender.address)
+}
+
+/**
+ * The lender's book entry moves to where its record now sorts it. A pass that changes many lenders' records and reads
+ * no book on the way (dispatch's lease time-outs) records each change at once (touch) and moves each lender once at
+ * its end: the book stays sorted by the keys its entries carry, so a deferred move finds its entry where it was.
+ */
+export function repositionLender(s: EngineState, lender: LenderRecord): void {
   const placed = s.bookEntries.get(lender.address)
   if (placed) reposition(placed.entry, placed.books)
-  touch(s, 'lender', lender.address)
 }
 
 /** The reserve of one asset on one network, created empty at its first use; recorded as changed. */

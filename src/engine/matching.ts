@@ -10,7 +10,7 @@ import { bookKey } from './keys.ts'
 import { grantLease, refuseLease } from './leases.ts'
 import { eligibleFee, feeAtomic } from './rules.ts'
 import type { EngineState, OfferActor } from './state.ts'
-import type { Address, LeaseView, LenderRecord, MatchOutcome, OfferView } from './types.ts'
+import type { Address, LeaseView, LenderRecord, MatchOutcome } from './types.ts'
 import { offerView, walletFreeAtomic } from './views.ts'
 
 /** A lender one matching attempt leases to, and its fee. */
@@ -120,7 +120,8 @@ function notMatched(s: EngineState, offer: OfferActor, answer: Refusal, nowMs: n
     return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases: [], offerExpired: false }
   }
   if (answer.code === offerRefusals.LEASE.guarded) {
-    return { offer: expireOffer(s, offer, 'stale', nowMs), lease: null, refusedLeases: [], offerExpired: true }
+    expireOffer(s, offer, 'stale', nowMs)
+    return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases: [], offerExpired: true }
   }
   return answer
 }
@@ -171,12 +172,14 @@ function walletCovers(s: EngineState, lender: LenderRecord, network: string, ass
   return walletFreeAtomic(s, lender, network, asset) >= amountAtomic
 }
 
-/** An offer past its TTL, or out of leases, expires and gives its capacity back to its source. */
-export function expireOffer(s: EngineState, offer: OfferActor, reason: 'stale' | 'leases_exhausted', nowMs: number): OfferView {
+/**
+ * An offer past its TTL, or out of leases, expires and gives its capacity back to its source (a caller that shows it
+ * builds its view).
+ */
+export function expireOffer(s: EngineState, offer: OfferActor, reason: 'stale' | 'leases_exhausted', nowMs: number): void {
   const o = offer.getSnapshot().context
   expect(s, 'offer', offer, { type: 'EXPIRE', reason, chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
   releaseCapacity(s, o.source, o.amountAtomic, nowMs)
-  return offerView(offer.getSnapshot())
 }
 
 /**

@@ -65,7 +65,7 @@ export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void 
     s.offers.set(x.id, offer)
     countOffer(s, offer.getSnapshot().context.borrower, 1)
     s.offerIdByKey.set(offer.getSnapshot().context.offerKey, x.id)
-    scheduleOffer(s, offer)
+    scheduleOffer(s, offer.getSnapshot())
   }
   for (const x of byId('lease')) {
     const lease = restoreActor(leaseMachine, x.record)

@@ -13,6 +13,7 @@ export type JobActor = Actor<typeof jobMachine>
 export type OfferActor = Actor<typeof offerMachine>
 export type LeaseActor = Actor<typeof leaseMachine>
 export type AdvanceActor = Actor<typeof advanceMachine>
+export type OfferSnapshot = ReturnType<OfferActor['getSnapshot']>
 export type AnyLive = JobActor | OfferActor | LeaseActor | AdvanceActor
 
 /** A change the running command made: resolved to its record when the command drains (or already final). */

@@ -266,6 +266,17 @@ export interface DispatchOutcome {
   suspensionsLifted: SuspensionLiftedEvent[]
 }
 
+/**
+ * The dispatch ticker's outcome (Engine.tick): the same steps as DispatchOutcome's, counted instead of viewed, since
+ * nobody reads the ticker's views; the lifted suspensions in full (each is a passport event the service writes).
+ */
+export interface DispatchTally {
+  expiredLeases: number
+  expiredOffers: number
+  matches: number
+  suspensionsLifted: SuspensionLiftedEvent[]
+}
+
 /** The way back from a failed job (issue 10, hole 3): a passport event, like the suspension itself. */
 export interface SuspensionLiftedEvent {
   type: 'suspension_lifted'

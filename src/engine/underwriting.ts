@@ -131,7 +131,7 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
   s.offers.set(offerInput.offerId, offer)
   countOffer(s, offerInput.borrower, 1)
   s.offerIdByKey.set(offerInput.offerKey, offerInput.offerId)
-  scheduleOffer(s, offer)
+  scheduleOffer(s, offer.getSnapshot())
   touch(s, 'offer', offerInput.offerId)
   touch(s, 'meta', 'engine')
   commitCapacity(s, decision.source, input.amountAtomic, nowMs)

@@ -14,7 +14,7 @@
 //   operator-commands.ts  settlement, failure and liquidation: the operator's transaction first, then the record
 // Matching, dispatch (and its ticker) and the supplier directory are one command each, here.
 import type { Address } from 'viem'
-import type { DispatchOutcome, MatchOutcome, SupplierInput, SupplierRecord } from '../engine/types.ts'
+import type { DispatchOutcome, DispatchTally, MatchOutcome, SupplierInput, SupplierRecord } from '../engine/types.ts'
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
 import type { Mutation } from './mutation.ts'
 import { refusedWith, ServiceCore } from './core.ts'
@@ -70,11 +70,11 @@ export class CreditService extends ServiceCore {
   // ------------------------------------------------------------------------------------------------ commands of one line
 
   /**
-   * The dispatch ticker: the same command as POST /credit/dispatch, through the same run-and-commit path as a request,
-   * with nobody to answer.
+   * The dispatch ticker: the same command as POST /credit/dispatch (counted, not viewed: Engine.tick), through the same
+   * run-and-commit path as a request, with nobody to answer.
    */
   async tick(): Promise<void> {
-    await this.run<DispatchOutcome>(null, () => this.engine.dispatch(this.now()), (outcome) => this.#liftedPassport(outcome))
+    await this.run<DispatchTally>(null, () => this.engine.tick(this.now()), (outcome) => this.#liftedPassport(outcome))
   }
 
   /**
@@ -93,7 +93,7 @@ export class CreditService extends ServiceCore {
   }
 
   /** Dispatch lifts due suspensions: each lift is a passport event of its borrower. */
-  #liftedPassport(outcome: DispatchOutcome): RecordWrite[] {
+  #liftedPassport(outcome: Pick<DispatchOutcome, 'suspensionsLifted'>): RecordWrite[] {
     return this.passportWrites(outcome.suspensionsLifted.map((lift) => ({
       agent: lift.borrower, kind: 'suspension_lifted', details: { suspendedAtMs: lift.suspendedAtMs, borrowerReputationBps: lift.borrowerReputationBps },
     })))

@@ -8,7 +8,7 @@ import { createActor, type AnyActor, type AnyStateMachine } from 'xstate'
 import { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
 import { send, startActor } from '../../src/engine/actors.ts'
 import type { EngineState } from '../../src/engine/state.ts'
-import { actorRecord, persisted } from '../../src/engine/changes.ts'
+import { actorRecord, finalActorRecord, persisted } from '../../src/engine/changes.ts'
 import { withHistory } from '../../src/engine/history.ts'
 import { leaseView, offerView, viewOf } from '../../src/engine/views.ts'
 import { BORROWER, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
@@ -83,6 +83,9 @@ t.test('actorRecord: the persisted snapshot with its history, for every live act
   const done = createActor(leaseMachine, { input: inputs[2]![2] as never }).start()
   done.send({ type: 'CANCEL', nowMs: T0 })
   t.same(actorRecord(done), withHistory(persisted(done.getPersistedSnapshot()), done), 'a final actor (status done)')
+  const final = finalActorRecord(done)
+  t.same(final, withHistory(persisted(done.getPersistedSnapshot()), done), 'finalActorRecord: the same record')
+  t.same(Object.keys(final as object), Object.keys(actorRecord(done) as object), 'finalActorRecord: keys in the same order')
 })
 
 t.test('offerView and leaseView: the general view of the snapshot (context and state), keys in the same order, through each life', async (t) => {

@@ -3,16 +3,19 @@
 import fc from 'fast-check'
 import t from 'tap'
 import { Engine, type EngineConfig } from '../../src/engine/index.ts'
-import type { DispatchOutcome, EngineResult } from '../../src/engine/index.ts'
+import type { DispatchOutcome, DispatchTally, EngineResult } from '../../src/engine/index.ts'
 import { drain } from '../../src/engine/changes.ts'
 import type { ChainObservation, ChainObservationOutcome } from '../../src/engine/engine.ts'
 import { isPastDeadline, leaseOverAtChainMs } from '../../machines/index.ts'
 import { timeOutLease } from '../../src/engine/leases.ts'
 import { expireOffer, leaseToBestLender } from '../../src/engine/matching.ts'
-import type { EngineState } from '../../src/engine/state.ts'
+import type { EngineState, LeaseActor } from '../../src/engine/state.ts'
+import { repositionLender } from '../../src/engine/ledger.ts'
+import type { LeaseView, LenderRecord } from '../../src/engine/types.ts'
+import { leaseView, offerView } from '../../src/engine/views.ts'
 import {
   ASSET, BORROWER, CLIENT, FakeWallets, NET, SUPPLIER, T0, canonical, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor,
-  registerBacking, seedSuppliers, unwrap,
+  matchedLender, registerBacking, seedSuppliers, unwrap,
 } from './fixtures/world.ts'
 
 const seq = (id: string): number => Number(id.slice(id.indexOf('_') + 1))
@@ -30,6 +33,14 @@ function scanDueLeases(state: EngineState, network: string) {
   return stale.map((lease) => ({ lease, chainTimeMs }))
 }
 
+/** One lease timed out with its lender's book entry moved at once, as before dispatch moved each lender once per pass. */
+function timeOutAlone(state: EngineState, lease: LeaseActor, chainTimeMs: number, nowMs: number): LeaseView {
+  const moved = new Set<LenderRecord>()
+  timeOutLease(state, lease, chainTimeMs, nowMs, moved)
+  for (const lender of moved) repositionLender(state, lender)
+  return leaseView(lease.getSnapshot())
+}
+
 /** The engine with lease expiry and dispatch as they were before the schedules: a scan of every live lease and offer. */
 class ScanningEngine extends Engine {
   override observeChain(batch: ChainObservation, nowMs: number): EngineResult<ChainObservationOutcome> {
@@ -38,7 +49,7 @@ class ScanningEngine extends Engine {
     if (before === undefined || batch.toBlockTimeMs > before) {
       state.meta.chainTimeMs = { ...state.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
     }
-    const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutLease(state, lease, chainTimeMs, nowMs))
+    const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutAlone(state, lease, chainTimeMs, nowMs))
     return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], repayments: [], collateral: [], ignored: [], expiredLeases })
   }
 
@@ -46,13 +57,14 @@ class ScanningEngine extends Engine {
     // The engine's memory and its steps (src/engine/state.ts and the modules beside it), driven by the old scan.
     const state = (this as unknown as { state: EngineState }).state
     const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
-    for (const { lease, chainTimeMs } of scanDueLeases(state, NET)) outcome.expiredLeases.push(timeOutLease(state, lease, chainTimeMs, nowMs))
+    for (const { lease, chainTimeMs } of scanDueLeases(state, NET)) outcome.expiredLeases.push(timeOutAlone(state, lease, chainTimeMs, nowMs))
     let attempts = 0
     for (const offer of [...state.offers.values()]) {
       const snap = offer.getSnapshot()
       if (!snap.matches('offered')) continue
       if (nowMs >= snap.context.expiresAtMs) {
-        outcome.expiredOffers.push(expireOffer(state, offer, 'stale', nowMs))
+        expireOffer(state, offer, 'stale', nowMs)
+        outcome.expiredOffers.push(offerView(offer.getSnapshot()))
         continue
       }
       if (attempts >= state.config.offersDispatchedPerCallMax) continue
@@ -167,6 +179,8 @@ t.test('dispatch on schedules equals the full scan it replaced: same outcomes, c
     }
     const scan = made(ScanningEngine)
     let heap = made(Engine)
+    // The same engine dispatching as the ticker does (tick): the same changes and state, its outcome counted.
+    const ticking = made(Engine)
     const cut = cutSeed % log.length
     let nowMs = T0
     for (let i = 0; i < log.length; i++) {
@@ -179,8 +193,11 @@ t.test('dispatch on schedules equals the full scan it replaced: same outcomes, c
       const expected = canonical(result)
       const actual = canonical(apply(heap.engine, heap.wallets, cmd, nowMs))
       if (actual !== expected) throw new Error(`step ${i} (${cmd.c}) differs:\n${actual}\n${expected}`)
+      const ticked = cmd.c === 'dispatch' ? canonical(talliedAsViewed(tickAt(ticking.engine, nowMs), result as EngineResult<DispatchOutcome>)) : canonical(apply(ticking.engine, ticking.wallets, cmd, nowMs))
+      if (ticked !== expected) throw new Error(`step ${i} (${cmd.c}) differs when ticked:\n${ticked}\n${expected}`)
       heap.engine.checkInvariants()
       if (canonical(heap.engine.snapshots()) !== canonical(scan.engine.snapshots())) throw new Error(`state differs after step ${i}`)
+      if (canonical(ticking.engine.snapshots()) !== canonical(scan.engine.snapshots())) throw new Error(`ticked state differs after step ${i}`)
     }
     return true
   }), { numRuns: 200, seed: DISPATCH_SEED })
@@ -190,6 +207,31 @@ t.test('dispatch on schedules equals the full scan it replaced: same outcomes, c
     t.ok(paths.has(path), `some dispatch: ${path}`)
   }
 })
+
+/** dispatchAt's chain observation, then the ticker's dispatch: its time-outs counted with the observation's. */
+function tickAt(engine: Engine, nowMs: number): EngineResult<DispatchTally> {
+  const observed = engine.observeChain({ network: NET, toBlock: BigInt(nowMs), toBlockHash: '0x', toBlockTimeMs: nowMs, events: [] }, nowMs)
+  if (!observed.ok) return observed
+  const ticked = engine.tick(nowMs)
+  if (!ticked.ok) return ticked
+  return {
+    ok: true,
+    value: { ...ticked.value, expiredLeases: observed.value.expiredLeases.length + ticked.value.expiredLeases },
+    changes: [...observed.changes, ...ticked.changes],
+  }
+}
+
+/**
+ * A tick's result in the form of dispatch's `viewed` one when each count equals the length of the list dispatch
+ * answered (the views themselves are dispatch's); the tally as it is otherwise, so the comparison fails.
+ */
+function talliedAsViewed(ticked: EngineResult<DispatchTally>, viewed: EngineResult<DispatchOutcome>): unknown {
+  if (!ticked.ok || !viewed.ok) return ticked
+  const { expiredLeases, expiredOffers, matches, suspensionsLifted } = ticked.value
+  const same = expiredLeases === viewed.value.expiredLeases.length && expiredOffers === viewed.value.expiredOffers.length &&
+    matches === viewed.value.matches.length && canonical(suspensionsLifted) === canonical(viewed.value.suspensionsLifted)
+  return same ? { ...ticked, value: viewed.value } : ticked
+}
 
 function world(config: Partial<EngineConfig> = {}) {
   const { engine, wallets } = newEngine(config)
@@ -255,6 +297,24 @@ t.test('an offer whose lease timed out is matched in its creation place, not at 
   t.equal(out.matches[0]?.lease?.lender, lenderInput(2).address)
   t.equal(engine.getOffer(second)?.state, 'offered')
   engine.checkInvariants()
+})
+
+t.test('a lender with several leases timed out in one pass moves once, to where both misses sort it', async (t) => {
+  const { engine } = newEngine()
+  registerBacking(engine)
+  // Same ask: reputation orders them. One miss (50 bps) leaves lender 1 ahead of lender 2, two put it behind.
+  const first = lenderInput(1, { reputationBps: 5080, reliabilityBps: 10_000 })
+  const second = lenderInput(2, { reputationBps: 5000, reliabilityBps: 10_000 })
+  unwrap(engine.registerLender(first, T0))
+  unwrap(engine.registerLender(second, T0))
+  const offers = [offerFor(engine, {}, T0), offerFor(engine, {}, T0)]
+  for (const offerId of offers) t.equal(matchedLender(engine, offerId, T0), first.address, 'lender 1 leads the book')
+  // Both deadlines are T0 + 30 s: one follower batch past them times both out in one pass.
+  const observed = unwrap(engine.observeChain({ network: NET, toBlock: 1n, toBlockHash: '0x', toBlockTimeMs: T0 + 31_000, events: [] }, T0 + 31_000))
+  t.same(observed.expiredLeases.map((l) => l.lender), [first.address, first.address])
+  t.equal(engine.getLender(first.address)?.reputationBps, 4980, 'both misses counted')
+  engine.checkInvariants()
+  t.equal(matchedLender(engine, offerFor(engine, {}, T0 + 31_000), T0 + 31_000), second.address, 'lender 1 now sorts after lender 2')
 })
 
 t.test('checkInvariants catches schedules that disagree with the live actors', async (t) => {
