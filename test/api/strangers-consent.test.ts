@@ -15,7 +15,8 @@ import { CreditClient } from '../../src/client/client.ts'
 import { creditRequest, fundedAccount, startHarness, USDC, usdc } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, openApiDocument } from './fixtures/api.ts'
 
-const WEEK_MS = 7 * 24 * 3600 * 1000
+const DAY_MS = 24 * 3600 * 1000
+const WEEK_MS = 7 * DAY_MS
 let now = Math.floor(Date.now() / 1000) * 1000
 // The service's clock is this variable: the tests move time themselves.
 const h = await startHarness({ clock: () => now })
@@ -29,10 +30,13 @@ async function agent(tokens = 0n): Promise<{ account: PrivateKeyAccount; api: Cr
   return { account, api }
 }
 
-/** The client escrows `amount` on chain for `borrower`; returns the body of POST /credit/jobs. */
+/**
+ * The client escrows `amount` on chain for `borrower`; returns the body of POST /credit/jobs, due in 9 days: after the
+ * week the suspension test moves the clock by, and before the devnet contract's reclaim time (10 days after funding).
+ */
 async function funded(client: PrivateKeyAccount, borrower: `0x${string}`, jobId: string, amount: bigint) {
   const fundingTxHash = await new ChainAgent(network, client).fundJob(jobId, USDC, amount, borrower)
-  return { jobId, network: network.slug, asset: USDC, agent: borrower, receivableAtomic: amount.toString(), dueAt: new Date(now + 4 * WEEK_MS).toISOString(), fundingTxHash }
+  return { jobId, network: network.slug, asset: USDC, agent: borrower, receivableAtomic: amount.toString(), dueAt: new Date(now + 9 * DAY_MS).toISOString(), fundingTxHash }
 }
 
 const consent = (borrower: PrivateKeyAccount, body: Awaited<ReturnType<typeof funded>>, client: `0x${string}`, overrides: { receivableAtomic?: bigint } = {}) =>
