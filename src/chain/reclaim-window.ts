@@ -19,7 +19,7 @@ export class JobRegistrationRefusedError extends Error {
   }
 }
 
-/** The contract's reclaimDelay, by contract address: immutable, so read once. */
+/** The contract's reclaimDelay, by network and contract address: immutable, so read once. */
 const reclaimDelayOf = new Map<string, bigint>()
 
 /**
