@@ -52,7 +52,7 @@ export function contractsCatalogEntry(): CatalogContracts {
     creditFacility: { name: 'CreditFacilityV2', abi: structuredClone(creditFacilityV2Abi) as unknown as CatalogContracts['creditFacility']['abi'] },
     token: { standard: 'ERC-20', abi: structuredClone(erc20Abi) as unknown as CatalogContracts['token']['abi'] },
     keys: {
-      jobKey: 'jobKey = keccak256(utf8(jobId)): the UTF-8 bytes of the jobId string, hashed (viem: keccak256(stringToBytes(jobId))). fundJob, postCollateral, settleJob, failJob and the lease authorization name the job by it.',
+      jobKey: 'jobKey = keccak256(utf8(jobId)): the UTF-8 bytes of the jobId string, hashed (viem: keccak256(stringToBytes(jobId))). fundJob, postCollateral, settleJob, failJob, reclaimJob and the lease authorization name the job by it.',
       jobKeyExample: { jobId: KEY_EXAMPLE_JOB_ID, jobKey: jobKey(KEY_EXAMPLE_JOB_ID) },
       advanceKey:
         'Salted by the service with a secret, so nobody can compute a future offer\'s key: read it as offerKey of GET /credit/offers/{offerId} or advanceKey of GET /credit/advances/{advanceId}. ' +
@@ -60,7 +60,8 @@ export function contractsCatalogEntry(): CatalogContracts {
     },
     approvals:
       'fundJob, postCollateral, repay and paySupplier pull the asset from their sender with transferFrom: the sender first approves the credit contract for at least the amount on the asset\'s token. ' +
-      'Each unsigned step below includes that approve (exactly the amount; the lender\'s session wallet approves once, without limit, in its setup).',
+      'Each unsigned step below includes that approve (exactly the amount; the lender\'s session wallet approves once, without limit, in its setup). ' +
+      'reclaimJob(jobKey) pulls nothing: the job\'s client calls it directly, from getJob(jobKey).fundedAt + reclaimDelay() on, on a job still open that no advance was ever paid on.',
     unsignedTransactions: [
       { step: 'fund a job: approve + fundJob', signer: "the job's client", route: 'GET /credit/jobs/{jobId}/funding-transactions' },
       { step: 'post collateral: approve + postCollateral', signer: "the job's borrower", route: 'GET /credit/jobs/{jobId}/collateral-transactions' },

@@ -4,6 +4,7 @@
 import { AttestationExpiredError, AttestationInvalidError } from '../chain/attestation.ts'
 import { BorrowerConsentError } from '../chain/consent.ts'
 import { TooManyPostingsError } from '../chain/posted-collateral.ts'
+import { JobRegistrationRefusedError } from '../chain/reclaim-window.ts'
 import { ContractRevertError, OperatorUnavailableError } from '../chain/operator.ts'
 import { UnknownAssetError, UnknownNetworkError } from '../chain/config.ts'
 import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
@@ -69,6 +70,9 @@ const RULES: readonly Rule<never>[] = [
   rule(AttestationExpiredError, (e) => new HttpProblem(422, 'attestation_expired', e.message, { title: 'Attestation refused' })),
   rule(BorrowerConsentError, (e) => new HttpProblem(403, e.code, e.message, { title: 'Consent refused' })),
   rule(TooManyPostingsError, (e) => new HttpProblem(422, e.code, e.message, { title: 'Registration refused' })),
+  rule(JobRegistrationRefusedError, (e) =>
+    new HttpProblem(e.code === 'job_not_open_on_chain' ? 409 : 422, e.code, e.message, { title: 'Registration refused' }),
+  ),
   rule(AgentLinkError, (e) =>
     new HttpProblem(AGENT_LINK_STATUS[e.code], e.code, e.message, { title: 'ERC-8004 agent refused' }),
   ),

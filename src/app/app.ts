@@ -32,7 +32,7 @@ import { ensurePassportKey, PassportBook } from '../passport/book.ts'
 import { WalletWatcher } from '../chain/watcher.ts'
 import { ChainFollower } from '../chain/follower.ts'
 import { FollowerCursors } from '../chain/follower-cursor.ts'
-import { chainEventsPerBatchMax } from '../engine/chain-facts.ts'
+import { chainEventsPerBatchMax, chainEventWeight } from '../engine/chain-facts.ts'
 import { resolveConfig, type EngineConfig } from '../engine/config.ts'
 import { advanceViewFromSnapshot, Engine } from '../engine/engine.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../engine/migrations.ts'
@@ -253,6 +253,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         cursor: cursors.get(network.slug, network.creditContract),
         chainTimeIntervalMs: config.chainTimeIntervalMs,
         eventsPerBatchMax,
+        eventWeight: (event) => chainEventWeight(engineConfig, event.name),
         consume: async (batch) => {
           const outcome = await service.observeChain(batch, cursors.putOp(network.creditContract, batch))
           // A batch that passed more deadlines than its command had room for left leases due: dispatch goes on now.

@@ -51,6 +51,14 @@ export const defaultDevnetNetworks: DevnetNetworkSpec[] = [
 
 export const devnetToken = { symbol: 'USDC', eip712Name: 'USD Coin', eip712Version: '2', decimals: 6 } as const
 
+/**
+ * The devnet credit contract's reclaimDelay: a job's client may take its escrow back this long after funding it when no
+ * advance was ever paid on it (CreditFacilityV2.reclaimJob). It also bounds how far out a job's due time may be (the
+ * registration refuses a job reclaimable before its credit ends): ten days leaves room for the week-long jobs of the
+ * demo and the examples, and a borrower who never registers its job locks the client's money for that long at most.
+ */
+export const devnetReclaimDelaySeconds = 10n * 24n * 60n * 60n
+
 export type DevnetOptions = {
   networks?: DevnetNetworkSpec[]
   /** Stablecoin minted to each demo account (atomic units, 6 decimals). Default 1,000,000 USDC. */
@@ -293,7 +301,7 @@ async function deployFresh(
     () => wallet.deployContract({
       abi: creditFacilityV2Abi,
       bytecode: loadArtifact('CreditFacilityV2').bytecode,
-      args: [accounts.operator.address, accounts.leaseSigner.address],
+      args: [accounts.operator.address, accounts.leaseSigner.address, devnetReclaimDelaySeconds],
       nonce: 3,
     }),
     ...funded.map((role, index) => () =>
@@ -323,16 +331,16 @@ async function waitSuccess(client: PublicClient<Transport, Chain>, hash: Hex) {
   return receipt
 }
 
-/** Deploys another CreditFacilityV2 with the given roles (tests of the constructor and of a look-alike contract). */
+/** Deploys another CreditFacilityV2 with the given roles (tests of the constructor and of a look-alike contract); the devnet's reclaimDelay unless given. */
 export async function deployCreditFacilityV2(
   wallet: WalletClient<Transport, Chain, PrivateKeyAccount>,
   publicClient: PublicClient<Transport, Chain>,
-  roles: { operator: Address; leaseSigner: Address },
+  roles: { operator: Address; leaseSigner: Address; reclaimDelaySeconds?: bigint },
 ): Promise<Address> {
   const hash = await wallet.deployContract({
     abi: creditFacilityV2Abi,
     bytecode: loadArtifact('CreditFacilityV2').bytecode,
-    args: [roles.operator, roles.leaseSigner],
+    args: [roles.operator, roles.leaseSigner, roles.reclaimDelaySeconds ?? devnetReclaimDelaySeconds],
   })
   const receipt = await waitSuccess(publicClient, hash)
   if (receipt.contractAddress === null || receipt.contractAddress === undefined) throw new Error(`deployment ${hash} created no contract`)

@@ -6,7 +6,7 @@
 import { getAddress, zeroAddress, zeroHash, type Address, type Hex } from 'viem'
 import type { LeaseAuthorization } from './lease-authorization.ts'
 
-export const JobStatus = { None: 0, Open: 1, Settled: 2, Failed: 3, Closed: 4 } as const
+export const JobStatus = { None: 0, Open: 1, Settled: 2, Failed: 3, Closed: 4, Reclaimed: 5 } as const
 export type JobStatusCode = (typeof JobStatus)[keyof typeof JobStatus]
 
 export type ModelJob = {
@@ -18,6 +18,8 @@ export type ModelJob = {
   outstanding: bigint
   unresolved: bigint
   status: JobStatusCode
+  fundedAt: bigint
+  advanced: boolean
 }
 
 export type ModelAdvance = {
@@ -67,7 +69,10 @@ export type TokenState = {
 }
 
 function emptyJob(): ModelJob {
-  return { client: zeroAddress, borrower: zeroAddress, asset: zeroAddress, escrow: 0n, collateral: 0n, outstanding: 0n, unresolved: 0n, status: JobStatus.None }
+  return {
+    client: zeroAddress, borrower: zeroAddress, asset: zeroAddress, escrow: 0n, collateral: 0n, outstanding: 0n, unresolved: 0n, status: JobStatus.None,
+    fundedAt: 0n, advanced: false,
+  }
 }
 
 function emptyAdvance(): ModelAdvance {
@@ -98,14 +103,17 @@ export class FacilityModel {
   readonly address: Address
   readonly operator: Address
   readonly leaseSigner: Address
+  readonly reclaimDelay: bigint
   #state: FacilityModelState
 
-  constructor(roles: { address: Address; operator: Address; leaseSigner: Address }) {
+  constructor(roles: { address: Address; operator: Address; leaseSigner: Address; reclaimDelay: bigint }) {
     if (roles.operator === zeroAddress || roles.leaseSigner === zeroAddress) revert('ZeroAddress')
     if (key(roles.operator) === key(roles.leaseSigner)) revert('RolesNotSeparate', getAddress(roles.operator))
+    if (roles.reclaimDelay === 0n) revert('ZeroDelay')
     this.address = getAddress(roles.address)
     this.operator = getAddress(roles.operator)
     this.leaseSigner = getAddress(roles.leaseSigner)
+    this.reclaimDelay = roles.reclaimDelay
     this.#state = { jobs: new Map(), advances: new Map(), reserveOf: new Map(), tokens: { balances: new Map(), allowances: new Map() } }
   }
 
@@ -158,7 +166,7 @@ export class FacilityModel {
       if (amount === 0n) revert('ZeroAmount')
       const job = this.#job(s, jobKey)
       if (job.status !== JobStatus.None) revert('JobAlreadyFunded', key(jobKey))
-      Object.assign(job, { client: getAddress(ctx.sender), borrower: getAddress(borrower), asset: getAddress(asset), escrow: amount, status: JobStatus.Open })
+      Object.assign(job, { client: getAddress(ctx.sender), borrower: getAddress(borrower), asset: getAddress(asset), escrow: amount, status: JobStatus.Open, fundedAt: ctx.nowSeconds })
       this.#transferFrom(s, asset, ctx.sender, this.address, amount)
       emit('JobFunded', { jobKey: key(jobKey), client: getAddress(ctx.sender), borrower: getAddress(borrower), asset: getAddress(asset), amount })
     })
@@ -196,6 +204,7 @@ export class FacilityModel {
         if (key(a.supplier) === key(job.borrower)) revert('InvalidSupplier', getAddress(a.supplier))
         job.outstanding += 1n
         job.unresolved += 1n
+        job.advanced = true
       }
       const lenderOwed = a.amount + a.fee - a.reserveShare
       if (lenderOwed > uint256Max) revert('Panic', 0x11n)
@@ -281,6 +290,22 @@ export class FacilityModel {
       emit('JobFailed', { jobKey: key(jobKey), client: job.client, escrowRefunded: refund })
       if (refund > 0n) this.#transfer(s, job.asset, this.address, job.client, refund)
       if (job.unresolved === 0n) this.#close(s, jobKey, job, emit)
+    })
+  }
+
+  reclaimJob(ctx: ModelContext, jobKey: Hex): ModelOutcome {
+    return this.#run((s, emit) => {
+      const job = this.#openJob(s, jobKey)
+      if (key(ctx.sender) !== key(job.client)) revert('NotClient', getAddress(ctx.sender))
+      if (job.advanced) revert('JobAdvanced', key(jobKey))
+      const reclaimableAt = job.fundedAt + this.reclaimDelay
+      if (ctx.nowSeconds < reclaimableAt) revert('ReclaimTooEarly', reclaimableAt, ctx.nowSeconds)
+      const refund = job.escrow
+      const released = job.collateral
+      Object.assign(job, { escrow: 0n, collateral: 0n, status: JobStatus.Reclaimed })
+      emit('JobReclaimed', { jobKey: key(jobKey), client: job.client, escrowRefunded: refund, collateralReleased: released })
+      this.#transfer(s, job.asset, this.address, job.client, refund)
+      if (released > 0n) this.#transfer(s, job.asset, this.address, job.borrower, released)
     })
   }
 

@@ -77,6 +77,11 @@ export type FollowerOptions = {
    */
   eventsPerBatchMax?: number
   /**
+   * How many of eventsPerBatchMax one event takes (the service passes src/engine/chain-facts.ts chainEventWeight: an
+   * event that makes more changes than most counts as several). Default 1 for every event.
+   */
+  eventWeight?: (event: FollowedEvent) => number
+  /**
    * Deadline of one RPC call. Default 10 s (followerRpcTimeoutMsDefault): the follower is not on any request path, so
    * the request path's fail-fast deadline would only keep it in back-off behind a slow but working RPC.
    */
@@ -113,6 +118,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly #logRange: bigint
   readonly #batchRange: bigint
   readonly #eventsMax: number
+  readonly #eventWeight: (event: FollowedEvent) => number
   readonly #chainTimeIntervalMs: number
   readonly #nowMs: () => number
   #cursor: FollowerCursor | undefined
@@ -141,6 +147,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     this.#batchRange = options.batchBlockRangeMax ?? this.#logRange * 10n
     this.#eventsMax = options.eventsPerBatchMax ?? Number.POSITIVE_INFINITY
     if (!(this.#eventsMax >= 1)) throw new RangeError('eventsPerBatchMax must be at least 1')
+    this.#eventWeight = options.eventWeight ?? (() => 1)
     this.#chainTimeIntervalMs = options.chainTimeIntervalMs ?? chainTimeIntervalMsDefault
     this.#nowMs = options.nowMs ?? Date.now
     this.#cursor = options.cursor
@@ -346,6 +353,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   async #readEvents(fromBlock: bigint, toBlock: bigint, toBlockHash: Hex): Promise<{ events: FollowedEvent[]; lastBlock: bigint; lastBlockLogHash?: Hex }> {
     const { publicClient } = this.#clients
     const events: FollowedEvent[] = []
+    let weight = 0
     const blockTimes = new Map<bigint, number>()
     const logHashes = new Map<bigint, Hex>()
     for (let start = fromBlock; start <= toBlock; start += this.#logRange) {
@@ -362,10 +370,13 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
           blockTimes.set(log.blockNumber, blockTimeMs)
         }
         const event = decodeFacilityLog(this.#options.contract, log, blockTimeMs)
-        if (event !== undefined) events.push(event)
+        if (event !== undefined) {
+          events.push(event)
+          weight += this.#eventWeight(event)
+        }
       }
-      if (events.length > this.#eventsMax) {
-        const cut = wholeBlocksWithin(events, this.#eventsMax)
+      if (weight > this.#eventsMax) {
+        const cut = wholeBlocksWithin(events, this.#eventsMax, this.#eventWeight)
         return { ...cut, lastBlockLogHash: logHashes.get(cut.lastBlock) }
       }
     }
@@ -374,16 +385,20 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
 }
 
 /**
- * The longest prefix of `events` (whole blocks read, in chain order, more than `max`) made of whole blocks and at most
- * `max` events, ending on the block before the first that does not fit; or the first block whole when it alone holds
- * more than `max`.
+ * The longest prefix of `events` (whole blocks read, in chain order, weighing more than `max`) made of whole blocks and
+ * weighing at most `max`, ending on the block before the first that does not fit; or the first block whole when it
+ * alone weighs more than `max`.
  */
-function wholeBlocksWithin(events: FollowedEvent[], max: number): { events: FollowedEvent[]; lastBlock: bigint } {
-  const over = (events[max] as FollowedEvent).blockNumber
-  let fit = max
+function wholeBlocksWithin(events: FollowedEvent[], max: number, weightOf: (event: FollowedEvent) => number): { events: FollowedEvent[]; lastBlock: bigint } {
+  // The first event that brings the weight over max: no block from its own on fits.
+  let weight = 0
+  let first = 0
+  while (first < events.length && (weight += weightOf(events[first] as FollowedEvent)) <= max) first++
+  const over = (events[first] as FollowedEvent).blockNumber
+  let fit = first
   while (fit > 0 && (events[fit - 1] as FollowedEvent).blockNumber === over) fit--
   if (fit > 0) return { events: events.slice(0, fit), lastBlock: over - 1n }
-  const first = (events[0] as FollowedEvent).blockNumber
-  const next = events.findIndex((e) => e.blockNumber !== first)
-  return { events: next === -1 ? events : events.slice(0, next), lastBlock: first }
+  const firstBlock = (events[0] as FollowedEvent).blockNumber
+  const next = events.findIndex((e) => e.blockNumber !== firstBlock)
+  return { events: next === -1 ? events : events.slice(0, next), lastBlock: firstBlock }
 }

@@ -26,7 +26,7 @@ export const ExpectedNetworkStateJsonSchema = Type.Object(
           jobs: Type.Record(
             KeySchema,
             Type.Object(
-              { escrowAtomic: AtomicSchema, collateralAtomic: AtomicSchema, status: Type.Union([Type.Literal('open'), Type.Literal('settled'), Type.Literal('failed'), Type.Literal('closed')]) },
+              { escrowAtomic: AtomicSchema, collateralAtomic: AtomicSchema, status: Type.Union([Type.Literal('open'), Type.Literal('settled'), Type.Literal('failed'), Type.Literal('closed'), Type.Literal('reclaimed')]) },
               { additionalProperties: false },
             ),
           ),

@@ -43,9 +43,13 @@ export async function readChainState(options: ReadChainOptions): Promise<ChainSt
   }
   const seenJobKeys = new Set<Hex>()
   const seenOfferKeys = new Set<Hex>()
-  for (const { args } of events) {
+  const reclaims = new Map<Hex, { escrowRefunded: bigint; collateralReleased: bigint }>()
+  for (const { name, args } of events) {
     if (typeof args.jobKey === 'string' && args.jobKey !== zeroHash) seenJobKeys.add(lower(args.jobKey))
     if (typeof args.offerKey === 'string') seenOfferKeys.add(lower(args.offerKey))
+    if (name === 'JobReclaimed') {
+      reclaims.set(lower(args.jobKey as string), { escrowRefunded: args.escrowRefunded as bigint, collateralReleased: args.collateralReleased as bigint })
+    }
   }
   const jobKeys = [...new Set([...seenJobKeys, ...[...(options.jobKeys ?? [])].map(lower)])]
   const offerKeys = [...new Set([...seenOfferKeys, ...[...(options.offerKeys ?? [])].map(lower)])]
@@ -86,5 +90,5 @@ export async function readChainState(options: ReadChainOptions): Promise<ChainSt
       { asset, reserveAtomic: amounts[2 * i] as bigint, contractBalanceAtomic: amounts[2 * i + 1] as bigint, totals: flows.get(asset) ?? zeroTotals() },
     ]),
   )
-  return { network: options.network, contract: getAddress(contract), fromBlock, toBlock, jobs, advances, assets, seenJobKeys, seenOfferKeys }
+  return { network: options.network, contract: getAddress(contract), fromBlock, toBlock, jobs, advances, assets, seenJobKeys, seenOfferKeys, reclaims }
 }

@@ -8,7 +8,7 @@ import type { FacilityModel, ModelAdvance, ModelEvent, ModelJob } from './facili
 
 // ------------------------------------------------------------------------------------------------ the expected state
 
-export const jobStatusNames = ['none', 'open', 'settled', 'failed', 'closed'] as const
+export const jobStatusNames = ['none', 'open', 'settled', 'failed', 'closed', 'reclaimed'] as const
 export type JobStatusName = (typeof jobStatusNames)[number]
 
 export type ExpectedJob = { escrowAtomic: bigint; collateralAtomic: bigint; status: Exclude<JobStatusName, 'none'> }
@@ -36,9 +36,9 @@ export type FlowTotals = {
   settledToReserveAtomic: bigint
   /** JobSettled.toBorrower: contract -> borrower (what the advances did not need). */
   settledToBorrowersAtomic: bigint
-  /** JobFailed.escrowRefunded: contract -> client. */
+  /** JobFailed.escrowRefunded and JobReclaimed.escrowRefunded: contract -> client. */
   escrowRefundedAtomic: bigint
-  /** JobClosed.collateralReleased: contract -> borrower. */
+  /** JobClosed.collateralReleased and JobReclaimed.collateralReleased: contract -> borrower. */
   collateralReleasedAtomic: bigint
   /** Liquidated.fromCollateral: collateral -> lender, then reserve. */
   liquidatedFromCollateralAtomic: bigint
@@ -145,6 +145,8 @@ export type ChainState = {
   /** Keys that occur in the range's events. */
   seenJobKeys: ReadonlySet<Hex>
   seenOfferKeys: ReadonlySet<Hex>
+  /** What each JobReclaimed of the range moved, by job key: what a reclaimed job held, which its state no longer shows. */
+  reclaims: ReadonlyMap<Hex, { escrowRefunded: bigint; collateralReleased: bigint }>
 }
 
 // ------------------------------------------------------------------------------------------------ flows
@@ -178,6 +180,7 @@ const flowFields: Readonly<Record<string, readonly (readonly [string, FlowTotalN
   JobSettled: [['toBorrower', 'settledToBorrowersAtomic']],
   JobFailed: [['escrowRefunded', 'escrowRefundedAtomic']],
   JobClosed: [['collateralReleased', 'collateralReleasedAtomic']],
+  JobReclaimed: [['escrowRefunded', 'escrowRefundedAtomic'], ['collateralReleased', 'collateralReleasedAtomic']],
   Liquidated: [
     ['fromCollateral', 'liquidatedFromCollateralAtomic'],
     ['fromBacking', 'liquidatedFromBackingAtomic'],

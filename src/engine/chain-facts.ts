@@ -16,8 +16,8 @@ import { sameAddress } from './keys.ts'
 import { deployForAdvance, lenderChanged, lenderOf, repositionLender, reserveForLease } from './ledger.ts'
 import { cancelLease, payLease, timeOutLease } from './leases.ts'
 import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
-import type { EngineState, LeaseActor, OfferActor } from './state.ts'
-import { applyCollateral, jobIdOfKey } from './jobs.ts'
+import type { EngineState, JobActor, LeaseActor, OfferActor } from './state.ts'
+import { applyCollateral, jobIdOfKey, reclaimJob } from './jobs.ts'
 import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, LenderRecord, RepaymentReceipt } from './types.ts'
 import { leaseView } from './views.ts'
 
@@ -27,11 +27,29 @@ import { leaseView } from './views.ts'
  * lease's lender, the paying lender, the engine's id sequences (meta), the new advance, its job, and the borrower when
  * the job had defaulted: 8 (paid under the current lease: 7). A Repaid (applyRepaidFact): the advance, its lender, the
  * reserve, the borrower and the advance's job or backing source: 5. A CollateralPosted (applyCollateral): its job, 1.
- * Any other event: none. The service adds at most 3
+ * A JobReclaimed makes more (its job and each of its offers, see jobReclaimedChangesMax) and counts as several
+ * events (chainEventWeight). Any other event: none. The service adds at most 3
  * record writes per event (the used proof, a repayment's passport event and head) and the cursor, fewer than its
  * changes, and the change budget is at most the store's record writes per commit (src/app/app.ts checkChangeBudget).
  */
 export const CHAIN_EVENT_CHANGES_MAX = 8
+
+/**
+ * The most changes a JobReclaimed makes (reclaimJob): its job, and each of its live offers declined or closing, which
+ * are at most the borrower's (liveOffersPerBorrowerMax).
+ */
+export function jobReclaimedChangesMax(config: Pick<EngineConfig, 'liveOffersPerBorrowerMax'>): number {
+  return 1 + config.liveOffersPerBorrowerMax
+}
+
+/**
+ * How many events of the batch budget (chainEventsPerBatchMax, each CHAIN_EVENT_CHANGES_MAX changes) one event of
+ * `name` takes: a JobReclaimed as many as its changes need, any other event one. The follower cuts its range by this
+ * weight, so a batch's command stays within changesPerCommandMax whatever its events.
+ */
+export function chainEventWeight(config: Pick<EngineConfig, 'liveOffersPerBorrowerMax'>, name: string): number {
+  return name === 'JobReclaimed' ? Math.ceil(jobReclaimedChangesMax(config) / CHAIN_EVENT_CHANGES_MAX) : 1
+}
 
 /**
  * The events one follower batch may carry (the follower cuts its range at a block boundary to stay within it), so that
@@ -52,6 +70,7 @@ export type ChainEventFact =
   | ({ kind: 'supplier_paid'; offerKey: string; proofKey: string } & Omit<SupplierPaymentFact, 'offerId'>)
   | ({ kind: 'repaid'; advanceKey: string; proofKey: string } & Omit<RepaidFact, 'advanceId'>)
   | ({ kind: 'collateral_posted'; jobKey: string; asset: string; proofKey: string } & CollateralFact)
+  | { kind: 'job_reclaimed'; jobKey: string; proofKey: string }
   | { kind: 'other'; name: string; proofKey: string }
 
 /** What the chain follower observed of one network: blocks up to toBlock (inclusive) and their events, in order. */
@@ -76,6 +95,8 @@ export interface ChainObservationOutcome {
   repayments: { proofKey: string; receipt: RepaymentReceipt }[]
   /** CollateralPosted facts applied to their jobs, with their proof keys (used-proof records in the same commit). */
   collateral: { proofKey: string; position: CollateralPosition }[]
+  /** JobReclaimed facts applied (the job failed, escrow_reclaimed), with their proof keys (used-proof records in the same commit). */
+  reclaimed: { proofKey: string; jobId: string; declinedOfferIds: string[] }[]
   /** Facts the engine did not apply, and why (an offer already funded by its report, an event another part applies). */
   ignored: { proofKey: string; reason: string }[]
   /** Leases whose deadline the observed chain time is past, unpaid. */
@@ -139,20 +160,28 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   const ignored: { proofKey: string; reason: string }[] = []
   const repayments: { proofKey: string; receipt: RepaymentReceipt }[] = []
   const collateral: { proofKey: string; position: CollateralPosition }[] = []
+  const reclaimed: { proofKey: string; jobId: string; declinedOfferIds: string[] }[] = []
   for (const event of batch.events) {
+    if (event.kind === 'job_reclaimed') {
+      // The client took its escrow back on chain. Only the job's own network's contract held it (the key is the same
+      // on every network); no live job has the key: not this service's job, not registered, or it ended already.
+      const job = liveJobOn(s, event.jobKey, batch.network)
+      const applied = job === undefined ? fail('not_found', 'job_not_live', 'no live job has the key on this network') : reclaimJob(s, job, nowMs)
+      if (applied.ok) reclaimed.push({ proofKey: event.proofKey, ...applied.value })
+      else ignored.push({ proofKey: event.proofKey, reason: applied.error.code })
+      continue
+    }
     if (event.kind === 'collateral_posted') {
       // Posted on chain and never reported, or not yet: the contract holds it, so the job does (the same function as
       // the collateral route's). No live job has the key: it is not this service's job, or not registered yet (its
       // registration reads what was posted before it, src/service/borrowers.ts), or it ended.
       const { kind: _kind, jobKey, asset, proofKey, ...fact } = event
-      const jobId = jobIdOfKey(s, jobKey)
-      const job = jobId === undefined ? undefined : s.jobs.get(jobId)
-      const terms = job?.getSnapshot().context
       // The key is keccak256(jobId), the same on every network: anyone can fund a job of that key on another network,
       // name itself its borrower and post there. Only a posting on the job's own network is held by its contract.
-      const applied = job === undefined || terms === undefined || terms.network !== batch.network
+      const job = liveJobOn(s, jobKey, batch.network)
+      const applied = job === undefined
         ? fail('not_found', 'job_not_live', 'no live job has the key on this network')
-        : asset !== terms.asset ? fail('invalid', 'asset_mismatch', 'collateral in another asset than the job\'s')
+        : asset !== job.getSnapshot().context.asset ? fail('invalid', 'asset_mismatch', 'collateral in another asset than the job\'s')
         : applyCollateral(s, job, fact, nowMs)
       if (applied.ok) collateral.push({ proofKey, position: applied.value })
       else ignored.push({ proofKey, reason: applied.error.code })
@@ -207,8 +236,15 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   timeOutDueLeases(s, batch.network, nowMs, expired)
   return {
     network: batch.network, toBlock: batch.toBlock, chainTimeMs: chainTimeOf(s, batch.network) as number,
-    advances, appliedProofKeys, repayments, collateral, ignored, expiredLeases: expired.views as LeaseView[],
+    advances, appliedProofKeys, repayments, collateral, reclaimed, ignored, expiredLeases: expired.views as LeaseView[],
   }
+}
+
+/** The live job of on-chain key `jobKey` when it is on `network`. */
+function liveJobOn(s: EngineState, jobKey: string, network: string): JobActor | undefined {
+  const jobId = jobIdOfKey(s, jobKey)
+  const job = jobId === undefined ? undefined : s.jobs.get(jobId)
+  return job !== undefined && job.getSnapshot().context.network === network ? job : undefined
 }
 
 /**

@@ -161,6 +161,34 @@ export function completeJob(s: EngineState, input: { jobId: string; caller: Addr
   return drain(s, { ...plan, txHash: input.txHash, receipts })
 }
 
+/** The reason a job failed by its client's reclaimJob on chain carries (JobView.failureReason). */
+export const ESCROW_RECLAIMED = 'escrow_reclaimed'
+
+/**
+ * The job's client took its escrow back on chain (reclaimJob, JobReclaimed): the job ends failed with reason
+ * escrow_reclaimed. Its waiting offers are declined (source_closed) and a leased one is closing, as failJob leaves them;
+ * the borrower's other offers stay, and the borrower is neither suspended nor penalised: the client took back its own
+ * money and nobody defaulted. The contract allows it only on a job no advance was ever paid on, so the job has none.
+ */
+export function reclaimJob(s: EngineState, job: JobActor, nowMs: number): { ok: true; value: { jobId: string; declinedOfferIds: string[] } } | { ok: false; error: EngineError } {
+  const j = job.getSnapshot().context
+  if (j.advanceIds.length > 0) return fail('conflict', 'job_has_advances', `job ${j.jobId} has open advances, which the contract's reclaim refuses`)
+  const onThisJob = [...s.offers.values()].filter((offer) => {
+    const o = offer.getSnapshot().context
+    return o.source.kind === 'job' && o.source.id === j.jobId && !offer.getSnapshot().matches('closing')
+  })
+  // The waiting offers' capacity goes back with the failure itself; a leased one keeps its own until its lease ends.
+  const releasedAtomic = onThisJob.reduce((sum, offer) => (offer.getSnapshot().matches('offered') ? sum + offer.getSnapshot().context.amountAtomic : sum), 0n)
+  const failed = send(s, 'job', job, { type: 'FAIL', reason: ESCROW_RECLAIMED, releasedAtomic, nowMs })
+  if (!failed.accepted) return refused('job', j.jobId, failed)
+  const declinedOfferIds: string[] = []
+  for (const offer of onThisJob) {
+    declineOffer(s, offer, 'source_closed', nowMs, false)
+    declinedOfferIds.push(offer.getSnapshot().context.offerId)
+  }
+  return { ok: true, value: { jobId: j.jobId, declinedOfferIds } }
+}
+
 /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
 export function failJob(s: EngineState, input: { jobId: string; reason: string; caller: Address }, nowMs: number): EngineResult<PassportEvent> {
   const job = s.jobs.get(input.jobId)

@@ -8,6 +8,7 @@ import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestat
 import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
 import { jobKey } from '../chain/ids.ts'
 import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
+import { JobRegistrationRefusedError, readReclaimWindow } from '../chain/reclaim-window.ts'
 import { ChainRpcError } from '../chain/proofs.ts'
 import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { StoredResponse } from '../store/index.ts'
@@ -48,6 +49,7 @@ export async function createJob(
       throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
     }
   }
+  await checkReclaimWindow(service, network.slug, body.jobId, body.dueAtMs)
   const posted = await collateralPostedBefore(service, network.slug, body.jobId, fact.blockNumber)
   const proof = service.useProof(fact, `job:${body.jobId}`)
   const postedProofs = posted.map((p) => service.useProof(p, collateralProofUse(body.jobId)))
@@ -73,6 +75,28 @@ export async function createJob(
       ),
     () => [proof, ...postedProofs],
   )
+}
+
+/**
+ * The job must be open on chain (a settled, failed or reclaimed job's escrow is gone: 409 job_not_open_on_chain), and
+ * its client must not be able to reclaim it (CreditFacilityV2.reclaimJob) while its credit can still be drawn: offers
+ * on a job end by its due time and a lease signed before then ends a lease TTL later, so the reclaim time must be at
+ * least that far after the due time, and after the chain's own time (a chain clock ahead of the service's), or 422
+ * job_reclaimable_before_due. Then no lease on the job outlives its escrow, and a registration cannot race a reclaim
+ * mined while it runs (the reclaim is a lease TTL away at least).
+ */
+async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: string, dueAtMs: number): Promise<void> {
+  const window = await readReclaimWindow(service.clientsOf(slug), service.network(slug).creditContract, jobKey(jobId))
+  if (window.status !== 'open') throw new JobRegistrationRefusedError('job_not_open_on_chain', `job ${jobId} is ${window.status} on chain: its escrow is no longer held`)
+  const leaseTtlMs = service.config.leaseTtlSeconds * 1000
+  const latestCreditEndMs = Math.max(dueAtMs, window.chainTimeMs) + leaseTtlMs
+  if (window.reclaimableAtMs < latestCreditEndMs) {
+    throw new JobRegistrationRefusedError(
+      'job_reclaimable_before_due',
+      `job ${jobId}'s client may reclaim its escrow on chain from ${new Date(window.reclaimableAtMs).toISOString()}, before the job's credit ends ` +
+        `(its due time, or the chain's time, plus a lease of ${service.config.leaseTtlSeconds} s): register it with an earlier dueAt`,
+    )
+  }
 }
 
 /**

@@ -30,6 +30,7 @@ export async function observeChain(service: ServiceCore, batch: ChainBatch, curs
       }
     }
     if (fact.name === 'CollateralPosted') return collateralFact(fact, symbolOf)
+    if (fact.name === 'JobReclaimed') return { kind: 'job_reclaimed', proofKey: fact.proofKey, jobKey: fact.args.jobKey }
     if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
     const { offerKey, payer, supplier, asset, amount } = fact.args
     return {
@@ -66,10 +67,12 @@ export async function observeChain(service: ServiceCore, batch: ChainBatch, curs
         ...repaidPassport(service, receipt, repaidAdvances.get(receipt.advanceId)),
       ])
       const collateral = value.collateral.map(({ proofKey, position }) => service.store.proofs.addOp(proofKey, { usedBy: collateralProofUse(position.jobId), usedAtMs }))
+      // The JobReclaimed is the proof of the job's end: the escrow and the collateral left the contract in it.
+      const reclaimed = value.reclaimed.map(({ proofKey, jobId }) => service.store.proofs.addOp(proofKey, { usedBy: reclaimProofUse(jobId), usedAtMs }))
       // A batch that changed nothing (no event applied, chain time and leases as they were) is not written: the
       // follower moves on in memory, and after a restart it reads those empty blocks again, which changes nothing.
-      if (!changedEngine && proofs.length === 0 && repaid.length === 0 && collateral.length === 0) return []
-      return [...proofs, ...repaid, ...collateral, cursor]
+      if (!changedEngine && proofs.length === 0 && repaid.length === 0 && collateral.length === 0 && reclaimed.length === 0) return []
+      return [...proofs, ...repaid, ...collateral, ...reclaimed, cursor]
     },
   )
   return outcome
@@ -87,6 +90,11 @@ export function collateralFact(fact: FacilityFactOf<'CollateralPosted'>, symbolO
 /** Who used a CollateralPosted proof: its job, whichever path applied it first (report, follower, registration). */
 export function collateralProofUse(jobId: string): string {
   return `collateral:${jobId}`
+}
+
+/** Who used a JobReclaimed proof: the job it ended. */
+export function reclaimProofUse(jobId: string): string {
+  return `reclaim:${jobId}`
 }
 
 /** Health of the network's chain follower: its state, last applied block and time, and lag behind the head. */

@@ -4,18 +4,21 @@
 // unrecorded is found and recorded by the next attempt. Called through CreditService (credit-service.ts) by
 // src/api/routes/credit.ts.
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Address, Hex } from 'viem'
+import { getAddress, type Address, type Hex } from 'viem'
 import { recoveryAmounts } from '../engine/engine.ts'
 import type { AdvanceView, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import {
   ContractRevertError, findEarlierOperatorTx, OperatorUnavailableError, sendFailJob, sendLiquidate, sendSettleJob, type EarlierOperatorTx, type OperatorReceipt,
 } from '../chain/operator.ts'
+import { jobKey } from '../chain/ids.ts'
+import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { ChainRpcError } from '../chain/proofs.ts'
 import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
 import { refusedWith, type ServiceCore } from './core.ts'
+import { collateralProofUse } from './chain-observation.ts'
 import type { Mutation } from './mutation.ts'
 
 /** The /fail response: the spec's passport event, and the borrower's passport entry for it as signed. */
@@ -99,12 +102,46 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
       // behind) makes the difference, and the engine counts it once the follower is past the settlement's block. The
       // settlement is recorded then, never answered as refused.
       if (!(await followerPast(service, job.network, paid.blockNumber))) throw minedNotCounted(job.network, `the settlement of ${jobId}`, settled.txHash)
-      if (differs(service.live(service.engine.planJobSettlement({ jobId, caller }), 'job', jobId))) {
+      const counted = service.live(service.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
+      // The lenders and the reserve got what the service planned and the borrower more: collateral the job's
+      // registration did not bring (posted before it, under a release that did not read such postings, and behind the
+      // follower's cursor since), which the contract paid out. Its postings are read from the funding block and counted.
+      const borrowerMore = paid.args.toLenders === counted.toLendersAtomic && paid.args.toReserve === counted.toReserveAtomic && paid.args.toBorrower > counted.toBorrowerAtomic
+      if (borrowerMore) await backfillCollateral(service, job, paid.blockNumber - 1n)
+      if (differs(borrowerMore ? service.live(service.engine.planJobSettlement({ jobId, caller }), 'job', jobId) : counted)) {
         throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
       }
     }
     return service.apply(mutation, () => service.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, service.now()))
   })
+}
+
+/**
+ * Counts the job's CollateralPosted events from its funding block to `toBlock` (the job still open there) that no path
+ * counted yet, each with its proof, one command each. The contract's collateral at `toBlock` must equal what the
+ * postings read sum to (collateralPostedUpTo), and at most collateralPostingsPerJobMax are read, as at registration.
+ */
+async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: bigint): Promise<void> {
+  const clients = service.clientsOf(job.network)
+  let fundedAtBlock: bigint
+  try {
+    fundedAtBlock = (await clients.publicClient.getTransactionReceipt({ hash: job.funding.txHash })).blockNumber
+  } catch (error) {
+    throw new ChainRpcError(job.network, error)
+  }
+  const postings = await collateralPostedUpTo(clients, service.network(job.network).creditContract, { jobKey: jobKey(job.jobId), fromBlock: fundedAtBlock, toBlock, heldBefore: 0n })
+  if (postings.length > service.config.collateralPostingsPerJobMax) {
+    throw new TooManyPostingsError(`job ${job.jobId} has more than ${service.config.collateralPostingsPerJobMax} collateral postings on chain; its settlement cannot be recorded`)
+  }
+  for (const posting of postings) {
+    if (service.store.proofs.has(posting.proofKey)) continue
+    const input = {
+      jobId: job.jobId, caller: job.borrower, borrower: getAddress(posting.args.borrower), amountAtomic: posting.args.amount,
+      proof: { network: job.network, txHash: posting.txHash, logIndex: posting.logIndex },
+    }
+    const proof = service.useProof(posting, collateralProofUse(job.jobId))
+    await service.run(null, () => service.engine.postCollateral(input, service.now()), () => [proof])
+  }
 }
 
 export async function failJob(service: ServiceCore, mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {

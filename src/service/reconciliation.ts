@@ -10,7 +10,9 @@
 // mapped to what the contract must hold for it by the contract's rules (CreditFacilityV2, design-chain.md):
 //   job funded/active -> Open, escrow = receivable, collateral = posted - used by liquidations;
 //   job completed -> Settled (holds nothing); job defaulted (failed, advances open) -> Failed, escrow 0 (refunded),
-//   collateral = posted - used; job failed (final: nothing open) -> Closed (holds nothing);
+//   collateral = posted - used; job failed (final: nothing open) -> Closed (holds nothing); job failed or defaulted
+//   with reason escrow_reclaimed (its client's reclaimJob; it never had an advance) -> Reclaimed (holds nothing: the
+//   escrow went to the client, the collateral to the borrower);
 //   advance active/defaulted -> lender owed P + F - R, reserve owed R; repaid -> nothing owed; liquidated -> nothing
 //   owed; shortfall -> what the recovery left (collateral pays the lender's part first, then the reserve's; backing
 //   and the reserve pay the lender; the reserve is subrogated for what it paid).
@@ -28,13 +30,15 @@
 import { getAddress, type Hex } from 'viem'
 import type { AdvanceView, JobView } from '../engine/types.ts'
 import { advanceViewFromSnapshot, jobViewFromSnapshot } from '../engine/engine.ts'
+import { ESCROW_RECLAIMED } from '../engine/jobs.ts'
 import { jobKey } from '../chain/ids.ts'
 import { findToken, type NetworkConfig } from '../chain/config.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import {
   compareStates, jobStatusNames, readChainState, zeroTotals, type ChainState, type Difference, type ExpectedAssetState, type ExpectedJob, type ExpectedNetworkState,
-  type FlowTotals,
+  type FlowTotalName, type FlowTotals,
 } from '../chain/reconcile.ts'
+import { JobStatus } from '../chain/facility-model.ts'
 import type { CreditService } from './credit-service.ts'
 
 export type ReconciliationStatus = 'pending' | 'ok' | 'differences' | 'unavailable'
@@ -111,6 +115,14 @@ export function ledgerExpectedState(service: CreditService, network: NetworkConf
     totals.escrowFundedAtomic += job.receivableAtomic
     totals.collateralPostedAtomic += job.collateralAtomic
     let expected: ExpectedJob
+    if (job.failureReason === ESCROW_RECLAIMED) {
+      // Whether its last leased offer's lease has ended yet (failed) or not (defaulted), the contract ended it at once.
+      expected = { status: 'reclaimed', escrowAtomic: 0n, collateralAtomic: 0n }
+      totals.escrowRefundedAtomic += escrow
+      totals.collateralReleasedAtomic += collateral
+      ledger.jobs.set(lower(jobKey(job.jobId)), expected)
+      continue
+    }
     switch (job.state) {
       case 'funded':
       case 'active':
@@ -243,21 +255,30 @@ export class Reconciliation {
 /**
  * The ledger plus the open jobs the chain holds that nobody registered with the service (see the file's comment): as
  * the chain holds them, their escrow and collateral in the funding totals (no advance can draw on an unregistered
- * job: the service authorizes none), so that they are no difference and still count in token conservation.
+ * job: the service authorizes none), so that they are no difference and still count in token conservation. An
+ * unregistered job its client reclaimed (the case reclaimJob exists for) is no difference either: it held exactly what
+ * its JobReclaimed gave back (nothing else can take from a job without advances), funded and refunded, posted and
+ * released.
  */
 export function withUnregisteredJobs(ledger: ExpectedNetworkState, actual: ChainState): { expected: ExpectedNetworkState; unregisteredJobs: number } {
   const known = new Set(ledger.assets.flatMap((a) => [...a.jobs.keys()].map(lower)))
   const assets = new Map(ledger.assets.map((a) => [getAddress(a.asset), { ...a, jobs: new Map(a.jobs), totals: { ...a.totals } }]))
   let unregisteredJobs = 0
   for (const [key, job] of actual.jobs) {
-    if (known.has(lower(key)) || job.status !== 1) continue
-    unregisteredJobs += 1
+    const reclaim = job.status === JobStatus.Reclaimed ? actual.reclaims.get(lower(key)) : undefined
+    if (known.has(lower(key)) || (job.status !== JobStatus.Open && reclaim === undefined)) continue
+    if (job.status === JobStatus.Open) unregisteredJobs += 1
     const address = getAddress(job.asset)
     let asset = assets.get(address)
     if (asset === undefined) assets.set(address, (asset = { asset: address, jobs: new Map(), advances: new Map(), reserveAtomic: 0n, totals: {} }))
     asset.jobs.set(lower(key), { status: jobStatusNames[job.status] as ExpectedJob['status'], escrowAtomic: job.escrow, collateralAtomic: job.collateral })
-    asset.totals.escrowFundedAtomic = (asset.totals.escrowFundedAtomic ?? 0n) + job.escrow
-    asset.totals.collateralPostedAtomic = (asset.totals.collateralPostedAtomic ?? 0n) + job.collateral
+    const add = (name: FlowTotalName, amount: bigint) => (asset.totals[name] = (asset.totals[name] ?? 0n) + amount)
+    add('escrowFundedAtomic', job.escrow + (reclaim?.escrowRefunded ?? 0n))
+    add('collateralPostedAtomic', job.collateral + (reclaim?.collateralReleased ?? 0n))
+    if (reclaim !== undefined) {
+      add('escrowRefundedAtomic', reclaim.escrowRefunded)
+      add('collateralReleasedAtomic', reclaim.collateralReleased)
+    }
   }
   return { expected: { ...ledger, assets: [...assets.values()] }, unregisteredJobs }
 }

@@ -15,7 +15,8 @@ import { CreditClient } from '../../src/client/client.ts'
 import { creditRequest, fundedAccount, startHarness, USDC, usdc } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, openApiDocument } from './fixtures/api.ts'
 
-const WEEK_MS = 7 * 24 * 3600 * 1000
+const DAY_MS = 24 * 3600 * 1000
+const WEEK_MS = 7 * DAY_MS
 let now = Math.floor(Date.now() / 1000) * 1000
 // The service's clock is this variable: the tests move time themselves.
 const h = await startHarness({ clock: () => now })
@@ -29,10 +30,14 @@ async function agent(tokens = 0n): Promise<{ account: PrivateKeyAccount; api: Cr
   return { account, api }
 }
 
-/** The client escrows `amount` on chain for `borrower`; returns the body of POST /credit/jobs. */
-async function funded(client: PrivateKeyAccount, borrower: `0x${string}`, jobId: string, amount: bigint) {
+/**
+ * The client escrows `amount` on chain for `borrower`; returns the body of POST /credit/jobs, due in `dueInMs` on the
+ * service's clock: by default 9 days, after the week the suspension test moves that clock by, and before the devnet
+ * contract's reclaim time (10 days after funding, on the chain's clock, which that move leaves behind).
+ */
+async function funded(client: PrivateKeyAccount, borrower: `0x${string}`, jobId: string, amount: bigint, dueInMs = 9 * DAY_MS) {
   const fundingTxHash = await new ChainAgent(network, client).fundJob(jobId, USDC, amount, borrower)
-  return { jobId, network: network.slug, asset: USDC, agent: borrower, receivableAtomic: amount.toString(), dueAt: new Date(now + 4 * WEEK_MS).toISOString(), fundingTxHash }
+  return { jobId, network: network.slug, asset: USDC, agent: borrower, receivableAtomic: amount.toString(), dueAt: new Date(now + dueInMs).toISOString(), fundingTxHash }
 }
 
 const consent = (borrower: PrivateKeyAccount, body: Awaited<ReturnType<typeof funded>>, client: `0x${string}`, overrides: { receivableAtomic?: bigint } = {}) =>
@@ -124,7 +129,7 @@ t.test('a contract-wallet borrower consents with ERC-1271: its owner\'s signatur
   expectProblem(t, await client.api.post('/credit/jobs', { ...refused, borrowerConsent: await consent(stranger, refused, client.account.address) }), 403, 'borrower_consent_invalid', 'a stranger signed for the wallet')
   t.equal(app.service.engine.getJob('job_1271_refused'), undefined, 'nothing recorded')
 
-  const accepted = await funded(client.account, wallet, 'job_1271', usdc(10))
+  const accepted = await funded(client.account, wallet, 'job_1271', usdc(10), DAY_MS)
   const created = await client.api.post('/credit/jobs', { ...accepted, borrowerConsent: await consent(owner, accepted, client.account.address) })
   t.equal(created.status, 201, 'the wallet\'s owner signed: the wallet consents', { body: created.body })
   t.equal(app.service.engine.getJob('job_1271')?.borrower, getAddress(wallet))

@@ -1,6 +1,6 @@
 // The TypeScript model of CreditFacilityV2 (src/chain/facility-model.ts) against the real contract on anvil: random
 // sequences of calls (fund, collateral, pay with valid and invalid authorizations, repay partial/exact/over, settle,
-// fail, liquidate before and after due, each by the right party or a stranger) run on both, and after every step the
+// fail, reclaim before and after the delay, liquidate before and after due, each by the right party or a stranger) run on both, and after every step the
 // outcome (the revert's name and arguments, or the facility's events) and the state (every job, advance, reserve and
 // token balance touched) must be identical. Each sequence starts from one evm_snapshot.
 import { deepStrictEqual } from 'node:assert/strict'
@@ -17,6 +17,8 @@ import { setupFacilityV2, USDC, type V2Fixture, type Wallet } from './fixtures/f
 
 const sequences = 20
 const stepsPerSequence = 15
+/** Short, so that random waits (up to 4,000 s each) reach it within a sequence. */
+const reclaimDelaySeconds = 3_000n
 
 const errorsAbi = [...creditFacilityV2Abi, ...testStablecoinAbi.filter((item) => item.type === 'error')] as Abi
 
@@ -52,6 +54,7 @@ type Step =
   | { kind: 'repay'; payer: 'borrower' | 'stranger'; aim: Aim; offer: number; how: 'partial' | 'exact' | 'over' | 'zero' }
   | { kind: 'settle'; byStranger: boolean; aim: Aim; job: number; keys: 'exact' | 'missing' | 'duplicate' | 'foreign' }
   | { kind: 'fail'; byStranger: boolean; aim: Aim; job: number }
+  | { kind: 'reclaim'; byStranger: boolean; aim: Aim; job: number }
   | { kind: 'liquidate'; byStranger: boolean; aim: Aim; offer: number; backing: bigint }
   | { kind: 'wait'; seconds: number }
 
@@ -102,6 +105,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     keys: fc.constantFrom('exact', 'exact', 'missing', 'duplicate', 'foreign') as fc.Arbitrary<'exact' | 'missing' | 'duplicate' | 'foreign'>,
   }),
   fc.record({ kind: fc.constant('fail' as const), byStranger: rarely, aim, job: fc.nat(jobs - 1) }),
+  fc.record({ kind: fc.constant('reclaim' as const), byStranger: rarely, aim, job: fc.nat(jobs - 1) }),
   fc.record({
     kind: fc.constant('liquidate' as const),
     byStranger: rarely,
@@ -136,6 +140,16 @@ const scriptedSequence: Step[] = [
   { kind: 'wait', seconds: 200 },
   { kind: 'liquidate', byStranger: false, aim: 'live', offer: 0, backing: 10n * USDC },
   { kind: 'repay', payer: 'stranger', aim: 'live', offer: 0, how: 'over' },
+  // Job 2, the only open one, is never advanced on: too early, by a stranger, then its client takes the escrow back
+  // (and the borrower its collateral); after that nothing reaches it, a payment included.
+  { kind: 'fund', client: 0, job: 2, amount: 100n * USDC, borrower: 1 },
+  { kind: 'collateral', byStranger: false, aim: 'live', job: 2, amount: 30n * USDC },
+  { kind: 'reclaim', byStranger: false, aim: 'live', job: 2 },
+  { kind: 'wait', seconds: Number(reclaimDelaySeconds) },
+  { kind: 'reclaim', byStranger: true, aim: 'live', job: 2 },
+  { kind: 'reclaim', byStranger: false, aim: 'live', job: 2 },
+  { kind: 'reclaim', byStranger: false, aim: 'any', job: 2 },
+  pay(1, 2, 10n * USDC),
 ]
 
 /** JSON-comparable: bigints as strings, so that assertion messages are readable. */
@@ -144,7 +158,7 @@ function plain(value: unknown): unknown {
 }
 
 t.test('the model and the contract agree on random call sequences', async (t) => {
-  const f: V2Fixture = await setupFacilityV2(t)
+  const f: V2Fixture = await setupFacilityV2(t, { reclaimDelaySeconds })
   const funded = async (tokens: bigint, allowance: bigint = maxUint256): Promise<Wallet> => {
     const w = await f.wallet(tokens)
     const hash = await w.wallet.writeContract({ address: f.token, abi: erc20Abi, functionName: 'approve', args: [f.facility, allowance] })
@@ -174,7 +188,7 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
     holders.map((h) => f.publicClient.readContract({ address: f.token, abi: erc20Abi, functionName: 'allowance', args: [h, f.facility] })),
   )
   const newModel = (): FacilityModel => {
-    const model = new FacilityModel({ address: f.facility, operator: f.operator.account.address, leaseSigner: f.signer.address })
+    const model = new FacilityModel({ address: f.facility, operator: f.operator.account.address, leaseSigner: f.signer.address, reclaimDelay: reclaimDelaySeconds })
     holders.forEach((h, i) => {
       model.setBalance(f.token, h, initialBalances[i] as bigint)
       model.setAllowance(f.token, h, f.facility, initialAllowances[i] as bigint)
@@ -314,6 +328,13 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
             call = { who, functionName: 'failJob', args: [jobKey], model: () => model.failJob(ctx(who), jobKey) }
             break
           }
+          case 'reclaim': {
+            const jobKey = pickJob(step.aim, step.job)
+            const client = actors.clients.find((c) => c.account.address === model.getJob(jobKey).client) ?? (actors.clients[0] as Wallet)
+            const who = step.byStranger ? actors.stranger : client
+            call = { who, functionName: 'reclaimJob', args: [jobKey], model: () => model.reclaimJob(ctx(who), jobKey) }
+            break
+          }
           case 'liquidate': {
             const offerKey = pickOffer(step.aim, step.offer, (k) => owing(k) && !model.getAdvance(k).liquidated)
             const who = step.byStranger ? actors.stranger : actors.operator
@@ -341,7 +362,7 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
   )
 
   // The sequences must have exercised the paths that matter, or agreement proves little.
-  for (const label of ['fundJob ok', 'postCollateral ok', 'paySupplier ok', 'repay ok', 'settleJob ok', 'failJob ok', 'liquidate ok']) {
+  for (const label of ['fundJob ok', 'postCollateral ok', 'paySupplier ok', 'repay ok', 'settleJob ok', 'failJob ok', 'reclaimJob ok', 'liquidate ok']) {
     t.ok((seen.get(label) ?? 0) > 0, `some ${label.replace(' ok', '')} succeeded (${seen.get(label) ?? 0})`)
   }
   const reverts = [...seen.keys()].filter((label) => !label.endsWith(' ok'))

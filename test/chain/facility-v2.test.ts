@@ -522,6 +522,7 @@ t.test('reentrancy through a hostile token is refused on every entry point', asy
   }
   const { jobKey, borrower } = await openJob(1_000n * USDC, 0n, asset)
   const adv = await advance(jobKey, { amount: 10n * USDC, fee: 1n * USDC, reserveShare: 0n }, asset)
+  const unadvanced = await openJob(100n * USDC, 0n, asset)
   t.pass('the hostile token works as a token while disarmed')
 
   await arm('repay', [adv.offerKey, 1n])
@@ -535,10 +536,16 @@ t.test('reentrancy through a hostile token is refused on every entry point', asy
   await rejectsWith(t, f.call(f.operator, 'settleJob', [jobKey, [adv.offerKey]]), 'ReentrancyGuardReentrantCall', 'repay re-entered from settleJob')
   await arm('fundJob', [nextJobKey(), asset, 1n, borrower.account.address])
   await rejectsWith(t, f.call(f.operator, 'failJob', [jobKey]), 'ReentrancyGuardReentrantCall', 'fundJob re-entered from failJob')
+  // The job never advanced on, past its reclaim time: its client's reclaimJob moves tokens too.
+  await f.advanceTime(Number(await f.publicClient.readContract({ address: f.facility, abi: creditFacilityV2Abi, functionName: 'reclaimDelay' })))
+  await arm('fundJob', [nextJobKey(), asset, 1n, borrower.account.address])
+  await rejectsWith(t, f.call(unadvanced.client, 'reclaimJob', [unadvanced.jobKey]), 'ReentrancyGuardReentrantCall', 'fundJob re-entered from reclaimJob')
   // Disarmed again, the same calls go through: the refusals above were the guard's.
   await f.operator.wallet.writeContract({ address: asset, abi: hostile.abi, functionName: 'arm', args: [zeroAddress, '0x'] }).then((hash) => f.publicClient.waitForTransactionReceipt({ hash }))
   await f.call(f.operator, 'settleJob', [jobKey, [adv.offerKey]])
   t.match(await f.job(jobKey), { status: JobStatus.Settled })
+  await f.call(unadvanced.client, 'reclaimJob', [unadvanced.jobKey])
+  t.match(await f.job(unadvanced.jobKey), { status: JobStatus.Reclaimed })
   await f.checkConservation(t, asset)
 })
 

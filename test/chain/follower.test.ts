@@ -406,6 +406,17 @@ t.test('a range holding more events than eventsPerBatchMax comes in several batc
     const block = await f.publicClient.getBlock({ blockNumber: batch.toBlock })
     t.same([batch.toBlockHash, batch.toBlockTimeMs], [block.hash, Number(block.timestamp) * 1000], 'the cursor is the last block\'s hash and time')
   }
+
+  // The same blocks for a consumer whose events weigh 2 each (eventWeight; the service weighs a JobReclaimed so):
+  // blocks of 4, 4, 6, 2, 12 and 4 against the cap of 5.
+  const weighedStore = await Store.open({ dataDir: join(root, 'events-weight') })
+  t.teardown(() => weighedStore.close())
+  const weighed = lmdbFollower(weighedStore, { startBlock, logBlockRangeMax: 2n, eventsPerBatchMax: 5, eventWeight: (event) => (event.name === 'JobFunded' ? 2 : 1) })
+  weighed.follower.start()
+  await eventually(t, 'every weighed event delivered', () => weighed.stored().length === truth.length)
+  await weighed.follower.stop()
+  t.same(weighed.delivered, truth, 'every weighed event exactly once, in chain order')
+  t.same(weighed.batches.filter((b) => b.events.length > 0).map((b) => b.events.length), [2, 2, 3, 1, 6, 2], 'cut by weight; a block over the cap alone')
 })
 
 t.test('confirmations: an event is delivered only once its block has them', async (t) => {

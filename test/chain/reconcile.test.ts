@@ -13,6 +13,7 @@ import { erc20Abi, getAddress, zeroHash, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createNetworkClients } from '../../src/chain/clients.ts'
 import { FacilityModel, type ModelEvent, type ModelOutcome } from '../../src/chain/facility-model.ts'
+import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
 import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
 import {
@@ -97,7 +98,7 @@ const keys: Record<string, Hex> = {}
 
 t.before(async () => {
   f = await setupFacilityV2(t)
-  model = new FacilityModel({ address: f.facility, operator: f.operator.account.address, leaseSigner: f.signer.address })
+  model = new FacilityModel({ address: f.facility, operator: f.operator.account.address, leaseSigner: f.signer.address, reclaimDelay: devnetReclaimDelaySeconds })
   const operator = f.operator
   const lender = await wallet(10_000n * USDC)
   const repayer = await wallet(1_000n * USDC)

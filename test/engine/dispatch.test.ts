@@ -50,7 +50,7 @@ class ScanningEngine extends Engine {
       state.meta.chainTimeMs = { ...state.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
     }
     const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutAlone(state, lease, chainTimeMs, nowMs))
-    return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], repayments: [], collateral: [], ignored: [], expiredLeases })
+    return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], repayments: [], collateral: [], reclaimed: [], ignored: [], expiredLeases })
   }
 
   override dispatch(nowMs: number): EngineResult<DispatchOutcome> {

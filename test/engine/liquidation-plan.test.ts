@@ -5,6 +5,7 @@
 import t from 'tap'
 import { getAddress, type Address as ChainAddress } from 'viem'
 import { FacilityModel, type ModelEvent } from '../../src/chain/facility-model.ts'
+import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { recoveryAmounts } from '../../src/engine/engine.ts'
 import type { AdvanceView, LiquidationPlan } from '../../src/engine/index.ts'
@@ -27,7 +28,7 @@ function scenario(collateralAtomic: bigint, failed: boolean): { plan: Liquidatio
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_l', amountAtomic: 1000n, maximumFeeAtomic: 100n })
   const advance = engine.getAdvance(advanceId) as AdvanceView
 
-  const model = new FacilityModel({ address: FACILITY, operator: OPERATOR, leaseSigner: LEASE_SIGNER })
+  const model = new FacilityModel({ address: FACILITY, operator: OPERATOR, leaseSigner: LEASE_SIGNER, reclaimDelay: devnetReclaimDelaySeconds })
   for (const holder of [CLIENT, BORROWER, advance.payer]) {
     model.setBalance(TOKEN, getAddress(holder), 1_000_000n)
     model.setAllowance(TOKEN, getAddress(holder), FACILITY, 10n ** 30n)

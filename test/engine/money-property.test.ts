@@ -6,6 +6,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { getAddress, zeroHash, type Address as ChainAddress } from 'viem'
 import { FacilityModel, JobStatus, type ModelEvent } from '../../src/chain/facility-model.ts'
+import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
 import { Engine, advanceViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot } from '../../src/engine/index.ts'
@@ -72,7 +73,7 @@ class World {
   engine: Engine
   readonly wallets = new FakeWallets()
   readonly store = new Map<string, Change>()
-  readonly model = new FacilityModel({ address: FACILITY, operator: OPERATOR, leaseSigner: LEASE_SIGNER })
+  readonly model = new FacilityModel({ address: FACILITY, operator: OPERATOR, leaseSigner: LEASE_SIGNER, reclaimDelay: devnetReclaimDelaySeconds })
   /** Events mined and not yet delivered to the engine by the follower, in chain order. */
   pending: { event: ModelEvent; txHash: `0x${string}`; logIndex: number }[] = []
   /** Proofs of facts a report applied: the service skips them in the follower's batch (credit-service.ts observeChain). */

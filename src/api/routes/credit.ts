@@ -70,7 +70,10 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         'The client first escrows the receivable on chain: the unsigned approve + fundJob of GET /credit/jobs/{jobId}/funding-transactions (ABIs and the jobId-to-key rule: the catalog\'s contracts), then the fundJob transaction hash is posted here. ' +
         'The signed-in wallet must be the job\'s borrower (agent), or its client (the funder) carrying the borrower\'s consent: borrowerConsent, ' +
         'an EIP-712 BorrowerConsent signature of the borrower over (jobId, network, asset, receivableAtomic, client, dueAt), domain in the catalog (consent). ' +
-        'A contract-wallet borrower signs as its wallet verifies (ERC-1271 isValidSignature, ERC-6492 before deployment), checked on the job\'s network.',
+        'A contract-wallet borrower signs as its wallet verifies (ERC-1271 isValidSignature, ERC-6492 before deployment), checked on the job\'s network. ' +
+        'The client may take the escrow back on chain (reclaimJob) from reclaimDelay (the contract\'s public getter) after funding while no advance was ever paid on the job: ' +
+        'dueAt plus a lease (leaseTtlSeconds) must be no later than that reclaim time, so no lease on the job outlives its escrow. ' +
+        'A job reclaimed after its registration ends failed (failureReason escrow_reclaimed) as the chain follower learns it; its borrower is not suspended.',
       tags,
       auth: 'session',
       body: JobCreation,
@@ -79,7 +82,11 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         201: { description: 'The funded job', schema: Job },
         ...errors.proof,
         403: { description: 'Neither the job\'s client nor its borrower (forbidden), or the client without the borrower\'s consent (borrower_consent_required) or with a signature that is not it (borrower_consent_invalid).' },
-        422: { description: `${errors.proof[422].description} Or too_many_collateral_postings: the borrower posted collateral on chain in more postings than collateralPostingsPerJobMax (${service.config.collateralPostingsPerJobMax}) before the job was registered (each is a proof the registration records).` },
+        409: { description: `${errors.proof[409].description} Or job_not_open_on_chain: the job was settled, failed or reclaimed on chain, its escrow is no longer held.` },
+        422: {
+          description: `${errors.proof[422].description} Or too_many_collateral_postings: the borrower posted collateral on chain in more postings than collateralPostingsPerJobMax (${service.config.collateralPostingsPerJobMax}) before the job was registered (each is a proof the registration records). ` +
+            `Or job_reclaimable_before_due: the client may reclaim the escrow on chain before dueAt plus a lease (${service.config.leaseTtlSeconds} s) or, when the chain's clock is ahead, before its time plus a lease: register it with an earlier dueAt.`,
+        },
       },
       handler: (ctx) =>
         mutate(service, '/credit/jobs', ctx, (ticket) =>

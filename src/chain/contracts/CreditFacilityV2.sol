@@ -12,7 +12,7 @@ import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 /// under a lease authorization the service signed (EIP-712), which fixes the advance's terms; from then on the
 /// contract knows what is owed on each advance and routes every repayment, settlement and recovery by one rule:
 /// the lender's part first, then the insurance reserve's share. Every escrowed and collateral token of a final job
-/// ends with a lender, the reserve, the job's client (a failed job's escrow) or its borrower (the rest).
+/// ends with a lender, the reserve, the job's client (a failed or reclaimed job's escrow) or its borrower (the rest).
 /// Keys: jobKey = keccak256(utf8(jobId)); offerKey (the advance's key) = keccak256(keySalt ++ utf8(offerId)).
 contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     using SafeERC20 for IERC20;
@@ -22,7 +22,9 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         Open,
         Settled,
         Failed,
-        Closed
+        Closed,
+        /// The client took its escrow back (reclaimJob): the job was never advanced on and nobody ended it in time.
+        Reclaimed
     }
 
     struct Job {
@@ -36,6 +38,10 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         /// Advances neither fully repaid nor liquidated: while any is left, a failed job keeps its collateral.
         uint256 unresolved;
         JobStatus status;
+        /// block.timestamp of fundJob: the client may reclaim from fundedAt + reclaimDelay on.
+        uint256 fundedAt;
+        /// Set by the job's first paySupplier and never cleared: from then on the escrow backs a lender, not the client.
+        bool advanced;
     }
 
     struct Advance {
@@ -71,6 +77,8 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
 
     address public immutable operator;
     address public immutable leaseSigner;
+    /// Seconds after fundJob from which the client may reclaim a job never advanced on (reclaimJob).
+    uint256 public immutable reclaimDelay;
 
     mapping(bytes32 jobKey => Job) private _jobs;
     mapping(bytes32 offerKey => Advance) private _advances;
@@ -103,6 +111,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     event JobSettled(bytes32 indexed jobKey, address indexed borrower, uint256 toLenders, uint256 toReserve, uint256 toBorrower);
     event JobFailed(bytes32 indexed jobKey, address indexed client, uint256 escrowRefunded);
     event JobClosed(bytes32 indexed jobKey, address indexed borrower, uint256 collateralReleased);
+    event JobReclaimed(bytes32 indexed jobKey, address indexed client, uint256 escrowRefunded, uint256 collateralReleased);
     event Liquidated(
         bytes32 indexed offerKey,
         bytes32 indexed jobKey,
@@ -138,18 +147,25 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     error Underfunded(uint256 owed, uint256 held);
     error AlreadyLiquidated(bytes32 offerKey);
     error NotDefaulted(bytes32 offerKey, uint256 dueAt, uint256 nowSeconds);
+    error ZeroDelay();
+    error NotClient(address caller);
+    error JobAdvanced(bytes32 jobKey);
+    error ReclaimTooEarly(uint256 reclaimableAt, uint256 nowSeconds);
 
     modifier onlyOperator() {
         if (msg.sender != operator) revert NotOperator(msg.sender);
         _;
     }
 
-    constructor(address operator_, address leaseSigner_) EIP712("CreditFacility", "2") {
+    constructor(address operator_, address leaseSigner_, uint256 reclaimDelay_) EIP712("CreditFacility", "2") {
         if (operator_ == address(0) || leaseSigner_ == address(0)) revert ZeroAddress();
+        // A client able to reclaim at once could pull the escrow from under any job the service registers.
+        if (reclaimDelay_ == 0) revert ZeroDelay();
         // The signer's key signs on the request path and holds no gas; the operator moves money. One key must not do both.
         if (operator_ == leaseSigner_) revert RolesNotSeparate(operator_);
         operator = operator_;
         leaseSigner = leaseSigner_;
+        reclaimDelay = reclaimDelay_;
     }
 
     // ------------------------------------------------------------------------------------------ jobs
@@ -166,6 +182,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         job.asset = asset;
         job.escrow = amount;
         job.status = JobStatus.Open;
+        job.fundedAt = block.timestamp;
         IERC20(asset).safeTransferFrom(msg.sender, address(this), amount);
         emit JobFunded(jobKey, msg.sender, borrower, asset, amount);
     }
@@ -202,6 +219,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
             if (a.supplier == job.borrower) revert InvalidSupplier(a.supplier);
             job.outstanding += 1;
             job.unresolved += 1;
+            job.advanced = true;
         }
         _advances[a.offerKey] = Advance({
             jobKey: a.jobKey,
@@ -289,6 +307,26 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         emit JobFailed(jobKey, job.client, refund);
         if (refund > 0) IERC20(job.asset).safeTransfer(job.client, refund);
         if (job.unresolved == 0) _close(jobKey, job);
+    }
+
+    /// @notice The job's client takes its escrow back from a job nobody ended: only while the job is open, never once
+    /// an advance was paid on it (that escrow backs the lender, even after a repayment), and only from fundedAt +
+    /// reclaimDelay on. The borrower's collateral goes back to the borrower. A paySupplier mined first refuses this
+    /// forever; a reclaim mined first makes every paySupplier on the job revert (it is no longer open).
+    function reclaimJob(bytes32 jobKey) external nonReentrant {
+        Job storage job = _openJob(jobKey);
+        if (msg.sender != job.client) revert NotClient(msg.sender);
+        if (job.advanced) revert JobAdvanced(jobKey);
+        uint256 reclaimableAt = job.fundedAt + reclaimDelay;
+        if (block.timestamp < reclaimableAt) revert ReclaimTooEarly(reclaimableAt, block.timestamp);
+        uint256 refund = job.escrow;
+        uint256 released = job.collateral;
+        job.escrow = 0;
+        job.collateral = 0;
+        job.status = JobStatus.Reclaimed;
+        emit JobReclaimed(jobKey, job.client, refund, released);
+        IERC20(job.asset).safeTransfer(job.client, refund);
+        if (released > 0) IERC20(job.asset).safeTransfer(job.borrower, released);
     }
 
     /// @notice The operator recovers a defaulted advance (its job failed, or it is past due), once. In the spec's

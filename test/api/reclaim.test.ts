@@ -1,0 +1,128 @@
+// A job's client takes its escrow back on chain (CreditFacilityV2.reclaimJob; an outsider's finding: a borrower that
+// never registers its job, or a service that stops, left the escrow locked forever). The service learns it from the
+// chain follower: a registered job ends failed (escrow_reclaimed), its offers declined, its leased one closing and
+// then declined at no cost to the lender, and its borrower is neither suspended nor penalised; reconciliation agrees.
+// A registration refuses a job that is no longer open on chain, and one whose client could reclaim it before its
+// credit ends.
+import t from 'tap'
+import { createTestClient, createWalletClient, http, type PrivateKeyAccount } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
+import { networkChain } from '../../src/chain/clients.ts'
+import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
+import { jobKey } from '../../src/chain/ids.ts'
+import { ChainAgent } from '../../src/client/chain.ts'
+import type { CreditClient } from '../../src/client/client.ts'
+import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { expectProblem, expectReconciled, until } from './fixtures/api.ts'
+
+const JOB_RECLAIMED = 5
+
+let h: Harness
+let lender: ReadyLender
+let operator: CreditClient
+t.before(async () => {
+  // Offers wait long enough not to expire on the service's clock while a test runs.
+  h = await startHarness({ config: { offerTtlSeconds: 3600 } })
+  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
+  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+})
+t.teardown(async () => {
+  await h.stop()
+})
+
+const follower = () => h.app.service.followers.get(h.network.slug)!
+const chain = () => networkChain(h.network)
+const onChainStatus = async (jobId: string) =>
+  (await new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.operator.privateKey)).publicClient.readContract({
+    address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)],
+  })).status
+
+/** The client moves the chain past the job's reclaim time (anvil) and reclaims it, calling the contract directly. */
+async function reclaim(client: PrivateKeyAccount, jobId: string): Promise<`0x${string}`> {
+  const transport = http(h.network.rpcUrl)
+  await createTestClient({ chain: chain(), transport, mode: 'anvil' }).increaseTime({ seconds: Number(devnetReclaimDelaySeconds) })
+  const wallet = createWalletClient({ account: client, chain: chain(), transport })
+  const hash = await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] })
+  const receipt = await new ChainAgent(h.network, client).publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 })
+  if (receipt.status !== 'success') throw new Error(`reclaimJob ${hash} reverted`)
+  return hash
+}
+
+t.test('a registered job reclaimed on chain ends failed (escrow_reclaimed) through the follower; nobody is penalised', async (t) => {
+  const { borrower, borrowerClient, jobClient } = await fundedJob(h, { jobId: 'job_rc_main', receivableAtomic: usdc(200), dueInSeconds: 3600 })
+  const other = await fundedJob(h, { jobId: 'job_rc_other', receivableAtomic: usdc(200), dueInSeconds: 3600, borrower })
+
+  // One offer leased to the lender (never paid), one waiting (no lender takes a fee that small).
+  const leasedDecision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_rc_main', usdc(50), usdc(5)))
+  const leasedOfferId = leasedDecision.body.offer.offerId as string
+  const match = await borrowerClient.post('/credit/match', { offerId: leasedOfferId })
+  t.equal(match.body.lease?.lender, lender.account.address, 'the first offer is leased')
+  const waiting = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_rc_main', usdc(20), 1n))
+  const waitingOfferId = waiting.body.offer.offerId as string
+  t.equal((await borrowerClient.get(`/credit/offers/${waitingOfferId}`)).body.state, 'offered', 'the second offer waits')
+  const lenderBefore = (await lender.client.get(`/lenders/${lender.account.address}`)).body
+  const borrowerBefore = h.app.service.engine.getBorrower(borrower.address)
+
+  // The reclaim and the chain time past the lease's deadline reach the follower in one batch: its events come first.
+  await follower().stop()
+  const reclaimTx = await reclaim(jobClient, 'job_rc_main')
+  t.equal(await onChainStatus('job_rc_main'), JOB_RECLAIMED)
+  follower().start()
+  await until(async () => (await borrowerClient.get('/credit/jobs/job_rc_main')).body.failureReason === 'escrow_reclaimed', 20_000, 'the follower to apply the reclaim')
+
+  const job = (await borrowerClient.get('/credit/jobs/job_rc_main')).body
+  t.equal(job.state, 'failed', 'the job ended')
+  t.equal(job.committedAtomic, '0', 'no capacity is held on it')
+  t.match((await borrowerClient.get(`/credit/offers/${waitingOfferId}`)).body, { state: 'declined', endReason: 'source_closed' }, 'its waiting offer is declined')
+  const leased = (await borrowerClient.get(`/credit/offers/${leasedOfferId}`)).body
+  t.equal(leased.state, 'declined', 'its leased offer is declined once the lease ended unpaid')
+  t.equal(leased.endReason, 'source_closed', 'the job is no longer open')
+  t.equal(h.app.service.store.proofs.get(`${h.network.slug}:${reclaimTx.toLowerCase()}:0`)?.usedBy, 'reclaim:job_rc_main', 'the JobReclaimed is recorded as the proof of the job\'s end')
+
+  const borrowerAfter = h.app.service.engine.getBorrower(borrower.address)
+  t.equal(borrowerAfter?.suspended, false, 'the borrower is not suspended')
+  t.equal(borrowerAfter?.reputationBps, borrowerBefore?.reputationBps, 'nor penalised: nobody defaulted')
+  const lenderAfter = (await lender.client.get(`/lenders/${lender.account.address}`)).body
+  t.equal(lenderAfter.reliabilityBps, lenderBefore.reliabilityBps, 'the lender whose lease could not be paid takes no penalty')
+  t.equal(lenderAfter.recentLeaseOutcomes, lenderBefore.recentLeaseOutcomes, 'no missed order is counted')
+  const again = await other.borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_rc_other', usdc(10), usdc(1)))
+  t.equal(again.body.decision, 'approved', 'the borrower gets credit on its other job', { body: again.body })
+  await expectReconciled(t, operator, h.network.slug)
+})
+
+t.test('a registration of a reclaimed job is refused, and nothing changes; the unregistered reclaim is no difference', async (t) => {
+  const borrower = await fundedAccount(h.devnet, h.network, 0n)
+  const client = await fundedAccount(h.devnet, h.network, usdc(100))
+  const fundingTx = await new ChainAgent(h.network, client).fundJob('job_rc_gone', USDC, usdc(100), borrower.address)
+  await reclaim(client, 'job_rc_gone')
+  const borrowerClient = await signedIn(h.url, borrower)
+  const created = await borrowerClient.post('/credit/jobs', {
+    jobId: 'job_rc_gone', network: h.network.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(100).toString(),
+    dueAt: new Date(Date.now() + 3600_000).toISOString(), fundingTxHash: fundingTx,
+  })
+  expectProblem(t, created, 409, 'job_not_open_on_chain', 'the escrow is gone')
+  t.equal((await borrowerClient.get('/credit/jobs/job_rc_gone')).status, 404, 'no job was created')
+  t.equal(h.app.service.store.proofs.get(`${h.network.slug}:${fundingTx.toLowerCase()}:0`), undefined, 'its funding proof is not used')
+  await expectReconciled(t, operator, h.network.slug)
+})
+
+t.test('a registration whose due time (plus a lease) passes the reclaim time is refused; one within it is taken', async (t) => {
+  const borrower = await fundedAccount(h.devnet, h.network, 0n)
+  const client = await fundedAccount(h.devnet, h.network, usdc(100))
+  const fundingTx = await new ChainAgent(h.network, client).fundJob('job_rc_late', USDC, usdc(100), borrower.address)
+  const receipt = await new ChainAgent(h.network, client).publicClient.getTransactionReceipt({ hash: fundingTx })
+  const fundedAtMs = Number((await new ChainAgent(h.network, client).publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp) * 1000
+  const reclaimableAtMs = fundedAtMs + Number(devnetReclaimDelaySeconds) * 1000
+  const borrowerClient = await signedIn(h.url, borrower)
+  const body = (dueAtMs: number) => ({
+    jobId: 'job_rc_late', network: h.network.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(100).toString(),
+    dueAt: new Date(dueAtMs).toISOString(), fundingTxHash: fundingTx,
+  })
+  const leaseMs = h.app.service.config.leaseTtlSeconds * 1000
+  expectProblem(t, await borrowerClient.post('/credit/jobs', body(reclaimableAtMs)), 422, 'job_reclaimable_before_due', 'due at the reclaim time')
+  expectProblem(t, await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs + 1000)), 422, 'job_reclaimable_before_due', 'a lease signed at the due time would outlive the escrow')
+  t.equal((await borrowerClient.get('/credit/jobs/job_rc_late')).status, 404, 'no job was created')
+  const created = await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs))
+  t.equal(created.status, 201, 'due a lease before the reclaim time', { body: created.body })
+})

@@ -1,0 +1,163 @@
+// CreditFacilityV2.reclaimJob against anvil, by direct calls (an outsider's finding: a borrower that never registers its
+// job, or a service that stops, left the client's escrow locked forever). The job's client takes the escrow back, and
+// the borrower its collateral, only from fundedAt + reclaimDelay on, only while the job is open and only if no advance
+// was ever paid on it. Payment and reclaim are ordered on chain: a payment first refuses the reclaim for good, a
+// reclaim first makes every payment on the job revert. Chain time moves with evm_increaseTime and evm_mine.
+import t from 'tap'
+import { toFunctionSelector, zeroHash, type Address, type Hex } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
+import { deployCreditFacilityV2 } from '../../src/chain/devnet.ts'
+import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
+import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
+import { JobStatus, rejectsWith, setupFacilityV2, USDC, type V2Fixture, type Wallet } from './fixtures/facility-v2.ts'
+
+const reclaimDelaySeconds = 1_000n
+let f: V2Fixture
+const salt = newKeySalt()
+let sequence = 0
+
+t.before(async () => {
+  f = await setupFacilityV2(t, { reclaimDelaySeconds })
+  // Blocks only when a transaction comes or the test mines one: a block the interval miner made meanwhile would take
+  // the timestamp the boundary test sets for its own.
+  await f.testClient.setIntervalMining({ interval: 0 })
+  await f.testClient.setAutomine(true)
+})
+
+type JobSetup = { jobKey: Hex; client: Wallet; borrower: Wallet; fundedAt: bigint }
+
+async function openJob(escrow: bigint, collateral = 0n): Promise<JobSetup> {
+  const client = await f.wallet(escrow)
+  const borrower = await f.wallet(collateral)
+  const jobKey = jobKeyOf(`job_reclaim_${++sequence}`)
+  await f.call(client, 'fundJob', [jobKey, f.token, escrow, borrower.account.address])
+  if (collateral > 0n) await f.call(borrower, 'postCollateral', [jobKey, f.token, collateral])
+  f.jobKeys.add(jobKey)
+  return { jobKey, client, borrower, fundedAt: (await f.job(jobKey)).fundedAt }
+}
+
+/** A lease on `jobKey` for a fresh lender, due in an hour of chain time, its deadline in ten minutes. */
+async function lease(jobKey: Hex): Promise<{ lender: Wallet; a: LeaseAuthorization }> {
+  const lender = await f.wallet(1_000n * USDC)
+  const now = await f.chainNow()
+  const a: LeaseAuthorization = {
+    offerKey: offerKeyOf(salt, `off_reclaim_${++sequence}`), jobKey, payer: lender.account.address,
+    supplier: privateKeyToAccount(generatePrivateKey()).address, asset: f.token, amount: 100n * USDC, fee: 10n * USDC,
+    reserveShare: 1n * USDC, deadline: now + 600n, dueAt: now + 3_600n,
+  }
+  return { lender, a }
+}
+
+/** Chain time just past the job's reclaim time. */
+async function pastReclaimTime(job: JobSetup): Promise<void> {
+  const wait = job.fundedAt + reclaimDelaySeconds - (await f.chainNow())
+  if (wait > 0n) await f.advanceTime(Number(wait))
+}
+
+t.test('the delay is a constructor argument, public, and never zero', async (t) => {
+  t.equal(await f.publicClient.readContract({ address: f.facility, abi: creditFacilityV2Abi, functionName: 'reclaimDelay' }), reclaimDelaySeconds)
+  const deployer = await f.wallet()
+  await t.rejects(
+    deployCreditFacilityV2(deployer.wallet, f.publicClient, { operator: f.operator.account.address, leaseSigner: f.signer.address, reclaimDelaySeconds: 0n }),
+    new RegExp(toFunctionSelector('ZeroDelay()')),
+    'a client able to reclaim at once is refused',
+  )
+})
+
+t.test('fundJob records the funding time; the job is not advanced', async (t) => {
+  const job = await openJob(100n * USDC)
+  const block = await f.publicClient.getBlock({ blockTag: 'latest' })
+  t.equal(job.fundedAt, block.timestamp, 'fundedAt is the funding block\'s timestamp')
+  t.equal((await f.job(job.jobKey)).advanced, false)
+})
+
+/** Sends reclaimJob as `who` in a block of timestamp `timestamp`, unsimulated (so a revert is mined): its status. */
+async function reclaimAt(who: Wallet, jobKey: Hex, timestamp: bigint): Promise<'success' | 'reverted'> {
+  await f.testClient.setNextBlockTimestamp({ timestamp })
+  const hash = await who.wallet.writeContract({ address: f.facility, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey], gas: 500_000n })
+  return (await f.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status
+}
+
+t.test('before the delay a reclaim reverts, up to the last second; from fundedAt + reclaimDelay on it goes through', async (t) => {
+  const job = await openJob(100n * USDC)
+  const reclaimableAt = job.fundedAt + reclaimDelaySeconds
+  await rejectsWith(t, f.call(job.client, 'reclaimJob', [job.jobKey]), 'ReclaimTooEarly', 'right after funding')
+  t.equal(await reclaimAt(job.client, job.jobKey, reclaimableAt - 1n), 'reverted', 'one second before the reclaim time')
+  t.equal((await f.job(job.jobKey)).status, JobStatus.Open, 'the job is still open')
+  t.equal(await reclaimAt(job.client, job.jobKey, reclaimableAt), 'success', 'at the reclaim time')
+  t.equal((await f.job(job.jobKey)).status, JobStatus.Reclaimed)
+})
+
+t.test('only the job\'s client may reclaim', async (t) => {
+  const job = await openJob(100n * USDC, 10n * USDC)
+  await pastReclaimTime(job)
+  const stranger = await f.wallet()
+  await rejectsWith(t, f.call(stranger, 'reclaimJob', [job.jobKey]), 'NotClient', 'a stranger', [stranger.account.address])
+  await rejectsWith(t, f.call(job.borrower, 'reclaimJob', [job.jobKey]), 'NotClient', 'the borrower', [job.borrower.account.address])
+  await rejectsWith(t, f.call(f.operator, 'reclaimJob', [job.jobKey]), 'NotClient', 'the operator', [f.operator.account.address])
+  await rejectsWith(t, f.call(job.client, 'reclaimJob', [jobKeyOf('job_reclaim_never_funded')]), 'UnknownJob', 'a job never funded')
+})
+
+t.test('after the delay: escrow to the client, collateral to the borrower, the event, the job ends Reclaimed', async (t) => {
+  const job = await openJob(100n * USDC, 25n * USDC)
+  await pastReclaimTime(job)
+  const holders: Address[] = [job.client.account.address, job.borrower.account.address, f.facility]
+  const before = await Promise.all(holders.map((h) => f.balance(h)))
+  const hash = await f.call(job.client, 'reclaimJob', [job.jobKey])
+  const after = await Promise.all(holders.map((h) => f.balance(h)))
+  t.same(after.map((b, i) => b - (before[i] as bigint)), [100n * USDC, 25n * USDC, -125n * USDC], 'client +escrow, borrower +collateral, contract -both')
+  const events = await f.events(hash)
+  t.same(
+    events.map((e) => ({ name: e.eventName, args: e.args })),
+    [{ name: 'JobReclaimed', args: { jobKey: job.jobKey, client: job.client.account.address, escrowRefunded: 100n * USDC, collateralReleased: 25n * USDC } }],
+  )
+  const onChain = await f.job(job.jobKey)
+  t.same([onChain.status, onChain.escrow, onChain.collateral], [JobStatus.Reclaimed, 0n, 0n], 'getJob tells it: Reclaimed, holding nothing')
+
+  await rejectsWith(t, f.call(job.client, 'reclaimJob', [job.jobKey]), 'JobNotOpen', 'a second reclaim', [job.jobKey, JobStatus.Reclaimed])
+  await rejectsWith(t, f.call(job.borrower, 'postCollateral', [job.jobKey, f.token, 1n]), 'JobNotOpen', 'collateral after the reclaim')
+  await rejectsWith(t, f.call(f.operator, 'failJob', [job.jobKey]), 'JobNotOpen', 'the operator fails it after the reclaim')
+  await rejectsWith(t, f.call(f.operator, 'settleJob', [job.jobKey, []]), 'JobNotOpen', 'the operator settles it after the reclaim')
+})
+
+t.test('a paySupplier after the reclaim reverts: a lender never pays into a reclaimed job', async (t) => {
+  const job = await openJob(500n * USDC)
+  const { lender, a } = await lease(job.jobKey)
+  await pastReclaimTime(job)
+  // An authorization still within its deadline: only the job's state refuses it.
+  const live = { ...a, deadline: (await f.chainNow()) + 600n, dueAt: (await f.chainNow()) + 3_600n }
+  await f.call(job.client, 'reclaimJob', [job.jobKey])
+  const before = await f.balance(lender.account.address)
+  await rejectsWith(t, f.call(lender, 'paySupplier', [live, f.authorize(live)]), 'JobNotOpen', 'payment on a reclaimed job', [job.jobKey, JobStatus.Reclaimed])
+  t.equal(await f.balance(lender.account.address), before, 'the lender paid nothing')
+})
+
+t.test('after a paySupplier the reclaim reverts for good, also once that advance is repaid', async (t) => {
+  const job = await openJob(500n * USDC, 50n * USDC)
+  const { lender, a } = await lease(job.jobKey)
+  await f.call(lender, 'paySupplier', [a, f.authorize(a)])
+  t.equal((await f.job(job.jobKey)).advanced, true, 'the first payment marks the job advanced')
+  await pastReclaimTime(job)
+  await rejectsWith(t, f.call(job.client, 'reclaimJob', [job.jobKey]), 'JobAdvanced', 'while the advance is owed', [job.jobKey])
+
+  const payer = await f.wallet(200n * USDC)
+  await f.call(payer, 'repay', [a.offerKey, 200n * USDC])
+  const repaid = await f.job(job.jobKey)
+  t.same([repaid.outstanding, repaid.unresolved, repaid.advanced], [0n, 0n, true], 'nothing owed, still advanced')
+  await rejectsWith(t, f.call(job.client, 'reclaimJob', [job.jobKey]), 'JobAdvanced', 'after the advance was repaid in full', [job.jobKey])
+  // The job still ends the usual way: the operator settles it (escrow and collateral to the borrower).
+  await f.call(f.operator, 'settleJob', [job.jobKey, []])
+  t.equal((await f.job(job.jobKey)).status, JobStatus.Settled)
+})
+
+t.test('a backing advance does not mark any job advanced', async (t) => {
+  const job = await openJob(100n * USDC)
+  const { lender, a } = await lease(zeroHash)
+  await f.call(lender, 'paySupplier', [a, f.authorize(a)])
+  await pastReclaimTime(job)
+  await f.call(job.client, 'reclaimJob', [job.jobKey])
+  t.equal((await f.job(job.jobKey)).status, JobStatus.Reclaimed)
+})
+
+t.test('token conservation', (t) => f.checkConservation(t))
