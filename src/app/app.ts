@@ -350,7 +350,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       host: config.host,
       port: config.port,
       bodyLimitBytes: config.bodyLimitBytes,
-      authenticate: (token) => (auth as SiweAuth).authenticate(token),
+      authenticate: (token) => (auth as SiweAuth).session(token),
       log,
       readBarrier: () => store.durable(),
       rateLimit: config.rateLimitPerSecond === 0 ? false : { burst: config.rateLimitPerSecond * 2, refillPerSecond: config.rateLimitPerSecond },
