@@ -281,16 +281,24 @@ t.test('idle ranges are delivered as empty batches, at most once per interval, a
   t.ok(empty.every((b, i) => i === 0 || b.fromBlock === (empty[i - 1] as ChainBatch).toBlock + 1n), 'contiguous ranges: no block skipped')
 })
 
-t.test('while the head is unchanged, a poll reads the head only: the cursor is checked again when the head moves', async (t) => {
-  const store = await Store.open({ dataDir: join(root, 'quiet') })
-  t.teardown(() => store.close())
-  // A chain of the same id that mines only when told to: no block comes while the follower polls below.
+/**
+ * A chain of the network's id that mines only when told to (no block comes while a follower polls), with five blocks,
+ * behind the counting proxy until the test ends; returns how to mine more.
+ */
+async function quietChainBehindProxy(t: Test): Promise<(blocks: number) => Promise<Response>> {
   const quiet = await startAnvil({ chainId: f.network.chainId })
   t.teardown(() => quiet.stop())
   const mine = (blocks: number) => fetch(quiet.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: [`0x${blocks.toString(16)}`] }) })
   await mine(5)
   proxy.setTarget(quiet.rpcUrl)
   t.teardown(() => proxy.setTarget(f.network.rpcUrl))
+  return mine
+}
+
+t.test('while the head is unchanged, a poll reads the head only: the cursor is checked again when the head moves', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'quiet') })
+  t.teardown(() => store.close())
+  const mine = await quietChainBehindProxy(t)
   const follower = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs: 0, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url } })
   follower.follower.start()
   await eventually(t, 'the cursor at the head', () => follower.follower.cursor?.blockNumber === 5n)
@@ -312,12 +320,7 @@ t.test('while the head is unchanged, a poll reads the head only: the cursor is c
 t.test('blocks scanned and not yet delivered (chain time not due): the polls after the scan read the head only', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'quiet-scanned') })
   t.teardown(() => store.close())
-  const quiet = await startAnvil({ chainId: f.network.chainId })
-  t.teardown(() => quiet.stop())
-  const mine = (blocks: number) => fetch(quiet.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: [`0x${blocks.toString(16)}`] }) })
-  await mine(5)
-  proxy.setTarget(quiet.rpcUrl)
-  t.teardown(() => proxy.setTarget(f.network.rpcUrl))
+  const mine = await quietChainBehindProxy(t)
   // The first range is delivered at once (nothing delivered yet); after it, empty ranges wait an hour.
   const follower = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs: 3_600_000, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url } })
   follower.follower.start()
