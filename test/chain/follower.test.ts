@@ -282,59 +282,57 @@ t.test('idle ranges are delivered as empty batches, at most once per interval, a
 })
 
 /**
- * A chain of the network's id that mines only when told to (no block comes while a follower polls), with five blocks,
- * behind the counting proxy until the test ends; returns how to mine more.
+ * A follower from block 0 on a chain of the network's id that mines only when told to (no block comes while it polls),
+ * behind the counting proxy until the test ends; returned once its cursor is at the chain's fifth block, with how to
+ * mine more.
  */
-async function quietChainBehindProxy(t: Test): Promise<(blocks: number) => Promise<Response>> {
+async function quietFollower(t: Test, name: string, chainTimeIntervalMs: number) {
+  const store = await Store.open({ dataDir: join(root, name) })
+  t.teardown(() => store.close())
   const quiet = await startAnvil({ chainId: f.network.chainId })
   t.teardown(() => quiet.stop())
   const mine = (blocks: number) => fetch(quiet.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: [`0x${blocks.toString(16)}`] }) })
   await mine(5)
   proxy.setTarget(quiet.rpcUrl)
   t.teardown(() => proxy.setTarget(f.network.rpcUrl))
-  return mine
+  const { follower } = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url } })
+  follower.start()
+  await eventually(t, 'the cursor at the head', () => follower.cursor?.blockNumber === 5n)
+  return { follower, mine }
 }
 
-t.test('while the head is unchanged, a poll reads the head only: the cursor is checked again when the head moves', async (t) => {
-  const store = await Store.open({ dataDir: join(root, 'quiet') })
-  t.teardown(() => store.close())
-  const mine = await quietChainBehindProxy(t)
-  const follower = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs: 0, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url } })
-  follower.follower.start()
-  await eventually(t, 'the cursor at the head', () => follower.follower.cursor?.blockNumber === 5n)
-  // The poll after a delivery checks the new cursor's block under the head; the ones after it read the head alone.
-  proxy.reset()
-  await eventually(t, 'polls after the delivery', () => proxy.count('eth_getBlockByNumber') >= 6)
+/** The next dozen polls read the head and nothing else. */
+async function pollsReadTheHeadOnly(t: Test, what: string): Promise<void> {
   proxy.reset()
   await eventually(t, 'a dozen polls', () => proxy.count('eth_getBlockByNumber') >= 12)
   t.same(Object.keys(proxy.counts()), ['eth_getBlockByNumber'], 'no other call')
-  t.ok(proxy.params('eth_getBlockByNumber').every((params) => (params as unknown[])[0] === 'latest'), 'only the head, no block of the cursor')
+  t.ok(proxy.params('eth_getBlockByNumber').every((params) => (params as unknown[])[0] === 'latest'), what)
+}
+
+t.test('while the head is unchanged, a poll reads the head only: the cursor is checked again when the head moves', async (t) => {
+  const { follower, mine } = await quietFollower(t, 'quiet', 0)
+  // The poll after a delivery checks the new cursor's block under the head; the ones after it read the head alone.
+  proxy.reset()
+  await eventually(t, 'polls after the delivery', () => proxy.count('eth_getBlockByNumber') >= 6)
+  await pollsReadTheHeadOnly(t, 'only the head, no block of the cursor')
   // A new block: the cursor's block is checked again under it.
   proxy.reset()
   await mine(1)
-  await eventually(t, 'the cursor at the new head', () => follower.follower.cursor?.blockNumber === 6n)
+  await eventually(t, 'the cursor at the new head', () => follower.cursor?.blockNumber === 6n)
   t.ok(proxy.params('eth_getBlockByNumber').some((params) => (params as unknown[])[0] === '0x5'), 'the cursor checked under the new head')
-  await follower.follower.stop()
+  await follower.stop()
 })
 
 t.test('blocks scanned and not yet delivered (chain time not due): the polls after the scan read the head only', async (t) => {
-  const store = await Store.open({ dataDir: join(root, 'quiet-scanned') })
-  t.teardown(() => store.close())
-  const mine = await quietChainBehindProxy(t)
   // The first range is delivered at once (nothing delivered yet); after it, empty ranges wait an hour.
-  const follower = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs: 3_600_000, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url } })
-  follower.follower.start()
-  await eventually(t, 'the cursor at the head', () => follower.follower.cursor?.blockNumber === 5n)
+  const { follower, mine } = await quietFollower(t, 'quiet-scanned', 3_600_000)
   proxy.reset()
   await mine(1)
   await eventually(t, 'the new block scanned', () => proxy.count('eth_getLogs') >= 1)
   await eventually(t, 'a poll after the scan', () => proxy.count('eth_getBlockByNumber') >= 6)
-  proxy.reset()
-  await eventually(t, 'a dozen polls', () => proxy.count('eth_getBlockByNumber') >= 12)
-  t.same(Object.keys(proxy.counts()), ['eth_getBlockByNumber'], 'no other call')
-  t.ok(proxy.params('eth_getBlockByNumber').every((params) => (params as unknown[])[0] === 'latest'), 'only the head: neither the cursor\'s block nor the scanned one again')
-  t.equal(follower.follower.cursor?.blockNumber, 5n, 'the scanned block is not delivered before its chain time is due')
-  await follower.follower.stop()
+  await pollsReadTheHeadOnly(t, 'only the head: neither the cursor\'s block nor the scanned one again')
+  t.equal(follower.cursor?.blockNumber, 5n, 'the scanned block is not delivered before its chain time is due')
+  await follower.stop()
 })
 
 t.test('with a head shared with the wallet watcher, a poll takes a head read begun within its interval instead of its own', async (t) => {
