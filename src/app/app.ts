@@ -180,7 +180,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     })
     cleanups.push(() => store.close())
 
-    // Each network's head is read once for its two pollers, the watcher and the chain follower (issue 11: idle CPU).
+    // Each network's head is read once for its two pollers, the watcher and the chain follower (issue 11: idle CPU), at
+    // the watcher's deadline: a head read is the cheapest call, and a slow one delays the wallets' readings too.
     const heads = sharedHeads(networks, { timeoutMs: watcherRpcTimeoutMsDefault })
     const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock, heads })
     // Until the deep check has passed (store.checked()) this start only reads: nothing written, nothing served. The
