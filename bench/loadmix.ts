@@ -14,10 +14,13 @@
 // Fails when more than 1% of the answers are errors or fewer than 90% of the matches lease: a broken mix must not
 // pass for a fast one. Writes bench/results/loadmix-latest.json. Options: --lenders 500 --borrowers 256
 // --connections 64 --warmup 3 --seconds 10 --modes uws-front,uws-direct,node --quick (1 s windows, a small book, the
-// default mode only). BENCH_SERVICE_CPU_PROF=<dir> writes a CPU profile of each service process there;
+// default mode only). BENCH_SERVICE_CPU_PROF=<dir> writes a CPU profile of each service process there (its CPU
+// figures then include the profiler's own: V8 samples every isolate, 1,000 times a second, from a thread of its own, and
+// the service has four: the service thread, the HTTP front's, and tsx's loader thread beside each; that alone is about
+// 0.1 cores of an idle service, so the run says `profiled`);
 // BENCH_SERVICE_LONG_TASKS_MS=<ms> makes each service process write what held its event loop in each window to stderr
 // (engine commands over <ms> with their size, GC, the loop's stalls: fixtures/long-tasks.ts).
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -76,32 +79,70 @@ const ratio = (a: number | undefined | null, b: number | undefined | null) => (a
 interface Window {
   wrk: WrkResult
   counts?: MixCounts
-  cpu: { processMicros: number; mainThreadMicros: number }
+  cpu: { processMicros: number; mainThreadMicros: number; threads: ThreadCpu[] }
   loadAverage1mAtEnd: number
 }
 
-/** A warm-up, the saturated window with /proc CPU around it, then the half-rate window: the same for every mode. */
+/** CPU of every thread of `pid` so far (thread id -> µs), from /proc/<pid>/task; a thread that ended is left out. */
+function threadsCpuMicros(pid: number): Map<number, number> {
+  const threads = new Map<number, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      threads.set(Number(tid), procCpuMicros(pid, Number(tid)))
+    } catch {
+      // The thread ended between the listing and its read.
+    }
+  }
+  return threads
+}
+
+/**
+ * A thread's CPU over a window. Node names none of its threads, so a thread is told by its rank in the order the
+ * process started them (`main`, then `#k`: V8's platform workers, which run the garbage collector's helpers, come
+ * first, then libuv's pool, the TypeScript loader's thread and the HTTP front's thread as they start).
+ */
+interface ThreadCpu { thread: string; cpuCores: number }
+
+/** The threads that used CPU between two readings, busiest first: which thread an idle or a loaded service spends on. */
+function threadsOver(pid: number, before: Map<number, number>, after: Map<number, number>, seconds: number): ThreadCpu[] {
+  const threads: ThreadCpu[] = []
+  const ranks = [...after.keys()].sort((a, b) => a - b)
+  for (const [tid, micros] of after) {
+    const cpuCores = round((micros - (before.get(tid) ?? 0)) / (seconds * 1e6), 3)
+    if (cpuCores > 0) threads.push({ thread: tid === pid ? 'main' : `#${ranks.indexOf(tid)}`, cpuCores })
+  }
+  return threads.sort((a, b) => b.cpuCores - a.cpuCores)
+}
+
+const threadsText = (threads: ThreadCpu[]) => threads.slice(0, 5).map((t) => `${t.thread} ${t.cpuCores}`).join(', ')
+
+/** What the server spends with no request at all (timers, the chain's pollers), per thread. */
+async function idleWindow(pid: number) {
+  const before = { process: procCpuMicros(pid), thread: procCpuMicros(pid, pid), threads: threadsCpuMicros(pid) }
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))
+  return {
+    processCpuCores: round((procCpuMicros(pid) - before.process) / (IDLE_SECONDS * 1e6), 3),
+    mainThreadCpuCores: round((procCpuMicros(pid, pid) - before.thread) / (IDLE_SECONDS * 1e6), 3),
+    threads: threadsOver(pid, before.threads, threadsCpuMicros(pid), IDLE_SECONDS),
+  }
+}
+
+/** A warm-up, the saturated window with /proc CPU around it, then the half-rate window, then idle again: the same for every mode. */
 async function windows(url: string, pid: number, scriptFor: (window: string, delayMs?: number) => { file: string; counts?: () => MixCounts }, around?: { before(): Promise<void>; after(): Promise<void> }) {
   // wrk runs synchronously: nothing of this process runs during a window.
   const run = (window: string, seconds: number, delayMs?: number): Window => {
     const { file, counts } = scriptFor(window, delayMs)
-    const before = { process: procCpuMicros(pid), thread: procCpuMicros(pid, pid) }
+    const before = { process: procCpuMicros(pid), thread: procCpuMicros(pid, pid), threads: threadsCpuMicros(pid) }
     const result = wrk(url, file, seconds, CONNECTIONS)
-    const after = { process: procCpuMicros(pid), thread: procCpuMicros(pid, pid) }
+    const after = { process: procCpuMicros(pid), thread: procCpuMicros(pid, pid), threads: threadsCpuMicros(pid) }
     return {
       wrk: result,
       ...(counts === undefined ? {} : { counts: counts() }),
-      cpu: { processMicros: after.process - before.process, mainThreadMicros: after.thread - before.thread },
+      cpu: { processMicros: after.process - before.process, mainThreadMicros: after.thread - before.thread, threads: threadsOver(pid, before.threads, after.threads, seconds) },
       loadAverage1mAtEnd: load1m(),
     }
   }
-  // What the server spends with no request at all (timers, the chain watcher): part of every per-pair figure below.
-  const idleBefore = { process: procCpuMicros(pid), thread: procCpuMicros(pid, pid) }
-  await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))
-  const idle = {
-    processCpuCores: round((procCpuMicros(pid) - idleBefore.process) / (IDLE_SECONDS * 1e6), 3),
-    mainThreadCpuCores: round((procCpuMicros(pid, pid) - idleBefore.thread) / (IDLE_SECONDS * 1e6), 3),
-  }
+  const idle = await idleWindow(pid)
   run('warm-up', WARMUP_SECONDS)
   await around?.before()
   const saturated = run('saturated', SECONDS)
@@ -109,7 +150,11 @@ async function windows(url: string, pid: number, scriptFor: (window: string, del
   // Each connection waits this long between an answer and its next request: at most half the saturated rate.
   const delayMillis = Math.max(1, Math.round((2 * CONNECTIONS * 1000) / Math.max(1, saturated.wrk.requestsPerSecond)))
   const halfRate = run('half-rate', SECONDS, delayMillis)
-  return { idle, saturated, halfRate: { ...halfRate, delayMillis } }
+  // After the load: its leases and offers expire in the meantime (they live LEASE_TTL_SECONDS), so this is the idle
+  // service with a book, which is what a deployment spends between bursts.
+  await new Promise((resolve) => setTimeout(resolve, LEASE_TTL_SECONDS * 1000))
+  const idleAfter = await idleWindow(pid)
+  return { idle, saturated, halfRate: { ...halfRate, delayMillis }, idleAfter }
 }
 
 const errorsOf = (w: Window) => w.wrk.errors + (w.counts === undefined ? 0 : w.counts.unrecognised)
@@ -169,6 +214,7 @@ async function runServiceMode(mode: string, devnet: Devnet, network: NetworkConf
       env,
       setup: { lenders: LENDERS, borrowers: BORROWERS, fundTransactions: transactions, seconds: setupSeconds },
       idle: measured.idle,
+      idleAfter: measured.idleAfter,
       saturated: {
         ...s.wrk,
         pairsPerSecond: Math.round(c.matches / SECONDS),
@@ -176,6 +222,7 @@ async function runServiceMode(mode: string, devnet: Devnet, network: NetworkConf
         serviceThreadCpuMicrosPerPair: round(s.cpu.mainThreadMicros / pairs),
         processCpuMicrosPerPair: round(s.cpu.processMicros / pairs),
         processCpuCores: round(s.cpu.processMicros / (SECONDS * 1e6), 2),
+        threadsCpuCores: s.cpu.threads,
         store: windowOf(start as NonNullable<typeof start>, end as NonNullable<typeof end>, pairs),
         loadAverage1mAtEnd: s.loadAverage1mAtEnd,
       },
@@ -184,7 +231,10 @@ async function runServiceMode(mode: string, devnet: Devnet, network: NetworkConf
     say(`  ${mode}: ${result.saturated.pairsPerSecond} pairs/s, ${s.wrk.requestsPerSecond} req/s (p99 ${s.wrk.latencyMillis.p99} ms); ` +
       `CPU per pair ${result.saturated.serviceThreadCpuMicrosPerPair} us service thread, ${result.saturated.processCpuMicrosPerPair} us process; ` +
       `half rate ${result.halfRate.requestsPerSecond} req/s p99 ${result.halfRate.latencyMillis.p99} ms; load ${s.loadAverage1mAtEnd}`)
-    say(`  idle: ${measured.idle.processCpuCores} cores process, ${measured.idle.mainThreadCpuCores} main thread; outcomes: leased ${c.leased}, no eligible lender ${c.noEligibleLender}, offer expired ${c.offerExpired}, declined ${c.declined}, ` +
+    say(`  threads, saturated (cores): ${threadsText(s.cpu.threads)}`)
+    say(`  idle before / after the load: ${measured.idle.processCpuCores} / ${measured.idleAfter.processCpuCores} cores process, ` +
+      `${measured.idle.mainThreadCpuCores} / ${measured.idleAfter.mainThreadCpuCores} main thread; by thread, before: ${threadsText(measured.idle.threads)}; after: ${threadsText(measured.idleAfter.threads)}`)
+    say(`  outcomes: leased ${c.leased}, no eligible lender ${c.noEligibleLender}, offer expired ${c.offerExpired}, declined ${c.declined}, ` +
       `refused leases ${c.refusedLeases}, errors ${JSON.stringify(c.errors)}`)
     return result
   } finally {
@@ -210,6 +260,7 @@ async function runCeilingMode(scratch: string) {
     const requests = Math.max(1, s.wrk.requests)
     const result = {
       idle: measured.idle,
+      idleAfter: measured.idleAfter,
       saturated: {
         ...s.wrk,
         processCpuMicrosPerRequest: round(s.cpu.processMicros / requests),
@@ -258,6 +309,7 @@ export async function runLoadMix() {
   return {
     date: new Date().toISOString(),
     quick: QUICK,
+    profiled: process.env.BENCH_SERVICE_CPU_PROF !== undefined,
     loadAverage1m: { atStart: loadAtStart, atEnd: load1m() },
     workload: {
       mix: 'wrk (fixtures/loadmix.lua): POST /credit/request, then POST /credit/match for each approved offer, borrowers\' tokens in turn',

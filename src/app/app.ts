@@ -29,7 +29,8 @@ import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
 import { ensureKeySalt } from '../chain/key-salt.ts'
 import { ensurePassportKey, PassportBook } from '../passport/book.ts'
-import { WalletWatcher } from '../chain/watcher.ts'
+import { WalletWatcher, watcherRpcTimeoutMsDefault } from '../chain/watcher.ts'
+import { sharedHeads } from '../chain/poll-transport.ts'
 import { ChainFollower } from '../chain/follower.ts'
 import { FollowerCursors } from '../chain/follower-cursor.ts'
 import { chainEventsPerBatchMax, chainEventWeight } from '../engine/chain-facts.ts'
@@ -179,7 +180,10 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     })
     cleanups.push(() => store.close())
 
-    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock })
+    // Each network's head is read once for its two pollers, the watcher and the chain follower (issue 11: idle CPU), at
+    // the watcher's deadline: a head read is the cheapest call, and a slow one delays the wallets' readings too.
+    const heads = sharedHeads(networks, { timeoutMs: watcherRpcTimeoutMsDefault })
+    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock, heads })
     // Until the deep check has passed (store.checked()) this start only reads: nothing written, nothing served. The
     // engine reads the salt below only for offers made once the service runs, after it is made (a write, if new).
     let engine: Engine
@@ -251,6 +255,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         network,
         contract: network.creditContract,
         cursor: cursors.get(network.slug, network.creditContract),
+        head: heads.get(network.slug),
         chainTimeIntervalMs: config.chainTimeIntervalMs,
         eventsPerBatchMax,
         eventWeight: (event) => chainEventWeight(engineConfig, event.name),
@@ -347,7 +352,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       host: config.host,
       port: config.port,
       bodyLimitBytes: config.bodyLimitBytes,
-      authenticate: (token) => (auth as SiweAuth).authenticate(token),
+      authenticate: (token) => (auth as SiweAuth).session(token),
       log,
       readBarrier: () => store.durable(),
       rateLimit: config.rateLimitPerSecond === 0 ? false : { burst: config.rateLimitPerSecond * 2, refillPerSecond: config.rateLimitPerSecond },

@@ -82,7 +82,7 @@ export class SiweAuth implements AuthService {
    * Recently used sessions by bearer token: every request authenticates, and a store read costs more than a lookup;
    * keyed by the token itself so that a cached session costs no SHA-256 (about 1% of a request's CPU, issue 11).
    */
-  readonly #sessions = new Map<string, { tokenHash: string; address: Address; expiresAtMs: number }>()
+  readonly #sessions = new Map<string, { session: Readonly<Session> & { tokenHash: string }; expiresAtMs: number }>()
   /** The cached token of each token hash: revocation and the per-wallet bound name sessions by hash only. */
   readonly #cachedTokens = new Map<string, string>()
   /** Token hashes being revoked: refused at once, before their removal is durable. */
@@ -235,28 +235,38 @@ export class SiweAuth implements AuthService {
     return next
   }
 
-  /** The server's `authenticate` option: the session of a bearer token, or undefined. */
-  readonly authenticate = async (token: string): Promise<Session | undefined> => {
+  /**
+   * The server's `authenticate` option: the session of a bearer token, or undefined. A cached session is answered at
+   * once, the same object each time, with no promise: every signed-in request asks (issue 11); only a token not in the
+   * cache waits for the store.
+   */
+  readonly session = (token: string): Session | undefined | Promise<Session | undefined> => {
     const nowMs = this.#nowMs()
     // A cached session stays true until its expiry or its revocation (which removes it from this cache first).
     const cached = this.#sessions.get(token)
-    if (cached !== undefined) {
-      if (cached.expiresAtMs > nowMs) return { address: cached.address, tokenHash: cached.tokenHash }
-      this.#uncache(cached.tokenHash)
-      return undefined
-    }
+    if (cached === undefined) return this.#storedSession(token, nowMs)
+    if (cached.expiresAtMs > nowMs) return cached.session
+    this.#uncache(cached.session.tokenHash)
+    return undefined
+  }
+
+  /** `session` as a promise, for callers that always wait (the event stream's upgrade). */
+  readonly authenticate = async (token: string): Promise<Session | undefined> => this.session(token)
+
+  async #storedSession(token: string, nowMs: number): Promise<Session | undefined> {
     if (!TOKEN_PATTERN.test(token)) return undefined
     const tokenHash = hashToken(token)
     if (this.#revoking.has(tokenHash)) return undefined
     const record = await this.#records.getSession(tokenHash)
     if (record === undefined || record.expiresAtMs <= nowMs || this.#revoking.has(tokenHash)) return undefined
     if (this.#sessions.size >= SESSION_CACHE_MAX) {
-      const oldest = this.#sessions.values().next().value as { tokenHash: string }
-      this.#uncache(oldest.tokenHash)
+      const oldest = this.#sessions.values().next().value as { session: { tokenHash: string } }
+      this.#uncache(oldest.session.tokenHash)
     }
-    this.#sessions.set(token, { tokenHash, address: record.address, expiresAtMs: record.expiresAtMs })
+    const session = Object.freeze({ address: record.address, tokenHash })
+    this.#sessions.set(token, { session, expiresAtMs: record.expiresAtMs })
     this.#cachedTokens.set(tokenHash, token)
-    return { address: record.address, tokenHash }
+    return session
   }
 
   #uncache(tokenHash: string): void {

@@ -16,7 +16,7 @@ import { EventEmitter } from 'node:events'
 import { BlockNotFoundError, type Address, type Hex } from 'viem'
 import type { NetworkConfig } from './config.ts'
 import { decodeFacilityLog, type FacilityEvent, type FacilityEventName } from './events-v2.ts'
-import { createPollingClients, type PollingClients } from './poll-transport.ts'
+import { createPollingClients, SharedHead, type PollingClients } from './poll-transport.ts'
 
 export type FollowedEventName = FacilityEventName
 
@@ -88,6 +88,11 @@ export type FollowerOptions = {
   rpcTimeoutMs?: number
   /** Delay between polls while healthy. Default: the network's pollingIntervalMs. */
   pollIntervalMs?: number
+  /**
+   * The network's head, read for the follower and the wallet watcher together (the service shares one); a poll takes
+   * a head read less than one poll interval before it. Default: the follower's own.
+   */
+  head?: SharedHead | undefined
   /** Ranges without events are delivered at most this often. Default 1,000 ms. */
   chainTimeIntervalMs?: number
   backoffInitialMs?: number
@@ -113,6 +118,7 @@ export const followerRpcTimeoutMsDefault = 10_000
 export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly network: string
   readonly #clients: PollingClients
+  readonly #sharedHead: SharedHead
   readonly #options: FollowerOptions
   readonly #confirmations: bigint
   readonly #logRange: bigint
@@ -140,6 +146,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     this.#options = options
     this.network = options.network.slug
     this.#clients = createPollingClients(options.network, { timeoutMs: options.rpcTimeoutMs ?? followerRpcTimeoutMsDefault })
+    this.#sharedHead = options.head ?? new SharedHead(this.#clients)
     this.#confirmations = BigInt(options.confirmations ?? options.network.confirmations)
     if (this.#confirmations < 1n) throw new RangeError('confirmations must be at least 1')
     this.#logRange = options.logBlockRangeMax ?? logBlockRangeMaxDefault
@@ -182,7 +189,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     const backoffMaxMs = this.#options.backoffMaxMs ?? 2_000
     let backoffMs = backoffInitialMs
     while (this.#running) {
-      let delayMs = this.#options.pollIntervalMs ?? this.#options.network.pollingIntervalMs
+      let delayMs = this.#pollIntervalMs()
       try {
         if (this.#state === 'starting') await this.#checkChain()
         const more = await this.#poll()
@@ -235,6 +242,10 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     }
   }
 
+  #pollIntervalMs(): number {
+    return this.#options.pollIntervalMs ?? this.#options.network.pollingIntervalMs
+  }
+
   /** One step; true when there is more to read at once (the batch's range was capped). */
   async #poll(): Promise<boolean> {
     const { publicClient } = this.#clients
@@ -242,8 +253,9 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     // are still the chain's (a block's hash commits to all its ancestors), so an unchanged head costs this one call
     // instead of one more per block checked (most polls: a devnet polls every 50 ms and mines a block a second). A poll
     // that moves the cursor or the scanned block forgets that head: the blocks it read after the head may be of another
-    // branch, so the next poll checks them again.
-    const headBlock = await publicClient.getBlock({ blockTag: 'latest' })
+    // branch, so the next poll checks them again. A head read shortly before this poll began (by the wallet watcher) is
+    // as good as one read now; heads only move forward, since the shared one is the newest read begun.
+    const headBlock = await this.#sharedHead.latest(this.#sharedHead.nowMs() - this.#pollIntervalMs())
     const head = headBlock.number
     this.#head = head
     const cursor = this.#cursor
@@ -278,8 +290,10 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     // A range without events waits (and grows) until chain time is due: one commit per interval, not one per block.
     // What was read of it is remembered, so that it is not read again.
     if (events.length === 0 && this.#nowMs() - this.#lastDeliveryMs < this.#chainTimeIntervalMs) {
+      // Only blocks read now may be of another branch than the head checked: a poll that read none keeps the head's
+      // check (idle, most polls: it was three calls a poll, issue 11).
+      if (end !== scanned) this.#checkedHead = undefined
       this.#scanned = end
-      this.#checkedHead = undefined
       return false
     }
     const batch: ChainBatch = { network: this.network, fromBlock, toBlock, toBlockHash: end.blockHash, toBlockTimeMs: end.blockTimeMs, events }

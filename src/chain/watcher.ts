@@ -9,7 +9,7 @@
 import { EventEmitter } from 'node:events'
 import { erc20Abi, getAddress, type Address } from 'viem'
 import type { NetworkConfig } from './config.ts'
-import { createPollingClients, type PollingClients } from './poll-transport.ts'
+import { createPollingClients, SharedHead, type PollingClients } from './poll-transport.ts'
 
 /** Same shape as the engine's port (src/engine/ports.ts), declared here so that chain does not import engine. */
 export interface WalletView {
@@ -34,9 +34,17 @@ export type WatcherOptions = {
   unfundedWindowMs?: number
   /** Clock of the unfunded window (tests move it). */
   nowMs?: () => number
+  /**
+   * Each network's head, read for the watcher and the chain follower together (the service shares one per network);
+   * a poll takes a head read less than one poll interval before it and after the last `invalidate`. Default: the
+   * watcher's own.
+   */
+  heads?: ReadonlyMap<string, SharedHead>
 }
 
 export const watchedHoldersMax = 10_000
+/** Deadline of one RPC call of the watcher: short, so that an outage is noticed quickly. */
+export const watcherRpcTimeoutMsDefault = 2_000
 export const unfundedWindowMsDefault = 60 * 60_000
 
 export type WatcherEvents = {
@@ -64,11 +72,13 @@ class NetworkWatch {
    */
   readonly stale = new Map<Address, number>()
   invalidations = 0
+  /** When the last `invalidate` came (the head's clock): only a head read begun after it proves the holder current. */
+  invalidatedAtMs = Number.NEGATIVE_INFINITY
   readonly holdings = new Map<string, Holding>()
   lastBlock: bigint | undefined = undefined
   degraded = false
   wake: (() => void) | undefined = undefined
-  constructor(readonly clients: PollingClients) {}
+  constructor(readonly clients: PollingClients, readonly head: SharedHead) {}
 }
 
 /** Keyed by the lower-case address: matching asks on its hot path, and a checksum costs a keccak per call. */
@@ -86,7 +96,7 @@ function changedHolders(watch: NetworkWatch, touched: ReadonlySet<Address>): Add
 
 export class WalletWatcher extends EventEmitter<WatcherEvents> implements WalletView {
   readonly #watches = new Map<string, NetworkWatch>()
-  readonly #options: Required<Omit<WatcherOptions, 'pollIntervalMs' | 'unfundedWindowMs' | 'nowMs'>> & { pollIntervalMs: number | undefined }
+  readonly #options: Required<Omit<WatcherOptions, 'pollIntervalMs' | 'unfundedWindowMs' | 'nowMs' | 'heads'>> & { pollIntervalMs: number | undefined }
   #running = false
   readonly #loops: Promise<void>[] = []
   readonly #unfundedWindowMs: number
@@ -99,14 +109,14 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
       backoffInitialMs: options.backoffInitialMs ?? 100,
       backoffMaxMs: options.backoffMaxMs ?? 2_000,
       logBlockRangeMax: options.logBlockRangeMax ?? 2_000n,
-      rpcTimeoutMs: options.rpcTimeoutMs ?? 2_000,
+      rpcTimeoutMs: options.rpcTimeoutMs ?? watcherRpcTimeoutMsDefault,
       holdersMax: options.holdersMax ?? watchedHoldersMax,
     }
     this.#unfundedWindowMs = options.unfundedWindowMs ?? unfundedWindowMsDefault
     this.#nowMs = options.nowMs ?? Date.now
     for (const network of networks) {
       const clients = createPollingClients(network, { timeoutMs: this.#options.rpcTimeoutMs })
-      this.#watches.set(network.slug, new NetworkWatch(clients))
+      this.#watches.set(network.slug, new NetworkWatch(clients, options.heads?.get(network.slug) ?? new SharedHead(clients)))
     }
   }
 
@@ -188,6 +198,7 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     const watch = this.#watches.get(network)
     if (watch === undefined || !watch.holders.has(holder)) return
     watch.stale.set(holder, ++watch.invalidations)
+    watch.invalidatedAtMs = watch.head.nowMs()
     watch.dirty.add(holder)
     watch.wake?.()
   }
@@ -246,7 +257,7 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
   async #loop(watch: NetworkWatch): Promise<void> {
     let backoffMs = this.#options.backoffInitialMs
     while (this.#running) {
-      let delayMs = this.#options.pollIntervalMs ?? watch.clients.network.pollingIntervalMs
+      let delayMs = this.#pollIntervalMs(watch)
       try {
         await this.#poll(watch)
         backoffMs = this.#options.backoffInitialMs
@@ -270,11 +281,16 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     }
   }
 
+  #pollIntervalMs(watch: NetworkWatch): number {
+    return this.#options.pollIntervalMs ?? watch.clients.network.pollingIntervalMs
+  }
+
   async #poll(watch: NetworkWatch): Promise<void> {
     const { network, publicClient } = watch.clients
-    // Invalidations up to here were told of movements already mined: this poll's head is past them.
+    // Invalidations up to here were told of movements already mined: this poll's head, read after them, is past them.
     const invalidations = watch.invalidations
-    const head = await publicClient.getBlockNumber({ cacheTime: 0 })
+    const headReadAfterMs = Math.max(watch.head.nowMs() - this.#pollIntervalMs(watch), watch.invalidatedAtMs)
+    const head = (await watch.head.latest(headReadAfterMs)).number
     // After an outage or a chain that went backwards (a replaced devnet), nothing known can be trusted.
     const fullRead = watch.degraded || watch.lastBlock === undefined || head < watch.lastBlock
     let toBlock = head

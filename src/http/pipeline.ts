@@ -324,8 +324,13 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       // admitted in the synchronous part when no token was sent).
       let session: Session | undefined
       if (input.token !== undefined && options.authenticate !== undefined) {
-        session = await options.authenticate(input.token)
-        if (state.aborted) return
+        const found = options.authenticate(input.token)
+        if (found instanceof Promise) {
+          session = await found
+          if (state.aborted) return
+        } else {
+          session = found
+        }
         if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? clientIpOf(state) : session.address)) return
       }
       if (c.route.auth === 'session') {

@@ -18,6 +18,9 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000
 /** Resolves a bearer token to the session it opens, or undefined when unknown or expired. */
 export type Authenticate = (token: string) => Promise<Session | undefined>
 
+/** An `Authenticate` that may answer at once: a session it holds in memory needs no promise per request (issue 11). */
+export type SessionOf = (token: string) => Session | undefined | Promise<Session | undefined>
+
 /** `uws`: uWebSockets.js (with the node:net front unless `legacyClients` is false). `node`: node:http. */
 export type HttpTransport = 'uws' | 'node'
 export const HTTP_TRANSPORTS: readonly HttpTransport[] = ['uws', 'node']
@@ -52,7 +55,7 @@ export interface ServerOptions {
    */
   websockets?: ReadonlyArray<{ path: string; behavior: WebSocketBehavior<any> }>
   /** Required when any route has `auth: 'session'`. */
-  authenticate?: Authenticate
+  authenticate?: SessionOf
   /** Default: JSON lines on stdout. Pass `silentLogger` in tests. */
   log?: Logger
   /** Check every response body against its documented schema; a mismatch becomes a 500 (for tests and CI). */

@@ -60,7 +60,8 @@ const whoamiRoute = defineRoute({
 })
 const routes = [...authRoutes(auth), ownedRoute, whoamiRoute]
 const document = buildOpenApi(routes, { info: { title: 'auth test' } })
-const server = await startServer({ routes, log: silentLogger, rateLimit: false, authenticate: auth.authenticate, validateResponses: true })
+// `session`, as the app passes it: a cached session answers without a promise.
+const server = await startServer({ routes, log: silentLogger, rateLimit: false, authenticate: auth.session, validateResponses: true })
 t.teardown(() => server.close(1000))
 
 const alice = privateKeyToAccount(generatePrivateKey())
@@ -135,6 +136,19 @@ t.test('a bearer token that works, one that does not, and a wrong owner', async 
     t.equal(((await response.json()) as { code: string }).code, 'unauthorized', label)
     t.match(response.headers.get('www-authenticate') ?? '', /^Bearer/, `${label}: WWW-Authenticate`)
   }
+})
+
+t.test('a cached session answers at once, the same session each time; a token not in memory waits for the store', async (t) => {
+  // aliceToken has served requests above: it is cached.
+  const cached = auth.session(aliceToken)
+  t.notOk(cached instanceof Promise, 'no promise for a cached session')
+  t.same(cached, { address: alice.address, tokenHash: hashToken(aliceToken) })
+  t.equal(auth.session(aliceToken), cached, 'the same object: nothing is built per request')
+  t.ok(Object.isFrozen(cached), 'which no handler can change for the next request')
+  t.equal(await auth.authenticate(aliceToken), cached, 'authenticate (the event stream\'s) answers the same session')
+  const unknown = auth.session('B'.repeat(43))
+  t.ok(unknown instanceof Promise, 'an unknown token is looked up in the store')
+  t.equal(await unknown, undefined)
 })
 
 t.test('a reused nonce is refused', async (t) => {

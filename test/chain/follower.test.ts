@@ -13,6 +13,7 @@ import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { parseNetworksConfig, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { ChainFollower, FollowerFatalError, type ChainBatch, type FollowerOptions } from '../../src/chain/follower.ts'
 import { FollowerCursors } from '../../src/chain/follower-cursor.ts'
+import { createPollingClients, SharedHead } from '../../src/chain/poll-transport.ts'
 import { jobKey, newKeySalt, offerKey } from '../../src/chain/ids.ts'
 import { Store, StoreConflictError } from '../../src/store/index.ts'
 import { tempDataDir } from '../fixtures/service.ts'
@@ -280,31 +281,74 @@ t.test('idle ranges are delivered as empty batches, at most once per interval, a
   t.ok(empty.every((b, i) => i === 0 || b.fromBlock === (empty[i - 1] as ChainBatch).toBlock + 1n), 'contiguous ranges: no block skipped')
 })
 
-t.test('while the head is unchanged, a poll reads the head only: the cursor is checked again when the head moves', async (t) => {
-  const store = await Store.open({ dataDir: join(root, 'quiet') })
+/**
+ * A follower from block 0 on a chain of the network's id that mines only when told to (no block comes while it polls),
+ * behind the counting proxy until the test ends; returned once its cursor is at the chain's fifth block, with how to
+ * mine more.
+ */
+async function quietFollower(t: Test, name: string, chainTimeIntervalMs: number) {
+  const store = await Store.open({ dataDir: join(root, name) })
   t.teardown(() => store.close())
-  // A chain of the same id that mines only when told to: no block comes while the follower polls below.
   const quiet = await startAnvil({ chainId: f.network.chainId })
   t.teardown(() => quiet.stop())
   const mine = (blocks: number) => fetch(quiet.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: [`0x${blocks.toString(16)}`] }) })
   await mine(5)
   proxy.setTarget(quiet.rpcUrl)
   t.teardown(() => proxy.setTarget(f.network.rpcUrl))
-  const follower = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs: 0, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url } })
-  follower.follower.start()
-  await eventually(t, 'the cursor at the head', () => follower.follower.cursor?.blockNumber === 5n)
-  // The poll after a delivery checks the new cursor's block under the head; the ones after it read the head alone.
-  proxy.reset()
-  await eventually(t, 'polls after the delivery', () => proxy.count('eth_getBlockByNumber') >= 6)
+  const { follower } = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url } })
+  follower.start()
+  await eventually(t, 'the cursor at the head', () => follower.cursor?.blockNumber === 5n)
+  return { follower, mine }
+}
+
+/** The next dozen polls read the head and nothing else. */
+async function pollsReadTheHeadOnly(t: Test, what: string): Promise<void> {
   proxy.reset()
   await eventually(t, 'a dozen polls', () => proxy.count('eth_getBlockByNumber') >= 12)
   t.same(Object.keys(proxy.counts()), ['eth_getBlockByNumber'], 'no other call')
-  t.ok(proxy.params('eth_getBlockByNumber').every((params) => (params as unknown[])[0] === 'latest'), 'only the head, no block of the cursor')
+  t.ok(proxy.params('eth_getBlockByNumber').every((params) => (params as unknown[])[0] === 'latest'), what)
+}
+
+t.test('while the head is unchanged, a poll reads the head only: the cursor is checked again when the head moves', async (t) => {
+  const { follower, mine } = await quietFollower(t, 'quiet', 0)
+  // The poll after a delivery checks the new cursor's block under the head; the ones after it read the head alone.
+  proxy.reset()
+  await eventually(t, 'polls after the delivery', () => proxy.count('eth_getBlockByNumber') >= 6)
+  await pollsReadTheHeadOnly(t, 'only the head, no block of the cursor')
   // A new block: the cursor's block is checked again under it.
   proxy.reset()
   await mine(1)
-  await eventually(t, 'the cursor at the new head', () => follower.follower.cursor?.blockNumber === 6n)
+  await eventually(t, 'the cursor at the new head', () => follower.cursor?.blockNumber === 6n)
   t.ok(proxy.params('eth_getBlockByNumber').some((params) => (params as unknown[])[0] === '0x5'), 'the cursor checked under the new head')
+  await follower.stop()
+})
+
+t.test('blocks scanned and not yet delivered (chain time not due): the polls after the scan read the head only', async (t) => {
+  // The first range is delivered at once (nothing delivered yet); after it, empty ranges wait an hour.
+  const { follower, mine } = await quietFollower(t, 'quiet-scanned', 3_600_000)
+  proxy.reset()
+  await mine(1)
+  await eventually(t, 'the new block scanned', () => proxy.count('eth_getLogs') >= 1)
+  await eventually(t, 'a poll after the scan', () => proxy.count('eth_getBlockByNumber') >= 6)
+  await pollsReadTheHeadOnly(t, 'only the head: neither the cursor\'s block nor the scanned one again')
+  t.equal(follower.cursor?.blockNumber, 5n, 'the scanned block is not delivered before its chain time is due')
+  await follower.stop()
+})
+
+t.test('with a head shared with the wallet watcher, a poll takes a head read begun within its interval instead of its own', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'shared-head') })
+  t.teardown(() => store.close())
+  proxy.setTarget(f.network.rpcUrl)
+  const network = { ...f.network, rpcUrl: proxy.url }
+  const head = new SharedHead(createPollingClients(network, { timeoutMs: 5_000 }))
+  const read = await head.latest(Number.NEGATIVE_INFINITY)
+  proxy.reset()
+  // One poll an hour: the first poll comes at once, and the watcher's read (above) began within its interval.
+  const follower = lmdbFollower(store, { startBlock: read.number, chainTimeIntervalMs: 0, confirmations: 1, network, pollIntervalMs: 3_600_000, head })
+  follower.follower.start()
+  await eventually(t, 'the first poll delivered up to the shared head', () => follower.follower.cursor?.blockNumber === read.number)
+  t.equal(follower.follower.cursor?.blockHash, read.hash)
+  t.notOk(proxy.params('eth_getBlockByNumber').some((params) => (params as unknown[])[0] === 'latest'), 'no head read of its own')
   await follower.follower.stop()
 })
 

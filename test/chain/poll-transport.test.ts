@@ -1,11 +1,12 @@
 // The pollers' JSON-RPC transport against a scripted HTTP server: results through viem's client, calls on one
 // kept-alive connection, a connection the server dropped while idle retried once on a new one, and each failure as
-// viem's error of its kind (RPC error, HTTP error, deadline, oversized answer).
+// viem's error of its kind (RPC error, HTTP error, deadline, oversized answer); and the head its two pollers share.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { BaseError, createPublicClient, HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError } from 'viem'
-import { pollTransport } from '../../src/chain/poll-transport.ts'
+import { createPollingClients, pollTransport, SharedHead } from '../../src/chain/poll-transport.ts'
+import type { NetworkConfig } from '../../src/chain/config.ts'
 
 type Handler = (call: { method: string; id: number }, req: IncomingMessage, res: ServerResponse) => void
 
@@ -116,4 +117,37 @@ t.test('an answer over the size limit is refused', async (t) => {
   const server = await scripted(t, (call, _req, res) => answer(res, call.id, { result: `0x${'0'.repeat(2_000)}1` }))
   const error = await clientOf(server.url, 5_000, 1_000).getBlockNumber({ cacheTime: 0 }).catch((e: unknown) => e)
   t.ok(causeOf(error, ResponseBodyTooLargeError), `a ResponseBodyTooLargeError: ${String(error)}`)
+})
+
+t.test('a shared head: a read begun after the named time is reused or joined, an older one is not, a failed one never', async (t) => {
+  let block = 0
+  let failNext = false
+  const server = await scripted(t, (call, _req, res) => {
+    if (call.method !== 'eth_getBlockByNumber') return answer(res, call.id, { error: { code: -32601, message: 'method not found' } })
+    if (failNext) {
+      failNext = false
+      return answer(res, call.id, { error: { code: -32000, message: 'unavailable' } })
+    }
+    block++
+    answer(res, call.id, { result: { number: `0x${block.toString(16)}`, hash: `0x${block.toString(16).padStart(64, '0')}`, timestamp: '0x1' } })
+  })
+  const network = { slug: 'scripted', chainId: 31337, rpcUrl: server.url, pollingIntervalMs: 50 } as NetworkConfig
+  const head = new SharedHead(createPollingClients(network, { timeoutMs: 5_000 }))
+  const window = () => head.nowMs() - 60_000
+
+  const [first, joined] = await Promise.all([head.latest(window()), head.latest(window())])
+  t.same(first, { number: 1n, hash: `0x${'1'.padStart(64, '0')}` }, 'the number and hash of the latest block')
+  t.equal(joined, first, 'a read in flight is joined')
+  t.equal(await head.latest(window()), first, 'a read begun within the window is reused')
+  t.equal(server.calls(), 1, 'one call for three polls')
+
+  // A poll that names a time after the last read began (the watcher after an invalidation) gets a new read.
+  const afterIt = head.nowMs()
+  t.equal((await head.latest(afterIt)).number, 2n, 'read anew')
+  t.equal(server.calls(), 2)
+
+  failNext = true
+  await t.rejects(head.latest(head.nowMs()), 'a failed read rejects its poll')
+  t.equal((await head.latest(window())).number, 3n, 'and is not reused: the next poll reads again')
+  t.equal(server.calls(), 4)
 })

@@ -8,6 +8,8 @@ import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { newKeySalt, offerKey } from '../../src/chain/ids.ts'
 import { WalletWatcher, type WalletView } from '../../src/chain/watcher.ts'
+import { createPollingClients, SharedHead } from '../../src/chain/poll-transport.ts'
+import { startRpcProxy } from './fixtures/rpc-proxy.ts'
 import { newSessionKey } from '../../src/service/session-keys.ts'
 import { setupDevnet, USDC } from './fixtures/devnet.ts'
 
@@ -119,6 +121,31 @@ t.test('wallet watcher', async (t) => {
     const stranger = f.accounts.supplier.address
     watcher.invalidate(network.slug, stranger)
     t.ok(watcher.isCurrent(network.slug, stranger), 'an unwatched holder is not tracked')
+  })
+
+  t.test('with a head shared with the follower, a poll reuses a recent head read, but not one begun before an invalidation', async (t) => {
+    const rpc = await startRpcProxy(network.rpcUrl)
+    t.teardown(() => rpc.close())
+    const counted = { ...network, rpcUrl: rpc.url }
+    const head = new SharedHead(createPollingClients(counted, { timeoutMs: 2_000 }))
+    // Polls an hour apart: after its first, this watcher polls only when an invalidation wakes it.
+    const shared = new WalletWatcher([counted], { pollIntervalMs: 3_600_000, heads: new Map([[network.slug, head]]) })
+    t.teardown(() => shared.stop())
+    shared.watch(network.slug, holder)
+    const read = await head.latest(Number.NEGATIVE_INFINITY)
+    rpc.reset()
+    shared.start()
+    await shared.waitFor(() => shared.status()[0]?.lastBlock !== undefined, observeWithinMs)
+    // The first poll is over once its tick is out and the loop sleeps (after this turn's microtasks).
+    await new Promise((resolve) => setImmediate(resolve))
+    t.equal(shared.holding(network.slug, 'USDC', holder)?.blockNumber, read.number, 'the first poll read at the shared head')
+    t.equal(rpc.count('eth_getBlockByNumber'), 0, 'without reading the head itself')
+    t.equal(rpc.count('eth_blockNumber'), 0)
+
+    shared.invalidate(network.slug, holder)
+    await shared.waitFor(() => shared.isCurrent(network.slug, holder), observeWithinMs)
+    t.equal(rpc.count('eth_getBlockByNumber'), 1, 'the invalidation made the poll read the head anew')
+    t.equal(rpc.count('eth_blockNumber'), 0)
   })
 
   t.test('survives an RPC outage and re-reads after it', async (t) => {
