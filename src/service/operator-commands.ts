@@ -146,7 +146,7 @@ async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: b
 
 export async function failJob(service: ServiceCore, mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
   return service.locks.run(`job:${jobId}`, async () => {
-    const plan = service.live(service.engine.planJobFailure({ jobId, caller }), 'job', jobId)
+    const plan = service.live(service.engine.planJobFailure({ jobId, reason: body.reason, caller }), 'job', jobId)
     // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
     const failed = await operatorSend(service, plan.network, (clients) => sendFailJob(clients, { jobId }), {
       alreadyDone: (error) => error.errorName === 'JobNotOpen',

@@ -126,3 +126,16 @@ t.test('a registration whose due time (plus a lease) passes the reclaim time is 
   const created = await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs))
   t.equal(created.status, 201, 'due a lease before the reclaim time', { body: created.body })
 })
+
+t.test('a client cannot fail its job as reclaimed: /fail refuses the reserved reason before anything is sent on chain', async (t) => {
+  const { borrower, jobClientApi } = await fundedJob(h, { jobId: 'job_rc_fake', receivableAtomic: usdc(100), dueInSeconds: 3600 })
+  const faked = await jobClientApi.post('/credit/jobs/job_rc_fake/fail', { reason: 'escrow_reclaimed' })
+  expectProblem(t, faked, 400, 'failure_reason_reserved', 'only the chain follower records a reclaim')
+  t.equal(await onChainStatus('job_rc_fake'), 1, 'the job is still open on chain')
+  t.equal((await jobClientApi.get('/credit/jobs/job_rc_fake')).body.state, 'funded', 'and in the service')
+  t.equal(h.app.service.engine.getBorrower(borrower.address)?.suspended ?? false, false, 'its borrower is not suspended')
+  const failed = await jobClientApi.post('/credit/jobs/job_rc_fake/fail', { reason: 'work not delivered' })
+  t.equal(failed.status, 200, 'another reason fails it', { body: failed.body })
+  t.equal((await jobClientApi.get('/credit/jobs/job_rc_fake')).body.failureReason, 'work not delivered')
+  await expectReconciled(t, operator, h.network.slug)
+})

@@ -411,7 +411,13 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       params: JobParams,
       body: JobFailure,
       headers: mutationHeaders,
-      responses: { 200: { description: 'The passport event', schema: PassportEvent }, ...errors.forbidden, ...errors.notFound('job'), ...errors.idempotency },
+      responses: {
+        200: { description: 'The passport event', schema: PassportEvent },
+        400: { description: 'reason escrow_reclaimed (code failure_reason_reserved): only a job its client reclaimed on chain ends with it, as the chain follower learns it.' },
+        ...errors.forbidden,
+        ...errors.notFound('job'),
+        ...errors.idempotency,
+      },
       handler: (ctx) =>
         mutate(service, '/credit/jobs/{jobId}/fail', ctx, (ticket) =>
           service.failJob({ ticket, encode: ({ signed, ...event }) => replyWith(200, PassportEvent)({ ...toWire(event), signed }) }, ctx.session.address, ctx.params.jobId, {
