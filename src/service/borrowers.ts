@@ -82,8 +82,9 @@ export async function createJob(
  * its client must not be able to reclaim it (CreditFacilityV2.reclaimJob) while its credit can still be drawn: offers
  * on a job end by its due time and a lease signed before then ends a lease TTL later, so the reclaim time must be at
  * least that far after the due time, and after the chain's own time (a chain clock ahead of the service's), or 422
- * job_reclaimable_before_due. Then no lease on the job outlives its escrow, and a registration cannot race a reclaim
- * mined while it runs (the reclaim is a lease TTL away at least).
+ * job_reclaimable_before_due. Then no lease on the job outlives its escrow. A reclaim mined while the registration
+ * runs anyway (one slower than a lease TTL, a chain clock that jumps) is caught by collateralPostedBefore, which reads
+ * the job at the follower's last applied block, the block the registration's commit is taken at.
  */
 async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: string, dueAtMs: number): Promise<void> {
   const window = await readReclaimWindow(service.clientsOf(slug), service.network(slug).creditContract, jobKey(jobId))
@@ -122,9 +123,14 @@ async function collateralPostedBefore(service: ServiceCore, slug: string, jobId:
     if (toBlock === undefined || toBlock < fundedAtBlock) return facts
     if (readUpTo !== undefined && toBlock <= readUpTo) return facts
     const heldBefore = facts.reduce((sum, fact) => sum + fact.args.amount, 0n)
-    facts.push(...await collateralPostedUpTo(service.clientsOf(slug), service.network(slug).creditContract, {
+    const read = await collateralPostedUpTo(service.clientsOf(slug), service.network(slug).creditContract, {
       jobKey: jobKey(jobId), fromBlock: readUpTo === undefined ? fundedAtBlock : readUpTo + 1n, toBlock, heldBefore,
-    }))
+    })
+    // Ended on chain in a block the follower applied while the job was unknown to the engine (a reclaim mined after
+    // checkReclaimWindow read the head): the follower dropped that event, so a job registered now would stay live
+    // over an escrow that is gone.
+    if (!read.open) throw new JobRegistrationRefusedError('job_not_open_on_chain', `job ${jobId} ended on chain while it was registered: its escrow is no longer held`)
+    facts.push(...read.postings)
     // Each posting is a used-proof record of the registration's commit, whose records are bounded (a commit past
     // the bound would stop the service): more is refused. Only the job's borrower can post.
     const postingsMax = service.config.collateralPostingsPerJobMax

@@ -129,7 +129,10 @@ async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: b
   } catch (error) {
     throw new ChainRpcError(job.network, error)
   }
-  const postings = await collateralPostedUpTo(clients, service.network(job.network).creditContract, { jobKey: jobKey(job.jobId), fromBlock: fundedAtBlock, toBlock, heldBefore: 0n })
+  const read = await collateralPostedUpTo(clients, service.network(job.network).creditContract, { jobKey: jobKey(job.jobId), fromBlock: fundedAtBlock, toBlock, heldBefore: 0n })
+  // The settlement was mined in the next block, so the job was open here; a provider that answers otherwise is retried.
+  if (!read.open) throw new ChainRpcError(job.network, new Error(`job ${job.jobId} is not open on chain at block ${toBlock}, before its settlement`))
+  const postings = read.postings
   if (postings.length > service.config.collateralPostingsPerJobMax) {
     throw new TooManyPostingsError(`job ${job.jobId} has more than ${service.config.collateralPostingsPerJobMax} collateral postings on chain; its settlement cannot be recorded`)
   }

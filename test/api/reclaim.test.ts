@@ -139,3 +139,37 @@ t.test('a client cannot fail its job as reclaimed: /fail refuses the reserved re
   t.equal((await jobClientApi.get('/credit/jobs/job_rc_fake')).body.failureReason, 'work not delivered')
   await expectReconciled(t, operator, h.network.slug)
 })
+
+t.test('a reclaim mined and applied by the follower while a registration runs is refused (409), not registered live', async (t) => {
+  const borrower = await fundedAccount(h.devnet, h.network, 0n)
+  const client = await fundedAccount(h.devnet, h.network, usdc(100))
+  const fundingTx = await new ChainAgent(h.network, client).fundJob('job_rc_race', USDC, usdc(100), borrower.address)
+  // The registration's first read of the job (at the head: open, reclaimable after its credit ends) returns only once
+  // the client has reclaimed it and the follower has applied that block, while the job was unknown to the engine.
+  const publicClient = h.app.service.clientsOf(h.network.slug).publicClient
+  const readContract = publicClient.readContract
+  let raced = false
+  publicClient.readContract = (async (args: Parameters<typeof readContract>[0]) => {
+    const result = await readContract(args)
+    if (!raced && args.functionName === 'getJob' && args.args?.[0] === jobKey('job_rc_race')) {
+      raced = true
+      const reclaimTx = await reclaim(client, 'job_rc_race')
+      const { blockNumber } = await new ChainAgent(h.network, client).publicClient.getTransactionReceipt({ hash: reclaimTx })
+      await until(async () => (h.app.service.appliedChainBlocks.get(h.network.slug) ?? 0n) >= blockNumber, 20_000, 'the follower to pass the reclaim')
+    }
+    return result
+  }) as typeof readContract
+  t.teardown(() => {
+    publicClient.readContract = readContract
+  })
+  const borrowerClient = await signedIn(h.url, borrower)
+  const created = await borrowerClient.post('/credit/jobs', {
+    jobId: 'job_rc_race', network: h.network.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(100).toString(),
+    dueAt: new Date(Date.now() + 3600_000).toISOString(), fundingTxHash: fundingTx,
+  })
+  t.ok(raced, 'the reclaim was mined during the registration')
+  expectProblem(t, created, 409, 'job_not_open_on_chain', 'the escrow went while the job was registered')
+  t.equal((await borrowerClient.get('/credit/jobs/job_rc_race')).status, 404, 'no job was created')
+  t.equal(h.app.service.store.proofs.get(`${h.network.slug}:${fundingTx.toLowerCase()}:0`), undefined, 'its funding proof is not used')
+  await expectReconciled(t, operator, h.network.slug)
+})
