@@ -124,7 +124,8 @@ async function collateralPostedBefore(service: ServiceCore, slug: string, jobId:
     if (readUpTo !== undefined && toBlock <= readUpTo) return facts
     const heldBefore = facts.reduce((sum, fact) => sum + fact.args.amount, 0n)
     const read = await collateralPostedUpTo(service.clientsOf(slug), service.network(slug).creditContract, {
-      jobKey: jobKey(jobId), fromBlock: readUpTo === undefined ? fundedAtBlock : readUpTo + 1n, toBlock, heldBefore,
+      // Nothing was advanced on a job the service does not know yet, so nothing was liquidated from it.
+      jobKey: jobKey(jobId), fromBlock: readUpTo === undefined ? fundedAtBlock : readUpTo + 1n, toBlock, heldBefore, usedBefore: 0n,
     })
     // Ended on chain in a block the follower applied while the job was unknown to the engine (a reclaim mined after
     // checkReclaimWindow read the head): the follower dropped that event, so a job registered now would stay live

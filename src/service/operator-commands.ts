@@ -119,7 +119,7 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
 /**
  * Counts the job's CollateralPosted events from its funding block to `toBlock` (the job still open there) that no path
  * counted yet, each with its proof, one command each. The contract's collateral at `toBlock` must equal what the
- * postings read sum to (collateralPostedUpTo), and at most collateralPostingsPerJobMax are read, as at registration.
+ * postings read sum to less what liquidations used (collateralPostedUpTo), and at most collateralPostingsPerJobMax are read, as at registration.
  */
 async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: bigint): Promise<void> {
   const clients = service.clientsOf(job.network)
@@ -129,7 +129,12 @@ async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: b
   } catch (error) {
     throw new ChainRpcError(job.network, error)
   }
-  const read = await collateralPostedUpTo(clients, service.network(job.network).creditContract, { jobKey: jobKey(job.jobId), fromBlock: fundedAtBlock, toBlock, heldBefore: 0n })
+  // Liquidations of the job's advances past due took collateral from the open job: the engine counted each (the
+  // follower is past the settlement, and a liquidation is recorded only once counted), so the job's used collateral is
+  // what the contract's postings no longer hold.
+  const read = await collateralPostedUpTo(clients, service.network(job.network).creditContract, {
+    jobKey: jobKey(job.jobId), fromBlock: fundedAtBlock, toBlock, heldBefore: 0n, usedBefore: (service.engine.getJob(job.jobId) ?? job).collateralUsedAtomic,
+  })
   // The settlement was mined in the next block, so the job was open here; a provider that answers otherwise is retried.
   if (!read.open) throw new ChainRpcError(job.network, new Error(`job ${job.jobId} is not open on chain at block ${toBlock}, before its settlement`))
   const postings = read.postings
