@@ -119,7 +119,8 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
 /**
  * Counts the job's CollateralPosted events from its funding block to `toBlock` (the job still open there) that no path
  * counted yet, each with its proof, one command each. The contract's collateral at `toBlock` must equal what the
- * postings read sum to less what liquidations used (collateralPostedUpTo), and at most collateralPostingsPerJobMax are read, as at registration.
+ * postings read sum to less what liquidations used (collateralPostedUpTo), and at most collateralPostingsPerJobMax
+ * uncounted ones are counted, as at registration.
  */
 async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: bigint): Promise<void> {
   const clients = service.clientsOf(job.network)
@@ -137,11 +138,14 @@ async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: b
   })
   // The settlement was mined in the next block, so the job was open here; a provider that answers otherwise is retried.
   if (!read.open) throw new ChainRpcError(job.network, new Error(`job ${job.jobId} is not open on chain at block ${toBlock}, before its settlement`))
-  const postings = read.postings
-  if (postings.length > service.config.collateralPostingsPerJobMax) {
-    throw new TooManyPostingsError(`job ${job.jobId} has more than ${service.config.collateralPostingsPerJobMax} collateral postings on chain; its settlement cannot be recorded`)
+  // Postings counted already (reported, applied by the follower, brought by the registration) are not counted again,
+  // nor counted toward the bound: only the commands this request runs are bounded.
+  const uncounted = read.postings.filter((posting) => !service.store.proofs.has(posting.proofKey))
+  if (uncounted.length > service.config.collateralPostingsPerJobMax) {
+    throw new TooManyPostingsError(`job ${job.jobId} has more than ${service.config.collateralPostingsPerJobMax} collateral postings on chain the service never counted; its settlement cannot be recorded`)
   }
-  for (const posting of postings) {
+  for (const posting of uncounted) {
+    // Counted meanwhile (a report of it, while this request awaited the previous command): once is enough.
     if (service.store.proofs.has(posting.proofKey)) continue
     const input = {
       jobId: job.jobId, caller: job.borrower, borrower: getAddress(posting.args.borrower), amountAtomic: posting.args.amount,
