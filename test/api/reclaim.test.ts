@@ -107,9 +107,11 @@ t.test('a registration of a reclaimed job is refused, and nothing changes; the u
   await expectReconciled(t, operator, h.network.slug)
 })
 
-t.test('a registration whose due time (plus a lease) passes the reclaim time is refused; one within it is taken', async (t) => {
+t.test('a registration whose due time (plus a lease, on the chain\'s clock) passes the reclaim time is refused; one within it is taken', async (t) => {
   const borrower = await fundedAccount(h.devnet, h.network, 0n)
   const client = await fundedAccount(h.devnet, h.network, usdc(100))
+  // The chain's clock ahead of the service's by more than a lease (the earlier tests' reclaims moved it too).
+  await createTestClient({ chain: chain(), transport: http(h.network.rpcUrl), mode: 'anvil' }).increaseTime({ seconds: 2 * h.app.service.config.leaseTtlSeconds })
   const fundingTx = await new ChainAgent(h.network, client).fundJob('job_rc_late', USDC, usdc(100), borrower.address)
   const receipt = await new ChainAgent(h.network, client).publicClient.getTransactionReceipt({ hash: fundingTx })
   const fundedAtMs = Number((await new ChainAgent(h.network, client).publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp) * 1000
@@ -120,11 +122,21 @@ t.test('a registration whose due time (plus a lease) passes the reclaim time is 
     dueAt: new Date(dueAtMs).toISOString(), fundingTxHash: fundingTx,
   })
   const leaseMs = h.app.service.config.leaseTtlSeconds * 1000
+  // Offers and leases run on the chain's clock, so a lease signed at the due time by the service's clock ends that much later on chain. The chain
+  // time is read in whole seconds and moves on meanwhile: a margin of seconds on either side of the bound.
+  const head = await new ChainAgent(h.network, client).publicClient.getBlock({ blockTag: 'latest' })
+  const chainAheadMs = Number(head.timestamp) * 1000 - h.app.service.now()
+  t.ok(chainAheadMs > leaseMs, 'the chain\'s clock is ahead of the service\'s by more than a lease')
+  const marginMs = 5000
   expectProblem(t, await borrowerClient.post('/credit/jobs', body(reclaimableAtMs)), 422, 'job_reclaimable_before_due', 'due at the reclaim time')
   expectProblem(t, await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs + 1000)), 422, 'job_reclaimable_before_due', 'a lease signed at the due time would outlive the escrow')
+  expectProblem(
+    t, await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs - chainAheadMs + marginMs)), 422, 'job_reclaimable_before_due',
+    'a lease signed at the due time by the service\'s clock would outlive the escrow on the chain\'s',
+  )
   t.equal((await borrowerClient.get('/credit/jobs/job_rc_late')).status, 404, 'no job was created')
-  const created = await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs))
-  t.equal(created.status, 201, 'due a lease before the reclaim time', { body: created.body })
+  const created = await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs - chainAheadMs - marginMs))
+  t.equal(created.status, 201, 'due a lease before the reclaim time on the chain\'s clock', { body: created.body })
 })
 
 t.test('a client cannot fail its job as reclaimed: /fail refuses the reserved reason before anything is sent on chain', async (t) => {
