@@ -26,7 +26,7 @@ import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineEr
  * lease's lender, the paying lender, the engine's id sequences (meta), the new advance, its job, and the borrower when
  * the job had defaulted: 8 (paid under the current lease: 7). A Repaid (applyRepaidFact): the advance, its lender, the
  * reserve, the borrower and the advance's job or backing source: 5. A CollateralPosted (applyCollateral): its job, 1.
- * A JobReclaimed makes more (its job and each of its offers, see JOB_RECLAIMED_CHANGES_MAX) and counts as several
+ * A JobReclaimed makes more (its job and each of its offers, see jobReclaimedChangesMax) and counts as several
  * events (chainEventWeight). Any other event: none. The service adds at most 3
  * record writes per event (the used proof, a repayment's passport event and head) and the cursor, fewer than its
  * changes, and the change budget is at most the store's record writes per commit (src/app/app.ts checkChangeBudget).
