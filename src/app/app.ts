@@ -108,7 +108,8 @@ export interface AppOptions {
 async function refuseOlderCreditContracts(source: string, networks: readonly NetworkConfig[], log: Logger): Promise<void> {
   const older: { path: string; message: string }[] = []
   await Promise.all(networks.map(async (network, index) => {
-    const publicClient = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl) })
+    // Bounded: an RPC that hangs delays the start by seconds, not by the client's default retries.
+    const publicClient = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 1, timeout: 5_000 }) })
     try {
       if (!(await facilityHasReclaim(publicClient, network.creditContract))) {
         older.push({ path: `/networks/${index}/creditContract`, message: `${network.slug}'s credit contract ${network.creditContract} has no reclaimDelay(): it predates reclaimJob; deploy this release's CreditFacilityV2 and configure its address` })
