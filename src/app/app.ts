@@ -1,7 +1,7 @@
 // Assembly of the whole service: networks (a networks file, or the embedded devnet), the LMDB store, the engine
 // restored from its snapshots, the chain clients and wallet watcher, the HTTP routes and the expiry ticker.
 import { join } from 'node:path'
-import type { Address, PublicClient } from 'viem'
+import { createPublicClient, http, type Address, type PublicClient } from 'viem'
 import { buildCatalog, Catalog } from '../api/catalog.ts'
 import { ValidationIssue } from '../api/common.ts'
 import { wireComponents } from '../api/schemas.ts'
@@ -23,7 +23,8 @@ import { Inspector } from '../inspect/inspector.ts'
 import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
-import { createNetworkClients, type NetworkClients } from '../chain/clients.ts'
+import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
+import { facilityHasReclaim } from '../chain/reclaim-window.ts'
 import { loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
@@ -99,6 +100,28 @@ export interface AppOptions {
   streamLimits?: Partial<StreamLimits>
 }
 
+/**
+ * A configured network whose credit contract predates reclaimJob (deployed before the contract changed in place) would
+ * answer 503 to every registration and could not decode its jobs: the start is refused, a new deployment is needed
+ * (README "Upgrading to reclaimJob"). A network the probe cannot reach is said in the log and served: its follower and
+ * requests retry, as for any outage.
+ */
+async function refuseOlderCreditContracts(source: string, networks: readonly NetworkConfig[], log: Logger): Promise<void> {
+  const older: { path: string; message: string }[] = []
+  await Promise.all(networks.map(async (network, index) => {
+    // Bounded: an RPC that hangs delays the start by seconds, not by the client's default retries.
+    const publicClient = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 1, timeout: 5_000 }) })
+    try {
+      if (!(await facilityHasReclaim(publicClient, network.creditContract))) {
+        older.push({ path: `/networks/${index}/creditContract`, message: `${network.slug}'s credit contract ${network.creditContract} has no reclaimDelay(): it predates reclaimJob; deploy this release's CreditFacilityV2 and configure its address` })
+      }
+    } catch (error) {
+      log({ level: 'warn', msg: 'credit_contract_probe_failed', network: network.slug, error: String(error) })
+    }
+  }))
+  if (older.length > 0) throw new NetworksConfigError(source, older)
+}
+
 /** The devnet's demo roles become the configuration a real deployment writes in its config file. */
 function devnetDefaults(config: ServiceConfig, accounts: DemoAccounts): ServiceConfig {
   const supplier: SupplierEntry = { domain: 'supplier.devnet', name: 'Devnet demo supplier', address: accounts.supplier.address }
@@ -144,6 +167,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       // the engine would still lease offers that no lender can pay, and each lease would only expire.
       const unsigned = networks.flatMap((n, i) => (n.leaseSignerPrivateKey === undefined ? [{ path: `/networks/${i}/leaseSignerKeyEnv`, message: `required: ${n.slug} has no key to sign lease authorizations, so no lease there could be paid` }] : []))
       if (unsigned.length > 0) throw new NetworksConfigError(config.networksFile, unsigned)
+      await refuseOlderCreditContracts(config.networksFile, networks, log)
     } else {
       if (devnet === undefined) {
         // The chains keep their state beside the store: a restart finds the escrows and balances its records name.

@@ -20,6 +20,7 @@ import {
 } from 'viem'
 import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { AnvilStartError, startAnvil, type AnvilOptions, type AnvilProcess } from './anvil.ts'
+import { facilityHasReclaim } from './reclaim-window.ts'
 import {
   identityRegistryAbi,
   loadArtifact,
@@ -30,7 +31,7 @@ import {
 } from './artifacts.ts'
 import { networkChain } from './clients.ts'
 import { toNetworksFile, type NetworkConfig } from './config.ts'
-import { setAside, stateCandidates, StateSaver, stderrDevnetLog, type DevnetLog, type StateSaverOptions } from './devnet-state.ts'
+import { setAside, stateCandidates, stateFiles, StateSaver, stderrDevnetLog, type DevnetLog, type StateSaverOptions } from './devnet-state.ts'
 
 /** anvil's well-known development mnemonic: its accounts are public, fine for a devnet and nothing else. */
 export const devMnemonic = 'test test test test test test test test test test test junk'
@@ -128,7 +129,27 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       origins.push({ loadedFrom: chain.loadedFrom, loadedBlock: chain.loadedBlock })
     }
     const networks = await Promise.all(
-      specs.map((spec, index) => deployDevnetNetwork(spec, (started[index] as { anvil: AnvilProcess }).anvil, accounts, options)),
+      specs.map(async (spec, index) => {
+        const network = await deployDevnetNetwork(spec, anvils[index] as AnvilProcess, accounts, options)
+        const publicClient = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 0 }) })
+        if (options.stateDir === undefined || (await facilityHasReclaim(publicClient, network.creditContract))) return network
+        // A chain saved by a release before reclaimJob keeps that release's credit contract at the fixed address: every
+        // registration would fail and its jobs would not decode. Its files are set aside, and the chain starts fresh.
+        log({
+          level: 'warn',
+          msg: 'the saved chain holds a credit contract older than this release (no reclaimJob): started a fresh chain (records kept of the earlier chain will not match it)',
+          network: spec.slug,
+          stateDir: options.stateDir,
+        })
+        await (anvils[index] as AnvilProcess).stop()
+        for (const path of Object.values(stateFiles(options.stateDir, spec.slug))) {
+          if (existsSync(path)) setAside(path, 'its credit contract is older than this release', log, spec.slug)
+        }
+        const fresh = await startChain(spec, options, log)
+        anvils[index] = fresh.anvil
+        origins[index] = { loadedFrom: fresh.loadedFrom, loadedBlock: fresh.loadedBlock }
+        return deployDevnetNetwork(spec, fresh.anvil, accounts, options)
+      }),
     )
     if (options.stateDir !== undefined) {
       const stateDir = options.stateDir

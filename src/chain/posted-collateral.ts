@@ -7,6 +7,7 @@ import type { Address, Hex } from 'viem'
 import { creditFacilityV2Abi } from './artifacts.ts'
 import type { NetworkClients } from './clients.ts'
 import { decodeFacilityLog, facilityFact } from './events-v2.ts'
+import { JobStatus } from './facility-model.ts'
 import { logBlockRangeMaxDefault } from './follower.ts'
 import { ChainRpcError } from './proofs.ts'
 import type { FacilityFactOf } from './proofs-v2.ts'
@@ -22,19 +23,22 @@ export class TooManyPostingsError extends Error {
 
 /**
  * The job's CollateralPosted facts in blocks fromBlock..toBlock, in chain order, where `heldBefore` is what the
- * postings before fromBlock sum to (0 from the funding's block). One read of the job at toBlock first: with nothing
- * posted in the range (the usual case) no log is read. RPC failures, and logs that do not sum to what the contract
- * holds (a provider that dropped some), are ChainRpcError: retry, never a verdict.
+ * postings before fromBlock sum to (0 from the funding's block) and `usedBefore` what liquidations took from the job's
+ * collateral up to toBlock (0 before any advance): the contract holds the postings less that. One read of the job at toBlock first: a job no longer
+ * open there (settled, failed or reclaimed: its escrow and collateral are gone) is answered as such, with nothing read;
+ * with nothing posted in the range (the usual case) no log is read. RPC failures, and logs that do not sum to what the
+ * contract holds (a provider that dropped some), are ChainRpcError: retry, never a verdict.
  */
 export async function collateralPostedUpTo(
   clients: NetworkClients,
   contract: Address,
-  input: { jobKey: Hex; fromBlock: bigint; toBlock: bigint; heldBefore: bigint },
-): Promise<FacilityFactOf<'CollateralPosted'>[]> {
+  input: { jobKey: Hex; fromBlock: bigint; toBlock: bigint; heldBefore: bigint; usedBefore: bigint },
+): Promise<{ open: false } | { open: true; postings: FacilityFactOf<'CollateralPosted'>[] }> {
   const { network, publicClient } = clients
   try {
     const job = await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [input.jobKey], blockNumber: input.toBlock })
-    if (job.collateral === input.heldBefore) return []
+    if (job.status !== JobStatus.Open) return { open: false }
+    if (job.collateral + input.usedBefore === input.heldBefore) return { open: true, postings: [] }
     const facts: FacilityFactOf<'CollateralPosted'>[] = []
     for (let start = input.fromBlock; start <= input.toBlock; start += logBlockRangeMaxDefault) {
       const end = start + logBlockRangeMaxDefault - 1n < input.toBlock ? start + logBlockRangeMaxDefault - 1n : input.toBlock
@@ -46,10 +50,12 @@ export async function collateralPostedUpTo(
       }
     }
     const posted = facts.reduce((sum, fact) => sum + fact.args.amount, input.heldBefore)
-    if (posted !== job.collateral) {
-      throw new Error(`the contract holds ${job.collateral} of collateral for job key ${input.jobKey} at block ${input.toBlock}, its CollateralPosted events read ${posted}`)
+    if (posted !== job.collateral + input.usedBefore) {
+      throw new Error(
+        `the contract holds ${job.collateral} of collateral for job key ${input.jobKey} at block ${input.toBlock} after liquidations took ${input.usedBefore}, its CollateralPosted events read ${posted}`,
+      )
     }
-    return facts
+    return { open: true, postings: facts }
   } catch (error) {
     throw new ChainRpcError(network.slug, error)
   }

@@ -2,7 +2,7 @@
 // no advance was ever paid on may take its escrow back. A registration reads it, so that the service never takes on a
 // job that is over on chain, or one whose client may take the escrow back while the job's credit could still be drawn
 // (src/service/borrowers.ts).
-import type { Address, Hex } from 'viem'
+import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, type Address, type Hex, type PublicClient } from 'viem'
 import { creditFacilityV2Abi } from './artifacts.ts'
 import type { NetworkClients } from './clients.ts'
 import { jobStatusNames } from './reconcile-states.ts'
@@ -45,5 +45,21 @@ export async function readReclaimWindow(
     return { status, reclaimableAtMs: Number(job.fundedAt + delay) * 1000, chainTimeMs: Number(head.timestamp) * 1000 }
   } catch (error) {
     throw new ChainRpcError(network.slug, error)
+  }
+}
+
+/**
+ * Whether the credit contract at `contract` is a deployment with reclaimJob: its reclaimDelay() answers. One deployed
+ * before it (the contract changed in place: a constructor argument, the Job layout) reverts, or has no code there; the
+ * service cannot register a job on it nor decode its jobs, so the start-up refuses it (src/app/app.ts) or, on the
+ * devnet, starts a fresh chain (src/chain/devnet.ts). RPC failures are thrown as they are.
+ */
+export async function facilityHasReclaim(publicClient: Pick<PublicClient, 'readContract'>, contract: Address): Promise<boolean> {
+  try {
+    await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay' })
+    return true
+  } catch (error) {
+    if (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null) return false
+    throw error
   }
 }

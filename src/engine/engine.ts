@@ -365,7 +365,7 @@ export class Engine {
   }
 
   /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
-  planJobFailure(input: { jobId: string; caller: Address }): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
+  planJobFailure(input: { jobId: string; reason: string; caller: Address }): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
     return jobs.planJobFailure(this.state, input)
   }
 

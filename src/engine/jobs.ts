@@ -129,10 +129,11 @@ export function planJobSettlement(s: EngineState, input: { jobId: string; caller
 }
 
 /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
-export function planJobFailure(s: EngineState, input: { jobId: string; caller: Address }): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
+export function planJobFailure(s: EngineState, input: { jobId: string; reason: string; caller: Address }): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
   const job = s.jobs.get(input.jobId)
   if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
   if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is failed by its client or an operator')
+  if (input.reason === ESCROW_RECLAIMED) return reservedReason()
   const open = wouldTake('job', job, { type: 'FAIL', reason: '', releasedAtomic: 0n, nowMs: 0 })
   if (!open.accepted) return refused('job', input.jobId, open)
   const j = job.getSnapshot().context
@@ -161,8 +162,15 @@ export function completeJob(s: EngineState, input: { jobId: string; caller: Addr
   return drain(s, { ...plan, txHash: input.txHash, receipts })
 }
 
-/** The reason a job failed by its client's reclaimJob on chain carries (JobView.failureReason). */
+/**
+ * The reason a job failed by its client's reclaimJob on chain carries (JobView.failureReason), and only such a job:
+ * reconciliation expects a Reclaimed job on chain from it and the API says "reclaimed", so /fail refuses it.
+ */
 export const ESCROW_RECLAIMED = 'escrow_reclaimed'
+
+function reservedReason(): { ok: false; error: EngineError } {
+  return fail('invalid', 'failure_reason_reserved', `reason ${ESCROW_RECLAIMED} is reserved to a job its client reclaimed on chain (the chain follower records it)`)
+}
 
 /**
  * The job's client took its escrow back on chain (reclaimJob, JobReclaimed): the job ends failed with reason
@@ -194,6 +202,7 @@ export function failJob(s: EngineState, input: { jobId: string; reason: string; 
   const job = s.jobs.get(input.jobId)
   if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
   if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is failed by its client or an operator')
+  if (input.reason === ESCROW_RECLAIMED) return reservedReason()
   const j = job.getSnapshot().context
   // The job's live offers are withdrawn with it: the failure itself releases the capacity of those waiting. A leased
   // one is closing (matching.ts declineOffer) and keeps its capacity until its lease is paid or over: the job stays

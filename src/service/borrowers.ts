@@ -80,21 +80,26 @@ export async function createJob(
 /**
  * The job must be open on chain (a settled, failed or reclaimed job's escrow is gone: 409 job_not_open_on_chain), and
  * its client must not be able to reclaim it (CreditFacilityV2.reclaimJob) while its credit can still be drawn: offers
- * on a job end by its due time and a lease signed before then ends a lease TTL later, so the reclaim time must be at
- * least that far after the due time, and after the chain's own time (a chain clock ahead of the service's), or 422
- * job_reclaimable_before_due. Then no lease on the job outlives its escrow, and a registration cannot race a reclaim
- * mined while it runs (the reclaim is a lease TTL away at least).
+ * on a job end by its due time and a lease signed before then ends a lease TTL later, on the chain's clock: so the
+ * reclaim time must be at least a lease TTL after the due time plus how far the chain's clock is ahead of the
+ * service's (now), and after the chain's own time, or 422 job_reclaimable_before_due. Then no lease on the job outlives its escrow. A reclaim mined while the registration
+ * runs anyway (one slower than a lease TTL, a chain clock that jumps) is caught by collateralPostedBefore, which reads
+ * the job at the follower's last applied block, the block the registration's commit is taken at.
  */
 async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: string, dueAtMs: number): Promise<void> {
   const window = await readReclaimWindow(service.clientsOf(slug), service.network(slug).creditContract, jobKey(jobId))
   if (window.status !== 'open') throw new JobRegistrationRefusedError('job_not_open_on_chain', `job ${jobId} is ${window.status} on chain: its escrow is no longer held`)
   const leaseTtlMs = service.config.leaseTtlSeconds * 1000
-  const latestCreditEndMs = Math.max(dueAtMs, window.chainTimeMs) + leaseTtlMs
+  // Offers and leases run on the chain's clock, due times on the service's: an offer that lasts until the due time by
+  // the service's clock ends on chain as much later as the chain's clock is ahead, and a lease signed then ends a TTL
+  // after that.
+  const chainAheadMs = Math.max(0, window.chainTimeMs - service.now())
+  const latestCreditEndMs = Math.max(dueAtMs + chainAheadMs, window.chainTimeMs) + leaseTtlMs
   if (window.reclaimableAtMs < latestCreditEndMs) {
     throw new JobRegistrationRefusedError(
       'job_reclaimable_before_due',
       `job ${jobId}'s client may reclaim its escrow on chain from ${new Date(window.reclaimableAtMs).toISOString()}, before the job's credit ends ` +
-        `(its due time, or the chain's time, plus a lease of ${service.config.leaseTtlSeconds} s): register it with an earlier dueAt`,
+        `(its due time plus how far the chain's clock is ahead of the service's, ${Math.round(chainAheadMs / 1000)} s, plus a lease of ${service.config.leaseTtlSeconds} s): register it with an earlier dueAt`,
     )
   }
 }
@@ -122,9 +127,15 @@ async function collateralPostedBefore(service: ServiceCore, slug: string, jobId:
     if (toBlock === undefined || toBlock < fundedAtBlock) return facts
     if (readUpTo !== undefined && toBlock <= readUpTo) return facts
     const heldBefore = facts.reduce((sum, fact) => sum + fact.args.amount, 0n)
-    facts.push(...await collateralPostedUpTo(service.clientsOf(slug), service.network(slug).creditContract, {
-      jobKey: jobKey(jobId), fromBlock: readUpTo === undefined ? fundedAtBlock : readUpTo + 1n, toBlock, heldBefore,
-    }))
+    const read = await collateralPostedUpTo(service.clientsOf(slug), service.network(slug).creditContract, {
+      // Nothing was advanced on a job the service does not know yet, so nothing was liquidated from it.
+      jobKey: jobKey(jobId), fromBlock: readUpTo === undefined ? fundedAtBlock : readUpTo + 1n, toBlock, heldBefore, usedBefore: 0n,
+    })
+    // Ended on chain in a block the follower applied while the job was unknown to the engine (a reclaim mined after
+    // checkReclaimWindow read the head): the follower dropped that event, so a job registered now would stay live
+    // over an escrow that is gone.
+    if (!read.open) throw new JobRegistrationRefusedError('job_not_open_on_chain', `job ${jobId} ended on chain while it was registered: its escrow is no longer held`)
+    facts.push(...read.postings)
     // Each posting is a used-proof record of the registration's commit, whose records are bounded (a commit past
     // the bound would stop the service): more is refused. Only the job's borrower can post.
     const postingsMax = service.config.collateralPostingsPerJobMax

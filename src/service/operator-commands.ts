@@ -119,7 +119,8 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
 /**
  * Counts the job's CollateralPosted events from its funding block to `toBlock` (the job still open there) that no path
  * counted yet, each with its proof, one command each. The contract's collateral at `toBlock` must equal what the
- * postings read sum to (collateralPostedUpTo), and at most collateralPostingsPerJobMax are read, as at registration.
+ * postings read sum to less what liquidations used (collateralPostedUpTo), and at most collateralPostingsPerJobMax
+ * uncounted ones are counted, as at registration.
  */
 async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: bigint): Promise<void> {
   const clients = service.clientsOf(job.network)
@@ -129,11 +130,22 @@ async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: b
   } catch (error) {
     throw new ChainRpcError(job.network, error)
   }
-  const postings = await collateralPostedUpTo(clients, service.network(job.network).creditContract, { jobKey: jobKey(job.jobId), fromBlock: fundedAtBlock, toBlock, heldBefore: 0n })
-  if (postings.length > service.config.collateralPostingsPerJobMax) {
-    throw new TooManyPostingsError(`job ${job.jobId} has more than ${service.config.collateralPostingsPerJobMax} collateral postings on chain; its settlement cannot be recorded`)
+  // Liquidations of the job's advances past due took collateral from the open job: the engine counted each (the
+  // follower is past the settlement, and a liquidation is recorded only once counted), so the job's used collateral is
+  // what the contract's postings no longer hold.
+  const read = await collateralPostedUpTo(clients, service.network(job.network).creditContract, {
+    jobKey: jobKey(job.jobId), fromBlock: fundedAtBlock, toBlock, heldBefore: 0n, usedBefore: (service.engine.getJob(job.jobId) ?? job).collateralUsedAtomic,
+  })
+  // The settlement was mined in the next block, so the job was open here; a provider that answers otherwise is retried.
+  if (!read.open) throw new ChainRpcError(job.network, new Error(`job ${job.jobId} is not open on chain at block ${toBlock}, before its settlement`))
+  // Postings counted already (reported, applied by the follower, brought by the registration) are not counted again,
+  // nor counted toward the bound: only the commands this request runs are bounded.
+  const uncounted = read.postings.filter((posting) => !service.store.proofs.has(posting.proofKey))
+  if (uncounted.length > service.config.collateralPostingsPerJobMax) {
+    throw new TooManyPostingsError(`job ${job.jobId} has more than ${service.config.collateralPostingsPerJobMax} collateral postings on chain the service never counted; its settlement cannot be recorded`)
   }
-  for (const posting of postings) {
+  for (const posting of uncounted) {
+    // Counted meanwhile (a report of it, while this request awaited the previous command): once is enough.
     if (service.store.proofs.has(posting.proofKey)) continue
     const input = {
       jobId: job.jobId, caller: job.borrower, borrower: getAddress(posting.args.borrower), amountAtomic: posting.args.amount,
@@ -146,7 +158,7 @@ async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: b
 
 export async function failJob(service: ServiceCore, mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
   return service.locks.run(`job:${jobId}`, async () => {
-    const plan = service.live(service.engine.planJobFailure({ jobId, caller }), 'job', jobId)
+    const plan = service.live(service.engine.planJobFailure({ jobId, reason: body.reason, caller }), 'job', jobId)
     // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
     const failed = await operatorSend(service, plan.network, (clients) => sendFailJob(clients, { jobId }), {
       alreadyDone: (error) => error.errorName === 'JobNotOpen',

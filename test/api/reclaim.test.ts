@@ -107,9 +107,11 @@ t.test('a registration of a reclaimed job is refused, and nothing changes; the u
   await expectReconciled(t, operator, h.network.slug)
 })
 
-t.test('a registration whose due time (plus a lease) passes the reclaim time is refused; one within it is taken', async (t) => {
+t.test('a registration whose due time (plus a lease, on the chain\'s clock) passes the reclaim time is refused; one within it is taken', async (t) => {
   const borrower = await fundedAccount(h.devnet, h.network, 0n)
   const client = await fundedAccount(h.devnet, h.network, usdc(100))
+  // The chain's clock ahead of the service's by more than a lease (the earlier tests' reclaims moved it too).
+  await createTestClient({ chain: chain(), transport: http(h.network.rpcUrl), mode: 'anvil' }).increaseTime({ seconds: 2 * h.app.service.config.leaseTtlSeconds })
   const fundingTx = await new ChainAgent(h.network, client).fundJob('job_rc_late', USDC, usdc(100), borrower.address)
   const receipt = await new ChainAgent(h.network, client).publicClient.getTransactionReceipt({ hash: fundingTx })
   const fundedAtMs = Number((await new ChainAgent(h.network, client).publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp) * 1000
@@ -120,9 +122,66 @@ t.test('a registration whose due time (plus a lease) passes the reclaim time is 
     dueAt: new Date(dueAtMs).toISOString(), fundingTxHash: fundingTx,
   })
   const leaseMs = h.app.service.config.leaseTtlSeconds * 1000
+  // Offers and leases run on the chain's clock, so a lease signed at the due time by the service's clock ends that much later on chain. The chain
+  // time is read in whole seconds and moves on meanwhile: a margin of seconds on either side of the bound.
+  const head = await new ChainAgent(h.network, client).publicClient.getBlock({ blockTag: 'latest' })
+  const chainAheadMs = Number(head.timestamp) * 1000 - h.app.service.now()
+  t.ok(chainAheadMs > leaseMs, 'the chain\'s clock is ahead of the service\'s by more than a lease')
+  const marginMs = 5000
   expectProblem(t, await borrowerClient.post('/credit/jobs', body(reclaimableAtMs)), 422, 'job_reclaimable_before_due', 'due at the reclaim time')
   expectProblem(t, await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs + 1000)), 422, 'job_reclaimable_before_due', 'a lease signed at the due time would outlive the escrow')
+  expectProblem(
+    t, await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs - chainAheadMs + marginMs)), 422, 'job_reclaimable_before_due',
+    'a lease signed at the due time by the service\'s clock would outlive the escrow on the chain\'s',
+  )
   t.equal((await borrowerClient.get('/credit/jobs/job_rc_late')).status, 404, 'no job was created')
-  const created = await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs))
-  t.equal(created.status, 201, 'due a lease before the reclaim time', { body: created.body })
+  const created = await borrowerClient.post('/credit/jobs', body(reclaimableAtMs - leaseMs - chainAheadMs - marginMs))
+  t.equal(created.status, 201, 'due a lease before the reclaim time on the chain\'s clock', { body: created.body })
+})
+
+t.test('a client cannot fail its job as reclaimed: /fail refuses the reserved reason before anything is sent on chain', async (t) => {
+  const { borrower, jobClientApi } = await fundedJob(h, { jobId: 'job_rc_fake', receivableAtomic: usdc(100), dueInSeconds: 3600 })
+  const faked = await jobClientApi.post('/credit/jobs/job_rc_fake/fail', { reason: 'escrow_reclaimed' })
+  expectProblem(t, faked, 400, 'failure_reason_reserved', 'only the chain follower records a reclaim')
+  t.equal(await onChainStatus('job_rc_fake'), 1, 'the job is still open on chain')
+  t.equal((await jobClientApi.get('/credit/jobs/job_rc_fake')).body.state, 'funded', 'and in the service')
+  t.equal(h.app.service.engine.getBorrower(borrower.address)?.suspended ?? false, false, 'its borrower is not suspended')
+  const failed = await jobClientApi.post('/credit/jobs/job_rc_fake/fail', { reason: 'work not delivered' })
+  t.equal(failed.status, 200, 'another reason fails it', { body: failed.body })
+  t.equal((await jobClientApi.get('/credit/jobs/job_rc_fake')).body.failureReason, 'work not delivered')
+  await expectReconciled(t, operator, h.network.slug)
+})
+
+t.test('a reclaim mined and applied by the follower while a registration runs is refused (409), not registered live', async (t) => {
+  const borrower = await fundedAccount(h.devnet, h.network, 0n)
+  const client = await fundedAccount(h.devnet, h.network, usdc(100))
+  const fundingTx = await new ChainAgent(h.network, client).fundJob('job_rc_race', USDC, usdc(100), borrower.address)
+  // The registration's first read of the job (at the head: open, reclaimable after its credit ends) returns only once
+  // the client has reclaimed it and the follower has applied that block, while the job was unknown to the engine.
+  const publicClient = h.app.service.clientsOf(h.network.slug).publicClient
+  const readContract = publicClient.readContract
+  let raced = false
+  publicClient.readContract = (async (args: Parameters<typeof readContract>[0]) => {
+    const result = await readContract(args)
+    if (!raced && args.functionName === 'getJob' && args.args?.[0] === jobKey('job_rc_race')) {
+      raced = true
+      const reclaimTx = await reclaim(client, 'job_rc_race')
+      const { blockNumber } = await new ChainAgent(h.network, client).publicClient.getTransactionReceipt({ hash: reclaimTx })
+      await until(async () => (h.app.service.appliedChainBlocks.get(h.network.slug) ?? 0n) >= blockNumber, 20_000, 'the follower to pass the reclaim')
+    }
+    return result
+  }) as typeof readContract
+  t.teardown(() => {
+    publicClient.readContract = readContract
+  })
+  const borrowerClient = await signedIn(h.url, borrower)
+  const created = await borrowerClient.post('/credit/jobs', {
+    jobId: 'job_rc_race', network: h.network.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(100).toString(),
+    dueAt: new Date(Date.now() + 3600_000).toISOString(), fundingTxHash: fundingTx,
+  })
+  t.ok(raced, 'the reclaim was mined during the registration')
+  expectProblem(t, created, 409, 'job_not_open_on_chain', 'the escrow went while the job was registered')
+  t.equal((await borrowerClient.get('/credit/jobs/job_rc_race')).status, 404, 'no job was created')
+  t.equal(h.app.service.store.proofs.get(`${h.network.slug}:${fundingTx.toLowerCase()}:0`), undefined, 'its funding proof is not used')
+  await expectReconciled(t, operator, h.network.slug)
 })

@@ -127,20 +127,29 @@ t.test('a settlement mined over collateral the follower has not counted yet pays
   await expectReconciled(t, operator, h.network.slug)
 })
 
-t.test('a settlement over collateral an older release never counted (posted before the registration) backfills the postings', async (t) => {
-  const jobId = 'job_uc_old'
+/**
+ * A job funded for a fresh borrower that posts `amountAtomic` of collateral on chain before the job is registered, then
+ * registered as a release before registrations read earlier postings did it (the job without that collateral), once
+ * the follower has passed the posting (it applied the posting to no job).
+ */
+async function registeredByOldRelease(jobId: string, amountAtomic: bigint) {
   const borrower = await fundedAccount(h.devnet, h.network, 0n)
   const client = await fundedAccount(h.devnet, h.network, usdc(300))
   const fundingTx = await new ChainAgent(h.network, client).fundJob(jobId, USDC, usdc(300), borrower.address)
-  const postingTx = await postUnreported(borrower, jobId, usdc(40))
+  const postingTx = await postUnreported(borrower, jobId, amountAtomic)
   const posted = await new ChainAgent(h.network, borrower).publicClient.getTransactionReceipt({ hash: postingTx })
   await until(() => (follower().cursor?.blockNumber ?? -1n) >= posted.blockNumber, 20_000, 'the follower past the posting')
-  // Registered as a release before registrations read earlier postings did it: the job without its collateral.
   const service = h.app.service
   await service.run(null, () => service.engine.createJob({
     jobId, client: client.address, borrower: borrower.address, network: h.network.slug, asset: USDC, receivableAtomic: usdc(300),
     dueAtMs: Date.now() + 24 * 3600 * 1000, funding: { network: h.network.slug, txHash: fundingTx, logIndex: 0 }, caller: borrower.address,
   }, service.now()), () => [])
+  return { borrower, client, posted, postingTx }
+}
+
+t.test('a settlement over collateral an older release never counted (posted before the registration) backfills the postings', async (t) => {
+  const jobId = 'job_uc_old'
+  const { client, posted, postingTx } = await registeredByOldRelease(jobId, usdc(40))
   t.equal(await collateralOf(jobId), '0', 'the service never counted the posting')
 
   const completed = await (await signedIn(h.url, client)).post(`/credit/jobs/${jobId}/complete`, {})
@@ -148,6 +157,20 @@ t.test('a settlement over collateral an older release never counted (posted befo
   t.equal(completed.body.toBorrowerAtomic, usdc(340).toString(), 'the escrow and the backfilled collateral, as the contract paid')
   t.equal(await collateralOf(jobId), usdc(40).toString(), 'the job holds the posting now')
   const postingLog = posted.logs.find((log) => log.address.toLowerCase() === h.network.creditContract.toLowerCase())
-  t.equal(service.store.proofs.get(`${h.network.slug}:${postingTx.toLowerCase()}:${postingLog?.logIndex}`)?.usedBy, `collateral:${jobId}`, 'counted with its proof')
+  t.equal(h.app.service.store.proofs.get(`${h.network.slug}:${postingTx.toLowerCase()}:${postingLog?.logIndex}`)?.usedBy, `collateral:${jobId}`, 'counted with its proof')
+  await expectReconciled(t, operator, h.network.slug)
+})
+
+t.test('the backfill bounds only the postings it counts: more counted ones than collateralPostingsPerJobMax do not refuse it', async (t) => {
+  const jobId = 'job_uc_old_many'
+  const { borrower, client } = await registeredByOldRelease(jobId, usdc(40))
+  // Two more postings after the registration, which the follower counts: three on chain, over the bound of 2.
+  for (const amount of [usdc(1), usdc(2)]) await postUnreported(borrower, jobId, amount)
+  await until(async () => (await collateralOf(jobId)) === usdc(3).toString(), 20_000, 'the follower to count the later postings')
+
+  const completed = await (await signedIn(h.url, client)).post(`/credit/jobs/${jobId}/complete`, {})
+  t.equal(completed.status, 200, JSON.stringify(completed.body))
+  t.equal(completed.body.toBorrowerAtomic, usdc(343).toString(), 'the escrow and all the collateral, as the contract paid')
+  t.equal(await collateralOf(jobId), usdc(43).toString(), 'the old posting is counted, the later ones once')
   await expectReconciled(t, operator, h.network.slug)
 })

@@ -4,11 +4,11 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { getAddress, getContractAddress } from 'viem'
+import { getAddress, getContractAddress, type Address } from 'viem'
 import { startApp } from '../../src/app/app.ts'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { NetworksConfigError, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
-import { demoAccounts } from '../../src/chain/devnet.ts'
+import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
 import { tempDataDir } from '../fixtures/service.ts'
 
 t.test('defaults: CORS for any origin, no trusted proxy, idempotency answers kept 24 h', async (t) => {
@@ -51,6 +51,28 @@ t.test('a networks file whose network has no lease signer key is refused at star
   const refused = await startApp(config).then((app) => app.stop().then(() => 'started'), (error: unknown) => error)
   t.type(refused, NetworksConfigError, 'the service does not start')
   t.match((refused as NetworksConfigError).problems, [{ path: '/networks/0/leaseSignerKeyEnv', message: /required/ }])
+  t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
+})
+
+t.test('a networks file whose credit contract predates reclaimJob is refused at start-up, naming the field', async (t) => {
+  const dir = tempDataDir()
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const devnet = await startDevnet({ networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }], log: () => {} })
+  t.teardown(() => devnet.stop())
+  const accounts = demoAccounts()
+  process.env['TEST_OLDER_CONTRACT_SIGNER_KEY'] = accounts.leaseSigner.privateKey
+  t.teardown(() => {
+    delete process.env['TEST_OLDER_CONTRACT_SIGNER_KEY']
+  })
+  // Code without reclaimDelay() where the credit contract should be, as a deployment of an older release has.
+  const network = devnet.networks[0] as NetworkConfig
+  const older = { ...network, creditContract: network.tokens[0]?.address as Address }
+  const file = join(dir, 'networks.json')
+  writeFileSync(file, JSON.stringify({ networks: toNetworksFile([older]).networks.map((n) => ({ ...n, leaseSignerKeyEnv: 'TEST_OLDER_CONTRACT_SIGNER_KEY' })) }))
+  const config = loadServiceConfig({ NETWORKS_FILE: file, DATA_DIR: join(dir, 'data') })
+  const refused = await startApp(config).then((app) => app.stop().then(() => 'started'), (error: unknown) => error)
+  t.type(refused, NetworksConfigError, 'the service does not start')
+  t.match((refused as NetworksConfigError).problems, [{ path: '/networks/0/creditContract', message: /predates reclaimJob/ }])
   t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
 })
 

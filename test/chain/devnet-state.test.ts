@@ -6,13 +6,13 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { createPublicClient, createWalletClient, erc20Abi, http, type Address, type Hex } from 'viem'
+import { createPublicClient, createTestClient, createWalletClient, erc20Abi, http, type Address, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { checkStateFile, savedDevnetState, stateFiles, writeStateAtomically, type DevnetLogEntry } from '../../src/chain/devnet-state.ts'
-import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
+import { demoAccounts, devnetReclaimDelaySeconds, startDevnet } from '../../src/chain/devnet.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
@@ -150,6 +150,30 @@ t.test('a torn, empty, garbage or refused state file never blocks a start', asyn
     t.match((await devnet.stateReport())[0], { loadedFrom: 'fresh' })
     t.ok(entries.some((e) => e.msg === 'state file unusable, moved aside' && /anvil refused/.test(String(e.reason))))
   })
+})
+
+t.test('a saved chain whose credit contract predates reclaimJob is set aside: a fresh chain with the current contract, said in the log', async (t) => {
+  const stateDir = tempDataDir('devnet-older-')
+  t.teardown(() => rmSync(stateDir, { recursive: true, force: true }))
+  const first = await startDevnet({ stateDir, networks: one, log: () => {}, saver: { checkIntervalMs: 50 } })
+  const old = first.networks[0] as NetworkConfig
+  // The older release's contract, as far as the probe sees it: code at the fixed address without reclaimDelay().
+  const tokenCode = await clientsOf(old).public.getCode({ address: old.tokens[0]?.address as Address })
+  await createTestClient({ chain: networkChain(old), transport: http(old.rpcUrl), mode: 'anvil' }).setCode({ address: old.creditContract, bytecode: tokenCode as Hex })
+  const block = await transfer(old, 7n)
+  await eventually('the older chain is saved', () => (savedDevnetState(stateDir, ['devnet-a'])[0]?.savedBlock ?? -1n) >= block)
+  await first.stop()
+
+  const { log, entries } = recordingLog()
+  const devnet = await startDevnet({ stateDir, networks: one, log })
+  t.teardown(() => devnet.stop())
+  const network = devnet.networks[0] as NetworkConfig
+  t.ok(entries.some((e) => e.level === 'warn' && /older than this release/.test(e.msg)), 'the fresh start is a warning, not silent')
+  t.ok(readdirSync(stateDir).some((name) => name.startsWith('devnet-a.json.unusable-')), 'the older chain is kept aside, not deleted')
+  t.match((await devnet.stateReport())[0], { loadedFrom: 'fresh' })
+  const delay = await clientsOf(network).public.readContract({ address: network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay' })
+  t.equal(delay, devnetReclaimDelaySeconds, 'the credit contract is this release\'s')
+  t.equal(await supplierBalance(network), initialBalance, 'a fresh chain, deployed and funded again')
 })
 
 /** The service as `npm start` runs it (embedded devnet), leader of its own process group. */

@@ -340,7 +340,7 @@ class World {
         const { jobId } = JOBS[cmd.i] as (typeof JOBS)[number]
         // Payments still unseen by the follower stay pending: a SupplierPaid mined before failJob and learned after
         // it funds an offer failJob withdrew (closing), and its advance is the failed job's, defaulted.
-        const plan = e.planJobFailure({ jobId, caller: CLIENT })
+        const plan = e.planJobFailure({ jobId, reason: 'failed', caller: CLIENT })
         if (!plan.ok) return
         const outcome = this.model.failJob(this.ctx(OPERATOR), jobKey(jobId))
         if (!outcome.ok) throw new Error(`the engine would fail ${jobId}, the contract refuses: ${outcome.error}`)

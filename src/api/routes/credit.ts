@@ -72,7 +72,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         'an EIP-712 BorrowerConsent signature of the borrower over (jobId, network, asset, receivableAtomic, client, dueAt), domain in the catalog (consent). ' +
         'A contract-wallet borrower signs as its wallet verifies (ERC-1271 isValidSignature, ERC-6492 before deployment), checked on the job\'s network. ' +
         'The client may take the escrow back on chain (reclaimJob) from reclaimDelay (the contract\'s public getter) after funding while no advance was ever paid on the job: ' +
-        'dueAt plus a lease (leaseTtlSeconds) must be no later than that reclaim time, so no lease on the job outlives its escrow. ' +
+        'dueAt plus how far the chain\'s clock is ahead of the service\'s plus a lease (leaseTtlSeconds) must be no later than that reclaim time, so no lease on the job outlives its escrow. ' +
         'A job reclaimed after its registration ends failed (failureReason escrow_reclaimed) as the chain follower learns it; its borrower is not suspended.',
       tags,
       auth: 'session',
@@ -85,7 +85,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         409: { description: `${errors.proof[409].description} Or job_not_open_on_chain: the job was settled, failed or reclaimed on chain, its escrow is no longer held.` },
         422: {
           description: `${errors.proof[422].description} Or too_many_collateral_postings: the borrower posted collateral on chain in more postings than collateralPostingsPerJobMax (${service.config.collateralPostingsPerJobMax}) before the job was registered (each is a proof the registration records). ` +
-            `Or job_reclaimable_before_due: the client may reclaim the escrow on chain before dueAt plus a lease (${service.config.leaseTtlSeconds} s) or, when the chain's clock is ahead, before its time plus a lease: register it with an earlier dueAt.`,
+            `Or job_reclaimable_before_due: the client may reclaim the escrow on chain before dueAt plus a lease (${service.config.leaseTtlSeconds} s), each counted on the chain's clock (when it is ahead of the service's, dueAt is that much later there): register it with an earlier dueAt.`,
         },
       },
       handler: (ctx) =>
@@ -411,7 +411,13 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       params: JobParams,
       body: JobFailure,
       headers: mutationHeaders,
-      responses: { 200: { description: 'The passport event', schema: PassportEvent }, ...errors.forbidden, ...errors.notFound('job'), ...errors.idempotency },
+      responses: {
+        200: { description: 'The passport event', schema: PassportEvent },
+        400: { description: 'reason escrow_reclaimed (code failure_reason_reserved): only a job its client reclaimed on chain ends with it, as the chain follower learns it.' },
+        ...errors.forbidden,
+        ...errors.notFound('job'),
+        ...errors.idempotency,
+      },
       handler: (ctx) =>
         mutate(service, '/credit/jobs/{jobId}/fail', ctx, (ticket) =>
           service.failJob({ ticket, encode: ({ signed, ...event }) => replyWith(200, PassportEvent)({ ...toWire(event), signed }) }, ctx.session.address, ctx.params.jobId, {
