@@ -355,7 +355,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.forbidden,
         ...errors.notFound('job'),
         ...errors.idempotency,
-        503: { description: 'The chain or the operator key is unavailable.' },
+        ...errors.operator,
       },
       handler: (ctx) =>
         mutate(service, '/credit/jobs/{jobId}/complete', ctx, (ticket) =>
@@ -404,7 +404,13 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       params: JobParams,
       body: JobFailure,
       headers: mutationHeaders,
-      responses: { 200: { description: 'The passport event', schema: PassportEvent }, ...errors.forbidden, ...errors.notFound('job'), ...errors.idempotency },
+      responses: {
+        200: { description: 'The passport event', schema: PassportEvent },
+        ...errors.forbidden,
+        ...errors.notFound('job'),
+        ...errors.idempotency,
+        ...errors.operator,
+      },
       handler: (ctx) =>
         mutate(service, '/credit/jobs/{jobId}/fail', ctx, (ticket) =>
           service.failJob({ ticket, encode: ({ signed, ...event }) => replyWith(200, PassportEvent)({ ...toWire(event), signed }) }, ctx.session.address, ctx.params.jobId, {
@@ -431,7 +437,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.forbidden,
         ...errors.notFound('advance'),
         ...errors.idempotency,
-        503: { description: 'The chain or the operator key is unavailable.' },
+        ...errors.operator,
       },
       handler: (ctx) =>
         mutate(service, '/credit/advances/{advanceId}/liquidate', ctx, (ticket) =>
