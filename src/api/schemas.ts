@@ -191,7 +191,7 @@ export const Offer = StrictObject({
   durationSeconds: Seconds,
   dueAt: IsoTime,
   createdAt: IsoTime,
-  expiresAt: Type.String({ format: 'date-time', description: 'The offer\'s TTL deadline on its network\'s chain time: the block time the chain follower had observed when the offer was created, plus offerTtlSeconds (the service clock before the network\'s first observation). It expires once the chain is observed at or past it, so an outage of the chain pauses it.' }),
+  expiresAt: Type.String({ format: 'date-time', description: 'The offer\'s TTL deadline on its network\'s chain time: the block time the chain follower had observed when the offer was created, plus offerTtlSeconds (the service clock before the network\'s first observation), or less: never later than the time its source stops taking credit (its job\'s due time, its backing source\'s attestation validUntil). It expires once the chain is observed at or past it, so an outage of the chain pauses it.' }),
   leaseIds: Type.Array(Type.String()),
   excludedLenders: Type.Array(Address),
   currentLeaseId: Nullable(Type.String()),

@@ -23,6 +23,8 @@ interface SourceTerms {
   valueAtomic: bigint
   durationSeconds: number
   dueAtMs: number
+  /** When the source stops taking new credit (a job's due time; a backing source's attestation expiry). */
+  creditUntilMs: number
 }
 
 /** The decision on a request whose source exists: declined when `reasons` is not empty. */
@@ -51,7 +53,7 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
   // Field by field: a spread of the terms that adds the decision's keys takes V8's slow path (see views.ts).
   return {
     source: terms.source, capacityAtomic: terms.capacityAtomic, valueAtomic: terms.valueAtomic, durationSeconds: terms.durationSeconds,
-    dueAtMs: terms.dueAtMs, reasons, coverageBps: coverage, riskBand: band, supplierAddress: supplier.address,
+    dueAtMs: terms.dueAtMs, creditUntilMs: terms.creditUntilMs, reasons, coverageBps: coverage, riskBand: band, supplierAddress: supplier.address,
   }
 }
 
@@ -77,6 +79,7 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
     valueAtomic: revenueLeft + collateralLeft,
     durationSeconds: Math.max(1, Math.ceil((ctx.dueAtMs - nowMs) / 1000)),
     dueAtMs: ctx.dueAtMs,
+    creditUntilMs: ctx.dueAtMs,
   }
 }
 
@@ -89,12 +92,14 @@ function backingTerms(input: CreditRequestInput, src: SourceRecord, reasons: Dec
   }
   const hardLeft = src.liquidationValueAtomic - src.backingUsedAtomic
   const durationSeconds = s.config.backingDurationSecondsDefault
+  const dueAtMs = nowMs + durationSeconds * 1000
   return {
     source: { kind: 'backing', id: src.sourceId },
     capacityAtomic: minBig(applyBps(src.valueAtomic, src.advanceRateBps), hardLeft) - src.committedAtomic,
     valueAtomic: src.valueAtomic,
     durationSeconds,
-    dueAtMs: nowMs + durationSeconds * 1000,
+    dueAtMs,
+    creditUntilMs: Math.min(dueAtMs, src.validUntilMs ?? nowMs),
   }
 }
 
@@ -122,10 +127,11 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
     dueAtMs: decision.dueAtMs,
     createdAtMs: nowMs,
     // On the network's chain time (dispatch.ts networkClockMs), as leases: an outage of the chain pauses the TTL.
-    // Never past the job's due time (counted as the time left on the service clock, which judges due times): a lease
-    // granted after it would fund an advance already due, which the lender would pay for and the borrower would owe
-    // at once.
-    expiresAtMs: networkClockMs(s, input.network, nowMs) + Math.min(s.config.offerTtlMs, Math.max(0, decision.dueAtMs - nowMs)),
+    // Never past the time the source stops taking credit (counted as the time left on the service clock, which judges
+    // due times and attestation expiries): a lease granted after a job's due time would fund an advance already due,
+    // which the lender would pay for and the borrower would owe at once; one granted after a backing source's
+    // attestation expired would lend against a valuation nobody vouches for any more.
+    expiresAtMs: networkClockMs(s, input.network, nowMs) + Math.min(s.config.offerTtlMs, Math.max(0, decision.creditUntilMs - nowMs)),
   }
   const offer = startActor(offerMachine, offerInput)
   s.offers.set(offerInput.offerId, offer)
