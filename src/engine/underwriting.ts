@@ -1,6 +1,6 @@
 // Underwriting of a credit request: the reasons to decline, the source's remaining capacity, the risk band, and
 // the offer an approval opens.
-import { jobMachine, offerMachine, statesTaking, type OfferInput, type SourceRef } from '../../machines/index.ts'
+import { jobMachine, offerMachine, statesTaking, type OfferContext, type OfferInput, type SourceRef } from '../../machines/index.ts'
 import { countOffer, startActor } from './actors.ts'
 import { commitCapacity } from './capacity.ts'
 import { touch } from './changes.ts'
@@ -23,7 +23,10 @@ interface SourceTerms {
   valueAtomic: bigint
   durationSeconds: number
   dueAtMs: number
-  /** When the source stops taking new credit (a job's due time; a backing source's attestation expiry). */
+  /**
+   * When the source stops taking new credit (creditUntilMs): the advance's due time less the minimum credit period,
+   * or a backing source's attestation expiry if that comes first.
+   */
   creditUntilMs: number
 }
 
@@ -68,6 +71,9 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
   if (sameAddress(ctx.client, input.agent)) reasons.push({ code: 'client_is_borrower', message: 'the job\'s client is the borrower: a receivable is owed by someone else' })
   if (!JOB_OPEN_STATES.has(String(snap.value))) reasons.push({ code: 'source_closed', message: `the job is ${String(snap.value)}` })
   if (nowMs >= ctx.dueAtMs) reasons.push({ code: 'job_past_due', message: 'the job is past its due time' })
+  else if (nowMs >= creditUntilMs(s, ctx.dueAtMs, undefined)) {
+    reasons.push({ code: 'job_due_too_soon', message: `the job is due within the minimum credit period of ${s.config.creditPeriodMinMs / 1000} s` })
+  }
   if (ctx.network !== input.network || ctx.asset !== input.asset) {
     reasons.push({ code: 'asset_mismatch', message: `the job pays ${ctx.asset} on ${ctx.network}` })
   }
@@ -79,7 +85,7 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
     valueAtomic: revenueLeft + collateralLeft,
     durationSeconds: Math.max(1, Math.ceil((ctx.dueAtMs - nowMs) / 1000)),
     dueAtMs: ctx.dueAtMs,
-    creditUntilMs: ctx.dueAtMs,
+    creditUntilMs: creditUntilMs(s, ctx.dueAtMs, undefined),
   }
 }
 
@@ -99,8 +105,26 @@ function backingTerms(input: CreditRequestInput, src: SourceRecord, reasons: Dec
     valueAtomic: src.valueAtomic,
     durationSeconds,
     dueAtMs,
-    creditUntilMs: Math.min(dueAtMs, src.validUntilMs ?? nowMs),
+    creditUntilMs: creditUntilMs(s, dueAtMs, src.validUntilMs ?? nowMs),
   }
+}
+
+/**
+ * The last moment a lender may pay for an advance due at `dueAtMs`: the borrower keeps at least the minimum credit
+ * period to repay (a payment just before the due time would make an advance its lender liquidates a moment later,
+ * a default on credit the borrower never had time to use); on a backing source also the attestation's expiry
+ * (`validUntilMs`), past which nobody vouches for the valuation.
+ */
+function creditUntilMs(s: EngineState, dueAtMs: number, validUntilMs: number | undefined): number {
+  const untilMs = dueAtMs - s.config.creditPeriodMinMs
+  return validUntilMs === undefined ? untilMs : Math.min(untilMs, validUntilMs)
+}
+
+/** When an offer's source stops taking its credit (creditUntilMs): a lease's deadline is never later. */
+export function offerCreditUntilMs(s: EngineState, o: OfferContext): number {
+  // An offer's due time is its source's (a job's due time, or its backing advance's term from the offer's creation).
+  if (o.source.kind === 'job') return creditUntilMs(s, o.dueAtMs, undefined)
+  return creditUntilMs(s, o.dueAtMs, s.sources.get(o.source.id)?.validUntilMs ?? o.createdAtMs)
 }
 
 /** An approved request opens an offer, waiting for a lender, and commits its amount of the source's capacity. */
