@@ -149,6 +149,12 @@ export function completeJob(s: EngineState, input: { jobId: string; caller: Addr
   const plan = planned.value
   const completed = send(s, 'job', job, { type: 'COMPLETE', settlement: { network: input.network, txHash: input.txHash }, nowMs })
   if (!completed.accepted) return refused('job', input.jobId, completed)
+  // The job's waiting offers end with it (jobSettlement let no leased one through); the completed job committed
+  // nothing any more, so their capacity is not given back to it.
+  for (const offer of [...s.offers.values()]) {
+    const o = offer.getSnapshot().context
+    if (o.source.kind === 'job' && o.source.id === plan.jobId) declineOffer(s, offer, 'source_closed', nowMs, false)
+  }
   const receipts: RepaymentReceipt[] = []
   for (const item of plan.advances) {
     const advance = s.advances.get(item.advanceId) as AdvanceActor

@@ -40,7 +40,7 @@ export const ENGINE_PATHS: readonly EnginePath[] = [
     steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED')], records: ['lender'],
   },
   { command: 'repayAdvance', when: 'a Repaid transaction is reported', steps: [step('advance', 'REPAY'), step('job', 'ADVANCE_CLOSED')], records: ['lender', 'borrower', 'reserve', 'source'] },
-  { command: 'completeJob', when: 'the job is settled on chain', steps: [step('job', 'COMPLETE'), step('advance', 'REPAY')], records: ['lender', 'borrower', 'reserve'] },
+  { command: 'completeJob', when: 'the job is settled on chain (its waiting offers are declined)', steps: [step('job', 'COMPLETE'), step('advance', 'REPAY'), step('offer', 'DECLINE')], records: ['lender', 'borrower', 'reserve'] },
   {
     command: 'failJob', when: 'the job failed: the borrower is suspended, its offers withdrawn (a leased one is closing)',
     steps: [step('job', 'FAIL'), step('offer', 'DECLINE'), step('job', 'RELEASE'), step('advance', 'DEFAULT')],

@@ -355,6 +355,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.forbidden,
         ...errors.notFound('job'),
         ...errors.idempotency,
+        409: { description: 'The job is no longer open (code job_closed), an offer on it is leased (job_has_leased_offer: the lease\'s authorization stays payable on chain until its deadline; complete once the lease is paid or over), or a request with the same Idempotency-Key is still running (idempotency_in_flight). A waiting offer on the job does not block: the completion declines it.' },
         ...errors.operator,
       },
       handler: (ctx) =>
