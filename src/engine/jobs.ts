@@ -10,6 +10,7 @@ import { jobKey } from '../chain/ids.ts'
 import { fail, forbidden } from './errors.ts'
 import { ID_PATTERNS } from './ids.ts'
 import { sameAddress } from './keys.ts'
+import { offerCommitmentAtomic } from './capacity.ts'
 import { declineOffer } from './matching.ts'
 import { jobSettlement } from './plans.ts'
 import { isJobId } from './registration.ts'
@@ -180,7 +181,7 @@ export function failJob(s: EngineState, input: { jobId: string; reason: string; 
   for (const offer of s.offers.values()) {
     const snap = offer.getSnapshot()
     const o = snap.context
-    if (o.source.kind === 'job' && o.source.id === j.jobId && snap.matches('offered')) releasedAtomic += o.amountAtomic
+    if (o.source.kind === 'job' && o.source.id === j.jobId && snap.matches('offered')) releasedAtomic += offerCommitmentAtomic(o)
   }
   const failed = send(s, 'job', job, { type: 'FAIL', reason: input.reason, releasedAtomic, nowMs })
   if (!failed.accepted) return refused('job', input.jobId, failed)

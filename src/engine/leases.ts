@@ -13,7 +13,7 @@ import type { EngineState, LeaseActor, OfferActor } from './state.ts'
 import type { LeaseView, LenderRecord } from './types.ts'
 import { leaseView } from './views.ts'
 import { withBornFinalHistory } from './history.ts'
-import { releaseCapacity } from './capacity.ts'
+import { offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
 import { offerCreditUntilMs } from './underwriting.ts'
 
 /** A live lease enters its lender's index, dispatch's schedule and its wallet's promised total. */
@@ -108,7 +108,7 @@ export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: num
     cancelLease(s, lease, nowMs)
     expect(s, 'offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
     const o = offer.getSnapshot().context
-    releaseCapacity(s, o.source, o.amountAtomic, nowMs)
+    releaseCapacity(s, o.source, offerCommitmentAtomic(o), nowMs)
     return leaseView(lease.getSnapshot())
   }
   // The schedule says the chain is past the deadline; the lease machine's guard agrees, or this throws.

@@ -2,7 +2,7 @@
 // the offer an approval opens.
 import { jobMachine, offerMachine, statesTaking, type OfferContext, type OfferInput, type SourceRef } from '../../machines/index.ts'
 import { countOffer, startActor } from './actors.ts'
-import { commitCapacity } from './capacity.ts'
+import { commitCapacity, offerCommitmentAtomic } from './capacity.ts'
 import { touch } from './changes.ts'
 import { networkClockMs, scheduleOffer } from './dispatch.ts'
 import { ID_PREFIXES } from './ids.ts'
@@ -48,8 +48,10 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
   reasons.push(...supplier.reasons)
   const terms = job ? jobTerms(input, job, reasons, s, nowMs) : backingTerms(input, backing as SourceRecord, reasons, s, nowMs)
   if (terms.capacityAtomic < 0n) terms.capacityAtomic = 0n
-  if (input.amountAtomic > terms.capacityAtomic) {
-    reasons.push({ code: 'over_capacity', message: `amount exceeds the source's remaining capacity of ${terms.capacityAtomic}` })
+  // On a job the fee counts with the principal (capacity.ts): what the advance can come to owe must fit in what the
+  // job's settlement can pay.
+  if (offerCommitmentAtomic({ ...input, source: terms.source }) > terms.capacityAtomic) {
+    reasons.push({ code: 'over_capacity', message: `the request exceeds the source's remaining capacity of ${terms.capacityAtomic}` })
   }
   const coverage = coverageBps(terms.valueAtomic, 0n, input.amountAtomic)
   const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, s.config)
@@ -164,6 +166,6 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
   scheduleOffer(s, offer)
   touch(s, 'offer', offerInput.offerId)
   touch(s, 'meta', 'engine')
-  commitCapacity(s, decision.source, input.amountAtomic, nowMs)
+  commitCapacity(s, decision.source, offerCommitmentAtomic(offerInput), nowMs)
   return offerView(offer.getSnapshot())
 }

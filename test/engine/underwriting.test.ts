@@ -4,16 +4,16 @@ import { BORROWER, CLIENT, NET, T0, addr, createJob, creditRequest, fundAdvance,
 
 t.test('over capacity is declined with a reason and changes nothing', async (t) => {
   const { engine } = newEngine()
-  createJob(engine, 'job_1', 10_000n) // capacity 8000
-  const declined = engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 8001n }), T0)
+  createJob(engine, 'job_1', 10_000n) // capacity 8000, for the amount and its maximum fee (100)
+  const declined = engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 7901n }), T0)
   const d = unwrap(declined)
   t.equal(d.decision, 'declined')
   t.same(d.reasons.map((r) => r.code), ['over_capacity'])
   t.equal(d.capacityAtomic, 8000n)
   t.equal(d.offer, null)
   t.same(declined.ok && declined.changes, [], 'a declined decision changes nothing')
-  const ok = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 8000n }), T0))
-  t.equal(ok.decision, 'approved', 'exactly at capacity is approved')
+  const ok = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 7900n }), T0))
+  t.equal(ok.decision, 'approved', 'amount and maximum fee exactly at capacity is approved')
   const next = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1n }), T0))
   t.same(next.reasons.map((r) => r.code), ['over_capacity'], 'a live offer uses capacity')
 })
@@ -33,7 +33,7 @@ t.test('collateral adds to a job capacity', async (t) => {
   t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1300n }), T0)).decision, 'declined')
   const pos = unwrap(engine.postCollateral({ jobId: 'job_1', caller: BORROWER, borrower: BORROWER, amountAtomic: 500n, proof: { network: NET, txHash: hash(2), logIndex: 0 } }, T0))
   t.equal(pos.totalCollateralAtomic, 500n)
-  t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1300n }), T0)).decision, 'approved')
+  t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1200n }), T0)).decision, 'approved', '800 + 500 = 1,300 of capacity: 1,200 and its maximum fee of 100')
   t.match(engine.postCollateral({ jobId: 'job_1', caller: BORROWER, borrower: CLIENT, amountAtomic: 1n, proof: { network: NET, txHash: hash(3), logIndex: 0 } }, T0), { ok: false, error: { code: 'not_job_borrower', class: 'forbidden' } })
 })
 
