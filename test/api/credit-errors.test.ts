@@ -85,15 +85,16 @@ t.test('POST /credit/request: 200 approved / declined; 403, 404 unknown source, 
   t.equal(notOwned.body.decision, 'declined')
   t.match(notOwned.body.reasons, [{ code: 'source_not_owned' }])
   t.equal(notOwned.body.offer, null, 'a declined decision creates no offer')
-  const over = await borrowerClient.post('/credit/request', { ...base, amountAtomic: usdc(801).toString(), maximumFeeAtomic: usdc(100).toString() })
+  // Capacity 800: the amount and its maximum fee count against it.
+  const over = await borrowerClient.post('/credit/request', { ...base, amountAtomic: usdc(701).toString(), maximumFeeAtomic: usdc(100).toString() })
   t.equal(over.body.decision, 'declined', 'over 80% of the receivable')
   t.match(over.body.reasons, [{ code: 'over_capacity' }])
-  const approved = await borrowerClient.post('/credit/request', { ...base, amountAtomic: usdc(800).toString(), maximumFeeAtomic: usdc(100).toString() })
+  const approved = await borrowerClient.post('/credit/request', { ...base, amountAtomic: usdc(700).toString(), maximumFeeAtomic: usdc(100).toString() })
   t.equal(approved.status, 200)
   expectDocumented(t, doc, 'post', '/credit/request', approved)
   t.equal(approved.body.decision, 'approved')
   t.equal(approved.body.capacityAtomic, usdc(800).toString())
-  t.match(approved.body.offer, { state: 'offered', borrower: borrower.address, amountAtomic: usdc(800).toString(), supplierAddress: h.devnet.accounts.supplier.address })
+  t.match(approved.body.offer, { state: 'offered', borrower: borrower.address, amountAtomic: usdc(700).toString(), supplierAddress: h.devnet.accounts.supplier.address })
 })
 
 t.test('POST /credit/match: 200; 401, 400, 403 not the borrower, 404 unknown offer; a leased offer answers its lease; no eligible lender -> lease null', async (t) => {
