@@ -41,13 +41,14 @@ export type JobEvent =
   | {
       type: 'ADVANCE_CLOSED'
       advanceId: string
-      principalAtomic: bigint
+      /** The capacity the advance held on the job (its principal and fee, capacity.ts advanceCommitmentAtomic). */
+      committedAtomic: bigint
       revenueUsedAtomic: bigint
       collateralUsedAtomic: bigint
       nowMs: number
     }
   | { type: 'COMPLETE'; settlement: { network: string; txHash: `0x${string}` }; nowMs: number }
-  /** `releasedAtomic`: the principal of the job's live offers, withdrawn with the failure. */
+  /** `releasedAtomic`: the capacity of the job's waiting offers (capacity.ts offerCommitmentAtomic), withdrawn with the failure. */
   | { type: 'FAIL'; reason: string; releasedAtomic: bigint; nowMs: number }
 
 /** What the job answers when it refuses an event (see machines/refusals.ts). */
@@ -79,9 +80,9 @@ export const jobMachine = setup({
     })),
     openAdvance: assign(({ context }, params: { advanceId: string }) => ({ advanceIds: [...context.advanceIds, params.advanceId] })),
     closeAdvance: assign(
-      ({ context }, params: { advanceId: string; principalAtomic: bigint; revenueUsedAtomic: bigint; collateralUsedAtomic: bigint }) => ({
+      ({ context }, params: { advanceId: string; committedAtomic: bigint; revenueUsedAtomic: bigint; collateralUsedAtomic: bigint }) => ({
         advanceIds: context.advanceIds.filter((id) => id !== params.advanceId),
-        committedAtomic: context.committedAtomic - params.principalAtomic,
+        committedAtomic: context.committedAtomic - params.committedAtomic,
         revenueUsedAtomic: context.revenueUsedAtomic + params.revenueUsedAtomic,
         collateralUsedAtomic: context.collateralUsedAtomic + params.collateralUsedAtomic,
       }),
@@ -103,8 +104,8 @@ export const jobMachine = setup({
       context.advanceIds.length === 1 && context.advanceIds[0] === params.advanceId,
     // A failed job is over once nothing live holds its capacity: no open advance, and no closing offer (withdrawn
     // under a lease whose authorization could still be paid: a payment opens one more advance on the job).
-    closesLastOfFailedJob: ({ context }, params: { advanceId: string; principalAtomic: bigint }) =>
-      context.advanceIds.length === 1 && context.advanceIds[0] === params.advanceId && context.committedAtomic === params.principalAtomic,
+    closesLastOfFailedJob: ({ context }, params: { advanceId: string; committedAtomic: bigint }) =>
+      context.advanceIds.length === 1 && context.advanceIds[0] === params.advanceId && context.committedAtomic === params.committedAtomic,
     releasesLastOfFailedJob: ({ context }, params: { amountAtomic: bigint }) =>
       context.advanceIds.length === 0 && context.committedAtomic === params.amountAtomic,
     leavesClosingOffers: ({ context }, params: { releasedAtomic: bigint }) => context.committedAtomic > params.releasedAtomic,

@@ -261,7 +261,9 @@ export function buildCatalog(s: CatalogSources): Catalog {
       riskBandACoverageBps: s.engine.riskBandACoverageBps,
       riskBandBCoverageBps: s.engine.riskBandBCoverageBps,
       backingDurationSecondsDefault: s.engine.backingDurationSecondsDefault,
-      matchingOrder: ['minFeeBps ascending', 'reputationBps descending', 'availableLiquidityAtomic descending', 'registration order'],
+      // The policy's liquidity, not the wallet-capped figure the views show: the book is kept in the engine's ledger
+      // order, and a wallet too small for the amount gets an insufficient-balance lease and leaves the book.
+      matchingOrder: ['minFeeBps ascending', 'reputationBps descending', 'policy liquidity not lent descending (registered less reserved and deployed, before the wallet cap that views show as availableAtomic)', 'registration order'],
       recoveryOrder: ['source_revenue', 'collateral', 'backing_liquidation', 'insurance_reserve', 'shortfall'],
       lenderCapital: LENDER_CAPITAL_RULE,
     },

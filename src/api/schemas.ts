@@ -191,7 +191,7 @@ export const Offer = StrictObject({
   durationSeconds: Seconds,
   dueAt: IsoTime,
   createdAt: IsoTime,
-  expiresAt: Type.String({ format: 'date-time', description: 'The offer\'s TTL deadline on its network\'s chain time: the block time the chain follower had observed when the offer was created, plus offerTtlSeconds (the service clock before the network\'s first observation). It expires once the chain is observed at or past it, so an outage of the chain pauses it.' }),
+  expiresAt: Type.String({ format: 'date-time', description: 'The offer\'s TTL deadline on its network\'s chain time: the block time the chain follower had observed when the offer was created, plus offerTtlSeconds (the service clock before the network\'s first observation), or less: never later than the time its source stops taking credit (its job\'s due time, its backing source\'s attestation validUntil). It expires once the chain is observed at or past it, so an outage of the chain pauses it.' }),
   leaseIds: Type.Array(Type.String()),
   excludedLenders: Type.Array(Address),
   currentLeaseId: Nullable(Type.String()),
@@ -212,7 +212,7 @@ export const Lease = StrictObject({
   feeAtomic: Atomic,
   supplierAddress: Address,
   createdAt: IsoTime,
-  expiresAt: Type.String({ format: 'date-time', description: 'The paySupplier deadline (the authorization\'s, in whole seconds) on the network\'s chain time: the observed block time when the lease was granted plus leaseTtlSeconds (the service clock before the network\'s first observation). The lease is over once a block past it is observed with no SupplierPaid.' }),
+  expiresAt: Type.String({ format: 'date-time', description: 'The paySupplier deadline (the authorization\'s, in whole seconds) on the network\'s chain time: the observed block time when the lease was granted plus leaseTtlSeconds (the service clock before the network\'s first observation), or less: never later than its offer\'s credit end (its job\'s due time less the minimum credit period, its backing source\'s attestation validUntil). The lease is over once a block past it is observed with no SupplierPaid.' }),
   endReason: Nullable(Type.Enum([...LEASE_END_REASONS])),
   endedAt: NullableTime,
   payment: Nullable(TxProof),
@@ -369,7 +369,7 @@ export const UnderwritingDecision = StrictObject({
   reasons: Type.Array(
     StrictObject({
       code: Type.Enum([
-        'borrower_suspended', 'source_not_owned', 'client_is_borrower', 'source_closed', 'source_attestation_expired', 'job_past_due', 'asset_mismatch',
+        'borrower_suspended', 'source_not_owned', 'client_is_borrower', 'source_closed', 'source_attestation_expired', 'job_past_due', 'job_due_too_soon', 'asset_mismatch',
         'over_capacity', 'supplier_unknown', 'supplier_address_unverified', 'supplier_not_allowed',
       ]),
       message: Type.String(),

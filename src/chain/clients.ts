@@ -12,6 +12,7 @@ import {
   http,
   nonceManager,
   type Address,
+  type Hex,
   type Chain,
   type PrivateKeyAccount,
   type PublicClient,
@@ -67,17 +68,23 @@ export function createNetworkClients(network: NetworkConfig, options: ClientOpti
     timeout: options.timeoutMs ?? network.rpcTimeoutMs ?? rpcTimeoutMsDefault,
   })
   const publicClient = createPublicClient({ chain, transport, pollingInterval: network.pollingIntervalMs })
-  let operator: OperatorWallet | undefined
-  if (network.operatorPrivateKey !== undefined) {
-    const account = privateKeyToAccount(network.operatorPrivateKey, { nonceManager })
-    const patient = http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: operatorRpcTimeoutMs })
-    operator = {
-      account,
-      walletClient: createWalletClient({ account, chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
-      publicClient: createPublicClient({ chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
-    }
-  }
+  const operator = network.operatorPrivateKey === undefined ? undefined : senderWallet(network, network.operatorPrivateKey)
   return { network, chain, publicClient, operator }
+}
+
+/**
+ * A wallet of the service that sends transactions on the network (the operator's; the x402 facilitator's), with the
+ * patient transport of transactions already sent and viem's nonceManager (its nonces are counted per address).
+ */
+export function senderWallet(network: NetworkConfig, privateKey: Hex): OperatorWallet {
+  const chain = networkChain(network)
+  const account = privateKeyToAccount(privateKey, { nonceManager })
+  const patient = http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: operatorRpcTimeoutMs })
+  return {
+    account,
+    walletClient: createWalletClient({ account, chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
+    publicClient: createPublicClient({ chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
+  }
 }
 
 /** Clients of every configured network, by slug. */

@@ -55,6 +55,12 @@ export const NetworkFileEntrySchema = Type.Object(
         description: "environment variable holding the key that signs lease authorizations (the credit contract's leaseSigner)",
       }),
     ),
+    facilitatorKeyEnv: Type.Optional(
+      Type.String({
+        pattern: '^[A-Z_][A-Z0-9_]{0,127}$',
+        description: 'environment variable holding the key that sends x402 settlements (never the operator key)',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -103,6 +109,13 @@ export type NetworkConfig = {
   leaseSignerKeyEnv: string | undefined
   /** The credit contract's leaseSigner: signs each lease's authorization; without it no lease can be paid. */
   leaseSignerPrivateKey: Hex | undefined
+  facilitatorKeyEnv: string | undefined
+  /**
+   * Sends the settlements of the network's x402 facilitator (x402SelfFacilitate), which anyone may call: its own
+   * account, so that strangers' settlements never spend the operator's gas nor queue behind its nonce (completions,
+   * failures and liquidations). Without it the network has no facilitator here.
+   */
+  facilitatorPrivateKey: Hex | undefined
 }
 
 export const pollingIntervalMsDefault = 1_000
@@ -121,6 +134,7 @@ export function serviceAddressesOf(n: NetworkConfig): Record<string, string> {
   name(n.multicall3, 'the Multicall3 contract')
   if (n.operatorPrivateKey !== undefined) name(privateKeyToAddress(n.operatorPrivateKey), "the service's operator key")
   if (n.leaseSignerPrivateKey !== undefined) name(privateKeyToAddress(n.leaseSignerPrivateKey), "the service's lease signer")
+  if (n.facilitatorPrivateKey !== undefined) name(privateKeyToAddress(n.facilitatorPrivateKey), "the service's x402 facilitator key")
   return named
 }
 
@@ -195,7 +209,7 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
     if (symbols.has(token.symbol)) problems.push({ path: `${path}/tokens/${index}/symbol`, message: `duplicate symbol ${token.symbol}` })
     symbols.add(token.symbol)
   })
-  const keyFrom = (field: 'operatorKeyEnv' | 'leaseSignerKeyEnv'): Hex | undefined => {
+  const keyFrom = (field: 'operatorKeyEnv' | 'leaseSignerKeyEnv' | 'facilitatorKeyEnv'): Hex | undefined => {
     const name = entry[field]
     if (name === undefined) return undefined
     const key = env[name]
@@ -210,6 +224,7 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
   }
   const operatorPrivateKey = keyFrom('operatorKeyEnv')
   const leaseSignerPrivateKey = keyFrom('leaseSignerKeyEnv')
+  const facilitatorPrivateKey = keyFrom('facilitatorKeyEnv')
   return {
     slug: entry.slug,
     chainId: entry.chainId,
@@ -229,6 +244,8 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
     operatorPrivateKey,
     leaseSignerKeyEnv: entry.leaseSignerKeyEnv,
     leaseSignerPrivateKey,
+    facilitatorKeyEnv: entry.facilitatorKeyEnv,
+    facilitatorPrivateKey,
   }
 }
 
@@ -252,6 +269,7 @@ export function toNetworksFile(networks: NetworkConfig[]): NetworksFile {
       ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
       ...(n.operatorKeyEnv === undefined ? {} : { operatorKeyEnv: n.operatorKeyEnv }),
       ...(n.leaseSignerKeyEnv === undefined ? {} : { leaseSignerKeyEnv: n.leaseSignerKeyEnv }),
+      ...(n.facilitatorKeyEnv === undefined ? {} : { facilitatorKeyEnv: n.facilitatorKeyEnv }),
     })),
   }
 }

@@ -38,7 +38,8 @@ export const devMnemonic = 'test test test test test test test test test test te
 
 /** `scorePayee` receives the devnet's /credit-score payments: it starts with gas and no USDC, so its balance is revenue. */
 // leaseSigner last: appending keeps every other role's HD index (and address) as it was.
-export const demoRoles = ['deployer', 'operator', 'lender', 'borrower', 'jobClient', 'supplier', 'attester', 'scorePayee', 'leaseSigner'] as const
+// facilitator (sends the self-facilitated network's x402 settlements, never the operator) after it, for the same reason.
+export const demoRoles = ['deployer', 'operator', 'lender', 'borrower', 'jobClient', 'supplier', 'attester', 'scorePayee', 'leaseSigner', 'facilitator'] as const
 export type DemoRole = (typeof demoRoles)[number]
 export type DemoAccount = { role: DemoRole; address: Address; privateKey: Hex }
 export type DemoAccounts = Record<DemoRole, DemoAccount>
@@ -259,6 +260,8 @@ async function deployDevnetNetwork(
     operatorPrivateKey: accounts.operator.privateKey,
     leaseSignerKeyEnv: undefined,
     leaseSignerPrivateKey: accounts.leaseSigner.privateKey,
+    facilitatorKeyEnv: undefined,
+    facilitatorPrivateKey: spec.x402SelfFacilitate ? accounts.facilitator.privateKey : undefined,
   }
   const chain = networkChain(network)
   const transport = http(anvil.rpcUrl, { retryCount: 0 })
@@ -301,8 +304,9 @@ async function deployFresh(
   await Promise.all(Object.values(accounts).map((a) => testClient.setBalance({ address: a.address, value: gasWei })))
 
   const tokenAtomic = options.fundTokenAtomic ?? 1_000_000n * 10n ** BigInt(devnetToken.decimals)
-  // The lease signer only signs (no gas, no tokens); the score payee starts empty so that its income is visible.
-  const funded = demoRoles.filter((role) => role !== 'deployer' && role !== 'scorePayee' && role !== 'leaseSigner')
+  // The lease signer only signs (no gas, no tokens); the score payee starts empty so that its income is visible; the
+  // facilitator needs gas only.
+  const funded = demoRoles.filter((role) => role !== 'deployer' && role !== 'scorePayee' && role !== 'leaseSigner' && role !== 'facilitator')
   // Sent one after another, in nonce order: sent at once, they reach anvil in any order, and a transaction that
   // arrives before a lower nonce waits in the pool for it (a devnet start was once seen hanging on such a receipt).
   const sends: Array<() => Promise<Hex>> = [

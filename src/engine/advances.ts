@@ -3,7 +3,7 @@
 import { advanceMachine, type AdvanceContext, type AdvanceInput, type OfferContext, type RepaymentRecord, type TxProof } from '../../machines/index.ts'
 import { expect, refused, send, startActor } from './actors.ts'
 import { borrowerOf } from './borrowers.ts'
-import { closeOnSource } from './capacity.ts'
+import { advanceCommitmentAtomic, closeOnSource, offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
 import { touch } from './changes.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
@@ -43,6 +43,10 @@ export function openAdvance(
   touch(s, 'advance', advanceId)
   const job = o.source.kind === 'job' ? s.jobs.get(o.source.id) : undefined
   if (job) expect(s, 'job', job, { type: 'ADVANCE_OPENED', advanceId, nowMs })
+  // The offer held its maximum fee; the advance holds the fee its lender charges (capacity.ts): the rest goes back.
+  // After ADVANCE_OPENED, so that a failed job this advance keeps open does not end on the release.
+  const unchargedFeeAtomic = offerCommitmentAtomic(o) - advanceCommitmentAtomic({ ...terms, source: o.source })
+  if (unchargedFeeAtomic > 0n) releaseCapacity(s, o.source, unchargedFeeAtomic, nowMs)
   // Paid under a closing offer's lease before its failed job's failJob was mined (the contract refuses it after):
   // the advance is the failed job's, defaulted as failJob defaulted the others, and recovered as they are.
   if (job?.getSnapshot().matches('defaulted')) {

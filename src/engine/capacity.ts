@@ -1,12 +1,26 @@
 // The capacity repayment sources commit to offers and advances: a job's through its machine (COMMIT, RELEASE,
-// ADVANCE_CLOSED), a backing source's on its record (committed, and what liquidations used of its value).
-import type { SourceRef } from '../../machines/index.ts'
+// ADVANCE_CLOSED), a backing source's on its record (committed, and what liquidations used of its value). On a job an
+// offer holds its amount and its maximum fee, an advance its principal and fee: what it can come to owe its lender and
+// the reserve, all of which the job's settlement pays from its escrow and collateral, so a job never lends more than
+// its settlement can repay. A backing source holds principal only: a default's fee is recovered in the recovery order
+// (its hard liquidation value, then the insurance reserve, then a recorded shortfall).
+import type { AdvanceContext, OfferContext, SourceRef } from '../../machines/index.ts'
 import { expect } from './actors.ts'
 import { touch } from './changes.ts'
 import type { EngineState, JobActor } from './state.ts'
 import type { SourceRecord } from './types.ts'
 
-/** An approved offer holds its amount of the source's capacity. */
+/** The capacity an offer holds on its source: its amount, and on a job the most its fee can be. */
+export function offerCommitmentAtomic(o: Pick<OfferContext, 'source' | 'amountAtomic' | 'maximumFeeAtomic'>): bigint {
+  return o.source.kind === 'job' ? o.amountAtomic + o.maximumFeeAtomic : o.amountAtomic
+}
+
+/** The capacity an advance holds on its source: its principal, and on a job its fee (its offer's maximum fee less what was not charged). */
+export function advanceCommitmentAtomic(a: Pick<AdvanceContext, 'source' | 'principalAtomic' | 'feeAtomic'>): bigint {
+  return a.source.kind === 'job' ? a.principalAtomic + a.feeAtomic : a.principalAtomic
+}
+
+/** An approved offer holds its commitment (offerCommitmentAtomic) of the source's capacity. */
 export function commitCapacity(s: EngineState, source: SourceRef, amountAtomic: bigint, nowMs: number): void {
   if (source.kind === 'job') {
     expect(s, 'job', s.jobs.get(source.id) as JobActor, { type: 'COMMIT', amountAtomic, nowMs })
@@ -17,7 +31,7 @@ export function commitCapacity(s: EngineState, source: SourceRef, amountAtomic: 
   }
 }
 
-/** An offer that ends unfunded gives its amount back. */
+/** An offer that ends unfunded gives its commitment back; a funded one the part of its maximum fee not charged. */
 export function releaseCapacity(s: EngineState, source: SourceRef, amountAtomic: bigint, nowMs: number): void {
   if (source.kind === 'job') {
     const job = s.jobs.get(source.id)
@@ -30,7 +44,7 @@ export function releaseCapacity(s: EngineState, source: SourceRef, amountAtomic:
 /** An advance closed (repaid or liquidated): its source releases the principal and counts what a recovery used of it. */
 export function closeOnSource(
   s: EngineState,
-  a: { advanceId: string; principalAtomic: bigint; source: SourceRef },
+  a: Pick<AdvanceContext, 'advanceId' | 'principalAtomic' | 'feeAtomic' | 'source'>,
   usedAtomic: { revenueUsedAtomic: bigint; collateralUsedAtomic: bigint; backingUsedAtomic: bigint },
   nowMs: number,
 ): void {
@@ -38,20 +52,20 @@ export function closeOnSource(
     const job = s.jobs.get(a.source.id)
     if (job) {
       expect(s, 'job', job, {
-        type: 'ADVANCE_CLOSED', advanceId: a.advanceId, principalAtomic: a.principalAtomic,
+        type: 'ADVANCE_CLOSED', advanceId: a.advanceId, committedAtomic: advanceCommitmentAtomic(a),
         revenueUsedAtomic: usedAtomic.revenueUsedAtomic, collateralUsedAtomic: usedAtomic.collateralUsedAtomic, nowMs,
       })
     }
   } else {
-    releaseBacking(s, a.source.id, a.principalAtomic, usedAtomic.backingUsedAtomic)
+    releaseBacking(s, a.source.id, advanceCommitmentAtomic(a), usedAtomic.backingUsedAtomic)
   }
 }
 
-/** A backing source gives back a principal; a liquidation also records what it took of the source's value. */
-function releaseBacking(s: EngineState, sourceId: string, principalAtomic: bigint, backingUsedAtomic: bigint): void {
+/** A backing source gives back a commitment; a liquidation also records what it took of the source's value. */
+function releaseBacking(s: EngineState, sourceId: string, committedAtomic: bigint, backingUsedAtomic: bigint): void {
   const src = s.sources.get(sourceId)
   if (!src) return
-  src.committedAtomic -= principalAtomic
+  src.committedAtomic -= committedAtomic
   src.backingUsedAtomic += backingUsedAtomic
   touch(s, 'source', sourceId)
 }

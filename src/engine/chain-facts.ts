@@ -24,8 +24,9 @@ import { leaseView } from './views.ts'
 /**
  * The most changes one event of a follower's batch adds to its command (observeChain; an actor or record counts once
  * per command). A SupplierPaid paid under an ended lease (fundOffer): the offer, its current lease cancelled and that
- * lease's lender, the paying lender, the engine's id sequences (meta), the new advance, its job, and the borrower when
- * the job had defaulted: 8 (paid under the current lease: 7). A Repaid (applyRepaidFact): the advance, its lender, the
+ * lease's lender, the paying lender, the engine's id sequences (meta), the new advance, its job or backing source
+ * (the fee not charged goes back to it), and the borrower when the job had defaulted: 8 (paid under the current
+ * lease: 7). A Repaid (applyRepaidFact): the advance, its lender, the
  * reserve, the borrower and the advance's job or backing source: 5. A CollateralPosted (applyCollateral): its job, 1.
  * A JobReclaimed makes more (its job and each of its offers, see jobReclaimedChangesMax) and counts as several
  * events (chainEventWeight). Any other event: none. The service adds at most 3

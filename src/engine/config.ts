@@ -9,6 +9,11 @@ export interface EngineConfig {
   backingDurationSecondsDefault: number
   /** How long a lender holds a lease before it expires unpaid: the paySupplier deadline. */
   leaseTtlMs: number
+  /**
+   * The least time a borrower has to repay an advance: an offer is not leased, and no lease is payable, later than
+   * this long before the advance's due time (a job's due time); a request on a job due sooner is declined.
+   */
+  creditPeriodMinMs: number
   /** How long an offer waits for a lender before dispatch expires it. */
   offerTtlMs: number
   /** Share of each fee routed to the insurance reserve of (network, asset) when the advance is repaid (bps). */
@@ -80,6 +85,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   backingDurationSecondsDefault: 30 * 24 * 3600,
   leaseTtlMs: 30_000,
   offerTtlMs: 10 * 60_000,
+  creditPeriodMinMs: 60_000,
   insuranceShareBps: 1000,
   riskBandACoverageBps: 20_000,
   riskBandBCoverageBps: 12_500,
@@ -124,6 +130,7 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
       throw new RangeError(`engine config ${key} must be an integer in 0..10000`)
     }
   }
+  if (!Number.isInteger(config.creditPeriodMinMs) || config.creditPeriodMinMs < 0) throw new RangeError('engine config creditPeriodMinMs must be a non-negative integer')
   if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
     throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')
   }

@@ -2,6 +2,7 @@
 // what offers and advances hold, indexes and schedules agree with the actors. `checkInvariants` throws on the first
 // that does not hold.
 import { leaseOverAtChainMs, type SourceRef } from '../../machines/index.ts'
+import { advanceCommitmentAtomic, offerCommitmentAtomic } from './capacity.ts'
 import { isBps, seqOf, walletKey } from './keys.ts'
 import { principalRepaidAtomic } from './rules.ts'
 import type { EngineState } from './state.ts'
@@ -57,7 +58,7 @@ function checkOffers(s: EngineState, addCommitted: (src: SourceRef, amount: bigi
       throw new Error(`invariant: offer ${id} state ${String(snap.value)} disagrees with its lease`)
     }
     if (o.leaseIds.length > s.config.leasesPerOfferMax) throw new Error(`invariant: offer ${id} exceeded leasesPerOfferMax`)
-    addCommitted(o.source, o.amountAtomic)
+    addCommitted(o.source, offerCommitmentAtomic(o))
   }
 }
 
@@ -79,7 +80,7 @@ function checkAdvances(s: EngineState, addCommitted: (src: SourceRef, amount: bi
     }
     // A partial repayment returned principal first: the lender's deployed capital is what is not back yet.
     deployedByLender.set(a.lender, (deployedByLender.get(a.lender) ?? 0n) + a.principalAtomic - principalRepaidAtomic(a))
-    addCommitted(a.source, a.principalAtomic)
+    addCommitted(a.source, advanceCommitmentAtomic(a))
   }
   return deployedByLender
 }

@@ -10,6 +10,7 @@ import { jobKey } from '../chain/ids.ts'
 import { fail, forbidden } from './errors.ts'
 import { ID_PATTERNS } from './ids.ts'
 import { sameAddress } from './keys.ts'
+import { offerCommitmentAtomic } from './capacity.ts'
 import { declineOffer } from './matching.ts'
 import { jobSettlement } from './plans.ts'
 import { isJobId } from './registration.ts'
@@ -150,6 +151,12 @@ export function completeJob(s: EngineState, input: { jobId: string; caller: Addr
   const plan = planned.value
   const completed = send(s, 'job', job, { type: 'COMPLETE', settlement: { network: input.network, txHash: input.txHash }, nowMs })
   if (!completed.accepted) return refused('job', input.jobId, completed)
+  // The job's waiting offers end with it (jobSettlement let no leased one through); the completed job committed
+  // nothing any more, so their capacity is not given back to it.
+  for (const offer of [...s.offers.values()]) {
+    const o = offer.getSnapshot().context
+    if (o.source.kind === 'job' && o.source.id === plan.jobId) declineOffer(s, offer, 'source_closed', nowMs, false)
+  }
   const receipts: RepaymentReceipt[] = []
   for (const item of plan.advances) {
     const advance = s.advances.get(item.advanceId) as AdvanceActor
@@ -186,7 +193,7 @@ export function reclaimJob(s: EngineState, job: JobActor, nowMs: number): { ok: 
     return o.source.kind === 'job' && o.source.id === j.jobId && !offer.getSnapshot().matches('closing')
   })
   // The waiting offers' capacity goes back with the failure itself; a leased one keeps its own until its lease ends.
-  const releasedAtomic = onThisJob.reduce((sum, offer) => (offer.getSnapshot().matches('offered') ? sum + offer.getSnapshot().context.amountAtomic : sum), 0n)
+  const releasedAtomic = onThisJob.reduce((sum, offer) => (offer.getSnapshot().matches('offered') ? sum + offerCommitmentAtomic(offer.getSnapshot().context) : sum), 0n)
   const failed = send(s, 'job', job, { type: 'FAIL', reason: ESCROW_RECLAIMED, releasedAtomic, nowMs })
   if (!failed.accepted) return refused('job', j.jobId, failed)
   const declinedOfferIds: string[] = []
@@ -211,7 +218,7 @@ export function failJob(s: EngineState, input: { jobId: string; reason: string; 
   for (const offer of s.offers.values()) {
     const snap = offer.getSnapshot()
     const o = snap.context
-    if (o.source.kind === 'job' && o.source.id === j.jobId && snap.matches('offered')) releasedAtomic += o.amountAtomic
+    if (o.source.kind === 'job' && o.source.id === j.jobId && snap.matches('offered')) releasedAtomic += offerCommitmentAtomic(o)
   }
   const failed = send(s, 'job', job, { type: 'FAIL', reason: input.reason, releasedAtomic, nowMs })
   if (!failed.accepted) return refused('job', input.jobId, failed)

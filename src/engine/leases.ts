@@ -13,7 +13,8 @@ import type { EngineState, LeaseActor, OfferActor } from './state.ts'
 import type { LeaseView, LenderRecord } from './types.ts'
 import { leaseView } from './views.ts'
 import { withBornFinalHistory } from './history.ts'
-import { releaseCapacity } from './capacity.ts'
+import { offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
+import { offerCreditUntilMs } from './underwriting.ts'
 
 /** A live lease enters its lender's index, dispatch's schedule and its wallet's promised total. */
 export function addLiveLease(s: EngineState, l: LeaseInput): void {
@@ -51,7 +52,9 @@ function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: 
     feeAtomic: fee,
     supplierAddress: o.supplierAddress,
     createdAtMs: nowMs,
-    expiresAtMs: leaseDeadlineBaseMs(s, o.network, nowMs) + s.config.leaseTtlMs,
+    // Never past the offer's credit end (a job's due time less the minimum credit period): a payment after it would
+    // fund an advance due (nearly) at once, which its lender could liquidate before the borrower could repay.
+    expiresAtMs: Math.min(leaseDeadlineBaseMs(s, o.network, nowMs) + s.config.leaseTtlMs, offerCreditUntilMs(s, o)),
   }
 }
 
@@ -108,7 +111,7 @@ export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: num
     cancelLease(s, lease, nowMs)
     expect(s, 'offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
     const o = offer.getSnapshot().context
-    releaseCapacity(s, o.source, o.amountAtomic, nowMs)
+    releaseCapacity(s, o.source, offerCommitmentAtomic(o), nowMs)
     return
   }
   // The schedule says the chain is past the deadline; the lease machine's guard agrees, or this throws.

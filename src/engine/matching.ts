@@ -3,7 +3,7 @@
 import { offerRefusals, type OfferContext } from '../../machines/index.ts'
 import { expect, send, type Refusal } from './actors.ts'
 import { entryFor, MatchingBook } from './book.ts'
-import { releaseCapacity } from './capacity.ts'
+import { offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { networkClockMs } from './dispatch.ts'
 import { bookKey } from './keys.ts'
@@ -97,7 +97,7 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
     refuseAll(s, o, walk.refused, refusedLeases, nowMs)
     return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: false }
   }
-  releaseCapacity(s, o.source, o.amountAtomic, nowMs)
+  releaseCapacity(s, o.source, offerCommitmentAtomic(o), nowMs)
   return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: true }
 }
 
@@ -179,7 +179,7 @@ function walletCovers(s: EngineState, lender: LenderRecord, network: string, ass
 export function expireOffer(s: EngineState, offer: OfferActor, reason: 'stale' | 'leases_exhausted', nowMs: number): void {
   const o = offer.getSnapshot().context
   expect(s, 'offer', offer, { type: 'EXPIRE', reason, chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
-  releaseCapacity(s, o.source, o.amountAtomic, nowMs)
+  releaseCapacity(s, o.source, offerCommitmentAtomic(o), nowMs)
 }
 
 /**
@@ -194,7 +194,7 @@ export function declineOffer(s: EngineState, offer: OfferActor, reason: 'borrowe
   if (snap.matches('closing')) return false
   expect(s, 'offer', offer, { type: 'DECLINE', reason, nowMs })
   if (snap.matches('leased')) return false
-  if (giveBackCapacity) releaseCapacity(s, snap.context.source, snap.context.amountAtomic, nowMs)
+  if (giveBackCapacity) releaseCapacity(s, snap.context.source, offerCommitmentAtomic(snap.context), nowMs)
   return true
 }
 

@@ -79,9 +79,16 @@ function shortfallsOn(s: EngineState, jobId: string): string[] {
 /** What settling the job pays: each open advance in full, then the reserve share; or why it cannot be settled. */
 export function jobSettlement(s: EngineState, job: JobActor): { ok: true; value: JobSettlementPlan } | { ok: false; error: EngineError } {
   const j = job.getSnapshot().context
+  // A waiting offer does not hold the job open: the completion declines it (completeJob), or its borrower could keep
+  // the escrow from repaying the job's lenders by asking again and again. A leased one does, for at most its lease:
+  // its authorization stays payable on chain until the deadline, and a payment under it funds an advance the
+  // settlement must pay.
   for (const offer of s.offers.values()) {
-    const src = offer.getSnapshot().context.source
-    if (src.kind === 'job' && src.id === j.jobId) return fail('conflict', 'job_has_live_offers', 'the job has offers not yet funded or expired')
+    const snap = offer.getSnapshot()
+    const src = snap.context.source
+    if (src.kind === 'job' && src.id === j.jobId && !snap.matches('offered')) {
+      return fail('conflict', 'job_has_leased_offer', `offer ${snap.context.offerId} on the job is leased: complete the job once its lease is paid or over`)
+    }
   }
   const advances: JobSettlementPlan['advances'] = []
   let toLenders = 0n

@@ -1,7 +1,8 @@
 // The engine's state as stored snapshots, and back: every record and live actor listed in a fixed order, and a
 // restart rebuilt from what the store holds.
-import { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
+import { advanceMachine, jobMachine, leaseMachine, offerMachine, type AdvanceContext, type OfferContext, type SourceRef } from '../../machines/index.ts'
 import { countOffer, restoreActor } from './actors.ts'
+import { advanceCommitmentAtomic, offerCommitmentAtomic } from './capacity.ts'
 import { actorRecord } from './changes.ts'
 import { scheduleOffer } from './dispatch.ts'
 import { compareCodeUnits, seqOf } from './keys.ts'
@@ -59,7 +60,9 @@ export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void 
   const byId = (kind: ActorKind) => (kind === 'job'
     ? list(kind).sort((a, b) => compareCodeUnits(a.id, b.id))
     : list(kind).sort((a, b) => seqOf(a.id) - seqOf(b.id)))
-  for (const x of byId('job')) s.jobs.set(x.id, restoreActor(jobMachine, x.record))
+  const committed = commitmentsOf(list('offer'), list('advance'))
+  for (const src of s.sources.values()) src.committedAtomic = committed.get(`backing:${src.sourceId}`) ?? 0n
+  for (const x of byId('job')) s.jobs.set(x.id, restoreActor(jobMachine, withCommitted(x.record, committed.get(`job:${x.id}`) ?? 0n)))
   for (const x of byId('offer')) {
     const offer = restoreActor(offerMachine, x.record)
     s.offers.set(x.id, offer)
@@ -78,6 +81,35 @@ export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void 
     s.advances.set(x.id, advance)
     s.advanceIdByKey.set(advance.getSnapshot().context.advanceKey, x.id)
   }
+}
+
+/**
+ * The capacity each source (`kind:id`) holds, derived from the live offers' and open advances' snapshots as the rules
+ * count it now (capacity.ts: principal and fee). A store written before fees counted holds principal only; its
+ * sources get what the rules say, so that releasing a commitment never takes more than was committed. On any store
+ * written since, the derived amount is the stored one (the invariants check it).
+ */
+function commitmentsOf(offers: StoredSnapshot[], advances: StoredSnapshot[]): Map<string, bigint> {
+  const committed = new Map<string, bigint>()
+  const add = (src: SourceRef, amountAtomic: bigint): void => {
+    const key = `${src.kind}:${src.id}`
+    committed.set(key, (committed.get(key) ?? 0n) + amountAtomic)
+  }
+  for (const x of offers) {
+    const o = (x.record as { context: Pick<OfferContext, 'source' | 'amountAtomic' | 'maximumFeeAtomic'> }).context
+    add(o.source, offerCommitmentAtomic(o))
+  }
+  for (const x of advances) {
+    const a = (x.record as { context: Pick<AdvanceContext, 'source' | 'principalAtomic' | 'feeAtomic' | 'recovery'> }).context
+    // A liquidated advance (in shortfall) gave its commitment back at its liquidation.
+    if (a.recovery === null) add(a.source, advanceCommitmentAtomic(a))
+  }
+  return committed
+}
+
+function withCommitted(record: unknown, committedAtomic: bigint): unknown {
+  const persisted = record as { context: object }
+  return { ...persisted, context: { ...persisted.context, committedAtomic } }
 }
 
 function restoreRecords(s: EngineState, list: (kind: Change['kind']) => StoredSnapshot[]): void {

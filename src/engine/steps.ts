@@ -36,11 +36,11 @@ export const ENGINE_PATHS: readonly EnginePath[] = [
   },
   { command: 'matchOffer', when: 'no lender and the offer is stale', steps: [step('offer', 'EXPIRE'), step('job', 'RELEASE')], records: ['source'] },
   {
-    command: 'recordSupplierPayment', when: 'the leased lender paid the supplier',
-    steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED')], records: ['lender'],
+    command: 'recordSupplierPayment', when: 'the leased lender paid the supplier (the maximum fee not charged goes back to the source)',
+    steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED'), step('job', 'RELEASE')], records: ['lender', 'source'],
   },
   { command: 'repayAdvance', when: 'a Repaid transaction is reported', steps: [step('advance', 'REPAY'), step('job', 'ADVANCE_CLOSED')], records: ['lender', 'borrower', 'reserve', 'source'] },
-  { command: 'completeJob', when: 'the job is settled on chain', steps: [step('job', 'COMPLETE'), step('advance', 'REPAY')], records: ['lender', 'borrower', 'reserve'] },
+  { command: 'completeJob', when: 'the job is settled on chain (its waiting offers are declined)', steps: [step('job', 'COMPLETE'), step('advance', 'REPAY'), step('offer', 'DECLINE')], records: ['lender', 'borrower', 'reserve'] },
   {
     command: 'failJob', when: 'the job failed: the borrower is suspended, its offers withdrawn (a leased one is closing)',
     steps: [step('job', 'FAIL'), step('offer', 'DECLINE'), step('job', 'RELEASE'), step('advance', 'DEFAULT')],
@@ -48,8 +48,8 @@ export const ENGINE_PATHS: readonly EnginePath[] = [
   },
   { command: 'liquidate', when: 'a defaulted or past-due advance is recovered', steps: [step('advance', 'LIQUIDATE'), step('job', 'ADVANCE_CLOSED')], records: ['lender', 'borrower', 'reserve', 'source'] },
   {
-    command: 'observeChain', when: 'the follower saw the SupplierPaid of a leased offer',
-    steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED')], records: ['lender'],
+    command: 'observeChain', when: 'the follower saw the SupplierPaid of a leased offer (the maximum fee not charged goes back to the source)',
+    steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED'), step('job', 'RELEASE')], records: ['lender', 'source'],
   },
   { command: 'observeChain', when: 'the follower saw a CollateralPosted of a live job (reported or not)', steps: [step('job', 'COLLATERAL_POSTED')], records: [] },
   { command: 'observeChain', when: 'the chain is observed past a lease\'s deadline, unpaid', steps: [step('lease', 'TIME_OUT'), step('offer', 'LEASE_ENDED')], records: ['lender'] },

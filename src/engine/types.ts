@@ -232,7 +232,7 @@ export interface CreditRequestInput {
 
 export interface DeclineReason {
   code:
-    | 'borrower_suspended' | 'source_not_owned' | 'client_is_borrower' | 'source_closed' | 'source_attestation_expired' | 'job_past_due' | 'asset_mismatch' | 'over_capacity'
+    | 'borrower_suspended' | 'source_not_owned' | 'client_is_borrower' | 'source_closed' | 'source_attestation_expired' | 'job_past_due' | 'job_due_too_soon' | 'asset_mismatch' | 'over_capacity'
     | 'supplier_unknown' | 'supplier_address_unverified' | 'supplier_not_allowed'
   message: string
 }

@@ -1,8 +1,8 @@
 // Underwriting of a credit request: the reasons to decline, the source's remaining capacity, the risk band, and
 // the offer an approval opens.
-import { jobMachine, offerMachine, statesTaking, type OfferInput, type SourceRef } from '../../machines/index.ts'
+import { jobMachine, offerMachine, statesTaking, type OfferContext, type OfferInput, type SourceRef } from '../../machines/index.ts'
 import { countOffer, startActor } from './actors.ts'
-import { commitCapacity } from './capacity.ts'
+import { commitCapacity, offerCommitmentAtomic } from './capacity.ts'
 import { touch } from './changes.ts'
 import { networkClockMs, scheduleOffer } from './dispatch.ts'
 import { ID_PREFIXES } from './ids.ts'
@@ -23,6 +23,11 @@ interface SourceTerms {
   valueAtomic: bigint
   durationSeconds: number
   dueAtMs: number
+  /**
+   * When the source stops taking new credit (creditUntilMs): the advance's due time less the minimum credit period,
+   * or a backing source's attestation expiry if that comes first.
+   */
+  creditUntilMs: number
 }
 
 /** The decision on a request whose source exists: declined when `reasons` is not empty. */
@@ -43,15 +48,17 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
   reasons.push(...supplier.reasons)
   const terms = job ? jobTerms(input, job, reasons, s, nowMs) : backingTerms(input, backing as SourceRecord, reasons, s, nowMs)
   if (terms.capacityAtomic < 0n) terms.capacityAtomic = 0n
-  if (input.amountAtomic > terms.capacityAtomic) {
-    reasons.push({ code: 'over_capacity', message: `amount exceeds the source's remaining capacity of ${terms.capacityAtomic}` })
+  // On a job the fee counts with the principal (capacity.ts): what the advance can come to owe must fit in what the
+  // job's settlement can pay.
+  if (offerCommitmentAtomic({ ...input, source: terms.source }) > terms.capacityAtomic) {
+    reasons.push({ code: 'over_capacity', message: `the request exceeds the source's remaining capacity of ${terms.capacityAtomic}` })
   }
   const coverage = coverageBps(terms.valueAtomic, 0n, input.amountAtomic)
   const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, s.config)
   // Field by field: a spread of the terms that adds the decision's keys takes V8's slow path (see views.ts).
   return {
     source: terms.source, capacityAtomic: terms.capacityAtomic, valueAtomic: terms.valueAtomic, durationSeconds: terms.durationSeconds,
-    dueAtMs: terms.dueAtMs, reasons, coverageBps: coverage, riskBand: band, supplierAddress: supplier.address,
+    dueAtMs: terms.dueAtMs, creditUntilMs: terms.creditUntilMs, reasons, coverageBps: coverage, riskBand: band, supplierAddress: supplier.address,
   }
 }
 
@@ -66,6 +73,9 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
   if (sameAddress(ctx.client, input.agent)) reasons.push({ code: 'client_is_borrower', message: 'the job\'s client is the borrower: a receivable is owed by someone else' })
   if (!JOB_OPEN_STATES.has(String(snap.value))) reasons.push({ code: 'source_closed', message: `the job is ${String(snap.value)}` })
   if (nowMs >= ctx.dueAtMs) reasons.push({ code: 'job_past_due', message: 'the job is past its due time' })
+  else if (nowMs >= creditUntilMs(s, ctx.dueAtMs, undefined)) {
+    reasons.push({ code: 'job_due_too_soon', message: `the job is due within the minimum credit period of ${s.config.creditPeriodMinMs / 1000} s` })
+  }
   if (ctx.network !== input.network || ctx.asset !== input.asset) {
     reasons.push({ code: 'asset_mismatch', message: `the job pays ${ctx.asset} on ${ctx.network}` })
   }
@@ -77,6 +87,7 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
     valueAtomic: revenueLeft + collateralLeft,
     durationSeconds: Math.max(1, Math.ceil((ctx.dueAtMs - nowMs) / 1000)),
     dueAtMs: ctx.dueAtMs,
+    creditUntilMs: creditUntilMs(s, ctx.dueAtMs, undefined),
   }
 }
 
@@ -89,13 +100,33 @@ function backingTerms(input: CreditRequestInput, src: SourceRecord, reasons: Dec
   }
   const hardLeft = src.liquidationValueAtomic - src.backingUsedAtomic
   const durationSeconds = s.config.backingDurationSecondsDefault
+  const dueAtMs = nowMs + durationSeconds * 1000
   return {
     source: { kind: 'backing', id: src.sourceId },
     capacityAtomic: minBig(applyBps(src.valueAtomic, src.advanceRateBps), hardLeft) - src.committedAtomic,
     valueAtomic: src.valueAtomic,
     durationSeconds,
-    dueAtMs: nowMs + durationSeconds * 1000,
+    dueAtMs,
+    creditUntilMs: creditUntilMs(s, dueAtMs, src.validUntilMs ?? nowMs),
   }
+}
+
+/**
+ * The last moment a lender may pay for an advance due at `dueAtMs`: the borrower keeps at least the minimum credit
+ * period to repay (a payment just before the due time would make an advance its lender liquidates a moment later,
+ * a default on credit the borrower never had time to use); on a backing source also the attestation's expiry
+ * (`validUntilMs`), past which nobody vouches for the valuation.
+ */
+function creditUntilMs(s: EngineState, dueAtMs: number, validUntilMs: number | undefined): number {
+  const untilMs = dueAtMs - s.config.creditPeriodMinMs
+  return validUntilMs === undefined ? untilMs : Math.min(untilMs, validUntilMs)
+}
+
+/** When an offer's source stops taking its credit (creditUntilMs): a lease's deadline is never later. */
+export function offerCreditUntilMs(s: EngineState, o: OfferContext): number {
+  // An offer's due time is its source's (a job's due time, or its backing advance's term from the offer's creation).
+  if (o.source.kind === 'job') return creditUntilMs(s, o.dueAtMs, undefined)
+  return creditUntilMs(s, o.dueAtMs, s.sources.get(o.source.id)?.validUntilMs ?? o.createdAtMs)
 }
 
 /** An approved request opens an offer, waiting for a lender, and commits its amount of the source's capacity. */
@@ -122,10 +153,11 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
     dueAtMs: decision.dueAtMs,
     createdAtMs: nowMs,
     // On the network's chain time (dispatch.ts networkClockMs), as leases: an outage of the chain pauses the TTL.
-    // Never past the job's due time (counted as the time left on the service clock, which judges due times): a lease
-    // granted after it would fund an advance already due, which the lender would pay for and the borrower would owe
-    // at once.
-    expiresAtMs: networkClockMs(s, input.network, nowMs) + Math.min(s.config.offerTtlMs, Math.max(0, decision.dueAtMs - nowMs)),
+    // Never past the time the source stops taking credit (counted as the time left on the service clock, which judges
+    // due times and attestation expiries): a lease granted after a job's due time would fund an advance already due,
+    // which the lender would pay for and the borrower would owe at once; one granted after a backing source's
+    // attestation expired would lend against a valuation nobody vouches for any more.
+    expiresAtMs: networkClockMs(s, input.network, nowMs) + Math.min(s.config.offerTtlMs, Math.max(0, decision.creditUntilMs - nowMs)),
   }
   const offer = startActor(offerMachine, offerInput)
   s.offers.set(offerInput.offerId, offer)
@@ -134,6 +166,6 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
   scheduleOffer(s, offer.getSnapshot())
   touch(s, 'offer', offerInput.offerId)
   touch(s, 'meta', 'engine')
-  commitCapacity(s, decision.source, input.amountAtomic, nowMs)
+  commitCapacity(s, decision.source, offerCommitmentAtomic(offerInput), nowMs)
   return offerView(offer.getSnapshot())
 }

@@ -1,16 +1,18 @@
 // The x402 facilitators this service runs itself: one official `x402Facilitator` (@x402/core) per configured network
-// that has `x402SelfFacilitate: true` and an operator key, with the exact EVM scheme (@x402/evm) registered for
-// exactly that network, so that `/supported` lists exactly what is served. The operator account pays the gas of
-// settlements; it shares viem's process-wide `nonceManager` with every other operator send of the service, so
-// parallel settlements and credit transactions never reuse a nonce.
+// that has `x402SelfFacilitate: true` and a facilitator key, with the exact EVM scheme (@x402/evm) registered for
+// exactly that network, so that `/supported` lists exactly what is served. Anyone may call it, so its settlements are
+// sent from their own account (facilitatorPrivateKey), never the operator's: a stranger's settlements spend only the
+// facilitator's gas and never queue behind the operator's nonce (completions, failures, liquidations). viem's
+// nonceManager counts its nonces, so parallel settlements never reuse one. Nor does it settle a payment that moves
+// nothing (zero value, or from the payer to itself): gas spent for nobody.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { x402Facilitator } from '@x402/core/facilitator'
 import { PaymentPayloadV2Schema, PaymentRequirementsV2Schema } from '@x402/core/schemas'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import { publicActions, type Address } from 'viem'
-import { createNetworkClients } from '../chain/clients.ts'
+import { publicActions, type Address, type Hex } from 'viem'
+import { senderWallet } from '../chain/clients.ts'
 import type { NetworkConfig } from '../chain/config.ts'
 import type { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from './schemas.ts'
 
@@ -25,7 +27,7 @@ export const MESSAGE_CHARS_MAX = 512
 
 /** True when this service runs the facilitator of `network` (the routes and the advertised URL agree on it). */
 export function isSelfFacilitated(network: NetworkConfig): boolean {
-  return network.x402SelfFacilitate && network.operatorPrivateKey !== undefined
+  return network.x402SelfFacilitate && network.facilitatorPrivateKey !== undefined
 }
 
 /** The request names a version, scheme or network this facilitator does not serve. */
@@ -98,15 +100,15 @@ type CallObservation = { transportFailure: unknown }
  */
 export class NetworkFacilitator {
   readonly network: NetworkConfig
-  readonly operator: Address
+  /** The account that sends settlements (never the operator's). */
+  readonly sender: Address
   private readonly facilitator: x402Facilitator
   private readonly observations = new AsyncLocalStorage<CallObservation>()
 
   constructor(network: NetworkConfig, options: NetworkFacilitatorOptions = {}) {
-    if (!isSelfFacilitated(network)) throw new Error(`network ${network.slug}: x402SelfFacilitate and an operator key are both needed`)
-    const { operator } = createNetworkClients(network)
-    if (operator === undefined) throw new Error(`network ${network.slug}: no operator wallet`)
-    const client = operator.walletClient.extend(publicActions)
+    if (!isSelfFacilitated(network)) throw new Error(`network ${network.slug}: x402SelfFacilitate and a facilitator key are both needed`)
+    const wallet = senderWallet(network, network.facilitatorPrivateKey as Hex)
+    const client = wallet.walletClient.extend(publicActions)
     const pollingInterval = network.pollingIntervalMs
     // The scheme swallows some RPC failures into business answers (a failed getCode reads as "invalid signature"):
     // every chain call notes a transport failure in the current call's observation, so `call` can tell.
@@ -119,7 +121,7 @@ export class NetworkFacilitator {
     // Each method is wrapped: the viem client's overloads do not match the signer's narrower signatures.
     const signer = toFacilitatorEvmSigner(
       {
-        address: operator.account.address,
+        address: wallet.account.address,
         readContract: (args) => observe(client.readContract(args as never)),
         verifyTypedData: (args) => observe(client.verifyTypedData(args as never)),
         writeContract: (args) => observe(client.writeContract(args as never)),
@@ -130,7 +132,7 @@ export class NetworkFacilitator {
       { confirmationTimeoutMs: options.confirmationTimeoutMs ?? CONFIRMATION_TIMEOUT_MS_DEFAULT },
     )
     this.network = network
-    this.operator = operator.account.address
+    this.sender = wallet.account.address
     this.facilitator = new x402Facilitator().register(network.caip2, new ExactEvmScheme(signer))
   }
 
@@ -145,6 +147,8 @@ export class NetworkFacilitator {
 
   async verify(request: FacilitatorRequest): Promise<VerifyResponse> {
     const { payload, requirements } = this.admit(request)
+    const pointless = pointlessPayment(payload, requirements)
+    if (pointless !== undefined) return pick({ isValid: false, invalidReason: pointless.reason, invalidMessage: pointless.message, payer: pointless.payer })
     const result = await this.call(() => this.facilitator.verify(payload, requirements), (r) => !r.isValid)
     return pick({
       isValid: result.isValid,
@@ -159,6 +163,10 @@ export class NetworkFacilitator {
 
   async settle(request: FacilitatorRequest): Promise<SettleResponse> {
     const { payload, requirements } = this.admit(request)
+    const pointless = pointlessPayment(payload, requirements)
+    if (pointless !== undefined) {
+      return pick({ success: false, errorReason: pointless.reason, errorMessage: pointless.message, payer: pointless.payer, transaction: '', network: requirements.network })
+    }
     // A failure after broadcast keeps its transaction hash (settlement_pending): that answer stands, and a retry
     // of the same settle reconciles against the hash instead of sending again.
     const result = await this.call(
@@ -244,6 +252,20 @@ export class NetworkFacilitator {
     const summary = (message.split(/\r?\n\s*\r?\n/, 1)[0] ?? '').split(this.network.rpcUrl).join('<rpc>').trim()
     return summary.length > MESSAGE_CHARS_MAX ? `${summary.slice(0, MESSAGE_CHARS_MAX - 3)}...` : summary
   }
+}
+
+/** Refusal codes of a payment that would move nothing: settling it would spend the facilitator's gas for nobody. */
+export const POINTLESS_PAYMENT_REASONS = { zeroValue: 'invalid_payment_zero_value', payerIsPayee: 'invalid_payment_payer_is_payee' } as const
+
+/** Why a payment moves nothing (a zero amount, or a payer paying itself), if it does not. */
+function pointlessPayment(payload: PaymentPayload, requirements: PaymentRequirements): { reason: string; message: string; payer: string | undefined } | undefined {
+  const inner = payload.payload as { authorization?: { from?: string }; permit2Authorization?: { from?: string } }
+  const payer = inner.authorization?.from ?? inner.permit2Authorization?.from
+  if (BigInt(requirements.amount) === 0n) return { reason: POINTLESS_PAYMENT_REASONS.zeroValue, message: 'A payment of 0 moves nothing: not settled here.', payer }
+  if (payer !== undefined && payer.toLowerCase() === requirements.payTo.toLowerCase()) {
+    return { reason: POINTLESS_PAYMENT_REASONS.payerIsPayee, message: 'The payer pays itself: not settled here.', payer }
+  }
+  return undefined
 }
 
 /** Requirements with `extra` always an object, as the facilitator's type has it (the protocol allows it absent). */

@@ -63,7 +63,7 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
       operationId: `x402Supported_${suffix}`,
       callers: 'public',
       summary: `x402 facilitator for ${slug}: payment kinds served`,
-      description: `Lists exactly what this facilitator verifies and settles: x402 version 2, scheme exact, network ${caip2}, and the operator address that submits settlements.`,
+      description: `Lists exactly what this facilitator verifies and settles: x402 version 2, scheme exact, network ${caip2}, and the address that submits settlements (the facilitator key, never the service's operator).`,
       tags: TAGS,
       auth: 'none',
       responses: { 200: { description: 'The payment kinds served', schema: SupportedResponse } },
@@ -95,8 +95,8 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
       callers: 'public',
       summary: `x402 facilitator for ${slug}: settle a payment`,
       description:
-        'Verifies the payment again, then submits transferWithAuthorization (or the Permit2 transfer) from the operator account and waits for the receipt. ' +
-        'A refused or failed settlement (e.g. an authorization already used) is a 200 with success false and an x402 errorReason.',
+        'Verifies the payment again, then submits transferWithAuthorization (or the Permit2 transfer) from the facilitator account (never the service\'s operator) and waits for the receipt. ' +
+        'A refused or failed settlement (e.g. an authorization already used; a payment of 0, invalid_payment_zero_value, or from the payer to itself, invalid_payment_payer_is_payee, sends nothing) is a 200 with success false and an x402 errorReason.',
       tags: TAGS,
       auth: 'none',
       body: FacilitatorRequest,

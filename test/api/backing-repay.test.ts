@@ -144,8 +144,8 @@ t.test('collateral on a job: 201 with a proof; a replay answers the same positio
   t.match(replay.body, { amountAtomic: usdc(100).toString(), totalCollateralAtomic: usdc(100).toString() }, 'the same proof twice: counted once')
   expectDocumented(t, doc, 'post', '/credit/jobs/{jobId}/collateral', replay)
 
-  // Capacity = receivable x 80% + collateral: 900 is within it only thanks to the collateral.
-  const decision = await jobBorrower.post('/credit/request', creditRequest(h, owner.address, 'job_coll_1', usdc(900), usdc(50)))
+  // Capacity = receivable x 80% + collateral: 850 and its maximum fee of 50 are within it only thanks to the collateral.
+  const decision = await jobBorrower.post('/credit/request', creditRequest(h, owner.address, 'job_coll_1', usdc(850), usdc(50)))
   t.equal(decision.body.decision, 'approved', JSON.stringify(decision.body.reasons))
   t.equal(decision.body.capacityAtomic, usdc(900).toString())
   const over = await jobBorrower.post('/credit/request', creditRequest(h, owner.address, 'job_coll_2', usdc(900), usdc(50)))

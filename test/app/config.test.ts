@@ -44,6 +44,7 @@ t.test('a networks file whose network has no lease signer key is refused at star
     tokens: [{ symbol: 'USDC', address: contract(0n), decimals: 6, eip712Name: 'USD Coin', eip712Version: '2' }],
     x402SelfFacilitate: false, confirmations: 1, pollingIntervalMs: 50,
     operatorKeyEnv: undefined, operatorPrivateKey: undefined, leaseSignerKeyEnv: undefined, leaseSignerPrivateKey: undefined,
+    facilitatorKeyEnv: undefined, facilitatorPrivateKey: undefined,
   }
   const file = join(dir, 'networks.json')
   writeFileSync(file, JSON.stringify(toNetworksFile([network])))

@@ -66,6 +66,8 @@ t.test('a valid file loads, with checksummed addresses, defaults and the key fro
     operatorPrivateKey: operatorKey,
     leaseSignerKeyEnv: undefined,
     leaseSignerPrivateKey: undefined,
+    facilitatorKeyEnv: undefined,
+    facilitatorPrivateKey: undefined,
   } satisfies NetworkConfig)
   const readOnly = parseNetworksConfig({ networks: [entry({ operatorKeyEnv: undefined })] }, {})
   t.equal(readOnly[0]?.operatorPrivateKey, undefined, 'without operatorKeyEnv the network is read-only')

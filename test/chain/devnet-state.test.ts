@@ -218,6 +218,7 @@ t.test('SIGKILL of the process group (service + anvils), then a restart finds th
     identityRegistry: running.creditContract, reputationRegistry: running.creditContract, multicall3: '0xcA11bde05977b3631167028862bE2a173976CA11',
     tokens: [{ symbol: 'USDC', address: running.token, decimals: 6, eip712Name: 'USD Coin', eip712Version: '2' }],
     x402SelfFacilitate: false, confirmations: 1, pollingIntervalMs: 50, operatorKeyEnv: undefined, operatorPrivateKey: undefined, leaseSignerKeyEnv: undefined, leaseSignerPrivateKey: undefined,
+    facilitatorKeyEnv: undefined, facilitatorPrivateKey: undefined,
   }
   const jobClient = privateKeyToAccount(accounts.jobClient.privateKey)
   const borrower = privateKeyToAccount(accounts.borrower.privateKey)

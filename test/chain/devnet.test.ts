@@ -106,7 +106,7 @@ t.test('devnet', async (t) => {
     const loaded = loadNetworksConfig(configPath, {})
     t.strictSame(
       loaded,
-      devnet.networks.map((n) => ({ ...n, operatorPrivateKey: undefined, leaseSignerPrivateKey: undefined })),
+      devnet.networks.map((n) => ({ ...n, operatorPrivateKey: undefined, leaseSignerPrivateKey: undefined, facilitatorPrivateKey: undefined })),
       'same NetworkConfig values, without the keys (never written to a file)',
     )
     for (const network of devnet.networks) {

@@ -2,7 +2,7 @@
 import t from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import type { Change } from '../../src/engine/index.ts'
-import { BORROWER, CLIENT, FakeWallets, NET, T0, applyChanges, canonical, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, repaidFact, seedSuppliers, unwrap } from './fixtures/world.ts'
+import { BORROWER, CLIENT, FakeWallets, NET, T0, applyChanges, canonical, createJob, fundAdvance, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, repaidFact, seedSuppliers, unwrap } from './fixtures/world.ts'
 
 t.test('repay in full: liquidity, fees, reserve and reputation follow', async (t) => {
   const { engine } = newEngine()
@@ -108,20 +108,30 @@ t.test('complete a job: plan, then record the settlement transaction', async (t)
   unwrap(engine.registerLender(lenderInput(3, { minFeeBps: 50, availableLiquidityAtomic: 2000n }), T0))
   const a2 = fundAdvance(engine, { repaymentSource: 'job_1', amountAtomic: 2000n }, T0, 2)
   t.equal(engine.getJob('job_1')?.state, 'active')
+  // A waiting offer does not hold the job open: the completion declines it.
   const pending = offerFor(engine, { repaymentSource: 'job_1', amountAtomic: 10n })
-  t.match(engine.planJobSettlement({ jobId: 'job_1', caller: CLIENT }), { ok: false, error: { code: 'job_has_live_offers' } })
-  unwrap(engine.dispatch(T0 + 10 * 60_000)) // the live lease times out and the offer goes stale
-  unwrap(engine.dispatch(T0 + 20 * 60_000))
-  t.equal(engine.getOffer(pending), undefined)
   const plan = unwrap(engine.planJobSettlement({ jobId: 'job_1', caller: CLIENT }))
   t.same(plan.advances.map((a) => [a.advanceId, a.amountAtomic, a.reserveAmountAtomic]), [[a1, 3000n + 30n - 3n, 3n], [a2, 2000n + 10n - 1n, 1n]])
   t.equal(plan.toLendersAtomic, 5036n)
   t.equal(plan.toReserveAtomic, 4n)
   t.equal(plan.toBorrowerAtomic, 10_000n - 5040n)
-  const result = engine.completeJob({ jobId: 'job_1', caller: CLIENT, network: NET, txHash: hash(60) }, T0 + 20 * 60_000 + 1)
+  const result = engine.completeJob({ jobId: 'job_1', caller: CLIENT, network: NET, txHash: hash(60) }, T0 + 1)
   unwrap(result)
-  t.same(result.ok && result.changes.filter((c) => c.final).map((c) => `${c.kind}:${c.id}`).sort(), [`advance:${a1}`, `advance:${a2}`, 'job:job_1'])
+  t.same(result.ok && result.changes.filter((c) => c.final).map((c) => `${c.kind}:${c.id}`).sort(), [`advance:${a1}`, `advance:${a2}`, 'job:job_1', `offer:${pending}`].sort())
   t.equal(engine.getJob('job_1'), undefined)
+  t.equal(engine.getOffer(pending), undefined, 'the waiting offer ended with the job')
+  engine.checkInvariants()
+})
+
+t.test('a leased offer holds its job\'s completion until its lease is paid or over: its authorization is payable on chain', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  createJob(engine, 'job_1', 10_000n)
+  const leased = offerFor(engine, { repaymentSource: 'job_1', amountAtomic: 10n })
+  t.not(matchedLender(engine, leased), null)
+  t.match(engine.planJobSettlement({ jobId: 'job_1', caller: CLIENT }), { ok: false, error: { code: 'job_has_leased_offer' } })
+  t.match(engine.completeJob({ jobId: 'job_1', caller: CLIENT, network: NET, txHash: hash(60) }, T0 + 1), { ok: false, error: { code: 'job_has_leased_offer' } })
+  t.equal(engine.getJob('job_1')?.state, 'funded')
   engine.checkInvariants()
 })
 

@@ -46,8 +46,8 @@ t.test('a stale offer is not leased even with lenders waiting: the offer machine
 t.test('failing a job releases its waiting offers\' capacity in the job\'s final record', async (t) => {
   const { engine } = newEngine()
   createJob(engine, 'job_1', 10_000n)
-  offerFor(engine, { repaymentSource: 'job_1', amountAtomic: 700n })
-  t.equal(engine.getJob('job_1')?.committedAtomic, 700n)
+  offerFor(engine, { repaymentSource: 'job_1', amountAtomic: 700n, maximumFeeAtomic: 100n })
+  t.equal(engine.getJob('job_1')?.committedAtomic, 800n, 'the amount and its maximum fee')
   const failed = engine.failJob({ jobId: 'job_1', reason: 'gone', caller: CLIENT }, T0 + 1)
   const record = failed.ok ? failed.changes.find((c) => c.kind === 'job' && c.final)?.record : undefined
   t.match(record, { value: 'failed', context: { committedAtomic: 0n, failureReason: 'gone' } })

@@ -66,6 +66,7 @@ t.test('every engine path the system map declares is what the engine does', asyn
   const onJob = fundAdvance(engine, { repaymentSource: 'job_a' }, T0, 2)
   unwrap(engine.repayAdvance(repaidFact(engine, onJob, hash(3)), T0))
   fundAdvance(engine, { repaymentSource: 'job_a' }, T0, 3)
+  offerFor(engine, { repaymentSource: 'job_a' }) // a waiting offer, declined by the completion
   unwrap(engine.completeJob({ jobId: 'job_a', caller: CLIENT, network: 'net-a', txHash: hash(4) }, T0))
 
   // A lease that times out, the offer rematched by dispatch; then an offer nobody takes goes stale.

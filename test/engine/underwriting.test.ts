@@ -4,16 +4,16 @@ import { BORROWER, CLIENT, NET, T0, addr, createJob, creditRequest, fundAdvance,
 
 t.test('over capacity is declined with a reason and changes nothing', async (t) => {
   const { engine } = newEngine()
-  createJob(engine, 'job_1', 10_000n) // capacity 8000
-  const declined = engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 8001n }), T0)
+  createJob(engine, 'job_1', 10_000n) // capacity 8000, for the amount and its maximum fee (100)
+  const declined = engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 7901n }), T0)
   const d = unwrap(declined)
   t.equal(d.decision, 'declined')
   t.same(d.reasons.map((r) => r.code), ['over_capacity'])
   t.equal(d.capacityAtomic, 8000n)
   t.equal(d.offer, null)
   t.same(declined.ok && declined.changes, [], 'a declined decision changes nothing')
-  const ok = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 8000n }), T0))
-  t.equal(ok.decision, 'approved', 'exactly at capacity is approved')
+  const ok = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 7900n }), T0))
+  t.equal(ok.decision, 'approved', 'amount and maximum fee exactly at capacity is approved')
   const next = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1n }), T0))
   t.same(next.reasons.map((r) => r.code), ['over_capacity'], 'a live offer uses capacity')
 })
@@ -33,7 +33,7 @@ t.test('collateral adds to a job capacity', async (t) => {
   t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1300n }), T0)).decision, 'declined')
   const pos = unwrap(engine.postCollateral({ jobId: 'job_1', caller: BORROWER, borrower: BORROWER, amountAtomic: 500n, proof: { network: NET, txHash: hash(2), logIndex: 0 } }, T0))
   t.equal(pos.totalCollateralAtomic, 500n)
-  t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1300n }), T0)).decision, 'approved')
+  t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1200n }), T0)).decision, 'approved', '800 + 500 = 1,300 of capacity: 1,200 and its maximum fee of 100')
   t.match(engine.postCollateral({ jobId: 'job_1', caller: BORROWER, borrower: CLIENT, amountAtomic: 1n, proof: { network: NET, txHash: hash(3), logIndex: 0 } }, T0), { ok: false, error: { code: 'not_job_borrower', class: 'forbidden' } })
 })
 
@@ -54,26 +54,33 @@ t.test('a suspended borrower is declined', async (t) => {
   engine.checkInvariants()
 })
 
-t.test('the source must belong to the borrower; a job past due or on another asset is declined', async (t) => {
+t.test('the source must belong to the borrower; a job past due, due within the minimum credit period or on another asset is declined', async (t) => {
   const { engine } = newEngine()
-  createJob(engine, 'job_1', 10_000n, T0 + 60_000)
+  const creditMinMs = engine.config.creditPeriodMinMs
+  const dueAtMs = T0 + creditMinMs + 60_000
+  createJob(engine, 'job_1', 10_000n, dueAtMs)
   const other = addr(0xabc)
   t.same(unwrap(engine.requestCredit(creditRequest({ agent: other, repaymentSource: 'job_1' }), T0)).reasons.map((r) => r.code), ['source_not_owned'])
-  t.same(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0 + 60_000)).reasons.map((r) => r.code), ['job_past_due'])
+  t.same(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), dueAtMs)).reasons.map((r) => r.code), ['job_past_due'])
+  t.same(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), dueAtMs - creditMinMs)).reasons.map((r) => r.code), ['job_due_too_soon'])
   t.same(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', asset: 'DAI' }), T0)).reasons.map((r) => r.code), ['asset_mismatch'])
   const approved = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0 + 30_000))
-  t.equal(approved.durationSeconds, 30, 'a job advance runs until the job is due')
-  t.equal(approved.offer?.dueAtMs, T0 + 60_000)
+  t.equal(approved.durationSeconds, (dueAtMs - T0 - 30_000) / 1000, 'a job advance runs until the job is due')
+  t.equal(approved.offer?.dueAtMs, dueAtMs)
 })
 
-t.test('an offer expires at its job\'s due time when that comes before its TTL: it is never leased past it', async (t) => {
+t.test('an offer expires at its job\'s credit end (due time less the minimum credit period) when that comes before its TTL: it is never leased past it, nor is its lease payable past it', async (t) => {
   const { engine } = newEngine()
   unwrap(engine.registerLender(lenderInput(1), T0))
-  createJob(engine, 'job_1', 10_000n, T0 + 4_000)
+  const creditEndMs = T0 + 4_000
+  createJob(engine, 'job_1', 10_000n, creditEndMs + engine.config.creditPeriodMinMs)
   const offer = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0)).offer!
-  t.equal(offer.expiresAtMs, T0 + 4_000, 'due in 4 s: the offer is open 4 s, not its TTL')
-  const late = unwrap(engine.matchOffer({ offerId: offer.offerId, caller: BORROWER }, T0 + 4_000))
-  t.equal(late.lease, null, 'no lease at the due time')
+  t.equal(offer.expiresAtMs, creditEndMs, 'credit end in 4 s: the offer is open 4 s, not its TTL')
+  const leased = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0)).offer!
+  const lease = unwrap(engine.matchOffer({ offerId: leased.offerId, caller: BORROWER }, T0 + 1_000)).lease
+  t.equal(lease?.expiresAtMs, creditEndMs, 'a lease granted 3 s before the credit end lasts 3 s, not its TTL')
+  const late = unwrap(engine.matchOffer({ offerId: offer.offerId, caller: BORROWER }, creditEndMs))
+  t.equal(late.lease, null, 'no lease at the credit end')
   t.equal(late.offerExpired, true)
   t.equal(late.offer.endReason, 'stale')
   createJob(engine, 'job_2', 10_000n, T0 + 3_600_000)

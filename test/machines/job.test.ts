@@ -12,8 +12,8 @@ const input: JobInput = {
 }
 const settlement = { network: 'net-a', txHash: `0x${'2'.padStart(64, '0')}` } as const
 const opened = (advanceId: string): JobEvent => ({ type: 'ADVANCE_OPENED', advanceId, nowMs: T0 })
-const closed = (advanceId: string, principalAtomic = 100n): JobEvent => ({
-  type: 'ADVANCE_CLOSED', advanceId, principalAtomic, revenueUsedAtomic: 10n, collateralUsedAtomic: 5n, nowMs: T0,
+const closed = (advanceId: string, committedAtomic = 100n): JobEvent => ({
+  type: 'ADVANCE_CLOSED', advanceId, committedAtomic, revenueUsedAtomic: 10n, collateralUsedAtomic: 5n, nowMs: T0,
 })
 
 const funded = start(jobMachine, input)

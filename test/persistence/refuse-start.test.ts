@@ -31,6 +31,7 @@ const network: NetworkConfig = {
   pollingIntervalMs: 50,
   operatorKeyEnv: undefined,
   operatorPrivateKey: undefined, leaseSignerKeyEnv: undefined, leaseSignerPrivateKey: undefined,
+  facilitatorKeyEnv: undefined, facilitatorPrivateKey: undefined,
 }
 const files = writeServiceFiles(accounts, [network])
 t.teardown(() => {

@@ -57,8 +57,8 @@ t.test('routes: three per self-facilitated network, none for the others, a valid
   )
   const result = await new Validator().validate(document)
   t.equal(result.valid, true, JSON.stringify(result.errors))
-  const withoutKey = devnet.networks.map((n) => ({ ...n, operatorPrivateKey: undefined }))
-  t.strictSame(x402Routes(withoutKey), [], 'no operator key, no facilitator')
+  const withoutKey = devnet.networks.map((n) => ({ ...n, facilitatorPrivateKey: undefined }))
+  t.strictSame(x402Routes(withoutKey), [], 'no facilitator key, no facilitator (the operator key never stands in)')
   t.throws(() => new NetworkFacilitator(networkA), /x402SelfFacilitate/, 'a network not self-facilitated gets no facilitator')
 })
 
@@ -66,7 +66,8 @@ t.test('GET supported through the official client lists exactly the one kind ser
   const supported = await client.getSupported()
   t.strictSame(supported.kinds, [{ x402Version: 2, scheme: 'exact', network: `eip155:${networkB.chainId}` }])
   t.strictSame(supported.extensions, [])
-  t.strictSame(supported.signers, { 'eip155:*': [accounts.operator.address] }, 'the operator submits settlements')
+  t.strictSame(supported.signers, { 'eip155:*': [accounts.facilitator.address] }, 'the facilitator key submits settlements')
+  t.not(accounts.facilitator.address, accounts.operator.address, 'never the operator')
   const raw = await getJson(`${baseB}/supported`)
   t.ok(checkResponse(document, 'get', '/x402/devnet-b-facilitator/supported', raw.status, raw.body).valid, 'matches its documented schema')
 })
@@ -93,7 +94,7 @@ t.test('a payment made by the official client verifies, settles and moves exactl
   t.equal(settled.payer, accounts.borrower.address)
   const receipt = await chainB.getTransactionReceipt({ hash: settled.transaction as `0x${string}` })
   t.equal(receipt.status, 'success', 'the settlement transaction is on chain')
-  t.equal(receipt.from.toLowerCase(), accounts.operator.address.toLowerCase(), 'sent by the operator')
+  t.equal(receipt.from.toLowerCase(), accounts.facilitator.address.toLowerCase(), 'sent by the facilitator key, not the operator: a stranger\'s settlement spends none of its gas and takes none of its nonces')
   t.equal((await balanceOf(accounts.supplier.address)) - before.payee, amountAtomic, 'the payee received exactly the amount')
   t.equal(before.payer - (await balanceOf(accounts.borrower.address)), amountAtomic, 'the payer paid exactly the amount')
 
@@ -107,7 +108,26 @@ t.test('a payment made by the official client verifies, settles and moves exactl
   t.equal(await balanceOf(accounts.supplier.address), afterFirst, 'no second transfer')
 })
 
-t.test('parallel settlements of distinct payments all land (the operator nonce is managed)', async (t) => {
+t.test('a payment that moves nothing (zero value, or a payer paying itself) is neither verified nor settled: no gas spent', async (t) => {
+  const nonceBefore = await chainB.getTransactionCount({ address: accounts.facilitator.address })
+  const zero = exactRequirements({ network: networkB, payTo: accounts.supplier.address, amountAtomic: 0n })
+  const zeroBody = { x402Version: 2, paymentPayload: await pay(accounts.borrower.privateKey, zero), paymentRequirements: zero }
+  const zeroVerify = await postJson(`${baseB}/verify`, zeroBody)
+  t.strictSame([zeroVerify.status, zeroVerify.body.isValid, zeroVerify.body.invalidReason], [200, false, 'invalid_payment_zero_value'])
+  const zeroSettle = await postJson(`${baseB}/settle`, zeroBody)
+  t.strictSame([zeroSettle.status, zeroSettle.body.success, zeroSettle.body.errorReason, zeroSettle.body.transaction], [200, false, 'invalid_payment_zero_value', ''])
+
+  const self = exactRequirements({ network: networkB, payTo: accounts.borrower.address, amountAtomic: 1_000n })
+  const selfBody = { x402Version: 2, paymentPayload: await pay(accounts.borrower.privateKey, self), paymentRequirements: self }
+  const selfVerify = await postJson(`${baseB}/verify`, selfBody)
+  t.strictSame([selfVerify.status, selfVerify.body.isValid, selfVerify.body.invalidReason], [200, false, 'invalid_payment_payer_is_payee'])
+  const selfSettle = await postJson(`${baseB}/settle`, selfBody)
+  t.strictSame([selfSettle.status, selfSettle.body.success, selfSettle.body.errorReason, selfSettle.body.transaction], [200, false, 'invalid_payment_payer_is_payee', ''])
+  t.ok(checkResponse(document, 'post', '/x402/devnet-b-facilitator/settle', selfSettle.status, selfSettle.body).valid, 'matches its documented schema')
+  t.equal(await chainB.getTransactionCount({ address: accounts.facilitator.address }), nonceBefore, 'nothing was sent')
+})
+
+t.test('parallel settlements of distinct payments all land (the facilitator nonce is managed)', async (t) => {
   const count = 6
   const requirements = exactRequirements({ network: networkB, payTo: accounts.lender.address, amountAtomic: 1_000n })
   const payers = [accounts.borrower, accounts.jobClient, accounts.attester]
@@ -247,9 +267,9 @@ t.test('facilitator URLs: self-facilitated networks point here, the others to th
   t.equal(PUBLIC_FACILITATOR_URL_DEFAULT, 'https://x402.org/facilitator')
   t.equal(facilitatorUrl(networkA, { baseUrl: 'https://credit.example', publicFacilitatorUrl: 'https://f.example' }), 'https://f.example')
   t.equal(
-    facilitatorUrl({ ...networkB, operatorPrivateKey: undefined }, { baseUrl: 'https://credit.example' }),
+    facilitatorUrl({ ...networkB, facilitatorPrivateKey: undefined }, { baseUrl: 'https://credit.example' }),
     PUBLIC_FACILITATOR_URL_DEFAULT,
-    'without an operator key nothing is served here, so nothing here is advertised',
+    'without a facilitator key nothing is served here, so nothing here is advertised',
   )
   const resolve = facilitatorUrlResolver({ baseUrl: server.url })
   t.strictSame(devnet.networks.map(resolve), [PUBLIC_FACILITATOR_URL_DEFAULT, `${server.url}/x402/devnet-b-facilitator`])

@@ -362,7 +362,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.forbidden,
         ...errors.notFound('job'),
         ...errors.idempotency,
-        503: { description: 'The chain or the operator key is unavailable.' },
+        409: { description: 'The job is no longer open (code job_closed), an offer on it is leased (job_has_leased_offer: the lease\'s authorization stays payable on chain until its deadline; complete once the lease is paid or over), or a request with the same Idempotency-Key is still running (idempotency_in_flight). A waiting offer on the job does not block: the completion declines it.' },
+        ...errors.operator,
       },
       handler: (ctx) =>
         mutate(service, '/credit/jobs/{jobId}/complete', ctx, (ticket) =>
@@ -417,6 +418,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.forbidden,
         ...errors.notFound('job'),
         ...errors.idempotency,
+        ...errors.operator,
       },
       handler: (ctx) =>
         mutate(service, '/credit/jobs/{jobId}/fail', ctx, (ticket) =>
@@ -444,7 +446,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.forbidden,
         ...errors.notFound('advance'),
         ...errors.idempotency,
-        503: { description: 'The chain or the operator key is unavailable.' },
+        ...errors.operator,
       },
       handler: (ctx) =>
         mutate(service, '/credit/advances/{advanceId}/liquidate', ctx, (ticket) =>

@@ -65,6 +65,8 @@ export const errors = {
     422: e('The transaction does not prove what it must: proof_not_found, proof_reverted, proof_wrong_contract, proof_wrong_arguments, proof_too_few_confirmations; or idempotency_key_reused.'),
     503: e('The chain RPC is unavailable (code chain_unavailable); retry.'),
   },
+  /** Routes that send an operator transaction (settleJob, failJob, liquidate). */
+  operator: { 503: e('The chain or the operator key is unavailable (code chain_unavailable or operator_unavailable); retry.') },
   idempotency: {
     409: e('Wrong state for this operation, or a request with the same Idempotency-Key is still running (code idempotency_in_flight).'),
     422: e('The Idempotency-Key was used with another body (code idempotency_key_reused).'),
