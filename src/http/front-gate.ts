@@ -6,13 +6,16 @@
 // it forwards a request's head and body, then waits until the answer's last byte has gone to the client before it
 // forwards the next. Framing is read from Content-Length on both sides (uWS always writes it on a whole answer; HEAD,
 // 204, 304 and 1xx answers carry no body). Anything the gate does not frame itself (a chunked or ambiguous request
-// body, an Upgrade to WebSocket, a chunked or close-delimited answer, a head past the limit) ends the gate: from then
-// on bytes are copied both ways as they come, as without the gate, and uWS's own rules apply.
+// body, an Upgrade to WebSocket, a chunked or close-delimited answer, an answer head past its limit) ends the gate: from then
+// on bytes are copied both ways as they come, as without the gate, and uWS's own rules apply. A request head longer
+// than uWS takes whole (front.ts UPSTREAM_HEAD_MAX_BYTES) is answered 431 by the gate, which ends the connection.
 import type { Socket } from 'node:net'
 
 const CRLF2 = Buffer.from('\r\n\r\n')
 /** Bytes of held-back requests the gate keeps before it stops reading the client (TCP pushes back on the client). */
 const HELD_LIMIT_BYTES = 256 * 1024
+/** An answer head not whole by this length is not framed by the gate (uWS's heads are far shorter). */
+const ANSWER_HEAD_LIMIT_BYTES = 16 * 1024
 const FRAMING_FIELDS = /\r\n(content-length|transfer-encoding|upgrade)[ \t]*:[ \t]*([^\r]*)/gi
 
 interface Framing {
@@ -44,7 +47,7 @@ function headAt(bytes: Buffer): { text: string; length: number } | undefined {
  * Joins `client` and `up` (uWS's side of the connection) through the gate, starting with `first`: the bytes the front
  * read before it chose to pass the connection (a whole first head, and whatever followed it).
  */
-export function gateConnection(client: Socket, up: Socket, first: Buffer, headLimitBytes: number): void {
+export function gateConnection(client: Socket, up: Socket, first: Buffer, headMaxBytes: number, refuseHead: () => Buffer): void {
   let open = true
   /** Client bytes not yet forwarded: the start of the next request, or requests pipelined behind the pending one. */
   let held = first
@@ -58,6 +61,13 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headLi
 
   const toUpstream = (bytes: Buffer): void => {
     if (bytes.length > 0 && !up.write(bytes)) client.pause()
+  }
+  /** A request head longer than uWS takes (front.ts UPSTREAM_HEAD_MAX_BYTES) is answered 431 here; the connection ends. */
+  const refuse = (): void => {
+    open = false
+    held = Buffer.alloc(0)
+    client.end(refuseHead())
+    up.end()
   }
   const letGo = (): void => {
     open = false
@@ -81,10 +91,11 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headLi
       let start = 0
       while (held[start] === 0x0d && held[start + 1] === 0x0a) start += 2
       const head = headAt(start === 0 ? held : held.subarray(start))
-      if (head === undefined) {
-        if (held.length > headLimitBytes) letGo()
+      if (head === undefined ? held.length - start > headMaxBytes : head.length > headMaxBytes) {
+        refuse()
         break
       }
+      if (head === undefined) break
       const framing = framingOf(head.text)
       if (framing.unframed) { letGo(); return }
       const method = head.text.slice(0, Math.max(0, head.text.indexOf(' ')))
@@ -117,7 +128,7 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headLi
       answerHead = answerHead === undefined ? chunk.subarray(at) : Buffer.concat([answerHead, chunk.subarray(at)])
       const head = headAt(answerHead)
       if (head === undefined) {
-        if (answerHead.length > headLimitBytes) letGo()
+        if (answerHead.length > ANSWER_HEAD_LIMIT_BYTES) letGo()
         return
       }
       at = chunk.length - (answerHead.length - head.length)
