@@ -170,6 +170,20 @@ export function completeJob(s: EngineState, input: { jobId: string; caller: Addr
 }
 
 /**
+ * The capacity the job's waiting offers hold (offerCommitmentAtomic): what its FAIL gives back at once, for failJob and
+ * reclaimJob alike; a leased offer keeps its own until its lease ends.
+ */
+function waitingCommitmentAtomic(s: EngineState, jobId: string): bigint {
+  let committed = 0n
+  for (const offer of s.offers.values()) {
+    const snap = offer.getSnapshot()
+    const o = snap.context
+    if (o.source.kind === 'job' && o.source.id === jobId && snap.matches('offered')) committed += offerCommitmentAtomic(o)
+  }
+  return committed
+}
+
+/**
  * The reason a job failed by its client's reclaimJob on chain carries (JobView.failureReason), and only such a job:
  * reconciliation expects a Reclaimed job on chain from it and the API says "reclaimed", so /fail refuses it.
  */
@@ -192,9 +206,7 @@ export function reclaimJob(s: EngineState, job: JobActor, nowMs: number): { ok: 
     const o = offer.getSnapshot().context
     return o.source.kind === 'job' && o.source.id === j.jobId && !offer.getSnapshot().matches('closing')
   })
-  // The waiting offers' capacity goes back with the failure itself; a leased one keeps its own until its lease ends.
-  const releasedAtomic = onThisJob.reduce((sum, offer) => (offer.getSnapshot().matches('offered') ? sum + offerCommitmentAtomic(offer.getSnapshot().context) : sum), 0n)
-  const failed = send(s, 'job', job, { type: 'FAIL', reason: ESCROW_RECLAIMED, releasedAtomic, nowMs })
+  const failed = send(s, 'job', job, { type: 'FAIL', reason: ESCROW_RECLAIMED, releasedAtomic: waitingCommitmentAtomic(s, j.jobId), nowMs })
   if (!failed.accepted) return refused('job', j.jobId, failed)
   const declinedOfferIds: string[] = []
   for (const offer of onThisJob) {
@@ -214,13 +226,7 @@ export function failJob(s: EngineState, input: { jobId: string; reason: string; 
   // The job's live offers are withdrawn with it: the failure itself releases the capacity of those waiting. A leased
   // one is closing (matching.ts declineOffer) and keeps its capacity until its lease is paid or over: the job stays
   // defaulted meanwhile. (On chain, failJob makes the job's authorizations unusable from its block on.)
-  let releasedAtomic = 0n
-  for (const offer of s.offers.values()) {
-    const snap = offer.getSnapshot()
-    const o = snap.context
-    if (o.source.kind === 'job' && o.source.id === j.jobId && snap.matches('offered')) releasedAtomic += offerCommitmentAtomic(o)
-  }
-  const failed = send(s, 'job', job, { type: 'FAIL', reason: input.reason, releasedAtomic, nowMs })
+  const failed = send(s, 'job', job, { type: 'FAIL', reason: input.reason, releasedAtomic: waitingCommitmentAtomic(s, j.jobId), nowMs })
   if (!failed.accepted) return refused('job', input.jobId, failed)
 
   const borrower = borrowerOf(s, j.borrower)
