@@ -22,7 +22,7 @@ export function toWire<T>(value: T): Wire<T> {
 }
 
 /** Whether `key` names an instant (`...Ms` and not a duration): its wire key drops the suffix. */
-const isInstantKey = (key: string): boolean =>
+export const isInstantKey = (key: string): boolean =>
   key.length >= 2 && key.charCodeAt(key.length - 1) === 0x73 /* s */ && key.charCodeAt(key.length - 2) === 0x4d /* M */ && !DURATION_KEYS.has(key)
 
 // Object.keys and one assignment per field: Object.entries allocated an array per field, which made this the largest
@@ -39,12 +39,48 @@ function convert(value: unknown): unknown {
     const field = source[key]
     if (field === undefined) continue
     if (isInstantKey(key)) {
-      out[key.slice(0, -2)] = field === null ? null : new Date(field as number).toISOString()
+      out[key.slice(0, -2)] = field === null ? null : isoInstant(field as number)
     } else {
       out[key] = convert(field)
     }
   }
   return out
+}
+
+const MS_PER_DAY = 86_400_000
+/** 9999-12-31T23:59:59.999Z: the last instant whose ISO form has a four-digit year and no sign. */
+const FOUR_DIGIT_YEAR_MS_MAX = 253_402_300_799_999
+
+const twoDigits = (n: number): string => (n < 10 ? `0${n}` : `${n}`)
+const threeDigits = (n: number): string => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`)
+
+/**
+ * `new Date(ms).toISOString()` without the Date: the calendar date by arithmetic (days to civil date, H. Hinnant's
+ * algorithm), since the Date and its formatting were half the cost of a one-pass answer (README, "Response
+ * serializers"). Anything else than an integer from 1970 to year 9999 (signed years, fractions, NaN, non-numbers)
+ * goes through the Date, which also throws what toWire throws.
+ */
+export function isoInstant(ms: number): string {
+  if (!(typeof ms === 'number' && ms >= 0 && ms <= FOUR_DIGIT_YEAR_MS_MAX && ms % 1 === 0)) return new Date(ms).toISOString()
+  const days = Math.floor(ms / MS_PER_DAY)
+  let rest = ms - days * MS_PER_DAY
+  const hours = Math.floor(rest / 3_600_000)
+  rest -= hours * 3_600_000
+  const minutes = Math.floor(rest / 60_000)
+  rest -= minutes * 60_000
+  const seconds = Math.floor(rest / 1000)
+  const millis = rest - seconds * 1000
+  // Days since 0000-03-01 in 400-year eras, so the leap day is the last day of a year.
+  const z = days + 719_468
+  const era = Math.floor(z / 146_097)
+  const dayOfEra = z - era * 146_097
+  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365)
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100))
+  const monthFromMarch = Math.floor((5 * dayOfYear + 2) / 153)
+  const day = dayOfYear - Math.floor((153 * monthFromMarch + 2) / 5) + 1
+  const month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+  return `${year}-${twoDigits(month)}-${twoDigits(day)}T${twoDigits(hours)}:${twoDigits(minutes)}:${twoDigits(seconds)}.${threeDigits(millis)}Z`
 }
 
 /**
@@ -53,7 +89,7 @@ function convert(value: unknown): unknown {
  * A value the one-pass writer cannot mirror exactly (a key `fooAt` beside `fooAtMs`) goes the reference way.
  */
 export function wireJson(value: unknown): string {
-  const text = write(value, false)
+  const text = writeWire(value, false)
   if (text === undefined) throw new TypeError('wireJson: the value has no JSON form')
   return text
 }
@@ -75,7 +111,7 @@ function keyText(key: string): string {
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/
 
 /** The JSON text of `value` as toWire then JSON.stringify would write it; undefined where JSON.stringify omits it. */
-function write(value: unknown, inArray: boolean): string | undefined {
+export function writeWire(value: unknown, inArray: boolean): string | undefined {
   switch (typeof value) {
     case 'string':
       // Most strings (ids, addresses, decimal amounts) need no escape: one scan instead of a call into JSON.stringify.
@@ -97,7 +133,7 @@ function write(value: unknown, inArray: boolean): string | undefined {
     let text = '['
     for (let i = 0; i < value.length; i++) {
       if (i > 0) text += ','
-      text += write(value[i], true) as string
+      text += writeWire(value[i], true) as string
     }
     return `${text}]`
   }
@@ -116,11 +152,11 @@ function write(value: unknown, inArray: boolean): string | undefined {
       if (name === '__proto__') continue
       // toWire would write both fields under one name (the first's place, the last's value): take the reference way.
       if (Object.hasOwn(source, name)) return JSON.stringify(convert(source))
-      part = field === null ? 'null' : `"${new Date(field as number).toISOString()}"`
+      part = field === null ? 'null' : `"${isoInstant(field as number)}"`
     } else {
       // toWire assigns `__proto__` as the prototype, which JSON.stringify never writes.
       if (key === '__proto__') continue
-      part = write(field, false)
+      part = writeWire(field, false)
       if (part === undefined) continue
     }
     text += first ? keyText(name) : `,${keyText(name)}`

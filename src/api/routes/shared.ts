@@ -7,7 +7,8 @@ import type { IdempotencyTicket, StoredResponse } from '../../store/index.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import { concretePath, idempotent, IDEMPOTENCY_HEADER } from '../idempotency.ts'
 import { problemOf } from '../problems.ts'
-import { toWire, wireJson, type Wire } from '../wire.ts'
+import { serializerFor } from '../serializers.ts'
+import { toWire, type Wire } from '../wire.ts'
 import { JsonText } from '../../http/request.ts'
 
 /** A reply whose body the type checker holds to `schema`: the wire form and the document cannot drift apart. */
@@ -17,12 +18,13 @@ export function replyWith<S extends TSchema>(status: number, _schema: S) {
 
 /**
  * A reply built from an engine value (bigint amounts, `...AtMs` instants) whose wire form the type checker holds to
- * `schema`. Without an idempotency ticket nothing stores the body, so it is written as JSON in one pass (wireJson:
- * the bytes toWire + JSON.stringify would give, without the wire object); with one, the wire object is stored.
+ * `schema`. Without an idempotency ticket nothing stores the body, so it is written as JSON in one pass by the
+ * schema's compiled writer (api/serializers.ts: the bytes toWire + JSON.stringify would give, without the wire
+ * object); with one, the wire object is stored.
  */
 export function wireReply<S extends TSchema>(status: number, schema: S, ticket?: IdempotencyTicket) {
   return <T>(value: T & (Wire<T> extends Static<S> ? unknown : never)): StoredResponse =>
-    ticket === undefined ? { status, body: new JsonText(wireJson(value)) } : replyWith(status, schema)(toWire(value) as Static<S>)
+    ticket === undefined ? { status, body: new JsonText(serializerFor(schema)(value)) } : replyWith(status, schema)(toWire(value) as Static<S>)
 }
 
 /** Casts a stored reply to the route's declared result type (its body was checked by `replyWith`). */
