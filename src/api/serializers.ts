@@ -7,7 +7,7 @@
 // undefined field or an instant that is not a number: that object is written by the generic writer, byte for byte
 // what it would have written anyway.
 import type { TSchema } from 'typebox'
-import { isInstantKey, isoInstant, wireJson, writeWire } from './wire.ts'
+import { isInstantKey, isoInstant, NEEDS_ESCAPE, wireJson, writeWire } from './wire.ts'
 
 /** Key orders compiled per object schema: the views of one schema come in a few orders; more go the generic way. */
 export const PLANS_PER_OBJECT_MAX = 8
@@ -25,9 +25,6 @@ interface ObjectNode {
   readonly properties: Readonly<Record<string, unknown>>
   readonly plans: Plan[]
 }
-
-/** Characters JSON.stringify escapes (the same set as wire.ts). */
-const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 

@@ -57,7 +57,7 @@ const threeDigits = (n: number): string => (n < 10 ? `00${n}` : n < 100 ? `0${n}
 /**
  * `new Date(ms).toISOString()` without the Date: the calendar date by arithmetic (days to civil date, H. Hinnant's
  * algorithm), since the Date and its formatting were half the cost of a one-pass answer (README, "Response
- * serializers"). Anything else than an integer from 1970 to year 9999 (signed years, fractions, NaN, non-numbers)
+ * serializers"). Anything but an integer from 1970 to the year 9999 (signed years, fractions, NaN, non-numbers)
  * goes through the Date, which also throws what toWire throws.
  */
 export function isoInstant(ms: number): string {
@@ -108,7 +108,7 @@ function keyText(key: string): string {
 }
 
 /** Characters JSON.stringify escapes: controls, quote, backslash and (well-formed JSON.stringify) any surrogate. */
-const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/
+export const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/
 
 /** The JSON text of `value` as toWire then JSON.stringify would write it; undefined where JSON.stringify omits it. */
 export function writeWire(value: unknown, inArray: boolean): string | undefined {
