@@ -1,0 +1,100 @@
+// The store's cost of what two engines hand out for the same request + match pairs (issue 11): each engine (this
+// checkout's bench/fixtures/book.ts and, with `--against`, another checkout's) runs the pairs of the load mix (request,
+// match, the follower's batch timing the lease out, the ticker expiring the offer: 3 s leases and offers, no miss
+// penalties) before the timed window, and the four commits of each pair go through this checkout's store, one store
+// per engine, in blocks alternated (A B, B A, ...) within one process: process and main-thread CPU per pair, puts
+// per pair. Both see the same load and the same garbage, which separate runs on a loaded machine do not.
+// Options: --against <other checkout's bench/fixtures/book.ts> (required), --block 2000 --rounds 6
+// --durability none|sync (default none: the store's own CPU) --in-flight 256. Writes nothing under bench/results.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
+import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../src/engine/migrations.ts'
+import { Store, type Change } from '../src/store/index.ts'
+
+const { values: args } = parseArgs({ options: { against: { type: 'string' }, durability: { type: 'string' }, block: { type: 'string' }, rounds: { type: 'string' }, 'in-flight': { type: 'string' } }, strict: true })
+if (args.against === undefined) throw new Error('--against <path of the other checkout\'s bench/fixtures/book.ts> is required')
+const DURABILITY = args.durability === 'sync' ? 'sync' : 'none'
+const BLOCK = Number(args.block ?? 2000)
+const ROUNDS = Number(args.rounds ?? 6)
+const IN_FLIGHT = Number(args['in-flight'] ?? 256)
+const PAIRS = BLOCK * Math.ceil(ROUNDS / 2) * 2
+const TTL_MS = 3_000
+type BookModule = typeof import('./fixtures/book.ts')
+
+/** The commits of PAIRS pairs as the engine of `book` hands them out, and its setup's. */
+function pairCommits(module: BookModule): { setup: Change[]; pairs: Change[][][] } {
+  const { amountsOf, buildBook, matchOffer, openOffer, NET, T0 } = module
+  const book = buildBook(500, Math.ceil(PAIRS / 500) + 1, { leaseTtlMs: TTL_MS, offerTtlMs: TTL_MS, lenderReliabilityMissPenaltyBps: 0, lenderReputationMissPenaltyBps: 0 })
+  const pairs: Change[][][] = []
+  let nowMs = T0
+  let block = 0n
+  const observe = (chainTimeMs: number): Change[] => {
+    block += 1n
+    const observed = book.engine.observeChain({ network: NET, toBlock: block, toBlockHash: `0x${block.toString(16)}`, toBlockTimeMs: chainTimeMs, events: [] }, chainTimeMs)
+    if (!observed.ok) throw new Error(observed.error.message)
+    return observed.changes
+  }
+  for (const [i, amountAtomic] of amountsOf(PAIRS).entries()) {
+    nowMs += 10 * TTL_MS
+    observe(nowMs)
+    const offer = openOffer(book, i, amountAtomic, nowMs)
+    const match = [...matchOffer(book, offer, nowMs)]
+    const overMs = nowMs + TTL_MS + 1000
+    const timeOut = observe(overMs)
+    const ticked = book.engine.tick(overMs)
+    if (!ticked.ok || ticked.value.expiredOffers !== 1) throw new Error('the offer did not expire')
+    pairs.push([[...offer.changes], match, timeOut, ticked.changes])
+  }
+  return { setup: book.setupChanges, pairs }
+}
+
+/** The main thread's CPU so far, in µs (its task's utime + stime, clock ticks of 10 ms; Linux). */
+function mainThreadCpuMicros(): number {
+  const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
+const engines: [string, BookModule][] = [
+  [args.against, (await import(pathToFileURL(resolve(args.against)).href)) as BookModule],
+  ['bench/fixtures/book.ts', await import('./fixtures/book.ts')],
+]
+const runs = await Promise.all(engines.map(async ([name, module]) => {
+  const { setup, pairs } = pairCommits(module)
+  const dir = mkdtempSync(join(tmpdir(), 'agent-credit-pair-commits-'))
+  const store = await Store.open({ dataDir: join(dir, 'data'), durability: DURABILITY, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() })
+  for (let i = 0; i < setup.length; i += 5000) await store.commit({ changes: setup.slice(i, i + 5000) })
+  const changesPerPair = pairs.reduce((n, pair) => n + pair.reduce((m, changes) => m + changes.length, 0), 0) / pairs.length
+  return { name, dir, store, pairs, changesPerPair, processMicros: 0, mainMicros: 0, done: 0 }
+}))
+
+const loadBefore = loadavg()[0] as number
+for (let round = 0; round < ROUNDS; round++) {
+  for (const run of round % 2 === 0 ? runs : [...runs].reverse()) {
+    const cpu0 = process.cpuUsage()
+    const main0 = mainThreadCpuMicros()
+    let waiting: Promise<unknown>[] = []
+    for (const end = run.done + BLOCK; run.done < end; run.done++) {
+      for (const changes of run.pairs[run.done] as Change[][]) {
+        if (changes.length > 0) waiting.push(run.store.commit({ changes }))
+      }
+      if (waiting.length >= IN_FLIGHT) {
+        await Promise.all(waiting)
+        waiting = []
+      }
+    }
+    await Promise.all(waiting)
+    const cpu = process.cpuUsage(cpu0)
+    run.processMicros += cpu.user + cpu.system
+    run.mainMicros += mainThreadCpuMicros() - main0
+  }
+}
+const loadAfter = loadavg()[0] as number
+for (const run of runs) {
+  process.stdout.write(`${run.name}: ${run.changesPerPair.toFixed(2)} changes per pair; per pair ${(run.processMicros / run.done).toFixed(1)} µs process CPU, ${(run.mainMicros / run.done).toFixed(1)} µs main thread (${run.done} pairs, durability ${DURABILITY})\n`)
+  await run.store.close()
+  rmSync(run.dir, { recursive: true, force: true })
+}
+process.stdout.write(`load average ${loadBefore.toFixed(1)} -> ${loadAfter.toFixed(1)}\n`)
