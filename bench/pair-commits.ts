@@ -13,6 +13,7 @@ import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../src/engine/migrations.ts'
 import { Store, type Change } from '../src/store/index.ts'
+import { loadMixPairs, type BookModule } from './fixtures/pairs.ts'
 
 const { values: args } = parseArgs({ options: { against: { type: 'string' }, durability: { type: 'string' }, block: { type: 'string' }, rounds: { type: 'string' }, 'in-flight': { type: 'string' } }, strict: true })
 if (args.against === undefined) throw new Error('--against <path of the other checkout\'s bench/fixtures/book.ts> is required')
@@ -23,36 +24,6 @@ const IN_FLIGHT = Number(args['in-flight'] ?? 256)
 /** Pairs each store takes before the window (JIT and the stores' first pages), alternated like the rest. */
 const WARMUP = Math.floor(BLOCK / 2)
 const PAIRS = WARMUP + BLOCK * Math.ceil(ROUNDS / 2) * 2
-const TTL_MS = 3_000
-type BookModule = typeof import('./fixtures/book.ts')
-
-/** The commits of PAIRS pairs as the engine of `book` hands them out, and its setup's. */
-function pairCommits(module: BookModule): { setup: Change[]; pairs: Change[][][] } {
-  const { amountsOf, buildBook, matchOffer, openOffer, NET, T0 } = module
-  const book = buildBook(500, Math.ceil(PAIRS / 500) + 1, { leaseTtlMs: TTL_MS, offerTtlMs: TTL_MS, lenderReliabilityMissPenaltyBps: 0, lenderReputationMissPenaltyBps: 0 })
-  const pairs: Change[][][] = []
-  let nowMs = T0
-  let block = 0n
-  const observe = (chainTimeMs: number): Change[] => {
-    block += 1n
-    const observed = book.engine.observeChain({ network: NET, toBlock: block, toBlockHash: `0x${block.toString(16)}`, toBlockTimeMs: chainTimeMs, events: [] }, chainTimeMs)
-    if (!observed.ok) throw new Error(observed.error.message)
-    return observed.changes
-  }
-  for (const [i, amountAtomic] of amountsOf(PAIRS).entries()) {
-    nowMs += 10 * TTL_MS
-    observe(nowMs)
-    const offer = openOffer(book, i, amountAtomic, nowMs)
-    const match = [...matchOffer(book, offer, nowMs)]
-    const overMs = nowMs + TTL_MS + 1000
-    const timeOut = observe(overMs)
-    const ticked = book.engine.tick(overMs)
-    if (!ticked.ok || ticked.value.expiredOffers !== 1) throw new Error('the offer did not expire')
-    pairs.push([[...offer.changes], match, timeOut, ticked.changes])
-  }
-  return { setup: book.setupChanges, pairs }
-}
-
 /** The main thread's CPU so far, in µs (its task's utime + stime, clock ticks of 10 ms; Linux). */
 function mainThreadCpuMicros(): number {
   const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
@@ -64,7 +35,7 @@ const engines: [string, BookModule][] = [
   ['bench/fixtures/book.ts', await import('./fixtures/book.ts')],
 ]
 const runs = await Promise.all(engines.map(async ([name, module]) => {
-  const { setup, pairs } = pairCommits(module)
+  const { setup, pairs } = loadMixPairs(module, PAIRS)
   const dir = mkdtempSync(join(tmpdir(), 'agent-credit-pair-commits-'))
   const store = await Store.open({ dataDir: join(dir, 'data'), durability: DURABILITY, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() })
   for (let i = 0; i < setup.length; i += 5000) await store.commit({ changes: setup.slice(i, i + 5000) })

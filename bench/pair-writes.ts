@@ -1,7 +1,6 @@
 // What one request + match pair of the load mix writes to the store (issue 11), counted rather than timed: the
-// engine's commands of a pair (requestCredit, matchOffer, then the ticker's lease time-out and offer expiry, on the
-// load mix's 3 s leases and offers without miss penalties) committed one command per group through the store's own
-// prepareCommit and applyGroup, over databases that count every put and remove by database and kind of key, with
+// engine's commands of a pair (bench/fixtures/pairs.ts: request, match, the follower's batch timing the lease out, the
+// ticker expiring the offer) committed one command per group through the store's own prepareCommit and applyGroup, over databases that count every put and remove by database and kind of key, with
 // the bytes of the encoded values. Prints a table per command and the total per pair. Options: --pairs 200 --lenders 500.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -13,12 +12,12 @@ import { encodeWithStructures } from '../src/store/structures-encoder.ts'
 import { VALUE_STRUCTURES, valueEncoding } from '../src/store/value-encoding.ts'
 import { applyGroup, prepareCommit, type StoreDatabases } from '../src/store/writes.ts'
 import { SNAPSHOT_VERSIONS } from '../src/engine/migrations.ts'
-import { amountsOf, buildBook, matchOffer, NET, openOffer, T0 } from './fixtures/book.ts'
+import * as book from './fixtures/book.ts'
+import { loadMixPairs, PAIR_COMMANDS } from './fixtures/pairs.ts'
 
 const { values: args } = parseArgs({ options: { pairs: { type: 'string' }, lenders: { type: 'string' } }, strict: true })
 const PAIRS = Number(args.pairs ?? 200)
 const LENDERS = Number(args.lenders ?? 500)
-const TTL_MS = 3_000
 
 interface Tally { puts: number; removes: number; bytes: number }
 /** command -> `db kind` -> tally */
@@ -82,44 +81,21 @@ try {
   }
   const limits = { changesPerCommitMax: 10_000, versions: new Map(Object.entries(SNAPSHOT_VERSIONS)), collectionVersions: new Map<string, number>() }
   const commands = new Map<string, number>()
-  const commit = (name: string, changes: readonly Change[], nowMs: number): void => {
+  const commit = (name: string, changes: readonly Change[]): void => {
     if (changes.length === 0) return
     command = name
     commands.set(name, (commands.get(name) ?? 0) + 1)
-    const prepared = prepareCommit({ changes }, () => nowMs, 0, limits)
+    const prepared = prepareCommit({ changes }, () => book.T0, 0, limits)
     root.transactionSync(() => {
       const outcome = applyGroup(dbs, [prepared], 0, (step) => void root.childTransaction(step))
       if (outcome.failures[0] !== undefined) throw outcome.failures[0] as Error
     })
   }
 
-  const book = buildBook(LENDERS, Math.ceil(PAIRS / 100) + 1, {
-    leaseTtlMs: TTL_MS, offerTtlMs: TTL_MS, lenderReliabilityMissPenaltyBps: 0, lenderReputationMissPenaltyBps: 0,
-  })
-  for (let i = 0; i < book.setupChanges.length; i += 5000) commit('setup', book.setupChanges.slice(i, i + 5000), T0)
-  // Each pair: its request and its match at the chain's time; then the chain's time passes the lease's deadline (the
-  // follower's batch times the lease out and its offer is offered again) and the ticker runs at that time, past the
-  // offer's TTL too (both 3 s, as in the load mix), which expires the offer. One pair at a time, so each command's
-  // writes are the pair's alone.
-  let nowMs = T0
-  let block = 0n
-  const observe = (name: string, chainTimeMs: number): void => {
-    block += 1n
-    const observed = book.engine.observeChain({ network: NET, toBlock: block, toBlockHash: `0x${block.toString(16)}`, toBlockTimeMs: chainTimeMs, events: [] }, chainTimeMs)
-    if (!observed.ok) throw new Error(observed.error.message)
-    commit(name, observed.changes, chainTimeMs)
-  }
-  for (const [i, amountAtomic] of amountsOf(PAIRS).entries()) {
-    nowMs += 10 * TTL_MS
-    observe('chain time', nowMs)
-    const offer = openOffer(book, i, amountAtomic, nowMs)
-    commit('request', offer.changes, nowMs)
-    commit('match', matchOffer(book, offer, nowMs), nowMs)
-    const overMs = nowMs + TTL_MS + 1000
-    observe('lease time-out (the follower\'s batch)', overMs)
-    const ticked = book.engine.tick(overMs)
-    if (!ticked.ok || ticked.value.expiredOffers !== 1) throw new Error('the offer did not expire')
-    commit('offer expiry (the ticker)', ticked.changes, overMs)
+  const { setup, pairs } = loadMixPairs(book, PAIRS, LENDERS)
+  for (let i = 0; i < setup.length; i += 5000) commit('setup', setup.slice(i, i + 5000))
+  for (const pair of pairs) {
+    for (const [k, changes] of pair.entries()) commit(PAIR_COMMANDS[k] as string, changes)
   }
 
   const rows: string[] = []
