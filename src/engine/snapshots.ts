@@ -86,8 +86,9 @@ export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void 
 /**
  * The capacity each source (`kind:id`) holds, derived from the live offers' and open advances' snapshots as the rules
  * count it now (capacity.ts: principal and fee). A store written before fees counted holds principal only; its
- * sources get what the rules say, so that releasing a commitment never takes more than was committed. On any store
- * written since, the derived amount is the stored one (the invariants check it).
+ * sources get what the rules say, so that releasing a commitment never takes more than was committed. A backing
+ * source's stored `committedAtomic` is not read: offers and advances change it without writing the source (issue 11,
+ * capacity.ts releaseBacking), so this is the only account of it a restart has.
  */
 function commitmentsOf(offers: StoredSnapshot[], advances: StoredSnapshot[]): Map<string, bigint> {
   const committed = new Map<string, bigint>()
