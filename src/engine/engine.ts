@@ -272,7 +272,7 @@ export class Engine {
     // passes their deadline, so this finds one when a batch ran out of change budget, or a lease was granted past its
     // deadline already (a chain ahead of the service's clock).
     for (const network of s.leaseExpiries.keys()) {
-      if (!timeOutDueLeases(s, network, nowMs, steps.expiredLeases)) return false
+      if (!timeOutDueLeases(s, network, nowMs, steps.expiredLeases, steps.expiredOffers)) return false
     }
     if (!liftDueSuspensions(s, nowMs, steps.suspensionsLifted)) return false
 
