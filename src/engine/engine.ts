@@ -225,9 +225,10 @@ export class Engine {
   }
 
   /**
-   * Expire leases past their chain deadline (their offers go back to matching), lift due suspensions, then expire
-   * stale offers and match the waiting ones; each step only while it fits in the command's change budget
-   * (changesPerCommandMax), in that order, so a call that stops leaves the rest for the next call in the same order.
+   * Expire leases past their chain deadline (their offers go back to matching, or expire with them once past their
+   * TTL), lift due suspensions, then expire stale offers and match the waiting ones; each step only while it fits in
+   * the command's change budget (changesPerCommandMax), in that order, so a call that stops leaves the rest for the
+   * next call in the same order.
    */
   dispatch(nowMs: number): EngineResult<DispatchOutcome> {
     const steps = this.#dispatch(nowMs, true)
