@@ -2,6 +2,7 @@
 import t from 'tap'
 import { Engine, type PastLeaseOf } from '../../src/engine/engine.ts'
 import { storedHistory } from '../../src/engine/history.ts'
+import { eventBody, eventRecord, eventWallets } from '../../src/stream/events.ts'
 import type { Change, OfferView } from '../../src/engine/types.ts'
 import { ASSET, BORROWER, NET, SUPPLIER, T0, dispatchAt, hash, lenderInput, lenderOfSession, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
@@ -267,11 +268,20 @@ t.test('the offer a lease time-out expires ends with the record the expiry pass 
   unwrap(engine.matchOffer({ offerId: leased, caller: BORROWER }, T0))
   const waiting = offerFor(engine, { maximumFeeAtomic: 0n })
   t.equal(unwrap(engine.matchOffer({ offerId: waiting, caller: BORROWER }, T0)).lease, null)
-  const out = unwrap(dispatchAt(engine, T0 + 31_000))
+  const dispatched = dispatchAt(engine, T0 + 31_000)
+  const out = unwrap(dispatched)
   t.same(out.expiredOffers.map((o) => o.offerId), [leased, waiting], 'both expired: the leased one with its lease, then the waiting one')
   const [fromLease, fromPass] = out.expiredOffers
   const ending = (o: OfferView | undefined) => o && { state: o.state, endReason: o.endReason, endedAtMs: o.endedAtMs, currentLeaseId: o.currentLeaseId, keys: Object.keys(o) }
   t.same(ending(fromLease), ending(fromPass), 'the same final state, reason, time and fields')
+  // What the live event stream publishes of each: the borrower gets the offer, expired, with the same fields.
+  const published = (offerId: string) => {
+    const change = offerRecord(dispatched.ok ? dispatched.changes : [], offerId) as Change
+    const { offer } = eventBody('offer', eventRecord(change), 'at', { leaseAction: () => null }) as { offer: Record<string, unknown> }
+    return { wallets: eventWallets(change), state: offer['state'], endReason: offer['endReason'], endedAt: offer['endedAt'], keys: Object.keys(offer) }
+  }
+  t.match(published(leased), { wallets: [BORROWER], state: 'expired', endReason: 'stale' })
+  t.same(published(leased), published(waiting), 'the same event')
   engine.checkInvariants()
 })
 
