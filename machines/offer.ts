@@ -113,7 +113,7 @@ export const offerMachine = setup({
       excludedLenders: [...context.excludedLenders, params.lender],
     })),
     // The lease ended at or after the offer's expiry instant: what endLease and then an EXPIRE (stale) would write,
-    // in one assign (a second one would copy the 24-key context again, machines/offer.ts offerContextCopy says why).
+    // in one assign (a second one would copy the 24-key context again; offerContextCopy above says what that costs).
     endLeaseStale: assign(({ context }, params: { lender: Address; nowMs: number }) => ({
       currentLeaseId: null,
       excludedLenders: [...context.excludedLenders, params.lender],

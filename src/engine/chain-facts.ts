@@ -1,10 +1,11 @@
 // Facts of the chain (design-engine-9-10.md, "Chain as the source of truth"): the supplier payment that the lender's
 // report and the chain follower both apply (one function: a report adds only its caller's checks), and the follower's
 // batch as one command: its events in order, then the network's observed chain time, which expires the leases whose
-// deadline it is past (and their offers, when it is past their TTL too). Payment, not the report, counts: a SupplierPaid mined by a lease's deadline is in a batch at or
-// before the one whose chain time passes that deadline, so it is applied before the lease could expire. For the same
-// reason a lease left live past its deadline (a batch whose change budget ran out before its turn) is safe: no
-// payment under it can come any more, and dispatch times it out next, in the same order.
+// deadline it is past (and their offers, when it is past their TTL too). Payment, not the report, counts: a
+// SupplierPaid mined by a lease's deadline is in a batch at or before the one whose chain time passes that deadline, so
+// it is applied before the lease could expire. For the same reason a lease left live past its deadline (a batch whose
+// change budget ran out before its turn) is safe: no payment under it can come any more, and dispatch times it out
+// next, in the same order.
 import type { OfferContext } from '../../machines/index.ts'
 import { refused, send } from './actors.ts'
 import { applyRepaidFact, openAdvance } from './advances.ts'
