@@ -1,10 +1,13 @@
 // Dispatch bench (issue 11): what the ticker's lease time-outs and offer expiries cost in process, the load mix's
 // timer work (its leases are never paid: every request + match pair later costs one lease time-out and one offer
-// expiry). A book of lenders (fixtures/book.ts); each round opens and matches OFFERS offers through the engine's
-// commands, then moves the network's observed chain time past every deadline (lease and offer TTL 3 s, as the load
-// mix) and measures the engine's process CPU (process.cpuUsage) in two shapes, alternating by round:
-// - split: the follower's batches alone (observeChain, no events) until no lease is due: CPU per time-out; then
-//   dispatch until nothing is due: each call expires stale offers only, CPU per expiry;
+// expiry; since an offer whose TTL is over when its lease ends expires in that lease's time-out, the pair is one
+// time-out). A book of lenders (fixtures/book.ts); each round opens OFFERS offers through the engine's commands and
+// matches them (split: every other one, the rest wait), then moves the network's observed chain time past every
+// deadline (lease and offer TTL 3 s, as the load mix) and measures the engine's process CPU (process.cpuUsage) in two
+// shapes, alternating by round:
+// - split: the follower's batches alone (observeChain, no events) until no lease is due: CPU per time-out, each with
+//   its offer's expiry (`offersExpiredWithLease` counts them); then dispatch until nothing is due: each call expires
+//   waiting offers only, CPU per expiry of an offer never leased;
 // - service: one follower batch (it times out its share, timeOutsPerCommandMax), then dispatch as the ticker calls it
 //   until nothing is due, each call timing out leases and expiring their offers: CPU per pair (one of each).
 // The outcome digest hashes every command's changes (and the follower's values, the ticker's counts), so two builds
@@ -44,11 +47,11 @@ const cpuMicros = (since: NodeJS.CpuUsage) => {
   return d.user + d.system
 }
 
-function observe(book: BenchBook, chainTimeMs: number, nowMs: number): number {
+function observe(book: BenchBook, chainTimeMs: number, nowMs: number): { leases: number; offers: number } {
   const r = book.engine.observeChain({ network: NET, toBlock: BigInt(chainTimeMs), toBlockHash: '0x', toBlockTimeMs: chainTimeMs, events: [] }, nowMs)
   if (!r.ok) throw new Error(r.error.message)
   outcomes.push([r.value, r.changes])
-  return r.value.expiredLeases.length
+  return { leases: r.value.expiredLeases.length, offers: r.value.expiredOffers.length }
 }
 
 /** The ticker's call (Engine.tick: what dispatch does, counted rather than viewed). */
@@ -60,13 +63,20 @@ function dispatch(book: BenchBook, nowMs: number): { leases: number; offers: num
   return ended
 }
 
-/** One round: OFFERS offers opened and leased from `startMs` on, then every lease timed out and every offer expired. */
-function round(book: BenchBook, r: number, shape: Shape, amounts: bigint[]): { timeOuts: Cpu; expiries: Cpu; pairs: Cpu } {
+/**
+ * One round: OFFERS offers opened from `startMs` on and leased (split: the even ones), then every lease timed out and
+ * every offer expired.
+ */
+function round(book: BenchBook, r: number, shape: Shape, amounts: bigint[]): { timeOuts: Cpu; expiries: Cpu; pairs: Cpu; withLease: number } {
   const startMs = T0 + (r + 1) * ROUND_SPACING_MS
   observe(book, startMs, startMs)
+  let leased = 0
   for (let i = 0; i < OFFERS; i++) {
     const nowMs = startMs + i
-    matchOffer(book, openOffer(book, i, amounts[i] as bigint, nowMs), nowMs)
+    const offer = openOffer(book, i, amounts[i] as bigint, nowMs)
+    if (shape === 'split' && i % 2 === 1) continue
+    matchOffer(book, offer, nowMs)
+    leased += 1
   }
   digestOutcomes()
   // Past every lease's deadline second and every offer's TTL.
@@ -74,14 +84,16 @@ function round(book: BenchBook, r: number, shape: Shape, amounts: bigint[]): { t
   const timeOuts: Cpu = { micros: 0, count: 0 }
   const expiries: Cpu = { micros: 0, count: 0 }
   const pairs: Cpu = { micros: 0, count: 0 }
+  let withLease = 0
   if (shape === 'split') {
     for (;;) {
       const cpu0 = process.cpuUsage()
       const expired = observe(book, overMs, overMs)
       timeOuts.micros += cpuMicros(cpu0)
       digestOutcomes()
-      if (expired === 0) break
-      timeOuts.count += expired
+      if (expired.leases === 0) break
+      timeOuts.count += expired.leases
+      withLease += expired.offers
     }
     while (book.engine.dispatchDue(overMs)) {
       const cpu0 = process.cpuUsage()
@@ -93,8 +105,9 @@ function round(book: BenchBook, r: number, shape: Shape, amounts: bigint[]): { t
     }
   } else {
     const cpu0 = process.cpuUsage()
-    let leases = observe(book, overMs, overMs)
-    let offers = 0
+    const observed = observe(book, overMs, overMs)
+    let leases = observed.leases
+    let offers = observed.offers
     while (book.engine.dispatchDue(overMs)) {
       const d = dispatch(book, overMs)
       leases += d.leases
@@ -105,10 +118,10 @@ function round(book: BenchBook, r: number, shape: Shape, amounts: bigint[]): { t
     if (leases !== OFFERS || offers !== OFFERS) throw new Error(`service: ${leases} time-outs and ${offers} expiries, expected ${OFFERS} each`)
     pairs.count += OFFERS
   }
-  if (shape === 'split' && (timeOuts.count !== OFFERS || expiries.count !== OFFERS)) {
-    throw new Error(`split: ${timeOuts.count} time-outs and ${expiries.count} expiries, expected ${OFFERS} each`)
+  if (shape === 'split' && (timeOuts.count !== leased || withLease !== leased || expiries.count !== OFFERS - leased)) {
+    throw new Error(`split: ${timeOuts.count} time-outs, ${withLease} offers expired with them and ${expiries.count} in dispatch, expected ${leased}, ${leased} and ${OFFERS - leased}`)
   }
-  return { timeOuts, expiries, pairs }
+  return { timeOuts, expiries, pairs, withLease }
 }
 
 const perItem = (c: Cpu) => (c.count === 0 ? 0 : Math.round((c.micros / c.count) * 100) / 100)
@@ -118,10 +131,12 @@ process.stdout.write(`dispatch bench: ${LENDERS} lenders, ${OFFERS} offers per r
 const book = buildBook(LENDERS, BORROWERS, { leaseTtlMs: TTL_MS, offerTtlMs: TTL_MS, liveOffersPerBorrowerMax: OFFERS })
 const amounts = amountsOf(OFFERS)
 const sum = { timeOuts: { micros: 0, count: 0 }, expiries: { micros: 0, count: 0 }, pairs: { micros: 0, count: 0 } }
+let offersExpiredWithLease = 0
 for (let r = 0; r < ROUNDS + 2; r++) {
   const shape: Shape = r % 2 === 0 ? 'split' : 'service'
   const got = round(book, r, shape, amounts)
   if (r < 2) continue
+  offersExpiredWithLease += got.withLease
   for (const k of ['timeOuts', 'expiries', 'pairs'] as const) {
     sum[k].micros += got[k].micros
     sum[k].count += got[k].count
@@ -137,12 +152,13 @@ const result = {
   cpuMicrosPerTimeOut: perItem(sum.timeOuts),
   cpuMicrosPerExpiry: perItem(sum.expiries),
   cpuMicrosPerPair: perItem(sum.pairs),
+  offersExpiredWithLease,
   loadAverage: { before: loadBefore, after: loadavg()[0] ?? 0 },
   outcomeDigest: digest.digest('hex').slice(0, 16),
 }
 const out = join(process.env.BENCH_RESULTS_DIR ?? join(dirname(fileURLToPath(import.meta.url)), 'results'), 'dispatch-latest.json')
 mkdirSync(dirname(out), { recursive: true })
 writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`)
-process.stdout.write(`process CPU: ${result.cpuMicrosPerTimeOut} us per lease time-out (follower batches), ${result.cpuMicrosPerExpiry} us per offer expiry (dispatch), ` +
+process.stdout.write(`process CPU: ${result.cpuMicrosPerTimeOut} us per lease time-out (follower batches; ${offersExpiredWithLease} offers expired with their lease), ${result.cpuMicrosPerExpiry} us per offer expiry (dispatch), ` +
   `${result.cpuMicrosPerPair} us per time-out + expiry pair (follower batch, then the ticker's dispatch)\n` +
   `load average ${loadBefore.toFixed(2)} -> ${result.loadAverage.after.toFixed(2)}; outcome digest ${result.outcomeDigest}\nwrote ${out}\n`)

@@ -3,7 +3,7 @@
 // while leased is `closing`, not declined: the lease authorization the service signed stays payable on chain until its
 // deadline, and a payment under it is the lender's money (design-engine-9-10.md, "leases are never cancelled while
 // their authorization can still be used"); it ends declined when the lease is over unpaid, funded if it was paid.
-import { assign, setup } from 'xstate'
+import { and, assign, setup } from 'xstate'
 import type { RefusalTable } from './refusals.ts'
 import type { Address, SourceRef, StatesOf } from './types.ts'
 
@@ -52,11 +52,14 @@ export interface OfferContext extends OfferInput {
   endedAtMs: number | null
 }
 
-/** `chainTimeMs`: the offer's network's observed chain time (the clock its TTL runs on); `nowMs`: the service's clock. */
+/**
+ * `chainTimeMs`: the offer's network's observed chain time (the clock its TTL runs on, the one its expiry pass reads);
+ * `nowMs`: the service's clock.
+ */
 export type OfferEvent =
   | { type: 'LEASE'; leaseId: string; lender: Address; chainTimeMs: number; nowMs: number }
   | { type: 'LEASE_REFUSED'; leaseId: string; lender: Address; chainTimeMs: number; nowMs: number }
-  | { type: 'LEASE_ENDED'; leaseId: string; lender: Address; nowMs: number }
+  | { type: 'LEASE_ENDED'; leaseId: string; lender: Address; chainTimeMs: number; nowMs: number }
   | { type: 'FUND'; advanceId: string; nowMs: number }
   | { type: 'EXPIRE'; reason: 'stale' | 'leases_exhausted'; chainTimeMs: number; nowMs: number }
   | { type: 'DECLINE'; reason: 'borrower_suspended' | 'source_closed'; nowMs: number }
@@ -109,6 +112,14 @@ export const offerMachine = setup({
       currentLeaseId: null,
       excludedLenders: [...context.excludedLenders, params.lender],
     })),
+    // The lease ended at or after the offer's expiry instant: what endLease and then an EXPIRE (stale) would write,
+    // in one assign (a second one would copy the 24-key context again; offerContextCopy above says what that costs).
+    endLeaseStale: assign(({ context }, params: { lender: Address; nowMs: number }) => ({
+      currentLeaseId: null,
+      excludedLenders: [...context.excludedLenders, params.lender],
+      endReason: 'stale' as const,
+      endedAtMs: params.nowMs,
+    })),
     // A closing offer paid after all is funded: the withdrawal's reason no longer describes how it ended.
     recordFunding: assign((_, params: { advanceId: string; nowMs: number }) => ({ advanceId: params.advanceId, endedAtMs: params.nowMs, endReason: null })),
     recordClosing: assign((_, params: { reason: OfferEndReason }) => ({ endReason: params.reason })),
@@ -120,7 +131,7 @@ export const offerMachine = setup({
     })),
   },
   guards: {
-    isCurrentLease: ({ context }, params: { leaseId: string }) => params.leaseId === context.currentLeaseId,
+    isCurrentLease: ({ context, event }) => event.type === 'LEASE_ENDED' && event.leaseId === context.currentLeaseId,
     // The offer TTL, on the network's chain time: a lender may take the offer before its expiry instant, from then on
     // it is stale.
     isFresh: ({ context, event }) => 'chainTimeMs' in event && event.chainTimeMs < context.expiresAtMs,
@@ -169,11 +180,20 @@ export const offerMachine = setup({
     },
     leased: {
       on: {
-        LEASE_ENDED: {
-          guard: { type: 'isCurrentLease', params: ({ event }) => event },
-          target: 'offered',
-          actions: { type: 'endLease', params: ({ event }) => event },
-        },
+        // A lease ended at or after the offer's expiry instant (the same comparison as EXPIRE's isStale): the offer
+        // could only wait to expire, so it expires now, one transition instead of LEASE_ENDED then EXPIRE.
+        LEASE_ENDED: [
+          {
+            guard: and(['isCurrentLease', 'isStale']),
+            target: 'expired',
+            actions: { type: 'endLeaseStale', params: ({ event }) => event },
+          },
+          {
+            guard: 'isCurrentLease',
+            target: 'offered',
+            actions: { type: 'endLease', params: ({ event }) => event },
+          },
+        ],
         FUND: { target: 'funded', actions: { type: 'recordFunding', params: ({ event }) => event } },
         // Withdrawn under a lease whose authorization can still be paid: the lease lives on to its deadline.
         DECLINE: { target: 'closing', actions: { type: 'recordClosing', params: ({ event }) => event } },
@@ -183,7 +203,7 @@ export const offerMachine = setup({
     closing: {
       on: {
         LEASE_ENDED: {
-          guard: { type: 'isCurrentLease', params: ({ event }) => event },
+          guard: 'isCurrentLease',
           target: 'declined',
           actions: { type: 'recordClosed', params: ({ event }) => event },
         },

@@ -1,10 +1,11 @@
 // Facts of the chain (design-engine-9-10.md, "Chain as the source of truth"): the supplier payment that the lender's
 // report and the chain follower both apply (one function: a report adds only its caller's checks), and the follower's
 // batch as one command: its events in order, then the network's observed chain time, which expires the leases whose
-// deadline it is past. Payment, not the report, counts: a SupplierPaid mined by a lease's deadline is in a batch at or
-// before the one whose chain time passes that deadline, so it is applied before the lease could expire. For the same
-// reason a lease left live past its deadline (a batch whose change budget ran out before its turn) is safe: no
-// payment under it can come any more, and dispatch times it out next, in the same order.
+// deadline it is past (and their offers, when it is past their TTL too). Payment, not the report, counts: a
+// SupplierPaid mined by a lease's deadline is in a batch at or before the one whose chain time passes that deadline, so
+// it is applied before the lease could expire. For the same reason a lease left live past its deadline (a batch whose
+// change budget ran out before its turn) is safe: no payment under it can come any more, and dispatch times it out
+// next, in the same order.
 import type { OfferContext } from '../../machines/index.ts'
 import { refused, send } from './actors.ts'
 import { applyRepaidFact, openAdvance } from './advances.ts'
@@ -18,8 +19,8 @@ import { cancelLease, payLease, timeOutLease } from './leases.ts'
 import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
 import type { EngineState, JobActor, LeaseActor, OfferActor } from './state.ts'
 import { applyCollateral, jobIdOfKey, reclaimJob } from './jobs.ts'
-import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, LenderRecord, RepaymentReceipt } from './types.ts'
-import { leaseView } from './views.ts'
+import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, LenderRecord, OfferView, RepaymentReceipt } from './types.ts'
+import { leaseView, offerView } from './views.ts'
 
 /**
  * The most changes one event of a follower's batch adds to its command (observeChain; an actor or record counts once
@@ -102,6 +103,8 @@ export interface ChainObservationOutcome {
   ignored: { proofKey: string; reason: string }[]
   /** Leases whose deadline the observed chain time is past, unpaid. */
   expiredLeases: LeaseView[]
+  /** Offers of those leases that expired with them: the chain time was at or past their TTL too. */
+  expiredOffers: OfferView[]
 }
 
 /**
@@ -234,10 +237,12 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
     s.meta.chainTimeMs = { ...s.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
   }
   const expired = ended<LeaseView>(true)
-  timeOutDueLeases(s, batch.network, nowMs, expired)
+  const expiredOffers = ended<OfferView>(true)
+  timeOutDueLeases(s, batch.network, nowMs, expired, expiredOffers)
   return {
     network: batch.network, toBlock: batch.toBlock, chainTimeMs: chainTimeOf(s, batch.network) as number,
     advances, appliedProofKeys, repayments, collateral, reclaimed, ignored, expiredLeases: expired.views as LeaseView[],
+    expiredOffers: expiredOffers.views as OfferView[],
   }
 }
 
@@ -251,12 +256,13 @@ function liveJobOn(s: EngineState, jobKey: string, network: string): JobActor | 
 /**
  * Times out the network's live leases whose deadline its observed chain time is past, in deadline order then lease
  * sequence, while the command has room for one more time-out (changesPerCommandMax) and has taken fewer than
- * timeOutsPerCommandMax (`expired` counts the command's time-outs so far, and views them if its caller wants them).
+ * timeOutsPerCommandMax (`expired` counts the command's time-outs so far, and views them if its caller wants them;
+ * `expiredOffers` the offers that expired with their lease, leases.ts timeOutLease).
  * Answers false when it stopped with leases still due: they stay live (the safe side, see the file's comment) and the
  * next dispatch goes on with them. One pass: the lenders' book entries move once each, after it (a lender with several
  * leases due moves once).
  */
-export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: Ended<LeaseView>): boolean {
+export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: Ended<LeaseView>, expiredOffers: Ended<OfferView>): boolean {
   const moved = new Set<LenderRecord>()
   let done = true
   // Each time-out takes its lease out of the schedule, so the next due one is at the top again.
@@ -265,9 +271,13 @@ export function timeOutDueLeases(s: EngineState, network: string, nowMs: number,
       done = false
       break
     }
-    timeOutLease(s, lease, chainTimeOf(s, network) as number, nowMs, moved)
+    const offer = timeOutLease(s, lease, chainTimeOf(s, network) as number, nowMs, moved)
     expired.count += 1
     expired.views?.push(leaseView(lease.getSnapshot()))
+    if (offer !== undefined) {
+      expiredOffers.count += 1
+      expiredOffers.views?.push(offerView(offer.getSnapshot()))
+    }
   }
   for (const lender of moved) repositionLender(s, lender)
   return done

@@ -113,7 +113,10 @@ export function ended<V>(withViews: boolean): Ended<V> {
 // once per command, however often it is touched). A command takes a step only while the step's most still fits in
 // changesPerCommandMax (`roomFor`), so no command makes more changes than the store takes in one commit.
 
-/** A lease's time-out (leases.ts timeOutLease): the lease, its offer, its lender, and the offer's source (a job or a backing source) when a closing offer ends. */
+/**
+ * A lease's time-out (leases.ts timeOutLease): the lease, its offer, its lender, and the offer's source (a job or a
+ * backing source) when the offer ends with it (closing, or past its TTL).
+ */
 export const LEASE_TIME_OUT_CHANGES_MAX = 4
 /** A stale offer's expiry (matching.ts expireOffer): the offer and its source. */
 export const OFFER_EXPIRY_CHANGES_MAX = 2

@@ -225,9 +225,10 @@ export class Engine {
   }
 
   /**
-   * Expire leases past their chain deadline (their offers go back to matching), lift due suspensions, then expire
-   * stale offers and match the waiting ones; each step only while it fits in the command's change budget
-   * (changesPerCommandMax), in that order, so a call that stops leaves the rest for the next call in the same order.
+   * Expire leases past their chain deadline (their offers go back to matching, or expire with them once past their
+   * TTL), lift due suspensions, then expire stale offers and match the waiting ones; each step only while it fits in
+   * the command's change budget (changesPerCommandMax), in that order, so a call that stops leaves the rest for the
+   * next call in the same order.
    */
   dispatch(nowMs: number): EngineResult<DispatchOutcome> {
     const steps = this.#dispatch(nowMs, true)
@@ -272,7 +273,7 @@ export class Engine {
     // passes their deadline, so this finds one when a batch ran out of change budget, or a lease was granted past its
     // deadline already (a chain ahead of the service's clock).
     for (const network of s.leaseExpiries.keys()) {
-      if (!timeOutDueLeases(s, network, nowMs, steps.expiredLeases)) return false
+      if (!timeOutDueLeases(s, network, nowMs, steps.expiredLeases, steps.expiredOffers)) return false
     }
     if (!liftDueSuspensions(s, nowMs, steps.suspensionsLifted)) return false
 

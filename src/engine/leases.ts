@@ -97,22 +97,25 @@ export function payLease(s: EngineState, lease: LeaseActor, payment: TxProof, no
 
 /**
  * The network's chain was observed past the lease's deadline with no SupplierPaid for it: it expires unpaid, the
- * lender pays for it, the offer goes on. The lease of a closing offer (withdrawn under it) ends without a penalty
- * instead, as a cancelled one (the lender was told not to pay), and its offer ends declined, giving its capacity back.
- * The lender's record is recorded changed now; its book entry is moved by the caller, once per lender of its pass
- * (`moved` collects them, ledger.ts repositionLender).
+ * lender pays for it, the offer goes on, or, when that chain time is at or past the offer's own TTL (the clock and
+ * comparison of its expiry pass), expires in the same transition and gives its capacity back. The lease of a closing
+ * offer (withdrawn under it) ends without a penalty instead, as a cancelled one (the lender was told not to pay), and
+ * its offer ends declined, giving its capacity back. The lender's record is recorded changed now; its book entry is
+ * moved by the caller, once per lender of its pass (`moved` collects them, ledger.ts repositionLender). Answers the
+ * offer when it expired with the lease (its caller counts it among the expired offers), else undefined.
  */
-export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: number, nowMs: number, moved: Set<LenderRecord>): void {
+export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: number, nowMs: number, moved: Set<LenderRecord>): OfferActor | undefined {
   const l = lease.getSnapshot().context
   const offer = s.offers.get(l.offerId) as OfferActor
+  const ended = { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, chainTimeMs, nowMs } as const
   // The offer machine is flat: its state value is the state's name.
   if (offer.getSnapshot().value === 'closing') {
     // The schedule says the chain is past the deadline: the authorization can no longer be paid.
     cancelLease(s, lease, nowMs)
-    expect(s, 'offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
+    expect(s, 'offer', offer, ended)
     const o = offer.getSnapshot().context
     releaseCapacity(s, o.source, offerCommitmentAtomic(o), nowMs)
-    return
+    return undefined
   }
   // The schedule says the chain is past the deadline; the lease machine's guard agrees, or this throws.
   expect(s, 'lease', lease, { type: 'TIME_OUT', chainTimeMs, nowMs })
@@ -122,7 +125,11 @@ export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: num
   reputation.leaseMissed(lender, s.config)
   touch(s, 'lender', lender.address)
   moved.add(lender)
-  expect(s, 'offer', offer, { type: 'LEASE_ENDED', leaseId: l.leaseId, lender: l.lender, nowMs })
+  expect(s, 'offer', offer, ended)
+  const after = offer.getSnapshot()
+  if (after.value !== 'expired') return undefined
+  releaseCapacity(s, after.context.source, offerCommitmentAtomic(after.context), nowMs)
+  return offer
 }
 
 /** The offer is withdrawn under the lease: it is cancelled without a penalty, the lender did no wrong. */

@@ -57,6 +57,10 @@ export const ENGINE_PATHS: readonly EnginePath[] = [
   { command: 'observeChain', when: 'the follower saw a CollateralPosted of a live job (reported or not)', steps: [step('job', 'COLLATERAL_POSTED')], records: [] },
   { command: 'observeChain', when: 'the chain is observed past a lease\'s deadline, unpaid', steps: [step('lease', 'TIME_OUT'), step('offer', 'LEASE_ENDED')], records: ['lender'] },
   {
+    command: 'observeChain', when: 'the chain is observed past a lease\'s deadline, unpaid, and at or past its offer\'s expiry: the offer expires with it',
+    steps: [step('lease', 'TIME_OUT'), step('offer', 'LEASE_ENDED'), step('job', 'RELEASE')], records: ['lender'],
+  },
+  {
     command: 'observeChain', when: 'a closing offer was paid before its failed job\'s failJob: the advance is born defaulted',
     steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED'), step('advance', 'DEFAULT')],
     records: ['lender', 'borrower'],

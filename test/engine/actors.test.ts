@@ -104,12 +104,17 @@ t.test('offerView and leaseView: the general view of the snapshot (context and s
   for (const [event, step] of [
     [{ type: 'LEASE_REFUSED', ...lease, leaseId: 'lea_0', lender: addr(6) }, 'offer with a refused lease'],
     [{ type: 'LEASE', ...lease }, 'offer leased'],
-    [{ type: 'LEASE_ENDED', leaseId: 'lea_1', lender: addr(4), nowMs: T0 + 1 }, 'offer offered again'],
+    [{ type: 'LEASE_ENDED', leaseId: 'lea_1', lender: addr(4), chainTimeMs: T0 + 1, nowMs: T0 + 1 }, 'offer offered again'],
     [{ type: 'EXPIRE', reason: 'stale', chainTimeMs: T0 + 1000, nowMs: T0 + 2 }, 'offer expired'],
   ] as const) {
     offer.send(event)
     compare(offer, offerView, step)
   }
+  const endedStale = startActor(offerMachine, offerInput as never)
+  endedStale.send({ type: 'LEASE', ...lease })
+  endedStale.send({ type: 'LEASE_ENDED', leaseId: 'lea_1', lender: addr(4), chainTimeMs: endedStale.getSnapshot().context.expiresAtMs, nowMs: T0 + 2 })
+  t.equal(endedStale.getSnapshot().value, 'expired')
+  compare(endedStale, offerView, 'offer expired at its lease\'s end')
   const funded = startActor(offerMachine, offerInput as never)
   funded.send({ type: 'LEASE', ...lease })
   funded.send({ type: 'DECLINE', reason: 'source_closed', nowMs: T0 + 1 })
@@ -141,7 +146,7 @@ t.test('an offer event through the engine\'s send: the context XState made, copi
   for (const event of [
     { type: 'LEASE_REFUSED', ...lease, leaseId: 'lea_0', lender: addr(6) },
     { type: 'LEASE', ...lease, leaseId: 'lea_1' },
-    { type: 'LEASE_ENDED', leaseId: 'lea_1', lender: addr(4), nowMs: T0 + 1 },
+    { type: 'LEASE_ENDED', leaseId: 'lea_1', lender: addr(4), chainTimeMs: T0 + 1, nowMs: T0 + 1 },
     { type: 'LEASE', ...lease, leaseId: 'lea_2', lender: addr(7) },
     { type: 'DECLINE', reason: 'source_closed', nowMs: T0 + 2 },
     { type: 'FUND', advanceId: 'adv_1', nowMs: T0 + 3 },

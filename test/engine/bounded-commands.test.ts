@@ -217,7 +217,9 @@ t.test('the time-out bound splits a burst over commands and changes nothing else
   }
   const bounded = run(4)
   const unbounded = run(1_000_000)
-  t.ok(bounded.calls > unbounded.calls + 10, `spread over ${bounded.calls} calls against ${unbounded.calls}`)
+  // The follower's batch times out 4 of the 40 leases, dispatch the other 36 at 4 per call (each offer expires with
+  // its lease: its TTL is over too).
+  t.ok(bounded.calls >= 9 && unbounded.calls === 1, `spread over ${bounded.calls} calls against ${unbounded.calls}`)
   t.same(bounded.records, unbounded.records, 'every record the same')
 })
 

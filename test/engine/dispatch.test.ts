@@ -11,7 +11,7 @@ import { timeOutLease } from '../../src/engine/leases.ts'
 import { expireOffer, leaseToBestLender } from '../../src/engine/matching.ts'
 import type { EngineState, LeaseActor } from '../../src/engine/state.ts'
 import { repositionLender } from '../../src/engine/ledger.ts'
-import type { LeaseView, LenderRecord } from '../../src/engine/types.ts'
+import type { LeaseView, LenderRecord, OfferView } from '../../src/engine/types.ts'
 import { leaseView, offerView } from '../../src/engine/views.ts'
 import {
   ASSET, BORROWER, CLIENT, FakeWallets, NET, SUPPLIER, T0, canonical, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor,
@@ -33,11 +33,15 @@ function scanDueLeases(state: EngineState, network: string) {
   return stale.map((lease) => ({ lease, chainTimeMs }))
 }
 
-/** One lease timed out with its lender's book entry moved at once, as before dispatch moved each lender once per pass. */
-function timeOutAlone(state: EngineState, lease: LeaseActor, chainTimeMs: number, nowMs: number): LeaseView {
+/**
+ * One lease timed out with its lender's book entry moved at once, as before dispatch moved each lender once per pass;
+ * its offer's view joins `expiredOffers` when it expired with the lease.
+ */
+function timeOutAlone(state: EngineState, lease: LeaseActor, chainTimeMs: number, nowMs: number, expiredOffers: OfferView[]): LeaseView {
   const moved = new Set<LenderRecord>()
-  timeOutLease(state, lease, chainTimeMs, nowMs, moved)
+  const offer = timeOutLease(state, lease, chainTimeMs, nowMs, moved)
   for (const lender of moved) repositionLender(state, lender)
+  if (offer !== undefined) expiredOffers.push(offerView(offer.getSnapshot()))
   return leaseView(lease.getSnapshot())
 }
 
@@ -49,15 +53,16 @@ class ScanningEngine extends Engine {
     if (before === undefined || batch.toBlockTimeMs > before) {
       state.meta.chainTimeMs = { ...state.meta.chainTimeMs, [batch.network]: batch.toBlockTimeMs }
     }
-    const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutAlone(state, lease, chainTimeMs, nowMs))
-    return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], repayments: [], collateral: [], reclaimed: [], ignored: [], expiredLeases })
+    const expiredOffers: OfferView[] = []
+    const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutAlone(state, lease, chainTimeMs, nowMs, expiredOffers))
+    return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], repayments: [], collateral: [], reclaimed: [], ignored: [], expiredLeases, expiredOffers })
   }
 
   override dispatch(nowMs: number): EngineResult<DispatchOutcome> {
     // The engine's memory and its steps (src/engine/state.ts and the modules beside it), driven by the old scan.
     const state = (this as unknown as { state: EngineState }).state
     const outcome: DispatchOutcome = { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }
-    for (const { lease, chainTimeMs } of scanDueLeases(state, NET)) outcome.expiredLeases.push(timeOutAlone(state, lease, chainTimeMs, nowMs))
+    for (const { lease, chainTimeMs } of scanDueLeases(state, NET)) outcome.expiredLeases.push(timeOutAlone(state, lease, chainTimeMs, nowMs, outcome.expiredOffers))
     let attempts = 0
     for (const offer of [...state.offers.values()]) {
       const snap = offer.getSnapshot()
@@ -216,7 +221,11 @@ function tickAt(engine: Engine, nowMs: number): EngineResult<DispatchTally> {
   if (!ticked.ok) return ticked
   return {
     ok: true,
-    value: { ...ticked.value, expiredLeases: observed.value.expiredLeases.length + ticked.value.expiredLeases },
+    value: {
+      ...ticked.value,
+      expiredLeases: observed.value.expiredLeases.length + ticked.value.expiredLeases,
+      expiredOffers: observed.value.expiredOffers.length + ticked.value.expiredOffers,
+    },
     changes: [...observed.changes, ...ticked.changes],
   }
 }

@@ -1,6 +1,9 @@
 // Leases: expiry lowers reliability and rematches; insufficient balance expires at once; late reports are rejected.
 import t from 'tap'
-import type { Engine, PastLeaseOf } from '../../src/engine/engine.ts'
+import { Engine, type PastLeaseOf } from '../../src/engine/engine.ts'
+import { storedHistory } from '../../src/engine/history.ts'
+import { eventBody, eventRecord, eventWallets } from '../../src/stream/events.ts'
+import type { Change, OfferView } from '../../src/engine/types.ts'
 import { ASSET, BORROWER, NET, SUPPLIER, T0, dispatchAt, hash, lenderInput, lenderOfSession, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 function world(config = {}) {
@@ -222,4 +225,114 @@ t.test('a payment under an ended lease (timed out by an older release) still fun
   t.equal(engine.getLender(first.lender)?.deployedAtomic, before.deployedAtomic + 1000n, 'the payer\'s principal is deployed')
   t.equal(engine.getLender(first.lender)?.availableAtomic, before.availableAtomic - 1000n)
   engine.checkInvariants()
+})
+
+// An unpaid lease that ends at or after its offer's expiry instant: the offer has nothing left but to expire, so it
+// does in the lease's own event (LEASE_ENDED), on the clock and comparison of the expiry pass (the network's chain
+// time, expired from the instant on), and ends as that pass would have ended it.
+
+/** The offer's stored record in a command's changes. */
+function offerRecord(changes: Change[], offerId: string) {
+  const change = changes.find((c) => c.kind === 'offer' && c.id === offerId)
+  return change as (Change & { record: { value: string; context: Record<string, unknown> } }) | undefined
+}
+
+t.test('a lease timed out past its offer\'s expiry: the offer expires in that one event, stale, its capacity given back', async (t) => {
+  const { engine } = world({ offerTtlMs: 10_000 })
+  const offerId = offerFor(engine)
+  const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
+  const { reliabilityBps } = engine.getLender(lease.lender)!
+  const observed = engine.observeChain({ network: NET, toBlock: 1n, toBlockHash: '0x', toBlockTimeMs: T0 + 31_000, events: [] }, T0 + 31_005)
+  const batch = unwrap(observed)
+  t.same(batch.expiredLeases.map((l) => [l.leaseId, l.endReason]), [[lease.leaseId, 'timeout']])
+  const stored = offerRecord(observed.ok ? observed.changes : [], offerId)
+  t.ok(stored?.final, 'the offer\'s record is final in the batch\'s commit')
+  t.equal(stored?.record.value, 'expired')
+  t.match(stored?.record.context, { endReason: 'stale', endedAtMs: T0 + 31_005, currentLeaseId: null, excludedLenders: [lease.lender], leaseIds: [lease.leaseId] })
+  t.same(storedHistory(stored?.record).map((e) => [e.from, e.to, e.event, e.atMs]), [
+    [null, 'offered', 'created', T0], ['offered', 'leased', 'LEASE', T0], ['leased', 'expired', 'LEASE_ENDED', T0 + 31_005],
+  ], 'one event ends it: no LEASE_ENDED back to waiting, no EXPIRE after')
+  t.same(batch.expiredOffers?.map((o) => [o.offerId, o.state, o.endReason]), [[offerId, 'expired', 'stale']], 'the batch reports the offer expired')
+  t.equal(engine.getOffer(offerId), undefined, 'evicted')
+  t.equal(engine.getSource('src_1')?.committedAtomic, 0n, 'capacity released')
+  t.equal(engine.getLender(lease.lender)?.reliabilityBps, reliabilityBps - 500, 'the lender\'s miss is counted as before')
+  t.same(unwrap(engine.dispatch(T0 + 31_005)), { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] }, 'nothing left for dispatch')
+  engine.checkInvariants()
+})
+
+t.test('the offer a lease time-out expires ends with the record the expiry pass gives a waiting offer', async (t) => {
+  // Two offers expiring at the same instant: one leased (its lease times out at that chain time), one waiting (no
+  // lender's ask fits its fee), expired by dispatch at the same instants.
+  const { engine } = world({ offerTtlMs: 31_000 })
+  const leased = offerFor(engine)
+  unwrap(engine.matchOffer({ offerId: leased, caller: BORROWER }, T0))
+  const waiting = offerFor(engine, { maximumFeeAtomic: 0n })
+  t.equal(unwrap(engine.matchOffer({ offerId: waiting, caller: BORROWER }, T0)).lease, null)
+  const dispatched = dispatchAt(engine, T0 + 31_000)
+  const out = unwrap(dispatched)
+  t.same(out.expiredOffers.map((o) => o.offerId), [leased, waiting], 'both expired: the leased one with its lease, then the waiting one')
+  const [fromLease, fromPass] = out.expiredOffers
+  const ending = (o: OfferView | undefined) => o && { state: o.state, endReason: o.endReason, endedAtMs: o.endedAtMs, currentLeaseId: o.currentLeaseId, keys: Object.keys(o) }
+  t.same(ending(fromLease), ending(fromPass), 'the same final state, reason, time and fields')
+  // What the live event stream publishes of each: the borrower gets the offer, expired, with the same fields.
+  const published = (offerId: string) => {
+    const change = offerRecord(dispatched.ok ? dispatched.changes : [], offerId) as Change
+    const { offer } = eventBody('offer', eventRecord(change), 'at', { leaseAction: () => null }) as { offer: Record<string, unknown> }
+    return { wallets: eventWallets(change), state: offer['state'], endReason: offer['endReason'], endedAt: offer['endedAt'], keys: Object.keys(offer) }
+  }
+  t.match(published(leased), { wallets: [BORROWER], state: 'expired', endReason: 'stale' })
+  t.same(published(leased), published(waiting), 'the same event')
+  engine.checkInvariants()
+})
+
+t.test('the boundary: a lease ending 1 ms before its offer\'s expiry leaves it waiting and rematched; at the instant, it expires', async (t) => {
+  // The lease's deadline is T0 + 30 s: the chain at T0 + 31 s is past it. The offer's expiry is that instant, or 1 ms
+  // after. The expiry pass's own boundary: a waiting offer at its expiry instant expires (test 'stale offers expire').
+  const past = { network: NET, toBlock: 1n, toBlockHash: '0x', toBlockTimeMs: T0 + 31_000, events: [] }
+  const before = world({ offerTtlMs: 31_001 }).engine
+  const offerId = offerFor(before)
+  const first = unwrap(before.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
+  const waiting = before.observeChain(past, T0 + 31_000)
+  t.equal(offerRecord(waiting.ok ? waiting.changes : [], offerId)?.record.value, 'offered', '1 ms before its expiry instant: waiting again')
+  const out = unwrap(before.dispatch(T0 + 31_000))
+  t.equal(out.matches[0]?.lease?.offerId, offerId, 'and rematched')
+  t.not(out.matches[0]?.lease?.lender, first.lender, 'to another lender')
+  before.checkInvariants()
+
+  const at = world({ offerTtlMs: 31_000 }).engine
+  const atId = offerFor(at)
+  unwrap(at.matchOffer({ offerId: atId, caller: BORROWER }, T0))
+  const ended = at.observeChain(past, T0 + 31_000)
+  const record = offerRecord(ended.ok ? ended.changes : [], atId)
+  t.match(record, { final: true, record: { value: 'expired', context: { endReason: 'stale' } } }, 'at the expiry instant: expired with the lease')
+  t.same(unwrap(at.dispatch(T0 + 31_000)), { expiredLeases: [], expiredOffers: [], matches: [], suspensionsLifted: [] })
+  at.checkInvariants()
+})
+
+t.test('the offer\'s clock is its network\'s chain time, not the service\'s: a lease ending past the expiry on the clock alone rematches', async (t) => {
+  const { engine } = world({ offerTtlMs: 40_000 })
+  const offerId = offerFor(engine)
+  unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0))
+  // The chain is observed past the lease's deadline but before the offer's expiry; the service's clock is past both.
+  const batch = unwrap(engine.observeChain({ network: NET, toBlock: 1n, toBlockHash: '0x', toBlockTimeMs: T0 + 31_000, events: [] }, T0 + 60_000))
+  t.equal(batch.expiredLeases.length, 1)
+  t.same(batch.expiredOffers, [], 'the chain at T0 + 31 s: the offer has 9 s left on its clock')
+  t.equal(engine.getOffer(offerId)?.state, 'offered')
+  engine.checkInvariants()
+})
+
+t.test('restart between lease and time-out: a stored leased offer past its expiry expires with its lease after the restore', async (t) => {
+  const { engine, wallets } = world({ offerTtlMs: 10_000 })
+  const offerId = offerFor(engine)
+  const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
+  const restored = new Engine({ offerTtlMs: 10_000 }, wallets, engine.snapshots())
+  restored.checkInvariants()
+  t.equal(restored.getOffer(offerId)?.state, 'leased', 'restored leased, past its expiry on any clock once the chain passes T0 + 10 s')
+  const observed = restored.observeChain({ network: NET, toBlock: 1n, toBlockHash: '0x', toBlockTimeMs: T0 + 31_000, events: [] }, T0 + 31_000)
+  const stored = offerRecord(observed.ok ? observed.changes : [], offerId)
+  t.same(storedHistory(stored?.record).map((e) => `${e.from}->${e.to} ${e.event}`), ['null->offered created', 'offered->leased LEASE', 'leased->expired LEASE_ENDED'], 'its history from before the restart, then the one event')
+  t.match(stored?.record.context, { endReason: 'stale', excludedLenders: [lease.lender], currentLeaseId: null })
+  t.same(unwrap(observed).expiredOffers?.map((o) => o.offerId), [offerId])
+  t.equal(restored.getSource('src_1')?.committedAtomic, 0n)
+  restored.checkInvariants()
 })

@@ -94,8 +94,12 @@ t.test('every engine path the system map declares is what the engine does', asyn
   unwrap(engine.matchOffer({ offerId: refused, caller: BORROWER }, first.expiresAtMs))
   // Offer TTLs run on the chain's time: it is observed at this one's expiry before the borrower matches it again.
   const staleAt = engine.getOffer(refused)!.expiresAtMs
-  unwrap(engine.observeChain({ network: NET, toBlock: 3n, toBlockHash: '0x', toBlockTimeMs: staleAt, events: [] }, staleAt))
+  const staleBatch = unwrap(engine.observeChain({ network: NET, toBlock: 3n, toBlockHash: '0x', toBlockTimeMs: staleAt, events: [] }, staleAt))
+  t.same(staleBatch.expiredOffers.map((o) => o.offerId), [timedOut], 'the rematched offer expired with its lease')
   unwrap(engine.matchOffer({ offerId: refused, caller: BORROWER }, staleAt))
+  // An offer no lender's ask fits waits until dispatch finds it stale. (The offer dispatch leased again above expired
+  // with its second lease instead, in the follower's batch at staleAt: that lease ended past the offer's TTL.)
+  offerFor(engine, { repaymentSource: 'job_b', maximumFeeAtomic: 0n }, staleAt)
   const later = staleAt + engine.config.offerTtlMs
   unwrap(engine.observeChain({ network: NET, toBlock: 3n, toBlockHash: '0x', toBlockTimeMs: later, events: [] }, later))
   unwrap(engine.dispatch(later))

@@ -29,7 +29,7 @@ const states: Record<string, Snap> = {
 const events: Record<string, OfferEvent> = {
   LEASE: lease('lse_2', L2),
   LEASE_REFUSED: { type: 'LEASE_REFUSED', leaseId: 'lse_2', lender: L2, chainTimeMs: T0, nowMs: T0 },
-  LEASE_ENDED: { type: 'LEASE_ENDED', leaseId: 'lse_1', lender: L1, nowMs: T0 },
+  LEASE_ENDED: { type: 'LEASE_ENDED', leaseId: 'lse_1', lender: L1, chainTimeMs: T0, nowMs: T0 },
   FUND: { type: 'FUND', advanceId: 'adv_1', nowMs: T0 },
   EXPIRE: { type: 'EXPIRE', reason: 'stale', chainTimeMs: T0 + TTL, nowMs: T0 + TTL },
   DECLINE: { type: 'DECLINE', reason: 'source_closed', nowMs: T0 },
@@ -79,11 +79,26 @@ t.test('LEASE and LEASE_REFUSED: taken before the expiry instant, refused as sta
   t.equal(refusalCode(offerMachine, offerRefusals, 'leased', 'LEASE'), 'offer_not_offered', 'a leased one offer_not_offered')
 })
 
+const leaseEnded = (leaseId: string, chainTimeMs: number, nowMs = chainTimeMs): OfferEvent => ({ type: 'LEASE_ENDED', leaseId, lender: L1, chainTimeMs, nowMs })
+
 t.test('LEASE_ENDED is taken for the current lease only', async (t) => {
-  t.equal(step(offerMachine, leased, { type: 'LEASE_ENDED', leaseId: 'lse_9', lender: L1, nowMs: T0 }), undefined, 'another lease')
+  t.equal(step(offerMachine, leased, leaseEnded('lse_9', T0)), undefined, 'another lease')
+  t.equal(step(offerMachine, leased, leaseEnded('lse_9', T0 + TTL)), undefined, 'another lease, past the expiry')
   t.equal(offerRefusals.LEASE_ENDED.guarded, 'lease_not_current')
-  const ended = step(offerMachine, leased, { type: 'LEASE_ENDED', leaseId: 'lse_1', lender: L1, nowMs: T0 }) as Snap
-  t.match(ended, { value: 'offered', context: { currentLeaseId: null, excludedLenders: [L1], leaseIds: ['lse_1'] } })
+  const ended = step(offerMachine, leased, leaseEnded('lse_1', T0)) as Snap
+  t.match(ended, { value: 'offered', context: { currentLeaseId: null, excludedLenders: [L1], leaseIds: ['lse_1'], endReason: null, endedAtMs: null } })
+})
+
+t.test('LEASE_ENDED from the expiry instant on: the offer expires stale in that one transition, as an EXPIRE after it would end it', async (t) => {
+  t.equal(step(offerMachine, leased, leaseEnded('lse_1', T0 + TTL - 1))?.value, 'offered', 'one ms before the expiry: waiting again')
+  const atExpiry = step(offerMachine, leased, leaseEnded('lse_1', T0 + TTL, T0 + TTL + 7)) as Snap
+  t.equal(atExpiry.status, 'done')
+  // The two-step path it replaces, on the same instants: back to waiting, then the expiry pass's EXPIRE.
+  const waiting = run(offerMachine, leased, leaseEnded('lse_1', T0 + TTL - 1, T0 + TTL + 7))
+  const expiredLater = run(offerMachine, waiting, { type: 'EXPIRE', reason: 'stale', chainTimeMs: T0 + TTL, nowMs: T0 + TTL + 7 })
+  t.same({ value: atExpiry.value, context: atExpiry.context }, { value: expiredLater.value, context: expiredLater.context }, 'the same state and context as LEASE_ENDED then EXPIRE')
+  t.match(atExpiry, { value: 'expired', context: { endReason: 'stale', endedAtMs: T0 + TTL + 7, currentLeaseId: null, excludedLenders: [L1] } })
+  t.equal(step(offerMachine, leased, leaseEnded('lse_1', T0 + 2 * TTL))?.value, 'expired', 'long past the expiry')
 })
 
 t.test('each action writes what its event carries', async (t) => {
@@ -100,9 +115,11 @@ t.test('each action writes what its event carries', async (t) => {
 t.test('withdrawn under a lease: closing keeps the lease until it ends (declined) or is paid (funded)', async (t) => {
   const closing = states['closing'] as Snap
   t.match(closing, { value: 'closing', context: { currentLeaseId: 'lse_1', endReason: 'borrower_suspended', endedAtMs: null } })
-  t.equal(step(offerMachine, closing, { type: 'LEASE_ENDED', leaseId: 'lse_9', lender: L1, nowMs: T0 }), undefined, 'another lease')
-  const ended = step(offerMachine, closing, { type: 'LEASE_ENDED', leaseId: 'lse_1', lender: L1, nowMs: T0 + 5 }) as Snap
+  t.equal(step(offerMachine, closing, leaseEnded('lse_9', T0)), undefined, 'another lease')
+  const ended = step(offerMachine, closing, leaseEnded('lse_1', T0 + 5)) as Snap
   t.match(ended, { value: 'declined', context: { currentLeaseId: null, endReason: 'borrower_suspended', endedAtMs: T0 + 5, excludedLenders: [] } }, 'no lender excluded')
+  const pastExpiry = step(offerMachine, closing, leaseEnded('lse_1', T0 + TTL)) as Snap
+  t.match(pastExpiry, { value: 'declined', context: { endReason: 'borrower_suspended' } }, 'withdrawn: declined, even past its expiry')
   const paid = step(offerMachine, closing, { type: 'FUND', advanceId: 'adv_1', nowMs: T0 + 6 }) as Snap
   t.match(paid, { value: 'funded', context: { advanceId: 'adv_1', endReason: null, endedAtMs: T0 + 6 } })
 })
