@@ -197,7 +197,10 @@ export async function liquidate(service: ServiceCore, mutation: Mutation<Liquida
       advance.network,
       (clients) => sendLiquidate(clients, { offerKey: advance.advanceKey, backingCoveredAtomic: fromBackingAtomic }),
       {
-        alreadyDone: (error) => error.errorName === 'AlreadyLiquidated',
+        // A liquidation that recovered everything owed (from collateral, or collateral and backing) leaves nothing
+        // owed: the contract answers a second one NothingOwed before AlreadyLiquidated. Only a Liquidated event found
+        // counts as done; an advance repaid in full instead has none, and its refusal stands.
+        alreadyDone: (error) => error.errorName === 'AlreadyLiquidated' || error.errorName === 'NothingOwed',
         find: (clients) => findEarlierOperatorTx(clients, { eventName: 'Liquidated', offerKey: advance.advanceKey }, advance.payment.txHash),
       },
     )
