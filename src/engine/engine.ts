@@ -153,6 +153,11 @@ export class Engine {
     return drain(s, { ...source })
   }
 
+  /** Whether createJob would take these terms now (who asks, the id, the amounts, the due time): a query. */
+  planJobCreation(input: Pick<CreateJobInput, 'jobId' | 'client' | 'borrower' | 'receivableAtomic' | 'dueAtMs'> & { caller: Address }, nowMs: number): EngineResult<null> {
+    return jobs.planJobCreation(this.state, input, nowMs)
+  }
+
   createJob(input: CreateJobInput & { caller: Address; postedCollateral?: readonly CollateralFact[] }, nowMs: number): EngineResult<JobView> {
     return jobs.createJob(this.state, input, nowMs)
   }

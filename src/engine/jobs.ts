@@ -33,13 +33,8 @@ export function createJob(
   input: CreateJobInput & { caller: Address; postedCollateral?: readonly CollateralFact[] },
   nowMs: number,
 ): EngineResult<JobView> {
-  if (!sameAddress(input.caller, input.client) && !sameAddress(input.caller, input.borrower)) {
-    return forbidden('a job is created by its client (the funder) or its borrower')
-  }
-  if (!isJobId(input.jobId)) return fail('invalid', 'invalid_job_id', `jobId must match ${ID_PATTERNS.job}`)
-  if (s.jobs.has(input.jobId)) return fail('conflict', 'job_exists', `job ${input.jobId} exists`)
-  if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
-  if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAtMs must be in the future')
+  const refused = jobCreationRefusal(s, input, nowMs)
+  if (refused) return refused
   const { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, funding } = input
   for (const posted of input.postedCollateral ?? []) {
     const invalid = invalidCollateral(borrower, posted)
@@ -52,6 +47,29 @@ export function createJob(
   borrowerOf(s, input.borrower)
   touch(s, 'job', input.jobId)
   return drain(s, viewOf<JobView>(actor.getSnapshot()))
+}
+
+type JobCreationTerms = Pick<CreateJobInput, 'jobId' | 'client' | 'borrower' | 'receivableAtomic' | 'dueAtMs'> & { caller: Address }
+
+/** Why the job cannot be created now (who asks, its id, its terms), or undefined. */
+function jobCreationRefusal(s: EngineState, input: JobCreationTerms, nowMs: number): { ok: false; error: EngineError } | undefined {
+  if (!sameAddress(input.caller, input.client) && !sameAddress(input.caller, input.borrower)) {
+    return forbidden('a job is created by its client (the funder) or its borrower')
+  }
+  if (!isJobId(input.jobId)) return fail('invalid', 'invalid_job_id', `jobId must match ${ID_PATTERNS.job}`)
+  if (s.jobs.has(input.jobId)) return fail('conflict', 'job_exists', `job ${input.jobId} exists`)
+  if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
+  if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAtMs must be in the future')
+  return undefined
+}
+
+/**
+ * Whether createJob would take these terms now, asked before the registration's chain reads (the borrower's consent
+ * by ERC-1271, the reclaim window, the collateral postings): a stranger's registration, or one of a job already
+ * registered, must not cost the service those reads. createJob checks again in its own command.
+ */
+export function planJobCreation(s: EngineState, input: JobCreationTerms, nowMs: number): EngineResult<null> {
+  return jobCreationRefusal(s, input, nowMs) ?? { ok: true, value: null, changes: [] }
 }
 
 /** Who may post collateral on the job, and what its proof must show (the CollateralPosted of the job's borrower). */
