@@ -365,7 +365,7 @@ export class Engine {
   }
 
   /** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */
-  planJobSettlement(input: { jobId: string; caller: Address }): EngineResult<JobSettlementPlan> {
+  planJobSettlement(input: { jobId: string; caller: Address; mined?: boolean }): EngineResult<JobSettlementPlan> {
     return jobs.planJobSettlement(this.state, input)
   }
 
