@@ -63,11 +63,28 @@ export interface RecoveryRecord {
   shortfallAtomic: bigint
 }
 
+/**
+ * The most payments an advance lists (`repayments`, the latest, in chain order). The contract takes a repayment of any
+ * amount from anyone, so a stranger repaying 1 atomic unit at a time, for gas alone, made the list (and every write and
+ * read of the advance, and every copy the next payment made) grow without bound. What is counted is bounded; nothing
+ * counted is lost: the earlier payments are summed in `earlierRepayments`.
+ */
+export const REPAYMENTS_LISTED_MAX = 32
+
+/** The payments an advance no longer lists, summed (each a `repaid` one: a settlement pays in full, so it is the last). */
+export interface EarlierRepayments {
+  count: number
+  lenderAmountAtomic: bigint
+  reserveAmountAtomic: bigint
+}
+
 export interface AdvanceContext extends AdvanceInput {
   defaultReason: string | null
   defaultedAtMs: number | null
-  /** Every payment counted, in chain order. */
+  /** The latest payments counted (at most REPAYMENTS_LISTED_MAX), in chain order. */
   repayments: RepaymentRecord[]
+  /** The payments counted before those, summed; absent until there are any. */
+  earlierRepayments?: EarlierRepayments
   recovery: RecoveryRecord | null
   endedAtMs: number | null
 }
@@ -118,6 +135,21 @@ function owesNothingAfter(owed: { lenderOwedAtomic: bigint; reserveOwedAtomic: b
   return after.lenderOwedAtomic === 0n && after.reserveOwedAtomic === 0n
 }
 
+/** The listed payments with `repayment` last: past REPAYMENTS_LISTED_MAX the oldest one moves into the sums. */
+function listedWith(context: Pick<AdvanceContext, 'repayments' | 'earlierRepayments'>, repayment: RepaymentRecord): Pick<AdvanceContext, 'repayments' | 'earlierRepayments'> {
+  if (context.repayments.length < REPAYMENTS_LISTED_MAX) return { repayments: [...context.repayments, repayment] }
+  const [oldest, ...kept] = context.repayments as [RepaymentRecord, ...RepaymentRecord[]]
+  const earlier = context.earlierRepayments ?? { count: 0, lenderAmountAtomic: 0n, reserveAmountAtomic: 0n }
+  return {
+    repayments: [...kept, repayment],
+    earlierRepayments: {
+      count: earlier.count + 1,
+      lenderAmountAtomic: earlier.lenderAmountAtomic + oldest.lenderAmountAtomic,
+      reserveAmountAtomic: earlier.reserveAmountAtomic + oldest.reserveAmountAtomic,
+    },
+  }
+}
+
 // The last payment ends the advance repaid; an earlier one is counted and the advance stays where it is.
 const repayTransitions = [
   {
@@ -142,7 +174,7 @@ export const advanceMachine = setup({
   },
   actions: {
     recordRepayment: assign(({ context }, params: { repayment: RepaymentRecord }) => ({
-      repayments: [...context.repayments, params.repayment],
+      ...listedWith(context, params.repayment),
       lenderOwedAtomic: params.repayment.lenderOwedAfterAtomic,
       reserveOwedAtomic: params.repayment.reserveOwedAfterAtomic,
     })),

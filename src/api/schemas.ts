@@ -3,7 +3,7 @@
 // `toWire(view)` typed against these, so a field added on one side and not the other fails the type check, and the
 // tests validate every response they see against this document.
 import Type from 'typebox'
-import { ADVANCE_STATES, JOB_STATES, LEASE_END_REASONS, LEASE_STATES, OFFER_END_REASONS, OFFER_STATES } from '../../machines/index.ts'
+import { ADVANCE_STATES, JOB_STATES, LEASE_END_REASONS, LEASE_STATES, OFFER_END_REASONS, OFFER_STATES, REPAYMENTS_LISTED_MAX } from '../../machines/index.ts'
 import { ID_PATTERNS, FORMAT_PATTERNS } from '../engine/ids.ts'
 import { Address, AssetSymbol, Atomic, atomicAtMost, atomicDescribed, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, NetworkSlug, Seconds, StrictObject } from './common.ts'
 import { ChainSteps, LeaseAuthorization, UnsignedTransaction, WalletAction } from './schemas-chain.ts'
@@ -266,7 +266,12 @@ export const Advance = StrictObject({
   dueAt: IsoTime,
   defaultReason: Nullable(Type.String()),
   defaultedAt: NullableTime,
-  repayments: Type.Array(RepaymentRecord, { description: 'Every payment counted, in chain order; the advance is repaid when nothing is owed.' }),
+  repayments: Type.Array(RepaymentRecord, { maxItems: REPAYMENTS_LISTED_MAX, description: `The latest payments counted (at most ${REPAYMENTS_LISTED_MAX}), in chain order; the advance is repaid when nothing is owed.` }),
+  earlierRepayments: Type.Optional(StrictObject({
+    count: Type.Integer({ minimum: 1 }),
+    lenderAmountAtomic: Atomic,
+    reserveAmountAtomic: Atomic,
+  }, { description: 'The repayments counted before those listed, summed: present once an advance has had more than the list holds.' })),
   recovery: Nullable(RecoveryRecord),
   endedAt: NullableTime,
 })

@@ -153,6 +153,11 @@ export class Engine {
     return drain(s, { ...source })
   }
 
+  /** Whether createJob would take these terms now (who asks, the id, the amounts, the due time): a query. */
+  planJobCreation(input: Pick<CreateJobInput, 'jobId' | 'client' | 'borrower' | 'receivableAtomic' | 'dueAtMs'> & { caller: Address }, nowMs: number): EngineResult<null> {
+    return jobs.planJobCreation(this.state, input, nowMs)
+  }
+
   createJob(input: CreateJobInput & { caller: Address; postedCollateral?: readonly CollateralFact[] }, nowMs: number): EngineResult<JobView> {
     return jobs.createJob(this.state, input, nowMs)
   }
@@ -361,7 +366,7 @@ export class Engine {
   }
 
   /** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */
-  planJobSettlement(input: { jobId: string; caller: Address }): EngineResult<JobSettlementPlan> {
+  planJobSettlement(input: { jobId: string; caller: Address; mined?: boolean }): EngineResult<JobSettlementPlan> {
     return jobs.planJobSettlement(this.state, input)
   }
 

@@ -33,13 +33,8 @@ export function createJob(
   input: CreateJobInput & { caller: Address; postedCollateral?: readonly CollateralFact[] },
   nowMs: number,
 ): EngineResult<JobView> {
-  if (!sameAddress(input.caller, input.client) && !sameAddress(input.caller, input.borrower)) {
-    return forbidden('a job is created by its client (the funder) or its borrower')
-  }
-  if (!isJobId(input.jobId)) return fail('invalid', 'invalid_job_id', `jobId must match ${ID_PATTERNS.job}`)
-  if (s.jobs.has(input.jobId)) return fail('conflict', 'job_exists', `job ${input.jobId} exists`)
-  if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
-  if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAtMs must be in the future')
+  const refused = jobCreationRefusal(s, input, nowMs)
+  if (refused) return refused
   const { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, funding } = input
   for (const posted of input.postedCollateral ?? []) {
     const invalid = invalidCollateral(borrower, posted)
@@ -52,6 +47,29 @@ export function createJob(
   borrowerOf(s, input.borrower)
   touch(s, 'job', input.jobId)
   return drain(s, viewOf<JobView>(actor.getSnapshot()))
+}
+
+type JobCreationTerms = Pick<CreateJobInput, 'jobId' | 'client' | 'borrower' | 'receivableAtomic' | 'dueAtMs'> & { caller: Address }
+
+/** Why the job cannot be created now (who asks, its id, its terms), or undefined. */
+function jobCreationRefusal(s: EngineState, input: JobCreationTerms, nowMs: number): { ok: false; error: EngineError } | undefined {
+  if (!sameAddress(input.caller, input.client) && !sameAddress(input.caller, input.borrower)) {
+    return forbidden('a job is created by its client (the funder) or its borrower')
+  }
+  if (!isJobId(input.jobId)) return fail('invalid', 'invalid_job_id', `jobId must match ${ID_PATTERNS.job}`)
+  if (s.jobs.has(input.jobId)) return fail('conflict', 'job_exists', `job ${input.jobId} exists`)
+  if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
+  if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAtMs must be in the future')
+  return undefined
+}
+
+/**
+ * Whether createJob would take these terms now, asked before the registration's chain reads (the borrower's consent
+ * by ERC-1271, the reclaim window, the collateral postings): a stranger's registration, or one of a job already
+ * registered, must not cost the service those reads. createJob checks again in its own command.
+ */
+export function planJobCreation(s: EngineState, input: JobCreationTerms, nowMs: number): EngineResult<null> {
+  return jobCreationRefusal(s, input, nowMs) ?? { ok: true, value: null, changes: [] }
 }
 
 /** Who may post collateral on the job, and what its proof must show (the CollateralPosted of the job's borrower). */
@@ -115,8 +133,11 @@ function invalidCollateral(borrower: Address, fact: CollateralFact): { ok: false
   return undefined
 }
 
-/** Per-advance lender amounts and the reserve amount of the job's settlement transaction. */
-export function planJobSettlement(s: EngineState, input: { jobId: string; caller: Address }): EngineResult<JobSettlementPlan> {
+/**
+ * Per-advance lender amounts and the reserve amount of the job's settlement transaction. `mined`: the settlement is on
+ * chain already (its record is what is planned), so a leased offer on the job does not refuse it (jobSettlement).
+ */
+export function planJobSettlement(s: EngineState, input: { jobId: string; caller: Address; mined?: boolean }): EngineResult<JobSettlementPlan> {
   const { jobId } = input
   const job = s.jobs.get(jobId)
   if (!job) return fail('not_found', 'job_not_found', `job ${jobId} is not live`)
@@ -124,7 +145,7 @@ export function planJobSettlement(s: EngineState, input: { jobId: string; caller
   // A query sends nothing: it asks the machine whether it would take COMPLETE now.
   const open = wouldTake('job', job, { type: 'COMPLETE', settlement: { network: '', txHash: '0x' }, nowMs: 0 })
   if (!open.accepted) return refused('job', jobId, open)
-  const planned = jobSettlement(s, job)
+  const planned = jobSettlement(s, job, input.mined === true)
   if (!planned.ok) return planned
   return { ok: true, value: planned.value, changes: [] }
 }
@@ -146,13 +167,15 @@ export function completeJob(s: EngineState, input: { jobId: string; caller: Addr
   const job = s.jobs.get(input.jobId)
   if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
   if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is completed by its client or an operator')
-  const planned = jobSettlement(s, job)
+  // The settlement is mined: an offer leased since it was planned (a request matched meanwhile) cannot hold it up.
+  const planned = jobSettlement(s, job, true)
   if (!planned.ok) return planned
   const plan = planned.value
   const completed = send(s, 'job', job, { type: 'COMPLETE', settlement: { network: input.network, txHash: input.txHash }, nowMs })
   if (!completed.accepted) return refused('job', input.jobId, completed)
-  // The job's waiting offers end with it (jobSettlement let no leased one through); the completed job committed
-  // nothing any more, so their capacity is not given back to it.
+  // The job's offers end with it: a waiting one is declined, a leased one is closing (its lease can no longer be paid
+  // and ends at its deadline without a penalty); the completed job committed nothing any more, so their capacity is
+  // not given back to it.
   for (const offer of [...s.offers.values()]) {
     const o = offer.getSnapshot().context
     if (o.source.kind === 'job' && o.source.id === plan.jobId) declineOffer(s, offer, 'source_closed', nowMs, false)

@@ -76,14 +76,18 @@ function shortfallsOn(s: EngineState, jobId: string): string[] {
   return ids
 }
 
-/** What settling the job pays: each open advance in full, then the reserve share; or why it cannot be settled. */
-export function jobSettlement(s: EngineState, job: JobActor): { ok: true; value: JobSettlementPlan } | { ok: false; error: EngineError } {
+/**
+ * What settling the job pays: each open advance in full, then the reserve share; or why it cannot be settled. `mined`:
+ * the settlement is on chain already (recording it), so a lease on the job can no longer be paid (see below).
+ */
+export function jobSettlement(s: EngineState, job: JobActor, mined = false): { ok: true; value: JobSettlementPlan } | { ok: false; error: EngineError } {
   const j = job.getSnapshot().context
   // A waiting offer does not hold the job open: the completion declines it (completeJob), or its borrower could keep
   // the escrow from repaying the job's lenders by asking again and again. A leased one does, for at most its lease:
   // its authorization stays payable on chain until the deadline, and a payment under it funds an advance the
-  // settlement must pay.
-  for (const offer of s.offers.values()) {
+  // settlement must pay. Not once the settlement is mined: a payment before it would have made it revert (its advance
+  // count), and the contract refuses every one after it (JobNotOpen); the completion closes such an offer.
+  for (const offer of mined ? [] : s.offers.values()) {
     const snap = offer.getSnapshot()
     const src = snap.context.source
     if (src.kind === 'job' && src.id === j.jobId && !snap.matches('offered')) {

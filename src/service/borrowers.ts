@@ -37,6 +37,10 @@ export async function createJob(
     jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
   })
   const client = getAddress(fact.args.client)
+  // Whether its funding registered a job already, who may register it: before any further chain read (an adversary's
+  // finding: a stranger, or a second registration, made the service read the job's whole history of postings each time).
+  const proof = service.useProof(fact, `job:${body.jobId}`)
+  valueOf(service.engine.planJobCreation({ jobId: body.jobId, client, borrower: body.agent, receivableAtomic: body.receivableAtomic, dueAtMs: body.dueAtMs, caller }, service.now()))
   // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
   // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3). Who may create a job
   // at all (its client or its borrower) is the engine's rule.
@@ -51,7 +55,6 @@ export async function createJob(
   }
   await checkReclaimWindow(service, network.slug, body.jobId, body.dueAtMs)
   const posted = await collateralPostedBefore(service, network.slug, body.jobId, fact.blockNumber)
-  const proof = service.useProof(fact, `job:${body.jobId}`)
   const postedProofs = posted.map((p) => service.useProof(p, collateralProofUse(body.jobId)))
   return service.apply(
     mutation,

@@ -6,13 +6,14 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { getAddress, type Address, type Hex } from 'viem'
 import { recoveryAmounts } from '../engine/engine.ts'
-import type { AdvanceView, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
+import type { AdvanceView, JobSettlementPlan, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import {
   ContractRevertError, findEarlierOperatorTx, OperatorUnavailableError, sendFailJob, sendLiquidate, sendSettleJob, type EarlierOperatorTx, type OperatorReceipt,
 } from '../chain/operator.ts'
 import { jobKey } from '../chain/ids.ts'
 import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
+import { readReclaimWindow } from '../chain/reclaim-window.ts'
 import { ChainRpcError } from '../chain/proofs.ts'
 import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
@@ -85,7 +86,7 @@ function operatorClients(service: ServiceCore, slug: string): NetworkClients {
 
 export async function completeJob(service: ServiceCore, mutation: Mutation<JobSettlementReceipt>, caller: Address, jobId: string): Promise<StoredResponse> {
   return service.locks.run(`job:${jobId}`, async () => {
-    const plan = service.live(service.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
+    const plan = await settlementPlan(service, jobId, caller)
     const job = service.engine.getJob(jobId) as JobView
     const offerKeys = plan.advances.map((a) => (service.engine.getAdvance(a.advanceId) as AdvanceView).advanceKey)
     const settled = await operatorSend(service, job.network, (clients) => sendSettleJob(clients, { jobId, offerKeys }), {
@@ -102,18 +103,33 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
       // behind) makes the difference, and the engine counts it once the follower is past the settlement's block. The
       // settlement is recorded then, never answered as refused.
       if (!(await followerPast(service, job.network, paid.blockNumber))) throw minedNotCounted(job.network, `the settlement of ${jobId}`, settled.txHash)
-      const counted = service.live(service.engine.planJobSettlement({ jobId, caller }), 'job', jobId)
+      const counted = service.live(service.engine.planJobSettlement({ jobId, caller, mined: true }), 'job', jobId)
       // The lenders and the reserve got what the service planned and the borrower more: collateral the job's
       // registration did not bring (posted before it, under a release that did not read such postings, and behind the
       // follower's cursor since), which the contract paid out. Its postings are read from the funding block and counted.
       const borrowerMore = paid.args.toLenders === counted.toLendersAtomic && paid.args.toReserve === counted.toReserveAtomic && paid.args.toBorrower > counted.toBorrowerAtomic
       if (borrowerMore) await backfillCollateral(service, job, paid.blockNumber - 1n)
-      if (differs(borrowerMore ? service.live(service.engine.planJobSettlement({ jobId, caller }), 'job', jobId) : counted)) {
+      if (differs(borrowerMore ? service.live(service.engine.planJobSettlement({ jobId, caller, mined: true }), 'job', jobId) : counted)) {
         throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
       }
     }
     return service.apply(mutation, () => service.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, service.now()))
   })
+}
+
+/**
+ * The completion's plan. An offer leased on the job holds it (its lease may still be paid, and the settlement must pay
+ * that advance too), unless the job is settled on chain already: an earlier attempt's settleJob, mined and never
+ * recorded (a crash, a lost receipt), after which no lease on the job can be paid; then the plan is that settlement's,
+ * and the attempt records it. Before, such a retry was refused while a lease granted since was live, and that lease
+ * expired at its lender's cost (an adversary's finding, test/api/adversary-settlement-race.test.ts).
+ */
+async function settlementPlan(service: ServiceCore, jobId: string, caller: Address): Promise<JobSettlementPlan> {
+  const planned = service.engine.planJobSettlement({ jobId, caller })
+  if (planned.ok || planned.error.code !== 'job_has_leased_offer') return service.live(planned, 'job', jobId)
+  const job = service.engine.getJob(jobId) as JobView
+  const onChain = await readReclaimWindow(service.clientsOf(job.network), service.network(job.network).creditContract, jobKey(jobId))
+  return service.live(service.engine.planJobSettlement({ jobId, caller, mined: onChain.status === 'settled' }), 'job', jobId)
 }
 
 /**
@@ -197,7 +213,10 @@ export async function liquidate(service: ServiceCore, mutation: Mutation<Liquida
       advance.network,
       (clients) => sendLiquidate(clients, { offerKey: advance.advanceKey, backingCoveredAtomic: fromBackingAtomic }),
       {
-        alreadyDone: (error) => error.errorName === 'AlreadyLiquidated',
+        // A liquidation that recovered everything owed (from collateral, or collateral and backing) leaves nothing
+        // owed: the contract answers a second one NothingOwed before AlreadyLiquidated. Only a Liquidated event found
+        // counts as done; an advance repaid in full instead has none, and its refusal stands.
+        alreadyDone: (error) => error.errorName === 'AlreadyLiquidated' || error.errorName === 'NothingOwed',
         find: (clients) => findEarlierOperatorTx(clients, { eventName: 'Liquidated', offerKey: advance.advanceKey }, advance.payment.txHash),
       },
     )

@@ -86,7 +86,10 @@ export function ledgerExpectedState(service: CreditService, network: NetworkConf
     ledger.advances.set(lower(advance.advanceKey), { ...owedOnChain(advance), liquidated: advance.recovery !== null })
     const totals = ledger.totals
     totals.suppliersPaidAtomic += advance.principalAtomic
-    const { repayments, recovery } = advance
+    const { repayments, earlierRepayments, recovery } = advance
+    // The payments the advance no longer lists are all repayments (a settlement pays in full: it is the last one).
+    totals.repaidToLendersAtomic += earlierRepayments?.lenderAmountAtomic ?? 0n
+    totals.repaidToReserveAtomic += earlierRepayments?.reserveAmountAtomic ?? 0n
     for (const repayment of repayments) {
       if (repayment.kind === 'job_settlement') {
         totals.settledToLendersAtomic += repayment.lenderAmountAtomic
