@@ -41,11 +41,11 @@ type Case = { name: string; run: (a: LeaseAuthorization) => unknown }
 const cases: Case[] = [
   { name: 'viem signTypedData (hash + noble sign)', run: (a) => account.signTypedData({ domain, types: leaseAuthorizationTypes, primaryType: 'LeaseAuthorization', message: a }) },
   { name: 'viem hashTypedData (digest only)', run: (a) => hashTypedData({ domain, types: leaseAuthorizationTypes, primaryType: 'LeaseAuthorization', message: a }) },
-  { name: 'hand-rolled digest, JavaScript keccak (noble)', run: (a) => fallback.digest(a) },
+  { name: 'hand-rolled digest, JavaScript keccak (the keccak package)', run: (a) => fallback.digest(a) },
   { name: 'hand-rolled digest, native keccak', run: (a) => native.digest(a) },
   { name: 'hand-rolled digest + noble sign (viem sign)', run: (a) => sign({ hash: fallback.digest(a), privateKey, to: 'hex' }) },
   { name: 'LeaseSigner, native (libkeccak + libsecp256k1)', run: (a) => native.sign(a) },
-  { name: 'LeaseSigner, JavaScript fallback (noble keccak + elliptic)', run: (a) => fallback.sign(a) },
+  { name: 'LeaseSigner, JavaScript fallback (keccak package + elliptic)', run: (a) => fallback.sign(a) },
 ]
 
 async function measure(c: Case): Promise<number> {

@@ -4,7 +4,7 @@
 // directory on a chain shared with an earlier one never reuses a key already paid there.
 import { randomBytes } from 'node:crypto'
 import { bytesToHex, isHex, keccak256, stringToBytes, type Hex } from 'viem'
-import { keccak256Bytes } from './lease-authorization.ts'
+import { keccak256Hex } from './keccak.ts'
 
 /** The bytes32 key of a service id on chain: keccak256 of its UTF-8 bytes (v1 contract: jobs, offers, advances). */
 export function idKey(id: string): Hex {
@@ -13,10 +13,11 @@ export function idKey(id: string): Hex {
 
 /**
  * The v2 key of a job: keccak256(utf8(jobId)), the rule the job's client uses when it funds. Native keccak where it
- * loads (5 us of CPU a key here, viem's 16): the engine keys every live job by it for the chain's CollateralPosted.
+ * loads (keccak.ts): the engine keys every live job by it for the chain's CollateralPosted, and each delivered lease
+ * of a job's offer signs it.
  */
 export function jobKey(jobId: string): Hex {
-  return bytesToHex(keccak256Bytes(Buffer.from(jobId, 'utf8')))
+  return keccak256Hex(Buffer.from(jobId, 'utf8'))
 }
 
 export const keySaltBytes = 32
@@ -40,8 +41,19 @@ export function isKeySalt(value: unknown): value is Hex {
  * fixed length, so the packed encoding is unambiguous.
  */
 export function offerKey(keySalt: Hex, offerId: string): Hex {
+  const packed = Buffer.allocUnsafe(keySaltBytes + Buffer.byteLength(offerId, 'utf8'))
+  saltBytes(keySalt).copy(packed, 0)
+  packed.write(offerId, keySaltBytes, 'utf8')
+  // Native keccak where it loads (keccak.ts): one key per credit request.
+  return keccak256Hex(packed)
+}
+
+// The last salt checked and its bytes: a service has one salt, and offerKey runs once per credit request.
+let lastSalt: { hex: string; bytes: Buffer } | undefined
+
+function saltBytes(keySalt: Hex): Buffer {
+  if (lastSalt?.hex === keySalt) return lastSalt.bytes
   if (!isKeySalt(keySalt)) throw new KeySaltError('a key salt is 32 bytes of 0x-hex')
-  // Native keccak where it loads (lease-authorization.ts), which hashes Buffers: one key per credit request.
-  const packed = Buffer.concat([Buffer.from(keySalt.slice(2), 'hex'), Buffer.from(offerId, 'utf8')])
-  return bytesToHex(keccak256Bytes(packed))
+  lastSalt = { hex: keySalt, bytes: Buffer.from(keySalt.slice(2), 'hex') }
+  return lastSalt.bytes
 }

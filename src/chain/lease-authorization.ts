@@ -1,12 +1,14 @@
 // Lease authorizations: the service's EIP-712 signature over one lease's terms, which CreditFacilityV2.paySupplier
 // checks before a session wallet may pay a supplier (design-chain.md, "Lease authorization"). One is signed per lease,
 // on the request path, so signing must be cheap: the digest of this one type is computed by hand (no generic
-// typed-data walk) with libkeccak (the `keccak` package) and signed with libsecp256k1 (the `secp256k1` package), both
-// native bindings shipped prebuilt inside the packages, with their JavaScript builds as the fallback. The hand-rolled
-// digest is tested equal to viem's hashTypedData, and the signature to viem's and the contract's recovery.
+// typed-data walk) with libkeccak (the `keccak` package's state, keccak.ts) and signed with libsecp256k1 (the
+// `secp256k1` package), both native bindings shipped prebuilt inside the packages, with their JavaScript builds as
+// the fallback. The hand-rolled digest is tested equal to viem's hashTypedData, and the signature to viem's and the
+// contract's recovery.
 import { createRequire } from 'node:module'
 import { bytesToHex, getAddress, hashDomain, keccak256, stringToBytes, type Address, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
+import { keccak256Bytes, keccakHasher, keccakStatus, type Keccak256, type KeccakImplementation } from './keccak.ts'
 
 const require = createRequire(import.meta.url)
 
@@ -82,9 +84,8 @@ function writeUint(buffer: Buffer, offset: number, value: bigint, field: string)
 type Secp256k1 = {
   ecdsaSign(message32: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recid: number }
 }
-type Keccak256 = (data: Uint8Array) => Uint8Array
 
-export type NativeImplementation = 'native' | 'javascript'
+export type NativeImplementation = KeccakImplementation
 
 /** A native module loaded by its binding entry point (never the package's silent fallback), and why it did not load. */
 type Loaded<T> = { lib: T; error: undefined } | { lib: undefined; error: string }
@@ -97,29 +98,8 @@ function loadNative<T>(path: string): Loaded<T> {
   }
 }
 
-type KeccakFactory = (algorithm: 'keccak256') => { update(data: Uint8Array): { digest(): Buffer } }
-let nativeKeccak: Loaded<KeccakFactory> | undefined
 let nativeSecp256k1: Loaded<Secp256k1> | undefined
 let ellipticSecp256k1: Secp256k1 | undefined
-
-function keccakImplementation(wanted?: NativeImplementation): { name: NativeImplementation; hash: Keccak256 } {
-  // libkeccak through the `keccak` package: the JavaScript keccak was two thirds of a signature's cost when profiled.
-  nativeKeccak ??= loadNative<KeccakFactory>('keccak/bindings.js')
-  const factory = nativeKeccak.lib
-  if (wanted === 'javascript' || factory === undefined) return { name: 'javascript', hash: (data) => keccak256(data, 'bytes') }
-  return { name: 'native', hash: (data) => factory('keccak256').update(data).digest() }
-}
-
-let defaultKeccak: Keccak256 | undefined
-
-/**
- * keccak256 by the implementation this machine loads (native libkeccak, else viem's JavaScript): offer keys use it too.
- * A Buffer: the native binding refuses other byte arrays.
- */
-export function keccak256Bytes(data: Buffer): Uint8Array {
-  defaultKeccak ??= keccakImplementation().hash
-  return defaultKeccak(data)
-}
 
 function secp256k1Implementation(wanted?: NativeImplementation): { name: NativeImplementation; lib: Secp256k1 } {
   nativeSecp256k1 ??= loadNative<Secp256k1>('secp256k1/bindings.js')
@@ -130,14 +110,14 @@ function secp256k1Implementation(wanted?: NativeImplementation): { name: NativeI
 
 /** Which implementations sign and hash on this machine, and why a native one did not load if it did not. */
 export function nativeStatus(): { secp256k1: NativeImplementation; keccak: NativeImplementation; errors: string[] } {
-  const keccak = keccakImplementation().name
+  const keccak = keccakStatus()
   const secp256k1 = secp256k1Implementation().name
-  const errors = [nativeSecp256k1?.error, nativeKeccak?.error].filter((e): e is string => e !== undefined)
-  return { secp256k1, keccak, errors }
+  const errors = [nativeSecp256k1?.error, keccak.error].filter((e): e is string => e !== undefined)
+  return { secp256k1, keccak: keccak.implementation, errors }
 }
 
 /** hashStruct(LeaseAuthorization) of EIP-712: keccak256(typeHash ++ the ten fields, each one 32-byte word). */
-export function leaseStructHash(a: LeaseAuthorization, hash: Keccak256 = keccakImplementation().hash): Uint8Array {
+export function leaseStructHash(a: LeaseAuthorization, hash: Keccak256 = keccak256Bytes): Uint8Array {
   const buffer = Buffer.alloc(32 * 11)
   buffer.set(typeHash, 0)
   writeWord(buffer, 32, a.offerKey, 'offerKey', 32)
@@ -154,7 +134,7 @@ export function leaseStructHash(a: LeaseAuthorization, hash: Keccak256 = keccakI
 }
 
 /** The EIP-712 digest of a lease authorization for a domain separator: keccak256(0x1901 ++ separator ++ hashStruct). */
-export function leaseDigestBytes(domainSeparator: Uint8Array, a: LeaseAuthorization, hash: Keccak256 = keccakImplementation().hash): Uint8Array {
+export function leaseDigestBytes(domainSeparator: Uint8Array, a: LeaseAuthorization, hash: Keccak256 = keccak256Bytes): Uint8Array {
   const buffer = Buffer.alloc(66)
   buffer[0] = 0x19
   buffer[1] = 0x01
@@ -200,7 +180,7 @@ export class LeaseSigner {
     const secp = secp256k1Implementation(options.implementation)
     this.implementation = secp.name
     this.#secp = secp.lib
-    const keccak = keccakImplementation(options.implementation)
+    const keccak = keccakHasher(options.implementation)
     this.hashImplementation = keccak.name
     this.#hash = keccak.hash
   }

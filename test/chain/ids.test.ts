@@ -3,7 +3,7 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { encodePacked, keccak256, stringToHex, type Hex } from 'viem'
+import { encodePacked, keccak256, stringToHex, zeroHash, type Hex } from 'viem'
 import { ensureKeySalt } from '../../src/chain/key-salt.ts'
 import { idKey, isKeySalt, jobKey, KeySaltError, newKeySalt, offerKey } from '../../src/chain/ids.ts'
 import { Store } from '../../src/store/index.ts'
@@ -22,6 +22,16 @@ t.test('an offer key is keccak256(abi.encodePacked(bytes32 keySalt, string offer
   }
 })
 
+t.test('offer keys under salts taken in turn are each their own salt\'s (the last salt checked is kept)', async (t) => {
+  const salts = [newKeySalt(), newKeySalt(), newKeySalt()]
+  for (let i = 0; i < 30; i++) {
+    const salt = salts[(i * 7) % 3] as Hex
+    const offerId = `off_${i}${i % 4 === 0 ? '✓' : ''}`
+    t.equal(offerKey(salt, offerId), keccak256(encodePacked(['bytes32', 'string'], [salt, offerId])))
+  }
+  t.equal(offerKey(zeroHash, ''), keccak256(zeroHash), 'an empty id: the salt alone')
+})
+
 t.test('the salt makes offer keys unguessable and distinct across data directories', async (t) => {
   const a = newKeySalt()
   const b = newKeySalt()
@@ -33,6 +43,7 @@ t.test('the salt makes offer keys unguessable and distinct across data directori
 })
 
 t.test('a malformed salt is refused, never silently used', async (t) => {
+  offerKey(newKeySalt(), 'off_1')
   for (const bad of ['0x', '0x12', `0x${'g'.repeat(64)}`, `0x${'ab'.repeat(33)}`, 'ab'.repeat(32)]) {
     t.throws(() => offerKey(bad as Hex, 'off_1'), KeySaltError, JSON.stringify(bad))
   }
