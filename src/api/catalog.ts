@@ -45,7 +45,11 @@ const CatalogNetwork = StrictObject({
   identityRegistry: Address,
   reputationRegistry: Address,
   assets: Type.Array(Asset),
-  facilitator: StrictObject({ url: Type.String(), selfHosted: Type.Boolean() }),
+  facilitator: StrictObject({
+    url: Type.String(),
+    selfHosted: Type.Boolean(),
+    payees: Type.Array(Address, { description: 'Payees whose payments the self-hosted facilitator verifies and settles (any other is refused, invalid_payment_payee_not_served); empty when not self-hosted.' }),
+  }),
 })
 
 export const Catalog = StrictObject({
@@ -164,6 +168,8 @@ export interface CatalogSources {
   /** Whether the configured RPC URLs may be published (the embedded devnet: yes). */
   publishRpcUrls: boolean
   facilitatorUrl: (network: NetworkConfig) => string
+  /** The payees the network's self-hosted facilitator serves; none when it has none here. */
+  facilitatorPayees: (network: NetworkConfig) => readonly `0x${string}`[]
   engine: EngineConfig
   attesters: readonly `0x${string}`[]
   operators: readonly `0x${string}`[]
@@ -198,7 +204,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       identityRegistry: n.identityRegistry,
       reputationRegistry: n.reputationRegistry,
       assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version })),
-      facilitator: { url: s.facilitatorUrl(n), selfHosted: n.x402SelfFacilitate },
+      facilitator: { url: s.facilitatorUrl(n), selfHosted: n.x402SelfFacilitate, payees: [...s.facilitatorPayees(n)] },
     })),
     contracts: contractsCatalogEntry(),
     endpoints: s.routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path, operationId: r.operationId, summary: r.summary, auth: r.auth, callers: r.callers })),

@@ -4,14 +4,17 @@
 // sent from their own account (facilitatorPrivateKey), never the operator's: a stranger's settlements spend only the
 // facilitator's gas and never queue behind the operator's nonce (completions, failures, liquidations). viem's
 // nonceManager counts its nonces, so parallel settlements never reuse one. Nor does it settle a payment that moves
-// nothing (zero value, or from the payer to itself): gas spent for nobody.
+// nothing (zero value, or from the payer to itself), nor one to a payee this service does not serve (its own paid
+// resources' payees and the configured ones): a stranger paying itself 1 unit between its own wallets in a loop
+// would otherwise spend the facilitator's gas until the service's own paid routes could no longer settle.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { x402Facilitator } from '@x402/core/facilitator'
 import { PaymentPayloadV2Schema, PaymentRequirementsV2Schema } from '@x402/core/schemas'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import { publicActions, type Address, type Hex } from 'viem'
+import { getAddress, publicActions, type Address, type Hex } from 'viem'
+import { ConfigError } from '../app/config.ts'
 import { senderWallet } from '../chain/clients.ts'
 import type { NetworkConfig } from '../chain/config.ts'
 import type { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from './schemas.ts'
@@ -66,6 +69,8 @@ export class ChainUnavailableError extends Error {
 export type NetworkFacilitatorOptions = {
   /** Bound on a settlement's receipt wait; past it the answer is `settlement_pending` with the hash. */
   confirmationTimeoutMs?: number
+  /** Network slug -> the payees whose payments are verified and settled (`servedPayees`); a network absent serves none. */
+  payees?: Readonly<Record<string, readonly Address[]>>
 }
 
 /**
@@ -102,6 +107,9 @@ export class NetworkFacilitator {
   readonly network: NetworkConfig
   /** The account that sends settlements (never the operator's). */
   readonly sender: Address
+  /** The payees served, checksummed, in configuration order: a payment to anyone else is refused unsent. */
+  readonly payees: readonly Address[]
+  private readonly served: ReadonlySet<string>
   private readonly facilitator: x402Facilitator
   private readonly observations = new AsyncLocalStorage<CallObservation>()
 
@@ -133,13 +141,17 @@ export class NetworkFacilitator {
     )
     this.network = network
     this.sender = wallet.account.address
+    this.payees = [...new Set((options.payees?.[network.slug] ?? []).map((a) => getAddress(a)))]
+    this.served = new Set(this.payees.map((a) => a.toLowerCase()))
     this.facilitator = new x402Facilitator().register(network.caip2, new ExactEvmScheme(signer))
   }
 
   supported(): SupportedResponse {
     const supported = this.facilitator.getSupported()
     return {
-      kinds: supported.kinds.map((k) => ({ x402Version: k.x402Version, scheme: k.scheme, network: k.network, ...(k.extra === undefined ? {} : { extra: k.extra }) })),
+      // The protocol's kinds have room for scheme data (`extra`): the served payees go there, so a client can tell
+      // before paying whether this facilitator settles its payment.
+      kinds: supported.kinds.map((k) => ({ x402Version: k.x402Version, scheme: k.scheme, network: k.network, extra: { ...k.extra, payees: [...this.payees] } })),
       extensions: [...supported.extensions],
       signers: Object.fromEntries(Object.entries(supported.signers).map(([family, addresses]) => [family, [...addresses]])),
     }
@@ -147,8 +159,8 @@ export class NetworkFacilitator {
 
   async verify(request: FacilitatorRequest): Promise<VerifyResponse> {
     const { payload, requirements } = this.admit(request)
-    const pointless = pointlessPayment(payload, requirements)
-    if (pointless !== undefined) return pick({ isValid: false, invalidReason: pointless.reason, invalidMessage: pointless.message, payer: pointless.payer })
+    const refused = refusalOf(payload, requirements, this.served)
+    if (refused !== undefined) return pick({ isValid: false, invalidReason: refused.reason, invalidMessage: refused.message, payer: refused.payer })
     const result = await this.call(() => this.facilitator.verify(payload, requirements), (r) => !r.isValid)
     return pick({
       isValid: result.isValid,
@@ -163,9 +175,9 @@ export class NetworkFacilitator {
 
   async settle(request: FacilitatorRequest): Promise<SettleResponse> {
     const { payload, requirements } = this.admit(request)
-    const pointless = pointlessPayment(payload, requirements)
-    if (pointless !== undefined) {
-      return pick({ success: false, errorReason: pointless.reason, errorMessage: pointless.message, payer: pointless.payer, transaction: '', network: requirements.network })
+    const refused = refusalOf(payload, requirements, this.served)
+    if (refused !== undefined) {
+      return pick({ success: false, errorReason: refused.reason, errorMessage: refused.message, payer: refused.payer, transaction: '', network: requirements.network })
     }
     // A failure after broadcast keeps its transaction hash (settlement_pending): that answer stands, and a retry
     // of the same settle reconciles against the hash instead of sending again.
@@ -254,16 +266,30 @@ export class NetworkFacilitator {
   }
 }
 
-/** Refusal codes of a payment that would move nothing: settling it would spend the facilitator's gas for nobody. */
-export const POINTLESS_PAYMENT_REASONS = { zeroValue: 'invalid_payment_zero_value', payerIsPayee: 'invalid_payment_payer_is_payee' } as const
+/**
+ * Refusal codes of a payment this facilitator does not send, before any chain call: one that would move nothing
+ * (gas spent for nobody), or one to a payee this service does not serve (gas spent for strangers).
+ */
+export const REFUSED_PAYMENT_REASONS = {
+  zeroValue: 'invalid_payment_zero_value',
+  payerIsPayee: 'invalid_payment_payer_is_payee',
+  payeeNotServed: 'invalid_payment_payee_not_served',
+} as const
 
-/** Why a payment moves nothing (a zero amount, or a payer paying itself), if it does not. */
-function pointlessPayment(payload: PaymentPayload, requirements: PaymentRequirements): { reason: string; message: string; payer: string | undefined } | undefined {
+/**
+ * Why a payment is refused unsent, if it is. The payee checked is the requirements' `payTo`: the exact scheme then
+ * refuses a payload whose recipient differs from it (EIP-3009 `to`, Permit2 `witness.to`).
+ */
+function refusalOf(payload: PaymentPayload, requirements: PaymentRequirements, served: ReadonlySet<string>): { reason: string; message: string; payer: string | undefined } | undefined {
   const inner = payload.payload as { authorization?: { from?: string }; permit2Authorization?: { from?: string } }
   const payer = inner.authorization?.from ?? inner.permit2Authorization?.from
-  if (BigInt(requirements.amount) === 0n) return { reason: POINTLESS_PAYMENT_REASONS.zeroValue, message: 'A payment of 0 moves nothing: not settled here.', payer }
-  if (payer !== undefined && payer.toLowerCase() === requirements.payTo.toLowerCase()) {
-    return { reason: POINTLESS_PAYMENT_REASONS.payerIsPayee, message: 'The payer pays itself: not settled here.', payer }
+  if (BigInt(requirements.amount) === 0n) return { reason: REFUSED_PAYMENT_REASONS.zeroValue, message: 'A payment of 0 moves nothing: not settled here.', payer }
+  const payee = requirements.payTo.toLowerCase()
+  if (payer !== undefined && payer.toLowerCase() === payee) {
+    return { reason: REFUSED_PAYMENT_REASONS.payerIsPayee, message: 'The payer pays itself: not settled here.', payer }
+  }
+  if (!served.has(payee)) {
+    return { reason: REFUSED_PAYMENT_REASONS.payeeNotServed, message: `This facilitator settles only payments to the payees it serves (GET .../supported, kinds[].extra.payees); ${requirements.payTo} is not one.`, payer }
   }
   return undefined
 }
@@ -276,6 +302,30 @@ function withExtra<T extends { extra?: Record<string, unknown> | null | undefine
 /** Drops absent fields, so the JSON answer has no `undefined` and no null. */
 function pick<T extends Record<string, unknown>>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined && v !== null)) as T
+}
+
+/**
+ * The payees each self-facilitated network serves: the payees of this service's own paid resources on it (`paid`,
+ * e.g. the credit score's) and the configured ones (`configured`, network slug -> addresses). A configured slug
+ * that is not a self-facilitated network among `networks` stops the start: its payees would be served nowhere.
+ */
+export function servedPayees(
+  networks: readonly NetworkConfig[],
+  configured: Readonly<Record<string, readonly Address[]>>,
+  paid: ReadonlyArray<{ network: string; payTo: Address }>,
+): Record<string, Address[]> {
+  const payees: Record<string, Address[]> = {}
+  for (const slug of Object.keys(configured)) {
+    const network = networks.find((n) => n.slug === slug)
+    if (network === undefined || !isSelfFacilitated(network)) {
+      throw new ConfigError(`x402FacilitatorPayees.${slug}: not a network this service facilitates (${networks.filter(isSelfFacilitated).map((n) => n.slug).join(', ') || 'none'})`)
+    }
+  }
+  for (const network of networks.filter(isSelfFacilitated)) {
+    const listed = [...paid.filter((p) => p.network === network.slug).map((p) => p.payTo), ...(configured[network.slug] ?? [])]
+    payees[network.slug] = [...new Set(listed.map((a) => getAddress(a)))]
+  }
+  return payees
 }
 
 /** The facilitators of every self-facilitated network among `networks`, in configuration order. */
