@@ -9,7 +9,7 @@ import type { ReputationConfig } from '../reputation/index.ts'
 import { passportDomain, passportKinds, passportTypes } from '../passport/passport.ts'
 import { creditScoreCatalogEntry, CreditScoreCatalogEntry, type CreditScoreOffer } from '../score/catalog.ts'
 import { attestationDomain, attestationTypes } from '../chain/attestation.ts'
-import { Address, Bps, StrictObject } from './common.ts'
+import { Address, Atomic, Bps, StrictObject } from './common.ts'
 import { API_VERSION } from './openapi.ts'
 import { RECORD_PAGE, WALLET_PAGE } from './routes/shared.ts'
 import { EVENTS_PATH } from './routes/events.ts'
@@ -48,7 +48,10 @@ const CatalogNetwork = StrictObject({
   facilitator: StrictObject({
     url: Type.String(),
     selfHosted: Type.Boolean(),
-    payees: Type.Array(Address, { description: 'Payees whose payments the self-hosted facilitator verifies and settles (any other is refused, invalid_payment_payee_not_served); empty when not self-hosted.' }),
+    payees: Type.Array(StrictObject({ payTo: Address, minAmountAtomic: Atomic }), {
+      description:
+        'Payees whose payments the self-hosted facilitator verifies and settles, each from its least amount up (any other payee is refused, invalid_payment_payee_not_served; a smaller amount, invalid_payment_below_payee_minimum); empty when not self-hosted.',
+    }),
   }),
 })
 
@@ -169,7 +172,7 @@ export interface CatalogSources {
   publishRpcUrls: boolean
   facilitatorUrl: (network: NetworkConfig) => string
   /** The payees the network's self-hosted facilitator serves; none when it has none here. */
-  facilitatorPayees: (network: NetworkConfig) => readonly `0x${string}`[]
+  facilitatorPayees: (network: NetworkConfig) => ReadonlyArray<{ payTo: `0x${string}`; minAmountAtomic: string }>
   engine: EngineConfig
   attesters: readonly `0x${string}`[]
   operators: readonly `0x${string}`[]

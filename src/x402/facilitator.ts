@@ -6,7 +6,8 @@
 // nonceManager counts its nonces, so parallel settlements never reuse one. Nor does it settle a payment that moves
 // nothing (zero value, or from the payer to itself), nor one to a payee this service does not serve (its own paid
 // resources' payees and the configured ones): a stranger paying itself 1 unit between its own wallets in a loop
-// would otherwise spend the facilitator's gas until the service's own paid routes could no longer settle.
+// would otherwise spend the facilitator's gas until the service's own paid routes could no longer settle. A paid
+// resource's payee is served from that resource's price up: 1-unit payments to the score's payee would drain it too.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { x402Facilitator } from '@x402/core/facilitator'
 import { PaymentPayloadV2Schema, PaymentRequirementsV2Schema } from '@x402/core/schemas'
@@ -70,8 +71,11 @@ export type NetworkFacilitatorOptions = {
   /** Bound on a settlement's receipt wait; past it the answer is `settlement_pending` with the hash. */
   confirmationTimeoutMs?: number
   /** Network slug -> the payees whose payments are verified and settled (`servedPayees`); a network absent serves none. */
-  payees?: Readonly<Record<string, readonly Address[]>>
+  payees?: Readonly<Record<string, readonly ServedPayee[]>>
 }
+
+/** A payee the facilitator settles for, and the least amount it settles to it. */
+export type ServedPayee = { payTo: Address; minAmountAtomic: bigint }
 
 /**
  * viem's failures of the node rather than of the call: not reached, no answer, or overloaded. Not RpcRequestError
@@ -108,8 +112,9 @@ export class NetworkFacilitator {
   /** The account that sends settlements (never the operator's). */
   readonly sender: Address
   /** The payees served, checksummed, in configuration order: a payment to anyone else is refused unsent. */
-  readonly payees: readonly Address[]
-  private readonly served: ReadonlySet<string>
+  readonly payees: readonly ServedPayee[]
+  /** Lower-case payee -> the least amount settled to it. */
+  private readonly served: ReadonlyMap<string, bigint>
   private readonly facilitator: x402Facilitator
   private readonly observations = new AsyncLocalStorage<CallObservation>()
 
@@ -141,8 +146,8 @@ export class NetworkFacilitator {
     )
     this.network = network
     this.sender = wallet.account.address
-    this.payees = [...new Set((options.payees?.[network.slug] ?? []).map((a) => getAddress(a)))]
-    this.served = new Set(this.payees.map((a) => a.toLowerCase()))
+    this.payees = options.payees?.[network.slug] ?? []
+    this.served = new Map(this.payees.map((p) => [p.payTo.toLowerCase(), p.minAmountAtomic]))
     this.facilitator = new x402Facilitator().register(network.caip2, new ExactEvmScheme(signer))
   }
 
@@ -151,7 +156,7 @@ export class NetworkFacilitator {
     return {
       // The protocol's kinds have room for scheme data (`extra`): the served payees go there, so a client can tell
       // before paying whether this facilitator settles its payment.
-      kinds: supported.kinds.map((k) => ({ x402Version: k.x402Version, scheme: k.scheme, network: k.network, extra: { ...k.extra, payees: [...this.payees] } })),
+      kinds: supported.kinds.map((k) => ({ x402Version: k.x402Version, scheme: k.scheme, network: k.network, extra: { ...k.extra, payees: this.payees.map(wirePayee) } })),
       extensions: [...supported.extensions],
       signers: Object.fromEntries(Object.entries(supported.signers).map(([family, addresses]) => [family, [...addresses]])),
     }
@@ -274,24 +279,35 @@ export const REFUSED_PAYMENT_REASONS = {
   zeroValue: 'invalid_payment_zero_value',
   payerIsPayee: 'invalid_payment_payer_is_payee',
   payeeNotServed: 'invalid_payment_payee_not_served',
+  belowPayeeMinimum: 'invalid_payment_below_payee_minimum',
 } as const
 
 /**
  * Why a payment is refused unsent, if it is. The payee checked is the requirements' `payTo`: the exact scheme then
  * refuses a payload whose recipient differs from it (EIP-3009 `to`, Permit2 `witness.to`).
  */
-function refusalOf(payload: PaymentPayload, requirements: PaymentRequirements, served: ReadonlySet<string>): { reason: string; message: string; payer: string | undefined } | undefined {
+function refusalOf(payload: PaymentPayload, requirements: PaymentRequirements, served: ReadonlyMap<string, bigint>): { reason: string; message: string; payer: string | undefined } | undefined {
   const inner = payload.payload as { authorization?: { from?: string }; permit2Authorization?: { from?: string } }
   const payer = inner.authorization?.from ?? inner.permit2Authorization?.from
-  if (BigInt(requirements.amount) === 0n) return { reason: REFUSED_PAYMENT_REASONS.zeroValue, message: 'A payment of 0 moves nothing: not settled here.', payer }
+  const amount = BigInt(requirements.amount)
+  if (amount === 0n) return { reason: REFUSED_PAYMENT_REASONS.zeroValue, message: 'A payment of 0 moves nothing: not settled here.', payer }
   const payee = requirements.payTo.toLowerCase()
   if (payer !== undefined && payer.toLowerCase() === payee) {
     return { reason: REFUSED_PAYMENT_REASONS.payerIsPayee, message: 'The payer pays itself: not settled here.', payer }
   }
-  if (!served.has(payee)) {
+  const minimum = served.get(payee)
+  if (minimum === undefined) {
     return { reason: REFUSED_PAYMENT_REASONS.payeeNotServed, message: `This facilitator settles only payments to the payees it serves (GET .../supported, kinds[].extra.payees); ${requirements.payTo} is not one.`, payer }
   }
+  if (amount < minimum) {
+    return { reason: REFUSED_PAYMENT_REASONS.belowPayeeMinimum, message: `This facilitator settles payments to ${requirements.payTo} of at least ${minimum} (atomic): not settled here.`, payer }
+  }
   return undefined
+}
+
+/** A served payee as `supported` and the catalog show it (amounts as decimal strings). */
+export function wirePayee(payee: ServedPayee): { payTo: Address; minAmountAtomic: string } {
+  return { payTo: payee.payTo, minAmountAtomic: payee.minAmountAtomic.toString() }
 }
 
 /** Requirements with `extra` always an object, as the facilitator's type has it (the protocol allows it absent). */
@@ -306,24 +322,34 @@ function pick<T extends Record<string, unknown>>(value: T): T {
 
 /**
  * The payees each self-facilitated network serves: the payees of this service's own paid resources on it (`paid`,
- * e.g. the credit score's) and the configured ones (`configured`, network slug -> addresses). A configured slug
- * that is not a self-facilitated network among `networks` stops the start: its payees would be served nowhere.
+ * e.g. the credit score's, from the resource's price up) and the configured ones (`configured`, network slug ->
+ * addresses, any non-zero amount). A payee named twice keeps its lowest minimum. A configured slug that is not a
+ * self-facilitated network among `networks` stops the start: its payees would be served nowhere.
  */
 export function servedPayees(
   networks: readonly NetworkConfig[],
   configured: Readonly<Record<string, readonly Address[]>>,
-  paid: ReadonlyArray<{ network: string; payTo: Address }>,
-): Record<string, Address[]> {
-  const payees: Record<string, Address[]> = {}
+  paid: ReadonlyArray<{ network: string; payTo: Address; amountAtomic: bigint }>,
+): Record<string, ServedPayee[]> {
   for (const slug of Object.keys(configured)) {
     const network = networks.find((n) => n.slug === slug)
     if (network === undefined || !isSelfFacilitated(network)) {
       throw new ConfigError(`x402FacilitatorPayees.${slug}: not a network this service facilitates (${networks.filter(isSelfFacilitated).map((n) => n.slug).join(', ') || 'none'})`)
     }
   }
+  const payees: Record<string, ServedPayee[]> = {}
   for (const network of networks.filter(isSelfFacilitated)) {
-    const listed = [...paid.filter((p) => p.network === network.slug).map((p) => p.payTo), ...(configured[network.slug] ?? [])]
-    payees[network.slug] = [...new Set(listed.map((a) => getAddress(a)))]
+    const listed = [
+      ...paid.filter((p) => p.network === network.slug).map((p) => ({ payTo: p.payTo, minAmountAtomic: p.amountAtomic })),
+      ...(configured[network.slug] ?? []).map((payTo) => ({ payTo, minAmountAtomic: 1n })),
+    ]
+    const byPayee = new Map<Address, ServedPayee>()
+    for (const { payTo, minAmountAtomic } of listed) {
+      const address = getAddress(payTo)
+      const known = byPayee.get(address)
+      byPayee.set(address, { payTo: address, minAmountAtomic: known === undefined || minAmountAtomic < known.minAmountAtomic ? minAmountAtomic : known.minAmountAtomic })
+    }
+    payees[network.slug] = [...byPayee.values()]
   }
   return payees
 }

@@ -35,7 +35,8 @@ const { accounts } = devnet
 const token = networkB.tokens[0]?.address as Address
 
 // Served as the app serves them: the credit score's payee (a paid resource of this service) and configured payees.
-const scorePaid = [{ network: networkB.slug, payTo: accounts.scorePayee.address }]
+const SCORE_PRICE = 2_000n
+const scorePaid = [{ network: networkB.slug, payTo: accounts.scorePayee.address, amountAtomic: SCORE_PRICE }]
 const configuredPayees = { [networkB.slug]: [accounts.supplier.address, accounts.lender.address] }
 const payees = servedPayees(devnet.networks, configuredPayees, scorePaid)
 const routes = x402Routes(devnet.networks, { payees })
@@ -75,8 +76,12 @@ t.test('GET supported through the official client lists exactly the one kind ser
   const supported = await client.getSupported()
   t.strictSame(
     supported.kinds,
-    [{ x402Version: 2, scheme: 'exact', network: `eip155:${networkB.chainId}`, extra: { payees: [accounts.scorePayee.address, accounts.supplier.address, accounts.lender.address] } }],
-    'the payees served: the paid resource\'s first, then the configured ones',
+    [{ x402Version: 2, scheme: 'exact', network: `eip155:${networkB.chainId}`, extra: { payees: [
+      { payTo: accounts.scorePayee.address, minAmountAtomic: SCORE_PRICE.toString() },
+      { payTo: accounts.supplier.address, minAmountAtomic: '1' },
+      { payTo: accounts.lender.address, minAmountAtomic: '1' },
+    ] } }],
+    'the payees served: the paid resource\'s first, from its price up, then the configured ones',
   )
   t.strictSame(supported.extensions, [])
   t.strictSame(supported.signers, { 'eip155:*': [accounts.facilitator.address] }, 'the facilitator key submits settlements')
@@ -121,15 +126,18 @@ t.test('a payment made by the official client verifies, settles and moves exactl
   t.equal(await balanceOf(accounts.supplier.address), afterFirst, 'no second transfer')
 })
 
-t.test('a payment the facilitator does not send (zero value, a payer paying itself, a payee not served) is neither verified nor settled: no gas spent', async (t) => {
+t.test('a payment the facilitator does not send (zero value, a payer paying itself, a payee not served or paid below its minimum) is neither verified nor settled: no gas spent', async (t) => {
   const stranger = accounts.jobClient.address
   const cases: Array<[string, { payTo: Address; amountAtomic: bigint }, string]> = [
     ['zero value', { payTo: accounts.supplier.address, amountAtomic: 0n }, 'invalid_payment_zero_value'],
     ['the payer pays itself', { payTo: accounts.borrower.address, amountAtomic: 1_000n }, 'invalid_payment_payer_is_payee'],
     // A stranger paying 1 unit between its own wallets in a loop would drain the facilitator's gas.
     ['a stranger\'s payee', { payTo: stranger, amountAtomic: 1n }, 'invalid_payment_payee_not_served'],
+    // 1-unit payments to the score's payee would drain it as well, at 1 unit per settlement.
+    ['less than the paid resource\'s price to its payee', { payTo: accounts.scorePayee.address, amountAtomic: SCORE_PRICE - 1n }, 'invalid_payment_below_payee_minimum'],
   ]
-  const sent = () => Promise.all([chainB.getTransactionCount({ address: accounts.facilitator.address }), chainB.getBalance({ address: accounts.facilitator.address }), balanceOf(stranger)])
+  const sent = () =>
+    Promise.all([chainB.getTransactionCount({ address: accounts.facilitator.address }), chainB.getBalance({ address: accounts.facilitator.address }), balanceOf(stranger), balanceOf(accounts.scorePayee.address)])
   const before = await sent()
   for (const [name, payment, reason] of cases) {
     const requirements = exactRequirements({ network: networkB, ...payment })
@@ -142,18 +150,18 @@ t.test('a payment the facilitator does not send (zero value, a payer paying itse
     // The official client takes the refusal as an answer too.
     t.equal((await client.settle(body.paymentPayload, requirements)).errorReason, reason, `official client, ${name}`)
   }
-  t.strictSame(await sent(), before, 'nothing was sent: the facilitator\'s nonce and gas balance, and the stranger\'s token balance, are unchanged')
+  t.strictSame(await sent(), before, 'nothing was sent: the facilitator\'s nonce and gas balance, and the payees\' token balances, are unchanged')
 })
 
 t.test('payments to the payees served settle: the paid resource\'s payee by default, a configured one beside it', async (t) => {
   for (const [name, payee] of [['the credit score\'s payee', accounts.scorePayee.address], ['a configured payee', accounts.supplier.address]] as const) {
-    const requirements = exactRequirements({ network: networkB, payTo: payee, amountAtomic: 2_000n })
+    const requirements = exactRequirements({ network: networkB, payTo: payee, amountAtomic: SCORE_PRICE })
     const payload = await pay(accounts.borrower.privateKey, requirements)
     const before = await balanceOf(payee)
     t.equal((await client.verify(payload, requirements)).isValid, true, `verify, ${name}`)
     const settled = await client.settle(payload, requirements)
     t.equal(settled.success, true, `settle, ${name}: ${settled.errorReason ?? ''}`)
-    t.equal((await balanceOf(payee)) - before, 2_000n, `${name} received the amount`)
+    t.equal((await balanceOf(payee)) - before, SCORE_PRICE, `${name} received the amount`)
   }
   // Without the configured list, only the paid resource's payee is served.
   const [scoreOnly] = createNetworkFacilitators(devnet.networks, { payees: servedPayees(devnet.networks, {}, scorePaid) })
@@ -162,12 +170,17 @@ t.test('payments to the payees served settle: the paid resource\'s payee by defa
   t.equal((await scoreOnly!.verify(body)).invalidReason, 'invalid_payment_payee_not_served', 'an unconfigured payee is not served')
 })
 
-t.test('served payees: per self-facilitated network, deduplicated and checksummed; a configured network not facilitated here stops the start', async (t) => {
+t.test('served payees: per self-facilitated network, deduplicated and checksummed, each at its lowest minimum; a configured network not facilitated here stops the start', async (t) => {
   const lower = accounts.supplier.address.toLowerCase() as Address
   t.strictSame(
-    servedPayees(devnet.networks, { [networkB.slug]: [lower, accounts.supplier.address] }, [...scorePaid, { network: networkA.slug, payTo: accounts.lender.address }]),
-    { [networkB.slug]: [accounts.scorePayee.address, accounts.supplier.address] },
+    servedPayees(devnet.networks, { [networkB.slug]: [lower, accounts.supplier.address] }, [...scorePaid, { network: networkA.slug, payTo: accounts.lender.address, amountAtomic: 5n }]),
+    { [networkB.slug]: [{ payTo: accounts.scorePayee.address, minAmountAtomic: SCORE_PRICE }, { payTo: accounts.supplier.address, minAmountAtomic: 1n }] },
     'a paid resource on a network not facilitated here is served by its own facilitator, not this one',
+  )
+  t.strictSame(
+    servedPayees(devnet.networks, { [networkB.slug]: [accounts.scorePayee.address] }, scorePaid),
+    { [networkB.slug]: [{ payTo: accounts.scorePayee.address, minAmountAtomic: 1n }] },
+    'a paid resource\'s payee also configured is served from 1 unit: the operator chose so',
   )
   t.strictSame(servedPayees(devnet.networks, {}, []), { [networkB.slug]: [] }, 'nothing paid, nothing configured: no payee served')
   t.throws(() => servedPayees(devnet.networks, { [networkA.slug]: [accounts.supplier.address] }, []), ConfigError, 'devnet-a is not facilitated here')
