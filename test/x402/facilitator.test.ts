@@ -3,7 +3,7 @@
 // on chain, a used authorization is refused, malformed or unserved requests are 4xx problems (never 5xx), a chain
 // outage is a 503 chain_unavailable, as everywhere in the service (never a false "invalid"), only self-facilitated networks
 // have endpoints, and only payments to the payees served (the paid resources' and the configured ones) are settled.
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -187,6 +187,7 @@ t.test('served payees: per self-facilitated network, deduplicated and checksumme
   t.throws(() => servedPayees(devnet.networks, { 'no-such-net': [accounts.supplier.address] }, []), ConfigError, 'an unknown network')
 
   const dir = mkdtempSync(join(tmpdir(), 'facilitator-payees-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'config.json')
   writeFileSync(file, JSON.stringify({ x402FacilitatorPayees: { [networkB.slug]: [lower] } }))
   t.strictSame(loadServiceConfig({ CONFIG_FILE: file }).x402FacilitatorPayees, { [networkB.slug]: [accounts.supplier.address] }, 'CONFIG_FILE x402FacilitatorPayees, checksummed')
