@@ -283,8 +283,9 @@ export const REFUSED_PAYMENT_REASONS = {
 } as const
 
 /**
- * Why a payment is refused unsent, if it is. The payee checked is the requirements' `payTo`: the exact scheme then
- * refuses a payload whose recipient differs from it (EIP-3009 `to`, Permit2 `witness.to`).
+ * Why a payment is refused unsent, if it is. The payee and amount checked are the requirements' `payTo` and
+ * `amount`: the exact scheme then refuses a payload whose recipient (EIP-3009 `to`, Permit2 `witness.to`) or value
+ * differs from them.
  */
 function refusalOf(payload: PaymentPayload, requirements: PaymentRequirements, served: ReadonlyMap<string, bigint>): { reason: string; message: string; payer: string | undefined } | undefined {
   const inner = payload.payload as { authorization?: { from?: string }; permit2Authorization?: { from?: string } }
