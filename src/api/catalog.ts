@@ -9,7 +9,7 @@ import type { ReputationConfig } from '../reputation/index.ts'
 import { passportDomain, passportKinds, passportTypes } from '../passport/passport.ts'
 import { creditScoreCatalogEntry, CreditScoreCatalogEntry, type CreditScoreOffer } from '../score/catalog.ts'
 import { attestationDomain, attestationTypes } from '../chain/attestation.ts'
-import { Address, Bps, StrictObject } from './common.ts'
+import { Address, Atomic, Bps, StrictObject } from './common.ts'
 import { API_VERSION } from './openapi.ts'
 import { RECORD_PAGE, WALLET_PAGE } from './routes/shared.ts'
 import { EVENTS_PATH } from './routes/events.ts'
@@ -45,7 +45,14 @@ const CatalogNetwork = StrictObject({
   identityRegistry: Address,
   reputationRegistry: Address,
   assets: Type.Array(Asset),
-  facilitator: StrictObject({ url: Type.String(), selfHosted: Type.Boolean() }),
+  facilitator: StrictObject({
+    url: Type.String(),
+    selfHosted: Type.Boolean(),
+    payees: Type.Array(StrictObject({ payTo: Address, minAmountAtomic: Atomic }), {
+      description:
+        'Payees whose payments the self-hosted facilitator verifies and settles, each from its least amount up (any other payee is refused, invalid_payment_payee_not_served; a smaller amount, invalid_payment_below_payee_minimum); empty when not self-hosted.',
+    }),
+  }),
 })
 
 export const Catalog = StrictObject({
@@ -164,6 +171,8 @@ export interface CatalogSources {
   /** Whether the configured RPC URLs may be published (the embedded devnet: yes). */
   publishRpcUrls: boolean
   facilitatorUrl: (network: NetworkConfig) => string
+  /** The payees the network's self-hosted facilitator serves; none when it has none here. */
+  facilitatorPayees: (network: NetworkConfig) => ReadonlyArray<{ payTo: `0x${string}`; minAmountAtomic: string }>
   engine: EngineConfig
   attesters: readonly `0x${string}`[]
   operators: readonly `0x${string}`[]
@@ -198,7 +207,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       identityRegistry: n.identityRegistry,
       reputationRegistry: n.reputationRegistry,
       assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version })),
-      facilitator: { url: s.facilitatorUrl(n), selfHosted: n.x402SelfFacilitate },
+      facilitator: { url: s.facilitatorUrl(n), selfHosted: n.x402SelfFacilitate, payees: [...s.facilitatorPayees(n)] },
     })),
     contracts: contractsCatalogEntry(),
     endpoints: s.routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path, operationId: r.operationId, summary: r.summary, auth: r.auth, callers: r.callers })),

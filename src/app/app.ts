@@ -48,7 +48,7 @@ import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '..
 import { assembleCreditScore } from '../score/assembly.ts'
 import type { CreditScoreCompute } from '../score/compute.ts'
 import { resolveCreditScore } from '../score/settings.ts'
-import { createNetworkFacilitators } from '../x402/facilitator.ts'
+import { createNetworkFacilitators, servedPayees, wirePayee } from '../x402/facilitator.ts'
 import { facilitatorUrl } from '../x402/facilitator-url.ts'
 import { facilitatorRoutes, x402Routes } from '../x402/routes.ts'
 import { FacilitatorRequest, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from '../x402/schemas.ts'
@@ -181,6 +181,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     }
     const publishRpcUrls = config.networksFile === undefined
     const creditScoreSettings = resolveCreditScore(config.creditScore, networks, { devnetPayee: devnet?.accounts.scorePayee.address })
+    // Each x402 facilitator settles only for the payees this service serves: the credit score's and the configured ones.
+    const paidResources = creditScoreSettings === null ? [] : [{ network: creditScoreSettings.network.slug, payTo: creditScoreSettings.payTo, amountAtomic: creditScoreSettings.priceAtomic }]
+    const facilitatorPayees = servedPayees(networks, config.x402FacilitatorPayees, paidResources)
 
     const engineConfig = resolveConfig({
       ...config.engine,
@@ -314,7 +317,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     let openApi: OpenApiDocument | undefined
     let catalog: Catalog | undefined
     let baseUrl = ''
-    const facilitators = createNetworkFacilitators(networks)
+    const facilitators = createNetworkFacilitators(networks, { payees: facilitatorPayees })
     const creditScore = assembleCreditScore({
       settings: creditScoreSettings,
       facilitators,
@@ -332,6 +335,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         networks,
         publishRpcUrls,
         facilitatorUrl: (n) => facilitatorUrl(n, { baseUrl }),
+        facilitatorPayees: (n) => (facilitators.find((f) => f.network.slug === n.slug)?.payees ?? []).map(wirePayee),
         engine: engine.config,
         attesters: config.attesters,
         passportIssuer: service.passport.issuer,

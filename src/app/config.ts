@@ -85,6 +85,10 @@ export const ConfigFileSchema = Type.Object(
     unfundedWalletWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 * 24 * 3600 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
+    // Network slug -> payees the x402 facilitator of that network also serves (beyond the paid resources' own).
+    x402FacilitatorPayees: Type.Optional(
+      Type.Record(Type.String({ pattern: FORMAT_PATTERNS.network }), Type.Array(AddressString, { maxItems: 256 }), { additionalProperties: false }),
+    ),
     reputation: Type.Optional(ReputationSchema),
     inspector: Type.Optional(Type.Boolean()),
   },
@@ -147,6 +151,11 @@ export interface ServiceConfig {
    * on for the embedded devnet and off with a networks file.
    */
   creditScore: CreditScoreConfig | undefined
+  /**
+   * Network slug -> payees the network's x402 facilitator settles for besides the payees of the service's own paid
+   * resources (src/x402/facilitator.ts `servedPayees`); config file key `x402FacilitatorPayees`.
+   */
+  x402FacilitatorPayees: Record<string, Address[]>
   /** ERC-8004 evidence: trusted clients, the formula's prior weight and half-life, the agent-link re-check period. */
   reputation: ReputationConfig
   /** Writes no request log lines when false (tests). */
@@ -320,6 +329,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     durability,
     engine: (file.engine ?? {}) as Partial<EngineConfig>,
     creditScore: creditScoreOf(env, file),
+    x402FacilitatorPayees: Object.fromEntries(Object.entries(file.x402FacilitatorPayees ?? {}).map(([slug, list]) => [slug, addresses(list)])),
     reputation: reputationOf(file),
     requestLog: env.REQUEST_LOG !== '0',
     legacyClients: env.HTTP_LEGACY_CLIENTS !== '0',

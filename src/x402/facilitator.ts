@@ -4,14 +4,18 @@
 // sent from their own account (facilitatorPrivateKey), never the operator's: a stranger's settlements spend only the
 // facilitator's gas and never queue behind the operator's nonce (completions, failures, liquidations). viem's
 // nonceManager counts its nonces, so parallel settlements never reuse one. Nor does it settle a payment that moves
-// nothing (zero value, or from the payer to itself): gas spent for nobody.
+// nothing (zero value, or from the payer to itself), nor one to a payee this service does not serve (its own paid
+// resources' payees and the configured ones): a stranger paying itself 1 unit between its own wallets in a loop
+// would otherwise spend the facilitator's gas until the service's own paid routes could no longer settle. A paid
+// resource's payee is served from that resource's price up: 1-unit payments to the score's payee would drain it too.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { x402Facilitator } from '@x402/core/facilitator'
 import { PaymentPayloadV2Schema, PaymentRequirementsV2Schema } from '@x402/core/schemas'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import { publicActions, type Address, type Hex } from 'viem'
+import { getAddress, publicActions, type Address, type Hex } from 'viem'
+import { ConfigError } from '../app/config.ts'
 import { senderWallet } from '../chain/clients.ts'
 import type { NetworkConfig } from '../chain/config.ts'
 import type { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from './schemas.ts'
@@ -66,7 +70,12 @@ export class ChainUnavailableError extends Error {
 export type NetworkFacilitatorOptions = {
   /** Bound on a settlement's receipt wait; past it the answer is `settlement_pending` with the hash. */
   confirmationTimeoutMs?: number
+  /** Network slug -> the payees whose payments are verified and settled (`servedPayees`); a network absent serves none. */
+  payees?: Readonly<Record<string, readonly ServedPayee[]>>
 }
+
+/** A payee the facilitator settles for, and the least amount it settles to it. */
+export type ServedPayee = { payTo: Address; minAmountAtomic: bigint }
 
 /**
  * viem's failures of the node rather than of the call: not reached, no answer, or overloaded. Not RpcRequestError
@@ -102,6 +111,10 @@ export class NetworkFacilitator {
   readonly network: NetworkConfig
   /** The account that sends settlements (never the operator's). */
   readonly sender: Address
+  /** The payees served, checksummed, in configuration order: a payment to anyone else is refused unsent. */
+  readonly payees: readonly ServedPayee[]
+  /** Lower-case payee -> the least amount settled to it. */
+  private readonly served: ReadonlyMap<string, bigint>
   private readonly facilitator: x402Facilitator
   private readonly observations = new AsyncLocalStorage<CallObservation>()
 
@@ -133,13 +146,17 @@ export class NetworkFacilitator {
     )
     this.network = network
     this.sender = wallet.account.address
+    this.payees = options.payees?.[network.slug] ?? []
+    this.served = new Map(this.payees.map((p) => [p.payTo.toLowerCase(), p.minAmountAtomic]))
     this.facilitator = new x402Facilitator().register(network.caip2, new ExactEvmScheme(signer))
   }
 
   supported(): SupportedResponse {
     const supported = this.facilitator.getSupported()
     return {
-      kinds: supported.kinds.map((k) => ({ x402Version: k.x402Version, scheme: k.scheme, network: k.network, ...(k.extra === undefined ? {} : { extra: k.extra }) })),
+      // The protocol's kinds have room for scheme data (`extra`): the served payees go there, so a client can tell
+      // before paying whether this facilitator settles its payment.
+      kinds: supported.kinds.map((k) => ({ x402Version: k.x402Version, scheme: k.scheme, network: k.network, extra: { ...k.extra, payees: this.payees.map(wirePayee) } })),
       extensions: [...supported.extensions],
       signers: Object.fromEntries(Object.entries(supported.signers).map(([family, addresses]) => [family, [...addresses]])),
     }
@@ -147,8 +164,8 @@ export class NetworkFacilitator {
 
   async verify(request: FacilitatorRequest): Promise<VerifyResponse> {
     const { payload, requirements } = this.admit(request)
-    const pointless = pointlessPayment(payload, requirements)
-    if (pointless !== undefined) return pick({ isValid: false, invalidReason: pointless.reason, invalidMessage: pointless.message, payer: pointless.payer })
+    const refused = refusalOf(payload, requirements, this.served)
+    if (refused !== undefined) return pick({ isValid: false, invalidReason: refused.reason, invalidMessage: refused.message, payer: refused.payer })
     const result = await this.call(() => this.facilitator.verify(payload, requirements), (r) => !r.isValid)
     return pick({
       isValid: result.isValid,
@@ -163,9 +180,9 @@ export class NetworkFacilitator {
 
   async settle(request: FacilitatorRequest): Promise<SettleResponse> {
     const { payload, requirements } = this.admit(request)
-    const pointless = pointlessPayment(payload, requirements)
-    if (pointless !== undefined) {
-      return pick({ success: false, errorReason: pointless.reason, errorMessage: pointless.message, payer: pointless.payer, transaction: '', network: requirements.network })
+    const refused = refusalOf(payload, requirements, this.served)
+    if (refused !== undefined) {
+      return pick({ success: false, errorReason: refused.reason, errorMessage: refused.message, payer: refused.payer, transaction: '', network: requirements.network })
     }
     // A failure after broadcast keeps its transaction hash (settlement_pending): that answer stands, and a retry
     // of the same settle reconciles against the hash instead of sending again.
@@ -254,18 +271,44 @@ export class NetworkFacilitator {
   }
 }
 
-/** Refusal codes of a payment that would move nothing: settling it would spend the facilitator's gas for nobody. */
-export const POINTLESS_PAYMENT_REASONS = { zeroValue: 'invalid_payment_zero_value', payerIsPayee: 'invalid_payment_payer_is_payee' } as const
+/**
+ * Refusal codes of a payment this facilitator does not send, before any chain call: one that would move nothing
+ * (gas spent for nobody), or one to a payee this service does not serve (gas spent for strangers).
+ */
+export const REFUSED_PAYMENT_REASONS = {
+  zeroValue: 'invalid_payment_zero_value',
+  payerIsPayee: 'invalid_payment_payer_is_payee',
+  payeeNotServed: 'invalid_payment_payee_not_served',
+  belowPayeeMinimum: 'invalid_payment_below_payee_minimum',
+} as const
 
-/** Why a payment moves nothing (a zero amount, or a payer paying itself), if it does not. */
-function pointlessPayment(payload: PaymentPayload, requirements: PaymentRequirements): { reason: string; message: string; payer: string | undefined } | undefined {
+/**
+ * Why a payment is refused unsent, if it is. The payee and amount checked are the requirements' `payTo` and
+ * `amount`: the exact scheme then refuses a payload whose recipient (EIP-3009 `to`, Permit2 `witness.to`) or value
+ * differs from them.
+ */
+function refusalOf(payload: PaymentPayload, requirements: PaymentRequirements, served: ReadonlyMap<string, bigint>): { reason: string; message: string; payer: string | undefined } | undefined {
   const inner = payload.payload as { authorization?: { from?: string }; permit2Authorization?: { from?: string } }
   const payer = inner.authorization?.from ?? inner.permit2Authorization?.from
-  if (BigInt(requirements.amount) === 0n) return { reason: POINTLESS_PAYMENT_REASONS.zeroValue, message: 'A payment of 0 moves nothing: not settled here.', payer }
-  if (payer !== undefined && payer.toLowerCase() === requirements.payTo.toLowerCase()) {
-    return { reason: POINTLESS_PAYMENT_REASONS.payerIsPayee, message: 'The payer pays itself: not settled here.', payer }
+  const amount = BigInt(requirements.amount)
+  if (amount === 0n) return { reason: REFUSED_PAYMENT_REASONS.zeroValue, message: 'A payment of 0 moves nothing: not settled here.', payer }
+  const payee = requirements.payTo.toLowerCase()
+  if (payer !== undefined && payer.toLowerCase() === payee) {
+    return { reason: REFUSED_PAYMENT_REASONS.payerIsPayee, message: 'The payer pays itself: not settled here.', payer }
+  }
+  const minimum = served.get(payee)
+  if (minimum === undefined) {
+    return { reason: REFUSED_PAYMENT_REASONS.payeeNotServed, message: `This facilitator settles only payments to the payees it serves (GET .../supported, kinds[].extra.payees); ${requirements.payTo} is not one.`, payer }
+  }
+  if (amount < minimum) {
+    return { reason: REFUSED_PAYMENT_REASONS.belowPayeeMinimum, message: `This facilitator settles payments to ${requirements.payTo} of at least ${minimum} (atomic): not settled here.`, payer }
   }
   return undefined
+}
+
+/** A served payee as `supported` and the catalog show it (amounts as decimal strings). */
+export function wirePayee(payee: ServedPayee): { payTo: Address; minAmountAtomic: string } {
+  return { payTo: payee.payTo, minAmountAtomic: payee.minAmountAtomic.toString() }
 }
 
 /** Requirements with `extra` always an object, as the facilitator's type has it (the protocol allows it absent). */
@@ -276,6 +319,40 @@ function withExtra<T extends { extra?: Record<string, unknown> | null | undefine
 /** Drops absent fields, so the JSON answer has no `undefined` and no null. */
 function pick<T extends Record<string, unknown>>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined && v !== null)) as T
+}
+
+/**
+ * The payees each self-facilitated network serves: the payees of this service's own paid resources on it (`paid`,
+ * e.g. the credit score's, from the resource's price up) and the configured ones (`configured`, network slug ->
+ * addresses, any non-zero amount). A payee named twice keeps its lowest minimum. A configured slug that is not a
+ * self-facilitated network among `networks` stops the start: its payees would be served nowhere.
+ */
+export function servedPayees(
+  networks: readonly NetworkConfig[],
+  configured: Readonly<Record<string, readonly Address[]>>,
+  paid: ReadonlyArray<{ network: string; payTo: Address; amountAtomic: bigint }>,
+): Record<string, ServedPayee[]> {
+  for (const slug of Object.keys(configured)) {
+    const network = networks.find((n) => n.slug === slug)
+    if (network === undefined || !isSelfFacilitated(network)) {
+      throw new ConfigError(`x402FacilitatorPayees.${slug}: not a network this service facilitates (${networks.filter(isSelfFacilitated).map((n) => n.slug).join(', ') || 'none'})`)
+    }
+  }
+  const payees: Record<string, ServedPayee[]> = {}
+  for (const network of networks.filter(isSelfFacilitated)) {
+    const listed = [
+      ...paid.filter((p) => p.network === network.slug).map((p) => ({ payTo: p.payTo, minAmountAtomic: p.amountAtomic })),
+      ...(configured[network.slug] ?? []).map((payTo) => ({ payTo, minAmountAtomic: 1n })),
+    ]
+    const byPayee = new Map<Address, ServedPayee>()
+    for (const { payTo, minAmountAtomic } of listed) {
+      const address = getAddress(payTo)
+      const known = byPayee.get(address)
+      byPayee.set(address, { payTo: address, minAmountAtomic: known === undefined || minAmountAtomic < known.minAmountAtomic ? minAmountAtomic : known.minAmountAtomic })
+    }
+    payees[network.slug] = [...byPayee.values()]
+  }
+  return payees
 }
 
 /** The facilitators of every self-facilitated network among `networks`, in configuration order. */

@@ -63,7 +63,7 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
       operationId: `x402Supported_${suffix}`,
       callers: 'public',
       summary: `x402 facilitator for ${slug}: payment kinds served`,
-      description: `Lists exactly what this facilitator verifies and settles: x402 version 2, scheme exact, network ${caip2}, and the address that submits settlements (the facilitator key, never the service's operator).`,
+      description: `Lists exactly what this facilitator verifies and settles: x402 version 2, scheme exact, network ${caip2}, the payees served (kinds[].extra.payees: the payees of this service's paid resources and the configured ones; a payment to anyone else is refused), and the address that submits settlements (the facilitator key, never the service's operator).`,
       tags: TAGS,
       auth: 'none',
       responses: { 200: { description: 'The payment kinds served', schema: SupportedResponse } },
@@ -77,7 +77,7 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
       summary: `x402 facilitator for ${slug}: verify a payment`,
       description:
         'Checks the signed payment against the requirements (signature, recipient, amount, validity window, balance, simulation) without moving money. ' +
-        'An invalid payment is a 200 with isValid false and an x402 invalidReason.',
+        'An invalid payment is a 200 with isValid false and an x402 invalidReason; so is one this facilitator would not settle (invalid_payment_zero_value, invalid_payment_payer_is_payee, invalid_payment_payee_not_served).',
       tags: TAGS,
       auth: 'none',
       body: FacilitatorRequest,
@@ -96,7 +96,7 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
       summary: `x402 facilitator for ${slug}: settle a payment`,
       description:
         'Verifies the payment again, then submits transferWithAuthorization (or the Permit2 transfer) from the facilitator account (never the service\'s operator) and waits for the receipt. ' +
-        'A refused or failed settlement (e.g. an authorization already used; a payment of 0, invalid_payment_zero_value, or from the payer to itself, invalid_payment_payer_is_payee, sends nothing) is a 200 with success false and an x402 errorReason.',
+        'A refused or failed settlement (e.g. an authorization already used; a payment of 0, invalid_payment_zero_value, from the payer to itself, invalid_payment_payer_is_payee, or to a payee not served, invalid_payment_payee_not_served, sends nothing) is a 200 with success false and an x402 errorReason.',
       tags: TAGS,
       auth: 'none',
       body: FacilitatorRequest,
@@ -110,7 +110,7 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
   ]
 }
 
-/** The facilitator routes of every network in `networks` with `x402SelfFacilitate: true` and an operator key. */
+/** The facilitator routes of every network in `networks` with `x402SelfFacilitate: true` and a facilitator key. */
 export function x402Routes(networks: NetworkConfig[], options: NetworkFacilitatorOptions = {}): AnyRoute[] {
   return createNetworkFacilitators(networks, options).flatMap(facilitatorRoutes)
 }

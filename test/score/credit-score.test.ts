@@ -163,6 +163,11 @@ t.test('without payment: 402 with PAYMENT-REQUIRED (x402 v2) matching the catalo
     compute: { component: 'local-process', attestation: 'none' },
     score: { min: 0, max: 1000, formulaVersion: 1 },
   })
+  // The facilitator settles only for the payees it serves; the score's is one of them, and the catalog says so.
+  const facilitator = catalog.networks.find((n: Json) => n.slug === networkB.slug).facilitator
+  t.strictSame(facilitator.payees, [{ payTo: payee, minAmountAtomic: PRICE.toString() }], 'the self-hosted facilitator serves the score\'s payee from its price up (no others configured)')
+  const supported = (await new CreditClient(h.url).get(`/x402/${networkB.slug}-facilitator/supported`)).body
+  t.strictSame(supported.kinds[0].extra, { payees: facilitator.payees }, 'and so does its GET supported')
   const llms = (await new CreditClient(h.url).get('/llms.txt')).body as string
   t.ok(llms.includes(`amount ${PRICE} (atomic), payTo ${payee}`), 'llms.txt names the price and payee')
   t.ok(llms.includes('compactDecrypt(jwe, privateKey)'), 'llms.txt shows how to decrypt')

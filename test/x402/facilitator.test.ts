@@ -1,21 +1,26 @@
 // The x402 facilitator endpoints over real HTTP against real anvil chains: the official HTTPFacilitatorClient sees
 // exactly the kinds served, a payment made by the official client verifies and settles and moves exactly the amount
 // on chain, a used authorization is refused, malformed or unserved requests are 4xx problems (never 5xx), a chain
-// outage is a 503 chain_unavailable, as everywhere in the service (never a false "invalid"), and only self-facilitated networks have endpoints.
+// outage is a 503 chain_unavailable, as everywhere in the service (never a false "invalid"), only self-facilitated networks
+// have endpoints, and only payments to the payees served (the paid resources' and the configured ones) are settled.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { HTTPFacilitatorClient } from '@x402/core/http'
 import { createPublicClient, erc20Abi, http, type Address } from 'viem'
 import { generatePrivateKey } from 'viem/accounts'
 import { buildOpenApi } from '../../src/api/openapi.ts'
+import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { startDevnet } from '../../src/chain/devnet.ts'
 import { silentLogger } from '../../src/http/log.ts'
 import { startServer } from '../../src/http/server.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
-import { createNetworkFacilitators, MESSAGE_CHARS_MAX, NetworkFacilitator, PaymentRequestInvalidError } from '../../src/x402/facilitator.ts'
+import { createNetworkFacilitators, MESSAGE_CHARS_MAX, NetworkFacilitator, PaymentRequestInvalidError, servedPayees } from '../../src/x402/facilitator.ts'
 import { facilitatorUrl, facilitatorUrlResolver, PUBLIC_FACILITATOR_URL_DEFAULT } from '../../src/x402/facilitator-url.ts'
 import { x402Routes } from '../../src/x402/routes.ts'
 import type { FacilitatorRequest } from '../../src/x402/schemas.ts'
@@ -29,7 +34,12 @@ const [networkA, networkB] = devnet.networks as [NetworkConfig, NetworkConfig]
 const { accounts } = devnet
 const token = networkB.tokens[0]?.address as Address
 
-const routes = x402Routes(devnet.networks)
+// Served as the app serves them: the credit score's payee (a paid resource of this service) and configured payees.
+const SCORE_PRICE = 2_000n
+const scorePaid = [{ network: networkB.slug, payTo: accounts.scorePayee.address, amountAtomic: SCORE_PRICE }]
+const configuredPayees = { [networkB.slug]: [accounts.supplier.address, accounts.lender.address] }
+const payees = servedPayees(devnet.networks, configuredPayees, scorePaid)
+const routes = x402Routes(devnet.networks, { payees })
 const document = buildOpenApi(routes, { info: { title: 'x402 facilitator test' } })
 const server = await startServer({ routes, log: silentLogger, rateLimit: false, validateResponses: true, port: 0 })
 t.teardown(() => server.close(1000))
@@ -64,7 +74,15 @@ t.test('routes: three per self-facilitated network, none for the others, a valid
 
 t.test('GET supported through the official client lists exactly the one kind served', async (t) => {
   const supported = await client.getSupported()
-  t.strictSame(supported.kinds, [{ x402Version: 2, scheme: 'exact', network: `eip155:${networkB.chainId}` }])
+  t.strictSame(
+    supported.kinds,
+    [{ x402Version: 2, scheme: 'exact', network: `eip155:${networkB.chainId}`, extra: { payees: [
+      { payTo: accounts.scorePayee.address, minAmountAtomic: SCORE_PRICE.toString() },
+      { payTo: accounts.supplier.address, minAmountAtomic: '1' },
+      { payTo: accounts.lender.address, minAmountAtomic: '1' },
+    ] } }],
+    'the payees served: the paid resource\'s first, from its price up, then the configured ones',
+  )
   t.strictSame(supported.extensions, [])
   t.strictSame(supported.signers, { 'eip155:*': [accounts.facilitator.address] }, 'the facilitator key submits settlements')
   t.not(accounts.facilitator.address, accounts.operator.address, 'never the operator')
@@ -108,23 +126,83 @@ t.test('a payment made by the official client verifies, settles and moves exactl
   t.equal(await balanceOf(accounts.supplier.address), afterFirst, 'no second transfer')
 })
 
-t.test('a payment that moves nothing (zero value, or a payer paying itself) is neither verified nor settled: no gas spent', async (t) => {
-  const nonceBefore = await chainB.getTransactionCount({ address: accounts.facilitator.address })
-  const zero = exactRequirements({ network: networkB, payTo: accounts.supplier.address, amountAtomic: 0n })
-  const zeroBody = { x402Version: 2, paymentPayload: await pay(accounts.borrower.privateKey, zero), paymentRequirements: zero }
-  const zeroVerify = await postJson(`${baseB}/verify`, zeroBody)
-  t.strictSame([zeroVerify.status, zeroVerify.body.isValid, zeroVerify.body.invalidReason], [200, false, 'invalid_payment_zero_value'])
-  const zeroSettle = await postJson(`${baseB}/settle`, zeroBody)
-  t.strictSame([zeroSettle.status, zeroSettle.body.success, zeroSettle.body.errorReason, zeroSettle.body.transaction], [200, false, 'invalid_payment_zero_value', ''])
+t.test('a payment the facilitator does not send (zero value, a payer paying itself, a payee not served or paid below its minimum) is neither verified nor settled: no gas spent', async (t) => {
+  const stranger = accounts.jobClient.address
+  const cases: Array<[string, { payTo: Address; amountAtomic: bigint }, string]> = [
+    ['zero value', { payTo: accounts.supplier.address, amountAtomic: 0n }, 'invalid_payment_zero_value'],
+    ['the payer pays itself', { payTo: accounts.borrower.address, amountAtomic: 1_000n }, 'invalid_payment_payer_is_payee'],
+    // A stranger paying 1 unit between its own wallets in a loop would drain the facilitator's gas.
+    ['a stranger\'s payee', { payTo: stranger, amountAtomic: 1n }, 'invalid_payment_payee_not_served'],
+    // 1-unit payments to the score's payee would drain it as well, at 1 unit per settlement.
+    ['less than the paid resource\'s price to its payee', { payTo: accounts.scorePayee.address, amountAtomic: SCORE_PRICE - 1n }, 'invalid_payment_below_payee_minimum'],
+  ]
+  const sent = () =>
+    Promise.all([chainB.getTransactionCount({ address: accounts.facilitator.address }), chainB.getBalance({ address: accounts.facilitator.address }), balanceOf(stranger), balanceOf(accounts.scorePayee.address)])
+  const before = await sent()
+  for (const [name, payment, reason] of cases) {
+    const requirements = exactRequirements({ network: networkB, ...payment })
+    const body = { x402Version: 2, paymentPayload: await pay(accounts.borrower.privateKey, requirements), paymentRequirements: requirements }
+    const verified = await postJson(`${baseB}/verify`, body)
+    t.strictSame([verified.status, verified.body.isValid, verified.body.invalidReason, verified.body.payer], [200, false, reason, accounts.borrower.address], `verify, ${name}`)
+    const settled = await postJson(`${baseB}/settle`, body)
+    t.strictSame([settled.status, settled.body.success, settled.body.errorReason, settled.body.transaction], [200, false, reason, ''], `settle, ${name}`)
+    t.ok(checkResponse(document, 'post', '/x402/devnet-b-facilitator/settle', settled.status, settled.body).valid, `settle, ${name}: matches its documented schema`)
+    // The official client takes the refusal as an answer too.
+    t.equal((await client.settle(body.paymentPayload, requirements)).errorReason, reason, `official client, ${name}`)
+  }
+  t.strictSame(await sent(), before, 'nothing was sent: the facilitator\'s nonce and gas balance, and the payees\' token balances, are unchanged')
+})
 
-  const self = exactRequirements({ network: networkB, payTo: accounts.borrower.address, amountAtomic: 1_000n })
-  const selfBody = { x402Version: 2, paymentPayload: await pay(accounts.borrower.privateKey, self), paymentRequirements: self }
-  const selfVerify = await postJson(`${baseB}/verify`, selfBody)
-  t.strictSame([selfVerify.status, selfVerify.body.isValid, selfVerify.body.invalidReason], [200, false, 'invalid_payment_payer_is_payee'])
-  const selfSettle = await postJson(`${baseB}/settle`, selfBody)
-  t.strictSame([selfSettle.status, selfSettle.body.success, selfSettle.body.errorReason, selfSettle.body.transaction], [200, false, 'invalid_payment_payer_is_payee', ''])
-  t.ok(checkResponse(document, 'post', '/x402/devnet-b-facilitator/settle', selfSettle.status, selfSettle.body).valid, 'matches its documented schema')
-  t.equal(await chainB.getTransactionCount({ address: accounts.facilitator.address }), nonceBefore, 'nothing was sent')
+t.test('payments to the payees served settle: the paid resource\'s payee by default, a configured one beside it', async (t) => {
+  for (const [name, payee] of [['the credit score\'s payee', accounts.scorePayee.address], ['a configured payee', accounts.supplier.address]] as const) {
+    const requirements = exactRequirements({ network: networkB, payTo: payee, amountAtomic: SCORE_PRICE })
+    const payload = await pay(accounts.borrower.privateKey, requirements)
+    const before = await balanceOf(payee)
+    t.equal((await client.verify(payload, requirements)).isValid, true, `verify, ${name}`)
+    const settled = await client.settle(payload, requirements)
+    t.equal(settled.success, true, `settle, ${name}: ${settled.errorReason ?? ''}`)
+    t.equal((await balanceOf(payee)) - before, SCORE_PRICE, `${name} received the amount`)
+  }
+  // Without the configured list, only the paid resource's payee is served.
+  const [scoreOnly] = createNetworkFacilitators(devnet.networks, { payees: servedPayees(devnet.networks, {}, scorePaid) })
+  const requirements = exactRequirements({ network: networkB, payTo: accounts.supplier.address, amountAtomic: 2_000n })
+  const body = { x402Version: 2, paymentPayload: await pay(accounts.borrower.privateKey, requirements), paymentRequirements: requirements } as FacilitatorRequest
+  t.equal((await scoreOnly!.verify(body)).invalidReason, 'invalid_payment_payee_not_served', 'an unconfigured payee is not served')
+})
+
+t.test('served payees: per self-facilitated network, deduplicated and checksummed, each at its lowest minimum; a configured network not facilitated here stops the start', async (t) => {
+  const lower = accounts.supplier.address.toLowerCase() as Address
+  t.strictSame(
+    servedPayees(devnet.networks, { [networkB.slug]: [lower, accounts.supplier.address] }, [...scorePaid, { network: networkA.slug, payTo: accounts.lender.address, amountAtomic: 5n }]),
+    { [networkB.slug]: [{ payTo: accounts.scorePayee.address, minAmountAtomic: SCORE_PRICE }, { payTo: accounts.supplier.address, minAmountAtomic: 1n }] },
+    'a paid resource on a network not facilitated here is served by its own facilitator, not this one',
+  )
+  t.strictSame(
+    servedPayees(devnet.networks, { [networkB.slug]: [accounts.scorePayee.address] }, scorePaid),
+    { [networkB.slug]: [{ payTo: accounts.scorePayee.address, minAmountAtomic: 1n }] },
+    'a paid resource\'s payee also configured is served from 1 unit: the operator chose so',
+  )
+  t.strictSame(servedPayees(devnet.networks, {}, []), { [networkB.slug]: [] }, 'nothing paid, nothing configured: no payee served')
+  t.throws(() => servedPayees(devnet.networks, { [networkA.slug]: [accounts.supplier.address] }, []), ConfigError, 'devnet-a is not facilitated here')
+  t.throws(() => servedPayees(devnet.networks, { 'no-such-net': [accounts.supplier.address] }, []), ConfigError, 'an unknown network')
+
+  const dir = mkdtempSync(join(tmpdir(), 'facilitator-payees-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'config.json')
+  writeFileSync(file, JSON.stringify({ x402FacilitatorPayees: { [networkB.slug]: [lower] } }))
+  t.strictSame(loadServiceConfig({ CONFIG_FILE: file }).x402FacilitatorPayees, { [networkB.slug]: [accounts.supplier.address] }, 'CONFIG_FILE x402FacilitatorPayees, checksummed')
+  t.strictSame(loadServiceConfig({}).x402FacilitatorPayees, {}, 'none by default')
+  writeFileSync(file, JSON.stringify({ x402FacilitatorPayees: { [networkB.slug]: ['0x1234'] } }))
+  t.throws(() => loadServiceConfig({ CONFIG_FILE: file }), ConfigError, 'not an address')
+})
+
+t.test('the facilitator routes are rate limited per caller like every route', async (t) => {
+  const limited = await startServer({ routes, log: silentLogger, rateLimit: { burst: 2, refillPerSecond: 0.001 }, validateResponses: true, port: 0 })
+  t.teardown(() => limited.close(1000))
+  const body = { x402Version: 2, paymentPayload: {}, paymentRequirements: {} }
+  const statuses = []
+  for (let i = 0; i < 3; i += 1) statuses.push((await postJson(`${limited.url}/x402/devnet-b-facilitator/settle`, body)).status)
+  t.strictSame(statuses, [400, 400, 429], 'the third request of a burst of 2 is refused before it reaches the facilitator')
 })
 
 t.test('parallel settlements of distinct payments all land (the facilitator nonce is managed)', async (t) => {
@@ -236,7 +314,7 @@ t.test('a chain outage is a 503, not a false "invalid signature"', async (t) => 
     })
   })
   const down: NetworkConfig = { ...networkB, rpcUrl: `http://127.0.0.1:${closedPort}` }
-  const outage = await startServer({ routes: x402Routes([down]), log: silentLogger, rateLimit: false, validateResponses: true, port: 0 })
+  const outage = await startServer({ routes: x402Routes([down], { payees }), log: silentLogger, rateLimit: false, validateResponses: true, port: 0 })
   t.teardown(() => outage.close(1000))
   const body = await validBody()
   for (const operation of ['verify', 'settle']) {
