@@ -16,6 +16,7 @@ import { EVENTS_PATH } from './routes/events.ts'
 import type { StreamLimits } from '../stream/hub.ts'
 import { STREAM_CLOSE, StreamInfo } from '../stream/messages.ts'
 import { AssetSymbol, LIQUIDITY_ATOMIC_MAX, NetworkSlug } from './schemas.ts'
+import { isSelfFacilitated } from '../x402/facilitator.ts'
 import { CatalogContracts, contractsCatalogEntry } from './contracts-catalog.ts'
 
 export const SERVICE_NAME = 'agent-credit'
@@ -207,7 +208,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       identityRegistry: n.identityRegistry,
       reputationRegistry: n.reputationRegistry,
       assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version })),
-      facilitator: { url: s.facilitatorUrl(n), selfHosted: n.x402SelfFacilitate, payees: [...s.facilitatorPayees(n)] },
+      facilitator: { url: s.facilitatorUrl(n), selfHosted: isSelfFacilitated(n), payees: [...s.facilitatorPayees(n)] },
     })),
     contracts: contractsCatalogEntry(),
     endpoints: s.routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path, operationId: r.operationId, summary: r.summary, auth: r.auth, callers: r.callers })),

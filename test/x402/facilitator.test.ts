@@ -12,7 +12,11 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import { HTTPFacilitatorClient } from '@x402/core/http'
 import { createPublicClient, erc20Abi, http, type Address } from 'viem'
 import { generatePrivateKey } from 'viem/accounts'
+import { buildCatalog } from '../../src/api/catalog.ts'
 import { buildOpenApi } from '../../src/api/openapi.ts'
+import { defaultEngineConfig } from '../../src/engine/config.ts'
+import { reputationDefaults } from '../../src/reputation/index.ts'
+import { DEFAULT_STREAM_LIMITS } from '../../src/stream/hub.ts'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
@@ -348,6 +352,20 @@ t.test('facilitator URLs: self-facilitated networks point here, the others to th
     facilitatorUrl({ ...networkB, facilitatorPrivateKey: undefined }, { baseUrl: 'https://credit.example' }),
     PUBLIC_FACILITATOR_URL_DEFAULT,
     'without a facilitator key nothing is served here, so nothing here is advertised',
+  )
+  // The catalog's selfHosted flag agrees with the URL it advertises beside it (it read the config flag alone).
+  const keyless = { ...networkB, facilitatorPrivateKey: undefined }
+  const catalog = buildCatalog({
+    baseUrl: 'https://credit.example', authDomain: 'credit.example', auth: { nonceTtlSeconds: 300, sessionTtlSeconds: 3600, sessionsPerWalletMax: 10 },
+    routes: [], networks: [networkA, networkB, keyless], publishRpcUrls: false,
+    facilitatorUrl: facilitatorUrlResolver({ baseUrl: 'https://credit.example' }), facilitatorPayees: () => [],
+    engine: defaultEngineConfig, attesters: [], operators: [], bodyLimitBytes: 65536, creditScore: null, reputation: reputationDefaults,
+    passportIssuer: accounts.operator.address, idempotencyRetentionSeconds: 86400, rateLimitPerSecond: 100, stream: DEFAULT_STREAM_LIMITS,
+  })
+  t.strictSame(
+    catalog.networks.map((n) => [n.facilitator.selfHosted, n.facilitator.url]),
+    [[false, PUBLIC_FACILITATOR_URL_DEFAULT], [true, 'https://credit.example/x402/devnet-b-facilitator'], [false, PUBLIC_FACILITATOR_URL_DEFAULT]],
+    'a network flagged self-facilitated without a facilitator key is not advertised as self-hosted',
   )
   const resolve = facilitatorUrlResolver({ baseUrl: server.url })
   t.strictSame(devnet.networks.map(resolve), [PUBLIC_FACILITATOR_URL_DEFAULT, `${server.url}/x402/devnet-b-facilitator`])
