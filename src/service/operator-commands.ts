@@ -319,6 +319,11 @@ export class OperatorRepairs {
     return writes
   }
 
+  /** The repairs stored and not yet done, in key order. */
+  pending(): OperatorRepair[] {
+    return [...this.#records.iterate()].map(({ value }) => value)
+  }
+
   /** Runs the stored repairs now if a batch stored one (called once its commit is durable). */
   wake(): void {
     this.#periodic?.wake()

@@ -6,7 +6,7 @@
 import t from 'tap'
 import { createNetworkClients } from '../../src/chain/clients.ts'
 import { sendLiquidate, sendSettleJob } from '../../src/chain/operator.ts'
-import { fundedJob, readyLender, startHarness, usdc, type Harness } from '../fixtures/service.ts'
+import { fundedJob, readyLender, signedIn, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 import { fundAdvance, until } from './fixtures/api.ts'
 
 let h: Harness
@@ -31,6 +31,7 @@ t.test('a settlement mined and never recorded by its route is recorded once the 
   t.equal(h.app.service.engine.getLender(lender.account.address)!.deployedAtomic, 0n, 'the lender\'s capital is no longer deployed')
   // The client's retry finds it recorded: one record, not two.
   t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/complete`, {})).status, 409, 'a retry after the repair records nothing')
+  await until(() => h.app.service.operatorRepairs.pending().length === 0, 20_000, 'the repair done')
 })
 
 t.test('a liquidation mined and never recorded by its route is recorded once the chain follower passes it', async (t) => {
@@ -65,4 +66,21 @@ t.test('a repair stored by the follower survives a restart and is recorded after
   await h.restart({ operatorRepairIntervalMs: 1000 })
   await until(() => job()?.state === 'completed', 20_000, 'the stored repair recorded after the restart')
   t.equal(job()?.settlement?.txHash, settled.txHash)
+})
+
+t.test('a repair whose transaction a retry of the route recorded first records nothing, and is done', async (t) => {
+  const jobId = 'job_adv_retry_first'
+  const { jobClient } = await fundedJob(h, { jobId, receivableAtomic: usdc(100) })
+  await h.restart({ operatorRepairIntervalMs: 0 })
+  const settled = await sendSettleJob(createNetworkClients(h.network), { jobId, offerKeys: [] })
+  const follower = h.app.service.followers.get(h.network.slug)!
+  await until(() => (follower.cursor?.blockNumber ?? -1n) >= settled.blockNumber, 20_000, 'the follower past the settlement')
+  await h.app.service.store.durable()
+  t.same(h.app.service.operatorRepairs.pending(), [{ kind: 'settled', jobId }], 'the follower stored the repair')
+  const retry = await (await signedIn(h.url, jobClient)).post(`/credit/jobs/${jobId}/complete`, {})
+  t.equal(retry.status, 200, 'the retry records it')
+  t.equal(retry.body.txHash, settled.txHash)
+  await h.restart({ operatorRepairIntervalMs: 1000 })
+  await until(() => h.app.service.operatorRepairs.pending().length === 0, 20_000, 'the repair done')
+  t.equal(h.app.service.view('job', jobId)?.settlement?.txHash, settled.txHash, 'recorded once, by the retry')
 })
