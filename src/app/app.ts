@@ -422,7 +422,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     // those a crash left stored first. Stopped before the followers (cleanups run in reverse), after its current run.
     if (config.operatorRepairIntervalMs > 0) {
       const repairs = service.operatorRepairs.start(config.operatorRepairIntervalMs, (error, repair) => {
-        log({ level: 'warn', msg: 'operator_repair_failed', repair: JSON.stringify(repair), error: String(error) })
+        log({ level: 'warn', msg: 'operator_repair_failed', ...(repair === undefined ? {} : { repair: JSON.stringify(repair) }), error: String(error) })
       })
       cleanups.push(repairs.stop)
     }

@@ -44,6 +44,7 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
   // The advances the batch's repayments name, read before the command (one that ends repaid leaves memory in it).
   const repaidAdvances = new Map<string, AdvanceView>()
   let changedEngine = false
+  let unrecorded: RecordWrite[] = []
   await service.run<ChainObservationOutcome>(
     null,
     () => {
@@ -72,14 +73,14 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
       const reclaimed = value.reclaimed.map(({ proofKey, jobId }) => service.store.proofs.addOp(proofKey, { usedBy: reclaimProofUse(jobId), usedAtMs }))
       // A settleJob, failJob or liquidate of a job or advance still open here was never recorded by its request: a
       // repair is stored with the cursor that passes it, and run once this commit is durable (OperatorRepairs).
-      const unrecorded = repairs.found(facilityFacts)
+      unrecorded = repairs.found(facilityFacts)
       // A batch that changed nothing (no event applied, chain time and leases as they were) is not written: the
       // follower moves on in memory, and after a restart it reads those empty blocks again, which changes nothing.
       if (!changedEngine && proofs.length === 0 && repaid.length === 0 && collateral.length === 0 && reclaimed.length === 0 && unrecorded.length === 0) return []
       return [...proofs, ...repaid, ...collateral, ...reclaimed, ...unrecorded, cursor]
     },
   )
-  repairs.wake()
+  if (unrecorded.length > 0) repairs.wake()
   return outcome
 }
 

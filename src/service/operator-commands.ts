@@ -291,7 +291,7 @@ const unanswered: StoredResponse = { status: 200, body: null }
 export class OperatorRepairs {
   readonly #service: ServiceCore
   readonly #records: RecordCollection<OperatorRepair>
-  /** A batch stored a repair since the last run began: run now rather than an interval later. */
+  /** A batch stored a repair since the last run began (or the service started): run now rather than an interval later. */
   #due = true
   #periodic: Periodic | undefined
   #running: Promise<void> = Promise.resolve()
@@ -314,7 +314,6 @@ export class OperatorRepairs {
       const key = repairKey(repair)
       if (this.#records.has(key)) continue
       writes.push(this.#records.putOp(key, repair))
-      this.#due = true
     }
     return writes
   }
@@ -324,24 +323,29 @@ export class OperatorRepairs {
     return [...this.#records.iterate()].map(({ value }) => value)
   }
 
-  /** Runs the stored repairs now if a batch stored one (called once its commit is durable). */
+  /** Runs the stored repairs now: a batch stored one (called once its commit is durable, so that the run reads it). */
   wake(): void {
+    this.#due = true
     this.#periodic?.wake()
   }
 
-  /** Runs the stored repairs at once (those a crash left too) and every `intervalMs`; `onError` hears each failed attempt. */
-  start(intervalMs: number, onError: (error: unknown, repair: OperatorRepair) => void): { stop: () => Promise<void> } {
-    this.#periodic = periodic(intervalMs, () => (this.#running = this.#runAll(onError)), () => {}, { dueAgain: () => this.#due })
+  /**
+   * Runs the stored repairs at once (those a crash left too) and every `intervalMs`; `onError` hears each failed
+   * attempt (with its repair) and a run that failed (the store without room to delete a done one).
+   */
+  start(intervalMs: number, onError: (error: unknown, repair?: OperatorRepair) => void): { stop: () => Promise<void> } {
+    this.#periodic = periodic(intervalMs, () => (this.#running = this.#runAll(onError)), onError, { dueAgain: () => this.#due })
     this.#periodic.wake()
     return {
       stop: async () => {
         this.#periodic?.stop()
-        await this.#running
+        // A run that failed was reported to onError already.
+        await this.#running.catch(() => {})
       },
     }
   }
 
-  async #runAll(onError: (error: unknown, repair: OperatorRepair) => void): Promise<void> {
+  async #runAll(onError: (error: unknown, repair?: OperatorRepair) => void): Promise<void> {
     this.#due = false
     for (const { key, value: repair } of [...this.#records.iterate()]) {
       if (this.#open(repair)) {
