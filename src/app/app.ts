@@ -422,6 +422,14 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       wakeTicker = ticker.wake
       cleanups.push(ticker.stop)
     }
+    // Operator transactions the chain followers saw mined and no request recorded: recorded by the service itself,
+    // those a crash left stored first. Stopped before the followers (cleanups run in reverse), after its current run.
+    if (config.operatorRepairIntervalMs > 0) {
+      const repairs = service.operatorRepairs.start(config.operatorRepairIntervalMs, (error, repair) => {
+        log({ level: 'warn', msg: 'operator_repair_failed', ...(repair === undefined ? {} : { repair: JSON.stringify(repair) }), error: String(error) })
+      })
+      cleanups.push(repairs.stop)
+    }
     // ERC-8004 links re-checked on chain (src/reputation/links.ts says why periodically and not on each read).
     if (config.reputation.linkRecheckIntervalMs > 0) {
       cleanups.push(periodic(config.reputation.linkRecheckIntervalMs, () => links.recheckAll(), (error) => log({ level: 'warn', msg: 'agent_recheck_failed', error: String(error) })).stop)

@@ -73,6 +73,7 @@ export const ConfigFileSchema = Type.Object(
     chainTimeIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000 })),
     offerTtlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
     dispatchIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
+    operatorRepairIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
     sessionTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
     sessionsPerWalletMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
     collateralPostingsPerJobMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000 })),
@@ -125,6 +126,12 @@ export interface ServiceConfig {
   offerTtlSeconds: number
   /** Period of the internal expiry ticker; 0 disables it (dispatch then runs only on POST /credit/dispatch). */
   dispatchIntervalMs: number
+  /**
+   * Period of the repairs of operator transactions mined and never recorded (src/service/operator-commands.ts
+   * OperatorRepairs), which also run as soon as the chain follower stores one; 0 disables them (only a retry of the
+   * route records such a transaction, tests of that path).
+   */
+  operatorRepairIntervalMs: number
   sessionTtlSeconds: number
   /** Live sessions per wallet; a sign-in beyond it ends the wallet's oldest session. */
   sessionsPerWalletMax: number
@@ -184,6 +191,7 @@ export const serviceDefaults = {
   chainTimeIntervalMs: 1000,
   offerTtlSeconds: 600,
   dispatchIntervalMs: 1000,
+  operatorRepairIntervalMs: 5000,
   sessionTtlSeconds: 24 * 3600,
   sessionsPerWalletMax: 10,
   collateralPostingsPerJobMax: 1000,
@@ -316,6 +324,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     chainTimeIntervalMs: file.chainTimeIntervalMs ?? serviceDefaults.chainTimeIntervalMs,
     offerTtlSeconds: file.offerTtlSeconds ?? serviceDefaults.offerTtlSeconds,
     dispatchIntervalMs: envInteger(env, 'DISPATCH_INTERVAL_MS', 0, 3_600_000) ?? file.dispatchIntervalMs ?? serviceDefaults.dispatchIntervalMs,
+    operatorRepairIntervalMs: file.operatorRepairIntervalMs ?? serviceDefaults.operatorRepairIntervalMs,
     sessionTtlSeconds: file.sessionTtlSeconds ?? serviceDefaults.sessionTtlSeconds,
     sessionsPerWalletMax: file.sessionsPerWalletMax ?? serviceDefaults.sessionsPerWalletMax,
     collateralPostingsPerJobMax: file.collateralPostingsPerJobMax ?? serviceDefaults.collateralPostingsPerJobMax,

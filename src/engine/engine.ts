@@ -371,7 +371,7 @@ export class Engine {
   }
 
   /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
-  planJobFailure(input: { jobId: string; reason: string; caller: Address }): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
+  planJobFailure(input: jobs.FailureInput): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
     return jobs.planJobFailure(this.state, input)
   }
 
@@ -381,7 +381,7 @@ export class Engine {
   }
 
   /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
-  failJob(input: { jobId: string; reason: string; caller: Address }, nowMs: number): EngineResult<PassportEvent> {
+  failJob(input: jobs.FailureInput, nowMs: number): EngineResult<PassportEvent> {
     return jobs.failJob(this.state, input, nowMs)
   }
 
@@ -446,6 +446,12 @@ export class Engine {
   getLease(leaseId: string): LeaseView | undefined {
     const actor = this.state.leases.get(leaseId)
     return actor && leaseView(actor.getSnapshot())
+  }
+
+  /** The live job whose on-chain key is `jobKey` (a JobSettled or JobFailed event names it so). */
+  jobByKey(jobKey: string): JobView | undefined {
+    const jobId = jobs.jobIdOfKey(this.state, jobKey)
+    return jobId === undefined ? undefined : this.getJob(jobId)
   }
 
   /** The live advance whose on-chain key is `advanceKey` (a Repaid event names it so). */

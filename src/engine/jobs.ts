@@ -151,11 +151,12 @@ export function planJobSettlement(s: EngineState, input: { jobId: string; caller
 }
 
 /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
-export function planJobFailure(s: EngineState, input: { jobId: string; reason: string; caller: Address }): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
+export function planJobFailure(s: EngineState, input: FailureInput): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
   const job = s.jobs.get(input.jobId)
   if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
   if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is failed by its client or an operator')
-  if (input.reason === ESCROW_RECLAIMED) return reservedReason()
+  const reserved = reservedReason(input)
+  if (reserved !== undefined) return reserved
   const open = wouldTake('job', job, { type: 'FAIL', reason: '', releasedAtomic: 0n, nowMs: 0 })
   if (!open.accepted) return refused('job', input.jobId, open)
   const j = job.getSnapshot().context
@@ -212,8 +213,25 @@ function waitingCommitmentAtomic(s: EngineState, jobId: string): bigint {
  */
 export const ESCROW_RECLAIMED = 'escrow_reclaimed'
 
-function reservedReason(): { ok: false; error: EngineError } {
-  return fail('invalid', 'failure_reason_reserved', `reason ${ESCROW_RECLAIMED} is reserved to a job its client reclaimed on chain (the chain follower records it)`)
+/**
+ * The reason of a job whose failJob was mined and never recorded by its request (a crash, a lost receipt, nobody
+ * retried), recorded by the service's repair once the chain follower saw its JobFailed (src/service/operator-commands.ts
+ * OperatorRepairs): the request's own reason was lost with it, so the record says only what the chain shows.
+ */
+export const FAILED_ON_CHAIN = 'failed_on_chain'
+
+/** A failure of a job: who asks, its reason, and `mined` for the repair of a failJob mined and never recorded. */
+export type FailureInput = { jobId: string; reason: string; caller: Address; mined?: boolean }
+
+/** The reasons /fail cannot give: escrow_reclaimed always (the follower's), failed_on_chain but for a mined failJob's repair. */
+function reservedReason(input: FailureInput): { ok: false; error: EngineError } | undefined {
+  if (input.reason === ESCROW_RECLAIMED) {
+    return fail('invalid', 'failure_reason_reserved', `reason ${ESCROW_RECLAIMED} is reserved to a job its client reclaimed on chain (the chain follower records it)`)
+  }
+  if (input.reason === FAILED_ON_CHAIN && input.mined !== true) {
+    return fail('invalid', 'failure_reason_reserved', `reason ${FAILED_ON_CHAIN} is reserved to a failJob mined and never recorded (the service records it)`)
+  }
+  return undefined
 }
 
 /**
@@ -240,11 +258,12 @@ export function reclaimJob(s: EngineState, job: JobActor, nowMs: number): { ok: 
 }
 
 /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */
-export function failJob(s: EngineState, input: { jobId: string; reason: string; caller: Address }, nowMs: number): EngineResult<PassportEvent> {
+export function failJob(s: EngineState, input: FailureInput, nowMs: number): EngineResult<PassportEvent> {
   const job = s.jobs.get(input.jobId)
   if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
   if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is failed by its client or an operator')
-  if (input.reason === ESCROW_RECLAIMED) return reservedReason()
+  const reserved = reservedReason(input)
+  if (reserved !== undefined) return reserved
   const j = job.getSnapshot().context
   // The job's live offers are withdrawn with it: the failure itself releases the capacity of those waiting. A leased
   // one is closing (matching.ts declineOffer) and keeps its capacity until its lease is paid or over: the job stays

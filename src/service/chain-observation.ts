@@ -9,6 +9,7 @@ import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { ChainBatch } from '../chain/follower.ts'
 import type { RecordWrite } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
+import type { OperatorRepairs } from './operator-commands.ts'
 import { repaidPassport } from './reports.ts'
 
 /**
@@ -17,11 +18,11 @@ import { repaidPassport } from './reports.ts'
  * are ONE commit; the follower advances only once it is durable. A fact whose proof is already used (its report
  * came first) is skipped: the same fact is applied once, however it arrives.
  */
-export async function observeChain(service: ServiceCore, batch: ChainBatch, cursor: RecordWrite): Promise<ChainObservationOutcome | null> {
+export async function observeChain(service: ServiceCore, repairs: OperatorRepairs, batch: ChainBatch, cursor: RecordWrite): Promise<ChainObservationOutcome | null> {
   const network = service.network(batch.network)
   const symbolOf = new Map(network.tokens.map((t) => [t.address.toLowerCase(), t.symbol]))
-  const facts: ChainEventFact[] = batch.events.map((event) => {
-    const fact = facilityFact(network.slug, event)
+  const facilityFacts = batch.events.map((event) => facilityFact(network.slug, event))
+  const facts: ChainEventFact[] = facilityFacts.map((fact) => {
     if (fact.name === 'Repaid') {
       const { offerKey, payer, lender, toLender, toReserve, lenderOwed, reserveOwed } = fact.args
       return {
@@ -43,6 +44,7 @@ export async function observeChain(service: ServiceCore, batch: ChainBatch, curs
   // The advances the batch's repayments name, read before the command (one that ends repaid leaves memory in it).
   const repaidAdvances = new Map<string, AdvanceView>()
   let changedEngine = false
+  let unrecorded: RecordWrite[] = []
   await service.run<ChainObservationOutcome>(
     null,
     () => {
@@ -69,12 +71,16 @@ export async function observeChain(service: ServiceCore, batch: ChainBatch, curs
       const collateral = value.collateral.map(({ proofKey, position }) => service.store.proofs.addOp(proofKey, { usedBy: collateralProofUse(position.jobId), usedAtMs }))
       // The JobReclaimed is the proof of the job's end: the escrow and the collateral left the contract in it.
       const reclaimed = value.reclaimed.map(({ proofKey, jobId }) => service.store.proofs.addOp(proofKey, { usedBy: reclaimProofUse(jobId), usedAtMs }))
+      // A settleJob, failJob or liquidate of a job or advance still open here was never recorded by its request: a
+      // repair is stored with the cursor that passes it, and run once this commit is durable (OperatorRepairs).
+      unrecorded = repairs.found(facilityFacts)
       // A batch that changed nothing (no event applied, chain time and leases as they were) is not written: the
       // follower moves on in memory, and after a restart it reads those empty blocks again, which changes nothing.
-      if (!changedEngine && proofs.length === 0 && repaid.length === 0 && collateral.length === 0 && reclaimed.length === 0) return []
-      return [...proofs, ...repaid, ...collateral, ...reclaimed, cursor]
+      if (!changedEngine && proofs.length === 0 && repaid.length === 0 && collateral.length === 0 && reclaimed.length === 0 && unrecorded.length === 0) return []
+      return [...proofs, ...repaid, ...collateral, ...reclaimed, ...unrecorded, cursor]
     },
   )
+  if (unrecorded.length > 0) repairs.wake()
   return outcome
 }
 

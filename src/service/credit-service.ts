@@ -15,6 +15,8 @@
 // Matching, dispatch (and its ticker) and the supplier directory are one command each, here.
 import type { Address } from 'viem'
 import type { DispatchOutcome, DispatchTally, MatchOutcome, SupplierInput, SupplierRecord } from '../engine/types.ts'
+import type { ChainObservationOutcome } from '../engine/engine.ts'
+import type { ChainBatch } from '../chain/follower.ts'
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
 import type { Mutation } from './mutation.ts'
 import { refusedWith, ServiceCore } from './core.ts'
@@ -59,7 +61,10 @@ export class CreditService extends ServiceCore {
   readonly repay: Bound<typeof reports.repay> = (...args) => reports.repay(this, ...args)
 
   // ------------------------------------------------------------------------------------------------ chain-observation.ts
-  readonly observeChain: Bound<typeof chainObservation.observeChain> = (...args) => chainObservation.observeChain(this, ...args)
+  /** Operator transactions the follower saw mined and no request recorded, recorded by the service itself. */
+  readonly operatorRepairs = new operatorCommands.OperatorRepairs(this)
+  readonly observeChain = (batch: ChainBatch, cursor: RecordWrite): Promise<ChainObservationOutcome | null> =>
+    chainObservation.observeChain(this, this.operatorRepairs, batch, cursor)
   readonly followerHealth: Bound<typeof chainObservation.followerHealth> = (...args) => chainObservation.followerHealth(this, ...args)
 
   // ------------------------------------------------------------------------------------------------ operator-commands.ts

@@ -1,8 +1,8 @@
 // The commands whose transaction the operator sends first, then records: a job's settlement (settleJob), a job's
 // failure (failJob), an advance's liquidation (liquidate). Each plans in the engine, sends under a per-job or
 // per-advance lock, checks what the chain did against the plan, and commits; an operator transaction a crash left
-// unrecorded is found and recorded by the next attempt. Called through CreditService (credit-service.ts) by
-// src/api/routes/credit.ts.
+// unrecorded is found and recorded by the next attempt, or, when nobody retries, by OperatorRepairs once the chain
+// follower saw it mined. Called through CreditService (credit-service.ts) by src/api/routes/credit.ts.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { getAddress, type Address, type Hex } from 'viem'
 import { recoveryAmounts } from '../engine/engine.ts'
@@ -17,10 +17,13 @@ import { readReclaimWindow } from '../chain/reclaim-window.ts'
 import { ChainRpcError } from '../chain/proofs.ts'
 import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
-import type { RecordWrite, StoredResponse } from '../store/index.ts'
+import type { RecordCollection, RecordWrite, StoredResponse } from '../store/index.ts'
+import type { FacilityFact } from '../chain/events-v2.ts'
+import { FAILED_ON_CHAIN } from '../engine/jobs.ts'
 import { refusedWith, type ServiceCore } from './core.ts'
 import { collateralProofUse } from './chain-observation.ts'
 import type { Mutation } from './mutation.ts'
+import { periodic, type Periodic } from './periodic.ts'
 
 /** The /fail response: the spec's passport event, and the borrower's passport entry for it as signed. */
 export type FailedJob = PassportEvent & { signed: SignedPassportEvent }
@@ -172,9 +175,11 @@ async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: b
   }
 }
 
-export async function failJob(service: ServiceCore, mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string }): Promise<StoredResponse> {
+/** `mined`: the repair of a failJob mined and never recorded, with reason failed_on_chain (OperatorRepairs). */
+export async function failJob(service: ServiceCore, mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string; mined?: boolean }): Promise<StoredResponse> {
   return service.locks.run(`job:${jobId}`, async () => {
-    const plan = service.live(service.engine.planJobFailure({ jobId, reason: body.reason, caller }), 'job', jobId)
+    const input = { jobId, reason: body.reason, caller, mined: body.mined === true }
+    const plan = service.live(service.engine.planJobFailure(input), 'job', jobId)
     // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
     const failed = await operatorSend(service, plan.network, (clients) => sendFailJob(clients, { jobId }), {
       alreadyDone: (error) => error.errorName === 'JobNotOpen',
@@ -187,7 +192,7 @@ export async function failJob(service: ServiceCore, mutation: Mutation<FailedJob
       return await service.apply(
         mutation,
         () => {
-          const result = service.engine.failJob({ jobId, reason: body.reason, caller }, service.now())
+          const result = service.engine.failJob(input, service.now())
           if (!result.ok) return result
           const event = result.value
           const recorded = service.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, txHash: failed.txHash } }], service.now())
@@ -250,4 +255,150 @@ export async function liquidate(service: ServiceCore, mutation: Mutation<Liquida
       }]),
     )
   })
+}
+
+/**
+ * An operator transaction the chain follower saw mined for a job or advance the engine still held open: a settleJob,
+ * failJob or liquidate whose request never recorded it (a crash between the two, a lost receipt, an answer 503 while
+ * the follower lagged) and that nobody may retry. Stored by the follower's batch commit, deleted once recorded.
+ */
+export type OperatorRepair = { kind: 'settled' | 'failed'; jobId: string } | { kind: 'liquidated'; advanceId: string }
+
+function isOperatorRepair(value: unknown): value is OperatorRepair {
+  const v = value as Record<string, unknown>
+  return typeof v === 'object' && v !== null &&
+    (((v.kind === 'settled' || v.kind === 'failed') && typeof v.jobId === 'string') || (v.kind === 'liquidated' && typeof v.advanceId === 'string'))
+}
+
+/** What a repair answers: nobody asked, so nothing is shown (and no Idempotency-Key is completed). */
+const unanswered: StoredResponse = { status: 200, body: null }
+
+/**
+ * Records the operator transactions the chain follower saw mined and the service never recorded, by the route's own
+ * find-and-record path (completeJob, failJob, liquidate): the contract refuses the repeat, the earlier transaction is
+ * found by its event, checked against the plan and recorded with the route's records (passport entries included).
+ * Under the job's or advance's lock, like the route, so a client's retry and the repair record it once: whichever
+ * comes second finds it no longer open.
+ *
+ * Design (operator-repair branch): the follower queues, it never records. The queue is the store's `operator-repairs`
+ * collection, written in the follower's batch commit (so a crash after it loses no repair, and a start resumes them)
+ * and keyed by job or advance (so bounded by what the engine holds open, and a repair queued twice is one). A run,
+ * outside the follower's batch (recording may wait for the follower: followerPast), tries each in turn, one at a
+ * time; one that fails (the RPC, the follower behind, the engine not yet agreeing that an advance is due) stays for
+ * the next run, an interval later. An intent record written before each operator transaction would also keep the
+ * failure's reason, but costs every request a commit; the reason of a repaired failure is failed_on_chain instead.
+ */
+export class OperatorRepairs {
+  readonly #service: ServiceCore
+  readonly #records: RecordCollection<OperatorRepair>
+  /** A batch stored a repair since the last run began (or the service started): run now rather than an interval later. */
+  #due = true
+  #periodic: Periodic | undefined
+  #running: Promise<void> = Promise.resolve()
+
+  constructor(service: ServiceCore) {
+    this.#service = service
+    this.#records = service.store.collection<OperatorRepair>('operator-repairs', { version: 1, validate: isOperatorRepair })
+  }
+
+  /**
+   * The repair records of a batch's settleJob, failJob and liquidate events whose job or advance the engine holds
+   * open: called in the batch command's synchronous section, after the command (which ignores those events), so they
+   * go in the same commit as the follower's cursor.
+   */
+  found(facts: readonly FacilityFact[]): RecordWrite[] {
+    const writes: RecordWrite[] = []
+    for (const fact of facts) {
+      const repair = this.#repairOf(fact)
+      if (repair === undefined || !this.#open(repair)) continue
+      const key = repairKey(repair)
+      if (this.#records.has(key)) continue
+      writes.push(this.#records.putOp(key, repair))
+    }
+    return writes
+  }
+
+  /** The repairs stored and not yet done, in key order. */
+  pending(): OperatorRepair[] {
+    return [...this.#records.iterate()].map(({ value }) => value)
+  }
+
+  /** Runs the stored repairs now: a batch stored one (called once its commit is durable, so that the run reads it). */
+  wake(): void {
+    this.#due = true
+    this.#periodic?.wake()
+  }
+
+  /**
+   * Runs the stored repairs at once (those a crash left too) and every `intervalMs`; `onError` hears each failed
+   * attempt (with its repair) and a run that failed (the store without room to delete a done one).
+   */
+  start(intervalMs: number, onError: (error: unknown, repair?: OperatorRepair) => void): { stop: () => Promise<void> } {
+    this.#periodic = periodic(intervalMs, () => (this.#running = this.#runAll(onError)), onError, { dueAgain: () => this.#due })
+    this.#periodic.wake()
+    return {
+      stop: async () => {
+        this.#periodic?.stop()
+        // A run that failed was reported to onError already.
+        await this.#running.catch(() => {})
+      },
+    }
+  }
+
+  async #runAll(onError: (error: unknown, repair?: OperatorRepair) => void): Promise<void> {
+    this.#due = false
+    for (const { key, value: repair } of [...this.#records.iterate()]) {
+      if (this.#open(repair)) {
+        try {
+          await this.#record(repair)
+        } catch (error) {
+          // Recorded meanwhile by a retry of the route (the lock's other holder): no failure, the record goes below.
+          if (this.#open(repair)) {
+            onError(error, repair)
+            continue
+          }
+        }
+      }
+      await this.#service.run(null, () => ({ ok: true, value: undefined, changes: [] }), () => [this.#records.deleteOp(key)])
+    }
+  }
+
+  /** The route's find-and-record path, as the job's client or the advance's lender (whom the engine always admits). */
+  async #record(repair: OperatorRepair): Promise<void> {
+    const service = this.#service
+    if (repair.kind === 'liquidated') {
+      const advance = service.engine.getAdvance(repair.advanceId) as AdvanceView
+      await liquidate(service, { ticket: undefined, encode: () => unanswered }, advance.lender, repair.advanceId)
+      return
+    }
+    const job = service.engine.getJob(repair.jobId) as JobView
+    if (repair.kind === 'settled') await completeJob(service, { ticket: undefined, encode: () => unanswered }, job.client, repair.jobId)
+    else await failJob(service, { ticket: undefined, encode: () => unanswered }, job.client, repair.jobId, { reason: FAILED_ON_CHAIN, mined: true })
+  }
+
+  #repairOf(fact: FacilityFact): OperatorRepair | undefined {
+    const engine = this.#service.engine
+    const onNetwork = <V extends { network: string }>(view: V | undefined) => (view !== undefined && view.network === fact.network ? view : undefined)
+    if (fact.name === 'JobSettled' || fact.name === 'JobFailed') {
+      const job = onNetwork(engine.jobByKey(fact.args.jobKey))
+      return job === undefined ? undefined : { kind: fact.name === 'JobSettled' ? 'settled' : 'failed', jobId: job.jobId }
+    }
+    if (fact.name !== 'Liquidated') return undefined
+    const advance = onNetwork(engine.advanceByKey(fact.args.offerKey))
+    return advance === undefined ? undefined : { kind: 'liquidated', advanceId: advance.advanceId }
+  }
+
+  /** Whether the engine still holds the repair's job or advance where its operator transaction found it. */
+  #open(repair: OperatorRepair): boolean {
+    if (repair.kind === 'liquidated') {
+      const state = this.#service.engine.getAdvance(repair.advanceId)?.state
+      return state === 'active' || state === 'defaulted'
+    }
+    const state = this.#service.engine.getJob(repair.jobId)?.state
+    return state === 'funded' || state === 'active'
+  }
+}
+
+function repairKey(repair: OperatorRepair): string {
+  return repair.kind === 'liquidated' ? `advance:${repair.advanceId}` : `job:${repair.jobId}`
 }

@@ -414,7 +414,10 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       headers: mutationHeaders,
       responses: {
         200: { description: 'The passport event', schema: PassportEvent },
-        400: { description: 'reason escrow_reclaimed (code failure_reason_reserved): only a job its client reclaimed on chain ends with it, as the chain follower learns it.' },
+        400: {
+          description: 'reason escrow_reclaimed or failed_on_chain (code failure_reason_reserved): only a job its client reclaimed on chain ends with the first, ' +
+            'and only a job whose failJob was mined and never recorded by its request the second, both as the chain follower learns it.',
+        },
         ...errors.forbidden,
         ...errors.notFound('job'),
         ...errors.idempotency,
