@@ -7,8 +7,9 @@
 // the same way (same wrk, same connections, same windows), the ceiling: bench/ceiling.ts's `uws` mode, a bare
 // uWebSockets.js route that commits one durable LMDB record per request with group commit. Per mode: a warm-up, a
 // saturated window (throughput; CPU of the server process and of its main thread from /proc), then a window at about
-// half the saturated rate (wrk's per-connection delay) for the latency of a service that is not saturated, beside the
-// disk's fdatasync p99 measured in this run. A pair is one request + match: the ceiling's CPU per pair is that of two
+// half the saturated rate (wrk's per-connection delay; after a warm-up at that rate that outlasts the saturated
+// window's leases) for the latency of a service that is not saturated, beside the disk's fdatasync p99 measured in
+// this run. A pair is one request + match: the ceiling's CPU per pair is that of two
 // of its requests. Modes of the service: uws-front (the default: uWS behind the node:net front), uws-direct
 // (HTTP_LEGACY_CLIENTS=0) and node (HTTP_TRANSPORT=node, reported "not available" where the service ignores it).
 // Fails when more than 1% of the answers are errors or fewer than 90% of the matches lease: a broken mix must not
@@ -64,6 +65,7 @@ const SECONDS = num(args.seconds, 'seconds', QUICK ? 1 : 10)
 const LEASE_TTL_SECONDS = 3
 const IDLE_SECONDS = QUICK ? 1 : 2
 const DISPATCH_INTERVAL_MS = 500
+const HALF_RATE_SETTLE_SECONDS = QUICK ? 1 : Math.ceil(LEASE_TTL_SECONDS + (2 * DISPATCH_INTERVAL_MS) / 1000)
 const SERVICE_MODES: Record<string, Record<string, string>> = {
   'uws-front': {},
   'uws-direct': { HTTP_LEGACY_CLIENTS: '0' },
@@ -129,7 +131,7 @@ async function idleWindow(pid: number) {
   }
 }
 
-/** A warm-up, the saturated window with /proc CPU around it, then the half-rate window, then idle again: the same for every mode. */
+/** A warm-up, the saturated window with /proc CPU around it, then the half-rate window (after its own warm-up), then idle again: the same for every mode. */
 async function windows(url: string, pid: number, scriptFor: (window: string, delayMs?: number) => { file: string; counts?: () => MixCounts }, around?: { before(): Promise<void>; after(): Promise<void> }) {
   // wrk runs synchronously: nothing of this process runs during a window.
   const run = (window: string, seconds: number, delayMs?: number): Window => {
@@ -151,6 +153,11 @@ async function windows(url: string, pid: number, scriptFor: (window: string, del
   await around?.after()
   // Each connection waits this long between an answer and its next request: at most half the saturated rate.
   const delayMillis = Math.max(1, Math.round((2 * CONNECTIONS * 1000) / Math.max(1, saturated.wrk.requestsPerSecond)))
+  // The half rate's own warm-up first, as long as the saturated window's leases and offers live and one more ticker
+  // period: measured right after the saturated window, the half-rate window also carried the time-outs and expiries of
+  // everything the saturated window leased (twice its own rate of them, in bursts each ticker period), which is the
+  // saturated load's tail, not the latency of a service at half that rate.
+  run('half-rate-warm-up', HALF_RATE_SETTLE_SECONDS, delayMillis)
   const halfRate = run('half-rate', SECONDS, delayMillis)
   // After the load: its leases and offers expire in the meantime (they live LEASE_TTL_SECONDS), so this is the idle
   // service with a book, which is what a deployment spends between bursts.
