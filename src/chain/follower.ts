@@ -18,6 +18,7 @@ import { BlockNotFoundError, type Address, type Hex } from 'viem'
 import type { NetworkConfig } from './config.ts'
 import { decodeFacilityLog, type FacilityEvent, type FacilityEventName } from './events-v2.ts'
 import { createPollingClients, SharedHead, type PollingClients } from './poll-transport.ts'
+import { facilityHasReclaim, olderContractMessage } from './reclaim-window.ts'
 
 export type FollowedEventName = FacilityEventName
 
@@ -40,7 +41,7 @@ export type ChainBatch = {
 
 export type FollowerState = 'starting' | 'ok' | 'degraded' | 'stopped'
 
-export type FollowerFatalCode = 'chain_replaced' | 'wrong_chain'
+export type FollowerFatalCode = 'chain_replaced' | 'wrong_chain' | 'older_contract'
 
 /**
  * The RPC answered a chain behind what the follower read before (its head below the cursor, or a block read earlier
@@ -68,6 +69,11 @@ export type FollowerOptions = {
   network: NetworkConfig
   /** The credit contract whose events are followed. */
   contract: Address
+  /**
+   * Check, before anything is read, that `contract` is a deployment with reclaimJob (facilityHasReclaim), and stop
+   * with 'older_contract' when it is not: for a network whose start-up probe could not reach the RPC (src/app/app.ts).
+   */
+  refuseOlderContract?: boolean
   /** The stored cursor (resume after it), or undefined to start at startBlock. */
   cursor: FollowerCursor | undefined
   /** First block read when there is no cursor. Default: the network's deploymentBlock (networks file), else 0. */
@@ -170,6 +176,8 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   /** The hash of the head under which the cursor and the scanned blocks were last checked, undefined once one moved. */
   #checkedHead: Hex | undefined = undefined
   #state: FollowerState = 'starting'
+  /** The RPC's chain (and the contract, refuseOlderContract) checked: until then every step checks first. */
+  #chainChecked = false
   #error: unknown = undefined
   #lastDeliveryMs = Number.NEGATIVE_INFINITY
   #running = false
@@ -227,7 +235,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     while (this.#running) {
       let delayMs = this.#pollIntervalMs()
       try {
-        if (this.#state === 'starting') await this.#checkChain()
+        if (!this.#chainChecked) await this.#checkChain()
         const more = await this.#poll()
         if (this.#state !== 'ok') {
           const recovered = this.#state === 'degraded'
@@ -276,6 +284,10 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     if (chainId !== this.#options.network.chainId) {
       throw new FollowerFatalError(this.network, 'wrong_chain', `the RPC serves chain ${chainId}, the network is configured as ${this.#options.network.chainId}`)
     }
+    if (this.#options.refuseOlderContract === true && !(await facilityHasReclaim(this.#clients.publicClient, this.#options.contract))) {
+      throw new FollowerFatalError(this.network, 'older_contract', olderContractMessage(this.network, this.#options.contract))
+    }
+    this.#chainChecked = true
   }
 
   #pollIntervalMs(): number {

@@ -9,6 +9,7 @@ import { startApp } from '../../src/app/app.ts'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { NetworksConfigError, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
+import { startRpcProxy } from '../chain/fixtures/rpc-proxy.ts'
 import { tempDataDir } from '../fixtures/service.ts'
 
 t.test('defaults: CORS for any origin, no trusted proxy, idempotency answers kept 24 h', async (t) => {
@@ -75,6 +76,45 @@ t.test('a networks file whose credit contract predates reclaimJob is refused at 
   t.type(refused, NetworksConfigError, 'the service does not start')
   t.match((refused as NetworksConfigError).problems, [{ path: '/networks/0/creditContract', message: /predates reclaimJob/ }])
   t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
+})
+
+t.test('a credit contract the start-up probe could not reach is probed once the RPC answers, before anything is applied', async (t) => {
+  const dir = tempDataDir()
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const devnet = await startDevnet({ networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }], log: () => {} })
+  t.teardown(() => devnet.stop())
+  const accounts = demoAccounts()
+  process.env['TEST_OLDER_CONTRACT_SIGNER_KEY'] = accounts.leaseSigner.privateKey
+  t.teardown(() => {
+    delete process.env['TEST_OLDER_CONTRACT_SIGNER_KEY']
+  })
+  const network = devnet.networks[0] as NetworkConfig
+  // The RPC down at the start: every call answered 503 until the proxy forwards again.
+  const proxy = await startRpcProxy(network.rpcUrl)
+  t.teardown(() => proxy.close())
+  proxy.setMode('down')
+  const older = { ...network, rpcUrl: proxy.url, creditContract: network.tokens[0]?.address as Address }
+  const file = join(dir, 'networks.json')
+  writeFileSync(file, JSON.stringify({ networks: toNetworksFile([older]).networks.map((n) => ({ ...n, leaseSignerKeyEnv: 'TEST_OLDER_CONTRACT_SIGNER_KEY' })) }))
+  const logged: Record<string, unknown>[] = []
+  const app = await startApp(loadServiceConfig({ NETWORKS_FILE: file, DATA_DIR: join(dir, 'data'), PORT: '0' }), { log: (entry) => void logged.push(entry as Record<string, unknown>) })
+  t.teardown(() => app.stop())
+  t.ok(logged.some((entry) => entry['msg'] === 'credit_contract_probe_failed'), 'the start went on, the failed probe logged')
+  /** The network's follower in /health once it is in `state` (or after 30 s). */
+  const followerWhen = async (state: string) => {
+    const deadline = Date.now() + 30_000
+    for (;;) {
+      const health = (await (await fetch(`${app.url}/health`)).json()) as { networks: { follower: { state: string; block: string | null; error?: string } }[] }
+      const follower = health.networks[0]?.follower
+      if (follower?.state === state || Date.now() > deadline) return follower
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  t.match(await followerWhen('degraded'), { state: 'degraded', block: null }, 'the follower waits for the RPC')
+
+  proxy.setMode('forward')
+  t.match(await followerWhen('stopped'), { state: 'stopped', block: null, error: /older_contract.*predates reclaimJob/ }, 'refused once the RPC answers, nothing applied')
+  t.ok(logged.some((entry) => entry['msg'] === 'chain_follower_stopped' && entry['code'] === 'older_contract'), 'and said in the log')
 })
 
 t.test('suppliers: the single address of before, or addresses per network; one of the two', async (t) => {

@@ -453,6 +453,18 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   wrong.follower.start()
   t.equal((await wrongChain).code, 'wrong_chain')
   await wrong.follower.stop()
+
+  // Started while its RPC is down: the chain id is checked once the RPC answers, before anything is read.
+  proxy.setMode('down')
+  proxy.setTarget(other.rpcUrl)
+  const late = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
+  const lateWrong = new Promise<FollowerFatalError>((resolve) => late.follower.once('fatal', resolve))
+  late.follower.start()
+  await eventually(t, 'degraded while the RPC is down', () => late.follower.status().state === 'degraded')
+  proxy.setMode('forward')
+  t.equal((await lateWrong).code, 'wrong_chain')
+  t.equal(late.batches.length, 0)
+  await late.follower.stop()
   proxy.setTarget(f.network.rpcUrl)
 })
 
