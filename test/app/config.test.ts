@@ -3,13 +3,13 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { getAddress, getContractAddress, type Address } from 'viem'
 import { startApp } from '../../src/app/app.ts'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { NetworksConfigError, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
-import { startRpcProxy } from '../chain/fixtures/rpc-proxy.ts'
+import { startRpcProxy, type RpcProxy } from '../chain/fixtures/rpc-proxy.ts'
 import { tempDataDir } from '../fixtures/service.ts'
 
 t.test('defaults: CORS for any origin, no trusted proxy, idempotency answers kept 24 h', async (t) => {
@@ -56,7 +56,11 @@ t.test('a networks file whose network has no lease signer key is refused at star
   t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
 })
 
-t.test('a networks file whose credit contract predates reclaimJob is refused at start-up, naming the field', async (t) => {
+/**
+ * A devnet and a networks file naming, as its credit contract, code without reclaimDelay() (as a deployment of an older
+ * release has); its RPC is the devnet's, or what `rpcUrl` puts in front of it (a proxy).
+ */
+async function olderContractFile(t: Test, rpcUrl?: (devnetRpcUrl: string) => Promise<string>): Promise<{ dir: string; file: string }> {
   const dir = tempDataDir()
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const devnet = await startDevnet({ networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }], log: () => {} })
@@ -66,11 +70,15 @@ t.test('a networks file whose credit contract predates reclaimJob is refused at 
   t.teardown(() => {
     delete process.env['TEST_OLDER_CONTRACT_SIGNER_KEY']
   })
-  // Code without reclaimDelay() where the credit contract should be, as a deployment of an older release has.
   const network = devnet.networks[0] as NetworkConfig
-  const older = { ...network, creditContract: network.tokens[0]?.address as Address }
+  const older = { ...network, rpcUrl: rpcUrl === undefined ? network.rpcUrl : await rpcUrl(network.rpcUrl), creditContract: network.tokens[0]?.address as Address }
   const file = join(dir, 'networks.json')
   writeFileSync(file, JSON.stringify({ networks: toNetworksFile([older]).networks.map((n) => ({ ...n, leaseSignerKeyEnv: 'TEST_OLDER_CONTRACT_SIGNER_KEY' })) }))
+  return { dir, file }
+}
+
+t.test('a networks file whose credit contract predates reclaimJob is refused at start-up, naming the field', async (t) => {
+  const { dir, file } = await olderContractFile(t)
   const config = loadServiceConfig({ NETWORKS_FILE: file, DATA_DIR: join(dir, 'data') })
   const refused = await startApp(config).then((app) => app.stop().then(() => 'started'), (error: unknown) => error)
   t.type(refused, NetworksConfigError, 'the service does not start')
@@ -79,23 +87,15 @@ t.test('a networks file whose credit contract predates reclaimJob is refused at 
 })
 
 t.test('a credit contract the start-up probe could not reach is probed once the RPC answers, before anything is applied', async (t) => {
-  const dir = tempDataDir()
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const devnet = await startDevnet({ networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }], log: () => {} })
-  t.teardown(() => devnet.stop())
-  const accounts = demoAccounts()
-  process.env['TEST_OLDER_CONTRACT_SIGNER_KEY'] = accounts.leaseSigner.privateKey
-  t.teardown(() => {
-    delete process.env['TEST_OLDER_CONTRACT_SIGNER_KEY']
-  })
-  const network = devnet.networks[0] as NetworkConfig
   // The RPC down at the start: every call answered 503 until the proxy forwards again.
-  const proxy = await startRpcProxy(network.rpcUrl)
-  t.teardown(() => proxy.close())
-  proxy.setMode('down')
-  const older = { ...network, rpcUrl: proxy.url, creditContract: network.tokens[0]?.address as Address }
-  const file = join(dir, 'networks.json')
-  writeFileSync(file, JSON.stringify({ networks: toNetworksFile([older]).networks.map((n) => ({ ...n, leaseSignerKeyEnv: 'TEST_OLDER_CONTRACT_SIGNER_KEY' })) }))
+  let proxy: RpcProxy | undefined
+  const { dir, file } = await olderContractFile(t, async (devnetRpcUrl) => {
+    proxy = await startRpcProxy(devnetRpcUrl)
+    proxy.setMode('down')
+    return proxy.url
+  })
+  const rpc = proxy as RpcProxy
+  t.teardown(() => rpc.close())
   const logged: Record<string, unknown>[] = []
   const app = await startApp(loadServiceConfig({ NETWORKS_FILE: file, DATA_DIR: join(dir, 'data'), PORT: '0' }), { log: (entry) => void logged.push(entry as Record<string, unknown>) })
   t.teardown(() => app.stop())
@@ -112,7 +112,7 @@ t.test('a credit contract the start-up probe could not reach is probed once the 
   }
   t.match(await followerWhen('degraded'), { state: 'degraded', block: null }, 'the follower waits for the RPC')
 
-  proxy.setMode('forward')
+  rpc.setMode('forward')
   t.match(await followerWhen('stopped'), { state: 'stopped', block: null, error: /older_contract.*predates reclaimJob/ }, 'refused once the RPC answers, nothing applied')
   t.ok(logged.some((entry) => entry['msg'] === 'chain_follower_stopped' && entry['code'] === 'older_contract'), 'and said in the log')
 })
