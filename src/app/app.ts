@@ -24,7 +24,7 @@ import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
-import { facilityHasReclaim } from '../chain/reclaim-window.ts'
+import { facilityHasReclaim, olderContractMessage } from '../chain/reclaim-window.ts'
 import { loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
@@ -104,22 +104,26 @@ export interface AppOptions {
  * A configured network whose credit contract predates reclaimJob (deployed before the contract changed in place) would
  * answer 503 to every registration and could not decode its jobs: the start is refused, a new deployment is needed
  * (README "Upgrading to reclaimJob"). A network the probe cannot reach is said in the log and served: its follower and
- * requests retry, as for any outage.
+ * requests retry, as for any outage, and its follower probes again once the RPC answers, before it applies anything
+ * (refuseOlderContract: it stops, the network's /health says why). Returns the slugs of those networks.
  */
-async function refuseOlderCreditContracts(source: string, networks: readonly NetworkConfig[], log: Logger): Promise<void> {
+async function refuseOlderCreditContracts(source: string, networks: readonly NetworkConfig[], log: Logger): Promise<Set<string>> {
   const older: { path: string; message: string }[] = []
+  const unreached = new Set<string>()
   await Promise.all(networks.map(async (network, index) => {
     // Bounded: an RPC that hangs delays the start by seconds, not by the client's default retries.
     const publicClient = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 1, timeout: 5_000 }) })
     try {
       if (!(await facilityHasReclaim(publicClient, network.creditContract))) {
-        older.push({ path: `/networks/${index}/creditContract`, message: `${network.slug}'s credit contract ${network.creditContract} has no reclaimDelay(): it predates reclaimJob; deploy this release's CreditFacilityV2 and configure its address` })
+        older.push({ path: `/networks/${index}/creditContract`, message: olderContractMessage(network.slug, network.creditContract) })
       }
     } catch (error) {
+      unreached.add(network.slug)
       log({ level: 'warn', msg: 'credit_contract_probe_failed', network: network.slug, error: String(error) })
     }
   }))
   if (older.length > 0) throw new NetworksConfigError(source, older)
+  return unreached
 }
 
 /** The devnet's demo roles become the configuration a real deployment writes in its config file. */
@@ -160,6 +164,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
   try {
     let devnet = options.devnet
     let networks: NetworkConfig[]
+    /** Networks whose credit contract the start-up probe could not read: their followers probe it again. */
+    let unprobed = new Set<string>()
     let config = baseConfig
     if (config.networksFile !== undefined) {
       networks = loadNetworksConfig(config.networksFile)
@@ -167,7 +173,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       // the engine would still lease offers that no lender can pay, and each lease would only expire.
       const unsigned = networks.flatMap((n, i) => (n.leaseSignerPrivateKey === undefined ? [{ path: `/networks/${i}/leaseSignerKeyEnv`, message: `required: ${n.slug} has no key to sign lease authorizations, so no lease there could be paid` }] : []))
       if (unsigned.length > 0) throw new NetworksConfigError(config.networksFile, unsigned)
-      await refuseOlderCreditContracts(config.networksFile, networks, log)
+      unprobed = await refuseOlderCreditContracts(config.networksFile, networks, log)
     } else {
       if (devnet === undefined) {
         // The chains keep their state beside the store: a restart finds the escrows and balances its records name.
@@ -281,6 +287,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       const follower = new ChainFollower({
         network,
         contract: network.creditContract,
+        refuseOlderContract: unprobed.has(network.slug),
         cursor: cursors.get(network.slug, network.creditContract),
         head: heads.get(network.slug),
         chainTimeIntervalMs: config.chainTimeIntervalMs,

@@ -43,6 +43,13 @@ export const NetworkFileEntrySchema = Type.Object(
       }),
     ),
     pollingIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000 })),
+    headBehindMaxMs: Type.Optional(
+      Type.Integer({
+        minimum: 1_000,
+        maximum: 3_600_000,
+        description: "how long the RPC may answer a chain behind the chain follower's cursor (a node not yet synced) before the follower stops (default: 10 polling intervals, at least 30 s)",
+      }),
+    ),
     rpcTimeoutMs: Type.Optional(
       Type.Integer({ minimum: 50, maximum: 60_000, description: 'deadline of one chain read on the request path (default 750 ms)' }),
     ),
@@ -101,6 +108,8 @@ export type NetworkConfig = {
    */
   deploymentBlock?: bigint
   pollingIntervalMs: number
+  /** See NetworkFileEntrySchema; undefined: headBehindMaxMsOf's default (src/chain/follower.ts). */
+  headBehindMaxMs?: number
   /** Deadline of one chain read on the request path; undefined: rpcTimeoutMsDefault (src/chain/clients.ts). */
   rpcTimeoutMs?: number
   operatorKeyEnv: string | undefined
@@ -239,6 +248,7 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
     confirmations: entry.confirmations,
     deploymentBlock: BigInt(entry.deploymentBlock ?? 0),
     pollingIntervalMs: entry.pollingIntervalMs ?? pollingIntervalMsDefault,
+    ...(entry.headBehindMaxMs === undefined ? {} : { headBehindMaxMs: entry.headBehindMaxMs }),
     ...(entry.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: entry.rpcTimeoutMs }),
     operatorKeyEnv: entry.operatorKeyEnv,
     operatorPrivateKey,
@@ -266,6 +276,7 @@ export function toNetworksFile(networks: NetworkConfig[]): NetworksFile {
       confirmations: n.confirmations,
       ...(n.deploymentBlock === undefined ? {} : { deploymentBlock: Number(n.deploymentBlock) }),
       pollingIntervalMs: n.pollingIntervalMs,
+      ...(n.headBehindMaxMs === undefined ? {} : { headBehindMaxMs: n.headBehindMaxMs }),
       ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
       ...(n.operatorKeyEnv === undefined ? {} : { operatorKeyEnv: n.operatorKeyEnv }),
       ...(n.leaseSignerKeyEnv === undefined ? {} : { leaseSignerKeyEnv: n.leaseSignerKeyEnv }),

@@ -7,7 +7,8 @@
 // One poll: head -> target = head - (confirmations - 1) (a block with N confirmations is at most head - N + 1) -> the
 // cursor block must still have its stored hash (else the chain was replaced or reorganised deeper than the
 // confirmations: the follower stops with a clear error instead of reading another history; checked again only when the
-// head's hash changed) -> target's hash and time
+// head's hash changed; a head below the cursor, or the cursor's block not found, is a node not yet synced and is waited
+// for until it lasts headBehindMaxMs) -> target's hash and time
 // -> eth_getLogs over (cursor, target] in chunks, cut after the last whole block within eventsPerBatchMax -> one batch.
 // Every RPC call has a short deadline; failures back off and mark the network degraded; recovery resumes from the
 // cursor. Ranges without events are delivered too, at most every chainTimeIntervalMs, because they advance the chain's
@@ -17,6 +18,7 @@ import { BlockNotFoundError, type Address, type Hex } from 'viem'
 import type { NetworkConfig } from './config.ts'
 import { decodeFacilityLog, type FacilityEvent, type FacilityEventName } from './events-v2.ts'
 import { createPollingClients, SharedHead, type PollingClients } from './poll-transport.ts'
+import { facilityHasReclaim, olderContractMessage } from './reclaim-window.ts'
 
 export type FollowedEventName = FacilityEventName
 
@@ -39,7 +41,17 @@ export type ChainBatch = {
 
 export type FollowerState = 'starting' | 'ok' | 'degraded' | 'stopped'
 
-export type FollowerFatalCode = 'chain_replaced' | 'wrong_chain'
+export type FollowerFatalCode = 'chain_replaced' | 'wrong_chain' | 'older_contract'
+
+/**
+ * The RPC answered a chain behind what the follower read before (its head below the cursor, or a block read earlier
+ * not found): a node that has not seen those blocks yet, typically one node of a load-balanced endpoint lagging the
+ * others, or two reads answered out of order. The follower waits (degraded, retrying) and applies nothing; only when it
+ * persists (headBehindMaxMs) is the chain taken as replaced.
+ */
+export class ChainBehindError extends Error {
+  override readonly name = 'ChainBehindError'
+}
 
 /** A condition the follower will not resolve by retrying: the operator must look (health says degraded meanwhile). */
 export class FollowerFatalError extends Error {
@@ -57,6 +69,11 @@ export type FollowerOptions = {
   network: NetworkConfig
   /** The credit contract whose events are followed. */
   contract: Address
+  /**
+   * Check, before anything is read, that `contract` is a deployment with reclaimJob (facilityHasReclaim), and stop
+   * with 'older_contract' when it is not: for a network whose start-up probe could not reach the RPC (src/app/app.ts).
+   */
+  refuseOlderContract?: boolean
   /** The stored cursor (resume after it), or undefined to start at startBlock. */
   cursor: FollowerCursor | undefined
   /** First block read when there is no cursor. Default: the network's deploymentBlock (networks file), else 0. */
@@ -93,6 +110,12 @@ export type FollowerOptions = {
    * a head read less than one poll interval before it. Default: the follower's own.
    */
   head?: SharedHead | undefined
+  /**
+   * How long the RPC may answer a chain behind the follower (see ChainBehindError) before the follower stops with
+   * 'chain_replaced', on at least chainBehindReadsMin fresh reads in a row. Default: the network's headBehindMaxMs
+   * (networks file), else headBehindMaxMsOf.
+   */
+  headBehindMaxMs?: number
   /** Ranges without events are delivered at most this often. Default 1,000 ms. */
   chainTimeIntervalMs?: number
   backoffInitialMs?: number
@@ -110,6 +133,21 @@ export type FollowerEvents = {
 }
 
 export const logBlockRangeMaxDefault = 2_000n
+
+/**
+ * Reads of a chain behind the follower, in a row, before it may be taken as replaced: with the time bound, one late
+ * answer after an outage (the bound passed while the RPC was down) is not enough.
+ */
+export const chainBehindReadsMin = 3
+
+/**
+ * The default bound of a chain behind the follower: ten polling intervals, at least 30 s. Nodes of one provider lag
+ * each other by a block or two (on a 12 s chain, up to half a minute); a devnet restarted without its state stays
+ * behind for good.
+ */
+export function headBehindMaxMsOf(network: NetworkConfig): number {
+  return network.headBehindMaxMs ?? Math.max(30_000, 10 * network.pollingIntervalMs)
+}
 export const chainTimeIntervalMsDefault = 1_000
 
 /** Follows one network's credit contract. start() runs the loop; stop() ends it after the current step. */
@@ -126,15 +164,20 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly #eventsMax: number
   readonly #eventWeight: (event: FollowedEvent) => number
   readonly #chainTimeIntervalMs: number
+  readonly #headBehindMaxMs: number
   readonly #nowMs: () => number
   #cursor: FollowerCursor | undefined
   /** Blocks after the cursor up to this one were read and hold no event (not yet delivered: chain time not due). */
   #scanned: FollowerCursor | undefined = undefined
-  /** The chain's head at the last poll: with the cursor, the follower's lag (health). */
+  /** The chain's head at the last poll that found the cursor on it: with the cursor, the follower's lag (health). */
   #head: bigint | undefined = undefined
+  /** Since when (nowMs) and on how many reads in a row the RPC has answered a chain behind the follower. */
+  #behind: { sinceMs: number; reads: number } | undefined = undefined
   /** The hash of the head under which the cursor and the scanned blocks were last checked, undefined once one moved. */
   #checkedHead: Hex | undefined = undefined
   #state: FollowerState = 'starting'
+  /** The RPC's chain (and the contract, refuseOlderContract) checked: until then every step checks first. */
+  #chainChecked = false
   #error: unknown = undefined
   #lastDeliveryMs = Number.NEGATIVE_INFINITY
   #running = false
@@ -156,6 +199,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     if (!(this.#eventsMax >= 1)) throw new RangeError('eventsPerBatchMax must be at least 1')
     this.#eventWeight = options.eventWeight ?? (() => 1)
     this.#chainTimeIntervalMs = options.chainTimeIntervalMs ?? chainTimeIntervalMsDefault
+    this.#headBehindMaxMs = options.headBehindMaxMs ?? headBehindMaxMsOf(options.network)
     this.#nowMs = options.nowMs ?? Date.now
     this.#cursor = options.cursor
   }
@@ -191,7 +235,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     while (this.#running) {
       let delayMs = this.#pollIntervalMs()
       try {
-        if (this.#state === 'starting') await this.#checkChain()
+        if (!this.#chainChecked) await this.#checkChain()
         const more = await this.#poll()
         if (this.#state !== 'ok') {
           const recovered = this.#state === 'degraded'
@@ -240,6 +284,10 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     if (chainId !== this.#options.network.chainId) {
       throw new FollowerFatalError(this.network, 'wrong_chain', `the RPC serves chain ${chainId}, the network is configured as ${this.#options.network.chainId}`)
     }
+    if (this.#options.refuseOlderContract === true && !(await facilityHasReclaim(this.#clients.publicClient, this.#options.contract))) {
+      throw new FollowerFatalError(this.network, 'older_contract', olderContractMessage(this.network, this.#options.contract))
+    }
+    this.#chainChecked = true
   }
 
   #pollIntervalMs(): number {
@@ -254,17 +302,23 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     // instead of one more per block checked (most polls: a devnet polls every 50 ms and mines a block a second). A poll
     // that moves the cursor or the scanned block forgets that head: the blocks it read after the head may be of another
     // branch, so the next poll checks them again. A head read shortly before this poll began (by the wallet watcher) is
-    // as good as one read now; heads only move forward, since the shared one is the newest read begun.
-    const headBlock = await this.#sharedHead.latest(this.#sharedHead.nowMs() - this.#pollIntervalMs())
-    const head = headBlock.number
-    this.#head = head
+    // as good as one read now. A head may be lower than an earlier one (a lagging node, reads answered out of order):
+    // below the cursor, that is the chain behind (#chainBehind).
+    // While the chain is behind (below), every poll reads a head of its own: each read counted is a fresh one.
+    const headFromMs = this.#behind === undefined ? this.#sharedHead.nowMs() - this.#pollIntervalMs() : this.#sharedHead.nowMs()
+    let headBlock = await this.#sharedHead.latest(headFromMs)
     const cursor = this.#cursor
     const scanned = this.#scanned
+    // A shared head below the cursor may be an older read answered late, or another node's: read it afresh first.
+    if (cursor !== undefined && headBlock.number < cursor.blockNumber && this.#behind === undefined) headBlock = await this.#sharedHead.latest(this.#sharedHead.nowMs())
+    const head = headBlock.number
     if (headBlock.hash !== this.#checkedHead) {
       if (cursor !== undefined) await this.#checkContinuity(cursor, head)
       if (scanned !== undefined) await this.#checkHash(scanned)
       this.#checkedHead = headBlock.hash
     }
+    this.#head = head
+    this.#behind = undefined
     const fromBlock = cursor === undefined ? (this.#options.startBlock ?? this.#options.network.deploymentBlock ?? 0n) : cursor.blockNumber + 1n
     const target = head - (this.#confirmations - 1n)
     const limit = fromBlock + this.#batchRange - 1n
@@ -314,25 +368,20 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
 
   /** The cursor's block must still be the one committed: otherwise this is another history than the one counted. */
   async #checkContinuity(cursor: FollowerCursor, head: bigint): Promise<void> {
-    if (head < cursor.blockNumber) {
-      throw new FollowerFatalError(
-        this.network,
-        'chain_replaced',
-        `the chain's head ${head} is behind the follower's cursor ${cursor.blockNumber}: the chain was replaced (a devnet restarted without its state?)`,
-      )
-    }
+    if (head < cursor.blockNumber) this.#chainBehind(`the chain's head ${head} is behind the follower's cursor ${cursor.blockNumber}`)
     await this.#checkHash(cursor)
   }
 
-  /** Fatal when `block` is no longer the chain's block at its height. */
+  /**
+   * Fatal when `block` is no longer the chain's block at its height: at once when the height holds another block (a
+   * replacement for certain), after headBehindMaxMs when the height is not found (a node behind, until it persists).
+   */
   async #checkHash(block: FollowerCursor): Promise<void> {
     let hash: Hex
     try {
       hash = (await this.#clients.publicClient.getBlock({ blockNumber: block.blockNumber })).hash
     } catch (error) {
-      if (error instanceof BlockNotFoundError) {
-        throw new FollowerFatalError(this.network, 'chain_replaced', `block ${block.blockNumber} read earlier no longer exists`)
-      }
+      if (error instanceof BlockNotFoundError) this.#chainBehind(`block ${block.blockNumber} read earlier is not found`)
       throw error
     }
     if (hash !== block.blockHash) {
@@ -344,6 +393,25 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
           'Reconcile the ledger with the chain before resuming.',
       )
     }
+  }
+
+  /**
+   * The RPC answered a chain behind the follower (`what`): a ChainBehindError (wait, read again) until that has lasted
+   * headBehindMaxMs over at least chainBehindReadsMin reads in a row, then fatal: the chain was replaced.
+   */
+  #chainBehind(what: string): never {
+    const now = this.#nowMs()
+    const behind = (this.#behind ??= { sinceMs: now, reads: 0 })
+    behind.reads++
+    const forMs = now - behind.sinceMs
+    if (behind.reads >= chainBehindReadsMin && forMs >= this.#headBehindMaxMs) {
+      throw new FollowerFatalError(
+        this.network,
+        'chain_replaced',
+        `${what}, on ${behind.reads} reads over ${forMs} ms: the chain was replaced (a devnet restarted without its state?)`,
+      )
+    }
+    throw new ChainBehindError(`${what}: waiting for the RPC to catch up (a node behind the others?); the follower stops if this lasts ${this.#headBehindMaxMs} ms`)
   }
 
   /** The cursor of a batch cut at `blockNumber`; `logHash`: the block's hash in its logs, read before it. */

@@ -112,6 +112,12 @@ export type ChainHead = { number: bigint; hash: Hex }
  * read otherwise. Two pollers reading the head on their own were two calls every `pollingIntervalMs` with nothing
  * to do (a devnet polls every 50 ms: 40 calls a second of the idle service's CPU, issue 11); the head is read as the
  * raw block (number and hash only), without viem's formatting of every field.
+ *
+ * It hands each head as read, also one lower than an earlier one (a node of the provider lagging the others, two
+ * reads answered out of order), rather than the highest seen: a lower head is the only sign of a chain replaced
+ * below the pollers (a devnet restarted without its state) until it grows past them again, and a substitute read
+ * earlier would break the watcher's rule that a poll takes a head read after its last invalidation. The pollers
+ * cope: the watcher reads its holders afresh, the follower waits (src/chain/follower.ts, ChainBehindError).
  */
 export class SharedHead {
   readonly #clients: PollingClients

@@ -3,12 +3,13 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { getAddress, getContractAddress, type Address } from 'viem'
 import { startApp } from '../../src/app/app.ts'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { NetworksConfigError, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
+import { startRpcProxy, type RpcProxy } from '../chain/fixtures/rpc-proxy.ts'
 import { tempDataDir } from '../fixtures/service.ts'
 
 t.test('defaults: CORS for any origin, no trusted proxy, idempotency answers kept 24 h', async (t) => {
@@ -55,7 +56,11 @@ t.test('a networks file whose network has no lease signer key is refused at star
   t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
 })
 
-t.test('a networks file whose credit contract predates reclaimJob is refused at start-up, naming the field', async (t) => {
+/**
+ * A devnet and a networks file naming, as its credit contract, code without reclaimDelay() (as a deployment of an older
+ * release has) unless `current`; its RPC is the devnet's, or what `rpcUrl` puts in front of it (a proxy).
+ */
+async function olderContractFile(t: Test, rpcUrl?: (devnetRpcUrl: string) => Promise<string>, current = false): Promise<{ dir: string; file: string }> {
   const dir = tempDataDir()
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const devnet = await startDevnet({ networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }], log: () => {} })
@@ -65,16 +70,80 @@ t.test('a networks file whose credit contract predates reclaimJob is refused at 
   t.teardown(() => {
     delete process.env['TEST_OLDER_CONTRACT_SIGNER_KEY']
   })
-  // Code without reclaimDelay() where the credit contract should be, as a deployment of an older release has.
   const network = devnet.networks[0] as NetworkConfig
-  const older = { ...network, creditContract: network.tokens[0]?.address as Address }
+  const older = { ...network, rpcUrl: rpcUrl === undefined ? network.rpcUrl : await rpcUrl(network.rpcUrl), creditContract: current ? network.creditContract : network.tokens[0]?.address as Address }
   const file = join(dir, 'networks.json')
   writeFileSync(file, JSON.stringify({ networks: toNetworksFile([older]).networks.map((n) => ({ ...n, leaseSignerKeyEnv: 'TEST_OLDER_CONTRACT_SIGNER_KEY' })) }))
+  return { dir, file }
+}
+
+t.test('a networks file whose credit contract predates reclaimJob is refused at start-up, naming the field', async (t) => {
+  const { dir, file } = await olderContractFile(t)
   const config = loadServiceConfig({ NETWORKS_FILE: file, DATA_DIR: join(dir, 'data') })
   const refused = await startApp(config).then((app) => app.stop().then(() => 'started'), (error: unknown) => error)
   t.type(refused, NetworksConfigError, 'the service does not start')
   t.match((refused as NetworksConfigError).problems, [{ path: '/networks/0/creditContract', message: /predates reclaimJob/ }])
   t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
+})
+
+/** The service on a devnet (its credit contract older unless `current`) behind an RPC proxy, `before` applied to it first. */
+async function appBehindProxy(t: Test, current: boolean, before: (proxy: RpcProxy) => void) {
+  let proxy: RpcProxy | undefined
+  const { dir, file } = await olderContractFile(t, async (devnetRpcUrl) => {
+    proxy = await startRpcProxy(devnetRpcUrl)
+    before(proxy)
+    return proxy.url
+  }, current)
+  const rpc = proxy as RpcProxy
+  t.teardown(() => rpc.close())
+  const logged: Record<string, unknown>[] = []
+  const app = await startApp(loadServiceConfig({ NETWORKS_FILE: file, DATA_DIR: join(dir, 'data'), PORT: '0' }), { log: (entry) => void logged.push(entry as Record<string, unknown>) })
+  t.teardown(() => app.stop())
+  return { rpc, app, logged }
+}
+
+type FollowerHealth = { state: string; block: string | null; lagBlocks: number | null; error?: string }
+
+/** The first network's follower in /health once `until` holds of it, or its state is `until` (or after 30 s). */
+async function followerHealthWhen(url: string, until: string | ((follower: FollowerHealth) => boolean)): Promise<FollowerHealth | undefined> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    const health = (await (await fetch(`${url}/health`)).json()) as { networks: { follower: FollowerHealth }[] }
+    const follower = health.networks[0]?.follower
+    if (follower !== undefined && (typeof until === 'string' ? follower.state === until : until(follower))) return follower
+    if (Date.now() > deadline) return follower
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+t.test('/health shows a follower waiting for an RPC node behind its cursor, and its recovery', async (t) => {
+  const { rpc, app } = await appBehindProxy(t, true, () => {})
+  const applied = await followerHealthWhen(app.url, (follower) => follower.state === 'ok' && follower.block !== null)
+  t.match(applied, { state: 'ok' }, 'following')
+  const cursor = BigInt(applied?.block ?? '0')
+  rpc.setLagging({ head: cursor - 2n, headToo: true })
+  const behind = await followerHealthWhen(app.url, 'degraded')
+  // Under a head read just before (by the wallet watcher), the cursor's block not found; under its own, the head behind.
+  t.match(behind, { state: 'degraded', error: /(head \d+ is behind the follower's cursor \d+|block \d+ read earlier is not found): waiting for the RPC/ }, 'degraded, saying why')
+  t.ok((behind?.lagBlocks ?? -1) >= 0, 'the lag stays that of the last head the cursor was found under')
+  rpc.reset()
+  await followerHealthWhen(app.url, () => rpc.count('eth_getBlockByNumber') >= 10)
+  t.match(await followerHealthWhen(app.url, () => true), { state: 'degraded', block: behind?.block }, 'nothing applied over the polls after')
+  t.equal(((await (await fetch(`${app.url}/health`)).json()) as { status: string }).status, 'degraded', 'the service says it is degraded')
+  rpc.setLagging(undefined)
+  t.match(await followerHealthWhen(app.url, 'ok'), { state: 'ok' }, 'resumed')
+})
+
+t.test('a credit contract the start-up probe could not reach is probed once the RPC answers, before anything is applied', async (t) => {
+  // The RPC down at the start: every call answered 503 until the proxy forwards again.
+  const { rpc, app, logged } = await appBehindProxy(t, false, (proxy) => proxy.setMode('down'))
+  t.ok(logged.some((entry) => entry['msg'] === 'credit_contract_probe_failed'), 'the start went on, the failed probe logged')
+  const followerWhen = (state: string) => followerHealthWhen(app.url, state)
+  t.match(await followerWhen('degraded'), { state: 'degraded', block: null }, 'the follower waits for the RPC')
+
+  rpc.setMode('forward')
+  t.match(await followerWhen('stopped'), { state: 'stopped', block: null, error: /older_contract.*predates reclaimJob/ }, 'refused once the RPC answers, nothing applied')
+  t.ok(logged.some((entry) => entry['msg'] === 'chain_follower_stopped' && entry['code'] === 'older_contract'), 'and said in the log')
 })
 
 t.test('suppliers: the single address of before, or addresses per network; one of the two', async (t) => {

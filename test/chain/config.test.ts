@@ -7,6 +7,7 @@ import t from 'tap'
 import { decodeFunctionData, erc20Abi, keccak256, parseAbi, toHex } from 'viem'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { loadNetworksConfig, NetworksConfigError, parseNetworksConfig, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
+import { headBehindMaxMsOf } from '../../src/chain/follower.ts'
 import { idKey } from '../../src/chain/ids.ts'
 import { newSessionKey, SESSION_KEY_LIFETIME_MS } from '../../src/service/session-keys.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
@@ -74,6 +75,11 @@ t.test('a valid file loads, with checksummed addresses, defaults and the key fro
   const deployed = parseNetworksConfig({ networks: [entry({ deploymentBlock: 18_000_000 })] }, { OPERATOR_PRIVATE_KEY: operatorKey })
   t.equal(deployed[0]?.deploymentBlock, 18_000_000n, 'the deployment block, where the follower and reconciliation start')
   t.equal(toNetworksFile(deployed)?.networks[0]?.deploymentBlock, 18_000_000, 'written back as it was read')
+  t.equal(headBehindMaxMsOf(network as NetworkConfig), 30_000, 'a chain behind the follower is waited for 30 s by default')
+  t.equal(headBehindMaxMsOf({ ...(network as NetworkConfig), pollingIntervalMs: 12_000 }), 120_000, 'or ten polling intervals')
+  const patient = parseNetworksConfig({ networks: [entry({ headBehindMaxMs: 90_000 })] }, { OPERATOR_PRIVATE_KEY: operatorKey })
+  t.equal(headBehindMaxMsOf(patient[0] as NetworkConfig), 90_000, "the networks file's headBehindMaxMs")
+  t.equal(toNetworksFile(patient)?.networks[0]?.headBehindMaxMs, 90_000, 'written back as it was read')
 })
 
 t.test('invalid files are refused with every problem named', async (t) => {
@@ -95,6 +101,9 @@ t.test('invalid files are refused with every problem named', async (t) => {
   t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ slug: 'Base Sepolia' })] }, env)), [/\/networks\/0\/slug/])
   t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ confirmations: 0 })] }, env)), [/\/networks\/0\/confirmations/])
   t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ rpcUrl: 'ftp://x' })] }, env)), [/\/networks\/0\/rpcUrl/])
+  for (const headBehindMaxMs of [0, 999, 1_500.5, 3_600_001]) {
+    t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ headBehindMaxMs })] }, env)), [/\/networks\/0\/headBehindMaxMs/], `headBehindMaxMs ${headBehindMaxMs} is refused`)
+  }
   for (const deploymentBlock of [-1, 1.5, '100', 2 ** 53, null]) {
     t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ deploymentBlock })] }, env)), [/\/networks\/0\/deploymentBlock/], `deploymentBlock ${JSON.stringify(deploymentBlock)} is refused`)
   }

@@ -1,8 +1,8 @@
 // The chain follower against anvil and CreditFacilityV2, its consumer committing every event and the cursor in one
 // LMDB commit (events stored create-only, so a double delivery would fail the commit): every event exactly once across
 // a restart, a failing consumer, an RPC outage (dead RPC, then a paused anvil); chunked eth_getLogs; batches cut at
-// block boundaries within eventsPerBatchMax; confirmations; idle delivery of chain time; a replaced chain or a wrong
-// chain stops it with a clear error instead of re-reading.
+// block boundaries within eventsPerBatchMax; confirmations; idle delivery of chain time; a node behind the cursor is
+// waited for; a replaced chain or a wrong chain stops it with a clear error instead of re-reading.
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -236,6 +236,49 @@ t.test('an RPC outage (dead RPC, then a paused anvil): degraded, then recovered 
   t.same(follower.delivered, truth, 'in order, none twice')
 })
 
+t.test('a node behind the cursor (head below it, or its block not found) is waited for: nothing applied meanwhile, then every event once', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'lagging') })
+  t.teardown(() => store.close())
+  t.teardown(() => proxy.setLagging(undefined))
+  proxy.setTarget(f.network.rpcUrl)
+  const startBlock = await headBlock()
+  // An hour: the lag below is never taken as a replaced chain.
+  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, headBehindMaxMs: 3_600_000 })
+  const fatal: FollowerFatalError[] = []
+  follower.follower.on('fatal', (error) => fatal.push(error))
+  follower.follower.start()
+  await activity(1)
+  await eventually(t, 'caught up', async () => follower.stored().length === (await groundTruth(startBlock)).length)
+  const cursor = follower.follower.cursor as NonNullable<typeof follower.follower.cursor>
+
+  // A node two blocks behind the cursor answers: it has not seen the cursor's block.
+  proxy.setLagging({ head: cursor.blockNumber - 2n, headToo: true })
+  await activity(1)
+  await eventually(t, 'degraded while the head is behind', () => follower.follower.status().state === 'degraded')
+  t.match(follower.follower.status().error ?? '', /head \d+ is behind the follower's cursor/, 'health says the head is behind')
+  const batches = follower.batches.length
+  proxy.reset()
+  await eventually(t, 'more polls while behind', () => proxy.count('eth_getBlockByNumber') >= 10)
+  t.equal(follower.batches.length, batches, 'nothing applied while behind')
+  t.same(follower.follower.cursor, cursor, 'nothing advanced')
+
+  // A head past the cursor from one node, the cursor's block not found by the node that answers that read.
+  proxy.setLagging({ head: cursor.blockNumber - 1n, headToo: false })
+  await eventually(t, 'the block not found is waited for too', () => /block \d+ read earlier is not found/.test(follower.follower.status().error ?? ''))
+  t.equal(follower.follower.status().state, 'degraded')
+  t.equal(follower.batches.length, batches, 'nothing applied while the block is not found')
+
+  // The node catches up: the follower resumes from its cursor.
+  proxy.setLagging(undefined)
+  const truth = await groundTruth(startBlock)
+  await eventually(t, 'every event after the lag', () => follower.stored().length === truth.length)
+  t.equal(follower.follower.status().state, 'ok')
+  await follower.follower.stop()
+  t.same(fatal, [], 'never fatal')
+  t.same(follower.conflicts, [], 'nothing delivered twice')
+  t.same(follower.delivered, truth, 'every event once, in order')
+})
+
 t.test('eth_getLogs is chunked, and a batch is bounded, over many blocks', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'chunks') })
   t.teardown(() => store.close())
@@ -357,7 +400,8 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   t.teardown(() => store.close())
   proxy.setTarget(f.network.rpcUrl)
   const startBlock = await headBlock()
-  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
+  // An hour to wait for a chain behind: the replacement below is caught at once, by the cursor's block's hash.
+  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, headBehindMaxMs: 3_600_000 })
   follower.follower.start()
   await activity(1)
   const truth = await groundTruth(startBlock)
@@ -383,14 +427,21 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   t.same(new FollowerCursors(store).get(f.network.slug, f.facility), cursor, 'the committed cursor is untouched')
   await follower.follower.stop()
 
-  // A chain behind the cursor (restarted without state, shorter): refused at once.
+  // A chain behind the cursor (restarted without state, shorter): waited for as a node not yet synced, then refused
+  // once that has lasted headBehindMaxMs.
   const shorter = await startAnvil({ chainId: f.network.chainId })
   t.teardown(() => shorter.stop())
   proxy.setTarget(shorter.rpcUrl)
-  const again = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
+  const again = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, headBehindMaxMs: 1_000 })
+  const seen: string[] = []
+  again.follower.on('degraded', ({ error }) => seen.push(`degraded: ${(error as Error).message}`))
   const behind = new Promise<FollowerFatalError>((resolve) => again.follower.once('fatal', resolve))
   again.follower.start()
-  t.match((await behind).message, /behind the follower's cursor/)
+  const replaced = await behind
+  t.equal(replaced.code, 'chain_replaced')
+  t.match(replaced.message, /behind the follower's cursor \d+, on \d+ reads over \d+ ms/)
+  t.match(seen[0] ?? '', /^degraded: .*behind the follower's cursor \d+: waiting/, 'waited for before the bound')
+  t.equal(again.follower.status().state, 'stopped')
   t.equal(again.batches.length, 0)
   await again.follower.stop()
 
@@ -402,6 +453,18 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   wrong.follower.start()
   t.equal((await wrongChain).code, 'wrong_chain')
   await wrong.follower.stop()
+
+  // Started while its RPC is down: the chain id is checked once the RPC answers, before anything is read.
+  proxy.setMode('down')
+  proxy.setTarget(other.rpcUrl)
+  const late = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
+  const lateWrong = new Promise<FollowerFatalError>((resolve) => late.follower.once('fatal', resolve))
+  late.follower.start()
+  await eventually(t, 'degraded while the RPC is down', () => late.follower.status().state === 'degraded')
+  proxy.setMode('forward')
+  t.equal((await lateWrong).code, 'wrong_chain')
+  t.equal(late.batches.length, 0)
+  await late.follower.stop()
   proxy.setTarget(f.network.rpcUrl)
 })
 
