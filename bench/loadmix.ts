@@ -20,7 +20,9 @@
 // the service has four: the service thread, the HTTP front's, and tsx's loader thread beside each; that alone is about
 // 0.1 cores of an idle service, so the run says `profiled`);
 // BENCH_SERVICE_LONG_TASKS_MS=<ms> makes each service process write what held its event loop in each window to stderr
-// (engine commands over <ms> with their size, GC, the loop's stalls: fixtures/long-tasks.ts).
+// (engine commands over <ms> with their size, GC, the loop's stalls: fixtures/long-tasks.ts);
+// BENCH_SERVICE_HEAP_SAMPLE=<dir> writes where each service process allocated its bytes in the saturated window there
+// (fixtures/heap-sample.ts; the sampling costs CPU, so read that run's allocation sites, not its CPU figures).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'

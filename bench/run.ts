@@ -139,7 +139,7 @@ ${r.lenders} lenders, ${r.rounds} timed rounds of requestCredit then matchOffer 
 | requestCredit | ${r.cpuMicros.request} us | ${r.cpuMicrosP50.request} us | ${r.requestWallMicros.p50} us | ${r.requestWallMicros.p99} us |
 | matchOffer | ${r.cpuMicros.match} us | ${r.cpuMicrosP50.match} us | ${r.matchWallMicros.p50} us | ${r.matchWallMicros.p99} us |
 
-Outcome digest ${r.outcomeDigest}.
+GC pauses from the first timed round on: ${r.gc.scavenges} scavenges (${r.gc.scavengeMicrosPerPair} us per pair), ${r.gc.others} other pauses (${r.gc.otherMicrosPerPair} us per pair), the longest ${r.gc.longestMillis} ms. Outcome digest ${r.outcomeDigest}.
 `,
     rows: (r) => [['engine CPU per request + match pair (in process, mean)', us(r.cpuMicros.pair)]],
     charts: (r) => ({

@@ -47,12 +47,22 @@ function convert(value: unknown): unknown {
   return out
 }
 
-const MS_PER_DAY = 86_400_000
 /** 9999-12-31T23:59:59.999Z: the last instant whose ISO form has a four-digit year and no sign. */
 const FOUR_DIGIT_YEAR_MS_MAX = 253_402_300_799_999
 
-const twoDigits = (n: number): string => (n < 10 ? `0${n}` : `${n}`)
-const threeDigits = (n: number): string => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`)
+const digits = (width: number, count: number): readonly string[] => Array.from({ length: count }, (_, n) => String(n).padStart(width, '0'))
+/** '00'..'99' and '000'..'999', made once: a field's digits are looked up, not built per instant. */
+const TWO_DIGITS = digits(2, 100)
+const THREE_DIGITS = digits(3, 1000)
+
+/**
+ * The text up to the seconds ('2026-11-26T16:58:'), by minute, for the last minutes met: an answer's instants mostly
+ * fall in a few minutes (now, an expiry, a due date), and the prefix is most of an instant's text and of what
+ * building it allocates. Direct-mapped on the minute: a slot holds the last minute that fell in it.
+ */
+const PREFIX_SLOTS = 64
+const prefixMinutes = new Float64Array(PREFIX_SLOTS).fill(-1)
+const prefixTexts: string[] = new Array<string>(PREFIX_SLOTS).fill('')
 
 /**
  * `new Date(ms).toISOString()` without the Date: the calendar date by arithmetic (days to civil date, H. Hinnant's
@@ -62,14 +72,25 @@ const threeDigits = (n: number): string => (n < 10 ? `00${n}` : n < 100 ? `0${n}
  */
 export function isoInstant(ms: number): string {
   if (!(typeof ms === 'number' && ms >= 0 && ms <= FOUR_DIGIT_YEAR_MS_MAX && ms % 1 === 0)) return new Date(ms).toISOString()
-  const days = Math.floor(ms / MS_PER_DAY)
-  let rest = ms - days * MS_PER_DAY
-  const hours = Math.floor(rest / 3_600_000)
-  rest -= hours * 3_600_000
-  const minutes = Math.floor(rest / 60_000)
-  rest -= minutes * 60_000
+  const minute = Math.floor(ms / 60_000)
+  const rest = ms - minute * 60_000
   const seconds = Math.floor(rest / 1000)
-  const millis = rest - seconds * 1000
+  const slot = minute % PREFIX_SLOTS
+  let prefix = prefixTexts[slot] as string
+  if (prefixMinutes[slot] !== minute) {
+    prefix = minutePrefix(minute)
+    prefixMinutes[slot] = minute
+    prefixTexts[slot] = prefix
+  }
+  return `${prefix}${TWO_DIGITS[seconds] as string}.${THREE_DIGITS[rest - seconds * 1000] as string}Z`
+}
+
+/** 'YYYY-MM-DDTHH:MM:' of a minute since 1970. */
+function minutePrefix(minute: number): string {
+  const days = Math.floor(minute / 1440)
+  const minuteOfDay = minute - days * 1440
+  const hours = Math.floor(minuteOfDay / 60)
+  const minutes = minuteOfDay - hours * 60
   // Days since 0000-03-01 in 400-year eras, so the leap day is the last day of a year.
   const z = days + 719_468
   const era = Math.floor(z / 146_097)
@@ -80,7 +101,7 @@ export function isoInstant(ms: number): string {
   const day = dayOfYear - Math.floor((153 * monthFromMarch + 2) / 5) + 1
   const month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
   const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-  return `${year}-${twoDigits(month)}-${twoDigits(day)}T${twoDigits(hours)}:${twoDigits(minutes)}:${twoDigits(seconds)}.${threeDigits(millis)}Z`
+  return `${year}-${TWO_DIGITS[month] as string}-${TWO_DIGITS[day] as string}T${TWO_DIGITS[hours] as string}:${TWO_DIGITS[minutes] as string}:`
 }
 
 /**

@@ -40,7 +40,7 @@ export function createJob(
     const invalid = invalidCollateral(borrower, posted)
     if (invalid) return invalid
   }
-  const actor = startActor(jobMachine, { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding })
+  const actor = startActor(jobMachine, { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding }, s.actorRoot)
   s.jobs.set(input.jobId, actor)
   s.jobIdByKey?.set(jobKey(jobId), jobId)
   for (const posted of input.postedCollateral ?? []) expect(s, 'job', actor, { type: 'COLLATERAL_POSTED', amountAtomic: posted.amountAtomic, nowMs })

@@ -60,7 +60,7 @@ function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: 
 
 export function grantLease(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
   const input = leaseInput(s, o, lender, fee, nowMs)
-  const lease = startActor(leaseMachine, input)
+  const lease = startActor(leaseMachine, input, s.actorRoot)
   s.leases.set(input.leaseId, lease)
   touch(s, 'lease', input.leaseId)
   addLiveLease(s, input)

@@ -62,22 +62,22 @@ export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void 
     : list(kind).sort((a, b) => seqOf(a.id) - seqOf(b.id)))
   const committed = commitmentsOf(list('offer'), list('advance'))
   for (const src of s.sources.values()) src.committedAtomic = committed.get(`backing:${src.sourceId}`) ?? 0n
-  for (const x of byId('job')) s.jobs.set(x.id, restoreActor(jobMachine, withCommitted(x.record, committed.get(`job:${x.id}`) ?? 0n)))
+  for (const x of byId('job')) s.jobs.set(x.id, restoreActor(jobMachine, withCommitted(x.record, committed.get(`job:${x.id}`) ?? 0n), s.actorRoot))
   for (const x of byId('offer')) {
-    const offer = restoreActor(offerMachine, x.record)
+    const offer = restoreActor(offerMachine, x.record, s.actorRoot)
     s.offers.set(x.id, offer)
     countOffer(s, offer.getSnapshot().context.borrower, 1)
     s.offerIdByKey.set(offer.getSnapshot().context.offerKey, x.id)
     scheduleOffer(s, offer.getSnapshot())
   }
   for (const x of byId('lease')) {
-    const lease = restoreActor(leaseMachine, x.record)
+    const lease = restoreActor(leaseMachine, x.record, s.actorRoot)
     if (lease.getSnapshot().status !== 'active') continue
     s.leases.set(x.id, lease)
     addLiveLease(s, lease.getSnapshot().context)
   }
   for (const x of byId('advance')) {
-    const advance = restoreActor(advanceMachine, x.record)
+    const advance = restoreActor(advanceMachine, x.record, s.actorRoot)
     s.advances.set(x.id, advance)
     s.advanceIdByKey.set(advance.getSnapshot().context.advanceKey, x.id)
   }

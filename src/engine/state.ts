@@ -1,7 +1,8 @@
 // The engine's memory: live actors, records, their indexes and dispatch's schedules, in one object that the
 // engine's modules read and change (one writer: only the running command touches it).
-import type { Actor } from 'xstate'
+import type { Actor, AnyActorRef } from 'xstate'
 import type { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
+import { actorRoot } from './actors.ts'
 import type { BookEntry, MatchingBook } from './book.ts'
 import type { EngineConfig } from './config.ts'
 import { byDueThenSeq, bySeq, dueId, type Due } from './dispatch.ts'
@@ -38,6 +39,8 @@ export class EngineState {
   readonly offers = new Map<string, OfferActor>()
   readonly leases = new Map<string, LeaseActor>()
   readonly advances = new Map<string, AdvanceActor>()
+  /** The parent of every live actor above: one XState system for all of them (actors.ts actorRoot says why). */
+  readonly actorRoot: AnyActorRef = actorRoot()
 
   readonly books = new Map<string, MatchingBook>()
   readonly bookEntries = new Map<Address, { entry: BookEntry; books: MatchingBook[] }>()

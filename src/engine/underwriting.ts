@@ -159,7 +159,7 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
     // attestation expired would lend against a valuation nobody vouches for any more.
     expiresAtMs: networkClockMs(s, input.network, nowMs) + Math.min(s.config.offerTtlMs, Math.max(0, decision.creditUntilMs - nowMs)),
   }
-  const offer = startActor(offerMachine, offerInput)
+  const offer = startActor(offerMachine, offerInput, s.actorRoot)
   s.offers.set(offerInput.offerId, offer)
   countOffer(s, offerInput.borrower, 1)
   s.offerIdByKey.set(offerInput.offerKey, offerInput.offerId)

@@ -176,3 +176,20 @@ t.test("isoInstant writes Date's toISOString, and throws where it throws", async
   }
   t.pass(`${samples.length} instants compared`)
 })
+
+t.test("isoInstant's minute prefixes, kept per slot: a minute met again, and minutes that take each other's slot, each get their own text", async (t) => {
+  const next = random(5)
+  const base = 1_764_176_280_000 // 2025-11-26T17:18:00.000Z
+  // Minutes 64 apart share a slot; within a few minutes, each has its own. Met in turns, in random order.
+  const minutes = [0, 1, 2, 64, 128, 65, -64, 60 * 24 * 64, 60 * 24 * 365]
+  let compared = 0
+  for (let i = 0; i < 5_000; i++) {
+    const ms = base + (minutes[Math.floor(next() * minutes.length)] as number) * 60_000 + Math.floor(next() * 60_000)
+    if (isoInstant(ms) !== new Date(ms).toISOString()) {
+      t.fail(`${ms}: expected ${new Date(ms).toISOString()}, got ${isoInstant(ms)}`)
+      return
+    }
+    compared += 1
+  }
+  t.equal(compared, 5_000, 'every instant as Date writes it')
+})

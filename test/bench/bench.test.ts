@@ -13,6 +13,8 @@ t.test('the in-process sections of npm run bench -- --quick complete and write t
   t.ok(run.match.engine.matchesPerSecond > 0, 'in-process matching measured')
   t.ok(run.matchRequest.cpuMicros.request > 0 && run.matchRequest.cpuMicros.match > 0, 'the engine\'s CPU per requestCredit and per matchOffer measured')
   t.match(run.matchRequest.outcomeDigest, /^[0-9a-f]{16}$/, 'with the digest of their outcomes')
+  const gc = run.matchRequest.gc
+  t.ok([gc.scavenges, gc.scavengeMicrosPerPair, gc.others, gc.otherMicrosPerPair, gc.longestMillis].every((n) => Number.isFinite(n) && n >= 0), 'and the GC pauses of its rounds')
   t.ok(run.dispatch.cpuMicrosPerTimeOut > 0 && run.dispatch.cpuMicrosPerExpiry > 0 && run.dispatch.cpuMicrosPerPair > 0, 'the engine\'s CPU per lease time-out, per offer expiry and per pair measured')
   t.match(run.dispatch.outcomeDigest, /^[0-9a-f]{16}$/, 'with the digest of their outcomes')
   t.ok(run.matchDurable.matchesPerSecond > 0 && run.matchDurable.commitsPerTransaction >= 1, 'in-process matching with durable commits measured')

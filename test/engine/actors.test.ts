@@ -4,14 +4,15 @@
 // leases, built field by field, are the general view of their snapshot; an offer's context copied after each event
 // (for V8's fast mode) is the context XState made.
 import t from 'tap'
-import { createActor, type AnyActor, type AnyStateMachine } from 'xstate'
+import { createActor, setup, type AnyActor, type AnyStateMachine } from 'xstate'
 import { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
-import { send, startActor } from '../../src/engine/actors.ts'
+import { actorRoot, send, startActor } from '../../src/engine/actors.ts'
+import { Engine } from '../../src/engine/engine.ts'
 import type { EngineState } from '../../src/engine/state.ts'
 import { actorRecord, finalActorRecord, persisted } from '../../src/engine/changes.ts'
 import { withHistory } from '../../src/engine/history.ts'
 import { leaseView, offerView, viewOf } from '../../src/engine/views.ts'
-import { BORROWER, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
+import { BORROWER, FakeWallets, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
 
 const proof = { network: 'base-sepolia', txHash: hash(7) }
 const source = { kind: 'asset', id: 'src_1' }
@@ -160,4 +161,45 @@ t.test('an offer event through the engine\'s send: the context XState made, copi
     t.same(viaEngine.getPersistedSnapshot(), plain.getPersistedSnapshot(), `${event.type}: the same persisted snapshot`)
   }
   t.equal(viaEngine.getSnapshot().status, 'done', 'the offer ended funded')
+})
+
+t.test("an engine's live actors are children of its actorRoot: one XState system for all of them, restored ones too", async (t) => {
+  const { engine } = newEngine()
+  registerBacking(engine)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  const offerId = unwrap(engine.requestCredit(creditRequest(), T0)).offer!.offerId
+  unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0 + 1_000))
+  unwrap(engine.requestCredit(creditRequest(), T0 + 1_000))
+  createJob(engine, 'job_root_1', 10n ** 6n)
+  const restored = new Engine({}, new FakeWallets(), engine.snapshots())
+  for (const [name, e] of [['new', engine], ['restored', restored]] as const) {
+    const state = (e as unknown as { state: EngineState }).state
+    for (const kind of ['job', 'offer', 'lease'] as const) {
+      const actors = [...state.actorMap(kind).values()]
+      t.ok(actors.length > 0, `${name}: a live ${kind}`)
+      for (const actor of actors) t.equal(actor.system, state.actorRoot.system, `${name}: the ${kind} is in the engine's system`)
+    }
+  }
+  const [one, other] = [engine, restored].map((e) => (e as unknown as { state: EngineState }).state.actorRoot)
+  t.not(one!.system, other!.system, 'each engine its own system')
+})
+
+t.test("actorRoot: an action that throws in a child reaches the root's error report, as it would a root actor's own", async (t) => {
+  const thrown = new Error('an action threw')
+  const machine = setup({ actions: { fail: () => { throw thrown } } }).createMachine({ context: () => ({}), initial: 'idle', states: { idle: { on: { GO: { actions: 'fail' } } } } })
+  const root = actorRoot()
+  const reported: unknown[] = []
+  root.subscribe({ error: (error) => reported.push(error) })
+  const child = startActor(machine, {}, root)
+  child.send({ type: 'GO' })
+  t.equal(child.getSnapshot().status, 'error', 'the child is in error')
+  t.same(reported, [thrown], "the root reported the child's error")
+})
+
+t.test('actorRoot: a child that reaches its final state leaves the root running', async (t) => {
+  const root = actorRoot()
+  const lease = startActor(leaseMachine, inputs[2]![2] as never, root)
+  lease.send({ type: 'CANCEL', nowMs: T0 } as never)
+  t.equal(lease.getSnapshot().status, 'done', 'the lease is done')
+  t.equal(root.getSnapshot().status, 'active', 'the root ignored its done event')
 })
