@@ -47,48 +47,46 @@ async function resume(token: string, since: number, epoch: string, expected: num
   return { seqs: events(stream).map((m) => m.seq), resync: stream.messages.find((m) => m.type === 'resync') }
 }
 
-t.test('a resume reads only the wallet\'s own events and delivers exactly those after its position, in order', async (t) => {
+/** A fresh signed-in wallet, its token, and the epoch of a first connection (where its resumes start from). */
+async function subscriber(): Promise<{ account: { address: Address }; token: string; epoch: string }> {
   const account = privateKeyToAccount(generatePrivateKey())
-  const client = await signedIn(h.url, account)
-  const first = await openRawStream(h.url, client.token as string)
+  const token = (await signedIn(h.url, account)).token as string
+  const first = await openRawStream(h.url, token)
   const epoch = first.messages[0].epoch as string
   await first.close()
+  return { account, token, epoch }
+}
+
+t.test('a resume reads only the wallet\'s own events and delivers exactly those after its position, in order', async (t) => {
+  const { account, token, epoch } = await subscriber()
   const since = h.app.stream.stats().lastSeq
   const mine = publishMixed(account.address, 1_500, 10)
   const before = h.app.stream.stats().resumeSeqsRead
-  const { seqs, resync } = await resume(client.token as string, since, epoch, mine.length)
+  const { seqs, resync } = await resume(token, since, epoch, mine.length)
   t.equal(resync, undefined, 'no resync')
   t.same(seqs, mine, `exactly the wallet's ${mine.length} events, in order`)
   t.equal(h.app.stream.stats().resumeSeqsRead - before, mine.length, `the resume read ${mine.length} sequence numbers, not the ${1_500} events published`)
   const middle = mine[70] as number
   const rest = mine.filter((seq) => seq > middle)
-  t.same((await resume(client.token as string, middle, epoch, rest.length)).seqs, rest, 'from a position in the middle: the rest')
+  t.same((await resume(token, middle, epoch, rest.length)).seqs, rest, 'from a position in the middle: the rest')
 })
 
 t.test('after the ring wrapped around and dropped the oldest, a resume gets the wallet\'s retained events', async (t) => {
-  const account = privateKeyToAccount(generatePrivateKey())
-  const client = await signedIn(h.url, account)
-  const first = await openRawStream(h.url, client.token as string)
-  const epoch = first.messages[0].epoch as string
-  await first.close()
+  const { account, token, epoch } = await subscriber()
   const mine = publishMixed(account.address, 3 * RETAINED, 25)
   const { firstSeq } = h.app.stream.stats()
   const retained = mine.filter((seq) => seq >= firstSeq)
   t.ok(retained.length < mine.length, 'some of the wallet\'s events left the ring')
-  t.same((await resume(client.token as string, firstSeq - 1, epoch, retained.length)).seqs, retained, 'the retained ones, in order')
-  const older = await resume(client.token as string, firstSeq - 2, epoch, 0)
+  t.same((await resume(token, firstSeq - 1, epoch, retained.length)).seqs, retained, 'the retained ones, in order')
+  const older = await resume(token, firstSeq - 2, epoch, 0)
   t.equal(older.resync?.reason, 'beyond_retention', 'a position before the retention is a resync')
 })
 
 t.test('a backlog beyond the per-connection queue is still a resync', async (t) => {
-  const account = privateKeyToAccount(generatePrivateKey())
-  const client = await signedIn(h.url, account)
-  const first = await openRawStream(h.url, client.token as string)
-  const epoch = first.messages[0].epoch as string
-  await first.close()
+  const { account, token, epoch } = await subscriber()
   const since = h.app.stream.stats().lastSeq
   publishMixed(account.address, QUEUED_MAX * 2, 1)
-  const { seqs, resync } = await resume(client.token as string, since, epoch, 0)
+  const { seqs, resync } = await resume(token, since, epoch, 0)
   t.equal(resync?.reason, 'backlog_too_large')
   t.same(seqs, [], 'and no event before it')
 })
