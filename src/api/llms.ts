@@ -122,7 +122,7 @@ Open ${c.stream.url} with Authorization: Bearer <token>. Every text frame is one
   then the lease paid or expired, and kind "advance" (active, repaid, defaulted, liquidated, shortfall);
 - borrower: kind "offer" (created, leased, rematched, funded, expired), "advance", "job", "passport" (reputation, suspension).
 Keep the last seq and epoch; after a disconnect reconnect with ${c.stream.resume}: nothing missed, nothing repeated, while the
-gap is within ${c.stream.retainedEventsMax} events and ${c.stream.retentionSeconds} s. Otherwise (or after a restart: new epoch) you get
+gap is within ${c.stream.retainedEventsMax} events and ${c.stream.retentionSeconds} s and holds at most ${c.stream.queuedEventsMax} of your own. Otherwise (or after a restart: new epoch) you get
 {"type":"resync","seq",...}: re-read state over HTTP; events after that seq follow. Read promptly: ${c.stream.queuedEventsMax} undelivered
 events close the connection with code 4008 "slow_consumer: ...". At most ${c.stream.connectionsPerWalletMax} streams per wallet.
 

@@ -148,8 +148,12 @@ function transportErrors(route: AnyRoute, options: OpenApiOptions): Record<strin
   }
   if (options.rateLimited !== false) errors['429'] = 'Rate limit reached (code rate_limited): wait Retry-After seconds; RateLimit says what is left.'
   errors['500'] = 'Unexpected failure (code internal_error).'
+  errors['503'] = SHUTTING_DOWN
   return errors
 }
+
+/** The transport answers every route so while the service stops (src/http/pipeline.ts), whatever else its 503 means. */
+const SHUTTING_DOWN = 'The service is stopping (code shutting_down): retry later or on another instance.'
 
 /** Headers of one answer: every answer's, then those its status and its route add. */
 function responseHeaders(route: AnyRoute, status: number, declared: readonly ResponseHeaderName[], options: OpenApiOptions): Json {
@@ -221,6 +225,7 @@ function operation(route: AnyRoute, options: OpenApiOptions, writer: SchemaWrite
   }
   for (const [status, description] of Object.entries(transportErrors(route, options))) {
     if (responses[status] === undefined) responses[status] = problem(description, Number(status))
+    else if (description === SHUTTING_DOWN) (responses[status] as { description: string }).description += ` Or: ${SHUTTING_DOWN}`
   }
   op['responses'] = responses
   op['security'] = route.auth === 'session' ? [{ bearerAuth: [] }] : []

@@ -13,10 +13,16 @@ export interface CorsPolicy {
   readonly maxAgeSeconds: number
 }
 
-/** Request headers a browser may send beyond the CORS-safelisted ones. */
-export const CORS_ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id, if-none-match'
-/** Response headers a browser script may read beyond the CORS-safelisted ones. */
-export const CORS_EXPOSE_HEADERS = 'link, next-after, retry-after, ratelimit, ratelimit-policy, x-request-id, idempotent-replayed, www-authenticate, etag, allow'
+/**
+ * Request headers a browser may send beyond the CORS-safelisted ones; `payment-signature` is the x402 v2 payment of
+ * `/credit-score`, which a browser would otherwise refuse to send.
+ */
+export const CORS_ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id, if-none-match, payment-signature'
+/**
+ * Response headers a browser script may read beyond the CORS-safelisted ones; `payment-required` (what a 402 asks
+ * for) and `payment-response` (the settlement) are how an x402 client in a page pays `/credit-score`.
+ */
+export const CORS_EXPOSE_HEADERS = 'link, next-after, retry-after, ratelimit, ratelimit-policy, x-request-id, idempotent-replayed, www-authenticate, etag, allow, payment-required, payment-response'
 export const CORS_MAX_AGE_SECONDS = 600
 
 /** `['*']` any origin, `[]` none, otherwise exact origins such as `https://dashboard.example`. */

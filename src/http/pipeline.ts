@@ -552,5 +552,21 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
     }
   }
 
-  return { log, compiled, allowOf, mintRequestId, handlerFor, preflightFor, fallback, problemFor, drain, inFlight: () => inFlight.size }
+  /**
+   * Counts a WebSocket upgrade like any other request: on the wallet of a bearer token whose session is known at once
+   * (cached), else on the client address, so made-up tokens spend the address's bucket. False when it was answered
+   * instead: 429 with an empty bucket, 503 while the service stops. Before, upgrades were served past any bucket (an
+   * outsider's finding).
+   */
+  const admitUpgrade = (res: Res, req: Req): boolean => {
+    const state = begin(res, req)
+    if (state === undefined) return false
+    if (limiter === undefined) return true
+    const token = options.authenticate === undefined ? undefined : bearerToken(io.header(req, 'authorization'))
+    const session = token === undefined ? undefined : options.authenticate?.(token)
+    if (session !== undefined && !(session instanceof Promise)) return admit(state, 'wallet', session.address)
+    return admit(state, 'client', peerOf(res, req))
+  }
+
+  return { log, compiled, allowOf, mintRequestId, handlerFor, preflightFor, fallback, problemFor, drain, admitUpgrade, inFlight: () => inFlight.size }
 }

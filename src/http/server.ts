@@ -108,7 +108,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     patch: (p, h) => app.patch(p, h),
     delete: (p, h) => app.del(p, h),
   }
-  for (const socket of options.websockets ?? []) app.ws(socket.path, socket.behavior)
+  for (const socket of options.websockets ?? []) {
+    const { upgrade } = socket.behavior
+    if (upgrade === undefined) throw new Error(`${socket.path}: a WebSocket behaviour needs its own upgrade (who may connect)`)
+    app.ws(socket.path, {
+      ...socket.behavior,
+      upgrade: (res, req, context) => {
+        if (pipeline.admitUpgrade(res, req)) return upgrade(res, req, context)
+      },
+    })
+  }
   const methodsByPattern = new Map<string, HttpMethod[]>()
   for (const c of compiled) {
     const pattern = toUwsPattern(c.route.path)

@@ -85,6 +85,14 @@ export class EventHub {
   #firstSeq = 1
   #lastSeq = 0
   readonly #byWallet = new Map<Address, Set<Connection>>()
+  /**
+   * Per wallet, the sequence numbers of its retained events in order, from `head` on: a resume reads the wallet's own
+   * events instead of every slot of the ring (100,000 slots, some milliseconds of the service thread per resume, which
+   * any signed-in wallet could ask for again and again: an outsider's finding).
+   */
+  readonly #seqsByWallet = new Map<Address, { seqs: number[]; head: number }>()
+  /** Sequence numbers resumes have read, in total: a resume's cost, which the tests hold to the wallet's own events. */
+  #resumeSeqsRead = 0
   readonly #connections = new Map<WebSocket<UpgradeData>, Connection>()
   /** The largest queue and socket buffer any connection has had: what the tests hold against the bounds. */
   #peakQueued = 0
@@ -112,9 +120,15 @@ export class EventHub {
       nowMs ??= this.#nowMs()
       const seq = ++this.#lastSeq
       const retained: Retained = { atMs: nowMs, wallets, kind: change.kind, record: eventRecord(change), text: undefined }
-      this.#ring[seq % this.limits.retainedEventsMax] = retained
+      const slot = seq % this.limits.retainedEventsMax
+      const overwritten = this.#ring[slot]
+      if (overwritten !== undefined) this.#unindex(overwritten)
+      this.#ring[slot] = retained
       if (seq - this.#firstSeq >= this.limits.retainedEventsMax) this.#firstSeq = seq - this.limits.retainedEventsMax + 1
       for (const wallet of wallets) {
+        const indexed = this.#seqsByWallet.get(wallet)
+        if (indexed === undefined) this.#seqsByWallet.set(wallet, { seqs: [seq], head: 0 })
+        else indexed.seqs.push(seq)
         const connections = this.#byWallet.get(wallet)
         if (connections === undefined) continue
         for (const connection of connections) {
@@ -130,9 +144,9 @@ export class EventHub {
     if (touched !== undefined) for (const connection of touched) this.#pump(connection)
   }
 
-  stats(): { connections: ConnectionStats[]; peakQueuedEvents: number; peakBufferedBytes: number; firstSeq: number; lastSeq: number } {
+  stats(): { connections: ConnectionStats[]; peakQueuedEvents: number; peakBufferedBytes: number; firstSeq: number; lastSeq: number; resumeSeqsRead: number } {
     const connections = [...this.#connections.values()].map((c) => ({ wallet: c.wallet, queuedEvents: c.queue.length - c.head, bufferedBytes: c.ws.getBufferedAmount() }))
-    return { connections, peakQueuedEvents: this.#peakQueued, peakBufferedBytes: this.#peakBuffered, firstSeq: this.#firstSeq, lastSeq: this.#lastSeq }
+    return { connections, peakQueuedEvents: this.#peakQueued, peakBufferedBytes: this.#peakBuffered, firstSeq: this.#firstSeq, lastSeq: this.#lastSeq, resumeSeqsRead: this.#resumeSeqsRead }
   }
 
   /**
@@ -241,17 +255,45 @@ export class EventHub {
       ws.send(JSON.stringify({ type: 'resync', epoch: this.epoch, seq: this.#lastSeq, ...resync } satisfies StreamResync))
       return
     }
-    for (let seq = since + 1; seq <= this.#lastSeq; seq++) {
-      const retained = this.#ring[seq % this.limits.retainedEventsMax] as Retained
-      if (retained.wallets.includes(wallet)) connection.queue.push(seq)
-    }
-    if (connection.queue.length > this.limits.queuedEventsMax) {
-      connection.queue.length = 0
+    const missed = this.#seqsAfter(wallet, since)
+    if (missed.length > this.limits.queuedEventsMax) {
       const detail = `more than ${this.limits.queuedEventsMax} events of this wallet since ${since}`
       ws.send(JSON.stringify({ type: 'resync', epoch: this.epoch, seq: this.#lastSeq, reason: 'backlog_too_large', detail } satisfies StreamResync))
       return
     }
+    connection.queue.push(...missed)
     this.#pump(connection)
+  }
+
+  /** The sequence numbers of `wallet`'s retained events after `since`, found by bisection in its own index. */
+  #seqsAfter(wallet: Address, since: number): number[] {
+    const indexed = this.#seqsByWallet.get(wallet)
+    if (indexed === undefined) return []
+    const { seqs } = indexed
+    let low = indexed.head
+    let high = seqs.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if ((seqs[middle] as number) <= since) low = middle + 1
+      else high = middle
+    }
+    this.#resumeSeqsRead += seqs.length - low
+    return seqs.slice(low)
+  }
+
+  /** Drops a retained event leaving the ring from its wallets' indexes (it is the oldest of each of them). */
+  #unindex(retained: Retained): void {
+    for (const wallet of retained.wallets) {
+      const indexed = this.#seqsByWallet.get(wallet)
+      if (indexed === undefined) continue
+      indexed.head++
+      if (indexed.head === indexed.seqs.length) this.#seqsByWallet.delete(wallet)
+      else if (indexed.head >= 1024) {
+        // Dropped entries go in batches, so an index never holds more than its live entries plus 1,024.
+        indexed.seqs.splice(0, indexed.head)
+        indexed.head = 0
+      }
+    }
   }
 
   #resumeProblem(since: number, epoch: string | undefined): Pick<StreamResync, 'reason' | 'detail'> | undefined {
@@ -316,6 +358,7 @@ export class EventHub {
       const slot = this.#firstSeq % this.limits.retainedEventsMax
       const retained = this.#ring[slot] as Retained
       if (retained.atMs >= cutoffMs) break
+      this.#unindex(retained)
       this.#ring[slot] = undefined
       this.#firstSeq++
     }

@@ -8,6 +8,9 @@
 // resources' payees and the configured ones): a stranger paying itself 1 unit between its own wallets in a loop
 // would otherwise spend the facilitator's gas until the service's own paid routes could no longer settle. A paid
 // resource's payee is served from that resource's price up: 1-unit payments to the score's payee would drain it too.
+// One payer's settlements are sent one at a time, each verified against the chain its predecessor left: distinct
+// authorizations of a payer that can cover only one of them would otherwise all verify, all be sent, and all but one
+// be mined reverted, on the facilitator's gas (an outsider's finding).
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { x402Facilitator } from '@x402/core/facilitator'
 import { PaymentPayloadV2Schema, PaymentRequirementsV2Schema } from '@x402/core/schemas'
@@ -117,6 +120,8 @@ export class NetworkFacilitator {
   private readonly served: ReadonlyMap<string, bigint>
   private readonly facilitator: x402Facilitator
   private readonly observations = new AsyncLocalStorage<CallObservation>()
+  /** Lower-case payer -> the end of its latest settlement: the next one of that payer starts after it. */
+  private readonly settling = new Map<string, Promise<void>>()
 
   constructor(network: NetworkConfig, options: NetworkFacilitatorOptions = {}) {
     if (!isSelfFacilitated(network)) throw new Error(`network ${network.slug}: x402SelfFacilitate and a facilitator key are both needed`)
@@ -186,10 +191,17 @@ export class NetworkFacilitator {
     }
     // A failure after broadcast keeps its transaction hash (settlement_pending): that answer stands, and a retry
     // of the same settle reconciles against the hash instead of sending again.
-    const result = await this.call(
-      () => this.facilitator.settle(payload, requirements),
-      (r) => !r.success && r.transaction === '',
-    )
+    const settle = () =>
+      this.call(
+        () => this.facilitator.settle(payload, requirements),
+        (r) => !r.success && r.transaction === '',
+      )
+    // Only a payment that verifies now waits for its payer's turn, so a payload its payer did not sign (or already
+    // spent) never holds up that payer's settlements; it goes on at once to the settle, which refuses it unsent (or
+    // reconciles a pending one). In its turn the settle verifies again against the chain as the payer's previous
+    // settlement left it, and sends nothing when that no longer covers it.
+    const verified = await this.call(() => this.facilitator.verify(payload, requirements), (r) => !r.isValid)
+    const result = verified.isValid ? await this.inPayerTurn(payerOf(payload), settle) : await settle()
     return pick({
       success: result.success,
       errorReason: result.errorReason,
@@ -202,6 +214,23 @@ export class NetworkFacilitator {
       extensionResponses: result.extensionResponses,
       extra: result.extra,
     })
+  }
+
+  /** Runs `settle` once every earlier settlement of `payer` has ended (whatever its outcome). */
+  private async inPayerTurn<T>(payer: string | undefined, settle: () => Promise<T>): Promise<T> {
+    if (payer === undefined) return settle()
+    const key = payer.toLowerCase()
+    const mine = (this.settling.get(key) ?? Promise.resolve()).then(settle)
+    const ended = mine.then(
+      () => undefined,
+      () => undefined,
+    )
+    this.settling.set(key, ended)
+    try {
+      return await mine
+    } finally {
+      if (this.settling.get(key) === ended) this.settling.delete(key)
+    }
   }
 
   /**
@@ -288,8 +317,7 @@ export const REFUSED_PAYMENT_REASONS = {
  * differs from them.
  */
 function refusalOf(payload: PaymentPayload, requirements: PaymentRequirements, served: ReadonlyMap<string, bigint>): { reason: string; message: string; payer: string | undefined } | undefined {
-  const inner = payload.payload as { authorization?: { from?: string }; permit2Authorization?: { from?: string } }
-  const payer = inner.authorization?.from ?? inner.permit2Authorization?.from
+  const payer = payerOf(payload)
   const amount = BigInt(requirements.amount)
   if (amount === 0n) return { reason: REFUSED_PAYMENT_REASONS.zeroValue, message: 'A payment of 0 moves nothing: not settled here.', payer }
   const payee = requirements.payTo.toLowerCase()
@@ -304,6 +332,12 @@ function refusalOf(payload: PaymentPayload, requirements: PaymentRequirements, s
     return { reason: REFUSED_PAYMENT_REASONS.belowPayeeMinimum, message: `This facilitator settles payments to ${requirements.payTo} of at least ${minimum} (atomic): not settled here.`, payer }
   }
   return undefined
+}
+
+/** The payer a payload names (EIP-3009 `from`, Permit2 `from`), as signed: checked by the scheme's verification. */
+function payerOf(payload: PaymentPayload): string | undefined {
+  const inner = payload.payload as { authorization?: { from?: string }; permit2Authorization?: { from?: string } }
+  return inner.authorization?.from ?? inner.permit2Authorization?.from
 }
 
 /** A served payee as `supported` and the catalog show it (amounts as decimal strings). */

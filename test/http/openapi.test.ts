@@ -50,7 +50,7 @@ t.test('every route appears with its parameters, body, responses and security', 
   t.same(Object.keys(echo['responses']['429'].headers), ['X-Request-Id', 'RateLimit-Policy', 'RateLimit', 'Retry-After'])
   t.equal(echo['requestBody'].content['application/json'].schema.additionalProperties, false)
   t.equal(echo['requestBody'].content['application/json'].schema.properties.amountAtomic.pattern, '^(0|[1-9][0-9]{0,77})$')
-  t.same(Object.keys(echo['responses']).sort(), ['201', '400', '409', '413', '415', '429', '500'])
+  t.same(Object.keys(echo['responses']).sort(), ['201', '400', '409', '413', '415', '429', '500', '503'], 'the transport\'s own answers: 503 while the service stops')
   t.same(echo['responses']['409'].content['application/problem+json'].schema, { $ref: '#/components/schemas/Problem' })
   t.same(echo['security'], [], 'a public route says so: security []')
   const item = document.paths['/items/{itemId}']?.['get'] as Record<string, any>
