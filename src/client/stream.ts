@@ -121,7 +121,11 @@ export class EventStream {
       ws.on('close', (code, reason) => {
         this.lastClose = { code, reason: String(reason) }
         if (code === STREAM_CLOSE.sessionEnded.code) this.#options.onSessionEnded?.()
+        // Closed before its hello (a proxy or the service dropping it, the session ended meanwhile): the attempt
+        // failed, so a reconnect's caller schedules the next one and ready() does not wait for ever. (After an
+        // 'error' it is rejected already; a second reject is a no-op.)
         if (helloSeen) this.#scheduleReconnect()
+        else reject(new Error(`event stream closed before its hello: ${code} ${String(reason)}`.trimEnd()))
       })
     })
   }
