@@ -14,7 +14,7 @@
 //   operator-commands.ts  settlement, failure and liquidation: the operator's transaction first, then the record
 // Matching, dispatch (and its ticker) and the supplier directory are one command each, here.
 import type { Address } from 'viem'
-import type { DispatchOutcome, DispatchTally, MatchOutcome, SupplierInput, SupplierRecord } from '../engine/types.ts'
+import type { DispatchOutcome, DispatchTally, MatchOutcome, RepaymentReceipt, SupplierInput, SupplierRecord } from '../engine/types.ts'
 import type { ChainObservationOutcome } from '../engine/engine.ts'
 import type { ChainBatch } from '../chain/follower.ts'
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
@@ -58,7 +58,9 @@ export class CreditService extends ServiceCore {
 
   // ------------------------------------------------------------------------------------------------ reports.ts
   readonly recordSupplierPayment: Bound<typeof reports.recordSupplierPayment> = (...args) => reports.recordSupplierPayment(this, ...args)
-  readonly repay: Bound<typeof reports.repay> = (...args) => reports.repay(this, ...args)
+  /** Counted after a liquidation mined before it and not recorded yet (OperatorRepairs, below). */
+  readonly repay = (mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> =>
+    reports.repay(this, this.operatorRepairs, mutation, advanceId, body)
 
   // ------------------------------------------------------------------------------------------------ chain-observation.ts
   /** Operator transactions the follower saw mined and no request recorded, recorded by the service itself. */
