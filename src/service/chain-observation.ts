@@ -31,7 +31,10 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
       }
     }
     if (fact.name === 'CollateralPosted') return collateralFact(fact, symbolOf)
-    if (fact.name === 'JobReclaimed') return { kind: 'job_reclaimed', proofKey: fact.proofKey, jobKey: fact.args.jobKey }
+    if (fact.name === 'JobReclaimed') {
+      const { jobKey, escrowRefunded, collateralReleased } = fact.args
+      return { kind: 'job_reclaimed', proofKey: fact.proofKey, jobKey, escrowRefundedAtomic: escrowRefunded, collateralReleasedAtomic: collateralReleased }
+    }
     if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
     const { offerKey, payer, supplier, asset, amount } = fact.args
     return {
