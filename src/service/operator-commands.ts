@@ -26,6 +26,7 @@ import { collateralProofUse } from './chain-observation.ts'
 import { repaidPassport } from './reports.ts'
 import type { Mutation } from './mutation.ts'
 import { periodic, type Periodic } from './periodic.ts'
+import { OPERATOR_REPAIR_AGE_DEGRADED_MS, repairRetryDelayMs } from './operator-repair-bounds.ts'
 
 /** The /fail response: the spec's passport event, and the borrower's passport entry for it as signed. */
 export type FailedJob = PassportEvent & { signed: SignedPassportEvent }
@@ -310,25 +311,16 @@ function heldKey(advanceId: string, blockNumber: bigint, logIndex: number): stri
   return `${advanceId}:${blockNumber.toString().padStart(20, '0')}:${logIndex.toString().padStart(10, '0')}`
 }
 
-/** The longest wait between two attempts of a repair that keeps failing (its delay doubles from the run interval). */
-export const OPERATOR_REPAIR_BACKOFF_MAX_MS = 300_000
-/** A repair pending longer than this makes /health degraded: recording one takes seconds (the follower's catch-up at most). */
-export const OPERATOR_REPAIR_AGE_DEGRADED_MS = 600_000
-
-/** The wait after a repair's `failures`-th failed attempt in a row: the run interval, doubled each time, bounded. */
-export function repairRetryDelayMs(failures: number, intervalMs: number): number {
-  const doublings = Math.min(Math.max(failures - 1, 0), 30)
-  return Math.min(intervalMs * 2 ** doublings, OPERATOR_REPAIR_BACKOFF_MAX_MS)
-}
-
-/** What /health shows of the repairs: how many wait, since when the oldest, and the repayments held behind them. */
+/** What /health shows of the repairs: how many wait, for how long the oldest, and the repayments held behind them. */
 export interface OperatorRepairStatus {
   pending: number
-  oldestStoredAtMs: number | null
+  oldestAgeSeconds: number | null
   /** Failed attempts in a row of the repair that failed most, and when it is tried next (null: none failed). */
   failuresMax: number
   nextAttemptAtMs: number | null
   heldRepayments: number
+  /** The oldest has waited longer than OPERATOR_REPAIR_AGE_DEGRADED_MS. */
+  degraded: boolean
 }
 
 /**
@@ -448,6 +440,7 @@ export class OperatorRepairs {
   }
 
   status(): OperatorRepairStatus {
+    const nowMs = this.#service.now()
     let pending = 0
     let oldestStoredAtMs: number | null = null
     let failuresMax = 0
@@ -463,7 +456,11 @@ export class OperatorRepairs {
     }
     let heldRepayments = 0
     for (const _ of this.#held.iterate()) heldRepayments += 1
-    return { pending, oldestStoredAtMs, failuresMax, nextAttemptAtMs, heldRepayments }
+    const ageMs = oldestStoredAtMs === null ? null : Math.max(0, nowMs - oldestStoredAtMs)
+    return {
+      pending, oldestAgeSeconds: ageMs === null ? null : Math.floor(ageMs / 1000), failuresMax, nextAttemptAtMs, heldRepayments,
+      degraded: ageMs !== null && ageMs > OPERATOR_REPAIR_AGE_DEGRADED_MS,
+    }
   }
 
   /** Runs the stored repairs now: a batch stored one (called once its commit is durable, so that the run reads it). */
