@@ -7,9 +7,10 @@
 // recorded, and it is applied after it, in chain order. The reverse order, and a repayment mined before the
 // liquidation, are guarded here too.
 import t, { type Test } from 'tap'
+import { createTestClient, createWalletClient, http, maxUint256 } from 'viem'
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
-import { createNetworkClients } from '../../src/chain/clients.ts'
+import { createNetworkClients, networkChain } from '../../src/chain/clients.ts'
 import { sendLiquidate } from '../../src/chain/operator.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
@@ -97,6 +98,39 @@ t.test('a repayment mined after a liquidation the route recorded is counted by t
   t.not(liquidated.body.shortfallAtomic, '0', 'a shortfall')
   await repayUnreported(advance['advanceId'], usdc(20))
   await until(async () => (await payer.get(`/credit/advances/${advance['advanceId']}`)).body.repayments.length === 1, 20_000, 'the repayment counted')
+  await expectAsOnChain(t, advance, 1)
+})
+
+t.test('a repayment mined before the liquidation in the same block is counted before it', async (t) => {
+  const advance = await defaultedAdvance('job_repaid_same_block')
+  const chain = networkChain(h.network)
+  const transport = http(h.network.rpcUrl)
+  const anvil = createTestClient({ chain, transport, mode: 'anvil' })
+  const contract = { address: h.network.creditContract, abi: creditFacilityV2Abi } as const
+  const payerWallet = createWalletClient({ account: payerAccount, chain, transport })
+  const operatorWallet = createWalletClient({ account: privateKeyToAccount(h.devnet.accounts.operator.privateKey), chain, transport })
+  const usdcAddress = h.network.tokens[0]!.address
+  const approve = await payerWallet.writeContract({ address: usdcAddress, abi: [{ type: 'function', name: 'approve', stateMutability: 'nonpayable', inputs: [{ name: 's', type: 'address' }, { name: 'a', type: 'uint256' }], outputs: [{ type: 'bool' }] }], functionName: 'approve', args: [h.network.creditContract, maxUint256] })
+  await payerAgent.publicClient.waitForTransactionReceipt({ hash: approve, pollingInterval: 50 })
+  // Both in one block, the repayment first: mining paused while they are sent.
+  await anvil.setAutomine(false)
+  await anvil.setIntervalMining({ interval: 0 })
+  let hashes: `0x${string}`[]
+  try {
+    hashes = [
+      await payerWallet.writeContract({ ...contract, functionName: 'repay', args: [advance['advanceKey'], usdc(10)], gas: 300_000n }),
+      await operatorWallet.writeContract({ ...contract, functionName: 'liquidate', args: [advance['advanceKey'], 0n], gas: 500_000n }),
+    ]
+    await anvil.mine({ blocks: 1 })
+  } finally {
+    await anvil.setIntervalMining({ interval: 1 })
+    await anvil.setAutomine(true)
+  }
+  const receipts = await Promise.all(hashes.map((hash) => payerAgent.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 })))
+  t.same(receipts.map((r) => r.status), ['success', 'success'])
+  t.equal(receipts[0]!.blockNumber, receipts[1]!.blockNumber, 'one block')
+  t.ok(receipts[0]!.transactionIndex < receipts[1]!.transactionIndex, 'the repayment first')
+  await until(async () => (await payer.get(`/credit/advances/${advance['advanceId']}`)).body.state === 'shortfall', 20_000, 'the liquidation recorded')
   await expectAsOnChain(t, advance, 1)
 })
 
