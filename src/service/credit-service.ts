@@ -72,7 +72,12 @@ export class CreditService extends ServiceCore {
   // ------------------------------------------------------------------------------------------------ operator-commands.ts
   readonly completeJob: Bound<typeof operatorCommands.completeJob> = (...args) => operatorCommands.completeJob(this, ...args)
   readonly failJob: Bound<typeof operatorCommands.failJob> = (...args) => operatorCommands.failJob(this, ...args)
-  readonly liquidate: Bound<typeof operatorCommands.liquidate> = (...args) => operatorCommands.liquidate(this, ...args)
+  /** Repayments the follower held behind this liquidation are counted at once once it is recorded, not a run later. */
+  readonly liquidate: Bound<typeof operatorCommands.liquidate> = async (...args) => {
+    const response = await operatorCommands.liquidate(this, ...args)
+    this.operatorRepairs.wakeForHeld(args[2])
+    return response
+  }
 
   // ------------------------------------------------------------------------------------------------ commands of one line
 

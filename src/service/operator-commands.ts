@@ -463,6 +463,14 @@ export class OperatorRepairs {
     }
   }
 
+  /** Runs now when repayments wait for the advance's liquidation: its route has just recorded it. */
+  wakeForHeld(advanceId: string): void {
+    for (const _ of this.#held.iterate(`${advanceId}:`)) {
+      this.wake()
+      return
+    }
+  }
+
   /** Runs the stored repairs now: a batch stored one (called once its commit is durable, so that the run reads it). */
   wake(): void {
     this.#due = true
