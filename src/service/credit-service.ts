@@ -72,10 +72,10 @@ export class CreditService extends ServiceCore {
   // ------------------------------------------------------------------------------------------------ operator-commands.ts
   readonly completeJob: Bound<typeof operatorCommands.completeJob> = (...args) => operatorCommands.completeJob(this, ...args)
   readonly failJob: Bound<typeof operatorCommands.failJob> = (...args) => operatorCommands.failJob(this, ...args)
-  /** Repayments the follower held behind this liquidation are counted at once once it is recorded, not a run later. */
+  /** Repayments the follower held behind this liquidation follow it as soon as it is recorded (OperatorRepairs). */
   readonly liquidate: Bound<typeof operatorCommands.liquidate> = async (...args) => {
     const response = await operatorCommands.liquidate(this, ...args)
-    this.operatorRepairs.wakeForHeld(args[2])
+    await this.operatorRepairs.countHeldOf(args[2])
     return response
   }
 

@@ -463,11 +463,17 @@ export class OperatorRepairs {
     }
   }
 
-  /** Runs now when repayments wait for the advance's liquidation: its route has just recorded it. */
-  wakeForHeld(advanceId: string): void {
-    for (const _ of this.#held.iterate(`${advanceId}:`)) {
-      this.wake()
-      return
+  /**
+   * Counts the repayments held behind the advance's liquidation, which its route has just recorded: at once, whether
+   * or not repairs run. One that fails stays for the repair run, which reports it.
+   */
+  async countHeldOf(advanceId: string): Promise<void> {
+    for (const { key, value } of [...this.#held.iterate(`${advanceId}:`)]) {
+      try {
+        await this.#countHeld(key, value, false)
+      } catch {
+        return
+      }
     }
   }
 
@@ -520,7 +526,7 @@ export class OperatorRepairs {
       // Its liquidation is still unrecorded (its repair failed this run, or waits for its back-off).
       if (this.#open({ kind: 'liquidated', advanceId: held.advanceId })) continue
       try {
-        await this.#countHeld(key, held)
+        await this.#countHeld(key, held, true)
       } catch (error) {
         onError(error, held)
       }
@@ -531,9 +537,10 @@ export class OperatorRepairs {
    * Counts a held repayment once its advance's liquidation is recorded, as the repay route would (its proof, and the
    * passport entry when it repays the advance), and deletes the held record in the same commit. Counted meanwhile by
    * a report: only the record goes. Refused by the engine (the figures do not follow on even after the liquidation):
-   * the record goes too, the refusal is reported, and the reconciliation shows the difference.
+   * with `dropRefused` (the repair run, which reports the refusal) the record goes too, and the reconciliation shows
+   * the difference.
    */
-  async #countHeld(key: string, held: HeldRepayment): Promise<void> {
+  async #countHeld(key: string, held: HeldRepayment, dropRefused: boolean): Promise<void> {
     const service = this.#service
     const drop = () => service.run(null, () => ({ ok: true, value: undefined, changes: [] }), () => [this.#held.deleteOp(key)])
     await service.locks.run(`advance:${held.advanceId}`, async () => {
@@ -551,7 +558,7 @@ export class OperatorRepairs {
           (receipt) => [service.useProof(held, `advance:${held.advanceId}`), ...repaidPassport(service, receipt, advance), this.#held.deleteOp(key)],
         )
       } catch (error) {
-        if (error instanceof EngineRefusedError) await drop()
+        if (dropRefused && error instanceof EngineRefusedError) await drop()
         throw error
       }
     })

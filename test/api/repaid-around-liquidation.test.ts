@@ -45,6 +45,13 @@ async function repayUnreported(advanceId: string, amountAtomic: bigint): Promise
   return sent[sent.length - 1] as `0x${string}`
 }
 
+/** After a restart (the service at a new address): the test's clients sign in again. */
+async function signInAgain(): Promise<void> {
+  payer = await signedIn(h.url, payerAccount)
+  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+  lender = { ...lender, client: await signedIn(h.url, lender.account) }
+}
+
 async function owedOnChain(advanceKey: `0x${string}`): Promise<{ lenderOwed: bigint; reserveOwed: bigint; liquidated: boolean }> {
   return await payerAgent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getAdvance', args: [advanceKey] }) as never
 }
@@ -143,8 +150,7 @@ t.test('with the reserve paying in the liquidation, a repayment after it is held
   const advance = await defaultedAdvance('job_repaid_after_reserve_liq')
   // Repairs off: the liquidation stays unrecorded, deterministically, while the report is tried.
   await h.restart({ operatorRepairIntervalMs: 0 })
-  payer = await signedIn(h.url, payerAccount)
-  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+  await signInAgain()
   const liquidated = await sendLiquidate(createNetworkClients(h.network), { offerKey: advance['advanceKey'], backingCoveredAtomic: 0n })
   t.ok((liquidated.facts.find((f) => f.name === 'Liquidated')!.args as { fromReserve: bigint }).fromReserve > 0n, 'the reserve paid')
   const after = await repayUnreported(advance['advanceId'], usdc(20))
@@ -153,11 +159,24 @@ t.test('with the reserve paying in the liquidation, a repayment after it is held
   t.equal((await payer.get(`/credit/advances/${advance['advanceId']}`)).body.repayments.length, 0, 'nothing counted yet')
 
   await h.restart({ operatorRepairIntervalMs: 1000 })
-  payer = await signedIn(h.url, payerAccount)
-  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+  await signInAgain()
   await until(() => h.app.service.operatorRepairs.heldRepayments().length === 0, 20_000, 'the held repayment counted')
   const reported = await payer.post(`/credit/advances/${advance['advanceId']}/repay`, { txHash: after })
   t.equal(reported.status, 200, 'the report answers the counted receipt')
   t.equal(reported.body.lenderOwedAtomic, (await owedOnChain(advance['advanceKey'])).lenderOwed.toString())
+  await expectAsOnChain(t, advance, 1)
+})
+
+t.test('a liquidation recorded by a retry of its route counts the repayments held behind it before it answers', async (t) => {
+  const advance = await defaultedAdvance('job_repaid_route_retry')
+  // Repairs off: only the route's retry records the liquidation.
+  await h.restart({ operatorRepairIntervalMs: 0 })
+  await signInAgain()
+  await sendLiquidate(createNetworkClients(h.network), { offerKey: advance['advanceKey'], backingCoveredAtomic: 0n })
+  await repayUnreported(advance['advanceId'], usdc(20))
+  await until(() => h.app.service.operatorRepairs.heldRepayments().length === 1, 20_000, 'the repayment held behind the liquidation')
+  const retried = await (await signedIn(h.url, lender.account)).post(`/credit/advances/${advance['advanceId']}/liquidate`, {})
+  t.equal(retried.status, 200, JSON.stringify(retried.body))
+  t.same(h.app.service.operatorRepairs.heldRepayments(), [], 'nothing held any more')
   await expectAsOnChain(t, advance, 1)
 })
