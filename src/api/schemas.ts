@@ -8,6 +8,7 @@ import { ID_PATTERNS, FORMAT_PATTERNS } from '../engine/ids.ts'
 import { Address, AssetSymbol, Atomic, atomicAtMost, atomicDescribed, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, NetworkSlug, Seconds, StrictObject } from './common.ts'
 import { ChainSteps, LeaseAuthorization, UnsignedTransaction, WalletAction } from './schemas-chain.ts'
 import { HEALTH_DIFFERENCES_MAX, NetworkReconciliationWire } from './reconciliation.ts'
+import { OPERATOR_REPAIR_AGE_DEGRADED_MS, OPERATOR_REPAIR_BACKOFF_MAX_MS } from '../service/operator-repair-bounds.ts'
 
 /**
  * 2^128-1: the most liquidity one lender may register. Far above any token supply, and it keeps every total the
@@ -578,6 +579,13 @@ export const Health = StrictObject({
     }),
   })),
   live: StrictObject({ jobs: Type.Integer(), offers: Type.Integer(), leases: Type.Integer(), advances: Type.Integer() }),
+  operatorRepairs: StrictObject({
+    pending: Type.Integer({ minimum: 0, description: 'Operator transactions (settleJob, failJob, liquidate) seen mined by the chain follower and not recorded yet: the service records each itself.' }),
+    oldestAgeSeconds: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: `How long the oldest has waited (null: none); over ${OPERATOR_REPAIR_AGE_DEGRADED_MS / 1000} s the status is degraded.` }),
+    failuresMax: Type.Integer({ minimum: 0, description: `The most failed attempts in a row of one of them; each failure doubles its wait (from the run interval, at most ${OPERATOR_REPAIR_BACKOFF_MAX_MS / 1000} s).` }),
+    nextAttemptAt: Type.Union([IsoTime, Type.Null()], { description: 'When that one is tried next (null: none failed).' }),
+    heldRepayments: Type.Integer({ minimum: 0, description: 'Repayments mined after a liquidation not recorded yet, counted once it is.' }),
+  }, { description: 'Operator transactions mined and not yet recorded, and the repayments waiting for them.' }),
 })
 
 

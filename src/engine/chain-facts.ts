@@ -18,7 +18,7 @@ import { deployForAdvance, lenderChanged, lenderOf, repositionLender, reserveFor
 import { cancelLease, payLease, timeOutLease } from './leases.ts'
 import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
 import type { EngineState, JobActor, LeaseActor, OfferActor } from './state.ts'
-import { applyCollateral, jobIdOfKey, reclaimJob } from './jobs.ts'
+import { applyCollateral, jobIdOfKey, reclaimJob, type ReclaimedJob } from './jobs.ts'
 import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, LenderRecord, OfferView, RepaymentReceipt } from './types.ts'
 import { leaseView, offerView } from './views.ts'
 
@@ -72,7 +72,7 @@ export type ChainEventFact =
   | ({ kind: 'supplier_paid'; offerKey: string; proofKey: string } & Omit<SupplierPaymentFact, 'offerId'>)
   | ({ kind: 'repaid'; advanceKey: string; proofKey: string } & Omit<RepaidFact, 'advanceId'>)
   | ({ kind: 'collateral_posted'; jobKey: string; asset: string; proofKey: string } & CollateralFact)
-  | { kind: 'job_reclaimed'; jobKey: string; proofKey: string }
+  | { kind: 'job_reclaimed'; jobKey: string; proofKey: string; escrowRefundedAtomic: bigint; collateralReleasedAtomic: bigint }
   | { kind: 'other'; name: string; proofKey: string }
 
 /** What the chain follower observed of one network: blocks up to toBlock (inclusive) and their events, in order. */
@@ -97,8 +97,11 @@ export interface ChainObservationOutcome {
   repayments: { proofKey: string; receipt: RepaymentReceipt }[]
   /** CollateralPosted facts applied to their jobs, with their proof keys (used-proof records in the same commit). */
   collateral: { proofKey: string; position: CollateralPosition }[]
-  /** JobReclaimed facts applied (the job failed, escrow_reclaimed), with their proof keys (used-proof records in the same commit). */
-  reclaimed: { proofKey: string; jobId: string; declinedOfferIds: string[] }[]
+  /**
+   * JobReclaimed facts applied (the job failed, escrow_reclaimed), with their proof keys (used-proof records in the same
+   * commit) and the collateral the contract released beyond what the job had counted (counted on the job with it).
+   */
+  reclaimed: ReclaimedJob[]
   /** Facts the engine did not apply, and why (an offer already funded by its report, an event another part applies). */
   ignored: { proofKey: string; reason: string }[]
   /** Leases whose deadline the observed chain time is past, unpaid. */
@@ -164,13 +167,14 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   const ignored: { proofKey: string; reason: string }[] = []
   const repayments: { proofKey: string; receipt: RepaymentReceipt }[] = []
   const collateral: { proofKey: string; position: CollateralPosition }[] = []
-  const reclaimed: { proofKey: string; jobId: string; declinedOfferIds: string[] }[] = []
+  const reclaimed: ReclaimedJob[] = []
   for (const event of batch.events) {
     if (event.kind === 'job_reclaimed') {
       // The client took its escrow back on chain. Only the job's own network's contract held it (the key is the same
       // on every network); no live job has the key: not this service's job, not registered, or it ended already.
       const job = liveJobOn(s, event.jobKey, batch.network)
-      const applied = job === undefined ? fail('not_found', 'job_not_live', 'no live job has the key on this network') : reclaimJob(s, job, nowMs)
+      const amounts = { escrowRefundedAtomic: event.escrowRefundedAtomic, collateralReleasedAtomic: event.collateralReleasedAtomic }
+      const applied = job === undefined ? fail('not_found', 'job_not_live', 'no live job has the key on this network') : reclaimJob(s, job, amounts, nowMs)
       if (applied.ok) reclaimed.push({ proofKey: event.proofKey, ...applied.value })
       else ignored.push({ proofKey: event.proofKey, reason: applied.error.code })
       continue

@@ -234,19 +234,53 @@ function reservedReason(input: FailureInput): { ok: false; error: EngineError } 
   return undefined
 }
 
+/** A job its client reclaimed, as the follower's batch applied it (ChainObservationOutcome.reclaimed). */
+export interface ReclaimedJob {
+  proofKey: string
+  jobId: string
+  declinedOfferIds: string[]
+  /** Collateral the contract held and released that the job had not counted: counted on the job by the reclaim. */
+  uncountedCollateralAtomic: bigint
+}
+
 /**
  * The job's client took its escrow back on chain (reclaimJob, JobReclaimed): the job ends failed with reason
  * escrow_reclaimed. Its waiting offers are declined (source_closed) and a leased one is closing, as failJob leaves them;
  * the borrower's other offers stay, and the borrower is neither suspended nor penalised: the client took back its own
  * money and nobody defaulted. The contract allows it only on a job no advance was ever paid on, so the job has none.
+ *
+ * The event's amounts are what left the contract, checked against what the job counted, as a Repaid's are: the escrow
+ * must be the job's (its JobFunded) and the collateral at least the job's; otherwise it is not applied
+ * (reclaim_mismatch: the follower reports it, and the reconciliation shows the job). Collateral beyond the job's count
+ * was posted on chain and never counted (before its registration, under a release whose registration did not read
+ * such postings): the contract held it, so it is counted on the job first, as a settlement's backfill counts it, and
+ * the job's record and the reconciliation's sums equal the contract's.
  */
-export function reclaimJob(s: EngineState, job: JobActor, nowMs: number): { ok: true; value: { jobId: string; declinedOfferIds: string[] } } | { ok: false; error: EngineError } {
+export function reclaimJob(
+  s: EngineState,
+  job: JobActor,
+  amounts: { escrowRefundedAtomic: bigint; collateralReleasedAtomic: bigint },
+  nowMs: number,
+): { ok: true; value: Omit<ReclaimedJob, 'proofKey'> } | { ok: false; error: EngineError } {
   const j = job.getSnapshot().context
   if (j.advanceIds.length > 0) return fail('conflict', 'job_has_advances', `job ${j.jobId} has open advances, which the contract's reclaim refuses`)
+  // No advance ever: neither revenue nor collateral was used.
+  const escrowAtomic = j.receivableAtomic - j.revenueUsedAtomic
+  const collateralAtomic = j.collateralAtomic - j.collateralUsedAtomic
+  if (amounts.escrowRefundedAtomic !== escrowAtomic || amounts.collateralReleasedAtomic < collateralAtomic) {
+    return fail('conflict', 'reclaim_mismatch',
+      `job ${j.jobId} holds ${escrowAtomic} of escrow and ${collateralAtomic} of collateral; the reclaim returned ${amounts.escrowRefundedAtomic} ` +
+      `and ${amounts.collateralReleasedAtomic}`)
+  }
   const onThisJob = [...s.offers.values()].filter((offer) => {
     const o = offer.getSnapshot().context
     return o.source.kind === 'job' && o.source.id === j.jobId && !offer.getSnapshot().matches('closing')
   })
+  const uncountedCollateralAtomic = amounts.collateralReleasedAtomic - collateralAtomic
+  if (uncountedCollateralAtomic > 0n) {
+    const posted = send(s, 'job', job, { type: 'COLLATERAL_POSTED', amountAtomic: uncountedCollateralAtomic, nowMs })
+    if (!posted.accepted) return refused('job', j.jobId, posted)
+  }
   const failed = send(s, 'job', job, { type: 'FAIL', reason: ESCROW_RECLAIMED, releasedAtomic: waitingCommitmentAtomic(s, j.jobId), nowMs })
   if (!failed.accepted) return refused('job', j.jobId, failed)
   const declinedOfferIds: string[] = []
@@ -254,7 +288,7 @@ export function reclaimJob(s: EngineState, job: JobActor, nowMs: number): { ok: 
     declineOffer(s, offer, 'source_closed', nowMs, false)
     declinedOfferIds.push(offer.getSnapshot().context.offerId)
   }
-  return { ok: true, value: { jobId: j.jobId, declinedOfferIds } }
+  return { ok: true, value: { jobId: j.jobId, declinedOfferIds, uncountedCollateralAtomic } }
 }
 
 /** Fail a job: suspend its borrower, withdraw the borrower's live offers, default the job's open advances. */

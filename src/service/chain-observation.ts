@@ -31,7 +31,10 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
       }
     }
     if (fact.name === 'CollateralPosted') return collateralFact(fact, symbolOf)
-    if (fact.name === 'JobReclaimed') return { kind: 'job_reclaimed', proofKey: fact.proofKey, jobKey: fact.args.jobKey }
+    if (fact.name === 'JobReclaimed') {
+      const { jobKey, escrowRefunded, collateralReleased } = fact.args
+      return { kind: 'job_reclaimed', proofKey: fact.proofKey, jobKey, escrowRefundedAtomic: escrowRefunded, collateralReleasedAtomic: collateralReleased }
+    }
     if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
     const { offerKey, payer, supplier, asset, amount } = fact.args
     return {
@@ -45,6 +48,7 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
   const repaidAdvances = new Map<string, AdvanceView>()
   let changedEngine = false
   let unrecorded: RecordWrite[] = []
+  let heldWrites: RecordWrite[] = []
   await service.run<ChainObservationOutcome>(
     null,
     () => {
@@ -52,8 +56,11 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
         const advance = fact.kind === 'repaid' ? service.engine.advanceByKey(fact.advanceKey) : undefined
         if (advance !== undefined) repaidAdvances.set(advance.advanceId, advance)
       }
+      // Repayments mined after a liquidation not recorded yet wait for it (OperatorRepairs.hold), held in this commit.
+      const held = repairs.hold(facilityFacts)
+      heldWrites = held.writes
       // In the command's synchronous section: a report queued its proof before, or it will find this one.
-      const fresh = facts.filter((fact) => !service.store.proofs.has(fact.proofKey))
+      const fresh = facts.filter((fact) => !service.store.proofs.has(fact.proofKey) && !held.proofKeys.has(fact.proofKey))
       const observed = { network: network.slug, toBlock: batch.toBlock, toBlockHash: batch.toBlockHash, toBlockTimeMs: batch.toBlockTimeMs, events: fresh }
       const result = service.engine.observeChain(observed, service.now(), pastLease)
       service.appliedChainBlocks.set(network.slug, batch.toBlock)
@@ -76,11 +83,12 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
       unrecorded = repairs.found(facilityFacts)
       // A batch that changed nothing (no event applied, chain time and leases as they were) is not written: the
       // follower moves on in memory, and after a restart it reads those empty blocks again, which changes nothing.
-      if (!changedEngine && proofs.length === 0 && repaid.length === 0 && collateral.length === 0 && reclaimed.length === 0 && unrecorded.length === 0) return []
-      return [...proofs, ...repaid, ...collateral, ...reclaimed, ...unrecorded, cursor]
+      const writes = [...proofs, ...repaid, ...collateral, ...reclaimed, ...unrecorded, ...heldWrites]
+      if (!changedEngine && writes.length === 0) return []
+      return [...writes, cursor]
     },
   )
-  if (unrecorded.length > 0) repairs.wake()
+  if (unrecorded.length > 0 || heldWrites.length > 0) repairs.wake()
   return outcome
 }
 

@@ -14,7 +14,7 @@
 //   operator-commands.ts  settlement, failure and liquidation: the operator's transaction first, then the record
 // Matching, dispatch (and its ticker) and the supplier directory are one command each, here.
 import type { Address } from 'viem'
-import type { DispatchOutcome, DispatchTally, MatchOutcome, SupplierInput, SupplierRecord } from '../engine/types.ts'
+import type { DispatchOutcome, DispatchTally, MatchOutcome, RepaymentReceipt, SupplierInput, SupplierRecord } from '../engine/types.ts'
 import type { ChainObservationOutcome } from '../engine/engine.ts'
 import type { ChainBatch } from '../chain/follower.ts'
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
@@ -58,7 +58,9 @@ export class CreditService extends ServiceCore {
 
   // ------------------------------------------------------------------------------------------------ reports.ts
   readonly recordSupplierPayment: Bound<typeof reports.recordSupplierPayment> = (...args) => reports.recordSupplierPayment(this, ...args)
-  readonly repay: Bound<typeof reports.repay> = (...args) => reports.repay(this, ...args)
+  /** Counted after a liquidation mined before it and not recorded yet (OperatorRepairs, below). */
+  readonly repay = (mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> =>
+    reports.repay(this, this.operatorRepairs, mutation, advanceId, body)
 
   // ------------------------------------------------------------------------------------------------ chain-observation.ts
   /** Operator transactions the follower saw mined and no request recorded, recorded by the service itself. */
@@ -70,7 +72,12 @@ export class CreditService extends ServiceCore {
   // ------------------------------------------------------------------------------------------------ operator-commands.ts
   readonly completeJob: Bound<typeof operatorCommands.completeJob> = (...args) => operatorCommands.completeJob(this, ...args)
   readonly failJob: Bound<typeof operatorCommands.failJob> = (...args) => operatorCommands.failJob(this, ...args)
-  readonly liquidate: Bound<typeof operatorCommands.liquidate> = (...args) => operatorCommands.liquidate(this, ...args)
+  /** Repayments the follower held behind this liquidation follow it as soon as it is recorded (OperatorRepairs). */
+  readonly liquidate: Bound<typeof operatorCommands.liquidate> = async (...args) => {
+    const response = await operatorCommands.liquidate(this, ...args)
+    await this.operatorRepairs.countHeldOf(args[2])
+    return response
+  }
 
   // ------------------------------------------------------------------------------------------------ commands of one line
 

@@ -20,10 +20,13 @@ import type { SignedPassportEvent } from '../passport/passport.ts'
 import type { RecordCollection, RecordWrite, StoredResponse } from '../store/index.ts'
 import type { FacilityFact } from '../chain/events-v2.ts'
 import { FAILED_ON_CHAIN } from '../engine/jobs.ts'
+import { EngineRefusedError } from '../engine/errors.ts'
 import { refusedWith, type ServiceCore } from './core.ts'
 import { collateralProofUse } from './chain-observation.ts'
+import { repaidPassport } from './reports.ts'
 import type { Mutation } from './mutation.ts'
 import { periodic, type Periodic } from './periodic.ts'
+import { OPERATOR_REPAIR_AGE_DEGRADED_MS, repairRetryDelayMs } from './operator-repair-bounds.ts'
 
 /** The /fail response: the spec's passport event, and the borrower's passport entry for it as signed. */
 export type FailedJob = PassportEvent & { signed: SignedPassportEvent }
@@ -274,23 +277,77 @@ function isOperatorRepair(value: unknown): value is OperatorRepair {
 const unanswered: StoredResponse = { status: 200, body: null }
 
 /**
+ * A Repaid the chain follower saw mined after a liquidation of its advance that the service has not recorded yet (the
+ * repair of that liquidation is pending): it is counted after the liquidation, in chain order, never before it. Before,
+ * the engine counted it against the advance as it was before the liquidation (when the figures happened to follow on,
+ * and the liquidation's record then failed for ever: its steps no longer summed to what the engine held owed) or
+ * dropped it as a mismatch (when the reserve paid in the liquidation): either way the books lacked tokens the contract
+ * had moved. Amounts are decimal strings (the record's encoding), the key orders an advance's repayments by block and log.
+ */
+export interface HeldRepayment {
+  advanceId: string
+  proofKey: string
+  network: string
+  txHash: Hex
+  logIndex: number
+  payer: Address
+  lender: Address
+  amountAtomic: string
+  reserveAmountAtomic: string
+  lenderOwedAtomic: string
+  reserveOwedAtomic: string
+}
+
+function isHeldRepayment(value: unknown): value is HeldRepayment {
+  const v = value as Record<string, unknown>
+  const atomic = (x: unknown) => typeof x === 'string' && /^(0|[1-9][0-9]{0,77})$/.test(x)
+  return typeof v === 'object' && v !== null && typeof v.advanceId === 'string' && typeof v.proofKey === 'string' && typeof v.network === 'string' &&
+    typeof v.txHash === 'string' && Number.isSafeInteger(v.logIndex) && typeof v.payer === 'string' && typeof v.lender === 'string' &&
+    atomic(v.amountAtomic) && atomic(v.reserveAmountAtomic) && atomic(v.lenderOwedAtomic) && atomic(v.reserveOwedAtomic)
+}
+
+/** Chain order within an advance: zero-padded block number and log index, after the advance id. */
+function heldKey(advanceId: string, blockNumber: bigint, logIndex: number): string {
+  return `${advanceId}:${blockNumber.toString().padStart(20, '0')}:${logIndex.toString().padStart(10, '0')}`
+}
+
+/** What /health shows of the repairs: how many wait, for how long the oldest, and the repayments held behind them. */
+export interface OperatorRepairStatus {
+  pending: number
+  oldestAgeSeconds: number | null
+  /** Failed attempts in a row of the repair that failed most, and when it is tried next (null: none failed). */
+  failuresMax: number
+  nextAttemptAtMs: number | null
+  heldRepayments: number
+  /** The oldest has waited longer than OPERATOR_REPAIR_AGE_DEGRADED_MS. */
+  degraded: boolean
+}
+
+/**
  * Records the operator transactions the chain follower saw mined and the service never recorded, by the route's own
  * find-and-record path (completeJob, failJob, liquidate): the contract refuses the repeat, the earlier transaction is
  * found by its event, checked against the plan and recorded with the route's records (passport entries included).
  * Under the job's or advance's lock, like the route, so a client's retry and the repair record it once: whichever
- * comes second finds it no longer open.
+ * comes second finds it no longer open. Repayments mined after a liquidation it has not recorded wait for it
+ * (HeldRepayment) and are counted once it is.
  *
  * Design (operator-repair branch): the follower queues, it never records. The queue is the store's `operator-repairs`
  * collection, written in the follower's batch commit (so a crash after it loses no repair, and a start resumes them)
  * and keyed by job or advance (so bounded by what the engine holds open, and a repair queued twice is one). A run,
  * outside the follower's batch (recording may wait for the follower: followerPast), tries each in turn, one at a
- * time; one that fails (the RPC, the follower behind, the engine not yet agreeing that an advance is due) stays for
- * the next run, an interval later. An intent record written before each operator transaction would also keep the
- * failure's reason, but costs every request a commit; the reason of a repaired failure is failed_on_chain instead.
+ * time; one that fails (the RPC, the follower behind, the engine not yet agreeing that an advance is due) is tried
+ * again after a delay that doubles with each failure in a row, up to OPERATOR_REPAIR_BACKOFF_MAX_MS (in memory: a
+ * restart tries it at once), and /health shows the pending ones. An intent record written before each operator
+ * transaction would also keep the failure's reason, but costs every request a commit; the reason of a repaired
+ * failure is failed_on_chain instead.
  */
 export class OperatorRepairs {
   readonly #service: ServiceCore
   readonly #records: RecordCollection<OperatorRepair>
+  readonly #held: RecordCollection<HeldRepayment>
+  /** Failed attempts in a row per repair key, and when the next may run (service clock). */
+  readonly #failures = new Map<string, { count: number; nextAtMs: number }>()
+  #intervalMs = 0
   /** A batch stored a repair since the last run began (or the service started): run now rather than an interval later. */
   #due = true
   #periodic: Periodic | undefined
@@ -299,6 +356,7 @@ export class OperatorRepairs {
   constructor(service: ServiceCore) {
     this.#service = service
     this.#records = service.store.collection<OperatorRepair>('operator-repairs', { version: 1, validate: isOperatorRepair })
+    this.#held = service.store.collection<HeldRepayment>('held-repayments', { version: 1, validate: isHeldRepayment })
   }
 
   /**
@@ -318,9 +376,105 @@ export class OperatorRepairs {
     return writes
   }
 
+  /**
+   * The batch's Repaid facts that must wait for a liquidation of their advance mined before them and not recorded
+   * (its Liquidated earlier in the batch, or its repair stored by an earlier one), with their held records: called
+   * in the batch command's synchronous section, before the command, which is given the others only.
+   */
+  hold(facts: readonly FacilityFact[]): { proofKeys: Set<string>; writes: RecordWrite[] } {
+    const liquidating = new Set<string>()
+    const proofKeys = new Set<string>()
+    const writes: RecordWrite[] = []
+    for (const fact of facts) {
+      const repair = this.#repairOf(fact)
+      if (fact.name === 'Liquidated') {
+        if (repair?.kind === 'liquidated' && this.#open(repair)) liquidating.add(repair.advanceId)
+        continue
+      }
+      if (fact.name !== 'Repaid' || this.#service.store.proofs.has(fact.proofKey)) continue
+      const advanceId = this.#liveAdvanceOf(fact)
+      if (advanceId === undefined || (!this.liquidationUnrecorded(advanceId) && !liquidating.has(advanceId))) continue
+      proofKeys.add(fact.proofKey)
+      const { payer, lender, toLender, toReserve, lenderOwed, reserveOwed } = fact.args
+      writes.push(this.#held.putOp(heldKey(advanceId, fact.blockNumber, fact.logIndex), {
+        advanceId, proofKey: fact.proofKey, network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex, payer: getAddress(payer), lender: getAddress(lender),
+        amountAtomic: toLender.toString(), reserveAmountAtomic: toReserve.toString(), lenderOwedAtomic: lenderOwed.toString(), reserveOwedAtomic: reserveOwed.toString(),
+      }))
+    }
+    return { proofKeys, writes }
+  }
+
+  /** Whether the advance's liquidation was seen mined (its repair is stored) and the engine has not recorded it yet. */
+  liquidationUnrecorded(advanceId: string): boolean {
+    const repair: OperatorRepair = { kind: 'liquidated', advanceId }
+    return this.#open(repair) && this.#records.has(repairKey(repair))
+  }
+
+  /**
+   * A reported Repaid is counted now unless a liquidation of its advance may be mined before it and not recorded:
+   * possible once the advance may be liquidated on chain (its job failed, or past due at the repayment's block). Then
+   * the report waits for the follower to pass the repayment's block (it sees every liquidation before it) and is
+   * refused, to be retried, while that liquidation's repair is pending (the repayment is counted after it, by the
+   * follower's held record). Throws ChainRpcError (503, retry).
+   */
+  async awaitCountable(advance: AdvanceView, fact: FacilityFactOf<'Repaid'>): Promise<void> {
+    const service = this.#service
+    const liquidable = advance.state === 'defaulted' || fact.blockTimeMs >= advance.dueAtMs
+    if (!liquidable || !this.#open({ kind: 'liquidated', advanceId: advance.advanceId })) return
+    if (!(await followerPast(service, advance.network, fact.blockNumber))) {
+      throw new ChainRpcError(advance.network, new Error(`the chain follower has not yet reached the repayment's block ${fact.blockNumber}; retry to record it`))
+    }
+    if (this.liquidationUnrecorded(advance.advanceId)) {
+      throw new ChainRpcError(advance.network, new Error(`advance ${advance.advanceId} was liquidated on chain before this repayment and that is not recorded yet; retry to record it`))
+    }
+  }
+
   /** The repairs stored and not yet done, in key order. */
   pending(): OperatorRepair[] {
     return [...this.#records.iterate()].map(({ value }) => value)
+  }
+
+  /** The repayments held behind an unrecorded liquidation, in chain order per advance. */
+  heldRepayments(): HeldRepayment[] {
+    return [...this.#held.iterate()].map(({ value }) => value)
+  }
+
+  status(): OperatorRepairStatus {
+    const nowMs = this.#service.now()
+    let pending = 0
+    let oldestStoredAtMs: number | null = null
+    let failuresMax = 0
+    let nextAttemptAtMs: number | null = null
+    for (const { key, entry } of this.#records.iterate()) {
+      pending += 1
+      if (oldestStoredAtMs === null || entry.updatedAtMs < oldestStoredAtMs) oldestStoredAtMs = entry.updatedAtMs
+      const failures = this.#failures.get(key)
+      if (failures !== undefined && failures.count > failuresMax) {
+        failuresMax = failures.count
+        nextAttemptAtMs = failures.nextAtMs
+      }
+    }
+    let heldRepayments = 0
+    for (const _ of this.#held.iterate()) heldRepayments += 1
+    const ageMs = oldestStoredAtMs === null ? null : Math.max(0, nowMs - oldestStoredAtMs)
+    return {
+      pending, oldestAgeSeconds: ageMs === null ? null : Math.floor(ageMs / 1000), failuresMax, nextAttemptAtMs, heldRepayments,
+      degraded: ageMs !== null && ageMs > OPERATOR_REPAIR_AGE_DEGRADED_MS,
+    }
+  }
+
+  /**
+   * Counts the repayments held behind the advance's liquidation, which its route has just recorded: at once, whether
+   * or not repairs run. One that fails stays for the repair run, which reports it.
+   */
+  async countHeldOf(advanceId: string): Promise<void> {
+    for (const { key, value } of [...this.#held.iterate(`${advanceId}:`)]) {
+      try {
+        await this.#countHeld(key, value, false)
+      } catch {
+        return
+      }
+    }
   }
 
   /** Runs the stored repairs now: a batch stored one (called once its commit is durable, so that the run reads it). */
@@ -330,10 +484,12 @@ export class OperatorRepairs {
   }
 
   /**
-   * Runs the stored repairs at once (those a crash left too) and every `intervalMs`; `onError` hears each failed
-   * attempt (with its repair) and a run that failed (the store without room to delete a done one).
+   * Runs the stored repairs at once (those a crash left too) and every `intervalMs`, each when its back-off allows;
+   * `onError` hears each failed attempt (with its repair or held repayment) and a run that failed (the store without
+   * room to delete a done one).
    */
-  start(intervalMs: number, onError: (error: unknown, repair?: OperatorRepair) => void): { stop: () => Promise<void> } {
+  start(intervalMs: number, onError: (error: unknown, repair?: OperatorRepair | HeldRepayment) => void): { stop: () => Promise<void> } {
+    this.#intervalMs = intervalMs
     this.#periodic = periodic(intervalMs, () => (this.#running = this.#runAll(onError)), onError, { dueAgain: () => this.#due })
     this.#periodic.wake()
     return {
@@ -345,22 +501,67 @@ export class OperatorRepairs {
     }
   }
 
-  async #runAll(onError: (error: unknown, repair?: OperatorRepair) => void): Promise<void> {
+  async #runAll(onError: (error: unknown, repair?: OperatorRepair | HeldRepayment) => void): Promise<void> {
     this.#due = false
     for (const { key, value: repair } of [...this.#records.iterate()]) {
+      const failures = this.#failures.get(key)
+      if (failures !== undefined && this.#service.now() < failures.nextAtMs && this.#open(repair)) continue
       if (this.#open(repair)) {
         try {
           await this.#record(repair)
         } catch (error) {
           // Recorded meanwhile by a retry of the route (the lock's other holder): no failure, the record goes below.
           if (this.#open(repair)) {
+            const count = (failures?.count ?? 0) + 1
+            this.#failures.set(key, { count, nextAtMs: this.#service.now() + repairRetryDelayMs(count, this.#intervalMs) })
             onError(error, repair)
             continue
           }
         }
       }
+      this.#failures.delete(key)
       await this.#service.run(null, () => ({ ok: true, value: undefined, changes: [] }), () => [this.#records.deleteOp(key)])
     }
+    for (const { key, value: held } of [...this.#held.iterate()]) {
+      // Its liquidation is still unrecorded (its repair failed this run, or waits for its back-off).
+      if (this.#open({ kind: 'liquidated', advanceId: held.advanceId })) continue
+      try {
+        await this.#countHeld(key, held, true)
+      } catch (error) {
+        onError(error, held)
+      }
+    }
+  }
+
+  /**
+   * Counts a held repayment once its advance's liquidation is recorded, as the repay route would (its proof, and the
+   * passport entry when it repays the advance), and deletes the held record in the same commit. Counted meanwhile by
+   * a report: only the record goes. Refused by the engine (the figures do not follow on even after the liquidation):
+   * with `dropRefused` (the repair run, which reports the refusal) the record goes too, and the reconciliation shows
+   * the difference.
+   */
+  async #countHeld(key: string, held: HeldRepayment, dropRefused: boolean): Promise<void> {
+    const service = this.#service
+    const drop = () => service.run(null, () => ({ ok: true, value: undefined, changes: [] }), () => [this.#held.deleteOp(key)])
+    await service.locks.run(`advance:${held.advanceId}`, async () => {
+      if (service.store.proofs.has(held.proofKey)) return drop()
+      const advance = service.engine.getAdvance(held.advanceId)
+      const fact = {
+        network: held.network, txHash: held.txHash, logIndex: held.logIndex, advanceId: held.advanceId, payer: held.payer, lender: held.lender,
+        amountAtomic: BigInt(held.amountAtomic), reserveAmountAtomic: BigInt(held.reserveAmountAtomic),
+        lenderOwedAtomic: BigInt(held.lenderOwedAtomic), reserveOwedAtomic: BigInt(held.reserveOwedAtomic),
+      }
+      try {
+        await service.run(
+          null,
+          () => service.engine.repayAdvance(fact, service.now()),
+          (receipt) => [service.useProof(held, `advance:${held.advanceId}`), ...repaidPassport(service, receipt, advance), this.#held.deleteOp(key)],
+        )
+      } catch (error) {
+        if (dropRefused && error instanceof EngineRefusedError) await drop()
+        throw error
+      }
+    })
   }
 
   /** The route's find-and-record path, as the job's client or the advance's lender (whom the engine always admits). */
@@ -374,6 +575,12 @@ export class OperatorRepairs {
     const job = service.engine.getJob(repair.jobId) as JobView
     if (repair.kind === 'settled') await completeJob(service, { ticket: undefined, encode: () => unanswered }, job.client, repair.jobId)
     else await failJob(service, { ticket: undefined, encode: () => unanswered }, job.client, repair.jobId, { reason: FAILED_ON_CHAIN, mined: true })
+  }
+
+  /** The live advance a Repaid names on its own network. */
+  #liveAdvanceOf(fact: FacilityFactOf<'Repaid'>): string | undefined {
+    const advance = this.#service.engine.advanceByKey(fact.args.offerKey)
+    return advance !== undefined && advance.network === fact.network ? advance.advanceId : undefined
   }
 
   #repairOf(fact: FacilityFact): OperatorRepair | undefined {

@@ -10,6 +10,7 @@ import type { AdvanceView, OfferView, RepaymentReceipt } from '../engine/types.t
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
 import { valueOf, type ServiceCore } from './core.ts'
 import type { Mutation } from './mutation.ts'
+import type { OperatorRepairs } from './operator-commands.ts'
 
 /**
  * The advance of the offer when it is funded by the payment `txHash` of `lender`: a report of a payment already
@@ -77,11 +78,14 @@ export async function recordSupplierPayment(
   )
 }
 
-export async function repay(service: ServiceCore, mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
+export async function repay(service: ServiceCore, repairs: OperatorRepairs, mutation: Mutation<RepaymentReceipt>, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
   const known = service.view('advance', advanceId)
   if (known === undefined) throw service.missing('advance', advanceId)
   // On chain the advance's lender is the session wallet that paid (repayments recycle into the wallet that lends).
   const fact = await service.prove(known.network, 'Repaid', body.txHash, { offerKey: known.advanceKey, lender: known.payer })
+  // Never counted before a liquidation mined ahead of it and not recorded yet (its figures follow on from that).
+  const live = service.engine.getAdvance(advanceId)
+  if (live !== undefined) await repairs.awaitCountable(live, fact)
   // The report is the fast path: when the chain follower counted this payment first (the advance may even be
   // repaid and closed by it), the answer is the same receipt, once the commit that counted it is durable.
   const counted = countedRepayment(service, advanceId, fact)

@@ -185,3 +185,25 @@ t.test('a reclaim mined and applied by the follower while a registration runs is
   t.equal(h.app.service.store.proofs.get(`${h.network.slug}:${fundingTx.toLowerCase()}:0`), undefined, 'its funding proof is not used')
   await expectReconciled(t, operator, h.network.slug)
 })
+
+t.test('a reclaim releasing collateral the job never counted (an older release\'s registration) counts it: the job and the reconciliation agree with the contract', async (t) => {
+  const jobId = 'job_rc_uncounted'
+  const borrower = await fundedAccount(h.devnet, h.network, usdc(40))
+  const client = await fundedAccount(h.devnet, h.network, usdc(100))
+  const fundingTx = await new ChainAgent(h.network, client).fundJob(jobId, USDC, usdc(100), borrower.address)
+  const postingTx = await new ChainAgent(h.network, borrower).postCollateral(jobId, USDC, usdc(40))
+  const posted = await new ChainAgent(h.network, borrower).publicClient.getTransactionReceipt({ hash: postingTx })
+  await until(() => (follower().cursor?.blockNumber ?? -1n) >= posted.blockNumber, 20_000, 'the follower past the posting')
+  // Registered as a release before registrations read earlier postings did it: the job without its 40 of collateral.
+  const service = h.app.service
+  await service.run(null, () => service.engine.createJob({
+    jobId, client: client.address, borrower: borrower.address, network: h.network.slug, asset: USDC, receivableAtomic: usdc(100),
+    dueAtMs: service.now() + 3600_000, funding: { network: h.network.slug, txHash: fundingTx, logIndex: 0 }, caller: borrower.address,
+  }, service.now()), () => [])
+  t.equal(service.view('job', jobId)?.collateralAtomic, 0n, 'the job counts no collateral')
+
+  await reclaim(client, jobId)
+  await until(() => service.view('job', jobId)?.failureReason === 'escrow_reclaimed', 20_000, 'the follower to apply the reclaim')
+  t.equal(service.view('job', jobId)?.collateralAtomic, usdc(40), 'the 40 the contract released to the borrower is counted')
+  await expectReconciled(t, operator, h.network.slug)
+})

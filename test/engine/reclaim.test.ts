@@ -6,13 +6,26 @@ import t from 'tap'
 import { jobKey } from '../../src/chain/ids.ts'
 import { CHAIN_EVENT_CHANGES_MAX, chainEventWeight, jobReclaimedChangesMax } from '../../src/engine/chain-facts.ts'
 import type { ChainEventFact } from '../../src/engine/engine.ts'
-import type { Change, Engine, JobView, OfferView } from '../../src/engine/index.ts'
-import { BORROWER, NET, T0, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, unwrap } from './fixtures/world.ts'
+import { jobViewFromSnapshot, type Change, type Engine, type JobView, type OfferView } from '../../src/engine/index.ts'
+import { ASSET, BORROWER, NET, T0, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, unwrap } from './fixtures/world.ts'
 
 const OFFERS_MAX = 6
 
-function reclaimed(jobId: string, n = 1): ChainEventFact {
-  return { kind: 'job_reclaimed', proofKey: `${NET}:${hash(7000 + n)}:0`, jobKey: jobKey(jobId) }
+const RECEIVABLE = 1_000_000n
+
+/** The JobReclaimed of a job: by default it gave back the receivable and no collateral, as the world's jobs hold. */
+function reclaimed(jobId: string, n = 1, amounts: { escrowRefundedAtomic?: bigint; collateralReleasedAtomic?: bigint } = {}): ChainEventFact {
+  return {
+    kind: 'job_reclaimed', proofKey: `${NET}:${hash(7000 + n)}:0`, jobKey: jobKey(jobId),
+    escrowRefundedAtomic: amounts.escrowRefundedAtomic ?? RECEIVABLE, collateralReleasedAtomic: amounts.collateralReleasedAtomic ?? 0n,
+  }
+}
+
+function posted(jobId: string, amountAtomic: bigint, n: number): ChainEventFact {
+  return {
+    kind: 'collateral_posted', jobKey: jobKey(jobId), asset: ASSET, proofKey: `${NET}:${hash(8000 + n)}:0`,
+    borrower: BORROWER, amountAtomic, proof: { network: NET, txHash: hash(8000 + n), logIndex: 0 },
+  }
 }
 
 function observe(engine: Engine, events: ChainEventFact[], network = NET) {
@@ -22,8 +35,8 @@ function observe(engine: Engine, events: ChainEventFact[], network = NET) {
 function world() {
   const { engine } = newEngine({ liveOffersPerBorrowerMax: OFFERS_MAX })
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
-  createJob(engine, 'job_rc', 1_000_000n)
-  createJob(engine, 'job_other', 1_000_000n)
+  createJob(engine, 'job_rc', RECEIVABLE)
+  createJob(engine, 'job_other', RECEIVABLE)
   return engine
 }
 
@@ -71,4 +84,37 @@ t.test('a JobReclaimed makes at most jobReclaimedChangesMax changes, which its b
   t.equal(jobReclaimedChangesMax(config), changes)
   t.ok(chainEventWeight(config, 'JobReclaimed') * CHAIN_EVENT_CHANGES_MAX >= changes, 'the follower counts it as enough events')
   t.equal(chainEventWeight(config, 'SupplierPaid'), 1, 'any other event counts once')
+})
+
+t.test('a JobReclaimed whose amounts are not what the job holds is not applied (reclaim_mismatch)', async (t) => {
+  const engine = world()
+  unwrap(observe(engine, [posted('job_rc', 300n, 1)]))
+  const mismatches = [
+    { escrowRefundedAtomic: RECEIVABLE - 1n, collateralReleasedAtomic: 300n },
+    { escrowRefundedAtomic: RECEIVABLE + 1n, collateralReleasedAtomic: 300n },
+    // Less collateral than the job counted: the service counted a posting the contract never held.
+    { escrowRefundedAtomic: RECEIVABLE, collateralReleasedAtomic: 299n },
+  ]
+  for (const [i, amounts] of mismatches.entries()) {
+    const outcome = unwrap(observe(engine, [reclaimed('job_rc', i + 1, amounts)]))
+    t.same([outcome.reclaimed, outcome.ignored.map((r) => r.reason)], [[], ['reclaim_mismatch']], JSON.stringify(amounts, (_, v) => typeof v === 'bigint' ? v.toString() : v))
+    t.match(engine.getJob('job_rc'), { state: 'funded', failureReason: null, collateralAtomic: 300n }, 'the job is as it was')
+  }
+  const exact = unwrap(observe(engine, [reclaimed('job_rc', 9, { collateralReleasedAtomic: 300n })]))
+  t.same(exact.reclaimed.map((r) => [r.jobId, r.uncountedCollateralAtomic]), [['job_rc', 0n]], 'the job\'s own amounts: applied')
+  engine.checkInvariants()
+})
+
+t.test('collateral the contract released beyond what the job counted is counted on the job by its reclaim', async (t) => {
+  // A job registered under a release that did not read postings made before its registration: the contract holds
+  // 500 of collateral, the job counts the 200 posted after.
+  const engine = world()
+  unwrap(observe(engine, [posted('job_rc', 200n, 1)]))
+  const result = observe(engine, [reclaimed('job_rc', 1, { collateralReleasedAtomic: 500n })])
+  const outcome = unwrap(result)
+  t.same(outcome.reclaimed.map((r) => [r.jobId, r.uncountedCollateralAtomic]), [['job_rc', 300n]], 'the difference, said')
+  // Final at once (no leased offer): the job leaves memory, its last snapshot is in the command's changes.
+  const change = (result as { changes: Change[] }).changes.find((c) => c.kind === 'job' && c.id === 'job_rc') as Change
+  t.match(jobViewFromSnapshot(change.record), { state: 'failed', failureReason: 'escrow_reclaimed', collateralAtomic: 500n }, 'what the contract released is what the job counts')
+  engine.checkInvariants()
 })

@@ -28,7 +28,7 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       callers: 'public',
       summary: 'Health: the engine is serving; per network, whether the wallet watcher and the chain follower are current and the ledger equals the chain',
       description:
-        'Public. ok when every network\'s wallet watcher is current, its chain follower is following and its last reconciliation (at start-up or POST /operator/reconcile) found no difference; degraded when a watcher is serving its last known values, a follower is failing or stopped, or a reconciliation found differences (listed); per network the follower\'s last applied block, its time and its lag; also the counts of live actors.',
+        'Public. ok when every network\'s wallet watcher is current, its chain follower is following and its last reconciliation (at start-up or POST /operator/reconcile) found no difference; degraded when a watcher is serving its last known values, a follower is failing or stopped, a reconciliation found differences (listed), or an operator transaction mined and not yet recorded has waited too long (operatorRepairs); per network the follower\'s last applied block, its time and its lag; also the counts of live actors.',
       tags,
       auth: 'none',
       responses: { 200: { description: 'Health', schema: Health } },
@@ -43,12 +43,14 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
         }))
         const { counts } = service.engine.creditState()
         const followerDown = (state: string) => state === 'degraded' || state === 'stopped'
+        const { degraded: repairsStale, nextAttemptAtMs, ...repairs } = service.operatorRepairs.status()
         return asResult(
           replyWith(200, Health)({
-            status: networks.some((n) => n.watcher === 'degraded' || followerDown(n.follower.state) || n.reconciliation.status === 'differences') ? 'degraded' : 'ok',
+            status: repairsStale || networks.some((n) => n.watcher === 'degraded' || followerDown(n.follower.state) || n.reconciliation.status === 'differences') ? 'degraded' : 'ok',
             version: docs.version,
             networks,
             live: { jobs: counts.liveJobs, offers: counts.liveOffers, leases: counts.liveLeases, advances: counts.liveAdvances },
+            operatorRepairs: { ...repairs, nextAttemptAt: nextAttemptAtMs === null ? null : new Date(nextAttemptAtMs).toISOString() },
           }),
         )
       },
