@@ -21,8 +21,8 @@ const ID_FIELDS = { job: 'jobId', offer: 'offerId', lease: 'leaseId', advance: '
 const idOf = (kind: ActorKind, context: Record<string, unknown>): string => context[ID_FIELDS[kind]] as string
 
 /**
- * The root of one engine's actor system: every job, offer and lease the engine starts, and every actor it restores,
- * is its child (a new advance, started in advances.ts without it, still has a system of its own). XState
+ * The root of one engine's actor system: every job, offer, lease and advance the engine starts or restores is its
+ * child. XState
  * gives each root actor a system of its own (two Maps, a WeakMap, a Set and some twenty closures: about 1.8 KB of
  * the 3.7 KB a live lease holds, measured with `gc()` around 20,000 actors), made anew for every actor and copied by
  * every scavenge it survives; a child uses its parent's. A child tells its parent when it is done (ignored here) and

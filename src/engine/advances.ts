@@ -37,7 +37,7 @@ export function openAdvance(
     lenderOwedAtomic: lenderRepaymentAtomic(terms), reserveOwedAtomic: insurance,
     payment, fundedAtMs: nowMs, dueAtMs: o.dueAtMs,
   }
-  const advance = startActor(advanceMachine, input)
+  const advance = startActor(advanceMachine, input, s.actorRoot)
   s.advances.set(advanceId, advance)
   s.advanceIdByKey.set(input.advanceKey, advanceId)
   touch(s, 'advance', advanceId)

@@ -163,7 +163,7 @@ t.test('an offer event through the engine\'s send: the context XState made, copi
   t.equal(viaEngine.getSnapshot().status, 'done', 'the offer ended funded')
 })
 
-t.test("an engine's live actors are children of its actorRoot: one XState system for all of them, restored ones too", async (t) => {
+t.test("an engine's live jobs, offers, leases and advances are children of its actorRoot: one XState system for all of them, restored ones too", async (t) => {
   const { engine } = newEngine()
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
@@ -171,10 +171,11 @@ t.test("an engine's live actors are children of its actorRoot: one XState system
   unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0 + 1_000))
   unwrap(engine.requestCredit(creditRequest(), T0 + 1_000))
   createJob(engine, 'job_root_1', 10n ** 6n)
+  fundAdvance(engine, {}, T0 + 2_000, 2)
   const restored = new Engine({}, new FakeWallets(), engine.snapshots())
   for (const [name, e] of [['new', engine], ['restored', restored]] as const) {
     const state = (e as unknown as { state: EngineState }).state
-    for (const kind of ['job', 'offer', 'lease'] as const) {
+    for (const kind of ['job', 'offer', 'lease', 'advance'] as const) {
       const actors = [...state.actorMap(kind).values()]
       t.ok(actors.length > 0, `${name}: a live ${kind}`)
       for (const actor of actors) t.equal(actor.system, state.actorRoot.system, `${name}: the ${kind} is in the engine's system`)
