@@ -236,20 +236,26 @@ t.test('an RPC outage (dead RPC, then a paused anvil): degraded, then recovered 
   t.same(follower.delivered, truth, 'in order, none twice')
 })
 
-t.test('a node behind the cursor (head below it, or its block not found) is waited for: nothing applied meanwhile, then every event once', async (t) => {
-  const store = await Store.open({ dataDir: join(root, 'lagging') })
-  t.teardown(() => store.close())
-  t.teardown(() => proxy.setLagging(undefined))
+/** A follower reading through the proxy from the chain's head, started and caught up; its fatal errors, its cursor then. */
+async function caughtUpBehindProxy(t: Test, store: Store, options: Partial<FollowerOptions>) {
   proxy.setTarget(f.network.rpcUrl)
   const startBlock = await headBlock()
-  // An hour: the lag below is never taken as a replaced chain.
-  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, headBehindMaxMs: 3_600_000 })
+  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, ...options })
   const fatal: FollowerFatalError[] = []
   follower.follower.on('fatal', (error) => fatal.push(error))
   follower.follower.start()
   await activity(1)
   await eventually(t, 'caught up', async () => follower.stored().length === (await groundTruth(startBlock)).length)
   const cursor = follower.follower.cursor as NonNullable<typeof follower.follower.cursor>
+  return { follower, fatal, startBlock, cursor }
+}
+
+t.test('a node behind the cursor (head below it, or its block not found) is waited for: nothing applied meanwhile, then every event once', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'lagging') })
+  t.teardown(() => store.close())
+  t.teardown(() => proxy.setLagging(undefined))
+  // An hour: the lag below is never taken as a replaced chain.
+  const { follower, fatal, startBlock, cursor } = await caughtUpBehindProxy(t, store, { headBehindMaxMs: 3_600_000 })
 
   // A node two blocks behind the cursor answers: it has not seen the cursor's block.
   proxy.setLagging({ head: cursor.blockNumber - 2n, headToo: true })
@@ -286,17 +292,9 @@ t.test('a node behind, then an RPC outage longer than headBehindMaxMs, then behi
     proxy.setLagging(undefined)
     proxy.setMode('forward')
   })
-  proxy.setTarget(f.network.rpcUrl)
-  const startBlock = await headBlock()
   // The follower's clock, moved by hand: how long anything lasted is what the test says, not how fast the machine is.
   let nowMs = Date.now()
-  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, headBehindMaxMs: 60_000, nowMs: () => nowMs })
-  const fatal: FollowerFatalError[] = []
-  follower.follower.on('fatal', (error) => fatal.push(error))
-  follower.follower.start()
-  await activity(1)
-  await eventually(t, 'caught up', async () => follower.stored().length === (await groundTruth(startBlock)).length)
-  const cursor = follower.follower.cursor as NonNullable<typeof follower.follower.cursor>
+  const { follower, fatal, cursor } = await caughtUpBehindProxy(t, store, { headBehindMaxMs: 60_000, nowMs: () => nowMs })
 
   // The node falls behind, then stops answering for an hour (it restarts), then answers behind again while it syncs.
   proxy.setLagging({ head: cursor.blockNumber - 2n, headToo: true })
