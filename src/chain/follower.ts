@@ -135,8 +135,8 @@ export type FollowerEvents = {
 export const logBlockRangeMaxDefault = 2_000n
 
 /**
- * Reads of a chain behind the follower, in a row, before it may be taken as replaced: with the time bound, one late
- * answer after an outage (the bound passed while the RPC was down) is not enough.
+ * Reads of a chain behind the follower, in a row, before it may be taken as replaced: with the time bound, the first
+ * answers of a node that was behind when it last answered are not enough (a failed step starts the count again: #run).
  */
 export const chainBehindReadsMin = 3
 
@@ -253,6 +253,10 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
           this.emit('fatal', error)
           return
         }
+        // Behind is measured over answers in a row: a step the RPC did not answer says nothing of the chain, and a node
+        // back from an outage (restarted, syncing) answers behind for a while; counted across the outage, two such
+        // answers after an outage longer than the bound took the chain as replaced.
+        if (!(error instanceof ChainBehindError)) this.#behind = undefined
         this.#error = error
         if (this.#state !== 'degraded') {
           this.#state = 'degraded'

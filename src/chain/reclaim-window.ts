@@ -48,17 +48,17 @@ export async function readReclaimWindow(
   }
 }
 
+/** Why a network whose credit contract has no reclaimJob is refused, and what to do. */
+export function olderContractMessage(slug: string, contract: Address): string {
+  return `${slug}'s credit contract ${contract} has no reclaimDelay(): it predates reclaimJob; deploy this release's CreditFacilityV2 and configure its address`
+}
+
 /**
  * Whether the credit contract at `contract` is a deployment with reclaimJob: its reclaimDelay() answers. One deployed
  * before it (the contract changed in place: a constructor argument, the Job layout) reverts, or has no code there; the
  * service cannot register a job on it nor decode its jobs, so the start-up refuses it (src/app/app.ts) or, on the
  * devnet, starts a fresh chain (src/chain/devnet.ts). RPC failures are thrown as they are.
  */
-/** Why a network whose credit contract has no reclaimJob is refused, and what to do. */
-export function olderContractMessage(slug: string, contract: Address): string {
-  return `${slug}'s credit contract ${contract} has no reclaimDelay(): it predates reclaimJob; deploy this release's CreditFacilityV2 and configure its address`
-}
-
 export async function facilityHasReclaim(publicClient: Pick<PublicClient, 'readContract'>, contract: Address): Promise<boolean> {
   try {
     await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay' })

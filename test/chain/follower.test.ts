@@ -11,7 +11,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { startAnvil } from '../../src/chain/anvil.ts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { parseNetworksConfig, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
-import { ChainFollower, FollowerFatalError, type ChainBatch, type FollowerOptions } from '../../src/chain/follower.ts'
+import { chainBehindReadsMin, ChainFollower, FollowerFatalError, type ChainBatch, type FollowerOptions } from '../../src/chain/follower.ts'
 import { FollowerCursors } from '../../src/chain/follower-cursor.ts'
 import { createPollingClients, SharedHead } from '../../src/chain/poll-transport.ts'
 import { jobKey, newKeySalt, offerKey } from '../../src/chain/ids.ts'
@@ -236,20 +236,26 @@ t.test('an RPC outage (dead RPC, then a paused anvil): degraded, then recovered 
   t.same(follower.delivered, truth, 'in order, none twice')
 })
 
-t.test('a node behind the cursor (head below it, or its block not found) is waited for: nothing applied meanwhile, then every event once', async (t) => {
-  const store = await Store.open({ dataDir: join(root, 'lagging') })
-  t.teardown(() => store.close())
-  t.teardown(() => proxy.setLagging(undefined))
+/** A follower reading through the proxy from the chain's head, started and caught up; its fatal errors, its cursor then. */
+async function caughtUpBehindProxy(t: Test, store: Store, options: Partial<FollowerOptions>) {
   proxy.setTarget(f.network.rpcUrl)
   const startBlock = await headBlock()
-  // An hour: the lag below is never taken as a replaced chain.
-  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, headBehindMaxMs: 3_600_000 })
+  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, ...options })
   const fatal: FollowerFatalError[] = []
   follower.follower.on('fatal', (error) => fatal.push(error))
   follower.follower.start()
   await activity(1)
   await eventually(t, 'caught up', async () => follower.stored().length === (await groundTruth(startBlock)).length)
   const cursor = follower.follower.cursor as NonNullable<typeof follower.follower.cursor>
+  return { follower, fatal, startBlock, cursor }
+}
+
+t.test('a node behind the cursor (head below it, or its block not found) is waited for: nothing applied meanwhile, then every event once', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'lagging') })
+  t.teardown(() => store.close())
+  t.teardown(() => proxy.setLagging(undefined))
+  // An hour: the lag below is never taken as a replaced chain.
+  const { follower, fatal, startBlock, cursor } = await caughtUpBehindProxy(t, store, { headBehindMaxMs: 3_600_000 })
 
   // A node two blocks behind the cursor answers: it has not seen the cursor's block.
   proxy.setLagging({ head: cursor.blockNumber - 2n, headToo: true })
@@ -277,6 +283,39 @@ t.test('a node behind the cursor (head below it, or its block not found) is wait
   t.same(fatal, [], 'never fatal')
   t.same(follower.conflicts, [], 'nothing delivered twice')
   t.same(follower.delivered, truth, 'every event once, in order')
+})
+
+t.test('a node behind, then an RPC outage longer than headBehindMaxMs, then behind again: not a replaced chain until behind for the bound after the outage', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'behind-outage') })
+  t.teardown(() => store.close())
+  t.teardown(() => {
+    proxy.setLagging(undefined)
+    proxy.setMode('forward')
+  })
+  // The follower's clock, moved by hand: how long anything lasted is what the test says, not how fast the machine is.
+  let nowMs = Date.now()
+  const { follower, fatal, cursor } = await caughtUpBehindProxy(t, store, { headBehindMaxMs: 60_000, nowMs: () => nowMs })
+
+  // The node falls behind, then stops answering for an hour (it restarts), then answers behind again while it syncs.
+  proxy.setLagging({ head: cursor.blockNumber - 2n, headToo: true })
+  await eventually(t, 'behind', () => /is behind the follower's cursor/.test(follower.follower.status().error ?? ''))
+  proxy.setMode('down')
+  await eventually(t, 'the outage seen', () => !/is behind/.test(follower.follower.status().error ?? ''))
+  nowMs += 3_600_000
+  proxy.reset()
+  proxy.setMode('forward')
+  await eventually(t, 'read behind again, more than chainBehindReadsMin times (or stopped)', () => fatal.length > 0 || proxy.count('eth_getBlockByNumber') >= 2 * chainBehindReadsMin)
+  t.same(fatal, [], 'an hour without answers is not an hour behind: still waiting')
+  t.equal(follower.follower.status().state, 'degraded')
+  t.same(follower.follower.cursor, cursor, 'nothing advanced')
+
+  // Behind for the bound, counted from the answers after the outage: the chain was replaced.
+  nowMs += 60_000
+  await eventually(t, 'stopped once behind for the bound', () => fatal.length === 1)
+  t.equal(fatal[0]?.code, 'chain_replaced')
+  t.same(follower.follower.cursor, cursor, 'the cursor never moved')
+  await follower.follower.stop()
+  t.same(follower.conflicts, [], 'nothing delivered twice')
 })
 
 t.test('eth_getLogs is chunked, and a batch is bounded, over many blocks', async (t) => {
