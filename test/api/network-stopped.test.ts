@@ -5,12 +5,13 @@
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { privateKeyToAccount } from 'viem/accounts'
 import { startApp } from '../../src/app/app.ts'
 import type { Reply } from '../../src/client/client.ts'
 import { toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
 import { startRpcProxy } from '../chain/fixtures/rpc-proxy.ts'
-import { creditRequest, fundedJob, tempDataDir, testConfig, usdc, type Harness } from '../fixtures/service.ts'
+import { creditRequest, fundedJob, signedIn, tempDataDir, testConfig, usdc, type Harness } from '../fixtures/service.ts'
 import { expectProblem, openApiDocument, randomHash, until, type Json } from './fixtures/api.ts'
 
 t.test('every route on a network whose follower stopped answers 503 network_stopped, without Retry-After; the other network is served', async (t) => {
@@ -79,6 +80,11 @@ t.test('every route on a network whose follower stopped answers 503 network_stop
   stopped(await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'late' }), '/credit/jobs/{jobId}/fail', 'a failure (operator transaction) on it')
   t.equal((await borrowerClient.get(`/credit/offers/${offerId}`)).body.state, 'offered', 'nothing changed: the offer still waits')
   t.equal((await borrowerClient.get(`/credit/jobs/${jobId}`)).status, 200, 'a route that reads no chain is served')
+
+  // The operator's reconciliation still reads it: the replaced chain's stop asks for one before resuming.
+  const operator = await signedIn(app.url, privateKeyToAccount(accounts.operator.privateKey))
+  const reconciled = await operator.post('/operator/reconcile', { network: b.slug })
+  t.equal(reconciled.status, 200, 'an operator reconciles the stopped network', { body: reconciled.body })
 
   // Network a: followed, and a registration on it (chain reads) succeeds.
   t.match(await followerOf(a.slug), { state: 'ok' })
