@@ -3,6 +3,7 @@
 // typed errors, and this table says how the API answers each.
 import { AttestationExpiredError, AttestationInvalidError } from '../chain/attestation.ts'
 import { BorrowerConsentError } from '../chain/consent.ts'
+import { NetworkStoppedError } from '../chain/follower.ts'
 import { TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { JobRegistrationRefusedError } from '../chain/reclaim-window.ts'
 import { ContractRevertError, OperatorUnavailableError } from '../chain/operator.ts'
@@ -60,6 +61,8 @@ const RULES: readonly Rule<never>[] = [
     new HttpProblem(e.reason === 'already_used' ? 409 : 422, `proof_${e.reason}`, e.message, { title: 'Transaction proof refused' }),
   ),
   rule(ChainRpcError, (e) => new HttpProblem(503, 'chain_unavailable', e.message, { title: 'Chain unavailable', headers: RETRY_SOON })),
+  // No Retry-After: the network's chain follower stopped for good, and only an operator brings it back.
+  rule(NetworkStoppedError, (e) => new HttpProblem(503, 'network_stopped', e.message, { title: 'Network stopped' })),
   rule(ContractRevertError, (e) =>
     new HttpProblem(409, contractCode(e.errorName), `${e.message}; nothing was recorded`, { title: 'Refused by the credit contract' }),
   ),

@@ -24,7 +24,7 @@ import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
-import { facilityHasReclaim, olderContractMessage } from '../chain/reclaim-window.ts'
+import { absentContractMessage, olderContractMessage, probeCreditContract } from '../chain/reclaim-window.ts'
 import { loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
@@ -103,9 +103,10 @@ export interface AppOptions {
 /**
  * A configured network whose credit contract predates reclaimJob (deployed before the contract changed in place) would
  * answer 503 to every registration and could not decode its jobs: the start is refused, a new deployment is needed
- * (README "Upgrading to reclaimJob"). A network the probe cannot reach is said in the log and served: its follower and
- * requests retry, as for any outage, and its follower probes again once the RPC answers, before it applies anything
- * (refuseOlderContract: it stops, the network's /health says why). Returns the slugs of those networks.
+ * (README "Upgrading to reclaimJob"). A network the probe cannot reach, or whose node has no code at the contract (not
+ * yet at its deployment block: probeCreditContract's 'absent'), is said in the log and served: its follower and
+ * requests retry, as for any outage, and its follower probes again before it applies anything (refuseOlderContract:
+ * an older contract stops it, the network's /health says why). Returns the slugs of those networks.
  */
 async function refuseOlderCreditContracts(source: string, networks: readonly NetworkConfig[], log: Logger): Promise<Set<string>> {
   const older: { path: string; message: string }[] = []
@@ -114,8 +115,11 @@ async function refuseOlderCreditContracts(source: string, networks: readonly Net
     // Bounded: an RPC that hangs delays the start by seconds, not by the client's default retries.
     const publicClient = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 1, timeout: 5_000 }) })
     try {
-      if (!(await facilityHasReclaim(publicClient, network.creditContract))) {
-        older.push({ path: `/networks/${index}/creditContract`, message: olderContractMessage(network.slug, network.creditContract) })
+      const { verdict, head } = await probeCreditContract(publicClient, network.creditContract)
+      if (verdict === 'older') older.push({ path: `/networks/${index}/creditContract`, message: olderContractMessage(network.slug, network.creditContract) })
+      if (verdict === 'absent') {
+        unreached.add(network.slug)
+        log({ level: 'warn', msg: 'credit_contract_not_found', network: network.slug, error: absentContractMessage(network.slug, network.creditContract, head) })
       }
     } catch (error) {
       unreached.add(network.slug)
@@ -164,7 +168,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
   try {
     let devnet = options.devnet
     let networks: NetworkConfig[]
-    /** Networks whose credit contract the start-up probe could not read: their followers probe it again. */
+    /** Networks whose credit contract the start-up probe could not read, or found no code at: their followers probe it again. */
     let unprobed = new Set<string>()
     let config = baseConfig
     if (config.networksFile !== undefined) {
@@ -256,7 +260,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     for (const key of service.sessionKeys()) {
       for (const slug of Object.keys(key.policy.assets)) if (clients.has(slug)) watcher.watchWhenFunded(slug, key.address)
     }
-    const reconciliation = new Reconciliation(service, { clients: (slug) => service.clientsOf(slug) })
+    // The operator's check reads a network whose chain follower stopped too (clientsOf refuses requests on it): a
+    // replaced chain's stop asks for a reconciliation before resuming.
+    const reconciliation = new Reconciliation(service, { clients: (slug) => clients.get(slug) as NetworkClients })
     const links = new AgentLinks(service, new ReputationReader(config.reputation, (slug) => service.clientsOf(slug)))
     watcher.on('update', ({ holder }) => engine.walletChanged(holder))
     // A payment or repayment applied moves the payer's tokens: until the watcher has read the wallet again, its last

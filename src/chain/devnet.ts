@@ -20,7 +20,7 @@ import {
 } from 'viem'
 import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { AnvilStartError, startAnvil, type AnvilOptions, type AnvilProcess } from './anvil.ts'
-import { facilityHasReclaim } from './reclaim-window.ts'
+import { probeCreditContract } from './reclaim-window.ts'
 import {
   identityRegistryAbi,
   loadArtifact,
@@ -133,7 +133,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       specs.map(async (spec, index) => {
         const network = await deployDevnetNetwork(spec, anvils[index] as AnvilProcess, accounts, options)
         const publicClient = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 0 }) })
-        if (options.stateDir === undefined || (await facilityHasReclaim(publicClient, network.creditContract))) return network
+        if (options.stateDir === undefined || (await probeCreditContract(publicClient, network.creditContract)).verdict === 'current') return network
         // A chain saved by a release before reclaimJob keeps that release's credit contract at the fixed address: every
         // registration would fail and its jobs would not decode. Its files are set aside, and the chain starts fresh.
         log({

@@ -18,7 +18,7 @@ import { BlockNotFoundError, type Address, type Hex } from 'viem'
 import type { NetworkConfig } from './config.ts'
 import { decodeFacilityLog, type FacilityEvent, type FacilityEventName } from './events-v2.ts'
 import { createPollingClients, SharedHead, type PollingClients } from './poll-transport.ts'
-import { facilityHasReclaim, olderContractMessage } from './reclaim-window.ts'
+import { absentContractMessage, olderContractMessage, probeCreditContract } from './reclaim-window.ts'
 
 export type FollowedEventName = FacilityEventName
 
@@ -65,13 +65,26 @@ export class FollowerFatalError extends Error {
   }
 }
 
+/**
+ * A request that needs a network whose chain follower stopped (FollowerFatalError): the service no longer follows that
+ * chain and no retry changes that (an operator must act, /health says what), so it is refused as such (503
+ * network_stopped, without Retry-After) instead of as an outage to retry (chain_unavailable). Nothing was changed.
+ */
+export class NetworkStoppedError extends Error {
+  override readonly name = 'NetworkStoppedError'
+  constructor(readonly stopped: FollowerFatalError) {
+    super(`${stopped.message}; nothing is served on ${stopped.network} until an operator acts (see /health): do not retry`)
+  }
+}
+
 export type FollowerOptions = {
   network: NetworkConfig
   /** The credit contract whose events are followed. */
   contract: Address
   /**
-   * Check, before anything is read, that `contract` is a deployment with reclaimJob (facilityHasReclaim), and stop
-   * with 'older_contract' when it is not: for a network whose start-up probe could not reach the RPC (src/app/app.ts).
+   * Check, before anything is read, that `contract` is a deployment with reclaimJob (probeCreditContract), and stop
+   * with 'older_contract' when it is older; a node with no code there yet is waited for (degraded, probed again): for a
+   * network whose start-up probe could not reach the RPC or found no code (src/app/app.ts).
    */
   refuseOlderContract?: boolean
   /** The stored cursor (resume after it), or undefined to start at startBlock. */
@@ -215,6 +228,11 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     return { network: this.network, state: this.#state, cursor: this.#cursor, head: this.#head, error }
   }
 
+  /** Why the follower stopped for good, or undefined while it runs (or after stop()). */
+  get fatal(): FollowerFatalError | undefined {
+    return this.#error instanceof FollowerFatalError ? this.#error : undefined
+  }
+
   start(): void {
     if (this.#running) return
     this.#running = true
@@ -288,8 +306,10 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     if (chainId !== this.#options.network.chainId) {
       throw new FollowerFatalError(this.network, 'wrong_chain', `the RPC serves chain ${chainId}, the network is configured as ${this.#options.network.chainId}`)
     }
-    if (this.#options.refuseOlderContract === true && !(await facilityHasReclaim(this.#clients.publicClient, this.#options.contract))) {
-      throw new FollowerFatalError(this.network, 'older_contract', olderContractMessage(this.network, this.#options.contract))
+    if (this.#options.refuseOlderContract === true) {
+      const { verdict, head } = await probeCreditContract(this.#clients.publicClient, this.#options.contract)
+      if (verdict === 'older') throw new FollowerFatalError(this.network, 'older_contract', olderContractMessage(this.network, this.#options.contract))
+      if (verdict === 'absent') throw new Error(absentContractMessage(this.network, this.#options.contract, head))
     }
     this.#chainChecked = true
   }

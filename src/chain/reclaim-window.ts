@@ -54,17 +54,33 @@ export function olderContractMessage(slug: string, contract: Address): string {
 }
 
 /**
- * Whether the credit contract at `contract` is a deployment with reclaimJob: its reclaimDelay() answers. One deployed
- * before it (the contract changed in place: a constructor argument, the Job layout) reverts, or has no code there; the
- * service cannot register a job on it nor decode its jobs, so the start-up refuses it (src/app/app.ts) or, on the
- * devnet, starts a fresh chain (src/chain/devnet.ts). RPC failures are thrown as they are.
+ * What the RPC's node holds at `contract`, read at its own head: 'current', a deployment with reclaimJob (its
+ * reclaimDelay() answers); 'older', code that does not answer reclaimDelay() (a deployment from before the contract
+ * changed in place: a constructor argument, the Job layout), which the service cannot register a job on nor decode the
+ * jobs of, so the start-up refuses it (src/app/app.ts), the chain follower stops on it (src/chain/follower.ts) and the
+ * devnet starts a fresh chain (src/chain/devnet.ts); 'absent', no code there at that head: a node that has not reached
+ * the deployment block yet (a lagging or syncing node answers a call to it with empty data, which once read as an older
+ * contract stopped the network for good), or an address with nothing deployed, which only waiting tells apart: the
+ * start goes on and the follower probes again. The code and the call are read at the same block, so two nodes of one
+ * endpoint cannot answer one each. RPC failures are thrown as they are.
  */
-export async function facilityHasReclaim(publicClient: Pick<PublicClient, 'readContract'>, contract: Address): Promise<boolean> {
+export async function probeCreditContract(
+  publicClient: Pick<PublicClient, 'getBlockNumber' | 'getCode' | 'readContract'>,
+  contract: Address,
+): Promise<{ verdict: 'current' | 'older' | 'absent'; head: bigint }> {
+  const head = await publicClient.getBlockNumber({ cacheTime: 0 })
+  const code = await publicClient.getCode({ address: contract, blockNumber: head })
+  if (code === undefined || code === '0x') return { verdict: 'absent', head }
   try {
-    await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay' })
-    return true
+    await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay', blockNumber: head })
+    return { verdict: 'current', head }
   } catch (error) {
-    if (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null) return false
+    if (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null) return { verdict: 'older', head }
     throw error
   }
+}
+
+/** Why the credit contract is not probed yet: the node has no code at its address (probeCreditContract's 'absent'). */
+export function absentContractMessage(slug: string, contract: Address, head: bigint): string {
+  return `${slug}'s RPC has no code at the credit contract ${contract} at its head ${head}: a node not yet at the contract's deployment block (or nothing deployed there); probing again`
 }

@@ -181,6 +181,7 @@ export async function requestCredit(
 ): Promise<StoredResponse> {
   const network = service.network(body.network)
   service.token(network, body.asset)
+  service.refuseStoppedNetwork(network.slug)
   // The engine checks the supplier against its directory (src/engine/suppliers.ts): unknown, unverified or not
   // allowed, the request is declined.
   return service.apply(mutation, () => service.engine.requestCredit({ ...body, caller }, service.now()))

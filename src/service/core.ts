@@ -14,7 +14,7 @@ import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig }
 import { ProofRefusedError } from '../chain/proofs.ts'
 import { verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { FacilityEventName } from '../chain/events-v2.ts'
-import type { ChainFollower } from '../chain/follower.ts'
+import { NetworkStoppedError, type ChainFollower } from '../chain/follower.ts'
 import type { WalletWatcher } from '../chain/watcher.ts'
 import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
 import type { ServiceConfig } from '../app/config.ts'
@@ -182,11 +182,33 @@ export class ServiceCore {
     return this.#clock()
   }
 
-  /** The network's request-path clients (one attempt with its rpcTimeoutMs). */
+  /**
+   * The network's request-path clients (one attempt with its rpcTimeoutMs). Every request that reads its chain takes
+   * them here, so a network whose chain follower stopped for good is refused here (refuseStoppedNetwork) before
+   * anything is read or changed.
+   */
   clientsOf(slug: string): NetworkClients {
     const clients = this.clients.get(slug)
     if (clients === undefined) throw new UnknownNetworkError(slug)
+    this.refuseStoppedNetwork(slug)
     return clients
+  }
+
+  /**
+   * NetworkStoppedError (503 network_stopped, no Retry-After) when the network's chain follower stopped for good
+   * (chain_replaced, wrong_chain, older_contract): nothing of that chain is applied any more, so a request on it would
+   * otherwise answer chain_unavailable, "retry", for ever. Requests that read no chain (a credit request, a match) call it
+   * themselves.
+   */
+  refuseStoppedNetwork(slug: string): void {
+    const stopped = this.followers.get(slug)?.fatal
+    if (stopped !== undefined) throw new NetworkStoppedError(stopped)
+  }
+
+  /** Whether any network's chain follower stopped for good. */
+  anyNetworkStopped(): boolean {
+    for (const follower of this.followers.values()) if (follower.fatal !== undefined) return true
+    return false
   }
 
   network(slug: string): NetworkConfig {

@@ -4,6 +4,7 @@ import t from 'tap'
 import { problemOf } from '../../src/api/problems.ts'
 import { UnknownAssetError, UnknownNetworkError } from '../../src/chain/config.ts'
 import { ContractRevertError, OperatorUnavailableError } from '../../src/chain/operator.ts'
+import { FollowerFatalError, NetworkStoppedError } from '../../src/chain/follower.ts'
 import { ChainRpcError, ProofRefusedError } from '../../src/chain/proofs.ts'
 import { WatchLimitError } from '../../src/chain/watcher.ts'
 import { EngineRefusedError } from '../../src/engine/errors.ts'
@@ -20,6 +21,7 @@ const cases: [string, unknown, number, string, Record<string, string>?][] = [
   ['proof refused', new ProofRefusedError('wrong_arguments', 'd'), 422, 'proof_wrong_arguments'],
   ['proof already used', new ProofRefusedError('already_used', 'd'), 409, 'proof_already_used'],
   ['chain RPC', new ChainRpcError('devnet-a', new Error('down')), 503, 'chain_unavailable', { 'retry-after': '1' }],
+  ['network stopped', new NetworkStoppedError(new FollowerFatalError('devnet-a', 'older_contract', 'm')), 503, 'network_stopped'],
   ['contract revert', new ContractRevertError('devnet-a', 'JobAlreadySettled', [], undefined), 409, 'contract_job_already_settled'],
   ['no operator key', new OperatorUnavailableError('devnet-a'), 503, 'operator_unavailable'],
   ['unknown network', new UnknownNetworkError('x'), 400, 'unknown_network'],
@@ -38,6 +40,12 @@ t.test('each typed error becomes its problem', async (t) => {
     t.match(problem, { status, code }, `${name}: ${status} ${code}`)
     if (headers) t.same((problem as HttpProblem).headers, headers, `${name}: headers`)
   }
+})
+
+t.test('a network whose chain follower stopped is not an outage to retry: no Retry-After', async (t) => {
+  const problem = problemOf(new NetworkStoppedError(new FollowerFatalError('devnet-a', 'wrong_chain', 'm'))) as HttpProblem
+  t.equal(problem.headers?.['retry-after'], undefined)
+  t.match(problem.detail, /wrong_chain.*do not retry/, 'the detail says why, and not to retry')
 })
 
 t.test('anything else is left as it is, for the server to answer 500', async (t) => {

@@ -146,6 +146,22 @@ t.test('a credit contract the start-up probe could not reach is probed once the 
   t.ok(logged.some((entry) => entry['msg'] === 'chain_follower_stopped' && entry['code'] === 'older_contract'), 'and said in the log')
 })
 
+t.test('a node behind the credit contract\'s deployment block neither refuses the start nor stops the follower: it is probed again', async (t) => {
+  // The node has seen the genesis block only: at its head there is no code at the contract, and a call to it answers
+  // empty data (which was read as an older contract: the start refused).
+  const { rpc, app, logged } = await appBehindProxy(t, true, (proxy) => proxy.setLagging({ head: 0n, headToo: true }))
+  t.ok(logged.some((entry) => entry['msg'] === 'credit_contract_not_found'), 'the start went on, the node said in the log')
+  const waiting = await followerHealthWhen(app.url, 'degraded')
+  t.match(waiting, { state: 'degraded', block: null, error: /no code at the credit contract .* at its head 0/ }, 'the follower waits, saying why')
+  rpc.reset()
+  await followerHealthWhen(app.url, () => rpc.count('eth_getCode') >= 3)
+  t.ok(rpc.count('eth_getCode') >= 3, 'and probes again')
+  t.match(await followerHealthWhen(app.url, () => true), { state: 'degraded', block: null }, 'still waiting, not stopped, nothing applied')
+  rpc.setLagging(undefined)
+  t.match(await followerHealthWhen(app.url, (follower) => follower.state === 'ok' && follower.block !== null), { state: 'ok' }, 'the node caught up: the contract probed current, followed')
+  t.notOk(logged.some((entry) => entry['msg'] === 'chain_follower_stopped'), 'never stopped')
+})
+
 t.test('suppliers: the single address of before, or addresses per network; one of the two', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'agent-credit-config-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))

@@ -507,6 +507,35 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   proxy.setTarget(f.network.rpcUrl)
 })
 
+t.test('refuseOlderContract: a node without the contract yet (behind its deployment block) is waited for and probed again; code without reclaimDelay() stops it', async (t) => {
+  const store = await Store.open({ dataDir: join(root, 'probe') })
+  t.teardown(() => store.close())
+  proxy.setTarget(f.network.rpcUrl)
+  const startBlock = await headBlock()
+  // A node that has seen the genesis block only: no code at the contract at its head, and a call to it answers empty
+  // data, which was taken for an older contract (stopped for good).
+  proxy.setLagging({ head: 0n, headToo: true })
+  t.teardown(() => proxy.setLagging(undefined))
+  proxy.reset()
+  const lagging = lmdbFollower(store, { startBlock, refuseOlderContract: true, network: { ...f.network, rpcUrl: proxy.url } })
+  lagging.follower.start()
+  await eventually(t, 'probed again', () => proxy.count('eth_getCode') >= 3 || lagging.follower.status().state === 'stopped')
+  t.match(lagging.follower.status(), { state: 'degraded', error: /no code at the credit contract .* at its head 0/ }, 'waiting, not stopped')
+  t.equal(lagging.batches.length, 0, 'nothing delivered meanwhile')
+  proxy.setLagging(undefined)
+  await eventually(t, 'following once the node has the contract', () => lagging.follower.status().state === 'ok' || lagging.follower.status().state === 'stopped')
+  t.equal(lagging.follower.status().state, 'ok')
+  await lagging.follower.stop()
+
+  // Code that does not answer reclaimDelay() (the stablecoin, standing for a deployment before reclaimJob): stopped.
+  const older = lmdbFollower(store, { startBlock, refuseOlderContract: true, contract: f.token, network: { ...f.network, rpcUrl: proxy.url } })
+  const fatal = new Promise<FollowerFatalError>((resolve) => older.follower.once('fatal', resolve))
+  older.follower.start()
+  t.equal((await fatal).code, 'older_contract')
+  t.equal(older.batches.length, 0)
+  await older.follower.stop()
+})
+
 t.test('a range holding more events than eventsPerBatchMax comes in several batches, cut at block boundaries', async (t) => {
   t.throws(() => new ChainFollower({ network: f.network, contract: f.facility, cursor: undefined, consume: async () => {}, eventsPerBatchMax: 0 }), RangeError)
   const store = await Store.open({ dataDir: join(root, 'events-cap') })

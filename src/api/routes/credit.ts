@@ -251,6 +251,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.forbidden,
         ...errors.notFound('repayment_source'),
         ...errors.idempotency,
+        ...errors.networkStopped,
         409: { description: 'The borrower already holds liveOffersPerBorrowerMax live offers (code live_offers_limit; see the catalog limits), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
       },
       handler: (ctx) =>
@@ -289,7 +290,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       auth: 'session',
       body: MatchRequest,
       headers: mutationHeaders,
-      responses: { 200: { description: 'The selected lender match', schema: MatchOutcome }, ...errors.forbidden, ...errors.notFound('offer'), ...errors.idempotency },
+      responses: { 200: { description: 'The selected lender match', schema: MatchOutcome }, ...errors.forbidden, ...errors.notFound('offer'), ...errors.idempotency, ...errors.networkStopped },
       handler: (ctx) =>
         mutate(service, '/credit/match', ctx, (ticket) =>
           service.match({ ticket, encode: wireReply(200, MatchOutcome, ticket) }, ctx.session.address, ctx.body.offerId),

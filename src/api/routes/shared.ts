@@ -58,6 +58,9 @@ export async function mutate(
 
 const e = (description: string): ResponseSpec => ({ description })
 
+/** The 503 of a request on a network whose chain follower stopped for good (src/service/core.ts refuseStoppedNetwork). */
+export const NETWORK_STOPPED = 'The network\'s chain follower stopped for good (code network_stopped, without Retry-After: /health says why; nothing changed, and a retry will not succeed until an operator acts).'
+
 /** Error responses by cause; each route picks those that can happen to it. */
 export const errors = {
   forbidden: { 403: e('The signed-in wallet is not the actor this request names (code forbidden).') },
@@ -65,10 +68,12 @@ export const errors = {
   proof: {
     409: e('Wrong state, or the transaction proof was already used (code proof_already_used).'),
     422: e('The transaction does not prove what it must: proof_not_found, proof_reverted, proof_wrong_contract, proof_wrong_arguments, proof_too_few_confirmations; or idempotency_key_reused.'),
-    503: e('The chain RPC is unavailable (code chain_unavailable); retry.'),
+    503: e(`The chain RPC is unavailable (code chain_unavailable); retry. Or: ${NETWORK_STOPPED}`),
   },
   /** Routes that send an operator transaction (settleJob, failJob, liquidate). */
-  operator: { 503: e('The chain or the operator key is unavailable (code chain_unavailable or operator_unavailable); retry.') },
+  operator: { 503: e(`The chain or the operator key is unavailable (code chain_unavailable or operator_unavailable); retry. Or: ${NETWORK_STOPPED}`) },
+  /** Routes that read no chain but name a network (a credit request, a match). */
+  networkStopped: { 503: e(NETWORK_STOPPED) },
   idempotency: {
     409: e('Wrong state for this operation, or a request with the same Idempotency-Key is still running (code idempotency_in_flight).'),
     422: e('The Idempotency-Key was used with another body (code idempotency_key_reused).'),
