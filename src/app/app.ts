@@ -18,6 +18,7 @@ import { passportRoutes } from '../api/routes/passport.ts'
 import { ReputationReader } from '../reputation/index.ts'
 import { AgentLinks } from '../reputation/links.ts'
 import { creditScoreRoute } from '../api/routes/score.ts'
+import { stoppedNetworkRefusal } from '../api/routes/shared.ts'
 import { inspectRoutes } from '../api/routes/inspect.ts'
 import { Inspector } from '../inspect/inspector.ts'
 import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
@@ -339,6 +340,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     })
     cleanups.push(() => creditScore.close())
     const routes: AnyRoute[] = []
+    // The x402 facilitator and /credit-score pay on a network's chain through their own clients, not clientsOf.
+    const refuseStoppedNetwork = stoppedNetworkRefusal(service)
     const catalogOf = (): Catalog =>
       (catalog ??= buildCatalog({
         baseUrl,
@@ -373,8 +376,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...passportRoutes(service),
       ...operatorRoutes(service, reconciliation),
       ...eventRoutes(stream.limits, () => catalogOf().stream),
-      ...facilitators.flatMap(facilitatorRoutes),
-      creditScoreRoute({ paid: creditScore.paid, engine, clock }),
+      ...facilitators.flatMap((facilitator) => facilitatorRoutes(facilitator, refuseStoppedNetwork)),
+      creditScoreRoute({ paid: creditScore.paid, engine, clock, refuseStoppedNetwork }),
     )
     // The inspector follows durable changes from here on; its counts start from what the store holds now.
     let inspectorLive: InspectorLive | undefined

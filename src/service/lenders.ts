@@ -24,6 +24,8 @@ export async function registerLender(
   for (const network of networks) {
     const symbol = body.assets?.[network.slug] ?? body.asset
     service.token(network, symbol)
+    // The session key's setup transactions and watched wallet are on each network: one that is stopped serves none.
+    service.refuseStoppedNetwork(network.slug)
     assets[network.slug] = symbol
   }
   const nowMs = service.now()

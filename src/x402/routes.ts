@@ -22,7 +22,9 @@ const TAGS = ['x402'] as const
 const badRequestDescription =
   'Malformed body (validation_failed, malformed_json), x402Version and paymentPayload.x402Version differ (validation_failed), ' +
   'or a version, scheme or network not served (x402_version_unsupported, x402_scheme_unsupported, x402_network_unsupported).'
-const chainDescription = 'The network\'s RPC endpoint failed; nothing was decided (chain_unavailable). Retry later.'
+const chainDescription =
+  'The network\'s RPC endpoint failed; nothing was decided (chain_unavailable). Retry later. ' +
+  'Or the network\'s chain follower stopped for good (network_stopped, without Retry-After: /health says why): nothing is verified or settled until an operator acts.'
 
 const UNSUPPORTED_CODES = {
   x402Version: 'x402_version_unsupported',
@@ -51,8 +53,12 @@ function operationSuffix(slug: string): string {
   return slug.replace(/-/g, '_')
 }
 
-/** The three routes of one network's facilitator. */
-export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
+/**
+ * The three routes of one network's facilitator. `refuseStoppedNetwork` throws the 503 problem of a network whose chain
+ * follower stopped for good (src/api/routes/shared.ts stoppedNetworkRefusal): its payments are then neither verified
+ * nor settled, as nothing of that chain is followed any more.
+ */
+export function facilitatorRoutes(facilitator: NetworkFacilitator, refuseStoppedNetwork: (slug: string) => void): AnyRoute[] {
   const { slug, caip2 } = facilitator.network
   const base = facilitatorPath(facilitator.network)
   const suffix = operationSuffix(slug)
@@ -86,7 +92,10 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
         400: { description: badRequestDescription },
         503: { description: chainDescription },
       },
-      handler: ({ body }) => answer(() => facilitator.verify(body)),
+      handler: ({ body }) => {
+        refuseStoppedNetwork(slug)
+        return answer(() => facilitator.verify(body))
+      },
     }),
     defineRoute({
       method: 'post',
@@ -105,12 +114,18 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator): AnyRoute[] {
         400: { description: badRequestDescription },
         503: { description: chainDescription },
       },
-      handler: ({ body }) => answer(() => facilitator.settle(body)),
+      handler: ({ body }) => {
+        refuseStoppedNetwork(slug)
+        return answer(() => facilitator.settle(body))
+      },
     }),
   ]
 }
 
-/** The facilitator routes of every network in `networks` with `x402SelfFacilitate: true` and a facilitator key. */
+/**
+ * The facilitator routes of every network in `networks` with `x402SelfFacilitate: true` and a facilitator key, without
+ * a service whose chain followers could stop (its networks are all served).
+ */
 export function x402Routes(networks: NetworkConfig[], options: NetworkFacilitatorOptions = {}): AnyRoute[] {
-  return createNetworkFacilitators(networks, options).flatMap(facilitatorRoutes)
+  return createNetworkFacilitators(networks, options).flatMap((facilitator) => facilitatorRoutes(facilitator, () => {}))
 }

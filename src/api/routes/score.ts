@@ -23,6 +23,8 @@ export interface CreditScoreRouteDeps {
   paid: { resource: PaidResource; compute: CreditScoreCompute } | null
   engine: ScoreSource
   clock: () => number
+  /** Throws the 503 problem of a network whose chain follower stopped for good (shared.ts stoppedNetworkRefusal). */
+  refuseStoppedNetwork: (slug: string) => void
 }
 
 const refusedDescription =
@@ -59,7 +61,8 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
       503: {
         description:
           'compute_disabled (no compute component; before any payment), compute_failed (the computation failed: nothing was charged, the same payment may be sent again until it expires), ' +
-          'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was decided).',
+          'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was decided), ' +
+          'network_stopped (without Retry-After: the payment network\'s chain follower stopped for good, /health says why; before any payment, nothing charged).',
       },
     },
     handler: async ({ body, headers }) => {
@@ -76,6 +79,8 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
       if (deps.engine.getBorrower(subject) === undefined) {
         throw new HttpProblem(404, 'subject_not_found', `${subject} is not a borrower this service knows.`, { title: 'Subject not found' })
       }
+      // No payment is asked, verified or settled on a chain the service no longer follows.
+      deps.refuseStoppedNetwork(resource.options.network.slug)
 
       const admission = await paying(() => resource.admit(headers))
       if (admission.kind === 'refused') throw refusalProblem(admission)

@@ -61,6 +61,21 @@ const e = (description: string): ResponseSpec => ({ description })
 /** The 503 of a request on a network whose chain follower stopped for good (src/service/core.ts refuseStoppedNetwork). */
 export const NETWORK_STOPPED = 'The network\'s chain follower stopped for good (code network_stopped, without Retry-After: /health says why; nothing changed, and a retry will not succeed until an operator acts).'
 
+/**
+ * Refuses a request on a network whose chain follower stopped for good as problem+json (503 network_stopped): for
+ * routes outside the service's mutations and proofs (the x402 facilitator, the paid /credit-score), whose payments
+ * are on that network's chain and are neither verified nor settled then.
+ */
+export function stoppedNetworkRefusal(service: Pick<CreditService, 'refuseStoppedNetwork'>): (slug: string) => void {
+  return (slug) => {
+    try {
+      service.refuseStoppedNetwork(slug)
+    } catch (error) {
+      throw problemOf(error)
+    }
+  }
+}
+
 /** Error responses by cause; each route picks those that can happen to it. */
 export const errors = {
   forbidden: { 403: e('The signed-in wallet is not the actor this request names (code forbidden).') },
@@ -72,7 +87,7 @@ export const errors = {
   },
   /** Routes that send an operator transaction (settleJob, failJob, liquidate). */
   operator: { 503: e(`The chain or the operator key is unavailable (code chain_unavailable or operator_unavailable); retry. Or: ${NETWORK_STOPPED}`) },
-  /** Routes that read no chain but name a network (a credit request, a match). */
+  /** Routes that read no chain but name a network (a credit request, a match, the unsigned transactions). */
   networkStopped: { 503: e(NETWORK_STOPPED) },
   idempotency: {
     409: e('Wrong state for this operation, or a request with the same Idempotency-Key is still running (code idempotency_in_flight).'),

@@ -70,12 +70,14 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
         200: { description: "The token's approve of the credit contract for receivableAtomic, then the contract's fundJob for the borrower (encoded with the catalog's contracts ABIs)", schema: ChainSteps },
         400: { description: 'A query parameter fails its schema or an amount is 0 (code validation_failed), or the network or the asset is not configured (unknown_network, unknown_asset).' },
         409: { description: 'The service already knows a job with this id (code job_exists).' },
+        ...errors.networkStopped,
       },
       handler: (ctx) =>
         answer(() => {
           if (service.view('job', ctx.params.jobId) !== undefined) throw new HttpProblem(409, 'job_exists', `job ${ctx.params.jobId} exists`, { title: 'Conflict' })
           const network = service.network(ctx.query.network)
           service.token(network, ctx.query.asset)
+          service.refuseStoppedNetwork(network.slug)
           const amountAtomic = positive(ctx.query.receivableAtomic, 'receivableAtomic')
           const key = jobKey(ctx.params.jobId)
           const party = { network, contract: network.creditContract, from: checksum(ctx.query.client) as Address }
@@ -99,12 +101,14 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
       responses: {
         200: { description: "The job's token's approve of the credit contract for amountAtomic, then the contract's postCollateral (encoded with the catalog's contracts ABIs)", schema: ChainSteps },
         ...errors.notFound('job'),
+        ...errors.networkStopped,
       },
       handler: (ctx) =>
         answer(() => {
           const job = service.view('job', ctx.params.jobId)
           if (job === undefined) throw notFound(`no job ${ctx.params.jobId}`, 'job_not_found')
           const network = service.network(job.network)
+          service.refuseStoppedNetwork(network.slug)
           const amountAtomic = positive(ctx.query.amountAtomic, 'amountAtomic')
           const key = jobKey(job.jobId)
           const txs = buildPostCollateralTransactions({ network, contract: network.creditContract, from: job.borrower }, { jobKey: key, asset: job.asset, amountAtomic })
@@ -129,6 +133,7 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
         200: { description: "The token's approve of the credit contract for amountAtomic, then the contract's repay of the advance (encoded with the catalog's contracts ABIs)", schema: ChainSteps },
         ...errors.notFound('advance'),
         409: { description: 'The advance owes nothing (code advance_not_open).' },
+        ...errors.networkStopped,
       },
       handler: (ctx) =>
         answer(() => {
@@ -138,6 +143,7 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
           if (owedAtomic === 0n) throw new HttpProblem(409, 'advance_not_open', `advance ${advance.advanceId} owes nothing`, { title: 'Conflict' })
           const amountAtomic = ctx.query.amountAtomic === undefined ? owedAtomic : positive(ctx.query.amountAtomic, 'amountAtomic')
           const network = service.network(advance.network)
+          service.refuseStoppedNetwork(network.slug)
           const from = ctx.query.from === undefined ? advance.borrower : (checksum(ctx.query.from) as Address)
           const txs = buildRepayTransactions({ network, contract: network.creditContract, from }, { offerKey: advance.advanceKey, asset: advance.asset, amountOwedAtomic: amountAtomic })
           return steps(network.slug, advance.asset, advance.advanceKey, amountAtomic, txs)
