@@ -520,7 +520,7 @@ export class OperatorRepairs {
         }
       }
       this.#failures.delete(key)
-      await this.#service.run(null, () => ({ ok: true, value: undefined, changes: [] }), () => [this.#records.deleteOp(key)])
+      await this.#delete(this.#records, key)
     }
     for (const { key, value: held } of [...this.#held.iterate()]) {
       // Its liquidation is still unrecorded (its repair failed this run, or waits for its back-off).
@@ -542,7 +542,7 @@ export class OperatorRepairs {
    */
   async #countHeld(key: string, held: HeldRepayment, dropRefused: boolean): Promise<void> {
     const service = this.#service
-    const drop = () => service.run(null, () => ({ ok: true, value: undefined, changes: [] }), () => [this.#held.deleteOp(key)])
+    const drop = () => this.#delete(this.#held, key)
     await service.locks.run(`advance:${held.advanceId}`, async () => {
       if (service.store.proofs.has(held.proofKey)) return drop()
       const advance = service.engine.getAdvance(held.advanceId)
@@ -562,6 +562,11 @@ export class OperatorRepairs {
         throw error
       }
     })
+  }
+
+  /** A done repair's or held repayment's record deleted, in a commit of its own (no engine command). */
+  async #delete(records: RecordCollection<OperatorRepair> | RecordCollection<HeldRepayment>, key: string): Promise<void> {
+    await this.#service.run(null, () => ({ ok: true, value: undefined, changes: [] }), () => [records.deleteOp(key)])
   }
 
   /** The route's find-and-record path, as the job's client or the advance's lender (whom the engine always admits). */
