@@ -29,7 +29,10 @@
 // reserve. Anyone can transfer a token to the contract outside its functions, and nothing can take it out again, so
 // counting it would let a stranger make /health degraded for good for the price of one unit (an adversary's finding,
 // test/api/adversary6-token-surplus.test.ts). It is owed to nobody and short of nothing; it is listed apart
-// (unaccountedTokens). A shortfall, the contract holding less than it owes, stays a difference.
+// (unaccountedTokens). A shortfall, the contract holding less than it owes, stays a difference. Only the network's
+// configured tokens are read and summed: a job funded in another "token" (fundJob takes any address) is known, as it
+// is on chain, and nothing of that contract is called (its balanceOf could revert, failing every run, or answer
+// anything).
 //
 // A transaction mined but not yet recorded (a report, an operator transaction between its receipt and its commit)
 // shows as a difference until it is recorded: run again. The chain follower (issue 9) closes that window for good.
@@ -245,6 +248,7 @@ export class Reconciliation {
         jobKeys: ledger.assets.flatMap((a) => [...a.jobs.keys()]),
         offerKeys: ledger.assets.flatMap((a) => [...a.advances.keys()]),
         assets: ledger.assets.map((a) => a.asset),
+        tokens: network.tokens.map((token) => token.address),
       })
       const { expected, unregisteredJobs } = withUnregisteredJobs(ledger, actual)
       const { differences, unaccountedTokens } = splitSurplus(compareStates(expected, actual))
@@ -287,7 +291,10 @@ export function withUnregisteredJobs(ledger: ExpectedNetworkState, actual: Chain
     let asset = assets.get(address)
     if (asset === undefined) assets.set(address, (asset = { asset: address, jobs: new Map(), advances: new Map(), reserveAtomic: 0n, totals: {} }))
     asset.jobs.set(lower(key), { status: jobStatusNames[job.status] as ExpectedJob['status'], escrowAtomic: job.escrow, collateralAtomic: job.collateral })
-    const add = (name: FlowTotalName, amount: bigint) => (asset.totals[name] = (asset.totals[name] ?? 0n) + amount)
+    // A job in a token the service does not serve: its flows and balance were not read (readChainState's tokens).
+    const add = (name: FlowTotalName, amount: bigint) => {
+      if (actual.assets.has(address)) asset.totals[name] = (asset.totals[name] ?? 0n) + amount
+    }
     add('escrowFundedAtomic', job.escrow + (reclaim?.escrowRefunded ?? 0n))
     add('collateralPostedAtomic', job.collateral + (reclaim?.collateralReleased ?? 0n))
     if (reclaim !== undefined) {

@@ -4,10 +4,14 @@
 // `degraded`, at the next start-up and every one after: nothing can take a token out of the contract again, so one
 // unit bought a service that reads unhealthy for good (and a monitor that learns to ignore it). A surplus is owed to
 // nobody: it is now listed apart (`unaccountedTokens`) and /health stays ok; the contract holding less than it
-// accounts for stays a difference. Real service, real devnet.
+// accounts for stays a difference. Nor does a job a stranger funds in a "token" of its own (the contract takes any
+// address) whose balanceOf reverts (every run failed, chain_unavailable) or answers 1 (a shortfall). Real service, real devnet.
 import t from 'tap'
-import { getAddress } from 'viem'
-import { privateKeyToAccount } from 'viem/accounts'
+import { createTestClient, createWalletClient, getAddress, http, type Address, type Hex } from 'viem'
+import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
+import { networkChain } from '../../src/chain/clients.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { splitSurplus } from '../../src/service/reconciliation.ts'
@@ -59,6 +63,38 @@ t.test('one unit a stranger sends to the contract is listed apart, on demand and
   t.same(mine(restarted).reconciliation.unaccountedTokens, [{ asset: token, amountAtomic: '1' }])
   operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
   t.equal((await operator.post('/operator/reconcile', {})).body.status, 'ok')
+})
+
+/**
+ * A token of the stranger's own at a fresh address: `code` answers every call. The contract takes any address as a
+ * job's asset, so a stranger escrows "tokens" that never moved.
+ */
+async function strangersToken(code: Hex): Promise<Address> {
+  const token = privateKeyToAddress(generatePrivateKey())
+  await createTestClient({ chain: networkChain(h.network), transport: http(h.network.rpcUrl), mode: 'anvil' }).setCode({ address: token, bytecode: code })
+  return token
+}
+
+/** Returns uint256 1 to every call: transferFrom "succeeds", balanceOf(contract) is 1 whatever was escrowed. */
+const ANSWERS_ONE = '0x600160005260206000f3' as const
+/** The same, except that balanceOf (0x70a08231) reverts. */
+const BALANCE_REVERTS = '0x60003560e01c6370a0823114601957600160005260206000f35b600080fd' as const
+
+t.test('a job a stranger funds in a token of its own is no difference, and cannot blind the check', async (t) => {
+  const stranger = await fundedAccount(h.devnet, h.network, 0n)
+  const wallet = createWalletClient({ account: stranger, chain: networkChain(h.network), transport: http(h.network.rpcUrl) })
+  const agent = new ChainAgent(h.network, stranger)
+  for (const [jobId, code] of [['job_lying_token', ANSWERS_ONE], ['job_reverting_token', BALANCE_REVERTS]] as const) {
+    const token = await strangersToken(code)
+    const hash = await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'fundJob', args: [jobKey(jobId), token, 100n, stranger.address] })
+    t.equal((await agent.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status, 'success', `${jobId}: escrowed on chain`)
+  }
+  const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+  const reply = await operator.post('/operator/reconcile', { network: h.network.slug })
+  t.equal(reply.status, 200, JSON.stringify(reply.body))
+  t.equal(reply.body.status, 'ok', JSON.stringify(reply.body))
+  t.same(reply.body.networks[0].differences, [])
+  t.equal((await health()).status, 'ok')
 })
 
 t.test('the contract holding less than its jobs and reserve stays a difference', async (t) => {
