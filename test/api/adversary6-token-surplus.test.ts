@@ -13,10 +13,9 @@ import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { networkChain } from '../../src/chain/clients.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
-import { CreditClient } from '../../src/client/client.ts'
 import { splitSurplus } from '../../src/service/reconciliation.ts'
 import { fundedAccount, signedIn, startHarness, USDC, type Harness } from '../fixtures/service.ts'
-import { expectDocumented, openApiDocument, type Json } from './fixtures/api.ts'
+import { documentedHealth, expectDocumented, openApiDocument, type Json } from './fixtures/api.ts'
 
 let h: Harness
 let doc: Json
@@ -28,12 +27,7 @@ t.teardown(async () => {
   await h.stop()
 })
 
-async function health(): Promise<Json> {
-  const reply = await new CreditClient(h.url).get('/health')
-  t.equal(reply.status, 200)
-  expectDocumented(t, doc, 'get', '/health', reply)
-  return reply.body
-}
+const health = (): Promise<Json> => documentedHealth(t, h.url, doc)
 
 const mine = (body: Json): Json => body.networks.find((n: Json) => n.network === h.network.slug)
 

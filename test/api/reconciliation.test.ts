@@ -12,7 +12,7 @@ import { Reconciliation } from '../../src/service/reconciliation.ts'
 import { SNAPSHOT_VERSIONS } from '../../src/engine/migrations.ts'
 import { Store } from '../../src/store/index.ts'
 import { fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
-import { expectDocumented, expectProblem, fundAdvance, openApiDocument, type Json } from './fixtures/api.ts'
+import { documentedHealth, expectDocumented, expectProblem, fundAdvance, openApiDocument, type Json } from './fixtures/api.ts'
 
 let h: Harness
 let doc: Json
@@ -26,12 +26,7 @@ t.teardown(async () => {
   await h.stop()
 })
 
-async function health(): Promise<Json> {
-  const reply = await new CreditClient(h.url).get('/health')
-  t.equal(reply.status, 200)
-  expectDocumented(t, doc, 'get', '/health', reply)
-  return reply.body
-}
+const health = (): Promise<Json> => documentedHealth(t, h.url, doc)
 
 t.test('the start-up run finds nothing on a fresh service; /health says so per network', async (t) => {
   await h.app.startupReconciliation
