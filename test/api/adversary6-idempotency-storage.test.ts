@@ -5,24 +5,17 @@
 // request that changed nothing now stores no answer: a retry runs again, which can apply nothing twice. A request
 // that changed something is replayed as before (test/api/idempotency.test.ts). Real service, real devnet.
 import t from 'tap'
-import { fundedAccount, signedIn, startHarness, type Harness } from '../fixtures/service.ts'
-import { expectDocumented, openApiDocument, type Json } from './fixtures/api.ts'
+import { fundedAccount, signedIn, startHarness } from '../fixtures/service.ts'
+import { expectDocumented, openApiDocument } from './fixtures/api.ts'
 
-let h: Harness
-let doc: Json
-t.before(async () => {
-  h = await startHarness()
-  doc = await openApiDocument(h.url)
-})
-t.teardown(async () => {
-  await h.stop()
-})
+const h = await startHarness()
+t.teardown(() => h.stop())
 
 t.test('a stranger\'s dispatch with nothing due, under an Idempotency-Key, stores no answer', async (t) => {
   const stranger = await signedIn(h.url, await fundedAccount(h.devnet, h.network, 0n))
   const first = await stranger.post('/credit/dispatch', {}, { idempotencyKey: 'flood-1' })
   t.equal(first.status, 200, JSON.stringify(first.body))
-  expectDocumented(t, doc, 'post', '/credit/dispatch', first)
+  expectDocumented(t, await openApiDocument(h.url), 'post', '/credit/dispatch', first)
   t.same([first.body.expiredLeases, first.body.matches], [[], []], 'nothing was due')
   const retry = await stranger.post('/credit/dispatch', {}, { idempotencyKey: 'flood-1' })
   t.equal(retry.status, 200)
