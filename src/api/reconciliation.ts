@@ -1,7 +1,7 @@
 // The wire form of a reconciliation (src/service/reconciliation.ts): what /health shows of each network's last run and
 // what POST /operator/reconcile answers.
 import Type from 'typebox'
-import { Address, IsoTime, StrictObject } from './common.ts'
+import { Address, Atomic, IsoTime, StrictObject } from './common.ts'
 import type { NetworkReconciliation } from '../service/reconciliation.ts'
 import { FORMAT_PATTERNS } from '../engine/ids.ts'
 
@@ -45,6 +45,9 @@ export const NetworkReconciliationWire = StrictObject(
     differenceCount: Type.Integer({ minimum: 0 }),
     differences: Type.Array(ReconciliationDifference),
     unregisteredJobs: Type.Integer({ minimum: 0, description: 'Open jobs funded on chain that nobody registered with the service (not differences).' }),
+    unaccountedTokens: Type.Array(StrictObject({ asset: Address, amountAtomic: Atomic }), {
+      description: 'Per asset, tokens the credit contract holds beyond its jobs\' escrow and collateral and its reserve: sent to it outside its functions, owed to nobody, and not a difference (anyone can send them, nobody can take them out). The contract holding less than that is a token_conservation difference.',
+    }),
     error: Type.Union([Type.String(), Type.Null()]),
   },
   { description: 'The last reconciliation of one network: the service\'s ledger against the credit contract\'s state, events and token balance.' },
@@ -73,6 +76,7 @@ export function reconciliationToWire(r: NetworkReconciliation, differencesMax = 
     differenceCount: r.differences.length,
     differences: r.differences.slice(0, differencesMax) as Type.Static<typeof ReconciliationDifference>[],
     unregisteredJobs: r.unregisteredJobs,
+    unaccountedTokens: r.unaccountedTokens.map((u) => ({ asset: u.asset, amountAtomic: u.amountAtomic.toString() })),
     error: r.error,
   }
 }

@@ -19,6 +19,13 @@ export type ReadChainOptions = {
   offerKeys?: Iterable<Hex>
   /** Assets to read (reserve, balance) beside those of the jobs and advances read. */
   assets?: Iterable<Address>
+  /**
+   * The only tokens whose reserve and balance are read (the network's configured tokens); default: every asset named.
+   * fundJob takes any address as the asset, so a stranger's job may name a contract of its own whose balanceOf
+   * reverts (which failed every run of the network: an adversary's finding, test/api/adversary6-token-surplus.test.ts)
+   * or answers anything.
+   */
+  tokens?: Iterable<Address>
   /** Largest block range of one eth_getLogs (providers cap it). Default: the follower's. */
   logBlockRangeMax?: bigint
   /** Default: the chain's multicall3, else the canonical address. */
@@ -77,7 +84,8 @@ export async function readChainState(options: ReadChainOptions): Promise<ChainSt
   for (const job of jobs.values()) if (job.status !== 0) assetSet.add(job.asset)
   for (const advance of advances.values()) if (advance.exists) assetSet.add(getAddress(advance.asset))
   for (const asset of flows.keys()) assetSet.add(asset)
-  const assetList = [...assetSet]
+  const tokens = options.tokens === undefined ? undefined : new Set([...options.tokens].map((a) => getAddress(a)))
+  const assetList = [...assetSet].filter((asset) => tokens === undefined || tokens.has(asset))
   const amounts = await read<bigint>(
     assetList.flatMap((asset) => [
       { address: contract, abi: creditFacilityV2Abi, functionName: 'reserveOf', args: [asset] },

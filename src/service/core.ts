@@ -144,7 +144,10 @@ export class ServiceCore {
     // written: until then a read finds it here (and, like every read, answers once the commit is durable).
     const ended = this.#holdEnded(changes)
     try {
-      const idempotency = response === null ? undefined : mutation?.ticket?.complete(response)
+      // A request that changed nothing stores no answer: a retry runs again and can apply nothing twice. Stored, a
+      // no-op any session may send (a dispatch with nothing due) kept ~1.7 KB per request for a day, unbounded.
+      const changedSomething = changes.length > 0 || writes.length > 0
+      const idempotency = response === null || !changedSomething ? undefined : mutation?.ticket?.complete(response)
       await this.store.commit({ changes, records: writes, idempotency })
     } catch (error) {
       // The engine already holds the change in memory: continuing would acknowledge state the disk lacks.

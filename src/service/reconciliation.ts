@@ -25,9 +25,18 @@
 // service promised nothing about them (counting them would let a stranger make /health degraded for the price of a
 // transaction). They are counted apart (unregisteredJobs) and still take part in the token-conservation check.
 //
+// Nor is a surplus of tokens: the contract holding more of an asset than its jobs' escrow and collateral and its
+// reserve. Anyone can transfer a token to the contract outside its functions, and nothing can take it out again, so
+// counting it would let a stranger make /health degraded for good for the price of one unit (an adversary's finding,
+// test/api/adversary6-token-surplus.test.ts). It is owed to nobody and short of nothing; it is listed apart
+// (unaccountedTokens). A shortfall, the contract holding less than it owes, stays a difference. Only the network's
+// configured tokens are read and summed: a job funded in another "token" (fundJob takes any address) is known, as it
+// is on chain, and nothing of that contract is called (its balanceOf could revert, failing every run, or answer
+// anything).
+//
 // A transaction mined but not yet recorded (a report, an operator transaction between its receipt and its commit)
 // shows as a difference until it is recorded: run again. The chain follower (issue 9) closes that window for good.
-import { getAddress, type Hex } from 'viem'
+import { getAddress, type Address, type Hex } from 'viem'
 import type { AdvanceView, JobView } from '../engine/types.ts'
 import { advanceViewFromSnapshot, jobViewFromSnapshot } from '../engine/engine.ts'
 import { ESCROW_RECLAIMED } from '../engine/jobs.ts'
@@ -40,6 +49,9 @@ import {
 } from '../chain/reconcile.ts'
 import { JobStatus } from '../chain/facility-model.ts'
 import type { CreditService } from './credit-service.ts'
+
+/** Tokens of one asset that the credit contract holds beyond the escrow and collateral of its jobs and its reserve. */
+export type UnaccountedTokens = { asset: Address; amountAtomic: bigint }
 
 export type ReconciliationStatus = 'pending' | 'ok' | 'differences' | 'unavailable'
 
@@ -54,6 +66,8 @@ export type NetworkReconciliation = {
   differences: Difference[]
   /** Open jobs on chain that nobody registered with the service (not differences; see above). */
   unregisteredJobs: number
+  /** Per asset, what the contract holds beyond its jobs and reserve (not differences; see above). */
+  unaccountedTokens: UnaccountedTokens[]
   /** Why the chain could not be read (status unavailable). */
   error: string | null
 }
@@ -234,9 +248,10 @@ export class Reconciliation {
         jobKeys: ledger.assets.flatMap((a) => [...a.jobs.keys()]),
         offerKeys: ledger.assets.flatMap((a) => [...a.advances.keys()]),
         assets: ledger.assets.map((a) => a.asset),
+        tokens: network.tokens.map((token) => token.address),
       })
       const { expected, unregisteredJobs } = withUnregisteredJobs(ledger, actual)
-      const differences = compareStates(expected, actual)
+      const { differences, unaccountedTokens } = splitSurplus(compareStates(expected, actual))
       result = {
         network: network.slug,
         status: differences.length === 0 ? 'ok' : 'differences',
@@ -245,6 +260,7 @@ export class Reconciliation {
         toBlock: actual.toBlock,
         differences,
         unregisteredJobs,
+        unaccountedTokens,
         error: null,
       }
     } catch (error) {
@@ -275,7 +291,10 @@ export function withUnregisteredJobs(ledger: ExpectedNetworkState, actual: Chain
     let asset = assets.get(address)
     if (asset === undefined) assets.set(address, (asset = { asset: address, jobs: new Map(), advances: new Map(), reserveAtomic: 0n, totals: {} }))
     asset.jobs.set(lower(key), { status: jobStatusNames[job.status] as ExpectedJob['status'], escrowAtomic: job.escrow, collateralAtomic: job.collateral })
-    const add = (name: FlowTotalName, amount: bigint) => (asset.totals[name] = (asset.totals[name] ?? 0n) + amount)
+    // A job in a token the service does not serve: its flows and balance were not read (readChainState's tokens).
+    const add = (name: FlowTotalName, amount: bigint) => {
+      if (actual.assets.has(address)) asset.totals[name] = (asset.totals[name] ?? 0n) + amount
+    }
     add('escrowFundedAtomic', job.escrow + (reclaim?.escrowRefunded ?? 0n))
     add('collateralPostedAtomic', job.collateral + (reclaim?.collateralReleased ?? 0n))
     if (reclaim !== undefined) {
@@ -286,7 +305,19 @@ export function withUnregisteredJobs(ledger: ExpectedNetworkState, actual: Chain
   return { expected: { ...ledger, assets: [...assets.values()] }, unregisteredJobs }
 }
 
+/** Takes the token-conservation differences where the contract holds more than it accounts for out of the differences. */
+export function splitSurplus(all: Difference[]): { differences: Difference[]; unaccountedTokens: UnaccountedTokens[] } {
+  const differences: Difference[] = []
+  const unaccountedTokens: UnaccountedTokens[] = []
+  for (const d of all) {
+    const surplus = d.kind === 'token_conservation' ? BigInt(d.actual as string) - BigInt(d.expected as string) : 0n
+    if (surplus > 0n) unaccountedTokens.push({ asset: d.asset, amountAtomic: surplus })
+    else differences.push(d)
+  }
+  return { differences, unaccountedTokens }
+}
+
 function pending(network: string): NetworkReconciliation {
-  return { network, status: 'pending', checkedAtMs: null, fromBlock: null, toBlock: null, differences: [], unregisteredJobs: 0, error: null }
+  return { network, status: 'pending', checkedAtMs: null, fromBlock: null, toBlock: null, differences: [], unregisteredJobs: 0, unaccountedTokens: [], error: null }
 }
 

@@ -141,16 +141,20 @@ t.test('malformed input: a leap second, a key given twice, liquidity beyond 2^12
 })
 
 t.test('idempotency answers are replayed for the retention, then the key runs again', async (t) => {
+  // A request that changes something (a request that changes nothing stores no answer:
+  // test/api/adversary6-idempotency-storage.test.ts).
   const client = lenders[2]!
-  const first = await client.post('/credit/dispatch', {}, { idempotencyKey: 'dispatch-1' })
-  t.equal(first.status, 200)
+  const withdraw = () => client.post(`/lenders/${client.address}/withdraw`, { amountAtomic: '1' }, { idempotencyKey: 'withdraw-1' })
+  const first = await withdraw()
+  t.equal(first.status, 200, JSON.stringify(first.body))
   t.equal(first.headers.get('idempotent-replayed'), null)
-  const replay = await client.post('/credit/dispatch', {}, { idempotencyKey: 'dispatch-1' })
+  const replay = await withdraw()
   t.equal(replay.headers.get('idempotent-replayed'), 'true', 'a retry within the retention is the stored answer')
   offsetMs += 60_000
-  const later = await client.post('/credit/dispatch', {}, { idempotencyKey: 'dispatch-1' })
+  const later = await withdraw()
   t.equal(later.status, 200)
   t.equal(later.headers.get('idempotent-replayed'), null, 'after the retention (60 s here) the key is free again')
+  t.equal(later.body.lender.withdrawnAtomic, '2', 'and ran again')
   t.equal((await client.get('/.well-known/service.json')).body['limits']['idempotencyRetentionSeconds'], 60, 'the catalog names the retention')
 })
 
