@@ -83,6 +83,14 @@ interface BodyText {
   byteLength: number
 }
 type BodyRead = BodyText | 'too_large' | 'aborted'
+/** What a routed request's handler needs of it, copied while the request is readable; `body` once it is read. */
+interface RouteInput {
+  rawParams: string[]
+  rawQuery: string
+  token: string | undefined
+  headers: Record<string, string>
+  body: BodyRead | 'empty' | undefined
+}
 const EMPTY_BODY: BodyText = { text: '', byteLength: 0 }
 const NO_PARAMS: string[] = []
 /** The content-type field of an answer, one per media type (the route table's few): not a new pair per answer. */
@@ -296,53 +304,49 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   }
 
   /**
-   * The body as text, or undefined when it is not UTF-8. A body in one chunk (every small one) is decoded straight
-   * from uWS's chunk, without the copy and the concatenation a multi-chunk body needs.
+   * Reads the body, then calls `done` once with its text (undefined when it is not UTF-8), or with why there is none.
+   * A body in one chunk (every small one) is decoded straight from uWS's chunk, without the copy and the
+   * concatenation a multi-chunk body needs. A callback, not a promise: no promise, resolvers and await per request.
    */
-  const readBody = (state: RequestState<Res>): Promise<BodyRead> =>
-    new Promise((resolve) => {
-      const chunks: Buffer[] = []
-      let total = 0
-      let finished = false
-      state.onAbort = () => {
+  const readBody = (state: RequestState<Res>, done: (read: BodyRead) => void): void => {
+    const chunks: Buffer[] = []
+    let total = 0
+    let finished = false
+    state.onAbort = () => {
+      // Once the body is read, the handler that runs sees `state.aborted` itself.
+      if (finished) return
+      finished = true
+      done('aborted')
+    }
+    io.onData(state.res, (chunk, isLast) => {
+      if (finished) return
+      total += chunk.byteLength
+      if (total > bodyLimitBytes) {
         finished = true
-        resolve('aborted')
+        done('too_large')
+        return
       }
-      io.onData(state.res, (chunk, isLast) => {
-        if (finished) return
-        total += chunk.byteLength
-        if (total > bodyLimitBytes) {
-          finished = true
-          resolve('too_large')
-          return
-        }
-        if (isLast && chunks.length === 0) {
-          finished = true
-          resolve({ text: utf8Text(chunk), byteLength: total })
-          return
-        }
-        // uWS neuters its chunk (an ArrayBuffer) when this callback returns: copy it. node's are ours to keep.
-        chunks.push(chunk instanceof ArrayBuffer ? Buffer.from(new Uint8Array(chunk)) : chunk)
-        if (isLast) {
-          finished = true
-          resolve({ text: utf8Text(Buffer.concat(chunks, total)), byteLength: total })
-        }
-      })
+      if (isLast && chunks.length === 0) {
+        finished = true
+        done({ text: utf8Text(chunk), byteLength: total })
+        return
+      }
+      // uWS neuters its chunk (an ArrayBuffer) when this callback returns: copy it. node's are ours to keep.
+      chunks.push(chunk instanceof ArrayBuffer ? Buffer.from(new Uint8Array(chunk)) : chunk)
+      if (isLast) {
+        finished = true
+        done({ text: utf8Text(Buffer.concat(chunks, total)), byteLength: total })
+      }
     })
+  }
 
   const tooLarge = () => new HttpProblem(413, 'payload_too_large', `The request body exceeds the limit of ${bodyLimitBytes} bytes.`)
 
-  const handleRequest = async (state: RequestState<Res>, c: CompiledRoute, input: {
-    rawParams: string[]
-    rawQuery: string
-    token: string | undefined
-    headers: Record<string, string>
-    body: Promise<BodyRead> | 'empty' | undefined
-  }): Promise<void> => {
+  const handleRequest = async (state: RequestState<Res>, c: CompiledRoute, input: RouteInput): Promise<void> => {
     try {
       let bodyText: BodyText | undefined
       if (input.body !== undefined && input.body !== 'empty') {
-        const read = await input.body
+        const read = input.body
         if (read === 'aborted') return
         if (read === 'too_large') {
           // The client may still be sending: close the connection rather than read the rest.
@@ -519,13 +523,14 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
         headers['accept-encoding'] = io.header(req, 'accept-encoding')
         headers['if-none-match'] = io.header(req, 'if-none-match')
       }
-      let body: Promise<BodyRead> | 'empty' | undefined
+      const input: RouteInput = { rawParams, rawQuery, token, headers, body: undefined }
+      let reading = false
       if (c.body !== undefined) {
         const contentType = io.header(req, 'content-type')
         if (contentType === '' && c.bodyOptional && (declaredLength === '' || declaredLength === '0') && io.header(req, 'transfer-encoding') === '') {
           // An action whose body is optional, called without one.
-          body = 'empty'
-        } else if (contentType.split(';', 1)[0]?.trim().toLowerCase() !== JSON_TYPE) {
+          input.body = 'empty'
+        } else if (contentType !== JSON_TYPE && contentType.split(';', 1)[0]?.trim().toLowerCase() !== JSON_TYPE) {
           send(state, problemReply(new HttpProblem(415, 'unsupported_media_type', `This route takes a JSON body: send content-type: ${JSON_TYPE}.`)))
           return
         } else if (declaredLength !== '' && Number(declaredLength) > bodyLimitBytes) {
@@ -534,15 +539,22 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
         } else if (declaredLength === '0' && io.header(req, 'transfer-encoding') === '') {
           // No body bytes to wait for: the pinned uWS build does not always call onData for an empty body (with the
           // front on its own thread, about one request in twenty waited until uWS's idle timeout closed it).
-          body = Promise.resolve(EMPTY_BODY)
+          input.body = EMPTY_BODY
         } else {
-          // onData must be attached before this callback returns, or uWS drops the body.
-          body = readBody(state)
+          reading = true
         }
       }
-      // Counted before it runs (it may finish at once); it removes itself (no `.finally` promise per request).
+      // Counted from here (it may finish at once); it removes itself (no `.finally` promise per request).
       inFlight.add(state)
-      void handleRequest(state, c, { rawParams, rawQuery, token, headers, body })
+      // onData must be attached before this callback returns, or uWS drops the body.
+      if (reading) {
+        readBody(state, (read) => {
+          input.body = read
+          void handleRequest(state, c, input)
+        })
+      } else {
+        void handleRequest(state, c, input)
+      }
     } catch (error) {
       log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
     }
