@@ -52,9 +52,12 @@ export function openObjectPaths(schema: unknown, pointer = '#'): string[] {
  * digits (so the document says it too); the refinement bounds the value.
  */
 export function atomicAtMost(max: bigint, description: string, maxText: string) {
+  const maxDigits = max.toString().length
   return Type.Refine(
-    Type.String({ pattern: `^(0|[1-9][0-9]{0,${max.toString().length - 1}})$`, description, examples: ['1000000'] }),
-    (value: string) => BigInt(value) <= max,
+    Type.String({ pattern: `^(0|[1-9][0-9]{0,${maxDigits - 1}})$`, description, examples: ['1000000'] }),
+    // Run only on what the pattern accepts (no leading zero): fewer digits than `max` is less than it, with no
+    // BigInt per amount of every request (issue 11).
+    (value: string) => value.length < maxDigits || BigInt(value) <= max,
     () => `must be at most ${maxText}`,
   )
 }

@@ -7,6 +7,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import { answer } from './front.ts'
 import { createPipeline, type TransportIo } from './pipeline.ts'
 import { HttpProblem } from './problem.ts'
+import { fieldsOf } from './request.ts'
 import { REASONS, type HttpMethod } from './route.ts'
 import { listening, type RunningServer, type ServerOptions } from './server.ts'
 
@@ -33,19 +34,13 @@ const nodeIo: TransportIo<Exchange, Exchange> = {
     const value = ex.im.headers[name]
     return value === undefined ? '' : Array.isArray(value) ? value.join(', ') : value
   },
-  hasHeader: (ex, name) => ex.im.headers[name] !== undefined,
   parameter: (ex, index) => ex.params[index] ?? '',
   query: (ex) => ex.query,
-  // node's parser already refuses both cases (clientError below); kept so the rule does not rest on its defaults.
-  ambiguousLength: (ex) => {
-    let lengths = 0
-    let chunked = false
-    for (let i = 0; i < ex.im.rawHeaders.length; i += 2) {
-      const name = (ex.im.rawHeaders[i] as string).toLowerCase()
-      if (name === 'content-length') lengths++
-      else if (name === 'transfer-encoding') chunked = true
-    }
-    return lengths > 1 || (lengths > 0 && chunked)
+  // node's parser already refuses an ambiguous length (clientError below); checked so the rule does not rest on its defaults.
+  fields: (ex, names) => {
+    const fieldNames: string[] = []
+    for (let i = 0; i < ex.im.rawHeaders.length; i += 2) fieldNames.push((ex.im.rawHeaders[i] as string).toLowerCase())
+    return fieldsOf(fieldNames, names)
   },
   onAborted: (ex, hook) => {
     ex.res.once('close', () => {

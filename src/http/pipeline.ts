@@ -4,12 +4,12 @@ import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
 import { duplicateKeyPointer } from './json.ts'
 import { errorFields, requestIdMinter, silentLogger, stdoutLogger } from './log.ts'
-import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
+import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
 import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts'
-import { templateRegExp, type Session } from './route.ts'
+import { templateRegExp, type AuthMode, type RouteContext, type Session } from './route.ts'
 import {
-  bearerToken, checkedBody, compileRoutes, decodeParams, internalError, isJsonType, JSON_TYPE, jsonText, matchesEtag, parseQuery, problemReply,
-  REQUEST_ID, utf8, validationProblem, type CompiledRoute, type Reply,
+  AMBIGUOUS_LENGTH, bearerToken, checkedBody, compileRoutes, decodeParams, internalError, isJsonType, JSON_TYPE, jsonText, matchesEtag, parseQuery,
+  presentBit, problemReply, REQUEST_ID, utf8, validationProblem, type CompiledRoute, type Reply,
 } from './request.ts'
 import { DEFAULT_BODY_LIMIT_BYTES, type CloseResult, type ServerOptions } from './server.ts'
 
@@ -28,10 +28,12 @@ export interface TransportIo<Res, Req> {
   parameter(req: Req, index: number): string
   /** What follows the '?', undefined without one. */
   query(req: Req): string | undefined
-  /** Two Content-Length fields, or one beside Transfer-Encoding (request smuggling). */
-  ambiguousLength(req: Req): boolean
-  /** Whether the request has the header at all (`header` answers '' both for an empty one and for none). */
-  hasHeader(req: Req, name: string): boolean
+  /**
+   * One pass over the request's fields for two questions (uWS makes two strings and a call per field of each pass):
+   * bit AMBIGUOUS_LENGTH when it has two Content-Length fields, or one beside Transfer-Encoding (request smuggling);
+   * `presentBit(i)` when it has `names[i]` at all (`header` answers '' both for an empty one and for none).
+   */
+  fields(req: Req, names: readonly string[]): number
   /** Called once when the client goes away before the answer is sent; after it `res` must not be touched. */
   onAborted(res: Res, hook: () => void): void
   /** The peer's address as the transport sees it (the front's PROXY header names it behind the front). */
@@ -81,7 +83,23 @@ interface BodyText {
   byteLength: number
 }
 type BodyRead = BodyText | 'too_large' | 'aborted'
+/** What a routed request's handler needs of it, copied while the request is readable; `body` once it is read. */
+interface RouteInput {
+  rawParams: string[]
+  rawQuery: string
+  token: string | undefined
+  headers: Record<string, string>
+  body: BodyRead | 'empty' | undefined
+}
 const EMPTY_BODY: BodyText = { text: '', byteLength: 0 }
+const NO_PARAMS: string[] = []
+/** The content-type field of an answer, one per media type (the route table's few): not a new pair per answer. */
+const contentTypeFields = new Map<string, [string, string]>()
+const contentTypeField = (contentType: string): [string, string] => {
+  let field = contentTypeFields.get(contentType)
+  if (field === undefined) contentTypeFields.set(contentType, (field = ['content-type', contentType]))
+  return field
+}
 
 /** The text of UTF-8 bytes, or undefined when they are not UTF-8 (the answer is then malformed_json). */
 function utf8Text(bytes: ArrayBuffer | Buffer): string | undefined {
@@ -114,7 +132,9 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   const trustedProxies = new Set(options.trustedProxies ?? [])
   const compiled = compileRoutes(options.routes, options)
   const matchers = compiled.map((c) => ({ method: c.route.method, regexp: templateRegExp(c.route.path) }))
-  const inFlight = new Map<RequestState<Res>, Promise<void>>()
+  /** Requests routed to a handler and not yet finished; their last one to finish during a drain calls `drained`. */
+  const inFlight = new Set<RequestState<Res>>()
+  let drained: (() => void) | undefined
   const mintRequestId = requestIdMinter()
   let closing = false
 
@@ -233,6 +253,25 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
     return state.controller.signal
   }
 
+  /**
+   * A handler's context. `clientIp` and `signal` are read through the request's state, only when asked: getters on
+   * the prototype, where an object literal's would be two new closures per request (issue 11).
+   */
+  class HandlerContext implements RouteContext<unknown, unknown, unknown, AuthMode> {
+    readonly #state: RequestState<Res>
+    constructor(state: RequestState<Res>, readonly params: Record<string, string>, readonly query: Record<string, string | number>, readonly body: unknown, readonly session: Session | undefined, readonly headers: Record<string, string>) {
+      this.#state = state
+    }
+
+    get clientIp(): string {
+      return clientIpOf(this.#state)
+    }
+
+    get signal(): AbortSignal {
+      return signalOf(this.#state)
+    }
+  }
+
   const fallback = (res: Res, req: Req): void => {
     try {
       const state = begin(res, req)
@@ -265,53 +304,49 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   }
 
   /**
-   * The body as text, or undefined when it is not UTF-8. A body in one chunk (every small one) is decoded straight
-   * from uWS's chunk, without the copy and the concatenation a multi-chunk body needs.
+   * Reads the body, then calls `done` once with its text (undefined when it is not UTF-8), or with why there is none.
+   * A body in one chunk (every small one) is decoded straight from uWS's chunk, without the copy and the
+   * concatenation a multi-chunk body needs. A callback, not a promise: no promise, resolvers and await per request.
    */
-  const readBody = (state: RequestState<Res>): Promise<BodyRead> =>
-    new Promise((resolve) => {
-      const chunks: Buffer[] = []
-      let total = 0
-      let finished = false
-      state.onAbort = () => {
+  const readBody = (state: RequestState<Res>, done: (read: BodyRead) => void): void => {
+    const chunks: Buffer[] = []
+    let total = 0
+    let finished = false
+    state.onAbort = () => {
+      // Once the body is read, the handler that runs sees `state.aborted` itself.
+      if (finished) return
+      finished = true
+      done('aborted')
+    }
+    io.onData(state.res, (chunk, isLast) => {
+      if (finished) return
+      total += chunk.byteLength
+      if (total > bodyLimitBytes) {
         finished = true
-        resolve('aborted')
+        done('too_large')
+        return
       }
-      io.onData(state.res, (chunk, isLast) => {
-        if (finished) return
-        total += chunk.byteLength
-        if (total > bodyLimitBytes) {
-          finished = true
-          resolve('too_large')
-          return
-        }
-        if (isLast && chunks.length === 0) {
-          finished = true
-          resolve({ text: utf8Text(chunk), byteLength: total })
-          return
-        }
-        // uWS neuters its chunk (an ArrayBuffer) when this callback returns: copy it. node's are ours to keep.
-        chunks.push(chunk instanceof ArrayBuffer ? Buffer.from(new Uint8Array(chunk)) : chunk)
-        if (isLast) {
-          finished = true
-          resolve({ text: utf8Text(Buffer.concat(chunks, total)), byteLength: total })
-        }
-      })
+      if (isLast && chunks.length === 0) {
+        finished = true
+        done({ text: utf8Text(chunk), byteLength: total })
+        return
+      }
+      // uWS neuters its chunk (an ArrayBuffer) when this callback returns: copy it. node's are ours to keep.
+      chunks.push(chunk instanceof ArrayBuffer ? Buffer.from(new Uint8Array(chunk)) : chunk)
+      if (isLast) {
+        finished = true
+        done({ text: utf8Text(Buffer.concat(chunks, total)), byteLength: total })
+      }
     })
+  }
 
   const tooLarge = () => new HttpProblem(413, 'payload_too_large', `The request body exceeds the limit of ${bodyLimitBytes} bytes.`)
 
-  const handleRequest = async (state: RequestState<Res>, c: CompiledRoute, input: {
-    rawParams: string[]
-    rawQuery: string
-    token: string | undefined
-    headers: Record<string, string>
-    body: Promise<BodyRead> | 'empty' | undefined
-  }): Promise<void> => {
+  const handleRequest = async (state: RequestState<Res>, c: CompiledRoute, input: RouteInput): Promise<void> => {
     try {
       let bodyText: BodyText | undefined
       if (input.body !== undefined && input.body !== 'empty') {
-        const read = await input.body
+        const read = input.body
         if (read === 'aborted') return
         if (read === 'too_large') {
           // The client may still be sending: close the connection rather than read the rest.
@@ -352,7 +387,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
         } catch {
           throw new HttpProblem(400, 'malformed_json', 'The request body is not valid UTF-8 JSON.')
         }
-        const duplicate = duplicateKeyPointer(text)
+        const duplicate = duplicateKeyPointer(text, body)
         if (duplicate !== undefined) {
           throw new HttpProblem(400, 'duplicate_json_key', `The request body names the key at ${duplicate} twice; which one would count is ambiguous.`, {
             title: 'Duplicate JSON key',
@@ -360,27 +395,19 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
           })
         }
       }
-      const params = decodeParams(c.paramNames, input.rawParams)
-      const query = parseQuery(input.rawQuery, c.integerQuery)
-      const issues = [...params.issues, ...query.issues]
-      if (c.params !== undefined && !c.params.check(params.values)) issues.push(...c.params.issues(params.values, '/params'))
+      const issues: ValidationIssue[] = []
+      const params = decodeParams(c.paramNames, input.rawParams, issues)
+      const query = parseQuery(input.rawQuery, c.integerQuery, issues)
+      if (c.params !== undefined && !c.params.check(params)) issues.push(...c.params.issues(params, '/params'))
       if (c.query !== undefined) {
-        if (!c.query.check(query.values)) issues.push(...c.query.issues(query.values, '/query'))
+        if (!c.query.check(query)) issues.push(...c.query.issues(query, '/query'))
       } else {
-        for (const name of Object.keys(query.values)) issues.push({ path: `/query/${name}`, message: 'unknown field' })
+        for (const name of Object.keys(query)) issues.push({ path: `/query/${name}`, message: 'unknown field' })
       }
       if (c.body !== undefined && !c.body.check(body)) issues.push(...c.body.issues(body, '/body'))
       if (issues.length > 0) throw validationProblem(issues)
 
-      const result = await c.route.handler({
-        params: params.values,
-        query: query.values,
-        body,
-        session,
-        headers: input.headers,
-        get clientIp() { return clientIpOf(state) },
-        get signal() { return signalOf(state) },
-      })
+      const result = await c.route.handler(new HandlerContext(state, params, query, body, session, input.headers))
       if (state.aborted) return
       // What the answer cost beyond the token that admitted it (a page of 100 items costs 100).
       if (c.route.cost !== undefined && limiter !== undefined && state.rate !== undefined && result.status < 300) {
@@ -396,6 +423,9 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       send(state, reply)
     } catch (error) {
       fail(state, error)
+    } finally {
+      inFlight.delete(state)
+      if (inFlight.size === 0) drained?.()
     }
   }
 
@@ -437,12 +467,13 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
     const headers: Array<[string, string]> = []
     let body: string | undefined
     if (result.body !== undefined) {
-      headers.push(['content-type', contentType])
-      if (isJsonType(contentType)) body = jsonText(result.body)
+      headers.push(contentTypeField(contentType))
+      if (contentType === JSON_TYPE || isJsonType(contentType)) body = jsonText(result.body)
       else if (typeof result.body === 'string') body = result.body
       else throw new TypeError(`${state.method} ${state.path}: a ${contentType} body must be a string`)
     }
-    for (const [name, value] of Object.entries(result.headers ?? {})) {
+    if (result.headers === undefined) return { status: result.status, headers, body }
+    for (const [name, value] of Object.entries(result.headers)) {
       const lower = name.toLowerCase()
       // uWS writes the length itself; a second one would corrupt the response.
       if (lower === 'content-length' || lower === 'transfer-encoding') continue
@@ -465,31 +496,41 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       const token = options.authenticate === undefined ? undefined : bearerToken(io.header(req, 'authorization'))
       // Without a token the bucket is known now: refuse before reading a body. With one, after authentication.
       if (token === undefined && limiter !== undefined && !admit(state, 'client', clientIpOf(state))) return
-      if (io.header(req, 'content-length') !== '' && io.ambiguousLength(req)) {
-        send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
-        return
-      }
-      const rawParams = c.paramNames.map((_, index) => io.parameter(req, index))
-      const rawQuery = c.route.immutable === true ? '' : io.query(req) ?? ''
+      const declaredLength = io.header(req, 'content-length')
       const headers: Record<string, string> = {}
+      let unsure = false
       for (const name of c.headerNames) {
         const value = io.header(req, name)
+        if (value !== '') headers[name] = value
+        else unsure = true
+      }
+      if (declaredLength !== '' || unsure) {
+        const fields = io.fields(req, c.headerNames)
+        if (declaredLength !== '' && (fields & AMBIGUOUS_LENGTH) !== 0) {
+          send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
+          return
+        }
         // An empty header is sent, not absent: `Idempotency-Key:` with no value is refused (invalid_idempotency_key),
         // never a request without a key, which the client would believe protected against a retry.
-        if (value !== '' || io.hasHeader(req, name)) headers[name] = value
+        for (let index = 0; unsure && index < c.headerNames.length; index++) {
+          const name = c.headerNames[index] as string
+          if ((fields & presentBit(index)) !== 0 && headers[name] === undefined) headers[name] = ''
+        }
       }
+      const rawParams = c.paramNames.length === 0 ? NO_PARAMS : c.paramNames.map((_, index) => io.parameter(req, index))
+      const rawQuery = c.route.immutable === true ? '' : io.query(req) ?? ''
       if (c.route.immutable === true) {
         headers['accept-encoding'] = io.header(req, 'accept-encoding')
         headers['if-none-match'] = io.header(req, 'if-none-match')
       }
-      let body: Promise<BodyRead> | 'empty' | undefined
+      const input: RouteInput = { rawParams, rawQuery, token, headers, body: undefined }
+      let reading = false
       if (c.body !== undefined) {
         const contentType = io.header(req, 'content-type')
-        const declaredLength = io.header(req, 'content-length')
         if (contentType === '' && c.bodyOptional && (declaredLength === '' || declaredLength === '0') && io.header(req, 'transfer-encoding') === '') {
           // An action whose body is optional, called without one.
-          body = 'empty'
-        } else if (contentType.split(';', 1)[0]?.trim().toLowerCase() !== JSON_TYPE) {
+          input.body = 'empty'
+        } else if (contentType !== JSON_TYPE && contentType.split(';', 1)[0]?.trim().toLowerCase() !== JSON_TYPE) {
           send(state, problemReply(new HttpProblem(415, 'unsupported_media_type', `This route takes a JSON body: send content-type: ${JSON_TYPE}.`)))
           return
         } else if (declaredLength !== '' && Number(declaredLength) > bodyLimitBytes) {
@@ -498,15 +539,22 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
         } else if (declaredLength === '0' && io.header(req, 'transfer-encoding') === '') {
           // No body bytes to wait for: the pinned uWS build does not always call onData for an empty body (with the
           // front on its own thread, about one request in twenty waited until uWS's idle timeout closed it).
-          body = Promise.resolve(EMPTY_BODY)
+          input.body = EMPTY_BODY
         } else {
-          // onData must be attached before this callback returns, or uWS drops the body.
-          body = readBody(state)
+          reading = true
         }
       }
-      const work = handleRequest(state, c, { rawParams, rawQuery, token, headers, body })
-        .finally(() => inFlight.delete(state))
-      inFlight.set(state, work)
+      // Counted from here (it may finish at once); it removes itself (no `.finally` promise per request).
+      inFlight.add(state)
+      // onData must be attached before this callback returns, or uWS drops the body.
+      if (reading) {
+        readBody(state, (read) => {
+          input.body = read
+          void handleRequest(state, c, input)
+        })
+      } else {
+        void handleRequest(state, c, input)
+      }
     } catch (error) {
       log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
     }
@@ -527,12 +575,14 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
    * timeout), then closes the connections of the ones still running. */
   const drain = async (timeoutMs: number): Promise<CloseResult> => {
     closing = true
-    const pending = [...inFlight.values()]
     let timer: NodeJS.Timeout | undefined
-    const timedOut = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), timeoutMs) })
-    const outcome = await Promise.race([Promise.allSettled(pending).then(() => 'drained' as const), timedOut])
+    const outcome = inFlight.size === 0 ? 'drained' : await new Promise<'drained' | 'timeout'>((resolve) => {
+      drained = () => resolve('drained')
+      timer = setTimeout(() => resolve('timeout'), timeoutMs)
+    })
     clearTimeout(timer)
-    const abandoned = [...inFlight.keys()]
+    drained = undefined
+    const abandoned = [...inFlight]
     for (const state of abandoned) {
       if (!state.aborted && !state.responded) {
         state.responded = true

@@ -87,6 +87,7 @@ export function compileRoutes(routes: readonly AnyRoute[], options: Pick<ServerO
     if (route.immutable === true && (route.method !== 'get' || route.auth !== 'none' || route.params !== undefined || route.query !== undefined)) {
       throw new Error(`${where}: an immutable route is a public GET without parameters`)
     }
+    if ((route.headers?.length ?? 0) > ROUTE_HEADERS_MAX) throw new Error(`${where}: more than ${ROUTE_HEADERS_MAX} request headers`)
     const responses = new Map<number, CompiledSchema | undefined>()
     for (const status of statuses) {
       const schema = route.responses[status]?.schema
@@ -111,15 +112,15 @@ export function compileRoutes(routes: readonly AnyRoute[], options: Pick<ServerO
 /** Integer query values as numbers: plain decimal only, so that `01`, `1e3`, `0x10` and ` 1` stay strings and fail. */
 export const INTEGER_TEXT = /^-?(0|[1-9][0-9]{0,15})$/
 
-export function parseQuery(raw: string, integers: ReadonlySet<string>): { values: Record<string, string | number>; issues: ValidationIssue[] } {
+/** The query's values; a repeated parameter is added to `issues`. */
+export function parseQuery(raw: string, integers: ReadonlySet<string>, issues: ValidationIssue[]): Record<string, string | number> {
   const values: Record<string, string | number> = {}
-  const issues: ValidationIssue[] = []
-  if (raw === '') return { values, issues }
+  if (raw === '') return values
   for (const [name, value] of new URLSearchParams(raw)) {
     if (Object.hasOwn(values, name)) issues.push({ path: `/query/${name}`, message: 'repeated parameter' })
     values[name] = integers.has(name) && INTEGER_TEXT.test(value) ? Number(value) : value
   }
-  return { values, issues }
+  return values
 }
 
 export function integerProperties(schema: unknown): Set<string> {
@@ -135,28 +136,37 @@ export function bearerToken(authorization: string): string | undefined {
   return match === null ? undefined : (match[1] as string)
 }
 
-/** Two Content-Length fields, or one beside Transfer-Encoding: the body's end is ambiguous (request smuggling). */
-export function ambiguousLength(req: HttpRequest): boolean {
+/** `TransportIo.fields`' bit for two Content-Length fields, or one beside Transfer-Encoding (request smuggling). */
+export const AMBIGUOUS_LENGTH = 1
+/** `TransportIo.fields`' bit for `names[index]`, present even if empty. */
+export const presentBit = (index: number): number => 2 << index
+/** The most header names a route may list: each has a bit of `TransportIo.fields`' answer beside AMBIGUOUS_LENGTH. */
+export const ROUTE_HEADERS_MAX = 30
+
+/** `TransportIo.fields` from the field names a request has, in order (lower case, repeated as sent). */
+export function fieldsOf(fieldNames: Iterable<string>, names: readonly string[]): number {
   let lengths = 0
   let chunked = false
-  req.forEach((name) => {
+  let present = 0
+  for (const name of fieldNames) {
     if (name === 'content-length') lengths++
     else if (name === 'transfer-encoding') chunked = true
-  })
-  return lengths > 1 || (lengths > 0 && chunked)
+    const index = names.indexOf(name)
+    if (index >= 0) present |= presentBit(index)
+  }
+  return present | (lengths > 1 || (lengths > 0 && chunked) ? AMBIGUOUS_LENGTH : 0)
 }
 
-export function hasHeader(req: HttpRequest, wanted: string): boolean {
-  let found = false
-  req.forEach((name) => {
-    if (name === wanted) found = true
-  })
-  return found
+/** uWS's request as `TransportIo.fields`: one `forEach` over its fields. */
+export function uwsFields(req: HttpRequest, names: readonly string[]): number {
+  const fieldNames: string[] = []
+  req.forEach((name) => { fieldNames.push(name) })
+  return fieldsOf(fieldNames, names)
 }
 
-export function decodeParams(names: string[], raw: string[]): { values: Record<string, string>; issues: ValidationIssue[] } {
+/** The path parameters' values; a malformed percent-encoding is added to `issues`. */
+export function decodeParams(names: string[], raw: string[], issues: ValidationIssue[]): Record<string, string> {
   const values: Record<string, string> = {}
-  const issues: ValidationIssue[] = []
   names.forEach((name, index) => {
     try {
       values[name] = decodeURIComponent(raw[index] ?? '')
@@ -164,7 +174,7 @@ export function decodeParams(names: string[], raw: string[]): { values: Record<s
       issues.push({ path: `/params/${name}`, message: 'malformed percent-encoding' })
     }
   })
-  return { values, issues }
+  return values
 }
 
 export const utf8 = new TextDecoder('utf-8', { fatal: true })

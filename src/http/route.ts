@@ -164,6 +164,9 @@ export const REASONS: Readonly<Record<number, string>> = {
   501: 'Not Implemented', 503: 'Service Unavailable', 504: 'Gateway Timeout', 505: 'HTTP Version Not Supported',
 }
 
+/** The status lines of REASONS, built once: uWS writes one per answer. */
+const STATUS_LINES: ReadonlyMap<number, string> = new Map(Object.entries(REASONS).map(([status, reason]) => [Number(status), `${status} ${reason}`]))
+
 export function statusLine(status: number): string {
-  return `${status} ${REASONS[status] ?? 'Status'}`
+  return STATUS_LINES.get(status) ?? `${status} Status`
 }

@@ -8,7 +8,7 @@ import { startNodeServer } from './node-server.ts'
 import { createPipeline, type TransportIo } from './pipeline.ts'
 import type { RateLimitOptions } from './rate-limit.ts'
 import { statusLine, toUwsPattern, type AnyRoute, type HttpMethod, type Session } from './route.ts'
-import { ambiguousLength, hasHeader } from './request.ts'
+import { uwsFields } from './request.ts'
 
 /** Default largest accepted request body. Every documented request of the service is far below it. */
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024
@@ -194,8 +194,7 @@ function uwsIo(behindFront: boolean): TransportIo<HttpResponse, HttpRequest> {
     header: (req, name) => req.getHeader(name),
     parameter: (req, index) => req.getParameter(index) ?? '',
     query: (req) => req.getQuery(),
-    ambiguousLength,
-    hasHeader,
+    fields: uwsFields,
     onAborted: (res, hook) => { res.onAborted(hook) },
     remoteAddress: (res) => Buffer.from(behindFront ? res.getProxiedRemoteAddressAsText() : res.getRemoteAddressAsText()).toString('utf8'),
     onData: (res, chunk) => { res.onData(chunk) },

@@ -96,6 +96,42 @@ t.test('graceful shutdown gives up after its timeout and reports the abandoned r
   t.type(await slow, Error, 'the abandoned request sees its connection closed')
 })
 
+t.test('a request whose client goes away after sending its body stays in flight until its handler ends', async (t) => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+  let release: () => void = () => {}
+  const released = new Promise<void>((resolve) => { release = resolve })
+  let entered = false
+  let sawAbort = false
+  const held = defineRoute({
+    method: 'post',
+    path: '/held',
+    operationId: 'held',
+    callers: 'a test',
+    summary: 'Answers once released',
+    auth: 'none',
+    body: StrictObject({ n: Type.Integer() }),
+    responses: { 200: { description: 'The body', schema: StrictObject({ n: Type.Integer() }) } },
+    handler: async ({ body, signal }) => {
+      entered = true
+      signal.addEventListener('abort', () => { sawAbort = true })
+      await released
+      return { status: 200, body }
+    },
+  })
+  const server = await startServer({ transport: testTransport, routes: [held], log: silentLogger, port: 0 })
+  t.teardown(async () => { await server.close(100) })
+  const client = new AbortController()
+  const answer = fetch(`${server.url}/held`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":1}', signal: client.signal }).catch((error: Error) => error)
+  while (!entered) await sleep(5)
+  client.abort()
+  await answer
+  while (!sawAbort) await sleep(5)
+  t.equal(server.inFlight(), 1, 'the abort after the body does not end the request: its handler still runs')
+  release()
+  while (server.inFlight() > 0) await sleep(5)
+  t.same(await server.close(100), { drained: true, abandoned: 0 })
+})
+
 t.test('port 0 binds a free port and reports it', async (t) => {
   const a = await startServer({ transport: testTransport, routes: testRoutes, log: silentLogger, port: 0 })
   const b = await startServer({ transport: testTransport, routes: testRoutes, log: silentLogger, port: 0 })
