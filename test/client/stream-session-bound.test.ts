@@ -62,10 +62,15 @@ t.test('eleven AgentCredit objects of one wallet share one session: their stream
 t.test('streams signing in on their own beyond the bound: the surplus ones stop with a reason, the rest stay and nothing signs in any more', async (t) => {
   const wallet = counted(await fundedAccount(h.devnet, h.network, usdc(100)))
   const count = SESSIONS_PER_WALLET_MAX + 2
-  // Each stream signs in for each connection, as one per process would.
-  const streams = Array.from({ length: count }, () => new EventStream({ baseUrl: h.url, token: () => new CreditClient(h.url).signIn(wallet.account), reconnectDelayMs: 20 }))
+  // Each stream signs in for each connection, as one per process would; opened one after the other, so that each
+  // first connection upgrades on a session that is the wallet's newest.
+  const streams: EventStream[] = []
   t.teardown(() => streams.forEach((stream) => stream.close()))
-  await Promise.all(streams.map((stream) => stream.ready()))
+  for (let i = 0; i < count; i++) {
+    const stream = new EventStream({ baseUrl: h.url, token: () => new CreditClient(h.url).signIn(wallet.account) })
+    streams.push(stream)
+    await stream.ready()
+  }
 
   const stopped: EventStream[] = []
   await new Promise<void>((resolve) => {
