@@ -43,8 +43,8 @@ export class EventStream {
   #sessionEndedAtMs: number | undefined
   #end!: (error: Error | undefined) => void
   /**
-   * Settles once the stream stops for good: undefined after close(); the reason when it gave up (its session ended
-   * twice within `sessionEndedWindowMs`), with `lastClose` the service's close.
+   * Settles once the stream stops for good: undefined after close(); the reason when it gave up (its first connection
+   * failed, or its session ended twice within `sessionEndedWindowMs`), with `lastClose` the service's close.
    */
   readonly ended: Promise<Error | undefined> = new Promise((resolve) => (this.#end = resolve))
   /** Close code and reason of the last drop (a slow consumer learns why here). */
@@ -55,6 +55,8 @@ export class EventStream {
     this.#epoch = options.resumeFrom?.epoch
     this.#seq = options.resumeFrom?.seq
     this.#opened = this.#connect()
+    // A first connection that fails is not tried again: ready() rejects, and the stream has ended with that reason.
+    this.#opened.catch((error: Error) => this.#end(error))
   }
 
   /** Resolves once the first connection is open (its hello received). */
