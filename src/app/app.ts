@@ -48,7 +48,7 @@ import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, StoreOverloadedError } from '.
 import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '../store/store.ts'
 import { assembleCreditScore } from '../score/assembly.ts'
 import type { CreditScoreCompute } from '../score/compute.ts'
-import { resolveCreditScore } from '../score/settings.ts'
+import { repaymentMinimumsOf, resolveCreditScore } from '../score/settings.ts'
 import { createNetworkFacilitators, servedPayees, wirePayee } from '../x402/facilitator.ts'
 import { facilitatorUrl } from '../x402/facilitator-url.ts'
 import { facilitatorRoutes, x402Routes } from '../x402/routes.ts'
@@ -377,7 +377,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...operatorRoutes(service, reconciliation),
       ...eventRoutes(stream.limits, () => catalogOf().stream),
       ...facilitators.flatMap((facilitator) => facilitatorRoutes(facilitator, refuseStoppedNetwork)),
-      creditScoreRoute({ paid: creditScore.paid, engine, clock, refuseStoppedNetwork }),
+      creditScoreRoute({ paid: creditScore.paid, engine, passport: service.passport, repaymentMinimums: repaymentMinimumsOf(networks), clock, refuseStoppedNetwork }),
     )
     // The inspector follows durable changes from here on; its counts start from what the store holds now.
     let inspectorLive: InspectorLive | undefined

@@ -1,6 +1,8 @@
 // The typed SDK: one object per agent wallet. It signs in with SIWE and renews the session before it expires, calls
 // every route with the request and response types of the service's own TypeBox schemas, turns problem+json into
-// CreditApiError with the stable code, sends an Idempotency-Key with every POST (so a retry after a lost answer is
+// CreditApiError with the stable code, shares one signed-in session among all its objects of one wallet and service
+// in the process (the service keeps at most sessionsPerWalletMax per wallet, a sign-in beyond it ending the oldest),
+// sends an Idempotency-Key with every POST (so a retry after a lost answer is
 // safe and is the only kind of retry it makes), follows the event stream, and runs the lender's and the borrower's
 // steps. Chain work goes through ChainAgent (./chain.ts), the one module that knows the contract.
 import { randomUUID } from 'node:crypto'
@@ -54,6 +56,44 @@ export interface AgentCreditOptions {
   attempts?: number
 }
 
+/**
+ * The signed-in session of one wallet at one service, shared by every AgentCredit of that wallet in the process and
+ * by their event streams: eleven of them each signing in would end each other's sessions (sessionsPerWalletMax, 10).
+ */
+class SharedSession {
+  #current: { token: string; expiresAtMs: number } | undefined
+  #signingIn: Promise<string> | undefined
+
+  /** A token valid for at least `renewBeforeMs`; one sign-in at a time, with `account`, when there is none. */
+  token(http: CreditClient, account: LocalAccount, renewBeforeMs: number): Promise<string> {
+    if (this.#current !== undefined && this.#current.expiresAtMs - Date.now() > renewBeforeMs) return Promise.resolve(this.#current.token)
+    this.#signingIn ??= this.#signIn(http, account).finally(() => (this.#signingIn = undefined))
+    return this.#signingIn
+  }
+
+  /** The service ended `token`'s session: the next call signs in again, unless a newer session replaced it already. */
+  ended(token: string): void {
+    if (this.#current?.token === token) this.#current = undefined
+  }
+
+  async #signIn(http: CreditClient, account: LocalAccount): Promise<string> {
+    const token = await http.signIn(account)
+    const expiresAt = http.lastSession?.expiresAt
+    this.#current = { token, expiresAtMs: expiresAt === undefined ? Date.now() + 5 * 60_000 : Date.parse(expiresAt) }
+    return token
+  }
+}
+
+/** The process's sessions, by service and wallet: one per wallet an agent process acts as. */
+const sharedSessions = new Map<string, SharedSession>()
+
+function sharedSession(baseUrl: string, address: Address): SharedSession {
+  const key = `${baseUrl} ${address.toLowerCase()}`
+  let session = sharedSessions.get(key)
+  if (session === undefined) sharedSessions.set(key, (session = new SharedSession()))
+  return session
+}
+
 /** Statuses a safe request is retried on: nothing was done (429, 503) and the answer says when to come back. */
 const RETRY_STATUSES = new Set([429, 503])
 
@@ -62,14 +102,14 @@ export class AgentCredit {
   readonly account: LocalAccount
   readonly #renewBeforeMs: number
   readonly #attempts: number
-  #session: { token: string; expiresAtMs: number } | undefined
-  #signingIn: Promise<string> | undefined
+  readonly #session: SharedSession
 
   constructor(options: AgentCreditOptions) {
     this.http = new CreditClient(options.baseUrl)
     this.account = options.account
     this.#renewBeforeMs = options.renewBeforeMs ?? 60_000
     this.#attempts = options.attempts ?? 3
+    this.#session = sharedSession(this.http.baseUrl, this.account.address)
   }
 
   get address(): Address {
@@ -77,17 +117,8 @@ export class AgentCredit {
   }
 
   /** A bearer token valid for at least `renewBeforeMs`: signs in again when the current one is about to expire. */
-  async token(): Promise<string> {
-    if (this.#session !== undefined && this.#session.expiresAtMs - Date.now() > this.#renewBeforeMs) return this.#session.token
-    this.#signingIn ??= this.#signIn().finally(() => (this.#signingIn = undefined))
-    return this.#signingIn
-  }
-
-  async #signIn(): Promise<string> {
-    const token = await this.http.signIn(this.account)
-    const expiresAt = this.http.lastSession?.expiresAt
-    this.#session = { token, expiresAtMs: expiresAt === undefined ? Date.now() + 5 * 60_000 : Date.parse(expiresAt) }
-    return token
+  token(): Promise<string> {
+    return this.#session.token(this.http, this.account, this.#renewBeforeMs)
   }
 
   /** One route: typed body in, typed answer out, problem+json as CreditApiError. */
@@ -101,8 +132,9 @@ export class AgentCredit {
     let lastError: unknown
     for (let attempt = 1; attempt <= this.#attempts; attempt++) {
       let reply: Reply<any>
+      let token = ''
       try {
-        const token = options.auth === false ? '' : await this.token()
+        if (options.auth !== false) token = await this.token()
         reply = await this.http.call(method, path, body, { token, ...(idempotencyKey ? { idempotencyKey } : {}) })
       } catch (error) {
         // A lost answer: safe to ask again, a POST under the same key is answered from the stored result.
@@ -112,7 +144,7 @@ export class AgentCredit {
       }
       if (reply.status === 401 && options.auth !== false && attempt < this.#attempts) {
         // The session ended on the service's side (revoked, or more sign-ins than the wallet may hold): sign in again.
-        this.#session = undefined
+        this.#session.ended(token)
         continue
       }
       if (RETRY_STATUSES.has(reply.status) && attempt < this.#attempts) {
@@ -234,7 +266,7 @@ export class AgentCredit {
 
   /** The live event stream of this wallet, resuming by itself after a drop. */
   async events(resumeFrom?: { epoch: string; seq: number }): Promise<EventStream> {
-    const stream = new EventStream({ baseUrl: this.http.baseUrl, token: () => this.token(), onSessionEnded: () => (this.#session = undefined), ...(resumeFrom ? { resumeFrom } : {}) })
+    const stream = new EventStream({ baseUrl: this.http.baseUrl, token: () => this.token(), onSessionEnded: (token) => this.#session.ended(token), ...(resumeFrom ? { resumeFrom } : {}) })
     await stream.ready()
     return stream
   }

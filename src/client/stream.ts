@@ -1,6 +1,8 @@
 // The event stream for agents: one WebSocket to GET /events that reconnects by itself and resumes from the last
 // event it delivered, so a consumer sees every event of its wallet once, in order (a `resync` message when the
-// service could not keep the gap: re-read state over HTTP then).
+// service could not keep the gap: re-read state over HTTP then). A stream whose session ends twice within
+// `sessionEndedWindowMs` stops instead of signing in again: more sign-ins of its wallet than the service keeps
+// (sessionsPerWalletMax) would otherwise end each other's sessions in a loop, each new one dropping the oldest.
 import WebSocket from 'ws'
 import { STREAM_CLOSE, type StreamEvent, type StreamMessage, type StreamResync } from '../stream/messages.ts'
 
@@ -16,11 +18,16 @@ export interface EventStreamOptions {
   /** Delay before reconnecting after the connection dropped (doubles up to 8x). */
   reconnectDelayMs?: number
   /**
-   * The service closed the stream because its session ended (4001 session_ended: revoked, or dropped by a newer
-   * sign-in): called before reconnecting, so `token` signs in again instead of offering the ended token.
+   * The service closed the stream because the session of `token` ended (4001 session_ended: revoked, or dropped by a
+   * newer sign-in): called before reconnecting, so `token` signs in again instead of offering the ended token.
    */
-  onSessionEnded?: () => void
+  onSessionEnded?: (token: string) => void
+  /** A second session end within this long stops the stream (`ended`) instead of signing in again (default 10 min). */
+  sessionEndedWindowMs?: number
 }
+
+/** How long after one session end a second one means the wallet's sign-ins are ending each other's sessions. */
+export const SESSION_ENDED_WINDOW_MS = 10 * 60_000
 
 type Listener = (message: StreamEvent | StreamResync) => void
 
@@ -33,6 +40,13 @@ export class EventStream {
   #seq: number | undefined
   #failures = 0
   #opened: Promise<void>
+  #sessionEndedAtMs: number | undefined
+  #end!: (error: Error | undefined) => void
+  /**
+   * Settles once the stream stops for good: undefined after close(); the reason when it gave up (its first connection
+   * failed, or its session ended twice within `sessionEndedWindowMs`), with `lastClose` the service's close.
+   */
+  readonly ended: Promise<Error | undefined> = new Promise((resolve) => (this.#end = resolve))
   /** Close code and reason of the last drop (a slow consumer learns why here). */
   lastClose: { code: number; reason: string } | undefined
 
@@ -41,6 +55,8 @@ export class EventStream {
     this.#epoch = options.resumeFrom?.epoch
     this.#seq = options.resumeFrom?.seq
     this.#opened = this.#connect()
+    // A first connection that fails is not tried again: ready() rejects, and the stream has ended with that reason.
+    this.#opened.catch((error: Error) => this.#end(error))
   }
 
   /** Resolves once the first connection is open (its hello received). */
@@ -80,6 +96,19 @@ export class EventStream {
   close(): void {
     this.#stopped = true
     this.#ws?.close(1000)
+    this.#end(undefined)
+  }
+
+  /** Whether to sign in again after the session ended, or stop: see the file's head. */
+  #mayReplaceSession(): boolean {
+    const nowMs = Date.now()
+    const windowMs = this.#options.sessionEndedWindowMs ?? SESSION_ENDED_WINDOW_MS
+    const again = this.#sessionEndedAtMs !== undefined && nowMs - this.#sessionEndedAtMs < windowMs
+    this.#sessionEndedAtMs = nowMs
+    if (!again) return true
+    this.#stopped = true
+    this.#end(new Error(`event stream stopped: its session ended twice within ${windowMs / 1000} s, so more sign-ins of this wallet than the service keeps are ending each other's sessions; share one session per wallet (one AgentCredit per wallet and process does) or sign in from fewer places`))
+    return false
   }
 
   async #connect(): Promise<void> {
@@ -113,6 +142,8 @@ export class EventStream {
       })
       ws.on('unexpected-response', (req, res) => {
         req.destroy()
+        // 401: the session ended between the sign-in and the upgrade, as a 4001 would say on an open stream.
+        if (res.statusCode === 401 && this.#mayReplaceSession()) this.#options.onSessionEnded?.(token)
         reject(new Error(`event stream refused: HTTP ${res.statusCode}`))
       })
       ws.on('error', (error) => {
@@ -120,7 +151,7 @@ export class EventStream {
       })
       ws.on('close', (code, reason) => {
         this.lastClose = { code, reason: String(reason) }
-        if (code === STREAM_CLOSE.sessionEnded.code) this.#options.onSessionEnded?.()
+        if (code === STREAM_CLOSE.sessionEnded.code && this.#mayReplaceSession()) this.#options.onSessionEnded?.(token)
         // Closed before its hello (a proxy or the service dropping it, the session ended meanwhile): the attempt
         // failed, so a reconnect's caller schedules the next one and ready() does not wait for ever. (After an
         // 'error' it is rejected already; a second reject is a no-op.)

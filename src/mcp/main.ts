@@ -1,6 +1,7 @@
 // `npm run mcp`: the MCP server on stdio. AGENT_CREDIT_URL names the service (default the README's), and
-// AGENT_CREDIT_WALLET_KEY (hex private key) the wallet the borrower's and lender's tools act as. stdout is the
-// protocol's channel: anything else goes to stderr.
+// AGENT_CREDIT_WALLET_KEY (hex private key) the wallet the borrower's and lender's tools act as, and
+// AGENT_CREDIT_SESSION_KEY_DIR where register_lender keeps the session key (default ~/.agent-credit/session-keys).
+// stdout is the protocol's channel: anything else goes to stderr.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { createMcpServer, DEFAULT_SERVICE_URL } from './server.ts'
 
@@ -12,5 +13,6 @@ if (walletKey !== undefined && walletKey !== '' && !/^0x[0-9a-fA-F]{64}$/.test(w
 const server = createMcpServer({
   baseUrl: process.env['AGENT_CREDIT_URL'] || DEFAULT_SERVICE_URL,
   ...(walletKey ? { walletKey: walletKey as `0x${string}` } : {}),
+  ...(process.env['AGENT_CREDIT_SESSION_KEY_DIR'] ? { sessionKeyDir: process.env['AGENT_CREDIT_SESSION_KEY_DIR'] } : {}),
 })
 await server.connect(new StdioServerTransport())

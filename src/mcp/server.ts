@@ -5,6 +5,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { AgentCredit, CreditApiError } from '../client/sdk.ts'
 import { MCP_TOOLS } from './tools.ts'
+import { DEFAULT_SESSION_KEY_DIR, SessionKeyStore } from './session-keys.ts'
 
 export const DEFAULT_SERVICE_URL = 'http://127.0.0.1:8402'
 
@@ -12,12 +13,15 @@ export interface McpServerOptions {
   baseUrl: string
   /** The wallet the actions sign in with; without it only the read tools are offered. */
   walletKey?: `0x${string}`
+  /** Where register_lender writes the session key (default DEFAULT_SESSION_KEY_DIR). */
+  sessionKeyDir?: string
 }
 
 export function createMcpServer(options: McpServerOptions): Server {
   // Reads never sign in, so without a wallet key a throwaway account stands in and is never used to sign.
   const account = privateKeyToAccount(options.walletKey ?? generatePrivateKey())
   const sdk = new AgentCredit({ baseUrl: options.baseUrl, account })
+  const sessionKeys = new SessionKeyStore(options.sessionKeyDir ?? DEFAULT_SESSION_KEY_DIR)
   const tools = MCP_TOOLS.filter((tool) => options.walletKey !== undefined || !tool.needsWallet)
   const server = new Server({ name: 'agent-credit', version: '0.1.0' }, { capabilities: { tools: {} } })
 
@@ -32,7 +36,7 @@ export function createMcpServer(options: McpServerOptions): Server {
       return { isError: true, content: [{ type: 'text', text: `${request.params.name} ${why}` }] }
     }
     try {
-      const result = await tool.run(sdk, request.params.arguments ?? {})
+      const result = await tool.run(sdk, request.params.arguments ?? {}, sessionKeys)
       return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }], structuredContent: { result } }
     } catch (error) {
       // The service's problem+json, so the agent can branch on its code and read which field was wrong.

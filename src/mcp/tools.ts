@@ -2,12 +2,14 @@
 // built from the TypeBox schemas the route itself validates against (path parameters and body merged into one
 // object, since a tool takes one argument object). Who may call each route is the catalog's `callers` (get_catalog),
 // declared once in the route table. Read tools need no key; the borrower's and the lender's actions
-// sign in with the configured wallet.
+// sign in with the configured wallet. No answer carries a secret that moves money: register_lender keeps the session
+// key in a file (./session-keys.ts) and answers its path.
 import type { TObject, TProperties } from 'typebox'
 import type { Hash } from 'viem'
 import { AdvanceId, BackingSourceRegistration, CollateralPost, CreditRequest, JobCreation, JobFailure, LenderRegistration, MatchRequest, OfferId, RepaymentProof } from '../api/schemas.ts'
 import { JobId, StrictObject } from '../api/common.ts'
 import type { AgentCredit } from '../client/sdk.ts'
+import type { SessionKeyStore } from './session-keys.ts'
 import { CollateralQuery, FundingQuery, RepayQuery } from '../api/routes/transactions.ts'
 
 export interface McpTool {
@@ -16,7 +18,7 @@ export interface McpTool {
   inputSchema: TObject
   /** Signs in with the configured wallet key: without one the tool is not offered. */
   needsWallet: boolean
-  run: (sdk: AgentCredit, args: any) => Promise<unknown>
+  run: (sdk: AgentCredit, args: any, sessionKeys: SessionKeyStore) => Promise<unknown>
 }
 
 const NoInput = StrictObject({})
@@ -27,6 +29,20 @@ const AdvanceRef = StrictObject({ advanceId: AdvanceId })
 
 const read = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: false, run })
 const act = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: true, run })
+
+/**
+ * POST /lenders/register, with the session key's private key moved into the key store: the answer names the file.
+ * The store is checked first, so the one answer that carries the key never arrives with nowhere to keep it.
+ */
+async function registerLender(sdk: AgentCredit, body: any, sessionKeys: SessionKeyStore): Promise<unknown> {
+  await sessionKeys.prepare()
+  const registration = await sdk.registerLender(body)
+  const { address, privateKey, note } = registration.sessionKey
+  // null: an idempotent replay, the service never stored the key, so there is nothing to keep.
+  const keyFile = privateKey === null ? null : await sessionKeys.save({ address, privateKey }, sdk.address)
+  const where = keyFile === null ? note : `The private key is in ${keyFile} (mode 0600), readable only by the user; sign the setupTransactions and each paySupplier with it outside this conversation.`
+  return { ...registration, sessionKey: { address, keyFile, note: where } }
+}
 
 export const MCP_TOOLS: readonly McpTool[] = [
   read('get_catalog', 'The service catalog (GET /.well-known/service.json): networks, assets, contracts and their ABIs, products, fees.', NoInput, (sdk) => sdk.catalog()),
@@ -54,7 +70,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   act('liquidate_advance', 'Liquidate an overdue advance (POST /credit/advances/{advanceId}/liquidate).', AdvanceRef, (sdk, a) => sdk.liquidate(a.advanceId)),
 
   // The lender.
-  act('register_lender', 'Register the wallet as a lender (POST /lenders/register): its session key and the unsigned setup transactions.', LenderRegistration, (sdk, a) => sdk.registerLender(a)),
+  act('register_lender', 'Register the wallet as a lender (POST /lenders/register): the session key\'s address and the file the MCP server wrote its private key to (for the user\'s signer; the key never appears here), the spend policy, funding addresses and the unsigned setup transactions the session key signs.', LenderRegistration, registerLender),
   act('lender_actions', 'The lender\'s pending actions (GET /lenders/{address}/actions): leases to pay, each with its unsigned paySupplier, then the session wallet\'s top-up, approve or withdraw transfers.', NoInput, (sdk) => sdk.actions()),
   act('report_supplier_payment', 'Report the paySupplier transaction of a leased offer (POST /credit/offers/{offerId}/supplier-payment).', merged(OfferRef, StrictObject({ txHash: RepaymentProof.properties.txHash })), (sdk, a) => sdk.reportSupplierPayment(a.offerId, a.txHash as Hash)),
 ]

@@ -1,12 +1,17 @@
 // The credit score: a pure, deterministic function of a borrower's record as this service holds it. Integers only
-// (counts, booleans, milliseconds), so the same inputs give the same score on every machine and in every process;
-// amounts are reported but never scored, because a sum across assets of different decimals means nothing.
+// (counts, booleans, milliseconds, atomic amounts compared only within their own asset), so the same inputs give the
+// same score on every machine and in every process; amounts are never summed across assets, whose decimals differ.
+//
+// Version 2: a repaid advance raises the score only when its principal reached its asset's minimum
+// (`repaymentMinPrincipalUnits` whole units). Under version 1 every repaid advance gave +20 whatever its size, so ten
+// 1-unit advances lent by the borrower's own second wallet bought +200 for the fees alone; now those ten cost at least
+// ten minimums paid out to verified suppliers.
 //
 // score = clamp(base + repayments + partialRepayments + defaults + shortfall + suspension + exposure + historyAge
 //               + erc8004, SCORE_MIN, SCORE_MAX), each term below, divisions rounded toward zero.
 
 /** Bump when any constant or term changes: the answer names the version it was computed with. */
-export const FORMULA_VERSION = 1
+export const FORMULA_VERSION = 2
 export const SCORE_MIN = 0
 export const SCORE_MAX = 1000
 const DAY_MS = 86_400_000
@@ -14,9 +19,11 @@ const DAY_MS = 86_400_000
 /** The terms' constants, published in the catalog and the OpenAPI document. */
 export const SCORE_TERMS = {
   base: 500,
-  /** Per advance repaid in full, up to the cap. */
+  /** Per advance repaid in full whose principal reached its asset's minimum, up to the cap. */
   repaymentPoints: 20,
   repaymentCap: 200,
+  /** That minimum in whole units of the asset (10^decimals atomic each): the assets lent are dollar stablecoins. */
+  repaymentMinPrincipalUnits: 100,
   /** Per partial repayment, up to the cap. */
   partialRepaymentPoints: 5,
   partialRepaymentCap: 50,
@@ -47,6 +54,24 @@ export interface OutstandingByAsset {
   outstandingAtomic: bigint
 }
 
+/** An advance the subject repaid in full, as its passport's `advance_repaid` event records it. */
+export interface RepaidAdvance {
+  advanceId: string
+  network: string
+  asset: string
+  principalAtomic: bigint
+}
+
+/** The least principal, per network and asset, of a repaid advance that counts toward the repayment term. */
+export interface RepaymentMinimum {
+  network: string
+  asset: string
+  minPrincipalAtomic: bigint
+}
+
+/** How many repaid advances the term can count: more add nothing, so the inputs carry no more. */
+export const SCORED_REPAYMENTS_MAX = SCORE_TERMS.repaymentCap / SCORE_TERMS.repaymentPoints
+
 /** Reputation evidence from an ERC-8004 Reputation Registry: feedback of trusted clients about the subject's agent. */
 export interface Erc8004Evidence {
   agentId: string
@@ -64,7 +89,15 @@ export interface CreditScoreInputs {
   subject: `0x${string}`
   /** The instant the record was read; the age of the history is measured to it. */
   asOfMs: number
+  /** Every advance repaid in full (reported; the term reads `scoredRepayments`). */
   repaidAdvances: number
+  /**
+   * Repaid advances whose principal reached their minimum, oldest first, at most SCORED_REPAYMENTS_MAX: each one is an
+   * `advance_repaid` event of the subject's signed passport, so a caller can check it there.
+   */
+  scoredRepayments: RepaidAdvance[]
+  /** The minimum of each network and asset; a repayment in an asset without one never counts. */
+  repaymentMinimums: RepaymentMinimum[]
   partialRepayments: number
   defaultedAdvances: number
   shortfallAtomic: bigint
@@ -114,6 +147,14 @@ function counted(count: number, points: number, cap: number): number {
   return cap < 0 ? Math.max(raw, cap) : Math.min(raw, cap)
 }
 
+/** The repaid advances that reach their asset's minimum: the count the repayment term scores. */
+function repaymentsReachingMinimum(inputs: CreditScoreInputs): number {
+  return inputs.scoredRepayments.filter((repaid) => {
+    const minimum = inputs.repaymentMinimums.find((m) => m.network === repaid.network && m.asset === repaid.asset)
+    return minimum !== undefined && repaid.principalAtomic >= minimum.minPrincipalAtomic
+  }).length
+}
+
 function historyAgeTerm(inputs: CreditScoreInputs): number {
   if (inputs.historyStartedAtMs === null) return 0
   const ageDays = Math.trunc(Math.max(0, inputs.asOfMs - inputs.historyStartedAtMs) / DAY_MS)
@@ -137,6 +178,9 @@ export function checkInputs(inputs: CreditScoreInputs): void {
   if (!Number.isSafeInteger(inputs.asOfMs)) throw new RangeError('asOfMs must be an integer')
   if (inputs.historyStartedAtMs !== null && !Number.isSafeInteger(inputs.historyStartedAtMs)) throw new RangeError('historyStartedAtMs must be an integer')
   if (inputs.shortfallAtomic < 0n) throw new RangeError('shortfallAtomic must be >= 0')
+  if (inputs.scoredRepayments.length > Math.min(inputs.repaidAdvances, SCORED_REPAYMENTS_MAX)) throw new RangeError('scoredRepayments exceeds repaidAdvances or SCORED_REPAYMENTS_MAX')
+  if (inputs.scoredRepayments.some((repaid) => repaid.principalAtomic <= 0n)) throw new RangeError('a repaid principal must be > 0')
+  if (inputs.repaymentMinimums.some((minimum) => minimum.minPrincipalAtomic <= 0n)) throw new RangeError('a repayment minimum must be > 0')
   if (inputs.erc8004 !== null) {
     const { feedbackCount, averageBps } = inputs.erc8004
     if (!Number.isSafeInteger(feedbackCount) || feedbackCount < 0) throw new RangeError('erc8004.feedbackCount must be a non-negative integer')
@@ -148,7 +192,7 @@ export function creditScore(inputs: CreditScoreInputs): CreditScore {
   checkInputs(inputs)
   const factors: ScoreFactors = {
     base: T.base,
-    repayments: counted(inputs.repaidAdvances, T.repaymentPoints, T.repaymentCap),
+    repayments: counted(repaymentsReachingMinimum(inputs), T.repaymentPoints, T.repaymentCap),
     partialRepayments: counted(inputs.partialRepayments, T.partialRepaymentPoints, T.partialRepaymentCap),
     defaults: counted(inputs.defaultedAdvances, T.defaultPoints, T.defaultCap),
     shortfall: inputs.shortfallAtomic > 0n ? T.shortfallPoints : 0,

@@ -15,13 +15,15 @@ export interface ScorePrice {
 export function scoreFormulaText(): string {
   const t = SCORE_TERMS
   return (
-    `score = clamp(${t.base} + min(${t.repaymentCap}, ${t.repaymentPoints} x repaidAdvances) + min(${t.partialRepaymentCap}, ${t.partialRepaymentPoints} x partialRepayments) ` +
+    `score = clamp(${t.base} + min(${t.repaymentCap}, ${t.repaymentPoints} x count of scoredRepayments with principalAtomic >= their network and asset's minPrincipalAtomic) + min(${t.partialRepaymentCap}, ${t.partialRepaymentPoints} x partialRepayments) ` +
     `+ max(${t.defaultCap}, ${t.defaultPoints} x defaultedAdvances) + (${t.shortfallPoints} if shortfallAtomic > 0) + (${t.suspensionPoints} if suspended) ` +
     `+ max(${t.openAdvanceCap}, ${t.openAdvancePoints} x openAdvances) + max(${t.pastDueCap}, ${t.pastDuePoints} x pastDueAdvances) ` +
     `+ min(${t.historyAgeCap}, trunc(${t.historyAgeCap} x days since historyStartedAt / ${t.historyAgeFullDays})) ` +
     `+ (ERC-8004 evidence: trunc((averageBps - 5000) x min(feedbackCount, ${t.erc8004FullCount}) / ${t.erc8004FullCount * 50}) within +-${t.erc8004Cap}), ` +
     `${SCORE_MIN}, ${SCORE_MAX}); integers, divisions toward zero; deterministic for the same inputs. ` +
-    'Inputs: the service\'s borrower record (full repayments, defaults, recovery shortfall, suspension), its open advances (count, past due or defaulted, ' +
+    `A repaid advance counts only when its principal reached ${t.repaymentMinPrincipalUnits} whole units of its asset (repaymentMinimums), so that lending to oneself ` +
+    'in tiny advances from a second wallet buys nothing. ' +
+    'Inputs: the service\'s borrower record (full repayments, defaults, recovery shortfall, suspension), the passport\'s repaid advances (scoredRepayments), its open advances (count, past due or defaulted, ' +
     'principal + fee outstanding per asset) and the earliest activity it holds (live jobs, open advances, backing sources). Partial repayments and ' +
     'ERC-8004 evidence are part of the formula and count 0 until the service records them.'
   )

@@ -1,15 +1,26 @@
-// The inputs of one score, read from the engine at one instant. The engine is the only source: its borrower record
-// (repayments, defaults, shortfall, suspension) and its live actors (open advances, the earliest activity still
-// held). Partial repayments and ERC-8004 evidence are not recorded by the service yet: 0 and null until they are.
+// The inputs of one score, read at one instant. The engine's borrower record (repayments, defaults, shortfall,
+// suspension) and its live actors (open advances, the earliest activity still held); the subject's passport for the
+// repaid advances the repayment term counts, since only the passport keeps each one's principal and asset after the
+// advance left the engine. Partial repayments and ERC-8004 evidence are not recorded by the service yet: 0 and null.
 import type { Address } from 'viem'
 import type { Engine } from '../engine/engine.ts'
-import type { CreditScoreInputs } from './formula.ts'
+import type { PassportBook } from '../passport/book.ts'
+import { SCORED_REPAYMENTS_MAX, type CreditScoreInputs, type RepaidAdvance, type RepaymentMinimum } from './formula.ts'
 
 /** The engine's reads the score needs: nothing else of it. */
 export type ScoreSource = Pick<Engine, 'getBorrower' | 'borrowerExposure'>
+/** The passport's read the score needs. */
+export type RepaymentHistory = Pick<PassportBook, 'page'>
+
+/**
+ * Passport events read per score at most: a subject with a longer history is scored on the repaid advances among its
+ * first ones (its own tiny advances can only crowd out its own real ones), and one call's reads stay bounded.
+ */
+export const PASSPORT_SCAN_EVENTS_MAX = 10_000
+const PAGE_EVENTS = 256
 
 /** The subject's inputs at `nowMs`, or undefined when the service knows no borrower at that address. */
-export function scoreInputsOf(engine: ScoreSource, subject: Address, nowMs: number): CreditScoreInputs | undefined {
+export function scoreInputsOf(engine: ScoreSource, passport: RepaymentHistory, minimums: readonly RepaymentMinimum[], subject: Address, nowMs: number): CreditScoreInputs | undefined {
   const borrower = engine.getBorrower(subject)
   if (borrower === undefined) return undefined
   const exposure = engine.borrowerExposure(subject, nowMs)
@@ -17,6 +28,8 @@ export function scoreInputsOf(engine: ScoreSource, subject: Address, nowMs: numb
     subject,
     asOfMs: nowMs,
     repaidAdvances: borrower.advancesRepaid,
+    scoredRepayments: repaymentsReachingMinimum(passport, minimums, subject),
+    repaymentMinimums: [...minimums],
     partialRepayments: 0,
     defaultedAdvances: borrower.advancesDefaulted,
     shortfallAtomic: borrower.shortfallAtomic,
@@ -27,4 +40,23 @@ export function scoreInputsOf(engine: ScoreSource, subject: Address, nowMs: numb
     historyStartedAtMs: exposure.earliestActivityAtMs,
     erc8004: null,
   }
+}
+
+/** The subject's first SCORED_REPAYMENTS_MAX `advance_repaid` events whose principal reached its asset's minimum. */
+function repaymentsReachingMinimum(passport: RepaymentHistory, minimums: readonly RepaymentMinimum[], subject: Address): RepaidAdvance[] {
+  const found: RepaidAdvance[] = []
+  for (let after = 0; after < PASSPORT_SCAN_EVENTS_MAX && found.length < SCORED_REPAYMENTS_MAX; ) {
+    const page = passport.page(subject, after, Math.min(PAGE_EVENTS, PASSPORT_SCAN_EVENTS_MAX - after))
+    for (const event of page) {
+      if (found.length === SCORED_REPAYMENTS_MAX) break
+      if (event.kind !== 'advance_repaid') continue
+      const details = JSON.parse(event.details) as { advanceId: string; network: string; asset: string; principalAtomic: string }
+      const repaid = { advanceId: details.advanceId, network: details.network, asset: details.asset, principalAtomic: BigInt(details.principalAtomic) }
+      const minimum = minimums.find((m) => m.network === repaid.network && m.asset === repaid.asset)
+      if (minimum !== undefined && repaid.principalAtomic >= minimum.minPrincipalAtomic) found.push(repaid)
+    }
+    if (page.length === 0) break
+    after += page.length
+  }
+  return found
 }

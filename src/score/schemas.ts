@@ -3,7 +3,7 @@
 // `Wire<CreditScore>` by the type check below, so the document cannot drift from what the component seals.
 import Type, { type Static } from 'typebox'
 import { Address, Atomic, Bps, IsoTime, StrictObject } from '../api/common.ts'
-import { SCORE_MAX, SCORE_MIN, SCORE_TERMS } from './formula.ts'
+import { SCORE_MAX, SCORE_MIN, SCORE_TERMS, SCORED_REPAYMENTS_MAX } from './formula.ts'
 import { RecipientKey } from './recipient-key.ts'
 import type { SealedScorePlaintext } from './seal.ts'
 
@@ -38,7 +38,14 @@ const ScoreInputs = StrictObject(
   {
     subject: Address,
     asOf: { ...IsoTime, description: 'When the record was read.' },
-    repaidAdvances: Count,
+    repaidAdvances: { ...Count, description: 'Every advance repaid in full (reported; the repayment term reads scoredRepayments).' },
+    scoredRepayments: Type.Array(StrictObject({ advanceId: Type.String(), network: Type.String(), asset: Type.String(), principalAtomic: Atomic }), {
+      maxItems: SCORED_REPAYMENTS_MAX,
+      description: `Repaid advances whose principal reached their asset's minimum (repaymentMinimums), oldest first, at most ${SCORED_REPAYMENTS_MAX}: each is an advance_repaid event of the subject's signed passport (GET /passport/{address}).`,
+    }),
+    repaymentMinimums: Type.Array(StrictObject({ network: Type.String(), asset: Type.String(), minPrincipalAtomic: Atomic }), {
+      description: 'The least principal of a repaid advance the repayment term counts, per network and asset: repaymentMinPrincipalUnits whole units of the token.',
+    }),
     partialRepayments: { ...Count, description: 'Partial repayments; 0 until the service records them.' },
     defaultedAdvances: Count,
     shortfallAtomic: { ...Atomic, description: 'What recoveries could not cover, summed over assets (only its being above 0 is scored).' },

@@ -5,6 +5,7 @@ import type { Address } from 'viem'
 import { getAddress } from 'viem'
 import type { NetworkConfig, TokenConfig } from '../chain/config.ts'
 import { ConfigError, type CreditScoreConfig } from '../app/config.ts'
+import { SCORE_TERMS, type RepaymentMinimum } from './formula.ts'
 
 /** The devnet's price: 0.01 of a 6-decimal token. */
 export const DEVNET_PRICE_ATOMIC = 10_000n
@@ -51,4 +52,16 @@ export function resolveCreditScore(config: CreditScoreConfig | undefined, networ
     maxTimeoutSeconds: config?.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS_DEFAULT,
     facilitatorUrl: config?.facilitatorUrl,
   }
+}
+
+/**
+ * The least principal of a repaid advance the score counts, per network and asset: repaymentMinPrincipalUnits whole
+ * units of the token (10^decimals atomic each), so that assets of different decimals ask the same amount.
+ */
+export function repaymentMinimumsOf(networks: readonly NetworkConfig[]): RepaymentMinimum[] {
+  return networks.flatMap((network) => network.tokens.map((token) => ({
+    network: network.slug,
+    asset: token.symbol,
+    minPrincipalAtomic: BigInt(SCORE_TERMS.repaymentMinPrincipalUnits) * 10n ** BigInt(token.decimals),
+  })))
 }

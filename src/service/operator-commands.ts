@@ -119,7 +119,13 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
         throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`the settlement of ${jobId} on chain differs from the plan`))
       }
     }
-    return service.apply(mutation, () => service.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, service.now()))
+    // Each advance the settlement repaid in full is an advance_repaid passport event, as a reported Repaid is: the
+    // score's repayment term reads their principals there.
+    return service.apply(
+      mutation,
+      () => service.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, service.now()),
+      (receipt) => receipt.receipts.flatMap((repaid) => repaidPassport(service, repaid, { borrower: receipt.borrower, source: { kind: 'job', id: jobId } })),
+    )
   })
 }
 

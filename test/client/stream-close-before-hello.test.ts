@@ -1,8 +1,8 @@
 // The SDK's EventStream when a connection closes before the service's hello (a proxy or load balancer dropping it, a
-// session ended between the upgrade and the hello): the first connection's ready() rejects with the close, and a
-// reconnection that closes so is tried again, rather than the stream waiting for ever with no socket. The server is
-// a bare WebSocket server standing for the network path that drops connections; a connection it keeps is answered as
-// the service does (a hello, then an event with the next sequence number).
+// session ended between the upgrade and the hello): the first connection's ready() rejects with the close (and `ended`
+// resolves with it), and a reconnection that closes so is tried again, rather than the stream waiting for ever with no
+// socket. The server is a bare WebSocket server standing for the network path that drops connections; a connection
+// it keeps is answered as the service does (a hello, then an event with the next sequence number).
 import t, { type Test } from 'tap'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
@@ -67,6 +67,7 @@ t.test('a first connection closed before its hello rejects ready() with the clos
   t.teardown(() => stream.close())
   await t.rejects(within(stream.ready(), 5_000, 'ready()'), /closed before its hello: 1011 dropped/)
   t.equal(stream.lastClose?.code, 1011)
+  t.match(await within(stream.ended, 5_000, 'ended'), { message: /closed before its hello: 1011 dropped/ }, 'the stream has ended, for that reason: nothing tries it again')
 })
 
 t.test('a reconnection closed before its hello is tried again until one opens', async (t) => {

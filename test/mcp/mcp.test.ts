@@ -1,8 +1,12 @@
 // The MCP server, driven over stdio by the MCP SDK's own client against a devnet service: it lists its tools with
 // the routes' input schemas, and a borrower with a funded job requests credit and is matched with a ready lender
 // through the tools alone; a lender registers, takes its lease's paySupplier from lender_actions and reports it, and
-// the job's client completes the job, each through its own MCP server.
+// the job's client completes the job, each through its own MCP server. The session key's private key never enters a
+// tool's answer: the server writes it to a file only the user can read and answers the file's path.
 import t, { type Test } from 'tap'
+import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
@@ -21,8 +25,15 @@ t.teardown(async () => {
   await h?.stop()
 })
 
-async function mcpClient(t: Test, walletKey?: string): Promise<Client> {
-  const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', AGENT_CREDIT_URL: h.url }
+/** A directory of the test's own (mkdtemp makes it 0700), removed after the test. */
+async function ownDirectory(t: Test): Promise<string> {
+  const directory = await mkdtemp(join(tmpdir(), 'mcp-session-keys-'))
+  t.teardown(() => rm(directory, { recursive: true, force: true }))
+  return directory
+}
+
+async function mcpClient(t: Test, walletKey?: string, sessionKeyDir?: string): Promise<Client> {
+  const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', AGENT_CREDIT_URL: h.url, AGENT_CREDIT_SESSION_KEY_DIR: sessionKeyDir ?? await ownDirectory(t) }
   if (walletKey !== undefined) env['AGENT_CREDIT_WALLET_KEY'] = walletKey
   const transport = new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', 'src/mcp/main.ts'], cwd: root, env, stderr: 'inherit' })
   const client = new Client({ name: 'mcp-test', version: '0.0.0' })
@@ -32,6 +43,7 @@ async function mcpClient(t: Test, walletKey?: string): Promise<Client> {
 }
 
 const parsed = (reply: any): any => JSON.parse(reply.content[0].text)
+const lenderPolicy = () => ({ availableLiquidityAtomic: usdc(2000).toString(), asset: USDC, networks: [h.network.slug], minFeeBps: 50, maxDurationSeconds: 30 * 24 * 3600, acceptedRiskBands: ['A', 'B', 'C'] })
 
 t.test('without a wallet key: the read tools only, with their schemas', async (t) => {
   const client = await mcpClient(t)
@@ -89,13 +101,20 @@ t.test('with wallet keys: the lender, borrower and client tools carry a whole ad
   }
   const [lender, borrower, client] = [await key(usdc(2000)), await key(0n), await key(usdc(1000))]
 
-  // The lender registers through its tools, then sets up the session wallet on chain (not an MCP step).
-  const lenderTools = await mcpClient(t, lender.privateKey)
-  const registration = parsed(await lenderTools.callTool({
-    name: 'register_lender',
-    arguments: { availableLiquidityAtomic: usdc(2000).toString(), asset: USDC, networks: [h.network.slug], minFeeBps: 50, maxDurationSeconds: 30 * 24 * 3600, acceptedRiskBands: ['A', 'B', 'C'] },
-  }))
-  const session = privateKeyToAccount(registration.sessionKey.privateKey)
+  // The lender registers through its tools; the session key goes to a file of the user's, the model sees its path.
+  const keyDir = await ownDirectory(t)
+  const lenderTools = await mcpClient(t, lender.privateKey, keyDir)
+  const registered = await lenderTools.callTool({ name: 'register_lender', arguments: lenderPolicy() })
+  const registration = parsed(registered)
+  t.equal(registration.sessionKey.keyFile, join(keyDir, `${registration.sessionKey.address}.json`), 'the answer names the key file')
+  t.notOk('privateKey' in registration.sessionKey, 'and carries no private key')
+  const keyFile = JSON.parse(await readFile(registration.sessionKey.keyFile, 'utf8'))
+  t.equal((await stat(registration.sessionKey.keyFile)).mode & 0o777, 0o600, 'the key file: the user alone reads it')
+  const session = privateKeyToAccount(keyFile.privateKey)
+  t.equal(session.address, registration.sessionKey.address, 'the file holds the session key')
+  t.notOk(JSON.stringify(registered).toLowerCase().includes(keyFile.privateKey.slice(2).toLowerCase()), 'the key appears nowhere in what the model is given')
+
+  // The user's signer (not an MCP step) sets up the session wallet with the key from the file.
   const owner = new ChainAgent(h.network, lender.account)
   await owner.sendGas(session.address, 10n ** 18n)
   await owner.transferToken(USDC, session.address, usdc(2000))
@@ -138,4 +157,17 @@ t.test('with wallet keys: the lender, borrower and client tools carry a whole ad
   const receipt = parsed(await clientTools.callTool({ name: 'complete_job', arguments: { jobId } }))
   t.equal(receipt.receipts[0].advanceId, advance.advanceId, 'complete_job settled the advance')
   t.equal(parsed(await borrowerTools.callTool({ name: 'get_advance', arguments: { advanceId: advance.advanceId } })).state, 'repaid')
+})
+
+t.test('register_lender refuses a key directory other users may enter, before the lender is registered', async (t) => {
+  const privateKey = generatePrivateKey()
+  const lender = privateKeyToAccount(privateKey)
+  const keyDir = await ownDirectory(t)
+  await chmod(keyDir, 0o755)
+  const tools = await mcpClient(t, privateKey, keyDir)
+  const refused = await tools.callTool({ name: 'register_lender', arguments: lenderPolicy() })
+  t.equal(refused.isError, true, 'refused')
+  t.match(parsed(refused), { code: 'mcp_call_failed', detail: /open to other users/ }, 'saying why')
+  const lenders = parsed(await tools.callTool({ name: 'list_lenders', arguments: {} }))
+  t.notOk(lenders.some((profile: any) => profile.address === lender.address), 'no registration was sent: no session key was handed out with nowhere to keep it')
 })

@@ -17,6 +17,8 @@ const inputs: CreditScoreInputs = {
   subject: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
   asOfMs: Date.UTC(2026, 10, 1),
   repaidAdvances: 3,
+  scoredRepayments: [{ advanceId: 'adv_1', network: 'devnet-b', asset: 'USDC', principalAtomic: 250_000_000n }],
+  repaymentMinimums: [{ network: 'devnet-b', asset: 'USDC', minPrincipalAtomic: 100_000_000n }],
   partialRepayments: 0,
   defaultedAdvances: 1,
   shortfallAtomic: 0n,

@@ -106,6 +106,8 @@ function inputsOf(plain: any): CreditScoreInputs {
     historyStartedAtMs: i.historyStartedAt === null ? null : Date.parse(i.historyStartedAt),
     shortfallAtomic: BigInt(i.shortfallAtomic),
     outstanding: i.outstanding.map((o: any) => ({ ...o, outstandingAtomic: BigInt(o.outstandingAtomic) })),
+    scoredRepayments: i.scoredRepayments.map((r: any) => ({ ...r, principalAtomic: BigInt(r.principalAtomic) })),
+    repaymentMinimums: i.repaymentMinimums.map((m: any) => ({ ...m, minPrincipalAtomic: BigInt(m.minPrincipalAtomic) })),
     asOf: undefined,
     historyStartedAt: undefined,
   }
@@ -134,7 +136,9 @@ t.test('the official @x402/fetch client pays end to end; the caller decrypts the
   const plain = await decrypt(answer.body.jwe, privateKey)
   t.ok(checkPlaintext.check(plain), 'the plaintext is what the document describes', { errors: checkPlaintext.issues(plain, '') })
   t.equal(plain.subject, borrower.address)
-  t.match(plain.inputs, { repaidAdvances: 0, defaultedAdvances: 0, suspended: false, openAdvances: 0, partialRepayments: 0, erc8004: null })
+  t.match(plain.inputs, { repaidAdvances: 0, scoredRepayments: [], defaultedAdvances: 0, suspended: false, openAdvances: 0, partialRepayments: 0, erc8004: null })
+  t.match(plain.inputs.repaymentMinimums, [{ network: h.network.slug, asset: 'USDC', minPrincipalAtomic: '100000000' }], 'the minimum a repaid advance must reach: 100 whole USDC')
+  t.equal(plain.formulaVersion, 2)
   t.ok(plain.inputs.historyStartedAt !== null, 'the backing source starts the history')
   t.equal(plain.score, creditScore(inputsOf(plain)).score, 'the score is the formula of the inputs it names')
   t.equal(plain.score, 500, 'a fresh borrower: the base')
@@ -161,7 +165,7 @@ t.test('without payment: 402 with PAYMENT-REQUIRED (x402 v2) matching the catalo
     payment: { x402Version: 2, scheme: 'exact', network: networkB.slug, caip2: networkB.caip2, asset: token.symbol, assetAddress: token.address, amountAtomic: PRICE.toString(), payTo: payee, facilitator: `${h.url}/x402/${networkB.slug}-facilitator` },
     encryption: { format: 'compact-jwe', alg: 'ECDH-ES', enc: 'A256GCM' },
     compute: { component: 'local-process', attestation: 'none' },
-    score: { min: 0, max: 1000, formulaVersion: 1 },
+    score: { min: 0, max: 1000, formulaVersion: 2 },
   })
   // The facilitator settles only for the payees it serves; the score's is one of them, and the catalog says so.
   const facilitator = catalog.networks.find((n: Json) => n.slug === networkB.slug).facilitator

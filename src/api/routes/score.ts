@@ -8,7 +8,8 @@ import { HttpProblem } from '../../http/problem.ts'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import { ComputeFailedError, type CreditScoreCompute } from '../../score/compute.ts'
 import { scoreFormulaText, scoreHowTo } from '../../score/howto.ts'
-import { scoreInputsOf, type ScoreSource } from '../../score/inputs.ts'
+import type { RepaymentMinimum } from '../../score/formula.ts'
+import { scoreInputsOf, type RepaymentHistory, type ScoreSource } from '../../score/inputs.ts'
 import { recipientKeyProblem } from '../../score/recipient-key.ts'
 import { CreditScoreAnswer, CreditScoreRequest } from '../../score/schemas.ts'
 import { ChainUnavailableError } from '../../x402/facilitator.ts'
@@ -22,6 +23,10 @@ export interface CreditScoreRouteDeps {
   /** The payment and the component; null when the component is not configured (every call answers 503). */
   paid: { resource: PaidResource; compute: CreditScoreCompute } | null
   engine: ScoreSource
+  /** The passport: each repaid advance's principal and asset. */
+  passport: RepaymentHistory
+  /** The least principal per network and asset of a repaid advance the score counts (repaymentMinimumsOf). */
+  repaymentMinimums: readonly RepaymentMinimum[]
   clock: () => number
   /** Throws the 503 problem of a network whose chain follower stopped for good (shared.ts stoppedNetworkRefusal). */
   refuseStoppedNetwork: (slug: string) => void
@@ -108,7 +113,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
 }
 
 function inputsOf(deps: CreditScoreRouteDeps, subject: Address) {
-  const inputs = scoreInputsOf(deps.engine, subject, deps.clock())
+  const inputs = scoreInputsOf(deps.engine, deps.passport, deps.repaymentMinimums, subject, deps.clock())
   // Borrower records are never deleted: one seen before the payment is still there.
   if (inputs === undefined) throw new Error(`borrower ${subject} vanished`)
   return inputs
