@@ -507,12 +507,13 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
         }
       }
     }
-    const cut = async (headers: Map<bigint, FollowerCursor>) => {
+    /** The cursors of the blocks whose header was read. */
+    const headers = new Map<bigint, FollowerCursor>()
+    const cut = async () => {
       const within = wholeBlocksWithin(events, this.#eventsMax, this.#eventWeight)
       const end = headers.get(within.lastBlock) ?? (await this.#blockAt(within.lastBlock, logHashes.get(within.lastBlock)))
       return { events: within.events, end, stalled: false }
     }
-    const headers = new Map<bigint, FollowerCursor>()
     let last = previous
     if (fromBlock < nearFrom) {
       const rangeTo = nearFrom - 1n < toBlock ? nearFrom - 1n : toBlock
@@ -524,7 +525,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
         // The end block was read first; a log of it from another hash means the chain moved under us: read again.
         if (logs.some((log) => log.blockNumber === rangeTo && log.blockHash !== last?.blockHash)) throw new Error(`block ${rangeTo} changed while it was read`)
         await take(logs)
-        if (weight > this.#eventsMax) return cut(headers)
+        if (weight > this.#eventsMax) return cut()
       }
     }
     for (let number = fromBlock > nearFrom ? fromBlock : nearFrom; number <= toBlock; number++) {
@@ -548,7 +549,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
       headers.set(number, last)
       blockTimes.set(number, last.blockTimeMs)
       await take(logs)
-      if (weight > this.#eventsMax) return cut(headers)
+      if (weight > this.#eventsMax) return cut()
     }
     return { events, end: last as FollowerCursor, stalled: false }
   }
