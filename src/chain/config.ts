@@ -50,6 +50,14 @@ export const NetworkFileEntrySchema = Type.Object(
         description: "how long the RPC may answer a chain behind the chain follower's cursor (a node not yet synced) before the follower stops (default: 10 polling intervals, at least 30 s)",
       }),
     ),
+    logsSafeDepth: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100_000,
+        description:
+          "blocks below the head every node of the RPC has surely seen: the chain follower reads the logs of those above it one block at a time, by hash, so that a node behind the others cannot skip an event (default 64; 0: all by range, for an RPC of one node)",
+      }),
+    ),
     rpcTimeoutMs: Type.Optional(
       Type.Integer({ minimum: 50, maximum: 60_000, description: 'deadline of one chain read on the request path (default 750 ms)' }),
     ),
@@ -110,6 +118,8 @@ export type NetworkConfig = {
   pollingIntervalMs: number
   /** See NetworkFileEntrySchema; undefined: headBehindMaxMsOf's default (src/chain/follower.ts). */
   headBehindMaxMs?: number
+  /** See NetworkFileEntrySchema; undefined: logsSafeDepthDefault (src/chain/follower.ts). */
+  logsSafeDepth?: number
   /** Deadline of one chain read on the request path; undefined: rpcTimeoutMsDefault (src/chain/clients.ts). */
   rpcTimeoutMs?: number
   operatorKeyEnv: string | undefined
@@ -249,6 +259,7 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
     deploymentBlock: BigInt(entry.deploymentBlock ?? 0),
     pollingIntervalMs: entry.pollingIntervalMs ?? pollingIntervalMsDefault,
     ...(entry.headBehindMaxMs === undefined ? {} : { headBehindMaxMs: entry.headBehindMaxMs }),
+    ...(entry.logsSafeDepth === undefined ? {} : { logsSafeDepth: entry.logsSafeDepth }),
     ...(entry.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: entry.rpcTimeoutMs }),
     operatorKeyEnv: entry.operatorKeyEnv,
     operatorPrivateKey,
@@ -277,6 +288,7 @@ export function toNetworksFile(networks: NetworkConfig[]): NetworksFile {
       ...(n.deploymentBlock === undefined ? {} : { deploymentBlock: Number(n.deploymentBlock) }),
       pollingIntervalMs: n.pollingIntervalMs,
       ...(n.headBehindMaxMs === undefined ? {} : { headBehindMaxMs: n.headBehindMaxMs }),
+      ...(n.logsSafeDepth === undefined ? {} : { logsSafeDepth: n.logsSafeDepth }),
       ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
       ...(n.operatorKeyEnv === undefined ? {} : { operatorKeyEnv: n.operatorKeyEnv }),
       ...(n.leaseSignerKeyEnv === undefined ? {} : { leaseSignerKeyEnv: n.leaseSignerKeyEnv }),

@@ -10,13 +10,16 @@
 // head's hash changed; a head below the cursor, or the cursor's block not found, is a node not yet synced and is waited
 // for until it lasts headBehindMaxMs) -> target's hash and time
 // -> eth_getLogs over (cursor, target] in chunks, cut after the last whole block within eventsPerBatchMax -> one batch.
+// Blocks within logsSafeDepth of the head are read one by one, each by its hash (see #readEvents): a node of a
+// load-balanced provider behind the one that answered the head answers a range with the logs up to its own head only,
+// silently, and one block by a hash it has not seen with an error; so no event is skipped behind a lagging node.
 // Every RPC call has a short deadline; failures back off and mark the network degraded; recovery resumes from the
 // cursor. Ranges without events are delivered too, at most every chainTimeIntervalMs, because they advance the chain's
 // observed time (what expires leases).
 import { EventEmitter } from 'node:events'
-import { BlockNotFoundError, type Address, type Hex } from 'viem'
+import { BlockNotFoundError, type Address, type Block, type Hex } from 'viem'
 import type { NetworkConfig } from './config.ts'
-import { decodeFacilityLog, type FacilityEvent, type FacilityEventName } from './events-v2.ts'
+import { decodeFacilityLog, type FacilityEvent, type FacilityEventName, type MinedLog } from './events-v2.ts'
 import { createPollingClients, SharedHead, type PollingClients } from './poll-transport.ts'
 import { absentContractMessage, olderContractMessage, probeCreditContract } from './reclaim-window.ts'
 
@@ -95,6 +98,12 @@ export type FollowerOptions = {
   consume(batch: ChainBatch): Promise<void>
   /** Default: the network's confirmations. */
   confirmations?: number
+  /**
+   * Blocks less than this many below the head read are read one by one by hash (their header, then eth_getLogs by
+   * blockHash), the older ones by range (see #readEvents). Default: the network's logsSafeDepth (networks file), else
+   * logsSafeDepthDefault. 0: every block by range (an RPC of one node, which cannot lag itself).
+   */
+  logsSafeDepth?: number
   /** Largest block range of one eth_getLogs (providers cap it). Default 2,000. */
   logBlockRangeMax?: bigint
   /** Largest block range of one batch (bounds one commit). Default 10 chunks. */
@@ -148,6 +157,14 @@ export type FollowerEvents = {
 export const logBlockRangeMaxDefault = 2_000n
 
 /**
+ * How far below the head every node of a provider has surely seen a block: 64 blocks, two epochs of Ethereum (12.8
+ * minutes), more than a minute on a 1-second chain; providers take a node lagging that far out of their rotation. The
+ * blocks above it cost two calls each (header and logs), instead of one eth_getLogs per poll: on a chain whose
+ * confirmations are fewer, every block is read so in steady state.
+ */
+export const logsSafeDepthDefault = 64
+
+/**
  * Reads of a chain behind the follower, in a row, before it may be taken as replaced: with the time bound, the first
  * answers of a node that was behind when it last answered are not enough (a failed step starts the count again: #run).
  */
@@ -173,6 +190,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly #options: FollowerOptions
   readonly #confirmations: bigint
   readonly #logRange: bigint
+  readonly #logsSafeDepth: bigint
   readonly #batchRange: bigint
   readonly #eventsMax: number
   readonly #eventWeight: (event: FollowedEvent) => number
@@ -207,6 +225,8 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     if (this.#confirmations < 1n) throw new RangeError('confirmations must be at least 1')
     this.#logRange = options.logBlockRangeMax ?? logBlockRangeMaxDefault
     if (this.#logRange < 1n) throw new RangeError('logBlockRangeMax must be at least 1')
+    this.#logsSafeDepth = BigInt(options.logsSafeDepth ?? options.network.logsSafeDepth ?? logsSafeDepthDefault)
+    if (this.#logsSafeDepth < 0n) throw new RangeError('logsSafeDepth must be at least 0')
     this.#batchRange = options.batchBlockRangeMax ?? this.#logRange * 10n
     this.#eventsMax = options.eventsPerBatchMax ?? Number.POSITIVE_INFINITY
     if (!(this.#eventsMax >= 1)) throw new RangeError('eventsPerBatchMax must be at least 1')
@@ -320,7 +340,6 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
 
   /** One step; true when there is more to read at once (the batch's range was capped). */
   async #poll(): Promise<boolean> {
-    const { publicClient } = this.#clients
     // The head's hash, not only its number: under the head the last poll checked, the cursor and the scanned blocks
     // are still the chain's (a block's hash commits to all its ancestors), so an unchanged head costs this one call
     // instead of one more per block checked (most polls: a devnet polls every 50 ms and mines a block a second). A poll
@@ -350,15 +369,14 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     let toBlock = target < limit ? target : limit
     let end: FollowerCursor
     let events: FollowedEvent[] = []
+    let stalled = false
     if (toBlock >= scanFrom) {
-      const block = await publicClient.getBlock({ blockNumber: toBlock })
-      end = { blockNumber: toBlock, blockHash: block.hash, blockTimeMs: Number(block.timestamp) * 1000 }
-      const read = await this.#readEvents(scanFrom, toBlock, block.hash)
+      const nearFrom = head - this.#logsSafeDepth + 1n
+      const read = await this.#readEvents(scanFrom, toBlock, nearFrom > scanFrom ? nearFrom : scanFrom, scanned ?? cursor)
       events = read.events
-      if (read.lastBlock < toBlock) {
-        toBlock = read.lastBlock
-        end = await this.#blockAt(toBlock, read.lastBlockLogHash)
-      }
+      end = read.end
+      toBlock = end.blockNumber
+      stalled = read.stalled
     } else if (scanned !== undefined) {
       toBlock = scanned.blockNumber
       end = scanned
@@ -387,7 +405,8 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     this.#checkedHead = undefined
     this.#lastDeliveryMs = this.#nowMs()
     this.emit('batch', batch)
-    return toBlock < target
+    // Stalled on a block the RPC's node has not seen: read it again after a poll interval, not at once.
+    return !stalled && toBlock < target
   }
 
   /** The cursor's block must still be the one committed: otherwise this is another history than the one counted. */
@@ -443,31 +462,37 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     const block = await this.#clients.publicClient.getBlock({ blockNumber })
     // Logs of another hash than the block's: the chain moved under us (as for the range's end), read again.
     if (logHash !== undefined && logHash !== block.hash) throw new Error(`block ${blockNumber} changed while it was read`)
-    return { blockNumber, blockHash: block.hash, blockTimeMs: Number(block.timestamp) * 1000 }
+    return cursorOf(block)
   }
 
   /**
-   * The events of blocks fromBlock..toBlock in chain order, read in logRange chunks, and the last block they cover:
-   * toBlock, or, once a chunk brings them over eventsPerBatchMax, the last block before the first one that does not
-   * fit (no later chunk is read). A block is never split: the batch's cursor is a block. A first block holding more
-   * events than the cap alone is taken whole rather than never delivered (or skipped). The cap counts every event at
-   * the most one makes (8 changes; most make none or share them), so only a far larger block overflows the commit:
-   * with the default budget, over 1,250 SupplierPaid (each writes a new advance, at least five fresh storage slots, and
-   * moves tokens: over 120,000 gas, so over 150M gas in one block) or 2,000 Repaid of as many distinct advances,
-   * lenders and borrowers. Such a block would be refused by the store, as any batch was before the cap.
+   * The events of blocks fromBlock..toBlock in chain order and the cursor of the last block they cover: toBlock; or,
+   * once they come over eventsPerBatchMax, the last block before the first one that does not fit (nothing later is
+   * read); or (stalled) the block before the first one the RPC's node has not seen yet.
+   *
+   * Blocks before nearFrom (at least logsSafeDepth below the head) are read by range in logRange chunks, the end
+   * block's hash read first and checked against its logs. A range says nothing of a block the answering node has not
+   * seen: it answers up to its own head, silently. So each block from nearFrom on is read alone: its header by number,
+   * whose parentHash must be the hash of the block before (`previous`, then each header read: one chain, whatever
+   * nodes answered), then eth_getLogs by that blockHash (EIP-234), which a node that has not seen the block answers
+   * with an error, never with an empty list. A block not found, or whose logs are not found, ends the read there (the
+   * blocks before it are delivered; with none, a ChainBehindError: degraded, waited for, never skipped).
+   *
+   * A block is never split: the batch's cursor is a block. A first block holding more events than the cap alone is
+   * taken whole rather than never delivered (or skipped). The cap counts every event at the most one makes (8 changes;
+   * most make none or share them), so only a far larger block overflows the commit: with the default budget, over
+   * 1,250 SupplierPaid (each writes a new advance, at least five fresh storage slots, and moves tokens: over 120,000
+   * gas, so over 150M gas in one block) or 2,000 Repaid of as many distinct advances, lenders and borrowers. Such a
+   * block would be refused by the store, as any batch was before the cap.
    */
-  async #readEvents(fromBlock: bigint, toBlock: bigint, toBlockHash: Hex): Promise<{ events: FollowedEvent[]; lastBlock: bigint; lastBlockLogHash?: Hex }> {
+  async #readEvents(fromBlock: bigint, toBlock: bigint, nearFrom: bigint, previous: FollowerCursor | undefined): Promise<{ events: FollowedEvent[]; end: FollowerCursor; stalled: boolean }> {
     const { publicClient } = this.#clients
     const events: FollowedEvent[] = []
     let weight = 0
     const blockTimes = new Map<bigint, number>()
     const logHashes = new Map<bigint, Hex>()
-    for (let start = fromBlock; start <= toBlock; start += this.#logRange) {
-      const end = start + this.#logRange - 1n < toBlock ? start + this.#logRange - 1n : toBlock
-      const logs = await publicClient.getLogs({ address: this.#options.contract, fromBlock: start, toBlock: end })
+    const take = async (logs: readonly (MinedLog & { blockHash: Hex })[]): Promise<void> => {
       for (const log of logs) {
-        // The end block was read first; a log of it from another hash means the chain moved under us: read again.
-        if (log.blockNumber === toBlock && log.blockHash !== toBlockHash) throw new Error(`block ${toBlock} changed while it was read`)
         logHashes.set(log.blockNumber, log.blockHash)
         let blockTimeMs = blockTimes.get(log.blockNumber)
         if (blockTimeMs === undefined) {
@@ -481,13 +506,81 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
           weight += this.#eventWeight(event)
         }
       }
-      if (weight > this.#eventsMax) {
-        const cut = wholeBlocksWithin(events, this.#eventsMax, this.#eventWeight)
-        return { ...cut, lastBlockLogHash: logHashes.get(cut.lastBlock) }
+    }
+    /** The cursors of the blocks whose header was read. */
+    const headers = new Map<bigint, FollowerCursor>()
+    const cut = async () => {
+      const within = wholeBlocksWithin(events, this.#eventsMax, this.#eventWeight)
+      const end = headers.get(within.lastBlock) ?? (await this.#blockAt(within.lastBlock, logHashes.get(within.lastBlock)))
+      return { events: within.events, end, stalled: false }
+    }
+    let last = previous
+    if (fromBlock < nearFrom) {
+      const rangeTo = nearFrom - 1n < toBlock ? nearFrom - 1n : toBlock
+      last = cursorOf(await publicClient.getBlock({ blockNumber: rangeTo }))
+      headers.set(rangeTo, last)
+      for (let start = fromBlock; start <= rangeTo; start += this.#logRange) {
+        const end = start + this.#logRange - 1n < rangeTo ? start + this.#logRange - 1n : rangeTo
+        const logs = await publicClient.getLogs({ address: this.#options.contract, fromBlock: start, toBlock: end })
+        // The end block was read first; a log of it from another hash means the chain moved under us: read again.
+        if (logs.some((log) => log.blockNumber === rangeTo && log.blockHash !== last?.blockHash)) throw new Error(`block ${rangeTo} changed while it was read`)
+        await take(logs)
+        if (weight > this.#eventsMax) return cut()
       }
     }
-    return { events, lastBlock: toBlock }
+    for (let number = fromBlock > nearFrom ? fromBlock : nearFrom; number <= toBlock; number++) {
+      const block = await this.#nearBlock(number)
+      if (block !== undefined && last !== undefined && block.parentHash !== last.blockHash) {
+        // Another branch than the blocks read before it: read again; the next poll checks the cursor's block anew.
+        this.#checkedHead = undefined
+        throw new Error(`block ${number} does not follow block ${last.blockNumber} read before it: the chain moved while it was read`)
+      }
+      const logs = block === undefined ? undefined : await this.#logsOf(block.hash)
+      if (block === undefined || logs === undefined) {
+        const unseen = block === undefined ? `block ${number} is not found` : `the logs of block ${number} (${block.hash}) are not found`
+        // Nothing read: wait for the node, as for a head behind the cursor (not counted towards a replaced chain: the
+        // block came from the RPC a moment ago). Else the blocks read are delivered; this one comes at the next poll.
+        if (number === fromBlock) throw new ChainBehindError(`${unseen} by the RPC, within ${this.#logsSafeDepth} blocks of its head: waiting for it (a node behind the others?); nothing after block ${number - 1n} is applied meanwhile`)
+        return { events, end: last as FollowerCursor, stalled: true }
+      }
+      // By hash, the logs are the block's own; one of another hash is a node answering something else: read again.
+      if (logs.some((log) => log.blockHash !== block.hash)) throw new Error(`block ${number}'s logs answered with another block hash`)
+      last = cursorOf(block)
+      headers.set(number, last)
+      blockTimes.set(number, last.blockTimeMs)
+      await take(logs)
+      if (weight > this.#eventsMax) return cut()
+    }
+    return { events, end: last as FollowerCursor, stalled: false }
   }
+
+  /** Block `number` by number, or undefined when the RPC's node has not seen it. */
+  async #nearBlock(number: bigint): Promise<Block<bigint, false, 'latest'> | undefined> {
+    try {
+      return await this.#clients.publicClient.getBlock({ blockNumber: number })
+    } catch (error) {
+      if (error instanceof BlockNotFoundError) return undefined
+      throw error
+    }
+  }
+
+  /** The contract's logs of the block `hash` (EIP-234), or undefined when the RPC's node does not know that block. */
+  async #logsOf(hash: Hex): Promise<(MinedLog & { blockHash: Hex })[] | undefined> {
+    try {
+      return await this.#clients.publicClient.getLogs({ address: this.#options.contract, blockHash: hash })
+    } catch (error) {
+      if (unknownBlockAnswer.test((error as Error).message)) return undefined
+      throw error
+    }
+  }
+}
+
+/** How nodes answer eth_getLogs for a blockHash they do not have: geth and anvil 'unknown block', others 'not found'. */
+const unknownBlockAnswer = /unknown block|block not found|header not found/i
+
+function cursorOf(block: { number: bigint | null; hash: Hex | null; timestamp: bigint }): FollowerCursor {
+  if (block.number === null || block.hash === null) throw new Error('a pending block has no number or hash')
+  return { blockNumber: block.number, blockHash: block.hash, blockTimeMs: Number(block.timestamp) * 1000 }
 }
 
 /**

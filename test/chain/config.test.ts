@@ -80,6 +80,10 @@ t.test('a valid file loads, with checksummed addresses, defaults and the key fro
   const patient = parseNetworksConfig({ networks: [entry({ headBehindMaxMs: 90_000 })] }, { OPERATOR_PRIVATE_KEY: operatorKey })
   t.equal(headBehindMaxMsOf(patient[0] as NetworkConfig), 90_000, "the networks file's headBehindMaxMs")
   t.equal(toNetworksFile(patient)?.networks[0]?.headBehindMaxMs, 90_000, 'written back as it was read')
+  t.equal(network?.logsSafeDepth, undefined, "without logsSafeDepth, the follower's default")
+  const oneNode = parseNetworksConfig({ networks: [entry({ logsSafeDepth: 0 })] }, { OPERATOR_PRIVATE_KEY: operatorKey })
+  t.equal(oneNode[0]?.logsSafeDepth, 0, "the networks file's logsSafeDepth (0: an RPC of one node, every block by range)")
+  t.equal(toNetworksFile(oneNode)?.networks[0]?.logsSafeDepth, 0, 'written back as it was read')
 })
 
 t.test('invalid files are refused with every problem named', async (t) => {
@@ -103,6 +107,9 @@ t.test('invalid files are refused with every problem named', async (t) => {
   t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ rpcUrl: 'ftp://x' })] }, env)), [/\/networks\/0\/rpcUrl/])
   for (const headBehindMaxMs of [0, 999, 1_500.5, 3_600_001]) {
     t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ headBehindMaxMs })] }, env)), [/\/networks\/0\/headBehindMaxMs/], `headBehindMaxMs ${headBehindMaxMs} is refused`)
+  }
+  for (const logsSafeDepth of [-1, 1.5, 100_001, '64']) {
+    t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ logsSafeDepth })] }, env)), [/\/networks\/0\/logsSafeDepth/], `logsSafeDepth ${JSON.stringify(logsSafeDepth)} is refused`)
   }
   for (const deploymentBlock of [-1, 1.5, '100', 2 ** 53, null]) {
     t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ deploymentBlock })] }, env)), [/\/networks\/0\/deploymentBlock/], `deploymentBlock ${JSON.stringify(deploymentBlock)} is refused`)

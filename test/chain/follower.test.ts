@@ -261,7 +261,8 @@ t.test('a node behind the cursor (head below it, or its block not found) is wait
   proxy.setLagging({ head: cursor.blockNumber - 2n, headToo: true })
   await activity(1)
   await eventually(t, 'degraded while the head is behind', () => follower.follower.status().state === 'degraded')
-  t.match(follower.follower.status().error ?? '', /head \d+ is behind the follower's cursor/, 'health says the head is behind')
+  // Under a head read just before the lag (a poll takes one begun within its interval), the cursor's block not found.
+  t.match(follower.follower.status().error ?? '', /head \d+ is behind the follower's cursor|block \d+ read earlier is not found/, 'health says the chain is behind')
   const batches = follower.batches.length
   proxy.reset()
   await eventually(t, 'more polls while behind', () => proxy.count('eth_getBlockByNumber') >= 10)
@@ -318,6 +319,59 @@ t.test('a node behind, then an RPC outage longer than headBehindMaxMs, then behi
   t.same(follower.conflicts, [], 'nothing delivered twice')
 })
 
+t.test('eth_getLogs answered by a node behind the head: with 1 confirmation no event is skipped or doubled, and nothing advances past a block whose logs were not read, across a restart', async (t) => {
+  const dataDir = join(root, 'logs-lag')
+  proxy.setTarget(f.network.rpcUrl)
+  t.teardown(() => proxy.setLogsLag(undefined))
+  const network = { ...f.network, rpcUrl: proxy.url }
+  const lagBlocks = 3n
+  // The real chain's head when a batch is consumed: the lagging node had seen up to lagBlocks below it at most.
+  const pastUnreadLogs: string[] = []
+  const consume = async (batch: ChainBatch) => {
+    const head = await headBlock()
+    if (batch.toBlock > head - lagBlocks) pastUnreadLogs.push(`batch ${batch.fromBlock}..${batch.toBlock} at head ${head}`)
+  }
+  const startBlock = await headBlock()
+  // Every eth_getLogs from a node 3 blocks behind the one that answers the head and the blocks: with 1 confirmation,
+  // each event's block is read while that node has not seen it.
+  proxy.setLogsLag(lagBlocks)
+  proxy.reset()
+  const first = await Store.open({ dataDir })
+  const one = lmdbFollower(first, { startBlock, network, confirmations: 1, consume })
+  // A failed wait must not leave the follower polling: the file would never end.
+  t.teardown(() => one.follower.stop())
+  one.follower.start()
+  await activity(1)
+  // Past the last event's block (on the old follower: at once, the events of the last blocks skipped for good).
+  const firstEnd = await headBlock()
+  await eventually(t, 'the cursor past the first activity', () => (one.follower.cursor?.blockNumber ?? -1n) >= firstEnd)
+  t.same(one.stored(), (await groundTruth(startBlock)).sort(), 'every event up to the cursor applied')
+  t.ok(proxy.params('eth_getLogs').some((params) => (params as [{ blockHash?: Hex }])[0].blockHash !== undefined), 'the blocks near the head read by hash')
+
+  // A restart mid-way (some events of the next activity applied, not all) while the node still lags: from the
+  // committed cursor, nothing applied twice, nothing skipped.
+  const applied = one.stored().length
+  const more = activity(2)
+  await eventually(t, 'part of the next activity applied', () => one.stored().length > applied)
+  await one.follower.stop()
+  await first.close()
+  const second = await Store.open({ dataDir })
+  const two = lmdbFollower(second, { startBlock, network, confirmations: 1, consume })
+  t.teardown(() => two.follower.stop())
+  two.follower.start()
+  await more
+  const secondEnd = await headBlock()
+  await eventually(t, 'the cursor past the second activity, while the node still lags', () => (two.follower.cursor?.blockNumber ?? -1n) >= secondEnd)
+  await two.follower.stop()
+  const truth = await groundTruth(startBlock)
+  t.ok(one.delivered.length > applied && two.delivered.length > 0, 'the restart came mid-way through the activity')
+  t.same(two.stored(), [...truth].sort(), 'the store holds every event of the contract, each once')
+  t.same([...one.delivered, ...two.delivered], truth, 'in chain order, none twice across the restart')
+  t.same([...one.conflicts, ...two.conflicts], [], 'no event delivered twice')
+  t.same(pastUnreadLogs, [], 'no batch ended on a block the node answering eth_getLogs had not seen')
+  await second.close()
+})
+
 t.test('eth_getLogs is chunked, and a batch is bounded, over many blocks', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'chunks') })
   t.teardown(() => store.close())
@@ -328,7 +382,8 @@ t.test('eth_getLogs is chunked, and a batch is bounded, over many blocks', async
   }
   const head = await headBlock()
   proxy.reset()
-  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, logBlockRangeMax: 3n, batchBlockRangeMax: 6n })
+  // Every block by range (logsSafeDepth 0): the ones near the head are read one by one otherwise (the test below).
+  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, logBlockRangeMax: 3n, batchBlockRangeMax: 6n, logsSafeDepth: 0 })
   follower.follower.start()
   const truth = await groundTruth(startBlock)
   await eventually(t, 'every event through small chunks', () => follower.stored().length === truth.length)
@@ -368,7 +423,7 @@ t.test('idle ranges are delivered as empty batches, at most once per interval, a
  * behind the counting proxy until the test ends; returned once its cursor is at the chain's fifth block, with how to
  * mine more.
  */
-async function quietFollower(t: Test, name: string, chainTimeIntervalMs: number) {
+async function quietFollower(t: Test, name: string, chainTimeIntervalMs: number, options: Partial<FollowerOptions> = {}) {
   const store = await Store.open({ dataDir: join(root, name) })
   t.teardown(() => store.close())
   const quiet = await startAnvil({ chainId: f.network.chainId })
@@ -377,10 +432,10 @@ async function quietFollower(t: Test, name: string, chainTimeIntervalMs: number)
   await mine(5)
   proxy.setTarget(quiet.rpcUrl)
   t.teardown(() => proxy.setTarget(f.network.rpcUrl))
-  const { follower } = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url } })
+  const { follower } = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url }, ...options })
   follower.start()
   await eventually(t, 'the cursor at the head', () => follower.cursor?.blockNumber === 5n)
-  return { follower, mine }
+  return { follower, mine, rpcUrl: quiet.rpcUrl }
 }
 
 /** The next dozen polls read the head and nothing else. */
@@ -402,6 +457,49 @@ t.test('while the head is unchanged, a poll reads the head only: the cursor is c
   await mine(1)
   await eventually(t, 'the cursor at the new head', () => follower.cursor?.blockNumber === 6n)
   t.ok(proxy.params('eth_getBlockByNumber').some((params) => (params as unknown[])[0] === '0x5'), 'the cursor checked under the new head')
+  t.match(proxy.params('eth_getLogs'), [[{ blockHash: /^0x/ }]], 'the new block\'s logs: one eth_getLogs, by its hash')
+  await follower.stop()
+})
+
+t.test('blocks at least logsSafeDepth below the head are read by range, each one above it alone: its header, then its logs by hash', async (t) => {
+  const { follower, mine, rpcUrl } = await quietFollower(t, 'safe-depth', 0, { logsSafeDepth: 3 })
+  // Ten blocks while the RPC is down: the first poll after it reads them all under the head 15.
+  proxy.setMode('down')
+  t.teardown(() => proxy.setMode('forward'))
+  await eventually(t, 'degraded', () => follower.status().state === 'degraded')
+  await mine(10)
+  proxy.reset()
+  proxy.setMode('forward')
+  await eventually(t, 'the cursor at the new head', () => follower.cursor?.blockNumber === 15n)
+  const quiet = createPollingClients({ ...f.network, rpcUrl }, { timeoutMs: 5_000 }).publicClient
+  const hashes = await Promise.all([13n, 14n, 15n].map(async (blockNumber) => (await quiet.getBlock({ blockNumber })).hash))
+  const reads = proxy.params('eth_getLogs').map((params) => {
+    const [filter] = params as [{ fromBlock?: Hex; toBlock?: Hex; blockHash?: Hex }]
+    return filter.blockHash ?? `${filter.fromBlock}..${filter.toBlock}`
+  })
+  t.same(reads, ['0x6..0xc', ...hashes], 'blocks 6..12 (3 or more below the head) by range, 13, 14 and 15 each by its hash')
+  t.same(proxy.params('eth_getBlockByNumber').map((params) => (params as unknown[])[0]).filter((tag) => tag !== 'latest' && tag !== '0x5' && tag !== '0xf'), ['0xc', '0xd', '0xe'], 'the range\'s end block and each block above it read once (besides the cursor\'s checks)')
+  await follower.stop()
+})
+
+t.test('a block whose logs the node answering eth_getLogs has not seen: waited for (degraded), never passed; the blocks before it delivered', async (t) => {
+  const { follower, mine } = await quietFollower(t, 'logs-unseen', 0)
+  t.teardown(() => proxy.setLogsLag(undefined))
+  proxy.setLogsLag(2n)
+  await mine(1)
+  await eventually(t, 'degraded on block 6', () => follower.status().state === 'degraded')
+  t.match(follower.status().error ?? '', /the logs of block 6 \(0x[0-9a-f]{64}\) are not found by the RPC.*nothing after block 5 is applied/, 'health says which block is waited for')
+  proxy.reset()
+  await eventually(t, 'polls while waiting', () => proxy.count('eth_getLogs') >= 3)
+  t.equal(follower.cursor?.blockNumber, 5n, 'nothing advanced past block 5')
+  // Two more blocks: the node has seen block 6, not 7.
+  await mine(2)
+  await eventually(t, 'block 6 delivered', () => follower.cursor?.blockNumber === 6n)
+  proxy.reset()
+  await eventually(t, 'polls while block 7 is not seen', () => proxy.count('eth_getLogs') >= 3)
+  t.equal(follower.cursor?.blockNumber, 6n, 'block 7 not passed')
+  proxy.setLogsLag(undefined)
+  await eventually(t, 'caught up once the node has the blocks', () => follower.cursor?.blockNumber === 8n && follower.status().state === 'ok')
   await follower.stop()
 })
 
@@ -586,7 +684,8 @@ t.test('a range holding more events than eventsPerBatchMax comes in several batc
   // blocks of 4, 4, 6, 2, 12 and 4 against the cap of 5.
   const weighedStore = await Store.open({ dataDir: join(root, 'events-weight') })
   t.teardown(() => weighedStore.close())
-  const weighed = lmdbFollower(weighedStore, { startBlock, logBlockRangeMax: 2n, eventsPerBatchMax: 5, eventWeight: (event) => (event.name === 'JobFunded' ? 2 : 1) })
+  // Read by range (logsSafeDepth 0), where the first follower read these blocks near the head one by one: both cut.
+  const weighed = lmdbFollower(weighedStore, { startBlock, logBlockRangeMax: 2n, eventsPerBatchMax: 5, eventWeight: (event) => (event.name === 'JobFunded' ? 2 : 1), logsSafeDepth: 0 })
   weighed.follower.start()
   await eventually(t, 'every weighed event delivered', () => weighed.stored().length === truth.length)
   await weighed.follower.stop()
