@@ -8,7 +8,7 @@ import { scheduleOffer } from './dispatch.ts'
 import { fail } from './errors.ts'
 import type { AnyLive, EngineState, OfferSnapshot } from './state.ts'
 import type { ActorKind, Address, EngineError } from './types.ts'
-import { recordTransition, restoreHistory } from './history.ts'
+import { attachHistory, recordTransition, restoreHistory } from './history.ts'
 
 export type LiveOf<K extends ActorKind> = Actor<(typeof machines)[K]>
 export type EventOf<K extends ActorKind> = EventFromLogic<(typeof machines)[K]>
@@ -54,9 +54,11 @@ export function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: un
  */
 export function startActor<M extends AnyStateMachine>(machine: M, input: InputFrom<M>, parent?: AnyActorRef): Actor<M> {
   const born = bornLogic(machine)
-  if (born === null) return createActor(machine as AnyStateMachine, { input, parent }).start() as unknown as Actor<M>
-  const context = (machine.config.context as (args: { input: unknown }) => unknown)({ input })
-  return createActor(born, { snapshot: { context } as unknown as Snapshot<unknown>, parent }).start() as unknown as Actor<M>
+  const actor = born === null
+    ? createActor(machine as AnyStateMachine, { input, parent }).start()
+    : createActor(born, { snapshot: { context: (machine.config.context as (args: { input: unknown }) => unknown)({ input }) } as unknown as Snapshot<unknown>, parent }).start()
+  attachHistory(actor, undefined)
+  return actor as unknown as Actor<M>
 }
 
 const bornLogics = new WeakMap<AnyStateMachine, AnyStateMachine | null>()

@@ -4,7 +4,7 @@ import { advanceMachine, type AdvanceContext, type AdvanceInput, type OfferConte
 import { expect, refused, send, startActor } from './actors.ts'
 import { borrowerOf } from './borrowers.ts'
 import { advanceCommitmentAtomic, closeOnSource, offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
-import { touch } from './changes.ts'
+import { touch, touchBorn } from './changes.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { sameAddress } from './keys.ts'
@@ -38,9 +38,9 @@ export function openAdvance(
     payment, fundedAtMs: nowMs, dueAtMs: o.dueAtMs,
   }
   const advance = startActor(advanceMachine, input, s.actorRoot)
+  touchBorn(s, 'advance', advanceId)
   s.advances.set(advanceId, advance)
   s.advanceIdByKey.set(input.advanceKey, advanceId)
-  touch(s, 'advance', advanceId)
   const job = o.source.kind === 'job' ? s.jobs.get(o.source.id) : undefined
   if (job) expect(s, 'job', job, { type: 'ADVANCE_OPENED', advanceId, nowMs })
   // The offer held its maximum fee; the advance holds the fee its lender charges (capacity.ts): the rest goes back.

@@ -1,6 +1,6 @@
 // Change tracking: what the running command touched, drained into the Changes the store commits.
 import type { EngineState } from './state.ts'
-import type { Address, BorrowerRecord, Change, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
+import type { ActorKind, Address, BorrowerRecord, Change, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
 import type { AnyActor, AnyMachineSnapshot } from 'xstate'
 import { historyCopy, historyOf, withHistory } from './history.ts'
 
@@ -67,6 +67,14 @@ export function touch(s: EngineState, kind: Change['kind'], id: string): void {
   if (!s.pending.has(key)) s.pending.set(key, { kind, id })
 }
 
+/**
+ * Mark an actor the running command just started: its change is not `alreadyLive`, so the store lists it live. Called
+ * before anything else touches it in the command (an event sent to it would mark it as an actor already live).
+ */
+export function touchBorn(s: EngineState, kind: ActorKind, id: string): void {
+  s.pending.set(`${kind}:${id}`, { kind, id, born: true })
+}
+
 /** Record a change whose record is fixed now (an actor that reached a final state and leaves memory). */
 export function recordFinal(s: EngineState, change: Change): void {
   s.pending.set(`${change.kind}:${change.id}`, change)
@@ -76,13 +84,13 @@ export function recordFinal(s: EngineState, change: Change): void {
 export function drain<T>(s: EngineState, value: T): { ok: true; value: T; changes: Change[] } {
   const changes: Change[] = []
   for (const item of s.pending.values()) {
-    changes.push('record' in item ? item : changeOf(s, item.kind, item.id))
+    changes.push('record' in item ? item : changeOf(s, item.kind, item.id, item.born === true))
   }
   s.pending = new Map()
   return { ok: true, value, changes }
 }
 
-function changeOf(s: EngineState, kind: Change['kind'], id: string): Change {
+function changeOf(s: EngineState, kind: Change['kind'], id: string, born: boolean): Change {
   switch (kind) {
     case 'meta': return { kind, id, record: { ...s.meta }, final: false }
     case 'lender': {
@@ -97,7 +105,7 @@ function changeOf(s: EngineState, kind: Change['kind'], id: string): Change {
     default: {
       const actor = s.actorMap(kind).get(id)
       if (!actor) throw new Error(`engine: ${kind} ${id} changed but is not live`)
-      return { kind, id, record: actorRecord(actor), final: false }
+      return born ? { kind, id, record: actorRecord(actor), final: false } : { kind, id, record: actorRecord(actor), final: false, alreadyLive: true }
     }
   }
 }

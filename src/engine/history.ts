@@ -3,8 +3,8 @@
 // persisted snapshot (field `history`, snapshot schema versions of src/engine/migrations.ts), so it survives a
 // restart and a final actor's history is read from the store like the rest of its snapshot.
 //
-// Kept beside the actor object in a WeakMap rather than in the machine's context: the machines stay pure lifecycles
-// (their diagrams do not grow an audit field), and an evicted actor's history goes with it.
+// Kept on the actor object (a symbol-keyed property) rather than in the machine's context: the machines stay pure
+// lifecycles (their diagrams do not grow an audit field), and an evicted actor's history goes with it.
 import type { AnyActor } from 'xstate'
 import { machines, type ActorKind } from '../../machines/index.ts'
 
@@ -34,7 +34,14 @@ const CREATED_AT: Readonly<Record<ActorKind, string>> = {
   advance: 'fundedAtMs',
 }
 
-const histories = new WeakMap<object, TransitionEntry[]>()
+/**
+ * Where an actor's history is kept: a property of the actor object itself (not of its context, which the machine
+ * owns), given to every actor when it is started or restored (`attachHistory`), so that all have the same shape. Not
+ * a WeakMap: its lookups and the garbage collector's handling of its entries were about 2 % of a durable match's
+ * main-thread profile (issue 11).
+ */
+const HISTORY = Symbol('history')
+type ActorWithHistory = AnyActor & { [HISTORY]?: TransitionEntry[] }
 
 function kindOf(actor: AnyActor): ActorKind {
   const id = (actor.logic as { id: string }).id
@@ -50,12 +57,12 @@ function initialState(kind: ActorKind): string {
 
 /** The actor's history, started with its creation the first time it is asked for (a new actor has no entry yet). */
 export function historyOf(actor: AnyActor): TransitionEntry[] {
-  let history = histories.get(actor)
+  let history = (actor as ActorWithHistory)[HISTORY]
   if (history === undefined) {
     const kind = kindOf(actor)
     const context = actor.getSnapshot().context as Record<string, unknown>
     history = [{ from: null, to: initialState(kind), event: CREATED_EVENT, atMs: context[CREATED_AT[kind]] as number }]
-    histories.set(actor, history)
+    ;(actor as ActorWithHistory)[HISTORY] = history
   }
   return history
 }
@@ -95,10 +102,15 @@ export function withBornFinalHistory(record: unknown, kind: ActorKind, eventType
   return { ...snapshot, history }
 }
 
+/** Gives an actor its history: none yet for a new one (historyOf starts it), what it stored for a restored one. */
+export function attachHistory(actor: AnyActor, history: TransitionEntry[] | undefined): void {
+  ;(actor as ActorWithHistory)[HISTORY] = history
+}
+
 /** Gives a restored actor the history its stored snapshot carries. */
 export function restoreHistory(actor: AnyActor, record: unknown): void {
   const stored = (record as { history?: unknown }).history
-  if (Array.isArray(stored)) histories.set(actor, (stored as TransitionEntry[]).slice(-HISTORY_ENTRIES_MAX))
+  attachHistory(actor, Array.isArray(stored) ? (stored as TransitionEntry[]).slice(-HISTORY_ENTRIES_MAX) : undefined)
 }
 
 /** The history a stored snapshot carries (empty for one stored before histories were kept). */

@@ -5,7 +5,7 @@ import { jobMachine, type TxProof } from '../../machines/index.ts'
 import { expect, refused, send, startActor, wouldTake } from './actors.ts'
 import { advanceDefaulted, applyRepayment, paymentInFull } from './advances.ts'
 import { borrowerOf, suspend } from './borrowers.ts'
-import { drain, touch } from './changes.ts'
+import { drain, touch, touchBorn } from './changes.ts'
 import { jobKey } from '../chain/ids.ts'
 import { fail, forbidden } from './errors.ts'
 import { ID_PATTERNS } from './ids.ts'
@@ -41,11 +41,11 @@ export function createJob(
     if (invalid) return invalid
   }
   const actor = startActor(jobMachine, { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding }, s.actorRoot)
+  touchBorn(s, 'job', jobId)
   s.jobs.set(input.jobId, actor)
   s.jobIdByKey?.set(jobKey(jobId), jobId)
   for (const posted of input.postedCollateral ?? []) expect(s, 'job', actor, { type: 'COLLATERAL_POSTED', amountAtomic: posted.amountAtomic, nowMs })
   borrowerOf(s, input.borrower)
-  touch(s, 'job', input.jobId)
   return drain(s, viewOf<JobView>(actor.getSnapshot()))
 }
 

@@ -3,7 +3,7 @@
 import { initialTransition, transition } from 'xstate'
 import { leaseMachine, type LeaseInput, type OfferContext, type TxProof } from '../../machines/index.ts'
 import { expect, startActor } from './actors.ts'
-import { persisted, recordFinal, touch } from './changes.ts'
+import { persisted, recordFinal, touch, touchBorn } from './changes.ts'
 import { leaseDeadlineBaseMs, scheduleLease, unscheduleLease } from './dispatch.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { walletKey } from './keys.ts'
@@ -61,8 +61,8 @@ function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: 
 export function grantLease(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
   const input = leaseInput(s, o, lender, fee, nowMs)
   const lease = startActor(leaseMachine, input, s.actorRoot)
+  touchBorn(s, 'lease', input.leaseId)
   s.leases.set(input.leaseId, lease)
-  touch(s, 'lease', input.leaseId)
   addLiveLease(s, input)
   reserveForLease(lender, input.amountAtomic)
   reputation.leaseGranted(lender)

@@ -17,8 +17,11 @@ export type AdvanceActor = Actor<typeof advanceMachine>
 export type OfferSnapshot = ReturnType<OfferActor['getSnapshot']>
 export type AnyLive = JobActor | OfferActor | LeaseActor | AdvanceActor
 
-/** A change the running command made: resolved to its record when the command drains (or already final). */
-export type Pending = Change | { kind: Change['kind']; id: string }
+/**
+ * A change the running command made: resolved to its record when the command drains (or already final); `born` for
+ * an actor the command started (changes.ts touchBorn).
+ */
+export type Pending = Change | { kind: Change['kind']; id: string; born?: true }
 
 export class EngineState {
   meta: MetaRecord = { offerSeq: 0, leaseSeq: 0, advanceSeq: 0, lenderSeq: 0, sourceSeq: 0 }

@@ -24,6 +24,11 @@ export interface Change {
   id: string
   record: unknown
   final: boolean
+  /**
+   * A live actor's change whose actor was live before the command (started by an earlier one, or restored): the
+   * store already lists it live and writes no live-index entry for it. Absent for a new actor and for records.
+   */
+  alreadyLive?: true
 }
 
 export type EngineResult<T> = { ok: true; value: T; changes: Change[] } | { ok: false; error: EngineError }

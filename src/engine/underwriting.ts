@@ -3,7 +3,7 @@
 import { jobMachine, offerMachine, statesTaking, type OfferContext, type OfferInput, type SourceRef } from '../../machines/index.ts'
 import { countOffer, startActor } from './actors.ts'
 import { commitCapacity, offerCommitmentAtomic } from './capacity.ts'
-import { touch } from './changes.ts'
+import { touch, touchBorn } from './changes.ts'
 import { networkClockMs, scheduleOffer } from './dispatch.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { sameAddress } from './keys.ts'
@@ -160,11 +160,11 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
     expiresAtMs: networkClockMs(s, input.network, nowMs) + Math.min(s.config.offerTtlMs, Math.max(0, decision.creditUntilMs - nowMs)),
   }
   const offer = startActor(offerMachine, offerInput, s.actorRoot)
+  touchBorn(s, 'offer', offerInput.offerId)
   s.offers.set(offerInput.offerId, offer)
   countOffer(s, offerInput.borrower, 1)
   s.offerIdByKey.set(offerInput.offerKey, offerInput.offerId)
   scheduleOffer(s, offer.getSnapshot())
-  touch(s, 'offer', offerInput.offerId)
   touch(s, 'meta', 'engine')
   commitCapacity(s, decision.source, offerCommitmentAtomic(offerInput), nowMs)
   return offerView(offer.getSnapshot())

@@ -12,6 +12,12 @@ export interface Change {
   readonly id: string
   readonly record: unknown
   readonly final: boolean
+  /**
+   * The actor was live before this change's command (src/engine/types.ts Change): its live-index entry is already
+   * stored, so none is written (issue 11: one B-tree put fewer per change of a live actor). Only on a live actor's
+   * change that is not final.
+   */
+  readonly alreadyLive?: boolean
 }
 
 /** What the store keeps under [kind, id]: DESIGN section 9, with the time unit in the name. */

@@ -29,6 +29,8 @@ export interface PreparedSnapshot {
   readonly key: SnapshotKey
   readonly entry: SnapshotEntry
   readonly actor: boolean
+  /** A live actor already in the live index (Change.alreadyLive): no live-index write. */
+  readonly alreadyLive: boolean
 }
 
 export interface PreparedRecordWrite {
@@ -90,6 +92,9 @@ export function prepareCommit(input: CommitInput, clock: () => number, sweepLimi
     if (typeof change.final !== 'boolean') fail(`changes[${i}] (${change.kind} ${change.id}): final must be boolean`)
     const actor = isActorKind(change.kind)
     if (change.final && !actor) fail(`changes[${i}]: a ${change.kind} record cannot be final`)
+    const alreadyLive = change.alreadyLive === true
+    if (change.alreadyLive !== undefined && typeof change.alreadyLive !== 'boolean') fail(`changes[${i}] (${change.kind} ${change.id}): alreadyLive must be boolean`)
+    if (alreadyLive && (!actor || change.final)) fail(`changes[${i}] (${change.kind} ${change.id}): only a live actor's change is alreadyLive`)
     if (change.record === undefined) fail(`changes[${i}] (${change.kind} ${change.id}): record is missing`)
     // the path is spelled out only for a refusal (issue 11)
     const problem = jsonLikeProblem(change.record)
@@ -99,6 +104,7 @@ export function prepareCommit(input: CommitInput, clock: () => number, sweepLimi
       key: [change.kind, change.id],
       entry: { version, snapshot: change.record, updatedAtMs: nowMs, final: change.final },
       actor,
+      alreadyLive,
     })
   }
   const records: PreparedRecordWrite[] = []
@@ -280,7 +286,9 @@ function stageCommit(
     const [kind, id] = snapshot.key
     let byId = snapshots.get(kind)
     if (byId === undefined) snapshots.set(kind, (byId = new Map()))
-    byId.set(id, snapshot)
+    // An actor made live by an earlier commit of the group is not in the live index yet: its later write puts it.
+    const earlier = snapshot.alreadyLive ? byId.get(id) : undefined
+    byId.set(id, earlier !== undefined && !earlier.alreadyLive && !earlier.entry.final ? { ...snapshot, alreadyLive: false } : snapshot)
   }
 }
 
@@ -311,14 +319,18 @@ function takeChecked(slot: RecordSlot): void {
 /** lmdb-js's put options for the live index: MDB_NOOVERWRITE, one object for every put. */
 const KEEP_LIVE_ENTRY = { noOverwrite: true } as never
 
-/** The accepted commits' writes, each key once. An actor already in the live index keeps its entry (no rewrite). */
+/**
+ * The accepted commits' writes, each key once. An actor already in the live index keeps its entry: not written when
+ * its change says so (alreadyLive), else put only if absent (noOverwrite: a search of the index and an instruction for
+ * LMDB all the same).
+ */
 function writeGroup(dbs: StoreDatabases, snapshots: StagedSnapshots, slots: ReadonlyMap<string, RecordSlot>): void {
   for (const byId of snapshots.values()) {
-    for (const { key, entry, actor } of byId.values()) {
+    for (const { key, entry, actor, alreadyLive } of byId.values()) {
       dbs.snapshots.putSync(key, entry)
       if (actor) {
         if (entry.final) dbs.live.removeSync(key)
-        else dbs.live.putSync(key, entry.updatedAtMs, KEEP_LIVE_ENTRY)
+        else if (!alreadyLive) dbs.live.putSync(key, entry.updatedAtMs, KEEP_LIVE_ENTRY)
       }
     }
   }

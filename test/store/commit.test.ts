@@ -63,6 +63,9 @@ t.test('invalid writes are refused before anything is queued', async (t) => {
     { changes: [{ kind: 'job', id: 'job_1', record: undefined, final: false }] },
     { changes: [{ kind: 'job', id: 'job_1', record: {}, final: 'no' }] },
     { changes: [{ kind: 'lender', id: '0x1', record: {}, final: true }] },
+    { changes: [{ kind: 'job', id: 'job_1', record: {}, final: false, alreadyLive: 'yes' }] },
+    { changes: [{ kind: 'lender', id: '0x1', record: {}, final: false, alreadyLive: true }] },
+    { changes: [{ kind: 'job', id: 'job_1', record: {}, final: true, alreadyLive: true }] },
   ]
   for (const input of bad) {
     await t.rejects(store.commit(input as never), StoreAssertionError, JSON.stringify(input, (_k, v) => (typeof v === 'bigint' ? String(v) : v)))

@@ -104,6 +104,36 @@ t.test('in one group the last accepted write of a key wins, and a refused commit
   t.same(reopened.verify(), { snapshots: 2, live: 1, records: 3 })
 })
 
+// Issue 11: a live actor's change that says it was live already writes no live-index entry; the store trusts it,
+// except where an earlier commit of the same group made the actor live and that commit's put was superseded.
+t.test('alreadyLive: no live-index write, unless the same group made the actor live', async (t) => {
+  const { store, dataDir } = await freshStore(t)
+  const offer = (id: string, v: number, alreadyLive?: boolean): Change => ({ kind: 'offer', id, record: { v }, final: false, ...(alreadyLive === undefined ? {} : { alreadyLive }) })
+  await store.commit({ changes: [offer('off_1', 1)] })
+  const settled = await Promise.all([
+    store.commit({ changes: [offer('off_1', 2, true)] }),
+    // Created and changed again in one group: the creation's write is superseded by the change's, which must put it.
+    store.commit({ changes: [offer('off_2', 1)] }),
+    store.commit({ changes: [offer('off_2', 2, true)] }),
+    store.commit({ changes: [offer('off_2', 3, true)] }),
+    // Said to be live already but never made live: the store writes no entry for it (it trusts the engine).
+    store.commit({ changes: [offer('off_3', 1, true)] }),
+    store.commit({ changes: [offer('off_4', 1, false)] }),
+  ])
+  t.equal(new Set(settled.map((r) => r.txnId)).size, 1, 'the six commits shared one group transaction')
+  await store.close()
+  const reopened = await Store.open({ dataDir })
+  t.teardown(() => reopened.close())
+  t.same(reopened.getSnapshot('offer', 'off_1')?.snapshot, { v: 2 })
+  t.equal(reopened.isLive('offer', 'off_1'), true)
+  t.same(reopened.getSnapshot('offer', 'off_2')?.snapshot, { v: 3 })
+  t.equal(reopened.isLive('offer', 'off_2'), true, 'made live by the group, though its last change said alreadyLive')
+  t.same(reopened.getSnapshot('offer', 'off_3')?.snapshot, { v: 1 })
+  t.equal(reopened.isLive('offer', 'off_3'), false, 'no live-index write for a change that says alreadyLive')
+  t.equal(reopened.isLive('offer', 'off_4'), true)
+  t.same([...reopened.iterateLive('offer')].map((e) => e.id), ['off_1', 'off_2', 'off_4'])
+})
+
 t.test('a write that throws inside LMDB fails its own commit only, and nothing of that commit is stored', async (t) => {
   const { store, dataDir } = await freshStore(t)
   // Passes the input checks (read once), then throws when the encoder reads it again inside the transaction.
