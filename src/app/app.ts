@@ -26,7 +26,7 @@ import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../a
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
 import { absentContractMessage, olderContractMessage, probeCreditContract } from '../chain/reclaim-window.ts'
-import { loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
+import { advanceMinAtomicOf, loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
 import { ensureKeySalt } from '../chain/key-salt.ts'
@@ -201,6 +201,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       leaseTtlMs: config.leaseTtlSeconds * 1000,
       offerTtlMs: config.offerTtlSeconds * 1000,
       operators: config.operators,
+      advanceMinAtomic: Object.fromEntries(networks.map((n) => [n.slug, Object.fromEntries(n.tokens.map((t) => [t.symbol, advanceMinAtomicOf(t)]))])),
       // The credit contract and the service's other addresses are never suppliers (src/engine/suppliers.ts).
       serviceAddresses: Object.fromEntries(networks.map((n) => [n.slug, serviceAddressesOf(n)])),
     })
