@@ -222,7 +222,10 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     // Each network's head is read once for its two pollers, the watcher and the chain follower (issue 11: idle CPU), at
     // the watcher's deadline: a head read is the cheapest call, and a slow one delays the wallets' readings too.
     const heads = sharedHeads(networks, { timeoutMs: watcherRpcTimeoutMsDefault })
-    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock, heads })
+    // A session wallet with a live lease keeps its watch slot: its lender must be able to pay what it was leased. The
+    // watcher asks only once it runs (after start-up), when the engine below exists.
+    const keepsSlot = (network: string, holder: Address): boolean => engine.liveLeasesOf(holder).some((lease) => lease.network === network)
+    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock, heads, keepsSlot })
     // Until the deep check has passed (store.checked()) this start only reads: nothing written, nothing served. The
     // engine reads the salt below only for offers made once the service runs, after it is made (a write, if new).
     let engine: Engine
