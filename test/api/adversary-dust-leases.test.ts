@@ -6,22 +6,15 @@
 // lease is worth paying, and the borrower owes what it drew.
 import t from 'tap'
 import { CreditClient } from '../../src/client/client.ts'
-import { creditRequest, fundedJob, readyLender, startHarness, USDC, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { creditRequest, fundedJob, readyLender, startHarness, USDC, usdc } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, fundAdvance, openApiDocument, type Json } from './fixtures/api.ts'
 
 const MINIMUM = usdc(1)
 
-let h: Harness
-let doc: Json
-let lender: ReadyLender
-t.before(async () => {
-  h = await startHarness()
-  doc = await openApiDocument(h.url)
-  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(100) })
-})
-t.teardown(async () => {
-  await h.stop()
-})
+const h = await startHarness()
+t.teardown(() => h.stop())
+const doc = await openApiDocument(h.url)
+const lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(100) })
 
 t.test('the catalog names the least advance of each asset: one whole unit unless the networks file sets it', async (t) => {
   const catalog = await new CreditClient(h.url).get('/.well-known/service.json')

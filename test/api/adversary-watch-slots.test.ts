@@ -7,15 +7,10 @@ import t from 'tap'
 import type { Address, Hash } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
-import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type ReadyLender } from '../fixtures/service.ts'
 
-let h: Harness
-t.before(async () => {
-  h = await startHarness({ config: { walletsWatchedPerNetworkMax: 3 } })
-})
-t.teardown(async () => {
-  await h.stop()
-})
+const h = await startHarness({ config: { walletsWatchedPerNetworkMax: 3 } })
+t.teardown(() => h.stop())
 
 const watcher = () => h.app.service.watcher
 const watched = () => watcher().status()[0]!.holders
