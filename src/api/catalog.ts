@@ -1,7 +1,7 @@
 // The machine-readable service catalog (`/.well-known/service.json`) and its schema. Built from the same sources as
 // the OpenAPI document: the route table, the networks configuration and the engine's rules.
 import Type, { type Static } from 'typebox'
-import type { NetworkConfig } from '../chain/config.ts'
+import { advanceMinAtomicOf, type NetworkConfig } from '../chain/config.ts'
 import type { EngineConfig } from '../engine/config.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { consentDomain, consentTypes } from '../chain/consent.ts'
@@ -9,7 +9,7 @@ import type { ReputationConfig } from '../reputation/index.ts'
 import { passportDomain, passportKinds, passportTypes } from '../passport/passport.ts'
 import { creditScoreCatalogEntry, CreditScoreCatalogEntry, type CreditScoreOffer } from '../score/catalog.ts'
 import { attestationDomain, attestationTypes } from '../chain/attestation.ts'
-import { Address, Atomic, Bps, StrictObject } from './common.ts'
+import { Address, Atomic, atomicDescribed, Bps, StrictObject } from './common.ts'
 import { API_VERSION } from './openapi.ts'
 import { RECORD_PAGE, WALLET_PAGE } from './routes/shared.ts'
 import { EVENTS_PATH } from './routes/events.ts'
@@ -34,6 +34,7 @@ const Asset = StrictObject({
   decimals: Type.Integer({ minimum: 0, maximum: 36 }),
   eip712Name: Type.String(),
   eip712Version: Type.String(),
+  advanceMinAtomic: atomicDescribed('The least principal of one advance in this asset: POST /credit/request for less is refused 422 amount_below_minimum (a lease must be worth its lender\'s gas).'),
 })
 
 const CatalogNetwork = StrictObject({
@@ -207,7 +208,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       creditContract: n.creditContract,
       identityRegistry: n.identityRegistry,
       reputationRegistry: n.reputationRegistry,
-      assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version })),
+      assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version, advanceMinAtomic: advanceMinAtomicOf(t).toString() })),
       facilitator: { url: s.facilitatorUrl(n), selfHosted: isSelfFacilitated(n), payees: [...s.facilitatorPayees(n)] },
     })),
     contracts: contractsCatalogEntry(),

@@ -28,11 +28,13 @@ const ENGINE_STATUS: Readonly<Record<ErrorClass, number>> = {
 /**
  * Engine codes answered with another status than their class's. The engine classes a supplier equal to the
  * borrower as invalid input; the API has answered it 422 from the start (well-formed, but an unacceptable supplier).
- * A directory entry naming a lender, a session key or the credit contract is refused the same way.
+ * A directory entry naming a lender, a session key or the credit contract is refused the same way, and a request for
+ * less than the asset's least advance (well-formed, but below the minimum).
  */
 const ENGINE_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   supplier_is_borrower: 422,
   supplier_not_allowed: 422,
+  amount_below_minimum: 422,
 }
 
 /** A registration naming an agent: not the wallet's to name is 403; no such agent or registry 422; taken 409. */

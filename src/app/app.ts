@@ -26,7 +26,7 @@ import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../a
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
 import { absentContractMessage, olderContractMessage, probeCreditContract } from '../chain/reclaim-window.ts'
-import { loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
+import { advanceMinAtomicOf, loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
 import { ensureKeySalt } from '../chain/key-salt.ts'
@@ -201,6 +201,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       leaseTtlMs: config.leaseTtlSeconds * 1000,
       offerTtlMs: config.offerTtlSeconds * 1000,
       operators: config.operators,
+      advanceMinAtomic: Object.fromEntries(networks.map((n) => [n.slug, Object.fromEntries(n.tokens.map((t) => [t.symbol, advanceMinAtomicOf(t)]))])),
       // The credit contract and the service's other addresses are never suppliers (src/engine/suppliers.ts).
       serviceAddresses: Object.fromEntries(networks.map((n) => [n.slug, serviceAddressesOf(n)])),
     })
@@ -221,7 +222,10 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     // Each network's head is read once for its two pollers, the watcher and the chain follower (issue 11: idle CPU), at
     // the watcher's deadline: a head read is the cheapest call, and a slow one delays the wallets' readings too.
     const heads = sharedHeads(networks, { timeoutMs: watcherRpcTimeoutMsDefault })
-    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock, heads })
+    // A session wallet with a live lease keeps its watch slot: its lender must be able to pay what it was leased. The
+    // watcher asks only once it runs (after start-up), when the engine below exists.
+    const keepsSlot = (network: string, holder: Address): boolean => engine.liveLeasesOf(holder).some((lease) => lease.network === network)
+    const watcher = new WalletWatcher(networks, { holdersMax: config.walletsWatchedPerNetworkMax, unfundedWindowMs: config.unfundedWalletWindowSeconds * 1000, nowMs: clock, heads, keepsSlot })
     // Until the deep check has passed (store.checked()) this start only reads: nothing written, nothing served. The
     // engine reads the salt below only for offers made once the service runs, after it is made (a write, if new).
     let engine: Engine

@@ -18,6 +18,12 @@ export const TokenConfigSchema = Type.Object(
     decimals: Type.Integer({ minimum: 0, maximum: 36 }),
     eip712Name: Type.String({ minLength: 1, maxLength: 64, description: 'EIP-712 domain name (x402 extra.name)' }),
     eip712Version: Type.String({ minLength: 1, maxLength: 16, description: 'EIP-712 domain version (x402 extra.version)' }),
+    advanceMinAtomic: Type.Optional(
+      Type.String({
+        pattern: '^[1-9][0-9]{0,37}$',
+        description: 'the least principal of one advance (atomic units, decimal string); default one whole unit, 10^decimals',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -94,6 +100,8 @@ export type TokenConfig = {
   decimals: number
   eip712Name: string
   eip712Version: string
+  /** The least principal of one advance, a decimal string as in the file (advanceMinAtomicOf): undefined, one whole unit. */
+  advanceMinAtomic?: string
 }
 
 /** One network as the service uses it: addresses checksummed, defaults applied, the operator key resolved. */
@@ -138,6 +146,15 @@ export type NetworkConfig = {
 }
 
 export const pollingIntervalMsDefault = 1_000
+
+/**
+ * The least principal of one advance in a token: a lease must be worth its lender's paySupplier gas. A lender leaves a
+ * dust lease unpaid, and each lease that expires unpaid costs it reliability, so leases of 1 atomic unit put a lender
+ * below the active minimum for free (nothing is funded, no fee is paid). One whole unit by default.
+ */
+export function advanceMinAtomicOf(token: TokenConfig): bigint {
+  return token.advanceMinAtomic === undefined ? 10n ** BigInt(token.decimals) : BigInt(token.advanceMinAtomic)
+}
 
 /**
  * The service's own addresses on a network (lower-case address -> what it is): its credit contract, tokens and

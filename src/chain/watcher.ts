@@ -8,7 +8,7 @@
 // again every watched holder is re-read, because logs may have been missed or the chain may have been replaced.
 import { EventEmitter } from 'node:events'
 import { erc20Abi, getAddress, type Address } from 'viem'
-import type { NetworkConfig } from './config.ts'
+import type { NetworkConfig, TokenConfig } from './config.ts'
 import { createPollingClients, SharedHead, type PollingClients } from './poll-transport.ts'
 
 /** Same shape as the engine's port (src/engine/ports.ts), declared here so that chain does not import engine. */
@@ -34,6 +34,11 @@ export type WatcherOptions = {
   unfundedWindowMs?: number
   /** Clock of the unfunded window (tests move it). */
   nowMs?: () => number
+  /**
+   * Whether a watched holder must keep its slot whatever it holds (the service: a session wallet with a live lease,
+   * which its lender must be able to pay). Default: none must.
+   */
+  keepsSlot?: (network: string, holder: Address) => boolean
   /**
    * Each network's head, read for the watcher and the chain follower together (the service shares one per network);
    * a poll takes a head read less than one poll interval before it and after the last `invalidate`. Default: the
@@ -86,6 +91,21 @@ function holdingKey(asset: string, holder: Address): string {
   return `${asset}:${holder.toLowerCase()}`
 }
 
+/** One holder's balance and allowance in one token, read at `blockNumber`. */
+type Reading = Holding & { holder: Address; token: TokenConfig }
+
+/**
+ * What a holder can lend, comparable across tokens: the sum of min(balance, allowance) of each token scaled to 36
+ * decimals (a whole unit of any token counts the same). A balance without an allowance, or the reverse, is worth 0.
+ */
+function spendableWorth(holdings: readonly { token: TokenConfig; balanceAtomic: bigint; allowanceAtomic: bigint }[]): bigint {
+  let worth = 0n
+  for (const { token, balanceAtomic, allowanceAtomic } of holdings) {
+    worth += (balanceAtomic < allowanceAtomic ? balanceAtomic : allowanceAtomic) * 10n ** BigInt(36 - token.decimals)
+  }
+  return worth
+}
+
 /** The watched holders a poll must read again: those its logs touched, then those marked dirty, each once. */
 function changedHolders(watch: NetworkWatch, touched: ReadonlySet<Address>): Address[] {
   const targets: Address[] = []
@@ -96,11 +116,12 @@ function changedHolders(watch: NetworkWatch, touched: ReadonlySet<Address>): Add
 
 export class WalletWatcher extends EventEmitter<WatcherEvents> implements WalletView {
   readonly #watches = new Map<string, NetworkWatch>()
-  readonly #options: Required<Omit<WatcherOptions, 'pollIntervalMs' | 'unfundedWindowMs' | 'nowMs' | 'heads'>> & { pollIntervalMs: number | undefined }
+  readonly #options: Required<Omit<WatcherOptions, 'pollIntervalMs' | 'unfundedWindowMs' | 'nowMs' | 'heads' | 'keepsSlot'>> & { pollIntervalMs: number | undefined }
   #running = false
   readonly #loops: Promise<void>[] = []
   readonly #unfundedWindowMs: number
   readonly #nowMs: () => number
+  readonly #keepsSlot: (network: string, holder: Address) => boolean
 
   constructor(networks: readonly NetworkConfig[], options: WatcherOptions = {}) {
     super()
@@ -114,6 +135,7 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     }
     this.#unfundedWindowMs = options.unfundedWindowMs ?? unfundedWindowMsDefault
     this.#nowMs = options.nowMs ?? Date.now
+    this.#keepsSlot = options.keepsSlot ?? (() => false)
     for (const network of networks) {
       const clients = createPollingClients(network, { timeoutMs: this.#options.rpcTimeoutMs })
       this.#watches.set(network.slug, new NetworkWatch(clients, options.heads?.get(network.slug) ?? new SharedHead(clients)))
@@ -315,16 +337,14 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
           touched.add(getAddress(log.args.owner as Address))
         }
       }
-      // A token log naming an unfunded holder: its wallet changed, so it is watched from now on (when there is room).
-      for (const holder of touched) {
-        if (!watch.unfunded.has(holder) || watch.holders.size >= this.#options.holdersMax) continue
-        watch.unfunded.delete(holder)
-        watch.holders.add(holder)
-      }
+      // A token log naming an unfunded holder: its wallet may have changed, so it is read, and watched from now on if
+      // it holds something (a 0-value transfer, the same log, funds nothing).
+      const named = [...touched].filter((holder) => watch.unfunded.has(holder))
+      if (named.length > 0) await this.#promoteFunded(watch, named, toBlock)
     }
     // After a start or an outage logs may have been missed: unfunded holders are read once, and any holding something
     // is watched from now on (the only time they cost a read).
-    if (fullRead && watch.unfunded.size > 0) await this.#promoteFunded(watch, toBlock)
+    if (fullRead && watch.unfunded.size > 0) await this.#promoteFunded(watch, [...watch.unfunded.keys()], toBlock)
     // From the few touched and dirty holders, not a pass over every watched one: most polls find neither.
     const targets = fullRead ? [...watch.holders] : changedHolders(watch, touched)
     if (targets.length > 0) await this.#read(watch, targets, toBlock)
@@ -346,17 +366,52 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     this.emit('tick', { network: network.slug, blockNumber: toBlock })
   }
 
-  async #promoteFunded(watch: NetworkWatch, blockNumber: bigint): Promise<void> {
-    for (const { holder, balanceAtomic, allowanceAtomic } of await this.#readHoldings(watch, [...watch.unfunded.keys()], blockNumber)) {
-      if (balanceAtomic === 0n && allowanceAtomic === 0n) continue
-      if (!watch.unfunded.has(holder) || watch.holders.size >= this.#options.holdersMax) continue
+  /**
+   * Unfunded holders read at `blockNumber`: one that holds something (a balance or an allowance in any token) is
+   * watched from now on, if there is room. When the slots are full, one whose spendable worth (spendableWorth) is
+   * above nothing takes the slot of the watched holder worth the least, if that one is worth less and does not keep
+   * its slot (`keepsSlot`: a live lease); the holder it displaces waits in the unfunded set again for a window, and
+   * comes back once it is worth more than the least. So wallets that hold dust, or only an allowance, cannot keep a
+   * funded lender's wallet out of the cap: they cost their sender gas, and the cap goes to the wallets that can lend.
+   */
+  async #promoteFunded(watch: NetworkWatch, holders: Address[], blockNumber: bigint): Promise<void> {
+    const readings = await this.#readHoldings(watch, holders, blockNumber)
+    for (const holder of holders) {
+      const own = readings.filter((r) => r.holder === holder)
+      if (!watch.unfunded.has(holder) || own.every((r) => r.balanceAtomic === 0n && r.allowanceAtomic === 0n)) continue
+      if (watch.holders.size >= this.#options.holdersMax && !this.#displaceCheapest(watch, spendableWorth(own))) continue
       watch.unfunded.delete(holder)
       watch.holders.add(holder)
+      // Stored (and announced) now: a later holder of this batch compares its worth with this one's, not with nothing.
+      this.#store(watch, own)
     }
   }
 
+  /**
+   * Frees the slot of the watched holder worth the least, if it is worth less than `worth` and keeps no slot. O(watched
+   * holders): it runs only when the cap is full and a holder worth more than nothing asks to be watched.
+   */
+  #displaceCheapest(watch: NetworkWatch, worth: bigint): boolean {
+    if (worth === 0n) return false
+    const network = watch.clients.network
+    let cheapest: { holder: Address; worth: bigint } | undefined
+    for (const holder of watch.holders) {
+      const held = spendableWorth(network.tokens.map((token) => ({ token, ...(watch.holdings.get(holdingKey(token.symbol, holder)) ?? { balanceAtomic: 0n, allowanceAtomic: 0n }) })))
+      if (held >= worth || (cheapest !== undefined && held >= cheapest.worth) || this.#keepsSlot(network.slug, holder)) continue
+      cheapest = { holder, worth: held }
+      if (held === 0n) break
+    }
+    if (cheapest === undefined) return false
+    watch.holders.delete(cheapest.holder)
+    watch.dirty.delete(cheapest.holder)
+    watch.stale.delete(cheapest.holder)
+    for (const token of network.tokens) watch.holdings.delete(holdingKey(token.symbol, cheapest.holder))
+    watch.unfunded.set(cheapest.holder, this.#nowMs() + this.#unfundedWindowMs)
+    return true
+  }
+
   /** Balance and allowance (to the credit contract) of each holder in each configured token, at `blockNumber`. */
-  async #readHoldings(watch: NetworkWatch, holders: Address[], blockNumber: bigint) {
+  async #readHoldings(watch: NetworkWatch, holders: Address[], blockNumber: bigint): Promise<Reading[]> {
     const { network, publicClient } = watch.clients
     const pairs = holders.flatMap((holder) => network.tokens.map((token) => ({ holder, token })))
     const results = await publicClient.multicall({
@@ -367,17 +422,23 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
         { address: token.address, abi: erc20Abi, functionName: 'allowance', args: [holder, network.creditContract] } as const,
       ]),
     })
-    return pairs.map(({ holder, token }, index) => ({
+    return pairs.map(({ holder, token }, index): Reading => ({
       holder,
       token,
       balanceAtomic: results[2 * index] as bigint,
       allowanceAtomic: results[2 * index + 1] as bigint,
+      blockNumber,
     }))
   }
 
   async #read(watch: NetworkWatch, holders: Address[], blockNumber: bigint): Promise<void> {
+    this.#store(watch, await this.#readHoldings(watch, holders, blockNumber))
+  }
+
+  /** Keeps each reading, and announces those that changed. */
+  #store(watch: NetworkWatch, readings: Reading[]): void {
     const { network } = watch.clients
-    for (const { holder, token, balanceAtomic, allowanceAtomic } of await this.#readHoldings(watch, holders, blockNumber)) {
+    for (const { holder, token, balanceAtomic, allowanceAtomic, blockNumber } of readings) {
       const holding: Holding = { balanceAtomic, allowanceAtomic, blockNumber }
       const key = holdingKey(token.symbol, holder)
       const previous = watch.holdings.get(key)

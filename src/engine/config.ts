@@ -47,6 +47,13 @@ export interface EngineConfig {
   lenderUptimeWindowLeases: number
   /** A suspension lifts (in dispatch) once this long has passed and the borrower owes nothing on a defaulted advance. */
   borrowerSuspensionMinSeconds: number
+  /**
+   * The least principal of one advance, per network slug and asset symbol (atomic units); a request for less is
+   * refused 422 amount_below_minimum. A lease must be worth its lender's gas: a lender leaves a dust lease unpaid,
+   * and each unpaid expiry costs it reliability, so dust requests would put it below the active minimum for free. The
+   * service sets it for every configured asset (src/chain/config.ts advanceMinAtomicOf); an asset not named has none.
+   */
+  advanceMinAtomic: Readonly<Record<string, Readonly<Record<string, bigint>>>>
   /** Who may complete or fail any job and liquidate any advance, besides the job's client and the advance's lender. */
   operators: readonly Address[]
   /**
@@ -105,6 +112,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   borrowerReputationDefaultPenaltyBps: 500,
   lenderUptimeWindowLeases: 20,
   borrowerSuspensionMinSeconds: 7 * 24 * 3600,
+  advanceMinAtomic: {},
   operators: [],
   serviceAddresses: {},
   lendersScannedPerMatchMax: 4096,
@@ -139,6 +147,11 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   }
   if (!Number.isInteger(config.changesPerCommandMax) || config.changesPerCommandMax < matchChangesMax(config)) {
     throw new RangeError(`engine config changesPerCommandMax must be an integer >= lendersScannedPerMatchMax + 4 (${matchChangesMax(config)}): one matching attempt must fit in a command`)
+  }
+  for (const [network, assets] of Object.entries(config.advanceMinAtomic)) {
+    for (const [asset, minimum] of Object.entries(assets)) {
+      if (typeof minimum !== 'bigint' || minimum < 1n) throw new RangeError(`engine config advanceMinAtomic of ${asset} on ${network} must be a bigint >= 1`)
+    }
   }
   // The window is kept in every lender record: bounded so that the record stays small.
   if (!Number.isInteger(config.lenderUptimeWindowLeases) || config.lenderUptimeWindowLeases < 1 || config.lenderUptimeWindowLeases > 1000) {

@@ -199,6 +199,10 @@ export class Engine {
     const s = this.state
     if (!sameAddress(input.agent, input.caller)) return forbidden('credit is requested by the borrower agent itself: sign in as the body\'s agent')
     if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
+    const minimum = this.config.advanceMinAtomic[input.network]?.[input.asset] ?? 1n
+    if (input.amountAtomic < minimum) {
+      return fail('invalid', 'amount_below_minimum', `amountAtomic must be at least ${minimum}, the least advance in ${input.asset} on ${input.network} (the catalog's networks[].assets[].advanceMinAtomic)`)
+    }
     if ((s.liveOffersOf.get(input.agent) ?? 0) >= this.config.liveOffersPerBorrowerMax) {
       return fail('conflict', 'live_offers_limit', `the borrower holds ${this.config.liveOffersPerBorrowerMax} live offers, the most allowed; wait until one is funded, expires or is declined`)
     }

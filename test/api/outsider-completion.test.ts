@@ -20,9 +20,9 @@ t.test('an offer no lender holds does not block the job\'s completion: the escro
   const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId: 'job_outsider_stall', receivableAtomic: usdc(1000) })
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: 'job_outsider_stall', amountAtomic: usdc(500), maximumFeeAtomic: usdc(50) })
 
-  // The borrower asks for 1 unit at a fee no lender takes: the offer waits, leased to nobody, for the offer TTL; the
-  // borrower can ask again whenever it ends.
-  const stall = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_outsider_stall', 1n, 0n))
+  // The borrower asks for the least advance (1 USDC) at a fee no lender takes: the offer waits, leased to nobody, for
+  // the offer TTL; the borrower can ask again whenever it ends.
+  const stall = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_outsider_stall', usdc(1), 0n))
   t.equal(stall.body.decision, 'approved')
   const match = await borrowerClient.post('/credit/match', { offerId: stall.body.offer.offerId })
   t.equal(match.body.lease, null, 'no lender takes it')
