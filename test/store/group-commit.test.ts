@@ -4,6 +4,20 @@ import { freshStore } from './fixtures/helpers.ts'
 
 const change = (i: number): Change => ({ kind: 'advance', id: `adv_${i}`, record: { i, owedAtomic: BigInt(i) * 10n ** 18n }, final: false })
 
+/** A record that passes the input checks (read once), then throws when the encoder reads it again inside the transaction. */
+function encoderTrap(): object {
+  let reads = 0
+  const trap = {}
+  Object.defineProperty(trap, 'x', {
+    enumerable: true,
+    get: () => {
+      if (++reads > 1) throw new Error('encoder trap')
+      return 1
+    },
+  })
+  return trap
+}
+
 t.test('N concurrent commits share fewer LMDB transactions than N, and every one is durable', async (t) => {
   const { store, dataDir } = await freshStore(t)
   const n = 500
@@ -136,16 +150,7 @@ t.test('alreadyLive: no live-index write, unless the same group made the actor l
 
 t.test('a write that throws inside LMDB fails its own commit only, and nothing of that commit is stored', async (t) => {
   const { store, dataDir } = await freshStore(t)
-  // Passes the input checks (read once), then throws when the encoder reads it again inside the transaction.
-  let reads = 0
-  const trap = {}
-  Object.defineProperty(trap, 'x', {
-    enumerable: true,
-    get: () => {
-      if (++reads > 1) throw new Error('encoder trap')
-      return 1
-    },
-  })
+  const trap = encoderTrap()
   const settled = await Promise.allSettled([
     store.commit({ changes: [change(1)] }),
     store.commit({ changes: [change(2), { kind: 'job', id: 'job_trap', record: trap, final: false }] }),
@@ -227,15 +232,7 @@ t.test('alreadyLive after the commit that made the actor live failed in the same
   const { store, dataDir } = await freshStore(t)
   const tags = store.collection<{ v: string }>('tag')
   await store.commit({ records: [tags.putOp('taken', { v: 'stored' })] })
-  let reads = 0
-  const trap = {}
-  Object.defineProperty(trap, 'x', {
-    enumerable: true,
-    get: () => {
-      if (++reads > 1) throw new Error('encoder trap')
-      return 1
-    },
-  })
+  const trap = encoderTrap()
   const offer = (id: string, v: number, alreadyLive?: true): Change => ({ kind: 'offer', id, record: { v }, final: false, ...(alreadyLive ? { alreadyLive } : {}) })
   const settled = await Promise.allSettled([
     // Refused by its check: nothing of it is staged.
