@@ -75,6 +75,7 @@ const IDEMPOTENCY_PARAMETER = {
   description:
     'Makes a retry safe: the first request with a key runs and its answer is stored with its changes; a retry with the same key and body gets that answer back ' +
     '(header Idempotent-Replayed: true) and changes nothing; the same key with another body is refused (422 idempotency_key_reused). ' +
+    'A request that changed nothing (a dispatch with nothing due, a declined credit request) stores no answer: a retry with its key, whatever its body, runs again. ' +
     'Scoped to the caller and the path; answers are kept for the retention the catalog names (limits.idempotencyRetentionSeconds).',
   schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
 }

@@ -185,12 +185,19 @@ interface RecordSlot {
  * of the same key would only be overwritten in the same transaction) in ONE child transaction. Should that child
  * throw (an LMDB error, not a check), it aborts with all its writes and the group is written again the old way, one
  * child transaction per commit, so the throw costs only the commit that caused it. A throw straight in the group's
- * callback would not do: lmdb-js commits the writes made before it (write.js executeTxnCallbacks).
+ * callback would not do: lmdb-js commits the writes made before it (write.js executeTxnCallbacks). An actor a failed
+ * commit made live is absent from the live index: a later commit's alreadyLive change of it puts the entry.
  * A sweep reads the stored expiry index, so the writes accepted before it are flushed first.
  */
 export function applyGroup(dbs: StoreDatabases, batch: readonly Prepared[], idempotencyRetentionMs: number, isolated: Isolated): GroupOutcome {
   const failures: unknown[] = new Array(batch.length).fill(undefined)
   const swept: number[] = new Array(batch.length).fill(0)
+  // Actors a failed commit of the group made live: a later commit's change of one (alreadyLive) is its only write.
+  const unwrittenBirths = new Set<string>()
+  const failed = (i: number, error: unknown): void => {
+    failures[i] = failureOf(error)
+    noteBirths(batch[i] as Prepared, unwrittenBirths)
+  }
   let slots = new Map<string, RecordSlot>()
   let snapshots: StagedSnapshots = new Map()
   let accepted: number[] = []
@@ -201,9 +208,9 @@ export function applyGroup(dbs: StoreDatabases, batch: readonly Prepared[], idem
     } catch {
       for (const i of accepted) {
         try {
-          isolated(() => void applyCommit(dbs, batch[i] as Prepared, idempotencyRetentionMs))
+          isolated(() => void applyCommit(dbs, withBirthsOf(batch[i] as Prepared, unwrittenBirths), idempotencyRetentionMs))
         } catch (error) {
-          failures[i] = failureOf(error)
+          failed(i, error)
         }
       }
     }
@@ -216,22 +223,44 @@ export function applyGroup(dbs: StoreDatabases, batch: readonly Prepared[], idem
     if (pending.sweepLimit > 0) {
       flush()
       try {
-        isolated(() => void (swept[i] = applyCommit(dbs, pending, idempotencyRetentionMs)))
+        isolated(() => void (swept[i] = applyCommit(dbs, withBirthsOf(pending, unwrittenBirths), idempotencyRetentionMs)))
       } catch (error) {
-        failures[i] = failureOf(error)
+        failed(i, error)
       }
       continue
     }
     try {
-      stageCommit(dbs, pending, idempotencyRetentionMs, slots, snapshots)
+      stageCommit(dbs, withBirthsOf(pending, unwrittenBirths), idempotencyRetentionMs, slots, snapshots)
     } catch (error) {
-      failures[i] = failureOf(error)
+      failed(i, error)
       continue
     }
     accepted.push(i)
   }
   flush()
   return { failures, swept }
+}
+
+/** Adds the actors `pending` made live (its changes of live actors that are not alreadyLive) to `births`. */
+function noteBirths(pending: Prepared, births: Set<string>): void {
+  for (const snapshot of pending.snapshots) {
+    if (snapshot.actor && !snapshot.alreadyLive && !snapshot.entry.final) births.add(`${snapshot.key[0]}:${snapshot.key[1]}`)
+  }
+}
+
+/**
+ * `pending` with its alreadyLive changes of the actors in `unwrittenBirths` (made live by a commit of the group that
+ * failed, so absent from the live index) turned into live-index puts: the actor's entry is written with its snapshot.
+ */
+function withBirthsOf(pending: Prepared, unwrittenBirths: ReadonlySet<string>): Prepared {
+  if (unwrittenBirths.size === 0) return pending
+  let changed = false
+  const snapshots = pending.snapshots.map((snapshot) => {
+    if (!snapshot.alreadyLive || !unwrittenBirths.has(`${snapshot.key[0]}:${snapshot.key[1]}`)) return snapshot
+    changed = true
+    return { ...snapshot, alreadyLive: false }
+  })
+  return changed ? { ...pending, snapshots } : pending
 }
 
 /** A failure is never undefined (that marks a written commit), whatever was thrown. */

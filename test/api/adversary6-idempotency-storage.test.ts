@@ -5,7 +5,7 @@
 // request that changed nothing now stores no answer: a retry runs again, which can apply nothing twice. A request
 // that changed something is replayed as before (test/api/idempotency.test.ts). Real service, real devnet.
 import t from 'tap'
-import { fundedAccount, signedIn, startHarness } from '../fixtures/service.ts'
+import { creditRequest, fundedAccount, fundedJob, signedIn, startHarness, usdc } from '../fixtures/service.ts'
 import { expectDocumented, openApiDocument } from './fixtures/api.ts'
 
 const h = await startHarness()
@@ -20,4 +20,19 @@ t.test('a stranger\'s dispatch with nothing due, under an Idempotency-Key, store
   const retry = await stranger.post('/credit/dispatch', {}, { idempotencyKey: 'flood-1' })
   t.equal(retry.status, 200)
   t.equal(retry.headers.get('idempotent-replayed'), null, 'the retry ran again: no answer was stored to replay')
+})
+
+// Review of the rule above: the key of a request that changed nothing is not held, so the published document must not
+// promise a replay or a 422 for it. Before, the OpenAPI document said every keyed answer was stored and a key reused
+// with another body refused, while the service ran such a request again.
+t.test('the key of a declined credit request is free: another body runs, and the OpenAPI document says so', async (t) => {
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_noop_key', receivableAtomic: usdc(100) })
+  const key = 'declined-then-other-body'
+  const first = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_noop_key', usdc(10_000), usdc(1)), { idempotencyKey: key })
+  t.equal(first.body.decision, 'declined', JSON.stringify(first.body))
+  const other = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_noop_key', usdc(20_000), usdc(1)), { idempotencyKey: key })
+  t.equal(other.status, 200, 'not refused as a reused key (422): nothing was stored under it')
+  t.equal(other.body.decision, 'declined', JSON.stringify(other.body))
+  const description = (await openApiDocument(h.url)).components.parameters.IdempotencyKey.description as string
+  t.match(description, /changed nothing[^.]*stores no answer/, 'the Idempotency-Key parameter names the exception')
 })

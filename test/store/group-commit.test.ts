@@ -4,6 +4,20 @@ import { freshStore } from './fixtures/helpers.ts'
 
 const change = (i: number): Change => ({ kind: 'advance', id: `adv_${i}`, record: { i, owedAtomic: BigInt(i) * 10n ** 18n }, final: false })
 
+/** A record that passes the input checks (read once), then throws when the encoder reads it again inside the transaction. */
+function encoderTrap(): object {
+  let reads = 0
+  const trap = {}
+  Object.defineProperty(trap, 'x', {
+    enumerable: true,
+    get: () => {
+      if (++reads > 1) throw new Error('encoder trap')
+      return 1
+    },
+  })
+  return trap
+}
+
 t.test('N concurrent commits share fewer LMDB transactions than N, and every one is durable', async (t) => {
   const { store, dataDir } = await freshStore(t)
   const n = 500
@@ -136,16 +150,7 @@ t.test('alreadyLive: no live-index write, unless the same group made the actor l
 
 t.test('a write that throws inside LMDB fails its own commit only, and nothing of that commit is stored', async (t) => {
   const { store, dataDir } = await freshStore(t)
-  // Passes the input checks (read once), then throws when the encoder reads it again inside the transaction.
-  let reads = 0
-  const trap = {}
-  Object.defineProperty(trap, 'x', {
-    enumerable: true,
-    get: () => {
-      if (++reads > 1) throw new Error('encoder trap')
-      return 1
-    },
-  })
+  const trap = encoderTrap()
   const settled = await Promise.allSettled([
     store.commit({ changes: [change(1)] }),
     store.commit({ changes: [change(2), { kind: 'job', id: 'job_trap', record: trap, final: false }] }),
@@ -216,4 +221,35 @@ t.test('durable() settles once every commit queued before it has settled, writte
   await Promise.all([first, second, afterSecond, third])
   t.same(events, ['first written', 'second refused', 'durable written', 'third written'])
   await t.resolves(store.durable(), 'nothing pending again: at once')
+})
+
+// Review of issue 11's alreadyLive: the commit that made an actor live can fail in its group while a later commit of
+// the same group, which changed the actor again (alreadyLive), is written. That later commit then holds the actor's
+// only write, so it must put the live-index entry: without it the snapshot is stored but the actor is not restored
+// after the restart that the failed commit causes (the service exits on a failed commit), though its change was
+// acknowledged.
+t.test('alreadyLive after the commit that made the actor live failed in the same group: the live entry is put', async (t) => {
+  const { store, dataDir } = await freshStore(t)
+  const tags = store.collection<{ v: string }>('tag')
+  await store.commit({ records: [tags.putOp('taken', { v: 'stored' })] })
+  const trap = encoderTrap()
+  const offer = (id: string, v: number, alreadyLive?: true): Change => ({ kind: 'offer', id, record: { v }, final: false, ...(alreadyLive ? { alreadyLive } : {}) })
+  const settled = await Promise.allSettled([
+    // Refused by its check: nothing of it is staged.
+    store.commit({ changes: [offer('off_refused', 1)], records: [tags.putOp('taken', { v: 'again' }, { onlyIfAbsent: true })] }),
+    store.commit({ changes: [offer('off_refused', 2, true)] }),
+    // Fails inside LMDB: the group is written again commit by commit, and this one alone fails.
+    store.commit({ changes: [offer('off_thrown', 1), { kind: 'job', id: 'job_trap', record: trap, final: false }] }),
+    store.commit({ changes: [offer('off_thrown', 2, true)] }),
+  ])
+  t.same(settled.map((s) => s.status), ['rejected', 'fulfilled', 'rejected', 'fulfilled'])
+  await store.close()
+  const reopened = await Store.open({ dataDir })
+  t.teardown(() => reopened.close())
+  for (const id of ['off_refused', 'off_thrown']) {
+    t.same(reopened.getSnapshot('offer', id)?.snapshot, { v: 2 }, `${id}: the later commit is stored`)
+    t.equal(reopened.isLive('offer', id), true, `${id}: and listed live, so a restart restores it`)
+  }
+  t.same([...reopened.iterateLive('offer')].map((e) => e.id), ['off_refused', 'off_thrown'])
+  t.same(reopened.verify(), { snapshots: 2, live: 2, records: 1 })
 })
