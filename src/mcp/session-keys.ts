@@ -5,6 +5,8 @@
 import { mkdir, stat, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
+import { isHex } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
 
 /** The default directory: under the user's home, so it is the user's own. */
 export const DEFAULT_SESSION_KEY_DIR = join(homedir(), '.agent-credit', 'session-keys')
@@ -28,10 +30,17 @@ export class SessionKeyStore {
     if ((info.mode & 0o077) !== 0) throw new Error(`${this.directory} is open to other users (mode ${(info.mode & 0o777).toString(8)}): chmod 700 it, the session key is not written there`)
   }
 
-  /** Writes the key (mode 0600, never over an existing file) and answers the file's path. */
+  /**
+   * Writes the key (mode 0600, never over an existing file) and answers the file's path. The file is named by the
+   * address the key itself derives, never by the text the service answered beside it: a hostile or broken service
+   * could name a path outside the directory ("../x") or another wallet's file. A key that is not one is refused.
+   */
   async save(sessionKey: { address: string; privateKey: string }, lender: string): Promise<string> {
-    const path = join(this.directory, `${sessionKey.address}.json`)
-    const record = { address: sessionKey.address, privateKey: sessionKey.privateKey, lender, savedAt: new Date().toISOString() }
+    if (!isHex(sessionKey.privateKey) || sessionKey.privateKey.length !== 66) throw new Error('the service answered a session key that is not a private key')
+    const address = privateKeyToAccount(sessionKey.privateKey).address
+    if (address.toLowerCase() !== sessionKey.address.toLowerCase()) throw new Error(`the service answered session key address ${JSON.stringify(sessionKey.address)}, but the key is ${address}'s`)
+    const path = join(this.directory, `${address}.json`)
+    const record = { address, privateKey: sessionKey.privateKey, lender, savedAt: new Date().toISOString() }
     await writeFile(path, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600, flag: 'wx' })
     return path
   }
