@@ -375,9 +375,15 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
    * funded lender's wallet out of the cap: they cost their sender gas, and the cap goes to the wallets that can lend.
    */
   async #promoteFunded(watch: NetworkWatch, holders: Address[], blockNumber: bigint): Promise<void> {
-    const readings = await this.#readHoldings(watch, holders, blockNumber)
+    // By holder in one pass: a full read after a start or an outage reads every unfunded holder at once.
+    const readingsOf = new Map<Address, Reading[]>()
+    for (const reading of await this.#readHoldings(watch, holders, blockNumber)) {
+      const own = readingsOf.get(reading.holder)
+      if (own === undefined) readingsOf.set(reading.holder, [reading])
+      else own.push(reading)
+    }
     for (const holder of holders) {
-      const own = readings.filter((r) => r.holder === holder)
+      const own = readingsOf.get(holder) ?? []
       if (!watch.unfunded.has(holder) || own.every((r) => r.balanceAtomic === 0n && r.allowanceAtomic === 0n)) continue
       if (watch.holders.size >= this.#options.holdersMax && !this.#displaceCheapest(watch, spendableWorth(own))) continue
       watch.unfunded.delete(holder)
