@@ -33,8 +33,15 @@ export interface EngineConfig {
   lenderReliabilityPaidRewardBps: number
   /** Weight of one uptime observation in the reliability moving average (bps). */
   lenderReliabilityUptimeWeightBps: number
-  /** A lender below this reliability is inactive: it gets no leases until uptime or payments restore it. */
+  /** A lender below this reliability is inactive: matching skips it, except for its probation lease. */
   lenderReliabilityMinBps: number
+  /**
+   * How long a lender stays inactive (since it fell below the minimum, or its last miss below it) before it may be
+   * granted one lease (its probation lease), which sets its reliability to the minimum and restarts the wait: paid, it
+   * is active again (+ the paid reward); missed, it falls below again and waits again. Without it an inactive lender
+   * never got a lease, so its reliability, which lease outcomes move, never rose.
+   */
+  lenderProbationSeconds: number
   borrowerReputationRepaidRewardBps: number
   borrowerReputationFailurePenaltyBps: number
   borrowerReputationShortfallPenaltyBps: number
@@ -106,6 +113,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   lenderReliabilityPaidRewardBps: 100,
   lenderReliabilityUptimeWeightBps: 1000,
   lenderReliabilityMinBps: 1000,
+  lenderProbationSeconds: 3600,
   borrowerReputationRepaidRewardBps: 100,
   borrowerReputationFailurePenaltyBps: 1000,
   borrowerReputationShortfallPenaltyBps: 2000,
@@ -138,6 +146,7 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
       throw new RangeError(`engine config ${key} must be an integer in 0..10000`)
     }
   }
+  if (!Number.isInteger(config.lenderProbationSeconds) || config.lenderProbationSeconds < 0) throw new RangeError('engine config lenderProbationSeconds must be a non-negative integer')
   if (!Number.isInteger(config.creditPeriodMinMs) || config.creditPeriodMinMs < 0) throw new RangeError('engine config creditPeriodMinMs must be a non-negative integer')
   if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
     throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')

@@ -400,11 +400,11 @@ export class Engine {
   }
 
   /** One uptime observation of a lender (bps of the period it was reachable) moves its reliability towards it. */
-  recordLenderUptime(input: { lender: Address; uptimeBps: number }, _nowMs: number): EngineResult<LenderRecord> {
+  recordLenderUptime(input: { lender: Address; uptimeBps: number }, nowMs: number): EngineResult<LenderRecord> {
     const lender = this.state.lenders.get(input.lender)
     if (!lender) return fail('not_found', 'lender_not_found', `lender ${input.lender} is not registered`)
     if (!isBps(input.uptimeBps)) return fail('invalid', 'invalid_bps', 'uptimeBps must be an integer in 0..10000')
-    reputation.lenderUptime(lender, input.uptimeBps, this.config)
+    reputation.lenderUptime(lender, input.uptimeBps, this.config, nowMs)
     lenderChanged(this.state, lender)
     return drain(this.state, { ...lender })
   }

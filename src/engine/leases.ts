@@ -65,7 +65,7 @@ export function grantLease(s: EngineState, o: OfferContext, lender: LenderRecord
   s.leases.set(input.leaseId, lease)
   addLiveLease(s, input)
   reserveForLease(lender, input.amountAtomic)
-  reputation.leaseGranted(lender)
+  reputation.leaseGranted(lender, s.config, nowMs)
   lenderChanged(s, lender)
   return leaseView(lease.getSnapshot())
 }
@@ -90,7 +90,7 @@ export function payLease(s: EngineState, lease: LeaseActor, payment: TxProof, no
   dropLiveLease(s, l)
   const lender = lenderOf(s, l.lender)
   deployForAdvance(lender, l.amountAtomic)
-  reputation.leasePaid(lender, s.config)
+  reputation.leasePaid(lender, s.config, nowMs)
   lenderChanged(s, lender)
   return l
 }
@@ -122,7 +122,7 @@ export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: num
   // The lender's liquidity and reputation both change: its book entry moves once, after the pass, to where all its
   // time-outs put it.
   const lender = releaseLease(s, l)
-  reputation.leaseMissed(lender, s.config)
+  reputation.leaseMissed(lender, s.config, nowMs)
   touch(s, 'lender', lender.address)
   moved.add(lender)
   expect(s, 'offer', offer, ended)

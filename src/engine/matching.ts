@@ -77,7 +77,7 @@ export function walletChanged(s: EngineState, holder: Address): boolean {
  */
 export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: number): MatchOutcome | Refusal {
   const o = offer.getSnapshot().context
-  const walk = walkBook(s, o)
+  const walk = walkBook(s, o, nowMs)
   const refusedLeases: LeaseView[] = []
   if (walk.granted) {
     const { lender, fee } = walk.granted
@@ -130,7 +130,7 @@ function notMatched(s: EngineState, offer: OfferActor, answer: Refusal, nowMs: n
  * The lenders one matching attempt leases to, in book order, without changing anything: those whose wallet cannot
  * pay (each gets a lease refused at once, which is not one of the offer's leases) and the first whose wallet can.
  */
-function walkBook(s: EngineState, o: OfferContext): { refused: Candidate[]; granted: Candidate | null; outOfLeases: boolean } {
+function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Candidate[]; granted: Candidate | null; outOfLeases: boolean } {
   const refused: Candidate[] = []
   const book = s.books.get(bookKey(o.network, o.asset))
   const leasesLeft = s.config.leasesPerOfferMax - o.leaseIds.length
@@ -145,7 +145,7 @@ function walkBook(s: EngineState, o: OfferContext): { refused: Candidate[]; gran
       // Asks only rise along the book: once this ask prices the fee above the maximum, no later lender fits.
       if (feeAtomic(o.amountAtomic, entry.askBps) > o.maximumFeeAtomic) break
       const lender = entry.lender
-      const fee = eligibleFee(lender, o, s.config.lenderReliabilityMinBps)
+      const fee = eligibleFee(lender, o, s.config, nowMs)
       if (fee === null || o.excludedLenders.includes(lender.address) || parties.includes(lender.address) || parties.includes(lender.sessionAddress)) continue
       if (!walletCovers(s, lender, o.network, o.asset, o.amountAtomic)) {
         refused.push({ lender, fee })

@@ -1,6 +1,7 @@
 // The schema versions of the engine's persisted snapshots, and how a snapshot an older release stored becomes
 // today's. The store applies these at open (src/store/migrate.ts), so the engine only ever restores current shapes.
 import type { SnapshotMigration } from '../store/migrate.ts'
+import { defaultEngineConfig } from './config.ts'
 import type { ActorKind, RecordKind } from './types.ts'
 
 /** Bump a kind's version whenever its persisted shape changes, and add the migration from the previous one. */
@@ -16,7 +17,8 @@ export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>>
   advance: 3,
   // 2: the lender records what it withdrew (withdrawnAtomic, withdrawalPendingAtomic).
   // 3: the lender keeps its uptime window (recentLeaseOutcomes).
-  lender: 3,
+  // 4: the lender records since when it is below the reliability minimum (inactiveSinceMs, its probation clock).
+  lender: 4,
   source: 1,
   borrower: 1,
   // 2: the insurance reserves, kind `ledger` before, are kind `reserve` (same shape).
@@ -65,6 +67,16 @@ function withoutReportGrace(snapshot: unknown): unknown {
 
 const withUptimeWindow = (snapshot: unknown): unknown => ({ recentLeaseOutcomes: '', ...(snapshot as object) })
 
+/**
+ * A lender stored before probation that is below the default minimum has been inactive since some time the store
+ * never recorded, no earlier than its registration: its probation counts from there (the restore time would read
+ * the wall clock, which the engine never does, and keep an honest lender out one more probation after the upgrade).
+ */
+export function withProbationClock(snapshot: unknown): unknown {
+  const lender = snapshot as { reliabilityBps: number; registeredAtMs: number }
+  return { ...lender, inactiveSinceMs: lender.reliabilityBps < defaultEngineConfig.lenderReliabilityMinBps ? lender.registeredAtMs : null }
+}
+
 export function snapshotMigrations(): SnapshotMigration[] {
   return [
     { from: { kind: 'ledger', version: 1 }, to: { kind: 'reserve', version: 2 }, migrate: (snapshot) => snapshot },
@@ -78,7 +90,8 @@ export function snapshotMigrations(): SnapshotMigration[] {
     { from: { kind: 'advance', version: 2 }, to: { kind: 'advance', version: 3 }, migrate: withOwedAmounts },
     // A lender stored before withdrawals existed withdrew nothing; one stored before the uptime window starts it empty
     // (its past outcomes are in its counts, not their order).
-    { from: { kind: 'lender', version: 1 }, to: { kind: 'lender', version: 3 }, migrate: (snapshot) => withUptimeWindow({ withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, ...(snapshot as object) }) },
-    { from: { kind: 'lender', version: 2 }, to: { kind: 'lender', version: 3 }, migrate: withUptimeWindow },
+    { from: { kind: 'lender', version: 1 }, to: { kind: 'lender', version: 4 }, migrate: (snapshot) => withProbationClock(withUptimeWindow({ withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, ...(snapshot as object) })) },
+    { from: { kind: 'lender', version: 2 }, to: { kind: 'lender', version: 4 }, migrate: (snapshot) => withProbationClock(withUptimeWindow(snapshot)) },
+    { from: { kind: 'lender', version: 3 }, to: { kind: 'lender', version: 4 }, migrate: withProbationClock },
   ]
 }

@@ -40,6 +40,7 @@ export function lenderRecord(input: RegisterLenderInput, config: EngineConfig, r
   const bands = [...new Set(input.acceptedRiskBands)]
   const assets: Record<string, string> = {}
   for (const network of networks) assets[network] = input.assets?.[network] ?? input.asset
+  const reliabilityBps = input.reliabilityBps ?? config.lenderReliabilityInitialBps
   return {
     address: input.address,
     sessionAddress: input.sessionAddress,
@@ -58,7 +59,8 @@ export function lenderRecord(input: RegisterLenderInput, config: EngineConfig, r
     withdrawnAtomic: 0n,
     withdrawalPendingAtomic: 0n,
     reputationBps: input.reputationBps ?? config.lenderReputationInitialBps,
-    reliabilityBps: input.reliabilityBps ?? config.lenderReliabilityInitialBps,
+    reliabilityBps,
+    inactiveSinceMs: reliabilityBps < config.lenderReliabilityMinBps ? nowMs : null,
     registrationSeq,
     registeredAtMs: nowMs,
     leasesGranted: 0,

@@ -3,7 +3,7 @@
 // function per event, called where the event happens; the README's table ("Reputation and reliability") lists them.
 // Integers only, so replays and the book order are deterministic.
 import type { EngineConfig } from './config.ts'
-import { clampBps } from './rules.ts'
+import { clampBps, isActiveLender } from './rules.ts'
 import type { BorrowerRecord, LenderRecord } from './types.ts'
 
 /** A lease outcome in a lender's uptime window (LenderRecord.recentLeaseOutcomes): paid in time, or expired unpaid. */
@@ -27,13 +27,23 @@ export function uptimeBps(lender: Pick<LenderRecord, 'recentLeaseOutcomes'>): nu
  * window's uptime is one observation that moves reliability towards it (lenderUptime): a lender's reliability follows
  * how often it actually answers, not only the fixed steps of each outcome.
  */
-function leaseOutcome(lender: LenderRecord, outcome: typeof LEASE_PAID | typeof LEASE_MISSED, config: EngineConfig): void {
+function leaseOutcome(lender: LenderRecord, outcome: typeof LEASE_PAID | typeof LEASE_MISSED, config: EngineConfig, nowMs: number): void {
   const n = config.lenderUptimeWindowLeases
   lender.recentLeaseOutcomes = (lender.recentLeaseOutcomes + outcome).slice(-n)
   // A full window only: a lender migrated with counts but no window waits until its window holds N outcomes.
   if (lender.recentLeaseOutcomes.length === n && (lender.leasesPaid + lender.leasesExpired) % n === 0) {
-    lenderUptime(lender, uptimeBps(lender) as number, config)
+    lenderUptime(lender, uptimeBps(lender) as number, config, nowMs)
   }
+}
+
+/**
+ * Every change of a lender's reliability: crossing below the minimum starts its probation clock (inactiveSinceMs),
+ * reaching the minimum again stops it. Staying below keeps the clock (leaseMissed restarts it).
+ */
+function setReliability(lender: LenderRecord, reliabilityBps: number, config: EngineConfig, nowMs: number): void {
+  lender.reliabilityBps = clampBps(reliabilityBps)
+  if (lender.reliabilityBps >= config.lenderReliabilityMinBps) lender.inactiveSinceMs = null
+  else if (lender.inactiveSinceMs === null) lender.inactiveSinceMs = nowMs
 }
 
 /**
@@ -47,23 +57,34 @@ export function repaymentShareBps(rewardBps: number, paidBeforeAtomic: bigint, p
   return Number((reward * paidAfterAtomic) / totalAtomic - (reward * paidBeforeAtomic) / totalAtomic)
 }
 
-export function leaseGranted(lender: LenderRecord): void {
+/**
+ * A lease granted to an inactive lender is its probation lease (matching grants one only once the probation time has
+ * passed, rules.ts isEligibleLender): the lender stands at the minimum, so the lease's outcome moves it from there,
+ * paid to active, missed below again. Its clock restarts now, so it gets no second lease before this one's outcome
+ * (a lease ends long before a probation): one lease at a time, one borrower's wait if the lender is still away.
+ */
+export function leaseGranted(lender: LenderRecord, config: EngineConfig, nowMs: number): void {
   lender.leasesGranted += 1
+  if (isActiveLender(lender, config)) return
+  if (lender.reliabilityBps < config.lenderReliabilityMinBps) lender.reliabilityBps = config.lenderReliabilityMinBps
+  lender.inactiveSinceMs = nowMs
 }
 
 /** The lender paid the supplier in time: its reliability rises. */
-export function leasePaid(lender: LenderRecord, config: EngineConfig): void {
+export function leasePaid(lender: LenderRecord, config: EngineConfig, nowMs: number): void {
   lender.leasesPaid += 1
-  lender.reliabilityBps = clampBps(lender.reliabilityBps + config.lenderReliabilityPaidRewardBps)
-  leaseOutcome(lender, LEASE_PAID, config)
+  setReliability(lender, lender.reliabilityBps + config.lenderReliabilityPaidRewardBps, config, nowMs)
+  leaseOutcome(lender, LEASE_PAID, config, nowMs)
 }
 
 /** The lender let its lease expire unpaid: reliability and reputation fall. */
-export function leaseMissed(lender: LenderRecord, config: EngineConfig): void {
+export function leaseMissed(lender: LenderRecord, config: EngineConfig, nowMs: number): void {
   lender.leasesExpired += 1
-  lender.reliabilityBps = clampBps(lender.reliabilityBps - config.lenderReliabilityMissPenaltyBps)
+  setReliability(lender, lender.reliabilityBps - config.lenderReliabilityMissPenaltyBps, config, nowMs)
+  // Below the minimum, each lease left unpaid restarts the wait: the probation runs from the lender's last miss.
+  if (lender.inactiveSinceMs !== null) lender.inactiveSinceMs = nowMs
   lender.reputationBps = clampBps(lender.reputationBps - config.lenderReputationMissPenaltyBps)
-  leaseOutcome(lender, LEASE_MISSED, config)
+  leaseOutcome(lender, LEASE_MISSED, config, nowMs)
 }
 
 /**
@@ -115,9 +136,9 @@ export function borrowerShortfall(borrower: BorrowerRecord, shortfallAtomic: big
  * One uptime observation (bps) moves the lender's reliability towards it by lenderReliabilityUptimeWeightBps: the
  * window's own every N lease outcomes (leaseOutcome), or an operator's through Engine.recordLenderUptime.
  */
-export function lenderUptime(lender: LenderRecord, uptimeBps: number, config: EngineConfig): void {
+export function lenderUptime(lender: LenderRecord, uptimeBps: number, config: EngineConfig, nowMs: number): void {
   const w = config.lenderReliabilityUptimeWeightBps
-  lender.reliabilityBps = clampBps(Math.floor((lender.reliabilityBps * (10_000 - w) + uptimeBps * w) / 10_000))
+  setReliability(lender, Math.floor((lender.reliabilityBps * (10_000 - w) + uptimeBps * w) / 10_000), config, nowMs)
 }
 
 /** Evidence the reputation was initialised from (an ERC-8004 agent) no longer counts: its offset is taken back. */

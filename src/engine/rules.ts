@@ -74,17 +74,30 @@ export function splitPayment(amountAtomic: bigint, owed: { lenderOwedAtomic: big
   return { toLenderAtomic, toReserveAtomic: minBig(amountAtomic - toLenderAtomic, owed.reserveOwedAtomic) }
 }
 
-/** Active: reliable enough to be matched. Inactive lenders keep their records and get no leases. */
+/**
+ * Active: reliable enough to be matched, and not on probation (a lender holding its probation lease stands at the
+ * minimum with its clock running). Inactive lenders keep their records and get only probation leases.
+ */
 export function isActiveLender(lender: LenderRecord, config: Pick<EngineConfig, 'lenderReliabilityMinBps'>): boolean {
-  return lender.reliabilityBps >= config.lenderReliabilityMinBps
+  return lender.inactiveSinceMs === null && lender.reliabilityBps >= config.lenderReliabilityMinBps
+}
+
+/**
+ * Matched as if at the minimum reliability: active, or inactive for `lenderProbationSeconds` (due its probation
+ * lease, reputation.ts leaseGranted). The time is read only for an inactive lender: the book walk pays nothing more
+ * for an active one than the null check.
+ */
+export function isEligibleLender(lender: LenderRecord, config: Pick<EngineConfig, 'lenderReliabilityMinBps' | 'lenderProbationSeconds'>, nowMs: number): boolean {
+  if (isActiveLender(lender, config)) return true
+  return nowMs >= (lender.inactiveSinceMs ?? lender.registeredAtMs) + config.lenderProbationSeconds * 1000
 }
 
 /**
  * Policy filters of DESIGN section 5 except the per-offer exclusion and the wallet check, which the engine applies.
  * Returns the fee when eligible, or null.
  */
-export function eligibleFee(lender: LenderRecord, terms: OfferTerms, reliabilityMinBps: number): bigint | null {
-  if (!isActiveLender(lender, { lenderReliabilityMinBps: reliabilityMinBps })) return null
+export function eligibleFee(lender: LenderRecord, terms: OfferTerms, config: Pick<EngineConfig, 'lenderReliabilityMinBps' | 'lenderProbationSeconds'>, nowMs: number): bigint | null {
+  if (!isEligibleLender(lender, config, nowMs)) return null
   if (lender.assets[terms.network] !== terms.asset) return null
   if (!lender.acceptedRiskBands.includes(terms.riskBand)) return null
   if (lender.maxDurationSeconds < terms.durationSeconds) return null

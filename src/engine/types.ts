@@ -65,6 +65,13 @@ export interface LenderRecord {
   withdrawalPendingAtomic: bigint
   reputationBps: number
   reliabilityBps: number
+  /**
+   * Since when the lender is inactive, on the commands' clock: when its reliability crossed below
+   * `lenderReliabilityMinBps`, its last lease left unpaid below it, or the grant of its probation lease; null while
+   * active. `lenderProbationSeconds` after it the lender may be granted one lease at the minimum (rules.ts
+   * isEligibleLender). Null below the minimum happens only after the minimum was raised: the registration counts.
+   */
+  inactiveSinceMs: number | null
   /** Registration order: the last tie-breaker of matching. */
   registrationSeq: number
   registeredAtMs: number
@@ -84,7 +91,7 @@ export interface LenderRecord {
  * A lender as every view shows it: availableAtomic is what the service can lend now, min(the policy's, what the
  * session wallet can pay beyond its live leases); policyAvailableAtomic is the record's.
  */
-export interface LenderView extends LenderRecord {
+export interface LenderView extends Omit<LenderRecord, 'inactiveSinceMs'> {
   policyAvailableAtomic: bigint
   /** Share of recentLeaseOutcomes paid in time (bps); null before the first outcome. */
   uptimeBps: number | null

@@ -105,7 +105,9 @@ export function lenderView(s: EngineState, lender: LenderRecord): LenderView {
   let payable = 0n
   for (const network of lender.networks) payable += walletFreeAtomic(s, lender, network, lender.assets[network] as string)
   const available = lender.availableAtomic < payable ? lender.availableAtomic : payable
-  return { ...lender, availableAtomic: available, policyAvailableAtomic: lender.availableAtomic, uptimeBps: uptimeBps(lender) }
+  // The probation clock is the engine's, not part of the published profile.
+  const { inactiveSinceMs: _clock, ...shown } = lender
+  return { ...shown, availableAtomic: available, policyAvailableAtomic: lender.availableAtomic, uptimeBps: uptimeBps(lender) }
 }
 
 /** Live leases of a lender (by lender or session address), oldest first: what its wallet should pay now. */

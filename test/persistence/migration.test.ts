@@ -215,3 +215,30 @@ t.test('advances stored before partial repayments (version 2) gain what they sti
   restored.checkInvariants()
   await store.close()
 })
+
+t.test('a lender stored before probation (version 3) below the minimum opens waiting from its registration, and the clock round-trips the store', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const hourMs = 3_600_000
+  const { engine } = newEngine()
+  registerBacking(engine)
+  const lender = unwrap(engine.registerLender(lenderInput(1, { reliabilityBps: 900 }), T0)).address
+  const changes = engine.snapshots().map((change) => {
+    if (change.kind !== 'lender') return change
+    const { inactiveSinceMs: _clock, ...older } = change.record as { inactiveSinceMs: unknown }
+    return { ...change, record: older }
+  })
+  const before = await Store.open({ dataDir, snapshotVersions: { ...SNAPSHOT_VERSIONS, lender: 3 } })
+  await before.commit({ changes })
+  await before.close()
+
+  const store = await Store.open({ dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() })
+  const entry = store.getSnapshot('lender', lender)
+  t.equal(entry?.version, SNAPSHOT_VERSIONS.lender, 'rewritten as today\'s version')
+  t.equal((entry?.snapshot as { inactiveSinceMs: unknown }).inactiveSinceMs, T0, 'inactive since its registration')
+  const restored = new Engine({}, new FakeWallets(), storedSnapshots(store))
+  restored.checkInvariants()
+  t.equal(unwrap(restored.matchOffer({ offerId: offerFor(restored, {}, T0 + hourMs - 1), caller: BORROWER }, T0 + hourMs - 1)).lease, null, 'waiting')
+  t.equal(unwrap(restored.matchOffer({ offerId: offerFor(restored, {}, T0 + hourMs), caller: BORROWER }, T0 + hourMs)).lease?.lender, lender, 'its probation lease an hour after its registration')
+  await store.close()
+})
