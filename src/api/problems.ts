@@ -14,6 +14,7 @@ import { EngineRefusedError } from '../engine/errors.ts'
 import type { ErrorClass } from '../engine/types.ts'
 import { HttpProblem } from '../http/problem.ts'
 import { AgentLinkError } from '../reputation/erc8004.ts'
+import { ChainReadsExhaustedError } from '../service/chain-read-budget.ts'
 import { IdempotencyInFlightError, StoreOverloadedError } from '../store/index.ts'
 
 const RETRY_SOON = { 'retry-after': '1' } as const
@@ -63,6 +64,9 @@ const RULES: readonly Rule<never>[] = [
     new HttpProblem(e.reason === 'already_used' ? 409 : 422, `proof_${e.reason}`, e.message, { title: 'Transaction proof refused' }),
   ),
   rule(ChainRpcError, (e) => new HttpProblem(503, 'chain_unavailable', e.message, { title: 'Chain unavailable', headers: RETRY_SOON })),
+  rule(ChainReadsExhaustedError, (e) =>
+    new HttpProblem(503, 'chain_reads_exhausted', e.message, { title: 'Chain reads exhausted', headers: { 'retry-after': String(e.retryAfterSeconds) } }),
+  ),
   // No Retry-After: the network's chain follower stopped for good, and only an operator brings it back.
   rule(NetworkStoppedError, (e) => new HttpProblem(503, 'network_stopped', e.message, { title: 'Network stopped' })),
   rule(ContractRevertError, (e) =>

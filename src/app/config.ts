@@ -79,6 +79,8 @@ export const ConfigFileSchema = Type.Object(
     collateralPostingsPerJobMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000 })),
     bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 })),
     rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+    chainReadsPerSecond: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    chainReadsBurst: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
     walletsWatchedPerNetworkMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
     corsOrigins: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 256 })),
     trustedProxies: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 256 })),
@@ -144,6 +146,12 @@ export interface ServiceConfig {
   unfundedWalletWindowSeconds: number
   /** Tokens per second per signed-in wallet and per client address (burst twice that); 0 disables the limiter. */
   rateLimitPerSecond: number
+  /**
+   * The chain reads requests may make per network (transaction proofs, ERC-8004 re-checks; src/service/chain-read-budget.ts):
+   * per second and at once, all callers together; one wallet gets a quarter of each.
+   */
+  chainReadsPerSecond: number
+  chainReadsBurst: number
   /** Origins browsers may call from (CORS): ['*'] any, [] none. */
   corsOrigins: string[]
   /** Reverse proxies whose X-Forwarded-For names the client (rate limit key); none by default. */
@@ -197,6 +205,9 @@ export const serviceDefaults = {
   collateralPostingsPerJobMax: 1000,
   bodyLimitBytes: 64 * 1024,
   rateLimitPerSecond: 2000,
+  // Well inside a paid RPC plan's quota, which the chain follower and the wallet watcher need too.
+  chainReadsPerSecond: 50,
+  chainReadsBurst: 100,
   walletsWatchedPerNetworkMax: 10_000,
   // No cookies, only bearer tokens: any origin is safe (src/http/cors.ts).
   corsOrigins: ['*'],
@@ -332,6 +343,8 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,
     unfundedWalletWindowSeconds: file.unfundedWalletWindowSeconds ?? serviceDefaults.unfundedWalletWindowSeconds,
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
+    chainReadsPerSecond: envInteger(env, 'CHAIN_READS_PER_SECOND', 1, 1_000_000) ?? file.chainReadsPerSecond ?? serviceDefaults.chainReadsPerSecond,
+    chainReadsBurst: envInteger(env, 'CHAIN_READS_BURST', 1, 1_000_000) ?? file.chainReadsBurst ?? serviceDefaults.chainReadsBurst,
     corsOrigins: corsOrigins(envList(env, 'CORS_ORIGINS') ?? file.corsOrigins ?? serviceDefaults.corsOrigins),
     trustedProxies: envList(env, 'TRUSTED_PROXIES') ?? file.trustedProxies ?? [],
     idempotencyRetentionSeconds: envInteger(env, 'IDEMPOTENCY_RETENTION_SECONDS', 60, 30 * 24 * 3600) ?? file.idempotencyRetentionSeconds ?? serviceDefaults.idempotencyRetentionSeconds,

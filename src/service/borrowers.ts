@@ -33,7 +33,7 @@ export async function createJob(
 ): Promise<StoredResponse> {
   const network = service.network(body.network)
   const token = service.token(network, body.asset)
-  const fact = await service.prove(network.slug, 'JobFunded', body.fundingTxHash, {
+  const fact = await service.prove(network.slug, caller, 'JobFunded', body.fundingTxHash, {
     jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
   })
   const client = getAddress(fact.args.client)
@@ -160,7 +160,7 @@ export async function postCollateral(
 ): Promise<StoredResponse> {
   const job = valueOf(service.engine.planCollateral({ jobId, caller }))
   const token = service.token(service.network(job.network), job.asset)
-  const fact = await service.prove(job.network, 'CollateralPosted', body.txHash, {
+  const fact = await service.prove(job.network, caller, 'CollateralPosted', body.txHash, {
     jobKey: jobKey(jobId), borrower: job.borrower, asset: token.address, amount: body.amountAtomic,
   })
   const input = {

@@ -19,6 +19,7 @@ import type { WalletWatcher } from '../chain/watcher.ts'
 import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
 import type { ServiceConfig } from '../app/config.ts'
 import type { PassportBook, PassportFact } from '../passport/book.ts'
+import { ChainReadBudget } from './chain-read-budget.ts'
 import { DurableFeed, type DurableListener } from './durable-feed.ts'
 import { LeaseDelivery } from './lease-delivery.ts'
 import type { Mutation } from './mutation.ts'
@@ -82,6 +83,8 @@ export class ServiceCore {
    * what was posted for it up to there, and the follower applies the rest (src/service/borrowers.ts).
    */
   readonly appliedChainBlocks = new Map<string, bigint>()
+  /** The chain reads callers can make the service do, per network and per wallet (src/service/chain-read-budget.ts). */
+  readonly chainReads: ChainReadBudget
 
   constructor(deps: ServiceDeps) {
     this.config = deps.config
@@ -93,6 +96,7 @@ export class ServiceCore {
     this.#clock = deps.clock
     this.passport = deps.passport
     this.leaseDelivery = new LeaseDelivery(deps.networks)
+    this.chainReads = new ChainReadBudget({ perSecond: deps.config.chainReadsPerSecond, burst: deps.config.chainReadsBurst })
     this.sessionKeyRecords = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
   }
 
@@ -231,10 +235,11 @@ export class ServiceCore {
   /**
    * The first event `eventName` of the credit contract in `txHash` whose arguments equal `args`, at the network's
    * confirmations; a proof that does not show it is refused (ProofRefusedError). The caller adds `fact.proofKey` to
-   * the commit of the command it feeds.
+   * the commit of the command it feeds. The read is `caller`'s, from the network's chain read budget.
    */
-  async prove<E extends FacilityEventName>(slug: string, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>): Promise<FacilityFactOf<E>> {
+  async prove<E extends FacilityEventName>(slug: string, caller: Address, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>): Promise<FacilityFactOf<E>> {
     const network = this.network(slug)
+    this.chainReads.take(slug, caller)
     const result = await verifyFacilityEvent(this.clientsOf(slug), network.creditContract, { txHash, eventName, args })
     if (!result.ok) throw new ProofRefusedError(result.reason, result.detail)
     return result.value[0] as FacilityFactOf<E>

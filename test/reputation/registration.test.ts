@@ -4,6 +4,7 @@
 import t from 'tap'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { CreditClient } from '../../src/client/client.ts'
+import { WALLET_SHARE_DIVISOR } from '../../src/service/chain-read-budget.ts'
 import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc } from '../fixtures/service.ts'
 import { expectProblem } from '../api/fixtures/api.ts'
 import { registries } from './fixtures/erc8004.ts'
@@ -97,4 +98,28 @@ t.test('reputation from the agent orders matching; after a transfer the evidence
   const mine = await buyerAgain.post('/lenders/register', { ...policy, availableLiquidityAtomic: usdc(100).toString(), agent: agentRef(agentId) })
   t.equal(mine.status, 201, 'the new owner may link it')
   t.equal(mine.body.lender.reputationBps, 6875)
+})
+
+t.test('re-checks are chain reads from the caller\'s share of the budget: past it 503 chain_reads_exhausted, the link unchanged', async (t) => {
+  const lender = await fundedAccount(h.devnet, h.network, 0n)
+  const agentId = await reg.register(lender)
+  const registered = await (await signedIn(h.url, lender)).post('/lenders/register', { ...policy, availableLiquidityAtomic: usdc(100).toString(), agent: agentRef(agentId) })
+  t.equal(registered.status, 201, JSON.stringify(registered.body))
+  const { checkedAt: checkedBefore, ...before } = (await new CreditClient(h.url).get(`/lenders/${lender.address}/agent`)).body
+  t.equal(checkedBefore, null, 'not re-checked yet')
+
+  // A fresh wallet asks for more re-checks at once than its share of the network's chain reads.
+  const share = Math.floor(h.app.service.config.chainReadsBurst / WALLET_SHARE_DIVISOR)
+  const stranger = await signedIn(h.url, privateKeyToAccount(generatePrivateKey()))
+  const replies = await Promise.all(Array.from({ length: share + 10 }, () => stranger.post(`/lenders/${lender.address}/agent/recheck`, {})))
+  const refused = replies.filter((r) => r.status !== 200)
+  t.ok(refused.length > 0, `some of ${replies.length} re-checks past a share of ${share} were refused`)
+  for (const r of refused) {
+    expectProblem(t, r, 503, 'chain_reads_exhausted', 'past the share')
+    t.match(r.headers.get('retry-after'), /^[1-9]\d*$/, 'Retry-After in whole seconds')
+  }
+  // The re-checks within the share found the lender still in control: only the time it was last seen so changed.
+  const { checkedAt, ...after } = (await new CreditClient(h.url).get(`/lenders/${lender.address}/agent`)).body
+  t.same(after, before, 'the link unchanged')
+  t.type(checkedAt, 'string', 'the re-checks within the share were read')
 })

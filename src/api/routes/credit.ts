@@ -395,7 +395,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       },
       handler: (ctx) =>
         mutate(service, '/credit/advances/{advanceId}/repay', ctx, (ticket) =>
-          service.repay({ ticket, encode: wireReply(200, RepaymentReceipt, ticket) }, ctx.params.advanceId, { txHash: ctx.body.txHash }),
+          service.repay({ ticket, encode: wireReply(200, RepaymentReceipt, ticket) }, ctx.session.address, ctx.params.advanceId, { txHash: ctx.body.txHash }),
         ),
     }),
 

@@ -13,7 +13,7 @@ import type { CreditService } from '../../service/credit-service.ts'
 import type { AgentLinks } from '../../reputation/links.ts'
 import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
 import { LenderAction, LenderProfile, LenderRegistration, LenderRegistrationResult, LenderWallet, LiquidityWithdrawal, LiquidityWithdrawalResult } from '../schemas.ts'
-import { asResult, errors, itemCount, mutate, mutationHeaders, NETWORK_STOPPED, nextPageHeaders, PAGE_SCAN_FACTOR, pageHeaders, pageQuery, RECORD_PAGE, replyWith, WALLET_PAGE } from './shared.ts'
+import { asResult, CHAIN_READS_EXHAUSTED, errors, itemCount, mutate, mutationHeaders, NETWORK_STOPPED, nextPageHeaders, PAGE_SCAN_FACTOR, pageHeaders, pageQuery, RECORD_PAGE, replyWith, WALLET_PAGE } from './shared.ts'
 
 const AddressParams = StrictObject({ address: AddressSchema })
 const tags = ['lenders'] as const
@@ -107,7 +107,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
         403: { description: 'agent_not_controlled: the signed-in wallet is not the agent\'s wallet, owner or approved operator on chain (nothing recorded).' },
         409: { description: 'This wallet is already registered as a lender (code lender_exists), or the agent already backs another lender (agent_already_linked).' },
         422: { description: 'idempotency_key_reused; agent_registry_unknown (not the network\'s identity registry), agent_not_found (no such token).' },
-        503: { description: `With agent: the agent's network cannot be read (code chain_unavailable; nothing recorded); retry. Or, the agent's network or one of networks: ${NETWORK_STOPPED}` },
+        503: { description: `With agent: the agent's network cannot be read (code chain_unavailable; nothing recorded); retry. Or: ${CHAIN_READS_EXHAUSTED} Or, the agent's network or one of networks: ${NETWORK_STOPPED}` },
       },
       handler: (ctx) =>
         mutate(service, '/lenders/register', ctx, async (ticket) => {

@@ -7,7 +7,7 @@ import type { AgentLinkRecord, AgentLinks, RecheckOutcome } from '../../reputati
 import type { CreditService } from '../../service/credit-service.ts'
 import { Address as AddressSchema, Bps, checksum, IsoTime, StrictObject } from '../common.ts'
 import { EmptyBody, Erc8004Agent } from '../schemas.ts'
-import { asResult, errors, mutate, mutationHeaders, NETWORK_STOPPED, replyWith } from './shared.ts'
+import { asResult, CHAIN_READS_EXHAUSTED, errors, mutate, mutationHeaders, NETWORK_STOPPED, replyWith } from './shared.ts'
 
 const AddressParams = StrictObject({ address: AddressSchema })
 const tags = ['lenders'] as const
@@ -80,11 +80,11 @@ export function reputationRoutes(service: CreditService, links: AgentLinks): Any
       params: AddressParams,
       body: EmptyBody,
       headers: mutationHeaders,
-      responses: { ...responses, ...errors.idempotency, 503: { description: `The chain RPC is unavailable (code chain_unavailable); nothing changed. Or: ${NETWORK_STOPPED}` } },
+      responses: { ...responses, ...errors.idempotency, 503: { description: `The chain RPC is unavailable (code chain_unavailable); nothing changed. Or: ${CHAIN_READS_EXHAUSTED} Or: ${NETWORK_STOPPED}` } },
       handler: (ctx) =>
         mutate(service, '/lenders/{address}/agent/recheck', ctx, async (ticket) => {
           const link = linkOr404(ctx.params.address)
-          const result = await links.recheck(link.lender, { ticket, encode: (outcome: RecheckOutcome) => replyWith(200, AgentLink)(view(outcome.link)) })
+          const result = await links.recheck(link.lender, { ticket, encode: (outcome: RecheckOutcome) => replyWith(200, AgentLink)(view(outcome.link)) }, ctx.session.address)
           return result?.response ?? replyWith(200, AgentLink)(view(link))
         }),
     }),

@@ -58,6 +58,9 @@ export async function mutate(
 
 const e = (description: string): ResponseSpec => ({ description })
 
+/** The 503 of a request whose chain read the budget refused (src/service/chain-read-budget.ts). */
+export const CHAIN_READS_EXHAUSTED = 'The chain reads requests may make on the network are used up for now, or this wallet used its quarter of them (code chain_reads_exhausted, with Retry-After in seconds; nothing changed).'
+
 /** The 503 of a request on a network whose chain follower stopped for good (src/service/core.ts refuseStoppedNetwork). */
 export const NETWORK_STOPPED = 'The network\'s chain follower stopped for good (code network_stopped, without Retry-After: /health says why; nothing changed, and a retry will not succeed until an operator acts).'
 
@@ -83,7 +86,7 @@ export const errors = {
   proof: {
     409: e('Wrong state, or the transaction proof was already used (code proof_already_used).'),
     422: e('The transaction does not prove what it must: proof_not_found, proof_reverted, proof_wrong_contract, proof_wrong_arguments, proof_too_few_confirmations; or idempotency_key_reused.'),
-    503: e(`The chain RPC is unavailable (code chain_unavailable); retry. Or: ${NETWORK_STOPPED}`),
+    503: e(`The chain RPC is unavailable (code chain_unavailable); retry. Or: ${CHAIN_READS_EXHAUSTED} Or: ${NETWORK_STOPPED}`),
   },
   /** Routes that send an operator transaction (settleJob, failJob, liquidate). */
   operator: { 503: e(`The chain or the operator key is unavailable (code chain_unavailable or operator_unavailable); retry. Or: ${NETWORK_STOPPED}`) },

@@ -1,0 +1,58 @@
+// The chain reads a caller can make the service do (a transaction proof, an ERC-8004 re-check): each costs a call on
+// the operator's RPC quota, which the chain follower and the wallet watcher share, and a signed-in wallet is free
+// (SIWE needs no funds). So they draw on one budget per network, and one wallet on a share of it: without it a few
+// wallets reporting random transaction hashes at the per-wallet rate limit spent the quota and stalled the money path
+// for everyone. The follower and the watcher, the service's own reads, do not draw on it.
+import type { Address } from 'viem'
+import { RateLimiter } from '../http/rate-limit.ts'
+
+export interface ChainReadBudgetOptions {
+  /** Request-path chain reads per second on one network, all callers together. */
+  perSecond: number
+  /** Reads a network's budget allows at once. */
+  burst: number
+}
+
+/** One wallet's share of a network's budget: a quarter of its rate and burst (at least one read). */
+export const WALLET_SHARE_DIVISOR = 4
+
+/** A chain read the budget refused: 503 chain_reads_exhausted, nothing read and nothing changed. */
+export class ChainReadsExhaustedError extends Error {
+  override readonly name = 'ChainReadsExhaustedError'
+  constructor(
+    readonly network: string,
+    readonly retryAfterSeconds: number,
+    readonly walletShare: boolean,
+  ) {
+    super(walletShare
+      ? `this wallet used its share of the chain reads requests may make on ${network}; retry in ${retryAfterSeconds} s`
+      : `the chain reads requests may make on ${network} are used up for now; retry in ${retryAfterSeconds} s`)
+  }
+}
+
+export class ChainReadBudget {
+  readonly #networks: RateLimiter
+  readonly #wallets: RateLimiter
+  readonly #clock: () => number
+
+  constructor(options: ChainReadBudgetOptions, clock: () => number = Date.now) {
+    this.#networks = new RateLimiter({ burst: options.burst, refillPerSecond: options.perSecond })
+    this.#wallets = new RateLimiter({
+      burst: Math.max(1, Math.floor(options.burst / WALLET_SHARE_DIVISOR)),
+      refillPerSecond: options.perSecond / WALLET_SHARE_DIVISOR,
+    })
+    this.#clock = clock
+  }
+
+  /**
+   * Spends one read of `network`'s budget for `wallet`, or throws ChainReadsExhaustedError. The wallet's share is
+   * taken first, so a wallet past its share never spends the budget the others share.
+   */
+  take(network: string, wallet: Address): void {
+    const nowMs = this.#clock()
+    const own = this.#wallets.take(`${network}:${wallet.toLowerCase()}`, nowMs)
+    if (!own.allowed) throw new ChainReadsExhaustedError(network, own.retryAfterSeconds, true)
+    const shared = this.#networks.take(network, nowMs)
+    if (!shared.allowed) throw new ChainReadsExhaustedError(network, shared.retryAfterSeconds, false)
+  }
+}

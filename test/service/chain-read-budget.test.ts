@@ -1,0 +1,53 @@
+// The chain read budget's rules, on a clock the test moves: one wallet takes at most its share of a network's burst,
+// a wallet refused its share spends nothing of the network's budget, the budget is shared by all wallets, and each
+// network has its own. And its setting.
+import t from 'tap'
+import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
+import { ChainReadBudget, ChainReadsExhaustedError } from '../../src/service/chain-read-budget.ts'
+
+const wallet = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as const
+
+function refusal(take: () => void): ChainReadsExhaustedError | undefined {
+  try {
+    take()
+    return undefined
+  } catch (error) {
+    if (error instanceof ChainReadsExhaustedError) return error
+    throw error
+  }
+}
+
+t.test('one wallet gets a quarter of the burst; refused, it spends nothing the others share', (t) => {
+  let nowMs = 0
+  const budget = new ChainReadBudget({ perSecond: 4, burst: 8 }, () => nowMs)
+  t.equal(refusal(() => budget.take('a', wallet(1))), undefined)
+  t.equal(refusal(() => budget.take('a', wallet(1))), undefined)
+  for (let i = 0; i < 10; i++) {
+    const refused = refusal(() => budget.take('a', wallet(1)))
+    t.match(refused, { network: 'a', walletShare: true, retryAfterSeconds: 1 }, 'past its share of 2')
+  }
+  // Six reads are left for the others: wallet 1's refusals took none of them.
+  for (let n = 2; n <= 4; n++) {
+    t.equal(refusal(() => budget.take('a', wallet(n))), undefined)
+    t.equal(refusal(() => budget.take('a', wallet(n))), undefined)
+  }
+  t.match(refusal(() => budget.take('a', wallet(5))), { network: 'a', walletShare: false }, 'the network\'s burst is spent')
+  t.equal(refusal(() => budget.take('b', wallet(5))), undefined, 'another network has its own budget')
+  nowMs += 1000
+  t.equal(refusal(() => budget.take('a', wallet(1))), undefined, 'a second later the wallet may read again')
+  t.end()
+})
+
+t.test('a wallet is the same whatever the case of its address', (t) => {
+  const budget = new ChainReadBudget({ perSecond: 1, burst: 4 }, () => 0)
+  t.equal(refusal(() => budget.take('a', '0xABCDEF0000000000000000000000000000000001')), undefined)
+  t.match(refusal(() => budget.take('a', '0xabcdef0000000000000000000000000000000001')), { walletShare: true })
+  t.end()
+})
+
+t.test('the setting: 50 reads a second, burst 100, by default; CHAIN_READS_PER_SECOND and CHAIN_READS_BURST; 0 refused', (t) => {
+  t.match(loadServiceConfig({}), { chainReadsPerSecond: 50, chainReadsBurst: 100 })
+  t.match(loadServiceConfig({ CHAIN_READS_PER_SECOND: '20', CHAIN_READS_BURST: '40' }), { chainReadsPerSecond: 20, chainReadsBurst: 40 })
+  t.throws(() => loadServiceConfig({ CHAIN_READS_PER_SECOND: '0' }), ConfigError, 'a budget of no reads would refuse every proof')
+  t.end()
+})
