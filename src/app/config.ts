@@ -206,8 +206,8 @@ export const serviceDefaults = {
   bodyLimitBytes: 64 * 1024,
   rateLimitPerSecond: 2000,
   // Well inside a paid RPC plan's quota, which the chain follower and the wallet watcher need too.
-  chainReadsPerSecond: 50,
-  chainReadsBurst: 100,
+  chainReadsPerSecond: 400,
+  chainReadsBurst: 800,
   walletsWatchedPerNetworkMax: 10_000,
   // No cookies, only bearer tokens: any origin is safe (src/http/cors.ts).
   corsOrigins: ['*'],

@@ -60,7 +60,6 @@ export function lenderRecord(input: RegisterLenderInput, config: EngineConfig, r
     withdrawalPendingAtomic: 0n,
     reputationBps: input.reputationBps ?? config.lenderReputationInitialBps,
     reliabilityBps,
-    inactiveSinceMs: reliabilityBps < config.lenderReliabilityMinBps ? nowMs : null,
     registrationSeq,
     registeredAtMs: nowMs,
     leasesGranted: 0,
@@ -69,6 +68,8 @@ export function lenderRecord(input: RegisterLenderInput, config: EngineConfig, r
     advancesRepaid: 0,
     advancesDefaulted: 0,
     recentLeaseOutcomes: '',
+    // Last, as the lender snapshots migrated to version 4 have it: one key order, one shared structure (value-encoding.ts).
+    inactiveSinceMs: reliabilityBps < config.lenderReliabilityMinBps ? nowMs : null,
   }
 }
 

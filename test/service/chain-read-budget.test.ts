@@ -45,8 +45,8 @@ t.test('a wallet is the same whatever the case of its address', (t) => {
   t.end()
 })
 
-t.test('the setting: 50 reads a second, burst 100, by default; CHAIN_READS_PER_SECOND and CHAIN_READS_BURST; 0 refused', (t) => {
-  t.match(loadServiceConfig({}), { chainReadsPerSecond: 50, chainReadsBurst: 100 })
+t.test('the setting: 400 reads a second, burst 800, by default; CHAIN_READS_PER_SECOND and CHAIN_READS_BURST; 0 refused', (t) => {
+  t.match(loadServiceConfig({}), { chainReadsPerSecond: 400, chainReadsBurst: 800 })
   t.match(loadServiceConfig({ CHAIN_READS_PER_SECOND: '20', CHAIN_READS_BURST: '40' }), { chainReadsPerSecond: 20, chainReadsBurst: 40 })
   t.throws(() => loadServiceConfig({ CHAIN_READS_PER_SECOND: '0' }), ConfigError, 'a budget of no reads would refuse every proof')
   t.end()
