@@ -11,7 +11,8 @@ import { registries } from './fixtures/erc8004.ts'
 
 const trusted = privateKeyToAccount(generatePrivateKey())
 const untrusted = privateKeyToAccount(generatePrivateKey())
-const h = await startHarness({ config: { reputation: { trustedClients: [trusted.address], priorWeight: 5, halfLifeSeconds: undefined, feedbackFromBlock: 0n, linkRecheckIntervalMs: 0 } } })
+// A chain-read budget small enough that one wallet's burst of re-checks outruns its share's refill (the last test).
+const h = await startHarness({ config: { chainReadsPerSecond: 50, chainReadsBurst: 100, reputation: { trustedClients: [trusted.address], priorWeight: 5, halfLifeSeconds: undefined, feedbackFromBlock: 0n, linkRecheckIntervalMs: 0 } } })
 t.teardown(() => h.stop())
 const reg = registries(h.network)
 const { fund } = await import('../fixtures/service.ts')
