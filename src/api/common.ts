@@ -103,7 +103,10 @@ export const IsoTimeInput = Type.Refine(
 )
 
 /** A caller-chosen job identifier (src/README.md). */
-export const JobId = Type.String({ pattern: ID_PATTERNS.job, description: 'Job identifier chosen by the caller.' })
+export const JobId = Type.String({
+  pattern: ID_PATTERNS.job,
+  description: 'Job identifier chosen by the job\'s client, one namespace for every client: make it unpredictable (e.g. job_ and a random UUID), since whoever learns an id before it is funded can fund it first.',
+})
 
 /** One failed rule of a request: a JSON pointer into the request part and a message. */
 export const ValidationIssue = StrictObject({
