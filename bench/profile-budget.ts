@@ -6,12 +6,12 @@
 //   node --import tsx bench/profile-budget.ts <file.cpuprofile> [fromSeconds toSeconds [microsPerPair]]
 import { readFileSync } from 'node:fs'
 
-interface ProfileNode {
+export interface ProfileNode {
   id: number
   callFrame: { functionName: string; url: string }
   children?: number[]
 }
-interface Profile {
+export interface Profile {
   nodes: ProfileNode[]
   startTime: number
   samples: number[]
@@ -19,7 +19,7 @@ interface Profile {
 }
 
 /** A stack as `function file` keys, the leaf first. */
-type Stack = readonly string[]
+export type Stack = readonly string[]
 const any = (stack: Stack, test: (frame: string) => boolean): boolean => stack.some(test)
 const inGroupTransaction = (stack: Stack): boolean => any(stack, (f) => f.includes('lmdb/write.js') || f.startsWith('applyGroup '))
 
@@ -50,55 +50,72 @@ const PARTS: ReadonlyArray<readonly [string, (stack: Stack) => boolean]> = [
 ]
 const isXState = (frame: string): boolean => /dist\/(raise|StateMachine|assign|xstate)/.test(frame)
 
-const [file, fromArg, toArg, perPairArg] = process.argv.slice(2)
-if (file === undefined) throw new Error('usage: profile-budget.ts <file.cpuprofile> [fromSeconds toSeconds [microsPerPair]]')
-const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
-const byId = new Map(profile.nodes.map((n) => [n.id, n]))
-const parentOf = new Map<number, number>()
-for (const n of profile.nodes) for (const child of n.children ?? []) parentOf.set(child, n.id)
-const keyOf = (n: ProfileNode): string => `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').slice(-2).join('/')}`
-const stackOf = (id: number): string[] => {
-  const stack: string[] = []
-  for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) stack.push(keyOf(byId.get(at) as ProfileNode))
-  return stack
-}
-let clock = profile.startTime
-const atSeconds = profile.timeDeltas.map((delta) => ((clock += delta) - profile.startTime) / 1e6)
-
-if (fromArg === undefined) {
-  const perSecond = new Map<number, { all: number; busy: number }>()
-  profile.samples.forEach((id, i) => {
-    const second = Math.floor(atSeconds[i] as number)
-    const entry = perSecond.get(second) ?? { all: 0, busy: 0 }
-    entry.all++
-    if (byId.get(id)?.callFrame.functionName !== '(idle)') entry.busy++
-    perSecond.set(second, entry)
+/** A profile's samples as stacks with their time, seconds from its start. */
+export function samplesOf(profile: Profile): Array<{ atSeconds: number; stack: Stack }> {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const parentOf = new Map<number, number>()
+  for (const n of profile.nodes) for (const child of n.children ?? []) parentOf.set(child, n.id)
+  const keyOf = (n: ProfileNode): string => `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').slice(-2).join('/')}`
+  let clock = profile.startTime
+  return profile.samples.map((id, i) => {
+    clock += profile.timeDeltas[i] as number
+    const stack: string[] = []
+    for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) stack.push(keyOf(byId.get(at) as ProfileNode))
+    return { atSeconds: (clock - profile.startTime) / 1e6, stack }
   })
-  for (const [second, { all, busy }] of perSecond) console.log(`${second}s busy ${(busy / all).toFixed(2)}`)
-} else {
-  const from = Number(fromArg)
-  const to = Number(toArg)
+}
+
+export interface PartShare {
+  part: string
+  /** Of the window's busy (not idle) samples. */
+  share: number
+  /** Of the part's samples, those with XState's code on the stack. */
+  xstateShare: number
+}
+
+/** Each part's share of the busy samples in [fromSeconds, toSeconds), largest first. */
+export function budget(profile: Profile, fromSeconds: number, toSeconds: number): PartShare[] {
   const counts = new Map<string, { samples: number; xstate: number }>()
   let busy = 0
-  profile.samples.forEach((id, i) => {
-    const at = atSeconds[i] as number
-    if (at < from || at >= to) return
-    const stack = stackOf(id)
+  for (const { atSeconds, stack } of samplesOf(profile)) {
+    if (atSeconds < fromSeconds || atSeconds >= toSeconds) continue
     const [part] = PARTS.find(([, test]) => test(stack)) as readonly [string, unknown]
-    if (part !== 'idle') busy++
+    if (part === 'idle') continue
+    busy++
     const entry = counts.get(part) ?? { samples: 0, xstate: 0 }
     entry.samples++
     if (any(stack, isXState)) entry.xstate++
     counts.set(part, entry)
-  })
+  }
+  return [...counts]
+    .map(([part, { samples, xstate }]) => ({ part, share: samples / busy, xstateShare: xstate / samples }))
+    .sort((a, b) => b.share - a.share)
+}
+
+function main(args: readonly string[]): void {
+  const [file, fromArg, toArg, perPairArg] = args
+  if (file === undefined) throw new Error('usage: profile-budget.ts <file.cpuprofile> [fromSeconds toSeconds [microsPerPair]]')
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
+  if (fromArg === undefined) {
+    const perSecond = new Map<number, { all: number; busy: number }>()
+    for (const { atSeconds, stack } of samplesOf(profile)) {
+      const second = Math.floor(atSeconds)
+      const entry = perSecond.get(second) ?? { all: 0, busy: 0 }
+      entry.all++
+      if (stack[0] !== '(idle) ') entry.busy++
+      perSecond.set(second, entry)
+    }
+    for (const [second, { all, busy }] of perSecond) console.log(`${second}s busy ${(busy / all).toFixed(2)}`)
+    return
+  }
   const perPair = perPairArg === undefined ? undefined : Number(perPairArg)
-  console.log(`${from}-${to}s: ${busy} busy samples${perPair === undefined ? '' : `, ${perPair} µs of service thread per pair`}`)
+  console.log(`${fromArg}-${toArg}s${perPair === undefined ? '' : `, ${perPair} µs of service thread per pair`}`)
   console.log('| part | share of busy | µs per pair | XState\'s part |')
   console.log('|---|---|---|---|')
-  for (const [part, { samples, xstate }] of [...counts].sort((a, b) => b[1].samples - a[1].samples)) {
-    if (part === 'idle') continue
-    const share = samples / busy
+  for (const { part, share, xstateShare } of budget(profile, Number(fromArg), Number(toArg))) {
     const micros = perPair === undefined ? '' : (share * perPair).toFixed(0)
-    console.log(`| ${part} | ${(100 * share).toFixed(1)} % | ${micros} | ${xstate === 0 ? '' : `${((100 * xstate) / samples).toFixed(0)} %`} |`)
+    console.log(`| ${part} | ${(100 * share).toFixed(1)} % | ${micros} | ${xstateShare === 0 ? '' : `${(100 * xstateShare).toFixed(0)} %`} |`)
   }
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) main(process.argv.slice(2))
