@@ -1,8 +1,9 @@
 // A service-thread CPU profile (`BENCH_SERVICE_CPU_PROF`, bench/loadmix.ts) cut into the parts of a request + match
 // pair (README "Where a pair's service-thread time goes"). Without a window it prints each second's share of busy
-// samples, which shows where the saturated window lies; with one it gives each part's share of the window's busy
-// samples and, given the run's service-thread CPU per pair, its microseconds per pair, and how much of each part is
-// XState's own code. A sample goes to the first part whose test its stack passes (the list's order is the priority).
+// samples and of samples in matchOffer, which shows where the load mix's windows lie (the saturated one follows its
+// warm-up); with one it gives each part's share of the window's busy samples and, given the run's service-thread CPU
+// per pair, its microseconds per pair, and how much of each part is XState's own code. A sample goes to the first
+// part whose test its stack passes (the list's order is the priority).
 //   node --import tsx bench/profile-budget.ts <file.cpuprofile> [fromSeconds toSeconds [microsPerPair]]
 import { readFileSync } from 'node:fs'
 
@@ -97,15 +98,17 @@ function main(args: readonly string[]): void {
   if (file === undefined) throw new Error('usage: profile-budget.ts <file.cpuprofile> [fromSeconds toSeconds [microsPerPair]]')
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
   if (fromArg === undefined) {
-    const perSecond = new Map<number, { all: number; busy: number }>()
+    // The set-up (registrations, sign-ins) keeps the thread busy too: the load mix's windows are the seconds that match.
+    const perSecond = new Map<number, { all: number; busy: number; matching: number }>()
     for (const { atSeconds, stack } of samplesOf(profile)) {
       const second = Math.floor(atSeconds)
-      const entry = perSecond.get(second) ?? { all: 0, busy: 0 }
+      const entry = perSecond.get(second) ?? { all: 0, busy: 0, matching: 0 }
       entry.all++
       if (stack[0] !== '(idle) ') entry.busy++
+      if (any(stack, (f) => f.startsWith('matchOffer engine/engine'))) entry.matching++
       perSecond.set(second, entry)
     }
-    for (const [second, { all, busy }] of perSecond) console.log(`${second}s busy ${(busy / all).toFixed(2)}`)
+    for (const [second, { all, busy, matching }] of perSecond) console.log(`${second}s busy ${(busy / all).toFixed(2)}, in matchOffer ${(matching / all).toFixed(2)}`)
     return
   }
   const perPair = perPairArg === undefined ? undefined : Number(perPairArg)
