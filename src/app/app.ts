@@ -335,7 +335,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     let openApi: OpenApiDocument | undefined
     let catalog: Catalog | undefined
     let baseUrl = ''
-    const facilitators = createNetworkFacilitators(networks, { payees: facilitatorPayees })
+    const facilitators = createNetworkFacilitators(networks, { payees: facilitatorPayees, chainReads: service.chainReads })
     const creditScore = assembleCreditScore({
       settings: creditScoreSettings,
       facilitators,
@@ -425,6 +425,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       records: new StoreAuthRecords(store),
       domain,
       clients: Object.fromEntries(networks.map((n) => [n.chainId, (clients.get(n.slug) as NetworkClients).publicClient as PublicClient])),
+      chargeChainRead: (chainId, wallet) => service.chainReads.take((networks.find((n) => n.chainId === chainId) as NetworkConfig).slug, wallet),
       sessionTtlMs: config.sessionTtlSeconds * 1000,
       sessionsPerWalletMax: config.sessionsPerWalletMax,
       nowMs: clock,

@@ -1,6 +1,8 @@
 // GET /auth/nonce, POST /auth/session and the revocation routes: additions to the interface spec (DESIGN section 7).
 import Type from 'typebox'
 import { Address, IsoTime, isoFromMs, StrictObject } from '../api/common.ts'
+import { problemOf } from '../api/problems.ts'
+import { CHAIN_READS_EXHAUSTED } from '../api/routes/shared.ts'
 import { defineRoute, type AnyRoute } from '../http/route.ts'
 import type { AuthService } from './siwe.ts'
 
@@ -54,7 +56,7 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
       operationId: 'createAuthSession',
       callers: 'public',
       summary: 'Exchange a signed SIWE message for a bearer token',
-      description: 'Step 2 of Sign-In with Ethereum. The message must name this service\'s domain, an accepted chain id and an unused, unexpired nonce from GET /auth/nonce; the signature is verified through the chain, so smart-contract wallets (ERC-1271, ERC-6492) sign in too. A wallet holds at most sessionsPerWalletMax live sessions (catalog auth): a sign-in beyond it ends the wallet\'s oldest session.',
+      description: 'Step 2 of Sign-In with Ethereum. The message must name this service\'s domain, an accepted chain id and an unused, unexpired nonce from GET /auth/nonce; an EOA\'s signature is recovered without the chain; any other is verified through the chain, so smart-contract wallets (ERC-1271, ERC-6492) sign in too, and that read is charged to the network\'s chain read budget (the SIWE address\'s share). A wallet holds at most sessionsPerWalletMax live sessions (catalog auth): a sign-in beyond it ends the wallet\'s oldest session.',
       tags: ['auth'],
       auth: 'none',
       body: SessionRequest,
@@ -62,10 +64,15 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
         201: { description: 'Session opened', schema: SessionResponse },
         400: { description: 'Not an EIP-4361 message (siwe_message_invalid), or the body fails validation (validation_failed, malformed_json).' },
         401: { description: 'Sign-in refused: siwe_domain_mismatch, siwe_chain_unsupported, siwe_nonce_invalid (not issued by this service, altered, or already used), siwe_nonce_expired, siwe_message_expired, siwe_message_not_yet_valid, siwe_signature_invalid.' },
-        503: { description: 'The chain needed to verify the signature is unreachable (chain_unavailable).' },
+        503: { description: `A contract wallet's signature could not be checked: the chain is unreachable (chain_unavailable), or ${CHAIN_READS_EXHAUSTED} The nonce stays unused: the same message may be sent again.` },
       },
       handler: async ({ body }) => {
-        const session = await auth.createSession({ message: body.message, signature: body.signature as `0x${string}` })
+        let session
+        try {
+          session = await auth.createSession({ message: body.message, signature: body.signature as `0x${string}` })
+        } catch (error) {
+          throw problemOf(error)
+        }
         return {
           status: 201,
           body: { token: session.token, tokenType: 'Bearer' as const, address: session.address, chainId: session.chainId, expiresAt: isoFromMs(session.expiresAtMs) },

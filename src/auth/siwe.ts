@@ -1,10 +1,12 @@
 // Sign-In with Ethereum (EIP-4361) through viem/siwe. A nonce is issued (stateless: nothing is written), signed
-// inside a SIWE message by the wallet, verified (through the chain's public client, so ERC-1271 and ERC-6492 smart
-// wallets verify too) and recorded as used with the session it opens; the caller gets an opaque bearer token of
-// which only the SHA-256 is stored. Sessions are bounded per wallet and revocable.
+// inside a SIWE message by the wallet, verified and recorded as used with the session it opens; the caller gets an
+// opaque bearer token of which only the SHA-256 is stored. Sessions are bounded per wallet and revocable. An EOA's
+// signature is recovered locally; only a signature that does not recover to the address (a contract wallet: ERC-1271,
+// or ERC-6492 before its deployment) is checked through the chain's public client, and that read is charged to the
+// chain read budget first: sign-in is open to anyone, and wallets are free.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import { getAddress, type Address, type PublicClient } from 'viem'
-import { parseSiweMessage, verifySiweMessage } from 'viem/siwe'
+import { getAddress, hashMessage, isAddressEqual, recoverAddress, type Address, type Hash, type Hex, type PublicClient } from 'viem'
+import { parseSiweMessage, validateSiweMessage } from 'viem/siwe'
 import { HttpProblem } from '../http/problem.ts'
 import type { Session } from '../http/route.ts'
 import type { AuthRecords, SessionRecord } from './records.ts'
@@ -33,6 +35,11 @@ export interface SiweAuthOptions {
   domain: string
   /** Public client per accepted chain id; a message for another chain is refused. */
   clients: ReadonlyMap<number, PublicClient> | Readonly<Record<number, PublicClient>>
+  /**
+   * Charges the chain read of a contract wallet's signature check to the network of `chainId`, as `wallet`'s (the
+   * service's ChainReadBudget); throws to refuse it (ChainReadsExhaustedError), before the nonce is used. Default: free.
+   */
+  chargeChainRead?: (chainId: number, wallet: Address) => void
   nonceTtlMs?: number
   sessionTtlMs?: number
   /** Live sessions per wallet (default 10): the oldest ends when a sign-in would exceed it. */
@@ -66,6 +73,8 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex')
 }
 
+const NOT_SIGNED = 'The signature does not prove that the address signed this message.'
+
 const refused = (code: string, detail: string) => new HttpProblem(401, code, detail, { title: 'Sign-in refused', headers: { 'www-authenticate': 'Bearer' } })
 
 export class SiweAuth implements AuthService {
@@ -73,6 +82,7 @@ export class SiweAuth implements AuthService {
   readonly #endedListeners = new Set<(tokenHashes: readonly string[]) => void>()
   readonly #domain: string
   readonly #clients: ReadonlyMap<number, PublicClient>
+  readonly #chargeChainRead: (chainId: number, wallet: Address) => void
   readonly #nonceTtlMs: number
   readonly #sessionTtlMs: number
   readonly #sessionsPerWalletMax: number
@@ -97,6 +107,7 @@ export class SiweAuth implements AuthService {
       ? options.clients
       : new Map(Object.entries(options.clients).map(([id, client]) => [Number(id), client]))
     if (this.#clients.size === 0) throw new Error('SiweAuth needs at least one chain client')
+    this.#chargeChainRead = options.chargeChainRead ?? (() => {})
     this.#nonceTtlMs = options.nonceTtlMs ?? DEFAULT_NONCE_TTL_MS
     this.#sessionTtlMs = options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS
     this.#sessionsPerWalletMax = options.sessionsPerWalletMax ?? DEFAULT_SESSIONS_PER_WALLET_MAX
@@ -165,13 +176,20 @@ export class SiweAuth implements AuthService {
     if (parsed.notBefore !== undefined && parsed.notBefore.getTime() > nowMs + CLOCK_SKEW_MS) throw refused('siwe_message_not_yet_valid', 'The message is not valid before its notBefore time.')
     if (parsed.expirationTime !== undefined && parsed.expirationTime.getTime() <= nowMs) throw refused('siwe_message_expired', 'The message expired.')
 
-    let valid: boolean
-    try {
-      valid = await verifySiweMessage(client, { message: input.message, signature: input.signature, domain: this.#domain, nonce, time: new Date(nowMs) })
-    } catch (error) {
-      throw new HttpProblem(503, 'chain_unavailable', `The signature could not be verified on chain ${chainId}; retry later.`, { title: 'Chain unavailable', headers: { 'retry-after': '1' }, cause: error })
+    // What viem's verifySiweMessage checked besides the signature, as it did (notBefore here without the skew).
+    if (!validateSiweMessage({ message: parsed, domain: this.#domain, nonce, time: new Date(nowMs) })) throw refused('siwe_signature_invalid', NOT_SIGNED)
+    const hash = hashMessage(input.message)
+    let valid = await recoversTo(address, hash, input.signature)
+    if (!valid) {
+      // A contract wallet's check reads the chain: charged first, so a refusal reads nothing and leaves the nonce unused.
+      this.#chargeChainRead(chainId, address)
+      try {
+        valid = await client.verifyHash({ address, hash, signature: input.signature })
+      } catch (error) {
+        throw new HttpProblem(503, 'chain_unavailable', `The signature could not be verified on chain ${chainId}; retry later.`, { title: 'Chain unavailable', headers: { 'retry-after': '1' }, cause: error })
+      }
     }
-    if (!valid) throw refused('siwe_signature_invalid', 'The signature does not prove that the address signed this message.')
+    if (!valid) throw refused('siwe_signature_invalid', NOT_SIGNED)
 
     const token = randomBytes(32).toString('base64url')
     const expiresAtMs = Math.min(nowMs + this.#sessionTtlMs, parsed.expirationTime?.getTime() ?? Number.POSITIVE_INFINITY)
@@ -274,5 +292,15 @@ export class SiweAuth implements AuthService {
     if (token === undefined) return
     this.#cachedTokens.delete(tokenHash)
     this.#sessions.delete(token)
+  }
+}
+
+/** True when `signature` is an ECDSA signature of `hash` by `address` (an EOA's key): no chain read. */
+async function recoversTo(address: Address, hash: Hash, signature: Hex): Promise<boolean> {
+  try {
+    return isAddressEqual(await recoverAddress({ hash, signature }), address)
+  } catch {
+    // Not a 65-byte ECDSA signature (an ERC-1271 or ERC-6492 one): the wallet decides.
+    return false
   }
 }

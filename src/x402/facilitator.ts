@@ -11,16 +11,21 @@
 // One payer's settlements are sent one at a time, each verified against the chain its predecessor left: distinct
 // authorizations of a payer that can cover only one of them would otherwise all verify, all be sent, and all but one
 // be mined reverted, on the facilitator's gas (an outsider's finding).
+// Verify and settle read the chain (the payer's balance, the authorization's state, a simulation, the signer's code)
+// for anyone who asks: each call is charged one read of the network's chain read budget, as the payer's, before any
+// of them (src/service/chain-read-budget.ts); a refused call reads nothing and sends nothing. The send of a verified
+// payment is the facilitator's own work and is not charged beyond its settle.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { x402Facilitator } from '@x402/core/facilitator'
 import { PaymentPayloadV2Schema, PaymentRequirementsV2Schema } from '@x402/core/schemas'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import { getAddress, publicActions, type Address, type Hex } from 'viem'
+import { getAddress, publicActions, zeroAddress, type Address, type Hex } from 'viem'
 import { ConfigError } from '../app/config.ts'
 import { senderWallet } from '../chain/clients.ts'
 import type { NetworkConfig } from '../chain/config.ts'
+import type { ChainReadBudget } from '../service/chain-read-budget.ts'
 import type { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from './schemas.ts'
 
 /** The one protocol version served: v1 only knows named public networks and cannot serve a configured chain. */
@@ -75,6 +80,8 @@ export type NetworkFacilitatorOptions = {
   confirmationTimeoutMs?: number
   /** Network slug -> the payees whose payments are verified and settled (`servedPayees`); a network absent serves none. */
   payees?: Readonly<Record<string, readonly ServedPayee[]>>
+  /** The request path's chain read budget; a verify or settle takes one read of it (throws ChainReadsExhaustedError). Default: none. */
+  chainReads?: Pick<ChainReadBudget, 'take'>
 }
 
 /** A payee the facilitator settles for, and the least amount it settles to it. */
@@ -122,6 +129,7 @@ export class NetworkFacilitator {
   private readonly observations = new AsyncLocalStorage<CallObservation>()
   /** Lower-case payer -> the end of its latest settlement: the next one of that payer starts after it. */
   private readonly settling = new Map<string, Promise<void>>()
+  private readonly chainReads: Pick<ChainReadBudget, 'take'> | undefined
 
   constructor(network: NetworkConfig, options: NetworkFacilitatorOptions = {}) {
     if (!isSelfFacilitated(network)) throw new Error(`network ${network.slug}: x402SelfFacilitate and a facilitator key are both needed`)
@@ -153,6 +161,7 @@ export class NetworkFacilitator {
     this.sender = wallet.account.address
     this.payees = options.payees?.[network.slug] ?? []
     this.served = new Map(this.payees.map((p) => [p.payTo.toLowerCase(), p.minAmountAtomic]))
+    this.chainReads = options.chainReads
     this.facilitator = new x402Facilitator().register(network.caip2, new ExactEvmScheme(signer))
   }
 
@@ -171,6 +180,7 @@ export class NetworkFacilitator {
     const { payload, requirements } = this.admit(request)
     const refused = refusalOf(payload, requirements, this.served)
     if (refused !== undefined) return pick({ isValid: false, invalidReason: refused.reason, invalidMessage: refused.message, payer: refused.payer })
+    this.chargeRead(payload)
     const result = await this.call(() => this.facilitator.verify(payload, requirements), (r) => !r.isValid)
     return pick({
       isValid: result.isValid,
@@ -189,6 +199,7 @@ export class NetworkFacilitator {
     if (refused !== undefined) {
       return pick({ success: false, errorReason: refused.reason, errorMessage: refused.message, payer: refused.payer, transaction: '', network: requirements.network })
     }
+    this.chargeRead(payload)
     // A failure after broadcast keeps its transaction hash (settlement_pending): that answer stands, and a retry
     // of the same settle reconciles against the hash instead of sending again.
     const settle = () =>
@@ -214,6 +225,14 @@ export class NetworkFacilitator {
       extensionResponses: result.extensionResponses,
       extra: result.extra,
     })
+  }
+
+  /**
+   * One read of the network's budget, as the payer's; a payload naming no payer shares the zero address's share (the
+   * scheme refuses it anyway).
+   */
+  private chargeRead(payload: PaymentPayload): void {
+    this.chainReads?.take(this.network.slug, (payerOf(payload) as Address | undefined) ?? zeroAddress)
   }
 
   /** Runs `settle` once every earlier settlement of `payer` has ended (whatever its outcome). */

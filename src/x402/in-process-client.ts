@@ -7,10 +7,14 @@
 import { FacilitatorResponseError, type FacilitatorClient } from '@x402/core/server'
 import type { PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from '@x402/core/types'
 import { compileSchema } from '../http/validate.ts'
+import { ChainReadsExhaustedError } from '../service/chain-read-budget.ts'
 import { ChainUnavailableError, NetworkFacilitator, PaymentRequestInvalidError, UnsupportedPaymentKindError } from './facilitator.ts'
 import { FacilitatorRequest } from './schemas.ts'
 
-/** The facilitator could not decide: its chain's RPC failed (`cause` a ChainUnavailableError) or it faulted. */
+/**
+ * The facilitator could not decide: its chain's RPC failed (`cause` a ChainUnavailableError), the chain read budget
+ * refused the payer's read (`cause` a ChainReadsExhaustedError), or it faulted.
+ */
 export class FacilitatorUnavailableError extends FacilitatorResponseError {
   constructor(message: string, options: { cause: unknown }) {
     super(message)
@@ -53,7 +57,7 @@ export class InProcessFacilitatorClient implements FacilitatorClient {
     } catch (error) {
       if (error instanceof PaymentRequestInvalidError) return { reason: 'invalid_payload', message: error.message }
       if (error instanceof UnsupportedPaymentKindError) return { reason: error.field === 'network' ? 'invalid_network' : 'unsupported_scheme', message: error.message }
-      const what = error instanceof ChainUnavailableError ? error.message : `the facilitator of ${this.facilitator.network.slug} failed`
+      const what = error instanceof ChainUnavailableError || error instanceof ChainReadsExhaustedError ? error.message : `the facilitator of ${this.facilitator.network.slug} failed`
       throw new FacilitatorUnavailableError(what, { cause: error })
     }
   }

@@ -3,6 +3,8 @@
 //   GET  /x402/S-facilitator/supported   POST /x402/S-facilitator/verify   POST /x402/S-facilitator/settle
 // The layout is the one the official HTTPFacilitatorClient expects under its `url`. Business failures are 200 with
 // `isValid: false` / `success: false` (the client throws on any non-2xx); malformed or unserved requests are 400.
+import { problemOf } from '../api/problems.ts'
+import { CHAIN_READS_EXHAUSTED } from '../api/routes/shared.ts'
 import type { NetworkConfig } from '../chain/config.ts'
 import { HttpProblem } from '../http/problem.ts'
 import { defineRoute, type AnyRoute } from '../http/route.ts'
@@ -24,7 +26,8 @@ const badRequestDescription =
   'or a version, scheme or network not served (x402_version_unsupported, x402_scheme_unsupported, x402_network_unsupported).'
 const chainDescription =
   'The network\'s RPC endpoint failed; nothing was decided (chain_unavailable). Retry later. ' +
-  'Or the network\'s chain follower stopped for good (network_stopped, without Retry-After: /health says why): nothing is verified or settled until an operator acts.'
+  'Or the network\'s chain follower stopped for good (network_stopped, without Retry-After: /health says why): nothing is verified or settled until an operator acts. ' +
+  `Or, each verify and settle taking one chain read as the payer's: ${CHAIN_READS_EXHAUSTED}`
 
 const UNSUPPORTED_CODES = {
   x402Version: 'x402_version_unsupported',
@@ -32,12 +35,15 @@ const UNSUPPORTED_CODES = {
   network: 'x402_network_unsupported',
 } as const
 
-/** Maps the facilitator's typed errors to problems; anything else stays a fault (500, logged by the server). */
+/**
+ * Maps the facilitator's typed errors to problems, and the service's (a refused chain read: 503
+ * chain_reads_exhausted) as everywhere; anything else stays a fault (500, logged by the server).
+ */
 function toProblem(error: unknown): unknown {
   if (error instanceof UnsupportedPaymentKindError) return new HttpProblem(400, UNSUPPORTED_CODES[error.field], error.message, { title: 'Payment kind not served' })
   if (error instanceof PaymentRequestInvalidError) return new HttpProblem(400, 'validation_failed', error.message, { errors: [...error.issues] })
   if (error instanceof ChainUnavailableError) return new HttpProblem(503, 'chain_unavailable', `${error.message}; nothing was decided, retry later.`, { title: 'Chain unavailable', cause: error })
-  return error
+  return problemOf(error)
 }
 
 async function answer<T>(run: () => Promise<T>): Promise<{ status: 200; body: T }> {

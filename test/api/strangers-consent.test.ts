@@ -4,15 +4,15 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { createPublicClient, createWalletClient, getAddress, http } from 'viem'
+import { getAddress } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
-import { createNetworkClients, networkChain } from '../../src/chain/clients.ts'
+import { createNetworkClients } from '../../src/chain/clients.ts'
 import { signBorrowerConsent, verifyBorrowerConsent } from '../../src/chain/consent.ts'
 import { ChainRpcError } from '../../src/chain/proofs.ts'
-import { compileSolidity } from '../chain/fixtures/facility-v2.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { creditRequest, fundedAccount, startHarness, USDC, usdc } from '../fixtures/service.ts'
+import { deployOwnerWallet } from '../fixtures/owner-wallet.ts'
 import { expectDocumented, expectProblem, openApiDocument } from './fixtures/api.ts'
 
 const DAY_MS = 24 * 3600 * 1000
@@ -99,28 +99,9 @@ t.test('a consented job works; its client fails it; the suspension lifts on a mo
   t.equal((await ask()).body.decision, 'approved', 'the borrower gets credit again')
 })
 
-// A minimal contract wallet (ERC-1271): a signature is valid when its owner signed the hash.
-const ownerWalletSource = `// SPDX-License-Identifier: MIT
-pragma solidity ^0.8.20;
-contract OwnerWallet {
-    address public immutable owner;
-    constructor(address owner_) { owner = owner_; }
-    function isValidSignature(bytes32 hash, bytes calldata signature) external view returns (bytes4) {
-        if (signature.length != 65) return 0xffffffff;
-        bytes32 r = bytes32(signature[0:32]);
-        bytes32 s = bytes32(signature[32:64]);
-        uint8 v = uint8(signature[64]);
-        return ecrecover(hash, v, r, s) == owner ? bytes4(0x1626ba7e) : bytes4(0xffffffff);
-    }
-}`
-
 t.test('a contract-wallet borrower consents with ERC-1271: its owner\'s signature is accepted, a stranger\'s refused', async (t) => {
-  const { abi, bytecode } = compileSolidity('OwnerWallet', ownerWalletSource)
   const owner = privateKeyToAccount(generatePrivateKey())
-  const deployer = await fundedAccount(devnet, network, 0n)
-  const chain = networkChain(network)
-  const deployTx = await createWalletClient({ account: deployer, chain, transport: http(network.rpcUrl) }).deployContract({ abi, bytecode, args: [owner.address] })
-  const wallet = (await createPublicClient({ chain, transport: http(network.rpcUrl) }).waitForTransactionReceipt({ hash: deployTx })).contractAddress as `0x${string}`
+  const wallet = await deployOwnerWallet(network, await fundedAccount(devnet, network, 0n), owner.address)
   t.ok(wallet, 'the wallet is deployed')
 
   const client = await agent(usdc(20))

@@ -5,6 +5,8 @@
 import type { Address } from 'viem'
 import { checksum } from '../common.ts'
 import { HttpProblem } from '../../http/problem.ts'
+import { problemOf } from '../problems.ts'
+import { CHAIN_READS_EXHAUSTED } from './shared.ts'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import { ComputeFailedError, type CreditScoreCompute } from '../../score/compute.ts'
 import { scoreFormulaText, scoreHowTo } from '../../score/howto.ts'
@@ -12,6 +14,7 @@ import type { RepaymentMinimum } from '../../score/formula.ts'
 import { scoreInputsOf, type RepaymentHistory, type ScoreSource } from '../../score/inputs.ts'
 import { recipientKeyProblem } from '../../score/recipient-key.ts'
 import { CreditScoreAnswer, CreditScoreRequest } from '../../score/schemas.ts'
+import { ChainReadsExhaustedError } from '../../service/chain-read-budget.ts'
 import { ChainUnavailableError } from '../../x402/facilitator.ts'
 import { PAYMENT_HEADERS, PaidResource, PaymentUnavailableError, type PaymentRefusal } from '../../x402/paid-resource.ts'
 
@@ -67,6 +70,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
         description:
           'compute_disabled (no compute component; before any payment), compute_failed (the computation failed: nothing was charged, the same payment may be sent again until it expires), ' +
           'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was decided), ' +
+          `chain_reads_exhausted (the payment's verify or settle on a self-facilitated network takes one chain read as the payer's: ${CHAIN_READS_EXHAUSTED}), ` +
           'network_stopped (without Retry-After: the payment network\'s chain follower stopped for good, /health says why; before any payment, nothing charged).',
       },
     },
@@ -123,12 +127,17 @@ function refusalProblem(refusal: PaymentRefusal): HttpProblem {
   return new HttpProblem(refusal.status, refusal.code, refusal.detail, { title: refusal.status === 409 ? 'Payment in use' : 'Payment required', headers: refusal.headers })
 }
 
-/** The facilitator could not decide: a 503 naming whether the chain or the facilitator failed. */
+/**
+ * The facilitator could not decide: a 503 naming whether the chain or the facilitator failed, or chain_reads_exhausted
+ * when the payment's chain read was refused by the budget (a self-facilitated network's verify and settle take one).
+ */
 async function paying<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run()
   } catch (error) {
     if (!(error instanceof PaymentUnavailableError)) throw error
+    const exhausted = causes(error).find((cause) => cause instanceof ChainReadsExhaustedError)
+    if (exhausted !== undefined) throw problemOf(exhausted)
     const chain = causes(error).some((cause) => cause instanceof ChainUnavailableError)
     throw new HttpProblem(503, chain ? 'chain_unavailable' : 'facilitator_unavailable', `${error.message}; nothing was decided about the payment, retry later.`, {
       title: chain ? 'Chain unavailable' : 'Facilitator unavailable',

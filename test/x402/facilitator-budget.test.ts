@@ -1,0 +1,101 @@
+// The x402 facilitator's verify and settle read the chain for anyone who asks (the payer's balance, the
+// authorization's state, a simulation): each is charged one read of the network's chain read budget, as the payer's
+// (src/service/chain-read-budget.ts), and so is a /credit-score payment, which that facilitator verifies in process.
+// Past a payer's share, 503 chain_reads_exhausted with Retry-After, nothing read and nothing sent, while another
+// payer's payment still verifies and settles. The real service on a real devnet.
+import t from 'tap'
+import { x402Client } from '@x402/core/client'
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http'
+import { ExactEvmScheme } from '@x402/evm/exact/client'
+import { exportJWK, generateKeyPair } from 'jose'
+import { createPublicClient, erc20Abi, http, type Address, type Hex } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { networkChain } from '../../src/chain/clients.ts'
+import type { NetworkConfig } from '../../src/chain/config.ts'
+import { startDevnet } from '../../src/chain/devnet.ts'
+import { WALLET_SHARE_DIVISOR } from '../../src/service/chain-read-budget.ts'
+import { facilitatorUrl } from '../../src/x402/facilitator-url.ts'
+import { backingSourceBody, expectDocumented, expectProblem, openApiDocument } from '../api/fixtures/api.ts'
+import { fundedAccount, signedIn, startHarness } from '../fixtures/service.ts'
+import { exactRequirements, pay } from './fixtures/payments.ts'
+
+// The smallest rate, so that no read of a payer's share comes back while the test runs; a share of 2.
+const BURST = 8
+const WALLET_SHARE = BURST / WALLET_SHARE_DIVISOR
+
+const devnet = await startDevnet()
+const networkB = devnet.networks[1] as NetworkConfig
+// A payee the facilitator serves besides the credit score's: the supplier.
+const h = await startHarness({ devnet, config: { chainReadsPerSecond: 1, chainReadsBurst: BURST, x402FacilitatorPayees: { [networkB.slug]: [devnet.accounts.supplier.address] } } })
+t.teardown(async () => {
+  await h.stop()
+  await devnet.stop()
+})
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> }
+}
+
+t.test('verify and settle past a payer\'s share are 503 chain_reads_exhausted; another payer\'s payment verifies and settles', async (t) => {
+  const { accounts } = h.devnet
+  const base = facilitatorUrl(networkB, { baseUrl: h.url })
+  const template = (operation: string) => `/x402/${networkB.slug}-facilitator/${operation}`
+  const document = await openApiDocument(h.url)
+  const token = networkB.tokens[0]?.address as Address
+  const chain = createPublicClient({ chain: networkChain(networkB), transport: http(networkB.rpcUrl) })
+  const balanceOf = (holder: Address) => chain.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [holder] })
+  const requirements = exactRequirements({ network: networkB, payTo: accounts.supplier.address, amountAtomic: 10_000n })
+  const body = async (payerKey: `0x${string}`) => ({ x402Version: 2, paymentPayload: await pay(payerKey, requirements), paymentRequirements: requirements })
+
+  const spender = await body(accounts.borrower.privateKey)
+  const scorePayment = await creditScorePayment(accounts.borrower.privateKey)
+  const before = await balanceOf(accounts.supplier.address)
+  // At once, so that the share cannot refill in between.
+  const replies = await Promise.all(Array.from({ length: WALLET_SHARE + 2 }, () => post(`${base}/verify`, spender)))
+  const valid = replies.filter((r) => r.status === 200)
+  const refused = replies.filter((r) => r.status === 503)
+  t.equal(valid.length, WALLET_SHARE, 'the payer\'s share was verified on chain')
+  for (const r of valid) t.equal(r.body['isValid'], true, 'a valid payment')
+  t.equal(refused.length, replies.length - WALLET_SHARE, 'every verify past the share was refused')
+  for (const r of refused) {
+    expectProblem(t, r, 503, 'chain_reads_exhausted', 'verify past the share')
+    t.match(r.headers.get('retry-after'), /^[1-9]\d*$/, 'Retry-After in whole seconds')
+    expectDocumented(t, document, 'post', template('verify'), r)
+  }
+  const settleRefused = await post(`${base}/settle`, spender)
+  expectProblem(t, settleRefused, 503, 'chain_reads_exhausted', 'settle past the share')
+  t.match(settleRefused.headers.get('retry-after'), /^[1-9]\d*$/, 'Retry-After in whole seconds')
+  expectDocumented(t, document, 'post', template('settle'), settleRefused)
+  t.equal(await balanceOf(accounts.supplier.address), before, 'nothing was sent')
+  const score = await post(`${h.url}/credit-score`, scorePayment.body, { 'payment-signature': scorePayment.signature })
+  expectProblem(t, score, 503, 'chain_reads_exhausted', '/credit-score paid by that payer')
+  t.match(score.headers.get('retry-after'), /^[1-9]\d*$/, 'Retry-After in whole seconds')
+  expectDocumented(t, document, 'post', '/credit-score', score)
+
+  // Another payer has its own share, and the network's budget was not spent by the refused calls.
+  const other = await body(accounts.jobClient.privateKey)
+  const verified = await post(`${base}/verify`, other)
+  t.equal(verified.status, 200, 'another payer\'s verify answers', { body: verified.body })
+  t.equal(verified.body['isValid'], true)
+  const settled = await post(`${base}/settle`, other)
+  t.equal(settled.status, 200, 'and its settle', { body: settled.body })
+  t.equal(settled.body['success'], true, JSON.stringify(settled.body))
+  t.equal((await balanceOf(accounts.supplier.address)) - before, 10_000n, 'the other payer\'s payment moved exactly its amount')
+})
+
+/** A /credit-score request about a borrower the service knows, and its payment by `payerKey` (PAYMENT-SIGNATURE). */
+async function creditScorePayment(payerKey: Hex): Promise<{ body: unknown; signature: string }> {
+  const subject = await fundedAccount(h.devnet, h.network, 0n)
+  const source = await (await signedIn(h.url, subject)).post('/credit/backing-sources', await backingSourceBody(h, subject.address, { sourceId: 'budget-src-1', valueAtomic: 5_000_000n, liquidationValueAtomic: 4_000_000n, advanceRateBps: 5000 }))
+  if (source.status !== 201) throw new Error(`backing source: ${source.status} ${JSON.stringify(source.body)}`)
+  const { publicKey } = await generateKeyPair('ECDH-ES', { crv: 'P-256', extractable: true })
+  const body = { subject: subject.address, publicKey: await exportJWK(publicKey) }
+  const unpaid = await post(`${h.url}/credit-score`, body)
+  const header = unpaid.headers.get('payment-required')
+  if (unpaid.status !== 402 || header === null) throw new Error(`/credit-score without payment: ${unpaid.status}`)
+  const client = new x402Client()
+    .register(networkB.caip2, new ExactEvmScheme(privateKeyToAccount(payerKey)))
+    .setSpendControls({ allowedAssets: [{ network: networkB.caip2, asset: networkB.tokens[0]?.address as string }] })
+  return { body, signature: encodePaymentSignatureHeader(await client.createPaymentPayload(decodePaymentRequiredHeader(header))) }
+}
