@@ -56,7 +56,8 @@ t.test('strangers\' random hashes spend the network\'s chain reads; proofs of wh
 /** A job funded on chain for a fresh borrower, once the follower has read its funding (its registration reads nothing). */
 async function fundedSeen(jobId: string, receivableAtomic: bigint) {
   const borrower = await fundedAccount(h.devnet, h.network, 0n)
-  const client = new ChainAgent(h.network, await fundedAccount(h.devnet, h.network, receivableAtomic))
+  const clientAccount = await fundedAccount(h.devnet, h.network, receivableAtomic)
+  const client = new ChainAgent(h.network, clientAccount)
   const fundingTx = await client.fundJob(jobId, USDC, receivableAtomic, borrower.address)
   const funded = await client.publicClient.getTransactionReceipt({ hash: fundingTx })
   await until(() => (h.app.service.appliedChainBlocks.get(h.network.slug) ?? -1n) >= funded.blockNumber, 20_000, 'the follower past the funding')
@@ -65,7 +66,7 @@ async function fundedSeen(jobId: string, receivableAtomic: bigint) {
     jobId: id, network: h.network.slug, asset: USDC, agent: borrower.address, receivableAtomic: receivableAtomic.toString(),
     dueAt: new Date(Date.now() + 7 * 24 * 3600 * 1000).toISOString(), fundingTxHash: fundingTx,
   })
-  return { borrower, api, body }
+  return { borrower, clientAccount, api, body }
 }
 
 /** Fresh wallets reporting random funding hashes, each past its share, at once: the network's budget is spent. */
@@ -116,4 +117,17 @@ t.test('a timely payment whose report the spent budget refused is counted by the
   t.equal(after.reliabilityBps, before.reliabilityBps + 100, 'the lease counts as paid in time')
   const advanceId = (await api.get(`/credit/offers/${offerId}`)).body.advanceId as string
   t.match((await api.get(`/credit/advances/${advanceId}`)).body, { payment: { txHash: paid.toLowerCase() }, principalAtomic: usdc(50).toString() })
+})
+
+t.test('a registration failing after its chain reads, its funding proof free, repeats them only within the caller\'s own share', async (t) => {
+  // The client of a job it funded registers it again and again with a consent the borrower never signed: each attempt
+  // reads the borrower's wallet on chain (getCode, then its ERC-1271 answer) and fails, the funding proof unused.
+  const { clientAccount, body } = await fundedSeen('job_starved_f', usdc(10))
+  const clientApi = await signedIn(h.url, clientAccount)
+  const forged = `0x${'11'.repeat(64)}1b`
+  const replies = await Promise.all(Array.from({ length: WALLET_SHARE + 3 }, () => clientApi.post('/credit/jobs', { ...body('job_starved_f'), borrowerConsent: forged })))
+  const read = replies.filter((r) => r.status === 403)
+  for (const r of read) expectProblem(t, r, 403, 'borrower_consent_invalid', 'within the share')
+  t.equal(read.length, WALLET_SHARE, 'the client\'s own share of reads, and no more')
+  for (const r of replies.filter((r) => r.status !== 403)) expectProblem(t, r, 503, 'chain_reads_exhausted', 'past its share')
 })
