@@ -12,7 +12,7 @@ import type { Test } from 'tap'
 import { networkChain } from '../../src/chain/clients.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { WALLET_SHARE_DIVISOR } from '../../src/service/chain-read-budget.ts'
-import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
+import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc } from '../fixtures/service.ts'
 import { actionFor, expectProblem, fundAdvance, randomHash, until } from './fixtures/api.ts'
 
 // The smallest rate (a read a second for the network, one per four seconds for a wallet), so that the budget the
@@ -20,17 +20,13 @@ import { actionFor, expectProblem, fundAdvance, randomHash, until } from './fixt
 const BURST = 8
 const WALLET_SHARE = BURST / WALLET_SHARE_DIVISOR
 
-let h: Harness
-t.before(async () => {
-  h = await startHarness({ config: { chainReadsPerSecond: 1, chainReadsBurst: BURST } })
-})
-t.teardown(async () => {
-  await h.stop()
-})
+const h = await startHarness({ config: { chainReadsPerSecond: 1, chainReadsBurst: BURST } })
+t.teardown(() => h.stop())
 
 t.test('strangers\' random hashes spend the network\'s chain reads; proofs of what the follower read are still served', async (t) => {
+  const borrowerAccount = await fundedAccount(h.devnet, h.network, usdc(300))
   const lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
-  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_starved_a', receivableAtomic: usdc(500), borrower: await fundedAccount(h.devnet, h.network, usdc(300)) })
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_starved_a', receivableAtomic: usdc(500), borrower: borrowerAccount })
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: 'job_starved_a', amountAtomic: usdc(100), maximumFeeAtomic: usdc(5) })
   const repaid = await new ChainAgent(h.network, borrower).repay(advance.advanceKey, USDC, usdc(40))
 
