@@ -83,13 +83,26 @@ export async function verifyFacilityEvent<E extends FacilityEventName>(
 ): Promise<FacilityProofResult<FacilityFactOf<E>[]>> {
   const read = await readFacilityReceipt(clients, contract, input)
   if (!read.ok) return read
-  const named = read.value.facts.filter((fact): fact is FacilityFactOf<E> => fact.name === input.eventName)
-  if (named.length === 0) return fail('wrong_arguments', `transaction ${read.value.txHash} emitted no ${input.eventName}`)
-  const wanted = Object.entries((input.args ?? {}) as Record<string, unknown>).filter(([, value]) => value !== undefined)
+  return matchFacilityFacts(read.value.facts, read.value.txHash, input.eventName, input.args)
+}
+
+/**
+ * Of `facts`, the contract's events in transaction `txHash` (read from its receipt, or by the chain follower), those
+ * of event `eventName` whose arguments equal every one given in `args`; none is a wrong_arguments verdict.
+ */
+export function matchFacilityFacts<E extends FacilityEventName>(
+  facts: readonly FacilityFact[],
+  txHash: string,
+  eventName: E,
+  args: Partial<FacilityFactOf<E>['args']> | undefined,
+): FacilityProofResult<FacilityFactOf<E>[]> {
+  const named = facts.filter((fact): fact is FacilityFactOf<E> => fact.name === eventName)
+  if (named.length === 0) return fail('wrong_arguments', `transaction ${txHash} emitted no ${eventName}`)
+  const wanted = Object.entries((args ?? {}) as Record<string, unknown>).filter(([, value]) => value !== undefined)
   const matching = named.filter((fact) => wanted.every(([name, value]) => sameValue(value, (fact.args as Record<string, unknown>)[name])))
   if (matching.length === 0) {
     const detail = wanted.map(([name, value]) => `${name} ${String(value)}`).join(', ')
-    return fail('wrong_arguments', `no ${input.eventName} of ${read.value.txHash} has ${detail}`)
+    return fail('wrong_arguments', `no ${eventName} of ${txHash} has ${detail}`)
   }
   return { ok: true, value: matching }
 }

@@ -136,7 +136,9 @@ export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: num
 export function cancelLease(s: EngineState, lease: LeaseActor, nowMs: number): void {
   const l = lease.getSnapshot().context
   expect(s, 'lease', lease, { type: 'CANCEL', nowMs })
-  lenderChanged(s, releaseLease(s, l))
+  const lender = releaseLease(s, l)
+  reputation.leaseCancelled(lender, l.createdAtMs, s.config)
+  lenderChanged(s, lender)
 }
 
 /** Give a lease's reserved liquidity back to its lender, whose record and book entry the caller updates (lenderChanged). */

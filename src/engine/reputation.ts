@@ -70,6 +70,18 @@ export function leaseGranted(lender: LenderRecord, config: EngineConfig, nowMs: 
   lender.inactiveSinceMs = nowMs
 }
 
+/**
+ * A lease cancelled (its offer withdrawn under it: the contract refuses its payment) tested nothing of its lender. When
+ * it was the lender's probation lease (granted at `grantedAtMs`, which started the clock, and nothing has moved the
+ * lender from the minimum since), the probation is due again at once: else a job's client could fail each probation
+ * lease's job and keep the lender waiting a whole probation after another (an adversary's finding,
+ * test/api/adversary7-probation-cancel.test.ts).
+ */
+export function leaseCancelled(lender: LenderRecord, grantedAtMs: number, config: EngineConfig): void {
+  if (lender.inactiveSinceMs !== grantedAtMs || lender.reliabilityBps !== config.lenderReliabilityMinBps) return
+  lender.inactiveSinceMs = grantedAtMs - config.lenderProbationSeconds * 1000
+}
+
 /** The lender paid the supplier in time: its reliability rises. */
 export function leasePaid(lender: LenderRecord, config: EngineConfig, nowMs: number): void {
   lender.leasesPaid += 1

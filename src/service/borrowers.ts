@@ -41,6 +41,10 @@ export async function createJob(
   // finding: a stranger, or a second registration, made the service read the job's whole history of postings each time).
   const proof = service.useProof(fact, `job:${body.jobId}`)
   valueOf(service.engine.planJobCreation({ jobId: body.jobId, client, borrower: body.agent, receivableAtomic: body.receivableAtomic, dueAtMs: body.dueAtMs, caller }, service.now()))
+  // The reads below (the consent's wallet, the reclaim window, earlier postings) come again with every attempt that
+  // fails after them (a bad consent, a due time past the reclaim window), the proof unused: one read of the caller's
+  // own share each, which the funding proof's read paid for when it was never free (src/service/observed-facts.ts).
+  service.chainReads.takeOwn(network.slug, caller)
   // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
   // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3). Who may create a job
   // at all (its client or its borrower) is the engine's rule.

@@ -22,6 +22,7 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
   const network = service.network(batch.network)
   const symbolOf = new Map(network.tokens.map((t) => [t.address.toLowerCase(), t.symbol]))
   const facilityFacts = batch.events.map((event) => facilityFact(network.slug, event))
+  service.observedFacts.record(facilityFacts)
   const facts: ChainEventFact[] = facilityFacts.map((fact) => {
     if (fact.name === 'Repaid') {
       const { offerKey, payer, lender, toLender, toReserve, lenderOwed, reserveOwed } = fact.args

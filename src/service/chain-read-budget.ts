@@ -55,4 +55,14 @@ export class ChainReadBudget {
     const shared = this.#networks.take(network, nowMs)
     if (!shared.allowed) throw new ChainReadsExhaustedError(network, shared.retryAfterSeconds, false)
   }
+
+  /**
+   * Spends one read of `wallet`'s own share only, or throws ChainReadsExhaustedError: for the reads a wallet can make
+   * only by holding a transaction of its own on chain (a job it funded or is the borrower of), which strangers
+   * spending the network's budget must not refuse, and which the wallet must not repeat at will.
+   */
+  takeOwn(network: string, wallet: Address): void {
+    const own = this.#wallets.take(`${network}:${wallet.toLowerCase()}`, this.#clock())
+    if (!own.allowed) throw new ChainReadsExhaustedError(network, own.retryAfterSeconds, true)
+  }
 }

@@ -12,7 +12,7 @@ import type { AdvanceView, Change, EngineResult, JobView, OfferView } from '../e
 import type { NetworkClients } from '../chain/clients.ts'
 import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig } from '../chain/config.ts'
 import { ProofRefusedError } from '../chain/proofs.ts'
-import { verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
+import { matchFacilityFacts, verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { FacilityEventName } from '../chain/events-v2.ts'
 import { NetworkStoppedError, type ChainFollower } from '../chain/follower.ts'
 import type { WalletWatcher } from '../chain/watcher.ts'
@@ -22,6 +22,7 @@ import type { PassportBook, PassportFact } from '../passport/book.ts'
 import { ChainReadBudget } from './chain-read-budget.ts'
 import { DurableFeed, type DurableListener } from './durable-feed.ts'
 import { LeaseDelivery } from './lease-delivery.ts'
+import { ObservedFacts } from './observed-facts.ts'
 import type { Mutation } from './mutation.ts'
 import { KeyedMutex } from './mutex.ts'
 import { isSessionKeyRecord, type SessionKeyRecord } from './session-keys.ts'
@@ -85,6 +86,8 @@ export class ServiceCore {
   readonly appliedChainBlocks = new Map<string, bigint>()
   /** The chain reads callers can make the service do, per network and per wallet (src/service/chain-read-budget.ts). */
   readonly chainReads: ChainReadBudget
+  /** The contract's events the chain followers read lately, by transaction: proofs of them read no chain (prove). */
+  readonly observedFacts = new ObservedFacts()
 
   constructor(deps: ServiceDeps) {
     this.config = deps.config
@@ -235,12 +238,18 @@ export class ServiceCore {
   /**
    * The first event `eventName` of the credit contract in `txHash` whose arguments equal `args`, at the network's
    * confirmations; a proof that does not show it is refused (ProofRefusedError). The caller adds `fact.proofKey` to
-   * the commit of the command it feeds. The read is `caller`'s, from the network's chain read budget.
+   * the commit of the command it feeds. A transaction the chain follower read is proved from its facts; otherwise the
+   * read is `caller`'s, from the network's chain read budget.
    */
   async prove<E extends FacilityEventName>(slug: string, caller: Address, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>): Promise<FacilityFactOf<E>> {
     const network = this.network(slug)
-    this.chainReads.take(slug, caller)
-    const result = await verifyFacilityEvent(this.clientsOf(slug), network.creditContract, { txHash, eventName, args })
+    // A stopped follower's facts may be of a chain since replaced: nothing of that network is proved any more.
+    this.refuseStoppedNetwork(slug)
+    const observed = this.observedFacts.of(slug, txHash)
+    if (observed === undefined) this.chainReads.take(slug, caller)
+    const result = observed !== undefined
+      ? matchFacilityFacts(observed, txHash, eventName, args)
+      : await verifyFacilityEvent(this.clientsOf(slug), network.creditContract, { txHash, eventName, args })
     if (!result.ok) throw new ProofRefusedError(result.reason, result.detail)
     return result.value[0] as FacilityFactOf<E>
   }

@@ -72,7 +72,7 @@ t.test('paid before failJob, seen by the follower after it: the closing offer is
 
 t.test('a closing offer nobody pays ends declined when the chain passes its lease deadline, and the lender is not penalised', async (t) => {
   const { jobClientApi, offerId, lease } = await leasedOnJob('job_closing_unpaid')
-  const before = (await lender.client.get(`/lenders/${lender.account.address}`)).body
+  const before = structuredClone(h.app.service.engine.getLender(lender.account.address)!)
   const leaseIdsInActions = async () => ((await lender.client.get(`/lenders/${lender.account.address}/actions`)).body as Array<{ lease?: { leaseId: string } }>).map((a) => a.lease?.leaseId)
   t.ok((await leaseIdsInActions()).includes(lease['leaseId'] as string), 'while the job is open, the lease is the lender\'s action')
   const failed = await jobClientApi.post('/credit/jobs/job_closing_unpaid/fail', { reason: 'cancelled' })
@@ -83,7 +83,7 @@ t.test('a closing offer nobody pays ends declined when the chain passes its leas
   await until(async () => (await lender.client.get(`/credit/offers/${offerId}`)).body.state === 'declined', 20_000, 'the closing offer to end')
   const offer = (await lender.client.get(`/credit/offers/${offerId}`)).body
   t.match(offer, { state: 'declined', endReason: 'borrower_suspended' })
-  const after = (await lender.client.get(`/lenders/${lender.account.address}`)).body
+  const after = structuredClone(h.app.service.engine.getLender(lender.account.address)!)
   t.equal(after.leasesExpired, before.leasesExpired, 'no missed lease counted')
   t.equal(after.reliabilityBps, before.reliabilityBps, 'no reliability penalty')
   t.equal((await lender.client.get('/credit/jobs/job_closing_unpaid')).body.state, 'failed')

@@ -61,7 +61,7 @@ t.test('a registered job reclaimed on chain ends failed (escrow_reclaimed) throu
   const waiting = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_rc_main', usdc(20), 1n))
   const waitingOfferId = waiting.body.offer.offerId as string
   t.equal((await borrowerClient.get(`/credit/offers/${waitingOfferId}`)).body.state, 'offered', 'the second offer waits')
-  const lenderBefore = (await lender.client.get(`/lenders/${lender.account.address}`)).body
+  const lenderBefore = structuredClone(h.app.service.engine.getLender(lender.account.address)!)
   const borrowerBefore = h.app.service.engine.getBorrower(borrower.address)
 
   // The reclaim and the chain time past the lease's deadline reach the follower in one batch: its events come first.
@@ -83,9 +83,9 @@ t.test('a registered job reclaimed on chain ends failed (escrow_reclaimed) throu
   const borrowerAfter = h.app.service.engine.getBorrower(borrower.address)
   t.equal(borrowerAfter?.suspended, false, 'the borrower is not suspended')
   t.equal(borrowerAfter?.reputationBps, borrowerBefore?.reputationBps, 'nor penalised: nobody defaulted')
-  const lenderAfter = (await lender.client.get(`/lenders/${lender.account.address}`)).body
+  const lenderAfter = structuredClone(h.app.service.engine.getLender(lender.account.address)!)
   t.equal(lenderAfter.reliabilityBps, lenderBefore.reliabilityBps, 'the lender whose lease could not be paid takes no penalty')
-  t.equal(lenderAfter.recentLeaseOutcomes, lenderBefore.recentLeaseOutcomes, 'no missed order is counted')
+  t.same(lenderAfter.recentLeaseOutcomes, lenderBefore.recentLeaseOutcomes, 'no missed order is counted')
   const again = await other.borrowerClient.post('/credit/request', creditRequest(h, borrower.address, 'job_rc_other', usdc(10), usdc(1)))
   t.equal(again.body.decision, 'approved', 'the borrower gets credit on its other job', { body: again.body })
   await expectReconciled(t, operator, h.network.slug)

@@ -38,6 +38,15 @@ t.test('one wallet gets a quarter of the burst; refused, it spends nothing the o
   t.end()
 })
 
+t.test('a read of the wallet\'s own share only: refused past that share, never by a network the others spent', (t) => {
+  const budget = new ChainReadBudget({ perSecond: 4, burst: 8 }, () => 0)
+  for (let n = 2; n <= 5; n++) for (let i = 0; i < 2; i++) budget.take('a', wallet(n))
+  t.match(refusal(() => budget.take('a', wallet(1))), { walletShare: false }, 'the others spent the network\'s burst')
+  t.equal(refusal(() => budget.takeOwn('a', wallet(1))), undefined, 'its own share is left: wallet 1\'s refused take above spent one of 2')
+  t.match(refusal(() => budget.takeOwn('a', wallet(1))), { network: 'a', walletShare: true }, 'past its share')
+  t.end()
+})
+
 t.test('a wallet is the same whatever the case of its address', (t) => {
   const budget = new ChainReadBudget({ perSecond: 1, burst: 4 }, () => 0)
   t.equal(refusal(() => budget.take('a', '0xABCDEF0000000000000000000000000000000001')), undefined)
