@@ -248,6 +248,11 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     return { network: this.network, state: this.#state, cursor: this.#cursor, head: this.#head, error }
   }
 
+  /** The state status() shows, without its copy of the rest. */
+  get state(): FollowerState {
+    return this.#state
+  }
+
   /** Why the follower stopped for good, or undefined while it runs (or after stop()). */
   get fatal(): FollowerFatalError | undefined {
     return this.#error instanceof FollowerFatalError ? this.#error : undefined
