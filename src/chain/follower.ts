@@ -138,6 +138,11 @@ export type FollowerOptions = {
    * (networks file), else headBehindMaxMsOf.
    */
   headBehindMaxMs?: number
+  /**
+   * How long the follower must have been failing before its health says degraded, and following again before it says
+   * ok (see health()). Default: healthHoldMsOf(network).
+   */
+  healthHoldMs?: number
   /** Ranges without events are delivered at most this often. Default 1,000 ms. */
   chainTimeIntervalMs?: number
   backoffInitialMs?: number
@@ -180,6 +185,15 @@ export function headBehindMaxMsOf(network: NetworkConfig): number {
 }
 export const chainTimeIntervalMsDefault = 1_000
 
+/**
+ * The default health hold: three polling intervals, at least 1 s. A node of a load-balanced RPC trailing the others
+ * stalls the follower (a block it has not seen, degraded) until it has the block, a block or two, and the next poll
+ * goes on (ok): without a hold, /health flipped between degraded and ok at every block.
+ */
+export function healthHoldMsOf(network: NetworkConfig): number {
+  return Math.max(1_000, 3 * network.pollingIntervalMs)
+}
+
 /** Follows one network's credit contract. start() runs the loop; stop() ends it after the current step. */
 export const followerRpcTimeoutMsDefault = 10_000
 
@@ -196,6 +210,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly #eventWeight: (event: FollowedEvent) => number
   readonly #chainTimeIntervalMs: number
   readonly #headBehindMaxMs: number
+  readonly #healthHoldMs: number
   readonly #nowMs: () => number
   #cursor: FollowerCursor | undefined
   /** Blocks after the cursor up to this one were read and hold no event (not yet delivered: chain time not due). */
@@ -207,6 +222,12 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   /** The hash of the head under which the cursor and the scanned blocks were last checked, undefined once one moved. */
   #checkedHead: Hex | undefined = undefined
   #state: FollowerState = 'starting'
+  /** Since when (nowMs) #state is what it is: health() shows it once it has lasted the hold. */
+  #stateSinceMs: number
+  /** The state health() shows: #state once it has lasted healthHoldMs (stopped, and the first ok, at once). */
+  #shown: FollowerState = 'starting'
+  /** The last failure's message, shown while health() says degraded (also once the follower runs again, within the hold). */
+  #lastFailure: string | undefined = undefined
   /** The RPC's chain (and the contract, refuseOlderContract) checked: until then every step checks first. */
   #chainChecked = false
   #error: unknown = undefined
@@ -233,7 +254,9 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     this.#eventWeight = options.eventWeight ?? (() => 1)
     this.#chainTimeIntervalMs = options.chainTimeIntervalMs ?? chainTimeIntervalMsDefault
     this.#headBehindMaxMs = options.headBehindMaxMs ?? headBehindMaxMsOf(options.network)
+    this.#healthHoldMs = options.healthHoldMs ?? healthHoldMsOf(options.network)
     this.#nowMs = options.nowMs ?? Date.now
+    this.#stateSinceMs = this.#nowMs()
     this.#cursor = options.cursor
   }
 
@@ -242,10 +265,42 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     return this.#cursor
   }
 
-  /** For health: ok, degraded (RPC failing, retrying), stopped (fatal, or stop()), with the last error. */
+  /** This step's state: ok, degraded (RPC failing, retrying), stopped (fatal, or stop()), with the last error. */
   status(): { network: string; state: FollowerState; cursor: FollowerCursor | undefined; head: bigint | undefined; error: string | undefined } {
-    const error = this.#error === undefined ? undefined : ((this.#error as Error).message ?? String(this.#error)).split('\n')[0]
-    return { network: this.network, state: this.#state, cursor: this.#cursor, head: this.#head, error }
+    return { network: this.network, state: this.#state, cursor: this.#cursor, head: this.#head, error: this.#error === undefined ? undefined : firstLine(this.#error) }
+  }
+
+  /**
+   * What /health shows, steadier than status(): degraded once the follower has been failing for healthHoldMs, ok
+   * again once it has been following for as long; stopped at once, and the first ok after the start at once. A
+   * failure shorter than the hold (a trailing node's block waited for, one RPC error) does not show; a follower that
+   * alternates within the hold shows the state it had before, so an operator's monitor sees at most one change per
+   * hold. The error is the last failure's while it shows degraded.
+   */
+  health(): { state: FollowerState; error: string | undefined } {
+    this.#settleShown()
+    const error = this.#shown === 'ok' ? undefined : this.#error === undefined ? this.#lastFailure : firstLine(this.#error)
+    return { state: this.#shown, error }
+  }
+
+  /** The shown state becomes the step's once that has lasted the hold (stopped, and the first ok, at once). */
+  #settleShown(): void {
+    const state = this.#state
+    if (state === this.#shown) return
+    const firstOk = state === 'ok' && this.#shown === 'starting'
+    if (state === 'stopped' || firstOk || this.#nowMs() - this.#stateSinceMs >= this.#healthHoldMs) this.#shown = state
+  }
+
+  /** The step's state changes: the one it leaves is shown first if it lasted the hold (health() may not have asked). */
+  #enter(state: FollowerState): void {
+    this.#settleShown()
+    this.#state = state
+    this.#stateSinceMs = this.#nowMs()
+  }
+
+  /** The state status() shows, without its copy of the rest. */
+  get state(): FollowerState {
+    return this.#state
   }
 
   /** Why the follower stopped for good, or undefined while it runs (or after stop()). */
@@ -263,7 +318,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     this.#running = false
     this.#wake?.()
     await this.#loop
-    if (this.#state !== 'stopped') this.#state = 'stopped'
+    if (this.#state !== 'stopped') this.#enter('stopped')
   }
 
   async #run(): Promise<void> {
@@ -277,7 +332,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
         const more = await this.#poll()
         if (this.#state !== 'ok') {
           const recovered = this.#state === 'degraded'
-          this.#state = 'ok'
+          this.#enter('ok')
           this.#error = undefined
           if (recovered) this.emit('recovered', { network: this.network, cursor: this.#cursor })
         }
@@ -285,7 +340,7 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
         if (more) delayMs = 0
       } catch (error) {
         if (error instanceof FollowerFatalError) {
-          this.#state = 'stopped'
+          this.#enter('stopped')
           this.#error = error
           this.#running = false
           this.emit('fatal', error)
@@ -296,8 +351,9 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
         // answers after an outage longer than the bound took the chain as replaced.
         if (!(error instanceof ChainBehindError)) this.#behind = undefined
         this.#error = error
+        this.#lastFailure = firstLine(error)
         if (this.#state !== 'degraded') {
-          this.#state = 'degraded'
+          this.#enter('degraded')
           this.emit('degraded', { network: this.network, error })
         }
         delayMs = backoffMs
@@ -573,6 +629,11 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
       throw error
     }
   }
+}
+
+/** An error's message, its first line (viem's go on with details and a docs link). */
+function firstLine(error: unknown): string {
+  return ((error as Error).message ?? String(error)).split('\n')[0] as string
 }
 
 /** How nodes answer eth_getLogs for a blockHash they do not have: geth and anvil 'unknown block', others 'not found'. */

@@ -155,9 +155,10 @@ export function roomForLift(s: EngineState, liftedBefore: number): boolean {
  * fixed before the first one is acted on; dispatch stops where its change budget does, and the next call goes on.
  * While more offers are stale than one command may expire, none is matched: the stale ones come first, as every other
  * step's work is done before the next step's, and the walk for matches would visit every waiting offer, the stale
- * backlog included (after a burst of lease time-outs, thousands), in each of the calls that expire it.
+ * backlog included (after a burst of lease time-outs, thousands), in each of the calls that expire it. An offer of
+ * a network in `unobserved` is not matched (Engine.dispatch); its expiry runs on that network's chain time as ever.
  */
-export function offersToDispatch(s: EngineState, nowMs: number): { offer: OfferActor; due: boolean }[] {
+export function offersToDispatch(s: EngineState, nowMs: number, unobserved: ReadonlySet<string>): { offer: OfferActor; due: boolean }[] {
   const chosen: Due[] = []
   // Each expiry changes at least its offer: no command expires more than changesPerCommandMax of them, nor more than
   // timeOutsPerCommandMax (a burst of offers stale in the same second is spread over the ticker's next turns).
@@ -180,6 +181,9 @@ export function offersToDispatch(s: EngineState, nowMs: number): { offer: OfferA
     for (const d of s.waitingOffers.ascending()) {
       if (matchable >= s.config.offersDispatchedPerCallMax) break
       if (stale.has(d.id)) continue
+      // Passed over, not counted: the walk visits each waiting offer of an unobserved network once per call (only
+      // while one is unobserved), so that the other networks' offers are matched as before.
+      if (unobserved.size > 0 && unobserved.has((s.offers.get(d.id) as OfferActor).getSnapshot().context.network)) continue
       chosen.push(d)
       matchable += 1
     }

@@ -60,6 +60,9 @@ const zeroKeySalt = `0x${'00'.repeat(32)}` as const
 /** Offer keys with a zero salt: engine tests only (the service always passes its data directory's salt). */
 const unsaltedOfferKey: OfferKeyOf = (offerId) => offerKey(zeroKeySalt, offerId)
 
+/** Dispatch's `unobserved` when every network's chain is followed. */
+const NO_NETWORKS: ReadonlySet<string> = new Set()
+
 export class Engine {
   readonly config: EngineConfig
   private readonly state: EngineState
@@ -237,10 +240,12 @@ export class Engine {
    * Expire leases past their chain deadline (their offers go back to matching, or expire with them once past their
    * TTL), lift due suspensions, then expire stale offers and match the waiting ones; each step only while it fits in
    * the command's change budget (changesPerCommandMax), in that order, so a call that stops leaves the rest for the
-   * next call in the same order.
+   * next call in the same order. No offer of a network in `unobserved` (its chain not followed: the service passes the
+   * networks whose chain follower stopped) is matched: a lease there could end only once the chain is seen past its
+   * deadline, so it would hold the lender's capacity and the offer for as long as nobody observes that chain.
    */
-  dispatch(nowMs: number): EngineResult<DispatchOutcome> {
-    const steps = this.#dispatch(nowMs, true)
+  dispatch(nowMs: number, unobserved: ReadonlySet<string> = NO_NETWORKS): EngineResult<DispatchOutcome> {
+    const steps = this.#dispatch(nowMs, true, unobserved)
     return drain(this.state, {
       expiredLeases: steps.expiredLeases.views as LeaseView[], expiredOffers: steps.expiredOffers.views as OfferView[],
       matches: steps.matches.views as MatchOutcome[], suspensionsLifted: steps.suspensionsLifted,
@@ -251,8 +256,8 @@ export class Engine {
    * The dispatch ticker's call: the same steps and changes as dispatch, counted instead of viewed (the ticker answers
    * nobody, and a view of each lease and offer it ended would be garbage at once).
    */
-  tick(nowMs: number): EngineResult<DispatchTally> {
-    const steps = this.#dispatch(nowMs, false)
+  tick(nowMs: number, unobserved: ReadonlySet<string> = NO_NETWORKS): EngineResult<DispatchTally> {
+    const steps = this.#dispatch(nowMs, false, unobserved)
     return drain(this.state, {
       expiredLeases: steps.expiredLeases.count, expiredOffers: steps.expiredOffers.count, matches: steps.matches.count,
       suspensionsLifted: steps.suspensionsLifted,
@@ -269,14 +274,14 @@ export class Engine {
   }
 
   /** Dispatch's steps (see dispatch), viewing what they ended or only counting it; notes whether work was left. */
-  #dispatch(nowMs: number, withViews: boolean): DispatchSteps {
+  #dispatch(nowMs: number, withViews: boolean, unobserved: ReadonlySet<string>): DispatchSteps {
     const steps: DispatchSteps = { expiredLeases: ended(withViews), expiredOffers: ended(withViews), matches: ended(withViews), suspensionsLifted: [] }
-    this.#dispatchStopped = !this.#dispatchSteps(steps, nowMs)
+    this.#dispatchStopped = !this.#dispatchSteps(steps, nowMs, unobserved)
     return steps
   }
 
   /** Dispatch's steps: false when the change budget stopped them with work left. */
-  #dispatchSteps(steps: DispatchSteps, nowMs: number): boolean {
+  #dispatchSteps(steps: DispatchSteps, nowMs: number, unobserved: ReadonlySet<string>): boolean {
     const s = this.state
     // Leases expire on their network's observed chain time, never on `nowMs`: observeChain expires them as the chain
     // passes their deadline, so this finds one when a batch ran out of change budget, or a lease was granted past its
@@ -286,7 +291,7 @@ export class Engine {
     }
     if (!liftDueSuspensions(s, nowMs, steps.suspensionsLifted)) return false
 
-    for (const { offer, due } of offersToDispatch(s, nowMs)) {
+    for (const { offer, due } of offersToDispatch(s, nowMs, unobserved)) {
       if (!roomFor(s, due ? OFFER_EXPIRY_CHANGES_MAX : matchChangesMax(this.config))) return false
       // The schedule says the offer's TTL is over; the offer machine's guard agrees, or this throws.
       if (due) {

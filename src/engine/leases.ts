@@ -132,7 +132,10 @@ export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: num
   return offer
 }
 
-/** The offer is withdrawn under the lease: it is cancelled without a penalty, the lender did no wrong. */
+/**
+ * The offer is withdrawn under the lease: it is cancelled without a penalty, the lender did no wrong (a probation
+ * lease is given back: reputation.ts leaseCancelled).
+ */
 export function cancelLease(s: EngineState, lease: LeaseActor, nowMs: number): void {
   const l = lease.getSnapshot().context
   expect(s, 'lease', lease, { type: 'CANCEL', nowMs })

@@ -71,14 +71,15 @@ export function leaseGranted(lender: LenderRecord, config: EngineConfig, nowMs: 
 }
 
 /**
- * A lease cancelled (its offer withdrawn under it: the contract refuses its payment) tested nothing of its lender. When
- * it was the lender's probation lease (granted at `grantedAtMs`, which started the clock, and nothing has moved the
- * lender from the minimum since), the probation is due again at once: else a job's client could fail each probation
- * lease's job and keep the lender waiting a whole probation after another (an adversary's finding,
+ * A lease ended cancelled (its offer withdrawn under it, or funded under an earlier lease paid late): not the lender's
+ * doing, so no outcome. When it was the lender's probation lease (granted at `grantedAtMs`, which restarted its clock
+ * then, at the minimum: leaseGranted), the probation is given back: its clock is set to when that lease fell due, so
+ * the lender is eligible for its probation lease again at once instead of after another whole probation (else a job's client could fail each
+ * probation lease's job and keep a cheaper rival waiting a whole probation after another: an adversary's finding,
  * test/api/adversary7-probation-cancel.test.ts).
  */
 export function leaseCancelled(lender: LenderRecord, grantedAtMs: number, config: EngineConfig): void {
-  if (lender.inactiveSinceMs !== grantedAtMs || lender.reliabilityBps !== config.lenderReliabilityMinBps) return
+  if (!holdsProbationLease(lender, config) || lender.inactiveSinceMs !== grantedAtMs) return
   lender.inactiveSinceMs = grantedAtMs - config.lenderProbationSeconds * 1000
 }
 
@@ -150,7 +151,16 @@ export function borrowerShortfall(borrower: BorrowerRecord, shortfallAtomic: big
  */
 export function lenderUptime(lender: LenderRecord, uptimeBps: number, config: EngineConfig, nowMs: number): void {
   const w = config.lenderReliabilityUptimeWeightBps
+  const probationSinceMs = holdsProbationLease(lender, config) ? lender.inactiveSinceMs : null
   setReliability(lender, Math.floor((lender.reliabilityBps * (10_000 - w) + uptimeBps * w) / 10_000), config, nowMs)
+  // The probation lease's outcome decides whether the lender is active again (leaseGranted): an observation while it
+  // is live moves the reliability, not the clock, so that it gets no second lease meanwhile.
+  if (probationSinceMs !== null) lender.inactiveSinceMs = probationSinceMs
+}
+
+/** Inactive at the minimum or above: only while the lender holds its probation lease (setReliability clears it otherwise). */
+function holdsProbationLease(lender: LenderRecord, config: EngineConfig): boolean {
+  return lender.inactiveSinceMs !== null && lender.reliabilityBps >= config.lenderReliabilityMinBps
 }
 
 /** Evidence the reputation was initialised from (an ERC-8004 agent) no longer counts: its offset is taken back. */

@@ -112,11 +112,15 @@ export function reclaimProofUse(jobId: string): string {
   return `reclaim:${jobId}`
 }
 
-/** Health of the network's chain follower: its state, last applied block and time, and lag behind the head. */
+/**
+ * Health of the network's chain follower: its state as health shows it (held: ChainFollower.health), last applied
+ * block and time, and lag behind the head.
+ */
 export function followerHealth(service: ServiceCore, slug: string): { state: 'starting' | 'ok' | 'degraded' | 'stopped'; block: string | null; chainTime: string | null; lagBlocks: number | null; error?: string } {
-  const status = service.followers.get(slug)?.status()
-  if (status === undefined) return { state: 'stopped', block: null, chainTime: null, lagBlocks: null, error: 'no chain follower runs for this network' }
-  const { cursor, head } = status
+  const follower = service.followers.get(slug)
+  if (follower === undefined) return { state: 'stopped', block: null, chainTime: null, lagBlocks: null, error: 'no chain follower runs for this network' }
+  const { cursor, head } = follower.status()
+  const status = follower.health()
   return {
     state: status.state,
     block: cursor === undefined ? null : cursor.blockNumber.toString(),

@@ -215,6 +215,16 @@ export class ServiceCore {
     if (stopped !== undefined) throw new NetworkStoppedError(stopped)
   }
 
+  /**
+   * The networks whose chain follower stopped (for good, or with the service): dispatch matches none of their offers
+   * (Engine.dispatch), as a match route refuses them (refuseStoppedNetwork). Undefined while every follower runs.
+   */
+  unobservedNetworks(): ReadonlySet<string> | undefined {
+    let stopped: Set<string> | undefined
+    for (const [slug, follower] of this.followers) if (follower.state === 'stopped') (stopped ??= new Set()).add(slug)
+    return stopped
+  }
+
   /** Whether any network's chain follower stopped for good. */
   anyNetworkStopped(): boolean {
     for (const follower of this.followers.values()) if (follower.fatal !== undefined) return true

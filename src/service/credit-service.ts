@@ -86,7 +86,7 @@ export class CreditService extends ServiceCore {
    * run-and-commit path as a request, with nobody to answer.
    */
   async tick(): Promise<void> {
-    await this.run<DispatchTally>(null, () => this.engine.tick(this.now()), (outcome) => this.#liftedPassport(outcome))
+    await this.run<DispatchTally>(null, () => this.engine.tick(this.now(), this.unobservedNetworks()), (outcome) => this.#liftedPassport(outcome))
   }
 
   /**
@@ -153,6 +153,6 @@ export class CreditService extends ServiceCore {
   }
 
   async dispatch(mutation: Mutation<DispatchOutcome>): Promise<StoredResponse> {
-    return this.apply(mutation, () => this.engine.dispatch(this.now()), (outcome) => this.#liftedPassport(outcome))
+    return this.apply(mutation, () => this.engine.dispatch(this.now(), this.unobservedNetworks()), (outcome) => this.#liftedPassport(outcome))
   }
 }

@@ -273,6 +273,14 @@ export async function liquidate(service: ServiceCore, mutation: Mutation<Liquida
  */
 export type OperatorRepair = { kind: 'settled' | 'failed'; jobId: string } | { kind: 'liquidated'; advanceId: string }
 
+/** A repair's failed attempts in a row and when the next may run (service clock), stored by the repair's key. */
+type RepairFailures = { count: number; nextAtMs: number }
+
+function isRepairFailures(value: unknown): value is RepairFailures {
+  const v = value as Record<string, unknown>
+  return typeof v === 'object' && v !== null && Number.isSafeInteger(v.count) && (v.count as number) > 0 && Number.isSafeInteger(v.nextAtMs)
+}
+
 function isOperatorRepair(value: unknown): value is OperatorRepair {
   const v = value as Record<string, unknown>
   return typeof v === 'object' && v !== null &&
@@ -342,8 +350,10 @@ export interface OperatorRepairStatus {
  * and keyed by job or advance (so bounded by what the engine holds open, and a repair queued twice is one). A run,
  * outside the follower's batch (recording may wait for the follower: followerPast), tries each in turn, one at a
  * time; one that fails (the RPC, the follower behind, the engine not yet agreeing that an advance is due) is tried
- * again after a delay that doubles with each failure in a row, up to OPERATOR_REPAIR_BACKOFF_MAX_MS (in memory: a
- * restart tries it at once), and /health shows the pending ones. An intent record written before each operator
+ * again after a delay that doubles with each failure in a row, up to OPERATOR_REPAIR_BACKOFF_MAX_MS, and /health shows
+ * the pending ones. The failures are stored too (`operator-repair-failures`, one commit per failed attempt, deleted
+ * with the repair): a restart keeps each repair's wait instead of trying every one at once, at every restart of a
+ * service that crash-loops (each attempt may send an operator transaction). An intent record written before each operator
  * transaction would also keep the failure's reason, but costs every request a commit; the reason of a repaired
  * failure is failed_on_chain instead.
  */
@@ -351,8 +361,9 @@ export class OperatorRepairs {
   readonly #service: ServiceCore
   readonly #records: RecordCollection<OperatorRepair>
   readonly #held: RecordCollection<HeldRepayment>
-  /** Failed attempts in a row per repair key, and when the next may run (service clock). */
-  readonly #failures = new Map<string, { count: number; nextAtMs: number }>()
+  /** Failed attempts in a row per repair key, and when the next may run (service clock): #failureRecords in memory. */
+  readonly #failures = new Map<string, RepairFailures>()
+  readonly #failureRecords: RecordCollection<RepairFailures>
   #intervalMs = 0
   /** A batch stored a repair since the last run began (or the service started): run now rather than an interval later. */
   #due = true
@@ -363,6 +374,8 @@ export class OperatorRepairs {
     this.#service = service
     this.#records = service.store.collection<OperatorRepair>('operator-repairs', { version: 1, validate: isOperatorRepair })
     this.#held = service.store.collection<HeldRepayment>('held-repayments', { version: 1, validate: isHeldRepayment })
+    this.#failureRecords = service.store.collection<RepairFailures>('operator-repair-failures', { version: 1, validate: isRepairFailures })
+    for (const { key, value } of this.#failureRecords.iterate()) this.#failures.set(key, value)
   }
 
   /**
@@ -519,14 +532,16 @@ export class OperatorRepairs {
           // Recorded meanwhile by a retry of the route (the lock's other holder): no failure, the record goes below.
           if (this.#open(repair)) {
             const count = (failures?.count ?? 0) + 1
-            this.#failures.set(key, { count, nextAtMs: this.#service.now() + repairRetryDelayMs(count, this.#intervalMs) })
+            const next = { count, nextAtMs: this.#service.now() + repairRetryDelayMs(count, this.#intervalMs) }
+            this.#failures.set(key, next)
             onError(error, repair)
+            await this.#commit([this.#failureRecords.putOp(key, next)])
             continue
           }
         }
       }
-      this.#failures.delete(key)
-      await this.#delete(this.#records, key)
+      const failureRecord = this.#failures.delete(key) ? [this.#failureRecords.deleteOp(key)] : []
+      await this.#commit([this.#records.deleteOp(key), ...failureRecord])
     }
     for (const { key, value: held } of [...this.#held.iterate()]) {
       // Its liquidation is still unrecorded (its repair failed this run, or waits for its back-off).
@@ -548,7 +563,7 @@ export class OperatorRepairs {
    */
   async #countHeld(key: string, held: HeldRepayment, dropRefused: boolean): Promise<void> {
     const service = this.#service
-    const drop = () => this.#delete(this.#held, key)
+    const drop = () => this.#commit([this.#held.deleteOp(key)])
     await service.locks.run(`advance:${held.advanceId}`, async () => {
       if (service.store.proofs.has(held.proofKey)) return drop()
       const advance = service.engine.getAdvance(held.advanceId)
@@ -570,9 +585,9 @@ export class OperatorRepairs {
     })
   }
 
-  /** A done repair's or held repayment's record deleted, in a commit of its own (no engine command). */
-  async #delete(records: RecordCollection<OperatorRepair> | RecordCollection<HeldRepayment>, key: string): Promise<void> {
-    await this.#service.run(null, () => ({ ok: true, value: undefined, changes: [] }), () => [records.deleteOp(key)])
+  /** Record writes of the repairs alone (a done one's deletion, a failure's count), in a commit of their own. */
+  async #commit(writes: RecordWrite[]): Promise<void> {
+    await this.#service.run(null, () => ({ ok: true, value: undefined, changes: [] }), () => writes)
   }
 
   /** The route's find-and-record path, as the job's client or the advance's lender (whom the engine always admits). */

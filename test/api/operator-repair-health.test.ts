@@ -69,3 +69,37 @@ t.test('a repair that keeps failing backs off, and /health shows it, degraded on
   const after = await health()
   t.match(after, { status: 'ok', operatorRepairs: { pending: 0, failuresMax: 0, nextAttemptAt: null } })
 })
+
+t.test('a restart keeps each repair\'s failures and wait: it is not tried at once', async (t) => {
+  let heldAtMs: number | undefined
+  const h: Harness = await startHarness({ config: { operatorRepairIntervalMs: INTERVAL_MS }, clock: () => heldAtMs ?? Date.now() })
+  t.teardown(() => h.stop())
+  const jobId = 'job_repair_restarted'
+  await fundedJob(h, { jobId, receivableAtomic: usdc(100) })
+  const take = () => {
+    const clients = h.app.service.clientsOf(h.network.slug) as NetworkClients
+    const operatorWallet = clients.operator
+    clients.operator = undefined
+    return () => {
+      clients.operator = operatorWallet
+    }
+  }
+  take()
+  heldAtMs = Date.now()
+  await sendSettleJob(createNetworkClients(h.network), { jobId, offerKeys: [] })
+  await until(() => h.app.service.operatorRepairs.status().failuresMax === 1, 20_000, 'the first attempt failed')
+  heldAtMs = h.app.service.operatorRepairs.status().nextAttemptAtMs as number
+  await until(() => h.app.service.operatorRepairs.status().failuresMax === 2, 20_000, 'the second attempt failed')
+  const waiting = h.app.service.operatorRepairs.status()
+
+  // Restarted with its operator key: a repair tried at once would be recorded (before, the failures lived in memory,
+  // and a crash-looping service tried every repair at every start, each attempt possibly an operator transaction).
+  await h.restart()
+  await new Promise((resolve) => setTimeout(resolve, 10 * INTERVAL_MS))
+  t.match(h.app.service.operatorRepairs.status(), { pending: 1, failuresMax: 2, nextAttemptAtMs: waiting.nextAttemptAtMs }, 'the same failures and wait: not tried before its time')
+
+  heldAtMs = waiting.nextAttemptAtMs as number
+  await until(() => h.app.service.operatorRepairs.status().pending === 0, 20_000, 'recorded at its time')
+  t.equal(h.app.service.view('job', jobId)?.state, 'completed')
+  t.match(h.app.service.operatorRepairs.status(), { failuresMax: 0, nextAttemptAtMs: null }, 'its failures deleted with it')
+})

@@ -503,6 +503,37 @@ t.test('a block whose logs the node answering eth_getLogs has not seen: waited f
   await follower.stop()
 })
 
+t.test("health behind a trailing node holds: degraded only once the follower has failed for healthHoldMs, ok only once it has followed as long", async (t) => {
+  // The hold's clock is the test's: only the steps' order matters, not how long anything takes.
+  let clockMs = 0
+  const holdMs = 10_000
+  const { follower, mine } = await quietFollower(t, 'health-hold', 0, { nowMs: () => clockMs, healthHoldMs: holdMs })
+  t.teardown(() => proxy.setLogsLag(undefined))
+  t.same(follower.health(), { state: 'ok', error: undefined }, 'the first ok is shown at once')
+  // The node answering eth_getLogs trails by 2 blocks: each new block stalls the follower until that node has it.
+  const transitions: string[] = []
+  follower.on('degraded', () => transitions.push('degraded'))
+  follower.on('recovered', () => transitions.push('recovered'))
+  proxy.setLogsLag(2n)
+  await mine(1)
+  await eventually(t, 'stalled on block 6', () => follower.status().state === 'degraded')
+  t.equal(follower.health().state, 'ok', 'a stall shorter than the hold does not show')
+  await mine(2)
+  await eventually(t, 'block 6 delivered, then stalled on block 7', () => follower.cursor?.blockNumber === 6n && follower.status().state === 'degraded')
+  t.same(transitions, ['degraded', 'recovered', 'degraded'], 'the step flapped')
+  t.equal(follower.health().state, 'ok', 'health did not')
+
+  clockMs += holdMs
+  t.match(follower.health(), { state: 'degraded', error: /the logs of block 7 .* are not found/ }, 'stalled for the hold: degraded, saying why')
+  proxy.setLogsLag(undefined)
+  await eventually(t, 'caught up', () => follower.cursor?.blockNumber === 8n && follower.status().state === 'ok')
+  t.match(follower.health(), { state: 'degraded', error: /block 7/ }, 'following again, but not yet for the hold: still degraded')
+  clockMs += holdMs
+  t.same(follower.health(), { state: 'ok', error: undefined }, 'following for the hold: ok')
+  await follower.stop()
+  t.equal(follower.health().state, 'stopped', 'stopped shows at once')
+})
+
 t.test('blocks scanned and not yet delivered (chain time not due): the polls after the scan read the head only', async (t) => {
   // The first range is delivered at once (nothing delivered yet); after it, empty ranges wait an hour.
   const { follower, mine } = await quietFollower(t, 'quiet-scanned', 3_600_000)

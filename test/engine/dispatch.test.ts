@@ -341,3 +341,18 @@ t.test('checkInvariants catches schedules that disagree with the live actors', a
   ;(other as unknown as { state: typeof internals }).state.waitingOffers.delete(waiting)
   t.throws(() => other.checkInvariants(), new RegExp(`waiting offer ${waiting} is not scheduled`), 'a waiting offer missing from the waiting set')
 })
+
+t.test('dispatch matches no waiting offer of an unobserved network, and the other networks\' as before', async (t) => {
+  const { engine } = newEngine()
+  registerBacking(engine)
+  // Both offers wait: no lender is registered when they are made.
+  const onA = offerFor(engine, {}, T0)
+  const onB = offerFor(engine, { network: 'net-b' }, T0)
+  unwrap(engine.registerLender(lenderInput(1, { networks: [NET, 'net-b'] }), T0))
+  unwrap(engine.dispatch(T0 + 1, new Set(['net-b'])))
+  t.not(engine.getOffer(onA)?.currentLeaseId, null, 'the observed network: leased')
+  t.equal(engine.getOffer(onB)?.currentLeaseId, null, 'the unobserved one: still waiting')
+  unwrap(engine.dispatch(T0 + 2))
+  t.not(engine.getOffer(onB)?.currentLeaseId, null, 'observed again: leased')
+  engine.checkInvariants()
+})

@@ -7,7 +7,7 @@ import { Engine } from '../../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { isEligibleLender } from '../../src/engine/rules.ts'
 import type { LenderRecord } from '../../src/engine/types.ts'
-import { BORROWER, FakeWallets, T0, dispatchAt, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import { BORROWER, CLIENT, FakeWallets, T0, addr, createJob, dispatchAt, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 const L1 = lenderInput(1).address
 const HOUR = 3_600_000
@@ -65,6 +65,43 @@ t.test('missed, the probation lease puts the lender below again and it waits a w
   t.equal(matchedLender(engine, offerFor(engine, {}, missedAgain + HOUR), missedAgain + HOUR), L1, 'then one lease again')
   t.equal(engine.getLender(L1)?.reliabilityBps, 1000)
   engine.checkInvariants()
+})
+
+t.test('a probation lease cancelled (its offer withdrawn: not the lender\'s doing) is given back: eligible again at once', async (t) => {
+  const engine = inactiveLender()
+  const due = MISSED_AT + HOUR
+  createJob(engine, 'job_p', 100_000n)
+  const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine, { repaymentSource: 'job_p', amountAtomic: 1000n }, due), caller: BORROWER }, due)).lease
+  t.equal(lease?.lender, L1, 'the probation lease')
+  // The job fails under the lease: its offer is closing, and the lease ends cancelled once the chain passes its deadline.
+  unwrap(engine.failJob({ jobId: 'job_p', reason: 'client gone', caller: CLIENT }, due + 1))
+  const over = lease!.expiresAtMs + 1000
+  t.match(unwrap(dispatchAt(engine, over)).expiredLeases, [{ leaseId: lease!.leaseId, endReason: 'offer_closed' }], 'cancelled, no penalty')
+  t.match(engine.getLender(L1), { reliabilityBps: 1000, leasesExpired: 1 }, 'no outcome counted')
+  // Another borrower (the failed job suspended the first): the lender is matched at once, not a whole probation later.
+  const other = addr(0xb1)
+  registerBacking(engine, 'src_other', 10_000_000n, other)
+  const leaseOf = (nowMs: number) => unwrap(engine.matchOffer({ offerId: offerFor(engine, { agent: other, repaymentSource: 'src_other' }, nowMs), caller: other }, nowMs)).lease
+  t.equal(leaseOf(over + 1)?.lender, L1, 'its probation lease again')
+  t.equal(leaseOf(over + 2), null, 'and only one at a time')
+  engine.checkInvariants()
+})
+
+t.test("an uptime observation while the probation lease is live moves the reliability, not the probation: no second lease", async (t) => {
+  const engine = inactiveLender()
+  const due = MISSED_AT + HOUR
+  t.equal(matchedLender(engine, offerFor(engine, {}, due), due), L1, 'the probation lease')
+  unwrap(engine.recordLenderUptime({ lender: L1, uptimeBps: 10_000 }, due + 1))
+  t.equal(engine.getLender(L1)?.reliabilityBps, 1900, 'moved 10% towards the uptime, above the minimum')
+  t.equal(matchedLender(engine, offerFor(engine, {}, due + 2), due + 2), null, 'still on probation while its lease is live')
+  engine.checkInvariants()
+})
+
+t.test('an uptime observation of an inactive lender without its probation lease lifts it as before', async (t) => {
+  const engine = inactiveLender()
+  unwrap(engine.recordLenderUptime({ lender: L1, uptimeBps: 10_000 }, MISSED_AT + 1))
+  t.equal(engine.getLender(L1)?.reliabilityBps, 1810)
+  t.equal(matchedLender(engine, offerFor(engine, {}, MISSED_AT + 2), MISSED_AT + 2), L1, 'active at once')
 })
 
 t.test('the probation clock survives a restart', async (t) => {
