@@ -2,7 +2,8 @@
 // brings each session wallet to its policy (top-up, approval, transfer back), withdrawals, and the live leases'
 // authorizations delivered to the lender. Called through CreditService (credit-service.ts) by src/api/routes/lenders.ts
 // and the app at start-up (sessionKeys, to re-watch wallets).
-import type { Address, Hex } from 'viem'
+import { erc20Abi, type Address, type Hex } from 'viem'
+import { advanceMinAtomicOf, type TokenConfig } from '../chain/config.ts'
 import type { LeaseView, LenderView, RegisterLenderInput } from '../engine/types.ts'
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
@@ -142,4 +143,91 @@ export function leaseAuthorization(service: ServiceCore, lease: LeaseView): Deli
   if (offer === undefined || (offer.state === 'closing' && offer.source.kind === 'job')) return undefined
   const network = service.network(lease.network)
   return service.leaseDelivery.deliver(lease, offer, network, service.token(network, lease.asset).address, service.engine.config.insuranceShareBps)
+}
+
+/** Registrations one pass of the unfunded-lender sweep looks at, at most: one multicall per network reads them. */
+export const UNFUNDED_SWEEP_BATCH = 500
+
+/** How often the unfunded-lender sweep runs (again at once while registrations past their time remain). */
+export const UNFUNDED_SWEEP_INTERVAL_MS = 60_000
+
+/**
+ * The sweep of lender registrations whose session wallet never became able to lend (README, "Lender registrations
+ * that never fund"). A pass walks the lenders in registration order from where the last one stopped, up to the first
+ * registered less than `ttlMs` ago, at most UNFUNDED_SWEEP_BATCH. A lender that did anything but register (leased,
+ * lent, earned, withdrew: Engine.isUntouchedLender) or that `keep` names is kept. The others' session wallets are read
+ * on chain now; one that can pay at least the least advance of its asset (min(balance, allowance to the credit
+ * contract) >= advanceMinAtomic) on one of its networks is kept, and the rest are removed, with their session keys,
+ * in one commit: GET /lenders/{address} answers 404 and the address may register again. Each registration is looked
+ * at once per process (the cursor is in memory: after a restart the walk starts again from the first, and a kept
+ * lender's wallet is read again). A network that cannot be read ends the pass without moving the cursor.
+ */
+export class UnfundedLenderSweep {
+  #afterSeq = 0
+  #due = false
+
+  constructor(
+    private readonly service: ServiceCore,
+    private readonly ttlMs: number,
+    private readonly keep: (lender: Address) => boolean = () => false,
+  ) {}
+
+  /** Whether the last pass stopped with registrations past their time still to look at. */
+  get due(): boolean {
+    return this.#due
+  }
+
+  /** One pass; resolves with the lenders it removed, once their removal is durable. */
+  async run(): Promise<Address[]> {
+    const { service } = this
+    const cutoffMs = service.now() - this.ttlMs
+    const page = service.engine.lendersPage(this.#afterSeq, UNFUNDED_SWEEP_BATCH, UNFUNDED_SWEEP_BATCH)
+    const looked: LenderView[] = []
+    for (const lender of page.items) {
+      if (lender.registeredAtMs > cutoffMs) break
+      looked.push(lender)
+    }
+    const candidates = looked.filter((lender) => !this.keep(lender.address) && service.engine.isUntouchedLender(lender.address))
+    const able = await this.#ableToLend(candidates)
+    const unable = candidates.filter((lender) => !able.has(lender.sessionAddress)).map((lender) => lender.address)
+    await service.run(null, () => service.engine.removeLenders(unable), (removed) => removed.map((address) => service.sessionKeyRecords.deleteOp(address)))
+    const last = looked.at(-1)
+    if (last !== undefined) this.#afterSeq = last.registrationSeq
+    this.#due = last !== undefined && looked.length === page.items.length && page.nextAfterSeq !== undefined
+    return unable.filter((address) => service.engine.getLender(address) === undefined)
+  }
+
+  /** The session wallets among `lenders`' that can pay the least advance on one of their networks, read now. */
+  async #ableToLend(lenders: readonly LenderView[]): Promise<Set<Address>> {
+    const able = new Set<Address>()
+    const byNetwork = new Map<string, LenderView[]>()
+    for (const lender of lenders) {
+      for (const slug of lender.networks) {
+        const list = byNetwork.get(slug)
+        if (list === undefined) byNetwork.set(slug, [lender])
+        else list.push(lender)
+      }
+    }
+    for (const [slug, list] of byNetwork) {
+      const network = this.service.network(slug)
+      const clients = this.service.clientsOf(slug)
+      const tokens = list.map((lender) => this.service.token(network, lender.assets[slug] ?? lender.asset))
+      const results = await clients.publicClient.multicall({
+        allowFailure: false,
+        contracts: list.flatMap((lender, i) => {
+          const token = (tokens[i] as TokenConfig).address
+          return [
+            { address: token, abi: erc20Abi, functionName: 'balanceOf', args: [lender.sessionAddress] } as const,
+            { address: token, abi: erc20Abi, functionName: 'allowance', args: [lender.sessionAddress, network.creditContract] } as const,
+          ]
+        }),
+      })
+      list.forEach((lender, i) => {
+        const balance = results[2 * i] as bigint
+        const allowance = results[2 * i + 1] as bigint
+        if ((balance < allowance ? balance : allowance) >= advanceMinAtomicOf(tokens[i] as TokenConfig)) able.add(lender.sessionAddress)
+      })
+    }
+    return able
+  }
 }
