@@ -1,11 +1,13 @@
-// Gas of CreditFacilityV2.settleJob against the number of a job's advances (the brief of branch `registrations`: is
-// its duplicate check, a pairwise comparison of the offer keys, quadratic enough to matter?). One lender pays N
+// Gas of CreditFacilityV2.settleJob against the number of a job's advances (the brief of branch `registrations`: was
+// its duplicate check, a pairwise comparison of the offer keys, quadratic enough to matter? It was; the keys are now
+// ascending and compared with their neighbour). One lender pays N
 // advances of one whole unit each on one job; settleJob's gas is estimated for the N keys, and the fit
 // gas = a + b*N + c*N^2 over the sizes separates the pairwise check (c) from the per-advance work (b). Anvil only.
 // Run: node bench/settle-gas.ts [N ...] (default 1 50 150 300).
 import type { Hex } from 'viem'
 import { creditFacilityV2Abi } from '../src/chain/artifacts.ts'
 import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../src/chain/ids.ts'
+import { ascendingKeys } from '../src/chain/operator.ts'
 import { setupFacilityV2, USDC } from '../test/chain/fixtures/facility-v2.ts'
 
 const sizes = process.argv.slice(2).map(Number)
@@ -33,7 +35,7 @@ try {
       await f.call(lender, 'paySupplier', [a, f.authorize(a)])
       keys.push(a.offerKey)
     }
-    const gas = await f.publicClient.estimateContractGas({ account: f.operator.account, address: f.facility, abi: creditFacilityV2Abi, functionName: 'settleJob', args: [jobKey, keys] } as never)
+    const gas = await f.publicClient.estimateContractGas({ account: f.operator.account, address: f.facility, abi: creditFacilityV2Abi, functionName: 'settleJob', args: [jobKey, ascendingKeys(keys)] } as never)
     rows.push({ advances: n, gas })
     console.log(JSON.stringify({ advances: n, settleJobGas: Number(gas), perAdvance: Math.round(Number(gas) / n) }))
   }
