@@ -1,7 +1,8 @@
 // The lender's side of the service: registration with a new session key (its record kept beside the engine's), what
 // brings each session wallet to its policy (top-up, approval, transfer back), withdrawals, and the live leases'
-// authorizations delivered to the lender. Called through CreditService (credit-service.ts) by src/api/routes/lenders.ts
-// and the app at start-up (sessionKeys, to re-watch wallets).
+// authorizations delivered to the lender, and the sweep that removes registrations whose wallet never became able to
+// lend. Called through CreditService (credit-service.ts) by src/api/routes/lenders.ts and the app at start-up
+// (sessionKeys, to re-watch wallets; the sweep, run periodically).
 import { erc20Abi, type Address, type Hex } from 'viem'
 import { advanceMinAtomicOf, type TokenConfig } from '../chain/config.ts'
 import type { LeaseView, LenderView, RegisterLenderInput } from '../engine/types.ts'
