@@ -191,11 +191,20 @@ export class UnfundedLenderSweep {
     const candidates = looked.filter((lender) => !this.keep(lender.address) && service.engine.isUntouchedLender(lender.address))
     const able = await this.#ableToLend(candidates)
     const unable = candidates.filter((lender) => !able.has(lender.sessionAddress)).map((lender) => lender.address)
-    await service.run(null, () => service.engine.removeLenders(unable), (removed) => removed.map((address) => service.sessionKeyRecords.deleteOp(address)))
+    let removed: Address[] = []
+    await service.run(null, () => service.engine.removeLenders(unable), (value) => {
+      removed = value
+      return value.map((address) => service.sessionKeyRecords.deleteOp(address))
+    })
+    // Its session wallet is no longer followed: a dust wallet would otherwise keep a watch slot until displaced.
+    const gone = new Set(removed)
+    for (const lender of candidates) {
+      if (gone.has(lender.address)) for (const slug of lender.networks) service.watcher.forget(slug, lender.sessionAddress)
+    }
     const last = looked.at(-1)
     if (last !== undefined) this.#afterSeq = last.registrationSeq
     this.#due = last !== undefined && looked.length === page.items.length && page.nextAfterSeq !== undefined
-    return unable.filter((address) => service.engine.getLender(address) === undefined)
+    return removed
   }
 
   /** The session wallets among `lenders`' that can pay the least advance on one of their networks, read now. */

@@ -36,6 +36,9 @@ t.test('an unfunded registration is removed after the TTL, durably; funded and y
   await new ChainAgent(h.network, dust.session).sendUnsigned(dust.setup[0])
   const funded = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(100), walletAtomic: usdc(100) })
 
+  const watcher = () => h.app.service.watcher
+  await watcher().waitFor(() => watcher().holding(h.network.slug, USDC, dust.session.address) !== undefined, 10_000)
+
   nowMs += (TTL_SECONDS - 1) * 1000
   t.same(await h.app.lenderSweep.run(), [], 'nothing is removed before its time')
   t.equal((await wallet(unfunded.account.address)).status, 200)
@@ -49,6 +52,8 @@ t.test('an unfunded registration is removed after the TTL, durably; funded and y
     t.equal(reply.status, 404, 'GET /lenders/{address}/wallet: 404 as for one never registered')
     t.equal((reply.body as { code: string }).code, 'lender_not_found')
     t.equal(h.app.service.sessionKeyRecords.get(gone.account.address), undefined, 'its session key record is deleted')
+    t.notOk(watcher().isWaitingForFunds(h.network.slug, gone.session.address), 'the watcher no longer waits for its wallet')
+    t.equal(watcher().holding(h.network.slug, USDC, gone.session.address), undefined, 'nor reads it (the dust wallet had a watch slot)')
   }
   for (const kept of [funded.account.address, young.account.address]) t.equal((await wallet(kept)).status, 200, `${kept} is kept`)
   const listed = ((await (await fetch(`${h.url}/lenders`)).json()) as { address: Address }[]).map((l) => l.address)
