@@ -87,6 +87,7 @@ export const ConfigFileSchema = Type.Object(
     idempotencyRetentionSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
     unfundedWalletWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 * 24 * 3600 })),
     lenderUnfundedTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 365 * 24 * 3600 })),
+    lendersPendingMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
     // Network slug -> payees the x402 facilitator of that network also serves (beyond the paid resources' own).
@@ -150,6 +151,8 @@ export interface ServiceConfig {
    * the least advance, it is removed (src/service/lenders.ts UnfundedLenderSweep).
    */
   lenderUnfundedTtlSeconds: number
+  /** Lenders parked at once (mostly registrations never seen funded) past which a registration is refused (503). */
+  lendersPendingMax: number
   /** Tokens per second per signed-in wallet and per client address (burst twice that); 0 disables the limiter. */
   rateLimitPerSecond: number
   /**
@@ -222,6 +225,8 @@ export const serviceDefaults = {
   unfundedWalletWindowSeconds: 3600,
   // A day: a lender funds its session wallet in minutes; a stranger's free registration costs memory for a day only.
   lenderUnfundedTtlSeconds: 24 * 3600,
+  // About 0.3 GB of heap at 6.2 KB a registration (bench/registration-cost.ts).
+  lendersPendingMax: 50_000,
 } as const
 
 export class ConfigError extends Error {
@@ -351,6 +356,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,
     unfundedWalletWindowSeconds: file.unfundedWalletWindowSeconds ?? serviceDefaults.unfundedWalletWindowSeconds,
     lenderUnfundedTtlSeconds: file.lenderUnfundedTtlSeconds ?? serviceDefaults.lenderUnfundedTtlSeconds,
+    lendersPendingMax: file.lendersPendingMax ?? serviceDefaults.lendersPendingMax,
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
     chainReadsPerSecond: envInteger(env, 'CHAIN_READS_PER_SECOND', 1, 1_000_000) ?? file.chainReadsPerSecond ?? serviceDefaults.chainReadsPerSecond,
     chainReadsBurst: envInteger(env, 'CHAIN_READS_BURST', 1, 1_000_000) ?? file.chainReadsBurst ?? serviceDefaults.chainReadsBurst,

@@ -446,6 +446,11 @@ export class Engine {
     return lender !== undefined && isUntouchedLender(this.state, lender)
   }
 
+  /** Lenders out of the books (parked): registrations whose wallet was never seen holding anything, among others. */
+  parkedLenderCount(): number {
+    return this.state.parked.size
+  }
+
   /** Whether the lender is out of the books, waiting for its wallet to change. */
   isParked(address: Address): boolean {
     return this.state.parked.has(address)

@@ -13,6 +13,18 @@ import type { Mutation } from './mutation.ts'
 import { newSessionKey, type SessionKeyRecord } from './session-keys.ts'
 import { walletActions as walletActionsFor, type WalletAction } from './wallet-actions.ts'
 
+/** Registrations one pass of the unfunded-lender sweep looks at, at most: one multicall per network reads them. */
+export const UNFUNDED_SWEEP_BATCH = 500
+
+/** How often the unfunded-lender sweep runs (again at once while registrations past their time remain). */
+export const UNFUNDED_SWEEP_INTERVAL_MS = 60_000
+
+/** Registrations refused while this many lenders are parked (lendersPendingMax): no one is evicted to make room. */
+export class LenderRegistrationsFullError extends Error {
+  /** The sweep's interval: when room may come back. */
+  readonly retryAfterSeconds = UNFUNDED_SWEEP_INTERVAL_MS / 1000
+}
+
 export async function registerLender(
   service: ServiceCore,
   mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderView }>,
@@ -21,6 +33,12 @@ export async function registerLender(
   /** ERC-8004 evidence already verified (src/reputation/links.ts): the initial reputation and the link's writes. */
   evidence?: { reputationBps: number; records: () => RecordWrite[] },
 ): Promise<{ response: StoredResponse; privateKey: Hex }> {
+  // Parked lenders are mostly registrations whose wallet was never seen holding anything: each costs memory until the
+  // sweep removes it (UnfundedLenderSweep), so at most lendersPendingMax wait at once.
+  const parked = service.engine.parkedLenderCount()
+  if (parked >= service.config.lendersPendingMax) {
+    throw new LenderRegistrationsFullError(`${parked} lender registrations wait for their session wallet to be funded, the most the service keeps; retry later`)
+  }
   const networks = [...new Set(body.networks)].map((slug) => service.network(slug))
   const assets: Record<string, string> = {}
   for (const network of networks) {
@@ -145,12 +163,6 @@ export function leaseAuthorization(service: ServiceCore, lease: LeaseView): Deli
   const network = service.network(lease.network)
   return service.leaseDelivery.deliver(lease, offer, network, service.token(network, lease.asset).address, service.engine.config.insuranceShareBps)
 }
-
-/** Registrations one pass of the unfunded-lender sweep looks at, at most: one multicall per network reads them. */
-export const UNFUNDED_SWEEP_BATCH = 500
-
-/** How often the unfunded-lender sweep runs (again at once while registrations past their time remain). */
-export const UNFUNDED_SWEEP_INTERVAL_MS = 60_000
 
 /**
  * The sweep of lender registrations whose session wallet never became able to lend (README, "Lender registrations

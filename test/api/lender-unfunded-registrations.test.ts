@@ -7,6 +7,7 @@ import type { Address } from 'viem'
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { fundedAccount, readyLender, signedIn, startHarness, USDC, usdc } from '../fixtures/service.ts'
+import { expectProblem, until } from './fixtures/api.ts'
 
 const TTL_SECONDS = 3600
 let nowMs = Date.now()
@@ -71,4 +72,27 @@ t.test('an unfunded registration is removed after the TTL, durably; funded and y
   const again = await register(unfunded.account)
   t.not(again.session.address, unfunded.session.address, 'the address registers again, with a new session key')
   t.equal((await wallet(unfunded.account.address)).status, 200)
+})
+
+t.test('at most lendersPendingMax registrations wait unfunded: then 503 lender_registrations_full, nothing recorded, nobody evicted', async (t) => {
+  const engine = () => h.app.service.engine
+  const lenders = () => engine().lendersPage(0, 1000, 1000).items.map((l) => l.address)
+  // Left by the first test: the funded lender (back in its books once the watcher has read it) and two unfunded ones.
+  await h.restart({ lendersPendingMax: 3 })
+  await until(() => engine().parkedLenderCount() === 2, 10_000, 'the watcher\'s first read unparks the funded lender')
+  const third = await register()
+  const before = lenders()
+  const refused = await fundedAccount(h.devnet, h.network, 0n)
+  const reply = await (await signedIn(h.url, refused)).post('/lenders/register', policy())
+  expectProblem(t, reply, 503, 'lender_registrations_full')
+  t.equal(reply.headers.get('retry-after'), '60')
+  t.same(lenders(), before, 'nothing recorded, nobody removed')
+  t.equal((await wallet(refused.address)).status, 404)
+
+  // The sweep makes room: the waiting registrations past their time are removed, and the refused wallet registers.
+  nowMs += (TTL_SECONDS + 1) * 1000
+  t.ok((await h.app.lenderSweep.run()).includes(third.account.address))
+  t.equal(engine().parkedLenderCount(), 0)
+  await register(refused)
+  t.equal((await wallet(refused.address)).status, 200)
 })
