@@ -182,7 +182,7 @@ export class UnfundedLenderSweep {
   constructor(
     private readonly service: ServiceCore,
     private readonly ttlMs: number,
-    private readonly keep: (lender: Address) => boolean = () => false,
+    private readonly keep: (lender: Address) => boolean,
   ) {}
 
   /** Whether the last pass stopped with registrations past their time still to look at. */
