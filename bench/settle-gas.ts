@@ -3,7 +3,7 @@
 // ascending and compared with their neighbour). One lender pays N
 // advances of one whole unit each on one job; settleJob's gas is estimated for the N keys, and the fit
 // gas = a + b*N + c*N^2 over the sizes separates the pairwise check (c) from the per-advance work (b). Anvil only.
-// Run: node bench/settle-gas.ts [N ...] (default 1 50 150 300).
+// Run: npx tsx bench/settle-gas.ts [N ...] (default 1 50 150 300).
 import type { Hex } from 'viem'
 import { creditFacilityV2Abi } from '../src/chain/artifacts.ts'
 import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../src/chain/ids.ts'
