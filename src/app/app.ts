@@ -57,6 +57,7 @@ import { StoreAuthRecords } from '../auth/store-records.ts'
 import type { ServiceConfig, SupplierEntry } from './config.ts'
 import { CreditService } from '../service/credit-service.ts'
 import { periodic } from '../service/periodic.ts'
+import { UNFUNDED_SWEEP_INTERVAL_MS, UnfundedLenderSweep } from '../service/lenders.ts'
 import { Reconciliation } from '../service/reconciliation.ts'
 import { operatorRoutes } from '../api/routes/operator.ts'
 import { EVENTS_PATH, eventRoutes } from '../api/routes/events.ts'
@@ -76,6 +77,8 @@ export interface App {
   readonly devnet: Devnet | undefined
   /** The ledger against the chain: run at start-up (in the background) and by POST /operator/reconcile. */
   readonly reconciliation: Reconciliation
+  /** The sweep of lender registrations that never became able to lend (runs every UNFUNDED_SWEEP_INTERVAL_MS). */
+  readonly lenderSweep: UnfundedLenderSweep
   /** The start-up reconciliation (never rejects; an unreachable chain is status unavailable). */
   readonly startupReconciliation: Promise<unknown>
   openApi(): OpenApiDocument
@@ -451,6 +454,10 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       })
       cleanups.push(repairs.stop)
     }
+    // Lender registrations whose session wallet never became able to lend are removed after lenderUnfundedTtlSeconds.
+    // One with an ERC-8004 link is kept: the link is evidence the wallet controls an agent, which costs a mint.
+    const lenderSweep = new UnfundedLenderSweep(service, config.lenderUnfundedTtlSeconds * 1000, (lender) => links.get(lender) !== undefined)
+    cleanups.push(periodic(UNFUNDED_SWEEP_INTERVAL_MS, () => lenderSweep.run(), (error) => log({ level: 'warn', msg: 'lender_sweep_failed', error: String(error) }), { dueAgain: () => lenderSweep.due }).stop)
     // ERC-8004 links re-checked on chain (src/reputation/links.ts says why periodically and not on each read).
     if (config.reputation.linkRecheckIntervalMs > 0) {
       cleanups.push(periodic(config.reputation.linkRecheckIntervalMs, () => links.recheckAll(), (error) => log({ level: 'warn', msg: 'agent_recheck_failed', error: String(error) })).stop)
@@ -480,6 +487,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       demo: devnet?.accounts,
       devnet: ownDevnet,
       reconciliation,
+      lenderSweep,
       startupReconciliation,
       openApi: () => (openApi ??= documentOf(routes, baseUrl, config)),
       catalog: catalogOf,

@@ -86,6 +86,8 @@ export const ConfigFileSchema = Type.Object(
     trustedProxies: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 256 })),
     idempotencyRetentionSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
     unfundedWalletWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 * 24 * 3600 })),
+    lenderUnfundedTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 365 * 24 * 3600 })),
+    lendersPendingMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
     // Network slug -> payees the x402 facilitator of that network also serves (beyond the paid resources' own).
@@ -144,6 +146,13 @@ export interface ServiceConfig {
   walletsWatchedPerNetworkMax: number
   /** How long a registered lender's unfunded session wallet waits for its first transfer or approval (no polling). */
   unfundedWalletWindowSeconds: number
+  /**
+   * How long a lender registration whose session wallet cannot lend is kept: older, untouched and still unable to pay
+   * the least advance, it is removed (src/service/lenders.ts UnfundedLenderSweep).
+   */
+  lenderUnfundedTtlSeconds: number
+  /** Lenders parked at once (mostly registrations never seen funded) past which a registration is refused (503). */
+  lendersPendingMax: number
   /** Tokens per second per signed-in wallet and per client address (burst twice that); 0 disables the limiter. */
   rateLimitPerSecond: number
   /**
@@ -214,6 +223,10 @@ export const serviceDefaults = {
   // Stripe's choice: long enough for any sane retry loop, short enough to bound the store.
   idempotencyRetentionSeconds: 24 * 3600,
   unfundedWalletWindowSeconds: 3600,
+  // A day: a lender funds its session wallet in minutes; a stranger's free registration costs memory for a day only.
+  lenderUnfundedTtlSeconds: 24 * 3600,
+  // About 0.3 GB of heap at 6.2 KB a registration (bench/registration-cost.ts).
+  lendersPendingMax: 50_000,
 } as const
 
 export class ConfigError extends Error {
@@ -342,6 +355,8 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     bodyLimitBytes: file.bodyLimitBytes ?? serviceDefaults.bodyLimitBytes,
     walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,
     unfundedWalletWindowSeconds: file.unfundedWalletWindowSeconds ?? serviceDefaults.unfundedWalletWindowSeconds,
+    lenderUnfundedTtlSeconds: file.lenderUnfundedTtlSeconds ?? serviceDefaults.lenderUnfundedTtlSeconds,
+    lendersPendingMax: file.lendersPendingMax ?? serviceDefaults.lendersPendingMax,
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
     chainReadsPerSecond: envInteger(env, 'CHAIN_READS_PER_SECOND', 1, 1_000_000) ?? file.chainReadsPerSecond ?? serviceDefaults.chainReadsPerSecond,
     chainReadsBurst: envInteger(env, 'CHAIN_READS_BURST', 1, 1_000_000) ?? file.chainReadsBurst ?? serviceDefaults.chainReadsBurst,

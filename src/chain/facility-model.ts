@@ -254,7 +254,9 @@ export class FacilityModel {
       offerKeys.forEach((offerKey, i) => {
         const adv = this.#owingAdvance(s, offerKey)
         if (adv.jobKey !== key(jobKey)) revert('AdvanceOfOtherJob', key(offerKey), adv.jobKey)
-        for (let j = 0; j < i; j++) if (key(offerKeys[j] as Hex) === key(offerKey)) revert('DuplicateAdvance', key(offerKey))
+        if (i > 0 && BigInt(offerKey) <= BigInt(offerKeys[i - 1] as Hex)) {
+          revert(BigInt(offerKey) === BigInt(offerKeys[i - 1] as Hex) ? 'DuplicateAdvance' : 'AdvancesNotAscending', key(offerKey))
+        }
         owed += adv.lenderOwed + adv.reserveOwed
       })
       const held = job.escrow + job.collateral

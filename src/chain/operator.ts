@@ -87,9 +87,20 @@ async function send(
   return { network: network.slug, txHash, blockNumber: receipt.blockNumber, facts }
 }
 
-/** settleJob(jobKey, offerKeys): the contract pays each advance from escrow then collateral, the rest to the borrower. */
+/**
+ * settleJob(jobKey, offerKeys): the contract pays each advance from escrow then collateral, the rest to the borrower.
+ * It takes the keys in ascending order (its duplicate check compares neighbours: linear gas in the advances).
+ */
 export async function sendSettleJob(clients: NetworkClients, input: { jobId: string; offerKeys: readonly Hex[] }): Promise<OperatorReceipt> {
-  return send(clients, { functionName: 'settleJob', args: [jobKey(input.jobId), input.offerKeys] })
+  return send(clients, { functionName: 'settleJob', args: [jobKey(input.jobId), ascendingKeys(input.offerKeys)] })
+}
+
+/** Offer keys in the ascending order of their values, as settleJob takes them. */
+export function ascendingKeys(offerKeys: readonly Hex[]): Hex[] {
+  return [...offerKeys].sort((a, b) => {
+    const [x, y] = [BigInt(a), BigInt(b)]
+    return x < y ? -1 : x > y ? 1 : 0
+  })
 }
 
 /** failJob(jobKey): the client's escrow goes back at once; the collateral waits for the job's unresolved advances. */

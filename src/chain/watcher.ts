@@ -182,6 +182,18 @@ export class WalletWatcher extends EventEmitter<WatcherEvents> implements Wallet
     watch.unfunded.set(address, this.#nowMs() + this.#unfundedWindowMs)
   }
 
+  /** Stops following a holder on `network` (its lender's registration was removed): its slot or membership entry and its readings go. */
+  forget(network: string, holder: Address): void {
+    const watch = this.#watches.get(network)
+    if (watch === undefined) return
+    const address = getAddress(holder)
+    watch.unfunded.delete(address)
+    watch.holders.delete(address)
+    watch.dirty.delete(address)
+    watch.stale.delete(address)
+    for (const token of watch.clients.network.tokens) watch.holdings.delete(holdingKey(token.symbol, address))
+  }
+
   /** Whether `holder` waits in the unfunded membership set of `network`. */
   isWaitingForFunds(network: string, holder: Address): boolean {
     const until = this.#watch(network).unfunded.get(getAddress(holder))

@@ -75,7 +75,7 @@ export function touchBorn(s: EngineState, kind: ActorKind, id: string): void {
   s.pending.set(`${kind}:${id}`, { kind, id, born: true })
 }
 
-/** Record a change whose record is fixed now (an actor that reached a final state and leaves memory). */
+/** Record a change whose record is fixed now (an actor that reached a final state and leaves memory, or a removed record). */
 export function recordFinal(s: EngineState, change: Change): void {
   s.pending.set(`${change.kind}:${change.id}`, change)
 }

@@ -20,7 +20,7 @@ import { isBps, sameAddress } from './keys.ts'
 import { lenderChanged, withdrawableAtomic, withdrawLiquidity } from './ledger.ts'
 import * as liquidation from './liquidation.ts'
 import { isOperator } from './roles.ts'
-import { addLender, expireOffer, leaseToBestLender, park, walletChanged } from './matching.ts'
+import { addLender, expireOffer, isUntouchedLender, leaseToBestLender, park, removeLenders, walletChanged } from './matching.ts'
 import { leaseRefusal, repaymentPlan, supplierPaymentTerms } from './plans.ts'
 import { invalidLender, invalidSourceId, invalidSourceTerms, lenderRecord, sourceRecord } from './registration.ts'
 import * as reputation from './reputation.ts'
@@ -95,6 +95,16 @@ export class Engine {
     touch(s, 'meta', 'engine')
     touch(s, 'lender', lender.address)
     return drain(s, lenderView(s, lender))
+  }
+
+  /**
+   * Removes the lenders among `addresses` that did nothing but register (never leased, nothing lent, earned or
+   * withdrawn): the service's sweep of registrations whose session wallet never became able to lend
+   * (src/service/lenders.ts). A lender that is not untouched by the time this runs is kept. Returns the removed ones.
+   */
+  removeLenders(addresses: readonly Address[]): EngineResult<Address[]> {
+    const removed = removeLenders(this.state, addresses)
+    return drain(this.state, removed)
   }
 
   /**
@@ -433,6 +443,17 @@ export class Engine {
    */
   walletChanged(holder: Address): boolean {
     return walletChanged(this.state, holder)
+  }
+
+  /** Whether the lender did nothing but register (removeLenders would take it). */
+  isUntouchedLender(address: Address): boolean {
+    const lender = this.state.lenders.get(address)
+    return lender !== undefined && isUntouchedLender(this.state, lender)
+  }
+
+  /** Lenders out of the books (parked): registrations whose wallet was never seen holding anything, among others. */
+  parkedLenderCount(): number {
+    return this.state.parked.size
   }
 
   /** Whether the lender is out of the books, waiting for its wallet to change. */

@@ -7,6 +7,7 @@ import { offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { networkClockMs } from './dispatch.ts'
 import { bookKey } from './keys.ts'
+import { recordFinal } from './changes.ts'
 import { grantLease, refuseLease } from './leases.ts'
 import { eligibleFee, feeAtomic } from './rules.ts'
 import type { EngineState, OfferActor } from './state.ts'
@@ -27,6 +28,49 @@ export function addLender(s: EngineState, lender: LenderRecord): void {
   s.bookEntries.set(lender.address, { entry: entryFor(lender), books: [] })
   s.parked.add(lender.address)
   if (walletFunded(s, lender)) unpark(s, lender)
+}
+
+/**
+ * Whether the lender has done nothing but register: never leased, nothing reserved, lent, earned or withdrawn. Only
+ * such a lender may be removed (removeLenders): nothing of it is in any lease, advance or total.
+ */
+export function isUntouchedLender(s: EngineState, lender: LenderRecord): boolean {
+  return (
+    lender.leasesGranted === 0 &&
+    lender.reservedAtomic === 0n &&
+    lender.deployedAtomic === 0n &&
+    lender.feesEarnedAtomic === 0n &&
+    lender.withdrawnAtomic === 0n &&
+    lender.withdrawalPendingAtomic === 0n &&
+    (s.liveLeasesByLender.get(lender.address)?.size ?? 0) === 0
+  )
+}
+
+/**
+ * Removes untouched lenders (isUntouchedLender; the others are left as they are) from the registry, their books and
+ * indexes, each with a change that deletes its record; returns the removed addresses. The registration order is
+ * rebuilt once for the batch: O(lenders), so callers remove in batches, not one by one.
+ */
+export function removeLenders(s: EngineState, addresses: readonly Address[]): Address[] {
+  const removed: Address[] = []
+  for (const address of addresses) {
+    const lender = s.lenders.get(address)
+    if (lender === undefined || !isUntouchedLender(s, lender)) continue
+    park(s, lender)
+    s.parked.delete(address)
+    s.bookEntries.delete(address)
+    s.lenderBySession.delete(lender.sessionAddress)
+    s.liveLeasesByLender.delete(address)
+    s.lenders.delete(address)
+    recordFinal(s, { kind: 'lender', id: address, record: null, final: false, removed: true })
+    removed.push(address)
+  }
+  if (removed.length > 0) {
+    let kept = 0
+    for (const address of s.lenderOrder) if (s.lenders.has(address)) s.lenderOrder[kept++] = address
+    s.lenderOrder.length = kept
+  }
+  return removed
 }
 
 /**

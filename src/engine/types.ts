@@ -29,6 +29,8 @@ export interface Change {
    * store already lists it live and writes no live-index entry for it. Absent for a new actor and for records.
    */
   alreadyLive?: true
+  /** The command removed the record (never an actor's): `record` is null and the store deletes its snapshot. */
+  removed?: true
 }
 
 export type EngineResult<T> = { ok: true; value: T; changes: Change[] } | { ok: false; error: EngineError }

@@ -1,8 +1,10 @@
 // The lender's side of the service: registration with a new session key (its record kept beside the engine's), what
 // brings each session wallet to its policy (top-up, approval, transfer back), withdrawals, and the live leases'
-// authorizations delivered to the lender. Called through CreditService (credit-service.ts) by src/api/routes/lenders.ts
-// and the app at start-up (sessionKeys, to re-watch wallets).
-import type { Address, Hex } from 'viem'
+// authorizations delivered to the lender, and the sweep that removes registrations whose wallet never became able to
+// lend. Called through CreditService (credit-service.ts) by src/api/routes/lenders.ts and the app at start-up
+// (sessionKeys, to re-watch wallets; the sweep, run periodically).
+import { erc20Abi, type Address, type Hex } from 'viem'
+import { advanceMinAtomicOf, type TokenConfig } from '../chain/config.ts'
 import type { LeaseView, LenderView, RegisterLenderInput } from '../engine/types.ts'
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
@@ -10,6 +12,18 @@ import type { DeliveredLease } from './lease-delivery.ts'
 import type { Mutation } from './mutation.ts'
 import { newSessionKey, type SessionKeyRecord } from './session-keys.ts'
 import { walletActions as walletActionsFor, type WalletAction } from './wallet-actions.ts'
+
+/** Registrations one pass of the unfunded-lender sweep looks at, at most: one multicall per network reads them. */
+export const UNFUNDED_SWEEP_BATCH = 500
+
+/** How often the unfunded-lender sweep runs (again at once while registrations past their time remain). */
+export const UNFUNDED_SWEEP_INTERVAL_MS = 60_000
+
+/** Registrations refused while this many lenders are parked (lendersPendingMax): no one is evicted to make room. */
+export class LenderRegistrationsFullError extends Error {
+  /** The sweep's interval: when room may come back. */
+  readonly retryAfterSeconds = UNFUNDED_SWEEP_INTERVAL_MS / 1000
+}
 
 export async function registerLender(
   service: ServiceCore,
@@ -19,6 +33,12 @@ export async function registerLender(
   /** ERC-8004 evidence already verified (src/reputation/links.ts): the initial reputation and the link's writes. */
   evidence?: { reputationBps: number; records: () => RecordWrite[] },
 ): Promise<{ response: StoredResponse; privateKey: Hex }> {
+  // Parked lenders are mostly registrations whose wallet was never seen holding anything: each costs memory until the
+  // sweep removes it (UnfundedLenderSweep), so at most lendersPendingMax wait at once.
+  const parked = service.engine.parkedLenderCount()
+  if (parked >= service.config.lendersPendingMax) {
+    throw new LenderRegistrationsFullError(`${parked} lender registrations wait for their session wallet to be funded, the most the service keeps; retry later`)
+  }
   const networks = [...new Set(body.networks)].map((slug) => service.network(slug))
   const assets: Record<string, string> = {}
   for (const network of networks) {
@@ -142,4 +162,94 @@ export function leaseAuthorization(service: ServiceCore, lease: LeaseView): Deli
   if (offer === undefined || (offer.state === 'closing' && offer.source.kind === 'job')) return undefined
   const network = service.network(lease.network)
   return service.leaseDelivery.deliver(lease, offer, network, service.token(network, lease.asset).address, service.engine.config.insuranceShareBps)
+}
+
+/**
+ * The sweep of lender registrations whose session wallet never became able to lend (README, "Lender registrations
+ * that never fund"). A pass walks the lenders in registration order from where the last one stopped, up to the first
+ * registered less than `ttlMs` ago, at most UNFUNDED_SWEEP_BATCH. A lender that did anything but register (leased,
+ * lent, earned, withdrew: Engine.isUntouchedLender) or that `keep` names is kept. The others' session wallets are read
+ * on chain now; one that can pay at least the least advance of its asset (min(balance, allowance to the credit
+ * contract) >= advanceMinAtomic) on one of its networks is kept, and the rest are removed, with their session keys,
+ * in one commit: GET /lenders/{address} answers 404 and the address may register again. Each registration is looked
+ * at once per process (the cursor is in memory: after a restart the walk starts again from the first, and a kept
+ * lender's wallet is read again). A network that cannot be read ends the pass without moving the cursor.
+ */
+export class UnfundedLenderSweep {
+  #afterSeq = 0
+  #due = false
+
+  constructor(
+    private readonly service: ServiceCore,
+    private readonly ttlMs: number,
+    private readonly keep: (lender: Address) => boolean,
+  ) {}
+
+  /** Whether the last pass stopped with registrations past their time still to look at. */
+  get due(): boolean {
+    return this.#due
+  }
+
+  /** One pass; resolves with the lenders it removed, once their removal is durable. */
+  async run(): Promise<Address[]> {
+    const { service } = this
+    const cutoffMs = service.now() - this.ttlMs
+    const page = service.engine.lendersPage(this.#afterSeq, UNFUNDED_SWEEP_BATCH, UNFUNDED_SWEEP_BATCH)
+    const looked: LenderView[] = []
+    for (const lender of page.items) {
+      if (lender.registeredAtMs > cutoffMs) break
+      looked.push(lender)
+    }
+    const candidates = looked.filter((lender) => !this.keep(lender.address) && service.engine.isUntouchedLender(lender.address))
+    const able = await this.#ableToLend(candidates)
+    const unable = candidates.filter((lender) => !able.has(lender.sessionAddress)).map((lender) => lender.address)
+    let removed: Address[] = []
+    await service.run(null, () => service.engine.removeLenders(unable), (value) => {
+      removed = value
+      return value.map((address) => service.sessionKeyRecords.deleteOp(address))
+    })
+    // Its session wallet is no longer followed: a dust wallet would otherwise keep a watch slot until displaced.
+    const gone = new Set(removed)
+    for (const lender of candidates) {
+      if (gone.has(lender.address)) for (const slug of lender.networks) service.watcher.forget(slug, lender.sessionAddress)
+    }
+    const last = looked.at(-1)
+    if (last !== undefined) this.#afterSeq = last.registrationSeq
+    this.#due = last !== undefined && looked.length === page.items.length && page.nextAfterSeq !== undefined
+    return removed
+  }
+
+  /** The session wallets among `lenders`' that can pay the least advance on one of their networks, read now. */
+  async #ableToLend(lenders: readonly LenderView[]): Promise<Set<Address>> {
+    const able = new Set<Address>()
+    const byNetwork = new Map<string, LenderView[]>()
+    for (const lender of lenders) {
+      for (const slug of lender.networks) {
+        const list = byNetwork.get(slug)
+        if (list === undefined) byNetwork.set(slug, [lender])
+        else list.push(lender)
+      }
+    }
+    for (const [slug, list] of byNetwork) {
+      const network = this.service.network(slug)
+      const clients = this.service.clientsOf(slug)
+      const tokens = list.map((lender) => this.service.token(network, lender.assets[slug] ?? lender.asset))
+      const results = await clients.publicClient.multicall({
+        allowFailure: false,
+        contracts: list.flatMap((lender, i) => {
+          const token = (tokens[i] as TokenConfig).address
+          return [
+            { address: token, abi: erc20Abi, functionName: 'balanceOf', args: [lender.sessionAddress] } as const,
+            { address: token, abi: erc20Abi, functionName: 'allowance', args: [lender.sessionAddress, network.creditContract] } as const,
+          ]
+        }),
+      })
+      list.forEach((lender, i) => {
+        const balance = results[2 * i] as bigint
+        const allowance = results[2 * i + 1] as bigint
+        if ((balance < allowance ? balance : allowance) >= advanceMinAtomicOf(tokens[i] as TokenConfig)) able.add(lender.sessionAddress)
+      })
+    }
+    return able
+  }
 }

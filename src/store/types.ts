@@ -18,6 +18,11 @@ export interface Change {
    * change that is not final.
    */
   readonly alreadyLive?: boolean
+  /**
+   * The command removed the record (an engine record, never an actor; its `record` is null): its snapshot is deleted.
+   * A lender registration that never funded its wallet is removed this way (src/service/lenders.ts).
+   */
+  readonly removed?: boolean
 }
 
 /** What the store keeps under [kind, id]: DESIGN section 9, with the time unit in the name. */

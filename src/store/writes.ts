@@ -31,6 +31,8 @@ export interface PreparedSnapshot {
   readonly actor: boolean
   /** A live actor already in the live index (Change.alreadyLive): no live-index write. */
   readonly alreadyLive: boolean
+  /** A removed record (Change.removed): its snapshot is deleted, `entry` is not written. */
+  readonly removed: boolean
 }
 
 export interface PreparedRecordWrite {
@@ -95,9 +97,12 @@ export function prepareCommit(input: CommitInput, clock: () => number, sweepLimi
     const alreadyLive = change.alreadyLive === true
     if (change.alreadyLive !== undefined && typeof change.alreadyLive !== 'boolean') fail(`changes[${i}] (${change.kind} ${change.id}): alreadyLive must be boolean`)
     if (alreadyLive && (!actor || change.final)) fail(`changes[${i}] (${change.kind} ${change.id}): only a live actor's change is alreadyLive`)
+    const removed = change.removed === true
+    if (change.removed !== undefined && typeof change.removed !== 'boolean') fail(`changes[${i}] (${change.kind} ${change.id}): removed must be boolean`)
+    if (removed && (actor || change.record !== null)) fail(`changes[${i}] (${change.kind} ${change.id}): only a record is removed, and its record is null`)
     if (change.record === undefined) fail(`changes[${i}] (${change.kind} ${change.id}): record is missing`)
     // the path is spelled out only for a refusal (issue 11)
-    const problem = jsonLikeProblem(change.record)
+    const problem = removed ? undefined : jsonLikeProblem(change.record)
     if (problem !== undefined) failAt(`changes[${i}].record`, problem)
     const version = limits.versions.get(change.kind) as number
     snapshots.push({
@@ -105,6 +110,7 @@ export function prepareCommit(input: CommitInput, clock: () => number, sweepLimi
       entry: { version, snapshot: change.record, updatedAtMs: nowMs, final: change.final },
       actor,
       alreadyLive,
+      removed,
     })
   }
   const records: PreparedRecordWrite[] = []
@@ -355,7 +361,11 @@ const KEEP_LIVE_ENTRY = { noOverwrite: true } as never
  */
 function writeGroup(dbs: StoreDatabases, snapshots: StagedSnapshots, slots: ReadonlyMap<string, RecordSlot>): void {
   for (const byId of snapshots.values()) {
-    for (const { key, entry, actor, alreadyLive } of byId.values()) {
+    for (const { key, entry, actor, alreadyLive, removed } of byId.values()) {
+      if (removed) {
+        dbs.snapshots.removeSync(key)
+        continue
+      }
       dbs.snapshots.putSync(key, entry)
       if (actor) {
         if (entry.final) dbs.live.removeSync(key)

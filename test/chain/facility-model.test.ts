@@ -13,6 +13,7 @@ import { decodeFacilityLog } from '../../src/chain/events-v2.ts'
 import { FacilityModel, JobStatus, type ModelLease, type ModelOutcome, type ModelSignature } from '../../src/chain/facility-model.ts'
 import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
 import { LeaseSigner } from '../../src/chain/lease-authorization.ts'
+import { ascendingKeys } from '../../src/chain/operator.ts'
 import { setupFacilityV2, USDC, type V2Fixture, type Wallet } from './fixtures/facility-v2.ts'
 
 const sequences = 20
@@ -52,7 +53,7 @@ type Step =
       supplier: 'supplier' | 'borrower' | 'payer'
     }
   | { kind: 'repay'; payer: 'borrower' | 'stranger'; aim: Aim; offer: number; how: 'partial' | 'exact' | 'over' | 'zero' }
-  | { kind: 'settle'; byStranger: boolean; aim: Aim; job: number; keys: 'exact' | 'missing' | 'duplicate' | 'foreign' }
+  | { kind: 'settle'; byStranger: boolean; aim: Aim; job: number; keys: 'exact' | 'missing' | 'duplicate' | 'foreign' | 'descending' }
   | { kind: 'fail'; byStranger: boolean; aim: Aim; job: number }
   | { kind: 'reclaim'; byStranger: boolean; aim: Aim; job: number }
   | { kind: 'liquidate'; byStranger: boolean; aim: Aim; offer: number; backing: bigint }
@@ -102,7 +103,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     byStranger: rarely,
     aim,
     job: fc.nat(jobs - 1),
-    keys: fc.constantFrom('exact', 'exact', 'missing', 'duplicate', 'foreign') as fc.Arbitrary<'exact' | 'missing' | 'duplicate' | 'foreign'>,
+    keys: fc.constantFrom('exact', 'exact', 'missing', 'duplicate', 'foreign', 'descending') as fc.Arbitrary<'exact' | 'missing' | 'duplicate' | 'foreign' | 'descending'>,
   }),
   fc.record({ kind: fc.constant('fail' as const), byStranger: rarely, aim, job: fc.nat(jobs - 1) }),
   fc.record({ kind: fc.constant('reclaim' as const), byStranger: rarely, aim, job: fc.nat(jobs - 1) }),
@@ -307,16 +308,18 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
           }
           case 'settle': {
             const jobKey = pickJob(step.aim, step.job)
-            const owing = offerKeys.filter((k) => {
+            // In the ascending order settleJob takes (the service's sendSettleJob sorts them the same way).
+            const owing = ascendingKeys(offerKeys.filter((k) => {
               const adv = model.getAdvance(k)
               return adv.exists && adv.jobKey === jobKey && adv.lenderOwed + adv.reserveOwed > 0n
-            })
+            }))
             const foreign = offerKeys.find((k) => !owing.includes(k)) ?? (offerKeys[0] as Hex)
             const keys = {
               exact: owing,
               missing: owing.slice(1),
               duplicate: owing.length > 0 ? [...owing.slice(1), owing[0] as Hex, owing[0] as Hex] : [foreign],
               foreign: [...owing.slice(1), foreign],
+              descending: [...owing].reverse(),
             }[step.keys]
             const who = step.byStranger ? actors.stranger : actors.operator
             call = { who, functionName: 'settleJob', args: [jobKey, keys], model: () => model.settleJob(ctx(who), jobKey, keys) }

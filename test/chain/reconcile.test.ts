@@ -16,6 +16,7 @@ import { FacilityModel, type ModelEvent, type ModelOutcome } from '../../src/cha
 import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
 import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
+import { ascendingKeys } from '../../src/chain/operator.ts'
 import {
   expectedFromModel,
   ExpectedStateError,
@@ -108,7 +109,8 @@ t.before(async () => {
   keys.a1 = await pay(lender, await terms(lender, keys.jobA, 100n * USDC, 10n * USDC, 1n * USDC))
   await both(repayer, 'repay', [keys.a1, 40n * USDC], (ctx) => model.repay(ctx, keys.a1 as Hex, 40n * USDC))
   keys.a2 = await pay(lender, await terms(lender, keys.jobA, 50n * USDC, 5n * USDC, 1n * USDC))
-  await both(operator, 'settleJob', [keys.jobA, [keys.a1, keys.a2]], (ctx) => model.settleJob(ctx, keys.jobA as Hex, [keys.a1 as Hex, keys.a2 as Hex]))
+  const settled = ascendingKeys([keys.a1 as Hex, keys.a2 as Hex])
+  await both(operator, 'settleJob', [keys.jobA, settled], (ctx) => model.settleJob(ctx, keys.jobA as Hex, settled))
 
   // Job B: advanced, failed (escrow back to the client), liquidated from collateral and the reserve, with a shortfall.
   keys.jobB = await openJob(200n * USDC, 10n * USDC)

@@ -107,7 +107,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
         403: { description: 'agent_not_controlled: the signed-in wallet is not the agent\'s wallet, owner or approved operator on chain (nothing recorded).' },
         409: { description: 'This wallet is already registered as a lender (code lender_exists), or the agent already backs another lender (agent_already_linked).' },
         422: { description: 'idempotency_key_reused; agent_registry_unknown (not the network\'s identity registry), agent_not_found (no such token).' },
-        503: { description: `With agent: the agent's network cannot be read (code chain_unavailable; nothing recorded); retry. Or: ${CHAIN_READS_EXHAUSTED} Or, the agent's network or one of networks: ${NETWORK_STOPPED}` },
+        503: { description: `With agent: the agent's network cannot be read (code chain_unavailable; nothing recorded); retry. Or: ${CHAIN_READS_EXHAUSTED} Or, the agent's network or one of networks: ${NETWORK_STOPPED} Or lender_registrations_full (with Retry-After): as many registrations as the service keeps wait for their session wallet to be funded (lendersPendingMax); nothing recorded.` },
       },
       handler: (ctx) =>
         mutate(service, '/lenders/register', ctx, async (ticket) => {

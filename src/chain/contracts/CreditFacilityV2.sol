@@ -144,6 +144,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     error AdvanceCountMismatch(uint256 given, uint256 outstanding);
     error AdvanceOfOtherJob(bytes32 offerKey, bytes32 jobKey);
     error DuplicateAdvance(bytes32 offerKey);
+    error AdvancesNotAscending(bytes32 offerKey);
     error Underfunded(uint256 owed, uint256 held);
     error AlreadyLiquidated(bytes32 offerKey);
     error NotDefaulted(bytes32 offerKey, uint256 dueAt, uint256 nowSeconds);
@@ -254,8 +255,10 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     }
 
     /// @notice The operator settles a completed job. `offerKeys` are exactly the job's advances with anything owed, in
-    /// any order; each is paid in full from escrow, then collateral (lender's part, then the reserve's share), and
-    /// whatever remains of escrow and collateral goes to the borrower.
+    /// ascending order (so that a duplicate is refused by comparing each key with the one before it: a pairwise check
+    /// cost about 240 gas per pair, 10.8M of the 17.2M gas of a job of 300 advances); each is paid in full from escrow,
+    /// then collateral (lender's part, then the reserve's share), and whatever remains of escrow and collateral goes
+    /// to the borrower.
     function settleJob(bytes32 jobKey, bytes32[] calldata offerKeys) external nonReentrant onlyOperator {
         Job storage job = _openJob(jobKey);
         if (offerKeys.length != job.outstanding) revert AdvanceCountMismatch(offerKeys.length, job.outstanding);
@@ -263,8 +266,9 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         for (uint256 i; i < offerKeys.length; i++) {
             Advance storage adv = _owingAdvance(offerKeys[i]);
             if (adv.jobKey != jobKey) revert AdvanceOfOtherJob(offerKeys[i], adv.jobKey);
-            for (uint256 j; j < i; j++) {
-                if (offerKeys[j] == offerKeys[i]) revert DuplicateAdvance(offerKeys[i]);
+            if (i > 0 && offerKeys[i] <= offerKeys[i - 1]) {
+                if (offerKeys[i] == offerKeys[i - 1]) revert DuplicateAdvance(offerKeys[i]);
+                revert AdvancesNotAscending(offerKeys[i]);
             }
             owed += adv.lenderOwed + adv.reserveOwed;
         }
