@@ -22,7 +22,9 @@
 // BENCH_SERVICE_LONG_TASKS_MS=<ms> makes each service process write what held its event loop in each window to stderr
 // (engine commands over <ms> with their size, GC, the loop's stalls: fixtures/long-tasks.ts);
 // BENCH_SERVICE_HEAP_SAMPLE=<dir> writes where each service process allocated its bytes in the saturated window there
-// (fixtures/heap-sample.ts; the sampling costs CPU, so read that run's allocation sites, not its CPU figures).
+// (fixtures/heap-sample.ts; the sampling costs CPU, so read that run's allocation sites, not its CPU figures);
+// BENCH_SERVICE_SLOW_REQUESTS=1 makes each service process write what the slowest 1 % of each window's requests waited
+// for, by cause, to stderr (fixtures/slow-requests.ts); the half-rate window's report is the one after its warm-up.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -134,7 +136,7 @@ async function idleWindow(pid: number) {
 }
 
 /** A warm-up, the saturated window with /proc CPU around it, then the half-rate window (after its own warm-up), then idle again: the same for every mode. */
-async function windows(url: string, pid: number, scriptFor: (window: string, delayMs?: number) => { file: string; counts?: () => MixCounts }, around?: { before(): Promise<void>; after(): Promise<void> }) {
+async function windows(url: string, pid: number, scriptFor: (window: string, delayMs?: number) => { file: string; counts?: () => MixCounts }, around?: { before(): Promise<void>; after(): Promise<void>; mark(): Promise<void> }) {
   // wrk runs synchronously: nothing of this process runs during a window.
   const run = (window: string, seconds: number, delayMs?: number): Window => {
     const { file, counts } = scriptFor(window, delayMs)
@@ -160,7 +162,9 @@ async function windows(url: string, pid: number, scriptFor: (window: string, del
   // everything the saturated window leased (twice its own rate of them, in bursts each ticker period), which is the
   // saturated load's tail, not the latency of a service at half that rate.
   run('half-rate-warm-up', HALF_RATE_SETTLE_SECONDS, delayMillis)
+  await around?.mark()
   const halfRate = run('half-rate', SECONDS, delayMillis)
+  await around?.mark()
   // After the load: its leases and offers expire in the meantime (they live LEASE_TTL_SECONDS), so this is the idle
   // service with a book, which is what a deployment spends between bursts.
   await new Promise((resolve) => setTimeout(resolve, LEASE_TTL_SECONDS * 1000))
@@ -213,6 +217,8 @@ async function runServiceMode(mode: string, devnet: Devnet, network: NetworkConf
     const measured = await windows(`${service.url}/`, service.pid as number, scriptFor, {
       before: async () => { start = await service.read() },
       after: async () => { end = await service.read() },
+      // A reading on its own: the service's per-window reports (long tasks, slow requests) then cover the half-rate window alone.
+      mark: async () => { await service.read() },
     })
     checkMix(`${mode} saturated`, measured.saturated.wrk, measured.saturated.counts as MixCounts)
     checkMix(`${mode} half-rate`, measured.halfRate.wrk, measured.halfRate.counts as MixCounts)
