@@ -12,8 +12,10 @@ import { WALLET_SHARE_DIVISOR } from '../../src/service/chain-read-budget.ts'
 import { fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, fundAdvance, openApiDocument } from './fixtures/api.ts'
 
-// The smallest rate, so that no read of the wallet's share comes back while the test runs; a burst whose share is 2.
-const BURST = 8
+// The smallest rate, so that no read of the wallet's share comes back while the test runs; a burst whose share is 4:
+// the borrower's own reads before its report may take 2 of it (its job registration's, and the funding's proof when
+// the follower has not read that transaction yet), and its report one more.
+const BURST = 16
 const WALLET_SHARE = BURST / WALLET_SHARE_DIVISOR
 
 let h: Harness
