@@ -56,13 +56,13 @@ export class ChainReadBudget {
 
   /**
    * Spends one read of `network`'s budget for a request whose wallet nothing proved yet (`kind`: a sign-in's contract
-   * wallet check), or throws ChainReadsExhaustedError: from one share that every such request of that kind takes
+   * wallet check, a payment whose payer's key did not sign it), or throws ChainReadsExhaustedError: from one share that every such request of that kind takes
    * together, never from the share of the wallet it names, which anyone can name (a review's finding: strangers
    * without a session spent a victim's share, test/auth/signin-stranger-share.test.ts). So such requests, whatever
    * wallets they name, spend at most a wallet's share of the network's budget.
    */
-  takeUnproven(network: string, kind: 'sign-in'): void {
-    this.#take(network, `unproven ${kind}`, `the ${kind}s checked on chain (contract wallets'), all together, used their share`)
+  takeUnproven(network: string, kind: 'sign-in' | 'payment'): void {
+    this.#take(network, `unproven ${kind}`, `the ${kind}s whose wallet is checked on chain, all together, used their share`)
   }
 
   /** The share `shareKey` of `network` first (`spentBy`: whose it is, for the refusal), then the network's budget. */

@@ -57,11 +57,16 @@ t.test('a stranger\'s sign-ins naming a wallet spend none of that wallet\'s own 
   t.match(registration.body, { jobId: 'job_named_victim', borrower: victim.address })
 })
 
-t.test('an honest sign-in of a wallet is refused only while the unproven sign-ins\' share is spent', async (t) => {
-  // The shared share refills at a quarter of a read a second: spent by the test above, it is spent still.
+t.test('unproven sign-ins naming distinct wallets take one share together; an EOA\'s takes none', async (t) => {
+  // Fresh addresses each, at once: the share holds at most WALLET_SHARE reads, whatever addresses are named.
+  const forged = await Promise.all(Array.from({ length: WALLET_SHARE + 1 }, async () => {
+    const named = privateKeyToAccount(generatePrivateKey())
+    return postSession(await signedMessage(named.address, privateKeyToAccount(generatePrivateKey())))
+  }))
+  const refused = forged.filter((reply) => reply.status === 503)
+  t.ok(refused.length > 0, 'past the share, refused')
+  for (const reply of refused) expectProblem(t, reply, 503, 'chain_reads_exhausted', 'an unproven sign-in, whatever address it names')
   const wallet = privateKeyToAccount(generatePrivateKey())
-  const forged = await postSession(await signedMessage(wallet.address, privateKeyToAccount(generatePrivateKey())))
-  expectProblem(t, forged, 503, 'chain_reads_exhausted', 'another unproven sign-in, whatever address it names')
   const eoa = await postSession(await signedMessage(wallet.address, wallet))
   t.equal(eoa.status, 201, 'an EOA\'s sign-in takes no read', { body: eoa.body })
 })
