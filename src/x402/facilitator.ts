@@ -232,7 +232,7 @@ export class NetworkFacilitator {
    * One read of the network's budget: as the payer's when its key signed the payload's EIP-3009 authorization
    * (recovered here, no chain read), else from one share of every other payload (a contract wallet's, a Permit2 one,
    * one whose `from` did not sign it). The `from` alone proves nothing: charged to it, anyone could spend any payer's
-   * share (a review's finding, test/x402/facilitator-stranger-share.test.ts).
+   * share (a review's finding, test/x402/facilitator-budget.test.ts).
    */
   private async chargeRead(payload: PaymentPayload, requirements: PaymentRequirements): Promise<void> {
     if (this.chainReads === undefined) return
