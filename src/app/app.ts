@@ -428,7 +428,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       records: new StoreAuthRecords(store),
       domain,
       clients: Object.fromEntries(networks.map((n) => [n.chainId, (clients.get(n.slug) as NetworkClients).publicClient as PublicClient])),
-      chargeChainRead: (chainId, wallet) => service.chainReads.take((networks.find((n) => n.chainId === chainId) as NetworkConfig).slug, wallet),
+      chargeChainRead: (chainId) => service.chainReads.takeUnproven((networks.find((n) => n.chainId === chainId) as NetworkConfig).slug, 'sign-in'),
       sessionTtlMs: config.sessionTtlSeconds * 1000,
       sessionsPerWalletMax: config.sessionsPerWalletMax,
       nowMs: clock,

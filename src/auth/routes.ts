@@ -56,7 +56,7 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
       operationId: 'createAuthSession',
       callers: 'public',
       summary: 'Exchange a signed SIWE message for a bearer token',
-      description: 'Step 2 of Sign-In with Ethereum. The message must name this service\'s domain, an accepted chain id and an unused, unexpired nonce from GET /auth/nonce; an EOA\'s signature is recovered without the chain; any other is verified through the chain, so smart-contract wallets (ERC-1271, ERC-6492) sign in too, and that read is charged to the network\'s chain read budget (the SIWE address\'s share). A wallet holds at most sessionsPerWalletMax live sessions (catalog auth): a sign-in beyond it ends the wallet\'s oldest session.',
+      description: 'Step 2 of Sign-In with Ethereum. The message must name this service\'s domain, an accepted chain id and an unused, unexpired nonce from GET /auth/nonce; an EOA\'s signature is recovered without the chain; any other is verified through the chain, so smart-contract wallets (ERC-1271, ERC-6492) sign in too, and that read is charged to the network\'s chain read budget (one share for all such sign-ins, whatever address they name: the address is not proven before the read). A wallet holds at most sessionsPerWalletMax live sessions (catalog auth): a sign-in beyond it ends the wallet\'s oldest session.',
       tags: ['auth'],
       auth: 'none',
       body: SessionRequest,

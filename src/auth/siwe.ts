@@ -36,10 +36,11 @@ export interface SiweAuthOptions {
   /** Public client per accepted chain id; a message for another chain is refused. */
   clients: ReadonlyMap<number, PublicClient> | Readonly<Record<number, PublicClient>>
   /**
-   * Charges the chain read of a contract wallet's signature check to the network of `chainId`, as `wallet`'s (the
-   * service's ChainReadBudget); throws to refuse it (ChainReadsExhaustedError), before the nonce is used. Default: free.
+   * Charges the chain read of a contract wallet's signature check to the network of `chainId` (the service's
+   * ChainReadBudget, never as the message's address: nothing proved it yet, and anyone can name any wallet); throws
+   * to refuse it (ChainReadsExhaustedError), before the nonce is used. Default: free.
    */
-  chargeChainRead?: (chainId: number, wallet: Address) => void
+  chargeChainRead?: (chainId: number) => void
   nonceTtlMs?: number
   sessionTtlMs?: number
   /** Live sessions per wallet (default 10): the oldest ends when a sign-in would exceed it. */
@@ -82,7 +83,7 @@ export class SiweAuth implements AuthService {
   readonly #endedListeners = new Set<(tokenHashes: readonly string[]) => void>()
   readonly #domain: string
   readonly #clients: ReadonlyMap<number, PublicClient>
-  readonly #chargeChainRead: (chainId: number, wallet: Address) => void
+  readonly #chargeChainRead: (chainId: number) => void
   readonly #nonceTtlMs: number
   readonly #sessionTtlMs: number
   readonly #sessionsPerWalletMax: number
@@ -182,7 +183,7 @@ export class SiweAuth implements AuthService {
     let valid = await recoversTo(address, hash, input.signature)
     if (!valid) {
       // A contract wallet's check reads the chain: charged first, so a refusal reads nothing and leaves the nonce unused.
-      this.#chargeChainRead(chainId, address)
+      this.#chargeChainRead(chainId)
       try {
         valid = await client.verifyHash({ address, hash, signature: input.signature })
       } catch (error) {

@@ -33,6 +33,8 @@ export async function createJob(
 ): Promise<StoredResponse> {
   const network = service.network(body.network)
   const token = service.token(network, body.asset)
+  // Read in the same synchronous section as prove's own choice: whether its proof is free (the follower read it).
+  const provedFree = service.observedFacts.of(network.slug, body.fundingTxHash) !== undefined
   const fact = await service.prove(network.slug, caller, 'JobFunded', body.fundingTxHash, {
     jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
   })
@@ -43,8 +45,10 @@ export async function createJob(
   valueOf(service.engine.planJobCreation({ jobId: body.jobId, client, borrower: body.agent, receivableAtomic: body.receivableAtomic, dueAtMs: body.dueAtMs, caller }, service.now()))
   // The reads below (the consent's wallet, the reclaim window, earlier postings) come again with every attempt that
   // fails after them (a bad consent, a due time past the reclaim window), the proof unused: one read of the caller's
-  // own share each, which the funding proof's read paid for when it was never free (src/service/observed-facts.ts).
-  service.chainReads.takeOwn(network.slug, caller)
+  // own share each, which the funding proof's read pays for when it is not free (src/service/observed-facts.ts).
+  // Charged again then, an honest registration took two reads of the caller's share (a review's finding: with a share
+  // of two, the borrower's first report after it was refused, test/api/chain-read-budget.test.ts).
+  if (provedFree) service.chainReads.takeOwn(network.slug, caller)
   // Only the borrower's own request, or its signed consent, names it as a job's borrower: otherwise a stranger could
   // fund a tiny job naming any wallet and fail it to suspend that wallet (issue 10, hole 3). Who may create a job
   // at all (its client or its borrower) is the engine's rule.

@@ -23,9 +23,11 @@ export class ChainReadsExhaustedError extends Error {
     readonly network: string,
     readonly retryAfterSeconds: number,
     readonly walletShare: boolean,
+    /** Whose share was used, when it was a share: the caller's wallet, or every unproven request of a kind. */
+    spentBy = 'this wallet used its share',
   ) {
     super(walletShare
-      ? `this wallet used its share of the chain reads requests may make on ${network}; retry in ${retryAfterSeconds} s`
+      ? `${spentBy} of the chain reads requests may make on ${network}; retry in ${retryAfterSeconds} s`
       : `the chain reads requests may make on ${network} are used up for now; retry in ${retryAfterSeconds} s`)
   }
 }
@@ -49,9 +51,25 @@ export class ChainReadBudget {
    * taken first, so a wallet past its share never spends the budget the others share.
    */
   take(network: string, wallet: Address): void {
+    this.#take(network, wallet.toLowerCase())
+  }
+
+  /**
+   * Spends one read of `network`'s budget for a request whose wallet nothing proved yet (`kind`: a sign-in's contract
+   * wallet check, a payment whose payer's key did not sign it), or throws ChainReadsExhaustedError: from one share that every such request of that kind takes
+   * together, never from the share of the wallet it names, which anyone can name (a review's finding: strangers
+   * without a session spent a victim's share, test/auth/signin-stranger-share.test.ts). So such requests, whatever
+   * wallets they name, spend at most a wallet's share of the network's budget.
+   */
+  takeUnproven(network: string, kind: 'sign-in' | 'payment'): void {
+    this.#take(network, `unproven ${kind}`, `the ${kind}s whose wallet is checked on chain, all together, used their share`)
+  }
+
+  /** The share `shareKey` of `network` first (`spentBy`: whose it is, for the refusal), then the network's budget. */
+  #take(network: string, shareKey: string, spentBy?: string): void {
     const nowMs = this.#clock()
-    const own = this.#wallets.take(`${network}:${wallet.toLowerCase()}`, nowMs)
-    if (!own.allowed) throw new ChainReadsExhaustedError(network, own.retryAfterSeconds, true)
+    const own = this.#wallets.take(`${network}:${shareKey}`, nowMs)
+    if (!own.allowed) throw new ChainReadsExhaustedError(network, own.retryAfterSeconds, true, spentBy)
     const shared = this.#networks.take(network, nowMs)
     if (!shared.allowed) throw new ChainReadsExhaustedError(network, shared.retryAfterSeconds, false)
   }

@@ -12,16 +12,17 @@
 // authorizations of a payer that can cover only one of them would otherwise all verify, all be sent, and all but one
 // be mined reverted, on the facilitator's gas (an outsider's finding).
 // Verify and settle read the chain (the payer's balance, the authorization's state, a simulation, the signer's code)
-// for anyone who asks: each call is charged one read of the network's chain read budget, as the payer's, before any
-// of them (src/service/chain-read-budget.ts); a refused call reads nothing and sends nothing. The send of a verified
+// for anyone who asks: each call is charged one read of the network's chain read budget, as the payer's when its key
+// signed the payload, before any of them (src/service/chain-read-budget.ts; chargeRead); a refused call reads nothing
+// and sends nothing. The send of a verified
 // payment is the facilitator's own work and is not charged beyond its settle.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { x402Facilitator } from '@x402/core/facilitator'
 import { PaymentPayloadV2Schema, PaymentRequirementsV2Schema } from '@x402/core/schemas'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
-import { toFacilitatorEvmSigner } from '@x402/evm'
+import { authorizationTypes, toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import { getAddress, publicActions, zeroAddress, type Address, type Hex } from 'viem'
+import { getAddress, isAddressEqual, publicActions, recoverTypedDataAddress, type Address, type Hex } from 'viem'
 import { ConfigError } from '../app/config.ts'
 import { senderWallet } from '../chain/clients.ts'
 import type { NetworkConfig } from '../chain/config.ts'
@@ -81,7 +82,7 @@ export type NetworkFacilitatorOptions = {
   /** Network slug -> the payees whose payments are verified and settled (`servedPayees`); a network absent serves none. */
   payees?: Readonly<Record<string, readonly ServedPayee[]>>
   /** The request path's chain read budget; a verify or settle takes one read of it (throws ChainReadsExhaustedError). Default: none. */
-  chainReads?: Pick<ChainReadBudget, 'take'>
+  chainReads?: Pick<ChainReadBudget, 'take' | 'takeUnproven'>
 }
 
 /** A payee the facilitator settles for, and the least amount it settles to it. */
@@ -129,7 +130,7 @@ export class NetworkFacilitator {
   private readonly observations = new AsyncLocalStorage<CallObservation>()
   /** Lower-case payer -> the end of its latest settlement: the next one of that payer starts after it. */
   private readonly settling = new Map<string, Promise<void>>()
-  private readonly chainReads: Pick<ChainReadBudget, 'take'> | undefined
+  private readonly chainReads: Pick<ChainReadBudget, 'take' | 'takeUnproven'> | undefined
 
   constructor(network: NetworkConfig, options: NetworkFacilitatorOptions = {}) {
     if (!isSelfFacilitated(network)) throw new Error(`network ${network.slug}: x402SelfFacilitate and a facilitator key are both needed`)
@@ -180,7 +181,7 @@ export class NetworkFacilitator {
     const { payload, requirements } = this.admit(request)
     const refused = refusalOf(payload, requirements, this.served)
     if (refused !== undefined) return pick({ isValid: false, invalidReason: refused.reason, invalidMessage: refused.message, payer: refused.payer })
-    this.chargeRead(payload)
+    await this.chargeRead(payload, requirements)
     const result = await this.call(() => this.facilitator.verify(payload, requirements), (r) => !r.isValid)
     return pick({
       isValid: result.isValid,
@@ -199,7 +200,7 @@ export class NetworkFacilitator {
     if (refused !== undefined) {
       return pick({ success: false, errorReason: refused.reason, errorMessage: refused.message, payer: refused.payer, transaction: '', network: requirements.network })
     }
-    this.chargeRead(payload)
+    await this.chargeRead(payload, requirements)
     // A failure after broadcast keeps its transaction hash (settlement_pending): that answer stands, and a retry
     // of the same settle reconciles against the hash instead of sending again.
     const settle = () =>
@@ -228,11 +229,41 @@ export class NetworkFacilitator {
   }
 
   /**
-   * One read of the network's budget, as the payer's; a payload naming no payer shares the zero address's share (the
-   * scheme refuses it anyway).
+   * One read of the network's budget: as the payer's when its key signed the payload's EIP-3009 authorization
+   * (recovered here, no chain read), else from one share of every other payload (a contract wallet's, a Permit2 one,
+   * one whose `from` did not sign it). The `from` alone proves nothing: charged to it, anyone could spend any payer's
+   * share (a review's finding, test/x402/facilitator-budget.test.ts).
    */
-  private chargeRead(payload: PaymentPayload): void {
-    this.chainReads?.take(this.network.slug, (payerOf(payload) as Address | undefined) ?? zeroAddress)
+  private async chargeRead(payload: PaymentPayload, requirements: PaymentRequirements): Promise<void> {
+    if (this.chainReads === undefined) return
+    const payer = await this.signingPayer(payload, requirements)
+    if (payer !== undefined) this.chainReads.take(this.network.slug, payer)
+    else this.chainReads.takeUnproven(this.network.slug, 'payment')
+  }
+
+  /** The payload's EIP-3009 `from` when its ECDSA signature over the authorization recovers to it; else undefined. */
+  private async signingPayer(payload: PaymentPayload, requirements: PaymentRequirements): Promise<Address | undefined> {
+    const inner = payload.payload as { authorization?: Record<string, string>; signature?: Hex }
+    const { authorization, signature } = inner
+    const { name, version } = (requirements.extra ?? {}) as { name?: string; version?: string }
+    if (authorization === undefined || signature === undefined || name === undefined || version === undefined) return undefined
+    try {
+      const from = getAddress(authorization['from'] as string)
+      const signer = await recoverTypedDataAddress({
+        domain: { name, version, chainId: this.network.chainId, verifyingContract: getAddress(requirements.asset) },
+        types: authorizationTypes,
+        primaryType: 'TransferWithAuthorization',
+        message: {
+          from, to: getAddress(authorization['to'] as string), value: BigInt(authorization['value'] as string),
+          validAfter: BigInt(authorization['validAfter'] as string), validBefore: BigInt(authorization['validBefore'] as string), nonce: authorization['nonce'] as Hex,
+        },
+        signature,
+      })
+      return isAddressEqual(signer, from) ? from : undefined
+    } catch {
+      // Not an ECDSA signature over a well-formed authorization: nothing proves the payer.
+      return undefined
+    }
   }
 
   /** Runs `settle` once every earlier settlement of `payer` has ended (whatever its outcome). */

@@ -47,6 +47,18 @@ t.test('a read of the wallet\'s own share only: refused past that share, never b
   t.end()
 })
 
+t.test('unproven requests take one share of their own together, and never a wallet\'s', (t) => {
+  const budget = new ChainReadBudget({ perSecond: 4, burst: 8 }, () => 0)
+  t.equal(refusal(() => budget.takeUnproven('a', 'sign-in')), undefined)
+  t.equal(refusal(() => budget.takeUnproven('a', 'sign-in')), undefined)
+  t.match(refusal(() => budget.takeUnproven('a', 'sign-in')), { network: 'a', walletShare: true, message: /sign-ins whose wallet is checked on chain/ }, 'past the sign-ins\' share of 2')
+  t.equal(refusal(() => budget.take('a', wallet(1))), undefined, 'every wallet\'s own share is whole')
+  t.equal(refusal(() => budget.take('a', wallet(1))), undefined)
+  t.equal(refusal(() => budget.takeUnproven('a', 'payment')), undefined, 'unproven payments have a share of their own')
+  t.equal(refusal(() => budget.takeUnproven('b', 'sign-in')), undefined, 'another network\'s sign-ins have their own')
+  t.end()
+})
+
 t.test('a wallet is the same whatever the case of its address', (t) => {
   const budget = new ChainReadBudget({ perSecond: 1, burst: 4 }, () => 0)
   t.equal(refusal(() => budget.take('a', '0xABCDEF0000000000000000000000000000000001')), undefined)

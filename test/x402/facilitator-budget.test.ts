@@ -9,7 +9,7 @@ import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { exportJWK, generateKeyPair } from 'jose'
 import { createPublicClient, erc20Abi, http, type Address, type Hex } from 'viem'
-import { privateKeyToAccount } from 'viem/accounts'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { startDevnet } from '../../src/chain/devnet.ts'
@@ -82,6 +82,35 @@ t.test('verify and settle past a payer\'s share are 503 chain_reads_exhausted; a
   t.equal(settled.status, 200, 'and its settle', { body: settled.body })
   t.equal(settled.body['success'], true, JSON.stringify(settled.body))
   t.equal((await balanceOf(accounts.supplier.address)) - before, 10_000n, 'the other payer\'s payment moved exactly its amount')
+})
+
+// The payer is the `from` a payload names: anyone can name any wallet, with a signature of their own. Charged to the
+// named wallet's share, a stranger spent a payer's share with payloads that verified nothing, and the payer's own
+// payment was then refused (a review's finding: this test fails on the old code, the honest verify answering 503). A
+// payload whose `from` signed its authorization (recovered locally: an EOA's) is charged as that payer's; any other
+// one to one share of all such payloads (ChainReadBudget.takeUnproven).
+t.test('a stranger\'s payloads naming a payer spend none of that payer\'s share', async (t) => {
+  const base = facilitatorUrl(networkB, { baseUrl: h.url })
+  const requirements = exactRequirements({ network: networkB, payTo: devnet.accounts.supplier.address, amountAtomic: 10_000n })
+  // A payer whose share the test above left whole, holding the token on the network; the stranger holds nothing.
+  const victim = devnet.accounts.lender
+  const strangerKey = generatePrivateKey()
+
+  // The stranger's own authorizations, with the victim named as their payer: signed by the stranger, not the victim.
+  const forged = await Promise.all(Array.from({ length: WALLET_SHARE + 2 }, async () => {
+    const payload = await pay(strangerKey, requirements)
+    const inner = payload.payload as { authorization: { from: string } }
+    return { x402Version: 2, paymentPayload: { ...payload, payload: { ...inner, authorization: { ...inner.authorization, from: victim.address } } }, paymentRequirements: requirements }
+  }))
+  const replies = await Promise.all(forged.map((body) => post(`${base}/verify`, body)))
+  for (const reply of replies) t.not(reply.body['isValid'], true, 'nothing the stranger sent verifies')
+  t.ok(replies.some((reply) => reply.status === 503), 'the unproven payloads\' share was spent')
+  for (const reply of replies.filter((r) => r.status === 503)) expectProblem(t, reply, 503, 'chain_reads_exhausted', 'past the unproven payloads\' share')
+
+  const honest = { x402Version: 2, paymentPayload: await pay(victim.privateKey, requirements), paymentRequirements: requirements }
+  const verified = await post(`${base}/verify`, honest)
+  t.equal(verified.status, 200, 'the payer\'s own payment verifies', { body: verified.body })
+  t.equal(verified.body['isValid'], true, JSON.stringify(verified.body))
 })
 
 /** A /credit-score request about a borrower the service knows, and its payment by `payerKey` (PAYMENT-SIGNATURE). */

@@ -70,7 +70,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
         description:
           'compute_disabled (no compute component; before any payment), compute_failed (the computation failed: nothing was charged, the same payment may be sent again until it expires), ' +
           'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was decided), ' +
-          `chain_reads_exhausted (the payment's verify or settle on a self-facilitated network takes one chain read as the payer's: ${CHAIN_READS_EXHAUSTED}), ` +
+          `chain_reads_exhausted (the payment's verify or settle on a self-facilitated network takes one chain read, as the payer's when its key signed the authorization: ${CHAIN_READS_EXHAUSTED}), ` +
           'network_stopped (without Retry-After: the payment network\'s chain follower stopped for good, /health says why; before any payment, nothing charged).',
       },
     },
