@@ -202,9 +202,12 @@ export class UnfundedLenderSweep {
     }
     const candidates = looked.filter((lender) => !this.keep(lender.address) && service.engine.isUntouchedLender(lender.address))
     const able = await this.#ableToLend(candidates)
-    const unable = candidates.filter((lender) => !able.has(lender.sessionAddress)).map((lender) => lender.address)
+    const unable = candidates.filter((lender) => !able.has(lender.sessionAddress))
     let removed: Address[] = []
-    await service.run(null, () => service.engine.removeLenders(unable), (value) => {
+    // Checked again when the removal is planned, against the watcher's latest reading: a wallet funded after the read
+    // above (the watcher saw it able to lend meanwhile) is kept.
+    const stillUnable = (): Address[] => unable.filter((lender) => !this.#ableByWatcher(lender)).map((lender) => lender.address)
+    await service.run(null, () => service.engine.removeLenders(stillUnable()), (value) => {
       removed = value
       return value.map((address) => service.sessionKeyRecords.deleteOp(address))
     })
@@ -217,6 +220,14 @@ export class UnfundedLenderSweep {
     if (last !== undefined) this.#afterSeq = last.registrationSeq
     this.#due = last !== undefined && looked.length === page.items.length && page.nextAfterSeq !== undefined
     return removed
+  }
+
+  /** Whether the wallet watcher's latest reading of `lender`'s session wallet can pay the least advance on one of its networks. */
+  #ableByWatcher(lender: LenderView): boolean {
+    return lender.networks.some((slug) => {
+      const token = this.service.token(this.service.network(slug), lender.assets[slug] ?? lender.asset)
+      return this.service.watcher.spendableAtomic(slug, token.symbol, lender.sessionAddress) >= advanceMinAtomicOf(token)
+    })
   }
 
   /** The session wallets among `lenders`' that can pay the least advance on one of their networks, read now. */

@@ -96,3 +96,20 @@ t.test('at most lendersPendingMax registrations wait unfunded: then 503 lender_r
   await register(refused)
   t.equal((await wallet(refused.address)).status, 200)
 })
+
+t.test('a wallet funded after the sweep read it is kept: the watcher\'s latest reading is checked when the removal is planned', async (t) => {
+  const late = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(100), walletAtomic: usdc(100) })
+  const watcher = h.app.service.watcher
+  await watcher.waitFor(() => watcher.spendableAtomic(h.network.slug, USDC, late.session.address) >= usdc(1), 10_000)
+  nowMs += (TTL_SECONDS + 1) * 1000
+  // The sweep's read of the wallets answers as it would have just before the funding landed: nothing.
+  const { publicClient } = h.app.service.clientsOf(h.network.slug)
+  const multicall = publicClient.multicall
+  publicClient.multicall = (async (args: { contracts: readonly unknown[] }) => args.contracts.map(() => 0n)) as unknown as typeof multicall
+  t.teardown(() => {
+    publicClient.multicall = multicall
+  })
+  const removed = await h.app.lenderSweep.run()
+  t.notOk(removed.includes(late.account.address), 'not removed')
+  t.equal((await wallet(late.account.address)).status, 200, 'still registered')
+})
