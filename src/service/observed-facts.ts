@@ -12,9 +12,17 @@ import type { FacilityFact } from '../chain/events-v2.ts'
  * registration reads the chain on the budget, as before.
  */
 export const OBSERVED_TRANSACTIONS_MAX = 4096
+/**
+ * Facts kept, all transactions together: one transaction may hold thousands of the contract's events (a contract that
+ * posts collateral in a loop, a settlement of many advances), so the transactions' count alone does not bound the
+ * memory (a reviewer's finding). The oldest transactions go first; one larger than this is not kept (its proof reads
+ * its receipt, on the budget).
+ */
+export const OBSERVED_FACTS_MAX = 16_384
 
 export class ObservedFacts {
   readonly #byTransaction = new Map<string, FacilityFact[]>()
+  #facts = 0
 
   /** Keeps the facts of a follower's batch (a range read again after a failed commit adds nothing twice). */
   record(facts: readonly FacilityFact[]): void {
@@ -23,11 +31,23 @@ export class ObservedFacts {
       const known = this.#byTransaction.get(key)
       if (known === undefined) {
         this.#byTransaction.set(key, [fact])
-        if (this.#byTransaction.size > OBSERVED_TRANSACTIONS_MAX) this.#byTransaction.delete(this.#byTransaction.keys().next().value as string)
       } else if (!known.some((f) => f.logIndex === fact.logIndex)) {
         known.push(fact)
+      } else {
+        continue
       }
+      this.#facts += 1
     }
+    while (this.#byTransaction.size > OBSERVED_TRANSACTIONS_MAX || this.#facts > OBSERVED_FACTS_MAX) {
+      const [oldest, facts] = this.#byTransaction.entries().next().value as [string, FacilityFact[]]
+      this.#byTransaction.delete(oldest)
+      this.#facts -= facts.length
+    }
+  }
+
+  /** How many transactions and facts are kept. */
+  get size(): { transactions: number; facts: number } {
+    return { transactions: this.#byTransaction.size, facts: this.#facts }
   }
 
   /** The contract's events in `txHash` on `network`, when the follower read that transaction and it is still kept. */
