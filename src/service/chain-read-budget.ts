@@ -68,10 +68,15 @@ export class ChainReadBudget {
   /** The share `shareKey` of `network` first (`spentBy`: whose it is, for the refusal), then the network's budget. */
   #take(network: string, shareKey: string, spentBy?: string): void {
     const nowMs = this.#clock()
-    const own = this.#wallets.take(`${network}:${shareKey}`, nowMs)
-    if (!own.allowed) throw new ChainReadsExhaustedError(network, own.retryAfterSeconds, true, spentBy)
+    this.#takeShare(network, shareKey, nowMs, spentBy)
     const shared = this.#networks.take(network, nowMs)
     if (!shared.allowed) throw new ChainReadsExhaustedError(network, shared.retryAfterSeconds, false)
+  }
+
+  /** One read of the share `shareKey` of `network`, or ChainReadsExhaustedError. */
+  #takeShare(network: string, shareKey: string, nowMs: number, spentBy?: string): void {
+    const own = this.#wallets.take(`${network}:${shareKey}`, nowMs)
+    if (!own.allowed) throw new ChainReadsExhaustedError(network, own.retryAfterSeconds, true, spentBy)
   }
 
   /**
@@ -80,7 +85,6 @@ export class ChainReadBudget {
    * spending the network's budget must not refuse, and which the wallet must not repeat at will.
    */
   takeOwn(network: string, wallet: Address): void {
-    const own = this.#wallets.take(`${network}:${wallet.toLowerCase()}`, this.#clock())
-    if (!own.allowed) throw new ChainReadsExhaustedError(network, own.retryAfterSeconds, true)
+    this.#takeShare(network, wallet.toLowerCase(), this.#clock())
   }
 }

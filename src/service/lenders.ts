@@ -225,9 +225,14 @@ export class UnfundedLenderSweep {
   /** Whether the wallet watcher's latest reading of `lender`'s session wallet can pay the least advance on one of its networks. */
   #ableByWatcher(lender: LenderView): boolean {
     return lender.networks.some((slug) => {
-      const token = this.service.token(this.service.network(slug), lender.assets[slug] ?? lender.asset)
+      const token = this.#tokenOf(lender, slug)
       return this.service.watcher.spendableAtomic(slug, token.symbol, lender.sessionAddress) >= advanceMinAtomicOf(token)
     })
+  }
+
+  /** The token `lender` lends on network `slug`. */
+  #tokenOf(lender: LenderView, slug: string): TokenConfig {
+    return this.service.token(this.service.network(slug), lender.assets[slug] ?? lender.asset)
   }
 
   /** The session wallets among `lenders`' that can pay the least advance on one of their networks, read now. */
@@ -244,7 +249,7 @@ export class UnfundedLenderSweep {
     for (const [slug, list] of byNetwork) {
       const network = this.service.network(slug)
       const clients = this.service.clientsOf(slug)
-      const tokens = list.map((lender) => this.service.token(network, lender.assets[slug] ?? lender.asset))
+      const tokens = list.map((lender) => this.#tokenOf(lender, slug))
       const results = await clients.publicClient.multicall({
         allowFailure: false,
         contracts: list.flatMap((lender, i) => {
