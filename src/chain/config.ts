@@ -232,8 +232,29 @@ export function parseNetworksConfig(value: unknown, env: NodeJS.ProcessEnv = pro
     seen.slug.add(network.slug)
     seen.chainId.add(network.chainId)
   })
+  problems.push(...oneUnitOfAccount(networks))
   if (problems.length > 0) throw new NetworksConfigError(source, problems)
   return networks
+}
+
+/**
+ * Every token, on every network, in one unit: a backing source's attested `valueAtomic` and `liquidationValueAtomic`
+ * name no asset (the spec's backing source has none, nor does the attestation), and a request in any configured asset
+ * may draw on it. So an amount attested for a 6-decimal token would be read a trillion times larger in an 18-decimal
+ * one. Tokens of other decimals are refused until sources carry their asset.
+ */
+function oneUnitOfAccount(networks: readonly NetworkConfig[]): ConfigProblem[] {
+  const first = networks[0]?.tokens[0]
+  if (first === undefined) return []
+  const problems: ConfigProblem[] = []
+  networks.forEach((network, n) => network.tokens.forEach((token, index) => {
+    if (token.decimals === first.decimals) return
+    problems.push({
+      path: `/networks/${n}/tokens/${index}/decimals`,
+      message: `${token.symbol} has ${token.decimals} decimals and ${first.symbol} ${first.decimals}: every token must have the same decimals, since a backing source's attested values name no asset and back requests in any of them`,
+    })
+  }))
+  return problems
 }
 
 function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.ProcessEnv, problems: ConfigProblem[]): NetworkConfig {

@@ -125,6 +125,23 @@ t.test('invalid files are refused with every problem named', async (t) => {
   )
   const token = (entry().tokens as unknown[])[0]
   t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ tokens: [token, token] })] }, env)), [/duplicate symbol USDC/])
+  // A backing source's attested values name no asset: a second unit would read them in it (a 6-decimal valuation as an
+  // 18-decimal one's). Same decimals on another network, or another symbol, is one unit.
+  const dai = { symbol: 'DAI', address: '0x50c5725949A6F0c72E6C4a641F24049A917DB0Cb', decimals: 18, eip712Name: 'Dai', eip712Version: '1' }
+  t.strictSame(
+    problemsOf(() => parseNetworksConfig({ networks: [entry({ tokens: [token, dai] })] }, env)),
+    ['/networks/0/tokens/1/decimals DAI has 18 decimals and USDC 6: every token must have the same decimals, since a backing source\'s attested values name no asset and back requests in any of them'],
+  )
+  t.match(
+    problemsOf(() => parseNetworksConfig({ networks: [entry(), entry({ slug: 'other', chainId: 1, caip2: 'eip155:1', tokens: [dai] })] }, env)),
+    [/\/networks\/1\/tokens\/0\/decimals DAI has 18 decimals/],
+    'across networks too',
+  )
+  t.strictSame(
+    problemsOf(() => parseNetworksConfig({ networks: [entry(), entry({ slug: 'other', chainId: 1, caip2: 'eip155:1', tokens: [{ ...dai, symbol: 'USDT', decimals: 6 }] })] }, env)),
+    [],
+    'tokens of the same decimals load',
+  )
   t.match(problemsOf(() => parseNetworksConfig({ networks: [entry()] }, {})), [/OPERATOR_PRIVATE_KEY is not set/], 'key env var missing')
   t.match(
     problemsOf(() => parseNetworksConfig({ networks: [entry()] }, { OPERATOR_PRIVATE_KEY: '0xabc' })),
