@@ -2,6 +2,7 @@
 // from the catalog, so the networks, contracts, limits and endpoints it names are the ones the service serves.
 import { scoreHowTo } from '../score/howto.ts'
 import type { Catalog } from './catalog.ts'
+import { noRetryAfterCodeList, retryAfterCodeList } from './retry-after.ts'
 import type { DemoAccount } from '../chain/devnet.ts'
 
 /**
@@ -61,8 +62,8 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
 
 ## Waiting and retrying
 A 429 or 503 changed nothing and recorded nothing; its code says whether to wait:
-- With Retry-After: rate_limited (429); chain_unavailable, chain_reads_exhausted, store_overloaded, lender_registrations_full, facilitator_unavailable, compute_failed, compute_disabled (503). Wait that many seconds, then send the same request again (a POST with the same Idempotency-Key and body: it takes effect at most once); give up after a few tries. The SDK (AgentCredit) does this by itself and then throws CreditApiError with the code and retryAfterSeconds.
-- Without Retry-After the service names no time: network_stopped (the network's chain follower stopped for good, /health says why: do not retry until an operator acts), operator_unavailable (no operator key for the network), wallet_watch_full (the service watches no more wallets on the network), shutting_down (this instance is stopping: another instance, or later); on a WebSocket upgrade auth_unavailable (503: the session could not be checked, open it again), too_many_streams and too_many_watchers (429: close one first).
+- With Retry-After: ${retryAfterCodeList()}. Wait that many seconds, then send the same request again (a POST with the same Idempotency-Key and body: it takes effect at most once); give up after a few tries. The SDK (AgentCredit) does this by itself and then throws CreditApiError with the code and retryAfterSeconds.
+- Without Retry-After the service names no time: ${noRetryAfterCodeList()}.
 
 ## Typical flow
 1. Read the catalog: GET /.well-known/service.json

@@ -3,7 +3,8 @@
 // refusal of the engine and every refusal of the machines' tables (their status as src/api/problems.ts answers them).
 // - A code sends Retry-After everywhere it is answered or nowhere, and the OpenAPI document declares Retry-After on
 //   every response of a status that can carry it.
-// - llms.txt names which 429 and 503 codes carry Retry-After (wait, then the same request) and which do not.
+// - src/api/retry-after.ts, and from it llms.txt and the OpenAPI document's Retry-After header, name which 429 and 503
+//   codes carry Retry-After (wait, then the same request) and which do not.
 // - The README's table of codes (section "Errors": the one list of codes by status the documents have; the OpenAPI
 //   document names the codes of each operation in its responses' descriptions) lists each code under its status.
 // A code added in the code and not in the documents fails here; so does a problem whose status or code is computed
@@ -11,6 +12,7 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { problemOf } from '../../src/api/problems.ts'
+import { NO_RETRY_AFTER_CODES, RETRY_AFTER_CODES } from '../../src/api/retry-after.ts'
 import { BorrowerConsentError } from '../../src/chain/consent.ts'
 import { ContractRevertError } from '../../src/chain/operator.ts'
 import { TooManyPostingsError } from '../../src/chain/posted-collateral.ts'
@@ -135,15 +137,28 @@ t.test('the OpenAPI document declares Retry-After on every response of a status 
   t.match((doc['components'] as Json)['headers']['Retry-After'], { schema: { type: 'integer', minimum: 0 } })
 })
 
-t.test('llms.txt says which 429 and 503 codes carry Retry-After, and which do not', async (t) => {
+t.test('src/api/retry-after.ts lists every 429 and 503 code under whether it carries Retry-After, with its status', async (t) => {
+  const listed = Object.entries(RETRY_AFTER_CODES).flatMap(([status, codes]) => codes.map((code) => `${status} ${code}`))
+  const answered = [...retryAfterCodes].flatMap(([code, statuses]) => statuses.map((status) => `${status} ${code}`))
+  t.same(listed.sort(), answered.sort(), 'RETRY_AFTER_CODES: exactly the codes answered with Retry-After')
+  const withoutListed = NO_RETRY_AFTER_CODES.map(([code, status]) => `${status} ${code}`)
+  const withoutAnswered = sites.flatMap((s) => (s.codes ?? []).filter((code) => noRetryAfterCodes.has(code)).flatMap((code) => (s.statuses ?? []).map((status) => `${status} ${code}`)))
+  t.same(withoutListed.sort(), [...new Set(withoutAnswered)].sort(), 'NO_RETRY_AFTER_CODES: exactly the 429 and 503 codes answered without it')
+})
+
+/** The snake_case codes a text names. */
+const codesIn = (text: string) => [...new Set([...text.matchAll(/\b([a-z][a-z0-9]*_[a-z0-9_]+)\b/g)].map((m) => m[1] as string))].sort()
+
+t.test('llms.txt and the OpenAPI document say which 429 and 503 codes carry Retry-After, and which do not', async (t) => {
   const section = llms.split('\n## ').find((s) => s.startsWith('Waiting and retrying'))
-  t.ok(section, 'a section "Waiting and retrying"')
-  const codesOf = (prefix: string) => new Set([...(section?.split('\n').find((line) => line.startsWith(prefix)) ?? '').matchAll(/\b([a-z][a-z0-9]*_[a-z0-9_]+)\b/g)].map((m) => m[1] as string))
-  const withRetryAfter = codesOf('- With Retry-After')
-  const withoutRetryAfter = codesOf('- Without Retry-After')
-  t.same([...withRetryAfter].sort(), [...retryAfterCodes.keys()].sort(), 'exactly the codes that carry it')
-  t.same([...withoutRetryAfter].sort(), [...noRetryAfterCodes].sort(), 'exactly the 429 and 503 codes that never do')
-  t.match(section, /same Idempotency-Key/, 'a retry reuses the Idempotency-Key')
+  t.ok(section, 'llms.txt has a section "Waiting and retrying"')
+  const line = (prefix: string) => section?.split('\n').find((l) => l.startsWith(prefix)) ?? ''
+  t.same(codesIn(line('- With Retry-After')), [...retryAfterCodes.keys()].sort(), 'llms.txt: exactly the codes that carry it')
+  t.same(codesIn(line('- Without Retry-After')), [...noRetryAfterCodes].sort(), 'llms.txt: exactly the 429 and 503 codes that never do')
+  t.match(line('- With Retry-After'), /same Idempotency-Key/, 'llms.txt: a retry reuses the Idempotency-Key')
+  const [withIt, withoutIt] = String((doc['components'] as Json)['headers']['Retry-After']['description']).split('without it')
+  t.same(codesIn(withIt ?? ''), [...retryAfterCodes.keys()].sort(), 'the Retry-After header\'s description: the codes that carry it')
+  t.same(codesIn(withoutIt ?? ''), [...noRetryAfterCodes].sort(), 'and those that never do')
 })
 
 t.test('the README\'s table of codes lists each code the service answers under its status', async (t) => {
