@@ -2,6 +2,7 @@
 // from the catalog, so the networks, contracts, limits and endpoints it names are the ones the service serves.
 import { scoreHowTo } from '../score/howto.ts'
 import type { Catalog } from './catalog.ts'
+import { noRetryAfterCodeList, retryAfterCodeList } from './retry-after.ts'
 import type { DemoAccount } from '../chain/devnet.ts'
 
 /**
@@ -58,6 +59,11 @@ ${c.contracts.unsignedTransactions.map((u) => `- ${u.step} (${u.signer}): ${u.ro
 A nonce is good for ${c.auth.nonceTtlSeconds} s and one session; a session for ${c.auth.sessionTtlSeconds} s. A wallet holds at most
 ${c.auth.sessionsPerWalletMax} sessions: signing in beyond that ends its oldest. ${c.auth.revoke.current} ends this session,
 ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at once (401).
+
+## Waiting and retrying
+A 429 or 503 changed nothing and recorded nothing; its code says whether to wait:
+- With Retry-After: ${retryAfterCodeList()}. Wait that many seconds, then send the same request again (a POST with the same Idempotency-Key and body: it takes effect at most once); give up after a few tries. The SDK (AgentCredit) does this by itself and then throws CreditApiError with the code and retryAfterSeconds.
+- Without Retry-After the service names no time: ${noRetryAfterCodeList()}.
 
 ## Typical flow
 1. Read the catalog: GET /.well-known/service.json

@@ -12,6 +12,7 @@ import { Compile } from 'typebox/compile'
 import { defineRoute, pathParamNames, RESPONSE_HEADERS, type AnyRoute, type ResponseHeaderName } from '../http/route.ts'
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.ts'
 import { Problem } from './common.ts'
+import { noRetryAfterCodeList, retryAfterCodeList } from './retry-after.ts'
 
 export const OPENAPI_VERSION = '3.1.0'
 export const API_VERSION = '0.1.0'
@@ -66,6 +67,14 @@ const HEADER_SCHEMAS: Readonly<Record<ResponseHeaderName, Json>> = {
   'idempotent-replayed': { type: 'string', const: 'true' },
   etag: { type: 'string' },
   'cache-control': { type: 'string', examples: ['public, max-age=300'] },
+}
+
+/** Descriptions of the header components: the transport's, and for Retry-After which codes carry it. */
+const HEADER_DESCRIPTIONS: Readonly<Record<ResponseHeaderName, string>> = {
+  ...RESPONSE_HEADERS,
+  'retry-after':
+    'Seconds to wait before sending the same request again (a POST with the same Idempotency-Key and body): the answer recorded nothing. ' +
+    `Sent with ${retryAfterCodeList()}. A 429 or 503 without it names no time: ${noRetryAfterCodeList()}.`,
 }
 
 const IDEMPOTENCY_PARAMETER = {
@@ -258,7 +267,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], options: OpenApiOption
   const headers = Object.fromEntries(
     (Object.keys(HEADER_COMPONENTS) as ResponseHeaderName[])
       .filter((name) => usedHeaders.has(HEADER_COMPONENTS[name]))
-      .map((name) => [HEADER_COMPONENTS[name], { description: RESPONSE_HEADERS[name], schema: HEADER_SCHEMAS[name] }]),
+      .map((name) => [HEADER_COMPONENTS[name], { description: HEADER_DESCRIPTIONS[name], schema: HEADER_SCHEMAS[name] }]),
   )
   const usesIdempotency = routes.some((route) => route.headers?.includes('idempotency-key') === true)
   const document: OpenApiDocument = {

@@ -2,9 +2,8 @@
 // every route with the request and response types of the service's own TypeBox schemas, turns problem+json into
 // CreditApiError with the stable code, shares one signed-in session among all its objects of one wallet and service
 // in the process (the service keeps at most sessionsPerWalletMax per wallet, a sign-in beyond it ending the oldest),
-// sends an Idempotency-Key with every POST (so a retry after a lost answer is
-// safe and is the only kind of retry it makes), follows the event stream, and runs the lender's and the borrower's
-// steps. Chain work goes through ChainAgent (./chain.ts), the one module that knows the contract.
+// sends an Idempotency-Key with every POST (so a retry, after a lost answer or a 429 or 503 with Retry-After, is safe:
+// the same key and body), follows the event stream, and runs the lender's and the borrower's steps. Chain work goes through ChainAgent (./chain.ts), the one module that knows the contract.
 import { randomUUID } from 'node:crypto'
 import type { Static } from 'typebox'
 import type { Address, Hash, LocalAccount } from 'viem'
@@ -32,17 +31,23 @@ export type JobView = Static<typeof Job>
 export type ChainStepsView = Static<typeof ChainSteps>
 export type LeaseEventMessage = Static<typeof LeaseEvent>
 
-/** A problem+json answer: `code` is the stable snake_case code programs branch on. */
+/**
+ * A problem+json answer: `code` is the stable snake_case code programs branch on. `retryAfterSeconds` is the answer's
+ * Retry-After when it had one (a 429 or 503 the SDK stopped retrying: its attempts were used, or the wait was longer
+ * than `retryAfterMaxSeconds`); nothing was recorded, and the same call may be made again after that many seconds.
+ */
 export class CreditApiError extends Error {
   override readonly name = 'CreditApiError'
   readonly status: number
   readonly code: string
   readonly problem: { type?: string; title?: string; detail?: string; code?: string; errors?: Array<{ path: string; message: string }> }
-  constructor(method: string, path: string, status: number, problem: CreditApiError['problem']) {
-    super(`${method} ${path}: ${status} ${problem.code ?? ''} ${problem.detail ?? ''}`.trim())
+  readonly retryAfterSeconds: number | undefined
+  constructor(method: string, path: string, status: number, problem: CreditApiError['problem'], retryAfterSeconds?: number) {
+    super(`${method} ${path}: ${status} ${problem.code ?? ''} ${problem.detail ?? ''}${retryAfterSeconds === undefined ? '' : ` (Retry-After ${retryAfterSeconds} s)`}`.trim())
     this.status = status
     this.code = problem.code ?? `http_${status}`
     this.problem = problem
+    this.retryAfterSeconds = retryAfterSeconds
   }
 }
 
@@ -52,8 +57,14 @@ export interface AgentCreditOptions {
   account: LocalAccount
   /** Renew the session this long before it expires (default 60 s). */
   renewBeforeMs?: number
-  /** Attempts of a safe request (GET, or POST with its Idempotency-Key) on a network error, 429 or 503 (default 3). */
+  /**
+   * Attempts of one call (default 3). Every call is safe to repeat (a GET, or a POST under one Idempotency-Key for all
+   * its attempts), and is repeated on a network error or on a 429 or 503 that carries Retry-After, after waiting that
+   * many seconds. A 503 without Retry-After (e.g. network_stopped) is not cured by waiting: it is thrown at once.
+   */
   attempts?: number
+  /** The longest Retry-After a call waits out (default 10 s); a longer one is thrown at once, with its retryAfterSeconds. */
+  retryAfterMaxSeconds?: number
 }
 
 /**
@@ -94,14 +105,22 @@ function sharedSession(baseUrl: string, address: Address): SharedSession {
   return session
 }
 
-/** Statuses a safe request is retried on: nothing was done (429, 503) and the answer says when to come back. */
-const RETRY_STATUSES = new Set([429, 503])
+/**
+ * The seconds a 429 or 503 asks to wait before the same request (its Retry-After, which the service sends as whole
+ * seconds); undefined for any other answer, which waiting does not change.
+ */
+function retryAfterSecondsOf(reply: Reply): number | undefined {
+  if (reply.status !== 429 && reply.status !== 503) return undefined
+  const value = reply.headers.get('retry-after')
+  return value !== null && /^\d+$/.test(value) ? Number(value) : undefined
+}
 
 export class AgentCredit {
   readonly http: CreditClient
   readonly account: LocalAccount
   readonly #renewBeforeMs: number
   readonly #attempts: number
+  readonly #retryAfterMaxSeconds: number
   readonly #session: SharedSession
 
   constructor(options: AgentCreditOptions) {
@@ -109,6 +128,7 @@ export class AgentCredit {
     this.account = options.account
     this.#renewBeforeMs = options.renewBeforeMs ?? 60_000
     this.#attempts = options.attempts ?? 3
+    this.#retryAfterMaxSeconds = options.retryAfterMaxSeconds ?? 10
     this.#session = sharedSession(this.http.baseUrl, this.account.address)
   }
 
@@ -147,13 +167,14 @@ export class AgentCredit {
         this.#session.ended(token)
         continue
       }
-      if (RETRY_STATUSES.has(reply.status) && attempt < this.#attempts) {
-        const retryAfterSeconds = Number(reply.headers.get('retry-after') ?? '1')
-        await sleep(Math.min(5_000, Math.max(50, retryAfterSeconds * 1000)))
+      if (reply.status < 400) return reply as Reply<T>
+      // Nothing was done: the same request (same Idempotency-Key and body) after the wait the service asked for.
+      const retryAfterSeconds = retryAfterSecondsOf(reply)
+      if (retryAfterSeconds !== undefined && retryAfterSeconds <= this.#retryAfterMaxSeconds && attempt < this.#attempts) {
+        await sleep(retryAfterSeconds * 1000)
         continue
       }
-      if (reply.status >= 400) throw new CreditApiError(method, path, reply.status, typeof reply.body === 'object' ? reply.body : { detail: String(reply.body) })
-      return reply as Reply<T>
+      throw new CreditApiError(method, path, reply.status, typeof reply.body === 'object' ? reply.body : { detail: String(reply.body) }, retryAfterSeconds)
     }
     throw lastError instanceof Error ? lastError : new Error(`${method} ${path}: no answer after ${this.#attempts} attempts`)
   }

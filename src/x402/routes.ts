@@ -25,7 +25,7 @@ const badRequestDescription =
   'Malformed body (validation_failed, malformed_json), x402Version and paymentPayload.x402Version differ (validation_failed), ' +
   'or a version, scheme or network not served (x402_version_unsupported, x402_scheme_unsupported, x402_network_unsupported).'
 const chainDescription =
-  'The network\'s RPC endpoint failed; nothing was decided (chain_unavailable). Retry later. ' +
+  'The network\'s RPC endpoint failed; nothing was decided (chain_unavailable, with Retry-After). ' +
   'Or the network\'s chain follower stopped for good (network_stopped, without Retry-After: /health says why): nothing is verified or settled until an operator acts. ' +
   `Or, each verify and settle taking one chain read, as the payer's when its key signed the authorization, else from one share of all other payloads: ${CHAIN_READS_EXHAUSTED}`
 
@@ -42,7 +42,9 @@ const UNSUPPORTED_CODES = {
 function toProblem(error: unknown): unknown {
   if (error instanceof UnsupportedPaymentKindError) return new HttpProblem(400, UNSUPPORTED_CODES[error.field], error.message, { title: 'Payment kind not served' })
   if (error instanceof PaymentRequestInvalidError) return new HttpProblem(400, 'validation_failed', error.message, { errors: [...error.issues] })
-  if (error instanceof ChainUnavailableError) return new HttpProblem(503, 'chain_unavailable', `${error.message}; nothing was decided, retry later.`, { title: 'Chain unavailable', cause: error })
+  if (error instanceof ChainUnavailableError) {
+    return new HttpProblem(503, 'chain_unavailable', `${error.message}; nothing was decided, retry later.`, { title: 'Chain unavailable', headers: { 'retry-after': '1' }, cause: error })
+  }
   return problemOf(error)
 }
 
