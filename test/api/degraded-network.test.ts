@@ -13,7 +13,7 @@ import type { CreditClient } from '../../src/client/client.ts'
 import { toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
 import { startRpcProxy } from '../chain/fixtures/rpc-proxy.ts'
-import { creditRequest, fundedJob, readyLender, tempDataDir, testConfig, usdc, type Harness } from '../fixtures/service.ts'
+import { creditRequest, devnetRoles, fundedJob, readyLender, tempDataDir, testConfig, usdc, type Harness } from '../fixtures/service.ts'
 import { expectProblem, openApiDocument, until, type Json } from './fixtures/api.ts'
 
 t.test("no lease on a network whose follower cannot see the chain: match 503 chain_unavailable, dispatch leaves the offer waiting; matched once it sees the chain again", async (t) => {
@@ -40,9 +40,7 @@ t.test("no lease on a network whose follower cannot see the chain: match 503 cha
   const app = await startApp(
     testConfig(join(dir, 'data'), {
       networksFile: file,
-      operators: [accounts.operator.address],
-      attesters: [accounts.attester.address],
-      suppliers: [{ domain: 'supplier.devnet', name: 'Devnet demo supplier', address: accounts.supplier.address }],
+      ...devnetRoles(accounts),
     }),
     { validateResponses: true },
   )
