@@ -3,7 +3,7 @@
 // typed errors, and this table says how the API answers each.
 import { AttestationExpiredError, AttestationInvalidError } from '../chain/attestation.ts'
 import { BorrowerConsentError } from '../chain/consent.ts'
-import { NetworkStoppedError } from '../chain/follower.ts'
+import { ChainUnobservedError, NetworkStoppedError } from '../chain/follower.ts'
 import { TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { JobRegistrationRefusedError } from '../chain/reclaim-window.ts'
 import { ContractRevertError, OperatorUnavailableError } from '../chain/operator.ts'
@@ -52,6 +52,9 @@ function contractCode(errorName: string): string {
   return `contract_${errorName.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase().replace(/[^a-z0-9_]/g, '_')}`
 }
 
+/** A chain the request needs, not read now (its RPC failed, or its follower does not observe it): retry. */
+const chainUnavailable = (e: Error): HttpProblem => new HttpProblem(503, 'chain_unavailable', e.message, { title: 'Chain unavailable', headers: RETRY_SOON })
+
 type Rule<E extends Error> = readonly [new (...args: never[]) => E, (error: E) => HttpProblem]
 const rule = <E extends Error>(type: new (...args: never[]) => E, answer: (error: E) => HttpProblem): Rule<E> => [type, answer]
 
@@ -64,7 +67,8 @@ const RULES: readonly Rule<never>[] = [
   rule(ProofRefusedError, (e) =>
     new HttpProblem(e.reason === 'already_used' ? 409 : 422, `proof_${e.reason}`, e.message, { title: 'Transaction proof refused' }),
   ),
-  rule(ChainRpcError, (e) => new HttpProblem(503, 'chain_unavailable', e.message, { title: 'Chain unavailable', headers: RETRY_SOON })),
+  rule(ChainRpcError, chainUnavailable),
+  rule(ChainUnobservedError, chainUnavailable),
   rule(ChainReadsExhaustedError, (e) =>
     new HttpProblem(503, 'chain_reads_exhausted', e.message, { title: 'Chain reads exhausted', headers: { 'retry-after': String(e.retryAfterSeconds) } }),
   ),

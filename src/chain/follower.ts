@@ -80,6 +80,18 @@ export class NetworkStoppedError extends Error {
   }
 }
 
+/**
+ * A lease asked for on a network whose chain the follower has not observed for the health hold
+ * (ChainFollower.observesChain): 503 chain_unavailable with Retry-After, nothing changed. A lease there would end only
+ * once the chain is seen past its deadline, holding its lender's capacity and its offer until then.
+ */
+export class ChainUnobservedError extends Error {
+  override readonly name = 'ChainUnobservedError'
+  constructor(readonly network: string, failure: string | undefined) {
+    super(`the chain of network ${network} is not observed${failure === undefined ? '' : ` (${failure})`}: no lease is made on it until it is; nothing changed, retry later (see /health)`)
+  }
+}
+
 export type FollowerOptions = {
   network: NetworkConfig
   /** The credit contract whose events are followed. */
@@ -296,6 +308,19 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     this.#settleShown()
     this.#state = state
     this.#stateSinceMs = this.#nowMs()
+  }
+
+  /**
+   * Whether leases may be made on the network (ServiceCore.unobservedNetworks): false once the follower has been failing
+   * for healthHoldMs, the moment health() shows degraded, and while stopped; true again at its first step that reads
+   * the chain (health() still shows degraded for the hold then: it is steadied for monitors, matching need not wait). A
+   * stall shorter than the hold (a trailing node's block, one RPC error) does not count, as it does not show. Every
+   * match asks: no clock read while the follower follows.
+   */
+  get observesChain(): boolean {
+    const state = this.#state
+    if (state === 'degraded') return this.#nowMs() - this.#stateSinceMs < this.#healthHoldMs
+    return state !== 'stopped'
   }
 
   /** The state status() shows, without its copy of the rest. */

@@ -250,9 +250,10 @@ export class Engine {
    * Expire leases past their chain deadline (their offers go back to matching, or expire with them once past their
    * TTL), lift due suspensions, then expire stale offers and match the waiting ones; each step only while it fits in
    * the command's change budget (changesPerCommandMax), in that order, so a call that stops leaves the rest for the
-   * next call in the same order. No offer of a network in `unobserved` (its chain not followed: the service passes the
-   * networks whose chain follower stopped) is matched: a lease there could end only once the chain is seen past its
-   * deadline, so it would hold the lender's capacity and the offer for as long as nobody observes that chain.
+   * next call in the same order. No offer of a network in `unobserved` (its chain not observed: the service passes the
+   * networks whose chain follower stopped, or has failed for the health hold) is matched: a lease there could end only
+   * once the chain is seen past its deadline, so it would hold the lender's capacity and the offer for as long as
+   * nobody observes that chain.
    */
   dispatch(nowMs: number, unobserved: ReadonlySet<string> = NO_NETWORKS): EngineResult<DispatchOutcome> {
     const steps = this.#dispatch(nowMs, true, unobserved)

@@ -14,7 +14,7 @@ import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig }
 import { ProofRefusedError } from '../chain/proofs.ts'
 import { matchFacilityFacts, verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { FacilityEventName } from '../chain/events-v2.ts'
-import { NetworkStoppedError, type ChainFollower } from '../chain/follower.ts'
+import { ChainUnobservedError, NetworkStoppedError, type ChainFollower } from '../chain/follower.ts'
 import type { WalletWatcher } from '../chain/watcher.ts'
 import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
 import type { ServiceConfig } from '../app/config.ts'
@@ -216,19 +216,30 @@ export class ServiceCore {
   }
 
   /**
-   * The networks whose chain follower stopped (for good, or with the service): dispatch matches none of their offers
-   * (Engine.dispatch), as a match route refuses them (refuseStoppedNetwork). Undefined while every follower runs.
+   * The networks whose chain is not observed (ChainFollower.observesChain: the follower stopped, for good or with the
+   * service, or has been failing for the health hold): dispatch matches none of their offers (Engine.dispatch), as the
+   * match route refuses them (refuseUnobservedNetwork). Undefined while every follower observes its chain.
    */
   unobservedNetworks(): ReadonlySet<string> | undefined {
-    let stopped: Set<string> | undefined
-    for (const [slug, follower] of this.followers) if (follower.state === 'stopped') (stopped ??= new Set()).add(slug)
-    return stopped
+    let unobserved: Set<string> | undefined
+    for (const [slug, follower] of this.followers) if (!follower.observesChain) (unobserved ??= new Set()).add(slug)
+    return unobserved
   }
 
-  /** Whether any network's chain follower stopped for good. */
-  anyNetworkStopped(): boolean {
-    for (const follower of this.followers.values()) if (follower.fatal !== undefined) return true
+  /** Whether any network's chain is not observed (unobservedNetworks). */
+  anyNetworkUnobserved(): boolean {
+    for (const follower of this.followers.values()) if (!follower.observesChain) return true
     return false
+  }
+
+  /**
+   * No lease on a network whose chain is not observed (unobservedNetworks): NetworkStoppedError when its follower
+   * stopped for good, else ChainUnobservedError (503 chain_unavailable, with Retry-After: the follower retries).
+   */
+  refuseUnobservedNetwork(slug: string): void {
+    this.refuseStoppedNetwork(slug)
+    const follower = this.followers.get(slug)
+    if (follower !== undefined && !follower.observesChain) throw new ChainUnobservedError(slug, follower.status().error)
   }
 
   network(slug: string): NetworkConfig {

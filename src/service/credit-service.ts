@@ -132,10 +132,11 @@ export class CreditService extends ServiceCore {
   }
 
   async match(mutation: Mutation<MatchOutcome>, caller: Address, offerId: string): Promise<StoredResponse> {
-    // The offer's view (a copy) is taken only when a network stopped: the match path is a hot one and reads no chain.
-    if (this.anyNetworkStopped()) {
+    // The offer's view (a copy) is taken only when a network's chain is not observed: the match path is a hot one and
+    // reads no chain.
+    if (this.anyNetworkUnobserved()) {
       const network = this.engine.getOffer(offerId)?.network
-      if (network !== undefined) this.refuseStoppedNetwork(network)
+      if (network !== undefined) this.refuseUnobservedNetwork(network)
     }
     try {
       return await this.apply(mutation, () => this.engine.matchOffer({ offerId, caller }, this.now()))

@@ -16,7 +16,7 @@ import { networkChain } from '../../src/chain/clients.ts'
 import { toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
 import { startRpcProxy } from '../chain/fixtures/rpc-proxy.ts'
-import { creditRequest, fundedJob, readyLender, signedIn, tempDataDir, testConfig, usdc, type Harness } from '../fixtures/service.ts'
+import { creditRequest, devnetRoles, fundedJob, readyLender, signedIn, tempDataDir, testConfig, usdc, type Harness } from '../fixtures/service.ts'
 import { exactRequirements, pay } from '../x402/fixtures/payments.ts'
 import { expectProblem, fundAdvance, openApiDocument, randomHash, until, type Json } from './fixtures/api.ts'
 
@@ -49,9 +49,7 @@ t.test('every route on a network whose follower stopped answers 503 network_stop
   const app = await startApp(
     testConfig(join(dir, 'data'), {
       networksFile: file,
-      operators: [accounts.operator.address],
-      attesters: [accounts.attester.address],
-      suppliers: [{ domain: 'supplier.devnet', name: 'Devnet demo supplier', address: accounts.supplier.address }],
+      ...devnetRoles(accounts),
       creditScore: { enabled: true, network: b.slug, priceAtomic: SCORE_PRICE.toString(), payTo: accounts.scorePayee.address },
     }),
     { validateResponses: true },

@@ -503,7 +503,7 @@ t.test('a block whose logs the node answering eth_getLogs has not seen: waited f
   await follower.stop()
 })
 
-t.test("health behind a trailing node holds: degraded only once the follower has failed for healthHoldMs, ok only once it has followed as long", async (t) => {
+t.test("health behind a trailing node holds: degraded only once the follower has failed for healthHoldMs, ok only once it has followed as long; the chain is not observed (no lease) from the same moment, observed again at once", async (t) => {
   // The hold's clock is the test's: only the steps' order matters, not how long anything takes.
   let clockMs = 0
   const holdMs = 10_000
@@ -518,20 +518,24 @@ t.test("health behind a trailing node holds: degraded only once the follower has
   await mine(1)
   await eventually(t, 'stalled on block 6', () => follower.status().state === 'degraded')
   t.equal(follower.health().state, 'ok', 'a stall shorter than the hold does not show')
+  t.ok(follower.observesChain, 'nor does it stop leases')
   await mine(2)
   await eventually(t, 'block 6 delivered, then stalled on block 7', () => follower.cursor?.blockNumber === 6n && follower.status().state === 'degraded')
   t.same(transitions, ['degraded', 'recovered', 'degraded'], 'the step flapped')
   t.equal(follower.health().state, 'ok', 'health did not')
 
   clockMs += holdMs
+  t.notOk(follower.observesChain, 'stalled for the hold: the chain is not observed')
   t.match(follower.health(), { state: 'degraded', error: /the logs of block 7 .* are not found/ }, 'stalled for the hold: degraded, saying why')
   proxy.setLogsLag(undefined)
   await eventually(t, 'caught up', () => follower.cursor?.blockNumber === 8n && follower.status().state === 'ok')
   t.match(follower.health(), { state: 'degraded', error: /block 7/ }, 'following again, but not yet for the hold: still degraded')
+  t.ok(follower.observesChain, 'but the chain is observed at once')
   clockMs += holdMs
   t.same(follower.health(), { state: 'ok', error: undefined }, 'following for the hold: ok')
   await follower.stop()
   t.equal(follower.health().state, 'stopped', 'stopped shows at once')
+  t.notOk(follower.observesChain, 'stopped: the chain is not observed')
 })
 
 t.test('blocks scanned and not yet delivered (chain time not due): the polls after the scan read the head only', async (t) => {

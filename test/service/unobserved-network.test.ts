@@ -1,8 +1,10 @@
-// A network whose chain follower stopped is not observed: a lease there could end only once its chain is seen past
-// the deadline, so it would hold the lender's capacity and the offer for as long as the follower stays stopped. The
-// match route refused such a network (503 network_stopped, test/api/network-stopped.test.ts), but dispatch (the ticker
-// and POST /credit/dispatch) leased its waiting offers all the same. Here it leases none of them while the follower
-// is stopped, and leases them as before once it runs.
+// A network whose chain follower stopped, or has failed for the health hold, is not observed: a lease there could end
+// only once its chain is seen past the deadline, so it would hold the lender's capacity and the offer for as long as
+// the follower does not see the chain. The match route refused such a network (503 network_stopped,
+// test/api/network-stopped.test.ts; 503 chain_unavailable, test/api/degraded-network.test.ts), but dispatch (the
+// ticker and POST /credit/dispatch) leased its waiting offers all the same. Here it leases none of them while the
+// follower does not observe the chain (ChainFollower.observesChain, test/chain/follower.test.ts), and leases them as
+// before once it does.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,7 +13,7 @@ import type { Address } from 'viem'
 import { generatePrivateKey } from 'viem/accounts'
 import { loadServiceConfig } from '../../src/app/config.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
-import type { ChainFollower, FollowerState } from '../../src/chain/follower.ts'
+import type { ChainFollower } from '../../src/chain/follower.ts'
 import { WalletWatcher } from '../../src/chain/watcher.ts'
 import { Engine } from '../../src/engine/index.ts'
 import { PassportBook } from '../../src/passport/book.ts'
@@ -38,8 +40,8 @@ async function world(t: Test) {
     config: loadServiceConfig({}, { dataDir, dispatchIntervalMs: 0 }), engine, store, networks: [network], clients: new Map(),
     watcher: new WalletWatcher([network]), clock: () => T0, passport: new PassportBook(store, generatePrivateKey()),
   })
-  // The follower as dispatch sees it: only its state (the real one's loop is not the subject).
-  const follower = { state: 'stopped' as FollowerState }
+  // The follower as dispatch sees it: only whether it observes the chain (the real one's loop is not the subject).
+  const follower = { observesChain: false }
   service.followers.set(NET, follower as unknown as ChainFollower)
   // An offer that waits for a lender (none is registered when it is made), then a lender that could take it.
   registerBacking(engine)
@@ -48,25 +50,25 @@ async function world(t: Test) {
   return { engine, service, store, follower, offerId }
 }
 
-t.test("the dispatch ticker leases no offer of a network whose follower stopped, and leases it once the follower runs", async (t) => {
+t.test("the dispatch ticker leases no offer of a network whose chain is not observed, and leases it once it is", async (t) => {
   const { engine, service, store, follower, offerId } = await world(t)
   await service.tick()
-  t.equal(engine.getOffer(offerId)?.currentLeaseId, null, 'follower stopped: the offer still waits')
+  t.equal(engine.getOffer(offerId)?.currentLeaseId, null, 'chain not observed: the offer still waits')
   t.equal(engine.creditState().counts.liveLeases, 0, 'no lease holds the lender')
 
-  follower.state = 'ok'
+  follower.observesChain = true
   await service.tick()
   await store.durable()
-  t.not(engine.getOffer(offerId)?.currentLeaseId, null, 'follower running: leased as before')
+  t.not(engine.getOffer(offerId)?.currentLeaseId, null, 'observed again: leased as before')
 })
 
-t.test('POST /credit/dispatch leases no offer of a network whose follower stopped either', async (t) => {
+t.test('POST /credit/dispatch leases no offer of a network whose chain is not observed either', async (t) => {
   const { engine, service, follower, offerId } = await world(t)
   const mutation = { ticket: undefined, encode: (value: unknown) => ({ status: 200, body: JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v)) }) } as unknown as Mutation<DispatchOutcome>
   await service.dispatch(mutation)
-  t.equal(engine.getOffer(offerId)?.currentLeaseId, null, 'follower stopped: the offer still waits')
+  t.equal(engine.getOffer(offerId)?.currentLeaseId, null, 'chain not observed: the offer still waits')
 
-  follower.state = 'degraded'
+  follower.observesChain = true
   await service.dispatch(mutation)
-  t.not(engine.getOffer(offerId)?.currentLeaseId, null, 'a follower retrying its RPC still observes the chain once it answers: leased')
+  t.not(engine.getOffer(offerId)?.currentLeaseId, null, 'observed again: leased')
 })

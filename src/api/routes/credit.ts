@@ -32,7 +32,7 @@ import {
   SupplierPaymentReport,
   UnderwritingDecision,
 } from '../schemas.ts'
-import { asResult, errors, itemCount, mutate, mutationHeaders, nextPageHeaders, pageHeaders, pageQuery, RECORD_PAGE, replyWith, wireReply } from './shared.ts'
+import { asResult, errors, itemCount, mutate, mutationHeaders, NETWORK_STOPPED, nextPageHeaders, pageHeaders, pageQuery, RECORD_PAGE, replyWith, wireReply } from './shared.ts'
 
 const JobParams = StrictObject({ jobId: JobId })
 const OfferParams = StrictObject({ offerId: OfferId })
@@ -291,7 +291,10 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       auth: 'session',
       body: MatchRequest,
       headers: mutationHeaders,
-      responses: { 200: { description: 'The selected lender match', schema: MatchOutcome }, ...errors.forbidden, ...errors.notFound('offer'), ...errors.idempotency, ...errors.networkStopped },
+      responses: {
+        200: { description: 'The selected lender match', schema: MatchOutcome }, ...errors.forbidden, ...errors.notFound('offer'), ...errors.idempotency,
+        503: { description: `The offer's network's chain is not observed: its chain follower has failed for the health hold, /health says it degraded (code chain_unavailable, with Retry-After; nothing changed, the offer keeps waiting and its expiry is unchanged). No lease is made there, by dispatch either, until the follower reads the chain again. Or: ${NETWORK_STOPPED}` },
+      },
       handler: (ctx) =>
         mutate(service, '/credit/match', ctx, (ticket) =>
           service.match({ ticket, encode: wireReply(200, MatchOutcome, ticket) }, ctx.session.address, ctx.body.offerId),

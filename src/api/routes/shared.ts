@@ -90,7 +90,7 @@ export const errors = {
   },
   /** Routes that send an operator transaction (settleJob, failJob, liquidate). */
   operator: { 503: e(`The chain or the operator key is unavailable (code chain_unavailable or operator_unavailable); retry. Or: ${NETWORK_STOPPED}`) },
-  /** Routes that read no chain but name a network (a credit request, a match, the unsigned transactions). */
+  /** Routes that read no chain but name a network (a credit request, the unsigned transactions). */
   networkStopped: { 503: e(NETWORK_STOPPED) },
   idempotency: {
     409: e('Wrong state for this operation, or a request with the same Idempotency-Key is still running (code idempotency_in_flight).'),
