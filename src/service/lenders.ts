@@ -181,8 +181,8 @@ export async function registerLender(
         nowMs,
       )
       // Counted in the command's synchronous section, with the checks above: nothing awaits between them, so
-      // concurrent registrations from one client cannot all pass the bound.
-      if (registered.ok) service.waitingRegistrations.add(client, sessionAddress, nowMs)
+      // concurrent registrations from one client cannot all pass the bound. Only a parked lender waits for funds.
+      if (registered.ok && service.engine.isParked(lender)) service.waitingRegistrations.add(client, sessionAddress, nowMs)
       // The stored response (idempotent replays) never holds the private key; only this caller gets it.
       return registered.ok ? { ...registered, value: { sessionKey, lender: registered.value } } : registered
     },

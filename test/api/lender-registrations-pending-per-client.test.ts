@@ -86,6 +86,12 @@ t.test('a client with lendersPendingPerClientMax registrations waiting is refuse
   t.ok(h.app.service.engine.getLender(refused.account.address), 'and registers from another')
 })
 
+t.test('concurrent registrations from one client cannot all pass the bound', async (t) => {
+  const replies = await Promise.all([1, 2, 3, 4].map(() => register('192.0.2.30')))
+  t.same(replies.map((r) => r.reply.status).sort(), [201, 201, 429, 429], 'two registered, two refused')
+  t.equal(waiting().waitingFrom('192.0.2.30'), 2)
+})
+
 t.test('an IPv6 client counts by its /64: other addresses in it are the same client', async (t) => {
   await registered('2001:db8:1:2::5')
   await registered('2001:db8:1:2:ffff::9')
