@@ -16,7 +16,7 @@ import { HttpProblem } from '../http/problem.ts'
 import { AgentLinkError } from '../reputation/erc8004.ts'
 import { ChainReadsExhaustedError } from '../service/chain-read-budget.ts'
 import { IdempotencyInFlightError, StoreOverloadedError } from '../store/index.ts'
-import { LenderRegistrationsFullError } from '../service/lenders.ts'
+import { ClientRegistrationsFullError, LenderRegistrationsFullError } from '../service/lenders.ts'
 
 const RETRY_SOON = { 'retry-after': '1' } as const
 
@@ -93,6 +93,10 @@ const RULES: readonly Rule<never>[] = [
   rule(WatchLimitError, (e) => new HttpProblem(503, 'wallet_watch_full', e.message, { title: 'Capacity reached' })),
   rule(LenderRegistrationsFullError, (e) =>
     new HttpProblem(503, 'lender_registrations_full', e.message, { title: 'Capacity reached', headers: { 'retry-after': String(e.retryAfterSeconds) } }),
+  ),
+  // 429, not 503: the bound is the client's own (its registrations wait), the service still registers other clients.
+  rule(ClientRegistrationsFullError, (e) =>
+    new HttpProblem(429, 'lender_registrations_client_full', e.message, { title: 'Too many waiting registrations', headers: { 'retry-after': String(e.retryAfterSeconds) } }),
   ),
   rule(StoreOverloadedError, (e) => new HttpProblem(503, 'store_overloaded', e.message, { title: 'Overloaded', headers: RETRY_SOON })),
   rule(IdempotencyInFlightError, (e) => new HttpProblem(409, 'idempotency_in_flight', e.message, { title: 'Conflict' })),

@@ -4,7 +4,7 @@
 
 /** With Retry-After: nothing was recorded, and the same request may be sent again after that many seconds. */
 export const RETRY_AFTER_CODES: Readonly<Record<429 | 503, readonly string[]>> = {
-  429: ['rate_limited'],
+  429: ['rate_limited', 'lender_registrations_client_full'],
   503: ['chain_unavailable', 'chain_reads_exhausted', 'store_overloaded', 'lender_registrations_full', 'facilitator_unavailable', 'compute_failed', 'compute_disabled'],
 }
 

@@ -272,7 +272,10 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     // replaced chain's stop asks for a reconciliation before resuming.
     const reconciliation = new Reconciliation(service, { clients: (slug) => clients.get(slug) as NetworkClients })
     const links = new AgentLinks(service, new ReputationReader(config.reputation, (slug) => service.clientsOf(slug)))
-    watcher.on('update', ({ holder }) => engine.walletChanged(holder))
+    // A lender taken into the books no longer waits for funds: its client's place is free (lenders.ts WaitingRegistrations).
+    watcher.on('update', ({ holder }) => {
+      if (engine.walletChanged(holder)) service.waitingRegistrations.released(holder)
+    })
     // A payment or repayment applied moves the payer's tokens: until the watcher has read the wallet again, its last
     // reading would show the amount as surplus (a withdraw action) or shortfall (a top-up) against the engine's state.
     cleanups.push(service.onDurable((changes) => {

@@ -88,6 +88,7 @@ export const ConfigFileSchema = Type.Object(
     unfundedWalletWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 * 24 * 3600 })),
     lenderUnfundedTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 365 * 24 * 3600 })),
     lendersPendingMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+    lendersPendingPerClientMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
     // Network slug -> payees the x402 facilitator of that network also serves (beyond the paid resources' own).
@@ -153,6 +154,11 @@ export interface ServiceConfig {
   lenderUnfundedTtlSeconds: number
   /** Lenders parked at once (mostly registrations never seen funded) past which a registration is refused (503). */
   lendersPendingMax: number
+  /**
+   * Registrations one client (its address, an IPv6 client's /64; src/service/lenders.ts clientKeyOf) may have waiting
+   * for their session wallet's first funds at once, past which its registration is refused (429).
+   */
+  lendersPendingPerClientMax: number
   /** Tokens per second per signed-in wallet and per client address (burst twice that); 0 disables the limiter. */
   rateLimitPerSecond: number
   /**
@@ -227,6 +233,9 @@ export const serviceDefaults = {
   lenderUnfundedTtlSeconds: 24 * 3600,
   // About 0.3 GB of heap at 6.2 KB a registration (bench/registration-cost.ts).
   lendersPendingMax: 50_000,
+  // A lender funds its session wallet in minutes, so one client rarely has more than a few waiting; filling
+  // lendersPendingMax then takes 500 client addresses, not one script.
+  lendersPendingPerClientMax: 100,
 } as const
 
 export class ConfigError extends Error {
@@ -357,6 +366,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     unfundedWalletWindowSeconds: file.unfundedWalletWindowSeconds ?? serviceDefaults.unfundedWalletWindowSeconds,
     lenderUnfundedTtlSeconds: file.lenderUnfundedTtlSeconds ?? serviceDefaults.lenderUnfundedTtlSeconds,
     lendersPendingMax: file.lendersPendingMax ?? serviceDefaults.lendersPendingMax,
+    lendersPendingPerClientMax: file.lendersPendingPerClientMax ?? serviceDefaults.lendersPendingPerClientMax,
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
     chainReadsPerSecond: envInteger(env, 'CHAIN_READS_PER_SECOND', 1, 1_000_000) ?? file.chainReadsPerSecond ?? serviceDefaults.chainReadsPerSecond,
     chainReadsBurst: envInteger(env, 'CHAIN_READS_BURST', 1, 1_000_000) ?? file.chainReadsBurst ?? serviceDefaults.chainReadsBurst,

@@ -26,6 +26,7 @@ import { ObservedFacts } from './observed-facts.ts'
 import type { Mutation } from './mutation.ts'
 import { KeyedMutex } from './mutex.ts'
 import { isSessionKeyRecord, type SessionKeyRecord } from './session-keys.ts'
+import { WaitingRegistrations } from './lenders.ts'
 
 /** The value of a command or query that succeeded; a refusal is raised. */
 export function valueOf<T>(result: EngineResult<T>): T {
@@ -67,6 +68,8 @@ export class ServiceCore {
   readonly #clock: () => number
   /** The lenders' session keys (src/service/session-keys.ts), kept beside the engine's records (lenders.ts). */
   readonly sessionKeyRecords
+  /** Per client, the lender registrations that wait for their session wallet's first funds (lenders.ts). */
+  readonly waitingRegistrations: WaitingRegistrations
   /** Serialises plan -> operator transaction -> record for one job or advance. */
   readonly locks = new KeyedMutex()
   #fatal: ((error: unknown) => void) | undefined
@@ -101,6 +104,7 @@ export class ServiceCore {
     this.leaseDelivery = new LeaseDelivery(deps.networks)
     this.chainReads = new ChainReadBudget({ perSecond: deps.config.chainReadsPerSecond, burst: deps.config.chainReadsBurst })
     this.sessionKeyRecords = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
+    this.waitingRegistrations = new WaitingRegistrations(deps.config.lendersPendingPerClientMax, deps.config.lenderUnfundedTtlSeconds * 1000)
   }
 
   /** Called when a commit fails: memory is ahead of the disk, so the process must stop and restart from the store. */

@@ -6,7 +6,7 @@
 import { erc20Abi, type Address, type Hex } from 'viem'
 import { advanceMinAtomicOf, type TokenConfig } from '../chain/config.ts'
 import type { LeaseView, LenderView, RegisterLenderInput } from '../engine/types.ts'
-import type { RecordWrite, StoredResponse } from '../store/index.ts'
+import type { RecordCollection, RecordWrite, StoredResponse } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
 import type { DeliveredLease } from './lease-delivery.ts'
 import type { Mutation } from './mutation.ts'
@@ -25,14 +25,125 @@ export class LenderRegistrationsFullError extends Error {
   readonly retryAfterSeconds = UNFUNDED_SWEEP_INTERVAL_MS / 1000
 }
 
+/** A client's registration refused while lendersPendingPerClientMax of its registrations wait for funds. */
+export class ClientRegistrationsFullError extends Error {
+  constructor(
+    message: string,
+    /** When the sweep may remove the client's oldest waiting registration, unless the client funds one first. */
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * The key one client's waiting registrations are counted on: the client address the rate limiter keys anonymous
+ * requests on (RouteContext.clientIp: the socket's peer, the front's PROXY header, or what a trusted proxy forwarded),
+ * except that an IPv6 address counts by its /64. One subscriber, and any rented server, gets a whole /64: counted by
+ * address, one host would have 2^64 clients. An IPv4-mapped IPv6 address counts as its IPv4 address. Anything that
+ * does not parse as an address is its own key.
+ */
+export function clientKeyOf(clientIp: string): string {
+  if (!clientIp.includes(':')) return clientIp
+  const address = clientIp.split('%')[0] as string
+  const halves = address.split('::')
+  if (halves.length > 2) return clientIp
+  const groupsOf = (part: string): string[] => (part === '' ? [] : part.split(':'))
+  const head = groupsOf(halves[0] as string)
+  const tail = groupsOf(halves[1] ?? '')
+  const last = tail.length > 0 ? tail : head
+  const dotted = last.at(-1)
+  if (dotted?.includes('.') === true) {
+    const octets = dotted.split('.').map(Number)
+    if (octets.length !== 4 || octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255)) return clientIp
+    last.splice(-1, 1, ((octets[0] as number) * 256 + (octets[1] as number)).toString(16), ((octets[2] as number) * 256 + (octets[3] as number)).toString(16))
+  }
+  const missing = 8 - head.length - tail.length
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return clientIp
+  const groups = [...head, ...Array<string>(halves.length === 1 ? 0 : missing).fill('0'), ...tail]
+  if (groups.some((g) => !/^[0-9a-fA-F]{1,4}$/.test(g))) return clientIp
+  const words = groups.map((g) => parseInt(g, 16))
+  if (words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff) {
+    return [(words[6] as number) >> 8, (words[6] as number) & 255, (words[7] as number) >> 8, (words[7] as number) & 255].join('.')
+  }
+  return `${words.slice(0, 4).map((w) => w.toString(16)).join(':')}::/64`
+}
+
+/**
+ * Per client (clientKeyOf), the lender registrations made from it in this process that still wait for their session
+ * wallet's first funds: at most lendersPendingPerClientMax at once, so one script cannot fill lendersPendingMax and
+ * hold every new lender off for the TTL. A registration stops waiting when the engine first takes its lender into the
+ * books (its wallet was seen holding something: `released` from the wallet watcher's update, src/app/app.ts) or when
+ * the sweep removes it. Memory: one entry per waiting registration, and a client's map only while it has one; every
+ * entry is a parked lender, so lendersPendingMax bounds them. Not stored: after a restart the registrations made
+ * before it count against lendersPendingMax only.
+ */
+export class WaitingRegistrations {
+  /** Per client, its waiting registrations' session addresses with when each was made, oldest first. */
+  readonly #byClient = new Map<string, Map<Address, number>>()
+  readonly #clientOf = new Map<Address, string>()
+
+  constructor(
+    private readonly perClientMax: number,
+    /** lenderUnfundedTtlSeconds in ms: when the sweep may remove a registration, for Retry-After. */
+    private readonly ttlMs: number,
+  ) {}
+
+  /** Refuses (ClientRegistrationsFullError) a registration from `client` that has perClientMax waiting. */
+  admit(client: string, nowMs: number): void {
+    const waiting = this.#byClient.get(client)
+    if (waiting === undefined || waiting.size < this.perClientMax) return
+    const oldestMs = waiting.values().next().value as number
+    const retryAfterSeconds = Math.max(1, Math.ceil((oldestMs + this.ttlMs + UNFUNDED_SWEEP_INTERVAL_MS - nowMs) / 1000))
+    throw new ClientRegistrationsFullError(
+      `${waiting.size} lender registrations from this client wait for their session wallet to be funded, the most one client may have; fund one, or retry when the oldest is removed`,
+      retryAfterSeconds,
+    )
+  }
+
+  /** A registration from `client`, with session wallet `sessionAddress`, now waits for funds. */
+  add(client: string, sessionAddress: Address, nowMs: number): void {
+    let waiting = this.#byClient.get(client)
+    if (waiting === undefined) this.#byClient.set(client, (waiting = new Map()))
+    waiting.set(sessionAddress, nowMs)
+    this.#clientOf.set(sessionAddress, client)
+  }
+
+  /** The registration of `sessionAddress` no longer waits (funded or removed): its client's slot is free. */
+  released(sessionAddress: Address): void {
+    const client = this.#clientOf.get(sessionAddress)
+    if (client === undefined) return
+    this.#clientOf.delete(sessionAddress)
+    const waiting = this.#byClient.get(client) as Map<Address, number>
+    waiting.delete(sessionAddress)
+    if (waiting.size === 0) this.#byClient.delete(client)
+  }
+
+  /** Registrations from `client` that wait. */
+  waitingFrom(client: string): number {
+    return this.#byClient.get(client)?.size ?? 0
+  }
+
+  /** Clients with a registration that waits (what the memory holds). */
+  get clients(): number {
+    return this.#byClient.size
+  }
+}
+
 export async function registerLender(
   service: ServiceCore,
   mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderView }>,
   lender: Address,
+  /** The client address the request came from (RouteContext.clientIp): its waiting registrations are bounded. */
+  clientIp: string,
   body: Omit<RegisterLenderInput, 'address' | 'sessionAddress' | 'reputationBps' | 'reliabilityBps'>,
   /** ERC-8004 evidence already verified (src/reputation/links.ts): the initial reputation and the link's writes. */
   evidence?: { reputationBps: number; records: () => RecordWrite[] },
 ): Promise<{ response: StoredResponse; privateKey: Hex }> {
+  const client = clientKeyOf(clientIp)
+  const nowMs = service.now()
+  // Checked first: a client over its own bound is told so (429), whether or not the service is full.
+  service.waitingRegistrations.admit(client, nowMs)
   // Parked lenders are mostly registrations whose wallet was never seen holding anything: each costs memory until the
   // sweep removes it (UnfundedLenderSweep), so at most lendersPendingMax wait at once.
   const parked = service.engine.parkedLenderCount()
@@ -48,7 +159,6 @@ export async function registerLender(
     service.refuseStoppedNetwork(network.slug)
     assets[network.slug] = symbol
   }
-  const nowMs = service.now()
   const { privateKey, sessionKey } = newSessionKey(lender, networks, assets, body.availableLiquidityAtomic, nowMs)
   const sessionAddress = sessionKey.address
   const response = await service.apply(
@@ -70,6 +180,9 @@ export async function registerLender(
         },
         nowMs,
       )
+      // Counted in the command's synchronous section, with the checks above: nothing awaits between them, so
+      // concurrent registrations from one client cannot all pass the bound. Only a parked lender waits for funds.
+      if (registered.ok && service.engine.isParked(lender)) service.waitingRegistrations.add(client, sessionAddress, nowMs)
       // The stored response (idempotent replays) never holds the private key; only this caller gets it.
       return registered.ok ? { ...registered, value: { sessionKey, lender: registered.value } } : registered
     },
@@ -164,6 +277,19 @@ export function leaseAuthorization(service: ServiceCore, lease: LeaseView): Deli
   return service.leaseDelivery.deliver(lease, offer, network, service.token(network, lease.asset).address, service.engine.config.insuranceShareBps)
 }
 
+/** Where the unfunded-lender sweep stopped: the registrationSeq of the last lender it looked at. */
+interface SweepCursor {
+  afterSeq: number
+}
+
+const SWEEP_CURSOR_COLLECTION = 'unfunded-lender-sweep'
+const SWEEP_CURSOR_KEY = 'cursor'
+
+function isSweepCursor(value: unknown): value is SweepCursor {
+  const afterSeq = (value as Partial<SweepCursor> | null)?.afterSeq
+  return typeof value === 'object' && value !== null && Number.isSafeInteger(afterSeq) && (afterSeq as number) >= 0
+}
+
 /**
  * The sweep of lender registrations whose session wallet never became able to lend (README, "Lender registrations
  * that never fund"). A pass walks the lenders in registration order from where the last one stopped, up to the first
@@ -172,18 +298,23 @@ export function leaseAuthorization(service: ServiceCore, lease: LeaseView): Deli
  * on chain now; one that can pay at least the least advance of its asset (min(balance, allowance to the credit
  * contract) >= advanceMinAtomic) on one of its networks is kept, and the rest are removed, with their session keys,
  * in one commit: GET /lenders/{address} answers 404 and the address may register again. Each registration is looked
- * at once per process (the cursor is in memory: after a restart the walk starts again from the first, and a kept
- * lender's wallet is read again). A network that cannot be read ends the pass without moving the cursor.
+ * at once: the cursor is stored, in the pass's one commit, so a restart does not read the kept lenders' wallets
+ * again. A network that cannot be read ends the pass without moving the cursor.
  */
 export class UnfundedLenderSweep {
-  #afterSeq = 0
+  /** The registrationSeq of the last lender looked at (stored: SWEEP_CURSOR_COLLECTION). */
+  #afterSeq: number
   #due = false
+  readonly #cursor: RecordCollection<SweepCursor>
 
   constructor(
     private readonly service: ServiceCore,
     private readonly ttlMs: number,
     private readonly keep: (lender: Address) => boolean,
-  ) {}
+  ) {
+    this.#cursor = service.store.collection<SweepCursor>(SWEEP_CURSOR_COLLECTION, { version: 1, validate: isSweepCursor })
+    this.#afterSeq = this.#cursor.get(SWEEP_CURSOR_KEY)?.afterSeq ?? 0
+  }
 
   /** Whether the last pass stopped with registrations past their time still to look at. */
   get due(): boolean {
@@ -207,16 +338,21 @@ export class UnfundedLenderSweep {
     // Checked again when the removal is planned, against the watcher's latest reading: a wallet funded after the read
     // above (the watcher saw it able to lend meanwhile) is kept.
     const stillUnable = (): Address[] => unable.filter((lender) => !this.#ableByWatcher(lender)).map((lender) => lender.address)
+    const last = looked.at(-1)
+    // The cursor moves in the removals' commit (one record a pass that looked at anything, none per request).
+    const cursorWrite = last === undefined ? [] : [this.#cursor.putOp(SWEEP_CURSOR_KEY, { afterSeq: last.registrationSeq })]
     await service.run(null, () => service.engine.removeLenders(stillUnable()), (value) => {
       removed = value
-      return value.map((address) => service.sessionKeyRecords.deleteOp(address))
+      return [...value.map((address) => service.sessionKeyRecords.deleteOp(address)), ...cursorWrite]
     })
-    // Its session wallet is no longer followed: a dust wallet would otherwise keep a watch slot until displaced.
+    // Its session wallet is no longer followed: a dust wallet would otherwise keep a watch slot until displaced. Its
+    // client may register another.
     const gone = new Set(removed)
     for (const lender of candidates) {
-      if (gone.has(lender.address)) for (const slug of lender.networks) service.watcher.forget(slug, lender.sessionAddress)
+      if (!gone.has(lender.address)) continue
+      for (const slug of lender.networks) service.watcher.forget(slug, lender.sessionAddress)
+      service.waitingRegistrations.released(lender.sessionAddress)
     }
-    const last = looked.at(-1)
     if (last !== undefined) this.#afterSeq = last.registrationSeq
     this.#due = last !== undefined && looked.length === page.items.length && page.nextAfterSeq !== undefined
     return removed

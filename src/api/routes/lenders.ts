@@ -107,10 +107,17 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
         403: { description: 'agent_not_controlled: the signed-in wallet is not the agent\'s wallet, owner or approved operator on chain (nothing recorded).' },
         409: { description: 'This wallet is already registered as a lender (code lender_exists), or the agent already backs another lender (agent_already_linked).' },
         422: { description: 'idempotency_key_reused; agent_registry_unknown (not the network\'s identity registry), agent_not_found (no such token).' },
+        429: {
+          description:
+            'lender_registrations_client_full (with Retry-After: when the service may remove this client\'s oldest waiting registration): lendersPendingPerClientMax registrations from this client address (an IPv6 client\'s /64) wait for their session wallet\'s first funds; funding one frees its place at once; nothing recorded. ' +
+            'Or, when the rate limit is on, rate_limited (with Retry-After; RateLimit says what is left).',
+        },
         503: { description: `With agent: the agent's network cannot be read (code chain_unavailable; nothing recorded); retry. Or: ${CHAIN_READS_EXHAUSTED} Or, the agent's network or one of networks: ${NETWORK_STOPPED} Or lender_registrations_full (with Retry-After): as many registrations as the service keeps wait for their session wallet to be funded (lendersPendingMax); nothing recorded.` },
       },
-      handler: (ctx) =>
-        mutate(service, '/lenders/register', ctx, async (ticket) => {
+      handler: (ctx) => {
+        // Read before any await: the address of a client gone meanwhile is no longer known.
+        const { clientIp } = ctx
+        return mutate(service, '/lenders/register', ctx, async (ticket) => {
           // The agent is verified on chain first (the only await); its claim is checked synchronously just before the command.
           const agent = ctx.body.agent === undefined ? undefined
             : await links.prepare(ctx.session.address, { network: ctx.body.agent.network, registry: checksum(ctx.body.agent.registry), agentId: BigInt(ctx.body.agent.agentId) })
@@ -134,6 +141,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
                 }),
             },
             ctx.session.address,
+            clientIp,
             {
               availableLiquidityAtomic: BigInt(ctx.body.availableLiquidityAtomic),
               asset: ctx.body.asset,
@@ -148,7 +156,8 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
           // The first answer, and only it, carries the private key.
           const body = response.body as Static<typeof LenderRegistrationResult>
           return { ...response, body: { ...body, sessionKey: { address: body.sessionKey.address, privateKey, note: SESSION_KEY_NOTE } } }
-        }),
+        })
+      },
     }),
 
     defineRoute({
