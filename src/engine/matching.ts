@@ -31,8 +31,10 @@ export function addLender(s: EngineState, lender: LenderRecord): void {
 }
 
 /**
- * Whether the lender has done nothing but register: never leased, nothing reserved, lent, earned or withdrawn. Only
- * such a lender may be removed (removeLenders): nothing of it is in any lease, advance or total.
+ * Whether the lender has done nothing but register: never leased, nothing reserved, lent or earned, no withdrawal
+ * pending. Only such a lender may be removed (removeLenders): nothing of it is in any lease or advance, and the totals
+ * are sums over the lenders there are. What it withdrew does not count: a withdrawal only lowers what the service may
+ * lend (no chain transaction, free), so counting it let a script keep free registrations for ever.
  */
 export function isUntouchedLender(s: EngineState, lender: LenderRecord): boolean {
   return (
@@ -40,7 +42,6 @@ export function isUntouchedLender(s: EngineState, lender: LenderRecord): boolean
     lender.reservedAtomic === 0n &&
     lender.deployedAtomic === 0n &&
     lender.feesEarnedAtomic === 0n &&
-    lender.withdrawnAtomic === 0n &&
     lender.withdrawalPendingAtomic === 0n &&
     (s.liveLeasesByLender.get(lender.address)?.size ?? 0) === 0
   )

@@ -294,7 +294,7 @@ function isSweepCursor(value: unknown): value is SweepCursor {
  * The sweep of lender registrations whose session wallet never became able to lend (README, "Lender registrations
  * that never fund"). A pass walks the lenders in registration order from where the last one stopped, up to the first
  * registered less than `ttlMs` ago, at most UNFUNDED_SWEEP_BATCH. A lender that did anything but register (leased,
- * lent, earned, withdrew: Engine.isUntouchedLender) or that `keep` names is kept. The others' session wallets are read
+ * lent or earned: Engine.isUntouchedLender) or that `keep` names is kept. The others' session wallets are read
  * on chain now; one that can pay at least the least advance of its asset (min(balance, allowance to the credit
  * contract) >= advanceMinAtomic) on one of its networks is kept, and the rest are removed, with their session keys,
  * in one commit: GET /lenders/{address} answers 404 and the address may register again. Each registration is looked

@@ -123,3 +123,17 @@ t.test('a wallet funded after the sweep read it is kept: the watcher\'s latest r
   t.notOk(removed.includes(late.account.address), 'not removed')
   t.equal((await wallet(late.account.address)).status, 200, 'still registered')
 })
+
+t.test('a withdrawal does not make a never-funded registration permanent: it is removed at its TTL as the others', async (t) => {
+  // A withdrawal is free (no chain transaction: it lowers what the service may lend), so counting it as activity let a
+  // script keep its free registrations for ever, holding lendersPendingMax and its client's places (registrations2's finding).
+  const account = await fundedAccount(h.devnet, h.network, 0n)
+  const client = await signedIn(h.url, account)
+  t.equal((await client.post('/lenders/register', policy())).status, 201)
+  const withdrawn = await client.post(`/lenders/${account.address}/withdraw`, { amountAtomic: '1' })
+  t.equal(withdrawn.status, 200, JSON.stringify(withdrawn.body))
+  t.equal(withdrawn.body.lender.withdrawnAtomic, '1')
+  nowMs += (TTL_SECONDS + 1) * 1000
+  t.ok((await h.app.lenderSweep.run()).includes(account.address), 'removed by the sweep')
+  t.equal((await wallet(account.address)).status, 404)
+})
