@@ -1,5 +1,6 @@
 // The transport-neutral request pipeline (see createPipeline). Handlers hold no transport code and no business rule
 // of their own: they call one engine command and return `{ status, body }`.
+import { clientKeyOf } from './client-key.ts'
 import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
 import { duplicateKeyPointer } from './json.ts'
@@ -366,7 +367,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
         } else {
           session = found
         }
-        if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? clientIpOf(state) : session.address)) return
+        if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? clientKeyOf(clientIpOf(state)) : session.address)) return
       }
       if (c.route.auth === 'session') {
         if (input.token === undefined) throw new HttpProblem(401, 'unauthorized', 'This route needs an Authorization: Bearer <token> header from POST /auth/session.', { headers: { 'www-authenticate': 'Bearer' } })
@@ -495,7 +496,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       if (trustedProxies.size > 0) state.forwardedFor = io.header(req, 'x-forwarded-for')
       const token = options.authenticate === undefined ? undefined : bearerToken(io.header(req, 'authorization'))
       // Without a token the bucket is known now: refuse before reading a body. With one, after authentication.
-      if (token === undefined && limiter !== undefined && !admit(state, 'client', clientIpOf(state))) return
+      if (token === undefined && limiter !== undefined && !admit(state, 'client', clientKeyOf(clientIpOf(state)))) return
       const declaredLength = io.header(req, 'content-length')
       const headers: Record<string, string> = {}
       let unsure = false

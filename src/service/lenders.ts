@@ -6,6 +6,7 @@
 import { erc20Abi, type Address, type Hex } from 'viem'
 import { advanceMinAtomicOf, type TokenConfig } from '../chain/config.ts'
 import type { LeaseView, LenderView, RegisterLenderInput } from '../engine/types.ts'
+import { clientKeyOf } from '../http/client-key.ts'
 import type { RecordCollection, RecordWrite, StoredResponse } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
 import type { DeliveredLease } from './lease-delivery.ts'
@@ -36,38 +37,6 @@ export class ClientRegistrationsFullError extends Error {
   }
 }
 
-/**
- * The key one client's waiting registrations are counted on: the client address the rate limiter keys anonymous
- * requests on (RouteContext.clientIp: the socket's peer, the front's PROXY header, or what a trusted proxy forwarded),
- * except that an IPv6 address counts by its /64. One subscriber, and any rented server, gets a whole /64: counted by
- * address, one host would have 2^64 clients. An IPv4-mapped IPv6 address counts as its IPv4 address. Anything that
- * does not parse as an address is its own key.
- */
-export function clientKeyOf(clientIp: string): string {
-  if (!clientIp.includes(':')) return clientIp
-  const address = clientIp.split('%')[0] as string
-  const halves = address.split('::')
-  if (halves.length > 2) return clientIp
-  const groupsOf = (part: string): string[] => (part === '' ? [] : part.split(':'))
-  const head = groupsOf(halves[0] as string)
-  const tail = groupsOf(halves[1] ?? '')
-  const last = tail.length > 0 ? tail : head
-  const dotted = last.at(-1)
-  if (dotted?.includes('.') === true) {
-    const octets = dotted.split('.').map(Number)
-    if (octets.length !== 4 || octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255)) return clientIp
-    last.splice(-1, 1, ((octets[0] as number) * 256 + (octets[1] as number)).toString(16), ((octets[2] as number) * 256 + (octets[3] as number)).toString(16))
-  }
-  const missing = 8 - head.length - tail.length
-  if (halves.length === 1 ? missing !== 0 : missing < 1) return clientIp
-  const groups = [...head, ...Array<string>(halves.length === 1 ? 0 : missing).fill('0'), ...tail]
-  if (groups.some((g) => !/^[0-9a-fA-F]{1,4}$/.test(g))) return clientIp
-  const words = groups.map((g) => parseInt(g, 16))
-  if (words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff) {
-    return [(words[6] as number) >> 8, (words[6] as number) & 255, (words[7] as number) >> 8, (words[7] as number) & 255].join('.')
-  }
-  return `${words.slice(0, 4).map((w) => w.toString(16)).join(':')}::/64`
-}
 
 /**
  * Per client (clientKeyOf), the lender registrations made from it in this process that still wait for their session

@@ -8,7 +8,7 @@ import type { Address } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { Reply } from '../../src/client/client.ts'
-import { clientKeyOf } from '../../src/service/lenders.ts'
+import { clientKeyOf } from '../../src/http/client-key.ts'
 import { fundedAccount, signedIn, startHarness, USDC, usdc } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, openApiDocument } from './fixtures/api.ts'
 

@@ -322,6 +322,11 @@ t.test('behind a trusted proxy each forwarded client has its own bucket; a direc
   t.equal((await from('203.0.113.1')).status, 200)
   t.equal((await from('203.0.113.1')).status, 429, 'one flooding client behind the proxy')
   t.equal((await from('203.0.113.2')).status, 200, 'does not lock out the next one')
+  // An IPv6 client is one /64 (a subscriber's or a rented server's whole prefix): 2^64 addresses, one bucket.
+  t.equal((await from('2001:db8:1:2::1')).status, 200)
+  t.equal((await from('2001:db8:1:2:ffff::9')).status, 200)
+  t.equal((await from('2001:db8:1:2:abcd:1:2:3')).status, 429, 'another address of the same /64 shares its bucket')
+  t.equal((await from('2001:db8:1:3::1')).status, 200, 'the next /64 is another client')
   const untrusted = await start({ rateLimit: { burst: 2, refillPerSecond: 0.001 }, nowMs: () => 0 })
   for (const client of ['198.51.100.1', '198.51.100.2']) t.equal((await fetch(`${untrusted.server.url}/items/abc`, { headers: { 'x-forwarded-for': client } })).status, 200)
   t.equal((await fetch(`${untrusted.server.url}/items/abc`, { headers: { 'x-forwarded-for': '198.51.100.3' } })).status, 429, 'without a trusted proxy the header changes nothing')
