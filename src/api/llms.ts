@@ -73,7 +73,7 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
    once the wallet no longer controls the agent (re-checked every ${c.reputation.linkRecheckIntervalSeconds} s, or now: POST /lenders/{address}/agent/recheck).
 3. Borrower: a repayment source.
    Job: the client (the job's payer) picks an unpredictable id (job_ + a random UUID: ids are one namespace, and whoever funds an id first
-   owns it on chain; job_1 below stands for it) and gets its unsigned approve + fundJob from
+   owns it, on any network: a later funding of the id on another network is refused 409 job_id_funded_elsewhere; job_1 below stands for it) and gets its unsigned approve + fundJob from
    GET /credit/jobs/job_1/funding-transactions?network=${slug}&asset=${asset}&receivableAtomic=5000000000&agent=<borrower>&client=<client>,
    signs and sends both in order, then the borrower (or the client with the borrower's consent) registers the job:
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
