@@ -60,7 +60,8 @@ export function contractsCatalogEntry(): CatalogContracts {
     },
     approvals:
       'fundJob, postCollateral, repay and paySupplier pull the asset from their sender with transferFrom: the sender first approves the credit contract for at least the amount on the asset\'s token. ' +
-      'Each unsigned step below includes that approve (exactly the amount; the lender\'s session wallet approves once, without limit, in its setup). ' +
+      'Each unsigned step below includes that approve (exactly the amount). The lender\'s session wallet approves its registered liquidity in its setup, and each paySupplier spends that allowance, which a repayment does not restore: ' +
+      'once it is short, GET /lenders/{address}/actions lists an approve without limit (2^256-1) for the session key, and until it is sent the lender\'s availableAtomic counts only the allowance left. ' +
       'reclaimJob(jobKey) pulls nothing: the job\'s client calls it directly, from getJob(jobKey).fundedAt + reclaimDelay() on, on a job still open that no advance was ever paid on.',
     unsignedTransactions: [
       { step: 'fund a job: approve + fundJob', signer: "the job's client", route: 'GET /credit/jobs/{jobId}/funding-transactions' },

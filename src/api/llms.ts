@@ -29,8 +29,10 @@ export function buildLlmsTxt(c: Catalog, devnetAccounts?: readonly DemoAccount[]
 Base URL: ${c.baseUrl}. Interface version ${c.version}.
 All bodies are JSON. Amounts (...Atomic) are decimal strings in the asset's smallest unit; ...Bps are integers 0..10000;
 times (...At) are ISO-8601 UTC (no leap second). Errors are application/problem+json with a stable "code". Unknown fields
-and keys given twice are refused. POST requests accept an Idempotency-Key header: a retry with the same key and body
-returns the first response (header Idempotent-Replayed: true) for ${c.limits.idempotencyRetentionSeconds} s. Lists are paged: ?limit= (an integer) and
+and keys given twice are refused. The credit, lender and supplier mutations accept an Idempotency-Key header (the OpenAPI
+document lists it per operation; sign-in (POST /auth/session), /credit-score, /operator/reconcile and the x402
+facilitator take none: a nonce and a payment are spent once): a retry with the same key and body from the same wallet on the same path returns the first response
+(header Idempotent-Replayed: true) for ${c.limits.idempotencyRetentionSeconds} s. Lists are paged: ?limit= (an integer) and
 ?after=; follow the Link header's rel="next". Every answer carries X-Request-Id (send your own to correlate) and, while
 the rate limit is on, RateLimit-Policy and RateLimit: ${c.limits.rateLimitTokensPerSecond} tokens/s per signed-in wallet (per client address without a
 session), burst ${c.limits.rateLimitBurst}; a list page costs its item count; a 429 says Retry-After.
@@ -77,7 +79,7 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    once the wallet no longer controls the agent (re-checked every ${c.reputation.linkRecheckIntervalSeconds} s, or now: POST /lenders/{address}/agent/recheck).
 3. Borrower: a repayment source.
    Job: the client (the job's payer) picks an unpredictable id (job_ + a random UUID: ids are one namespace, and whoever funds an id first
-   owns it on chain; job_1 below stands for it) and gets its unsigned approve + fundJob from
+   owns it, on any network: a later funding of the id on another network is refused 409 job_id_funded_elsewhere; job_1 below stands for it) and gets its unsigned approve + fundJob from
    GET /credit/jobs/job_1/funding-transactions?network=${slug}&asset=${asset}&receivableAtomic=5000000000&agent=<borrower>&client=<client>,
    signs and sends both in order, then the borrower (or the client with the borrower's consent) registers the job:
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
@@ -98,7 +100,8 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    never paid expires (a report then has no payment to show: 409 lease_expired).
 7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays what each advance still owes, lenders first), or
    send the unsigned approve + repay of GET /credit/advances/<advanceId>/repay-transactions (what is still owed,
-   lenderOwedAtomic + reserveOwedAtomic; ?amountAtomic= for part of it, ?from= for another payer than the borrower), then POST /credit/advances/<advanceId>/repay {"txHash":"0x..."} -> this payment
+   lenderOwedAtomic + reserveOwedAtomic; ?amountAtomic= for part of it, ?from= for another payer than the borrower; the payer must hold
+   amountAtomic, which the principal never was: it went to the supplier), then POST /credit/advances/<advanceId>/repay {"txHash":"0x..."} -> this payment
    and what is still owed ("repaid":true when nothing is). The lender's part is paid first, then the reserve's share; the contract
    never takes more than is owed (an overpayment stays in your wallet). The service counts every repay from the chain
    on its own, in chain order; the report is optional (the fast path) and a payment already counted answers the same receipt.
@@ -188,5 +191,7 @@ function devnetAccountsSection(accounts: readonly DemoAccount[]): string {
 The embedded devnet's demo roles: keys from anvil's public development mnemonic, funded on these devnets only. Never
 send anything of value to them, on any chain.
 ${accounts.map((a) => `- ${a.role}: ${a.address} (private key ${a.privateKey})`).join('\n')}
+A fresh wallet starts empty: send it gas (ETH) from the deployer and USDC (a token transfer) from the lender, borrower or
+jobClient account, on the network it will use (each devnet is its own chain: fund the wallet on each it uses).
 `
 }

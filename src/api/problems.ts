@@ -14,6 +14,7 @@ import { EngineRefusedError } from '../engine/errors.ts'
 import type { ErrorClass } from '../engine/types.ts'
 import { HttpProblem } from '../http/problem.ts'
 import { AgentLinkError } from '../reputation/erc8004.ts'
+import { JobIdFundedElsewhereError } from '../service/borrowers.ts'
 import { ChainReadsExhaustedError } from '../service/chain-read-budget.ts'
 import { IdempotencyInFlightError, StoreOverloadedError } from '../store/index.ts'
 import { ClientRegistrationsFullError, LenderRegistrationsFullError } from '../service/lenders.ts'
@@ -87,6 +88,7 @@ const RULES: readonly Rule<never>[] = [
   rule(JobRegistrationRefusedError, (e) =>
     new HttpProblem(e.code === 'job_not_open_on_chain' ? 409 : 422, e.code, e.message, { title: 'Registration refused' }),
   ),
+  rule(JobIdFundedElsewhereError, (e) => new HttpProblem(409, e.code, e.message, { title: 'Registration refused' })),
   rule(AgentLinkError, (e) =>
     new HttpProblem(AGENT_LINK_STATUS[e.code], e.code, e.message, { title: 'ERC-8004 agent refused' }),
   ),

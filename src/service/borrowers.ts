@@ -3,6 +3,7 @@
 // (its CollateralPosted proof), and a credit request. Called through CreditService (credit-service.ts) by
 // src/api/routes/credit.ts.
 import { getAddress, type Address } from 'viem'
+import { creditFacilityV2Abi } from '../chain/artifacts.ts'
 import type { CollateralPosition, CreditRequestInput, JobView, RegisterSourceInput, SourceRecord, UnderwritingDecision } from '../engine/types.ts'
 import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
 import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
@@ -62,6 +63,7 @@ export async function createJob(
     }
   }
   await checkReclaimWindow(service, network.slug, body.jobId, body.dueAtMs)
+  await refuseLaterFunding(service, network.slug, caller, body.jobId, fact.blockTimeMs)
   const posted = await collateralPostedBefore(service, network.slug, body.jobId, fact.blockNumber)
   const postedProofs = posted.map((p) => service.useProof(p, collateralProofUse(body.jobId)))
   return service.apply(
@@ -111,6 +113,47 @@ async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: str
       'job_reclaimable_before_due',
       `job ${jobId}'s client may reclaim its escrow on chain from ${new Date(window.reclaimableAtMs).toISOString()}, before the job's credit ends ` +
         `(its due time plus how far the chain's clock is ahead of the service's, ${Math.round(chainAheadMs / 1000)} s, plus a lease of ${service.config.leaseTtlSeconds} s): register it with an earlier dueAt`,
+    )
+  }
+}
+
+/** A job whose id was funded earlier on another network: the id is that funding's (409 job_id_funded_elsewhere). */
+export class JobIdFundedElsewhereError extends Error {
+  override readonly name = 'JobIdFundedElsewhereError'
+  readonly code = 'job_id_funded_elsewhere'
+}
+
+/**
+ * Job ids are one namespace in the service, while the credit contract keys a job by keccak256(jobId) on each network
+ * apart: a stranger who read an id from someone's mined fundJob could fund that id again on another network, for one
+ * atomic unit, and register it first, leaving the real job 409 job_exists and its escrow idle until reclaimDelay (an
+ * outsider's finding, test/api/outsider8-job-id-other-network.test.ts). So an id belongs to its earliest funding: a job
+ * funded after the same id on another network is refused. Each other network's job is read there, a read of the
+ * caller's from that network's budget (503 chain_reads_exhausted past it, so that nobody skips the check by spending
+ * it); a network whose chain follower stopped or whose RPC does not answer is passed over, so one network's outage
+ * does not stop registrations on the others (a squat then succeeds only during it). Ties, the same second on both
+ * chains, go to the first registration.
+ */
+async function refuseLaterFunding(service: ServiceCore, slug: string, caller: Address, jobId: string, fundedAtMs: number): Promise<void> {
+  const others = service.networks.filter((other) => other.slug !== slug && service.followers.get(other.slug)?.fatal === undefined)
+  if (others.length === 0) return
+  for (const other of others) service.chainReads.take(other.slug, caller)
+  const key = jobKey(jobId)
+  const fundings = await Promise.all(
+    others.map(async (other) => {
+      try {
+        const job = await service.clientsOf(other.slug).publicClient.readContract({ address: other.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [key] })
+        return { slug: other.slug, fundedAtMs: job.fundedAt === 0n ? undefined : Number(job.fundedAt) * 1000 }
+      } catch {
+        return { slug: other.slug, fundedAtMs: undefined }
+      }
+    }),
+  )
+  const earlier = fundings.find((funding) => funding.fundedAtMs !== undefined && funding.fundedAtMs < fundedAtMs)
+  if (earlier !== undefined) {
+    throw new JobIdFundedElsewhereError(
+      `job id ${jobId} was funded on ${earlier.slug} at ${new Date(earlier.fundedAtMs as number).toISOString()}, before this funding: ` +
+        'a job id belongs to its earliest funding on any network; fund a job under an id of your own (job_ and a random UUID)',
     )
   }
 }

@@ -82,7 +82,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         201: { description: 'The funded job', schema: Job },
         ...errors.proof,
         403: { description: 'Neither the job\'s client nor its borrower (forbidden), or the client without the borrower\'s consent (borrower_consent_required) or with a signature that is not it (borrower_consent_invalid).' },
-        409: { description: `${errors.proof[409].description} Or job_not_open_on_chain: the job was settled, failed or reclaimed on chain, its escrow is no longer held.` },
+        409: { description: `${errors.proof[409].description} Or job_not_open_on_chain: the job was settled, failed or reclaimed on chain, its escrow is no longer held. Or job_id_funded_elsewhere: the same jobId was funded earlier on another network, and a job id belongs to its earliest funding (fund under an id of your own).` },
         422: {
           description: `${errors.proof[422].description} Or too_many_collateral_postings: the borrower posted collateral on chain in more postings than collateralPostingsPerJobMax (${service.config.collateralPostingsPerJobMax}) before the job was registered (each is a proof the registration records). ` +
             `Or job_reclaimable_before_due: the client may reclaim the escrow on chain before dueAt plus a lease (${service.config.leaseTtlSeconds} s), each counted on the chain's clock (when it is ahead of the service's, dueAt is that much later there): register it with an earlier dueAt.`,
