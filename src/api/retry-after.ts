@@ -17,6 +17,7 @@ export const NO_RETRY_AFTER_CODES: ReadonlyArray<readonly [code: string, status:
   ['auth_unavailable', 503, 'a WebSocket upgrade whose session could not be checked; open it again'],
   ['too_many_streams', 429, 'a WebSocket upgrade; close one of the wallet\'s streams first'],
   ['too_many_watchers', 429, 'a WebSocket upgrade; close one of the inspector feeds first'],
+  ['too_many_connections', 429, 'the front refused a connection past connectionsPerClientMax for this client address; close one, or reuse a keep-alive connection'],
 ]
 
 /** `rate_limited (429); chain_unavailable, ... (503)` */

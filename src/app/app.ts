@@ -413,6 +413,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       corsOrigins: config.corsOrigins,
       trustedProxies: config.trustedProxies,
       legacyClients: config.legacyClients,
+      connectionsPerClientMax: config.connectionsPerClientMax,
       transport: config.httpTransport,
       ...(options.validateResponses ? { validateResponses: true } : {}),
       websockets: [

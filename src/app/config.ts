@@ -89,6 +89,7 @@ export const ConfigFileSchema = Type.Object(
     lenderUnfundedTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 365 * 24 * 3600 })),
     lendersPendingMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
     lendersPendingPerClientMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+    connectionsPerClientMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
     engine: Type.Optional(Type.Record(Type.String(), Type.Integer())),
     creditScore: Type.Optional(CreditScoreSchema),
     // Network slug -> payees the x402 facilitator of that network also serves (beyond the paid resources' own).
@@ -155,10 +156,15 @@ export interface ServiceConfig {
   /** Lenders parked at once (mostly registrations never seen funded) past which a registration is refused (503). */
   lendersPendingMax: number
   /**
-   * Registrations one client (its address, an IPv6 client's /64; src/service/lenders.ts clientKeyOf) may have waiting
+   * Registrations one client (its address, an IPv6 client's /64; src/http/client-key.ts) may have waiting
    * for their session wallet's first funds at once, past which its registration is refused (429).
    */
   lendersPendingPerClientMax: number
+  /**
+   * Connections one client (src/http/client-key.ts) may hold open at once through the node:net front, past which the
+   * front answers 429 too_many_connections and closes; trusted proxies are exempt. Not applied without the front.
+   */
+  connectionsPerClientMax: number
   /** Tokens per second per signed-in wallet and per client address (burst twice that); 0 disables the limiter. */
   rateLimitPerSecond: number
   /**
@@ -236,6 +242,8 @@ export const serviceDefaults = {
   // A lender funds its session wallet in minutes, so one client rarely has more than a few waiting; filling
   // lendersPendingMax then takes 500 client addresses, not one script.
   lendersPendingPerClientMax: 100,
+  // Far above what an agent needs (keep-alive connections, a few streams), far below the process's 20,000 descriptors.
+  connectionsPerClientMax: 1024,
 } as const
 
 export class ConfigError extends Error {
@@ -367,6 +375,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     lenderUnfundedTtlSeconds: file.lenderUnfundedTtlSeconds ?? serviceDefaults.lenderUnfundedTtlSeconds,
     lendersPendingMax: file.lendersPendingMax ?? serviceDefaults.lendersPendingMax,
     lendersPendingPerClientMax: file.lendersPendingPerClientMax ?? serviceDefaults.lendersPendingPerClientMax,
+    connectionsPerClientMax: file.connectionsPerClientMax ?? serviceDefaults.connectionsPerClientMax,
     rateLimitPerSecond: envInteger(env, 'RATE_LIMIT_PER_SECOND', 0, 1_000_000) ?? file.rateLimitPerSecond ?? serviceDefaults.rateLimitPerSecond,
     chainReadsPerSecond: envInteger(env, 'CHAIN_READS_PER_SECOND', 1, 1_000_000) ?? file.chainReadsPerSecond ?? serviceDefaults.chainReadsPerSecond,
     chainReadsBurst: envInteger(env, 'CHAIN_READS_BURST', 1, 1_000_000) ?? file.chainReadsBurst ?? serviceDefaults.chainReadsBurst,

@@ -22,6 +22,7 @@ import { createServer, connect, isIPv4, isIPv6, type Server, type Socket } from 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
+import { clientKeyOf } from './client-key.ts'
 import { gateConnection } from './front-gate.ts'
 import { requestIdMinter, type Logger, type LogLine } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
@@ -52,7 +53,13 @@ export interface FrontOptions {
   host: string
   port: number
   log: Logger
+  /** Connections one client (clientKeyOf: an address, an IPv6 /64) may hold open at once; default 1,024. */
+  connectionsPerClientMax?: number
+  /** Peers exempt from that bound: the trusted proxies, whose connections carry many clients. */
+  trustedProxies?: readonly string[]
 }
+
+const CONNECTIONS_PER_CLIENT_MAX_DEFAULT = 1024
 
 export interface Front {
   readonly port: number
@@ -156,7 +163,7 @@ export function headTooLarge(): HttpProblem {
   return new HttpProblem(431, 'request_header_fields_too_large', `The request head exceeds ${UPSTREAM_HEAD_MAX_BYTES} bytes.`, { title: 'Request header fields too large' })
 }
 
-const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 431: 'Request Header Fields Too Large', 505: 'HTTP Version Not Supported' }
+const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 505: 'HTTP Version Not Supported' }
 
 export function answer(status: number, problem: HttpProblem, requestId: string): Buffer {
   const body = JSON.stringify(problem.toBody())
@@ -183,6 +190,8 @@ export interface FrontSettings {
   readonly host: string
   readonly port: number
   readonly upstreamPath: string
+  readonly connectionsPerClientMax: number
+  readonly trustedProxies: readonly string[]
 }
 
 export interface ListeningFront {
@@ -192,6 +201,15 @@ export interface ListeningFront {
   close(): void
 }
 
+/** Answers a connection past its client's bound 429 and closes it, reading nothing (the answer goes before its head). */
+function refuseConnection(client: Socket, requestId: string, log: Logger): void {
+  log({ level: 'info', msg: 'request', method: '', path: '', status: 429, requestId, front: true })
+  client.on('error', () => client.destroy())
+  client.end(answer(429, new HttpProblem(429, 'too_many_connections', 'This client address holds as many open connections as the service allows one client; close one first (or reuse it: keep-alive).', { title: 'Too many connections' }), requestId))
+  client.resume()
+  setTimeout(() => client.destroy(), HEAD_TIMEOUT_MS).unref()
+}
+
 /** The front's server, in the thread that runs it (front-thread.ts). `log` receives what the front answers itself. */
 export async function listenFront(settings: FrontSettings, log: Logger): Promise<ListeningFront> {
   const { upstreamPath } = settings
@@ -199,8 +217,29 @@ export async function listenFront(settings: FrontSettings, log: Logger): Promise
   const mintRequestId = requestIdMinter()
   const open = new Set<Socket>()
   const upstreams = new WeakMap<Socket, Socket>()
+  // Each open connection holds file descriptors (about three once passed to uWS) until its head's deadline at least,
+  // so one client opening them faster than they time out could use up the process's descriptors: each client holds at
+  // most connectionsPerClientMax at once (an outsider's finding: 347 trickling connections kept every other client
+  // out of a 400-descriptor process). Only clients that hold one are kept.
+  const perClient = new Map<string, number>()
+  const exempt = new Set(settings.trustedProxies)
 
   const onConnection = (client: Socket): void => {
+    const peer = client.remoteAddress ?? ''
+    const key = exempt.has(peer) ? undefined : clientKeyOf(peer)
+    if (key !== undefined) {
+      const held = perClient.get(key) ?? 0
+      if (held >= settings.connectionsPerClientMax) {
+        refuseConnection(client, mintRequestId(), log)
+        return
+      }
+      perClient.set(key, held + 1)
+      client.once('close', () => {
+        const left = (perClient.get(key) as number) - 1
+        if (left === 0) perClient.delete(key)
+        else perClient.set(key, left)
+      })
+    }
     open.add(client)
     client.setNoDelay(true)
     let upstream: Socket | undefined
@@ -366,7 +405,14 @@ export async function startFront(options: FrontOptions): Promise<Front> {
   const dir = mkdtempSync(join(tmpdir(), 'agent-credit-uws-'))
   const upstreamPath = join(dir, 'uws.sock')
   const thread = (frontThread ??= new FrontThread())
-  const { id, listening } = thread.listen({ host: options.host, port: options.port, upstreamPath }, options.log)
+  const settings: FrontSettings = {
+    host: options.host,
+    port: options.port,
+    upstreamPath,
+    connectionsPerClientMax: options.connectionsPerClientMax ?? CONNECTIONS_PER_CLIENT_MAX_DEFAULT,
+    trustedProxies: options.trustedProxies ?? [],
+  }
+  const { id, listening } = thread.listen(settings, options.log)
   let port: number
   try {
     port = await listening

@@ -50,6 +50,11 @@ export interface ServerOptions {
    */
   legacyClients?: boolean
   /**
+   * With the front: connections one client address (an IPv6 /64) may hold open at once, past which the front answers
+   * 429 too_many_connections and closes; trusted proxies are exempt. Default 1,024.
+   */
+  connectionsPerClientMax?: number
+  /**
    * WebSocket endpoints (the event stream), registered before the routes so an upgrade reaches them first. On node:http
    * their paths answer 501 websocket_unavailable (node has no WebSocket server without a new dependency).
    */
@@ -97,7 +102,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const pipeline = createPipeline(options, uwsIo(options.legacyClients !== false))
   const front: Front | undefined = options.legacyClients === false
     ? undefined
-    : await startFront({ host, port: options.port ?? 0, log: options.log ?? stdoutLogger })
+    : await startFront({
+      host,
+      port: options.port ?? 0,
+      log: options.log ?? stdoutLogger,
+      ...(options.connectionsPerClientMax === undefined ? {} : { connectionsPerClientMax: options.connectionsPerClientMax }),
+      ...(options.trustedProxies === undefined ? {} : { trustedProxies: options.trustedProxies }),
+    })
   const { log, compiled, allowOf, handlerFor, preflightFor, fallback } = pipeline
 
   const app: TemplatedApp = uWS.App()
