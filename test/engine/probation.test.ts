@@ -8,7 +8,7 @@ import { Engine, type EngineConfig } from '../../src/engine/index.ts'
 import { defaultEngineConfig, resolveConfig } from '../../src/engine/config.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { isEligibleLender } from '../../src/engine/rules.ts'
-import type { LenderRecord } from '../../src/engine/types.ts'
+import type { LeaseView, LenderRecord } from '../../src/engine/types.ts'
 import { BORROWER, CLIENT, FakeWallets, T0, addr, createJob, dispatchAt, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
 
 const L1 = lenderInput(1).address
@@ -81,21 +81,28 @@ t.test('missed, the probation lease puts the lender below again and it waits twi
   engine.checkInvariants()
 })
 
-t.test('a probation lease cancelled (its offer withdrawn: not the lender\'s doing) is given back: eligible again at once', async (t) => {
-  const engine = inactiveLender()
-  const due = MISSED_AT + HOUR
+/**
+ * L1's probation lease, granted at `dueMs` on a job whose client then fails it: the job's offer is closing, and the
+ * lease ends cancelled once the chain passes its deadline (`over`). `leaseOf` then matches another borrower's offer
+ * (the failed job suspended the first).
+ */
+function cancelProbationLease(t: Test, engine: Engine, dueMs: number): { over: number; leaseOf: (nowMs: number) => LeaseView | null } {
   createJob(engine, 'job_p', 100_000n)
-  const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine, { repaymentSource: 'job_p', amountAtomic: 1000n }, due), caller: BORROWER }, due)).lease
+  const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine, { repaymentSource: 'job_p', amountAtomic: 1000n }, dueMs), caller: BORROWER }, dueMs)).lease
   t.equal(lease?.lender, L1, 'the probation lease')
-  // The job fails under the lease: its offer is closing, and the lease ends cancelled once the chain passes its deadline.
-  unwrap(engine.failJob({ jobId: 'job_p', reason: 'client gone', caller: CLIENT }, due + 1))
+  unwrap(engine.failJob({ jobId: 'job_p', reason: 'client gone', caller: CLIENT }, dueMs + 1))
   const over = lease!.expiresAtMs + 1000
   t.match(unwrap(dispatchAt(engine, over)).expiredLeases, [{ leaseId: lease!.leaseId, endReason: 'offer_closed' }], 'cancelled, no penalty')
-  t.match(engine.getLender(L1), { reliabilityBps: 1000, leasesExpired: 1 }, 'no outcome counted')
-  // Another borrower (the failed job suspended the first): the lender is matched at once, not a whole probation later.
   const other = addr(0xb1)
   registerBacking(engine, 'src_other', 10_000_000n, other)
-  const leaseOf = (nowMs: number) => unwrap(engine.matchOffer({ offerId: offerFor(engine, { agent: other, repaymentSource: 'src_other' }, nowMs), caller: other }, nowMs)).lease
+  return { over, leaseOf: (nowMs) => unwrap(engine.matchOffer({ offerId: offerFor(engine, { agent: other, repaymentSource: 'src_other' }, nowMs), caller: other }, nowMs)).lease }
+}
+
+t.test('a probation lease cancelled (its offer withdrawn: not the lender\'s doing) is given back: eligible again at once', async (t) => {
+  const engine = inactiveLender()
+  const { over, leaseOf } = cancelProbationLease(t, engine, MISSED_AT + HOUR)
+  t.match(engine.getLender(L1), { reliabilityBps: 1000, leasesExpired: 1 }, 'no outcome counted')
+  // The lender is matched at once, not a whole probation later.
   t.equal(leaseOf(over + 1)?.lender, L1, 'its probation lease again')
   t.equal(leaseOf(over + 2), null, 'and only one at a time')
   engine.checkInvariants()
@@ -183,17 +190,8 @@ t.test('a paid lease ends the run of misses: after the next fall the lender wait
 t.test('a cancelled probation lease counts no miss: it is given back at once, and the next miss doubles the wait once', async (t) => {
   const engine = inactiveLender()
   const firstMiss = missProbationLease(t, engine, MISSED_AT, 1)
-  const due = firstMiss + 2 * HOUR
-  createJob(engine, 'job_p', 100_000n)
-  const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine, { repaymentSource: 'job_p', amountAtomic: 1000n }, due), caller: BORROWER }, due)).lease
-  t.equal(lease?.lender, L1, 'the probation lease, after the doubled wait')
-  unwrap(engine.failJob({ jobId: 'job_p', reason: 'client gone', caller: CLIENT }, due + 1))
-  const over = lease!.expiresAtMs + 1000
-  t.match(unwrap(dispatchAt(engine, over)).expiredLeases, [{ leaseId: lease!.leaseId, endReason: 'offer_closed' }], 'cancelled')
-  // Another borrower (the failed job suspended the first).
-  const other = addr(0xb1)
-  registerBacking(engine, 'src_other', 10_000_000n, other)
-  const leaseOf = (nowMs: number) => unwrap(engine.matchOffer({ offerId: offerFor(engine, { agent: other, repaymentSource: 'src_other' }, nowMs), caller: other }, nowMs)).lease
+  // Granted after the doubled wait.
+  const { over, leaseOf } = cancelProbationLease(t, engine, firstMiss + 2 * HOUR)
   t.equal(leaseOf(over + 1)?.lender, L1, 'given back: its probation lease again at once, not after another 2 h')
   const missedAt = over + 1 + 31_000
   unwrap(dispatchAt(engine, missedAt))
