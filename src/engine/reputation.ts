@@ -74,10 +74,10 @@ export function leaseGranted(lender: LenderRecord, config: EngineConfig, nowMs: 
 /**
  * A lease ended cancelled (its offer withdrawn under it, or funded under an earlier lease paid late): not the lender's
  * doing, so no outcome. When it was the lender's probation lease (granted at `grantedAtMs`, which restarted its clock
- * then, at the minimum: leaseGranted), the probation is given back, and no miss counted: its clock is set to when that lease fell due, so
- * the lender is eligible for its probation lease again at once instead of after another whole probation (else a job's client could fail each
- * probation lease's job and keep a cheaper rival waiting a whole probation after another: an adversary's finding,
- * test/api/adversary7-probation-cancel.test.ts).
+ * then, at the minimum: leaseGranted), the probation is given back and no miss counted: its clock is set to when that
+ * lease fell due, so the lender is eligible for its probation lease again at once instead of after another whole wait
+ * (else a job's client could fail each probation lease's job and keep a cheaper rival waiting a whole probation after
+ * another: an adversary's finding, test/api/adversary7-probation-cancel.test.ts).
  */
 export function leaseCancelled(lender: LenderRecord, grantedAtMs: number, config: EngineConfig): void {
   if (!isProbationLease(lender, grantedAtMs, config)) return
