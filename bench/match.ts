@@ -177,7 +177,7 @@ function runBaseline(specs: LenderSpec[], amounts: bigint[]) {
       address: s.address, sessionAddress: s.session, asset: ASSET, assets: { [NET]: ASSET }, networks: [NET],
       askBps: s.askBps, maxDurationSeconds: s.maxDurationSeconds, acceptedRiskBands: s.bands,
       registeredAtomic: s.liquidityAtomic, availableAtomic: s.liquidityAtomic, reservedAtomic: 0n, deployedAtomic: 0n,
-      feesEarnedAtomic: 0n, lossesAtomic: 0n, withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, reputationBps: s.reputationBps, reliabilityBps: 5000, inactiveSinceMs: null,
+      feesEarnedAtomic: 0n, lossesAtomic: 0n, withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, reputationBps: s.reputationBps, reliabilityBps: 5000, inactiveSinceMs: null, probationMisses: 0,
       registrationSeq: i + 1, registeredAtMs: T0, leasesGranted: 0, leasesPaid: 0, leasesExpired: 0, advancesRepaid: 0, advancesDefaulted: 0, recentLeaseOutcomes: '',
     }
     const entry = entryFor(lender)

@@ -42,6 +42,14 @@ export interface EngineConfig {
    * never got a lease, so its reliability, which lease outcomes move, never rose.
    */
   lenderProbationSeconds: number
+  /**
+   * The wait before a probation lease doubles after each probation lease the lender left unpaid in a row (1 h, 2 h,
+   * 4 h, ...) up to this, and a paid lease resets it (reputation.ts leaseMissed, leasePaid). Else lenders that never
+   * pay, at 0 bps first in the books, got a lease each every probation for ever: each holds a borrower's offer for the
+   * lease's life and takes one of its leasesPerOfferMax, so 16 of them used up an offer's leases every hour (an
+   * adversary's finding, test/engine/probation-griefing.test.ts).
+   */
+  lenderProbationMaxSeconds: number
   borrowerReputationRepaidRewardBps: number
   borrowerReputationFailurePenaltyBps: number
   borrowerReputationShortfallPenaltyBps: number
@@ -114,6 +122,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   lenderReliabilityUptimeWeightBps: 1000,
   lenderReliabilityMinBps: 1000,
   lenderProbationSeconds: 3600,
+  lenderProbationMaxSeconds: 30 * 24 * 3600,
   borrowerReputationRepaidRewardBps: 100,
   borrowerReputationFailurePenaltyBps: 1000,
   borrowerReputationShortfallPenaltyBps: 2000,
@@ -147,6 +156,9 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
     }
   }
   if (!Number.isInteger(config.lenderProbationSeconds) || config.lenderProbationSeconds < 0) throw new RangeError('engine config lenderProbationSeconds must be a non-negative integer')
+  if (!Number.isInteger(config.lenderProbationMaxSeconds) || config.lenderProbationMaxSeconds < config.lenderProbationSeconds) {
+    throw new RangeError('engine config lenderProbationMaxSeconds must be an integer >= lenderProbationSeconds')
+  }
   if (!Number.isInteger(config.creditPeriodMinMs) || config.creditPeriodMinMs < 0) throw new RangeError('engine config creditPeriodMinMs must be a non-negative integer')
   if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
     throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')

@@ -122,7 +122,7 @@ export function timeOutLease(s: EngineState, lease: LeaseActor, chainTimeMs: num
   // The lender's liquidity and reputation both change: its book entry moves once, after the pass, to where all its
   // time-outs put it.
   const lender = releaseLease(s, l)
-  reputation.leaseMissed(lender, s.config, nowMs)
+  reputation.leaseMissed(lender, l.createdAtMs, s.config, nowMs)
   touch(s, 'lender', lender.address)
   moved.add(lender)
   expect(s, 'offer', offer, ended)

@@ -18,7 +18,8 @@ export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>>
   // 2: the lender records what it withdrew (withdrawnAtomic, withdrawalPendingAtomic).
   // 3: the lender keeps its uptime window (recentLeaseOutcomes).
   // 4: the lender records since when it is below the reliability minimum (inactiveSinceMs, its probation clock).
-  lender: 4,
+  // 5: the lender counts the probation leases it left unpaid in a row (probationMisses), which double its wait.
+  lender: 5,
   source: 1,
   borrower: 1,
   // 2: the insurance reserves, kind `ledger` before, are kind `reserve` (same shape).
@@ -77,6 +78,12 @@ export function withProbationClock(snapshot: unknown): unknown {
   return { ...lender, inactiveSinceMs: lender.reliabilityBps < defaultEngineConfig.lenderReliabilityMinBps ? lender.registeredAtMs : null }
 }
 
+/**
+ * A lender stored before its probation misses were counted starts with none: the store never recorded which of its
+ * misses were probation leases, so its next probation comes after the base wait, as it would have before the upgrade.
+ */
+const withoutProbationMisses = (snapshot: unknown): unknown => ({ ...(snapshot as object), probationMisses: 0 })
+
 export function snapshotMigrations(): SnapshotMigration[] {
   return [
     { from: { kind: 'ledger', version: 1 }, to: { kind: 'reserve', version: 2 }, migrate: (snapshot) => snapshot },
@@ -90,8 +97,9 @@ export function snapshotMigrations(): SnapshotMigration[] {
     { from: { kind: 'advance', version: 2 }, to: { kind: 'advance', version: 3 }, migrate: withOwedAmounts },
     // A lender stored before withdrawals existed withdrew nothing; one stored before the uptime window starts it empty
     // (its past outcomes are in its counts, not their order).
-    { from: { kind: 'lender', version: 1 }, to: { kind: 'lender', version: 4 }, migrate: (snapshot) => withProbationClock(withUptimeWindow({ withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, ...(snapshot as object) })) },
-    { from: { kind: 'lender', version: 2 }, to: { kind: 'lender', version: 4 }, migrate: (snapshot) => withProbationClock(withUptimeWindow(snapshot)) },
-    { from: { kind: 'lender', version: 3 }, to: { kind: 'lender', version: 4 }, migrate: withProbationClock },
+    { from: { kind: 'lender', version: 1 }, to: { kind: 'lender', version: 5 }, migrate: (snapshot) => withoutProbationMisses(withProbationClock(withUptimeWindow({ withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, ...(snapshot as object) }))) },
+    { from: { kind: 'lender', version: 2 }, to: { kind: 'lender', version: 5 }, migrate: (snapshot) => withoutProbationMisses(withProbationClock(withUptimeWindow(snapshot))) },
+    { from: { kind: 'lender', version: 3 }, to: { kind: 'lender', version: 5 }, migrate: (snapshot) => withoutProbationMisses(withProbationClock(snapshot)) },
+    { from: { kind: 'lender', version: 4 }, to: { kind: 'lender', version: 5 }, migrate: withoutProbationMisses },
   ]
 }

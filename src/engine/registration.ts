@@ -68,8 +68,10 @@ export function lenderRecord(input: RegisterLenderInput, config: EngineConfig, r
     advancesRepaid: 0,
     advancesDefaulted: 0,
     recentLeaseOutcomes: '',
-    // Last, as the lender snapshots migrated to version 4 have it: one key order, one shared structure (value-encoding.ts).
+    // Last, as the lender snapshots migrated to versions 4 and 5 have them: one key order, one shared structure
+    // (value-encoding.ts).
     inactiveSinceMs: reliabilityBps < config.lenderReliabilityMinBps ? nowMs : null,
+    probationMisses: 0,
   }
 }
 

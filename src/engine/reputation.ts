@@ -3,7 +3,7 @@
 // function per event, called where the event happens; the README's table ("Reputation and reliability") lists them.
 // Integers only, so replays and the book order are deterministic.
 import type { EngineConfig } from './config.ts'
-import { clampBps, isActiveLender } from './rules.ts'
+import { clampBps, isActiveLender, probationWaitMs } from './rules.ts'
 import type { BorrowerRecord, LenderRecord } from './types.ts'
 
 /** A lease outcome in a lender's uptime window (LenderRecord.recentLeaseOutcomes): paid in time, or expired unpaid. */
@@ -58,10 +58,11 @@ export function repaymentShareBps(rewardBps: number, paidBeforeAtomic: bigint, p
 }
 
 /**
- * A lease granted to an inactive lender is its probation lease (matching grants one only once the probation time has
+ * A lease granted to an inactive lender is its probation lease (matching grants one only once its probation wait has
  * passed, rules.ts isEligibleLender): the lender stands at the minimum, so the lease's outcome moves it from there,
- * paid to active, missed below again. Its clock restarts now, so it gets no second lease before this one's outcome
- * (a lease ends long before a probation): one lease at a time, one borrower's wait if the lender is still away.
+ * paid to active, missed below again (and the next wait doubles). Its clock restarts now, so it gets no second lease
+ * before this one's outcome (a lease ends long before a probation): one lease at a time, one borrower's wait if the
+ * lender is still away.
  */
 export function leaseGranted(lender: LenderRecord, config: EngineConfig, nowMs: number): void {
   lender.leasesGranted += 1
@@ -73,25 +74,34 @@ export function leaseGranted(lender: LenderRecord, config: EngineConfig, nowMs: 
 /**
  * A lease ended cancelled (its offer withdrawn under it, or funded under an earlier lease paid late): not the lender's
  * doing, so no outcome. When it was the lender's probation lease (granted at `grantedAtMs`, which restarted its clock
- * then, at the minimum: leaseGranted), the probation is given back: its clock is set to when that lease fell due, so
- * the lender is eligible for its probation lease again at once instead of after another whole probation (else a job's client could fail each
- * probation lease's job and keep a cheaper rival waiting a whole probation after another: an adversary's finding,
- * test/api/adversary7-probation-cancel.test.ts).
+ * then, at the minimum: leaseGranted), the probation is given back and no miss counted: its clock is set to when that
+ * lease fell due, so the lender is eligible for its probation lease again at once instead of after another whole wait
+ * (else a job's client could fail each probation lease's job and keep a cheaper rival waiting a whole probation after
+ * another: an adversary's finding, test/api/adversary7-probation-cancel.test.ts).
  */
 export function leaseCancelled(lender: LenderRecord, grantedAtMs: number, config: EngineConfig): void {
-  if (!holdsProbationLease(lender, config) || lender.inactiveSinceMs !== grantedAtMs) return
-  lender.inactiveSinceMs = grantedAtMs - config.lenderProbationSeconds * 1000
+  if (!isProbationLease(lender, grantedAtMs, config)) return
+  lender.inactiveSinceMs = grantedAtMs - probationWaitMs(lender, config)
 }
 
-/** The lender paid the supplier in time: its reliability rises. */
+/** The lender paid the supplier in time: its reliability rises, and its run of unpaid probation leases ends. */
 export function leasePaid(lender: LenderRecord, config: EngineConfig, nowMs: number): void {
   lender.leasesPaid += 1
+  lender.probationMisses = 0
   setReliability(lender, lender.reliabilityBps + config.lenderReliabilityPaidRewardBps, config, nowMs)
   leaseOutcome(lender, LEASE_PAID, config, nowMs)
 }
 
-/** The lender let its lease expire unpaid: reliability and reputation fall. */
-export function leaseMissed(lender: LenderRecord, config: EngineConfig, nowMs: number): void {
+/**
+ * The lender let its lease (granted at `grantedAtMs`) expire unpaid: reliability and reputation fall. Its probation
+ * lease left unpaid also doubles its next probation wait (rules.ts probationWaitMs), counted while doubling lengthens
+ * the wait: below `lenderProbationMaxSeconds`, and not with no probation at all.
+ */
+export function leaseMissed(lender: LenderRecord, grantedAtMs: number, config: EngineConfig, nowMs: number): void {
+  if (isProbationLease(lender, grantedAtMs, config)) {
+    const waitMs = probationWaitMs(lender, config)
+    if (waitMs > 0 && waitMs < config.lenderProbationMaxSeconds * 1000) lender.probationMisses += 1
+  }
   lender.leasesExpired += 1
   setReliability(lender, lender.reliabilityBps - config.lenderReliabilityMissPenaltyBps, config, nowMs)
   // Below the minimum, each lease left unpaid restarts the wait: the probation runs from the lender's last miss.
@@ -161,6 +171,11 @@ export function lenderUptime(lender: LenderRecord, uptimeBps: number, config: En
 /** Inactive at the minimum or above: only while the lender holds its probation lease (setReliability clears it otherwise). */
 function holdsProbationLease(lender: LenderRecord, config: EngineConfig): boolean {
   return lender.inactiveSinceMs !== null && lender.reliabilityBps >= config.lenderReliabilityMinBps
+}
+
+/** The lease granted at `grantedAtMs` is the lender's live probation lease: its grant restarted the clock then (leaseGranted). */
+function isProbationLease(lender: LenderRecord, grantedAtMs: number, config: EngineConfig): boolean {
+  return holdsProbationLease(lender, config) && lender.inactiveSinceMs === grantedAtMs
 }
 
 /** Evidence the reputation was initialised from (an ERC-8004 agent) no longer counts: its offset is taken back. */

@@ -82,21 +82,31 @@ export function isActiveLender(lender: LenderRecord, config: Pick<EngineConfig, 
   return lender.inactiveSinceMs === null && lender.reliabilityBps >= config.lenderReliabilityMinBps
 }
 
+export type ProbationConfig = Pick<EngineConfig, 'lenderReliabilityMinBps' | 'lenderProbationSeconds' | 'lenderProbationMaxSeconds'>
+
 /**
- * Matched as if at the minimum reliability: active, or inactive for `lenderProbationSeconds` (due its probation
- * lease, reputation.ts leaseGranted). The time is read only for an inactive lender: the book walk pays nothing more
- * for an active one than the null check.
+ * Matched as if at the minimum reliability: active, or inactive for its probation wait (due its probation lease,
+ * reputation.ts leaseGranted). The time and the misses are read only for an inactive lender: the book walk pays
+ * nothing more for an active one than the null check.
  */
-export function isEligibleLender(lender: LenderRecord, config: Pick<EngineConfig, 'lenderReliabilityMinBps' | 'lenderProbationSeconds'>, nowMs: number): boolean {
+export function isEligibleLender(lender: LenderRecord, config: ProbationConfig, nowMs: number): boolean {
   if (isActiveLender(lender, config)) return true
-  return nowMs >= (lender.inactiveSinceMs ?? lender.registeredAtMs) + config.lenderProbationSeconds * 1000
+  return nowMs >= (lender.inactiveSinceMs ?? lender.registeredAtMs) + probationWaitMs(lender, config)
+}
+
+/**
+ * How long an inactive lender waits for its probation lease: `lenderProbationSeconds`, doubled for each probation
+ * lease it left unpaid in a row (`probationMisses`), at most `lenderProbationMaxSeconds`.
+ */
+export function probationWaitMs(lender: Pick<LenderRecord, 'probationMisses'>, config: Pick<EngineConfig, 'lenderProbationSeconds' | 'lenderProbationMaxSeconds'>): number {
+  return Math.min(config.lenderProbationSeconds * 2 ** lender.probationMisses, config.lenderProbationMaxSeconds) * 1000
 }
 
 /**
  * Policy filters of DESIGN section 5 except the per-offer exclusion and the wallet check, which the engine applies.
  * Returns the fee when eligible, or null.
  */
-export function eligibleFee(lender: LenderRecord, terms: OfferTerms, config: Pick<EngineConfig, 'lenderReliabilityMinBps' | 'lenderProbationSeconds'>, nowMs: number): bigint | null {
+export function eligibleFee(lender: LenderRecord, terms: OfferTerms, config: ProbationConfig, nowMs: number): bigint | null {
   if (!isEligibleLender(lender, config, nowMs)) return null
   if (lender.assets[terms.network] !== terms.asset) return null
   if (!lender.acceptedRiskBands.includes(terms.riskBand)) return null

@@ -74,6 +74,11 @@ export interface LenderRecord {
    * isEligibleLender). Null below the minimum happens only after the minimum was raised: the registration counts.
    */
   inactiveSinceMs: number | null
+  /**
+   * Probation leases the lender left unpaid in a row since its last paid lease: each doubles the wait before the next
+   * one (rules.ts probationWaitMs), counted until the wait reaches `lenderProbationMaxSeconds`.
+   */
+  probationMisses: number
   /** Registration order: the last tie-breaker of matching. */
   registrationSeq: number
   registeredAtMs: number
@@ -93,7 +98,7 @@ export interface LenderRecord {
  * A lender as every view shows it: availableAtomic is what the service can lend now, min(the policy's, what the
  * session wallet can pay beyond its live leases); policyAvailableAtomic is the record's.
  */
-export interface LenderView extends Omit<LenderRecord, 'inactiveSinceMs'> {
+export interface LenderView extends Omit<LenderRecord, 'inactiveSinceMs' | 'probationMisses'> {
   policyAvailableAtomic: bigint
   /** Share of recentLeaseOutcomes paid in time (bps); null before the first outcome. */
   uptimeBps: number | null

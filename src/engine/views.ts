@@ -105,8 +105,8 @@ export function lenderView(s: EngineState, lender: LenderRecord): LenderView {
   let payable = 0n
   for (const network of lender.networks) payable += walletFreeAtomic(s, lender, network, lender.assets[network] as string)
   const available = lender.availableAtomic < payable ? lender.availableAtomic : payable
-  // The probation clock is the engine's, not part of the published profile.
-  const { inactiveSinceMs: _clock, ...shown } = lender
+  // The probation clock and its misses are the engine's, not part of the published profile.
+  const { inactiveSinceMs: _clock, probationMisses: _misses, ...shown } = lender
   return { ...shown, availableAtomic: available, policyAvailableAtomic: lender.availableAtomic, uptimeBps: uptimeBps(lender) }
 }
 

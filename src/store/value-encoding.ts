@@ -41,7 +41,7 @@ export const VALUE_STRUCTURES: readonly (readonly string[])[] = [
     'registeredAtomic', 'availableAtomic', 'reservedAtomic', 'deployedAtomic', 'feesEarnedAtomic', 'lossesAtomic',
     'withdrawnAtomic', 'withdrawalPendingAtomic', 'reputationBps', 'reliabilityBps', 'registrationSeq', 'registeredAtMs',
     'leasesGranted', 'leasesPaid', 'leasesExpired', 'advancesRepaid', 'advancesDefaulted', 'recentLeaseOutcomes',
-    'inactiveSinceMs',
+    'inactiveSinceMs', 'probationMisses',
   ],
   ['offerSeq', 'leaseSeq', 'advanceSeq', 'lenderSeq', 'sourceSeq'],
   [

@@ -6,35 +6,14 @@
 // keep that lender out of every book for good. Now such a lease gives the probation back: the lender is eligible at
 // once. Fails on the old code: the honest borrower's match after the cancelled lease finds no lender.
 import t from 'tap'
-import { advanceChainTime, creditRequest, fundedJob, readyLender, startHarness, usdc, type Harness } from '../fixtures/service.ts'
+import { LEASE_TTL_SECONDS, PROBATION_SECONDS, RELIABILITY_MIN, probationService } from '../fixtures/probation-service.ts'
+import { advanceChainTime, readyLender, usdc } from '../fixtures/service.ts'
 
-// One missed lease (reliability 5000 - 500) makes the lender inactive.
-const RELIABILITY_MIN = 4600
-const PROBATION_SECONDS = 3600
-const LEASE_TTL_SECONDS = 30
-
-let skewMs = 0
-let h: Harness
-t.before(async () => {
-  h = await startHarness({
-    clock: () => Date.now() + skewMs,
-    config: { leaseTtlSeconds: LEASE_TTL_SECONDS, engine: { lenderReliabilityMinBps: RELIABILITY_MIN, lenderProbationSeconds: PROBATION_SECONDS } },
-  })
-})
-t.teardown(async () => {
-  await h.stop()
-})
-
-async function leasedOffer(jobId: string) {
-  const job = await fundedJob(h, { jobId, receivableAtomic: usdc(200) })
-  const decision = await job.borrowerClient.post('/credit/request', creditRequest(h, job.borrower.address, jobId, usdc(40), usdc(2)))
-  if (decision.body.decision !== 'approved') throw new Error(JSON.stringify(decision.body))
-  const match = await job.borrowerClient.post('/credit/match', { offerId: decision.body.offer.offerId })
-  if (match.status !== 200) throw new Error(JSON.stringify(match.body))
-  return { ...job, lease: match.body.lease }
-}
+const service = probationService(t)
+const leasedOffer = service.leasedOffer
 
 t.test('a probation lease withdrawn under its lender gives the probation back', async (t) => {
+  const h = service.h
   const victim = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
   const profile = () => h.app.service.engine.getLender(victim.account.address)!
 
@@ -45,7 +24,7 @@ t.test('a probation lease withdrawn under its lender gives the probation back', 
   t.equal(profile().reliabilityBps, 5000 - 500, 'the missed lease cost 500')
 
   // A probation later, a stranger's throw-away borrower takes the probation lease, and its client fails the job.
-  skewMs += (PROBATION_SECONDS + 1) * 1000
+  service.skew(PROBATION_SECONDS + 1)
   const attacker = await leasedOffer('job_probation_taken')
   t.equal(attacker.lease?.lender, victim.account.address, 'the probation lease')
   const failed = await attacker.jobClientApi.post('/credit/jobs/job_probation_taken/fail', { reason: 'cancelled' })

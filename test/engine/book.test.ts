@@ -9,7 +9,7 @@ function lender(i: number, ask: number, rep: number, liq: number): LenderRecord 
   return {
     address: addr(i), sessionAddress: addr(10_000 + i), asset: 'A', assets: { n: 'A' }, networks: ['n'], askBps: ask,
     maxDurationSeconds: 1, acceptedRiskBands: ['A'], registeredAtomic: BigInt(liq), availableAtomic: BigInt(liq),
-    reservedAtomic: 0n, deployedAtomic: 0n, feesEarnedAtomic: 0n, lossesAtomic: 0n, withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, reputationBps: rep, reliabilityBps: 5000, inactiveSinceMs: null,
+    reservedAtomic: 0n, deployedAtomic: 0n, feesEarnedAtomic: 0n, lossesAtomic: 0n, withdrawnAtomic: 0n, withdrawalPendingAtomic: 0n, reputationBps: rep, reliabilityBps: 5000, inactiveSinceMs: null, probationMisses: 0,
     registrationSeq: i, registeredAtMs: 0, leasesGranted: 0, leasesPaid: 0, leasesExpired: 0, advancesRepaid: 0, advancesDefaulted: 0, recentLeaseOutcomes: '',
   }
 }

@@ -123,14 +123,14 @@ t.test('matching order follows reputation after the ask: a missed lease and a pa
   engine.checkInvariants()
 })
 
-t.test('a lender stored before the uptime window (versions 1 and 2) opens as version 4 with an empty window', async (t) => {
-  t.equal(SNAPSHOT_VERSIONS.lender, 4)
+t.test('a lender stored before the uptime window (versions 1 and 2) opens as version 5 with an empty window', async (t) => {
+  t.equal(SNAPSHOT_VERSIONS.lender, 5)
   const { engine } = newEngine()
   const { recentLeaseOutcomes: _w, uptimeBps: _u, policyAvailableAtomic: _a, ...v2 } = unwrap(engine.registerLender(lenderInput(1), T0))
   const { withdrawnAtomic: _d, withdrawalPendingAtomic: _p, ...v1 } = v2
   for (const [version, older] of [[1, v1], [2, v2]] as const) {
     const migration = snapshotMigrations().find((m) => m.from.kind === 'lender' && m.from.version === version)
-    t.same(migration?.to, { kind: 'lender', version: 4 })
+    t.same(migration?.to, { kind: 'lender', version: 5 })
     t.match(migration!.migrate(older), { recentLeaseOutcomes: '', withdrawnAtomic: 0n, address: L1, reputationBps: 5000 })
   }
 })

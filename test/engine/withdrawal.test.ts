@@ -62,7 +62,7 @@ t.test('withdrawal: the available part at once, the rest as it comes back; out o
 
 t.test('a loss shrinks the pending withdrawal to what can still come back (ledger)', async (t) => {
   const { engine } = newEngine()
-  const lender = { ...unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 1000n }), T0)), inactiveSinceMs: null }
+  const lender = { ...unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 1000n }), T0)), inactiveSinceMs: null, probationMisses: 0 }
   reserveForLease(lender, 1000n)
   deployForAdvance(lender, 1000n)
   withdrawLiquidity(lender, 1000n)
@@ -73,9 +73,9 @@ t.test('a loss shrinks the pending withdrawal to what can still come back (ledge
 })
 
 t.test('a lender stored before withdrawals (version 1) opens as today\'s version having withdrawn nothing', async (t) => {
-  t.equal(SNAPSHOT_VERSIONS.lender, 4)
+  t.equal(SNAPSHOT_VERSIONS.lender, 5)
   const migration = snapshotMigrations().find((m) => m.from.kind === 'lender' && m.from.version === 1)
-  t.same(migration?.to, { kind: 'lender', version: 4 })
+  t.same(migration?.to, { kind: 'lender', version: 5 })
   const { engine } = newEngine()
   const { withdrawnAtomic: _w, withdrawalPendingAtomic: _p, policyAvailableAtomic: _a, recentLeaseOutcomes: _r, uptimeBps: _u, ...older } = unwrap(engine.registerLender(lenderInput(1), T0))
   const migrated = migration!.migrate(older) as Record<string, unknown>

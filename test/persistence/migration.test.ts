@@ -5,7 +5,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { open } from 'lmdb'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { storedSnapshots } from '../../src/app/app.ts'
@@ -216,22 +216,30 @@ t.test('advances stored before partial repayments (version 2) gain what they sti
   await store.close()
 })
 
-t.test('a lender stored before probation (version 3) below the minimum opens waiting from its registration, and the clock round-trips the store', async (t) => {
+/**
+ * A directory an older release left, whose lender records (schema `version`) had no `field`: one lender below the
+ * minimum (900 bps), registered at T0.
+ */
+async function olderLenderDirectory(t: Test, version: number, field: string): Promise<{ dataDir: string; lender: string }> {
   const dataDir = path.join(tempDir(), 'data')
   t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
-  const hourMs = 3_600_000
   const { engine } = newEngine()
   registerBacking(engine)
   const lender = unwrap(engine.registerLender(lenderInput(1, { reliabilityBps: 900 }), T0)).address
   const changes = engine.snapshots().map((change) => {
     if (change.kind !== 'lender') return change
-    const { inactiveSinceMs: _clock, ...older } = change.record as { inactiveSinceMs: unknown }
+    const { [field]: _absent, ...older } = change.record as Record<string, unknown>
     return { ...change, record: older }
   })
-  const before = await Store.open({ dataDir, snapshotVersions: { ...SNAPSHOT_VERSIONS, lender: 3 } })
+  const before = await Store.open({ dataDir, snapshotVersions: { ...SNAPSHOT_VERSIONS, lender: version } })
   await before.commit({ changes })
   await before.close()
+  return { dataDir, lender }
+}
 
+t.test('a lender stored before probation (version 3) below the minimum opens waiting from its registration, and the clock round-trips the store', async (t) => {
+  const hourMs = 3_600_000
+  const { dataDir, lender } = await olderLenderDirectory(t, 3, 'inactiveSinceMs')
   const store = await Store.open({ dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() })
   const entry = store.getSnapshot('lender', lender)
   t.equal(entry?.version, SNAPSHOT_VERSIONS.lender, 'rewritten as today\'s version')
@@ -241,4 +249,28 @@ t.test('a lender stored before probation (version 3) below the minimum opens wai
   t.equal(unwrap(restored.matchOffer({ offerId: offerFor(restored, {}, T0 + hourMs - 1), caller: BORROWER }, T0 + hourMs - 1)).lease, null, 'waiting')
   t.equal(unwrap(restored.matchOffer({ offerId: offerFor(restored, {}, T0 + hourMs), caller: BORROWER }, T0 + hourMs)).lease?.lender, lender, 'its probation lease an hour after its registration')
   await store.close()
+})
+
+t.test('a lender stored before its probation misses were counted (version 4) opens as version 5 with none, and the misses round-trip the store', async (t) => {
+  const hourMs = 3_600_000
+  const { dataDir, lender } = await olderLenderDirectory(t, 4, 'probationMisses')
+
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() }
+  const store = await Store.open(options)
+  const entry = store.getSnapshot('lender', lender)
+  t.equal(entry?.version, 5, 'rewritten as version 5')
+  t.match(entry?.snapshot, { inactiveSinceMs: T0, probationMisses: 0 }, 'no misses; the clock kept')
+  const restored = new Engine({}, new FakeWallets(), storedSnapshots(store))
+  restored.checkInvariants()
+  // Its probation lease at the base wait, left unpaid: one miss, which the store keeps.
+  const lease = unwrap(restored.matchOffer({ offerId: offerFor(restored, {}, T0 + hourMs), caller: BORROWER }, T0 + hourMs)).lease
+  t.equal(lease?.lender, lender, 'its probation lease after the base wait')
+  const missed = unwrap(dispatchAt(restored, T0 + hourMs + 31_000))
+  t.equal(missed.expiredLeases.length, 1)
+  await store.commit({ changes: restored.snapshots() })
+  await store.close()
+
+  const again = await Store.open(options)
+  t.match(again.getSnapshot('lender', lender), { version: 5, snapshot: { probationMisses: 1 } }, 'the miss stored; nothing left to migrate')
+  await again.close()
 })
