@@ -20,7 +20,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, connect, isIPv4, isIPv6, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { gateConnection } from './front-gate.ts'
 import { requestIdMinter, type Logger, type LogLine } from './log.ts'
@@ -354,10 +354,26 @@ class FrontThread {
 
 let frontThread: FrontThread | undefined
 
+/** Longest path of a Unix socket on Linux: `sun_path` holds 108 bytes, the terminating NUL included. */
+export const UNIX_SOCKET_PATH_MAX_BYTES = 107
+const SOCKET_DIR_PREFIX = 'agent-credit-uws-'
+const SOCKET_NAME = 'uws.sock'
+
+/**
+ * The upstream socket's path, in a new directory only this user can enter: under the temporary directory, or under /tmp
+ * when the temporary directory is too deep for a socket path (a TMPDIR inside a deep CI workspace: uWS cannot listen
+ * on a longer path, and the service would not start).
+ */
+function upstreamSocketPath(): string {
+  const fits = (parent: string) => Buffer.byteLength(join(parent, `${SOCKET_DIR_PREFIX}XXXXXX`, SOCKET_NAME)) <= UNIX_SOCKET_PATH_MAX_BYTES
+  const parent = fits(tmpdir()) ? tmpdir() : '/tmp'
+  return join(mkdtempSync(join(parent, SOCKET_DIR_PREFIX)), SOCKET_NAME)
+}
+
 /** Starts a front in the fronts' thread; resolves once it listens on the public port. */
 export async function startFront(options: FrontOptions): Promise<Front> {
-  const dir = mkdtempSync(join(tmpdir(), 'agent-credit-uws-'))
-  const upstreamPath = join(dir, 'uws.sock')
+  const upstreamPath = upstreamSocketPath()
+  const dir = dirname(upstreamPath)
   const thread = (frontThread ??= new FrontThread())
   const { id, listening } = thread.listen({ host: options.host, port: options.port, upstreamPath }, options.log)
   let port: number
