@@ -99,7 +99,7 @@ export class ServiceCore {
     this.#clock = deps.clock
     this.passport = deps.passport
     this.leaseDelivery = new LeaseDelivery(deps.networks)
-    this.chainReads = new ChainReadBudget({ perSecond: deps.config.chainReadsPerSecond, burst: deps.config.chainReadsBurst })
+    this.chainReads = new ChainReadBudget({ perSecond: deps.config.chainReadsPerSecond, burst: deps.config.chainReadsBurst }, deps.clock)
     this.sessionKeyRecords = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
   }
 
