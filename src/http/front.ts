@@ -360,14 +360,18 @@ const SOCKET_DIR_PREFIX = 'agent-credit-uws-'
 const SOCKET_NAME = 'uws.sock'
 
 /**
- * The upstream socket's path, in a new directory only this user can enter: under the temporary directory, or under /tmp
- * when the temporary directory is too deep for a socket path (a TMPDIR inside a deep CI workspace: uWS cannot listen
- * on a longer path, and the service would not start).
+ * Where to make a directory for Unix sockets whose paths are at most `socketBytesBelow` bytes longer than it: the
+ * temporary directory, or /tmp when the temporary directory is too deep for them (a TMPDIR inside a deep CI
+ * workspace: nothing can listen on a longer path).
  */
+export function socketTempDir(socketBytesBelow: number): string {
+  return Buffer.byteLength(tmpdir()) + socketBytesBelow <= UNIX_SOCKET_PATH_MAX_BYTES ? tmpdir() : '/tmp'
+}
+
+/** The upstream socket's path, in a new directory only this user can enter (else the service would not start). */
 function upstreamSocketPath(): string {
-  const fits = (parent: string) => Buffer.byteLength(join(parent, `${SOCKET_DIR_PREFIX}XXXXXX`, SOCKET_NAME)) <= UNIX_SOCKET_PATH_MAX_BYTES
-  const parent = fits(tmpdir()) ? tmpdir() : '/tmp'
-  return join(mkdtempSync(join(parent, SOCKET_DIR_PREFIX)), SOCKET_NAME)
+  const below = Buffer.byteLength(join('/', `${SOCKET_DIR_PREFIX}XXXXXX`, SOCKET_NAME))
+  return join(mkdtempSync(join(socketTempDir(below), SOCKET_DIR_PREFIX)), SOCKET_NAME)
 }
 
 /** Starts a front in the fronts' thread; resolves once it listens on the public port. */
