@@ -13,6 +13,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { SERVICE_NODE_FLAGS } from '../src/app/node-flags.ts'
+import { isMainModule } from '../src/tools/main-module.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const { values: args } = parseArgs({
@@ -204,7 +205,7 @@ export async function runCeiling(): Promise<Record<string, unknown>> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const ceiling = await runCeiling()
   const result = { date: new Date().toISOString(), ...ceiling }
   const out = typeof args.out === 'string' ? args.out : join(here, 'results', 'ceiling-latest.json')

@@ -37,6 +37,7 @@ import { ASSET, fundLenders, lenderSpecs, registerBorrowers, registerLenders } f
 import { BENCH_SUPPLIER, startServiceProcess } from './fixtures/service-process.ts'
 import { windowOf } from './fixtures/service.ts'
 import { checkMix, type MixCounts } from './fixtures/mix.ts'
+import { isMainModule } from '../src/tools/main-module.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const { values: args } = parseArgs({
@@ -346,7 +347,7 @@ export async function runLoadMix() {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const result = await runLoadMix()
   const out = args.out ?? join(here, 'results', 'loadmix-latest.json')
   mkdirSync(dirname(out), { recursive: true })

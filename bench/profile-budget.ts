@@ -6,6 +6,7 @@
 // part whose test its stack passes (the list's order is the priority).
 //   node --import tsx bench/profile-budget.ts <file.cpuprofile> [fromSeconds toSeconds [microsPerPair]]
 import { readFileSync } from 'node:fs'
+import { isMainModule } from '../src/tools/main-module.ts'
 
 export interface ProfileNode {
   id: number
@@ -121,4 +122,4 @@ function main(args: readonly string[]): void {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) main(process.argv.slice(2))
+if (isMainModule(import.meta.url)) main(process.argv.slice(2))

@@ -20,7 +20,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, connect, isIPv4, isIPv6, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { clientKeyOf } from './client-key.ts'
 import { gateConnection } from './front-gate.ts'
@@ -400,10 +400,30 @@ class FrontThread {
 
 let frontThread: FrontThread | undefined
 
+/** Longest path of a Unix socket on Linux: `sun_path` holds 108 bytes, the terminating NUL included. */
+export const UNIX_SOCKET_PATH_MAX_BYTES = 107
+const SOCKET_DIR_PREFIX = 'agent-credit-uws-'
+const SOCKET_NAME = 'uws.sock'
+
+/**
+ * Where to make a directory for Unix sockets whose paths are at most `socketBytesBelow` bytes longer than it: the
+ * temporary directory, or /tmp when the temporary directory is too deep for them (a TMPDIR inside a deep CI
+ * workspace: nothing can listen on a longer path).
+ */
+export function socketTempDir(socketBytesBelow: number): string {
+  return Buffer.byteLength(tmpdir()) + socketBytesBelow <= UNIX_SOCKET_PATH_MAX_BYTES ? tmpdir() : '/tmp'
+}
+
+/** The upstream socket's path, in a new directory only this user can enter (else the service would not start). */
+function upstreamSocketPath(): string {
+  const below = Buffer.byteLength(join('/', `${SOCKET_DIR_PREFIX}XXXXXX`, SOCKET_NAME))
+  return join(mkdtempSync(join(socketTempDir(below), SOCKET_DIR_PREFIX)), SOCKET_NAME)
+}
+
 /** Starts a front in the fronts' thread; resolves once it listens on the public port. */
 export async function startFront(options: FrontOptions): Promise<Front> {
-  const dir = mkdtempSync(join(tmpdir(), 'agent-credit-uws-'))
-  const upstreamPath = join(dir, 'uws.sock')
+  const upstreamPath = upstreamSocketPath()
+  const dir = dirname(upstreamPath)
   const thread = (frontThread ??= new FrontThread())
   const settings: FrontSettings = {
     host: options.host,

@@ -102,7 +102,7 @@ export class ServiceCore {
     this.#clock = deps.clock
     this.passport = deps.passport
     this.leaseDelivery = new LeaseDelivery(deps.networks)
-    this.chainReads = new ChainReadBudget({ perSecond: deps.config.chainReadsPerSecond, burst: deps.config.chainReadsBurst })
+    this.chainReads = new ChainReadBudget({ perSecond: deps.config.chainReadsPerSecond, burst: deps.config.chainReadsBurst }, deps.clock)
     this.sessionKeyRecords = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
     this.waitingRegistrations = new WaitingRegistrations(deps.config.lendersPendingPerClientMax, deps.config.lenderUnfundedTtlSeconds * 1000)
   }

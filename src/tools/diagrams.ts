@@ -4,10 +4,11 @@
 // fails when a committed diagram differs from what this renders.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 import type { AnyStateMachine, AnyStateNode } from 'xstate'
 import { machines, refusals, type Refusal } from '../../machines/index.ts'
 import { ENGINE_PATHS, type EnginePath } from '../engine/steps.ts'
+import { isMainModule } from './main-module.ts'
 
 export const diagramsDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'machines', 'diagrams')
 
@@ -221,7 +222,7 @@ export function renderAll(): Map<string, string> {
   return pages
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (isMainModule(import.meta.url)) {
   mkdirSync(diagramsDir, { recursive: true })
   for (const [name, page] of renderAll()) {
     writeFileSync(join(diagramsDir, `${name}.md`), page)

@@ -20,8 +20,21 @@ import { actionFor, expectProblem, fundAdvance, randomHash, until } from './fixt
 const BURST = 8
 const WALLET_SHARE = BURST / WALLET_SHARE_DIVISOR
 
-const h = await startHarness({ config: { chainReadsPerSecond: 1, chainReadsBurst: BURST } })
+// The service's clock, which the budget refills by: real time, held still while a test needs the budget to stay as
+// its requests left it (on a loaded machine a second between them gives a read back).
+let heldAtMs: number | undefined
+const h = await startHarness({ config: { chainReadsPerSecond: 1, chainReadsBurst: BURST }, clock: () => heldAtMs ?? Date.now() })
 t.teardown(() => h.stop())
+
+/** Runs `steps` with the service's clock held still: no read of the budget comes back meanwhile. */
+async function clockHeld<T>(steps: () => Promise<T>): Promise<T> {
+  heldAtMs = Date.now()
+  try {
+    return await steps()
+  } finally {
+    heldAtMs = undefined
+  }
+}
 
 t.test('strangers\' random hashes spend the network\'s chain reads; proofs of what the follower read are still served', async (t) => {
   const borrowerAccount = await fundedAccount(h.devnet, h.network, usdc(300))
@@ -33,20 +46,22 @@ t.test('strangers\' random hashes spend the network\'s chain reads; proofs of wh
   // Another client funds a job for another borrower, who will register it while the strangers are at it.
   const victim = await fundedSeen('job_starved_b', usdc(200))
   await until(async () => (await borrowerClient.get(`/credit/advances/${advance.advanceId}`)).body.repayments.length === 1, 20_000, 'the follower counting the repayment')
-  await spendBudget(t, victim.borrower.address)
+  await clockHeld(async () => {
+    await spendBudget(t, victim.borrower.address)
 
-  const [registration, repayment] = await Promise.all([
-    victim.api.post('/credit/jobs', victim.body('job_starved_b')),
-    borrowerClient.post(`/credit/advances/${advance.advanceId}/repay`, { txHash: repaid }),
-  ])
-  t.equal(registration.status, 201, `the job whose funding the follower read registers: ${JSON.stringify(registration.body)}`)
-  t.match(registration.body, { jobId: 'job_starved_b', borrower: victim.borrower.address })
-  t.equal(repayment.status, 200, `the report of a repayment the follower counted answers its receipt: ${JSON.stringify(repayment.body)}`)
-  t.match(repayment.body, { advanceId: advance.advanceId, txHash: repaid, lenderAmountAtomic: usdc(40).toString() })
+    const [registration, repayment] = await Promise.all([
+      victim.api.post('/credit/jobs', victim.body('job_starved_b')),
+      borrowerClient.post(`/credit/advances/${advance.advanceId}/repay`, { txHash: repaid }),
+    ])
+    t.equal(registration.status, 201, `the job whose funding the follower read registers: ${JSON.stringify(registration.body)}`)
+    t.match(registration.body, { jobId: 'job_starved_b', borrower: victim.borrower.address })
+    t.equal(repayment.status, 200, `the report of a repayment the follower counted answers its receipt: ${JSON.stringify(repayment.body)}`)
+    t.match(repayment.body, { advanceId: advance.advanceId, txHash: repaid, lenderAmountAtomic: usdc(40).toString() })
 
-  // A hash the follower never read still draws on the budget, spent as it is.
-  const unseen = await victim.api.post('/credit/jobs', { ...victim.body('job_starved_unseen'), fundingTxHash: randomHash() })
-  expectProblem(t, unseen, 503, 'chain_reads_exhausted', 'a transaction the follower did not read')
+    // A hash the follower never read still draws on the budget, spent as it is.
+    const unseen = await victim.api.post('/credit/jobs', { ...victim.body('job_starved_unseen'), fundingTxHash: randomHash() })
+    expectProblem(t, unseen, 503, 'chain_reads_exhausted', 'a transaction the follower did not read')
+  })
 })
 
 /** A job funded on chain for a fresh borrower, once the follower has read its funding (its registration reads nothing). */
@@ -65,9 +80,12 @@ async function fundedSeen(jobId: string, receivableAtomic: bigint) {
   return { borrower, clientAccount, api, body }
 }
 
-/** Fresh wallets reporting random funding hashes, each past its share, at once: the network's budget is spent. */
+/**
+ * Fresh wallets reporting random funding hashes, each past its share, at once: the network's budget is spent. One
+ * wallet more than the shares the budget holds, so that the network refuses some whatever was left of it before.
+ */
 async function spendBudget(t: Test, agent: Address) {
-  const strangers = await Promise.all(Array.from({ length: WALLET_SHARE_DIVISOR }, () => signedIn(h.url, privateKeyToAccount(generatePrivateKey()))))
+  const strangers = await Promise.all(Array.from({ length: WALLET_SHARE_DIVISOR + 1 }, () => signedIn(h.url, privateKeyToAccount(generatePrivateKey()))))
   const attack = await Promise.all(strangers.flatMap((s, w) => Array.from({ length: WALLET_SHARE + 1 }, (_, i) => s.post('/credit/jobs', {
     jobId: `job_random_${w}_${i}`, network: h.network.slug, asset: USDC, agent, receivableAtomic: usdc(1).toString(),
     dueAt: new Date(Date.now() + 7 * 24 * 3600 * 1000).toISOString(), fundingTxHash: randomHash(),
@@ -97,9 +115,11 @@ t.test('a timely payment whose report the spent budget refused is counted by the
   const follower = h.app.service.followers.get(h.network.slug)!
   await follower.stop()
   const paid = await new ChainAgent(h.network, lender.session).sendUnsigned((await actionFor(lender, offerId))['transaction'])
-  await spendBudget(t, borrower.address)
-  const report = await lender.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: lender.account.address, supplierPaymentId: paid })
-  expectProblem(t, report, 503, 'chain_reads_exhausted', 'the lender\'s report')
+  await clockHeld(async () => {
+    await spendBudget(t, borrower.address)
+    const report = await lender.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: lender.account.address, supplierPaymentId: paid })
+    expectProblem(t, report, 503, 'chain_reads_exhausted', 'the lender\'s report')
+  })
 
   // The chain passes the lease's deadline before the follower reads on: the payment comes first in its batch.
   const chain = networkChain(h.network)
@@ -121,7 +141,7 @@ t.test('a registration failing after its chain reads, its funding proof free, re
   const { clientAccount, body } = await fundedSeen('job_starved_f', usdc(10))
   const clientApi = await signedIn(h.url, clientAccount)
   const forged = `0x${'11'.repeat(64)}1b`
-  const replies = await Promise.all(Array.from({ length: WALLET_SHARE + 3 }, () => clientApi.post('/credit/jobs', { ...body('job_starved_f'), borrowerConsent: forged })))
+  const replies = await clockHeld(() => Promise.all(Array.from({ length: WALLET_SHARE + 3 }, () => clientApi.post('/credit/jobs', { ...body('job_starved_f'), borrowerConsent: forged }))))
   const read = replies.filter((r) => r.status === 403)
   for (const r of read) expectProblem(t, r, 403, 'borrower_consent_invalid', 'within the share')
   t.equal(read.length, WALLET_SHARE, 'the client\'s own share of reads, and no more')

@@ -44,7 +44,10 @@ t.test('every route on a network whose follower stopped answers 503 network_stop
   const keys = { leaseSignerKeyEnv: 'TEST_STOPPED_SIGNER_KEY', operatorKeyEnv: 'TEST_STOPPED_OPERATOR_KEY' }
   // Network b runs its x402 facilitator, which takes /credit-score's payments.
   const facilitatorKey = (n: { x402SelfFacilitate: boolean }) => (n.x402SelfFacilitate ? { facilitatorKeyEnv: 'TEST_STOPPED_FACILITATOR_KEY' } : {})
-  writeFileSync(file, JSON.stringify({ networks: toNetworksFile([a, { ...b, rpcUrl: proxy.url }]).networks.map((n) => ({ ...n, ...keys, ...facilitatorKey(n) })) }))
+  // A chain read's deadline a loaded CI meets through the proxy (the default 750 ms was overrun: 503 chain_unavailable
+  // registering the job); what this test stops is the follower, not the RPC.
+  const rpcTimeoutMs = 10_000
+  writeFileSync(file, JSON.stringify({ networks: toNetworksFile([a, { ...b, rpcUrl: proxy.url }]).networks.map((n) => ({ ...n, ...keys, ...facilitatorKey(n), rpcTimeoutMs })) }))
   t.ok(b.x402SelfFacilitate, 'network b is self-facilitated')
   const app = await startApp(
     testConfig(join(dir, 'data'), {

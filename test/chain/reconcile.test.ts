@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { erc20Abi, getAddress, zeroHash, type Address, type Hex } from 'viem'
@@ -29,7 +30,8 @@ import {
 import { setupFacilityV2, USDC, type V2Fixture, type Wallet } from './fixtures/facility-v2.ts'
 
 const execFileAsync = promisify(execFile)
-const repoRoot = new URL('../..', import.meta.url).pathname
+// A path, not a URL's pathname: that one is percent-encoded (a checkout under `ü $x (1)` gave spawn ENOENT).
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url))
 /** `npm run reconcile` without npm's start-up: the same file under tsx. */
 const command = ['--import', 'tsx', 'src/tools/reconcile.ts', '--timeout-ms', '20000']
 

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { chromium, type Browser } from 'playwright-core'
 import WebSocket from 'ws'
+import { socketTempDir } from '../../src/http/front.ts'
 import { creditRequest, fundedJob, readyLender, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -22,6 +23,9 @@ declare const document: {
 const CHROMIUM_FLAGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
 ]
+// Chromium listens on $TMPDIR/org.chromium.Chromium.XXXXXX/SingletonSocket and aborts when that path is too long for
+// a Unix socket (a TMPDIR deeper than 62 bytes): it gets a TMPDIR where the path fits.
+const CHROMIUM_ENV = { ...process.env, TMPDIR: socketTempDir(Buffer.byteLength('/org.chromium.Chromium.XXXXXX/SingletonSocket')) }
 
 let h: Harness
 let browser: Browser | undefined
@@ -42,7 +46,7 @@ t.test('the page shows live counts that move with a credit request and a match, 
   const lender = await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(5000) })
   const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_inspect_1', receivableAtomic: usdc(2000) })
 
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS })
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, env: CHROMIUM_ENV })
   const page = await browser.newPage({ viewport: { width: 1400, height: 1800 } })
   const origin = new URL(h.url).origin
   const elsewhere: string[] = []
