@@ -299,10 +299,16 @@ export class ServiceCore {
 
   /** A final actor, read from the store (final actors leave memory). */
   stored<V>(kind: 'job' | 'offer' | 'lease' | 'advance', id: string, view: (snapshot: unknown) => V): V | undefined {
-    const inFlight = this.#endedInFlight.get(`${kind}:${id}`)
-    if (inFlight !== undefined) return view(inFlight.record)
+    const inFlight = this.inFlight(kind, id, view)
+    if (inFlight !== undefined) return inFlight
     const entry = this.store.getSnapshot(kind, id)
     return entry === undefined ? undefined : view(entry.snapshot)
+  }
+
+  /** An actor that ended in a commit not yet on disk: its final snapshot, which the store does not have yet. */
+  inFlight<V>(kind: 'job' | 'offer' | 'lease' | 'advance', id: string, view: (snapshot: unknown) => V): V | undefined {
+    const ended = this.#endedInFlight.get(`${kind}:${id}`)
+    return ended === undefined ? undefined : view(ended.record)
   }
 
   /** The engine's refusal of an id it does not hold live: never seen (not found), or final in the store (closed). */

@@ -86,15 +86,18 @@ export function ledgerExpectedState(service: CreditService, network: NetworkConf
   for (const token of network.tokens) assetOf(token.symbol)
   const { engine, store } = service
 
+  // An actor that has just ended left the engine at once, but its final snapshot reaches the store with its group
+  // commit: until then the store holds its earlier snapshot, so an ended actor is read from its commit in flight
+  // (service.stored), as GET routes read it (test/api/reconcile-in-flight.test.ts).
   const jobs = new Map<string, JobView>()
   for (const { id, entry } of store.iterateKind('job')) {
-    const job = engine.getJob(id) ?? jobViewFromSnapshot(entry.snapshot)
+    const job = engine.getJob(id) ?? service.inFlight('job', id, jobViewFromSnapshot) ?? jobViewFromSnapshot(entry.snapshot)
     if (job.network === network.slug) jobs.set(id, job)
   }
   // The job's escrow and collateral a completed job's settlement paid to lenders and the reserve, by job.
   const settledOf = new Map<string, bigint>()
   for (const { id, entry } of store.iterateKind('advance')) {
-    const advance = engine.getAdvance(id) ?? advanceViewFromSnapshot(entry.snapshot)
+    const advance = engine.getAdvance(id) ?? service.inFlight('advance', id, advanceViewFromSnapshot) ?? advanceViewFromSnapshot(entry.snapshot)
     if (advance.network !== network.slug) continue
     const ledger = assetOf(advance.asset)
     ledger.advances.set(lower(advance.advanceKey), { ...owedOnChain(advance), liquidated: advance.recovery !== null })
