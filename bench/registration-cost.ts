@@ -12,7 +12,8 @@ const N = Number(process.argv[2] ?? 2000)
 const gc = (globalThis as { gc?: () => void }).gc
 if (gc === undefined) throw new Error('run with node --expose-gc')
 let nowMs = Date.now()
-const h = await startHarness({ clock: () => nowMs })
+// Every registration comes from this one address: the per-client bound on waiting registrations is not what is measured.
+const h = await startHarness({ clock: () => nowMs, config: { lendersPendingPerClientMax: 1_000_000 } })
 const heap = (): number => {
   gc()
   gc()
