@@ -44,7 +44,6 @@ t.test('past connectionsPerClientMax a client is answered 429 too_many_connectio
     if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
   }
   t.equal(status, 200, 'a closed connection gives its place back')
-  t.equal(parseResponse((await rawExchange(server.port, [GET], 5_000)).text).status, 200, 'and each short exchange gives its own back')
 })
 
 t.test('a trusted proxy carries many clients: its connections are not bounded', async (t) => {
