@@ -61,7 +61,18 @@ export function readDbRecord(buf: Buffer, offset: number): DbRecord {
 }
 
 export type DataFileCheck =
-  | { readonly ok: true; readonly fileBytes: number; readonly metas: readonly [MetaPage, MetaPage] }
+  | {
+    readonly ok: true
+    readonly fileBytes: number
+    readonly metas: readonly [MetaPage, MetaPage]
+    /**
+     * Pages up to the last one the meta pages name that lie past the file's end (null: none). LMDB leaves them so when a
+     * transaction allocated pages at the end and freed them again before its commit ("loose" pages, never written): they
+     * are free, and LMDB writes them when it uses them. Any other page past the end is damage: checkPagesPastEnd
+     * (page-walk.ts) tells the two apart.
+     */
+    readonly pagesPastEnd: { readonly first: bigint; readonly last: bigint } | null
+  }
   | { readonly ok: false; readonly reason: string }
 
 function readMeta(fd: number, offset: number): MetaPage | string {
@@ -100,10 +111,8 @@ export function checkDataFile(file: string): DataFileCheck {
     if (meta1.pageSize !== meta0.pageSize) return { ok: false, reason: 'the two meta pages disagree on the page size' }
     const lastPage = meta0.lastPageNumber > meta1.lastPageNumber ? meta0.lastPageNumber : meta1.lastPageNumber
     const neededBytes = (lastPage + 1n) * BigInt(meta0.pageSize)
-    if (BigInt(fileBytes) < neededBytes) {
-      return { ok: false, reason: `data.mdb is truncated: ${fileBytes} bytes, its meta pages need ${neededBytes}` }
-    }
-    return { ok: true, fileBytes, metas: [meta0, meta1] }
+    const pagesPastEnd = BigInt(fileBytes) < neededBytes ? { first: BigInt(fileBytes) / BigInt(meta0.pageSize), last: lastPage } : null
+    return { ok: true, fileBytes, metas: [meta0, meta1], pagesPastEnd }
   } finally {
     fs.closeSync(fd)
   }

@@ -5,6 +5,7 @@ import path from 'node:path'
 import type { RootDatabase } from 'lmdb'
 import { futureSnapshot } from './checks.ts'
 import { checkDataFile, type DataFileCheck } from './data-file.ts'
+import { checkPagesPastEnd } from './page-walk.ts'
 import { StoreAssertionError, StoreOpenError, StoreVersionError } from './errors.ts'
 import type { SnapshotMigration } from './migrate.ts'
 import { isPlainObject } from './validate.ts'
@@ -91,14 +92,16 @@ export function checkDirectory(dataDir: string): 'new' | Extract<DataFileCheck, 
   } catch (error) {
     throw openError(dataDir, error)
   }
-  if (!check.ok) {
-    throw new StoreOpenError(
+  const damaged = (reason: string) =>
+    new StoreOpenError(
       'store_corrupt',
       dataDir,
-      `data directory ${dataDir} is damaged: ${check.reason}. Nothing was changed; restore it from a backup or ` +
+      `data directory ${dataDir} is damaged: ${reason}. Nothing was changed; restore it from a backup or ` +
         'point DATA_DIR to another directory.',
     )
-  }
+  if (!check.ok) throw damaged(check.reason)
+  const pastEnd = checkPagesPastEnd(dataFile, check)
+  if (!pastEnd.ok) throw damaged(pastEnd.reason)
   return check
 }
 

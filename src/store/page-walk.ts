@@ -79,6 +79,8 @@ interface Walk {
   overflowPages: number
   records: number
   freePages: number
+  /** checkPagesPastEnd: the free pages at or past `first` the free list names. */
+  freePastEnd?: { readonly first: bigint; readonly free: Set<bigint> }
 }
 
 function readPage(walk: Walk, pgno: number, what: string): Buffer {
@@ -120,6 +122,7 @@ function nodeOffsets(page: Buffer, pgno: number): number[] {
  * record may be longer than its entries (space reserved when it was written).
  */
 function checkPageList(walk: Walk, list: Buffer, where: string): void {
+  const pastEnd = walk.freePastEnd
   if (list.length < PAGE_NUMBER_BYTES || list.length % PAGE_NUMBER_BYTES !== 0) throw new Damaged(`${where}: a page list of ${list.length} bytes`)
   const count = list.readBigUInt64LE(0)
   if (count > BigInt(list.length / PAGE_NUMBER_BYTES - 1)) throw new Damaged(`${where}: a page list says ${count} entries in ${list.length} bytes`)
@@ -138,6 +141,9 @@ function checkPageList(walk: Walk, list: Buffer, where: string): void {
       throw new Damaged(`${where}: free pages ${first}..${first + pages - 1n} are outside pages 2..${walk.lastPage}`)
     }
     walk.freePages += Number(pages)
+    if (pastEnd !== undefined) {
+      for (let page = first < pastEnd.first ? pastEnd.first : first; page < first + pages; page++) pastEnd.free.add(page)
+    }
   }
 }
 
@@ -263,13 +269,39 @@ function withWalk<T extends { ok: true }>(file: string, check: Extract<DataFileC
  * Reads every page of the free list the newest meta page names (the one LMDB would use) and checks what LMDB relies
  * on when it allocates from it: page numbers inside the file and never twice, page kinds and bounds, nodes inside
  * their pages, records of a transaction id and a well-formed page list, and the tree's shape and counts as the meta
- * page records them. Reads only; the header check must have passed (the file holds every page up to the last).
+ * page records them. Reads only; the header check must have passed (the file holds every page up to the last but
+ * free ones: checkPagesPastEnd).
  */
 export function checkFreePages(file: string, check: Extract<DataFileCheck, { ok: true }>): FreePagesCheck {
   return withWalk(file, check, 'the free-page list', (walk, meta) => {
     walkTree(walk, 'the free list', meta.freeDb, (page, pgno) => checkFreeListLeaf(walk, page, pgno))
     return { ok: true as const, records: walk.records, freePages: walk.freePages }
   })
+}
+
+/**
+ * When the file ends before the last page its meta pages name (DataFileCheck.pagesPastEnd), whether every page past
+ * its end is one the free list names: LMDB leaves a transaction's pages that it allocated at the end and freed again
+ * before its commit unwritten, so a store that removed many records at once (the unfunded-lender sweep) ends short of
+ * its last page, and a clean restart was refused as truncated. Those pages LMDB never reads; a page past the end that
+ * is not free is one a tree names, and reading it would crash the process (SIGBUS): damage. Reads the free list only.
+ */
+export function checkPagesPastEnd(file: string, check: Extract<DataFileCheck, { ok: true }>): { ok: true } | { ok: false; reason: string } {
+  const pastEnd = check.pagesPastEnd
+  if (pastEnd === null) return { ok: true }
+  const needed = (pastEnd.last + 1n) * BigInt(newestMeta(check).pageSize)
+  const truncated = `data.mdb is truncated: ${check.fileBytes} bytes, its meta pages need ${needed}`
+  const free = new Set<bigint>()
+  const walked = withWalk(file, check, 'the free-page list', (walk, meta) => {
+    walk.freePastEnd = { first: pastEnd.first, free }
+    walkTree(walk, 'the free list', meta.freeDb, (page, pgno) => checkFreeListLeaf(walk, page, pgno))
+    return { ok: true as const }
+  })
+  if (!walked.ok) return { ok: false, reason: `${truncated} (${walked.reason})` }
+  for (let page = pastEnd.first; page <= pastEnd.last; page++) {
+    if (!free.has(page)) return { ok: false, reason: `${truncated}, and page ${page} past its end is not a free page` }
+  }
+  return { ok: true }
 }
 
 /**
