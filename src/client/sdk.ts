@@ -3,7 +3,8 @@
 // CreditApiError with the stable code, shares one signed-in session among all its objects of one wallet and service
 // in the process (the service keeps at most sessionsPerWalletMax per wallet, a sign-in beyond it ending the oldest),
 // sends an Idempotency-Key with every POST (so a retry, after a lost answer or a 429 or 503 with Retry-After, is safe:
-// the same key and body), follows the event stream, and runs the lender's and the borrower's steps. Chain work goes through ChainAgent (./chain.ts), the one module that knows the contract.
+// the same key and body), follows the event stream, and runs the lender's and the borrower's steps. Chain work goes
+// through ChainAgent (./chain.ts), the one module that knows the contract.
 import { randomUUID } from 'node:crypto'
 import type { Static } from 'typebox'
 import type { Address, Hash, LocalAccount } from 'viem'

@@ -37,7 +37,6 @@ export class ClientRegistrationsFullError extends Error {
   }
 }
 
-
 /**
  * Per client (clientKeyOf), the lender registrations made from it in this process that still wait for their session
  * wallet's first funds: at most lendersPendingPerClientMax at once, so one script cannot fill lendersPendingMax and

@@ -88,7 +88,7 @@ export function ledgerExpectedState(service: CreditService, network: NetworkConf
 
   // An actor that has just ended left the engine at once, but its final snapshot reaches the store with its group
   // commit: until then the store holds its earlier snapshot, so an ended actor is read from its commit in flight
-  // (service.stored), as GET routes read it (test/api/reconcile-in-flight.test.ts).
+  // (service.inFlight), as GET routes read it (service.stored) (test/api/reconcile-in-flight.test.ts).
   const jobs = new Map<string, JobView>()
   for (const { id, entry } of store.iterateKind('job')) {
     const job = engine.getJob(id) ?? service.inFlight('job', id, jobViewFromSnapshot) ?? jobViewFromSnapshot(entry.snapshot)
