@@ -306,6 +306,8 @@ export function buildCatalog(s: CatalogSources): Catalog {
       queuedEventsMax: s.stream.queuedEventsMax,
       socketBufferedBytesMax: s.stream.socketBufferedBytesMax,
       connectionsPerWalletMax: s.stream.connectionsPerWalletMax,
+      connectionsPerClientMax: s.stream.connectionsPerClientMax,
+      connectionsMax: s.stream.connectionsMax,
       closeCodes: { [String(STREAM_CLOSE.slowConsumer.code)]: STREAM_CLOSE.slowConsumer.name, [String(STREAM_CLOSE.shuttingDown.code)]: STREAM_CLOSE.shuttingDown.name },
     },
   }

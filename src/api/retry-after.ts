@@ -16,8 +16,10 @@ export const NO_RETRY_AFTER_CODES: ReadonlyArray<readonly [code: string, status:
   ['shutting_down', 503, 'this instance is stopping; retry on another instance, or later'],
   ['auth_unavailable', 503, 'a WebSocket upgrade whose session could not be checked; open it again'],
   ['too_many_streams', 429, 'a WebSocket upgrade; close one of the wallet\'s streams first'],
-  ['too_many_watchers', 429, 'a WebSocket upgrade; close one of the inspector feeds first'],
-  ['too_many_connections', 429, 'the front refused a connection past connectionsPerClientMax for this client address; close one, or reuse a keep-alive connection'],
+  ['too_many_client_streams', 429, 'a WebSocket upgrade; close one of the streams this client address holds first'],
+  ['streams_full', 503, 'a WebSocket upgrade; the service holds as many streams as it serves: open it again later, or read over HTTP'],
+  ['too_many_watchers', 429, 'a WebSocket upgrade; close one of the inspector feeds first (of this client address, or any)'],
+  ['too_many_connections', 429, 'a connection past connectionsPerClientMax for this client address was refused; close one, or reuse a keep-alive connection'],
 ]
 
 /** `rate_limited (429); chain_unavailable, ... (503)` */

@@ -22,6 +22,7 @@ import { createServer, connect, isIPv4, isIPv6, type Server, type Socket } from 
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { Worker } from 'node:worker_threads'
+import { ClientCounts } from './client-counts.ts'
 import { clientKeyOf } from './client-key.ts'
 import { gateConnection } from './front-gate.ts'
 import { requestIdMinter, type Logger, type LogLine } from './log.ts'
@@ -59,7 +60,7 @@ export interface FrontOptions {
   trustedProxies?: readonly string[]
 }
 
-const CONNECTIONS_PER_CLIENT_MAX_DEFAULT = 1024
+export const CONNECTIONS_PER_CLIENT_MAX_DEFAULT = 1024
 
 export interface Front {
   readonly port: number
@@ -201,9 +202,12 @@ export interface ListeningFront {
   close(): void
 }
 
-/** Answers a connection past its client's bound 429 and closes it, reading nothing (the answer goes before its head). */
-function refuseConnection(client: Socket, requestId: string, log: Logger): void {
-  log({ level: 'info', msg: 'request', method: '', path: '', status: 429, requestId, front: true })
+/**
+ * Answers a connection past its client's bound 429 and closes it, reading nothing (the answer goes before its head).
+ * Also node:http's (node-server.ts), whose log line says so in `fields`.
+ */
+export function refuseConnection(client: Socket, requestId: string, log: Logger, fields: Record<string, unknown> = { front: true }): void {
+  log({ level: 'info', msg: 'request', method: '', path: '', status: 429, requestId, ...fields })
   client.on('error', () => client.destroy())
   client.end(answer(429, new HttpProblem(429, 'too_many_connections', 'This client address holds as many open connections as the service allows one client; close one first (or reuse it: keep-alive).', { title: 'Too many connections' }), requestId))
   client.resume()
@@ -221,24 +225,18 @@ export async function listenFront(settings: FrontSettings, log: Logger): Promise
   // so one client opening them faster than they time out could use up the process's descriptors: each client holds at
   // most connectionsPerClientMax at once (an outsider's finding: 347 trickling connections kept every other client
   // out of a 400-descriptor process). Only clients that hold one are kept.
-  const perClient = new Map<string, number>()
+  const perClient = new ClientCounts()
   const exempt = new Set(settings.trustedProxies)
 
   const onConnection = (client: Socket): void => {
     const peer = client.remoteAddress ?? ''
     const key = exempt.has(peer) ? undefined : clientKeyOf(peer)
     if (key !== undefined) {
-      const held = perClient.get(key) ?? 0
-      if (held >= settings.connectionsPerClientMax) {
+      if (!perClient.take(key, settings.connectionsPerClientMax)) {
         refuseConnection(client, mintRequestId(), log)
         return
       }
-      perClient.set(key, held + 1)
-      client.once('close', () => {
-        const left = (perClient.get(key) as number) - 1
-        if (left === 0) perClient.delete(key)
-        else perClient.set(key, left)
-      })
+      client.once('close', () => perClient.release(key))
     }
     open.add(client)
     client.setNoDelay(true)

@@ -1,10 +1,13 @@
 // The node:http transport (HTTP_TRANSPORT=node): the same request pipeline as uWS (pipeline.ts) behind node's own
 // HTTP server, which parses HTTP/1.0, pipelining and request smuggling attempts itself, so no front is needed. What
 // differs from uWS: no WebSocket (their paths answer 501 websocket_unavailable: node has no WebSocket server
-// without a new dependency), and routing is done here, with the templates' regular expressions.
+// without a new dependency), and routing is done here, with the templates' regular expressions. The bound on the
+// connections one client holds is the front's (connectionsPerClientMax, 429 too_many_connections), kept here.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import { answer } from './front.ts'
+import { ClientCounts } from './client-counts.ts'
+import { clientKeyOf } from './client-key.ts'
+import { answer, CONNECTIONS_PER_CLIENT_MAX_DEFAULT, refuseConnection } from './front.ts'
 import { createPipeline, type TransportIo } from './pipeline.ts'
 import { HttpProblem } from './problem.ts'
 import { fieldsOf } from './request.ts'
@@ -47,11 +50,7 @@ const nodeIo: TransportIo<Exchange, Exchange> = {
       if (!ex.res.writableEnded) hook()
     })
   },
-  // An IPv4 client of a dual-stack socket shows as ::ffff:a.b.c.d; uWS and TRUSTED_PROXIES name it a.b.c.d.
-  remoteAddress: (ex) => {
-    const address = ex.im.socket.remoteAddress ?? ''
-    return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
-  },
+  remoteAddress: (ex) => peerAddress(ex.im.socket),
   onData: (ex, chunk) => {
     ex.im.on('data', (bytes: Buffer) => chunk(bytes, false))
     ex.im.once('end', () => chunk(Buffer.alloc(0), true))
@@ -75,6 +74,12 @@ const nodeIo: TransportIo<Exchange, Exchange> = {
     finish(ex, closeConnection).end(body)
   },
   close: (ex) => { ex.im.socket.destroy() },
+}
+
+/** The socket's peer; an IPv4 client of a dual-stack socket shows as ::ffff:a.b.c.d, uWS and TRUSTED_PROXIES name it a.b.c.d. */
+function peerAddress(socket: Socket): string {
+  const address = socket.remoteAddress ?? ''
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
 }
 
 function finish(ex: Exchange, closeConnection: boolean): ServerResponse {
@@ -164,6 +169,31 @@ export async function startNodeServer(options: ServerOptions): Promise<RunningSe
       : new HttpProblem(400, 'malformed_request', `The request is not valid HTTP/1.1 (${error.code ?? 'parse error'}).`, { title: 'Malformed request' })
     socket.end(answer(400, problem, pipeline.mintRequestId()))
   })
+  // As behind the front: one client address (an IPv6 /64) holds at most connectionsPerClientMax connections, each a
+  // file descriptor until node's timeouts close it, so a stranger opening them faster cannot use up the process's;
+  // trusted proxies are exempt (their connections carry many clients). node's own connection listener, which gives a
+  // socket its HTTP parser, runs only for a connection within the bound: a refused one is answered 429 before
+  // anything it sent is read, and none of it reaches a route.
+  const [serve, ...others] = server.listeners('connection') as Array<(socket: Socket) => void>
+  if (serve === undefined || others.length > 0) throw new Error(`node:http has ${others.length + (serve === undefined ? 0 : 1)} connection listeners, not the one its server adds`)
+  server.removeListener('connection', serve)
+  const connectionsPerClientMax = options.connectionsPerClientMax ?? CONNECTIONS_PER_CLIENT_MAX_DEFAULT
+  const exempt = new Set(options.trustedProxies)
+  const perClient = new ClientCounts()
+  const refused = new Set<Socket>()
+  server.on('connection', (socket: Socket) => {
+    const peer = peerAddress(socket)
+    if (exempt.has(peer)) return serve.call(server, socket)
+    const key = clientKeyOf(peer)
+    if (!perClient.take(key, connectionsPerClientMax)) {
+      refused.add(socket)
+      socket.once('close', () => refused.delete(socket))
+      refuseConnection(socket, pipeline.mintRequestId(), log, { transport: 'node' })
+      return
+    }
+    socket.once('close', () => perClient.release(key))
+    serve.call(server, socket)
+  })
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error) => reject(new Error(`cannot listen on ${host}:${options.port ?? 0}: ${error.message}`, { cause: error })))
     server.listen(options.port ?? 0, host, () => {
@@ -179,6 +209,7 @@ export async function startNodeServer(options: ServerOptions): Promise<RunningSe
     server.closeIdleConnections()
   }, async () => {
     server.closeAllConnections()
+    for (const socket of refused) socket.destroy()
     await closed
   })
 }

@@ -619,5 +619,8 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
     return admit(state, 'client', peerOf(res, req))
   }
 
-  return { log, compiled, allowOf, mintRequestId, handlerFor, preflightFor, fallback, problemFor, drain, admitUpgrade, inFlight: () => inFlight.size }
+  /** The client (clientKeyOf) of a WebSocket upgrade the pipeline admitted: what an endpoint bounds per client. */
+  const clientOfUpgrade = (res: Res, req: Req): string => clientKeyOf(peerOf(res, req))
+
+  return { log, compiled, allowOf, mintRequestId, handlerFor, preflightFor, fallback, problemFor, drain, admitUpgrade, clientOfUpgrade, inFlight: () => inFlight.size }
 }

@@ -1,7 +1,7 @@
 // The HTTP server: options, and the uWebSockets.js transport (the default): uWS routing, its TransportIo, the node:net
 // front, listening and shutdown. The request pipeline both transports share is pipeline.ts; the node:http transport
 // is node-server.ts.
-import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket, type WebSocketBehavior } from 'uWebSockets.js'
+import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket, type us_socket_context_t, type WebSocketBehavior } from 'uWebSockets.js'
 import { startFront, type Front } from './front.ts'
 import { stdoutLogger, type Logger } from './log.ts'
 import { startNodeServer } from './node-server.ts'
@@ -20,6 +20,14 @@ export type Authenticate = (token: string) => Promise<Session | undefined>
 
 /** An `Authenticate` that may answer at once: a session it holds in memory needs no promise per request (issue 11). */
 export type SessionOf = (token: string) => Session | undefined | Promise<Session | undefined>
+
+/**
+ * A WebSocket endpoint's upgrade: uWS's, also given the client (clientKeyOf its address, read as the rate limiter reads
+ * it: the front's PROXY header, or what a trusted proxy forwarded), so an endpoint can bound what one client holds.
+ */
+export type WebSocketUpgrade = (res: HttpResponse, req: HttpRequest, context: us_socket_context_t, client: string) => void
+/** A WebSocket endpoint's behaviour: uWS's, with an upgrade of its own (who may connect) that is told the client. */
+export type WebSocketEndpoint<T> = Omit<WebSocketBehavior<T>, 'upgrade'> & { upgrade?: WebSocketUpgrade }
 
 /** `uws`: uWebSockets.js (with the node:net front unless `legacyClients` is false). `node`: node:http. */
 export type HttpTransport = 'uws' | 'node'
@@ -50,15 +58,16 @@ export interface ServerOptions {
    */
   legacyClients?: boolean
   /**
-   * With the front: connections one client address (an IPv6 /64) may hold open at once, past which the front answers
-   * 429 too_many_connections and closes; trusted proxies are exempt. Default 1,024.
+   * Connections one client address (an IPv6 /64) may hold open at once, past which the front (or node:http) answers
+   * 429 too_many_connections and closes; trusted proxies are exempt. Default 1,024. uWS on the port directly
+   * (`legacyClients: false`) has no hook that sees a connection open, so it has no such bound.
    */
   connectionsPerClientMax?: number
   /**
    * WebSocket endpoints (the event stream), registered before the routes so an upgrade reaches them first. On node:http
    * their paths answer 501 websocket_unavailable (node has no WebSocket server without a new dependency).
    */
-  websockets?: ReadonlyArray<{ path: string; behavior: WebSocketBehavior<any> }>
+  websockets?: ReadonlyArray<{ path: string; behavior: WebSocketEndpoint<any> }>
   /** Required when any route has `auth: 'session'`. */
   authenticate?: SessionOf
   /** Default: JSON lines on stdout. Pass `silentLogger` in tests. */
@@ -125,7 +134,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     app.ws(socket.path, {
       ...socket.behavior,
       upgrade: (res, req, context) => {
-        if (pipeline.admitUpgrade(res, req)) return upgrade(res, req, context)
+        if (pipeline.admitUpgrade(res, req)) return upgrade(res, req, context, pipeline.clientOfUpgrade(res, req))
       },
     })
   }

@@ -3,11 +3,14 @@
 // what GET /inspect/counts and GET /inspect/transitions would answer (nothing the public reads do not show). A
 // snapshot first, then at most one update per flush interval carrying the transitions made durable since the last one
 // and the counts after them; under a burst of commits the updates coalesce instead of growing with the commit rate.
-// Bounded: a fixed number of watchers (429 beyond), and a watcher whose socket buffers more than a bound is cut off
-// (4008 slow_consumer) rather than allowed to grow the service's memory.
-import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket, WebSocketBehavior } from 'uWebSockets.js'
+// Bounded: a fixed number of watchers over every client and a smaller one per client (429 beyond either: one stranger
+// cannot take every place and lock the operators out), and a watcher whose socket buffers more than a bound is cut
+// off (4008 slow_consumer) rather than allowed to grow the service's memory.
+import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket } from 'uWebSockets.js'
 import { toWire } from '../api/wire.ts'
+import { ClientCounts } from '../http/client-counts.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../http/problem.ts'
+import type { WebSocketEndpoint } from '../http/server.ts'
 import { FEED_ENTRIES_MAX, type FeedEntry, type Inspector } from './inspector.ts'
 
 export const INSPECT_LIVE_PATH = '/inspect/live'
@@ -15,13 +18,15 @@ export const INSPECT_LIVE_PATH = '/inspect/live'
 export interface InspectLiveLimits {
   /** Open watchers at once, over every client. */
   readonly watchersMax: number
+  /** Open watchers at once of one client (clientKeyOf: an address, an IPv6 /64). */
+  readonly watchersPerClientMax: number
   /** Shortest time between two updates. */
   readonly flushIntervalMs: number
   /** Bytes a watcher's socket may hold unsent before it is cut off. */
   readonly bufferedBytesMax: number
 }
 
-export const INSPECT_LIVE_LIMITS: InspectLiveLimits = { watchersMax: 32, flushIntervalMs: 250, bufferedBytesMax: 1 << 20 }
+export const INSPECT_LIVE_LIMITS: InspectLiveLimits = { watchersMax: 32, watchersPerClientMax: 4, flushIntervalMs: 250, bufferedBytesMax: 1 << 20 }
 
 /** Close codes of the live feed (4000-4999 are the application's, RFC 6455 section 7.4.2). */
 export const INSPECT_LIVE_CLOSE = { slowConsumer: 4008, stopping: 1001 } as const
@@ -29,12 +34,17 @@ export const INSPECT_LIVE_CLOSE = { slowConsumer: 4008, stopping: 1001 } as cons
 /** Transitions a snapshot message carries (the page shows this many). */
 const SNAPSHOT_TRANSITIONS = 50
 
-type Watcher = WebSocket<Record<string, never>>
+/** What a watcher's upgrade gives it: its client, whose count its close gives back. */
+interface WatcherData {
+  client: string
+}
+type Watcher = WebSocket<WatcherData>
 
 export class InspectorLive {
   readonly limits: InspectLiveLimits
   readonly #inspector: Inspector
   readonly #watchers = new Set<Watcher>()
+  readonly #perClient = new ClientCounts()
   /** Transitions durable since the last update, oldest first, at most the feed's size. */
   #pending: FeedEntry[] = []
   #timer: NodeJS.Timeout | undefined
@@ -51,7 +61,7 @@ export class InspectorLive {
     return this.#watchers.size
   }
 
-  behavior(): WebSocketBehavior<Record<string, never>> {
+  behavior(): WebSocketEndpoint<WatcherData> {
     return {
       // Watchers never need to send anything but control frames.
       maxPayloadLength: 256,
@@ -59,13 +69,15 @@ export class InspectorLive {
       sendPingsAutomatically: true,
       // Above the feed's own bound, so uWS never drops a frame silently: the feed cuts the watcher first.
       maxBackpressure: this.limits.bufferedBytesMax * 4,
-      upgrade: (res, req, context) => this.#upgrade(res, req, context),
+      upgrade: (res, req, context, client) => this.#upgrade(res, req, context, client),
+      // uWS opens the socket within res.upgrade: what the upgrade checked still holds here.
       open: (ws) => {
         this.#watchers.add(ws)
+        this.#perClient.add(ws.getUserData().client)
         ws.send(this.#message('snapshot', this.#inspector.recent(SNAPSHOT_TRANSITIONS)))
       },
       close: (ws) => {
-        this.#watchers.delete(ws)
+        if (this.#watchers.delete(ws)) this.#perClient.release(ws.getUserData().client)
       },
     }
   }
@@ -78,7 +90,7 @@ export class InspectorLive {
     for (const ws of [...this.#watchers]) ws.end(INSPECT_LIVE_CLOSE.stopping, 'the service is stopping')
   }
 
-  #upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
+  #upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, client: string): void {
     const refuse = (problem: HttpProblem) => {
       res.cork(() => {
         res.writeStatus(`${problem.status} ${problem.title}`).writeHeader('content-type', PROBLEM_CONTENT_TYPE)
@@ -87,10 +99,14 @@ export class InspectorLive {
     }
     if (this.#closed) return refuse(new HttpProblem(503, 'shutting_down', 'the service is stopping'))
     if ((req.getQuery() ?? '') !== '') return refuse(new HttpProblem(400, 'validation_failed', `${INSPECT_LIVE_PATH} takes no query parameters`))
+    if (this.#perClient.held(client) >= this.limits.watchersPerClientMax) {
+      return refuse(new HttpProblem(429, 'too_many_watchers', `this client address holds ${this.limits.watchersPerClientMax} inspector feeds, the most one client may; close one, or poll GET /inspect/counts`))
+    }
     if (this.#watchers.size >= this.limits.watchersMax) {
       return refuse(new HttpProblem(429, 'too_many_watchers', `at most ${this.limits.watchersMax} inspector feeds are open at once; poll GET /inspect/counts instead`))
     }
-    res.upgrade({}, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context)
+    const data: WatcherData = { client }
+    res.upgrade(data, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context)
   }
 
   #onEntries(entries: readonly FeedEntry[]): void {

@@ -13,9 +13,10 @@
 // wallets and the numbering, and an event is derived at most once whoever reads it (its text never changes once sent).
 import { randomBytes } from 'node:crypto'
 import type { Address } from 'viem'
-import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket, WebSocketBehavior } from 'uWebSockets.js'
+import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket } from 'uWebSockets.js'
+import { ClientCounts } from '../http/client-counts.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../http/problem.ts'
-import type { Authenticate } from '../http/server.ts'
+import type { Authenticate, WebSocketEndpoint } from '../http/server.ts'
 import type { Change } from '../engine/types.ts'
 import { eventBody, eventRecord, eventWallets, type EventSources } from './events.ts'
 import { STREAM_CLOSE, type StreamHello, type StreamResync } from './messages.ts'
@@ -29,8 +30,16 @@ export interface StreamLimits {
   queuedEventsMax: number
   /** Bytes the socket may buffer before the hub stops handing it events (until it drains). */
   socketBufferedBytesMax: number
-  /** Open streams per wallet; one more is refused with 429. */
+  /** Open streams per wallet; one more is refused with 429 too_many_streams. */
   connectionsPerWalletMax: number
+  /**
+   * Open streams per client (clientKeyOf: an address, an IPv6 /64), whatever their wallets; one more is refused with
+   * 429 too_many_client_streams. Wallets are free (a sign-in with a fresh key), so the bound per wallet alone does
+   * not stop one client from opening streams until the service's are gone.
+   */
+  connectionsPerClientMax: number
+  /** Open streams over every client; one more is refused with 503 streams_full. */
+  connectionsMax: number
 }
 
 export const DEFAULT_STREAM_LIMITS: StreamLimits = {
@@ -39,6 +48,8 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
   queuedEventsMax: 4096,
   socketBufferedBytesMax: 1024 * 1024,
   connectionsPerWalletMax: 16,
+  connectionsPerClientMax: 128,
+  connectionsMax: 4096,
 }
 
 interface Retained {
@@ -53,6 +64,8 @@ interface Retained {
 
 interface UpgradeData {
   wallet: Address
+  /** The client (clientKeyOf) that opened it: its count is given back when the stream ends. */
+  client: string
   /** The session's token hash: a revoked session's streams are closed (endSessions). */
   tokenHash: string | undefined
   since: number | undefined
@@ -62,6 +75,7 @@ interface UpgradeData {
 interface Connection {
   ws: WebSocket<UpgradeData>
   wallet: Address
+  client: string
   tokenHash: string | undefined
   /** Sequence numbers of this wallet's events not yet handed to the socket, from `head` on. */
   queue: number[]
@@ -85,6 +99,7 @@ export class EventHub {
   #firstSeq = 1
   #lastSeq = 0
   readonly #byWallet = new Map<Address, Set<Connection>>()
+  readonly #perClient = new ClientCounts()
   /**
    * Per wallet, the sequence numbers of its retained events in order, from `head` on: a resume reads the wallet's own
    * events instead of every slot of the ring (100,000 slots, some milliseconds of the service thread per resume, which
@@ -170,7 +185,7 @@ export class EventHub {
   }
 
   /** The uWebSockets.js behaviour of GET /events: bearer-token upgrade, hello, resume, live delivery. */
-  behavior(authenticate: Authenticate): WebSocketBehavior<UpgradeData> {
+  behavior(authenticate: Authenticate): WebSocketEndpoint<UpgradeData> {
     return {
       // Events are small; a client never needs to send anything but control frames.
       maxPayloadLength: 1024,
@@ -178,7 +193,7 @@ export class EventHub {
       sendPingsAutomatically: true,
       // Above the hub's own bound (one event past socketBufferedBytesMax at most), so uWS never drops a frame silently.
       maxBackpressure: this.limits.socketBufferedBytesMax * 4,
-      upgrade: (res, req, context) => this.#upgrade(res, req, context, authenticate),
+      upgrade: (res, req, context, client) => this.#upgrade(res, req, context, client, authenticate),
       open: (ws) => this.#open(ws),
       drain: (ws) => {
         const connection = this.#connections.get(ws)
@@ -191,7 +206,7 @@ export class EventHub {
     }
   }
 
-  #upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, authenticate: Authenticate): void {
+  #upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, client: string, authenticate: Authenticate): void {
     // The request is only valid until the first await: read everything now.
     const key = req.getHeader('sec-websocket-key')
     const protocol = req.getHeader('sec-websocket-protocol')
@@ -224,8 +239,15 @@ export class EventHub {
         if ((this.#byWallet.get(session.address)?.size ?? 0) >= this.limits.connectionsPerWalletMax) {
           return refuse(new HttpProblem(429, 'too_many_streams', `a wallet holds at most ${this.limits.connectionsPerWalletMax} open streams; close one first`))
         }
+        if (this.#perClient.held(client) >= this.limits.connectionsPerClientMax) {
+          return refuse(new HttpProblem(429, 'too_many_client_streams', `this client address holds ${this.limits.connectionsPerClientMax} open streams, of any wallets, the most one client may; close one first`))
+        }
+        if (this.#connections.size >= this.limits.connectionsMax) {
+          return refuse(new HttpProblem(503, 'streams_full', `the service holds ${this.limits.connectionsMax} open streams, the most it serves; open it again later, or read over HTTP`))
+        }
         if (aborted) return
-        const data: UpgradeData = { wallet: session.address, tokenHash: session.tokenHash, since: since === null ? undefined : Number(since), epoch: epoch ?? undefined }
+        // uWS opens the socket within res.upgrade (#open): the counts checked here still hold when it is counted.
+        const data: UpgradeData = { wallet: session.address, client, tokenHash: session.tokenHash, since: since === null ? undefined : Number(since), epoch: epoch ?? undefined }
         res.cork(() => res.upgrade(data, key, protocol, extensions, context))
       },
       () => refuse(new HttpProblem(503, 'auth_unavailable', 'the session could not be checked; retry')),
@@ -233,9 +255,10 @@ export class EventHub {
   }
 
   #open(ws: WebSocket<UpgradeData>): void {
-    const { wallet, tokenHash, since, epoch } = ws.getUserData()
-    const connection: Connection = { ws, wallet, tokenHash, queue: [], head: 0, open: true }
+    const { wallet, client, tokenHash, since, epoch } = ws.getUserData()
+    const connection: Connection = { ws, wallet, client, tokenHash, queue: [], head: 0, open: true }
     this.#connections.set(ws, connection)
+    this.#perClient.add(client)
     let set = this.#byWallet.get(wallet)
     if (set === undefined) this.#byWallet.set(wallet, (set = new Set()))
     set.add(connection)
@@ -376,6 +399,7 @@ export class EventHub {
     connection.queue = []
     connection.head = 0
     this.#connections.delete(connection.ws)
+    this.#perClient.release(connection.client)
     const set = this.#byWallet.get(connection.wallet)
     set?.delete(connection)
     if (set?.size === 0) this.#byWallet.delete(connection.wallet)

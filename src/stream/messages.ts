@@ -90,6 +90,8 @@ export const StreamInfo = StrictObject(
     queuedEventsMax: Type.Integer({ minimum: 1, description: 'Undelivered events of one connection; one more and it is closed 4008 slow_consumer.' }),
     socketBufferedBytesMax: Type.Integer({ minimum: 1 }),
     connectionsPerWalletMax: Type.Integer({ minimum: 1 }),
+    connectionsPerClientMax: Type.Integer({ minimum: 1, description: 'Open streams of one client address (an IPv6 /64), whatever their wallets; one more is refused 429 too_many_client_streams.' }),
+    connectionsMax: Type.Integer({ minimum: 1, description: 'Open streams over every client; one more is refused 503 streams_full.' }),
     closeCodes: Type.Record(Type.String(), Type.String(), { additionalProperties: false }),
   },
   { description: 'The live event stream (WebSocket): the signed-in wallet\'s leases, offers, advances, jobs and passport events, resumable by sequence number.' },

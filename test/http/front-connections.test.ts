@@ -2,14 +2,16 @@
 // at once (connectionsPerClientMax): each holds file descriptors, and a stranger opening them faster than the head
 // deadline closes them could use up the process's (an outsider's finding). Past the bound the front answers 429
 // too_many_connections itself and closes; a closed connection gives its place back; trusted proxies are exempt.
+// node:http (HTTP_TRANSPORT=node) keeps the same bound, in its server's connection event; uWS on the port directly
+// (HTTP_LEGACY_CLIENTS=0) has no hook that sees a connection open, so it has none (README "Behind a reverse proxy").
 import net from 'node:net'
 import t from 'tap'
-import { startServer, type RunningServer } from '../../src/http/server.ts'
+import { startServer, type HttpTransport, type RunningServer } from '../../src/http/server.ts'
 import { parseResponse, rawExchange } from './fixtures/raw.ts'
 import { testRoutes } from './fixtures/routes.ts'
 
-async function start(options: { connectionsPerClientMax: number; trustedProxies?: string[] }): Promise<RunningServer> {
-  const server = await startServer({ transport: 'uws', routes: testRoutes, port: 0, rateLimit: false, log: () => {}, ...options })
+async function start(options: { transport: HttpTransport; connectionsPerClientMax: number; trustedProxies?: string[] }): Promise<RunningServer> {
+  const server = await startServer({ routes: testRoutes, port: 0, rateLimit: false, log: () => {}, ...options })
   t.teardown(() => server.close(500))
   return server
 }
@@ -26,29 +28,31 @@ function held(port: number): Promise<net.Socket> {
 
 const GET = 'GET /items/abc HTTP/1.1\r\nHost: x\r\n\r\n'
 
-t.test('past connectionsPerClientMax a client is answered 429 too_many_connections and closed; closing one frees a place', async (t) => {
-  const server = await start({ connectionsPerClientMax: 3 })
-  const sockets = [await held(server.port), await held(server.port), await held(server.port)]
-  const refused = await rawExchange(server.port, [GET], 5_000)
-  const answer = parseResponse(refused.text)
-  t.equal(answer.status, 429)
-  t.equal(answer.headers['content-type'], 'application/problem+json')
-  t.equal(JSON.parse(answer.body).code, 'too_many_connections')
-  t.ok(refused.closedByServer, 'and the connection is closed')
+for (const [transport, name] of [['uws', 'the front'], ['node', 'node:http']] as const) {
+  t.test(`${name}: past connectionsPerClientMax a client is answered 429 too_many_connections and closed; closing one frees a place`, async (t) => {
+    const server = await start({ transport, connectionsPerClientMax: 3 })
+    const sockets = [await held(server.port), await held(server.port), await held(server.port)]
+    const refused = await rawExchange(server.port, [GET], 5_000)
+    const answer = parseResponse(refused.text)
+    t.equal(answer.status, 429)
+    t.equal(answer.headers['content-type'], 'application/problem+json')
+    t.equal(JSON.parse(answer.body).code, 'too_many_connections')
+    t.ok(refused.closedByServer, 'and the connection is closed')
 
-  sockets[0]!.destroy()
-  // The front counts the close when its socket's close event runs in the front's thread: try until it has.
-  let status = 0
-  for (let attempt = 0; attempt < 100 && status !== 200; attempt++) {
-    status = parseResponse((await rawExchange(server.port, [GET], 5_000)).text).status
-    if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  t.equal(status, 200, 'a closed connection gives its place back')
-})
+    sockets[0]!.destroy()
+    // The server counts the close when its socket's close event runs (the front's in the front's thread): try until it has.
+    let status = 0
+    for (let attempt = 0; attempt < 100 && status !== 200; attempt++) {
+      status = parseResponse((await rawExchange(server.port, [GET], 5_000)).text).status
+      if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    t.equal(status, 200, 'a closed connection gives its place back')
+  })
 
-t.test('a trusted proxy carries many clients: its connections are not bounded', async (t) => {
-  const server = await start({ connectionsPerClientMax: 1, trustedProxies: ['127.0.0.1'] })
-  await held(server.port)
-  await held(server.port)
-  t.equal(parseResponse((await rawExchange(server.port, [GET], 5_000)).text).status, 200)
-})
+  t.test(`${name}: a trusted proxy carries many clients: its connections are not bounded`, async (t) => {
+    const server = await start({ transport, connectionsPerClientMax: 1, trustedProxies: ['127.0.0.1'] })
+    await held(server.port)
+    await held(server.port)
+    t.equal(parseResponse((await rawExchange(server.port, [GET], 5_000)).text).status, 200)
+  })
+}

@@ -128,14 +128,15 @@ t.test('the live feed: a snapshot, then updates as commits become durable; bound
   t.ok(update.machines.offer.offered >= 1, 'and the counts after it')
   t.ok(messages.every((m, i) => i === 0 || m.type === 'update'), 'one snapshot, then updates only')
 
-  // Bounded: the most watchers allowed are open, the next one is refused with a problem.
+  // Bounded: the most watchers allowed are open, the next one is refused with a problem. Each from an address of its
+  // own (127.0.0.0/8 is all loopback): one address holds at most watchersPerClientMax (test/inspect/live-bounds.test.ts).
   const limit = info.body.watchersMax as number
   const open = (await get('/inspect/live')).body.watchers as number
   t.ok(open >= 1, `the feeds open now are counted (${open}: this one, and the page's if its browser has not closed it yet)`)
-  const more = Array.from({ length: limit - open }, () => new WebSocket(info.body.url))
+  const more = Array.from({ length: limit - open }, (_, i) => new WebSocket(info.body.url, { localAddress: `127.0.1.${i + 1}` }))
   t.teardown(() => { for (const ws of more) ws.terminate() })
   await Promise.all(more.map((ws) => new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject) })))
-  const refused = new WebSocket(info.body.url)
+  const refused = new WebSocket(info.body.url, { localAddress: '127.0.2.1' })
   const status = await new Promise<number>((resolve) => refused.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)))
   t.equal(status, 429, `watcher ${limit + 1} is refused (too_many_watchers)`)
   socket.close()

@@ -92,7 +92,7 @@ export const events = (s: RawStream) => s.messages.filter((m) => m.type === 'eve
  */
 export function fakeConnection(hub: EventHub, wallet: Address, resume: { since: number; epoch: string } | undefined = undefined): string[] {
   const sent: string[] = []
-  const data = { wallet, tokenHash: undefined, since: resume?.since, epoch: resume?.epoch }
+  const data = { wallet, client: '127.0.0.1', tokenHash: undefined, since: resume?.since, epoch: resume?.epoch }
   const ws = { getUserData: () => data, send: (text: string) => sent.push(text), cork: (run: () => void) => run(), getBufferedAmount: () => 0, end: () => undefined }
   hub.behavior(async () => undefined).open?.(ws as never)
   return sent

@@ -27,7 +27,8 @@ export function eventRoutes(limits: StreamLimits, info: () => Static<typeof Stre
         `Resume after a disconnect with ?since=<last seq seen>&epoch=<epoch>: nothing missed, nothing repeated, within the retention (${retention}); ` +
         'beyond it, after a restart (new epoch) or with too large a backlog, a resync message says to re-read state over HTTP, and events after its seq follow. ' +
         `A client that does not read is cut off: close code 4008 with reason "slow_consumer: ..." once ${limits.queuedEventsMax} of its events are undelivered ` +
-        `(the socket buffers at most ${limits.socketBufferedBytesMax} bytes before the queue grows). At most ${limits.connectionsPerWalletMax} streams per wallet (429 too_many_streams). ` +
+        `(the socket buffers at most ${limits.socketBufferedBytesMax} bytes before the queue grows). At most ${limits.connectionsPerWalletMax} streams per wallet (429 too_many_streams), ` +
+        `${limits.connectionsPerClientMax} per client address, an IPv6 /64, whatever their wallets (429 too_many_client_streams), ${limits.connectionsMax} in all (503 streams_full). ` +
         'Close code 1001 when the service stops. A plain GET without the upgrade answers how to connect (the catalog\'s stream entry).',
       tags: ['events'],
       auth: 'session',
@@ -38,7 +39,8 @@ export function eventRoutes(limits: StreamLimits, info: () => Static<typeof Stre
       responses: {
         101: { description: 'Switching Protocols: the WebSocket. Each text frame is one StreamMessage.', schema: StreamMessage },
         200: { description: 'A plain GET (no upgrade): where and how to open the stream, its retention and bounds.', schema: StreamInfo },
-        429: { description: 'The wallet already holds the most streams allowed (code too_many_streams).' },
+        429: { description: 'The wallet already holds the most streams allowed (code too_many_streams), or the client address does (too_many_client_streams).' },
+        503: { description: 'The service holds the most streams it serves (code streams_full), or the session could not be checked (auth_unavailable).' },
       },
       handler: () => asResult(replyWith(200, StreamInfo)(info())),
     }),

@@ -63,6 +63,7 @@ const InspectLiveInfo = StrictObject({
   url: Type.String({ description: 'Where to open the WebSocket.' }),
   watchers: Type.Integer({ minimum: 0, description: 'Feeds open now.' }),
   watchersMax: Type.Integer({ description: 'Open feeds at once, over every client (429 too_many_watchers beyond).' }),
+  watchersPerClientMax: Type.Integer({ description: 'Open feeds at once of one client address, an IPv6 /64 (429 too_many_watchers beyond).' }),
   flushIntervalMs: Type.Integer({ description: 'Shortest time between two updates: commits in between are coalesced into one.' }),
   bufferedBytesMax: Type.Integer({ description: 'Unsent bytes a watcher may hold before it is cut off with close code 4008.' }),
 })
@@ -151,14 +152,14 @@ export function inspectRoutes(inspector: Inspector, baseUrl: () => string, live:
       description:
         'Public, read-only. Open a WebSocket (RFC 6455) on this path, no query. Each text frame is one InspectLiveMessage: a snapshot first (what GET /inspect/counts and ' +
         `GET /inspect/transitions answer), then an update at most every ${limits.flushIntervalMs} ms with the transitions made durable since the last message (newest first, at most ${FEED_ENTRIES_MAX}) ` +
-        `and the counts after them. At most ${limits.watchersMax} feeds are open at once (429 too_many_watchers); a watcher that lets more than ${limits.bufferedBytesMax} bytes go unread is ` +
+        `and the counts after them. At most ${limits.watchersMax} feeds are open at once, ${limits.watchersPerClientMax} of one client address (an IPv6 /64) (429 too_many_watchers); a watcher that lets more than ${limits.bufferedBytesMax} bytes go unread is ` +
         `closed with code ${INSPECT_LIVE_CLOSE.slowConsumer} (reason slow_consumer). Close code ${INSPECT_LIVE_CLOSE.stopping} when the service stops. A plain GET answers how to connect.`,
       tags,
       auth: 'none',
       responses: {
         101: { description: 'Switching Protocols: the WebSocket. Each text frame is one InspectLiveMessage.', schema: InspectLiveMessage },
         200: { description: 'A plain GET (no upgrade): where to open the feed and its bounds.', schema: InspectLiveInfo },
-        429: { description: 'The most feeds allowed are open (code too_many_watchers).' },
+        429: { description: 'The most feeds allowed are open, over every client or of this client address (code too_many_watchers).' },
       },
       handler: () => asResult({ status: 200, body: { url: `${baseUrl().replace(/^http/, 'ws')}${INSPECT_LIVE_PATH}`, watchers: live.watchers, ...limits } }),
     }),
