@@ -64,7 +64,7 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
 
 ## Waiting and retrying
 A 429 or 503 changed nothing and recorded nothing; its code says whether to wait:
-- With Retry-After: ${retryAfterCodeList()}. Wait that many seconds, then send the same request again (a POST with the same Idempotency-Key and body: it takes effect at most once); give up after a few tries. The SDK (AgentCredit) does this by itself and then throws CreditApiError with the code and retryAfterSeconds.
+- With Retry-After: ${retryAfterCodeList()}. Wait that many seconds, then send the same request again (a POST with the same Idempotency-Key and body: it takes effect at most once); give up after a few tries. The SDK (AgentCredit) does this by itself and then throws CreditApiError with the code and retryAfterSeconds; the MCP server's tool error then carries both (structuredContent.error.code and .retryAfterSeconds, and in its text).
 - Without Retry-After the service names no time: ${noRetryAfterCodeList()}.
 
 ## Typical flow

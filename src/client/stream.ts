@@ -1,8 +1,12 @@
 // The event stream for agents: one WebSocket to GET /events that reconnects by itself and resumes from the last
 // event it delivered, so a consumer sees every event of its wallet once, in order (a `resync` message when the
-// service could not keep the gap: re-read state over HTTP then). A stream whose session ends twice within
-// `sessionEndedWindowMs` stops instead of signing in again: more sign-ins of its wallet than the service keeps
-// (sessionsPerWalletMax) would otherwise end each other's sessions in a loop, each new one dropping the oldest.
+// service could not keep the gap: re-read state over HTTP then). When its session ends (revoked, or dropped by a
+// newer sign-in) it signs in again at once; when the replacing session ends too within `sessionEndedWindowMs`, it
+// signs in again only after a wait that doubles with each such end (`sessionEndedBackoffMs`, at most the window),
+// and after `sessionEndedRetriesMax` of them it stops. More sign-ins of its wallet than the service keeps
+// (sessionsPerWalletMax) would otherwise end each other's sessions in a tight loop, each new one dropping the
+// oldest; the waits keep that loop slow, and let a stream recover once the other sign-ins are gone (a restart, a
+// deploy, a revocation), the bound stops a stream that keeps losing.
 import WebSocket from 'ws'
 import { STREAM_CLOSE, type StreamEvent, type StreamMessage, type StreamResync } from '../stream/messages.ts'
 
@@ -22,12 +26,22 @@ export interface EventStreamOptions {
    * newer sign-in): called before reconnecting, so `token` signs in again instead of offering the ended token.
    */
   onSessionEnded?: (token: string) => void
-  /** A second session end within this long stops the stream (`ended`) instead of signing in again (default 10 min). */
+  /**
+   * A session the stream signed in for after a session end that ends within this long counts as lost to the
+   * wallet's other sign-ins (default 10 min): the next sign-in waits. One that lasted longer starts the count anew.
+   */
   sessionEndedWindowMs?: number
+  /** The wait before signing in again after the first lost session; doubles with each, up to the window (default 30 s). */
+  sessionEndedBackoffMs?: number
+  /** Lost sessions in a row after which the stream stops (`ended`) instead of signing in again (default 6). */
+  sessionEndedRetriesMax?: number
 }
 
-/** How long after one session end a second one means the wallet's sign-ins are ending each other's sessions. */
+/** How long a replacing session must last for its end not to count as lost to the wallet's other sign-ins. */
 export const SESSION_ENDED_WINDOW_MS = 10 * 60_000
+export const SESSION_ENDED_BACKOFF_MS = 30_000
+/** With the defaults: waits of 30 s, 1, 2, 4, 8 and 10 min, about 25 minutes of losing before the stream stops. */
+export const SESSION_ENDED_RETRIES_MAX = 6
 
 type Listener = (message: StreamEvent | StreamResync) => void
 
@@ -40,11 +54,15 @@ export class EventStream {
   #seq: number | undefined
   #failures = 0
   #opened: Promise<void>
-  #sessionEndedAtMs: number | undefined
+  /** When the stream last signed in again after a session end (after its wait), and how many in a row were lost. */
+  #replacedAtMs: number | undefined
+  #sessionsLost = 0
+  /** The wait before the next connection, set by a lost session. */
+  #sessionWaitMs = 0
   #end!: (error: Error | undefined) => void
   /**
    * Settles once the stream stops for good: undefined after close(); the reason when it gave up (its first connection
-   * failed, or its session ended twice within `sessionEndedWindowMs`), with `lastClose` the service's close.
+   * failed, or `sessionEndedRetriesMax` sessions in a row were lost), with `lastClose` the service's close.
    */
   readonly ended: Promise<Error | undefined> = new Promise((resolve) => (this.#end = resolve))
   /** Close code and reason of the last drop (a slow consumer learns why here). */
@@ -99,16 +117,22 @@ export class EventStream {
     this.#end(undefined)
   }
 
-  /** Whether to sign in again after the session ended, or stop: see the file's head. */
+  /** Whether to sign in again after the session ended (after #sessionWaitMs), or stop: see the file's head. */
   #mayReplaceSession(): boolean {
     const nowMs = Date.now()
     const windowMs = this.#options.sessionEndedWindowMs ?? SESSION_ENDED_WINDOW_MS
-    const again = this.#sessionEndedAtMs !== undefined && nowMs - this.#sessionEndedAtMs < windowMs
-    this.#sessionEndedAtMs = nowMs
-    if (!again) return true
-    this.#stopped = true
-    this.#end(new Error(`event stream stopped: its session ended twice within ${windowMs / 1000} s, so more sign-ins of this wallet than the service keeps are ending each other's sessions; share one session per wallet (one AgentCredit per wallet and process does) or sign in from fewer places`))
-    return false
+    const lost = this.#replacedAtMs !== undefined && nowMs - this.#replacedAtMs < windowMs
+    this.#sessionsLost = lost ? this.#sessionsLost + 1 : 0
+    const retriesMax = this.#options.sessionEndedRetriesMax ?? SESSION_ENDED_RETRIES_MAX
+    if (this.#sessionsLost > retriesMax) {
+      this.#stopped = true
+      this.#end(new Error(`event stream stopped: ${this.#sessionsLost} sessions in a row ended within ${windowMs / 1000} s of its sign-in, so more sign-ins of this wallet than the service keeps are ending each other's sessions; share one session per wallet (one AgentCredit per wallet and process does) or sign in from fewer places`))
+      return false
+    }
+    const backoffMs = this.#options.sessionEndedBackoffMs ?? SESSION_ENDED_BACKOFF_MS
+    this.#sessionWaitMs = this.#sessionsLost === 0 ? 0 : Math.min(backoffMs * 2 ** (this.#sessionsLost - 1), windowMs)
+    this.#replacedAtMs = nowMs + this.#sessionWaitMs
+    return true
   }
 
   async #connect(): Promise<void> {
@@ -164,7 +188,8 @@ export class EventStream {
   #scheduleReconnect(): void {
     if (this.#stopped) return
     const base = this.#options.reconnectDelayMs ?? 250
-    const delay = base * 2 ** Math.min(this.#failures++, 3)
+    const delay = Math.max(base * 2 ** Math.min(this.#failures++, 3), this.#sessionWaitMs)
+    this.#sessionWaitMs = 0
     setTimeout(() => {
       if (!this.#stopped) this.#connect().catch(() => this.#scheduleReconnect())
     }, delay).unref()

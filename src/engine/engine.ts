@@ -464,6 +464,11 @@ export class Engine {
 
   // ======================================================================================================== reads
 
+  /** The ids of the live jobs or advances (those created in a commit still in flight included). */
+  liveIds(kind: 'job' | 'advance'): IterableIterator<string> {
+    return (kind === 'job' ? this.state.jobs : this.state.advances).keys()
+  }
+
   getJob(jobId: string): JobView | undefined {
     const actor = this.state.jobs.get(jobId)
     return actor && viewOf<JobView>(actor.getSnapshot())

@@ -1,7 +1,8 @@
 // The MCP server (stdio): the API as tools for LLM agents. Each call goes through the typed SDK, so sign-in, renewal,
-// idempotency keys and safe retries are the SDK's; a refusal comes back as a tool error carrying the stable code.
+// idempotency keys and safe retries are the SDK's; a refusal comes back as a tool error carrying the stable code, and
+// the wait the service asked for when the SDK stopped waiting (its retryAfterSeconds).
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { AgentCredit, CreditApiError } from '../client/sdk.ts'
 import { MCP_TOOLS } from './tools.ts'
@@ -15,12 +16,33 @@ export interface McpServerOptions {
   walletKey?: `0x${string}`
   /** Where register_lender writes the session key (default DEFAULT_SESSION_KEY_DIR). */
   sessionKeyDir?: string
+  /**
+   * The longest Retry-After a tool call waits out itself (the SDK's retryAfterMaxSeconds, default 10 s); a longer
+   * wait is handed to the model in the tool error. 0 hands every wait to the model.
+   */
+  retryAfterMaxSeconds?: number
+}
+
+/**
+ * A failed call as a tool error: the service's problem+json, so the agent can branch on its code and read which field
+ * was wrong, as text and as structuredContent.error. A 429 or 503 with Retry-After changed nothing: the wait goes in
+ * both (retryAfterSeconds), with a sentence saying to call the tool again with the same arguments after it.
+ */
+export function toolError(toolName: string, error: unknown): CallToolResult {
+  const failure = error instanceof CreditApiError
+    ? { status: error.status, code: error.code, ...error.problem, ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds }) }
+    : { code: 'mcp_call_failed', detail: String(error) }
+  const content: CallToolResult['content'] = [{ type: 'text', text: JSON.stringify(failure, null, 2) }]
+  if ('retryAfterSeconds' in failure) {
+    content.push({ type: 'text', text: `Nothing was changed or recorded. Wait ${failure.retryAfterSeconds} s, then call ${toolName} again with the same arguments.` })
+  }
+  return { isError: true, content, structuredContent: { error: failure } }
 }
 
 export function createMcpServer(options: McpServerOptions): Server {
   // Reads never sign in, so without a wallet key a throwaway account stands in and is never used to sign.
   const account = privateKeyToAccount(options.walletKey ?? generatePrivateKey())
-  const sdk = new AgentCredit({ baseUrl: options.baseUrl, account })
+  const sdk = new AgentCredit({ baseUrl: options.baseUrl, account, ...(options.retryAfterMaxSeconds === undefined ? {} : { retryAfterMaxSeconds: options.retryAfterMaxSeconds }) })
   const sessionKeys = new SessionKeyStore(options.sessionKeyDir ?? DEFAULT_SESSION_KEY_DIR)
   const tools = MCP_TOOLS.filter((tool) => options.walletKey !== undefined || !tool.needsWallet)
   const server = new Server({ name: 'agent-credit', version: '0.1.0' }, { capabilities: { tools: {} } })
@@ -39,9 +61,7 @@ export function createMcpServer(options: McpServerOptions): Server {
       const result = await tool.run(sdk, request.params.arguments ?? {}, sessionKeys)
       return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }], structuredContent: { result } }
     } catch (error) {
-      // The service's problem+json, so the agent can branch on its code and read which field was wrong.
-      const problem = error instanceof CreditApiError ? { status: error.status, code: error.code, ...error.problem } : { code: 'mcp_call_failed', detail: String(error) }
-      return { isError: true, content: [{ type: 'text', text: JSON.stringify(problem, null, 2) }] }
+      return toolError(tool.name, error)
     }
   })
   return server

@@ -311,6 +311,14 @@ export class ServiceCore {
     return ended === undefined ? undefined : view(ended.record)
   }
 
+  /** The ids of the actors of `kind` that ended in commits not yet on disk (each read by inFlight). */
+  endedInFlightIds(kind: 'job' | 'offer' | 'lease' | 'advance'): string[] {
+    const prefix = `${kind}:`
+    const ids: string[] = []
+    for (const key of this.#endedInFlight.keys()) if (key.startsWith(prefix)) ids.push(key.slice(prefix.length))
+    return ids
+  }
+
   /** The engine's refusal of an id it does not hold live: never seen (not found), or final in the store (closed). */
   missing(kind: 'job' | 'offer' | 'advance', id: string): EngineRefusedError {
     const entry = this.store.getSnapshot(kind, id)

@@ -84,20 +84,15 @@ export function ledgerExpectedState(service: CreditService, network: NetworkConf
     return ledger
   }
   for (const token of network.tokens) assetOf(token.symbol)
-  const { engine, store } = service
+  const { engine } = service
 
-  // An actor that has just ended left the engine at once, but its final snapshot reaches the store with its group
-  // commit: until then the store holds its earlier snapshot, so an ended actor is read from its commit in flight
-  // (service.inFlight), as GET routes read it (service.stored) (test/api/reconcile-in-flight.test.ts).
   const jobs = new Map<string, JobView>()
-  for (const { id, entry } of store.iterateKind('job')) {
-    const job = engine.getJob(id) ?? service.inFlight('job', id, jobViewFromSnapshot) ?? jobViewFromSnapshot(entry.snapshot)
-    if (job.network === network.slug) jobs.set(id, job)
+  for (const job of ledgerActors(service, 'job', (id) => engine.getJob(id), jobViewFromSnapshot)) {
+    if (job.network === network.slug) jobs.set(job.jobId, job)
   }
   // The job's escrow and collateral a completed job's settlement paid to lenders and the reserve, by job.
   const settledOf = new Map<string, bigint>()
-  for (const { id, entry } of store.iterateKind('advance')) {
-    const advance = engine.getAdvance(id) ?? service.inFlight('advance', id, advanceViewFromSnapshot) ?? advanceViewFromSnapshot(entry.snapshot)
+  for (const advance of ledgerActors(service, 'advance', (id) => engine.getAdvance(id), advanceViewFromSnapshot)) {
     if (advance.network !== network.slug) continue
     const ledger = assetOf(advance.asset)
     ledger.advances.set(lower(advance.advanceKey), { ...owedOnChain(advance), liquidated: advance.recovery !== null })
@@ -178,6 +173,25 @@ export function ledgerExpectedState(service: CreditService, network: NetworkConf
       reserveAtomic: reserves.find((r) => r.asset === symbol)?.balanceAtomic ?? 0n,
       totals: ledger.totals,
     })),
+  }
+}
+
+/**
+ * Every job or advance of the ledger once, as it is now. An actor that has just ended left the engine at once, but its
+ * final snapshot reaches the store with its group commit: until then the store holds its earlier snapshot, or none
+ * when the actor was also created in a commit still in flight, so an ended actor is read from its commit in flight
+ * (service.inFlight), as GET routes read it (service.stored), and the live and ended actors the store does not hold
+ * yet are read too (test/api/reconcile-in-flight.test.ts). Synchronous: no commit lands while it reads.
+ */
+function* ledgerActors<V>(service: CreditService, kind: 'job' | 'advance', live: (id: string) => V | undefined, fromSnapshot: (snapshot: unknown) => V): Generator<V> {
+  const notStored = new Set([...service.engine.liveIds(kind), ...service.endedInFlightIds(kind)])
+  for (const { id, entry } of service.store.iterateKind(kind)) {
+    notStored.delete(id)
+    yield live(id) ?? service.inFlight(kind, id, fromSnapshot) ?? fromSnapshot(entry.snapshot)
+  }
+  for (const id of notStored) {
+    const actor = live(id) ?? service.inFlight(kind, id, fromSnapshot)
+    if (actor !== undefined) yield actor
   }
 }
 

@@ -1,7 +1,9 @@
 // More event streams of one wallet than the service keeps sessions for it (sessionsPerWalletMax, 10; a sign-in beyond
 // it ends the oldest): the SDK's AgentCredit objects of one wallet in one process share one signed-in session, so
-// eleven of them stream side by side; streams that each sign in, as separate processes do, stop one by one (`ended`
-// names why) until the wallet's sessions fit, instead of signing in again and ending another's session in a loop.
+// eleven of them stream side by side; streams that each sign in, as separate processes do, wait longer and longer
+// before each sign-in that replaces a lost session and, after a bounded number, stop one by one (`ended` names why)
+// until the wallet's sessions fit, instead of ending each other's sessions in a tight loop for ever. A stream whose
+// session is lost again and again only for a while (revoked twice, here) waits, signs in again and goes on.
 import t from 'tap'
 import type { LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
@@ -59,7 +61,7 @@ t.test('eleven AgentCredit objects of one wallet share one session: their stream
   t.equal(wallet.signIns(), 1, 'and nothing signed in again')
 })
 
-t.test('streams signing in on their own beyond the bound: the surplus ones stop with a reason, the rest stay and nothing signs in any more', async (t) => {
+t.test('streams signing in on their own beyond the bound: the surplus ones stop with a reason after their bounded retries, the rest stay and nothing signs in any more', async (t) => {
   const wallet = counted(await fundedAccount(h.devnet, h.network, usdc(100)))
   const count = SESSIONS_PER_WALLET_MAX + 2
   // Each stream signs in for each connection, as one per process would; opened one after the other, so that each
@@ -67,7 +69,8 @@ t.test('streams signing in on their own beyond the bound: the surplus ones stop 
   const streams: EventStream[] = []
   t.teardown(() => streams.forEach((stream) => stream.close()))
   for (let i = 0; i < count; i++) {
-    const stream = new EventStream({ baseUrl: h.url, token: () => new CreditClient(h.url).signIn(wallet.account) })
+    // Waits of a few milliseconds (the defaults are 30 s and up) and one retry: the bound, not the default's patience.
+    const stream = new EventStream({ baseUrl: h.url, token: () => new CreditClient(h.url).signIn(wallet.account), sessionEndedBackoffMs: 5, sessionEndedRetriesMax: 1 })
     streams.push(stream)
     await stream.ready()
   }
@@ -83,7 +86,7 @@ t.test('streams signing in on their own beyond the bound: the surplus ones stop 
     }
   })
   for (const stream of stopped) {
-    t.match((await stream.ended)?.message, /session ended twice within .*share one session per wallet/, 'a stopped stream says why')
+    t.match((await stream.ended)?.message, /2 sessions in a row ended within .*share one session per wallet/, 'a stopped stream says why')
     t.equal(stream.lastClose?.code, 4001, 'after its session ended')
   }
 
@@ -99,4 +102,50 @@ t.test('streams signing in on their own beyond the bound: the surplus ones stop 
   await again
   t.equal(wallet.signIns(), signIns, 'no sign-in since: the loop is over')
   t.equal(stopped.length, count - SESSIONS_PER_WALLET_MAX, 'and no other stream stopped')
+})
+
+t.test('a stream whose replacing session is lost too waits, signs in again and goes on; past sessionEndedRetriesMax it stops', async (t) => {
+  const wallet = counted(await fundedAccount(h.devnet, h.network, usdc(100)))
+  const tokens: string[] = []
+  const stream = new EventStream({
+    baseUrl: h.url,
+    token: async () => {
+      const token = await new CreditClient(h.url).signIn(wallet.account)
+      tokens.push(token)
+      return token
+    },
+    sessionEndedBackoffMs: 5,
+    sessionEndedRetriesMax: 2,
+  })
+  t.teardown(() => stream.close())
+  await stream.ready()
+  let stopped: Error | undefined
+  void stream.ended.then((error) => (stopped = error))
+
+  /** Revokes the stream's newest session (DELETE /auth/session), then waits for the sign-in that replaces it. */
+  const revokeNewest = async () => {
+    const signIns = tokens.length
+    const revoked = await new CreditClient(h.url).call('DELETE', '/auth/session', undefined, { token: tokens.at(-1)! })
+    t.equal(revoked.status, 200, 'the session revoked')
+    await new Promise<void>((resolve) => {
+      const check = () => (tokens.length > signIns || stopped !== undefined ? resolve() : setTimeout(check, 5))
+      check()
+    })
+  }
+  await revokeNewest()
+  await revokeNewest()
+  t.equal(stopped, undefined, 'a second lost session does not stop the stream')
+  t.equal(wallet.signIns(), 3, 'it signed in again, once per lost session')
+  await revokeNewest()
+  t.equal(wallet.signIns(), 4, 'and again, the lost ones still within sessionEndedRetriesMax')
+
+  const arrived = Promise.race([stream.next(jobEvent('job_session_regained'), 30_000), stream.ended.then((error) => Promise.reject(error ?? new Error('closed')))])
+  await jobFor(wallet.account, 'job_session_regained')
+  await arrived
+  t.pass('the stream, on its newest session, gets the wallet\'s event')
+
+  await revokeNewest()
+  await stream.ended
+  t.match(stopped?.message, /3 sessions in a row ended within .*share one session per wallet/, 'one more lost session than sessionEndedRetriesMax: the stream stops, saying why')
+  t.equal(wallet.signIns(), 4, 'without signing in again')
 })

@@ -9,7 +9,7 @@ import { StrictObject } from '../../src/api/common.ts'
 import type { LogLine } from '../../src/http/log.ts'
 import { defineRoute, type AnyRoute } from '../../src/http/route.ts'
 import { startServer, type RunningServer, type ServerOptions } from '../../src/http/server.ts'
-import { parseResponse, rawExchange } from './fixtures/raw.ts'
+import { headEnded, parseResponse, RawConnection, rawUntil, responsesEnded, serverClosed, wholeResponses } from './fixtures/raw.ts'
 import { testRoutes, testTransport } from './fixtures/routes.ts'
 
 const WALLET_A = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'
@@ -94,17 +94,20 @@ async function start(overrides: Partial<ServerOptions> = {}): Promise<{ server: 
   return { server, logs }
 }
 
-const raw = async (port: number, text: string, waitMs = 400) => parseResponse((await rawExchange(port, [text], waitMs)).text)
+/** One request on a new connection, its answer read as soon as it is whole (`done`: a HEAD's once its head is). */
+const raw = async (port: number, text: string, done = responsesEnded(1)) => parseResponse((await rawUntil(port, [text], done)).text)
 
 t.test('HEAD on a GET route: the GET\'s status and headers, content-length included, and no body', async (t) => {
   const { server } = await start()
   const get = await raw(server.port, 'GET /items/abc HTTP/1.1\r\nHost: x\r\n\r\n')
-  const { text } = await rawExchange(server.port, ['HEAD /items/abc HTTP/1.1\r\nHost: x\r\n\r\n'], 400)
+  // A GET pipelined behind the HEAD: its answer follows the HEAD's head at once if the HEAD sent no body bytes.
+  const afterHead = (text: string) => text.slice(text.indexOf('\r\n\r\n') + 4)
+  const { text } = await rawUntil(server.port, ['HEAD /items/abc HTTP/1.1\r\nHost: x\r\n\r\nGET /items/abc HTTP/1.1\r\nHost: x\r\n\r\n'], (text) => headEnded(text) && responsesEnded(1)(afterHead(text)))
   const head = parseResponse(text)
   t.equal(head.status, 200)
   t.equal(head.headers['content-type'], 'application/json')
   t.equal(head.headers['content-length'], get.headers['content-length'], 'the length of the GET answer')
-  t.equal(text.slice(text.indexOf('\r\n\r\n') + 4), '', 'no body bytes')
+  t.match(afterHead(text), /^HTTP\/1\.1 200 /, 'no body bytes: the next answer follows the head')
   // Node's HTTP client parses the answer (a 405 with a body broke it with HPE_INVALID_CONSTANT).
   const response = await fetch(`${server.url}/items/abc`, { method: 'HEAD' })
   t.equal(response.status, 200)
@@ -197,18 +200,18 @@ t.test('an immutable document: built once, strong ETag, Cache-Control, 304, gzip
   t.equal(gz.status, 200, 'a cache-busting query parameter is ignored here')
   t.equal(gz.headers['content-encoding'], 'gzip')
   t.not(gz.headers['etag'], etag, 'each coding has its own strong ETag')
-  const { text: gzText } = await rawExchange(server.port, ['GET /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n'], 400)
+  const { text: gzText } = await rawUntil(server.port, ['GET /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n'], responsesEnded(1))
   const gzBody = Buffer.from(gzText.slice(gzText.indexOf('\r\n\r\n') + 4), 'latin1')
   t.equal(gunzipSync(gzBody).toString('utf8'), DOCUMENT, 'gzip decodes to the document')
   t.ok(gzBody.length < DOCUMENT.length / 4, `compressed ${gzBody.length} of ${DOCUMENT.length} bytes`)
 
-  const { text: brText } = await rawExchange(server.port, ['GET /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, deflate, br\r\n\r\n'], 400)
+  const { text: brText } = await rawUntil(server.port, ['GET /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, deflate, br\r\n\r\n'], responsesEnded(1))
   const br = parseResponse(brText)
   t.equal(br.headers['content-encoding'], 'br', 'br preferred when offered')
   t.equal(brotliDecompressSync(Buffer.from(brText.slice(brText.indexOf('\r\n\r\n') + 4), 'latin1')).toString('utf8'), DOCUMENT)
   t.equal((await raw(server.port, `GET /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br;q=0, gzip\r\n\r\n`)).headers['content-encoding'], 'gzip', 'q=0 refuses a coding')
 
-  const head = await raw(server.port, 'HEAD /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br\r\n\r\n')
+  const head = await raw(server.port, 'HEAD /doc.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br\r\n\r\n', headEnded)
   t.equal(head.headers['content-length'], br.headers['content-length'], 'HEAD reports the length of the representation')
   t.equal(head.headers['etag'], br.headers['etag'])
   t.equal(documentBuilds - before, 1, 'the handler ran once for all of these')
@@ -246,14 +249,15 @@ t.test('an action whose body is optional accepts an empty POST', async (t) => {
 t.test('ambiguous framing is refused: two Content-Length, or Content-Length with Transfer-Encoding', async (t) => {
   const { server } = await start()
   actionCalls.length = 0
-  const { text, closedByServer } = await rawExchange(server.port, ['POST /actions/x/go HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 14\r\n\r\n{}{"note":"b"}'], 500)
+  // Each waits for the server's close (or fails at the deadline): the answer, if any, comes before it.
+  const { text, closedByServer } = await rawUntil(server.port, ['POST /actions/x/go HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 14\r\n\r\n{}{"note":"b"}'], serverClosed)
   const answer = parseResponse(text)
   t.equal(answer.status, 400)
   t.equal(JSON.parse(answer.body).code, 'ambiguous_content_length')
   t.ok(closedByServer, 'the connection is closed: the rest cannot be framed')
   const same = await raw(server.port, 'POST /actions/x/go HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}')
   t.equal(same.status, 400, 'even two equal values')
-  const both = await rawExchange(server.port, ['POST /actions/x/go HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n'], 500)
+  const both = await rawUntil(server.port, ['POST /actions/x/go HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n'], serverClosed)
   // uWS itself drops this one before any handler sees it: no answer, the connection closed.
   t.ok(both.closedByServer, 'Content-Length with Transfer-Encoding: closed')
   t.notMatch(both.text, /HTTP\/1.1 200/)
@@ -334,7 +338,7 @@ t.test('behind a trusted proxy each forwarded client has its own bucket; a direc
 
 t.test('HTTP/1.0 is served through the same routes and closes; HTTP/1.1 without Host is a 400 (the node:net front)', async (t) => {
   const { server, logs } = await start()
-  const get10 = await rawExchange(server.port, ['GET /items/abc?verbose=true HTTP/1.0\r\n\r\n'], 5_000)
+  const get10 = await rawUntil(server.port, ['GET /items/abc?verbose=true HTTP/1.0\r\n\r\n'], serverClosed)
   const get = parseResponse(get10.text)
   t.equal(get.status, 200, 'an HTTP/1.0 GET without Host is answered')
   t.match(get10.text, /^HTTP\/1\.1 200 OK\r\n/, 'with the server\'s own version in the status line (RFC 9110 section 2.5)')
@@ -345,7 +349,7 @@ t.test('HTTP/1.0 is served through the same routes and closes; HTTP/1.1 without 
   t.match(get.headers['x-request-id'], /.+/)
 
   const body = JSON.stringify({ amountAtomic: '12', feeBps: 30, owner: WALLET_A })
-  const post10 = await rawExchange(server.port, [`POST /echo/abc HTTP/1.0\r\nHost: example.test\r\nConnection: keep-alive\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`], 5_000)
+  const post10 = await rawUntil(server.port, [`POST /echo/abc HTTP/1.0\r\nHost: example.test\r\nConnection: keep-alive\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`], serverClosed)
   const post = parseResponse(post10.text)
   t.equal(post.status, 201, 'an HTTP/1.0 POST with a body is served (its keep-alive is not offered)')
   t.equal(JSON.parse(post.body).amountAtomic, '12')
@@ -353,20 +357,20 @@ t.test('HTTP/1.0 is served through the same routes and closes; HTTP/1.1 without 
   t.equal(post.headers['connection'], 'close')
   t.ok(post10.closedByServer)
 
-  const noHost = await rawExchange(server.port, ['GET /items/abc HTTP/1.1\r\n\r\n'], 5_000)
+  const noHost = await rawUntil(server.port, ['GET /items/abc HTTP/1.1\r\n\r\n'], serverClosed)
   const refused = parseResponse(noHost.text)
   t.equal(refused.status, 400, 'HTTP/1.1 without Host is refused (RFC 9112 section 3.2)')
   t.equal(refused.headers['content-type'], 'application/problem+json')
   t.match(JSON.parse(refused.body), { status: 400, code: 'missing_host' })
   t.equal(refused.headers['connection'], 'close')
   t.ok(noHost.closedByServer)
-  const twoHosts = parseResponse((await rawExchange(server.port, ['GET /items/abc HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n'], 5_000)).text)
+  const twoHosts = parseResponse((await rawUntil(server.port, ['GET /items/abc HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n'], serverClosed)).text)
   t.match(JSON.parse(twoHosts.body), { status: 400, code: 'bad_host' })
-  const http2 = parseResponse((await rawExchange(server.port, ['GET / HTTP/2.0\r\nHost: a\r\n\r\n'], 5_000)).text)
+  const http2 = parseResponse((await rawUntil(server.port, ['GET / HTTP/2.0\r\nHost: a\r\n\r\n'], serverClosed)).text)
   t.equal(http2.status, 505)
-  const garbage = parseResponse((await rawExchange(server.port, ['hello there\r\n\r\n'], 5_000)).text)
+  const garbage = parseResponse((await rawUntil(server.port, ['hello there\r\n\r\n'], serverClosed)).text)
   t.match(JSON.parse(garbage.body), { status: 400, code: 'malformed_request' })
-  const chunked10 = parseResponse((await rawExchange(server.port, ['POST /echo/abc HTTP/1.0\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'], 5_000)).text)
+  const chunked10 = parseResponse((await rawUntil(server.port, ['POST /echo/abc HTTP/1.0\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'], serverClosed)).text)
   t.match(JSON.parse(chunked10.body), { status: 400, code: 'malformed_request' }, 'no chunked framing in HTTP/1.0')
   // Behind the front, the front answers these itself; on node:http the pipeline does, through its request log.
   if (testTransport === 'uws') t.ok(logs.some((l) => l.msg === 'request' && l['status'] === 400 && l['front'] === true), 'the front logs what it answers itself')
@@ -376,13 +380,20 @@ t.test('HTTP/1.0 is served through the same routes and closes; HTTP/1.1 without 
 t.test('a keep-alive HTTP/1.1 client is unaffected by the front: several requests, one connection, the client\'s address', async (t) => {
   const { server } = await start({ rateLimit: { burst: 3, refillPerSecond: 0.001 }, nowMs: () => 0 })
   const requests = ['GET /items/a HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /items/b HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /items/c HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /items/d HTTP/1.1\r\nHost: x\r\n\r\n']
-  const exchange = await rawExchange(server.port, requests, 600)
+  const exchange = new RawConnection(server.port)
+  t.teardown(() => exchange.destroy())
+  await exchange.write(...requests)
+  await exchange.until(responsesEnded(4))
   const statuses = [...exchange.text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))
   t.same(statuses, [200, 200, 200, 429], 'four answers on one connection; the bucket of 127.0.0.1 (from the PROXY header) empties')
-  t.notOk(exchange.closedByServer, 'the connection stays open')
   t.notMatch(exchange.text, /connection: close/i)
+  // Open still: a fifth request on it, sent after the four answers, is answered too.
+  await exchange.write('GET /items/a HTTP/1.1\r\nHost: x\r\n\r\n')
+  await exchange.until(responsesEnded(5))
+  t.equal(wholeResponses(exchange.text), 5, 'the connection stays open')
+  t.notOk(exchange.closedByServer)
   // Pipelined in one write: both answered, in order.
-  const pipelined = await rawExchange(server.port, ['GET /items/e HTTP/1.1\r\nHost: x\r\n\r\nGET /items/f HTTP/1.1\r\nHost: x\r\n\r\n'], 600)
+  const pipelined = await rawUntil(server.port, ['GET /items/e HTTP/1.1\r\nHost: x\r\n\r\nGET /items/f HTTP/1.1\r\nHost: x\r\n\r\n'], responsesEnded(2))
   t.same([...pipelined.text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [429, 429], 'on a new connection from the same address')
 })
 
@@ -391,7 +402,11 @@ if (testTransport === 'uws') {
   t.test('legacyClients: false puts uWS on the port: HTTP/1.1 served, HTTP/1.0 left without an answer', async (t) => {
     const { server } = await start({ legacyClients: false })
     t.equal((await fetch(`${server.url}/items/abc`)).status, 200)
-    const http10 = await rawExchange(server.port, ['GET /items/abc HTTP/1.0\r\nHost: x\r\n\r\n'], 1_000)
+    // The client ends its side after the request: uWS closes then, after any answer it had for it.
+    const http10 = await rawUntil(server.port, ['GET /items/abc HTTP/1.0\r\nHost: x\r\n\r\n'], serverClosed, { halfClose: true })
+    t.ok(http10.closedByServer)
     t.equal(http10.text, '', 'what the README documents for this setting (proxy_http_version 1.1)')
+    const http11 = await rawUntil(server.port, ['GET /items/abc HTTP/1.1\r\nHost: x\r\n\r\n'], serverClosed, { halfClose: true })
+    t.match(http11.text, /^HTTP\/1\.1 200 /, 'while an HTTP/1.1 request so sent is answered before the close')
   })
 }
