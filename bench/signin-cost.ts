@@ -5,31 +5,15 @@
 // before, outside the measured loop). A session is kept in the store for sessionTtlSeconds (24 h) and no bound other
 // than the rate limit applies to how many one client address opens.
 // Run: node --expose-gc --import tsx bench/signin-cost.ts [N] (default 2000).
-import { join } from 'node:path'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
-import { checkDataFile } from '../src/store/data-file.ts'
+import { heapAfterGc, pagesInUse as pagesOf } from './fixtures/store-cost.ts'
 import { startHarness } from '../test/fixtures/service.ts'
 
 const N = Number(process.argv[2] ?? 2000)
-const gc = (globalThis as { gc?: () => void }).gc
-if (gc === undefined) throw new Error('run with node --expose-gc')
 const h = await startHarness({})
-const heap = (): number => {
-  gc()
-  gc()
-  return process.memoryUsage().heapUsed
-}
-const pagesInUse = async (): Promise<number> => {
-  let check = checkDataFile(join(h.dataDir, 'data.mdb'))
-  for (let i = 0; !check.ok && i < 20; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    check = checkDataFile(join(h.dataDir, 'data.mdb'))
-  }
-  if (!check.ok) throw new Error(check.reason)
-  const meta = check.metas[0].txnId > check.metas[1].txnId ? check.metas[0] : check.metas[1]
-  return Number(meta.lastPageNumber + 1n) * meta.pageSize
-}
+const heap = heapAfterGc
+const pagesInUse = (): Promise<number> => pagesOf(h.dataDir)
 const signIn = async (account: ReturnType<typeof privateKeyToAccount>): Promise<number> => {
   const nonce = (await (await fetch(`${h.url}/auth/nonce`)).json()) as { nonce: string; domain: string }
   const message = createSiweMessage({ domain: nonce.domain, address: account.address, uri: h.url, version: '1', chainId: h.network.chainId, nonce: nonce.nonce })

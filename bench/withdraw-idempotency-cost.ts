@@ -4,23 +4,13 @@
 // in process. Each keyed one changes the lender's policy, so its answer is stored for idempotencyRetentionSeconds
 // (24 h); the unkeyed ones rewrite the same lender record. Reports the LMDB pages in use per withdrawal, each way.
 // Run: node --import tsx bench/withdraw-idempotency-cost.ts [N] (default 3000).
-import { join } from 'node:path'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { checkDataFile } from '../src/store/data-file.ts'
+import { pagesInUse as pagesOf } from './fixtures/store-cost.ts'
 import { signedIn, startHarness, USDC } from '../test/fixtures/service.ts'
 
 const N = Number(process.argv[2] ?? 3000)
 const h = await startHarness({})
-const pagesInUse = async (): Promise<number> => {
-  let check = checkDataFile(join(h.dataDir, 'data.mdb'))
-  for (let i = 0; !check.ok && i < 20; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    check = checkDataFile(join(h.dataDir, 'data.mdb'))
-  }
-  if (!check.ok) throw new Error(check.reason)
-  const meta = check.metas[0].txnId > check.metas[1].txnId ? check.metas[0] : check.metas[1]
-  return Number(meta.lastPageNumber + 1n) * meta.pageSize
-}
+const pagesInUse = (): Promise<number> => pagesOf(h.dataDir)
 try {
   const account = privateKeyToAccount(generatePrivateKey())
   const client = await signedIn(h.url, account)
