@@ -3,33 +3,16 @@
 // the LMDB pages in use are compared with before (per registration), and one pass of the unfunded-lender sweep, the
 // service's clock moved past lenderUnfundedTtlSeconds, removes them (CPU per removal, heap and pages after).
 // Run: node --expose-gc --import tsx bench/registration-cost.ts [N] (default 2000).
-import { join } from 'node:path'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { checkDataFile } from '../src/store/data-file.ts'
+import { heapAfterGc, pagesInUse as pagesOf } from './fixtures/store-cost.ts'
 import { signedIn, startHarness, USDC, usdc } from '../test/fixtures/service.ts'
 
 const N = Number(process.argv[2] ?? 2000)
-const gc = (globalThis as { gc?: () => void }).gc
-if (gc === undefined) throw new Error('run with node --expose-gc')
 let nowMs = Date.now()
 // Every registration comes from this one address: the per-client bound on waiting registrations is not what is measured.
 const h = await startHarness({ clock: () => nowMs, config: { lendersPendingPerClientMax: 1_000_000 } })
-const heap = (): number => {
-  gc()
-  gc()
-  return process.memoryUsage().heapUsed
-}
-const pagesInUse = async (): Promise<number> => {
-  let check = checkDataFile(join(h.dataDir, 'data.mdb'))
-  // A commit may be growing the file while it is read: read again once it is written.
-  for (let i = 0; !check.ok && i < 20; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    check = checkDataFile(join(h.dataDir, 'data.mdb'))
-  }
-  if (!check.ok) throw new Error(check.reason)
-  const meta = check.metas[0].txnId > check.metas[1].txnId ? check.metas[0] : check.metas[1]
-  return Number(meta.lastPageNumber + 1n) * meta.pageSize
-}
+const heap = heapAfterGc
+const pagesInUse = (): Promise<number> => pagesOf(h.dataDir)
 try {
   const body = { availableLiquidityAtomic: usdc(100).toString(), asset: USDC, networks: [h.network.slug], minFeeBps: 100, maxDurationSeconds: 3600, acceptedRiskBands: ['A', 'B'] }
   // Warm-up: the first registrations compile the paths and create the books.

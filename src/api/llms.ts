@@ -55,7 +55,8 @@ ${c.contracts.unsignedTransactions.map((u) => `- ${u.step} (${u.signer}): ${u.ro
 
 ## Sign in (every credit and lender mutation)
 1. GET /auth/nonce -> {"nonce", "domain", "chainIds"}
-2. Sign an EIP-4361 (SIWE) message with domain "${c.auth.domain}", your address, a chain id from chainIds, that nonce.
+2. Sign an EIP-4361 (SIWE) message with domain "${c.auth.domain}", your address, a chain id from chainIds, that nonce, a uri,
+   version 1 and an issued-at time (without them 400 siwe_message_invalid); viem's createSiweMessage({domain, address, uri, version: "1", chainId, nonce}) from viem/siwe writes one.
 3. POST /auth/session {"message": "<the message>", "signature": "0x..."} -> {"token"}
 4. Send Authorization: Bearer <token>.
 A nonce is good for ${c.auth.nonceTtlSeconds} s and one session; a session for ${c.auth.sessionTtlSeconds} s. A wallet holds at most
