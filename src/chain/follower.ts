@@ -266,7 +266,7 @@ export const headStaleBlocksDefault = 10
 /**
  * How old the head's block may be (by the wall clock) before the chain is taken as stopped: headStaleBlocks (10)
  * block times, plus a second (timestamps are whole seconds) and a polling interval (a poll may take a head read that
- * long before it). Ethereum: 2 min 3 s; Base: 22 s; the devnet (a block a second, mined while idle too): 11 s.
+ * long before it). Ethereum: 2 min 2 s; Base: 22 s; the devnet (a block a second, mined while idle too): 11 s.
  * Undefined (no such rule) for a chain of unknown block time without blockTimeMs: one that mines only on transactions
  * (an anvil without --block-time) does not move while idle, and is not stopped for it.
  */
