@@ -252,14 +252,20 @@ async function caughtUpBehindProxy(t: Test, store: Store, options: Partial<Follo
   return { follower, fatal, startBlock, cursor }
 }
 
-t.test('a hanging RPC (calls accepted, never answered) counts as failing once a call is unanswered for rpcStalledMs, long before its deadline; the call is let finish, and followed', async (t) => {
-  const store = await Store.open({ dataDir: join(root, 'hanging') })
+/** caughtUpBehindProxy on a store of its own, with the errors the follower turns degraded on from then. */
+async function caughtUpWatched(t: Test, name: string, options: Partial<FollowerOptions>) {
+  const store = await Store.open({ dataDir: join(root, name) })
   t.teardown(() => store.close())
+  const caughtUp = await caughtUpBehindProxy(t, store, options)
+  const failures: unknown[] = []
+  caughtUp.follower.follower.on('degraded', ({ error }) => failures.push(error))
+  return { ...caughtUp, failures }
+}
+
+t.test('a hanging RPC (calls accepted, never answered) counts as failing once a call is unanswered for rpcStalledMs, long before its deadline; the call is let finish, and followed', async (t) => {
   t.teardown(() => proxy.setHanging(undefined))
   // A deadline no wait of this test reaches: the follower can see the hang only by the call being unanswered.
-  const { follower, startBlock } = await caughtUpBehindProxy(t, store, { rpcTimeoutMs: 120_000, rpcStalledMs: 300, healthHoldMs: 500 })
-  const failures: unknown[] = []
-  follower.follower.on('degraded', ({ error }) => failures.push(error))
+  const { follower, startBlock, failures } = await caughtUpWatched(t, 'hanging', { rpcTimeoutMs: 120_000, rpcStalledMs: 300, healthHoldMs: 500 })
   const before = proxy.held()
   proxy.setHanging({ headToo: true })
   await eventually(t, '/health degraded while the RPC hangs', () => follower.follower.health().state === 'degraded')
@@ -281,12 +287,8 @@ t.test('a hanging RPC (calls accepted, never answered) counts as failing once a 
 })
 
 t.test('a slow but working RPC (every call answered 150 ms late, rpcStalledMs 1 s) is never counted as failing', async (t) => {
-  const store = await Store.open({ dataDir: join(root, 'slow') })
-  t.teardown(() => store.close())
   t.teardown(() => proxy.setDelay(undefined))
-  const { follower, startBlock } = await caughtUpBehindProxy(t, store, { rpcStalledMs: 1_000 })
-  const failures: unknown[] = []
-  follower.follower.on('degraded', ({ error }) => failures.push(error))
+  const { follower, startBlock, failures } = await caughtUpWatched(t, 'slow', { rpcStalledMs: 1_000 })
   proxy.setDelay(150)
   proxy.reset()
   await activity(1)
@@ -299,13 +301,9 @@ t.test('a slow but working RPC (every call answered 150 ms late, rpcStalledMs 1 
 })
 
 t.test("a head that stops advancing (the RPC's node lost its peers) is a chain that stopped: degraded once its block is older than headStaleMs by the wall clock; the idle devnet (anvil mines on its interval) is not", async (t) => {
-  const store = await Store.open({ dataDir: join(root, 'stale-head') })
-  t.teardown(() => store.close())
   t.teardown(() => proxy.setLagging(undefined))
   const headStaleMs = 3_000
-  const { follower, startBlock } = await caughtUpBehindProxy(t, store, { headStaleMs })
-  const failures: unknown[] = []
-  follower.follower.on('degraded', ({ error }) => failures.push(error))
+  const { follower, startBlock, failures } = await caughtUpWatched(t, 'stale-head', { headStaleMs })
 
   // Idle for longer than the bound: the devnet's anvil mines a block a second without transactions.
   const idleFromMs = Date.now()
