@@ -14,7 +14,8 @@
 // load-balanced provider behind the one that answered the head answers a range with the logs up to its own head only,
 // silently, and one block by a hash it has not seen with an error; so no event is skipped behind a lagging node.
 // Every RPC call has a short deadline; failures back off and mark the network degraded; recovery resumes from the
-// cursor. Ranges without events are delivered too, at most every chainTimeIntervalMs, because they advance the chain's
+// cursor. A call unanswered for rpcStalledMs counts as a failure before its deadline (a hanging RPC), and so does a
+// head whose block is older than headStaleMs by the wall clock (a chain that stopped). Ranges without events are delivered too, at most every chainTimeIntervalMs, because they advance the chain's
 // observed time (what expires leases).
 import { EventEmitter } from 'node:events'
 import { BlockNotFoundError, type Address, type Block, type Hex } from 'viem'
@@ -244,6 +245,7 @@ export function healthHoldMsOf(network: NetworkConfig): number {
   return Math.max(1_000, 3 * network.pollingIntervalMs)
 }
 
+/** See FollowerOptions.rpcTimeoutMs. */
 export const followerRpcTimeoutMsDefault = 10_000
 
 /**
@@ -277,7 +279,6 @@ export function headStaleMsOf(network: NetworkConfig): number | undefined {
 }
 
 /** Follows one network's credit contract. start() runs the loop; stop() ends it after the current step. */
-
 export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly network: string
   readonly #clients: PollingClients
