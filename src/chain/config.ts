@@ -67,6 +67,25 @@ export const NetworkFileEntrySchema = Type.Object(
     rpcTimeoutMs: Type.Optional(
       Type.Integer({ minimum: 50, maximum: 60_000, description: 'deadline of one chain read on the request path (default 750 ms)' }),
     ),
+    rpcStalledMs: Type.Optional(
+      Type.Integer({
+        minimum: 100,
+        maximum: 60_000,
+        description:
+          "how long one call of the chain follower may go unanswered before the follower counts as failing (degraded once that lasts the health hold), while the call goes on to its 10 s deadline (default 2,000 ms)",
+      }),
+    ),
+    blockTimeMs: Type.Optional(
+      Type.Integer({
+        minimum: 100,
+        maximum: 600_000,
+        description:
+          "the chain's expected time between blocks: a head whose block time is older than headStaleBlocks of them (by the wall clock) is a chain that stopped, and the network degraded (default by chainId for known chains; none, no such rule, for others: a chain that mines only on transactions)",
+      }),
+    ),
+    headStaleBlocks: Type.Optional(
+      Type.Integer({ minimum: 2, maximum: 10_000, description: 'how many blockTimeMs the head may go without a new block before the network is degraded (default 10)' }),
+    ),
     operatorKeyEnv: Type.Optional(
       Type.String({ pattern: '^[A-Z_][A-Z0-9_]{0,127}$', description: 'environment variable holding the operator key' }),
     ),
@@ -130,6 +149,12 @@ export type NetworkConfig = {
   logsSafeDepth?: number
   /** Deadline of one chain read on the request path; undefined: rpcTimeoutMsDefault (src/chain/clients.ts). */
   rpcTimeoutMs?: number
+  /** See NetworkFileEntrySchema; undefined: followerRpcStalledMsDefault (src/chain/follower.ts). */
+  rpcStalledMs?: number
+  /** See NetworkFileEntrySchema; undefined: knownBlockTimeMs by chainId, else no stale-head rule (headStaleMsOf). */
+  blockTimeMs?: number
+  /** See NetworkFileEntrySchema; undefined: headStaleBlocksDefault (src/chain/follower.ts). */
+  headStaleBlocks?: number
   operatorKeyEnv: string | undefined
   /** From the environment (real networks) or the devnet's demo operator; never from the file. */
   operatorPrivateKey: Hex | undefined
@@ -299,6 +324,9 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
     ...(entry.headBehindMaxMs === undefined ? {} : { headBehindMaxMs: entry.headBehindMaxMs }),
     ...(entry.logsSafeDepth === undefined ? {} : { logsSafeDepth: entry.logsSafeDepth }),
     ...(entry.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: entry.rpcTimeoutMs }),
+    ...(entry.rpcStalledMs === undefined ? {} : { rpcStalledMs: entry.rpcStalledMs }),
+    ...(entry.blockTimeMs === undefined ? {} : { blockTimeMs: entry.blockTimeMs }),
+    ...(entry.headStaleBlocks === undefined ? {} : { headStaleBlocks: entry.headStaleBlocks }),
     operatorKeyEnv: entry.operatorKeyEnv,
     operatorPrivateKey,
     leaseSignerKeyEnv: entry.leaseSignerKeyEnv,
@@ -328,6 +356,9 @@ export function toNetworksFile(networks: NetworkConfig[]): NetworksFile {
       ...(n.headBehindMaxMs === undefined ? {} : { headBehindMaxMs: n.headBehindMaxMs }),
       ...(n.logsSafeDepth === undefined ? {} : { logsSafeDepth: n.logsSafeDepth }),
       ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
+      ...(n.rpcStalledMs === undefined ? {} : { rpcStalledMs: n.rpcStalledMs }),
+      ...(n.blockTimeMs === undefined ? {} : { blockTimeMs: n.blockTimeMs }),
+      ...(n.headStaleBlocks === undefined ? {} : { headStaleBlocks: n.headStaleBlocks }),
       ...(n.operatorKeyEnv === undefined ? {} : { operatorKeyEnv: n.operatorKeyEnv }),
       ...(n.leaseSignerKeyEnv === undefined ? {} : { leaseSignerKeyEnv: n.leaseSignerKeyEnv }),
       ...(n.facilitatorKeyEnv === undefined ? {} : { facilitatorKeyEnv: n.facilitatorKeyEnv }),

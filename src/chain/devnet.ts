@@ -256,6 +256,8 @@ async function deployDevnetNetwork(
     x402SelfFacilitate: spec.x402SelfFacilitate,
     confirmations: 1,
     pollingIntervalMs,
+    // Anvil mines on its interval, with or without transactions: the head moves while the devnet is idle.
+    blockTimeMs: (options.blockTimeSeconds ?? 1) * 1000,
     operatorKeyEnv: undefined,
     operatorPrivateKey: accounts.operator.privateKey,
     leaseSignerKeyEnv: undefined,

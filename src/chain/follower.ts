@@ -14,13 +14,14 @@
 // load-balanced provider behind the one that answered the head answers a range with the logs up to its own head only,
 // silently, and one block by a hash it has not seen with an error; so no event is skipped behind a lagging node.
 // Every RPC call has a short deadline; failures back off and mark the network degraded; recovery resumes from the
-// cursor. Ranges without events are delivered too, at most every chainTimeIntervalMs, because they advance the chain's
+// cursor. A call unanswered for rpcStalledMs counts as a failure before its deadline (a hanging RPC), and so does a
+// head whose block is older than headStaleMs by the wall clock (a chain that stopped). Ranges without events are delivered too, at most every chainTimeIntervalMs, because they advance the chain's
 // observed time (what expires leases).
 import { EventEmitter } from 'node:events'
 import { BlockNotFoundError, type Address, type Block, type Hex } from 'viem'
 import type { NetworkConfig } from './config.ts'
 import { decodeFacilityLog, type FacilityEvent, type FacilityEventName, type MinedLog } from './events-v2.ts'
-import { createPollingClients, SharedHead, type PollingClients } from './poll-transport.ts'
+import { createPollingClients, SharedHead, type CallObserver, type ChainHead, type PollingClients } from './poll-transport.ts'
 import { absentContractMessage, olderContractMessage, probeCreditContract } from './reclaim-window.ts'
 
 export type FollowedEventName = FacilityEventName
@@ -54,6 +55,33 @@ export type FollowerFatalCode = 'chain_replaced' | 'wrong_chain' | 'older_contra
  */
 export class ChainBehindError extends Error {
   override readonly name = 'ChainBehindError'
+}
+
+/**
+ * A call of the follower (its own, or the head it waits for) unanswered for rpcStalledMs: the follower counts as failing
+ * (degraded, shown once that lasts the health hold) while the call goes on to its deadline, and follows again (ok) if
+ * it is answered. A hanging RPC (the connection accepted, never answered) was seen only at the call's deadline (10 s).
+ */
+export class RpcStalledError extends Error {
+  override readonly name = 'RpcStalledError'
+  constructor(network: string, stalledMs: number, timeoutMs: number) {
+    super(`the RPC of ${network} has not answered a call of the chain follower for ${stalledMs} ms (a hanging RPC?): counted as failing until it answers (the call is let run to its ${timeoutMs} ms deadline)`)
+  }
+}
+
+/**
+ * The RPC's head is older than headStaleMs by the wall clock: a chain that does not move (its node lost its peers, a
+ * sequencer down), whose time, which expires leases, and payments are not seen. The follower applies what it reads
+ * and counts as failing (degraded once that lasts the health hold) until a newer head comes.
+ */
+export class ChainStaleError extends Error {
+  override readonly name = 'ChainStaleError'
+  constructor(network: string, head: ChainHead, ageMs: number, staleMs: number) {
+    super(
+      `the head of ${network}'s RPC, block ${head.number}, was mined ${Math.round(ageMs / 1000)} s ago (${new Date(head.timeMs).toISOString()}), more than ${staleMs} ms: ` +
+        'the chain it serves does not move (a node without peers, a sequencer down?); no lease is made on it until a newer block comes',
+    )
+  }
 }
 
 /** A condition the follower will not resolve by retrying: the operator must look (health says degraded meanwhile). */
@@ -137,6 +165,17 @@ export type FollowerOptions = {
    * the request path's fail-fast deadline would only keep it in back-off behind a slow but working RPC.
    */
   rpcTimeoutMs?: number
+  /**
+   * A call unanswered this long (its own, or the head it waits for) counts as a failure, while the call goes on to
+   * rpcTimeoutMs (see RpcStalledError). Default: the network's rpcStalledMs (networks file), else
+   * followerRpcStalledMsDefault.
+   */
+  rpcStalledMs?: number
+  /**
+   * A head whose block time is older than this by the wall clock counts as a failure (ChainStaleError); undefined: no
+   * such rule. Default: headStaleMsOf(network).
+   */
+  headStaleMs?: number | undefined
   /** Delay between polls while healthy. Default: the network's pollingIntervalMs. */
   pollIntervalMs?: number
   /**
@@ -206,9 +245,40 @@ export function healthHoldMsOf(network: NetworkConfig): number {
   return Math.max(1_000, 3 * network.pollingIntervalMs)
 }
 
-/** Follows one network's credit contract. start() runs the loop; stop() ends it after the current step. */
+/** See FollowerOptions.rpcTimeoutMs. */
 export const followerRpcTimeoutMsDefault = 10_000
 
+/**
+ * How long a call may go unanswered before the follower counts as failing: 2 s, the wallet watcher's deadline (the
+ * head it shares is read under it), which a working RPC answers well within; with the health hold, a hanging RPC
+ * shows degraded after 2 s + the hold instead of the 10 s deadline + the hold. One slow call shorter than 2 s + the
+ * hold does not show.
+ */
+export const followerRpcStalledMsDefault = 2_000
+
+/** Block times (ms) of known chains, by chainId: Ethereum and its testnets, and the OP Stack and Polygon PoS chains. */
+export const knownBlockTimeMs: ReadonlyMap<number, number> = new Map([
+  [1, 12_000], [11155111, 12_000], [17000, 12_000], [560048, 12_000],
+  [10, 2_000], [11155420, 2_000], [8453, 2_000], [84532, 2_000],
+  [137, 2_000], [80002, 2_000],
+])
+
+export const headStaleBlocksDefault = 10
+
+/**
+ * How old the head's block may be (by the wall clock) before the chain is taken as stopped: headStaleBlocks (10)
+ * block times, plus a second (timestamps are whole seconds) and a polling interval (a poll may take a head read that
+ * long before it). Ethereum: 2 min 2 s; Base: 22 s; the devnet (a block a second, mined while idle too): 11 s.
+ * Undefined (no such rule) for a chain of unknown block time without blockTimeMs: one that mines only on transactions
+ * (an anvil without --block-time) does not move while idle, and is not stopped for it.
+ */
+export function headStaleMsOf(network: NetworkConfig): number | undefined {
+  const blockTimeMs = network.blockTimeMs ?? knownBlockTimeMs.get(network.chainId)
+  if (blockTimeMs === undefined) return undefined
+  return (network.headStaleBlocks ?? headStaleBlocksDefault) * blockTimeMs + 1_000 + network.pollingIntervalMs
+}
+
+/** Follows one network's credit contract. start() runs the loop; stop() ends it after the current step. */
 export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly network: string
   readonly #clients: PollingClients
@@ -223,7 +293,25 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
   readonly #chainTimeIntervalMs: number
   readonly #headBehindMaxMs: number
   readonly #healthHoldMs: number
+  readonly #rpcTimeoutMs: number
+  readonly #rpcStalledMs: number
+  readonly #headStaleMs: number | undefined
   readonly #nowMs: () => number
+  /** Calls unanswered now (the client's own, and the head waited for): see #rearmStall. */
+  #callsOutstanding = 0
+  #stallTimer: NodeJS.Timeout | undefined = undefined
+  readonly #calls: CallObserver = {
+    started: () => {
+      this.#callsOutstanding++
+      this.#rearmStall()
+    },
+    settled: () => {
+      this.#callsOutstanding--
+      this.#rearmStall()
+    },
+  }
+  /** The head of this step when it is stale (headStaleMs): the step fails once it has applied what it read. */
+  #staleHead: { head: ChainHead; ageMs: number } | undefined = undefined
   #cursor: FollowerCursor | undefined
   /** Blocks after the cursor up to this one were read and hold no event (not yet delivered: chain time not due). */
   #scanned: FollowerCursor | undefined = undefined
@@ -252,7 +340,10 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     super()
     this.#options = options
     this.network = options.network.slug
-    this.#clients = createPollingClients(options.network, { timeoutMs: options.rpcTimeoutMs ?? followerRpcTimeoutMsDefault })
+    this.#rpcTimeoutMs = options.rpcTimeoutMs ?? followerRpcTimeoutMsDefault
+    this.#rpcStalledMs = options.rpcStalledMs ?? options.network.rpcStalledMs ?? followerRpcStalledMsDefault
+    this.#headStaleMs = 'headStaleMs' in options ? options.headStaleMs : headStaleMsOf(options.network)
+    this.#clients = createPollingClients(options.network, { timeoutMs: this.#rpcTimeoutMs, calls: this.#calls })
     this.#sharedHead = options.head ?? new SharedHead(this.#clients)
     this.#confirmations = BigInt(options.confirmations ?? options.network.confirmations)
     if (this.#confirmations < 1n) throw new RangeError('confirmations must be at least 1')
@@ -341,6 +432,8 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
 
   async stop(): Promise<void> {
     this.#running = false
+    // Cleared, a timer is not armed again by refresh(): calls settling after this change nothing.
+    clearTimeout(this.#stallTimer)
     this.#wake?.()
     await this.#loop
     if (this.#state !== 'stopped') this.#enter('stopped')
@@ -355,7 +448,11 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
       try {
         if (!this.#chainChecked) await this.#checkChain()
         const more = await this.#poll()
-        if (this.#state !== 'ok') {
+        const stale = this.#staleHead
+        // A stale head is read and applied as any (nothing of it is wrong, only old), and counted as a failure; the RPC
+        // answers, so the next poll comes after the interval, not a back-off.
+        if (stale !== undefined) this.#failing(new ChainStaleError(this.network, stale.head, stale.ageMs, this.#headStaleMs as number))
+        else if (this.#state !== 'ok') {
           const recovered = this.#state === 'degraded'
           this.#enter('ok')
           this.#error = undefined
@@ -375,17 +472,50 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
         // back from an outage (restarted, syncing) answers behind for a while; counted across the outage, two such
         // answers after an outage longer than the bound took the chain as replaced.
         if (!(error instanceof ChainBehindError)) this.#behind = undefined
-        this.#error = error
-        this.#lastFailure = firstLine(error)
-        if (this.#state !== 'degraded') {
-          this.#enter('degraded')
-          this.emit('degraded', { network: this.network, error })
-        }
+        this.#failing(error)
         delayMs = backoffMs
         backoffMs = Math.min(backoffMs * 2, backoffMaxMs)
       }
       if (!this.#running) break
       if (delayMs > 0) await this.#sleep(delayMs)
+    }
+  }
+
+  /** The step failed (or counts as failing): degraded from now, unless it already was (the hold counts from then). */
+  #failing(error: unknown): void {
+    this.#error = error
+    this.#lastFailure = firstLine(error)
+    if (this.#state !== 'degraded') {
+      this.#enter('degraded')
+      this.emit('degraded', { network: this.network, error })
+    }
+  }
+
+  /**
+   * Restarts the stall timer at each call sent or settled: when it fires with a call unanswered, that call has been
+   * outstanding for rpcStalledMs at least (each call still unanswered was sent before the last event). The follower
+   * then counts as failing (RpcStalledError) and the call goes on: answered, the step ends ok; past its deadline, it
+   * fails as before. One timer, refreshed, rather than one per call.
+   */
+  #rearmStall(): void {
+    if (this.#stallTimer !== undefined) {
+      this.#stallTimer.refresh()
+      return
+    }
+    this.#stallTimer = setTimeout(() => {
+      if (this.#callsOutstanding === 0 || !this.#running || this.#state === 'degraded' || this.#state === 'stopped') return
+      this.#failing(new RpcStalledError(this.network, this.#rpcStalledMs, this.#rpcTimeoutMs))
+    }, this.#rpcStalledMs)
+    this.#stallTimer.unref()
+  }
+
+  /** The shared head read after `notBeforeMs`, waited for as a call of the follower's (see #rearmStall). */
+  async #headAfter(notBeforeMs: number): Promise<ChainHead> {
+    this.#calls.started()
+    try {
+      return await this.#sharedHead.latest(notBeforeMs)
+    } finally {
+      this.#calls.settled()
     }
   }
 
@@ -430,11 +560,11 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     // below the cursor, that is the chain behind (#chainBehind).
     // While the chain is behind (below), every poll reads a head of its own: each read counted is a fresh one.
     const headFromMs = this.#behind === undefined ? this.#sharedHead.nowMs() - this.#pollIntervalMs() : this.#sharedHead.nowMs()
-    let headBlock = await this.#sharedHead.latest(headFromMs)
+    let headBlock = await this.#headAfter(headFromMs)
     const cursor = this.#cursor
     const scanned = this.#scanned
     // A shared head below the cursor may be an older read answered late, or another node's: read it afresh first.
-    if (cursor !== undefined && headBlock.number < cursor.blockNumber && this.#behind === undefined) headBlock = await this.#sharedHead.latest(this.#sharedHead.nowMs())
+    if (cursor !== undefined && headBlock.number < cursor.blockNumber && this.#behind === undefined) headBlock = await this.#headAfter(this.#sharedHead.nowMs())
     const head = headBlock.number
     if (headBlock.hash !== this.#checkedHead) {
       if (cursor !== undefined) await this.#checkContinuity(cursor, head)
@@ -443,6 +573,9 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
     }
     this.#head = head
     this.#behind = undefined
+    // The chain's timestamps are wall-clock times: compared with the wall clock, not nowMs (a test's clock).
+    const ageMs = Date.now() - headBlock.timeMs
+    this.#staleHead = this.#headStaleMs !== undefined && ageMs > this.#headStaleMs ? { head: headBlock, ageMs } : undefined
     const fromBlock = cursor === undefined ? (this.#options.startBlock ?? this.#options.network.deploymentBlock ?? 0n) : cursor.blockNumber + 1n
     const target = head - (this.#confirmations - 1n)
     const limit = fromBlock + this.#batchRange - 1n

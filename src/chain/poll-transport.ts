@@ -18,7 +18,12 @@ export type PollTransportOptions = {
   /** Deadline of one call: it fails with viem's TimeoutError after it. */
   timeoutMs: number
   responseBytesMax?: number
+  /** Told as each call is sent and as it settles (answered or failed): the follower's measure of a stalled RPC. */
+  calls?: CallObserver
 }
+
+/** See PollTransportOptions.calls. */
+export type CallObserver = { started(): void; settled(): void }
 
 type RpcAnswer = { result?: unknown; error?: { code: number; message: string; data?: unknown } }
 
@@ -31,10 +36,15 @@ export function pollTransport(url: string, options: PollTransportOptions): Trans
   // queued behind a cap would spend its deadline waiting for a socket. A poll alone reuses one connection.
   const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true })
   const responseBytesMax = options.responseBytesMax ?? pollResponseBytesMax
+  const observer = options.calls
   let id = 0
   const call = (method: string, params: unknown): Promise<unknown> => {
     const body = { jsonrpc: '2.0', id: ++id, method, params: params ?? [] }
-    return post(body, JSON.stringify(body), true)
+    const answer = post(body, JSON.stringify(body), true)
+    if (observer === undefined) return answer
+    observer.started()
+    answer.then(observer.settled, observer.settled)
+    return answer
   }
   const post = (body: Record<string, unknown>, text: string, firstAttempt: boolean): Promise<unknown> =>
     new Promise((resolve, reject) => {
@@ -103,8 +113,8 @@ export function createPollingClients(network: NetworkConfig, options: PollTransp
   return { network, chain, publicClient: createPublicClient({ chain, transport: pollTransport(network.rpcUrl, options), pollingInterval: network.pollingIntervalMs }) }
 }
 
-/** The chain's head as the pollers use it. */
-export type ChainHead = { number: bigint; hash: Hex }
+/** The chain's head as the pollers use it; timeMs: its block's timestamp (ms), whether the chain still moves. */
+export type ChainHead = { number: bigint; hash: Hex; timeMs: number }
 
 /**
  * The head of one network, read for both of its pollers (the follower and the wallet watcher): each poll asks for a
@@ -147,9 +157,9 @@ export class SharedHead {
 }
 
 async function readHead(publicClient: PublicClient<Transport, Chain>): Promise<ChainHead> {
-  const block = (await publicClient.request({ method: 'eth_getBlockByNumber', params: ['latest', false] })) as { number?: unknown; hash?: unknown } | null
-  if (typeof block?.number !== 'string' || typeof block.hash !== 'string') throw new Error('eth_getBlockByNumber(latest) answered no block')
-  return { number: BigInt(block.number), hash: block.hash as Hex }
+  const block = (await publicClient.request({ method: 'eth_getBlockByNumber', params: ['latest', false] })) as { number?: unknown; hash?: unknown; timestamp?: unknown } | null
+  if (typeof block?.number !== 'string' || typeof block.hash !== 'string' || typeof block.timestamp !== 'string') throw new Error('eth_getBlockByNumber(latest) answered no block')
+  return { number: BigInt(block.number), hash: block.hash as Hex, timeMs: Number(block.timestamp) * 1000 }
 }
 
 /** One SharedHead per network, by slug, for the pollers of one service. */

@@ -4,7 +4,9 @@
 // until the chain was seen again. Before, POST /credit/match and dispatch went on leasing there. Now, once /health
 // says the follower degraded (failing for the health hold), a match of an offer there is 503 chain_unavailable with
 // Retry-After and dispatch leaves the offer waiting, nothing changed (the offer's expiry either); as soon as the
-// follower reads the chain again, the same match succeeds.
+// follower reads the chain again, the same match succeeds. The same for an RPC that hangs (seen once a call of the
+// follower's is unanswered for rpcStalledMs, not at its 10 s deadline) and one whose head stops advancing (a node that
+// lost its peers: the head's block older than headStaleBlocks block times), which before was never seen at all.
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
@@ -23,7 +25,8 @@ t.test("no lease on a network whose follower cannot see the chain: match 503 cha
   t.teardown(() => devnet.stop())
   // Network a: no x402 facilitator of its own to configure.
   const network = devnet.networks[0] as NetworkConfig
-  // The service reads the chain through a proxy the test cuts, or makes answer as a node behind the follower.
+  // The service reads the chain through a proxy the test cuts, makes hang, or makes answer as a node behind the
+  // follower or one whose head stopped.
   const proxy = await startRpcProxy(network.rpcUrl)
   t.teardown(() => proxy.close())
   const accounts = demoAccounts()
@@ -35,7 +38,8 @@ t.test("no lease on a network whose follower cannot see the chain: match 503 cha
   })
   const file = join(dir, 'networks.json')
   const keys = { leaseSignerKeyEnv: 'TEST_DEGRADED_SIGNER_KEY', operatorKeyEnv: 'TEST_DEGRADED_OPERATOR_KEY' }
-  const entries = toNetworksFile([{ ...network, rpcUrl: proxy.url }]).networks.map((n) => ({ ...n, ...keys }))
+  // The devnet mines a block a second: a head older than 3 of them (4 s with the slack) is taken as stopped.
+  const entries = toNetworksFile([{ ...network, rpcUrl: proxy.url, headStaleBlocks: 3 }]).networks.map((n) => ({ ...n, ...keys }))
   writeFileSync(file, JSON.stringify({ networks: entries }))
   const app = await startApp(
     testConfig(join(dir, 'data'), {
@@ -60,8 +64,10 @@ t.test("no lease on a network whose follower cannot see the chain: match 503 cha
   const document = await openApiDocument(app.url)
   const dispatcher = lender.client
 
-  const unseen = async (what: string, borrowerClient: CreditClient, offer: Json) => {
-    await until(async () => (await follower())['state'] === 'degraded', 30_000, `${what}: /health says the follower degraded`)
+  /** Checks that nothing is leased while /health says the follower degraded; returns what /health said first. */
+  const unseen = async (what: string, borrowerClient: CreditClient, offer: Json): Promise<Json> => {
+    let health: Json = {}
+    await until(async () => (health = await follower())['state'] === 'degraded', 30_000, `${what}: /health says the follower degraded`)
     const liveLeases = app.service.engine.creditState().counts.liveLeases
     const waits = async (after: string) => {
       const read = await borrowerClient.get(`/credit/offers/${offer['offerId']}`)
@@ -77,6 +83,7 @@ t.test("no lease on a network whose follower cannot see the chain: match 503 cha
     t.ok(Number(match.headers.get('retry-after')) >= 1, `${what}: with Retry-After`)
     t.match(document['paths']['/credit/match']['post']['responses']['503']['description'], /chain_unavailable[\s\S]*Retry-After/, 'the OpenAPI document says so')
     await waits('a match')
+    return health
   }
   const seenAgain = async (what: string, borrowerClient: CreditClient, offer: Json) => {
     let match = await borrowerClient.post('/credit/match', { offerId: offer['offerId'] })
@@ -105,4 +112,23 @@ t.test("no lease on a network whose follower cannot see the chain: match 503 cha
   proxy.setLagging(undefined)
   await seenAgain('the RPC caught up', second.borrowerClient, second.offer)
   t.equal((await follower())['state'] === 'stopped', false, 'the follower waited for the node: never stopped')
+
+  // The RPC hangs: calls accepted and never answered (its head still answered by another node): seen while the
+  // follower's call is still unanswered, before its 10 s deadline.
+  const third = await waitingOffer('job_rpc_hangs')
+  proxy.setHanging({ headToo: false })
+  const hanging = await unseen('the RPC hanging', third.borrowerClient, third.offer)
+  t.match(hanging['error'], /has not answered a call of the chain follower for 2000 ms/, 'seen as a call unanswered for rpcStalledMs, not at its deadline')
+  proxy.setHanging(undefined)
+  await seenAgain('the RPC answering again', third.borrowerClient, third.offer)
+
+  // The RPC's head stops where it is (its node lost its peers): the follower is at it, nothing fails, but the chain
+  // it sees does not move, and no payment or deadline after it would be seen.
+  const fourth = await waitingOffer('job_rpc_stale')
+  const head = BigInt(((await (await fetch(network.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }) })).json()) as { result: string }).result)
+  proxy.setLagging({ head, headToo: true })
+  const stale = await unseen('the RPC\'s head stopped', fourth.borrowerClient, fourth.offer)
+  t.match(stale['error'], new RegExp(`block ${head}, was mined \\d+ s ago .* does not move`), 'seen as a stale head')
+  proxy.setLagging(undefined)
+  await seenAgain('the head moving again', fourth.borrowerClient, fourth.offer)
 })

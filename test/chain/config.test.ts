@@ -7,7 +7,7 @@ import t from 'tap'
 import { decodeFunctionData, erc20Abi, keccak256, parseAbi, toHex } from 'viem'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { loadNetworksConfig, NetworksConfigError, parseNetworksConfig, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
-import { headBehindMaxMsOf } from '../../src/chain/follower.ts'
+import { followerRpcStalledMsDefault, followerRpcTimeoutMsDefault, headBehindMaxMsOf, headStaleMsOf } from '../../src/chain/follower.ts'
 import { idKey } from '../../src/chain/ids.ts'
 import { newSessionKey, SESSION_KEY_LIFETIME_MS } from '../../src/service/session-keys.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
@@ -84,6 +84,23 @@ t.test('a valid file loads, with checksummed addresses, defaults and the key fro
   const oneNode = parseNetworksConfig({ networks: [entry({ logsSafeDepth: 0 })] }, { OPERATOR_PRIVATE_KEY: operatorKey })
   t.equal(oneNode[0]?.logsSafeDepth, 0, "the networks file's logsSafeDepth (0: an RPC of one node, every block by range)")
   t.equal(toNetworksFile(oneNode)?.networks[0]?.logsSafeDepth, 0, 'written back as it was read')
+})
+
+t.test("a stopped chain's bound (headStaleMsOf) and a stalled call's (rpcStalledMs): defaults per network, set in the file", async (t) => {
+  const env = { OPERATOR_PRIVATE_KEY: operatorKey }
+  const [base] = parseNetworksConfig({ networks: [entry()] }, env) as [NetworkConfig]
+  t.equal(headStaleMsOf(base), 10 * 2_000 + 1_000 + 1_000, 'Base Sepolia: ten 2 s blocks, a second of timestamp resolution, a polling interval')
+  t.equal(headStaleMsOf({ ...base, chainId: 1 }), 10 * 12_000 + 1_000 + 1_000, 'Ethereum: ten 12 s blocks')
+  t.equal(headStaleMsOf({ ...base, chainId: 31_337 }), undefined, 'a chain of unknown block time (an anvil that mines on transactions only): no such rule')
+  const [set] = parseNetworksConfig({ networks: [entry({ chainId: 31_337, caip2: 'eip155:31337', blockTimeMs: 1_000, headStaleBlocks: 3, rpcStalledMs: 500 })] }, env) as [NetworkConfig]
+  t.equal(headStaleMsOf(set), 3 * 1_000 + 1_000 + 1_000, "the file's blockTimeMs and headStaleBlocks")
+  t.match(toNetworksFile([set]).networks[0], { blockTimeMs: 1_000, headStaleBlocks: 3, rpcStalledMs: 500 }, 'written back as they were read')
+  t.ok(followerRpcStalledMsDefault < followerRpcTimeoutMsDefault, 'a call counts as stalled well before its deadline')
+  for (const [field, values] of [['blockTimeMs', [0, 99, 1.5, 600_001, '1000']], ['headStaleBlocks', [0, 1, 2.5, 10_001]], ['rpcStalledMs', [0, 99, 60_001]]] as const) {
+    for (const value of values) {
+      t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ [field]: value })] }, env)), [new RegExp(`/networks/0/${field}`)], `${field} ${JSON.stringify(value)} is refused`)
+    }
+  }
 })
 
 t.test('invalid files are refused with every problem named', async (t) => {

@@ -11,7 +11,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { startAnvil } from '../../src/chain/anvil.ts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { parseNetworksConfig, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
-import { chainBehindReadsMin, ChainFollower, FollowerFatalError, type ChainBatch, type FollowerOptions } from '../../src/chain/follower.ts'
+import { chainBehindReadsMin, ChainFollower, ChainStaleError, FollowerFatalError, RpcStalledError, type ChainBatch, type FollowerOptions } from '../../src/chain/follower.ts'
 import { FollowerCursors } from '../../src/chain/follower-cursor.ts'
 import { createPollingClients, SharedHead } from '../../src/chain/poll-transport.ts'
 import { jobKey, newKeySalt, offerKey } from '../../src/chain/ids.ts'
@@ -217,12 +217,14 @@ t.test('an RPC outage (dead RPC, then a paused anvil): degraded, then recovered 
   await eventually(t, 'recovered', () => follower.follower.status().state === 'ok')
   t.ok(follower.follower.cursor !== undefined && cursorDuringOutage !== undefined && follower.follower.cursor.blockNumber >= cursorDuringOutage.blockNumber)
 
-  // A paused anvil: calls hang until their deadline, which the follower reads as an outage too.
+  // A paused anvil: calls hang, which the follower reads as an outage too: first as a call unanswered for rpcStalledMs
+  // (2 s), then at the call's deadline.
   const pid = f.devnet.anvils[0]?.pid as number
   process.kill(pid, 'SIGSTOP')
   try {
     await eventually(t, 'degraded while anvil is paused', () => follower.follower.status().state === 'degraded', 15_000)
-    t.match(follower.follower.status().error ?? '', /took too long|timed out|timeout/i, 'the per-call deadline ended the hanging call')
+    t.match(follower.follower.status().error ?? '', /has not answered a call .* for 2000 ms/, 'a call unanswered for rpcStalledMs counts as failing')
+    await eventually(t, 'the hanging call ended at its deadline', () => /took too long|timed out|timeout/i.test(follower.follower.status().error ?? ''), 15_000)
   } finally {
     process.kill(pid, 'SIGCONT')
   }
@@ -249,6 +251,82 @@ async function caughtUpBehindProxy(t: Test, store: Store, options: Partial<Follo
   const cursor = follower.follower.cursor as NonNullable<typeof follower.follower.cursor>
   return { follower, fatal, startBlock, cursor }
 }
+
+/** caughtUpBehindProxy on a store of its own, with the errors the follower turns degraded on from then. */
+async function caughtUpWatched(t: Test, name: string, options: Partial<FollowerOptions>) {
+  const store = await Store.open({ dataDir: join(root, name) })
+  t.teardown(() => store.close())
+  const caughtUp = await caughtUpBehindProxy(t, store, options)
+  const failures: unknown[] = []
+  caughtUp.follower.follower.on('degraded', ({ error }) => failures.push(error))
+  return { ...caughtUp, failures }
+}
+
+t.test('a hanging RPC (calls accepted, never answered) counts as failing once a call is unanswered for rpcStalledMs, long before its deadline; the call is let finish, and followed', async (t) => {
+  t.teardown(() => proxy.setHanging(undefined))
+  // A deadline no wait of this test reaches: the follower can see the hang only by the call being unanswered.
+  const { follower, startBlock, failures } = await caughtUpWatched(t, 'hanging', { rpcTimeoutMs: 120_000, rpcStalledMs: 300, healthHoldMs: 500 })
+  const before = proxy.held()
+  proxy.setHanging({ headToo: true })
+  await eventually(t, '/health degraded while the RPC hangs', () => follower.follower.health().state === 'degraded')
+  t.notOk(follower.follower.observesChain, 'no lease on it')
+  t.ok(failures.length === 1 && failures[0] instanceof RpcStalledError, 'counted as a stalled call', { failures })
+  t.match(follower.follower.health().error, /has not answered a call of the chain follower for 300 ms/, 'health says why')
+  t.equal(proxy.held().abandoned, before.abandoned, 'no call given up: the follower did not wait for a deadline')
+  t.ok(proxy.held().now >= 1, 'the call still waits for its answer')
+
+  // Events meanwhile; the RPC answers again, the held call first: the follower goes on from it.
+  await activity(1)
+  proxy.setHanging(undefined)
+  await eventually(t, 'following again', () => follower.follower.status().state === 'ok')
+  t.ok(proxy.held().answered > before.answered && proxy.held().abandoned === before.abandoned, 'the held calls answered, none given up', proxy.held())
+  const truth = await groundTruth(startBlock)
+  await eventually(t, 'every event after the hang', () => follower.stored().length === truth.length)
+  await follower.follower.stop()
+  t.same(follower.delivered, truth, 'every event once, in order')
+})
+
+t.test('a slow but working RPC (every call answered 150 ms late, rpcStalledMs 1 s) is never counted as failing', async (t) => {
+  t.teardown(() => proxy.setDelay(undefined))
+  const { follower, startBlock, failures } = await caughtUpWatched(t, 'slow', { rpcStalledMs: 1_000 })
+  proxy.setDelay(150)
+  proxy.reset()
+  await activity(1)
+  const truth = await groundTruth(startBlock)
+  await eventually(t, 'every event, answered slowly', () => follower.stored().length === truth.length)
+  await eventually(t, 'twenty slow calls', () => Object.values(proxy.counts()).reduce((a, b) => a + b, 0) >= 20)
+  await follower.follower.stop()
+  t.same(failures, [], 'never degraded')
+  t.same(follower.delivered, truth)
+})
+
+t.test("a head that stops advancing (the RPC's node lost its peers) is a chain that stopped: degraded once its block is older than headStaleMs by the wall clock; the idle devnet (anvil mines on its interval) is not", async (t) => {
+  t.teardown(() => proxy.setLagging(undefined))
+  const headStaleMs = 3_000
+  const { follower, startBlock, failures } = await caughtUpWatched(t, 'stale-head', { headStaleMs })
+
+  // Idle for longer than the bound: the devnet's anvil mines a block a second without transactions.
+  const idleFromMs = Date.now()
+  await eventually(t, 'idle past the bound', () => Date.now() - idleFromMs > headStaleMs + 500)
+  t.same(failures, [], 'an idle chain that mines is not stale')
+  t.equal(follower.follower.health().state, 'ok')
+
+  // The node answering stops at the current head: its number stays where it is, above the follower's cursor.
+  const frozen = await headBlock()
+  proxy.setLagging({ head: frozen, headToo: true })
+  await activity(1)
+  await eventually(t, '/health degraded once the head is stale', () => follower.follower.health().state === 'degraded')
+  t.ok(failures.length === 1 && failures[0] instanceof ChainStaleError, 'counted as a stale head', { failures })
+  t.match(follower.follower.health().error, new RegExp(`block ${frozen}, was mined \\d+ s ago .* does not move`), 'health says why')
+  t.notOk(follower.follower.observesChain, 'no lease on it')
+  t.equal(follower.follower.cursor?.blockNumber, frozen, 'what the stale node serves is applied')
+
+  proxy.setLagging(undefined)
+  const truth = await groundTruth(startBlock)
+  await eventually(t, 'every event once the head moves again', () => follower.stored().length === truth.length && follower.follower.status().state === 'ok')
+  await follower.follower.stop()
+  t.same(follower.delivered, truth, 'every event once, in order')
+})
 
 t.test('a node behind the cursor (head below it, or its block not found) is waited for: nothing applied meanwhile, then every event once', async (t) => {
   const store = await Store.open({ dataDir: join(root, 'lagging') })
@@ -436,7 +514,8 @@ async function quietFollower(t: Test, name: string, chainTimeIntervalMs: number,
   await mine(5)
   proxy.setTarget(quiet.rpcUrl)
   t.teardown(() => proxy.setTarget(f.network.rpcUrl))
-  const { follower } = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url }, ...options })
+  // A chain that mines only when told to has no block time: its head does not move while idle, and is not stale for it.
+  const { follower } = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url, blockTimeMs: undefined }, ...options })
   follower.start()
   await eventually(t, 'the cursor at the head', () => follower.cursor?.blockNumber === 5n)
   return { follower, mine, rpcUrl: quiet.rpcUrl }

@@ -113,6 +113,18 @@ t.test('a call past its deadline fails with viem\'s TimeoutError, and is not sen
   t.equal(server.calls(), 2, 'the call that timed out was sent once')
 })
 
+t.test('the calls observer is told of each call sent and settled, answered or failed', async (t) => {
+  const server = await scripted(t, (call, _req, res) => answer(res, call.id, call.method === 'eth_chainId' ? { result: '0x7a69' } : { error: { code: -32601, message: 'method not found' } }))
+  const told: string[] = []
+  const calls = { started: () => void told.push('started'), settled: () => void told.push('settled') }
+  const network = { slug: 'scripted', chainId: 31337, rpcUrl: server.url, pollingIntervalMs: 50 } as NetworkConfig
+  const client = createPollingClients(network, { timeoutMs: 5_000, calls }).publicClient
+  t.equal(await client.request({ method: 'eth_chainId' }), '0x7a69')
+  await t.rejects(client.request({ method: 'eth_gasPrice' }))
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(told, ['started', 'settled', 'started', 'settled'], 'one start and one settlement per call')
+})
+
 t.test('an answer over the size limit is refused', async (t) => {
   const server = await scripted(t, (call, _req, res) => answer(res, call.id, { result: `0x${'0'.repeat(2_000)}1` }))
   const error = await clientOf(server.url, 5_000, 1_000).getBlockNumber({ cacheTime: 0 }).catch((e: unknown) => e)
@@ -136,7 +148,7 @@ t.test('a shared head: a read begun after the named time is reused or joined, an
   const window = () => head.nowMs() - 60_000
 
   const [first, joined] = await Promise.all([head.latest(window()), head.latest(window())])
-  t.same(first, { number: 1n, hash: `0x${'1'.padStart(64, '0')}` }, 'the number and hash of the latest block')
+  t.same(first, { number: 1n, hash: `0x${'1'.padStart(64, '0')}`, timeMs: 1_000 }, 'the number, hash and time of the latest block')
   t.equal(joined, first, 'a read in flight is joined')
   t.equal(await head.latest(window()), first, 'a read begun within the window is reused')
   t.equal(server.calls(), 1, 'one call for three polls')
