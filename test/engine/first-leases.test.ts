@@ -5,7 +5,7 @@
 // fresh wallet. Now a lender holds at most its lease allowance at once (lenderLeaseAllowanceInitial, 1, plus one per
 // lease paid, less one per lease left unpaid), and a miss that uses the allowance up puts it below the minimum at
 // once. Fails on the old code: the throw-away lender holds all 16 offers asked at once, and 9 in its first hour.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Engine, type EngineConfig } from '../../src/engine/index.ts'
 import { defaultEngineConfig } from '../../src/engine/config.ts'
 import { BORROWER, CLIENT, FakeWallets, T0, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
@@ -64,6 +64,14 @@ function burst(engine: Engine, count: number, nowMs: number): { offerId: string;
 
 const heldBy = (leased: { lender: string | null }[], who: string) => leased.filter((l) => l.lender === who).length
 
+/** The chain is observed at `atMs`, past the griefer's leases: its misses (`expired` in all) put it below the minimum. */
+function missedBelowMinimum(t: Test, engine: Engine, atMs: number, expired: number, why: string): void {
+  unwrap(dispatchAt(engine, atMs))
+  t.match(engine.getLender(griefer.address), { leasesExpired: expired, reliabilityBps: 500 }, why)
+  t.equal(heldBy(burst(engine, AT_ONCE, atMs + 1), griefer.address), 0, 'inactive: none of the next offers until its probation')
+  engine.checkInvariants()
+}
+
 t.test('the service starts every lender with an allowance of one lease', async (t) => {
   t.equal(defaultEngineConfig.lenderLeaseAllowanceInitial, 1)
 })
@@ -73,10 +81,7 @@ t.test('a throw-away lender holds one of the offers asked at once, not as many a
   const leased = burst(engine, AT_ONCE, T0)
   t.equal(heldBy(leased, griefer.address), 1, `the griefer holds 1 of the ${AT_ONCE} offers`)
   t.equal(heldBy(leased, honest.address), AT_ONCE - 1, 'the honest lender behind it the others')
-  unwrap(dispatchAt(engine, T0 + 31_000))
-  t.match(engine.getLender(griefer.address), { leasesExpired: 1, reliabilityBps: 500 }, 'its one miss puts it below the minimum at once')
-  t.equal(heldBy(burst(engine, AT_ONCE, T0 + 31_001), griefer.address), 0, 'inactive: none of the next ones')
-  engine.checkInvariants()
+  missedBelowMinimum(t, engine, T0 + 31_000, 1, 'its one miss puts it below the minimum at once')
 })
 
 t.test("a throw-away lender's first hour: one borrower's offer held unpaid, not nine", async (t) => {
@@ -105,10 +110,7 @@ t.test('each offer a lender leaves unpaid costs it a lease it paid before', asyn
   t.equal(engine.getLender(griefer.address)?.leasesPaid, 1, 'it paid one (a real advance)')
   const leased = burst(engine, AT_ONCE, T0 + 1)
   t.equal(heldBy(leased, griefer.address), 2, 'then it holds two at once: 1 + 1 paid')
-  unwrap(dispatchAt(engine, T0 + 31_001))
-  t.match(engine.getLender(griefer.address), { leasesExpired: 2, reliabilityBps: 500 }, 'two misses, one more than it paid: below the minimum')
-  t.equal(heldBy(burst(engine, AT_ONCE, T0 + 31_002), griefer.address), 0, 'and out until its probation')
-  engine.checkInvariants()
+  missedBelowMinimum(t, engine, T0 + 31_001, 2, 'two misses, one more than it paid: below the minimum')
 })
 
 t.test('an honest new lender that pays its leases holds twice as many each round: 1, 2, 4, 8, 16', async (t) => {
