@@ -12,7 +12,7 @@ import * as hdr from 'hdr-histogram-js'
 import { Engine, type WalletView } from '../src/engine/index.ts'
 import { entryFor, MatchingBook, reposition, type BookEntry } from '../src/engine/book.ts'
 import { defaultEngineConfig } from '../src/engine/config.ts'
-import { payAndRepay } from './fixtures/book.ts'
+import { ESTABLISHED_ALLOWANCE, payAndRepay } from './fixtures/book.ts'
 import { eligibleFee, feeAtomic } from '../src/engine/rules.ts'
 import type { Address, LenderRecord, RiskBand } from '../src/engine/types.ts'
 
@@ -241,9 +241,10 @@ function runDispatch(specs: LenderSpec[]) {
   const lenders = specs.slice(0, 2000)
   const wallets = new BenchWallets(new Map(lenders.map((s) => [s.session, 10n ** 15n])))
   // One borrower holds every lease here: its matched offers stay live until funded, so the per-borrower cap must admit them all.
+  // Its lenders are established (ESTABLISHED_ALLOWANCE): each holds several live leases and misses some.
   // The figure is the cost of one call with 1% of the leases due: the per-command bound on time-outs (32 by default,
   // the service's ticker runs more commands while work is due) must admit them in one call.
-  const engine = new Engine({ leaseTtlMs, offerTtlMs: 100 * leaseTtlMs, liveOffersPerBorrowerMax: DISPATCH_LEASES, timeOutsPerCommandMax: Math.max(1, DISPATCH_LEASES / 100) }, wallets)
+  const engine = new Engine({ leaseTtlMs, offerTtlMs: 100 * leaseTtlMs, liveOffersPerBorrowerMax: DISPATCH_LEASES, timeOutsPerCommandMax: Math.max(1, DISPATCH_LEASES / 100), lenderLeaseAllowanceInitial: ESTABLISHED_ALLOWANCE }, wallets)
   engine.seedSuppliers([BENCH_SUPPLIER], 0)
   for (const s of lenders) {
     const r = engine.registerLender({

@@ -21,10 +21,10 @@ import { parseArgs } from 'node:util'
 import { Engine } from '../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../src/engine/migrations.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, type Change } from '../src/store/index.ts'
-import { amountsOf, buildBook, matchOffer, NET, ASSET, openOffer, SUPPLIER, T0 } from './fixtures/book.ts'
+import { amountsOf, buildBook, ESTABLISHED_ALLOWANCE, matchOffer, NET, ASSET, openOffer, SUPPLIER, T0 } from './fixtures/book.ts'
 
 const { values: args } = parseArgs({ options: { restore: { type: 'string' }, verify: { type: 'string' }, records: { type: 'string' }, live: { type: 'string' }, lenders: { type: 'string' }, 'keep-data': { type: 'string' }, 'reuse-data': { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false } }, strict: false })
-const ENGINE_CONFIG = { liveOffersPerBorrowerMax: 1000 }
+const ENGINE_CONFIG = { liveOffersPerBorrowerMax: 1000, lenderLeaseAllowanceInitial: ESTABLISHED_ALLOWANCE }
 // --verify deep: the deep check as after a crash; --verify header: none, to see the rest apart. (The service's default
 // runs it unless the store was closed cleanly.)
 const verifyOnOpen = args.verify === 'deep' || args.verify === 'header' ? { verifyOnOpen: args.verify as 'deep' | 'header' } : {}

@@ -50,6 +50,16 @@ export interface EngineConfig {
    * adversary's finding, test/engine/probation-griefing.test.ts).
    */
   lenderProbationMaxSeconds: number
+  /**
+   * A lender's lease allowance: the live leases it may hold at once is this plus one per lease it paid, less one per
+   * lease it left unpaid (at least one); a lease left unpaid that brings the allowance to 0 or below puts the lender
+   * below `lenderReliabilityMinBps` at once (rules.ts leaseAllowance, reputation.ts leaseMissed). So a new lender
+   * holds one lease until it pays one, and each borrower's offer a lender leaves unpaid costs it a lease it paid
+   * before. Else a throw-away lender at 0 bps, first in the books, held as many offers at once as its wallet covered,
+   * and about 9 in a row, before its reliability fell below the minimum, then did it again from a fresh wallet with
+   * the same capital (an adversary's finding, test/engine/first-leases.test.ts).
+   */
+  lenderLeaseAllowanceInitial: number
   borrowerReputationRepaidRewardBps: number
   borrowerReputationFailurePenaltyBps: number
   borrowerReputationShortfallPenaltyBps: number
@@ -123,6 +133,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   lenderReliabilityMinBps: 1000,
   lenderProbationSeconds: 3600,
   lenderProbationMaxSeconds: 30 * 24 * 3600,
+  lenderLeaseAllowanceInitial: 1,
   borrowerReputationRepaidRewardBps: 100,
   borrowerReputationFailurePenaltyBps: 1000,
   borrowerReputationShortfallPenaltyBps: 2000,
@@ -159,6 +170,7 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   if (!Number.isInteger(config.lenderProbationMaxSeconds) || config.lenderProbationMaxSeconds < config.lenderProbationSeconds) {
     throw new RangeError('engine config lenderProbationMaxSeconds must be an integer >= lenderProbationSeconds')
   }
+  if (!Number.isSafeInteger(config.lenderLeaseAllowanceInitial) || config.lenderLeaseAllowanceInitial < 1) throw new RangeError('engine config lenderLeaseAllowanceInitial must be a positive integer')
   if (!Number.isInteger(config.creditPeriodMinMs) || config.creditPeriodMinMs < 0) throw new RangeError('engine config creditPeriodMinMs must be a non-negative integer')
   if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
     throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')

@@ -9,7 +9,7 @@ import { networkClockMs } from './dispatch.ts'
 import { bookKey } from './keys.ts'
 import { recordFinal } from './changes.ts'
 import { grantLease, refuseLease } from './leases.ts'
-import { eligibleFee, feeAtomic } from './rules.ts'
+import { eligibleFee, feeAtomic, leaseAllowance } from './rules.ts'
 import type { EngineState, OfferActor } from './state.ts'
 import type { Address, LeaseView, LenderRecord, MatchOutcome } from './types.ts'
 import { offerView, walletFreeAtomic } from './views.ts'
@@ -192,6 +192,7 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
       const lender = entry.lender
       const fee = eligibleFee(lender, o, s.config, nowMs)
       if (fee === null || o.excludedLenders.includes(lender.address) || parties.includes(lender.address) || parties.includes(lender.sessionAddress)) continue
+      if (atLeaseAllowance(s, lender)) continue
       if (!walletCovers(s, lender, o.network, o.asset, o.amountAtomic)) {
         refused.push({ lender, fee })
         continue
@@ -200,6 +201,17 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
     }
   }
   return { refused, granted: null, outOfLeases: leasesLeft <= 0 }
+}
+
+/**
+ * The lender holds as many live leases as its allowance lets it (rules.ts leaseAllowance, at least one): it is not
+ * eligible for another. Its live leases are at most those granted and neither paid nor missed (a cancelled one ended
+ * too), so a lender with fewer of those than its allowance, as one that pays its leases has, costs no lookup.
+ */
+function atLeaseAllowance(s: EngineState, lender: LenderRecord): boolean {
+  const allowance = leaseAllowance(lender, s.config)
+  if (lender.leasesGranted - lender.leasesPaid - lender.leasesExpired < allowance) return false
+  return (s.liveLeasesByLender.get(lender.address)?.size ?? 0) >= Math.max(1, allowance)
 }
 
 /**

@@ -3,7 +3,7 @@
 // function per event, called where the event happens; the README's table ("Reputation and reliability") lists them.
 // Integers only, so replays and the book order are deterministic.
 import type { EngineConfig } from './config.ts'
-import { clampBps, isActiveLender, probationWaitMs } from './rules.ts'
+import { clampBps, isActiveLender, leaseAllowance, probationWaitMs } from './rules.ts'
 import type { BorrowerRecord, LenderRecord } from './types.ts'
 
 /** A lease outcome in a lender's uptime window (LenderRecord.recentLeaseOutcomes): paid in time, or expired unpaid. */
@@ -95,7 +95,9 @@ export function leasePaid(lender: LenderRecord, config: EngineConfig, nowMs: num
 /**
  * The lender let its lease (granted at `grantedAtMs`) expire unpaid: reliability and reputation fall. Its probation
  * lease left unpaid also doubles its next probation wait (rules.ts probationWaitMs), counted while doubling lengthens
- * the wait: below `lenderProbationMaxSeconds`, and not with no probation at all.
+ * the wait: below `lenderProbationMaxSeconds`, and not with no probation at all. A miss that uses up the lender's
+ * lease allowance (rules.ts leaseAllowance: a new lender's first, or one more than it paid) puts it below the minimum
+ * at once, at the minimum less the miss penalty (at least 1 below), as if it had missed there: its probation starts.
  */
 export function leaseMissed(lender: LenderRecord, grantedAtMs: number, config: EngineConfig, nowMs: number): void {
   if (isProbationLease(lender, grantedAtMs, config)) {
@@ -103,7 +105,10 @@ export function leaseMissed(lender: LenderRecord, grantedAtMs: number, config: E
     if (waitMs > 0 && waitMs < config.lenderProbationMaxSeconds * 1000) lender.probationMisses += 1
   }
   lender.leasesExpired += 1
-  setReliability(lender, lender.reliabilityBps - config.lenderReliabilityMissPenaltyBps, config, nowMs)
+  const penalty = config.lenderReliabilityMissPenaltyBps
+  let reliabilityBps = lender.reliabilityBps - penalty
+  if (leaseAllowance(lender, config) <= 0) reliabilityBps = Math.min(reliabilityBps, config.lenderReliabilityMinBps - Math.max(1, penalty))
+  setReliability(lender, reliabilityBps, config, nowMs)
   // Below the minimum, each lease left unpaid restarts the wait: the probation runs from the lender's last miss.
   if (lender.inactiveSinceMs !== null) lender.inactiveSinceMs = nowMs
   lender.reputationBps = clampBps(lender.reputationBps - config.lenderReputationMissPenaltyBps)

@@ -103,6 +103,16 @@ export function probationWaitMs(lender: Pick<LenderRecord, 'probationMisses'>, c
 }
 
 /**
+ * The lender's lease allowance (README "First leases"): `lenderLeaseAllowanceInitial`, plus one per lease it paid, less
+ * one per lease it left unpaid. It may hold that many live leases at once, at least one (matching.ts); a miss that
+ * brings it to 0 or below puts the lender below the reliability minimum (reputation.ts leaseMissed). Read from the
+ * record's counts, so it survives a restart, and cancelled leases and refusals, which count neither, do not move it.
+ */
+export function leaseAllowance(lender: Pick<LenderRecord, 'leasesPaid' | 'leasesExpired'>, config: Pick<EngineConfig, 'lenderLeaseAllowanceInitial'>): number {
+  return config.lenderLeaseAllowanceInitial + lender.leasesPaid - lender.leasesExpired
+}
+
+/**
  * Policy filters of DESIGN section 5 except the per-offer exclusion and the wallet check, which the engine applies.
  * Returns the fee when eligible, or null.
  */

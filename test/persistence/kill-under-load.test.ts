@@ -18,6 +18,7 @@ import { CreditClient } from '../../src/client/client.ts'
 import { startApp } from '../../src/app/app.ts'
 import { storedValueEncoding } from '../../src/store/index.ts'
 import { loadServiceConfig } from '../../src/app/config.ts'
+import { ESTABLISHED_ALLOWANCE } from '../fixtures/allowance.ts'
 import { fund, tempDataDir, USDC, usdc } from '../fixtures/service.ts'
 import {
   killAllServices, LEASE_SIGNER_KEY_ENV, OPERATOR_KEY_ENV, removeDir, startService, writeServiceFiles, type ServiceFiles, type ServiceProcess,
@@ -34,7 +35,8 @@ const FUNDED_LENDERS = 2
 // The load signs the same borrowers in again after every kill while its workers keep their tokens: a per-wallet bound
 // above what the run can reach keeps every acknowledged session meant to authenticate. Likewise the live offers of
 // each of the 4 borrowers, which all stay live: a faster engine fits more than the default 100 in the run.
-const SERVICE_CONFIG = { leaseTtlSeconds: 3600, offerTtlSeconds: 7 * 24 * 3600, sessionsPerWalletMax: 1000, engine: { liveOffersPerBorrowerMax: 100_000 } }
+// Its lenders are established (ESTABLISHED_ALLOWANCE): each holds many of the load's live leases at once.
+const SERVICE_CONFIG = { leaseTtlSeconds: 3600, offerTtlSeconds: 7 * 24 * 3600, sessionsPerWalletMax: 1000, engine: { liveOffersPerBorrowerMax: 100_000, lenderLeaseAllowanceInitial: ESTABLISHED_ALLOWANCE } }
 
 type Reply = { status: number; body: any }
 const random = (n: number) => Math.floor(Math.random() * n)

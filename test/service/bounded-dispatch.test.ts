@@ -21,6 +21,7 @@ import { PassportBook } from '../../src/passport/book.ts'
 import { CreditService } from '../../src/service/credit-service.ts'
 import { Store } from '../../src/store/index.ts'
 import { CHANGES_PER_COMMIT_MAX_DEFAULT } from '../../src/store/store.ts'
+import { ESTABLISHED_ALLOWANCE } from '../fixtures/allowance.ts'
 import { BORROWER, FakeWallets, NET, T0, lenderInput, offerFor, registerBacking, seedSuppliers, unwrap } from '../engine/fixtures/world.ts'
 
 const CHANGES_MAX = 40
@@ -37,7 +38,8 @@ async function world(t: Test) {
   })
   let nowMs = T0
   const clock = () => nowMs
-  const engine = new Engine({ changesPerCommandMax: CHANGES_MAX, lendersScannedPerMatchMax: 8, leaseTtlMs: LEASE_TTL_MS }, new FakeWallets())
+  // Its lender is established (ESTABLISHED_ALLOWANCE): it holds the 60 leases at once.
+  const engine = new Engine({ changesPerCommandMax: CHANGES_MAX, lendersScannedPerMatchMax: 8, leaseTtlMs: LEASE_TTL_MS, lenderLeaseAllowanceInitial: ESTABLISHED_ALLOWANCE }, new FakeWallets())
   seedSuppliers(engine)
   // Never reached: no chain read happens on this path (the watcher is not started, the batch is handed in).
   const network = { slug: NET, chainId: 31337, rpcUrl: 'http://127.0.0.1:9', creditContract: CONTRACT, tokens: [] } as unknown as NetworkConfig
