@@ -94,7 +94,7 @@ export const Catalog = StrictObject({
     attesters: Type.Array(Address),
   }),
   consent: StrictObject({
-    domain: StrictObject({ name: Type.String(), version: Type.String() }),
+    domain: StrictObject({ name: Type.String(), version: Type.String() }, { description: 'The fixed part of the domain; a consent adds chainId and verifyingContract: the job\'s network\'s chainId and creditContract (networks[]), so it is valid on that contract only.' }),
     primaryType: Type.Literal('BorrowerConsent'),
     types: Type.Record(Type.String(), Type.Array(StrictObject({ name: Type.String(), type: Type.String() })), { additionalProperties: false }),
   }),
