@@ -86,8 +86,8 @@ export interface EngineConfig {
   /**
    * Advances one job may carry at once, its open advances and the borrower's live offers counted together; a request
    * beyond it is refused 409 job_advances_limit. CreditFacilityV2.settleJob names every advance of the job that still
-   * owes in one transaction, about 21,800 gas each: 500 take about 11M gas, under a 30M block and the 16,777,216 gas
-   * one transaction may use since EIP-7825; a job with thousands could never be settled.
+   * owes in one transaction, about 21,700 gas each (bench/settle-gas.ts: 500 took 10.84M gas, 800 17.28M): 500 fit a
+   * 30M block and the 16,777,216 gas one transaction may use since EIP-7825; a job with 800 could never be settled.
    */
   advancesPerJobMax: number
   /**
