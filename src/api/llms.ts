@@ -160,7 +160,7 @@ A borrower need not match again after a lease expired: the offer is rematched in
 - Job advance rate ${c.rules.jobAdvanceRateBps} bps of the receivable plus collateral; risk band A at coverage >= ${c.rules.riskBandACoverageBps} bps, B at >= ${c.rules.riskBandBCoverageBps} bps, else C.
 - Insurance reserve: ${c.rules.insuranceShareBps} bps of each fee.
 - Lender capital: ${c.rules.lenderCapital}
-- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender; ${c.limits.liveOffersPerBorrowerMax} live offers per borrower (409 live_offers_limit beyond); a lender registers at most ${c.limits.registeredLiquidityAtomicMax} (2^128-1) of liquidity; pages of at most ${c.limits.pageLimitMax} (${c.limits.walletPageLimitMax} for /lenders/wallets).
+- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender; ${c.limits.liveOffersPerBorrowerMax} live offers per borrower (409 live_offers_limit beyond); ${c.limits.advancesPerJobMax} open advances and live offers on one job (409 job_advances_limit beyond); a lender registers at most ${c.limits.registeredLiquidityAtomicMax} (2^128-1) of liquidity; pages of at most ${c.limits.pageLimitMax} (${c.limits.walletPageLimitMax} for /lenders/wallets).
 
 ## Credit score (paid with x402, answered encrypted)
 ${creditScoreSection(c)}

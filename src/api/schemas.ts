@@ -129,7 +129,7 @@ export const JobCreation = StrictObject(
       Type.String({
         pattern: '^0x([0-9a-fA-F]{2})+$',
         maxLength: 2 + 2 * 8192,
-        description: 'Required when the job\'s client (not the borrower) registers it: the borrower\'s EIP-712 signature (domain "agent-credit borrower consent" v1, type BorrowerConsent over jobId, network, asset, receivableAtomic, client, dueAt in unix seconds; see the catalog). A contract-wallet borrower signs as its wallet verifies (ERC-1271 isValidSignature, or ERC-6492 before deployment), checked on the job\'s network.',
+        description: 'Required when the job\'s client (not the borrower) registers it: the borrower\'s EIP-712 signature (domain "agent-credit borrower consent" v2 with the job\'s network\'s chainId and its creditContract as verifyingContract, type BorrowerConsent over jobId, network, asset, receivableAtomic, client, dueAt in unix seconds; see the catalog). A contract-wallet borrower signs as its wallet verifies (ERC-1271 isValidSignature, or ERC-6492 before deployment), checked on the job\'s network.',
       }),
     ),
   },

@@ -2,7 +2,10 @@
 // itself, or the client's request carries the borrower's EIP-712 signature over the job's terms. Without it a
 // stranger could fund a 1-unit job naming any wallet and then fail it to suspend that wallet. The domain has no chain
 // id: the network is one of the signed fields. A borrower that is a contract wallet signs with ERC-1271 (or ERC-6492
-// before its deployment): the check asks the job's network, within its read deadline.
+// before its deployment): the check asks the job's network, within its read deadline. The domain binds the job's
+// network's chain id and credit contract (verifyingContract): without them (version 1) a consent was valid at every
+// deployment of this service with a network of the same name, so a client holding one could register the same job id
+// on another service's contract and fail it there, suspending the borrower (an adversary's finding, contracts9).
 import { getAddress, isHex, recoverTypedDataAddress, type Address, type Chain, type Hex, type LocalAccount, type PublicClient, type Transport } from 'viem'
 import { ChainRpcError } from './proofs.ts'
 
@@ -14,7 +17,15 @@ export class BorrowerConsentError extends Error {
   }
 }
 
-export const consentDomain = { name: 'agent-credit borrower consent', version: '1' } as const
+/** The domain's fixed part; chainId and verifyingContract are the job's network's chain id and credit contract. */
+export const consentDomain = { name: 'agent-credit borrower consent', version: '2' } as const
+
+export type ConsentDomain = { name: string; version: string; chainId: number; verifyingContract: Address }
+
+/** The consent domain of one network: its chain id and its credit contract. */
+export function consentDomainOf(network: { chainId: number; creditContract: Address }): ConsentDomain {
+  return { ...consentDomain, chainId: network.chainId, verifyingContract: getAddress(network.creditContract) }
+}
 
 export const consentTypes = {
   BorrowerConsent: [
@@ -49,8 +60,8 @@ function message(fields: ConsentFields) {
 }
 
 /** The borrower's consent to a job with these terms (agents, tests, the demo). */
-export function signBorrowerConsent(borrower: LocalAccount, fields: ConsentFields): Promise<Hex> {
-  return borrower.signTypedData({ domain: consentDomain, types: consentTypes, primaryType: 'BorrowerConsent', message: message(fields) })
+export function signBorrowerConsent(borrower: LocalAccount, fields: ConsentFields, domain: ConsentDomain): Promise<Hex> {
+  return borrower.signTypedData({ domain, types: consentTypes, primaryType: 'BorrowerConsent', message: message(fields) })
 }
 
 /** The longest consent signature taken: ERC-6492 wraps a wallet's deployment, which stays well below this. */
@@ -66,13 +77,14 @@ export const consentSignatureHexCharsMax = 2 + 2 * 8192
 export async function verifyBorrowerConsent(
   client: PublicClient<Transport, Chain>,
   network: string,
+  domain: ConsentDomain,
   borrower: Address,
   fields: ConsentFields,
   signature: string,
 ): Promise<boolean> {
   if (!isHex(signature) || signature.length < 4 || signature.length > consentSignatureHexCharsMax) return false
   const address = getAddress(borrower)
-  const typed = { domain: consentDomain, types: consentTypes, primaryType: 'BorrowerConsent', message: message(fields), signature } as const
+  const typed = { domain, types: consentTypes, primaryType: 'BorrowerConsent', message: message(fields), signature } as const
   if (signature.length === 132) {
     try {
       if ((await recoverTypedDataAddress(typed)) === address) return true

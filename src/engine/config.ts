@@ -94,6 +94,13 @@ export interface EngineConfig {
   /** Live (not yet final) offers one borrower may hold; a request beyond it is refused 409 live_offers_limit. */
   liveOffersPerBorrowerMax: number
   /**
+   * Advances one job may carry at once, its open advances and the borrower's live offers counted together; a request
+   * beyond it is refused 409 job_advances_limit. CreditFacilityV2.settleJob names every advance of the job that still
+   * owes in one transaction, about 21,700 gas each (bench/settle-gas.ts: 500 took 10.84M gas, 800 17.28M): 500 fit a
+   * 30M block and the 16,777,216 gas one transaction may use since EIP-7825; a job with 800 could never be settled.
+   */
+  advancesPerJobMax: number
+  /**
    * Changes (actors and records) one command may make. Dispatch and the chain follower's batch time out leases,
    * expire offers and match only while their next step fits (src/engine/dispatch.ts `roomFor`), and leave the rest
    * due for the next call: a command never makes a commit larger than the store takes (its changes per commit,
@@ -147,6 +154,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   leasesPerOfferMax: 16,
   offersDispatchedPerCallMax: 1000,
   liveOffersPerBorrowerMax: 100,
+  advancesPerJobMax: 500,
   networksPerLenderMax: 16,
   changesPerCommandMax: 10_000,
   timeOutsPerCommandMax: 32,
@@ -175,7 +183,7 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   if (config.riskBandACoverageBps < config.riskBandBCoverageBps) {
     throw new RangeError('engine config riskBandACoverageBps must be >= riskBandBCoverageBps')
   }
-  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'liveOffersPerBorrowerMax', 'borrowerSuspensionMinSeconds', 'leaseTtlMs', 'offerTtlMs', 'timeOutsPerCommandMax'] as const) {
+  for (const key of ['lendersScannedPerMatchMax', 'leasesPerOfferMax', 'offersDispatchedPerCallMax', 'liveOffersPerBorrowerMax', 'advancesPerJobMax', 'borrowerSuspensionMinSeconds', 'leaseTtlMs', 'offerTtlMs', 'timeOutsPerCommandMax'] as const) {
     if (!Number.isInteger(config[key]) || config[key] < 1) throw new RangeError(`engine config ${key} must be a positive integer`)
   }
   if (!Number.isInteger(config.changesPerCommandMax) || config.changesPerCommandMax < matchChangesMax(config)) {

@@ -216,7 +216,8 @@ export class Engine {
     if (input.amountAtomic < minimum) {
       return fail('invalid', 'amount_below_minimum', `amountAtomic must be at least ${minimum}, the least advance in ${input.asset} on ${input.network} (the catalog's networks[].assets[].advanceMinAtomic)`)
     }
-    if ((s.liveOffersOf.get(input.agent) ?? 0) >= this.config.liveOffersPerBorrowerMax) {
+    const liveOffers = s.liveOffersOf.get(input.agent) ?? 0
+    if (liveOffers >= this.config.liveOffersPerBorrowerMax) {
       return fail('conflict', 'live_offers_limit', `the borrower holds ${this.config.liveOffersPerBorrowerMax} live offers, the most allowed; wait until one is funded, expires or is declined`)
     }
     if (input.maximumFeeAtomic < 0n) return fail('invalid', 'invalid_amount', 'maximumFeeAtomic must be >= 0')
@@ -231,6 +232,13 @@ export class Engine {
     const { reasons, capacityAtomic, coverageBps, riskBand, durationSeconds } = decision
     if (reasons.length > 0) {
       return drain(s, { decision: 'declined', reasons, capacityAtomic, coverageBps, riskBand, durationSeconds, offer: null })
+    }
+    // Every advance of a job that still owes is named by its one settleJob: past advancesPerJobMax it would not fit in a
+    // transaction, and the job could never be settled (the borrower's live offers may all become this job's advances).
+    const openAdvances = job?.getSnapshot().context.advanceIds.length ?? 0
+    if (job && openAdvances + liveOffers >= this.config.advancesPerJobMax) {
+      return fail('conflict', 'job_advances_limit', `job ${input.repaymentSource}'s open advances (${openAdvances}) and the borrower's live offers (${liveOffers}) ` +
+        `reach advancesPerJobMax (${this.config.advancesPerJobMax}), the most one settleJob can pay; wait until offers end or advances are repaid`)
     }
     const offer = openOffer(s, input, decision, nowMs)
     return drain(s, { decision: 'approved', reasons, capacityAtomic, coverageBps, riskBand, durationSeconds, offer })

@@ -6,7 +6,7 @@ import { getAddress, type Address } from 'viem'
 import { creditFacilityV2Abi } from '../chain/artifacts.ts'
 import type { CollateralPosition, CreditRequestInput, JobView, RegisterSourceInput, SourceRecord, UnderwritingDecision } from '../engine/types.ts'
 import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
-import { BorrowerConsentError, verifyBorrowerConsent } from '../chain/consent.ts'
+import { BorrowerConsentError, consentDomainOf, verifyBorrowerConsent } from '../chain/consent.ts'
 import { jobKey } from '../chain/ids.ts'
 import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { JobRegistrationRefusedError, readReclaimWindow } from '../chain/reclaim-window.ts'
@@ -58,7 +58,7 @@ export async function createJob(
       throw new BorrowerConsentError('borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it')
     }
     const terms = { jobId: body.jobId, network: network.slug, asset: token.symbol, receivableAtomic: body.receivableAtomic, client, dueAtMs: body.dueAtMs }
-    if (!(await verifyBorrowerConsent(service.clientsOf(network.slug).publicClient, network.slug, body.agent, terms, body.borrowerConsent))) {
+    if (!(await verifyBorrowerConsent(service.clientsOf(network.slug).publicClient, network.slug, consentDomainOf(network), body.agent, terms, body.borrowerConsent))) {
       throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
     }
   }

@@ -8,7 +8,7 @@ import { getAddress } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { createNetworkClients } from '../../src/chain/clients.ts'
-import { signBorrowerConsent, verifyBorrowerConsent } from '../../src/chain/consent.ts'
+import { consentDomainOf, signBorrowerConsent, verifyBorrowerConsent } from '../../src/chain/consent.ts'
 import { ChainRpcError } from '../../src/chain/proofs.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { creditRequest, fundedAccount, startHarness, USDC, usdc } from '../fixtures/service.ts'
@@ -43,7 +43,7 @@ async function funded(client: PrivateKeyAccount, borrower: `0x${string}`, jobId:
 const consent = (borrower: PrivateKeyAccount, body: Awaited<ReturnType<typeof funded>>, client: `0x${string}`, overrides: { receivableAtomic?: bigint } = {}) =>
   signBorrowerConsent(borrower, {
     jobId: body.jobId, network: body.network, asset: body.asset, receivableAtomic: overrides.receivableAtomic ?? BigInt(body.receivableAtomic), client, dueAtMs: Date.parse(body.dueAt),
-  })
+  }, consentDomainOf(network))
 
 const victim = await agent()
 const victimJob = await agent(usdc(5000))
@@ -72,7 +72,7 @@ t.test('a consented job works; its client fails it; the suspension lifts on a mo
   t.equal(created.status, 201, 'the client registers the job with the borrower\'s consent', { body: created.body })
   expectDocumented(t, document, 'post', '/credit/jobs', created)
   const catalog = (await client.api.get('/.well-known/service.json')).body
-  t.same(catalog.consent.domain, { name: 'agent-credit borrower consent', version: '1' }, 'the catalog publishes the consent domain')
+  t.same(catalog.consent.domain, { name: 'agent-credit borrower consent', version: '2' }, 'the catalog publishes the consent domain')
   t.equal(catalog.limits.borrowerSuspensionMinSeconds, 7 * 24 * 3600)
 
   // A second job the borrower registers itself: its source of credit after the first one fails.
@@ -125,8 +125,8 @@ t.test('consent on a chain that does not answer: chain_unavailable within the re
   const stalled = createNetworkClients({ ...network, rpcUrl, rpcTimeoutMs: 200, operatorPrivateKey: undefined }).publicClient
   const borrower = privateKeyToAccount(generatePrivateKey())
   const fields = { jobId: 'job_x', network: network.slug, asset: USDC, receivableAtomic: 5n, client: borrower.address, dueAtMs: 1_900_000_000_000 }
-  t.equal(await verifyBorrowerConsent(stalled, network.slug, borrower.address, fields, await signBorrowerConsent(borrower, fields)), true, 'an EOA\'s own signature is recovered without the chain')
+  t.equal(await verifyBorrowerConsent(stalled, network.slug, consentDomainOf(network), borrower.address, fields, await signBorrowerConsent(borrower, fields, consentDomainOf(network))), true, 'an EOA\'s own signature is recovered without the chain')
   const contractWallet = privateKeyToAccount(generatePrivateKey()).address
-  await t.rejects(verifyBorrowerConsent(stalled, network.slug, contractWallet, fields, await signBorrowerConsent(borrower, fields)), ChainRpcError, 'a wallet must be asked: the stalled chain is ChainRpcError (503 chain_unavailable)')
-  t.equal(await verifyBorrowerConsent(stalled, network.slug, contractWallet, fields, 'not hex'), false, 'a malformed signature is refused without the chain')
+  await t.rejects(verifyBorrowerConsent(stalled, network.slug, consentDomainOf(network), contractWallet, fields, await signBorrowerConsent(borrower, fields, consentDomainOf(network))), ChainRpcError, 'a wallet must be asked: the stalled chain is ChainRpcError (503 chain_unavailable)')
+  t.equal(await verifyBorrowerConsent(stalled, network.slug, consentDomainOf(network), contractWallet, fields, 'not hex'), false, 'a malformed signature is refused without the chain')
 })

@@ -34,9 +34,13 @@ const FUNDED_LENDERS = 2
 /** Nothing expires during the test (lease and offer TTLs far beyond it), so every acknowledged actor must be live. */
 // The load signs the same borrowers in again after every kill while its workers keep their tokens: a per-wallet bound
 // above what the run can reach keeps every acknowledged session meant to authenticate. Likewise the live offers of
-// each of the 4 borrowers, which all stay live: a faster engine fits more than the default 100 in the run.
+// each of the 4 borrowers, which all stay live: a faster engine fits more than the default 100 in the run, and so
+// the advances and offers of each job (advancesPerJobMax counts the borrower's live offers).
 // Its lenders are established (ESTABLISHED_ALLOWANCE): each holds many of the load's live leases at once.
-const SERVICE_CONFIG = { leaseTtlSeconds: 3600, offerTtlSeconds: 7 * 24 * 3600, sessionsPerWalletMax: 1000, engine: { liveOffersPerBorrowerMax: 100_000, lenderLeaseAllowanceInitial: ESTABLISHED_ALLOWANCE } }
+const SERVICE_CONFIG = {
+  leaseTtlSeconds: 3600, offerTtlSeconds: 7 * 24 * 3600, sessionsPerWalletMax: 1000,
+  engine: { liveOffersPerBorrowerMax: 100_000, advancesPerJobMax: 100_000, lenderLeaseAllowanceInitial: ESTABLISHED_ALLOWANCE },
+}
 
 type Reply = { status: number; body: any }
 const random = (n: number) => Math.floor(Math.random() * n)
