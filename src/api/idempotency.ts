@@ -1,7 +1,9 @@
 // `Idempotency-Key` on every mutating route: the first request with a key runs and its response is stored in the
 // same transaction as its changes; a retry with the same key and body gets that response back and applies nothing;
 // the same key with another body is refused. The scope is the caller's identity, the method and the concrete path.
+import { clientKeyOf } from '../http/client-key.ts'
 import { HttpProblem } from '../http/problem.ts'
+import type { StoreBudget } from '../http/rate-limit.ts'
 import { hashRequestBody, type IdempotencyTicket, type Store, type StoredResponse } from '../store/index.ts'
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key'
@@ -13,6 +15,29 @@ export interface IdempotentRequest {
   path: string
   headers: Readonly<Record<string, string>>
   body: unknown
+  /** The client address (RouteContext.clientIp), for `budget`. */
+  clientIp: string
+  /**
+   * Charged for the first request with a key, before it runs (a replay is free): its answer may be stored for
+   * idempotencyRetentionSeconds. When it refuses, nothing runs or is stored (chargeKeyedRequest).
+   */
+  budget?: StoreBudget
+}
+
+/**
+ * Charges a keyed request's first run to `budget` (the wallet's, the client address's, all callers'): a stored answer
+ * costs the store ~2.2 KB for a day, and a free wallet with a change it can repeat (a 1-unit withdrawal of an unfunded
+ * lender) would otherwise store one per request. 429 idempotency_keys_limited (the caller's own bound) or 503
+ * idempotency_keys_exhausted (all callers'), both with Retry-After: the same request may be sent again then.
+ */
+export function chargeKeyedRequest(budget: StoreBudget, wallet: string, clientIp: string): void {
+  const refusal = budget.take(wallet, clientKeyOf(clientIp))
+  if (refusal === undefined) return
+  const waitHeaders = { 'retry-after': String(refusal.retryAfterSeconds) }
+  if (refusal.bucket === 'all') {
+    throw new HttpProblem(503, 'idempotency_keys_exhausted', 'The service takes no more requests with a new Idempotency-Key for now, whoever sends them; retry later (the same key), or send the request without one.', { title: 'Idempotency keys exhausted', headers: waitHeaders })
+  }
+  throw new HttpProblem(429, 'idempotency_keys_limited', `This ${refusal.bucket === 'wallet' ? 'wallet' : 'client address'} sent as many requests with a new Idempotency-Key as it may for now; retry later (the same key), or send the request without one.`, { title: 'Too many keyed requests', headers: waitHeaders })
 }
 
 /**
@@ -49,6 +74,7 @@ async function keyed(
   }
   const { ticket } = begun
   try {
+    if (request.budget !== undefined) chargeKeyedRequest(request.budget, request.identity, request.clientIp)
     return await run(ticket)
   } finally {
     // A request that failed before its commit stores nothing: retries may go ahead.

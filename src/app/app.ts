@@ -43,6 +43,7 @@ import type { StoredSnapshot } from '../engine/engine.ts'
 import type { LeaseView, SupplierInput } from '../engine/types.ts'
 import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
+import { StoreBudget } from '../http/rate-limit.ts'
 import { startServer, type RunningServer } from '../http/server.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, StoreOverloadedError } from '../store/index.ts'
 import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '../store/store.ts'
@@ -435,6 +436,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       chargeChainRead: (chainId) => service.chainReads.takeUnproven((networks.find((n) => n.chainId === chainId) as NetworkConfig).slug, 'sign-in'),
       sessionTtlMs: config.sessionTtlSeconds * 1000,
       sessionsPerWalletMax: config.sessionsPerWalletMax,
+      signIns: new StoreBudget({ client: config.signInsPerClientPerHour, all: config.signInsPerHour }, clock),
       nowMs: clock,
     })
     // A session that ends early ends its event streams too.

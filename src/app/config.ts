@@ -76,6 +76,11 @@ export const ConfigFileSchema = Type.Object(
     operatorRepairIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
     sessionTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })),
     sessionsPerWalletMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    signInsPerClientPerHour: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000_000 })),
+    signInsPerHour: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000_000 })),
+    keyedRequestsPerWalletPerHour: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000_000 })),
+    keyedRequestsPerClientPerHour: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000_000 })),
+    keyedRequestsPerHour: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000_000 })),
     collateralPostingsPerJobMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000 })),
     bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 })),
     rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
@@ -141,6 +146,21 @@ export interface ServiceConfig {
   sessionTtlSeconds: number
   /** Live sessions per wallet; a sign-in beyond it ends the wallet's oldest session. */
   sessionsPerWalletMax: number
+  /**
+   * Sessions one client address (src/http/client-key.ts) may open per hour (a bucket of an hour's worth), past which a
+   * sign-in answers 429 sign_ins_client_limited; 0: unbounded. Each is kept sessionTtlSeconds.
+   */
+  signInsPerClientPerHour: number
+  /** Sessions all clients together may open per hour (a bucket of a minute's worth), past which 503 sign_ins_exhausted; 0: unbounded. */
+  signInsPerHour: number
+  /**
+   * First requests with an Idempotency-Key (each may store its answer for idempotencyRetentionSeconds) per signed-in
+   * wallet, per client address (an hour's worth in a bucket: 429 idempotency_keys_limited) and for all callers
+   * together (a minute's worth: 503 idempotency_keys_exhausted); 0: unbounded.
+   */
+  keyedRequestsPerWalletPerHour: number
+  keyedRequestsPerClientPerHour: number
+  keyedRequestsPerHour: number
   /** Collateral postings mined before a job's registration that it brings (each a proof in its commit): more is refused. */
   collateralPostingsPerJobMax: number
   bodyLimitBytes: number
@@ -223,6 +243,16 @@ export const serviceDefaults = {
   operatorRepairIntervalMs: 5000,
   sessionTtlSeconds: 24 * 3600,
   sessionsPerWalletMax: 10,
+  // An agent signs in about once a day per wallet: an hour's 60 serve 60 agents behind one address starting at once,
+  // and one address keeps at most ~1,500 sessions (3 MB) a day. All clients: 20 a second, 1.7 million sessions a day
+  // (about 3.6 GB at 2.1 KB each), the store's ceiling for sessions whatever the number of addresses.
+  signInsPerClientPerHour: 60,
+  signInsPerHour: 72_000,
+  // An agent sends a few keyed requests a minute; 30 a minute per wallet, 120 per client address. All callers: 100 a
+  // second, 8.6 million stored answers a day (about 19 GB at 2.2 KB), the store's ceiling for answers.
+  keyedRequestsPerWalletPerHour: 1800,
+  keyedRequestsPerClientPerHour: 7200,
+  keyedRequestsPerHour: 360_000,
   collateralPostingsPerJobMax: 1000,
   bodyLimitBytes: 64 * 1024,
   rateLimitPerSecond: 2000,
@@ -245,6 +275,14 @@ export const serviceDefaults = {
   // Far above what an agent needs (keep-alive connections, a few streams), far below the process's 20,000 descriptors.
   connectionsPerClientMax: 1024,
 } as const
+
+/**
+ * The bounds on what strangers make the store keep (sign-ins and keyed requests per client address, per wallet, for
+ * all callers), lifted: for the test harness and the benches, which sign in many wallets from 127.0.0.1 as the rate
+ * limit's 0 lets them; the tests of the bounds keep them (test/auth/signin-bounds.test.ts,
+ * test/api/keyed-request-bounds.test.ts).
+ */
+export const STORE_BUDGETS_OFF = { signInsPerClientPerHour: 0, signInsPerHour: 0, keyedRequestsPerWalletPerHour: 0, keyedRequestsPerClientPerHour: 0, keyedRequestsPerHour: 0 } as const
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError'
@@ -368,6 +406,11 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     operatorRepairIntervalMs: file.operatorRepairIntervalMs ?? serviceDefaults.operatorRepairIntervalMs,
     sessionTtlSeconds: file.sessionTtlSeconds ?? serviceDefaults.sessionTtlSeconds,
     sessionsPerWalletMax: file.sessionsPerWalletMax ?? serviceDefaults.sessionsPerWalletMax,
+    signInsPerClientPerHour: file.signInsPerClientPerHour ?? serviceDefaults.signInsPerClientPerHour,
+    signInsPerHour: file.signInsPerHour ?? serviceDefaults.signInsPerHour,
+    keyedRequestsPerWalletPerHour: file.keyedRequestsPerWalletPerHour ?? serviceDefaults.keyedRequestsPerWalletPerHour,
+    keyedRequestsPerClientPerHour: file.keyedRequestsPerClientPerHour ?? serviceDefaults.keyedRequestsPerClientPerHour,
+    keyedRequestsPerHour: file.keyedRequestsPerHour ?? serviceDefaults.keyedRequestsPerHour,
     collateralPostingsPerJobMax: file.collateralPostingsPerJobMax ?? serviceDefaults.collateralPostingsPerJobMax,
     bodyLimitBytes: file.bodyLimitBytes ?? serviceDefaults.bodyLimitBytes,
     walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,

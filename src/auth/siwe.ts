@@ -7,7 +7,9 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { getAddress, hashMessage, isAddressEqual, recoverAddress, type Address, type Hash, type Hex, type PublicClient } from 'viem'
 import { parseSiweMessage, validateSiweMessage } from 'viem/siwe'
+import { clientKeyOf } from '../http/client-key.ts'
 import { HttpProblem } from '../http/problem.ts'
+import type { StoreBudget } from '../http/rate-limit.ts'
 import type { Session } from '../http/route.ts'
 import type { AuthRecords, SessionRecord } from './records.ts'
 
@@ -45,6 +47,11 @@ export interface SiweAuthOptions {
   sessionTtlMs?: number
   /** Live sessions per wallet (default 10): the oldest ends when a sign-in would exceed it. */
   sessionsPerWalletMax?: number
+  /**
+   * Sessions opened per client address and by all clients (signInsPerClientPerHour, signInsPerHour): what strangers
+   * with free wallets can make the store keep for sessionTtlSeconds. Default: unbounded.
+   */
+  signIns?: StoreBudget
   nowMs?: () => number
 }
 
@@ -65,7 +72,8 @@ export interface IssuedSession {
 /** What the auth routes need; `SiweAuth` is the implementation. */
 export interface AuthService {
   issueNonce(): Promise<IssuedNonce>
-  createSession(input: { message: string; signature: `0x${string}` }): Promise<IssuedSession>
+  /** `clientIp`: the request's client address (RouteContext.clientIp), whose sign-ins are bounded. */
+  createSession(input: { message: string; signature: `0x${string}`; clientIp: string }): Promise<IssuedSession>
   /** Ends the session of the request (`all`: every session of its wallet); resolves how many ended. */
   revoke(session: Session, all: boolean): Promise<number>
 }
@@ -87,6 +95,7 @@ export class SiweAuth implements AuthService {
   readonly #nonceTtlMs: number
   readonly #sessionTtlMs: number
   readonly #sessionsPerWalletMax: number
+  readonly #signIns: StoreBudget | undefined
   readonly #nowMs: () => number
   #secret: Promise<Uint8Array> | undefined
   /**
@@ -113,6 +122,7 @@ export class SiweAuth implements AuthService {
     this.#sessionTtlMs = options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS
     this.#sessionsPerWalletMax = options.sessionsPerWalletMax ?? DEFAULT_SESSIONS_PER_WALLET_MAX
     if (!Number.isSafeInteger(this.#sessionsPerWalletMax) || this.#sessionsPerWalletMax < 1) throw new Error('sessionsPerWalletMax must be a positive integer')
+    this.#signIns = options.signIns
     this.#nowMs = options.nowMs ?? Date.now
   }
 
@@ -158,7 +168,7 @@ export class SiweAuth implements AuthService {
     return Number.parseInt(nonce.slice(0, 12), 16)
   }
 
-  async createSession(input: { message: string; signature: `0x${string}` }): Promise<IssuedSession> {
+  async createSession(input: { message: string; signature: `0x${string}`; clientIp: string }): Promise<IssuedSession> {
     const nowMs = this.#nowMs()
     const parsed = parseSiweMessage(input.message)
     const { address, chainId, domain, nonce, uri, version } = parsed
@@ -191,6 +201,9 @@ export class SiweAuth implements AuthService {
       }
     }
     if (!valid) throw refused('siwe_signature_invalid', NOT_SIGNED)
+    // Charged only now, for a sign-in that stores a session: a refused message costs no one's budget. The nonce stays
+    // unused, so the same message may be sent again after the wait (while the nonce lasts).
+    this.#chargeSignIn(clientKeyOf(input.clientIp))
 
     const token = randomBytes(32).toString('base64url')
     const expiresAtMs = Math.min(nowMs + this.#sessionTtlMs, parsed.expirationTime?.getTime() ?? Number.POSITIVE_INFINITY)
@@ -206,6 +219,16 @@ export class SiweAuth implements AuthService {
       this.#sessionsEnded(drop.map((s) => s.tokenHash))
     })
     return { token, address: checksummed, chainId, expiresAtMs }
+  }
+
+  #chargeSignIn(client: string): void {
+    const refusal = this.#signIns?.take(undefined, client)
+    if (refusal === undefined) return
+    const waitHeaders = { 'retry-after': String(refusal.retryAfterSeconds) }
+    if (refusal.bucket === 'all') {
+      throw new HttpProblem(503, 'sign_ins_exhausted', 'The service opens no more sessions for now, whoever asks; retry later.', { title: 'Sign-ins exhausted', headers: waitHeaders })
+    }
+    throw new HttpProblem(429, 'sign_ins_client_limited', 'This client address opened as many sessions as it may for now (signInsPerClientPerHour); an agent signs in about once a day per wallet: reuse its session, or retry later.', { title: 'Too many sign-ins', headers: waitHeaders })
   }
 
   async revoke(current: Session, all: boolean): Promise<number> {

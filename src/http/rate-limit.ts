@@ -81,7 +81,8 @@ export class RateLimiter {
       allowed,
       remaining: Math.max(0, Math.floor(tokens)),
       resetSeconds: Math.ceil((this.burst - tokens) / this.#refillPerMs / 1000),
-      retryAfterSeconds: tokens >= 1 ? 0 : Math.max(1, Math.ceil((1 - tokens) / this.#refillPerMs / 1000)),
+      // Rounded to the microsecond first: a rate per hour (4 / 3600) would otherwise wait 901 s for a 900 s token.
+      retryAfterSeconds: tokens >= 1 ? 0 : Math.max(1, Math.ceil(Math.round(((1 - tokens) / this.#refillPerMs) * 1000) / 1e6)),
     }
   }
 
@@ -108,4 +109,55 @@ export function clientAddress(peer: string, forwardedFor: string, trustedProxies
     if (!trustedProxies.has(hop)) return hop
   }
   return peer
+}
+
+/** Which of a StoreBudget's buckets refused, and when it has a token again. */
+export interface BudgetRefusal {
+  /** `wallet`, `client`: the caller's own bound (429); `all`: every caller's together (503). */
+  readonly bucket: 'wallet' | 'client' | 'all'
+  readonly retryAfterSeconds: number
+}
+
+/**
+ * What strangers may make the service keep for a while (a session, a stored answer): free wallets and free client
+ * addresses would otherwise add without end. A token per record, from a bucket per wallet, per client (clientKeyOf)
+ * and one for all callers, checked in that order so that a caller refused its own bound spends nothing of the
+ * shared one. A bucket of `perHour` 0 is off. In memory: a restart refills each bucket once, so what is kept stays
+ * within burst + rate x retention, plus one burst per restart.
+ */
+export class StoreBudget {
+  readonly #wallet: RateLimiter | undefined
+  readonly #client: RateLimiter | undefined
+  readonly #all: RateLimiter | undefined
+  readonly #nowMs: () => number
+
+  constructor(perHour: { wallet?: number; client?: number; all?: number }, nowMs: () => number) {
+    this.#nowMs = nowMs
+    // A bucket holds an hour's tokens for a caller's own bound (a burst of an agent's day fits), a minute's for all.
+    const bucket = (tokensPerHour: number | undefined, burstSeconds: number): RateLimiter | undefined =>
+      tokensPerHour === undefined || tokensPerHour === 0
+        ? undefined
+        : new RateLimiter({ burst: Math.max(1, Math.round((tokensPerHour * burstSeconds) / 3600)), refillPerSecond: tokensPerHour / 3600 })
+    this.#wallet = bucket(perHour.wallet, 3600)
+    this.#client = bucket(perHour.client, 3600)
+    this.#all = bucket(perHour.all, 60)
+  }
+
+  /** Spends one token of each bucket that applies, or refuses (spending nothing of the buckets after the refusing one). */
+  take(wallet: string | undefined, client: string): BudgetRefusal | undefined {
+    const nowMs = this.#nowMs()
+    if (wallet !== undefined && this.#wallet !== undefined) {
+      const d = this.#wallet.take(wallet, nowMs)
+      if (!d.allowed) return { bucket: 'wallet', retryAfterSeconds: d.retryAfterSeconds }
+    }
+    if (this.#client !== undefined) {
+      const d = this.#client.take(client, nowMs)
+      if (!d.allowed) return { bucket: 'client', retryAfterSeconds: d.retryAfterSeconds }
+    }
+    if (this.#all !== undefined) {
+      const d = this.#all.take('', nowMs)
+      if (!d.allowed) return { bucket: 'all', retryAfterSeconds: d.retryAfterSeconds }
+    }
+    return undefined
+  }
 }

@@ -16,6 +16,7 @@ import { matchFacilityFacts, verifyFacilityEvent, type FacilityFactOf } from '..
 import type { FacilityEventName } from '../chain/events-v2.ts'
 import { ChainUnobservedError, NetworkStoppedError, type ChainFollower } from '../chain/follower.ts'
 import type { WalletWatcher } from '../chain/watcher.ts'
+import { StoreBudget } from '../http/rate-limit.ts'
 import { StoreOverloadedError, type RecordWrite, type Store, type StoredResponse } from '../store/index.ts'
 import type { ServiceConfig } from '../app/config.ts'
 import type { PassportBook, PassportFact } from '../passport/book.ts'
@@ -70,6 +71,8 @@ export class ServiceCore {
   readonly sessionKeyRecords
   /** Per client, the lender registrations that wait for their session wallet's first funds (lenders.ts). */
   readonly waitingRegistrations: WaitingRegistrations
+  /** First requests with an Idempotency-Key, per wallet, per client and for all: each may store its answer for a day. */
+  readonly keyedRequests: StoreBudget
   /** Serialises plan -> operator transaction -> record for one job or advance. */
   readonly locks = new KeyedMutex()
   #fatal: ((error: unknown) => void) | undefined
@@ -105,6 +108,8 @@ export class ServiceCore {
     this.chainReads = new ChainReadBudget({ perSecond: deps.config.chainReadsPerSecond, burst: deps.config.chainReadsBurst }, deps.clock)
     this.sessionKeyRecords = deps.store.collection<SessionKeyRecord>('session-keys', { version: 1, validate: isSessionKeyRecord })
     this.waitingRegistrations = new WaitingRegistrations(deps.config.lendersPendingPerClientMax, deps.config.lenderUnfundedTtlSeconds * 1000)
+    const { keyedRequestsPerWalletPerHour: wallet, keyedRequestsPerClientPerHour: client, keyedRequestsPerHour: all } = deps.config
+    this.keyedRequests = new StoreBudget({ wallet, client, all }, deps.clock)
   }
 
   /** Called when a commit fails: memory is ahead of the disk, so the process must stop and restart from the store. */

@@ -47,7 +47,15 @@ export async function mutate(
   try {
     const reply = await idempotent(
       service.store,
-      { identity: ctx.session.address, method: 'POST', path: concretePath(template, ctx.params), headers: ctx.headers, body: ctx.body },
+      {
+        identity: ctx.session.address,
+        method: 'POST',
+        path: concretePath(template, ctx.params),
+        headers: ctx.headers,
+        body: ctx.body,
+        clientIp: ctx.clientIp,
+        budget: service.keyedRequests,
+      },
       run,
     )
     return asResult(reply)

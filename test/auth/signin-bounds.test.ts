@@ -1,0 +1,79 @@
+// What a stranger with free wallets can make the store keep by signing in is bounded: each session stays
+// sessionTtlSeconds (a day). One client address (an IPv6 client's /64) opens at most signInsPerClientPerHour sessions
+// an hour, at its default (60, a bucket of an hour's worth); the next sign-in is 429 sign_ins_client_limited with
+// Retry-After and stores nothing (its nonce stays unused: the same signed message opens a session from elsewhere).
+// All clients together open at most signInsPerHour (503 sign_ins_exhausted), a backstop for a stranger with many
+// addresses. Real service behind a trusted proxy (X-Forwarded-For names the client) and anvil.
+import t from 'tap'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { createSiweMessage } from 'viem/siwe'
+import { serviceDefaults } from '../../src/app/config.ts'
+import type { Reply } from '../../src/client/client.ts'
+import { startHarness, type Harness } from '../fixtures/service.ts'
+import { expectProblem } from '../api/fixtures/api.ts'
+
+interface SignIn {
+  message: string
+  signature: string
+}
+
+/** A fresh wallet's signed sign-in message, on a fresh nonce. */
+async function signedMessage(h: Harness): Promise<SignIn> {
+  const nonce = (await (await fetch(`${h.url}/auth/nonce`)).json()) as { nonce: string; domain: string }
+  const account = privateKeyToAccount(generatePrivateKey())
+  const message = createSiweMessage({ domain: nonce.domain, address: account.address, uri: h.url, version: '1', chainId: h.network.chainId, nonce: nonce.nonce, issuedAt: new Date() })
+  return { message, signature: await account.signMessage({ message }) }
+}
+
+async function send(h: Harness, from: string, signIn: SignIn): Promise<Reply> {
+  const response = await fetch(`${h.url}/auth/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': from },
+    body: JSON.stringify(signIn),
+  })
+  return { status: response.status, headers: response.headers, body: await response.json() }
+}
+
+t.test('one client address opens signInsPerClientPerHour sessions (default 60), then 429 sign_ins_client_limited; other clients sign in', async (t) => {
+  // The service's clock stands still (moved by the test): the bucket refills by the test's word only.
+  let nowMs = Date.now()
+  const h = await startHarness({
+    clock: () => nowMs,
+    config: { signInsPerClientPerHour: serviceDefaults.signInsPerClientPerHour, signInsPerHour: serviceDefaults.signInsPerHour, trustedProxies: ['127.0.0.1'] },
+  })
+  t.teardown(() => h.stop())
+  t.equal(serviceDefaults.signInsPerClientPerHour, 60)
+  const stranger = '2001:db8:1:2::5'
+  for (let i = 0; i < serviceDefaults.signInsPerClientPerHour; i++) {
+    // Another address of the same /64 is the same client.
+    const reply = await send(h, i % 2 === 0 ? stranger : '2001:db8:1:2::77', await signedMessage(h))
+    if (reply.status !== 201) t.fail(`sign-in ${i}: ${reply.status} ${JSON.stringify(reply.body)}`)
+  }
+  const refusedSignIn = await signedMessage(h)
+  const refused = await send(h, '2001:db8:1:2:ffff::1', refusedSignIn)
+  expectProblem(t, refused, 429, 'sign_ins_client_limited', 'the 61st sign-in of the /64')
+  t.equal(refused.headers.get('retry-after'), '60', 'a token comes back each minute')
+  // Nothing was stored: the nonce is unused, so the same signed message opens its session from another client.
+  const elsewhere = await send(h, '203.0.113.7', refusedSignIn)
+  t.equal(elsewhere.status, 201, 'another client address signs in, with the refused message itself')
+  const otherSlash64 = await send(h, '2001:db8:1:3::5', await signedMessage(h))
+  t.equal(otherSlash64.status, 201, 'another /64 is another client')
+  nowMs += 60_000
+  t.equal((await send(h, stranger, await signedMessage(h))).status, 201, 'a minute later the client signs in once more')
+  expectProblem(t, await send(h, stranger, await signedMessage(h)), 429, 'sign_ins_client_limited', 'and not twice')
+})
+
+t.test('all clients together open signInsPerHour sessions (a minute\'s worth at once), then 503 sign_ins_exhausted', async (t) => {
+  // 120 an hour: a bucket of 2, one token back every 30 s.
+  const nowMs = Date.now()
+  const h = await startHarness({ clock: () => nowMs, config: { signInsPerClientPerHour: serviceDefaults.signInsPerClientPerHour, signInsPerHour: 120, trustedProxies: ['127.0.0.1'] } })
+  t.teardown(() => h.stop())
+  t.equal((await send(h, '203.0.113.1', await signedMessage(h))).status, 201)
+  t.equal((await send(h, '203.0.113.2', await signedMessage(h))).status, 201)
+  const refusedSignIn = await signedMessage(h)
+  const refused = await send(h, '203.0.113.3', refusedSignIn)
+  expectProblem(t, refused, 503, 'sign_ins_exhausted', 'a third client, past every client\'s bound')
+  t.equal(refused.headers.get('retry-after'), '30')
+  const wrongNonce = await send(h, '203.0.113.4', { ...refusedSignIn, signature: `0x${'00'.repeat(65)}` })
+  t.equal(wrongNonce.status, 401, 'a sign-in refused for its own reason is told that reason: the budget is charged only for a session about to be stored')
+})
