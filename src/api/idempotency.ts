@@ -21,7 +21,7 @@ export interface IdempotentRequest {
    * Charged for the first request with a key, before it runs (a replay is free): its answer may be stored for
    * idempotencyRetentionSeconds. When it refuses, nothing runs or is stored (chargeKeyedRequest).
    */
-  budget?: StoreBudget
+  budget?: StoreBudget | undefined
 }
 
 /**

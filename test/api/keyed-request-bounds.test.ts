@@ -105,3 +105,22 @@ t.test('all callers send keyedRequestsPerHour keyed requests (a minute\'s worth 
   t.equal(refused.headers.get('retry-after'), '20')
   t.equal(before - lender.liquidity(), 3n, 'the refused withdrawal changed nothing')
 })
+
+t.test('the credit path is not charged: an agent keys each of its POSTs (the SDK does), and their runs are bounded elsewhere', async (t) => {
+  const { h } = await withStill({ keyedRequestsPerWalletPerHour: 2, keyedRequestsPerClientPerHour: 1000, keyedRequestsPerHour: 1000 })
+  t.teardown(() => h.stop())
+  const lender = await unfundedLender(h)
+  // Five keyed dispatches of the lender's wallet: the credit path, each with a fresh key, none refused.
+  for (let i = 0; i < 5; i++) {
+    const response = await fetch(`${h.url}/credit/dispatch`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${lender.token}`, 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.9', 'idempotency-key': `dispatch-${i}` },
+      body: '{}',
+    })
+    t.equal(response.status, 200, `keyed dispatch ${i + 1}`)
+  }
+  // The same wallet's withdrawals are charged: two, then the wallet's bound.
+  t.equal((await withdraw(h, lender, 'w-1')).status, 200)
+  t.equal((await withdraw(h, lender, 'w-2')).status, 200)
+  expectProblem(t, await withdraw(h, lender, 'w-3'), 429, 'idempotency_keys_limited')
+})
