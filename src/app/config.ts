@@ -243,10 +243,10 @@ export const serviceDefaults = {
   operatorRepairIntervalMs: 5000,
   sessionTtlSeconds: 24 * 3600,
   sessionsPerWalletMax: 10,
-  // An agent signs in about once a day per wallet: an hour's 60 serve 60 agents behind one address starting at once,
-  // and one address keeps at most ~1,500 sessions (3 MB) a day. All clients: 20 a second, 1.7 million sessions a day
+  // An agent signs in about once a day per wallet: an hour's 600 serve 600 agents behind one address (a fleet on one
+  // host or NAT) starting at once, and one address keeps at most ~15,000 sessions (31 MB) a day. All clients: 20 a second, 1.7 million sessions a day
   // (about 3.6 GB at 2.1 KB each), the store's ceiling for sessions whatever the number of addresses.
-  signInsPerClientPerHour: 60,
+  signInsPerClientPerHour: 600,
   signInsPerHour: 72_000,
   // An agent sends a few keyed requests a minute; 30 a minute per wallet, 120 per client address. All callers: 100 a
   // second, 8.6 million stored answers a day (about 19 GB at 2.2 KB), the store's ceiling for answers.
