@@ -1,8 +1,8 @@
 // A job names a borrower only with the borrower's consent (issue 10, hole 3): either the borrower registers the job
 // itself, or the client's request carries the borrower's EIP-712 signature over the job's terms. Without it a
-// stranger could fund a 1-unit job naming any wallet and then fail it to suspend that wallet. The domain has no chain
-// id: the network is one of the signed fields. A borrower that is a contract wallet signs with ERC-1271 (or ERC-6492
-// before its deployment): the check asks the job's network, within its read deadline. The domain binds the job's
+// stranger could fund a 1-unit job naming any wallet and then fail it to suspend that wallet. The network is one of the
+// signed fields. A borrower that is a contract wallet signs with ERC-1271 (or ERC-6492 before its deployment): the
+// check asks the job's network, within its read deadline. The domain binds the job's
 // network's chain id and credit contract (verifyingContract): without them (version 1) a consent was valid at every
 // deployment of this service with a network of the same name, so a client holding one could register the same job id
 // on another service's contract and fail it there, suspending the borrower (an adversary's finding, contracts9).
