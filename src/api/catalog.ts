@@ -90,6 +90,7 @@ export const Catalog = StrictObject({
   attestation: StrictObject({
     domain: StrictObject({ name: Type.String(), version: Type.String() }),
     primaryType: Type.Literal('BackingSource'),
+    service: Type.String({ description: 'What an attestation for this deployment signs as its service field: the host (and port) it is reached at, auth.domain. One signed for another service is refused (attestation_invalid), so one asset cannot back credit at two deployments that trust the same attester.' }),
     types: Type.Record(Type.String(), Type.Array(StrictObject({ name: Type.String(), type: Type.String() })), { additionalProperties: false }),
     attesters: Type.Array(Address),
   }),
@@ -226,6 +227,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
     attestation: {
       domain: { ...attestationDomain },
       primaryType: 'BackingSource',
+      service: s.authDomain,
       types: { BackingSource: attestationTypes.BackingSource.map((f) => ({ ...f })) },
       attesters: [...s.attesters],
     },

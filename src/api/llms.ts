@@ -86,7 +86,8 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
    Collateral (optional, raises capacity): the borrower sends GET /credit/jobs/job_1/collateral-transactions?amountAtomic=...
    (approve + postCollateral), then POST /credit/jobs/job_1/collateral {"amountAtomic":"...","txHash":"<postCollateral tx>"}.
-   Or a backing source with hard liquidation value, signed by an attester (EIP-712 domain "${c.attestation.domain.name}" v${c.attestation.domain.version}):
+   Or a backing source with hard liquidation value, signed by an attester (EIP-712 domain "${c.attestation.domain.name}" v${c.attestation.domain.version},
+   type BackingSource of the catalog's attestation, its service field "${c.attestation.service}": this deployment only):
    POST /credit/backing-sources {"sourceId":"src-1","productType":"asset-backed","agent":"<borrower>","valueAtomic":"...","liquidationValueAtomic":"...","advanceRateBps":5000,"validUntil":"<ISO, signed as unix seconds>","evidenceId":"0x<signature>"}
 4. Borrower: POST /credit/request
    {"agent":"<borrower>","network":"${slug}","asset":"${asset}","productType":"job","amountAtomic":"1000000000","purpose":"inference","supplier":"Supplier","supplierDomain":"<domain from GET /suppliers>","repaymentSource":"job_1","maximumFeeAtomic":"100000000"}

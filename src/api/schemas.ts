@@ -79,7 +79,7 @@ export const BackingSourceRegistration = StrictObject(
     advanceRateBps: Bps,
     evidenceId: Type.String({
       pattern: '^0x[0-9a-fA-F]{130}$',
-      description: 'EIP-712 signature of a configured attester over the source and validUntil (domain "agent-credit backing attestation" v2, type BackingSource; see the catalog).',
+      description: 'EIP-712 signature of a configured attester over the source, validUntil and the service it is for (domain "agent-credit backing attestation" v3, type BackingSource; service is the catalog\'s attestation.service, the host this deployment is reached at; see the catalog). One signed for another deployment, or in version 2 (no service), is attestation_invalid.',
     }),
     validUntil: Type.String({
       format: 'date-time',

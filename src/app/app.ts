@@ -429,6 +429,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     if (inspectorLive !== undefined) cleanups.push(() => inspectorLive.close())
     baseUrl = config.publicBaseUrl ?? server.url
     const domain = new URL(baseUrl).host
+    service.domain = domain
     auth = new SiweAuth({
       records: new StoreAuthRecords(store),
       domain,

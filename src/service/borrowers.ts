@@ -19,9 +19,9 @@ import type { Mutation } from './mutation.ts'
 
 export async function registerSource(service: ServiceCore, mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
   if (body.validUntilMs <= service.now()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
-  const attester = await verifyBackingAttestation(service.config.attesters, body, body.evidenceId)
+  const attester = await verifyBackingAttestation(service.config.attesters, service.domain, body, body.evidenceId)
   if (attester === undefined) {
-    throw new AttestationInvalidError('evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields')
+    throw new AttestationInvalidError(`evidenceId is not an EIP-712 BackingSource signature by a configured attester over these fields for service "${service.domain}" (domain version 3; see the catalog's attestation)`)
   }
   return service.apply(mutation, () => service.engine.registerSource({ ...body, caller }, service.now()))
 }

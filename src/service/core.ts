@@ -94,6 +94,11 @@ export class ServiceCore {
   readonly chainReads: ChainReadBudget
   /** The contract's events the chain followers read lately, by transaction: proofs of them read no chain (prove). */
   readonly observedFacts = new ObservedFacts()
+  /**
+   * The host (and port) clients reach this deployment at, its SIWE domain: the `service` a backing attestation names
+   * (src/chain/attestation.ts). Set by the app once the server listens (with PORT=0 the port is known only then).
+   */
+  domain = ''
 
   constructor(deps: ServiceDeps) {
     this.config = deps.config

@@ -18,9 +18,9 @@ const borrower = privateKeyToAccount(generatePrivateKey())
 const client = new CreditClient(app.url)
 await client.signIn(borrower)
 
-t.test('the catalog publishes the attestation type with validUntil (domain version 2)', async (t) => {
+t.test('the catalog publishes the attestation type with validUntil (domain version 3, which added service)', async (t) => {
   const catalog = (await client.get('/.well-known/service.json')).body
-  t.same(catalog.attestation.domain, { name: 'agent-credit backing attestation', version: '2' })
+  t.same(catalog.attestation.domain, { name: 'agent-credit backing attestation', version: '3' })
   t.same(catalog.attestation.types.BackingSource.at(-1), { name: 'validUntil', type: 'uint64' })
 })
 

@@ -17,7 +17,7 @@ t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
 let now = Date.now()
 const app = await startApp(testConfig(dataDir, { offerTtlSeconds: 60, engine: { liveOffersPerBorrowerMax: 2 } }), { devnet, clock: () => now, validateResponses: true })
 t.teardown(() => app.stop())
-const h = { devnet, network: devnet.networks[0], app } as unknown as Harness
+const h = { devnet, network: devnet.networks[0], app, url: app.url } as unknown as Harness
 
 async function borrowerWithSource(sourceId: string): Promise<{ account: PrivateKeyAccount; client: CreditClient }> {
   const account = privateKeyToAccount(generatePrivateKey())

@@ -20,7 +20,7 @@ t.teardown(async () => {
   await devnet.stop()
 })
 const network = devnet.networks[0] as (typeof devnet.networks)[number]
-// The fixtures read only `devnet` (the attester) and `network` of a harness.
+// The fixtures read only `devnet` (the attester), `network` and `url` (the attested service) of a harness.
 const h = { devnet, network } as unknown as Harness
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -29,7 +29,7 @@ async function borrowerWithSource(t: Test, url: string, sourceId: string) {
   const account = privateKeyToAccount(generatePrivateKey())
   const client = new CreditClient(url)
   await client.signIn(account)
-  const source = await backingSourceBody(h, account.address, { sourceId, valueAtomic: usdc(1000), liquidationValueAtomic: usdc(1000), advanceRateBps: 5000 })
+  const source = await backingSourceBody({ devnet, url }, account.address, { sourceId, valueAtomic: usdc(1000), liquidationValueAtomic: usdc(1000), advanceRateBps: 5000 })
   t.equal((await client.post('/credit/backing-sources', source)).status, 201, `backing source ${sourceId} registered`)
   return { account, client }
 }

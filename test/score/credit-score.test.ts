@@ -263,7 +263,7 @@ t.test('a computation that fails settles nothing; the same payment then buys the
   const app: App = await startApp(testConfig(dataDir), { devnet: h.devnet, validateResponses: true, creditScoreCompute: compute })
   t.teardown(() => app.stop())
   const client = await signedIn(app.url, borrower)
-  await client.post('/credit/backing-sources', await backingSourceBody(h, borrower.address, { sourceId: 'score-src-2', valueAtomic: 5_000_000n, liquidationValueAtomic: 4_000_000n, advanceRateBps: 5000 }))
+  await client.post('/credit/backing-sources', await backingSourceBody({ devnet: h.devnet, url: app.url }, borrower.address, { sourceId: 'score-src-2', valueAtomic: 5_000_000n, liquidationValueAtomic: 4_000_000n, advanceRateBps: 5000 }))
 
   const account = await payer()
   const { jwk, privateKey } = await keyPair()

@@ -183,7 +183,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       operationId: 'registerBackingSource',
       callers: "the source's agent",
       summary: 'Register a verified asset, subscription or earnings backing source',
-      description: 'evidenceId is the EIP-712 signature of a configured attester over the source (see /.well-known/service.json, attestation).',
+      description: 'evidenceId is the EIP-712 signature of a configured attester over the source and this deployment (its service field: /.well-known/service.json attestation.service, the host it is reached at; see attestation there).',
       tags,
       auth: 'session',
       body: BackingSourceRegistration,
