@@ -273,7 +273,17 @@ export class AgentCredit {
 
   // ------------------------------------------------------------------------------------------------ lender
 
-  registerLender = (body: LenderRegistrationBody) => this.request<Static<typeof LenderRegistrationResult>>('POST', '/lenders/register', body)
+  /**
+   * Registers the wallet as a lender. An answer without the private key is a replay of this call's own registration
+   * (its first answer was lost, the retry under the same Idempotency-Key cannot repeat the key: the service never
+   * stored it): the registration then gets a new session key (rotateSessionKey), whose answer carries it.
+   */
+  registerLender = async (body: LenderRegistrationBody): Promise<Static<typeof LenderRegistrationResult>> => {
+    const registration = await this.request<Static<typeof LenderRegistrationResult>>('POST', '/lenders/register', body)
+    return registration.sessionKey.privateKey === null ? this.rotateSessionKey() : registration
+  }
+  /** A new session key for the wallet's registration while it did nothing but register (POST /lenders/{address}/session-key). */
+  rotateSessionKey = () => this.request<Static<typeof LenderRegistrationResult>>('POST', `/lenders/${this.address}/session-key`, {})
   actions = () => this.request<Array<Static<typeof LenderAction>>>('GET', `/lenders/${this.address}/actions`)
   reportSupplierPayment = (offerId: string, txHash: Hash) =>
     this.request<AdvanceView>('POST', `/credit/offers/${encodeURIComponent(offerId)}/supplier-payment`, { lender: this.address, supplierPaymentId: txHash })
