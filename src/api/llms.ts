@@ -74,6 +74,9 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    {"availableLiquidityAtomic":"1000000000","asset":"${asset}","networks":["${slug}"],"minFeeBps":250,"maxDurationSeconds":2592000,"acceptedRiskBands":["A","B"]}
    -> 201 with sessionKey.privateKey (shown once), fundingAddresses and setupTransactions.
    Send gas and ${asset} to the funding address; sign and send each setup transaction (approve of the credit contract) with the session key.
+   Answer lost (a retry with the same Idempotency-Key replays it with privateKey null, and a new registration is 409 lender_exists):
+   POST /lenders/<address>/session-key {} -> 201, the same registration with a new session key (private key once), while the lender has
+   done nothing but register (else 409 session_key_not_replaceable). The SDK's registerLender does this by itself.
    Optional "agent":{"network":"${slug}","registry":"<identityRegistry of the network>","agentId":"<token id>"} names your ERC-8004 agent:
    the signed-in wallet must be its agent wallet, owner or approved operator (else 403 agent_not_controlled); the initial reputation
    then comes from feedback of the catalog's reputation.trustedClients. GET /lenders/{address}/agent shows the link; it stops counting

@@ -101,7 +101,7 @@ export interface AppOptions {
   holdCommitsWhile?: () => boolean
   /** The /credit-score compute component, instead of the local child process (tests inject one that fails). */
   creditScoreCompute?: CreditScoreCompute
-  /** Bounds of the event stream (tests make them small); defaults in src/stream/hub.ts. */
+  /** Bounds of the event stream (tests make them small), over the config's `stream`; defaults in src/stream/hub.ts. */
   streamLimits?: Partial<StreamLimits>
 }
 
@@ -287,7 +287,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       }
     }))
     // The event stream follows only durable commits: what it shows a client could never be lost by a crash.
-    const stream = new EventHub({ leaseAction: (lease) => deliverable(service, lease) }, options.streamLimits, clock)
+    const stream = new EventHub({ leaseAction: (lease) => deliverable(service, lease) }, { ...config.stream, ...options.streamLimits }, clock)
     cleanups.push(service.onDurable((changes) => stream.publish(changes)))
     watcher.start()
     cleanups.push(() => watcher.stop())

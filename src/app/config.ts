@@ -11,6 +11,7 @@ import type { EngineConfig } from '../engine/config.ts'
 import { reputationDefaults, type ReputationConfig } from '../reputation/index.ts'
 import { parseCorsOrigins } from '../http/cors.ts'
 import { FORMAT_PATTERNS } from '../engine/ids.ts'
+import type { StreamLimits } from '../stream/hub.ts'
 
 const AddressString = Type.String({ pattern: FORMAT_PATTERNS.address })
 
@@ -51,6 +52,23 @@ const ReputationSchema = Type.Object(
     halfLifeSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
     feedbackFromBlock: Type.Optional(Type.Integer({ minimum: 0 })),
     linkRecheckIntervalSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 24 * 3600 })),
+  },
+  { additionalProperties: false },
+)
+
+/**
+ * `stream`: the event stream's bounds (src/stream/hub.ts StreamLimits, the app's `streamLimits` option wins over it;
+ * README, "Live event stream"). Each optional: absent, the hub's default.
+ */
+const StreamLimitsSchema = Type.Object(
+  {
+    retainedEventsMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+    retentionMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 24 * 3600 * 1000 })),
+    queuedEventsMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    socketBufferedBytesMax: Type.Optional(Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024 })),
+    connectionsPerWalletMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    connectionsPerClientMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    connectionsMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
   },
   { additionalProperties: false },
 )
@@ -103,6 +121,7 @@ export const ConfigFileSchema = Type.Object(
     ),
     reputation: Type.Optional(ReputationSchema),
     inspector: Type.Optional(Type.Boolean()),
+    stream: Type.Optional(StreamLimitsSchema),
   },
   { additionalProperties: false },
 )
@@ -225,6 +244,8 @@ export interface ServiceConfig {
    * Undefined: the mode's default, on for the embedded devnet and off with a networks file.
    */
   inspector: boolean | undefined
+  /** The event stream's bounds (config file key `stream`); the app's `streamLimits` option wins, the hub's defaults fill in. */
+  stream: Partial<StreamLimits>
   /**
    * The passport's issuer key (env PASSPORT_ISSUER_KEY); absent, the data directory's own key, made on its first
    * start (src/passport/book.ts). Its address is the catalog's passport.issuer.
@@ -434,6 +455,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     legacyClients: env.HTTP_LEGACY_CLIENTS !== '0',
     httpTransport: httpTransportOf(env),
     inspector: onOff(env, 'INSPECTOR') ?? file.inspector,
+    stream: file.stream ?? {},
     passportIssuerKey: privateKeyOf(env, 'PASSPORT_ISSUER_KEY'),
     ...overrides,
   }

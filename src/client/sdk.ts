@@ -18,7 +18,7 @@ import type { SessionResponse } from '../auth/routes.ts'
 import type { LeaseEvent } from '../stream/messages.ts'
 import { verifyPassport, type PassportVerification, type SignedPassportEvent } from '../passport/passport.ts'
 import { CreditClient, type Reply } from './client.ts'
-import { EventStream, type StreamEvent } from './stream.ts'
+import { EventStream, type EventStreamOptions, type StreamEvent } from './stream.ts'
 import type { ChainAgent } from './chain.ts'
 
 export type { StreamEvent }
@@ -31,6 +31,8 @@ export type AdvanceView = Static<typeof Advance>
 export type JobView = Static<typeof Job>
 export type ChainStepsView = Static<typeof ChainSteps>
 export type LeaseEventMessage = Static<typeof LeaseEvent>
+/** The event stream options a caller of AgentCredit.events() or runLender() may set; the SDK sets the others. */
+export type EventStreamTuning = Pick<EventStreamOptions, 'reconnectDelayMs' | 'sessionEndedWindowMs' | 'sessionEndedBackoffMs' | 'sessionEndedRetriesMax'>
 
 /**
  * A problem+json answer: `code` is the stable snake_case code programs branch on. `retryAfterSeconds` is the answer's
@@ -271,7 +273,17 @@ export class AgentCredit {
 
   // ------------------------------------------------------------------------------------------------ lender
 
-  registerLender = (body: LenderRegistrationBody) => this.request<Static<typeof LenderRegistrationResult>>('POST', '/lenders/register', body)
+  /**
+   * Registers the wallet as a lender. An answer without the private key is a replay of this call's own registration
+   * (its first answer was lost, the retry under the same Idempotency-Key cannot repeat the key: the service never
+   * stored it): the registration then gets a new session key (rotateSessionKey), whose answer carries it.
+   */
+  registerLender = async (body: LenderRegistrationBody): Promise<Static<typeof LenderRegistrationResult>> => {
+    const registration = await this.request<Static<typeof LenderRegistrationResult>>('POST', '/lenders/register', body)
+    return registration.sessionKey.privateKey === null ? this.rotateSessionKey() : registration
+  }
+  /** A new session key for the wallet's registration while it did nothing but register (POST /lenders/{address}/session-key). */
+  rotateSessionKey = () => this.request<Static<typeof LenderRegistrationResult>>('POST', `/lenders/${this.address}/session-key`, {})
   actions = () => this.request<Array<Static<typeof LenderAction>>>('GET', `/lenders/${this.address}/actions`)
   reportSupplierPayment = (offerId: string, txHash: Hash) =>
     this.request<AdvanceView>('POST', `/credit/offers/${encodeURIComponent(offerId)}/supplier-payment`, { lender: this.address, supplierPaymentId: txHash })
@@ -286,9 +298,12 @@ export class AgentCredit {
     await session.sendAll(registration.setupTransactions.filter((tx) => tx.chainId === session.network.chainId))
   }
 
-  /** The live event stream of this wallet, resuming by itself after a drop. */
-  async events(resumeFrom?: { epoch: string; seq: number }): Promise<EventStream> {
-    const stream = new EventStream({ baseUrl: this.http.baseUrl, token: () => this.token(), onSessionEnded: (token) => this.#session.ended(token), ...(resumeFrom ? { resumeFrom } : {}) })
+  /**
+   * The live event stream of this wallet, resuming by itself after a drop. `options` tunes its reconnection and how it
+   * meets lost sessions (`sessionEndedWindowMs`, `sessionEndedBackoffMs`, `sessionEndedRetriesMax`: see EventStreamOptions).
+   */
+  async events(resumeFrom?: { epoch: string; seq: number }, options: EventStreamTuning = {}): Promise<EventStream> {
+    const stream = new EventStream({ ...options, baseUrl: this.http.baseUrl, token: () => this.token(), onSessionEnded: (token) => this.#session.ended(token), ...(resumeFrom ? { resumeFrom } : {}) })
     await stream.ready()
     return stream
   }
@@ -296,10 +311,10 @@ export class AgentCredit {
   /**
    * The lender loop: takes each new lease from the stream, signs its paySupplier with the session key, sends it and
    * reports it before the lease expires. `onError` hears a lease that could not be paid (it then expires, and the
-   * offer goes to the next lender). Returns the stop function.
+   * offer goes to the next lender); `stream` tunes its event stream (as events()' options). Returns the stop function.
    */
-  async runLender(session: ChainAgent, hooks: { onPaid?: (advance: AdvanceView) => void; onError?: (error: unknown, lease: LeaseEventMessage) => void } = {}): Promise<{ stop: () => void; stream: EventStream }> {
-    const stream = await this.events()
+  async runLender(session: ChainAgent, hooks: { onPaid?: (advance: AdvanceView) => void; onError?: (error: unknown, lease: LeaseEventMessage) => void; stream?: EventStreamTuning } = {}): Promise<{ stop: () => void; stream: EventStream }> {
+    const stream = await this.events(undefined, hooks.stream)
     const pay = async (event: LeaseEventMessage) => {
       const action = event.action
       if (action === null) return

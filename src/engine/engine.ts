@@ -20,7 +20,7 @@ import { isBps, sameAddress } from './keys.ts'
 import { lenderChanged, withdrawableAtomic, withdrawLiquidity } from './ledger.ts'
 import * as liquidation from './liquidation.ts'
 import { isOperator } from './roles.ts'
-import { addLender, expireOffer, isUntouchedLender, leaseToBestLender, park, removeLenders, walletChanged } from './matching.ts'
+import { addLender, expireOffer, isUntouchedLender, leaseToBestLender, park, removeLenders, replaceSession, walletChanged } from './matching.ts'
 import { leaseRefusal, repaymentPlan, supplierPaymentTerms } from './plans.ts'
 import { invalidLender, invalidSourceId, invalidSourceTerms, lenderRecord, sourceRecord } from './registration.ts'
 import * as reputation from './reputation.ts'
@@ -105,6 +105,32 @@ export class Engine {
   removeLenders(addresses: readonly Address[]): EngineResult<Address[]> {
     const removed = removeLenders(this.state, addresses)
     return drain(this.state, removed)
+  }
+
+  /**
+   * The lender's registration takes a new session wallet (the service's rotation of a session key whose private half
+   * the lender never got: src/service/lenders.ts). Only the lender, and only while it did nothing but register
+   * (isUntouchedLender): a lease, an advance or a pending withdrawal names the session wallet it was made with. And
+   * only a registration made after `registeredAfterMs` (the service's lenderUnfundedTtlSeconds ago): an older one is
+   * the unfunded-lender sweep's, which looks at each registration once (removed, the wallet may register again).
+   */
+  replaceLenderSession(input: { lender: Address; caller: Address; sessionAddress: Address; registeredAfterMs: number }): EngineResult<LenderView> {
+    const s = this.state
+    const lender = s.lenders.get(input.lender)
+    if (!lender) return fail('not_found', 'lender_not_found', `lender ${input.lender} is not registered`)
+    if (!sameAddress(lender.address, input.caller)) return forbidden('a lender replaces its own session key: sign in as the lender')
+    if (!isUntouchedLender(s, lender)) {
+      return fail('conflict', 'session_key_not_replaceable', 'the lender has leased, lent or earned, or a withdrawal is pending: its session key stays (a lease, an advance or a withdrawal names its session wallet)')
+    }
+    if (lender.registeredAtMs <= input.registeredAfterMs) {
+      return fail('conflict', 'session_key_not_replaceable', 'the registration is older than lenderUnfundedTtlSeconds: its session key stays (a registration whose wallet never became able to lend is removed by then, and the wallet may register again)')
+    }
+    if (s.lenderBySession.has(input.sessionAddress) || s.lenders.has(input.sessionAddress)) {
+      return fail('conflict', 'session_in_use', 'the session address belongs to another lender')
+    }
+    replaceSession(s, lender, input.sessionAddress)
+    touch(s, 'lender', lender.address)
+    return drain(s, lenderView(s, lender))
   }
 
   /**

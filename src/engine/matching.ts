@@ -48,6 +48,19 @@ export function isUntouchedLender(s: EngineState, lender: LenderRecord): boolean
 }
 
 /**
+ * An untouched lender (isUntouchedLender) takes a new session wallet in place of its old one: out of its books, then
+ * back in at once if the new wallet already holds something (a new key's wallet seldom does). The old wallet is no
+ * longer the lender's: nothing of it is in a lease or advance.
+ */
+export function replaceSession(s: EngineState, lender: LenderRecord, sessionAddress: Address): void {
+  park(s, lender)
+  s.lenderBySession.delete(lender.sessionAddress)
+  lender.sessionAddress = sessionAddress
+  s.lenderBySession.set(sessionAddress, lender.address)
+  if (walletFunded(s, lender)) unpark(s, lender)
+}
+
+/**
  * Removes untouched lenders (isUntouchedLender; the others are left as they are) from the registry, their books and
  * indexes, each with a change that deletes its record; returns the removed addresses. The registration order is
  * rebuilt once for the batch: O(lenders), so callers remove in batches, not one by one.

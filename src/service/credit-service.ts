@@ -43,6 +43,7 @@ type Bound<F> = F extends (service: ServiceCore, ...args: infer A) => infer R ? 
 export class CreditService extends ServiceCore {
   // ------------------------------------------------------------------------------------------------ lenders.ts
   readonly registerLender: Bound<typeof lenders.registerLender> = (...args) => lenders.registerLender(this, ...args)
+  readonly rotateSessionKey: Bound<typeof lenders.rotateSessionKey> = (...args) => lenders.rotateSessionKey(this, ...args)
   readonly sessionKeys: Bound<typeof lenders.sessionKeys> = (...args) => lenders.sessionKeys(this, ...args)
   readonly pendingActions: Bound<typeof lenders.pendingActions> = (...args) => lenders.pendingActions(this, ...args)
   readonly walletActions: Bound<typeof lenders.walletActions> = (...args) => lenders.walletActions(this, ...args)

@@ -6,6 +6,7 @@
 import { erc20Abi, type Address, type Hex } from 'viem'
 import { advanceMinAtomicOf, type TokenConfig } from '../chain/config.ts'
 import type { LeaseView, LenderView, RegisterLenderInput } from '../engine/types.ts'
+import { EngineRefusedError, fail } from '../engine/errors.ts'
 import { clientKeyOf } from '../http/client-key.ts'
 import type { RecordCollection, RecordWrite, StoredResponse } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
@@ -57,10 +58,13 @@ export class WaitingRegistrations {
     private readonly ttlMs: number,
   ) {}
 
-  /** Refuses (ClientRegistrationsFullError) a registration from `client` that has perClientMax waiting. */
-  admit(client: string, nowMs: number): void {
+  /**
+   * Refuses (ClientRegistrationsFullError) a registration from `client` that has perClientMax waiting, not counting
+   * `freed` (a session wallet whose registration the new one replaces).
+   */
+  admit(client: string, nowMs: number, freed?: Address): void {
     const waiting = this.#byClient.get(client)
-    if (waiting === undefined || waiting.size < this.perClientMax) return
+    if (waiting === undefined || waiting.size - (freed !== undefined && waiting.has(freed) ? 1 : 0) < this.perClientMax) return
     const oldestMs = waiting.values().next().value as number
     const retryAfterSeconds = Math.max(1, Math.ceil((oldestMs + this.ttlMs + UNFUNDED_SWEEP_INTERVAL_MS - nowMs) / 1000))
     throw new ClientRegistrationsFullError(
@@ -158,6 +162,53 @@ export async function registerLender(
   )
   // Unfunded, the session wallet costs a membership entry only; its first transfer or approval makes it watched.
   for (const network of networks) service.watcher.watchWhenFunded(network.slug, sessionAddress)
+  return { response, privateKey }
+}
+
+/**
+ * A new session key for a registration that did nothing but register (Engine.replaceLenderSession), made less than
+ * lenderUnfundedTtlSeconds ago: the way back of a lender whose registration's answer, the only one with the private
+ * key, was lost (a replay with the same Idempotency-Key cannot repeat it: it was never stored). Only the signed-in
+ * lender; the registration keeps its place and time, so the unfunded-lender sweep removes it when it would have
+ * removed the first, and its waiting place moves to the new session wallet: a rotation never adds a registration
+ * that waits for funds. The old session wallet is no longer followed; what it holds stays with its key.
+ */
+export async function rotateSessionKey(
+  service: ServiceCore,
+  mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderView }>,
+  caller: Address,
+  lender: Address,
+  clientIp: string,
+): Promise<{ response: StoredResponse; privateKey: Hex }> {
+  const client = clientKeyOf(clientIp)
+  const nowMs = service.now()
+  const registered = service.engine.getLender(lender)
+  const old = service.sessionKeyRecords.get(lender)
+  if (registered === undefined || old === undefined) throw new EngineRefusedError(fail('not_found', 'lender_not_found', `lender ${lender} is not registered`).error)
+  // The client's place is the old wallet's when it waits from this client; a parked lender stays one.
+  service.waitingRegistrations.admit(client, nowMs, old.address)
+  const parked = service.engine.parkedLenderCount()
+  if (!service.engine.isParked(lender) && parked >= service.config.lendersPendingMax) {
+    throw new LenderRegistrationsFullError(`${parked} lender registrations wait for their session wallet to be funded, the most the service keeps; retry later`)
+  }
+  const networks = registered.networks.map((slug) => service.network(slug))
+  for (const network of networks) service.refuseStoppedNetwork(network.slug)
+  const { privateKey, sessionKey } = newSessionKey(lender, networks, old.policy.assets, old.policy.totalCapAtomic, nowMs)
+  const response = await service.apply(
+    mutation,
+    () => {
+      const replaced = service.engine.replaceLenderSession({ lender, caller, sessionAddress: sessionKey.address, registeredAfterMs: nowMs - service.config.lenderUnfundedTtlSeconds * 1000 })
+      if (!replaced.ok) return replaced
+      service.waitingRegistrations.released(old.address)
+      if (service.engine.isParked(lender)) service.waitingRegistrations.add(client, sessionKey.address, registered.registeredAtMs)
+      return { ...replaced, value: { sessionKey, lender: replaced.value } }
+    },
+    () => [service.sessionKeyRecords.putOp(lender, sessionKey)],
+  )
+  for (const network of networks) {
+    service.watcher.forget(network.slug, old.address)
+    service.watcher.watchWhenFunded(network.slug, sessionKey.address)
+  }
   return { response, privateKey }
 }
 

@@ -45,7 +45,7 @@ const SESSION_ROUTES = new Set([
   'POST /credit/jobs', 'POST /credit/jobs/{jobId}/collateral', 'POST /credit/backing-sources', 'POST /credit/request', 'POST /credit/match',
   'POST /credit/dispatch', 'POST /credit/offers/{offerId}/supplier-payment', 'POST /credit/jobs/{jobId}/complete', 'POST /credit/advances/{advanceId}/repay',
   'POST /credit/jobs/{jobId}/fail', 'POST /credit/advances/{advanceId}/liquidate', 'POST /lenders/register', 'GET /lenders/{address}/actions', 'GET /events',
-  'DELETE /auth/session', 'DELETE /auth/sessions', 'POST /lenders/{address}/agent/recheck', 'POST /lenders/{address}/withdraw', 'POST /operator/reconcile',
+  'DELETE /auth/session', 'DELETE /auth/sessions', 'POST /lenders/{address}/agent/recheck', 'POST /lenders/{address}/withdraw', 'POST /lenders/{address}/session-key', 'POST /operator/reconcile',
   'PUT /suppliers/{domain}', 'DELETE /suppliers/{domain}',
 ])
 

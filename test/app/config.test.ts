@@ -10,7 +10,7 @@ import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { NetworksConfigError, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
 import { startRpcProxy, type RpcProxy } from '../chain/fixtures/rpc-proxy.ts'
-import { tempDataDir } from '../fixtures/service.ts'
+import { startHarness, tempDataDir } from '../fixtures/service.ts'
 
 t.test('defaults: CORS for any origin, no trusted proxy, idempotency answers kept 24 h', async (t) => {
   const config = loadServiceConfig({})
@@ -162,14 +162,19 @@ t.test('a node behind the credit contract\'s deployment block neither refuses th
   t.notOk(logged.some((entry) => entry['msg'] === 'chain_follower_stopped'), 'never stopped')
 })
 
-t.test('suppliers: the single address of before, or addresses per network; one of the two', async (t) => {
+/** The configuration loaded from a CONFIG_FILE holding `content(value)`, a file per call in a directory `t` removes. */
+function configFiles(t: Test, content: (value: unknown) => object): (value: unknown) => ReturnType<typeof loadServiceConfig> {
   const dir = mkdtempSync(join(tmpdir(), 'agent-credit-config-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const file = (suppliers: unknown) => {
+  return (value) => {
     const path = join(dir, `config-${Math.random().toString(36).slice(2)}.json`)
-    writeFileSync(path, JSON.stringify({ suppliers }))
+    writeFileSync(path, JSON.stringify(content(value)))
     return loadServiceConfig({ CONFIG_FILE: path })
   }
+}
+
+t.test('suppliers: the single address of before, or addresses per network; one of the two', async (t) => {
+  const file = configFiles(t, (suppliers) => ({ suppliers }))
   const a = '0x' + 'ab'.repeat(20)
   const b = '0x' + 'cd'.repeat(20)
   t.same(file([{ domain: 'Shop.Example', name: 'Shop', address: a }]).suppliers, [{ domain: 'shop.example', name: 'Shop', address: getAddress(a) }], 'as before: one address')
@@ -185,4 +190,20 @@ t.test('PASSPORT_ISSUER_KEY: the passport key from the environment; absent, none
   t.equal(loadServiceConfig({}).passportIssuerKey, undefined, 'the data directory\'s own key then')
   t.throws(() => loadServiceConfig({ PASSPORT_ISSUER_KEY: '0x1234' }), ConfigError, 'too short')
   t.throws(() => loadServiceConfig({ PASSPORT_ISSUER_KEY: `0x${'0'.repeat(64)}` }), ConfigError, 'zero is no key')
+})
+
+t.test('stream: the event stream bounds from CONFIG_FILE reach the service (its catalog shows them); out of range or unknown, refused', async (t) => {
+  const file = configFiles(t, (stream) => ({ stream }))
+  t.same(loadServiceConfig({}).stream, {}, 'absent: the hub\'s defaults')
+  const stream = { connectionsPerWalletMax: 3, connectionsPerClientMax: 7, connectionsMax: 11, queuedEventsMax: 100, retainedEventsMax: 500, retentionMs: 60_000, socketBufferedBytesMax: 65_536 }
+  t.same(file(stream).stream, stream)
+  t.throws(() => file({ connectionsMax: 0 }), ConfigError, 'no streams at all')
+  t.throws(() => file({ connectionsPerWalletMax: 1.5 }), ConfigError, 'not an integer')
+  t.throws(() => file({ retentionMs: 10 }), ConfigError, 'below a second')
+  t.throws(() => file({ connectionsPerWallet: 3 }), ConfigError, 'a misspelt key')
+
+  const h = await startHarness({ config: { stream: file({ connectionsPerWalletMax: 3, connectionsPerClientMax: 7, connectionsMax: 11 }).stream } })
+  t.teardown(() => h.stop())
+  const catalog = (await (await fetch(`${h.url}/.well-known/service.json`)).json()) as { stream: Record<string, unknown> }
+  t.match(catalog.stream, { connectionsPerWalletMax: 3, connectionsPerClientMax: 7, connectionsMax: 11, queuedEventsMax: 4096 }, 'the configured bounds, the defaults for the rest')
 })

@@ -149,3 +149,30 @@ t.test('a stream whose replacing session is lost too waits, signs in again and g
   t.match(stopped?.message, /3 sessions in a row ended within .*share one session per wallet/, 'one more lost session than sessionEndedRetriesMax: the stream stops, saying why')
   t.equal(wallet.signIns(), 4, 'without signing in again')
 })
+
+t.test('AgentCredit.events() passes the caller\'s sessionEndedBackoffMs and sessionEndedRetriesMax to its stream', async (t) => {
+  const wallet = counted(await fundedAccount(h.devnet, h.network, usdc(100)))
+  const sdk = new AgentCredit({ baseUrl: h.url, account: wallet.account })
+  // No retry after a lost session: with the defaults (6 retries, 30 s first wait) the second loss would wait and sign in again.
+  const stream = await sdk.events(undefined, { sessionEndedBackoffMs: 5, sessionEndedRetriesMax: 0 })
+  t.teardown(() => stream.close())
+  let stopped: Error | undefined
+  void stream.ended.then((error) => (stopped = error))
+
+  /** Revokes the SDK's current session, then waits until the stream signed in again or stopped. */
+  const revokeCurrent = async () => {
+    const signIns = wallet.signIns()
+    const revoked = await new CreditClient(h.url).call('DELETE', '/auth/session', undefined, { token: await sdk.token() })
+    t.equal(revoked.status, 200, 'the session revoked')
+    await new Promise<void>((resolve) => {
+      const check = () => (wallet.signIns() > signIns || stopped !== undefined ? resolve() : setTimeout(check, 5))
+      check()
+    })
+  }
+  await revokeCurrent()
+  t.equal(stopped, undefined, 'the first session end is not a lost session: the stream signed in again')
+  t.equal(wallet.signIns(), 2)
+  await revokeCurrent()
+  t.match(stopped?.message, /1 sessions in a row ended within .*share one session per wallet/, 'the replacing session lost: past sessionEndedRetriesMax 0, the stream stops')
+  t.equal(wallet.signIns(), 2, 'without signing in again')
+})

@@ -11,6 +11,9 @@ import type { LenderView } from '../../engine/types.ts'
 import { payAction, toWire, walletAction } from '../wire.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import type { AgentLinks } from '../../reputation/links.ts'
+import type { SessionKeyRecord } from '../../service/session-keys.ts'
+import type { StoredResponse } from '../../store/index.ts'
+import type { Hex } from 'viem'
 import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
 import { LenderAction, LenderProfile, LenderRegistration, LenderRegistrationResult, LenderWallet, LiquidityWithdrawal, LiquidityWithdrawalResult } from '../schemas.ts'
 import { asResult, CHAIN_READS_EXHAUSTED, errors, itemCount, mutate, mutationHeaders, NETWORK_STOPPED, nextPageHeaders, PAGE_SCAN_FACTOR, pageHeaders, pageQuery, RECORD_PAGE, replyWith, WALLET_PAGE } from './shared.ts'
@@ -21,6 +24,27 @@ const tags = ['lenders'] as const
 const SESSION_KEY_NOTE =
   'The private key is shown once and never stored by the service. Fund the address with gas and the asset, submit the setupTransactions signed by this key, and sign each paySupplier transaction from /lenders/{address}/actions with it.'
 const SESSION_KEY_REPLAY_NOTE = 'A replay of an idempotent registration does not repeat the private key: the service never stored it.'
+
+/** A registration's answer as stored for idempotent replays: everything but the private key. */
+const registrationResult = (status: 201) => ({ sessionKey, lender }: { sessionKey: SessionKeyRecord; lender: LenderView }) =>
+  replyWith(status, LenderRegistrationResult)({
+    lender: toWire(lender),
+    sessionKey: { address: sessionKey.address, privateKey: null, note: SESSION_KEY_REPLAY_NOTE },
+    spendPolicy: toWire(sessionKey.policy),
+    fundingAddresses: sessionKey.setupTransactions.map((tx) => ({
+      network: tx.network,
+      asset: sessionKey.policy.assets[tx.network] as string,
+      token: tx.to,
+      address: sessionKey.address,
+    })),
+    setupTransactions: toWire(sessionKey.setupTransactions),
+  })
+
+/** The first answer, and only it, carries the private key. */
+function withPrivateKey(response: StoredResponse, privateKey: Hex): StoredResponse {
+  const body = response.body as Static<typeof LenderRegistrationResult>
+  return { ...response, body: { ...body, sessionKey: { address: body.sessionKey.address, privateKey, note: SESSION_KEY_NOTE } } }
+}
 
 export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRoute[] {
   const lenderOr404 = (address: string): LenderView => {
@@ -123,23 +147,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
             : await links.prepare(ctx.session.address, { network: ctx.body.agent.network, registry: checksum(ctx.body.agent.registry), agentId: BigInt(ctx.body.agent.agentId) })
           const evidence = agent === undefined ? undefined : { reputationBps: agent.reputationBps, records: agent.claim() }
           const { response, privateKey } = await service.registerLender(
-            {
-              ticket,
-              // What is stored for idempotent replays: everything but the private key.
-              encode: ({ sessionKey, lender }) =>
-                replyWith(201, LenderRegistrationResult)({
-                  lender: toWire(lender),
-                  sessionKey: { address: sessionKey.address, privateKey: null, note: SESSION_KEY_REPLAY_NOTE },
-                  spendPolicy: toWire(sessionKey.policy),
-                  fundingAddresses: sessionKey.setupTransactions.map((tx) => ({
-                    network: tx.network,
-                    asset: sessionKey.policy.assets[tx.network] as string,
-                    token: tx.to,
-                    address: sessionKey.address,
-                  })),
-                  setupTransactions: toWire(sessionKey.setupTransactions),
-                }),
-            },
+            { ticket, encode: registrationResult(201) },
             ctx.session.address,
             clientIp,
             {
@@ -153,9 +161,42 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
             },
             evidence,
           )
-          // The first answer, and only it, carries the private key.
-          const body = response.body as Static<typeof LenderRegistrationResult>
-          return { ...response, body: { ...body, sessionKey: { address: body.sessionKey.address, privateKey, note: SESSION_KEY_NOTE } } }
+          return withPrivateKey(response, privateKey)
+        })
+      },
+    }),
+
+    defineRoute({
+      method: 'post',
+      path: '/lenders/{address}/session-key',
+      operationId: 'rotateLenderSessionKey',
+      callers: 'that lender',
+      summary: 'Replace the session key of a registration that did nothing yet: the way back when the registration\'s answer, the only one with the private key, was lost',
+      description:
+        'The lender only, with an empty body. A registration whose answer was lost cannot be answered again with its private key (an idempotent replay carries privateKey null: the service never stored it), and the wallet cannot register again (409 lender_exists) until the unfunded-lender sweep removes the registration, lenderUnfundedTtlSeconds (24 h) after it was made. ' +
+        'This gives the registration a new session key: answered as a registration is (201, the private key once; a replay with the same Idempotency-Key carries privateKey null, and a new key may be asked for again), with the same spend policy, networks and assets, and new setupTransactions and funding address. ' +
+        'Only while the lender did nothing but register (never leased, lent or earned; no withdrawal pending) and for lenderUnfundedTtlSeconds after its registration; the registration keeps its place and time, so the sweep removes it, unfunded, when it would have removed the first. The old session wallet is no longer followed: what it holds stays with the old key.',
+      tags,
+      auth: 'session',
+      params: AddressParams,
+      body: StrictObject({}),
+      headers: mutationHeaders,
+      responses: {
+        201: { description: 'The lender profile with its new session key and funding instructions', schema: LenderRegistrationResult },
+        ...errors.forbidden,
+        ...errors.notFound('lender'),
+        409: { description: 'session_key_not_replaceable: the lender has leased, lent or earned, or a withdrawal is pending, or it registered lenderUnfundedTtlSeconds ago or more (nothing recorded); or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
+        422: { description: 'The Idempotency-Key was used with another body (code idempotency_key_reused).' },
+        429: { description: 'lender_registrations_client_full (with Retry-After), as for a registration: the new session wallet waits for funds from this client address, which has lendersPendingPerClientMax waiting besides the old one; nothing recorded. Or rate_limited (with Retry-After).' },
+        503: { description: `One of the lender's networks: ${NETWORK_STOPPED} Or lender_registrations_full (with Retry-After; only for a lender whose old wallet was funded): lendersPendingMax registrations wait for funds; nothing recorded.` },
+      },
+      handler: (ctx) => {
+        requireSame(ctx.session.address, ctx.params.address, `the session key of lender ${ctx.params.address}`)
+        const lender = lenderOr404(ctx.params.address)
+        const { clientIp } = ctx
+        return mutate(service, '/lenders/{address}/session-key', ctx, async (ticket) => {
+          const { response, privateKey } = await service.rotateSessionKey({ ticket, encode: registrationResult(201) }, ctx.session.address, lender.address, clientIp)
+          return withPrivateKey(response, privateKey)
         })
       },
     }),
