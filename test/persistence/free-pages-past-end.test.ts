@@ -17,14 +17,22 @@ t.teardown(() => h.stop())
 
 t.test('a store whose last pages are free ones past the file\'s end starts again, and they are used again', async (t) => {
   const body = { availableLiquidityAtomic: usdc(100).toString(), asset: USDC, networks: [h.network.slug], minFeeBps: 100, maxDurationSeconds: 3600, acceptedRiskBands: ['A', 'B'] }
-  for (let i = 0; i < 90; i++) t.equal((await (await signedIn(h.url, privateKeyToAccount(generatePrivateKey()))).post('/lenders/register', body)).status, 201)
-  nowMs += h.app.config.lenderUnfundedTtlSeconds * 1000 + 1000
-  let removed = 0
-  do removed += (await h.app.lenderSweep.run()).length
-  while (h.app.lenderSweep.due)
-  t.equal(removed, 90, 'the sweep removed the registrations')
   const file = join(h.dataDir, 'data.mdb')
-  const check = checkDataFile(file)
+  // Where LMDB puts the pages a commit frees depends on the tree's shape, which the wallets' random addresses vary:
+  // a round of 90 registrations and their sweep nearly always leaves the file ending before its last page (every
+  // run until one in CI did not), so the rounds go on until it does, at most five.
+  let check = checkDataFile(file)
+  for (let round = 1; round <= 5 && !(check.ok && check.pagesPastEnd !== null); round++) {
+    let registered = 0
+    for (let i = 0; i < 90; i++) if ((await (await signedIn(h.url, privateKeyToAccount(generatePrivateKey()))).post('/lenders/register', body)).status === 201) registered++
+    t.equal(registered, 90, `round ${round}: 90 registrations`)
+    nowMs += h.app.config.lenderUnfundedTtlSeconds * 1000 + 1000
+    let removed = 0
+    do removed += (await h.app.lenderSweep.run()).length
+    while (h.app.lenderSweep.due)
+    t.equal(removed, 90, `round ${round}: the sweep removed the registrations`)
+    check = checkDataFile(file)
+  }
   t.ok(check.ok && check.pagesPastEnd !== null, 'the file ends before its last page (what this test is about)')
   if (check.ok) t.same(checkPagesPastEnd(file, check), { ok: true }, 'every page past the end is free')
 
