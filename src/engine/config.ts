@@ -157,7 +157,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   advancesPerJobMax: 500,
   networksPerLenderMax: 16,
   changesPerCommandMax: 10_000,
-  timeOutsPerCommandMax: 32,
+  timeOutsPerCommandMax: 8,
 })
 
 export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig {

@@ -30,7 +30,7 @@ import { periodic, type Periodic } from './periodic.ts'
 /** Dispatch commands waiting for their commits at once while a backlog drains (startTicker). */
 export const TICKS_IN_FLIGHT_MAX = 16
 /** The event loop's time a turn gives dispatch commands while a backlog drains, a few bounded commands (startTicker). */
-export const TICK_TURN_BUDGET_MS = 4
+export const TICK_TURN_BUDGET_MS = 1
 
 export type { SessionKeyRecord, SpendPolicy } from './session-keys.ts'
 export type { Mutation } from './mutation.ts'

@@ -125,7 +125,7 @@ t.test('at the default budget: a batch passing 5,100 deadlines (over 10,000 chan
 
 t.test('a burst of timers is spread over commands of at most timeOutsPerCommandMax time-outs, and of stale offers', async (t) => {
   const { engine } = newEngine({ leaseTtlMs: LEASE_TTL_MS, timeOutsPerCommandMax: 7 })
-  t.equal(defaultEngineConfig.timeOutsPerCommandMax, 32, 'the default')
+  t.equal(defaultEngineConfig.timeOutsPerCommandMax, 8, 'the default')
   registerBacking(engine, 'src_1', 10n ** 12n)
   unwrap(engine.registerLender(lenderInput(1, { availableLiquidityAtomic: 10n ** 12n }), T0))
   observe(engine, T0, T0)
