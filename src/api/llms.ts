@@ -121,13 +121,17 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    "repaid" when nothing is owed, and the borrower's suspension lifts only when nothing is owed on any defaulted or shortfall advance.
 8. Lender capital: repayments and recoveries reach the session wallet, so the capital lends again. Every lender view's availableAtomic is
    what the session wallet can pay within the policy (policyAvailableAtomic). After the pay_supplier actions, GET /lenders/<address>/actions lists
-   per network what brings the session wallet to the policy: {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it
+   per network what brings the session wallet to the policy, from the service's last reading of the wallet (none before it first holds
+   something: fund a new session wallet yourself, as in 2): {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it
    from your own wallet), {"kind":"approve","signer":"session_key",...} (the allowance to the credit contract is short),
    {"kind":"withdraw","signer":"session_key",...} (sends back what neither the policy nor a live lease needs).
    Lend less or stop: POST /lenders/<address>/withdraw {"amountAtomic":"..."} (the lender only; at most available + reserved + deployed)
    -> {"lender":{...},"actions":[{"kind":"withdraw",...}]}: the available part leaves at once, what live leases and open advances hold
    leaves as they come back (a live lease can still be paid); sign and send the withdraw transfer with the session key. Nothing
-   available: out of matching.
+   available: out of matching. There is no deregistration: the profile stays, out of matching while nothing is available. What an
+   advance liquidated with a shortfall repays later was a loss, which no withdrawal can name in advance: it comes back to lending
+   (policyAvailableAtomic, and the lender is matched again while its session wallet can pay). To stop for good, withdraw it too when it
+   arrives, or approve 0 to the credit contract with the session key (nothing spendable: no lease it could leave unpaid).
 The lender pays gas for setup and payment transactions. POST /credit/dispatch {} expires stale leases and rematches offers.
 
 ## Live events instead of polling (WebSocket)
