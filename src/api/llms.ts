@@ -128,7 +128,8 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    Lend less or stop: POST /lenders/<address>/withdraw {"amountAtomic":"..."} (the lender only; at most available + reserved + deployed)
    -> {"lender":{...},"actions":[{"kind":"withdraw",...}]}: the available part leaves at once, what live leases and open advances hold
    leaves as they come back (a live lease can still be paid); sign and send the withdraw transfer with the session key. Nothing
-   available: out of matching. There is no deregistration: the profile stays, out of matching while nothing is available. What an
+   available: out of matching. A withdrawal is for good: no route raises a registration's liquidity again (only fees earned and
+   recoveries add to it); to lend more later, register another wallet. There is no deregistration: the profile stays, out of matching while nothing is available. What an
    advance liquidated with a shortfall repays later was a loss, which no withdrawal can name in advance: it comes back to lending
    (policyAvailableAtomic, and the lender is matched again while its session wallet can pay). To stop for good, withdraw it too when it
    arrives, or approve 0 to the credit contract with the session key (nothing spendable: no lease it could leave unpaid).
