@@ -131,8 +131,9 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    available: out of matching. A withdrawal is for good: no route raises a registration's liquidity again (only fees earned and
    recoveries add to it); to lend more later, register another wallet. There is no deregistration: the profile stays, out of matching while nothing is available. What an
    advance liquidated with a shortfall repays later was a loss, which no withdrawal can name in advance: it comes back to lending
-   (policyAvailableAtomic, and the lender is matched again while its session wallet can pay). To stop for good, withdraw it too when it
-   arrives, or approve 0 to the credit contract with the session key (nothing spendable: no lease it could leave unpaid).
+   (policyAvailableAtomic, and the lender is matched again while its session wallet can pay), as does the fee part of every repayment
+   after a withdrawal (its principal goes to the withdrawal). To stop for good, withdraw these too when they arrive, or approve 0 to
+   the credit contract with the session key (nothing spendable: no lease it could leave unpaid).
 The lender pays gas for setup and payment transactions. POST /credit/dispatch {} expires stale leases and rematches offers.
 
 ## Live events instead of polling (WebSocket)
