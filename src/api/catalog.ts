@@ -312,7 +312,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       connectionsPerWalletMax: s.stream.connectionsPerWalletMax,
       connectionsPerClientMax: s.stream.connectionsPerClientMax,
       connectionsMax: s.stream.connectionsMax,
-      closeCodes: { [String(STREAM_CLOSE.slowConsumer.code)]: STREAM_CLOSE.slowConsumer.name, [String(STREAM_CLOSE.shuttingDown.code)]: STREAM_CLOSE.shuttingDown.name },
+      closeCodes: Object.fromEntries(Object.values(STREAM_CLOSE).map((close) => [String(close.code), close.name])),
     },
   }
 }

@@ -121,13 +121,19 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    "repaid" when nothing is owed, and the borrower's suspension lifts only when nothing is owed on any defaulted or shortfall advance.
 8. Lender capital: repayments and recoveries reach the session wallet, so the capital lends again. Every lender view's availableAtomic is
    what the session wallet can pay within the policy (policyAvailableAtomic). After the pay_supplier actions, GET /lenders/<address>/actions lists
-   per network what brings the session wallet to the policy: {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it
+   per network what brings the session wallet to the policy, from the service's last reading of the wallet (none before it first holds
+   something: fund a new session wallet yourself, as in 2): {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it
    from your own wallet), {"kind":"approve","signer":"session_key",...} (the allowance to the credit contract is short),
    {"kind":"withdraw","signer":"session_key",...} (sends back what neither the policy nor a live lease needs).
    Lend less or stop: POST /lenders/<address>/withdraw {"amountAtomic":"..."} (the lender only; at most available + reserved + deployed)
    -> {"lender":{...},"actions":[{"kind":"withdraw",...}]}: the available part leaves at once, what live leases and open advances hold
    leaves as they come back (a live lease can still be paid); sign and send the withdraw transfer with the session key. Nothing
-   available: out of matching.
+   available: out of matching. A withdrawal is for good: no route raises a registration's liquidity again (only fees earned and
+   recoveries add to it); to lend more later, register another wallet. There is no deregistration: the profile stays, out of matching while nothing is available. What an
+   advance liquidated with a shortfall repays later was a loss, which no withdrawal can name in advance: it comes back to lending
+   (policyAvailableAtomic, and the lender is matched again while its session wallet can pay), as does the fee part of every repayment
+   after a withdrawal (its principal goes to the withdrawal). To stop for good, withdraw these too when they arrive, or approve 0 to
+   the credit contract with the session key (nothing spendable: no lease it could leave unpaid).
 The lender pays gas for setup and payment transactions. POST /credit/dispatch {} expires stale leases and rematches offers.
 
 ## Live events instead of polling (WebSocket)
@@ -139,7 +145,8 @@ Open ${c.stream.url} with Authorization: Bearer <token>. Every text frame is one
 Keep the last seq and epoch; after a disconnect reconnect with ${c.stream.resume}: nothing missed, nothing repeated, while the
 gap is within ${c.stream.retainedEventsMax} events and ${c.stream.retentionSeconds} s and holds at most ${c.stream.queuedEventsMax} of your own. Otherwise (or after a restart: new epoch) you get
 {"type":"resync","seq",...}: re-read state over HTTP; events after that seq follow. Read promptly: ${c.stream.queuedEventsMax} undelivered
-events close the connection with code 4008 "slow_consumer: ...". At most ${c.stream.connectionsPerWalletMax} streams per wallet (429 too_many_streams),
+events close the connection with code 4008 "slow_consumer: ..."; the session's end (DELETE /auth/session or /auth/sessions, or a sign-in
+beyond the wallet's ${c.auth.sessionsPerWalletMax} sessions) closes it with 4001 "session_ended: ...": sign in again and resume. At most ${c.stream.connectionsPerWalletMax} streams per wallet (429 too_many_streams),
 ${c.stream.connectionsPerClientMax} per client address of any wallets (429 too_many_client_streams), ${c.stream.connectionsMax} in all (503 streams_full).
 
 ## Credit passport (verify without trusting this service)
@@ -162,6 +169,8 @@ A borrower need not match again after a lease expired: the offer is rematched in
 - Matching: the lowest ask wins among eligible lenders; ties: ${c.rules.matchingOrder.slice(1).join(', then ')}.
 - A lease lasts ${c.limits.leaseTtlSeconds} s: pay by its expiresAt (the authorization's on-chain deadline, whole seconds). Payment, not the report, counts: the service sees the SupplierPaid on chain and creates the advance whether or not, and whenever, you report it; reporting (POST /credit/offers/{id}/supplier-payment) is optional but the fast path, and a report of a payment already seen answers the same advance. A lender whose wallet cannot pay gets a lease that expires at once (insufficient_balance, not counted among the offer's leases) and waits out of the books until its wallet changes; matching goes on. A new lender enters the books once its session wallet is seen funded.
 - Job advance rate ${c.rules.jobAdvanceRateBps} bps of the receivable plus collateral; risk band A at coverage >= ${c.rules.riskBandACoverageBps} bps, B at >= ${c.rules.riskBandBCoverageBps} bps, else C.
+  A job's client may fail it and have its whole escrow back at once, so the receivable secures an advance against its borrower, not against its
+  client: a client and a borrower of one party leave the lender the collateral, a backing's liquidation value and the insurance reserve.
 - Insurance reserve: ${c.rules.insuranceShareBps} bps of each fee.
 - Lender capital: ${c.rules.lenderCapital}
 - Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender; ${c.limits.liveOffersPerBorrowerMax} live offers per borrower (409 live_offers_limit beyond); ${c.limits.advancesPerJobMax} open advances and live offers on one job (409 job_advances_limit beyond); a lender registers at most ${c.limits.registeredLiquidityAtomicMax} (2^128-1) of liquidity; pages of at most ${c.limits.pageLimitMax} (${c.limits.walletPageLimitMax} for /lenders/wallets).

@@ -11,7 +11,7 @@ import type { Address, Hash, LocalAccount } from 'viem'
 import type {
   Advance, CollateralPost, CollateralPosition, CreditRequest, CreditState, DispatchOutcome, Job, JobCreation, JobFailure, JobSettlementReceipt,
   LenderAction, LenderProfile, LenderRegistration, LenderRegistrationResult, LiquidationReceipt, MatchOutcome, Offer, PassportEvent, PendingAction,
-  RepaymentReceipt, UnderwritingDecision, BackingSourceRegistration, BackingSource, Supplier, ChainSteps, LenderWallet,
+  RepaymentReceipt, UnderwritingDecision, BackingSourceRegistration, BackingSource, Supplier, ChainSteps, LenderWallet, LiquidityWithdrawalResult,
 } from '../api/schemas.ts'
 import type { Catalog } from '../api/catalog.ts'
 import type { SessionResponse } from '../auth/routes.ts'
@@ -285,6 +285,12 @@ export class AgentCredit {
   /** A new session key for the wallet's registration while it did nothing but register (POST /lenders/{address}/session-key). */
   rotateSessionKey = () => this.request<Static<typeof LenderRegistrationResult>>('POST', `/lenders/${this.address}/session-key`, {})
   actions = () => this.request<Array<Static<typeof LenderAction>>>('GET', `/lenders/${this.address}/actions`)
+  /**
+   * Lowers what the service may lend by `amountAtomic` (POST /lenders/{address}/withdraw): the lender profile after it
+   * and the session key's unsigned transfer back of what no live lease needs (sign it with the session key).
+   */
+  withdraw = (amountAtomic: bigint | string) =>
+    this.request<Static<typeof LiquidityWithdrawalResult>>('POST', `/lenders/${this.address}/withdraw`, { amountAtomic: amountAtomic.toString() })
   reportSupplierPayment = (offerId: string, txHash: Hash) =>
     this.request<AdvanceView>('POST', `/credit/offers/${encodeURIComponent(offerId)}/supplier-payment`, { lender: this.address, supplierPaymentId: txHash })
 

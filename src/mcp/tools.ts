@@ -6,7 +6,7 @@
 // key in a file (./session-keys.ts) and answers its path.
 import type { TObject, TProperties } from 'typebox'
 import type { Hash } from 'viem'
-import { AdvanceId, BackingSourceRegistration, CollateralPost, CreditRequest, JobCreation, JobFailure, LenderRegistration, MatchRequest, OfferId, RepaymentProof } from '../api/schemas.ts'
+import { AdvanceId, BackingSourceRegistration, CollateralPost, CreditRequest, JobCreation, JobFailure, LenderRegistration, LiquidityWithdrawal, MatchRequest, OfferId, RepaymentProof } from '../api/schemas.ts'
 import { JobId, StrictObject } from '../api/common.ts'
 import type { AgentCredit } from '../client/sdk.ts'
 import type { SessionKeyStore } from './session-keys.ts'
@@ -72,5 +72,6 @@ export const MCP_TOOLS: readonly McpTool[] = [
   // The lender.
   act('register_lender', 'Register the wallet as a lender (POST /lenders/register): the session key\'s address and the file the MCP server wrote its private key to (for the user\'s signer; the key never appears here), the spend policy, funding addresses and the unsigned setup transactions the session key signs.', LenderRegistration, registerLender),
   act('lender_actions', 'The lender\'s pending actions (GET /lenders/{address}/actions): leases to pay, each with its unsigned paySupplier, then the session wallet\'s top-up, approve or withdraw transfers.', NoInput, (sdk) => sdk.actions()),
+  act('withdraw_liquidity', 'Lower what the service may lend (POST /lenders/{address}/withdraw): the available part at once, what live leases and open advances hold as it comes back; answers the lender profile and the session key\'s unsigned transfer back to the lender\'s wallet, for the user\'s signer.', LiquidityWithdrawal, (sdk, a) => sdk.withdraw(a.amountAtomic)),
   act('report_supplier_payment', 'Report the paySupplier transaction of a leased offer (POST /credit/offers/{offerId}/supplier-payment).', merged(OfferRef, StrictObject({ txHash: RepaymentProof.properties.txHash })), (sdk, a) => sdk.reportSupplierPayment(a.offerId, a.txHash as Hash)),
 ]

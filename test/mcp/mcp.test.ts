@@ -157,6 +157,16 @@ t.test('with wallet keys: the lender, borrower and client tools carry a whole ad
   const receipt = parsed(await clientTools.callTool({ name: 'complete_job', arguments: { jobId } }))
   t.equal(receipt.receipts[0].advanceId, advance.advanceId, 'complete_job settled the advance')
   t.equal(parsed(await borrowerTools.callTool({ name: 'get_advance', arguments: { advanceId: advance.advanceId } })).state, 'repaid')
+
+  // The lender stops lending through its tools: withdraw_liquidity lowers its policy to nothing and answers the
+  // session key's transfer back (an outsider's finding: no tool could, so a lender on MCP could never leave).
+  const { activity } = await (await fetch(`${h.url}/lenders/${lender.account.address}/wallet`)).json() as { activity: { policyAvailableAtomic: string } }
+  t.ok(BigInt(activity.policyAvailableAtomic) > usdc(2000), 'the repaid advance brought its principal and fee back to lend')
+  const withdrawn = parsed(await lenderTools.callTool({ name: 'withdraw_liquidity', arguments: { amountAtomic: activity.policyAvailableAtomic } }))
+  t.equal(withdrawn.lender.policyAvailableAtomic, '0', 'nothing is left for the service to lend')
+  const back = withdrawn.actions.find((a: any) => a.kind === 'withdraw')
+  t.equal(back?.signer, 'session_key', 'the transfer back is the session key\'s to sign')
+  t.equal(back?.transaction.from, session.address)
 })
 
 t.test('register_lender refuses a key directory other users may enter, before the lender is registered', async (t) => {

@@ -269,7 +269,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       callers: 'that lender',
       summary: 'Lower what the service may lend; the answer carries the session key\'s transfer back of what no live lease needs',
       description:
-        'The lender only. amountAtomic leaves the lender\'s available liquidity at once; what live leases and open advances hold (up to available + reserved + deployed) is pending and leaves as they come back: a live lease keeps its reservation and can still be paid, a repayment or recovery goes to the withdrawal, never back to lending. ' +
+        'The lender only. amountAtomic leaves the lender\'s available liquidity at once; what live leases and open advances hold (up to available + reserved + deployed) is pending and leaves as they come back: a live lease keeps its reservation and can still be paid, a repayment or recovery goes to the withdrawal, never back to lending. A loss shrinks what is pending, and what a shortfall advance repays after its liquidation (a loss by then) comes back to lending, as does the fee part of a repayment: withdraw these too once they arrive. The withdrawal is for good (nothing raises a registration\'s liquidity again); there is no deregistration. ' +
         'No new lease beyond the lowered liquidity; a lender left with nothing available is out of matching. The tokens stay in the session wallet until its key sends them: actions lists the unsigned transfer to the lender\'s wallet (signer session_key), as GET /lenders/{address}/actions does from then on.',
       tags,
       auth: 'session',
