@@ -125,15 +125,15 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    something: fund a new session wallet yourself, as in 2): {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it
    from your own wallet), {"kind":"approve","signer":"session_key",...} (the allowance to the credit contract is short),
    {"kind":"withdraw","signer":"session_key",...} (sends back what neither the policy nor a live lease needs).
-   Lend less or stop: POST /lenders/<address>/withdraw {"amountAtomic":"..."} (the lender only; at most available + reserved + deployed)
-   -> {"lender":{...},"actions":[{"kind":"withdraw",...}]}: the available part leaves at once, what live leases and open advances hold
-   leaves as they come back (a live lease can still be paid); sign and send the withdraw transfer with the session key. Nothing
+   Lend less or stop: POST /lenders/<address>/withdraw {"amountAtomic":"..."} (the lender only; at most available + reserved + deployed + losses)
+   -> {"lender":{...},"actions":[{"kind":"withdraw",...}]}: the available part leaves at once, what live leases, open advances and losses
+   hold leaves as they come back (a live lease can still be paid); sign and send the withdraw transfer with the session key. Nothing
    available: out of matching. A withdrawal is for good: no route raises a registration's liquidity again (only fees earned and
    recoveries add to it); to lend more later, register another wallet. There is no deregistration: the profile stays, out of matching while nothing is available. What an
-   advance liquidated with a shortfall repays later was a loss, which no withdrawal can name in advance: it comes back to lending
-   (policyAvailableAtomic, and the lender is matched again while its session wallet can pay), as does the fee part of every repayment
-   after a withdrawal (its principal goes to the withdrawal). To stop for good, withdraw these too when they arrive, or approve 0 to
-   the credit contract with the session key (nothing spendable: no lease it could leave unpaid).
+   advance liquidated with a shortfall repays later goes to the withdrawal too; the fee part of every repayment after a withdrawal
+   comes back to lending (policyAvailableAtomic, and the lender is matched again while its session wallet can pay). To stop for
+   good, withdraw it too when it arrives, or approve 0 to the credit contract with the session key (nothing spendable: no lease it
+   could leave unpaid).
 The lender pays gas for setup and payment transactions. POST /credit/dispatch {} expires stale leases and rematches offers.
 
 ## Live events instead of polling (WebSocket)

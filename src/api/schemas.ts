@@ -286,7 +286,7 @@ const LenderActivityFields = {
   feesEarnedAtomic: Atomic,
   lossesAtomic: Atomic,
   withdrawnAtomic: { ...Atomic, description: 'Capital the lender took out of lending (POST /lenders/{address}/withdraw).' },
-  withdrawalPendingAtomic: { ...Atomic, description: 'Withdrawn but still in live leases or open advances: it leaves as they come back, and is never lent again.' },
+  withdrawalPendingAtomic: { ...Atomic, description: 'Withdrawn but still in live leases, open advances or losses (a shortfall advance may still be repaid): it leaves as they come back, and is never lent again.' },
   leasesGranted: Type.Integer({ minimum: 0 }),
   leasesPaid: Type.Integer({ minimum: 0 }),
   leasesExpired: Type.Integer({ minimum: 0 }),
@@ -552,7 +552,7 @@ export const PendingAction = StrictObject({
 export const LenderAction = Type.Union([PendingAction, WalletAction], { description: 'A pending lease to pay (pay_supplier), or a wallet action (top_up, approve, withdraw).' })
 
 export const LiquidityWithdrawal = StrictObject({
-  amountAtomic: atomicDescribed('How much less the service may lend: at most available + reserved + deployed - withdrawalPendingAtomic. What live leases and open advances hold leaves as they come back.'),
+  amountAtomic: atomicDescribed('How much less the service may lend: at most available + reserved + deployed + losses - withdrawalPendingAtomic. What live leases, open advances and losses hold leaves as they come back.'),
 })
 
 export const LiquidityWithdrawalResult = StrictObject({

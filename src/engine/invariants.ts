@@ -3,6 +3,7 @@
 // that does not hold.
 import { leaseOverAtChainMs, type SourceRef } from '../../machines/index.ts'
 import { advanceCommitmentAtomic, offerCommitmentAtomic } from './capacity.ts'
+import { outstandingAtomic } from './ledger.ts'
 import { isBps, seqOf, walletKey } from './keys.ts'
 import { principalRepaidAtomic } from './rules.ts'
 import type { EngineState } from './state.ts'
@@ -91,7 +92,7 @@ function checkLenders(s: EngineState, reservedByLender: Map<Address, bigint>, de
       throw new Error(`invariant: negative liquidity of ${l.address}`)
     }
     // What is withdrawn but still lent is part of reserved + deployed; it leaves them as it comes back.
-    if (l.withdrawalPendingAtomic > l.reservedAtomic + l.deployedAtomic) throw new Error(`invariant: pending withdrawal of ${l.address} exceeds what it has lent`)
+    if (l.withdrawalPendingAtomic > outstandingAtomic(l)) throw new Error(`invariant: pending withdrawal of ${l.address} exceeds what may come back to it`)
     if (l.availableAtomic + l.reservedAtomic + l.deployedAtomic !== l.registeredAtomic + l.feesEarnedAtomic - l.lossesAtomic - l.withdrawnAtomic) {
       throw new Error(`invariant: liquidity of ${l.address} does not add up`)
     }

@@ -50,23 +50,29 @@ export function releaseFromLease(lender: LenderRecord, amountAtomic: bigint): vo
 }
 
 /**
- * Capital coming back to the lender (a lease ended unpaid, a repayment, a recovery) settles its pending withdrawal
- * first: a lender that withdrew more than it had available gets the rest as it returns, and it is never lent again.
+ * Capital coming back to the lender (a lease ended unpaid, a repayment, a recovery, a loss repaid after all) settles
+ * its pending withdrawal first: a lender that withdrew more than it had available gets the rest as it returns, and it
+ * is never lent again. What is pending waits for what can still come back: live leases, open advances and losses (a
+ * shortfall advance's borrower may repay it after its liquidation, `returnAfterLoss`).
  */
 function comeBack(lender: LenderRecord, amountAtomic: bigint): void {
   const withdrawn = lender.withdrawalPendingAtomic < amountAtomic ? lender.withdrawalPendingAtomic : amountAtomic
   lender.withdrawalPendingAtomic -= withdrawn
   lender.withdrawnAtomic += withdrawn
   lender.availableAtomic += amountAtomic - withdrawn
-  // What was lost (a liquidation's shortfall) never comes back: the withdrawal waits only for what still can.
-  const outstanding = lender.reservedAtomic + lender.deployedAtomic
+  const outstanding = outstandingAtomic(lender)
   if (lender.withdrawalPendingAtomic > outstanding) lender.withdrawalPendingAtomic = outstanding
 }
 
+/** What may still come back to the lender: its live leases' reservations, its open advances, its losses. */
+export function outstandingAtomic(lender: LenderRecord): bigint {
+  return lender.reservedAtomic + lender.deployedAtomic + lender.lossesAtomic
+}
+
 /**
- * The lender lowers what the service may lend by `amountAtomic` (at most available + reserved + deployed - what is
- * already pending): the available part leaves at once; the rest is pending and leaves as live leases and open
- * advances come back (their reservations stay: a lease in flight can still be paid).
+ * The lender lowers what the service may lend by `amountAtomic` (at most available + reserved + deployed + losses -
+ * what is already pending): the available part leaves at once; the rest is pending and leaves as live leases, open
+ * advances and repaid losses come back (their reservations stay: a lease in flight can still be paid).
  */
 export function withdrawLiquidity(lender: LenderRecord, amountAtomic: bigint): void {
   const now = lender.availableAtomic < amountAtomic ? lender.availableAtomic : amountAtomic
@@ -75,9 +81,9 @@ export function withdrawLiquidity(lender: LenderRecord, amountAtomic: bigint): v
   lender.withdrawalPendingAtomic += amountAtomic - now
 }
 
-/** What a lender may still withdraw: all its capital not already withdrawn or pending. */
+/** What a lender may still withdraw: all its capital, and its losses, not already withdrawn or pending. */
 export function withdrawableAtomic(lender: LenderRecord): bigint {
-  return lender.availableAtomic + lender.reservedAtomic + lender.deployedAtomic - lender.withdrawalPendingAtomic
+  return lender.availableAtomic + outstandingAtomic(lender) - lender.withdrawalPendingAtomic
 }
 
 /** A paid lease: its principal is deployed in the advance. */
@@ -102,9 +108,10 @@ export function returnRepayment(lender: LenderRecord, principalReturnedAtomic: b
  */
 export function returnRecovery(lender: LenderRecord, principalAtomic: bigint, recoveredAtomic: bigint): void {
   lender.deployedAtomic -= principalAtomic
-  comeBack(lender, recoveredAtomic)
+  // The loss first: what it leaves pending waits for the loss's later repayment.
   if (recoveredAtomic >= principalAtomic) lender.feesEarnedAtomic += recoveredAtomic - principalAtomic
   else lender.lossesAtomic += principalAtomic - recoveredAtomic
+  comeBack(lender, recoveredAtomic)
 }
 
 /**
