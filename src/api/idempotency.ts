@@ -3,7 +3,7 @@
 // the same key with another body is refused. The scope is the caller's identity, the method and the concrete path.
 import { clientKeyOf } from '../http/client-key.ts'
 import { HttpProblem } from '../http/problem.ts'
-import type { StoreBudget } from '../http/rate-limit.ts'
+import type { BudgetProblems, StoreBudget } from '../http/rate-limit.ts'
 import { hashRequestBody, type IdempotencyTicket, type Store, type StoredResponse } from '../store/index.ts'
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key'
@@ -19,25 +19,21 @@ export interface IdempotentRequest {
   clientIp: string
   /**
    * Charged for the first request with a key, before it runs (a replay is free): its answer may be stored for
-   * idempotencyRetentionSeconds. When it refuses, nothing runs or is stored (chargeKeyedRequest).
+   * idempotencyRetentionSeconds. When it refuses (KEYED_REQUEST_REFUSALS), nothing runs or is stored.
    */
   budget?: StoreBudget | undefined
 }
 
 /**
- * Charges a keyed request's first run to `budget` (the wallet's, the client address's, all callers'): a stored answer
- * costs the store ~2.2 KB for a day, and a free wallet with a change it can repeat (a 1-unit withdrawal of an unfunded
- * lender) would otherwise store one per request. 429 idempotency_keys_limited (the caller's own bound) or 503
- * idempotency_keys_exhausted (all callers'), both with Retry-After: the same request may be sent again then.
+ * How a keyed request's first run the store budget refuses is answered: a stored answer costs the store ~2.2 KB for a
+ * day, and a free wallet with a change it can repeat (a 1-unit withdrawal of an unfunded lender) would otherwise store
+ * one per request. Either way the same request may be sent again after Retry-After.
  */
-export function chargeKeyedRequest(budget: StoreBudget, wallet: string, clientIp: string): void {
-  const refusal = budget.take(wallet, clientKeyOf(clientIp))
-  if (refusal === undefined) return
-  const waitHeaders = { 'retry-after': String(refusal.retryAfterSeconds) }
-  if (refusal.bucket === 'all') {
-    throw new HttpProblem(503, 'idempotency_keys_exhausted', 'The service takes no more requests with a new Idempotency-Key for now, whoever sends them; retry later (the same key), or send the request without one.', { title: 'Idempotency keys exhausted', headers: waitHeaders })
-  }
-  throw new HttpProblem(429, 'idempotency_keys_limited', `This ${refusal.bucket === 'wallet' ? 'wallet' : 'client address'} sent as many requests with a new Idempotency-Key as it may for now; retry later (the same key), or send the request without one.`, { title: 'Too many keyed requests', headers: waitHeaders })
+const KEYED_REQUEST_REFUSALS: BudgetProblems = {
+  limited: (bucket, retryAfterSeconds) =>
+    new HttpProblem(429, 'idempotency_keys_limited', `This ${bucket === 'wallet' ? 'wallet' : 'client address'} sent as many requests with a new Idempotency-Key as it may for now; retry later (the same key), or send the request without one.`, { title: 'Too many keyed requests', headers: { 'retry-after': String(retryAfterSeconds) } }),
+  exhausted: (retryAfterSeconds) =>
+    new HttpProblem(503, 'idempotency_keys_exhausted', 'The service takes no more requests with a new Idempotency-Key for now, whoever sends them; retry later (the same key), or send the request without one.', { title: 'Idempotency keys exhausted', headers: { 'retry-after': String(retryAfterSeconds) } }),
 }
 
 /**
@@ -74,7 +70,7 @@ async function keyed(
   }
   const { ticket } = begun
   try {
-    if (request.budget !== undefined) chargeKeyedRequest(request.budget, request.identity, request.clientIp)
+    request.budget?.charge(request.identity, clientKeyOf(request.clientIp), KEYED_REQUEST_REFUSALS)
     return await run(ticket)
   } finally {
     // A request that failed before its commit stores nothing: retries may go ahead.

@@ -9,7 +9,7 @@ import { getAddress, hashMessage, isAddressEqual, recoverAddress, type Address, 
 import { parseSiweMessage, validateSiweMessage } from 'viem/siwe'
 import { clientKeyOf } from '../http/client-key.ts'
 import { HttpProblem } from '../http/problem.ts'
-import type { StoreBudget } from '../http/rate-limit.ts'
+import type { BudgetProblems, StoreBudget } from '../http/rate-limit.ts'
 import type { Session } from '../http/route.ts'
 import type { AuthRecords, SessionRecord } from './records.ts'
 
@@ -30,6 +30,14 @@ export const DEFAULT_SESSIONS_PER_WALLET_MAX = 10
 const NONCE_PATTERN = /^[0-9a-f]{76}$/
 
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/
+
+/** How a sign-in the `signIns` budget (per client address, for all clients) refuses is answered. */
+const SIGN_IN_REFUSALS: BudgetProblems = {
+  limited: (_bucket, retryAfterSeconds) =>
+    new HttpProblem(429, 'sign_ins_client_limited', 'This client address opened as many sessions as it may for now (signInsPerClientPerHour); an agent signs in about once a day per wallet: reuse its session, or retry later.', { title: 'Too many sign-ins', headers: { 'retry-after': String(retryAfterSeconds) } }),
+  exhausted: (retryAfterSeconds) =>
+    new HttpProblem(503, 'sign_ins_exhausted', 'The service opens no more sessions for now, whoever asks; retry later.', { title: 'Sign-ins exhausted', headers: { 'retry-after': String(retryAfterSeconds) } }),
+}
 
 export interface SiweAuthOptions {
   records: AuthRecords
@@ -203,7 +211,7 @@ export class SiweAuth implements AuthService {
     if (!valid) throw refused('siwe_signature_invalid', NOT_SIGNED)
     // Charged only now, for a sign-in that stores a session: a refused message costs no one's budget. The nonce stays
     // unused, so the same message may be sent again after the wait (while the nonce lasts).
-    this.#chargeSignIn(clientKeyOf(input.clientIp))
+    this.#signIns?.charge(undefined, clientKeyOf(input.clientIp), SIGN_IN_REFUSALS)
 
     const token = randomBytes(32).toString('base64url')
     const expiresAtMs = Math.min(nowMs + this.#sessionTtlMs, parsed.expirationTime?.getTime() ?? Number.POSITIVE_INFINITY)
@@ -219,16 +227,6 @@ export class SiweAuth implements AuthService {
       this.#sessionsEnded(drop.map((s) => s.tokenHash))
     })
     return { token, address: checksummed, chainId, expiresAtMs }
-  }
-
-  #chargeSignIn(client: string): void {
-    const refusal = this.#signIns?.take(undefined, client)
-    if (refusal === undefined) return
-    const waitHeaders = { 'retry-after': String(refusal.retryAfterSeconds) }
-    if (refusal.bucket === 'all') {
-      throw new HttpProblem(503, 'sign_ins_exhausted', 'The service opens no more sessions for now, whoever asks; retry later.', { title: 'Sign-ins exhausted', headers: waitHeaders })
-    }
-    throw new HttpProblem(429, 'sign_ins_client_limited', 'This client address opened as many sessions as it may for now (signInsPerClientPerHour); an agent signs in about once a day per wallet: reuse its session, or retry later.', { title: 'Too many sign-ins', headers: waitHeaders })
   }
 
   async revoke(current: Session, all: boolean): Promise<number> {

@@ -1,6 +1,7 @@
 // A token bucket per key (a signed-in wallet, or a client address). A request needs one token to be admitted;
 // what its answer cost beyond that (a list page costs its item count) is charged afterwards and may leave the
 // bucket in debt, which later requests wait out. Tokens refill continuously.
+import type { HttpProblem } from './problem.ts'
 
 export interface RateLimitOptions {
   /** Tokens a key can spend in a burst. */
@@ -111,11 +112,15 @@ export function clientAddress(peer: string, forwardedFor: string, trustedProxies
   return peer
 }
 
-/** Which of a StoreBudget's buckets refused, and when it has a token again. */
-export interface BudgetRefusal {
-  /** `wallet`, `client`: the caller's own bound (429); `all`: every caller's together (503). */
-  readonly bucket: 'wallet' | 'client' | 'all'
-  readonly retryAfterSeconds: number
+/**
+ * The problems a StoreBudget's refusal is answered with, each with Retry-After `retryAfterSeconds`: the same request
+ * may be sent again then.
+ */
+export interface BudgetProblems {
+  /** 429: the caller's own bound refused, its wallet's or its client address's. */
+  limited(bucket: 'wallet' | 'client', retryAfterSeconds: number): HttpProblem
+  /** 503: every caller's together refused. */
+  exhausted(retryAfterSeconds: number): HttpProblem
 }
 
 /**
@@ -143,21 +148,21 @@ export class StoreBudget {
     this.#all = bucket(perHour.all, 60)
   }
 
-  /** Spends one token of each bucket that applies, or refuses (spending nothing of the buckets after the refusing one). */
-  take(wallet: string | undefined, client: string): BudgetRefusal | undefined {
+  /**
+   * Spends one token of each bucket that applies, or throws the refusal as `problems` says (spending nothing of the
+   * buckets after the refusing one).
+   */
+  charge(wallet: string | undefined, client: string, problems: BudgetProblems): void {
     const nowMs = this.#nowMs()
-    if (wallet !== undefined && this.#wallet !== undefined) {
-      const d = this.#wallet.take(wallet, nowMs)
-      if (!d.allowed) return { bucket: 'wallet', retryAfterSeconds: d.retryAfterSeconds }
-    }
-    if (this.#client !== undefined) {
-      const d = this.#client.take(client, nowMs)
-      if (!d.allowed) return { bucket: 'client', retryAfterSeconds: d.retryAfterSeconds }
-    }
-    if (this.#all !== undefined) {
-      const d = this.#all.take('', nowMs)
-      if (!d.allowed) return { bucket: 'all', retryAfterSeconds: d.retryAfterSeconds }
-    }
-    return undefined
+    const refused = (wallet === undefined ? undefined : refusal(this.#wallet, 'wallet', wallet, nowMs)) ?? refusal(this.#client, 'client', client, nowMs) ?? refusal(this.#all, 'all', '', nowMs)
+    if (refused === undefined) return
+    throw refused.bucket === 'all' ? problems.exhausted(refused.retryAfterSeconds) : problems.limited(refused.bucket, refused.retryAfterSeconds)
   }
+}
+
+/** Which of a StoreBudget's buckets refused `key` a token, and when it has one again; undefined when it spent one (or is off). */
+function refusal(limiter: RateLimiter | undefined, bucket: 'wallet' | 'client' | 'all', key: string, nowMs: number): { bucket: 'wallet' | 'client' | 'all'; retryAfterSeconds: number } | undefined {
+  if (limiter === undefined) return undefined
+  const decision = limiter.take(key, nowMs)
+  return decision.allowed ? undefined : { bucket, retryAfterSeconds: decision.retryAfterSeconds }
 }
