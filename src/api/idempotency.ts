@@ -1,7 +1,6 @@
 // `Idempotency-Key` on every mutating route: the first request with a key runs and its response is stored in the
 // same transaction as its changes; a retry with the same key and body gets that response back and applies nothing;
 // the same key with another body is refused. The scope is the caller's identity, the method and the concrete path.
-import { clientKeyOf } from '../http/client-key.ts'
 import { HttpProblem } from '../http/problem.ts'
 import type { BudgetProblems, StoreBudget } from '../http/rate-limit.ts'
 import { hashRequestBody, type IdempotencyTicket, type Store, type StoredResponse } from '../store/index.ts'
@@ -15,8 +14,11 @@ export interface IdempotentRequest {
   path: string
   headers: Readonly<Record<string, string>>
   body: unknown
-  /** The client address (RouteContext.clientIp), for `budget`. */
-  clientIp: string
+  /**
+   * The request's context, whose `clientKey` (RouteContext.clientKey) is read for `budget` only: most keyed requests
+   * (the credit path) are not charged, and a request without a key never is.
+   */
+  context: { readonly clientKey: string }
   /**
    * Charged for the first request with a key, before it runs (a replay is free): its answer may be stored for
    * idempotencyRetentionSeconds. When it refuses (KEYED_REQUEST_REFUSALS), nothing runs or is stored.
@@ -60,6 +62,9 @@ async function keyed(
   if (!KEY_PATTERN.test(key)) {
     throw new HttpProblem(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { title: 'Bad request' })
   }
+  const { budget } = request
+  // Read before the first await: the address of a client gone meanwhile is no longer known.
+  const client = budget === undefined ? '' : request.context.clientKey
   const scope = { identity: request.identity, method: request.method, path: request.path, key }
   const begun = await store.idempotency.begin(scope, hashRequestBody(JSON.stringify(request.body ?? null)))
   if (begun.outcome === 'replay') return { ...begun.response, headers: { 'idempotent-replayed': 'true' } }
@@ -70,7 +75,7 @@ async function keyed(
   }
   const { ticket } = begun
   try {
-    request.budget?.charge(request.identity, clientKeyOf(request.clientIp), KEYED_REQUEST_REFUSALS)
+    budget?.charge(request.identity, client, KEYED_REQUEST_REFUSALS)
     return await run(ticket)
   } finally {
     // A request that failed before its commit stores nothing: retries may go ahead.

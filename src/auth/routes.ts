@@ -67,10 +67,10 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
         429: { description: 'This client address opened as many sessions as it may for now (sign_ins_client_limited, with Retry-After; the nonce stays unused).' },
         503: { description: `A contract wallet's signature could not be checked: the chain is unreachable (chain_unavailable), or ${CHAIN_READS_EXHAUSTED} The service opens no more sessions for now, from any client (sign_ins_exhausted, with Retry-After). The nonce stays unused: the same message may be sent again.` },
       },
-      handler: async ({ body, clientIp }) => {
+      handler: async ({ body, clientKey }) => {
         let session
         try {
-          session = await auth.createSession({ message: body.message, signature: body.signature as `0x${string}`, clientIp })
+          session = await auth.createSession({ message: body.message, signature: body.signature as `0x${string}`, client: clientKey })
         } catch (error) {
           throw problemOf(error)
         }

@@ -7,7 +7,6 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { getAddress, hashMessage, isAddressEqual, recoverAddress, type Address, type Hash, type Hex, type PublicClient } from 'viem'
 import { parseSiweMessage, validateSiweMessage } from 'viem/siwe'
-import { clientKeyOf } from '../http/client-key.ts'
 import { HttpProblem } from '../http/problem.ts'
 import type { BudgetProblems, StoreBudget } from '../http/rate-limit.ts'
 import type { Session } from '../http/route.ts'
@@ -80,8 +79,8 @@ export interface IssuedSession {
 /** What the auth routes need; `SiweAuth` is the implementation. */
 export interface AuthService {
   issueNonce(): Promise<IssuedNonce>
-  /** `clientIp`: the request's client address (RouteContext.clientIp), whose sign-ins are bounded. */
-  createSession(input: { message: string; signature: `0x${string}`; clientIp: string }): Promise<IssuedSession>
+  /** `client`: the request's client (RouteContext.clientKey), whose sign-ins are bounded. */
+  createSession(input: { message: string; signature: `0x${string}`; client: string }): Promise<IssuedSession>
   /** Ends the session of the request (`all`: every session of its wallet); resolves how many ended. */
   revoke(session: Session, all: boolean): Promise<number>
 }
@@ -176,7 +175,7 @@ export class SiweAuth implements AuthService {
     return Number.parseInt(nonce.slice(0, 12), 16)
   }
 
-  async createSession(input: { message: string; signature: `0x${string}`; clientIp: string }): Promise<IssuedSession> {
+  async createSession(input: { message: string; signature: `0x${string}`; client: string }): Promise<IssuedSession> {
     const nowMs = this.#nowMs()
     const parsed = parseSiweMessage(input.message)
     const { address, chainId, domain, nonce, uri, version } = parsed
@@ -211,7 +210,7 @@ export class SiweAuth implements AuthService {
     if (!valid) throw refused('siwe_signature_invalid', NOT_SIGNED)
     // Charged only now, for a sign-in that stores a session: a refused message costs no one's budget. The nonce stays
     // unused, so the same message may be sent again after the wait (while the nonce lasts).
-    this.#signIns?.charge(undefined, clientKeyOf(input.clientIp), SIGN_IN_REFUSALS)
+    this.#signIns?.charge(undefined, input.client, SIGN_IN_REFUSALS)
 
     const token = randomBytes(32).toString('base64url')
     const expiresAtMs = Math.min(nowMs + this.#sessionTtlMs, parsed.expirationTime?.getTime() ?? Number.POSITIVE_INFINITY)

@@ -1,9 +1,10 @@
 // One client, as the service counts clients: an address, or an IPv6 /64.
 
 /**
- * The key one client is counted on, by the rate limiter (anonymous requests) and by the bound on waiting lender
- * registrations (src/service/lenders.ts): the client's address (RouteContext.clientIp: the socket's peer, the front's
- * PROXY header, or what a trusted proxy forwarded), except that an IPv6 address counts by its /64. One subscriber,
+ * The key one client is counted on (RouteContext.clientKey), by the rate limiter (anonymous requests), the store
+ * budgets (src/http/rate-limit.ts StoreBudget) and the bound on waiting lender registrations (src/service/lenders.ts):
+ * the client's address (the socket's peer, the front's PROXY header, or what a trusted proxy forwarded), except that
+ * an IPv6 address counts by its /64. One subscriber,
  * and any rented server, gets a whole /64: counted by address, one host would have 2^64 clients. An IPv4-mapped IPv6
  * address counts as its IPv4 address. Anything that does not parse as an address is its own key.
  */

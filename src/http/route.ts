@@ -54,8 +54,12 @@ export interface RouteContext<P, Q, B, A extends AuthMode> {
   session: A extends 'session' ? Session : undefined
   /** The request headers listed in the route's `headers`, lower-case names, copied before any await. */
   headers: Readonly<Record<string, string>>
-  /** Address of the client: the socket's peer, or what a trusted proxy forwarded (the rate limiter's key for anonymous requests). */
-  clientIp: string
+  /**
+   * The client, as the service counts clients (clientKeyOf: an address, an IPv6 /64) of the address the request came
+   * from: the socket's peer, the front's PROXY header, or what a trusted proxy forwarded. The rate limiter's key of an
+   * anonymous request; '' once the client went away.
+   */
+  clientKey: string
   /** Aborted when the client goes away; the server never writes to an aborted response. */
   signal: AbortSignal
 }

@@ -140,7 +140,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       },
       handler: (ctx) => {
         // Read before any await: the address of a client gone meanwhile is no longer known.
-        const { clientIp } = ctx
+        const { clientKey } = ctx
         return mutate(service, '/lenders/register', ctx, async (ticket) => {
           // The agent is verified on chain first (the only await); its claim is checked synchronously just before the command.
           const agent = ctx.body.agent === undefined ? undefined
@@ -149,7 +149,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
           const { response, privateKey } = await service.registerLender(
             { ticket, encode: registrationResult(201) },
             ctx.session.address,
-            clientIp,
+            clientKey,
             {
               availableLiquidityAtomic: BigInt(ctx.body.availableLiquidityAtomic),
               asset: ctx.body.asset,
@@ -193,9 +193,9 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       handler: (ctx) => {
         requireSame(ctx.session.address, ctx.params.address, `the session key of lender ${ctx.params.address}`)
         const lender = lenderOr404(ctx.params.address)
-        const { clientIp } = ctx
+        const { clientKey } = ctx
         return mutate(service, '/lenders/{address}/session-key', ctx, async (ticket) => {
-          const { response, privateKey } = await service.rotateSessionKey({ ticket, encode: registrationResult(201) }, ctx.session.address, lender.address, clientIp)
+          const { response, privateKey } = await service.rotateSessionKey({ ticket, encode: registrationResult(201) }, ctx.session.address, lender.address, clientKey)
           return withPrivateKey(response, privateKey)
         })
       },

@@ -68,7 +68,7 @@ export async function mutate(
         path: concretePath(template, ctx.params),
         headers: ctx.headers,
         body: ctx.body,
-        clientIp: ctx.clientIp,
+        context: ctx,
         budget: UNMETERED_ROUTES.has(template) ? undefined : service.keyedRequests,
       },
       run,
