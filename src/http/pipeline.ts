@@ -7,7 +7,7 @@ import { duplicateKeyPointer } from './json.ts'
 import { errorFields, requestIdMinter, silentLogger, stdoutLogger } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
 import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts'
-import { templateRegExp, type AuthMode, type RouteContext, type Session } from './route.ts'
+import { templateRegExp, type AnyRoute, type AuthMode, type RouteContext, type Session } from './route.ts'
 import {
   AMBIGUOUS_LENGTH, bearerToken, checkedBody, compileRoutes, decodeParams, internalError, isJsonType, JSON_TYPE, jsonText, matchesEtag, parseQuery,
   presentBit, problemReply, REQUEST_ID, utf8, validationProblem, type CompiledRoute, type Reply,
@@ -261,7 +261,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
    */
   class HandlerContext implements RouteContext<unknown, unknown, unknown, AuthMode> {
     readonly #state: RequestState<Res>
-    constructor(state: RequestState<Res>, readonly params: Record<string, string>, readonly query: Record<string, string | number>, readonly body: unknown, readonly session: Session | undefined, readonly headers: Record<string, string>) {
+    constructor(state: RequestState<Res>, readonly route: AnyRoute, readonly params: Record<string, string>, readonly query: Record<string, string | number>, readonly body: unknown, readonly session: Session | undefined, readonly headers: Record<string, string>) {
       this.#state = state
     }
 
@@ -409,7 +409,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       if (c.body !== undefined && !c.body.check(body)) issues.push(...c.body.issues(body, '/body'))
       if (issues.length > 0) throw validationProblem(issues)
 
-      const result = await c.route.handler(new HandlerContext(state, params, query, body, session, input.headers))
+      const result = await c.route.handler(new HandlerContext(state, c.route, params, query, body, session, input.headers))
       if (state.aborted) return
       // What the answer cost beyond the token that admitted it (a page of 100 items costs 100).
       if (c.route.cost !== undefined && limiter !== undefined && state.rate !== undefined && result.status < 300) {
@@ -434,7 +434,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   /** An immutable route's answer: built once, then served from memory by representation and validator. */
   const documentReply = async (state: RequestState<Res>, c: CompiledRoute, headers: Record<string, string>): Promise<Reply> => {
     c.document ??= (async () => {
-      const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientKey: '', signal: signalOf(state) })
+      const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientKey: '', signal: signalOf(state), route: c.route })
       const reply = serialize(state, c, result)
       if (reply.status !== 200 || reply.body === undefined) throw new Error(`${c.route.path}: an immutable route must answer 200 with a body`)
       return documentVariants(reply.body, reply.headers)

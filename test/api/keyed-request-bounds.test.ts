@@ -123,4 +123,9 @@ t.test('the credit path is not charged: an agent keys each of its POSTs (the SDK
   t.equal((await withdraw(h, lender, 'w-1')).status, 200)
   t.equal((await withdraw(h, lender, 'w-2')).status, 200)
   expectProblem(t, await withdraw(h, lender, 'w-3'), 429, 'idempotency_keys_limited')
+  // Each route declares whether it is charged, and the OpenAPI document says so on every operation that takes a key.
+  const paths = ((await (await fetch(`${h.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { parameters?: Array<{ $ref?: string }>; 'x-keyed-requests-charged'?: boolean }>> }).paths
+  const charged = Object.entries(paths).flatMap(([path, item]) => Object.entries(item).filter(([, op]) => op.parameters?.some((p) => p.$ref === '#/components/parameters/IdempotencyKey')).map(([method, op]) => [`${method.toUpperCase()} ${path}`, op['x-keyed-requests-charged']] as const))
+  t.ok(charged.length > 10, `${charged.length} operations take an Idempotency-Key`)
+  for (const [operation, isCharged] of charged) t.equal(isCharged, !operation.startsWith('POST /credit/'), `${operation}: x-keyed-requests-charged ${String(isCharged)}`)
 })
