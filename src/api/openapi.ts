@@ -166,6 +166,12 @@ function transportErrors(route: AnyRoute, options: OpenApiOptions): Record<strin
   return errors
 }
 
+/** What a charged operation (x-keyed-requests-charged) answers when its first request with a new key is over a budget. */
+const KEYED_REQUEST_REFUSALS: Readonly<Record<string, string>> = {
+  429: 'A new Idempotency-Key past the wallet\'s or the client address\'s budget of keyed requests (code idempotency_keys_limited, with Retry-After; catalog limits.keyedRequestsPerWalletPerHour, keyedRequestsPerClientPerHour): nothing ran; send the same request then, or without a key.',
+  503: 'A new Idempotency-Key past all callers\' budget of keyed requests (code idempotency_keys_exhausted, with Retry-After; catalog limits.keyedRequestsPerHour): nothing ran; send the same request then, or without a key.',
+}
+
 /** The transport answers every route so while the service stops (src/http/pipeline.ts), whatever else its 503 means. */
 const SHUTTING_DOWN = 'The service is stopping (code shutting_down): retry later or on another instance.'
 
@@ -210,7 +216,8 @@ function operation(route: AnyRoute, options: OpenApiOptions, writer: SchemaWrite
     'x-callers': route.callers,
   }
   if (route.tags !== undefined && route.tags.length > 0) op['tags'] = [...route.tags]
-  if (takesIdempotencyKey(route)) op['x-keyed-requests-charged'] = route.keyedRequestsCharged !== false
+  const charged = takesIdempotencyKey(route) && route.keyedRequestsCharged !== false
+  if (takesIdempotencyKey(route)) op['x-keyed-requests-charged'] = charged
   const params = parameters(route, writer)
   if (params.length > 0) op['parameters'] = params
   if (route.body !== undefined) {
@@ -241,6 +248,13 @@ function operation(route: AnyRoute, options: OpenApiOptions, writer: SchemaWrite
   for (const [status, description] of Object.entries(transportErrors(route, options))) {
     if (responses[status] === undefined) responses[status] = problem(description, Number(status))
     else if (description === SHUTTING_DOWN) (responses[status] as { description: string }).description += ` Or: ${SHUTTING_DOWN}`
+  }
+  if (charged) {
+    for (const [status, description] of Object.entries(KEYED_REQUEST_REFUSALS)) {
+      const response = responses[status] as { description: string } | undefined
+      if (response === undefined) responses[status] = problem(description, Number(status))
+      else response.description += ` Or: ${description}`
+    }
   }
   op['responses'] = responses
   op['security'] = route.auth === 'session' ? [{ bearerAuth: [] }] : []
