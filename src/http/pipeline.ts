@@ -1,12 +1,12 @@
 // The transport-neutral request pipeline (see createPipeline). Handlers hold no transport code and no business rule
 // of their own: they call one engine command and return `{ status, body }`.
-import { clientKeyOf } from './client-key.ts'
+import { clientAddress, clientKeyOf } from './client-key.ts'
 import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
 import { duplicateKeyPointer } from './json.ts'
 import { errorFields, requestIdMinter, silentLogger, stdoutLogger } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
-import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts'
+import { DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts'
 import { templateRegExp, type AnyRoute, type AuthMode, type RouteContext, type Session } from './route.ts'
 import {
   AMBIGUOUS_LENGTH, bearerToken, checkedBody, compileRoutes, decodeParams, internalError, isJsonType, JSON_TYPE, jsonText, matchesEtag, parseQuery,

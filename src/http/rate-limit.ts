@@ -1,6 +1,7 @@
 // A token bucket per key (a signed-in wallet, or a client address). A request needs one token to be admitted;
 // what its answer cost beyond that (a list page costs its item count) is charged afterwards and may leave the
-// bucket in debt, which later requests wait out. Tokens refill continuously.
+// bucket in debt, which later requests wait out. Tokens refill continuously. The store budgets (StoreBudget) are such
+// buckets per wallet, per client and for all, charged for each record a stranger makes the service keep.
 import type { HttpProblem } from './problem.ts'
 
 export interface RateLimitOptions {
@@ -9,10 +10,10 @@ export interface RateLimitOptions {
   /** Tokens added per second. */
   refillPerSecond: number
   /** Buckets kept at most; the least recently used are dropped first (a full bucket loses nothing). */
-  maxClients?: number
+  bucketsMax?: number
 }
 
-export const DEFAULT_RATE_LIMIT: Required<RateLimitOptions> = { burst: 200, refillPerSecond: 100, maxClients: 100_000 }
+export const DEFAULT_RATE_LIMIT: Required<RateLimitOptions> = { burst: 200, refillPerSecond: 100, bucketsMax: 100_000 }
 
 interface Bucket {
   tokens: number
@@ -34,7 +35,7 @@ export class RateLimiter {
   readonly burst: number
   readonly refillPerSecond: number
   readonly #refillPerMs: number
-  readonly #maxClients: number
+  readonly #bucketsMax: number
   readonly #buckets = new Map<string, Bucket>()
 
   constructor(options: RateLimitOptions) {
@@ -42,7 +43,7 @@ export class RateLimiter {
     this.burst = options.burst
     this.refillPerSecond = options.refillPerSecond
     this.#refillPerMs = options.refillPerSecond / 1000
-    this.#maxClients = options.maxClients ?? DEFAULT_RATE_LIMIT.maxClients
+    this.#bucketsMax = options.bucketsMax ?? DEFAULT_RATE_LIMIT.bucketsMax
   }
 
   /** Admits a request when the key has a whole token, and spends it. */
@@ -88,28 +89,12 @@ export class RateLimiter {
   }
 
   #evict(): void {
-    while (this.#buckets.size > this.#maxClients) {
+    while (this.#buckets.size > this.#bucketsMax) {
       const oldest = this.#buckets.keys().next()
       if (oldest.done === true) return
       this.#buckets.delete(oldest.value)
     }
   }
-}
-
-/**
- * The client address a request is counted on. Without trusted proxies it is the socket's peer. When the peer is
- * a trusted proxy, it is the right-most X-Forwarded-For entry that is not itself a trusted proxy (what the
- * outermost trusted proxy saw), so that a client cannot pick its own bucket by sending the header itself.
- */
-export function clientAddress(peer: string, forwardedFor: string, trustedProxies: ReadonlySet<string>): string {
-  if (trustedProxies.size === 0 || forwardedFor === '' || !trustedProxies.has(peer)) return peer
-  const hops = forwardedFor.split(',')
-  for (let index = hops.length - 1; index >= 0; index--) {
-    const hop = (hops[index] as string).trim()
-    if (hop === '') continue
-    if (!trustedProxies.has(hop)) return hop
-  }
-  return peer
 }
 
 /**
