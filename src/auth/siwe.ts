@@ -141,14 +141,6 @@ export class SiweAuth implements AuthService {
     return [...this.#clients.keys()]
   }
 
-  get sessionsPerWalletMax(): number {
-    return this.#sessionsPerWalletMax
-  }
-
-  get nonceTtlMs(): number {
-    return this.#nonceTtlMs
-  }
-
   #mac(secret: Uint8Array, body: string): string {
     return createHmac('sha256', secret).update(body, 'latin1').digest('hex').slice(0, 32)
   }
