@@ -86,6 +86,8 @@ export const Catalog = StrictObject({
     nonceTtlSeconds: Type.Integer({ minimum: 1 }),
     sessionTtlSeconds: Type.Integer({ minimum: 1 }),
     sessionsPerWalletMax: Type.Integer({ minimum: 1, description: 'A sign-in beyond it ends the wallet\'s oldest session.' }),
+    signInsPerClientPerHour: Type.Integer({ minimum: 0, description: 'Sessions one client address (an IPv6 client\'s /64) may open per hour, an hour\'s worth at once; one more is 429 sign_ins_client_limited with Retry-After (the nonce stays unused). 0: unbounded.' }),
+    signInsPerHour: Type.Integer({ minimum: 0, description: 'Sessions all clients together may open per hour, a minute\'s worth at once; one more is 503 sign_ins_exhausted with Retry-After. 0: unbounded.' }),
   }),
   attestation: StrictObject({
     domain: StrictObject({ name: Type.String(), version: Type.String() }),
@@ -153,6 +155,9 @@ export const Catalog = StrictObject({
     networksPerLenderMax: Type.Integer({ minimum: 1 }),
     registeredLiquidityAtomicMax: Type.String({ pattern: '^[0-9]+$', description: 'The most liquidity one lender may register (2^128-1).' }),
     idempotencyRetentionSeconds: Type.Integer({ minimum: 1, description: 'How long an Idempotency-Key\'s answer is replayed.' }),
+    keyedRequestsPerWalletPerHour: Type.Integer({ minimum: 0, description: 'First requests with a new Idempotency-Key (a replay is free) one signed-in wallet may send per hour to the operations whose x-keyed-requests-charged is true (not the credit path), an hour\'s worth at once; one more is 429 idempotency_keys_limited with Retry-After, and nothing ran. 0: unbounded.' }),
+    keyedRequestsPerClientPerHour: Type.Integer({ minimum: 0, description: 'The same per client address (an IPv6 client\'s /64), whatever its wallets: 429 idempotency_keys_limited. 0: unbounded.' }),
+    keyedRequestsPerHour: Type.Integer({ minimum: 0, description: 'The same for all callers together, a minute\'s worth at once: 503 idempotency_keys_exhausted with Retry-After. 0: unbounded.' }),
     rateLimitTokensPerSecond: Type.Integer({ minimum: 0, description: 'Refill of each rate-limit bucket (per signed-in wallet, else per client address); 0: no limit. A list page costs its item count.' }),
     rateLimitBurst: Type.Integer({ minimum: 0, description: 'Size of each bucket.' }),
     pageLimitMax: Type.Integer({ minimum: 1, description: 'Largest ?limit= of /lenders and /credit/backing-sources.' }),
@@ -166,10 +171,21 @@ export const Catalog = StrictObject({
 })
 export type Catalog = Static<typeof Catalog>
 
+/** The store budgets of the configuration (src/app/config.ts), per hour; 0: unbounded. */
+export interface StoreBudgets {
+  signInsPerClientPerHour: number
+  signInsPerHour: number
+  keyedRequestsPerWalletPerHour: number
+  keyedRequestsPerClientPerHour: number
+  keyedRequestsPerHour: number
+}
+
 export interface CatalogSources {
   baseUrl: string
   authDomain: string
   auth: { nonceTtlSeconds: number; sessionTtlSeconds: number; sessionsPerWalletMax: number }
+  /** What strangers may make the store keep (configuration, per hour; 0: unbounded): sessions, and answers of keyed requests. */
+  storeBudgets: StoreBudgets
   routes: readonly AnyRoute[]
   networks: readonly NetworkConfig[]
   /** Whether the configured RPC URLs may be published (the embedded devnet: yes). */
@@ -223,6 +239,8 @@ export function buildCatalog(s: CatalogSources): Catalog {
       chainIds: s.networks.map((n) => n.chainId),
       revoke: { current: 'DELETE /auth/session', all: 'DELETE /auth/sessions' },
       ...s.auth,
+      signInsPerClientPerHour: s.storeBudgets.signInsPerClientPerHour,
+      signInsPerHour: s.storeBudgets.signInsPerHour,
     },
     attestation: {
       domain: { ...attestationDomain },
@@ -291,6 +309,9 @@ export function buildCatalog(s: CatalogSources): Catalog {
       networksPerLenderMax: s.engine.networksPerLenderMax,
       registeredLiquidityAtomicMax: LIQUIDITY_ATOMIC_MAX.toString(),
       idempotencyRetentionSeconds: s.idempotencyRetentionSeconds,
+      keyedRequestsPerWalletPerHour: s.storeBudgets.keyedRequestsPerWalletPerHour,
+      keyedRequestsPerClientPerHour: s.storeBudgets.keyedRequestsPerClientPerHour,
+      keyedRequestsPerHour: s.storeBudgets.keyedRequestsPerHour,
       rateLimitTokensPerSecond: s.rateLimitPerSecond,
       rateLimitBurst: s.rateLimitPerSecond * 2,
       pageLimitMax: RECORD_PAGE.max,

@@ -1,9 +1,8 @@
 // `Idempotency-Key` on every mutating route: the first request with a key runs and its response is stored in the
 // same transaction as its changes; a retry with the same key and body gets that response back and applies nothing;
 // the same key with another body is refused. The scope is the caller's identity, the method and the concrete path.
-import { clientKeyOf } from '../http/client-key.ts'
 import { HttpProblem } from '../http/problem.ts'
-import type { StoreBudget } from '../http/rate-limit.ts'
+import type { BudgetProblems, StoreBudget } from '../http/rate-limit.ts'
 import { hashRequestBody, type IdempotencyTicket, type Store, type StoredResponse } from '../store/index.ts'
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key'
@@ -15,29 +14,28 @@ export interface IdempotentRequest {
   path: string
   headers: Readonly<Record<string, string>>
   body: unknown
-  /** The client address (RouteContext.clientIp), for `budget`. */
-  clientIp: string
+  /**
+   * The request's context, whose `clientKey` (RouteContext.clientKey) is read for `budget` only: most keyed requests
+   * (the credit path) are not charged, and a request without a key never is.
+   */
+  context: { readonly clientKey: string }
   /**
    * Charged for the first request with a key, before it runs (a replay is free): its answer may be stored for
-   * idempotencyRetentionSeconds. When it refuses, nothing runs or is stored (chargeKeyedRequest).
+   * idempotencyRetentionSeconds. When it refuses (KEYED_REQUEST_REFUSALS), nothing runs or is stored.
    */
   budget?: StoreBudget | undefined
 }
 
 /**
- * Charges a keyed request's first run to `budget` (the wallet's, the client address's, all callers'): a stored answer
- * costs the store ~2.2 KB for a day, and a free wallet with a change it can repeat (a 1-unit withdrawal of an unfunded
- * lender) would otherwise store one per request. 429 idempotency_keys_limited (the caller's own bound) or 503
- * idempotency_keys_exhausted (all callers'), both with Retry-After: the same request may be sent again then.
+ * How a keyed request's first run the store budget refuses is answered: a stored answer costs the store ~2.2 KB for a
+ * day, and a free wallet with a change it can repeat (a 1-unit withdrawal of an unfunded lender) would otherwise store
+ * one per request. Either way the same request may be sent again after Retry-After.
  */
-export function chargeKeyedRequest(budget: StoreBudget, wallet: string, clientIp: string): void {
-  const refusal = budget.take(wallet, clientKeyOf(clientIp))
-  if (refusal === undefined) return
-  const waitHeaders = { 'retry-after': String(refusal.retryAfterSeconds) }
-  if (refusal.bucket === 'all') {
-    throw new HttpProblem(503, 'idempotency_keys_exhausted', 'The service takes no more requests with a new Idempotency-Key for now, whoever sends them; retry later (the same key), or send the request without one.', { title: 'Idempotency keys exhausted', headers: waitHeaders })
-  }
-  throw new HttpProblem(429, 'idempotency_keys_limited', `This ${refusal.bucket === 'wallet' ? 'wallet' : 'client address'} sent as many requests with a new Idempotency-Key as it may for now; retry later (the same key), or send the request without one.`, { title: 'Too many keyed requests', headers: waitHeaders })
+const KEYED_REQUEST_REFUSALS: BudgetProblems = {
+  limited: (bucket, retryAfterSeconds) =>
+    new HttpProblem(429, 'idempotency_keys_limited', `This ${bucket === 'wallet' ? 'wallet' : 'client address'} sent as many requests with a new Idempotency-Key as it may for now; retry later (the same key), or send the request without one.`, { title: 'Too many keyed requests', headers: { 'retry-after': String(retryAfterSeconds) } }),
+  exhausted: (retryAfterSeconds) =>
+    new HttpProblem(503, 'idempotency_keys_exhausted', 'The service takes no more requests with a new Idempotency-Key for now, whoever sends them; retry later (the same key), or send the request without one.', { title: 'Idempotency keys exhausted', headers: { 'retry-after': String(retryAfterSeconds) } }),
 }
 
 /**
@@ -64,6 +62,9 @@ async function keyed(
   if (!KEY_PATTERN.test(key)) {
     throw new HttpProblem(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { title: 'Bad request' })
   }
+  const { budget } = request
+  // Read before the first await: the address of a client gone meanwhile is no longer known.
+  const client = budget === undefined ? '' : request.context.clientKey
   const scope = { identity: request.identity, method: request.method, path: request.path, key }
   const begun = await store.idempotency.begin(scope, hashRequestBody(JSON.stringify(request.body ?? null)))
   if (begun.outcome === 'replay') return { ...begun.response, headers: { 'idempotent-replayed': 'true' } }
@@ -74,7 +75,7 @@ async function keyed(
   }
   const { ticket } = begun
   try {
-    if (request.budget !== undefined) chargeKeyedRequest(request.budget, request.identity, request.clientIp)
+    budget?.charge(request.identity, client, KEYED_REQUEST_REFUSALS)
     return await run(ticket)
   } finally {
     // A request that failed before its commit stores nothing: retries may go ahead.

@@ -61,7 +61,8 @@ ${c.contracts.unsignedTransactions.map((u) => `- ${u.step} (${u.signer}): ${u.ro
 4. Send Authorization: Bearer <token>.
 A nonce is good for ${c.auth.nonceTtlSeconds} s and one session; a session for ${c.auth.sessionTtlSeconds} s. A wallet holds at most
 ${c.auth.sessionsPerWalletMax} sessions: signing in beyond that ends its oldest. ${c.auth.revoke.current} ends this session,
-${c.auth.revoke.all} every session of the wallet; a revoked token is refused at once (401).
+${c.auth.revoke.all} every session of the wallet; a revoked token is refused at once (401). Sessions opened: ${perHour(c.auth.signInsPerClientPerHour)}
+per client address (429 sign_ins_client_limited beyond), ${perHour(c.auth.signInsPerHour)} from all clients (503 sign_ins_exhausted beyond): keep a session.
 
 ## Waiting and retrying
 A 429 or 503 changed nothing and recorded nothing; its code says whether to wait:
@@ -173,7 +174,7 @@ A borrower need not match again after a lease expired: the offer is rematched in
   client: a client and a borrower of one party leave the lender the collateral, a backing's liquidation value and the insurance reserve.
 - Insurance reserve: ${c.rules.insuranceShareBps} bps of each fee.
 - Lender capital: ${c.rules.lenderCapital}
-- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender; ${c.limits.liveOffersPerBorrowerMax} live offers per borrower (409 live_offers_limit beyond); ${c.limits.advancesPerJobMax} open advances and live offers on one job (409 job_advances_limit beyond); a lender registers at most ${c.limits.registeredLiquidityAtomicMax} (2^128-1) of liquidity; pages of at most ${c.limits.pageLimitMax} (${c.limits.walletPageLimitMax} for /lenders/wallets).
+- Limits: body ${c.limits.bodyLimitBytes} bytes; ${c.limits.leasesPerOfferMax} leases per offer; offers wait ${c.limits.offerTtlSeconds} s for a lender; ${c.limits.liveOffersPerBorrowerMax} live offers per borrower (409 live_offers_limit beyond); ${c.limits.advancesPerJobMax} open advances and live offers on one job (409 job_advances_limit beyond); a lender registers at most ${c.limits.registeredLiquidityAtomicMax} (2^128-1) of liquidity; pages of at most ${c.limits.pageLimitMax} (${c.limits.walletPageLimitMax} for /lenders/wallets); first requests with a new Idempotency-Key to an operation whose x-keyed-requests-charged is true (lender and supplier mutations, not the credit path): ${perHour(c.limits.keyedRequestsPerWalletPerHour)} per wallet, ${perHour(c.limits.keyedRequestsPerClientPerHour)} per client address (429 idempotency_keys_limited beyond), ${perHour(c.limits.keyedRequestsPerHour)} from all callers (503 idempotency_keys_exhausted beyond).
 
 ## Credit score (paid with x402, answered encrypted)
 ${creditScoreSection(c)}
@@ -182,6 +183,9 @@ ${creditScoreSection(c)}
 ${endpointLines.join('\n')}
 `
 }
+
+/** A budget of the catalog as llms.txt says it: 0 is no bound. */
+const perHour = (count: number): string => (count === 0 ? 'unbounded' : `${count} an hour`)
 
 function creditScoreSection(c: Catalog): string {
   const { payment, score } = c.creditScore

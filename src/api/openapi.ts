@@ -85,9 +85,13 @@ const IDEMPOTENCY_PARAMETER = {
     'Makes a retry safe: the first request with a key runs and its answer is stored with its changes; a retry with the same key and body gets that answer back ' +
     '(header Idempotent-Replayed: true) and changes nothing; the same key with another body is refused (422 idempotency_key_reused). ' +
     'A request that changed nothing (a dispatch with nothing due, a declined credit request) stores no answer: a retry with its key, whatever its body, runs again. ' +
-    'Scoped to the caller and the path; answers are kept for the retention the catalog names (limits.idempotencyRetentionSeconds).',
+    'Scoped to the caller and the path; answers are kept for the retention the catalog names (limits.idempotencyRetentionSeconds). ' +
+    'On an operation with x-keyed-requests-charged: true, the first request with a key (not a replay) is charged to the wallet\'s, the client address\'s and all callers\' budgets of keyed requests ' +
+    '(catalog limits.keyedRequestsPerWalletPerHour, keyedRequestsPerClientPerHour, keyedRequestsPerHour): past one, 429 idempotency_keys_limited or 503 idempotency_keys_exhausted with Retry-After, and nothing ran.',
   schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
 }
+
+const takesIdempotencyKey = (route: AnyRoute): boolean => route.headers?.includes('idempotency-key') === true
 
 const ref = (kind: 'schemas' | 'headers' | 'parameters', name: string) => ({ $ref: `#/components/${kind}/${name}` })
 
@@ -162,6 +166,12 @@ function transportErrors(route: AnyRoute, options: OpenApiOptions): Record<strin
   return errors
 }
 
+/** What a charged operation (x-keyed-requests-charged) answers when its first request with a new key is over a budget. */
+const KEYED_REQUEST_REFUSALS: Readonly<Record<string, string>> = {
+  429: 'A new Idempotency-Key past the wallet\'s or the client address\'s budget of keyed requests (code idempotency_keys_limited, with Retry-After; catalog limits.keyedRequestsPerWalletPerHour, keyedRequestsPerClientPerHour): nothing ran; send the same request then, or without a key.',
+  503: 'A new Idempotency-Key past all callers\' budget of keyed requests (code idempotency_keys_exhausted, with Retry-After; catalog limits.keyedRequestsPerHour): nothing ran; send the same request then, or without a key.',
+}
+
 /** The transport answers every route so while the service stops (src/http/pipeline.ts), whatever else its 503 means. */
 const SHUTTING_DOWN = 'The service is stopping (code shutting_down): retry later or on another instance.'
 
@@ -171,7 +181,7 @@ function responseHeaders(route: AnyRoute, status: number, declared: readonly Res
   if (options.rateLimited !== false) names.push('ratelimit-policy', 'ratelimit')
   if (status === 429 || status === 503) names.push('retry-after')
   if (status === 401) names.push('www-authenticate')
-  if (status >= 200 && status < 300 && route.headers?.includes('idempotency-key') === true) names.push('idempotent-replayed')
+  if (status >= 200 && status < 300 && takesIdempotencyKey(route)) names.push('idempotent-replayed')
   if (route.immutable === true && (status === 200 || status === 304)) names.push('etag', 'cache-control')
   for (const name of declared) if (!names.includes(name)) names.push(name)
   return headerRefs(names)
@@ -191,7 +201,7 @@ function parameters(route: AnyRoute, writer: SchemaWriter): Json[] {
       result.push({ name, in: 'query', required: required.has(name), ...(description === undefined ? {} : { description }), schema: rest })
     }
   }
-  if (route.headers?.includes('idempotency-key') === true) result.push(ref('parameters', 'IdempotencyKey'))
+  if (takesIdempotencyKey(route)) result.push(ref('parameters', 'IdempotencyKey'))
   return result
 }
 
@@ -206,6 +216,8 @@ function operation(route: AnyRoute, options: OpenApiOptions, writer: SchemaWrite
     'x-callers': route.callers,
   }
   if (route.tags !== undefined && route.tags.length > 0) op['tags'] = [...route.tags]
+  const charged = takesIdempotencyKey(route) && route.keyedRequestsCharged !== false
+  if (takesIdempotencyKey(route)) op['x-keyed-requests-charged'] = charged
   const params = parameters(route, writer)
   if (params.length > 0) op['parameters'] = params
   if (route.body !== undefined) {
@@ -236,6 +248,13 @@ function operation(route: AnyRoute, options: OpenApiOptions, writer: SchemaWrite
   for (const [status, description] of Object.entries(transportErrors(route, options))) {
     if (responses[status] === undefined) responses[status] = problem(description, Number(status))
     else if (description === SHUTTING_DOWN) (responses[status] as { description: string }).description += ` Or: ${SHUTTING_DOWN}`
+  }
+  if (charged) {
+    for (const [status, description] of Object.entries(KEYED_REQUEST_REFUSALS)) {
+      const response = responses[status] as { description: string } | undefined
+      if (response === undefined) responses[status] = problem(description, Number(status))
+      else response.description += ` Or: ${description}`
+    }
   }
   op['responses'] = responses
   op['security'] = route.auth === 'session' ? [{ bearerAuth: [] }] : []
@@ -269,7 +288,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], options: OpenApiOption
       .filter((name) => usedHeaders.has(HEADER_COMPONENTS[name]))
       .map((name) => [HEADER_COMPONENTS[name], { description: HEADER_DESCRIPTIONS[name], schema: HEADER_SCHEMAS[name] }]),
   )
-  const usesIdempotency = routes.some((route) => route.headers?.includes('idempotency-key') === true)
+  const usesIdempotency = routes.some((route) => takesIdempotencyKey(route))
   const document: OpenApiDocument = {
     openapi: OPENAPI_VERSION,
     info,

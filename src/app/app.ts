@@ -358,6 +358,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         baseUrl,
         authDomain: auth?.domain ?? '',
         auth: { nonceTtlSeconds: DEFAULT_NONCE_TTL_MS / 1000, sessionTtlSeconds: config.sessionTtlSeconds, sessionsPerWalletMax: config.sessionsPerWalletMax },
+        storeBudgets: config,
         routes,
         networks,
         publishRpcUrls,

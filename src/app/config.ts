@@ -173,9 +173,10 @@ export interface ServiceConfig {
   /** Sessions all clients together may open per hour (a bucket of a minute's worth), past which 503 sign_ins_exhausted; 0: unbounded. */
   signInsPerHour: number
   /**
-   * First requests with an Idempotency-Key (each may store its answer for idempotencyRetentionSeconds) outside the
-   * credit path (src/api/routes/shared.ts UNMETERED_ROUTES) per signed-in wallet, per client address (an hour's worth in a bucket: 429 idempotency_keys_limited) and for all callers
-   * together (a minute's worth: 503 idempotency_keys_exhausted); 0: unbounded.
+   * First requests with an Idempotency-Key (each may store its answer for idempotencyRetentionSeconds) on the routes
+   * that do not declare `keyedRequestsCharged: false` (the credit path does), per signed-in wallet, per client address
+   * (an hour's worth in a bucket: 429 idempotency_keys_limited) and for all callers together (a minute's worth: 503
+   * idempotency_keys_exhausted); 0: unbounded.
    */
   keyedRequestsPerWalletPerHour: number
   keyedRequestsPerClientPerHour: number

@@ -7,19 +7,21 @@ import { HttpProblem } from '../http/problem.ts'
  * checksummed and lower-case forms match).
  */
 export function requireSame(address: Address | string, expected: Address | string, what = 'this resource'): void {
-  let same = false
-  try {
-    same = isAddressEqual(address as Address, expected as Address)
-  } catch {
-    same = false
-  }
-  if (!same) throw new HttpProblem(403, 'forbidden', `The signed-in wallet ${address} may not act on ${what}.`)
+  if (!sameWallet(address, expected)) throw forbidden(address, what)
 }
 
 /** 403 `forbidden` unless the session's wallet is one of `allowed` (e.g. the job's client or an operator). */
 export function requireOneOf(address: Address | string, allowed: ReadonlyArray<Address | string>, what = 'this resource'): void {
-  const ok = allowed.some((candidate) => {
-    try { return isAddressEqual(address as Address, candidate as Address) } catch { return false }
-  })
-  if (!ok) throw new HttpProblem(403, 'forbidden', `The signed-in wallet ${address} may not act on ${what}.`)
+  if (!allowed.some((candidate) => sameWallet(address, candidate))) throw forbidden(address, what)
 }
+
+/** Whether two addresses name the same wallet, in any letter case; what is not an address names none. */
+function sameWallet(a: Address | string, b: Address | string): boolean {
+  try {
+    return isAddressEqual(a as Address, b as Address)
+  } catch {
+    return false
+  }
+}
+
+const forbidden = (address: Address | string, what: string) => new HttpProblem(403, 'forbidden', `The signed-in wallet ${address} may not act on ${what}.`)

@@ -36,8 +36,6 @@ export interface AuthRecords {
   sessionsOf(address: Address): Promise<SessionRecord[]>
   /** Removes these sessions in one durable write; resolves how many were still there. */
   revokeSessions(sessions: readonly SessionRecord[]): Promise<number>
-  /** Drops expired records; returns how many. Called periodically by the service. */
-  pruneExpired?(nowMs: number): Promise<number>
 }
 
 /** The key of a session in the per-wallet index: wallet, then issue time (so a prefix scan is oldest first). */

@@ -56,7 +56,7 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
       operationId: 'createAuthSession',
       callers: 'public',
       summary: 'Exchange a signed SIWE message for a bearer token',
-      description: 'Step 2 of Sign-In with Ethereum. The message must name this service\'s domain, an accepted chain id and an unused, unexpired nonce from GET /auth/nonce; an EOA\'s signature is recovered without the chain; any other is verified through the chain, so smart-contract wallets (ERC-1271, ERC-6492) sign in too, and that read is charged to the network\'s chain read budget (one share for all such sign-ins, whatever address they name: the address is not proven before the read). A wallet holds at most sessionsPerWalletMax live sessions (catalog auth): a sign-in beyond it ends the wallet\'s oldest session. Sessions opened are bounded per client address (an IPv6 client\'s /64) and for all clients together (configuration signInsPerClientPerHour, signInsPerHour).',
+      description: 'Step 2 of Sign-In with Ethereum. The message must name this service\'s domain, an accepted chain id and an unused, unexpired nonce from GET /auth/nonce; an EOA\'s signature is recovered without the chain; any other is verified through the chain, so smart-contract wallets (ERC-1271, ERC-6492) sign in too, and that read is charged to the network\'s chain read budget (one share for all such sign-ins, whatever address they name: the address is not proven before the read). A wallet holds at most sessionsPerWalletMax live sessions (catalog auth): a sign-in beyond it ends the wallet\'s oldest session. Sessions opened are bounded per client address (an IPv6 client\'s /64) and for all clients together (catalog auth.signInsPerClientPerHour, auth.signInsPerHour).',
       tags: ['auth'],
       auth: 'none',
       body: SessionRequest,
@@ -64,13 +64,13 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
         201: { description: 'Session opened', schema: SessionResponse },
         400: { description: 'Not an EIP-4361 message (siwe_message_invalid), or the body fails validation (validation_failed, malformed_json).' },
         401: { description: 'Sign-in refused: siwe_domain_mismatch, siwe_chain_unsupported, siwe_nonce_invalid (not issued by this service, altered, or already used), siwe_nonce_expired, siwe_message_expired, siwe_message_not_yet_valid, siwe_signature_invalid.' },
-        429: { description: 'This client address opened as many sessions as it may for now (sign_ins_client_limited, with Retry-After; the nonce stays unused).' },
-        503: { description: `A contract wallet's signature could not be checked: the chain is unreachable (chain_unavailable), or ${CHAIN_READS_EXHAUSTED} The service opens no more sessions for now, from any client (sign_ins_exhausted, with Retry-After). The nonce stays unused: the same message may be sent again.` },
+        429: { description: 'This client address opened as many sessions as it may for now (sign_ins_client_limited, with Retry-After; the nonce stays unused; catalog auth.signInsPerClientPerHour).' },
+        503: { description: `A contract wallet's signature could not be checked: the chain is unreachable (chain_unavailable), or ${CHAIN_READS_EXHAUSTED} The service opens no more sessions for now, from any client (sign_ins_exhausted, with Retry-After; catalog auth.signInsPerHour). The nonce stays unused: the same message may be sent again.` },
       },
-      handler: async ({ body, clientIp }) => {
+      handler: async ({ body, clientKey }) => {
         let session
         try {
-          session = await auth.createSession({ message: body.message, signature: body.signature as `0x${string}`, clientIp })
+          session = await auth.createSession({ message: body.message, signature: body.signature as `0x${string}`, client: clientKey })
         } catch (error) {
           throw problemOf(error)
         }

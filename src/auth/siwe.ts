@@ -7,9 +7,8 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { getAddress, hashMessage, isAddressEqual, recoverAddress, type Address, type Hash, type Hex, type PublicClient } from 'viem'
 import { parseSiweMessage, validateSiweMessage } from 'viem/siwe'
-import { clientKeyOf } from '../http/client-key.ts'
 import { HttpProblem } from '../http/problem.ts'
-import type { StoreBudget } from '../http/rate-limit.ts'
+import type { BudgetProblems, StoreBudget } from '../http/rate-limit.ts'
 import type { Session } from '../http/route.ts'
 import type { AuthRecords, SessionRecord } from './records.ts'
 
@@ -30,6 +29,14 @@ export const DEFAULT_SESSIONS_PER_WALLET_MAX = 10
 const NONCE_PATTERN = /^[0-9a-f]{76}$/
 
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/
+
+/** How a sign-in the `signIns` budget (per client address, for all clients) refuses is answered. */
+const SIGN_IN_REFUSALS: BudgetProblems = {
+  limited: (_bucket, retryAfterSeconds) =>
+    new HttpProblem(429, 'sign_ins_client_limited', 'This client address opened as many sessions as it may for now (signInsPerClientPerHour); an agent signs in about once a day per wallet: reuse its session, or retry later.', { title: 'Too many sign-ins', headers: { 'retry-after': String(retryAfterSeconds) } }),
+  exhausted: (retryAfterSeconds) =>
+    new HttpProblem(503, 'sign_ins_exhausted', 'The service opens no more sessions for now, whoever asks; retry later.', { title: 'Sign-ins exhausted', headers: { 'retry-after': String(retryAfterSeconds) } }),
+}
 
 export interface SiweAuthOptions {
   records: AuthRecords
@@ -72,8 +79,8 @@ export interface IssuedSession {
 /** What the auth routes need; `SiweAuth` is the implementation. */
 export interface AuthService {
   issueNonce(): Promise<IssuedNonce>
-  /** `clientIp`: the request's client address (RouteContext.clientIp), whose sign-ins are bounded. */
-  createSession(input: { message: string; signature: `0x${string}`; clientIp: string }): Promise<IssuedSession>
+  /** `client`: the request's client (RouteContext.clientKey), whose sign-ins are bounded. */
+  createSession(input: { message: string; signature: `0x${string}`; client: string }): Promise<IssuedSession>
   /** Ends the session of the request (`all`: every session of its wallet); resolves how many ended. */
   revoke(session: Session, all: boolean): Promise<number>
 }
@@ -134,14 +141,6 @@ export class SiweAuth implements AuthService {
     return [...this.#clients.keys()]
   }
 
-  get sessionsPerWalletMax(): number {
-    return this.#sessionsPerWalletMax
-  }
-
-  get nonceTtlMs(): number {
-    return this.#nonceTtlMs
-  }
-
   #mac(secret: Uint8Array, body: string): string {
     return createHmac('sha256', secret).update(body, 'latin1').digest('hex').slice(0, 32)
   }
@@ -168,7 +167,7 @@ export class SiweAuth implements AuthService {
     return Number.parseInt(nonce.slice(0, 12), 16)
   }
 
-  async createSession(input: { message: string; signature: `0x${string}`; clientIp: string }): Promise<IssuedSession> {
+  async createSession(input: { message: string; signature: `0x${string}`; client: string }): Promise<IssuedSession> {
     const nowMs = this.#nowMs()
     const parsed = parseSiweMessage(input.message)
     const { address, chainId, domain, nonce, uri, version } = parsed
@@ -203,7 +202,7 @@ export class SiweAuth implements AuthService {
     if (!valid) throw refused('siwe_signature_invalid', NOT_SIGNED)
     // Charged only now, for a sign-in that stores a session: a refused message costs no one's budget. The nonce stays
     // unused, so the same message may be sent again after the wait (while the nonce lasts).
-    this.#chargeSignIn(clientKeyOf(input.clientIp))
+    this.#signIns?.charge(undefined, input.client, SIGN_IN_REFUSALS)
 
     const token = randomBytes(32).toString('base64url')
     const expiresAtMs = Math.min(nowMs + this.#sessionTtlMs, parsed.expirationTime?.getTime() ?? Number.POSITIVE_INFINITY)
@@ -219,16 +218,6 @@ export class SiweAuth implements AuthService {
       this.#sessionsEnded(drop.map((s) => s.tokenHash))
     })
     return { token, address: checksummed, chainId, expiresAtMs }
-  }
-
-  #chargeSignIn(client: string): void {
-    const refusal = this.#signIns?.take(undefined, client)
-    if (refusal === undefined) return
-    const waitHeaders = { 'retry-after': String(refusal.retryAfterSeconds) }
-    if (refusal.bucket === 'all') {
-      throw new HttpProblem(503, 'sign_ins_exhausted', 'The service opens no more sessions for now, whoever asks; retry later.', { title: 'Sign-ins exhausted', headers: waitHeaders })
-    }
-    throw new HttpProblem(429, 'sign_ins_client_limited', 'This client address opened as many sessions as it may for now (signInsPerClientPerHour); an agent signs in about once a day per wallet: reuse its session, or retry later.', { title: 'Too many sign-ins', headers: waitHeaders })
   }
 
   async revoke(current: Session, all: boolean): Promise<number> {

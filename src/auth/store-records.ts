@@ -1,6 +1,7 @@
 // The authorization part's persistence (nonce secret, used nonces, sessions) on the service's LMDB store: the same
 // data directory, the same durability, the same group commit as everything else. Issuing a nonce writes nothing;
-// the used-nonce record is written in the commit of the session it opened.
+// the used-nonce record is written in the commit of the session it opened. Expired records read as absent; the
+// store's sweeper deletes them.
 import { randomBytes } from 'node:crypto'
 import type { Address } from 'viem'
 import { walletSessionKey, type AuthRecords, type SessionRecord, type UsedNonceRecord } from './records.ts'
@@ -80,10 +81,5 @@ export class StoreAuthRecords implements AuthRecords {
 
   #removeOps(session: SessionRecord): RecordWrite[] {
     return [this.#sessions.deleteOp(session.tokenHash), this.#walletSessions.deleteOp(walletSessionKey(session))]
-  }
-
-  /** Expired records read as absent; the store's sweeper deletes them. */
-  async pruneExpired(): Promise<number> {
-    return this.#store.sweepExpired()
   }
 }

@@ -253,18 +253,23 @@ export class Engine {
     const job = s.jobs.get(input.repaymentSource)
     const backing = job ? undefined : s.sources.get(input.repaymentSource)
     if (!job && !backing) return fail('not_found', 'repayment_source_not_found', `no live job or backing source ${input.repaymentSource}`)
+    // Every advance of a job that still owes is named by its one settleJob: past advancesPerJobMax it would not fit in a
+    // transaction, and the job could never be settled (the borrower's live offers may all become this job's advances).
+    // Checked before underwriting, like the live offers, so that a refusal costs the least; only for the job's own
+    // borrower (anyone else's request is declined, source_not_owned, whatever its offers).
+    if (job) {
+      const { advanceIds, borrower } = job.getSnapshot().context
+      const openAdvances = advanceIds.length
+      if (openAdvances + liveOffers >= this.config.advancesPerJobMax && sameAddress(borrower, input.agent)) {
+        return fail('conflict', 'job_advances_limit', `job ${input.repaymentSource}'s open advances (${openAdvances}) and the borrower's live offers (${liveOffers}) ` +
+          `reach advancesPerJobMax (${this.config.advancesPerJobMax}), the most one settleJob can pay; wait until offers end or advances are repaid`)
+      }
+    }
 
     const decision = underwrite(s, input, job, backing, nowMs)
     const { reasons, capacityAtomic, coverageBps, riskBand, durationSeconds } = decision
     if (reasons.length > 0) {
       return drain(s, { decision: 'declined', reasons, capacityAtomic, coverageBps, riskBand, durationSeconds, offer: null })
-    }
-    // Every advance of a job that still owes is named by its one settleJob: past advancesPerJobMax it would not fit in a
-    // transaction, and the job could never be settled (the borrower's live offers may all become this job's advances).
-    const openAdvances = job?.getSnapshot().context.advanceIds.length ?? 0
-    if (job && openAdvances + liveOffers >= this.config.advancesPerJobMax) {
-      return fail('conflict', 'job_advances_limit', `job ${input.repaymentSource}'s open advances (${openAdvances}) and the borrower's live offers (${liveOffers}) ` +
-        `reach advancesPerJobMax (${this.config.advancesPerJobMax}), the most one settleJob can pay; wait until offers end or advances are repaid`)
     }
     const offer = openOffer(s, input, decision, nowMs)
     return drain(s, { decision: 'approved', reasons, capacityAtomic, coverageBps, riskBand, durationSeconds, offer })

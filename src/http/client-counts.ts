@@ -10,7 +10,7 @@ export class ClientCounts {
   }
 
   add(key: string): void {
-    this.#held.set(key, (this.#held.get(key) ?? 0) + 1)
+    this.#held.set(key, this.held(key) + 1)
   }
 
   /** One more for `key`, unless it holds `max` already: then false and nothing is counted. */
@@ -22,7 +22,7 @@ export class ClientCounts {
 
   /** Gives back one place `add` or `take` gave `key`. */
   release(key: string): void {
-    const left = (this.#held.get(key) ?? 0) - 1
+    const left = this.held(key) - 1
     if (left <= 0) this.#held.delete(key)
     else this.#held.set(key, left)
   }

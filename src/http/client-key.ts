@@ -1,9 +1,11 @@
-// One client, as the service counts clients: an address, or an IPv6 /64.
+// One client, as the service counts clients: its address (what a trusted proxy forwarded, or the peer), an IPv6 one
+// by its /64.
 
 /**
- * The key one client is counted on, by the rate limiter (anonymous requests) and by the bound on waiting lender
- * registrations (src/service/lenders.ts): the client's address (RouteContext.clientIp: the socket's peer, the front's
- * PROXY header, or what a trusted proxy forwarded), except that an IPv6 address counts by its /64. One subscriber,
+ * The key one client is counted on (RouteContext.clientKey), by the rate limiter (anonymous requests), the store
+ * budgets (src/http/rate-limit.ts StoreBudget) and the bound on waiting lender registrations (src/service/lenders.ts):
+ * the client's address (the socket's peer, the front's PROXY header, or what a trusted proxy forwarded), except that
+ * an IPv6 address counts by its /64. One subscriber,
  * and any rented server, gets a whole /64: counted by address, one host would have 2^64 clients. An IPv4-mapped IPv6
  * address counts as its IPv4 address. Anything that does not parse as an address is its own key.
  */
@@ -31,4 +33,20 @@ export function clientKeyOf(clientIp: string): string {
     return [(words[6] as number) >> 8, (words[6] as number) & 255, (words[7] as number) >> 8, (words[7] as number) & 255].join('.')
   }
   return `${words.slice(0, 4).map((w) => w.toString(16)).join(':')}::/64`
+}
+
+/**
+ * The client address a request is counted on. Without trusted proxies it is the socket's peer. When the peer is
+ * a trusted proxy, it is the right-most X-Forwarded-For entry that is not itself a trusted proxy (what the
+ * outermost trusted proxy saw), so that a client cannot pick its own bucket by sending the header itself.
+ */
+export function clientAddress(peer: string, forwardedFor: string, trustedProxies: ReadonlySet<string>): string {
+  if (trustedProxies.size === 0 || forwardedFor === '' || !trustedProxies.has(peer)) return peer
+  const hops = forwardedFor.split(',')
+  for (let index = hops.length - 1; index >= 0; index--) {
+    const hop = (hops[index] as string).trim()
+    if (hop === '') continue
+    if (!trustedProxies.has(hop)) return hop
+  }
+  return peer
 }

@@ -1,13 +1,13 @@
 // The transport-neutral request pipeline (see createPipeline). Handlers hold no transport code and no business rule
 // of their own: they call one engine command and return `{ status, body }`.
-import { clientKeyOf } from './client-key.ts'
+import { clientAddress, clientKeyOf } from './client-key.ts'
 import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
 import { duplicateKeyPointer } from './json.ts'
 import { errorFields, requestIdMinter, silentLogger, stdoutLogger } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
-import { clientAddress, DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts'
-import { templateRegExp, type AuthMode, type RouteContext, type Session } from './route.ts'
+import { DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts'
+import { templateRegExp, type AnyRoute, type AuthMode, type RouteContext, type Session } from './route.ts'
 import {
   AMBIGUOUS_LENGTH, bearerToken, checkedBody, compileRoutes, decodeParams, internalError, isJsonType, JSON_TYPE, jsonText, matchesEtag, parseQuery,
   presentBit, problemReply, REQUEST_ID, utf8, validationProblem, type CompiledRoute, type Reply,
@@ -74,8 +74,8 @@ interface RequestState<Res> {
   rate: { policy: string; key: string; decision: RateDecision } | undefined
   /** X-Forwarded-For, copied while the request is readable ('' unless a trusted proxy may have written it). */
   forwardedFor: string
-  /** The client's address, read on first use (`clientIpOf`). */
-  clientIp: string | undefined
+  /** The client (clientKeyOf its address), read on first use (`clientKeyOfState`). */
+  clientKey: string | undefined
 }
 
 /** A request body as read: its text (undefined when it is not UTF-8) and its length in bytes. */
@@ -220,7 +220,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       onAbort: undefined,
       rate: undefined,
       forwardedFor: '',
-      clientIp: undefined,
+      clientKey: undefined,
     }
     // uWS requires the abort handler before any asynchronous step; after it fires `res` must not be touched.
     io.onAborted(res, () => {
@@ -239,11 +239,12 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   const addressOf = (res: Res, forwardedFor: string): string => clientAddress(io.remoteAddress(res), forwardedFor, trustedProxies)
   const peerOf = (res: Res, req: Req): string => addressOf(res, trustedProxies.size === 0 ? '' : io.header(req, 'x-forwarded-for'))
   /**
-   * The client address of a routed request, read once and only when needed: a signed-in request never needs it unless
-   * a handler asks (issue 11). A function of the state, not a closure per request: under tsx (esbuild's keepNames) each
-   * named closure also costs an Object.defineProperty, 0.5% of the service thread's busy time in the load mix.
+   * The client of a routed request (clientKeyOf its address), read once and only when needed: the rate limiter's key of
+   * an anonymous request, and a signed-in request never needs it unless a handler asks (issue 11). A function of the
+   * state, not a closure per request: under tsx (esbuild's keepNames) each named closure also costs an
+   * Object.defineProperty, 0.5% of the service thread's busy time in the load mix.
    */
-  const clientIpOf = (state: RequestState<Res>): string => (state.clientIp ??= state.aborted ? '' : addressOf(state.res, state.forwardedFor))
+  const clientKeyOfState = (state: RequestState<Res>): string => (state.clientKey ??= state.aborted ? '' : clientKeyOf(addressOf(state.res, state.forwardedFor)))
 
   /** The handler's abort signal, made on first use (already aborted if the client went away before). */
   const signalOf = (state: RequestState<Res>): AbortSignal => {
@@ -255,17 +256,17 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   }
 
   /**
-   * A handler's context. `clientIp` and `signal` are read through the request's state, only when asked: getters on
+   * A handler's context. `clientKey` and `signal` are read through the request's state, only when asked: getters on
    * the prototype, where an object literal's would be two new closures per request (issue 11).
    */
   class HandlerContext implements RouteContext<unknown, unknown, unknown, AuthMode> {
     readonly #state: RequestState<Res>
-    constructor(state: RequestState<Res>, readonly params: Record<string, string>, readonly query: Record<string, string | number>, readonly body: unknown, readonly session: Session | undefined, readonly headers: Record<string, string>) {
+    constructor(state: RequestState<Res>, readonly route: AnyRoute, readonly params: Record<string, string>, readonly query: Record<string, string | number>, readonly body: unknown, readonly session: Session | undefined, readonly headers: Record<string, string>) {
       this.#state = state
     }
 
-    get clientIp(): string {
-      return clientIpOf(this.#state)
+    get clientKey(): string {
+      return clientKeyOfState(this.#state)
     }
 
     get signal(): AbortSignal {
@@ -367,7 +368,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
         } else {
           session = found
         }
-        if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? clientKeyOf(clientIpOf(state)) : session.address)) return
+        if (!admit(state, session === undefined ? 'client' : 'wallet', session === undefined ? clientKeyOfState(state) : session.address)) return
       }
       if (c.route.auth === 'session') {
         if (input.token === undefined) throw new HttpProblem(401, 'unauthorized', 'This route needs an Authorization: Bearer <token> header from POST /auth/session.', { headers: { 'www-authenticate': 'Bearer' } })
@@ -408,7 +409,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       if (c.body !== undefined && !c.body.check(body)) issues.push(...c.body.issues(body, '/body'))
       if (issues.length > 0) throw validationProblem(issues)
 
-      const result = await c.route.handler(new HandlerContext(state, params, query, body, session, input.headers))
+      const result = await c.route.handler(new HandlerContext(state, c.route, params, query, body, session, input.headers))
       if (state.aborted) return
       // What the answer cost beyond the token that admitted it (a page of 100 items costs 100).
       if (c.route.cost !== undefined && limiter !== undefined && state.rate !== undefined && result.status < 300) {
@@ -433,7 +434,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   /** An immutable route's answer: built once, then served from memory by representation and validator. */
   const documentReply = async (state: RequestState<Res>, c: CompiledRoute, headers: Record<string, string>): Promise<Reply> => {
     c.document ??= (async () => {
-      const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientIp: '', signal: signalOf(state) })
+      const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientKey: '', signal: signalOf(state), route: c.route })
       const reply = serialize(state, c, result)
       if (reply.status !== 200 || reply.body === undefined) throw new Error(`${c.route.path}: an immutable route must answer 200 with a body`)
       return documentVariants(reply.body, reply.headers)
@@ -496,7 +497,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       if (trustedProxies.size > 0) state.forwardedFor = io.header(req, 'x-forwarded-for')
       const token = options.authenticate === undefined ? undefined : bearerToken(io.header(req, 'authorization'))
       // Without a token the bucket is known now: refuse before reading a body. With one, after authentication.
-      if (token === undefined && limiter !== undefined && !admit(state, 'client', clientKeyOf(clientIpOf(state)))) return
+      if (token === undefined && limiter !== undefined && !admit(state, 'client', clientKeyOfState(state))) return
       const declaredLength = io.header(req, 'content-length')
       const headers: Record<string, string> = {}
       let unsure = false

@@ -1,6 +1,8 @@
 // A token bucket per key (a signed-in wallet, or a client address). A request needs one token to be admitted;
 // what its answer cost beyond that (a list page costs its item count) is charged afterwards and may leave the
-// bucket in debt, which later requests wait out. Tokens refill continuously.
+// bucket in debt, which later requests wait out. Tokens refill continuously. The store budgets (StoreBudget) are such
+// buckets per wallet, per client and for all, charged for each record a stranger makes the service keep.
+import type { HttpProblem } from './problem.ts'
 
 export interface RateLimitOptions {
   /** Tokens a key can spend in a burst. */
@@ -8,10 +10,10 @@ export interface RateLimitOptions {
   /** Tokens added per second. */
   refillPerSecond: number
   /** Buckets kept at most; the least recently used are dropped first (a full bucket loses nothing). */
-  maxClients?: number
+  bucketsMax?: number
 }
 
-export const DEFAULT_RATE_LIMIT: Required<RateLimitOptions> = { burst: 200, refillPerSecond: 100, maxClients: 100_000 }
+export const DEFAULT_RATE_LIMIT: Required<RateLimitOptions> = { burst: 200, refillPerSecond: 100, bucketsMax: 100_000 }
 
 interface Bucket {
   tokens: number
@@ -33,7 +35,7 @@ export class RateLimiter {
   readonly burst: number
   readonly refillPerSecond: number
   readonly #refillPerMs: number
-  readonly #maxClients: number
+  readonly #bucketsMax: number
   readonly #buckets = new Map<string, Bucket>()
 
   constructor(options: RateLimitOptions) {
@@ -41,7 +43,7 @@ export class RateLimiter {
     this.burst = options.burst
     this.refillPerSecond = options.refillPerSecond
     this.#refillPerMs = options.refillPerSecond / 1000
-    this.#maxClients = options.maxClients ?? DEFAULT_RATE_LIMIT.maxClients
+    this.#bucketsMax = options.bucketsMax ?? DEFAULT_RATE_LIMIT.bucketsMax
   }
 
   /** Admits a request when the key has a whole token, and spends it. */
@@ -87,7 +89,7 @@ export class RateLimiter {
   }
 
   #evict(): void {
-    while (this.#buckets.size > this.#maxClients) {
+    while (this.#buckets.size > this.#bucketsMax) {
       const oldest = this.#buckets.keys().next()
       if (oldest.done === true) return
       this.#buckets.delete(oldest.value)
@@ -96,26 +98,14 @@ export class RateLimiter {
 }
 
 /**
- * The client address a request is counted on. Without trusted proxies it is the socket's peer. When the peer is
- * a trusted proxy, it is the right-most X-Forwarded-For entry that is not itself a trusted proxy (what the
- * outermost trusted proxy saw), so that a client cannot pick its own bucket by sending the header itself.
+ * The problems a StoreBudget's refusal is answered with, each with Retry-After `retryAfterSeconds`: the same request
+ * may be sent again then.
  */
-export function clientAddress(peer: string, forwardedFor: string, trustedProxies: ReadonlySet<string>): string {
-  if (trustedProxies.size === 0 || forwardedFor === '' || !trustedProxies.has(peer)) return peer
-  const hops = forwardedFor.split(',')
-  for (let index = hops.length - 1; index >= 0; index--) {
-    const hop = (hops[index] as string).trim()
-    if (hop === '') continue
-    if (!trustedProxies.has(hop)) return hop
-  }
-  return peer
-}
-
-/** Which of a StoreBudget's buckets refused, and when it has a token again. */
-export interface BudgetRefusal {
-  /** `wallet`, `client`: the caller's own bound (429); `all`: every caller's together (503). */
-  readonly bucket: 'wallet' | 'client' | 'all'
-  readonly retryAfterSeconds: number
+export interface BudgetProblems {
+  /** 429: the caller's own bound refused, its wallet's or its client address's. */
+  limited(bucket: 'wallet' | 'client', retryAfterSeconds: number): HttpProblem
+  /** 503: every caller's together refused. */
+  exhausted(retryAfterSeconds: number): HttpProblem
 }
 
 /**
@@ -143,21 +133,21 @@ export class StoreBudget {
     this.#all = bucket(perHour.all, 60)
   }
 
-  /** Spends one token of each bucket that applies, or refuses (spending nothing of the buckets after the refusing one). */
-  take(wallet: string | undefined, client: string): BudgetRefusal | undefined {
+  /**
+   * Spends one token of each bucket that applies, or throws the refusal as `problems` says (spending nothing of the
+   * buckets after the refusing one).
+   */
+  charge(wallet: string | undefined, client: string, problems: BudgetProblems): void {
     const nowMs = this.#nowMs()
-    if (wallet !== undefined && this.#wallet !== undefined) {
-      const d = this.#wallet.take(wallet, nowMs)
-      if (!d.allowed) return { bucket: 'wallet', retryAfterSeconds: d.retryAfterSeconds }
-    }
-    if (this.#client !== undefined) {
-      const d = this.#client.take(client, nowMs)
-      if (!d.allowed) return { bucket: 'client', retryAfterSeconds: d.retryAfterSeconds }
-    }
-    if (this.#all !== undefined) {
-      const d = this.#all.take('', nowMs)
-      if (!d.allowed) return { bucket: 'all', retryAfterSeconds: d.retryAfterSeconds }
-    }
-    return undefined
+    const refused = (wallet === undefined ? undefined : refusal(this.#wallet, 'wallet', wallet, nowMs)) ?? refusal(this.#client, 'client', client, nowMs) ?? refusal(this.#all, 'all', '', nowMs)
+    if (refused === undefined) return
+    throw refused.bucket === 'all' ? problems.exhausted(refused.retryAfterSeconds) : problems.limited(refused.bucket, refused.retryAfterSeconds)
   }
+}
+
+/** Which of a StoreBudget's buckets refused `key` a token, and when it has one again; undefined when it spent one (or is off). */
+function refusal(limiter: RateLimiter | undefined, bucket: 'wallet' | 'client' | 'all', key: string, nowMs: number): { bucket: 'wallet' | 'client' | 'all'; retryAfterSeconds: number } | undefined {
+  if (limiter === undefined) return undefined
+  const decision = limiter.take(key, nowMs)
+  return decision.allowed ? undefined : { bucket, retryAfterSeconds: decision.retryAfterSeconds }
 }

@@ -54,10 +54,16 @@ export interface RouteContext<P, Q, B, A extends AuthMode> {
   session: A extends 'session' ? Session : undefined
   /** The request headers listed in the route's `headers`, lower-case names, copied before any await. */
   headers: Readonly<Record<string, string>>
-  /** Address of the client: the socket's peer, or what a trusted proxy forwarded (the rate limiter's key for anonymous requests). */
-  clientIp: string
+  /**
+   * The client, as the service counts clients (clientKeyOf: an address, an IPv6 /64) of the address the request came
+   * from: the socket's peer, the front's PROXY header, or what a trusted proxy forwarded. The rate limiter's key of an
+   * anonymous request; '' once the client went away.
+   */
+  clientKey: string
   /** Aborted when the client goes away; the server never writes to an aborted response. */
   signal: AbortSignal
+  /** The route answering the request, as declared: its path template, its flags. */
+  route: AnyRoute
 }
 
 type BodyOf<Spec> = Spec extends { schema: infer S extends TSchema } ? Static<S> : undefined
@@ -100,6 +106,13 @@ export interface RouteSpec<
   immutable?: boolean
   /** Tokens of the rate limit the answer costs (default 1): a list page costs its item count. */
   cost?: (body: unknown) => number
+  /**
+   * Whether a request's first run with a new Idempotency-Key is charged to the keyed-request store budget (its answer
+   * is kept idempotencyRetentionSeconds; src/api/routes/shared.ts mutate): true unless declared false, which a route
+   * may be only when each of its runs needs what costs money or is bounded elsewhere. The OpenAPI document says which
+   * (x-keyed-requests-charged).
+   */
+  keyedRequestsCharged?: boolean
   responses: R
   handler: (ctx: RouteContext<StaticOr<P, Record<string, never>>, StaticOr<Q, Record<string, never>>, StaticOr<B, undefined>, A>) => RouteResult<NoInfer<R>> | Promise<RouteResult<NoInfer<R>>>
 }
@@ -121,6 +134,7 @@ export interface AnyRoute {
   headers?: readonly string[]
   immutable?: boolean
   cost?: (body: unknown) => number
+  keyedRequestsCharged?: boolean
   responses: ResponsesSpec
   handler: (ctx: RouteContext<any, any, any, any>) => { status: number; body: unknown; headers?: Record<string, string> } | Promise<{ status: number; body: unknown; headers?: Record<string, string> }>
 }

@@ -49,7 +49,7 @@ export interface ServerOptions {
   rateLimit?: RateLimitOptions | false
   /** Origins a browser may call from (CORS): `['*']` any (the default), `[]` none, or exact origins. */
   corsOrigins?: readonly string[]
-  /** Peer addresses whose X-Forwarded-For names the client (see `clientAddress`); none by default. */
+  /** Peer addresses whose X-Forwarded-For names the client (see client-key.ts `clientAddress`); none by default. */
   trustedProxies?: readonly string[]
   /**
    * Answer HTTP/1.0 requests and refuse HTTP/1.1 requests without Host with a 400, which uWS alone leaves without

@@ -7,7 +7,6 @@ import { erc20Abi, type Address, type Hex } from 'viem'
 import { advanceMinAtomicOf, type TokenConfig } from '../chain/config.ts'
 import type { LeaseView, LenderView, RegisterLenderInput } from '../engine/types.ts'
 import { EngineRefusedError, fail } from '../engine/errors.ts'
-import { clientKeyOf } from '../http/client-key.ts'
 import type { RecordCollection, RecordWrite, StoredResponse } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
 import type { DeliveredLease } from './lease-delivery.ts'
@@ -106,13 +105,12 @@ export async function registerLender(
   service: ServiceCore,
   mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderView }>,
   lender: Address,
-  /** The client address the request came from (RouteContext.clientIp): its waiting registrations are bounded. */
-  clientIp: string,
+  /** The client the request came from (RouteContext.clientKey): its waiting registrations are bounded. */
+  client: string,
   body: Omit<RegisterLenderInput, 'address' | 'sessionAddress' | 'reputationBps' | 'reliabilityBps'>,
   /** ERC-8004 evidence already verified (src/reputation/links.ts): the initial reputation and the link's writes. */
   evidence?: { reputationBps: number; records: () => RecordWrite[] },
 ): Promise<{ response: StoredResponse; privateKey: Hex }> {
-  const client = clientKeyOf(clientIp)
   const nowMs = service.now()
   // Checked first: a client over its own bound is told so (429), whether or not the service is full.
   service.waitingRegistrations.admit(client, nowMs)
@@ -178,9 +176,9 @@ export async function rotateSessionKey(
   mutation: Mutation<{ sessionKey: SessionKeyRecord; lender: LenderView }>,
   caller: Address,
   lender: Address,
-  clientIp: string,
+  /** The client the request came from (RouteContext.clientKey). */
+  client: string,
 ): Promise<{ response: StoredResponse; privateKey: Hex }> {
-  const client = clientKeyOf(clientIp)
   const nowMs = service.now()
   const registered = service.engine.getLender(lender)
   const old = service.sessionKeyRecords.get(lender)

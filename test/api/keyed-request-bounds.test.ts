@@ -77,6 +77,13 @@ t.test('one wallet stores keyedRequestsPerWalletPerHour answers (default 1,800) 
   advance(2000)
   t.equal((await withdraw(h, lender, 'w-1800')).status, 200, 'the same request, once the wait is over, runs')
   t.equal(before - lender.liquidity(), 1802n)
+  // The budgets are published: the catalog's limits, llms.txt, and the charged operations' 429 and 503.
+  const catalog = (await (await fetch(`${h.url}/.well-known/service.json`)).json()) as { limits: Record<string, number> }
+  t.match(catalog.limits, { keyedRequestsPerWalletPerHour: 1800, keyedRequestsPerClientPerHour: 7200, keyedRequestsPerHour: 360_000 }, 'the catalog\'s limits')
+  t.match(await (await fetch(`${h.url}/llms.txt`)).text(), /1800 an hour per wallet, 7200 an hour per client address \(429 idempotency_keys_limited beyond\), 360000 an hour from all callers \(503 idempotency_keys_exhausted beyond\)/, 'llms.txt')
+  const responses = ((await (await fetch(`${h.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>> }).paths['/lenders/{address}/withdraw']?.['post']?.responses
+  t.match(responses?.['429']?.description, /idempotency_keys_limited.*keyedRequestsPerWalletPerHour/, 'the withdrawal\'s 429')
+  t.match(responses?.['503']?.description, /idempotency_keys_exhausted.*keyedRequestsPerHour/, 'and 503')
 })
 
 t.test('one client address sends keyedRequestsPerClientPerHour keyed requests, whatever its wallets; 429 idempotency_keys_limited', async (t) => {
@@ -123,4 +130,9 @@ t.test('the credit path is not charged: an agent keys each of its POSTs (the SDK
   t.equal((await withdraw(h, lender, 'w-1')).status, 200)
   t.equal((await withdraw(h, lender, 'w-2')).status, 200)
   expectProblem(t, await withdraw(h, lender, 'w-3'), 429, 'idempotency_keys_limited')
+  // Each route declares whether it is charged, and the OpenAPI document says so on every operation that takes a key.
+  const paths = ((await (await fetch(`${h.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { parameters?: Array<{ $ref?: string }>; 'x-keyed-requests-charged'?: boolean }>> }).paths
+  const charged = Object.entries(paths).flatMap(([path, item]) => Object.entries(item).filter(([, op]) => op.parameters?.some((p) => p.$ref === '#/components/parameters/IdempotencyKey')).map(([method, op]) => [`${method.toUpperCase()} ${path}`, op['x-keyed-requests-charged']] as const))
+  t.ok(charged.length > 10, `${charged.length} operations take an Idempotency-Key`)
+  for (const [operation, isCharged] of charged) t.equal(isCharged, !operation.startsWith('POST /credit/'), `${operation}: x-keyed-requests-charged ${String(isCharged)}`)
 })

@@ -61,6 +61,10 @@ t.test('one client address opens signInsPerClientPerHour sessions (default 600),
   nowMs += 6_000
   t.equal((await send(h, stranger, await signedMessage(h))).status, 201, '6 s later the client signs in once more')
   expectProblem(t, await send(h, stranger, await signedMessage(h)), 429, 'sign_ins_client_limited', 'and not twice')
+  // The budgets are published: the catalog's auth and llms.txt.
+  const catalog = (await (await fetch(`${h.url}/.well-known/service.json`)).json()) as { auth: Record<string, unknown> }
+  t.match(catalog.auth, { signInsPerClientPerHour: 600, signInsPerHour: serviceDefaults.signInsPerHour }, 'the catalog\'s auth')
+  t.match(await (await fetch(`${h.url}/llms.txt`)).text(), new RegExp(`600 an hour\\s+per client address \\(429 sign_ins_client_limited beyond\\), ${serviceDefaults.signInsPerHour} an hour from all clients`), 'llms.txt')
 })
 
 t.test('all clients together open signInsPerHour sessions (a minute\'s worth at once), then 503 sign_ins_exhausted', async (t) => {

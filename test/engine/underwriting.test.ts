@@ -18,6 +18,24 @@ t.test('over capacity is declined with a reason and changes nothing', async (t) 
   t.same(next.reasons.map((r) => r.code), ['over_capacity'], 'a live offer uses capacity')
 })
 
+t.test('job_advances_limit is checked before underwriting: refused whatever the decision would be, changing nothing; another borrower is declined as before', async (t) => {
+  // A job's open advances plus its borrower's live offers reach advancesPerJobMax (2): the third request is refused.
+  const { engine } = newEngine({ advancesPerJobMax: 2 })
+  createJob(engine, 'job_1', 10_000n) // capacity 8000
+  for (let i = 0; i < 2; i++) t.equal(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 100n }), T0)).decision, 'approved')
+  const fitting = engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 100n }), T0)
+  t.match(fitting, { ok: false, error: { class: 'conflict', code: 'job_advances_limit' } }, 'a request that would be approved is refused')
+  const overCapacity = engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 9000n }), T0)
+  t.match(overCapacity, { ok: false, error: { class: 'conflict', code: 'job_advances_limit' } }, 'so is one underwriting would decline (over_capacity): the limit comes first')
+  t.equal(engine.creditState().counts.liveOffers, 2, 'no offer was made')
+  // Another borrower's request on the job is declined for its ownership, its own live offers notwithstanding.
+  const other = addr(0xabc)
+  registerBacking(engine, 'src_other', 10_000_000n, other)
+  for (let i = 0; i < 2; i++) t.equal(unwrap(engine.requestCredit(creditRequest({ agent: other, repaymentSource: 'src_other' }), T0)).decision, 'approved')
+  t.same(unwrap(engine.requestCredit(creditRequest({ agent: other, repaymentSource: 'job_1' }), T0)).reasons.map((r) => r.code), ['source_not_owned'])
+  engine.checkInvariants()
+})
+
 t.test('backing source capacity = min(value x rate, liquidation value) - outstanding', async (t) => {
   const { engine } = newEngine()
   unwrap(engine.registerSource({ sourceId: 'src_x', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 4_000n, advanceRateBps: 5000, evidenceId: 'e', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))

@@ -82,7 +82,19 @@ const mineRoute = defineRoute({
   handler: ({ session }) => ({ status: 200, body: { address: session.address } }),
 })
 
-const routes: AnyRoute[] = [...testRoutes, listRoute, actionRoute, documentRoute, mineRoute]
+/** The client a handler is given: the pipeline's, the key the limiter counts an anonymous request on. */
+const clientRoute = defineRoute({
+  method: 'get',
+  path: '/client',
+  operationId: 'client',
+  callers: 'any caller (a test route)',
+  summary: 'The caller\'s client key',
+  auth: 'none',
+  responses: { 200: { description: 'Its client key', schema: StrictObject({ clientKey: Type.String() }) } },
+  handler: ({ clientKey }) => ({ status: 200, body: { clientKey } }),
+})
+
+const routes: AnyRoute[] = [...testRoutes, listRoute, actionRoute, documentRoute, mineRoute, clientRoute]
 
 /** Tokens are `token-<address>`: enough to tell wallets apart without a chain. */
 const authenticate = async (token: string) => (token.startsWith('token-0x') ? { address: token.slice(6) as `0x${string}` } : undefined)
@@ -334,6 +346,14 @@ t.test('behind a trusted proxy each forwarded client has its own bucket; a direc
   const untrusted = await start({ rateLimit: { burst: 2, refillPerSecond: 0.001 }, nowMs: () => 0 })
   for (const client of ['198.51.100.1', '198.51.100.2']) t.equal((await fetch(`${untrusted.server.url}/items/abc`, { headers: { 'x-forwarded-for': client } })).status, 200)
   t.equal((await fetch(`${untrusted.server.url}/items/abc`, { headers: { 'x-forwarded-for': '198.51.100.3' } })).status, 429, 'without a trusted proxy the header changes nothing')
+})
+
+t.test('a handler is given the client the service counts (RouteContext.clientKey): an address, an IPv6 client\'s /64', async (t) => {
+  const { server } = await start({ rateLimit: { burst: 100, refillPerSecond: 1 }, trustedProxies: ['127.0.0.1'] })
+  const clientOf = async (headers: Record<string, string>) => ((await (await fetch(`${server.url}/client`, { headers })).json()) as { clientKey: string }).clientKey
+  t.equal(await clientOf({ 'x-forwarded-for': '2001:db8:1:2:abcd:1:2:3' }), '2001:db8:1:2::/64', 'anonymous: the key its bucket is counted on')
+  t.equal(await clientOf({ 'x-forwarded-for': '203.0.113.7', authorization: `Bearer token-${WALLET_A}` }), '203.0.113.7', 'signed in (counted on its wallet): read when the handler asks')
+  t.equal(await clientOf({ 'x-forwarded-for': '::ffff:198.51.100.4' }), '198.51.100.4', 'an IPv4-mapped address is its IPv4 address')
 })
 
 t.test('HTTP/1.0 is served through the same routes and closes; HTTP/1.1 without Host is a 400 (the node:net front)', async (t) => {

@@ -2,7 +2,9 @@
 import t from 'tap'
 import Type from 'typebox'
 import { Strict, StrictObject } from '../../src/api/common.ts'
-import { clientAddress, RateLimiter } from '../../src/http/rate-limit.ts'
+import { clientAddress } from '../../src/http/client-key.ts'
+import { HttpProblem } from '../../src/http/problem.ts'
+import { RateLimiter, StoreBudget, type BudgetProblems } from '../../src/http/rate-limit.ts'
 import { defineRoute } from '../../src/http/route.ts'
 import { startServer } from '../../src/http/server.ts'
 import { silentLogger } from '../../src/http/log.ts'
@@ -24,7 +26,7 @@ t.test('429 with Retry-After once a client spent its bucket; tokens come back wi
 })
 
 t.test('the token bucket bounds its memory and its burst', async (t) => {
-  const limiter = new RateLimiter({ burst: 2, refillPerSecond: 1, maxClients: 3 })
+  const limiter = new RateLimiter({ burst: 2, refillPerSecond: 1, bucketsMax: 3 })
   for (const client of ['a', 'b', 'c', 'd', 'e']) t.match(limiter.take(client, 0), { allowed: true, remaining: 1 })
   t.equal(limiter.size, 3, 'only the most recent clients are kept')
   t.same(limiter.take('e', 0), { allowed: true, remaining: 0, resetSeconds: 2, retryAfterSeconds: 1 })
@@ -41,6 +43,34 @@ t.test('an answer charged after the fact leaves a debt that later requests wait 
   t.match(limiter.take('a', 2_000), { allowed: false, retryAfterSeconds: 1 }, 'still in debt after 2 s')
   t.match(limiter.take('a', 3_000), { allowed: true, remaining: 0 })
   t.throws(() => limiter.charge('a', 3_000, -1), RangeError)
+})
+
+t.test('a store budget charges the wallet, the client, then all callers; a refusal spends nothing of the buckets after it', async (t) => {
+  let nowMs = 0
+  // 2 an hour for a wallet and a client (a bucket of 2), 180 an hour for all (a bucket of 3, a minute's worth).
+  const budget = new StoreBudget({ wallet: 2, client: 2, all: 180 }, () => nowMs)
+  const problems: BudgetProblems = {
+    limited: (bucket, retryAfterSeconds) => new HttpProblem(429, 'limited', bucket, { headers: { 'retry-after': String(retryAfterSeconds) } }),
+    exhausted: (retryAfterSeconds) => new HttpProblem(503, 'exhausted', 'all', { headers: { 'retry-after': String(retryAfterSeconds) } }),
+  }
+  const charge = (wallet: string | undefined, client: string) => {
+    try {
+      budget.charge(wallet, client, problems)
+      return 'charged'
+    } catch (error) {
+      const problem = error as HttpProblem
+      return `${problem.status} ${problem.detail} ${problem.headers?.['retry-after']}`
+    }
+  }
+  t.equal(charge('w1', 'c1'), 'charged')
+  t.equal(charge('w1', 'c2'), 'charged')
+  t.equal(charge('w1', 'c3'), '429 wallet 1800', 'the wallet\'s third: a token back in half an hour')
+  t.equal(charge('w2', 'c3'), 'charged', 'the wallet\'s refusal spent nothing of c3\'s bucket nor of all callers\' last token')
+  t.equal(charge('w3', 'c4'), '503 all 20', 'all callers\' three are spent: one back in 20 s')
+  nowMs = 20_000
+  t.equal(charge(undefined, 'c1'), 'charged', 'without a wallet, the client and all callers are charged')
+  t.equal(charge(undefined, 'c1'), '429 client 1780', 'c1\'s third: its own bound answers, before all callers\' (empty too) is asked')
+  t.same(new StoreBudget({ wallet: 0, client: 0, all: 0 }, () => 0).charge('w', 'c', problems), undefined, '0 is off')
 })
 
 t.test('a trusted proxy names the client; anyone else cannot', async (t) => {

@@ -17,7 +17,7 @@ import { buildOpenApi } from '../../src/api/openapi.ts'
 import { defaultEngineConfig } from '../../src/engine/config.ts'
 import { reputationDefaults } from '../../src/reputation/index.ts'
 import { DEFAULT_STREAM_LIMITS } from '../../src/stream/hub.ts'
-import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
+import { ConfigError, loadServiceConfig, STORE_BUDGETS_OFF } from '../../src/app/config.ts'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { startDevnet } from '../../src/chain/devnet.ts'
@@ -360,7 +360,7 @@ t.test('facilitator URLs: self-facilitated networks point here, the others to th
     routes: [], networks: [networkA, networkB, keyless], publishRpcUrls: false,
     facilitatorUrl: facilitatorUrlResolver({ baseUrl: 'https://credit.example' }), facilitatorPayees: () => [],
     engine: defaultEngineConfig, attesters: [], operators: [], bodyLimitBytes: 65536, creditScore: null, reputation: reputationDefaults,
-    passportIssuer: accounts.operator.address, idempotencyRetentionSeconds: 86400, rateLimitPerSecond: 100, stream: DEFAULT_STREAM_LIMITS,
+    passportIssuer: accounts.operator.address, idempotencyRetentionSeconds: 86400, rateLimitPerSecond: 100, stream: DEFAULT_STREAM_LIMITS, storeBudgets: STORE_BUDGETS_OFF,
   })
   t.strictSame(
     catalog.networks.map((n) => [n.facilitator.selfHosted, n.facilitator.url]),

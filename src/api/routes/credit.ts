@@ -1,5 +1,12 @@
 // The credit routes of spec section 4. Each handler converts the wire form to the engine's units, names the
 // caller, and hands over to one service operation; no business rule lives here.
+//
+// Each mutation here declares `keyedRequestsCharged: false`: an agent calls the credit path at high frequency, the SDK
+// keying each of its POSTs, and a stranger cannot multiply the answers it makes the store keep for free: each run
+// needs what costs money or is bounded elsewhere (a job funded on chain, an attested backing source, an offer within
+// liveOffersPerBorrowerMax, a transaction proof used once, a job's or an advance's one end; a dispatch is stored only
+// when it changed something that was due). What a free wallet can repeat without end (a lender's registration,
+// withdrawal and recheck, the supplier directory) is charged, the default.
 import Type from 'typebox'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import { HttpProblem } from '../../http/problem.ts'
@@ -78,6 +85,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       auth: 'session',
       body: JobCreation,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: {
         201: { description: 'The funded job', schema: Job },
         ...errors.proof,
@@ -89,7 +97,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/jobs', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.createJob(
             { ticket, encode: wireReply(201, Job, ticket) },
             ctx.session.address,
@@ -165,9 +173,10 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       params: JobParams,
       body: CollateralPost,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: { 201: { description: 'The collateral position', schema: CollateralPosition }, ...errors.forbidden, ...errors.notFound('job'), ...errors.proof },
       handler: (ctx) =>
-        mutate(service, '/credit/jobs/{jobId}/collateral', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.postCollateral(
             { ticket, encode: wireReply(201, CollateralPosition, ticket) },
             ctx.session.address,
@@ -188,6 +197,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       auth: 'session',
       body: BackingSourceRegistration,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: {
         201: { description: 'The backing source', schema: BackingSource },
         ...errors.forbidden,
@@ -195,7 +205,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         422: { description: 'evidenceId is not a valid attestation (code attestation_invalid), its validUntil has passed (attestation_expired), or idempotency_key_reused.' },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/backing-sources', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.registerSource(
             { ticket, encode: wireReply(201, BackingSource, ticket) },
             ctx.session.address,
@@ -246,6 +256,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       auth: 'session',
       body: CreditRequest,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: {
         200: { description: 'The underwriting decision (declined decisions list their reasons and create no offer)', schema: UnderwritingDecision },
         ...errors.forbidden,
@@ -256,7 +267,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         409: { description: 'The borrower already holds liveOffersPerBorrowerMax live offers (code live_offers_limit; see the catalog limits), or the job\'s open advances and the borrower\'s live offers reach advancesPerJobMax (job_advances_limit: one settleJob must pay them all), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/request', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.requestCredit(
             { ticket, encode: wireReply(200, UnderwritingDecision, ticket) },
             ctx.session.address,
@@ -291,12 +302,13 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       auth: 'session',
       body: MatchRequest,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: {
         200: { description: 'The selected lender match', schema: MatchOutcome }, ...errors.forbidden, ...errors.notFound('offer'), ...errors.idempotency,
         503: { description: `The offer's network's chain is not observed: its chain follower has failed for the health hold, /health says it degraded (code chain_unavailable, with Retry-After; nothing changed, the offer keeps waiting and its expiry is unchanged). No lease is made there, by dispatch either, until the follower reads the chain again. Or: ${NETWORK_STOPPED}` },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/match', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.match({ ticket, encode: wireReply(200, MatchOutcome, ticket) }, ctx.session.address, ctx.body.offerId),
         ),
     }),
@@ -313,9 +325,10 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       auth: 'session',
       body: EmptyBody,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: { 200: { description: 'What expired and what matched', schema: DispatchOutcome }, ...errors.idempotency },
       handler: (ctx) =>
-        mutate(service, '/credit/dispatch', ctx, (ticket) => service.dispatch({ ticket, encode: wireReply(200, DispatchOutcome, ticket) })),
+        mutate(service, ctx, (ticket) => service.dispatch({ ticket, encode: wireReply(200, DispatchOutcome, ticket) })),
     }),
 
     defineRoute({
@@ -331,6 +344,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       params: OfferParams,
       body: SupplierPaymentReport,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: {
         200: { description: 'The supplier advance', schema: Advance },
         ...errors.forbidden,
@@ -339,7 +353,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         409: { description: 'The lease expired (code lease_expired; the report is rejected), the offer has no lease to this lender (no_lease), or the proof was already used.' },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/offers/{offerId}/supplier-payment', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.recordSupplierPayment(
             { ticket, encode: wireReply(200, Advance, ticket) },
             ctx.session.address,
@@ -362,6 +376,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       params: JobParams,
       body: EmptyBody,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: {
         200: { description: 'The repayment receipt', schema: JobSettlementReceipt },
         ...errors.forbidden,
@@ -371,7 +386,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.operator,
       },
       handler: (ctx) =>
-        mutate(service, '/credit/jobs/{jobId}/complete', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.completeJob({ ticket, encode: wireReply(200, JobSettlementReceipt, ticket) }, ctx.session.address, ctx.params.jobId),
         ),
     }),
@@ -390,6 +405,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       params: AdvanceParams,
       body: RepaymentProof,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: {
         200: { description: 'This payment and what the advance still owes after it', schema: RepaymentReceipt },
         ...errors.notFound('advance'),
@@ -397,7 +413,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         409: { description: 'The advance is no longer open (advance_not_open), an earlier repayment of it is not counted yet (repayment_mismatch), or the proof was already used (proof_already_used).' },
       },
       handler: (ctx) =>
-        mutate(service, '/credit/advances/{advanceId}/repay', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.repay({ ticket, encode: wireReply(200, RepaymentReceipt, ticket) }, ctx.session.address, ctx.params.advanceId, { txHash: ctx.body.txHash }),
         ),
     }),
@@ -417,6 +433,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       params: JobParams,
       body: JobFailure,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: {
         200: { description: 'The passport event', schema: PassportEvent },
         400: {
@@ -429,7 +446,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.operator,
       },
       handler: (ctx) =>
-        mutate(service, '/credit/jobs/{jobId}/fail', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.failJob({ ticket, encode: ({ signed, ...event }) => replyWith(200, PassportEvent)({ ...toWire(event), signed }) }, ctx.session.address, ctx.params.jobId, {
             reason: ctx.body.reason,
           }),
@@ -449,6 +466,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       params: AdvanceParams,
       body: EmptyBody,
       headers: mutationHeaders,
+      keyedRequestsCharged: false,
       responses: {
         200: { description: 'The liquidation receipt', schema: LiquidationReceipt },
         ...errors.forbidden,
@@ -457,7 +475,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.operator,
       },
       handler: (ctx) =>
-        mutate(service, '/credit/advances/{advanceId}/liquidate', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.liquidate({ ticket, encode: wireReply(200, LiquidationReceipt, ticket) }, ctx.session.address, ctx.params.advanceId),
         ),
     }),

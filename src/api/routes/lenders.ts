@@ -140,8 +140,8 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       },
       handler: (ctx) => {
         // Read before any await: the address of a client gone meanwhile is no longer known.
-        const { clientIp } = ctx
-        return mutate(service, '/lenders/register', ctx, async (ticket) => {
+        const { clientKey } = ctx
+        return mutate(service, ctx, async (ticket) => {
           // The agent is verified on chain first (the only await); its claim is checked synchronously just before the command.
           const agent = ctx.body.agent === undefined ? undefined
             : await links.prepare(ctx.session.address, { network: ctx.body.agent.network, registry: checksum(ctx.body.agent.registry), agentId: BigInt(ctx.body.agent.agentId) })
@@ -149,7 +149,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
           const { response, privateKey } = await service.registerLender(
             { ticket, encode: registrationResult(201) },
             ctx.session.address,
-            clientIp,
+            clientKey,
             {
               availableLiquidityAtomic: BigInt(ctx.body.availableLiquidityAtomic),
               asset: ctx.body.asset,
@@ -193,9 +193,9 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       handler: (ctx) => {
         requireSame(ctx.session.address, ctx.params.address, `the session key of lender ${ctx.params.address}`)
         const lender = lenderOr404(ctx.params.address)
-        const { clientIp } = ctx
-        return mutate(service, '/lenders/{address}/session-key', ctx, async (ticket) => {
-          const { response, privateKey } = await service.rotateSessionKey({ ticket, encode: registrationResult(201) }, ctx.session.address, lender.address, clientIp)
+        const { clientKey } = ctx
+        return mutate(service, ctx, async (ticket) => {
+          const { response, privateKey } = await service.rotateSessionKey({ ticket, encode: registrationResult(201) }, ctx.session.address, lender.address, clientKey)
           return withPrivateKey(response, privateKey)
         })
       },
@@ -287,7 +287,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       handler: (ctx) => {
         requireSame(ctx.session.address, ctx.params.address, `the liquidity of lender ${ctx.params.address}`)
         const lender = lenderOr404(ctx.params.address)
-        return mutate(service, '/lenders/{address}/withdraw', ctx, async (ticket) =>
+        return mutate(service, ctx, async (ticket) =>
           service.withdrawLiquidity(
             { ticket, encode: (value) => replyWith(200, LiquidityWithdrawalResult)({ lender: toWire(value.lender), actions: value.actions.map(walletAction) }) },
             ctx.session.address,

@@ -82,7 +82,7 @@ export function reputationRoutes(service: CreditService, links: AgentLinks): Any
       headers: mutationHeaders,
       responses: { ...responses, ...errors.idempotency, 503: { description: `The chain RPC is unavailable (code chain_unavailable); nothing changed. Or: ${CHAIN_READS_EXHAUSTED} Or: ${NETWORK_STOPPED}` } },
       handler: (ctx) =>
-        mutate(service, '/lenders/{address}/agent/recheck', ctx, async (ticket) => {
+        mutate(service, ctx, async (ticket) => {
           const link = linkOr404(ctx.params.address)
           const result = await links.recheck(link.lender, { ticket, encode: (outcome: RecheckOutcome) => replyWith(200, AgentLink)(view(outcome.link)) }, ctx.session.address)
           return result?.response ?? replyWith(200, AgentLink)(view(link))

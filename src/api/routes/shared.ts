@@ -35,27 +35,12 @@ export function asResult(reply: StoredResponse & { headers?: Record<string, stri
 export const mutationHeaders = [IDEMPOTENCY_HEADER] as const
 
 /**
- * The routes whose keyed requests are not charged to the store budget (CreditService.keyedRequests): the credit path an
- * agent calls at high frequency, the SDK keying each of its POSTs. A stranger cannot multiply their stored answers for
- * free: each run needs what costs money or is bounded elsewhere (a job funded on chain, an attested backing source, an
- * offer within liveOffersPerBorrowerMax, a transaction proof used once, a job's or an advance's one end; a dispatch is
- * stored only when it changed something that was due). The others (a lender's registration, withdrawal and recheck,
- * the supplier directory) a free wallet can repeat without end: charged.
- */
-const UNMETERED_ROUTES: ReadonlySet<string> = new Set([
-  '/credit/jobs', '/credit/jobs/{jobId}/collateral', '/credit/backing-sources', '/credit/request', '/credit/match',
-  '/credit/dispatch', '/credit/offers/{offerId}/supplier-payment', '/credit/jobs/{jobId}/complete',
-  '/credit/advances/{advanceId}/repay', '/credit/jobs/{jobId}/fail', '/credit/advances/{advanceId}/liquidate',
-])
-
-/**
- * Runs a mutation under the request's Idempotency-Key (if any), scoped to the caller and the concrete path; the
- * errors it raises become problem+json here (src/api/problems.ts). A keyed request's first run is charged to the
- * store budget unless its route is in UNMETERED_ROUTES.
+ * Runs a mutation under the request's Idempotency-Key (if any), scoped to the caller and the concrete path of its
+ * route; the errors it raises become problem+json here (src/api/problems.ts). A keyed request's first run is charged
+ * to the store budget (CreditService.keyedRequests) unless its route declares `keyedRequestsCharged: false`.
  */
 export async function mutate(
   service: CreditService,
-  template: string,
   ctx: RouteContext<Record<string, string>, unknown, unknown, 'session'>,
   run: (ticket: IdempotencyTicket | undefined) => Promise<StoredResponse>,
 ): Promise<never> {
@@ -65,11 +50,11 @@ export async function mutate(
       {
         identity: ctx.session.address,
         method: 'POST',
-        path: concretePath(template, ctx.params),
+        path: concretePath(ctx.route.path, ctx.params),
         headers: ctx.headers,
         body: ctx.body,
-        clientIp: ctx.clientIp,
-        budget: UNMETERED_ROUTES.has(template) ? undefined : service.keyedRequests,
+        context: ctx,
+        budget: ctx.route.keyedRequestsCharged === false ? undefined : service.keyedRequests,
       },
       run,
     )

@@ -53,7 +53,7 @@ export function supplierRoutes(service: CreditService): AnyRoute[] {
         422: { description: 'An address is a registered lender, a lender\'s session key or the credit contract (supplier_not_allowed), or idempotency_key_reused. Nothing changed.' },
       },
       handler: (ctx) =>
-        mutate(service, '/suppliers/{domain}', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.putSupplier(
             { ticket, encode: (entry) => replyWith(200, Supplier)(toWire(entry)) },
             ctx.session.address,
@@ -85,7 +85,7 @@ export function supplierRoutes(service: CreditService): AnyRoute[] {
         ...errors.notFound('supplier'),
       },
       handler: (ctx) =>
-        mutate(service, '/suppliers/{domain}', ctx, (ticket) =>
+        mutate(service, ctx, (ticket) =>
           service.removeSupplier({ ticket, encode: (entry) => replyWith(200, Supplier)(toWire(entry)) }, ctx.session.address, ctx.params.domain),
         ),
     }),
