@@ -21,6 +21,11 @@ interface SourceTerms {
   source: SourceRef
   capacityAtomic: bigint
   valueAtomic: bigint
+  /**
+   * Of the value, what secures the advance whatever becomes of the source: a job's collateral (its client may fail
+   * the job and have the escrow back), a backing source's whole value.
+   */
+  securedAtomic: bigint
   durationSeconds: number
   dueAtMs: number
   /**
@@ -53,11 +58,15 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
   if (offerCommitmentAtomic({ ...input, source: terms.source }) > terms.capacityAtomic) {
     reasons.push({ code: 'over_capacity', message: `the request exceeds the source's remaining capacity of ${terms.capacityAtomic}` })
   }
-  const coverage = coverageBps(terms.valueAtomic, 0n, input.amountAtomic)
+  // A receivable secures an advance against its client not paying, not against the job failing (the client has its
+  // escrow back): until the borrower has repaid an advance, the band reads only what secures it whatever happens (a
+  // client and a borrower of one party would otherwise take band A credit on an escrow they take back).
+  const proven = (borrower?.advancesRepaid ?? 0) > 0
+  const coverage = coverageBps(proven ? terms.valueAtomic : terms.securedAtomic, 0n, input.amountAtomic)
   const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, s.config)
   // Field by field: a spread of the terms that adds the decision's keys takes V8's slow path (see views.ts).
   return {
-    source: terms.source, capacityAtomic: terms.capacityAtomic, valueAtomic: terms.valueAtomic, durationSeconds: terms.durationSeconds,
+    source: terms.source, capacityAtomic: terms.capacityAtomic, valueAtomic: terms.valueAtomic, securedAtomic: terms.securedAtomic, durationSeconds: terms.durationSeconds,
     dueAtMs: terms.dueAtMs, creditUntilMs: terms.creditUntilMs, reasons, coverageBps: coverage, riskBand: band, supplierAddress: supplier.address,
   }
 }
@@ -85,6 +94,7 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
     source: { kind: 'job', id: ctx.jobId },
     capacityAtomic: applyBps(revenueLeft, s.config.jobAdvanceRateBps) + collateralLeft - ctx.committedAtomic,
     valueAtomic: revenueLeft + collateralLeft,
+    securedAtomic: collateralLeft,
     durationSeconds: Math.max(1, Math.ceil((ctx.dueAtMs - nowMs) / 1000)),
     dueAtMs: ctx.dueAtMs,
     creditUntilMs: creditUntilMs(s, ctx.dueAtMs, undefined),
@@ -105,6 +115,7 @@ function backingTerms(input: CreditRequestInput, src: SourceRecord, reasons: Dec
     source: { kind: 'backing', id: src.sourceId },
     capacityAtomic: minBig(applyBps(src.valueAtomic, src.advanceRateBps), hardLeft) - src.committedAtomic,
     valueAtomic: src.valueAtomic,
+    securedAtomic: src.valueAtomic,
     durationSeconds,
     dueAtMs,
     creditUntilMs: creditUntilMs(s, dueAtMs, src.validUntilMs ?? nowMs),

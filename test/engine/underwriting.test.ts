@@ -1,6 +1,6 @@
 // Underwriting: ownership, suspension, due time, capacity and risk bands.
 import t from 'tap'
-import { BORROWER, CLIENT, NET, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, unwrap } from './fixtures/world.ts'
+import { BORROWER, CLIENT, NET, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
 
 t.test('over capacity is declined with a reason and changes nothing', async (t) => {
   const { engine } = newEngine()
@@ -141,4 +141,28 @@ t.test('risk bands: A at coverage >= 200%, B at >= 125%, else C; a default in hi
   t.same(band(1000n, other, 'src_o2'), ['B', 20_000])
   t.same(band(1600n, other, 'src_o2'), ['C', 12_500])
   t.same(band(1700n, other, 'src_o2'), ['C', 11_764])
+})
+
+t.test('a job\'s receivable counts in the band only once the borrower has repaid an advance: before, only its collateral does', async (t) => {
+  // An outsider's finding: a client and a borrower of one party took band A credit on a job's escrow alone, spent it
+  // at a supplier, and the client failed the job and had the whole escrow back; the lender lost what the collateral
+  // and the reserve did not cover.
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  createJob(engine, 'job_1', 10_000n)
+  const decide = (amountAtomic: bigint) => {
+    const d = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic }), T0))
+    return [d.decision, d.riskBand, d.coverageBps]
+  }
+  t.same(decide(500n), ['approved', 'C', 0], 'a receivable 20 times the amount, no collateral, no history: band C')
+  unwrap(engine.postCollateral({ jobId: 'job_1', caller: BORROWER, borrower: BORROWER, amountAtomic: 1000n, proof: { network: NET, txHash: hash(2), logIndex: 0 } }, T0))
+  t.same(decide(500n), ['approved', 'A', 20_000], 'collateral of twice the amount: band A')
+  // The borrower repays an advance on a backing source: from then on the receivable counts.
+  registerBacking(engine, 'src_1', 10_000n)
+  const advanceId = fundAdvance(engine, { repaymentSource: 'src_1', amountAtomic: 100n })
+  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(31)), T0))
+  t.equal(engine.getBorrower(BORROWER)?.advancesRepaid, 1)
+  createJob(engine, 'job_2', 10_000n)
+  const proven = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_2', amountAtomic: 500n }), T0))
+  t.same([proven.riskBand, proven.coverageBps], ['A', 200_000], 'a proven borrower: the receivable counts')
 })
