@@ -1,7 +1,7 @@
 // The registry of live actors: the one way an event reaches one (`send`), the machine's answer, and eviction of
 // actors that reached a final state.
 import { createActor, fromTransition, type Actor, type AnyActor, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InputFrom, type Snapshot } from 'xstate'
-import { machines, offerContextCopy, refusalCode, refusals, type OfferContext } from '../../machines/index.ts'
+import { machines, refusalCode, refusals } from '../../machines/index.ts'
 import { jobKey } from '../chain/ids.ts'
 import { finalActorRecord } from './changes.ts'
 import { scheduleOffer } from './dispatch.ts'
@@ -121,11 +121,8 @@ function deliver<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>,
   const from = String(before.value)
   if (after === before) return { accepted: false, code: refusalCode(machines[kind], refusals[kind], from, event.type), state: from }
   recordTransition(actor as AnyActor, from, String(after.value), event)
-  if (kind === 'offer') {
-    // The same context in V8's fast mode (machines/offer.ts offerContextCopy says why), before anything reads it.
-    if (after.context !== before.context) (after as { context: OfferContext }).context = offerContextCopy(after.context as OfferContext)
-    scheduleOffer(s, after as OfferSnapshot)
-  }
+  // An offer's new context is already in V8's fast mode: machines/assign.ts says why.
+  if (kind === 'offer') scheduleOffer(s, after as OfferSnapshot)
   noteActor(s, kind, idOf(kind, after.context as Record<string, unknown>), actor as AnyLive, after)
   return undefined
 }
