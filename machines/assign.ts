@@ -33,9 +33,9 @@ function resolveAssign(...[actorScope, snapshot, actionArgs, actionParams, actio
 }
 
 /** XState's assign of an assignment function, resolved as this module's first lines say. */
-export const assign: typeof xstateAssign = ((assignment: Parameters<typeof xstateAssign>[0]) => {
+export const assign = ((assignment: Parameters<typeof xstateAssign>[0]) => {
   if (typeof assignment !== 'function') throw new Error('machines/assign.ts: an assignment function, not an object')
-  const action = xstateAssign(assignment) as unknown as { resolve: unknown }
-  action.resolve = resolveAssign
+  const action = xstateAssign(assignment)
+  ;(action as unknown as { resolve: unknown }).resolve = resolveAssign
   return action
 }) as typeof xstateAssign
