@@ -6,7 +6,8 @@
 // (state `shortfall`): a shortfall nobody covered, and what the insurance reserve paid, for which it is subrogated.
 // The borrower still owes that (the lender's part first, then the reserve's), the contract still takes repayments of
 // it, and the advance ends repaid once they have paid it all.
-import { assign, setup } from 'xstate'
+import { setup } from 'xstate'
+import { assign } from './assign.ts'
 import type { RefusalTable } from './refusals.ts'
 import type { Address, SourceRef, StatesOf, TxProof } from './types.ts'
 

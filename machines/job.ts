@@ -1,6 +1,7 @@
 // Job: a funded receivable (the client escrowed it on chain). Advances drawn against it keep it active; completion
 // settles them from the escrow; failure suspends the borrower and leaves open advances to recovery.
-import { assign, setup } from 'xstate'
+import { setup } from 'xstate'
+import { assign } from './assign.ts'
 import type { RefusalTable } from './refusals.ts'
 import type { Address, StatesOf, TxProof } from './types.ts'
 

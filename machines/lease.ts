@@ -3,7 +3,8 @@
 // TIME_OUT carries the network's observed chain time and ends the lease only once the chain has been seen past the
 // deadline (a payment mined by then was applied first, src/engine/chain-facts.ts). A lease whose wallet cannot pay is
 // refused at once (INSUFFICIENT_BALANCE), and a lease whose offer is withdrawn is cancelled (CANCEL).
-import { assign, setup } from 'xstate'
+import { setup } from 'xstate'
+import { assign } from './assign.ts'
 import type { RefusalTable } from './refusals.ts'
 import type { Address, StatesOf, TxProof } from './types.ts'
 

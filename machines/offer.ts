@@ -3,7 +3,8 @@
 // while leased is `closing`, not declined: the lease authorization the service signed stays payable on chain until its
 // deadline, and a payment under it is the lender's money (design-engine-9-10.md, "leases are never cancelled while
 // their authorization can still be used"); it ends declined when the lease is over unpaid, funded if it was paid.
-import { and, assign, setup } from 'xstate'
+import { and, setup } from 'xstate'
+import { assign } from './assign.ts'
 import type { RefusalTable } from './refusals.ts'
 import type { Address, SourceRef, StatesOf } from './types.ts'
 
@@ -75,11 +76,8 @@ export const offerRefusals: RefusalTable<OfferEvent> = {
 }
 
 /**
- * A copy of an offer's context as one object literal, in the context factory's order. XState's `assign` builds each
- * new context with Object.assign({}, context, update): added one key at a time, an object of more than 16 keys ends
- * in V8's dictionary mode (the offer's has 24), and every later read, copy and encoding of it is slower (the next
- * assign about 5.9 µs instead of 1.2 µs in a loop). The engine replaces the context XState made by this copy
- * (src/engine/actors.ts send); the type checker refuses a field left out.
+ * A copy of an offer's context as one object literal, in the context factory's order (the offer's view starts from
+ * it, src/engine/views.ts); the type checker refuses a field left out.
  */
 export function offerContextCopy(c: OfferContext): OfferContext {
   return {
@@ -113,7 +111,7 @@ export const offerMachine = setup({
       excludedLenders: [...context.excludedLenders, params.lender],
     })),
     // The lease ended at or after the offer's expiry instant: what endLease and then an EXPIRE (stale) would write,
-    // in one assign (a second one would copy the 24-key context again; offerContextCopy above says what that costs).
+    // in one assign (a second one would copy the 24-key context again).
     endLeaseStale: assign(({ context }, params: { lender: Address; nowMs: number }) => ({
       currentLeaseId: null,
       excludedLenders: [...context.excludedLenders, params.lender],

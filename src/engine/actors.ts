@@ -1,7 +1,7 @@
 // The registry of live actors: the one way an event reaches one (`send`), the machine's answer, and eviction of
 // actors that reached a final state.
 import { createActor, fromTransition, type Actor, type AnyActor, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InputFrom, type Snapshot } from 'xstate'
-import { machines, offerContextCopy, refusalCode, refusals, type OfferContext } from '../../machines/index.ts'
+import { machines, refusalCode, refusals } from '../../machines/index.ts'
 import { jobKey } from '../chain/ids.ts'
 import { finalActorRecord } from './changes.ts'
 import { scheduleOffer } from './dispatch.ts'
@@ -44,8 +44,8 @@ export function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: un
 }
 
 /**
- * A new actor in its machine's initial state, started as a restore of its initial snapshot: the machine's own
- * context factory applied to the input, in the machine's own initial state. createActor(machine, { input }) computes
+ * A new actor in its machine's initial state, started from its initial snapshot built as a restore would: the
+ * machine's own context factory applied to the input, in the machine's own initial state. createActor(machine, { input }) computes
  * the same snapshot through XState's initial transition (a pre-initial snapshot, an assign, a micro- and a macrostep),
  * which costs as much again as the actor itself and, for these machines, runs nothing else: their initial state has
  * no entry action, no eventless or delayed transition, no invoked actor (checked once per machine; a machine where
@@ -54,23 +54,46 @@ export function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: un
  */
 export function startActor<M extends AnyStateMachine>(machine: M, input: InputFrom<M>, parent?: AnyActorRef): Actor<M> {
   const born = bornLogic(machine)
-  const actor = born === null
-    ? createActor(machine as AnyStateMachine, { input, parent }).start()
-    : createActor(born, { snapshot: { context: (machine.config.context as (args: { input: unknown }) => unknown)({ input }) } as unknown as Snapshot<unknown>, parent }).start()
+  let actor: AnyActor
+  if (born === null) actor = createActor(machine as AnyStateMachine, { input, parent }).start()
+  else {
+    bornContext = (machine.config.context as (args: { input: unknown }) => unknown)({ input })
+    actor = createActor(born, optionsOf(parent)).start()
+    bornContext = undefined
+  }
   attachHistory(actor, undefined)
   return actor as unknown as Actor<M>
+}
+
+/**
+ * The context of the actor startActor is creating, which its born logic's getInitialSnapshot takes: createActor's
+ * options then carry the parent alone, one object per parent (`optionsOf`). XState's Actor constructor spreads its
+ * defaults and then the options into a new object, and each key the options add costs (a key of {snapshot, parent}
+ * about 0.5 us in a loop, bench/match-request.ts: the spread was a third of the constructor's own time).
+ */
+let bornContext: unknown
+let lastParent: AnyActorRef | undefined
+let lastOptions: { parent?: AnyActorRef } = {}
+
+function optionsOf(parent: AnyActorRef | undefined): { parent?: AnyActorRef } {
+  if (parent !== lastParent) {
+    lastParent = parent
+    lastOptions = parent === undefined ? {} : { parent }
+  }
+  return lastOptions
 }
 
 const bornLogics = new WeakMap<AnyStateMachine, AnyStateMachine | null>()
 
 /**
- * The machine, except that restoring a snapshot gives its initial state with the snapshot's context, or null when
- * entering the initial state runs more than the context factory. A restore by the machine itself revives the state
- * value, every state node, the tags and the context (a walk for actor references) of a snapshot that is the same for
- * every new actor but its context: about half of startActor's CPU (bench/match-request.ts). Here the machine resolves
- * its initial state once, and each new actor's snapshot is that one with its own context and its own (empty)
- * children and history value, which XState copies rather than mutates. Every other method is the machine's own (this
- * object's prototype), and snapshots name the machine itself, so the actor behaves as one created from the machine.
+ * The machine, except that its initial snapshot is its initial state with the context startActor made
+ * (`bornContext`), or null when entering the initial state runs more than the context factory. XState's own initial
+ * snapshot, or a restore of one, revives the state value, every state node, the tags and the context (a walk for actor
+ * references) of a snapshot that is the same for every new actor but its context: about half of startActor's CPU
+ * (bench/match-request.ts). Here the machine resolves its initial state once, and each new actor's snapshot is that
+ * one with its own context and its own (empty) children and history value, which XState copies rather than mutates.
+ * Every other method is the machine's own (this object's prototype), and snapshots name the machine itself, so the
+ * actor behaves as one created from the machine.
  */
 function bornLogic(machine: AnyStateMachine): AnyStateMachine | null {
   let born = bornLogics.get(machine)
@@ -85,7 +108,7 @@ function bornLogic(machine: AnyStateMachine): AnyStateMachine | null {
     if (plain) {
       const initial = machine.resolveState({ value: target.key, context: {} })
       born = Object.create(machine, {
-        restoreSnapshot: { value: (snapshot: { context: unknown }) => ({ ...initial, context: snapshot.context, children: {}, historyValue: {} }) },
+        getInitialSnapshot: { value: () => ({ ...initial, context: bornContext, children: {}, historyValue: {} }) },
       }) as AnyStateMachine
     }
     bornLogics.set(machine, born)
@@ -121,11 +144,8 @@ function deliver<K extends ActorKind>(s: EngineState, kind: K, actor: LiveOf<K>,
   const from = String(before.value)
   if (after === before) return { accepted: false, code: refusalCode(machines[kind], refusals[kind], from, event.type), state: from }
   recordTransition(actor as AnyActor, from, String(after.value), event)
-  if (kind === 'offer') {
-    // The same context in V8's fast mode (machines/offer.ts offerContextCopy says why), before anything reads it.
-    if (after.context !== before.context) (after as { context: OfferContext }).context = offerContextCopy(after.context as OfferContext)
-    scheduleOffer(s, after as OfferSnapshot)
-  }
+  // An offer's new context is already in V8's fast mode: machines/assign.ts says why.
+  if (kind === 'offer') scheduleOffer(s, after as OfferSnapshot)
   noteActor(s, kind, idOf(kind, after.context as Record<string, unknown>), actor as AnyLive, after)
   return undefined
 }
