@@ -8,6 +8,7 @@ import { getAddress, zeroHash, type Address as ChainAddress } from 'viem'
 import { FacilityModel, JobStatus, type ModelEvent } from '../../src/chain/facility-model.ts'
 import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey } from '../../src/chain/ids.ts'
+import { ascendingKeys } from '../../src/chain/operator.ts'
 import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
 import { Engine, advanceViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot } from '../../src/engine/index.ts'
 import { recoveryAmounts } from '../../src/engine/engine.ts'
@@ -326,7 +327,8 @@ class World {
         this.observe()
         const plan = e.planJobSettlement({ jobId, caller: CLIENT })
         if (!plan.ok) return
-        const offerKeys = plan.value.advances.map((a) => (e.getAdvance(a.advanceId) as AdvanceView).advanceKey)
+        // In the order the operator sends them (sendSettleJob): the contract takes the keys ascending.
+        const offerKeys = ascendingKeys(plan.value.advances.map((a) => (e.getAdvance(a.advanceId) as AdvanceView).advanceKey))
         const outcome = this.model.settleJob(this.ctx(OPERATOR), jobKey(jobId), offerKeys)
         if (!outcome.ok) throw new Error(`the engine planned a settlement of ${jobId} the contract refuses: ${outcome.error}`)
         const settled = outcome.events.find((ev) => ev.name === 'JobSettled') as ModelEvent
