@@ -7,12 +7,12 @@ import { HttpProblem } from '../http/problem.ts'
  * checksummed and lower-case forms match).
  */
 export function requireSame(address: Address | string, expected: Address | string, what = 'this resource'): void {
-  if (!sameWallet(address, expected)) throw forbidden(address, what)
+  if (!sameWallet(address, expected)) throw notAllowed(address, what)
 }
 
 /** 403 `forbidden` unless the session's wallet is one of `allowed` (e.g. the job's client or an operator). */
 export function requireOneOf(address: Address | string, allowed: ReadonlyArray<Address | string>, what = 'this resource'): void {
-  if (!allowed.some((candidate) => sameWallet(address, candidate))) throw forbidden(address, what)
+  if (!allowed.some((candidate) => sameWallet(address, candidate))) throw notAllowed(address, what)
 }
 
 /** Whether two addresses name the same wallet, in any letter case; what is not an address names none. */
@@ -24,4 +24,4 @@ function sameWallet(a: Address | string, b: Address | string): boolean {
   }
 }
 
-const forbidden = (address: Address | string, what: string) => new HttpProblem(403, 'forbidden', `The signed-in wallet ${address} may not act on ${what}.`)
+const notAllowed = (address: Address | string, what: string) => new HttpProblem(403, 'forbidden', `The signed-in wallet ${address} may not act on ${what}.`)
