@@ -50,12 +50,12 @@ export async function readReclaimWindow(
 
 /** Why a network whose credit contract has no reclaimJob is refused, and what to do. */
 export function olderContractMessage(slug: string, contract: Address): string {
-  return `${slug}'s credit contract ${contract} has no reclaimDelay(): it predates reclaimJob; deploy this release's CreditFacilityV2 and configure its address`
+  return `${slug}'s credit contract ${contract} has no advancesPerJobMax(): it predates this release's CreditFacilityV2 (its cap on a job's advances and its held payments; an older one predates reclaimJob too); deploy this release's CreditFacilityV2 and configure its address`
 }
 
 /**
- * What the RPC's node holds at `contract`, read at its own head: 'current', a deployment with reclaimJob (its
- * reclaimDelay() answers); 'older', code that does not answer reclaimDelay() (a deployment from before the contract
+ * What the RPC's node holds at `contract`, read at its own head: 'current', this release's deployment (its
+ * advancesPerJobMax(), the newest function, answers); 'older', code that does not answer it (a deployment from before the contract
  * changed in place: a constructor argument, the Job layout), which the service cannot register a job on nor decode the
  * jobs of, so the start-up refuses it (src/app/app.ts), the chain follower stops on it (src/chain/follower.ts) and the
  * devnet starts a fresh chain (src/chain/devnet.ts); 'absent', no code there at that head: a node that has not reached
@@ -72,7 +72,7 @@ export async function probeCreditContract(
   const code = await publicClient.getCode({ address: contract, blockNumber: head })
   if (code === undefined || code === '0x') return { verdict: 'absent', head }
   try {
-    await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay', blockNumber: head })
+    await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'advancesPerJobMax', blockNumber: head })
     return { verdict: 'current', head }
   } catch (error) {
     if (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null) return { verdict: 'older', head }
