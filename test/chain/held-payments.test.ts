@@ -6,25 +6,17 @@
 import t from 'tap'
 import { zeroHash, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
+import { newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
 import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
 import { ascendingKeys } from '../../src/chain/operator.ts'
-import { JobStatus, rejectsWith, setupFacilityV2, USDC, type V2Fixture, type Wallet } from './fixtures/facility-v2.ts'
+import { JobStatus, rejectsWith, setupFacilityV2, USDC, type V2Fixture } from './fixtures/facility-v2.ts'
 
 const salt = newKeySalt()
 let sequence = 0
 const freshAddress = (): Address => privateKeyToAccount(generatePrivateKey()).address
 const refused = ['Blacklistable: account is blacklisted']
 
-async function openJob(f: V2Fixture, escrow: bigint, collateral = 0n): Promise<{ jobKey: Hex; client: Wallet; borrower: Wallet }> {
-  const client = await f.wallet(escrow)
-  const borrower = await f.wallet(collateral)
-  const jobKey = jobKeyOf(`job_held_${++sequence}`)
-  await f.call(client, 'fundJob', [jobKey, f.token, escrow, borrower.account.address])
-  if (collateral > 0n) await f.call(borrower, 'postCollateral', [jobKey, f.token, collateral])
-  f.jobKeys.add(jobKey)
-  return { jobKey, client, borrower }
-}
+const openJob = (f: V2Fixture, escrow: bigint, collateral = 0n) => f.openJob(`job_held_${++sequence}`, escrow, collateral)
 
 /** A fresh lender pays an advance of `amount` (fee amount/10, reserve share 1) on `jobKey`. */
 async function advance(f: V2Fixture, jobKey: Hex, amount = 100n * USDC, overrides: Partial<LeaseAuthorization> = {}) {
