@@ -12,7 +12,8 @@ import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 /// under a lease authorization the service signed (EIP-712), which fixes the advance's terms; from then on the
 /// contract knows what is owed on each advance and routes every repayment, settlement and recovery by one rule:
 /// the lender's part first, then the insurance reserve's share. Every escrowed and collateral token of a final job
-/// ends with a lender, the reserve, the job's client (a failed or reclaimed job's escrow) or its borrower (the rest).
+/// ends with a lender, the reserve, the job's client (a failed or reclaimed job's escrow) or its borrower (the rest),
+/// held here for that party while its token refuses the transfer (heldFor).
 /// Keys: jobKey = keccak256(utf8(jobId)); offerKey (the advance's key) = keccak256(keySalt ++ utf8(offerId)).
 /// Payments go out pull-over-push where it matters: a transfer the token refuses (a blacklisted recipient, a paused
 /// token) never reverts the call that makes it; the amount is held for its recipient (PaymentHeld), who, or anyone on
