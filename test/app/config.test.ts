@@ -86,6 +86,16 @@ t.test('a networks file whose credit contract predates reclaimJob is refused at 
   t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
 })
 
+t.test('a networks file whose credit contract caps a job\'s advances below the service\'s advancesPerJobMax is refused at start-up', async (t) => {
+  const { dir, file } = await olderContractFile(t, undefined, true)
+  const config = loadServiceConfig({ NETWORKS_FILE: file, DATA_DIR: join(dir, 'data') })
+  // The devnet's contract takes 500, the engine's default; a service that would lease 501 on one job is refused.
+  const refused = await startApp({ ...config, engine: { ...config.engine, advancesPerJobMax: 501 } }).then((app) => app.stop().then(() => 'started'), (error: unknown) => error)
+  t.type(refused, NetworksConfigError, 'the service does not start')
+  t.match((refused as NetworksConfigError).problems, [{ path: '/networks/0/creditContract', message: /at most 500 advances that owe per job.*fewer than the service's advancesPerJobMax 501/ }])
+  t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
+})
+
 /** The service on a devnet (its credit contract older unless `current`) behind an RPC proxy, `before` applied to it first. */
 async function appBehindProxy(t: Test, current: boolean, before: (proxy: RpcProxy) => void) {
   let proxy: RpcProxy | undefined
