@@ -49,6 +49,7 @@ t.test('a blacklisted session wallet: the job still completes, the lender\'s par
   await expectReconciled(t, operator, h.network.slug)
   const reconciled = await operator.post('/operator/reconcile', { network: h.network.slug })
   t.same(reconciled.body.networks[0].unaccountedTokens, [], 'the held payment is accounted for: the contract\'s heldOf counts in its token conservation')
+  t.same(reconciled.body.networks[0].heldPayments, [{ asset: token, amountAtomic: '40900000' }], 'the operator sees what the contract holds for refused recipients')
 
   await setBlacklisted(lender.session.address, false)
   const claim = await owner.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'claimHeld', args: [token, lender.session.address] })
@@ -56,4 +57,5 @@ t.test('a blacklisted session wallet: the job still completes, the lender\'s par
   t.equal((await balance(lender.session.address)) - sessionBefore, 40_900_000n, 'claimed by anyone, delivered to the session wallet')
   t.equal(await heldFor(lender.session.address), 0n)
   await expectReconciled(t, operator, h.network.slug)
+  t.same((await operator.post('/operator/reconcile', { network: h.network.slug })).body.networks[0].heldPayments, [], 'none once claimed')
 })
