@@ -38,6 +38,11 @@ export const CatalogContracts = StrictObject(
       { description: 'The id-to-bytes32 rule.' },
     ),
     approvals: Type.String({ description: 'Which calls pull tokens, and the approve each needs first.' }),
+    heldPayments: Type.String({ description: 'What happens to a payment the token refuses to deliver (a blacklisted recipient), and how it is claimed.' }),
+    advancesPerJobMax: Type.Integer({
+      minimum: 1,
+      description: 'The credit contract\'s cap on a job\'s advances that still owe (its advancesPerJobMax(), a constructor argument; paySupplier reverts TooManyAdvances past it), so that one settleJob pays them all: the service deploys its contracts with this, its own limits.advancesPerJobMax.',
+    }),
     unsignedTransactions: Type.Array(
       StrictObject({ step: Type.String(), signer: Type.String(), route: Type.String() }),
       { description: 'Where the service hands out each on-chain step as unsigned transactions {to, data, value, chainId, gas}.' },
@@ -47,7 +52,7 @@ export const CatalogContracts = StrictObject(
 )
 export type CatalogContracts = Static<typeof CatalogContracts>
 
-export function contractsCatalogEntry(): CatalogContracts {
+export function contractsCatalogEntry(advancesPerJobMax: number): CatalogContracts {
   return {
     creditFacility: { name: 'CreditFacilityV2', abi: structuredClone(creditFacilityV2Abi) as unknown as CatalogContracts['creditFacility']['abi'] },
     token: { standard: 'ERC-20', abi: structuredClone(erc20Abi) as unknown as CatalogContracts['token']['abi'] },
@@ -63,6 +68,10 @@ export function contractsCatalogEntry(): CatalogContracts {
       'Each unsigned step below includes that approve (exactly the amount). The lender\'s session wallet approves its registered liquidity in its setup, and each paySupplier spends that allowance, which a repayment does not restore: ' +
       'once it is short, GET /lenders/{address}/actions lists an approve without limit (2^256-1) for the session key, and until it is sent the lender\'s availableAtomic counts only the allowance left. ' +
       'reclaimJob(jobKey) pulls nothing: the job\'s client calls it directly, from getJob(jobKey).fundedAt + reclaimDelay() on, on a job still open that no advance was ever paid on.',
+    heldPayments:
+      'A transfer the token refuses (USDC\'s blacklist, a paused token) never reverts the contract\'s settleJob, failJob, liquidate, reclaimJob or repay: the amount is held for its recipient (event PaymentHeld(asset, to, amount); heldFor(asset, account) reads it) and the call goes on for everyone else. ' +
+      'claimHeld(asset, account), sent by anyone, pays all of it to that account only (HeldPaymentClaimed), once the token accepts it; until then it reverts and nothing changes. The advance counts as settled or repaid either way.',
+    advancesPerJobMax,
     unsignedTransactions: [
       { step: 'fund a job: approve + fundJob', signer: "the job's client", route: 'GET /credit/jobs/{jobId}/funding-transactions' },
       { step: 'post collateral: approve + postCollateral', signer: "the job's borrower", route: 'GET /credit/jobs/{jobId}/collateral-transactions' },

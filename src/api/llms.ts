@@ -52,6 +52,9 @@ the token's ERC-20 ABI, the jobId-to-bytes32 rule (contracts.keys) and which cal
 (contracts.approvals). You need none of them for the flow: every on-chain step is served as unsigned transactions
 {"to","data","value","chainId","gas"} (plus "network" and "from") to sign with your own key and send in order:
 ${c.contracts.unsignedTransactions.map((u) => `- ${u.step} (${u.signer}): ${u.route}`).join('\n')}
+A payment the token refuses you (a blacklisted address) is held for you in the contract, not lost and blocking nobody
+(contracts.heldPayments): read heldFor(asset, you), and once the token accepts you, anyone sends claimHeld(asset, you).
+The contract takes at most ${c.contracts.advancesPerJobMax} advances that still owe on one job (contracts.advancesPerJobMax).
 
 ## Sign in (every credit and lender mutation)
 1. GET /auth/nonce -> {"nonce", "domain", "chainIds"}

@@ -48,6 +48,9 @@ export const NetworkReconciliationWire = StrictObject(
     unaccountedTokens: Type.Array(StrictObject({ asset: Address, amountAtomic: Atomic }), {
       description: 'Per asset, tokens the credit contract holds beyond its jobs\' escrow and collateral and its reserve: sent to it outside its functions, owed to nobody, and not a difference (anyone can send them, nobody can take them out). The contract holding less than that is a token_conservation difference.',
     }),
+    heldPayments: Type.Array(StrictObject({ asset: Address, amountAtomic: Atomic }), {
+      description: 'Per asset, what the credit contract holds for recipients its token refused (a blacklisted lender, borrower or client: its heldOf, counted in token conservation): still theirs, settled or repaid in the ledger, delivered by anyone\'s claimHeld(asset, account) once the token accepts them (heldFor(asset, account) on chain says how much each is owed).',
+    }),
     error: Type.Union([Type.String(), Type.Null()]),
   },
   { description: 'The last reconciliation of one network: the service\'s ledger against the credit contract\'s state, events and token balance.' },
@@ -77,6 +80,7 @@ export function reconciliationToWire(r: NetworkReconciliation, differencesMax = 
     differences: r.differences.slice(0, differencesMax) as Type.Static<typeof ReconciliationDifference>[],
     unregisteredJobs: r.unregisteredJobs,
     unaccountedTokens: r.unaccountedTokens.map((u) => ({ asset: u.asset, amountAtomic: u.amountAtomic.toString() })),
+    heldPayments: r.heldPayments.map((u) => ({ asset: u.asset, amountAtomic: u.amountAtomic.toString() })),
     error: r.error,
   }
 }

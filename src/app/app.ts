@@ -25,7 +25,7 @@ import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
-import { absentContractMessage, olderContractMessage, probeCreditContract } from '../chain/reclaim-window.ts'
+import { absentContractMessage, advanceCapMessage, olderContractMessage, probeCreditContract } from '../chain/reclaim-window.ts'
 import { advanceMinAtomicOf, loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
@@ -36,7 +36,7 @@ import { sharedHeads } from '../chain/poll-transport.ts'
 import { ChainFollower } from '../chain/follower.ts'
 import { FollowerCursors } from '../chain/follower-cursor.ts'
 import { chainEventsPerBatchMax, chainEventWeight } from '../engine/chain-facts.ts'
-import { resolveConfig, type EngineConfig } from '../engine/config.ts'
+import { defaultEngineConfig, resolveConfig, type EngineConfig } from '../engine/config.ts'
 import { advanceViewFromSnapshot, Engine } from '../engine/engine.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../engine/migrations.ts'
 import type { StoredSnapshot } from '../engine/engine.ts'
@@ -111,17 +111,22 @@ export interface AppOptions {
  * (README "Upgrading to reclaimJob"). A network the probe cannot reach, or whose node has no code at the contract (not
  * yet at its deployment block: probeCreditContract's 'absent'), is said in the log and served: its follower and
  * requests retry, as for any outage, and its follower probes again before it applies anything (refuseOlderContract:
- * an older contract stops it, the network's /health says why). Returns the slugs of those networks.
+ * an older contract stops it, the network's /health says why). A contract whose advancesPerJobMax() is below the
+ * service's `advancesPerJobMax` is refused too: the service would lease advances on a job that paySupplier refuses.
+ * Returns the slugs of the networks not probed.
  */
-async function refuseOlderCreditContracts(source: string, networks: readonly NetworkConfig[], log: Logger): Promise<Set<string>> {
+async function refuseOlderCreditContracts(source: string, networks: readonly NetworkConfig[], log: Logger, advancesPerJobMax: number): Promise<Set<string>> {
   const older: { path: string; message: string }[] = []
   const unreached = new Set<string>()
   await Promise.all(networks.map(async (network, index) => {
     // Bounded: an RPC that hangs delays the start by seconds, not by the client's default retries.
     const publicClient = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 1, timeout: 5_000 }) })
     try {
-      const { verdict, head } = await probeCreditContract(publicClient, network.creditContract)
+      const { verdict, head, advancesPerJobMax: contractMax } = await probeCreditContract(publicClient, network.creditContract)
       if (verdict === 'older') older.push({ path: `/networks/${index}/creditContract`, message: olderContractMessage(network.slug, network.creditContract) })
+      if (contractMax !== undefined && contractMax < BigInt(advancesPerJobMax)) {
+        older.push({ path: `/networks/${index}/creditContract`, message: advanceCapMessage(network.slug, network.creditContract, contractMax, advancesPerJobMax) })
+      }
       if (verdict === 'absent') {
         unreached.add(network.slug)
         log({ level: 'warn', msg: 'credit_contract_not_found', network: network.slug, error: absentContractMessage(network.slug, network.creditContract, head) })
@@ -182,7 +187,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       // the engine would still lease offers that no lender can pay, and each lease would only expire.
       const unsigned = networks.flatMap((n, i) => (n.leaseSignerPrivateKey === undefined ? [{ path: `/networks/${i}/leaseSignerKeyEnv`, message: `required: ${n.slug} has no key to sign lease authorizations, so no lease there could be paid` }] : []))
       if (unsigned.length > 0) throw new NetworksConfigError(config.networksFile, unsigned)
-      unprobed = await refuseOlderCreditContracts(config.networksFile, networks, log)
+      unprobed = await refuseOlderCreditContracts(config.networksFile, networks, log, config.engine.advancesPerJobMax ?? defaultEngineConfig.advancesPerJobMax)
     } else {
       if (devnet === undefined) {
         // The chains keep their state beside the store: a restart finds the escrows and balances its records name.

@@ -29,6 +29,7 @@ import {
   testStablecoinAbi,
   creditFacilityV2Abi,
 } from './artifacts.ts'
+import { defaultEngineConfig } from '../engine/config.ts'
 import { networkChain } from './clients.ts'
 import { toNetworksFile, type NetworkConfig } from './config.ts'
 import { setAside, stateCandidates, stateFiles, StateSaver, stderrDevnetLog, type DevnetLog, type StateSaverOptions } from './devnet-state.ts'
@@ -60,6 +61,9 @@ export const devnetToken = { symbol: 'USDC', eip712Name: 'USD Coin', eip712Versi
  * demo and the examples, and a borrower who never registers its job locks the client's money for that long at most.
  */
 export const devnetReclaimDelaySeconds = 10n * 24n * 60n * 60n
+
+/** The devnet credit contract's advancesPerJobMax (paySupplier's cap on a job's advances that owe): the engine's default. */
+export const devnetAdvancesPerJobMax = BigInt(defaultEngineConfig.advancesPerJobMax)
 
 export type DevnetOptions = {
   networks?: DevnetNetworkSpec[]
@@ -328,7 +332,7 @@ async function deployFresh(
     () => wallet.deployContract({
       abi: creditFacilityV2Abi,
       bytecode: loadArtifact('CreditFacilityV2').bytecode,
-      args: [accounts.operator.address, accounts.leaseSigner.address, devnetReclaimDelaySeconds],
+      args: [accounts.operator.address, accounts.leaseSigner.address, devnetReclaimDelaySeconds, devnetAdvancesPerJobMax],
       nonce: 3,
     }),
     ...funded.map((role, index) => () =>
@@ -358,16 +362,16 @@ async function waitSuccess(client: PublicClient<Transport, Chain>, hash: Hex) {
   return receipt
 }
 
-/** Deploys another CreditFacilityV2 with the given roles (tests of the constructor and of a look-alike contract); the devnet's reclaimDelay unless given. */
+/** Deploys another CreditFacilityV2 with the given roles (tests of the constructor and of a look-alike contract); the devnet's reclaimDelay and advancesPerJobMax unless given. */
 export async function deployCreditFacilityV2(
   wallet: WalletClient<Transport, Chain, PrivateKeyAccount>,
   publicClient: PublicClient<Transport, Chain>,
-  roles: { operator: Address; leaseSigner: Address; reclaimDelaySeconds?: bigint },
+  roles: { operator: Address; leaseSigner: Address; reclaimDelaySeconds?: bigint; advancesPerJobMax?: bigint },
 ): Promise<Address> {
   const hash = await wallet.deployContract({
     abi: creditFacilityV2Abi,
     bytecode: loadArtifact('CreditFacilityV2').bytecode,
-    args: [roles.operator, roles.leaseSigner, roles.reclaimDelaySeconds ?? devnetReclaimDelaySeconds],
+    args: [roles.operator, roles.leaseSigner, roles.reclaimDelaySeconds ?? devnetReclaimDelaySeconds, roles.advancesPerJobMax ?? devnetAdvancesPerJobMax],
   })
   const receipt = await waitSuccess(publicClient, hash)
   if (receipt.contractAddress === null || receipt.contractAddress === undefined) throw new Error(`deployment ${hash} created no contract`)

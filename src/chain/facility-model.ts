@@ -83,6 +83,9 @@ export type FacilityModelState = {
   jobs: Map<Hex, ModelJob>
   advances: Map<Hex, ModelAdvance>
   reserveOf: Map<Address, bigint>
+  /** heldFor by `${asset}:${account}` (lower case), and heldOf by asset. */
+  heldFor: Map<string, bigint>
+  heldOf: Map<Address, bigint>
   tokens: TokenState
 }
 
@@ -91,6 +94,8 @@ function cloneState(s: FacilityModelState): FacilityModelState {
     jobs: new Map([...s.jobs].map(([k, v]) => [k, { ...v }])),
     advances: new Map([...s.advances].map(([k, v]) => [k, { ...v }])),
     reserveOf: new Map(s.reserveOf),
+    heldFor: new Map(s.heldFor),
+    heldOf: new Map(s.heldOf),
     tokens: { balances: new Map(s.tokens.balances), allowances: new Map(s.tokens.allowances) },
   }
 }
@@ -104,17 +109,27 @@ export class FacilityModel {
   readonly operator: Address
   readonly leaseSigner: Address
   readonly reclaimDelay: bigint
+  readonly advancesPerJobMax: bigint
+  /** Accounts the token refuses (USDC's blacklist: TestStablecoin's blacklist), lower case. */
+  readonly #refused = new Set<string>()
   #state: FacilityModelState
 
-  constructor(roles: { address: Address; operator: Address; leaseSigner: Address; reclaimDelay: bigint }) {
+  /** `advancesPerJobMax`: the contract's constructor argument, default 500 (the devnet's, the engine's default). */
+  constructor(roles: { address: Address; operator: Address; leaseSigner: Address; reclaimDelay: bigint; advancesPerJobMax?: bigint }) {
+    const advancesPerJobMax = roles.advancesPerJobMax ?? 500n
     if (roles.operator === zeroAddress || roles.leaseSigner === zeroAddress) revert('ZeroAddress')
-    if (key(roles.operator) === key(roles.leaseSigner)) revert('RolesNotSeparate', getAddress(roles.operator))
     if (roles.reclaimDelay === 0n) revert('ZeroDelay')
+    if (advancesPerJobMax === 0n) revert('ZeroAmount')
+    if (key(roles.operator) === key(roles.leaseSigner)) revert('RolesNotSeparate', getAddress(roles.operator))
     this.address = getAddress(roles.address)
     this.operator = getAddress(roles.operator)
     this.leaseSigner = getAddress(roles.leaseSigner)
     this.reclaimDelay = roles.reclaimDelay
-    this.#state = { jobs: new Map(), advances: new Map(), reserveOf: new Map(), tokens: { balances: new Map(), allowances: new Map() } }
+    this.advancesPerJobMax = advancesPerJobMax
+    this.#state = {
+      jobs: new Map(), advances: new Map(), reserveOf: new Map(), heldFor: new Map(), heldOf: new Map(),
+      tokens: { balances: new Map(), allowances: new Map() },
+    }
   }
 
   // ------------------------------------------------------------------ token side (what the test or engine sets up)
@@ -135,6 +150,12 @@ export class FacilityModel {
     return this.#state.tokens.allowances.get(allowanceKey(asset, owner, spender)) ?? 0n
   }
 
+  /** The token's blacklist (every asset alike): a transfer from, to or sent by a refused account reverts. */
+  setRefused(account: Address, refused: boolean): void {
+    if (refused) this.#refused.add(key(account))
+    else this.#refused.delete(key(account))
+  }
+
   // ------------------------------------------------------------------ views
 
   getJob(jobKey: Hex): ModelJob {
@@ -147,6 +168,14 @@ export class FacilityModel {
 
   reserveOf(asset: Address): bigint {
     return this.#state.reserveOf.get(getAddress(asset)) ?? 0n
+  }
+
+  heldFor(asset: Address, account: Address): bigint {
+    return this.#state.heldFor.get(tokenKey(asset, account)) ?? 0n
+  }
+
+  heldOf(asset: Address): bigint {
+    return this.#state.heldOf.get(getAddress(asset)) ?? 0n
   }
 
   jobKeys(): Hex[] {
@@ -202,6 +231,7 @@ export class FacilityModel {
         const job = this.#openJob(s, a.jobKey)
         if (key(a.asset) !== key(job.asset)) revert('AssetMismatch', job.asset, getAddress(a.asset))
         if (key(a.supplier) === key(job.borrower)) revert('InvalidSupplier', getAddress(a.supplier))
+        if (job.outstanding >= this.advancesPerJobMax) revert('TooManyAdvances', key(a.jobKey), this.advancesPerJobMax)
         job.outstanding += 1n
         job.unresolved += 1n
         job.advanced = true
@@ -235,7 +265,10 @@ export class FacilityModel {
       adv.lenderOwed -= toLender
       adv.reserveOwed -= toReserve
       this.#addReserve(s, adv.asset, toReserve)
-      if (toLender > 0n) this.#transferFrom(s, adv.asset, ctx.sender, adv.lender, toLender)
+      if (toLender > 0n && !this.#tryTransferFrom(s, adv.asset, ctx.sender, adv.lender, toLender)) {
+        this.#transferFrom(s, adv.asset, ctx.sender, this.address, toLender)
+        this.#hold(s, adv.asset, adv.lender, toLender, emit)
+      }
       if (toReserve > 0n) this.#transferFrom(s, adv.asset, ctx.sender, this.address, toReserve)
       emit('Repaid', {
         offerKey: key(offerKey), payer: getAddress(ctx.sender), lender: adv.lender, toLender, toReserve,
@@ -271,13 +304,13 @@ export class FacilityModel {
         adv.reserveOwed = 0n
         toLenders += toLender
         toReserve += share
-        this.#transfer(s, job.asset, this.address, adv.lender, toLender)
+        if (toLender > 0n) this.#pay(s, job.asset, adv.lender, toLender, emit)
         emit('AdvanceSettled', { offerKey: key(offerKey), jobKey: key(jobKey), lender: adv.lender, toLender, toReserve: share })
       }
       const toBorrower = held - owed
       Object.assign(job, { escrow: 0n, collateral: 0n, outstanding: 0n, unresolved: 0n, status: JobStatus.Settled })
       this.#addReserve(s, job.asset, toReserve)
-      if (toBorrower > 0n) this.#transfer(s, job.asset, this.address, job.borrower, toBorrower)
+      if (toBorrower > 0n) this.#pay(s, job.asset, job.borrower, toBorrower, emit)
       emit('JobSettled', { jobKey: key(jobKey), borrower: job.borrower, toLenders, toReserve, toBorrower })
     })
   }
@@ -290,7 +323,7 @@ export class FacilityModel {
       job.escrow = 0n
       job.status = JobStatus.Failed
       emit('JobFailed', { jobKey: key(jobKey), client: job.client, escrowRefunded: refund })
-      if (refund > 0n) this.#transfer(s, job.asset, this.address, job.client, refund)
+      if (refund > 0n) this.#pay(s, job.asset, job.client, refund, emit)
       if (job.unresolved === 0n) this.#close(s, jobKey, job, emit)
     })
   }
@@ -306,8 +339,8 @@ export class FacilityModel {
       const released = job.collateral
       Object.assign(job, { escrow: 0n, collateral: 0n, status: JobStatus.Reclaimed })
       emit('JobReclaimed', { jobKey: key(jobKey), client: job.client, escrowRefunded: refund, collateralReleased: released })
-      this.#transfer(s, job.asset, this.address, job.client, refund)
-      if (released > 0n) this.#transfer(s, job.asset, this.address, job.borrower, released)
+      this.#pay(s, job.asset, job.client, refund, emit)
+      if (released > 0n) this.#pay(s, job.asset, job.borrower, released, emit)
     })
   }
 
@@ -353,8 +386,20 @@ export class FacilityModel {
         offerKey: key(offerKey), jobKey, lender: adv.lender, fromCollateral: collateralToLender + collateralToReserve,
         fromBacking, fromReserve, shortfall,
       })
-      if (collateralToLender + fromReserve > 0n) this.#transfer(s, adv.asset, this.address, adv.lender, collateralToLender + fromReserve)
+      if (collateralToLender + fromReserve > 0n) this.#pay(s, adv.asset, adv.lender, collateralToLender + fromReserve, emit)
       if (jobKey !== zeroHash) this.#closeIfResolved(s, jobKey, emit)
+    })
+  }
+
+  claimHeld(ctx: ModelContext, asset: Address, account: Address): ModelOutcome {
+    return this.#run((s, emit) => {
+      const k = tokenKey(asset, account)
+      const amount = s.heldFor.get(k) ?? 0n
+      if (amount === 0n) revert('NothingHeld', getAddress(asset), getAddress(account))
+      s.heldFor.set(k, 0n)
+      s.heldOf.set(getAddress(asset), (s.heldOf.get(getAddress(asset)) ?? 0n) - amount)
+      emit('HeldPaymentClaimed', { asset: getAddress(asset), to: getAddress(account), caller: getAddress(ctx.sender), amount })
+      this.#transfer(s, asset, this.address, account, amount)
     })
   }
 
@@ -433,7 +478,41 @@ export class FacilityModel {
     job.collateral = 0n
     job.status = JobStatus.Closed
     emit('JobClosed', { jobKey: key(jobKey), borrower: job.borrower, collateralReleased: released })
-    if (released > 0n) this.#transfer(s, job.asset, this.address, job.borrower, released)
+    if (released > 0n) this.#pay(s, job.asset, job.borrower, released, emit)
+  }
+
+  /** CreditFacilityV2._pay: a transfer the token refuses is held for its recipient (PaymentHeld). */
+  #pay(s: FacilityModelState, asset: Address, to: Address, amount: bigint, emit: (name: string, args: Record<string, unknown>) => void): void {
+    if (!this.#tryTransfer(s, asset, this.address, to, amount)) this.#hold(s, asset, to, amount, emit)
+  }
+
+  #hold(s: FacilityModelState, asset: Address, to: Address, amount: bigint, emit: (name: string, args: Record<string, unknown>) => void): void {
+    const k = tokenKey(asset, to)
+    s.heldFor.set(k, (s.heldFor.get(k) ?? 0n) + amount)
+    s.heldOf.set(getAddress(asset), (s.heldOf.get(getAddress(asset)) ?? 0n) + amount)
+    emit('PaymentHeld', { asset: getAddress(asset), to: getAddress(to), amount })
+  }
+
+  /** SafeERC20.trySafeTransfer(From): false, and nothing changed, where the token reverts. */
+  #tryTransfer(s: FacilityModelState, asset: Address, from: Address, to: Address, amount: bigint): boolean {
+    return this.#tries(s, () => this.#transfer(s, asset, from, to, amount))
+  }
+
+  #tryTransferFrom(s: FacilityModelState, asset: Address, from: Address, to: Address, amount: bigint): boolean {
+    return this.#tries(s, () => this.#transferFrom(s, asset, from, to, amount))
+  }
+
+  /** Runs a token call: whether it succeeded; one that reverts leaves the token as it was (an allowance it spent too). */
+  #tries(s: FacilityModelState, call: () => void): boolean {
+    const allowances = new Map(s.tokens.allowances)
+    try {
+      call()
+      return true
+    } catch (error) {
+      if (!(error instanceof Revert)) throw error
+      s.tokens.allowances = allowances
+      return false
+    }
   }
 
   /** OpenZeppelin ERC20.transferFrom with this contract as the spender: allowance first, then balance. */
@@ -447,9 +526,10 @@ export class FacilityModel {
     this.#transfer(s, asset, from, to, amount)
   }
 
-  /** OpenZeppelin ERC20._transfer/_update. */
+  /** OpenZeppelin ERC20._transfer/_update, with TestStablecoin's blacklist (the facility is always the token's caller). */
   #transfer(s: FacilityModelState, asset: Address, from: Address, to: Address, amount: bigint): void {
     if (to === zeroAddress) revert('ERC20InvalidReceiver', zeroAddress)
+    if (this.#refused.has(key(from)) || this.#refused.has(key(to))) revert('Error', 'Blacklistable: account is blacklisted')
     const fromKey = tokenKey(asset, from)
     const balance = s.tokens.balances.get(fromKey) ?? 0n
     if (balance < amount) revert('ERC20InsufficientBalance', getAddress(from), balance, amount)

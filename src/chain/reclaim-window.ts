@@ -50,34 +50,40 @@ export async function readReclaimWindow(
 
 /** Why a network whose credit contract has no reclaimJob is refused, and what to do. */
 export function olderContractMessage(slug: string, contract: Address): string {
-  return `${slug}'s credit contract ${contract} has no reclaimDelay(): it predates reclaimJob; deploy this release's CreditFacilityV2 and configure its address`
+  return `${slug}'s credit contract ${contract} has no advancesPerJobMax(): it predates this release's CreditFacilityV2 (its cap on a job's advances and its held payments; an older one predates reclaimJob too); deploy this release's CreditFacilityV2 and configure its address`
 }
 
 /**
- * What the RPC's node holds at `contract`, read at its own head: 'current', a deployment with reclaimJob (its
- * reclaimDelay() answers); 'older', code that does not answer reclaimDelay() (a deployment from before the contract
+ * What the RPC's node holds at `contract`, read at its own head: 'current', this release's deployment (its
+ * advancesPerJobMax(), the newest function, answers); 'older', code that does not answer it (a deployment from before the contract
  * changed in place: a constructor argument, the Job layout), which the service cannot register a job on nor decode the
  * jobs of, so the start-up refuses it (src/app/app.ts), the chain follower stops on it (src/chain/follower.ts) and the
  * devnet starts a fresh chain (src/chain/devnet.ts); 'absent', no code there at that head: a node that has not reached
  * the deployment block yet (a lagging or syncing node answers a call to it with empty data, which once read as an older
  * contract stopped the network for good), or an address with nothing deployed, which only waiting tells apart: the
  * start goes on and the follower probes again. The code and the call are read at the same block, so two nodes of one
- * endpoint cannot answer one each. RPC failures are thrown as they are.
+ * endpoint cannot answer one each. RPC failures are thrown as they are. A current contract's advancesPerJobMax() comes
+ * with it.
  */
 export async function probeCreditContract(
   publicClient: Pick<PublicClient, 'getBlockNumber' | 'getCode' | 'readContract'>,
   contract: Address,
-): Promise<{ verdict: 'current' | 'older' | 'absent'; head: bigint }> {
+): Promise<{ verdict: 'current' | 'older' | 'absent'; head: bigint; advancesPerJobMax?: bigint }> {
   const head = await publicClient.getBlockNumber({ cacheTime: 0 })
   const code = await publicClient.getCode({ address: contract, blockNumber: head })
   if (code === undefined || code === '0x') return { verdict: 'absent', head }
   try {
-    await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay', blockNumber: head })
-    return { verdict: 'current', head }
+    const advancesPerJobMax = await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'advancesPerJobMax', blockNumber: head })
+    return { verdict: 'current', head, advancesPerJobMax }
   } catch (error) {
     if (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null) return { verdict: 'older', head }
     throw error
   }
+}
+
+/** Why a contract whose cap on a job's advances is below the service's is refused (the service would lease past it). */
+export function advanceCapMessage(slug: string, contract: Address, contractMax: bigint, serviceMax: number): string {
+  return `${slug}'s credit contract ${contract} takes at most ${contractMax} advances that owe per job (advancesPerJobMax()), fewer than the service's advancesPerJobMax ${serviceMax}: a lease past it could never be paid; deploy it with at least ${serviceMax}, or lower engine.advancesPerJobMax`
 }
 
 /** Why the credit contract is not probed yet: the node has no code at its address (probeCreditContract's 'absent'). */

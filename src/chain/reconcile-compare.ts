@@ -88,12 +88,13 @@ export function compareStates(expected: ExpectedNetworkState, actual: ChainState
 
 /**
  * Token conservation of `asset` on chain alone: the contract's balance == escrow + collateral of its open and failed
- * jobs (the jobs read) + its reserve. A settled or closed job holds nothing, by the contract's rules.
+ * jobs (the jobs read) + its reserve + the payments it holds for recipients the token refused (heldOf). A settled or
+ * closed job holds nothing, by the contract's rules.
  */
 export function conservationDifferences(actual: ChainState, asset: Address): Difference[] {
   const state = actual.assets.get(getAddress(asset))
   if (state === undefined) return []
-  let held = state.reserveAtomic
+  let held = state.reserveAtomic + state.heldAtomic
   for (const job of actual.jobs.values()) {
     if (getAddress(job.asset) !== state.asset) continue
     if (job.status === 1 || job.status === 3) held += job.escrow + job.collateral

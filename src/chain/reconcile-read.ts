@@ -89,13 +89,17 @@ export async function readChainState(options: ReadChainOptions): Promise<ChainSt
   const amounts = await read<bigint>(
     assetList.flatMap((asset) => [
       { address: contract, abi: creditFacilityV2Abi, functionName: 'reserveOf', args: [asset] },
+      { address: contract, abi: creditFacilityV2Abi, functionName: 'heldOf', args: [asset] },
       { address: asset, abi: erc20Abi, functionName: 'balanceOf', args: [contract] },
     ]),
   )
   const assets = new Map(
     assetList.map((asset, i) => [
       asset,
-      { asset, reserveAtomic: amounts[2 * i] as bigint, contractBalanceAtomic: amounts[2 * i + 1] as bigint, totals: flows.get(asset) ?? zeroTotals() },
+      {
+        asset, reserveAtomic: amounts[3 * i] as bigint, heldAtomic: amounts[3 * i + 1] as bigint, contractBalanceAtomic: amounts[3 * i + 2] as bigint,
+        totals: flows.get(asset) ?? zeroTotals(),
+      },
     ]),
   )
   return { network: options.network, contract: getAddress(contract), fromBlock, toBlock, jobs, advances, assets, seenJobKeys, seenOfferKeys, reclaims }

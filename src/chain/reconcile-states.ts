@@ -127,6 +127,8 @@ export type ChainAdvance = ModelAdvance
 export type ChainAssetState = {
   asset: Address
   reserveAtomic: bigint
+  /** heldOf(asset): payments the token refused to their recipients, held in the contract until claimed. */
+  heldAtomic: bigint
   /** The token's balanceOf(contract). */
   contractBalanceAtomic: bigint
   totals: FlowTotals

@@ -68,6 +68,8 @@ export type NetworkReconciliation = {
   unregisteredJobs: number
   /** Per asset, what the contract holds beyond its jobs and reserve (not differences; see above). */
   unaccountedTokens: UnaccountedTokens[]
+  /** Per asset with any, what the contract holds for recipients its token refused (heldOf; theirs to claim). */
+  heldPayments: UnaccountedTokens[]
   /** Why the chain could not be read (status unavailable). */
   error: string | null
 }
@@ -278,6 +280,7 @@ export class Reconciliation {
         differences,
         unregisteredJobs,
         unaccountedTokens,
+        heldPayments: [...actual.assets.values()].filter((a) => a.heldAtomic > 0n).map((a) => ({ asset: a.asset, amountAtomic: a.heldAtomic })),
         error: null,
       }
     } catch (error) {
@@ -335,6 +338,6 @@ export function splitSurplus(all: Difference[]): { differences: Difference[]; un
 }
 
 function pending(network: string): NetworkReconciliation {
-  return { network, status: 'pending', checkedAtMs: null, fromBlock: null, toBlock: null, differences: [], unregisteredJobs: 0, unaccountedTokens: [], error: null }
+  return { network, status: 'pending', checkedAtMs: null, fromBlock: null, toBlock: null, differences: [], unregisteredJobs: 0, unaccountedTokens: [], heldPayments: [], error: null }
 }
 

@@ -82,7 +82,17 @@ t.test('a networks file whose credit contract predates reclaimJob is refused at 
   const config = loadServiceConfig({ NETWORKS_FILE: file, DATA_DIR: join(dir, 'data') })
   const refused = await startApp(config).then((app) => app.stop().then(() => 'started'), (error: unknown) => error)
   t.type(refused, NetworksConfigError, 'the service does not start')
-  t.match((refused as NetworksConfigError).problems, [{ path: '/networks/0/creditContract', message: /predates reclaimJob/ }])
+  t.match((refused as NetworksConfigError).problems, [{ path: '/networks/0/creditContract', message: /predates this release/ }])
+  t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
+})
+
+t.test('a networks file whose credit contract caps a job\'s advances below the service\'s advancesPerJobMax is refused at start-up', async (t) => {
+  const { dir, file } = await olderContractFile(t, undefined, true)
+  const config = loadServiceConfig({ NETWORKS_FILE: file, DATA_DIR: join(dir, 'data') })
+  // The devnet's contract takes 500, the engine's default; a service that would lease 501 on one job is refused.
+  const refused = await startApp({ ...config, engine: { ...config.engine, advancesPerJobMax: 501 } }).then((app) => app.stop().then(() => 'started'), (error: unknown) => error)
+  t.type(refused, NetworksConfigError, 'the service does not start')
+  t.match((refused as NetworksConfigError).problems, [{ path: '/networks/0/creditContract', message: /at most 500 advances that owe per job.*fewer than the service's advancesPerJobMax 501/ }])
   t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
 })
 
@@ -142,7 +152,7 @@ t.test('a credit contract the start-up probe could not reach is probed once the 
   t.match(await followerWhen('degraded'), { state: 'degraded', block: null }, 'the follower waits for the RPC')
 
   rpc.setMode('forward')
-  t.match(await followerWhen('stopped'), { state: 'stopped', block: null, error: /older_contract.*predates reclaimJob/ }, 'refused once the RPC answers, nothing applied')
+  t.match(await followerWhen('stopped'), { state: 'stopped', block: null, error: /older_contract.*predates this release/ }, 'refused once the RPC answers, nothing applied')
   t.ok(logged.some((entry) => entry['msg'] === 'chain_follower_stopped' && entry['code'] === 'older_contract'), 'and said in the log')
 })
 

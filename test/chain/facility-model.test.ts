@@ -1,8 +1,9 @@
 // The TypeScript model of CreditFacilityV2 (src/chain/facility-model.ts) against the real contract on anvil: random
 // sequences of calls (fund, collateral, pay with valid and invalid authorizations, repay partial/exact/over, settle,
-// fail, reclaim before and after the delay, liquidate before and after due, each by the right party or a stranger) run on both, and after every step the
-// outcome (the revert's name and arguments, or the facility's events) and the state (every job, advance, reserve and
-// token balance touched) must be identical. Each sequence starts from one evm_snapshot.
+// fail, reclaim before and after the delay, liquidate before and after due, each by the right party or a stranger;
+// the token's blacklist on and off for a party, and claims of held payments) run on both, and after every step the
+// outcome (the revert's name and arguments, or the facility's events) and the state (every job, advance, reserve,
+// held payment and token balance touched) must be identical. Each sequence starts from one evm_snapshot.
 import { deepStrictEqual } from 'node:assert/strict'
 import fc from 'fast-check'
 import t from 'tap'
@@ -20,6 +21,8 @@ const sequences = 20
 const stepsPerSequence = 15
 /** Short, so that random waits (up to 4,000 s each) reach it within a sequence. */
 const reclaimDelaySeconds = 3_000n
+/** Small, so that random payments reach it (TooManyAdvances). */
+const advancesPerJobMax = 3n
 
 const errorsAbi = [...creditFacilityV2Abi, ...testStablecoinAbi.filter((item) => item.type === 'error')] as Abi
 
@@ -58,6 +61,11 @@ type Step =
   | { kind: 'reclaim'; byStranger: boolean; aim: Aim; job: number }
   | { kind: 'liquidate'; byStranger: boolean; aim: Aim; offer: number; backing: bigint }
   | { kind: 'wait'; seconds: number }
+  | { kind: 'blacklist'; holder: Party; on: boolean }
+  | { kind: 'claim'; holder: Party; byStranger: boolean }
+
+type Party = 'client0' | 'client1' | 'borrower0' | 'borrower1' | 'lender0' | 'lender1' | 'supplier'
+const parties: Party[] = ['client0', 'client1', 'borrower0', 'borrower1', 'lender0', 'lender1', 'supplier']
 
 const jobs = 3
 const offers = 8
@@ -115,6 +123,8 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     backing: fc.oneof(fc.constant(0n), fc.bigInt({ min: 1n, max: 200n }).map((n) => n * USDC)),
   }),
   fc.record({ kind: fc.constant('wait' as const), seconds: fc.integer({ min: 1, max: 4_000 }) }),
+  fc.record({ kind: fc.constant('blacklist' as const), holder: fc.constantFrom(...parties), on: fc.constantFrom(true, true, false) }),
+  fc.record({ kind: fc.constant('claim' as const), holder: fc.constantFrom(...parties), byStranger: fc.boolean() }),
 )
 
 const pay = (offer: number, job: number | null, amount: bigint, dueOffset = 1_000): Step => ({
@@ -153,13 +163,38 @@ const scriptedSequence: Step[] = [
   pay(1, 2, 10n * USDC),
 ]
 
+// Refused recipients and the cap: a full job, a blacklisted lender and borrower at settlement (held, claimed too early,
+// claimed), a repayment to a blacklisted lender, a failure refunding a blacklisted client.
+const heldSequence: Step[] = [
+  { kind: 'fund', client: 0, job: 0, amount: 500n * USDC, borrower: 0 },
+  { kind: 'collateral', byStranger: false, aim: 'live', job: 0, amount: 50n * USDC },
+  pay(0, 0, 10n * USDC),
+  pay(0, 0, 10n * USDC),
+  pay(0, 0, 10n * USDC),
+  pay(0, 0, 10n * USDC),
+  { kind: 'blacklist', holder: 'lender0', on: true },
+  { kind: 'blacklist', holder: 'borrower0', on: true },
+  { kind: 'settle', byStranger: false, aim: 'live', job: 0, keys: 'exact' },
+  { kind: 'claim', holder: 'lender0', byStranger: true },
+  { kind: 'blacklist', holder: 'lender0', on: false },
+  { kind: 'claim', holder: 'lender0', byStranger: true },
+  { kind: 'claim', holder: 'lender0', byStranger: false },
+  { kind: 'fund', client: 1, job: 1, amount: 100n * USDC, borrower: 1 },
+  pay(0, 1, 10n * USDC),
+  { kind: 'blacklist', holder: 'lender0', on: true },
+  { kind: 'repay', payer: 'borrower', aim: 'live', offer: 0, how: 'exact' },
+  { kind: 'blacklist', holder: 'client1', on: true },
+  { kind: 'fail', byStranger: false, aim: 'live', job: 1 },
+  { kind: 'claim', holder: 'borrower0', byStranger: false },
+]
+
 /** JSON-comparable: bigints as strings, so that assertion messages are readable. */
 function plain(value: unknown): unknown {
   return JSON.parse(JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)))
 }
 
 t.test('the model and the contract agree on random call sequences', async (t) => {
-  const f: V2Fixture = await setupFacilityV2(t, { reclaimDelaySeconds })
+  const f: V2Fixture = await setupFacilityV2(t, { reclaimDelaySeconds, advancesPerJobMax })
   const funded = async (tokens: bigint, allowance: bigint = maxUint256): Promise<Wallet> => {
     const w = await f.wallet(tokens)
     const hash = await w.wallet.writeContract({ address: f.token, abi: erc20Abi, functionName: 'approve', args: [f.facility, allowance] })
@@ -189,7 +224,7 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
     holders.map((h) => f.publicClient.readContract({ address: f.token, abi: erc20Abi, functionName: 'allowance', args: [h, f.facility] })),
   )
   const newModel = (): FacilityModel => {
-    const model = new FacilityModel({ address: f.facility, operator: f.operator.account.address, leaseSigner: f.signer.address, reclaimDelay: reclaimDelaySeconds })
+    const model = new FacilityModel({ address: f.facility, operator: f.operator.account.address, leaseSigner: f.signer.address, reclaimDelay: reclaimDelaySeconds, advancesPerJobMax })
     holders.forEach((h, i) => {
       model.setBalance(f.token, h, initialBalances[i] as bigint)
       model.setAllowance(f.token, h, f.facility, initialAllowances[i] as bigint)
@@ -217,17 +252,25 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
   }
 
   const compareState = async (model: FacilityModel, where: string): Promise<void> => {
-    const [chainJobs, chainAdvances, reserve, balances] = await Promise.all([
+    const [chainJobs, chainAdvances, reserve, balances, held, heldOf] = await Promise.all([
       Promise.all(jobKeys.map((k) => f.job(k))),
       Promise.all(offerKeys.map((k) => f.advance(k))),
       f.reserve(),
       Promise.all(holders.map((h) => f.balance(h))),
+      Promise.all(holders.map((h) => f.held(h))),
+      f.publicClient.readContract({ address: f.facility, abi: creditFacilityV2Abi, functionName: 'heldOf', args: [f.token] }),
     ])
+    deepStrictEqual(plain(held), plain(holders.map((h) => model.heldFor(f.token, h))), `${where}: held payments`)
+    deepStrictEqual(heldOf, model.heldOf(f.token), `${where}: heldOf`)
     deepStrictEqual(plain(chainJobs), plain(jobKeys.map((k) => model.getJob(k))), `${where}: jobs`)
     deepStrictEqual(plain(chainAdvances), plain(offerKeys.map((k) => model.getAdvance(k))), `${where}: advances`)
     deepStrictEqual(reserve, model.reserveOf(f.token), `${where}: reserve`)
     deepStrictEqual(plain(balances), plain(holders.map((h) => model.balanceOf(f.token, h))), `${where}: token balances`)
   }
+
+  const partyWallet = (party: Party): Wallet | undefined =>
+    party === 'supplier' ? undefined : ({ client: actors.clients, borrower: actors.borrowers, lender: actors.lenders }[party.slice(0, -1) as 'client'])[Number(party.slice(-1))]
+  const partyAddress = (party: Party): Address => partyWallet(party)?.account.address ?? (actors.suppliers[0] as Address)
 
   let snapshot = await f.testClient.snapshot()
   const seen = new Map<string, number>()
@@ -243,6 +286,11 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
         const where = `sequence ${run} step ${index} ${JSON.stringify(plain(step))}`
         if (step.kind === 'wait') {
           now += BigInt(step.seconds)
+          continue
+        }
+        if (step.kind === 'blacklist') {
+          await f.blacklist(partyAddress(step.holder), step.on)
+          model.setRefused(partyAddress(step.holder), step.on)
           continue
         }
         now += 1n
@@ -338,6 +386,12 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
             call = { who, functionName: 'reclaimJob', args: [jobKey], model: () => model.reclaimJob(ctx(who), jobKey) }
             break
           }
+          case 'claim': {
+            const account = partyAddress(step.holder)
+            const who = step.byStranger ? actors.stranger : (partyWallet(step.holder) ?? actors.stranger)
+            call = { who, functionName: 'claimHeld', args: [f.token, account], model: () => model.claimHeld(ctx(who), f.token, account) }
+            break
+          }
           case 'liquidate': {
             const offerKey = pickOffer(step.aim, step.offer, (k) => owing(k) && !model.getAdvance(k).liquidated)
             const who = step.byStranger ? actors.stranger : actors.operator
@@ -354,10 +408,11 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
       }
   }
 
-  // First a scripted sequence through every success path (partial, exact and over-repayment, settlement, failure with
+  // First scripted sequences through every success path (partial, exact and over-repayment, settlement, failure with
   // collateral, liquidation of a failed job's advance and of a past-due backing advance with reserve and shortfall,
   // repayment after a shortfall), then random ones.
   await runSequence(scriptedSequence)
+  await runSequence(heldSequence)
   await fc.assert(
     fc.asyncProperty(fc.array(stepArb, { minLength: stepsPerSequence, maxLength: stepsPerSequence }), runSequence),
     // A fixed seed by default (CI reruns what passed); FACILITY_MODEL_SEED explores other sequences.
@@ -365,8 +420,11 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
   )
 
   // The sequences must have exercised the paths that matter, or agreement proves little.
-  for (const label of ['fundJob ok', 'postCollateral ok', 'paySupplier ok', 'repay ok', 'settleJob ok', 'failJob ok', 'reclaimJob ok', 'liquidate ok']) {
-    t.ok((seen.get(label) ?? 0) > 0, `some ${label.replace(' ok', '')} succeeded (${seen.get(label) ?? 0})`)
+  for (const label of [
+    'fundJob ok', 'postCollateral ok', 'paySupplier ok', 'repay ok', 'settleJob ok', 'failJob ok', 'reclaimJob ok', 'liquidate ok', 'claimHeld ok',
+    'paySupplier TooManyAdvances', 'claimHeld Error', 'claimHeld NothingHeld',
+  ]) {
+    t.ok((seen.get(label) ?? 0) > 0, `some ${label.replace(' ok', '')} ${label.endsWith(' ok') ? 'succeeded' : 'reverted so'} (${seen.get(label) ?? 0})`)
   }
   const reverts = [...seen.keys()].filter((label) => !label.endsWith(' ok'))
   t.ok(reverts.length >= 10, `many distinct reverts compared (${reverts.length}): ${reverts.sort().join(', ')}`)

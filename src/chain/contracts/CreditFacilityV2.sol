@@ -12,8 +12,12 @@ import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 /// under a lease authorization the service signed (EIP-712), which fixes the advance's terms; from then on the
 /// contract knows what is owed on each advance and routes every repayment, settlement and recovery by one rule:
 /// the lender's part first, then the insurance reserve's share. Every escrowed and collateral token of a final job
-/// ends with a lender, the reserve, the job's client (a failed or reclaimed job's escrow) or its borrower (the rest).
+/// ends with a lender, the reserve, the job's client (a failed or reclaimed job's escrow) or its borrower (the rest),
+/// held here for that party while its token refuses the transfer (heldFor).
 /// Keys: jobKey = keccak256(utf8(jobId)); offerKey (the advance's key) = keccak256(keySalt ++ utf8(offerId)).
+/// Payments go out pull-over-push where it matters: a transfer the token refuses (a blacklisted recipient, a paused
+/// token) never reverts the call that makes it; the amount is held for its recipient (PaymentHeld), who, or anyone on
+/// its behalf, claims it later (claimHeld) once the token accepts it. One refused recipient blocks nobody else's money.
 contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     using SafeERC20 for IERC20;
 
@@ -79,10 +83,18 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     address public immutable leaseSigner;
     /// Seconds after fundJob from which the client may reclaim a job never advanced on (reclaimJob).
     uint256 public immutable reclaimDelay;
+    /// The most advances of one job that owe anything at once (its `outstanding`): settleJob names them all in one
+    /// transaction, so a job must never hold more than one settlement can pay (the service's advancesPerJobMax).
+    uint256 public immutable advancesPerJobMax;
 
     mapping(bytes32 jobKey => Job) private _jobs;
     mapping(bytes32 offerKey => Advance) private _advances;
     mapping(address asset => uint256 amount) public reserveOf;
+    /// Payments the token refused to deliver, by asset and recipient: the recipient's, to claim (claimHeld).
+    mapping(address asset => mapping(address account => uint256 amount)) public heldFor;
+    /// heldFor summed over every recipient, per asset: the contract's balance is its jobs' escrow and collateral, the
+    /// reserve and this.
+    mapping(address asset => uint256 amount) public heldOf;
 
     event JobFunded(bytes32 indexed jobKey, address indexed client, address indexed borrower, address asset, uint256 amount);
     event CollateralPosted(bytes32 indexed jobKey, address indexed borrower, address asset, uint256 amount);
@@ -112,6 +124,10 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     event JobFailed(bytes32 indexed jobKey, address indexed client, uint256 escrowRefunded);
     event JobClosed(bytes32 indexed jobKey, address indexed borrower, uint256 collateralReleased);
     event JobReclaimed(bytes32 indexed jobKey, address indexed client, uint256 escrowRefunded, uint256 collateralReleased);
+    /// The token refused `amount` to `to` (a blacklisted address): the contract holds it for `to` (heldFor).
+    event PaymentHeld(address indexed asset, address indexed to, uint256 amount);
+    /// A held payment went out to its recipient; `caller` paid the gas.
+    event HeldPaymentClaimed(address indexed asset, address indexed to, address caller, uint256 amount);
     event Liquidated(
         bytes32 indexed offerKey,
         bytes32 indexed jobKey,
@@ -152,21 +168,27 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     error NotClient(address caller);
     error JobAdvanced(bytes32 jobKey);
     error ReclaimTooEarly(uint256 reclaimableAt, uint256 nowSeconds);
+    error TooManyAdvances(bytes32 jobKey, uint256 advancesPerJobMax);
+    error NothingHeld(address asset, address account);
 
     modifier onlyOperator() {
         if (msg.sender != operator) revert NotOperator(msg.sender);
         _;
     }
 
-    constructor(address operator_, address leaseSigner_, uint256 reclaimDelay_) EIP712("CreditFacility", "2") {
+    constructor(address operator_, address leaseSigner_, uint256 reclaimDelay_, uint256 advancesPerJobMax_)
+        EIP712("CreditFacility", "2")
+    {
         if (operator_ == address(0) || leaseSigner_ == address(0)) revert ZeroAddress();
         // A client able to reclaim at once could pull the escrow from under any job the service registers.
         if (reclaimDelay_ == 0) revert ZeroDelay();
+        if (advancesPerJobMax_ == 0) revert ZeroAmount();
         // The signer's key signs on the request path and holds no gas; the operator moves money. One key must not do both.
         if (operator_ == leaseSigner_) revert RolesNotSeparate(operator_);
         operator = operator_;
         leaseSigner = leaseSigner_;
         reclaimDelay = reclaimDelay_;
+        advancesPerJobMax = advancesPerJobMax_;
     }
 
     // ------------------------------------------------------------------------------------------ jobs
@@ -218,6 +240,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
             Job storage job = _openJob(a.jobKey);
             if (a.asset != job.asset) revert AssetMismatch(job.asset, a.asset);
             if (a.supplier == job.borrower) revert InvalidSupplier(a.supplier);
+            if (job.outstanding >= advancesPerJobMax) revert TooManyAdvances(a.jobKey, advancesPerJobMax);
             job.outstanding += 1;
             job.unresolved += 1;
             job.advanced = true;
@@ -237,7 +260,8 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     }
 
     /// @notice Anyone repays an advance, of any amount: the lender's part first, then the reserve's share. At most what
-    /// is owed is pulled, so an overpayment never leaves the payer's wallet. Works on a liquidated advance too.
+    /// is owed is pulled, so an overpayment never leaves the payer's wallet. Works on a liquidated advance too. When the
+    /// token refuses the lender's part to the lender, the contract takes it from the payer and holds it for the lender.
     function repay(bytes32 offerKey, uint256 amount) external nonReentrant {
         if (amount == 0) revert ZeroAmount();
         Advance storage adv = _owingAdvance(offerKey);
@@ -248,7 +272,11 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         reserveOf[adv.asset] += toReserve;
         address lender = adv.lender;
         address asset = adv.asset;
-        if (toLender > 0) IERC20(asset).safeTransferFrom(msg.sender, lender, toLender);
+        if (toLender > 0 && !IERC20(asset).trySafeTransferFrom(msg.sender, lender, toLender)) {
+            // Refused: the payer's own balance or allowance reverts here with the token's error, as before.
+            IERC20(asset).safeTransferFrom(msg.sender, address(this), toLender);
+            _hold(asset, lender, toLender);
+        }
         if (toReserve > 0) IERC20(asset).safeTransferFrom(msg.sender, address(this), toReserve);
         emit Repaid(offerKey, msg.sender, lender, toLender, toReserve, adv.lenderOwed, adv.reserveOwed);
         if (adv.lenderOwed == 0 && adv.reserveOwed == 0) _resolveRepaid(adv);
@@ -286,7 +314,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
             adv.reserveOwed = 0;
             toLenders += toLender;
             toReserve += share;
-            IERC20(asset).safeTransfer(adv.lender, toLender);
+            if (toLender > 0) _pay(asset, adv.lender, toLender);
             emit AdvanceSettled(offerKeys[i], jobKey, adv.lender, toLender, share);
         }
         uint256 toBorrower = held - owed;
@@ -297,7 +325,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         job.unresolved = 0;
         job.status = JobStatus.Settled;
         reserveOf[asset] += toReserve;
-        if (toBorrower > 0) IERC20(asset).safeTransfer(job.borrower, toBorrower);
+        if (toBorrower > 0) _pay(asset, job.borrower, toBorrower);
         emit JobSettled(jobKey, job.borrower, toLenders, toReserve, toBorrower);
     }
 
@@ -309,7 +337,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         job.escrow = 0;
         job.status = JobStatus.Failed;
         emit JobFailed(jobKey, job.client, refund);
-        if (refund > 0) IERC20(job.asset).safeTransfer(job.client, refund);
+        if (refund > 0) _pay(job.asset, job.client, refund);
         if (job.unresolved == 0) _close(jobKey, job);
     }
 
@@ -329,8 +357,8 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         job.collateral = 0;
         job.status = JobStatus.Reclaimed;
         emit JobReclaimed(jobKey, job.client, refund, released);
-        IERC20(job.asset).safeTransfer(job.client, refund);
-        if (released > 0) IERC20(job.asset).safeTransfer(job.borrower, released);
+        _pay(job.asset, job.client, refund);
+        if (released > 0) _pay(job.asset, job.borrower, released);
     }
 
     /// @notice The operator recovers a defaulted advance (its job failed, or it is past due), once. In the spec's
@@ -385,8 +413,22 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
             job.unresolved -= 1;
         }
         emit Liquidated(offerKey, jobKey, lender, collateralToLender + collateralToReserve, fromBacking, fromReserve, shortfall);
-        if (collateralToLender + fromReserve > 0) IERC20(asset).safeTransfer(lender, collateralToLender + fromReserve);
+        if (collateralToLender + fromReserve > 0) _pay(asset, lender, collateralToLender + fromReserve);
         if (jobKey != bytes32(0)) _closeIfResolved(jobKey);
+    }
+
+    // ------------------------------------------------------------------------------------------ held payments
+
+    /// @notice Anyone sends `account` what the contract holds for it in `asset` (heldFor), all of it, to `account` only
+    /// (never elsewhere: a blacklisted address must not use the contract to move its tokens). Reverts, changing
+    /// nothing, while the token still refuses it.
+    function claimHeld(address asset, address account) external nonReentrant {
+        uint256 amount = heldFor[asset][account];
+        if (amount == 0) revert NothingHeld(asset, account);
+        heldFor[asset][account] = 0;
+        heldOf[asset] -= amount;
+        emit HeldPaymentClaimed(asset, account, msg.sender, amount);
+        IERC20(asset).safeTransfer(account, amount);
     }
 
     // ------------------------------------------------------------------------------------------ views
@@ -469,7 +511,19 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         job.collateral = 0;
         job.status = JobStatus.Closed;
         emit JobClosed(jobKey, job.borrower, released);
-        if (released > 0) IERC20(job.asset).safeTransfer(job.borrower, released);
+        if (released > 0) _pay(job.asset, job.borrower, released);
+    }
+
+    /// Pays `amount` of `asset` from this contract to `to`; a transfer the token refuses (reverts or returns false) is
+    /// held for `to` instead, so that the call goes on for everyone else.
+    function _pay(address asset, address to, uint256 amount) private {
+        if (!IERC20(asset).trySafeTransfer(to, amount)) _hold(asset, to, amount);
+    }
+
+    function _hold(address asset, address to, uint256 amount) private {
+        heldFor[asset][to] += amount;
+        heldOf[asset] += amount;
+        emit PaymentHeld(asset, to, amount);
     }
 
     function _min(uint256 a, uint256 b) private pure returns (uint256) {

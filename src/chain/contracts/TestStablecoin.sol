@@ -9,10 +9,16 @@ import {ERC3009} from "@openzeppelin/contracts/token/ERC20/extensions/draft-ERC3
 /// @title TestStablecoin
 /// @notice A 6-decimal EIP-3009 stablecoin for the devnet, shaped like USDC for the x402 exact EVM scheme:
 /// random bytes32 nonces, the (v, r, s) and the `bytes signature` (ERC-1271 smart wallets) overloads,
-/// `name()` and `version()` equal to the EIP-712 domain. Only the minter can mint.
+/// `name()` and `version()` equal to the EIP-712 domain. Only the minter can mint. USDC's blacklist as FiatToken has it:
+/// the minter (the token's owner here) blacklists and unblacklists; a transfer, mint or burn to or from a blacklisted
+/// address, or sent by one, reverts with FiatToken's message.
 contract TestStablecoin is ERC3009 {
     address public immutable minter;
     string private _eip712Version;
+    mapping(address account => bool) private _blacklisted;
+
+    event Blacklisted(address indexed account);
+    event UnBlacklisted(address indexed account);
 
     error NotMinter(address caller);
 
@@ -40,6 +46,27 @@ contract TestStablecoin is ERC3009 {
     function mint(address to, uint256 amount) external {
         if (msg.sender != minter) revert NotMinter(msg.sender);
         _mint(to, amount);
+    }
+
+    function isBlacklisted(address account) external view returns (bool) {
+        return _blacklisted[account];
+    }
+
+    function blacklist(address account) external {
+        if (msg.sender != minter) revert NotMinter(msg.sender);
+        _blacklisted[account] = true;
+        emit Blacklisted(account);
+    }
+
+    function unBlacklist(address account) external {
+        if (msg.sender != minter) revert NotMinter(msg.sender);
+        _blacklisted[account] = false;
+        emit UnBlacklisted(account);
+    }
+
+    function _update(address from, address to, uint256 value) internal override {
+        require(!_blacklisted[from] && !_blacklisted[to] && !_blacklisted[msg.sender], "Blacklistable: account is blacklisted");
+        super._update(from, to, value);
     }
 
     /// @notice Same as the (v, r, s) form, with a signature checked by ECDSA or ERC-1271.
