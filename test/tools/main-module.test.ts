@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { childEnv } from '../fixtures/child-env.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -16,9 +17,9 @@ t.test('isMainModule holds for the started script however its path is spelled, a
   const linked = join(parent, 'check out ü $x (1)')
   symlinkSync(root, linked)
   for (const base of [root, linked]) {
-    const run = spawnSync(process.execPath, ['--import', 'tsx', join(base, 'test', 'tools', 'fixtures', 'print-main.ts')], { cwd: root, encoding: 'utf8' })
+    const run = spawnSync(process.execPath, ['--import', 'tsx', join(base, 'test', 'tools', 'fixtures', 'print-main.ts')], { cwd: root, encoding: 'utf8', env: childEnv() })
     t.equal(run.stdout, 'true', `started as ${base}: ${run.stderr}`)
   }
-  const imported = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `await import(${JSON.stringify(join(linked, 'test', 'tools', 'fixtures', 'print-main.ts'))})`], { cwd: root, encoding: 'utf8' })
+  const imported = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `await import(${JSON.stringify(join(linked, 'test', 'tools', 'fixtures', 'print-main.ts'))})`], { cwd: root, encoding: 'utf8', env: childEnv() })
   t.equal(imported.stdout, 'false', `imported by another script: ${imported.stderr}`)
 })
