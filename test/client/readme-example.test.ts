@@ -10,7 +10,6 @@ import { AgentCredit, ChainAgent } from '../../src/client/index.ts'
 import { fund, startHarness, usdc, USDC, type Harness } from '../fixtures/service.ts'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { Address, Hex } from 'viem'
-import { childEnv } from '../fixtures/child-env.ts'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 let h: Harness
@@ -50,7 +49,7 @@ t.test('the README SDK example runs the typical flow as written', async (t) => {
     keys[name] = privateKey
   }
   const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: root, env: childEnv({ AGENT_CREDIT_URL: h.url, ...keys }), stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: root, env: { ...process.env, AGENT_CREDIT_URL: h.url, ...keys }, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d))

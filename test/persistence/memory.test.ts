@@ -6,7 +6,6 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { REPO, removeDir } from './fixtures/child-service.ts'
 import { tempDataDir } from '../fixtures/service.ts'
-import { childEnv } from '../fixtures/child-env.ts'
 
 const RUN = fileURLToPath(new URL('./fixtures/heap-run.ts', import.meta.url))
 const FINAL_OFFERS = 100_000
@@ -34,7 +33,7 @@ function heapRun(finalOffers: number): Promise<HeapRun> {
     const child = spawn(
       process.execPath,
       ['--expose-gc', '--max-semi-space-size=32', '--import', 'tsx', RUN, dataDir, String(finalOffers), String(LIVE_OFFERS)],
-      { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() },
+      { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
     )
     t.teardown(() => {
       child.kill('SIGKILL')

@@ -5,7 +5,6 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Store } from '../../src/store/index.ts'
 import { tempDir } from './fixtures/helpers.ts'
-import { childEnv } from '../fixtures/child-env.ts'
 
 const WRITER = fileURLToPath(new URL('./fixtures/crash-writer.ts', import.meta.url))
 const ROUNDS = 5
@@ -18,7 +17,6 @@ function runAndKill(dataDir: string, start: number, afterMs: number): Promise<nu
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', WRITER, dataDir, String(start), '32'], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: childEnv(),
     })
     let out = ''
     let err = ''

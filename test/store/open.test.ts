@@ -19,7 +19,6 @@ import {
   VALUE_STRUCTURES,
 } from '../../src/store/index.ts'
 import { fileDigest, tempDir } from './fixtures/helpers.ts'
-import { childEnv } from '../fixtures/child-env.ts'
 
 /** A valid store with a few snapshots, closed; returns its directory. */
 async function populated(): Promise<string> {
@@ -126,7 +125,6 @@ t.test('a data directory without permission is refused', async (t) => {
   const before = digests(dataDir)
   const result = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./fixtures/open-unprivileged.ts', import.meta.url)), dataDir], {
     encoding: 'utf8',
-    env: childEnv(),
   })
   const line = result.stdout.trim().split('\n').pop() ?? ''
   t.match(line, /^\{/, `the child reported (stderr: ${result.stderr.slice(0, 1000)})`)

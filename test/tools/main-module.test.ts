@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { childEnv } from '../fixtures/child-env.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -17,9 +16,9 @@ t.test('isMainModule holds for the started script however its path is spelled, a
   const linked = join(parent, 'check out ü $x (1)')
   symlinkSync(root, linked)
   for (const base of [root, linked]) {
-    const run = spawnSync(process.execPath, ['--import', 'tsx', join(base, 'test', 'tools', 'fixtures', 'print-main.ts')], { cwd: root, encoding: 'utf8', env: childEnv() })
+    const run = spawnSync(process.execPath, ['--import', 'tsx', join(base, 'test', 'tools', 'fixtures', 'print-main.ts')], { cwd: root, encoding: 'utf8' })
     t.equal(run.stdout, 'true', `started as ${base}: ${run.stderr}`)
   }
-  const imported = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `await import(${JSON.stringify(join(linked, 'test', 'tools', 'fixtures', 'print-main.ts'))})`], { cwd: root, encoding: 'utf8', env: childEnv() })
+  const imported = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `await import(${JSON.stringify(join(linked, 'test', 'tools', 'fixtures', 'print-main.ts'))})`], { cwd: root, encoding: 'utf8' })
   t.equal(imported.stdout, 'false', `imported by another script: ${imported.stderr}`)
 })
