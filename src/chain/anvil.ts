@@ -71,13 +71,9 @@ const timer = setInterval(() => {
 `
 
 function spawnWatchdog(anvilPid: number): void {
-  // Without NODE_OPTIONS: what it preloads is the parent's business, not this script's (under tap, its process-info
-  // hooks made each watchdog's start-up cost three times the CPU, about 0.13 s more per chain).
-  const { NODE_OPTIONS: _preloads, ...env } = process.env
   const watchdog = spawn(process.execPath, ['-e', watchdogSource, String(process.pid), String(anvilPid)], {
     stdio: 'ignore',
     detached: true,
-    env,
   })
   watchdog.unref()
 }
