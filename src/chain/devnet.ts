@@ -1,5 +1,6 @@
 // The embedded default: local anvil chains with everything the service needs deployed and demo accounts funded.
 // Its result is a list of NetworkConfig, the same type a real network's configuration file yields.
+import { pbkdf2Sync } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import {
@@ -18,7 +19,7 @@ import {
   type Transport,
   type WalletClient,
 } from 'viem'
-import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
+import { HDKey, hdKeyToAccount, privateKeyToAccount } from 'viem/accounts'
 import { AnvilStartError, startAnvil, type AnvilOptions, type AnvilProcess } from './anvil.ts'
 import { probeCreditContract } from './reclaim-window.ts'
 import {
@@ -105,14 +106,26 @@ export type Devnet = {
   stop(): Promise<void>
 }
 
+/**
+ * Derived once per process. The seed is BIP-39's PBKDF2 (2,048 rounds of HMAC-SHA512), which viem's mnemonicToAccount
+ * computes in JavaScript once per account: a third of a second of CPU per call, paid by every devnet start and every
+ * test that starts one; node:crypto computes the same seed natively, once.
+ */
+let demoAccountList: readonly DemoAccount[] | undefined
+
 export function demoAccounts(): DemoAccounts {
-  const entries = demoRoles.map((role, index) => {
-    const hd = mnemonicToAccount(devMnemonic, { addressIndex: index })
-    const key = hd.getHdKey().privateKey
-    if (key === null) throw new Error('HD key without private key')
-    return [role, { role, address: hd.address, privateKey: toHex(key) }] as const
-  })
-  return Object.fromEntries(entries) as DemoAccounts
+  demoAccountList ??= (() => {
+    // BIP-39: PBKDF2-HMAC-SHA512 of the NFKD-normalised mnemonic, salt 'mnemonic' + passphrase (none), 64 bytes.
+    const root = HDKey.fromMasterSeed(pbkdf2Sync(devMnemonic.normalize('NFKD'), 'mnemonic', 2048, 64, 'sha512'))
+    return demoRoles.map((role, index) => {
+      const hd = hdKeyToAccount(root, { addressIndex: index })
+      const key = hd.getHdKey().privateKey
+      if (key === null) throw new Error('HD key without private key')
+      return { role, address: hd.address, privateKey: toHex(key) }
+    })
+  })()
+  // Fresh objects each call: a caller may change what it got.
+  return Object.fromEntries(demoAccountList.map((account) => [account.role, { ...account }])) as DemoAccounts
 }
 
 export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> {

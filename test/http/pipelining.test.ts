@@ -6,7 +6,7 @@ import { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import t from 'tap'
 import { framingOf, gateConnection } from '../../src/http/front-gate.ts'
-import { rawExchange } from './fixtures/raw.ts'
+import { rawExchange, rawUntil, responsesEnded } from './fixtures/raw.ts'
 import { startTestServer, testTransport } from './fixtures/routes.ts'
 
 const owner = '0x70997970c51812dc3a010c7d01b50e0d17dc79c8'
@@ -33,11 +33,14 @@ function answers(text: string, methods: string[]): Array<{ status: number; body:
   return out
 }
 
+/** What came ends with the answer to /items/end: a last request pipelined behind the others, so that whatever they were answered comes before it (no fixed wait). */
+const lastAnswered = (text: string) => text.includes('{"itemId":"end"')
+
 t.test('requests pipelined behind a slow answer are each answered, whole and in order', async (t) => {
-  const methods = ['GET', 'GET', 'HEAD', 'POST', 'GET']
-  const { text } = await rawExchange(server.port, [get('/slow?ms=150') + get('/text') + get('/text', 'HEAD') + post('pa') + get('/items/z9')], 2500)
+  const methods = ['GET', 'GET', 'HEAD', 'POST', 'GET', 'GET']
+  const { text } = await rawUntil(server.port, [get('/slow?ms=150') + get('/text') + get('/text', 'HEAD') + post('pa') + get('/items/z9') + get('/items/end')], lastAnswered)
   const got = answers(text, methods)
-  t.same(got.map((a) => a.status), [200, 200, 200, 201, 200], 'five answers, nothing else on the wire')
+  t.same(got.map((a) => a.status), [200, 200, 200, 201, 200, 200], 'five answers and the last one\'s, nothing else on the wire')
   t.same(JSON.parse(got[0]!.body), { waitedMs: 150, sawAbort: false }, 'the slow answer first')
   t.equal(got[1]!.body, 'hello\n')
   t.equal(got[2]!.body, '', 'the HEAD answer has no body, and the next answer is read right after its head')
@@ -48,7 +51,7 @@ t.test('requests pipelined behind a slow answer are each answered, whole and in 
 t.test('a pipelined request split across writes, its body arriving while the one before is pending', async (t) => {
   const second = post('pb')
   const cut = second.indexOf('\r\n\r\n') + 10
-  const { text } = await rawExchange(server.port, [get('/slow?ms=100') + second.slice(0, 20), second.slice(20, cut), second.slice(cut)], 2500)
+  const { text } = await rawUntil(server.port, [get('/slow?ms=100') + second.slice(0, 20), second.slice(20, cut), second.slice(cut)], responsesEnded(2))
   const got = answers(text, ['GET', 'POST'])
   t.same(got.map((a) => a.status), [200, 201])
   t.match(JSON.parse(got[1]!.body), { name: 'pb' })
@@ -108,9 +111,10 @@ t.test('a HEAD answer keeps its connection open for the next request, with or wi
   const { server: bare } = await startTestServer({ legacyClients: false })
   t.teardown(() => bare.close(1000))
   for (const port of [server.port, bare.port]) {
-    const { text, closedByServer } = await rawExchange(port, [get('/text', 'HEAD'), get('/text')], 1000)
-    const got = answers(text, ['HEAD', 'GET'])
-    t.same(got.map((a) => a.status), [200, 200], 'both answered on one connection')
+    // A third request after the GET's answer: answered, the connection stayed open (no time waited for a close).
+    const { text, closedByServer } = await rawUntil(port, [get('/text', 'HEAD'), get('/text'), get('/items/end')], lastAnswered)
+    const got = answers(text, ['HEAD', 'GET', 'GET'])
+    t.same(got.map((a) => a.status), [200, 200, 200], 'all three answered on one connection')
     t.match(text, /^HTTP\/1\.1 200 [^]*content-length: 6\r\n/i, 'the HEAD answer names the GET body\'s length')
     t.equal(got[1]!.body, 'hello\n')
     t.notOk(closedByServer, 'the connection stays open')
