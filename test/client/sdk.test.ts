@@ -2,7 +2,9 @@
 // the lender loop on the event stream; a job's client funds a job for a borrower; the borrower requests and matches;
 // the loop pays the supplier; the client completes the job. No hand-written HTTP and no ABI in this file.
 import t from 'tap'
-import { privateKeyToAccount } from 'viem/accounts'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { AgentCredit, ChainAgent, CreditApiError, type AdvanceView } from '../../src/client/index.ts'
 import { fundedAccount, readyLender, signedIn, startHarness, usdc, USDC, type Harness } from '../fixtures/service.ts'
 import { backingSourceBody } from '../api/fixtures/api.ts'
@@ -109,6 +111,24 @@ t.test('the SDK pages the lists: a page and its cursor, and every item through a
   t.same(await all(sdk.backingSources({ limit: 1 })), sources, 'backingSources(): every backing source')
   t.same(await sdk.backingSourcesPage({ limit: 1, after: (await sdk.backingSourcesPage({ limit: 1 })).nextAfter! }), { items: sources.slice(1), nextAfter: null }, 'the last page of sources')
   t.same(await sdk.passportPage(owner.address), { items: [], nextAfter: null }, 'passportPage: an agent without events has an empty passport')
+})
+
+// No real service links in a circle, so a stand-in does: every page names after=5 as the next.
+t.test('an iterator refuses a next page that does not move the cursor forward', async (t) => {
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json', 'next-after': '5' })
+    response.end('[{"address":"0x0000000000000000000000000000000000000001"}]')
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  const sdk = new AgentCredit({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, account: privateKeyToAccount(generatePrivateKey()) })
+  let read = 0
+  const outcome = await (async () => {
+    for await (const _lender of sdk.lenders()) if (++read > 10) return 'kept reading'
+    return 'ended'
+  })().catch((error: unknown) => error)
+  t.match(outcome, { message: /does not follow/ }, 'the loop ends with an error')
+  t.equal(read, 2, 'after the page that named no later one')
 })
 
 async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {
