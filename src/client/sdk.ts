@@ -2,9 +2,11 @@
 // every route with the request and response types of the service's own TypeBox schemas, turns problem+json into
 // CreditApiError with the stable code, shares one signed-in session among all its objects of one wallet and service
 // in the process (the service keeps at most sessionsPerWalletMax per wallet, a sign-in beyond it ending the oldest),
-// sends an Idempotency-Key with every POST (so a retry, after a lost answer or a 429 or 503 with Retry-After, is safe:
-// the same key and body), follows the event stream, and runs the lender's and the borrower's steps. Chain work goes
-// through ChainAgent (./chain.ts), the one module that knows the contract.
+// pages every list (`xPage(query)`: one page and the next page's cursor; `x(query)`: every item, an async iterator
+// that reads a page when the loop reaches it), sends an Idempotency-Key with every POST (so a retry, after a lost
+// answer or a 429 or 503 with Retry-After, is safe: the same key and body), follows the event stream, and runs the
+// lender's and the borrower's steps. Chain work goes through ChainAgent (./chain.ts), the one module that knows the
+// contract.
 import { randomUUID } from 'node:crypto'
 import type { Static } from 'typebox'
 import type { Address, Hash, LocalAccount } from 'viem'
@@ -52,6 +54,19 @@ export class CreditApiError extends Error {
     this.problem = problem
     this.retryAfterSeconds = retryAfterSeconds
   }
+}
+
+/** `?limit=&after=` of a paged list: items per page (the route's default when absent), and the cursor to start after. */
+export interface PageQuery {
+  limit?: number
+  /** The `nextAfter` of the previous page (the route's next-after): the page starts after it. */
+  after?: number
+}
+
+/** One page of a paged list: its items, and the `after` of the next page, null on the last. */
+export interface Page<T> {
+  items: T[]
+  nextAfter: number | null
 }
 
 export interface AgentCreditOptions {
@@ -186,7 +201,18 @@ export class AgentCredit {
 
   catalog = () => this.request<Static<typeof Catalog>>('GET', '/.well-known/service.json', undefined, { auth: false })
   state = () => this.request<Static<typeof CreditState>>('GET', '/credit/state', undefined, { auth: false })
-  lenders = () => this.request<Array<Static<typeof LenderProfile>>>('GET', '/lenders', undefined, { auth: false })
+  /** One page of the active lenders and their policies (GET /lenders), in registration order. */
+  lendersPage = (query: PageQuery = {}) => this.#page<Static<typeof LenderProfile>>('/lenders', query)
+  /** Every active lender, page after page as the loop asks for them (`limit` per page). */
+  lenders = (query: PageQuery = {}) => this.#each<Static<typeof LenderProfile>>('/lenders', query)
+  /** One page of the lenders' session wallets: balances per network and lending activity (GET /lenders/wallets). */
+  lenderWalletsPage = (query: PageQuery = {}) => this.#page<Static<typeof LenderWallet>>('/lenders/wallets', query)
+  /** Every lender's session wallet, page after page. */
+  lenderWallets = (query: PageQuery = {}) => this.#each<Static<typeof LenderWallet>>('/lenders/wallets', query)
+  /** One page of the verified backing sources (GET /credit/backing-sources), in registration order. */
+  backingSourcesPage = (query: PageQuery = {}) => this.#page<Static<typeof BackingSource>>('/credit/backing-sources', query)
+  /** Every backing source, page after page. */
+  backingSources = (query: PageQuery = {}) => this.#each<Static<typeof BackingSource>>('/credit/backing-sources', query)
   /** The supplier directory: the domains (and addresses per network) credit may pay. */
   suppliers = () => this.request<Array<Static<typeof Supplier>>>('GET', '/suppliers', undefined, { auth: false })
   offer = (offerId: string) => this.request<OfferView>('GET', `/credit/offers/${encodeURIComponent(offerId)}`, undefined, { auth: false })
@@ -196,21 +222,47 @@ export class AgentCredit {
   wallet = (lender: Address) => this.request<Static<typeof LenderWallet>>('GET', `/lenders/${lender}/wallet`, undefined, { auth: false })
 
   /**
+   * One page of a wallet's passport as the route answers it (GET /passport/{address}): signed events in sequence
+   * order, `after` the sequence of the last event already read. Not verified: a page alone cannot show the chain from
+   * sequence 1 (passport() reads and checks the whole of it).
+   */
+  passportPage = (address: Address, query: PageQuery = {}) => this.#page<SignedPassportEvent>(`/passport/${address}`, query)
+
+  /**
    * A wallet's whole passport, every page, checked as a stranger would check it: each event signed by the issuer the
    * catalog publishes, under its domain, chained by hash from sequence 1. `verification.ok` false means the answer
    * cannot be trusted (the problems say why); the events are returned either way.
    */
   async passport(address: Address, pageSize = 100): Promise<{ events: SignedPassportEvent[]; verification: PassportVerification }> {
     const events: SignedPassportEvent[] = []
-    let after: string | null = null
-    do {
-      const query: string = `limit=${pageSize}${after === null ? '' : `&after=${encodeURIComponent(after)}`}`
-      const page: Reply<SignedPassportEvent[]> = await this.reply<SignedPassportEvent[]>('GET', `/passport/${address}?${query}`, undefined, { auth: false })
-      events.push(...page.body)
-      after = page.headers.get('next-after')
-    } while (after !== null)
+    for await (const event of this.#each<SignedPassportEvent>(`/passport/${address}`, { limit: pageSize })) events.push(event)
     const { passport } = await this.catalog()
     return { events, verification: await verifyPassport(events, { issuer: passport.issuer as Address, domain: passport.domain }) }
+  }
+
+  /** One page of a paged list: `?limit=&after=` in, the items and the next page's `after` (its next-after) out. */
+  async #page<T>(path: string, query: PageQuery): Promise<Page<T>> {
+    const search = new URLSearchParams()
+    if (query.limit !== undefined) search.set('limit', String(query.limit))
+    if (query.after !== undefined) search.set('after', String(query.after))
+    const reply = await this.reply<T[]>('GET', search.size === 0 ? path : `${path}?${search}`, undefined, { auth: false })
+    const nextAfter = reply.headers.get('next-after')
+    return { items: reply.body, nextAfter: nextAfter === null ? null : Number(nextAfter) }
+  }
+
+  /**
+   * Every item of a paged list from `query.after` on, one page at a time as the caller iterates. Each page must move
+   * the cursor forward: a server that names the same or an earlier page again cannot keep the loop going for ever.
+   */
+  async *#each<T>(path: string, query: PageQuery): AsyncGenerator<T, void, undefined> {
+    let after = query.after
+    for (;;) {
+      const page: Page<T> = await this.#page<T>(path, after === undefined ? query : { ...query, after })
+      yield* page.items
+      if (page.nextAfter === null) return
+      if (after !== undefined && page.nextAfter <= after) throw new Error(`${path}: the next page (after ${page.nextAfter}) does not follow this one (after ${after})`)
+      after = page.nextAfter
+    }
   }
 
   // ------------------------------------------------------------------------------------------------ borrower

@@ -1,16 +1,19 @@
 // The MCP tools: each one is a route of the API, called through the typed SDK (AgentCredit), with the input schema
 // built from the TypeBox schemas the route itself validates against (path parameters and body merged into one
-// object, since a tool takes one argument object). Who may call each route is the catalog's `callers` (get_catalog),
+// object, since a tool takes one argument object); a paged route's tool takes its `limit` and `after` and answers
+// one page, `{items, nextAfter}`. Who may call each route is the catalog's `callers` (get_catalog),
 // declared once in the route table. Read tools need no key; the borrower's and the lender's actions
 // sign in with the configured wallet. No answer carries a secret that moves money: register_lender keeps the session
 // key in a file (./session-keys.ts) and answers its path.
 import type { TObject, TProperties } from 'typebox'
 import type { Hash } from 'viem'
 import { AdvanceId, BackingSourceRegistration, CollateralPost, CreditRequest, JobCreation, JobFailure, LenderRegistration, LiquidityWithdrawal, MatchRequest, OfferId, RepaymentProof } from '../api/schemas.ts'
-import { JobId, StrictObject } from '../api/common.ts'
+import { Address, JobId, StrictObject } from '../api/common.ts'
 import type { AgentCredit } from '../client/sdk.ts'
 import type { SessionKeyStore } from './session-keys.ts'
 import { CollateralQuery, FundingQuery, RepayQuery } from '../api/routes/transactions.ts'
+import { pageQuery, RECORD_PAGE } from '../api/routes/shared.ts'
+import { PassportQuery } from '../api/routes/passport.ts'
 
 export interface McpTool {
   name: string
@@ -26,6 +29,10 @@ const merged = (...parts: TObject[]): TObject => StrictObject(Object.assign({}, 
 const JobRef = StrictObject({ jobId: JobId })
 const OfferRef = StrictObject({ offerId: OfferId })
 const AdvanceRef = StrictObject({ advanceId: AdvanceId })
+const AddressRef = StrictObject({ address: Address })
+const RecordPage = pageQuery(RECORD_PAGE)
+/** A paged route's tool answers one page: the route's items, and the `after` that reads the next one. */
+const ONE_PAGE = 'One page (`limit`, `after`): `items` as the route answers them, and `nextAfter`, null on the last page, to pass as `after` for the next; a page may hold fewer than `limit` items, even none, and still have a next.'
 
 const read = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: false, run })
 const act = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: true, run })
@@ -48,7 +55,10 @@ export const MCP_TOOLS: readonly McpTool[] = [
   read('get_catalog', 'The service catalog (GET /.well-known/service.json): networks, assets, contracts and their ABIs, products, fees.', NoInput, (sdk) => sdk.catalog()),
   read('list_suppliers', 'The supplier directory (GET /suppliers): the only domains and payout addresses per network credit pays; request_credit names one of them.', NoInput, (sdk) => sdk.suppliers()),
   read('get_credit_state', 'Credit state (GET /credit/state): counts of live actors, lender liquidity totals, insurance reserves.', NoInput, (sdk) => sdk.state()),
-  read('list_lenders', 'The registered lenders and their policies (GET /lenders).', NoInput, (sdk) => sdk.lenders()),
+  read('list_lenders', `The active lenders and their policies (GET /lenders), in registration order. ${ONE_PAGE}`, RecordPage, (sdk, a) => sdk.lendersPage(a)),
+  read('get_lender_wallet', "A lender's session wallet (GET /lenders/{address}/wallet): its balance and allowance per network as the service last read them, and its lending activity (available, reserved, deployed, fees earned, losses, withdrawals, leases, advances).", AddressRef, (sdk, a) => sdk.wallet(a.address)),
+  read('list_backing_sources', `The verified backing sources (GET /credit/backing-sources), in registration order. ${ONE_PAGE}`, RecordPage, (sdk, a) => sdk.backingSourcesPage(a)),
+  read('get_passport', `A wallet's credit passport (GET /passport/{address}): the events that changed its credit standing, signed by the catalog's passport issuer and chained by sequence and prevHash. ${ONE_PAGE}`, merged(AddressRef, PassportQuery), (sdk, { address, ...query }) => sdk.passportPage(address, query)),
   read('get_offer', 'One offer (GET /credit/offers/{offerId}): terms, state, lease.', OfferRef, (sdk, a) => sdk.offer(a.offerId)),
   read('get_advance', 'One advance (GET /credit/advances/{advanceId}): amounts owed, state, advanceKey for repay.', AdvanceRef, (sdk, a) => sdk.advance(a.advanceId)),
   read('get_job', 'One job (GET /credit/jobs/{jobId}): receivable, borrower, state.', JobRef, (sdk, a) => sdk.job(a.jobId)),

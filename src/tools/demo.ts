@@ -330,9 +330,9 @@ async function spendable(lender: LenderAgent, slug: string, atomic: bigint): Pro
  * a shared service the demo's asks go below it so that the lease goes to a lender whose key the demo holds.
  */
 async function cheapestCompetitor(sdk: AgentCredit, slug: string, symbol: string, amountAtomic: bigint): Promise<number | undefined> {
-  const candidates = (await sdk.lenders()).filter((l) => l.networks.includes(slug) && BigInt(l.availableAtomic) >= amountAtomic)
   let cheapest: number | undefined
-  for (const l of candidates) {
+  for await (const l of sdk.lenders()) {
+    if (!l.networks.includes(slug) || BigInt(l.availableAtomic) < amountAtomic) continue
     const holding = (await sdk.wallet(l.address as Address)).holdings.find((h) => h.network === slug && h.asset === symbol)
     if (holding !== undefined && BigInt(holding.spendableAtomic) >= amountAtomic) cheapest = Math.min(cheapest ?? l.askBps, l.askBps)
   }

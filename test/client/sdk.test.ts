@@ -2,9 +2,12 @@
 // the lender loop on the event stream; a job's client funds a job for a borrower; the borrower requests and matches;
 // the loop pays the supplier; the client completes the job. No hand-written HTTP and no ABI in this file.
 import t from 'tap'
-import { privateKeyToAccount } from 'viem/accounts'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { AgentCredit, ChainAgent, CreditApiError, type AdvanceView } from '../../src/client/index.ts'
-import { fundedAccount, startHarness, usdc, USDC, type Harness } from '../fixtures/service.ts'
+import { fundedAccount, readyLender, signedIn, startHarness, usdc, USDC, type Harness } from '../fixtures/service.ts'
+import { backingSourceBody } from '../api/fixtures/api.ts'
 
 let h: Harness
 t.before(async () => {
@@ -71,6 +74,61 @@ t.test('the SDK runs request, match, payment from the stream and completion', as
 
   loop.stop()
   borrowerEvents.close()
+})
+
+// An outsider's finding: lenders() answered the first page (100) and no SDK call could read the next. Each list is
+// now a page with its cursor (xPage) or every item through an async iterator (x), here one item a page.
+t.test('the SDK pages the lists: a page and its cursor, and every item through an async iterator', async (t) => {
+  await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(100) })
+  await readyLender(h, { minFeeBps: 310, liquidityAtomic: usdc(100) })
+  const owner = await fundedAccount(h.devnet, h.network, 0n)
+  const ownerApi = await signedIn(h.url, owner)
+  for (const sourceId of ['sdk-src-1', 'sdk-src-2']) {
+    t.equal((await ownerApi.post('/credit/backing-sources', await backingSourceBody(h, owner.address, { sourceId, valueAtomic: usdc(50), liquidationValueAtomic: usdc(40), advanceRateBps: 5000 }))).status, 201)
+  }
+  const sdk = new AgentCredit({ baseUrl: h.url, account: owner })
+  const route = async (path: string) => (await fetch(`${h.url}${path}`)).json()
+  const all = async <T>(items: AsyncIterable<T>): Promise<T[]> => {
+    const collected: T[] = []
+    for await (const item of items) collected.push(item)
+    return collected
+  }
+
+  const lenders = await route('/lenders?limit=1000') as unknown[]
+  t.ok(lenders.length >= 3, `${lenders.length} lenders`)
+  const first = await sdk.lendersPage({ limit: 1 })
+  t.same(first.items, lenders.slice(0, 1), 'lendersPage: one page of `limit`')
+  t.type(first.nextAfter, 'number', 'with the cursor of the next')
+  const second = await sdk.lendersPage({ limit: 1, after: first.nextAfter! })
+  t.same(second.items, lenders.slice(1, 2), 'and the page after it')
+  t.same(await all(sdk.lenders({ limit: 1 })), lenders, 'lenders(): every lender, page after page')
+  t.same((await sdk.lendersPage({ limit: 1000 })).nextAfter, null, 'the last page has no cursor')
+
+  const wallets = await route('/lenders/wallets?limit=200') as unknown[]
+  t.same(await all(sdk.lenderWallets({ limit: 1 })), wallets, 'lenderWallets(): every session wallet')
+  const sources = await route('/credit/backing-sources?limit=1000') as unknown[]
+  t.equal(sources.length, 2)
+  t.same(await all(sdk.backingSources({ limit: 1 })), sources, 'backingSources(): every backing source')
+  t.same(await sdk.backingSourcesPage({ limit: 1, after: (await sdk.backingSourcesPage({ limit: 1 })).nextAfter! }), { items: sources.slice(1), nextAfter: null }, 'the last page of sources')
+  t.same(await sdk.passportPage(owner.address), { items: [], nextAfter: null }, 'passportPage: an agent without events has an empty passport')
+})
+
+// No real service links in a circle, so a stand-in does: every page names after=5 as the next.
+t.test('an iterator refuses a next page that does not move the cursor forward', async (t) => {
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json', 'next-after': '5' })
+    response.end('[{"address":"0x0000000000000000000000000000000000000001"}]')
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  const sdk = new AgentCredit({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, account: privateKeyToAccount(generatePrivateKey()) })
+  let read = 0
+  const outcome = await (async () => {
+    for await (const _lender of sdk.lenders()) if (++read > 10) return 'kept reading'
+    return 'ended'
+  })().catch((error: unknown) => error)
+  t.match(outcome, { message: /does not follow/ }, 'the loop ends with an error')
+  t.equal(read, 2, 'after the page that named no later one')
 })
 
 async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {

@@ -13,7 +13,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { CreditRequest } from '../../src/api/schemas.ts'
 import { ChainAgent, type WireTransaction } from '../../src/client/chain.ts'
-import { creditRequest, fund, fundedJob, readyLender, startHarness, usdc, USDC, type Harness } from '../fixtures/service.ts'
+import { creditRequest, fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, USDC, type Harness } from '../fixtures/service.ts'
+import { backingSourceBody } from '../api/fixtures/api.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -178,6 +179,76 @@ t.test('register_lender refuses a key directory other users may enter, before th
   const refused = await tools.callTool({ name: 'register_lender', arguments: lenderPolicy() })
   t.equal(refused.isError, true, 'refused')
   t.match(parsed(refused), { code: 'mcp_call_failed', detail: /open to other users/ }, 'saying why')
-  const lenders = parsed(await tools.callTool({ name: 'list_lenders', arguments: {} }))
+  const lenders = (await everyPage(tools, 'list_lenders', {}, 1000)).items
   t.notOk(lenders.some((profile: any) => profile.address === lender.address), 'no registration was sent: no session key was handed out with nowhere to keep it')
 })
+
+/** Every page of a paged tool, `limit` items a page, following nextAfter: the items and the number of pages read. */
+async function everyPage(client: Client, name: string, args: Record<string, unknown>, limit: number): Promise<{ items: any[]; pages: number }> {
+  const items: any[] = []
+  let after: number | undefined
+  for (let pages = 1; ; pages++) {
+    const reply = await client.callTool({ name, arguments: { ...args, limit, ...(after === undefined ? {} : { after }) } })
+    if (reply.isError) throw new Error(`${name}: ${JSON.stringify(reply.content)}`)
+    const page = parsed(reply)
+    if (page.items.length > limit) throw new Error(`${name}: ${page.items.length} items on a page of ${limit}`)
+    items.push(...page.items)
+    if (page.nextAfter === null) return { items, pages }
+    after = page.nextAfter
+  }
+}
+
+const routeList = async (path: string): Promise<any[]> => (await fetch(`${h.url}${path}`)).json() as Promise<any[]>
+
+// An outsider's finding: list_lenders answered the first 100 lenders and could not page, and no tool read a lender's
+// wallet view or a borrower's passport. The paged tools take the route's limit and after and answer the cursor.
+t.test('without a wallet key: the lists page with limit and after, and the wallet and passport reads', async (t) => {
+  const lenders = [await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(100) }), await readyLender(h, { minFeeBps: 310, liquidityAtomic: usdc(100) })]
+  const client = await mcpClient(t)
+  const { tools } = await client.listTools()
+  const inputOf = (name: string) => tools.find((tool) => tool.name === name)?.inputSchema
+  t.match(inputOf('list_lenders')?.properties, { limit: { type: 'integer', maximum: 1000 }, after: { type: 'integer' } }, 'list_lenders takes the route\'s page query')
+  t.same(inputOf('get_passport')?.required, ['address'])
+
+  const lenderPages = await everyPage(client, 'list_lenders', {}, 1)
+  t.ok(lenderPages.pages > 2, `list_lenders read ${lenderPages.pages} pages of one lender`)
+  t.same(lenderPages.items, await routeList('/lenders?limit=1000'), 'every active lender, each once, as GET /lenders lists them')
+  for (const lender of lenders) t.ok(lenderPages.items.some((profile) => profile.address === lender.account.address), 'the new lenders among them')
+
+  const wallet = parsed(await client.callTool({ name: 'get_lender_wallet', arguments: { address: lenders[0]!.account.address } }))
+  t.same(wallet, await (await fetch(`${h.url}/lenders/${lenders[0]!.account.address}/wallet`)).json(), 'get_lender_wallet answers the route\'s wallet view')
+  t.equal(wallet.sessionAddress, lenders[0]!.session.address)
+  t.equal(wallet.holdings[0].spendableAtomic, usdc(100).toString(), 'with what its session wallet can pay')
+  const unknown = await client.callTool({ name: 'get_lender_wallet', arguments: { address: generatedAddress() } })
+  t.equal(parsed(unknown).code, 'lender_not_found', 'a wallet that is no lender is refused with the stable code')
+
+  // Two backing sources, and a borrower whose two jobs failed: two passport events.
+  const owner = await fundedAccount(h.devnet, h.network, 0n)
+  const ownerApi = await signedIn(h.url, owner)
+  for (const sourceId of ['mcp-src-1', 'mcp-src-2']) {
+    const registered = await ownerApi.post('/credit/backing-sources', await backingSourceBody(h, owner.address, { sourceId, valueAtomic: usdc(50), liquidationValueAtomic: usdc(40), advanceRateBps: 5000 }))
+    t.equal(registered.status, 201, `backing source ${sourceId} registered`)
+  }
+  const sourcePages = await everyPage(client, 'list_backing_sources', {}, 1)
+  t.ok(sourcePages.pages >= 2, `list_backing_sources read ${sourcePages.pages} pages of one source`)
+  t.same(sourcePages.items, await routeList('/credit/backing-sources?limit=1000'), 'every backing source, as the route lists them')
+
+  const borrower = await fundedAccount(h.devnet, h.network, 0n)
+  const jobs = [await fundedJob(h, { jobId: 'job_mcp_pp_1', receivableAtomic: usdc(10), borrower }), await fundedJob(h, { jobId: 'job_mcp_pp_2', receivableAtomic: usdc(10), borrower })]
+  for (const [i, job] of jobs.entries()) {
+    const failed = await job.jobClientApi.post(`/credit/jobs/job_mcp_pp_${i + 1}/fail`, { reason: 'work not delivered' })
+    t.equal(failed.status, 200, `job ${i + 1} failed`)
+  }
+  const passport = await everyPage(client, 'get_passport', { address: borrower.address }, 1)
+  t.equal(passport.pages, 2, 'one event a page')
+  t.same(passport.items, await routeList(`/passport/${borrower.address}`), 'get_passport answers the events exactly as the route does')
+  t.same(passport.items.map((event) => event.sequence), [1, 2])
+  const second = parsed(await client.callTool({ name: 'get_passport', arguments: { address: borrower.address, limit: 1, after: 1 } }))
+  t.same(second, { items: [passport.items[1]], nextAfter: null }, 'after: the page after that sequence, the last')
+  const refused = await client.callTool({ name: 'list_lenders', arguments: { limit: 0 } })
+  t.equal(parsed(refused).code, 'validation_failed', 'a limit the route refuses is refused')
+})
+
+function generatedAddress(): string {
+  return privateKeyToAccount(generatePrivateKey()).address
+}

@@ -7,7 +7,7 @@ import { Address as AddressSchema, checksum, StrictObject } from '../common.ts'
 import { SignedPassportEvent } from '../schemas.ts'
 import { asResult, itemCount, nextPageHeaders, pageHeaders, RECORD_PAGE, replyWith } from './shared.ts'
 
-const PassportQuery = StrictObject({
+export const PassportQuery = StrictObject({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: RECORD_PAGE.max, default: RECORD_PAGE.default, description: `Events per page, 1..${RECORD_PAGE.max} (default ${RECORD_PAGE.default}).` })),
   after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'The sequence of the last event of the previous page; the next page starts after it.' })),
 })
