@@ -394,29 +394,16 @@ export class EventHub {
 
   /**
    * The service holds connectionsMax streams: frees a place for a stream of `client` by closing the oldest stream of
-   * the client holding the most, when that one holds at least two more than `client` (so the newcomer's share never
-   * passes it). First come alone let a stranger with connectionsMax / connectionsPerClientMax addresses (32 IPv6 /64s
-   * at the defaults) hold every place, take each one freed, and keep every other wallet's stream out (an SDK lender's
-   * loop then missed its leases); now it needs an address per place (an outsider's finding). A scan of the open
-   * streams, only when they are all open. False when no client holds that many more.
+   * the client holding the most, when that one holds at least two more (ClientCounts.displaceable). First come alone
+   * let 32 IPv6 /64s at the defaults hold every place and keep every other wallet's stream out (an SDK lender's loop
+   * then missed its leases); now that takes an address per place. False when no client holds that many more.
    */
   #displaceForShare(client: string): boolean {
-    let most = this.#perClient.held(client) + 1
-    let largest: string | undefined
-    for (const connection of this.#connections.values()) {
-      const held = this.#perClient.held(connection.client)
-      if (held <= most) continue
-      most = held
-      largest = connection.client
-    }
-    if (largest === undefined) return false
-    // Map order is opening order: the first of that client's is its oldest.
-    for (const connection of this.#connections.values()) {
-      if (connection.client !== largest) continue
-      this.#end(connection, STREAM_CLOSE.displaced, 'the service is full and your address held the most streams; one gave its place to another address\'s')
-      return true
-    }
-    return false
+    // Map order is opening order.
+    const oldest = this.#perClient.displaceable(this.#connections.values(), (connection) => connection.client, client)
+    if (oldest === undefined) return false
+    this.#end(oldest, STREAM_CLOSE.displaced, 'the service is full and your address held the most streams; one gave its place to another address\'s')
+    return true
   }
 
   #end(connection: Connection, close: { code: number; name: string }, detail: string): void {
