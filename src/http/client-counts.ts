@@ -20,6 +20,25 @@ export class ClientCounts {
     return true
   }
 
+  /**
+   * The pool is full: of its `items` (oldest first), the oldest of the client holding the most, when that client holds
+   * at least two more than `key` (so a newcomer of `key` taking its place never gets the larger share); undefined when
+   * no client does. A fair share rather than first come, which let pool / per-client-bound addresses hold every place
+   * and take each one freed (an outsider's finding). Runs only while the pool is full.
+   */
+  displaceable<T>(items: Iterable<T>, clientOf: (item: T) => string, key: string): T | undefined {
+    let most = this.held(key) + 1
+    let largest: string | undefined
+    for (const [client, held] of this.#held) {
+      if (held <= most) continue
+      most = held
+      largest = client
+    }
+    if (largest === undefined) return undefined
+    for (const item of items) if (clientOf(item) === largest) return item
+    return undefined
+  }
+
   /** Gives back one place `add` or `take` gave `key`. */
   release(key: string): void {
     const left = this.held(key) - 1

@@ -59,6 +59,11 @@ export class RateLimiter {
     return this.#store(key, this.#refilled(key, nowMs) - cost, nowMs, true)
   }
 
+  /** Gives back the token `take` spent for a request refused afterwards on another bound (never above the burst). */
+  refund(key: string, nowMs: number): void {
+    this.#store(key, Math.min(this.burst, this.#refilled(key, nowMs) + 1), nowMs, true)
+  }
+
   /** The `w` of the RateLimit-Policy field: the seconds in which an empty bucket fills up again. */
   get windowSeconds(): number {
     return Math.max(1, Math.ceil(this.burst / this.refillPerSecond))
@@ -112,7 +117,9 @@ export interface BudgetProblems {
  * What strangers may make the service keep for a while (a session, a stored answer): free wallets and free client
  * addresses would otherwise add without end. A token per record, from a bucket per wallet, per client (clientKeyOf)
  * and one for all callers, checked in that order so that a caller refused its own bound spends nothing of the
- * shared one. A bucket of `perHour` 0 is off. In memory: a restart refills each bucket once, so what is kept stays
+ * shared one; and a refused caller spends nothing of its own either (the tokens the buckets before the refusing one
+ * gave back): else an honest client that retried while strangers held the shared bucket empty came out of it with its
+ * own bucket spent too, refused 429 long after the 503s ended. A bucket of `perHour` 0 is off. In memory: a restart refills each bucket once, so what is kept stays
  * within burst + rate x retention, plus one burst per restart.
  */
 export class StoreBudget {
@@ -134,13 +141,15 @@ export class StoreBudget {
   }
 
   /**
-   * Spends one token of each bucket that applies, or throws the refusal as `problems` says (spending nothing of the
-   * buckets after the refusing one).
+   * Spends one token of each bucket that applies, or throws the refusal as `problems` says, spending nothing (the
+   * buckets before the refusing one get their token back, the ones after it are not asked).
    */
   charge(wallet: string | undefined, client: string, problems: BudgetProblems): void {
     const nowMs = this.#nowMs()
     const refused = (wallet === undefined ? undefined : refusal(this.#wallet, 'wallet', wallet, nowMs)) ?? refusal(this.#client, 'client', client, nowMs) ?? refusal(this.#all, 'all', '', nowMs)
     if (refused === undefined) return
+    if (refused.bucket !== 'wallet' && wallet !== undefined) this.#wallet?.refund(wallet, nowMs)
+    if (refused.bucket === 'all') this.#client?.refund(client, nowMs)
     throw refused.bucket === 'all' ? problems.exhausted(refused.retryAfterSeconds) : problems.limited(refused.bucket, refused.retryAfterSeconds)
   }
 }

@@ -29,7 +29,7 @@ export interface InspectLiveLimits {
 export const INSPECT_LIVE_LIMITS: InspectLiveLimits = { watchersMax: 32, watchersPerClientMax: 4, flushIntervalMs: 250, bufferedBytesMax: 1 << 20 }
 
 /** Close codes of the live feed (4000-4999 are the application's, RFC 6455 section 7.4.2). */
-export const INSPECT_LIVE_CLOSE = { slowConsumer: 4008, stopping: 1001 } as const
+export const INSPECT_LIVE_CLOSE = { slowConsumer: 4008, displaced: 4009, stopping: 1001 } as const
 
 /** Transitions a snapshot message carries (the page shows this many). */
 const SNAPSHOT_TRANSITIONS = 50
@@ -102,11 +102,26 @@ export class InspectorLive {
     if (this.#perClient.held(client) >= this.limits.watchersPerClientMax) {
       return refuse(new HttpProblem(429, 'too_many_watchers', `this client address holds ${this.limits.watchersPerClientMax} inspector feeds, the most one client may; close one, or poll GET /inspect/counts`))
     }
-    if (this.#watchers.size >= this.limits.watchersMax) {
+    if (this.#watchers.size >= this.limits.watchersMax && !this.#displaceForShare(client)) {
       return refuse(new HttpProblem(429, 'too_many_watchers', `at most ${this.limits.watchersMax} inspector feeds are open at once; poll GET /inspect/counts instead`))
     }
     const data: WatcherData = { client }
     res.upgrade(data, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context)
+  }
+
+  /**
+   * All watchersMax feeds are open: frees a place for a feed of `client` by closing the oldest feed of the client
+   * holding the most, when that one holds at least two more (ClientCounts.displaceable): first come alone let 8
+   * addresses (4 feeds each) keep every operator's feed out; now that takes an address per place.
+   */
+  #displaceForShare(client: string): boolean {
+    // Set order is opening order.
+    const oldest = this.#watchers.size === 0 ? undefined : this.#perClient.displaceable(this.#watchers, (ws) => ws.getUserData().client, client)
+    if (oldest === undefined) return false
+    this.#watchers.delete(oldest)
+    this.#perClient.release(oldest.getUserData().client)
+    oldest.end(INSPECT_LIVE_CLOSE.displaced, 'displaced: the inspector is full and your address held the most feeds')
+    return true
   }
 
   #onEntries(entries: readonly FeedEntry[]): void {

@@ -38,7 +38,11 @@ export interface StreamLimits {
    * not stop one client from opening streams until the service's are gone.
    */
   connectionsPerClientMax: number
-  /** Open streams over every client; one more is refused with 503 streams_full. */
+  /**
+   * Open streams over every client. When they are all open, a newcomer takes the place of the oldest stream of the
+   * client holding the most, if that client holds at least two more than the newcomer's (closed 4009 displaced);
+   * else it is refused with 503 streams_full.
+   */
   connectionsMax: number
 }
 
@@ -242,7 +246,8 @@ export class EventHub {
         if (this.#perClient.held(client) >= this.limits.connectionsPerClientMax) {
           return refuse(new HttpProblem(429, 'too_many_client_streams', `this client address holds ${this.limits.connectionsPerClientMax} open streams, of any wallets, the most one client may; close one first`))
         }
-        if (this.#connections.size >= this.limits.connectionsMax) {
+        if (aborted) return
+        if (this.#connections.size >= this.limits.connectionsMax && !this.#displaceForShare(client)) {
           return refuse(new HttpProblem(503, 'streams_full', `the service holds ${this.limits.connectionsMax} open streams, the most it serves; open it again later, or read over HTTP`))
         }
         if (aborted) return
@@ -385,6 +390,20 @@ export class EventHub {
       this.#ring[slot] = undefined
       this.#firstSeq++
     }
+  }
+
+  /**
+   * The service holds connectionsMax streams: frees a place for a stream of `client` by closing the oldest stream of
+   * the client holding the most, when that one holds at least two more (ClientCounts.displaceable). First come alone
+   * let 32 IPv6 /64s at the defaults hold every place and keep every other wallet's stream out (an SDK lender's loop
+   * then missed its leases); now that takes an address per place. False when no client holds that many more.
+   */
+  #displaceForShare(client: string): boolean {
+    // Map order is opening order.
+    const oldest = this.#perClient.displaceable(this.#connections.values(), (connection) => connection.client, client)
+    if (oldest === undefined) return false
+    this.#end(oldest, STREAM_CLOSE.displaced, 'the service is full and your address held the most streams; one gave its place to another address\'s')
+    return true
   }
 
   #end(connection: Connection, close: { code: number; name: string }, detail: string): void {

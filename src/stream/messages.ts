@@ -91,7 +91,7 @@ export const StreamInfo = StrictObject(
     socketBufferedBytesMax: Type.Integer({ minimum: 1 }),
     connectionsPerWalletMax: Type.Integer({ minimum: 1 }),
     connectionsPerClientMax: Type.Integer({ minimum: 1, description: 'Open streams of one client address (an IPv6 /64), whatever their wallets; one more is refused 429 too_many_client_streams.' }),
-    connectionsMax: Type.Integer({ minimum: 1, description: 'Open streams over every client; one more is refused 503 streams_full.' }),
+    connectionsMax: Type.Integer({ minimum: 1, description: 'Open streams over every client. When all are open, a stream of a client address takes the place of the oldest of the address holding the most, if that one holds at least two more (closed 4009 displaced); else it is refused 503 streams_full.' }),
     closeCodes: Type.Record(Type.String(), Type.String(), { additionalProperties: false }),
   },
   { description: 'The live event stream (WebSocket): the signed-in wallet\'s leases, offers, advances, jobs and passport events, resumable by sequence number.' },
@@ -103,6 +103,11 @@ export const STREAM_CLOSE = {
   slowConsumer: { code: 4008, name: 'slow_consumer' },
   /** The session the stream was opened with ended (revoked, or dropped by a newer sign-in beyond the bound): sign in again. */
   sessionEnded: { code: 4001, name: 'session_ended' },
+  /**
+   * The service held its most streams (connectionsMax) and this client address the most of them: the oldest gave its
+   * place to a stream of an address holding fewer. Reconnect later (the next attempt may be refused 503 streams_full).
+   */
+  displaced: { code: 4009, name: 'displaced' },
   /** The service is stopping. */
   shuttingDown: { code: 1001, name: 'shutting_down' },
 } as const

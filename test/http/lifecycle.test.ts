@@ -73,6 +73,42 @@ t.test('a store budget charges the wallet, the client, then all callers; a refus
   t.same(new StoreBudget({ wallet: 0, client: 0, all: 0 }, () => 0).charge('w', 'c', problems), undefined, '0 is off')
 })
 
+t.test('a caller a store budget refuses keeps its own tokens: strangers holding all callers\' bucket empty cost it nothing', async (t) => {
+  // An outsider's finding: the buckets before the refusing one kept the token they gave, so an honest agent that
+  // retried its sign-in while strangers with a few addresses held all callers' bucket empty spent its own client's
+  // bucket on 503s, and was refused 429 on its own bound after the strangers stopped.
+  let nowMs = 0
+  // 2 an hour for a wallet and a client (a bucket of 2), 180 an hour for all (a bucket of 3, a minute's worth).
+  const budget = new StoreBudget({ wallet: 2, client: 2, all: 180 }, () => nowMs)
+  const problems: BudgetProblems = {
+    limited: (bucket) => new HttpProblem(429, 'limited', bucket),
+    exhausted: () => new HttpProblem(503, 'exhausted', 'all'),
+  }
+  const charge = (wallet: string | undefined, client: string) => {
+    try {
+      budget.charge(wallet, client, problems)
+      return 'charged'
+    } catch (error) {
+      return `${(error as HttpProblem).status} ${(error as HttpProblem).detail}`
+    }
+  }
+  for (const stranger of ['s1', 's2', 's3']) t.equal(charge(stranger, stranger), 'charged', 'strangers, an address each, spend all callers\' bucket')
+  for (let retry = 0; retry < 4; retry++) t.equal(charge('honest', 'honest-client'), '503 all', 'the honest caller is refused while it is empty')
+  t.equal(charge(undefined, 'honest-client'), '503 all', 'a sign-in (no wallet) too')
+  nowMs = 60_000
+  t.equal(charge('honest', 'honest-client'), 'charged', 'all callers\' bucket refilled: the honest wallet and client still hold their two')
+  t.equal(charge('honest', 'honest-client'), 'charged')
+  t.equal(charge('honest', 'honest-client'), '429 wallet', 'then its own bound')
+  // A client's refusal gives the wallet's token back too.
+  nowMs = 120_000
+  t.equal(charge('w5', 'c5'), 'charged')
+  t.equal(charge('w6', 'c5'), 'charged')
+  t.equal(charge('w7', 'c5'), '429 client', 'c5 spent')
+  nowMs = 180_000
+  t.equal(charge('w7', 'c6'), 'charged', 'w7 from another address: its wallet kept both tokens')
+  t.equal(charge('w7', 'c6'), 'charged')
+})
+
 t.test('a trusted proxy names the client; anyone else cannot', async (t) => {
   const proxies = new Set(['10.0.0.1', '10.0.0.2'])
   t.equal(clientAddress('10.0.0.1', '203.0.113.7', proxies), '203.0.113.7', 'the proxy forwards the client')

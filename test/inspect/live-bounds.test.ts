@@ -43,11 +43,21 @@ t.test('one client address holds at most watchersPerClientMax feeds, so others s
 
   const operator = [await watch(url, { from: '127.0.0.2' }), await watch(url, { from: '127.0.0.2' })]
   t.same(operator.map((u) => u.status), [101, 101], 'another address still opens its feeds')
-  const past = await watch(url, { from: '127.0.0.3' })
-  t.equal(past.status, 429, 'past watchersMax every client is refused')
+  const past = await watch(url, { from: '127.0.0.2' })
+  t.equal(past.status, 429, 'past watchersMax a client holding as many as any other is refused')
   t.equal(past.problem?.code, 'too_many_watchers')
 
-  await closed(stranger[0]!.ws!)
+  // An outsider's finding: first come alone, watchersMax / watchersPerClientMax addresses (8 at the defaults) kept
+  // every other feed out. Now a client with none takes the place of the oldest feed of the address holding the most.
+  const displaced = new Promise<number>((resolve) => stranger[0]!.ws!.once('close', (code) => resolve(code)))
+  const newcomer = await watch(url, { from: '127.0.0.3' })
+  t.equal(newcomer.status, 101, 'a client with no feed gets one while all are open')
+  if (newcomer.status === 101) t.equal(await displaced, 4009, 'the oldest feed of the address holding the most gave its place')
+  const fourth = await watch(url, { from: '127.0.0.4' })
+  t.equal(fourth.status, 101, 'so does the next')
+  t.equal((await watch(url, { from: '127.0.0.1' })).problem?.code, 'too_many_watchers', 'now nobody holds two more than anyone: refused')
+
+  await closed(stranger[1]!.ws!)
   const again = await upgradeOnceFree(url, { from: '127.0.0.1' })
   t.teardown(() => again.ws?.terminate())
   t.equal(again.status, 101, 'a closed feed gives its place back')

@@ -5,6 +5,7 @@
 // place back. Real sockets through the default transport (uWS behind the front); sessions are made up per token.
 import t from 'tap'
 import type { Address } from 'viem'
+import WebSocket from 'ws'
 import { startServer } from '../../src/http/server.ts'
 import { EventHub } from '../../src/stream/hub.ts'
 import { closed, upgrade, upgradeOnceFree, type Upgrade } from '../http/fixtures/upgrade.ts'
@@ -49,14 +50,44 @@ t.test('one client address holds at most connectionsPerClientMax streams of fres
   const other = [await stream(url, { from: '127.0.0.2' }), await stream(url, { from: '127.0.0.2' })]
   t.same(other.map((u) => u.status), [101, 101], 'another address has places of its own')
   t.equal(hub.stats().connections.length, LIMITS.connectionsMax, 'the service holds its most streams')
-  const full = await stream(url, { from: '127.0.0.3' })
-  t.equal(full.status, 503, 'past connectionsMax any client is refused')
+  const full = await stream(url, { from: '127.0.0.2' })
+  t.equal(full.status, 503, 'past connectionsMax a client holding nearly as many as any other is refused')
   t.equal(full.problem?.code, 'streams_full')
 
   await closed(first[0]!.ws!)
   const again = await upgradeOnceFree(url, { from: '127.0.0.1', headers: { authorization: `Bearer ${(++tokens).toString(16)}` } })
   t.teardown(() => again.ws?.terminate())
   t.equal(again.status, 101, 'a closed stream gives its place back')
+})
+
+/** The close code and reason `ws` gets from the service. */
+function closeOf(ws: WebSocket): Promise<{ code: number; reason: string }> {
+  return new Promise((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })))
+}
+
+t.test('a full service gives a client holding fewer a place of the client holding the most: a few addresses no longer keep every other wallet out', async (t) => {
+  // An outsider's finding: first come alone, connectionsMax / connectionsPerClientMax addresses (32 IPv6 /64s at the
+  // defaults) held every stream and took each place freed, and an SDK lender that lost its stream (a session's end, a
+  // restart) could not open it again and missed its leases. Here two stranger addresses fill the service.
+  const { url, hub } = await start()
+  const stranger = [await stream(url, { from: '127.0.0.1' }), await stream(url, { from: '127.0.0.1' }), await stream(url, { from: '127.0.0.1' })]
+  const strangerToo = [await stream(url, { from: '127.0.0.2' }), await stream(url, { from: '127.0.0.2' })]
+  t.same([...stranger, ...strangerToo].map((u) => u.status), [101, 101, 101, 101, 101], 'the strangers hold every place')
+  const oldestClosed = closeOf(stranger[0]!.ws!)
+  const honest = await stream(url, { from: '127.0.0.3' })
+  t.equal(honest.status, 101, 'a client with no stream opens one')
+  if (honest.status !== 101) return // nothing was displaced: no close to wait for
+  t.match(await oldestClosed, { code: 4009, reason: /^displaced: / }, 'the oldest stream of the address holding the most gave its place')
+  t.equal(hub.stats().connections.length, LIMITS.connectionsMax, 'still at most connectionsMax')
+  const secondClosed = closeOf(stranger[1]!.ws!)
+  t.equal((await stream(url, { from: '127.0.0.4' })).status, 101, 'another client with none opens one')
+  t.match(await secondClosed, { code: 4009 })
+  // Now 127.0.0.1 holds 1, 127.0.0.2 2, the honest two 1 each: no one holds two more than a stranger's address.
+  for (const from of ['127.0.0.1', '127.0.0.2', '127.0.0.3']) {
+    const refused = await stream(url, { from })
+    t.equal(refused.problem?.code, 'streams_full', `${from} is refused: its share would pass another's`)
+  }
+  t.equal(honest.ws!.readyState, WebSocket.OPEN, 'the honest stream stays open')
 })
 
 t.test('behind a trusted proxy each forwarded client is counted, and an IPv6 /64 is one client', async (t) => {
