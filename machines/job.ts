@@ -16,6 +16,8 @@ export type JobState = (typeof JOB_STATES)[number]
  */
 export const JOB_FAILURE_REASONS = ['not_delivered', 'late', 'defective', 'cancelled', 'other', 'escrow_reclaimed', 'failed_on_chain'] as const
 export type JobFailureReason = (typeof JOB_FAILURE_REASONS)[number]
+const FAILURE_REASONS: ReadonlySet<string> = new Set(JOB_FAILURE_REASONS)
+export const isJobFailureReason = (reason: string): reason is JobFailureReason => FAILURE_REASONS.has(reason)
 
 export interface JobInput {
   jobId: string

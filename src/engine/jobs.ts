@@ -1,7 +1,7 @@
 // A job's commands: creation by its client or borrower, collateral from its borrower, settlement at completion and
 // failure, each checking who may act, sending the job machine its event (the machine decides) and applying what follows
 // to the job's advances and offers. Called by engine.ts, which keeps the public surface.
-import { JOB_FAILURE_REASONS, jobMachine, type JobFailureReason, type TxProof } from '../../machines/index.ts'
+import { isJobFailureReason, JOB_FAILURE_REASONS, jobMachine, type JobFailureReason, type TxProof } from '../../machines/index.ts'
 import { expect, refused, send, startActor, wouldTake } from './actors.ts'
 import { advanceDefaulted, applyRepayment, paymentInFull } from './advances.ts'
 import { borrowerOf, suspend } from './borrowers.ts'
@@ -227,15 +227,13 @@ export const FAILED_ON_CHAIN: JobFailureReason = 'failed_on_chain'
  */
 export type FailureInput = { jobId: string; reason: JobFailureReason; noteHash?: `0x${string}`; caller: Address; mined?: boolean }
 
-const FAILURE_REASONS: ReadonlySet<string> = new Set(JOB_FAILURE_REASONS)
-
 /**
  * The reasons /fail cannot give: one not in the published list (the reason is signed into the borrower's public
  * passport, so it is never a caller's text), escrow_reclaimed always (the follower's), failed_on_chain but for a mined
  * failJob's repair.
  */
 function reservedReason(input: FailureInput): { ok: false; error: EngineError } | undefined {
-  if (!FAILURE_REASONS.has(input.reason)) {
+  if (!isJobFailureReason(input.reason)) {
     return fail('invalid', 'failure_reason_unknown', `a failure's reason is one of ${JOB_FAILURE_REASONS.join(', ')}`)
   }
   if (input.reason === ESCROW_RECLAIMED) {

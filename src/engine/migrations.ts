@@ -1,7 +1,7 @@
 // The schema versions of the engine's persisted snapshots, and how a snapshot an older release stored becomes
 // today's. The store applies these at open (src/store/migrate.ts), so the engine only ever restores current shapes.
 import { keccak256, stringToBytes } from 'viem'
-import { JOB_FAILURE_REASONS } from '../../machines/index.ts'
+import { isJobFailureReason } from '../../machines/index.ts'
 import type { SnapshotMigration } from '../store/migrate.ts'
 import { defaultEngineConfig } from './config.ts'
 import type { ActorKind, RecordKind } from './types.ts'
@@ -69,8 +69,6 @@ function withoutReportGrace(snapshot: unknown): unknown {
   return { ...persisted, context }
 }
 
-const FAILURE_REASONS: ReadonlySet<string> = new Set(JOB_FAILURE_REASONS)
-
 /**
  * A job stored before failure reasons were codes: a reason that is a code stays, with no note; any other was the
  * client's free text, which becomes reason `other` and the text's keccak256 as its note (what a note gives today), so
@@ -80,7 +78,7 @@ const FAILURE_REASONS: ReadonlySet<string> = new Set(JOB_FAILURE_REASONS)
 export function withFailureCode(snapshot: unknown): unknown {
   const persisted = snapshot as PersistedActor
   const reason = persisted.context.failureReason as string | null
-  const coded = reason === null || FAILURE_REASONS.has(reason)
+  const coded = reason === null || isJobFailureReason(reason)
   const failureNoteHash = coded ? null : keccak256(stringToBytes(reason))
   return { ...persisted, context: { ...persisted.context, failureReason: coded ? reason : 'other', failureNoteHash } }
 }
