@@ -1,13 +1,13 @@
 // The four actor kinds of the engine, by the name their snapshots and diagrams carry, with their refusal tables.
 import { ADVANCE_STATES, advanceMachine, advanceRefusals } from './advance.ts'
-import { JOB_STATES, jobMachine, jobRefusals } from './job.ts'
+import { isJobFailureReason, JOB_FAILURE_REASONS, JOB_STATES, jobMachine, jobRefusals } from './job.ts'
 import { LEASE_END_REASONS, LEASE_STATES, leaseMachine, leaseRefusals } from './lease.ts'
 import { OFFER_END_REASONS, OFFER_STATES, offerMachine, offerRefusals, RISK_BANDS } from './offer.ts'
 import type { Refusal } from './refusals.ts'
 
-export { advanceMachine, jobMachine, leaseMachine, offerMachine }
+export { advanceMachine, isJobFailureReason, jobMachine, leaseMachine, offerMachine }
 export { advanceRefusals, jobRefusals, leaseRefusals, offerRefusals }
-export { ADVANCE_STATES, JOB_STATES, LEASE_STATES, OFFER_STATES, LEASE_END_REASONS, OFFER_END_REASONS, RISK_BANDS }
+export { ADVANCE_STATES, JOB_FAILURE_REASONS, JOB_STATES, LEASE_STATES, OFFER_STATES, LEASE_END_REASONS, OFFER_END_REASONS, RISK_BANDS }
 export { REPAYMENTS_LISTED_MAX } from './advance.ts'
 export { isPastDeadline, leaseOverAtChainMs } from './lease.ts'
 export { offerContextCopy } from './offer.ts'

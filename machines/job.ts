@@ -8,6 +8,17 @@ import type { Address, StatesOf, TxProof } from './types.ts'
 export const JOB_STATES = ['funded', 'active', 'defaulted', 'completed', 'failed'] as const
 export type JobState = (typeof JOB_STATES)[number]
 
+/**
+ * Why a job failed: a code from this fixed, published list, never the client's own text (the reason is part of the
+ * borrower's signed, public passport entry). The first five are the client's (POST /credit/jobs/{jobId}/fail);
+ * escrow_reclaimed (the chain follower's, a job its client reclaimed on chain) and failed_on_chain (the service's
+ * repair of a failJob mined and never recorded) are reserved.
+ */
+export const JOB_FAILURE_REASONS = ['not_delivered', 'late', 'defective', 'cancelled', 'other', 'escrow_reclaimed', 'failed_on_chain'] as const
+export type JobFailureReason = (typeof JOB_FAILURE_REASONS)[number]
+const FAILURE_REASONS: ReadonlySet<string> = new Set(JOB_FAILURE_REASONS)
+export const isJobFailureReason = (reason: string): reason is JobFailureReason => FAILURE_REASONS.has(reason)
+
 export interface JobInput {
   jobId: string
   client: Address
@@ -30,7 +41,9 @@ export interface JobContext extends JobInput {
   revenueUsedAtomic: bigint
   collateralUsedAtomic: bigint
   settlement: { network: string; txHash: `0x${string}` } | null
-  failureReason: string | null
+  failureReason: JobFailureReason | null
+  /** keccak256 of the UTF-8 note the client gave with the failure (its text is never stored nor published), or null. */
+  failureNoteHash: `0x${string}` | null
   endedAtMs: number | null
 }
 
@@ -50,7 +63,7 @@ export type JobEvent =
     }
   | { type: 'COMPLETE'; settlement: { network: string; txHash: `0x${string}` }; nowMs: number }
   /** `releasedAtomic`: the capacity of the job's waiting offers (capacity.ts offerCommitmentAtomic), withdrawn with the failure. */
-  | { type: 'FAIL'; reason: string; releasedAtomic: bigint; nowMs: number }
+  | { type: 'FAIL'; reason: JobFailureReason; noteHash?: `0x${string}` | null; releasedAtomic: bigint; nowMs: number }
 
 /** What the job answers when it refuses an event (see machines/refusals.ts). */
 export const jobRefusals: RefusalTable<JobEvent> = {
@@ -94,8 +107,9 @@ export const jobMachine = setup({
       committedAtomic: 0n,
       endedAtMs: params.nowMs,
     })),
-    recordFailure: assign(({ context }, params: { reason: string; releasedAtomic: bigint; nowMs: number }) => ({
+    recordFailure: assign(({ context }, params: { reason: JobFailureReason; noteHash?: `0x${string}` | null; releasedAtomic: bigint; nowMs: number }) => ({
       failureReason: params.reason,
+      failureNoteHash: params.noteHash ?? null,
       committedAtomic: context.committedAtomic - params.releasedAtomic,
       endedAtMs: params.nowMs,
     })),
@@ -123,6 +137,7 @@ export const jobMachine = setup({
     collateralUsedAtomic: 0n,
     settlement: null,
     failureReason: null,
+    failureNoteHash: null,
     endedAtMs: null,
   }),
   initial: 'funded',

@@ -114,7 +114,9 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    and what is still owed ("repaid":true when nothing is). The lender's part is paid first, then the reserve's share; the contract
    never takes more than is owed (an overpayment stays in your wallet). The service counts every repay from the chain
    on its own, in chain order; the report is optional (the fast path) and a payment already counted answers the same receipt.
-   Terms broken: POST /credit/jobs/job_1/fail {"reason":"..."} suspends the borrower and gives the client its whole escrow back at once
+   Terms broken: POST /credit/jobs/job_1/fail {"reason":"not_delivered","note":"..."} (reason one of not_delivered, late, defective, cancelled,
+   other: a code, never free text, since it is signed into the borrower's public passport; the optional note is kept and signed only as
+   its keccak256, noteHash) suspends the borrower and gives the client its whole escrow back at once
    (a failed job earned nothing: no source revenue to recover). The borrower's leased offers become "closing" (not rematched): the
    lease stays payable until its deadline; a payment in time funds the offer (on the failed job, its advance is born defaulted),
    else it ends "declined" with no penalty for the lender. POST /credit/advances/<advanceId>/liquidate {} recovers

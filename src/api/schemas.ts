@@ -3,7 +3,7 @@
 // `toWire(view)` typed against these, so a field added on one side and not the other fails the type check, and the
 // tests validate every response they see against this document.
 import Type from 'typebox'
-import { ADVANCE_STATES, JOB_STATES, LEASE_END_REASONS, LEASE_STATES, OFFER_END_REASONS, OFFER_STATES, REPAYMENTS_LISTED_MAX } from '../../machines/index.ts'
+import { ADVANCE_STATES, JOB_FAILURE_REASONS, JOB_STATES, LEASE_END_REASONS, LEASE_STATES, OFFER_END_REASONS, OFFER_STATES, REPAYMENTS_LISTED_MAX } from '../../machines/index.ts'
 import { ID_PATTERNS, FORMAT_PATTERNS } from '../engine/ids.ts'
 import { Address, AssetSymbol, Atomic, atomicAtMost, atomicDescribed, Bps, Bytes32, IsoTime, IsoTimeInput, JobId, NetworkSlug, Seconds, StrictObject } from './common.ts'
 import { ChainSteps, LeaseAuthorization, UnsignedTransaction, WalletAction } from './schemas-chain.ts'
@@ -143,7 +143,17 @@ export const CollateralPost = StrictObject(
 
 export const EmptyBody = StrictObject({}, { description: 'An empty JSON object.' })
 export const RepaymentProof = StrictObject({ txHash: Bytes32 }, { description: 'A repay transaction of any amount on the credit contract (GET /credit/advances/{advanceId}/repay-transactions).' })
-export const JobFailure = StrictObject({ reason: Label('Why the job failed.', 500) })
+/** A failure's reason: a code from the published list, never free text (it is signed into the borrower's public passport). */
+const FailureReason = Type.Enum([...JOB_FAILURE_REASONS], {
+  description: 'Why the job failed: not_delivered, late, defective, cancelled or other. escrow_reclaimed (a job its client reclaimed on chain) and ' +
+    'failed_on_chain (a failJob mined and never recorded) are reserved to the service.',
+})
+const NoteHash = { ...Bytes32, description: 'keccak256 of the UTF-8 note the client gave with the failure; the note\'s text is never stored nor published.' }
+export const JobFailure = StrictObject({
+  reason: FailureReason,
+  note: Type.Optional(Label('Free text for the job\'s parties (at most 500 characters). Only its keccak256 (noteHash) is kept and signed into the passport: ' +
+    'the text itself is neither stored nor published, so whoever holds it can show it matches.', 500)),
+})
 
 // ---------------------------------------------------------------------------------------------------- responses
 
@@ -169,7 +179,8 @@ export const Job = StrictObject({
   revenueUsedAtomic: Atomic,
   collateralUsedAtomic: Atomic,
   settlement: Nullable(ExecutedTx),
-  failureReason: Nullable(Type.String()),
+  failureReason: Nullable(FailureReason),
+  failureNoteHash: Nullable(NoteHash),
   endedAt: NullableTime,
 })
 
@@ -481,7 +492,8 @@ export const PassportEvent = StrictObject({
   jobId: JobId,
   borrower: Address,
   client: Address,
-  reason: Type.String(),
+  reason: FailureReason,
+  noteHash: Nullable(NoteHash),
   at: IsoTime,
   borrowerSuspended: Type.Literal(true),
   borrowerReputationBps: Bps,

@@ -1,7 +1,7 @@
 // A job's commands: creation by its client or borrower, collateral from its borrower, settlement at completion and
 // failure, each checking who may act, sending the job machine its event (the machine decides) and applying what follows
 // to the job's advances and offers. Called by engine.ts, which keeps the public surface.
-import { jobMachine, type TxProof } from '../../machines/index.ts'
+import { isJobFailureReason, JOB_FAILURE_REASONS, jobMachine, type JobFailureReason, type TxProof } from '../../machines/index.ts'
 import { expect, refused, send, startActor, wouldTake } from './actors.ts'
 import { advanceDefaulted, applyRepayment, paymentInFull } from './advances.ts'
 import { borrowerOf, suspend } from './borrowers.ts'
@@ -157,7 +157,7 @@ export function planJobFailure(s: EngineState, input: FailureInput): EngineResul
   if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is failed by its client or an operator')
   const reserved = reservedReason(input)
   if (reserved !== undefined) return reserved
-  const open = wouldTake('job', job, { type: 'FAIL', reason: '', releasedAtomic: 0n, nowMs: 0 })
+  const open = wouldTake('job', job, { type: 'FAIL', reason: 'other', releasedAtomic: 0n, nowMs: 0 })
   if (!open.accepted) return refused('job', input.jobId, open)
   const j = job.getSnapshot().context
   return { ok: true, value: { jobId: j.jobId, network: j.network, funding: j.funding }, changes: [] }
@@ -211,20 +211,31 @@ function waitingCommitmentAtomic(s: EngineState, jobId: string): bigint {
  * The reason a job failed by its client's reclaimJob on chain carries (JobView.failureReason), and only such a job:
  * reconciliation expects a Reclaimed job on chain from it and the API says "reclaimed", so /fail refuses it.
  */
-export const ESCROW_RECLAIMED = 'escrow_reclaimed'
+export const ESCROW_RECLAIMED: JobFailureReason = 'escrow_reclaimed'
 
 /**
  * The reason of a job whose failJob was mined and never recorded by its request (a crash, a lost receipt, nobody
  * retried), recorded by the service's repair once the chain follower saw its JobFailed (src/service/operator-commands.ts
  * OperatorRepairs): the request's own reason was lost with it, so the record says only what the chain shows.
  */
-export const FAILED_ON_CHAIN = 'failed_on_chain'
+export const FAILED_ON_CHAIN: JobFailureReason = 'failed_on_chain'
 
-/** A failure of a job: who asks, its reason, and `mined` for the repair of a failJob mined and never recorded. */
-export type FailureInput = { jobId: string; reason: string; caller: Address; mined?: boolean }
+/**
+ * A failure of a job: who asks, its reason (a code of JOB_FAILURE_REASONS), the keccak256 of the client's note if it
+ * gave one (`noteHash`: the text itself is neither kept nor published), and `mined` for the repair of a failJob mined
+ * and never recorded.
+ */
+export type FailureInput = { jobId: string; reason: JobFailureReason; noteHash?: `0x${string}`; caller: Address; mined?: boolean }
 
-/** The reasons /fail cannot give: escrow_reclaimed always (the follower's), failed_on_chain but for a mined failJob's repair. */
+/**
+ * The reasons /fail cannot give: one not in the published list (the reason is signed into the borrower's public
+ * passport, so it is never a caller's text), escrow_reclaimed always (the follower's), failed_on_chain but for a mined
+ * failJob's repair.
+ */
 function reservedReason(input: FailureInput): { ok: false; error: EngineError } | undefined {
+  if (!isJobFailureReason(input.reason)) {
+    return fail('invalid', 'failure_reason_unknown', `a failure's reason is one of ${JOB_FAILURE_REASONS.join(', ')}`)
+  }
   if (input.reason === ESCROW_RECLAIMED) {
     return fail('invalid', 'failure_reason_reserved', `reason ${ESCROW_RECLAIMED} is reserved to a job its client reclaimed on chain (the chain follower records it)`)
   }
@@ -302,7 +313,8 @@ export function failJob(s: EngineState, input: FailureInput, nowMs: number): Eng
   // The job's live offers are withdrawn with it: the failure itself releases the capacity of those waiting. A leased
   // one is closing (matching.ts declineOffer) and keeps its capacity until its lease is paid or over: the job stays
   // defaulted meanwhile. (On chain, failJob makes the job's authorizations unusable from its block on.)
-  const failed = send(s, 'job', job, { type: 'FAIL', reason: input.reason, releasedAtomic: waitingCommitmentAtomic(s, j.jobId), nowMs })
+  const noteHash = input.noteHash ?? null
+  const failed = send(s, 'job', job, { type: 'FAIL', reason: input.reason, noteHash, releasedAtomic: waitingCommitmentAtomic(s, j.jobId), nowMs })
   if (!failed.accepted) return refused('job', input.jobId, failed)
 
   const borrower = borrowerOf(s, j.borrower)
@@ -328,7 +340,7 @@ export function failJob(s: EngineState, input: FailureInput, nowMs: number): Eng
     advanceDefaulted(s, advance.getSnapshot().context)
   }
   return drain(s, {
-    type: 'job_failed', jobId: j.jobId, borrower: j.borrower, client: j.client, reason: input.reason, atMs: nowMs,
+    type: 'job_failed', jobId: j.jobId, borrower: j.borrower, client: j.client, reason: input.reason, noteHash, atMs: nowMs,
     borrowerSuspended: true, borrowerReputationBps: borrower.reputationBps, defaultedAdvanceIds,
     outstandingPrincipalAtomic, declinedOfferIds,
   })

@@ -1,5 +1,7 @@
 // The schema versions of the engine's persisted snapshots, and how a snapshot an older release stored becomes
 // today's. The store applies these at open (src/store/migrate.ts), so the engine only ever restores current shapes.
+import { keccak256, stringToBytes } from 'viem'
+import { isJobFailureReason } from '../../machines/index.ts'
 import type { SnapshotMigration } from '../store/migrate.ts'
 import { defaultEngineConfig } from './config.ts'
 import type { ActorKind, RecordKind } from './types.ts'
@@ -7,7 +9,8 @@ import type { ActorKind, RecordKind } from './types.ts'
 /** Bump a kind's version whenever its persisted shape changes, and add the migration from the previous one. */
 // Actors, 2 (lease 4): the snapshot carries the actor's transition history (`history`, src/engine/history.ts).
 export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>> = {
-  job: 2,
+  // 3: a failed job's reason is a code of JOB_FAILURE_REASONS, and the client's note is kept as its hash (failureNoteHash).
+  job: 3,
   offer: 2,
   // 2: the lease's context holds its report grace (reportGraceMs), which its expiry guard reads.
   // 4: it no longer does: a lease expires on the chain's observed time past its deadline (payment, not the report,
@@ -66,6 +69,20 @@ function withoutReportGrace(snapshot: unknown): unknown {
   return { ...persisted, context }
 }
 
+/**
+ * A job stored before failure reasons were codes: a reason that is a code stays, with no note; any other was the
+ * client's free text, which becomes reason `other` and the text's keccak256 as its note (what a note gives today), so
+ * no stored job shows a client's text. The passport entries signed then keep the text they were signed with (they
+ * must still verify); only the job's record changes.
+ */
+export function withFailureCode(snapshot: unknown): unknown {
+  const persisted = snapshot as PersistedActor
+  const reason = persisted.context.failureReason as string | null
+  const coded = reason === null || isJobFailureReason(reason)
+  const failureNoteHash = coded ? null : keccak256(stringToBytes(reason))
+  return { ...persisted, context: { ...persisted.context, failureReason: coded ? reason : 'other', failureNoteHash } }
+}
+
 const withUptimeWindow = (snapshot: unknown): unknown => ({ recentLeaseOutcomes: '', ...(snapshot as object) })
 
 /**
@@ -91,7 +108,8 @@ export function snapshotMigrations(): SnapshotMigration[] {
     { from: { kind: 'lease', version: 1 }, to: { kind: 'lease', version: 4 }, migrate: withEmptyHistory },
     { from: { kind: 'lease', version: 2 }, to: { kind: 'lease', version: 4 }, migrate: (snapshot) => withoutReportGrace(withEmptyHistory(snapshot)) },
     { from: { kind: 'lease', version: 3 }, to: { kind: 'lease', version: 4 }, migrate: withoutReportGrace },
-    { from: { kind: 'job', version: 1 }, to: { kind: 'job', version: 2 }, migrate: withEmptyHistory },
+    { from: { kind: 'job', version: 1 }, to: { kind: 'job', version: 3 }, migrate: (snapshot) => withFailureCode(withEmptyHistory(snapshot)) },
+    { from: { kind: 'job', version: 2 }, to: { kind: 'job', version: 3 }, migrate: withFailureCode },
     { from: { kind: 'offer', version: 1 }, to: { kind: 'offer', version: 2 }, migrate: withEmptyHistory },
     { from: { kind: 'advance', version: 1 }, to: { kind: 'advance', version: 3 }, migrate: (snapshot) => withOwedAmounts(withEmptyHistory(snapshot)) },
     { from: { kind: 'advance', version: 2 }, to: { kind: 'advance', version: 3 }, migrate: withOwedAmounts },

@@ -1,6 +1,6 @@
 // The engine's seam: results, errors, changes, records and views (see src/README.md, "Engine seam").
 import type {
-  ActorKind, Address, AdvanceContext, AdvanceState, JobContext, JobInput, JobState, LeaseContext, LeaseState, OfferContext,
+  ActorKind, Address, AdvanceContext, AdvanceState, JobContext, JobFailureReason, JobInput, JobState, LeaseContext, LeaseState, OfferContext,
   OfferState, RiskBand, TxProof,
 } from '../../machines/index.ts'
 
@@ -413,7 +413,9 @@ export interface PassportEvent {
   jobId: string
   borrower: Address
   client: Address
-  reason: string
+  reason: JobFailureReason
+  /** keccak256 of the UTF-8 note the client gave, or null: the note's text is never published. */
+  noteHash: `0x${string}` | null
   atMs: number
   borrowerSuspended: true
   borrowerReputationBps: number

@@ -4,7 +4,7 @@
 // unrecorded is found and recorded by the next attempt, or, when nobody retries, by OperatorRepairs once the chain
 // follower saw it mined. Called through CreditService (credit-service.ts) by src/api/routes/credit.ts.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { getAddress, type Address, type Hex } from 'viem'
+import { getAddress, keccak256, stringToBytes, type Address, type Hex } from 'viem'
 import { recoveryAmounts } from '../engine/engine.ts'
 import type { AdvanceView, JobSettlementPlan, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
@@ -20,6 +20,7 @@ import type { SignedPassportEvent } from '../passport/passport.ts'
 import type { RecordCollection, RecordWrite, StoredResponse } from '../store/index.ts'
 import type { FacilityFact } from '../chain/events-v2.ts'
 import { FAILED_ON_CHAIN } from '../engine/jobs.ts'
+import type { JobFailureReason } from '../../machines/index.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import { refusedWith, type ServiceCore } from './core.ts'
 import { collateralProofUse } from './chain-observation.ts'
@@ -185,9 +186,13 @@ async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: b
 }
 
 /** `mined`: the repair of a failJob mined and never recorded, with reason failed_on_chain (OperatorRepairs). */
-export async function failJob(service: ServiceCore, mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: string; mined?: boolean }): Promise<StoredResponse> {
+export async function failJob(
+  service: ServiceCore, mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: JobFailureReason; note?: string; mined?: boolean },
+): Promise<StoredResponse> {
   return service.locks.run(`job:${jobId}`, async () => {
-    const input = { jobId, reason: body.reason, caller, mined: body.mined === true }
+    // The client's note is free text: only its hash is kept and signed, so nobody's text enters another's passport.
+    const noteHash = body.note === undefined ? undefined : keccak256(stringToBytes(body.note))
+    const input = { jobId, reason: body.reason, noteHash, caller, mined: body.mined === true }
     const plan = service.live(service.engine.planJobFailure(input), 'job', jobId)
     // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
     const failed = await operatorSend(service, plan.network, (clients) => sendFailJob(clients, { jobId }), {
@@ -204,7 +209,7 @@ export async function failJob(service: ServiceCore, mutation: Mutation<FailedJob
           const result = service.engine.failJob(input, service.now())
           if (!result.ok) return result
           const event = result.value
-          const recorded = service.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, txHash: failed.txHash } }], service.now())
+          const recorded = service.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, noteHash: event.noteHash ?? undefined, txHash: failed.txHash } }], service.now())
           writes = recorded.writes
           return { ...result, value: { ...event, signed: recorded.events[0] as SignedPassportEvent } }
         },

@@ -257,7 +257,7 @@ async function flow(baseUrl: string): Promise<void> {
     stepLine(6, `job ${job2} funded, collateral ${money(collateral.amountAtomic)} posted by the borrower; credit ${money(advanceAtomic)}: lease to ${lenderA.name} again, advance ${advance2.advanceId} ${advance2.state}`)
 
     // 7. The client fails job 2 (its escrow goes back to it: a failed job earned nothing); the lender liquidates.
-    const failure = await jobClient.failJob(job2, { reason: 'the work was not delivered (demo)' })
+    const failure = await jobClient.failJob(job2, { reason: 'not_delivered' })
     const defaulted = await borrower.advance(advance2.advanceId)
     check(defaulted.state === 'defaulted', `advance ${advance2.advanceId} is ${defaulted.state} after the job failed, expected defaulted`)
     const sessionBefore = await treasuryChain.balanceOf(asset.symbol, lenderA.session.account.address)

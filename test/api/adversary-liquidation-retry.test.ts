@@ -27,7 +27,7 @@ t.test('a liquidation mined before its record, covered in full by the collateral
   const posting = await new ChainAgent(h.network, borrower).postCollateral(jobId, USDC, usdc(300))
   t.equal((await borrowerClient.post(`/credit/jobs/${jobId}/collateral`, { amountAtomic: usdc(300).toString(), txHash: posting })).status, 201)
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: jobId, amountAtomic: usdc(200), maximumFeeAtomic: usdc(10) })
-  t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'work not delivered' })).status, 200)
+  t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'not_delivered' })).status, 200)
 
   // The operator's liquidate is mined, and the service never recorded it.
   const earlier = await sendLiquidate(createNetworkClients(h.network), { offerKey: advance.advanceKey, backingCoveredAtomic: 0n })

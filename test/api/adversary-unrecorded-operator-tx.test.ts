@@ -40,7 +40,7 @@ t.test('a liquidation mined and never recorded by its route is recorded once the
   const jobId = 'job_adv_unrecorded_liq'
   const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId, receivableAtomic: usdc(500) })
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: jobId, amountAtomic: usdc(100), maximumFeeAtomic: usdc(5) })
-  t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'work not delivered' })).status, 200)
+  t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'not_delivered' })).status, 200)
   const liquidated = await sendLiquidate(createNetworkClients(h.network), { offerKey: advance.advanceKey, backingCoveredAtomic: 0n })
   await until(async () => (await lender.client.get(`/credit/advances/${advance.advanceId}`)).body.state !== 'defaulted', 20_000, 'the liquidation recorded')
   const recorded = (await lender.client.get(`/credit/advances/${advance.advanceId}`)).body

@@ -44,7 +44,7 @@ t.test('paid before failJob, seen by the follower after it: the closing offer is
   const supplierBefore = await chain().publicClient.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [h.devnet.accounts.supplier.address] })
   const paid = await new ChainAgent(h.network, lender.session).sendUnsigned((await actionFor(lender, offerId))['transaction'])
 
-  const failed = await jobClientApi.post('/credit/jobs/job_closing_paid/fail', { reason: 'work not delivered' })
+  const failed = await jobClientApi.post('/credit/jobs/job_closing_paid/fail', { reason: 'not_delivered' })
   t.equal(failed.status, 200, JSON.stringify(failed.body))
   t.same(failed.body.declinedOfferIds, [offerId])
   const closing = await lender.client.get(`/credit/offers/${offerId}`)

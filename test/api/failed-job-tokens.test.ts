@@ -60,7 +60,7 @@ async function failAndLiquidate(t: Test, jobId: string, collateralAtomic: bigint
   t.equal(start.lender - paid.lender, usdc(40), 'from the lender\'s session wallet')
   t.equal(paid.contract, start.contract, 'the principal never passes through the contract')
 
-  const failed = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'work not delivered' })
+  const failed = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'not_delivered' })
   t.equal(failed.status, 200, JSON.stringify(failed.body))
   const afterFail = await balances(holders)
   t.equal(afterFail.client - paid.client, usdc(200), 'the failed job earned nothing: its whole escrow went back to the client at failJob')

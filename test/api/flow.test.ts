@@ -90,7 +90,7 @@ t.test('a failed job suspends the borrower and its advance is liquidated in the 
   const advance = await lender.client.post(`/credit/offers/${offerId}/supplier-payment`, { lender: lender.account.address, supplierPaymentId: paid })
   t.equal(advance.status, 200)
 
-  const failed = await jobClientApi.post('/credit/jobs/job_flow_2/fail', { reason: 'work not delivered' })
+  const failed = await jobClientApi.post('/credit/jobs/job_flow_2/fail', { reason: 'not_delivered' })
   t.equal(failed.status, 200, JSON.stringify(failed.body))
   t.equal(failed.body.type, 'job_failed')
   t.equal(failed.body.borrowerSuspended, true)

@@ -39,7 +39,7 @@ t.before(async () => {
     '/credit/match': { offerId: offer.offerId },
     '/credit/offers/{offerId}/supplier-payment': { lender: lender.account.address, supplierPaymentId: hash },
     '/credit/advances/{advanceId}/repay': { txHash: hash },
-    '/credit/jobs/{jobId}/fail': { reason: 'fuzz' },
+    '/credit/jobs/{jobId}/fail': { reason: 'not_delivered' },
     '/lenders/register': { availableLiquidityAtomic: '1000', asset: USDC, networks: [h.network.slug], minFeeBps: 100, maxDurationSeconds: 3600, acceptedRiskBands: ['A'] },
     '/auth/session': { message: 'not a siwe message', signature: '0x00' },
   }

@@ -35,7 +35,7 @@ t.test('with a network\'s RPC down, failing a job and registering with an agent 
 
   await (h.devnet.anvils[1] as { stop(): Promise<void> }).stop()
 
-  const failed = await clientApi.post('/credit/jobs/job_outsider_outage/fail', { reason: 'not delivered' })
+  const failed = await clientApi.post('/credit/jobs/job_outsider_outage/fail', { reason: 'not_delivered' })
   expectProblem(t, failed, 503, 'chain_unavailable', 'fail')
   expectDocumented(t, document, 'post', '/credit/jobs/{jobId}/fail', failed)
   t.equal((await borrowerApi.get('/credit/jobs/job_outsider_outage')).body.state, job.body.state, 'the job is unchanged')

@@ -146,9 +146,9 @@ t.test('a client cannot fail its job as reclaimed: /fail refuses the reserved re
   t.equal(await onChainStatus('job_rc_fake'), 1, 'the job is still open on chain')
   t.equal((await jobClientApi.get('/credit/jobs/job_rc_fake')).body.state, 'funded', 'and in the service')
   t.equal(h.app.service.engine.getBorrower(borrower.address)?.suspended ?? false, false, 'its borrower is not suspended')
-  const failed = await jobClientApi.post('/credit/jobs/job_rc_fake/fail', { reason: 'work not delivered' })
+  const failed = await jobClientApi.post('/credit/jobs/job_rc_fake/fail', { reason: 'not_delivered' })
   t.equal(failed.status, 200, 'another reason fails it', { body: failed.body })
-  t.equal((await jobClientApi.get('/credit/jobs/job_rc_fake')).body.failureReason, 'work not delivered')
+  t.equal((await jobClientApi.get('/credit/jobs/job_rc_fake')).body.failureReason, 'not_delivered')
   await expectReconciled(t, operator, h.network.slug)
 })
 

@@ -21,7 +21,7 @@ t.test('a job failed while its commit is in flight: the ledger is the job as it 
   const service = h.app.service
   hold = true
   // The operator's failJob is mined before the commit; the answer waits for the commit the hook holds.
-  const failed = jobClientApi.post('/credit/jobs/job_in_flight/fail', { reason: 'work not delivered' })
+  const failed = jobClientApi.post('/credit/jobs/job_in_flight/fail', { reason: 'not_delivered' })
   await until(() => service.engine.getJob('job_in_flight') === undefined, 20_000, 'the job to end and leave the engine')
   t.equal(service.store.getSnapshot('job', 'job_in_flight')?.snapshot !== undefined, true, 'the store still has its earlier snapshot')
   const [report] = await h.app.reconciliation.run(h.network.slug)
@@ -52,7 +52,7 @@ t.test('a job registered and failed while both commits are in flight: neither st
   const [live] = await h.app.reconciliation.run(h.network.slug)
   t.equal(live?.unregisteredJobs, 0, 'live in the engine, its registration in flight: registered')
   t.same(live?.differences, [])
-  const failed = jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'work not delivered' })
+  const failed = jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'not_delivered' })
   await until(() => service.engine.getJob(jobId) === undefined, 20_000, 'the job to end and leave the engine')
   t.equal(service.store.getSnapshot('job', jobId), undefined, 'the store has never had it')
   const [report] = await h.app.reconciliation.run(h.network.slug)

@@ -48,7 +48,7 @@ t.test('a settled job, a failed and liquidated one, and an unregistered escrow: 
   const posted = await new ChainAgent(h.network, borrower).postCollateral('job_rec_failed', USDC, usdc(10))
   t.equal((await failed.borrowerClient.post('/credit/jobs/job_rec_failed/collateral', { amountAtomic: usdc(10).toString(), txHash: posted })).status, 201)
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient: failed.borrowerClient, lender, source: 'job_rec_failed', amountAtomic: usdc(40), maximumFeeAtomic: usdc(2) })
-  t.equal((await failed.jobClientApi.post('/credit/jobs/job_rec_failed/fail', { reason: 'not delivered' })).status, 200)
+  t.equal((await failed.jobClientApi.post('/credit/jobs/job_rec_failed/fail', { reason: 'not_delivered' })).status, 200)
   t.equal((await operator.post(`/credit/advances/${advance.advanceId}/liquidate`, {})).status, 200)
   // An escrow someone funded and never registered: the service promised nothing about it.
   const stranger = await fundedAccount(h.devnet, h.network, usdc(5))

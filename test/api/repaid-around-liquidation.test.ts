@@ -66,7 +66,7 @@ async function openAdvance(jobId: string): Promise<Json & { jobClientApi: Credit
 /** That advance, its job failed by its client: the advance is defaulted and will fall short. */
 async function defaultedAdvance(jobId: string): Promise<Json> {
   const { jobClientApi, ...advance } = await openAdvance(jobId)
-  const failed = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'work not delivered' })
+  const failed = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'not_delivered' })
   if (failed.status !== 200) throw new Error(`fail: ${failed.status} ${JSON.stringify(failed.body)}`)
   return advance
 }

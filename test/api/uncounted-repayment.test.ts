@@ -72,7 +72,7 @@ t.test('a liquidation over an uncounted partial repayment is recorded with the c
   const posted = await new ChainAgent(h.network, borrower).sendAll(posting.body.transactions)
   t.equal((await borrowerClient.post('/credit/jobs/job_uncounted_liquidate/collateral', { amountAtomic: usdc(30).toString(), txHash: posted[posted.length - 1] })).status, 201)
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: 'job_uncounted_liquidate', amountAtomic: usdc(100), maximumFeeAtomic: usdc(5) })
-  t.equal((await jobClientApi.post('/credit/jobs/job_uncounted_liquidate/fail', { reason: 'not delivered' })).status, 200)
+  t.equal((await jobClientApi.post('/credit/jobs/job_uncounted_liquidate/fail', { reason: 'not_delivered' })).status, 200)
   await follower().stop()
   // 80 of the 101 owed is repaid: the collateral covers the rest, so the contract closes the job.
   await repayUnreported(advance.advanceId, usdc(80))

@@ -100,7 +100,7 @@ t.test('a liquidation mined over collateral the follower has not counted yet rec
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: 'job_uc_liquidate', amountAtomic: usdc(100), maximumFeeAtomic: usdc(5) })
   await follower().stop()
   await postUnreported(borrower, 'job_uc_liquidate', usdc(30))
-  t.equal((await jobClientApi.post('/credit/jobs/job_uc_liquidate/fail', { reason: 'not delivered' })).status, 200)
+  t.equal((await jobClientApi.post('/credit/jobs/job_uc_liquidate/fail', { reason: 'not_delivered' })).status, 200)
   t.equal((await onChainJob('job_uc_liquidate')).status, JOB_FAILED)
   t.equal(await collateralOf('job_uc_liquidate'), '0', 'the service has not seen the posting')
 

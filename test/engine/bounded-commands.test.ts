@@ -228,7 +228,7 @@ t.test("suspension lifts stop where their passport events' record writes would p
   const borrowers = Array.from({ length: 25 }, (_, i) => addr(0x7000 + i))
   for (const [i, borrower] of borrowers.entries()) {
     createJob(engine, `job_${i}`, 1_000n, T0 + 86_400_000, borrower)
-    unwrap(engine.failJob({ jobId: `job_${i}`, reason: 'failed', caller: CLIENT }, T0))
+    unwrap(engine.failJob({ jobId: `job_${i}`, reason: 'not_delivered', caller: CLIENT }, T0))
   }
   const lifted: string[] = []
   let calls = 0
@@ -261,7 +261,7 @@ t.test("a chain event's most changes are CHAIN_EVENT_CHANGES_MAX: a SupplierPaid
   const rematched = unwrap(dispatchAt(engine, nowMs))
   const ended = rematched.expiredLeases[0] as LeaseView
   t.equal(rematched.matches[0]?.lease?.lender, lenderInput(2).address, 'the offer is leased to lender 2 after lender 1 timed out')
-  unwrap(engine.failJob({ jobId: 'job_worst', reason: 'failed', caller: CLIENT }, nowMs))
+  unwrap(engine.failJob({ jobId: 'job_worst', reason: 'not_delivered', caller: CLIENT }, nowMs))
   // Lender 1 paid by its deadline, and the follower sees it only now: the worst case of observeChain's per-event work.
   const paid: ChainEventFact = {
     kind: 'supplier_paid', proofKey: `${NET}:${hash(4242)}:0`, offerKey: (engine.getOffer(offerId) as OfferView).offerKey, network: NET,

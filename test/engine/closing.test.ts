@@ -35,7 +35,7 @@ function observe(engine: Engine, store: Map<string, Change>, chainTimeMs: number
 }
 
 function fail(engine: Engine, store: Map<string, Change>, nowMs: number) {
-  const r = engine.failJob({ jobId: 'job_1', reason: 'client gone', caller: CLIENT }, nowMs)
+  const r = engine.failJob({ jobId: 'job_1', reason: 'not_delivered', caller: CLIENT }, nowMs)
   const value = unwrap(r)
   if (r.ok) applyChanges(store, r.changes)
   return value

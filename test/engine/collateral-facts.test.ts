@@ -67,7 +67,7 @@ t.test('a posting mined before the failure counts when the follower learns of it
   unwrap(engine.registerLender(lenderInput(1), T0))
   createJob(engine, 'job_1', 100_000n)
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_1', amountAtomic: 1000n })
-  unwrap(engine.failJob({ jobId: 'job_1', reason: 'not delivered', caller: CLIENT }, T0))
+  unwrap(engine.failJob({ jobId: 'job_1', reason: 'not_delivered', caller: CLIENT }, T0))
   t.equal(engine.getJob('job_1')?.state, 'defaulted')
   observe(engine, [posted('job_1', 400n, 1)])
   t.equal(engine.getJob('job_1')?.collateralAtomic, 400n)

@@ -148,7 +148,7 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
       return engine.recordSupplierPayment({ network: NET, txHash: hash(100 + cmd.i), logIndex: 0, offerId: lease.offerId, payer: lease.payer, supplier: SUPPLIER, asset: ASSET, amountAtomic: lease.amountAtomic, caller: lease.lender }, nowMs)
     }
     case 'fail':
-      return engine.failJob({ jobId: `job_${cmd.i}`, reason: 'failed', caller: CLIENT }, nowMs)
+      return engine.failJob({ jobId: `job_${cmd.i}`, reason: 'not_delivered', caller: CLIENT }, nowMs)
     case 'wallet':
       wallets.set(lenderInput(cmd.i).sessionAddress, BigInt(cmd.amount))
       return { ok: true }
@@ -267,7 +267,7 @@ t.test('a withdrawn lease (its offer closing) ends with its deadline on chain ti
   createJob(engine, 'job_1', 100_000n)
   const offerId = offerFor(engine, { repaymentSource: 'job_1' })
   const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
-  const failed = unwrap(engine.failJob({ jobId: 'job_1', reason: 'client gone', caller: CLIENT }, T0 + 1))
+  const failed = unwrap(engine.failJob({ jobId: 'job_1', reason: 'not_delivered', caller: CLIENT }, T0 + 1))
   t.same(failed.declinedOfferIds, [offerId])
   const { leasesExpired, reliabilityBps } = engine.getLender(lease.lender)!
   const out = unwrap(dispatchAt(engine, lease.expiresAtMs + 60_000))

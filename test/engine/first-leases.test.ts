@@ -127,7 +127,7 @@ t.test('a cancelled lease (its job failed by the client) is no miss and frees it
   const offerId = offerFor(engine, { repaymentSource: 'job_c', amountAtomic: 1000n }, T0)
   const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease
   t.equal(lease?.lender, griefer.address, 'the new lender holds it')
-  unwrap(engine.failJob({ jobId: 'job_c', reason: 'client gone', caller: CLIENT }, T0 + 1))
+  unwrap(engine.failJob({ jobId: 'job_c', reason: 'not_delivered', caller: CLIENT }, T0 + 1))
   const over = lease!.expiresAtMs + 1000
   t.match(unwrap(dispatchAt(engine, over)).expiredLeases, [{ leaseId: lease!.leaseId, endReason: 'offer_closed' }], 'cancelled')
   t.match(engine.getLender(griefer.address), { leasesExpired: 0, reliabilityBps: 5000 }, 'no miss, no penalty')

@@ -88,7 +88,7 @@ t.test('a partially repaid advance liquidated: the plan starts from what is stil
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_l', amountAtomic: 1000n, maximumFeeAtomic: 100n })
   // Owed 1009 + 1; 600 repaid leaves 409 + 1.
   unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(81), 600n), T0 + 1))
-  unwrap(engine.failJob({ jobId: 'job_l', reason: 'abandoned', caller: CLIENT }, T0 + 2))
+  unwrap(engine.failJob({ jobId: 'job_l', reason: 'not_delivered', caller: CLIENT }, T0 + 2))
   const plan = unwrap(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0 + 3))
   t.equal(plan.owedAtomic, 410n, 'what is still owed, not principal + fee')
   const receipt = unwrap(engine.liquidate({ advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(82), executed: { fromCollateralAtomic: 410n, fromBackingAtomic: 0n, fromReserveAtomic: 0n, shortfallAtomic: 0n } }, T0 + 4))
@@ -159,7 +159,7 @@ t.test('rebuilt from the changes it handed out, the engine behaves identically',
     ['dispatch after lease expiry', (e) => e.dispatch(T0 + 30_000)],
     ['match the waiting offer', (e) => e.matchOffer({ offerId: 'off_2', caller: BORROWER }, T0 + 30_001)],
     ['pay', (e) => e.recordSupplierPayment({ network: NET, txHash: hash(9), logIndex: 0, offerId, payer: lenderInput(2).sessionAddress, supplier: lenderInput(99).address, asset: 'USDC', amountAtomic: 500n, caller: lenderInput(2).address }, T0 + 30_002)],
-    ['fail the job', (e) => e.failJob({ jobId: 'job_1', reason: 'x', caller: BORROWER }, T0 + 30_003)],
+    ['fail the job', (e) => e.failJob({ jobId: 'job_1', reason: 'not_delivered', caller: BORROWER }, T0 + 30_003)],
   ]
   for (const [name, step] of steps) {
     t.equal(canonical(step(copy)), canonical(step(engine)), name)

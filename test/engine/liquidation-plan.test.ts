@@ -49,7 +49,7 @@ function scenario(collateralAtomic: bigint, failed: boolean): { plan: Liquidatio
   let nowMs = T0 + 1000
   if (failed) {
     must(model.failJob(at(OPERATOR, nowMs), jobKey('job_l')))
-    unwrap(engine.failJob({ jobId: 'job_l', reason: 'failed', caller: CLIENT }, nowMs))
+    unwrap(engine.failJob({ jobId: 'job_l', reason: 'not_delivered', caller: CLIENT }, nowMs))
   } else {
     nowMs = advance.dueAtMs + 1000
   }

@@ -342,11 +342,11 @@ class World {
         const { jobId } = JOBS[cmd.i] as (typeof JOBS)[number]
         // Payments still unseen by the follower stay pending: a SupplierPaid mined before failJob and learned after
         // it funds an offer failJob withdrew (closing), and its advance is the failed job's, defaulted.
-        const plan = e.planJobFailure({ jobId, reason: 'failed', caller: CLIENT })
+        const plan = e.planJobFailure({ jobId, reason: 'not_delivered', caller: CLIENT })
         if (!plan.ok) return
         const outcome = this.model.failJob(this.ctx(OPERATOR), jobKey(jobId))
         if (!outcome.ok) throw new Error(`the engine would fail ${jobId}, the contract refuses: ${outcome.error}`)
-        const failed = e.failJob({ jobId, reason: 'failed', caller: CLIENT }, this.nowMs)
+        const failed = e.failJob({ jobId, reason: 'not_delivered', caller: CLIENT }, this.nowMs)
         this.keep(this.ok(failed))
         if (failed.ok) for (const offerId of failed.value.declinedOfferIds) this.withdrawn.add(offerId)
         return

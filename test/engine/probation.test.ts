@@ -90,7 +90,7 @@ function cancelProbationLease(t: Test, engine: Engine, dueMs: number): { over: n
   createJob(engine, 'job_p', 100_000n)
   const lease = unwrap(engine.matchOffer({ offerId: offerFor(engine, { repaymentSource: 'job_p', amountAtomic: 1000n }, dueMs), caller: BORROWER }, dueMs)).lease
   t.equal(lease?.lender, L1, 'the probation lease')
-  unwrap(engine.failJob({ jobId: 'job_p', reason: 'client gone', caller: CLIENT }, dueMs + 1))
+  unwrap(engine.failJob({ jobId: 'job_p', reason: 'not_delivered', caller: CLIENT }, dueMs + 1))
   const over = lease!.expiresAtMs + 1000
   t.match(unwrap(dispatchAt(engine, over)).expiredLeases, [{ leaseId: lease!.leaseId, endReason: 'offer_closed' }], 'cancelled, no penalty')
   const other = addr(0xb1)

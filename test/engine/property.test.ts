@@ -110,7 +110,7 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
       return engine.completeJob({ jobId: `job_${cmd.i}`, caller: CLIENT, network: NET, txHash: hash(400 + cmd.i) }, nowMs)
     }
     case 'fail':
-      return engine.failJob({ jobId: `job_${cmd.i}`, reason: 'random failure', caller: CLIENT }, nowMs)
+      return engine.failJob({ jobId: `job_${cmd.i}`, reason: 'not_delivered', caller: CLIENT }, nowMs)
     case 'liquidate': {
       const advanceId = pick(engine, 'advance', cmd.i, 'adv')
       const caller = engine.getAdvance(advanceId)?.lender ?? lenderInput(1).address

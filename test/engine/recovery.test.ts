@@ -22,7 +22,7 @@ t.test('a failed job\'s escrow is no recovery: with no collateral, all is a shor
   createJob(engine, 'job_a', 10_000n)
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_a', amountAtomic: 1237n, maximumFeeAtomic: 100n })
   t.match(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0), { ok: false, error: { code: 'advance_not_in_default', class: 'conflict' } })
-  unwrap(engine.failJob({ jobId: 'job_a', reason: 'client rejected the work', caller: CLIENT }, T0 + 1))
+  unwrap(engine.failJob({ jobId: 'job_a', reason: 'not_delivered', caller: CLIENT }, T0 + 1))
   const { plan, receipt } = liquidateNow(engine, advanceId, T0 + 2)
   t.equal(plan.owedAtomic, 1237n + 17n, 'fee = ceil(1237 * 137 / 10000) = 17')
   // The 10,000 escrowed went back to the client at failJob (the job earned nothing), as the contract does.
@@ -58,7 +58,7 @@ t.test('stops at collateral', async (t) => {
   unwrap(engine.postCollateral({ jobId: 'job_b', caller: BORROWER, borrower: BORROWER, amountAtomic: 5003n, proof: { network: NET, txHash: hash(5), logIndex: 0 } }, T0))
   // capacity = 1001 * 80% (800) + 5003 = 5803
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_b', amountAtomic: 3001n, maximumFeeAtomic: 100n })
-  unwrap(engine.failJob({ jobId: 'job_b', reason: 'abandoned', caller: CLIENT }, T0 + 1))
+  unwrap(engine.failJob({ jobId: 'job_b', reason: 'not_delivered', caller: CLIENT }, T0 + 1))
   const { plan } = liquidateNow(engine, advanceId, T0 + 2)
   t.equal(plan.owedAtomic, 3001n + 31n)
   t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 3032n], ['backing_liquidation', 0n], ['insurance_reserve', 0n], ['shortfall', 0n]])
@@ -128,7 +128,7 @@ t.test('executed amounts that differ from the plan are refused', async (t) => {
   unwrap(engine.registerLender(lenderInput(1), T0))
   createJob(engine, 'job_c', 10_000n)
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_c' })
-  unwrap(engine.failJob({ jobId: 'job_c', reason: 'x', caller: CLIENT }, T0))
+  unwrap(engine.failJob({ jobId: 'job_c', reason: 'not_delivered', caller: CLIENT }, T0))
   const bad = engine.liquidate({ advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(1), fromRevenueAtomic: 1n }, T0)
   t.match(bad, { ok: false, error: { code: 'plan_changed', class: 'conflict' } })
   t.equal(engine.getAdvance(advanceId)?.state, 'defaulted', 'nothing changed')
@@ -139,7 +139,7 @@ t.test('a suspension lifts in dispatch only once nothing is owed on a defaulted 
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
   createJob(engine, 'job_s', 10_000n)
   const advanceId = fundAdvance(engine, { repaymentSource: 'job_s', amountAtomic: 1000n, maximumFeeAtomic: 100n })
-  unwrap(engine.failJob({ jobId: 'job_s', reason: 'abandoned', caller: CLIENT }, T0 + 1))
+  unwrap(engine.failJob({ jobId: 'job_s', reason: 'not_delivered', caller: CLIENT }, T0 + 1))
   t.equal(engine.getBorrower(BORROWER)?.suspended, true)
   t.same(unwrap(engine.dispatch(T0 + 120_000)).suspensionsLifted, [], 'the time passed, but the defaulted advance is still owed')
   // No collateral: the liquidation recovers nothing (the escrow went back to the client), the advance is a shortfall.

@@ -9,7 +9,7 @@ function defaultedJob() {
   unwrap(engine.registerLender(lenderInput(1), T0))
   createJob(engine, 'job_1', 10_000n)
   fundAdvance(engine, { repaymentSource: 'job_1' })
-  unwrap(engine.failJob({ jobId: 'job_1', reason: 'x', caller: CLIENT }, T0 + 1))
+  unwrap(engine.failJob({ jobId: 'job_1', reason: 'not_delivered', caller: CLIENT }, T0 + 1))
   return engine
 }
 
@@ -48,9 +48,9 @@ t.test('failing a job releases its waiting offers\' capacity in the job\'s final
   createJob(engine, 'job_1', 10_000n)
   offerFor(engine, { repaymentSource: 'job_1', amountAtomic: 700n, maximumFeeAtomic: 100n })
   t.equal(engine.getJob('job_1')?.committedAtomic, 800n, 'the amount and its maximum fee')
-  const failed = engine.failJob({ jobId: 'job_1', reason: 'gone', caller: CLIENT }, T0 + 1)
+  const failed = engine.failJob({ jobId: 'job_1', reason: 'not_delivered', caller: CLIENT }, T0 + 1)
   const record = failed.ok ? failed.changes.find((c) => c.kind === 'job' && c.final)?.record : undefined
-  t.match(record, { value: 'failed', context: { committedAtomic: 0n, failureReason: 'gone' } })
+  t.match(record, { value: 'failed', context: { committedAtomic: 0n, failureReason: 'not_delivered' } })
 })
 
 t.test('liquidating an active advance: refused before its due time; at it, the advance defaults as past due', async (t) => {

@@ -62,7 +62,7 @@ t.test('defaults and shortfalls cost the borrower; its lender loses for the defa
   createJob(engine, 'job_a', 10_000n)
   fundAdvance(engine, { repaymentSource: 'job_a', amountAtomic: 1000n, maximumFeeAtomic: 100n }, T0, 1)
   fundAdvance(engine, { repaymentSource: 'job_a', amountAtomic: 1000n, maximumFeeAtomic: 100n }, T0, 2)
-  unwrap(engine.failJob({ jobId: 'job_a', reason: 'rejected', caller: CLIENT }, T0 + 1))
+  unwrap(engine.failJob({ jobId: 'job_a', reason: 'not_delivered', caller: CLIENT }, T0 + 1))
   t.match(engine.getBorrower(BORROWER), { advancesDefaulted: 2, reputationBps: 5000 - 1000 - 2 * 500 }, 'failed job -1000, each defaulted advance -500')
   t.match(engine.getLender(L1), { advancesDefaulted: 2, reputationBps: 5000 - 2 * 100 })
 

@@ -119,7 +119,7 @@ t.test('every engine path the system map declares is what the engine does', asyn
   const paidLater = offerFor(engine, { repaymentSource: 'job_c' }, now)
   const paidLaterLease = unwrap(engine.matchOffer({ offerId: paidLater, caller: BORROWER }, now)).lease!
   offerFor(engine, { repaymentSource: 'job_d' }, now)
-  unwrap(engine.failJob({ jobId: 'job_c', reason: 'client cancelled', caller: CLIENT }, now))
+  unwrap(engine.failJob({ jobId: 'job_c', reason: 'not_delivered', caller: CLIENT }, now))
   const recovery = unwrap(engine.planLiquidation({ advanceId: defaulted, caller: OPERATOR }, now))
   unwrap(engine.liquidate({ advanceId: defaulted, caller: OPERATOR, network: 'net-a', txHash: hash(5) } as never, now))
   t.ok(recovery.owedAtomic > 0n)

@@ -61,7 +61,7 @@ t.test('a suspended borrower is declined', async (t) => {
   createJob(engine, 'job_2', 10_000n)
   registerBacking(engine)
   const pending = unwrap(engine.requestCredit(creditRequest(), T0)).offer!.offerId
-  const passport = unwrap(engine.failJob({ jobId: 'job_1', reason: 'not delivered', caller: CLIENT }, T0 + 5))
+  const passport = unwrap(engine.failJob({ jobId: 'job_1', reason: 'not_delivered', caller: CLIENT }, T0 + 5))
   t.equal(passport.type, 'job_failed')
   t.equal(passport.borrowerSuspended, true)
   t.same(passport.declinedOfferIds, [pending], 'the borrower\'s live offers are withdrawn')

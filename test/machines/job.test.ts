@@ -22,9 +22,9 @@ const active = run(jobMachine, funded, { type: 'COMMIT', amountAtomic: 100n, now
 const states: Record<string, Snap> = {
   funded,
   active,
-  defaulted: run(jobMachine, active, { type: 'FAIL', reason: 'x', releasedAtomic: 0n, nowMs: T0 }),
+  defaulted: run(jobMachine, active, { type: 'FAIL', reason: 'not_delivered', releasedAtomic: 0n, nowMs: T0 }),
   completed: run(jobMachine, funded, { type: 'COMPLETE', settlement, nowMs: T0 }),
-  failed: run(jobMachine, funded, { type: 'FAIL', reason: 'x', releasedAtomic: 0n, nowMs: T0 }),
+  failed: run(jobMachine, funded, { type: 'FAIL', reason: 'not_delivered', releasedAtomic: 0n, nowMs: T0 }),
 }
 const events: Record<string, JobEvent> = {
   COLLATERAL_POSTED: { type: 'COLLATERAL_POSTED', amountAtomic: 5n, nowMs: T0 },
@@ -33,7 +33,7 @@ const events: Record<string, JobEvent> = {
   ADVANCE_OPENED: opened('adv_2'),
   ADVANCE_CLOSED: closed('adv_1'),
   COMPLETE: { type: 'COMPLETE', settlement, nowMs: T0 },
-  FAIL: { type: 'FAIL', reason: 'x', releasedAtomic: 0n, nowMs: T0 },
+  FAIL: { type: 'FAIL', reason: 'not_delivered', releasedAtomic: 0n, nowMs: T0 },
 }
 const notOpen = { refused: 'job_not_open' }
 const finalRow = Object.fromEntries(Object.keys(events).map((e) => [e, notOpen]))
@@ -73,8 +73,8 @@ t.test('ADVANCE_CLOSED: the last open advance frees the job, another open one ke
 
 t.test('a failed job with offers closing stays defaulted until the last one ends or its advance is recovered', async (t) => {
   const committed = run(jobMachine, funded, { type: 'COMMIT', amountAtomic: 300n, nowMs: T0 })
-  t.equal(step(jobMachine, committed, { type: 'FAIL', reason: 'x', releasedAtomic: 300n, nowMs: T0 })?.value, 'failed', 'every offer released: final')
-  const closing = step(jobMachine, committed, { type: 'FAIL', reason: 'x', releasedAtomic: 100n, nowMs: T0 }) as Snap
+  t.equal(step(jobMachine, committed, { type: 'FAIL', reason: 'not_delivered', releasedAtomic: 300n, nowMs: T0 })?.value, 'failed', 'every offer released: final')
+  const closing = step(jobMachine, committed, { type: 'FAIL', reason: 'not_delivered', releasedAtomic: 100n, nowMs: T0 }) as Snap
   t.match(closing, { value: 'defaulted', context: { committedAtomic: 200n } }, '200 of closing offers keep it live')
   const oneEnded = step(jobMachine, closing, { type: 'RELEASE', amountAtomic: 50n, nowMs: T0 }) as Snap
   t.equal(oneEnded.value, 'defaulted')
@@ -98,7 +98,7 @@ t.test('each action writes what its event carries', async (t) => {
   t.same(back.context, { ...drawn.context, advanceIds: [], committedAtomic: 0n, revenueUsedAtomic: 10n, collateralUsedAtomic: 5n })
   const done = step(jobMachine, drawn, { type: 'COMPLETE', settlement, nowMs: T0 + 7 }) as Snap
   t.same(done.context, { ...drawn.context, settlement, advanceIds: [], committedAtomic: 0n, endedAtMs: T0 + 7 })
-  const failed = step(jobMachine, committed, { type: 'FAIL', reason: 'gone', releasedAtomic: 300n, nowMs: T0 + 9 }) as Snap
-  t.same(failed.context, { ...committed.context, committedAtomic: 400n, failureReason: 'gone', endedAtMs: T0 + 9 }, 'the withdrawn offers\' capacity is released')
+  const failed = step(jobMachine, committed, { type: 'FAIL', reason: 'not_delivered', releasedAtomic: 300n, nowMs: T0 + 9 }) as Snap
+  t.same(failed.context, { ...committed.context, committedAtomic: 400n, failureReason: 'not_delivered', endedAtMs: T0 + 9 }, 'the withdrawn offers\' capacity is released')
   t.equal(failed.value, 'defaulted', 'the 400 still committed are closing offers: the job is not final yet')
 })

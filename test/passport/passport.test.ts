@@ -60,3 +60,23 @@ t.test('the service\'s synchronous signature (libsecp256k1) is viem\'s: the same
   const viaViem = await signPassportEvent(privateKeyToAccount(key), data)
   t.equal(signDigest(passportHash(data), key), viaViem.signature)
 })
+
+t.test('a job_failed entry signed before reasons were codes (a client\'s text in its details) still verifies, unchanged', async (t) => {
+  // Signed by the release before failure codes (its signPassportEvent, a fixed test key) and kept here as it was
+  // published: entries are never rewritten, so the change of /fail's reason must leave such entries verifiable.
+  const oldIssuer = '0x19E7E376E7C213B7E7e7e46cc70A5dD086DAff2A'
+  const old: SignedPassportEvent = {
+    agent: '0x1563915e194D8CfBA1943570603F7606A3115508',
+    sequence: 1,
+    prevHash: zeroHash,
+    kind: 'job_failed',
+    issuedAtMs: 1_790_000_000_000,
+    details: '{"borrowerReputationBps":4000,"borrowerSuspended":true,"client":"0x5CbDd86a2FA8Dc4bDdd8a8f69dBa48572EeC07FB","declinedOfferIds":[],' +
+      '"defaultedAdvanceIds":[],"jobId":"job_old","outstandingPrincipalAtomic":"0","reason":"work not delivered, see https://example.com/why",' +
+      '"txHash":"0xabababababababababababababababababababababababababababababababab"}',
+    hash: '0x7d29d3d280397ae9377659d5f7e2c75cfa0699885c63052f96e06de65d0dde10',
+    signature: '0xe3e8583e885f6c84c9f8cb265655f4173302e4c8866cf03ac8fdb38a2eaf23495e2641764da0a7df96ca0f897a72674c00809a22b3bcb134495f6ac5ab1740f61c',
+  }
+  t.same(await verifyPassport([old], { issuer: oldIssuer }), { ok: true, problems: [] })
+  t.equal(passportHash(old), old.hash)
+})

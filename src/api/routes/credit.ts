@@ -425,7 +425,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       callers: "the job's client or an operator",
       summary: 'Fail a job and suspend the borrower\'s credit; answers the passport event',
       description:
-        'Only the job\'s client or an operator may fail a job (a borrower was named only with its consent). The borrower is suspended, its live offers declined, ' +
+        'Only the job\'s client or an operator may fail a job (a borrower was named only with its consent), with a reason from a fixed list and an optional note ' +
+        'whose keccak256 alone is kept and signed (noteHash): no caller\'s text enters the borrower\'s signed passport. The borrower is suspended, its live offers declined, ' +
         'the job\'s advances defaulted. The suspension lifts in dispatch (passport event suspension_lifted) once the borrower owes nothing on a defaulted advance ' +
         'and borrowerSuspensionMinSeconds (catalog limits) have passed.',
       tags,
@@ -437,7 +438,9 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       responses: {
         200: { description: 'The passport event', schema: PassportEvent },
         400: {
-          description: 'reason escrow_reclaimed or failed_on_chain (code failure_reason_reserved): only a job its client reclaimed on chain ends with the first, ' +
+          description: 'A reason not in the published list (code validation_failed, its errors naming /reason; the reason is signed into the borrower\'s ' +
+            'public passport, so it is a code, never free text: a note\'s text goes in note, of which only the hash is kept and signed). ' +
+            'Reason escrow_reclaimed or failed_on_chain (code failure_reason_reserved): only a job its client reclaimed on chain ends with the first, ' +
             'and only a job whose failJob was mined and never recorded by its request the second, both as the chain follower learns it.',
         },
         ...errors.forbidden,
@@ -449,6 +452,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         mutate(service, ctx, (ticket) =>
           service.failJob({ ticket, encode: ({ signed, ...event }) => replyWith(200, PassportEvent)({ ...toWire(event), signed }) }, ctx.session.address, ctx.params.jobId, {
             reason: ctx.body.reason,
+            note: ctx.body.note,
           }),
         ),
     }),
