@@ -236,7 +236,7 @@ t.test('without a wallet key: the lists page with limit and after, and the walle
   const borrower = await fundedAccount(h.devnet, h.network, 0n)
   const jobs = [await fundedJob(h, { jobId: 'job_mcp_pp_1', receivableAtomic: usdc(10), borrower }), await fundedJob(h, { jobId: 'job_mcp_pp_2', receivableAtomic: usdc(10), borrower })]
   for (const [i, job] of jobs.entries()) {
-    const failed = await job.jobClientApi.post(`/credit/jobs/job_mcp_pp_${i + 1}/fail`, { reason: 'work not delivered' })
+    const failed = await job.jobClientApi.post(`/credit/jobs/job_mcp_pp_${i + 1}/fail`, { reason: 'not_delivered' })
     t.equal(failed.status, 200, `job ${i + 1} failed`)
   }
   const passport = await everyPage(client, 'get_passport', { address: borrower.address }, 1)
