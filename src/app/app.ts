@@ -192,7 +192,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       if (devnet === undefined) {
         // The chains keep their state beside the store: a restart finds the escrows and balances its records name.
         // What they say about that state (loaded, set aside, fresh) joins the service's own structured log.
-        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet'), log })
+        // The contract takes as many advances per job as the engine is configured to lease (a service above the
+        // contract's cap refuses to start).
+        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet'), log, advancesPerJobMax: BigInt(config.engine.advancesPerJobMax ?? defaultEngineConfig.advancesPerJobMax) })
         const started = devnet
         cleanups.push(() => started.stop())
       }

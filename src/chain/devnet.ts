@@ -74,6 +74,11 @@ export type DevnetOptions = {
   fundGasWei?: bigint
   blockTimeSeconds?: number
   pollingIntervalMs?: number
+  /**
+   * The credit contract's advancesPerJobMax (paySupplier's cap on a job's advances that owe). Default: the engine's
+   * default (`devnetAdvancesPerJobMax`); a service configured above it refuses to start on that contract.
+   */
+  advancesPerJobMax?: bigint
   /** Writes the networks file (no secrets) here once everything is deployed. */
   configPath?: string
   /** Keeps each chain's state in `<stateDir>/<slug>.json`, saved after every block with transactions (atomically, the
@@ -345,7 +350,7 @@ async function deployFresh(
     () => wallet.deployContract({
       abi: creditFacilityV2Abi,
       bytecode: loadArtifact('CreditFacilityV2').bytecode,
-      args: [accounts.operator.address, accounts.leaseSigner.address, devnetReclaimDelaySeconds, devnetAdvancesPerJobMax],
+      args: [accounts.operator.address, accounts.leaseSigner.address, devnetReclaimDelaySeconds, options.advancesPerJobMax ?? devnetAdvancesPerJobMax],
       nonce: 3,
     }),
     ...funded.map((role, index) => () =>

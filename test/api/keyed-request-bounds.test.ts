@@ -80,7 +80,7 @@ t.test('one wallet stores keyedRequestsPerWalletPerHour answers (default 1,800) 
   // The budgets are published: the catalog's limits, llms.txt, and the charged operations' 429 and 503.
   const catalog = (await (await fetch(`${h.url}/.well-known/service.json`)).json()) as { limits: Record<string, number> }
   t.match(catalog.limits, { keyedRequestsPerWalletPerHour: 1800, keyedRequestsPerClientPerHour: 7200, keyedRequestsPerHour: 360_000 }, 'the catalog\'s limits')
-  t.match(await (await fetch(`${h.url}/llms.txt`)).text(), /1800 an hour per wallet, 7200 an hour per client address \(429 idempotency_keys_limited beyond\), 360000 an hour from all callers \(503 idempotency_keys_exhausted beyond\)/, 'llms.txt')
+  t.match(await (await fetch(`${h.url}/llms.txt`)).text(), /1800 an hour per wallet, 7200 an hour per client address \(429 idempotency_keys_limited beyond\), 360000 an hour from all callers \(503 idempotency_keys_exhausted beyond[;)]/, 'llms.txt')
   const responses = ((await (await fetch(`${h.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>> }).paths['/lenders/{address}/withdraw']?.['post']?.responses
   t.match(responses?.['429']?.description, /idempotency_keys_limited.*keyedRequestsPerWalletPerHour/, 'the withdrawal\'s 429')
   t.match(responses?.['503']?.description, /idempotency_keys_exhausted.*keyedRequestsPerHour/, 'and 503')

@@ -94,7 +94,7 @@ let files: ServiceFiles
 let dataDir: string
 let service: ServiceProcess | undefined
 t.before(async () => {
-  devnet = await startDevnet({ networks: [defaultDevnetNetworks[0] as (typeof defaultDevnetNetworks)[number]] })
+  devnet = await startDevnet({ networks: [defaultDevnetNetworks[0] as (typeof defaultDevnetNetworks)[number]], advancesPerJobMax: BigInt(SERVICE_CONFIG.engine.advancesPerJobMax) })
   files = writeServiceFiles(devnet.accounts, devnet.networks, SERVICE_CONFIG)
   dataDir = tempDataDir('agent-credit-kill-')
   process.env[OPERATOR_KEY_ENV] = devnet.accounts.operator.privateKey
