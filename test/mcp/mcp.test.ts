@@ -165,7 +165,13 @@ t.test('with wallet keys: the lender, borrower and client tools carry a whole ad
   t.ok(BigInt(activity.policyAvailableAtomic) > usdc(2000), 'the repaid advance brought its principal and fee back to lend')
   const withdrawn = parsed(await lenderTools.callTool({ name: 'withdraw_liquidity', arguments: { amountAtomic: activity.policyAvailableAtomic } }))
   t.equal(withdrawn.lender.policyAvailableAtomic, '0', 'nothing is left for the service to lend')
-  const back = withdrawn.actions.find((a: any) => a.kind === 'withdraw')
+  // The answer's actions come from the watcher's last reading of the session wallet, none while the settlement the
+  // engine applied is newer than it (src/service/wallet-actions.ts): then lender_actions serves the transfer back
+  // once the watcher has read the wallet again.
+  let back = withdrawn.actions.find((a: any) => a.kind === 'withdraw')
+  for (const deadline = Date.now() + 20_000; back === undefined && Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+    back = (parsed(await lenderTools.callTool({ name: 'lender_actions', arguments: {} })) as any[]).find((a: any) => a.kind === 'withdraw')
+  }
   t.equal(back?.signer, 'session_key', 'the transfer back is the session key\'s to sign')
   t.equal(back?.transaction.from, session.address)
 })
