@@ -181,20 +181,20 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     /** Networks whose credit contract the start-up probe could not read, or found no code at: their followers probe it again. */
     let unprobed = new Set<string>()
     let config = baseConfig
+    // What the credit contracts must take: the advances per job the engine is configured to lease.
+    const advancesPerJobMax = config.engine.advancesPerJobMax ?? defaultEngineConfig.advancesPerJobMax
     if (config.networksFile !== undefined) {
       networks = loadNetworksConfig(config.networksFile)
       // A served network must be able to sign lease authorizations: without the credit contract's leaseSigner key
       // the engine would still lease offers that no lender can pay, and each lease would only expire.
       const unsigned = networks.flatMap((n, i) => (n.leaseSignerPrivateKey === undefined ? [{ path: `/networks/${i}/leaseSignerKeyEnv`, message: `required: ${n.slug} has no key to sign lease authorizations, so no lease there could be paid` }] : []))
       if (unsigned.length > 0) throw new NetworksConfigError(config.networksFile, unsigned)
-      unprobed = await refuseOlderCreditContracts(config.networksFile, networks, log, config.engine.advancesPerJobMax ?? defaultEngineConfig.advancesPerJobMax)
+      unprobed = await refuseOlderCreditContracts(config.networksFile, networks, log, advancesPerJobMax)
     } else {
       if (devnet === undefined) {
         // The chains keep their state beside the store: a restart finds the escrows and balances its records name.
         // What they say about that state (loaded, set aside, fresh) joins the service's own structured log.
-        // The contract takes as many advances per job as the engine is configured to lease (a service above the
-        // contract's cap refuses to start).
-        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet'), log, advancesPerJobMax: BigInt(config.engine.advancesPerJobMax ?? defaultEngineConfig.advancesPerJobMax) })
+        devnet = await startDevnet({ stateDir: join(config.dataDir, 'devnet'), log, advancesPerJobMax: BigInt(advancesPerJobMax) })
         const started = devnet
         cleanups.push(() => started.stop())
       }

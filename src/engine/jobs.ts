@@ -6,6 +6,7 @@ import { expect, refused, send, startActor, wouldTake } from './actors.ts'
 import { advanceDefaulted, applyRepayment, paymentInFull } from './advances.ts'
 import { borrowerOf, suspend } from './borrowers.ts'
 import { drain, touch, touchBorn } from './changes.ts'
+import { keccak256, stringToBytes, type Hex } from 'viem'
 import { jobKey } from '../chain/ids.ts'
 import { fail, forbidden } from './errors.ts'
 import { ID_PATTERNS } from './ids.ts'
@@ -219,6 +220,14 @@ export const ESCROW_RECLAIMED: JobFailureReason = 'escrow_reclaimed'
  * OperatorRepairs): the request's own reason was lost with it, so the record says only what the chain shows.
  */
 export const FAILED_ON_CHAIN: JobFailureReason = 'failed_on_chain'
+
+/**
+ * What a failure keeps of the client's note (FailureInput.noteHash, JobContext.failureNoteHash): keccak256 of its UTF-8
+ * text, which the note's parties can recompute; the text itself is neither kept nor published.
+ */
+export function failureNoteHash(note: string): Hex {
+  return keccak256(stringToBytes(note))
+}
 
 /**
  * A failure of a job: who asks, its reason (a code of JOB_FAILURE_REASONS), the keccak256 of the client's note if it

@@ -1,9 +1,9 @@
 // The schema versions of the engine's persisted snapshots, and how a snapshot an older release stored becomes
 // today's. The store applies these at open (src/store/migrate.ts), so the engine only ever restores current shapes.
-import { keccak256, stringToBytes } from 'viem'
 import { isJobFailureReason } from '../../machines/index.ts'
 import type { SnapshotMigration } from '../store/migrate.ts'
 import { defaultEngineConfig } from './config.ts'
+import { failureNoteHash } from './jobs.ts'
 import type { ActorKind, RecordKind } from './types.ts'
 
 /** Bump a kind's version whenever its persisted shape changes, and add the migration from the previous one. */
@@ -79,8 +79,7 @@ export function withFailureCode(snapshot: unknown): unknown {
   const persisted = snapshot as PersistedActor
   const reason = persisted.context.failureReason as string | null
   const coded = reason === null || isJobFailureReason(reason)
-  const failureNoteHash = coded ? null : keccak256(stringToBytes(reason))
-  return { ...persisted, context: { ...persisted.context, failureReason: coded ? reason : 'other', failureNoteHash } }
+  return { ...persisted, context: { ...persisted.context, failureReason: coded ? reason : 'other', failureNoteHash: coded ? null : failureNoteHash(reason) } }
 }
 
 const withUptimeWindow = (snapshot: unknown): unknown => ({ recentLeaseOutcomes: '', ...(snapshot as object) })

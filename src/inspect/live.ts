@@ -116,7 +116,7 @@ export class InspectorLive {
    */
   #displaceForShare(client: string): boolean {
     // Set order is opening order.
-    const oldest = this.#watchers.size === 0 ? undefined : this.#perClient.displaceable(this.#watchers, (ws) => ws.getUserData().client, client)
+    const oldest = this.#perClient.displaceable(this.#watchers, (ws) => ws.getUserData().client, client)
     if (oldest === undefined) return false
     this.#watchers.delete(oldest)
     this.#perClient.release(oldest.getUserData().client)

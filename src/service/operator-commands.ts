@@ -4,7 +4,7 @@
 // unrecorded is found and recorded by the next attempt, or, when nobody retries, by OperatorRepairs once the chain
 // follower saw it mined. Called through CreditService (credit-service.ts) by src/api/routes/credit.ts.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { getAddress, keccak256, stringToBytes, type Address, type Hex } from 'viem'
+import { getAddress, type Address, type Hex } from 'viem'
 import { recoveryAmounts } from '../engine/engine.ts'
 import type { AdvanceView, JobSettlementPlan, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
@@ -19,7 +19,7 @@ import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { SignedPassportEvent } from '../passport/passport.ts'
 import type { RecordCollection, RecordWrite, StoredResponse } from '../store/index.ts'
 import type { FacilityFact } from '../chain/events-v2.ts'
-import { FAILED_ON_CHAIN } from '../engine/jobs.ts'
+import { FAILED_ON_CHAIN, failureNoteHash } from '../engine/jobs.ts'
 import type { JobFailureReason } from '../../machines/index.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import { refusedWith, type ServiceCore } from './core.ts'
@@ -191,7 +191,7 @@ export async function failJob(
 ): Promise<StoredResponse> {
   return service.locks.run(`job:${jobId}`, async () => {
     // The client's note is free text: only its hash is kept and signed, so nobody's text enters another's passport.
-    const noteHash = body.note === undefined ? undefined : keccak256(stringToBytes(body.note))
+    const noteHash = body.note === undefined ? undefined : failureNoteHash(body.note)
     const input = { jobId, reason: body.reason, noteHash, caller, mined: body.mined === true }
     const plan = service.live(service.engine.planJobFailure(input), 'job', jobId)
     // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.

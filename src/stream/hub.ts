@@ -250,7 +250,6 @@ export class EventHub {
         if (this.#connections.size >= this.limits.connectionsMax && !this.#displaceForShare(client)) {
           return refuse(new HttpProblem(503, 'streams_full', `the service holds ${this.limits.connectionsMax} open streams, the most it serves; open it again later, or read over HTTP`))
         }
-        if (aborted) return
         // uWS opens the socket within res.upgrade (#open): the counts checked here still hold when it is counted.
         const data: UpgradeData = { wallet: session.address, client, tokenHash: session.tokenHash, since: since === null ? undefined : Number(since), epoch: epoch ?? undefined }
         res.cork(() => res.upgrade(data, key, protocol, extensions, context))
