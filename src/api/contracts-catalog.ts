@@ -41,7 +41,7 @@ export const CatalogContracts = StrictObject(
     heldPayments: Type.String({ description: 'What happens to a payment the token refuses to deliver (a blacklisted recipient), and how it is claimed.' }),
     advancesPerJobMax: Type.Integer({
       minimum: 1,
-      description: 'The credit contract\'s cap on a job\'s advances that still owe (its advancesPerJobMax(), a constructor argument; paySupplier reverts TooManyAdvances past it), so that one settleJob pays them all: the service deploys its contracts with this, its own limits.advancesPerJobMax.',
+      description: 'The credit contract\'s cap on a job\'s advances that still owe (its advancesPerJobMax(), a constructor argument; paySupplier reverts TooManyAdvances past it), so that one settleJob pays them all. This is the service\'s own limits.advancesPerJobMax: the embedded devnet deploys its contract with exactly it, and the service refuses to start on a configured contract whose cap is below it (the contract\'s own may be higher; read advancesPerJobMax() for it).',
     }),
     unsignedTransactions: Type.Array(
       StrictObject({ step: Type.String(), signer: Type.String(), route: Type.String() }),
