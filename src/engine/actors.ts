@@ -72,15 +72,19 @@ export function startActor<M extends AnyStateMachine>(machine: M, input: InputFr
  * about 0.5 us in a loop, bench/match-request.ts: the spread was a third of the constructor's own time).
  */
 let bornContext: unknown
-let lastParent: AnyActorRef | undefined
-let lastOptions: { parent?: AnyActorRef } = {}
+/**
+ * Each parent's options, kept beside the parent and not in a module variable: one that held the last parent kept a
+ * stopped engine's whole actor tree alive until another engine started an actor (bench/scale.ts --quick measured the
+ * previous point's engine leaving, a negative heap per live actor).
+ */
+const optionsByParent = new WeakMap<AnyActorRef, { parent: AnyActorRef }>()
+const NO_PARENT: { parent?: AnyActorRef } = {}
 
 function optionsOf(parent: AnyActorRef | undefined): { parent?: AnyActorRef } {
-  if (parent !== lastParent) {
-    lastParent = parent
-    lastOptions = parent === undefined ? {} : { parent }
-  }
-  return lastOptions
+  if (parent === undefined) return NO_PARENT
+  let options = optionsByParent.get(parent)
+  if (options === undefined) optionsByParent.set(parent, (options = { parent }))
+  return options
 }
 
 const bornLogics = new WeakMap<AnyStateMachine, AnyStateMachine | null>()
