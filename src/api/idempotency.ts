@@ -24,6 +24,11 @@ export interface IdempotentRequest {
    * idempotencyRetentionSeconds. When it refuses (KEYED_REQUEST_REFUSALS), nothing runs or is stored.
    */
   budget?: StoreBudget | undefined
+  /**
+   * Whether the caller's wallet is no stranger (CreditService.hasStanding: a lender that lends or can, a borrower that
+   * repaid): asked only when all callers' bucket of `budget` refuses, which then admits it on its own buckets.
+   */
+  standing?: ((identity: string) => boolean) | undefined
 }
 
 /**
@@ -75,7 +80,8 @@ async function keyed(
   }
   const { ticket } = begun
   try {
-    budget?.charge(request.identity, client, KEYED_REQUEST_REFUSALS)
+    const { standing, identity } = request
+    budget?.charge(identity, client, KEYED_REQUEST_REFUSALS, standing === undefined ? undefined : () => standing(identity))
     return await run(ticket)
   } finally {
     // A request that failed before its commit stores nothing: retries may go ahead.

@@ -142,12 +142,16 @@ export class StoreBudget {
 
   /**
    * Spends one token of each bucket that applies, or throws the refusal as `problems` says, spending nothing (the
-   * buckets before the refusing one get their token back, the ones after it are not asked).
+   * buckets before the refusing one get their token back, the ones after it are not asked). When only all callers'
+   * bucket refuses and `standing` (asked then only, so it costs nothing otherwise) says the caller is no stranger, it
+   * is admitted on its own buckets: strangers holding the shared bucket empty do not lock it out. Resolves false then,
+   * true when all callers' bucket paid (or is off).
    */
-  charge(wallet: string | undefined, client: string, problems: BudgetProblems): void {
+  charge(wallet: string | undefined, client: string, problems: BudgetProblems, standing?: () => boolean): boolean {
     const nowMs = this.#nowMs()
     const refused = (wallet === undefined ? undefined : refusal(this.#wallet, 'wallet', wallet, nowMs)) ?? refusal(this.#client, 'client', client, nowMs) ?? refusal(this.#all, 'all', '', nowMs)
-    if (refused === undefined) return
+    if (refused === undefined) return true
+    if (refused.bucket === 'all' && standing?.() === true) return false
     if (refused.bucket !== 'wallet' && wallet !== undefined) this.#wallet?.refund(wallet, nowMs)
     if (refused.bucket === 'all') this.#client?.refund(client, nowMs)
     throw refused.bucket === 'all' ? problems.exhausted(refused.retryAfterSeconds) : problems.limited(refused.bucket, refused.retryAfterSeconds)

@@ -27,7 +27,7 @@ import { ObservedFacts } from './observed-facts.ts'
 import type { Mutation } from './mutation.ts'
 import { KeyedMutex } from './mutex.ts'
 import { isSessionKeyRecord, type SessionKeyRecord } from './session-keys.ts'
-import { WaitingRegistrations } from './lenders.ts'
+import { WaitingRegistrations, walletHasStanding } from './lenders.ts'
 
 /** The value of a command or query that succeeded; a refusal is raised. */
 export function valueOf<T>(result: EngineResult<T>): T {
@@ -73,6 +73,8 @@ export class ServiceCore {
   readonly waitingRegistrations: WaitingRegistrations
   /** First requests with an Idempotency-Key, per wallet, per client and for all: each may store its answer for a day. */
   readonly keyedRequests: StoreBudget
+  /** walletHasStanding, made once: asked only when all callers' bucket of a store budget refuses. */
+  readonly hasStanding = (address: string): boolean => walletHasStanding(this, address as Address)
   /** Serialises plan -> operator transaction -> record for one job or advance. */
   readonly locks = new KeyedMutex()
   #fatal: ((error: unknown) => void) | undefined

@@ -11,7 +11,8 @@ import t from 'tap'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { serviceDefaults, type ServiceConfig } from '../../src/app/config.ts'
 import type { Reply } from '../../src/client/client.ts'
-import { signedIn, startHarness, USDC, type Harness } from '../fixtures/service.ts'
+import { AgentCredit } from '../../src/client/sdk.ts'
+import { readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
 import { expectProblem } from './fixtures/api.ts'
 
 interface Lender {
@@ -111,6 +112,27 @@ t.test('all callers send keyedRequestsPerHour keyed requests (a minute\'s worth 
   expectProblem(t, refused, 503, 'idempotency_keys_exhausted', 'a fourth client\'s key, past every caller\'s bound')
   t.equal(refused.headers.get('retry-after'), '20')
   t.equal(before - lender.liquidity(), 3n, 'the refused withdrawal changed nothing')
+})
+
+t.test('strangers holding all callers\' keyed requests exhausted do not refuse a funded lender\'s keyed withdrawal; a stranger stays refused', async (t) => {
+  // The finding: ~50 IPv6 /64s with fresh keys hold keyedRequestsPerHour's bucket empty, and an honest lender's keyed
+  // withdrawal through the SDK failed 503 (its three attempts). 180 an hour: a bucket of 3, a frozen clock.
+  const { h } = await withStill({ ...defaults, keyedRequestsPerHour: 180 })
+  t.teardown(() => h.stop())
+  const funded = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(10) })
+  const stranger = await unfundedLender(h)
+  let flooded = false
+  for (let i = 0; i < 10 && !flooded; i++) flooded = (await withdraw(h, stranger, `s-${i}`, `2001:db8:${i}::1`)).status === 503
+  t.ok(flooded, 'the strangers emptied all callers\' bucket')
+  expectProblem(t, await withdraw(h, stranger, 's-new', '2001:db8:ff::1'), 503, 'idempotency_keys_exhausted', 'a wallet without standing is refused: what strangers make the store keep stays bounded')
+  const lender = new AgentCredit({ baseUrl: h.url, account: funded.account, attempts: 1 })
+  const profile = await lender.withdraw(1n)
+  t.equal(profile.lender.policyAvailableAtomic, (usdc(10) - 1n).toString(), 'the funded lender\'s keyed withdrawal (the SDK keys every POST) runs, on its own buckets')
+  const keyed = await lender.reply('POST', `/lenders/${funded.account.address}/withdraw`, { amountAtomic: '1' }, { idempotencyKey: 'honest-1' })
+  t.equal(keyed.status, 200)
+  const replay = await lender.reply('POST', `/lenders/${funded.account.address}/withdraw`, { amountAtomic: '1' }, { idempotencyKey: 'honest-1' })
+  t.equal(replay.headers.get('idempotent-replayed'), 'true', 'its answer was stored: a retry withdraws nothing twice')
+  expectProblem(t, await withdraw(h, stranger, 's-new', '2001:db8:fe::1'), 503, 'idempotency_keys_exhausted', 'the stranger is still refused')
 })
 
 t.test('the credit path is not charged: an agent keys each of its POSTs (the SDK does), and their runs are bounded elsewhere', async (t) => {

@@ -55,6 +55,7 @@ export async function mutate(
         body: ctx.body,
         context: ctx,
         budget: ctx.route.keyedRequestsCharged === false ? undefined : service.keyedRequests,
+        standing: service.hasStanding,
       },
       run,
     )
