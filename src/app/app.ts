@@ -343,6 +343,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     const lateAuth: AuthService = {
       issueNonce: () => (auth as SiweAuth).issueNonce(),
       createSession: (input) => (auth as SiweAuth).createSession(input),
+      refresh: (session) => (auth as SiweAuth).refresh(session),
       revoke: (session, all) => (auth as SiweAuth).revoke(session, all),
     }
 
@@ -446,6 +447,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       sessionTtlMs: config.sessionTtlSeconds * 1000,
       sessionsPerWalletMax: config.sessionsPerWalletMax,
       signIns: new StoreBudget({ client: config.signInsPerClientPerHour, all: config.signInsPerHour }, clock),
+      standing: service.hasStanding,
       nowMs: clock,
     })
     // A session that ends early ends its event streams too.

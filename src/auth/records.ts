@@ -18,6 +18,10 @@ export interface SessionRecord {
   chainId: number
   issuedAtMs: number
   expiresAtMs: number
+  /** The signed message's expirationTime, when it had one: a refresh never extends the session past it. */
+  notAfterMs?: number
+  /** When the wallet signed the message that opened the session (before refreshes); absent: `issuedAtMs`. */
+  signedAtMs?: number
 }
 
 export interface AuthRecords {
@@ -34,6 +38,11 @@ export interface AuthRecords {
   getSession(tokenHash: string): Promise<SessionRecord | undefined>
   /** The wallet's unexpired sessions, oldest first. */
   sessionsOf(address: Address): Promise<SessionRecord[]>
+  /**
+   * Rewrites a session under the same token hash and index key (a later expiry) in one durable write; resolves false,
+   * writing nothing, when it is no longer there. The store does not grow.
+   */
+  extendSession(session: SessionRecord): Promise<boolean>
   /** Removes these sessions in one durable write; resolves how many were still there. */
   revokeSessions(sessions: readonly SessionRecord[]): Promise<number>
 }

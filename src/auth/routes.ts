@@ -26,6 +26,12 @@ export const SessionResponse = StrictObject({
   expiresAt: IsoTime,
 })
 
+export const RefreshResponse = StrictObject({
+  address: Address,
+  chainId: Type.Integer(),
+  expiresAt: IsoTime,
+})
+
 export const RevokeResponse = StrictObject({
   address: Address,
   revoked: Type.Integer({ minimum: 0, description: 'How many sessions ended.' }),
@@ -79,6 +85,21 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
           body: { token: session.token, tokenType: 'Bearer' as const, address: session.address, chainId: session.chainId, expiresAt: isoFromMs(session.expiresAtMs) },
           headers: noStore,
         }
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/auth/session/refresh',
+      operationId: 'refreshAuthSession',
+      callers: 'any session',
+      summary: 'Extend the current session',
+      description: 'Extends the live session of this request in place: the same bearer token, expiring sessionTtlSeconds from now (catalog auth), but never past its message\'s expirationTime nor a week after the wallet signed it (then it is answered unchanged: sign in again). The store keeps no new record, so no sign-in budget is charged: when strangers hold all clients\' sign-in bucket empty (503 sign_ins_exhausted), an agent that refreshes before its session expires keeps it (the SDK does so). No body; no Idempotency-Key (a repeat extends again, to the same bound).',
+      tags: ['auth'],
+      auth: 'session',
+      responses: { 200: { description: 'The session, extended', schema: RefreshResponse }, 401: { description: 'No valid bearer token, or the session ended meanwhile (unauthorized).' } },
+      handler: async ({ session }) => {
+        const refreshed = await auth.refresh(session)
+        return { status: 200, body: { address: refreshed.address, chainId: refreshed.chainId, expiresAt: isoFromMs(refreshed.expiresAtMs) }, headers: noStore }
       },
     }),
     defineRoute({

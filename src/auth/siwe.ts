@@ -7,7 +7,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { getAddress, hashMessage, isAddressEqual, recoverAddress, type Address, type Hash, type Hex, type PublicClient } from 'viem'
 import { parseSiweMessage, validateSiweMessage } from 'viem/siwe'
-import { HttpProblem } from '../http/problem.ts'
+import { HttpProblem, unauthorized } from '../http/problem.ts'
 import type { BudgetProblems, StoreBudget } from '../http/rate-limit.ts'
 import type { Session } from '../http/route.ts'
 import type { AuthRecords, SessionRecord } from './records.ts'
@@ -23,6 +23,8 @@ export const CLOCK_SKEW_MS = 60_000
 export const SESSION_CACHE_MAX = 10_000
 /** Live sessions per wallet: a new sign-in beyond it ends the wallet's oldest session (never refuses the wallet). */
 export const DEFAULT_SESSIONS_PER_WALLET_MAX = 10
+/** A session is refreshed (POST /auth/session/refresh) at most until this long after its message was signed. */
+export const SESSION_REFRESH_HORIZON_MS = 7 * 24 * 60 * 60_000
 
 // A stateless nonce, 76 hex digits: issue time (12), randomness (32), HMAC-SHA256 of both under the data directory's
 // secret, truncated to 128 bits (32). Issuing one writes nothing; verifying one needs only the secret and the clock.
@@ -59,6 +61,11 @@ export interface SiweAuthOptions {
    * with free wallets can make the store keep for sessionTtlSeconds. Default: unbounded.
    */
   signIns?: StoreBudget
+  /**
+   * Whether a wallet is no stranger (CreditService.hasStanding): when all clients' bucket of `signIns` is empty, such a
+   * wallet holding no live session still signs in (one session each: with one, it refreshes). Default: none is.
+   */
+  standing?: (address: Address) => boolean
   nowMs?: () => number
 }
 
@@ -76,13 +83,30 @@ export interface IssuedSession {
   expiresAtMs: number
 }
 
+/** A refreshed session: the same token, its expiry now. */
+export type RefreshedSession = Omit<IssuedSession, 'token'>
+
 /** What the auth routes need; `SiweAuth` is the implementation. */
 export interface AuthService {
   issueNonce(): Promise<IssuedNonce>
   /** `client`: the request's client (RouteContext.clientKey), whose sign-ins are bounded. */
   createSession(input: { message: string; signature: `0x${string}`; client: string }): Promise<IssuedSession>
+  /**
+   * Extends the live session of the request in place (same token, a later expiry; see refreshedExpiryMs): the store
+   * keeps no new record, so no sign-in budget is charged. Resolves its new expiry; 401 when it ended meanwhile.
+   */
+  refresh(session: Session): Promise<RefreshedSession>
   /** Ends the session of the request (`all`: every session of its wallet); resolves how many ended. */
   revoke(session: Session, all: boolean): Promise<number>
+}
+
+/**
+ * A refreshed session's expiry: sessionTtl from now, but never past its message's expirationTime nor
+ * SESSION_REFRESH_HORIZON_MS after the wallet signed it (a leaked token is not kept alive forever; revocation ends it
+ * at once). No later than its current expiry: the session is not extended, and its wallet signs in again.
+ */
+export function refreshedExpiryMs(session: SessionRecord, nowMs: number, sessionTtlMs: number): number {
+  return Math.min(nowMs + sessionTtlMs, session.notAfterMs ?? Number.POSITIVE_INFINITY, (session.signedAtMs ?? session.issuedAtMs) + SESSION_REFRESH_HORIZON_MS)
 }
 
 export function hashToken(token: string): string {
@@ -90,6 +114,8 @@ export function hashToken(token: string): string {
 }
 
 const NOT_SIGNED = 'The signature does not prove that the address signed this message.'
+
+const sessionEnded = () => unauthorized('The session ended meanwhile (revoked or expired); sign in again.')
 
 const refused = (code: string, detail: string) => new HttpProblem(401, code, detail, { title: 'Sign-in refused', headers: { 'www-authenticate': 'Bearer' } })
 
@@ -103,6 +129,7 @@ export class SiweAuth implements AuthService {
   readonly #sessionTtlMs: number
   readonly #sessionsPerWalletMax: number
   readonly #signIns: StoreBudget | undefined
+  readonly #standing: (address: Address) => boolean
   readonly #nowMs: () => number
   #secret: Promise<Uint8Array> | undefined
   /**
@@ -130,6 +157,7 @@ export class SiweAuth implements AuthService {
     this.#sessionsPerWalletMax = options.sessionsPerWalletMax ?? DEFAULT_SESSIONS_PER_WALLET_MAX
     if (!Number.isSafeInteger(this.#sessionsPerWalletMax) || this.#sessionsPerWalletMax < 1) throw new Error('sessionsPerWalletMax must be a positive integer')
     this.#signIns = options.signIns
+    this.#standing = options.standing ?? (() => false)
     this.#nowMs = options.nowMs ?? Date.now
   }
 
@@ -200,16 +228,19 @@ export class SiweAuth implements AuthService {
       }
     }
     if (!valid) throw refused('siwe_signature_invalid', NOT_SIGNED)
-    // Charged only now, for a sign-in that stores a session: a refused message costs no one's budget. The nonce stays
-    // unused, so the same message may be sent again after the wait (while the nonce lasts).
-    this.#signIns?.charge(undefined, input.client, SIGN_IN_REFUSALS)
 
     const token = randomBytes(32).toString('base64url')
-    const expiresAtMs = Math.min(nowMs + this.#sessionTtlMs, parsed.expirationTime?.getTime() ?? Number.POSITIVE_INFINITY)
+    const notAfterMs = parsed.expirationTime?.getTime()
+    const expiresAtMs = Math.min(nowMs + this.#sessionTtlMs, notAfterMs ?? Number.POSITIVE_INFINITY)
     const checksummed = getAddress(address)
-    const session: SessionRecord = { tokenHash: hashToken(token), address: checksummed, chainId, issuedAtMs: nowMs, expiresAtMs }
+    const session: SessionRecord = { tokenHash: hashToken(token), address: checksummed, chainId, issuedAtMs: nowMs, expiresAtMs, ...(notAfterMs === undefined ? {} : { notAfterMs }) }
     await this.#forWallet(checksummed, async () => {
       const live = await this.#records.sessionsOf(checksummed)
+      // Charged only now, for a sign-in that stores a session: a refused message costs no one's budget. The nonce
+      // stays unused, so the same message may be sent again after the wait (while the nonce lasts). When strangers
+      // hold all clients' bucket empty, a wallet with standing and no live session still signs in (at most one
+      // session more per such wallet, which costs what a free wallet does not); one with a live session refreshes it.
+      this.#signIns?.charge(undefined, input.client, SIGN_IN_REFUSALS, () => live.length === 0 && this.#standing(checksummed))
       const drop = live.slice(0, Math.max(0, live.length + 1 - this.#sessionsPerWalletMax))
       // The nonce is recorded as used only now, in the session's own write: of two sign-ins racing on it, one wins.
       const opened = await this.#records.openSession(session, { nonce, expiresAtMs: nonceExpiresAtMs }, drop)
@@ -218,6 +249,25 @@ export class SiweAuth implements AuthService {
       this.#sessionsEnded(drop.map((s) => s.tokenHash))
     })
     return { token, address: checksummed, chainId, expiresAtMs }
+  }
+
+  async refresh(current: Session): Promise<RefreshedSession> {
+    const tokenHash = current.tokenHash
+    if (tokenHash === undefined) throw new Error('refresh needs the session of a bearer token')
+    return this.#forWallet(current.address, async () => {
+      const nowMs = this.#nowMs()
+      const stored = await this.#records.getSession(tokenHash)
+      if (stored === undefined || stored.expiresAtMs <= nowMs || this.#revoking.has(tokenHash)) throw sessionEnded()
+      const expiresAtMs = refreshedExpiryMs(stored, nowMs, this.#sessionTtlMs)
+      if (expiresAtMs > stored.expiresAtMs) {
+        const extended: SessionRecord = { ...stored, expiresAtMs, signedAtMs: stored.signedAtMs ?? stored.issuedAtMs }
+        if (!(await this.#records.extendSession(extended))) throw sessionEnded()
+        const token = this.#cachedTokens.get(tokenHash)
+        const cached = token === undefined ? undefined : this.#sessions.get(token)
+        if (cached !== undefined) cached.expiresAtMs = expiresAtMs
+      }
+      return { address: stored.address, chainId: stored.chainId, expiresAtMs: Math.max(expiresAtMs, stored.expiresAtMs) }
+    })
   }
 
   async revoke(current: Session, all: boolean): Promise<number> {

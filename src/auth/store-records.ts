@@ -73,6 +73,17 @@ export class StoreAuthRecords implements AuthRecords {
     return [...this.#walletSessions.iterate(`${address}:`)].map((r) => r.value)
   }
 
+  async extendSession(session: SessionRecord): Promise<boolean> {
+    if (!this.#sessions.has(session.tokenHash)) return false
+    await this.#store.commit({
+      records: [
+        this.#sessions.putOp(session.tokenHash, session, { expiresAtMs: session.expiresAtMs }),
+        this.#walletSessions.putOp(walletSessionKey(session), session, { expiresAtMs: session.expiresAtMs }),
+      ],
+    })
+    return true
+  }
+
   async revokeSessions(sessions: readonly SessionRecord[]): Promise<number> {
     const live = sessions.filter((s) => this.#sessions.has(s.tokenHash))
     if (sessions.length > 0) await this.#store.commit({ records: sessions.flatMap((s) => this.#removeOps(s)) })

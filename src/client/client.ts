@@ -53,6 +53,18 @@ export class CreditClient {
     return this.token
   }
 
+  /**
+   * POST /auth/session/refresh: extends the live session of `token` (default: this client's) in place, without a
+   * signature or a new stored record, so it works while strangers hold the service's sign-ins exhausted. Resolves its
+   * new expiry (ms), or undefined when the service refused (the session ended: sign in again).
+   */
+  async refresh(token = this.token): Promise<number | undefined> {
+    const reply = await this.call<{ expiresAt: string }>('POST', '/auth/session/refresh', undefined, token === undefined ? {} : { token })
+    if (reply.status !== 200) return undefined
+    if (this.lastSession?.token === token) this.lastSession = { token, expiresAt: reply.body.expiresAt }
+    return Date.parse(reply.body.expiresAt)
+  }
+
   async call<T = any>(method: string, path: string, body?: unknown, options: CallOptions = {}): Promise<Reply<T>> {
     const headers: Record<string, string> = {}
     const token = options.token ?? this.token

@@ -93,11 +93,27 @@ class SharedSession {
   #current: { token: string; expiresAtMs: number } | undefined
   #signingIn: Promise<string> | undefined
 
-  /** A token valid for at least `renewBeforeMs`; one sign-in at a time, with `account`, when there is none. */
+  /**
+   * A token valid for at least `renewBeforeMs`; one renewal at a time: the live session refreshed in place (no new
+   * stored session, so strangers exhausting the service's sign-ins do not lock the agent out), else a sign-in with
+   * `account` (no session, or the service would not extend it far enough).
+   */
   token(http: CreditClient, account: LocalAccount, renewBeforeMs: number): Promise<string> {
     if (this.#current !== undefined && this.#current.expiresAtMs - Date.now() > renewBeforeMs) return Promise.resolve(this.#current.token)
-    this.#signingIn ??= this.#signIn(http, account).finally(() => (this.#signingIn = undefined))
+    this.#signingIn ??= this.#renew(http, account, renewBeforeMs).finally(() => (this.#signingIn = undefined))
     return this.#signingIn
+  }
+
+  async #renew(http: CreditClient, account: LocalAccount, renewBeforeMs: number): Promise<string> {
+    const current = this.#current
+    if (current !== undefined && current.expiresAtMs > Date.now()) {
+      const expiresAtMs = await http.refresh(current.token)
+      if (expiresAtMs !== undefined && expiresAtMs - Date.now() > renewBeforeMs) {
+        if (this.#current === current) this.#current = { token: current.token, expiresAtMs }
+        return current.token
+      }
+    }
+    return this.#signIn(http, account)
   }
 
   /** The service ended `token`'s session: the next call signs in again, unless a newer session replaced it already. */

@@ -4,12 +4,13 @@
 // Retry-After and stores nothing (its nonce stays unused: the same signed message opens a session from elsewhere).
 // All clients together open at most signInsPerHour (503 sign_ins_exhausted), a backstop for a stranger with many
 // addresses. Real service behind a trusted proxy (X-Forwarded-For names the client) and anvil.
-import t from 'tap'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import t, { type Test } from 'tap'
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import { serviceDefaults } from '../../src/app/config.ts'
 import type { Reply } from '../../src/client/client.ts'
-import { startHarness, type Harness } from '../fixtures/service.ts'
+import { AgentCredit } from '../../src/client/sdk.ts'
+import { readyLender, signedIn, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 import { expectProblem } from '../api/fixtures/api.ts'
 
 interface SignIn {
@@ -17,10 +18,9 @@ interface SignIn {
   signature: string
 }
 
-/** A fresh wallet's signed sign-in message, on a fresh nonce. */
-async function signedMessage(h: Harness): Promise<SignIn> {
+/** A fresh wallet's (or `account`'s) signed sign-in message, on a fresh nonce. */
+async function signedMessage(h: Harness, account: PrivateKeyAccount = privateKeyToAccount(generatePrivateKey())): Promise<SignIn> {
   const nonce = (await (await fetch(`${h.url}/auth/nonce`)).json()) as { nonce: string; domain: string }
-  const account = privateKeyToAccount(generatePrivateKey())
   const message = createSiweMessage({ domain: nonce.domain, address: account.address, uri: h.url, version: '1', chainId: h.network.chainId, nonce: nonce.nonce, issuedAt: new Date() })
   return { message, signature: await account.signMessage({ message }) }
 }
@@ -80,4 +80,50 @@ t.test('all clients together open signInsPerHour sessions (a minute\'s worth at 
   t.equal(refused.headers.get('retry-after'), '30')
   const wrongNonce = await send(h, '203.0.113.4', { ...refusedSignIn, signature: `0x${'00'.repeat(65)}` })
   t.equal(wrongNonce.status, 401, 'a sign-in refused for its own reason is told that reason: the budget is charged only for a session about to be stored')
+})
+
+/** Strangers sign in fresh wallets, each from another IPv6 /64, until all clients' bucket refuses them. */
+async function flood(t: Test, h: Harness, round: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const reply = await send(h, `2001:db8:${round}:${i.toString(16)}::1`, await signedMessage(h))
+    if (reply.status === 503) return expectProblem(t, reply, 503, 'sign_ins_exhausted', 'the strangers emptied all clients\' bucket')
+  }
+  t.fail('the flood never emptied all clients\' bucket')
+}
+
+async function refresh(h: Harness, token: string): Promise<Reply> {
+  const response = await fetch(`${h.url}/auth/session/refresh`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '198.51.100.20' } })
+  return { status: response.status, headers: response.headers, body: await response.json() }
+}
+
+t.test('strangers holding all clients\' sign-ins exhausted do not lock out an agent that uses the service; a fresh wallet stays refused', async (t) => {
+  // The finding: ~120 IPv6 /64s signing in fresh wallets hold signInsPerHour's bucket empty, and every new session was
+  // refused 503, an agent's whose session was about to expire included. 240 an hour: a bucket of 4, a frozen clock.
+  const startMs = Date.now()
+  let nowMs = startMs
+  const h = await startHarness({ clock: () => nowMs, config: { signInsPerClientPerHour: serviceDefaults.signInsPerClientPerHour, signInsPerHour: 240, trustedProxies: ['127.0.0.1'] } })
+  t.teardown(() => h.stop())
+  // An agent with a session only; a lender whose session wallet the watcher sees able to lend (standing); an SDK agent
+  // that renews its session 40 h before its end (so at its next call: a day's session is shorter).
+  const agent = await signedIn(h.url, privateKeyToAccount(generatePrivateKey()))
+  const lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(10) })
+  t.equal((await lender.client.call('DELETE', '/auth/sessions')).status, 200, 'the lender holds no session')
+  const sdk = new AgentCredit({ baseUrl: h.url, account: privateKeyToAccount(generatePrivateKey()), renewBeforeMs: 40 * 3600_000 })
+  const sdkToken = await sdk.token()
+  nowMs += 23 * 3600_000
+  await flood(t, h, '1')
+  expectProblem(t, await send(h, '203.0.113.50', await signedMessage(h)), 503, 'sign_ins_exhausted', 'a fresh wallet is refused: what strangers make the store keep stays bounded')
+  // The agent refreshes its live session in place: the same token, a day from now, no new stored session.
+  const refreshed = await refresh(h, agent.token as string)
+  t.equal(refreshed.status, 200, 'the agent refreshes its session an hour before its end, through the flood')
+  t.equal(Date.parse(refreshed.body.expiresAt), nowMs + 24 * 3600_000, 'to a day from now')
+  t.equal(await sdk.token(), sdkToken, 'the SDK renews by refreshing: the same token, through the flood')
+  nowMs = startMs + 25 * 3600_000
+  t.equal((await refresh(h, agent.token as string)).status, 200, 'an hour past its first expiry, the agent\'s token still works')
+  t.equal((await refresh(h, 'A'.repeat(43))).status, 401, 'a token that is no session\'s refreshes nothing')
+  // A wallet with standing and no live session signs in through the flood, once: with a session it refreshes.
+  await flood(t, h, '2')
+  t.equal((await send(h, '203.0.113.51', await signedMessage(h, lender.account))).status, 201, 'the lender signs in again, past the empty bucket')
+  expectProblem(t, await send(h, '203.0.113.51', await signedMessage(h, lender.account)), 503, 'sign_ins_exhausted', 'but not a second session: at most one more stored session per wallet with standing')
+  expectProblem(t, await send(h, '203.0.113.52', await signedMessage(h)), 503, 'sign_ins_exhausted', 'a fresh wallet is still refused')
 })
