@@ -30,8 +30,8 @@ Base URL: ${c.baseUrl}. Interface version ${c.version}.
 All bodies are JSON. Amounts (...Atomic) are decimal strings in the asset's smallest unit; ...Bps are integers 0..10000;
 times (...At) are ISO-8601 UTC (no leap second). Errors are application/problem+json with a stable "code". Unknown fields
 and keys given twice are refused. The credit, lender and supplier mutations accept an Idempotency-Key header (the OpenAPI
-document lists it per operation; sign-in (POST /auth/session), /credit-score, /operator/reconcile and the x402
-facilitator take none: a nonce and a payment are spent once): a retry with the same key and body from the same wallet on the same path returns the first response
+document lists it per operation; sign-in (POST /auth/session, /auth/session/refresh), /credit-score, /operator/reconcile and the x402
+facilitator take none: a nonce and a payment are spent once, a repeated refresh extends no further): a retry with the same key and body from the same wallet on the same path returns the first response
 (header Idempotent-Replayed: true) for ${c.limits.idempotencyRetentionSeconds} s. Lists are paged: ?limit= (an integer) and
 ?after=; follow the Link header's rel="next". Every answer carries X-Request-Id (send your own to correlate) and, while
 the rate limit is on, RateLimit-Policy and RateLimit: ${c.limits.rateLimitTokensPerSecond} tokens/s per signed-in wallet (per client address without a
@@ -66,6 +66,9 @@ A nonce is good for ${c.auth.nonceTtlSeconds} s and one session; a session for $
 ${c.auth.sessionsPerWalletMax} sessions: signing in beyond that ends its oldest. ${c.auth.revoke.current} ends this session,
 ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at once (401). Sessions opened: ${perHour(c.auth.signInsPerClientPerHour)}
 per client address (429 sign_ins_client_limited beyond), ${perHour(c.auth.signInsPerHour)} from all clients (503 sign_ins_exhausted beyond): keep a session.
+Before it ends, ${c.auth.refresh} (no body) extends it in place: the same token, ${c.auth.sessionTtlSeconds} s from then, at most a week after you
+signed; it stores nothing new, so it works while sign-ins are exhausted (the SDK refreshes by itself). Then sign in again. A wallet
+with standing (a lender that lends or can, a borrower that repaid) and no live session signs in even then.
 
 ## Waiting and retrying
 A 429 or 503 changed nothing and recorded nothing; its code says whether to wait:

@@ -71,7 +71,7 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
         400: { description: 'Not an EIP-4361 message (siwe_message_invalid), or the body fails validation (validation_failed, malformed_json).' },
         401: { description: 'Sign-in refused: siwe_domain_mismatch, siwe_chain_unsupported, siwe_nonce_invalid (not issued by this service, altered, or already used), siwe_nonce_expired, siwe_message_expired, siwe_message_not_yet_valid, siwe_signature_invalid.' },
         429: { description: 'This client address opened as many sessions as it may for now (sign_ins_client_limited, with Retry-After; the nonce stays unused; catalog auth.signInsPerClientPerHour).' },
-        503: { description: `A contract wallet's signature could not be checked: the chain is unreachable (chain_unavailable), or ${CHAIN_READS_EXHAUSTED} The service opens no more sessions for now, from any client (sign_ins_exhausted, with Retry-After; catalog auth.signInsPerHour). The nonce stays unused: the same message may be sent again.` },
+        503: { description: `A contract wallet's signature could not be checked: the chain is unreachable (chain_unavailable), or ${CHAIN_READS_EXHAUSTED} The service opens no more sessions for now, from any client (sign_ins_exhausted, with Retry-After; catalog auth.signInsPerHour), except to a wallet with standing (a lender that lends or can, a borrower that repaid) that holds no live session: refresh a live session instead (POST /auth/session/refresh). The nonce stays unused: the same message may be sent again.` },
       },
       handler: async ({ body, clientKey }) => {
         let session

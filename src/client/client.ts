@@ -61,7 +61,7 @@ export class CreditClient {
   async refresh(token = this.token): Promise<number | undefined> {
     const reply = await this.call<{ expiresAt: string }>('POST', '/auth/session/refresh', undefined, token === undefined ? {} : { token })
     if (reply.status !== 200) return undefined
-    if (this.lastSession?.token === token) this.lastSession = { token, expiresAt: reply.body.expiresAt }
+    if (token !== undefined && this.lastSession?.token === token) this.lastSession = { token, expiresAt: reply.body.expiresAt }
     return Date.parse(reply.body.expiresAt)
   }
 

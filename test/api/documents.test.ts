@@ -39,13 +39,13 @@ const SPEC_ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['POST', '/credit-score'],
 ]
 // DESIGN section 7: additions to the spec that belong in the document.
-const AUTH_ROUTES = [['GET', '/auth/nonce'], ['POST', '/auth/session'], ['DELETE', '/auth/session'], ['DELETE', '/auth/sessions']] as const
+const AUTH_ROUTES = [['GET', '/auth/nonce'], ['POST', '/auth/session'], ['POST', '/auth/session/refresh'], ['DELETE', '/auth/session'], ['DELETE', '/auth/sessions']] as const
 // Every credit and lender mutation needs a session (DESIGN section 7); discovery, health and public reads do not.
 const SESSION_ROUTES = new Set([
   'POST /credit/jobs', 'POST /credit/jobs/{jobId}/collateral', 'POST /credit/backing-sources', 'POST /credit/request', 'POST /credit/match',
   'POST /credit/dispatch', 'POST /credit/offers/{offerId}/supplier-payment', 'POST /credit/jobs/{jobId}/complete', 'POST /credit/advances/{advanceId}/repay',
   'POST /credit/jobs/{jobId}/fail', 'POST /credit/advances/{advanceId}/liquidate', 'POST /lenders/register', 'GET /lenders/{address}/actions', 'GET /events',
-  'DELETE /auth/session', 'DELETE /auth/sessions', 'POST /lenders/{address}/agent/recheck', 'POST /lenders/{address}/withdraw', 'POST /lenders/{address}/session-key', 'POST /operator/reconcile',
+  'POST /auth/session/refresh', 'DELETE /auth/session', 'DELETE /auth/sessions', 'POST /lenders/{address}/agent/recheck', 'POST /lenders/{address}/withdraw', 'POST /lenders/{address}/session-key', 'POST /operator/reconcile',
   'PUT /suppliers/{domain}', 'DELETE /suppliers/{domain}',
 ])
 

@@ -53,10 +53,11 @@ t.test('a store budget charges the wallet, the client, then all callers; a refus
     limited: (bucket, retryAfterSeconds) => new HttpProblem(429, 'limited', bucket, { headers: { 'retry-after': String(retryAfterSeconds) } }),
     exhausted: (retryAfterSeconds) => new HttpProblem(503, 'exhausted', 'all', { headers: { 'retry-after': String(retryAfterSeconds) } }),
   }
-  const charge = (wallet: string | undefined, client: string) => {
+  const asked: string[] = []
+  const charge = (wallet: string | undefined, client: string, standing?: boolean) => {
     try {
-      budget.charge(wallet, client, problems)
-      return 'charged'
+      const shared = budget.charge(wallet, client, problems, standing === undefined ? undefined : () => (asked.push(`${wallet}`), standing))
+      return shared ? 'charged' : 'charged on its own buckets'
     } catch (error) {
       const problem = error as HttpProblem
       return `${problem.status} ${problem.detail} ${problem.headers?.['retry-after']}`
@@ -70,7 +71,16 @@ t.test('a store budget charges the wallet, the client, then all callers; a refus
   nowMs = 20_000
   t.equal(charge(undefined, 'c1'), 'charged', 'without a wallet, the client and all callers are charged')
   t.equal(charge(undefined, 'c1'), '429 client 1780', 'c1\'s third: its own bound answers, before all callers\' (empty too) is asked')
-  t.same(new StoreBudget({ wallet: 0, client: 0, all: 0 }, () => 0).charge('w', 'c', problems), undefined, '0 is off')
+  t.equal(new StoreBudget({ wallet: 0, client: 0, all: 0 }, () => 0).charge('w', 'c', problems), true, '0 is off')
+  // All callers' bucket is empty: a wallet with standing is admitted on its own buckets, which it spends; one without is not.
+  t.equal(charge('w4', 'c5', false), '503 all 20', 'a stranger is refused')
+  t.equal(charge('w4', 'c5', true), 'charged on its own buckets', 'a wallet with standing is admitted past all callers\' empty bucket')
+  t.equal(charge('w4', 'c5', true), 'charged on its own buckets')
+  t.equal(charge('w4', 'c6', true), '429 wallet 1800', 'its own buckets were spent: its wallet\'s bound still holds')
+  t.same(asked, ['w4', 'w4', 'w4'], 'standing is asked only when all callers\' bucket refuses')
+  nowMs += 20_000
+  t.equal(charge('w5', 'c7', true), 'charged', 'with a token in all callers\' bucket, standing is not asked')
+  t.same(asked, ['w4', 'w4', 'w4'])
 })
 
 t.test('a caller a store budget refuses keeps its own tokens: strangers holding all callers\' bucket empty cost it nothing', async (t) => {
@@ -84,10 +94,11 @@ t.test('a caller a store budget refuses keeps its own tokens: strangers holding 
     limited: (bucket) => new HttpProblem(429, 'limited', bucket),
     exhausted: () => new HttpProblem(503, 'exhausted', 'all'),
   }
-  const charge = (wallet: string | undefined, client: string) => {
+  const asked: string[] = []
+  const charge = (wallet: string | undefined, client: string, standing?: boolean) => {
     try {
-      budget.charge(wallet, client, problems)
-      return 'charged'
+      const shared = budget.charge(wallet, client, problems, standing === undefined ? undefined : () => (asked.push(`${wallet}`), standing))
+      return shared ? 'charged' : 'charged on its own buckets'
     } catch (error) {
       return `${(error as HttpProblem).status} ${(error as HttpProblem).detail}`
     }

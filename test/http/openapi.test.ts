@@ -11,7 +11,7 @@ import { silentLogger } from '../../src/http/log.ts'
 import { checkResponse } from './fixtures/openapi-check.ts'
 import { testRoutes } from './fixtures/routes.ts'
 
-const fakeAuth = { issueNonce: async () => { throw new Error('unused') }, createSession: async () => { throw new Error('unused') }, revoke: async () => { throw new Error('unused') } }
+const fakeAuth = { issueNonce: async () => { throw new Error('unused') }, createSession: async () => { throw new Error('unused') }, refresh: async () => { throw new Error('unused') }, revoke: async () => { throw new Error('unused') } }
 const routes = [...testRoutes, ...authRoutes(fakeAuth)]
 let document: OpenApiDocument
 routes.push(openApiRoute(() => document))
