@@ -12,7 +12,7 @@ import { Address as AddressSchema, checksum, StrictObject } from '../../src/api/
 import { buildOpenApi } from '../../src/api/openapi.ts'
 import { requireSame } from '../../src/auth/guard.ts'
 import { authRoutes } from '../../src/auth/routes.ts'
-import { DEFAULT_NONCE_TTL_MS, DEFAULT_SESSION_TTL_MS, hashToken, SiweAuth } from '../../src/auth/siwe.ts'
+import { DEFAULT_NONCE_TTL_MS, DEFAULT_SESSION_TTL_MS, hashToken, SESSION_REFRESH_HORIZON_MS, SiweAuth } from '../../src/auth/siwe.ts'
 import { StoreAuthRecords } from '../../src/auth/store-records.ts'
 import { silentLogger } from '../../src/http/log.ts'
 import { defineRoute } from '../../src/http/route.ts'
@@ -218,4 +218,54 @@ t.test('a session expires', async (t) => {
   t.equal((await fetch(`${server.url}/whoami`, { headers: { authorization: `Bearer ${token}` } })).status, 200)
   now += DEFAULT_SESSION_TTL_MS
   t.equal((await fetch(`${server.url}/whoami`, { headers: { authorization: `Bearer ${token}` } })).status, 401, 'expired at its expiry')
+})
+
+t.test('a refresh extends the live session in place: no new record, never past its message\'s expirationTime nor a week after the signature', async (t) => {
+  const HOUR = 3600_000
+  const signIn = async (overrides: Partial<Parameters<typeof createSiweMessage>[0]> = {}) => {
+    const wallet = privateKeyToAccount(generatePrivateKey())
+    const text = message(wallet.address, (await getNonce()).nonce, overrides)
+    const { token } = (await (await postSession({ message: text, signature: await wallet.signMessage({ message: text }) })).json()) as { token: string }
+    return { token, address: checksum(wallet.address) as Address }
+  }
+  const refresh = async (token: string) => {
+    const response = await fetch(`${server.url}/auth/session/refresh`, { method: 'POST', headers: { authorization: `Bearer ${token}` } })
+    const body = (await response.json()) as { expiresAt: string; code?: string }
+    if (response.status === 200) t.ok(checkResponse(document, 'post', '/auth/session/refresh', 200, body).valid, 'the answer matches the document')
+    return { status: response.status, expiresAtMs: Date.parse(body.expiresAt), code: body.code }
+  }
+  const whoami = async (token: string) => (await fetch(`${server.url}/whoami`, { headers: { authorization: `Bearer ${token}` } })).status
+  // A message that expires in three days.
+  const signedMs = now
+  const bob = await signIn({ expirationTime: new Date(signedMs + 72 * HOUR) })
+  now += 12 * HOUR
+  t.same(await refresh(bob.token), { status: 200, expiresAtMs: now + DEFAULT_SESSION_TTL_MS, code: undefined }, 'a day from now')
+  const stored = await records.getSession(hashToken(bob.token))
+  t.equal(stored?.expiresAtMs, now + DEFAULT_SESSION_TTL_MS, 'stored, not only cached')
+  t.equal((await records.sessionsOf(bob.address)).length, 1, 'the same record: the store keeps nothing more')
+  now += 23 * HOUR
+  t.equal(await whoami(bob.token), 200, 'past its first expiry, the token works')
+  t.equal((await refresh(bob.token)).expiresAtMs, now + DEFAULT_SESSION_TTL_MS)
+  now += 20 * HOUR
+  t.equal((await refresh(bob.token)).expiresAtMs, signedMs + 72 * HOUR, 'never past the message\'s expirationTime')
+  now = signedMs + 72 * HOUR
+  t.equal(await whoami(bob.token), 401, 'ended then')
+  t.match(await refresh(bob.token), { status: 401, code: 'unauthorized' }, 'and refreshes nothing')
+  // Without expirationTime: at most a week after the signature.
+  const carolSignedMs = now
+  const carol = await signIn()
+  let last = 0
+  while (now < carolSignedMs + SESSION_REFRESH_HORIZON_MS) {
+    now += 20 * HOUR
+    const refreshed = await refresh(carol.token)
+    if (refreshed.status !== 200) break
+    last = refreshed.expiresAtMs
+  }
+  t.equal(last, carolSignedMs + SESSION_REFRESH_HORIZON_MS, 'refreshed up to a week after the signature, not further')
+  now = carolSignedMs + SESSION_REFRESH_HORIZON_MS
+  t.equal(await whoami(carol.token), 401, 'then the wallet signs in again')
+  // A revoked session refreshes nothing.
+  const dave = await signIn()
+  t.equal((await fetch(`${server.url}/auth/session`, { method: 'DELETE', headers: { authorization: `Bearer ${dave.token}` } })).status, 200)
+  t.equal((await refresh(dave.token)).status, 401)
 })
