@@ -88,7 +88,7 @@ export const Catalog = StrictObject({
     sessionTtlSeconds: Type.Integer({ minimum: 1 }),
     sessionsPerWalletMax: Type.Integer({ minimum: 1, description: 'A sign-in beyond it ends the wallet\'s oldest session.' }),
     signInsPerClientPerHour: Type.Integer({ minimum: 0, description: 'Sessions one client address (an IPv6 client\'s /64) may open per hour, an hour\'s worth at once; one more is 429 sign_ins_client_limited with Retry-After (the nonce stays unused). 0: unbounded.' }),
-    signInsPerHour: Type.Integer({ minimum: 0, description: 'Sessions all clients together may open per hour, a minute\'s worth at once; one more is 503 sign_ins_exhausted with Retry-After, except for a wallet with standing (a lender that lends or can, a borrower that repaid) that holds no live session. 0: unbounded.' }),
+    signInsPerHour: Type.Integer({ minimum: 0, description: 'Sessions all clients together may open per hour, a minute\'s worth at once; one more is 503 sign_ins_exhausted with Retry-After, except for a wallet with standing (a lender that lends or can, a borrower that repaid), held to its own bounds, or one that holds a live session, whose new session replaces its oldest. 0: unbounded.' }),
   }),
   attestation: StrictObject({
     domain: StrictObject({ name: Type.String(), version: Type.String() }),

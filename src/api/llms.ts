@@ -67,8 +67,9 @@ ${c.auth.sessionsPerWalletMax} sessions: signing in beyond that ends its oldest.
 ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at once (401). Sessions opened: ${perHour(c.auth.signInsPerClientPerHour)}
 per client address (429 sign_ins_client_limited beyond), ${perHour(c.auth.signInsPerHour)} from all clients (503 sign_ins_exhausted beyond): keep a session.
 Before it ends, ${c.auth.refresh} (no body) extends it in place: the same token, ${c.auth.sessionTtlSeconds} s from then, at most a week after you
-signed; it stores nothing new, so it works while sign-ins are exhausted (the SDK refreshes by itself). Then sign in again. A wallet
-with standing (a lender that lends or can, a borrower that repaid) and no live session signs in even then.
+signed; it stores nothing new, so it works while sign-ins are exhausted (the SDK refreshes by itself). Then sign in again. Even
+then a wallet with standing (a lender that lends or can, a borrower that repaid) signs in, and one holding a live session (its new
+session replaces its oldest).
 
 ## Waiting and retrying
 A 429 or 503 changed nothing and recorded nothing; its code says whether to wait:

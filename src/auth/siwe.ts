@@ -63,7 +63,7 @@ export interface SiweAuthOptions {
   signIns?: StoreBudget
   /**
    * Whether a wallet is no stranger (CreditService.hasStanding): when all clients' bucket of `signIns` is empty, such a
-   * wallet holding no live session still signs in (one session each: with one, it refreshes). Default: none is.
+   * wallet still signs in, held to its own bounds. Default: none is.
    */
   standing?: (address: Address) => boolean
   nowMs?: () => number
@@ -238,10 +238,12 @@ export class SiweAuth implements AuthService {
       const live = await this.#records.sessionsOf(checksummed)
       // Charged only now, for a sign-in that stores a session: a refused message costs no one's budget. The nonce
       // stays unused, so the same message may be sent again after the wait (while the nonce lasts). When strangers
-      // hold all clients' bucket empty, a wallet with standing and no live session still signs in (at most one
-      // session more per such wallet, which costs what a free wallet does not); one with a live session refreshes it.
-      this.#signIns?.charge(undefined, input.client, SIGN_IN_REFUSALS, () => live.length === 0 && this.#standing(checksummed))
-      const drop = live.slice(0, Math.max(0, live.length + 1 - this.#sessionsPerWalletMax))
+      // hold all clients' bucket empty, a wallet with standing is held to its own bounds (sessionsPerWalletMax and its
+      // client's bucket: what it adds costs what a free wallet does not), and any other wallet that holds a live
+      // session replaces its oldest one (the store does not grow); a fresh wallet is refused.
+      let replaces = false
+      this.#signIns?.charge(undefined, input.client, SIGN_IN_REFUSALS, () => this.#standing(checksummed) || (replaces = live.length > 0))
+      const drop = live.slice(0, Math.max(replaces ? 1 : 0, live.length + 1 - this.#sessionsPerWalletMax))
       // The nonce is recorded as used only now, in the session's own write: of two sign-ins racing on it, one wins.
       const opened = await this.#records.openSession(session, { nonce, expiresAtMs: nonceExpiresAtMs }, drop)
       if (!opened) throw refused('siwe_nonce_invalid', 'The nonce was already used.')

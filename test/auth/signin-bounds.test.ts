@@ -108,7 +108,8 @@ t.test('strangers holding all clients\' sign-ins exhausted do not lock out an ag
   t.teardown(() => h.stop())
   // An agent with a session only; a lender whose session wallet the watcher sees able to lend (standing); an SDK agent
   // that renews its session 40 h before its end (so at its next call: a day's session is shorter).
-  const agent = await signedIn(h.url, privateKeyToAccount(generatePrivateKey()))
+  const agentAccount = privateKeyToAccount(generatePrivateKey())
+  const agent = await signedIn(h.url, agentAccount)
   const lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(10) })
   t.equal((await lender.client.call('DELETE', '/auth/sessions')).status, 200, 'the lender holds no session')
   const sdk = new AgentCredit({ baseUrl: h.url, account: privateKeyToAccount(generatePrivateKey()), renewBeforeMs: 40 * 3600_000 })
@@ -124,9 +125,15 @@ t.test('strangers holding all clients\' sign-ins exhausted do not lock out an ag
   nowMs = startMs + 25 * 3600_000
   t.equal((await refresh(h, agent.token as string)).status, 200, 'an hour past its first expiry, the agent\'s token still works')
   t.equal((await refresh(h, 'A'.repeat(43))).status, 401, 'a token that is no session\'s refreshes nothing')
-  // A wallet with standing and no live session signs in through the flood, once: with a session it refreshes.
+  // A wallet with standing signs in through the flood, held to its own bounds (it holds no session now).
   await flood(t, h, '2')
-  t.equal((await send(h, '203.0.113.51', await signedMessage(h, lender.account))).status, 201, 'the lender signs in again, past the empty bucket')
-  expectProblem(t, await send(h, '203.0.113.51', await signedMessage(h, lender.account)), 503, 'sign_ins_exhausted', 'but not a second session: at most one more stored session per wallet with standing')
+  t.equal((await send(h, '203.0.113.51', await signedMessage(h, lender.account))).status, 201, 'the lender signs in, past the empty bucket')
+  t.equal((await send(h, '203.0.113.51', await signedMessage(h, lender.account))).status, 201, 'and again: sessionsPerWalletMax bounds its sessions')
+  // A wallet without standing that holds a live session (an agent restarted, its token lost) signs in by replacing it.
+  const sessions = () => [...h.app.service.store.collection('auth-wallet-sessions').iterate(`${agentAccount.address}:`)].length
+  t.equal(sessions(), 1)
+  t.equal((await send(h, '203.0.113.53', await signedMessage(h, agentAccount))).status, 201, 'the agent signs in again through the flood')
+  t.equal(sessions(), 1, 'in place of its session: the store keeps nothing more')
+  t.equal((await refresh(h, agent.token as string)).status, 401, 'the replaced token ended')
   expectProblem(t, await send(h, '203.0.113.52', await signedMessage(h)), 503, 'sign_ins_exhausted', 'a fresh wallet is still refused')
 })
