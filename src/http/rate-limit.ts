@@ -144,7 +144,7 @@ export class StoreBudget {
    * Spends one token of each bucket that applies, or throws the refusal as `problems` says, spending nothing (the
    * buckets before the refusing one get their token back, the ones after it are not asked). When only all callers'
    * bucket refuses and `standing` (asked then only, so it costs nothing otherwise) says the caller is no stranger, it
-   * is admitted on its own buckets: strangers holding the shared bucket empty do not lock it out. Resolves false then,
+   * is admitted on its own buckets: strangers holding the shared bucket empty do not lock it out. Returns false then,
    * true when all callers' bucket paid (or is off).
    */
   charge(wallet: string | undefined, client: string, problems: BudgetProblems, standing?: () => boolean): boolean {
