@@ -393,7 +393,7 @@ export const UnderwritingDecision = StrictObject({
     }),
   ),
   capacityAtomic: Atomic,
-  coverageBps: Type.Integer({ minimum: 0, description: 'What secures the amount, in bps of it: the source\'s value (a job: receivable and collateral left; only the collateral until the borrower has repaid an advance), read for the risk band.' }),
+  coverageBps: Type.Integer({ minimum: 0, description: 'What secures the amount, in bps of it: the source\'s value (a job: receivable and collateral left; only the collateral when what it leaves unsecured of the amount exceeds the principal the borrower has repaid on the asset, less what its advances and live offers on jobs owe and ask), read for the risk band.' }),
   riskBand: RiskBand,
   durationSeconds: Seconds,
   offer: Nullable(Offer),

@@ -181,8 +181,8 @@ function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive, 
     s.pending.set(key, { kind, id, record: finalActorRecord(actor), final: true })
     s.actorMap(kind).delete(id)
     if (kind === 'offer') {
-      const o = snapshot.context as { borrower: Address; offerKey: string }
-      countOffer(s, o.borrower, -1)
+      const o = snapshot.context as OfferSnapshot['context']
+      countOffer(s, o, -1)
       s.offerIdByKey.delete(o.offerKey)
     } else if (kind === 'advance') {
       s.advanceIdByKey.delete((snapshot.context as { advanceKey: string }).advanceKey)
@@ -194,9 +194,19 @@ function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive, 
   }
 }
 
-/** Live offers per borrower, kept as offers are created (+1) and evicted (-1). */
-export function countOffer(s: EngineState, borrower: Address, delta: 1 | -1): void {
-  const count = (s.liveOffersOf.get(borrower) ?? 0) + delta
-  if (count > 0) s.liveOffersOf.set(borrower, count)
-  else s.liveOffersOf.delete(borrower)
+/** Live offers per borrower, and what those on jobs ask, kept as offers are created (+1) and evicted (-1). */
+export function countOffer(s: EngineState, o: Pick<OfferSnapshot['context'], 'borrower' | 'source' | 'network' | 'asset' | 'amountAtomic'>, delta: 1 | -1): void {
+  const count = (s.liveOffersOf.get(o.borrower) ?? 0) + delta
+  if (count > 0) s.liveOffersOf.set(o.borrower, count)
+  else s.liveOffersOf.delete(o.borrower)
+  if (o.source.kind !== 'job') return
+  const key = receivableOfferKey(o.borrower, o.network, o.asset)
+  const offered = (s.receivableOffered.get(key) ?? 0n) + (delta === 1 ? o.amountAtomic : -o.amountAtomic)
+  if (offered > 0n) s.receivableOffered.set(key, offered)
+  else s.receivableOffered.delete(key)
+}
+
+/** The key of a borrower's offers on jobs in one network's asset (EngineState.receivableOffered). */
+export function receivableOfferKey(borrower: Address, network: string, asset: string): string {
+  return `${borrower} ${network} ${asset}`
 }

@@ -2,7 +2,7 @@
 // the reserve's and the borrower's records (the advance machine has taken the event first).
 import { advanceMachine, type AdvanceContext, type AdvanceInput, type OfferContext, type RepaymentRecord, type TxProof } from '../../machines/index.ts'
 import { expect, refused, send, startActor } from './actors.ts'
-import { borrowerOf } from './borrowers.ts'
+import { borrowerOf, principalBack, receivableDrawn } from './borrowers.ts'
 import { advanceCommitmentAtomic, closeOnSource, offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
 import { touch, touchBorn } from './changes.ts'
 import { fail } from './errors.ts'
@@ -11,7 +11,7 @@ import { sameAddress } from './keys.ts'
 import { fundReserve, lenderChanged, lenderOf, payFromReserve, returnAfterLoss, returnRecovery, returnRepayment } from './ledger.ts'
 import * as reputation from './reputation.ts'
 import type { RepaidFact } from './ports.ts'
-import { insuranceAtomic, lenderRepaymentAtomic, principalRepaidAtomic, splitPayment } from './rules.ts'
+import { insuranceAtomic, lenderRepaymentAtomic, minBig, principalRepaidAtomic, splitPayment } from './rules.ts'
 import type { AdvanceActor, EngineState } from './state.ts'
 import type { Address, AdvanceView, BorrowerRecord, EngineError, LiquidationPlan, RepaymentReceipt } from './types.ts'
 import { viewOf } from './views.ts'
@@ -43,6 +43,11 @@ export function openAdvance(
   s.advanceIdByKey.set(input.advanceKey, advanceId)
   const job = o.source.kind === 'job' ? s.jobs.get(o.source.id) : undefined
   if (job) expect(s, 'job', job, { type: 'ADVANCE_OPENED', advanceId, nowMs })
+  if (o.source.kind === 'job') {
+    const borrower = borrowerOf(s, o.borrower)
+    receivableDrawn(borrower, o, o.amountAtomic)
+    touch(s, 'borrower', borrower.address)
+  }
   // The offer held its maximum fee; the advance holds the fee its lender charges (capacity.ts): the rest goes back.
   // After ADVANCE_OPENED, so that a failed job this advance keeps open does not end on the release.
   const unchargedFeeAtomic = offerCommitmentAtomic(o) - advanceCommitmentAtomic({ ...terms, source: o.source })
@@ -76,6 +81,7 @@ export function applyRepayment(s: EngineState, a: AdvanceContext, repayment: Rep
   if (repayment.reserveAmountAtomic > 0n) fundReserve(s, a.network, a.asset, repayment.reserveAmountAtomic)
   const borrower = borrowerOf(s, a.borrower)
   reputation.borrowerRepayment(borrower, paid, s.config)
+  principalBack(borrower, a, principalReturned, true)
   touch(s, 'borrower', borrower.address)
   return repaymentReceiptOf(after, repayment, fullyRepaid)
 }
@@ -169,6 +175,12 @@ export function applyLiquidation(s: EngineState, a: AdvanceContext, plan: Liquid
   if (tokens.toReserveAtomic > 0n) fundReserve(s, a.network, a.asset, tokens.toReserveAtomic)
   if (fromReserveAtomic > 0n) payFromReserve(s, a.network, a.asset, fromReserveAtomic)
   const borrower = borrowerOf(s, a.borrower)
+  // The source's tokens recovered the principal they paid the lender: no longer owed on the receivable, not repaid.
+  const recoveredPrincipal = minBig(principalDeployed, tokens.toLenderAtomic)
+  if (a.source.kind === 'job' && recoveredPrincipal > 0n) {
+    principalBack(borrower, a, recoveredPrincipal, false)
+    touch(s, 'borrower', borrower.address)
+  }
   if (plan.shortfallAtomic > 0n) {
     reputation.borrowerShortfall(borrower, plan.shortfallAtomic, s.config)
     touch(s, 'borrower', borrower.address)

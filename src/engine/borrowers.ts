@@ -2,7 +2,7 @@
 import { touch } from './changes.ts'
 import { roomForLift } from './dispatch.ts'
 import type { EngineState } from './state.ts'
-import type { Address, BorrowerRecord, SuspensionLiftedEvent } from './types.ts'
+import type { Address, AmountsByAsset, BorrowerRecord, SuspensionLiftedEvent } from './types.ts'
 
 /** The borrower's record, created (neutral reputation, nothing owed) and recorded as changed at its first use. */
 export function borrowerOf(s: EngineState, address: Address): BorrowerRecord {
@@ -10,12 +10,47 @@ export function borrowerOf(s: EngineState, address: Address): BorrowerRecord {
   if (!borrower) {
     borrower = {
       address, suspended: false, suspendedAtMs: null, reputationBps: s.config.borrowerReputationInitialBps,
-      advancesRepaid: 0, advancesDefaulted: 0, shortfallAtomic: 0n,
+      advancesRepaid: 0, advancesDefaulted: 0, shortfallAtomic: 0n, repaidPrincipalAtomic: {}, receivableOwedAtomic: {},
     }
     s.borrowers.set(address, borrower)
     touch(s, 'borrower', address)
   }
   return borrower
+}
+
+/** The amount on the network's asset (0 when none is recorded). */
+function amountOn(amounts: AmountsByAsset, network: string, asset: string): bigint {
+  const amount = amounts[network]?.[asset]
+  return typeof amount === 'bigint' ? amount : 0n
+}
+
+/** A copy of `amounts` with `deltaAtomic` added on the network's asset, never below 0. */
+function withAdded(amounts: AmountsByAsset, network: string, asset: string, deltaAtomic: bigint): AmountsByAsset {
+  const sum = amountOn(amounts, network, asset) + deltaAtomic
+  return { ...amounts, [network]: { ...amounts[network], [asset]: sum < 0n ? 0n : sum } }
+}
+
+/**
+ * What the borrower has proven it repays on the network's asset: the principal it has repaid, less the principal its
+ * advances on jobs still owe (each drew on a receivable its client may take back). Below 0 after a loss.
+ */
+export function provenRepaidAtomic(borrower: BorrowerRecord, network: string, asset: string): bigint {
+  return amountOn(borrower.repaidPrincipalAtomic, network, asset) - amountOn(borrower.receivableOwedAtomic, network, asset)
+}
+
+/** An advance on a job was funded: its principal is owed on a receivable until repaid or recovered. */
+export function receivableDrawn(borrower: BorrowerRecord, a: { network: string; asset: string }, principalAtomic: bigint): void {
+  borrower.receivableOwedAtomic = withAdded(borrower.receivableOwedAtomic, a.network, a.asset, principalAtomic)
+}
+
+/**
+ * Principal came back on one of the borrower's advances: repaid (by a repayment or its job's settlement) it counts as
+ * proven; on a job it is no longer owed on the receivable (also when a liquidation recovered it, which proves nothing).
+ */
+export function principalBack(borrower: BorrowerRecord, a: { network: string; asset: string; source: { kind: string } }, principalAtomic: bigint, repaid: boolean): void {
+  if (principalAtomic <= 0n) return
+  if (repaid) borrower.repaidPrincipalAtomic = withAdded(borrower.repaidPrincipalAtomic, a.network, a.asset, principalAtomic)
+  if (a.source.kind === 'job') borrower.receivableOwedAtomic = withAdded(borrower.receivableOwedAtomic, a.network, a.asset, -principalAtomic)
 }
 
 export function suspend(s: EngineState, borrower: BorrowerRecord, nowMs: number): void {

@@ -2,6 +2,7 @@
 // what offers and advances hold, indexes and schedules agree with the actors. `checkInvariants` throws on the first
 // that does not hold.
 import { leaseOverAtChainMs, type SourceRef } from '../../machines/index.ts'
+import { receivableOfferKey } from './actors.ts'
 import { advanceCommitmentAtomic, offerCommitmentAtomic } from './capacity.ts'
 import { outstandingAtomic } from './ledger.ts'
 import { isBps, seqOf, walletKey } from './keys.ts'
@@ -123,12 +124,19 @@ function checkSources(s: EngineState, committed: Map<string, bigint>): void {
 function checkBorrowersAndBooks(s: EngineState): void {
   for (const b of s.borrowers.values()) if (!isBps(b.reputationBps)) throw new Error(`invariant: reputation of ${b.address} out of range`)
   const offersOf = new Map<Address, number>()
+  const offeredOn = new Map<string, bigint>()
   for (const offer of s.offers.values()) {
-    const b = offer.getSnapshot().context.borrower
-    offersOf.set(b, (offersOf.get(b) ?? 0) + 1)
+    const o = offer.getSnapshot().context
+    offersOf.set(o.borrower, (offersOf.get(o.borrower) ?? 0) + 1)
+    if (o.source.kind !== 'job') continue
+    const key = receivableOfferKey(o.borrower, o.network, o.asset)
+    offeredOn.set(key, (offeredOn.get(key) ?? 0n) + o.amountAtomic)
   }
   if (offersOf.size !== s.liveOffersOf.size || [...offersOf].some(([b, n]) => s.liveOffersOf.get(b) !== n)) {
     throw new Error('invariant: live offers per borrower are miscounted')
+  }
+  if (offeredOn.size !== s.receivableOffered.size || [...offeredOn].some(([key, n]) => s.receivableOffered.get(key) !== n)) {
+    throw new Error('invariant: what live offers on jobs ask is miscounted')
   }
   for (const [address, { entry, books }] of s.bookEntries) {
     if (entry.lender !== s.lenders.get(address)) throw new Error(`invariant: book entry of ${address} is stale`)

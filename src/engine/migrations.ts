@@ -24,7 +24,9 @@ export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>>
   // 5: the lender counts the probation leases it left unpaid in a row (probationMisses), which double its wait.
   lender: 5,
   source: 1,
-  borrower: 1,
+  // 2: the borrower records the principal it repaid and what its advances on jobs owe (repaidPrincipalAtomic,
+  //    receivableOwedAtomic), per network and asset, which bound what a job's receivable counts in its risk band.
+  borrower: 2,
   // 2: the insurance reserves, kind `ledger` before, are kind `reserve` (same shape).
   reserve: 2,
   supplier: 1,
@@ -100,6 +102,15 @@ export function withProbationClock(snapshot: unknown): unknown {
  */
 const withoutProbationMisses = (snapshot: unknown): unknown => ({ ...(snapshot as object), probationMisses: 0 })
 
+/**
+ * A borrower stored before repaid principal was recorded starts with none repaid and none owed: its record kept only
+ * how many advances it repaid, not their amounts nor assets, and a migration reads one record at a time (not the
+ * borrower's advances). So until it repays again a job's receivable counts in its band only as far as collateral
+ * covers the amount (underwriting.ts). An advance on a job it drew before the upgrade is not counted as owed; once
+ * repaid its principal counts as repaid (what is owed never goes below 0).
+ */
+export const withoutRepaidPrincipal = (snapshot: unknown): unknown => ({ ...(snapshot as object), repaidPrincipalAtomic: {}, receivableOwedAtomic: {} })
+
 export function snapshotMigrations(): SnapshotMigration[] {
   return [
     { from: { kind: 'ledger', version: 1 }, to: { kind: 'reserve', version: 2 }, migrate: (snapshot) => snapshot },
@@ -118,5 +129,6 @@ export function snapshotMigrations(): SnapshotMigration[] {
     { from: { kind: 'lender', version: 2 }, to: { kind: 'lender', version: 5 }, migrate: (snapshot) => withoutProbationMisses(withProbationClock(withUptimeWindow(snapshot))) },
     { from: { kind: 'lender', version: 3 }, to: { kind: 'lender', version: 5 }, migrate: (snapshot) => withoutProbationMisses(withProbationClock(snapshot)) },
     { from: { kind: 'lender', version: 4 }, to: { kind: 'lender', version: 5 }, migrate: withoutProbationMisses },
+    { from: { kind: 'borrower', version: 1 }, to: { kind: 'borrower', version: 2 }, migrate: withoutRepaidPrincipal },
   ]
 }

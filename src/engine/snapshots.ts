@@ -66,7 +66,7 @@ export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void 
   for (const x of byId('offer')) {
     const offer = restoreActor(offerMachine, x.record, s.actorRoot)
     s.offers.set(x.id, offer)
-    countOffer(s, offer.getSnapshot().context.borrower, 1)
+    countOffer(s, offer.getSnapshot().context, 1)
     s.offerIdByKey.set(offer.getSnapshot().context.offerKey, x.id)
     scheduleOffer(s, offer.getSnapshot())
   }

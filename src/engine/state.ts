@@ -56,6 +56,11 @@ export class EngineState {
   readonly parked = new Set<Address>()
   /** Live offers per borrower (issue 10, hole 6: bounded by liveOffersPerBorrowerMax). */
   readonly liveOffersOf = new Map<Address, number>()
+  /**
+   * What a borrower's live offers on jobs ask, by `receivableOfferKey` (borrower, network, asset): owed on receivables
+   * once funded, so underwriting counts it with what its advances owe (underwriting.ts). Kept with liveOffersOf.
+   */
+  readonly receivableOffered = new Map<string, bigint>()
   /** Suspended borrowers, for dispatch to lift those due (a small set: only borrowers of failed jobs). */
   readonly suspended = new Set<Address>()
   readonly liveLeasesByLender = new Map<Address, Set<string>>()

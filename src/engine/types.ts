@@ -122,7 +122,17 @@ export interface BorrowerRecord {
   advancesRepaid: number
   advancesDefaulted: number
   shortfallAtomic: bigint
+  /**
+   * The principal the borrower has repaid (any source: its repayments and its jobs' settlements), per network then
+   * asset: what it has proven it repays, which bounds the credit a job's receivable alone may secure (underwriting.ts).
+   */
+  repaidPrincipalAtomic: AmountsByAsset
+  /** The principal its advances on jobs still owe (less what a liquidation recovered of it), per network then asset. */
+  receivableOwedAtomic: AmountsByAsset
 }
+
+/** Amounts per network, then asset (each object replaced, never changed in place: a stored copy may share it). */
+export type AmountsByAsset = Readonly<Record<string, Readonly<Record<string, bigint>>>>
 
 /** A borrower's open obligations as the engine holds them (Engine.borrowerExposure). */
 export interface BorrowerExposure {

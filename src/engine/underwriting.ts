@@ -1,7 +1,8 @@
 // Underwriting of a credit request: the reasons to decline, the source's remaining capacity, the risk band, and
 // the offer an approval opens.
 import { jobMachine, offerMachine, statesTaking, type OfferContext, type OfferInput, type SourceRef } from '../../machines/index.ts'
-import { countOffer, startActor } from './actors.ts'
+import { countOffer, receivableOfferKey, startActor } from './actors.ts'
+import { provenRepaidAtomic } from './borrowers.ts'
 import { commitCapacity, offerCommitmentAtomic } from './capacity.ts'
 import { touch, touchBorn } from './changes.ts'
 import { networkClockMs, scheduleOffer } from './dispatch.ts'
@@ -59,16 +60,26 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
     reasons.push({ code: 'over_capacity', message: `the request exceeds the source's remaining capacity of ${terms.capacityAtomic}` })
   }
   // A receivable secures an advance against its client not paying, not against the job failing (the client has its
-  // escrow back): until the borrower has repaid an advance, the band reads only what secures it whatever happens (a
-  // client and a borrower of one party would otherwise take band A credit on an escrow they take back).
-  const proven = (borrower?.advancesRepaid ?? 0) > 0
-  const coverage = coverageBps(proven ? terms.valueAtomic : terms.securedAtomic, 0n, input.amountAtomic)
+  // escrow back): a client and a borrower of one party would otherwise take band A credit on an escrow they take back.
+  // So the band counts it only when what the collateral leaves unsecured of the amount is within what the borrower has
+  // proven it repays on the asset (its repaid principal less what its advances and live offers on jobs still owe or
+  // ask); else the band reads only what secures the advance whatever happens. (A backing source's whole value secures
+  // it: nothing to look up.)
+  const counted = terms.valueAtomic === terms.securedAtomic || input.amountAtomic - terms.securedAtomic <= provenRoomAtomic(s, input)
+  const coverage = coverageBps(counted ? terms.valueAtomic : terms.securedAtomic, 0n, input.amountAtomic)
   const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, s.config)
   // Field by field: a spread of the terms that adds the decision's keys takes V8's slow path (see views.ts).
   return {
     source: terms.source, capacityAtomic: terms.capacityAtomic, valueAtomic: terms.valueAtomic, securedAtomic: terms.securedAtomic, durationSeconds: terms.durationSeconds,
     dueAtMs: terms.dueAtMs, creditUntilMs: terms.creditUntilMs, reasons, coverageBps: coverage, riskBand: band, supplierAddress: supplier.address,
   }
+}
+
+/** What the borrower has proven it repays on the request's asset, less what its live offers on jobs ask (borrowers.ts). */
+function provenRoomAtomic(s: EngineState, input: CreditRequestInput): bigint {
+  const borrower = s.borrowers.get(input.agent)
+  const proven = borrower === undefined ? 0n : provenRepaidAtomic(borrower, input.network, input.asset)
+  return proven - (s.receivableOffered.get(receivableOfferKey(input.agent, input.network, input.asset)) ?? 0n)
 }
 
 /** A job lends against what is left of its receivable (at the job advance rate) and of its collateral, until due. */
@@ -173,7 +184,7 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
   const offer = startActor(offerMachine, offerInput, s.actorRoot)
   touchBorn(s, 'offer', offerInput.offerId)
   s.offers.set(offerInput.offerId, offer)
-  countOffer(s, offerInput.borrower, 1)
+  countOffer(s, offerInput, 1)
   s.offerIdByKey.set(offerInput.offerKey, offerInput.offerId)
   scheduleOffer(s, offer.getSnapshot())
   touch(s, 'meta', 'engine')

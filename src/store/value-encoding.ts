@@ -48,7 +48,10 @@ export const VALUE_STRUCTURES: readonly (readonly string[])[] = [
     'sourceId', 'productType', 'agent', 'valueAtomic', 'liquidationValueAtomic', 'advanceRateBps', 'evidenceId',
     'validUntilMs', 'committedAtomic', 'backingUsedAtomic', 'registrationSeq', 'registeredAtMs',
   ],
-  ['address', 'suspended', 'suspendedAtMs', 'reputationBps', 'advancesRepaid', 'advancesDefaulted', 'shortfallAtomic'],
+  [
+    'address', 'suspended', 'suspendedAtMs', 'reputationBps', 'advancesRepaid', 'advancesDefaulted', 'shortfallAtomic',
+    'repaidPrincipalAtomic', 'receivableOwedAtomic',
+  ],
   ['network', 'asset', 'balanceAtomic', 'fundedAtomic', 'paidOutAtomic'],
   ['domain', 'name', 'addresses', 'origin', 'updatedAtMs', 'removedAtMs'],
   // actor contexts: offer, lease, advance, and what they hold (a repayment source, a chain fact, a repayment)

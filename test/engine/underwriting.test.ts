@@ -1,6 +1,7 @@
 // Underwriting: ownership, suspension, due time, capacity and risk bands.
 import t from 'tap'
-import { BORROWER, CLIENT, NET, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
+import type { Engine } from '../../src/engine/index.ts'
+import { ASSET, BORROWER, CLIENT, NET, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
 
 t.test('over capacity is declined with a reason and changes nothing', async (t) => {
   const { engine } = newEngine()
@@ -143,26 +144,99 @@ t.test('risk bands: A at coverage >= 200%, B at >= 125%, else C; a default in hi
   t.same(band(1700n, other, 'src_o2'), ['C', 11_764])
 })
 
-t.test('a job\'s receivable counts in the band only once the borrower has repaid an advance: before, only its collateral does', async (t) => {
-  // An outsider's finding: a client and a borrower of one party took band A credit on a job's escrow alone, spent it
-  // at a supplier, and the client failed the job and had the whole escrow back; the lender lost what the collateral
-  // and the reserve did not cover.
+/** Request credit on a source and answer [decision, band, coverage]. */
+function decide(engine: Engine, repaymentSource: string, amountAtomic: bigint, over: Partial<Parameters<Engine['requestCredit']>[0]> = {}): [string, string | null, number | null] {
+  const d = unwrap(engine.requestCredit(creditRequest({ repaymentSource, amountAtomic, ...over }), T0))
+  return [d.decision, d.riskBand, d.coverageBps]
+}
+
+/** The borrower repays an advance of `principalAtomic` on a backing source in full: that much principal proven. */
+function repayOnBacking(engine: Engine, principalAtomic: bigint, n: number): void {
+  if (!engine.getSource('src_r')) registerBacking(engine, 'src_r', 10_000_000n)
+  const advanceId = fundAdvance(engine, { repaymentSource: 'src_r', amountAtomic: principalAtomic }, T0, n)
+  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(500 + n)), T0))
+}
+
+t.test('a job\'s receivable counts in the band only up to the principal the borrower has repaid: one tiny repaid advance opens nothing', async (t) => {
+  // Outsiders' findings: a client and a borrower of one party took band A credit on a job's escrow alone, spent it at
+  // a supplier, and the client failed the job and had the whole escrow back (outsider10: 399.7 of 400 lost). Then one
+  // repaid advance of any size opened it (outsider11): repay 1 atomic unit, then draw band A on any escrow.
   const { engine } = newEngine()
   unwrap(engine.registerLender(lenderInput(1), T0))
+  repayOnBacking(engine, 1n, 1)
+  t.equal(engine.getBorrower(BORROWER)?.advancesRepaid, 1, 'one advance repaid')
+  t.same(engine.getBorrower(BORROWER)?.repaidPrincipalAtomic, { [NET]: { [ASSET]: 1n } }, 'of 1 atomic unit')
   createJob(engine, 'job_1', 10_000n)
-  const decide = (amountAtomic: bigint) => {
-    const d = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic }), T0))
-    return [d.decision, d.riskBand, d.coverageBps]
-  }
-  t.same(decide(500n), ['approved', 'C', 0], 'a receivable 20 times the amount, no collateral, no history: band C')
-  unwrap(engine.postCollateral({ jobId: 'job_1', caller: BORROWER, borrower: BORROWER, amountAtomic: 1000n, proof: { network: NET, txHash: hash(2), logIndex: 0 } }, T0))
-  t.same(decide(500n), ['approved', 'A', 20_000], 'collateral of twice the amount: band A')
-  // The borrower repays an advance on a backing source: from then on the receivable counts.
-  registerBacking(engine, 'src_1', 10_000n)
-  const advanceId = fundAdvance(engine, { repaymentSource: 'src_1', amountAtomic: 100n })
-  unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(31)), T0))
-  t.equal(engine.getBorrower(BORROWER)?.advancesRepaid, 1)
+  t.same(decide(engine, 'job_1', 500n), ['approved', 'C', 0], 'band C: 1 repaid does not vouch for 500 on an escrow its client may take back')
+  engine.checkInvariants()
+})
+
+t.test('the honest path: repaid principal >= the request gets band A; live offers and advances on jobs use that room until repaid', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  repayOnBacking(engine, 1000n, 1)
+  createJob(engine, 'job_1', 10_000n)
   createJob(engine, 'job_2', 10_000n)
-  const proven = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_2', amountAtomic: 500n }), T0))
-  t.same([proven.riskBand, proven.coverageBps], ['A', 200_000], 'a proven borrower: the receivable counts')
+  const offerId = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1000n }), T0)).offer!.offerId
+  t.equal(engine.getOffer(offerId)?.riskBand, 'A', 'as much as it repaid: the receivable counts, band A')
+  t.same(decide(engine, 'job_2', 1n), ['approved', 'C', 0], 'a live offer on a job asks the room it proved: the next one is band C')
+  const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0)).lease!
+  const advance = unwrap(engine.recordSupplierPayment({
+    network: NET, txHash: hash(700), logIndex: 0, offerId, payer: lease.payer, supplier: lease.supplierAddress, asset: ASSET, amountAtomic: 1000n, caller: lease.lender,
+  }, T0))
+  t.same(engine.getBorrower(BORROWER)?.receivableOwedAtomic, { [NET]: { [ASSET]: 1000n } }, 'funded: its principal is owed on the receivable')
+  // 1,000 repaid, 1,000 owed, 1 asked by the live offer of band C.
+  t.same(decide(engine, 'job_2', 1n).slice(0, 2), ['approved', 'C'], 'and still uses the room')
+  unwrap(engine.repayAdvance(repaidFact(engine, advance.advanceId, hash(701), 400n), T0))
+  // 1,400 repaid, 600 owed, 2 asked.
+  t.same(decide(engine, 'job_2', 798n), ['approved', 'A', 125_313], 'a partial repayment frees the principal it paid (and proves it)')
+  t.same(decide(engine, 'job_2', 1n).slice(0, 2), ['approved', 'C'], 'up to the unit')
+  unwrap(engine.repayAdvance(repaidFact(engine, advance.advanceId, hash(702)), T0))
+  t.match(engine.getBorrower(BORROWER), { repaidPrincipalAtomic: { [NET]: { [ASSET]: 2000n } }, receivableOwedAtomic: { [NET]: { [ASSET]: 0n } } })
+  // 2,000 repaid, 801 asked by the live offers on jobs.
+  t.same(decide(engine, 'job_2', 1199n).slice(0, 2), ['approved', 'A'], 'repaid in full: its room grows by what it repaid')
+  t.same(decide(engine, 'job_2', 1n).slice(0, 2), ['approved', 'C'])
+  engine.checkInvariants()
+})
+
+t.test('the collateral secures what it covers: only the rest of the amount must be within the repaid principal', async (t) => {
+  const requested = (amountAtomic: bigint) => {
+    const { engine } = newEngine()
+    unwrap(engine.registerLender(lenderInput(1), T0))
+    repayOnBacking(engine, 200n, 1)
+    createJob(engine, 'job_1', 10_000n)
+    unwrap(engine.postCollateral({ jobId: 'job_1', caller: BORROWER, borrower: BORROWER, amountAtomic: 300n, proof: { network: NET, txHash: hash(2), logIndex: 0 } }, T0))
+    return decide(engine, 'job_1', amountAtomic)
+  }
+  t.same(requested(501n), ['approved', 'C', 5988], '201 unsecured, 200 repaid: the collateral alone')
+  t.same(requested(500n), ['approved', 'A', 206_000], '200 unsecured, 200 repaid: the receivable counts')
+})
+
+t.test('principal repaid on another asset or network proves nothing here', async (t) => {
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  repayOnBacking(engine, 5000n, 1)
+  unwrap(engine.createJob({
+    jobId: 'job_e', client: CLIENT, borrower: BORROWER, network: NET, asset: 'EURC', receivableAtomic: 10_000n, dueAtMs: T0 + 7 * 86_400_000,
+    funding: { network: NET, txHash: hash(9001), logIndex: 0 }, caller: CLIENT,
+  }, T0))
+  t.same(decide(engine, 'job_e', 500n, { asset: 'EURC' }), ['approved', 'C', 0], '5,000 USDC repaid, 500 EURC asked')
+  createJob(engine, 'job_u', 10_000n)
+  t.same(decide(engine, 'job_u', 500n).slice(0, 2), ['approved', 'A'], '500 USDC asked')
+})
+
+t.test('a liquidation\'s recovery frees the principal it recovered on the receivable, without proving any', async (t) => {
+  const { engine } = newEngine()
+  const lender = lenderInput(1).address
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  createJob(engine, 'job_l', 1000n)
+  unwrap(engine.postCollateral({ jobId: 'job_l', caller: BORROWER, borrower: BORROWER, amountAtomic: 500n, proof: { network: NET, txHash: hash(80), logIndex: 0 } }, T0))
+  const advanceId = fundAdvance(engine, { repaymentSource: 'job_l', amountAtomic: 800n, maximumFeeAtomic: 100n })
+  t.same(engine.getBorrower(BORROWER)?.receivableOwedAtomic, { [NET]: { [ASSET]: 800n } })
+  unwrap(engine.failJob({ jobId: 'job_l', reason: 'not_delivered', caller: CLIENT }, T0 + 2))
+  const plan = unwrap(engine.planLiquidation({ advanceId, caller: lender }, T0 + 3))
+  unwrap(engine.liquidate({ advanceId, caller: lender, network: NET, txHash: hash(82), executed: { fromCollateralAtomic: 500n, fromBackingAtomic: 0n, fromReserveAtomic: 0n, shortfallAtomic: plan.owedAtomic - 500n } }, T0 + 4))
+  const { repaidPrincipalAtomic, receivableOwedAtomic } = engine.getBorrower(BORROWER)!
+  t.same([repaidPrincipalAtomic, receivableOwedAtomic], [{}, { [NET]: { [ASSET]: 300n } }], 'the collateral paid 500 of the principal, proving nothing; 300 lost stays owed')
+  engine.checkInvariants()
 })

@@ -12,7 +12,7 @@ import { storedSnapshots } from '../../src/app/app.ts'
 import { Store, storedValueEncoding, type Change } from '../../src/store/index.ts'
 import { keccak256, stringToBytes } from 'viem'
 import { jobViewFromSnapshot } from '../../src/engine/views.ts'
-import { BORROWER, CLIENT, FakeWallets, T0, createJob, dispatchAt, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, repaidFact, unwrap } from '../engine/fixtures/world.ts'
+import { ASSET, BORROWER, CLIENT, FakeWallets, NET, T0, createJob, creditRequest, dispatchAt, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, repaidFact, unwrap } from '../engine/fixtures/world.ts'
 import { tempDir } from '../store/fixtures/helpers.ts'
 
 const GRACE_MS = 5_000
@@ -317,4 +317,48 @@ t.test('jobs stored before failure reasons were codes (version 2): free text bec
   restored.checkInvariants()
   t.match(restored.getJob('job_live'), { failureNoteHash: null })
   await store.close()
+})
+
+t.test('borrowers stored before repaid principal was recorded (version 1) open with none repaid and none owed; the amounts then round-trip the store', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const { engine } = newEngine()
+  registerBacking(engine, 'src_1', 10_000n)
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  unwrap(engine.repayAdvance(repaidFact(engine, fundAdvance(engine, { amountAtomic: 1000n }, T0, 1), hash(31)), T0))
+  createJob(engine, 'job_1', 10_000n)
+  // Version 1 counted the repaid advances only.
+  const changes = engine.snapshots().map((change) => {
+    if (change.kind !== 'borrower') return change
+    const { repaidPrincipalAtomic: _p, receivableOwedAtomic: _o, ...older } = change.record as Record<string, unknown>
+    return { ...change, record: older }
+  })
+  const before = await Store.open({ dataDir, snapshotVersions: { ...SNAPSHOT_VERSIONS, borrower: 1 } })
+  await before.commit({ changes })
+  t.equal(before.getSnapshot('borrower', BORROWER)?.version, 1, 'written as version 1')
+  await before.close()
+
+  const options = { dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() }
+  const store = await Store.open(options)
+  const entry = store.getSnapshot('borrower', BORROWER)
+  t.equal(entry?.version, 2, 'rewritten as version 2')
+  const migrated = entry?.snapshot as { advancesRepaid: number; repaidPrincipalAtomic: object; receivableOwedAtomic: object }
+  t.same([migrated.advancesRepaid, migrated.repaidPrincipalAtomic, migrated.receivableOwedAtomic], [1, {}, {}], 'its count kept; no amounts, which version 1 did not record')
+  const restored = new Engine({}, new FakeWallets(), storedSnapshots(store))
+  restored.checkInvariants()
+  const request = (amountAtomic: bigint) => unwrap(restored.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic }), T0)).riskBand
+  t.equal(request(500n), 'C', 'an advance repaid before the upgrade proves no amount: the receivable does not count')
+  // It repays an advance of 600 after the upgrade: 600 proven, less the 500 its live offer on the job asks.
+  unwrap(restored.repayAdvance(repaidFact(restored, fundAdvance(restored, { amountAtomic: 600n }, T0, 2), hash(32)), T0))
+  t.equal(request(100n), 'A', 'what it repays from now on counts')
+  restored.checkInvariants()
+  await store.commit({ changes: restored.snapshots() })
+  await store.close()
+
+  const again = await Store.open(options)
+  t.same((again.getSnapshot('borrower', BORROWER)?.snapshot as { repaidPrincipalAtomic: unknown }).repaidPrincipalAtomic, { [NET]: { [ASSET]: 600n } }, 'the amounts stored; nothing left to migrate')
+  const reopened = new Engine({}, new FakeWallets(), storedSnapshots(again))
+  reopened.checkInvariants()
+  t.equal(unwrap(reopened.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1n }), T0)).riskBand, 'C', 'the live offers on the job restored with what they ask: 600 repaid, 600 asked')
+  await again.close()
 })
