@@ -14,7 +14,7 @@ import type { EngineConfig } from './config.ts'
 import { chainTimeOf, dueLease, ended, LEASE_TIME_OUT_CHANGES_MAX, roomFor, type Ended } from './dispatch.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
-import { sameAddress } from './keys.ts'
+import { compareCodeUnits, sameAddress } from './keys.ts'
 import { deployForAdvance, lenderChanged, lenderOf, repositionLender, reserveForLease } from './ledger.ts'
 import { cancelLease, payLease, timeOutLease } from './leases.ts'
 import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
@@ -284,12 +284,15 @@ export function heldPaymentId(network: string, token: Address, account: Address)
   return `${network}:${token}:${account}`
 }
 
-/** A held-payment record into the engine's memory (a fact's first for its recipient and token, or a restore). */
+/**
+ * A held-payment record into the engine's memory (a fact's first for its recipient and token, or a restore), its id
+ * in order among the recipient's (network, then token): the views list them the same before and after a restart.
+ */
 export function addHeldPayment(s: EngineState, id: string, record: HeldPaymentRecord): void {
   s.heldPayments.set(id, record)
   const ids = s.heldPaymentIdsOf.get(record.account)
   if (ids === undefined) s.heldPaymentIdsOf.set(record.account, [id])
-  else ids.push(id)
+  else ids.splice(ids.filter((other) => compareCodeUnits(other, id) < 0).length, 0, id)
 }
 
 /**

@@ -112,7 +112,7 @@ export function lenderView(s: EngineState, lender: LenderRecord): LenderView {
 
 /**
  * What the credit contracts hold for any of `accounts` (a lender's wallet and session wallet, a borrower, a client),
- * amounts above 0 only (a claimed one reads 0 and is left out), in the order the follower first saw each: copies.
+ * amounts above 0 only (a claimed one reads 0 and is left out), per account by network then token: copies.
  */
 export function heldPaymentsOf(s: EngineState, accounts: readonly Address[]): HeldPaymentRecord[] {
   const out: HeldPaymentRecord[] = []

@@ -29,8 +29,12 @@ t.test('held and claimed payments per recipient, its lender, its changes and a r
   t.same(claimed.heldPayments.map((r) => r.amountAtomic), [0n, 0n], 'a claim pays all; one of a payment held before the service followed reads 0, never below')
   t.same(engine.heldPayments([lender.sessionAddress]), [], 'a claimed payment leaves the views')
 
+  // A second token for the borrower, seen after the first but ordered before it: the views list by network, then token.
+  unwrap(observe([{ ...fact('payment_held', BORROWER, 7n), token: addr(0x6f) }]))
+  t.same(engine.heldPayments([BORROWER]).map((r) => r.token), [addr(0x6f), TOKEN], 'by token, not by arrival')
+
   const restored = new Engine(engine.config, new FakeWallets(), engine.snapshots())
   t.same(restored.heldPayments([BORROWER, lender.sessionAddress, addr(0x99)]), engine.heldPayments([BORROWER, lender.sessionAddress, addr(0x99)]), 'restored from the snapshots')
   t.same(restored.snapshots().filter((c) => c.kind === 'held'), engine.snapshots().filter((c) => c.kind === 'held'), 'the same records')
-  t.equal(restored.snapshots().filter((c) => c.kind === 'held').length, 3)
+  t.equal(restored.snapshots().filter((c) => c.kind === 'held').length, 4)
 })
