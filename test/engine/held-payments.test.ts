@@ -3,12 +3,12 @@
 // written as `held` changes and restored from the engine's snapshots. The views list amounts above 0 only.
 import t from 'tap'
 import { Engine } from '../../src/engine/engine.ts'
-import type { ChainEventFact } from '../../src/engine/engine.ts'
+import type { ChainEventFact, HeldPaymentFact } from '../../src/engine/engine.ts'
 import { addr, ASSET, BORROWER, FakeWallets, lenderInput, NET, newEngine, T0, unwrap } from './fixtures/world.ts'
 
 const TOKEN = addr(0x70)
 let seq = 0
-const fact = (kind: 'payment_held' | 'held_payment_claimed', account: `0x${string}`, amountAtomic: bigint): ChainEventFact =>
+const fact = (kind: HeldPaymentFact['kind'], account: `0x${string}`, amountAtomic: bigint): HeldPaymentFact =>
   ({ kind, proofKey: `${NET}:0x${(++seq).toString(16).padStart(64, '0')}:0`, account, asset: ASSET, token: TOKEN, amountAtomic, blockTimeMs: T0 + seq * 1000 })
 
 t.test('held and claimed payments per recipient, its lender, its changes and a restore', async (t) => {
