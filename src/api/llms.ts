@@ -53,7 +53,8 @@ the token's ERC-20 ABI, the jobId-to-bytes32 rule (contracts.keys) and which cal
 {"to","data","value","chainId","gas"} (plus "network" and "from") to sign with your own key and send in order:
 ${c.contracts.unsignedTransactions.map((u) => `- ${u.step} (${u.signer}): ${u.route}`).join('\n')}
 A payment the token refuses you (a blacklisted address) is held for you in the contract, not lost and blocking nobody
-(contracts.heldPayments): read heldFor(asset, you), and once the token accepts you, anyone sends claimHeld(asset, you).
+(contracts.heldPayments): GET /credit/held-payments/<you> lists it per network and token (a lender's GET /lenders/<address>/wallet
+too, as heldPayments) with "claim", the unsigned claimHeld(token, you); once the token accepts you, anyone sends it.
 The contract takes at most ${c.contracts.advancesPerJobMax} advances that still owe on one job (contracts.advancesPerJobMax).
 
 ## Sign in (every credit and lender mutation)
@@ -151,7 +152,8 @@ Open ${c.stream.url} with Authorization: Bearer <token>. Every text frame is one
 {"type":"hello","epoch","seq",...} first, then {"type":"event","epoch","seq","at","kind":...} in seq order, only once durable:
 - lender: kind "lease" (state leased carries "action": the same unsigned paySupplier as GET /lenders/<address>/actions; sign, send, report),
   then the lease paid or expired, and kind "advance" (active, repaid, defaulted, liquidated, shortfall);
-- borrower: kind "offer" (created, leased, rematched, funded, expired), "advance", "job", "passport" (reputation, suspension).
+- borrower: kind "offer" (created, leased, rematched, funded, expired), "advance", "job", "passport" (reputation, suspension);
+- anyone a payment was held for (a lender, for its session wallet): kind "held_payment" (amountAtomic grew; 0 once claimed).
 Keep the last seq and epoch; after a disconnect reconnect with ${c.stream.resume}: nothing missed, nothing repeated, while the
 gap is within ${c.stream.retainedEventsMax} events and ${c.stream.retentionSeconds} s and holds at most ${c.stream.queuedEventsMax} of your own. Otherwise (or after a restart: new epoch) you get
 {"type":"resync","seq",...}: re-read state over HTTP; events after that seq follow. Read promptly: ${c.stream.queuedEventsMax} undelivered

@@ -546,11 +546,27 @@ export const WalletHolding = StrictObject({
   blockNumber: Nullable(Atomic),
 })
 
+export const HeldPayment = StrictObject({
+  account: { ...Address, description: 'Whom the payment is for: the recipient the token refused (a lender\'s session wallet, a borrower, a job\'s client).' },
+  lender: { ...Nullable(Address), description: 'The lender whose session wallet the account is, if it is one (null otherwise).' },
+  network: NetworkSlug,
+  asset: { ...Nullable(AssetSymbol), description: 'The token\'s symbol on the network; null for a token the network\'s configuration does not list.' },
+  token: Address,
+  amountAtomic: atomicDescribed('What the credit contract holds for the account in this token: its heldFor(token, account), as the chain follower last saw it (at the network\'s confirmations).'),
+  updatedAt: { ...IsoTime, description: 'The chain time of the block of the last payment held or claim.' },
+  claim: StrictObject({ ...UnsignedTransaction.properties }, {
+    description: 'claimHeld(token, account) on the credit contract, unsigned: anyone may send it (from says the account, but any sender pays the account, never itself), and it pays the account all of it once the token accepts the account again; until then it reverts and changes nothing.',
+  }),
+}, { description: 'A payment the credit contract holds because its token refused the recipient (USDC\'s blacklist, a paused token): the advance counts as settled or repaid, the money waits in the contract for the account (README "Where every token goes").' })
+
 export const LenderWallet = StrictObject({
   lender: Address,
   sessionAddress: Address,
   holdings: Type.Array(WalletHolding, { description: 'The session key\'s balance and allowance to the credit contract, per network, from the chain watcher.' }),
   activity: StrictObject({ ...LenderActivityFields, liveLeases: Type.Integer({ minimum: 0 }) }),
+  heldPayments: Type.Array(HeldPayment, {
+    description: 'What the credit contract holds for the lender\'s session wallet (where its repayments and settlement shares go) or its own wallet because the token refused them, per network and token, with the claimHeld to send once the token accepts the wallet; empty when nothing waits.',
+  }),
 })
 
 export const PendingAction = StrictObject({
@@ -608,6 +624,6 @@ export const wireComponents = {
   EmptyBody, RepaymentProof, JobFailure,
   TxProof, Job, Offer, Lease, Advance, LenderProfile, UnsignedTransaction, ChainSteps, SpendPolicy, LenderRegistrationResult, BackingSource,
   CollateralPosition, UnderwritingDecision, MatchOutcome, DispatchOutcome, RepaymentReceipt, JobSettlementReceipt, LiquidationReceipt,
-  PassportEvent, ReserveBalance, CreditState, WalletHolding, LenderWallet, LeaseAuthorization, PendingAction, WalletAction, LiquidityWithdrawal,
+  PassportEvent, ReserveBalance, CreditState, WalletHolding, HeldPayment, LenderWallet, LeaseAuthorization, PendingAction, WalletAction, LiquidityWithdrawal,
   LiquidityWithdrawalResult, Health, SupplierPut, Supplier,
 } as const

@@ -12,6 +12,7 @@ import { creditRoutes } from '../api/routes/credit.ts'
 import { transactionRoutes } from '../api/routes/transactions.ts'
 import { supplierRoutes } from '../api/routes/suppliers.ts'
 import { discoveryRoutes } from '../api/routes/discovery.ts'
+import { heldPaymentRoutes, heldPaymentWire } from '../api/routes/held-payments.ts'
 import { lenderRoutes } from '../api/routes/lenders.ts'
 import { reputationRoutes } from '../api/routes/reputation.ts'
 import { passportRoutes } from '../api/routes/passport.ts'
@@ -294,7 +295,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       }
     }))
     // The event stream follows only durable commits: what it shows a client could never be lost by a crash.
-    const stream = new EventHub({ leaseAction: (lease) => deliverable(service, lease) }, { ...config.stream, ...options.streamLimits }, clock)
+    const stream = new EventHub({ leaseAction: (lease) => deliverable(service, lease), heldPayment: (record) => heldPaymentWire(service, record) }, { ...config.stream, ...options.streamLimits }, clock)
     cleanups.push(service.onDurable((changes) => stream.publish(changes)))
     watcher.start()
     cleanups.push(() => watcher.stop())
@@ -392,6 +393,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...transactionRoutes(service),
       ...supplierRoutes(service),
       ...lenderRoutes(service, links),
+      ...heldPaymentRoutes(service),
       ...reputationRoutes(service, links),
       ...passportRoutes(service),
       ...operatorRoutes(service, reconciliation),

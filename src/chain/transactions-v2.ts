@@ -12,7 +12,8 @@ import type { UnsignedTransaction } from './transactions.ts'
 /**
  * Gas limits to sign with: about 1.3x what each call used on anvil with cold storage (measured: fundJob 167k,
  * postCollateral 72k, paySupplier 279k, repay 91k, approve 46k, transfer 51k; test/chain/transactions-v2.test.ts
- * measures every one and fails if it reaches its limit), with headroom for tokens that cost more than the devnet's.
+ * measures every one and fails if it reaches its limit; claimHeld 53k, test/api/held-views.test.ts), with headroom for
+ * tokens that cost more than the devnet's.
  */
 export const gasLimitsV2 = {
   approve: 80_000n,
@@ -21,6 +22,7 @@ export const gasLimitsV2 = {
   postCollateral: 120_000n,
   paySupplier: 360_000n,
   repay: 160_000n,
+  claimHeld: 100_000n,
 } as const
 
 /** Who sends to which contract on which network (only the network's slug, chain id and tokens are read). */
@@ -95,4 +97,13 @@ export function buildTopUpTransaction(p: Party, input: { asset: string; sessionW
 /** The session wallet returns capital no live lease needs to the lender's main wallet. */
 export function buildWithdrawalTransaction(p: Party, input: { asset: string; mainWallet: Address; amountAtomic: bigint }): UnsignedTransaction {
   return transfer(p, input.asset, input.mainWallet, input.amountAtomic)
+}
+
+/**
+ * claimHeld(token, account): pays `account` all the contract holds for it, once the token accepts it (until then the
+ * call reverts and changes nothing). Anyone may send it; `from` is the account itself, whose payment it is.
+ */
+export function buildClaimHeldTransaction(p: Omit<Party, 'from'>, input: { token: Address; account: Address }): UnsignedTransaction {
+  const data = encodeFunctionData({ abi: creditFacilityV2Abi, functionName: 'claimHeld', args: [getAddress(input.token), getAddress(input.account)] })
+  return facilityCall({ ...p, from: input.account }, data, gasLimitsV2.claimHeld)
 }

@@ -13,7 +13,7 @@ import type { Address, Hash, LocalAccount } from 'viem'
 import type {
   Advance, CollateralPost, CollateralPosition, CreditRequest, CreditState, DispatchOutcome, Job, JobCreation, JobFailure, JobSettlementReceipt,
   LenderAction, LenderProfile, LenderRegistration, LenderRegistrationResult, LiquidationReceipt, MatchOutcome, Offer, PassportEvent, PendingAction,
-  RepaymentReceipt, UnderwritingDecision, BackingSourceRegistration, BackingSource, Supplier, ChainSteps, LenderWallet, LiquidityWithdrawalResult,
+  RepaymentReceipt, UnderwritingDecision, BackingSourceRegistration, BackingSource, Supplier, ChainSteps, LenderWallet, LiquidityWithdrawalResult, HeldPayment,
 } from '../api/schemas.ts'
 import type { Catalog } from '../api/catalog.ts'
 import type { SessionResponse } from '../auth/routes.ts'
@@ -236,6 +236,20 @@ export class AgentCredit {
   job = (jobId: string) => this.request<JobView>('GET', `/credit/jobs/${encodeURIComponent(jobId)}`, undefined, { auth: false })
   /** A lender's session wallet as the service's watcher last read it (GET /lenders/{address}/wallet). */
   wallet = (lender: Address) => this.request<Static<typeof LenderWallet>>('GET', `/lenders/${lender}/wallet`, undefined, { auth: false })
+  /**
+   * What the credit contract holds for `account` because its token refused it (GET /credit/held-payments/{address}):
+   * per network and token, the amount and the unsigned claimHeld (a lender's wallet() lists its session wallet's too).
+   */
+  heldPayments = (account: Address) => this.request<Array<Static<typeof HeldPayment>>>('GET', `/credit/held-payments/${account}`, undefined, { auth: false })
+
+  /**
+   * Sends a held payment's claimHeld from `chain`'s wallet (anyone's: the contract pays the account, never the sender)
+   * and waits for it to be mined; it reverts while the token still refuses the account. The service's views drop the
+   * payment once its chain follower sees the claim.
+   */
+  async claimHeld(chain: ChainAgent, payment: Static<typeof HeldPayment>): Promise<Hash> {
+    return chain.sendUnsigned(payment.claim)
+  }
 
   /**
    * One page of a wallet's passport as the route answers it (GET /passport/{address}): signed events in sequence

@@ -8,18 +8,19 @@
 // next, in the same order.
 import type { OfferContext } from '../../machines/index.ts'
 import { refused, send } from './actors.ts'
+import { touch } from './changes.ts'
 import { applyRepaidFact, openAdvance } from './advances.ts'
 import type { EngineConfig } from './config.ts'
 import { chainTimeOf, dueLease, ended, LEASE_TIME_OUT_CHANGES_MAX, roomFor, type Ended } from './dispatch.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
-import { sameAddress } from './keys.ts'
+import { compareCodeUnits, sameAddress } from './keys.ts'
 import { deployForAdvance, lenderChanged, lenderOf, repositionLender, reserveForLease } from './ledger.ts'
 import { cancelLease, payLease, timeOutLease } from './leases.ts'
 import type { RepaidFact, SupplierPaymentFact } from './ports.ts'
 import type { EngineState, JobActor, LeaseActor, OfferActor } from './state.ts'
 import { applyCollateral, jobIdOfKey, reclaimJob, type ReclaimedJob } from './jobs.ts'
-import type { Address, AdvanceView, CollateralFact, CollateralPosition, EngineError, LeaseView, LenderRecord, OfferView, RepaymentReceipt } from './types.ts'
+import type { Address, AdvanceView, CollateralFact, HeldPaymentRecord, CollateralPosition, EngineError, LeaseView, LenderRecord, OfferView, RepaymentReceipt } from './types.ts'
 import { leaseView, offerView } from './views.ts'
 
 /**
@@ -30,7 +31,8 @@ import { leaseView, offerView } from './views.ts'
  * lease: 7). A Repaid (applyRepaidFact): the advance, its lender, the
  * reserve, the borrower and the advance's job or backing source: 5. A CollateralPosted (applyCollateral): its job, 1.
  * A JobReclaimed makes more (its job and each of its offers, see jobReclaimedChangesMax) and counts as several
- * events (chainEventWeight). Any other event: none. The service adds at most 3
+ * events (chainEventWeight). A PaymentHeld or HeldPaymentClaimed (applyHeldFact): its held-payment record, 1. Any
+ * other event: none. The service adds at most 3
  * record writes per event (the used proof, a repayment's passport event and head) and the cursor, fewer than its
  * changes, and the change budget is at most the store's record writes per commit (src/app/app.ts checkChangeBudget).
  */
@@ -73,6 +75,7 @@ export type ChainEventFact =
   | ({ kind: 'repaid'; advanceKey: string; proofKey: string } & Omit<RepaidFact, 'advanceId'>)
   | ({ kind: 'collateral_posted'; jobKey: string; asset: string; proofKey: string } & CollateralFact)
   | { kind: 'job_reclaimed'; jobKey: string; proofKey: string; escrowRefundedAtomic: bigint; collateralReleasedAtomic: bigint }
+  | HeldPaymentFact
   | { kind: 'other'; name: string; proofKey: string }
 
 /** What the chain follower observed of one network: blocks up to toBlock (inclusive) and their events, in order. */
@@ -104,6 +107,8 @@ export interface ChainObservationOutcome {
   reclaimed: ReclaimedJob[]
   /** Facts the engine did not apply, and why (an offer already funded by its report, an event another part applies). */
   ignored: { proofKey: string; reason: string }[]
+  /** What the contract holds for refused recipients after the batch's PaymentHeld and HeldPaymentClaimed, in order. */
+  heldPayments: HeldPaymentRecord[]
   /** Leases whose deadline the observed chain time is past, unpaid. */
   expiredLeases: LeaseView[]
   /** Offers of those leases that expired with them: the chain time was at or past their TTL too. */
@@ -168,7 +173,12 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   const repayments: { proofKey: string; receipt: RepaymentReceipt }[] = []
   const collateral: { proofKey: string; position: CollateralPosition }[] = []
   const reclaimed: ReclaimedJob[] = []
+  const heldPayments: HeldPaymentRecord[] = []
   for (const event of batch.events) {
+    if (event.kind === 'payment_held' || event.kind === 'held_payment_claimed') {
+      heldPayments.push(applyHeldFact(s, batch.network, event))
+      continue
+    }
     if (event.kind === 'job_reclaimed') {
       // The client took its escrow back on chain. Only the job's own network's contract held it (the key is the same
       // on every network); no live job has the key: not this service's job, not registered, or it ended already.
@@ -245,9 +255,64 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
   timeOutDueLeases(s, batch.network, nowMs, expired, expiredOffers)
   return {
     network: batch.network, toBlock: batch.toBlock, chainTimeMs: chainTimeOf(s, batch.network) as number,
-    advances, appliedProofKeys, repayments, collateral, reclaimed, ignored, expiredLeases: expired.views as LeaseView[],
+    advances, appliedProofKeys, repayments, collateral, reclaimed, heldPayments, ignored, expiredLeases: expired.views as LeaseView[],
     expiredOffers: expiredOffers.views as OfferView[],
   }
+}
+
+/**
+ * A PaymentHeld (the contract kept `amountAtomic` its token refused to `account`) or a HeldPaymentClaimed (anyone's
+ * claimHeld paid `amountAtomic`, all of it, to `account`) of the credit contract, as the follower saw it: whoever's
+ * payment it was (a lender's repayment or settlement share, a borrower's remainder, a client's refund), the engine
+ * only keeps what waits for whom. A batch is applied once (its commit carries the follower's cursor), so these need no
+ * used-proof record.
+ */
+export type HeldPaymentFact = HeldFactOf<'payment_held'> | HeldFactOf<'held_payment_claimed'>
+
+type HeldFactOf<K extends string> = {
+  kind: K
+  proofKey: string
+  account: Address
+  asset: string | null
+  token: Address
+  amountAtomic: bigint
+  blockTimeMs: number
+}
+
+/** The id of what `token`'s contract on `network` holds for `account`: `${network}:${token}:${account}` (checksummed). */
+export function heldPaymentId(network: string, token: Address, account: Address): string {
+  return `${network}:${token}:${account}`
+}
+
+/**
+ * A held-payment record into the engine's memory (a fact's first for its recipient and token, or a restore), its id
+ * in order among the recipient's (network, then token): the views list them the same before and after a restart.
+ */
+export function addHeldPayment(s: EngineState, id: string, record: HeldPaymentRecord): void {
+  s.heldPayments.set(id, record)
+  const ids = s.heldPaymentIdsOf.get(record.account)
+  if (ids === undefined) s.heldPaymentIdsOf.set(record.account, [id])
+  else ids.splice(ids.filter((other) => compareCodeUnits(other, id) < 0).length, 0, id)
+}
+
+/**
+ * The contract's heldFor(token, account) after `fact`: a PaymentHeld adds to it, a HeldPaymentClaimed takes what it
+ * paid (all of it: the contract's claimHeld pays the whole amount, so the record reads 0, as heldFor does). One change.
+ */
+export function applyHeldFact(s: EngineState, network: string, fact: HeldPaymentFact): HeldPaymentRecord {
+  const id = heldPaymentId(network, fact.token, fact.account)
+  let record = s.heldPayments.get(id)
+  if (record === undefined) {
+    const lender = s.lenderBySession.get(fact.account) ?? null
+    record = { account: fact.account, lender, network, asset: fact.asset, token: fact.token, amountAtomic: 0n, updatedAtMs: fact.blockTimeMs }
+    addHeldPayment(s, id, record)
+  }
+  const amountAtomic = fact.kind === 'payment_held' ? record.amountAtomic + fact.amountAtomic : record.amountAtomic - fact.amountAtomic
+  // Never below 0: a claim of a payment held before this service followed the contract (not in its records).
+  record.amountAtomic = amountAtomic < 0n ? 0n : amountAtomic
+  record.updatedAtMs = fact.blockTimeMs
+  touch(s, 'held', id)
+  return { ...record }
 }
 
 /** The live job of on-chain key `jobKey` when it is on `network`. */

@@ -1,6 +1,6 @@
 // Change tracking: what the running command touched, drained into the Changes the store commits.
 import type { EngineState } from './state.ts'
-import type { ActorKind, Address, BorrowerRecord, Change, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
+import type { ActorKind, Address, BorrowerRecord, Change, HeldPaymentRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
 import type { AnyActor, AnyMachineSnapshot } from 'xstate'
 import { historyCopy, historyOf, withHistory } from './history.ts'
 
@@ -102,6 +102,7 @@ function changeOf(s: EngineState, kind: Change['kind'], id: string, born: boolea
     case 'borrower': return { kind, id, record: { ...(s.borrowers.get(id as Address) as BorrowerRecord) }, final: false }
     case 'reserve': return { kind, id, record: { ...(s.reserves.get(id) as ReserveRecord) }, final: false }
     case 'supplier': return { kind, id, record: { ...(s.suppliers.get(id) as SupplierRecord) }, final: false }
+    case 'held': return { kind, id, record: { ...(s.heldPayments.get(id) as HeldPaymentRecord) }, final: false }
     default: {
       const actor = s.actorMap(kind).get(id)
       if (!actor) throw new Error(`engine: ${kind} ${id} changed but is not live`)

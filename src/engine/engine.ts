@@ -31,7 +31,7 @@ import type { ExecutedTx, OfferKeyOf, RepaidFact, SupplierPaymentFact, WalletVie
 import { offerKey } from '../chain/ids.ts'
 import type {
   Address, AdvanceView, BorrowerExposure, BorrowerRecord, Change, CollateralFact, CollateralPosition, CreateJobInput, CreditRequestInput,
-  CreditState, DispatchOutcome, DispatchTally, EngineResult, JobSettlementPlan, JobSettlementReceipt, JobView, LeaseView, LenderRecord, LenderView,
+  CreditState, DispatchOutcome, DispatchTally, EngineResult, HeldPaymentRecord, JobSettlementPlan, JobSettlementReceipt, JobView, LeaseView, LenderRecord, LenderView,
   LiquidationInput, LiquidationPlan, LiquidationReceipt, MatchOutcome, MetaRecord, OfferView, PassportEvent, PostCollateralInput,
   RegisterLenderInput, RegisterSourceInput, RepaymentPlan, RepaymentReceipt, SourceRecord, SupplierInput, SupplierPaymentTerms, SupplierRecord, SuspensionLiftedEvent,
   UnderwritingDecision,
@@ -46,7 +46,7 @@ export type { RegistrationPage } from './views.ts'
 export { recoveryAmounts, supplierPaymentOnClosedOffer } from './plans.ts'
 export { repaymentReceiptOf } from './advances.ts'
 export type { StoredSnapshot } from './snapshots.ts'
-export type { ChainEventFact, ChainObservation, ChainObservationOutcome, PastLeaseOf } from './chain-facts.ts'
+export type { ChainEventFact, ChainObservation, ChainObservationOutcome, HeldPaymentFact, PastLeaseOf } from './chain-facts.ts'
 
 /** What one dispatch's steps ended, viewed or only counted (Engine.dispatch, Engine.tick). */
 interface DispatchSteps {
@@ -544,6 +544,11 @@ export class Engine {
   getLender(address: Address): LenderView | undefined {
     const lender = this.state.lenders.get(address) ?? this.state.lenders.get(this.state.lenderBySession.get(address) as Address)
     return lender && lenderView(this.state, lender)
+  }
+
+  /** What the credit contracts hold for any of `accounts` (views.ts heldPaymentsOf): above 0 only. */
+  heldPayments(accounts: readonly Address[]): HeldPaymentRecord[] {
+    return views.heldPaymentsOf(this.state, accounts)
   }
 
   /** Principal of the lender's live leases on a network and asset: what its session wallet must keep for them. */

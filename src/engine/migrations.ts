@@ -30,6 +30,8 @@ export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>>
   // 2: the insurance reserves, kind `ledger` before, are kind `reserve` (same shape).
   reserve: 2,
   supplier: 1,
+  // 1: what the credit contract holds for a refused recipient (heldviews12); no store before it has any.
+  held: 1,
   meta: 1,
 }
 

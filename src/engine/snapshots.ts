@@ -8,8 +8,9 @@ import { scheduleOffer } from './dispatch.ts'
 import { compareCodeUnits, seqOf } from './keys.ts'
 import { addLiveLease } from './leases.ts'
 import { addLender } from './matching.ts'
+import { addHeldPayment } from './chain-facts.ts'
 import type { EngineState } from './state.ts'
-import type { ActorKind, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
+import type { ActorKind, BorrowerRecord, Change, HeldPaymentRecord, LenderRecord, MetaRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
 
 /** A stored snapshot as the store hands it back for a restart. */
 export interface StoredSnapshot {
@@ -37,6 +38,9 @@ export function snapshots(s: EngineState): Change[] {
   out.push(...records.sort(byId))
   records.length = 0
   for (const [id, r] of s.suppliers) records.push({ kind: 'supplier', id, record: { ...r }, final: false })
+  out.push(...records.sort(byId))
+  records.length = 0
+  for (const [id, r] of s.heldPayments) records.push({ kind: 'held', id, record: { ...r }, final: false })
   out.push(...records.sort(byId))
   for (const [kind, map] of s.actorMaps()) {
     const actors: Change[] = []
@@ -127,4 +131,5 @@ function restoreRecords(s: EngineState, list: (kind: Change['kind']) => StoredSn
   }
   for (const r of list('reserve').sort((a, b) => compareCodeUnits(a.id, b.id))) s.reserves.set(r.id, { ...(r.record as ReserveRecord) })
   for (const r of list('supplier').sort((a, b) => compareCodeUnits(a.id, b.id))) s.suppliers.set(r.id, { ...(r.record as SupplierRecord) })
+  for (const r of list('held').sort((a, b) => compareCodeUnits(a.id, b.id))) addHeldPayment(s, r.id, { ...(r.record as HeldPaymentRecord) })
 }

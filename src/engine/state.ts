@@ -8,7 +8,7 @@ import type { EngineConfig } from './config.ts'
 import { byDueThenSeq, bySeq, dueId, type Due } from './dispatch.ts'
 import type { OfferKeyOf, WalletView } from './ports.ts'
 import { IndexedMinHeap } from './schedule.ts'
-import type { ActorKind, Address, BorrowerRecord, Change, LenderRecord, MetaRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
+import type { ActorKind, Address, BorrowerRecord, Change, HeldPaymentRecord, LenderRecord, MetaRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
 
 export type JobActor = Actor<typeof jobMachine>
 export type OfferActor = Actor<typeof offerMachine>
@@ -35,6 +35,10 @@ export class EngineState {
   readonly reserves = new Map<string, ReserveRecord>()
   /** The supplier directory by domain, removed entries included (src/engine/suppliers.ts). */
   readonly suppliers = new Map<string, SupplierRecord>()
+  /** What the credit contracts hold for refused recipients, by heldPaymentId (src/engine/chain-facts.ts applyHeldFact). */
+  readonly heldPayments = new Map<string, HeldPaymentRecord>()
+  /** The ids of heldPayments per recipient, for its views. */
+  readonly heldPaymentIdsOf = new Map<Address, string[]>()
 
   // Live actors. Ids are minted in increasing sequence and restored in that order, so iteration order is the same
   // in a fresh and in a restored engine.

@@ -16,7 +16,7 @@ export interface EngineError {
   message: string
 }
 
-export type RecordKind = 'lender' | 'source' | 'borrower' | 'reserve' | 'supplier' | 'meta'
+export type RecordKind = 'lender' | 'source' | 'borrower' | 'reserve' | 'supplier' | 'held' | 'meta'
 
 /** One persisted thing a command changed. `final` actors were evicted from memory; reads of them go to the store. */
 export interface Change {
@@ -152,6 +152,25 @@ export interface ReserveRecord {
   balanceAtomic: bigint
   fundedAtomic: bigint
   paidOutAtomic: bigint
+}
+
+/**
+ * What the credit contract holds for one recipient its token refused (a blacklisted lender session wallet, borrower
+ * or client; README "Where every token goes"): its heldFor(token, account) on `network`, as the chain follower saw it
+ * change (PaymentHeld adds, HeldPaymentClaimed, which pays all of it, brings it to 0). Kept at 0 once claimed: one
+ * record per refused recipient and token, which the token's owner decides, not a caller. Id heldPaymentId().
+ */
+export interface HeldPaymentRecord {
+  account: Address
+  /** The lender whose session wallet `account` is (its repayments go there), when it is one: its stream sees the record too. */
+  lender: Address | null
+  network: string
+  /** The token's symbol on the network; null when the network's configuration does not list the token. */
+  asset: string | null
+  token: Address
+  amountAtomic: bigint
+  /** The chain time of the block of the last PaymentHeld or HeldPaymentClaimed. */
+  updatedAtMs: number
 }
 
 /**

@@ -5,7 +5,7 @@ import { compareCodeUnits, reserveId, seqOf, walletKey } from './keys.ts'
 import { uptimeBps } from './reputation.ts'
 import { isActiveLender } from './rules.ts'
 import type { EngineState, LeaseActor } from './state.ts'
-import type { Address, AdvanceView, BorrowerExposure, CreditState, JobView, LeaseView, LenderRecord, LenderView, OfferView } from './types.ts'
+import type { Address, AdvanceView, BorrowerExposure, CreditState, HeldPaymentRecord, JobView, LeaseView, LenderRecord, LenderView, OfferView } from './types.ts'
 
 /** View of an actor snapshot, live or stored: its context plus its state. */
 export function viewOf<V>(snapshot: { value: unknown; context: unknown }): V {
@@ -108,6 +108,21 @@ export function lenderView(s: EngineState, lender: LenderRecord): LenderView {
   // The probation clock and its misses are the engine's, not part of the published profile.
   const { inactiveSinceMs: _clock, probationMisses: _misses, ...shown } = lender
   return { ...shown, availableAtomic: available, policyAvailableAtomic: lender.availableAtomic, uptimeBps: uptimeBps(lender) }
+}
+
+/**
+ * What the credit contracts hold for any of `accounts` (a lender's wallet and session wallet, a borrower, a client),
+ * amounts above 0 only (a claimed one reads 0 and is left out), per account by network then token: copies.
+ */
+export function heldPaymentsOf(s: EngineState, accounts: readonly Address[]): HeldPaymentRecord[] {
+  const out: HeldPaymentRecord[] = []
+  for (const account of accounts) {
+    for (const id of s.heldPaymentIdsOf.get(account) ?? []) {
+      const record = s.heldPayments.get(id) as HeldPaymentRecord
+      if (record.amountAtomic > 0n) out.push({ ...record })
+    }
+  }
+  return out
 }
 
 /** Live leases of a lender (by lender or session address), oldest first: what its wallet should pay now. */

@@ -36,6 +36,12 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
       const { jobKey, escrowRefunded, collateralReleased } = fact.args
       return { kind: 'job_reclaimed', proofKey: fact.proofKey, jobKey, escrowRefundedAtomic: escrowRefunded, collateralReleasedAtomic: collateralReleased }
     }
+    if (fact.name === 'PaymentHeld' || fact.name === 'HeldPaymentClaimed') {
+      const { asset, to, amount } = fact.args
+      const kind = fact.name === 'PaymentHeld' ? 'payment_held' : 'held_payment_claimed'
+      const token = getAddress(asset)
+      return { kind, proofKey: fact.proofKey, account: getAddress(to), asset: symbolOf.get(asset.toLowerCase()) ?? null, token, amountAtomic: amount, blockTimeMs: fact.blockTimeMs }
+    }
     if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
     const { offerKey, payer, supplier, asset, amount } = fact.args
     return {

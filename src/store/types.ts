@@ -1,7 +1,7 @@
 // The data the store persists. `Change` is the engine seam of src/README.md; the rest is the store's own vocabulary.
 
 export const ACTOR_KINDS = ['job', 'offer', 'lease', 'advance'] as const
-export const ENGINE_RECORD_KINDS = ['lender', 'source', 'borrower', 'reserve', 'supplier', 'meta'] as const
+export const ENGINE_RECORD_KINDS = ['lender', 'source', 'borrower', 'reserve', 'supplier', 'held', 'meta'] as const
 export type ActorKind = (typeof ACTOR_KINDS)[number]
 export type EngineRecordKind = (typeof ENGINE_RECORD_KINDS)[number]
 export type ChangeKind = ActorKind | EngineRecordKind

@@ -8,7 +8,7 @@
 import type { Address } from 'viem'
 import { toWire } from '../api/wire.ts'
 import { advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot } from '../engine/engine.ts'
-import type { BorrowerRecord, Change, LeaseView } from '../engine/types.ts'
+import type { BorrowerRecord, Change, HeldPaymentRecord, LeaseView } from '../engine/types.ts'
 
 export interface EventSources {
   /**
@@ -16,6 +16,11 @@ export interface EventSources {
    * as GET /lenders/{address}/actions builds it; null when it cannot be delivered (no lease signer, offer gone).
    */
   leaseAction(lease: LeaseView): unknown
+  /**
+   * A held payment in wire form with its unsigned claimHeld, as GET /credit/held-payments/{address} answers it (the
+   * service's; a hub without one, in tests of the hub alone, sends the record's wire form).
+   */
+  heldPayment?(record: HeldPaymentRecord): unknown
 }
 
 /** The context of an actor's record (a job, offer, lease or advance snapshot): where its parties are. */
@@ -32,6 +37,10 @@ export function eventWallets(change: Change): readonly Address[] | undefined {
     case 'advance': return distinct(contextOf(change).lender, contextOf(change).borrower)
     case 'job': return distinct(contextOf(change).borrower, contextOf(change).client)
     case 'borrower': return [(change.record as BorrowerRecord).address]
+    case 'held': {
+      const { account, lender } = change.record as HeldPaymentRecord
+      return lender === null ? [account] : distinct(lender, account)
+    }
     // Lender profiles, sources, reserves and the engine's meta are read over HTTP; they change with every lease
     // and would only repeat what the lease and advance events say.
     default: return undefined
@@ -41,10 +50,10 @@ export function eventWallets(change: Change): readonly Address[] | undefined {
 /**
  * What an event is derived from, for the ring to keep until it is: an actor's state and context (its view's parts;
  * the record's transition history and XState's bookkeeping are in no event, and a fifth of a slot), a borrower's
- * record as it is. Immutable, like the change it comes from.
+ * record or a held payment's as they are. Immutable, like the change it comes from.
  */
 export function eventRecord(change: Change): unknown {
-  if (change.kind === 'borrower') return change.record
+  if (change.kind === 'borrower' || change.kind === 'held') return change.record
   const { value, context } = change.record as { value: unknown; context: unknown }
   return { value, context }
 }
@@ -76,6 +85,7 @@ export function eventBody(kind: Change['kind'], record: unknown, at: string, sou
       }
       return { at, kind: 'passport', borrower }
     }
+    case 'held': return { at, kind: 'held_payment', heldPayment: sources.heldPayment?.(record as HeldPaymentRecord) ?? toWire(record) }
     default:
       throw new Error(`stream: a ${kind} change has no event`)
   }

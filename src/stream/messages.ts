@@ -3,7 +3,7 @@
 // from GET /lenders/{address}/actions with one type.
 import Type, { type Static } from 'typebox'
 import { Address, IsoTime, StrictObject } from '../api/common.ts'
-import { Advance, Job, Lease, Offer, PendingAction } from '../api/schemas.ts'
+import { Advance, HeldPayment, Job, Lease, Offer, PendingAction } from '../api/schemas.ts'
 
 export const StreamSeq = Type.Integer({ minimum: 0, description: 'Position in this process\'s event sequence (epoch): strictly increasing, never repeated within an epoch.' })
 export const StreamEpoch = Type.String({ pattern: '^[0-9a-f]{16}$', description: 'Names one run of the service\'s event sequence; a restart starts a new epoch.' })
@@ -69,8 +69,17 @@ export const PassportUpdate = StrictObject(
   { description: 'To the borrower: its passport changed (a repayment, a failed job and suspension, a suspension lifted, a shortfall).' },
 )
 
-export const StreamEvent = Type.Union([LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate])
-export const StreamMessage = Type.Union([StreamHello, StreamResync, LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate], {
+export const HeldPaymentEvent = StrictObject(
+  { ...eventBase, kind: Type.Literal('held_payment'), heldPayment: HeldPayment },
+  {
+    description:
+      'To the account the token refused (and, for a lender\'s session wallet, to the lender): the credit contract held a payment for it (amountAtomic grew), ' +
+      'or a claimHeld delivered it (amountAtomic 0), as GET /credit/held-payments/{address} shows it.',
+  },
+)
+
+export const StreamEvent = Type.Union([LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate, HeldPaymentEvent])
+export const StreamMessage = Type.Union([StreamHello, StreamResync, LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate, HeldPaymentEvent], {
   description: 'A message of GET /events: hello first, then events in sequence order, a resync where a resume point cannot be served.',
 })
 
@@ -94,7 +103,7 @@ export const StreamInfo = StrictObject(
     connectionsMax: Type.Integer({ minimum: 1, description: 'Open streams over every client. When all are open, a stream of a client address takes the place of the oldest of the address holding the most, if that one holds at least two more (closed 4009 displaced); else it is refused 503 streams_full.' }),
     closeCodes: Type.Record(Type.String(), Type.String(), { additionalProperties: false }),
   },
-  { description: 'The live event stream (WebSocket): the signed-in wallet\'s leases, offers, advances, jobs and passport events, resumable by sequence number.' },
+  { description: 'The live event stream (WebSocket): the signed-in wallet\'s leases, offers, advances, jobs, passport events and held payments, resumable by sequence number.' },
 )
 
 /** Close codes of the stream (4000-4999 are the application's, RFC 6455 7.4.2); the reason text starts with the name. */
@@ -113,4 +122,4 @@ export const STREAM_CLOSE = {
 } as const
 
 /** The components the OpenAPI document publishes for the stream. */
-export const streamComponents = { StreamInfo, StreamMessage, StreamHello, StreamResync, LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate }
+export const streamComponents = { StreamInfo, StreamMessage, StreamHello, StreamResync, LeaseEvent, OfferEvent, AdvanceEvent, JobEvent, PassportUpdate, HeldPaymentEvent }

@@ -55,7 +55,7 @@ class ScanningEngine extends Engine {
     }
     const expiredOffers: OfferView[] = []
     const expiredLeases = scanDueLeases(state, batch.network).map(({ lease, chainTimeMs }) => timeOutAlone(state, lease, chainTimeMs, nowMs, expiredOffers))
-    return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], repayments: [], collateral: [], reclaimed: [], ignored: [], expiredLeases, expiredOffers })
+    return drain(state, { network: batch.network, toBlock: batch.toBlock, chainTimeMs: state.meta.chainTimeMs?.[batch.network] as number, advances: [], appliedProofKeys: [], repayments: [], collateral: [], reclaimed: [], heldPayments: [], ignored: [], expiredLeases, expiredOffers })
   }
 
   override dispatch(nowMs: number): EngineResult<DispatchOutcome> {

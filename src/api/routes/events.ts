@@ -18,12 +18,12 @@ export function eventRoutes(limits: StreamLimits, info: () => Static<typeof Stre
       path: EVENTS_PATH,
       operationId: 'openEventStream',
       callers: "any session (its own wallet's events)",
-      summary: 'Live event stream (WebSocket): leases with their unsigned paySupplier, offers, advances, jobs and passport events of the signed-in wallet',
+      summary: 'Live event stream (WebSocket): leases with their unsigned paySupplier, offers, advances, jobs, passport events and held payments of the signed-in wallet',
       description:
         'Any session: the events of the signed-in wallet only. Open a WebSocket (RFC 6455) on this path with Authorization: Bearer <token>. ' +
         'Every text frame is one StreamMessage (components): hello first (epoch, latest seq, retention), then events in seq order, each the whole new state of a lease ' +
         '(to its lender; a leased one carries the paySupplier action of GET /lenders/{address}/actions), an offer (to its borrower), an advance (lender and borrower), ' +
-        'a job (borrower and client) or a borrower passport. Events are sent only once their commit is durable. ' +
+        'a job (borrower and client), a borrower passport, or a held payment (held_payment: to the account the token refused and, for a session wallet, its lender; as GET /credit/held-payments/{address} shows it, amountAtomic 0 once claimed). Events are sent only once their commit is durable. ' +
         `Resume after a disconnect with ?since=<last seq seen>&epoch=<epoch>: nothing missed, nothing repeated, within the retention (${retention}); ` +
         'beyond it, after a restart (new epoch) or with too large a backlog, a resync message says to re-read state over HTTP, and events after its seq follow. ' +
         `A client that does not read is cut off: close code 4008 with reason "slow_consumer: ..." once ${limits.queuedEventsMax} of its events are undelivered ` +

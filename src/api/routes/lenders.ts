@@ -9,6 +9,7 @@ import { findToken } from '../../chain/config.ts'
 import { isActiveLender } from '../../engine/rules.ts'
 import type { LenderView } from '../../engine/types.ts'
 import { payAction, toWire, walletAction } from '../wire.ts'
+import { heldPaymentsWire } from './held-payments.ts'
 import type { CreditService } from '../../service/credit-service.ts'
 import type { AgentLinks } from '../../reputation/links.ts'
 import type { SessionKeyRecord } from '../../service/session-keys.ts'
@@ -90,6 +91,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       advancesDefaulted: lender.advancesDefaulted,
       liveLeases: service.engine.liveLeasesOf(lender.address).length,
     },
+    heldPayments: heldPaymentsWire(service, [lender.sessionAddress, lender.address]),
   })
 
   return [
@@ -228,7 +230,8 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       callers: 'public',
       summary: 'Inspect one lender wallet',
       description:
-        'Public. One lender\'s session-key balance and allowance to the credit contract per network, from the chain watcher, and its lending activity.',
+        'Public. One lender\'s session-key balance and allowance to the credit contract per network, from the chain watcher, and its lending activity. ' +
+        'heldPayments: what the credit contract holds for the session wallet (or the lender\'s own) because the token refused it (a blacklisted wallet), with the unsigned claimHeld that delivers it once the token accepts the wallet (as GET /credit/held-payments/{address}).',
       tags,
       auth: 'none',
       params: AddressParams,
