@@ -152,7 +152,7 @@ export function planJobSettlement(s: EngineState, input: { jobId: string; caller
 }
 
 /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
-export function planJobFailure(s: EngineState, input: FailureInput): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
+export function planJobFailure(s: EngineState, input: FailureInput): EngineResult<{ jobId: string; network: string; funding: TxProof; openAdvances: number }> {
   const job = s.jobs.get(input.jobId)
   if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
   if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is failed by its client or an operator')
@@ -161,7 +161,8 @@ export function planJobFailure(s: EngineState, input: FailureInput): EngineResul
   const open = wouldTake('job', job, { type: 'FAIL', reason: 'other', releasedAtomic: 0n, nowMs: 0 })
   if (!open.accepted) return refused('job', input.jobId, open)
   const j = job.getSnapshot().context
-  return { ok: true, value: { jobId: j.jobId, network: j.network, funding: j.funding }, changes: [] }
+  // openAdvances: the job's advances neither repaid in full nor liquidated, as counted here (the contract's `unresolved`).
+  return { ok: true, value: { jobId: j.jobId, network: j.network, funding: j.funding, openAdvances: j.advanceIds.length }, changes: [] }
 }
 
 /** Apply the executed settleJob transaction: every open advance on the job is repaid and the job completes. */

@@ -11,6 +11,7 @@ import type { NetworkClients } from '../chain/clients.ts'
 import {
   ContractRevertError, findEarlierOperatorTx, OperatorUnavailableError, sendFailJob, sendLiquidate, sendSettleJob, type EarlierOperatorTx, type OperatorReceipt,
 } from '../chain/operator.ts'
+import { creditFacilityV2Abi } from '../chain/artifacts.ts'
 import { jobKey } from '../chain/ids.ts'
 import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { readReclaimWindow } from '../chain/reclaim-window.ts'
@@ -199,6 +200,7 @@ export async function failJob(
       alreadyDone: (error) => error.errorName === 'JobNotOpen',
       find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
     })
+    await failureCountable(service, plan, failed)
     try {
       // The spec's /fail response is this event's content, with the passport's signed copy (which adds the failJob
       // transaction) beside it: signed in the command's synchronous section, written in the same commit.
@@ -219,6 +221,35 @@ export async function failJob(
       throw refusedWith(error, 'job_not_found') ? service.missing('job', jobId) : error
     }
   })
+}
+
+/**
+ * The failure defaults the job's open advances as the engine counts them; the contract's failJob left unresolved what
+ * it held unresolved when mined (neither repaid in full nor liquidated). A repayment mined before the failJob and not
+ * counted yet (the follower counts an unreported one at the network's confirmations) would make the engine default an
+ * advance the chain holds repaid, and sign that default in the borrower's passport (an outsider's finding: a client may
+ * wait for the borrower's repayment to fail the job in that window). When the counts differ at the failJob's block, the
+ * failure waits for the follower to pass that block, or is refused to be retried (503; the retry finds the mined
+ * failJob). One chain read, on this path only when the engine counts an open advance.
+ */
+async function failureCountable(
+  service: ServiceCore, plan: { jobId: string; network: string; openAdvances: number }, failed: { txHash: Hex; facts: OperatorReceipt['facts'] },
+): Promise<void> {
+  if (plan.openAdvances === 0) return
+  const event = failed.facts.find((f): f is FacilityFactOf<'JobFailed'> => f.name === 'JobFailed')
+  if (event === undefined) throw new ContractRevertError(plan.network, 'no_job_failed_event', [], new Error(`${failed.txHash} emitted no JobFailed`))
+  const clients = operatorClients(service, plan.network)
+  let unresolved: bigint
+  try {
+    const job = await clients.publicClient.readContract({
+      address: clients.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(plan.jobId)], blockNumber: event.blockNumber,
+    })
+    unresolved = job.unresolved
+  } catch (error) {
+    throw new ChainRpcError(plan.network, error)
+  }
+  if (unresolved === BigInt(plan.openAdvances) || (await followerPast(service, plan.network, event.blockNumber))) return
+  throw minedNotCounted(plan.network, `the failure of ${plan.jobId}`, failed.txHash)
 }
 
 export async function liquidate(service: ServiceCore, mutation: Mutation<LiquidationReceipt>, caller: Address, advanceId: string): Promise<StoredResponse> {
