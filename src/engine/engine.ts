@@ -430,7 +430,7 @@ export class Engine {
   }
 
   /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
-  planJobFailure(input: jobs.FailureInput): EngineResult<{ jobId: string; network: string; funding: TxProof }> {
+  planJobFailure(input: jobs.FailureInput): EngineResult<{ jobId: string; network: string; funding: TxProof; openAdvances: number }> {
     return jobs.planJobFailure(this.state, input)
   }
 
