@@ -445,7 +445,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       records: new StoreAuthRecords(store),
       domain,
       clients: Object.fromEntries(networks.map((n) => [n.chainId, (clients.get(n.slug) as NetworkClients).publicClient as PublicClient])),
-      chargeChainRead: (chainId) => service.chainReads.takeUnproven((networks.find((n) => n.chainId === chainId) as NetworkConfig).slug, 'sign-in'),
+      chargeChainRead: (chainId, client) => service.chainReads.takeUnproven((networks.find((n) => n.chainId === chainId) as NetworkConfig).slug, 'sign-in', client),
       sessionTtlMs: config.sessionTtlSeconds * 1000,
       sessionsPerWalletMax: config.sessionsPerWalletMax,
       signIns: new StoreBudget({ client: config.signInsPerClientPerHour, all: config.signInsPerHour }, clock),

@@ -51,7 +51,7 @@ export interface SiweAuthOptions {
    * ChainReadBudget, never as the message's address: nothing proved it yet, and anyone can name any wallet); throws
    * to refuse it (ChainReadsExhaustedError), before the nonce is used. Default: free.
    */
-  chargeChainRead?: (chainId: number) => void
+  chargeChainRead?: (chainId: number, client: string) => void
   nonceTtlMs?: number
   sessionTtlMs?: number
   /** Live sessions per wallet (default 10): the oldest ends when a sign-in would exceed it. */
@@ -124,7 +124,7 @@ export class SiweAuth implements AuthService {
   readonly #endedListeners = new Set<(tokenHashes: readonly string[]) => void>()
   readonly #domain: string
   readonly #clients: ReadonlyMap<number, PublicClient>
-  readonly #chargeChainRead: (chainId: number) => void
+  readonly #chargeChainRead: (chainId: number, client: string) => void
   readonly #nonceTtlMs: number
   readonly #sessionTtlMs: number
   readonly #sessionsPerWalletMax: number
@@ -220,7 +220,7 @@ export class SiweAuth implements AuthService {
     let valid = await recoversTo(address, hash, input.signature)
     if (!valid) {
       // A contract wallet's check reads the chain: charged first, so a refusal reads nothing and leaves the nonce unused.
-      this.#chargeChainRead(chainId)
+      this.#chargeChainRead(chainId, input.client)
       try {
         valid = await client.verifyHash({ address, hash, signature: input.signature })
       } catch (error) {

@@ -16,6 +16,14 @@ export interface ChainReadBudgetOptions {
 /** One wallet's share of a network's budget: a quarter of its rate and burst (at least one read). */
 export const WALLET_SHARE_DIVISOR = 4
 
+/**
+ * One client address's part (an IPv6 client's /64) of the share its unproven requests of a kind take together: an
+ * eighth of it (at least one read). Without it one address sending forged sign-ins that name random addresses (no
+ * wallet, no gas) spent the whole share and every other client's contract wallet was refused (an outsider's finding,
+ * test/auth/outsider12-unproven-signins.test.ts); now that takes eight addresses, as every per-client bound does.
+ */
+export const CLIENT_SHARE_DIVISOR = 8
+
 /** A chain read the budget refused: 503 chain_reads_exhausted, nothing read and nothing changed. */
 export class ChainReadsExhaustedError extends Error {
   override readonly name = 'ChainReadsExhaustedError'
@@ -35,13 +43,17 @@ export class ChainReadsExhaustedError extends Error {
 export class ChainReadBudget {
   readonly #networks: RateLimiter
   readonly #wallets: RateLimiter
+  /** Per client address, its part of the unproven requests' share (CLIENT_SHARE_DIVISOR). */
+  readonly #clients: RateLimiter
   readonly #clock: () => number
 
   constructor(options: ChainReadBudgetOptions, clock: () => number = Date.now) {
     this.#networks = new RateLimiter({ burst: options.burst, refillPerSecond: options.perSecond })
-    this.#wallets = new RateLimiter({
-      burst: Math.max(1, Math.floor(options.burst / WALLET_SHARE_DIVISOR)),
-      refillPerSecond: options.perSecond / WALLET_SHARE_DIVISOR,
+    const shareBurst = Math.max(1, Math.floor(options.burst / WALLET_SHARE_DIVISOR))
+    this.#wallets = new RateLimiter({ burst: shareBurst, refillPerSecond: options.perSecond / WALLET_SHARE_DIVISOR })
+    this.#clients = new RateLimiter({
+      burst: Math.max(1, Math.floor(shareBurst / CLIENT_SHARE_DIVISOR)),
+      refillPerSecond: options.perSecond / WALLET_SHARE_DIVISOR / CLIENT_SHARE_DIVISOR,
     })
     this.#clock = clock
   }
@@ -59,10 +71,22 @@ export class ChainReadBudget {
    * wallet check, a payment whose payer's key did not sign it), or throws ChainReadsExhaustedError: from one share that every such request of that kind takes
    * together, never from the share of the wallet it names, which anyone can name (a review's finding: strangers
    * without a session spent a victim's share, test/auth/signin-stranger-share.test.ts). So such requests, whatever
-   * wallets they name, spend at most a wallet's share of the network's budget.
+   * wallets they name, spend at most a wallet's share of the network's budget. Given the request's `client` (its
+   * clientKeyOf), that client's part of the share is taken first, so one address cannot spend the whole share.
    */
-  takeUnproven(network: string, kind: 'sign-in' | 'payment'): void {
-    this.#take(network, `unproven ${kind}`, `the ${kind}s whose wallet is checked on chain, all together, used their share`)
+  takeUnproven(network: string, kind: 'sign-in' | 'payment', client?: string): void {
+    const spentBy = `the ${kind}s whose wallet is checked on chain, all together, used their share`
+    if (client === undefined) return this.#take(network, `unproven ${kind}`, spentBy)
+    const key = `${network}:${kind}:${client}`
+    const own = this.#clients.take(key, this.#clock())
+    if (!own.allowed) throw new ChainReadsExhaustedError(network, own.retryAfterSeconds, true, `this client address used its part of the ${kind}s checked on chain`)
+    try {
+      this.#take(network, `unproven ${kind}`, spentBy)
+    } catch (error) {
+      // Refused on the share or the network's budget: nothing was read, so the client's part is not spent either.
+      this.#clients.refund(key, this.#clock())
+      throw error
+    }
   }
 
   /** The share `shareKey` of `network` first (`spentBy`: whose it is, for the refusal), then the network's budget. */
