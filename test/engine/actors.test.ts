@@ -163,16 +163,21 @@ t.test('an offer event through the engine\'s send: the context XState made, copi
   t.equal(viaEngine.getSnapshot().status, 'done', 'the offer ended funded')
 })
 
-t.test("an engine's live jobs, offers, leases and advances are children of its actorRoot: one XState system for all of them, restored ones too", async (t) => {
+/** An engine with a live actor of every kind (a matched offer and another waiting, a job, an advance), and its restore. */
+function everyKind(jobId: string): { engine: Engine; restored: Engine } {
   const { engine } = newEngine()
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
   const offerId = unwrap(engine.requestCredit(creditRequest(), T0)).offer!.offerId
   unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0 + 1_000))
   unwrap(engine.requestCredit(creditRequest(), T0 + 1_000))
-  createJob(engine, 'job_root_1', 10n ** 6n)
+  createJob(engine, jobId, 10n ** 6n)
   fundAdvance(engine, {}, T0 + 2_000, 2)
-  const restored = new Engine({}, new FakeWallets(), engine.snapshots())
+  return { engine, restored: new Engine({}, new FakeWallets(), engine.snapshots()) }
+}
+
+t.test("an engine's live jobs, offers, leases and advances are children of its actorRoot: one XState system for all of them, restored ones too", async (t) => {
+  const { engine, restored } = everyKind('job_root_1')
   for (const [name, e] of [['new', engine], ['restored', restored]] as const) {
     const state = (e as unknown as { state: EngineState }).state
     for (const kind of ['job', 'offer', 'lease', 'advance'] as const) {
@@ -186,14 +191,7 @@ t.test("an engine's live jobs, offers, leases and advances are children of its a
 })
 
 t.test("an engine's new and restored actors transition with their machine's flat transition, and their snapshots name the machine", async (t) => {
-  const { engine } = newEngine()
-  registerBacking(engine)
-  unwrap(engine.registerLender(lenderInput(1), T0))
-  const offerId = unwrap(engine.requestCredit(creditRequest(), T0)).offer!.offerId
-  unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0 + 1_000))
-  createJob(engine, 'job_flat_1', 10n ** 6n)
-  fundAdvance(engine, {}, T0 + 2_000, 2)
-  const restored = new Engine({}, new FakeWallets(), engine.snapshots())
+  const { engine, restored } = everyKind('job_flat_1')
   for (const [name, e] of [['new', engine], ['restored', restored]] as const) {
     const state = (e as unknown as { state: EngineState }).state
     for (const kind of ['job', 'offer', 'lease', 'advance'] as const) {
