@@ -1,6 +1,7 @@
 // The registry of live actors: the one way an event reaches one (`send`), the machine's answer, and eviction of
 // actors that reached a final state.
 import { createActor, fromTransition, type Actor, type AnyActor, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InputFrom, type Snapshot } from 'xstate'
+import { assign as machineAssign } from '../../machines/assign.ts'
 import { machines, refusalCode, refusals } from '../../machines/index.ts'
 import { jobKey } from '../chain/ids.ts'
 import { finalActorRecord } from './changes.ts'
@@ -36,9 +37,13 @@ export function actorRoot(): AnyActorRef {
   }, null)).start()
 }
 
-/** createActor(machine, { snapshot }): the restored actor continues exactly where the persisted one stopped. */
+/**
+ * createActor(machine, { snapshot }): the restored actor continues exactly where the persisted one stopped (with the
+ * machine's flat transition where it has one: flatLogic).
+ */
 export function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: unknown, parent?: AnyActorRef): Actor<M> {
-  const actor = createActor(machine as AnyStateMachine, { snapshot: snapshot as Snapshot<unknown>, parent }).start()
+  const logic = flatLogic(machine) ?? (machine as AnyStateMachine)
+  const actor = createActor(logic, { snapshot: snapshot as Snapshot<unknown>, parent }).start()
   restoreHistory(actor, snapshot)
   return actor as unknown as Actor<M>
 }
@@ -96,8 +101,8 @@ const bornLogics = new WeakMap<AnyStateMachine, AnyStateMachine | null>()
  * references) of a snapshot that is the same for every new actor but its context: about half of startActor's CPU
  * (bench/match-request.ts). Here the machine resolves its initial state once, and each new actor's snapshot is that
  * one with its own context and its own (empty) children and history value, which XState copies rather than mutates.
- * Every other method is the machine's own (this object's prototype), and snapshots name the machine itself, so the
- * actor behaves as one created from the machine.
+ * Every other method is the machine's own (this object's prototype; `transition` flatLogic's where the machine is
+ * flat), and snapshots name the machine itself, so the actor behaves as one created from the machine.
  */
 function bornLogic(machine: AnyStateMachine): AnyStateMachine | null {
   let born = bornLogics.get(machine)
@@ -111,13 +116,138 @@ function bornLogic(machine: AnyStateMachine): AnyStateMachine | null {
     born = null
     if (plain) {
       const initial = machine.resolveState({ value: target.key, context: {} })
-      born = Object.create(machine, {
+      born = Object.create(flatLogic(machine) ?? machine, {
         getInitialSnapshot: { value: () => ({ ...initial, context: bornContext, children: {}, historyValue: {} }) },
       }) as AnyStateMachine
     }
     bornLogics.set(machine, born)
   }
   return born
+}
+
+/** A state node as flatTransition reads it: XState's `next` (its transition selection) is internal to its types. */
+type Node = AnyStateMachine['root'] & { next(snapshot: AnyMachineSnapshot, event: { type: string }): Transition[] | undefined }
+type Transition = { source: Node; target?: readonly Node[]; reenter: boolean; actions: readonly unknown[] }
+type FlatSnapshot = AnyMachineSnapshot & { _nodes: Node[] }
+
+/** The `resolve` of machines/assign.ts's assign: builds the next snapshot and spawns, raises or runs nothing else. */
+const machineAssignResolve = (machineAssign(() => ({})) as unknown as { resolve: unknown }).resolve
+
+const runsNothing = (node: AnyStateMachine['root']): boolean =>
+  node.entry.length === 0 && node.exit.length === 0 && !node.always?.length && node.invoke.length === 0 &&
+  node.after.length === 0 && node.tags.length === 0 && node.output === undefined
+
+/**
+ * Whether the machine is flat as flatTransition takes it: a root of atomic and final states, no history state, and
+ * no node (the root included) with an entry or exit action, an eventless or delayed transition, an invoked actor, a
+ * tag or an output; the root takes no event itself. The four machines are (test/machines checks it).
+ */
+export function isFlat(machine: AnyStateMachine): boolean {
+  const root = machine.root
+  if (root.type !== 'compound' || !runsNothing(root) || root.transitions.size > 0) return false
+  return Object.values(root.states).every((node) => (node.type === 'atomic' || node.type === 'final') && runsNothing(node))
+}
+
+const flatLogics = new WeakMap<AnyStateMachine, AnyStateMachine | null>()
+
+/**
+ * The machine with flatTransition as its `transition` (null when it is not flat): the logic of every new (bornLogic)
+ * and restored (restoreActor) actor of a flat machine. Its restore is the machine's own, called on the machine, so a
+ * restored snapshot names the machine itself as a new one does.
+ */
+export function flatLogic(machine: AnyStateMachine): AnyStateMachine | null {
+  let logic = flatLogics.get(machine)
+  if (logic === undefined) {
+    logic = isFlat(machine)
+      ? (Object.create(machine, {
+          transition: { value: flatTransition(machine) },
+          restoreSnapshot: { value: (snapshot: Snapshot<unknown>, actorScope: never) => machine.restoreSnapshot?.(snapshot, actorScope) },
+        }) as AnyStateMachine)
+      : null
+    flatLogics.set(machine, logic)
+  }
+  return logic
+}
+
+/** The transitions flatTransition takes itself: each decided once (the machine's transitions never change). */
+const plainTransitions = new WeakMap<Transition, boolean>()
+
+/**
+ * Whether flatTransition takes this transition: to another state of the root, or none (an event taken in place), never
+ * re-entering, and with machines/assign.ts's assigns as its only actions.
+ */
+function isPlain(machine: AnyStateMachine, t: Transition): boolean {
+  let plain = plainTransitions.get(t)
+  if (plain === undefined) {
+    const target = t.target
+    const actions = t.actions as unknown[]
+    plain = !t.reenter && t.source.parent === machine.root &&
+      (target === undefined || (target.length === 1 && target[0] !== t.source && target[0]?.parent === machine.root)) &&
+      actions.every((action) => actionOf(machine, action)?.resolve === machineAssignResolve)
+    plainTransitions.set(t, plain)
+  }
+  return plain
+}
+
+type BuiltIn = { resolve?: unknown; type?: string }
+
+function actionOf(machine: AnyStateMachine, action: unknown): BuiltIn | undefined {
+  if (typeof action === 'function') return action as BuiltIn
+  const type = typeof action === 'string' ? action : (action as { type?: unknown } | null)?.type
+  return typeof type === 'string' ? (machine.implementations.actions[type] as BuiltIn | undefined) : undefined
+}
+
+/**
+ * The machine's `transition` for a flat machine (isFlat): the snapshot XState's macrostep gives, without its walks.
+ * XState's step for one event selects the transition (`StateNode.next`, its own guard evaluation, called here), exits
+ * the source, resolves the actions, enters the target, then looks for eventless transitions and raised events; for a
+ * flat machine whose states run nothing that is: the assigns' snapshot, then, when the transition has a target, a
+ * snapshot in the target state (done in a final one, whose nodes XState sorts by their order), built as XState's
+ * createMachineSnapshot builds it, key by key. Computing the exit and entry sets, the transition domains, the
+ * conflicting transitions and the eventless ones cost about half of an offer's LEASE and allocated most of a match's
+ * garbage (issue 11). Anything else (an event of XState's own, an actor not active or with children, a transition
+ * that is not plain: isPlain) takes the machine's own transition. test/machines checks both give the same snapshot for
+ * every event of the four machines in every state.
+ */
+function flatTransition(machine: AnyStateMachine): AnyStateMachine['transition'] {
+  const root = machine.root
+  return (snapshot, event, actorScope) => {
+    const current = snapshot as FlatSnapshot
+    if (current.status !== 'active' || event.type.startsWith('xstate.') || hasKeys(current.children) || typeof current.value !== 'string') {
+      return machine.transition(snapshot, event, actorScope)
+    }
+    const source = root.states[current.value] as Node
+    const selected = source.next(current, event) ?? (root as Node).next(current, event)
+    if (selected === undefined || selected.length === 0) return snapshot
+    const t = selected[0] as Transition
+    if (selected.length !== 1 || !isPlain(machine, t)) return machine.transition(snapshot, event, actorScope)
+    let next: FlatSnapshot = current
+    for (const action of t.actions as unknown[]) {
+      const resolved = actionOf(machine, action) as { resolve: (...args: unknown[]) => [FlatSnapshot] }
+      const args: object = { context: next.context, event, self: actorScope.self, system: actorScope.system }
+      const params: unknown = typeof action === 'object' && action !== null && 'params' in action
+        ? typeof action.params === 'function' ? action.params({ context: next.context, event }) : action.params
+        : undefined
+      next = resolved.resolve(actorScope, next, args, params, resolved, { internalQueue: [], deferredActorIds: undefined })[0]
+    }
+    const target = t.target?.[0]
+    if (target === undefined) return next
+    const done = target.type === 'final'
+    const nodes = current._nodes.filter((node) => node !== source)
+    nodes.push(target)
+    if (done) nodes.sort((a, b) => b.order - a.order)
+    return {
+      status: done ? 'done' : next.status, output: done ? undefined : next.output, error: next.error, machine: next.machine,
+      context: next.context, _nodes: nodes, value: target.key, tags: new Set(), children: next.children,
+      historyValue: next.historyValue || {}, matches: next.matches, hasTag: next.hasTag, can: next.can, getMeta: next.getMeta,
+      toJSON: next.toJSON,
+    } as unknown as ReturnType<AnyStateMachine['transition']>
+  }
+}
+
+function hasKeys(object: object): boolean {
+  for (const _ in object) return true
+  return false
 }
 
 /**

@@ -20,8 +20,36 @@ export function seqOf(id: string): number {
   return Number(id.slice(id.indexOf('_') + 1))
 }
 
+/**
+ * Whether two addresses are the same, ignoring case: what `a.toLowerCase() === b.toLowerCase()` answers, without the
+ * two lowercased copies it allocates per call (several calls per credit request and match, issue 11). Code unit by
+ * code unit with ASCII letters folded; a string with a code unit outside ASCII takes toLowerCase (whose folding of
+ * other letters can change a string's length).
+ */
 export function sameAddress(a: string, b: string): boolean {
-  return a.toLowerCase() === b.toLowerCase()
+  if (a === b) return true
+  if (a.length !== b.length) return nonAsciiSame(a, b)
+  for (let i = 0; i < a.length; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x === y) continue
+    if (x > 0x7f || y > 0x7f) return nonAsciiSame(a, b)
+    if ((x | 0x20) !== (y | 0x20) || !isAsciiLetter(x | 0x20)) return nonAsciiSame(a, b)
+  }
+  return true
+}
+
+const isAsciiLetter = (lower: number): boolean => lower >= 0x61 && lower <= 0x7a
+
+/** sameAddress's answer once the ASCII comparison found a difference: false unless a non-ASCII code unit folds. */
+function nonAsciiSame(a: string, b: string): boolean {
+  // Only a string with a code unit outside ASCII can fold to a different length or to ASCII letters.
+  return hasNonAscii(a) || hasNonAscii(b) ? a.toLowerCase() === b.toLowerCase() : false
+}
+
+function hasNonAscii(value: string): boolean {
+  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) > 0x7f) return true
+  return false
 }
 
 export function isBps(value: unknown): value is number {

@@ -195,7 +195,8 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
   if (book && leasesLeft > 0) {
     const scanMax = s.config.lendersScannedPerMatchMax
     // Exact comparisons: every address in the engine is EIP-55 checksummed on its way in (sessions, bodies, chain events).
-    const parties = counterpartiesOf(s, o)
+    const borrower = o.borrower
+    const client = clientOf(s, o)
     let scanned = 0
     for (const entry of book.entries) {
       if (scanned >= scanMax) break
@@ -204,7 +205,7 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
       if (feeAtomic(o.amountAtomic, entry.askBps) > o.maximumFeeAtomic) break
       const lender = entry.lender
       const fee = eligibleFee(lender, o, s.config, nowMs)
-      if (fee === null || o.excludedLenders.includes(lender.address) || parties.includes(lender.address) || parties.includes(lender.sessionAddress)) continue
+      if (fee === null || o.excludedLenders.includes(lender.address) || isParty(lender, borrower) || (client !== undefined && isParty(lender, client))) continue
       if (atLeaseAllowance(s, lender)) continue
       if (!walletCovers(s, lender, o.network, o.asset, o.amountAtomic)) {
         refused.push({ lender, fee })
@@ -228,13 +229,18 @@ function atLeaseAllowance(s: EngineState, lender: LenderRecord): boolean {
 }
 
 /**
- * Who may never lend on the offer: its borrower and, on a job, the job's client. A lender lending to itself (or to a
- * job it can fail, and whose escrow it then gets back) risks nothing of its own: on a default the insurance reserve,
- * funded by every other advance's fees, pays its claim (recovery step 4).
+ * Who may never lend on the offer besides its borrower: on a job, the job's client (walkBook checks both with
+ * isParty, no array per attempt). A lender lending to itself (or to a job it can fail, and whose escrow it then gets
+ * back) risks nothing of its own: on a default the insurance reserve, funded by every other advance's fees, pays its
+ * claim (recovery step 4).
  */
-function counterpartiesOf(s: EngineState, o: OfferContext): Address[] {
-  const client = o.source.kind === 'job' ? s.jobs.get(o.source.id)?.getSnapshot().context.client : undefined
-  return client === undefined ? [o.borrower] : [o.borrower, client]
+function clientOf(s: EngineState, o: OfferContext): Address | undefined {
+  return o.source.kind === 'job' ? s.jobs.get(o.source.id)?.getSnapshot().context.client : undefined
+}
+
+/** Whether the lender is `party` (the offer's borrower, or its job's client) by its address or its session key. */
+function isParty(lender: LenderRecord, party: Address): boolean {
+  return lender.address === party || lender.sessionAddress === party
 }
 
 /** The lender's wallet must cover this payment on top of its other live leases on the same network and asset. */

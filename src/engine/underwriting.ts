@@ -56,7 +56,8 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
   if (terms.capacityAtomic < 0n) terms.capacityAtomic = 0n
   // On a job the fee counts with the principal (capacity.ts): what the advance can come to owe must fit in what the
   // job's settlement can pay.
-  if (offerCommitmentAtomic({ ...input, source: terms.source }) > terms.capacityAtomic) {
+  // The three fields it reads, not `{ ...input, source }`: a spread that adds a key takes V8's slow path (issue 11).
+  if (offerCommitmentAtomic({ source: terms.source, amountAtomic: input.amountAtomic, maximumFeeAtomic: input.maximumFeeAtomic }) > terms.capacityAtomic) {
     reasons.push({ code: 'over_capacity', message: `the request exceeds the source's remaining capacity of ${terms.capacityAtomic}` })
   }
   // A receivable secures an advance against its client not paying, not against the job failing (the client has its

@@ -5,8 +5,8 @@
 // (for V8's fast mode) is the context XState made.
 import t from 'tap'
 import { createActor, setup, type AnyActor, type AnyStateMachine } from 'xstate'
-import { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
-import { actorRoot, send, startActor } from '../../src/engine/actors.ts'
+import { advanceMachine, jobMachine, leaseMachine, machines, offerMachine } from '../../machines/index.ts'
+import { actorRoot, flatLogic, send, startActor } from '../../src/engine/actors.ts'
 import { Engine } from '../../src/engine/engine.ts'
 import type { EngineState } from '../../src/engine/state.ts'
 import { actorRecord, finalActorRecord, persisted } from '../../src/engine/changes.ts'
@@ -163,16 +163,21 @@ t.test('an offer event through the engine\'s send: the context XState made, copi
   t.equal(viaEngine.getSnapshot().status, 'done', 'the offer ended funded')
 })
 
-t.test("an engine's live jobs, offers, leases and advances are children of its actorRoot: one XState system for all of them, restored ones too", async (t) => {
+/** An engine with a live actor of every kind (a matched offer and another waiting, a job, an advance), and its restore. */
+function everyKind(jobId: string): { engine: Engine; restored: Engine } {
   const { engine } = newEngine()
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
   const offerId = unwrap(engine.requestCredit(creditRequest(), T0)).offer!.offerId
   unwrap(engine.matchOffer({ offerId, caller: BORROWER }, T0 + 1_000))
   unwrap(engine.requestCredit(creditRequest(), T0 + 1_000))
-  createJob(engine, 'job_root_1', 10n ** 6n)
+  createJob(engine, jobId, 10n ** 6n)
   fundAdvance(engine, {}, T0 + 2_000, 2)
-  const restored = new Engine({}, new FakeWallets(), engine.snapshots())
+  return { engine, restored: new Engine({}, new FakeWallets(), engine.snapshots()) }
+}
+
+t.test("an engine's live jobs, offers, leases and advances are children of its actorRoot: one XState system for all of them, restored ones too", async (t) => {
+  const { engine, restored } = everyKind('job_root_1')
   for (const [name, e] of [['new', engine], ['restored', restored]] as const) {
     const state = (e as unknown as { state: EngineState }).state
     for (const kind of ['job', 'offer', 'lease', 'advance'] as const) {
@@ -183,6 +188,25 @@ t.test("an engine's live jobs, offers, leases and advances are children of its a
   }
   const [one, other] = [engine, restored].map((e) => (e as unknown as { state: EngineState }).state.actorRoot)
   t.not(one!.system, other!.system, 'each engine its own system')
+})
+
+t.test("an engine's new and restored actors transition with their machine's flat transition, and their snapshots name the machine", async (t) => {
+  const { engine, restored } = everyKind('job_flat_1')
+  for (const [name, e] of [['new', engine], ['restored', restored]] as const) {
+    const state = (e as unknown as { state: EngineState }).state
+    for (const kind of ['job', 'offer', 'lease', 'advance'] as const) {
+      const machine = machines[kind] as AnyStateMachine
+      const flat = flatLogic(machine)
+      t.ok(flat, `the ${kind} machine is flat`)
+      for (const actor of state.actorMap(kind).values()) {
+        t.equal((actor.logic as AnyStateMachine).transition, flat!.transition, `${name}: the ${kind} transitions flat`)
+        t.equal(actor.getSnapshot().machine, machine, `${name}: the ${kind}'s snapshot names its machine`)
+      }
+    }
+  }
+  // The restored engine goes on as the one it was restored from would: the same answer, the same changes.
+  const next = (e: Engine) => e.matchOffer({ offerId: unwrap(e.requestCredit(creditRequest(), T0 + 3_000)).offer!.offerId, caller: BORROWER }, T0 + 3_000)
+  t.strictSame(next(restored), next(engine), 'a request and a match after the restore')
 })
 
 t.test("actorRoot: an action that throws in a child reaches the root's error report, as it would a root actor's own", async (t) => {
