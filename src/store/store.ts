@@ -170,9 +170,9 @@ export class Store {
     this.#snapshots = root.openDB<unknown, SnapshotKey>({ name: 'snapshots', ...valueEncoding(structures) } as never)
     this.#live = root.openDB<number, SnapshotKey>({ name: 'live' })
     this.#records = root.openDB<unknown, RecordKey>({ name: 'records', ...valueEncoding(structures) } as never)
-    encodeWithStructures(this.#snapshots, structures)
-    encodeWithStructures(this.#records, structures)
     this.#expiry = root.openDB<boolean, ExpiryKey>({ name: 'expiry' })
+    for (const db of [this.#snapshots, this.#records]) encodeWithStructures(db, structures)
+    for (const db of [this.#live, this.#expiry]) encodeWithStructures(db, [])
     this.#dbs = { snapshots: this.#snapshots, live: this.#live, records: this.#records, expiry: this.#expiry }
     this.#clock = options.clock ?? Date.now
     this.#versions = versions

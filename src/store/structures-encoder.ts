@@ -8,7 +8,6 @@
 // record defining its own keys, which decodes to the same object. Primitives are written byte for byte as msgpackr
 // writes them. A value this encoder does not write (a class instance, undefined, a bigint beyond 64 bits, a map of
 // more than 65,535 keys) is left to msgpackr whole: the stored format is unchanged and any format 3 reader reads both.
-import type { Database } from 'lmdb'
 
 /** lmdb-js's encode modes (write.js): return the encoder's buffer with start and end; the bytes are copied at once. */
 const REUSE_BUFFER_MODE = 512
@@ -296,9 +295,11 @@ function hasKeysOf(object: Record<string, unknown>, keys: readonly string[]): bo
 
 /**
  * Makes a snapshots or records database (opened with valueEncoding(structures)) encode what it writes with a
- * StructuresEncoder, and the rest with its msgpackr encoder; reads are unchanged.
+ * StructuresEncoder, and the rest with its msgpackr encoder; reads are unchanged. With no structures, for the live and
+ * expiry indexes (lmdb-js's default msgpackr, which writes their numbers and `true` with the same bytes): msgpackr's
+ * encode call costs more than a whole snapshot's walk here.
  */
-export function encodeWithStructures(db: Database<unknown, [string, string]>, structures: readonly (readonly string[])[]): void {
+export function encodeWithStructures(db: object, structures: readonly (readonly string[])[]): void {
   const encoder = (db as unknown as { encoder: { encode: (value: unknown, mode?: number) => Uint8Array } }).encoder
   const msgpackr = encoder.encode
   const fast = new StructuresEncoder(structures)

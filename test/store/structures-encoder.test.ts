@@ -164,3 +164,35 @@ t.test('the store writes with it: a value beyond it (a 256-bit amount) and ones 
   const unequal = [...last.values(), wide].flatMap((change) => (isDeepStrictEqual(again.getSnapshot(change.kind, change.id)?.snapshot, change.record) ? [] : [`${change.kind} ${change.id}`]))
   t.same(unequal, [])
 })
+
+t.test("the live and expiry indexes' values (a time, `true`) are written as lmdb-js's default encoder writes them", async (t) => {
+  const { Store } = await import('../../src/store/index.ts')
+  const dir = tempDir('structures-encoder-')
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  // lmdb-js's default encoder, which the live and expiry indexes were written with before the store hooked them
+  const plainRoot: RootDatabase = open({ path: path.join(dir, 'plain'), useBigIntExtension: true } as never)
+  const plain = (plainRoot.openDB({ name: 'live' }) as unknown as { encoder: Msgpackr }).encoder
+  t.teardown(() => plainRoot.close())
+  const times = [0, 1, 0x3f, 0x40, 0x7f, 0x80, 0xffff, 0x10000, 0xffff_ffff, 0x1_0000_0000, 1_700_000_000_000, 8_000_000_000_000]
+  const nowMs = { value: 0 }
+  const dataDir = path.join(dir, 'data')
+  const store = await Store.open({ dataDir, clock: () => nowMs.value })
+  const collection = store.collection<{ n: number }>('expiring')
+  for (const time of times) {
+    nowMs.value = time
+    await store.commit({
+      changes: [{ kind: 'offer', id: `off_${time}`, record: { n: time }, final: false }],
+      records: [collection.putOp(`k${time}`, { n: time }, { expiresAtMs: time + 1 })],
+    })
+  }
+  await store.close()
+  const root: RootDatabase = open({ path: dataDir, useBigIntExtension: true } as never)
+  t.teardown(() => root.close())
+  const live = root.openDB<Buffer, [string, string]>({ name: 'live', encoding: 'binary' } as never)
+  const expiry = root.openDB<Buffer, [number, string, string]>({ name: 'expiry', encoding: 'binary' } as never)
+  const differing = times.filter((time) => !Buffer.from(live.get(['offer', `off_${time}`]) as Buffer).equals(bytesOf(plain.encode(time))))
+  t.same(differing, [], 'each live entry: its time')
+  const entries = [...expiry.getRange()]
+  t.equal(entries.length, times.length)
+  t.same(entries.filter(({ value }) => !Buffer.from(value).equals(bytesOf(plain.encode(true)))), [], 'each expiry entry: true')
+})
