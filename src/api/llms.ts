@@ -50,7 +50,8 @@ ${devnetAccounts === undefined ? '' : devnetAccountsSection(devnetAccounts)}
 The catalog's "contracts" is the one statement of the credit contract's ABI (as compiled: functions, events, errors),
 the token's ERC-20 ABI, the jobId-to-bytes32 rule (contracts.keys) and which calls need an approve first
 (contracts.approvals). You need none of them for the flow: every on-chain step is served as unsigned transactions
-{"to","data","value","chainId","gas"} (plus "network" and "from") to sign with your own key and send in order:
+{"to","data","value","chainId","gas"} (plus "network" and "from") to sign with your own key and send in order (the three
+GET .../*-transactions routes answer {"network","asset","key","amountAtomic","transactions":[approve, the call]}):
 ${c.contracts.unsignedTransactions.map((u) => `- ${u.step} (${u.signer}): ${u.route}`).join('\n')}
 A payment the token refuses you (a blacklisted address) is held for you in the contract, not lost and blocking nobody
 (contracts.heldPayments): read heldFor(asset, you), and once the token accepts you, anyone sends claimHeld(asset, you).

@@ -31,3 +31,13 @@ t.test('a lease on a job its client failed cannot be paid, and llms.txt says so'
   t.notMatch(llms, /"closing" \(not rematched\): the\s+lease stays payable until its deadline/, 'llms.txt no longer says the lease stays payable')
   t.match(llms, /one on the failed job does not \(paySupplier reverts\s+JobNotOpen/, 'llms.txt says a lease on the failed job is not payable')
 })
+
+t.test('llms.txt says what the .../*-transactions routes answer: an object whose transactions are to be sent in order', async (t) => {
+  // An agent reading llms.txt alone iterated the answer as the list of transactions (it is an object around it).
+  const reply = await fetch(`${h.url}/credit/jobs/job_outsider12_shape/funding-transactions?network=${h.network.slug}&asset=USDC&receivableAtomic=5000000&agent=0x90F79bf6EB2c4f870365E785982E1f101E93b906&client=0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65`)
+  const body = (await reply.json()) as Record<string, unknown>
+  t.same(Object.keys(body).sort(), ['amountAtomic', 'asset', 'key', 'network', 'transactions'])
+  t.equal((body['transactions'] as unknown[]).length, 2, 'approve, then fundJob')
+  const llms = await (await fetch(`${h.url}/llms.txt`)).text()
+  t.match(llms, /GET \.\.\.\/\*-transactions routes answer \{"network","asset","key","amountAtomic","transactions":\[approve, the call\]\}/)
+})
