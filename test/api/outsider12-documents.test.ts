@@ -41,3 +41,8 @@ t.test('llms.txt says what the .../*-transactions routes answer: an object whose
   const llms = await (await fetch(`${h.url}/llms.txt`)).text()
   t.match(llms, /GET \.\.\.\/\*-transactions routes answer \{"network","asset","key","amountAtomic","transactions":\[approve, the call\]\}/)
 })
+
+t.test('llms.txt says which bytes noteHash hashes, so that whoever holds the note can show it matches', async (t) => {
+  const llms = await (await fetch(`${h.url}/llms.txt`)).text()
+  t.match(llms, /the keccak256 of its UTF-8 bytes, noteHash: viem's keccak256\(stringToBytes\(note\)\)/)
+})
