@@ -1,30 +1,14 @@
 // outsider12: llms.txt says a failed job's leased offers are "closing": "the lease stays payable until its deadline; a
 // payment in time funds the offer (on the failed job, its advance is born defaulted)". Does a lender's payment go through?
-import { randomUUID } from 'node:crypto'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { Agent, give, sendUnsigned, type CatalogNetwork, type Json } from '../fixtures/outsider12-agent.ts'
+import { devnetOf, freshAgent, registeredJob, registeredLender, sendUnsigned, type Json } from '../fixtures/outsider12-agent.ts'
 
 const url = process.argv[2] ?? 'http://127.0.0.1:18412'
-const catalog = (await (await fetch(`${url}/.well-known/service.json`)).json()) as Json
-const llms = await (await fetch(`${url}/llms.txt`)).text()
-const net = catalog['networks'][0] as CatalogNetwork
-const keyOf = (role: string) => new RegExp(`- ${role}: 0x[0-9a-fA-F]{40} \\(private key (0x[0-9a-f]{64})\\)`).exec(llms)![1] as `0x${string}`
-const deployer = privateKeyToAccount(keyOf('deployer'))
-const fresh = () => privateKeyToAccount(generatePrivateKey())
-const lender = new Agent(url, fresh()), borrower = new Agent(url, fresh()), client = new Agent(url, fresh())
-for (const a of [lender, borrower, client]) await give(net, deployer, a.address, 10n ** 19n, 0n)
-await give(net, privateKeyToAccount(keyOf('lender')), lender.address, 0n, 2_000_000_000n)
-await give(net, privateKeyToAccount(keyOf('jobClient')), client.address, 0n, 1_000_000_000n)
-await give(net, privateKeyToAccount(keyOf('borrower')), borrower.address, 0n, 500_000_000n)
-await Promise.all([lender.signIn(), borrower.signIn(), client.signIn()])
-const reg = (await lender.post('/lenders/register', { availableLiquidityAtomic: '2000000000', asset: 'USDC', networks: [net.slug], minFeeBps: 50, maxDurationSeconds: 2592000, acceptedRiskBands: ['A', 'B', 'C'] })).body
-const session = privateKeyToAccount(reg.sessionKey.privateKey)
-await give(net, lender.account, session.address, 10n ** 18n, 2_000_000_000n)
-for (const tx of reg.setupTransactions) await sendUnsigned(net, session, tx)
-const jobId = `job_${randomUUID()}`
-let fundingTxHash = ''
-for (const tx of (await client.get(`/credit/jobs/${jobId}/funding-transactions?network=${net.slug}&asset=USDC&receivableAtomic=1000000000&agent=${borrower.address}&client=${client.address}`)).body.transactions) fundingTxHash = (await sendUnsigned(net, client.account, tx)).hash
-console.log('job', (await borrower.post('/credit/jobs', { jobId, network: net.slug, asset: 'USDC', agent: borrower.address, receivableAtomic: '1000000000', dueAt: new Date(Date.now() + 86400_000).toISOString(), fundingTxHash })).status)
+const { net, key } = await devnetOf(url)
+const lender = await freshAgent(url, net, key, 'lender', 2_000_000_000n)
+const borrower = await freshAgent(url, net, key, 'borrower', 500_000_000n)
+const client = await freshAgent(url, net, key, 'jobClient', 1_000_000_000n)
+const session = await registeredLender(lender, net, 2_000_000_000n, Number(process.argv[3] ?? 1))
+const jobId = await registeredJob(client, borrower, net, 1_000_000_000n)
 let colTx = ''
 for (const tx of (await borrower.get(`/credit/jobs/${jobId}/collateral-transactions?amountAtomic=400000000`)).body.transactions) colTx = (await sendUnsigned(net, borrower.account, tx)).hash
 console.log('collateral', (await borrower.post(`/credit/jobs/${jobId}/collateral`, { amountAtomic: '400000000', txHash: colTx })).status)

@@ -1,19 +1,17 @@
 // outsider12, persona 1: the whole flow of llms.txt against a running service (`npx tsx test/api/outsider12-scripts/flow.ts
-// http://127.0.0.1:18412`), from its published documents only, plus a stranger's attempts on the way (persona 2).
+// http://127.0.0.1:18412 [minFeeBps]`), from its published documents only, plus a stranger's attempts on the way (persona 2).
+// Its lender must be the cheapest: on a service other scripts lent through, give an ask below theirs.
 import { randomUUID } from 'node:crypto'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { Agent, give, sendUnsigned, type CatalogNetwork, type Json } from '../fixtures/outsider12-agent.ts'
+import { Agent, devnetOf, give, sendUnsigned, type Json } from '../fixtures/outsider12-agent.ts'
 
 const url = process.argv[2] ?? 'http://127.0.0.1:18412'
 const log = (...args: unknown[]) => console.log(...args)
-const catalog = (await (await fetch(`${url}/.well-known/service.json`)).json()) as Json
-const llms = await (await fetch(`${url}/llms.txt`)).text()
-const net = catalog['networks'][0] as CatalogNetwork
-const keyOf = (role: string) => new RegExp(`- ${role}: 0x[0-9a-fA-F]{40} \\(private key (0x[0-9a-f]{64})\\)`).exec(llms)![1] as `0x${string}`
-const deployer = privateKeyToAccount(keyOf('deployer'))
-const demoLender = privateKeyToAccount(keyOf('lender'))
-const demoBorrower = privateKeyToAccount(keyOf('borrower'))
-const demoClient = privateKeyToAccount(keyOf('jobClient'))
+const { net, key } = await devnetOf(url)
+const deployer = key('deployer')
+const demoLender = key('lender')
+const demoBorrower = key('borrower')
+const demoClient = key('jobClient')
 const fresh = () => privateKeyToAccount(generatePrivateKey())
 const expect = (what: string, reply: { status: number; body: any }, status: number) => {
   const ok = reply.status === status
@@ -26,7 +24,7 @@ const lender = new Agent(url, fresh())
 await give(net, deployer, lender.address, 10n ** 19n, 0n)
 await give(net, demoLender, lender.address, 0n, 5_000_000_000n)
 await lender.signIn()
-const reg = expect('lender registers', await lender.post('/lenders/register', { availableLiquidityAtomic: '3000000000', asset: 'USDC', networks: [net.slug], minFeeBps: 100, maxDurationSeconds: 2592000, acceptedRiskBands: ['A', 'B', 'C'] }, { 'idempotency-key': randomUUID() }), 201)
+const reg = expect('lender registers', await lender.post('/lenders/register', { availableLiquidityAtomic: '3000000000', asset: 'USDC', networks: [net.slug], minFeeBps: Number(process.argv[3] ?? 100), maxDurationSeconds: 2592000, acceptedRiskBands: ['A', 'B', 'C'] }, { 'idempotency-key': randomUUID() }), 201)
 const session = privateKeyToAccount(reg.sessionKey.privateKey)
 const fundingAddress = reg.fundingAddresses?.[0]?.address ?? reg.fundingAddresses?.[net.slug] ?? session.address
 log('  fundingAddresses', JSON.stringify(reg.fundingAddresses), 'session', session.address)
@@ -52,7 +50,7 @@ async function fundedJob(receivable: string): Promise<string> {
   let fundingTxHash = ''
   for (const tx of txs.transactions ?? txs) fundingTxHash = (await sendUnsigned(net, client.account, tx)).hash
   const job = { jobId, network: net.slug, asset: 'USDC', agent: borrower.address, receivableAtomic: receivable, dueAt: new Date(Date.now() + 3 * 86400_000).toISOString(), fundingTxHash }
-  expect('a stranger registers the borrower\'s job (refused)', await stranger.post('/credit/jobs', { ...job, agent: stranger.address }), 403)
+  expect('a stranger registers the borrower\'s job as its own (refused: the funding names another borrower)', await stranger.post('/credit/jobs', { ...job, agent: stranger.address }), 422)
   expect('a stranger registers it for the borrower (refused)', await stranger.post('/credit/jobs', job), 403)
   expect('the borrower registers its job', await borrower.post('/credit/jobs', job), 201)
   return jobId

@@ -5,19 +5,16 @@
 import { generateKeyPair, exportJWK } from 'jose'
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
-import { createPublicClient, createWalletClient, http, parseAbi, parseSignature, defineChain, type Hex } from 'viem'
-import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts'
-import type { Json } from '../fixtures/outsider12-agent.ts'
+import { createPublicClient, createWalletClient, http, parseAbi, defineChain, type Hex } from 'viem'
+import { devnetOf, type Json } from '../fixtures/outsider12-agent.ts'
 
 const url = process.argv[2] ?? 'http://127.0.0.1:18412'
-const catalog = (await (await fetch(`${url}/.well-known/service.json`)).json()) as Json
-const llms = await (await fetch(`${url}/llms.txt`)).text()
-const keyOf = (role: string) => new RegExp(`- ${role}: 0x[0-9a-fA-F]{40} \\(private key (0x[0-9a-f]{64})\\)`).exec(llms)![1] as `0x${string}`
+const { catalog, key } = await devnetOf(url)
 const netB = (catalog['networks'] as Json[]).find((n) => n['slug'] === 'devnet-b')!
 const chain = defineChain({ id: netB['chainId'], name: 'devnet-b', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [netB['rpcUrl']] } } })
 const token = netB['assets'][0]['address'] as `0x${string}`
-const payer = privateKeyToAccount(keyOf('borrower'))
-const stranger = privateKeyToAccount(keyOf('deployer')) // any account with gas
+const payer = key('borrower')
+const stranger = key('deployer') // any account with gas
 const abi = parseAbi(['function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)', 'function balanceOf(address) view returns (uint256)'])
 const pub = createPublicClient({ chain, transport: http(netB['rpcUrl']) })
 const before = await pub.readContract({ address: token, abi, functionName: 'balanceOf', args: [payer.address] })
@@ -44,4 +41,3 @@ const text = await res.text()
 const after = await pub.readContract({ address: token, abi, functionName: 'balanceOf', args: [payer.address] })
 console.log('answer', res.status, text.slice(0, 300))
 console.log('the payer paid', (before - after).toString(), 'atomic USDC')
-void generatePrivateKey; void parseSignature
