@@ -50,7 +50,8 @@ ${devnetAccounts === undefined ? '' : devnetAccountsSection(devnetAccounts)}
 The catalog's "contracts" is the one statement of the credit contract's ABI (as compiled: functions, events, errors),
 the token's ERC-20 ABI, the jobId-to-bytes32 rule (contracts.keys) and which calls need an approve first
 (contracts.approvals). You need none of them for the flow: every on-chain step is served as unsigned transactions
-{"to","data","value","chainId","gas"} (plus "network" and "from") to sign with your own key and send in order:
+{"to","data","value","chainId","gas"} (plus "network" and "from") to sign with your own key and send in order (the three
+GET .../*-transactions routes answer {"network","asset","key","amountAtomic","transactions":[approve, the call]}):
 ${c.contracts.unsignedTransactions.map((u) => `- ${u.step} (${u.signer}): ${u.route}`).join('\n')}
 A payment the token refuses you (a blacklisted address) is held for you in the contract, not lost and blocking nobody
 (contracts.heldPayments): GET /credit/held-payments/<you> lists it per network and token (a lender's GET /lenders/<address>/wallet
@@ -121,10 +122,12 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    on its own, in chain order; the report is optional (the fast path) and a payment already counted answers the same receipt.
    Terms broken: POST /credit/jobs/job_1/fail {"reason":"not_delivered","note":"..."} (reason one of not_delivered, late, defective, cancelled,
    other: a code, never free text, since it is signed into the borrower's public passport; the optional note is kept and signed only as
-   its keccak256, noteHash) suspends the borrower and gives the client its whole escrow back at once
-   (a failed job earned nothing: no source revenue to recover). The borrower's leased offers become "closing" (not rematched): the
-   lease stays payable until its deadline; a payment in time funds the offer (on the failed job, its advance is born defaulted),
-   else it ends "declined" with no penalty for the lender. POST /credit/advances/<advanceId>/liquidate {} recovers
+   the keccak256 of its UTF-8 bytes, noteHash: viem's keccak256(stringToBytes(note))) suspends the borrower and gives the
+   client its whole escrow back at once (a failed job earned nothing: no source revenue to recover). The borrower's leased offers become "closing" (not rematched): a
+   lease on another job or a backing source stays payable until its deadline; one on the failed job does not (paySupplier reverts
+   JobNotOpen from the failJob's block on, and GET /lenders/<address>/actions stops listing it: do not send it), though a payment
+   mined before the failJob still funds its offer, the advance born defaulted; a closing offer unpaid by its deadline ends
+   "declined" with no penalty for the lender. POST /credit/advances/<advanceId>/liquidate {} recovers
    in this order: ${c.rules.recoveryOrder.join(', ')}. The collateral pays the lender's part first, then the reserve's
    share (${c.rules.insuranceShareBps} bps of the fee); what is left of it goes back to the borrower once the job's advances are resolved.
    An advance that still owes after its liquidation (the shortfall, and what the insurance reserve paid for it) stays "shortfall":

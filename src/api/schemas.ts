@@ -499,7 +499,7 @@ export const PassportEvent = StrictObject({
   borrowerReputationBps: Bps,
   defaultedAdvanceIds: Type.Array(AdvanceId),
   outstandingPrincipalAtomic: Atomic,
-  declinedOfferIds: Type.Array(OfferId, { description: 'The borrower\'s offers withdrawn: declined at once, or `closing` when leased (the lease stays payable until its deadline on chain time; the offer then ends declined, or funded if paid).' }),
+  declinedOfferIds: Type.Array(OfferId, { description: 'The borrower\'s offers withdrawn: declined at once, or `closing` when leased (a lease on another job or a backing source stays payable until its deadline on chain time, one on the failed job only by a payment mined before the failJob; the offer then ends declined, or funded if paid).' }),
   signed: { ...SignedPassportEvent, description: 'This event as the borrower\'s passport records it: numbered, chained and signed by the catalog\'s passport issuer, so anyone can verify it without trusting this service (GET /passport/{address} serves the same).' },
 })
 
