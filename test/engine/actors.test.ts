@@ -228,3 +228,12 @@ t.test('actorRoot: a child that reaches its final state leaves the root running'
   t.equal(lease.getSnapshot().status, 'done', 'the lease is done')
   t.equal(root.getSnapshot().status, 'active', 'the root ignored its done event')
 })
+
+t.test("actorRoot: a child's done event leaves the root's snapshot as it was, not a copy of it", async (t) => {
+  const root = actorRoot()
+  const before = root.getSnapshot()
+  const lease = startActor(leaseMachine, inputs[2]![2] as never, root)
+  lease.send({ type: 'CANCEL', nowMs: T0 } as never)
+  t.equal(lease.getSnapshot().status, 'done', 'the lease is done')
+  t.equal(root.getSnapshot(), before, 'the same snapshot object')
+})
