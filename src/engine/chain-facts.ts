@@ -11,7 +11,7 @@ import { refused, send } from './actors.ts'
 import { touch } from './changes.ts'
 import { applyRepaidFact, openAdvance } from './advances.ts'
 import type { EngineConfig } from './config.ts'
-import { chainTimeOf, dueLease, ended, LEASE_TIME_OUT_CHANGES_MAX, roomFor, type Ended } from './dispatch.ts'
+import { chainTimeOf, dueLeaseOf, ended, LEASE_TIME_OUT_CHANGES_MAX, roomFor, type Ended } from './dispatch.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { compareCodeUnits, sameAddress } from './keys.ts'
@@ -334,13 +334,15 @@ function liveJobOn(s: EngineState, jobKey: string, network: string): JobActor | 
 export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: Ended<LeaseView>, expiredOffers: Ended<OfferView>): boolean {
   const moved = new Set<LenderRecord>()
   let done = true
+  const schedule = s.leaseExpiries.get(network)
+  const chainTimeMs = chainTimeOf(s, network)
   // Each time-out takes its lease out of the schedule, so the next due one is at the top again.
-  for (let lease = dueLease(s, network); lease !== undefined; lease = dueLease(s, network)) {
+  for (let lease = dueLeaseOf(s, schedule, chainTimeMs); lease !== undefined; lease = dueLeaseOf(s, schedule, chainTimeMs)) {
     if (expired.count >= s.config.timeOutsPerCommandMax || !roomFor(s, LEASE_TIME_OUT_CHANGES_MAX)) {
       done = false
       break
     }
-    const offer = timeOutLease(s, lease, chainTimeOf(s, network) as number, nowMs, moved)
+    const offer = timeOutLease(s, lease, chainTimeMs as number, nowMs, moved)
     expired.count += 1
     expired.views?.push(leaseView(lease.getSnapshot()))
     if (offer !== undefined) {

@@ -4,6 +4,7 @@ import { seqOf } from './keys.ts'
 import type { EngineConfig } from './config.ts'
 import type { EngineState, LeaseActor, OfferActor, OfferSnapshot } from './state.ts'
 import { leaseOverAtChainMs, type LeaseInput } from '../../machines/index.ts'
+import type { IndexedMinHeap } from './schedule.ts'
 
 /** A scheduled lease or offer: when it is due and its id's sequence, the tie-break that keeps the order deterministic. */
 export interface Due {
@@ -77,8 +78,15 @@ export function chainTimeOf(s: EngineState, network: string): number | undefined
 
 /** The network's live lease that is over first, when its observed chain time is past that lease's deadline. */
 export function dueLease(s: EngineState, network: string): LeaseActor | undefined {
-  const chainTimeMs = chainTimeOf(s, network)
-  const next = s.leaseExpiries.get(network)?.peek()
+  return dueLeaseOf(s, s.leaseExpiries.get(network), chainTimeOf(s, network))
+}
+
+/**
+ * dueLease with the network's lease schedule and observed chain time already read: a pass of time-outs reads them
+ * once (neither changes during it; the keyed read of the chain time was about 1.5 % of a time-out's CPU).
+ */
+export function dueLeaseOf(s: EngineState, schedule: IndexedMinHeap<Due> | undefined, chainTimeMs: number | undefined): LeaseActor | undefined {
+  const next = schedule?.peek()
   if (chainTimeMs === undefined || next === undefined || next.atMs > chainTimeMs) return undefined
   return s.leases.get(next.id) as LeaseActor
 }
