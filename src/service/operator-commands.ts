@@ -100,6 +100,15 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
     const settled = await operatorSend(service, job.network, (clients) => sendSettleJob(clients, { jobId, offerKeys }), {
       alreadyDone: (error) => error.errorName === 'JobNotOpen',
       find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobSettled', jobId }, job.funding.txHash),
+    }).catch((error: unknown) => {
+      // settleJob must name exactly the advances the contract holds owing: a full repayment (or a payment) mined and
+      // not counted yet makes the service name one more (or one fewer) and the contract refuses it, nothing mined.
+      // The follower counts it at the network's confirmations, so this is a wait, not a conflict (503, retry): before,
+      // 409 contract_advance_count_mismatch told an agent its completion was refused (an outsider's finding).
+      if (error instanceof ContractRevertError && error.errorName === 'AdvanceCountMismatch') {
+        throw new ChainRpcError(job.network, new Error(`the contract holds a different number of ${jobId}'s advances owing than the chain follower has counted (a repayment or payment mined and not counted yet); nothing was sent, retry`))
+      }
+      throw error
     })
     const paid = settled.facts.find((f): f is FacilityFactOf<'JobSettled'> => f.name === 'JobSettled')
     if (paid === undefined) throw new ContractRevertError(job.network, 'settlement_differs', [], new Error(`${settled.txHash} emitted no JobSettled`))
