@@ -40,7 +40,7 @@ export const ENGINE_PATHS: readonly EnginePath[] = [
   { command: 'matchOffer', when: 'no lender and the offer is stale', steps: [step('offer', 'EXPIRE'), step('job', 'RELEASE')], records: [] },
   {
     command: 'recordSupplierPayment', when: 'the leased lender paid the supplier (the maximum fee not charged goes back to the source)',
-    steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED'), step('job', 'RELEASE')], records: ['lender'],
+    steps: [step('offer', 'FUND'), step('lease', 'PAY'), step('advance', 'created'), step('job', 'ADVANCE_OPENED'), step('job', 'RELEASE')], records: ['lender', 'borrower'],
   },
   { command: 'repayAdvance', when: 'a Repaid transaction is reported', steps: [step('advance', 'REPAY'), step('job', 'ADVANCE_CLOSED')], records: ['lender', 'borrower', 'reserve'] },
   { command: 'completeJob', when: 'the job is settled on chain (its waiting offers are declined)', steps: [step('job', 'COMPLETE'), step('advance', 'REPAY'), step('offer', 'DECLINE')], records: ['lender', 'borrower', 'reserve'] },
