@@ -148,3 +148,24 @@ t.test('a stranger\'s settlement still pending when the facilitator settles is t
   const charged = await balanceOf(payer.address)
   t.equal(1_000_000n - charged, DEVNET_PRICE_ATOMIC, 'the payer paid the price once')
 })
+
+// This facilitator refuses the made-up payload's signature before it looks at the nonce (payment_invalid), so the
+// lookup is not reached; the lookup checks the payer's signature again (front-run.ts) for a facilitator that answers
+// the spent nonce first.
+t.test('a front-run settlement counts only for a payload its payer signed', async (t) => {
+  const payer = await fundedAccount(h.devnet, networkB, 1_000_000n)
+  const domain = { name: tokenConfig.eip712Name, version: tokenConfig.eip712Version, chainId: networkB.chainId, verifyingContract: token }
+  let forged: Response | undefined
+  const paid = await pay(payer, async (signed, header) => {
+    const a = authorizationOf(signed)
+    await submit(a, signed.signature)
+    // Someone who saw the settlement on chain makes up the payload, signed by its own key, and asks first.
+    const decoded = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { payload: Signed }
+    decoded.payload.signature = await stranger.signTypedData({ domain, types: authorizationTypes, primaryType: 'TransferWithAuthorization', message: a })
+    forged = await post({ 'payment-signature': Buffer.from(JSON.stringify(decoded)).toString('base64') })
+  })
+  const problem = (await (forged as Response).json()) as { code?: string }
+  t.equal(forged?.status, 402, 'the made-up payload buys nothing')
+  t.ok(['payment_already_used', 'payment_invalid'].includes(problem.code as string), `refused as spent or invalid (${problem.code})`)
+  t.equal(paid.response.status, 200, `the payer's own payload still buys its score (got ${paid.response.status} ${paid.body.code ?? ''})`)
+})
