@@ -137,7 +137,7 @@ t.test('a stranger\'s settlement still pending when the facilitator settles is t
     mined = (async () => {
       for (let i = 0; i < 200 && (await pendingCount()) < 2; i += 1) await new Promise((resolve) => setTimeout(resolve, 20))
       await rpc('evm_mine')
-      await rpc('evm_setIntervalMining', [1000])
+      await rpc('evm_setIntervalMining', [(networkB.blockTimeMs ?? 1000) / 1000]) // seconds: the devnet's block time again
     })()
   })
   await mined
