@@ -6,10 +6,12 @@
 // service would have sent: the payer's ECDSA signature over the authorization presented, this resource's token,
 // `to` its payee, `value` its price, mined (status success) with the token's AuthorizationUsed(from, nonce) followed
 // at once by Transfer(from, payee, price) in the same transaction, inside the authorization's validity window, at the
-// network's `confirmations`, at most the resource's maxTimeoutSeconds (chain time) below the head, and not sent by a
-// signer of the resource's own facilitator (the facilitator's own settlement was already answered, or refused, by the
-// settle that sent it). A settlement honoured once is remembered (chain time, until it is past that horizon and could
-// not be honoured again anyway): a second use of the same authorization stays `payment_already_used`.
+// network's `confirmations`, at most the resource's maxTimeoutSeconds plus the confirmation wait (chain time, the
+// horizon) below the head, and not sent by a signer of the resource's own facilitator (the facilitator's own
+// settlement was already answered, or refused, by the settle that sent it). A settlement honoured once is remembered
+// (chain time, until it is past that horizon and could not be honoured again anyway): a second use of the same
+// authorization stays `payment_already_used`. A transaction still pending (the facilitator's own send found the nonce
+// used in the pending state) is waited for, as its confirmations are.
 import type { FacilitatorClient } from '@x402/core/server'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { encodePaymentResponseHeader } from '@x402/core/http'
@@ -78,7 +80,8 @@ export class FrontRunSettlements {
    * it does not (not found, another transfer used the nonce, already honoured, not the payer's signature): the
    * refusal stands. Throws FrontRunUndecidedError when it could not decide.
    */
-  async claim(payload: PaymentPayload, requirements: PaymentRequirements, horizonSeconds: number): Promise<FoundSettlement | undefined> {
+  async claim(payload: PaymentPayload, requirements: PaymentRequirements, maxTimeoutSeconds: number): Promise<FoundSettlement | undefined> {
+    const horizonSeconds = this.horizonSeconds(maxTimeoutSeconds)
     const authorization = authorizationOf(payload)
     if (authorization === undefined) return undefined
     if (!isAddressEqual(authorization.to, requirements.payTo as Address) || authorization.value !== BigInt(requirements.amount)) return undefined
@@ -108,9 +111,14 @@ export class FrontRunSettlements {
    * facilitator's, and it is remembered too, in case the facilitator does not list its signers), until the chain's
    * time is past its validBefore and the horizon: its settlement was mined before validBefore.
    */
-  remember(payload: PaymentPayload, horizonSeconds: number): void {
+  remember(payload: PaymentPayload, maxTimeoutSeconds: number): void {
     const authorization = authorizationOf(payload)
-    if (authorization !== undefined) this.honoured.set(`${authorization.from}:${authorization.nonce}`.toLowerCase(), authorization.validBefore + BigInt(horizonSeconds))
+    if (authorization !== undefined) this.honoured.set(`${authorization.from}:${authorization.nonce}`.toLowerCase(), authorization.validBefore + BigInt(this.horizonSeconds(maxTimeoutSeconds)))
+  }
+
+  /** How far below the head a settlement is honoured: the payment's timeout, and the wait for its confirmations (which a retry after it may need). */
+  private horizonSeconds(maxTimeoutSeconds: number): number {
+    return maxTimeoutSeconds + Math.ceil(this.options.confirmationTimeoutMs / 1000)
   }
 
   private async find(authorization: Authorization, payload: PaymentPayload, requirements: PaymentRequirements, horizonSeconds: number): Promise<{ transaction: Hex; expires: bigint } | undefined> {
