@@ -85,13 +85,17 @@ export class FrontRunSettlements {
     const authorization = authorizationOf(payload)
     if (authorization === undefined) return undefined
     if (!isAddressEqual(authorization.to, requirements.payTo as Address) || authorization.value !== BigInt(requirements.amount)) return undefined
+    // Only the payer's own signature over exactly this authorization, checked before it is reserved: a payload made up
+    // from a nonce seen on chain buys nothing, nor holds up the payer's own.
+    const payer = await signingPayer(this.options.network.chainId, payload, requirements)
+    if (payer === undefined) return undefined
     const key = `${authorization.from}:${authorization.nonce}`.toLowerCase()
-    // Reserved before any await: a concurrent claim of the same authorization (another signature of it too) waits for nothing.
+    // Reserved before any chain read: a concurrent claim of the same authorization (another signature of it too) waits for nothing.
     if (this.honoured.has(key)) return undefined
     this.honoured.set(key, 0n)
     let found: { transaction: Hex; expires: bigint } | undefined
     try {
-      found = await this.find(authorization, payload, requirements, horizonSeconds)
+      found = await this.find(authorization, payer, requirements, horizonSeconds)
     } finally {
       if (found === undefined) this.honoured.delete(key)
     }
@@ -121,11 +125,8 @@ export class FrontRunSettlements {
     return maxTimeoutSeconds + Math.ceil(this.options.confirmationTimeoutMs / 1000)
   }
 
-  private async find(authorization: Authorization, payload: PaymentPayload, requirements: PaymentRequirements, horizonSeconds: number): Promise<{ transaction: Hex; expires: bigint } | undefined> {
+  private async find(authorization: Authorization, payer: Address, requirements: PaymentRequirements, horizonSeconds: number): Promise<{ transaction: Hex; expires: bigint } | undefined> {
     const { network, client, chainReads } = this.options
-    // Only the payer's own signature over exactly this authorization: a payload made up from a nonce seen on chain buys nothing.
-    const payer = await signingPayer(network.chainId, payload, requirements)
-    if (payer === undefined) return undefined
     await this.read(async () => chainReads?.take(network.slug, payer))
     const token = requirements.asset as Address
     const head = await this.read(() => client.getBlock({ blockTag: 'latest' }))
