@@ -5,7 +5,7 @@
 /** With Retry-After: nothing was recorded, and the same request may be sent again after that many seconds. */
 export const RETRY_AFTER_CODES: Readonly<Record<429 | 503, readonly string[]>> = {
   429: ['rate_limited', 'lender_registrations_client_full', 'sign_ins_client_limited', 'idempotency_keys_limited'],
-  503: ['chain_unavailable', 'chain_reads_exhausted', 'store_overloaded', 'lender_registrations_full', 'facilitator_unavailable', 'compute_failed', 'compute_disabled', 'sign_ins_exhausted', 'idempotency_keys_exhausted'],
+  503: ['chain_unavailable', 'chain_reads_exhausted', 'store_overloaded', 'lender_registrations_full', 'facilitator_unavailable', 'compute_failed', 'compute_disabled', 'payment_settlement_unconfirmed', 'sign_ins_exhausted', 'idempotency_keys_exhausted'],
 }
 
 /** 429 and 503 codes without Retry-After (the service names no time), with what to do instead. */

@@ -355,6 +355,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     const creditScore = assembleCreditScore({
       settings: creditScoreSettings,
       facilitators,
+      chainReads: service.chainReads,
       ...(options.creditScoreCompute === undefined ? {} : { compute: options.creditScoreCompute }),
       baseUrl: () => baseUrl,
     })

@@ -3,7 +3,10 @@
 // HTTP client of the configured facilitator otherwise) and the paid resource; and the catalog's description of it.
 import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server'
 import { CREDIT_SCORE_PATH } from '../api/routes/score.ts'
-import type { NetworkFacilitator } from '../x402/facilitator.ts'
+import { createNetworkClients } from '../chain/clients.ts'
+import type { ChainReadBudget } from '../service/chain-read-budget.ts'
+import { CONFIRMATION_TIMEOUT_MS_DEFAULT, type NetworkFacilitator } from '../x402/facilitator.ts'
+import { FrontRunSettlements } from '../x402/front-run.ts'
 import { facilitatorUrl, PUBLIC_FACILITATOR_URL_DEFAULT } from '../x402/facilitator-url.ts'
 import { InProcessFacilitatorClient } from '../x402/in-process-client.ts'
 import { PaidResource } from '../x402/paid-resource.ts'
@@ -27,6 +30,8 @@ export function assembleCreditScore(input: {
   compute?: CreditScoreCompute
   /** The service's public base URL, known once it listens. */
   baseUrl: () => string
+  /** The chain read budget the lookup of a front-run settlement takes one read of, as a settle does. Default: none. */
+  chainReads?: Pick<ChainReadBudget, 'take' | 'takeUnproven'>
 }): CreditScoreAssembly {
   const { settings } = input
   if (settings === null) return { paid: null, offer: () => null, close: async () => {} }
@@ -45,6 +50,14 @@ export function assembleCreditScore(input: {
     payTo: settings.payTo,
     maxTimeoutSeconds: settings.maxTimeoutSeconds,
     facilitator,
+    // A payment a stranger settled first, exactly as asked, still buys the score (src/x402/front-run.ts).
+    frontRun: new FrontRunSettlements({
+      network: settings.network,
+      client: createNetworkClients(settings.network).publicClient,
+      facilitator,
+      chainReads: input.chainReads,
+      confirmationTimeoutMs: CONFIRMATION_TIMEOUT_MS_DEFAULT,
+    }),
   })
   return {
     paid: { resource, compute },

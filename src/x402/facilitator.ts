@@ -101,7 +101,7 @@ const TRANSPORT_ERROR_NAMES = new Set([
   'ResourceUnavailableRpcError',
 ])
 
-function isTransportFailure(error: unknown): boolean {
+export function isTransportFailure(error: unknown): boolean {
   let current: unknown = error
   for (let depth = 0; depth < 16 && typeof current === 'object' && current !== null; depth += 1) {
     if (TRANSPORT_ERROR_NAMES.has((current as { name?: unknown }).name as string)) return true
@@ -236,34 +236,9 @@ export class NetworkFacilitator {
    */
   private async chargeRead(payload: PaymentPayload, requirements: PaymentRequirements): Promise<void> {
     if (this.chainReads === undefined) return
-    const payer = await this.signingPayer(payload, requirements)
+    const payer = await signingPayer(this.network.chainId, payload, requirements)
     if (payer !== undefined) this.chainReads.take(this.network.slug, payer)
     else this.chainReads.takeUnproven(this.network.slug, 'payment')
-  }
-
-  /** The payload's EIP-3009 `from` when its ECDSA signature over the authorization recovers to it; else undefined. */
-  private async signingPayer(payload: PaymentPayload, requirements: PaymentRequirements): Promise<Address | undefined> {
-    const inner = payload.payload as { authorization?: Record<string, string>; signature?: Hex }
-    const { authorization, signature } = inner
-    const { name, version } = (requirements.extra ?? {}) as { name?: string; version?: string }
-    if (authorization === undefined || signature === undefined || name === undefined || version === undefined) return undefined
-    try {
-      const from = getAddress(authorization['from'] as string)
-      const signer = await recoverTypedDataAddress({
-        domain: { name, version, chainId: this.network.chainId, verifyingContract: getAddress(requirements.asset) },
-        types: authorizationTypes,
-        primaryType: 'TransferWithAuthorization',
-        message: {
-          from, to: getAddress(authorization['to'] as string), value: BigInt(authorization['value'] as string),
-          validAfter: BigInt(authorization['validAfter'] as string), validBefore: BigInt(authorization['validBefore'] as string), nonce: authorization['nonce'] as Hex,
-        },
-        signature,
-      })
-      return isAddressEqual(signer, from) ? from : undefined
-    } catch {
-      // Not an ECDSA signature over a well-formed authorization: nothing proves the payer.
-      return undefined
-    }
   }
 
   /** Runs `settle` once every earlier settlement of `payer` has ended (whatever its outcome). */
@@ -382,6 +357,31 @@ function refusalOf(payload: PaymentPayload, requirements: PaymentRequirements, s
     return { reason: REFUSED_PAYMENT_REASONS.belowPayeeMinimum, message: `This facilitator settles payments to ${requirements.payTo} of at least ${minimum} (atomic): not settled here.`, payer }
   }
   return undefined
+}
+
+/** The payload's EIP-3009 `from` when its ECDSA signature over the authorization recovers to it; else undefined. */
+export async function signingPayer(chainId: number, payload: PaymentPayload, requirements: PaymentRequirements): Promise<Address | undefined> {
+  const inner = payload.payload as { authorization?: Record<string, string>; signature?: Hex }
+  const { authorization, signature } = inner
+  const { name, version } = (requirements.extra ?? {}) as { name?: string; version?: string }
+  if (authorization === undefined || signature === undefined || name === undefined || version === undefined) return undefined
+  try {
+    const from = getAddress(authorization['from'] as string)
+    const signer = await recoverTypedDataAddress({
+      domain: { name, version, chainId, verifyingContract: getAddress(requirements.asset) },
+      types: authorizationTypes,
+      primaryType: 'TransferWithAuthorization',
+      message: {
+        from, to: getAddress(authorization['to'] as string), value: BigInt(authorization['value'] as string),
+        validAfter: BigInt(authorization['validAfter'] as string), validBefore: BigInt(authorization['validBefore'] as string), nonce: authorization['nonce'] as Hex,
+      },
+      signature,
+    })
+    return isAddressEqual(signer, from) ? from : undefined
+  } catch {
+    // Not an ECDSA signature over a well-formed authorization: nothing proves the payer.
+    return undefined
+  }
 }
 
 /** The payer a payload names (EIP-3009 `from`, Permit2 `from`), as signed: checked by the scheme's verification. */

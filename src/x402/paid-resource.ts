@@ -19,6 +19,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/server'
 import type { Address } from 'viem'
 import type { NetworkConfig, TokenConfig } from '../chain/config.ts'
 import { EXACT_SCHEME } from './facilitator.ts'
+import { FrontRunUndecidedError, type FoundSettlement, type FrontRunSettlements } from './front-run.ts'
 
 /** The request headers the protocol reads; a route using PaidResource lists them in its `headers`. */
 export const PAYMENT_HEADERS = ['payment-signature', 'user-agent'] as const
@@ -35,6 +36,11 @@ export interface PaidResourceOptions {
   payTo: Address
   maxTimeoutSeconds: number
   facilitator: FacilitatorClient
+  /**
+   * Finds a payment a stranger settled first, exactly as the facilitator would have (src/x402/front-run.ts): it then
+   * counts as the payment instead of `payment_already_used`. Absent: the refusal stands.
+   */
+  frontRun?: FrontRunSettlements
 }
 
 /** Why a request was not admitted, with the status and x402 headers to answer it with. */
@@ -117,7 +123,14 @@ export class PaidResource {
     try {
       const result = await this.process(server, headers)
       if (result.type === 'no-payment-required') throw new Error(`${this.options.method} ${this.options.path} is not a paid route of its resource server`)
-      if (result.type === 'payment-error') return this.refusal(result.response, header === undefined)
+      if (result.type === 'payment-error') {
+        const refusal = this.refusal(result.response, header === undefined)
+        if (refusal.code !== 'payment_already_used' || header === undefined) return refusal
+        const found = await this.settledFirst(decodePaymentSignatureHeader(header), this.requirements())
+        if (found === undefined) return refusal
+        admitted = true
+        return this.honouring(found, key)
+      }
       admitted = true
       return this.admitted(server, result.paymentPayload, result.paymentRequirements, result.declaredExtensions, result.cancellationDispatcher, key)
     } finally {
@@ -143,7 +156,17 @@ export class PaidResource {
         try {
           const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
           if (settled.success) {
+            this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
             return { kind: 'settled', transaction: settled.transaction, payer: settled.payer, headers: { ...settled.headers } }
+          }
+          // A stranger's settlement of the same authorization mined first (the facilitator's own then reverted, or
+          // found the nonce used): it paid as asked, so it is the payment.
+          if (alreadyUsed(settled.errorReason) || /transaction_failed/.test(settled.errorReason ?? '')) {
+            const found = await this.settledFirst(payload, requirements)
+            if (found !== undefined) {
+              found.commit()
+              return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
+            }
           }
           const refusal = this.refusal(settled.response, false)
           return { ...refusal, code: alreadyUsed(settled.errorReason) ? 'payment_already_used' : 'payment_settlement_failed', detail: `The payment did not settle (${settled.errorReason}); nothing was delivered.` }
@@ -158,6 +181,38 @@ export class PaidResource {
           release()
         }
       },
+    }
+  }
+
+  /** The honoured settlement of a payment a stranger settled first: the work is delivered on it, nothing is sent. */
+  private honouring(found: FoundSettlement, key: string | undefined): AdmittedPayment {
+    const release = () => {
+      if (key !== undefined) this.inFlight.delete(key)
+    }
+    return {
+      kind: 'admitted',
+      payer: found.payer,
+      settle: async () => {
+        found.commit()
+        release()
+        return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
+      },
+      cancel: async () => {
+        found.release()
+        release()
+      },
+    }
+  }
+
+  /** The front-run settlement that counts as this payment, if any; a lookup that could not decide is unavailable. */
+  private async settledFirst(payload: PaymentPayload, requirements: PaymentRequirements): Promise<FoundSettlement | undefined> {
+    const { frontRun, maxTimeoutSeconds } = this.options
+    if (frontRun === undefined) return undefined
+    try {
+      return await frontRun.claim(payload, requirements, maxTimeoutSeconds)
+    } catch (error) {
+      if (error instanceof FrontRunUndecidedError) throw new PaymentUnavailableError(`${error.message}; the payment's settlement could not be looked up`, { cause: error })
+      throw error
     }
   }
 

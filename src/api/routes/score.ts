@@ -1,7 +1,8 @@
 // POST /credit-score: the paid, confidential credit score. In order: 503 when no compute component is configured;
 // input checks (400, 404) before any payment is asked; the x402 payment (402 until a verified one comes); the
 // computation in the compute component, which returns only a JWE for the caller's key; settlement, only once that
-// succeeded; 200 with the PAYMENT-RESPONSE header. A failed computation cancels the payment: nothing is charged.
+// succeeded; 200 with the PAYMENT-RESPONSE header. A failed computation cancels the payment: nothing is charged. A
+// payment someone else settled first, exactly as asked, counts as the payment once (src/x402/front-run.ts).
 import type { Address } from 'viem'
 import { checksum } from '../common.ts'
 import { HttpProblem } from '../../http/problem.ts'
@@ -16,6 +17,7 @@ import { recipientKeyProblem } from '../../score/recipient-key.ts'
 import { CreditScoreAnswer, CreditScoreRequest } from '../../score/schemas.ts'
 import { ChainReadsExhaustedError } from '../../service/chain-read-budget.ts'
 import { ChainUnavailableError } from '../../x402/facilitator.ts'
+import { SettlementUnconfirmedError } from '../../x402/front-run.ts'
 import { PAYMENT_HEADERS, PaidResource, PaymentUnavailableError, type PaymentRefusal } from '../../x402/paid-resource.ts'
 
 export const CREDIT_SCORE_PATH = '/credit-score'
@@ -38,7 +40,7 @@ export interface CreditScoreRouteDeps {
 const refusedDescription =
   'Payment required (x402 v2): the PAYMENT-REQUIRED header (base64 JSON: x402Version, resource, accepts [{scheme exact, network, asset, amount, payTo, maxTimeoutSeconds, extra {name, version}}]) says what to pay. ' +
   'Codes: payment_required (none sent), payment_invalid (refused by the facilitator, or not an x402 payload), payment_not_accepted (another network, asset, amount or payee), ' +
-  'payment_already_used, payment_settlement_failed (the score is withheld).'
+  'payment_already_used (spent: also a settlement someone else sent that already bought a score, or a nonce used for another transfer; a settlement of exactly this payment by someone else counts as the payment), payment_settlement_failed (the score is withheld).'
 
 export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
   const enabled = deps.paid !== null
@@ -70,6 +72,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
         description:
           'compute_disabled (no compute component; before any payment), compute_failed (the computation failed: nothing was charged, the same payment may be sent again until it expires), ' +
           'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was decided), ' +
+          'payment_settlement_unconfirmed (someone else settled this payment first, exactly as asked, and it counts as the payment once at the network\'s confirmations: it was not yet when the wait ended; send the same payment again), ' +
           `chain_reads_exhausted (the payment's verify or settle on a self-facilitated network takes one chain read, as the payer's when its key signed the authorization: ${CHAIN_READS_EXHAUSTED}), ` +
           'network_stopped (without Retry-After: the payment network\'s chain follower stopped for good, /health says why; before any payment, nothing charged).',
       },
@@ -138,6 +141,13 @@ async function paying<T>(run: () => Promise<T>): Promise<T> {
     if (!(error instanceof PaymentUnavailableError)) throw error
     const exhausted = causes(error).find((cause) => cause instanceof ChainReadsExhaustedError)
     if (exhausted !== undefined) throw problemOf(exhausted)
+    if (causes(error).some((cause) => cause instanceof SettlementUnconfirmedError)) {
+      throw new HttpProblem(503, 'payment_settlement_unconfirmed', `${error.message}; nothing was delivered: send the same payment again shortly.`, {
+        title: 'Settlement unconfirmed',
+        headers: { 'retry-after': '1' },
+        cause: error,
+      })
+    }
     const chain = causes(error).some((cause) => cause instanceof ChainUnavailableError)
     throw new HttpProblem(503, chain ? 'chain_unavailable' : 'facilitator_unavailable', `${error.message}; nothing was decided about the payment, retry later.`, {
       title: chain ? 'Chain unavailable' : 'Facilitator unavailable',

@@ -1,0 +1,243 @@
+// A paid resource's payment that a stranger settled first. The payer's EIP-3009 authorization pays the resource's
+// payee whoever submits it: a stranger who sees it (the facilitator's settlement in a public mempool, the
+// PAYMENT-SIGNATURE header on its way) can submit transferWithAuthorization first, for the gas. The money then went
+// where the service asked, and the facilitator refuses the payment as spent (an outsider's finding,
+// test/score/outsider12-score-frontrun.test.ts). Such a settlement counts as the payment when it is exactly the one the
+// service would have sent: the payer's ECDSA signature over the authorization presented, this resource's token,
+// `to` its payee, `value` its price, mined (status success) with the token's AuthorizationUsed(from, nonce) followed
+// at once by Transfer(from, payee, price) in the same transaction, inside the authorization's validity window, at the
+// network's `confirmations`, at most the resource's maxTimeoutSeconds plus the confirmation wait (chain time, the
+// horizon) below the head, and not sent by a signer of the resource's own facilitator (the facilitator's own
+// settlement was already answered, or refused, by the settle that sent it). A settlement honoured once is remembered
+// (chain time, until it is past that horizon and could not be honoured again anyway): a second use of the same
+// authorization stays `payment_already_used`. A transaction still pending (the facilitator's own send found the nonce
+// used in the pending state) is waited for, as its confirmations are.
+import type { FacilitatorClient } from '@x402/core/server'
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
+import { encodePaymentResponseHeader } from '@x402/core/http'
+import { isAddress as isViemAddress, isAddressEqual, isHex, parseAbi, parseEventLogs, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
+import type { NetworkConfig } from '../chain/config.ts'
+import type { ChainReadBudget } from '../service/chain-read-budget.ts'
+import { ChainUnavailableError, isTransportFailure, signingPayer } from './facilitator.ts'
+
+/** How far below the head a front-run settlement is looked for: one eth_getLogs range most providers accept. */
+export const FRONT_RUN_LOOKBACK_BLOCKS = 2_000n
+
+const authorizationStateAbi = parseAbi(['function authorizationState(address authorizer, bytes32 nonce) view returns (bool)'])
+
+const eip3009Events = parseAbi([
+  'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
+  'event Transfer(address indexed from, address indexed to, uint256 value)',
+])
+
+/** The lookup could not decide (chain read refused or failed, confirmations not reached in time): nothing was consumed. */
+export class FrontRunUndecidedError extends Error {
+  override readonly name: string = 'FrontRunUndecidedError'
+}
+
+/** The found settlement was not yet at the network's confirmations when the wait ended. */
+export class SettlementUnconfirmedError extends FrontRunUndecidedError {
+  override readonly name = 'SettlementUnconfirmedError'
+}
+
+/** A settlement found for a payment: answer it with `headers`, then `commit` once delivered, or `release`. */
+export interface FoundSettlement {
+  transaction: Hex
+  payer: Address
+  /** PAYMENT-RESPONSE of the found settlement. */
+  headers: Record<string, string>
+  /** The work was delivered on it: remember it, so no second use is honoured. */
+  commit(): void
+  /** The work failed: the settlement may be presented again. */
+  release(): void
+}
+
+export interface FrontRunOptions {
+  network: NetworkConfig
+  client: PublicClient
+  /** The facilitator whose signers' settlements are never honoured here (read once, from its /supported). */
+  facilitator: FacilitatorClient
+  /** The lookup takes one read of the network's chain read budget, as a settle does. Default: none. */
+  chainReads?: Pick<ChainReadBudget, 'take' | 'takeUnproven'> | undefined
+  /** Bound on the wait for the settlement's confirmations. */
+  confirmationTimeoutMs: number
+}
+
+type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex }
+
+export class FrontRunSettlements {
+  private readonly options: FrontRunOptions
+  /** Lower-case `from:nonce` -> chain time (s) past which it could not be honoured again; 0n while being looked up or answered. */
+  private readonly honoured = new Map<string, bigint>()
+  private signers: Promise<readonly string[]> | undefined
+
+  constructor(options: FrontRunOptions) {
+    this.options = options
+  }
+
+  /**
+   * The settlement on chain of `payload`, paid as `requirements` ask, when it counts as the payment; undefined when
+   * it does not (not found, another transfer used the nonce, already honoured, not the payer's signature): the
+   * refusal stands. Throws FrontRunUndecidedError when it could not decide.
+   */
+  async claim(payload: PaymentPayload, requirements: PaymentRequirements, maxTimeoutSeconds: number): Promise<FoundSettlement | undefined> {
+    const horizonSeconds = this.horizonSeconds(maxTimeoutSeconds)
+    const authorization = authorizationOf(payload)
+    if (authorization === undefined) return undefined
+    if (!isAddressEqual(authorization.to, requirements.payTo as Address) || authorization.value !== BigInt(requirements.amount)) return undefined
+    // Only the payer's own signature over exactly this authorization, checked before it is reserved: a payload made up
+    // from a nonce seen on chain buys nothing, nor holds up the payer's own.
+    const payer = await signingPayer(this.options.network.chainId, payload, requirements)
+    if (payer === undefined) return undefined
+    const key = `${authorization.from}:${authorization.nonce}`.toLowerCase()
+    // Reserved before any chain read: a concurrent claim of the same authorization (another signature of it too) waits for nothing.
+    if (this.honoured.has(key)) return undefined
+    this.honoured.set(key, 0n)
+    let found: { transaction: Hex; expires: bigint } | undefined
+    try {
+      found = await this.find(authorization, payer, requirements, horizonSeconds)
+    } finally {
+      if (found === undefined) this.honoured.delete(key)
+    }
+    if (found === undefined) return undefined
+    const { transaction, expires } = found
+    return {
+      transaction,
+      payer: authorization.from,
+      headers: { 'PAYMENT-RESPONSE': encodePaymentResponseHeader({ success: true, transaction, network: requirements.network as `${string}:${string}`, payer: authorization.from }) },
+      commit: () => void this.honoured.set(key, expires),
+      release: () => void this.honoured.delete(key),
+    }
+  }
+
+  /**
+   * A payment the facilitator settled itself: it is never honoured again as a front-run (its sender is the
+   * facilitator's, and it is remembered too, in case the facilitator does not list its signers), until the chain's
+   * time is past its validBefore and the horizon: its settlement was mined before validBefore.
+   */
+  remember(payload: PaymentPayload, maxTimeoutSeconds: number): void {
+    const authorization = authorizationOf(payload)
+    if (authorization !== undefined) this.honoured.set(`${authorization.from}:${authorization.nonce}`.toLowerCase(), authorization.validBefore + BigInt(this.horizonSeconds(maxTimeoutSeconds)))
+  }
+
+  /** How far below the head a settlement is honoured: the payment's timeout, and the wait for its confirmations (which a retry after it may need). */
+  private horizonSeconds(maxTimeoutSeconds: number): number {
+    return maxTimeoutSeconds + Math.ceil(this.options.confirmationTimeoutMs / 1000)
+  }
+
+  private async find(authorization: Authorization, payer: Address, requirements: PaymentRequirements, horizonSeconds: number): Promise<{ transaction: Hex; expires: bigint } | undefined> {
+    const { network, client, chainReads } = this.options
+    await this.read(async () => chainReads?.take(network.slug, payer))
+    const token = requirements.asset as Address
+    const head = await this.read(() => client.getBlock({ blockTag: 'latest' }))
+    this.forget(head.timestamp)
+    const fromBlock = head.number > FRONT_RUN_LOOKBACK_BLOCKS ? head.number - FRONT_RUN_LOOKBACK_BLOCKS : 0n
+    const usedLog = async () => {
+      const logs = await this.read(() => client.getLogs({ address: token, event: eip3009Events[0], args: { authorizer: authorization.from, nonce: authorization.nonce }, fromBlock }))
+      return logs[0]
+    }
+    let log = await usedLog()
+    if (log === undefined) {
+      // Not mined: a transaction using the nonce may wait in the pool (the facilitator's own send then found it used).
+      // The pending state says so where the node keeps one; then its mining is waited for, as confirmations are.
+      const pending = await this.read(() => client.readContract({ address: token, abi: authorizationStateAbi, functionName: 'authorizationState', args: [authorization.from, authorization.nonce], blockTag: 'pending' }))
+      if (!pending) return undefined
+      const deadline = Date.now() + this.options.confirmationTimeoutMs
+      while (log === undefined) {
+        if (Date.now() > deadline) throw new SettlementUnconfirmedError(`a transaction using the payment's authorization was still pending after ${this.options.confirmationTimeoutMs} ms`)
+        await new Promise((resolve) => setTimeout(resolve, network.pollingIntervalMs))
+        log = await usedLog()
+      }
+    }
+    const receipt = await this.confirmed(log.transactionHash)
+    if (receipt === undefined || receipt.status !== 'success' || !paysAsAsked(receipt, token, authorization)) return undefined
+    if ((await this.facilitatorSigners()).some((signer) => isAddressEqual(signer as Address, receipt.from))) return undefined
+    const block = await this.read(() => client.getBlock({ blockHash: receipt.blockHash }))
+    if (block.timestamp <= authorization.validAfter || block.timestamp >= authorization.validBefore) return undefined
+    const expires = block.timestamp + BigInt(horizonSeconds)
+    if (head.timestamp > expires) return undefined
+    return { transaction: receipt.transactionHash, expires }
+  }
+
+  /** The receipt at the network's confirmations (read again after the wait: a reorganisation may have dropped it). */
+  private async confirmed(hash: Hex): Promise<TransactionReceipt | undefined> {
+    const { network, client, confirmationTimeoutMs } = this.options
+    try {
+      const receipt = await client.waitForTransactionReceipt({ hash, confirmations: network.confirmations, timeout: confirmationTimeoutMs, pollingInterval: network.pollingIntervalMs })
+      return network.confirmations === 1 ? receipt : await client.getTransactionReceipt({ hash })
+    } catch (error) {
+      if (isTransportFailure(error)) throw new FrontRunUndecidedError(`the RPC endpoint of ${network.slug} failed`, { cause: new ChainUnavailableError(network.slug, { cause: error }) })
+      const name = (error as { name?: unknown }).name
+      if (name === 'WaitForTransactionReceiptTimeoutError') {
+        throw new SettlementUnconfirmedError(`the payment's settlement ${hash} did not reach ${network.confirmations} confirmations in time`, { cause: error })
+      }
+      if (name === 'TransactionReceiptNotFoundError') return undefined
+      throw new FrontRunUndecidedError(`the receipt of ${hash} could not be read`, { cause: error })
+    }
+  }
+
+  private facilitatorSigners(): Promise<readonly string[]> {
+    this.signers ??= this.options.facilitator.getSupported().then(
+      (supported) => Object.values(supported.signers).flat(),
+      (error: unknown) => {
+        this.signers = undefined
+        throw new FrontRunUndecidedError('the payment facilitator could not be asked for its signers', { cause: error })
+      },
+    )
+    return this.signers
+  }
+
+  /** Forgets the settlements the chain's time has carried past their horizon: none of them could be honoured again. */
+  private forget(headTimestamp: bigint): void {
+    for (const [key, expires] of this.honoured) if (expires !== 0n && expires < headTimestamp) this.honoured.delete(key)
+  }
+
+  /** A chain read (or the budget's charge for one): a failure of the RPC or a refused read decided nothing. */
+  private async read<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run()
+    } catch (error) {
+      if (isTransportFailure(error)) throw new FrontRunUndecidedError(`the RPC endpoint of ${this.options.network.slug} failed`, { cause: new ChainUnavailableError(this.options.network.slug, { cause: error }) })
+      throw new FrontRunUndecidedError((error as Error).message, { cause: error })
+    }
+  }
+}
+
+/** The payload's EIP-3009 authorization, well formed; undefined for any other payload (Permit2, malformed). */
+function authorizationOf(payload: PaymentPayload): Authorization | undefined {
+  const a = (payload.payload as { authorization?: unknown } | undefined)?.authorization
+  if (typeof a !== 'object' || a === null) return undefined
+  const { from, to, value, validAfter, validBefore, nonce } = a as Record<string, unknown>
+  const integer = (v: unknown) => (typeof v === 'string' && /^\d{1,78}$/.test(v) ? BigInt(v) : undefined)
+  const [amount, after, before] = [integer(value), integer(validAfter), integer(validBefore)]
+  if (!isAddress(from) || !isAddress(to) || typeof nonce !== 'string' || !isHex(nonce, { strict: true }) || nonce.length !== 66) return undefined
+  if (amount === undefined || after === undefined || before === undefined) return undefined
+  return { from, to, value: amount, validAfter: after, validBefore: before, nonce }
+}
+
+function isAddress(value: unknown): value is Address {
+  return typeof value === 'string' && isViemAddress(value, { strict: false })
+}
+
+/**
+ * The receipt's token logs hold AuthorizationUsed(from, nonce) and, right after it, Transfer(from, payee, price): the
+ * order the EIP-3009 tokens emit them in (OpenZeppelin's ERC3009, Circle's FiatToken). A nonce used by another
+ * transfer (another payee or amount) or cancelled has no such pair.
+ */
+function paysAsAsked(receipt: TransactionReceipt, token: Address, authorization: Authorization): boolean {
+  const logs = parseEventLogs({ abi: eip3009Events, logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)), strict: true })
+  return logs.some((used, i) => {
+    const next = logs[i + 1]
+    return (
+      used.eventName === 'AuthorizationUsed' &&
+      isAddressEqual(used.args.authorizer, authorization.from) &&
+      used.args.nonce.toLowerCase() === authorization.nonce.toLowerCase() &&
+      next !== undefined &&
+      next.eventName === 'Transfer' &&
+      next.logIndex === used.logIndex + 1 &&
+      isAddressEqual(next.args.from, authorization.from) &&
+      isAddressEqual(next.args.to, authorization.to) &&
+      next.args.value === authorization.value
+    )
+  })
+}
