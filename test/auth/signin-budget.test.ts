@@ -42,7 +42,7 @@ const proxy = createServer((request, response) => {
 await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
 const network = { ...first, rpcUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` }
 
-const h = await startHarness({ devnet: { ...devnet, networks: [network, ...others] }, config: { chainReadsPerSecond: 1, chainReadsBurst: BURST } })
+const h = await startHarness({ devnet: { ...devnet, networks: [network, ...others] }, config: { chainReadsPerSecond: 1, chainReadsBurst: BURST, trustedProxies: ['127.0.0.1'] } })
 t.teardown(async () => {
   await h.stop()
   proxy.closeAllConnections()
@@ -63,8 +63,13 @@ async function signedMessage(address: Address, signer: PrivateKeyAccount): Promi
   return { message, signature: await signer.signMessage({ message }) }
 }
 
+// Each sign-in from a client address of its own (x-forwarded-for, the test's connection a trusted proxy): one address
+// takes at most its part of the share (CLIENT_SHARE_DIVISOR, test/auth/outsider12-unproven-signins.test.ts), and
+// this file checks the share all addresses take together.
+let clients = 0
 async function postSession(body: { message: string; signature: Hex }) {
-  const response = await fetch(`${h.url}/auth/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const headers = { 'content-type': 'application/json', 'x-forwarded-for': `198.51.100.${++clients}` }
+  const response = await fetch(`${h.url}/auth/session`, { method: 'POST', headers, body: JSON.stringify(body) })
   return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> }
 }
 
