@@ -207,6 +207,12 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     // Each x402 facilitator settles only for the payees this service serves: the credit score's and the configured ones.
     const paidResources = creditScoreSettings === null ? [] : [{ network: creditScoreSettings.network.slug, payTo: creditScoreSettings.payTo, amountAtomic: creditScoreSettings.priceAtomic }]
     const facilitatorPayees = servedPayees(networks, config.x402FacilitatorPayees, paidResources)
+    // The paid resources' own payees, which only those resources settle (src/x402/routes.ts facilitatorRoutes); a payee
+    // the operator also configured for the facilitator stays settleable through its public route.
+    const resourceOnlyPayees = (slug: string): Set<string> => {
+      const configured = new Set((config.x402FacilitatorPayees[slug] ?? []).map((payee) => payee.toLowerCase()))
+      return new Set(paidResources.filter((p) => p.network === slug && !configured.has(p.payTo.toLowerCase())).map((p) => p.payTo.toLowerCase()))
+    }
 
     const engineConfig = resolveConfig({
       ...config.engine,
@@ -399,7 +405,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       ...passportRoutes(service),
       ...operatorRoutes(service, reconciliation),
       ...eventRoutes(stream.limits, () => catalogOf().stream),
-      ...facilitators.flatMap((facilitator) => facilitatorRoutes(facilitator, refuseStoppedNetwork)),
+      ...facilitators.flatMap((facilitator) => facilitatorRoutes(facilitator, refuseStoppedNetwork, resourceOnlyPayees(facilitator.network.slug))),
       creditScoreRoute({ paid: creditScore.paid, engine, passport: service.passport, repaymentMinimums: repaymentMinimumsOf(networks), clock, refuseStoppedNetwork }),
     )
     // The inspector follows durable changes from here on; its counts start from what the store holds now.

@@ -334,6 +334,8 @@ export const REFUSED_PAYMENT_REASONS = {
   payerIsPayee: 'invalid_payment_payer_is_payee',
   payeeNotServed: 'invalid_payment_payee_not_served',
   belowPayeeMinimum: 'invalid_payment_below_payee_minimum',
+  /** On the public settle route only: a payment to this service's own paid resource, which only that resource settles. */
+  settledByResourceOnly: 'invalid_payment_settled_by_resource_only',
 } as const
 
 /**
@@ -385,7 +387,7 @@ export async function signingPayer(chainId: number, payload: PaymentPayload, req
 }
 
 /** The payer a payload names (EIP-3009 `from`, Permit2 `from`), as signed: checked by the scheme's verification. */
-function payerOf(payload: PaymentPayload): string | undefined {
+export function payerOf(payload: PaymentPayload): string | undefined {
   const inner = payload.payload as { authorization?: { from?: string }; permit2Authorization?: { from?: string } }
   return inner.authorization?.from ?? inner.permit2Authorization?.from
 }

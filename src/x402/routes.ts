@@ -12,10 +12,13 @@ import {
   ChainUnavailableError,
   createNetworkFacilitators,
   NetworkFacilitator,
+  payerOf,
   PaymentRequestInvalidError,
+  REFUSED_PAYMENT_REASONS,
   UnsupportedPaymentKindError,
   type NetworkFacilitatorOptions,
 } from './facilitator.ts'
+import type { PaymentPayload } from '@x402/core/types'
 import { facilitatorPath } from './facilitator-url.ts'
 import { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from './schemas.ts'
 
@@ -66,7 +69,19 @@ function operationSuffix(slug: string): string {
  * follower stopped for good (src/api/routes/shared.ts stoppedNetworkRefusal): its payments are then neither verified
  * nor settled, as nothing of that chain is followed any more.
  */
-export function facilitatorRoutes(facilitator: NetworkFacilitator, refuseStoppedNetwork: (slug: string) => void): AnyRoute[] {
+export function facilitatorRoutes(
+  facilitator: NetworkFacilitator,
+  refuseStoppedNetwork: (slug: string) => void,
+  /**
+   * The payees (lower case) of this service's own paid resources on this network that no configured payee shares: a
+   * payment to one is settled only by the resource selling it, in process, never through the public settle route. A
+   * payer's authorization for the credit score pays its payee whoever submits it, and the public route submits for
+   * anyone, at the facilitator's gas: a stranger who saw a payer's PAYMENT-SIGNATURE had it settled there first, and
+   * the payer was charged without a score (an outsider's finding,
+   * test/score/outsider13-score-settled-by-own-facilitator.test.ts).
+   */
+  resourceOnlyPayees: ReadonlySet<string> = new Set(),
+): AnyRoute[] {
   const { slug, caip2 } = facilitator.network
   const base = facilitatorPath(facilitator.network)
   const suffix = operationSuffix(slug)
@@ -113,7 +128,8 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator, refuseStopped
       summary: `x402 facilitator for ${slug}: settle a payment`,
       description:
         'Verifies the payment again, then submits transferWithAuthorization (or the Permit2 transfer) from the facilitator account (never the service\'s operator) and waits for the receipt. ' +
-        'A refused or failed settlement (e.g. an authorization already used; a payment of 0, invalid_payment_zero_value, from the payer to itself, invalid_payment_payer_is_payee, or to a payee not served, invalid_payment_payee_not_served, sends nothing) is a 200 with success false and an x402 errorReason.',
+        'A refused or failed settlement (e.g. an authorization already used; a payment of 0, invalid_payment_zero_value, from the payer to itself, invalid_payment_payer_is_payee, or to a payee not served, invalid_payment_payee_not_served, sends nothing) is a 200 with success false and an x402 errorReason. ' +
+        'A payment to the payee of this service\'s own paid resource (the credit score\'s, unless configured as a facilitator payee too) is settled only by that resource, which delivers what it buys: refused here, invalid_payment_settled_by_resource_only, nothing sent.',
       tags: TAGS,
       auth: 'none',
       body: FacilitatorRequest,
@@ -124,6 +140,18 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator, refuseStopped
       },
       handler: ({ body }) => {
         refuseStoppedNetwork(slug)
+        const requirements = body.paymentRequirements as { payTo?: unknown; network?: unknown }
+        if (typeof requirements.payTo === 'string' && resourceOnlyPayees.has(requirements.payTo.toLowerCase())) {
+          return {
+            status: 200 as const,
+            body: {
+              success: false, errorReason: REFUSED_PAYMENT_REASONS.settledByResourceOnly,
+              errorMessage: `${requirements.payTo} is the payee of this service's own paid resource (POST /credit-score): its payments are settled only by that resource, which delivers what they buy; nothing was sent.`,
+              ...payerField(body.paymentPayload as PaymentPayload),
+              transaction: '', network: String(requirements.network ?? caip2),
+            },
+          }
+        }
         return answer(() => facilitator.settle(body))
       },
     }),
@@ -136,4 +164,10 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator, refuseStopped
  */
 export function x402Routes(networks: NetworkConfig[], options: NetworkFacilitatorOptions = {}): AnyRoute[] {
   return createNetworkFacilitators(networks, options).flatMap((facilitator) => facilitatorRoutes(facilitator, () => {}))
+}
+
+/** The payload's payer as a settle answer names it, when the payload names one. */
+function payerField(payload: PaymentPayload): { payer?: string } {
+  const payer = payerOf(payload)
+  return payer === undefined ? {} : { payer }
 }

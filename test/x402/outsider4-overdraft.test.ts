@@ -18,13 +18,18 @@ import { backingSourceBody } from '../api/fixtures/api.ts'
 import { exactRequirements, pay, postJson } from './fixtures/payments.ts'
 
 const AT_ONCE = 5
+/** The devnet's self-facilitated network, and a payee configured for its facilitator (anyone: it only receives). */
+const FACILITATED = 'devnet-b'
+const PAYEE = privateKeyToAccount(generatePrivateKey()).address
 
 let h: Harness
 let networkB: NetworkConfig
 let sentBy: (address: Address) => Promise<number>
 let subject: Address
 t.before(async () => {
-  h = await startHarness()
+  // The public settle route settles for a configured payee: the credit score's own payee is settled only by the
+  // score (src/x402/routes.ts resourceOnlyPayees), so this test's settles pay a payee configured for the facilitator.
+  h = await startHarness({ config: { x402FacilitatorPayees: { [FACILITATED]: [PAYEE] } } })
   networkB = h.devnet.networks.find((n) => n.x402SelfFacilitate) as NetworkConfig
   const chain = createPublicClient({ chain: networkChain(networkB), transport: http(networkB.rpcUrl) })
   sentBy = (address) => chain.getTransactionCount({ address, blockTag: 'latest' })
@@ -45,7 +50,7 @@ async function payerOfOnePrice(): Promise<Hex> {
 
 t.test('settle: distinct authorizations of one payer that can cover only one send one transaction', async (t) => {
   const facilitator = h.devnet.accounts.facilitator.address
-  const requirements = exactRequirements({ network: networkB, payTo: h.devnet.accounts.scorePayee.address, amountAtomic: DEVNET_PRICE_ATOMIC })
+  const requirements = exactRequirements({ network: networkB, payTo: PAYEE, amountAtomic: DEVNET_PRICE_ATOMIC })
   const payer = await payerOfOnePrice()
   const payloads = await Promise.all(Array.from({ length: AT_ONCE }, () => pay(payer, requirements)))
   const before = await sentBy(facilitator)
