@@ -88,7 +88,7 @@ export const Catalog = StrictObject({
     sessionTtlSeconds: Type.Integer({ minimum: 1 }),
     sessionsPerWalletMax: Type.Integer({ minimum: 1, description: 'A sign-in beyond it ends the wallet\'s oldest session.' }),
     signInsPerClientPerHour: Type.Integer({ minimum: 0, description: 'Sessions one client address (an IPv6 client\'s /64) may open per hour, an hour\'s worth at once; one more is 429 sign_ins_client_limited with Retry-After (the nonce stays unused). 0: unbounded.' }),
-    signInsPerHour: Type.Integer({ minimum: 0, description: 'Sessions all clients together may open per hour, a minute\'s worth at once; one more is 503 sign_ins_exhausted with Retry-After, except for a wallet with standing (a lender that lends or can, a borrower that repaid), held to its own bounds, or one that holds a live session, whose new session replaces its oldest. 0: unbounded.' }),
+    signInsPerHour: Type.Integer({ minimum: 0, description: 'Sessions all clients together may open per hour, a minute\'s worth at once; one more is 503 sign_ins_exhausted with Retry-After, except for a wallet with standing (a lender that has paid a lease, a borrower that repaid), held to its own bounds, or one that holds a live session, whose new session replaces its oldest. 0: unbounded.' }),
   }),
   attestation: StrictObject({
     domain: StrictObject({ name: Type.String(), version: Type.String() }),
@@ -158,7 +158,7 @@ export const Catalog = StrictObject({
     idempotencyRetentionSeconds: Type.Integer({ minimum: 1, description: 'How long an Idempotency-Key\'s answer is replayed.' }),
     keyedRequestsPerWalletPerHour: Type.Integer({ minimum: 0, description: 'First requests with a new Idempotency-Key (a replay is free) one signed-in wallet may send per hour to the operations whose x-keyed-requests-charged is true (not the credit path), an hour\'s worth at once; one more is 429 idempotency_keys_limited with Retry-After, and nothing ran. 0: unbounded.' }),
     keyedRequestsPerClientPerHour: Type.Integer({ minimum: 0, description: 'The same per client address (an IPv6 client\'s /64), whatever its wallets: 429 idempotency_keys_limited. 0: unbounded.' }),
-    keyedRequestsPerHour: Type.Integer({ minimum: 0, description: 'The same for all callers together, a minute\'s worth at once: 503 idempotency_keys_exhausted with Retry-After, except for a wallet with standing (a lender that lends or can, a borrower that repaid), held to its own bounds only. 0: unbounded.' }),
+    keyedRequestsPerHour: Type.Integer({ minimum: 0, description: 'The same for all callers together, a minute\'s worth at once: 503 idempotency_keys_exhausted with Retry-After, except for a wallet with standing (a lender that has paid a lease, a borrower that repaid), held to its own bounds only. 0: unbounded.' }),
     rateLimitTokensPerSecond: Type.Integer({ minimum: 0, description: 'Refill of each rate-limit bucket (per signed-in wallet, else per client address); 0: no limit. A list page costs its item count.' }),
     rateLimitBurst: Type.Integer({ minimum: 0, description: 'Size of each bucket.' }),
     pageLimitMax: Type.Integer({ minimum: 1, description: 'Largest ?limit= of /lenders and /credit/backing-sources.' }),

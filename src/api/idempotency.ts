@@ -25,7 +25,7 @@ export interface IdempotentRequest {
    */
   budget?: StoreBudget | undefined
   /**
-   * Whether the caller's wallet is no stranger (CreditService.hasStanding: a lender that lends or can, a borrower that
+   * Whether the caller's wallet is no stranger (CreditService.hasStanding: a lender that has paid a lease, a borrower that
    * repaid): asked only when all callers' bucket of `budget` refuses, which then admits it on its own buckets.
    */
   standing?: ((identity: string) => boolean) | undefined

@@ -70,7 +70,7 @@ ${c.auth.revoke.all} every session of the wallet; a revoked token is refused at 
 per client address (429 sign_ins_client_limited beyond), ${perHour(c.auth.signInsPerHour)} from all clients (503 sign_ins_exhausted beyond): keep a session.
 Before it ends, ${c.auth.refresh} (no body) extends it in place: the same token, ${c.auth.sessionTtlSeconds} s from then, at most a week after you
 signed; it stores nothing new, so it works while sign-ins are exhausted (the SDK refreshes by itself). Then sign in again. Even
-then a wallet with standing (a lender that lends or can, a borrower that repaid) signs in, and one holding a live session (its new
+then a wallet with standing (a lender that has paid a lease, a borrower that repaid) signs in, and one holding a live session (its new
 session replaces its oldest).
 
 ## Waiting and retrying

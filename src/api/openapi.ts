@@ -169,7 +169,7 @@ function transportErrors(route: AnyRoute, options: OpenApiOptions): Record<strin
 /** What a charged operation (x-keyed-requests-charged) answers when its first request with a new key is over a budget. */
 const KEYED_REQUEST_REFUSALS: Readonly<Record<string, string>> = {
   429: 'A new Idempotency-Key past the wallet\'s or the client address\'s budget of keyed requests (code idempotency_keys_limited, with Retry-After; catalog limits.keyedRequestsPerWalletPerHour, keyedRequestsPerClientPerHour): nothing ran; send the same request then, or without a key.',
-  503: 'A new Idempotency-Key past all callers\' budget of keyed requests (code idempotency_keys_exhausted, with Retry-After; catalog limits.keyedRequestsPerHour; a wallet with standing, a lender that lends or can or a borrower that repaid, is held to its own bounds only): nothing ran; send the same request then, or without a key.',
+  503: 'A new Idempotency-Key past all callers\' budget of keyed requests (code idempotency_keys_exhausted, with Retry-After; catalog limits.keyedRequestsPerHour; a wallet with standing, a lender that has paid a lease or a borrower that repaid, is held to its own bounds only): nothing ran; send the same request then, or without a key.',
 }
 
 /** The transport answers every route so while the service stops (src/http/pipeline.ts), whatever else its 503 means. */

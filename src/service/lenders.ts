@@ -332,14 +332,16 @@ function tokenOf(service: ServiceCore, lender: LenderView, slug: string): TokenC
 }
 
 /**
- * Whether `address` is no stranger to the service, which costs what a free wallet does not: a registered lender that
- * has lent (or leased, earned, is withdrawing) or whose session wallet the watcher sees able to lend, by its lender or
- * session address; or a borrower that repaid an advance. Such a wallet is admitted on its own bounds when strangers
- * hold all callers' store budgets empty (sign-in, keyed requests). Reads memory only.
+ * Whether `address` is no stranger to the service: money left it for someone else on the service's terms. A
+ * registered lender that has paid a lease (an advance funded from its session wallet to a verified supplier), by its
+ * lender or session address, or a borrower that repaid an advance. Such a wallet is admitted on its own bounds when
+ * strangers hold all callers' store budgets empty (sign-in, keyed requests). Reads memory only. Not standing: a balance
+ * (one least advance passed from session wallet to session wallet gave each standing in turn), nor a lease granted
+ * and never paid (a party's own lender, leased on the party's own job, kept standing for good): outsider13's findings,
+ * test/api/outsider13-standing-rotation.test.ts.
  */
 export function walletHasStanding(service: ServiceCore, address: Address): boolean {
-  const lender = service.engine.getLender(address)
-  if (lender !== undefined && (!service.engine.isUntouchedLender(lender.address) || ableByWatcher(service, lender))) return true
+  if ((service.engine.getLender(address)?.leasesPaid ?? 0) > 0) return true
   return (service.engine.getBorrower(address)?.advancesRepaid ?? 0) > 0
 }
 

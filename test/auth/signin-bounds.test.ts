@@ -11,7 +11,7 @@ import { serviceDefaults } from '../../src/app/config.ts'
 import type { Reply } from '../../src/client/client.ts'
 import { AgentCredit } from '../../src/client/sdk.ts'
 import { readyLender, signedIn, startHarness, usdc, type Harness } from '../fixtures/service.ts'
-import { expectProblem } from '../api/fixtures/api.ts'
+import { expectProblem, lenderThatLent } from '../api/fixtures/api.ts'
 
 interface SignIn {
   message: string
@@ -104,13 +104,14 @@ t.test('strangers holding all clients\' sign-ins exhausted do not lock out an ag
   // refused 503, an agent's whose session was about to expire included. 240 an hour: a bucket of 4, a frozen clock.
   const startMs = Date.now()
   let nowMs = startMs
-  const h = await startHarness({ clock: () => nowMs, config: { signInsPerClientPerHour: serviceDefaults.signInsPerClientPerHour, signInsPerHour: 240, trustedProxies: ['127.0.0.1'] } })
+  const h = await startHarness({ clock: () => nowMs, config: { signInsPerClientPerHour: serviceDefaults.signInsPerClientPerHour, signInsPerHour: 600, trustedProxies: ['127.0.0.1'] } })
   t.teardown(() => h.stop())
-  // An agent with a session only; a lender whose session wallet the watcher sees able to lend (standing); an SDK agent
+  // An agent with a session only; a lender that has paid a lease (standing); an SDK agent
   // that renews its session 40 h before its end (so at its next call: a day's session is shorter).
   const agentAccount = privateKeyToAccount(generatePrivateKey())
   const agent = await signedIn(h.url, agentAccount)
-  const lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(10) })
+  // Standing: the lender has paid a lease (a funded wallet alone is none: outsider13's finding).
+  const lender = await lenderThatLent(h, await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(10) }), 'job_signin_bounds_standing')
   t.equal((await lender.client.call('DELETE', '/auth/sessions')).status, 200, 'the lender holds no session')
   const sdk = new AgentCredit({ baseUrl: h.url, account: privateKeyToAccount(generatePrivateKey()), renewBeforeMs: 40 * 3600_000 })
   const sdkToken = await sdk.token()
