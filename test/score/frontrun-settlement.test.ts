@@ -9,7 +9,7 @@ import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { authorizationTypes } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { exportJWK, generateKeyPair } from 'jose'
-import { createPublicClient, createWalletClient, erc20Abi, http, parseAbi, type Address, type Hex, type LocalAccount } from 'viem'
+import { createPublicClient, createWalletClient, encodeFunctionData, erc20Abi, http, parseAbi, toHex, type Address, type Hex, type LocalAccount } from 'viem'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig, TokenConfig } from '../../src/chain/config.ts'
 import { DEVNET_PRICE_ATOMIC } from '../../src/score/settings.ts'
@@ -168,4 +168,52 @@ t.test('a front-run settlement counts only for a payload its payer signed', asyn
   t.equal(forged?.status, 402, 'the made-up payload buys nothing')
   t.ok(['payment_already_used', 'payment_invalid'].includes(problem.code as string), `refused as spent or invalid (${problem.code})`)
   t.equal(paid.response.status, 200, `the payer's own payload still buys its score (got ${paid.response.status} ${paid.body.code ?? ''})`)
+})
+
+// outsider13: two of a payer's authorizations settled by a stranger in one transaction (Multicall3, on every chain at
+// 0xcA11...CA11): each paid the price once, each buys its score (the settlement is remembered per authorization, not
+// per transaction).
+t.test('two authorizations settled in one stranger transaction buy two scores', async (t) => {
+  const payer = await fundedAccount(h.devnet, networkB, 1_000_000n)
+  const domain = { name: tokenConfig.eip712Name, version: tokenConfig.eip712Version, chainId: networkB.chainId, verifyingContract: token }
+  const multicall3 = parseAbi(['struct Call3 { address target; bool allowFailure; bytes callData; }', 'struct Result { bool success; bytes returnData; }', 'function aggregate3(Call3[] calls) payable returns (Result[] returnData)'])
+  const call = (a: Authorization, signature: Hex) => ({ target: token, allowFailure: false, callData: encodeFunctionData({ abi: eip3009, functionName: 'transferWithAuthorization', args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, signature] }) })
+  let second: string | undefined
+  const first = await pay(payer, async (signed, header) => {
+    // The payer's next payment (a new nonce), and both in one transaction.
+    const a = authorizationOf(signed)
+    const next = { ...a, nonce: toHex(crypto.getRandomValues(new Uint8Array(32))) }
+    const signature = await payer.signTypedData({ domain, types: authorizationTypes, primaryType: 'TransferWithAuthorization', message: next })
+    const decoded = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { payload: Signed }
+    decoded.payload = { authorization: { ...signed.authorization, nonce: next.nonce }, signature }
+    second = Buffer.from(JSON.stringify(decoded)).toString('base64')
+    const hash = await strangerWallet.writeContract({ address: '0xcA11bde05977b3631167028862bE2a173976CA11', abi: multicall3, functionName: 'aggregate3', args: [[call(a, signed.signature), call(next, signature)]] })
+    t.equal((await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status, 'success')
+  })
+  t.equal(first.response.status, 200, `the first buys its score (got ${first.response.status} ${first.body.code ?? ''})`)
+  const again = await post({ 'payment-signature': second as string })
+  t.equal(again.status, 200, `the second buys its score (got ${again.status} ${((await again.json()) as { code?: string }).code ?? ''})`)
+  t.equal(1_000_000n - (await balanceOf(payer.address)), 2n * DEVNET_PRICE_ATOMIC, 'the payer paid the price twice')
+})
+
+// outsider13: one front-run settlement, presented at once as its payload and five re-signings of the same
+// authorization (the same nonce, another validBefore): one score in all.
+t.test('a front-run settlement presented re-signed, at once, buys one score', async (t) => {
+  const payer = await fundedAccount(h.devnet, networkB, 1_000_000n)
+  const domain = { name: tokenConfig.eip712Name, version: tokenConfig.eip712Version, chainId: networkB.chainId, verifyingContract: token }
+  let variants: Promise<number>[] = []
+  const paid = await pay(payer, async (signed, header) => {
+    const a = authorizationOf(signed)
+    await submit(a, signed.signature)
+    const decoded = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { payload: Signed }
+    variants = [1n, 2n, 3n, 4n, 5n].map(async (k) => {
+      const resigned = { ...a, validBefore: a.validBefore - k }
+      const signature = await payer.signTypedData({ domain, types: authorizationTypes, primaryType: 'TransferWithAuthorization', message: resigned })
+      const payload = { ...decoded, payload: { authorization: { ...signed.authorization, validBefore: resigned.validBefore.toString() }, signature } }
+      return (await post({ 'payment-signature': Buffer.from(JSON.stringify(payload)).toString('base64') })).status
+    })
+  })
+  const statuses = [paid.response.status, ...(await Promise.all(variants))]
+  t.equal(statuses.filter((status) => status === 200).length, 1, `one score for one price (got ${JSON.stringify(statuses)})`)
+  t.equal(1_000_000n - (await balanceOf(payer.address)), DEVNET_PRICE_ATOMIC, 'the payer paid the price once')
 })
