@@ -100,9 +100,9 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator, refuseStopped
         400: { description: badRequestDescription },
         503: { description: chainDescription },
       },
-      handler: ({ body }) => {
+      handler: ({ body, clientKey }) => {
         refuseStoppedNetwork(slug)
-        return answer(() => facilitator.verify(body))
+        return answer(() => facilitator.verify(body, clientKey))
       },
     }),
     defineRoute({
@@ -122,9 +122,9 @@ export function facilitatorRoutes(facilitator: NetworkFacilitator, refuseStopped
         400: { description: badRequestDescription },
         503: { description: chainDescription },
       },
-      handler: ({ body }) => {
+      handler: ({ body, clientKey }) => {
         refuseStoppedNetwork(slug)
-        return answer(() => facilitator.settle(body))
+        return answer(() => facilitator.settle(body, clientKey))
       },
     }),
   ]
