@@ -27,7 +27,7 @@ const badRequestDescription =
 const chainDescription =
   'The network\'s RPC endpoint failed; nothing was decided (chain_unavailable, with Retry-After). ' +
   'Or the network\'s chain follower stopped for good (network_stopped, without Retry-After: /health says why): nothing is verified or settled until an operator acts. ' +
-  `Or, each verify and settle taking one chain read, as the payer's when its key signed the authorization, else from one share of all other payloads: ${CHAIN_READS_EXHAUSTED}`
+  `Or, each verify and settle taking one chain read, as the payer's when its key signed the authorization, else from one share of all other payloads, and from the caller's client address's part: ${CHAIN_READS_EXHAUSTED}`
 
 const UNSUPPORTED_CODES = {
   x402Version: 'x402_version_unsupported',

@@ -10,7 +10,7 @@ import t from 'tap'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { signedIn, startHarness } from '../fixtures/service.ts'
-import { randomHash } from './fixtures/api.ts'
+import { postFrom, randomHash } from './fixtures/api.ts'
 
 // The smallest rate, so that nothing comes back while the test runs: a burst of 8, a wallet's share and an address's part 2.
 const BURST = 8
@@ -23,23 +23,15 @@ const job = (agent: string) => ({
   dueAt: new Date(Date.now() + 86400_000).toISOString(), fundingTxHash: randomHash(),
 })
 
-async function registerJob(token: string, agent: string, from: string) {
-  const response = await fetch(`${h.url}/credit/jobs`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-forwarded-for': from },
-    body: JSON.stringify(job(agent)),
-  })
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> }
-}
 
 t.test('free signed-in wallets of one address take at most its part of the network\'s chain read budget', async (t) => {
   const wallets = await Promise.all(Array.from({ length: 5 }, () => signedIn(h.url, privateKeyToAccount(generatePrivateKey()))))
-  const replies = await Promise.all(wallets.flatMap((w) => [0, 1].map(() => registerJob(w.token!, w.address!, '198.51.100.1'))))
+  const replies = await Promise.all(wallets.flatMap((w) => [0, 1].map(() => postFrom(w, '198.51.100.1', '/credit/jobs', job(w.address!)))))
   t.comment(`strangers' proofs: ${JSON.stringify(replies.map((r) => `${r.status} ${r.body['code'] ?? ''}`))}`)
   t.equal(replies.filter((r) => r.body['code'] === 'proof_not_found').length, BURST / 4, 'the address\'s part (a quarter of the burst) is read')
   t.equal(replies.filter((r) => r.status === 503 && r.body['code'] === 'chain_reads_exhausted').length, replies.length - BURST / 4, 'and no more')
   const honest = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.borrower.privateKey))
-  const reply = await registerJob(honest.token!, honest.address!, '198.51.100.2')
+  const reply = await postFrom(honest, '198.51.100.2', '/credit/jobs', job(honest.address!))
   t.comment(`honest: ${reply.status} ${JSON.stringify(reply.body).slice(0, 400)}`)
   t.equal(reply.body['code'], 'proof_not_found', 'an agent\'s proof at another address is read (its random hash is not on chain), whatever free wallets of one address did')
 })

@@ -25,8 +25,12 @@ const WALLET_SHARE = BURST / WALLET_SHARE_DIVISOR
 
 const devnet = await startDevnet()
 const networkB = devnet.networks[1] as NetworkConfig
-// A payee the facilitator serves besides the credit score's: the supplier.
-const h = await startHarness({ devnet, config: { chainReadsPerSecond: 1, chainReadsBurst: BURST, x402FacilitatorPayees: { [networkB.slug]: [devnet.accounts.supplier.address] } } })
+// A payee the facilitator serves besides the credit score's: the supplier. The test's connection a trusted proxy: the
+// calls that spend a share come from client addresses of their own (x-forwarded-for), so that the share refuses them,
+// not an address's part of the budget (CLIENT_PART_DIVISOR), nor the part the honest payer's address uses.
+const h = await startHarness({ devnet, config: { chainReadsPerSecond: 1, chainReadsBurst: BURST, trustedProxies: ['127.0.0.1'], x402FacilitatorPayees: { [networkB.slug]: [devnet.accounts.supplier.address] } } })
+let addresses = 0
+const ownAddress = () => ({ 'x-forwarded-for': `198.51.100.${++addresses}` })
 t.teardown(async () => {
   await h.stop()
   await devnet.stop()
@@ -52,7 +56,7 @@ t.test('verify and settle past a payer\'s share are 503 chain_reads_exhausted; a
   const scorePayment = await creditScorePayment(accounts.borrower.privateKey)
   const before = await balanceOf(accounts.supplier.address)
   // At once, so that the share cannot refill in between.
-  const replies = await Promise.all(Array.from({ length: WALLET_SHARE + 2 }, () => post(`${base}/verify`, spender)))
+  const replies = await Promise.all(Array.from({ length: WALLET_SHARE + 2 }, () => post(`${base}/verify`, spender, ownAddress())))
   const valid = replies.filter((r) => r.status === 200)
   const refused = replies.filter((r) => r.status === 503)
   t.equal(valid.length, WALLET_SHARE, 'the payer\'s share was verified on chain')
@@ -63,7 +67,7 @@ t.test('verify and settle past a payer\'s share are 503 chain_reads_exhausted; a
     t.match(r.headers.get('retry-after'), /^[1-9]\d*$/, 'Retry-After in whole seconds')
     expectDocumented(t, document, 'post', template('verify'), r)
   }
-  const settleRefused = await post(`${base}/settle`, spender)
+  const settleRefused = await post(`${base}/settle`, spender, ownAddress())
   expectProblem(t, settleRefused, 503, 'chain_reads_exhausted', 'settle past the share')
   t.match(settleRefused.headers.get('retry-after'), /^[1-9]\d*$/, 'Retry-After in whole seconds')
   expectDocumented(t, document, 'post', template('settle'), settleRefused)
@@ -102,13 +106,13 @@ t.test('a stranger\'s payloads naming a payer spend none of that payer\'s share'
     const inner = payload.payload as { authorization: { from: string } }
     return { x402Version: 2, paymentPayload: { ...payload, payload: { ...inner, authorization: { ...inner.authorization, from: victim.address } } }, paymentRequirements: requirements }
   }))
-  const replies = await Promise.all(forged.map((body) => post(`${base}/verify`, body)))
+  const replies = await Promise.all(forged.map((body) => post(`${base}/verify`, body, ownAddress())))
   for (const reply of replies) t.not(reply.body['isValid'], true, 'nothing the stranger sent verifies')
   t.ok(replies.some((reply) => reply.status === 503), 'the unproven payloads\' share was spent')
   for (const reply of replies.filter((r) => r.status === 503)) expectProblem(t, reply, 503, 'chain_reads_exhausted', 'past the unproven payloads\' share')
 
   const honest = { x402Version: 2, paymentPayload: await pay(victim.privateKey, requirements), paymentRequirements: requirements }
-  const verified = await post(`${base}/verify`, honest)
+  const verified = await post(`${base}/verify`, honest, ownAddress())
   t.equal(verified.status, 200, 'the payer\'s own payment verifies', { body: verified.body })
   t.equal(verified.body['isValid'], true, JSON.stringify(verified.body))
 })
