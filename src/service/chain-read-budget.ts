@@ -79,7 +79,7 @@ export class ChainReadBudget {
    * ChainReadsExhaustedError. The client's part and the wallet's share are taken first, so a client or a wallet past
    * its own never spends the budget the others share; a bound that refuses gives back what the ones before it took.
    * `client` undefined: a read with no request's address to charge (a /credit-score payment the official resource
-   * server verifies through the in-process facilitator), bounded by the wallet's share and the network's budget.
+   * server verifies through the in-process facilitator; its route takes the address's part itself, takePart).
    */
   take(network: string, wallet: Address, client: string | undefined): void {
     this.#take(network, client, wallet.toLowerCase())
@@ -115,22 +115,33 @@ export class ChainReadBudget {
    */
   #take(network: string, client: string | undefined, shareKey: string, spentBy?: string): void {
     const nowMs = this.#clock()
-    const clientKey = client === undefined ? undefined : `${network}:${client}`
-    if (clientKey !== undefined) {
-      const part = this.#clientParts.take(clientKey, nowMs)
-      if (!part.allowed) throw new ChainReadsExhaustedError(network, part.retryAfterSeconds, true, 'this client address used its part')
-    }
+    if (client !== undefined) this.takePart(network, client)
     try {
       this.#takeShare(network, shareKey, nowMs, spentBy)
     } catch (error) {
-      if (clientKey !== undefined) this.#clientParts.refund(clientKey, nowMs)
+      if (client !== undefined) this.giveBackPart(network, client)
       throw error
     }
     const shared = this.#networks.take(network, nowMs)
     if (shared.allowed) return
-    if (clientKey !== undefined) this.#clientParts.refund(clientKey, nowMs)
+    if (client !== undefined) this.giveBackPart(network, client)
     this.#wallets.refund(`${network}:${shareKey}`, nowMs)
     throw new ChainReadsExhaustedError(network, shared.retryAfterSeconds, false)
+  }
+
+  /**
+   * One read of `client`'s part of `network`'s budget only, or ChainReadsExhaustedError: for a read whose share and
+   * network's budget are taken where no client address is known (a /credit-score payment, which the official
+   * resource server verifies through the in-process facilitator: take(network, payer, undefined)).
+   */
+  takePart(network: string, client: string): void {
+    const part = this.#clientParts.take(`${network}:${client}`, this.#clock())
+    if (!part.allowed) throw new ChainReadsExhaustedError(network, part.retryAfterSeconds, true, 'this client address used its part')
+  }
+
+  /** Gives back a read of takePart that a later bound refused (nothing was read). */
+  giveBackPart(network: string, client: string): void {
+    this.#clientParts.refund(`${network}:${client}`, this.#clock())
   }
 
   /** One read of the share `shareKey` of `network`, or ChainReadsExhaustedError. */

@@ -16,6 +16,7 @@ import { facilitatorUrl } from '../../src/x402/facilitator-url.ts'
 import { startHarness } from '../fixtures/service.ts'
 import { DEVNET_PRICE_ATOMIC } from '../../src/score/settings.ts'
 import { exactRequirements, pay } from './fixtures/payments.ts'
+import { creditScoreBody, creditScoreSignature } from './fixtures/score-payment.ts'
 
 // The smallest rate, so that nothing comes back while the test runs: a burst of 8, a wallet's share and an address's part 2.
 const BURST = 8
@@ -23,8 +24,8 @@ const h = await startHarness({ config: { chainReadsPerSecond: 1, chainReadsBurst
 t.teardown(() => h.stop())
 const networkB = h.devnet.networks.find((n) => n.x402SelfFacilitate) as NetworkConfig
 
-async function post(url: string, body: unknown, from: string) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': from }, body: JSON.stringify(body) })
+async function post(url: string, body: unknown, from: string, headers: Record<string, string> = {}) {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': from, ...headers }, body: JSON.stringify(body) })
   return { status: response.status, body: (await response.json()) as Record<string, unknown> }
 }
 
@@ -43,4 +44,22 @@ t.test('fresh payers from one address take at most its part of the network\'s ch
   t.comment(`honest payer: ${honest.status} ${JSON.stringify(honest.body).slice(0, 200)}`)
   t.equal(honest.status, 200, `a paying wallet's first payment is verified, whatever free wallets from one address did (got ${honest.status} ${honest.body['code'] ?? ''})`)
   t.equal(honest.body['isValid'], true)
+})
+
+// The same payments sent to /credit-score, whose verify the official resource server makes through the in-process
+// facilitator (no client address there): the route takes the read from the caller's address's part first.
+t.test('fresh payers of /credit-score from one address take at most its part of the network\'s chain read budget', async (t) => {
+  await h.restart() // a full budget again (it is the process's)
+  const body = await creditScoreBody(h, 'o13-src-1')
+  const signatures = await Promise.all(Array.from({ length: BURST }, () => creditScoreSignature(h, networkB, body, generatePrivateKey())))
+  const score = (signature: string, from: string) => post(`${h.url}/credit-score`, body, from, { 'payment-signature': signature })
+  const replies = await Promise.all(signatures.map((signature) => score(signature, '198.51.100.3')))
+  t.comment(`strangers' payments: ${JSON.stringify(replies.map((r) => `${r.status} ${r.body['code'] ?? ''}`))}`)
+  const refused = replies.filter((r) => r.status === 503)
+  t.equal(refused.length, BURST - BURST / 4, 'past its address\'s part (a quarter of the burst), the stranger is refused')
+  t.ok(refused.every((r) => r.body['code'] === 'chain_reads_exhausted' && /this client address used its part/.test(String(r.body['detail']))), 'as its address\'s')
+  // A real payer's verify at another address (the facilitator's, as the devnet's borrower: its first payment).
+  const requirements = exactRequirements({ network: networkB, payTo: h.devnet.accounts.scorePayee.address, amountAtomic: DEVNET_PRICE_ATOMIC })
+  const honest = await post(`${facilitatorUrl(networkB, { baseUrl: h.url })}/verify`, { x402Version: 2, paymentPayload: await pay(h.devnet.accounts.borrower.privateKey, requirements), paymentRequirements: requirements }, '198.51.100.4')
+  t.equal(honest.status, 200, `a paying wallet's first payment is verified (got ${honest.status} ${honest.body['code'] ?? ''})`)
 })
