@@ -86,9 +86,9 @@ export class AgentLinks {
    * agent_already_linked) an agent whose evidence already counts for another lender, and returns the writes for
    * the command's commit (they also mark the agent held, in the same synchronous section).
    */
-  async prepare(lender: Address, agent: AgentRef): Promise<{ reputationBps: number; claim: () => () => RecordWrite[] }> {
+  async prepare(lender: Address, client: string, agent: AgentRef): Promise<{ reputationBps: number; claim: () => () => RecordWrite[] }> {
     const nowMs = this.service.now()
-    this.service.chainReads.take(this.service.network(agent.network).slug, lender)
+    this.service.chainReads.take(this.service.network(agent.network).slug, lender, client)
     const evidence = await this.reader.evidenceFor(agent, lender, nowMs)
     const key = agentKey(agent)
     return {
@@ -114,13 +114,14 @@ export class AgentLinks {
    * Re-reads the lender's role for its linked agent. Still in control (or already ended): nothing changes. No
    * longer: the evidence's offset leaves its reputation and the link ends, in one commit. With a mutation (the
    * HTTP route) the answer goes through the commit path either way, so an Idempotency-Key replays it. Undefined
-   * when the lender has no link. A request's re-check (`caller`, the signed-in wallet) reads the chain from that
-   * wallet's chain read budget; the periodic sweep is the service's own.
+   * when the lender has no link. A request's re-check (`caller`: the signed-in wallet and the request's clientKeyOf)
+   * reads the chain from that wallet's share and that client's part of the chain read budget; the periodic sweep is
+   * the service's own.
    */
-  async recheck(lender: Address, mutation?: Mutation<RecheckOutcome>, caller?: Address): Promise<{ outcome: RecheckOutcome; response: StoredResponse | undefined } | undefined> {
+  async recheck(lender: Address, mutation?: Mutation<RecheckOutcome>, caller?: { wallet: Address; client: string }): Promise<{ outcome: RecheckOutcome; response: StoredResponse | undefined } | undefined> {
     const link = this.#links.get(lender)
     if (link === undefined) return undefined
-    if (link.endedAtMs === null && caller !== undefined) this.service.chainReads.take(link.network, caller)
+    if (link.endedAtMs === null && caller !== undefined) this.service.chainReads.take(link.network, caller.wallet, caller.client)
     const role = link.endedAtMs !== null ? link.role : await this.reader.roleOf(agentOf(link), lender).catch((error: unknown) => {
       // A token that no longer exists is controlled by nobody.
       if (error instanceof AgentLinkError && error.code === 'agent_not_found') return null

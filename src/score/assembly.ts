@@ -17,7 +17,15 @@ import type { CreditScoreSettings } from './settings.ts'
 
 export interface CreditScoreAssembly {
   /** What the route needs; null while disabled. */
-  paid: { resource: PaidResource; compute: CreditScoreCompute } | null
+  paid: {
+    resource: PaidResource
+    compute: CreditScoreCompute
+    /**
+     * With the score's network self-facilitated and a chain read budget: a paid call takes one read of its client
+     * address's part there, as the facilitator's verify does over HTTP (the in-process verify has no client to charge).
+     */
+    chainReadParts?: Pick<ChainReadBudget, 'takePart' | 'giveBackPart'> | undefined
+  } | null
   /** The catalog entry's facts for a service reachable at `baseUrl`; null while disabled. */
   offer(baseUrl: string): CreditScoreOffer | null
   close(): Promise<void>
@@ -31,7 +39,7 @@ export function assembleCreditScore(input: {
   /** The service's public base URL, known once it listens. */
   baseUrl: () => string
   /** The chain read budget the lookup of a front-run settlement takes one read of, as a settle does. Default: none. */
-  chainReads?: Pick<ChainReadBudget, 'take' | 'takeUnproven'>
+  chainReads?: Pick<ChainReadBudget, 'take' | 'takeUnproven' | 'takePart' | 'giveBackPart'>
 }): CreditScoreAssembly {
   const { settings } = input
   if (settings === null) return { paid: null, offer: () => null, close: async () => {} }
@@ -60,7 +68,7 @@ export function assembleCreditScore(input: {
     }),
   })
   return {
-    paid: { resource, compute },
+    paid: { resource, compute, chainReadParts: own === undefined ? undefined : input.chainReads },
     offer: (baseUrl) => ({
       network: settings.network.slug,
       caip2: settings.network.caip2,

@@ -30,13 +30,15 @@ export async function createJob(
   service: ServiceCore,
   mutation: Mutation<JobView>,
   caller: Address,
+  /** The request's clientKeyOf: its chain reads take from that client's part of the budget (chain-read-budget.ts). */
+  clientKey: string,
   body: { jobId: string; network: string; asset: string; agent: Address; receivableAtomic: bigint; dueAtMs: number; fundingTxHash: string; borrowerConsent?: string | undefined },
 ): Promise<StoredResponse> {
   const network = service.network(body.network)
   const token = service.token(network, body.asset)
   // Read in the same synchronous section as prove's own choice: whether its proof is free (the follower read it).
   const provedFree = service.observedFacts.of(network.slug, body.fundingTxHash) !== undefined
-  const fact = await service.prove(network.slug, caller, 'JobFunded', body.fundingTxHash, {
+  const fact = await service.prove(network.slug, caller, clientKey, 'JobFunded', body.fundingTxHash, {
     jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
   })
   const client = getAddress(fact.args.client)
@@ -63,7 +65,7 @@ export async function createJob(
     }
   }
   await checkReclaimWindow(service, network.slug, body.jobId, body.dueAtMs)
-  await refuseLaterFunding(service, network.slug, caller, body.jobId, fact.blockTimeMs)
+  await refuseLaterFunding(service, network.slug, caller, clientKey, body.jobId, fact.blockTimeMs)
   const posted = await collateralPostedBefore(service, network.slug, body.jobId, fact.blockNumber)
   const postedProofs = posted.map((p) => service.useProof(p, collateralProofUse(body.jobId)))
   return service.apply(
@@ -134,10 +136,10 @@ export class JobIdFundedElsewhereError extends Error {
  * does not stop registrations on the others (a squat then succeeds only during it). Ties, the same second on both
  * chains, go to the first registration.
  */
-async function refuseLaterFunding(service: ServiceCore, slug: string, caller: Address, jobId: string, fundedAtMs: number): Promise<void> {
+async function refuseLaterFunding(service: ServiceCore, slug: string, caller: Address, clientKey: string, jobId: string, fundedAtMs: number): Promise<void> {
   const others = service.networks.filter((other) => other.slug !== slug && service.followers.get(other.slug)?.fatal === undefined)
   if (others.length === 0) return
-  for (const other of others) service.chainReads.take(other.slug, caller)
+  for (const other of others) service.chainReads.take(other.slug, caller, clientKey)
   const key = jobKey(jobId)
   const fundings = await Promise.all(
     others.map(async (other) => {
@@ -206,12 +208,14 @@ export async function postCollateral(
   service: ServiceCore,
   mutation: Mutation<CollateralPosition>,
   caller: Address,
+  /** As createJob's. */
+  clientKey: string,
   jobId: string,
   body: { amountAtomic: bigint; txHash: string },
 ): Promise<StoredResponse> {
   const job = valueOf(service.engine.planCollateral({ jobId, caller }))
   const token = service.token(service.network(job.network), job.asset)
-  const fact = await service.prove(job.network, caller, 'CollateralPosted', body.txHash, {
+  const fact = await service.prove(job.network, caller, clientKey, 'CollateralPosted', body.txHash, {
     jobKey: jobKey(jobId), borrower: job.borrower, asset: token.address, amount: body.amountAtomic,
   })
   const input = {

@@ -276,14 +276,14 @@ export class ServiceCore {
    * The first event `eventName` of the credit contract in `txHash` whose arguments equal `args`, at the network's
    * confirmations; a proof that does not show it is refused (ProofRefusedError). The caller adds `fact.proofKey` to
    * the commit of the command it feeds. A transaction the chain follower read is proved from its facts; otherwise the
-   * read is `caller`'s, from the network's chain read budget.
+   * read is `caller`'s, from the network's chain read budget and its `client`'s part of it (the request's clientKeyOf).
    */
-  async prove<E extends FacilityEventName>(slug: string, caller: Address, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>): Promise<FacilityFactOf<E>> {
+  async prove<E extends FacilityEventName>(slug: string, caller: Address, client: string, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>): Promise<FacilityFactOf<E>> {
     const network = this.network(slug)
     // A stopped follower's facts may be of a chain since replaced: nothing of that network is proved any more.
     this.refuseStoppedNetwork(slug)
     const observed = this.observedFacts.of(slug, txHash)
-    if (observed === undefined) this.chainReads.take(slug, caller)
+    if (observed === undefined) this.chainReads.take(slug, caller, client)
     const result = observed !== undefined
       ? matchFacilityFacts(observed, txHash, eventName, args)
       : await verifyFacilityEvent(this.clientsOf(slug), network.creditContract, { txHash, eventName, args })

@@ -60,8 +60,8 @@ export class CreditService extends ServiceCore {
   // ------------------------------------------------------------------------------------------------ reports.ts
   readonly recordSupplierPayment: Bound<typeof reports.recordSupplierPayment> = (...args) => reports.recordSupplierPayment(this, ...args)
   /** Counted after a liquidation mined before it and not recorded yet (OperatorRepairs, below). */
-  readonly repay = (mutation: Mutation<RepaymentReceipt>, caller: Address, advanceId: string, body: { txHash: string }): Promise<StoredResponse> =>
-    reports.repay(this, this.operatorRepairs, mutation, caller, advanceId, body)
+  readonly repay = (mutation: Mutation<RepaymentReceipt>, caller: Address, client: string, advanceId: string, body: { txHash: string }): Promise<StoredResponse> =>
+    reports.repay(this, this.operatorRepairs, mutation, caller, client, advanceId, body)
 
   // ------------------------------------------------------------------------------------------------ chain-observation.ts
   /** Operator transactions the follower saw mined and no request recorded, recorded by the service itself. */

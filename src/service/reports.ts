@@ -28,6 +28,8 @@ export async function recordSupplierPayment(
   service: ServiceCore,
   mutation: Mutation<AdvanceView>,
   caller: Address,
+  /** The request's clientKeyOf: its chain read takes from that client's part of the budget (chain-read-budget.ts). */
+  client: string,
   offerId: string,
   body: { lender: Address; supplierPaymentId: string },
 ): Promise<StoredResponse> {
@@ -56,7 +58,7 @@ export async function recordSupplierPayment(
   const token = service.token(service.network(lease.network), lease.asset)
   // The contract checked the lease's authorization (payer, supplier, amount, deadline); the report must show the
   // SupplierPaid of this offer's key by the leased session key to the offer's supplier, for the offer's amount.
-  const fact = await service.prove(lease.network, caller, 'SupplierPaid', body.supplierPaymentId, {
+  const fact = await service.prove(lease.network, caller, client, 'SupplierPaid', body.supplierPaymentId, {
     offerKey: offer.offerKey, payer: lease.payer, supplier: lease.supplierAddress, asset: token.address, amount: lease.amountAtomic,
   })
   if (service.store.proofs.has(fact.proofKey)) {
@@ -78,11 +80,11 @@ export async function recordSupplierPayment(
   )
 }
 
-export async function repay(service: ServiceCore, repairs: OperatorRepairs, mutation: Mutation<RepaymentReceipt>, caller: Address, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
+export async function repay(service: ServiceCore, repairs: OperatorRepairs, mutation: Mutation<RepaymentReceipt>, caller: Address, client: string, advanceId: string, body: { txHash: string }): Promise<StoredResponse> {
   const known = service.view('advance', advanceId)
   if (known === undefined) throw service.missing('advance', advanceId)
   // On chain the advance's lender is the session wallet that paid (repayments recycle into the wallet that lends).
-  const fact = await service.prove(known.network, caller, 'Repaid', body.txHash, { offerKey: known.advanceKey, lender: known.payer })
+  const fact = await service.prove(known.network, caller, client, 'Repaid', body.txHash, { offerKey: known.advanceKey, lender: known.payer })
   // Never counted before a liquidation mined ahead of it and not recorded yet (its figures follow on from that).
   const live = service.engine.getAdvance(advanceId)
   if (live !== undefined) await repairs.awaitCountable(live, fact)

@@ -13,7 +13,8 @@
 // be mined reverted, on the facilitator's gas (an outsider's finding).
 // Verify and settle read the chain (the payer's balance, the authorization's state, a simulation, the signer's code)
 // for anyone who asks: each call is charged one read of the network's chain read budget, as the payer's when its key
-// signed the payload, before any of them (src/service/chain-read-budget.ts; chargeRead); a refused call reads nothing
+// signed the payload, and from the part of the caller's client address, before any of them (src/service/chain-read-budget.ts;
+// chargeRead); a refused call reads nothing
 // and sends nothing. The send of a verified
 // payment is the facilitator's own work and is not charged beyond its settle.
 import { AsyncLocalStorage } from 'node:async_hooks'
@@ -177,11 +178,12 @@ export class NetworkFacilitator {
     }
   }
 
-  async verify(request: FacilitatorRequest): Promise<VerifyResponse> {
+  /** `client`: the request's clientKeyOf, whose part of the chain read budget its read takes (ChainReadBudget.take). */
+  async verify(request: FacilitatorRequest, client: string | undefined): Promise<VerifyResponse> {
     const { payload, requirements } = this.admit(request)
     const refused = refusalOf(payload, requirements, this.served)
     if (refused !== undefined) return pick({ isValid: false, invalidReason: refused.reason, invalidMessage: refused.message, payer: refused.payer })
-    await this.chargeRead(payload, requirements)
+    await this.chargeRead(payload, requirements, client)
     const result = await this.call(() => this.facilitator.verify(payload, requirements), (r) => !r.isValid)
     return pick({
       isValid: result.isValid,
@@ -194,13 +196,14 @@ export class NetworkFacilitator {
     })
   }
 
-  async settle(request: FacilitatorRequest): Promise<SettleResponse> {
+  /** `client`: as verify's. */
+  async settle(request: FacilitatorRequest, client: string | undefined): Promise<SettleResponse> {
     const { payload, requirements } = this.admit(request)
     const refused = refusalOf(payload, requirements, this.served)
     if (refused !== undefined) {
       return pick({ success: false, errorReason: refused.reason, errorMessage: refused.message, payer: refused.payer, transaction: '', network: requirements.network })
     }
-    await this.chargeRead(payload, requirements)
+    await this.chargeRead(payload, requirements, client)
     // A failure after broadcast keeps its transaction hash (settlement_pending): that answer stands, and a retry
     // of the same settle reconciles against the hash instead of sending again.
     const settle = () =>
@@ -232,13 +235,14 @@ export class NetworkFacilitator {
    * One read of the network's budget: as the payer's when its key signed the payload's EIP-3009 authorization
    * (recovered here, no chain read), else from one share of every other payload (a contract wallet's, a Permit2 one,
    * one whose `from` did not sign it). The `from` alone proves nothing: charged to it, anyone could spend any payer's
-   * share (a review's finding, test/x402/facilitator-budget.test.ts).
+   * share (a review's finding, test/x402/facilitator-budget.test.ts). Either way from `client`'s part first: a payer's
+   * key is free, so fresh keys from one address otherwise spent the whole budget (test/x402/outsider13-free-payers-budget.test.ts).
    */
-  private async chargeRead(payload: PaymentPayload, requirements: PaymentRequirements): Promise<void> {
+  private async chargeRead(payload: PaymentPayload, requirements: PaymentRequirements, client: string | undefined): Promise<void> {
     if (this.chainReads === undefined) return
     const payer = await signingPayer(this.network.chainId, payload, requirements)
-    if (payer !== undefined) this.chainReads.take(this.network.slug, payer)
-    else this.chainReads.takeUnproven(this.network.slug, 'payment')
+    if (payer !== undefined) this.chainReads.take(this.network.slug, payer, client)
+    else this.chainReads.takeUnproven(this.network.slug, 'payment', client)
   }
 
   /** Runs `settle` once every earlier settlement of `payer` has ended (whatever its outcome). */

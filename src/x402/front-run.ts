@@ -127,7 +127,7 @@ export class FrontRunSettlements {
 
   private async find(authorization: Authorization, payer: Address, requirements: PaymentRequirements, horizonSeconds: number): Promise<{ transaction: Hex; expires: bigint } | undefined> {
     const { network, client, chainReads } = this.options
-    await this.read(async () => chainReads?.take(network.slug, payer))
+    await this.read(async () => chainReads?.take(network.slug, payer, undefined))
     const token = requirements.asset as Address
     const head = await this.read(() => client.getBlock({ blockTag: 'latest' }))
     this.forget(head.timestamp)

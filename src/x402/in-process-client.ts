@@ -35,13 +35,13 @@ export class InProcessFacilitatorClient implements FacilitatorClient {
   }
 
   async verify(paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirements): Promise<VerifyResponse> {
-    const outcome = await this.call((request) => this.facilitator.verify(request), paymentPayload, paymentRequirements)
+    const outcome = await this.call((request) => this.facilitator.verify(request, undefined), paymentPayload, paymentRequirements)
     if ('reason' in outcome) return { isValid: false, invalidReason: outcome.reason, invalidMessage: outcome.message }
     return outcome as VerifyResponse
   }
 
   async settle(paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirements): Promise<SettleResponse> {
-    const outcome = await this.call((request) => this.facilitator.settle(request), paymentPayload, paymentRequirements)
+    const outcome = await this.call((request) => this.facilitator.settle(request, undefined), paymentPayload, paymentRequirements)
     if ('reason' in outcome) return { success: false, errorReason: outcome.reason, errorMessage: outcome.message, transaction: '', network: paymentRequirements.network }
     return outcome as SettleResponse
   }

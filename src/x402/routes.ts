@@ -30,7 +30,7 @@ const badRequestDescription =
 const chainDescription =
   'The network\'s RPC endpoint failed; nothing was decided (chain_unavailable, with Retry-After). ' +
   'Or the network\'s chain follower stopped for good (network_stopped, without Retry-After: /health says why): nothing is verified or settled until an operator acts. ' +
-  `Or, each verify and settle taking one chain read, as the payer's when its key signed the authorization, else from one share of all other payloads: ${CHAIN_READS_EXHAUSTED}`
+  `Or, each verify and settle taking one chain read, as the payer's when its key signed the authorization, else from one share of all other payloads, and from the caller's client address's part: ${CHAIN_READS_EXHAUSTED}`
 
 const UNSUPPORTED_CODES = {
   x402Version: 'x402_version_unsupported',
@@ -115,9 +115,9 @@ export function facilitatorRoutes(
         400: { description: badRequestDescription },
         503: { description: chainDescription },
       },
-      handler: ({ body }) => {
+      handler: ({ body, clientKey }) => {
         refuseStoppedNetwork(slug)
-        return answer(() => facilitator.verify(body))
+        return answer(() => facilitator.verify(body, clientKey))
       },
     }),
     defineRoute({
@@ -138,7 +138,7 @@ export function facilitatorRoutes(
         400: { description: badRequestDescription },
         503: { description: chainDescription },
       },
-      handler: ({ body }) => {
+      handler: ({ body, clientKey }) => {
         refuseStoppedNetwork(slug)
         const requirements = body.paymentRequirements as { payTo?: unknown; network?: unknown }
         if (typeof requirements.payTo === 'string' && resourceOnlyPayees.has(requirements.payTo.toLowerCase())) {
@@ -152,7 +152,7 @@ export function facilitatorRoutes(
             },
           }
         }
-        return answer(() => facilitator.settle(body))
+        return answer(() => facilitator.settle(body, clientKey))
       },
     }),
   ]

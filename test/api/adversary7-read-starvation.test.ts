@@ -13,7 +13,7 @@ import { networkChain } from '../../src/chain/clients.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { WALLET_SHARE_DIVISOR } from '../../src/service/chain-read-budget.ts'
 import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc } from '../fixtures/service.ts'
-import { actionFor, expectProblem, fundAdvance, randomHash, until } from './fixtures/api.ts'
+import { actionFor, expectProblem, fundAdvance, postFrom, randomHash, until } from './fixtures/api.ts'
 
 // The smallest rate (a read a second for the network, one per four seconds for a wallet), so that the budget the
 // strangers spend stays spent while the honest requests are made.
@@ -21,14 +21,23 @@ const BURST = 8
 const WALLET_SHARE = BURST / WALLET_SHARE_DIVISOR
 
 // The service's clock, which the budget refills by: real time, held still while a test needs the budget to stay as
-// its requests left it (on a loaded machine a second between them gives a read back).
+// its requests left it (on a loaded machine a second between them gives a read back). Moved on by `REFILL_MS` before
+// each test: the honest agents all come from the test's own address, whose part of the budget
+// (CLIENT_PART_DIVISOR, 2 reads) the tests before spent; moved on, every part and share is whole again.
 let heldAtMs: number | undefined
-const h = await startHarness({ config: { chainReadsPerSecond: 1, chainReadsBurst: BURST }, clock: () => heldAtMs ?? Date.now() })
+let aheadMs = 0
+// The test's connection a trusted proxy: each stranger comes from a client address of its own (x-forwarded-for).
+const h = await startHarness({ config: { chainReadsPerSecond: 1, chainReadsBurst: BURST, trustedProxies: ['127.0.0.1'] }, clock: () => heldAtMs ?? Date.now() + aheadMs })
+/** Longer than any share, part or network budget takes to fill up again (burst 8 at 1 a second; 2 at a quarter). */
+const REFILL_MS = 10_000
+t.beforeEach(() => {
+  aheadMs += REFILL_MS
+})
 t.teardown(() => h.stop())
 
 /** Runs `steps` with the service's clock held still: no read of the budget comes back meanwhile. */
 async function clockHeld<T>(steps: () => Promise<T>): Promise<T> {
-  heldAtMs = Date.now()
+  heldAtMs = Date.now() + aheadMs
   try {
     return await steps()
   } finally {
@@ -82,11 +91,12 @@ async function fundedSeen(jobId: string, receivableAtomic: bigint) {
 
 /**
  * Fresh wallets reporting random funding hashes, each past its share, at once: the network's budget is spent. One
- * wallet more than the shares the budget holds, so that the network refuses some whatever was left of it before.
+ * wallet more than the shares the budget holds, so that the network refuses some whatever was left of it before. Each
+ * from a client address of its own: one address takes at most its part of the budget (CLIENT_PART_DIVISOR).
  */
 async function spendBudget(t: Test, agent: Address) {
   const strangers = await Promise.all(Array.from({ length: WALLET_SHARE_DIVISOR + 1 }, () => signedIn(h.url, privateKeyToAccount(generatePrivateKey()))))
-  const attack = await Promise.all(strangers.flatMap((s, w) => Array.from({ length: WALLET_SHARE + 1 }, (_, i) => s.post('/credit/jobs', {
+  const attack = await Promise.all(strangers.flatMap((s, w) => Array.from({ length: WALLET_SHARE + 1 }, (_, i) => postFrom(s, `198.51.100.${w + 1}`, '/credit/jobs', {
     jobId: `job_random_${w}_${i}`, network: h.network.slug, asset: USDC, agent, receivableAtomic: usdc(1).toString(),
     dueAt: new Date(Date.now() + 7 * 24 * 3600 * 1000).toISOString(), fundingTxHash: randomHash(),
   }))))

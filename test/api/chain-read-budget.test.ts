@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { WALLET_SHARE_DIVISOR } from '../../src/service/chain-read-budget.ts'
 import { fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
-import { expectDocumented, expectProblem, fundAdvance, openApiDocument } from './fixtures/api.ts'
+import { expectDocumented, expectProblem, fundAdvance, openApiDocument, postFrom } from './fixtures/api.ts'
 
 // The smallest rate, so that no read of the wallet's share comes back while the test runs; a burst whose share is 4:
 // the borrower's own reads before its report may take 2 of it (its job registration's, and the funding's proof when
@@ -20,7 +20,8 @@ const WALLET_SHARE = BURST / WALLET_SHARE_DIVISOR
 
 let h: Harness
 t.before(async () => {
-  h = await startHarness({ config: { chainReadsPerSecond: 1, chainReadsBurst: BURST } })
+  // The test's connection a trusted proxy: the stranger's reports come from client addresses of their own (x-forwarded-for).
+  h = await startHarness({ config: { chainReadsPerSecond: 1, chainReadsBurst: BURST, trustedProxies: ['127.0.0.1'] } })
 })
 t.teardown(async () => {
   await h.stop()
@@ -36,8 +37,9 @@ t.test('a wallet past its share of chain reads gets 503 chain_reads_exhausted; a
   // A fresh wallet: signing in costs nothing.
   const stranger = await signedIn(h.url, privateKeyToAccount(generatePrivateKey()))
   const before = (await borrowerClient.get(`/credit/advances/${advance.advanceId}`)).body
-  // At once, so that the share cannot refill in between.
-  const replies = await Promise.all(Array.from({ length: WALLET_SHARE + 4 }, () => stranger.post(path, { txHash: toHex(randomBytes(32)) })))
+  // At once, so that the share cannot refill in between; each from a client address of its own, so that the wallet's
+  // share refuses them, not an address's part (CLIENT_PART_DIVISOR), nor the part the borrower's address uses.
+  const replies = await Promise.all(Array.from({ length: WALLET_SHARE + 4 }, (_, i) => postFrom(stranger, `198.51.100.${i + 1}`, path, { txHash: toHex(randomBytes(32)) })))
   const read = replies.filter((r) => r.status === 422)
   const refused = replies.filter((r) => r.status === 503)
   t.equal(read.length, WALLET_SHARE, 'the wallet\'s share was read on chain (each hash not found)')

@@ -4,20 +4,17 @@
 // Past a payer's share, 503 chain_reads_exhausted with Retry-After, nothing read and nothing sent, while another
 // payer's payment still verifies and settles. The real service on a real devnet.
 import t from 'tap'
-import { x402Client } from '@x402/core/client'
-import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http'
-import { ExactEvmScheme } from '@x402/evm/exact/client'
-import { exportJWK, generateKeyPair } from 'jose'
-import { createPublicClient, erc20Abi, http, type Address, type Hex } from 'viem'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { createPublicClient, erc20Abi, http, type Address } from 'viem'
+import { generatePrivateKey } from 'viem/accounts'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { startDevnet } from '../../src/chain/devnet.ts'
 import { WALLET_SHARE_DIVISOR } from '../../src/service/chain-read-budget.ts'
 import { facilitatorUrl } from '../../src/x402/facilitator-url.ts'
-import { backingSourceBody, expectDocumented, expectProblem, openApiDocument } from '../api/fixtures/api.ts'
-import { fundedAccount, signedIn, startHarness } from '../fixtures/service.ts'
+import { expectDocumented, expectProblem, openApiDocument } from '../api/fixtures/api.ts'
+import { startHarness } from '../fixtures/service.ts'
 import { exactRequirements, pay } from './fixtures/payments.ts'
+import { creditScoreBody, creditScoreSignature } from './fixtures/score-payment.ts'
 
 // The smallest rate, so that no read of a payer's share comes back while the test runs; a share of 2.
 const BURST = 8
@@ -25,8 +22,12 @@ const WALLET_SHARE = BURST / WALLET_SHARE_DIVISOR
 
 const devnet = await startDevnet()
 const networkB = devnet.networks[1] as NetworkConfig
-// A payee the facilitator serves besides the credit score's: the supplier.
-const h = await startHarness({ devnet, config: { chainReadsPerSecond: 1, chainReadsBurst: BURST, x402FacilitatorPayees: { [networkB.slug]: [devnet.accounts.supplier.address] } } })
+// A payee the facilitator serves besides the credit score's: the supplier. The test's connection a trusted proxy: the
+// calls that spend a share come from client addresses of their own (x-forwarded-for), so that the share refuses them,
+// not an address's part of the budget (CLIENT_PART_DIVISOR), nor the part the honest payer's address uses.
+const h = await startHarness({ devnet, config: { chainReadsPerSecond: 1, chainReadsBurst: BURST, trustedProxies: ['127.0.0.1'], x402FacilitatorPayees: { [networkB.slug]: [devnet.accounts.supplier.address] } } })
+let addresses = 0
+const ownAddress = () => ({ 'x-forwarded-for': `198.51.100.${++addresses}` })
 t.teardown(async () => {
   await h.stop()
   await devnet.stop()
@@ -49,10 +50,11 @@ t.test('verify and settle past a payer\'s share are 503 chain_reads_exhausted; a
   const body = async (payerKey: `0x${string}`) => ({ x402Version: 2, paymentPayload: await pay(payerKey, requirements), paymentRequirements: requirements })
 
   const spender = await body(accounts.borrower.privateKey)
-  const scorePayment = await creditScorePayment(accounts.borrower.privateKey)
+  const scoreBody = await creditScoreBody(h, 'budget-src-1')
+  const scorePayment = { body: scoreBody, signature: await creditScoreSignature(h, networkB, scoreBody, accounts.borrower.privateKey) }
   const before = await balanceOf(accounts.supplier.address)
   // At once, so that the share cannot refill in between.
-  const replies = await Promise.all(Array.from({ length: WALLET_SHARE + 2 }, () => post(`${base}/verify`, spender)))
+  const replies = await Promise.all(Array.from({ length: WALLET_SHARE + 2 }, () => post(`${base}/verify`, spender, ownAddress())))
   const valid = replies.filter((r) => r.status === 200)
   const refused = replies.filter((r) => r.status === 503)
   t.equal(valid.length, WALLET_SHARE, 'the payer\'s share was verified on chain')
@@ -63,7 +65,7 @@ t.test('verify and settle past a payer\'s share are 503 chain_reads_exhausted; a
     t.match(r.headers.get('retry-after'), /^[1-9]\d*$/, 'Retry-After in whole seconds')
     expectDocumented(t, document, 'post', template('verify'), r)
   }
-  const settleRefused = await post(`${base}/settle`, spender)
+  const settleRefused = await post(`${base}/settle`, spender, ownAddress())
   expectProblem(t, settleRefused, 503, 'chain_reads_exhausted', 'settle past the share')
   t.match(settleRefused.headers.get('retry-after'), /^[1-9]\d*$/, 'Retry-After in whole seconds')
   expectDocumented(t, document, 'post', template('settle'), settleRefused)
@@ -102,29 +104,13 @@ t.test('a stranger\'s payloads naming a payer spend none of that payer\'s share'
     const inner = payload.payload as { authorization: { from: string } }
     return { x402Version: 2, paymentPayload: { ...payload, payload: { ...inner, authorization: { ...inner.authorization, from: victim.address } } }, paymentRequirements: requirements }
   }))
-  const replies = await Promise.all(forged.map((body) => post(`${base}/verify`, body)))
+  const replies = await Promise.all(forged.map((body) => post(`${base}/verify`, body, ownAddress())))
   for (const reply of replies) t.not(reply.body['isValid'], true, 'nothing the stranger sent verifies')
   t.ok(replies.some((reply) => reply.status === 503), 'the unproven payloads\' share was spent')
   for (const reply of replies.filter((r) => r.status === 503)) expectProblem(t, reply, 503, 'chain_reads_exhausted', 'past the unproven payloads\' share')
 
   const honest = { x402Version: 2, paymentPayload: await pay(victim.privateKey, requirements), paymentRequirements: requirements }
-  const verified = await post(`${base}/verify`, honest)
+  const verified = await post(`${base}/verify`, honest, ownAddress())
   t.equal(verified.status, 200, 'the payer\'s own payment verifies', { body: verified.body })
   t.equal(verified.body['isValid'], true, JSON.stringify(verified.body))
 })
-
-/** A /credit-score request about a borrower the service knows, and its payment by `payerKey` (PAYMENT-SIGNATURE). */
-async function creditScorePayment(payerKey: Hex): Promise<{ body: unknown; signature: string }> {
-  const subject = await fundedAccount(h.devnet, h.network, 0n)
-  const source = await (await signedIn(h.url, subject)).post('/credit/backing-sources', await backingSourceBody(h, subject.address, { sourceId: 'budget-src-1', valueAtomic: 5_000_000n, liquidationValueAtomic: 4_000_000n, advanceRateBps: 5000 }))
-  if (source.status !== 201) throw new Error(`backing source: ${source.status} ${JSON.stringify(source.body)}`)
-  const { publicKey } = await generateKeyPair('ECDH-ES', { crv: 'P-256', extractable: true })
-  const body = { subject: subject.address, publicKey: await exportJWK(publicKey) }
-  const unpaid = await post(`${h.url}/credit-score`, body)
-  const header = unpaid.headers.get('payment-required')
-  if (unpaid.status !== 402 || header === null) throw new Error(`/credit-score without payment: ${unpaid.status}`)
-  const client = new x402Client()
-    .register(networkB.caip2, new ExactEvmScheme(privateKeyToAccount(payerKey)))
-    .setSpendControls({ allowedAssets: [{ network: networkB.caip2, asset: networkB.tokens[0]?.address as string }] })
-  return { body, signature: encodePaymentSignatureHeader(await client.createPaymentPayload(decodePaymentRequiredHeader(header))) }
-}

@@ -171,7 +171,7 @@ t.test('payments to the payees served settle: the paid resource\'s payee by defa
   const [scoreOnly] = createNetworkFacilitators(devnet.networks, { payees: servedPayees(devnet.networks, {}, scorePaid) })
   const requirements = exactRequirements({ network: networkB, payTo: accounts.supplier.address, amountAtomic: 2_000n })
   const body = { x402Version: 2, paymentPayload: await pay(accounts.borrower.privateKey, requirements), paymentRequirements: requirements } as FacilitatorRequest
-  t.equal((await scoreOnly!.verify(body)).invalidReason, 'invalid_payment_payee_not_served', 'an unconfigured payee is not served')
+  t.equal((await scoreOnly!.verify(body, undefined)).invalidReason, 'invalid_payment_payee_not_served', 'an unconfigured payee is not served')
 })
 
 t.test('served payees: per self-facilitated network, deduplicated and checksummed, each at its lowest minimum; a configured network not facilitated here stops the start', async (t) => {
@@ -305,7 +305,7 @@ t.test('the protocol validator runs behind the route schema', async (t) => {
   const body = await validBody()
   // Bypasses the route's schema: an empty resource url is refused by @x402/core's own validator.
   const request = { ...body, paymentPayload: { ...body.paymentPayload, resource: { url: '' } } } as unknown as FacilitatorRequest
-  const error = await facilitator.verify(request).catch((e: unknown) => e)
+  const error = await facilitator.verify(request, undefined).catch((e: unknown) => e)
   t.type(error, PaymentRequestInvalidError)
   t.match((error as PaymentRequestInvalidError).issues, [{ path: '/body/paymentPayload/resource/url' }])
 })

@@ -96,11 +96,14 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
             `Or job_reclaimable_before_due: the client may reclaim the escrow on chain before dueAt plus a lease (${service.config.leaseTtlSeconds} s), each counted on the chain's clock (when it is ahead of the service's, dueAt is that much later there): register it with an earlier dueAt.`,
         },
       },
-      handler: (ctx) =>
-        mutate(service, ctx, (ticket) =>
+      handler: (ctx) => {
+        // Read before any await: the address of a client gone meanwhile is no longer known (its chain reads' part).
+        const { clientKey } = ctx
+        return mutate(service, ctx, (ticket) =>
           service.createJob(
             { ticket, encode: wireReply(201, Job, ticket) },
             ctx.session.address,
+            clientKey,
             {
               jobId: ctx.body.jobId,
               network: ctx.body.network,
@@ -112,7 +115,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
               borrowerConsent: ctx.body.borrowerConsent,
             },
           ),
-        ),
+        )
+      },
     }),
 
     defineRoute({
@@ -175,15 +179,19 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       headers: mutationHeaders,
       keyedRequestsCharged: false,
       responses: { 201: { description: 'The collateral position', schema: CollateralPosition }, ...errors.forbidden, ...errors.notFound('job'), ...errors.proof },
-      handler: (ctx) =>
-        mutate(service, ctx, (ticket) =>
+      handler: (ctx) => {
+        // Read before any await: the address of a client gone meanwhile is no longer known (its chain reads' part).
+        const { clientKey } = ctx
+        return mutate(service, ctx, (ticket) =>
           service.postCollateral(
             { ticket, encode: wireReply(201, CollateralPosition, ticket) },
             ctx.session.address,
+            clientKey,
             ctx.params.jobId,
             { amountAtomic: BigInt(ctx.body.amountAtomic), txHash: ctx.body.txHash },
           ),
-        ),
+        )
+      },
     }),
 
     defineRoute({
@@ -352,15 +360,19 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.proof,
         409: { description: 'The lease expired (code lease_expired; the report is rejected), the offer has no lease to this lender (no_lease), or the proof was already used.' },
       },
-      handler: (ctx) =>
-        mutate(service, ctx, (ticket) =>
+      handler: (ctx) => {
+        // Read before any await: the address of a client gone meanwhile is no longer known (its chain reads' part).
+        const { clientKey } = ctx
+        return mutate(service, ctx, (ticket) =>
           service.recordSupplierPayment(
             { ticket, encode: wireReply(200, Advance, ticket) },
             ctx.session.address,
+            clientKey,
             ctx.params.offerId,
             { lender: checksum(ctx.body.lender), supplierPaymentId: ctx.body.supplierPaymentId },
           ),
-        ),
+        )
+      },
     }),
 
     defineRoute({
@@ -412,10 +424,13 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.proof,
         409: { description: 'The advance is no longer open (advance_not_open), an earlier repayment of it is not counted yet (repayment_mismatch), or the proof was already used (proof_already_used).' },
       },
-      handler: (ctx) =>
-        mutate(service, ctx, (ticket) =>
-          service.repay({ ticket, encode: wireReply(200, RepaymentReceipt, ticket) }, ctx.session.address, ctx.params.advanceId, { txHash: ctx.body.txHash }),
-        ),
+      handler: (ctx) => {
+        // Read before any await: the address of a client gone meanwhile is no longer known (its chain reads' part).
+        const { clientKey } = ctx
+        return mutate(service, ctx, (ticket) =>
+          service.repay({ ticket, encode: wireReply(200, RepaymentReceipt, ticket) }, ctx.session.address, clientKey, ctx.params.advanceId, { txHash: ctx.body.txHash }),
+        )
+      },
     }),
 
     defineRoute({

@@ -146,7 +146,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
         return mutate(service, ctx, async (ticket) => {
           // The agent is verified on chain first (the only await); its claim is checked synchronously just before the command.
           const agent = ctx.body.agent === undefined ? undefined
-            : await links.prepare(ctx.session.address, { network: ctx.body.agent.network, registry: checksum(ctx.body.agent.registry), agentId: BigInt(ctx.body.agent.agentId) })
+            : await links.prepare(ctx.session.address, clientKey, { network: ctx.body.agent.network, registry: checksum(ctx.body.agent.registry), agentId: BigInt(ctx.body.agent.agentId) })
           const evidence = agent === undefined ? undefined : { reputationBps: agent.reputationBps, records: agent.claim() }
           const { response, privateKey } = await service.registerLender(
             { ticket, encode: registrationResult(201) },

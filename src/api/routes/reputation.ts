@@ -81,12 +81,15 @@ export function reputationRoutes(service: CreditService, links: AgentLinks): Any
       body: EmptyBody,
       headers: mutationHeaders,
       responses: { ...responses, ...errors.idempotency, 503: { description: `The chain RPC is unavailable (code chain_unavailable); nothing changed. Or: ${CHAIN_READS_EXHAUSTED} Or: ${NETWORK_STOPPED}` } },
-      handler: (ctx) =>
-        mutate(service, ctx, async (ticket) => {
+      handler: (ctx) => {
+        // Read before any await: the address of a client gone meanwhile is no longer known (its chain reads' part).
+        const caller = { wallet: ctx.session.address, client: ctx.clientKey }
+        return mutate(service, ctx, async (ticket) => {
           const link = linkOr404(ctx.params.address)
-          const result = await links.recheck(link.lender, { ticket, encode: (outcome: RecheckOutcome) => replyWith(200, AgentLink)(view(outcome.link)) }, ctx.session.address)
+          const result = await links.recheck(link.lender, { ticket, encode: (outcome: RecheckOutcome) => replyWith(200, AgentLink)(view(outcome.link)) }, caller)
           return result?.response ?? replyWith(200, AgentLink)(view(link))
-        }),
+        })
+      },
     }),
   ]
 }

@@ -15,7 +15,7 @@ import type { RepaymentMinimum } from '../../score/formula.ts'
 import { scoreInputsOf, type RepaymentHistory, type ScoreSource } from '../../score/inputs.ts'
 import { recipientKeyProblem } from '../../score/recipient-key.ts'
 import { CreditScoreAnswer, CreditScoreRequest } from '../../score/schemas.ts'
-import { ChainReadsExhaustedError } from '../../service/chain-read-budget.ts'
+import { ChainReadsExhaustedError, type ChainReadBudget } from '../../service/chain-read-budget.ts'
 import { ChainUnavailableError } from '../../x402/facilitator.ts'
 import { SettlementUnconfirmedError } from '../../x402/front-run.ts'
 import { PAYMENT_HEADERS, PaidResource, PaymentUnavailableError, type PaymentRefusal } from '../../x402/paid-resource.ts'
@@ -26,7 +26,7 @@ const DISABLED_RETRY_AFTER_SECONDS = 3600
 
 export interface CreditScoreRouteDeps {
   /** The payment and the component; null when the component is not configured (every call answers 503). */
-  paid: { resource: PaidResource; compute: CreditScoreCompute } | null
+  paid: { resource: PaidResource; compute: CreditScoreCompute; chainReadParts?: Pick<ChainReadBudget, 'takePart' | 'giveBackPart'> | undefined } | null
   engine: ScoreSource
   /** The passport: each repaid advance's principal and asset. */
   passport: RepaymentHistory
@@ -73,18 +73,18 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
           'compute_disabled (no compute component; before any payment), compute_failed (the computation failed: nothing was charged, the same payment may be sent again until it expires), ' +
           'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was decided), ' +
           'payment_settlement_unconfirmed (someone else settled this payment first, exactly as asked, and it counts as the payment once at the network\'s confirmations: it was not yet when the wait ended; send the same payment again), ' +
-          `chain_reads_exhausted (the payment's verify or settle on a self-facilitated network takes one chain read, as the payer's when its key signed the authorization: ${CHAIN_READS_EXHAUSTED}), ` +
+          `chain_reads_exhausted (the payment's verify or settle on a self-facilitated network takes one chain read, as the payer's when its key signed the authorization, and a call with a payment one of the caller's client address's part: ${CHAIN_READS_EXHAUSTED}), ` +
           'network_stopped (without Retry-After: the payment network\'s chain follower stopped for good, /health says why; before any payment, nothing charged).',
       },
     },
-    handler: async ({ body, headers }) => {
+    handler: async ({ body, headers, clientKey }) => {
       if (deps.paid === null) {
         throw new HttpProblem(503, 'compute_disabled', 'The confidential-compute component is not configured; /credit-score is disabled.', {
           title: 'Compute disabled',
           headers: { 'retry-after': String(DISABLED_RETRY_AFTER_SECONDS) },
         })
       }
-      const { resource, compute } = deps.paid
+      const { resource, compute, chainReadParts } = deps.paid
       const subject = checksum(body.subject)
       const keyProblem = await recipientKeyProblem(body.publicKey)
       if (keyProblem !== undefined) throw new HttpProblem(400, 'invalid_public_key', `publicKey: ${keyProblem}.`, { title: 'Invalid public key' })
@@ -94,7 +94,22 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
       // No payment is asked, verified or settled on a chain the service no longer follows.
       deps.refuseStoppedNetwork(resource.options.network.slug)
 
-      const admission = await paying(() => resource.admit(headers))
+      // Its verify reads the chain on the service's own facilitator: from the caller's address's part of the network's
+      // budget too, as over HTTP (fresh payer keys are free; test/x402/outsider13-free-payers-budget.test.ts).
+      const slug = resource.options.network.slug
+      const charged = chainReadParts !== undefined && headers['payment-signature'] !== undefined
+      if (charged) {
+        try {
+          chainReadParts.takePart(slug, clientKey)
+        } catch (error) {
+          throw error instanceof ChainReadsExhaustedError ? problemOf(error) : error
+        }
+      }
+      const admission = await paying(() => resource.admit(headers)).catch((error: unknown) => {
+        // Refused by the payer's share or the network's budget: nothing was read.
+        if (charged && error instanceof HttpProblem && error.code === 'chain_reads_exhausted') chainReadParts.giveBackPart(slug, clientKey)
+        throw error
+      })
       if (admission.kind === 'refused') throw refusalProblem(admission)
       let sealed
       try {

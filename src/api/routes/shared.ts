@@ -68,7 +68,7 @@ export async function mutate(
 const e = (description: string): ResponseSpec => ({ description })
 
 /** The 503 of a request whose chain read the budget refused (src/service/chain-read-budget.ts). */
-export const CHAIN_READS_EXHAUSTED = 'The chain reads requests may make on the network are used up for now, or this wallet used its quarter of them (code chain_reads_exhausted, with Retry-After in seconds; nothing changed).'
+export const CHAIN_READS_EXHAUSTED = 'The chain reads requests may make on the network are used up for now, or this wallet, or this client address (whatever wallets its requests name), used its quarter of them (code chain_reads_exhausted, with Retry-After in seconds; nothing changed).'
 
 /** The 503 of a request on a network whose chain follower stopped for good (src/service/core.ts refuseStoppedNetwork). */
 export const NETWORK_STOPPED = 'The network\'s chain follower stopped for good (code network_stopped, without Retry-After: /health says why; nothing changed, and a retry will not succeed until an operator acts).'
