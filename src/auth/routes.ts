@@ -93,10 +93,12 @@ export function authRoutes(auth: AuthService): AnyRoute[] {
       operationId: 'refreshAuthSession',
       callers: 'any session',
       summary: 'Extend the current session',
-      description: 'Extends the live session of this request in place: the same bearer token, expiring sessionTtlSeconds from now (catalog auth), but never past its message\'s expirationTime nor a week after the wallet signed it (then it is answered unchanged: sign in again). The store keeps no new record, so no sign-in budget is charged: when strangers hold all clients\' sign-in bucket empty (503 sign_ins_exhausted), an agent that refreshes before its session expires keeps it (the SDK does so). No body; no Idempotency-Key (a repeat extends again, to the same bound).',
+      description: 'Extends the live session of this request in place: the same bearer token, expiring sessionTtlSeconds from now (catalog auth), but never past its message\'s expirationTime nor a week after the wallet signed it (then it is answered unchanged: sign in again). The store keeps no new record, so no sign-in budget is charged: when strangers hold all clients\' sign-in bucket empty (503 sign_ins_exhausted), an agent that refreshes before its session expires keeps it (the SDK does so). No body (or an empty object); no Idempotency-Key (a repeat extends again, to the same bound).',
       tags: ['auth'],
       auth: 'session',
-      responses: { 200: { description: 'The session, extended', schema: RefreshResponse }, 401: { description: 'No valid bearer token, or the session ended meanwhile (unauthorized).' } },
+      // No body, or an empty object: anything else is refused 400 (a field here means a client that expects one to count).
+      body: StrictObject({}),
+      responses: { 200: { description: 'The session, extended', schema: RefreshResponse }, 400: { description: 'A body that is not empty (validation_failed).' }, 401: { description: 'No valid bearer token, or the session ended meanwhile (unauthorized).' } },
       handler: async ({ session }) => {
         const refreshed = await auth.refresh(session)
         return { status: 200, body: { address: refreshed.address, chainId: refreshed.chainId, expiresAt: isoFromMs(refreshed.expiresAtMs) }, headers: noStore }
