@@ -122,7 +122,7 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    on its own, in chain order; the report is optional (the fast path) and a payment already counted answers the same receipt.
    Terms broken: POST /credit/jobs/job_1/fail {"reason":"not_delivered","note":"..."} (reason one of not_delivered, late, defective, cancelled,
    other: a code, never free text, since it is signed into the borrower's public passport; the optional note is kept and signed only as
-   the keccak256 of its UTF-8 bytes, noteHash: viem's keccak256(stringToBytes(note))) suspends the borrower and gives the
+   the keccak256 of its UTF-8 bytes, noteHash: with viem, keccak256 over stringToBytes(note)) suspends the borrower and gives the
    client its whole escrow back at once (a failed job earned nothing: no source revenue to recover). The borrower's leased offers become "closing" (not rematched): a
    lease on another job or a backing source stays payable until its deadline; one on the failed job does not (paySupplier reverts
    JobNotOpen from the failJob's block on, and GET /lenders/<address>/actions stops listing it: do not send it), though a payment

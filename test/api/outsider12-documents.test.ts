@@ -44,5 +44,5 @@ t.test('llms.txt says what the .../*-transactions routes answer: an object whose
 
 t.test('llms.txt says which bytes noteHash hashes, so that whoever holds the note can show it matches', async (t) => {
   const llms = await (await fetch(`${h.url}/llms.txt`)).text()
-  t.match(llms, /the keccak256 of its UTF-8 bytes, noteHash: viem's keccak256\(stringToBytes\(note\)\)/)
+  t.match(llms, /the keccak256 of its UTF-8 bytes, noteHash: with viem, keccak256 over stringToBytes\(note\)/)
 })
