@@ -318,19 +318,6 @@ function isSweepCursor(value: unknown): value is SweepCursor {
  * at once: the cursor is stored, in the pass's one commit, so a restart does not read the kept lenders' wallets
  * again. A network that cannot be read ends the pass without moving the cursor.
  */
-/** Whether the wallet watcher's latest reading of `lender`'s session wallet can pay the least advance on one of its networks. */
-function ableByWatcher(service: ServiceCore, lender: LenderView): boolean {
-  return lender.networks.some((slug) => {
-    const token = tokenOf(service, lender, slug)
-    return service.watcher.spendableAtomic(slug, token.symbol, lender.sessionAddress) >= advanceMinAtomicOf(token)
-  })
-}
-
-/** The token `lender` lends on network `slug`. */
-function tokenOf(service: ServiceCore, lender: LenderView, slug: string): TokenConfig {
-  return service.token(service.network(slug), lender.assets[slug] ?? lender.asset)
-}
-
 /**
  * Whether `address` is no stranger to the service: money left it for someone else on the service's terms. A
  * registered lender that has paid a lease (an advance funded from its session wallet to a verified supplier), by its
@@ -381,7 +368,7 @@ export class UnfundedLenderSweep {
     let removed: Address[] = []
     // Checked again when the removal is planned, against the watcher's latest reading: a wallet funded after the read
     // above (the watcher saw it able to lend meanwhile) is kept.
-    const stillUnable = (): Address[] => unable.filter((lender) => !ableByWatcher(service, lender)).map((lender) => lender.address)
+    const stillUnable = (): Address[] => unable.filter((lender) => !this.#ableByWatcher(lender)).map((lender) => lender.address)
     const last = looked.at(-1)
     // The cursor moves in the removals' commit (one record a pass that looked at anything, none per request).
     const cursorWrite = last === undefined ? [] : [this.#cursor.putOp(SWEEP_CURSOR_KEY, { afterSeq: last.registrationSeq })]
@@ -402,6 +389,19 @@ export class UnfundedLenderSweep {
     return removed
   }
 
+  /** Whether the wallet watcher's latest reading of `lender`'s session wallet can pay the least advance on one of its networks. */
+  #ableByWatcher(lender: LenderView): boolean {
+    return lender.networks.some((slug) => {
+      const token = this.#tokenOf(lender, slug)
+      return this.service.watcher.spendableAtomic(slug, token.symbol, lender.sessionAddress) >= advanceMinAtomicOf(token)
+    })
+  }
+
+  /** The token `lender` lends on network `slug`. */
+  #tokenOf(lender: LenderView, slug: string): TokenConfig {
+    return this.service.token(this.service.network(slug), lender.assets[slug] ?? lender.asset)
+  }
+
   /** The session wallets among `lenders`' that can pay the least advance on one of their networks, read now. */
   async #ableToLend(lenders: readonly LenderView[]): Promise<Set<Address>> {
     const able = new Set<Address>()
@@ -416,7 +416,7 @@ export class UnfundedLenderSweep {
     for (const [slug, list] of byNetwork) {
       const network = this.service.network(slug)
       const clients = this.service.clientsOf(slug)
-      const tokens = list.map((lender) => tokenOf(this.service, lender, slug))
+      const tokens = list.map((lender) => this.#tokenOf(lender, slug))
       const results = await clients.publicClient.multicall({
         allowFailure: false,
         contracts: list.flatMap((lender, i) => {
