@@ -4,7 +4,7 @@ import { createActor, type Actor, type ActorLogic, type AnyActor, type AnyActorR
 import { assign as machineAssign } from '../../machines/assign.ts'
 import { machines, refusalCode, refusals } from '../../machines/index.ts'
 import { jobKey } from '../chain/ids.ts'
-import { finalActorRecord } from './changes.ts'
+import { finalActorRecord, hasKeys } from './changes.ts'
 import { scheduleOffer } from './dispatch.ts'
 import { fail } from './errors.ts'
 import type { AnyLive, EngineState, OfferSnapshot } from './state.ts'
@@ -230,7 +230,8 @@ function flatTransition(machine: AnyStateMachine): AnyStateMachine['transition']
       return machine.transition(snapshot, event, actorScope)
     }
     const source = root.states[current.value] as Node
-    const selected = source.next(current, event) ?? (root as Node).next(current, event)
+    // The root takes no event of its own (isFlat), so the source state's transitions are all there is.
+    const selected = source.next(current, event)
     if (selected === undefined || selected.length === 0) return snapshot
     const t = selected[0] as Transition
     if (selected.length !== 1 || !isPlain(machine, t)) return machine.transition(snapshot, event, actorScope)
@@ -256,11 +257,6 @@ function flatTransition(machine: AnyStateMachine): AnyStateMachine['transition']
       toJSON: next.toJSON,
     } as unknown as ReturnType<AnyStateMachine['transition']>
   }
-}
-
-function hasKeys(object: object): boolean {
-  for (const _ in object) return true
-  return false
 }
 
 /**

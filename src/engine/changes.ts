@@ -56,7 +56,7 @@ function recordOf(actor: AnyActor, final: boolean): unknown {
 }
 
 /** Whether an object has an own enumerable key, without building the array of keys. */
-function hasKeys(object: object): boolean {
+export function hasKeys(object: object): boolean {
   for (const _ in object) return true
   return false
 }
