@@ -89,7 +89,7 @@ export class FrontRunSettlements {
     // from a nonce seen on chain buys nothing, nor holds up the payer's own.
     const payer = await signingPayer(this.options.network.chainId, payload, requirements)
     if (payer === undefined) return undefined
-    const key = `${authorization.from}:${authorization.nonce}`.toLowerCase()
+    const key = honouredKey(authorization)
     // Reserved before any chain read: a concurrent claim of the same authorization (another signature of it too) waits for nothing.
     if (this.honoured.has(key)) return undefined
     this.honoured.set(key, 0n)
@@ -117,7 +117,7 @@ export class FrontRunSettlements {
    */
   remember(payload: PaymentPayload, maxTimeoutSeconds: number): void {
     const authorization = authorizationOf(payload)
-    if (authorization !== undefined) this.honoured.set(`${authorization.from}:${authorization.nonce}`.toLowerCase(), authorization.validBefore + BigInt(this.horizonSeconds(maxTimeoutSeconds)))
+    if (authorization !== undefined) this.honoured.set(honouredKey(authorization), authorization.validBefore + BigInt(this.horizonSeconds(maxTimeoutSeconds)))
   }
 
   /** How far below the head a settlement is honoured: the payment's timeout, and the wait for its confirmations (which a retry after it may need). */
@@ -166,7 +166,7 @@ export class FrontRunSettlements {
       const receipt = await client.waitForTransactionReceipt({ hash, confirmations: network.confirmations, timeout: confirmationTimeoutMs, pollingInterval: network.pollingIntervalMs })
       return network.confirmations === 1 ? receipt : await client.getTransactionReceipt({ hash })
     } catch (error) {
-      if (isTransportFailure(error)) throw new FrontRunUndecidedError(`the RPC endpoint of ${network.slug} failed`, { cause: new ChainUnavailableError(network.slug, { cause: error }) })
+      if (isTransportFailure(error)) throw rpcFailed(network.slug, error)
       const name = (error as { name?: unknown }).name
       if (name === 'WaitForTransactionReceiptTimeoutError') {
         throw new SettlementUnconfirmedError(`the payment's settlement ${hash} did not reach ${network.confirmations} confirmations in time`, { cause: error })
@@ -197,10 +197,20 @@ export class FrontRunSettlements {
     try {
       return await run()
     } catch (error) {
-      if (isTransportFailure(error)) throw new FrontRunUndecidedError(`the RPC endpoint of ${this.options.network.slug} failed`, { cause: new ChainUnavailableError(this.options.network.slug, { cause: error }) })
+      if (isTransportFailure(error)) throw rpcFailed(this.options.network.slug, error)
       throw new FrontRunUndecidedError((error as Error).message, { cause: error })
     }
   }
+}
+
+/** The key of an authorization among the honoured settlements: its payer and nonce, lower case. */
+function honouredKey(authorization: Authorization): string {
+  return `${authorization.from}:${authorization.nonce}`.toLowerCase()
+}
+
+/** The RPC endpoint of `slug` failed: nothing was decided (answered as the chain being unavailable). */
+function rpcFailed(slug: string, error: unknown): FrontRunUndecidedError {
+  return new FrontRunUndecidedError(`the RPC endpoint of ${slug} failed`, { cause: new ChainUnavailableError(slug, { cause: error }) })
 }
 
 /** The payload's EIP-3009 authorization, well formed; undefined for any other payload (Permit2, malformed). */
