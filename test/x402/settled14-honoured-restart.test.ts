@@ -10,24 +10,17 @@ import { x402Client } from '@x402/fetch'
 import { authorizationTypes } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { exportJWK, generateKeyPair } from 'jose'
-import { createPublicClient, createTestClient, createWalletClient, erc20Abi, http, parseAbi, type Address, type Hex, type LocalAccount } from 'viem'
-import { networkChain } from '../../src/chain/clients.ts'
-import type { NetworkConfig, TokenConfig } from '../../src/chain/config.ts'
+import { createTestClient, createWalletClient, http, type Address, type Hex, type LocalAccount } from 'viem'
 import { DEVNET_PRICE_ATOMIC } from '../../src/score/settings.ts'
 import { CONFIRMATION_TIMEOUT_MS_DEFAULT } from '../../src/x402/facilitator.ts'
 import { HONOURED_SETTLEMENTS_COLLECTION } from '../../src/x402/front-run.ts'
+import { eip3009, scoreNetwork, type Authorization } from '../fixtures/score-network.ts'
 import { fundedAccount, signedIn, startHarness } from '../fixtures/service.ts'
 import { backingSourceBody } from '../api/fixtures/api.ts'
 
 const h = await startHarness()
 t.teardown(() => h.stop())
-const networkB = h.devnet.networks.find((n) => n.x402SelfFacilitate) as NetworkConfig
-const tokenConfig = networkB.tokens[0] as TokenConfig
-const token = tokenConfig.address
-const chain = networkChain(networkB)
-const reader = createPublicClient({ chain, transport: http(networkB.rpcUrl) })
-const balanceOf = (holder: Address) => reader.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [holder] })
-const eip3009 = parseAbi(['function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)'])
+const { networkB, tokenConfig, token, chain, reader, balanceOf } = scoreNetwork(h)
 const domain = { name: tokenConfig.eip712Name, version: tokenConfig.eip712Version, chainId: networkB.chainId, verifyingContract: token }
 
 const borrower = await fundedAccount(h.devnet, h.network, 0n)
@@ -38,7 +31,6 @@ const strangerWallet = createWalletClient({ account: stranger, chain, transport:
 const body = JSON.stringify({ subject: borrower.address, publicKey: await exportJWK((await generateKeyPair('ECDH-ES', { crv: 'P-256' })).publicKey) })
 const post = (headers: Record<string, string> = {}) => fetch(`${h.url}/credit-score`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
 
-type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex }
 
 /**
  * A payment of the score signed by `payer` with the official client, valid for an hour of wall time (re-signed so: a
