@@ -23,10 +23,10 @@ export const ReconciliationDifference = StrictObject(
     kind: Type.Union(
       [
         'job_missing', 'job_unexpected', 'job_asset', 'job_status', 'job_escrow', 'job_collateral', 'advance_missing', 'advance_unexpected',
-        'advance_asset', 'advance_lender_owed', 'advance_reserve_owed', 'advance_liquidated', 'reserve', 'total', 'token_conservation',
+        'advance_asset', 'advance_lender_owed', 'advance_reserve_owed', 'advance_liquidated', 'reserve', 'total', 'token_conservation', 'held_payment',
       ].map((kind) => Type.Literal(kind)),
     ),
-    key: Type.String({ description: 'The jobKey or offerKey (0x-hex), the asset (reserve), the flow total\'s name (total), or the contract (token_conservation).' }),
+    key: Type.String({ description: 'The jobKey or offerKey (0x-hex), the asset (reserve), the flow total\'s name (total), the contract (token_conservation), or the recipient (held_payment: expected is what GET /credit/held-payments/{address} shows held for it, actual the contract\'s heldFor).' }),
     expected: DifferenceValue,
     actual: DifferenceValue,
   },

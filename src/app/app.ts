@@ -362,6 +362,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       settings: creditScoreSettings,
       facilitators,
       chainReads: service.chainReads,
+      store,
       ...(options.creditScoreCompute === undefined ? {} : { compute: options.creditScoreCompute }),
       baseUrl: () => baseUrl,
     })

@@ -106,3 +106,14 @@ export function conservationDifferences(actual: ChainState, asset: Address): Dif
 function sortedEntries<V>(map: ReadonlyMap<Hex, V>): [Hex, V][] {
   return [...map].sort(([a], [b]) => (lower(a) < lower(b) ? -1 : lower(a) > lower(b) ? 1 : 0))
 }
+
+/**
+ * What the party's views show held for each recipient (`expected`, the engine's held-payment record, 0 when it has
+ * none) against the contract's heldFor (`actual`), both as of the same block: a held_payment difference for each that
+ * disagrees.
+ */
+export function heldDifferences(network: string, held: readonly { asset: Address; account: Address; expected: bigint; actual: bigint }[]): Difference[] {
+  return held
+    .filter((h) => h.expected !== h.actual)
+    .map((h) => ({ network, asset: getAddress(h.asset), kind: 'held_payment' as const, key: getAddress(h.account), expected: amount(h.expected), actual: amount(h.actual) }))
+}

@@ -51,7 +51,14 @@ export async function readChainState(options: ReadChainOptions): Promise<ChainSt
   const seenJobKeys = new Set<Hex>()
   const seenOfferKeys = new Set<Hex>()
   const reclaims = new Map<Hex, { escrowRefunded: bigint; collateralReleased: bigint }>()
+  const heldRecipients = new Map<Address, Set<Address>>()
   for (const { name, args } of events) {
+    if (name === 'PaymentHeld') {
+      const asset = getAddress(args.asset as string)
+      let recipients = heldRecipients.get(asset)
+      if (recipients === undefined) heldRecipients.set(asset, (recipients = new Set()))
+      recipients.add(getAddress(args.to as string))
+    }
     if (typeof args.jobKey === 'string' && args.jobKey !== zeroHash) seenJobKeys.add(lower(args.jobKey))
     if (typeof args.offerKey === 'string') seenOfferKeys.add(lower(args.offerKey))
     if (name === 'JobReclaimed') {
@@ -102,5 +109,19 @@ export async function readChainState(options: ReadChainOptions): Promise<ChainSt
       },
     ]),
   )
-  return { network: options.network, contract: getAddress(contract), fromBlock, toBlock, jobs, advances, assets, seenJobKeys, seenOfferKeys, reclaims }
+  return { network: options.network, contract: getAddress(contract), fromBlock, toBlock, jobs, advances, assets, seenJobKeys, seenOfferKeys, reclaims, heldRecipients }
+}
+
+/**
+ * The contract's heldFor(asset, account) of each of `held` at `blockNumber` (the block the party's views were built
+ * up to), in one multicall.
+ */
+export async function readHeldFor(
+  options: Pick<ReadChainOptions, 'publicClient' | 'contract' | 'multicallAddress'> & { held: readonly { asset: Address; account: Address }[]; blockNumber: bigint },
+): Promise<bigint[]> {
+  const { publicClient, contract, held, blockNumber } = options
+  if (held.length === 0) return []
+  const multicallAddress = options.multicallAddress ?? publicClient.chain?.contracts?.multicall3?.address ?? multicall3Address
+  const calls = held.map(({ asset, account }) => ({ address: contract, abi: creditFacilityV2Abi, functionName: 'heldFor', args: [asset, account] }))
+  return (await publicClient.multicall({ contracts: calls as never, allowFailure: false, blockNumber, multicallAddress })) as bigint[]
 }

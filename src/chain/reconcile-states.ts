@@ -105,6 +105,7 @@ export type DifferenceKind =
   | 'reserve'
   | 'total' // key: the FlowTotals field
   | 'token_conservation' // key: the contract; expected: escrow + collateral + reserve; actual: its token balance
+  | 'held_payment' // key: the recipient; expected: what the party's views show held for it; actual: heldFor(asset, recipient)
 
 export type DifferenceValue = string | boolean | null | Readonly<Record<string, string | boolean>>
 
@@ -149,6 +150,8 @@ export type ChainState = {
   seenOfferKeys: ReadonlySet<Hex>
   /** What each JobReclaimed of the range moved, by job key: what a reclaimed job held, which its state no longer shows. */
   reclaims: ReadonlyMap<Hex, { escrowRefunded: bigint; collateralReleased: bigint }>
+  /** The recipients of the range's PaymentHeld events, by asset (checksummed): whose heldFor the views must show. */
+  heldRecipients: ReadonlyMap<Address, ReadonlySet<Address>>
 }
 
 // ------------------------------------------------------------------------------------------------ flows

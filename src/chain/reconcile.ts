@@ -28,8 +28,8 @@ import { readChainState, type ReadChainOptions } from './reconcile-read.ts'
 import type { ChainState, Difference, ExpectedNetworkState } from './reconcile-states.ts'
 
 export { jobStatusNames, flowTotalNames, zeroTotals, sumFlows, expectedFromModel, type JobStatusName, type ExpectedJob, type ExpectedAdvance, type FlowTotals, type FlowTotalName, type ExpectedAssetState, type ExpectedNetworkState, type DifferenceKind, type DifferenceValue, type Difference, type ChainJob, type ChainAdvance, type ChainAssetState, type ChainState, type FlowEvent, type ModelRange } from './reconcile-states.ts'
-export { readChainState, type ReadChainOptions } from './reconcile-read.ts'
-export { compareStates, conservationDifferences } from './reconcile-compare.ts'
+export { readChainState, readHeldFor, type ReadChainOptions } from './reconcile-read.ts'
+export { compareStates, conservationDifferences, heldDifferences } from './reconcile-compare.ts'
 export { ExpectedNetworkStateJsonSchema, ExpectedStateError, expectedStateToJson, parseExpectedState, type ExpectedNetworkStateJson } from './reconcile-json.ts'
 
 export type ReconcileOptions = Omit<ReadChainOptions, 'network' | 'contract' | 'fromBlock' | 'toBlock'>

@@ -5,6 +5,7 @@ import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server
 import { CREDIT_SCORE_PATH } from '../api/routes/score.ts'
 import { createNetworkClients } from '../chain/clients.ts'
 import type { ChainReadBudget } from '../service/chain-read-budget.ts'
+import type { Store } from '../store/index.ts'
 import { CONFIRMATION_TIMEOUT_MS_DEFAULT, type NetworkFacilitator } from '../x402/facilitator.ts'
 import { FrontRunSettlements } from '../x402/front-run.ts'
 import { facilitatorUrl, PUBLIC_FACILITATOR_URL_DEFAULT } from '../x402/facilitator-url.ts'
@@ -40,6 +41,8 @@ export function assembleCreditScore(input: {
   baseUrl: () => string
   /** The chain read budget the lookup of a front-run settlement takes one read of, as a settle does. Default: none. */
   chainReads?: Pick<ChainReadBudget, 'take' | 'takeUnproven' | 'takePart' | 'giveBackPart'>
+  /** Where a front-run settlement honoured for a score is kept across restarts (src/x402/front-run.ts). Default: memory only. */
+  store?: Store
 }): CreditScoreAssembly {
   const { settings } = input
   if (settings === null) return { paid: null, offer: () => null, close: async () => {} }
@@ -65,6 +68,7 @@ export function assembleCreditScore(input: {
       facilitator,
       chainReads: input.chainReads,
       confirmationTimeoutMs: CONFIRMATION_TIMEOUT_MS_DEFAULT,
+      store: input.store,
     }),
   })
   return {

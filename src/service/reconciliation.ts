@@ -44,7 +44,7 @@ import { jobKey } from '../chain/ids.ts'
 import { findToken, type NetworkConfig } from '../chain/config.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import {
-  compareStates, jobStatusNames, readChainState, zeroTotals, type ChainState, type Difference, type ExpectedAssetState, type ExpectedJob, type ExpectedNetworkState,
+  compareStates, heldDifferences, jobStatusNames, readChainState, readHeldFor, zeroTotals, type ChainState, type Difference, type ExpectedAssetState, type ExpectedJob, type ExpectedNetworkState,
   type FlowTotalName, type FlowTotals,
 } from '../chain/reconcile.ts'
 import { JobStatus } from '../chain/facility-model.ts'
@@ -270,7 +270,8 @@ export class Reconciliation {
         tokens: network.tokens.map((token) => token.address),
       })
       const { expected, unregisteredJobs } = withUnregisteredJobs(ledger, actual)
-      const { differences, unaccountedTokens } = splitSurplus(compareStates(expected, actual))
+      const held = await this.#heldDifferences(network, publicClient, actual)
+      const { differences, unaccountedTokens } = splitSurplus([...compareStates(expected, actual), ...held])
       result = {
         network: network.slug,
         status: differences.length === 0 ? 'ok' : 'differences',
@@ -288,6 +289,37 @@ export class Reconciliation {
     }
     this.#last.set(network.slug, result)
     return result
+  }
+
+  /**
+   * The party's views of held payments against the contract (held_payment differences): for every recipient that a
+   * PaymentHeld of the range names, or that the engine holds a record of, on one of the network's tokens, what the
+   * views show (the engine's record, 0 without one) and heldFor, both as of the block the chain follower applied last
+   * (taken with the records, in one synchronous read; the views are built from the follower's events alone). None
+   * before the follower applied anything.
+   */
+  async #heldDifferences(network: NetworkConfig, publicClient: NetworkClients['publicClient'], actual: ChainState): Promise<Difference[]> {
+    const service = this.#service
+    const blockNumber = service.appliedChainBlocks.get(network.slug) ?? service.followers.get(network.slug)?.cursor?.blockNumber
+    if (blockNumber === undefined) return []
+    const tokens = new Set(network.tokens.map((token) => getAddress(token.address)))
+    const pairs = new Map<string, { asset: Address; account: Address }>()
+    const add = (asset: Address, account: Address) => {
+      if (tokens.has(asset)) pairs.set(`${asset}:${account}`, { asset, account })
+    }
+    for (const [asset, recipients] of actual.heldRecipients) for (const account of recipients) add(asset, account)
+    for (const { id } of service.store.iterateKind('held')) {
+      // heldPaymentId: `${network}:${token}:${account}`.
+      const parts = id.split(':')
+      const [token, account] = parts.splice(-2)
+      if (parts.join(':') === network.slug && token !== undefined && account !== undefined) add(getAddress(token), getAddress(account))
+    }
+    const held = [...pairs.values()].map((pair) => ({
+      ...pair,
+      expected: service.engine.heldPayments([pair.account]).find((r) => r.network === network.slug && r.token === pair.asset)?.amountAtomic ?? 0n,
+    }))
+    const onChain = await readHeldFor({ publicClient, contract: network.creditContract, held, blockNumber })
+    return heldDifferences(network.slug, held.map((h, i) => ({ ...h, actual: onChain[i] as bigint })))
   }
 }
 

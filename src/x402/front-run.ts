@@ -10,13 +10,17 @@
 // horizon) below the head, and not sent by a signer of the resource's own facilitator (the facilitator's own
 // settlement was already answered, or refused, by the settle that sent it). A settlement honoured once is remembered
 // (chain time, until it is past that horizon and could not be honoured again anyway): a second use of the same
-// authorization stays `payment_already_used`. A transaction still pending (the facilitator's own send found the nonce
-// used in the pending state) is waited for, as its confirmations are.
+// authorization stays `payment_already_used`. It is remembered durably: written to the store (collection
+// x402-honoured-settlements, in the store's group commit) before the score is delivered, read back at start-up, and
+// deleted once the chain's time is past its horizon, so a restart within the horizon does not honour it a second time
+// (test/x402/settled14-honoured-restart.test.ts). A transaction still pending (the facilitator's own send found the
+// nonce used in the pending state) is waited for, as its confirmations are.
 import type { FacilitatorClient } from '@x402/core/server'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { encodePaymentResponseHeader } from '@x402/core/http'
 import { isAddress as isViemAddress, isAddressEqual, isHex, parseAbi, parseEventLogs, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
 import type { NetworkConfig } from '../chain/config.ts'
+import type { RecordCollection, Store } from '../store/index.ts'
 import type { ChainReadBudget } from '../service/chain-read-budget.ts'
 import { ChainUnavailableError, isTransportFailure, signingPayer } from './facilitator.ts'
 
@@ -46,8 +50,12 @@ export interface FoundSettlement {
   payer: Address
   /** PAYMENT-RESPONSE of the found settlement. */
   headers: Record<string, string>
-  /** The work was delivered on it: remember it, so no second use is honoured. */
-  commit(): void
+  /**
+   * The work is delivered on it: remember it, durably when there is a store (resolves once written), so no second use
+   * is honoured, after a restart either. Rejects when it could not be written: then nothing may be delivered on it,
+   * and it may be presented again.
+   */
+  commit(): Promise<void>
   /** The work failed: the settlement may be presented again. */
   release(): void
 }
@@ -61,6 +69,22 @@ export interface FrontRunOptions {
   chainReads?: Pick<ChainReadBudget, 'take' | 'takeUnproven'> | undefined
   /** Bound on the wait for the settlement's confirmations. */
   confirmationTimeoutMs: number
+  /**
+   * Where an honoured settlement is kept until past its horizon, written before the work is delivered on it and read
+   * back at start-up. Absent: memory only (a restart forgets it).
+   */
+  store?: Store | undefined
+}
+
+/** The store's collection of honoured settlements, by honouredKey. */
+export const HONOURED_SETTLEMENTS_COLLECTION = 'x402-honoured-settlements'
+
+/** As stored: the chain time (s, decimal) past which it could not be honoured again, and the settlement's transaction. */
+type HonouredRecord = { expires: string; transaction: Hex }
+
+function isHonouredRecord(value: unknown): value is HonouredRecord {
+  const v = value as HonouredRecord
+  return typeof v === 'object' && v !== null && typeof v.expires === 'string' && /^(0|[1-9][0-9]{0,19})$/.test(v.expires) && isHex(v.transaction, { strict: true }) && v.transaction.length === 66
 }
 
 type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex }
@@ -69,10 +93,15 @@ export class FrontRunSettlements {
   private readonly options: FrontRunOptions
   /** Lower-case `from:nonce` -> chain time (s) past which it could not be honoured again; 0n while being looked up or answered. */
   private readonly honoured = new Map<string, bigint>()
+  /** The durable copy of the honoured settlements (not of those the facilitator settled itself: remember). */
+  private readonly records: RecordCollection<HonouredRecord> | undefined
   private signers: Promise<readonly string[]> | undefined
 
   constructor(options: FrontRunOptions) {
     this.options = options
+    this.records = options.store?.collection<HonouredRecord>(HONOURED_SETTLEMENTS_COLLECTION, { version: 1, validate: isHonouredRecord })
+    // Those honoured before a restart: forgotten (and deleted) at the first lookup whose head is past their horizon.
+    for (const { key, value } of this.records?.iterate() ?? []) this.honoured.set(key, BigInt(value.expires))
   }
 
   /**
@@ -105,7 +134,15 @@ export class FrontRunSettlements {
       transaction,
       payer: authorization.from,
       headers: { 'PAYMENT-RESPONSE': encodePaymentResponseHeader({ success: true, transaction, network: requirements.network as `${string}:${string}`, payer: authorization.from }) },
-      commit: () => void this.honoured.set(key, expires),
+      commit: async () => {
+        try {
+          await this.options.store?.commit({ records: [(this.records as RecordCollection<HonouredRecord>).putOp(key, { expires: expires.toString(), transaction })] })
+        } catch (error) {
+          this.honoured.delete(key)
+          throw error
+        }
+        this.honoured.set(key, expires)
+      },
       release: () => void this.honoured.delete(key),
     }
   }
@@ -187,9 +224,19 @@ export class FrontRunSettlements {
     return this.signers
   }
 
-  /** Forgets the settlements the chain's time has carried past their horizon: none of them could be honoured again. */
+  /**
+   * Forgets the settlements the chain's time has carried past their horizon: none of them could be honoured again.
+   * Their stored records go in one commit, not waited for: one left by a failed commit is read back at the next
+   * start and forgotten again.
+   */
   private forget(headTimestamp: bigint): void {
-    for (const [key, expires] of this.honoured) if (expires !== 0n && expires < headTimestamp) this.honoured.delete(key)
+    const stored = []
+    for (const [key, expires] of this.honoured) {
+      if (expires === 0n || expires >= headTimestamp) continue
+      this.honoured.delete(key)
+      if (this.records?.has(key) === true) stored.push(this.records.deleteOp(key))
+    }
+    if (stored.length > 0) this.options.store?.commit({ records: stored }).catch(() => {})
   }
 
   /** A chain read (or the budget's charge for one): a failure of the RPC or a refused read decided nothing. */

@@ -164,7 +164,7 @@ export class PaidResource {
           if (alreadyUsed(settled.errorReason) || /transaction_failed/.test(settled.errorReason ?? '')) {
             const found = await this.settledFirst(payload, requirements)
             if (found !== undefined) {
-              found.commit()
+              await found.commit()
               return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
             }
           }
@@ -193,8 +193,11 @@ export class PaidResource {
       kind: 'admitted',
       payer: found.payer,
       settle: async () => {
-        found.commit()
-        release()
+        try {
+          await found.commit()
+        } finally {
+          release()
+        }
         return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
       },
       cancel: async () => {

@@ -9,25 +9,17 @@ import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { authorizationTypes } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { exportJWK, generateKeyPair } from 'jose'
-import { createPublicClient, createWalletClient, encodeFunctionData, erc20Abi, http, parseAbi, toHex, type Address, type Hex, type LocalAccount } from 'viem'
-import { networkChain } from '../../src/chain/clients.ts'
-import type { NetworkConfig, TokenConfig } from '../../src/chain/config.ts'
+import { createWalletClient, encodeFunctionData, http, parseAbi, toHex, type Address, type Hex, type LocalAccount } from 'viem'
 import { DEVNET_PRICE_ATOMIC } from '../../src/score/settings.ts'
+import { eip3009, scoreNetwork, type Authorization } from '../fixtures/score-network.ts'
 import { fundedAccount, signedIn, startHarness } from '../fixtures/service.ts'
 import { backingSourceBody } from '../api/fixtures/api.ts'
 
 const h = await startHarness()
 t.teardown(() => h.stop())
-const networkB = h.devnet.networks.find((n) => n.x402SelfFacilitate) as NetworkConfig
-const tokenConfig = networkB.tokens[0] as TokenConfig
-const token = tokenConfig.address
-const chain = networkChain(networkB)
-const reader = createPublicClient({ chain, transport: http(networkB.rpcUrl) })
-const balanceOf = (holder: Address) => reader.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [holder] })
-const eip3009 = parseAbi(['function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)'])
+const { networkB, tokenConfig, token, chain, reader, balanceOf } = scoreNetwork(h)
 const payee = h.devnet.accounts.scorePayee.address
 
-type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex }
 type Signed = { authorization: Record<string, string>; signature: Hex }
 
 const borrower = await fundedAccount(h.devnet, h.network, 0n)
