@@ -5,11 +5,12 @@
 // request on the other network (a borrower's own small funded job) kept the cheapest lender out of matching on the
 // network it funded, for good, and sent that network's borrowers to a dearer lender (a rival lender's gain, the
 // borrowers' fees). Found against `npm start` (test/api/outsider14-scripts/park-other-network.ts).
-// FINDING: fails on base 8811308 (the last check gets the dearer rival; without the stranger's request it passes).
+// Fails on base 8811308 (the last check gets the dearer rival; without the stranger's request it passes). Now: a refusal
+// takes the lender out of the offer's book only (src/engine/matching.ts parkIn), back in it when its wallet changes.
 import t from 'tap'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
-import { creditRequest, fundedAccount, readyLender, signedIn, startHarness, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { creditRequest, fund, fundedAccount, readyLender, signedIn, startHarness, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
 
 let h: Harness
 let other: NetworkConfig
@@ -49,7 +50,18 @@ t.test('a lease refused on a network the lender never funded leaves it in the bo
   t.equal(stranger.lender, null, `on the unfunded network nobody can pay (got ${stranger.lender})`)
   const refused = h.app.service.engine.getOffer(stranger.offerId)
   t.ok(refused, 'the stranger\'s offer waits')
+  h.app.service.engine.checkInvariants()
 
   const after = await leaseOn(h.network, 'job_outsider14_park_after')
   t.equal(after.lender, victim.account.address, `after: still the cheapest lender on the network it funded (got ${after.lender === rival.account.address ? 'the dearer rival' : after.lender})`)
+
+  // Funded on the other network too, its wallet changed: back in that book, the stranger's waiting offer goes to it.
+  await fund(h.devnet, other, victim.session.address, usdc(100))
+  for (const tx of victim.registration.setupTransactions) if (tx.network === other.slug) await new ChainAgent(other, victim.session).sendUnsigned(tx)
+  await h.app.service.watcher.waitFor(() => h.app.service.watcher.spendableAtomic(other.slug, USDC, victim.session.address) === usdc(100), 10_000)
+  const dispatched = await victim.client.post('/credit/dispatch', {})
+  t.equal(dispatched.status, 200, 'dispatch')
+  const leaseId = h.app.service.engine.getOffer(stranger.offerId)?.currentLeaseId
+  t.equal(leaseId ? h.app.service.engine.getLease(leaseId)?.lender : null, victim.account.address, 'leased on the other network once its wallet there can pay')
+  h.app.service.engine.checkInvariants()
 })
