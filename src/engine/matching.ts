@@ -143,17 +143,13 @@ function unpark(s: EngineState, lender: LenderRecord): void {
 export function walletChanged(s: EngineState, holder: Address): boolean {
   const address = s.lenderBySession.get(holder)
   const lender = address === undefined ? undefined : s.lenders.get(address)
-  if (lender === undefined || !walletFunded(s, lender)) return false
-  if (s.parked.has(lender.address)) {
-    unpark(s, lender)
-    return true
-  }
-  // Out of some of its books only (parkIn): back in all of them.
-  if (s.partlyParked.has(lender.address)) {
-    park(s, lender)
-    unpark(s, lender)
-  }
-  return false
+  if (lender === undefined) return false
+  const parked = s.parked.has(lender.address)
+  if ((!parked && !s.partlyParked.has(lender.address)) || !walletFunded(s, lender)) return false
+  // Out of some of its books only (parkIn): out of all, then back in all of them.
+  if (!parked) park(s, lender)
+  unpark(s, lender)
+  return parked
 }
 
 /**
