@@ -120,7 +120,7 @@ function checkSources(s: EngineState, committed: Map<string, bigint>): void {
   }
 }
 
-/** Borrower scores in range, live offers counted per borrower, book entries current and in every book unless parked. */
+/** Borrower scores in range, live offers counted per borrower, book entries current and in every book unless (partly) parked. */
 function checkBorrowersAndBooks(s: EngineState): void {
   for (const b of s.borrowers.values()) if (!isBps(b.reputationBps)) throw new Error(`invariant: reputation of ${b.address} out of range`)
   const offersOf = new Map<Address, number>()
@@ -143,7 +143,9 @@ function checkBorrowersAndBooks(s: EngineState): void {
     if (entry.availableAtomic !== entry.lender.availableAtomic || entry.reputationBps !== entry.lender.reputationBps) {
       throw new Error(`invariant: book key of ${address} is stale`)
     }
-    if (books.length !== (s.parked.has(address) ? 0 : entry.lender.networks.length)) throw new Error(`invariant: ${address} is not in each of its books, or parked and in one`)
+    const all = entry.lender.networks.length
+    const placed = s.parked.has(address) ? books.length === 0 : s.partlyParked.has(address) ? books.length > 0 && books.length < all : books.length === all
+    if (!placed) throw new Error(`invariant: ${address} is not in each of its books, or parked and in one, or partly parked and in all or none`)
   }
 }
 

@@ -103,6 +103,24 @@ export function park(s: EngineState, lender: LenderRecord): void {
   for (const book of placed.books) book.remove(placed.entry)
   placed.books = []
   s.parked.add(lender.address)
+  s.partlyParked.delete(lender.address)
+}
+
+/**
+ * A lender whose session wallet could not pay an offer leaves that offer's book only: its wallet on the offer's
+ * network is what could not pay, and on its other networks it may hold plenty. Parked (out of every book) once it is in
+ * none. Before, one refusal parked it everywhere, so a stranger's request on a network a lender had not funded kept it
+ * out of matching on the network it had (an outsider's finding, test/api/outsider14-park-other-network.test.ts).
+ */
+function parkIn(s: EngineState, lender: LenderRecord, book: MatchingBook | undefined): void {
+  const placed = s.bookEntries.get(lender.address)
+  if (!placed || book === undefined) return
+  const at = placed.books.indexOf(book)
+  if (at < 0) return
+  if (placed.books.length === 1) return park(s, lender)
+  book.remove(placed.entry)
+  placed.books.splice(at, 1)
+  s.partlyParked.add(lender.address)
 }
 
 function unpark(s: EngineState, lender: LenderRecord): void {
@@ -118,13 +136,20 @@ function unpark(s: EngineState, lender: LenderRecord): void {
   }
 }
 
-/** A parked lender whose session wallet (`holder`) now holds something is back in its books. */
+/**
+ * A parked lender whose session wallet (`holder`) now holds something is back in its books (returns true), and so is
+ * one out of some of them (parkIn; returns false: it was not parked).
+ */
 export function walletChanged(s: EngineState, holder: Address): boolean {
   const address = s.lenderBySession.get(holder)
   const lender = address === undefined ? undefined : s.lenders.get(address)
-  if (lender === undefined || !s.parked.has(lender.address) || !walletFunded(s, lender)) return false
+  if (lender === undefined) return false
+  const parked = s.parked.has(lender.address)
+  if ((!parked && !s.partlyParked.has(lender.address)) || !walletFunded(s, lender)) return false
+  // Out of some of its books only (parkIn): out of all, then back in all of them.
+  if (!parked) park(s, lender)
   unpark(s, lender)
-  return true
+  return parked
 }
 
 /**
@@ -161,14 +186,14 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
 
 /**
  * Refusals (insufficient balance) are not the offer's events: they use up none of its leases (issue 10, hole 2).
- * They are recorded once the offer took the attempt's event, or waits; each refused lender is parked. A function of
+ * They are recorded once the offer took the attempt's event, or waits; each refused lender leaves the offer's book. A function of
  * the module, not a closure per attempt: under tsx (esbuild's keepNames) every closure made per call also costs an
  * Object.defineProperty of its name, about 5 % of a match in the profile.
  */
 function refuseAll(s: EngineState, o: OfferContext, refused: Candidate[], refusedLeases: LeaseView[], nowMs: number): void {
   for (const { lender, fee } of refused) {
     refusedLeases.push(refuseLease(s, o, lender, fee, nowMs))
-    park(s, lender)
+    parkIn(s, lender, s.books.get(bookKey(o.network, o.asset)))
   }
 }
 

@@ -53,11 +53,16 @@ export class EngineState {
   readonly bookEntries = new Map<Address, { entry: BookEntry; books: MatchingBook[] }>()
   /**
    * Lenders out of every book (issue 10, hole 2) until the wallet watcher reports their session wallet changed
-   * (`walletChanged`): registered but never seen funded, or refused once for insufficient balance. So a lender who
+   * (`walletChanged`): registered but never seen funded, or refused for insufficient balance in its only book left. So a lender who
    * risks nothing costs matching nothing. In memory only: after a restart every lender starts parked and the
    * watcher's first read of its wallet brings the funded ones back.
    */
   readonly parked = new Set<Address>()
+  /**
+   * Lenders out of some of their books only: refused for insufficient balance on one network (matching.ts parkIn),
+   * back in all of them when their session wallet changes, as parked ones are. In memory only, as `parked`.
+   */
+  readonly partlyParked = new Set<Address>()
   /** Live offers per borrower (issue 10, hole 6: bounded by liveOffersPerBorrowerMax). */
   readonly liveOffersOf = new Map<Address, number>()
   /**
