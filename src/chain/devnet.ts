@@ -56,8 +56,8 @@ export const defaultDevnetNetworks: DevnetNetworkSpec[] = [
 export const devnetToken = { symbol: 'USDC', eip712Name: 'USD Coin', eip712Version: '2', decimals: 6 } as const
 
 /**
- * The devnet credit contract's reclaimDelay: a job's client may take its escrow back this long after funding it when no
- * advance was ever paid on it (CreditFacilityV2.reclaimJob). It also bounds how far out a job's due time may be (the
+ * The devnet credit contract's reclaimDelay: a job's client may take its escrow back this long after funding it when none
+ * of its advances owes anything (CreditFacilityV2.reclaimJob). It also bounds how far out a job's due time may be (the
  * registration refuses a job reclaimable before its credit ends): ten days leaves room for the week-long jobs of the
  * demo and the examples, and a borrower who never registers its job locks the client's money for that long at most.
  */

@@ -332,7 +332,7 @@ export class FacilityModel {
     return this.#run((s, emit) => {
       const job = this.#openJob(s, jobKey)
       if (key(ctx.sender) !== key(job.client)) revert('NotClient', getAddress(ctx.sender))
-      if (job.advanced) revert('JobAdvanced', key(jobKey))
+      if (job.outstanding > 0n) revert('AdvancesOwed', key(jobKey), job.outstanding)
       const reclaimableAt = job.fundedAt + this.reclaimDelay
       if (ctx.nowSeconds < reclaimableAt) revert('ReclaimTooEarly', reclaimableAt, ctx.nowSeconds)
       const refund = job.escrow

@@ -1,5 +1,5 @@
 // The job's reclaim window on chain (CreditFacilityV2.reclaimJob): from fundedAt + reclaimDelay on, the client of a job
-// no advance was ever paid on may take its escrow back. A registration reads it, so that the service never takes on a
+// none of whose advances owes anything may take its escrow back. A registration reads it, so that the service never takes on a
 // job that is over on chain, or one whose client may take the escrow back while the job's credit could still be drawn
 // (src/service/borrowers.ts).
 import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, type Address, type Hex, type PublicClient } from 'viem'

@@ -268,7 +268,8 @@ export interface ReclaimedJob {
  * The job's client took its escrow back on chain (reclaimJob, JobReclaimed): the job ends failed with reason
  * escrow_reclaimed. Its waiting offers are declined (source_closed) and a leased one is closing, as failJob leaves them;
  * the borrower's other offers stay, and the borrower is neither suspended nor penalised: the client took back its own
- * money and nobody defaulted. The contract allows it only on a job no advance was ever paid on, so the job has none.
+ * money and nobody defaulted. The contract allows it only on a job none of whose advances owes anything, so none is open
+ * here (a repaid one left the job's advanceIds; its record stays repaid).
  *
  * The event's amounts are what left the contract, checked against what the job counted, as a Repaid's are: the escrow
  * must be the job's (its JobFunded) and the collateral at least the job's; otherwise it is not applied

@@ -1,8 +1,8 @@
 // CreditFacilityV2.reclaimJob against anvil, by direct calls (an outsider's finding: a borrower that never registers its
 // job, or a service that stops, left the client's escrow locked forever). The job's client takes the escrow back, and
-// the borrower its collateral, only from fundedAt + reclaimDelay on, only while the job is open and only if no advance
-// was ever paid on it. Payment and reclaim are ordered on chain: a payment first refuses the reclaim for good, a
-// reclaim first makes every payment on the job revert. Chain time moves with evm_increaseTime and evm_mine.
+// the borrower its collateral, only from fundedAt + reclaimDelay on, only while the job is open and only while none of
+// its advances owes anything. Payment and reclaim are ordered on chain: a payment first refuses the reclaim until that
+// advance is paid off, a reclaim first makes every payment on the job revert. Chain time moves with evm_increaseTime and evm_mine.
 import t from 'tap'
 import { toFunctionSelector, zeroHash, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
@@ -133,22 +133,34 @@ t.test('a paySupplier after the reclaim reverts: a lender never pays into a recl
   t.equal(await f.balance(lender.account.address), before, 'the lender paid nothing')
 })
 
-t.test('after a paySupplier the reclaim reverts for good, also once that advance is repaid', async (t) => {
+t.test('after a paySupplier the reclaim reverts while the advance owes anything, and takes the job back once it is repaid', async (t) => {
   const job = await openJob(500n * USDC, 50n * USDC)
   const { lender, a } = await lease(job.jobKey)
   await f.call(lender, 'paySupplier', [a, f.authorize(a)])
   t.equal((await f.job(job.jobKey)).advanced, true, 'the first payment marks the job advanced')
   await pastReclaimTime(job)
-  await rejectsWith(t, f.call(job.client, 'reclaimJob', [job.jobKey]), 'JobAdvanced', 'while the advance is owed', [job.jobKey])
+  await rejectsWith(t, f.call(job.client, 'reclaimJob', [job.jobKey]), 'AdvancesOwed', 'while the advance is owed', [job.jobKey, 1n])
 
+  // Part of it repaid: the lender is still owed, the escrow still backs it.
   const payer = await f.wallet(200n * USDC)
+  await f.call(payer, 'repay', [a.offerKey, 50n * USDC])
+  await rejectsWith(t, f.call(job.client, 'reclaimJob', [job.jobKey]), 'AdvancesOwed', 'while part of it is owed', [job.jobKey, 1n])
+
+  // Repaid in full (an outsider's finding: before, the escrow and collateral then waited on the operator alone, for
+  // good if the service stopped): the client takes its escrow back, the borrower its collateral.
   await f.call(payer, 'repay', [a.offerKey, 200n * USDC])
   const repaid = await f.job(job.jobKey)
   t.same([repaid.outstanding, repaid.unresolved, repaid.advanced], [0n, 0n, true], 'nothing owed, still advanced')
-  await rejectsWith(t, f.call(job.client, 'reclaimJob', [job.jobKey]), 'JobAdvanced', 'after the advance was repaid in full', [job.jobKey])
-  // The job still ends the usual way: the operator settles it (escrow and collateral to the borrower).
-  await f.call(f.operator, 'settleJob', [job.jobKey, []])
-  t.equal((await f.job(job.jobKey)).status, JobStatus.Settled)
+  const clientBefore = await f.balance(job.client.account.address)
+  const borrowerBefore = await f.balance(job.borrower.account.address)
+  await f.call(job.client, 'reclaimJob', [job.jobKey])
+  t.equal(await f.balance(job.client.account.address) - clientBefore, 500n * USDC, 'the whole escrow back to the client')
+  t.equal(await f.balance(job.borrower.account.address) - borrowerBefore, 50n * USDC, 'the collateral back to the borrower')
+  t.match(await f.job(job.jobKey), { status: JobStatus.Reclaimed, escrow: 0n, collateral: 0n })
+
+  // No lender pays into it afterwards.
+  const next = await lease(job.jobKey)
+  await rejectsWith(t, f.call(next.lender, 'paySupplier', [next.a, f.authorize(next.a)]), 'JobNotOpen', 'payment on the reclaimed job', [job.jobKey, JobStatus.Reclaimed])
 })
 
 t.test('a backing advance does not mark any job advanced', async (t) => {

@@ -27,7 +27,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         Settled,
         Failed,
         Closed,
-        /// The client took its escrow back (reclaimJob): the job was never advanced on and nobody ended it in time.
+        /// The client took its escrow back (reclaimJob): no advance of the job owed anything and nobody ended it in time.
         Reclaimed
     }
 
@@ -44,7 +44,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         JobStatus status;
         /// block.timestamp of fundJob: the client may reclaim from fundedAt + reclaimDelay on.
         uint256 fundedAt;
-        /// Set by the job's first paySupplier and never cleared: from then on the escrow backs a lender, not the client.
+        /// Set by the job's first paySupplier and never cleared (information: reclaimJob asks `outstanding`, not this).
         bool advanced;
     }
 
@@ -81,7 +81,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
 
     address public immutable operator;
     address public immutable leaseSigner;
-    /// Seconds after fundJob from which the client may reclaim a job never advanced on (reclaimJob).
+    /// Seconds after fundJob from which the client may reclaim a job none of whose advances owes anything (reclaimJob).
     uint256 public immutable reclaimDelay;
     /// The most advances of one job that owe anything at once (its `outstanding`): settleJob names them all in one
     /// transaction, so a job must never hold more than one settlement can pay (the service's advancesPerJobMax).
@@ -166,7 +166,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
     error NotDefaulted(bytes32 offerKey, uint256 dueAt, uint256 nowSeconds);
     error ZeroDelay();
     error NotClient(address caller);
-    error JobAdvanced(bytes32 jobKey);
+    error AdvancesOwed(bytes32 jobKey, uint256 outstanding);
     error ReclaimTooEarly(uint256 reclaimableAt, uint256 nowSeconds);
     error TooManyAdvances(bytes32 jobKey, uint256 advancesPerJobMax);
     error NothingHeld(address asset, address account);
@@ -341,14 +341,16 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         if (job.unresolved == 0) _close(jobKey, job);
     }
 
-    /// @notice The job's client takes its escrow back from a job nobody ended: only while the job is open, never once
-    /// an advance was paid on it (that escrow backs the lender, even after a repayment), and only from fundedAt +
-    /// reclaimDelay on. The borrower's collateral goes back to the borrower. A paySupplier mined first refuses this
-    /// forever; a reclaim mined first makes every paySupplier on the job revert (it is no longer open).
+    /// @notice The job's client takes its escrow back from a job nobody ended: only while the job is open, only while
+    /// none of its advances owes anything (`outstanding` 0: never advanced on, or every advance repaid or fully covered,
+    /// so the escrow backs no lender), and only from fundedAt + reclaimDelay on. The borrower's collateral goes back to
+    /// the borrower. So a job's escrow never waits on the operator alone once nobody is owed. A paySupplier mined first
+    /// refuses this until that advance is paid off; a reclaim mined first makes every paySupplier on the job revert (it
+    /// is no longer open).
     function reclaimJob(bytes32 jobKey) external nonReentrant {
         Job storage job = _openJob(jobKey);
         if (msg.sender != job.client) revert NotClient(msg.sender);
-        if (job.advanced) revert JobAdvanced(jobKey);
+        if (job.outstanding > 0) revert AdvancesOwed(jobKey, job.outstanding);
         uint256 reclaimableAt = job.fundedAt + reclaimDelay;
         if (block.timestamp < reclaimableAt) revert ReclaimTooEarly(reclaimableAt, block.timestamp);
         uint256 refund = job.escrow;
