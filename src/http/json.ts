@@ -34,10 +34,22 @@ interface Frame {
  * key, cost more than JSON.parse itself on a credit request: 1.25 against 0.76 µs, issue 11).
  */
 export function duplicateKeyPointer(text: string, parsed: unknown): string | undefined {
-  return keysNamed(text) === propertiesHeld(parsed) ? undefined : firstDuplicate(text)
+  const held = propertiesHeld(parsed)
+  // Every key named is followed by a colon, and JSON has colons outside strings nowhere else: the text's colons are at
+  // least the keys it names, which are at least the properties held. As many colons as properties (a body without a
+  // colon in a string value: all of the hot ones) settles it with a few native searches, a quarter of the cost of
+  // counting the keys (issue 11).
+  if (colonsIn(text) === held) return undefined
+  return keysNamed(text) === held ? undefined : firstDuplicate(text)
 }
 
 const COLON = 0x3a
+
+function colonsIn(text: string): number {
+  let colons = 0
+  for (let at = text.indexOf(':'); at !== -1; at = text.indexOf(':', at + 1)) colons++
+  return colons
+}
 
 /** Keys the text names: its strings followed by a colon (the text is JSON that JSON.parse accepted). */
 function keysNamed(text: string): number {
