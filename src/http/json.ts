@@ -1,8 +1,9 @@
 // Duplicate keys in a JSON text. JSON.parse keeps the last of two equal keys silently, so `{"amountAtomic":"1",
 // "amountAtomic":"1000000"}` would mean one thing to a proxy or a log reader that keeps the first and another to
-// the service: such bodies are refused. Run on text JSON.parse already accepted: the keys the text names are counted
-// against the properties the parsed value holds, and only when they differ is the text scanned key by key for the
-// pointer (tracking only strings and nesting; no allocation except the key sets of the objects on the current path).
+// the service: such bodies are refused. Run on text JSON.parse already accepted: the text's colons, then (when a value
+// holds one) the keys it names, are counted against the properties the parsed value holds, and only when they differ
+// is the text scanned key by key for the pointer (tracking only strings and nesting; no allocation except the key sets
+// of the objects on the current path).
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
