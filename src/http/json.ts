@@ -1,8 +1,9 @@
 // Duplicate keys in a JSON text. JSON.parse keeps the last of two equal keys silently, so `{"amountAtomic":"1",
 // "amountAtomic":"1000000"}` would mean one thing to a proxy or a log reader that keeps the first and another to
-// the service: such bodies are refused. Run on text JSON.parse already accepted: the keys the text names are counted
-// against the properties the parsed value holds, and only when they differ is the text scanned key by key for the
-// pointer (tracking only strings and nesting; no allocation except the key sets of the objects on the current path).
+// the service: such bodies are refused. Run on text JSON.parse already accepted: the text's colons, then (when a value
+// holds one) the keys it names, are counted against the properties the parsed value holds, and only when they differ
+// is the text scanned key by key for the pointer (tracking only strings and nesting; no allocation except the key sets
+// of the objects on the current path).
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
@@ -34,10 +35,22 @@ interface Frame {
  * key, cost more than JSON.parse itself on a credit request: 1.25 against 0.76 µs, issue 11).
  */
 export function duplicateKeyPointer(text: string, parsed: unknown): string | undefined {
-  return keysNamed(text) === propertiesHeld(parsed) ? undefined : firstDuplicate(text)
+  const held = propertiesHeld(parsed)
+  // Every key named is followed by a colon, and JSON has colons outside strings nowhere else: the text's colons are at
+  // least the keys it names, which are at least the properties held. As many colons as properties (a body without a
+  // colon in a string value: all of the hot ones) settles it with a few native searches, a quarter of the cost of
+  // counting the keys (issue 11).
+  if (colonsIn(text) === held) return undefined
+  return keysNamed(text) === held ? undefined : firstDuplicate(text)
 }
 
 const COLON = 0x3a
+
+function colonsIn(text: string): number {
+  let colons = 0
+  for (let at = text.indexOf(':'); at !== -1; at = text.indexOf(':', at + 1)) colons++
+  return colons
+}
 
 /** Keys the text names: its strings followed by a colon (the text is JSON that JSON.parse accepted). */
 function keysNamed(text: string): number {

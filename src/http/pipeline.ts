@@ -41,7 +41,7 @@ export interface TransportIo<Res, Req> {
   remoteAddress(res: Res): string
   /** The request body, chunk by chunk; an ArrayBuffer chunk is valid only during the call. */
   onData(res: Res, chunk: (bytes: ArrayBuffer | Buffer, isLast: boolean) => void): void
-  /** Runs the writes of one answer as one (uWS corks them into one send). */
+  /** Runs the writes of one answer as one (uWS corks them into one send); calls `write` before it returns. */
   cork(res: Res, write: () => void): void
   writeStatus(res: Res, status: number): void
   writeHeader(res: Res, name: string, value: string): void
@@ -147,36 +147,56 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
     return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => set.has(m)).join(', ')
   }
 
+  /**
+   * The answer `send` is writing, for `writeAnswer`: the transport calls the write back at once (uWS's cork), so one
+   * function made here serves every answer instead of a closure per answer (issue 11).
+   */
+  let writing: RequestState<Res> | undefined
+  let writingReply: Reply | undefined
+  let writingClose = false
+  const writeAnswer = (): void => {
+    const state = writing as RequestState<Res>
+    const reply = writingReply as Reply
+    const closeConnection = writingClose
+    writing = undefined
+    writingReply = undefined
+    io.writeStatus(state.res, reply.status)
+    const { headers } = reply
+    for (let i = 0; i < headers.length; i++) {
+      const field = headers[i] as [string, string]
+      io.writeHeader(state.res, field[0], field[1])
+    }
+    io.writeHeader(state.res, 'x-request-id', state.requestId)
+    if (state.rate !== undefined && policies !== undefined) {
+      const { decision } = state.rate
+      io.writeHeader(state.res, 'ratelimit-policy', state.rate.policy === 'wallet' ? policies.wallet : policies.client)
+      io.writeHeader(state.res, 'ratelimit', `"${state.rate.policy}";r=${decision.remaining};t=${decision.resetSeconds}`)
+    }
+    if (corsPolicy.vary) io.writeHeader(state.res, 'vary', 'Origin')
+    if (state.origin !== '') {
+      const allowed = corsPolicy.allowOrigin(state.origin)
+      if (allowed !== undefined) {
+        io.writeHeader(state.res, 'access-control-allow-origin', allowed)
+        io.writeHeader(state.res, 'access-control-expose-headers', corsPolicy.exposeHeaders)
+      }
+    }
+    // No Content-Length is allowed on a 204 or 304.
+    if (reply.body === undefined) {
+      io.endWithoutBody(state.res, closeConnection)
+    }
+    // HEAD: the GET's headers and content-length, no body.
+    else if (state.head) io.endHead(state.res, Buffer.byteLength(reply.body), closeConnection)
+    else io.end(state.res, reply.body, closeConnection)
+  }
+
   const send = (state: RequestState<Res>, reply: Reply): void => {
     if (state.aborted || state.responded) return
     state.responded = true
+    writing = state
+    writingReply = reply
     // During shutdown every answer closes its connection, so keep-alive clients go away with it.
-    const closeConnection = reply.closeConnection === true || closing
-    io.cork(state.res, () => {
-      io.writeStatus(state.res, reply.status)
-      for (const [name, value] of reply.headers) io.writeHeader(state.res, name, value)
-      io.writeHeader(state.res, 'x-request-id', state.requestId)
-      if (state.rate !== undefined && policies !== undefined) {
-        const { decision } = state.rate
-        io.writeHeader(state.res, 'ratelimit-policy', state.rate.policy === 'wallet' ? policies.wallet : policies.client)
-        io.writeHeader(state.res, 'ratelimit', `"${state.rate.policy}";r=${decision.remaining};t=${decision.resetSeconds}`)
-      }
-      if (corsPolicy.vary) io.writeHeader(state.res, 'vary', 'Origin')
-      if (state.origin !== '') {
-        const allowed = corsPolicy.allowOrigin(state.origin)
-        if (allowed !== undefined) {
-          io.writeHeader(state.res, 'access-control-allow-origin', allowed)
-          io.writeHeader(state.res, 'access-control-expose-headers', corsPolicy.exposeHeaders)
-        }
-      }
-      // No Content-Length is allowed on a 204 or 304.
-      if (reply.body === undefined) {
-        io.endWithoutBody(state.res, closeConnection)
-      }
-      // HEAD: the GET's headers and content-length, no body.
-      else if (state.head) io.endHead(state.res, Buffer.byteLength(reply.body), closeConnection)
-      else io.end(state.res, reply.body, closeConnection)
-    })
+    writingClose = reply.closeConnection === true || closing
+    io.cork(state.res, writeAnswer)
     if (requestLog) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: reply.status, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
   }
 
@@ -311,7 +331,8 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
    * concatenation a multi-chunk body needs. A callback, not a promise: no promise, resolvers and await per request.
    */
   const readBody = (state: RequestState<Res>, done: (read: BodyRead) => void): void => {
-    const chunks: Buffer[] = []
+    // Made only for a body of more than one chunk (a small one comes in one).
+    let chunks: Buffer[] | undefined
     let total = 0
     let finished = false
     state.onAbort = () => {
@@ -328,16 +349,17 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
         done('too_large')
         return
       }
-      if (isLast && chunks.length === 0) {
+      if (isLast && chunks === undefined) {
         finished = true
         done({ text: utf8Text(chunk), byteLength: total })
         return
       }
       // uWS neuters its chunk (an ArrayBuffer) when this callback returns: copy it. node's are ours to keep.
-      chunks.push(chunk instanceof ArrayBuffer ? Buffer.from(new Uint8Array(chunk)) : chunk)
+      const list = (chunks ??= [])
+      list.push(chunk instanceof ArrayBuffer ? Buffer.from(new Uint8Array(chunk)) : chunk)
       if (isLast) {
         finished = true
-        done({ text: utf8Text(Buffer.concat(chunks, total)), byteLength: total })
+        done({ text: utf8Text(Buffer.concat(list, total)), byteLength: total })
       }
     })
   }

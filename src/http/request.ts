@@ -144,24 +144,42 @@ export const presentBit = (index: number): number => 2 << index
 export const ROUTE_HEADERS_MAX = 30
 
 /** `TransportIo.fields` from the field names a request has, in order (lower case, repeated as sent). */
-export function fieldsOf(fieldNames: Iterable<string>, names: readonly string[]): number {
-  let lengths = 0
-  let chunked = false
-  let present = 0
-  for (const name of fieldNames) {
-    if (name === 'content-length') lengths++
-    else if (name === 'transfer-encoding') chunked = true
-    const index = names.indexOf(name)
-    if (index >= 0) present |= presentBit(index)
-  }
-  return present | (lengths > 1 || (lengths > 0 && chunked) ? AMBIGUOUS_LENGTH : 0)
+export function fieldsOf(names: Iterable<string>, wanted: readonly string[]): number {
+  startTally(wanted)
+  for (const name of names) countField(name)
+  return endTally()
 }
 
-/** uWS's request as `TransportIo.fields`: one `forEach` over its fields. */
-export function uwsFields(req: HttpRequest, names: readonly string[]): number {
-  const fieldNames: string[] = []
-  req.forEach((name) => { fieldNames.push(name) })
-  return fieldsOf(fieldNames, names)
+/**
+ * uWS's request as `TransportIo.fields`: one `forEach` over its fields with one callback made once, its tallies in
+ * module variables (forEach is synchronous): no array of names and no closure per request (issue 11).
+ */
+export function uwsFields(req: HttpRequest, wanted: readonly string[]): number {
+  startTally(wanted)
+  req.forEach(countField)
+  return endTally()
+}
+
+const NO_NAMES: readonly string[] = []
+let tallyWanted = NO_NAMES
+let tallyLengths = 0
+let tallyChunked = false
+let tallyPresent = 0
+function startTally(wanted: readonly string[]): void {
+  tallyWanted = wanted
+  tallyLengths = 0
+  tallyChunked = false
+  tallyPresent = 0
+}
+function countField(name: string): void {
+  if (name === 'content-length') tallyLengths++
+  else if (name === 'transfer-encoding') tallyChunked = true
+  const index = tallyWanted.indexOf(name)
+  if (index >= 0) tallyPresent |= presentBit(index)
+}
+function endTally(): number {
+  tallyWanted = NO_NAMES
+  return tallyPresent | (tallyLengths > 1 || (tallyLengths > 0 && tallyChunked) ? AMBIGUOUS_LENGTH : 0)
 }
 
 /** The path parameters' values; a malformed percent-encoding is added to `issues`. */

@@ -103,6 +103,9 @@ t.test('a duplicate spelled apart, deep in arrays, or hidden beside key-like tex
     ['{"__proto__":1,"__proto__":2}', '/__proto__'],
     ['{"a" : {"b":1} , "c" :[1,{"b":2}]}', undefined],
     ['{"k":"\\\\\\"k\\":","k2":1}', undefined],
+    // Colons in values: more colons than properties, so the keys are counted (the count of colons settles the rest).
+    ['{"a":"x:y","a":1}', '/a'],
+    ['{"a":"x:y","b":{"c":":"}}', undefined],
     ['"just a string"', undefined],
     ['[]', undefined],
   ]

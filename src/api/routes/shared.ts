@@ -45,6 +45,9 @@ export async function mutate(
   run: (ticket: IdempotencyTicket | undefined) => Promise<StoredResponse>,
 ): Promise<never> {
   try {
+    // Without a key (the load mix's requests) no request for the idempotency wrapper is built: nothing is looked up
+    // or stored, and the concrete path and the budget are not needed (issue 11).
+    if (ctx.headers[IDEMPOTENCY_HEADER] === undefined) return asResult(await run(undefined))
     const reply = await idempotent(
       service.store,
       {
