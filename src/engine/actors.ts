@@ -1,7 +1,7 @@
 // The registry of live actors: the one way an event reaches one (`send`), the machine's answer, and eviction of
 // actors that reached a final state.
 import { createActor, type Actor, type ActorLogic, type AnyActor, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InputFrom, type Snapshot } from 'xstate'
-import { assign as machineAssign } from '../../machines/assign.ts'
+import { assignedContext, assign as machineAssign } from '../../machines/assign.ts'
 import { machines, refusalCode, refusals } from '../../machines/index.ts'
 import { jobKey } from '../chain/ids.ts'
 import { finalActorRecord, hasKeys } from './changes.ts'
@@ -175,6 +175,9 @@ export function flatLogic(machine: AnyStateMachine): AnyStateMachine | null {
       ? (Object.create(machine, {
           transition: { value: flatTransition(machine) },
           restoreSnapshot: { value: (snapshot: Snapshot<unknown>, actorScope: never) => machine.restoreSnapshot?.(snapshot, actorScope) },
+          // XState's start() calls it for every actor it starts; the machine's own walks Object.values(children) with
+          // a closure, for children these machines never have (a snapshot with any still takes it).
+          start: { value: (snapshot: AnyMachineSnapshot, actorScope: never) => { if (hasKeys(snapshot.children)) machine.start(snapshot, actorScope) } },
         }) as AnyStateMachine)
       : null
     flatLogics.set(machine, logic)
@@ -203,6 +206,8 @@ function isPlain(machine: AnyStateMachine, t: Transition): boolean {
 }
 
 type BuiltIn = { resolve?: unknown; type?: string }
+/** An assign of machines/assign.ts as isPlain found it. */
+type AssignAction = Parameters<typeof assignedContext>[0]
 
 function actionOf(machine: AnyStateMachine, action: unknown): BuiltIn | undefined {
   if (typeof action === 'function') return action as BuiltIn
@@ -235,26 +240,26 @@ function flatTransition(machine: AnyStateMachine): AnyStateMachine['transition']
     if (selected === undefined || selected.length === 0) return snapshot
     const t = selected[0] as Transition
     if (selected.length !== 1 || !isPlain(machine, t)) return machine.transition(snapshot, event, actorScope)
-    let next: FlatSnapshot = current
+    // Each assign's context straight from assignedContext (what its resolve puts in the snapshot it builds): one
+    // snapshot at the end rather than one per assign, dropped at once when the transition has a target.
+    let context = current.context
     for (const action of t.actions as unknown[]) {
-      const resolved = actionOf(machine, action) as { resolve: (...args: unknown[]) => [FlatSnapshot] }
-      const args: object = { context: next.context, event, self: actorScope.self, system: actorScope.system }
       const params: unknown = typeof action === 'object' && action !== null && 'params' in action
-        ? typeof action.params === 'function' ? action.params({ context: next.context, event }) : action.params
+        ? typeof action.params === 'function' ? action.params({ context, event }) : action.params
         : undefined
-      next = resolved.resolve(actorScope, next, args, params, resolved, { internalQueue: [], deferredActorIds: undefined })[0]
+      context = assignedContext(actionOf(machine, action) as AssignAction, context, event, actorScope, params)
     }
     const target = t.target?.[0]
-    if (target === undefined) return next
+    if (target === undefined) return context === current.context ? snapshot : { ...current, context }
     const done = target.type === 'final'
     const nodes = current._nodes.filter((node) => node !== source)
     nodes.push(target)
     if (done) nodes.sort((a, b) => b.order - a.order)
     return {
-      status: done ? 'done' : next.status, output: done ? undefined : next.output, error: next.error, machine: next.machine,
-      context: next.context, _nodes: nodes, value: target.key, tags: new Set(), children: next.children,
-      historyValue: next.historyValue || {}, matches: next.matches, hasTag: next.hasTag, can: next.can, getMeta: next.getMeta,
-      toJSON: next.toJSON,
+      status: done ? 'done' : current.status, output: done ? undefined : current.output, error: current.error, machine: current.machine,
+      context, _nodes: nodes, value: target.key, tags: new Set(), children: current.children,
+      historyValue: current.historyValue || {}, matches: current.matches, hasTag: current.hasTag, can: current.can, getMeta: current.getMeta,
+      toJSON: current.toJSON,
     } as unknown as ReturnType<AnyStateMachine['transition']>
   }
 }
