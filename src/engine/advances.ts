@@ -32,7 +32,9 @@ export function openAdvance(
   const terms = { principalAtomic: o.amountAtomic, feeAtomic: l.feeAtomic, insuranceAtomic: insurance }
   const input: AdvanceInput = {
     advanceId, advanceKey: o.offerKey, offerId: o.offerId, leaseId: l.leaseId, lender: l.lender, payer, borrower: o.borrower,
-    source: o.source, network: o.network, asset: o.asset, ...terms, supplierAddress: o.supplierAddress,
+    // The terms field by field: a spread inside the literal takes V8's slow path (machines/advance.ts's context says).
+    source: o.source, network: o.network, asset: o.asset, principalAtomic: terms.principalAtomic, feeAtomic: terms.feeAtomic,
+    insuranceAtomic: terms.insuranceAtomic, supplierAddress: o.supplierAddress,
     // What the contract records at paySupplier (lenderOwed = amount + fee - reserveShare, reserveOwed = reserveShare).
     lenderOwedAtomic: lenderRepaymentAtomic(terms), reserveOwedAtomic: insurance,
     payment, fundedAtMs: nowMs, dueAtMs: o.dueAtMs,
