@@ -174,11 +174,14 @@ export const advanceMachine = setup({
     events: {} as AdvanceEvent,
   },
   actions: {
-    recordRepayment: assign(({ context }, params: { repayment: RepaymentRecord }) => ({
-      ...listedWith(context, params.repayment),
-      lenderOwedAtomic: params.repayment.lenderOwedAfterAtomic,
-      reserveOwedAtomic: params.repayment.reserveOwedAfterAtomic,
-    })),
+    // The listed payments' update with the amounts owed written after them (the same keys in the same order as a
+    // spread of it would give): a spread that adds keys takes V8's slow path, once per repayment.
+    recordRepayment: assign(({ context }, params: { repayment: RepaymentRecord }) => {
+      const update: Partial<AdvanceContext> = listedWith(context, params.repayment)
+      update.lenderOwedAtomic = params.repayment.lenderOwedAfterAtomic
+      update.reserveOwedAtomic = params.repayment.reserveOwedAfterAtomic
+      return update
+    }),
     recordEnd: assign((_, params: { nowMs: number }) => ({ endedAtMs: params.nowMs })),
     recordDefault: assign((_, params: { reason: string; nowMs: number }) => ({ defaultReason: params.reason, defaultedAtMs: params.nowMs })),
     recordPastDue: assign(({ event }) => ({ defaultReason: 'past_due', defaultedAtMs: event.nowMs })),

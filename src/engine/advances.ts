@@ -52,7 +52,7 @@ export function openAdvance(
   }
   // The offer held its maximum fee; the advance holds the fee its lender charges (capacity.ts): the rest goes back.
   // After ADVANCE_OPENED, so that a failed job this advance keeps open does not end on the release.
-  const unchargedFeeAtomic = offerCommitmentAtomic(o) - advanceCommitmentAtomic({ ...terms, source: o.source })
+  const unchargedFeeAtomic = offerCommitmentAtomic(o) - advanceCommitmentAtomic(input)
   if (unchargedFeeAtomic > 0n) releaseCapacity(s, o.source, unchargedFeeAtomic, nowMs)
   // Paid under a closing offer's lease before its failed job's failJob was mined (the contract refuses it after):
   // the advance is the failed job's, defaulted as failJob defaulted the others, and recovered as they are.
