@@ -177,7 +177,7 @@ export function flatLogic(machine: AnyStateMachine): AnyStateMachine | null {
           restoreSnapshot: { value: (snapshot: Snapshot<unknown>, actorScope: never) => machine.restoreSnapshot?.(snapshot, actorScope) },
           // XState's start() calls it for every actor it starts; the machine's own walks Object.values(children) with
           // a closure, for children these machines never have (a snapshot with any still takes it).
-          start: { value: (snapshot: AnyMachineSnapshot, actorScope: never) => { if (hasKeys(snapshot.children)) machine.start(snapshot, actorScope) } },
+          start: { value: (snapshot: AnyMachineSnapshot) => { if (hasKeys(snapshot.children)) machine.start(snapshot) } },
         }) as AnyStateMachine)
       : null
     flatLogics.set(machine, logic)
