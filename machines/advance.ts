@@ -174,11 +174,14 @@ export const advanceMachine = setup({
     events: {} as AdvanceEvent,
   },
   actions: {
-    recordRepayment: assign(({ context }, params: { repayment: RepaymentRecord }) => ({
-      ...listedWith(context, params.repayment),
-      lenderOwedAtomic: params.repayment.lenderOwedAfterAtomic,
-      reserveOwedAtomic: params.repayment.reserveOwedAfterAtomic,
-    })),
+    // The listed payments' update with the amounts owed written after them (the same keys in the same order as a
+    // spread of it would give): a spread that adds keys takes V8's slow path, once per repayment.
+    recordRepayment: assign(({ context }, params: { repayment: RepaymentRecord }) => {
+      const update: Partial<AdvanceContext> = listedWith(context, params.repayment)
+      update.lenderOwedAtomic = params.repayment.lenderOwedAfterAtomic
+      update.reserveOwedAtomic = params.repayment.reserveOwedAfterAtomic
+      return update
+    }),
     recordEnd: assign((_, params: { nowMs: number }) => ({ endedAtMs: params.nowMs })),
     recordDefault: assign((_, params: { reason: string; nowMs: number }) => ({ defaultReason: params.reason, defaultedAtMs: params.nowMs })),
     recordPastDue: assign(({ event }) => ({ defaultReason: 'past_due', defaultedAtMs: event.nowMs })),
@@ -205,8 +208,17 @@ export const advanceMachine = setup({
   },
 }).createMachine({
   id: 'advance',
+  // Field by field rather than `...input` (as the offer's): a spread that adds keys took V8's slow path, about 4 KB and
+  // over a microsecond per advance (bench/match-request.ts's funding, issue 11). The keys keep the order of the input
+  // the engine builds (src/engine/advances.ts openAdvance), and AdvanceContext makes the type checker refuse a field
+  // left out.
   context: ({ input }) => ({
-    ...input,
+    advanceId: input.advanceId, advanceKey: input.advanceKey, offerId: input.offerId, leaseId: input.leaseId,
+    lender: input.lender, payer: input.payer, borrower: input.borrower, source: input.source, network: input.network,
+    asset: input.asset, principalAtomic: input.principalAtomic, feeAtomic: input.feeAtomic,
+    insuranceAtomic: input.insuranceAtomic, supplierAddress: input.supplierAddress,
+    lenderOwedAtomic: input.lenderOwedAtomic, reserveOwedAtomic: input.reserveOwedAtomic, payment: input.payment,
+    fundedAtMs: input.fundedAtMs, dueAtMs: input.dueAtMs,
     defaultReason: null,
     defaultedAtMs: null,
     repayments: [],

@@ -25,11 +25,19 @@ function noSpawn(): never {
 }
 
 function resolveAssign(...[actorScope, snapshot, actionArgs, actionParams, action]: ResolveArgs): [object, undefined, undefined] {
-  const update = action.assignment(
-    { context: snapshot.context, event: actionArgs.event, spawn: noSpawn, self: actorScope.self, system: actorScope.system },
-    actionParams,
-  )
-  return [{ ...snapshot, context: Object.assign({ ...snapshot.context }, update) }, undefined, undefined]
+  return [{ ...snapshot, context: assignedContext(action, snapshot.context, actionArgs.event, actorScope, actionParams) }, undefined, undefined]
+}
+
+/**
+ * The context an assign of this module makes of `context`: the assignment's update written over a spread of it.
+ * resolveAssign's, and src/engine/actors.ts's flat step's, which takes the context alone (no snapshot per assign).
+ */
+export function assignedContext(
+  action: { assignment: (args: object, params: unknown) => object }, context: object, event: unknown,
+  actorScope: { self: unknown; system: unknown }, actionParams: unknown,
+): object {
+  const update = action.assignment({ context, event, spawn: noSpawn, self: actorScope.self, system: actorScope.system }, actionParams)
+  return Object.assign({ ...context }, update)
 }
 
 /** XState's assign of an assignment function, resolved as this module's first lines say. */

@@ -32,7 +32,9 @@ export function openAdvance(
   const terms = { principalAtomic: o.amountAtomic, feeAtomic: l.feeAtomic, insuranceAtomic: insurance }
   const input: AdvanceInput = {
     advanceId, advanceKey: o.offerKey, offerId: o.offerId, leaseId: l.leaseId, lender: l.lender, payer, borrower: o.borrower,
-    source: o.source, network: o.network, asset: o.asset, ...terms, supplierAddress: o.supplierAddress,
+    // The terms field by field: a spread inside the literal takes V8's slow path (machines/advance.ts's context says).
+    source: o.source, network: o.network, asset: o.asset, principalAtomic: terms.principalAtomic, feeAtomic: terms.feeAtomic,
+    insuranceAtomic: terms.insuranceAtomic, supplierAddress: o.supplierAddress,
     // What the contract records at paySupplier (lenderOwed = amount + fee - reserveShare, reserveOwed = reserveShare).
     lenderOwedAtomic: lenderRepaymentAtomic(terms), reserveOwedAtomic: insurance,
     payment, fundedAtMs: nowMs, dueAtMs: o.dueAtMs,
@@ -50,7 +52,7 @@ export function openAdvance(
   }
   // The offer held its maximum fee; the advance holds the fee its lender charges (capacity.ts): the rest goes back.
   // After ADVANCE_OPENED, so that a failed job this advance keeps open does not end on the release.
-  const unchargedFeeAtomic = offerCommitmentAtomic(o) - advanceCommitmentAtomic({ ...terms, source: o.source })
+  const unchargedFeeAtomic = offerCommitmentAtomic(o) - advanceCommitmentAtomic(input)
   if (unchargedFeeAtomic > 0n) releaseCapacity(s, o.source, unchargedFeeAtomic, nowMs)
   // Paid under a closing offer's lease before its failed job's failJob was mined (the contract refuses it after):
   // the advance is the failed job's, defaulted as failJob defaulted the others, and recovered as they are.

@@ -88,9 +88,13 @@ export function entryIsCurrent(entry: BookEntry): boolean {
 /** Move an entry to its lender's current key in every book that holds it. */
 export function reposition(entry: BookEntry, books: MatchingBook[]): void {
   if (entryIsCurrent(entry)) return
-  const at = books.map((book) => book.indexOf(entry))
+  // A lender in one book (one network) needs no array of places: the usual case, once per lease and payment.
+  const only = books.length === 1 ? (books[0] as MatchingBook) : undefined
+  const from = only === undefined ? -1 : only.indexOf(entry)
+  const at = only === undefined ? books.map((book) => book.indexOf(entry)) : undefined
   entry.askBps = entry.lender.askBps
   entry.reputationBps = entry.lender.reputationBps
   entry.availableAtomic = entry.lender.availableAtomic
-  books.forEach((book, i) => book.moveFrom(at[i] as number, entry))
+  if (only !== undefined) only.moveFrom(from, entry)
+  else for (let i = 0; i < books.length; i++) (books[i] as MatchingBook).moveFrom((at as number[])[i] as number, entry)
 }

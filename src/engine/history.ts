@@ -49,10 +49,17 @@ function kindOf(actor: AnyActor): ActorKind {
   return id as ActorKind
 }
 
+/** Each kind's initial state, read once: XState's `initial` getter looks it up in its memo on every read. */
+const initialStates = new Map<ActorKind, string>()
+
 function initialState(kind: ActorKind): string {
-  const target = machines[kind].root.initial?.target?.[0]
-  if (target === undefined) throw new Error(`history: the ${kind} machine has no initial state`)
-  return target.key
+  let state = initialStates.get(kind)
+  if (state === undefined) {
+    const target = machines[kind].root.initial?.target?.[0]
+    if (target === undefined) throw new Error(`history: the ${kind} machine has no initial state`)
+    initialStates.set(kind, (state = target.key))
+  }
+  return state
 }
 
 /** The actor's history, started with its creation the first time it is asked for (a new actor has no entry yet). */

@@ -15,9 +15,22 @@ export function reserveId(network: string, asset: string): string {
   return `reserve:${network}:${asset}`
 }
 
-/** The sequence number of a minted id (`off_12` -> 12). */
+/**
+ * The sequence number of a minted id (`off_12` -> 12): Number of what follows the first `_`. Its digits are read in
+ * place (the schedules take it for every offer and lease they hold: the slice and the parse were about 2 % of a
+ * credit request's samples, issue 11); anything but 1 to 15 ASCII digits takes Number itself.
+ */
 export function seqOf(id: string): number {
-  return Number(id.slice(id.indexOf('_') + 1))
+  const from = id.indexOf('_') + 1
+  const length = id.length - from
+  if (length < 1 || length > 15) return Number(id.slice(from))
+  let seq = 0
+  for (let i = from; i < id.length; i++) {
+    const digit = id.charCodeAt(i) - 0x30
+    if (digit < 0 || digit > 9) return Number(id.slice(from))
+    seq = seq * 10 + digit
+  }
+  return seq
 }
 
 /**

@@ -2,7 +2,7 @@
 // letters folded code unit by code unit, and toLowerCase itself for a string with a code unit outside ASCII (whose
 // folding can change a length or give an ASCII letter).
 import t from 'tap'
-import { sameAddress } from '../../src/engine/keys.ts'
+import { sameAddress, seqOf } from '../../src/engine/keys.ts'
 
 const lowered = (a: string, b: string): boolean => a.toLowerCase() === b.toLowerCase()
 
@@ -32,4 +32,22 @@ t.test('sameAddress: the answer of toLowerCase on both, for random strings of AS
   t.equal(differences, 0, 'no pair answered otherwise')
   t.ok(sameAddress('\u212A', 'k'), 'the Kelvin sign lowercases to k')
   t.notOk(sameAddress('\u0130', 'i'), 'a dotted capital I lowercases to two code units')
+})
+
+t.test('seqOf: Number of what follows the first _, for minted ids and for anything else', async (t) => {
+  const byNumber = (id: string): number => Number(id.slice(id.indexOf('_') + 1))
+  const ids = [
+    'off_1', 'off_12', 'lease_4294967296', 'adv_999999999999999', 'off_1000000000000000', 'off_9007199254740993', 'off_007', 'off_0',
+    'off_', 'off', '12', 'off_1_2', 'off_1e3', 'off_0x10', 'off_ 12', 'off_12 ', 'off_-1', 'off_+1', 'off_1.5', 'off_/', 'off_:', 'off_\u0661',
+  ]
+  for (const id of ids) t.same(seqOf(id), byNumber(id), id)
+  let seed = 7
+  const random = (n: number): number => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) % n)
+  const units = '0123456789_ ex./-+'
+  let differences = 0
+  for (let i = 0; i < 100_000; i++) {
+    const id = Array.from({ length: random(20) }, () => units[random(units.length)]).join('')
+    if (!Object.is(seqOf(id), byNumber(id))) differences += 1
+  }
+  t.equal(differences, 0, 'no id answered otherwise')
 })
