@@ -220,44 +220,27 @@ export class StructuresEncoder {
     for (let i = 0; i < length; i++) this.#pack(value[i])
   }
 
-  /**
-   * One walk of the object's keys: the first selects the shared structures that start with it, each later key is
-   * compared with the chosen structure's key at its place while the values are written; a key that differs moves to
-   * another structure with the same keys so far (the record's id byte is written when the walk ends), or, when none
-   * has, the object is written again as a map (issue 11: one walk instead of three).
-   */
   #object(object: Record<string, unknown>): void {
-    const at = this.#position - this.#start
-    let candidates: SharedStructure[] | undefined
-    let structure: SharedStructure | undefined
-    let i = 0
-    let empty = true
+    let first: string | undefined
     for (const key in object) {
-      empty = false
-      if (i === 0) {
-        candidates = this.#byFirstKey.get(key)
-        if (candidates === undefined) break
-        structure = candidates[0] as SharedStructure
-        this.#target[this.#position++] = structure.id
-      } else if (structure!.keys[i] !== key) {
-        structure = followingStructure(candidates!, structure!, i, key)
-        if (structure === undefined) break
-      }
-      this.#pack(object[key])
-      i++
+      first = key
+      break
     }
-    if (empty && this.#emptyId >= 0) {
+    if (first === undefined && this.#emptyId >= 0) {
       this.#target[this.#position++] = this.#emptyId
       return
     }
-    if (structure !== undefined && i !== structure.keys.length) structure = followingStructure(candidates!, structure, i, undefined)
-    if (structure !== undefined) {
-      this.#target[this.#start + at] = structure.id
-      return
+    const candidates = first === undefined ? undefined : this.#byFirstKey.get(first)
+    if (candidates !== undefined) {
+      for (const structure of candidates) {
+        if (!hasKeysOf(object, structure.keys)) continue
+        this.#target[this.#position++] = structure.id
+        for (const key in object) this.#pack(object[key])
+        return
+      }
     }
     // msgpackr's map: a 16-bit size, filled in after the entries (relative to the value's start: the buffer may be
-    // replaced meanwhile); anything written as a record above is overwritten.
-    this.#position = this.#start + at
+    // replaced meanwhile).
     this.#target[this.#position++] = 0xde
     const sizeAt = this.#position - this.#start
     this.#position += 2
@@ -271,20 +254,6 @@ export class StructuresEncoder {
     this.#target[this.#start + sizeAt] = size >> 8
     this.#target[this.#start + sizeAt + 1] = size & 0xff
   }
-}
-
-/**
- * Among `candidates`, the structure with `current`'s first `count` keys whose key at `count` is `key` (undefined: whose
- * keys end there); undefined when none.
- */
-function followingStructure(candidates: readonly SharedStructure[], current: SharedStructure, count: number, key: string | undefined): SharedStructure | undefined {
-  for (const structure of candidates) {
-    if (structure === current || structure.keys[count] !== key || (key === undefined && structure.keys.length !== count)) continue
-    let same = true
-    for (let k = 1; k < count && same; k++) same = structure.keys[k] === current.keys[k]
-    if (same) return structure
-  }
-  return undefined
 }
 
 /** msgpackr's encoding of a string of fewer than 0x40 UTF-16 units at `at`; returns the bytes written. */
@@ -312,6 +281,16 @@ function writeShortUtf8(target: Buffer, value: string, at: number): number {
     }
   }
   return position - at
+}
+
+/** Whether the object's keys are exactly `keys`, in that order. */
+function hasKeysOf(object: Record<string, unknown>, keys: readonly string[]): boolean {
+  let i = 0
+  for (const key in object) {
+    if (keys[i] !== key) return false
+    i++
+  }
+  return i === keys.length
 }
 
 /**
