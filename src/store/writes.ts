@@ -85,7 +85,8 @@ export function prepareCommit(input: CommitInput, clock: () => number, sweepLimi
   if (!Array.isArray(writes)) fail('commit records must be an array')
   if (changes.length > limits.changesPerCommitMax) fail(`more than ${limits.changesPerCommitMax} changes in one commit`)
   if (writes.length > RECORD_WRITES_PER_COMMIT_MAX) fail(`more than ${RECORD_WRITES_PER_COMMIT_MAX} record writes`)
-  const snapshots: PreparedSnapshot[] = []
+  // sized once (a pushed-to array grows to 17 slots at its first push), and no array for no record writes (issue 11)
+  const snapshots: PreparedSnapshot[] = new Array(changes.length)
   for (let i = 0; i < changes.length; i++) {
     const change = changes[i] as Change
     if (!isPlainObject(change)) fail(`changes[${i}] is not an object`)
@@ -105,15 +106,15 @@ export function prepareCommit(input: CommitInput, clock: () => number, sweepLimi
     const problem = removed ? undefined : jsonLikeProblem(change.record)
     if (problem !== undefined) failAt(`changes[${i}].record`, problem)
     const version = limits.versions.get(change.kind) as number
-    snapshots.push({
+    snapshots[i] = {
       key: [change.kind, change.id],
       entry: { version, snapshot: change.record, updatedAtMs: nowMs, final: change.final },
       actor,
       alreadyLive,
       removed,
-    })
+    }
   }
-  const records: PreparedRecordWrite[] = []
+  const records = (writes.length === 0 ? NO_RECORD_WRITES : new Array(writes.length)) as PreparedRecordWrite[]
   for (let i = 0; i < writes.length; i++) {
     const write = writes[i] as RecordWrite
     if (!isPlainObject(write)) fail(`records[${i}] is not an object`)
@@ -135,7 +136,7 @@ export function prepareCommit(input: CommitInput, clock: () => number, sweepLimi
     } else {
       fail(`records[${i}]: unknown op ${String((write as { op?: unknown }).op)}`)
     }
-    records.push({ write, entry, overlayKey: overlayKeyOf(write.collection, write.key), seq: 0 })
+    records[i] = { write, entry, overlayKey: overlayKeyOf(write.collection, write.key), seq: 0 }
   }
   const idempotency = input.idempotency ?? null
   if (idempotency !== null && !(idempotency.ticket instanceof IdempotencyTicket)) {
@@ -146,6 +147,9 @@ export function prepareCommit(input: CommitInput, clock: () => number, sweepLimi
   }
   return { nowMs, snapshots, records, idempotency, sweepLimit }
 }
+
+/** The records of a commit that writes none: one shared empty array, never written to. */
+const NO_RECORD_WRITES: readonly PreparedRecordWrite[] = Object.freeze([])
 
 function assertKnownCollection(limits: CommitLimits, name: unknown): void {
   if (typeof name !== 'string' || !limits.collectionVersions.has(name)) {

@@ -82,6 +82,26 @@ t.test("the engine's snapshots are written byte for byte as msgpackr writes them
   t.end()
 })
 
+t.test('each shared structure is chosen by all its keys in one walk: exact objects as msgpackr writes them, any other shape as a map', (t) => {
+  const msgpackr = msgpackrOfFormat3(t)
+  const encoder = new StructuresEncoder(VALUE_STRUCTURES)
+  const objectOf = (keys: readonly string[]): Record<string, unknown> => Object.fromEntries(keys.map((k, i) => [k, i % 2 === 0 ? `v${i}` : { n: i }]))
+  // structures that share their first keys (the entries, `status`, `address`, `network`, `kind`): the walk moves between them
+  for (const keys of VALUE_STRUCTURES) {
+    const exact = objectOf(keys)
+    t.ok(bytesOf(encoder.encode(exact, SYNC_PUT_MODE) as Encoded).equals(bytesOf(msgpackr.encode(exact))), `[${keys.slice(0, 3).join(', ')}]: its record, msgpackr's bytes`)
+    const others = [keys.slice(0, -1), [...keys, 'more'], [...keys.slice(0, 1), 'other', ...keys.slice(2)], [...keys.slice(0, -1), 'last']]
+    for (const shape of others.filter((o) => o.length > 0 && !VALUE_STRUCTURES.some((s) => s.length === o.length && s.every((k, i) => k === o[i])))) {
+      const value = { version: 1, snapshot: objectOf(shape), updatedAtMs: 7, final: false }
+      const bytes = bytesOf(encoder.encode(value, SYNC_PUT_MODE) as Encoded)
+      // the entry's record id, its version, then the snapshot: a map (0xde) however far its keys followed a structure
+      t.equal(bytes[2], 0xde, `[${shape.slice(0, 3).join(', ')}...] (${shape.length} keys): a map`)
+      t.same(msgpackr.decode(bytes), value, 'which reads back as written')
+    }
+  }
+  t.end()
+})
+
 t.test('every JSON-like value reads back as written, whatever its shape; primitives are written as msgpackr writes them', (t) => {
   const msgpackr = msgpackrOfFormat3(t)
   const encoder = new StructuresEncoder(VALUE_STRUCTURES)
