@@ -248,7 +248,10 @@ export class FacilityModel {
         liquidated: false,
         exists: true,
       })
-      this.#transferFrom(s, a.asset, a.payer, a.supplier, a.amount)
+      if (!this.#tryTransferFrom(s, a.asset, a.payer, a.supplier, a.amount)) {
+        this.#transferFrom(s, a.asset, a.payer, this.address, a.amount)
+        this.#hold(s, a.asset, a.supplier, a.amount, emit)
+      }
       emit('SupplierPaid', {
         offerKey: key(a.offerKey), payer: getAddress(a.payer), supplier: getAddress(a.supplier), jobKey: key(a.jobKey),
         asset: getAddress(a.asset), amount: a.amount, fee: a.fee, reserveShare: a.reserveShare, dueAt: a.dueAt,

@@ -9,6 +9,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
 import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
 import { ascendingKeys } from '../../src/chain/operator.ts'
+import { gasLimitsV2 } from '../../src/chain/transactions-v2.ts'
 import { JobStatus, rejectsWith, setupFacilityV2, USDC, type V2Fixture } from './fixtures/facility-v2.ts'
 
 const salt = newKeySalt()
@@ -94,6 +95,45 @@ t.test('a refused recipient holds up nobody else: its payment is held for it, an
     await f.blacklist(blocked.account.address, true)
     await rejectsWith(t, f.call(blocked, 'repay', [other.offerKey, 11n * USDC]), 'Error', 'a blacklisted payer', refused)
     t.equal(await f.held(other.lender), 0n)
+  })
+
+  t.test('paySupplier to a supplier the token refuses: the lender pays, the advance is born, the principal is held for the supplier', async (t) => {
+    // An outsider's finding (outsider14): paySupplier reverted, so every lender leased an offer naming such a supplier
+    // lost reliability for a lease it could not pay, and any borrower could push the cheapest lenders out of matching.
+    const { jobKey } = await openJob(f, 300n * USDC)
+    const lender = await f.wallet(1_000n * USDC)
+    const supplier = freshAddress()
+    await f.blacklist(supplier, true)
+    const now = await f.chainNow()
+    const a: LeaseAuthorization = {
+      offerKey: offerKeyOf(salt, `off_held_${++sequence}`), jobKey, payer: lender.account.address, supplier, asset: f.token,
+      amount: 100n * USDC, fee: 10n * USDC, reserveShare: 1n * USDC, deadline: now + 600n, dueAt: now + 3_600n,
+    }
+    const hash = await f.call(lender, 'paySupplier', [a, f.authorize(a)])
+    t.equal(await f.balance(lender.account.address), 900n * USDC, 'the lender paid the principal')
+    t.equal(await f.held(supplier), 100n * USDC, 'held for the supplier')
+    t.match(await f.advance(a.offerKey), { lenderOwed: 109n * USDC, reserveOwed: 1n * USDC }, 'the advance is owed as any other')
+    t.match(await f.job(jobKey), { outstanding: 1n, unresolved: 1n })
+    t.same((await f.events(hash)).map((e) => e.eventName), ['PaymentHeld', 'SupplierPaid'])
+    const { gasUsed } = await f.publicClient.getTransactionReceipt({ hash })
+    t.ok(gasUsed < gasLimitsV2.paySupplier, `the held path (${gasUsed} gas) fits the served gas limit (${gasLimitsV2.paySupplier})`)
+    await f.checkConservation(t)
+    await f.blacklist(supplier, false)
+    await f.call(await f.wallet(0n), 'claimHeld', [f.token, supplier])
+    t.equal(await f.balance(supplier), 100n * USDC, 'the supplier has it once the token takes it')
+
+    // A payer the token refuses, or one without the balance, is refused as before: nothing is taken, no advance.
+    const blocked = await f.wallet(1_000n * USDC)
+    await f.blacklist(blocked.account.address, true)
+    const b = { ...a, offerKey: offerKeyOf(salt, `off_held_${++sequence}`), payer: blocked.account.address, supplier: freshAddress() }
+    await rejectsWith(t, f.call(blocked, 'paySupplier', [b, f.authorize(b)]), 'Error', 'a blacklisted payer', refused)
+    const poor = await f.wallet(10n * USDC)
+    const c = { ...a, offerKey: offerKeyOf(salt, `off_held_${++sequence}`), payer: poor.account.address, supplier }
+    await f.blacklist(supplier, true)
+    await t.rejects(f.call(poor, 'paySupplier', [c, f.authorize(c)]), 'a payer short of the principal, to a refused supplier')
+    t.equal(await f.balance(poor.account.address), 10n * USDC, 'nothing taken')
+    t.equal(await f.held(supplier), 0n, 'nothing held')
+    await f.checkConservation(t)
   })
 
   t.test('a failed job with a blacklisted client, lender and borrower still ends, and its collateral leaves', async (t) => {

@@ -225,6 +225,8 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
 
     /// @notice The leased lender's session wallet pays the supplier under the service's lease authorization, which
     /// records the advance with its terms. Only `a.payer` may use it, only until `a.deadline` (inclusive), once per offer.
+    /// A supplier the token refuses (its blacklist) does not stop it: the principal is held for the supplier
+    /// (PaymentHeld; claimHeld pays it once the token takes it), so the lender is not taken for one that would not pay.
     function paySupplier(LeaseAuthorization calldata a, bytes calldata signature) external nonReentrant {
         if (msg.sender != a.payer) revert NotPayer(msg.sender, a.payer);
         if (block.timestamp > a.deadline) revert DeadlinePassed(a.deadline, block.timestamp);
@@ -255,7 +257,13 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
             liquidated: false,
             exists: true
         });
-        IERC20(a.asset).safeTransferFrom(a.payer, a.supplier, a.amount);
+        if (!IERC20(a.asset).trySafeTransferFrom(a.payer, a.supplier, a.amount)) {
+            // Refused: the payer's own balance or allowance reverts here with the token's error, as before. A supplier
+            // the token refuses (a blacklist) is the borrower's choice, not the lender's fault: the principal is taken
+            // from the payer and held for the supplier (claimHeld), and the advance is born as if it had landed.
+            IERC20(a.asset).safeTransferFrom(a.payer, address(this), a.amount);
+            _hold(a.asset, a.supplier, a.amount);
+        }
         emit SupplierPaid(a.offerKey, a.payer, a.supplier, a.jobKey, a.asset, a.amount, a.fee, a.reserveShare, a.dueAt);
     }
 
