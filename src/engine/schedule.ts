@@ -2,11 +2,21 @@
 // and a lease or offer that ends otherwise (paid, cancelled, funded, declined) leaves in O(log n) at that moment.
 // Deletion is eager: a heap holds exactly the items scheduled now, which checkInvariants compares to the live actors.
 
-/** An item in its heap with its index there: a sift step moves the index with the item, no lookup by id. */
+/**
+ * An item in its heap with its index there and its order's two keys, read once when it is pushed: a sift step moves
+ * the index with the item (no lookup by id) and compares two numbers of the slot it holds (no call of a comparator
+ * shared by every heap, no read of the item's own fields): the sifts were about a tenth of a lease time-out's CPU,
+ * bench/dispatch.ts's profile (issue 11).
+ */
 interface Slot<T> {
   readonly item: T
   at: number
+  readonly first: number
+  readonly then: number
 }
+
+/** Which of two slots comes first: the first key, then the second (the heap's order must be total and deterministic). */
+const before = <T>(a: Slot<T>, b: Slot<T>): boolean => a.first < b.first || (a.first === b.first && a.then < b.then)
 
 export class IndexedMinHeap<T> {
   private readonly slots: Slot<T>[] = []
@@ -19,8 +29,12 @@ export class IndexedMinHeap<T> {
 
   constructor(
     private readonly idOf: (item: T) => string,
-    /** A total order: ties must be broken (by sequence) so that the heap's order is deterministic. */
-    private readonly compare: (a: T, b: T) => number,
+    /**
+     * The order's keys: by `firstOf`, ties by `thenOf` (a sequence, so that the order is total and deterministic).
+     * Neither may change while the item is scheduled (check() finds one that did).
+     */
+    private readonly firstOf: (item: T) => number,
+    private readonly thenOf: (item: T) => number,
   ) {}
 
   get size(): number {
@@ -42,7 +56,7 @@ export class IndexedMinHeap<T> {
   push(item: T): void {
     const id = this.idOf(item)
     if (this.byId.has(id)) throw new Error(`schedule: ${id} is already scheduled`)
-    const slot: Slot<T> = { item, at: this.slots.length }
+    const slot: Slot<T> = { item, at: this.slots.length, first: this.firstOf(item), then: this.thenOf(item) }
     this.slots.push(slot)
     this.byId.set(id, slot)
     this.siftUp(slot)
@@ -67,14 +81,14 @@ export class IndexedMinHeap<T> {
     const size = slots.length
     if (size === 0) return
     // The frontier is a plain binary min-heap of indexes into `slots`: it needs no removal by id.
-    const before = (a: number, b: number): boolean => this.compare((slots[a] as Slot<T>).item, (slots[b] as Slot<T>).item) < 0
+    const earlier = (a: number, b: number): boolean => before(slots[a] as Slot<T>, slots[b] as Slot<T>)
     const frontier: number[] = [0]
     while (frontier.length > 0) {
-      const at = popIndex(frontier, before)
+      const at = popIndex(frontier, earlier)
       if (slots.length !== size) throw new Error('schedule: changed during an ascending walk')
       yield (slots[at] as Slot<T>).item
-      if (2 * at + 1 < size) pushIndex(frontier, 2 * at + 1, before)
-      if (2 * at + 2 < size) pushIndex(frontier, 2 * at + 2, before)
+      if (2 * at + 1 < size) pushIndex(frontier, 2 * at + 1, earlier)
+      if (2 * at + 2 < size) pushIndex(frontier, 2 * at + 2, earlier)
     }
   }
 
@@ -86,14 +100,22 @@ export class IndexedMinHeap<T> {
     return top.item
   }
 
-  /** Throws when the heap order or the id index is broken (for checkInvariants). */
+  /**
+   * Throws when the heap order or the id index is broken (for checkInvariants). The order is checked on the items'
+   * keys as they are now, so an item whose key changed while scheduled breaks it.
+   */
   check(name: string): void {
     if (this.byId.size !== this.slots.length) throw new Error(`invariant: ${name} index size differs from the heap`)
+    const now = (slot: Slot<T>): Slot<T> => ({ item: slot.item, at: slot.at, first: this.firstOf(slot.item), then: this.thenOf(slot.item) })
     this.slots.forEach((slot, at) => {
       const id = this.idOf(slot.item)
       if (this.byId.get(id) !== slot || slot.at !== at) throw new Error(`invariant: ${name} index of ${id} is wrong`)
-      if (at > 0 && this.compare((this.slots[(at - 1) >> 1] as Slot<T>).item, slot.item) > 0) throw new Error(`invariant: ${name} heap order broken at ${id}`)
+      if (at > 0 && before(now(slot), now(this.slots[(at - 1) >> 1] as Slot<T>))) throw new Error(`invariant: ${name} heap order broken at ${id}`)
     })
+    for (const slot of this.slots) {
+      const key = now(slot)
+      if (key.first !== slot.first || key.then !== slot.then) throw new Error(`invariant: ${name} key of ${this.idOf(slot.item)} changed while scheduled`)
+    }
   }
 
   /** Takes the slot out of the heap: the last slot fills its place and moves down or up from there. */
@@ -112,7 +134,7 @@ export class IndexedMinHeap<T> {
     while (at > 0) {
       const parent = (at - 1) >> 1
       const above = slots[parent] as Slot<T>
-      if (this.compare(above.item, slot.item) <= 0) break
+      if (!before(slot, above)) break
       slots[at] = above
       above.at = at
       at = parent
@@ -129,9 +151,9 @@ export class IndexedMinHeap<T> {
       const left = 2 * at + 1
       if (left >= size) break
       const right = left + 1
-      const child = right < size && this.compare((slots[right] as Slot<T>).item, (slots[left] as Slot<T>).item) < 0 ? right : left
+      const child = right < size && before(slots[right] as Slot<T>, slots[left] as Slot<T>) ? right : left
       const below = slots[child] as Slot<T>
-      if (this.compare(slot.item, below.item) <= 0) break
+      if (!before(below, slot)) break
       slots[at] = below
       below.at = at
       at = child

@@ -13,6 +13,8 @@ interface Item {
 
 const byAtThenSeq = (a: Item, b: Item): number => a.atMs - b.atMs || a.seq - b.seq
 const itemId = (item: Item): string => item.id
+const itemAt = (item: Item): number => item.atMs
+const itemSeq = (item: Item): number => item.seq
 
 type Op = { op: 'push'; atMs: number } | { op: 'delete'; pick: number } | { op: 'pop' }
 
@@ -28,7 +30,7 @@ const ops = fc.array(
 t.test('the heap equals a sorted list through pushes, deletions by id and pops', async (t) => {
   fc.assert(
     fc.property(ops, (sequence: Op[]) => {
-      const heap = new IndexedMinHeap<Item>(itemId, byAtThenSeq)
+      const heap = new IndexedMinHeap<Item>(itemId, itemAt, itemSeq)
       let model: Item[] = []
       let seq = 0
       for (const step of sequence) {
@@ -59,7 +61,7 @@ t.test('the heap equals a sorted list through pushes, deletions by id and pops',
 })
 
 t.test('an item already scheduled is refused, and check() finds a heap out of order', async (t) => {
-  const heap = new IndexedMinHeap<Item>(itemId, byAtThenSeq)
+  const heap = new IndexedMinHeap<Item>(itemId, itemAt, itemSeq)
   const first = { id: 'i_1', atMs: 5, seq: 1 }
   heap.push(first)
   heap.push({ id: 'i_2', atMs: 7, seq: 2 })
@@ -70,7 +72,7 @@ t.test('an item already scheduled is refused, and check() finds a heap out of or
 })
 
 t.test('an ascending walk refuses a heap changed under it', async (t) => {
-  const heap = new IndexedMinHeap<Item>(itemId, byAtThenSeq)
+  const heap = new IndexedMinHeap<Item>(itemId, itemAt, itemSeq)
   heap.push({ id: 'i_1', atMs: 1, seq: 1 })
   heap.push({ id: 'i_2', atMs: 2, seq: 2 })
   t.throws(() => {
