@@ -64,11 +64,16 @@ export class IndexedMinHeap<T> {
 
   /** Unschedule by id; false when it was not scheduled. */
   delete(id: string): boolean {
+    return this.take(id) !== undefined
+  }
+
+  /** Unschedule by id, answering the item; undefined when it was not scheduled. */
+  take(id: string): T | undefined {
     const slot = this.byId.get(id)
-    if (slot === undefined) return false
+    if (slot === undefined) return undefined
     this.byId.delete(id)
     this.remove(slot)
-    return true
+    return slot.item
   }
 
   /**
