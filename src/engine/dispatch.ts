@@ -23,10 +23,6 @@ export interface LeaseDue extends Due {
 }
 
 export const dueId = (d: Due): string => d.id
-/** The schedules' keys (schedule.ts IndexedMinHeap): the expiry schedules by due time then sequence, the waiting list by sequence. */
-export const dueAtMs = (d: Due): number => d.atMs
-export const dueSeq = (d: Due): number => d.seq
-export const noKey = (): number => 0
 export const bySeq = (a: Due, b: Due): number => a.seq - b.seq
 
 /**

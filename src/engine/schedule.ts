@@ -2,23 +2,28 @@
 // and a lease or offer that ends otherwise (paid, cancelled, funded, declined) leaves in O(log n) at that moment.
 // Deletion is eager: a heap holds exactly the items scheduled now, which checkInvariants compares to the live actors.
 
+/** What a schedule holds: an id, a time it is due at and a sequence, the tie-break that keeps the order deterministic. */
+export interface Scheduled {
+  readonly id: string
+  readonly seq: number
+  readonly atMs: number
+}
+
 /**
- * An item in its heap with its index there and its order's two keys, read once when it is pushed: a sift step moves
- * the index with the item (no lookup by id) and compares two numbers of the slot it holds (no call of a comparator
- * shared by every heap, no read of the item's own fields): the sifts were about a tenth of a lease time-out's CPU,
- * bench/dispatch.ts's profile (issue 11).
+ * A schedule's order: by due time then sequence (the expiry schedules), or by sequence alone (the waiting list). The
+ * heap compares the items' fields itself instead of calling a comparator shared by every heap: the sifts were about a
+ * tenth of a lease time-out's CPU in bench/dispatch.ts's profile (issue 11). The keys stay in the items (a copy in each
+ * slot costs a boxed number per push: due times are past the small-integer range).
  */
+export type ScheduleOrder = 'due' | 'seq'
+
+/** An item in its heap with its index there: a sift step moves the index with the item, no lookup by id. */
 interface Slot<T> {
   readonly item: T
   at: number
-  readonly first: number
-  readonly then: number
 }
 
-/** Which of two slots comes first: the first key, then the second (the heap's order must be total and deterministic). */
-const before = <T>(a: Slot<T>, b: Slot<T>): boolean => a.first < b.first || (a.first === b.first && a.then < b.then)
-
-export class IndexedMinHeap<T> {
+export class IndexedMinHeap<T extends Scheduled> {
   private readonly slots: Slot<T>[] = []
   /**
    * Each item's slot by id: what makes removal O(log n) instead of a linear search. Written only when an item comes
@@ -27,15 +32,12 @@ export class IndexedMinHeap<T> {
    */
   private readonly byId = new Map<string, Slot<T>>()
 
-  constructor(
-    private readonly idOf: (item: T) => string,
-    /**
-     * The order's keys: by `firstOf`, ties by `thenOf` (a sequence, so that the order is total and deterministic).
-     * Neither may change while the item is scheduled (check() finds one that did).
-     */
-    private readonly firstOf: (item: T) => number,
-    private readonly thenOf: (item: T) => number,
-  ) {}
+  private readonly bySeq: boolean
+
+  /** An item's `atMs` and `seq` must not change while it is scheduled (check() finds one that did). */
+  constructor(order: ScheduleOrder) {
+    this.bySeq = order === 'seq'
+  }
 
   get size(): number {
     return this.slots.length
@@ -54,9 +56,9 @@ export class IndexedMinHeap<T> {
   }
 
   push(item: T): void {
-    const id = this.idOf(item)
+    const id = item.id
     if (this.byId.has(id)) throw new Error(`schedule: ${id} is already scheduled`)
-    const slot: Slot<T> = { item, at: this.slots.length, first: this.firstOf(item), then: this.thenOf(item) }
+    const slot: Slot<T> = { item, at: this.slots.length }
     this.slots.push(slot)
     this.byId.set(id, slot)
     this.siftUp(slot)
@@ -86,7 +88,7 @@ export class IndexedMinHeap<T> {
     const size = slots.length
     if (size === 0) return
     // The frontier is a plain binary min-heap of indexes into `slots`: it needs no removal by id.
-    const earlier = (a: number, b: number): boolean => before(slots[a] as Slot<T>, slots[b] as Slot<T>)
+    const earlier = (a: number, b: number): boolean => this.before((slots[a] as Slot<T>).item, (slots[b] as Slot<T>).item)
     const frontier: number[] = [0]
     while (frontier.length > 0) {
       const at = popIndex(frontier, earlier)
@@ -100,27 +102,25 @@ export class IndexedMinHeap<T> {
   pop(): T | undefined {
     const top = this.slots[0]
     if (top === undefined) return undefined
-    this.byId.delete(this.idOf(top.item))
+    this.byId.delete(top.item.id)
     this.remove(top)
     return top.item
   }
 
-  /**
-   * Throws when the heap order or the id index is broken (for checkInvariants). The order is checked on the items'
-   * keys as they are now, so an item whose key changed while scheduled breaks it.
-   */
+  /** Throws when the heap order or the id index is broken (for checkInvariants). */
   check(name: string): void {
     if (this.byId.size !== this.slots.length) throw new Error(`invariant: ${name} index size differs from the heap`)
-    const now = (slot: Slot<T>): Slot<T> => ({ item: slot.item, at: slot.at, first: this.firstOf(slot.item), then: this.thenOf(slot.item) })
     this.slots.forEach((slot, at) => {
-      const id = this.idOf(slot.item)
+      const id = slot.item.id
       if (this.byId.get(id) !== slot || slot.at !== at) throw new Error(`invariant: ${name} index of ${id} is wrong`)
-      if (at > 0 && before(now(slot), now(this.slots[(at - 1) >> 1] as Slot<T>))) throw new Error(`invariant: ${name} heap order broken at ${id}`)
+      if (at > 0 && this.before(slot.item, (this.slots[(at - 1) >> 1] as Slot<T>).item)) throw new Error(`invariant: ${name} heap order broken at ${id}`)
     })
-    for (const slot of this.slots) {
-      const key = now(slot)
-      if (key.first !== slot.first || key.then !== slot.then) throw new Error(`invariant: ${name} key of ${this.idOf(slot.item)} changed while scheduled`)
-    }
+  }
+
+  /** Whether `a` comes before `b` in this heap's order (a total order: sequences are unique). */
+  private before(a: T, b: T): boolean {
+    if (this.bySeq) return a.seq < b.seq
+    return a.atMs < b.atMs || (a.atMs === b.atMs && a.seq < b.seq)
   }
 
   /** Takes the slot out of the heap: the last slot fills its place and moves down or up from there. */
@@ -139,7 +139,7 @@ export class IndexedMinHeap<T> {
     while (at > 0) {
       const parent = (at - 1) >> 1
       const above = slots[parent] as Slot<T>
-      if (!before(slot, above)) break
+      if (!this.before(slot.item, above.item)) break
       slots[at] = above
       above.at = at
       at = parent
@@ -156,9 +156,9 @@ export class IndexedMinHeap<T> {
       const left = 2 * at + 1
       if (left >= size) break
       const right = left + 1
-      const child = right < size && before(slots[right] as Slot<T>, slots[left] as Slot<T>) ? right : left
+      const child = right < size && this.before((slots[right] as Slot<T>).item, (slots[left] as Slot<T>).item) ? right : left
       const below = slots[child] as Slot<T>
-      if (!before(below, slot)) break
+      if (!this.before(below.item, slot.item)) break
       slots[at] = below
       below.at = at
       at = child
