@@ -13,15 +13,6 @@ export interface Due {
   atMs: number
 }
 
-/**
- * A live lease in its network's schedule, with its wallet's key in EngineState.walletReserved: built once when the
- * lease goes live and read back when it ends (leases.ts dropLiveLease). A key built again is concatenated, flattened
- * and hashed anew, about 0.3 us (a lender's address, the network and the asset).
- */
-export interface LeaseDue extends Due {
-  readonly walletKey: string
-}
-
 export const dueId = (d: Due): string => d.id
 export const bySeq = (a: Due, b: Due): number => a.seq - b.seq
 
@@ -48,13 +39,12 @@ export function scheduleOffer(s: EngineState, snap: OfferSnapshot): void {
  * A live lease is due once its network's chain is observed past its deadline (the lease machine's
  * `isPastDeadlineOnChain`): the schedule is per network, keyed by the first chain time at which it is over.
  */
-export function scheduleLease(s: EngineState, l: LeaseInput, walletKey: string): void {
-  s.leaseSchedule(l.network).push({ id: l.leaseId, seq: seqOf(l.leaseId), atMs: leaseOverAtChainMs(l.expiresAtMs), walletKey })
+export function scheduleLease(s: EngineState, l: LeaseInput): void {
+  s.leaseSchedule(l.network).push({ id: l.leaseId, seq: seqOf(l.leaseId), atMs: leaseOverAtChainMs(l.expiresAtMs) })
 }
 
-/** Takes the lease out of its network's schedule: its entry, or undefined when it was not scheduled. */
-export function unscheduleLease(s: EngineState, l: LeaseInput): LeaseDue | undefined {
-  return s.leaseExpiries.get(l.network)?.take(l.leaseId)
+export function unscheduleLease(s: EngineState, l: LeaseInput): void {
+  s.leaseExpiries.get(l.network)?.delete(l.leaseId)
 }
 
 /**
@@ -94,7 +84,7 @@ export function dueLease(s: EngineState, network: string): LeaseActor | undefine
  * dueLease with the network's lease schedule and observed chain time already read: a pass of time-outs reads them
  * once (neither changes during it; dueLease's own CPU was about 1.5 % of a time-out's, bench/dispatch.ts's profile).
  */
-export function dueLeaseOf(s: EngineState, schedule: IndexedMinHeap<LeaseDue> | undefined, chainTimeMs: number | undefined): LeaseActor | undefined {
+export function dueLeaseOf(s: EngineState, schedule: IndexedMinHeap<Due> | undefined, chainTimeMs: number | undefined): LeaseActor | undefined {
   const next = schedule?.peek()
   if (chainTimeMs === undefined || next === undefined || next.atMs > chainTimeMs) return undefined
   return s.leases.get(next.id) as LeaseActor

@@ -16,16 +16,13 @@ import { withBornFinalHistory } from './history.ts'
 import { offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
 import { offerCreditUntilMs } from './underwriting.ts'
 
-/**
- * A live lease enters its lender's index, dispatch's schedule and its wallet's promised total (the wallet's key kept in
- * its schedule entry for dropLiveLease: dispatch.ts LeaseDue).
- */
+/** A live lease enters its lender's index, dispatch's schedule and its wallet's promised total. */
 export function addLiveLease(s: EngineState, l: LeaseInput): void {
   let live = s.liveLeasesByLender.get(l.lender)
   if (!live) s.liveLeasesByLender.set(l.lender, (live = new Set()))
   live.add(l.leaseId)
+  scheduleLease(s, l)
   const key = walletKey(l.lender, l.network, l.asset)
-  scheduleLease(s, l, key)
   s.walletReserved.set(key, (s.walletReserved.get(key) ?? 0n) + l.amountAtomic)
 }
 
@@ -33,7 +30,8 @@ function dropLiveLease(s: EngineState, l: LeaseInput): void {
   const live = s.liveLeasesByLender.get(l.lender)
   live?.delete(l.leaseId)
   if (live && live.size === 0) s.liveLeasesByLender.delete(l.lender)
-  const key = unscheduleLease(s, l)?.walletKey ?? walletKey(l.lender, l.network, l.asset)
+  unscheduleLease(s, l)
+  const key = walletKey(l.lender, l.network, l.asset)
   const left = (s.walletReserved.get(key) ?? 0n) - l.amountAtomic
   if (left === 0n) s.walletReserved.delete(key)
   else s.walletReserved.set(key, left)

@@ -66,16 +66,11 @@ export class IndexedMinHeap<T extends Scheduled> {
 
   /** Unschedule by id; false when it was not scheduled. */
   delete(id: string): boolean {
-    return this.take(id) !== undefined
-  }
-
-  /** Unschedule by id, answering the item; undefined when it was not scheduled. */
-  take(id: string): T | undefined {
     const slot = this.byId.get(id)
-    if (slot === undefined) return undefined
+    if (slot === undefined) return false
     this.byId.delete(id)
     this.remove(slot)
-    return slot.item
+    return true
   }
 
   /**

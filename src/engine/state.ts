@@ -5,7 +5,7 @@ import type { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../
 import { actorRoot } from './actors.ts'
 import type { BookEntry, MatchingBook } from './book.ts'
 import type { EngineConfig } from './config.ts'
-import type { Due, LeaseDue } from './dispatch.ts'
+import type { Due } from './dispatch.ts'
 import type { OfferKeyOf, WalletView } from './ports.ts'
 import { IndexedMinHeap } from './schedule.ts'
 import type { ActorKind, Address, BorrowerRecord, Change, HeldPaymentRecord, LenderRecord, MetaRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
@@ -82,7 +82,7 @@ export class EngineState {
    * in). Kept current where leases start and end (addLiveLease, dropLiveLease in leases.ts) and offers change
    * (scheduleOffer in dispatch.ts, called by every accepted send).
    */
-  readonly leaseExpiries = new Map<string, IndexedMinHeap<LeaseDue>>()
+  readonly leaseExpiries = new Map<string, IndexedMinHeap<Due>>()
   /** Waiting offers by TTL deadline, per network: each runs on its network's chain time. */
   readonly offerExpiries = new Map<string, IndexedMinHeap<Due>>()
   readonly waitingOffers = new IndexedMinHeap<Due>('seq')
@@ -119,9 +119,9 @@ export class EngineState {
     return schedule
   }
 
-  leaseSchedule(network: string): IndexedMinHeap<LeaseDue> {
+  leaseSchedule(network: string): IndexedMinHeap<Due> {
     let schedule = this.leaseExpiries.get(network)
-    if (!schedule) this.leaseExpiries.set(network, (schedule = new IndexedMinHeap<LeaseDue>('due')))
+    if (!schedule) this.leaseExpiries.set(network, (schedule = new IndexedMinHeap<Due>('due')))
     return schedule
   }
 
