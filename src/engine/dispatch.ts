@@ -14,7 +14,6 @@ export interface Due {
 }
 
 export const dueId = (d: Due): string => d.id
-export const byDueThenSeq = (a: Due, b: Due): number => a.atMs - b.atMs || a.seq - b.seq
 export const bySeq = (a: Due, b: Due): number => a.seq - b.seq
 
 /**

@@ -2,13 +2,28 @@
 // and a lease or offer that ends otherwise (paid, cancelled, funded, declined) leaves in O(log n) at that moment.
 // Deletion is eager: a heap holds exactly the items scheduled now, which checkInvariants compares to the live actors.
 
+/** What a schedule holds: an id, a time it is due at and a sequence, the tie-break that keeps the order deterministic. */
+export interface Scheduled {
+  readonly id: string
+  readonly seq: number
+  readonly atMs: number
+}
+
+/**
+ * A schedule's order: by due time then sequence (the expiry schedules), or by sequence alone (the waiting list). The
+ * heap compares the items' fields itself instead of calling a comparator shared by every heap: the sifts were about a
+ * tenth of a lease time-out's CPU in bench/dispatch.ts's profile (issue 11). The keys stay in the items (a copy in each
+ * slot costs a boxed number per push: due times are past the small-integer range).
+ */
+export type ScheduleOrder = 'due' | 'seq'
+
 /** An item in its heap with its index there: a sift step moves the index with the item, no lookup by id. */
 interface Slot<T> {
   readonly item: T
   at: number
 }
 
-export class IndexedMinHeap<T> {
+export class IndexedMinHeap<T extends Scheduled> {
   private readonly slots: Slot<T>[] = []
   /**
    * Each item's slot by id: what makes removal O(log n) instead of a linear search. Written only when an item comes
@@ -17,11 +32,12 @@ export class IndexedMinHeap<T> {
    */
   private readonly byId = new Map<string, Slot<T>>()
 
-  constructor(
-    private readonly idOf: (item: T) => string,
-    /** A total order: ties must be broken (by sequence) so that the heap's order is deterministic. */
-    private readonly compare: (a: T, b: T) => number,
-  ) {}
+  private readonly bySeq: boolean
+
+  /** An item's `atMs` and `seq` must not change while it is scheduled (check() finds one that did). */
+  constructor(order: ScheduleOrder) {
+    this.bySeq = order === 'seq'
+  }
 
   get size(): number {
     return this.slots.length
@@ -40,7 +56,7 @@ export class IndexedMinHeap<T> {
   }
 
   push(item: T): void {
-    const id = this.idOf(item)
+    const id = item.id
     if (this.byId.has(id)) throw new Error(`schedule: ${id} is already scheduled`)
     const slot: Slot<T> = { item, at: this.slots.length }
     this.slots.push(slot)
@@ -67,21 +83,21 @@ export class IndexedMinHeap<T> {
     const size = slots.length
     if (size === 0) return
     // The frontier is a plain binary min-heap of indexes into `slots`: it needs no removal by id.
-    const before = (a: number, b: number): boolean => this.compare((slots[a] as Slot<T>).item, (slots[b] as Slot<T>).item) < 0
+    const earlier = (a: number, b: number): boolean => this.before((slots[a] as Slot<T>).item, (slots[b] as Slot<T>).item)
     const frontier: number[] = [0]
     while (frontier.length > 0) {
-      const at = popIndex(frontier, before)
+      const at = popIndex(frontier, earlier)
       if (slots.length !== size) throw new Error('schedule: changed during an ascending walk')
       yield (slots[at] as Slot<T>).item
-      if (2 * at + 1 < size) pushIndex(frontier, 2 * at + 1, before)
-      if (2 * at + 2 < size) pushIndex(frontier, 2 * at + 2, before)
+      if (2 * at + 1 < size) pushIndex(frontier, 2 * at + 1, earlier)
+      if (2 * at + 2 < size) pushIndex(frontier, 2 * at + 2, earlier)
     }
   }
 
   pop(): T | undefined {
     const top = this.slots[0]
     if (top === undefined) return undefined
-    this.byId.delete(this.idOf(top.item))
+    this.byId.delete(top.item.id)
     this.remove(top)
     return top.item
   }
@@ -90,10 +106,16 @@ export class IndexedMinHeap<T> {
   check(name: string): void {
     if (this.byId.size !== this.slots.length) throw new Error(`invariant: ${name} index size differs from the heap`)
     this.slots.forEach((slot, at) => {
-      const id = this.idOf(slot.item)
+      const id = slot.item.id
       if (this.byId.get(id) !== slot || slot.at !== at) throw new Error(`invariant: ${name} index of ${id} is wrong`)
-      if (at > 0 && this.compare((this.slots[(at - 1) >> 1] as Slot<T>).item, slot.item) > 0) throw new Error(`invariant: ${name} heap order broken at ${id}`)
+      if (at > 0 && this.before(slot.item, (this.slots[(at - 1) >> 1] as Slot<T>).item)) throw new Error(`invariant: ${name} heap order broken at ${id}`)
     })
+  }
+
+  /** Whether `a` comes before `b` in this heap's order (a total order: sequences are unique). */
+  private before(a: T, b: T): boolean {
+    if (this.bySeq) return a.seq < b.seq
+    return a.atMs < b.atMs || (a.atMs === b.atMs && a.seq < b.seq)
   }
 
   /** Takes the slot out of the heap: the last slot fills its place and moves down or up from there. */
@@ -112,7 +134,7 @@ export class IndexedMinHeap<T> {
     while (at > 0) {
       const parent = (at - 1) >> 1
       const above = slots[parent] as Slot<T>
-      if (this.compare(above.item, slot.item) <= 0) break
+      if (!this.before(slot.item, above.item)) break
       slots[at] = above
       above.at = at
       at = parent
@@ -129,9 +151,9 @@ export class IndexedMinHeap<T> {
       const left = 2 * at + 1
       if (left >= size) break
       const right = left + 1
-      const child = right < size && this.compare((slots[right] as Slot<T>).item, (slots[left] as Slot<T>).item) < 0 ? right : left
+      const child = right < size && this.before((slots[right] as Slot<T>).item, (slots[left] as Slot<T>).item) ? right : left
       const below = slots[child] as Slot<T>
-      if (this.compare(slot.item, below.item) <= 0) break
+      if (!this.before(below.item, slot.item)) break
       slots[at] = below
       below.at = at
       at = child

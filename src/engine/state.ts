@@ -5,7 +5,7 @@ import type { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../
 import { actorRoot } from './actors.ts'
 import type { BookEntry, MatchingBook } from './book.ts'
 import type { EngineConfig } from './config.ts'
-import { byDueThenSeq, bySeq, dueId, type Due } from './dispatch.ts'
+import type { Due } from './dispatch.ts'
 import type { OfferKeyOf, WalletView } from './ports.ts'
 import { IndexedMinHeap } from './schedule.ts'
 import type { ActorKind, Address, BorrowerRecord, Change, HeldPaymentRecord, LenderRecord, MetaRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
@@ -90,7 +90,7 @@ export class EngineState {
   readonly leaseExpiries = new Map<string, IndexedMinHeap<Due>>()
   /** Waiting offers by TTL deadline, per network: each runs on its network's chain time. */
   readonly offerExpiries = new Map<string, IndexedMinHeap<Due>>()
-  readonly waitingOffers = new IndexedMinHeap<Due>(dueId, bySeq)
+  readonly waitingOffers = new IndexedMinHeap<Due>('seq')
   /** Live offers by their on-chain key: a SupplierPaid names the offer by its key (src/engine/chain-facts.ts). */
   readonly offerIdByKey = new Map<string, string>()
   /** Live advances by their on-chain key (the offer's key): a Repaid names the advance by it. */
@@ -120,13 +120,13 @@ export class EngineState {
   /** The lease expiry schedule of one network, made on first use. */
   offerSchedule(network: string): IndexedMinHeap<Due> {
     let schedule = this.offerExpiries.get(network)
-    if (!schedule) this.offerExpiries.set(network, (schedule = new IndexedMinHeap<Due>(dueId, byDueThenSeq)))
+    if (!schedule) this.offerExpiries.set(network, (schedule = new IndexedMinHeap<Due>('due')))
     return schedule
   }
 
   leaseSchedule(network: string): IndexedMinHeap<Due> {
     let schedule = this.leaseExpiries.get(network)
-    if (!schedule) this.leaseExpiries.set(network, (schedule = new IndexedMinHeap<Due>(dueId, byDueThenSeq)))
+    if (!schedule) this.leaseExpiries.set(network, (schedule = new IndexedMinHeap<Due>('due')))
     return schedule
   }
 

@@ -12,7 +12,7 @@ interface Item {
 }
 
 const byAtThenSeq = (a: Item, b: Item): number => a.atMs - b.atMs || a.seq - b.seq
-const itemId = (item: Item): string => item.id
+const bySeq = (a: Item, b: Item): number => a.seq - b.seq
 
 type Op = { op: 'push'; atMs: number } | { op: 'delete'; pick: number } | { op: 'pop' }
 
@@ -25,41 +25,43 @@ const ops = fc.array(
   { maxLength: 200, size: 'max' },
 )
 
-t.test('the heap equals a sorted list through pushes, deletions by id and pops', async (t) => {
-  fc.assert(
-    fc.property(ops, (sequence: Op[]) => {
-      const heap = new IndexedMinHeap<Item>(itemId, byAtThenSeq)
-      let model: Item[] = []
-      let seq = 0
-      for (const step of sequence) {
-        if (step.op === 'push') {
-          seq += 1
-          const item = { id: `i_${seq}`, atMs: step.atMs, seq }
-          heap.push(item)
-          model.push(item)
-          model.sort(byAtThenSeq)
-        } else if (step.op === 'delete') {
-          // Half the picks name an id that is not scheduled (never pushed, or gone): delete answers false.
-          const id = `i_${(step.pick % (2 * seq + 1)) + 1}`
-          const held = model.some((item) => item.id === id)
-          if (heap.delete(id) !== held) return false
-          model = model.filter((item) => item.id !== id)
-        } else if (heap.pop() !== model.shift()) {
-          return false
+for (const [order, byOrder] of [['due', byAtThenSeq], ['seq', bySeq]] as const) {
+  t.test(`the heap (${order} order) equals a sorted list through pushes, deletions by id and pops`, async (t) => {
+    fc.assert(
+      fc.property(ops, (sequence: Op[]) => {
+        const heap = new IndexedMinHeap<Item>(order)
+        let model: Item[] = []
+        let seq = 0
+        for (const step of sequence) {
+          if (step.op === 'push') {
+            seq += 1
+            const item = { id: `i_${seq}`, atMs: step.atMs, seq }
+            heap.push(item)
+            model.push(item)
+            model.sort(byOrder)
+          } else if (step.op === 'delete') {
+            // Half the picks name an id that is not scheduled (never pushed, or gone): delete answers false.
+            const id = `i_${(step.pick % (2 * seq + 1)) + 1}`
+            const held = model.some((item) => item.id === id)
+            if (heap.delete(id) !== held) return false
+            model = model.filter((item) => item.id !== id)
+          } else if (heap.pop() !== model.shift()) {
+            return false
+          }
+          heap.check('heap')
+          if (heap.size !== model.length || heap.peek() !== model[0]) return false
         }
-        heap.check('heap')
-        if (heap.size !== model.length || heap.peek() !== model[0]) return false
-      }
-      if (!model.every((item) => heap.has(item.id) && heap.get(item.id) === item)) return false
-      const walked = [...heap.ascending()]
-      return walked.length === model.length && walked.every((item, i) => item === model[i])
-    }),
-    { numRuns: 300 },
-  )
-})
+        if (!model.every((item) => heap.has(item.id) && heap.get(item.id) === item)) return false
+        const walked = [...heap.ascending()]
+        return walked.length === model.length && walked.every((item, i) => item === model[i])
+      }),
+      { numRuns: 300 },
+    )
+  })
+}
 
 t.test('an item already scheduled is refused, and check() finds a heap out of order', async (t) => {
-  const heap = new IndexedMinHeap<Item>(itemId, byAtThenSeq)
+  const heap = new IndexedMinHeap<Item>('due')
   const first = { id: 'i_1', atMs: 5, seq: 1 }
   heap.push(first)
   heap.push({ id: 'i_2', atMs: 7, seq: 2 })
@@ -70,7 +72,7 @@ t.test('an item already scheduled is refused, and check() finds a heap out of or
 })
 
 t.test('an ascending walk refuses a heap changed under it', async (t) => {
-  const heap = new IndexedMinHeap<Item>(itemId, byAtThenSeq)
+  const heap = new IndexedMinHeap<Item>('due')
   heap.push({ id: 'i_1', atMs: 1, seq: 1 })
   heap.push({ id: 'i_2', atMs: 2, seq: 2 })
   t.throws(() => {
