@@ -60,7 +60,9 @@ t.test('a repayment of the lender\'s part only (the reserve\'s share still owed)
   t.ok((await getJob(partial)).outstanding > 0n, 'the advance still owes something')
   // B: repaid in full through the service's route.
   await fund(h.devnet, h.network, b.borrower.address, usdc(100))
-  await new ChainAgent(h.network, b.borrower).sendAll((await b.borrowerClient.get(`/credit/advances/${advanceB}/repay-transactions`)).body.transactions)
+  const repayB = (await b.borrowerClient.get(`/credit/advances/${advanceB}/repay-transactions`)).body
+  const keyB = repayB.key as Hex
+  await new ChainAgent(h.network, b.borrower).sendAll(repayB.transactions)
   await until(async () => (await b.borrowerClient.get(`/credit/advances/${advanceB}`)).body.state === 'repaid', 20_000, 'the repayment to be applied')
 
   await pastReclaimDelay()
@@ -78,6 +80,14 @@ t.test('a repayment of the lender\'s part only (the reserve\'s share still owed)
   const refund = await new ChainAgent(h.network, stranger).fundJob(full, USDC, usdc(10), b.borrower.address).then(() => 'funded', (error: Error) => error.message)
   t.match(refund, /reverted/, 'B: the key is spent')
   t.not((await getJob(full)).status, JOB_OPEN)
+  // Nor can the borrower post collateral to it, or anyone repay its repaid advance: no token enters the closed job.
+  const borrowerAgent = new ChainAgent(h.network, b.borrower)
+  const balance = await borrowerAgent.balanceOf(USDC, b.borrower.address)
+  t.ok(balance > 0n)
+  const posting = await borrowerAgent.postCollateral(full, USDC, 1n).then(() => 'posted', (error: Error) => error.message)
+  t.match(posting, /reverted/, 'B: no collateral into the reclaimed job')
+  t.match(await borrowerAgent.repay(keyB, USDC, 1n).then(() => 'repaid', (error: Error) => error.message), /reverted/, 'B: no repayment of nothing')
+  t.equal(await borrowerAgent.balanceOf(USDC, b.borrower.address), balance, 'B: the borrower kept its tokens')
   t.equal((await b.borrowerClient.get(`/credit/jobs/${full}`)).body.state, 'failed')
   t.equal((await b.borrowerClient.get(`/credit/advances/${advanceB}`)).body.state, 'repaid')
   await expectReconciled(t, operator, h.network.slug)
