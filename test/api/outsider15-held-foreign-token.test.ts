@@ -49,6 +49,8 @@ t.test('a refund held in a stranger\'s own token is nobody\'s business of the se
   const view = await client.get(`/credit/held-payments/${stranger.address}`)
   t.equal(view.status, 200)
   t.same(view.body.map((r: { token: string; asset: string | null; amountAtomic: string }) => [r.token, r.asset, r.amountAtomic]), [[token, null, amount.toString()]], 'its own view shows the held refund as the contract holds it')
+  const lower = await client.get(`/credit/held-payments/${stranger.address.toLowerCase()}`)
+  t.same([lower.status, lower.body], [view.status, view.body], 'the same answer for the address in lower case')
   const health = (await client.get('/health')).body
   t.equal(health.status, 'ok', '/health is not degraded by it')
   const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
