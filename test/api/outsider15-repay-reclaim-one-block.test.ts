@@ -1,7 +1,8 @@
 // An outsider's probe (outsider15): the borrower's last repayment and the client's reclaim in one block, the repayment
 // first (so the reclaim finds nothing owed and succeeds). The service learns both from the chain follower in one batch,
-// with the advance still active in its own books until the Repaid: it must end the advance repaid and the job failed
-// (escrow_reclaimed), penalise nobody, and agree with the contract.
+// with the advance still active in its own books until the Repaid: it must end the advance repaid, the job failed
+// (escrow_reclaimed) and its waiting offer (the service's clock is still before the job's due time) declined, penalise
+// nobody, and agree with the contract.
 import t from 'tap'
 import { createTestClient, createWalletClient, erc20Abi, http, maxUint256, parseGwei, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
@@ -10,7 +11,7 @@ import { networkChain } from '../../src/chain/clients.ts'
 import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
-import { fund, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
+import { creditRequest, fund, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
 
 let h: Harness
@@ -28,6 +29,10 @@ t.test('a full repayment and the reclaim in one block: the service ends the adva
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: jobId, amountAtomic: usdc(40), maximumFeeAtomic: usdc(4) })
   const advanceId = advance.advanceId as string
   const repay = (await borrowerClient.get(`/credit/advances/${advanceId}/repay-transactions`)).body
+  // A second request on the job: its offer waits, never matched.
+  const waiting = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, jobId, usdc(5), usdc(1)))
+  t.equal(waiting.body.decision, 'approved', JSON.stringify(waiting.body.reasons))
+  const waitingOfferId = waiting.body.offer.offerId as string
   const key = repay.key as Hex
   await fund(h.devnet, h.network, borrower.address, usdc(100))
   const chain = networkChain(h.network)
@@ -62,6 +67,7 @@ t.test('a full repayment and the reclaim in one block: the service ends the adva
   await until(async () => (await operator.get(`/credit/jobs/${jobId}`)).body.failureReason === 'escrow_reclaimed', 20_000, 'the follower to apply the reclaim')
   t.equal((await operator.get(`/credit/jobs/${jobId}`)).body.state, 'failed')
   t.equal((await operator.get(`/credit/advances/${advanceId}`)).body.state, 'repaid', 'the advance is repaid')
+  t.match((await borrowerClient.get(`/credit/offers/${waitingOfferId}`)).body, { state: 'declined', endReason: 'source_closed' }, 'the waiting offer on the job is declined')
   const after = h.app.service.engine.getBorrower(borrower.address)
   t.equal(after?.suspended, false, 'the borrower is not suspended')
   t.ok((after?.reputationBps ?? 0) >= (borrowerBefore?.reputationBps ?? 0), 'nor penalised')
