@@ -69,7 +69,8 @@ export function contractsCatalogEntry(advancesPerJobMax: number): CatalogContrac
       'once it is short, GET /lenders/{address}/actions lists an approve without limit (2^256-1) for the session key, and until it is sent the lender\'s availableAtomic counts only the allowance left. ' +
       'reclaimJob(jobKey) pulls nothing: the job\'s client calls it directly, from getJob(jobKey).fundedAt + reclaimDelay() on, on a job still open none of whose advances owes anything (getJob(jobKey).outstanding 0; AdvancesOwed otherwise).',
     heldPayments:
-      'A transfer the token refuses (USDC\'s blacklist, a paused token) never reverts the contract\'s settleJob, failJob, liquidate, reclaimJob or repay: the amount is held for its recipient (event PaymentHeld(asset, to, amount); heldFor(asset, account) reads it; GET /credit/held-payments/{address} lists it with the claim to send) and the call goes on for everyone else. ' +
+      'A transfer the token refuses (USDC\'s blacklist, a paused token) never reverts the contract\'s settleJob, failJob, liquidate, reclaimJob, repay or paySupplier: the amount is held for its recipient (event PaymentHeld(asset, to, amount); heldFor(asset, account) reads it; GET /credit/held-payments/{address} lists it with the claim to send) and the call goes on for everyone else. ' +
+      'In paySupplier the lender\'s principal comes into the contract, held for the supplier, and the advance is born and owed as any other (a payer the token refuses is refused, nothing moves). ' +
       'claimHeld(asset, account), sent by anyone, pays all of it to that account only (HeldPaymentClaimed), once the token accepts it; until then it reverts and nothing changes. The advance counts as settled or repaid either way.',
     advancesPerJobMax,
     unsignedTransactions: [

@@ -346,7 +346,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       callers: 'the leased lender',
       summary: 'Record the lender-to-supplier payment (the paySupplier transaction hash); creates the advance',
       description:
-        'The leased lender reports the hash of its paySupplier transaction (signed by its session key). The transaction must have paid this offer\'s supplier the offer\'s amount before the lease deadline; the answer is the advance.',
+        'The leased lender reports the hash of its paySupplier transaction (signed by its session key). The transaction must have paid this offer\'s supplier the offer\'s amount before the lease deadline (to a supplier the token refuses, into the contract, held for it: PaymentHeld); the answer is the advance.',
       tags,
       auth: 'session',
       params: OfferParams,
