@@ -38,9 +38,13 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
     }
     if (fact.name === 'PaymentHeld' || fact.name === 'HeldPaymentClaimed') {
       const { asset, to, amount } = fact.args
+      const symbol = symbolOf.get(asset.toLowerCase())
+      // Only the network's own tokens: a held payment in any other (a stranger's own token its job escrowed, its
+      // reclaim refused by that token) is nobody's business of the service, and following it would let anyone add a
+      // record to the store per token and recipient at the price of a funding and a reclaim (outsider15).
+      if (symbol === undefined) return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
       const kind = fact.name === 'PaymentHeld' ? 'payment_held' : 'held_payment_claimed'
-      const token = getAddress(asset)
-      return { kind, proofKey: fact.proofKey, account: getAddress(to), asset: symbolOf.get(asset.toLowerCase()) ?? null, token, amountAtomic: amount, blockTimeMs: fact.blockTimeMs }
+      return { kind, proofKey: fact.proofKey, account: getAddress(to), asset: symbol, token: getAddress(asset), amountAtomic: amount, blockTimeMs: fact.blockTimeMs }
     }
     if (fact.name !== 'SupplierPaid') return { kind: 'other', name: fact.name, proofKey: fact.proofKey }
     const { offerKey, payer, supplier, asset, amount } = fact.args
