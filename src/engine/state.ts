@@ -4,6 +4,7 @@ import type { Actor, AnyActorRef } from 'xstate'
 import type { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
 import { actorRoot } from './actors.ts'
 import type { BookEntry, MatchingBook } from './book.ts'
+import { PendingChanges } from './changes.ts'
 import type { EngineConfig } from './config.ts'
 import type { Due } from './dispatch.ts'
 import type { OfferKeyOf, WalletView } from './ports.ts'
@@ -101,8 +102,8 @@ export class EngineState {
    */
   jobIdByKey: Map<string, string> | undefined = undefined
 
-  /** What the running command changed, by `${kind}:${id}`; resolved to Changes when the command drains. */
-  pending = new Map<string, Pending>()
+  /** What the running command changed, in order; resolved to Changes when the command drains (changes.ts). */
+  readonly pending = new PendingChanges()
 
   /** `offerKeyOf` gives each new offer its on-chain key (ports.ts OfferKeyOf). */
   constructor(readonly config: EngineConfig, readonly wallets: WalletView, readonly offerKeyOf: OfferKeyOf) {}
