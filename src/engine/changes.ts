@@ -63,15 +63,17 @@ export function hasKeys(object: object): boolean {
 
 /**
  * What the running command changed, in the order it first touched each thing (the order the store and the stream read
- * changes in): one slot per (kind, id), replaced in place when the thing is touched again. Found by id in a map per
- * kind rather than by a `${kind}:${id}` key, which cost a string built and hashed per touch (about 0.1 µs with a
- * lender's address, several per match and time-out: issue 11).
+ * changes in): one slot per (kind, id), replaced in place when the thing is touched again. Not a map by a
+ * `${kind}:${id}` key, which cost a string built and hashed per touch (about 0.1 µs with a lender's address, several
+ * per match and time-out: issue 11). A command touches a handful of things: its slots are found by a scan, comparing
+ * the kind (an interned constant) first; past SCAN_MAX slots a command indexes them by kind and id, so a large batch
+ * (a follower's, dispatch's) stays linear.
  */
 export class PendingChanges {
   /** The slots in first-touch order. */
   private list: Pending[] = []
-  /** Each slot's position in `list`, per kind by id. */
-  private readonly at = new Map<Change['kind'], Map<string, number>>()
+  /** Each slot's position by kind, then id: built once the command has more than SCAN_MAX slots. */
+  private index: Map<Change['kind'], Map<string, number>> | undefined = undefined
 
   get size(): number {
     return this.list.length
@@ -79,38 +81,53 @@ export class PendingChanges {
 
   /** Marks it touched, once: a second touch keeps the first slot and its content. */
   touch(kind: Change['kind'], id: string): void {
-    const positions = this.positions(kind)
-    if (positions.has(id)) return
-    positions.set(id, this.list.length)
-    this.list.push({ kind, id })
+    if (this.find(kind, id) < 0) this.append({ kind, id })
   }
 
   /** Sets its slot: in place when the command touched it already (its position stays), else at the end. */
   set(kind: Change['kind'], id: string, item: Pending): void {
-    const positions = this.positions(kind)
-    const position = positions.get(id)
-    if (position !== undefined) {
-      this.list[position] = item
-      return
-    }
-    positions.set(id, this.list.length)
-    this.list.push(item)
+    const position = this.find(kind, id)
+    if (position < 0) this.append(item)
+    else this.list[position] = item
   }
 
   /** The slots in order, and the set emptied for the next command. */
   take(): Pending[] {
     const list = this.list
     this.list = []
-    // Only the kinds touched: clear() allocates a new table even for an empty map.
-    for (const positions of this.at.values()) if (positions.size > 0) positions.clear()
+    this.index = undefined
     return list
   }
 
-  private positions(kind: Change['kind']): Map<string, number> {
-    let positions = this.at.get(kind)
-    if (positions === undefined) this.at.set(kind, (positions = new Map()))
-    return positions
+  private find(kind: Change['kind'], id: string): number {
+    if (this.index !== undefined) return this.index.get(kind)?.get(id) ?? -1
+    const list = this.list
+    for (let i = 0; i < list.length; i++) {
+      const item = list[i] as Pending
+      if (item.kind === kind && item.id === id) return i
+    }
+    return -1
   }
+
+  private append(item: Pending): void {
+    const list = this.list
+    list.push(item)
+    if (this.index !== undefined) {
+      indexSlot(this.index, item, list.length - 1)
+    } else if (list.length > SCAN_MAX) {
+      const index = (this.index = new Map())
+      for (let i = 0; i < list.length; i++) indexSlot(index, list[i] as Pending, i)
+    }
+  }
+}
+
+/** Slots a command finds by scanning; past it, by index (a scan of 16 costs less than a map's lookups). */
+const SCAN_MAX = 16
+
+function indexSlot(index: Map<Change['kind'], Map<string, number>>, item: Pending, position: number): void {
+  let positions = index.get(item.kind)
+  if (positions === undefined) index.set(item.kind, (positions = new Map()))
+  positions.set(item.id, position)
 }
 
 /** Mark a record or live actor changed: its record is read when the command drains, so the last state wins. */

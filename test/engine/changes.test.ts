@@ -73,6 +73,25 @@ t.test('changes keep the order each thing was first touched; a later touch, birt
   t.same(pending.take(), [{ kind: 'offer', id: 'off_1' }, { kind: 'lender', id: '0xa' }], 'nothing of the last command is left')
 })
 
+t.test('a large command (more slots than a scan looks through) keeps the same order and in-place replacement', async (t) => {
+  const pending = new PendingChanges()
+  const ids = Array.from({ length: 40 }, (_, i) => `off_${i}`)
+  for (const id of ids) {
+    pending.touch('offer', id)
+    pending.touch('meta', 'engine')
+  }
+  for (const id of ids) pending.touch('offer', id)
+  pending.set('offer', 'off_3', { kind: 'offer', id: 'off_3', record: null, final: true })
+  pending.set('lease', 'lse_1', { kind: 'lease', id: 'lse_1', born: true })
+  pending.touch('lease', 'lse_1')
+  const taken = pending.take()
+  t.same(taken.map((c) => `${c.kind} ${c.id}${'final' in c ? ' final' : ''}`), [
+    'offer off_0', 'meta engine', ...ids.slice(1).map((id) => id === 'off_3' ? `offer ${id} final` : `offer ${id}`), 'lease lse_1',
+  ])
+  pending.touch('offer', 'off_0')
+  t.same(pending.take(), [{ kind: 'offer', id: 'off_0' }], 'the next command starts with no index and no slot')
+})
+
 t.test('a match and the payment of its lease list their changes in the order the command made them', async (t) => {
   const { engine } = newEngine()
   registerBacking(engine)
