@@ -380,10 +380,9 @@ export function refused(kind: ActorKind, id: string, answer: Refusal): { ok: fal
  * per command: a second event to it in the same command adds nothing). `snapshot` is the actor's, just taken.
  */
 function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive, snapshot: AnyMachineSnapshot): void {
-  const key = `${kind}:${id}`
   if (snapshot.status === 'done') {
     // No stop(): XState stopped the actor as it reached its final state (and refuses stop() on a child).
-    s.pending.set(key, { kind, id, record: finalActorRecord(actor), final: true })
+    s.pending.set(kind, id, { kind, id, record: finalActorRecord(actor), final: true })
     s.actorMap(kind).delete(id)
     if (kind === 'offer') {
       const o = snapshot.context as OfferSnapshot['context']
@@ -394,8 +393,8 @@ function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive, 
     } else if (kind === 'job') {
       s.jobIdByKey?.delete(jobKey(id))
     }
-  } else if (!s.pending.has(key)) {
-    s.pending.set(key, { kind, id })
+  } else {
+    s.pending.touch(kind, id)
   }
 }
 

@@ -1,5 +1,5 @@
 // Change tracking: what the running command touched, drained into the Changes the store commits.
-import type { EngineState } from './state.ts'
+import type { EngineState, Pending } from './state.ts'
 import type { ActorKind, Address, BorrowerRecord, Change, HeldPaymentRecord, ReserveRecord, SourceRecord, SupplierRecord } from './types.ts'
 import type { AnyActor, AnyMachineSnapshot } from 'xstate'
 import { historyCopy, historyOf, withHistory } from './history.ts'
@@ -61,10 +61,78 @@ export function hasKeys(object: object): boolean {
   return false
 }
 
+/**
+ * What the running command changed, in the order it first touched each thing (the order the store and the stream read
+ * changes in): one slot per (kind, id), replaced in place when the thing is touched again. Not a map by a
+ * `${kind}:${id}` key, which cost a string built and hashed per touch (about 0.1 µs with a lender's address, several
+ * per match and time-out: issue 11). A command touches a handful of things: its slots are found by a scan, comparing
+ * the kind (an interned constant) first; past SCAN_MAX slots a command indexes them by kind and id, so a large batch
+ * (a follower's, dispatch's) stays linear.
+ */
+export class PendingChanges {
+  /** The slots in first-touch order. */
+  private list: Pending[] = []
+  /** Each slot's position by kind, then id: built once the command has more than SCAN_MAX slots. */
+  private index: Map<Change['kind'], Map<string, number>> | undefined = undefined
+
+  get size(): number {
+    return this.list.length
+  }
+
+  /** Marks it touched, once: a second touch keeps the first slot and its content. */
+  touch(kind: Change['kind'], id: string): void {
+    if (this.find(kind, id) < 0) this.append({ kind, id })
+  }
+
+  /** Sets its slot: in place when the command touched it already (its position stays), else at the end. */
+  set(kind: Change['kind'], id: string, item: Pending): void {
+    const position = this.find(kind, id)
+    if (position < 0) this.append(item)
+    else this.list[position] = item
+  }
+
+  /** The slots in order, and the set emptied for the next command. */
+  take(): Pending[] {
+    const list = this.list
+    this.list = []
+    this.index = undefined
+    return list
+  }
+
+  private find(kind: Change['kind'], id: string): number {
+    if (this.index !== undefined) return this.index.get(kind)?.get(id) ?? -1
+    const list = this.list
+    for (let i = 0; i < list.length; i++) {
+      const item = list[i] as Pending
+      if (item.kind === kind && item.id === id) return i
+    }
+    return -1
+  }
+
+  private append(item: Pending): void {
+    const list = this.list
+    list.push(item)
+    if (this.index !== undefined) {
+      indexSlot(this.index, item, list.length - 1)
+    } else if (list.length > SCAN_MAX) {
+      const index = (this.index = new Map())
+      for (let i = 0; i < list.length; i++) indexSlot(index, list[i] as Pending, i)
+    }
+  }
+}
+
+/** Slots a command finds by scanning; past it, by index (a scan of 16 costs less than a map's lookups). */
+const SCAN_MAX = 16
+
+function indexSlot(index: Map<Change['kind'], Map<string, number>>, item: Pending, position: number): void {
+  let positions = index.get(item.kind)
+  if (positions === undefined) index.set(item.kind, (positions = new Map()))
+  positions.set(item.id, position)
+}
+
 /** Mark a record or live actor changed: its record is read when the command drains, so the last state wins. */
 export function touch(s: EngineState, kind: Change['kind'], id: string): void {
-  const key = `${kind}:${id}`
-  if (!s.pending.has(key)) s.pending.set(key, { kind, id })
+  s.pending.touch(kind, id)
 }
 
 /**
@@ -72,21 +140,20 @@ export function touch(s: EngineState, kind: Change['kind'], id: string): void {
  * before anything else touches it in the command (an event sent to it would mark it as an actor already live).
  */
 export function touchBorn(s: EngineState, kind: ActorKind, id: string): void {
-  s.pending.set(`${kind}:${id}`, { kind, id, born: true })
+  s.pending.set(kind, id, { kind, id, born: true })
 }
 
 /** Record a change whose record is fixed now (an actor that reached a final state and leaves memory, or a removed record). */
 export function recordFinal(s: EngineState, change: Change): void {
-  s.pending.set(`${change.kind}:${change.id}`, change)
+  s.pending.set(change.kind, change.id, change)
 }
 
 /** What the command changed, drained from the pending set: the store commits it. */
 export function drain<T>(s: EngineState, value: T): { ok: true; value: T; changes: Change[] } {
   const changes: Change[] = []
-  for (const item of s.pending.values()) {
+  for (const item of s.pending.take()) {
     changes.push('record' in item ? item : changeOf(s, item.kind, item.id, item.born === true))
   }
-  s.pending = new Map()
   return { ok: true, value, changes }
 }
 

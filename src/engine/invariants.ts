@@ -15,7 +15,8 @@ export function checkInvariants(s: EngineState): void {
   if (s.lenderOrder.length !== s.lenders.size || s.sourceOrder.length !== s.sources.size) throw new Error('invariant: registration order out of step with the records')
   const { reservedByLender, reservedByWallet } = checkLeases(s)
   checkSchedules(s)
-  if (reservedByWallet.size !== s.walletReserved.size || [...reservedByWallet].some(([k, v]) => s.walletReserved.get(k) !== v)) {
+  const walletReserved = s.walletReserved.byWalletKey()
+  if (reservedByWallet.size !== walletReserved.size || [...reservedByWallet].some(([k, v]) => walletReserved.get(k) !== v)) {
     throw new Error('invariant: the per-wallet reservations differ from the live leases')
   }
   const committed = new Map<string, bigint>()

@@ -6,7 +6,6 @@ import { expect, startActor } from './actors.ts'
 import { persisted, recordFinal, touch, touchBorn } from './changes.ts'
 import { leaseDeadlineBaseMs, scheduleLease, unscheduleLease } from './dispatch.ts'
 import { ID_PREFIXES } from './ids.ts'
-import { walletKey } from './keys.ts'
 import { deployForAdvance, lenderChanged, lenderOf, releaseFromLease, reserveForLease } from './ledger.ts'
 import * as reputation from './reputation.ts'
 import type { EngineState, LeaseActor, OfferActor } from './state.ts'
@@ -22,8 +21,7 @@ export function addLiveLease(s: EngineState, l: LeaseInput): void {
   if (!live) s.liveLeasesByLender.set(l.lender, (live = new Set()))
   live.add(l.leaseId)
   scheduleLease(s, l)
-  const key = walletKey(l.lender, l.network, l.asset)
-  s.walletReserved.set(key, (s.walletReserved.get(key) ?? 0n) + l.amountAtomic)
+  s.walletReserved.add(l.lender, l.network, l.asset, l.amountAtomic)
 }
 
 function dropLiveLease(s: EngineState, l: LeaseInput): void {
@@ -31,10 +29,7 @@ function dropLiveLease(s: EngineState, l: LeaseInput): void {
   live?.delete(l.leaseId)
   if (live && live.size === 0) s.liveLeasesByLender.delete(l.lender)
   unscheduleLease(s, l)
-  const key = walletKey(l.lender, l.network, l.asset)
-  const left = (s.walletReserved.get(key) ?? 0n) - l.amountAtomic
-  if (left === 0n) s.walletReserved.delete(key)
-  else s.walletReserved.set(key, left)
+  s.walletReserved.add(l.lender, l.network, l.asset, -l.amountAtomic)
 }
 
 /** The next lease id and the terms of a lease of the offer to the lender at this fee. */

@@ -1,7 +1,7 @@
 // What readers see: views of actor snapshots (live or stored), pages in registration order, and the read-only
 // summaries (a borrower's exposure, the engine's totals).
 import { offerContextCopy, type LeaseContext, type LeaseState, type OfferContext, type OfferState } from '../../machines/index.ts'
-import { compareCodeUnits, reserveId, seqOf, walletKey } from './keys.ts'
+import { compareCodeUnits, reserveId, seqOf } from './keys.ts'
 import { uptimeBps } from './reputation.ts'
 import { isActiveLender } from './rules.ts'
 import type { EngineState, LeaseActor } from './state.ts'
@@ -88,13 +88,13 @@ export function registrationPage<K, T extends { registrationSeq: number }>(
  */
 export function walletFreeAtomic(s: EngineState, lender: LenderRecord, network: string, asset: string): bigint {
   const spendable = s.wallets.spendableAtomic(network, asset, lender.sessionAddress)
-  const promised = s.walletReserved.get(walletKey(lender.address, network, asset)) ?? 0n
+  const promised = s.walletReserved.get(lender.address, network, asset)
   return spendable > promised ? spendable - promised : 0n
 }
 
 /** Principal of the lender's live leases on one network and asset: what its session wallet must keep for them. */
 export function walletReservedAtomic(s: EngineState, lender: Address, network: string, asset: string): bigint {
-  return s.walletReserved.get(walletKey(lender, network, asset)) ?? 0n
+  return s.walletReserved.get(lender, network, asset)
 }
 
 /**

@@ -74,7 +74,13 @@ t.test('a partially repaid advance on a job: settlement pays only what is still 
   const plan = unwrap(engine.planJobSettlement({ jobId: 'job_p', caller: CLIENT }))
   t.same(plan.advances.map((a) => [a.amountAtomic, a.reserveAmountAtomic]), [[3000n + 30n - 3n - 1000n, 3n]])
   t.equal(plan.toBorrowerAtomic, 10_000n - 2030n)
-  const done = unwrap(engine.completeJob({ jobId: 'job_p', caller: CLIENT, network: NET, txHash: hash(71) }, T0 + 2))
+  const completed = engine.completeJob({ jobId: 'job_p', caller: CLIENT, network: NET, txHash: hash(71) }, T0 + 2)
+  const done = unwrap(completed)
+  // The settlement's repayment record as the advance stores it: every field, in RepaymentRecord's key order.
+  const stored = completed.ok ? completed.changes.find((c) => c.kind === 'advance' && c.id === advanceId)?.record as { context: { repayments: object[] } } : undefined
+  const settlement = stored?.context.repayments[1] as Record<string, unknown>
+  t.same(Object.keys(settlement), ['kind', 'network', 'txHash', 'logIndex', 'payer', 'lenderAmountAtomic', 'reserveAmountAtomic', 'lenderOwedAfterAtomic', 'reserveOwedAfterAtomic'])
+  t.match(settlement, { kind: 'job_settlement', network: NET, txHash: hash(71), logIndex: null, payer: null, lenderAmountAtomic: 2027n, reserveAmountAtomic: 3n, lenderOwedAfterAtomic: 0n, reserveOwedAfterAtomic: 0n })
   t.match(done.receipts, [{ lenderAmountAtomic: 2027n, reserveAmountAtomic: 3n, lenderOwedAtomic: 0n, reserveOwedAtomic: 0n, repaid: true }])
   t.match(engine.getLender(lenderInput(1).address), { availableAtomic: 1_000_000n + 27n, deployedAtomic: 0n, feesEarnedAtomic: 27n })
   engine.checkInvariants()
