@@ -308,17 +308,6 @@ function isSweepCursor(value: unknown): value is SweepCursor {
 }
 
 /**
- * The sweep of lender registrations whose session wallet never became able to lend (README, "Lender registrations
- * that never fund"). A pass walks the lenders in registration order from where the last one stopped, up to the first
- * registered less than `ttlMs` ago, at most UNFUNDED_SWEEP_BATCH. A lender that did anything but register (leased,
- * lent or earned: Engine.isUntouchedLender) or that `keep` names is kept. The others' session wallets are read
- * on chain now; one that can pay at least the least advance of its asset (min(balance, allowance to the credit
- * contract) >= advanceMinAtomic) on one of its networks is kept, and the rest are removed, with their session keys,
- * in one commit: GET /lenders/{address} answers 404 and the address may register again. Each registration is looked
- * at once: the cursor is stored, in the pass's one commit, so a restart does not read the kept lenders' wallets
- * again. A network that cannot be read ends the pass without moving the cursor.
- */
-/**
  * Whether `address` is no stranger to the service: money left it for someone else on the service's terms. A
  * registered lender that has paid a lease (an advance funded from its session wallet to a verified supplier), by its
  * lender or session address, or a borrower that repaid an advance. Such a wallet is admitted on its own bounds when
@@ -332,6 +321,17 @@ export function walletHasStanding(service: ServiceCore, address: Address): boole
   return (service.engine.getBorrower(address)?.advancesRepaid ?? 0) > 0
 }
 
+/**
+ * The sweep of lender registrations whose session wallet never became able to lend (README, "Lender registrations
+ * that never fund"). A pass walks the lenders in registration order from where the last one stopped, up to the first
+ * registered less than `ttlMs` ago, at most UNFUNDED_SWEEP_BATCH. A lender that did anything but register (leased,
+ * lent or earned: Engine.isUntouchedLender) or that `keep` names is kept. The others' session wallets are read
+ * on chain now; one that can pay at least the least advance of its asset (min(balance, allowance to the credit
+ * contract) >= advanceMinAtomic) on one of its networks is kept, and the rest are removed, with their session keys,
+ * in one commit: GET /lenders/{address} answers 404 and the address may register again. Each registration is looked
+ * at once: the cursor is stored, in the pass's one commit, so a restart does not read the kept lenders' wallets
+ * again. A network that cannot be read ends the pass without moving the cursor.
+ */
 export class UnfundedLenderSweep {
   /** The registrationSeq of the last lender looked at (stored: SWEEP_CURSOR_COLLECTION). */
   #afterSeq: number
