@@ -11,7 +11,7 @@ import { sameAddress } from './keys.ts'
 import { applyBps, coverageBps, minBig, riskBand } from './rules.ts'
 import type { EngineState, JobActor } from './state.ts'
 import { supplierOf } from './suppliers.ts'
-import type { Address, CreditRequestInput, DeclineReason, OfferView, RiskBand, SourceRecord } from './types.ts'
+import type { Address, BorrowerRecord, CreditRequestInput, DeclineReason, OfferView, RiskBand, SourceRecord } from './types.ts'
 import { offerView } from './views.ts'
 
 /** The states in which a job still takes new drawings (COMMIT): underwriting declines the others as closed. */
@@ -66,7 +66,7 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
   // proven it repays on the asset (its repaid principal less what its advances and live offers on jobs still owe or
   // ask); else the band reads only what secures the advance whatever happens. (A backing source's whole value secures
   // it: nothing to look up.)
-  const counted = terms.valueAtomic === terms.securedAtomic || input.amountAtomic - terms.securedAtomic <= provenRoomAtomic(s, input)
+  const counted = terms.valueAtomic === terms.securedAtomic || input.amountAtomic - terms.securedAtomic <= provenRoomAtomic(s, borrower, input)
   const coverage = coverageBps(counted ? terms.valueAtomic : terms.securedAtomic, 0n, input.amountAtomic)
   const band = riskBand(coverage, borrower?.advancesDefaulted ?? 0, s.config)
   // Field by field: a spread of the terms that adds the decision's keys takes V8's slow path (see views.ts).
@@ -77,8 +77,7 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
 }
 
 /** What the borrower has proven it repays on the request's asset, less what its live offers on jobs ask (borrowers.ts). */
-function provenRoomAtomic(s: EngineState, input: CreditRequestInput): bigint {
-  const borrower = s.borrowers.get(input.agent)
+function provenRoomAtomic(s: EngineState, borrower: BorrowerRecord | undefined, input: CreditRequestInput): bigint {
   const proven = borrower === undefined ? 0n : provenRepaidAtomic(borrower, input.network, input.asset)
   return proven - (s.receivableOffered.get(receivableOfferKey(input.agent, input.network, input.asset)) ?? 0n)
 }
