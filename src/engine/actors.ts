@@ -404,13 +404,5 @@ export function countOffer(s: EngineState, o: Pick<OfferSnapshot['context'], 'bo
   if (count > 0) s.liveOffersOf.set(o.borrower, count)
   else s.liveOffersOf.delete(o.borrower)
   if (o.source.kind !== 'job') return
-  const key = receivableOfferKey(o.borrower, o.network, o.asset)
-  const offered = (s.receivableOffered.get(key) ?? 0n) + (delta === 1 ? o.amountAtomic : -o.amountAtomic)
-  if (offered > 0n) s.receivableOffered.set(key, offered)
-  else s.receivableOffered.delete(key)
-}
-
-/** The key of a borrower's offers on jobs in one network's asset (EngineState.receivableOffered). */
-export function receivableOfferKey(borrower: Address, network: string, asset: string): string {
-  return `${borrower} ${network} ${asset}`
+  s.receivableOffered.add(o.borrower, o.network, o.asset, delta === 1 ? o.amountAtomic : -o.amountAtomic)
 }

@@ -2,7 +2,6 @@
 // what offers and advances hold, indexes and schedules agree with the actors. `checkInvariants` throws on the first
 // that does not hold.
 import { leaseOverAtChainMs, type SourceRef } from '../../machines/index.ts'
-import { receivableOfferKey } from './actors.ts'
 import { advanceCommitmentAtomic, offerCommitmentAtomic } from './capacity.ts'
 import { outstandingAtomic } from './ledger.ts'
 import { isBps, seqOf, walletKey } from './keys.ts'
@@ -130,13 +129,14 @@ function checkBorrowersAndBooks(s: EngineState): void {
     const o = offer.getSnapshot().context
     offersOf.set(o.borrower, (offersOf.get(o.borrower) ?? 0) + 1)
     if (o.source.kind !== 'job') continue
-    const key = receivableOfferKey(o.borrower, o.network, o.asset)
+    const key = walletKey(o.borrower, o.network, o.asset)
     offeredOn.set(key, (offeredOn.get(key) ?? 0n) + o.amountAtomic)
   }
   if (offersOf.size !== s.liveOffersOf.size || [...offersOf].some(([b, n]) => s.liveOffersOf.get(b) !== n)) {
     throw new Error('invariant: live offers per borrower are miscounted')
   }
-  if (offeredOn.size !== s.receivableOffered.size || [...offeredOn].some(([key, n]) => s.receivableOffered.get(key) !== n)) {
+  const receivableOffered = s.receivableOffered.byWalletKey()
+  if (offeredOn.size !== receivableOffered.size || [...offeredOn].some(([key, n]) => receivableOffered.get(key) !== n)) {
     throw new Error('invariant: what live offers on jobs ask is miscounted')
   }
   for (const [address, { entry, books }] of s.bookEntries) {

@@ -26,9 +26,9 @@ export type AnyLive = JobActor | OfferActor | LeaseActor | AdvanceActor
 export type Pending = Change | { kind: Change['kind']; id: string; born?: true }
 
 /**
- * Amounts per lender's session wallet: per lender, network and asset, in nested maps so a lookup builds no key (a
- * `walletKey` string was about 0.33 µs per lender matching scanned, issue 11). Absent reads 0; a wallet whose amount
- * comes back to 0 leaves, with its lender's maps once they are empty.
+ * Amounts per address, network and asset (a lender's session wallet's reservations, a borrower's offers on jobs), in
+ * nested maps so a lookup builds no key (a `walletKey` string was about 0.33 µs per lender matching scanned, issue 11).
+ * Absent reads 0; an amount that comes back to 0 leaves, with its address's maps once they are empty.
  */
 export class WalletAmounts {
   private readonly byLender = new Map<string, Map<string, Map<string, bigint>>>()
@@ -105,10 +105,10 @@ export class EngineState {
   /** Live offers per borrower (issue 10, hole 6: bounded by liveOffersPerBorrowerMax). */
   readonly liveOffersOf = new Map<Address, number>()
   /**
-   * What a borrower's live offers on jobs ask, by `receivableOfferKey` (borrower, network, asset): owed on receivables
-   * once funded, so underwriting counts it with what its advances owe (underwriting.ts). Kept with liveOffersOf.
+   * What a borrower's live offers on jobs ask, per borrower, network and asset: owed on receivables once funded, so
+   * underwriting counts it with what its advances owe (underwriting.ts). Kept with liveOffersOf.
    */
-  readonly receivableOffered = new Map<string, bigint>()
+  readonly receivableOffered = new WalletAmounts()
   /** Suspended borrowers, for dispatch to lift those due (a small set: only borrowers of failed jobs). */
   readonly suspended = new Set<Address>()
   readonly liveLeasesByLender = new Map<Address, Set<string>>()

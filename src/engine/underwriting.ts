@@ -1,7 +1,7 @@
 // Underwriting of a credit request: the reasons to decline, the source's remaining capacity, the risk band, and
 // the offer an approval opens.
 import { jobMachine, offerMachine, statesTaking, type OfferContext, type OfferInput, type SourceRef } from '../../machines/index.ts'
-import { countOffer, receivableOfferKey, startActor } from './actors.ts'
+import { countOffer, startActor } from './actors.ts'
 import { provenRepaidAtomic } from './borrowers.ts'
 import { commitCapacity, offerCommitmentAtomic } from './capacity.ts'
 import { touch, touchBorn } from './changes.ts'
@@ -79,7 +79,7 @@ export function underwrite(s: EngineState, input: CreditRequestInput, job: JobAc
 /** What the borrower has proven it repays on the request's asset, less what its live offers on jobs ask (borrowers.ts). */
 function provenRoomAtomic(s: EngineState, borrower: BorrowerRecord | undefined, input: CreditRequestInput): bigint {
   const proven = borrower === undefined ? 0n : provenRepaidAtomic(borrower, input.network, input.asset)
-  return proven - (s.receivableOffered.get(receivableOfferKey(input.agent, input.network, input.asset)) ?? 0n)
+  return proven - s.receivableOffered.get(input.agent, input.network, input.asset)
 }
 
 /** A job lends against what is left of its receivable (at the job advance rate) and of its collateral, until due. */
