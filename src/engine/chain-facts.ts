@@ -287,7 +287,8 @@ type HeldFactOf<K extends string> = {
   kind: K
   proofKey: string
   account: Address
-  asset: string | null
+  /** The network's asset symbol: only the network's own tokens are followed (src/service/chain-observation.ts). */
+  asset: string
   token: Address
   amountAtomic: bigint
   blockTimeMs: number
