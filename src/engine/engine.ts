@@ -237,7 +237,8 @@ export class Engine {
   /**
    * Underwrite a credit request: an approved decision creates an offer; a declined one or a refusal changes nothing of
    * the request's own. A borrower at liveOffersPerBorrowerMax has its stale offers ended first (stale-offers.ts), the
-   * dispatch ticker's work done early: with any answer but a refusal, whose check comes before them.
+   * dispatch ticker's work done early: committed with an approved or a declined answer, never with a refusal (every
+   * refusal is decided before they end).
    */
   requestCredit(input: CreditRequestInput & { caller: Address }, nowMs: number): EngineResult<UnderwritingDecision> {
     const s = this.state
