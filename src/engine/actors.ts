@@ -398,11 +398,19 @@ function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive, 
   }
 }
 
-/** Live offers per borrower, and what those on jobs ask, kept as offers are created (+1) and evicted (-1). */
-export function countOffer(s: EngineState, o: Pick<OfferSnapshot['context'], 'borrower' | 'source' | 'network' | 'asset' | 'amountAtomic'>, delta: 1 | -1): void {
-  const count = (s.liveOffersOf.get(o.borrower) ?? 0) + delta
-  if (count > 0) s.liveOffersOf.set(o.borrower, count)
-  else s.liveOffersOf.delete(o.borrower)
+/**
+ * Live offers per borrower, and what those on jobs ask, kept as offers are created (+1) and evicted (-1). Offers are
+ * created and restored in sequence order, so each borrower's set iterates oldest first.
+ */
+export function countOffer(s: EngineState, o: Pick<OfferSnapshot['context'], 'offerId' | 'borrower' | 'source' | 'network' | 'asset' | 'amountAtomic'>, delta: 1 | -1): void {
+  const live = s.liveOffersOf.get(o.borrower)
+  if (delta === 1) {
+    if (live === undefined) s.liveOffersOf.set(o.borrower, new Set([o.offerId]))
+    else live.add(o.offerId)
+  } else if (live !== undefined) {
+    live.delete(o.offerId)
+    if (live.size === 0) s.liveOffersOf.delete(o.borrower)
+  }
   if (o.source.kind !== 'job') return
   s.receivableOffered.add(o.borrower, o.network, o.asset, delta === 1 ? o.amountAtomic : -o.amountAtomic)
 }

@@ -26,6 +26,7 @@ import { invalidLender, invalidSourceId, invalidSourceTerms, lenderRecord, sourc
 import * as reputation from './reputation.ts'
 import * as suppliers from './suppliers.ts'
 import { restore, snapshots, type StoredSnapshot } from './snapshots.ts'
+import { endStaleTimers, staleTimersOf, type StaleTimer } from './stale-offers.ts'
 import { EngineState } from './state.ts'
 import type { ExecutedTx, OfferKeyOf, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
 import { offerKey } from '../chain/ids.ts'
@@ -233,7 +234,12 @@ export class Engine {
     return removed.ok ? drain(this.state, removed.value) : removed
   }
 
-  /** Underwrite a credit request: a declined decision changes nothing; an approved one creates an offer. */
+  /**
+   * Underwrite a credit request: an approved decision creates an offer; a declined one or a refusal changes nothing of
+   * the request's own. A borrower at liveOffersPerBorrowerMax has its stale offers ended first (stale-offers.ts), the
+   * dispatch ticker's work done early: committed with an approved or a declined answer, never with a refusal (every
+   * refusal is decided before they end).
+   */
   requestCredit(input: CreditRequestInput & { caller: Address }, nowMs: number): EngineResult<UnderwritingDecision> {
     const s = this.state
     if (!sameAddress(input.agent, input.caller)) return forbidden('credit is requested by the borrower agent itself: sign in as the body\'s agent')
@@ -242,9 +248,17 @@ export class Engine {
     if (input.amountAtomic < minimum) {
       return fail('invalid', 'amount_below_minimum', `amountAtomic must be at least ${minimum}, the least advance in ${input.asset} on ${input.network} (the catalog's networks[].assets[].advanceMinAtomic)`)
     }
-    const liveOffers = s.liveOffersOf.get(input.agent) ?? 0
+    let liveOffers = s.liveOffersOf.get(input.agent)?.size ?? 0
+    // At the limit, the borrower's own offers already past their time (the ticker is bounded per turn and may be behind)
+    // do not count: they are ended below, in this command, once nothing else refuses the request (a refusal changes
+    // nothing). Only at the limit: below it, a request reads nothing more.
+    let stale: StaleTimer[] | undefined
     if (liveOffers >= this.config.liveOffersPerBorrowerMax) {
-      return fail('conflict', 'live_offers_limit', `the borrower holds ${this.config.liveOffersPerBorrowerMax} live offers, the most allowed; wait until one is funded, expires or is declined`)
+      stale = staleTimersOf(s, input.agent, nowMs)
+      liveOffers -= stale.length
+      if (liveOffers >= this.config.liveOffersPerBorrowerMax) {
+        return fail('conflict', 'live_offers_limit', `the borrower holds ${this.config.liveOffersPerBorrowerMax} live offers, the most allowed; wait until one is funded, expires or is declined`)
+      }
     }
     if (input.maximumFeeAtomic < 0n) return fail('invalid', 'invalid_amount', 'maximumFeeAtomic must be >= 0')
     if (input.supplierAddress !== undefined && sameAddress(input.supplierAddress, input.agent)) {
@@ -266,6 +280,10 @@ export class Engine {
       }
     }
 
+    if (stale !== undefined) {
+      endStaleTimers(s, stale, nowMs)
+      if ((s.liveOffersOf.get(input.agent)?.size ?? 0) !== liveOffers) throw new Error(`invariant: ${input.agent}'s stale offers did not all end`)
+    }
     const decision = underwrite(s, input, job, backing, nowMs)
     const { reasons, capacityAtomic, coverageBps, riskBand, durationSeconds } = decision
     if (reasons.length > 0) {

@@ -123,16 +123,20 @@ function checkSources(s: EngineState, committed: Map<string, bigint>): void {
 /** Borrower scores in range, live offers counted per borrower, book entries current and in every book unless (partly) parked. */
 function checkBorrowersAndBooks(s: EngineState): void {
   for (const b of s.borrowers.values()) if (!isBps(b.reputationBps)) throw new Error(`invariant: reputation of ${b.address} out of range`)
-  const offersOf = new Map<Address, number>()
+  const offersOf = new Map<Address, string[]>()
   const offeredOn = new Map<string, bigint>()
   for (const offer of s.offers.values()) {
     const o = offer.getSnapshot().context
-    offersOf.set(o.borrower, (offersOf.get(o.borrower) ?? 0) + 1)
+    const ids = offersOf.get(o.borrower)
+    if (ids === undefined) offersOf.set(o.borrower, [o.offerId])
+    else ids.push(o.offerId)
     if (o.source.kind !== 'job') continue
     const key = walletKey(o.borrower, o.network, o.asset)
     offeredOn.set(key, (offeredOn.get(key) ?? 0n) + o.amountAtomic)
   }
-  if (offersOf.size !== s.liveOffersOf.size || [...offersOf].some(([b, n]) => s.liveOffersOf.get(b) !== n)) {
+  // The same ids, and in creation order (the order a borrower at its limit ends its stale ones in: stale-offers.ts).
+  const bySeq = (a: string, b: string) => seqOf(a) - seqOf(b)
+  if (offersOf.size !== s.liveOffersOf.size || [...offersOf].some(([b, ids]) => String([...(s.liveOffersOf.get(b) ?? [])]) !== String(ids.sort(bySeq)))) {
     throw new Error('invariant: live offers per borrower are miscounted')
   }
   const receivableOffered = s.receivableOffered.byWalletKey()

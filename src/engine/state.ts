@@ -102,8 +102,11 @@ export class EngineState {
    * back in all of them when their session wallet changes, as parked ones are. In memory only, as `parked`.
    */
   readonly partlyParked = new Set<Address>()
-  /** Live offers per borrower (issue 10, hole 6: bounded by liveOffersPerBorrowerMax). */
-  readonly liveOffersOf = new Map<Address, number>()
+  /**
+   * The ids of each borrower's live offers, in creation order (issue 10, hole 6: their count is bounded by
+   * liveOffersPerBorrowerMax). A borrower at the bound has its own stale ones ended by its request (stale-offers.ts).
+   */
+  readonly liveOffersOf = new Map<Address, Set<string>>()
   /**
    * What a borrower's live offers on jobs ask, per borrower, network and asset: owed on receivables once funded, so
    * underwriting counts it with what its advances owe (underwriting.ts). Kept with liveOffersOf.

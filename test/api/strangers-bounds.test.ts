@@ -1,6 +1,6 @@
 // Issue 10, hole 6 over HTTP: live offers per borrower are bounded (engine liveOffersPerBorrowerMax): one more is
 // refused 409 live_offers_limit, changing nothing; another borrower is not affected; once an offer ends the borrower
-// may ask again.
+// may ask again; one at the bound whose offers are past their TTL is not refused (its request ends them).
 import { rmSync } from 'node:fs'
 import t from 'tap'
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
@@ -46,4 +46,22 @@ t.test('a borrower holds at most liveOffersPerBorrowerMax live offers', async (t
   const dispatched = await a.client.post('/credit/dispatch', {})
   t.ok(dispatched.body.expiredOffers.length >= 2, 'the offers went stale')
   t.equal((await ask(a, 'src-a')).body.decision, 'approved', 'once its offers ended the borrower may ask again')
+})
+
+t.test('a borrower at the bound whose offers are past their TTL is not refused: its request ends them (no dispatch)', async (t) => {
+  const c = await borrowerWithSource('src-c')
+  const ask = () => c.client.post('/credit/request', creditRequest(h, c.account.address, 'src-c', usdc(1), usdc(1)))
+  const first = await ask()
+  t.equal(first.body.decision, 'approved')
+  t.equal((await ask()).body.decision, 'approved')
+  expectProblem(t, await ask(), 409, 'live_offers_limit', 'at the bound, its offers live')
+  // The chain (and the service's clock) moves past their TTL; nobody dispatches (dispatchIntervalMs 0: no ticker).
+  now = Math.max(now + 60_000, await advanceChainTime(h, 61))
+  const third = await ask()
+  t.equal(third.status, 200, JSON.stringify(third.body))
+  t.equal(third.body.decision, 'approved', 'approved: its stale offers do not count')
+  const ended = await c.client.get(`/credit/offers/${first.body.offer.offerId}`)
+  t.equal(ended.body.state, 'expired', 'the oldest expired with the request, and is stored so')
+  t.equal(ended.body.endReason, 'stale')
+  app.service.engine.checkInvariants()
 })

@@ -272,7 +272,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.idempotency,
         ...errors.networkStopped,
         422: { description: 'amountAtomic is below the least advance in the asset (code amount_below_minimum; the catalog\'s networks[].assets[].advanceMinAtomic, one whole unit unless the networks file sets it): a lease must be worth its lender\'s gas. Or the supplier is the borrower (supplier_is_borrower) or not allowed (supplier_not_allowed), or idempotency_key_reused.' },
-        409: { description: 'The borrower already holds liveOffersPerBorrowerMax live offers (code live_offers_limit; see the catalog limits), or the job\'s open advances and the borrower\'s live offers reach advancesPerJobMax (job_advances_limit: one settleJob must pay them all), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
+        409: { description: 'The borrower already holds liveOffersPerBorrowerMax live offers (code live_offers_limit; see the catalog limits; its offers past their TTL do not count, the request ends them), or the job\'s open advances and the borrower\'s live offers reach advancesPerJobMax (job_advances_limit: one settleJob must pay them all), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
       },
       handler: (ctx) =>
         mutate(service, ctx, (ticket) =>
