@@ -13,7 +13,10 @@
 // of its requests. Modes of the service: uws-front (the default: uWS behind the node:net front), uws-direct
 // (HTTP_LEGACY_CLIENTS=0) and node (HTTP_TRANSPORT=node, reported "not available" where the service ignores it).
 // Fails when more than 1% of the answers are errors or fewer than 90% of the matches lease: a broken mix must not
-// pass for a fast one. Writes bench/results/loadmix-latest.json. Options: --lenders 500 --borrowers 256
+// pass for a fast one (once every mode ran and the results are written, so that a failed mode still shows what it
+// measured). Each mode also reports the dispatch ticker's backlog, sampled in the service (fixtures/service.ts
+// sampleDispatchBacklog): how overdue the oldest due lease or offer is, how many are due, how far the observed chain
+// time is behind the clock, and the ticker's turns. Writes bench/results/loadmix-latest.json. Options: --lenders 500 --borrowers 256
 // --connections 64 --warmup 3 --seconds 10 --modes uws-front,uws-direct,node --quick (1 s windows, a small book, the
 // default mode only). BENCH_SERVICE_CPU_PROF=<dir> writes a CPU profile of each service process there (its CPU
 // figures then include the profiler's own: V8 samples every isolate, 1,000 times a second, from a thread of its own, and
@@ -35,7 +38,7 @@ import { defaultDevnetNetworks, startDevnet, type Devnet } from '../src/chain/de
 import { fdatasyncMillis, procCpuMicros, script as ceilingScript, startMode, stopMode, wrk, type WrkResult } from './ceiling.ts'
 import { ASSET, fundLenders, lenderSpecs, registerBorrowers, registerLenders } from './fixtures/agents.ts'
 import { BENCH_SUPPLIER, startServiceProcess } from './fixtures/service-process.ts'
-import { windowOf } from './fixtures/service.ts'
+import { backlogOf, windowOf } from './fixtures/service.ts'
 import { checkMix, type MixCounts } from './fixtures/mix.ts'
 import { isMainModule } from '../src/tools/main-module.ts'
 
@@ -215,14 +218,13 @@ async function runServiceMode(mode: string, devnet: Devnet, network: NetworkConf
     }
     let start: Awaited<ReturnType<typeof service.read>> | undefined
     let end: typeof start
+    const marks: NonNullable<typeof start>[] = []
     const measured = await windows(`${service.url}/`, service.pid as number, scriptFor, {
       before: async () => { start = await service.read() },
       after: async () => { end = await service.read() },
       // A reading on its own: the service's per-window reports (long tasks, slow requests) then cover the half-rate window alone.
-      mark: async () => { await service.read() },
+      mark: async () => { marks.push(await service.read()) },
     })
-    checkMix(`${mode} saturated`, measured.saturated.wrk, measured.saturated.counts as MixCounts)
-    checkMix(`${mode} half-rate`, measured.halfRate.wrk, measured.halfRate.counts as MixCounts)
     const s = measured.saturated
     const c = s.counts as MixCounts
     const pairs = Math.max(1, c.matches)
@@ -242,19 +244,41 @@ async function runServiceMode(mode: string, devnet: Devnet, network: NetworkConf
         processCpuCores: round(s.cpu.processMicros / (SECONDS * 1e6), 2),
         threadsCpuCores: s.cpu.threads,
         store: windowOf(start as NonNullable<typeof start>, end as NonNullable<typeof end>, pairs),
+        // The dispatch ticker's backlog over the window (sampled in the service, fixtures/service.ts sampleDispatchBacklog).
+        dispatchBacklog: backlogOf(start, end),
         loadAverage1mAtEnd: s.loadAverage1mAtEnd,
       },
-      halfRate: { ...measured.halfRate.wrk, delayMillis: measured.halfRate.delayMillis, outcomes: measured.halfRate.counts as MixCounts, loadAverage1mAtEnd: measured.halfRate.loadAverage1mAtEnd },
+      halfRate: {
+        ...measured.halfRate.wrk, delayMillis: measured.halfRate.delayMillis, outcomes: measured.halfRate.counts as MixCounts,
+        dispatchBacklog: backlogOf(marks[0], marks[1]), loadAverage1mAtEnd: measured.halfRate.loadAverage1mAtEnd,
+      },
     }
+    const backlogText = (b: ReturnType<typeof backlogOf>, pairsPerSecond: number) => b === null ? 'not sampled' :
+      `oldest due item overdue max ${b.overdueMsMax} ms (p50 ${b.overdueMsP50}, at the end ${b.overdueMsAtEnd}), due at once max ${b.dueLeasesMax} leases / ${b.dueOffersMax} offers, ` +
+      `mean ${b.dueLeasesMean} / ${b.dueOffersMean} (a lease waits about ${Math.round((b.dueLeasesMean * 1000) / Math.max(1, pairsPerSecond))} ms past its deadline); ` +
+      `observed chain time behind the clock mean ${b.chainLagMsMean} ms, max ${b.chainLagMsMax}; ` +
+      `ticker turns ${b.tickerTurns}, ${b.tickerGrownTurnsShare} of them behind (budget grown, max ever ${b.tickerBudgetMsMaxEver} ms), ${b.tickerFullTurnsShare} stopped at the commands in flight`
     say(`  ${mode}: ${result.saturated.pairsPerSecond} pairs/s, ${s.wrk.requestsPerSecond} req/s (p99 ${s.wrk.latencyMillis.p99} ms); ` +
       `CPU per pair ${result.saturated.serviceThreadCpuMicrosPerPair} us service thread, ${result.saturated.processCpuMicrosPerPair} us process; ` +
       `half rate ${result.halfRate.requestsPerSecond} req/s p99 ${result.halfRate.latencyMillis.p99} ms; load ${s.loadAverage1mAtEnd}`)
     say(`  threads, saturated (cores): ${threadsText(s.cpu.threads)}`)
     say(`  idle before / after the load: ${measured.idle.processCpuCores} / ${measured.idleAfter.processCpuCores} cores process, ` +
       `${measured.idle.mainThreadCpuCores} / ${measured.idleAfter.mainThreadCpuCores} main thread; by thread, before: ${threadsText(measured.idle.threads)}; after: ${threadsText(measured.idleAfter.threads)}`)
+    say(`  dispatch backlog, saturated: ${backlogText(result.saturated.dispatchBacklog, result.saturated.pairsPerSecond)}; per second ${JSON.stringify(result.saturated.dispatchBacklog?.overdueMsMaxPerSecond ?? [])}`)
+    say(`  dispatch backlog, half rate: ${backlogText(result.halfRate.dispatchBacklog, Math.round(result.halfRate.outcomes.matches / SECONDS))}; errors ${JSON.stringify(result.halfRate.outcomes.errors)}`)
     say(`  outcomes: leased ${c.leased}, no eligible lender ${c.noEligibleLender}, offer expired ${c.offerExpired}, declined ${c.declined}, ` +
       `refused leases ${c.refusedLeases}, errors ${JSON.stringify(c.errors)}`)
-    return result
+    // After the figures are out, and the other modes run: a failed mode still says what it measured (the ticker's
+    // backlog, the 409s), and the run fails once its results are written.
+    let failed: string | null = null
+    try {
+      checkMix(`${mode} saturated`, measured.saturated.wrk, measured.saturated.counts as MixCounts)
+      checkMix(`${mode} half-rate`, measured.halfRate.wrk, measured.halfRate.counts as MixCounts)
+    } catch (error) {
+      failed = String(error)
+      say(`  FAILED: ${failed}`)
+    }
+    return { ...result, failed }
   } finally {
     await service.stop()
     rmSync(dataDir, { recursive: true, force: true })
@@ -353,4 +377,6 @@ if (isMainModule(import.meta.url)) {
   mkdirSync(dirname(out), { recursive: true })
   writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`)
   say(`\nratios: ${JSON.stringify(result.ratios)}\nwrote ${out}`)
+  const failed = Object.values(result.service).flatMap((m) => (m.available && m.failed !== null ? [m.failed] : []))
+  if (failed.length > 0) throw new Error(`loadmix failed: ${failed.join('; ')}`)
 }

@@ -104,6 +104,50 @@ export function timersDue(s: EngineState, nowMs: number): boolean {
 }
 
 /**
+ * The dispatch backlog's age: how long, on its network's clock, the oldest lease or offer that is due has been due
+ * (0 when none is). A peek at each schedule, O(networks), like timersDue.
+ */
+export function oldestOverdueMs(s: EngineState, nowMs: number): number {
+  let overdueMs = 0
+  for (const [network, schedule] of s.leaseExpiries) {
+    const next = schedule.peek()
+    const chainTimeMs = chainTimeOf(s, network)
+    if (next !== undefined && chainTimeMs !== undefined && next.atMs <= chainTimeMs) overdueMs = Math.max(overdueMs, chainTimeMs - next.atMs)
+  }
+  for (const [network, schedule] of s.offerExpiries) {
+    const next = schedule.peek()
+    const clockMs = networkClockMs(s, network, nowMs)
+    if (next !== undefined && next.atMs <= clockMs) overdueMs = Math.max(overdueMs, clockMs - next.atMs)
+  }
+  return overdueMs
+}
+
+/**
+ * How many leases and offers are due now (for a bench's reading, not for the ticker: it walks every due item, at
+ * most `max` of each kind).
+ */
+export function dueCounts(s: EngineState, nowMs: number, max: number): { leases: number; offers: number } {
+  let leases = 0
+  let offers = 0
+  for (const [network, schedule] of s.leaseExpiries) {
+    const chainTimeMs = chainTimeOf(s, network)
+    if (chainTimeMs === undefined) continue
+    for (const d of schedule.ascending()) {
+      if (d.atMs > chainTimeMs || leases >= max) break
+      leases += 1
+    }
+  }
+  for (const [network, schedule] of s.offerExpiries) {
+    const clockMs = networkClockMs(s, network, nowMs)
+    for (const d of schedule.ascending()) {
+      if (d.atMs > clockMs || offers >= max) break
+      offers += 1
+    }
+  }
+  return { leases, offers }
+}
+
+/**
  * What a command's timer steps ended: counted (the per-command bounds read the count) and, for a caller that shows
  * them (POST /credit/dispatch, a follower's batch), viewed; `views` is null for the ticker, which shows nothing.
  */

@@ -11,7 +11,7 @@ import { applyRepaidFact } from './advances.ts'
 import { borrowerOf, liftDueSuspensions, suspend } from './borrowers.ts'
 import { resolveConfig, type EngineConfig } from './config.ts'
 import { drain, touch } from './changes.ts'
-import { chainTimeOf, ended, matchChangesMax, OFFER_EXPIRY_CHANGES_MAX, offersToDispatch, roomFor, timersDue, type Ended } from './dispatch.ts'
+import { chainTimeOf, dueCounts, ended, matchChangesMax, OFFER_EXPIRY_CHANGES_MAX, offersToDispatch, oldestOverdueMs, roomFor, timersDue, type Ended } from './dispatch.ts'
 import { fundOffer, observeChain, timeOutDueLeases, type ChainObservation, type ChainObservationOutcome, type PastLeaseOf } from './chain-facts.ts'
 import { fail, forbidden } from './errors.ts'
 import { checkInvariants } from './invariants.ts'
@@ -339,6 +339,19 @@ export class Engine {
    */
   dispatchDue(nowMs: number): boolean {
     return this.#dispatchStopped || timersDue(this.state, nowMs)
+  }
+
+  /**
+   * How long the oldest due lease (on its network's observed chain time) or offer (past its TTL) has been due, in ms; 0
+   * when nothing is due. O(networks): how far dispatch is behind, for a reading (the load mix samples it).
+   */
+  dispatchOverdueMs(nowMs: number): number {
+    return oldestOverdueMs(this.state, nowMs)
+  }
+
+  /** How many leases and offers are due now, at most `max` of each (a bench's reading: it walks the due items). */
+  dispatchDueCounts(nowMs: number, max = 100_000): { leases: number; offers: number } {
+    return dueCounts(this.state, nowMs, max)
   }
 
   /** Dispatch's steps (see dispatch), viewing what they ended or only counting it; notes whether work was left. */

@@ -71,6 +71,9 @@ t.test('a batch that passes more lease deadlines than one command may change: bo
   t.ok(batch.expiredLeases.length > 0 && batch.expiredLeases.length < leaseIds.length, 'the batch times out as many as fit, not all')
   t.same(batch.expiredLeases.map((l) => l.leaseId), leaseIds.slice(0, batch.expiredLeases.length), 'the first ones by deadline, then sequence')
   t.ok(engine.dispatchDue(T0 + 1_000), 'the rest is due')
+  // The deadlines are over from the chain second after T0 + LEASE_TTL_MS (leaseOverAtChainMs), 4 s before this chain time.
+  t.equal(engine.dispatchOverdueMs(T0 + 1_000), 4_000, 'the oldest due lease is overdue by the chain time past its deadline')
+  t.same(engine.dispatchDueCounts(T0 + 1_000), { leases: leaseIds.length - batch.expiredLeases.length, offers: 0 }, 'the leases left are due')
   const left = leaseIds[batch.expiredLeases.length] as string
   t.equal(engine.getLease(left)?.state, 'leased', 'a lease past its deadline waits, live, for its turn')
   const leftOffer = offerIds[batch.expiredLeases.length] as string
@@ -83,6 +86,8 @@ t.test('a batch that passes more lease deadlines than one command may change: bo
   t.same(leaseIds.filter((id) => engine.getLease(id) !== undefined), [], 'none of them is live')
   t.same(offerIds.filter((id) => engine.getOffer(id)?.state !== 'offered'), [], 'each offer waits for another lender')
   t.notOk(engine.dispatchDue(T0 + 1_000), 'nothing is due any more')
+  t.equal(engine.dispatchOverdueMs(T0 + 1_000), 0, 'nothing is overdue')
+  t.same(engine.dispatchDueCounts(T0 + 1_000), { leases: 0, offers: 0 })
 })
 
 t.test('stale offers beyond one command are expired over several dispatches, in creation order', async (t) => {
@@ -90,8 +95,11 @@ t.test('stale offers beyond one command are expired over several dispatches, in 
   registerBacking(engine)
   observe(engine, T0, T0)
   const offerIds = Array.from({ length: 90 }, () => offerFor(engine, {}, T0))
-  bounded(t, engine, observe(engine, T0 + 60_000, T0 + 60_000), 'the batch', SMALL_BUDGET)
-  const done = dispatchUntilDone(t, engine, T0 + 60_000, SMALL_BUDGET, 20)
+  t.equal(engine.dispatchOverdueMs(T0 + 60_000), 0, 'no offer is past its TTL yet')
+  bounded(t, engine, observe(engine, T0 + 61_500, T0 + 61_500), 'the batch', SMALL_BUDGET)
+  t.equal(engine.dispatchOverdueMs(T0 + 61_500), 1_500, 'the oldest stale offer is overdue by the chain time past its TTL')
+  t.same(engine.dispatchDueCounts(T0 + 61_500, 50), { leases: 0, offers: 50 }, 'the stale offers are due, counted up to the most asked')
+  const done = dispatchUntilDone(t, engine, T0 + 61_500, SMALL_BUDGET, 20)
   t.ok(done.calls > 1, 'more than one dispatch')
   t.same(done.expiredOffers, offerIds, 'every offer expired once, in creation order')
   t.equal(engine.getSource('src_1')?.committedAtomic, 0n, 'their capacity is back')
