@@ -16,7 +16,7 @@
 // pass for a fast one (once every mode ran and the results are written, so that a failed mode still shows what it
 // measured). Each mode also reports the dispatch ticker's backlog, sampled in the service (fixtures/service.ts
 // sampleDispatchBacklog): how overdue the oldest due lease or offer is, how many are due, how far the observed chain
-// time is behind the clock, and the ticker's turns. Writes bench/results/loadmix-latest.json. Options: --lenders 500 --borrowers 256
+// time is behind the clock, and the ticker's turns. Writes bench/results/loadmix-latest.json. Options: --lenders 500 --borrowers 512
 // --connections 64 --warmup 3 --seconds 10 --modes uws-front,uws-direct,node --quick (1 s windows, a small book, the
 // default mode only). BENCH_SERVICE_CPU_PROF=<dir> writes a CPU profile of each service process there (its CPU
 // figures then include the profiler's own: V8 samples every isolate, 1,000 times a second, from a thread of its own, and
@@ -65,8 +65,12 @@ const LENDERS = num(args.lenders, 'lenders', QUICK ? 128 : 500)
 // A borrower holds at most liveOffersPerBorrowerMax (100) live offers and offers live LEASE_TTL_SECONDS: enough
 // borrowers that none reaches the cap at the rates this machine serves, and lenders whose liquidity outlasts the
 // leases held meanwhile. --quick had 20 and 32: on a quiet machine its 1 s windows reached the borrowers' cap (409
-// live_offers_limit) already at 12680a0, and with 96 borrowers ran the book dry at 1,400 pairs/s.
-const BORROWERS = num(args.borrowers, 'borrowers', QUICK ? 128 : 256)
+// live_offers_limit) already at 12680a0, and with 96 borrowers ran the book dry at 1,400 pairs/s. An offer stays live
+// about 5.4 s at saturation (its 3 s TTL, up to a second more as its lease is over at the chain second after its
+// deadline, and the observed chain time's 1.6-2 s lag behind the clock: README "Bounded work per command"), so 256
+// borrowers' 25,600 live offers capped the mix at about 4,700 pairs/s (409s from about 4,300 on a quiet machine,
+// 2026-11-27); 512 hold twice the rate this machine serves.
+const BORROWERS = num(args.borrowers, 'borrowers', QUICK ? 128 : 512)
 const CONNECTIONS = num(args.connections, 'connections', QUICK ? 16 : 64)
 const WARMUP_SECONDS = num(args.warmup, 'warmup', QUICK ? 1 : 3)
 const SECONDS = num(args.seconds, 'seconds', QUICK ? 1 : 10)
