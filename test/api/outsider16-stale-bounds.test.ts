@@ -9,10 +9,11 @@
 // the request, or if the ends were not shown (views, stream) as the ticker's would be.
 import t from 'tap'
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
+import { ChainAgent } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { EventStream } from '../../src/client/stream.ts'
 import { advanceChainTime, creditRequest, readyLender, signedIn, startHarness, usdc, type Harness } from '../fixtures/service.ts'
-import { backingSourceBody, expectProblem, expectReconciled, until, type Json } from './fixtures/api.ts'
+import { actionFor, backingSourceBody, expectProblem, expectReconciled, until, type Json } from './fixtures/api.ts'
 
 let now = Date.now()
 let h: Harness
@@ -118,6 +119,37 @@ t.test('an offer whose lease timed out stays live until its TTL; then the borrow
   const dispatched = await who.client.post('/credit/dispatch', {})
   t.notOk(JSON.stringify(dispatched.body).includes(leasedOffer!), `the dispatch does not end them again: ${JSON.stringify(dispatched.body)}`)
   t.equal((await profile())['leasesExpired'], 1, 'still one')
+  const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+  await expectReconciled(t, operator, h.network.slug)
+})
+
+t.test('an offer past its TTL under a live lease is not ended by its borrower\'s request: the lender pays it in time', async (t) => {
+  const who = await borrower('o16-late-lease')
+  const [first, second] = await atBound(who)
+  // 100 s into the offers' 120 s, a cheaper lender arrives: its leases' deadlines (60 s) fall after the offers' TTL.
+  await pastChainTime(100)
+  const lender = await readyLender(h, { minFeeBps: 50, liquidityAtomic: usdc(50) })
+  for (const offerId of [first!, second!]) {
+    const match = await who.client.post('/credit/match', { offerId })
+    t.equal(match.body.lease?.lender, lender.account.address, JSON.stringify(match.body))
+  }
+  // Past the offers' TTL, within the leases.
+  await pastChainTime(21)
+  const commits = h.app.service.store.stats().commits
+  expectProblem(t, await ask(who), 409, 'live_offers_limit', 'offers under live leases are not stale')
+  t.equal(h.app.service.store.stats().commits, commits, 'the refusal wrote nothing')
+  t.equal(await state(first!), 'leased')
+  t.equal(await state(second!), 'leased')
+  // The lender pays the first in time: funded, the advance recorded.
+  const action = await actionFor(lender, first!)
+  const paymentTx = await new ChainAgent(h.network, lender.session).sendUnsigned(action['transaction'])
+  const paid = await lender.client.post(`/credit/offers/${first}/supplier-payment`, { lender: lender.account.address, supplierPaymentId: paymentTx })
+  t.equal(paid.status, 200, JSON.stringify(paid.body))
+  t.equal(await state(first!), 'funded')
+  // Below the bound now: the borrower may ask; the second lease runs to its deadline, then ends with its offer.
+  t.equal((await ask(who)).body.decision, 'approved')
+  await pastChainTime(40)
+  await until(async () => (await state(second!)) === 'expired', 10_000, 'the second offer ended with its lease')
   const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
   await expectReconciled(t, operator, h.network.slug)
 })
