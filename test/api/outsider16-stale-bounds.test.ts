@@ -153,3 +153,25 @@ t.test('an offer past its TTL under a live lease is not ended by its borrower\'s
   const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
   await expectReconciled(t, operator, h.network.slug)
 })
+
+t.test('a keyed request at the bound that ended stale offers replays its answer and ends nothing more', async (t) => {
+  const who = await borrower('o16-keyed')
+  const offers = await atBound(who)
+  await pastChainTime(121)
+  const key = `o16-${Date.now()}`
+  const body = creditRequest(h, who.account.address, who.source, usdc(5), usdc(1))
+  const first = await who.client.post('/credit/request', body, { idempotencyKey: key })
+  t.equal(first.body.decision, 'approved', JSON.stringify(first.body))
+  for (const id of offers) t.equal(await state(id), 'expired', `${id} ended with the keyed answer`)
+  // One more live offer of its own, then past its TTL: a replay must not end it (nor create another offer).
+  const second = await ask(who)
+  t.equal(second.body.decision, 'approved')
+  await pastChainTime(121)
+  const commits = h.app.service.store.stats().commits
+  const replay = await who.client.post('/credit/request', body, { idempotencyKey: key })
+  t.equal(replay.headers.get('idempotent-replayed'), 'true', 'replayed')
+  t.same(replay.body, first.body, 'the same answer')
+  t.equal(h.app.service.store.stats().commits, commits, 'the replay wrote nothing')
+  t.equal(await state(first.body.offer.offerId), 'offered', 'the keyed answer\'s offer, past its TTL, is left to the ticker')
+  t.equal(await state(second.body.offer.offerId), 'offered')
+})
