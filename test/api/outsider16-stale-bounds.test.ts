@@ -54,7 +54,7 @@ t.test('only the borrower ends its stale offers; refusals change nothing', async
   t.teardown(() => stream.close())
   const seen = new Map<string, string>()
   stream.on((message) => {
-    if (message.kind === 'offer') seen.set(message.offer.offerId, message.offer.state)
+    if (message.type === 'event' && message.kind === 'offer') seen.set(message.offer.offerId, message.offer.state)
   })
   await stream.ready()
   const offers = await atBound(victim)

@@ -53,7 +53,7 @@ try {
   t0 = Date.now()
   const cpuStart = process.cpuUsage()
   let freedAt = 0
-  let lat: number[] = []
+  const lat: number[] = []
   const third = await borrower('o16-third')
   while (Date.now() - t0 < 20_000) {
     const s = Date.now()
@@ -61,14 +61,8 @@ try {
     await third.client.post('/credit/match', { offerId: r.body.offer.offerId })
     lat.push(Date.now() - s)
     if (freedAt === 0 && (await profile()).leasesExpired === 1) freedAt = Date.now() - t0
-    const state = (await h.app.service.engine.dispatchOverdueMs?.()) as unknown
-    const live = (await new CreditClient(h.url).get('/credit/state')).body
-    if (freedAt > 0 && live.offers?.live === undefined) {
-      // /credit/state's shape: print once and stop when the crowd is gone.
-    }
     const crowdLeft = (await new CreditClient(h.url).get(`/credit/offers/off_${made + 1}`)).body.state
     if (freedAt > 0 && crowdLeft === 'expired') break
-    void state
   }
   const used = process.cpuUsage(cpuStart)
   lat.sort((a, b) => a - b)
