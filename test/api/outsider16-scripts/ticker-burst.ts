@@ -9,19 +9,14 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { CreditClient } from '../../../src/client/client.ts'
 import { advanceChainTime, creditRequest, readyLender, signedIn, startHarness, usdc } from '../../fixtures/service.ts'
 import { backingSourceBody } from '../fixtures/api.ts'
+import { cpuShare } from './cpu.ts'
 
 const borrowers = Number(process.argv[2] ?? 10)
 let now = Date.now()
 const h = await startHarness({ clock: () => now, config: { dispatchIntervalMs: 1000, offerTtlSeconds: 120, leaseTtlSeconds: 60 } })
-const cpu = async (ms: number) => {
-  const start = process.cpuUsage()
-  await new Promise((r) => setTimeout(r, ms))
-  const used = process.cpuUsage(start)
-  return ((used.user + used.system) / 1000 / ms * 100).toFixed(1) + ' % of a core'
-}
 try {
   const lender = await readyLender(h, { minFeeBps: 500, liquidityAtomic: usdc(100) })
-  console.log('idle, nothing live:', await cpu(3000))
+  console.log('idle, nothing live:', await cpuShare(3000))
   async function borrower(id: string) {
     const account = privateKeyToAccount(generatePrivateKey())
     const client = await signedIn(h.url, account)
@@ -46,7 +41,7 @@ try {
     }))
   }
   console.log(`made ${made} unmatched offers in ${Date.now() - t0} ms`)
-  console.log('idle, offers live and unmatched:', await cpu(3000))
+  console.log('idle, offers live and unmatched:', await cpuShare(3000))
   const profile = async () => ((await new CreditClient(h.url).get('/lenders?limit=1000')).body as any[]).find((l) => l.address === lender.account.address)
   // Past the lease (60 s) and the offers' TTL (120 s) at once.
   now = Math.max(now + 121_000, await advanceChainTime(h, 121))
@@ -69,7 +64,7 @@ try {
   console.log(`victim lease timed out (liquidity back) after ${freedAt} ms; last crowd offer ended after ${Date.now() - t0} ms; CPU ${((used.user + used.system) / 1000).toFixed(0)} ms`)
   console.log(`third borrower request+match+reads: n=${lat.length} p50 ${lat[Math.floor(lat.length / 2)]} ms max ${lat[lat.length - 1]} ms`)
   console.log('credit state', JSON.stringify((await new CreditClient(h.url).get('/credit/state')).body).slice(0, 400))
-  console.log('idle after:', await cpu(3000))
+  console.log('idle after:', await cpuShare(3000))
 } finally {
   await h.stop()
 }

@@ -7,23 +7,18 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { CreditClient } from '../../../src/client/client.ts'
 import { advanceChainTime, creditRequest, readyLender, signedIn, startHarness, usdc } from '../../fixtures/service.ts'
 import { backingSourceBody } from '../fixtures/api.ts'
+import { cpuShare } from './cpu.ts'
 
 const offers = Number(process.argv[2] ?? 3)
 let now = Date.now()
 const h = await startHarness({ clock: () => now, config: { dispatchIntervalMs: 1000, offerTtlSeconds: 120, leaseTtlSeconds: 60 } })
-const cpu = async (ms: number) => {
-  const start = process.cpuUsage()
-  await new Promise((r) => setTimeout(r, ms))
-  const used = process.cpuUsage(start)
-  return ((used.user + used.system) / 1000 / ms * 100).toFixed(1) + ' % of a core'
-}
 try {
   const account = privateKeyToAccount(generatePrivateKey())
   const client = await signedIn(h.url, account)
   await client.post('/credit/backing-sources', await backingSourceBody(h, account.address, { sourceId: 'o16-late', valueAtomic: usdc(100000), liquidationValueAtomic: usdc(100000), advanceRateBps: 5000 }))
   const ids: string[] = []
   for (let i = 0; i < offers; i++) ids.push((await client.post('/credit/request', creditRequest(h, account.address, 'o16-late', usdc(5), usdc(1)))).body.offer.offerId)
-  console.log('idle, offers live:', await cpu(3000))
+  console.log('idle, offers live:', await cpuShare(3000))
   now = Math.max(now + 100_000, await advanceChainTime(h, 100))
   // The lender arrives late in the offers' life: its leases' deadlines (60 s) fall after the offers' expiresAt.
   const lender = await readyLender(h, { minFeeBps: 500, liquidityAtomic: usdc(1000) })
@@ -44,13 +39,13 @@ try {
   }
   now = Math.max(now + 21_000, await advanceChainTime(h, 21))
   console.log('after 121 s (offers past TTL, leases live)', (await states()).join(' '))
-  console.log('idle, offers past TTL under live leases:', await cpu(3000))
-  console.log('again:', await cpu(3000))
+  console.log('idle, offers past TTL under live leases:', await cpuShare(3000))
+  console.log('again:', await cpuShare(3000))
   console.log('overdue ms (engine):', (h.app.service.engine as any).dispatchOverdueMs?.(Date.now()))
   now = Math.max(now + 45_000, await advanceChainTime(h, 45))
   await new Promise((r) => setTimeout(r, 1500))
   console.log('after the leases\' deadlines', (await states()).join(' '))
-  console.log('idle after:', await cpu(3000))
+  console.log('idle after:', await cpuShare(3000))
 } finally {
   await h.stop()
 }
