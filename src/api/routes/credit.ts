@@ -259,7 +259,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       callers: 'the borrower (agent)',
       summary: 'Request credit: an underwriting decision and, when approved, an offer',
       description:
-        'The signed-in wallet must be the borrower (agent). Underwrites the request against the repayment source (a job or a backing source of the agent): an approved decision creates an offer with its risk band and duration; a declined one lists stable reason codes and creates nothing (for a borrower at liveOffersPerBorrowerMax, an approved or declined answer also ends its own offers past their TTL, as the ticker would; a refusal (4xx) changes nothing). No self-dealing: a job whose client (the JobFunded sender) is the borrower itself is declined, client_is_borrower.',
+        'The signed-in wallet must be the borrower (agent). Underwrites the request against the repayment source (a job or a backing source of the agent): an approved decision creates an offer with its risk band and duration; a declined one lists stable reason codes and creates nothing (for a borrower at liveOffersPerBorrowerMax, or at its job\'s advancesPerJobMax, an approved or declined answer also ends its own offers past their TTL, as the ticker would; a refusal (4xx) changes nothing). No self-dealing: a job whose client (the JobFunded sender) is the borrower itself is declined, client_is_borrower.',
       tags,
       auth: 'session',
       body: CreditRequest,
