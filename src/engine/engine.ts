@@ -236,7 +236,8 @@ export class Engine {
 
   /**
    * Underwrite a credit request: an approved decision creates an offer; a declined one or a refusal changes nothing of
-   * the request's own. A borrower at liveOffersPerBorrowerMax has its stale offers ended first (stale-offers.ts), the
+   * the request's own. A borrower at liveOffersPerBorrowerMax (or whose live offers bring its job to advancesPerJobMax)
+   * has its stale offers ended first (stale-offers.ts), the
    * dispatch ticker's work done early: committed with an approved or a declined answer, never with a refusal (every
    * refusal is decided before they end).
    */
@@ -275,8 +276,15 @@ export class Engine {
       const { advanceIds, borrower } = job.getSnapshot().context
       const openAdvances = advanceIds.length
       if (openAdvances + liveOffers >= this.config.advancesPerJobMax && sameAddress(borrower, input.agent)) {
-        return fail('conflict', 'job_advances_limit', `job ${input.repaymentSource}'s open advances (${openAdvances}) and the borrower's live offers (${liveOffers}) ` +
-          `reach advancesPerJobMax (${this.config.advancesPerJobMax}), the most one settleJob can pay; wait until offers end or advances are repaid`)
+        // As at the live-offer limit, its own offers past their time do not count: they end below (only at this bound).
+        if (stale === undefined) {
+          stale = staleTimersOf(s, input.agent, nowMs)
+          liveOffers -= stale.length
+        }
+        if (openAdvances + liveOffers >= this.config.advancesPerJobMax) {
+          return fail('conflict', 'job_advances_limit', `job ${input.repaymentSource}'s open advances (${openAdvances}) and the borrower's live offers (${liveOffers}) ` +
+            `reach advancesPerJobMax (${this.config.advancesPerJobMax}), the most one settleJob can pay; wait until offers end or advances are repaid`)
+        }
       }
     }
 

@@ -259,7 +259,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       callers: 'the borrower (agent)',
       summary: 'Request credit: an underwriting decision and, when approved, an offer',
       description:
-        'The signed-in wallet must be the borrower (agent). Underwrites the request against the repayment source (a job or a backing source of the agent): an approved decision creates an offer with its risk band and duration; a declined one lists stable reason codes and changes nothing. No self-dealing: a job whose client (the JobFunded sender) is the borrower itself is declined, client_is_borrower.',
+        'The signed-in wallet must be the borrower (agent). Underwrites the request against the repayment source (a job or a backing source of the agent): an approved decision creates an offer with its risk band and duration; a declined one lists stable reason codes and creates nothing (for a borrower at liveOffersPerBorrowerMax, or at its job\'s advancesPerJobMax, an approved or declined answer also ends its own offers past their TTL, as the ticker would; a refusal (4xx) changes nothing). No self-dealing: a job whose client (the JobFunded sender) is the borrower itself is declined, client_is_borrower.',
       tags,
       auth: 'session',
       body: CreditRequest,
@@ -272,7 +272,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         ...errors.idempotency,
         ...errors.networkStopped,
         422: { description: 'amountAtomic is below the least advance in the asset (code amount_below_minimum; the catalog\'s networks[].assets[].advanceMinAtomic, one whole unit unless the networks file sets it): a lease must be worth its lender\'s gas. Or the supplier is the borrower (supplier_is_borrower) or not allowed (supplier_not_allowed), or idempotency_key_reused.' },
-        409: { description: 'The borrower already holds liveOffersPerBorrowerMax live offers (code live_offers_limit; see the catalog limits; its offers past their TTL do not count, the request ends them), or the job\'s open advances and the borrower\'s live offers reach advancesPerJobMax (job_advances_limit: one settleJob must pay them all), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
+        409: { description: 'The borrower already holds liveOffersPerBorrowerMax live offers (code live_offers_limit; see the catalog limits; its offers past their TTL do not count, the request ends them, at most timeOutsPerCommandMax (engine config, 8) per request; one past its TTL under a lease whose deadline the chain has not passed still counts: its lender may still pay it), or the job\'s open advances and the borrower\'s live offers reach advancesPerJobMax (job_advances_limit: one settleJob must pay them all; its offers past their TTL do not count there either), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
       },
       handler: (ctx) =>
         mutate(service, ctx, (ticket) =>
