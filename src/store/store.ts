@@ -409,15 +409,17 @@ export class Store {
     if (this.#draining) return
     this.#draining = true
     try {
-      while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, this.#commitsPerTxnMax)
-        await this.#write(batch)
-      }
+      if (this.#queue.length > 0) await this.#write(this.#queue.splice(0, this.#commitsPerTxnMax))
     } finally {
       this.#draining = false
-      const resolveDrained = this.#resolveDrained
-      this.#resolveDrained = null
-      resolveDrained?.()
+      // The next group a turn later, as the first: the commits that this group's acknowledgements let their callers
+      // issue at once join it, instead of following in a transaction of their own (issue 11).
+      if (this.#queue.length > 0) this.#schedule()
+      else {
+        const resolveDrained = this.#resolveDrained
+        this.#resolveDrained = null
+        resolveDrained?.()
+      }
     }
   }
 
