@@ -409,10 +409,10 @@ export class Store {
     if (this.#draining) return
     this.#draining = true
     try {
-      while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, this.#commitsPerTxnMax)
-        await this.#write(batch)
-      }
+      // The first group is what was queued by this turn; each next one, asked as soon as the previous one is written,
+      // is what is queued when its callback runs.
+      await this.#write(this.#queue.splice(0, this.#commitsPerTxnMax))
+      while (this.#queue.length > 0) await this.#write(null)
     } finally {
       this.#draining = false
       const resolveDrained = this.#resolveDrained
@@ -421,18 +421,28 @@ export class Store {
     }
   }
 
-  async #write(batch: Pending[]): Promise<void> {
+  /**
+   * One group transaction of `taken`, or (null) of the commits queued when lmdb-js runs its callback (the writer
+   * thread has begun the transaction), not when it is asked for: the commits issued meanwhile, among them those that
+   * the previous group's acknowledgements let their callers issue at once, join it instead of following in a
+   * transaction of their own (issue 11).
+   */
+  async #write(taken: Pending[] | null): Promise<void> {
+    let batch = taken ?? undefined
     let outcome: GroupOutcome | undefined
     let txnId = 0
     let txnError: unknown
     try {
       await this.#root.transaction(() => {
+        batch ??= this.#queue.splice(0, this.#commitsPerTxnMax)
         txnId = this.#root.getWriteTxnId()
         outcome = applyGroup(this.#dbs, batch.map((pending) => pending.prepared), this.idempotency.retentionMs, (step) => void this.#root.childTransaction(step))
       })
     } catch (error) {
       txnError = error
     }
+    // A transaction that failed before its callback ran fails the commits it would have taken.
+    batch ??= this.#queue.splice(0, this.#commitsPerTxnMax)
     if (outcome === undefined && txnError === undefined) txnError = new StoreError('store_assertion_failed', 'the write transaction did not run')
     this.#stats.transactions++
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length)

@@ -53,6 +53,25 @@ t.test('commits arriving while a transaction is in flight join the next one', as
   t.not([...laterIds][0], a!.txnId)
 })
 
+t.test('commits issued in the turn that acknowledges a group join the commits queued during its write', async (t) => {
+  const { store } = await freshStore(t)
+  const first = store.commit({ changes: [change(0)] })
+  await new Promise((r) => setImmediate(r))
+  // Queued while the first group is written.
+  const queued = store.commit({ changes: [change(1)] })
+  // Issued once the first is acknowledged, a few microtasks later (as an awaiting caller's next command is), in the
+  // same turn: it shares the next group with the queued one instead of following in a transaction of its own.
+  const issued = first.then(async () => {
+    await null
+    await null
+    return store.commit({ changes: [change(2)] })
+  })
+  const [a, b, c] = await Promise.all([first, queued, issued])
+  t.not(b.txnId, a.txnId)
+  t.equal(c.txnId, b.txnId, 'one transaction for both')
+  t.equal(store.stats().transactions, 2)
+})
+
 t.test('a batch is limited to commitsPerTxnMax commits', async (t) => {
   const { store } = await freshStore(t, { commitsPerTxnMax: 10 })
   await Promise.all(Array.from({ length: 35 }, (_, i) => store.commit({ changes: [change(i)] })))
