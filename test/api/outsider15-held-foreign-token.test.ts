@@ -4,15 +4,15 @@
 // view: a record per token and recipient was anyone's to add), and /health and reconciliation must not take that token
 // for one of the network's, nor fail on the amount.
 import t from 'tap'
-import { createTestClient, createWalletClient, getAddress, http, maxUint256, type Address } from 'viem'
+import { createWalletClient, getAddress, http, maxUint256, type Address } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi, loadArtifact, testStablecoinAbi } from '../../src/chain/artifacts.ts'
 import { networkChain } from '../../src/chain/clients.ts'
-import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { fundedAccount, signedIn, startHarness, type Harness } from '../fixtures/service.ts'
 import { expectReconciled, until } from './fixtures/api.ts'
+import { pastReclaimDelay } from './fixtures/reclaim.ts'
 
 let h: Harness
 t.before(async () => {
@@ -38,7 +38,7 @@ t.test('a refund held in a stranger\'s own token is nobody\'s business of the se
   await mined(await wallet.writeContract({ address: token, abi: testStablecoinAbi, functionName: 'approve', args: [h.network.creditContract, amount] }))
   const jobId = 'job_o15_foreign_token'
   await mined(await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'fundJob', args: [jobKey(jobId), token, amount, stranger.address] }))
-  await createTestClient({ chain: networkChain(h.network), transport: http(h.network.rpcUrl), mode: 'anvil' }).increaseTime({ seconds: Number(devnetReclaimDelaySeconds) + 60 })
+  await pastReclaimDelay(h.network, 60)
   await mined(await wallet.writeContract({ address: token, abi: testStablecoinAbi, functionName: 'blacklist', args: [stranger.address] }))
   const reclaim = await mined(await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] }))
   const held = await agent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'heldFor', args: [token, stranger.address] })

@@ -4,15 +4,14 @@
 // the lender is repaid, the client gets the escrow, the borrower its collateral, the supplier the principal (only it),
 // and the service's views and reconciliation agree with the contract at each step.
 import t from 'tap'
-import { createTestClient, createWalletClient, http, type Address } from 'viem'
+import { createWalletClient, http, type Address } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi, testStablecoinAbi } from '../../src/chain/artifacts.ts'
 import { networkChain } from '../../src/chain/clients.ts'
-import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
-import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
+import { pastReclaimDelay, sendReclaim } from './fixtures/reclaim.ts'
 
 let h: Harness
 t.before(async () => {
@@ -55,13 +54,11 @@ t.test('a held supplier payment, repaid, reclaimed, then claimed: every token wh
   await new ChainAgent(h.network, borrower).sendAll(repay.transactions)
   await until(async () => (await borrowerClient.get(`/credit/advances/${advanceId}`)).body.state === 'repaid', 20_000, 'the repayment to be applied')
   t.ok(await chain.balanceOf(USDC, lender.session.address) > lenderBefore, 'the lender was repaid')
-  await createTestClient({ chain: networkChain(h.network), transport, mode: 'anvil' }).increaseTime({ seconds: Number(devnetReclaimDelaySeconds) + 60 })
+  await pastReclaimDelay(h.network, 60)
   const clientAgent = new ChainAgent(h.network, jobClient)
   const borrowerAgent = new ChainAgent(h.network, borrower)
   const [clientBefore, borrowerBefore] = [await clientAgent.balanceOf(USDC, jobClient.address), await borrowerAgent.balanceOf(USDC, borrower.address)]
-  const reclaim = await createWalletClient({ account: jobClient, chain: networkChain(h.network), transport })
-    .writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] })
-  t.equal((await chain.publicClient.waitForTransactionReceipt({ hash: reclaim })).status, 'success', 'reclaimed')
+  t.equal((await sendReclaim(h.network, jobClient, jobId)).status, 'success', 'reclaimed')
   t.equal(await clientAgent.balanceOf(USDC, jobClient.address), clientBefore + usdc(300), 'the client got its escrow')
   t.equal(await borrowerAgent.balanceOf(USDC, borrower.address), borrowerBefore + usdc(50), 'the borrower its collateral')
   t.equal(await heldFor(), heldBefore + usdc(40), 'the supplier\'s principal stays held for it')

@@ -3,15 +3,14 @@
 // borrower what is left of the collateral; one that left a shortfall keeps the job's escrow until the borrower pays the
 // shortfall, then the client reclaims. The service follows each reclaim and reconciliation agrees.
 import t from 'tap'
-import { createWalletClient, http } from 'viem'
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
-import { networkChain } from '../../src/chain/clients.ts'
 import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { advanceChainTime, fund, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
+import { sendReclaim, tryReclaim } from './fixtures/reclaim.ts'
 
 let h: Harness
 let lender: ReadyLender
@@ -27,14 +26,11 @@ t.teardown(async () => {
 
 const reader = () => new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.operator.privateKey)).publicClient
 const getJob = (jobId: string) => reader().readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })
+/** The client's reclaimJob: the revert's message if a simulation refuses it, else the sent transaction's status. */
 async function reclaim(client: PrivateKeyAccount, jobId: string): Promise<string> {
-  const attempt = await reader()
-    .simulateContract({ account: client, address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] })
-    .then(() => null, (error: Error) => error.message)
-  if (attempt !== null) return attempt
-  const wallet = createWalletClient({ account: client, chain: networkChain(h.network), transport: http(h.network.rpcUrl) })
-  const hash = await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] })
-  return (await reader().waitForTransactionReceipt({ hash, pollingInterval: 50 })).status
+  const attempt = await tryReclaim(h.network, client, jobId)
+  if (attempt !== 'would succeed') return attempt
+  return (await sendReclaim(h.network, client, jobId)).status
 }
 
 t.test('reclaim after a liquidation on the open job: covered whole, or after the borrower paid the shortfall', async (t) => {

@@ -3,16 +3,12 @@
 // and reclaims it: the JobReclaimed names the same key. The service must leave the registered job, its advance and its
 // lender alone (the follower applies a reclaim to a registered job on its own network only).
 import t from 'tap'
-import { createTestClient, createWalletClient, http } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
-import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
-import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
-import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
+import { pastReclaimDelay, sendReclaim } from './fixtures/reclaim.ts'
 
 let h: Harness
 let other: NetworkConfig
@@ -34,12 +30,11 @@ t.test('a stranger\'s reclaim of the same job key on the other network ends noth
   const stranger = await fundedAccount(h.devnet, other, usdc(1))
   const agent = new ChainAgent(other, stranger)
   await agent.fundJob(jobId, USDC, usdc(1), stranger.address)
-  await createTestClient({ chain: networkChain(other), transport: http(other.rpcUrl), mode: 'anvil' }).increaseTime({ seconds: Number(devnetReclaimDelaySeconds) + 60 })
-  const wallet = createWalletClient({ account: stranger, chain: networkChain(other), transport: http(other.rpcUrl) })
-  const hash = await wallet.writeContract({ address: other.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] })
-  t.equal((await agent.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status, 'success', 'the stranger reclaimed its own job there')
+  await pastReclaimDelay(other, 60)
+  const reclaim = await sendReclaim(other, stranger, jobId)
+  t.equal(reclaim.status, 'success', 'the stranger reclaimed its own job there')
   // The service's follower of the other network has applied the reclaim's block (its last applied block, as /health shows it).
-  const mined = (await agent.publicClient.getTransactionReceipt({ hash })).blockNumber
+  const mined = reclaim.blockNumber
   const followed = () => BigInt(h.app.service.followerHealth(other.slug).block ?? -1) >= mined
   await until(followed, 20_000, 'the other network\'s follower to pass the reclaim')
 

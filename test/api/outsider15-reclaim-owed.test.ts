@@ -2,16 +2,15 @@
 // job advanced on once none of its advances owes anything (`outstanding` 0), and reverts AdvancesOwed otherwise. Every
 // probe calls the contract directly as the job's client or a stranger, and checks what the service follows.
 import t from 'tap'
-import { createTestClient, createWalletClient, http, type Hex } from 'viem'
-import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
+import type { Hex } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
-import { networkChain } from '../../src/chain/clients.ts'
-import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
 import { fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
+import { pastReclaimDelay, sendReclaim, tryReclaim } from './fixtures/reclaim.ts'
 
 const JOB_OPEN = 0
 
@@ -27,17 +26,10 @@ t.teardown(async () => {
   await h.stop()
 })
 
-const chain = () => networkChain(h.network)
 const reader = () => new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.operator.privateKey)).publicClient
 const getJob = (jobId: string) => reader().readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })
 const getAdvance = (key: Hex) => reader().readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getAdvance', args: [key] })
-const tryReclaim = (client: PrivateKeyAccount, jobId: string) => reader()
-  .simulateContract({ account: client, address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] })
-  .then(() => 'would succeed', (error: Error) => error.message)
 const reconciled = async () => ((await operator.post('/operator/reconcile', { network: h.network.slug })).body.networks[0]?.differences ?? [1]).length === 0
-async function pastReclaimDelay(): Promise<void> {
-  await createTestClient({ chain: chain(), transport: http(h.network.rpcUrl), mode: 'anvil' }).increaseTime({ seconds: Number(devnetReclaimDelaySeconds) + 60 })
-}
 
 t.test('a repayment of the lender\'s part only (the reserve\'s share still owed) does not let the client reclaim; a full one does, once, and the key is spent', async (t) => {
   // Both jobs are advanced on before the chain's clock moves past the reclaim delay (a lease after it is past due).
@@ -65,17 +57,15 @@ t.test('a repayment of the lender\'s part only (the reserve\'s share still owed)
   await new ChainAgent(h.network, b.borrower).sendAll(repayB.transactions)
   await until(async () => (await b.borrowerClient.get(`/credit/advances/${advanceB}`)).body.state === 'repaid', 20_000, 'the repayment to be applied')
 
-  await pastReclaimDelay()
-  t.match(await tryReclaim(a.jobClient, partial), /AdvancesOwed/, 'A: the client cannot take the escrow that backs the reserve\'s share')
+  await pastReclaimDelay(h.network, 60)
+  t.match(await tryReclaim(h.network, a.jobClient, partial), /AdvancesOwed/, 'A: the client cannot take the escrow that backs the reserve\'s share')
   await until(reconciled, 20_000, 'the follower to apply the partial repayment')
   t.not((await a.borrowerClient.get(`/credit/advances/${advanceA}`)).body.state, 'repaid', 'A: the service does not call it repaid')
 
-  const wallet = createWalletClient({ account: b.jobClient, chain: chain(), transport: http(h.network.rpcUrl) })
-  const hash = await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(full)] })
-  t.equal((await reader().waitForTransactionReceipt({ hash, pollingInterval: 50 })).status, 'success', 'B: reclaimed once repaid')
+  t.equal((await sendReclaim(h.network, b.jobClient, full)).status, 'success', 'B: reclaimed once repaid')
   await until(async () => (await b.borrowerClient.get(`/credit/jobs/${full}`)).body.failureReason === 'escrow_reclaimed', 20_000, 'the follower to apply the reclaim')
   // A second reclaim, and a stranger's new funding of the same key, revert.
-  t.match(await tryReclaim(b.jobClient, full), /JobNotOpen/, 'B: no second reclaim')
+  t.match(await tryReclaim(h.network, b.jobClient, full), /JobNotOpen/, 'B: no second reclaim')
   const stranger = await fundedAccount(h.devnet, h.network, usdc(10))
   const refund = await new ChainAgent(h.network, stranger).fundJob(full, USDC, usdc(10), b.borrower.address).then(() => 'funded', (error: Error) => error.message)
   t.match(refund, /reverted/, 'B: the key is spent')

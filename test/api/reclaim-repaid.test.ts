@@ -6,16 +6,14 @@
 // repaid advance stays repaid, and reconciliation agrees. Its own harness: reclaim.test.ts moves the chain's clock
 // weeks ahead of the service's, past any new advance's due time.
 import t from 'tap'
-import { createTestClient, createWalletClient, http } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
-import { networkChain } from '../../src/chain/clients.ts'
-import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
 import { fund, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
+import { pastReclaimDelay, sendReclaim, tryReclaim } from './fixtures/reclaim.ts'
 
 const JOB_RECLAIMED = 5
 
@@ -31,8 +29,6 @@ t.teardown(async () => {
   await h.stop()
 })
 
-const chain = () => networkChain(h.network)
-
 t.test('a job whose advance was repaid in full is reclaimed by its client alone (an outsider\'s finding: it waited on the operator for good); the service follows', async (t) => {
   const jobId = 'job_rc_repaid'
   const { borrower, borrowerClient, jobClient } = await fundedJob(h, { jobId, receivableAtomic: usdc(300), dueInSeconds: 3600 })
@@ -40,21 +36,15 @@ t.test('a job whose advance was repaid in full is reclaimed by its client alone 
   const advanceId = advance.advanceId as string
 
   // While the advance is owed, the client's reclaim reverts (AdvancesOwed): the escrow backs the lender.
-  const transport = http(h.network.rpcUrl)
-  await createTestClient({ chain: chain(), transport, mode: 'anvil' }).increaseTime({ seconds: Number(devnetReclaimDelaySeconds) })
-  const owed = await new ChainAgent(h.network, jobClient).publicClient
-    .simulateContract({ account: jobClient, address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] })
-    .then(() => 'would succeed', (error: Error) => error.message)
-  t.match(owed, /AdvancesOwed/, 'refused while the lender is owed')
+  await pastReclaimDelay(h.network)
+  t.match(await tryReclaim(h.network, jobClient, jobId), /AdvancesOwed/, 'refused while the lender is owed')
 
   await fund(h.devnet, h.network, borrower.address, usdc(100))
   await new ChainAgent(h.network, borrower).sendAll((await borrowerClient.get(`/credit/advances/${advanceId}/repay-transactions`)).body.transactions)
   await until(async () => (await borrowerClient.get(`/credit/advances/${advanceId}`)).body.state === 'repaid', 20_000, 'the repayment to be applied')
   const borrowerBefore = h.app.service.engine.getBorrower(borrower.address)
 
-  const wallet = createWalletClient({ account: jobClient, chain: chain(), transport })
-  const hash = await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] })
-  t.equal((await new ChainAgent(h.network, jobClient).publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status, 'success')
+  t.equal((await sendReclaim(h.network, jobClient, jobId)).status, 'success')
   const onChain = await new ChainAgent(h.network, jobClient).publicClient.readContract({
     address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)],
   })

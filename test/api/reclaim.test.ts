@@ -5,7 +5,7 @@
 // A registration refuses a job that is no longer open on chain, and one whose client could reclaim it before its
 // credit ends.
 import t from 'tap'
-import { createTestClient, createWalletClient, http, type PrivateKeyAccount } from 'viem'
+import { createTestClient, http, type PrivateKeyAccount } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { networkChain } from '../../src/chain/clients.ts'
@@ -15,6 +15,7 @@ import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
 import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectProblem, expectReconciled, until } from './fixtures/api.ts'
+import { pastReclaimDelay, sendReclaim } from './fixtures/reclaim.ts'
 
 const JOB_RECLAIMED = 5
 
@@ -40,13 +41,10 @@ const onChainStatus = async (jobId: string) =>
 
 /** The client moves the chain past the job's reclaim time (anvil) and reclaims it, calling the contract directly. */
 async function reclaim(client: PrivateKeyAccount, jobId: string): Promise<`0x${string}`> {
-  const transport = http(h.network.rpcUrl)
-  await createTestClient({ chain: chain(), transport, mode: 'anvil' }).increaseTime({ seconds: Number(devnetReclaimDelaySeconds) })
-  const wallet = createWalletClient({ account: client, chain: chain(), transport })
-  const hash = await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] })
-  const receipt = await new ChainAgent(h.network, client).publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 })
-  if (receipt.status !== 'success') throw new Error(`reclaimJob ${hash} reverted`)
-  return hash
+  await pastReclaimDelay(h.network)
+  const receipt = await sendReclaim(h.network, client, jobId)
+  if (receipt.status !== 'success') throw new Error(`reclaimJob ${receipt.transactionHash} reverted`)
+  return receipt.transactionHash
 }
 
 t.test('a registered job reclaimed on chain ends failed (escrow_reclaimed) through the follower; nobody is penalised', async (t) => {
