@@ -14,7 +14,7 @@ import { open, type Database, type Key } from 'lmdb'
 import type { Change } from '../src/store/index.ts'
 import { encodeWithStructures } from '../src/store/structures-encoder.ts'
 import { VALUE_STRUCTURES, valueEncoding } from '../src/store/value-encoding.ts'
-import { applyGroup, prepareCommit, type StoreDatabases } from '../src/store/writes.ts'
+import { applyGroup, prepareCommit, SNAPSHOT_VALUES_CHECKED, type StoreDatabases } from '../src/store/writes.ts'
 import { SNAPSHOT_VERSIONS } from '../src/engine/migrations.ts'
 import * as book from './fixtures/book.ts'
 import { loadMixPairs, PAIR_COMMANDS } from './fixtures/pairs.ts'
@@ -76,7 +76,7 @@ try {
   const root = open({ path: join(dir, 'data'), noSync: true })
   const snapshots = root.openDB<unknown, [string, string]>({ name: 'snapshots', ...valueEncoding(VALUE_STRUCTURES) } as never)
   const records = root.openDB<unknown, [string, string]>({ name: 'records', ...valueEncoding(VALUE_STRUCTURES) } as never)
-  encodeWithStructures(snapshots, VALUE_STRUCTURES)
+  encodeWithStructures(snapshots, VALUE_STRUCTURES, SNAPSHOT_VALUES_CHECKED)
   encodeWithStructures(records, VALUE_STRUCTURES)
   const dbs: StoreDatabases = {
     snapshots: counted('snapshots', snapshots),
