@@ -4,19 +4,27 @@
 // penalties) before the timed window, and the four commits of each pair go through this checkout's store, one store
 // per engine, in blocks alternated (A B, B A, ...) within one process: process and main-thread CPU per pair, puts
 // per pair. Both see the same load and the same garbage, which separate runs on a loaded machine do not.
-// Options: --against <other checkout's bench/fixtures/book.ts> (required), --block 2000 --rounds 6
-// --durability none|sync (default none: the store's own CPU) --in-flight 256. Writes nothing under bench/results.
+// With --against-store <other checkout's src/store/index.ts> instead, the two are stores: this checkout's engine hands
+// out the pairs (an engine per store), and their commits go to each store (the other checkout's node_modules
+// linked), alternated the same way: a store change measured on the load mix's own commits (a group of 256 holds many pairs' requests and matches,
+// the book's cheapest lender in most of them), which match-shaped commits alone (bench/store-interleaved.ts) do not show.
+// Options: --against <other checkout's bench/fixtures/book.ts> or --against-store <module> (one is required), --block
+// 2000 --rounds 6 --durability none|sync (default none: the store's own CPU) --in-flight 256. Writes nothing under
+// bench/results.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../src/engine/migrations.ts'
-import { Store, type Change } from '../src/store/index.ts'
+import * as thisStore from '../src/store/index.ts'
+import type { Change } from '../src/store/index.ts'
 import { loadMixPairs, type BookModule } from './fixtures/pairs.ts'
 
-const { values: args } = parseArgs({ options: { against: { type: 'string' }, durability: { type: 'string' }, block: { type: 'string' }, rounds: { type: 'string' }, 'in-flight': { type: 'string' } }, strict: true })
-if (args.against === undefined) throw new Error('--against <path of the other checkout\'s bench/fixtures/book.ts> is required')
+const { values: args } = parseArgs({ options: { against: { type: 'string' }, 'against-store': { type: 'string' }, durability: { type: 'string' }, block: { type: 'string' }, rounds: { type: 'string' }, 'in-flight': { type: 'string' } }, strict: true })
+if ((args.against === undefined) === (args['against-store'] === undefined)) {
+  throw new Error('--against <path of the other checkout\'s bench/fixtures/book.ts> or --against-store <path of its src/store/index.ts> is required')
+}
 const DURABILITY = args.durability === 'sync' ? 'sync' : 'none'
 const BLOCK = Number(args.block ?? 2000)
 const ROUNDS = Number(args.rounds ?? 6)
@@ -30,11 +38,14 @@ function mainThreadCpuMicros(): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000
 }
 
-const engines: [string, BookModule][] = [
-  [args.against, (await import(pathToFileURL(resolve(args.against)).href)) as BookModule],
-  ['bench/fixtures/book.ts', await import('./fixtures/book.ts')],
-]
-const runs = await Promise.all(engines.map(async ([name, module]) => {
+type StoreModule = typeof thisStore
+const load = async <T>(path: string): Promise<T> => (await import(pathToFileURL(resolve(path)).href)) as T
+const thisBook: BookModule = await import('./fixtures/book.ts')
+/** [name, engine, store] of each run; with --against-store each store takes pairs of an engine of its own, both this checkout's. */
+const sides: [string, BookModule, StoreModule][] = args.against !== undefined
+  ? [[args.against, await load<BookModule>(args.against), thisStore], ['bench/fixtures/book.ts', thisBook, thisStore]]
+  : [[args['against-store'] as string, thisBook, await load<StoreModule>(args['against-store'] as string)], ['src/store', thisBook, thisStore]]
+const runs = await Promise.all(sides.map(async ([name, module, { Store }]) => {
   const { setup, pairs } = loadMixPairs(module, PAIRS)
   const dir = mkdtempSync(join(tmpdir(), 'agent-credit-pair-commits-'))
   const store = await Store.open({ dataDir: join(dir, 'data'), durability: DURABILITY, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() })

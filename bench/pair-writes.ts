@@ -1,7 +1,11 @@
 // What one request + match pair of the load mix writes to the store (issue 11), counted rather than timed: the
 // engine's commands of a pair (bench/fixtures/pairs.ts: request, match, the follower's batch timing the lease out, the
 // ticker expiring the offer) committed one command per group through the store's own prepareCommit and applyGroup, over databases that count every put and remove by database and kind of key, with
-// the bytes of the encoded values. Prints a table per command and the total per pair. Options: --pairs 200 --lenders 500.
+// the bytes of the encoded values. Prints a table per command and the total per pair. Options: --pairs 200 --lenders 500
+// --group 1: with --group n, the same command of n pairs shares one group transaction (n requests, then their n
+// matches, then their n time-outs), as under load, where a group holds many pairs' requests or matches: it counts what
+// the group puts beside the changes its commits hand in (each checked when its commit is prepared), so a record put
+// once for several commits of the group shows.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,14 +14,15 @@ import { open, type Database, type Key } from 'lmdb'
 import type { Change } from '../src/store/index.ts'
 import { encodeWithStructures } from '../src/store/structures-encoder.ts'
 import { VALUE_STRUCTURES, valueEncoding } from '../src/store/value-encoding.ts'
-import { applyGroup, prepareCommit, type StoreDatabases } from '../src/store/writes.ts'
+import { applyGroup, prepareCommit, SNAPSHOT_VALUES_CHECKED, type StoreDatabases } from '../src/store/writes.ts'
 import { SNAPSHOT_VERSIONS } from '../src/engine/migrations.ts'
 import * as book from './fixtures/book.ts'
 import { loadMixPairs, PAIR_COMMANDS } from './fixtures/pairs.ts'
 
-const { values: args } = parseArgs({ options: { pairs: { type: 'string' }, lenders: { type: 'string' } }, strict: true })
+const { values: args } = parseArgs({ options: { pairs: { type: 'string' }, lenders: { type: 'string' }, group: { type: 'string' } }, strict: true })
 const PAIRS = Number(args.pairs ?? 200)
 const LENDERS = Number(args.lenders ?? 500)
+const GROUP = Number(args.group ?? 1)
 
 interface Tally { puts: number; removes: number; bytes: number }
 /** command -> `db kind` -> tally */
@@ -71,7 +76,7 @@ try {
   const root = open({ path: join(dir, 'data'), noSync: true })
   const snapshots = root.openDB<unknown, [string, string]>({ name: 'snapshots', ...valueEncoding(VALUE_STRUCTURES) } as never)
   const records = root.openDB<unknown, [string, string]>({ name: 'records', ...valueEncoding(VALUE_STRUCTURES) } as never)
-  encodeWithStructures(snapshots, VALUE_STRUCTURES)
+  encodeWithStructures(snapshots, VALUE_STRUCTURES, SNAPSHOT_VALUES_CHECKED)
   encodeWithStructures(records, VALUE_STRUCTURES)
   const dbs: StoreDatabases = {
     snapshots: counted('snapshots', snapshots),
@@ -81,21 +86,28 @@ try {
   }
   const limits = { changesPerCommitMax: 10_000, versions: new Map(Object.entries(SNAPSHOT_VERSIONS)), collectionVersions: new Map<string, number>() }
   const commands = new Map<string, number>()
-  const commit = (name: string, changes: readonly Change[]): void => {
-    if (changes.length === 0) return
+  /** command -> changes handed in by its commits (each checked when prepared) */
+  const changesIn = new Map<string, number>()
+  /** One group transaction of the commits `group` (each a command's changes). */
+  const commit = (name: string, group: ReadonlyArray<readonly Change[]>): void => {
+    const commits = group.filter((changes) => changes.length > 0)
+    if (commits.length === 0) return
     command = name
-    commands.set(name, (commands.get(name) ?? 0) + 1)
-    const prepared = prepareCommit({ changes }, () => book.T0, 0, limits)
+    commands.set(name, (commands.get(name) ?? 0) + commits.length)
+    changesIn.set(name, (changesIn.get(name) ?? 0) + commits.reduce((n, changes) => n + changes.length, 0))
+    const prepared = commits.map((changes) => prepareCommit({ changes }, () => book.T0, 0, limits))
     root.transactionSync(() => {
-      const outcome = applyGroup(dbs, [prepared], 0, (step) => void root.childTransaction(step))
-      if (outcome.failures[0] !== undefined) throw outcome.failures[0] as Error
+      const outcome = applyGroup(dbs, prepared, 0, (step) => void root.childTransaction(step))
+      const failure = outcome.failures.find((f) => f !== undefined)
+      if (failure !== undefined) throw failure as Error
     })
   }
 
   const { setup, pairs } = loadMixPairs(book, PAIRS, LENDERS)
-  for (let i = 0; i < setup.length; i += 5000) commit('setup', setup.slice(i, i + 5000))
-  for (const pair of pairs) {
-    for (const [k, changes] of pair.entries()) commit(PAIR_COMMANDS[k] as string, changes)
+  for (let i = 0; i < setup.length; i += 5000) commit('setup', [setup.slice(i, i + 5000)])
+  for (let first = 0; first < pairs.length; first += GROUP) {
+    const chunk = pairs.slice(first, first + GROUP)
+    for (const [k, name] of PAIR_COMMANDS.entries()) commit(name, chunk.map((pair) => pair[k] as Change[]))
   }
 
   const rows: string[] = []
@@ -103,7 +115,7 @@ try {
   for (const [name, byKind] of counts) {
     if (name === 'setup') continue
     const n = commands.get(name) as number
-    rows.push(`${name} (${n} commits)`)
+    rows.push(`${name} (${n} commits, ${((changesIn.get(name) as number) / PAIRS).toFixed(2)} changes per pair)`)
     for (const [kind, t] of [...byKind].sort()) {
       rows.push(`  ${kind.padEnd(34)} puts ${(t.puts / PAIRS).toFixed(2).padStart(5)}  removes ${(t.removes / PAIRS).toFixed(2).padStart(5)}  value bytes ${(t.bytes / PAIRS).toFixed(0).padStart(5)} per pair`)
       const all = total.get(kind) ?? { puts: 0, removes: 0, bytes: 0 }
@@ -118,7 +130,9 @@ try {
     removes += t.removes
     bytes += t.bytes
   }
-  rows.push(`per pair: ${(puts / PAIRS).toFixed(2)} puts, ${(removes / PAIRS).toFixed(2)} removes, ${(bytes / PAIRS).toFixed(0)} value bytes (${PAIRS} pairs, ${LENDERS} lenders)`)
+  let changes = 0
+  for (const [name, n] of changesIn) if (name !== 'setup') changes += n
+  rows.push(`per pair: ${(changes / PAIRS).toFixed(2)} changes handed in, ${(puts / PAIRS).toFixed(2)} puts, ${(removes / PAIRS).toFixed(2)} removes, ${(bytes / PAIRS).toFixed(0)} value bytes (${PAIRS} pairs, ${LENDERS} lenders, ${GROUP} pairs' commands per group)`)
   process.stdout.write(`${rows.join('\n')}\n`)
   await root.close()
 } finally {

@@ -24,7 +24,7 @@ import { encodeWithStructures } from './structures-encoder.ts'
 import { LEGACY_VALUE_ENCODING, STRUCTURES_RECORD, valueEncoding } from './value-encoding.ts'
 import {
   applyGroup, IDEMPOTENCY_COLLECTION, type CommitLimits, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
-  type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey,
+  type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey, SNAPSHOT_VALUES_CHECKED,
 } from './writes.ts'
 
 export { DB_NAMES, STORE_FORMAT_VERSION } from './open-checks.ts'
@@ -171,7 +171,8 @@ export class Store {
     this.#live = root.openDB<number, SnapshotKey>({ name: 'live' })
     this.#records = root.openDB<unknown, RecordKey>({ name: 'records', ...valueEncoding(structures) } as never)
     this.#expiry = root.openDB<boolean, ExpiryKey>({ name: 'expiry' })
-    for (const db of [this.#snapshots, this.#records]) encodeWithStructures(db, structures)
+    encodeWithStructures(this.#snapshots, structures, SNAPSHOT_VALUES_CHECKED)
+    encodeWithStructures(this.#records, structures)
     for (const db of [this.#live, this.#expiry]) encodeWithStructures(db, [])
     this.#dbs = { snapshots: this.#snapshots, live: this.#live, records: this.#records, expiry: this.#expiry }
     this.#clock = options.clock ?? Date.now
@@ -297,8 +298,9 @@ export class Store {
 
   /**
    * Queues `input` for the next group commit and resolves once it is durable (durability 'sync'). All writes of
-   * one commit land together or not at all. Rejects with StoreAssertionError (invalid input, nothing queued),
-   * StoreConflictError (a conditional record write lost; nothing of this commit written), StoreOverloadedError.
+   * one commit land together or not at all. Rejects with StoreAssertionError (invalid input, nothing queued; a change's
+   * record that is not JSON-like, found as its group writes it: nothing of this commit written), StoreConflictError (a
+   * conditional record write lost; nothing of this commit written), StoreOverloadedError.
    */
   commit(input: CommitInput): Promise<CommitResult> {
     try {

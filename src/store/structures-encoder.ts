@@ -20,6 +20,11 @@ const FIXED_BYTES_MAX = 10
 
 /** Thrown inside a walk that met a value left to msgpackr; caught by encode(). */
 const LEFT_TO_MSGPACKR = new Error('left to msgpackr')
+/**
+ * Thrown by a checking encoder (`jsonLikeDepthMax`) at a value that is not JSON-like plus bigint (validate.ts
+ * jsonLikeProblem); its caller finds where with jsonLikeProblem, on that failure only.
+ */
+export const NOT_JSON_LIKE = new Error('not JSON-like')
 
 /** The buffer lmdb-js reads an encoded value from (start and end set in its reuse mode). */
 type EncodedBytes = Buffer & { start?: number; end?: number }
@@ -30,16 +35,31 @@ interface SharedStructure {
   readonly keys: readonly string[]
 }
 
+export interface StructuresEncoderOptions {
+  /**
+   * Checks what it writes: a value that is not JSON-like plus bigint (undefined, a function or a symbol, a non-finite
+   * number, an object that is not plain, a non-empty container at this depth or deeper, the encoded value itself at
+   * depth 0) throws NOT_JSON_LIKE instead of going to msgpackr.
+   */
+  readonly jsonLikeDepthMax?: number
+}
+
 export class StructuresEncoder {
   readonly #byFirstKey = new Map<string, SharedStructure[]>()
   /** The id of the empty structure, -1 without one. */
   readonly #emptyId: number
+  readonly #checking: boolean
+  readonly #depthMax: number
+  /** The depth of the containers being written (in the encoded value itself: 0). */
+  #depth = 0
   #target: EncodedBytes = Buffer.allocUnsafeSlow(BUFFER_BYTES_INITIAL)
   #view = new DataView(this.#target.buffer, this.#target.byteOffset, this.#target.length)
   #start = 0
   #position = 0
 
-  constructor(structures: readonly (readonly string[])[]) {
+  constructor(structures: readonly (readonly string[])[], options: StructuresEncoderOptions = {}) {
+    this.#checking = options.jsonLikeDepthMax !== undefined
+    this.#depthMax = options.jsonLikeDepthMax ?? Number.POSITIVE_INFINITY
     let emptyId = -1
     structures.forEach((keys, index) => {
       const id = 0x40 + index
@@ -62,6 +82,7 @@ export class StructuresEncoder {
    */
   encode(value: unknown, mode = 0): EncodedBytes | undefined {
     this.#start = this.#position
+    this.#depth = 0
     if (this.#target.length > BUFFER_BYTES_KEPT_MAX) this.#replaceBuffer(BUFFER_BYTES_INITIAL)
     else if (this.#target.length - this.#position < 0x800) this.#replaceBuffer(this.#target.length)
     try {
@@ -113,11 +134,11 @@ export class StructuresEncoder {
         }
         if (Array.isArray(value)) return this.#array(value)
         const proto = Object.getPrototypeOf(value)
-        if (proto !== Object.prototype && proto !== null) throw LEFT_TO_MSGPACKR
+        if (proto !== Object.prototype && proto !== null) throw this.#checking ? NOT_JSON_LIKE : LEFT_TO_MSGPACKR
         return this.#object(value as Record<string, unknown>)
       }
       default:
-        throw LEFT_TO_MSGPACKR
+        throw this.#checking ? NOT_JSON_LIKE : LEFT_TO_MSGPACKR
     }
   }
 
@@ -179,6 +200,7 @@ export class StructuresEncoder {
         this.#position += 4
       }
     } else {
+      if (this.#checking && value - value !== 0) throw NOT_JSON_LIKE
       target[this.#position++] = 0xcb
       this.#view.setFloat64(this.#position, value)
       this.#position += 8
@@ -217,7 +239,11 @@ export class StructuresEncoder {
     const length = value.length
     if (length < 0x10) this.#target[this.#position++] = 0x90 | length
     else this.#uint16or32(length, 0xdc, 0xdd)
+    if (length === 0) return
+    if (this.#depth >= this.#depthMax) throw NOT_JSON_LIKE
+    this.#depth++
     for (let i = 0; i < length; i++) this.#pack(value[i])
+    this.#depth--
   }
 
   #object(object: Record<string, unknown>): void {
@@ -230,12 +256,15 @@ export class StructuresEncoder {
       this.#target[this.#position++] = this.#emptyId
       return
     }
+    if (first !== undefined && this.#depth >= this.#depthMax) throw NOT_JSON_LIKE
+    this.#depth++
     const candidates = first === undefined ? undefined : this.#byFirstKey.get(first)
     if (candidates !== undefined) {
       for (const structure of candidates) {
         if (!hasKeysOf(object, structure.keys)) continue
         this.#target[this.#position++] = structure.id
         for (const key in object) this.#pack(object[key])
+        this.#depth--
         return
       }
     }
@@ -253,6 +282,7 @@ export class StructuresEncoder {
     if (size > 0xffff) throw LEFT_TO_MSGPACKR
     this.#target[this.#start + sizeAt] = size >> 8
     this.#target[this.#start + sizeAt + 1] = size & 0xff
+    this.#depth--
   }
 }
 
@@ -299,9 +329,20 @@ function hasKeysOf(object: Record<string, unknown>, keys: readonly string[]): bo
  * expiry indexes (lmdb-js's default msgpackr, which writes their numbers and `true` with the same bytes): msgpackr's
  * encode call costs more than a whole snapshot's walk here.
  */
-export function encodeWithStructures(db: object, structures: readonly (readonly string[])[]): void {
+export function encodeWithStructures(db: object, structures: readonly (readonly string[])[], checked?: CheckedValues): void {
   const encoder = (db as unknown as { encoder: { encode: (value: unknown, mode?: number) => Uint8Array } }).encoder
   const msgpackr = encoder.encode
-  const fast = new StructuresEncoder(structures)
-  encoder.encode = (value, mode) => fast.encode(value, mode) ?? msgpackr.call(encoder, value, mode)
+  const fast = new StructuresEncoder(structures, { jsonLikeDepthMax: checked?.depthMax })
+  encoder.encode = checked === undefined
+    ? (value, mode) => fast.encode(value, mode) ?? msgpackr.call(encoder, value, mode)
+    : (value, mode) => fast.encode(value, mode) ?? (checked.assertJsonLike(value), msgpackr.call(encoder, value, mode))
+}
+
+/**
+ * How a database's encoder checks what it writes (encodeWithStructures): the depth of StructuresEncoderOptions, and
+ * the check of a value it leaves to msgpackr (which would write anything), throwing NOT_JSON_LIKE.
+ */
+export interface CheckedValues {
+  readonly depthMax: number
+  readonly assertJsonLike: (value: unknown) => void
 }

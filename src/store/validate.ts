@@ -80,7 +80,12 @@ export interface JsonLikeProblem {
 }
 
 export function failAt(path: string, problem: JsonLikeProblem): never {
-  fail(`${path}${problem.at}: ${problem.message}`)
+  fail(problemMessage(path, problem))
+}
+
+/** A refusal's message: the path to the value that is not JSON-like, and why. */
+export function problemMessage(path: string, problem: JsonLikeProblem): string {
+  return `${path}${problem.at}: ${problem.message}`
 }
 
 /**

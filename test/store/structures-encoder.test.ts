@@ -5,7 +5,8 @@ import fc from 'fast-check'
 import { open, type RootDatabase } from 'lmdb'
 import t from 'tap'
 import { VALUE_STRUCTURES, valueEncoding, type Change } from '../../src/store/index.ts'
-import { StructuresEncoder } from '../../src/store/structures-encoder.ts'
+import { NOT_JSON_LIKE, StructuresEncoder } from '../../src/store/structures-encoder.ts'
+import { jsonLikeProblem, VALUE_DEPTH_MAX } from '../../src/store/validate.ts'
 import { BORROWER, T0, dispatchAt, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, repaidFact, unwrap } from '../engine/fixtures/world.ts'
 import { tempDir } from './fixtures/helpers.ts'
 
@@ -215,4 +216,48 @@ t.test("the live and expiry indexes' values (a time, `true`) are written as lmdb
   const entries = [...expiry.getRange()]
   t.equal(entries.length, times.length)
   t.same(entries.filter(({ value }) => !Buffer.from(value).equals(bytesOf(plain.encode(true)))), [], 'each expiry entry: true')
+})
+
+// Issue 11 (perfstore17): the snapshots database's encoder checks what it writes instead of a walk of its own when the
+// commit is prepared. It must refuse exactly what jsonLikeProblem refuses (a snapshot entry holds the record one level
+// down) and write the same bytes as the encoder that does not check.
+t.test('a checking encoder refuses exactly what jsonLikeProblem refuses, and writes the same bytes otherwise', async (t) => {
+  const checking = new StructuresEncoder(VALUE_STRUCTURES, { jsonLikeDepthMax: VALUE_DEPTH_MAX + 1 })
+  const plain = new StructuresEncoder(VALUE_STRUCTURES)
+  const nested = (levels: number, leaf: unknown, array = false): unknown => {
+    let value = leaf
+    for (let i = 0; i < levels; i++) value = array ? [value] : { n: value }
+    return value
+  }
+  const records: unknown[] = [
+    1, 'text', 2n ** 63n - 1n, -(2n ** 63n), true, null, 0.5, -0, [], {}, Object.create(null),
+    { a: [1, { b: 'c' }], d: null }, ...lifecycleChanges().map((change) => change.record),
+    Number.NaN, Number.POSITIVE_INFINITY, { a: [1, { b: Number.NEGATIVE_INFINITY }] }, { d: new Map() }, new Date(0), [[[() => 1]]],
+    { s: Symbol('s') }, { u: undefined }, [1, , 3], Object.assign(Object.create(null), { fine: 1, lost: undefined }),
+    // depth: a container at depth VALUE_DEPTH_MAX (the record at 0) may be empty, not hold anything
+    nested(VALUE_DEPTH_MAX, {}), nested(VALUE_DEPTH_MAX, []), nested(VALUE_DEPTH_MAX, 1), nested(VALUE_DEPTH_MAX + 1, 1),
+    nested(VALUE_DEPTH_MAX - 1, [1]), nested(VALUE_DEPTH_MAX, [1]), nested(VALUE_DEPTH_MAX, 1, true), nested(VALUE_DEPTH_MAX + 1, 1, true),
+  ]
+  let refused = 0
+  for (const [i, record] of records.entries()) {
+    const entry = { version: 1, snapshot: record, updatedAtMs: T0, final: false }
+    const problem = jsonLikeProblem(record)
+    let thrown: unknown
+    let bytes: Buffer | undefined
+    try {
+      const encoded = checking.encode(entry, SYNC_PUT_MODE)
+      bytes = encoded === undefined ? undefined : bytesOf(encoded)
+    } catch (error) {
+      thrown = error
+    }
+    if (problem !== undefined) {
+      refused++
+      t.equal(thrown, NOT_JSON_LIKE, `record ${i} refused (${problem.message})`)
+      continue
+    }
+    t.equal(thrown, undefined, `record ${i} accepted`)
+    const expected = plain.encode(entry, SYNC_PUT_MODE)
+    t.same(bytes, expected === undefined ? undefined : bytesOf(expected), `record ${i}: the same bytes`)
+  }
+  t.equal(refused, 13, 'every kind of refusal met')
 })
