@@ -39,7 +39,7 @@ export function actorRoot(): AnyActorRef {
   // XState's own, which also drops it from the system's keyed actors. test/engine/actors.test.ts checks that a live
   // child is not held by the system.
   const root = createActor(ROOT_LOGIC)
-  const system = root.system as unknown as { _register(sessionId: string, actor: AnyActorRef): string; _unregister(actor: AnyActorRef): void }
+  const system = root.system as unknown as { _register(sessionId: string, actor: AnyActor): string; _unregister(actor: AnyActor): void }
   const unregister = system._unregister
   system._register = (sessionId) => sessionId
   system._unregister = (actor) => { if (actor.systemId !== undefined) unregister(actor) }
@@ -343,12 +343,12 @@ function flatTransition(machine: AnyStateMachine): AnyStateMachine['transition']
  * run stack and work array: about 860 bytes, 1.7 KB per request + match pair under the load mix, whose lease time-out
  * and offer expiry end in final states; V8's sampling heap profile, issue 11).
  */
-function sortByOrderDescending(nodes: Node[]): void {
+function sortByOrderDescending<T extends { order: number }>(nodes: T[]): void {
   for (let i = 1; i < nodes.length; i++) {
-    const node = nodes[i] as Node
+    const node = nodes[i] as T
     let j = i - 1
-    while (j >= 0 && (nodes[j] as Node).order < node.order) {
-      nodes[j + 1] = nodes[j] as Node
+    while (j >= 0 && (nodes[j] as T).order < node.order) {
+      nodes[j + 1] = nodes[j] as T
       j -= 1
     }
     nodes[j + 1] = node
