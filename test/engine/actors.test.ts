@@ -4,6 +4,8 @@
 // leases, built field by field, are the general view of their snapshot; an offer's context copied after each event
 // (for V8's fast mode) is the context XState made.
 import t from 'tap'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { createActor, setup, type AnyActor, type AnyStateMachine } from 'xstate'
 import { advanceMachine, jobMachine, leaseMachine, machines, offerMachine } from '../../machines/index.ts'
 import { actorRoot, flatLogic, send, startActor } from '../../src/engine/actors.ts'
@@ -236,4 +238,20 @@ t.test("actorRoot: a child's done event leaves the root's snapshot as it was, no
   lease.send({ type: 'CANCEL', nowMs: T0 } as never)
   t.equal(lease.getSnapshot().status, 'done', 'the lease is done')
   t.equal(root.getSnapshot(), before, 'the same snapshot object')
+})
+
+t.test("actorRoot: its system holds no live child (XState's registry of a system's actors by session id, which nothing reads)", async (t) => {
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  const root = actorRoot()
+  let held: WeakRef<AnyActor> | undefined = new WeakRef(startActor(leaseMachine, inputs[2]![2] as never, root))
+  t.equal(held.deref()?.getSnapshot().status, 'active', 'a live lease, never stopped')
+  // A WeakRef keeps its target until the current job ends: collect on later turns.
+  for (let i = 0; i < 5 && held.deref() !== undefined; i++) {
+    await new Promise((resolve) => setImmediate(resolve))
+    gc()
+  }
+  t.equal(held.deref(), undefined, 'collected once nothing of the engine holds it')
+  held = undefined
+  t.equal(root.getSnapshot().status, 'active', 'the root still runs')
 })
