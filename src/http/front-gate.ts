@@ -17,6 +17,7 @@ const HELD_LIMIT_BYTES = 256 * 1024
 /** An answer head not whole by this length is not framed by the gate (uWS's heads are far shorter). */
 const ANSWER_HEAD_LIMIT_BYTES = 16 * 1024
 const FRAMING_FIELDS = /\r\n(content-length|transfer-encoding|upgrade)[ \t]*:[ \t]*([^\r]*)/gi
+const DECIMAL = /^[0-9]{1,15}$/
 
 interface Framing {
   contentLength: number | undefined
@@ -28,10 +29,13 @@ interface Framing {
 export function framingOf(head: string): Framing {
   let contentLength: number | undefined
   let unframed = false
-  for (const [, name = '', value = ''] of head.matchAll(FRAMING_FIELDS)) {
-    if (name.toLowerCase() !== 'content-length') { unframed = true; continue }
-    const text = value.trim()
-    if (contentLength !== undefined || !/^[0-9]{1,15}$/.test(text)) unframed = true
+  // exec on the one regular expression: matchAll copies it (and makes an iterator) on every head, twice per request.
+  FRAMING_FIELDS.lastIndex = 0
+  for (let match = FRAMING_FIELDS.exec(head); match !== null; match = FRAMING_FIELDS.exec(head)) {
+    const name = match[1] as string
+    if (name.length !== 14 || name.toLowerCase() !== 'content-length') { unframed = true; continue }
+    const text = (match[2] as string).trim()
+    if (contentLength !== undefined || !DECIMAL.test(text)) unframed = true
     else contentLength = Number(text)
   }
   return { contentLength, unframed }
