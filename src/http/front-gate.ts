@@ -49,9 +49,11 @@ function headAt(bytes: Buffer): { text: string; length: number } | undefined {
 
 /**
  * Joins `client` and `up` (uWS's side of the connection) through the gate, starting with `first`: the bytes the front
- * read before it chose to pass the connection (a whole first head, and whatever followed it).
+ * read before it chose to pass the connection (a whole first head, and whatever followed it). Returns what takes the
+ * bytes uWS sends, chunk by chunk: the caller reads `up` (front.ts reads it into one buffer with `onread`, no 'data'
+ * events) and hands each chunk over, which the gate may keep.
  */
-export function gateConnection(client: Socket, up: Socket, first: Buffer, headMaxBytes: number, refuseHead: () => Buffer): void {
+export function gateConnection(client: Socket, up: Socket, first: Buffer, headMaxBytes: number, refuseHead: () => Buffer): (chunk: Buffer) => void {
   let open = true
   /** Client bytes not yet forwarded: the start of the next request, or requests pipelined behind the pending one. */
   let held = first
@@ -164,11 +166,11 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
     if (!open || (held.length === 0 && requestBodyLeft === 0)) up.end()
   })
   up.on('drain', () => { if (!open || held.length <= HELD_LIMIT_BYTES) client.resume() })
-  up.on('data', (chunk: Buffer) => {
-    if (!client.write(chunk)) up.pause()
-    if (open) follow(chunk)
-  })
   client.on('drain', () => up.resume())
   up.on('end', () => client.end())
   pump()
+  return (chunk: Buffer): void => {
+    if (!client.write(chunk)) up.pause()
+    if (open) follow(chunk)
+  }
 }
