@@ -7,14 +7,14 @@
 // the busiest other thread's CPU per request (the node:net front's thread, which copies every byte both ways).
 // BENCH_PIPELINE_CPU_PROF=<dir> runs the server under `node --cpu-prof` (a profile per thread, the front's included).
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { SERVICE_NODE_FLAGS } from '../src/app/node-flags.ts'
-import { procCpuMicros, stopMode, wrk } from './ceiling.ts'
+import { procCpuMicros, stopMode, threadsCpuMicros, wrk } from './ceiling.ts'
 import { PIPELINE_BORROWERS, pipelineToken } from './fixtures/pipeline-serve.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -42,19 +42,6 @@ function request()
 end
 `)
 if (pipelineToken(7) !== `bench007${'x'.repeat(35)}`) throw new Error('the Lua script and pipeline-serve.ts disagree on the tokens')
-
-/** CPU of every thread of `pid` so far (thread id -> µs); a thread that ended is left out. */
-function threadsCpuMicros(pid: number): Map<number, number> {
-  const threads = new Map<number, number>()
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      threads.set(Number(tid), procCpuMicros(pid, Number(tid)))
-    } catch {
-      // The thread ended between the listing and its read.
-    }
-  }
-  return threads
-}
 
 const profileDir = process.env.BENCH_PIPELINE_CPU_PROF
 const profileFlags = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
