@@ -6,7 +6,7 @@
 // and its main thread (what the service thread would be).
 // Writes bench/results/ceiling-latest.json. Options: --seconds 10 --connections 64 --quick (2 s windows).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { closeSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync, mkdirSync } from 'node:fs'
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -67,6 +67,19 @@ export function procCpuMicros(pid: number, tid?: number): number {
   const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
+/** CPU of every thread of `pid` so far (thread id -> µs), from /proc/<pid>/task; a thread that ended is left out. */
+export function threadsCpuMicros(pid: number): Map<number, number> {
+  const threads = new Map<number, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      threads.set(Number(tid), procCpuMicros(pid, Number(tid)))
+    } catch {
+      // The thread ended between the listing and its read.
+    }
+  }
+  return threads
 }
 
 /** The disk's fdatasync after a 4 KiB write, in this run: the floor of any durable answer on this machine. */

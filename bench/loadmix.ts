@@ -28,14 +28,14 @@
 // (fixtures/heap-sample.ts; the sampling costs CPU, so read that run's allocation sites, not its CPU figures);
 // BENCH_SERVICE_SLOW_REQUESTS=1 makes each service process write what the slowest 1 % of each window's requests waited
 // for, by cause, to stderr (fixtures/slow-requests.ts); the half-rate window's report is the one after its warm-up.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { NetworkConfig } from '../src/chain/config.ts'
 import { defaultDevnetNetworks, startDevnet, type Devnet } from '../src/chain/devnet.ts'
-import { fdatasyncMillis, procCpuMicros, script as ceilingScript, startMode, stopMode, wrk, type WrkResult } from './ceiling.ts'
+import { fdatasyncMillis, procCpuMicros, script as ceilingScript, startMode, stopMode, threadsCpuMicros, wrk, type WrkResult } from './ceiling.ts'
 import { ASSET, fundLenders, lenderSpecs, registerBorrowers, registerLenders } from './fixtures/agents.ts'
 import { BENCH_SUPPLIER, startServiceProcess } from './fixtures/service-process.ts'
 import { backlogOf, windowOf } from './fixtures/service.ts'
@@ -97,19 +97,6 @@ interface Window {
   counts?: MixCounts
   cpu: { processMicros: number; mainThreadMicros: number; threads: ThreadCpu[] }
   loadAverage1mAtEnd: number
-}
-
-/** CPU of every thread of `pid` so far (thread id -> µs), from /proc/<pid>/task; a thread that ended is left out. */
-function threadsCpuMicros(pid: number): Map<number, number> {
-  const threads = new Map<number, number>()
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      threads.set(Number(tid), procCpuMicros(pid, Number(tid)))
-    } catch {
-      // The thread ended between the listing and its read.
-    }
-  }
-  return threads
 }
 
 /**

@@ -3,7 +3,9 @@
 // another (one thread, 64 connections), alternating a credit request and a match, each with a borrower's bearer
 // token, as bench/loadmix.ts sends them. Reports CPU per request of the server's main thread (the service thread)
 // and of its process, from /proc around the window, and the load average. Not a section of `npm run bench`: a tool to
-// compare two checkouts (run it in each, alternately). Options: --seconds 8 --warmup 2 --connections 64.
+// compare two checkouts (run it in each, alternately). Options: --seconds 8 --warmup 2 --connections 64. Also reports
+// the busiest other thread's CPU per request (the node:net front's thread, which copies every byte both ways).
+// BENCH_PIPELINE_CPU_PROF=<dir> runs the server under `node --cpu-prof` (a profile per thread, the front's included).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -12,7 +14,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { SERVICE_NODE_FLAGS } from '../src/app/node-flags.ts'
-import { procCpuMicros, stopMode, wrk } from './ceiling.ts'
+import { procCpuMicros, stopMode, threadsCpuMicros, wrk } from './ceiling.ts'
 import { PIPELINE_BORROWERS, pipelineToken } from './fixtures/pipeline-serve.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -41,7 +43,9 @@ end
 `)
 if (pipelineToken(7) !== `bench007${'x'.repeat(35)}`) throw new Error('the Lua script and pipeline-serve.ts disagree on the tokens')
 
-const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', join(here, 'fixtures', 'pipeline-serve.ts')], { stdio: ['ignore', 'pipe', 'inherit'], cwd: join(here, '..') })
+const profileDir = process.env.BENCH_PIPELINE_CPU_PROF
+const profileFlags = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
+const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...profileFlags, '--import', 'tsx', join(here, 'fixtures', 'pipeline-serve.ts')], { stdio: ['ignore', 'pipe', 'inherit'], cwd: join(here, '..') })
 const port = await new Promise<number>((resolve, reject) => {
   child.once('exit', (code) => reject(new Error(`pipeline-serve exited with ${code}`)))
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
@@ -56,17 +60,21 @@ try {
   const load = loadavg()[0] as number
   const main0 = procCpuMicros(pid, pid)
   const process0 = procCpuMicros(pid)
+  const threads0 = threadsCpuMicros(pid)
   const run = wrk(url, script, SECONDS, CONNECTIONS)
   const mainMicros = procCpuMicros(pid, pid) - main0
   const processMicros = procCpuMicros(pid) - process0
+  let frontMicros = 0
+  for (const [tid, micros] of threadsCpuMicros(pid)) if (tid !== pid) frontMicros = Math.max(frontMicros, micros - (threads0.get(tid) ?? 0))
   if (run.errors > 0) throw new Error(`${run.errors} of ${run.requests} answers were errors`)
   const result = {
     requestsPerSecond: run.requestsPerSecond,
     mainThreadCpuMicrosPerRequest: Math.round((mainMicros / run.requests) * 100) / 100,
     processCpuMicrosPerRequest: Math.round((processMicros / run.requests) * 100) / 100,
+    frontThreadCpuMicrosPerRequest: Math.round((frontMicros / run.requests) * 100) / 100,
     load: Math.round(load * 100) / 100,
   }
-  process.stdout.write(`pipeline: ${result.requestsPerSecond} req/s; CPU per request ${result.mainThreadCpuMicrosPerRequest} us service thread, ${result.processCpuMicrosPerRequest} us process; load ${result.load}\n${JSON.stringify(result)}\n`)
+  process.stdout.write(`pipeline: ${result.requestsPerSecond} req/s; CPU per request ${result.mainThreadCpuMicrosPerRequest} us service thread, ${result.frontThreadCpuMicrosPerRequest} us front thread, ${result.processCpuMicrosPerRequest} us process; load ${result.load}\n${JSON.stringify(result)}\n`)
 } finally {
   await stopMode(child)
   rmSync(scratch, { recursive: true, force: true })

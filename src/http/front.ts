@@ -47,6 +47,14 @@ export const UPSTREAM_HEAD_MAX_BYTES = 4000
  */
 const HEAD_TIMEOUT_MS = 10_000
 const CRLF2 = Buffer.from('\r\n\r\n')
+/** Largest read from uWS's side of a passed connection (Node's own reads are 64 KiB). */
+const UPSTREAM_READ_BYTES = 64 * 1024
+let upstreamRead: Buffer | undefined
+/**
+ * The one buffer every passed connection of this thread reads uWS's bytes into: reads run one at a time on the
+ * thread, and each chunk is copied out before the next (made on first use: only the fronts' thread reads into it).
+ */
+const upstreamReadBuffer = (): Buffer => (upstreamRead ??= Buffer.allocUnsafe(UPSTREAM_READ_BYTES))
 const CONNECTION_CLOSE = Buffer.from('connection: close\r\n')
 const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) ([^ ]+) HTTP\/([0-9])\.([0-9])$/
 
@@ -272,14 +280,23 @@ export async function listenFront(settings: FrontSettings, log: Logger): Promise
         deadline = setTimeout(() => client.destroy(), HEAD_TIMEOUT_MS)
         return
       }
-      const up = connect({ path: upstreamPath })
+      // A passed connection reads what uWS sends into the thread's one read buffer (`onread`), and the gate is handed a
+      // copy the size of the chunk: Node's own reads allocate 64 KiB per read and go through the stream's events.
+      let fromUpstream: ((chunk: Buffer) => void) | undefined
+      const read = upstreamReadBuffer()
+      const up = decision.http10 ? connect({ path: upstreamPath }) : connect({ path: upstreamPath, onread: { buffer: read, callback: (length) => {
+        const chunk = Buffer.allocUnsafe(length)
+        read.copy(chunk, 0, 0, length)
+        fromUpstream?.(chunk)
+        return true
+      } } })
       upstream = up
       upstreams.set(client, up)
       up.setNoDelay(true)
       up.write(proxyV2Header(client.remoteAddress, client.remotePort, client.localAddress, client.localPort))
       up.on('error', () => client.destroy())
       if (!decision.http10) {
-        gateConnection(client, up, decision.bytes, UPSTREAM_HEAD_MAX_BYTES, () => {
+        fromUpstream = gateConnection(client, up, decision.bytes, UPSTREAM_HEAD_MAX_BYTES, () => {
           const requestId = mintRequestId()
           log({ level: 'info', msg: 'request', method: '', path: '', status: 431, requestId, front: true })
           return answer(431, headTooLarge(), requestId)

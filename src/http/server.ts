@@ -208,6 +208,18 @@ export function listening(
  * send such a header itself.
  */
 function uwsIo(behindFront: boolean): TransportIo<HttpResponse, HttpRequest> {
+  /**
+   * The answer's status line and fields, written to uWS in one call when the answer ends: uWS's writeStatus writes
+   * `HTTP/1.1 <text>\r\n` and writeHeader `<name>: <value>\r\n`, so a status text that carries the fields after it
+   * gives the same bytes, for one crossing into C++ (and one string conversion) instead of one per field (issue 11).
+   * The pipeline writes an answer's head and ends it within one cork (pipeline.ts writeAnswer), so one is pending at most.
+   */
+  let head = ''
+  const flushHead = (res: HttpResponse): HttpResponse => {
+    const text = head
+    head = ''
+    return res.writeStatus(text)
+  }
   return {
     method: (req) => req.getCaseSensitiveMethod(),
     url: (req) => req.getUrl(),
@@ -219,21 +231,24 @@ function uwsIo(behindFront: boolean): TransportIo<HttpResponse, HttpRequest> {
     remoteAddress: (res) => Buffer.from(behindFront ? res.getProxiedRemoteAddressAsText() : res.getRemoteAddressAsText()).toString('utf8'),
     onData: (res, chunk) => { res.onData(chunk) },
     cork: (res, write) => { res.cork(write) },
-    writeStatus: (res, status) => { res.writeStatus(statusLine(status)) },
-    writeHeader: (res, name, value) => { res.writeHeader(name, value) },
+    writeStatus: (_res, status) => { head = statusLine(status) },
+    writeHeader: (_res, name, value) => { head += `\r\n${name}: ${value}` },
     // Without arguments uWS writes no Content-Length; `undefined` would write a garbage one. Closing needs the
     // argument form, whose Content-Length: 0 is harmless on a closing connection.
     endWithoutBody: (res, closeConnection) => {
-      if (closeConnection) res.end(undefined, true)
-      else res.endWithoutBody()
+      if (closeConnection) flushHead(res).end(undefined, true)
+      else flushHead(res).endWithoutBody()
     },
     // The pinned uWS counts a length given to endWithoutBody as body still to come, and drops the connection at the
     // next request: the length goes in as a plain header.
     endHead: (res, lengthBytes, closeConnection) => {
-      if (closeConnection) res.endWithoutBody(lengthBytes, true)
-      else res.writeHeader('content-length', String(lengthBytes)).endWithoutBody()
+      if (closeConnection) flushHead(res).endWithoutBody(lengthBytes, true)
+      else {
+        head += `\r\ncontent-length: ${lengthBytes}`
+        flushHead(res).endWithoutBody()
+      }
     },
-    end: (res, body, closeConnection) => { res.end(body, closeConnection) },
+    end: (res, body, closeConnection) => { flushHead(res).end(body, closeConnection) },
     close: (res) => { res.close() },
   }
 }

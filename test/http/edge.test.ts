@@ -176,6 +176,29 @@ t.test('CORS with a configured origin list: only those origins, and Vary: Origin
   t.equal((await fetch(`${none.server.url}/items/abc`, { headers: { origin: 'https://dashboard.example' } })).headers.get('access-control-allow-origin'), null, 'CORS off')
 })
 
+t.test('an answer\'s head: its status line, then each field once, whole, on a line of its own (uWS: in the order written)', async (t) => {
+  // uWS gets the status line and the pipeline's fields in one call (server.ts uwsIo): the bytes must be those of one
+  // writeHeader per field.
+  const { server } = await start({ corsOrigins: ['https://dashboard.example'], rateLimit: { burst: 20, refillPerSecond: 10 } })
+  const fieldsOf = (text: string) => text.slice(0, text.indexOf('\r\n\r\n')).split('\r\n').slice(1).filter((line) => !/^(date|connection|keep-alive|uwebsockets|content-length): /i.test(line))
+  const origin = 'Origin: https://dashboard.example\r\nx-request-id: head-1\r\n'
+  const expose = 'link, next-after, retry-after, ratelimit, ratelimit-policy, x-request-id, idempotent-replayed, www-authenticate, etag, allow, payment-required, payment-response'
+  const cors = ['vary: Origin', 'access-control-allow-origin: https://dashboard.example', `access-control-expose-headers: ${expose}`]
+  const cases: Array<[string, string, string[]]> = [
+    [`GET /items/abc HTTP/1.1\r\nHost: x\r\n${origin}\r\n`, 'HTTP/1.1 200 OK', ['content-type: application/json', 'x-request-id: head-1', 'ratelimit-policy: "client";q=20;w=2', 'ratelimit: "client";r=19;t=1', ...cors]],
+    [`HEAD /items/abc HTTP/1.1\r\nHost: x\r\n${origin}\r\n`, 'HTTP/1.1 200 OK', ['content-type: application/json', 'x-request-id: head-1', 'ratelimit-policy: "client";q=20;w=2', 'ratelimit: "client";r=18;t=1', ...cors]],
+    [`DELETE /items/abc HTTP/1.1\r\nHost: x\r\n${origin}\r\n`, 'HTTP/1.1 204 No Content', ['x-request-id: head-1', 'ratelimit-policy: "client";q=20;w=2', 'ratelimit: "client";r=17;t=1', ...cors]],
+  ]
+  for (const [request, statusLine, fields] of cases) {
+    const { text } = await rawUntil(server.port, [request], request.startsWith('HEAD') ? headEnded : responsesEnded(1))
+    t.equal(text.slice(0, text.indexOf('\r\n')), statusLine, `${request.split(' ', 1)[0]}: the status line`)
+    const got = fieldsOf(text)
+    if (testTransport === 'uws') t.same(got, fields, `${request.split(' ', 1)[0]}: the fields, in order`)
+    else t.same(got.map((line) => line.toLowerCase()).sort(), fields.map((line) => line.toLowerCase()).sort(), `${request.split(' ', 1)[0]}: the fields`)
+    if (request.startsWith('HEAD')) t.match(text, /\r\ncontent-length: \d+\r\n/i, 'HEAD: the GET\'s length')
+  }
+})
+
 t.test('every answer carries a request id: the caller\'s when sane, else a fresh one; the log line has it', async (t) => {
   const { server, logs } = await start()
   const echoed = await fetch(`${server.url}/items/abc`, { headers: { 'x-request-id': 'trace-42.a:b' } })

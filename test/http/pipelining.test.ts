@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import t from 'tap'
-import { framingOf, gateConnection } from '../../src/http/front-gate.ts'
+import { framingAt, gateConnection, NO_LENGTH, UNFRAMED } from '../../src/http/front-gate.ts'
 import { rawExchange, rawUntil, responsesEnded } from './fixtures/raw.ts'
 import { startTestServer, testTransport } from './fixtures/routes.ts'
 
@@ -60,15 +60,57 @@ t.test('a pipelined request split across writes, its body arriving while the one
 // uWS and its front only: node:http refuses a request it cannot parse by closing the connection (transport.test.ts).
 if (testTransport === 'uws') {
   t.test('the gate frames only what it can: an ambiguous length or an upgrade lets go', async (t) => {
-    t.same(framingOf('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 12'), { contentLength: 12, unframed: false })
-    t.same(framingOf('GET / HTTP/1.1\r\nHost: x'), { contentLength: undefined, unframed: false })
-    t.equal(framingOf('POST / HTTP/1.1\r\ncontent-length: 1\r\nContent-Length: 1').unframed, true, 'two lengths')
-    t.equal(framingOf('POST / HTTP/1.1\r\nTransfer-Encoding: chunked').unframed, true, 'chunked')
-    t.equal(framingOf('POST / HTTP/1.1\r\nContent-Length: -1').unframed, true, 'not a decimal')
-    t.equal(framingOf('GET /stream HTTP/1.1\r\nUpgrade: websocket').unframed, true, 'an upgrade')
+    t.equal(framingOf('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 12'), 12)
+    t.equal(framingOf('GET / HTTP/1.1\r\nHost: x'), NO_LENGTH)
+    t.equal(framingOf('POST / HTTP/1.1\r\ncontent-length: 1\r\nContent-Length: 1'), UNFRAMED, 'two lengths')
+    t.equal(framingOf('POST / HTTP/1.1\r\nTransfer-Encoding: chunked'), UNFRAMED, 'chunked')
+    t.equal(framingOf('POST / HTTP/1.1\r\nContent-Length: -1'), UNFRAMED, 'not a decimal')
+    t.equal(framingOf('GET /stream HTTP/1.1\r\nUpgrade: websocket'), UNFRAMED, 'an upgrade')
     // Through the server: a request with two lengths behind a pending answer still gets uWS's own refusal.
     const { text } = await rawExchange(server.port, [get('/slow?ms=50') + 'POST /echo/a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}'], 2000)
     t.match(text, /^HTTP\/1\.1 200 /, 'the pending answer is not lost')
+  })
+}
+
+/** framingAt over a whole head's text (up to, not including, its CRLFCRLF), after `lead` bytes it must skip. */
+const framingOf = (head: string, lead = ''): number => framingAt(Buffer.from(`${lead}${head}\r\n\r\n`, 'latin1'), lead.length, lead.length + head.length)
+
+/** The framing rule as the gate read it with a regular expression before it read bytes (issue 11): the reference. */
+function framingByExpression(head: string): number {
+  let length: number | undefined
+  for (const [, name = '', value = ''] of head.matchAll(/\r\n(content-length|transfer-encoding|upgrade)[ \t]*:[ \t]*([^\r]*)/gi)) {
+    if (name.toLowerCase() !== 'content-length') return UNFRAMED
+    const text = value.trim()
+    if (length !== undefined || !/^[0-9]{1,15}$/.test(text)) return UNFRAMED
+    length = Number(text)
+  }
+  return length ?? NO_LENGTH
+}
+
+if (testTransport === 'uws') {
+  t.test('the gate reads a head\'s framing from its bytes as the regular expression read its text', async (t) => {
+    // Heads built from pieces that sit at the rule's edges: names in any case, near-names, white space (the trim's
+    // latin1 set included), signs, 15 and 16 digits, bare CR or LF, bytes past ASCII, fields at the head's end.
+    const names = ['Content-Length', 'content-length', 'CONTENT-LENGTH', 'Content-Lengths', 'Content-Lengt', 'Transfer-Encoding', 'transfer-encodinG', 'Upgrade', 'upgrade ', 'Upgrades', 'X-Content-Length', 'Host', 'cOnTeNt-LeNgTh\t']
+    const values = ['12', ' 12', '12 ', '\t12\t', '0', '007', '', '-1', '+1', '1 2', '1e3', '0x10', '123456789012345', '1234567890123456', '12\u00a0', '\u00a012', '12\v', '12\n', 'chunked', '\u00e9', '1\r2']
+    let seed = 17
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed % n
+    }
+    let compared = 0
+    for (let i = 0; i < 3000; i++) {
+      const fields: string[] = []
+      for (let count = random(5); count > 0; count--) {
+        const name = names[random(names.length)] as string
+        fields.push(`${name}${[':', ' :', '\t:', ''][random(4)]}${['', ' ', '\t', '  '][random(4)]}${values[random(values.length)]}`)
+      }
+      const head = [random(2) === 0 ? 'POST / HTTP/1.1' : 'HTTP/1.1 200 OK', ...fields].join('\r\n')
+      t.equal(framingOf(head), framingByExpression(head), JSON.stringify(head))
+      t.equal(framingOf(head, '\r\n\r\n'), framingByExpression(head), 'after empty lines')
+      compared++
+    }
+    t.equal(compared, 3000)
   })
 }
 
@@ -89,14 +131,14 @@ if (testTransport === 'uws') {
   t.test('the gate forwards a request\'s head and the body that came with it in one write (one system call, issue 11)', async (t) => {
     const client = new FakeSocket()
     const up = new FakeSocket()
-    gateConnection(client as unknown as Socket, up as unknown as Socket, Buffer.from(post('one') + post('two')), 4096, () => Buffer.from('refused'))
+    const fromUpstream = gateConnection(client as unknown as Socket, up as unknown as Socket, Buffer.from(post('one') + post('two')), 4096, () => Buffer.from('refused'))
     t.same(up.writes, [post('one')], 'the first request whole, in one write; the second held behind its answer')
     const answer = 'HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}'
-    up.emit('data', Buffer.from(answer))
+    fromUpstream(Buffer.from(answer))
     t.same(client.writes, [answer], 'the answer passes to the client')
     t.same(up.writes, [post('one'), post('two')], 'then the second request, whole, in one write')
     // A body that arrives after its head goes on as it comes.
-    up.emit('data', Buffer.from(answer))
+    fromUpstream(Buffer.from(answer))
     const third = post('three')
     const cut = third.indexOf('\r\n\r\n') + 10
     client.emit('data', Buffer.from(third.slice(0, cut)))
