@@ -89,6 +89,27 @@ if (testTransport === 'uws') {
   })
 }
 
+t.test('empty lines before a request line are ignored: first, after a POST body, between pipelined requests', async (t) => {
+  // RFC 9112 section 2.2 (an old client sends a CRLF after a POST body). uWS answers nothing to a request after one
+  // and holds the connection until its idle timeout, so the front must not forward them.
+  const cases: Array<{ parts: string[]; methods: string[]; statuses: number[] }> = [
+    { parts: [`\r\n${get('/items/first')}`], methods: ['GET'], statuses: [200] },
+    { parts: [`\r\n${get('/items/a', 'HEAD')}\r\n\r\n${get('/items/end')}`], methods: ['HEAD', 'GET'], statuses: [200, 200] },
+    { parts: [`${post('crlf')}\r\n`, get('/items/end')], methods: ['POST', 'GET'], statuses: [201, 200] },
+    { parts: [`${get('/slow?ms=20')}\r\n\r\n${get('/text', 'HEAD')}\r\n${post('after')}\r`, `\n${get('/items/end')}`], methods: ['GET', 'HEAD', 'POST', 'GET'], statuses: [200, 200, 201, 200] },
+  ]
+  for (const { parts, methods, statuses } of cases) {
+    const connection = new RawConnection(server.port)
+    try {
+      await connection.write(...parts)
+      await connection.until((text) => wholeResponses(text) >= methods.length && (methods.length === 1 || text.includes('{"itemId":"end"')))
+    } finally {
+      connection.destroy()
+    }
+    t.same(answers(connection.text, methods).map((a) => a.status), statuses, JSON.stringify(parts))
+  }
+})
+
 t.test('HEAD answers pipelined between others carry a length and no body; the next answer is read right after', async (t) => {
   // A HEAD on a route (200), on an unknown path (404) and on a POST-only path (405): each answer's Content-Length
   // names a body that is not sent, so a gate that read it would take the next answer for that body.
