@@ -94,6 +94,7 @@ t.test('empty lines before a request line are ignored: first, after a POST body,
   // and holds the connection until its idle timeout, so the front must not forward them.
   const cases: Array<{ parts: string[]; methods: string[]; statuses: number[] }> = [
     { parts: [`\r\n${get('/items/first')}`], methods: ['GET'], statuses: [200] },
+    { parts: ['\r\n', `\r\n\r\n${get('/items/first')}`], methods: ['GET'], statuses: [200] },
     { parts: [`\r\n${get('/items/a', 'HEAD')}\r\n\r\n${get('/items/end')}`], methods: ['HEAD', 'GET'], statuses: [200, 200] },
     { parts: [`${post('crlf')}\r\n`, get('/items/end')], methods: ['POST', 'GET'], statuses: [201, 200] },
     { parts: [`${get('/slow?ms=20')}\r\n\r\n${get('/text', 'HEAD')}\r\n${post('after')}\r`, `\n${get('/items/end')}`], methods: ['GET', 'HEAD', 'POST', 'GET'], statuses: [200, 200, 201, 200] },
