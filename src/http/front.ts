@@ -260,7 +260,10 @@ export async function listenFront(settings: FrontSettings, log: Logger): Promise
     let searchFrom = 0
     const onData = (chunk: Buffer): void => {
       head = head === undefined ? chunk : Buffer.concat([head, chunk])
-      const end = head.indexOf(CRLF2, searchFrom)
+      // Empty lines before the request line are skipped (decideFirstRequest): two of them are not the head's end.
+      let lead = 0
+      while (head[lead] === 0x0d && head[lead + 1] === 0x0a) lead += 2
+      const end = head.indexOf(CRLF2, Math.max(searchFrom, lead))
       if (end < 0 && head.length <= HEAD_LIMIT_BYTES) {
         searchFrom = Math.max(0, head.length - 3)
         return
