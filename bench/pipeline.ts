@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util'
 import { SERVICE_NODE_FLAGS } from '../src/app/node-flags.ts'
 import { procCpuMicros, stopMode, wrk } from './ceiling.ts'
 import { PIPELINE_BORROWERS, pipelineToken } from './fixtures/pipeline-serve.ts'
+import { TS_IMPORT } from './fixtures/ts-import.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const { values: args } = parseArgs({ options: { seconds: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' } } })
@@ -41,7 +42,7 @@ end
 `)
 if (pipelineToken(7) !== `bench007${'x'.repeat(35)}`) throw new Error('the Lua script and pipeline-serve.ts disagree on the tokens')
 
-const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', join(here, 'fixtures', 'pipeline-serve.ts')], { stdio: ['ignore', 'pipe', 'inherit'], cwd: join(here, '..') })
+const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...TS_IMPORT, join(here, 'fixtures', 'pipeline-serve.ts')], { stdio: ['ignore', 'pipe', 'inherit'], cwd: join(here, '..') })
 const port = await new Promise<number>((resolve, reject) => {
   child.once('exit', (code) => reject(new Error(`pipeline-serve exited with ${code}`)))
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
