@@ -4,7 +4,8 @@
 // per-connection delay) for the latency that a not-saturated service shows. Beside them, the disk's own fdatasync
 // distribution, measured in this run. CPU per request is read from /proc for the server process (whole process)
 // and its main thread (what the service thread would be).
-// Writes bench/results/ceiling-latest.json. Options: --seconds 10 --connections 64 --quick (2 s windows).
+// Writes bench/results/ceiling-latest.json. Options: --seconds 10 --connections 64 --quick (1 s windows, no warm-up:
+// its figures only show the bench works, and each window holds both cores).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -14,6 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { SERVICE_NODE_FLAGS } from '../src/app/node-flags.ts'
 import { isMainModule } from '../src/tools/main-module.ts'
+import { TS_IMPORT } from './fixtures/ts-import.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const { values: args } = parseArgs({
@@ -28,7 +30,7 @@ const { values: args } = parseArgs({
 })
 const QUICK = args.quick === true
 const SECONDS = Number(args.seconds ?? (QUICK ? 1 : 10))
-const WARMUP_SECONDS = QUICK ? 1 : 3
+const WARMUP_SECONDS = QUICK ? 0 : 3
 const CONNECTIONS = Number(args.connections ?? 64)
 const MODES = String(args.modes ?? 'uws,uws-overlapping,server-direct,server-front,node-http').split(',')
 const say = (line: string) => process.stdout.write(`${line}\n`)
@@ -106,7 +108,7 @@ export function fdatasyncMillis(samples: number): { p50: number; p99: number; sa
 
 export async function startMode(mode: string): Promise<{ child: ChildProcess; port: number }> {
   // The service's Node flags: the ceiling is the same stack, run the same way.
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', join(here, 'fixtures', 'ceiling-serve.ts')], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...TS_IMPORT, join(here, 'fixtures', 'ceiling-serve.ts')], {
     env: { ...process.env, BENCH_CEILING_MODE: mode },
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: join(here, '..'),
@@ -168,7 +170,7 @@ export async function runCeiling(): Promise<Record<string, unknown>> {
       try {
         const url = `http://127.0.0.1:${port}/commit`
         const saturating = script(scratch, `${mode}-saturated`)
-        wrk(url, saturating, WARMUP_SECONDS, CONNECTIONS)
+        if (WARMUP_SECONDS > 0) wrk(url, saturating, WARMUP_SECONDS, CONNECTIONS)
         const pid = child.pid as number
         const before = { process: procCpuMicros(pid), thread: procCpuMicros(pid, pid) }
         const saturated = wrk(url, saturating, SECONDS, CONNECTIONS)

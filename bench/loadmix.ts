@@ -17,7 +17,7 @@
 // measured). Each mode also reports the dispatch ticker's backlog, sampled in the service (fixtures/service.ts
 // sampleDispatchBacklog): how overdue the oldest due lease or offer is, how many are due, how far the observed chain
 // time is behind the clock, and the ticker's turns. Writes bench/results/loadmix-latest.json. Options: --lenders 500 --borrowers 512
-// --connections 64 --warmup 3 --seconds 10 --modes uws-front,uws-direct,node --quick (1 s windows, a small book, the
+// --connections 64 --warmup 3 --seconds 10 --modes uws-front,uws-direct,node --quick (1 s windows, no warm-ups, a small book, the
 // default mode only). BENCH_SERVICE_CPU_PROF=<dir> writes a CPU profile of each service process there (its CPU
 // figures then include the profiler's own: V8 samples every isolate, 1,000 times a second, from a thread of its own, and
 // the service has four: the service thread, the HTTP front's, and tsx's loader thread beside each; that alone is about
@@ -56,9 +56,9 @@ const { values: args } = parseArgs({
   },
 })
 const QUICK = args.quick === true
-const num = (value: string | undefined, name: string, fallback: number): number => {
+const num = (value: string | undefined, name: string, fallback: number, least = Number.MIN_VALUE): number => {
   const n = Number(value ?? fallback)
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number`)
+  if (!Number.isFinite(n) || n < least) throw new Error(`--${name} must be a ${least === 0 ? 'non-negative' : 'positive'} number`)
   return n
 }
 const LENDERS = num(args.lenders, 'lenders', QUICK ? 128 : 500)
@@ -72,12 +72,13 @@ const LENDERS = num(args.lenders, 'lenders', QUICK ? 128 : 500)
 // 2026-11-27); 512 hold twice the rate this machine serves.
 const BORROWERS = num(args.borrowers, 'borrowers', QUICK ? 128 : 512)
 const CONNECTIONS = num(args.connections, 'connections', QUICK ? 16 : 64)
-const WARMUP_SECONDS = num(args.warmup, 'warmup', QUICK ? 1 : 3)
+// --quick: no warm-up windows (its figures only show the bench works; each window holds both cores).
+const WARMUP_SECONDS = num(args.warmup, 'warmup', QUICK ? 0 : 3, 0)
 const SECONDS = num(args.seconds, 'seconds', QUICK ? 1 : 10)
 const LEASE_TTL_SECONDS = 3
 const IDLE_SECONDS = QUICK ? 1 : 2
 const DISPATCH_INTERVAL_MS = 500
-const HALF_RATE_SETTLE_SECONDS = QUICK ? 1 : Math.ceil(LEASE_TTL_SECONDS + (2 * DISPATCH_INTERVAL_MS) / 1000)
+const HALF_RATE_SETTLE_SECONDS = QUICK ? 0 : Math.ceil(LEASE_TTL_SECONDS + (2 * DISPATCH_INTERVAL_MS) / 1000)
 const SERVICE_MODES: Record<string, Record<string, string>> = {
   'uws-front': {},
   'uws-direct': { HTTP_LEGACY_CLIENTS: '0' },
@@ -146,7 +147,9 @@ async function windows(url: string, pid: number, scriptFor: (window: string, del
     }
   }
   const idle = await idleWindow(pid)
-  run('warm-up', WARMUP_SECONDS)
+  // A warm-up of 0 s (--quick) is none.
+  const warm = (window: string, seconds: number, delayMs?: number) => void (seconds > 0 && run(window, seconds, delayMs))
+  warm('warm-up', WARMUP_SECONDS)
   await around?.before()
   const saturated = run('saturated', SECONDS)
   await around?.after()
@@ -156,7 +159,7 @@ async function windows(url: string, pid: number, scriptFor: (window: string, del
   // period: measured right after the saturated window, the half-rate window also carried the time-outs and expiries of
   // everything the saturated window leased (twice its own rate of them, in bursts each ticker period), which is the
   // saturated load's tail, not the latency of a service at half that rate.
-  run('half-rate-warm-up', HALF_RATE_SETTLE_SECONDS, delayMillis)
+  warm('half-rate-warm-up', HALF_RATE_SETTLE_SECONDS, delayMillis)
   await around?.mark()
   const halfRate = run('half-rate', SECONDS, delayMillis)
   await around?.mark()

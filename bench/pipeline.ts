@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util'
 import { SERVICE_NODE_FLAGS } from '../src/app/node-flags.ts'
 import { procCpuMicros, stopMode, threadsCpuMicros, wrk } from './ceiling.ts'
 import { PIPELINE_BORROWERS, pipelineToken } from './fixtures/pipeline-serve.ts'
+import { TS_IMPORT } from './fixtures/ts-import.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const { values: args } = parseArgs({ options: { seconds: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' } } })
@@ -45,7 +46,7 @@ if (pipelineToken(7) !== `bench007${'x'.repeat(35)}`) throw new Error('the Lua s
 
 const profileDir = process.env.BENCH_PIPELINE_CPU_PROF
 const profileFlags = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
-const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...profileFlags, '--import', 'tsx', join(here, 'fixtures', 'pipeline-serve.ts')], { stdio: ['ignore', 'pipe', 'inherit'], cwd: join(here, '..') })
+const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...profileFlags, ...TS_IMPORT, join(here, 'fixtures', 'pipeline-serve.ts')], { stdio: ['ignore', 'pipe', 'inherit'], cwd: join(here, '..') })
 const port = await new Promise<number>((resolve, reject) => {
   child.once('exit', (code) => reject(new Error(`pipeline-serve exited with ${code}`)))
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {

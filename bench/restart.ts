@@ -22,6 +22,7 @@ import { Engine } from '../src/engine/index.ts'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../src/engine/migrations.ts'
 import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, type Change } from '../src/store/index.ts'
 import { amountsOf, buildBook, ESTABLISHED_ALLOWANCE, matchOffer, NET, ASSET, openOffer, SUPPLIER, T0 } from './fixtures/book.ts'
+import { TS_IMPORT } from './fixtures/ts-import.ts'
 
 const { values: args } = parseArgs({ options: { restore: { type: 'string' }, verify: { type: 'string' }, records: { type: 'string' }, live: { type: 'string' }, lenders: { type: 'string' }, 'keep-data': { type: 'string' }, 'reuse-data': { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false } }, strict: false })
 const ENGINE_CONFIG = { liveOffersPerBorrowerMax: 1000, lenderLeaseAllowanceInitial: ESTABLISHED_ALLOWANCE }
@@ -165,7 +166,7 @@ if (typeof args.restore === 'string') {
     type Figures = Awaited<ReturnType<typeof restore>>
     const restoreIn = (verify: string[]) => {
       const started = performance.now()
-      const child = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--restore', join(dir, 'data'), ...verify], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 20 })
+      const child = spawnSync(process.execPath, [...TS_IMPORT, fileURLToPath(import.meta.url), '--restore', join(dir, 'data'), ...verify], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 20 })
       const wallMillis = Math.round(performance.now() - started)
       if (child.status === 0) return { ok: true as const, figures: JSON.parse(child.stdout.trim().split('\n').at(-1) as string) as Figures }
       return { ok: false as const, wallMillis, reason: (child.stderr.split('\n').find((line) => /Error/.test(line)) ?? `exited with ${child.status ?? child.signal}`).slice(0, 400) }

@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SERVICE_NODE_FLAGS } from '../src/app/node-flags.ts'
 import { barChart, lineChart } from './chart.ts'
+import { TS_IMPORT } from './fixtures/ts-import.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const argv = process.argv.slice(2)
@@ -40,7 +41,7 @@ function run(file: string, args: string[] = [], env: Record<string, string> = {}
   const ticker = setInterval(() => process.stdout.write(`  ... ${file} running for ${elapsed(started)} (bench run ${elapsed(runStarted)})\n`), 30_000)
   return new Promise<number>((resolve, reject) => {
     // With the service's Node flags: an in-process section measures the engine as the service runs it.
-    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', join(here, file), ...args], { stdio: 'inherit', cwd: join(here, '..'), env: { ...process.env, BENCH_RESULTS_DIR: results, ...env } })
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...TS_IMPORT, join(here, file), ...args], { stdio: 'inherit', cwd: join(here, '..'), env: { ...process.env, BENCH_RESULTS_DIR: results, ...env } })
     child.on('error', reject)
     child.on('exit', (code, signal) => {
       if (code !== 0) reject(new Error(`${file} exited with ${code ?? signal}`))

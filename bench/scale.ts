@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { amountsOf, buildBook, histogramMicros, matchOffer, openOffer } from './fixtures/book.ts'
+import { TS_IMPORT } from './fixtures/ts-import.ts'
 
 const { values: args } = parseArgs({ options: { point: { type: 'string' }, out: { type: 'string' }, quick: { type: 'boolean', default: false } }, strict: false })
 
@@ -78,7 +79,7 @@ if (typeof args.point === 'string') {
     let figures: ReturnType<typeof measure>
     if (quick) figures = measure(point)
     else {
-      const child = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--point', JSON.stringify(point)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 })
+      const child = spawnSync(process.execPath, [...TS_IMPORT, fileURLToPath(import.meta.url), '--point', JSON.stringify(point)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 })
       if (child.status !== 0) throw new Error(`scale point ${JSON.stringify(point)} exited with ${child.status ?? child.signal}`)
       figures = JSON.parse(child.stdout.trim().split('\n').at(-1) as string) as ReturnType<typeof measure>
     }

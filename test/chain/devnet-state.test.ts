@@ -19,6 +19,7 @@ import { CreditClient } from '../../src/client/client.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
 import { tempDataDir } from '../fixtures/service.ts'
 import { MAIN, REPO } from '../persistence/fixtures/child-service.ts'
+import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
 
 const one = [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }]
 const accounts = demoAccounts()
@@ -178,7 +179,7 @@ t.test('a saved chain whose credit contract predates reclaimJob is set aside: a 
 
 /** The service as `npm start` runs it (embedded devnet), leader of its own process group. */
 function spawnService(dataDir: string): { child: ChildProcess; ready: Promise<{ url: string; rpcUrl: string; creditContract: Address; token: Address }>; stderr: () => string; stdout: () => string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+  const child = spawn(process.execPath, [...TS_LOADER_ARGS, MAIN], {
     cwd: REPO,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -17,6 +17,7 @@ import { networkChain } from '../../src/chain/clients.ts'
 import { loadNetworksConfig } from '../../src/chain/config.ts'
 import { startDevnet, type Devnet } from '../../src/chain/devnet.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
+import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 
@@ -179,7 +180,7 @@ async function childWithAnvil(then: string): Promise<{ child: ReturnType<typeof 
     'process.stdout.write(`anvil pid ${anvil.pid}\\n`)',
     then,
   ].join('\n')
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], {
+  const child = spawn(process.execPath, [...TS_LOADER_ARGS, '--input-type=module', '-e', source], {
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: resolve(here, '../..'),
   })

@@ -28,12 +28,13 @@ import {
   type ExpectedNetworkState,
 } from '../../src/chain/reconcile.ts'
 import { setupFacilityV2, USDC, type V2Fixture, type Wallet } from './fixtures/facility-v2.ts'
+import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
 
 const execFileAsync = promisify(execFile)
 // A path, not a URL's pathname: that one is percent-encoded (a checkout under `ü $x (1)` gave spawn ENOENT).
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url))
-/** `npm run reconcile` without npm's start-up: the same file under tsx. */
-const command = ['--import', 'tsx', 'src/tools/reconcile.ts', '--timeout-ms', '20000']
+/** `npm run reconcile` without npm's start-up: the same file, under the tests' loader (test/fixtures/ts-loader.ts). */
+const command = [...TS_LOADER_ARGS, 'src/tools/reconcile.ts', '--timeout-ms', '20000']
 
 let f: V2Fixture
 let model: FacilityModel

@@ -15,6 +15,7 @@ import { CreditRequest } from '../../src/api/schemas.ts'
 import { ChainAgent, type WireTransaction } from '../../src/client/chain.ts'
 import { creditRequest, fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, USDC, type Harness } from '../fixtures/service.ts'
 import { backingSourceBody } from '../api/fixtures/api.ts'
+import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -36,7 +37,7 @@ async function ownDirectory(t: Test): Promise<string> {
 async function mcpClient(t: Test, walletKey?: string, sessionKeyDir?: string): Promise<Client> {
   const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', AGENT_CREDIT_URL: h.url, AGENT_CREDIT_SESSION_KEY_DIR: sessionKeyDir ?? await ownDirectory(t) }
   if (walletKey !== undefined) env['AGENT_CREDIT_WALLET_KEY'] = walletKey
-  const transport = new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', 'src/mcp/main.ts'], cwd: root, env, stderr: 'inherit' })
+  const transport = new StdioClientTransport({ command: process.execPath, args: [...TS_LOADER_ARGS, 'src/mcp/main.ts'], cwd: root, env, stderr: 'inherit' })
   const client = new Client({ name: 'mcp-test', version: '0.0.0' })
   await client.connect(transport)
   t.teardown(() => client.close())

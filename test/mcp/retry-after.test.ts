@@ -12,6 +12,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { startHarness, USDC, type Harness } from '../fixtures/service.ts'
+import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -27,7 +28,7 @@ t.test('a tool refused with Retry-After tells the model how long to wait, struct
   const walletKey = generatePrivateKey()
   const agent = privateKeyToAccount(walletKey).address
   const env = { PATH: process.env['PATH'] ?? '', AGENT_CREDIT_URL: h.url, AGENT_CREDIT_WALLET_KEY: walletKey, AGENT_CREDIT_RETRY_AFTER_MAX_SECONDS: '0' }
-  const transport = new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', 'src/mcp/main.ts'], cwd: root, env, stderr: 'inherit' })
+  const transport = new StdioClientTransport({ command: process.execPath, args: [...TS_LOADER_ARGS, 'src/mcp/main.ts'], cwd: root, env, stderr: 'inherit' })
   const client = new Client({ name: 'mcp-retry-after-test', version: '0.0.0' })
   await client.connect(transport)
   t.teardown(() => client.close())

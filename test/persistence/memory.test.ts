@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { REPO, removeDir } from './fixtures/child-service.ts'
 import { tempDataDir } from '../fixtures/service.ts'
+import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
 
 const RUN = fileURLToPath(new URL('./fixtures/heap-run.ts', import.meta.url))
 const FINAL_OFFERS = 100_000
@@ -32,7 +33,7 @@ function heapRun(finalOffers: number): Promise<HeapRun> {
     // A larger young generation only makes the run faster (fewer scavenges); measurements follow full collections.
     const child = spawn(
       process.execPath,
-      ['--expose-gc', '--max-semi-space-size=32', '--import', 'tsx', RUN, dataDir, String(finalOffers), String(LIVE_OFFERS)],
+      ['--expose-gc', '--max-semi-space-size=32', ...TS_LOADER_ARGS, RUN, dataDir, String(finalOffers), String(LIVE_OFFERS)],
       { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
     )
     t.teardown(() => {

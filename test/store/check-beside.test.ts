@@ -11,6 +11,7 @@ import { CLEAN_SHUTDOWN_FILE } from '../../src/store/clean-shutdown.ts'
 import { DEEP_CHECK_RUNNING_FILE } from '../../src/store/probe.ts'
 import { churned, freePagePastTheEnd } from './fixtures/free-list.ts'
 import { dirDigests } from './fixtures/helpers.ts'
+import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
 
 const DIE_BEFORE_VERDICT = fileURLToPath(new URL('./fixtures/die-before-verdict.ts', import.meta.url))
 
@@ -23,7 +24,7 @@ async function refusal(t: Test, promise: Promise<unknown>): Promise<void> {
 
 /** A start as the service makes it after a crash, killed before the deep check's verdict; returns its openCheck. */
 function dieBeforeVerdict(dataDir: string): string {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', DIE_BEFORE_VERDICT, dataDir], { encoding: 'utf8' })
+  const run = spawnSync(process.execPath, [...TS_LOADER_ARGS, DIE_BEFORE_VERDICT, dataDir], { encoding: 'utf8' })
   if (run.signal !== 'SIGKILL') throw new Error(`the start was not killed: ${run.status} ${run.stderr.slice(0, 2000)}`)
   return run.stdout.trim()
 }

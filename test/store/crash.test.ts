@@ -5,6 +5,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Store } from '../../src/store/index.ts'
 import { tempDir } from './fixtures/helpers.ts'
+import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
 
 const WRITER = fileURLToPath(new URL('./fixtures/crash-writer.ts', import.meta.url))
 const ROUNDS = 5
@@ -15,7 +16,7 @@ const ROUNDS = 5
  */
 function runAndKill(dataDir: string, start: number, afterMs: number): Promise<number[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', WRITER, dataDir, String(start), '32'], {
+    const child = spawn(process.execPath, [...TS_LOADER_ARGS, WRITER, dataDir, String(start), '32'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let out = ''

@@ -19,6 +19,7 @@ import {
   VALUE_STRUCTURES,
 } from '../../src/store/index.ts'
 import { fileDigest, tempDir } from './fixtures/helpers.ts'
+import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
 
 /** A valid store with a few snapshots, closed; returns its directory. */
 async function populated(): Promise<string> {
@@ -123,7 +124,7 @@ t.test('a data directory without permission is refused', async (t) => {
   fs.chmodSync(dataDir, 0o500)
   t.teardown(() => fs.chmodSync(dataDir, 0o755))
   const before = digests(dataDir)
-  const result = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./fixtures/open-unprivileged.ts', import.meta.url)), dataDir], {
+  const result = spawnSync(process.execPath, [...TS_LOADER_ARGS, fileURLToPath(new URL('./fixtures/open-unprivileged.ts', import.meta.url)), dataDir], {
     encoding: 'utf8',
   })
   const line = result.stdout.trim().split('\n').pop() ?? ''

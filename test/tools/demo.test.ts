@@ -6,13 +6,14 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
 
 const repo = fileURLToPath(new URL('../../', import.meta.url))
 
 // A hang guard, not a speed expectation: under the suite's parallel load on two cores the whole demo took over 60 s.
 function runDemo(args: string[], timeoutMs = 240_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/tools/demo.ts', ...args], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [...TS_LOADER_ARGS, 'src/tools/demo.ts', ...args], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))

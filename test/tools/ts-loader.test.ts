@@ -1,0 +1,33 @@
+// The tests' loader (src/tools/ts-loader): our TypeScript runs; a JavaScript ES module is read by the loader itself
+// and never reaches the hooks registered before it (tap's @tapjs/processinfo and @tapjs/mock, which cost a
+// service-loading test process 0.6 s of CPU when they saw typebox's and viem's ~1,000 modules); CommonJS still goes
+// on to them; a TypeScript file imported by a URL with a query still runs.
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+const root = fileURLToPath(new URL('../..', import.meta.url))
+
+t.test('ES modules are loaded by the ts loader alone; CommonJS reaches the hooks before it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ts-loader-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const record = join(dir, 'loads')
+  const run = spawnSync(process.execPath, [
+    '--import', fileURLToPath(new URL('./fixtures/record-loads.mjs', import.meta.url)),
+    '--import', join(root, 'src', 'tools', 'ts-loader', 'register.mjs'),
+    fileURLToPath(new URL('./fixtures/load-mix.ts', import.meta.url)),
+  ], { cwd: root, encoding: 'utf8', env: { ...process.env, LOADS_RECORD: record } })
+  t.equal(run.status, 0, run.stderr)
+  t.same(JSON.parse(run.stdout || '{}'), {
+    viem: '0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470',
+    keccak: 'c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470',
+    cjsImported: 'function',
+    queried: 'function',
+  }, 'every kind of module loads and works')
+  const seen = readFileSync(record, 'utf8').trim().split('\n').map((line) => line.split(' ') as [string, string])
+  t.same(seen.filter(([format, url]) => format === 'module' && url.includes('/node_modules/')), [], 'no ES module of a package reaches the earlier hooks')
+  t.ok(seen.some(([format, url]) => format === 'commonjs' && url.includes('/node_modules/keccak/')), 'a CommonJS package still does')
+})
