@@ -40,9 +40,11 @@ const nodeIo: TransportIo<Exchange, Exchange> = {
   parameter: (ex, index) => ex.params[index] ?? '',
   query: (ex) => ex.query,
   // node's parser already refuses an ambiguous length (clientError below); checked so the rule does not rest on its defaults.
-  fields: (ex, names) => {
+  fields: (ex, names, values) => {
     const fieldNames: string[] = []
     for (let i = 0; i < ex.im.rawHeaders.length; i += 2) fieldNames.push((ex.im.rawHeaders[i] as string).toLowerCase())
+    // node's parsed headers already hold each value (repeated ones joined as node joins them): `header` reads them.
+    if (values !== undefined) for (let i = 0; i < names.length; i++) values[i] = nodeIo.header(ex, names[i] as string)
     return fieldsOf(fieldNames, names)
   },
   onAborted: (ex, hook) => {

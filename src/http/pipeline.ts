@@ -32,9 +32,11 @@ export interface TransportIo<Res, Req> {
   /**
    * One pass over the request's fields for two questions (uWS makes two strings and a call per field of each pass):
    * bit AMBIGUOUS_LENGTH when it has two Content-Length fields, or one beside Transfer-Encoding (request smuggling);
-   * `presentBit(i)` when it has `names[i]` at all (`header` answers '' both for an empty one and for none).
+   * `presentBit(i)` when it has `names[i]` at all (`header` answers '' both for an empty one and for none; only the
+   * first ROUTE_HEADERS_MAX names have a bit). With `values`, the same pass also sets `values[i]` to what
+   * `header(req, names[i])` answers (undefined or '' when absent): one pass instead of a `header` call per name.
    */
-  fields(req: Req, names: readonly string[]): number
+  fields(req: Req, names: readonly string[], values?: Array<string | undefined>): number
   /** Called once when the client goes away before the answer is sent; after it `res` must not be touched. */
   onAborted(res: Res, hook: () => void): void
   /** The peer's address as the transport sees it (the front's PROXY header names it behind the front). */
@@ -223,8 +225,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   }
 
   /** Shared entry: request id, abort hook, bookkeeping and shutdown. Returns undefined when already answered. */
-  const begin = (res: Res, req: Req): RequestState<Res> | undefined => {
-    const incomingId = io.header(req, 'x-request-id')
+  const begin = (res: Res, req: Req, incomingId = io.header(req, 'x-request-id'), origin = io.header(req, 'origin')): RequestState<Res> | undefined => {
     const method = io.method(req)
     const state: RequestState<Res> = {
       res,
@@ -232,7 +233,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       path: io.url(req),
       head: method === 'HEAD',
       requestId: incomingId !== '' && REQUEST_ID.test(incomingId) ? incomingId : mintRequestId(),
-      origin: io.header(req, 'origin'),
+      origin,
       startNs: requestLog ? process.hrtime.bigint() : 0n,
       aborted: false,
       responded: false,
@@ -510,77 +511,96 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
     return { status: result.status, headers, body }
   }
 
-  const handlerFor = (c: CompiledRoute) => (res: Res, req: Req): void => {
-    try {
-      const state = begin(res, req)
-      if (state === undefined) return
-      // The request (uWS's HttpRequest is stack allocated) is read only here: copy everything needed before the first await.
-      // X-Forwarded-For lives in the request, so it is copied now.
-      if (trustedProxies.size > 0) state.forwardedFor = io.header(req, 'x-forwarded-for')
-      const token = options.authenticate === undefined ? undefined : bearerToken(io.header(req, 'authorization'))
-      // Without a token the bucket is known now: refuse before reading a body. With one, after authentication.
-      if (token === undefined && limiter !== undefined && !admit(state, 'client', clientKeyOfState(state))) return
-      const declaredLength = io.header(req, 'content-length')
-      const headers: Record<string, string> = {}
-      let unsure = false
-      for (const name of c.headerNames) {
-        const value = io.header(req, name)
-        if (value !== '') headers[name] = value
-        else unsure = true
-      }
-      if (declaredLength !== '' || unsure) {
-        const fields = io.fields(req, c.headerNames)
-        if (declaredLength !== '' && (fields & AMBIGUOUS_LENGTH) !== 0) {
-          send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
-          return
-        }
-        // An empty header is sent, not absent: `Idempotency-Key:` with no value is refused (invalid_idempotency_key),
-        // never a request without a key, which the client would believe protected against a retry.
-        for (let index = 0; unsure && index < c.headerNames.length; index++) {
+  /**
+   * The fields a route with a body reads, after its own (whose indices are their `presentBit`s): such a request has a
+   * Content-Length, so the field pass (AMBIGUOUS_LENGTH) runs anyway, and the same pass collects their values instead
+   * of one `header` call (a crossing into C++ and a string) per name (issue 11). A route without a body reads its few
+   * fields one by one: a GET from a browser has many more fields than it reads, and usually no pass.
+   */
+  const PASS_FIELDS = ['x-request-id', 'origin', 'authorization', 'content-length', 'content-type', 'transfer-encoding', ...(trustedProxies.size > 0 ? ['x-forwarded-for'] : [])]
+  const [ID, ORIGIN, AUTHORIZATION, LENGTH, TYPE, TRANSFER, FORWARDED] = [0, 1, 2, 3, 4, 5, 6] as const
+  /** A field's value: from the pass's `values` when there was one, else read alone. */
+  const fieldOf = (req: Req, values: Array<string | undefined> | undefined, index: number, name: string): string => values === undefined ? io.header(req, name) : values[index] ?? ''
+
+  const handlerFor = (c: CompiledRoute) => {
+    const own = c.headerNames.length
+    const names = c.body === undefined ? undefined : [...c.headerNames, ...PASS_FIELDS]
+    // Reused by every request of the route: filled and read synchronously, before the first await.
+    const values: Array<string | undefined> | undefined = names === undefined ? undefined : new Array<string | undefined>(names.length)
+    return (res: Res, req: Req): void => {
+      try {
+        const passed = names === undefined ? 0 : io.fields(req, names, values)
+        const state = values === undefined ? begin(res, req) : begin(res, req, values[own + ID] ?? '', values[own + ORIGIN] ?? '')
+        if (state === undefined) return
+        // The request (uWS's HttpRequest is stack allocated) is read only here: copy everything needed before the first await.
+        // X-Forwarded-For lives in the request, so it is copied now.
+        if (trustedProxies.size > 0) state.forwardedFor = fieldOf(req, values, own + FORWARDED, 'x-forwarded-for')
+        const token = options.authenticate === undefined ? undefined : bearerToken(fieldOf(req, values, own + AUTHORIZATION, 'authorization'))
+        // Without a token the bucket is known now: refuse before reading a body. With one, after authentication.
+        if (token === undefined && limiter !== undefined && !admit(state, 'client', clientKeyOfState(state))) return
+        const declaredLength = fieldOf(req, values, own + LENGTH, 'content-length')
+        const headers: Record<string, string> = {}
+        let unsure = false
+        for (let index = 0; index < own; index++) {
           const name = c.headerNames[index] as string
-          if ((fields & presentBit(index)) !== 0 && headers[name] === undefined) headers[name] = ''
+          const value = fieldOf(req, values, index, name)
+          if (value !== '') headers[name] = value
+          else unsure = true
         }
-      }
-      const rawParams = c.paramNames.length === 0 ? NO_PARAMS : c.paramNames.map((_, index) => io.parameter(req, index))
-      const rawQuery = c.route.immutable === true ? '' : io.query(req) ?? ''
-      if (c.route.immutable === true) {
-        headers['accept-encoding'] = io.header(req, 'accept-encoding')
-        headers['if-none-match'] = io.header(req, 'if-none-match')
-      }
-      const input: RouteInput = { rawParams, rawQuery, token, headers, body: undefined }
-      let reading = false
-      if (c.body !== undefined) {
-        const contentType = io.header(req, 'content-type')
-        if (contentType === '' && c.bodyOptional && (declaredLength === '' || declaredLength === '0') && io.header(req, 'transfer-encoding') === '') {
-          // An action whose body is optional, called without one.
-          input.body = 'empty'
-        } else if (contentType !== JSON_TYPE && contentType.split(';', 1)[0]?.trim().toLowerCase() !== JSON_TYPE) {
-          send(state, problemReply(new HttpProblem(415, 'unsupported_media_type', `This route takes a JSON body: send content-type: ${JSON_TYPE}.`)))
-          return
-        } else if (declaredLength !== '' && Number(declaredLength) > bodyLimitBytes) {
-          send(state, problemReply(tooLarge(), true))
-          return
-        } else if (declaredLength === '0' && io.header(req, 'transfer-encoding') === '') {
-          // No body bytes to wait for: the pinned uWS build does not always call onData for an empty body (with the
-          // front on its own thread, about one request in twenty waited until uWS's idle timeout closed it).
-          input.body = EMPTY_BODY
+        if (declaredLength !== '' || unsure) {
+          const fields = values === undefined ? io.fields(req, c.headerNames) : passed
+          if (declaredLength !== '' && (fields & AMBIGUOUS_LENGTH) !== 0) {
+            send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
+            return
+          }
+          // An empty header is sent, not absent: `Idempotency-Key:` with no value is refused (invalid_idempotency_key),
+          // never a request without a key, which the client would believe protected against a retry.
+          for (let index = 0; unsure && index < own; index++) {
+            const name = c.headerNames[index] as string
+            if ((fields & presentBit(index)) !== 0 && headers[name] === undefined) headers[name] = ''
+          }
+        }
+        const rawParams = c.paramNames.length === 0 ? NO_PARAMS : c.paramNames.map((_, index) => io.parameter(req, index))
+        const rawQuery = c.route.immutable === true ? '' : io.query(req) ?? ''
+        if (c.route.immutable === true) {
+          headers['accept-encoding'] = io.header(req, 'accept-encoding')
+          headers['if-none-match'] = io.header(req, 'if-none-match')
+        }
+        const input: RouteInput = { rawParams, rawQuery, token, headers, body: undefined }
+        let reading = false
+        if (c.body !== undefined) {
+          const contentType = fieldOf(req, values, own + TYPE, 'content-type')
+          if (contentType === '' && c.bodyOptional && (declaredLength === '' || declaredLength === '0') && fieldOf(req, values, own + TRANSFER, 'transfer-encoding') === '') {
+            // An action whose body is optional, called without one.
+            input.body = 'empty'
+          } else if (contentType !== JSON_TYPE && contentType.split(';', 1)[0]?.trim().toLowerCase() !== JSON_TYPE) {
+            send(state, problemReply(new HttpProblem(415, 'unsupported_media_type', `This route takes a JSON body: send content-type: ${JSON_TYPE}.`)))
+            return
+          } else if (declaredLength !== '' && Number(declaredLength) > bodyLimitBytes) {
+            send(state, problemReply(tooLarge(), true))
+            return
+          } else if (declaredLength === '0' && fieldOf(req, values, own + TRANSFER, 'transfer-encoding') === '') {
+            // No body bytes to wait for: the pinned uWS build does not always call onData for an empty body (with the
+            // front on its own thread, about one request in twenty waited until uWS's idle timeout closed it).
+            input.body = EMPTY_BODY
+          } else {
+            reading = true
+          }
+        }
+        // Counted from here (it may finish at once); it removes itself (no `.finally` promise per request).
+        inFlight.add(state)
+        // onData must be attached before this callback returns, or uWS drops the body.
+        if (reading) {
+          readBody(state, (read) => {
+            input.body = read
+            void handleRequest(state, c, input)
+          })
         } else {
-          reading = true
-        }
-      }
-      // Counted from here (it may finish at once); it removes itself (no `.finally` promise per request).
-      inFlight.add(state)
-      // onData must be attached before this callback returns, or uWS drops the body.
-      if (reading) {
-        readBody(state, (read) => {
-          input.body = read
           void handleRequest(state, c, input)
-        })
-      } else {
-        void handleRequest(state, c, input)
+        }
+      } catch (error) {
+        log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
       }
-    } catch (error) {
-      log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
     }
   }
 

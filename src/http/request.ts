@@ -145,40 +145,48 @@ export const ROUTE_HEADERS_MAX = 30
 
 /** `TransportIo.fields` from the field names a request has, in order (lower case, repeated as sent). */
 export function fieldsOf(names: Iterable<string>, wanted: readonly string[]): number {
-  startTally(wanted)
-  for (const name of names) countField(name)
+  startTally(wanted, undefined)
+  for (const name of names) countField(name, '')
   return endTally()
 }
 
 /**
  * uWS's request as `TransportIo.fields`: one `forEach` over its fields with one callback made once, its tallies in
- * module variables (forEach is synchronous): no array of names and no closure per request (issue 11).
+ * module variables (forEach is synchronous): no array of names and no closure per request (issue 11). With `values`,
+ * the same pass also keeps each wanted field's first value (uWS's getHeader answers the first), `undefined` when absent.
  */
-export function uwsFields(req: HttpRequest, wanted: readonly string[]): number {
-  startTally(wanted)
+export function uwsFields(req: HttpRequest, wanted: readonly string[], values?: Array<string | undefined>): number {
+  startTally(wanted, values)
   req.forEach(countField)
   return endTally()
 }
 
 const NO_NAMES: readonly string[] = []
 let tallyWanted = NO_NAMES
+let tallyValues: Array<string | undefined> | undefined
 let tallyLengths = 0
 let tallyChunked = false
 let tallyPresent = 0
-function startTally(wanted: readonly string[]): void {
+function startTally(wanted: readonly string[], values: Array<string | undefined> | undefined): void {
   tallyWanted = wanted
+  tallyValues = values
+  values?.fill(undefined)
   tallyLengths = 0
   tallyChunked = false
   tallyPresent = 0
 }
-function countField(name: string): void {
+function countField(name: string, value: string): void {
   if (name === 'content-length') tallyLengths++
   else if (name === 'transfer-encoding') tallyChunked = true
   const index = tallyWanted.indexOf(name)
-  if (index >= 0) tallyPresent |= presentBit(index)
+  if (index < 0) return
+  // Only the first ROUTE_HEADERS_MAX names have a bit (a shift by 32 or more would wrap onto another name's).
+  if (index < ROUTE_HEADERS_MAX) tallyPresent |= presentBit(index)
+  if (tallyValues !== undefined && tallyValues[index] === undefined) tallyValues[index] = value
 }
 function endTally(): number {
   tallyWanted = NO_NAMES
+  tallyValues = undefined
   return tallyPresent | (tallyLengths > 1 || (tallyLengths > 0 && tallyChunked) ? AMBIGUOUS_LENGTH : 0)
 }
 
