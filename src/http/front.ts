@@ -8,10 +8,13 @@
 //   runs through the same route table, and the connection closes after its answer (an HTTP/1.1 status line is what
 //   RFC 9110 section 2.5 says a server answers a 1.0 request with; uWS always sends Content-Length);
 // - no Host on HTTP/1.1, two Hosts, Transfer-Encoding on 1.0, or a request line that is not HTTP/1.x: answers 400
-//   (505 for another HTTP version) as problem+json itself and closes.
-// Later requests on a passed connection are not judged (a client that sent Host once sends it every time), but they
-// are held one at a time behind the answer uWS is giving (front-gate.ts): the pinned build drops a connection that
-// pipelines behind a pending answer.
+//   (505 for another HTTP version) as problem+json itself and closes;
+// - a head uWS would answer nothing to (framingAt's FAULT_s: a control byte or one past 0x7f in the request line or a
+//   value, a bare CR or LF, a field line that is not `name:value`) 400 `bad_request_head`, a method uWS does not know
+//   501 `method_not_implemented` (headProblem), and closes (outsider17).
+// Later requests on a passed connection are judged by those last rules only (a client that sent Host once sends it
+// every time), and held one at a time behind the answer uWS is giving (front-gate.ts): the pinned build drops a
+// connection that pipelines behind a pending answer. An HTTP/1.0 connection sends uWS its one request, nothing after.
 //
 // The front runs in its own thread (front-thread.ts; issue 11): copying every byte through node:net, two sockets per
 // connection, was about a fifth of the service thread's busy CPU under the load mix, and none of it needs the engine.
