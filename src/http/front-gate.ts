@@ -8,7 +8,9 @@
 // 204, 304 and 1xx answers carry no body). Anything the gate does not frame itself (a chunked or ambiguous request
 // body, an Upgrade to WebSocket, a chunked or close-delimited answer, an answer head past its limit) ends the gate: from then
 // on bytes are copied both ways as they come, as without the gate, and uWS's own rules apply. A request head longer
-// than uWS takes whole (front.ts UPSTREAM_HEAD_MAX_BYTES) is answered 431 by the gate, which ends the connection.
+// than uWS takes whole (front.ts UPSTREAM_HEAD_MAX_BYTES) is answered 431 by the gate, one with a method uWS does not
+// know 501, and one uWS would answer nothing to (a control byte, a byte past 0x7f, a bare CR or LF, a field line that is
+// not `name:value`: framingAt) 400; each ends the connection.
 import type { Socket } from 'node:net'
 
 const CRLF2 = Buffer.from('\r\n\r\n')
@@ -22,50 +24,96 @@ export const NO_LENGTH = -1
 /** framingAt: two Content-Lengths, a Transfer-Encoding, an Upgrade, or a length that is not a decimal: the gate lets go. */
 export const UNFRAMED = -2
 
+/** framingAt: a head that breaks a rule the front enforces (each answered 400 `bad_request_head`, front.ts says which). */
+/** A control byte (NUL, VT, DEL, ...) in the request line or a field value. */
+export const FAULT_CONTROL = -3
+/** A byte 0x80 or above in the request line or a field value (obs-text: no field this service reads carries one). */
+export const FAULT_OBS_TEXT = -4
+/** A CR not followed by LF, or an LF not after a CR (a bare-LF line ending). */
+export const FAULT_LINE_END = -5
+/** A field line that is not `name:value`: no colon, white space before it, a name byte that is no token, an obs-fold. */
+export const FAULT_FIELD_LINE = -6
+/** gateConnection's refusals besides those: a method uWS does not know (501), a head longer than uWS takes (431). */
+export const FAULT_METHOD = -7
+export const FAULT_TOO_LARGE = -8
+
 /** The byte at `at` as a lower-case ASCII letter when it is an upper-case one. */
 const lower = (byte: number): number => (byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte)
-/** White space as String.prototype.trim sees it in a latin1 string (tab, LF, VT, FF, CR, space, no-break space). */
-const isTrimmed = (byte: number): boolean => (byte >= 0x09 && byte <= 0x0d) || byte === 0x20 || byte === 0xa0
+/** A head's bytes by class: 0 printable ASCII, space or tab; 1 CR; 2 another control byte (LF, NUL, VT, DEL); 3 0x80 and above. */
+const BYTE_CLASS = new Uint8Array(256).map((_, b) => (b >= 0x80 ? 3 : b === 0x0d ? 1 : (b >= 0x20 && b < 0x7f) || b === 0x09 ? 0 : 2))
+/** 1 for the bytes of a field name (tchar, RFC 9110 section 5.6.2). */
+const TOKEN = new Uint8Array(256).map((_, b) => (/[!#$%&'*+.^_`|~0-9A-Za-z-]/.test(String.fromCharCode(b)) ? 1 : 0))
 
-/** Where the value of the field named `name` (lower case) at `at` starts (past `[ \t]*:`), or -1 when it is not that field. */
-function fieldValueAt(bytes: Uint8Array, at: number, end: number, name: string): number {
-  if (at + name.length > end) return -1
-  for (let i = 0; i < name.length; i++) if (lower(bytes[at + i] as number) !== name.charCodeAt(i)) return -1
-  let i = at + name.length
-  while (i < end && (bytes[i] === 0x20 || bytes[i] === 0x09)) i++
-  return i < end && bytes[i] === 0x3a ? i + 1 : -1
+/** The field name in bytes[at, nameEnd) is `name` (lower case), in any case. */
+function isName(bytes: Uint8Array, at: number, nameEnd: number, name: string): boolean {
+  if (nameEnd - at !== name.length) return false
+  for (let i = 0; i < name.length; i++) if (lower(bytes[at + i] as number) !== name.charCodeAt(i)) return false
+  return true
+}
+
+/** The length a Content-Length value in bytes[value, valueEnd) declares (1 to 15 decimal digits, trimmed of SP and HTAB), or UNFRAMED. */
+function contentLengthOf(bytes: Uint8Array, value: number, valueEnd: number): number {
+  while (value < valueEnd && (bytes[value] === 0x20 || bytes[value] === 0x09)) value++
+  while (valueEnd > value && (bytes[valueEnd - 1] === 0x20 || bytes[valueEnd - 1] === 0x09)) valueEnd--
+  if (valueEnd === value || valueEnd - value > 15) return UNFRAMED
+  let length = 0
+  for (let i = value; i < valueEnd; i++) {
+    const digit = (bytes[i] as number) - 0x30
+    if (digit < 0 || digit > 9) return UNFRAMED
+    length = length * 10 + digit
+  }
+  return length
 }
 
 /**
- * The body framing of the head in bytes[from, end) (`end`: the index of its CRLFCRLF): its Content-Length, NO_LENGTH
- * or UNFRAMED. Read from the bytes: the head is never made a string, nor matched with a regular expression (both were
- * most of the gate's own work, twice per request, issue 11). A field counts at the start of a line, its name in any
- * case followed by `[ \t]*:`; a Content-Length value is 1 to 15 decimal digits once trimmed of white space.
+ * The body framing of the head in bytes[from, end) (`end`: the index of its CRLFCRLF): its Content-Length, NO_LENGTH,
+ * UNFRAMED, or the FAULT_ the head breaks. Read from the bytes in one walk: the head is never made a string, nor matched
+ * with a regular expression (both were most of the gate's own work, twice per request, issue 11). Every line ends in
+ * CRLF; the first line (request or status line) and every field value hold printable ASCII, space and tab only; every
+ * later line is `name:value`, the name tchar (uWS answers nothing to a head that breaks these, and drops bytes past
+ * 0x7f at the end of a value: outsider17). A Content-Length value is 1 to 15 decimal digits once trimmed; two of them,
+ * a Transfer-Encoding or an Upgrade make it UNFRAMED.
  */
 export function framingAt(bytes: Uint8Array, from: number, end: number): number {
   let length = NO_LENGTH
-  for (let at = from; at + 1 < end; at++) {
-    if (bytes[at] !== 0x0d || bytes[at + 1] !== 0x0a) continue
-    const name = at + 2
-    const first = lower(bytes[name] ?? 0)
-    if (first === 0x74 ? fieldValueAt(bytes, name, end, 'transfer-encoding') >= 0 : first === 0x75 && fieldValueAt(bytes, name, end, 'upgrade') >= 0) return UNFRAMED
-    if (first !== 0x63) continue
-    let value = fieldValueAt(bytes, name, end, 'content-length')
-    if (value < 0) continue
-    let valueEnd = value
-    while (valueEnd < end && bytes[valueEnd] !== 0x0d) valueEnd++
-    while (value < valueEnd && isTrimmed(bytes[value] as number)) value++
-    while (valueEnd > value && isTrimmed(bytes[valueEnd - 1] as number)) valueEnd--
-    if (length !== NO_LENGTH || valueEnd === value || valueEnd - value > 15) return UNFRAMED
-    length = 0
-    for (let i = value; i < valueEnd; i++) {
-      const digit = (bytes[i] as number) - 0x30
-      if (digit < 0 || digit > 9) return UNFRAMED
-      length = length * 10 + digit
+  let unframed = false
+  let at = from
+  for (let line = 0; ; line++) {
+    let i = at
+    let name = -1
+    if (line > 0) {
+      while (i < end && TOKEN[bytes[i] as number] === 1) i++
+      if (i === at || i === end || bytes[i] !== 0x3a) return FAULT_FIELD_LINE
+      const first = lower(bytes[at] as number)
+      if (first === 0x74 ? isName(bytes, at, i, 'transfer-encoding') : first === 0x75 && isName(bytes, at, i, 'upgrade')) unframed = true
+      else if (first === 0x63 && isName(bytes, at, i, 'content-length')) name = i + 1
+      i++
     }
-    at = valueEnd - 1
+    while (i < end && BYTE_CLASS[bytes[i] as number] === 0) i++
+    if (name >= 0) {
+      if (length !== NO_LENGTH) unframed = true
+      else length = contentLengthOf(bytes, name, i)
+      if (length === UNFRAMED) unframed = true
+    }
+    if (i >= end) return unframed ? UNFRAMED : length
+    const byte = bytes[i] as number
+    if (byte !== 0x0d || bytes[i + 1] !== 0x0a) return byte === 0x0d || byte === 0x0a ? FAULT_LINE_END : byte >= 0x80 ? FAULT_OBS_TEXT : FAULT_CONTROL
+    at = i + 2
   }
-  return length
+}
+
+/** The methods the pinned uWS build knows, upper case: it closes a connection, with nothing written, on any other. */
+export const KNOWN_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'CONNECT', 'TRACE'] as const
+const METHOD_BYTES = KNOWN_METHODS.map((method) => Buffer.from(`${method} `, 'latin1'))
+
+/** The request line at `at` starts with a known method and a space. */
+export function knownMethodAt(bytes: Uint8Array, at: number): boolean {
+  for (const method of METHOD_BYTES) {
+    let k = 0
+    while (k < method.length && bytes[at + k] === method[k]) k++
+    if (k === method.length) return true
+  }
+  return false
 }
 
 /** A request head starts `HEAD ` (its answer has no body). */
@@ -78,7 +126,7 @@ const isHeadRequest = (bytes: Uint8Array, at: number): boolean =>
  * bytes uWS sends, chunk by chunk: the caller reads `up` (front.ts reads it into one buffer with `onread`, no 'data'
  * events) and hands each chunk over, which the gate may keep.
  */
-export function gateConnection(client: Socket, up: Socket, first: Buffer, headMaxBytes: number, refuseHead: () => Buffer): (chunk: Buffer) => void {
+export function gateConnection(client: Socket, up: Socket, first: Buffer, headMaxBytes: number, refuseHead: (fault: number) => Buffer): (chunk: Buffer) => void {
   let open = true
   /** Client bytes not yet forwarded: the start of the next request, or requests pipelined behind the pending one. */
   let held = first
@@ -93,11 +141,14 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
   const toUpstream = (bytes: Buffer): void => {
     if (bytes.length > 0 && !up.write(bytes)) client.pause()
   }
-  /** A request head longer than uWS takes (front.ts UPSTREAM_HEAD_MAX_BYTES) is answered 431 here; the connection ends. */
-  const refuse = (): void => {
+  /**
+   * A request head uWS would not answer (longer than it takes, front.ts UPSTREAM_HEAD_MAX_BYTES; an unknown method; a
+   * FAULT_ of framingAt) is answered here (refuseHead: 431, 501 or 400); the connection ends.
+   */
+  const refuse = (fault: number): void => {
     open = false
     held = Buffer.alloc(0)
-    client.end(refuseHead())
+    client.end(refuseHead(fault))
     up.end()
   }
   const letGo = (): void => {
@@ -128,11 +179,12 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
       const end = held.indexOf(CRLF2)
       const headLength = end + 4
       if (end < 0 ? held.length > headMaxBytes : headLength > headMaxBytes) {
-        refuse()
+        refuse(FAULT_TOO_LARGE)
         break
       }
       if (end < 0) break
       const framing = framingAt(held, 0, end)
+      if (framing < UNFRAMED || !knownMethodAt(held, 0)) { refuse(framing < UNFRAMED ? framing : FAULT_METHOD); break }
       if (framing === UNFRAMED) { letGo(); return }
       pending = isHeadRequest(held, 0) ? 'HEAD' : 'other'
       // The head and the body bytes already here go in one write: a write to uWS's socket is a system call, and the
@@ -172,6 +224,7 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
       const status = Number(head.toString('latin1', 9, Math.min(12, end)))
       if (status === 101) { letGo(); return }
       if (status >= 100 && status < 200) continue
+      // (An answer head that breaks framingAt's rules, not one uWS writes, is not framed either.)
       const framing = framingAt(head, 0, end)
       if (pending === 'HEAD' || status === 204 || status === 304) answerBodyLeft = 0
       else if (framing < 0) { letGo(); return }

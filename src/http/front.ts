@@ -8,10 +8,13 @@
 //   runs through the same route table, and the connection closes after its answer (an HTTP/1.1 status line is what
 //   RFC 9110 section 2.5 says a server answers a 1.0 request with; uWS always sends Content-Length);
 // - no Host on HTTP/1.1, two Hosts, Transfer-Encoding on 1.0, or a request line that is not HTTP/1.x: answers 400
-//   (505 for another HTTP version) as problem+json itself and closes.
-// Later requests on a passed connection are not judged (a client that sent Host once sends it every time), but they
-// are held one at a time behind the answer uWS is giving (front-gate.ts): the pinned build drops a connection that
-// pipelines behind a pending answer.
+//   (505 for another HTTP version) as problem+json itself and closes;
+// - a head uWS would answer nothing to (framingAt's FAULT_s: a control byte or one past 0x7f in the request line or a
+//   value, a bare CR or LF, a field line that is not `name:value`) 400 `bad_request_head`, a method uWS does not know
+//   501 `method_not_implemented` (headProblem), and closes (outsider17).
+// Later requests on a passed connection are judged by those last rules only (a client that sent Host once sends it
+// every time), and held one at a time behind the answer uWS is giving (front-gate.ts): the pinned build drops a
+// connection that pipelines behind a pending answer. An HTTP/1.0 connection sends uWS its one request, nothing after.
 //
 // The front runs in its own thread (front-thread.ts; issue 11): copying every byte through node:net, two sockets per
 // connection, was about a fifth of the service thread's busy CPU under the load mix, and none of it needs the engine.
@@ -24,7 +27,7 @@ import { dirname, join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { ClientCounts } from './client-counts.ts'
 import { clientKeyOf } from './client-key.ts'
-import { gateConnection } from './front-gate.ts'
+import { FAULT_CONTROL, FAULT_LINE_END, FAULT_METHOD, FAULT_OBS_TEXT, FAULT_TOO_LARGE, framingAt, gateConnection, KNOWN_METHODS, NO_LENGTH, UNFRAMED } from './front-gate.ts'
 import { requestIdMinter, type Logger, type LogLine } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 
@@ -81,7 +84,7 @@ export interface Front {
 }
 
 type Decision =
-  | { kind: 'pass'; bytes: Buffer; http10: boolean }
+  | { kind: 'pass'; bytes: Buffer; http10: boolean; bodyLeft?: number }
   | { kind: 'answer'; status: number; problem: HttpProblem; method: string; path: string }
 
 /** What to do with a connection whose first head ends at `end` (the index of its CRLFCRLF) in `head`. */
@@ -90,6 +93,9 @@ export function decideFirstRequest(head: Buffer, end: number, localHost: string)
   // RFC 9112 section 2.2: a server SHOULD ignore at least one empty line received before the request line.
   while (head[start] === 0x0d && head[start + 1] === 0x0a) start += 2
   if (end + 4 - start > UPSTREAM_HEAD_MAX_BYTES) return { kind: 'answer', status: 431, method: '', path: '', problem: headTooLarge() }
+  // Bytes uWS would answer nothing to (framingAt's FAULT_s), before the request line's form: a bare LF ends no line.
+  const framing = framingAt(head, start, end)
+  if (framing < UNFRAMED) return { kind: 'answer', status: 400, method: '', path: '', problem: headProblem(framing) }
   const lineEnd = head.indexOf('\r\n', start)
   const line = head.toString('latin1', start, lineEnd)
   const match = REQUEST_LINE.exec(line)
@@ -101,6 +107,7 @@ export function decideFirstRequest(head: Buffer, end: number, localHost: string)
   if (major !== '1' || (minor !== '0' && minor !== '1')) {
     return { kind: 'answer', status: 505, method, path, problem: new HttpProblem(505, 'http_version_not_supported', `HTTP/${major}.${minor} is not served; use HTTP/1.1 (or 1.0).`, { title: 'HTTP version not supported' }) }
   }
+  if (!(KNOWN_METHODS as readonly string[]).includes(method)) return { kind: 'answer', status: 501, method, path, problem: headProblem(FAULT_METHOD) }
   const lines = end > lineEnd ? head.toString('latin1', lineEnd + 2, end).split('\r\n') : []
   let hosts = 0
   let chunked = false
@@ -119,8 +126,9 @@ export function decideFirstRequest(head: Buffer, end: number, localHost: string)
     }
     return { kind: 'pass', bytes: head, http10: false }
   }
-  if (chunked) {
-    return { kind: 'answer', status: 400, method, path, problem: new HttpProblem(400, 'malformed_request', 'Transfer-Encoding is not defined for HTTP/1.0; send Content-Length.', { title: 'Malformed request' }) }
+  if (chunked || framing === UNFRAMED) {
+    const detail = chunked ? 'Transfer-Encoding is not defined for HTTP/1.0; send Content-Length.' : 'An HTTP/1.0 request needs one decimal Content-Length, or none, and no Upgrade.'
+    return { kind: 'answer', status: 400, method, path, problem: new HttpProblem(400, 'malformed_request', detail, { title: 'Malformed request' }) }
   }
   // HTTP/1.0: the same request as HTTP/1.1 that closes its connection (1.0 keep-alive is not offered).
   const kept = lines.filter((header) => {
@@ -130,7 +138,11 @@ export function decideFirstRequest(head: Buffer, end: number, localHost: string)
   if (hosts === 0) kept.push(`host: ${localHost}`)
   kept.push('connection: close')
   const rewritten = `${method} ${target} HTTP/1.1\r\n${kept.map((h) => `${h}\r\n`).join('')}\r\n`
-  return { kind: 'pass', bytes: Buffer.concat([Buffer.from(rewritten, 'latin1'), head.subarray(end + 4)]), http10: true }
+  // Only this request goes to uWS (its body, `bodyLeft` of which is still to come, follows it): the connection closes
+  // after its answer, and uWS drops the answer when another request reaches it while it is pending (outsider17).
+  const bodyLeft = framing === NO_LENGTH ? 0 : framing
+  const body = head.subarray(end + 4, end + 4 + bodyLeft)
+  return { kind: 'pass', bytes: Buffer.concat([Buffer.from(rewritten, 'latin1'), body]), http10: true, bodyLeft: bodyLeft - body.length }
 }
 
 /** PROXY protocol v2 header (PROXY command, TCP over IPv4 or IPv6): how uWS learns the client's address. */
@@ -166,14 +178,32 @@ export function ipv6Bytes(address: string): number[] {
   return all.flatMap((g) => [g >> 8, g & 0xff])
 }
 
-/** A whole problem+json answer that closes its connection, written on a raw socket (also node-server.ts's parse errors). */
+/**
+ * The problem of a request head the front refuses for a framingAt FAULT_ (400 `bad_request_head`, the rule in `detail`),
+ * an unknown method (501) or its length (431): uWS would answer none of them (it stalls until its idle timeout, closes
+ * with nothing written, or drops bytes past 0x7f at the end of a value; outsider17).
+ */
+export function headProblem(fault: number): HttpProblem {
+  if (fault === FAULT_TOO_LARGE) return headTooLarge()
+  if (fault === FAULT_METHOD) {
+    return new HttpProblem(501, 'method_not_implemented', `The method is not one this service implements: ${KNOWN_METHODS.join(', ')} (case-sensitive).`, { title: 'Method not implemented' })
+  }
+  const rule =
+    fault === FAULT_CONTROL ? 'a control byte (other than tab) in the request line or a field value'
+    : fault === FAULT_OBS_TEXT ? 'a byte 0x80 or above in the request line or a field value (send ASCII; percent-encode the target)'
+    : fault === FAULT_LINE_END ? 'a CR without LF or an LF without CR: every line ends in CRLF'
+    : 'a field line that is not `name: value` (no colon, white space before the colon, a name byte outside tchar, or a continuation line, obs-fold)'
+  return new HttpProblem(400, 'bad_request_head', `The request head has ${rule}.`, { title: 'Bad request head' })
+}
+
 /** The problem of a request head longer than UPSTREAM_HEAD_MAX_BYTES. */
 export function headTooLarge(): HttpProblem {
   return new HttpProblem(431, 'request_header_fields_too_large', `The request head exceeds ${UPSTREAM_HEAD_MAX_BYTES} bytes.`, { title: 'Request header fields too large' })
 }
 
-const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 505: 'HTTP Version Not Supported' }
+const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 501: 'Not Implemented', 505: 'HTTP Version Not Supported' }
 
+/** A whole problem+json answer that closes its connection, written on a raw socket (also node-server.ts's parse errors). */
 export function answer(status: number, problem: HttpProblem, requestId: string): Buffer {
   const body = JSON.stringify(problem.toBody())
   const reason = REASONS[status] ?? 'Bad Request'
@@ -299,16 +329,26 @@ export async function listenFront(settings: FrontSettings, log: Logger): Promise
       up.write(proxyV2Header(client.remoteAddress, client.remotePort, client.localAddress, client.localPort))
       up.on('error', () => client.destroy())
       if (!decision.http10) {
-        fromUpstream = gateConnection(client, up, decision.bytes, UPSTREAM_HEAD_MAX_BYTES, () => {
+        fromUpstream = gateConnection(client, up, decision.bytes, UPSTREAM_HEAD_MAX_BYTES, (fault) => {
           const requestId = mintRequestId()
-          log({ level: 'info', msg: 'request', method: '', path: '', status: 431, requestId, front: true })
-          return answer(431, headTooLarge(), requestId)
+          const problem = headProblem(fault)
+          log({ level: 'info', msg: 'request', method: '', path: '', status: problem.status, requestId, front: true })
+          return answer(problem.status, problem, requestId)
         })
         return
       }
       up.write(decision.bytes)
-      // The client's FIN is passed on: uWS then aborts the request, as it does when it owns the socket.
-      client.pipe(up)
+      // The rest of the request's body goes on; what follows it is read and dropped (the connection closes after the
+      // answer). The client's FIN is passed on: uWS then aborts the request, as it does when it owns the socket.
+      let bodyLeft = decision.bodyLeft ?? 0
+      client.on('data', (chunk: Buffer) => {
+        if (bodyLeft === 0) return
+        const part = chunk.length <= bodyLeft ? chunk : chunk.subarray(0, bodyLeft)
+        bodyLeft -= part.length
+        if (!up.write(part)) client.pause()
+      })
+      up.on('drain', () => client.resume())
+      client.on('end', () => up.end())
       // uWS closes after a `connection: close` request without saying so: say it in the answer's head.
       let said = false
       up.on('data', (chunk: Buffer) => {

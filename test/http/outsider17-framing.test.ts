@@ -134,10 +134,10 @@ t.test('HEAD answers pipelined between others carry a length and no body; the ne
 t.test('what a client writes reaches an answer\'s head only checked, each answer with its own fields', async (t) => {
   // Values uWS passes to the application (no CR, LF or other control byte: with one it answers nothing) that a head
   // must not carry as sent: X-Request-Id is echoed only when it is a plain token, Origin only when it is listed.
-  // (uWS drops bytes past 0x7f at the end of a value, `https://dash.example\xe9` reads as the listed origin: those sit
-  // inside the values here.)
-  const hostile = ['a b', 'x'.repeat(129), 'i\u00e9d', 'a,b;c="d"', '<script>', 'ok;\tx']
-  const origins = ['https://evil.example', 'https://dash.ex\u00e9ample', 'null', 'https://dash.example, https://evil.example', 'https://dash.example']
+  // (uWS drops bytes past 0x7f at the end of a value, `https://dash.example\xe9` read as the listed origin: the front
+  // now refuses a head with any byte past 0x7f in a value, 400 bad_request_head, test/http/front-malformed.test.ts.)
+  const hostile = ['a b', 'x'.repeat(129), 'a,b;c="d"', '<script>', 'ok;\tx']
+  const origins = ['https://evil.example', 'null', 'https://dash.example, https://evil.example', 'https://dash.example']
   const cases = hostile.flatMap((id) => origins.map((origin) => ({ id, origin })))
   // Valid ids sent beside them on other connections at the same time: each answer carries its own and no other.
   const own = cases.map((_, i) => `own-${i}`)

@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import t from 'tap'
-import { framingAt, gateConnection, NO_LENGTH, UNFRAMED } from '../../src/http/front-gate.ts'
+import { FAULT_CONTROL, FAULT_FIELD_LINE, FAULT_LINE_END, FAULT_OBS_TEXT, framingAt, gateConnection, NO_LENGTH, UNFRAMED } from '../../src/http/front-gate.ts'
 import { rawExchange, rawUntil, responsesEnded } from './fixtures/raw.ts'
 import { startTestServer, testTransport } from './fixtures/routes.ts'
 
@@ -75,8 +75,18 @@ if (testTransport === 'uws') {
 /** framingAt over a whole head's text (up to, not including, its CRLFCRLF), after `lead` bytes it must skip. */
 const framingOf = (head: string, lead = ''): number => framingAt(Buffer.from(`${lead}${head}\r\n\r\n`, 'latin1'), lead.length, lead.length + head.length)
 
-/** The framing rule as the gate read it with a regular expression before it read bytes (issue 11): the reference. */
+/**
+ * The framing rule as the gate read it with a regular expression before it read bytes (issue 11), after the head's
+ * rules (outsider17: the first line and each field value printable ASCII, space or tab; every later line `name:value`;
+ * the first fault, line by line, says which): the reference.
+ */
 function framingByExpression(head: string): number {
+  for (const [i, line] of head.split('\r\n').entries()) {
+    const value = i === 0 ? line : /^[!#$%&'*+.^_`|~0-9A-Za-z-]+:(.*)$/s.exec(line)?.[1]
+    if (value === undefined) return FAULT_FIELD_LINE
+    const bad = /[^\t\x20-\x7e]/.exec(value)?.[0]
+    if (bad !== undefined) return bad === '\r' || bad === '\n' ? FAULT_LINE_END : bad >= '\x80' ? FAULT_OBS_TEXT : FAULT_CONTROL
+  }
   let length: number | undefined
   for (const [, name = '', value = ''] of head.matchAll(/\r\n(content-length|transfer-encoding|upgrade)[ \t]*:[ \t]*([^\r]*)/gi)) {
     if (name.toLowerCase() !== 'content-length') return UNFRAMED
@@ -90,7 +100,8 @@ function framingByExpression(head: string): number {
 if (testTransport === 'uws') {
   t.test('the gate reads a head\'s framing from its bytes as the regular expression read its text', async (t) => {
     // Heads built from pieces that sit at the rule's edges: names in any case, near-names, white space (the trim's
-    // latin1 set included), signs, 15 and 16 digits, bare CR or LF, bytes past ASCII, fields at the head's end.
+    // latin1 set included), signs, 15 and 16 digits, bare CR or LF, bytes past ASCII, fields at the head's end; and the
+    // head's rules (white space before a colon, no colon, control bytes, bytes past 0x7f: which fault comes first).
     const names = ['Content-Length', 'content-length', 'CONTENT-LENGTH', 'Content-Lengths', 'Content-Lengt', 'Transfer-Encoding', 'transfer-encodinG', 'Upgrade', 'upgrade ', 'Upgrades', 'X-Content-Length', 'Host', 'cOnTeNt-LeNgTh\t']
     const values = ['12', ' 12', '12 ', '\t12\t', '0', '007', '', '-1', '+1', '1 2', '1e3', '0x10', '123456789012345', '1234567890123456', '12\u00a0', '\u00a012', '12\v', '12\n', 'chunked', '\u00e9', '1\r2']
     let seed = 17
