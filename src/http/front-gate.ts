@@ -22,7 +22,7 @@ const HELD_LIMIT_BYTES = 256 * 1024
 const ANSWER_HEAD_LIMIT_BYTES = 16 * 1024
 /** framingAt: the head declares no body length (and nothing that stops the gate). */
 export const NO_LENGTH = -1
-/** framingAt: two Content-Lengths, a Transfer-Encoding, an Upgrade, or a length that is not a decimal: the gate lets go. */
+/** framingAt: two Content-Lengths, a Transfer-Encoding or an Upgrade: the gate lets go. */
 export const UNFRAMED = -2
 
 /** framingAt: a head that breaks a rule the front enforces (each answered 400 `bad_request_head`, front.ts says which). */
@@ -44,6 +44,12 @@ export const FAULT_TOO_LARGE = -8
 export const FAULT_REQUEST_LINE = -9
 export const FAULT_NO_HOST = -10
 export const FAULT_HOSTS = -11
+/**
+ * A Content-Length value that is not a decimal number (a sign, a list, empty; 400 `bad_request_head`), or one of 10
+ * digits or more (413 `payload_too_large`): uWS closes the connection on either with nothing written (outsider18).
+ */
+export const FAULT_CONTENT_LENGTH = -12
+export const FAULT_BODY_TOO_LARGE = -13
 
 /** The byte at `at` as a lower-case ASCII letter when it is an upper-case one. */
 const lower = (byte: number): number => (byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte)
@@ -65,18 +71,21 @@ function isName(bytes: Uint8Array, at: number, nameEnd: number, name: string): b
   return true
 }
 
-/** The length a Content-Length value in bytes[value, valueEnd) declares (1 to 15 decimal digits, trimmed of SP and HTAB), or UNFRAMED. */
+/**
+ * The length a Content-Length value in bytes[value, valueEnd) declares (1 to 9 decimal digits, trimmed of SP and HTAB),
+ * FAULT_CONTENT_LENGTH (not a decimal number) or FAULT_BODY_TOO_LARGE (10 digits or more).
+ */
 function contentLengthOf(bytes: Uint8Array, value: number, valueEnd: number): number {
   while (value < valueEnd && (bytes[value] === 0x20 || bytes[value] === 0x09)) value++
   while (valueEnd > value && (bytes[valueEnd - 1] === 0x20 || bytes[valueEnd - 1] === 0x09)) valueEnd--
-  if (valueEnd === value || valueEnd - value > 15) return UNFRAMED
+  if (valueEnd === value) return FAULT_CONTENT_LENGTH
   let length = 0
   for (let i = value; i < valueEnd; i++) {
     const digit = (bytes[i] as number) - 0x30
-    if (digit < 0 || digit > 9) return UNFRAMED
+    if (digit < 0 || digit > 9) return FAULT_CONTENT_LENGTH
     length = length * 10 + digit
   }
-  return length
+  return valueEnd - value > 9 ? FAULT_BODY_TOO_LARGE : length
 }
 
 /**
@@ -84,13 +93,16 @@ function contentLengthOf(bytes: Uint8Array, value: number, valueEnd: number): nu
  * UNFRAMED, or the FAULT_ the head breaks. Read from the bytes in one walk: the head is never made a string, nor matched
  * with a regular expression (both were most of the gate's own work, twice per request, issue 11). Every line ends in
  * CRLF; the first line (request or status line) and every field value hold printable ASCII, space and tab only; every
- * later line is `name:value`, the name tchar (uWS answers nothing to a head that breaks these, and drops bytes past
- * 0x7f at the end of a value: outsider17). A Content-Length value is 1 to 15 decimal digits once trimmed; two of them,
- * a Transfer-Encoding or an Upgrade make it UNFRAMED.
+ * later line is `name:value`, the name letters, digits and `-` (uWS answers nothing to a head that breaks these, and
+ * drops bytes past 0x7f at the end of a value: outsider17, outsider18). A Content-Length value is 1 to 9 decimal digits
+ * once trimmed (uWS closes on another: FAULT_CONTENT_LENGTH, FAULT_BODY_TOO_LARGE); two of them, a Transfer-Encoding
+ * or an Upgrade make it UNFRAMED.
  */
 export function framingAt(bytes: Uint8Array, from: number, end: number): number {
   let length = NO_LENGTH
   let unframed = false
+  /** The first Content-Length fault, answered once every line is known to be well formed (their faults come first). */
+  let lengthFault = 0
   let at = from
   hostFields = 0
   for (let line = 0; ; line++) {
@@ -107,11 +119,12 @@ export function framingAt(bytes: Uint8Array, from: number, end: number): number 
     }
     while (i < end && BYTE_CLASS[bytes[i] as number] === 0) i++
     if (name >= 0) {
-      if (length !== NO_LENGTH) unframed = true
-      else length = contentLengthOf(bytes, name, i)
-      if (length === UNFRAMED) unframed = true
+      const declared = contentLengthOf(bytes, name, i)
+      if (declared < 0) lengthFault ||= declared
+      else if (length !== NO_LENGTH) unframed = true
+      else length = declared
     }
-    if (i >= end) return unframed ? UNFRAMED : length
+    if (i >= end) return lengthFault !== 0 ? lengthFault : unframed ? UNFRAMED : length
     const byte = bytes[i] as number
     if (byte !== 0x0d || bytes[i + 1] !== 0x0a) return byte === 0x0d || byte === 0x0a ? FAULT_LINE_END : byte >= 0x80 ? FAULT_OBS_TEXT : FAULT_CONTROL
     at = i + 2

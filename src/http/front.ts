@@ -29,7 +29,7 @@ import { dirname, join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { ClientCounts } from './client-counts.ts'
 import { clientKeyOf } from './client-key.ts'
-import { FAULT_CONTROL, FAULT_HOSTS, FAULT_LINE_END, FAULT_METHOD, FAULT_NO_HOST, FAULT_OBS_TEXT, FAULT_REQUEST_LINE, FAULT_TOO_LARGE, framingAt, gateConnection, KNOWN_METHODS, NO_LENGTH, UNFRAMED } from './front-gate.ts'
+import { FAULT_BODY_TOO_LARGE, FAULT_CONTENT_LENGTH, FAULT_CONTROL, FAULT_HOSTS, FAULT_LINE_END, FAULT_METHOD, FAULT_NO_HOST, FAULT_OBS_TEXT, FAULT_REQUEST_LINE, FAULT_TOO_LARGE, framingAt, gateConnection, KNOWN_METHODS, NO_LENGTH, UNFRAMED } from './front-gate.ts'
 import { requestIdMinter, type Logger, type LogLine } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 
@@ -98,7 +98,10 @@ export function decideFirstRequest(head: Buffer, end: number, localHost: string)
   if (end + 4 - start > UPSTREAM_HEAD_MAX_BYTES) return { kind: 'answer', status: 431, method: '', path: '', problem: headTooLarge() }
   // Bytes uWS would answer nothing to (framingAt's FAULT_s), before the request line's form: a bare LF ends no line.
   const framing = framingAt(head, start, end)
-  if (framing < UNFRAMED) return { kind: 'answer', status: 400, method: '', path: '', problem: headProblem(framing) }
+  if (framing < UNFRAMED) {
+    const problem = headProblem(framing)
+    return { kind: 'answer', status: problem.status, method: '', path: '', problem }
+  }
   const lineEnd = head.indexOf('\r\n', start)
   const line = head.toString('latin1', start, lineEnd)
   const match = REQUEST_LINE.exec(line)
@@ -187,6 +190,9 @@ export function headProblem(fault: number): HttpProblem {
     return new HttpProblem(400, 'malformed_request', 'The request line is not `METHOD /path HTTP/1.1`: the target is a path (not `*`, an absolute URL or an authority), one space each side of it; HTTP/1.0 only as the first request of a connection.', { title: 'Malformed request' })
   }
   if (fault === FAULT_HOSTS) return new HttpProblem(400, 'bad_host', 'The request has more than one Host field.', { title: 'Bad Host' })
+  if (fault === FAULT_BODY_TOO_LARGE) {
+    return new HttpProblem(413, 'payload_too_large', 'The request body\'s Content-Length has 10 digits or more: far past the body limit.', { title: 'Payload too large' })
+  }
   if (fault === FAULT_NO_HOST) return new HttpProblem(400, 'missing_host', 'An HTTP/1.1 request needs a Host field (RFC 9112 section 3.2).', { title: 'Missing Host' })
   if (fault === FAULT_METHOD) {
     return new HttpProblem(501, 'method_not_implemented', `The method is not one this service implements: ${KNOWN_METHODS.join(', ')} (case-sensitive).`, { title: 'Method not implemented' })
@@ -195,6 +201,7 @@ export function headProblem(fault: number): HttpProblem {
     fault === FAULT_CONTROL ? 'a control byte (other than tab) in the request line or a field value'
     : fault === FAULT_OBS_TEXT ? 'a byte 0x80 or above in the request line or a field value (send ASCII; percent-encode the target)'
     : fault === FAULT_LINE_END ? 'a CR without LF or an LF without CR: every line ends in CRLF'
+    : fault === FAULT_CONTENT_LENGTH ? 'a Content-Length that is not a decimal number (no sign, no list, not empty)'
     : 'a field line that is not `name: value` (no colon, white space before the colon, a name byte other than a letter, digit or `-`, or a continuation line, obs-fold)'
   return new HttpProblem(400, 'bad_request_head', `The request head has ${rule}.`, { title: 'Bad request head' })
 }
@@ -204,7 +211,7 @@ export function headTooLarge(): HttpProblem {
   return new HttpProblem(431, 'request_header_fields_too_large', `The request head exceeds ${UPSTREAM_HEAD_MAX_BYTES} bytes.`, { title: 'Request header fields too large' })
 }
 
-const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 501: 'Not Implemented', 505: 'HTTP Version Not Supported' }
+const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 413: 'Content Too Large', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 501: 'Not Implemented', 505: 'HTTP Version Not Supported' }
 
 /** A whole problem+json answer that closes its connection, written on a raw socket (also node-server.ts's parse errors). */
 export function answer(status: number, problem: HttpProblem, requestId: string): Buffer {

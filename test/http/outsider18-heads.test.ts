@@ -4,7 +4,8 @@
 // in the target), and on a later head of a connection, which the front judged by fewer rules than the first: a space
 // in the target, HTTP/1.0, a lower-case version, no Host, two Hosts. Each is now answered 400 and the connection
 // closes; valid heads (a browser's and curl's fields, a line end split between reads, a head of exactly 4,000 bytes)
-// still pass. Each case is sent as a connection's first head and after a valid request on the connection.
+// still pass. And a Content-Length uWS closes the connection on, with nothing written (10 digits or more, a sign, a
+// list), is answered 413 or 400. Each case is sent as a connection's first head and after a valid request on it.
 import t from 'tap'
 import { parseResponse, RawConnection, responsesEnded, wholeResponses } from './fixtures/raw.ts'
 import { startTestServer, testTransport } from './fixtures/routes.ts'
@@ -12,6 +13,7 @@ import { startTestServer, testTransport } from './fixtures/routes.ts'
 const valid = 'GET /items/first HTTP/1.1\r\nHost: x\r\n\r\n'
 const head = (line: string, fields = '', host = 'Host: x\r\n') => `${line}\r\n${host}${fields}\r\n`
 const get = (fields: string) => head('GET /items/a HTTP/1.1', fields)
+const length = (value: string) => head('POST /echo/k HTTP/1.1', `Content-Type: application/json\r\nContent-Length: ${value}\r\n`)
 
 interface Answer { status: number; headers: Record<string, string>; body: string }
 
@@ -44,6 +46,9 @@ if (testTransport === 'uws') {
 
   const refused: Array<[string, string, boolean, string]> = [
     ...[...'_.!#$%&\'*+^`|~'].map((c): [string, string, boolean, string] => [`a field name with ${c}`, get(`X${c}A: 1\r\n`), true, 'bad_request_head']),
+    ['a Content-Length of 10 digits', `${length('1000000000')}{`, true, 'payload_too_large'],
+    ['a Content-Length with a sign', `${length('+2')}{}`, true, 'bad_request_head'],
+    ['a Content-Length list', `${length('2, 2')}{}`, true, 'bad_request_head'],
     ['OPTIONS *', head('OPTIONS * HTTP/1.1'), true, 'malformed_request'],
     ['an absolute-form target', head('GET http://x/items/a HTTP/1.1'), true, 'malformed_request'],
     ['CONNECT to an authority', head('CONNECT x:443 HTTP/1.1'), true, 'malformed_request'],
@@ -56,14 +61,15 @@ if (testTransport === 'uws') {
     ['two Hosts', get('Host: y\r\n'), false, 'bad_host'],
   ]
 
-  t.test('a head uWS answers nothing to: 400 with a code, then the connection closes', async (t) => {
+  t.test('a head uWS answers nothing to: 400 (413) with a code, then the connection closes', async (t) => {
     // `firstToo`: the case is checked as a connection's first head as well (the others are the first head's rules already).
     const cases = refused.flatMap(([name, bytes, firstToo, code]) => (firstToo ? [false, true] : [true]).map((later) => ({ name, bytes, code, later })))
     const results = await Promise.all(cases.map(async (c) => ({ ...c, ...(await exchange(server.port, [c.bytes], c.later, true)) })))
     for (const { name, code, later, answers, closed } of results) {
       const label = `${name} (${later ? 'a later head' : 'the first head'})`
       const last = answers[answers.length - 1]
-      t.same(answers.map((a) => a.status), later ? [200, 400] : [400], `${label}: answered`)
+      const status = code === 'payload_too_large' ? 413 : 400
+      t.same(answers.map((a) => a.status), later ? [200, status] : [status], `${label}: answered`)
       t.equal(JSON.parse(last?.body ?? '{}').code, code, label)
       t.ok(closed, `${label}: closed`)
     }
