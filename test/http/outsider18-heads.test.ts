@@ -7,7 +7,7 @@
 // still pass. And a Content-Length uWS closes the connection on, with nothing written (10 digits or more, a sign, a
 // list), is answered 413 or 400. Each case is sent as a connection's first head and after a valid request on it.
 import t from 'tap'
-import { parseResponse, RawConnection, responsesEnded, wholeResponses } from './fixtures/raw.ts'
+import { answersTo } from './fixtures/raw.ts'
 import { startTestServer, testTransport } from './fixtures/routes.ts'
 
 const valid = 'GET /items/first HTTP/1.1\r\nHost: x\r\n\r\n'
@@ -15,29 +15,10 @@ const head = (line: string, fields = '', host = 'Host: x\r\n') => `${line}\r\n${
 const get = (fields: string) => head('GET /items/a HTTP/1.1', fields)
 const length = (value: string) => head('POST /echo/k HTTP/1.1', `Content-Type: application/json\r\nContent-Length: ${value}\r\n`)
 
-interface Answer { status: number; headers: Record<string, string>; body: string }
-
-/** Sends `parts` (a pause between them; after a valid request when `later`); returns the answers and whether the server closed. */
-async function exchange(port: number, parts: string[], later: boolean, close: boolean): Promise<{ answers: Answer[]; closed: boolean }> {
-  const connection = new RawConnection(port)
-  const count = later ? 2 : 1
-  try {
-    const [first = '', ...rest] = parts
-    await connection.write(later ? valid + first : first, ...rest)
-    // An answer that never comes shows as uWS's idle timeout closing the connection.
-    await connection.until(responsesEnded(count)).catch(() => undefined)
-    if (close) await connection.until(() => false).catch(() => undefined)
-  } finally {
-    connection.destroy()
-  }
-  const answers: Answer[] = []
-  let text = connection.text
-  while (wholeResponses(text) > 0) {
-    const answer = parseResponse(text)
-    answers.push(answer)
-    text = text.slice(text.indexOf('\r\n\r\n') + 4 + Number(answer.headers['content-length'] ?? 0))
-  }
-  return { answers, closed: connection.closedByServer }
+/** Sends `parts` (a pause between them; after a valid request when `later`): the answers, and whether the server closed. */
+function exchange(port: number, parts: string[], later: boolean, close: boolean) {
+  const [first = '', ...rest] = parts
+  return answersTo(port, [later ? valid + first : first, ...rest], later ? 2 : 1, close)
 }
 
 if (testTransport === 'uws') {
