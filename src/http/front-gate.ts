@@ -10,7 +10,8 @@
 // on bytes are copied both ways as they come, as without the gate, and uWS's own rules apply. A request head longer
 // than uWS takes whole (front.ts UPSTREAM_HEAD_MAX_BYTES) is answered 431 by the gate, one with a method uWS does not
 // know 501, and one uWS would answer nothing to (a control byte, a byte past 0x7f, a bare CR or LF, a field line that is
-// not `name:value`: framingAt) 400; each ends the connection.
+// not `name:value`: framingAt; a request line that is not `METHOD /path HTTP/1.1`, no Host or two: requestLineFault)
+// 400; each ends the connection.
 import type { Socket } from 'node:net'
 
 const CRLF2 = Buffer.from('\r\n\r\n')
@@ -21,7 +22,7 @@ const HELD_LIMIT_BYTES = 256 * 1024
 const ANSWER_HEAD_LIMIT_BYTES = 16 * 1024
 /** framingAt: the head declares no body length (and nothing that stops the gate). */
 export const NO_LENGTH = -1
-/** framingAt: two Content-Lengths, a Transfer-Encoding, an Upgrade, or a length that is not a decimal: the gate lets go. */
+/** framingAt: two Content-Lengths, a Transfer-Encoding or an Upgrade: the gate lets go. */
 export const UNFRAMED = -2
 
 /** framingAt: a head that breaks a rule the front enforces (each answered 400 `bad_request_head`, front.ts says which). */
@@ -31,18 +32,37 @@ export const FAULT_CONTROL = -3
 export const FAULT_OBS_TEXT = -4
 /** A CR not followed by LF, or an LF not after a CR (a bare-LF line ending). */
 export const FAULT_LINE_END = -5
-/** A field line that is not `name:value`: no colon, white space before it, a name byte that is no token, an obs-fold. */
+/** A field line that is not `name:value`: no colon, white space before it, a name byte other than a letter, digit or `-`, an obs-fold. */
 export const FAULT_FIELD_LINE = -6
 /** gateConnection's refusals besides those: a method uWS does not know (501), a head longer than uWS takes (431). */
 export const FAULT_METHOD = -7
 export const FAULT_TOO_LARGE = -8
+/**
+ * gateConnection's refusals of a later head by the first head's rules (front.ts decideFirstRequest, answered 400 the
+ * same way): a request line that is not `METHOD /path HTTP/1.1`, no Host field, more than one.
+ */
+export const FAULT_REQUEST_LINE = -9
+export const FAULT_NO_HOST = -10
+export const FAULT_HOSTS = -11
+/**
+ * A Content-Length value that is not a decimal number (a sign, a list, empty; 400 `bad_request_head`), or one of 10
+ * digits or more (413 `payload_too_large`): uWS closes the connection on either with nothing written (outsider18).
+ */
+export const FAULT_CONTENT_LENGTH = -12
+export const FAULT_BODY_TOO_LARGE = -13
 
 /** The byte at `at` as a lower-case ASCII letter when it is an upper-case one. */
 const lower = (byte: number): number => (byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte)
 /** A head's bytes by class: 0 printable ASCII, space or tab; 1 CR; 2 another control byte (LF, NUL, VT, DEL); 3 0x80 and above. */
 const BYTE_CLASS = new Uint8Array(256).map((_, b) => (b >= 0x80 ? 3 : b === 0x0d ? 1 : (b >= 0x20 && b < 0x7f) || b === 0x09 ? 0 : 2))
-/** 1 for the bytes of a field name (tchar, RFC 9110 section 5.6.2). */
-const TOKEN = new Uint8Array(256).map((_, b) => (/[!#$%&'*+.^_`|~0-9A-Za-z-]/.test(String.fromCharCode(b)) ? 1 : 0))
+/**
+ * 1 for the bytes of a field name uWS reads: letters, digits and `-`. RFC 9110 section 5.6.2 allows every tchar
+ * (`!#$%&'*+.^_`|~` too), but the pinned build answers nothing to a head with any of those in a name and holds the
+ * connection until its idle timeout (an outsider's finding, test/http/outsider18-heads.test.ts).
+ */
+const TOKEN = new Uint8Array(256).map((_, b) => (/[0-9A-Za-z-]/.test(String.fromCharCode(b)) ? 1 : 0))
+/** Host fields in the head framingAt read last (requestLineFault reads it; a module variable: no object per call). */
+let hostFields = 0
 
 /** The field name in bytes[at, nameEnd) is `name` (lower case), in any case. */
 function isName(bytes: Uint8Array, at: number, nameEnd: number, name: string): boolean {
@@ -51,18 +71,21 @@ function isName(bytes: Uint8Array, at: number, nameEnd: number, name: string): b
   return true
 }
 
-/** The length a Content-Length value in bytes[value, valueEnd) declares (1 to 15 decimal digits, trimmed of SP and HTAB), or UNFRAMED. */
+/**
+ * The length a Content-Length value in bytes[value, valueEnd) declares (1 to 9 decimal digits, trimmed of SP and HTAB),
+ * FAULT_CONTENT_LENGTH (not a decimal number) or FAULT_BODY_TOO_LARGE (10 digits or more).
+ */
 function contentLengthOf(bytes: Uint8Array, value: number, valueEnd: number): number {
   while (value < valueEnd && (bytes[value] === 0x20 || bytes[value] === 0x09)) value++
   while (valueEnd > value && (bytes[valueEnd - 1] === 0x20 || bytes[valueEnd - 1] === 0x09)) valueEnd--
-  if (valueEnd === value || valueEnd - value > 15) return UNFRAMED
+  if (valueEnd === value) return FAULT_CONTENT_LENGTH
   let length = 0
   for (let i = value; i < valueEnd; i++) {
     const digit = (bytes[i] as number) - 0x30
-    if (digit < 0 || digit > 9) return UNFRAMED
+    if (digit < 0 || digit > 9) return FAULT_CONTENT_LENGTH
     length = length * 10 + digit
   }
-  return length
+  return valueEnd - value > 9 ? FAULT_BODY_TOO_LARGE : length
 }
 
 /**
@@ -70,14 +93,18 @@ function contentLengthOf(bytes: Uint8Array, value: number, valueEnd: number): nu
  * UNFRAMED, or the FAULT_ the head breaks. Read from the bytes in one walk: the head is never made a string, nor matched
  * with a regular expression (both were most of the gate's own work, twice per request, issue 11). Every line ends in
  * CRLF; the first line (request or status line) and every field value hold printable ASCII, space and tab only; every
- * later line is `name:value`, the name tchar (uWS answers nothing to a head that breaks these, and drops bytes past
- * 0x7f at the end of a value: outsider17). A Content-Length value is 1 to 15 decimal digits once trimmed; two of them,
- * a Transfer-Encoding or an Upgrade make it UNFRAMED.
+ * later line is `name:value`, the name letters, digits and `-` (uWS answers nothing to a head that breaks these, and
+ * drops bytes past 0x7f at the end of a value: outsider17, outsider18). A Content-Length value is 1 to 9 decimal digits
+ * once trimmed (uWS closes on another: FAULT_CONTENT_LENGTH, FAULT_BODY_TOO_LARGE); two of them, a Transfer-Encoding
+ * or an Upgrade make it UNFRAMED.
  */
 export function framingAt(bytes: Uint8Array, from: number, end: number): number {
   let length = NO_LENGTH
   let unframed = false
+  /** The first Content-Length fault, answered once every line is known to be well formed (their faults come first). */
+  let lengthFault = 0
   let at = from
+  hostFields = 0
   for (let line = 0; ; line++) {
     let i = at
     let name = -1
@@ -87,15 +114,17 @@ export function framingAt(bytes: Uint8Array, from: number, end: number): number 
       const first = lower(bytes[at] as number)
       if (first === 0x74 ? isName(bytes, at, i, 'transfer-encoding') : first === 0x75 && isName(bytes, at, i, 'upgrade')) unframed = true
       else if (first === 0x63 && isName(bytes, at, i, 'content-length')) name = i + 1
+      else if (first === 0x68 && isName(bytes, at, i, 'host')) hostFields++
       i++
     }
     while (i < end && BYTE_CLASS[bytes[i] as number] === 0) i++
     if (name >= 0) {
-      if (length !== NO_LENGTH) unframed = true
-      else length = contentLengthOf(bytes, name, i)
-      if (length === UNFRAMED) unframed = true
+      const declared = contentLengthOf(bytes, name, i)
+      if (declared < 0) lengthFault ||= declared
+      else if (length !== NO_LENGTH) unframed = true
+      else length = declared
     }
-    if (i >= end) return unframed ? UNFRAMED : length
+    if (i >= end) return lengthFault !== 0 ? lengthFault : unframed ? UNFRAMED : length
     const byte = bytes[i] as number
     if (byte !== 0x0d || bytes[i + 1] !== 0x0a) return byte === 0x0d || byte === 0x0a ? FAULT_LINE_END : byte >= 0x80 ? FAULT_OBS_TEXT : FAULT_CONTROL
     at = i + 2
@@ -114,6 +143,24 @@ export function knownMethodAt(bytes: Uint8Array, at: number): boolean {
     if (k === method.length) return true
   }
   return false
+}
+
+const REQUEST_LINE_END = Buffer.from(' HTTP/1.1\r\n', 'latin1')
+
+/**
+ * The request head in bytes[0, end), which framingAt just read without a fault and whose method is known: 0, or the
+ * FAULT_ of a request line that is not `METHOD /path HTTP/1.1` (one space each side of a target that starts with `/`;
+ * uWS answers nothing to `*`, an absolute URL, an authority, a tab or space in the target, another version) or of a
+ * Host field missing or repeated (uWS answers nothing without one). The first head of a connection is judged by
+ * front.ts decideFirstRequest, which also takes HTTP/1.0.
+ */
+export function requestLineFault(bytes: Uint8Array, end: number): number {
+  let i = bytes.indexOf(0x20) + 1
+  if (bytes[i] !== 0x2f) return FAULT_REQUEST_LINE
+  // framingAt let only printable ASCII, space and tab through: the target ends at the first space, tab or CR.
+  while (i < end && (bytes[i] as number) > 0x20) i++
+  for (let k = 0; k < REQUEST_LINE_END.length; k++) if (bytes[i + k] !== REQUEST_LINE_END[k]) return FAULT_REQUEST_LINE
+  return hostFields === 1 ? 0 : hostFields === 0 ? FAULT_NO_HOST : FAULT_HOSTS
 }
 
 /** A request head starts `HEAD ` (its answer has no body). */
@@ -184,7 +231,8 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
       }
       if (end < 0) break
       const framing = framingAt(held, 0, end)
-      if (framing < UNFRAMED || !knownMethodAt(held, 0)) { refuse(framing < UNFRAMED ? framing : FAULT_METHOD); break }
+      const fault = framing < UNFRAMED ? framing : !knownMethodAt(held, 0) ? FAULT_METHOD : requestLineFault(held, end)
+      if (fault !== 0) { refuse(fault); break }
       if (framing === UNFRAMED) { letGo(); return }
       pending = isHeadRequest(held, 0) ? 'HEAD' : 'other'
       // The head and the body bytes already here go in one write: a write to uWS's socket is a system call, and the

@@ -7,13 +7,15 @@
 // - HTTP/1.0: rewrites that head to HTTP/1.1 with `connection: close` (and a Host when it had none), so the request
 //   runs through the same route table, and the connection closes after its answer (an HTTP/1.1 status line is what
 //   RFC 9110 section 2.5 says a server answers a 1.0 request with; uWS always sends Content-Length);
-// - no Host on HTTP/1.1, two Hosts, Transfer-Encoding on 1.0, or a request line that is not HTTP/1.x: answers 400
-//   (505 for another HTTP version) as problem+json itself and closes;
+// - no Host on HTTP/1.1, two Hosts, Transfer-Encoding on 1.0, or a request line that is not `METHOD /path HTTP/1.x`
+//   (a target of `*`, an absolute URL or an authority: uWS answers nothing to them): answers 400 (505 for another HTTP
+//   version) as problem+json itself and closes;
 // - a head uWS would answer nothing to (framingAt's FAULT_s: a control byte or one past 0x7f in the request line or a
-//   value, a bare CR or LF, a field line that is not `name:value`) 400 `bad_request_head`, a method uWS does not know
-//   501 `method_not_implemented` (headProblem), and closes (outsider17).
-// Later requests on a passed connection are judged by those last rules only (a client that sent Host once sends it
-// every time), and held one at a time behind the answer uWS is giving (front-gate.ts): the pinned build drops a
+//   value, a bare CR or LF, a field line that is not `name:value` with a name of letters, digits and `-`) 400
+//   `bad_request_head`, a method uWS does not know 501 `method_not_implemented` (headProblem), and closes (outsider17).
+// Later requests on a passed connection are judged by the same rules (front-gate.ts requestLineFault; they must be
+// HTTP/1.1: uWS answers nothing to a later head without Host or with a 1.0 request line, outsider18), and held one at
+// a time behind the answer uWS is giving (front-gate.ts): the pinned build drops a
 // connection that pipelines behind a pending answer. An HTTP/1.0 connection sends uWS its one request, nothing after.
 //
 // The front runs in its own thread (front-thread.ts; issue 11): copying every byte through node:net, two sockets per
@@ -27,7 +29,7 @@ import { dirname, join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { ClientCounts } from './client-counts.ts'
 import { clientKeyOf } from './client-key.ts'
-import { FAULT_CONTROL, FAULT_LINE_END, FAULT_METHOD, FAULT_OBS_TEXT, FAULT_TOO_LARGE, framingAt, gateConnection, KNOWN_METHODS, NO_LENGTH, UNFRAMED } from './front-gate.ts'
+import { FAULT_BODY_TOO_LARGE, FAULT_CONTENT_LENGTH, FAULT_CONTROL, FAULT_HOSTS, FAULT_LINE_END, FAULT_METHOD, FAULT_NO_HOST, FAULT_OBS_TEXT, FAULT_REQUEST_LINE, FAULT_TOO_LARGE, framingAt, gateConnection, KNOWN_METHODS, NO_LENGTH, UNFRAMED } from './front-gate.ts'
 import { requestIdMinter, type Logger, type LogLine } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 
@@ -59,7 +61,8 @@ let upstreamRead: Buffer | undefined
  */
 const upstreamReadBuffer = (): Buffer => (upstreamRead ??= Buffer.allocUnsafe(UPSTREAM_READ_BYTES))
 const CONNECTION_CLOSE = Buffer.from('connection: close\r\n')
-const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) ([^ ]+) HTTP\/([0-9])\.([0-9])$/
+// The target is a path (origin-form): uWS answers nothing to `*`, an absolute URL or an authority (outsider18).
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\/[^ \t]*) HTTP\/([0-9])\.([0-9])$/
 
 export interface FrontOptions {
   host: string
@@ -95,13 +98,14 @@ export function decideFirstRequest(head: Buffer, end: number, localHost: string)
   if (end + 4 - start > UPSTREAM_HEAD_MAX_BYTES) return { kind: 'answer', status: 431, method: '', path: '', problem: headTooLarge() }
   // Bytes uWS would answer nothing to (framingAt's FAULT_s), before the request line's form: a bare LF ends no line.
   const framing = framingAt(head, start, end)
-  if (framing < UNFRAMED) return { kind: 'answer', status: 400, method: '', path: '', problem: headProblem(framing) }
+  if (framing < UNFRAMED) {
+    const problem = headProblem(framing)
+    return { kind: 'answer', status: problem.status, method: '', path: '', problem }
+  }
   const lineEnd = head.indexOf('\r\n', start)
   const line = head.toString('latin1', start, lineEnd)
   const match = REQUEST_LINE.exec(line)
-  if (match === null) {
-    return { kind: 'answer', status: 400, method: '', path: '', problem: new HttpProblem(400, 'malformed_request', 'The request line is not `METHOD target HTTP/1.1`.', { title: 'Malformed request' }) }
-  }
+  if (match === null) return { kind: 'answer', status: 400, method: '', path: '', problem: headProblem(FAULT_REQUEST_LINE) }
   const [, method = '', target = '', major, minor] = match
   const path = target.split('?', 1)[0] ?? ''
   if (major !== '1' || (minor !== '0' && minor !== '1')) {
@@ -117,13 +121,9 @@ export function decideFirstRequest(head: Buffer, end: number, localHost: string)
     if (name === 'host') hosts++
     else if (name === 'transfer-encoding') chunked = true
   }
-  if (hosts > 1) {
-    return { kind: 'answer', status: 400, method, path, problem: new HttpProblem(400, 'bad_host', 'The request has more than one Host field.', { title: 'Bad Host' }) }
-  }
+  if (hosts > 1) return { kind: 'answer', status: 400, method, path, problem: headProblem(FAULT_HOSTS) }
   if (minor === '1') {
-    if (hosts === 0) {
-      return { kind: 'answer', status: 400, method, path, problem: new HttpProblem(400, 'missing_host', 'An HTTP/1.1 request needs a Host field (RFC 9112 section 3.2).', { title: 'Missing Host' }) }
-    }
+    if (hosts === 0) return { kind: 'answer', status: 400, method, path, problem: headProblem(FAULT_NO_HOST) }
     return { kind: 'pass', bytes: head, http10: false }
   }
   if (chunked || framing === UNFRAMED) {
@@ -185,6 +185,15 @@ export function ipv6Bytes(address: string): number[] {
  */
 export function headProblem(fault: number): HttpProblem {
   if (fault === FAULT_TOO_LARGE) return headTooLarge()
+  // Also the first head's (decideFirstRequest), which takes HTTP/1.0 as well: a later head on a connection is HTTP/1.1.
+  if (fault === FAULT_REQUEST_LINE) {
+    return new HttpProblem(400, 'malformed_request', 'The request line is not `METHOD /path HTTP/1.1`: the target is a path (not `*`, an absolute URL or an authority), one space each side of it; HTTP/1.0 only as the first request of a connection.', { title: 'Malformed request' })
+  }
+  if (fault === FAULT_HOSTS) return new HttpProblem(400, 'bad_host', 'The request has more than one Host field.', { title: 'Bad Host' })
+  if (fault === FAULT_BODY_TOO_LARGE) {
+    return new HttpProblem(413, 'payload_too_large', 'The request body\'s Content-Length has 10 digits or more: far past the body limit.', { title: 'Payload too large' })
+  }
+  if (fault === FAULT_NO_HOST) return new HttpProblem(400, 'missing_host', 'An HTTP/1.1 request needs a Host field (RFC 9112 section 3.2).', { title: 'Missing Host' })
   if (fault === FAULT_METHOD) {
     return new HttpProblem(501, 'method_not_implemented', `The method is not one this service implements: ${KNOWN_METHODS.join(', ')} (case-sensitive).`, { title: 'Method not implemented' })
   }
@@ -192,7 +201,8 @@ export function headProblem(fault: number): HttpProblem {
     fault === FAULT_CONTROL ? 'a control byte (other than tab) in the request line or a field value'
     : fault === FAULT_OBS_TEXT ? 'a byte 0x80 or above in the request line or a field value (send ASCII; percent-encode the target)'
     : fault === FAULT_LINE_END ? 'a CR without LF or an LF without CR: every line ends in CRLF'
-    : 'a field line that is not `name: value` (no colon, white space before the colon, a name byte outside tchar, or a continuation line, obs-fold)'
+    : fault === FAULT_CONTENT_LENGTH ? 'a Content-Length that is not a decimal number (no sign, no list, not empty)'
+    : 'a field line that is not `name: value` (no colon, white space before the colon, a name byte other than a letter, digit or `-`, or a continuation line, obs-fold)'
   return new HttpProblem(400, 'bad_request_head', `The request head has ${rule}.`, { title: 'Bad request head' })
 }
 
@@ -201,7 +211,7 @@ export function headTooLarge(): HttpProblem {
   return new HttpProblem(431, 'request_header_fields_too_large', `The request head exceeds ${UPSTREAM_HEAD_MAX_BYTES} bytes.`, { title: 'Request header fields too large' })
 }
 
-const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 501: 'Not Implemented', 505: 'HTTP Version Not Supported' }
+const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 413: 'Content Too Large', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 501: 'Not Implemented', 505: 'HTTP Version Not Supported' }
 
 /** A whole problem+json answer that closes its connection, written on a raw socket (also node-server.ts's parse errors). */
 export function answer(status: number, problem: HttpProblem, requestId: string): Buffer {

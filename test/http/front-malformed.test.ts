@@ -5,36 +5,17 @@
 // (front.ts) or a later one (front-gate.ts): 400 `bad_request_head` (501 `method_not_implemented`), then closes. And
 // an HTTP/1.0 request with another pipelined behind it gets its answer (the rest is dropped: the connection closes).
 import t from 'tap'
-import { parseResponse, RawConnection, responsesEnded, wholeResponses } from './fixtures/raw.ts'
+import { answersTo } from './fixtures/raw.ts'
 import { startTestServer, testTransport } from './fixtures/routes.ts'
 
 const head = (fields: string, method = 'GET', path = '/items/a') => `${method} ${path} HTTP/1.1\r\nHost: x\r\n${fields}\r\n`
 const valid = 'GET /items/first HTTP/1.1\r\nHost: x\r\n\r\n'
 const echo = JSON.stringify({ amountAtomic: '1000000', feeBps: 250, owner: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8' })
 
-/**
- * Sends `bytes` (in parts, a pause between them; after a valid request when `later`), waits for `count` answers and then (`close`) for the server to
- * close; returns the answers that came, and whether the server closed.
- */
-async function exchange(port: number, bytes: Buffer | Buffer[], later: boolean, count = later ? 2 : 1, close = true): Promise<{ answers: Array<{ status: number; headers: Record<string, string>; body: string }>; closed: boolean }> {
-  const connection = new RawConnection(port)
-  try {
-    const [first = Buffer.alloc(0), ...rest] = Array.isArray(bytes) ? bytes : [bytes]
-    await connection.write(later ? Buffer.concat([Buffer.from(valid), first]) : first, ...rest)
-    // An answer that never comes shows as uWS's idle timeout closing the connection, or the deadline.
-    await connection.until(responsesEnded(count)).catch(() => undefined)
-    if (close) await connection.until(() => false).catch(() => undefined)
-  } finally {
-    connection.destroy()
-  }
-  const answers: Array<{ status: number; headers: Record<string, string>; body: string }> = []
-  let text = connection.text
-  while (wholeResponses(text) > 0) {
-    const answer = parseResponse(text)
-    answers.push(answer)
-    text = text.slice(text.indexOf('\r\n\r\n') + 4 + Number(answer.headers['content-length'] ?? 0))
-  }
-  return { answers, closed: connection.closedByServer }
+/** Sends `bytes` (in parts, a pause between them; after a valid request when `later`): the answers, and whether the server closed. */
+function exchange(port: number, bytes: Buffer | Buffer[], later: boolean, count = later ? 2 : 1, close = true) {
+  const [first = Buffer.alloc(0), ...rest] = Array.isArray(bytes) ? bytes : [bytes]
+  return answersTo(port, [later ? Buffer.concat([Buffer.from(valid), first]) : first, ...rest], count, close)
 }
 
 if (testTransport === 'uws') {

@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import t from 'tap'
-import { FAULT_CONTROL, FAULT_FIELD_LINE, FAULT_LINE_END, FAULT_OBS_TEXT, framingAt, gateConnection, NO_LENGTH, UNFRAMED } from '../../src/http/front-gate.ts'
+import { FAULT_BODY_TOO_LARGE, FAULT_CONTENT_LENGTH, FAULT_CONTROL, FAULT_FIELD_LINE, FAULT_LINE_END, FAULT_OBS_TEXT, framingAt, gateConnection, NO_LENGTH, UNFRAMED } from '../../src/http/front-gate.ts'
 import { rawExchange, rawUntil, responsesEnded } from './fixtures/raw.ts'
 import { startTestServer, testTransport } from './fixtures/routes.ts'
 
@@ -64,7 +64,9 @@ if (testTransport === 'uws') {
     t.equal(framingOf('GET / HTTP/1.1\r\nHost: x'), NO_LENGTH)
     t.equal(framingOf('POST / HTTP/1.1\r\ncontent-length: 1\r\nContent-Length: 1'), UNFRAMED, 'two lengths')
     t.equal(framingOf('POST / HTTP/1.1\r\nTransfer-Encoding: chunked'), UNFRAMED, 'chunked')
-    t.equal(framingOf('POST / HTTP/1.1\r\nContent-Length: -1'), UNFRAMED, 'not a decimal')
+    t.equal(framingOf('POST / HTTP/1.1\r\nContent-Length: -1'), FAULT_CONTENT_LENGTH, 'not a decimal: refused (uWS closes on it)')
+    t.equal(framingOf('POST / HTTP/1.1\r\nContent-Length: 1000000000'), FAULT_BODY_TOO_LARGE, '10 digits: refused (uWS closes on it)')
+    t.equal(framingOf('POST / HTTP/1.1\r\nContent-Length: 999999999'), 999999999, '9 digits')
     t.equal(framingOf('GET /stream HTTP/1.1\r\nUpgrade: websocket'), UNFRAMED, 'an upgrade')
     // Through the server: a request with two lengths behind a pending answer still gets uWS's own refusal.
     const { text } = await rawExchange(server.port, [get('/slow?ms=50') + 'POST /echo/a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}'], 2000)
@@ -87,23 +89,28 @@ function framingByExpression(head: string): number {
     const bad = /[^\t\x20-\x7e]/.exec(value)?.[0]
     if (bad !== undefined) return bad === '\r' || bad === '\n' ? FAULT_LINE_END : bad >= '\x80' ? FAULT_OBS_TEXT : FAULT_CONTROL
   }
+  // Then the first Content-Length that is not 1 to 9 digits (outsider18), then two lengths, Transfer-Encoding, Upgrade.
   let length: number | undefined
+  let fault = 0
+  let unframed = false
   for (const [, name = '', value = ''] of head.matchAll(/\r\n(content-length|transfer-encoding|upgrade)[ \t]*:[ \t]*([^\r]*)/gi)) {
-    if (name.toLowerCase() !== 'content-length') return UNFRAMED
     const text = value.trim()
-    if (length !== undefined || !/^[0-9]{1,15}$/.test(text)) return UNFRAMED
-    length = Number(text)
+    if (name.toLowerCase() !== 'content-length') unframed = true
+    else if (!/^[0-9]+$/.test(text)) fault ||= FAULT_CONTENT_LENGTH
+    else if (text.length > 9) fault ||= FAULT_BODY_TOO_LARGE
+    else if (length !== undefined) unframed = true
+    else length = Number(text)
   }
-  return length ?? NO_LENGTH
+  return fault !== 0 ? fault : unframed ? UNFRAMED : length ?? NO_LENGTH
 }
 
 if (testTransport === 'uws') {
   t.test('the gate reads a head\'s framing from its bytes as the regular expression read its text', async (t) => {
     // Heads built from pieces that sit at the rule's edges: names in any case, near-names, white space (the trim's
-    // latin1 set included), signs, 15 and 16 digits, bare CR or LF, bytes past ASCII, fields at the head's end; and the
+    // latin1 set included), signs, 9, 10, 15 and 16 digits, bare CR or LF, bytes past ASCII, fields at the head's end; and the
     // head's rules (white space before a colon, no colon, control bytes, bytes past 0x7f: which fault comes first).
     const names = ['Content-Length', 'content-length', 'CONTENT-LENGTH', 'Content-Lengths', 'Content-Lengt', 'Transfer-Encoding', 'transfer-encodinG', 'Upgrade', 'upgrade ', 'Upgrades', 'X-Content-Length', 'Host', 'cOnTeNt-LeNgTh\t']
-    const values = ['12', ' 12', '12 ', '\t12\t', '0', '007', '', '-1', '+1', '1 2', '1e3', '0x10', '123456789012345', '1234567890123456', '12\u00a0', '\u00a012', '12\v', '12\n', 'chunked', '\u00e9', '1\r2']
+    const values = ['12', ' 12', '12 ', '\t12\t', '0', '007', '', '-1', '+1', '1 2', '1e3', '0x10', '123456789', '1234567890', '123456789012345', '1234567890123456', '12\u00a0', '\u00a012', '12\v', '12\n', 'chunked', '\u00e9', '1\r2']
     let seed = 17
     const random = (n: number): number => {
       seed = (seed * 1103515245 + 12345) % 2147483648
