@@ -28,7 +28,7 @@ export const UNFRAMED = -2
 /** framingAt: a head that breaks a rule the front enforces (each answered 400 `bad_request_head`, front.ts says which). */
 /** A control byte (NUL, VT, DEL, ...) in the request line or a field value. */
 export const FAULT_CONTROL = -3
-/** A byte 0x80 or above in the request line or a field value (obs-text: no field this service reads carries one). */
+/** A byte 0x80 or above in the request line or a field value but a Cookie's (obs-text: no field this service reads carries one). */
 export const FAULT_OBS_TEXT = -4
 /** A CR not followed by LF, or an LF not after a CR (a bare-LF line ending). */
 export const FAULT_LINE_END = -5
@@ -92,7 +92,8 @@ function contentLengthOf(bytes: Uint8Array, value: number, valueEnd: number): nu
  * The body framing of the head in bytes[from, end) (`end`: the index of its CRLFCRLF): its Content-Length, NO_LENGTH,
  * UNFRAMED, or the FAULT_ the head breaks. Read from the bytes in one walk: the head is never made a string, nor matched
  * with a regular expression (both were most of the gate's own work, twice per request, issue 11). Every line ends in
- * CRLF; the first line (request or status line) and every field value hold printable ASCII, space and tab only; every
+ * CRLF; the first line (request or status line) and every field value but a Cookie's (which no route reads, and which
+ * may carry another application's UTF-8 for the same host) hold printable ASCII, space and tab only; every
  * later line is `name:value`, the name letters, digits and `-` (uWS answers nothing to a head that breaks these, and
  * drops bytes past 0x7f at the end of a value: outsider17, outsider18). A Content-Length value is 1 to 9 decimal digits
  * once trimmed (uWS closes on another: FAULT_CONTENT_LENGTH, FAULT_BODY_TOO_LARGE); two of them, a Transfer-Encoding
@@ -108,6 +109,8 @@ export function framingAt(bytes: Uint8Array, from: number, end: number): number 
   for (let line = 0; ; line++) {
     let i = at
     let name = -1
+    /** A Cookie's value may hold bytes past 0x7f (a browser sends another application's UTF-8 cookies for the host). */
+    let obsText = false
     if (line > 0) {
       while (i < end && TOKEN[bytes[i] as number] === 1) i++
       if (i === at || i === end || bytes[i] !== 0x3a) return FAULT_FIELD_LINE
@@ -115,9 +118,11 @@ export function framingAt(bytes: Uint8Array, from: number, end: number): number 
       if (first === 0x74 ? isName(bytes, at, i, 'transfer-encoding') : first === 0x75 && isName(bytes, at, i, 'upgrade')) unframed = true
       else if (first === 0x63 && isName(bytes, at, i, 'content-length')) name = i + 1
       else if (first === 0x68 && isName(bytes, at, i, 'host')) hostFields++
+      else if (first === 0x63 && isName(bytes, at, i, 'cookie')) obsText = true
       i++
     }
-    while (i < end && BYTE_CLASS[bytes[i] as number] === 0) i++
+    if (obsText) while (i < end && (BYTE_CLASS[bytes[i] as number] as number) % 3 === 0) i++
+    else while (i < end && BYTE_CLASS[bytes[i] as number] === 0) i++
     if (name >= 0) {
       const declared = contentLengthOf(bytes, name, i)
       if (declared < 0) lengthFault ||= declared
