@@ -7,24 +7,19 @@
 // funds the offer.
 import t from 'tap'
 import { createPublicClient, createTestClient, http, zeroAddress } from 'viem'
-import { privateKeyToAccount } from 'viem/accounts'
 import { networkChain } from '../../src/chain/clients.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
-import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, waitForChainTime, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { creditRequest, fundedAccount, fundedJob, signedIn, usdc, waitForChainTime, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { actionFor, expectProblem, fundAdvance, openApiDocument, until, type Json } from './fixtures/api.ts'
+import { lenderHarness } from './fixtures/lender-harness.ts'
 
 let h: Harness
 let lender: ReadyLender
 let operator: CreditClient
 t.before(async () => {
   // Leases long enough that the test, not the wall clock, decides when the chain reaches a deadline.
-  h = await startHarness({ config: { leaseTtlSeconds: 120 } })
-  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
-  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
-})
-t.teardown(async () => {
-  await h.stop()
+  ({ h, lender, operator } = await lenderHarness(t, { config: { leaseTtlSeconds: 120 } }))
 })
 
 t.test('the zero address is never a supplier: the directory refuses it, a request naming it is declined', async (t) => {

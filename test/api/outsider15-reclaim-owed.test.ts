@@ -8,9 +8,10 @@ import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
-import { fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { fund, fundedAccount, fundedJob, USDC, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
 import { pastReclaimDelay, sendReclaim, tryReclaim } from './fixtures/reclaim.ts'
+import { lenderHarness } from './fixtures/lender-harness.ts'
 
 const JOB_OPEN = 0
 
@@ -18,12 +19,7 @@ let h: Harness
 let lender: ReadyLender
 let operator: CreditClient
 t.before(async () => {
-  h = await startHarness({ config: { offerTtlSeconds: 3600 } })
-  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
-  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
-})
-t.teardown(async () => {
-  await h.stop()
+  ({ h, lender, operator } = await lenderHarness(t, { config: { offerTtlSeconds: 3600 } }))
 })
 
 const reader = () => new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.operator.privateKey)).publicClient

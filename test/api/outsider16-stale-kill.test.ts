@@ -4,7 +4,8 @@
 // killed at once; after the restart the stale offers are expired (not live again: the borrower would then hold three
 // live offers, over the bound) and the approved offer is there, offered, exactly as answered.
 // It fails if the ends were applied in memory but not written with the answer (or written after it), or if the
-// answer were given before its commit was durable.
+// answer were given before its commit was durable; also if start-up itself ended the stale offers (their end time
+// would be the restart's, not the request's).
 import t from 'tap'
 import { createTestClient, http } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
@@ -63,6 +64,8 @@ t.test('the stale offers a request at the bound ended stay ended after a SIGKILL
     const offer = (await reader.get(`/credit/offers/${id}`)).body
     t.equal(offer.state, 'expired', `${id} stayed expired after the kill`)
     t.equal(offer.endReason, 'stale')
+    // Ended by that request (its command's time), not by the start-up after the kill (a later time).
+    t.equal(offer.endedAt, approved?.offer.createdAt, `${id} ended by the request at the bound`)
   }
   t.equal((await reader.get(`/credit/offers/${fresh}`)).body.state, 'offered', 'the approved offer is there, as answered')
   const again = new CreditClient(service.url)

@@ -6,14 +6,14 @@
 // repaid advance stays repaid, and reconciliation agrees. Its own harness: reclaim.test.ts moves the chain's clock
 // weeks ahead of the service's, past any new advance's due time.
 import t from 'tap'
-import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
-import { fund, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { fund, fundedJob, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
 import { pastReclaimDelay, sendReclaim, tryReclaim } from './fixtures/reclaim.ts'
+import { lenderHarness } from './fixtures/lender-harness.ts'
 
 const JOB_RECLAIMED = 5
 
@@ -21,12 +21,7 @@ let h: Harness
 let lender: ReadyLender
 let operator: CreditClient
 t.before(async () => {
-  h = await startHarness({ config: { offerTtlSeconds: 3600 } })
-  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
-  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
-})
-t.teardown(async () => {
-  await h.stop()
+  ({ h, lender, operator } = await lenderHarness(t, { config: { offerTtlSeconds: 3600 } }))
 })
 
 t.test('a job whose advance was repaid in full is reclaimed by its client alone (an outsider\'s finding: it waited on the operator for good); the service follows', async (t) => {

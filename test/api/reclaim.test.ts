@@ -13,9 +13,10 @@ import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
-import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { creditRequest, fundedAccount, fundedJob, signedIn, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectProblem, expectReconciled, until } from './fixtures/api.ts'
 import { pastReclaimDelay, sendReclaim } from './fixtures/reclaim.ts'
+import { lenderHarness } from './fixtures/lender-harness.ts'
 
 const JOB_RECLAIMED = 5
 
@@ -24,12 +25,7 @@ let lender: ReadyLender
 let operator: CreditClient
 t.before(async () => {
   // Offers wait long enough not to expire on the service's clock while a test runs.
-  h = await startHarness({ config: { offerTtlSeconds: 3600 } })
-  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
-  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
-})
-t.teardown(async () => {
-  await h.stop()
+  ({ h, lender, operator } = await lenderHarness(t, { config: { offerTtlSeconds: 3600 } }))
 })
 
 const follower = () => h.app.service.followers.get(h.network.slug)!

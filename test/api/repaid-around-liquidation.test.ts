@@ -14,8 +14,9 @@ import { createNetworkClients, networkChain } from '../../src/chain/clients.ts'
 import { sendLiquidate } from '../../src/chain/operator.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
-import { fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { fundedAccount, fundedJob, signedIn, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectProblem, expectReconciled, fundAdvance, until, type Json } from './fixtures/api.ts'
+import { lenderHarness } from './fixtures/lender-harness.ts'
 
 let h: Harness
 let lender: ReadyLender
@@ -24,15 +25,10 @@ let payer: CreditClient
 let payerAgent: ChainAgent
 let payerAccount: PrivateKeyAccount
 t.before(async () => {
-  h = await startHarness({ config: { operatorRepairIntervalMs: 1000 } })
-  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
-  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+  ({ h, lender, operator } = await lenderHarness(t, { config: { operatorRepairIntervalMs: 1000 } }))
   payerAccount = await fundedAccount(h.devnet, h.network, usdc(1000))
   payer = await signedIn(h.url, payerAccount)
   payerAgent = new ChainAgent(h.network, payerAccount)
-})
-t.teardown(async () => {
-  await h.stop()
 })
 
 const follower = () => h.app.service.followers.get(h.network.slug)!

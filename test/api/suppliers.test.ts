@@ -4,22 +4,18 @@
 // (GET public; PUT and DELETE operators only, bad input refused with nothing changed), and it survives a restart.
 import t from 'tap'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { creditRequest, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { creditRequest, fundedAccount, fundedJob, signedIn, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectDocumented, expectProblem, fundAdvance, openApiDocument, type Json } from './fixtures/api.ts'
 import type { CreditClient } from '../../src/client/client.ts'
+import { lenderHarness } from './fixtures/lender-harness.ts'
 
 let h: Harness
 let doc: Json
 let lender: ReadyLender
 let operator: CreditClient
 t.before(async () => {
-  h = await startHarness()
+  ({ h, lender, operator } = await lenderHarness(t, {}, { minFeeBps: 300, liquidityAtomic: usdc(5_000) }))
   doc = await openApiDocument(h.url)
-  lender = await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(5_000) })
-  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
-})
-t.teardown(async () => {
-  await h.stop()
 })
 
 const fresh = () => privateKeyToAccount(generatePrivateKey()).address

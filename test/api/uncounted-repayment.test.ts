@@ -5,13 +5,13 @@
 // the ledger then disagreed with the chain until someone happened to retry). The follower is held back here, as
 // test/api/closing-offers.test.ts does, so that "not counted yet" is certain rather than a race.
 import t from 'tap'
-import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
-import { fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { fund, fundedAccount, fundedJob, signedIn, usdc, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectProblem, expectReconciled, fundAdvance, until, type Json } from './fixtures/api.ts'
+import { lenderHarness } from './fixtures/lender-harness.ts'
 
 const JOB_SETTLED = 2
 const JOB_CLOSED = 4
@@ -22,15 +22,10 @@ let operator: CreditClient
 let payer: CreditClient
 let payerAgent: ChainAgent
 t.before(async () => {
-  h = await startHarness({ config: { leaseTtlSeconds: 120 } })
-  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
-  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+  ({ h, lender, operator } = await lenderHarness(t, { config: { leaseTtlSeconds: 120 } }))
   const account = await fundedAccount(h.devnet, h.network, usdc(1000))
   payer = await signedIn(h.url, account)
   payerAgent = new ChainAgent(h.network, account)
-})
-t.teardown(async () => {
-  await h.stop()
 })
 
 const follower = () => h.app.service.followers.get(h.network.slug)!

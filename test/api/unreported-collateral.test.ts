@@ -8,8 +8,9 @@ import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { CreditClient } from '../../src/client/client.ts'
-import { fund, fundedAccount, fundedJob, readyLender, signedIn, startHarness, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
+import { fund, fundedAccount, fundedJob, signedIn, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until, type Json } from './fixtures/api.ts'
+import { lenderHarness } from './fixtures/lender-harness.ts'
 
 const JOB_SETTLED = 2
 const JOB_FAILED = 3
@@ -19,12 +20,7 @@ let lender: ReadyLender
 let operator: CreditClient
 t.before(async () => {
   // At most 2 postings brought by a registration (the default is 1,000): the refusal of a third is tested below.
-  h = await startHarness({ config: { leaseTtlSeconds: 120, collateralPostingsPerJobMax: 2 } })
-  lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
-  operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
-})
-t.teardown(async () => {
-  await h.stop()
+  ({ h, lender, operator } = await lenderHarness(t, { config: { leaseTtlSeconds: 120, collateralPostingsPerJobMax: 2 } }))
 })
 
 const follower = () => h.app.service.followers.get(h.network.slug)!
