@@ -421,20 +421,8 @@ export class Store {
     try {
       // The first group is what was queued by this turn; each next one, asked as soon as the previous one is written,
       // is what is queued when its callback runs.
-      let group = this.#write(this.#queue.splice(0, this.#commitsPerTxnMax), undefined)
-      for (;;) {
-        // The next group's transaction is asked for once this one's callback has run, not once it is durable: the
-        // writer thread begins it as soon as this one's commit (and syncs) let go of LMDB's write lock, while the
-        // main thread serves requests, instead of after this one's resolution and acknowledgements reached the event
-        // loop. Its callback takes what is queued when it runs; acknowledgements keep the transactions' order.
-        // A group that took nothing asks for no next one: the drain ends once it is settled and nothing is queued
-        // (no await between that check and the end of the drain, so a commit queued later schedules a new one).
-        if ((await group.took) === 0) {
-          await group.acknowledged
-          if (this.#queue.length === 0) break
-        }
-        group = this.#write(null, group.acknowledged)
-      }
+      await this.#write(this.#queue.splice(0, this.#commitsPerTxnMax))
+      while (this.#queue.length > 0) await this.#write(null)
     } finally {
       this.#draining = false
       const resolveDrained = this.#resolveDrained
@@ -449,13 +437,7 @@ export class Store {
    * the previous group's acknowledgements let their callers issue at once, join it instead of following in a
    * transaction of their own (issue 11).
    */
-  #write(taken: Pending[] | null, before: Promise<void> | undefined): { took: Promise<number>; acknowledged: Promise<void> } {
-    let tookResolve!: (count: number) => void
-    const took = new Promise<number>((resolve) => (tookResolve = resolve))
-    return { took, acknowledged: this.#writeGroup(taken, before, tookResolve) }
-  }
-
-  async #writeGroup(taken: Pending[] | null, before: Promise<void> | undefined, took: (count: number) => void): Promise<void> {
+  async #write(taken: Pending[] | null): Promise<void> {
     let batch = taken ?? undefined
     let outcome: GroupOutcome | undefined
     let txnId = 0
@@ -467,10 +449,6 @@ export class Store {
       await this.#root.transaction(() => {
         callbackStart = performance.now()
         batch ??= this.#queue.splice(0, this.#commitsPerTxnMax)
-        // Outside the callback: a transaction asked for inside it would run in this one.
-        const count = batch.length
-        queueMicrotask(() => took(count))
-        if (count === 0) return
         txnId = this.#root.getWriteTxnId()
         outcome = applyGroup(this.#dbs, batch.map((pending) => pending.prepared), this.idempotency.retentionMs, (step) => void this.#root.childTransaction(step))
         callbackEnd = performance.now()
@@ -479,12 +457,9 @@ export class Store {
       txnError = error
     }
     const resolved = performance.now()
-    // Acknowledgements in the transactions' order: the group asked for before this one settles its commits first.
-    if (before !== undefined) await before
-    // A transaction that failed before its callback ran fails the commits it would have taken (and asks for no next).
+    // A transaction that failed before its callback ran fails the commits it would have taken.
     batch ??= this.#queue.splice(0, this.#commitsPerTxnMax)
-    took(0)
-    if (batch.length === 0) return
+    if (outcome === undefined && txnError === undefined) txnError = new StoreError('store_assertion_failed', 'the write transaction did not run')
     this.#stats.transactions++
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length)
     for (let i = 0; i < batch.length; i++) {
