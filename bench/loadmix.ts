@@ -255,6 +255,9 @@ async function runServiceMode(mode: string, devnet: Devnet, network: NetworkConf
     say(`  ${mode}: ${result.saturated.pairsPerSecond} pairs/s, ${s.wrk.requestsPerSecond} req/s (p99 ${s.wrk.latencyMillis.p99} ms); ` +
       `CPU per pair ${result.saturated.serviceThreadCpuMicrosPerPair} us service thread, ${result.saturated.processCpuMicrosPerPair} us process; ` +
       `half rate ${result.halfRate.requestsPerSecond} req/s p99 ${result.halfRate.latencyMillis.p99} ms; load ${s.loadAverage1mAtEnd}`)
+    const cycle = result.saturated.store.groupCycle
+    if (cycle !== null) say(`  store: ${result.saturated.store.commitsPerTransaction} commits per transaction, ${result.saturated.store.storeTransactionsPerSecond}/s, loop busy ${result.saturated.store.serviceLoopUtilization}; ` +
+      `group cycle ${cycle.cycleMicros} us (to callback ${cycle.toCallbackMicros}, callback ${cycle.callbackMicros}, to resolved ${cycle.toResolvedMicros}, acks ${cycle.acksMicros}), writing ${cycle.writingShare} of the window`)
     say(`  threads, saturated (cores): ${threadsText(s.cpu.threads)}`)
     say(`  idle before / after the load: ${measured.idle.processCpuCores} / ${measured.idleAfter.processCpuCores} cores process, ` +
       `${measured.idle.mainThreadCpuCores} / ${measured.idleAfter.mainThreadCpuCores} main thread; by thread, before: ${threadsText(measured.idle.threads)}; after: ${threadsText(measured.idleAfter.threads)}`)

@@ -73,6 +73,19 @@ t.test('commits issued in the turn that acknowledges a group join the commits qu
   t.equal(store.stats().transactions, 2)
 })
 
+t.test('stats report where the group transactions\' time went: each part summed, growing with every transaction', async (t) => {
+  const { store } = await freshStore(t)
+  const before = store.stats().cycleMs
+  t.same(before, { toCallback: 0, callback: 0, toResolved: 0, acks: 0 }, 'nothing written yet')
+  await store.commit({ changes: [change(0)] })
+  const after = store.stats().cycleMs
+  for (const part of ['toCallback', 'callback', 'toResolved', 'acks'] as const) t.ok(after[part] >= 0, `${part} ${after[part]} ms`)
+  // The callback (applyGroup: the checks, encoding and puts) and the commit's sync each take some time.
+  t.ok(after.callback > 0 && after.toResolved > 0, 'the callback and the commit are timed')
+  await store.commit({ changes: [change(1)] })
+  t.ok(store.stats().cycleMs.toResolved > after.toResolved, 'the second transaction adds to the sums')
+})
+
 t.test('a batch is limited to commitsPerTxnMax commits', async (t) => {
   const { store } = await freshStore(t, { commitsPerTxnMax: 10 })
   await Promise.all(Array.from({ length: 35 }, (_, i) => store.commit({ changes: [change(i)] })))
