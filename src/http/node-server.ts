@@ -10,7 +10,7 @@ import { clientKeyOf } from './client-key.ts'
 import { answer, CONNECTIONS_PER_CLIENT_MAX_DEFAULT, refuseConnection } from './front.ts'
 import { createPipeline, type TransportIo } from './pipeline.ts'
 import { HttpProblem } from './problem.ts'
-import { fieldsOf } from './request.ts'
+import { rawFields } from './request.ts'
 import { REASONS, type HttpMethod } from './route.ts'
 import { listening, type RunningServer, type ServerOptions } from './server.ts'
 
@@ -33,20 +33,12 @@ const NO_PARAMS: string[] = []
 const nodeIo: TransportIo<Exchange, Exchange> = {
   method: (ex) => ex.im.method ?? '',
   url: (ex) => ex.path,
-  header: (ex, name) => {
-    const value = ex.im.headers[name]
-    return value === undefined ? '' : Array.isArray(value) ? value.join(', ') : value
-  },
+  // The first of a repeated field, as uWS's getHeader answers (node's `headers` joins most repeated fields with `, `).
+  header: (ex, name) => ex.im.headersDistinct[name]?.[0] ?? '',
   parameter: (ex, index) => ex.params[index] ?? '',
   query: (ex) => ex.query,
   // node's parser already refuses an ambiguous length (clientError below); checked so the rule does not rest on its defaults.
-  fields: (ex, names, values) => {
-    const fieldNames: string[] = []
-    for (let i = 0; i < ex.im.rawHeaders.length; i += 2) fieldNames.push((ex.im.rawHeaders[i] as string).toLowerCase())
-    // node's parsed headers already hold each value (repeated ones joined as node joins them): `header` reads them.
-    if (values !== undefined) for (let i = 0; i < names.length; i++) values[i] = nodeIo.header(ex, names[i] as string)
-    return fieldsOf(fieldNames, names)
-  },
+  fields: (ex, names, values, own) => rawFields(ex.im.rawHeaders, names, values, own),
   onAborted: (ex, hook) => {
     ex.res.once('close', () => {
       if (!ex.res.writableEnded) hook()
