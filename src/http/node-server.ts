@@ -3,14 +3,14 @@
 // differs from uWS: no WebSocket (their paths answer 501 websocket_unavailable: node has no WebSocket server
 // without a new dependency), and routing is done here, with the templates' regular expressions. The bound on the
 // connections one client holds is the front's (connectionsPerClientMax, 429 too_many_connections), kept here.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, ServerResponse, type IncomingMessage } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { ClientCounts } from './client-counts.ts'
 import { clientKeyOf } from './client-key.ts'
 import { answer, CONNECTIONS_PER_CLIENT_MAX_DEFAULT, refuseConnection } from './front.ts'
 import { createPipeline, type TransportIo } from './pipeline.ts'
 import { HttpProblem } from './problem.ts'
-import { fieldsOf } from './request.ts'
+import { rawFields } from './request.ts'
 import { REASONS, type HttpMethod } from './route.ts'
 import { listening, type RunningServer, type ServerOptions } from './server.ts'
 
@@ -30,23 +30,30 @@ interface Exchange {
 
 const NO_PARAMS: string[] = []
 
+/** The answers a connection still owes (node queues a pipelined request's answer behind the one before it). */
+const OWED = Symbol('owed')
+const LAST = Symbol('last request')
+type Owing = Socket & { [OWED]?: number; [LAST]?: IncomingMessage }
+/** Counts an answer the socket owes until it is written or the request is gone. */
+function owe(socket: Owing, im: IncomingMessage, res: ServerResponse): void {
+  socket[OWED] = (socket[OWED] ?? 0) + 1
+  socket[LAST] = im
+  res.once('close', () => {
+    socket[OWED] = (socket[OWED] ?? 1) - 1
+    if (socket[OWED] === 0) socket.emit(SETTLED)
+  })
+}
+const SETTLED = 'agent-credit:settled'
+
 const nodeIo: TransportIo<Exchange, Exchange> = {
   method: (ex) => ex.im.method ?? '',
   url: (ex) => ex.path,
-  header: (ex, name) => {
-    const value = ex.im.headers[name]
-    return value === undefined ? '' : Array.isArray(value) ? value.join(', ') : value
-  },
+  // The first of a repeated field, as uWS's getHeader answers (node's `headers` joins most repeated fields with `, `).
+  header: (ex, name) => ex.im.headersDistinct[name]?.[0] ?? '',
   parameter: (ex, index) => ex.params[index] ?? '',
   query: (ex) => ex.query,
   // node's parser already refuses an ambiguous length (clientError below); checked so the rule does not rest on its defaults.
-  fields: (ex, names, values) => {
-    const fieldNames: string[] = []
-    for (let i = 0; i < ex.im.rawHeaders.length; i += 2) fieldNames.push((ex.im.rawHeaders[i] as string).toLowerCase())
-    // node's parsed headers already hold each value (repeated ones joined as node joins them): `header` reads them.
-    if (values !== undefined) for (let i = 0; i < names.length; i++) values[i] = nodeIo.header(ex, names[i] as string)
-    return fieldsOf(fieldNames, names)
-  },
+  fields: (ex, names, values, own) => rawFields(ex.im.rawHeaders, names, values, own),
   onAborted: (ex, hook) => {
     ex.res.once('close', () => {
       if (!ex.res.writableEnded) hook()
@@ -133,10 +140,11 @@ export async function startNodeServer(options: ServerOptions): Promise<RunningSe
   const chunked10 = problemFor(new HttpProblem(400, 'malformed_request', 'Transfer-Encoding is not defined for HTTP/1.0; send Content-Length.', { title: 'Malformed request' }), true)
   const badHost = problemFor(new HttpProblem(400, 'bad_host', 'The request has more than one Host field.', { title: 'Bad Host' }), true)
 
-  const onRequest = (im: IncomingMessage, res: ServerResponse): void => {
+  const onRequest = (im: IncomingMessage, res: ServerResponse, closeAfter = false): void => {
+    owe(im.socket, im, res)
     const url = im.url ?? '/'
     const q = url.indexOf('?')
-    const ex: Exchange = { im, res, path: q < 0 ? url : url.slice(0, q), query: q < 0 ? undefined : url.slice(q + 1), params: NO_PARAMS, status: 200, closeAfter: false, headers: [] }
+    const ex: Exchange = { im, res, path: q < 0 ? url : url.slice(0, q), query: q < 0 ? undefined : url.slice(q + 1), params: NO_PARAMS, status: 200, closeAfter, headers: [] }
     // The front's Host rules, which node (with requireHostHeader off) leaves to the application.
     let hosts = 0
     for (let i = 0; i < im.rawHeaders.length; i += 2) if ((im.rawHeaders[i] as string).toLowerCase() === 'host') hosts++
@@ -169,7 +177,27 @@ export async function startNodeServer(options: ServerOptions): Promise<RunningSe
     const problem = error.code === 'HPE_UNEXPECTED_CONTENT_LENGTH' || error.code === 'HPE_INVALID_TRANSFER_ENCODING'
       ? new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' })
       : new HttpProblem(400, 'malformed_request', `The request is not valid HTTP/1.1 (${error.code ?? 'parse error'}).`, { title: 'Malformed request' })
-    socket.end(answer(400, problem, pipeline.mintRequestId()))
+    // The answers owed to the requests before the bad one go out first (node's parser stops at it, their handlers
+    // still run): ending the socket at once wrote the 400 alone (outsider18).
+    const refuse = () => { if (socket.writable) socket.end(answer(400, problem, pipeline.mintRequestId())) }
+    // A request whose body broke off is owed nothing more: its answer waits for bytes that will not come.
+    const owing = socket as Owing
+    if ((owing[OWED] ?? 0) === 0 || owing[LAST]?.complete === false) refuse()
+    else socket.once(SETTLED, refuse)
+  })
+  // CONNECT: node hands the socket to a `connect` listener, and without one closes it with nothing written. Answered
+  // as behind the front: a target that is not a path 400 malformed_request, a path by the route table (405 or 404);
+  // the connection then closes (node's parser has let it go).
+  server.on('connect', (im: IncomingMessage, socket: Socket) => {
+    if (!(im.url ?? '').startsWith('/')) {
+      const problem = new HttpProblem(400, 'malformed_request', 'The request target is not a path.', { title: 'Malformed request' })
+      socket.end(answer(400, problem, pipeline.mintRequestId()))
+      return
+    }
+    const res = new ServerResponse(im)
+    res.assignSocket(socket)
+    res.once('finish', () => socket.end())
+    onRequest(im, res, true)
   })
   // As behind the front: one client address (an IPv6 /64) holds at most connectionsPerClientMax connections, each a
   // file descriptor until node's timeouts close it, so a stranger opening them faster cannot use up the process's;

@@ -10,7 +10,7 @@ import { DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit
 import { templateRegExp, type AnyRoute, type AuthMode, type RouteContext, type Session } from './route.ts'
 import {
   AMBIGUOUS_LENGTH, bearerToken, checkedBody, compileRoutes, decodeParams, internalError, isJsonType, JSON_TYPE, jsonText, matchesEtag, parseQuery,
-  presentBit, problemReply, REQUEST_ID, utf8, validationProblem, type CompiledRoute, type Reply,
+  problemReply, REQUEST_ID, utf8, validationProblem, type CompiledRoute, type Reply,
 } from './request.ts'
 import { DEFAULT_BODY_LIMIT_BYTES, type CloseResult, type ServerOptions } from './server.ts'
 
@@ -34,9 +34,11 @@ export interface TransportIo<Res, Req> {
    * bit AMBIGUOUS_LENGTH when it has two Content-Length fields, or one beside Transfer-Encoding (request smuggling);
    * `presentBit(i)` when it has `names[i]` at all (`header` answers '' both for an empty one and for none; only the
    * first ROUTE_HEADERS_MAX names have a bit). With `values`, the same pass also sets `values[i]` to what
-   * `header(req, names[i])` answers (undefined or '' when absent): one pass instead of a `header` call per name.
+   * `header(req, names[i])` answers (the first of a repeated field; undefined when absent, '' when sent empty): one
+   * pass instead of a `header` call per name. The first `own` names (a route's own fields) and X-Forwarded-For keep
+   * every value of a repeated field, joined by `, `.
    */
-  fields(req: Req, names: readonly string[], values?: Array<string | undefined>): number
+  fields(req: Req, names: readonly string[], values?: Array<string | undefined>, own?: number): number
   /** Called once when the client goes away before the answer is sent; after it `res` must not be touched. */
   onAborted(res: Res, hook: () => void): void
   /** The peer's address as the transport sees it (the front's PROXY header names it behind the front). */
@@ -96,6 +98,8 @@ interface RouteInput {
 }
 const EMPTY_BODY: BodyText = { text: '', byteLength: 0 }
 const NO_PARAMS: string[] = []
+const NO_NAMES: readonly string[] = []
+const FORWARDED_NAME: readonly string[] = ['x-forwarded-for']
 /** The content-type field of an answer, one per media type (the route table's few): not a new pair per answer. */
 const contentTypeFields = new Map<string, [string, string]>()
 const contentTypeField = (contentType: string): [string, string] => {
@@ -258,7 +262,14 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   }
 
   const addressOf = (res: Res, forwardedFor: string): string => clientAddress(io.remoteAddress(res), forwardedFor, trustedProxies)
-  const peerOf = (res: Res, req: Req): string => addressOf(res, trustedProxies.size === 0 ? '' : io.header(req, 'x-forwarded-for'))
+  /** X-Forwarded-For, every field of it joined (a proxy may add its hop as a field of its own, HAProxy's `option
+   * forwardfor`, after the client's): the first alone would be the client's word. Read only with trusted proxies. */
+  const forwarded: Array<string | undefined> = [undefined]
+  const forwardedOf = (req: Req): string => {
+    io.fields(req, FORWARDED_NAME, forwarded)
+    return forwarded[0] ?? ''
+  }
+  const peerOf = (res: Res, req: Req): string => addressOf(res, trustedProxies.size === 0 ? '' : forwardedOf(req))
   /**
    * The client of a routed request (clientKeyOf its address), read once and only when needed: the rate limiter's key of
    * an anonymous request, and a signed-in request never needs it unless a handler asks (issue 11). A function of the
@@ -524,41 +535,36 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
 
   const handlerFor = (c: CompiledRoute) => {
     const own = c.headerNames.length
-    const names = c.body === undefined ? undefined : [...c.headerNames, ...PASS_FIELDS]
+    // A route with its own fields reads them in a pass even without a body: `header` would see only a repeated one's
+    // first value (uWS), and an empty one as none.
+    const names = c.body !== undefined ? [...c.headerNames, ...PASS_FIELDS] : own > 0 ? c.headerNames : undefined
     // Reused by every request of the route: filled and read synchronously, before the first await.
     const values: Array<string | undefined> | undefined = names === undefined ? undefined : new Array<string | undefined>(names.length)
+    /** PASS_FIELDS' values, when the pass reads them. */
+    const passed = c.body === undefined ? undefined : values
     return (res: Res, req: Req): void => {
       try {
-        const passed = names === undefined ? 0 : io.fields(req, names, values)
-        const state = values === undefined ? begin(res, req) : begin(res, req, values[own + ID] ?? '', values[own + ORIGIN] ?? '')
+        const fields = names === undefined ? 0 : io.fields(req, names, values, own)
+        const state = passed === undefined ? begin(res, req) : begin(res, req, passed[own + ID] ?? '', passed[own + ORIGIN] ?? '')
         if (state === undefined) return
         // The request (uWS's HttpRequest is stack allocated) is read only here: copy everything needed before the first await.
         // X-Forwarded-For lives in the request, so it is copied now.
-        if (trustedProxies.size > 0) state.forwardedFor = fieldOf(req, values, own + FORWARDED, 'x-forwarded-for')
-        const token = options.authenticate === undefined ? undefined : bearerToken(fieldOf(req, values, own + AUTHORIZATION, 'authorization'))
+        if (trustedProxies.size > 0) state.forwardedFor = passed === undefined ? forwardedOf(req) : passed[own + FORWARDED] ?? ''
+        const token = options.authenticate === undefined ? undefined : bearerToken(fieldOf(req, passed, own + AUTHORIZATION, 'authorization'))
         // Without a token the bucket is known now: refuse before reading a body. With one, after authentication.
         if (token === undefined && limiter !== undefined && !admit(state, 'client', clientKeyOfState(state))) return
-        const declaredLength = fieldOf(req, values, own + LENGTH, 'content-length')
-        const headers: Record<string, string> = {}
-        let unsure = false
-        for (let index = 0; index < own; index++) {
-          const name = c.headerNames[index] as string
-          const value = fieldOf(req, values, index, name)
-          if (value !== '') headers[name] = value
-          else unsure = true
+        const declaredLength = fieldOf(req, passed, own + LENGTH, 'content-length')
+        if (declaredLength !== '' && ((names === undefined ? io.fields(req, NO_NAMES) : fields) & AMBIGUOUS_LENGTH) !== 0) {
+          send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
+          return
         }
-        if (declaredLength !== '' || unsure) {
-          const fields = values === undefined ? io.fields(req, c.headerNames) : passed
-          if (declaredLength !== '' && (fields & AMBIGUOUS_LENGTH) !== 0) {
-            send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
-            return
-          }
-          // An empty header is sent, not absent: `Idempotency-Key:` with no value is refused (invalid_idempotency_key),
-          // never a request without a key, which the client would believe protected against a retry.
-          for (let index = 0; unsure && index < own; index++) {
-            const name = c.headerNames[index] as string
-            if ((fields & presentBit(index)) !== 0 && headers[name] === undefined) headers[name] = ''
-          }
+        const headers: Record<string, string> = {}
+        // An empty field is sent, not absent: `Idempotency-Key:` with no value is refused (invalid_idempotency_key),
+        // never a request without a key, which the client would believe protected against a retry. A repeated one
+        // comes joined (`k-1, k-2`), on either transport, and is refused too.
+        for (let index = 0; index < own; index++) {
+          const value = (values as Array<string | undefined>)[index]
+          if (value !== undefined) headers[c.headerNames[index] as string] = value
         }
         const rawParams = c.paramNames.length === 0 ? NO_PARAMS : c.paramNames.map((_, index) => io.parameter(req, index))
         const rawQuery = c.route.immutable === true ? '' : io.query(req) ?? ''
@@ -569,8 +575,8 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
         const input: RouteInput = { rawParams, rawQuery, token, headers, body: undefined }
         let reading = false
         if (c.body !== undefined) {
-          const contentType = fieldOf(req, values, own + TYPE, 'content-type')
-          if (contentType === '' && c.bodyOptional && (declaredLength === '' || declaredLength === '0') && fieldOf(req, values, own + TRANSFER, 'transfer-encoding') === '') {
+          const contentType = fieldOf(req, passed, own + TYPE, 'content-type')
+          if (contentType === '' && c.bodyOptional && (declaredLength === '' || declaredLength === '0') && fieldOf(req, passed, own + TRANSFER, 'transfer-encoding') === '') {
             // An action whose body is optional, called without one.
             input.body = 'empty'
           } else if (contentType !== JSON_TYPE && contentType.split(';', 1)[0]?.trim().toLowerCase() !== JSON_TYPE) {
@@ -579,7 +585,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
           } else if (declaredLength !== '' && Number(declaredLength) > bodyLimitBytes) {
             send(state, problemReply(tooLarge(), true))
             return
-          } else if (declaredLength === '0' && fieldOf(req, values, own + TRANSFER, 'transfer-encoding') === '') {
+          } else if (declaredLength === '0' && fieldOf(req, passed, own + TRANSFER, 'transfer-encoding') === '') {
             // No body bytes to wait for: the pinned uWS build does not always call onData for an empty body (with the
             // front on its own thread, about one request in twenty waited until uWS's idle timeout closed it).
             input.body = EMPTY_BODY

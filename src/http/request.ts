@@ -143,20 +143,25 @@ export const presentBit = (index: number): number => 2 << index
 /** The most header names a route may list: each has a bit of `TransportIo.fields`' answer beside AMBIGUOUS_LENGTH. */
 export const ROUTE_HEADERS_MAX = 30
 
-/** `TransportIo.fields` from the field names a request has, in order (lower case, repeated as sent). */
-export function fieldsOf(names: Iterable<string>, wanted: readonly string[]): number {
-  startTally(wanted, undefined)
-  for (const name of names) countField(name, '')
+/**
+ * `TransportIo.fields` from a request's raw fields (name, value, name, value... as sent; node's `rawHeaders`): one
+ * scan, each name lower-cased, the same tallies and values as uwsFields.
+ */
+export function rawFields(raw: readonly string[], wanted: readonly string[], values?: Array<string | undefined>, own = 0): number {
+  startTally(wanted, values, own)
+  for (let i = 0; i + 1 < raw.length; i += 2) countField((raw[i] as string).toLowerCase(), raw[i + 1] as string)
   return endTally()
 }
 
 /**
  * uWS's request as `TransportIo.fields`: one `forEach` over its fields with one callback made once, its tallies in
  * module variables (forEach is synchronous): no array of names and no closure per request (issue 11). With `values`,
- * the same pass also keeps each wanted field's first value (uWS's getHeader answers the first), `undefined` when absent.
+ * the same pass also keeps each wanted field's first value (uWS's getHeader answers the first), `undefined` when absent;
+ * the first `own` names (the route's own fields) and X-Forwarded-For keep every value instead, joined by `, ` (RFC
+ * 9110 section 5.3).
  */
-export function uwsFields(req: HttpRequest, wanted: readonly string[], values?: Array<string | undefined>): number {
-  startTally(wanted, values)
+export function uwsFields(req: HttpRequest, wanted: readonly string[], values?: Array<string | undefined>, own = 0): number {
+  startTally(wanted, values, own)
   req.forEach(countField)
   return endTally()
 }
@@ -164,12 +169,14 @@ export function uwsFields(req: HttpRequest, wanted: readonly string[], values?: 
 const NO_NAMES: readonly string[] = []
 let tallyWanted = NO_NAMES
 let tallyValues: Array<string | undefined> | undefined
+let tallyOwn = 0
 let tallyLengths = 0
 let tallyChunked = false
 let tallyPresent = 0
-function startTally(wanted: readonly string[], values: Array<string | undefined> | undefined): void {
+function startTally(wanted: readonly string[], values: Array<string | undefined> | undefined, own: number): void {
   tallyWanted = wanted
   tallyValues = values
+  tallyOwn = own
   values?.fill(undefined)
   tallyLengths = 0
   tallyChunked = false
@@ -182,11 +189,18 @@ function countField(name: string, value: string): void {
   if (index < 0) return
   // Only the first ROUTE_HEADERS_MAX names have a bit (a shift by 32 or more would wrap onto another name's).
   if (index < ROUTE_HEADERS_MAX) tallyPresent |= presentBit(index)
-  if (tallyValues !== undefined && tallyValues[index] === undefined) tallyValues[index] = value
+  if (tallyValues === undefined) return
+  const held = tallyValues[index]
+  if (held === undefined) tallyValues[index] = value
+  // A route's own field sent twice reaches it as one list (`k-1, k-2`, as node:http joins it), never as its first
+  // value alone: an Idempotency-Key is a single item, so two are refused (invalid_idempotency_key), not half used.
+  // X-Forwarded-For is a list too: a trusted proxy may add its hop as a field of its own, after the client's.
+  else if (index < tallyOwn || name === 'x-forwarded-for') tallyValues[index] = `${held}, ${value}`
 }
 function endTally(): number {
   tallyWanted = NO_NAMES
   tallyValues = undefined
+  tallyOwn = 0
   return tallyPresent | (tallyLengths > 1 || (tallyLengths > 0 && tallyChunked) ? AMBIGUOUS_LENGTH : 0)
 }
 

@@ -3,6 +3,7 @@
 // keys are scoped to the caller; a failed first attempt stores nothing.
 import t from 'tap'
 import { creditRequest, fundedJob, readyLender, signedIn, startHarness, usdc, fundedAccount, type Harness } from '../fixtures/service.ts'
+import { parseResponse, rawUntil, responsesEnded } from '../http/fixtures/raw.ts'
 import { backingSourceBody, expectDocumented, expectProblem, openApiDocument, type Json } from './fixtures/api.ts'
 
 let h: Harness
@@ -43,6 +44,20 @@ t.test('credit request: a retry with the same key replays the decision and creat
   const liveBefore = (await borrowerClient.get('/credit/state')).body.counts.liveOffers
   expectProblem(t, await borrowerClient.post('/credit/request', body, { idempotencyKey: '' }), 400, 'invalid_idempotency_key')
   t.equal((await borrowerClient.get('/credit/state')).body.counts.liveOffers, liveBefore, 'an empty key applies nothing')
+})
+
+t.test('credit request: two Idempotency-Key fields are refused, not the first used (a single item)', async (t) => {
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId: 'job_idem_twice', receivableAtomic: usdc(1000) })
+  const body = JSON.stringify(creditRequest(h, borrower.address, 'job_idem_twice', usdc(100), usdc(10)))
+  const liveBefore = (await borrowerClient.get('/credit/state')).body.counts.liveOffers
+  const head = `POST /credit/request HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${borrowerClient.token}\r\nContent-Type: application/json\r\n` +
+    `Idempotency-Key: twice-1\r\nIdempotency-Key: twice-2\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`
+  const answer = parseResponse((await rawUntil(Number(new URL(h.url).port), [head + body], responsesEnded(1))).text)
+  t.equal(answer.status, 400)
+  t.equal(JSON.parse(answer.body).code, 'invalid_idempotency_key')
+  t.equal((await borrowerClient.get('/credit/state')).body.counts.liveOffers, liveBefore, 'nothing applied')
+  // Neither key was stored: each alone still runs as a first request.
+  t.equal((await borrowerClient.post('/credit/request', JSON.parse(body), { idempotencyKey: 'twice-1' })).headers.get('idempotent-replayed'), null)
 })
 
 t.test('match: a retried match replays the stored answer', async (t) => {

@@ -2,7 +2,7 @@
 // framing (TransportIo.fields with values, issue 11), instead of one header call per name. What it reads must be what
 // those calls read: the request id echoed, Origin's CORS, the bearer token, Content-Type (415), Content-Length (413,
 // ambiguous 400), X-Forwarded-For from a trusted proxy, the route's own headers (an empty one is sent, not absent),
-// and of a repeated field the first (uWS's getHeader answers the first; node:http keeps the first of these two).
+// and of a repeated field the first (uWS's getHeader answers the first), but X-Forwarded-For whole (fields18).
 import t from 'tap'
 import Type from 'typebox'
 import { StrictObject } from '../../src/api/common.ts'
@@ -22,7 +22,12 @@ const echoRoute = (path: string, headers: string[]) => defineRoute({
 })
 // The most headers a route may list: the fields the pass reads for the pipeline come after them, past the bits.
 const manyHeaders = Array.from({ length: ROUTE_HEADERS_MAX }, (_, i) => `x-h${i}`)
-const routes = [echoRoute('/echo', ['Idempotency-Key']), echoRoute('/many', manyHeaders)]
+const whoami = defineRoute({
+  method: 'get', path: '/whoami', operationId: 'whoami', callers: 'any caller (a test route)', summary: 'The client key', auth: 'none',
+  responses: { 200: { description: 'Its client key', schema: StrictObject({ clientKey: Type.String() }) } },
+  handler: ({ clientKey }) => ({ status: 200, body: { clientKey } }),
+})
+const routes = [echoRoute('/echo', ['Idempotency-Key']), echoRoute('/many', manyHeaders), whoami]
 const authenticate = async (token: string) => (token.startsWith('token-0x') ? { address: token.slice(6) as `0x${string}`, tokenHash: token } : undefined)
 
 const server = await startServer({
@@ -67,4 +72,13 @@ t.test('a route with the most headers: none of the pipeline\'s own fields counts
   t.same(echoed(answer).headers, {}, 'no header of the route was sent')
   const last = await post('/many', `Content-Type: application/json\r\nAuthorization: Bearer token-${WALLET}\r\nx-h0: a\r\nx-h${ROUTE_HEADERS_MAX - 1}:\r\n`)
   t.same(echoed(last).headers, { 'x-h0': 'a', [`x-h${ROUTE_HEADERS_MAX - 1}`]: '' }, 'the first and the last, empty, as sent')
+})
+
+t.test('X-Forwarded-For sent as two fields is one list: its right-most hop counts, with a body and without', async (t) => {
+  // A proxy may add its hop as a field of its own after the client's (HAProxy's option forwardfor): the first field
+  // alone is whatever the client wrote (before fields18, uWS read it, so a client chose its own rate limit key).
+  const fields = 'X-Forwarded-For: 198.51.100.7\r\nX-Forwarded-For: 203.0.113.9\r\n'
+  t.equal(echoed(await post('/echo', `Content-Type: application/json\r\nAuthorization: Bearer token-${WALLET}\r\n${fields}`)).clientKey, '203.0.113.9', 'a route with a body')
+  const get = parseResponse((await rawUntil(server.port, [`GET /whoami HTTP/1.1\r\nHost: x\r\n${fields}\r\n`], responsesEnded(1))).text)
+  t.same(JSON.parse(get.body), { clientKey: '203.0.113.9' }, 'a route without one')
 })

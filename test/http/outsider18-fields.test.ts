@@ -1,9 +1,9 @@
 // A repeated field of those the pipeline reads (X-Request-Id, Origin, Authorization, Content-Type, the route's own
-// Idempotency-Key): a route with a body reads them in one field pass (perfhdr17), a route without one header by header;
-// both must read the same value, on uWS the first (its getHeader answers the first), with the front and without it
-// (`legacyClients: false`). node:http joins repeated fields with `, ` (outsider18-fields.node.test.ts): there only
-// the two routes' agreement is checked (a joined Idempotency-Key is refused, a joined X-Request-Id replaced, a joined
-// Origin not listed: an outsider's report, not a rule yet).
+// Idempotency-Key): a route with a body reads them in one field pass (perfhdr17), a route without one too when it has
+// fields of its own, else header by header; both transports, with the front and without it (`legacyClients: false`),
+// must read the same: the first value of each, but a route's own field joined (`k-1, k-2`, RFC 9110 section 5.3), which
+// the Idempotency-Key rule refuses (a single item). Before fields18, node:http joined every repeated field (a fresh
+// request id, no CORS) and uWS handed the route the first key alone (outsider18).
 import t from 'tap'
 import Type from 'typebox'
 import { StrictObject } from '../../src/api/common.ts'
@@ -49,9 +49,19 @@ for (const legacyClients of testTransport === 'uws' ? [true, false] : [true]) {
       const requestId = ['first-id', 'second-id'].includes(answer.headers['x-request-id'] ?? '') ? answer.headers['x-request-id'] : 'minted'
       return { status: answer.status, wallet: body.wallet, headers: body.headers, requestId, cors: answer.headers['access-control-allow-origin'] }
     }))
-    if (testTransport === 'uws') {
-      t.same(reads[0], { status: 200, wallet: WALLET, headers: { 'idempotency-key': 'k-1' }, requestId: 'first-id', cors: 'https://dashboard.example' }, 'the first of each')
-    }
+    t.same(reads[0], { status: 200, wallet: WALLET, headers: { 'idempotency-key': 'k-1, k-2' }, requestId: 'first-id', cors: 'https://dashboard.example' }, 'the first of each, the own field joined')
     t.same(reads[1], reads[0], 'the route without a body reads what the route with one reads')
+  })
+
+  t.test(`${testTransport}${testTransport === 'uws' ? (legacyClients ? ' with the front' : ' without the front') : ''}: a keyed POST without any body (no Content-Length) reads its own field whole`, async (t) => {
+    const bare = async (keys: string[]) => {
+      const head = `POST /bodyless HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer token-${WALLET}\r\n${keys.map((key) => `Idempotency-Key:${key}\r\n`).join('')}\r\n`
+      const answer = parseResponse((await rawUntil(server.port, [head], responsesEnded(1))).text)
+      return answer.status === 200 ? JSON.parse(answer.body).headers : answer.status
+    }
+    t.same(await bare([' k-1', ' k-2']), { 'idempotency-key': 'k-1, k-2' }, 'two keys joined, as the route with a body reads them')
+    t.same(await bare([' k-1']), { 'idempotency-key': 'k-1' }, 'one key')
+    t.same(await bare(['']), { 'idempotency-key': '' }, 'an empty key is sent, not absent')
+    t.same(await bare([]), {}, 'no key')
   })
 }
