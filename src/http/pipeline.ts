@@ -30,13 +30,11 @@ export interface TransportIo<Res, Req> {
   /** What follows the '?', undefined without one. */
   query(req: Req): string | undefined
   /**
-   * One pass over the request's fields for two questions (uWS makes two strings and a call per field of each pass):
-   * bit AMBIGUOUS_LENGTH when it has two Content-Length fields, or one beside Transfer-Encoding (request smuggling);
-   * `presentBit(i)` when it has `names[i]` at all (`header` answers '' both for an empty one and for none; only the
-   * first ROUTE_HEADERS_MAX names have a bit). With `values`, the same pass also sets `values[i]` to what
-   * `header(req, names[i])` answers (the first of a repeated field; undefined when absent, '' when sent empty): one
-   * pass instead of a `header` call per name. The first `own` names (a route's own fields) and X-Forwarded-For keep
-   * every value of a repeated field, joined by `, `.
+   * One pass over the request's fields (uWS makes two strings and a call per field of each pass): bit AMBIGUOUS_LENGTH
+   * when it has two Content-Length fields, or one beside Transfer-Encoding (request smuggling). With `values`, the same
+   * pass also sets `values[i]` to what `header(req, names[i])` answers (the first of a repeated field; undefined when
+   * absent, '' when sent empty, which `header` cannot tell apart): one pass instead of a `header` call per name. The
+   * first `own` names (a route's own fields) and X-Forwarded-For keep every value of a repeated field, joined by `, `.
    */
   fields(req: Req, names: readonly string[], values?: Array<string | undefined>, own?: number): number
   /** Called once when the client goes away before the answer is sent; after it `res` must not be touched. */
@@ -523,7 +521,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   }
 
   /**
-   * The fields a route with a body reads, after its own (whose indices are their `presentBit`s): such a request has a
+   * The fields a route with a body reads, after its own (whose values come first): such a request has a
    * Content-Length, so the field pass (AMBIGUOUS_LENGTH) runs anyway, and the same pass collects their values instead
    * of one `header` call (a crossing into C++ and a string) per name (issue 11). A route without a body reads its few
    * fields one by one: a GET from a browser has many more fields than it reads, and usually no pass.

@@ -138,9 +138,7 @@ export function bearerToken(authorization: string): string | undefined {
 
 /** `TransportIo.fields`' bit for two Content-Length fields, or one beside Transfer-Encoding (request smuggling). */
 export const AMBIGUOUS_LENGTH = 1
-/** `TransportIo.fields`' bit for `names[index]`, present even if empty. */
-export const presentBit = (index: number): number => 2 << index
-/** The most header names a route may list: each has a bit of `TransportIo.fields`' answer beside AMBIGUOUS_LENGTH. */
+/** The most header names a route may list (each is compared with every field of each of its requests, `TransportIo.fields`). */
 export const ROUTE_HEADERS_MAX = 30
 
 /**
@@ -172,7 +170,6 @@ let tallyValues: Array<string | undefined> | undefined
 let tallyOwn = 0
 let tallyLengths = 0
 let tallyChunked = false
-let tallyPresent = 0
 function startTally(wanted: readonly string[], values: Array<string | undefined> | undefined, own: number): void {
   tallyWanted = wanted
   tallyValues = values
@@ -180,16 +177,13 @@ function startTally(wanted: readonly string[], values: Array<string | undefined>
   values?.fill(undefined)
   tallyLengths = 0
   tallyChunked = false
-  tallyPresent = 0
 }
 function countField(name: string, value: string): void {
   if (name === 'content-length') tallyLengths++
   else if (name === 'transfer-encoding') tallyChunked = true
+  if (tallyValues === undefined) return
   const index = tallyWanted.indexOf(name)
   if (index < 0) return
-  // Only the first ROUTE_HEADERS_MAX names have a bit (a shift by 32 or more would wrap onto another name's).
-  if (index < ROUTE_HEADERS_MAX) tallyPresent |= presentBit(index)
-  if (tallyValues === undefined) return
   const held = tallyValues[index]
   if (held === undefined) tallyValues[index] = value
   // A route's own field sent twice reaches it as one list (`k-1, k-2`, as node:http joins it), never as its first
@@ -201,7 +195,7 @@ function endTally(): number {
   tallyWanted = NO_NAMES
   tallyValues = undefined
   tallyOwn = 0
-  return tallyPresent | (tallyLengths > 1 || (tallyLengths > 0 && tallyChunked) ? AMBIGUOUS_LENGTH : 0)
+  return tallyLengths > 1 || (tallyLengths > 0 && tallyChunked) ? AMBIGUOUS_LENGTH : 0
 }
 
 /** The path parameters' values; a malformed percent-encoding is added to `issues`. */
