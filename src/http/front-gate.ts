@@ -175,10 +175,25 @@ export function requestLineFault(bytes: Uint8Array, end: number): number {
 /** `connection: close`, a field line: what the front adds to a request uWS is to close after, and to its answer. */
 const CONNECTION_CLOSE = Buffer.from('connection: close\r\n')
 
-/** `bytes` with CONNECTION_CLOSE after its first line (a request head's request line, an answer's status line). */
-export function saysClose(bytes: Buffer): Buffer {
-  const line = bytes.indexOf('\r\n')
-  return line < 0 ? bytes : Buffer.concat([bytes.subarray(0, line + 2), CONNECTION_CLOSE, bytes.subarray(line + 2)])
+/** `bytes` with CONNECTION_CLOSE after the line that starts at `at`; undefined when that line does not end in them. */
+function closeAfterLine(bytes: Buffer, at: number): Buffer | undefined {
+  const line = bytes.indexOf('\r\n', at)
+  return line < 0 ? undefined : Buffer.concat([bytes.subarray(0, line + 2), CONNECTION_CLOSE, bytes.subarray(line + 2)])
+}
+
+/**
+ * A chunk of what uWS sends, with CONNECTION_CLOSE after the status line of the final answer, past any 1xx answers
+ * (uWS writes `100 Continue` itself to a request with `Expect: 100-continue`): undefined when that status line does
+ * not start in `chunk` (whose bytes then go as they are; the caller tries the next).
+ */
+export function answerSaysClose(chunk: Buffer): Buffer | undefined {
+  let at = 0
+  while (chunk[at + 9] === 0x31) {
+    const end = chunk.indexOf(CRLF2, at)
+    if (end < 0) return undefined
+    at = end + 4
+  }
+  return at < chunk.length ? closeAfterLine(chunk, at) : undefined
 }
 
 /**
@@ -230,11 +245,12 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
     open = false
     last = true
     closeUnsaid = true
-    const head = saysClose(held.subarray(0, headLength))
+    const head = held.subarray(0, headLength)
     const rest = held.subarray(headLength)
     held = EMPTY
     requestBodyLeft = framing === UNFRAMED ? Infinity : framing === NO_LENGTH ? 0 : framing
-    toUpstream(head)
+    // (The request line ends in CRLF: framingAt read it.)
+    toUpstream(closeAfterLine(head, 0) ?? head)
     toUpstream(bodyPart(rest))
     if (clientEnded) up.end()
     else if (!up.writableNeedDrain) client.resume()
@@ -357,8 +373,11 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
     }
     // uWS closes after a `connection: close` request without saying so: the answer's head says it.
     if (closeUnsaid) {
-      closeUnsaid = false
-      chunk = saysClose(chunk)
+      const saying = answerSaysClose(chunk)
+      if (saying !== undefined) {
+        closeUnsaid = false
+        chunk = saying
+      }
     }
     if (!client.write(chunk)) up.pause()
   }

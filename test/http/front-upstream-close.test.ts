@@ -116,6 +116,19 @@ t.test('a CONNECT body goes to uWS; the bytes after it do not', async (t) => {
   t.ok(client.ended)
 })
 
+t.test('the final answer says `connection: close` past uWS\'s own 100 Continue; an HTTP/1.0 request\'s Expect is ignored', async (t) => {
+  // uWS writes `100 Continue` to an `Expect: 100-continue` itself: before, the front put the field in that head.
+  const connect = new Held(t, server.port, 'CONNECT /echo/a HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}')
+  await connect.until(3)
+  const final = connect.text.slice(connect.text.indexOf('\r\n\r\n') + 4)
+  t.match(connect.text, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 405 /)
+  t.same([parseResponse(final).status, parseResponse(final).headers.connection, connect.ended], [405, 'close', true])
+  // RFC 9110 sections 10.1.1 and 15.2: a 1.0 request's 100-continue is ignored, and a 1.0 client gets no 1xx answer.
+  const old = new Held(t, server.port, 'POST /echo/a HTTP/1.0\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}')
+  await old.until(2)
+  t.same([wholeResponses(old.text), parseResponse(old.text).status, parseResponse(old.text).headers.connection, old.ended], [1, 400, 'close', true])
+})
+
 const closedByTheFront: Array<[string, string, number[]]> = [
   ['a head refused 400 bad_request_head after a forwarded request', `${GET}GET /items/first HTTP/1.1\r\nHost: x\r\nX: a\x01b\r\n\r\n`, [200, 400]],
   ['a method uWS does not know, 501, after a forwarded request', `${GET}FOO /items/first HTTP/1.1\r\nHost: x\r\n\r\n`, [200, 501]],
