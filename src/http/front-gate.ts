@@ -11,7 +11,7 @@
 // than uWS takes whole (front.ts UPSTREAM_HEAD_MAX_BYTES) is answered 431 by the gate, one with a method uWS does not
 // know 501, and one uWS would answer nothing to (a control byte, a byte past 0x7f, a bare CR or LF, a field line that is
 // not `name:value`: framingAt; a request line that is not `METHOD /path HTTP/1.1`, no Host or two: requestLineFault)
-// 400; each ends the connection.
+// 400; each ends the connection. A CONNECT is the connection's last request: uWS answers it and closes (lastRequest).
 import type { Socket } from 'node:net'
 
 const CRLF2 = Buffer.from('\r\n\r\n')
@@ -139,15 +139,19 @@ export function framingAt(bytes: Uint8Array, from: number, end: number): number 
 /** The methods the pinned uWS build knows, upper case: it closes a connection, with nothing written, on any other. */
 export const KNOWN_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'CONNECT', 'TRACE'] as const
 const METHOD_BYTES = KNOWN_METHODS.map((method) => Buffer.from(`${method} `, 'latin1'))
+/** knownMethodAt's answers for the methods the gate treats apart (HEAD: no answer body; CONNECT: the last request). */
+const HEAD = KNOWN_METHODS.indexOf('HEAD')
+const CONNECT = KNOWN_METHODS.indexOf('CONNECT')
 
-/** The request line at `at` starts with a known method and a space. */
-export function knownMethodAt(bytes: Uint8Array, at: number): boolean {
-  for (const method of METHOD_BYTES) {
+/** The index in KNOWN_METHODS of the method (and a space) the request line at `at` starts with, or -1. */
+export function knownMethodAt(bytes: Uint8Array, at: number): number {
+  for (let m = 0; m < METHOD_BYTES.length; m++) {
+    const method = METHOD_BYTES[m] as Buffer
     let k = 0
     while (k < method.length && bytes[at + k] === method[k]) k++
-    if (k === method.length) return true
+    if (k === method.length) return m
   }
-  return false
+  return -1
 }
 
 const REQUEST_LINE_END = Buffer.from(' HTTP/1.1\r\n', 'latin1')
@@ -168,9 +172,29 @@ export function requestLineFault(bytes: Uint8Array, end: number): number {
   return hostFields === 1 ? 0 : hostFields === 0 ? FAULT_NO_HOST : FAULT_HOSTS
 }
 
-/** A request head starts `HEAD ` (its answer has no body). */
-const isHeadRequest = (bytes: Uint8Array, at: number): boolean =>
-  bytes[at] === 0x48 && bytes[at + 1] === 0x45 && bytes[at + 2] === 0x41 && bytes[at + 3] === 0x44 && bytes[at + 4] === 0x20
+/** `connection: close`, a field line: what the front adds to a request uWS is to close after, and to its answer. */
+const CONNECTION_CLOSE = Buffer.from('connection: close\r\n')
+
+/** `bytes` with CONNECTION_CLOSE after the line that starts at `at`; undefined when that line does not end in them. */
+function closeAfterLine(bytes: Buffer, at: number): Buffer | undefined {
+  const line = bytes.indexOf('\r\n', at)
+  return line < 0 ? undefined : Buffer.concat([bytes.subarray(0, line + 2), CONNECTION_CLOSE, bytes.subarray(line + 2)])
+}
+
+/**
+ * A chunk of what uWS sends, with CONNECTION_CLOSE after the status line of the final answer, past any 1xx answers
+ * (uWS writes `100 Continue` itself to a request with `Expect: 100-continue`): undefined when that status line does
+ * not start in `chunk` (whose bytes then go as they are; the caller tries the next).
+ */
+export function answerSaysClose(chunk: Buffer): Buffer | undefined {
+  let at = 0
+  while (chunk[at + 9] === 0x31) {
+    const end = chunk.indexOf(CRLF2, at)
+    if (end < 0) return undefined
+    at = end + 4
+  }
+  return at < chunk.length ? closeAfterLine(chunk, at) : undefined
+}
 
 /**
  * Joins `client` and `up` (uWS's side of the connection) through the gate, starting with `first`: the bytes the front
@@ -189,6 +213,10 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
   let answerHead: Buffer | undefined
   let answerBodyLeft = 0
   let clientEnded = false
+  /** A CONNECT went (lastRequest): the gate has ended, and the client's bytes past its body are dropped. */
+  let last = false
+  /** ... and the answer's head is still to say `connection: close`. */
+  let closeUnsaid = false
 
   const toUpstream = (bytes: Buffer): void => {
     if (bytes.length > 0 && !up.write(bytes)) client.pause()
@@ -202,6 +230,36 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
     held = Buffer.alloc(0)
     client.end(refuseHead(fault))
     up.end()
+  }
+  /**
+   * A CONNECT with a path (the front answers one with an authority 400) is the connection's last request, as on
+   * node:http: it goes to uWS with `connection: close` before its fields (uWS reads the first Connection field), so uWS
+   * answers it by the route table (405, or 404 on a path without routes) and closes; before, uWS answered it like a GET
+   * and kept the connection until its 10 s idle timeout. Its body (its Content-Length; all that follows when it has
+   * none the gate frames) goes on, every byte after it is dropped (a client that opens a tunnel sends the tunnel's
+   * bytes behind the head), and the answer says `connection: close`. The gate ends. A normal request pays one compare
+   * for it: knownMethodAt, which every head already went through, now names the method, which also replaced the check
+   * of the bytes `HEAD `.
+   */
+  const lastRequest = (framing: number, headLength: number): void => {
+    open = false
+    last = true
+    closeUnsaid = true
+    const head = held.subarray(0, headLength)
+    const rest = held.subarray(headLength)
+    held = EMPTY
+    requestBodyLeft = framing === UNFRAMED ? Infinity : framing === NO_LENGTH ? 0 : framing
+    // (The request line ends in CRLF: framingAt read it.)
+    toUpstream(closeAfterLine(head, 0) ?? head)
+    toUpstream(bodyPart(rest))
+    if (clientEnded) up.end()
+    else if (!up.writableNeedDrain) client.resume()
+  }
+  /** The part of `chunk` that is body of the last request (lastRequest), counted off requestBodyLeft. */
+  const bodyPart = (chunk: Buffer): Buffer => {
+    const part = chunk.length <= requestBodyLeft ? chunk : chunk.subarray(0, requestBodyLeft)
+    requestBodyLeft -= part.length
+    return part
   }
   const letGo = (): void => {
     open = false
@@ -236,10 +294,12 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
       }
       if (end < 0) break
       const framing = framingAt(held, 0, end)
-      const fault = framing < UNFRAMED ? framing : !knownMethodAt(held, 0) ? FAULT_METHOD : requestLineFault(held, end)
+      const method = knownMethodAt(held, 0)
+      const fault = framing < UNFRAMED ? framing : method < 0 ? FAULT_METHOD : requestLineFault(held, end)
       if (fault !== 0) { refuse(fault); break }
+      if (method === CONNECT) { lastRequest(framing, headLength); return }
       if (framing === UNFRAMED) { letGo(); return }
-      pending = isHeadRequest(held, 0) ? 'HEAD' : 'other'
+      pending = method === HEAD ? 'HEAD' : 'other'
       // The head and the body bytes already here go in one write: a write to uWS's socket is a system call, and the
       // head and body of a small request arrive together (two writes were a third of the front's CPU, issue 11).
       const contentLength = framing === NO_LENGTH ? 0 : framing
@@ -291,7 +351,7 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
   }
 
   client.on('data', (chunk: Buffer) => {
-    if (!open) { toUpstream(chunk); return }
+    if (!open) { toUpstream(last ? bodyPart(chunk) : chunk); return }
     held = held.length === 0 ? chunk : Buffer.concat([held, chunk])
     pump()
   })
@@ -306,7 +366,19 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
   up.on('end', () => client.end())
   pump()
   return (chunk: Buffer): void => {
+    if (open) {
+      if (!client.write(chunk)) up.pause()
+      follow(chunk)
+      return
+    }
+    // uWS closes after a `connection: close` request without saying so: the answer's head says it.
+    if (closeUnsaid) {
+      const saying = answerSaysClose(chunk)
+      if (saying !== undefined) {
+        closeUnsaid = false
+        chunk = saying
+      }
+    }
     if (!client.write(chunk)) up.pause()
-    if (open) follow(chunk)
   }
 }

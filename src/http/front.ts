@@ -16,7 +16,8 @@
 // Later requests on a passed connection are judged by the same rules (front-gate.ts requestLineFault; they must be
 // HTTP/1.1: uWS answers nothing to a later head without Host or with a 1.0 request line, outsider18), and held one at
 // a time behind the answer uWS is giving (front-gate.ts): the pinned build drops a
-// connection that pipelines behind a pending answer. An HTTP/1.0 connection sends uWS its one request, nothing after.
+// connection that pipelines behind a pending answer. An HTTP/1.0 connection sends uWS its one request, nothing after,
+// and so does a CONNECT (with `connection: close`: uWS answers it by the route table and closes; front-gate.ts).
 //
 // The front runs in its own thread (front-thread.ts; issue 11): copying every byte through node:net, two sockets per
 // connection, was about a fifth of the service thread's busy CPU under the load mix, and none of it needs the engine.
@@ -29,7 +30,7 @@ import { dirname, join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { ClientCounts } from './client-counts.ts'
 import { clientKeyOf } from './client-key.ts'
-import { FAULT_BODY_TOO_LARGE, FAULT_CONTENT_LENGTH, FAULT_CONTROL, FAULT_HOSTS, FAULT_LINE_END, FAULT_METHOD, FAULT_NO_HOST, FAULT_OBS_TEXT, FAULT_REQUEST_LINE, FAULT_TOO_LARGE, framingAt, gateConnection, KNOWN_METHODS, NO_LENGTH, UNFRAMED } from './front-gate.ts'
+import { FAULT_BODY_TOO_LARGE, FAULT_CONTENT_LENGTH, FAULT_CONTROL, FAULT_HOSTS, FAULT_LINE_END, FAULT_METHOD, FAULT_NO_HOST, FAULT_OBS_TEXT, FAULT_REQUEST_LINE, FAULT_TOO_LARGE, answerSaysClose, framingAt, gateConnection, KNOWN_METHODS, NO_LENGTH, UNFRAMED } from './front-gate.ts'
 import { requestIdMinter, type Logger, type LogLine } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 
@@ -60,7 +61,6 @@ let upstreamRead: Buffer | undefined
  * thread, and each chunk is copied out before the next (made on first use: only the fronts' thread reads into it).
  */
 const upstreamReadBuffer = (): Buffer => (upstreamRead ??= Buffer.allocUnsafe(UPSTREAM_READ_BYTES))
-const CONNECTION_CLOSE = Buffer.from('connection: close\r\n')
 // The target is a path (origin-form): uWS answers nothing to `*`, an absolute URL or an authority (outsider18).
 const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\/[^ \t]*) HTTP\/([0-9])\.([0-9])$/
 
@@ -130,10 +130,12 @@ export function decideFirstRequest(head: Buffer, end: number, localHost: string)
     const detail = chunked ? 'Transfer-Encoding is not defined for HTTP/1.0; send Content-Length.' : 'An HTTP/1.0 request needs one decimal Content-Length, or none, and no Upgrade.'
     return { kind: 'answer', status: 400, method, path, problem: new HttpProblem(400, 'malformed_request', detail, { title: 'Malformed request' }) }
   }
-  // HTTP/1.0: the same request as HTTP/1.1 that closes its connection (1.0 keep-alive is not offered).
+  // HTTP/1.0: the same request as HTTP/1.1 that closes its connection (1.0 keep-alive is not offered). Without its
+  // Expect: a server MUST ignore a 100-continue expectation in a 1.0 request and MUST NOT send a 1.0 client a 1xx
+  // answer (RFC 9110 sections 10.1.1 and 15.2), and uWS writes `100 Continue` itself to a 1.1 request that has one.
   const kept = lines.filter((header) => {
     const name = header.slice(0, Math.max(0, header.indexOf(':'))).trim().toLowerCase()
-    return name !== 'connection' && name !== 'keep-alive' && name !== 'proxy-connection'
+    return name !== 'connection' && name !== 'keep-alive' && name !== 'proxy-connection' && name !== 'expect'
   })
   if (hosts === 0) kept.push(`host: ${localHost}`)
   kept.push('connection: close')
@@ -363,9 +365,11 @@ export async function listenFront(settings: FrontSettings, log: Logger): Promise
       let said = false
       up.on('data', (chunk: Buffer) => {
         if (!said) {
-          said = true
-          const line = chunk.indexOf('\r\n')
-          if (line >= 0) chunk = Buffer.concat([chunk.subarray(0, line + 2), CONNECTION_CLOSE, chunk.subarray(line + 2)])
+          const saying = answerSaysClose(chunk)
+          if (saying !== undefined) {
+            said = true
+            chunk = saying
+          }
         }
         if (!client.write(chunk)) up.pause()
       })
