@@ -41,9 +41,11 @@ t.test('a repayment the chain takes back after it was counted stops the network 
   const follower = () => h.app.service.followers.get(h.network.slug)?.status()
   t.equal(follower()?.state, 'ok')
 
-  // The node takes its last 3 blocks back (the repayment's among them, with its approve); the new history holds none
-  // of it, and the stranger (funded again there) repays 7.
-  const reorg = await fetch(h.network.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_reorg', params: [3, []] }) })
+  // The node takes its blocks back from the repayment's on (however many the devnet mined meanwhile); the new history
+  // holds none of it, and the stranger (funded again there) repays 7.
+  const repaidIn = (await strangerChain.publicClient.getTransactionReceipt({ hash: vanishing })).blockNumber
+  const depth = Number((await strangerChain.publicClient.getBlockNumber({ cacheTime: 0 })) - repaidIn) + 1
+  const reorg = await fetch(h.network.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_reorg', params: [depth, []] }) })
   t.notOk(((await reorg.json()) as Json)['error'], 'anvil reorganised its last blocks')
   await t.rejects(strangerChain.publicClient.getTransactionReceipt({ hash: vanishing }), /not be found|not found/i, 'the counted repayment is no longer on chain')
   t.equal(await onChainOwed(), lenderOwed, 'the contract owes the lender all of it again')
