@@ -23,20 +23,16 @@ import { networkChain } from '../../src/chain/clients.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { defaultEngineConfig } from '../../src/engine/config.ts'
-import { creditRequest, fundedJob, readyLender, startHarness, usdc, type Harness } from '../fixtures/service.ts'
+import { creditRequest, fundedJob, readyLender, startHarness, usdc } from '../fixtures/service.ts'
 import { actionFor, until, type Json } from './fixtures/api.ts'
 
 const OFFERS = 4
-let offsetMs = 0
-let h: Harness
-t.before(async () => {
-  h = await startHarness({ clock: () => Date.now() + offsetMs })
-})
-t.teardown(async () => {
-  await h.stop()
-})
 
 t.test('leases granted in the last instant before the credit end, unpayable on chain, cost their lender nothing', { todo: process.env['O19_RUN'] ? false : 'outsider19 finding: each costs the lender a miss (engine change needed)' }, async (t) => {
+  // Started here, not in a before hook: a todo test does not run, and then nothing starts.
+  let offsetMs = 0
+  const h = await startHarness({ clock: () => Date.now() + offsetMs })
+  t.teardown(() => h.stop())
   const lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
   const before = { ...h.app.service.engine.getLender(lender.account.address)! }
   const jobId = 'job_o19_credit_end'
