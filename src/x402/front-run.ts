@@ -8,7 +8,9 @@
 // at once by Transfer(from, payee, price) in the same transaction, inside the authorization's validity window, at the
 // network's `confirmations`, at most the resource's maxTimeoutSeconds plus the confirmation wait (chain time, the
 // horizon) below the head, and not sent by a signer of the resource's own facilitator (the facilitator's own
-// settlement was already answered, or refused, by the settle that sent it). A settlement honoured once is remembered
+// settlement was already answered, or refused, by the settle that sent it), unless the request that asked for it
+// delivered nothing (attempt: its settle's answer was lost, the receipt not read after the broadcast; an outsider's
+// finding, test/api/outsider19-score-settlement-pending.test.ts). A settlement honoured once is remembered
 // (chain time, until it is past that horizon and could not be honoured again anyway): a second use of the same
 // authorization stays `payment_already_used`. It is remembered durably: written to the store (collection
 // x402-honoured-settlements, in the store's group commit) before the score is delivered, read back at start-up, and
@@ -93,6 +95,13 @@ export class FrontRunSettlements {
   private readonly options: FrontRunOptions
   /** Lower-case `from:nonce` -> chain time (s) past which it could not be honoured again; 0n while being looked up or answered. */
   private readonly honoured = new Map<string, bigint>()
+  /**
+   * Payments the facilitator was asked to settle for the resource and whose work was not delivered on that settle,
+   * by honouredKey -> the chain time (s) past which they could not be honoured anyway. The facilitator's own
+   * settlement of one counts as its payment when it is presented again (once: then it is honoured). In memory only:
+   * after a restart such a settlement is refused as the facilitator's, as before.
+   */
+  private readonly undelivered = new Map<string, bigint>()
   /** The durable copy of the honoured settlements (not of those the facilitator settled itself: remember). */
   private readonly records: RecordCollection<HonouredRecord> | undefined
   private signers: Promise<readonly string[]> | undefined
@@ -124,7 +133,7 @@ export class FrontRunSettlements {
     this.honoured.set(key, 0n)
     let found: { transaction: Hex; expires: bigint } | undefined
     try {
-      found = await this.find(authorization, payer, requirements, horizonSeconds)
+      found = await this.find(authorization, payer, requirements, horizonSeconds, this.undelivered.has(key))
     } finally {
       if (found === undefined) this.honoured.delete(key)
     }
@@ -142,6 +151,7 @@ export class FrontRunSettlements {
           throw error
         }
         this.honoured.set(key, expires)
+        this.undelivered.delete(key)
       },
       release: () => void this.honoured.delete(key),
     }
@@ -154,7 +164,25 @@ export class FrontRunSettlements {
    */
   remember(payload: PaymentPayload, maxTimeoutSeconds: number): void {
     const authorization = authorizationOf(payload)
-    if (authorization !== undefined) this.honoured.set(honouredKey(authorization), authorization.validBefore + BigInt(this.horizonSeconds(maxTimeoutSeconds)))
+    if (authorization === undefined) return
+    this.honoured.set(honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds))
+    this.undelivered.delete(honouredKey(authorization))
+  }
+
+  /**
+   * The facilitator is about to settle `payload` for the resource: until remember (its work delivered), the
+   * facilitator's own settlement of it counts as the payment when it is presented again. Its settle may broadcast and
+   * then answer no success (`settlement_pending`: the receipt not read in time, an RPC failure after the broadcast),
+   * or fail; the settlement is mined all the same, and was refused as the facilitator's, so the payer was charged and
+   * never served (an outsider's finding, test/api/outsider19-score-settlement-pending.test.ts).
+   */
+  attempt(payload: PaymentPayload, maxTimeoutSeconds: number): void {
+    const authorization = authorizationOf(payload)
+    if (authorization !== undefined) this.undelivered.set(honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds))
+  }
+
+  private expiresOf(authorization: Authorization, maxTimeoutSeconds: number): bigint {
+    return authorization.validBefore + BigInt(this.horizonSeconds(maxTimeoutSeconds))
   }
 
   /** How far below the head a settlement is honoured: the payment's timeout, and the wait for its confirmations (which a retry after it may need). */
@@ -162,7 +190,7 @@ export class FrontRunSettlements {
     return maxTimeoutSeconds + Math.ceil(this.options.confirmationTimeoutMs / 1000)
   }
 
-  private async find(authorization: Authorization, payer: Address, requirements: PaymentRequirements, horizonSeconds: number): Promise<{ transaction: Hex; expires: bigint } | undefined> {
+  private async find(authorization: Authorization, payer: Address, requirements: PaymentRequirements, horizonSeconds: number, ownUndelivered: boolean): Promise<{ transaction: Hex; expires: bigint } | undefined> {
     const { network, client, chainReads } = this.options
     await this.read(async () => chainReads?.take(network.slug, payer, undefined))
     const token = requirements.asset as Address
@@ -188,7 +216,7 @@ export class FrontRunSettlements {
     }
     const receipt = await this.confirmed(log.transactionHash)
     if (receipt === undefined || receipt.status !== 'success' || !paysAsAsked(receipt, token, authorization)) return undefined
-    if ((await this.facilitatorSigners()).some((signer) => isAddressEqual(signer as Address, receipt.from))) return undefined
+    if (!ownUndelivered && (await this.facilitatorSigners()).some((signer) => isAddressEqual(signer as Address, receipt.from))) return undefined
     const block = await this.read(() => client.getBlock({ blockHash: receipt.blockHash }))
     if (block.timestamp <= authorization.validAfter || block.timestamp >= authorization.validBefore) return undefined
     const expires = block.timestamp + BigInt(horizonSeconds)
@@ -237,6 +265,7 @@ export class FrontRunSettlements {
       if (this.records?.has(key) === true) stored.push(this.records.deleteOp(key))
     }
     if (stored.length > 0) this.options.store?.commit({ records: stored }).catch(() => {})
+    for (const [key, expires] of this.undelivered) if (expires < headTimestamp) this.undelivered.delete(key)
   }
 
   /** A chain read (or the budget's charge for one): a failure of the RPC or a refused read decided nothing. */

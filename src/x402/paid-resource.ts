@@ -154,14 +154,17 @@ export class PaidResource {
       payer: payerOf(payload),
       settle: async () => {
         try {
+          // Until its work is delivered, the facilitator's own settlement of it may buy it when presented again.
+          this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds)
           const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
           if (settled.success) {
             this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
             return { kind: 'settled', transaction: settled.transaction, payer: settled.payer, headers: { ...settled.headers } }
           }
           // A stranger's settlement of the same authorization mined first (the facilitator's own then reverted, or
-          // found the nonce used): it paid as asked, so it is the payment.
-          if (alreadyUsed(settled.errorReason) || /transaction_failed/.test(settled.errorReason ?? '')) {
+          // found the nonce used): it paid as asked, so it is the payment. So is the facilitator's own, broadcast and
+          // its receipt not read (settlement_pending): looked up, and waited for, as a stranger's is.
+          if (alreadyUsed(settled.errorReason) || /transaction_failed/.test(settled.errorReason ?? '') || settled.errorReason === SETTLEMENT_PENDING) {
             const found = await this.settledFirst(payload, requirements)
             if (found !== undefined) {
               await found.commit()
@@ -311,6 +314,9 @@ function payerOf(payload: PaymentPayload): string | undefined {
   const from = inner.authorization?.from ?? inner.permit2Authorization?.from
   return typeof from === 'string' ? from : undefined
 }
+
+/** The official EVM facilitator's answer for a settlement broadcast whose receipt it could not read (ErrSettlementPending). */
+const SETTLEMENT_PENDING = 'settlement_pending'
 
 function alreadyUsed(reason: string | undefined): boolean {
   return reason !== undefined && /nonce_already_used|authorization_already_used/.test(reason)

@@ -71,7 +71,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
       503: {
         description:
           'compute_disabled (no compute component; before any payment), compute_failed (the computation failed: nothing was charged, the same payment may be sent again until it expires), ' +
-          'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was decided), ' +
+          'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was delivered: send the same payment again, and if the service\'s own settlement of it was sent meanwhile, that settlement buys the score, once), ' +
           'payment_settlement_unconfirmed (someone else settled this payment first, exactly as asked, and it counts as the payment once at the network\'s confirmations: it was not yet when the wait ended; send the same payment again), ' +
           `chain_reads_exhausted (the payment's verify or settle on a self-facilitated network takes one chain read, as the payer's when its key signed the authorization, and a call with a payment one of the caller's client address's part: ${CHAIN_READS_EXHAUSTED}), ` +
           'network_stopped (without Retry-After: the payment network\'s chain follower stopped for good, /health says why; before any payment, nothing charged).',
