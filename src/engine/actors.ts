@@ -88,32 +88,59 @@ export function startActor<M extends AnyStateMachine>(machine: M, input: InputFr
   if (born === null) actor = createActor(machine as AnyStateMachine, { input, parent }).start()
   else {
     bornContext = (machine.config.context as (args: { input: unknown }) => unknown)({ input })
-    actor = createActor(born, optionsOf(parent)).start()
+    actor = createActor(born)
     bornContext = undefined
+    if (parent !== undefined) adopt(actor, parent)
+    actor.start()
   }
   attachHistory(actor, undefined)
   return actor as unknown as Actor<M>
 }
 
 /**
- * The context of the actor startActor is creating, which its born logic's getInitialSnapshot takes: createActor's
- * options then carry the parent alone, one object per parent (`optionsOf`). XState's Actor constructor spreads its
- * defaults and then the options into a new object, and each key the options add costs (a key of {snapshot, parent}
- * about 0.5 us in a loop, bench/match-request.ts: the spread was a third of the constructor's own time).
+ * The context of the actor startActor is creating, which its born logic's getInitialSnapshot takes (XState's Actor
+ * constructor calls it): createActor then takes no options at all (`adopt` says why).
  */
 let bornContext: unknown
+
+/** The fields of XState's Actor that its constructor derives from `options.parent` (adopt). */
+type ActorFields = { system: unknown; _parent: AnyActorRef | undefined; options: object; _actorScope: { system: unknown } }
+
 /**
- * Each parent's options, kept beside the parent and not in a module variable: one that held the last parent kept a
+ * Makes a new actor, constructed by XState without options (so as the root of a system of its own), the child of
+ * `parent` exactly as XState's constructor makes one given `{ parent }`: the parent's system, the parent, the actor
+ * scope's system, and options with the parent. The rest is the same both ways: the session id (XState books it from
+ * one counter for all systems), the logger and the clock (the defaults: the engine's root takes none of its own).
+ * Why: the constructor resolves its options as `{ ...defaultOptions, ...options }`, and once V8 has optimized it, a
+ * spread that adds a key (`parent`) gives each actor's options a hidden class of its own (`%HaveSameMap` false
+ * between two calls), so that spread and every read of the options after it (seven in the constructor, two in
+ * start()) miss V8's inline caches: 2.5 against 0.5 us of CPU per started actor in a loop, about 4 us per request +
+ * match pair (two actors). Without options the spread copies the defaults alone (the same hidden class every time),
+ * and the system it makes (Maps, a WeakMap, a Set, closures) is dropped at once, young. Done before start(), which
+ * registers the actor with its system and sends the init inspection event; the constructor's own inspection event
+ * (`@xstate.actor`) goes to the dropped system, which no one inspects, as no one inspects the engine's.
+ * test/engine/actors.test.ts compares every field with the actor `createActor(logic, { parent })` makes.
+ */
+function adopt(actor: AnyActor, parent: AnyActorRef): void {
+  const fields = actor as unknown as ActorFields
+  fields.system = parent.system
+  fields._parent = parent
+  fields.options = optionsOf(parent, fields.options)
+  fields._actorScope.system = parent.system
+}
+
+/**
+ * Each parent's children's options, `{ ...defaultOptions, parent }` as XState resolves them (one object per parent:
+ * XState only reads them), kept beside the parent and not in a module variable: one that held the last parent kept a
  * stopped engine's whole actor tree alive until another engine started an actor (bench/scale.ts --quick measured the
  * previous point's engine leaving, a negative heap per live actor).
  */
-const optionsByParent = new WeakMap<AnyActorRef, { parent: AnyActorRef }>()
-const NO_PARENT: { parent?: AnyActorRef } = {}
+const optionsByParent = new WeakMap<AnyActorRef, object>()
 
-function optionsOf(parent: AnyActorRef | undefined): { parent?: AnyActorRef } {
-  if (parent === undefined) return NO_PARENT
+/** `defaults` is the options of an actor XState made without any (`{ ...defaultOptions }`). */
+function optionsOf(parent: AnyActorRef, defaults: object): object {
   let options = optionsByParent.get(parent)
-  if (options === undefined) optionsByParent.set(parent, (options = { parent }))
+  if (options === undefined) optionsByParent.set(parent, (options = { ...defaults, parent }))
   return options
 }
 

@@ -255,3 +255,34 @@ t.test("actorRoot: its system holds no live child (XState's registry of a system
   held = undefined
   t.equal(root.getSnapshot().status, 'active', 'the root still runs')
 })
+
+t.test("startActor under a parent: the child XState's createActor(logic, { parent }) makes, field by field, with one options object per parent", async (t) => {
+  type Fields = Record<string, unknown> & { _actorScope: Record<string, unknown>; id: string }
+  const root = actorRoot()
+  for (const [kind, machine, input] of inputs) {
+    const born = startActor(machine, input, root) as unknown as Fields
+    // What startActor made before: XState's constructor given the same logic (born, or flat) and { parent }.
+    const made = createActor(born.logic as AnyStateMachine, { parent: root }) as unknown as Fields
+    const other = startActor(machine, input, root) as unknown as Fields
+    made.start()
+    t.same(Object.keys(born), Object.keys(made), `${kind}: the same fields in the same order`)
+    for (const key of ['system', '_parent', 'logger', 'clock', '_syncSnapshot', 'systemId', '_processingStatus'] as const) {
+      t.equal(born[key], made[key], `${kind}: the same ${key}`)
+    }
+    t.equal(born.system, root.system, `${kind}: the parent's system`)
+    t.equal(born._parent, root, `${kind}: the parent`)
+    t.strictSame(born.options, made.options, `${kind}: the options XState resolves for { parent }, keys in order`)
+    t.equal(born.options, other.options, `${kind}: one options object for the children of one parent`)
+    // Session ids are booked in creation order, one per actor, as XState books them (one counter for all systems).
+    const seq = (id: string): number => Number(id.slice(id.indexOf(':') + 1))
+    t.equal(born.id, born.sessionId, `${kind}: its id is its session id`)
+    t.equal(seq(other.id), seq(made.id) + 1, `${kind}: the next one books the next id`)
+    t.equal(seq(made.id), seq(born.id) + 1, `${kind}: booked in creation order, one id per actor`)
+    t.same(Object.keys(born._actorScope), Object.keys(made._actorScope), `${kind}: the same actor scope`)
+    t.equal(born._actorScope.system, root.system, `${kind}: the actor scope's system is the parent's`)
+    t.equal(born._actorScope.self, born, `${kind}: the actor scope's self`)
+    t.equal(born._actorScope.id, born.id, `${kind}: the actor scope's id`)
+    t.equal(born._actorScope.sessionId, born.sessionId, `${kind}: the actor scope's session id`)
+    t.equal(born._actorScope.logger, made._actorScope.logger, `${kind}: the actor scope's logger`)
+  }
+})
