@@ -8,7 +8,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { createActor, setup, type AnyActor, type AnyStateMachine } from 'xstate'
 import { advanceMachine, jobMachine, leaseMachine, machines, offerMachine } from '../../machines/index.ts'
-import { actorRoot, flatLogic, send, startActor } from '../../src/engine/actors.ts'
+import { actorRoot, flatLogic, restoreActor, send, startActor } from '../../src/engine/actors.ts'
 import { Engine } from '../../src/engine/engine.ts'
 import type { EngineState } from '../../src/engine/state.ts'
 import { actorRecord, finalActorRecord, persisted } from '../../src/engine/changes.ts'
@@ -284,5 +284,32 @@ t.test("startActor under a parent: the child XState's createActor(logic, { paren
     t.equal(born._actorScope.id, born.id, `${kind}: the actor scope's id`)
     t.equal(born._actorScope.sessionId, born.sessionId, `${kind}: the actor scope's session id`)
     t.equal(born._actorScope.logger, made._actorScope.logger, `${kind}: the actor scope's logger`)
+  }
+})
+
+t.test("restoreActor under a parent: the child XState's createActor(logic, { snapshot, parent }) makes, field by field", async (t) => {
+  type Fields = Record<string, unknown> & { _actorScope: Record<string, unknown>; id: string; getPersistedSnapshot(): unknown; getSnapshot(): { value: unknown; status: string } }
+  const root = actorRoot()
+  for (const [kind, machine, input, event] of inputs) {
+    const live = startActor(machine, input)
+    live.send(event as never)
+    for (const persistedSnapshot of [startActor(machine, input).getPersistedSnapshot(), live.getPersistedSnapshot()]) {
+      const restored = restoreActor(machine, persistedSnapshot, root) as unknown as Fields
+      const made = createActor(flatLogic(machine)!, { snapshot: persistedSnapshot as never, parent: root }).start() as unknown as Fields
+      const state = `${kind} in ${String(made.getSnapshot().value)}`
+      t.same(Object.keys(restored), Object.keys(made), `${state}: the same fields in the same order`)
+      for (const key of ['system', '_parent', 'logger', 'clock', '_syncSnapshot', 'systemId', '_processingStatus'] as const) {
+        t.equal(restored[key], made[key], `${state}: the same ${key}`)
+      }
+      t.equal(restored.system, root.system, `${state}: the parent's system`)
+      t.strictSame(restored.options, made.options, `${state}: the options XState resolves for { snapshot, parent }, keys in order`)
+      t.equal(restored._actorScope.system, root.system, `${state}: the actor scope's system is the parent's`)
+      t.equal(restored._actorScope.self, restored, `${state}: the actor scope's self`)
+      t.same(restored.getPersistedSnapshot(), made.getPersistedSnapshot(), `${state}: the same persisted snapshot`)
+      t.equal(restored.getSnapshot().status, made.getSnapshot().status, `${state}: the same status`)
+      t.equal((restored.getSnapshot() as unknown as { machine: unknown }).machine, machine, `${state}: the snapshot names the machine`)
+      // Constructed without options: its logic's initial snapshot is the restore (the flat logic is its prototype).
+      t.equal(Object.getPrototypeOf(restored.logic), flatLogic(machine), `${state}: constructed through the restoring logic`)
+    }
   }
 })
