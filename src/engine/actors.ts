@@ -139,13 +139,21 @@ export function startActor<M extends AnyStateMachine>(machine: M, input: InputFr
 let bornContext: unknown
 
 /** The fields of XState's Actor that its constructor derives from `options.parent` (adopt). */
-type ActorFields = { system: unknown; _parent: AnyActorRef | undefined; options: object; _actorScope: { system: unknown } }
+type ActorFields = {
+  system: unknown
+  _parent: AnyActorRef | undefined
+  options: object
+  logger: unknown
+  clock: unknown
+  _actorScope: { system: unknown; logger: unknown }
+}
 
 /**
  * Makes a new actor, constructed by XState without options (so as the root of a system of its own), the child of
- * `parent` exactly as XState's constructor makes one given `{ parent }`: the parent's system, the parent, the actor
- * scope's system, and options with the parent. The rest is the same both ways: the session id (XState books it from
- * one counter for all systems), the logger and the clock (the defaults: the engine's root takes none of its own).
+ * `parent` exactly as XState's constructor makes one given `{ parent }`: the parent's system, the parent, the system's
+ * logger and clock (the defaults for the engine's root, which takes none of its own), the actor scope's system and
+ * logger, and options with the parent. The session id is the same both ways (XState books it from one counter for
+ * all systems).
  * Why: the constructor resolves its options as `{ ...defaultOptions, ...options }`, and once V8 has optimized it, a
  * spread that adds a key (`parent`) gives each actor's options a hidden class of its own (`%HaveSameMap` false
  * between two calls), so that spread and every read of the options after it (seven in the constructor, two in
@@ -158,10 +166,15 @@ type ActorFields = { system: unknown; _parent: AnyActorRef | undefined; options:
  */
 function adopt(actor: AnyActor, parent: AnyActorRef): void {
   const fields = actor as unknown as ActorFields
-  fields.system = parent.system
+  const system = parent.system as { _logger: unknown; _clock: unknown }
+  fields.system = system
   fields._parent = parent
   fields.options = optionsOf(parent, fields.options)
-  fields._actorScope.system = parent.system
+  fields.logger = system._logger
+  fields.clock = system._clock
+  const scope = fields._actorScope
+  scope.system = system
+  scope.logger = system._logger
 }
 
 /**

@@ -258,8 +258,10 @@ t.test("actorRoot: its system holds no live child (XState's registry of a system
 
 t.test("startActor under a parent: the child XState's createActor(logic, { parent }) makes, field by field, with one options object per parent", async (t) => {
   type Fields = Record<string, unknown> & { _actorScope: Record<string, unknown>; id: string }
-  const root = actorRoot()
-  for (const [kind, machine, input] of inputs) {
+  // The engine's root, and a root with a logger and a clock of its own, which its children take from its system.
+  const clock = { setTimeout: () => 0, clearTimeout: () => undefined }
+  const roots = [actorRoot(), createActor(setup({}).createMachine({}), { logger: () => undefined, clock }).start()]
+  for (const root of roots) for (const [kind, machine, input] of inputs) {
     const born = startActor(machine, input, root) as unknown as Fields
     // What startActor made before: XState's constructor given the same logic (born, or flat) and { parent }.
     const made = createActor(born.logic as AnyStateMachine, { parent: root }) as unknown as Fields
