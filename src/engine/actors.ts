@@ -64,13 +64,48 @@ const ROOT_LOGIC: ActorLogic<Snapshot<undefined>, { type: string; error?: unknow
 
 /**
  * createActor(machine, { snapshot }): the restored actor continues exactly where the persisted one stopped (with the
- * machine's flat transition where it has one: flatLogic).
+ * machine's flat transition where it has one: flatLogic). Under a parent, and when the snapshot has no children (the
+ * engine's never have), it is constructed without options and adopted (adopt says why; about 2 us per actor of a
+ * restart's 100,000): its logic's initial snapshot is the restore XState's constructor would have made of `snapshot`
+ * (`restoringLogic`), and its options are `{ ...defaultOptions, snapshot, parent }` as XState resolves them.
  */
 export function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: unknown, parent?: AnyActorRef): Actor<M> {
   const logic = flatLogic(machine) ?? (machine as AnyStateMachine)
-  const actor = createActor(logic, { snapshot: snapshot as Snapshot<unknown>, parent }).start()
+  const children = (snapshot as { children?: unknown } | null)?.children
+  let actor: AnyActor
+  if (parent === undefined || (typeof children === 'object' && children !== null && hasKeys(children))) {
+    actor = createActor(logic, { snapshot: snapshot as Snapshot<unknown>, parent }).start()
+  } else {
+    restoring = snapshot
+    actor = createActor(restoringLogic(logic))
+    restoring = undefined
+    adopt(actor, parent)
+    const options = (actor as unknown as ActorFields).options as Record<string, unknown>
+    ;(actor as unknown as ActorFields).options = { clock: options.clock, logger: options.logger, devTools: options.devTools, snapshot, parent }
+    actor.start()
+  }
   restoreHistory(actor, snapshot)
   return actor as unknown as Actor<M>
+}
+
+/** The persisted snapshot restoreActor is restoring, which its restoring logic's getInitialSnapshot takes. */
+let restoring: unknown
+const restoringLogics = new WeakMap<AnyStateMachine, AnyStateMachine>()
+
+/**
+ * The logic (the machine, or its flat logic) whose initial snapshot is `logic.restoreSnapshot(restoring, actorScope)`,
+ * the call XState's constructor makes for `{ snapshot }` (in the same try: a snapshot that does not restore gives an
+ * actor in error either way). Every other method is the logic's own (this object's prototype).
+ */
+function restoringLogic(logic: AnyStateMachine): AnyStateMachine {
+  let restorer = restoringLogics.get(logic)
+  if (restorer === undefined) {
+    restorer = Object.create(logic, {
+      getInitialSnapshot: { value: (actorScope: never) => logic.restoreSnapshot?.(restoring as Snapshot<unknown>, actorScope) },
+    }) as AnyStateMachine
+    restoringLogics.set(logic, restorer)
+  }
+  return restorer
 }
 
 /**
@@ -88,32 +123,72 @@ export function startActor<M extends AnyStateMachine>(machine: M, input: InputFr
   if (born === null) actor = createActor(machine as AnyStateMachine, { input, parent }).start()
   else {
     bornContext = (machine.config.context as (args: { input: unknown }) => unknown)({ input })
-    actor = createActor(born, optionsOf(parent)).start()
+    actor = createActor(born)
     bornContext = undefined
+    if (parent !== undefined) adopt(actor, parent)
+    actor.start()
   }
   attachHistory(actor, undefined)
   return actor as unknown as Actor<M>
 }
 
 /**
- * The context of the actor startActor is creating, which its born logic's getInitialSnapshot takes: createActor's
- * options then carry the parent alone, one object per parent (`optionsOf`). XState's Actor constructor spreads its
- * defaults and then the options into a new object, and each key the options add costs (a key of {snapshot, parent}
- * about 0.5 us in a loop, bench/match-request.ts: the spread was a third of the constructor's own time).
+ * The context of the actor startActor is creating, which its born logic's getInitialSnapshot takes (XState's Actor
+ * constructor calls it): createActor then takes no options at all (`adopt` says why).
  */
 let bornContext: unknown
+
+/** The fields of XState's Actor that its constructor derives from `options.parent` (adopt). */
+type ActorFields = {
+  system: unknown
+  _parent: AnyActorRef | undefined
+  options: object
+  logger: unknown
+  clock: unknown
+  _actorScope: { system: unknown; logger: unknown }
+}
+
 /**
- * Each parent's options, kept beside the parent and not in a module variable: one that held the last parent kept a
+ * Makes a new actor, constructed by XState without options (so as the root of a system of its own), the child of
+ * `parent` exactly as XState's constructor makes one given `{ parent }`: the parent's system, the parent, the system's
+ * logger and clock (the defaults for the engine's root, which takes none of its own), the actor scope's system and
+ * logger, and options with the parent. The session id is the same both ways (XState books it from one counter for
+ * all systems).
+ * Why: the constructor resolves its options as `{ ...defaultOptions, ...options }`, and once V8 has optimized it, a
+ * spread that adds a key (`parent`) gives each actor's options a hidden class of its own (`%HaveSameMap` false
+ * between two calls), so that spread and every read of the options after it (seven in the constructor, two in
+ * start()) miss V8's inline caches: 2.5 against 0.5 us of CPU per started actor in a loop, about 4 us per request +
+ * match pair (two actors). Without options the spread copies the defaults alone (the same hidden class every time),
+ * and the system it makes (Maps, a WeakMap, a Set, closures) is dropped at once, young. Done before start(), which
+ * registers the actor with its system and sends the init inspection event; the constructor's own inspection event
+ * (`@xstate.actor`) goes to the dropped system, which no one inspects, as no one inspects the engine's.
+ * test/engine/actors.test.ts compares every field with the actor `createActor(logic, { parent })` makes.
+ */
+function adopt(actor: AnyActor, parent: AnyActorRef): void {
+  const fields = actor as unknown as ActorFields
+  const system = parent.system as { _logger: unknown; _clock: unknown }
+  fields.system = system
+  fields._parent = parent
+  fields.options = optionsOf(parent, fields.options)
+  fields.logger = system._logger
+  fields.clock = system._clock
+  const scope = fields._actorScope
+  scope.system = system
+  scope.logger = system._logger
+}
+
+/**
+ * Each parent's children's options, `{ ...defaultOptions, parent }` as XState resolves them (one object per parent:
+ * XState only reads them), kept beside the parent and not in a module variable: one that held the last parent kept a
  * stopped engine's whole actor tree alive until another engine started an actor (bench/scale.ts --quick measured the
  * previous point's engine leaving, a negative heap per live actor).
  */
-const optionsByParent = new WeakMap<AnyActorRef, { parent: AnyActorRef }>()
-const NO_PARENT: { parent?: AnyActorRef } = {}
+const optionsByParent = new WeakMap<AnyActorRef, object>()
 
-function optionsOf(parent: AnyActorRef | undefined): { parent?: AnyActorRef } {
-  if (parent === undefined) return NO_PARENT
+/** `defaults` is the options of an actor XState made without any (`{ ...defaultOptions }`). */
+function optionsOf(parent: AnyActorRef, defaults: object): object {
   let options = optionsByParent.get(parent)
-  if (options === undefined) optionsByParent.set(parent, (options = { parent }))
+  if (options === undefined) optionsByParent.set(parent, (options = { ...defaults, parent }))
   return options
 }
 

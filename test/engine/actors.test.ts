@@ -8,7 +8,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { createActor, setup, type AnyActor, type AnyStateMachine } from 'xstate'
 import { advanceMachine, jobMachine, leaseMachine, machines, offerMachine } from '../../machines/index.ts'
-import { actorRoot, flatLogic, send, startActor } from '../../src/engine/actors.ts'
+import { actorRoot, flatLogic, restoreActor, send, startActor } from '../../src/engine/actors.ts'
 import { Engine } from '../../src/engine/engine.ts'
 import type { EngineState } from '../../src/engine/state.ts'
 import { actorRecord, finalActorRecord, persisted } from '../../src/engine/changes.ts'
@@ -254,4 +254,63 @@ t.test("actorRoot: its system holds no live child (XState's registry of a system
   t.equal(held.deref(), undefined, 'collected once nothing of the engine holds it')
   held = undefined
   t.equal(root.getSnapshot().status, 'active', 'the root still runs')
+})
+
+t.test("startActor under a parent: the child XState's createActor(logic, { parent }) makes, field by field, with one options object per parent", async (t) => {
+  type Fields = Record<string, unknown> & { _actorScope: Record<string, unknown>; id: string }
+  // The engine's root, and a root with a logger and a clock of its own, which its children take from its system.
+  const clock = { setTimeout: () => 0, clearTimeout: () => undefined }
+  const roots = [actorRoot(), createActor(setup({}).createMachine({}), { logger: () => undefined, clock }).start()]
+  for (const root of roots) for (const [kind, machine, input] of inputs) {
+    const born = startActor(machine, input, root) as unknown as Fields
+    // What startActor made before: XState's constructor given the same logic (born, or flat) and { parent }.
+    const made = createActor(born.logic as AnyStateMachine, { parent: root }).start() as unknown as Fields
+    const other = startActor(machine, input, root) as unknown as Fields
+    t.same(Object.keys(born), Object.keys(made), `${kind}: the same fields in the same order`)
+    for (const key of ['system', '_parent', 'logger', 'clock', '_syncSnapshot', 'systemId', '_processingStatus'] as const) {
+      t.equal(born[key], made[key], `${kind}: the same ${key}`)
+    }
+    t.equal(born.system, root.system, `${kind}: the parent's system`)
+    t.equal(born._parent, root, `${kind}: the parent`)
+    t.strictSame(born.options, made.options, `${kind}: the options XState resolves for { parent }, keys in order`)
+    t.equal(born.options, other.options, `${kind}: one options object for the children of one parent`)
+    // Session ids are booked in creation order, one per actor, as XState books them (one counter for all systems).
+    const seq = (id: string): number => Number(id.slice(id.indexOf(':') + 1))
+    t.equal(born.id, born.sessionId, `${kind}: its id is its session id`)
+    t.equal(seq(other.id), seq(made.id) + 1, `${kind}: the next one books the next id`)
+    t.equal(seq(made.id), seq(born.id) + 1, `${kind}: booked in creation order, one id per actor`)
+    t.same(Object.keys(born._actorScope), Object.keys(made._actorScope), `${kind}: the same actor scope`)
+    t.equal(born._actorScope.system, root.system, `${kind}: the actor scope's system is the parent's`)
+    t.equal(born._actorScope.self, born, `${kind}: the actor scope's self`)
+    t.equal(born._actorScope.id, born.id, `${kind}: the actor scope's id`)
+    t.equal(born._actorScope.sessionId, born.sessionId, `${kind}: the actor scope's session id`)
+    t.equal(born._actorScope.logger, made._actorScope.logger, `${kind}: the actor scope's logger`)
+  }
+})
+
+t.test("restoreActor under a parent: the child XState's createActor(logic, { snapshot, parent }) makes, field by field", async (t) => {
+  type Fields = Record<string, unknown> & { _actorScope: Record<string, unknown>; id: string; getPersistedSnapshot(): unknown; getSnapshot(): { value: unknown; status: string } }
+  const root = actorRoot()
+  for (const [kind, machine, input, event] of inputs) {
+    const live = startActor(machine, input)
+    live.send(event as never)
+    for (const persistedSnapshot of [startActor(machine, input).getPersistedSnapshot(), live.getPersistedSnapshot()]) {
+      const restored = restoreActor(machine, persistedSnapshot, root) as unknown as Fields
+      const made = createActor(flatLogic(machine)!, { snapshot: persistedSnapshot as never, parent: root }).start() as unknown as Fields
+      const state = `${kind} in ${String(made.getSnapshot().value)}`
+      t.same(Object.keys(restored), Object.keys(made), `${state}: the same fields in the same order`)
+      for (const key of ['system', '_parent', 'logger', 'clock', '_syncSnapshot', 'systemId', '_processingStatus'] as const) {
+        t.equal(restored[key], made[key], `${state}: the same ${key}`)
+      }
+      t.equal(restored.system, root.system, `${state}: the parent's system`)
+      t.strictSame(restored.options, made.options, `${state}: the options XState resolves for { snapshot, parent }, keys in order`)
+      t.equal(restored._actorScope.system, root.system, `${state}: the actor scope's system is the parent's`)
+      t.equal(restored._actorScope.self, restored, `${state}: the actor scope's self`)
+      t.same(restored.getPersistedSnapshot(), made.getPersistedSnapshot(), `${state}: the same persisted snapshot`)
+      t.equal(restored.getSnapshot().status, made.getSnapshot().status, `${state}: the same status`)
+      t.equal((restored.getSnapshot() as unknown as { machine: unknown }).machine, machine, `${state}: the snapshot names the machine`)
+      // Constructed without options: its logic's initial snapshot is the restore (the flat logic is its prototype).
+      t.equal(Object.getPrototypeOf(restored.logic), flatLogic(machine), `${state}: constructed through the restoring logic`)
+    }
+  }
 })
