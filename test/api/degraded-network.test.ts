@@ -39,8 +39,9 @@ t.test("no lease on a network whose follower cannot see the chain: match 503 cha
   const file = join(dir, 'networks.json')
   const keys = { leaseSignerKeyEnv: 'TEST_DEGRADED_SIGNER_KEY', operatorKeyEnv: 'TEST_DEGRADED_OPERATOR_KEY' }
   // The devnet mines a block a second: a head older than 3 of them (4 s with the slack) is taken as stopped. A call of
-  // the follower unanswered for 1 s (not the default 2 s) counts as failing: the hanging RPC below is seen sooner.
-  const entries = toNetworksFile([{ ...network, rpcUrl: proxy.url, headStaleBlocks: 3, rpcStalledMs: 1_000 }]).networks.map((n) => ({ ...n, ...keys }))
+  // the follower unanswered for 1 s (not the default 2 s) counts as failing: the hanging RPC below is seen sooner. /health
+  // holds each state half a second (not the default 1 s): each case below waits for the hold twice.
+  const entries = toNetworksFile([{ ...network, rpcUrl: proxy.url, headStaleBlocks: 3, rpcStalledMs: 1_000, healthHoldMs: 500 }]).networks.map((n) => ({ ...n, ...keys }))
   writeFileSync(file, JSON.stringify({ networks: entries }))
   const app = await startApp(
     testConfig(join(dir, 'data'), {
