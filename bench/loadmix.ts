@@ -17,8 +17,8 @@
 // measured). Each mode also reports the dispatch ticker's backlog, sampled in the service (fixtures/service.ts
 // sampleDispatchBacklog): how overdue the oldest due lease or offer is, how many are due, how far the observed chain
 // time is behind the clock, and the ticker's turns. Writes bench/results/loadmix-latest.json. Options: --lenders 500 --borrowers 512
-// --connections 64 --warmup 3 --seconds 10 --modes uws-front,uws-direct,node --quick (1 s windows, no warm-ups, a small book, the
-// default mode only). BENCH_SERVICE_CPU_PROF=<dir> writes a CPU profile of each service process there (its CPU
+// --connections 64 --warmup 3 --seconds 10 --modes uws-front,uws-direct,node --quick (1 s windows, no warm-ups, half-second idle
+// windows, a small book, the default mode only). BENCH_SERVICE_CPU_PROF=<dir> writes a CPU profile of each service process there (its CPU
 // figures then include the profiler's own: V8 samples every isolate, 1,000 times a second, from a thread of its own, and
 // the service has four: the service thread, the HTTP front's, and tsx's loader thread beside each; that alone is about
 // 0.1 cores of an idle service, so the run says `profiled`);
@@ -76,7 +76,8 @@ const CONNECTIONS = num(args.connections, 'connections', QUICK ? 16 : 64)
 const WARMUP_SECONDS = num(args.warmup, 'warmup', QUICK ? 0 : 3, 0)
 const SECONDS = num(args.seconds, 'seconds', QUICK ? 1 : 10)
 const LEASE_TTL_SECONDS = 3
-const IDLE_SECONDS = QUICK ? 1 : 2
+// --quick: half-second idle windows (what an idle service spends shows in one; the tests' runs only check it is there).
+const IDLE_SECONDS = QUICK ? 0.5 : 2
 const DISPATCH_INTERVAL_MS = 500
 const HALF_RATE_SETTLE_SECONDS = QUICK ? 0 : Math.ceil(LEASE_TTL_SECONDS + (2 * DISPATCH_INTERVAL_MS) / 1000)
 const SERVICE_MODES: Record<string, Record<string, string>> = {
@@ -132,7 +133,7 @@ async function idleWindow(pid: number) {
 }
 
 /** A warm-up, the saturated window with /proc CPU around it, then the half-rate window (after its own warm-up), then idle again: the same for every mode. */
-async function windows(url: string, pid: number, scriptFor: (window: string, delayMs?: number) => { file: string; counts?: () => MixCounts }, around?: { before(): Promise<void>; after(): Promise<void>; mark(): Promise<void> }) {
+async function windows(url: string, pid: number, scriptFor: (window: string, delayMs?: number) => { file: string; counts?: () => MixCounts }, settleMs: number, around?: { before(): Promise<void>; after(): Promise<void>; mark(): Promise<void> }) {
   // wrk runs synchronously: nothing of this process runs during a window.
   const run = (window: string, seconds: number, delayMs?: number): Window => {
     const { file, counts } = scriptFor(window, delayMs)
@@ -163,9 +164,9 @@ async function windows(url: string, pid: number, scriptFor: (window: string, del
   await around?.mark()
   const halfRate = run('half-rate', SECONDS, delayMillis)
   await around?.mark()
-  // After the load: its leases and offers expire in the meantime (they live LEASE_TTL_SECONDS), so this is the idle
-  // service with a book, which is what a deployment spends between bursts.
-  await new Promise((resolve) => setTimeout(resolve, LEASE_TTL_SECONDS * 1000))
+  // After the load: its leases and offers expire in the meantime (settleMs: they live LEASE_TTL_SECONDS), so this is
+  // the idle service with a book, which is what a deployment spends between bursts.
+  await new Promise((resolve) => setTimeout(resolve, settleMs))
   const idleAfter = await idleWindow(pid)
   return { idle, saturated, halfRate: { ...halfRate, delayMillis }, idleAfter }
 }
@@ -213,7 +214,7 @@ async function runServiceMode(mode: string, devnet: Devnet, network: NetworkConf
     let start: Awaited<ReturnType<typeof service.read>> | undefined
     let end: typeof start
     const marks: NonNullable<typeof start>[] = []
-    const measured = await windows(`${service.url}/`, service.pid as number, scriptFor, {
+    const measured = await windows(`${service.url}/`, service.pid as number, scriptFor, LEASE_TTL_SECONDS * 1000, {
       before: async () => { start = await service.read() },
       after: async () => { end = await service.read() },
       // A reading on its own: the service's per-window reports (long tasks, slow requests) then cover the half-rate window alone.
@@ -293,7 +294,10 @@ async function runCeilingMode(scratch: string) {
   say('\n== ceiling (bench/ceiling.ts uws: bare uWebSockets.js, one durable LMDB record per request, group commit) ==')
   const { child, port } = await startMode('uws')
   try {
-    const measured = await windows(`http://127.0.0.1:${port}/commit`, child.pid as number, (window, delayMs) => ({ file: ceilingScript(scratch, `ceiling-${window}`, delayMs) }))
+    // The ceiling holds no leases or offers to expire: --quick reads its idle after the load at once (the full run
+    // waits the lease TTL as the service does, its figures comparable with earlier runs).
+    const settleMs = QUICK ? 0 : LEASE_TTL_SECONDS * 1000
+    const measured = await windows(`http://127.0.0.1:${port}/commit`, child.pid as number, (window, delayMs) => ({ file: ceilingScript(scratch, `ceiling-${window}`, delayMs) }), settleMs)
     const s = measured.saturated
     if (errorsOf(s) > 0 || errorsOf(measured.halfRate) > 0) throw new Error(`ceiling: ${errorsOf(s) + errorsOf(measured.halfRate)} error answers`)
     const requests = Math.max(1, s.wrk.requests)

@@ -100,6 +100,7 @@ export const ConfigFileSchema = Type.Object(
     keyedRequestsPerClientPerHour: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000_000 })),
     keyedRequestsPerHour: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000_000 })),
     collateralPostingsPerJobMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000 })),
+    followerCatchUpMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000 })),
     bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 })),
     rateLimitPerSecond: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
     chainReadsPerSecond: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
@@ -183,6 +184,11 @@ export interface ServiceConfig {
   keyedRequestsPerHour: number
   /** Collateral postings mined before a job's registration that it brings (each a proof in its commit): more is refused. */
   collateralPostingsPerJobMax: number
+  /**
+   * How long an operator command whose transaction is mined waits for the chain follower to count what was mined
+   * before it (src/service/operator-commands.ts followerPast) before it answers 503 chain_unavailable, to be retried.
+   */
+  followerCatchUpMs: number
   bodyLimitBytes: number
   /** Funded lender session wallets the chain watcher follows per network; a funded wallet beyond it waits for a slot, out of matching. */
   walletsWatchedPerNetworkMax: number
@@ -276,6 +282,7 @@ export const serviceDefaults = {
   keyedRequestsPerClientPerHour: 7200,
   keyedRequestsPerHour: 360_000,
   collateralPostingsPerJobMax: 1000,
+  followerCatchUpMs: 10_000,
   bodyLimitBytes: 64 * 1024,
   rateLimitPerSecond: 2000,
   // Well inside a paid RPC plan's quota, which the chain follower and the wallet watcher need too.
@@ -434,6 +441,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     keyedRequestsPerClientPerHour: file.keyedRequestsPerClientPerHour ?? serviceDefaults.keyedRequestsPerClientPerHour,
     keyedRequestsPerHour: file.keyedRequestsPerHour ?? serviceDefaults.keyedRequestsPerHour,
     collateralPostingsPerJobMax: file.collateralPostingsPerJobMax ?? serviceDefaults.collateralPostingsPerJobMax,
+    followerCatchUpMs: file.followerCatchUpMs ?? serviceDefaults.followerCatchUpMs,
     bodyLimitBytes: file.bodyLimitBytes ?? serviceDefaults.bodyLimitBytes,
     walletsWatchedPerNetworkMax: file.walletsWatchedPerNetworkMax ?? serviceDefaults.walletsWatchedPerNetworkMax,
     unfundedWalletWindowSeconds: file.unfundedWalletWindowSeconds ?? serviceDefaults.unfundedWalletWindowSeconds,

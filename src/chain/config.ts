@@ -56,6 +56,13 @@ export const NetworkFileEntrySchema = Type.Object(
         description: "how long the RPC may answer a chain behind the chain follower's cursor (a node not yet synced) before the follower stops (default: 10 polling intervals, at least 30 s)",
       }),
     ),
+    healthHoldMs: Type.Optional(
+      Type.Integer({
+        minimum: 100,
+        maximum: 600_000,
+        description: "how long the chain follower must be failing before /health shows it degraded, and following before it shows it ok again (default: 3 polling intervals, at least 1 s)",
+      }),
+    ),
     logsSafeDepth: Type.Optional(
       Type.Integer({
         minimum: 0,
@@ -145,6 +152,8 @@ export type NetworkConfig = {
   pollingIntervalMs: number
   /** See NetworkFileEntrySchema; undefined: headBehindMaxMsOf's default (src/chain/follower.ts). */
   headBehindMaxMs?: number
+  /** See NetworkFileEntrySchema; undefined: healthHoldMsOf's default (src/chain/follower.ts). */
+  healthHoldMs?: number
   /** See NetworkFileEntrySchema; undefined: logsSafeDepthDefault (src/chain/follower.ts). */
   logsSafeDepth?: number
   /** Deadline of one chain read on the request path; undefined: rpcTimeoutMsDefault (src/chain/clients.ts). */
@@ -322,6 +331,7 @@ function toNetworkConfig(entry: NetworkFileEntry, path: string, env: NodeJS.Proc
     deploymentBlock: BigInt(entry.deploymentBlock ?? 0),
     pollingIntervalMs: entry.pollingIntervalMs ?? pollingIntervalMsDefault,
     ...(entry.headBehindMaxMs === undefined ? {} : { headBehindMaxMs: entry.headBehindMaxMs }),
+    ...(entry.healthHoldMs === undefined ? {} : { healthHoldMs: entry.healthHoldMs }),
     ...(entry.logsSafeDepth === undefined ? {} : { logsSafeDepth: entry.logsSafeDepth }),
     ...(entry.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: entry.rpcTimeoutMs }),
     ...(entry.rpcStalledMs === undefined ? {} : { rpcStalledMs: entry.rpcStalledMs }),
@@ -354,6 +364,7 @@ export function toNetworksFile(networks: NetworkConfig[]): NetworksFile {
       ...(n.deploymentBlock === undefined ? {} : { deploymentBlock: Number(n.deploymentBlock) }),
       pollingIntervalMs: n.pollingIntervalMs,
       ...(n.headBehindMaxMs === undefined ? {} : { headBehindMaxMs: n.headBehindMaxMs }),
+      ...(n.healthHoldMs === undefined ? {} : { healthHoldMs: n.healthHoldMs }),
       ...(n.logsSafeDepth === undefined ? {} : { logsSafeDepth: n.logsSafeDepth }),
       ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
       ...(n.rpcStalledMs === undefined ? {} : { rpcStalledMs: n.rpcStalledMs }),

@@ -237,12 +237,13 @@ export function headBehindMaxMsOf(network: NetworkConfig): number {
 export const chainTimeIntervalMsDefault = 1_000
 
 /**
- * The default health hold: three polling intervals, at least 1 s. A node of a load-balanced RPC trailing the others
- * stalls the follower (a block it has not seen, degraded) until it has the block, a block or two, and the next poll
- * goes on (ok): without a hold, /health flipped between degraded and ok at every block.
+ * The health hold: the network's healthHoldMs (networks file), by default three polling intervals, at least 1 s. A
+ * node of a load-balanced RPC trailing the others stalls the follower (a block it has not seen, degraded) until it has
+ * the block, a block or two, and the next poll goes on (ok): without a hold, /health flipped between degraded and ok
+ * at every block.
  */
 export function healthHoldMsOf(network: NetworkConfig): number {
-  return Math.max(1_000, 3 * network.pollingIntervalMs)
+  return network.healthHoldMs ?? Math.max(1_000, 3 * network.pollingIntervalMs)
 }
 
 /** See FollowerOptions.rpcTimeoutMs. */

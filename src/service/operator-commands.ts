@@ -61,19 +61,17 @@ async function operatorSend(
   }
 }
 
-/** How long a request waits for the chain follower to count what was mined before its operator transaction. */
-const followerCatchUpMs = 10_000
 const followerCatchUpPollMs = 25
 
 /**
- * Whether the network's chain follower has applied `blockNumber`, waiting up to followerCatchUpMs. An operator
- * transaction acts on what the contract holds owed, which counts every repayment mined before it, while the service
- * counts an unreported one only once the follower applies it (at the network's confirmations): past the transaction's
- * block, the engine owes what the contract did. False when it has not got there in time (behind, degraded, stopped).
+ * Whether the network's chain follower has applied `blockNumber`, waiting up to the configuration's followerCatchUpMs
+ * (10 s). An operator transaction acts on what the contract holds owed, which counts every repayment mined before it,
+ * while the service counts an unreported one only once the follower applies it (at the network's confirmations): past
+ * the transaction's block, the engine owes what the contract did. False when it has not got there in time (behind, degraded, stopped).
  */
 async function followerPast(service: ServiceCore, slug: string, blockNumber: bigint): Promise<boolean> {
   const follower = service.followers.get(slug)
-  const deadline = Date.now() + followerCatchUpMs
+  const deadline = Date.now() + service.config.followerCatchUpMs
   while ((follower?.cursor?.blockNumber ?? -1n) < blockNumber) {
     if (follower === undefined || Date.now() > deadline) return false
     await sleep(followerCatchUpPollMs)

@@ -38,8 +38,10 @@ t.test("no lease on a network whose follower cannot see the chain: match 503 cha
   })
   const file = join(dir, 'networks.json')
   const keys = { leaseSignerKeyEnv: 'TEST_DEGRADED_SIGNER_KEY', operatorKeyEnv: 'TEST_DEGRADED_OPERATOR_KEY' }
-  // The devnet mines a block a second: a head older than 3 of them (4 s with the slack) is taken as stopped.
-  const entries = toNetworksFile([{ ...network, rpcUrl: proxy.url, headStaleBlocks: 3 }]).networks.map((n) => ({ ...n, ...keys }))
+  // The devnet mines a block a second: a head older than 3 of them (4 s with the slack) is taken as stopped. A call of
+  // the follower unanswered for 1 s (not the default 2 s) counts as failing: the hanging RPC below is seen sooner. /health
+  // holds each state half a second (not the default 1 s): each case below waits for the hold twice.
+  const entries = toNetworksFile([{ ...network, rpcUrl: proxy.url, headStaleBlocks: 3, rpcStalledMs: 1_000, healthHoldMs: 500 }]).networks.map((n) => ({ ...n, ...keys }))
   writeFileSync(file, JSON.stringify({ networks: entries }))
   const app = await startApp(
     testConfig(join(dir, 'data'), {
@@ -118,7 +120,7 @@ t.test("no lease on a network whose follower cannot see the chain: match 503 cha
   const third = await waitingOffer('job_rpc_hangs')
   proxy.setHanging({ headToo: false })
   const hanging = await unseen('the RPC hanging', third.borrowerClient, third.offer)
-  t.match(hanging['error'], /has not answered a call of the chain follower for 2000 ms/, 'seen as a call unanswered for rpcStalledMs, not at its deadline')
+  t.match(hanging['error'], /has not answered a call of the chain follower for 1000 ms/, 'seen as a call unanswered for rpcStalledMs, not at its deadline')
   proxy.setHanging(undefined)
   await seenAgain('the RPC answering again', third.borrowerClient, third.offer)
 

@@ -71,7 +71,8 @@ async function olderContractFile(t: Test, rpcUrl?: (devnetRpcUrl: string) => Pro
     delete process.env['TEST_OLDER_CONTRACT_SIGNER_KEY']
   })
   const network = devnet.networks[0] as NetworkConfig
-  const older = { ...network, rpcUrl: rpcUrl === undefined ? network.rpcUrl : await rpcUrl(network.rpcUrl), creditContract: current ? network.creditContract : network.tokens[0]?.address as Address }
+  // /health holds a state half a second (not the default 1 s): the tests behind a proxy wait for it.
+  const older = { ...network, rpcUrl: rpcUrl === undefined ? network.rpcUrl : await rpcUrl(network.rpcUrl), creditContract: current ? network.creditContract : network.tokens[0]?.address as Address, healthHoldMs: 500 }
   const file = join(dir, 'networks.json')
   writeFileSync(file, JSON.stringify({ networks: toNetworksFile([older]).networks.map((n) => ({ ...n, leaseSignerKeyEnv: 'TEST_OLDER_CONTRACT_SIGNER_KEY' })) }))
   return { dir, file }

@@ -7,7 +7,7 @@ import t from 'tap'
 import { decodeFunctionData, erc20Abi, keccak256, parseAbi, toHex } from 'viem'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { loadNetworksConfig, NetworksConfigError, parseNetworksConfig, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
-import { followerRpcStalledMsDefault, followerRpcTimeoutMsDefault, headBehindMaxMsOf, headStaleMsOf } from '../../src/chain/follower.ts'
+import { followerRpcStalledMsDefault, followerRpcTimeoutMsDefault, headBehindMaxMsOf, headStaleMsOf, healthHoldMsOf } from '../../src/chain/follower.ts'
 import { idKey } from '../../src/chain/ids.ts'
 import { newSessionKey, SESSION_KEY_LIFETIME_MS } from '../../src/service/session-keys.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
@@ -80,6 +80,14 @@ t.test('a valid file loads, with checksummed addresses, defaults and the key fro
   const patient = parseNetworksConfig({ networks: [entry({ headBehindMaxMs: 90_000 })] }, { OPERATOR_PRIVATE_KEY: operatorKey })
   t.equal(headBehindMaxMsOf(patient[0] as NetworkConfig), 90_000, "the networks file's headBehindMaxMs")
   t.equal(toNetworksFile(patient)?.networks[0]?.headBehindMaxMs, 90_000, 'written back as it was read')
+  t.equal(healthHoldMsOf({ ...(network as NetworkConfig), pollingIntervalMs: 100 }), 1_000, '/health holds a state 1 s at least by default')
+  t.equal(healthHoldMsOf({ ...(network as NetworkConfig), pollingIntervalMs: 12_000 }), 36_000, 'or three polling intervals')
+  const quick = parseNetworksConfig({ networks: [entry({ healthHoldMs: 400 })] }, { OPERATOR_PRIVATE_KEY: operatorKey })
+  t.equal(healthHoldMsOf(quick[0] as NetworkConfig), 400, "the networks file's healthHoldMs")
+  t.equal(toNetworksFile(quick)?.networks[0]?.healthHoldMs, 400, 'written back as it was read')
+  for (const value of [0, 99, 600_001, 1.5]) {
+    t.match(problemsOf(() => parseNetworksConfig({ networks: [entry({ healthHoldMs: value })] }, { OPERATOR_PRIVATE_KEY: operatorKey })), [/\/networks\/0\/healthHoldMs/], `healthHoldMs ${value} is refused`)
+  }
   t.equal(network?.logsSafeDepth, undefined, "without logsSafeDepth, the follower's default")
   const oneNode = parseNetworksConfig({ networks: [entry({ logsSafeDepth: 0 })] }, { OPERATOR_PRIVATE_KEY: operatorKey })
   t.equal(oneNode[0]?.logsSafeDepth, 0, "the networks file's logsSafeDepth (0: an RPC of one node, every block by range)")

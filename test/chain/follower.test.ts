@@ -487,8 +487,9 @@ t.test('idle ranges are delivered as empty batches, at most once per interval, a
   const emptyBatches = () => follower.batches.filter((b) => b.events.length === 0)
   const startedAtMs = Date.now()
   follower.follower.start()
-  // Polls for 3 s at least, and until two empty batches came however loaded the machine (they are waited for).
-  await new Promise((resolve) => setTimeout(resolve, 3_000))
+  // Polls (every 50 ms) for 1.2 s at least, and until two empty batches came however loaded the machine (they are
+  // waited for): one batch per poll would be 24 or more, against the bound's 4.
+  await new Promise((resolve) => setTimeout(resolve, 1_200))
   await eventually(t, 'two empty batches', () => emptyBatches().length >= 2)
   await follower.follower.stop()
   const ranMs = Date.now() - startedAtMs

@@ -44,11 +44,18 @@ async function mcpClient(t: Test, walletKey?: string, sessionKeyDir?: string): P
   return client
 }
 
+/**
+ * The MCP server without a wallet key, one for the file: the read-only tests ask it the same way, and each server is a
+ * process that loads the SDK and the client (about 2 CPU s).
+ */
+let readOnly: Promise<Client> | undefined
+const readOnlyClient = (): Promise<Client> => (readOnly ??= mcpClient(t))
+
 const parsed = (reply: any): any => JSON.parse(reply.content[0].text)
 const lenderPolicy = () => ({ availableLiquidityAtomic: usdc(2000).toString(), asset: USDC, networks: [h.network.slug], minFeeBps: 50, maxDurationSeconds: 30 * 24 * 3600, acceptedRiskBands: ['A', 'B', 'C'] })
 
 t.test('without a wallet key: the read tools only, with their schemas', async (t) => {
-  const client = await mcpClient(t)
+  const client = await readOnlyClient()
   const { tools } = await client.listTools()
   const names = tools.map((tool) => tool.name)
   t.ok(names.includes('get_catalog') && names.includes('get_offer') && names.includes('get_job'), 'the reads are offered')
@@ -211,7 +218,7 @@ const routeList = async (path: string): Promise<any[]> => (await fetch(`${h.url}
 // wallet view or a borrower's passport. The paged tools take the route's limit and after and answer the cursor.
 t.test('without a wallet key: the lists page with limit and after, and the wallet and passport reads', async (t) => {
   const lenders = [await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(100) }), await readyLender(h, { minFeeBps: 310, liquidityAtomic: usdc(100) })]
-  const client = await mcpClient(t)
+  const client = await readOnlyClient()
   const { tools } = await client.listTools()
   const inputOf = (name: string) => tools.find((tool) => tool.name === name)?.inputSchema
   t.match(inputOf('list_lenders')?.properties, { limit: { type: 'integer', maximum: 1000 }, after: { type: 'integer' } }, 'list_lenders takes the route\'s page query')
