@@ -23,10 +23,10 @@ const JOB_CLOSED = 4
 let h: Harness
 let lender: ReadyLender
 t.before(async () => {
-  // A request waits 4 s (not the default 10) for the follower to count what was mined before its transaction: the
+  // A request waits 6 s (not the default 10) for the follower to count what was mined before its transaction: the
   // first test's 503 waits it out; its retry after the follower starts is within it (the follower is past the
   // failJob's block at the devnet's next block, a second at most, at 1 confirmation).
-  h = await startHarness({ config: { leaseTtlSeconds: 120, followerCatchUpMs: 4_000 } })
+  h = await startHarness({ config: { leaseTtlSeconds: 120, followerCatchUpMs: 6_000 } })
   lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
 })
 t.teardown(async () => {

@@ -22,10 +22,10 @@ let operator: CreditClient
 let payer: CreditClient
 let payerAgent: ChainAgent
 t.before(async () => {
-  // A request waits 4 s (not the default 10) for the follower to count what was mined before its transaction: the
+  // A request waits 6 s (not the default 10) for the follower to count what was mined before its transaction: the
   // third test waits it out for its 503; the first two start the follower within it, which is past the transaction's
   // block at the devnet's next block (a second at most, at 1 confirmation).
-  ({ h, lender, operator } = await lenderHarness(t, { config: { leaseTtlSeconds: 120, followerCatchUpMs: 4_000 } }))
+  ({ h, lender, operator } = await lenderHarness(t, { config: { leaseTtlSeconds: 120, followerCatchUpMs: 6_000 } }))
   const account = await fundedAccount(h.devnet, h.network, usdc(1000))
   payer = await signedIn(h.url, account)
   payerAgent = new ChainAgent(h.network, account)
