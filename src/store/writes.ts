@@ -485,3 +485,116 @@ function sweep(dbs: StoreDatabases, nowMs: number, limit: number): number {
   }
   return deleted
 }
+
+/** lmdb-js's encode mode for a write its writer thread applies later (write.js): the bytes stay as they are. */
+const REUSE_BUFFER_MODE = 512
+
+/** A value encoded for lmdb-js as it is (write.js asBinary): its put encodes nothing. */
+type Binary = { readonly '\u0010binary-data\u0002': Buffer }
+
+/** One write collected by QueuedWrites: a put (value encoded) or a remove (value null). */
+interface QueuedWrite {
+  readonly db: Database<unknown, unknown>
+  readonly key: unknown
+  readonly value: Binary | null
+  readonly options: unknown
+}
+
+/** lmdb-js's encoder of a database, which the store replaced (structures-encoder.ts encodeWithStructures). */
+type EncodingDatabase = { readonly encoder: { encode: (value: unknown, mode: number) => Buffer & { start?: number; end?: number } } }
+
+/**
+ * One of a group's databases as QueuedWrites shows it to applyGroup: puts and removes are collected (a put's value
+ * encoded at once, so an encoder error throws here, before anything is issued), reads see the records written by the
+ * group's earlier isolated steps and otherwise the last committed state.
+ */
+class QueuedDatabase {
+  readonly #queue: QueuedWrites
+  readonly #db: Database<unknown, unknown>
+  /** The records database: its writes are what the group's later checks read (QueuedWrites.recordWritten). */
+  readonly #records: boolean
+
+  constructor(queue: QueuedWrites, db: Database<unknown, unknown>, records: boolean) {
+    this.#queue = queue
+    this.#db = db
+    this.#records = records
+  }
+
+  putSync(key: unknown, value: unknown, options?: unknown): void {
+    const bytes = (this.#db as unknown as EncodingDatabase).encoder.encode(value, REUSE_BUFFER_MODE)
+    const view = bytes.start === undefined ? bytes : bytes.subarray(bytes.start, bytes.end)
+    this.#queue.add({ db: this.#db, key, value: { '\u0010binary-data\u0002': view }, options }, this.#records ? (value as RecordEntry) : undefined)
+  }
+
+  removeSync(key: unknown): void {
+    this.#queue.add({ db: this.#db, key, value: null, options: undefined }, this.#records ? null : undefined)
+  }
+
+  get(key: RecordKey): unknown {
+    const written = this.#queue.recordWritten(key)
+    return written === undefined ? this.#db.get(key) : (written ?? undefined)
+  }
+}
+
+/** A noOverwrite put's own promise (lmdb-js makes one per conditional put): its transaction's failure is the group's. */
+const IGNORE = (): void => {}
+
+/**
+ * A group's writes for lmdb-js's asynchronous path (issue 11): applyGroup runs on `dbs`, whose puts and removes are
+ * collected, encoded, per isolated step (a step that throws leaves nothing, as an aborted child transaction); then
+ * `issue` hands them all to lmdb-js in one batch, which its writer thread applies in one transaction (a batch is a
+ * condition block: the writer thread waits inside it for its end instead of committing) and commits; the promise
+ * resolves once that transaction is committed (and synced), and rejects when it failed, for every write of it. Reads
+ * see the last committed state: the store writes one group at a time, and a sweep (which reads the expiry index the
+ * group writes) takes the callback transaction.
+ */
+export class QueuedWrites {
+  readonly dbs: StoreDatabases
+  readonly #writes: QueuedWrite[] = []
+  #step: QueuedWrite[] = []
+  /** Records written by the steps that passed (null: removed), by overlay key, and those of the running step. */
+  readonly #written = new Map<string, RecordEntry | null>()
+  #stepWritten = new Map<string, RecordEntry | null>()
+
+  constructor(dbs: StoreDatabases) {
+    this.dbs = {
+      snapshots: new QueuedDatabase(this, dbs.snapshots as Database<unknown, unknown>, false),
+      live: new QueuedDatabase(this, dbs.live as Database<unknown, unknown>, false),
+      records: new QueuedDatabase(this, dbs.records as Database<unknown, unknown>, true),
+      expiry: new QueuedDatabase(this, dbs.expiry as Database<unknown, unknown>, false),
+    } as unknown as StoreDatabases
+  }
+
+  /** @internal QueuedDatabase: a write of the running step; `record` the records database's entry (null: removed). */
+  add(write: QueuedWrite, record: RecordEntry | null | undefined): void {
+    this.#step.push(write)
+    if (record !== undefined) this.#stepWritten.set(overlayKeyOf((write.key as RecordKey)[0], (write.key as RecordKey)[1]), record)
+  }
+
+  /** @internal QueuedDatabase: a record as the group's passed steps left it (null: removed); undefined if unwritten. */
+  recordWritten(key: RecordKey): RecordEntry | null | undefined {
+    return this.#written.size === 0 ? undefined : this.#written.get(overlayKeyOf(key[0], key[1]))
+  }
+
+  /** Runs an isolated step (applyGroup's Isolated): its writes are kept only if it returns. */
+  run(step: () => void): void {
+    this.#step = []
+    this.#stepWritten = new Map()
+    step()
+    for (const write of this.#step) this.#writes.push(write)
+    for (const [key, record] of this.#stepWritten) this.#written.set(key, record)
+  }
+
+  /** Issues the collected writes as one lmdb-js batch; undefined when there is nothing to write. */
+  issue(root: { batch: (write: () => void) => Promise<unknown> }): Promise<unknown> | undefined {
+    const writes = this.#writes
+    if (writes.length === 0) return undefined
+    return root.batch(() => {
+      for (const { db, key, value, options } of writes) {
+        if (value === null) void db.remove(key)
+        else if (options === undefined) void db.put(key, value as never)
+        else db.put(key, value as never, options as never).then(undefined, IGNORE)
+      }
+    })
+  }
+}
