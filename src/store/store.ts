@@ -24,7 +24,7 @@ import { encodeWithStructures } from './structures-encoder.ts'
 import { LEGACY_VALUE_ENCODING, STRUCTURES_RECORD, valueEncoding } from './value-encoding.ts'
 import {
   applyGroup, IDEMPOTENCY_COLLECTION, type CommitLimits, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
-  type Prepared, type PreparedRecordWrite, QueuedWrites, type RecordKey, type SnapshotKey, SNAPSHOT_VALUES_CHECKED,
+  type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey, SNAPSHOT_VALUES_CHECKED,
 } from './writes.ts'
 
 export { DB_NAMES, STORE_FORMAT_VERSION } from './open-checks.ts'
@@ -76,13 +76,6 @@ export interface StoreOptions {
   readonly pendingCommitsMax?: number
   /** Test hook: while it returns true no group commit starts (commits wait in the queue, unacknowledged). */
   readonly holdCommitsWhile?: () => boolean
-  /**
-   * How a group is written (issue 11, an A/B while it is measured): 'callback' (default), in lmdb-js's transaction
-   * callback on the main thread while its writer thread holds the write transaction; 'async', checked and encoded on
-   * the main thread, then handed to lmdb-js's writer thread as one batch of asynchronous puts (writes.ts QueuedWrites).
-   * The environment's AGENT_CREDIT_STORE_WRITE_PATH=async selects it where no option is given.
-   */
-  readonly writePath?: 'callback' | 'async'
 }
 
 export interface StoreStats {
@@ -157,9 +150,6 @@ export class Store {
   /** In the order of their `queued`, so the settled ones are at the front. */
   #durableWaiters: DurableWaiter[] = []
   readonly #holdCommitsWhile: (() => boolean) | undefined
-  /** writePath 'async'; and the id of the last transaction lmdb-js reported committed (its aftercommit event). */
-  readonly #async: boolean
-  #lastTxnId = 0
   /** Whether the previous process closed this store (or it is new); false after a crash. */
   readonly cleanStart: boolean
   /** How open() checked the data: 'deep', 'header', 'clean-shutdown' (the deep check skipped), or 'new'. */
@@ -202,8 +192,6 @@ export class Store {
     this.#commitsPerTxnMax = options.commitsPerTxnMax ?? COMMITS_PER_TXN_MAX_DEFAULT
     this.#pendingCommitsMax = options.pendingCommitsMax ?? PENDING_COMMITS_MAX_DEFAULT
     this.#holdCommitsWhile = options.holdCommitsWhile
-    this.#async = (options.writePath ?? (process.env.AGENT_CREDIT_STORE_WRITE_PATH === 'async' ? 'async' : 'callback')) === 'async'
-    if (this.#async) root.on('aftercommit', ({ txnId }: { txnId: number }) => void (this.#lastTxnId = txnId))
     this.cleanStart = cleanStart
     this.openCheck = openCheck
     this.#checked = checked
@@ -420,9 +408,6 @@ export class Store {
     if (this.#resolveDrained === null) this.#drained = new Promise((resolve) => (this.#resolveDrained = resolve))
     // Wait one turn so every commit issued in this turn of the event loop shares the transaction.
     setImmediate(() => void this.#drain())
-    // The asynchronous path: open lmdb-js's batch of this turn now (an empty batch), so that its setImmediate, which
-    // lets the writer thread begin, runs right after the drain's, in the same turn, not in the next one.
-    if (this.#async) this.#root.batch(() => {}).then(undefined, () => {})
   }
 
   async #drain(): Promise<void> {
@@ -433,20 +418,6 @@ export class Store {
     this.#scheduled = false
     if (this.#draining) return
     this.#draining = true
-    if (this.#async) {
-      try {
-        await this.#writeAsync(this.#queue.splice(0, this.#commitsPerTxnMax))
-      } finally {
-        this.#draining = false
-        const resolveDrained = this.#resolveDrained
-        this.#resolveDrained = null
-        resolveDrained?.()
-        // The commits queued meanwhile, and those the acknowledgements let their callers issue in this turn, in the
-        // next group: with nothing awaited between this check and clearing #draining (twelfth step's caution).
-        if (this.#queue.length > 0) this.#schedule()
-      }
-      return
-    }
     try {
       // The first group is what was queued by this turn; each next one, asked as soon as the previous one is written,
       // is what is queued when its callback runs.
@@ -489,46 +460,6 @@ export class Store {
     // A transaction that failed before its callback ran fails the commits it would have taken.
     batch ??= this.#queue.splice(0, this.#commitsPerTxnMax)
     if (outcome === undefined && txnError === undefined) txnError = new StoreError('store_assertion_failed', 'the write transaction did not run')
-    this.#settle(batch, outcome, txnError, txnId)
-    const cycle = this.#cycleMs
-    cycle.toCallback += callbackStart - asked
-    cycle.callback += callbackEnd - callbackStart
-    cycle.toResolved += resolved - callbackEnd
-    cycle.acks += performance.now() - resolved
-  }
-
-  /**
-   * One group on the asynchronous path: checked and encoded here (applyGroup over QueuedWrites: the same checks and
-   * isolation as the callback's child transactions), then issued to lmdb-js's writer thread as one batch, which it
-   * applies and commits in one transaction; acknowledged once that is committed (synced). A group with a sweep (which
-   * reads the expiry index the group writes) takes the callback transaction. `cycleMs.toCallback` stays 0 here; its
-   * `callback` is the checks, encoding and issue, `toResolved` the writer thread's transaction and the loop's turn.
-   */
-  async #writeAsync(batch: Pending[]): Promise<void> {
-    if (batch.some((pending) => pending.prepared.sweepLimit > 0)) return this.#write(batch)
-    const asked = performance.now()
-    let issued = asked
-    let outcome: GroupOutcome | undefined
-    let txnError: unknown
-    try {
-      const queued = new QueuedWrites(this.#dbs)
-      outcome = applyGroup(queued.dbs, batch.map((pending) => pending.prepared), this.idempotency.retentionMs, (step) => queued.run(step))
-      const written = queued.issue(this.#root)
-      issued = performance.now()
-      if (written !== undefined) await written
-    } catch (error) {
-      txnError = error
-    }
-    const resolved = performance.now()
-    this.#settle(batch, outcome, txnError, this.#lastTxnId)
-    const cycle = this.#cycleMs
-    cycle.callback += issued - asked
-    cycle.toResolved += resolved - issued
-    cycle.acks += performance.now() - resolved
-  }
-
-  /** Settles a group's commits (in queue order) and the durable() waiters they were the last for. */
-  #settle(batch: Pending[], outcome: GroupOutcome | undefined, txnError: unknown, txnId: number): void {
     this.#stats.transactions++
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length)
     for (let i = 0; i < batch.length; i++) {
@@ -553,6 +484,11 @@ export class Store {
     let ready = 0
     while (ready < this.#durableWaiters.length && (this.#durableWaiters[ready] as DurableWaiter).queued <= this.#settledCount) ready++
     if (ready > 0) for (const waiter of this.#durableWaiters.splice(0, ready)) waiter.resolve()
+    const cycle = this.#cycleMs
+    cycle.toCallback += callbackStart - asked
+    cycle.callback += callbackEnd - callbackStart
+    cycle.toResolved += resolved - callbackEnd
+    cycle.acks += performance.now() - resolved
   }
 
   // ----------------------------------------------------------------------------------------------------- reads
