@@ -20,7 +20,7 @@ import { isBps, sameAddress } from './keys.ts'
 import { lenderChanged, withdrawableAtomic, withdrawLiquidity } from './ledger.ts'
 import * as liquidation from './liquidation.ts'
 import { isOperator } from './roles.ts'
-import { addLender, expireOffer, isUntouchedLender, leaseToBestLender, park, removeLenders, replaceSession, walletChanged } from './matching.ts'
+import { addLender, expireOffer, isUntouchedLender, leaseToBestLender, OFFER_CREDIT_ENDING, park, removeLenders, replaceSession, walletChanged } from './matching.ts'
 import { leaseRefusal, repaymentPlan, supplierPaymentTerms } from './plans.ts'
 import { invalidLender, invalidSourceId, invalidSourceTerms, lenderRecord, sourceRecord } from './registration.ts'
 import * as reputation from './reputation.ts'
@@ -307,6 +307,9 @@ export class Engine {
     if (!offer) return fail('not_found', 'offer_not_found', `offer ${input.offerId} is not live`)
     if (!sameAddress(input.caller, offer.getSnapshot().context.borrower)) return forbidden('an offer is matched by its borrower')
     const outcome = leaseToBestLender(this.state, offer, nowMs)
+    if ('accepted' in outcome && outcome.code === OFFER_CREDIT_ENDING) {
+      return fail('conflict', 'offer_credit_ending', `offer ${input.offerId}: a lease of ${this.config.leaseTtlMs / 1000} s granted now would end after its credit end; it expires at its expiresAt`)
+    }
     if ('accepted' in outcome) return refused('offer', input.offerId, outcome)
     return drain(this.state, outcome)
   }
@@ -390,6 +393,8 @@ export class Engine {
         continue
       }
       const match = leaseToBestLender(s, offer, nowMs)
+      // No whole lease fits before its credit end, its expiry not due yet on chain time: it waits for that expiry.
+      if ('accepted' in match && match.code === OFFER_CREDIT_ENDING) continue
       if ('accepted' in match) throw new Error(`invariant: waiting offer ${offer.id} refused matching (${match.code})`)
       if (match.offerExpired) {
         steps.expiredOffers.count += 1

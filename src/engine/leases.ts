@@ -32,8 +32,11 @@ function dropLiveLease(s: EngineState, l: LeaseInput): void {
   s.walletReserved.add(l.lender, l.network, l.asset, -l.amountAtomic)
 }
 
-/** The next lease id and the terms of a lease of the offer to the lender at this fee. */
-function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseInput {
+/**
+ * The next lease id and the terms of a lease of the offer to the lender at this fee; `creditUntilMs` is the offer's
+ * credit end (offerCreditUntilMs), passed by a caller that already read it.
+ */
+function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number, creditUntilMs: number): LeaseInput {
   s.meta.leaseSeq += 1
   touch(s, 'meta', 'engine')
   return {
@@ -47,14 +50,16 @@ function leaseInput(s: EngineState, o: OfferContext, lender: LenderRecord, fee: 
     feeAtomic: fee,
     supplierAddress: o.supplierAddress,
     createdAtMs: nowMs,
-    // Never past the offer's credit end (a job's due time less the minimum credit period): a payment after it would
-    // fund an advance due (nearly) at once, which its lender could liquidate before the borrower could repay.
-    expiresAtMs: Math.min(leaseDeadlineBaseMs(s, o.network, nowMs) + s.config.leaseTtlMs, offerCreditUntilMs(s, o)),
+    // The whole TTL: matching grants a lease only while it ends by the offer's credit end (matching.ts
+    // leaseToBestLender), so the min() never binds. It stays as a guard: a payment after the credit end (a job's due
+    // time less the minimum credit period) would fund an advance due (nearly) at once, which its lender could
+    // liquidate before the borrower could repay.
+    expiresAtMs: Math.min(leaseDeadlineBaseMs(s, o.network, nowMs) + s.config.leaseTtlMs, creditUntilMs),
   }
 }
 
-export function grantLease(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
-  const input = leaseInput(s, o, lender, fee, nowMs)
+export function grantLease(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number, creditUntilMs: number): LeaseView {
+  const input = leaseInput(s, o, lender, fee, nowMs, creditUntilMs)
   const lease = startActor(leaseMachine, input, s.actorRoot)
   touchBorn(s, 'lease', input.leaseId)
   s.leases.set(input.leaseId, lease)
@@ -70,7 +75,7 @@ export function grantLease(s: EngineState, o: OfferContext, lender: LenderRecord
  * functions instead of a live actor, because actor creation is the hot cost and this actor would be evicted at once.
  */
 export function refuseLease(s: EngineState, o: OfferContext, lender: LenderRecord, fee: bigint, nowMs: number): LeaseView {
-  const input = leaseInput(s, o, lender, fee, nowMs)
+  const input = leaseInput(s, o, lender, fee, nowMs, offerCreditUntilMs(s, o))
   const [initial] = initialTransition(leaseMachine, input)
   const [expired] = transition(leaseMachine, initial, { type: 'INSUFFICIENT_BALANCE', nowMs })
   if (expired === initial) throw new Error(`invariant: lease ${input.leaseId} refused INSUFFICIENT_BALANCE`)

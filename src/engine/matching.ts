@@ -5,11 +5,12 @@ import { expect, send, type Refusal } from './actors.ts'
 import { entryFor, MatchingBook } from './book.ts'
 import { offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
 import { ID_PREFIXES } from './ids.ts'
-import { networkClockMs } from './dispatch.ts'
+import { leaseDeadlineBaseMs, networkClockMs } from './dispatch.ts'
 import { bookKey } from './keys.ts'
 import { recordFinal } from './changes.ts'
 import { grantLease, refuseLease } from './leases.ts'
 import { eligibleFee, feeAtomic, leaseAllowance } from './rules.ts'
+import { offerCreditUntilMs } from './underwriting.ts'
 import type { EngineState, OfferActor } from './state.ts'
 import type { Address, LeaseView, LenderRecord, MatchOutcome } from './types.ts'
 import { offerView, walletFreeAtomic } from './views.ts'
@@ -163,13 +164,18 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
   const walk = walkBook(s, o, nowMs)
   const refusedLeases: LeaseView[] = []
   if (walk.granted) {
+    // A lease gets its whole TTL: granted only while it ends by the offer's credit end. Underwriting and the offer's
+    // expiry keep it so, unless the chain's observed time lags the service clock more than when the offer was made
+    // (an RPC outage): then the offer's own expiry is not due yet, on chain time.
+    const creditUntilMs = offerCreditUntilMs(s, o)
+    if (leaseDeadlineBaseMs(s, o.network, nowMs) + s.config.leaseTtlMs > creditUntilMs) return creditEnding(s, offer, nowMs)
     const { lender, fee } = walk.granted
     // The granted lease takes the id after the refused ones.
     const leaseId = `${ID_PREFIXES.lease}${s.meta.leaseSeq + 1 + walk.refused.length}`
     const answer = send(s, 'offer', offer, { type: 'LEASE', leaseId, lender: lender.address, chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
     if (!answer.accepted) return notMatched(s, offer, answer, nowMs)
     refuseAll(s, o, walk.refused, refusedLeases, nowMs)
-    const granted = grantLease(s, o, lender, fee, nowMs)
+    const granted = grantLease(s, o, lender, fee, nowMs, creditUntilMs)
     return { offer: offerView(offer.getSnapshot()), lease: granted, refusedLeases, offerExpired: false }
   }
   // Out of leases, or nothing to lease: the offer decides whether it waits (its expiry is not due), is stale, or
@@ -182,6 +188,23 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
   }
   releaseCapacity(s, o.source, offerCommitmentAtomic(o), nowMs)
   return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: true }
+}
+
+/** The refusal of a match whose lease would end after the offer's credit end (leaseToBestLender): a stable 409. */
+export const OFFER_CREDIT_ENDING = 'offer_credit_ending'
+
+/**
+ * No whole lease fits before the offer's credit end. Whether the offer is stale stays the offer machine's rule: sent
+ * EXPIRE (stale), it expires if its TTL is over on chain time; if not, the match is refused (OFFER_CREDIT_ENDING),
+ * nothing changes, and the offer waits for its expiry (dispatch passes over it, engine.ts). No lease is granted,
+ * refused leases included: the walk's lenders are left as they are.
+ */
+function creditEnding(s: EngineState, offer: OfferActor, nowMs: number): MatchOutcome | Refusal {
+  const o = offer.getSnapshot().context
+  const answer = send(s, 'offer', offer, { type: 'EXPIRE', reason: 'stale', chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
+  if (!answer.accepted) return answer.code === offerRefusals.EXPIRE.guarded ? { accepted: false, code: OFFER_CREDIT_ENDING, state: answer.state } : answer
+  releaseCapacity(s, o.source, offerCommitmentAtomic(o), nowMs)
+  return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases: [], offerExpired: true }
 }
 
 /**

@@ -5,7 +5,7 @@ import { countOffer, startActor } from './actors.ts'
 import { provenRepaidAtomic } from './borrowers.ts'
 import { commitCapacity, offerCommitmentAtomic } from './capacity.ts'
 import { touch, touchBorn } from './changes.ts'
-import { networkClockMs, scheduleOffer } from './dispatch.ts'
+import { leaseDeadlineBaseMs, networkClockMs, scheduleOffer } from './dispatch.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { sameAddress } from './keys.ts'
 import { applyBps, coverageBps, minBig, riskBand } from './rules.ts'
@@ -93,8 +93,11 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
   if (sameAddress(ctx.client, input.agent)) reasons.push({ code: 'client_is_borrower', message: 'the job\'s client is the borrower: a receivable is owed by someone else' })
   if (!JOB_OPEN_STATES.has(String(snap.value))) reasons.push({ code: 'source_closed', message: `the job is ${String(snap.value)}` })
   if (nowMs >= ctx.dueAtMs) reasons.push({ code: 'job_past_due', message: 'the job is past its due time' })
-  else if (nowMs >= creditUntilMs(s, ctx.dueAtMs, undefined)) {
-    reasons.push({ code: 'job_due_too_soon', message: `the job is due within the minimum credit period of ${s.config.creditPeriodMinMs / 1000} s` })
+  else if (!leaseFits(s, input.network, creditUntilMs(s, ctx.dueAtMs, undefined), nowMs)) {
+    reasons.push({
+      code: 'job_due_too_soon',
+      message: `the job is due within the minimum credit period of ${s.config.creditPeriodMinMs / 1000} s plus a lease's TTL of ${s.config.leaseTtlMs / 1000} s`,
+    })
   }
   if (ctx.network !== input.network || ctx.asset !== input.asset) {
     reasons.push({ code: 'asset_mismatch', message: `the job pays ${ctx.asset} on ${ctx.network}` })
@@ -115,9 +118,14 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
 /** A backing source lends its advance rate of its value, never more than its liquidation value has left. */
 function backingTerms(input: CreditRequestInput, src: SourceRecord, reasons: DeclineReason[], s: EngineState, nowMs: number): SourceTerms {
   if (!sameAddress(src.agent, input.agent)) reasons.push({ code: 'source_not_owned', message: 'the backing source belongs to another borrower' })
-  // A source recorded before attestations carried an expiry has none: it counts as expired (re-attest it).
-  if (!(nowMs < (src.validUntilMs ?? Number.NEGATIVE_INFINITY))) {
-    reasons.push({ code: 'source_attestation_expired', message: 'the backing source\'s attestation expired; register a fresh one under a new sourceId' })
+  // A source recorded before attestations carried an expiry has none: it counts as expired (re-attest it). One that
+  // expires before a lease granted now would end counts as expired too: the remedy is the same (a fresh attestation),
+  // and a lease must not be payable after nobody vouches for the valuation any more.
+  if (!leaseFits(s, input.network, src.validUntilMs ?? Number.NEGATIVE_INFINITY, nowMs)) {
+    reasons.push({
+      code: 'source_attestation_expired',
+      message: `the backing source's attestation expired, or expires within a lease's TTL of ${s.config.leaseTtlMs / 1000} s; register a fresh one under a new sourceId`,
+    })
   }
   const hardLeft = src.liquidationValueAtomic - src.backingUsedAtomic
   const durationSeconds = s.config.backingDurationSecondsDefault
@@ -142,6 +150,16 @@ function backingTerms(input: CreditRequestInput, src: SourceRecord, reasons: Dec
 function creditUntilMs(s: EngineState, dueAtMs: number, validUntilMs: number | undefined): number {
   const untilMs = dueAtMs - s.config.creditPeriodMinMs
   return validUntilMs === undefined ? untilMs : Math.min(untilMs, validUntilMs)
+}
+
+/**
+ * Whether a lease granted now on the network, of the whole TTL (its deadline counts from dispatch.ts
+ * leaseDeadlineBaseMs), ends before `untilMs`, the credit end: a request is approved only then, so that its offer is
+ * matched with a whole lease (an outsider's finding: a lease cut short by the credit end could be unpayable on chain,
+ * and its expiry cost the lender a miss; test/api/outsider19-lease-at-credit-end.test.ts).
+ */
+function leaseFits(s: EngineState, network: string, untilMs: number, nowMs: number): boolean {
+  return leaseDeadlineBaseMs(s, network, nowMs) + s.config.leaseTtlMs < untilMs
 }
 
 /** When an offer's source stops taking its credit (creditUntilMs): a lease's deadline is never later. */
@@ -175,11 +193,13 @@ export function openOffer(s: EngineState, input: CreditRequestInput, decision: U
     dueAtMs: decision.dueAtMs,
     createdAtMs: nowMs,
     // On the network's chain time (dispatch.ts networkClockMs), as leases: an outage of the chain pauses the TTL.
-    // Never past the time the source stops taking credit (counted as the time left on the service clock, which judges
-    // due times and attestation expiries): a lease granted after a job's due time would fund an advance already due,
-    // which the lender would pay for and the borrower would owe at once; one granted after a backing source's
-    // attestation expired would lend against a valuation nobody vouches for any more.
-    expiresAtMs: networkClockMs(s, input.network, nowMs) + Math.min(s.config.offerTtlMs, Math.max(0, decision.creditUntilMs - nowMs)),
+    // Never past the last instant a whole lease still fits before the source stops taking credit (the credit end less
+    // leaseTtlMs, counted from a lease's deadline base, as underwriting's leaseFits): a lease running past a job's
+    // credit end would fund an advance its lender could liquidate before the borrower could repay; one past a backing
+    // source's attestation expiry would lend against a valuation nobody vouches for any more; and a lease cut short to
+    // end there could be unpayable on chain, its expiry the lender's miss (an outsider's finding, outsider19).
+    expiresAtMs: networkClockMs(s, input.network, nowMs) +
+      Math.min(s.config.offerTtlMs, Math.max(0, decision.creditUntilMs - s.config.leaseTtlMs - leaseDeadlineBaseMs(s, input.network, nowMs))),
   }
   const offer = startActor(offerMachine, offerInput, s.actorRoot)
   touchBorn(s, 'offer', offerInput.offerId)

@@ -41,3 +41,14 @@ t.test('an offer on a backing source expires at the attestation\'s validUntil: n
   t.equal((await borrowerClient.get(`/credit/offers/${offerId}`)).body.state, 'expired')
   t.equal((await lender.client.get(`/lenders/${lender.account.address}/wallet`)).body.activity.reservedAtomic, '0', 'none of the lender\'s liquidity is reserved')
 })
+
+t.test('a backing source whose attestation expires before a lease granted now would end is declined as expired', async (t) => {
+  const borrower = await fundedAccount(h.devnet, h.network, 0n)
+  const borrowerClient = await signedIn(h.url, borrower)
+  // Within the lease TTL (30 s) of the service's clock: a lease granted now would be payable after validUntil.
+  const validUntilMs = Math.floor((Date.now() + clockOffsetMs) / 1000 + 20) * 1000
+  const source = await borrowerClient.post('/credit/backing-sources', await backingSourceBody(h, borrower.address, { sourceId: 'src_outsider_within_lease', valueAtomic: usdc(1000), liquidationValueAtomic: usdc(1000), advanceRateBps: 5000, validUntilMs }))
+  t.equal(source.status, 201, 'registered: its attestation is valid')
+  const request = { ...creditRequest(h, borrower.address, 'src_outsider_within_lease', usdc(100), usdc(5)), productType: 'asset-backed' }
+  t.match((await borrowerClient.post('/credit/request', request)).body, { decision: 'declined', reasons: [{ code: 'source_attestation_expired' }], offer: null }, 'declined: no whole lease fits before validUntil')
+})

@@ -1,5 +1,5 @@
-// An outsider's finding (outsider19), kept as a todo until the engine changes: a borrower can hand the cheapest lender
-// leases it cannot pay, and each costs the lender a miss. A lease's deadline is never later than its offer's credit
+// An outsider's finding (outsider19), fixed: a borrower could hand the cheapest lender leases it cannot pay, and each
+// cost the lender a miss. A lease's deadline is never later than its offer's credit
 // end (its job's due time less creditPeriodMinMs: README, "Leases"), and a request is approved while that credit end
 // is still ahead of the service's clock, by any margin (src/engine/underwriting.ts, job_due_too_soon). So a borrower
 // that registers its own job (its due time is the registrant's choice) and asks, then matches, in the last instant
@@ -17,6 +17,8 @@
 // nothing (a fix in src/engine, outside this branch: e.g. an offer is matched only while a whole lease TTL fits
 // before its credit end, and job_due_too_soon counts the TTL too; or a lease whose deadline was not after the chain's
 // latest block at its grant ends without a penalty, as a cancelled one does).
+// The fix taken: a lease always gets its whole TTL, so such a request is declined (job_due_too_soon counts the lease
+// TTL), its offer expires when a whole lease no longer fits, and a match is refused when one does not (README "Leases").
 import t from 'tap'
 import { createTestClient, http } from 'viem'
 import { networkChain } from '../../src/chain/clients.ts'
@@ -28,8 +30,7 @@ import { actionFor, until, type Json } from './fixtures/api.ts'
 
 const OFFERS = 4
 
-t.test('leases granted in the last instant before the credit end, unpayable on chain, cost their lender nothing', { todo: process.env['O19_RUN'] ? false : 'outsider19 finding: each costs the lender a miss (engine change needed)' }, async (t) => {
-  // Started here, not in a before hook: a todo test does not run, and then nothing starts.
+t.test('leases granted in the last instant before the credit end, unpayable on chain, cost their lender nothing', async (t) => {
   let offsetMs = 0
   const h = await startHarness({ clock: () => Date.now() + offsetMs })
   t.teardown(() => h.stop())

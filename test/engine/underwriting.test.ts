@@ -73,39 +73,79 @@ t.test('a suspended borrower is declined', async (t) => {
   engine.checkInvariants()
 })
 
-t.test('the source must belong to the borrower; a job past due, due within the minimum credit period or on another asset is declined', async (t) => {
+t.test('the source must belong to the borrower; a job past due, due within the minimum credit period plus a lease TTL or on another asset is declined', async (t) => {
   const { engine } = newEngine()
   const creditMinMs = engine.config.creditPeriodMinMs
-  const dueAtMs = T0 + creditMinMs + 60_000
+  const ttlMs = engine.config.leaseTtlMs
+  const dueAtMs = T0 + creditMinMs + ttlMs + 60_000
   createJob(engine, 'job_1', 10_000n, dueAtMs)
   const other = addr(0xabc)
   t.same(unwrap(engine.requestCredit(creditRequest({ agent: other, repaymentSource: 'job_1' }), T0)).reasons.map((r) => r.code), ['source_not_owned'])
   t.same(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), dueAtMs)).reasons.map((r) => r.code), ['job_past_due'])
   t.same(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), dueAtMs - creditMinMs)).reasons.map((r) => r.code), ['job_due_too_soon'])
+  // A lease granted now would end at the credit end (due time less creditPeriodMinMs) or after it: declined.
+  const soon = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), dueAtMs - creditMinMs - ttlMs))
+  t.same(soon.reasons.map((r) => r.code), ['job_due_too_soon'], 'a whole lease TTL no longer fits before the credit end')
+  t.match(soon.reasons[0]?.message, /minimum credit period of 60 s plus a lease's TTL of 30 s/, 'the message names both')
   t.same(unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1', asset: 'DAI' }), T0)).reasons.map((r) => r.code), ['asset_mismatch'])
-  const approved = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0 + 30_000))
-  t.equal(approved.durationSeconds, (dueAtMs - T0 - 30_000) / 1000, 'a job advance runs until the job is due')
+  const lastMs = dueAtMs - creditMinMs - ttlMs - 1
+  const approved = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), lastMs))
+  t.equal(approved.decision, 'approved', 'a whole lease fits, 1 ms to spare')
+  t.equal(approved.durationSeconds, Math.ceil((dueAtMs - lastMs) / 1000), 'a job advance runs until the job is due')
   t.equal(approved.offer?.dueAtMs, dueAtMs)
+  t.equal(approved.offer?.expiresAtMs, lastMs + 1, 'open for the last instant a whole lease fits in')
 })
 
-t.test('an offer expires at its job\'s credit end (due time less the minimum credit period) when that comes before its TTL: it is never leased past it, nor is its lease payable past it', async (t) => {
+t.test('an offer expires when a whole lease no longer fits before its job\'s credit end (due time less the minimum credit period), when that comes before its TTL; every lease gets the whole TTL', async (t) => {
   const { engine } = newEngine()
   unwrap(engine.registerLender(lenderInput(1), T0))
-  const creditEndMs = T0 + 4_000
+  const ttlMs = engine.config.leaseTtlMs
+  const creditEndMs = T0 + ttlMs + 4_000
   createJob(engine, 'job_1', 10_000n, creditEndMs + engine.config.creditPeriodMinMs)
   const offer = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0)).offer!
-  t.equal(offer.expiresAtMs, creditEndMs, 'credit end in 4 s: the offer is open 4 s, not its TTL')
+  t.equal(offer.expiresAtMs, creditEndMs - ttlMs, 'credit end in TTL + 4 s: the offer is open 4 s, not its TTL')
   const leased = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0)).offer!
-  const lease = unwrap(engine.matchOffer({ offerId: leased.offerId, caller: BORROWER }, T0 + 1_000)).lease
-  t.equal(lease?.expiresAtMs, creditEndMs, 'a lease granted 3 s before the credit end lasts 3 s, not its TTL')
-  const late = unwrap(engine.matchOffer({ offerId: offer.offerId, caller: BORROWER }, creditEndMs))
-  t.equal(late.lease, null, 'no lease at the credit end')
+  const lease = unwrap(engine.matchOffer({ offerId: leased.offerId, caller: BORROWER }, T0 + 3_999)).lease
+  t.equal(lease?.expiresAtMs, T0 + 3_999 + ttlMs, 'a lease granted 1 ms before the offer\'s expiry lasts its whole TTL')
+  const late = unwrap(engine.matchOffer({ offerId: offer.offerId, caller: BORROWER }, creditEndMs - ttlMs))
+  t.equal(late.lease, null, 'no lease once a whole one does not fit')
   t.equal(late.offerExpired, true)
   t.equal(late.offer.endReason, 'stale')
   createJob(engine, 'job_2', 10_000n, T0 + 3_600_000)
   const far = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_2' }), T0)).offer!
   t.equal(far.expiresAtMs, T0 + engine.config.offerTtlMs, 'due later than the TTL: the TTL')
   t.not(unwrap(engine.matchOffer({ offerId: far.offerId, caller: BORROWER }, T0 + 1_000)).lease, null, 'and it is leased before then')
+  engine.checkInvariants()
+})
+
+t.test('an offer whose chain time lags the clock past the last whole lease is not leased: the match is refused, dispatch passes over it, and it expires stale on chain time', async (t) => {
+  const { engine } = newEngine()
+  const ttlMs = engine.config.leaseTtlMs
+  const observe = (chainTimeMs: number, nowMs: number) =>
+    unwrap(engine.observeChain({ network: NET, toBlock: BigInt(chainTimeMs), toBlockHash: '0x', toBlockTimeMs: chainTimeMs, events: [] }, nowMs))
+  observe(T0, T0)
+  const creditEndMs = T0 + ttlMs + 10_000
+  createJob(engine, 'job_1', 10_000n, creditEndMs + engine.config.creditPeriodMinMs)
+  const offer = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0)).offer!
+  t.equal(offer.expiresAtMs, T0 + 10_000, 'on chain time: the last instant a whole lease fits')
+  const other = unwrap(engine.requestCredit(creditRequest({ repaymentSource: 'job_1' }), T0)).offer!
+  // The chain is not observed again (an outage). The last instant a whole lease fits on the clock: granted, its whole
+  // TTL ending at the credit end.
+  const nowMs = creditEndMs - ttlMs + 1
+  unwrap(engine.registerLender(lenderInput(2), nowMs - 1))
+  t.equal(unwrap(engine.matchOffer({ offerId: other.offerId, caller: BORROWER }, nowMs - 1)).lease?.expiresAtMs, creditEndMs, 'the last whole lease')
+  // A ms later on the clock a whole lease no longer fits; on chain time the offer is fresh. A lender arrives.
+  unwrap(engine.registerLender(lenderInput(1), nowMs))
+  const refused = engine.matchOffer({ offerId: offer.offerId, caller: BORROWER }, nowMs)
+  t.match(refused, { ok: false, error: { class: 'conflict', code: 'offer_credit_ending' } }, 'refused with its code')
+  t.equal(engine.getOffer(offer.offerId)?.state, 'offered', 'the offer waits for its expiry')
+  t.equal(engine.getLender(lenderInput(1).address)?.leasesGranted, 0, 'no lease granted')
+  const idle = unwrap(engine.dispatch(nowMs))
+  t.same([idle.matches, idle.expiredOffers], [[], []], 'dispatch passes over it')
+  t.equal(engine.dispatchDue(nowMs), false, 'and has nothing due: no loop')
+  observe(T0 + 10_000, nowMs + 1)
+  const out = unwrap(engine.dispatch(nowMs + 1))
+  t.same(out.expiredOffers.map((o) => [o.offerId, o.endReason]), [[offer.offerId, 'stale']], 'expired stale once the chain passes its expiry')
   engine.checkInvariants()
 })
 

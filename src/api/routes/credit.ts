@@ -313,6 +313,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       keyedRequestsCharged: false,
       responses: {
         200: { description: 'The selected lender match', schema: MatchOutcome }, ...errors.forbidden, ...errors.notFound('offer'), ...errors.idempotency,
+        409: { description: 'The offer is not waiting for a lender (offer_not_offered), or a lease granted now would end after the offer\'s credit end (offer_credit_ending: a lease always gets its whole leaseTtlSeconds; the chain\'s observed time lags the service clock, so the offer\'s expiresAt has not come on chain time; nothing changed, the offer expires stale at its expiresAt), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
         503: { description: `The offer's network's chain is not observed: its chain follower has failed for the health hold, /health says it degraded (code chain_unavailable, with Retry-After; nothing changed, the offer keeps waiting and its expiry is unchanged). No lease is made there, by dispatch either, until the follower reads the chain again. Or: ${NETWORK_STOPPED}` },
       },
       handler: (ctx) =>
