@@ -106,6 +106,8 @@ function compilePlan(node: ObjectNode, keys: readonly string[]): PlanWrite | und
   const names = new Set<string>()
   const nested: Array<(value: unknown) => string | undefined> = []
   const fields: string[] = []
+  /** Per string field, the last string written and its JSON text (`s<i>`, `q<i>`), kept between calls. */
+  let remembered = ''
   let body = ''
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i] as string
@@ -124,13 +126,16 @@ function compilePlan(node: ObjectNode, keys: readonly string[]): PlanWrite | und
         general = `nested[${nested.length}](${v})`
         nested.push(writer)
       }
-      body += `const t${i} = typeof ${v} === 'string' ? (NEEDS_ESCAPE.test(${v}) ? JSON.stringify(${v}) : '"' + ${v} + '"') : ${general};\nif (t${i} === undefined) return undefined;\n`
+      // A string equal to the field's last one (a network, an asset, a state, a product type: most answers repeat
+      // them) is written as it was then, without the escape test and the quoting (issue 11).
+      remembered += `let s${i}, q${i};\n`
+      body += `let t${i};\nif (typeof ${v} === 'string') {\n  if (${v} === s${i}) t${i} = q${i};\n  else { t${i} = NEEDS_ESCAPE.test(${v}) ? JSON.stringify(${v}) : '"' + ${v} + '"'; s${i} = ${v}; q${i} = t${i}; }\n} else {\n  t${i} = ${general};\n  if (t${i} === undefined) return undefined;\n}\n`
     }
     // A JS string literal of the `"name":` text; JSON.stringify of a string is one.
     fields.push(`${JSON.stringify(`${i === 0 ? '' : ','}${JSON.stringify(name)}:`)} + t${i}`)
   }
   body += `return ${JSON.stringify('{')} + ${[...fields, JSON.stringify('}')].join(' + ')};`
-  const build = new Function('isoInstant', 'writeWire', 'NEEDS_ESCAPE', 'nested', `return function writePlan(source) {\n${body}\n}`)
+  const build = new Function('isoInstant', 'writeWire', 'NEEDS_ESCAPE', 'nested', `${remembered}return function writePlan(source) {\n${body}\n}`)
   return build(isoInstant, writeWire, NEEDS_ESCAPE, nested) as PlanWrite
 }
 

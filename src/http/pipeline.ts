@@ -70,8 +70,8 @@ interface RequestState<Res> {
   responded: boolean
   /** Made only when a handler reads its `signal`: most never do, and one costs about 1.5% of a request (issue 11). */
   controller: AbortController | undefined
-  /** The body reader's hook on abort. */
-  onAbort: (() => void) | undefined
+  /** The routed request whose body is being read, for the abort hook (`bodyRead`). */
+  reading: RouteInput<Res> | undefined
   /** The bucket this request was counted on, for the RateLimit fields. */
   rate: { policy: string; key: string; decision: RateDecision } | undefined
   /** X-Forwarded-For, copied while the request is readable ('' unless a trusted proxy may have written it). */
@@ -86,25 +86,44 @@ interface BodyText {
   byteLength: number
 }
 type BodyRead = BodyText | 'too_large' | 'aborted'
-/** What a routed request's handler needs of it, copied while the request is readable; `body` once it is read. */
-interface RouteInput {
+/**
+ * What a routed request's handler needs of it, copied while the request is readable; `body` once it is read. It also
+ * carries the body reader's state, so that reading a body makes one closure (uWS's onData callback), not three.
+ */
+interface RouteInput<Res> {
+  state: RequestState<Res>
+  c: CompiledRoute
   rawParams: string[]
   rawQuery: string
   token: string | undefined
   headers: Record<string, string>
   body: BodyRead | 'empty' | undefined
+  /** Body bytes read so far. */
+  bytesRead: number
+  /** Made only for a body of more than one chunk (a small one comes in one). */
+  chunks: Buffer[] | undefined
 }
 const EMPTY_BODY: BodyText = { text: '', byteLength: 0 }
 const NO_PARAMS: string[] = []
+/**
+ * The params of a route without path parameters, the query of a request without one, the fields of a request that
+ * sent none of its route's own: one frozen empty object each instead of a new one per request (issue 11).
+ */
+const NO_VALUES: Record<string, never> = Object.freeze({})
 const NO_NAMES: readonly string[] = []
 const FORWARDED_NAME: readonly string[] = ['x-forwarded-for']
-/** The content-type field of an answer, one per media type (the route table's few): not a new pair per answer. */
-const contentTypeFields = new Map<string, [string, string]>()
-const contentTypeField = (contentType: string): [string, string] => {
-  let field = contentTypeFields.get(contentType)
-  if (field === undefined) contentTypeFields.set(contentType, (field = ['content-type', contentType]))
-  return field
+/**
+ * The fields of an answer with a body and no field of its handler's own: its content type's, one frozen list per
+ * media type (the route table's few), not a new list and pair per answer (issue 11).
+ */
+const contentTypeFields = new Map<string, Array<[string, string]>>()
+const contentTypeFieldsOf = (contentType: string): Array<[string, string]> => {
+  let fields = contentTypeFields.get(contentType)
+  if (fields === undefined) contentTypeFields.set(contentType, (fields = Object.freeze([Object.freeze(['content-type', contentType])]) as Array<[string, string]>))
+  return fields
 }
+/** The fields of an answer without a body and without a field of its handler's own. */
+const NO_FIELDS = Object.freeze([]) as unknown as Array<[string, string]>
 
 /** The text of UTF-8 bytes, or undefined when they are not UTF-8 (the answer is then malformed_json). */
 function utf8Text(bytes: ArrayBuffer | Buffer): string | undefined {
@@ -240,7 +259,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       aborted: false,
       responded: false,
       controller: undefined,
-      onAbort: undefined,
+      reading: undefined,
       rate: undefined,
       forwardedFor: '',
       clientKey: undefined,
@@ -249,7 +268,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
     io.onAborted(res, () => {
       state.aborted = true
       state.controller?.abort()
-      state.onAbort?.()
+      if (state.reading !== undefined) bodyRead(state.reading, 'aborted')
       if (!state.responded && requestLog) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: null, aborted: true, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
     })
     if (closing) {
@@ -336,47 +355,46 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
   }
 
   /**
-   * Reads the body, then calls `done` once with its text (undefined when it is not UTF-8), or with why there is none.
-   * A body in one chunk (every small one) is decoded straight from uWS's chunk, without the copy and the
-   * concatenation a multi-chunk body needs. A callback, not a promise: no promise, resolvers and await per request.
+   * Reads the body into `input.body`, then runs the request (`bodyRead`) once, with its text (undefined when it is not
+   * UTF-8) or with why there is none. A body in one chunk (every small one) is decoded straight from uWS's chunk,
+   * without the copy and the concatenation a multi-chunk body needs. No promise, and one closure per request (uWS's
+   * onData callback names no request): the reader's state is the input's.
    */
-  const readBody = (state: RequestState<Res>, done: (read: BodyRead) => void): void => {
-    // Made only for a body of more than one chunk (a small one comes in one).
-    let chunks: Buffer[] | undefined
-    let total = 0
-    let finished = false
-    state.onAbort = () => {
-      // Once the body is read, the handler that runs sees `state.aborted` itself.
-      if (finished) return
-      finished = true
-      done('aborted')
+  const readBody = (input: RouteInput<Res>): void => {
+    input.state.reading = input
+    io.onData(input.state.res, (chunk, isLast) => { bodyChunk(input, chunk, isLast) })
+  }
+
+  const bodyChunk = (input: RouteInput<Res>, chunk: ArrayBuffer | Buffer, isLast: boolean): void => {
+    if (input.body !== undefined) return
+    const total = (input.bytesRead += chunk.byteLength)
+    if (total > bodyLimitBytes) {
+      bodyRead(input, 'too_large')
+      return
     }
-    io.onData(state.res, (chunk, isLast) => {
-      if (finished) return
-      total += chunk.byteLength
-      if (total > bodyLimitBytes) {
-        finished = true
-        done('too_large')
-        return
-      }
-      if (isLast && chunks === undefined) {
-        finished = true
-        done({ text: utf8Text(chunk), byteLength: total })
-        return
-      }
-      // uWS neuters its chunk (an ArrayBuffer) when this callback returns: copy it. node's are ours to keep.
-      const list = (chunks ??= [])
-      list.push(chunk instanceof ArrayBuffer ? Buffer.from(new Uint8Array(chunk)) : chunk)
-      if (isLast) {
-        finished = true
-        done({ text: utf8Text(Buffer.concat(list, total)), byteLength: total })
-      }
-    })
+    if (isLast && input.chunks === undefined) {
+      bodyRead(input, { text: utf8Text(chunk), byteLength: total })
+      return
+    }
+    // uWS neuters its chunk (an ArrayBuffer) when this callback returns: copy it. node's are ours to keep.
+    const list = (input.chunks ??= [])
+    list.push(chunk instanceof ArrayBuffer ? Buffer.from(new Uint8Array(chunk)) : chunk)
+    if (isLast) bodyRead(input, { text: utf8Text(Buffer.concat(list, total)), byteLength: total })
+  }
+
+  /** The body as read, or why there is none (the client went away): runs the request, once. Once the body is read,
+   * the handler that runs sees `state.aborted` itself. */
+  const bodyRead = (input: RouteInput<Res>, read: BodyRead): void => {
+    if (input.body !== undefined) return
+    input.body = read
+    input.state.reading = undefined
+    void handleRequest(input)
   }
 
   const tooLarge = () => new HttpProblem(413, 'payload_too_large', `The request body exceeds the limit of ${bodyLimitBytes} bytes.`)
 
-  const handleRequest = async (state: RequestState<Res>, c: CompiledRoute, input: RouteInput): Promise<void> => {
+  const handleRequest = async (input: RouteInput<Res>): Promise<void> => {
+    const { state, c } = input
     try {
       let bodyText: BodyText | undefined
       if (input.body !== undefined && input.body !== 'empty') {
@@ -429,17 +447,20 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
           })
         }
       }
-      const issues: ValidationIssue[] = []
-      const params = decodeParams(c.paramNames, input.rawParams, issues)
-      const query = parseQuery(input.rawQuery, c.integerQuery, issues)
-      if (c.params !== undefined && !c.params.check(params)) issues.push(...c.params.issues(params, '/params'))
+      // A route without path parameters and a request without a query make no object and no issue list (issue 11).
+      let issues: ValidationIssue[] | undefined
+      let params: Record<string, string> = NO_VALUES
+      let query: Record<string, string | number> = NO_VALUES
+      if (c.paramNames.length > 0) params = decodeParams(c.paramNames, input.rawParams, (issues ??= []))
+      if (input.rawQuery !== '') query = parseQuery(input.rawQuery, c.integerQuery, (issues ??= []))
+      if (c.params !== undefined && !c.params.check(params)) (issues ??= []).push(...c.params.issues(params, '/params'))
       if (c.query !== undefined) {
-        if (!c.query.check(query)) issues.push(...c.query.issues(query, '/query'))
-      } else {
-        for (const name of Object.keys(query)) issues.push({ path: `/query/${name}`, message: 'unknown field' })
+        if (!c.query.check(query)) (issues ??= []).push(...c.query.issues(query, '/query'))
+      } else if (query !== NO_VALUES) {
+        for (const name of Object.keys(query)) (issues ??= []).push({ path: `/query/${name}`, message: 'unknown field' })
       }
-      if (c.body !== undefined && !c.body.check(body)) issues.push(...c.body.issues(body, '/body'))
-      if (issues.length > 0) throw validationProblem(issues)
+      if (c.body !== undefined && !c.body.check(body)) (issues ??= []).push(...c.body.issues(body, '/body'))
+      if (issues !== undefined && issues.length > 0) throw validationProblem(issues)
 
       const result = await c.route.handler(new HandlerContext(state, c.route, params, query, body, session, input.headers))
       if (state.aborted) return
@@ -498,15 +519,15 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       return problemReply(internalError())
     }
     const contentType = spec.contentType ?? (result.status >= 400 ? PROBLEM_CONTENT_TYPE : JSON_TYPE)
-    const headers: Array<[string, string]> = []
     let body: string | undefined
     if (result.body !== undefined) {
-      headers.push(contentTypeField(contentType))
       if (contentType === JSON_TYPE || isJsonType(contentType)) body = jsonText(result.body)
       else if (typeof result.body === 'string') body = result.body
       else throw new TypeError(`${state.method} ${state.path}: a ${contentType} body must be a string`)
     }
-    if (result.headers === undefined) return { status: result.status, headers, body }
+    const typed = result.body === undefined ? NO_FIELDS : contentTypeFieldsOf(contentType)
+    if (result.headers === undefined) return { status: result.status, headers: typed, body }
+    const headers = [...typed]
     for (const [name, value] of Object.entries(result.headers)) {
       const lower = name.toLowerCase()
       // uWS writes the length itself; a second one would corrupt the response.
@@ -556,21 +577,24 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
           send(state, problemReply(new HttpProblem(400, 'ambiguous_content_length', 'The request has two Content-Length fields, or one beside Transfer-Encoding: where its body ends is ambiguous.', { title: 'Ambiguous message length' }), true))
           return
         }
-        const headers: Record<string, string> = {}
+        let headers: Record<string, string> = NO_VALUES
         // An empty field is sent, not absent: `Idempotency-Key:` with no value is refused (invalid_idempotency_key),
         // never a request without a key, which the client would believe protected against a retry. A repeated one
         // comes joined (`k-1, k-2`), on either transport, and is refused too.
         for (let index = 0; index < own; index++) {
           const value = (values as Array<string | undefined>)[index]
-          if (value !== undefined) headers[c.headerNames[index] as string] = value
+          if (value === undefined) continue
+          if (headers === NO_VALUES) headers = {}
+          headers[c.headerNames[index] as string] = value
         }
         const rawParams = c.paramNames.length === 0 ? NO_PARAMS : c.paramNames.map((_, index) => io.parameter(req, index))
         const rawQuery = c.route.immutable === true ? '' : io.query(req) ?? ''
         if (c.route.immutable === true) {
+          if (headers === NO_VALUES) headers = {}
           headers['accept-encoding'] = io.header(req, 'accept-encoding')
           headers['if-none-match'] = io.header(req, 'if-none-match')
         }
-        const input: RouteInput = { rawParams, rawQuery, token, headers, body: undefined }
+        const input: RouteInput<Res> = { state, c, rawParams, rawQuery, token, headers, body: undefined, bytesRead: 0, chunks: undefined }
         let reading = false
         if (c.body !== undefined) {
           const contentType = fieldOf(req, passed, own + TYPE, 'content-type')
@@ -594,14 +618,8 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
         // Counted from here (it may finish at once); it removes itself (no `.finally` promise per request).
         inFlight.add(state)
         // onData must be attached before this callback returns, or uWS drops the body.
-        if (reading) {
-          readBody(state, (read) => {
-            input.body = read
-            void handleRequest(state, c, input)
-          })
-        } else {
-          void handleRequest(state, c, input)
-        }
+        if (reading) readBody(input)
+        else void handleRequest(input)
       } catch (error) {
         log({ level: 'error', msg: 'transport_failed', ...errorFields(error) })
       }

@@ -131,9 +131,28 @@ export function integerProperties(schema: unknown): Set<string> {
 /** A caller's X-Request-Id is echoed only when it cannot break a header or a log line. */
 export const REQUEST_ID = /^[A-Za-z0-9._~:@+/=-]{1,128}$/
 
+const SPACE = 0x20
+const BEARER = 'bearer'
+
+/**
+ * The token of `Bearer <token>`: the scheme in any case, one or more spaces, the token (no space in it), trailing
+ * spaces and nothing else (what /^Bearer[ ]+([^ ]+)[ ]*$/i matched; a scan instead of the expression's match array,
+ * on every signed-in request, issue 11). Undefined for anything else.
+ */
 export function bearerToken(authorization: string): string | undefined {
-  const match = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization)
-  return match === null ? undefined : (match[1] as string)
+  const length = authorization.length
+  if (length < BEARER.length + 2) return undefined
+  // ASCII letters only: without the u flag an `i` expression never folds a non-ASCII character to an ASCII one.
+  for (let i = 0; i < BEARER.length; i++) if ((authorization.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return undefined
+  let at = BEARER.length
+  if (authorization.charCodeAt(at) !== SPACE) return undefined
+  while (at < length && authorization.charCodeAt(at) === SPACE) at++
+  const start = at
+  while (at < length && authorization.charCodeAt(at) !== SPACE) at++
+  if (at === start) return undefined
+  const end = at
+  while (at < length && authorization.charCodeAt(at) === SPACE) at++
+  return at === length ? authorization.slice(start, end) : undefined
 }
 
 /** `TransportIo.fields`' bit for two Content-Length fields, or one beside Transfer-Encoding (request smuggling). */

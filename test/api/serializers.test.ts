@@ -1,7 +1,8 @@
 // The writers compiled from the response schemas (api/serializers.ts) write exactly the bytes of wireJson and of the
 // pre-issue-11 toWire + JSON.stringify: for values generated from every response schema, in the schema's key order
 // and shuffled, with fields replaced by hostile values, first met (a plan is compiled) and met again (the plan is
-// reused), past the bound on plans per schema, and for the engine's own decision and match answers. The instant
+// reused), a string field meeting its last value again or not, past the bound on plans per schema, and for the
+// engine's own decision and match answers. The instant
 // formatter (isoInstant) is checked against Date's toISOString over the whole range, and where it throws.
 import t, { type Test } from 'tap'
 import Type, { type TSchema } from 'typebox'
@@ -97,6 +98,25 @@ t.test('an object met in more key orders than a schema keeps plans for is still 
     if (!expectSame(t, schema, value, `order ${Object.keys(value).join()}`)) return
   }
   t.ok(orders.size > PLANS_PER_OBJECT_MAX, `${orders.size} key orders met, more than the ${PLANS_PER_OBJECT_MAX} compiled`)
+})
+
+t.test('a string field repeating its last value, or not, in equal and distinct strings, is written as wireJson writes it', async (t) => {
+  // A plan remembers each string field's last value and its text: here the fields take values from a small pool
+  // (hostile ones included), in strings made anew each time, so a value often equals the last one without being it.
+  const next = random(7)
+  const schema = Type.Object({ a: Type.String(), b: Type.String(), n: Type.Object({ c: Type.String() }) })
+  const pool = [...TRICKY, 'base-sepolia', 'USDC', 'x']
+  const fresh = (text: string): string => [...text].join('')
+  let repeats = 0
+  let last: string | undefined
+  for (let i = 0; i < 2000; i++) {
+    const a = fresh(pool[Math.floor(next() * pool.length)] as string)
+    if (a === last) repeats++
+    last = a
+    const value = { a, b: fresh(pool[Math.floor(next() * 3)] as string), n: { c: next() < 0.5 ? a : stringOf(next) } }
+    if (!expectSame(t, schema, value, `value ${i}`)) return
+  }
+  t.ok(repeats > 50, `a field met its last value again ${repeats} times`)
 })
 
 t.test('the edges: keys the schema lacks, __proto__, a key beside its ...Ms twin, wrong kinds, bad instants', async (t) => {
