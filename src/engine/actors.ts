@@ -359,6 +359,13 @@ function actionOf(machine: AnyStateMachine, action: unknown): BuiltIn | undefine
 function flatTransition(machine: AnyStateMachine): AnyStateMachine['transition'] {
   const root = machine.root
   const candidates = new Map<Node, Map<string, readonly Transition[] | null>>()
+  // A flat machine's snapshot in a state has the nodes [root, state] (a final one's sorted: [state, root]) and no tag
+  // (isFlat), so each target's nodes are one array and every snapshot's tags one empty Set, shared by the machine's
+  // snapshots as a new actor's initial snapshot already shares its state's (bornLogic); XState reads them, never
+  // writes them. XState builds both anew for each transition: about 0.4 KB per request + match pair (its five
+  // transitions) of the load mix's garbage.
+  const nodesInto = new Map<Node, Node[]>()
+  const noTags = new Set<string>()
   return (snapshot, event, actorScope) => {
     const current = snapshot as FlatSnapshot
     if (current.status !== 'active' || event.type.startsWith('xstate.') || hasKeys(current.children) || typeof current.value !== 'string') {
@@ -400,16 +407,30 @@ function flatTransition(machine: AnyStateMachine): AnyStateMachine['transition']
     const target = t.target?.[0]
     if (target === undefined) return context === current.context ? snapshot : { ...current, context }
     const done = target.type === 'final'
-    const nodes = current._nodes.filter((node) => node !== source)
-    nodes.push(target)
-    if (done) sortByOrderDescending(nodes)
+    const before = current._nodes
+    let nodes: Node[]
+    if (before.length === 2 && before[0] === root && before[1] === source) {
+      nodes = nodesInto.get(target) ?? nodesAfter(nodesInto, before, source, target, done)
+    } else nodes = nodesAfter(undefined, before, source, target, done)
     return {
       status: done ? 'done' : current.status, output: done ? undefined : current.output, error: current.error, machine: current.machine,
-      context, _nodes: nodes, value: target.key, tags: new Set(), children: current.children,
+      context, _nodes: nodes, value: target.key, tags: noTags, children: current.children,
       historyValue: current.historyValue || {}, matches: current.matches, hasTag: current.hasTag, can: current.can, getMeta: current.getMeta,
       toJSON: current.toJSON,
     } as unknown as ReturnType<AnyStateMachine['transition']>
   }
+}
+
+/**
+ * A transition's nodes as XState's step builds them for a flat machine: the source's nodes without the source, then
+ * the target, sorted by order when the target is final. Kept in `shared` (flatTransition's, by target) when given.
+ */
+function nodesAfter(shared: Map<Node, Node[]> | undefined, before: readonly Node[], source: Node, target: Node, done: boolean): Node[] {
+  const nodes = before.filter((node) => node !== source)
+  nodes.push(target)
+  if (done) sortByOrderDescending(nodes)
+  shared?.set(target, nodes)
+  return nodes
 }
 
 /**

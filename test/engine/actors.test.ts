@@ -51,6 +51,19 @@ for (const [kind, machine, input, event] of inputs) {
     t.equal(second.getSnapshot(), b, 'the other did not move')
     t.same(second.getPersistedSnapshot(), made(machine, input).getPersistedSnapshot(), 'and is still the initial actor')
   })
+
+  t.test(`a new ${kind}: its flat transition gives XState's nodes and tags, one array per state and one empty Set per machine`, async (t) => {
+    const [first, second] = [startActor(machine, input), startActor(machine, input)]
+    first.send(event as never)
+    second.send(event as never)
+    const [a, b] = [first.getSnapshot(), second.getSnapshot()]
+    const want = made(machine, input)
+    want.send(event as never)
+    t.strictSame(a._nodes, want.getSnapshot()._nodes, "XState's nodes, in its order")
+    t.strictSame([...a.tags], [...want.getSnapshot().tags], "XState's tags (none)")
+    t.equal(a._nodes, b._nodes, 'one nodes array for the state the event led to')
+    t.equal(a.tags, b.tags, 'one tags Set')
+  })
 }
 
 function made(machine: AnyStateMachine, input: Record<string, unknown>): AnyActor {
