@@ -22,7 +22,7 @@ export interface EventStreamOptions {
   /** Delay before reconnecting after the connection dropped (doubles up to 8x). */
   reconnectDelayMs?: number
   /**
-   * The service closed the stream because the session of `token` ended (4001 session_ended: revoked, or dropped by a
+   * The service closed the stream because the session of `token` ended (4001 session_ended: expired, revoked, or dropped by a
    * newer sign-in): called before reconnecting, so `token` signs in again instead of offering the ended token.
    */
   onSessionEnded?: (token: string) => void
