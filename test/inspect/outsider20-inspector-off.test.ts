@@ -17,7 +17,7 @@ t.test('with the inspector off, its routes are not there', async (t) => {
   for (const path of ['/inspect', '/inspect/counts', '/inspect/transitions', '/inspect/actors/lse_1', '/inspect/actors/job_1', '/inspect/mermaid.js']) {
     const reply = await fetch(h.url + path)
     t.equal(reply.status, 404, `GET ${path} is 404`)
-    t.equal((await reply.json()).code, 'not_found', `${path}: no such route`)
+    t.equal(((await reply.json()) as { code: string }).code, 'not_found', `${path}: no such route`)
   }
   const upgrade = await new Promise<number>((resolve, reject) => {
     const ws = new WebSocket(`${h.url.replace(/^http/, 'ws')}/inspect/live`)
@@ -33,7 +33,7 @@ t.test('with the inspector off, its routes are not there', async (t) => {
   })
   t.equal(upgrade, 404, 'the live feed does not upgrade')
 
-  const openapi = await (await fetch(`${h.url}/openapi.json`)).json()
+  const openapi = (await (await fetch(`${h.url}/openapi.json`)).json()) as { paths: Record<string, unknown> }
   t.same(Object.keys(openapi.paths).filter((path) => path.startsWith('/inspect')), [], 'the OpenAPI document has no inspector path')
   const catalog = await (await fetch(`${h.url}/.well-known/service.json`)).text()
   t.notMatch(catalog, '/inspect', 'the catalog names no inspector route')
