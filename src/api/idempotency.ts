@@ -1,6 +1,8 @@
 // `Idempotency-Key` on every mutating route: the first request with a key runs and its response is stored in the
 // same transaction as its changes; a retry with the same key and body gets that response back and applies nothing;
 // the same key with another body is refused. The scope is the caller's identity, the method and the concrete path.
+import { getAddress, isAddress } from 'viem'
+import { normalDomain } from '../engine/suppliers.ts'
 import { HttpProblem } from '../http/problem.ts'
 import type { BudgetProblems, StoreBudget } from '../http/rate-limit.ts'
 import { hashRequestBody, type IdempotencyTicket, type Store, type StoredResponse } from '../store/index.ts'
@@ -89,9 +91,20 @@ async function keyed(
   }
 }
 
-/** `/credit/jobs/{jobId}/complete` with `{ jobId: 'job_1' }` -> `/credit/jobs/job_1/complete`. */
+/**
+ * `/credit/jobs/{jobId}/complete` with `{ jobId: 'job_1' }` -> `/credit/jobs/job_1/complete`. An address is written
+ * checksummed and a domain in lower case, as the service names the resource: the same key on the same lender's
+ * `/lenders/0xabc.../withdraw` and `/lenders/0xABC.../withdraw` ran twice (an outsider's finding,
+ * test/api/outsider20-idempotency-path-case.test.ts).
+ */
 export function concretePath(template: string, params: Record<string, string>): string {
   // Most mutations (the request and the match among them) have no parameter: no regular expression per request.
   if (!template.includes('{')) return template
-  return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => params[name] ?? '')
+  return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => canonicalParam(name, params[name] ?? ''))
+}
+
+function canonicalParam(name: string, value: string): string {
+  if (name === 'address') return isAddress(value, { strict: false }) ? getAddress(value) : value
+  if (name === 'domain') return normalDomain(value)
+  return value
 }

@@ -160,7 +160,7 @@ Open ${c.stream.url} with Authorization: Bearer <token>. Every text frame is one
 Keep the last seq and epoch; after a disconnect reconnect with ${c.stream.resume}: nothing missed, nothing repeated, while the
 gap is within ${c.stream.retainedEventsMax} events and ${c.stream.retentionSeconds} s and holds at most ${c.stream.queuedEventsMax} of your own. Otherwise (or after a restart: new epoch) you get
 {"type":"resync","seq",...}: re-read state over HTTP; events after that seq follow. Read promptly: ${c.stream.queuedEventsMax} undelivered
-events close the connection with code 4008 "slow_consumer: ..."; the session's end (DELETE /auth/session or /auth/sessions, or a sign-in
+events close the connection with code 4008 "slow_consumer: ..."; the session's end (its expiry, unless refreshed first; DELETE /auth/session or /auth/sessions, or a sign-in
 beyond the wallet's ${c.auth.sessionsPerWalletMax} sessions) closes it with 4001 "session_ended: ...": sign in again and resume. At most ${c.stream.connectionsPerWalletMax} streams per wallet (429 too_many_streams),
 ${c.stream.connectionsPerClientMax} per client address of any wallets (429 too_many_client_streams), ${c.stream.connectionsMax} in all: then a stream of an address
 takes the place of the oldest of the address holding the most, if that one holds two more (closed 4009 "displaced: ...": reconnect later), else 503 streams_full.

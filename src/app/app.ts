@@ -437,7 +437,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       transport: config.httpTransport,
       ...(options.validateResponses ? { validateResponses: true } : {}),
       websockets: [
-        { path: EVENTS_PATH, behavior: stream.behavior((token) => (auth as SiweAuth).authenticate(token)) },
+        { path: EVENTS_PATH, behavior: stream.behavior((token) => (auth as SiweAuth).authenticate(token), (tokenHash) => (auth as SiweAuth).sessionExpiresAt(tokenHash)) },
         ...(inspectorLive === undefined ? [] : [{ path: INSPECT_LIVE_PATH, behavior: inspectorLive.behavior() }]),
       ],
     })

@@ -333,6 +333,16 @@ export class SiweAuth implements AuthService {
     return undefined
   }
 
+  /**
+   * The expiry (ms) of the live session of `tokenHash` as stored (a refresh in place moves it later), or undefined once
+   * it ended (expired, revoked): the event stream closes a stream at its session's expiry (EventHub SessionExpiry).
+   */
+  readonly sessionExpiresAt = async (tokenHash: string): Promise<number | undefined> => {
+    if (this.#revoking.has(tokenHash)) return undefined
+    const record = await this.#records.getSession(tokenHash)
+    return record === undefined || record.expiresAtMs <= this.#nowMs() || this.#revoking.has(tokenHash) ? undefined : record.expiresAtMs
+  }
+
   /** `session` as a promise, for callers that always wait (the event stream's upgrade). */
   readonly authenticate = async (token: string): Promise<Session | undefined> => this.session(token)
 

@@ -34,7 +34,7 @@ export type JobView = Static<typeof Job>
 export type ChainStepsView = Static<typeof ChainSteps>
 export type LeaseEventMessage = Static<typeof LeaseEvent>
 /** The event stream options a caller of AgentCredit.events() or runLender() may set; the SDK sets the others. */
-export type EventStreamTuning = Pick<EventStreamOptions, 'reconnectDelayMs' | 'sessionEndedWindowMs' | 'sessionEndedBackoffMs' | 'sessionEndedRetriesMax'>
+export type EventStreamTuning = Pick<EventStreamOptions, 'reconnectDelayMs' | 'sessionEndedWindowMs' | 'sessionEndedBackoffMs' | 'sessionEndedRetriesMax' | 'sessionRenewIntervalMs'>
 
 /**
  * A problem+json answer: `code` is the stable snake_case code programs branch on. `retryAfterSeconds` is the answer's
@@ -391,7 +391,7 @@ export class AgentCredit {
    * meets lost sessions (`sessionEndedWindowMs`, `sessionEndedBackoffMs`, `sessionEndedRetriesMax`: see EventStreamOptions).
    */
   async events(resumeFrom?: { epoch: string; seq: number }, options: EventStreamTuning = {}): Promise<EventStream> {
-    const stream = new EventStream({ ...options, baseUrl: this.http.baseUrl, token: () => this.token(), onSessionEnded: (token) => this.#session.ended(token), ...(resumeFrom ? { resumeFrom } : {}) })
+    const stream = new EventStream({ ...options, baseUrl: this.http.baseUrl, token: () => this.token(), renewSession: () => this.token(), onSessionEnded: (token) => this.#session.ended(token), ...(resumeFrom ? { resumeFrom } : {}) })
     await stream.ready()
     return stream
   }

@@ -22,7 +22,7 @@ export interface EventStreamOptions {
   /** Delay before reconnecting after the connection dropped (doubles up to 8x). */
   reconnectDelayMs?: number
   /**
-   * The service closed the stream because the session of `token` ended (4001 session_ended: revoked, or dropped by a
+   * The service closed the stream because the session of `token` ended (4001 session_ended: expired, revoked, or dropped by a
    * newer sign-in): called before reconnecting, so `token` signs in again instead of offering the ended token.
    */
   onSessionEnded?: (token: string) => void
@@ -35,7 +35,16 @@ export interface EventStreamOptions {
   sessionEndedBackoffMs?: number
   /** Lost sessions in a row after which the stream stops (`ended`) instead of signing in again (default 6). */
   sessionEndedRetriesMax?: number
+  /**
+   * Called every `sessionRenewIntervalMs` (default 30 s) while the stream is open, to keep its session from expiring
+   * (the SDK's renews the session in place, the same token, `renewBeforeMs` before its end): the service closes a
+   * stream at its session's expiry (4001), and an agent that only streams makes no other call that would renew it.
+   */
+  renewSession?: () => Promise<unknown>
+  sessionRenewIntervalMs?: number
 }
+
+export const SESSION_RENEW_INTERVAL_MS = 30_000
 
 /** How long a replacing session must last for its end not to count as lost to the wallet's other sign-ins. */
 export const SESSION_ENDED_WINDOW_MS = 10 * 60_000
@@ -59,6 +68,7 @@ export class EventStream {
   #sessionsLost = 0
   /** The wait before the next connection, set by a lost session. */
   #sessionWaitMs = 0
+  #renewTimer: ReturnType<typeof setInterval> | undefined
   #end!: (error: Error | undefined) => void
   /**
    * Settles once the stream stops for good: undefined after close(); the reason when it gave up (its first connection
@@ -113,6 +123,7 @@ export class EventStream {
 
   close(): void {
     this.#stopped = true
+    clearInterval(this.#renewTimer)
     this.#ws?.close(1000)
     this.#end(undefined)
   }
@@ -126,6 +137,7 @@ export class EventStream {
     const retriesMax = this.#options.sessionEndedRetriesMax ?? SESSION_ENDED_RETRIES_MAX
     if (this.#sessionsLost > retriesMax) {
       this.#stopped = true
+      clearInterval(this.#renewTimer)
       this.#end(new Error(`event stream stopped: ${this.#sessionsLost} sessions in a row ended within ${windowMs / 1000} s of its sign-in, so more sign-ins of this wallet than the service keeps are ending each other's sessions; share one session per wallet (one AgentCredit per wallet and process does) or sign in from fewer places`))
       return false
     }
@@ -150,6 +162,7 @@ export class EventStream {
           if (this.#seq === undefined) this.#seq = message.seq
           helloSeen = true
           this.#failures = 0
+          this.#keepSession()
           resolve()
           return
         }
@@ -183,6 +196,13 @@ export class EventStream {
         else reject(new Error(`event stream closed before its hello: ${code} ${String(reason)}`.trimEnd()))
       })
     })
+  }
+
+  #keepSession(): void {
+    const renew = this.#options.renewSession
+    if (renew === undefined || this.#renewTimer !== undefined || this.#stopped) return
+    this.#renewTimer = setInterval(() => void renew().catch(() => undefined), this.#options.sessionRenewIntervalMs ?? SESSION_RENEW_INTERVAL_MS)
+    this.#renewTimer.unref()
   }
 
   #scheduleReconnect(): void {

@@ -56,6 +56,17 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
   connectionsMax: 4096,
 }
 
+/**
+ * The expiry (ms, the service's clock) of the live session of a bearer token's hash, a refresh in place included;
+ * undefined once the session ended (expired or revoked). SiweAuth.sessionExpiresAt.
+ */
+export type SessionExpiry = (tokenHash: string) => Promise<number | undefined>
+
+/** When the store could not say a session's expiry, it is asked again after this long (the stream stays open). */
+const SESSION_RECHECK_MS = 5_000
+/** setTimeout's longest delay (about 24.8 days); a later expiry is asked again then. */
+const TIMER_DELAY_MAX_MS = 2 ** 31 - 1
+
 interface Retained {
   /** The commit's time: the event's `at`, and what the age bound is checked against. */
   atMs: number
@@ -81,6 +92,8 @@ interface Connection {
   wallet: Address
   client: string
   tokenHash: string | undefined
+  /** Fires at the session's expiry: the stream is closed then, unless the session was refreshed (re-armed). */
+  sessionTimer: ReturnType<typeof setTimeout> | undefined
   /** Sequence numbers of this wallet's events not yet handed to the socket, from `head` on. */
   queue: number[]
   head: number
@@ -113,6 +126,8 @@ export class EventHub {
   /** Sequence numbers resumes have read, in total: a resume's cost, which the tests hold to the wallet's own events. */
   #resumeSeqsRead = 0
   readonly #connections = new Map<WebSocket<UpgradeData>, Connection>()
+  /** The live session's expiry of a token hash (SessionExpiry), given by behavior(); none: streams are not timed. */
+  #sessionExpiry: SessionExpiry | undefined
   /** The largest queue and socket buffer any connection has had: what the tests hold against the bounds. */
   #peakQueued = 0
   #peakBuffered = 0
@@ -188,8 +203,12 @@ export class EventHub {
     for (const connection of [...this.#connections.values()]) this.#end(connection, STREAM_CLOSE.shuttingDown, 'the service is stopping; reconnect and resume')
   }
 
-  /** The uWebSockets.js behaviour of GET /events: bearer-token upgrade, hello, resume, live delivery. */
-  behavior(authenticate: Authenticate): WebSocketEndpoint<UpgradeData> {
+  /**
+   * The uWebSockets.js behaviour of GET /events: bearer-token upgrade, hello, resume, live delivery. With
+   * `sessionExpiry`, a stream is closed (4001 session_ended) when its session expires, as a revoked one is at once.
+   */
+  behavior(authenticate: Authenticate, sessionExpiry?: SessionExpiry): WebSocketEndpoint<UpgradeData> {
+    this.#sessionExpiry = sessionExpiry
     return {
       // Events are small; a client never needs to send anything but control frames.
       maxPayloadLength: 1024,
@@ -260,8 +279,9 @@ export class EventHub {
 
   #open(ws: WebSocket<UpgradeData>): void {
     const { wallet, client, tokenHash, since, epoch } = ws.getUserData()
-    const connection: Connection = { ws, wallet, client, tokenHash, queue: [], head: 0, open: true }
+    const connection: Connection = { ws, wallet, client, tokenHash, sessionTimer: undefined, queue: [], head: 0, open: true }
     this.#connections.set(ws, connection)
+    this.#watchSession(connection)
     this.#perClient.add(client)
     let set = this.#byWallet.get(wallet)
     if (set === undefined) this.#byWallet.set(wallet, (set = new Set()))
@@ -412,8 +432,37 @@ export class EventHub {
     connection.ws.end(close.code, `${close.name}: ${detail}`.slice(0, 123))
   }
 
+  /**
+   * Closes `connection` at its session's expiry: asks for the session's expiry now (a refresh in place moves it later,
+   * the same token) and again when it comes. Expiry ended nothing before: a stream opened just before its session's
+   * end kept receiving the wallet's events for as long as the connection lived, and no revocation could reach it
+   * once the session had expired (an outsider's finding, test/stream/outsider20-session-expiry.test.ts).
+   */
+  #watchSession(connection: Connection): void {
+    const sessionExpiry = this.#sessionExpiry
+    const { tokenHash } = connection
+    if (sessionExpiry === undefined || tokenHash === undefined) return
+    connection.sessionTimer = undefined
+    sessionExpiry(tokenHash).then(
+      (expiresAtMs) => {
+        if (!connection.open) return
+        if (expiresAtMs === undefined) return this.#end(connection, STREAM_CLOSE.sessionEnded, 'the session expired; sign in again')
+        this.#rewatch(connection, expiresAtMs - this.#nowMs())
+      },
+      // The store could not say: keep the stream, ask again soon.
+      () => connection.open && this.#rewatch(connection, SESSION_RECHECK_MS),
+    )
+  }
+
+  #rewatch(connection: Connection, delayMs: number): void {
+    connection.sessionTimer = setTimeout(() => this.#watchSession(connection), Math.min(Math.max(delayMs, 0), TIMER_DELAY_MAX_MS))
+    connection.sessionTimer.unref()
+  }
+
   #forget(connection: Connection): void {
     connection.open = false
+    if (connection.sessionTimer !== undefined) clearTimeout(connection.sessionTimer)
+    connection.sessionTimer = undefined
     connection.queue = []
     connection.head = 0
     this.#connections.delete(connection.ws)
