@@ -354,7 +354,7 @@ export class Store {
   }
 
   /**
-   * Checks every `stallMs / 4` (at most every second) on an unref'd timer whether the group transaction in flight has
+   * Checks every `stallMs / 4` (7.5 s for the service's default: nothing to speak of when idle) on an unref'd timer whether the group transaction in flight has
    * settled within `stallMs`; when not, the store fails (StoreStalledError: every commit queued and to come rejects
    * with it, as after a failed transaction) and the onFailure handler is called. A write that never returns (a flush the
    * disk never completes, the write lock held by another process) would otherwise keep every request waiting.
@@ -370,7 +370,7 @@ export class Store {
         `a write transaction of the store in ${this.dataDir} has not settled in ${stallMs} ms (storeCommitStallMs): the disk or LMDB's write lock does not answer; nothing queued after it is written`,
       )
       this.#fail(error, [])
-    }, Math.min(1000, Math.max(25, Math.floor(stallMs / 4))))
+    }, Math.max(25, Math.floor(stallMs / 4)))
     timer.unref()
     return () => clearInterval(timer)
   }
