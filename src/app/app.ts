@@ -46,7 +46,7 @@ import { silentLogger, stdoutLogger, type Logger } from '../http/log.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { StoreBudget } from '../http/rate-limit.ts'
 import { startServer, type RunningServer } from '../http/server.ts'
-import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, StoreOverloadedError } from '../store/index.ts'
+import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, StoreOverloadedError, StoreStalledError } from '../store/index.ts'
 import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '../store/store.ts'
 import { assembleCreditScore } from '../score/assembly.ts'
 import type { CreditScoreCompute } from '../score/compute.ts'
@@ -270,13 +270,20 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     // first start (the devnet's default). Its address is in the catalog.
     const passport = new PassportBook(store, config.passportIssuerKey ?? (await ensurePassportKey(store)))
     const service = new CreditService({ config, engine, store, networks, clients, watcher, clock, passport })
-    service.onFatal(
-      options.onFatal ??
-        ((error) => {
-          stdoutLogger({ level: 'error', msg: 'commit_failed_exiting', error: String(error) })
-          process.exit(70)
-        }),
-    )
+    // A commit that fails, or the store's failure (a write transaction the disk refused or that never settled, even
+    // one that carried no request), stops the process: memory is ahead of the disk, a restart recovers from the store
+    // (README Persistence, "When the disk refuses a write"). One line with the native error, exit 70.
+    const fatal = options.onFatal ??
+      ((error: unknown) => {
+        stdoutLogger({ level: 'error', msg: 'commit_failed_exiting', error: String(error) })
+        // A write that never returns holds a thread of libuv's pool, which process.exit joins (uv__threadpool_cleanup):
+        // the exit would wait for it for ever. The store is crash-safe, so the process is killed instead.
+        if (error instanceof StoreStalledError) process.kill(process.pid, 'SIGKILL')
+        process.exit(70)
+      })
+    service.onFatal(fatal)
+    store.onFailure(fatal)
+    cleanups.push(store.watchStalls(config.storeCommitStallMs))
     await service.seedSuppliers(config.suppliers.map((s) => supplierInput(s, networks)))
     // Every session wallet waits as unfunded; the watcher's first read promotes those holding anything, and each read
     // that finds a wallet changed brings its parked lender back into the books.

@@ -89,6 +89,7 @@ export const ConfigFileSchema = Type.Object(
     // its network's chain is observed past its deadline with no payment, whenever the payment is reported.
     leaseReportGraceSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, deprecated: true, description: 'ignored (leases expire on observed chain time)' })),
     chainTimeIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 60_000 })),
+    storeCommitStallMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
     offerTtlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600 })),
     dispatchIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
     operatorRepairIntervalMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000 })),
@@ -154,6 +155,11 @@ export interface ServiceConfig {
    * lease expiry (src/chain/follower.ts chainTimeIntervalMs).
    */
   chainTimeIntervalMs: number
+  /**
+   * How long a group write transaction of the store may go unsettled before the service treats it as a failed commit
+   * and exits 70 (Store.watchStalls; README Persistence, "When the disk refuses a write").
+   */
+  storeCommitStallMs: number
   offerTtlSeconds: number
   /** Period of the internal expiry ticker; 0 disables it (dispatch then runs only on POST /credit/dispatch). */
   dispatchIntervalMs: number
@@ -266,6 +272,7 @@ export const serviceDefaults = {
   dataDir: './snapshots',
   leaseTtlSeconds: 30,
   chainTimeIntervalMs: 1000,
+  storeCommitStallMs: 30_000,
   offerTtlSeconds: 600,
   dispatchIntervalMs: 1000,
   operatorRepairIntervalMs: 5000,
@@ -430,6 +437,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     suppliers: (file.suppliers ?? []).map(supplierOf),
     leaseTtlSeconds: envInteger(env, 'LEASE_TTL_SECONDS', 1, 3600) ?? file.leaseTtlSeconds ?? serviceDefaults.leaseTtlSeconds,
     chainTimeIntervalMs: file.chainTimeIntervalMs ?? serviceDefaults.chainTimeIntervalMs,
+    storeCommitStallMs: file.storeCommitStallMs ?? serviceDefaults.storeCommitStallMs,
     offerTtlSeconds: file.offerTtlSeconds ?? serviceDefaults.offerTtlSeconds,
     dispatchIntervalMs: envInteger(env, 'DISPATCH_INTERVAL_MS', 0, 3_600_000) ?? file.dispatchIntervalMs ?? serviceDefaults.dispatchIntervalMs,
     operatorRepairIntervalMs: file.operatorRepairIntervalMs ?? serviceDefaults.operatorRepairIntervalMs,

@@ -13,6 +13,8 @@ export type StoreErrorCode =
   | 'store_conflict'
   | 'store_closed'
   | 'store_overloaded'
+  | 'store_write_failed'
+  | 'store_stalled'
   | 'idempotency_in_flight'
 
 export class StoreError extends Error {
@@ -74,6 +76,27 @@ export class StoreOverloadedError extends StoreError {
   override readonly name = 'StoreOverloadedError'
   constructor(message: string) {
     super('store_overloaded', message)
+  }
+}
+
+/**
+ * LMDB failed a group's write transaction (the disk refused a write or a flush: EFBIG past a file-size limit, ENOSPC,
+ * EIO, a short write): every commit of the group is rejected with it, nothing of the transaction is stored, and the
+ * store writes nothing more (memory is ahead of the disk: the process must stop and restart from the store). The
+ * message carries the native error, the cause is it.
+ */
+export class StoreWriteFailedError extends StoreError {
+  override readonly name = 'StoreWriteFailedError'
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('store_write_failed', message, options)
+  }
+}
+
+/** A group's write transaction has not settled within the stall limit (Store.watchStalls): fatal like a failure. */
+export class StoreStalledError extends StoreError {
+  override readonly name = 'StoreStalledError'
+  constructor(message: string) {
+    super('store_stalled', message)
   }
 }
 

@@ -12,7 +12,7 @@ import { open, type Database, type RootDatabase } from 'lmdb'
 import { checkRecordEntry, checkSnapshotEntry, isExpired } from './checks.ts'
 import { closedCleanly, forgetCleanShutdown, recordCleanShutdown } from './clean-shutdown.ts'
 import { checkDataFile } from './data-file.ts'
-import { StoreAssertionError, StoreClosedError, StoreError, StoreOverloadedError, StoreVersionError } from './errors.ts'
+import { StoreAssertionError, StoreClosedError, StoreError, StoreOverloadedError, StoreStalledError, StoreVersionError, StoreWriteFailedError } from './errors.ts'
 import { Idempotency } from './idempotency.ts'
 import { migrateSnapshots, reencodeValues, type SnapshotMigration } from './migrate.ts'
 import { checkDirectory, checkFormat, checkStoredVersions, DB_NAMES, openError, STORE_FORMAT_VERSION, type FormatRecord, type SchemaRecord } from './open-checks.ts'
@@ -106,6 +106,7 @@ interface Pending {
 interface DurableWaiter {
   readonly queued: number
   readonly resolve: () => void
+  readonly reject: (error: unknown) => void
 }
 
 interface CollectionOptions<T> {
@@ -158,6 +159,14 @@ export class Store {
   /** The verdict of a deep check running beside reads (deepCheckBesideReads); undefined when none runs. */
   readonly #checked: Promise<void> | undefined
   #stats = { transactions: 0, commits: 0, failedCommits: 0, changes: 0, largestBatch: 0 }
+  /**
+   * Set when a group's write transaction failed (StoreWriteFailedError) or stalled (StoreStalledError): from then on
+   * every commit and durable() rejects with it and nothing more is written (fail-stop: memory is ahead of the disk).
+   */
+  #failure: StoreError | undefined
+  #onFailure: ((error: StoreError) => void) | undefined
+  /** performance.now() when the group transaction in flight was asked for; 0 while none is (watchStalls reads it). */
+  #groupAskedAt = 0
   #cycleMs = { toCallback: 0, callback: 0, toResolved: 0, acks: 0 }
 
   private constructor(
@@ -210,6 +219,7 @@ export class Store {
    * newer release. Never resets or repairs anything.
    */
   static async open(options: StoreOptions): Promise<Store> {
+    handleLmdbCommitRejections()
     const dataDir = path.resolve(options.dataDir)
     const durability = options.durability ?? 'sync'
     if (durability !== 'sync' && durability !== 'none') fail(`unknown durability ${String(durability)}`)
@@ -323,9 +333,67 @@ export class Store {
    * built from memory awaits it before answering, so nothing it shows can be lost by a crash (issue 10, hole 4).
    */
   durable(): Promise<void> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure)
     if (this.#settledCount === this.#queuedCount) return Promise.resolve()
     // A promise per call, not per commit: reads wait here, commits never do (issue 11).
-    return new Promise((resolve) => this.#durableWaiters.push({ queued: this.#queuedCount, resolve }))
+    return new Promise((resolve, reject) => this.#durableWaiters.push({ queued: this.#queuedCount, resolve, reject }))
+  }
+
+  /** The failure that stopped the store's writes (a failed or stalled group transaction); undefined while it writes. */
+  get failure(): StoreError | undefined {
+    return this.#failure
+  }
+
+  /**
+   * Calls `handler` once, when the store fails (a failed or stalled group transaction, see `failure`), after the
+   * commits and durable() calls it failed were rejected: the service stops then (memory is ahead of the disk), even
+   * when the failed group carried no request (a sweep) or the stall no commit anybody waits for.
+   */
+  onFailure(handler: (error: StoreError) => void): void {
+    this.#onFailure = handler
+  }
+
+  /**
+   * Checks every `stallMs / 4` (7.5 s for the service's default: nothing to speak of when idle) on an unref'd timer whether the group transaction in flight has
+   * settled within `stallMs`; when not, the store fails (StoreStalledError: every commit queued and to come rejects
+   * with it, as after a failed transaction) and the onFailure handler is called. A write that never returns (a flush the
+   * disk never completes, the write lock held by another process) would otherwise keep every request waiting.
+   * Nothing per commit: the group records when it was asked for, which it measured already. Returns the stop.
+   */
+  watchStalls(stallMs: number): () => void {
+    if (!Number.isSafeInteger(stallMs) || stallMs < 100) fail('stall limit must be at least 100 ms')
+    const timer = setInterval(() => {
+      const askedAt = this.#groupAskedAt
+      if (this.#failure !== undefined || askedAt === 0 || performance.now() - askedAt < stallMs) return
+      clearInterval(timer)
+      const error = new StoreStalledError(
+        `a write transaction of the store in ${this.dataDir} has not settled in ${stallMs} ms (storeCommitStallMs): the disk or LMDB's write lock does not answer; nothing queued after it is written`,
+      )
+      this.#fail(error, [])
+    }, Math.max(25, Math.floor(stallMs / 4)))
+    timer.unref()
+    return () => clearInterval(timer)
+  }
+
+  /**
+   * Stops the store's writes with `error`: the commits of `batch` and every queued commit reject with it, as do the
+   * durable() calls waiting. Commits settle in queue order, so those queued behind a failed group are never written.
+   */
+  #fail(error: StoreError, batch: readonly Pending[]): void {
+    const first = this.#failure === undefined
+    this.#failure ??= error
+    const rejected = [...batch, ...this.#queue.splice(0)]
+    for (const { prepared, reject } of rejected) {
+      for (const record of prepared.records) {
+        if (this.#overlay.get(record.overlayKey)?.seq === record.seq) this.#overlay.delete(record.overlayKey)
+      }
+      this.#stats.failedCommits++
+      reject(this.#failure)
+      prepared.idempotency?.ticket.settle()
+    }
+    this.#settledCount += rejected.length
+    for (const waiter of this.#durableWaiters.splice(0)) waiter.reject(this.#failure)
+    if (first) this.#onFailure?.(error)
   }
 
   /**
@@ -381,6 +449,7 @@ export class Store {
 
   #prepare(input: CommitInput, sweepLimit: number): Prepared {
     if (this.#closed) throw new StoreClosedError()
+    if (this.#failure !== undefined) throw this.#failure
     return prepareCommit(input, this.#clock, sweepLimit, this.#limits)
   }
 
@@ -422,7 +491,7 @@ export class Store {
       // The first group is what was queued by this turn; each next one, asked as soon as the previous one is written,
       // is what is queued when its callback runs.
       await this.#write(this.#queue.splice(0, this.#commitsPerTxnMax))
-      while (this.#queue.length > 0) await this.#write(null)
+      while (this.#queue.length > 0 && this.#failure === undefined) await this.#write(null)
     } finally {
       this.#draining = false
       const resolveDrained = this.#resolveDrained
@@ -443,6 +512,7 @@ export class Store {
     let txnId = 0
     let txnError: unknown
     const asked = performance.now()
+    this.#groupAskedAt = asked
     let callbackStart = asked
     let callbackEnd = asked
     try {
@@ -457,17 +527,23 @@ export class Store {
       txnError = error
     }
     const resolved = performance.now()
+    this.#groupAskedAt = 0
     // A transaction that failed before its callback ran fails the commits it would have taken.
     batch ??= this.#queue.splice(0, this.#commitsPerTxnMax)
     if (outcome === undefined && txnError === undefined) txnError = new StoreError('store_assertion_failed', 'the write transaction did not run')
     this.#stats.transactions++
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length)
+    // A stall already failed the store: this group's commits (written or not) are rejected with it, as is the rest.
+    if (txnError !== undefined || this.#failure !== undefined) {
+      this.#fail(txnError === undefined ? (this.#failure as StoreError) : await writeFailure(txnError, batch.length), batch)
+      return
+    }
     for (let i = 0; i < batch.length; i++) {
       const { prepared, resolve, reject } = batch[i] as Pending
       for (const record of prepared.records) {
         if (this.#overlay.get(record.overlayKey)?.seq === record.seq) this.#overlay.delete(record.overlayKey)
       }
-      const error = txnError ?? outcome?.failures[i]
+      const error = outcome?.failures[i]
       if (error === undefined) {
         this.#stats.commits++
         this.#stats.changes += prepared.snapshots.length
@@ -644,9 +720,12 @@ export class Store {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    // A failed store is left as its last written transaction made it, marked in use: the next start checks it deeply.
+    // (A stalled one never drains: its close waits for the transaction in flight.)
     while (this.#queue.length > 0 || this.#draining || this.#scheduled) await this.#drained
-    if (this.#markedRunning) await this.#meta.put('shutdown', 'clean')
+    if (this.#markedRunning && this.#failure === undefined) await this.#meta.put('shutdown', 'clean')
     await this.#root.close()
+    if (this.#failure !== undefined) return
     // Only synced commits leave data.mdb as the record describes it after a power loss; and a store whose deep check
     // failed (or never ended) was never clean.
     if (this.durability !== 'sync') return
@@ -654,4 +733,50 @@ export class Store {
     const check = checkDataFile(path.join(this.dataDir, 'data.mdb'))
     if (check.ok) recordCleanShutdown(this.dataDir, check)
   }
+}
+
+/**
+ * The StoreWriteFailedError of a group transaction that failed, with LMDB's native error in its message. lmdb-js
+ * (3.5.6, write.js rejectCommit) rejects each write of a failed transaction with "Commit failed (see commitError for
+ * details)", whose `commitError` is another promise, rejected with the native error (lmdbError of the write thread's
+ * status) right after, in the same callback (write.js startWriting): handled here, so it is never an unhandled
+ * rejection, and waited for one turn at most.
+ */
+async function writeFailure(error: unknown, commits: number): Promise<StoreWriteFailedError> {
+  let native = error
+  const commitError = (error as { commitError?: unknown } | null)?.commitError
+  if (commitError instanceof Promise) {
+    const settled = commitError.then(() => error, (reason: unknown) => reason)
+    native = await Promise.race([settled, new Promise((resolve) => setImmediate(() => resolve(error)))])
+  }
+  const code = (native as { code?: unknown } | null)?.code
+  const detail = `${native instanceof Error ? native.message : String(native)}${code === undefined ? '' : ` (code ${String(code)})`}`
+  return new StoreWriteFailedError(
+    `the store's write transaction failed: ${detail}; its ${commits} commit(s) are not stored and the store writes nothing more`,
+    { cause: native },
+  )
+}
+
+/** lmdb-js's rejection of the writes of a failed transaction (write.js rejectCommit). */
+function isLmdbCommitFailure(reason: unknown): boolean {
+  return reason instanceof Error && typeof (reason as { commitError?: unknown }).commitError === 'object' && reason.message.startsWith('Commit failed')
+}
+
+let lmdbCommitRejectionsHandled = false
+
+/**
+ * lmdb-js 3.5.6 also rejects, on a failed transaction, a promise of its own that nobody holds (the event-turn batch's
+ * start, write.js: `writeBatchStart()`, its result dropped): by default Node would crash on it as an unhandled
+ * rejection (exit 1), before the service's orderly exit 70 whenever that waits a turn. The store learns of the failure
+ * through its own transaction's promise (writeFailure), so that rejection is dropped here. Any other unhandled
+ * rejection is thrown as Node does by default when this is the only listener (other listeners, a test runner's, keep
+ * theirs).
+ */
+function handleLmdbCommitRejections(): void {
+  if (lmdbCommitRejectionsHandled) return
+  lmdbCommitRejectionsHandled = true
+  process.on('unhandledRejection', (reason) => {
+    if (isLmdbCommitFailure(reason)) return
+    if (process.listenerCount('unhandledRejection') === 1) throw reason
+  })
 }
