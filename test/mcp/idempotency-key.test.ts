@@ -2,7 +2,7 @@
 // fresh Idempotency-Key, so a model that called withdraw_liquidity again after a client timeout withdrew twice). A
 // lender registered with the service and never funded withdraws 1 unit through its MCP server: twice with one key
 // lowers its liquidity once and the second answer is the first's; twice without a key, as documented, twice; a bad
-// key is a tool error and sends nothing.
+// key is a tool error and sends nothing. request_and_match's error names the approved offer its failed match left.
 import t from 'tap'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -13,6 +13,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { signedIn, startHarness, USDC, type Harness } from '../fixtures/service.ts'
 import { TS_LOADER_ARGS } from '../fixtures/ts-loader.ts'
+import { CreditApiError, OfferNotMatchedError } from '../../src/client/sdk.ts'
+import { toolError } from '../../src/mcp/server.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -84,4 +86,13 @@ t.test('withdraw_liquidity with the same idempotencyKey withdraws once; without 
     t.equal(refused.structuredContent.error.code, 'invalid_idempotency_key')
   }
   t.equal(await available(), '997', 'a refused key withdrew nothing')
+})
+
+t.test('request_and_match\'s tool error names the approved offer to match_offer, and the key', async (t) => {
+  const decision = { decision: 'approved', offer: { offerId: 'off_standing' } } as unknown as OfferNotMatchedError['decision']
+  const refused = new CreditApiError('POST', '/credit/match', 409, { code: 'offer_credit_ending', detail: 'no whole lease fits' })
+  const reply: any = toolError('request_and_match', new OfferNotMatchedError(decision, 'off_standing', refused), 'key-1')
+  t.equal(reply.isError, true)
+  t.match(reply.structuredContent.error, { status: 409, code: 'offer_credit_ending', offerId: 'off_standing', idempotencyKey: 'key-1', note: /match_offer/ }, 'the match\'s code, the offer, what to do and the key')
+  t.same(JSON.parse(reply.content[0].text), reply.structuredContent.error, 'in the text too')
 })
