@@ -400,11 +400,14 @@ export class AgentCredit {
   /**
    * Registers the wallet as a lender. An answer without the private key is a replay of this call's own registration
    * (its first answer was lost, the retry under the same Idempotency-Key cannot repeat the key: the service never
-   * stored it): the registration then gets a new session key (rotateSessionKey), whose answer carries it.
+   * stored it): the registration then gets a new session key (rotateSessionKey), whose answer carries it, unless
+   * `keeps(sessionAddress)` says the caller kept that key from the first answer (a retry under withIdempotencyKey):
+   * then the replay is answered as it is.
    */
-  registerLender = async (body: LenderRegistrationBody): Promise<Static<typeof LenderRegistrationResult>> => {
+  registerLender = async (body: LenderRegistrationBody, keeps?: (sessionAddress: string) => Promise<boolean>): Promise<Static<typeof LenderRegistrationResult>> => {
     const registration = await this.request<Static<typeof LenderRegistrationResult>>('POST', '/lenders/register', body)
-    return registration.sessionKey.privateKey === null ? this.rotateSessionKey() : registration
+    if (registration.sessionKey.privateKey !== null || (await keeps?.(registration.sessionKey.address)) === true) return registration
+    return this.rotateSessionKey()
   }
   /** A new session key for the wallet's registration while it did nothing but register (POST /lenders/{address}/session-key). */
   rotateSessionKey = () => this.request<Static<typeof LenderRegistrationResult>>('POST', `/lenders/${this.address}/session-key`, {})

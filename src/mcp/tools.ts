@@ -59,10 +59,10 @@ const act = (name: string, description: string, inputSchema: TObject, run: McpTo
  */
 async function registerLender(sdk: AgentCredit, body: any, sessionKeys: SessionKeyStore): Promise<unknown> {
   await sessionKeys.prepare()
-  const registration = await sdk.registerLender(body)
+  const registration = await sdk.registerLender(body, async (sessionAddress) => (await sessionKeys.saved(sessionAddress)) !== undefined)
   const { address, privateKey, note } = registration.sessionKey
-  // null: an idempotent replay, the service never stored the key, so there is nothing to keep.
-  const keyFile = privateKey === null ? null : await sessionKeys.save({ address, privateKey }, sdk.address)
+  // null: an idempotent replay (the same idempotencyKey), the service never stored the key: the first call wrote it.
+  const keyFile = privateKey === null ? (await sessionKeys.saved(address)) ?? null : await sessionKeys.save({ address, privateKey }, sdk.address)
   const where = keyFile === null ? note : `The private key is in ${keyFile} (mode 0600), readable only by the user; sign the setupTransactions and each paySupplier with it outside this conversation.`
   return { ...registration, sessionKey: { address, keyFile, note: where } }
 }

@@ -3,8 +3,8 @@
 // lender registered with the service and never funded withdraws 1 unit through its MCP server: twice with one key
 // lowers its liquidity once and the second answer is the first's; twice without a key, as documented, twice; a bad
 // key is a tool error and sends nothing. request_and_match's error names the approved offer its failed match left.
-import t from 'tap'
-import { mkdtemp, rm } from 'node:fs/promises'
+import t, { type Test } from 'tap'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -26,6 +26,18 @@ t.teardown(async () => {
   await h?.stop()
 })
 
+/** The MCP server of `walletKey`, with a session key directory of its own. */
+async function mcpServer(t: Test, walletKey: `0x${string}`): Promise<{ client: Client; keyDir: string }> {
+  const keyDir = await mkdtemp(join(tmpdir(), 'mcp-idempotency-'))
+  t.teardown(() => rm(keyDir, { recursive: true, force: true }))
+  const env = { PATH: process.env['PATH'] ?? '', AGENT_CREDIT_URL: h.url, AGENT_CREDIT_WALLET_KEY: walletKey, AGENT_CREDIT_SESSION_KEY_DIR: keyDir }
+  const transport = new StdioClientTransport({ command: process.execPath, args: [...TS_LOADER_ARGS, 'src/mcp/main.ts'], cwd: root, env, stderr: 'inherit' })
+  const client = new Client({ name: 'mcp-idempotency-test', version: '0.0.0' })
+  await client.connect(transport)
+  t.teardown(() => client.close())
+  return { client, keyDir }
+}
+
 t.test('withdraw_liquidity with the same idempotencyKey withdraws once; without one, every call withdraws', async (t) => {
   const walletKey = generatePrivateKey()
   const lender = privateKeyToAccount(walletKey)
@@ -39,13 +51,7 @@ t.test('withdraw_liquidity with the same idempotencyKey withdraws once; without 
   }
   t.equal(await available(), '1000')
 
-  const keyDir = await mkdtemp(join(tmpdir(), 'mcp-idempotency-'))
-  t.teardown(() => rm(keyDir, { recursive: true, force: true }))
-  const env = { PATH: process.env['PATH'] ?? '', AGENT_CREDIT_URL: h.url, AGENT_CREDIT_WALLET_KEY: walletKey, AGENT_CREDIT_SESSION_KEY_DIR: keyDir }
-  const transport = new StdioClientTransport({ command: process.execPath, args: [...TS_LOADER_ARGS, 'src/mcp/main.ts'], cwd: root, env, stderr: 'inherit' })
-  const client = new Client({ name: 'mcp-idempotency-test', version: '0.0.0' })
-  await client.connect(transport)
-  t.teardown(() => client.close())
+  const { client } = await mcpServer(t, walletKey)
 
   const { tools } = await client.listTools()
   const withdrawTool = tools.find((tool) => tool.name === 'withdraw_liquidity')!
@@ -86,6 +92,19 @@ t.test('withdraw_liquidity with the same idempotencyKey withdraws once; without 
     t.equal(refused.structuredContent.error.code, 'invalid_idempotency_key')
   }
   t.equal(await available(), '997', 'a refused key withdrew nothing')
+})
+
+t.test('register_lender retried with its key answers the same session key and file, not a new key', async (t) => {
+  const { client, keyDir } = await mcpServer(t, generatePrivateKey())
+  const policy = { availableLiquidityAtomic: '1000', asset: USDC, networks: [h.network.slug], minFeeBps: 100, maxDurationSeconds: 30 * 24 * 3600, acceptedRiskBands: ['A', 'B', 'C'] }
+  const first: any = await client.callTool({ name: 'register_lender', arguments: policy })
+  t.notOk(first.isError, 'registered')
+  const { idempotencyKey } = first.structuredContent
+  const retried: any = await client.callTool({ name: 'register_lender', arguments: { ...policy, idempotencyKey } })
+  t.notOk(retried.isError, 'the retry is answered')
+  t.equal(retried.structuredContent.result.sessionKey.address, first.structuredContent.result.sessionKey.address, 'the same session key: the replay was not turned into a new key')
+  t.equal(retried.structuredContent.result.sessionKey.keyFile, first.structuredContent.result.sessionKey.keyFile, 'whose file the first call wrote')
+  t.equal((await readdir(keyDir)).length, 1, 'one key file')
 })
 
 t.test('request_and_match\'s tool error names the approved offer to match_offer, and the key', async (t) => {
