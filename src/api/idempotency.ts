@@ -8,7 +8,8 @@ import type { BudgetProblems, StoreBudget } from '../http/rate-limit.ts'
 import { hashRequestBody, type IdempotencyTicket, type Store, type StoredResponse } from '../store/index.ts'
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key'
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
+/** A valid Idempotency-Key (the MCP tools' `idempotencyKey` input takes the same). */
+export const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
 
 export interface IdempotentRequest {
   identity: string

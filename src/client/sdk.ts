@@ -83,6 +83,30 @@ export interface AgentCreditOptions {
   attempts?: number
   /** The longest Retry-After a call waits out (default 10 s); a longer one is thrown at once, with its retryAfterSeconds. */
   retryAfterMaxSeconds?: number
+  /**
+   * The Idempotency-Key of every POST of this object (default: a new one per call). Scoped to the wallet, the method
+   * and the path, so one key serves a step of several routes (requestAndMatch): see withIdempotencyKey.
+   */
+  idempotencyKey?: string
+}
+
+/**
+ * requestAndMatch's match failed (after its retries) on an approved offer, which stands: it counts against the
+ * borrower's live offers until it expires, and a new request would make a second one. `offerId` is the offer to match
+ * again (`match(offerId)`), `decision` the approval, `cause` the match's own error; `status`, `code`, `problem` and
+ * `retryAfterSeconds` are the match's (status 0 and code `match_not_answered` when it got no answer).
+ */
+export class OfferNotMatchedError extends CreditApiError {
+  readonly offerId: string
+  readonly decision: Static<typeof UnderwritingDecision>
+  constructor(decision: Static<typeof UnderwritingDecision>, offerId: string, cause: unknown) {
+    const api = cause instanceof CreditApiError ? cause : undefined
+    super('POST', '/credit/match', api?.status ?? 0, api?.problem ?? { code: 'match_not_answered', detail: String(cause) }, api?.retryAfterSeconds)
+    this.message = `${this.message}; the approved offer ${offerId} stands: match it with match('${offerId}') (MCP: match_offer), not a new request`
+    this.offerId = offerId
+    this.decision = decision
+    this.cause = cause
+  }
 }
 
 /**
@@ -156,8 +180,10 @@ export class AgentCredit {
   readonly #attempts: number
   readonly #retryAfterMaxSeconds: number
   readonly #session: SharedSession
+  readonly #options: AgentCreditOptions
 
   constructor(options: AgentCreditOptions) {
+    this.#options = options
     this.http = new CreditClient(options.baseUrl)
     this.account = options.account
     this.#renewBeforeMs = options.renewBeforeMs ?? 60_000
@@ -168,6 +194,14 @@ export class AgentCredit {
 
   get address(): Address {
     return this.account.address
+  }
+
+  /**
+   * This wallet's SDK whose every POST sends `idempotencyKey` (the same signed-in session): a step retried with the same
+   * key, after an answer it never saw, is answered the first run's stored answer instead of running twice.
+   */
+  withIdempotencyKey(idempotencyKey: string): AgentCredit {
+    return new AgentCredit({ ...this.#options, idempotencyKey })
   }
 
   /** A bearer token valid for at least `renewBeforeMs`: signs in again when the current one is about to expire. */
@@ -182,7 +216,7 @@ export class AgentCredit {
 
   /** As request, with the answer's headers (paged lists name the next page in one). */
   async reply<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: { auth?: boolean; idempotencyKey?: string } = {}): Promise<Reply<T>> {
-    const idempotencyKey = method === 'POST' ? (options.idempotencyKey ?? randomUUID()) : undefined
+    const idempotencyKey = method === 'POST' ? (options.idempotencyKey ?? this.#options.idempotencyKey ?? randomUUID()) : undefined
     let lastError: unknown
     for (let attempt = 1; attempt <= this.#attempts; attempt++) {
       let reply: Reply<any>
@@ -308,11 +342,19 @@ export class AgentCredit {
   reportRepayment = (advanceId: string, txHash: Hash) => this.request<Static<typeof RepaymentReceipt>>('POST', `/credit/advances/${encodeURIComponent(advanceId)}/repay`, { txHash })
   liquidate = (advanceId: string) => this.request<Static<typeof LiquidationReceipt>>('POST', `/credit/advances/${encodeURIComponent(advanceId)}/liquidate`, {})
 
-  /** Request credit and match it at once: the decision, and the lease when a lender was found. */
+  /**
+   * Request credit and match it at once: the decision, and the lease when a lender was found. A match that fails
+   * throws OfferNotMatchedError, which names the approved offer to match again (it stands until it expires).
+   */
   async requestAndMatch(body: CreditRequestBody): Promise<{ decision: Static<typeof UnderwritingDecision>; match: Static<typeof MatchOutcome> | null }> {
     const decision = await this.requestCredit(body)
     if (decision.decision !== 'approved' || decision.offer === null) return { decision, match: null }
-    return { decision, match: await this.match(decision.offer.offerId) }
+    const { offerId } = decision.offer
+    try {
+      return { decision, match: await this.match(offerId) }
+    } catch (error) {
+      throw new OfferNotMatchedError(decision, offerId, error)
+    }
   }
 
   /** The job's client's unsigned approve + fundJob (GET /credit/jobs/{jobId}/funding-transactions). */
@@ -358,11 +400,14 @@ export class AgentCredit {
   /**
    * Registers the wallet as a lender. An answer without the private key is a replay of this call's own registration
    * (its first answer was lost, the retry under the same Idempotency-Key cannot repeat the key: the service never
-   * stored it): the registration then gets a new session key (rotateSessionKey), whose answer carries it.
+   * stored it): the registration then gets a new session key (rotateSessionKey), whose answer carries it, unless
+   * `keeps(sessionAddress)` says the caller kept that key from the first answer (a retry under withIdempotencyKey):
+   * then the replay is answered as it is.
    */
-  registerLender = async (body: LenderRegistrationBody): Promise<Static<typeof LenderRegistrationResult>> => {
+  registerLender = async (body: LenderRegistrationBody, keeps?: (sessionAddress: string) => Promise<boolean>): Promise<Static<typeof LenderRegistrationResult>> => {
     const registration = await this.request<Static<typeof LenderRegistrationResult>>('POST', '/lenders/register', body)
-    return registration.sessionKey.privateKey === null ? this.rotateSessionKey() : registration
+    if (registration.sessionKey.privateKey !== null || (await keeps?.(registration.sessionKey.address)) === true) return registration
+    return this.rotateSessionKey()
   }
   /** A new session key for the wallet's registration while it did nothing but register (POST /lenders/{address}/session-key). */
   rotateSessionKey = () => this.request<Static<typeof LenderRegistrationResult>>('POST', `/lenders/${this.address}/session-key`, {})

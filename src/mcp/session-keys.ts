@@ -2,10 +2,10 @@
 // moves the lender's money, while everything a tool answers enters the model's context, which is logged, shared and
 // replayed: so the key goes to a file only the user can read and the model is told the file's path, never the key.
 // The directory is checked before the registration is sent, so a key the service hands out always has a place to go.
-import { mkdir, stat, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { isHex } from 'viem'
+import { getAddress, isAddress, isHex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 
 /** The default directory: under the user's home, so it is the user's own. */
@@ -28,6 +28,21 @@ export class SessionKeyStore {
     if (!info.isDirectory()) throw new Error(`${this.directory} is not a directory`)
     if (process.getuid !== undefined && info.uid !== process.getuid()) throw new Error(`${this.directory} belongs to another user: the session key is not written there`)
     if ((info.mode & 0o077) !== 0) throw new Error(`${this.directory} is open to other users (mode ${(info.mode & 0o777).toString(8)}): chmod 700 it, the session key is not written there`)
+  }
+
+  /**
+   * The file this store already keeps the key of session address `address` in, if any: a register_lender retried with
+   * its first call's idempotencyKey is answered the registration again without the key, which the first call wrote.
+   */
+  async saved(address: string): Promise<string | undefined> {
+    if (!isAddress(address, { strict: false })) return undefined
+    const path = join(this.directory, `${getAddress(address)}.json`)
+    try {
+      const record = JSON.parse(await readFile(path, 'utf8')) as { address?: unknown; privateKey?: unknown }
+      return typeof record.privateKey === 'string' && isHex(record.privateKey) && record.privateKey.length === 66 && privateKeyToAccount(record.privateKey).address === getAddress(address) ? path : undefined
+    } catch {
+      return undefined
+    }
   }
 
   /**

@@ -1,11 +1,12 @@
 // The MCP tools: each one is a route of the API, called through the typed SDK (AgentCredit), with the input schema
 // built from the TypeBox schemas the route itself validates against (path parameters and body merged into one
 // object, since a tool takes one argument object); a paged route's tool takes its `limit` and `after` and answers
-// one page, `{items, nextAfter}`. Who may call each route is the catalog's `callers` (get_catalog),
+// one page, `{items, nextAfter}`. Every tool that POSTs takes an optional `idempotencyKey` and its answer names the
+// key it used (./server.ts): a model that retries a call whose answer it never saw, with that key, runs it once. Who may call each route is the catalog's `callers` (get_catalog),
 // declared once in the route table. Read tools need no key; the borrower's and the lender's actions
 // sign in with the configured wallet. No answer carries a secret that moves money: register_lender keeps the session
 // key in a file (./session-keys.ts) and answers its path.
-import type { TObject, TProperties } from 'typebox'
+import Type, { type TObject, type TProperties } from 'typebox'
 import type { Hash } from 'viem'
 import { AdvanceId, BackingSourceRegistration, CollateralPost, CreditRequest, JobCreation, JobFailure, LenderRegistration, LiquidityWithdrawal, MatchRequest, OfferId, RepaymentProof } from '../api/schemas.ts'
 import { Address, JobId, StrictObject } from '../api/common.ts'
@@ -14,6 +15,7 @@ import type { SessionKeyStore } from './session-keys.ts'
 import { CollateralQuery, FundingQuery, RepayQuery } from '../api/routes/transactions.ts'
 import { pageQuery, RECORD_PAGE } from '../api/routes/shared.ts'
 import { PassportQuery } from '../api/routes/passport.ts'
+import { KEY_PATTERN } from '../api/idempotency.ts'
 
 export interface McpTool {
   name: string
@@ -21,6 +23,8 @@ export interface McpTool {
   inputSchema: TObject
   /** Signs in with the configured wallet key: without one the tool is not offered. */
   needsWallet: boolean
+  /** POSTs: takes the optional `idempotencyKey` input, sent as every POST's Idempotency-Key, and answers the key used. */
+  keyed: boolean
   run: (sdk: AgentCredit, args: any, sessionKeys: SessionKeyStore) => Promise<unknown>
 }
 
@@ -34,8 +38,20 @@ const RecordPage = pageQuery(RECORD_PAGE)
 /** A paged route's tool answers one page: the route's items, and the `after` that reads the next one. */
 const ONE_PAGE = 'One page (`limit`, `after`): `items` as the route answers them, and `nextAfter`, null on the last page, to pass as `after` for the next; a page may hold fewer than `limit` items, even none, and still have a next.'
 
-const read = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: false, run })
-const act = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: true, run })
+/** An action's optional key: the same key on a retry replays the first run's answer instead of acting twice. */
+const KeyInput = StrictObject({
+  idempotencyKey: Type.Optional(Type.String({
+    pattern: KEY_PATTERN.source,
+    description: 'Optional Idempotency-Key (1 to 255 visible ASCII characters). When retrying a call whose outcome you did not see (a timeout, a lost answer), pass the key the first call used: the service then answers that call\'s result instead of acting twice. Every answer of this tool names the key it used (idempotencyKey), one it made when none was given; a call without a key always acts anew.',
+  })),
+})
+
+const read = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: false, keyed: false, run })
+/** A signed-in read (GET): no key. */
+const signedRead = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool => ({ name, description, inputSchema, needsWallet: true, keyed: false, run })
+const KEY_NOTE = ' Pass the answer\'s idempotencyKey again when retrying a call whose outcome you did not see.'
+const act = (name: string, description: string, inputSchema: TObject, run: McpTool['run']): McpTool =>
+  ({ name, description: description + KEY_NOTE, inputSchema: merged(inputSchema, KeyInput), needsWallet: true, keyed: true, run })
 
 /**
  * POST /lenders/register, with the session key's private key moved into the key store: the answer names the file.
@@ -43,10 +59,10 @@ const act = (name: string, description: string, inputSchema: TObject, run: McpTo
  */
 async function registerLender(sdk: AgentCredit, body: any, sessionKeys: SessionKeyStore): Promise<unknown> {
   await sessionKeys.prepare()
-  const registration = await sdk.registerLender(body)
+  const registration = await sdk.registerLender(body, async (sessionAddress) => (await sessionKeys.saved(sessionAddress)) !== undefined)
   const { address, privateKey, note } = registration.sessionKey
-  // null: an idempotent replay, the service never stored the key, so there is nothing to keep.
-  const keyFile = privateKey === null ? null : await sessionKeys.save({ address, privateKey }, sdk.address)
+  // null: an idempotent replay (the same idempotencyKey), the service never stored the key: the first call wrote it.
+  const keyFile = privateKey === null ? (await sessionKeys.saved(address)) ?? null : await sessionKeys.save({ address, privateKey }, sdk.address)
   const where = keyFile === null ? note : `The private key is in ${keyFile} (mode 0600), readable only by the user; sign the setupTransactions and each paySupplier with it outside this conversation.`
   return { ...registration, sessionKey: { address, keyFile, note: where } }
 }
@@ -82,7 +98,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
 
   // The lender.
   act('register_lender', 'Register the wallet as a lender (POST /lenders/register): the session key\'s address and the file the MCP server wrote its private key to (for the user\'s signer; the key never appears here), the spend policy, funding addresses and the unsigned setup transactions the session key signs.', LenderRegistration, registerLender),
-  act('lender_actions', 'The lender\'s pending actions (GET /lenders/{address}/actions): leases to pay, each with its unsigned paySupplier, then the session wallet\'s top-up, approve or withdraw transfers.', NoInput, (sdk) => sdk.actions()),
+  signedRead('lender_actions', 'The lender\'s pending actions (GET /lenders/{address}/actions): leases to pay, each with its unsigned paySupplier, then the session wallet\'s top-up, approve or withdraw transfers.', NoInput, (sdk) => sdk.actions()),
   act('withdraw_liquidity', 'Lower what the service may lend (POST /lenders/{address}/withdraw): the available part at once, what live leases and open advances hold as it comes back; answers the lender profile and the session key\'s unsigned transfer back to the lender\'s wallet, for the user\'s signer.', LiquidityWithdrawal, (sdk, a) => sdk.withdraw(a.amountAtomic)),
   act('report_supplier_payment', 'Report the paySupplier transaction of a leased offer (POST /credit/offers/{offerId}/supplier-payment).', merged(OfferRef, StrictObject({ txHash: RepaymentProof.properties.txHash })), (sdk, a) => sdk.reportSupplierPayment(a.offerId, a.txHash as Hash)),
 ]

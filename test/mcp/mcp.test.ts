@@ -82,7 +82,9 @@ t.test('with a wallet key: request and match through the tools', async (t) => {
   const { tools } = await client.listTools()
   const request = tools.find((tool) => tool.name === 'request_credit')
   t.ok(request, 'the actions are offered')
-  t.same(request!.inputSchema.properties, CreditRequest.properties, 'with the route\'s own body schema')
+  const { idempotencyKey, ...bodyProperties } = request!.inputSchema.properties as Record<string, unknown>
+  t.same(bodyProperties, CreditRequest.properties, 'with the route\'s own body schema')
+  t.match(idempotencyKey, { type: 'string' }, 'and the optional idempotencyKey of every action (test/mcp/idempotency-key.test.ts)')
   t.same([...(request!.inputSchema.required ?? [])].sort(), [...CreditRequest.required].sort())
 
   const job = parsed(await client.callTool({ name: 'get_job', arguments: { jobId: 'job_mcp_1' } }))
