@@ -8,29 +8,17 @@
 // the facilitator's settlement (402 payment_already_used), the payer charged and never served.
 import t from 'tap'
 import { decodePaymentResponseHeader } from '@x402/core/http'
-import { createPublicClient, erc20Abi, http, type Address } from 'viem'
+import type { Address } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
-import { startDevnet } from '../../src/chain/devnet.ts'
 import { DEVNET_PRICE_ATOMIC } from '../../src/score/settings.ts'
 import { SETTLEMENTS_IN_FLIGHT_COLLECTION } from '../../src/x402/front-run.ts'
-import { startRpcProxy } from '../chain/fixtures/rpc-proxy.ts'
-import { fund, startHarness } from '../fixtures/service.ts'
+import { fund } from '../fixtures/service.ts'
+import { proxiedScoreService } from './fixtures/proxied-score.ts'
 import { creditScoreBody, creditScoreSignature } from './fixtures/score-payment.ts'
 import { until } from '../api/fixtures/api.ts'
 
-const devnet = await startDevnet({ log: () => {} })
-t.teardown(() => devnet.stop())
-const [a, b] = devnet.networks as [NetworkConfig, NetworkConfig]
-// The service reads network b through a proxy that can fail one method; the test reads b directly.
-const proxy = await startRpcProxy(b.rpcUrl)
-t.teardown(() => proxy.close())
-const h = await startHarness({ devnet: { ...devnet, networks: [a, { ...b, rpcUrl: proxy.url }] } })
-t.teardown(() => h.stop())
-const token = b.tokens[0]?.address as Address
-const chain = createPublicClient({ chain: networkChain(b), transport: http(b.rpcUrl) })
-const balance = (holder: Address) => chain.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [holder] })
+const { h, b, proxy, balance } = await proxiedScoreService(t)
 const payee = h.devnet.accounts.scorePayee.address
 const inFlight = (key: string) => h.app.service.store.collection(SETTLEMENTS_IN_FLIGHT_COLLECTION).get(key)
 
