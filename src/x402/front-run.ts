@@ -18,8 +18,8 @@
 // (test/x402/settled14-honoured-restart.test.ts). So is a payment the facilitator is asked to settle, until its work is
 // delivered: written (collection x402-settlements-in-flight) and acknowledged before the settle broadcasts anything,
 // read back at start-up, consumed by the commit that delivers on it, so the facilitator's own settlement of it buys
-// its work once across restarts (test/x402/outsider19-settlement-restart.test.ts). A transaction still pending (the facilitator's own send found the
-// nonce used in the pending state) is waited for, as its confirmations are.
+// its work once across restarts (test/x402/outsider19-settlement-restart.test.ts). A transaction still pending (the
+// facilitator's own send found the nonce used in the pending state) is waited for, as its confirmations are.
 import type { FacilitatorClient } from '@x402/core/server'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { encodePaymentResponseHeader } from '@x402/core/http'
