@@ -15,14 +15,17 @@
 // authorization stays `payment_already_used`. It is remembered durably: written to the store (collection
 // x402-honoured-settlements, in the store's group commit) before the score is delivered, read back at start-up, and
 // deleted once the chain's time is past its horizon, so a restart within the horizon does not honour it a second time
-// (test/x402/settled14-honoured-restart.test.ts). A transaction still pending (the facilitator's own send found the
-// nonce used in the pending state) is waited for, as its confirmations are.
+// (test/x402/settled14-honoured-restart.test.ts). So is a payment the facilitator is asked to settle, until its work is
+// delivered: written (collection x402-settlements-in-flight) and acknowledged before the settle broadcasts anything,
+// read back at start-up, consumed by the commit that delivers on it, so the facilitator's own settlement of it buys
+// its work once across restarts (test/x402/outsider19-settlement-restart.test.ts). A transaction still pending (the
+// facilitator's own send found the nonce used in the pending state) is waited for, as its confirmations are.
 import type { FacilitatorClient } from '@x402/core/server'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { encodePaymentResponseHeader } from '@x402/core/http'
 import { isAddress as isViemAddress, isAddressEqual, isHex, parseAbi, parseEventLogs, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
 import type { NetworkConfig } from '../chain/config.ts'
-import type { RecordCollection, Store } from '../store/index.ts'
+import type { RecordCollection, RecordWrite, Store } from '../store/index.ts'
 import type { ChainReadBudget } from '../service/chain-read-budget.ts'
 import { ChainUnavailableError, isTransportFailure, signingPayer } from './facilitator.ts'
 
@@ -86,7 +89,21 @@ type HonouredRecord = { expires: string; transaction: Hex }
 
 function isHonouredRecord(value: unknown): value is HonouredRecord {
   const v = value as HonouredRecord
-  return typeof v === 'object' && v !== null && typeof v.expires === 'string' && /^(0|[1-9][0-9]{0,19})$/.test(v.expires) && isHex(v.transaction, { strict: true }) && v.transaction.length === 66
+  return isInFlightRecord(v) && isHex(v.transaction, { strict: true }) && v.transaction.length === 66
+}
+
+/**
+ * The store's collection of the payments the facilitator was asked to settle whose work is not delivered yet, by
+ * honouredKey (payer and nonce; the payee and price are the resource's, checked again on chain when it is presented).
+ */
+export const SETTLEMENTS_IN_FLIGHT_COLLECTION = 'x402-settlements-in-flight'
+
+/** As stored: the chain time (s, decimal) past which its settlement could not be honoured anyway. */
+type InFlightRecord = { expires: string }
+
+function isInFlightRecord(value: unknown): value is InFlightRecord {
+  const v = value as InFlightRecord
+  return typeof v === 'object' && v !== null && typeof v.expires === 'string' && /^(0|[1-9][0-9]{0,19})$/.test(v.expires)
 }
 
 type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex }
@@ -98,12 +115,14 @@ export class FrontRunSettlements {
   /**
    * Payments the facilitator was asked to settle for the resource and whose work was not delivered on that settle,
    * by honouredKey -> the chain time (s) past which they could not be honoured anyway. The facilitator's own
-   * settlement of one counts as its payment when it is presented again (once: then it is honoured). In memory only:
-   * after a restart such a settlement is refused as the facilitator's, as before.
+   * settlement of one counts as its payment when it is presented again (once: then it is honoured). Durable with a
+   * store (inFlight), read back at start-up.
    */
   private readonly undelivered = new Map<string, bigint>()
   /** The durable copy of the honoured settlements (not of those the facilitator settled itself: remember). */
   private readonly records: RecordCollection<HonouredRecord> | undefined
+  /** The durable copy of `undelivered`. */
+  private readonly inFlight: RecordCollection<InFlightRecord> | undefined
   private signers: Promise<readonly string[]> | undefined
 
   constructor(options: FrontRunOptions) {
@@ -111,6 +130,9 @@ export class FrontRunSettlements {
     this.records = options.store?.collection<HonouredRecord>(HONOURED_SETTLEMENTS_COLLECTION, { version: 1, validate: isHonouredRecord })
     // Those honoured before a restart: forgotten (and deleted) at the first lookup whose head is past their horizon.
     for (const { key, value } of this.records?.iterate() ?? []) this.honoured.set(key, BigInt(value.expires))
+    this.inFlight = options.store?.collection<InFlightRecord>(SETTLEMENTS_IN_FLIGHT_COLLECTION, { version: 1, validate: isInFlightRecord })
+    // Those whose settle a restart interrupted before their work was delivered: the facilitator's settlement still buys it.
+    for (const { key, value } of this.inFlight?.iterate() ?? []) this.undelivered.set(key, BigInt(value.expires))
   }
 
   /**
@@ -145,7 +167,9 @@ export class FrontRunSettlements {
       headers: { 'PAYMENT-RESPONSE': encodePaymentResponseHeader({ success: true, transaction, network: requirements.network as `${string}:${string}`, payer: authorization.from }) },
       commit: async () => {
         try {
-          await this.options.store?.commit({ records: [(this.records as RecordCollection<HonouredRecord>).putOp(key, { expires: expires.toString(), transaction })] })
+          // Consumes its in-flight mark, if any, in the commit that records it honoured: one score across restarts.
+          const records = [(this.records as RecordCollection<HonouredRecord>).putOp(key, { expires: expires.toString(), transaction }), ...this.consumeOps(key)]
+          await this.options.store?.commit({ records })
         } catch (error) {
           this.honoured.delete(key)
           throw error
@@ -160,13 +184,22 @@ export class FrontRunSettlements {
   /**
    * A payment the facilitator settled itself: it is never honoured again as a front-run (its sender is the
    * facilitator's, and it is remembered too, in case the facilitator does not list its signers), until the chain's
-   * time is past its validBefore and the horizon: its settlement was mined before validBefore.
+   * time is past its validBefore and the horizon: its settlement was mined before validBefore. Its in-flight mark is
+   * deleted (resolves once written: deliver its work only then, or a restart would let its settlement buy it again).
    */
-  remember(payload: PaymentPayload, maxTimeoutSeconds: number): void {
+  async remember(payload: PaymentPayload, maxTimeoutSeconds: number): Promise<void> {
     const authorization = authorizationOf(payload)
     if (authorization === undefined) return
-    this.honoured.set(honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds))
-    this.undelivered.delete(honouredKey(authorization))
+    const key = honouredKey(authorization)
+    this.honoured.set(key, this.expiresOf(authorization, maxTimeoutSeconds))
+    this.undelivered.delete(key)
+    const consumed = this.consumeOps(key)
+    if (consumed.length > 0) await this.options.store?.commit({ records: consumed })
+  }
+
+  /** The deletion of `key`'s in-flight mark, when it is stored. */
+  private consumeOps(key: string): RecordWrite[] {
+    return this.inFlight?.has(key) === true ? [this.inFlight.deleteOp(key)] : []
   }
 
   /**
@@ -174,11 +207,17 @@ export class FrontRunSettlements {
    * facilitator's own settlement of it counts as the payment when it is presented again. Its settle may broadcast and
    * then answer no success (`settlement_pending`: the receipt not read in time, an RPC failure after the broadcast),
    * or fail; the settlement is mined all the same, and was refused as the facilitator's, so the payer was charged and
-   * never served (an outsider's finding, test/api/outsider19-score-settlement-pending.test.ts).
+   * never served (an outsider's finding, test/api/outsider19-score-settlement-pending.test.ts). With a store the mark
+   * is durable: resolves once written, and the settle may broadcast only then, so a restart between the broadcast and
+   * the delivery still knows it (test/x402/outsider19-settlement-restart.test.ts). Rejects when it could not be
+   * written: nothing may be settled then.
    */
-  attempt(payload: PaymentPayload, maxTimeoutSeconds: number): void {
+  async attempt(payload: PaymentPayload, maxTimeoutSeconds: number): Promise<void> {
     const authorization = authorizationOf(payload)
-    if (authorization !== undefined) this.undelivered.set(honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds))
+    if (authorization === undefined) return
+    const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds)]
+    if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, { expires: expires.toString() })] })
+    this.undelivered.set(key, expires)
   }
 
   private expiresOf(authorization: Authorization, maxTimeoutSeconds: number): bigint {
@@ -264,8 +303,12 @@ export class FrontRunSettlements {
       this.honoured.delete(key)
       if (this.records?.has(key) === true) stored.push(this.records.deleteOp(key))
     }
+    for (const [key, expires] of this.undelivered) {
+      if (expires >= headTimestamp) continue
+      this.undelivered.delete(key)
+      stored.push(...this.consumeOps(key))
+    }
     if (stored.length > 0) this.options.store?.commit({ records: stored }).catch(() => {})
-    for (const [key, expires] of this.undelivered) if (expires < headTimestamp) this.undelivered.delete(key)
   }
 
   /** A chain read (or the budget's charge for one): a failure of the RPC or a refused read decided nothing. */

@@ -154,11 +154,12 @@ export class PaidResource {
       payer: payerOf(payload),
       settle: async () => {
         try {
-          // Until its work is delivered, the facilitator's own settlement of it may buy it when presented again.
-          this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds)
+          // Until its work is delivered, the facilitator's own settlement of it may buy it when presented again: durably
+          // marked so before anything is broadcast.
+          await this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds)
           const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
           if (settled.success) {
-            this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
+            await this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
             return { kind: 'settled', transaction: settled.transaction, payer: settled.payer, headers: { ...settled.headers } }
           }
           // A stranger's settlement of the same authorization mined first (the facilitator's own then reverted, or

@@ -13,30 +13,19 @@
 // payment_already_used, the payer charged.
 import t from 'tap'
 import { decodePaymentResponseHeader } from '@x402/core/http'
-import { createPublicClient, erc20Abi, http, type Address } from 'viem'
+import type { Address } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
-import { startDevnet } from '../../src/chain/devnet.ts'
 import { DEVNET_PRICE_ATOMIC } from '../../src/score/settings.ts'
-import { startRpcProxy } from '../chain/fixtures/rpc-proxy.ts'
-import { fund, startHarness } from '../fixtures/service.ts'
+import { fund } from '../fixtures/service.ts'
+import { proxiedScoreService } from '../x402/fixtures/proxied-score.ts'
 import { creditScoreBody, creditScoreSignature } from '../x402/fixtures/score-payment.ts'
 import { until } from './fixtures/api.ts'
 
 t.test('a score payment the facilitator settled while its request delivered nothing buys the score when sent again, once', async (t) => {
-  const devnet = await startDevnet({ log: () => {} })
-  t.teardown(() => devnet.stop())
-  const [a, b] = devnet.networks as [NetworkConfig, NetworkConfig]
-  t.ok(b.x402SelfFacilitate, 'the score is paid on the network whose facilitator the service runs')
   // The service reads network b through a proxy that can fail one method; the test reads b directly.
-  const proxy = await startRpcProxy(b.rpcUrl)
-  t.teardown(() => proxy.close())
-  const h = await startHarness({ devnet: { ...devnet, networks: [a, { ...b, rpcUrl: proxy.url }] } })
-  t.teardown(() => h.stop())
-  const token = b.tokens[0]?.address as Address
-  const chain = createPublicClient({ chain: networkChain(b), transport: http(b.rpcUrl) })
-  const balance = (holder: Address) => chain.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [holder] })
+  const { h, b, proxy, chain, balance } = await proxiedScoreService(t)
+  t.ok(b.x402SelfFacilitate, 'the score is paid on the network whose facilitator the service runs')
   const payee = h.devnet.accounts.scorePayee.address
   const facilitator = h.devnet.accounts.facilitator.address
 
