@@ -13,8 +13,8 @@ import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { SERVICE_NODE_FLAGS } from '../src/app/node-flags.ts'
 import { isMainModule } from '../src/tools/main-module.ts'
+import { benchNodeFlags } from './fixtures/node-flags.ts'
 import { TS_IMPORT } from './fixtures/ts-import.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -107,8 +107,8 @@ export function fdatasyncMillis(samples: number): { p50: number; p99: number; sa
 }
 
 export async function startMode(mode: string): Promise<{ child: ChildProcess; port: number }> {
-  // The service's Node flags: the ceiling is the same stack, run the same way.
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...TS_IMPORT, join(here, 'fixtures', 'ceiling-serve.ts')], {
+  // The service's Node flags (or BENCH_SERVICE_NODE_FLAGS): the ceiling is the same stack, run the same way.
+  const child = spawn(process.execPath, [...benchNodeFlags(), ...TS_IMPORT, join(here, 'fixtures', 'ceiling-serve.ts')], {
     env: { ...process.env, BENCH_CEILING_MODE: mode },
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: join(here, '..'),
