@@ -96,7 +96,7 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
   else if (!leaseFits(s, input.network, creditUntilMs(s, ctx.dueAtMs, undefined), nowMs)) {
     reasons.push({
       code: 'job_due_too_soon',
-      message: `the job is due within the minimum credit period of ${s.config.creditPeriodMinMs / 1000} s plus a lease's TTL of ${s.config.leaseTtlMs / 1000} s`,
+      message: `the job is due within the minimum credit period of ${s.config.creditPeriodMinMs / 1000} s plus a lease's TTL of ${s.config.leaseTtlMs / 1000} s (counted on the chain's clock when it is ahead of the service's)`,
     })
   }
   if (ctx.network !== input.network || ctx.asset !== input.asset) {
