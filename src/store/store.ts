@@ -375,6 +375,13 @@ export class Store {
     return () => clearInterval(timer)
   }
 
+  /** The overlay entries of a settled commit (written or refused), unless a commit queued later took the key over. */
+  #dropOverlay(prepared: Prepared): void {
+    for (const record of prepared.records) {
+      if (this.#overlay.get(record.overlayKey)?.seq === record.seq) this.#overlay.delete(record.overlayKey)
+    }
+  }
+
   /**
    * Stops the store's writes with `error`: the commits of `batch` and every queued commit reject with it, as do the
    * durable() calls waiting. Commits settle in queue order, so those queued behind a failed group are never written.
@@ -384,9 +391,7 @@ export class Store {
     this.#failure ??= error
     const rejected = [...batch, ...this.#queue.splice(0)]
     for (const { prepared, reject } of rejected) {
-      for (const record of prepared.records) {
-        if (this.#overlay.get(record.overlayKey)?.seq === record.seq) this.#overlay.delete(record.overlayKey)
-      }
+      this.#dropOverlay(prepared)
       this.#stats.failedCommits++
       reject(this.#failure)
       prepared.idempotency?.ticket.settle()
@@ -540,9 +545,7 @@ export class Store {
     }
     for (let i = 0; i < batch.length; i++) {
       const { prepared, resolve, reject } = batch[i] as Pending
-      for (const record of prepared.records) {
-        if (this.#overlay.get(record.overlayKey)?.seq === record.seq) this.#overlay.delete(record.overlayKey)
-      }
+      this.#dropOverlay(prepared)
       const error = outcome?.failures[i]
       if (error === undefined) {
         this.#stats.commits++
