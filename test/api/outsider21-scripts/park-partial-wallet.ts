@@ -1,0 +1,31 @@
+// outsider21: one stranger's request larger than the cheapest lender's session wallet parks that lender out of its
+// book for every later request, small ones included, until its wallet changes. The lender's wallet covers 900 of its
+// policy's 1,000 (a wallet funded short, or, the common case, the allowance left after one lend-and-repay cycle:
+// paySupplier spends the setup approve and repayments restore the balance, not the allowance). The stranger funds a
+// job (2,000, reclaimable, or back at once by failing it) and asks 950 with a maximum fee that only this lender's ask
+// meets: nobody is leased, the lender gets an insufficient_balance refusal (no cost to it) and is parked. An honest
+// borrower's request of 10 then goes to a lender asking 4 times as much. Prints both matches and exits 1 if the
+// cheapest lender was passed over.
+// node --import tsx test/api/outsider21-scripts/park-partial-wallet.ts
+import { creditRequest, fundedJob, readyLender, startHarness, usdc } from '../../fixtures/service.ts'
+
+const h = await startHarness({ config: { leaseTtlSeconds: 120 } })
+let passedOver = false
+try {
+  const cheap = await readyLender(h, { minFeeBps: 50, liquidityAtomic: usdc(1000), walletAtomic: usdc(900) })
+  await readyLender(h, { minFeeBps: 200, liquidityAtomic: usdc(1000) })
+  const stranger = await fundedJob(h, { jobId: 'job_o21_stranger', receivableAtomic: usdc(2000) })
+  // 950 at 50 bps: a fee of 4.75, the maximum; the 200 bps lender's 19 is over it, so the walk stops after the cheap one.
+  const big = await stranger.borrowerClient.post('/credit/request', creditRequest(h, stranger.borrower.address, 'job_o21_stranger', usdc(950), 4_750_000n))
+  const first = await stranger.borrowerClient.post('/credit/match', { offerId: big.body.offer.offerId })
+  console.log('stranger\'s match:', { lease: first.body.lease, refused: first.body.refusedLeases.map((l: { lender: string; endReason: string }) => [l.lender, l.endReason]) })
+  const honest = await fundedJob(h, { jobId: 'job_o21_honest', receivableAtomic: usdc(1000) })
+  const small = await honest.borrowerClient.post('/credit/request', creditRequest(h, honest.borrower.address, 'job_o21_honest', usdc(10), usdc(1)))
+  const second = await honest.borrowerClient.post('/credit/match', { offerId: small.body.offer.offerId })
+  console.log('honest match of 10:', { lender: second.body.lease?.lender, feeAtomic: second.body.lease?.feeAtomic, cheapest: cheap.account.address })
+  passedOver = second.body.lease?.lender !== cheap.account.address
+} finally {
+  await h.stop()
+}
+console.log(passedOver ? 'the cheapest lender, whose wallet covers 10, was passed over' : 'the cheapest lender was leased')
+process.exit(passedOver ? 1 : 0)
