@@ -7,7 +7,7 @@
 // borrower's request of 10 then goes to a lender asking 4 times as much. Prints both matches and exits 1 if the
 // cheapest lender was passed over.
 // node --import tsx test/api/outsider21-scripts/park-partial-wallet.ts
-import { creditRequest, fundedJob, readyLender, startHarness, usdc } from '../../fixtures/service.ts'
+import { creditRequest, fund, fundedJob, readyLender, startHarness, USDC, usdc } from '../../fixtures/service.ts'
 
 const h = await startHarness({ config: { leaseTtlSeconds: 120 } })
 let passedOver = false
@@ -19,6 +19,11 @@ try {
   const big = await stranger.borrowerClient.post('/credit/request', creditRequest(h, stranger.borrower.address, 'job_o21_stranger', usdc(950), 4_750_000n))
   const first = await stranger.borrowerClient.post('/credit/match', { offerId: big.body.offer.offerId })
   console.log('stranger\'s match:', { lease: first.body.lease, refused: first.body.refusedLeases.map((l: { lender: string; endReason: string }) => [l.lender, l.endReason]) })
+  // Any change of its wallet brings it back; the stranger's offer still waits, and a dispatch (any session) parks it again.
+  await fund(h.devnet, h.network, cheap.session.address, 1n, 0n)
+  await h.app.service.watcher.waitFor(() => h.app.service.watcher.spendableAtomic(h.network.slug, USDC, cheap.session.address) === usdc(900) + 1n, 10_000)
+  const dispatched = await stranger.borrowerClient.post('/credit/dispatch', {})
+  console.log('stranger\'s dispatch after the lender\'s wallet changed:', JSON.stringify(dispatched.body).slice(0, 400))
   const honest = await fundedJob(h, { jobId: 'job_o21_honest', receivableAtomic: usdc(1000) })
   const small = await honest.borrowerClient.post('/credit/request', creditRequest(h, honest.borrower.address, 'job_o21_honest', usdc(10), usdc(1)))
   const second = await honest.borrowerClient.post('/credit/match', { offerId: small.body.offer.offerId })
