@@ -5,7 +5,8 @@
 // job (2,000, reclaimable, or back at once by failing it) and asks 950 with a maximum fee that only this lender's ask
 // meets: nobody is leased, the lender gets an insufficient_balance refusal (no cost to it) and is parked. An honest
 // borrower's request of 10 then goes to a lender asking 4 times as much. Prints both matches and exits 1 if the
-// cheapest lender was passed over.
+// cheapest lender was passed over. Between the two, the lender's wallet changes (1 unit in: it is back in its book) and
+// the stranger's offer, still waiting, is dispatched again (POST /credit/dispatch, any session): it is parked again.
 // node --import tsx test/api/outsider21-scripts/park-partial-wallet.ts
 import { creditRequest, fund, fundedJob, readyLender, startHarness, USDC, usdc } from '../../fixtures/service.ts'
 
