@@ -7,7 +7,7 @@ import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts'
 import type { Address } from 'viem'
 import type { Change } from '../../src/engine/types.ts'
 import { signedIn, startHarness, type Harness } from '../fixtures/service.ts'
-import { events, openRawStream } from './fixtures.ts'
+import { openRawStream, resumeStream } from './fixtures.ts'
 
 const RETAINED = 2_000
 const QUEUED_MAX = 300
@@ -37,14 +37,10 @@ function publishMixed(wallet: Address, count: number, every: number): number[] {
   return mine
 }
 
-/** Resumes from `since` and collects what comes until `expected` events or a resync arrived, then a quiet moment. */
+/** Resumes from `since` (resumeStream): the seqs it got, and its resync. */
 async function resume(token: string, since: number, epoch: string, expected: number): Promise<{ seqs: number[]; resync: any }> {
-  const stream = await openRawStream(h.url, token, `?since=${since}&epoch=${epoch}`)
-  await stream.until(() => stream.messages.some((m) => m.type === 'resync') || events(stream).length >= expected, `${expected} resumed events or a resync`)
-  // Nothing more may come: wait a moment for anything beyond what was expected.
-  await new Promise((resolve) => setTimeout(resolve, 100))
-  await stream.close()
-  return { seqs: events(stream).map((m) => m.seq), resync: stream.messages.find((m) => m.type === 'resync') }
+  const { events: resumed, resync } = await resumeStream(h.url, token, since, epoch, expected)
+  return { seqs: resumed.map((m) => m.seq), resync }
 }
 
 /** A fresh signed-in wallet, its token, and the epoch of a first connection (where its resumes start from). */

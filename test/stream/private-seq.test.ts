@@ -8,7 +8,7 @@ import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts'
 import type { Address } from 'viem'
 import type { Change } from '../../src/engine/types.ts'
 import { signedIn, startHarness, type Harness } from '../fixtures/service.ts'
-import { events, openRawStream, type RawStream } from './fixtures.ts'
+import { events, openRawStream, resumeStream, type RawStream } from './fixtures.ts'
 
 const RETAINED = 200
 
@@ -46,14 +46,7 @@ async function helloOnly(token: string): Promise<any> {
   return message
 }
 
-/** A resume from `since`: what it got once `expected` events or a resync arrived and a quiet moment passed. */
-async function resume(token: string, since: number, epoch: string, expected: number): Promise<{ events: any[]; resync: any }> {
-  const stream = await openRawStream(h.url, token, `?since=${since}&epoch=${epoch}`)
-  await stream.until(() => stream.messages.some((m) => m.type === 'resync') || events(stream).length >= expected, `${expected} resumed events or a resync`)
-  await new Promise((resolve) => setTimeout(resolve, 50))
-  await stream.close()
-  return { events: events(stream), resync: stream.messages.find((m) => m.type === 'resync') }
-}
+const resume = (token: string, since: number, epoch: string, expected: number) => resumeStream(h.url, token, since, epoch, expected)
 
 t.test('a stranger\'s hello and events count its own events only, however busy the others are', async (t) => {
   const stranger = await wallet()
