@@ -152,7 +152,7 @@ The lender pays gas for setup and payment transactions. POST /credit/dispatch {}
 
 ## Live events instead of polling (WebSocket)
 Open ${c.stream.url} with Authorization: Bearer <token>. Every text frame is one JSON message (schema: ${c.stream.messages}):
-{"type":"hello","epoch","seq",...} first, then {"type":"event","epoch","seq","at","kind":...} in seq order, only once durable:
+{"type":"hello","epoch","seq",...} first, then {"type":"event","epoch","seq","at","kind":...} in seq order (your wallet's own count: 1, 2, 3, ...), only once durable:
 - lender: kind "lease" (state leased carries "action": the same unsigned paySupplier as GET /lenders/<address>/actions; sign, send, report),
   then the lease paid or expired, and kind "advance" (active, repaid, defaulted, liquidated, shortfall);
 - borrower: kind "offer" (created, leased, rematched, funded, expired), "advance", "job", "passport" (reputation, suspension);

@@ -14,6 +14,7 @@ export const NO_RETRY_AFTER_CODES: ReadonlyArray<readonly [code: string, status:
   ['operator_unavailable', 503, 'no operator key for the network'],
   ['wallet_watch_full', 503, 'the service watches no more wallets on the network'],
   ['shutting_down', 503, 'this instance is stopping; retry on another instance, or later'],
+  ['store_stalled', 503, 'GET /health: the store\'s write has not settled for a second; the service stops itself if it never does'],
   ['auth_unavailable', 503, 'a WebSocket upgrade whose session could not be checked; open it again'],
   ['too_many_streams', 429, 'a WebSocket upgrade; close one of the wallet\'s streams first'],
   ['too_many_client_streams', 429, 'a WebSocket upgrade; close one of the streams this client address holds first'],

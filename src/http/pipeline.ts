@@ -471,7 +471,7 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       }
       // Serialized before the barrier: the answer is what memory held now, shown once the disk has caught up.
       const reply = serialize(state, c, result)
-      if (c.route.method === 'get' && options.readBarrier !== undefined) {
+      if (c.route.method === 'get' && options.readBarrier !== undefined && c.route.ownReadBarrier !== true) {
         await options.readBarrier()
         if (state.aborted) return
       }

@@ -107,6 +107,11 @@ export interface RouteSpec<
   /** Tokens of the rate limit the answer costs (default 1): a list page costs its item count. */
   cost?: (body: unknown) => number
   /**
+   * A GET whose handler waits for the store's durability itself, so the server's read barrier (readBarrier) is skipped:
+   * GET /health, which must answer while the store's writes stall instead of waiting with every other read.
+   */
+  ownReadBarrier?: boolean
+  /**
    * Whether a request's first run with a new Idempotency-Key is charged to the keyed-request store budget (its answer
    * is kept idempotencyRetentionSeconds; src/api/routes/shared.ts mutate): true unless declared false, which a route
    * may be only when each of its runs needs what costs money or is bounded elsewhere. The OpenAPI document says which
@@ -133,6 +138,7 @@ export interface AnyRoute {
   body?: TSchema
   headers?: readonly string[]
   immutable?: boolean
+  ownReadBarrier?: boolean
   cost?: (body: unknown) => number
   keyedRequestsCharged?: boolean
   responses: ResponsesSpec

@@ -27,6 +27,16 @@ export interface McpServerOptions {
   retryAfterMaxSeconds?: number
 }
 
+/** A tool's argument refused before anything is sent: a tool error with this code and the message as its detail. */
+export class ToolArgumentError extends Error {
+  override readonly name = 'ToolArgumentError'
+  readonly code: string
+  constructor(code: string, detail: string) {
+    super(detail)
+    this.code = code
+  }
+}
+
 /**
  * A failed call as a tool error: the service's problem+json, so the agent can branch on its code and read which field
  * was wrong, as text and as structuredContent.error. A 429 or 503 with Retry-After changed nothing: the wait goes in
@@ -36,7 +46,9 @@ export function toolError(toolName: string, error: unknown, idempotencyKey?: str
   const failure = {
     ...(error instanceof CreditApiError
       ? { status: error.status, code: error.code, ...error.problem, ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds }) }
-      : { code: 'mcp_call_failed', detail: String(error) }),
+      : error instanceof ToolArgumentError
+        ? { code: error.code, detail: error.message }
+        : { code: 'mcp_call_failed', detail: String(error) }),
     // request_and_match: the approved offer stands; match_offer matches it, a new request would make a second one.
     ...(error instanceof OfferNotMatchedError ? { offerId: error.offerId, note: `The approved offer ${error.offerId} stands: call match_offer with it, not request_credit again.` } : {}),
     ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
@@ -70,8 +82,7 @@ export function createMcpServer(options: McpServerOptions): Server {
     const { idempotencyKey: given, ...args } = request.params.arguments ?? {}
     if (!tool.keyed) return answer(tool, sdk, request.params.arguments ?? {}, sessionKeys)
     if (given !== undefined && (typeof given !== 'string' || !KEY_PATTERN.test(given))) {
-      const problem = { code: 'invalid_idempotency_key', detail: 'idempotencyKey must be 1 to 255 visible ASCII characters; nothing was sent' }
-      return { isError: true, content: [{ type: 'text', text: JSON.stringify(problem, null, 2) }], structuredContent: { error: problem } }
+      return toolError(tool.name, new ToolArgumentError('invalid_idempotency_key', 'idempotencyKey must be 1 to 255 visible ASCII characters; nothing was sent'))
     }
     const idempotencyKey = given ?? randomUUID()
     return answer(tool, sdk.withIdempotencyKey(idempotencyKey), args, sessionKeys, idempotencyKey)

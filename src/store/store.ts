@@ -339,6 +339,11 @@ export class Store {
     return new Promise((resolve, reject) => this.#durableWaiters.push({ queued: this.#queuedCount, resolve, reject }))
   }
 
+  /** How long (ms) the group transaction in flight has gone unsettled; 0 while none is (GET /health reads it in a stall). */
+  writePendingMs(): number {
+    return this.#groupAskedAt === 0 ? 0 : performance.now() - this.#groupAskedAt
+  }
+
   /** The failure that stopped the store's writes (a failed or stalled group transaction); undefined while it writes. */
   get failure(): StoreError | undefined {
     return this.#failure

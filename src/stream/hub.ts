@@ -2,6 +2,11 @@
 // and delivers each wallet's events to its WebSocket connections in order, under bounds that keep memory flat
 // whatever a client does.
 //
+// A wallet's events are numbered per wallet (1, 2, 3, ... in this epoch): what a subscriber sees, its hello's seq,
+// oldestSeq and every event's seq, counts its own events only. One counter over every wallet let any signed-in
+// stranger read how busy the service and its agents were from the numbers alone (an outsider's finding,
+// test/stream/private-seq.test.ts). The ring's own positions stay internal.
+//
 // Retention is an in-memory ring bounded by count and age, not a persisted log: every event is a view of state the
 // store already holds and the HTTP routes serve, so a client that missed more than the ring re-reads that state
 // (the `resync` message) instead of the service writing every event a second time on the commit path. The epoch
@@ -74,7 +79,18 @@ interface Retained {
   kind: Change['kind']
   /** What the event is derived from (events.ts eventRecord), until it is: then the slot keeps only its text. */
   record: unknown
+  /** The event's text after its seq (#tailOf), once derived. */
   text: string | undefined
+}
+
+/**
+ * A wallet's events: the ring positions of the retained ones, oldest first, from `head` on; the wallet's sequence
+ * number of positions[i] is base + i, so its latest is base + positions.length - 1 and its oldest retained base + head.
+ */
+interface WalletEvents {
+  positions: number[]
+  head: number
+  base: number
 }
 
 interface UpgradeData {
@@ -94,7 +110,7 @@ interface Connection {
   tokenHash: string | undefined
   /** Fires at the session's expiry: the stream is closed then, unless the session was refreshed (re-armed). */
   sessionTimer: ReturnType<typeof setTimeout> | undefined
-  /** Sequence numbers of this wallet's events not yet handed to the socket, from `head` on. */
+  /** The wallet's sequence numbers of its events not yet handed to the socket, from `head` on. */
   queue: number[]
   head: number
   open: boolean
@@ -112,17 +128,20 @@ export class EventHub {
   readonly #sources: EventSources
   readonly #nowMs: () => number
   readonly #ring: Array<Retained | undefined>
-  /** Sequence numbers: the ring holds firstSeq..lastSeq (empty when firstSeq > lastSeq). */
-  #firstSeq = 1
-  #lastSeq = 0
+  /** Positions of the ring (internal, over every wallet): it holds #first..#last (empty when #first > #last). */
+  #first = 1
+  #last = 0
   readonly #byWallet = new Map<Address, Set<Connection>>()
   readonly #perClient = new ClientCounts()
   /**
-   * Per wallet, the sequence numbers of its retained events in order, from `head` on: a resume reads the wallet's own
-   * events instead of every slot of the ring (100,000 slots, some milliseconds of the service thread per resume, which
-   * any signed-in wallet could ask for again and again: an outsider's finding).
+   * Per wallet, its numbering and the ring positions of its retained events (WalletEvents): a resume reads the
+   * wallet's own events instead of every slot of the ring (100,000 slots, some milliseconds of the service thread per
+   * resume, which any signed-in wallet could ask for again and again: an outsider's finding). An entry stays for the
+   * epoch once the wallet had an event (its counter must not start again), a few dozen bytes per wallet with events.
    */
-  readonly #seqsByWallet = new Map<Address, { seqs: number[]; head: number }>()
+  readonly #byWalletEvents = new Map<Address, WalletEvents>()
+  /** `{"type":"event","epoch":"<epoch>","seq":`, what every event's text starts with before its wallet's seq. */
+  readonly #eventHead = `{"type":"event","epoch":${JSON.stringify(this.epoch)},"seq":`
   /** Sequence numbers resumes have read, in total: a resume's cost, which the tests hold to the wallet's own events. */
   #resumeSeqsRead = 0
   readonly #connections = new Map<WebSocket<UpgradeData>, Connection>()
@@ -152,22 +171,23 @@ export class EventHub {
       const wallets = eventWallets(change)
       if (wallets === undefined) continue
       nowMs ??= this.#nowMs()
-      const seq = ++this.#lastSeq
+      const position = ++this.#last
       const retained: Retained = { atMs: nowMs, wallets, kind: change.kind, record: eventRecord(change), text: undefined }
-      const slot = seq % this.limits.retainedEventsMax
+      const slot = position % this.limits.retainedEventsMax
       const overwritten = this.#ring[slot]
       if (overwritten !== undefined) this.#unindex(overwritten)
       this.#ring[slot] = retained
-      if (seq - this.#firstSeq >= this.limits.retainedEventsMax) this.#firstSeq = seq - this.limits.retainedEventsMax + 1
+      if (position - this.#first >= this.limits.retainedEventsMax) this.#first = position - this.limits.retainedEventsMax + 1
       for (const wallet of wallets) {
-        const indexed = this.#seqsByWallet.get(wallet)
-        if (indexed === undefined) this.#seqsByWallet.set(wallet, { seqs: [seq], head: 0 })
-        else indexed.seqs.push(seq)
+        let indexed = this.#byWalletEvents.get(wallet)
+        if (indexed === undefined) this.#byWalletEvents.set(wallet, (indexed = { positions: [position], head: 0, base: 1 }))
+        else indexed.positions.push(position)
         const connections = this.#byWallet.get(wallet)
         if (connections === undefined) continue
+        const seq = indexed.base + indexed.positions.length - 1
         for (const connection of connections) {
           if (!this.#enqueue(connection, seq)) continue
-          this.#textOf(retained, seq)
+          this.#tailOf(retained)
           touched ??= new Set()
           touched.add(connection)
         }
@@ -178,9 +198,17 @@ export class EventHub {
     if (touched !== undefined) for (const connection of touched) this.#pump(connection)
   }
 
-  stats(): { connections: ConnectionStats[]; peakQueuedEvents: number; peakBufferedBytes: number; firstSeq: number; lastSeq: number; resumeSeqsRead: number } {
+  /** firstPosition..lastPosition: the ring's events of every wallet (internal: no subscriber sees these numbers). */
+  stats(): { connections: ConnectionStats[]; peakQueuedEvents: number; peakBufferedBytes: number; firstPosition: number; lastPosition: number; resumeSeqsRead: number } {
     const connections = [...this.#connections.values()].map((c) => ({ wallet: c.wallet, queuedEvents: c.queue.length - c.head, bufferedBytes: c.ws.getBufferedAmount() }))
-    return { connections, peakQueuedEvents: this.#peakQueued, peakBufferedBytes: this.#peakBuffered, firstSeq: this.#firstSeq, lastSeq: this.#lastSeq, resumeSeqsRead: this.#resumeSeqsRead }
+    return { connections, peakQueuedEvents: this.#peakQueued, peakBufferedBytes: this.#peakBuffered, firstPosition: this.#first, lastPosition: this.#last, resumeSeqsRead: this.#resumeSeqsRead }
+  }
+
+  /** A wallet's numbering: its latest sequence number (0: none yet) and its oldest still retained (what hello says). */
+  walletSeqs(wallet: Address): { seq: number; oldestSeq: number } {
+    const indexed = this.#byWalletEvents.get(wallet)
+    if (indexed === undefined) return { seq: 0, oldestSeq: 1 }
+    return { seq: indexed.base + indexed.positions.length - 1, oldestSeq: indexed.base + indexed.head }
   }
 
   /**
@@ -287,66 +315,55 @@ export class EventHub {
     if (set === undefined) this.#byWallet.set(wallet, (set = new Set()))
     set.add(connection)
     this.#evictOlderThan(this.#nowMs() - this.limits.retentionMs)
+    const { seq, oldestSeq } = this.walletSeqs(wallet)
     const hello: StreamHello = {
       type: 'hello',
       epoch: this.epoch,
       wallet,
-      seq: this.#lastSeq,
-      oldestSeq: this.#firstSeq,
+      seq,
+      oldestSeq,
       retention: { events: this.limits.retainedEventsMax, seconds: Math.ceil(this.limits.retentionMs / 1000) },
     }
     ws.send(JSON.stringify(hello))
     if (since === undefined) return
-    const resync = this.#resumeProblem(since, epoch)
+    const resync = this.#resumeProblem(since, epoch, seq, oldestSeq)
     if (resync !== undefined) {
-      ws.send(JSON.stringify({ type: 'resync', epoch: this.epoch, seq: this.#lastSeq, ...resync } satisfies StreamResync))
+      ws.send(JSON.stringify({ type: 'resync', epoch: this.epoch, seq, ...resync } satisfies StreamResync))
       return
     }
-    const missed = this.#seqsAfter(wallet, since)
-    if (missed.length > this.limits.queuedEventsMax) {
+    // The wallet's events since+1..seq are all retained: its own numbers, no search.
+    if (seq - since > this.limits.queuedEventsMax) {
       const detail = `more than ${this.limits.queuedEventsMax} events of this wallet since ${since}`
-      ws.send(JSON.stringify({ type: 'resync', epoch: this.epoch, seq: this.#lastSeq, reason: 'backlog_too_large', detail } satisfies StreamResync))
+      ws.send(JSON.stringify({ type: 'resync', epoch: this.epoch, seq, reason: 'backlog_too_large', detail } satisfies StreamResync))
       return
     }
-    connection.queue.push(...missed)
+    for (let missed = since + 1; missed <= seq; missed++) connection.queue.push(missed)
+    this.#resumeSeqsRead += seq - since
     this.#pump(connection)
-  }
-
-  /** The sequence numbers of `wallet`'s retained events after `since`, found by bisection in its own index. */
-  #seqsAfter(wallet: Address, since: number): number[] {
-    const indexed = this.#seqsByWallet.get(wallet)
-    if (indexed === undefined) return []
-    const { seqs } = indexed
-    let low = indexed.head
-    let high = seqs.length
-    while (low < high) {
-      const middle = (low + high) >>> 1
-      if ((seqs[middle] as number) <= since) low = middle + 1
-      else high = middle
-    }
-    this.#resumeSeqsRead += seqs.length - low
-    return seqs.slice(low)
   }
 
   /** Drops a retained event leaving the ring from its wallets' indexes (it is the oldest of each of them). */
   #unindex(retained: Retained): void {
     for (const wallet of retained.wallets) {
-      const indexed = this.#seqsByWallet.get(wallet)
+      const indexed = this.#byWalletEvents.get(wallet)
       if (indexed === undefined) continue
       indexed.head++
-      if (indexed.head === indexed.seqs.length) this.#seqsByWallet.delete(wallet)
-      else if (indexed.head >= 1024) {
-        // Dropped entries go in batches, so an index never holds more than its live entries plus 1,024.
-        indexed.seqs.splice(0, indexed.head)
+      if (indexed.head === indexed.positions.length || indexed.head >= 1024) {
+        // Dropped entries go in batches, so an index never holds more than its live entries plus 1,024; the wallet's
+        // numbering goes on from where it was.
+        indexed.base += indexed.head
+        if (indexed.head === indexed.positions.length) indexed.positions = []
+        else indexed.positions.splice(0, indexed.head)
         indexed.head = 0
       }
     }
   }
 
-  #resumeProblem(since: number, epoch: string | undefined): Pick<StreamResync, 'reason' | 'detail'> | undefined {
+  /** Why a resume after the wallet's `since` cannot be served exactly, its latest being `seq` and oldest retained `oldestSeq`. */
+  #resumeProblem(since: number, epoch: string | undefined, seq: number, oldestSeq: number): Pick<StreamResync, 'reason' | 'detail'> | undefined {
     if (epoch !== this.epoch) return { reason: 'unknown_epoch', detail: `sequence numbers of epoch ${epoch ?? '(none given)'} are not this run's (${this.epoch}): the service restarted` }
-    if (since > this.#lastSeq) return { reason: 'ahead_of_stream', detail: `seq ${since} was never sent in this epoch (latest ${this.#lastSeq})` }
-    if (since < this.#firstSeq - 1) return { reason: 'beyond_retention', detail: `events after ${since} are no longer retained (oldest ${this.#firstSeq})` }
+    if (since > seq) return { reason: 'ahead_of_stream', detail: `seq ${since} was never sent to this wallet in this epoch (latest ${seq})` }
+    if (since < oldestSeq - 1) return { reason: 'beyond_retention', detail: `events after ${since} are no longer retained (oldest ${oldestSeq})` }
     return undefined
   }
 
@@ -367,17 +384,21 @@ export class EventHub {
   #pump(connection: Connection): void {
     if (!connection.open) return
     const { ws } = connection
+    const indexed = this.#byWalletEvents.get(connection.wallet)
     ws.cork(() => {
       while (connection.open && connection.head < connection.queue.length) {
         const buffered = ws.getBufferedAmount()
         if (buffered > this.#peakBuffered) this.#peakBuffered = buffered
         if (buffered >= this.limits.socketBufferedBytesMax) break
         const seq = connection.queue[connection.head] as number
-        if (seq < this.#firstSeq) {
-          this.#end(connection, STREAM_CLOSE.slowConsumer, `fell behind the retention (next event ${seq}, oldest ${this.#firstSeq})`)
+        // A queued seq is one of the wallet's, so its index exists; one before `head` has left the ring.
+        const { positions, head, base } = indexed as WalletEvents
+        if (seq - base < head) {
+          this.#end(connection, STREAM_CLOSE.slowConsumer, `fell behind the retention (next event ${seq}, oldest ${base + head})`)
           return
         }
-        ws.send(this.#textOf(this.#ring[seq % this.limits.retainedEventsMax] as Retained, seq))
+        const position = positions[seq - base] as number
+        ws.send(this.#eventHead + seq + this.#tailOf(this.#ring[position % this.limits.retainedEventsMax] as Retained))
         connection.head++
       }
       const buffered = ws.getBufferedAmount()
@@ -390,24 +411,27 @@ export class EventHub {
     }
   }
 
-  /** The event's text, derived (and its record let go) the first time a connection needs it. */
-  #textOf(retained: Retained, seq: number): string {
+  /**
+   * The event's text after its seq (`,"at":...}`; #eventHead and the wallet's seq go before it: an event of two
+   * wallets has a seq of each), derived (and its record let go) the first time a connection needs it.
+   */
+  #tailOf(retained: Retained): string {
     if (retained.text === undefined) {
       const body = eventBody(retained.kind, retained.record, new Date(retained.atMs).toISOString(), this.#sources)
-      retained.text = JSON.stringify({ type: 'event', epoch: this.epoch, seq, ...body })
+      retained.text = `,${JSON.stringify(body).slice(1)}`
       retained.record = undefined
     }
     return retained.text
   }
 
   #evictOlderThan(cutoffMs: number): void {
-    while (this.#firstSeq <= this.#lastSeq) {
-      const slot = this.#firstSeq % this.limits.retainedEventsMax
+    while (this.#first <= this.#last) {
+      const slot = this.#first % this.limits.retainedEventsMax
       const retained = this.#ring[slot] as Retained
       if (retained.atMs >= cutoffMs) break
       this.#unindex(retained)
       this.#ring[slot] = undefined
-      this.#firstSeq++
+      this.#first++
     }
   }
 

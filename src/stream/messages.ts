@@ -5,7 +5,10 @@ import Type, { type Static } from 'typebox'
 import { Address, IsoTime, StrictObject } from '../api/common.ts'
 import { Advance, HeldPayment, Job, Lease, Offer, PendingAction } from '../api/schemas.ts'
 
-export const StreamSeq = Type.Integer({ minimum: 0, description: 'Position in this process\'s event sequence (epoch): strictly increasing, never repeated within an epoch.' })
+export const StreamSeq = Type.Integer({
+  minimum: 0,
+  description: 'Position in the signed-in wallet\'s own event sequence of this epoch: its first event is 1, each next one 1 more, never repeated within an epoch; other wallets\' events are not counted.',
+})
 export const StreamEpoch = Type.String({ pattern: '^[0-9a-f]{16}$', description: 'Names one run of the service\'s event sequence; a restart starts a new epoch.' })
 
 export const StreamHello = StrictObject(
@@ -13,8 +16,8 @@ export const StreamHello = StrictObject(
     type: Type.Literal('hello'),
     epoch: StreamEpoch,
     wallet: Address,
-    seq: Type.Integer({ minimum: 0, description: 'The latest sequence number of the epoch when the connection opened.' }),
-    oldestSeq: Type.Integer({ minimum: 1, description: 'The oldest sequence number still retained: resuming after oldestSeq - 1 loses nothing.' }),
+    seq: Type.Integer({ minimum: 0, description: 'The wallet\'s latest sequence number in the epoch when the connection opened (0: no event yet).' }),
+    oldestSeq: Type.Integer({ minimum: 1, description: 'The wallet\'s oldest sequence number still retained: resuming after oldestSeq - 1 loses nothing.' }),
     retention: StrictObject({ events: Type.Integer({ minimum: 1 }), seconds: Type.Integer({ minimum: 1 }) }, { description: 'What the service keeps for resuming: at most this many events of all wallets, none older than this.' }),
   },
   { description: 'First message of every connection.' },
@@ -24,7 +27,7 @@ export const StreamResync = StrictObject(
   {
     type: Type.Literal('resync'),
     epoch: StreamEpoch,
-    seq: Type.Integer({ minimum: 0, description: 'Events after this sequence number follow on this connection.' }),
+    seq: Type.Integer({ minimum: 0, description: 'The wallet\'s latest sequence number: its events after it follow on this connection.' }),
     reason: Type.Enum(['unknown_epoch', 'beyond_retention', 'ahead_of_stream', 'backlog_too_large']),
     detail: Type.String(),
   },

@@ -90,6 +90,9 @@ t.test('withdraw_liquidity with the same idempotencyKey withdraws once; without 
     const refused: any = await withdraw({ idempotencyKey: bad })
     t.equal(refused.isError, true, `${JSON.stringify(bad).slice(0, 20)} is refused`)
     t.equal(refused.structuredContent.error.code, 'invalid_idempotency_key')
+    // The shape every tool error has (toolError): the problem as text and as structuredContent.error, nothing else.
+    const problem = { code: 'invalid_idempotency_key', detail: 'idempotencyKey must be 1 to 255 visible ASCII characters; nothing was sent' }
+    t.same(refused, { isError: true, content: [{ type: 'text', text: JSON.stringify(problem, null, 2) }], structuredContent: { error: problem } }, 'as toolError builds it')
   }
   t.equal(await available(), '997', 'a refused key withdrew nothing')
 })

@@ -87,6 +87,18 @@ export function openRawStream(baseUrl: string, token: string, query = ''): Promi
 export const events = (s: RawStream) => s.messages.filter((m) => m.type === 'event')
 
 /**
+ * Resumes from `since` and collects what comes until `expected` events or a resync arrived, then a quiet moment (for
+ * anything beyond what was expected); the stream is closed.
+ */
+export async function resumeStream(baseUrl: string, token: string, since: number, epoch: string, expected: number): Promise<{ events: any[]; resync: any }> {
+  const stream = await openRawStream(baseUrl, token, `?since=${since}&epoch=${epoch}`)
+  await stream.until(() => stream.messages.some((m) => m.type === 'resync') || events(stream).length >= expected, `${expected} resumed events or a resync`)
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  await stream.close()
+  return { events: events(stream), resync: stream.messages.find((m) => m.type === 'resync') }
+}
+
+/**
  * A connection opened on `hub` without a network: a stand-in for the uWS socket (it records every text sent and never
  * pushes back), opened through the hub's own `open` with what an upgrade would have given it.
  */

@@ -60,18 +60,23 @@ const leaseTerms = (lease: LeaseView) => ({ kind: 'pay_supplier', leaseId: lease
 
 /**
  * The events as the hub derived them before it was lazy (every change at its commit): per event its wallets, from the
- * view, and its text. The oracle of the byte-for-byte comparison.
+ * view, and its body. The oracle of the byte-for-byte comparison.
  */
-function eagerEvents(commits: readonly Commit[], epoch: string): Array<{ wallets: Address[]; text: string }> {
-  const events: Array<{ wallets: Address[]; text: string }> = []
+function eagerEvents(commits: readonly Commit[]): Array<{ wallets: Address[]; body: object }> {
+  const events: Array<{ wallets: Address[]; body: object }> = []
   for (const { atMs, changes } of commits) {
     const at = new Date(atMs).toISOString()
     for (const change of changes) {
       const event = eagerEvent(change, at)
-      if (event !== undefined) events.push({ wallets: event.wallets, text: JSON.stringify({ type: 'event', epoch, seq: events.length + 1, ...event.body }) })
+      if (event !== undefined) events.push(event)
     }
   }
   return events
+}
+
+/** The texts of `wallet`'s events among `events`, numbered as the wallet's own (1, 2, 3, ...). */
+function walletTexts(events: ReadonlyArray<{ wallets: Address[]; body: object }>, wallet: Address, epoch: string): string[] {
+  return events.filter((e) => e.wallets.includes(wallet)).map((e, i) => JSON.stringify({ type: 'event', epoch, seq: i + 1, ...e.body }))
 }
 
 function eagerEvent(change: Change, at: string): { wallets: Address[]; body: object } | undefined {
@@ -112,8 +117,8 @@ const commits = recordedCommits()
 t.test('the recorded commits cover every kind of event, a leased lease and every wallet', async (t) => {
   const kinds = new Set(commits.flatMap((c) => c.changes.map((change) => change.kind)))
   for (const kind of ['lease', 'offer', 'advance', 'job', 'borrower']) t.ok(kinds.has(kind as Change['kind']), `a ${kind} change`)
-  const events = eagerEvents(commits, '0'.repeat(16))
-  t.ok(events.some((e) => JSON.parse(e.text).action !== null && JSON.parse(e.text).kind === 'lease'), 'a lease event with an action')
+  const events = eagerEvents(commits) as Array<{ wallets: Address[]; body: { kind: string; action?: unknown } }>
+  t.ok(events.some((e) => e.body.action != null && e.body.kind === 'lease'), 'a lease event with an action')
   for (const wallet of WALLETS) t.ok(events.some((e) => e.wallets.includes(wallet)), `an event for ${wallet}`)
 })
 
@@ -123,7 +128,8 @@ t.test('a commit nobody reads derives nothing: no lease action is built, yet eve
   const hub = new EventHub({ leaseAction: (lease) => (actions++, leaseTerms(lease)) }, {}, () => clock.nowMs)
   feed(hub, clock, commits)
   t.equal(actions, 0, 'the lease-action source was never called')
-  t.equal(hub.stats().lastSeq, eagerEvents(commits, hub.epoch).length, 'one sequence number per event, as before')
+  t.equal(hub.stats().lastPosition, eagerEvents(commits).length, 'one ring position per event, as before')
+  for (const wallet of WALLETS) t.equal(hub.walletSeqs(wallet).seq, walletTexts(eagerEvents(commits), wallet, hub.epoch).length, `one sequence number per event of ${wallet}`)
 })
 
 t.test('live subscribers and resumes receive exactly the texts of the eager derivation', async (t) => {
@@ -132,14 +138,13 @@ t.test('live subscribers and resumes receive exactly the texts of the eager deri
     const hub = new EventHub({ leaseAction: leaseTerms }, {}, () => clock.nowMs)
     const live = new Map(subscribed ? WALLETS.map((wallet) => [wallet, fakeConnection(hub, wallet)]) : [])
     feed(hub, clock, commits)
-    const expected = eagerEvents(commits, hub.epoch)
+    const expected = eagerEvents(commits)
     for (const wallet of WALLETS) {
-      const mine = expected.filter((e) => e.wallets.includes(wallet)).map((e) => e.text)
+      const mine = walletTexts(expected, wallet, hub.epoch)
       if (subscribed) t.same(eventTexts(live.get(wallet) ?? []), mine, `live, ${wallet}`)
       t.same(eventTexts(fakeConnection(hub, wallet, { since: 0, epoch: hub.epoch })), mine, `resumed from 0 ${subscribed ? 'after live delivery' : 'with nobody subscribed at the commits'}, ${wallet}`)
-      const middle = expected.length >> 1
-      const after = expected.filter((e, i) => i >= middle && e.wallets.includes(wallet)).map((e) => e.text)
-      t.same(eventTexts(fakeConnection(hub, wallet, { since: middle, epoch: hub.epoch })), after, `resumed from ${middle}, ${wallet}`)
+      const middle = mine.length >> 1
+      t.same(eventTexts(fakeConnection(hub, wallet, { since: middle, epoch: hub.epoch })), mine.slice(middle), `resumed from ${middle}, ${wallet}`)
     }
   }
 })
@@ -173,7 +178,7 @@ t.test('a lease event first derived late carries the action its source gives the
   const leases = late.filter((m) => m.kind === 'lease' && m.lease.state === 'leased')
   t.ok(leases.length > 0, 'a leased lease was resumed')
   t.ok(leases.every((m) => m.action === null), 'its action is null')
-  const eager = eagerEvents(commits, hub.epoch).map((e) => JSON.parse(e.text))
+  const eager = walletTexts(eagerEvents(commits), lender, hub.epoch).map((text) => JSON.parse(text))
   t.same(leases, leases.map((m) => ({ ...eager[m.seq - 1], action: null })), 'the rest is what the eager derivation gave: the lease as its commit left it, at the commit\'s time')
   deliverable = true
   t.same(eventTexts(fakeConnection(hub, lender, { since: 0, epoch: hub.epoch })).map((text) => JSON.parse(text)), late, 'a later resume gets the same texts')
@@ -189,7 +194,7 @@ t.test('a lease action source that throws gives the event action null; the strea
   t.teardown(() => process.off('warning', onWarning))
   const live = fakeConnection(hub, lender)
   feed(hub, clock, commits)
-  const expected = eagerEvents(commits, hub.epoch).filter((e) => e.wallets.includes(lender)).map((e) => ({ ...JSON.parse(e.text), action: null }))
+  const expected = walletTexts(eagerEvents(commits), lender, hub.epoch).map((text) => ({ ...JSON.parse(text), action: null }))
   const received = eventTexts(live).map((text) => ({ ...JSON.parse(text), action: null }))
   t.same(received, expected, 'every event of the lender arrived, in order')
   t.ok(eventTexts(live).map((text) => JSON.parse(text)).filter((m) => m.kind === 'lease').every((m) => m.action === null), 'lease actions are null')

@@ -7,7 +7,7 @@ import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts'
 import type { Address } from 'viem'
 import type { Change } from '../../src/engine/types.ts'
 import { signedIn, startHarness, type Harness } from '../fixtures/service.ts'
-import { events, openRawStream } from './fixtures.ts'
+import { openRawStream, resumeStream } from './fixtures.ts'
 
 const RETAINED = 2_000
 const QUEUED_MAX = 300
@@ -32,19 +32,15 @@ function publishMixed(wallet: Address, count: number, every: number): number[] {
     const own = i % every === 0
     const change = own ? (mine.length % 2 === 0 ? jobChange(`job_${i}`, wallet, stranger()) : jobChange(`job_${i}`, stranger(), wallet)) : jobChange(`job_${i}`, stranger(), stranger())
     h.app.stream.publish([change])
-    if (own) mine.push(h.app.stream.stats().lastSeq)
+    if (own) mine.push(h.app.stream.walletSeqs(wallet).seq)
   }
   return mine
 }
 
-/** Resumes from `since` and collects what comes until `expected` events or a resync arrived, then a quiet moment. */
+/** Resumes from `since` (resumeStream): the seqs it got, and its resync. */
 async function resume(token: string, since: number, epoch: string, expected: number): Promise<{ seqs: number[]; resync: any }> {
-  const stream = await openRawStream(h.url, token, `?since=${since}&epoch=${epoch}`)
-  await stream.until(() => stream.messages.some((m) => m.type === 'resync') || events(stream).length >= expected, `${expected} resumed events or a resync`)
-  // Nothing more may come: wait a moment for anything beyond what was expected.
-  await new Promise((resolve) => setTimeout(resolve, 100))
-  await stream.close()
-  return { seqs: events(stream).map((m) => m.seq), resync: stream.messages.find((m) => m.type === 'resync') }
+  const { events: resumed, resync } = await resumeStream(h.url, token, since, epoch, expected)
+  return { seqs: resumed.map((m) => m.seq), resync }
 }
 
 /** A fresh signed-in wallet, its token, and the epoch of a first connection (where its resumes start from). */
@@ -59,7 +55,7 @@ async function subscriber(): Promise<{ account: { address: Address }; token: str
 
 t.test('a resume reads only the wallet\'s own events and delivers exactly those after its position, in order', async (t) => {
   const { account, token, epoch } = await subscriber()
-  const since = h.app.stream.stats().lastSeq
+  const since = h.app.stream.walletSeqs(account.address).seq
   const mine = publishMixed(account.address, 1_500, 10)
   const before = h.app.stream.stats().resumeSeqsRead
   const { seqs, resync } = await resume(token, since, epoch, mine.length)
@@ -74,17 +70,17 @@ t.test('a resume reads only the wallet\'s own events and delivers exactly those 
 t.test('after the ring wrapped around and dropped the oldest, a resume gets the wallet\'s retained events', async (t) => {
   const { account, token, epoch } = await subscriber()
   const mine = publishMixed(account.address, 3 * RETAINED, 25)
-  const { firstSeq } = h.app.stream.stats()
-  const retained = mine.filter((seq) => seq >= firstSeq)
+  const { oldestSeq } = h.app.stream.walletSeqs(account.address)
+  const retained = mine.filter((seq) => seq >= oldestSeq)
   t.ok(retained.length < mine.length, 'some of the wallet\'s events left the ring')
-  t.same((await resume(token, firstSeq - 1, epoch, retained.length)).seqs, retained, 'the retained ones, in order')
-  const older = await resume(token, firstSeq - 2, epoch, 0)
+  t.same((await resume(token, oldestSeq - 1, epoch, retained.length)).seqs, retained, 'the retained ones, in order')
+  const older = await resume(token, oldestSeq - 2, epoch, 0)
   t.equal(older.resync?.reason, 'beyond_retention', 'a position before the retention is a resync')
 })
 
 t.test('a backlog beyond the per-connection queue is still a resync', async (t) => {
   const { account, token, epoch } = await subscriber()
-  const since = h.app.stream.stats().lastSeq
+  const since = h.app.stream.walletSeqs(account.address).seq
   publishMixed(account.address, QUEUED_MAX * 2, 1)
   const { seqs, resync } = await resume(token, since, epoch, 0)
   t.equal(resync?.reason, 'backlog_too_large')

@@ -21,7 +21,7 @@ export function eventRoutes(limits: StreamLimits, info: () => Static<typeof Stre
       summary: 'Live event stream (WebSocket): leases with their unsigned paySupplier, offers, advances, jobs, passport events and held payments of the signed-in wallet',
       description:
         'Any session: the events of the signed-in wallet only. Open a WebSocket (RFC 6455) on this path with Authorization: Bearer <token>. ' +
-        'Every text frame is one StreamMessage (components): hello first (epoch, latest seq, retention), then events in seq order, each the whole new state of a lease ' +
+        'Every text frame is one StreamMessage (components): hello first (epoch, the wallet\'s latest seq, retention), then events in seq order (each wallet\'s own numbering: 1 for its first event of the epoch, other wallets\' events not counted), each the whole new state of a lease ' +
         '(to its lender; a leased one carries the paySupplier action of GET /lenders/{address}/actions), an offer (to its borrower), an advance (lender and borrower), ' +
         'a job (borrower and client), a borrower passport, or a held payment (held_payment: to the account the token refused and, for a session wallet, its lender; as GET /credit/held-payments/{address} shows it, amountAtomic 0 once claimed). Events are sent only once their commit is durable. ' +
         `Resume after a disconnect with ?since=<last seq seen>&epoch=<epoch>: nothing missed, nothing repeated, within the retention (${retention}); ` +
