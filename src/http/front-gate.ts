@@ -196,13 +196,21 @@ export function answerSaysClose(chunk: Buffer): Buffer | undefined {
   return at < chunk.length ? closeAfterLine(chunk, at) : undefined
 }
 
+/** What gateConnection takes: each side's bytes as they are read (the gate may keep a chunk: never a reused buffer). */
+export interface GatedConnection {
+  /** A chunk the client sent. */
+  readonly fromClient: (chunk: Buffer) => void
+  /** A chunk uWS sent. */
+  readonly fromUpstream: (chunk: Buffer) => void
+}
+
 /**
  * Joins `client` and `up` (uWS's side of the connection) through the gate, starting with `first`: the bytes the front
  * read before it chose to pass the connection (a whole first head, and whatever followed it). Returns what takes the
- * bytes uWS sends, chunk by chunk: the caller reads `up` (front.ts reads it into one buffer with `onread`, no 'data'
- * events) and hands each chunk over, which the gate may keep.
+ * bytes each side sends, chunk by chunk: the caller reads both sockets (front.ts reads each into the thread's one
+ * buffer, no 'data' events) and hands each chunk over, which the gate may keep.
  */
-export function gateConnection(client: Socket, up: Socket, first: Buffer, headMaxBytes: number, refuseHead: (fault: number) => Buffer): (chunk: Buffer) => void {
+export function gateConnection(client: Socket, up: Socket, first: Buffer, headMaxBytes: number, refuseHead: (fault: number) => Buffer): GatedConnection {
   let open = true
   /** Client bytes not yet forwarded: the start of the next request, or requests pipelined behind the pending one. */
   let held = first
@@ -350,11 +358,6 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
     pump()
   }
 
-  client.on('data', (chunk: Buffer) => {
-    if (!open) { toUpstream(last ? bodyPart(chunk) : chunk); return }
-    held = held.length === 0 ? chunk : Buffer.concat([held, chunk])
-    pump()
-  })
   // The client's FIN goes on once everything before it has: uWS then aborts a request still pending, as it does when
   // it owns the socket.
   client.on('end', () => {
@@ -365,7 +368,12 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
   client.on('drain', () => up.resume())
   up.on('end', () => client.end())
   pump()
-  return (chunk: Buffer): void => {
+  const fromClient = (chunk: Buffer): void => {
+    if (!open) { toUpstream(last ? bodyPart(chunk) : chunk); return }
+    held = held.length === 0 ? chunk : Buffer.concat([held, chunk])
+    pump()
+  }
+  const fromUpstream = (chunk: Buffer): void => {
     if (open) {
       if (!client.write(chunk)) up.pause()
       follow(chunk)
@@ -381,4 +389,5 @@ export function gateConnection(client: Socket, up: Socket, first: Buffer, headMa
     }
     if (!client.write(chunk)) up.pause()
   }
+  return { fromClient, fromUpstream }
 }

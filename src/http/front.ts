@@ -24,13 +24,13 @@
 // The thread owns the public socket and every client connection; the service thread only sees uWS's side. What the
 // front answers itself it logs through the service's logger (a message to the service thread).
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer, connect, isIPv4, isIPv6, type Server, type Socket } from 'node:net'
+import { createServer, connect, isIPv4, isIPv6, Socket, type Server, type SocketConstructorOpts } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { ClientCounts } from './client-counts.ts'
 import { clientKeyOf } from './client-key.ts'
-import { FAULT_BODY_TOO_LARGE, FAULT_CONTENT_LENGTH, FAULT_CONTROL, FAULT_HOSTS, FAULT_LINE_END, FAULT_METHOD, FAULT_NO_HOST, FAULT_OBS_TEXT, FAULT_REQUEST_LINE, FAULT_TOO_LARGE, answerSaysClose, framingAt, gateConnection, KNOWN_METHODS, NO_LENGTH, UNFRAMED } from './front-gate.ts'
+import { FAULT_BODY_TOO_LARGE, FAULT_CONTENT_LENGTH, FAULT_CONTROL, FAULT_HOSTS, FAULT_LINE_END, FAULT_METHOD, FAULT_NO_HOST, FAULT_OBS_TEXT, FAULT_REQUEST_LINE, FAULT_TOO_LARGE, answerSaysClose, framingAt, gateConnection, type GatedConnection, KNOWN_METHODS, NO_LENGTH, UNFRAMED } from './front-gate.ts'
 import { requestIdMinter, type Logger, type LogLine } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE } from './problem.ts'
 
@@ -53,14 +53,55 @@ export const UPSTREAM_HEAD_MAX_BYTES = 4000
  */
 const HEAD_TIMEOUT_MS = 10_000
 const CRLF2 = Buffer.from('\r\n\r\n')
-/** Largest read from uWS's side of a passed connection (Node's own reads are 64 KiB). */
-const UPSTREAM_READ_BYTES = 64 * 1024
-let upstreamRead: Buffer | undefined
+/** Largest read from either side of a passed connection (Node's own reads are 64 KiB). */
+const READ_BYTES = 64 * 1024
+let threadRead: Buffer | undefined
 /**
- * The one buffer every passed connection of this thread reads uWS's bytes into: reads run one at a time on the
+ * The one buffer every passed connection of this thread reads both sides' bytes into: reads run one at a time on the
  * thread, and each chunk is copied out before the next (made on first use: only the fronts' thread reads into it).
  */
-const upstreamReadBuffer = (): Buffer => (upstreamRead ??= Buffer.allocUnsafe(UPSTREAM_READ_BYTES))
+const readBuffer = (): Buffer => (threadRead ??= Buffer.allocUnsafe(READ_BYTES))
+/** An `onread` callback that hands `take` a copy of each chunk read into readBuffer (the gate may keep it). */
+const copiedOut = (take: (chunk: Buffer) => void) => (length: number): boolean => {
+  const chunk = Buffer.allocUnsafe(length)
+  ;(threadRead as Buffer).copy(chunk, 0, 0, length)
+  take(chunk)
+  return true
+}
+/**
+ * The private symbols a net.Socket keeps its `onread` option under (`kBuffer`, `kBufferCb`, `kBufferGen` of Node's
+ * stream_base_commons), read off a socket made with one; undefined when this Node has not all of them.
+ */
+let onreadSymbols: readonly [symbol, symbol, symbol] | null | undefined
+function socketOnreadSymbols(): readonly [symbol, symbol, symbol] | undefined {
+  if (onreadSymbols === undefined) {
+    // (Node takes `onread` in a Socket's options; this @types/node version does not declare it.)
+    const options = { onread: { buffer: Buffer.alloc(1), callback: () => true } } as SocketConstructorOpts
+    const own = Object.getOwnPropertySymbols(new Socket(options))
+    const [buffer, callback, gen] = ['kBuffer', 'kBufferCb', 'kBufferGen'].map((name) => own.find((symbol) => symbol.description === name))
+    onreadSymbols = buffer !== undefined && callback !== undefined && gen !== undefined ? [buffer, callback, gen] : null
+  }
+  return onreadSymbols ?? undefined
+}
+
+/**
+ * Has a socket net.Server accepted read from now on into readBuffer and hand `take` a copy of each chunk, as `onread`
+ * does for a socket the front connects (net.Server takes no `onread`): no 64 KiB allocated per read, no readable
+ * stream's push and 'data' event (issue 11: about a microsecond a request on the front's thread). It sets what
+ * `new Socket({ onread })` sets: the stream's user buffer (its handle's `useUserBuffer`), and its callback under the
+ * socket's own symbols, which Node's read path, pause and resume read. False, changing nothing, when this Node lacks
+ * either; the caller then reads 'data' events.
+ */
+export function readAcceptedIntoBuffer(socket: Socket, take: (chunk: Buffer) => void): boolean {
+  const symbols = socketOnreadSymbols()
+  const handle = (socket as unknown as { _handle?: { useUserBuffer?: (buffer: Buffer) => void } | null })._handle
+  if (symbols === undefined || typeof handle?.useUserBuffer !== 'function') return false
+  const [buffer, callback, gen] = symbols
+  const read = readBuffer()
+  Object.assign(socket, { [buffer]: read, [callback]: copiedOut(take), [gen]: null })
+  handle.useUserBuffer(read)
+  return true
+}
 // The target is a path (origin-form): uWS answers nothing to `*`, an absolute URL or an authority (outsider18).
 const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\/[^ \t]*) HTTP\/([0-9])\.([0-9])$/
 
@@ -325,28 +366,25 @@ export async function listenFront(settings: FrontSettings, log: Logger): Promise
         deadline = setTimeout(() => client.destroy(), HEAD_TIMEOUT_MS)
         return
       }
-      // A passed connection reads what uWS sends into the thread's one read buffer (`onread`), and the gate is handed a
-      // copy the size of the chunk: Node's own reads allocate 64 KiB per read and go through the stream's events.
-      let fromUpstream: ((chunk: Buffer) => void) | undefined
-      const read = upstreamReadBuffer()
-      const up = decision.http10 ? connect({ path: upstreamPath }) : connect({ path: upstreamPath, onread: { buffer: read, callback: (length) => {
-        const chunk = Buffer.allocUnsafe(length)
-        read.copy(chunk, 0, 0, length)
-        fromUpstream?.(chunk)
-        return true
-      } } })
+      // A passed connection reads both sides into the thread's one read buffer (`onread`; readAcceptedIntoBuffer), and
+      // the gate is handed a copy the size of the chunk: Node's own reads allocate 64 KiB per read and go through the
+      // stream's events.
+      let gate: GatedConnection | undefined
+      const up = decision.http10 ? connect({ path: upstreamPath }) : connect({ path: upstreamPath, onread: { buffer: readBuffer(), callback: copiedOut((chunk) => gate?.fromUpstream(chunk)) } })
       upstream = up
       upstreams.set(client, up)
       up.setNoDelay(true)
       up.write(proxyV2Header(client.remoteAddress, client.remotePort, client.localAddress, client.localPort))
       up.on('error', () => client.destroy())
       if (!decision.http10) {
-        fromUpstream = gateConnection(client, up, decision.bytes, UPSTREAM_HEAD_MAX_BYTES, (fault) => {
+        const gated = gateConnection(client, up, decision.bytes, UPSTREAM_HEAD_MAX_BYTES, (fault) => {
           const requestId = mintRequestId()
           const problem = headProblem(fault)
           log({ level: 'info', msg: 'request', method: '', path: '', status: problem.status, requestId, front: true })
           return answer(problem.status, problem, requestId)
         })
+        gate = gated
+        if (!readAcceptedIntoBuffer(client, gated.fromClient)) client.on('data', gated.fromClient)
         return
       }
       up.write(decision.bytes)
