@@ -20,15 +20,18 @@ interface Msgpackr {
   decode(bytes: Uint8Array): unknown
 }
 
-/** The msgpackr encoder lmdb-js makes from format 3's options: what the store wrote before, and what reads decode with. */
-function msgpackrOfFormat3(t: { teardown: (fn: () => unknown) => void }): Msgpackr {
+/**
+ * The msgpackr encoder lmdb-js makes from format 3's options (with `structures`, by default the store's): what the
+ * store wrote before, and what reads decode with.
+ */
+function msgpackrOfFormat3(t: { teardown: (fn: () => unknown) => void }, structures: readonly (readonly string[])[] = VALUE_STRUCTURES): Msgpackr {
   const dir = tempDir('structures-encoder-')
   const root: RootDatabase = open({ path: dir, useBigIntExtension: true } as never)
   t.teardown(async () => {
     await root.close()
     fs.rmSync(dir, { recursive: true, force: true })
   })
-  return (root.openDB({ name: 'snapshots', ...valueEncoding(VALUE_STRUCTURES) } as never) as unknown as { encoder: Msgpackr }).encoder
+  return (root.openDB({ name: 'snapshots', ...valueEncoding(structures) } as never) as unknown as { encoder: Msgpackr }).encoder
 }
 
 const bytesOf = (encoded: Encoded): Buffer => Buffer.from(encoded.subarray(encoded.start ?? 0, encoded.end ?? encoded.length))
@@ -107,13 +110,7 @@ t.test('structures that share their first keys: the first whose keys are exactly
   // prefixes of one another (longer first and shorter first), a fork after two keys, and later ones that end or go on
   // as an earlier one does but differ before
   const structures = [['a', 'b', 'c'], ['a', 'b', 'd'], ['a', 'b'], ['a'], ['a', 'c'], ['a', 'c', 'e', 'f'], ['a', 'x', 'g'], ['a', 'y', 'z'], ['b']]
-  const dir = tempDir('structures-encoder-shared-')
-  const root: RootDatabase = open({ path: dir, useBigIntExtension: true } as never)
-  t.teardown(async () => {
-    await root.close()
-    fs.rmSync(dir, { recursive: true, force: true })
-  })
-  const msgpackr = (root.openDB({ name: 'shared', ...valueEncoding(structures) } as never) as unknown as { encoder: Msgpackr }).encoder
+  const msgpackr = msgpackrOfFormat3(t, structures)
   const encoder = new StructuresEncoder(structures)
   const shapes = [
     ['a', 'b', 'c'], ['a', 'b', 'd'], ['a', 'b'], ['a'], ['a', 'c'], ['b'],
