@@ -246,27 +246,55 @@ export class StructuresEncoder {
     this.#depth--
   }
 
+  /**
+   * An object as the first structure (in the order given) whose keys are exactly its keys in order, else as a map. A
+   * structure's object is walked once (issue 11: there were three walks, for its first key, the comparison and the
+   * values): each value is written as its key matches the structure's; at a key that does not, the next structure
+   * with the same keys so far and this one takes over (the values written stay: the same keys, the same bytes, only
+   * the structure's byte differs), and if none has them the object is written again, as a map.
+   */
   #object(object: Record<string, unknown>): void {
-    let first: string | undefined
+    let candidates: readonly SharedStructure[] | undefined
+    let index = -1
+    let keys: readonly string[] = NO_KEYS
+    let idAt = 0
+    let count = 0
+    let keyed = false
     for (const key in object) {
-      first = key
-      break
+      if (count === 0) {
+        if (this.#depth >= this.#depthMax) throw NOT_JSON_LIKE
+        this.#depth++
+        keyed = true
+        candidates = this.#byFirstKey.get(key)
+        if (candidates === undefined) break
+        index = 0
+        keys = (candidates[0] as SharedStructure).keys
+        // The structure's byte is written once known, at its place relative to the value's start (the buffer may be
+        // replaced while the values are written).
+        idAt = this.#position - this.#start
+        this.#position++
+      } else if (keys[count] !== key) {
+        index = nextStructure(candidates as readonly SharedStructure[], index, count, key)
+        if (index < 0) break
+        keys = ((candidates as readonly SharedStructure[])[index] as SharedStructure).keys
+      }
+      count++
+      this.#pack(object[key])
     }
-    if (first === undefined && this.#emptyId >= 0) {
-      this.#target[this.#position++] = this.#emptyId
+    if (index >= 0 && count !== keys.length) index = nextStructure(candidates as readonly SharedStructure[], index, count, undefined)
+    if (index >= 0) {
+      this.#target[this.#start + idAt] = ((candidates as readonly SharedStructure[])[index] as SharedStructure).id
+      this.#depth--
       return
     }
-    if (first !== undefined && this.#depth >= this.#depthMax) throw NOT_JSON_LIKE
-    this.#depth++
-    const candidates = first === undefined ? undefined : this.#byFirstKey.get(first)
     if (candidates !== undefined) {
-      for (const structure of candidates) {
-        if (!hasKeysOf(object, structure.keys)) continue
-        this.#target[this.#position++] = structure.id
-        for (const key in object) this.#pack(object[key])
-        this.#depth--
+      this.#position = this.#start + idAt
+    } else if (!keyed) {
+      if (this.#emptyId >= 0) {
+        this.#target[this.#position++] = this.#emptyId
         return
       }
+      this.#depth++
     }
     // msgpackr's map: a 16-bit size, filled in after the entries (relative to the value's start: the buffer may be
     // replaced meanwhile).
@@ -284,6 +312,23 @@ export class StructuresEncoder {
     this.#target[this.#start + sizeAt + 1] = size & 0xff
     this.#depth--
   }
+}
+
+const NO_KEYS: readonly string[] = []
+
+/**
+ * The index of the first structure after `from` whose keys begin as the `count` keys of structure `from` and then
+ * have `key` (undefined: end there); -1 if none does.
+ */
+function nextStructure(candidates: readonly SharedStructure[], from: number, count: number, key: string | undefined): number {
+  const matched = (candidates[from] as SharedStructure).keys
+  next: for (let j = from + 1; j < candidates.length; j++) {
+    const keys = (candidates[j] as SharedStructure).keys
+    if (key === undefined ? keys.length !== count : keys[count] !== key) continue
+    for (let k = 1; k < count; k++) if (keys[k] !== matched[k]) continue next
+    return j
+  }
+  return -1
 }
 
 /** msgpackr's encoding of a string of fewer than 0x40 UTF-16 units at `at`; returns the bytes written. */
@@ -311,16 +356,6 @@ function writeShortUtf8(target: Buffer, value: string, at: number): number {
     }
   }
   return position - at
-}
-
-/** Whether the object's keys are exactly `keys`, in that order. */
-function hasKeysOf(object: Record<string, unknown>, keys: readonly string[]): boolean {
-  let i = 0
-  for (const key in object) {
-    if (keys[i] !== key) return false
-    i++
-  }
-  return i === keys.length
 }
 
 /**

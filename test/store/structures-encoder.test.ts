@@ -20,15 +20,18 @@ interface Msgpackr {
   decode(bytes: Uint8Array): unknown
 }
 
-/** The msgpackr encoder lmdb-js makes from format 3's options: what the store wrote before, and what reads decode with. */
-function msgpackrOfFormat3(t: { teardown: (fn: () => unknown) => void }): Msgpackr {
+/**
+ * The msgpackr encoder lmdb-js makes from format 3's options (with `structures`, by default the store's): what the
+ * store wrote before, and what reads decode with.
+ */
+function msgpackrOfFormat3(t: { teardown: (fn: () => unknown) => void }, structures: readonly (readonly string[])[] = VALUE_STRUCTURES): Msgpackr {
   const dir = tempDir('structures-encoder-')
   const root: RootDatabase = open({ path: dir, useBigIntExtension: true } as never)
   t.teardown(async () => {
     await root.close()
     fs.rmSync(dir, { recursive: true, force: true })
   })
-  return (root.openDB({ name: 'snapshots', ...valueEncoding(VALUE_STRUCTURES) } as never) as unknown as { encoder: Msgpackr }).encoder
+  return (root.openDB({ name: 'snapshots', ...valueEncoding(structures) } as never) as unknown as { encoder: Msgpackr }).encoder
 }
 
 const bytesOf = (encoded: Encoded): Buffer => Buffer.from(encoded.subarray(encoded.start ?? 0, encoded.end ?? encoded.length))
@@ -99,6 +102,30 @@ t.test('each shared structure is chosen by all its keys in one walk: exact objec
       t.equal(bytes[2], 0xde, `[${shape.slice(0, 3).join(', ')}...] (${shape.length} keys): a map`)
       t.same(msgpackr.decode(bytes), value, 'which reads back as written')
     }
+  }
+  t.end()
+})
+
+t.test('structures that share their first keys: the first whose keys are exactly the object\'s, however far the others followed it', (t) => {
+  // prefixes of one another (longer first and shorter first), a fork after two keys, and later ones that end or go on
+  // as an earlier one does but differ before
+  const structures = [['a', 'b', 'c'], ['a', 'b', 'd'], ['a', 'b'], ['a'], ['a', 'c'], ['a', 'c', 'e', 'f'], ['a', 'x', 'g'], ['a', 'y', 'z'], ['b']]
+  const msgpackr = msgpackrOfFormat3(t, structures)
+  const encoder = new StructuresEncoder(structures)
+  const shapes = [
+    ['a', 'b', 'c'], ['a', 'b', 'd'], ['a', 'b'], ['a'], ['a', 'c'], ['b'],
+    ['a', 'c', 'e', 'f'], ['a', 'x', 'g'], ['a', 'b', 'g'], ['a', 'b', 'c', 'd'], ['a', 'b', 'e'], ['a', 'c', 'd'], ['a', 'c', 'e'], ['a', 'd'], ['b', 'a'], ['c'], [],
+  ]
+  for (const shape of shapes) {
+    const value = { outer: Object.fromEntries(shape.map((k, i) => [k, i === 1 ? { nested: [i, `s${i}`] } : `v${i}`])) }
+    const ours = bytesOf(encoder.encode(value.outer, SYNC_PUT_MODE) as Encoded)
+    const exact = structures.findIndex((keys) => keys.length === shape.length && keys.every((k, i) => k === shape[i]))
+    if (exact >= 0) t.ok(ours.equals(bytesOf(msgpackr.encode(value.outer))), `[${shape.join(', ')}]: structure ${exact}, msgpackr's bytes`)
+    else t.equal(ours[0], 0xde, `[${shape.join(', ')}]: a map`)
+    t.same(msgpackr.decode(ours), value.outer, `[${shape.join(', ')}]: reads back as written`)
+    // the same object nested in another, written into a buffer that already holds values
+    const nested = bytesOf(encoder.encode([value, value], SYNC_PUT_MODE) as Encoded)
+    t.same(msgpackr.decode(nested), [value, value], `[${shape.join(', ')}] nested twice: reads back as written`)
   }
   t.end()
 })
