@@ -36,7 +36,10 @@ export class MatchingBook {
     return lo
   }
 
-  /** First index whose entry sorts after `key`: where a walk that stopped at `key` resumes (its entry may have moved or left). */
+  /**
+   * First index whose entry sorts after `key`: where a walk that stopped at `key` resumes (its entry may have moved or
+   * left the book since).
+   */
   firstAfter(key: BookKey): number {
     let lo = 0
     let hi = this.entries.length

@@ -523,7 +523,8 @@ export class Engine {
 
   /**
    * The wallet watcher saw the balance or allowance of `holder` (a session key) change: a parked lender whose wallet
-   * now holds something is back in its books. Changes nothing durable. Returns whether a lender was unparked.
+   * now pays the least advance (matching.ts walletFunded) is back in its books. Changes nothing durable. Returns
+   * whether a lender was unparked.
    */
   walletChanged(holder: Address): boolean {
     return walletChanged(this.state, holder)
