@@ -54,8 +54,8 @@ export function isUntouchedLender(s: EngineState, lender: LenderRecord): boolean
 
 /**
  * An untouched lender (isUntouchedLender) takes a new session wallet in place of its old one: out of its books, then
- * back in at once if the new wallet already holds the least advance (a new key's wallet seldom does). The old wallet is no
- * longer the lender's: nothing of it is in a lease or advance.
+ * back in at once if the new wallet already holds the least advance (a new key's wallet seldom does). The old wallet
+ * is no longer the lender's: nothing of it is in a lease or advance.
  */
 export function replaceSession(s: EngineState, lender: LenderRecord, sessionAddress: Address): void {
   park(s, lender)
@@ -117,10 +117,11 @@ export function park(s: EngineState, lender: LenderRecord): void {
 }
 
 /**
- * A lender whose session wallet could not pay the least advance of an offer's asset leaves that offer's book only: its wallet on the offer's
- * network is what could not pay, and on its other networks it may hold plenty. Parked (out of every book) once it is in
- * none. Before, one refusal parked it everywhere, so a stranger's request on a network a lender had not funded kept it
- * out of matching on the network it had (an outsider's finding, test/api/outsider14-park-other-network.test.ts).
+ * A lender whose session wallet could not pay the least advance of an offer's asset leaves that offer's book only: its
+ * wallet on the offer's network is what could not pay, and on its other networks it may hold plenty. Parked (out of
+ * every book) once it is in none. Before, one refusal parked it everywhere, so a stranger's request on a network a
+ * lender had not funded kept it out of matching on the network it had (an outsider's finding,
+ * test/api/outsider14-park-other-network.test.ts).
  */
 function parkIn(s: EngineState, lender: LenderRecord, book: MatchingBook | undefined): void {
   const placed = s.bookEntries.get(lender.address)
@@ -147,8 +148,8 @@ function unpark(s: EngineState, lender: LenderRecord): void {
 }
 
 /**
- * A parked lender whose session wallet (`holder`) now can lend (walletFunded) is back in its books (returns true), and so is
- * one out of some of them (parkIn; returns false: it was not parked).
+ * A parked lender whose session wallet (`holder`) now can lend (walletFunded) is back in its books (returns true), and
+ * so is one out of some of them (parkIn; returns false: it was not parked).
  */
 export function walletChanged(s: EngineState, holder: Address): boolean {
   const address = s.lenderBySession.get(holder)
