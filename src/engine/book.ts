@@ -13,7 +13,10 @@ export interface BookEntry {
   registrationSeq: number
 }
 
-export function compareEntries(a: BookEntry, b: BookEntry): number {
+/** An entry's sort key without its lender: where a walk stopped (state.ts `scanMarks`). */
+export type BookKey = Pick<BookEntry, 'askBps' | 'reputationBps' | 'availableAtomic' | 'registrationSeq'>
+
+export function compareEntries(a: BookKey, b: BookKey): number {
   if (a.askBps !== b.askBps) return a.askBps - b.askBps
   if (a.reputationBps !== b.reputationBps) return b.reputationBps - a.reputationBps
   if (a.availableAtomic !== b.availableAtomic) return a.availableAtomic > b.availableAtomic ? -1 : 1
@@ -28,6 +31,21 @@ export class MatchingBook {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
       if (compareEntries(this.entries[mid] as BookEntry, entry) < 0) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  /**
+   * First index whose entry sorts after `key`: where a walk that stopped at `key` resumes (its entry may have moved or
+   * left the book since).
+   */
+  firstAfter(key: BookKey): number {
+    let lo = 0
+    let hi = this.entries.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (compareEntries(this.entries[mid] as BookEntry, key) <= 0) lo = mid + 1
       else hi = mid
     }
     return lo

@@ -160,6 +160,14 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   timeOutsPerCommandMax: 8,
 })
 
+/**
+ * The least advance in `asset` on `network` (advanceMinAtomic; 1 atomic unit when not named): the least a request may
+ * ask, and what a lender's session wallet must hold to be in that book (matching.ts walletFunded, walkBook).
+ */
+export function leastAdvanceAtomic(config: Pick<EngineConfig, 'advanceMinAtomic'>, network: string, asset: string): bigint {
+  return config.advanceMinAtomic[network]?.[asset] ?? 1n
+}
+
 export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig {
   const config = { ...defaultEngineConfig, ...partial }
   const bpsKeys = [

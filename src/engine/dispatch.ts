@@ -32,6 +32,8 @@ export function scheduleOffer(s: EngineState, snap: OfferSnapshot): void {
   } else {
     s.waitingOffers.delete(o.offerId)
     s.offerExpiries.get(o.network)?.delete(o.offerId)
+    // Leased or ended: its walk's resume mark goes (matching.ts walkBook); an offer back from a lease starts afresh.
+    if (s.scanMarks.size > 0) s.scanMarks.delete(o.offerId)
   }
 }
 

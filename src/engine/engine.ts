@@ -9,7 +9,7 @@ import type { TxProof } from '../../machines/index.ts'
 import { refused } from './actors.ts'
 import { applyRepaidFact } from './advances.ts'
 import { borrowerOf, liftDueSuspensions, suspend } from './borrowers.ts'
-import { resolveConfig, type EngineConfig } from './config.ts'
+import { leastAdvanceAtomic, resolveConfig, type EngineConfig } from './config.ts'
 import { drain, touch } from './changes.ts'
 import { chainTimeOf, dueCounts, ended, matchChangesMax, OFFER_EXPIRY_CHANGES_MAX, offersToDispatch, oldestOverdueMs, roomFor, timersDue, type Ended } from './dispatch.ts'
 import { fundOffer, observeChain, timeOutDueLeases, type ChainObservation, type ChainObservationOutcome, type PastLeaseOf } from './chain-facts.ts'
@@ -245,7 +245,7 @@ export class Engine {
     const s = this.state
     if (!sameAddress(input.agent, input.caller)) return forbidden('credit is requested by the borrower agent itself: sign in as the body\'s agent')
     if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
-    const minimum = this.config.advanceMinAtomic[input.network]?.[input.asset] ?? 1n
+    const minimum = leastAdvanceAtomic(this.config, input.network, input.asset)
     if (input.amountAtomic < minimum) {
       return fail('invalid', 'amount_below_minimum', `amountAtomic must be at least ${minimum}, the least advance in ${input.asset} on ${input.network} (the catalog's networks[].assets[].advanceMinAtomic)`)
     }
@@ -523,7 +523,8 @@ export class Engine {
 
   /**
    * The wallet watcher saw the balance or allowance of `holder` (a session key) change: a parked lender whose wallet
-   * now holds something is back in its books. Changes nothing durable. Returns whether a lender was unparked.
+   * now pays the least advance (matching.ts walletFunded) is back in its books. Changes nothing durable. Returns
+   * whether a lender was unparked.
    */
   walletChanged(holder: Address): boolean {
     return walletChanged(this.state, holder)

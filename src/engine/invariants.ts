@@ -154,7 +154,10 @@ function checkBorrowersAndBooks(s: EngineState): void {
   }
 }
 
-/** Dispatch's schedules hold exactly the live leases at their expiry and the live offers waiting for a lender. */
+/**
+ * Dispatch's schedules hold exactly the live leases at their expiry and the live offers waiting for a lender; scan marks
+ * (matching.ts walkBook) belong to waiting offers only.
+ */
 function checkSchedules(s: EngineState): void {
   let scheduled = 0
   for (const [network, schedule] of s.leaseExpiries) {
@@ -187,5 +190,8 @@ function checkSchedules(s: EngineState): void {
   }
   if (s.waitingOffers.size !== waiting || offersScheduled !== waiting) {
     throw new Error('invariant: the waiting-offer schedules hold offers that are not waiting for a lender')
+  }
+  for (const id of s.scanMarks.keys()) {
+    if (!s.waitingOffers.has(id)) throw new Error(`invariant: offer ${id} keeps a scan mark but is not waiting for a lender`)
   }
 }

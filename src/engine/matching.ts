@@ -2,7 +2,8 @@
 // the walk that picks the cheapest eligible lender, and one attempt to lease an offer; offers ending unmatched.
 import { offerRefusals, type OfferContext } from '../../machines/index.ts'
 import { expect, send, type Refusal } from './actors.ts'
-import { entryFor, MatchingBook } from './book.ts'
+import { entryFor, MatchingBook, type BookEntry } from './book.ts'
+import { leastAdvanceAtomic } from './config.ts'
 import { offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { leaseDeadlineBaseMs, networkClockMs } from './dispatch.ts'
@@ -21,7 +22,10 @@ interface Candidate {
   fee: bigint
 }
 
-/** A registered (or restored) lender enters the registry parked, and its books at once if its wallet holds anything. */
+/**
+ * A registered (or restored) lender enters the registry parked, and its books at once if its wallet holds the least
+ * advance on one of its networks (walletFunded).
+ */
 export function addLender(s: EngineState, lender: LenderRecord): void {
   s.lenders.set(lender.address, lender)
   s.lenderOrder.push(lender.address)
@@ -50,8 +54,8 @@ export function isUntouchedLender(s: EngineState, lender: LenderRecord): boolean
 
 /**
  * An untouched lender (isUntouchedLender) takes a new session wallet in place of its old one: out of its books, then
- * back in at once if the new wallet already holds something (a new key's wallet seldom does). The old wallet is no
- * longer the lender's: nothing of it is in a lease or advance.
+ * back in at once if the new wallet already holds the least advance (a new key's wallet seldom does). The old wallet
+ * is no longer the lender's: nothing of it is in a lease or advance.
  */
 export function replaceSession(s: EngineState, lender: LenderRecord, sessionAddress: Address): void {
   park(s, lender)
@@ -89,13 +93,18 @@ export function removeLenders(s: EngineState, addresses: readonly Address[]): Ad
 }
 
 /**
- * Whether the lender has anything to lend: its session wallet holds anything spendable on one of its networks, and
- * it did not withdraw everything it had available (such a lender stays out of the books). A lender whose liquidity is
- * merely all lent is not held out: its repayment may be recorded after the watcher saw its wallet change.
+ * Whether the lender can lend: its session wallet can pay the least advance of its asset on one of its networks
+ * (leastAdvanceAtomic), and it did not withdraw everything it had available (such a lender stays out of the books). A
+ * wallet holding less could lend nothing: before, 1 atomic unit put a lender in the books, so a stranger's 4,096 such
+ * lenders cost it 4,096 units and each match attempt could refuse 4,096 leases (outsider21). A lender whose
+ * liquidity is merely all lent is not held out: its repayment may be recorded after the watcher saw its wallet change.
  */
 function walletFunded(s: EngineState, lender: LenderRecord): boolean {
   if (lender.availableAtomic <= 0n && lender.withdrawnAtomic + lender.withdrawalPendingAtomic > 0n) return false
-  return lender.networks.some((n) => s.wallets.spendableAtomic(n, lender.assets[n] as string, lender.sessionAddress) > 0n)
+  return lender.networks.some((n) => {
+    const asset = lender.assets[n] as string
+    return s.wallets.spendableAtomic(n, asset, lender.sessionAddress) >= leastAdvanceAtomic(s.config, n, asset)
+  })
 }
 
 export function park(s: EngineState, lender: LenderRecord): void {
@@ -108,10 +117,11 @@ export function park(s: EngineState, lender: LenderRecord): void {
 }
 
 /**
- * A lender whose session wallet could not pay an offer leaves that offer's book only: its wallet on the offer's
- * network is what could not pay, and on its other networks it may hold plenty. Parked (out of every book) once it is in
- * none. Before, one refusal parked it everywhere, so a stranger's request on a network a lender had not funded kept it
- * out of matching on the network it had (an outsider's finding, test/api/outsider14-park-other-network.test.ts).
+ * A lender whose session wallet could not pay the least advance of an offer's asset leaves that offer's book only: its
+ * wallet on the offer's network is what could not pay, and on its other networks it may hold plenty. Parked (out of
+ * every book) once it is in none. Before, one refusal parked it everywhere, so a stranger's request on a network a
+ * lender had not funded kept it out of matching on the network it had (an outsider's finding,
+ * test/api/outsider14-park-other-network.test.ts).
  */
 function parkIn(s: EngineState, lender: LenderRecord, book: MatchingBook | undefined): void {
   const placed = s.bookEntries.get(lender.address)
@@ -138,8 +148,8 @@ function unpark(s: EngineState, lender: LenderRecord): void {
 }
 
 /**
- * A parked lender whose session wallet (`holder`) now holds something is back in its books (returns true), and so is
- * one out of some of them (parkIn; returns false: it was not parked).
+ * A parked lender whose session wallet (`holder`) now can lend (walletFunded) is back in its books (returns true), and
+ * so is one out of some of them (parkIn; returns false: it was not parked).
  */
 export function walletChanged(s: EngineState, holder: Address): boolean {
   const address = s.lenderBySession.get(holder)
@@ -183,6 +193,8 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
   const answer = send(s, 'offer', offer, { type: 'EXPIRE', reason: walk.outOfLeases ? 'leases_exhausted' : 'stale', chainTimeMs: networkClockMs(s, o.network, nowMs), nowMs })
   if (!answer.accepted) {
     if (answer.code !== offerRefusals.EXPIRE.guarded) return notMatched(s, offer, answer, nowMs)
+    // It waits: its next walk resumes after the bound this one reached, or starts at the front (walkBook).
+    markScan(s, o.offerId, walk.stoppedAt)
     refuseAll(s, o, walk.refused, refusedLeases, nowMs)
     return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: false }
   }
@@ -234,35 +246,59 @@ function notMatched(s: EngineState, offer: OfferActor, answer: Refusal, nowMs: n
 
 /**
  * The lenders one matching attempt leases to, in book order, without changing anything: those whose wallet cannot
- * pay (each gets a lease refused at once, which is not one of the offer's leases) and the first whose wallet can.
+ * pay the least advance of the offer's asset (each gets a lease refused at once, which is not one of the offer's
+ * leases) and the first whose wallet can pay the amount. A wallet that can pay the least advance but not this amount
+ * is passed over, like liquidity that does not cover it: refused, it left the book for every later offer, small ones
+ * included, and a stranger's waiting offer larger than the cheapest lender's wallet kept it out at every dispatch
+ * (outsider21). The walk starts after the offer's scan mark when it has one (state.ts `scanMarks`); `stoppedAt` is the
+ * last entry scanned when the walk reached lendersScannedPerMatchMax with entries left and no lender, else null.
  */
-function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Candidate[]; granted: Candidate | null; outOfLeases: boolean } {
+function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Candidate[]; granted: Candidate | null; outOfLeases: boolean; stoppedAt: BookEntry | null } {
   const refused: Candidate[] = []
   const book = s.books.get(bookKey(o.network, o.asset))
   const leasesLeft = s.config.leasesPerOfferMax - o.leaseIds.length
   if (book && leasesLeft > 0) {
-    const scanMax = s.config.lendersScannedPerMatchMax
+    const entries = book.entries
+    let start = 0
+    if (s.scanMarks.size > 0) {
+      const mark = s.scanMarks.get(o.offerId)
+      if (mark !== undefined) start = book.firstAfter(mark)
+    }
+    const end = Math.min(entries.length, start + s.config.lendersScannedPerMatchMax)
     // Exact comparisons: every address in the engine is EIP-55 checksummed on its way in (sessions, bodies, chain events).
     const borrower = o.borrower
     const client = clientOf(s, o)
-    let scanned = 0
-    for (const entry of book.entries) {
-      if (scanned >= scanMax) break
-      scanned += 1
+    let i = start
+    for (; i < end; i++) {
+      const entry = entries[i] as BookEntry
       // Asks only rise along the book: once this ask prices the fee above the maximum, no later lender fits.
       if (feeAtomic(o.amountAtomic, entry.askBps) > o.maximumFeeAtomic) break
       const lender = entry.lender
       const fee = eligibleFee(lender, o, s.config, nowMs)
       if (fee === null || o.excludedLenders.includes(lender.address) || isParty(lender, borrower) || (client !== undefined && isParty(lender, client))) continue
       if (atLeaseAllowance(s, lender)) continue
-      if (!walletCovers(s, lender, o.network, o.asset, o.amountAtomic)) {
-        refused.push({ lender, fee })
-        continue
-      }
-      return { refused, granted: { lender, fee }, outOfLeases: false }
+      const free = walletFreeAtomic(s, lender, o.network, o.asset)
+      if (free >= o.amountAtomic) return { refused, granted: { lender, fee }, outOfLeases: false, stoppedAt: null }
+      if (free < leastAdvanceAtomic(s.config, o.network, o.asset)) refused.push({ lender, fee })
     }
+    // The bound, not the book's end nor the fee break, ended the walk: the next one resumes after it.
+    if (i === end && end < entries.length) return { refused, granted: null, outOfLeases: false, stoppedAt: entries[end - 1] as BookEntry }
   }
-  return { refused, granted: null, outOfLeases: leasesLeft <= 0 }
+  return { refused, granted: null, outOfLeases: leasesLeft <= 0, stoppedAt: null }
+}
+
+/**
+ * Keeps where the offer's walk stopped (a copy of the entry's key: the entry moves as its lender's liquidity changes),
+ * or clears it: a walk that ends without a lender before the bound (the book's end, the fee break) starts the next at
+ * the front.
+ */
+function markScan(s: EngineState, offerId: string, stoppedAt: BookEntry | null): void {
+  if (stoppedAt === null) {
+    if (s.scanMarks.size > 0) s.scanMarks.delete(offerId)
+    return
+  }
+  const { askBps, reputationBps, availableAtomic, registrationSeq } = stoppedAt
+  s.scanMarks.set(offerId, { askBps, reputationBps, availableAtomic, registrationSeq })
 }
 
 /**
@@ -289,11 +325,6 @@ function clientOf(s: EngineState, o: OfferContext): Address | undefined {
 /** Whether the lender is `party` (the offer's borrower, or its job's client) by its address or its session key. */
 function isParty(lender: LenderRecord, party: Address): boolean {
   return lender.address === party || lender.sessionAddress === party
-}
-
-/** The lender's wallet must cover this payment on top of its other live leases on the same network and asset. */
-function walletCovers(s: EngineState, lender: LenderRecord, network: string, asset: string, amountAtomic: bigint): boolean {
-  return walletFreeAtomic(s, lender, network, asset) >= amountAtomic
 }
 
 /**

@@ -41,8 +41,8 @@ export class ClientRegistrationsFullError extends Error {
  * Per client (clientKeyOf), the lender registrations made from it in this process that still wait for their session
  * wallet's first funds: at most lendersPendingPerClientMax at once, so one script cannot fill lendersPendingMax and
  * hold every new lender off for the TTL. A registration stops waiting when the engine first takes its lender into the
- * books (its wallet was seen holding something: `released` from the wallet watcher's update, src/app/app.ts) or when
- * the sweep removes it. Memory: one entry per waiting registration, and a client's map only while it has one; every
+ * books (its wallet was seen holding the least advance: `released` from the wallet watcher's update, src/app/app.ts) or
+ * when the sweep removes it. Memory: one entry per waiting registration, and a client's map only while it has one; every
  * entry is a parked lender, so lendersPendingMax bounds them. Not stored: after a restart the registrations made
  * before it count against lendersPendingMax only.
  */

@@ -122,18 +122,34 @@ t.test('a session wallet short of the policy: the top-up transfer, sent from the
   t.match(actions, [{ kind: 'top_up', signer: 'lender', amountAtomic: usdc(400).toString(), transaction: { from: short.account.address, to: new ChainAgent(h.network, short.account).token(USDC) } }])
   t.equal(actions.length, 1, 'the allowance covers the policy: no approve')
 
-  // Short of 300: refused once (insufficient balance) and parked; the next lender gets the offer.
+  // Short of 300: passed over, as liquidity that does not cover it; its wallet pays the least advance (1 USDC), so it is
+  // not refused, and stays in its book for smaller offers (outsider21).
+  const passed = await borrowerClient.post('/credit/request', { ...creditRequest(h, borrower.address, SOURCE, usdc(300), usdc(30)), productType: 'asset-backed' })
+  const passedMatch = await borrowerClient.post('/credit/match', { offerId: passed.body.offer.offerId })
+  t.equal(passedMatch.status, 200, JSON.stringify(passedMatch.body))
+  t.not(passedMatch.body.lease?.lender, short.account.address, 'the short wallet is passed over')
+  t.notOk(passedMatch.body.refusedLeases.some((l: Json) => l['lender'] === short.account.address), 'not refused')
+  t.notOk(h.app.service.engine.isParked(short.account.address), 'and still in the books')
+
+  // The session key sends all but half a USDC away: below the least advance, refused once (insufficient balance) and
+  // parked; the next lender gets the offer.
+  await new ChainAgent(h.network, short.session).transferToken(USDC, short.account.address, usdc(100) - usdc(1) / 2n)
+  await watcherCurrent(short)
   const first = await borrowerClient.post('/credit/request', { ...creditRequest(h, borrower.address, SOURCE, usdc(300), usdc(30)), productType: 'asset-backed' })
   const refusedMatch = await borrowerClient.post('/credit/match', { offerId: first.body.offer.offerId })
   t.equal(refusedMatch.status, 200, JSON.stringify(refusedMatch.body))
   t.not(refusedMatch.body.lease?.lender, short.account.address, 'the short wallet is passed over')
+  t.ok(refusedMatch.body.refusedLeases.some((l: Json) => l['lender'] === short.account.address && l['endReason'] === 'insufficient_balance'), 'refused')
   t.ok(h.app.service.engine.isParked(short.account.address), 'and out of the books')
+  const topUp = await actionsOf(t, short)
+  t.match(topUp, [{ kind: 'top_up', signer: 'lender', amountAtomic: (usdc(500) - usdc(1) / 2n).toString() }])
 
-  // The lender's own wallet has the tokens to send (it kept none after funding the session wallet with 100).
+  // The lender's own wallet has the tokens to send (it kept none after funding the session wallet with 100, and got
+  // 99.5 back).
   await fund(h.devnet, h.network, short.account.address, usdc(400))
   const before = await new ChainAgent(h.network, short.account).balanceOf(USDC, short.session.address)
-  await new ChainAgent(h.network, short.account).sendUnsigned(actions[0]!['transaction'])
-  t.equal(await new ChainAgent(h.network, short.account).balanceOf(USDC, short.session.address), before + usdc(400), 'the top-up reached the session wallet')
+  await new ChainAgent(h.network, short.account).sendUnsigned(topUp[0]!['transaction'])
+  t.equal(await new ChainAgent(h.network, short.account).balanceOf(USDC, short.session.address), before + usdc(500) - usdc(1) / 2n, 'the top-up reached the session wallet')
   await watcherCurrent(short)
   t.notOk(h.app.service.engine.isParked(short.account.address), 'back in the books')
   t.equal((await profileOf(t, short))['availableAtomic'], usdc(500).toString(), 'the whole policy is available')

@@ -59,8 +59,11 @@ t.test('lease expiry: reliability lowered, rematched to the next lender, the lat
   engine.checkInvariants()
 })
 
+/** The least advance is 1000 here: a wallet holding 999 cannot pay one, and is refused (a wallet that can is passed over). */
+const LEAST_ADVANCE_1000 = { advanceMinAtomic: { [NET]: { [ASSET]: 1000n } } }
+
 t.test('insufficient balance: the lease expires at once and the next lender gets it', async (t) => {
-  const { engine, wallets } = world()
+  const { engine, wallets } = world(LEAST_ADVANCE_1000)
   wallets.set(lenderInput(1).sessionAddress, 999n)
   const offerId = offerFor(engine)
   const result = engine.matchOffer({ offerId, caller: BORROWER }, T0)
@@ -80,7 +83,7 @@ t.test('insufficient balance: the lease expires at once and the next lender gets
 })
 
 t.test('a parked lender is back in the book once its wallet changes; one never funded starts parked', async (t) => {
-  const { engine, wallets } = world()
+  const { engine, wallets } = world(LEAST_ADVANCE_1000)
   wallets.set(lenderInput(1).sessionAddress, 999n)
   unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0))
   const again = unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0))
@@ -97,8 +100,9 @@ t.test('the wallet must cover all live leases of the lender on that network and 
   wallets.set(lenderInput(1).sessionAddress, 1500n)
   t.equal(unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0)).lease?.lender, lenderInput(1).address)
   const second = unwrap(engine.matchOffer({ offerId: offerFor(engine), caller: BORROWER }, T0))
-  t.equal(second.refusedLeases[0]?.lender, lenderInput(1).address, '1500 cannot pay 1000 + 1000')
-  t.equal(second.lease?.lender, lenderInput(2).address)
+  t.equal(second.lease?.lender, lenderInput(2).address, '1500 cannot pay 1000 + 1000')
+  t.same(second.refusedLeases, [], 'passed over, not refused: the 500 left pays the least advance (1)')
+  t.notOk(engine.isParked(lenderInput(1).address), 'and still in its book')
   engine.checkInvariants()
 })
 

@@ -228,6 +228,7 @@ t.test('restoring from the snapshots mid-sequence changes nothing observable', a
         // refusal is tried once more, README "Matching cannot be jammed") and leaves out one whose wallet emptied
         // unseen (the straight run still tries it and refuses its lease). That one difference is carried over here,
         // in both directions, so the rest of the state is compared exactly.
+        // Scan marks (state.ts `scanMarks`, in memory too) need no carrying over: 4 lenders never reach 4,096.
         engine = new Engine(config, wallets, (straight.store[i - 1] ?? new Map()).values())
         placeAs((engine as unknown as { state: EngineState }).state, straight.books[i - 1] ?? new Map())
         // Restored before the first step, the engine has no store yet: it is seeded as at a start.

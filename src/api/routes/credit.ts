@@ -305,7 +305,8 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       description:
         'lease is null when no eligible lender can take the offer now; it keeps waiting and dispatch retries it. ' +
         'A lender whose wallet or session key is the borrower, or on a job the job\'s client, is never eligible (no self-dealing). ' +
-        'refusedLeases lists lenders whose wallet could not pay (expired at once, reason insufficient_balance).',
+        'refusedLeases lists lenders whose wallet could not pay the asset\'s least advance (expired at once, reason insufficient_balance); ' +
+        'a wallet that pays it but not the amount is passed over for this offer, not listed.',
       tags,
       auth: 'session',
       body: MatchRequest,
