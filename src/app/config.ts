@@ -7,7 +7,7 @@ import Type from 'typebox'
 import { Compile } from 'typebox/compile'
 import { getAddress, isAddress, isHex, type Address, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import type { EngineConfig } from '../engine/config.ts'
+import { defaultEngineConfig, resolveConfig, type EngineConfig } from '../engine/config.ts'
 import { reputationDefaults, type ReputationConfig } from '../reputation/index.ts'
 import { parseCorsOrigins } from '../http/cors.ts'
 import { FORMAT_PATTERNS } from '../engine/ids.ts'
@@ -411,6 +411,26 @@ function reputationOf(file: ConfigFile): ReputationConfig {
   }
 }
 
+/**
+ * The file's `engine`: thresholds of EngineConfig, each a number there. A misspelt key was kept and ignored, and a value
+ * out of range stopped the start only later, as a RangeError of the engine; both are refused here, naming the key.
+ * `leaseTtlMs` and `offerTtlMs` are set by leaseTtlSeconds and offerTtlSeconds, which would override them unseen.
+ */
+function engineOf(engine: Record<string, number> | undefined): Partial<EngineConfig> {
+  if (engine === undefined) return {}
+  const thresholds = Object.keys(defaultEngineConfig).filter((key) => typeof defaultEngineConfig[key as keyof EngineConfig] === 'number' && key !== 'leaseTtlMs' && key !== 'offerTtlMs')
+  for (const key of Object.keys(engine)) {
+    if (key === 'leaseTtlMs' || key === 'offerTtlMs') throw new ConfigError(`engine.${key}: set ${key === 'leaseTtlMs' ? 'leaseTtlSeconds' : 'offerTtlSeconds'} instead`)
+    if (!thresholds.includes(key)) throw new ConfigError(`engine.${key}: not an engine threshold (one of ${thresholds.join(', ')})`)
+  }
+  try {
+    resolveConfig(engine)
+  } catch (error) {
+    throw new ConfigError((error as Error).message)
+  }
+  return engine as Partial<EngineConfig>
+}
+
 function supplierOf(s: NonNullable<ConfigFile['suppliers']>[number]): SupplierEntry {
   if ((s.address === undefined) === (s.addresses === undefined)) throw new ConfigError(`supplier ${s.domain}: give either address or addresses`)
   return {
@@ -464,7 +484,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     trustedProxies: envList(env, 'TRUSTED_PROXIES') ?? file.trustedProxies ?? [],
     idempotencyRetentionSeconds: envInteger(env, 'IDEMPOTENCY_RETENTION_SECONDS', 60, 30 * 24 * 3600) ?? file.idempotencyRetentionSeconds ?? serviceDefaults.idempotencyRetentionSeconds,
     durability,
-    engine: (file.engine ?? {}) as Partial<EngineConfig>,
+    engine: engineOf(file.engine),
     creditScore: creditScoreOf(env, file),
     x402FacilitatorPayees: Object.fromEntries(Object.entries(file.x402FacilitatorPayees ?? {}).map(([slug, list]) => [slug, addresses(list)])),
     reputation: reputationOf(file),

@@ -1,0 +1,36 @@
+// The config file's `engine` key: thresholds of EngineConfig by name. A misspelt threshold was kept and ignored (the
+// engine ran on its default, the operator none the wiser) and a value out of range stopped the start later as the
+// engine's RangeError; both are refused when the configuration loads, as every other key of the file is.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'config-engine-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+
+function withEngine(engine: unknown) {
+  const file = join(dir, 'config.json')
+  writeFileSync(file, JSON.stringify({ engine }))
+  return () => loadServiceConfig({ CONFIG_FILE: file })
+}
+
+t.test('a threshold the engine has is taken', async (t) => {
+  t.same(withEngine({ liveOffersPerBorrowerMax: 2, lenderProbationSeconds: 60 })().engine, { liveOffersPerBorrowerMax: 2, lenderProbationSeconds: 60 })
+})
+
+t.test('a key the engine has no threshold of is refused, naming it', async (t) => {
+  t.throws(withEngine({ liveOfferPerBorrowerMax: 2 }), { name: 'ConfigError', message: /engine\.liveOfferPerBorrowerMax: not an engine threshold/ })
+  t.throws(withEngine({ operators: 1 }), ConfigError, 'not a number threshold')
+})
+
+t.test('the lease and offer lifetimes are refused under engine: leaseTtlSeconds and offerTtlSeconds set them', async (t) => {
+  t.throws(withEngine({ leaseTtlMs: 60_000 }), { name: 'ConfigError', message: /engine\.leaseTtlMs: set leaseTtlSeconds instead/ })
+  t.throws(withEngine({ offerTtlMs: 60_000 }), { name: 'ConfigError', message: /engine\.offerTtlMs: set offerTtlSeconds instead/ })
+})
+
+t.test('a threshold out of its range is refused when the configuration loads', async (t) => {
+  t.throws(withEngine({ jobAdvanceRateBps: 20_000 }), { name: 'ConfigError', message: /jobAdvanceRateBps must be an integer in 0\.\.10000/ })
+  t.throws(withEngine({ leasesPerOfferMax: 0 }), { name: 'ConfigError', message: /leasesPerOfferMax must be a positive integer/ })
+})
