@@ -392,6 +392,14 @@ function onOff(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
   return raw === 'on'
 }
 
+/** A 0|1 environment switch; undefined when unset. Another value (`false`, `off`) was taken for 1, unseen. */
+function zeroOne(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return undefined
+  if (raw !== '0' && raw !== '1') throw new ConfigError(`${name} must be 0 or 1, got ${JSON.stringify(raw)}`)
+  return raw === '1'
+}
+
 /** The file's `creditScore`, switched on or off by CREDIT_SCORE; undefined when neither says anything. */
 function creditScoreOf(env: NodeJS.ProcessEnv, file: ConfigFile): CreditScoreConfig | undefined {
   const raw = env['CREDIT_SCORE']
@@ -488,8 +496,8 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     creditScore: creditScoreOf(env, file),
     x402FacilitatorPayees: Object.fromEntries(Object.entries(file.x402FacilitatorPayees ?? {}).map(([slug, list]) => [slug, addresses(list)])),
     reputation: reputationOf(file),
-    requestLog: env.REQUEST_LOG !== '0',
-    legacyClients: env.HTTP_LEGACY_CLIENTS !== '0',
+    requestLog: zeroOne(env, 'REQUEST_LOG') ?? true,
+    legacyClients: zeroOne(env, 'HTTP_LEGACY_CLIENTS') ?? true,
     httpTransport: httpTransportOf(env),
     inspector: onOff(env, 'INSPECTOR') ?? file.inspector,
     stream: file.stream ?? {},

@@ -1,6 +1,7 @@
-// The config file's `engine` key: thresholds of EngineConfig by name. A misspelt threshold was kept and ignored (the
-// engine ran on its default, the operator none the wiser) and a value out of range stopped the start later as the
-// engine's RangeError; both are refused when the configuration loads, as every other key of the file is.
+// Configuration refused when it loads, naming the key, as `npm start` reports it ("cannot start: ..."). The config
+// file's `engine` key: thresholds of EngineConfig by name; a misspelt threshold was kept and ignored (the engine ran on
+// its default, the operator none the wiser) and a value out of range stopped the start later as the engine's
+// RangeError. REQUEST_LOG and HTTP_LEGACY_CLIENTS: any value but 0 was taken for 1.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -33,4 +34,13 @@ t.test('the lease and offer lifetimes are refused under engine: leaseTtlSeconds 
 t.test('a threshold out of its range is refused when the configuration loads', async (t) => {
   t.throws(withEngine({ jobAdvanceRateBps: 20_000 }), { name: 'ConfigError', message: /jobAdvanceRateBps must be an integer in 0\.\.10000/ })
   t.throws(withEngine({ leasesPerOfferMax: 0 }), { name: 'ConfigError', message: /leasesPerOfferMax must be a positive integer/ })
+})
+
+t.test('REQUEST_LOG and HTTP_LEGACY_CLIENTS take 0 or 1: another value was taken for 1, unseen', async (t) => {
+  t.equal(loadServiceConfig({ REQUEST_LOG: '0' }).requestLog, false)
+  t.equal(loadServiceConfig({ REQUEST_LOG: '1' }).requestLog, true)
+  t.equal(loadServiceConfig({ HTTP_LEGACY_CLIENTS: '0' }).legacyClients, false)
+  t.equal(loadServiceConfig({}).legacyClients, true)
+  t.throws(() => loadServiceConfig({ REQUEST_LOG: 'false' }), { name: 'ConfigError', message: 'REQUEST_LOG must be 0 or 1, got "false"' })
+  t.throws(() => loadServiceConfig({ HTTP_LEGACY_CLIENTS: 'off' }), { name: 'ConfigError', message: 'HTTP_LEGACY_CLIENTS must be 0 or 1, got "off"' })
 })
