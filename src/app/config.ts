@@ -392,6 +392,25 @@ function onOff(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
   return raw === 'on'
 }
 
+/**
+ * PUBLIC_BASE_URL / publicBaseUrl: an http(s) URL, without a trailing slash (every published link appends a path to
+ * it: `https://credit.example/` published `https://credit.example//llms.txt`). One that does not parse stopped the start
+ * only after the chains and the store were up, as a bare "Invalid URL".
+ */
+function publicBaseUrlOf(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ConfigError(`PUBLIC_BASE_URL / publicBaseUrl must be an absolute http(s) URL, got ${JSON.stringify(raw)}`)
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+    throw new ConfigError(`PUBLIC_BASE_URL / publicBaseUrl must be an http(s) URL without query, fragment or credentials, got ${JSON.stringify(raw)}`)
+  }
+  return raw.replace(/\/+$/, '')
+}
+
 /** A 0|1 environment switch; undefined when unset. Another value (`false`, `off`) was taken for 1, unseen. */
 function zeroOne(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
   const raw = env[name]
@@ -459,7 +478,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     port: envInteger(env, 'PORT', 0, 65535) ?? file.port ?? serviceDefaults.port,
     dataDir: env.DATA_DIR || file.dataDir || serviceDefaults.dataDir,
     networksFile: env.NETWORKS_FILE || file.networksFile,
-    publicBaseUrl: env.PUBLIC_BASE_URL || file.publicBaseUrl,
+    publicBaseUrl: publicBaseUrlOf(env.PUBLIC_BASE_URL || file.publicBaseUrl),
     operators: addresses(file.operators),
     attesters: addresses(file.attesters),
     suppliers: (file.suppliers ?? []).map(supplierOf),

@@ -1,7 +1,8 @@
 // Configuration refused when it loads, naming the key, as `npm start` reports it ("cannot start: ..."). The config
 // file's `engine` key: thresholds of EngineConfig by name; a misspelt threshold was kept and ignored (the engine ran on
 // its default, the operator none the wiser) and a value out of range stopped the start later as the engine's
-// RangeError. REQUEST_LOG and HTTP_LEGACY_CLIENTS: any value but 0 was taken for 1.
+// RangeError. REQUEST_LOG and HTTP_LEGACY_CLIENTS: any value but 0 was taken for 1. PUBLIC_BASE_URL: a trailing slash
+// doubled in every published link, and one that did not parse stopped the start late, as a bare "Invalid URL".
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -43,4 +44,12 @@ t.test('REQUEST_LOG and HTTP_LEGACY_CLIENTS take 0 or 1: another value was taken
   t.equal(loadServiceConfig({}).legacyClients, true)
   t.throws(() => loadServiceConfig({ REQUEST_LOG: 'false' }), { name: 'ConfigError', message: 'REQUEST_LOG must be 0 or 1, got "false"' })
   t.throws(() => loadServiceConfig({ HTTP_LEGACY_CLIENTS: 'off' }), { name: 'ConfigError', message: 'HTTP_LEGACY_CLIENTS must be 0 or 1, got "off"' })
+})
+
+t.test('PUBLIC_BASE_URL: an http(s) URL, published without a trailing slash; another is refused when it loads', async (t) => {
+  t.equal(loadServiceConfig({ PUBLIC_BASE_URL: 'https://credit.example/' }).publicBaseUrl, 'https://credit.example', 'each published link appends a path to it')
+  t.equal(loadServiceConfig({ PUBLIC_BASE_URL: 'https://credit.example:8443' }).publicBaseUrl, 'https://credit.example:8443')
+  for (const bad of ['credit.example', 'ftp://credit.example', 'https://credit.example/?v=1', 'https://user:pw@credit.example']) {
+    t.throws(() => loadServiceConfig({ PUBLIC_BASE_URL: bad }), { name: 'ConfigError', message: /^PUBLIC_BASE_URL \/ publicBaseUrl must be/ }, bad)
+  }
 })
