@@ -3,6 +3,7 @@
 // environment, never from a committed file.
 import { HTTP_TRANSPORTS, type HttpTransport } from '../http/server.ts'
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import Type from 'typebox'
 import { Compile } from 'typebox/compile'
 import { getAddress, isAddress, isHex, type Address, type Hex } from 'viem'
@@ -411,6 +412,14 @@ function publicBaseUrlOf(raw: string | undefined): string | undefined {
   return raw.replace(/\/+$/, '')
 }
 
+/** TRUSTED_PROXIES / trustedProxies: addresses, compared with a peer's; a range or a name (10.0.0.0/8, proxy.internal) never matched one. */
+function trustedProxiesOf(list: readonly string[]): string[] {
+  for (const proxy of list) {
+    if (isIP(proxy) === 0) throw new ConfigError(`TRUSTED_PROXIES / trustedProxies: ${JSON.stringify(proxy)} is not an IP address (list each proxy's address; ranges and names are not read)`)
+  }
+  return [...list]
+}
+
 /** A 0|1 environment switch; undefined when unset. Another value (`false`, `off`) was taken for 1, unseen. */
 function zeroOne(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
   const raw = env[name]
@@ -508,7 +517,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     chainReadsPerSecond: envInteger(env, 'CHAIN_READS_PER_SECOND', 1, 1_000_000) ?? file.chainReadsPerSecond ?? serviceDefaults.chainReadsPerSecond,
     chainReadsBurst: envInteger(env, 'CHAIN_READS_BURST', 1, 1_000_000) ?? file.chainReadsBurst ?? serviceDefaults.chainReadsBurst,
     corsOrigins: corsOrigins(envList(env, 'CORS_ORIGINS') ?? file.corsOrigins ?? serviceDefaults.corsOrigins),
-    trustedProxies: envList(env, 'TRUSTED_PROXIES') ?? file.trustedProxies ?? [],
+    trustedProxies: trustedProxiesOf(envList(env, 'TRUSTED_PROXIES') ?? file.trustedProxies ?? []),
     idempotencyRetentionSeconds: envInteger(env, 'IDEMPOTENCY_RETENTION_SECONDS', 60, 30 * 24 * 3600) ?? file.idempotencyRetentionSeconds ?? serviceDefaults.idempotencyRetentionSeconds,
     durability,
     engine: engineOf(file.engine),

@@ -3,6 +3,7 @@
 // its default, the operator none the wiser) and a value out of range stopped the start later as the engine's
 // RangeError. REQUEST_LOG and HTTP_LEGACY_CLIENTS: any value but 0 was taken for 1. PUBLIC_BASE_URL: a trailing slash
 // doubled in every published link, and one that did not parse stopped the start late, as a bare "Invalid URL".
+// TRUSTED_PROXIES: a range or a host name was kept, and never matched a peer.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -51,5 +52,12 @@ t.test('PUBLIC_BASE_URL: an http(s) URL, published without a trailing slash; ano
   t.equal(loadServiceConfig({ PUBLIC_BASE_URL: 'https://credit.example:8443' }).publicBaseUrl, 'https://credit.example:8443')
   for (const bad of ['credit.example', 'ftp://credit.example', 'https://credit.example/?v=1', 'https://user:pw@credit.example']) {
     t.throws(() => loadServiceConfig({ PUBLIC_BASE_URL: bad }), { name: 'ConfigError', message: /^PUBLIC_BASE_URL \/ publicBaseUrl must be/ }, bad)
+  }
+})
+
+t.test('TRUSTED_PROXIES lists addresses: a range or a name, which never matched a peer, is refused', async (t) => {
+  t.same(loadServiceConfig({ TRUSTED_PROXIES: '10.0.0.1, ::1' }).trustedProxies, ['10.0.0.1', '::1'])
+  for (const bad of ['10.0.0.0/8', 'proxy.internal']) {
+    t.throws(() => loadServiceConfig({ TRUSTED_PROXIES: bad }), { name: 'ConfigError', message: /^TRUSTED_PROXIES \/ trustedProxies: .* is not an IP address/ }, bad)
   }
 })
