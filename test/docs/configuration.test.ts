@@ -2,13 +2,14 @@
 // every key of the config file and of a networks file is named there, every environment variable the service reads
 // has a row and every row names one it reads, and each default the section states is the one the code applies (an
 // environment variable set to its stated default, or a config file key to its stated number, changes nothing).
-// No service is started: the configuration is loaded as `npm start` loads it.
+// And the networks file example of "On chain" loads. No service is started: the configuration is loaded as `npm start`
+// loads it.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { ConfigFileSchema, loadServiceConfig } from '../../src/app/config.ts'
-import { NetworkFileEntrySchema, TokenConfigSchema } from '../../src/chain/config.ts'
+import { NetworkFileEntrySchema, parseNetworksConfig, TokenConfigSchema } from '../../src/chain/config.ts'
 import { DEFAULT_STREAM_LIMITS, type StreamLimits } from '../../src/stream/hub.ts'
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
@@ -81,4 +82,13 @@ t.test('each number the CONFIG_FILE row states for a key is the default the code
     checked++
   }
   t.ok(checked >= 20, `keys with a stated default checked (${checked})`)
+})
+
+t.test("the networks file of \"On chain\" loads once its placeholders are filled", async (t) => {
+  const example = /\*\*Networks file\*\*[^\n]*\n\n```json\n([\s\S]*?)\n```/.exec(readme)?.[1]
+  t.ok(example, 'the example is found')
+  const filled = (example ?? '{}').replaceAll('"0x..."', '"0x5FbDB2315678afecb367f032d93F642f64180aa3"').replaceAll('https://...', 'https://rpc.example')
+  const key = `0x${'11'.repeat(32)}`
+  const [network] = parseNetworksConfig(JSON.parse(filled), { OPERATOR_PRIVATE_KEY: key, LEASE_SIGNER_PRIVATE_KEY: key }, 'README')
+  t.match(network, { slug: 'base-sepolia', operatorPrivateKey: key, leaseSignerPrivateKey: key })
 })
