@@ -335,7 +335,10 @@ function readConfigFile(path: string): ConfigFile {
     throw new ConfigError(`cannot read CONFIG_FILE ${path}: ${(error as Error).message}`)
   }
   if (!checkFile.Check(value)) {
-    const problems = [...checkFile.Errors(value)].map((e) => `  ${e.instancePath || '/'}: ${e.message}`)
+    // An unknown key is named (it read "schema is false" and "must not have additional properties", naming none).
+    const problems = [...checkFile.Errors(value)]
+      .filter((e) => e.keyword !== 'boolean')
+      .map((e) => `  ${e.instancePath || '/'}: ${e.keyword === 'additionalProperties' ? `unknown key(s) ${JSON.stringify((e.params as { additionalProperties: string[] }).additionalProperties)}` : e.message}`)
     throw new ConfigError(`invalid CONFIG_FILE ${path}:\n${problems.join('\n')}`)
   }
   return value

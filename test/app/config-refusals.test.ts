@@ -3,7 +3,8 @@
 // its default, the operator none the wiser) and a value out of range stopped the start later as the engine's
 // RangeError. REQUEST_LOG and HTTP_LEGACY_CLIENTS: any value but 0 was taken for 1. PUBLIC_BASE_URL: a trailing slash
 // doubled in every published link, and one that did not parse stopped the start late, as a bare "Invalid URL".
-// TRUSTED_PROXIES: a range or a host name was kept, and never matched a peer.
+// TRUSTED_PROXIES: a range or a host name was kept, and never matched a peer. An unknown key of the file read
+// "schema is false" and "must not have additional properties", naming none.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -60,4 +61,13 @@ t.test('TRUSTED_PROXIES lists addresses: a range or a name, which never matched 
   for (const bad of ['10.0.0.0/8', 'proxy.internal']) {
     t.throws(() => loadServiceConfig({ TRUSTED_PROXIES: bad }), { name: 'ConfigError', message: /^TRUSTED_PROXIES \/ trustedProxies: .* is not an IP address/ }, bad)
   }
+})
+
+t.test('an unknown key of the config file is named in the refusal', async (t) => {
+  const file = join(dir, 'unknown.json')
+  writeFileSync(file, JSON.stringify({ leaseTtlSecond: 30, stream: { retentionMS: 5000 } }))
+  const refusal = t.throws(() => loadServiceConfig({ CONFIG_FILE: file }), ConfigError) as unknown as ConfigError
+  t.match(refusal.message, /\/: unknown key\(s\) \["leaseTtlSecond"\]/)
+  t.match(refusal.message, /\/stream: unknown key\(s\) \["retentionMS"\]/)
+  t.notMatch(refusal.message, /schema is false/, 'not the schema\'s words')
 })
