@@ -2,14 +2,16 @@
 // every key of the config file and of a networks file is named there, every environment variable the service reads
 // has a row and every row names one it reads, and each default the section states is the one the code applies (an
 // environment variable set to its stated default, or a config file key to its stated number, changes nothing).
-// And the networks file example of "On chain" loads. No service is started: the configuration is loaded as `npm start`
+// Beyond the section, a default the README states beside its key (`leaseTtlSeconds` (30 s)) is checked too. And the
+// networks file example of "On chain" loads. No service is started: the configuration is loaded as `npm start`
 // loads it.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { ConfigFileSchema, loadServiceConfig } from '../../src/app/config.ts'
+import { ConfigFileSchema, loadServiceConfig, serviceDefaults } from '../../src/app/config.ts'
 import { NetworkFileEntrySchema, parseNetworksConfig, TokenConfigSchema } from '../../src/chain/config.ts'
+import { defaultEngineConfig } from '../../src/engine/config.ts'
 import { DEFAULT_STREAM_LIMITS, type StreamLimits } from '../../src/stream/hub.ts'
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
@@ -91,4 +93,24 @@ t.test("the networks file of \"On chain\" loads once its placeholders are filled
   const key = `0x${'11'.repeat(32)}`
   const [network] = parseNetworksConfig(JSON.parse(filled), { OPERATOR_PRIVATE_KEY: key, LEASE_SIGNER_PRIVATE_KEY: key }, 'README')
   t.match(network, { slug: 'base-sepolia', operatorPrivateKey: key, leaseSignerPrivateKey: key })
+})
+
+t.test('a default the README states anywhere beside a key, `key` (N) or `key` (N unit), is the code\'s', async (t) => {
+  const defaults: Record<string, unknown> = { ...serviceDefaults, ...defaultEngineConfig, ...DEFAULT_STREAM_LIMITS }
+  // The event stream's connectionsPerClientMax (128) is not the HTTP connections' (1,024): the section's test tells them apart.
+  delete defaults['connectionsPerClientMax']
+  const unitMs: Record<string, number> = { ms: 1, s: 1000, min: 60_000, minutes: 60_000, h: 3_600_000, hours: 3_600_000, day: 86_400_000, days: 86_400_000 }
+  let checked = 0
+  for (const m of readme.matchAll(/`(\w+)` \((\d[\d,]*)(?![\d,]) ?(ms|s|min|minutes|h|hours|days?|KiB|MiB)?\b/g)) {
+    const [, key, digits, unit] = m as unknown as [string, string, string, string | undefined]
+    const value = defaults[key]
+    if (typeof value !== 'number') continue
+    const stated = Number(digits.replaceAll(',', ''))
+    const line = readme.slice(0, m.index).split('\n').length
+    if (unit === undefined) t.equal(stated, value, `README line ${line}: ${key} (${digits})`)
+    else if (unit === 'KiB' || unit === 'MiB') t.equal(stated * (unit === 'KiB' ? 1024 : 1024 * 1024), value, `README line ${line}: ${key} (${digits} ${unit})`)
+    else t.equal(stated * (unitMs[unit] as number), key.endsWith('Ms') ? value : value * 1000, `README line ${line}: ${key} (${digits} ${unit})`)
+    checked++
+  }
+  t.ok(checked >= 40, `defaults stated beside their key checked (${checked})`)
 })
