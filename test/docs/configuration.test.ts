@@ -3,8 +3,9 @@
 // has a row and every row names one it reads, and each default the section states is the one the code applies (an
 // environment variable set to its stated default, or a config file key to its stated number, changes nothing).
 // Beyond the section, a default the README states beside its key (`leaseTtlSeconds` (30 s)) is checked too. And the
-// networks file example of "On chain" loads. No service is started: the configuration is loaded as `npm start`
-// loads it.
+// networks file example of "On chain" loads, and every warning and error the service logs by name is in the README. No
+// service is started: the configuration is loaded as `npm start` loads it.
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -113,4 +114,16 @@ t.test('a default the README states anywhere beside a key, `key` (N) or `key` (N
     checked++
   }
   t.ok(checked >= 40, `defaults stated beside their key checked (${checked})`)
+})
+
+t.test('every warning and error the service logs by name is named in the README', async (t) => {
+  const sources = execFileSync('git', ['ls-files', 'src/app', 'src/http', 'src/service', 'src/chain', 'src/store', 'src/api', 'src/stream', 'src/x402', 'src/score', 'src/reputation', 'src/auth'], { cwd: new URL('../..', import.meta.url), encoding: 'utf8' })
+    .split('\n').filter((path) => path.endsWith('.ts'))
+  const logged = new Set<string>()
+  for (const path of sources) {
+    const text = readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')
+    for (const m of text.matchAll(/level: '(?:warn|error)', msg: '([a-z_]+)'/g)) logged.add(m[1] as string)
+  }
+  t.ok(logged.size >= 15, `log lines found (${logged.size})`)
+  for (const msg of logged) t.ok(readme.includes(`\`${msg}\``), `\`${msg}\` is in the README`)
 })
