@@ -41,7 +41,7 @@ session), burst ${c.limits.rateLimitBurst}; a list page costs its item count; a 
 - [OpenAPI document](${c.openapi}): every route, schema, error and header (OpenAPI 3.1.0)
 - [Service catalog](${c.baseUrl}/.well-known/service.json): networks, contracts, assets, facilitators, rules and limits
 - [Supplier directory](${c.baseUrl}${c.suppliers.directory}): the only domains and payout addresses credit pays (public; operators manage it)
-- [Health](${c.baseUrl}/health): whether every network's wallet watcher is current
+- [Health](${c.baseUrl}/health): ok or degraded (a 200 either way): each network's wallet watcher, chain follower and last reconciliation
 
 ## Networks
 ${networkLines.join('\n')}

@@ -598,7 +598,7 @@ export const Health = StrictObject({
     reconciliation: { ...NetworkReconciliationWire, description: `The last reconciliation of the network (at start-up or POST /operator/reconcile); at most ${HEALTH_DIFFERENCES_MAX} differences listed.` },
     follower: StrictObject({
       state: Type.Union([Type.Literal('starting'), Type.Literal('ok'), Type.Literal('degraded'), Type.Literal('stopped')], {
-        description: 'The chain follower of the credit contract: degraded while its RPC fails or answers a chain behind the follower (it retries; error says which), stopped after a condition it will not retry (error says which). Held, so that it does not flap: degraded only once the follower has failed for the health hold (three polling intervals, at least 1 s), ok again only once it has followed for as long; stopped at once.',
+        description: 'The chain follower of the credit contract: degraded while its RPC fails or answers a chain behind the follower (it retries; error says which), stopped after a condition it will not retry (error says which). Held, so that it does not flap: degraded only once the follower has failed for the health hold (the networks file\'s healthHoldMs, default three polling intervals, at least 1 s), ok again only once it has followed for as long; stopped at once.',
       }),
       block: Type.Union([Type.String({ pattern: '^(0|[1-9][0-9]*)$' }), Type.Null()], { description: 'The last block whose events are applied (null before the first).' }),
       chainTime: Type.Union([IsoTime, Type.Null()], { description: "That block's time: the observed chain time lease expiry runs on." }),

@@ -3,11 +3,12 @@
 // environment, never from a committed file.
 import { HTTP_TRANSPORTS, type HttpTransport } from '../http/server.ts'
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import Type from 'typebox'
 import { Compile } from 'typebox/compile'
 import { getAddress, isAddress, isHex, type Address, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import type { EngineConfig } from '../engine/config.ts'
+import { defaultEngineConfig, resolveConfig, type EngineConfig } from '../engine/config.ts'
 import { reputationDefaults, type ReputationConfig } from '../reputation/index.ts'
 import { parseCorsOrigins } from '../http/cors.ts'
 import { FORMAT_PATTERNS } from '../engine/ids.ts'
@@ -334,7 +335,10 @@ function readConfigFile(path: string): ConfigFile {
     throw new ConfigError(`cannot read CONFIG_FILE ${path}: ${(error as Error).message}`)
   }
   if (!checkFile.Check(value)) {
-    const problems = [...checkFile.Errors(value)].map((e) => `  ${e.instancePath || '/'}: ${e.message}`)
+    // An unknown key is named (it read "schema is false" and "must not have additional properties", naming none).
+    const problems = [...checkFile.Errors(value)]
+      .filter((e) => e.keyword !== 'boolean')
+      .map((e) => `  ${e.instancePath || '/'}: ${e.keyword === 'additionalProperties' ? `unknown key(s) ${JSON.stringify((e.params as { additionalProperties: string[] }).additionalProperties)}` : e.message}`)
     throw new ConfigError(`invalid CONFIG_FILE ${path}:\n${problems.join('\n')}`)
   }
   return value
@@ -392,6 +396,41 @@ function onOff(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
   return raw === 'on'
 }
 
+/**
+ * PUBLIC_BASE_URL / publicBaseUrl: an http(s) URL, without a trailing slash (every published link appends a path to
+ * it: `https://credit.example/` published `https://credit.example//llms.txt`). One that does not parse stopped the start
+ * only after the chains and the store were up, as a bare "Invalid URL".
+ */
+function publicBaseUrlOf(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ConfigError(`PUBLIC_BASE_URL / publicBaseUrl must be an absolute http(s) URL, got ${JSON.stringify(raw)}`)
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+    throw new ConfigError(`PUBLIC_BASE_URL / publicBaseUrl must be an http(s) URL without query, fragment or credentials, got ${JSON.stringify(raw)}`)
+  }
+  return raw.replace(/\/+$/, '')
+}
+
+/** TRUSTED_PROXIES / trustedProxies: addresses, compared with a peer's; a range or a name (10.0.0.0/8, proxy.internal) never matched one. */
+function trustedProxiesOf(list: readonly string[]): string[] {
+  for (const proxy of list) {
+    if (isIP(proxy) === 0) throw new ConfigError(`TRUSTED_PROXIES / trustedProxies: ${JSON.stringify(proxy)} is not an IP address (list each proxy's address; ranges and names are not read)`)
+  }
+  return [...list]
+}
+
+/** A 0|1 environment switch; undefined when unset. Another value (`false`, `off`) was taken for 1, unseen. */
+function zeroOne(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return undefined
+  if (raw !== '0' && raw !== '1') throw new ConfigError(`${name} must be 0 or 1, got ${JSON.stringify(raw)}`)
+  return raw === '1'
+}
+
 /** The file's `creditScore`, switched on or off by CREDIT_SCORE; undefined when neither says anything. */
 function creditScoreOf(env: NodeJS.ProcessEnv, file: ConfigFile): CreditScoreConfig | undefined {
   const raw = env['CREDIT_SCORE']
@@ -409,6 +448,26 @@ function reputationOf(file: ConfigFile): ReputationConfig {
     feedbackFromBlock: BigInt(r.feedbackFromBlock ?? 0),
     linkRecheckIntervalMs: r.linkRecheckIntervalSeconds === undefined ? reputationDefaults.linkRecheckIntervalMs : r.linkRecheckIntervalSeconds * 1000,
   }
+}
+
+/**
+ * The file's `engine`: thresholds of EngineConfig, each a number there. A misspelt key was kept and ignored, and a value
+ * out of range stopped the start only later, as a RangeError of the engine; both are refused here, naming the key.
+ * `leaseTtlMs` and `offerTtlMs` are set by leaseTtlSeconds and offerTtlSeconds, which would override them unseen.
+ */
+function engineOf(engine: Record<string, number> | undefined): Partial<EngineConfig> {
+  if (engine === undefined) return {}
+  const thresholds = Object.keys(defaultEngineConfig).filter((key) => typeof defaultEngineConfig[key as keyof EngineConfig] === 'number' && key !== 'leaseTtlMs' && key !== 'offerTtlMs')
+  for (const key of Object.keys(engine)) {
+    if (key === 'leaseTtlMs' || key === 'offerTtlMs') throw new ConfigError(`engine.${key}: set ${key === 'leaseTtlMs' ? 'leaseTtlSeconds' : 'offerTtlSeconds'} instead`)
+    if (!thresholds.includes(key)) throw new ConfigError(`engine.${key}: not an engine threshold (one of ${thresholds.join(', ')})`)
+  }
+  try {
+    resolveConfig(engine)
+  } catch (error) {
+    throw new ConfigError((error as Error).message)
+  }
+  return engine as Partial<EngineConfig>
 }
 
 function supplierOf(s: NonNullable<ConfigFile['suppliers']>[number]): SupplierEntry {
@@ -431,7 +490,7 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     port: envInteger(env, 'PORT', 0, 65535) ?? file.port ?? serviceDefaults.port,
     dataDir: env.DATA_DIR || file.dataDir || serviceDefaults.dataDir,
     networksFile: env.NETWORKS_FILE || file.networksFile,
-    publicBaseUrl: env.PUBLIC_BASE_URL || file.publicBaseUrl,
+    publicBaseUrl: publicBaseUrlOf(env.PUBLIC_BASE_URL || file.publicBaseUrl),
     operators: addresses(file.operators),
     attesters: addresses(file.attesters),
     suppliers: (file.suppliers ?? []).map(supplierOf),
@@ -461,15 +520,15 @@ export function loadServiceConfig(env: NodeJS.ProcessEnv = process.env, override
     chainReadsPerSecond: envInteger(env, 'CHAIN_READS_PER_SECOND', 1, 1_000_000) ?? file.chainReadsPerSecond ?? serviceDefaults.chainReadsPerSecond,
     chainReadsBurst: envInteger(env, 'CHAIN_READS_BURST', 1, 1_000_000) ?? file.chainReadsBurst ?? serviceDefaults.chainReadsBurst,
     corsOrigins: corsOrigins(envList(env, 'CORS_ORIGINS') ?? file.corsOrigins ?? serviceDefaults.corsOrigins),
-    trustedProxies: envList(env, 'TRUSTED_PROXIES') ?? file.trustedProxies ?? [],
+    trustedProxies: trustedProxiesOf(envList(env, 'TRUSTED_PROXIES') ?? file.trustedProxies ?? []),
     idempotencyRetentionSeconds: envInteger(env, 'IDEMPOTENCY_RETENTION_SECONDS', 60, 30 * 24 * 3600) ?? file.idempotencyRetentionSeconds ?? serviceDefaults.idempotencyRetentionSeconds,
     durability,
-    engine: (file.engine ?? {}) as Partial<EngineConfig>,
+    engine: engineOf(file.engine),
     creditScore: creditScoreOf(env, file),
     x402FacilitatorPayees: Object.fromEntries(Object.entries(file.x402FacilitatorPayees ?? {}).map(([slug, list]) => [slug, addresses(list)])),
     reputation: reputationOf(file),
-    requestLog: env.REQUEST_LOG !== '0',
-    legacyClients: env.HTTP_LEGACY_CLIENTS !== '0',
+    requestLog: zeroOne(env, 'REQUEST_LOG') ?? true,
+    legacyClients: zeroOne(env, 'HTTP_LEGACY_CLIENTS') ?? true,
     httpTransport: httpTransportOf(env),
     inspector: onOff(env, 'INSPECTOR') ?? file.inspector,
     stream: file.stream ?? {},

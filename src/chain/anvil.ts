@@ -85,7 +85,11 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
   if (options.blockTimeSeconds !== undefined) args.push('--block-time', String(options.blockTimeSeconds), '--mixed-mining')
   if (options.stateFile !== undefined) args.push('--state', options.stateFile)
   if (options.loadStateFile !== undefined) args.push('--load-state', options.loadStateFile)
-  const child = spawn(anvilBinaryPath(), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false })
+  // Its own process group: a terminal's Ctrl-C (SIGINT to the foreground group) reaches the service, which saves the
+  // chain's state a last time and then stops anvil; in the service's group anvil died of it first, the last save failed
+  // ("could not save chain state") and what was mined since the previous save was lost. The watchdog and the exit
+  // handler still end it when the service dies.
+  const child = spawn(anvilBinaryPath(), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   running.add(child)
   const exited = new Promise<number | null>((resolve) => {
     child.once('exit', (code) => {

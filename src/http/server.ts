@@ -1,8 +1,9 @@
 // The HTTP server: options, and the uWebSockets.js transport (the default): uWS routing, its TransportIo, the node:net
 // front, listening and shutdown. The request pipeline both transports share is pipeline.ts; the node:http transport
 // is node-server.ts.
+import { isIPv4, isIPv6 } from 'node:net'
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket, type us_socket_context_t, type WebSocketBehavior } from 'uWebSockets.js'
-import { startFront, type Front } from './front.ts'
+import { ipv6Bytes, startFront, type Front } from './front.ts'
 import { stdoutLogger, type Logger } from './log.ts'
 import { startNodeServer } from './node-server.ts'
 import { createPipeline, type TransportIo } from './pipeline.ts'
@@ -102,13 +103,27 @@ export interface RunningServer {
 }
 
 
+/**
+ * The trusted proxies, each also as the transports write a peer: uWS's getRemoteAddressAsText gives an IPv6 address
+ * in full (`0000:0000:0000:0000:0000:0000:0000:0001`) and, on a dual-stack socket (HOST `::`, without the front), an
+ * IPv4 one mapped (`0000:0000:0000:0000:0000:ffff:7f00:0001`); node:net, the front's, gives it `::ffff:127.0.0.1`. So
+ * `::1`, or `127.0.0.1` on HOST `::`, never matched its peer: the X-Forwarded-For of such a proxy was ignored (all its
+ * clients were one) and its connections were bounded as one client's. Once, at start; the proxy's own spelling is kept
+ * for the forwarded hops.
+ */
+export function peerAddressForms(proxies: readonly string[]): string[] {
+  const full = (bytes: number[]) => Array.from({ length: 8 }, (_, i) => (((bytes[2 * i] ?? 0) << 8) | (bytes[2 * i + 1] ?? 0)).toString(16).padStart(4, '0')).join(':')
+  return [...new Set(proxies.flatMap((proxy) => (isIPv6(proxy) ? [proxy, full(ipv6Bytes(proxy))] : isIPv4(proxy) ? [proxy, `::ffff:${proxy}`, full(ipv6Bytes(`::ffff:${proxy}`))] : [proxy])))]
+}
+
 /** Starts listening; resolves once the socket is bound. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   if (options.transport === 'node') return startNodeServer(options)
   if (options.transport !== undefined && options.transport !== 'uws') throw new RangeError(`transport must be uws or node, got ${String(options.transport)}`)
   const host = options.host ?? '127.0.0.1'
   // Built first: a route table it refuses must leave no front listening.
-  const pipeline = createPipeline(options, uwsIo(options.legacyClients !== false))
+  const trustedProxies = options.trustedProxies === undefined ? undefined : peerAddressForms(options.trustedProxies)
+  const pipeline = createPipeline(trustedProxies === undefined ? options : { ...options, trustedProxies }, uwsIo(options.legacyClients !== false))
   const front: Front | undefined = options.legacyClients === false
     ? undefined
     : await startFront({
@@ -116,7 +131,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       port: options.port ?? 0,
       log: options.log ?? stdoutLogger,
       ...(options.connectionsPerClientMax === undefined ? {} : { connectionsPerClientMax: options.connectionsPerClientMax }),
-      ...(options.trustedProxies === undefined ? {} : { trustedProxies: options.trustedProxies }),
+      ...(trustedProxies === undefined ? {} : { trustedProxies }),
     })
   const { log, compiled, allowOf, handlerFor, preflightFor, fallback } = pipeline
 

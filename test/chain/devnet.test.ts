@@ -1,7 +1,7 @@
 // The devnet launcher: two chains, everything deployed, demo accounts funded, its configuration loadable like a
 // real network's file, the token usable by the official x402 exact EVM facilitator, clean stop, no orphans.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -207,6 +207,16 @@ t.test('anvil dies when its parent exits without stopping it', async (t) => {
   const { child, anvilPid } = await childWithAnvil('setTimeout(() => process.exit(0), 100)')
   if (child.exitCode === null) await new Promise((resolveExit) => child.once('exit', resolveExit))
   t.ok(await eventually(() => !alive(anvilPid), 5_000), 'the exit handler ended anvil')
+})
+
+t.test("anvil is out of its parent's process group, so a terminal's Ctrl-C reaches only the service", async (t) => {
+  // The service saves the chain's state a last time on SIGINT, then stops anvil (README, Quick start): in the service's
+  // group anvil died of the same Ctrl-C first, and the last save failed ("could not save chain state").
+  const { child, anvilPid } = await childWithAnvil('setInterval(() => {}, 60_000)')
+  // The watchdog ends anvil once the child is gone (the SIGKILL test above).
+  t.teardown(() => void child.kill('SIGKILL'))
+  const groupOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[2])
+  t.not(groupOf(anvilPid), groupOf(child.pid as number), 'anvil has a process group of its own')
 })
 
 t.test('with a state directory a restarted devnet finds its contracts and balances again', async (t) => {

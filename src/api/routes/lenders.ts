@@ -175,7 +175,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
       callers: 'that lender',
       summary: 'Replace the session key of a registration that did nothing yet: the way back when the registration\'s answer, the only one with the private key, was lost',
       description:
-        'The lender only, with an empty body. A registration whose answer was lost cannot be answered again with its private key (an idempotent replay carries privateKey null: the service never stored it), and the wallet cannot register again (409 lender_exists) until the unfunded-lender sweep removes the registration, lenderUnfundedTtlSeconds (24 h) after it was made. ' +
+        'The lender only, with an empty body. A registration whose answer was lost cannot be answered again with its private key (an idempotent replay carries privateKey null: the service never stored it), and the wallet cannot register again (409 lender_exists) until the unfunded-lender sweep removes the registration, lenderUnfundedTtlSeconds (24 h by default) after it was made. ' +
         'This gives the registration a new session key: answered as a registration is (201, the private key once; a replay with the same Idempotency-Key carries privateKey null, and a new key may be asked for again), with the same spend policy, networks and assets, and new setupTransactions and funding address. ' +
         'Only while the lender did nothing but register (never leased, lent or earned; no withdrawal pending) and for lenderUnfundedTtlSeconds after its registration; the registration keeps its place and time, so the sweep removes it, unfunded, when it would have removed the first. The old session wallet is no longer followed: what it holds stays with the old key.',
       tags,
