@@ -24,7 +24,7 @@ export function scoreFormulaText(): string {
     `A repaid advance counts only when its principal reached ${t.repaymentMinPrincipalUnits} whole units of its asset (repaymentMinimums), so that lending to oneself ` +
     'in tiny advances from a second wallet buys nothing. ' +
     'Inputs: the service\'s borrower record (full repayments, defaults, recovery shortfall, suspension), the passport\'s repaid advances (scoredRepayments), its open advances (count, past due or defaulted, ' +
-    'principal + fee outstanding per asset) and the earliest activity it holds (live jobs, open advances, backing sources). Partial repayments and ' +
+    'principal + fee outstanding per asset) and the earliest activity it holds (live jobs, open advances, backing sources, or the passport\'s first event, whichever is earliest: historyStartedAt). Partial repayments and ' +
     'ERC-8004 evidence are part of the formula and count 0 until the service records them.'
   )
 }

@@ -1,7 +1,7 @@
 // The inputs of one score, read at one instant. The engine's borrower record (repayments, defaults, shortfall,
 // suspension) and its live actors (open advances, the earliest activity still held); the subject's passport for the
 // repaid advances the repayment term counts, since only the passport keeps each one's principal and asset after the
-// advance left the engine. Partial repayments and ERC-8004 evidence are not recorded by the service yet: 0 and null.
+// advance left the engine, and for its first event, which starts the history when earlier than any live actor. Partial repayments and ERC-8004 evidence are not recorded by the service yet: 0 and null.
 import type { Address } from 'viem'
 import type { Engine } from '../engine/engine.ts'
 import type { PassportBook } from '../passport/book.ts'
@@ -24,11 +24,12 @@ export function scoreInputsOf(engine: ScoreSource, passport: RepaymentHistory, m
   const borrower = engine.getBorrower(subject)
   if (borrower === undefined) return undefined
   const exposure = engine.borrowerExposure(subject, nowMs)
+  const history = passportHistory(passport, minimums, subject)
   return {
     subject,
     asOfMs: nowMs,
     repaidAdvances: borrower.advancesRepaid,
-    scoredRepayments: repaymentsReachingMinimum(passport, minimums, subject),
+    scoredRepayments: history.scored,
     repaymentMinimums: [...minimums],
     partialRepayments: 0,
     defaultedAdvances: borrower.advancesDefaulted,
@@ -37,16 +38,30 @@ export function scoreInputsOf(engine: ScoreSource, passport: RepaymentHistory, m
     openAdvances: exposure.openAdvances,
     pastDueAdvances: exposure.pastDueAdvances,
     outstanding: exposure.outstanding,
-    historyStartedAtMs: exposure.earliestActivityAtMs,
+    historyStartedAtMs: earlier(exposure.earliestActivityAtMs, history.firstEventAtMs),
     erc8004: null,
   }
 }
 
-/** The subject's first SCORED_REPAYMENTS_MAX `advance_repaid` events whose principal reached its asset's minimum. */
-function repaymentsReachingMinimum(passport: RepaymentHistory, minimums: readonly RepaymentMinimum[], subject: Address): RepaidAdvance[] {
+/**
+ * The earlier of two instants, either unknown. The history starts at the subject's first passport event too: final jobs
+ * and advances leave the engine, so its live ones alone lost a repaid borrower's history at its last job's end and
+ * restarted it at its next job (an outsider's finding, test/score/outsider22-history-age.test.ts).
+ */
+function earlier(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.min(a, b)
+}
+
+/**
+ * The subject's first SCORED_REPAYMENTS_MAX `advance_repaid` events whose principal reached its asset's minimum, and
+ * when its first event was issued (null without one), in one scan.
+ */
+function passportHistory(passport: RepaymentHistory, minimums: readonly RepaymentMinimum[], subject: Address): { scored: RepaidAdvance[]; firstEventAtMs: number | null } {
   const found: RepaidAdvance[] = []
+  let firstEventAtMs: number | null = null
   for (let after = 0; after < PASSPORT_SCAN_EVENTS_MAX && found.length < SCORED_REPAYMENTS_MAX; ) {
     const page = passport.page(subject, after, Math.min(PAGE_EVENTS, PASSPORT_SCAN_EVENTS_MAX - after))
+    if (after === 0 && page.length > 0) firstEventAtMs = page[0]!.issuedAtMs
     for (const event of page) {
       if (found.length === SCORED_REPAYMENTS_MAX) break
       if (event.kind !== 'advance_repaid') continue
@@ -58,5 +73,5 @@ function repaymentsReachingMinimum(passport: RepaymentHistory, minimums: readonl
     if (page.length === 0) break
     after += page.length
   }
-  return found
+  return { scored: found, firstEventAtMs }
 }
