@@ -3,7 +3,7 @@
 // service-loading test process 0.6 s of CPU when they saw typebox's and viem's ~1,000 modules); CommonJS still goes
 // on to them; a TypeScript file imported by a URL with a query still runs.
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -30,4 +30,22 @@ t.test('ES modules are loaded by the ts loader alone; CommonJS reaches the hooks
   const seen = readFileSync(record, 'utf8').trim().split('\n').map((line) => line.split(' ') as [string, string])
   t.same(seen.filter(([format, url]) => format === 'module' && url.includes('/node_modules/')), [], 'no ES module of a package reaches the earlier hooks')
   t.ok(seen.some(([format, url]) => format === 'commonjs' && url.includes('/node_modules/keccak/')), 'a CommonJS package still does')
+})
+
+t.test('typebox, viem and ox load as one bundle each, built into the cache, their entry points sharing its modules', async (t) => {
+  const run = spawnSync(process.execPath, [
+    '--import', join(root, 'src', 'tools', 'ts-loader', 'register.mjs'),
+    fileURLToPath(new URL('./fixtures/bundled-packages.ts', import.meta.url)),
+  ], { cwd: root, encoding: 'utf8' })
+  t.equal(run.status, 0, run.stderr)
+  const seen = JSON.parse(run.stdout || '{}') as { resolved?: string[], siweErrorIsViemBaseError?: boolean, compiledChecks?: boolean[] }
+  const bundles = realpathSync(join(root, 'node_modules', '.cache', 'ts-loader'))
+  t.same(seen.resolved?.map((url) => fileURLToPath(url).replace(bundles, '<cache>').replace(/@[^/]*\//, '@<versions>/')), [
+    '<cache>/bundle-viem@<versions>/index.mjs',
+    '<cache>/bundle-viem@<versions>/siwe.mjs',
+    '<cache>/bundle-typebox@<versions>/index.mjs',
+    '<cache>/bundle-typebox@<versions>/compile.mjs',
+  ], 'each entry point resolves to its file in the bundle of its package')
+  t.equal(seen.siweErrorIsViemBaseError, true, 'an error viem/siwe throws is an instance of the BaseError viem exports')
+  t.same(seen.compiledChecks, [true, false], 'typebox/compile checks a typebox schema')
 })
