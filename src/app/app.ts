@@ -50,7 +50,7 @@ import { ACTOR_KINDS, ENGINE_RECORD_KINDS, Store, StoreOverloadedError, StoreSta
 import { CHANGES_PER_COMMIT_MAX_DEFAULT, RECORD_WRITES_PER_COMMIT_MAX } from '../store/store.ts'
 import { assembleCreditScore } from '../score/assembly.ts'
 import type { CreditScoreCompute } from '../score/compute.ts'
-import { repaymentMinimumsOf, resolveCreditScore } from '../score/settings.ts'
+import { lenderReputationFullStepOf, repaymentMinimumsOf, resolveCreditScore } from '../score/settings.ts'
 import { createNetworkFacilitators, servedPayees, wirePayee } from '../x402/facilitator.ts'
 import { facilitatorUrl } from '../x402/facilitator-url.ts'
 import { facilitatorRoutes, x402Routes } from '../x402/routes.ts'
@@ -220,6 +220,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       offerTtlMs: config.offerTtlSeconds * 1000,
       operators: config.operators,
       advanceMinAtomic: Object.fromEntries(networks.map((n) => [n.slug, Object.fromEntries(n.tokens.map((t) => [t.symbol, advanceMinAtomicOf(t)]))])),
+      // A lender's reputation moves by a whole step at the principal the credit score counts a repayment at: one constant.
+      lenderReputationFullStepAtomic: lenderReputationFullStepOf(networks),
       // The credit contract and the service's other addresses are never suppliers (src/engine/suppliers.ts).
       serviceAddresses: Object.fromEntries(networks.map((n) => [n.slug, serviceAddressesOf(n)])),
     })

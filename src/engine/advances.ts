@@ -83,7 +83,7 @@ export function applyRepayment(s: EngineState, a: AdvanceContext, repayment: Rep
   if (a.recovery === null) returnRepayment(lender, principalReturned, repayment.lenderAmountAtomic)
   else returnAfterLoss(lender, principalReturned, repayment.lenderAmountAtomic)
   const paid = repaidShare(a, after)
-  reputation.lenderRepayment(lender, paid, s.config)
+  reputation.lenderRepayment(lender, a, paid, s.config)
   lenderChanged(s, lender)
   if (repayment.reserveAmountAtomic > 0n) fundReserve(s, a.network, a.asset, repayment.reserveAmountAtomic)
   const borrower = borrowerOf(s, a.borrower)
@@ -167,7 +167,7 @@ export function advanceDefaulted(s: EngineState, a: AdvanceInput): void {
   reputation.borrowerDefaulted(borrower, s.config)
   touch(s, 'borrower', borrower.address)
   const lender = lenderOf(s, a.lender)
-  reputation.lenderDefaulted(lender, s.config)
+  reputation.lenderDefaulted(lender, a, s.config)
   lenderChanged(s, lender)
 }
 

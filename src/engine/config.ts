@@ -79,6 +79,15 @@ export interface EngineConfig {
    * service sets it for every configured asset (src/chain/config.ts advanceMinAtomicOf); an asset not named has none.
    */
   advanceMinAtomic: Readonly<Record<string, Readonly<Record<string, bigint>>>>
+  /**
+   * The principal at which an advance moves its lender's reputation by a whole step, per network slug and asset symbol
+   * (atomic units): a repaid advance earns lenderReputationRepaidRewardBps and a defaulted one costs
+   * lenderReputationDefaultPenaltyBps times min(principal, this) / this, rounded down (reputation.ts principalStepBps),
+   * so the least advance lent to oneself buys nothing and a stranger's default on it costs little. The service sets
+   * the score's repaymentMinPrincipalUnits whole units of each asset (src/score/settings.ts repaymentMinimumsOf), the
+   * principal a repayment counts at in the credit score; an asset not named moves by whole steps whatever the principal.
+   */
+  lenderReputationFullStepAtomic: Readonly<Record<string, Readonly<Record<string, bigint>>>>
   /** Who may complete or fail any job and liquidate any advance, besides the job's client and the advance's lender. */
   operators: readonly Address[]
   /**
@@ -148,6 +157,7 @@ export const defaultEngineConfig: Readonly<EngineConfig> = Object.freeze({
   lenderUptimeWindowLeases: 20,
   borrowerSuspensionMinSeconds: 7 * 24 * 3600,
   advanceMinAtomic: {},
+  lenderReputationFullStepAtomic: {},
   operators: [],
   serviceAddresses: {},
   lendersScannedPerMatchMax: 4096,
@@ -197,9 +207,11 @@ export function resolveConfig(partial: Partial<EngineConfig> = {}): EngineConfig
   if (!Number.isInteger(config.changesPerCommandMax) || config.changesPerCommandMax < matchChangesMax(config)) {
     throw new RangeError(`engine config changesPerCommandMax must be an integer >= lendersScannedPerMatchMax + 4 (${matchChangesMax(config)}): one matching attempt must fit in a command`)
   }
-  for (const [network, assets] of Object.entries(config.advanceMinAtomic)) {
-    for (const [asset, minimum] of Object.entries(assets)) {
-      if (typeof minimum !== 'bigint' || minimum < 1n) throw new RangeError(`engine config advanceMinAtomic of ${asset} on ${network} must be a bigint >= 1`)
+  for (const key of ['advanceMinAtomic', 'lenderReputationFullStepAtomic'] as const) {
+    for (const [network, assets] of Object.entries(config[key])) {
+      for (const [asset, amount] of Object.entries(assets)) {
+        if (typeof amount !== 'bigint' || amount < 1n) throw new RangeError(`engine config ${key} of ${asset} on ${network} must be a bigint >= 1`)
+      }
     }
   }
   // The window is kept in every lender record: bounded so that the record stays small.

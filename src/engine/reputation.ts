@@ -2,6 +2,7 @@
 // (basis points, clamped to 0..10000) that each event of a lease or an advance moves, by the config's weights. One
 // function per event, called where the event happens; the README's table ("Reputation and reliability") lists them.
 // Integers only, so replays and the book order are deterministic.
+import type { AdvanceInput } from '../../machines/index.ts'
 import type { EngineConfig } from './config.ts'
 import { clampBps, isActiveLender, leaseAllowance, probationWaitMs } from './rules.ts'
 import type { BorrowerRecord, LenderRecord } from './types.ts'
@@ -115,12 +116,28 @@ export function leaseMissed(lender: LenderRecord, grantedAtMs: number, config: E
   leaseOutcome(lender, LEASE_MISSED, config, nowMs)
 }
 
+/** The advance an event of a lender's track record is about: its principal weighs the lender's step. */
+export type LentAdvance = Pick<AdvanceInput, 'network' | 'asset' | 'principalAtomic'>
+
+/**
+ * What one advance moves its lender's reputation by, of a whole `stepBps`: trunc(step x min(principal, full) / full),
+ * with full the advance's asset's lenderReputationFullStepAtomic (a whole step when the asset names none). Reputation
+ * orders the books among equal asks, so a point of it costs what lending the principal costs, not one least advance.
+ */
+export function principalStepBps(stepBps: number, advance: LentAdvance, config: EngineConfig): number {
+  const full = config.lenderReputationFullStepAtomic[advance.network]?.[advance.asset]
+  if (full === undefined || advance.principalAtomic >= full) return stepBps
+  return Number((BigInt(stepBps) * advance.principalAtomic) / full)
+}
+
 /**
  * A payment of any amount on one of the lender's advances (its borrower repaying, not a recovery): the lender's
- * reputation rises by its share of the repaid reward (repaymentShareBps); a repayment in full counts once.
+ * reputation rises by its share (repaymentShareBps) of the repaid reward weighed by the advance's principal
+ * (principalStepBps: weighed first, then shared, so the shares still telescope); a repayment in full counts once.
  */
-export function lenderRepayment(lender: LenderRecord, paid: AdvanceRepaid, config: EngineConfig): void {
-  lender.reputationBps = clampBps(lender.reputationBps + repaymentShareBps(config.lenderReputationRepaidRewardBps, paid.paidBeforeAtomic, paid.paidAfterAtomic, paid.totalAtomic))
+export function lenderRepayment(lender: LenderRecord, advance: LentAdvance, paid: AdvanceRepaid, config: EngineConfig): void {
+  const rewardBps = principalStepBps(config.lenderReputationRepaidRewardBps, advance, config)
+  lender.reputationBps = clampBps(lender.reputationBps + repaymentShareBps(rewardBps, paid.paidBeforeAtomic, paid.paidAfterAtomic, paid.totalAtomic))
   if (paid.paidAfterAtomic === paid.totalAtomic) lender.advancesRepaid += 1
 }
 
@@ -143,10 +160,10 @@ export function borrowerDefaulted(borrower: BorrowerRecord, config: EngineConfig
   borrower.reputationBps = clampBps(borrower.reputationBps - config.borrowerReputationDefaultPenaltyBps)
 }
 
-/** An advance the lender chose to fund defaulted: its underwriting choice counts against it. */
-export function lenderDefaulted(lender: LenderRecord, config: EngineConfig): void {
+/** An advance the lender chose to fund defaulted: its underwriting choice counts against it, weighed by the principal. */
+export function lenderDefaulted(lender: LenderRecord, advance: LentAdvance, config: EngineConfig): void {
   lender.advancesDefaulted += 1
-  lender.reputationBps = clampBps(lender.reputationBps - config.lenderReputationDefaultPenaltyBps)
+  lender.reputationBps = clampBps(lender.reputationBps - principalStepBps(config.lenderReputationDefaultPenaltyBps, advance, config))
 }
 
 /** A failed job costs its borrower reputation (the suspension is borrowers.ts). */

@@ -65,3 +65,13 @@ export function repaymentMinimumsOf(networks: readonly NetworkConfig[]): Repayme
     minPrincipalAtomic: BigInt(SCORE_TERMS.repaymentMinPrincipalUnits) * 10n ** BigInt(token.decimals),
   })))
 }
+
+/**
+ * The same minimums as the engine's lenderReputationFullStepAtomic (network slug -> asset symbol -> atomic): a lender's
+ * reputation moves by a whole step at the principal a repayment counts at in the score, the two read one constant.
+ */
+export function lenderReputationFullStepOf(networks: readonly NetworkConfig[]): Record<string, Record<string, bigint>> {
+  const steps: Record<string, Record<string, bigint>> = {}
+  for (const m of repaymentMinimumsOf(networks)) (steps[m.network] ??= {})[m.asset] = m.minPrincipalAtomic
+  return steps
+}

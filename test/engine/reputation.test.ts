@@ -5,18 +5,19 @@
 import t from 'tap'
 import { SNAPSHOT_VERSIONS, snapshotMigrations } from '../../src/engine/migrations.ts'
 import { repaymentShareBps } from '../../src/engine/reputation.ts'
+import { resolveConfig } from '../../src/engine/config.ts'
 import type { Engine } from '../../src/engine/index.ts'
-import { BORROWER, CLIENT, NET, T0, createJob, dispatchAt, fundAdvance, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
+import { ASSET, BORROWER, CLIENT, NET, T0, createJob, dispatchAt, fundAdvance, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
 
 const L1 = lenderInput(1).address
 const L2 = lenderInput(2).address
 
-/** One lender, one advance of 10_000 at 250 bps (owed 10_250 in all): the engine and the advance. */
-function oneAdvance(config = {}): { engine: Engine; advanceId: string } {
+/** One lender, one advance (of 10_000 unless named) at 250 bps (owed 10_250 in all): the engine and the advance. */
+function oneAdvance(config = {}, amountAtomic = 10_000n): { engine: Engine; advanceId: string } {
   const { engine } = newEngine(config)
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 250 }), T0))
-  return { engine, advanceId: fundAdvance(engine, { amountAtomic: 10_000n, maximumFeeAtomic: 1000n }) }
+  return { engine, advanceId: fundAdvance(engine, { amountAtomic, maximumFeeAtomic: amountAtomic / 10n }) }
 }
 
 function repayInPieces(engine: Engine, advanceId: string, pieces: bigint[], firstTx = 500): void {
@@ -80,6 +81,60 @@ t.test('defaults and shortfalls cost the borrower; its lender loses for the defa
   const receipt = unwrap(past.engine.liquidate({ advanceId, caller: L1, network: NET, txHash: hash(777), fromRevenueAtomic: 0n, fromCollateralAtomic: 0n, fromReserveAtomic: 0n }, due))
   t.equal(receipt.borrowerReputationBps, 5000 - 500 - 2000, 'default -500, shortfall -2000')
   t.match(past.engine.getBorrower(BORROWER), { advancesDefaulted: 1, shortfallAtomic: plan.shortfallAtomic })
+})
+
+// A lender's whole step at FULL principal (the service sets the score's 100 whole units: 100 USDC); LEAST stands for
+// the least advance, 1 USDC. outsider22: one least advance lent to oneself and repaid bought +50, and a stranger's
+// default on one cost an honest lender 100, whatever the principal.
+const FULL = 10_000n
+const LEAST = 100n
+const FULL_STEP = { lenderReputationFullStepAtomic: { [NET]: { [ASSET]: FULL } } }
+
+t.test('a lender\'s repayment reward moves with the principal, up to a whole step at the full-step principal', async (t) => {
+  const cases: [bigint, number][] = [[LEAST, 0], [3_333n, 16], [FULL - 1n, 49], [FULL, 50], [2n * FULL, 50]]
+  for (const [principal, reward] of cases) {
+    const { engine, advanceId } = oneAdvance(FULL_STEP, principal)
+    repayInPieces(engine, advanceId, [engine.getAdvance(advanceId)!.lenderOwedAtomic + engine.getAdvance(advanceId)!.reserveOwedAtomic])
+    t.equal(engine.getLender(L1)?.reputationBps, 5000 + reward, `${principal} of ${FULL} repaid: trunc(50 x min(principal, full) / full) = +${reward}`)
+    t.match(engine.getLender(L1), { advancesRepaid: 1 }, 'counted as repaid whatever the reward')
+    t.equal(engine.getBorrower(BORROWER)?.reputationBps, 5100, 'the borrower\'s reward is not weighed (the score weighs it)')
+  }
+  // Without the config (an engine test's, or an asset the service did not name) the step is whole, as before.
+  const unnamed = oneAdvance({ lenderReputationFullStepAtomic: { [NET]: { EURC: FULL } } }, LEAST)
+  repayInPieces(unnamed.engine, unnamed.advanceId, [10_000n])
+  t.equal(unnamed.engine.getLender(L1)?.reputationBps, 5050, 'an asset without a full-step principal: +50 for any principal')
+})
+
+t.test('a weighed reward is shared by the payments: any split earns what one full repayment does', async (t) => {
+  const whole = oneAdvance(FULL_STEP, 3_333n)
+  const a = whole.engine.getAdvance(whole.advanceId)!
+  const total = a.lenderOwedAtomic + a.reserveOwedAtomic
+  repayInPieces(whole.engine, whole.advanceId, [total])
+  t.equal(whole.engine.getLender(L1)?.reputationBps, 5016)
+  const splits: bigint[][] = [[1n, total - 1n], [total / 2n, total - total / 2n], [1n, 1n, 1n, total - 3n], [...Array.from({ length: 9 }, () => total / 10n), total - 9n * (total / 10n)]]
+  for (const pieces of splits) {
+    const split = oneAdvance(FULL_STEP, 3_333n)
+    repayInPieces(split.engine, split.advanceId, pieces)
+    t.equal(split.engine.getAdvance(split.advanceId), undefined, `${pieces.length} pieces repay it`)
+    t.equal(split.engine.getLender(L1)?.reputationBps, 5016, `${pieces.length} pieces: +16 in all, as at once`)
+  }
+  const half = oneAdvance(FULL_STEP, 3_333n)
+  repayInPieces(half.engine, half.advanceId, [total / 2n])
+  t.equal(half.engine.getLender(L1)?.reputationBps, 5000 + Math.floor(16 * Number(total / 2n) / Number(total)), 'half repaid: half the weighed reward')
+})
+
+t.test('a lender\'s default penalty moves with the principal, up to a whole step at the full-step principal', async (t) => {
+  const cases: [bigint, number][] = [[LEAST, 1], [3_333n, 33], [FULL, 100], [2n * FULL, 100]]
+  for (const [principal, penalty] of cases) {
+    const { engine } = newEngine(FULL_STEP)
+    unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
+    createJob(engine, 'job_a', 100_000n)
+    fundAdvance(engine, { repaymentSource: 'job_a', amountAtomic: principal, maximumFeeAtomic: principal }, T0, 1)
+    unwrap(engine.failJob({ jobId: 'job_a', reason: 'not_delivered', caller: CLIENT }, T0 + 1))
+    t.match(engine.getLender(L1), { advancesDefaulted: 1, reputationBps: 5000 - penalty }, `${principal} of ${FULL} defaulted: -${penalty}`)
+    t.match(engine.getBorrower(BORROWER), { reputationBps: 5000 - 1000 - 500 }, 'the borrower\'s penalties are not weighed')
+  }
+  t.throws(() => resolveConfig({ lenderReputationFullStepAtomic: { [NET]: { [ASSET]: 0n } } }), /lenderReputationFullStepAtomic of USDC on net-a must be a bigint >= 1/)
 })
 
 t.test('uptime: the share of the last N leases paid in time, kept in the record; every N outcomes it moves reliability', async (t) => {

@@ -3,7 +3,8 @@
 import t from 'tap'
 import { parseNetworksConfig } from '../../src/chain/config.ts'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
-import { DEVNET_PRICE_ATOMIC, MAX_TIMEOUT_SECONDS_DEFAULT, resolveCreditScore } from '../../src/score/settings.ts'
+import { DEVNET_PRICE_ATOMIC, MAX_TIMEOUT_SECONDS_DEFAULT, lenderReputationFullStepOf, repaymentMinimumsOf, resolveCreditScore } from '../../src/score/settings.ts'
+import { SCORE_TERMS } from '../../src/score/formula.ts'
 
 const addr = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as const
 const entry = (slug: string, chainId: number, selfFacilitate: boolean) => ({
@@ -52,4 +53,12 @@ t.test('CREDIT_SCORE=on|off wins over creditScore.enabled of the config file; an
   t.same(loadServiceConfig({ CREDIT_SCORE: 'off' }).creditScore, { enabled: false })
   t.same(loadServiceConfig({ CREDIT_SCORE: 'on' }).creditScore, { enabled: true })
   t.throws(() => loadServiceConfig({ CREDIT_SCORE: 'yes' }), ConfigError)
+})
+
+t.test('a lender\'s reputation moves by a whole step at the principal the score counts a repayment at, per network and asset', async (t) => {
+  const eighteen = { ...entry('net-c', 3, false), tokens: entry('net-c', 3, false).tokens.map((token) => ({ ...token, decimals: 18 })) }
+  t.same(lenderReputationFullStepOf(networks), { 'net-a': { USDC: 100_000_000n, EURC: 100_000_000n }, 'net-b': { USDC: 100_000_000n, EURC: 100_000_000n } }, '100 whole units of each 6-decimal token')
+  t.same(lenderReputationFullStepOf(parseNetworksConfig({ networks: [eighteen] }, {})), { 'net-c': { USDC: 100n * 10n ** 18n, EURC: 100n * 10n ** 18n } }, 'and of an 18-decimal one')
+  t.equal(SCORE_TERMS.repaymentMinPrincipalUnits, 100)
+  for (const m of repaymentMinimumsOf(networks)) t.equal(lenderReputationFullStepOf(networks)[m.network]?.[m.asset], m.minPrincipalAtomic, `${m.asset} on ${m.network}: the score's minimum`)
 })

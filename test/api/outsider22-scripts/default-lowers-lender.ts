@@ -11,6 +11,8 @@
 // rival's own reputation by +50 per least advance it lends to its own borrower and gets repaid. Prints the
 // reputations and the honest match; exits 1 while a defaulted least advance moves the victim behind its rival.
 // node --import tsx test/api/outsider22-scripts/default-lowers-lender.ts (CONTROL=1 without the failure)
+// Since repweight22 the penalty weighs the principal (README, "Weighed by the principal"): the least advance's default
+// costs the victim 1, not 100 (-100 takes 100 USDC defaulted); one point still loses exact ties, so this still exits 1.
 import { fundedJob, readyLender, startHarness, usdc } from '../../fixtures/service.ts'
 import { fundAdvance } from '../fixtures/api.ts'
 

@@ -9,6 +9,8 @@
 // 10,000 from 5,000: 100 cycles, 100 USDC of purchases. Prints the reputations and the honest match; exits 1 while
 // one repaid least advance lent to oneself moves the rival ahead. CONTROL=1: no repayment, exits 0.
 // node --import tsx test/api/outsider22-scripts/wash-raises-lender.ts
+// Since repweight22 the reward weighs the principal (README, "Weighed by the principal"): a repaid least advance earns
+// +0 (+50 takes 100 USDC lent and repaid), so this exits 0.
 import { ChainAgent } from '../../../src/client/chain.ts'
 import { fund, fundedJob, readyLender, startHarness, usdc } from '../../fixtures/service.ts'
 import { fundAdvance, until } from '../fixtures/api.ts'
