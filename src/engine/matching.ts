@@ -247,10 +247,10 @@ function notMatched(s: EngineState, offer: OfferActor, answer: Refusal, nowMs: n
 /**
  * The lenders one matching attempt leases to, in book order, without changing anything: those whose wallet cannot
  * pay the least advance of the offer's asset (each gets a lease refused at once, which is not one of the offer's
- * leases) and the first whose wallet can pay the amount. A wallet that can pay the least advance but not this amount
- * is passed over, like liquidity that does not cover it: refused, it left the book for every later offer, small ones
- * included, and a stranger's waiting offer larger than the cheapest lender's wallet kept it out at every dispatch
- * (outsider21). The walk starts after the offer's scan mark when it has one (state.ts `scanMarks`); `stoppedAt` is the
+ * leases) and the first whose wallet can pay the amount beyond its live leases. A wallet that can pay the least advance
+ * but not this amount, or holds it promised to its own live leases, is passed over, like liquidity that does not
+ * cover it: refused, it left the book for every later offer, small ones included, and a stranger's waiting offer
+ * larger than the cheapest lender's wallet kept it out at every dispatch (outsider21). The walk starts after the offer's scan mark when it has one (state.ts `scanMarks`); `stoppedAt` is the
  * last entry scanned when the walk reached lendersScannedPerMatchMax with entries left and no lender, else null.
  */
 function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Candidate[]; granted: Candidate | null; outOfLeases: boolean; stoppedAt: BookEntry | null } {
@@ -279,7 +279,9 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
       if (atLeaseAllowance(s, lender)) continue
       const free = walletFreeAtomic(s, lender, o.network, o.asset)
       if (free >= o.amountAtomic) return { refused, granted: { lender, fee }, outOfLeases: false, stoppedAt: null }
-      if (free < leastAdvanceAtomic(s.config, o.network, o.asset)) refused.push({ lender, fee })
+      // Refused (out of the book) only when the wallet itself is short of the least advance: one that holds it but has
+      // it promised to its own live leases is busy, and nothing would bring it back when a lease ends unused (review22).
+      if (s.wallets.spendableAtomic(o.network, o.asset, lender.sessionAddress) < leastAdvanceAtomic(s.config, o.network, o.asset)) refused.push({ lender, fee })
     }
     // The bound, not the book's end nor the fee break, ended the walk: the next one resumes after it.
     if (i === end && end < entries.length) return { refused, granted: null, outOfLeases: false, stoppedAt: entries[end - 1] as BookEntry }

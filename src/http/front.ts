@@ -415,9 +415,15 @@ export async function listenFront(settings: FrontSettings, log: Logger): Promise
       up.on('end', () => client.end())
     }
     client.on('data', onData)
+    // The client's FIN before its head was passed or answered: nothing more comes, the front's side ends too.
+    client.once('end', () => { if (upstream === undefined) client.end() })
   }
 
-  const server: Server = createServer({ noDelay: true }, onConnection)
+  // Half-open: a client's FIN ends only its side. Node's default ended the front's side at once, so the answer to a
+  // request sent with its FIN (`nc -N`'s way, a client that shuts down its writing once it sent) was written after the end and
+  // lost, while uWS on the port answers it; the gate passes the FIN on once the request has gone, and ends the client's
+  // side when uWS ends its own (review22).
+  const server: Server = createServer({ noDelay: true, allowHalfOpen: true }, onConnection)
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error) => reject(new Error(`cannot listen on ${settings.host}:${settings.port}: ${error.message}`)))
     server.listen(settings.port, settings.host, () => resolve())

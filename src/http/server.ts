@@ -113,16 +113,28 @@ export interface RunningServer {
  */
 export function peerAddressForms(proxies: readonly string[]): string[] {
   const full = (bytes: number[]) => Array.from({ length: 8 }, (_, i) => (((bytes[2 * i] ?? 0) << 8) | (bytes[2 * i + 1] ?? 0)).toString(16).padStart(4, '0')).join(':')
-  return [...new Set(proxies.flatMap((proxy) => (isIPv6(proxy) ? [proxy, full(ipv6Bytes(proxy))] : isIPv4(proxy) ? [proxy, `::ffff:${proxy}`, full(ipv6Bytes(`::ffff:${proxy}`))] : [proxy])))]
+  return [...new Set(proxies.flatMap((proxy) => (isIPv6(proxy) ? [proxy, full(ipv6Bytes(proxy)), ...compressed(proxy)] : isIPv4(proxy) ? [proxy, `::ffff:${proxy}`, full(ipv6Bytes(`::ffff:${proxy}`))] : [proxy])))]
+}
+
+/**
+ * An IPv6 address as node:net writes a peer (RFC 5952: lower case, the longest run of zeros as `::`): a proxy written
+ * `0:0:0:0:0:0:0:1` or in upper case matched uWS's full form only, never the front's or node:http's `::1` (review22).
+ */
+function compressed(address: string): string[] {
+  try {
+    return [new URL(`http://[${address}]`).hostname.slice(1, -1)]
+  } catch {
+    return []
+  }
 }
 
 /** Starts listening; resolves once the socket is bound. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  if (options.transport === 'node') return startNodeServer(options)
+  const trustedProxies = options.trustedProxies === undefined ? undefined : peerAddressForms(options.trustedProxies)
+  if (options.transport === 'node') return startNodeServer(trustedProxies === undefined ? options : { ...options, trustedProxies })
   if (options.transport !== undefined && options.transport !== 'uws') throw new RangeError(`transport must be uws or node, got ${String(options.transport)}`)
   const host = options.host ?? '127.0.0.1'
   // Built first: a route table it refuses must leave no front listening.
-  const trustedProxies = options.trustedProxies === undefined ? undefined : peerAddressForms(options.trustedProxies)
   const pipeline = createPipeline(trustedProxies === undefined ? options : { ...options, trustedProxies }, uwsIo(options.legacyClients !== false))
   const front: Front | undefined = options.legacyClients === false
     ? undefined

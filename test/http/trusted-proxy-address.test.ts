@@ -47,3 +47,18 @@ t.test('the front on a dual-stack socket: a proxy listed as 127.0.0.1 is exempt 
   t.equal(answer.status, 200, 'not 429 too_many_connections: the proxy carries many clients')
   t.same(await answer.json(), { clientKey: '203.0.113.9' })
 })
+
+// review22: a proxy's IPv6 address written another way than node:net writes a peer (`0:0:0:0:0:0:0:1`, upper case)
+// matched only uWS's full form: node:http's peer and the front's (`::1`) never, so behind the front its connections
+// were bounded as one client's, and on node:http its X-Forwarded-For was ignored.
+t.test('a proxy\'s IPv6 address in another spelling is its peer for node:http and for the front', async (t) => {
+  t.equal(await clientBehind({ transport: 'node', trustedProxies: ['0:0:0:0:0:0:0:1'] }, '[::1]'), '203.0.113.9', 'node:http')
+  const server = await startServer({ routes: [whoami], host: '::', port: 0, bodyLimitBytes: 64, rateLimit: false, log: () => {}, authenticate: async () => undefined, transport: 'uws', trustedProxies: ['0:0:0:0:0:0:0:1'], connectionsPerClientMax: 1 })
+  t.teardown(() => server.close(500))
+  const held = connect(server.port, '::1')
+  t.teardown(() => void held.destroy())
+  await new Promise((resolve) => held.once('connect', resolve))
+  const answer = await fetch(`http://[::1]:${server.port}/whoami`, { headers: { 'x-forwarded-for': '203.0.113.9' } })
+  t.equal(answer.status, 200, 'the front: not 429 too_many_connections')
+  t.same(await answer.json(), { clientKey: '203.0.113.9' })
+})

@@ -71,8 +71,15 @@ async function bundle(name, root) {
   const refused = `${dir}.refused`
   if (existsSync(refused)) return undefined
   if (!existsSync(dir)) {
-    esbuild ??= await import('esbuild')
     const partial = `${dir}.${process.pid}.tmp`
+    // A bundle that cannot be kept (a read-only node_modules) is not built: esbuild failed only on writing it, after
+    // the whole build (about a second, in every test process).
+    try {
+      mkdirSync(partial, { recursive: true })
+    } catch {
+      return undefined
+    }
+    esbuild ??= await import('esbuild')
     try {
       const { metafile } = await esbuild.build({ entryPoints, bundle: true, splitting: true, format: 'esm', platform: 'node', packages: 'external', outdir: partial, outExtension: { '.js': '.mjs' }, logLevel: 'silent', metafile: true })
       const imported = Object.values(metafile.outputs).flatMap((output) => output.imports.filter((i) => i.external).map((i) => i.path))
