@@ -101,10 +101,16 @@ export function removeLenders(s: EngineState, addresses: readonly Address[]): Ad
  */
 function walletFunded(s: EngineState, lender: LenderRecord): boolean {
   if (lender.availableAtomic <= 0n && lender.withdrawnAtomic + lender.withdrawalPendingAtomic > 0n) return false
-  return lender.networks.some((n) => {
-    const asset = lender.assets[n] as string
-    return s.wallets.spendableAtomic(n, asset, lender.sessionAddress) >= leastAdvanceAtomic(s.config, n, asset)
-  })
+  return lender.networks.some((n) => walletHoldsLeastAdvance(s, lender, n, lender.assets[n] as string))
+}
+
+/**
+ * The rule of a book's entry: the lender's session wallet itself (not counting its live leases) can pay the least
+ * advance of `asset` on `network`. Short of it, the lender is refused and leaves that book (walkBook, parkIn); with
+ * it, it enters its books (walletFunded).
+ */
+function walletHoldsLeastAdvance(s: EngineState, lender: LenderRecord, network: string, asset: string): boolean {
+  return s.wallets.spendableAtomic(network, asset, lender.sessionAddress) >= leastAdvanceAtomic(s.config, network, asset)
 }
 
 export function park(s: EngineState, lender: LenderRecord): void {
@@ -250,8 +256,9 @@ function notMatched(s: EngineState, offer: OfferActor, answer: Refusal, nowMs: n
  * leases) and the first whose wallet can pay the amount beyond its live leases. A wallet that can pay the least advance
  * but not this amount, or holds it promised to its own live leases, is passed over, like liquidity that does not
  * cover it: refused, it left the book for every later offer, small ones included, and a stranger's waiting offer
- * larger than the cheapest lender's wallet kept it out at every dispatch (outsider21). The walk starts after the offer's scan mark when it has one (state.ts `scanMarks`); `stoppedAt` is the
- * last entry scanned when the walk reached lendersScannedPerMatchMax with entries left and no lender, else null.
+ * larger than the cheapest lender's wallet kept it out at every dispatch (outsider21). The walk starts after the
+ * offer's scan mark when it has one (state.ts `scanMarks`); `stoppedAt` is the last entry scanned when the walk reached
+ * lendersScannedPerMatchMax with entries left and no lender, else null.
  */
 function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Candidate[]; granted: Candidate | null; outOfLeases: boolean; stoppedAt: BookEntry | null } {
   const refused: Candidate[] = []
@@ -281,7 +288,7 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
       if (free >= o.amountAtomic) return { refused, granted: { lender, fee }, outOfLeases: false, stoppedAt: null }
       // Refused (out of the book) only when the wallet itself is short of the least advance: one that holds it but has
       // it promised to its own live leases is busy, and nothing would bring it back when a lease ends unused (review22).
-      if (s.wallets.spendableAtomic(o.network, o.asset, lender.sessionAddress) < leastAdvanceAtomic(s.config, o.network, o.asset)) refused.push({ lender, fee })
+      if (!walletHoldsLeastAdvance(s, lender, o.network, o.asset)) refused.push({ lender, fee })
     }
     // The bound, not the book's end nor the fee break, ended the walk: the next one resumes after it.
     if (i === end && end < entries.length) return { refused, granted: null, outOfLeases: false, stoppedAt: entries[end - 1] as BookEntry }
