@@ -7,7 +7,7 @@
 // A third, the load mix's shape (--shape-blocks, 0 to skip): request + match on 500 lenders and 512 borrowers at 2,000
 // pairs/s of engine time, leases never paid (TTLs of 3 s, so about 6,000 pairs live), a follower batch and the ticker
 // every 25 ms; each block of 2,000 pairs is timed whole, its time-outs, expiries and GC included, as the service
-// thread pays them (issue 11: the `perfengine17` round in the README). --blocks 0 runs it alone, with no other book
+// thread pays them (issue 11: the `perfengine17` round in bench/HISTORY.md). --blocks 0 runs it alone, with no other book
 // in the heap (the two others' books, four with 10,000 lenders or leases each, move its figures by several us).
 // Usage: node --import tsx bench/match-ab.ts <checkout> <checkout> ... [--blocks 20] [--rounds 500] [--leases 10000] [--shape-blocks 20]
 import { parseArgs } from 'node:util'

@@ -1,5 +1,5 @@
 // A service-thread CPU profile (`BENCH_SERVICE_CPU_PROF`, bench/loadmix.ts) cut into the parts of a request + match
-// pair (README "Where a pair's service-thread time goes"). Without a window it prints each second's share of busy
+// pair (bench/HISTORY.md, "Where a pair's service-thread time goes"). Without a window it prints each second's share of busy
 // samples and of samples in matchOffer, which shows where the load mix's windows lie (the saturated one follows its
 // warm-up); with one it gives each part's share of the window's busy samples and, given the run's service-thread CPU
 // per pair, its microseconds per pair, and how much of each part is XState's own code. A sample goes to the first

@@ -1,6 +1,6 @@
 // Response writers compiled from the response schemas (issue 11): the bytes of `wireJson` (src/api/wire.ts), which
-// are those of `JSON.stringify(toWire(value))`, at about half its cost on the hot answers (README, "Response
-// serializers"). An object's JSON keeps its value's key order, and the engine's views do not build their fields in
+// are those of `JSON.stringify(toWire(value))`, at about half its cost on the hot answers (bench/HISTORY.md,
+// "Response serializers"). An object's JSON keeps its value's key order, and the engine's views do not build their fields in
 // the schema's order, so a writer is compiled per key order met: an object schema keeps up to PLANS_PER_OBJECT_MAX
 // plans, each a function generated for one sequence of keys (the "key": texts, the instant conversions and the
 // nested objects' writers known in advance). A value whose keys match no plan, a key the schema does not name, an

@@ -66,8 +66,8 @@ const prefixTexts: string[] = new Array<string>(PREFIX_SLOTS).fill('')
 
 /**
  * `new Date(ms).toISOString()` without the Date: the calendar date by arithmetic (days to civil date, H. Hinnant's
- * algorithm), since the Date and its formatting were half the cost of a one-pass answer (README, "Response
- * serializers"). Anything but an integer from 1970 to the year 9999 (signed years, fractions, NaN, non-numbers)
+ * algorithm), since the Date and its formatting were half the cost of a one-pass answer (bench/HISTORY.md,
+ * "Response serializers"). Anything but an integer from 1970 to the year 9999 (signed years, fractions, NaN, non-numbers)
  * goes through the Date, which also throws what toWire throws.
  */
 export function isoInstant(ms: number): string {
@@ -106,7 +106,7 @@ function minutePrefix(minute: number): string {
 
 /**
  * `JSON.stringify(toWire(value))` in one pass, without the intermediate wire object: the same bytes (key order is the
- * value's, as JSON.stringify keeps it), at about a third of the cost on engine views (README, "Response serializers").
+ * value's, as JSON.stringify keeps it), at about a third of the cost on engine views (bench/HISTORY.md, "Response serializers").
  * A value the one-pass writer cannot mirror exactly (a key `fooAt` beside `fooAtMs`) goes the reference way.
  */
 export function wireJson(value: unknown): string {

@@ -8,8 +8,8 @@
  * `bench/match-durable.ts` (issue 11, 2026-11-26, alternated runs): 110-132 µs of process CPU per durable match
  * against 139-157 µs at the default, for 50 to 100 MB more peak memory. `--single-threaded-gc` and `--v8-pool-size=1`
  * (fewer GC helper threads) were measured beside it and not kept (issue 11, 2026-11-27, four alternated load-mix pairs each):
- * the service thread's CPU per pair rose in 4 of 4, the process's fell in 1 and 2 of 4 (README, "The service's
- * request + match mix beside the ceiling").
+ * the service thread's CPU per pair rose in 4 of 4, the process's fell in 1 and 2 of 4 (bench/HISTORY.md, "The
+ * service's request + match mix beside the ceiling").
  */
 export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=64'] as const
 

@@ -1,5 +1,6 @@
-// bench/profile-budget.ts turns a service profile into the README's per-pair table: each busy sample of the window
-// goes to one part (the first whose test its stack passes), idle samples and samples outside the window count nowhere.
+// bench/profile-budget.ts turns a service profile into the per-pair table of bench/HISTORY.md ("Where a pair's
+// service-thread time goes"): each busy sample of the window goes to one part (the first whose test its stack passes),
+// idle samples and samples outside the window count nowhere.
 import t from 'tap'
 import { budget, type Profile } from '../../bench/profile-budget.ts'
 
