@@ -3,7 +3,7 @@
 import type { Actor, AnyActorRef } from 'xstate'
 import type { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
 import { actorRoot } from './actors.ts'
-import type { BookEntry, BookKey, MatchingBook } from './book.ts'
+import type { BookEntry, MatchingBook, ScanMark } from './book.ts'
 import { PendingChanges } from './changes.ts'
 import type { EngineConfig } from './config.ts'
 import type { Due } from './dispatch.ts'
@@ -105,10 +105,12 @@ export class EngineState {
   /**
    * Per waiting offer whose last walk reached lendersScannedPerMatchMax without a lender: the book key of the last
    * entry it scanned, so its next walk starts after it (matching.ts walkBook) and lenders no offer can use cannot fill
-   * the bound at every walk. Set only then; cleared by a walk that ends otherwise, dropped when the offer stops
-   * waiting (dispatch.ts scheduleOffer). In memory only, as `parked`: a restart starts every walk at the front.
+   * the bound at every walk; its book notes the entries that enter it ahead since (book.ts `enteredSince`), and the
+   * next walk looks at those first. Set only then; cleared by a walk that ends otherwise, dropped when the offer stops
+   * waiting (dispatch.ts scheduleOffer, book.ts dropScanMark). In memory only, as `parked`: a restart starts every
+   * walk at the front.
    */
-  readonly scanMarks = new Map<string, BookKey>()
+  readonly scanMarks = new Map<string, ScanMark>()
   /**
    * The ids of each borrower's live offers, in creation order (issue 10, hole 6: their count is bounded by
    * liveOffersPerBorrowerMax). A borrower at the bound has its own stale ones ended by its request (stale-offers.ts).
