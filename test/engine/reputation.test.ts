@@ -75,7 +75,7 @@ t.test('defaults and shortfalls cost the borrower; its lender loses for the defa
   }, T0))
   unwrap(past.engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
   const advanceId = fundAdvance(past.engine, { repaymentSource: 'src_s', amountAtomic: 1000n, maximumFeeAtomic: 100n })
-  const due = T0 + 3_600_000
+  const due = T0 + 3_601_000 // due at T0 + 3,600 s: past due from the next second on, as on chain
   const plan = unwrap(past.engine.planLiquidation({ advanceId, caller: L1 }, due))
   t.ok(plan.shortfallAtomic > 0n, 'nothing backs it: a shortfall')
   const receipt = unwrap(past.engine.liquidate({ advanceId, caller: L1, network: NET, txHash: hash(777), fromRevenueAtomic: 0n, fromCollateralAtomic: 0n, fromReserveAtomic: 0n }, due))
