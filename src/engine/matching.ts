@@ -144,18 +144,32 @@ function unpark(s: EngineState, lender: LenderRecord): void {
   const placed = s.bookEntries.get(lender.address)
   if (!placed || !s.parked.delete(lender.address)) return
   placed.entry = entryFor(lender)
-  for (const network of lender.networks) {
-    const key = bookKey(network, lender.assets[network] as string)
-    let book = s.books.get(key)
-    if (!book) s.books.set(key, (book = new MatchingBook()))
-    book.insert(placed.entry)
-    placed.books.push(book)
-  }
+  enterFundedBooks(s, lender, placed)
 }
 
 /**
- * A parked lender whose session wallet (`holder`) now can lend (walletFunded) is back in its books (returns true), and
- * so is one out of some of them (parkIn; returns false: it was not parked).
+ * The lender enters each of its books it is not in whose least advance its session wallet holds
+ * (walletHoldsLeastAdvance); it stays out of the others, partly parked, until its wallet changes again. Before, it
+ * entered every book, and was refused a lease once more in each where its wallet was still short.
+ */
+function enterFundedBooks(s: EngineState, lender: LenderRecord, placed: { entry: BookEntry; books: MatchingBook[] }): void {
+  for (const network of lender.networks) {
+    const asset = lender.assets[network] as string
+    const key = bookKey(network, asset)
+    let book = s.books.get(key)
+    if (!book) s.books.set(key, (book = new MatchingBook()))
+    if (placed.books.includes(book) || !walletHoldsLeastAdvance(s, lender, network, asset)) continue
+    book.insert(placed.entry)
+    placed.books.push(book)
+  }
+  if (placed.books.length < lender.networks.length) s.partlyParked.add(lender.address)
+  else s.partlyParked.delete(lender.address)
+}
+
+/**
+ * A parked lender whose session wallet (`holder`) now can lend (walletFunded) is back in the books whose least advance
+ * its wallet holds (returns true), and one out of some of its books (partly parked) enters those of them (returns
+ * false: it was not parked).
  */
 export function walletChanged(s: EngineState, holder: Address): boolean {
   const address = s.lenderBySession.get(holder)
@@ -163,9 +177,8 @@ export function walletChanged(s: EngineState, holder: Address): boolean {
   if (lender === undefined) return false
   const parked = s.parked.has(lender.address)
   if ((!parked && !s.partlyParked.has(lender.address)) || !walletFunded(s, lender)) return false
-  // Out of some of its books only (parkIn): out of all, then back in all of them.
-  if (!parked) park(s, lender)
-  unpark(s, lender)
+  if (parked) unpark(s, lender)
+  else enterFundedBooks(s, lender, s.bookEntries.get(lender.address) as { entry: BookEntry; books: MatchingBook[] })
   return parked
 }
 

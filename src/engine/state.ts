@@ -98,8 +98,9 @@ export class EngineState {
    */
   readonly parked = new Set<Address>()
   /**
-   * Lenders out of some of their books only: refused for insufficient balance on one network (matching.ts parkIn),
-   * back in all of them when their session wallet changes, as parked ones are. In memory only, as `parked`.
+   * Lenders out of some of their books only: refused for insufficient balance on one network (matching.ts parkIn), or
+   * entering their books while their wallet held the least advance on some networks only (enterFundedBooks); back in
+   * those whose least advance their wallet holds when it changes. In memory only, as `parked`.
    */
   readonly partlyParked = new Set<Address>()
   /**

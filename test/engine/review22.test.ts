@@ -55,3 +55,24 @@ t.test('a resumed walk sees a lender that moved ahead of its mark since (its adv
   t.equal(matchedLender(engine, waiting, T0 + 2000), cheap.address, 'the waiting offer is leased to the cheap lender, not the dear one after the mark')
   engine.checkInvariants()
 })
+
+t.test('a lender enters only the books whose least advance its wallet holds, and a wallet change brings it into the others once funded', async (t) => {
+  const least = { [ASSET]: 10n }
+  const { engine, wallets } = newEngine({ advanceMinAtomic: { [NET]: least, 'net-b': least } })
+  registerBacking(engine)
+  const lender = lenderInput(1, { minFeeBps: 50, networks: [NET, 'net-b'] })
+  wallets.set(lender.sessionAddress, 1000n, NET)
+  wallets.set(lender.sessionAddress, 9n, 'net-b')
+  unwrap(engine.registerLender(lender, T0))
+  const onB = (nowMs: number) => unwrap(engine.matchOffer({ offerId: offerFor(engine, { network: 'net-b', amountAtomic: 10n, maximumFeeAtomic: 1n }, nowMs), caller: BORROWER }, nowMs))
+  t.same(onB(T0).refusedLeases, [], 'not in net-b\'s book: no lease refused there (before: one, then out of it)')
+  // Its wallet changes on the network it funded (a lease paid, a top-up): net-b's is still short.
+  wallets.set(lender.sessionAddress, 900n, NET)
+  t.equal(engine.walletChanged(lender.sessionAddress), false, 'it was not parked')
+  t.same(onB(T0 + 1).refusedLeases, [], 'still out of net-b\'s book: no lease refused (before: back in every book, refused again)')
+  t.equal(matchedLender(engine, offerFor(engine, { amountAtomic: 10n, maximumFeeAtomic: 1n }, T0 + 2), T0 + 2), lender.address, 'in the book of the network it funded')
+  wallets.set(lender.sessionAddress, 10n, 'net-b')
+  engine.walletChanged(lender.sessionAddress)
+  t.equal(onB(T0 + 3).lease?.lender, lender.address, 'funded on net-b: in its book too')
+  engine.checkInvariants()
+})
