@@ -12,6 +12,21 @@ import type { RefusalTable } from './refusals.ts'
 import type { Address, SourceRef, StatesOf, TxProof } from './types.ts'
 
 export const ADVANCE_STATES = ['active', 'defaulted', 'repaid', 'liquidated', 'shortfall'] as const
+
+/**
+ * The first time (ms) at which an advance due at `dueAtMs` is past due: the contract liquidates it once
+ * block.timestamp > dueAt, with dueAt = floor(dueAtMs / 1000), so a whole second after a due time in whole seconds.
+ * Before, the engine counted it past due at dueAtMs itself, and for up to a second let a liquidation through that the
+ * contract refused (409 contract_not_defaulted; outsider21).
+ */
+export function pastDueAtMs(dueAtMs: number): number {
+  return (Math.floor(dueAtMs / 1000) + 1) * 1000
+}
+
+/** Whether an advance due at `dueAtMs` is past due at `nowMs` (pastDueAtMs), as the contract's liquidate judges it. */
+export function isPastDueAt(dueAtMs: number, nowMs: number): boolean {
+  return nowMs >= pastDueAtMs(dueAtMs)
+}
 export type AdvanceState = (typeof ADVANCE_STATES)[number]
 
 export interface AdvanceInput {
@@ -201,10 +216,10 @@ export const advanceMachine = setup({
     // Fully recovered: nothing is owed after it. A recovery the insurance reserve helped pay is not, even with no
     // shortfall: the reserve is subrogated for what it paid, and the borrower owes it that.
     isFullyRecovered: ({ context }, params: { recovery: RecoveryRecord }) => owesNothingAfter(context, params.recovery),
-    // Due means the due time has come: at dueAtMs the advance may be liquidated.
-    isPastDue: ({ context, event }) => event.nowMs >= context.dueAtMs,
+    // Past due as the contract judges it (isPastDueAt): from the second after the due time's on.
+    isPastDue: ({ context, event }) => isPastDueAt(context.dueAtMs, event.nowMs),
     isPastDueAndFullyRecovered: ({ context, event }, params: { recovery: RecoveryRecord }) =>
-      event.nowMs >= context.dueAtMs && owesNothingAfter(context, params.recovery),
+      isPastDueAt(context.dueAtMs, event.nowMs) && owesNothingAfter(context, params.recovery),
   },
 }).createMachine({
   id: 'advance',

@@ -8,7 +8,7 @@ import type { Refusal } from './refusals.ts'
 export { advanceMachine, isJobFailureReason, jobMachine, leaseMachine, offerMachine }
 export { advanceRefusals, jobRefusals, leaseRefusals, offerRefusals }
 export { ADVANCE_STATES, JOB_FAILURE_REASONS, JOB_STATES, LEASE_STATES, OFFER_STATES, LEASE_END_REASONS, OFFER_END_REASONS, RISK_BANDS }
-export { REPAYMENTS_LISTED_MAX } from './advance.ts'
+export { REPAYMENTS_LISTED_MAX, isPastDueAt, pastDueAtMs } from './advance.ts'
 export { isPastDeadline, leaseOverAtChainMs } from './lease.ts'
 export { offerContextCopy } from './offer.ts'
 export { refusalCode, statesTaking, type Refusal, type RefusalTable } from './refusals.ts'

@@ -2,6 +2,7 @@
 // none of whose advances owes anything may take its escrow back. A registration reads it, so that the service never takes on a
 // job that is over on chain, or one whose client may take the escrow back while the job's credit could still be drawn
 // (src/service/borrowers.ts).
+import { leaseOverAtChainMs } from '../../machines/index.ts'
 import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, type Address, type Hex, type PublicClient } from 'viem'
 import { creditFacilityV2Abi } from './artifacts.ts'
 import type { NetworkClients } from './clients.ts'
@@ -17,6 +18,16 @@ export class JobRegistrationRefusedError extends Error {
   ) {
     super(message)
   }
+}
+
+/**
+ * Whether the job's client may reclaim it on chain (reclaimJob: block.timestamp >= reclaimableAt) while a lease ending at
+ * `creditEndMs` may still be paid (paySupplier: block.timestamp <= deadline, deadline = floor(creditEndMs / 1000); the
+ * lease is over from leaseOverAtChainMs on). Both in the same second counts: a reclaim mined in the block before the
+ * payment's makes it revert. Before, a reclaim time equal to a credit end in whole seconds was taken.
+ */
+export function reclaimableWhileCreditLive(reclaimableAtMs: number, creditEndMs: number): boolean {
+  return reclaimableAtMs < leaseOverAtChainMs(creditEndMs)
 }
 
 /** The contract's reclaimDelay, by network and contract address: immutable, so read once. */

@@ -87,7 +87,7 @@ export function applyRepayment(s: EngineState, a: AdvanceContext, repayment: Rep
   lenderChanged(s, lender)
   if (repayment.reserveAmountAtomic > 0n) fundReserve(s, a.network, a.asset, repayment.reserveAmountAtomic)
   const borrower = borrowerOf(s, a.borrower)
-  reputation.borrowerRepayment(borrower, paid, s.config)
+  reputation.borrowerRepayment(borrower, a, paid, s.config)
   principalBack(borrower, a, principalReturned, true)
   touch(s, 'borrower', borrower.address)
   return repaymentReceiptOf(a, repayment, fullyRepaid)

@@ -23,8 +23,65 @@ export function compareEntries(a: BookKey, b: BookKey): number {
   return a.registrationSeq - b.registrationSeq
 }
 
+/** A waiting offer's scan mark (state.ts `scanMarks`): where its last walk stopped, in which book, and when. */
+export interface ScanMark extends BookKey {
+  book: MatchingBook
+  /** The book's `enteredCount` when the mark was set: the entries that entered ahead of it since follow it in the log. */
+  seen: number
+}
+
 export class MatchingBook {
   readonly entries: BookEntry[] = []
+  /**
+   * While offers hold scan marks in this book (`marks` > 0, matching.ts markScan): each entry inserted, or moved
+   * toward the front, in order (the same entry may repeat), so that a walk resumed after its mark first looks at those
+   * that entered ahead of it since (`enteredSince`). Emptied when the last mark goes; at most twice `enteredKept`
+   * long: a mark older than the kept part makes its walk start at the front.
+   */
+  private entered: BookEntry[] = []
+  /** How many entries were noted before `entered[0]` since the marks began. */
+  private enteredBase = 0
+  /** How many noted entries a mark can see back (lendersScannedPerMatchMax, set with the marks). */
+  enteredKept = 0
+  marks = 0
+
+  /** How many entries were noted since the marks began: a new mark's `seen`. */
+  get enteredCount(): number {
+    return this.enteredBase + this.entered.length
+  }
+
+  /**
+   * The entries noted since `seen` (a mark's), in order, or null when more than `enteredKept` were, or the log no
+   * longer reaches back that far: the walk then starts at the front.
+   */
+  enteredSince(seen: number): readonly BookEntry[] | null {
+    const from = seen - this.enteredBase
+    if (from < 0 || this.entered.length - from > this.enteredKept) return null
+    return from === this.entered.length ? NONE : this.entered.slice(from)
+  }
+
+  /** A mark set in this book; its last one dropped empties the log. */
+  markAdded(kept: number): void {
+    this.marks += 1
+    this.enteredKept = kept
+  }
+
+  markDropped(): void {
+    this.marks -= 1
+    if (this.marks > 0) return
+    this.entered = []
+    this.enteredBase = 0
+  }
+
+  /** An entry entered the book or moved toward its front: noted while marks exist (one comparison otherwise). */
+  private noteEntered(entry: BookEntry): void {
+    if (this.marks === 0) return
+    this.entered.push(entry)
+    if (this.entered.length > 2 * this.enteredKept) {
+      this.entered.splice(0, this.enteredKept)
+      this.enteredBase += this.enteredKept
+    }
+  }
 
   /** First index in [lo, hi) whose entry does not sort before `entry`. */
   private lowerBound(entry: BookEntry, lo = 0, hi = this.entries.length): number {
@@ -53,6 +110,7 @@ export class MatchingBook {
 
   insert(entry: BookEntry): void {
     this.entries.splice(this.lowerBound(entry), 0, entry)
+    this.noteEntered(entry)
   }
 
   remove(entry: BookEntry): void {
@@ -76,6 +134,7 @@ export class MatchingBook {
       const to = this.lowerBound(entry, 0, from)
       entries.copyWithin(to + 1, to, from)
       entries[to] = entry
+      this.noteEntered(entry)
     } else if (from < entries.length - 1 && compareEntries(entries[from + 1] as BookEntry, entry) < 0) {
       const next = this.lowerBound(entry, from + 1, entries.length)
       entries.copyWithin(from, from + 1, next)
@@ -87,6 +146,8 @@ export class MatchingBook {
     return this.entries.length
   }
 }
+
+const NONE: readonly BookEntry[] = []
 
 export function entryFor(lender: LenderRecord): BookEntry {
   return {
@@ -115,4 +176,12 @@ export function reposition(entry: BookEntry, books: MatchingBook[]): void {
   entry.availableAtomic = entry.lender.availableAtomic
   if (only !== undefined) only.moveFrom(from, entry)
   else for (let i = 0; i < books.length; i++) (books[i] as MatchingBook).moveFrom((at as number[])[i] as number, entry)
+}
+
+/** Drops the offer's scan mark, if it has one (state.ts `scanMarks`), and its count in its book. */
+export function dropScanMark(marks: Map<string, ScanMark>, offerId: string): void {
+  const mark = marks.get(offerId)
+  if (mark === undefined) return
+  marks.delete(offerId)
+  mark.book.markDropped()
 }

@@ -83,7 +83,8 @@ export interface EngineConfig {
    * The principal at which an advance moves its lender's reputation by a whole step, per network slug and asset symbol
    * (atomic units): a repaid advance earns lenderReputationRepaidRewardBps and a defaulted one costs
    * lenderReputationDefaultPenaltyBps times min(principal, this) / this, rounded down (reputation.ts principalStepBps),
-   * so the least advance lent to oneself buys nothing and a stranger's default on it costs little. The service sets
+   * so the least advance lent to oneself buys nothing and a stranger's default on it costs little; a repayment's
+   * borrowerReputationRepaidRewardBps is weighed the same way (its borrower's penalties are not). The service sets
    * the score's repaymentMinPrincipalUnits whole units of each asset (src/score/settings.ts repaymentMinimumsOf), the
    * principal a repayment counts at in the credit score; an asset not named moves by whole steps whatever the principal.
    */

@@ -1,5 +1,6 @@
 // Dispatch's schedules: when live leases expire and which offers wait for a lender, kept current as actors change;
 // and the change budget its steps (and the chain follower's lease time-outs) take from one command.
+import { dropScanMark } from './book.ts'
 import { seqOf } from './keys.ts'
 import type { EngineConfig } from './config.ts'
 import type { EngineState, LeaseActor, OfferActor, OfferSnapshot } from './state.ts'
@@ -33,7 +34,7 @@ export function scheduleOffer(s: EngineState, snap: OfferSnapshot): void {
     s.waitingOffers.delete(o.offerId)
     s.offerExpiries.get(o.network)?.delete(o.offerId)
     // Leased or ended: its walk's resume mark goes (matching.ts walkBook); an offer back from a lease starts afresh.
-    if (s.scanMarks.size > 0) s.scanMarks.delete(o.offerId)
+    if (s.scanMarks.size > 0) dropScanMark(s.scanMarks, o.offerId)
   }
 }
 

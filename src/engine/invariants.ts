@@ -2,6 +2,7 @@
 // what offers and advances hold, indexes and schedules agree with the actors. `checkInvariants` throws on the first
 // that does not hold.
 import { leaseOverAtChainMs, type SourceRef } from '../../machines/index.ts'
+import type { MatchingBook } from './book.ts'
 import { advanceCommitmentAtomic, offerCommitmentAtomic } from './capacity.ts'
 import { outstandingAtomic } from './ledger.ts'
 import { isBps, seqOf, walletKey } from './keys.ts'
@@ -191,7 +192,12 @@ function checkSchedules(s: EngineState): void {
   if (s.waitingOffers.size !== waiting || offersScheduled !== waiting) {
     throw new Error('invariant: the waiting-offer schedules hold offers that are not waiting for a lender')
   }
-  for (const id of s.scanMarks.keys()) {
+  const marksPerBook = new Map<MatchingBook, number>()
+  for (const [id, mark] of s.scanMarks) {
     if (!s.waitingOffers.has(id)) throw new Error(`invariant: offer ${id} keeps a scan mark but is not waiting for a lender`)
+    marksPerBook.set(mark.book, (marksPerBook.get(mark.book) ?? 0) + 1)
+  }
+  for (const book of s.books.values()) {
+    if (book.marks !== (marksPerBook.get(book) ?? 0)) throw new Error('invariant: a book counts other scan marks than the offers hold')
   }
 }

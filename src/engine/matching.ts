@@ -2,7 +2,7 @@
 // the walk that picks the cheapest eligible lender, and one attempt to lease an offer; offers ending unmatched.
 import { offerRefusals, type OfferContext } from '../../machines/index.ts'
 import { expect, send, type Refusal } from './actors.ts'
-import { entryFor, MatchingBook, type BookEntry } from './book.ts'
+import { compareEntries, dropScanMark, entryFor, MatchingBook, type BookEntry, type ScanMark } from './book.ts'
 import { leastAdvanceAtomic } from './config.ts'
 import { offerCommitmentAtomic, releaseCapacity } from './capacity.ts'
 import { ID_PREFIXES } from './ids.ts'
@@ -144,18 +144,32 @@ function unpark(s: EngineState, lender: LenderRecord): void {
   const placed = s.bookEntries.get(lender.address)
   if (!placed || !s.parked.delete(lender.address)) return
   placed.entry = entryFor(lender)
-  for (const network of lender.networks) {
-    const key = bookKey(network, lender.assets[network] as string)
-    let book = s.books.get(key)
-    if (!book) s.books.set(key, (book = new MatchingBook()))
-    book.insert(placed.entry)
-    placed.books.push(book)
-  }
+  enterFundedBooks(s, lender, placed)
 }
 
 /**
- * A parked lender whose session wallet (`holder`) now can lend (walletFunded) is back in its books (returns true), and
- * so is one out of some of them (parkIn; returns false: it was not parked).
+ * The lender enters each of its books it is not in whose least advance its session wallet holds
+ * (walletHoldsLeastAdvance); it stays out of the others, partly parked, until its wallet changes again. Before, it
+ * entered every book, and was refused a lease once more in each where its wallet was still short.
+ */
+function enterFundedBooks(s: EngineState, lender: LenderRecord, placed: { entry: BookEntry; books: MatchingBook[] }): void {
+  for (const network of lender.networks) {
+    const asset = lender.assets[network] as string
+    const key = bookKey(network, asset)
+    let book = s.books.get(key)
+    if (!book) s.books.set(key, (book = new MatchingBook()))
+    if (placed.books.includes(book) || !walletHoldsLeastAdvance(s, lender, network, asset)) continue
+    book.insert(placed.entry)
+    placed.books.push(book)
+  }
+  if (placed.books.length < lender.networks.length) s.partlyParked.add(lender.address)
+  else s.partlyParked.delete(lender.address)
+}
+
+/**
+ * A parked lender whose session wallet (`holder`) now can lend (walletFunded) is back in the books whose least advance
+ * its wallet holds (returns true), and one out of some of its books (partly parked) enters those of them (returns
+ * false: it was not parked).
  */
 export function walletChanged(s: EngineState, holder: Address): boolean {
   const address = s.lenderBySession.get(holder)
@@ -163,9 +177,8 @@ export function walletChanged(s: EngineState, holder: Address): boolean {
   if (lender === undefined) return false
   const parked = s.parked.has(lender.address)
   if ((!parked && !s.partlyParked.has(lender.address)) || !walletFunded(s, lender)) return false
-  // Out of some of its books only (parkIn): out of all, then back in all of them.
-  if (!parked) park(s, lender)
-  unpark(s, lender)
+  if (parked) unpark(s, lender)
+  else enterFundedBooks(s, lender, s.bookEntries.get(lender.address) as { entry: BookEntry; books: MatchingBook[] })
   return parked
 }
 
@@ -200,7 +213,7 @@ export function leaseToBestLender(s: EngineState, offer: OfferActor, nowMs: numb
   if (!answer.accepted) {
     if (answer.code !== offerRefusals.EXPIRE.guarded) return notMatched(s, offer, answer, nowMs)
     // It waits: its next walk resumes after the bound this one reached, or starts at the front (walkBook).
-    markScan(s, o.offerId, walk.stoppedAt)
+    markScan(s, o, walk.stoppedAt)
     refuseAll(s, o, walk.refused, refusedLeases, nowMs)
     return { offer: offerView(offer.getSnapshot()), lease: null, refusedLeases, offerExpired: false }
   }
@@ -257,7 +270,8 @@ function notMatched(s: EngineState, offer: OfferActor, answer: Refusal, nowMs: n
  * but not this amount, or holds it promised to its own live leases, is passed over, like liquidity that does not
  * cover it: refused, it left the book for every later offer, small ones included, and a stranger's waiting offer
  * larger than the cheapest lender's wallet kept it out at every dispatch (outsider21). The walk starts after the
- * offer's scan mark when it has one (state.ts `scanMarks`); `stoppedAt` is the last entry scanned when the walk reached
+ * offer's scan mark when it has one (state.ts `scanMarks`), after the entries that entered ahead of the mark since
+ * (enteredAhead); `stoppedAt` is the last entry scanned when the walk reached
  * lendersScannedPerMatchMax with entries left and no lender, else null.
  */
 function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Candidate[]; granted: Candidate | null; outOfLeases: boolean; stoppedAt: BookEntry | null } {
@@ -267,17 +281,27 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
   if (book && leasesLeft > 0) {
     const entries = book.entries
     let start = 0
+    // A resumed walk looks first at the entries that entered ahead of its mark since (they sort before every entry
+    // after it), then at those after it: entries[i] for i from start, ahead[i - first] before.
+    let ahead = NO_ENTRIES
     if (s.scanMarks.size > 0) {
       const mark = s.scanMarks.get(o.offerId)
-      if (mark !== undefined) start = book.firstAfter(mark)
+      if (mark !== undefined) {
+        const since = enteredAhead(s, book, mark)
+        if (since !== null) {
+          ahead = since
+          start = book.firstAfter(mark)
+        }
+      }
     }
-    const end = Math.min(entries.length, start + s.config.lendersScannedPerMatchMax)
+    const first = start - ahead.length
+    const end = Math.min(entries.length, first + s.config.lendersScannedPerMatchMax)
     // Exact comparisons: every address in the engine is EIP-55 checksummed on its way in (sessions, bodies, chain events).
     const borrower = o.borrower
     const client = clientOf(s, o)
-    let i = start
+    let i = first
     for (; i < end; i++) {
-      const entry = entries[i] as BookEntry
+      const entry = (i < start ? ahead[i - first] : entries[i]) as BookEntry
       // Asks only rise along the book: once this ask prices the fee above the maximum, no later lender fits.
       if (feeAtomic(o.amountAtomic, entry.askBps) > o.maximumFeeAtomic) break
       const lender = entry.lender
@@ -301,13 +325,36 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
  * or clears it: a walk that ends without a lender before the bound (the book's end, the fee break) starts the next at
  * the front.
  */
-function markScan(s: EngineState, offerId: string, stoppedAt: BookEntry | null): void {
+function markScan(s: EngineState, o: OfferContext, stoppedAt: BookEntry | null): void {
   if (stoppedAt === null) {
-    if (s.scanMarks.size > 0) s.scanMarks.delete(offerId)
+    if (s.scanMarks.size > 0) dropScanMark(s.scanMarks, o.offerId)
     return
   }
+  const book = s.books.get(bookKey(o.network, o.asset)) as MatchingBook
+  if (!s.scanMarks.has(o.offerId)) book.markAdded(s.config.lendersScannedPerMatchMax)
   const { askBps, reputationBps, availableAtomic, registrationSeq } = stoppedAt
-  s.scanMarks.set(offerId, { askBps, reputationBps, availableAtomic, registrationSeq })
+  s.scanMarks.set(o.offerId, { askBps, reputationBps, availableAtomic, registrationSeq, book, seen: book.enteredCount })
+}
+
+const NO_ENTRIES: readonly BookEntry[] = []
+
+/**
+ * The entries that entered the offer's book ahead of its mark since the mark was set (inserted: a lender registered
+ * or back from parking; moved toward the front: liquidity back from a lease that ended unused or a repayment, a
+ * reputation risen), still in the book at a key before the mark, once each, in book order. Before, the resumed walk
+ * never saw them, and leased a dearer lender behind the mark (review22). Null (the walk starts at the front) when the
+ * book noted more since the mark than one walk scans (lendersScannedPerMatchMax), or as many of them are ahead.
+ */
+function enteredAhead(s: EngineState, book: MatchingBook, mark: ScanMark): readonly BookEntry[] | null {
+  const noted = book.enteredSince(mark.seen)
+  if (noted === null || noted.length === 0) return noted
+  const ahead = new Set<BookEntry>()
+  for (const entry of noted) {
+    if (compareEntries(entry, mark) >= 0) continue
+    const placed = s.bookEntries.get(entry.lender.address)
+    if (placed?.entry === entry && placed.books.includes(book)) ahead.add(entry)
+  }
+  return ahead.size >= s.config.lendersScannedPerMatchMax ? null : [...ahead].sort(compareEntries)
 }
 
 /**

@@ -120,9 +120,10 @@ export function leaseMissed(lender: LenderRecord, grantedAtMs: number, config: E
 export type LentAdvance = Pick<AdvanceInput, 'network' | 'asset' | 'principalAtomic'>
 
 /**
- * What one advance moves its lender's reputation by, of a whole `stepBps`: trunc(step x min(principal, full) / full),
- * with full the advance's asset's lenderReputationFullStepAtomic (a whole step when the asset names none). Reputation
- * orders the books among equal asks, so a point of it costs what lending the principal costs, not one least advance.
+ * What one advance moves its lender's reputation by (and, repaid, its borrower's), of a whole `stepBps`:
+ * trunc(step x min(principal, full) / full), with full the advance's asset's lenderReputationFullStepAtomic (a whole
+ * step when the asset names none). Reputation orders the books among equal asks, so a point of it costs what lending
+ * the principal costs, not one least advance.
  */
 export function principalStepBps(stepBps: number, advance: LentAdvance, config: EngineConfig): number {
   const full = config.lenderReputationFullStepAtomic[advance.network]?.[advance.asset]
@@ -141,9 +142,15 @@ export function lenderRepayment(lender: LenderRecord, advance: LentAdvance, paid
   if (paid.paidAfterAtomic === paid.totalAtomic) lender.advancesRepaid += 1
 }
 
-/** The same payment, for the borrower who made it (by its own reward). */
-export function borrowerRepayment(borrower: BorrowerRecord, paid: AdvanceRepaid, config: EngineConfig): void {
-  borrower.reputationBps = clampBps(borrower.reputationBps + repaymentShareBps(config.borrowerReputationRepaidRewardBps, paid.paidBeforeAtomic, paid.paidAfterAtomic, paid.totalAtomic))
+/**
+ * The same payment, for the borrower who made it: its own reward, weighed by the principal as the lender's
+ * (principalStepBps), so a least advance repaid earns what its principal is worth, not what 100 USDC repaid earns. Its
+ * penalties stay whole: they are its own doing (a stranger cannot default its advances), and weighed they would make
+ * many small defaults cheap.
+ */
+export function borrowerRepayment(borrower: BorrowerRecord, advance: LentAdvance, paid: AdvanceRepaid, config: EngineConfig): void {
+  const rewardBps = principalStepBps(config.borrowerReputationRepaidRewardBps, advance, config)
+  borrower.reputationBps = clampBps(borrower.reputationBps + repaymentShareBps(rewardBps, paid.paidBeforeAtomic, paid.paidAfterAtomic, paid.totalAtomic))
   if (paid.paidAfterAtomic === paid.totalAtomic) borrower.advancesRepaid += 1
 }
 

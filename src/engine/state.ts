@@ -3,7 +3,7 @@
 import type { Actor, AnyActorRef } from 'xstate'
 import type { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
 import { actorRoot } from './actors.ts'
-import type { BookEntry, BookKey, MatchingBook } from './book.ts'
+import type { BookEntry, MatchingBook, ScanMark } from './book.ts'
 import { PendingChanges } from './changes.ts'
 import type { EngineConfig } from './config.ts'
 import type { Due } from './dispatch.ts'
@@ -98,17 +98,20 @@ export class EngineState {
    */
   readonly parked = new Set<Address>()
   /**
-   * Lenders out of some of their books only: refused for insufficient balance on one network (matching.ts parkIn),
-   * back in all of them when their session wallet changes, as parked ones are. In memory only, as `parked`.
+   * Lenders out of some of their books only: refused for insufficient balance on one network (matching.ts parkIn), or
+   * entering their books while their wallet held the least advance on some networks only (enterFundedBooks); back in
+   * those whose least advance their wallet holds when it changes. In memory only, as `parked`.
    */
   readonly partlyParked = new Set<Address>()
   /**
    * Per waiting offer whose last walk reached lendersScannedPerMatchMax without a lender: the book key of the last
    * entry it scanned, so its next walk starts after it (matching.ts walkBook) and lenders no offer can use cannot fill
-   * the bound at every walk. Set only then; cleared by a walk that ends otherwise, dropped when the offer stops
-   * waiting (dispatch.ts scheduleOffer). In memory only, as `parked`: a restart starts every walk at the front.
+   * the bound at every walk; its book notes the entries that enter it ahead since (book.ts `enteredSince`), and the
+   * next walk looks at those first. Set only then; cleared by a walk that ends otherwise, dropped when the offer stops
+   * waiting (dispatch.ts scheduleOffer, book.ts dropScanMark). In memory only, as `parked`: a restart starts every
+   * walk at the front.
    */
-  readonly scanMarks = new Map<string, BookKey>()
+  readonly scanMarks = new Map<string, ScanMark>()
   /**
    * The ids of each borrower's live offers, in creation order (issue 10, hole 6: their count is bounded by
    * liveOffersPerBorrowerMax). A borrower at the bound has its own stale ones ended by its request (stale-offers.ts).

@@ -1,6 +1,6 @@
 // What readers see: views of actor snapshots (live or stored), pages in registration order, and the read-only
 // summaries (a borrower's exposure, the engine's totals).
-import { offerContextCopy, type LeaseContext, type LeaseState, type OfferContext, type OfferState } from '../../machines/index.ts'
+import { isPastDueAt, offerContextCopy, type LeaseContext, type LeaseState, type OfferContext, type OfferState } from '../../machines/index.ts'
 import { compareCodeUnits, reserveId, seqOf } from './keys.ts'
 import { uptimeBps } from './reputation.ts'
 import { isActiveLender } from './rules.ts'
@@ -134,7 +134,8 @@ export function liveLeasesOf(s: EngineState, address: Address): LeaseView[] {
 
 /**
  * What a borrower owes now and since when the service knows it, read from live actors and records only (final
- * actors have left memory): its open advances (active or defaulted), those past due or defaulted, what they still
+ * actors have left memory): its open advances (active or defaulted), those past due (as liquidation counts it,
+ * isPastDueAt) or defaulted, what they still
  * owe per network and asset (after partial repayments), and the earliest creation among its live jobs, open advances and backing
  * sources. O(live jobs + live advances + sources): a read for the paid credit score, not for a hot path.
  */
@@ -149,7 +150,7 @@ export function borrowerExposure(s: EngineState, address: Address, nowMs: number
     const a = snapshot.context
     if (a.borrower !== address) continue
     openAdvances += 1
-    if (snapshot.value === 'defaulted' || a.dueAtMs <= nowMs) pastDueAdvances += 1
+    if (snapshot.value === 'defaulted' || isPastDueAt(a.dueAtMs, nowMs)) pastDueAdvances += 1
     seen(a.fundedAtMs)
     const key = reserveId(a.network, a.asset)
     const entry = outstanding.get(key) ?? { network: a.network, asset: a.asset, outstandingAtomic: 0n }

@@ -9,7 +9,7 @@ import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestat
 import { BorrowerConsentError, consentDomainOf, verifyBorrowerConsent } from '../chain/consent.ts'
 import { jobKey } from '../chain/ids.ts'
 import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
-import { JobRegistrationRefusedError, readReclaimWindow } from '../chain/reclaim-window.ts'
+import { JobRegistrationRefusedError, readReclaimWindow, reclaimableWhileCreditLive } from '../chain/reclaim-window.ts'
 import { ChainRpcError } from '../chain/proofs.ts'
 import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { StoredResponse } from '../store/index.ts'
@@ -110,7 +110,7 @@ async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: str
   // after that.
   const chainAheadMs = Math.max(0, window.chainTimeMs - service.now())
   const latestCreditEndMs = Math.max(dueAtMs + chainAheadMs, window.chainTimeMs) + leaseTtlMs
-  if (window.reclaimableAtMs < latestCreditEndMs) {
+  if (reclaimableWhileCreditLive(window.reclaimableAtMs, latestCreditEndMs)) {
     throw new JobRegistrationRefusedError(
       'job_reclaimable_before_due',
       `job ${jobId}'s client may reclaim its escrow on chain from ${new Date(window.reclaimableAtMs).toISOString()}, before the job's credit ends ` +

@@ -21,7 +21,7 @@ import type { SignedPassportEvent } from '../passport/passport.ts'
 import type { RecordCollection, RecordWrite, StoredResponse } from '../store/index.ts'
 import type { FacilityFact } from '../chain/events-v2.ts'
 import { FAILED_ON_CHAIN, failureNoteHash } from '../engine/jobs.ts'
-import type { JobFailureReason } from '../../machines/index.ts'
+import { isPastDueAt, type JobFailureReason } from '../../machines/index.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import { refusedWith, type ServiceCore } from './core.ts'
 import { collateralProofUse } from './chain-observation.ts'
@@ -481,7 +481,7 @@ export class OperatorRepairs {
    */
   async awaitCountable(advance: AdvanceView, fact: FacilityFactOf<'Repaid'>): Promise<void> {
     const service = this.#service
-    const liquidable = advance.state === 'defaulted' || fact.blockTimeMs >= advance.dueAtMs
+    const liquidable = advance.state === 'defaulted' || isPastDueAt(advance.dueAtMs, fact.blockTimeMs)
     if (!liquidable || !this.#open({ kind: 'liquidated', advanceId: advance.advanceId })) return
     if (!(await followerPast(service, advance.network, fact.blockNumber))) {
       throw new ChainRpcError(advance.network, new Error(`the chain follower has not yet reached the repayment's block ${fact.blockNumber}; retry to record it`))

@@ -37,3 +37,26 @@ t.test('random repositions keep two books sorted and identical to a full sort', 
   ), { numRuns: 300 })
   t.pass('sorted after every random sequence')
 })
+
+t.test('while marks exist the book notes the entries that enter it or move toward its front, and forgets past its bound', async (t) => {
+  const book = new MatchingBook()
+  const [a, b, c] = [1, 2, 3].map((i) => entryFor(lender(i, 10, 5000, 100))) as [BookEntry, BookEntry, BookEntry]
+  book.insert(a)
+  t.same(book.enteredSince(0), [], 'no mark: nothing noted')
+  book.markAdded(2)
+  const seen = book.enteredCount
+  book.insert(b)
+  a.lender.availableAtomic = 50n
+  reposition(a, [book])
+  t.same(book.enteredSince(seen), [b], 'an insertion is noted, a move toward the back is not')
+  a.lender.availableAtomic = 200n
+  reposition(a, [book])
+  t.same(book.enteredSince(seen), [b, a], 'a move toward the front is')
+  book.insert(c)
+  t.equal(book.enteredSince(seen), null, 'more than the bound since the mark: the walk starts at the front')
+  t.same(book.enteredSince(book.enteredCount - 1), [c], 'a later mark still sees what entered after it')
+  for (let i = 0; i < 4; i++) book.insert(entryFor(lender(10 + i, 10, 5000, 1)))
+  t.equal(book.enteredSince(seen), null, 'the log keeps at most twice the bound: older marks start at the front')
+  book.markDropped()
+  t.equal(book.enteredCount, 0, 'the last mark gone, the log is emptied')
+})

@@ -17,11 +17,11 @@ const OPERATOR = getAddress(addr(0x0e)) as ChainAddress
 const LEASE_SIGNER = getAddress(addr(0x5e)) as ChainAddress
 const DUE_MS = T0 + 3 * 86_400_000
 
-/** One job with one advance, in the engine and in the model alike; the job failed, or left open past its due time. */
-function scenario(collateralAtomic: bigint, failed: boolean): { plan: LiquidationPlan; liquidated: Record<string, bigint>; advance: AdvanceView } {
+/** One job due at `dueMs` with one advance, in the engine and in the model alike. */
+function funded(collateralAtomic: bigint, dueMs = DUE_MS) {
   const { engine } = newEngine()
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
-  createJob(engine, 'job_l', 10_000n, DUE_MS)
+  createJob(engine, 'job_l', 10_000n, dueMs)
   if (collateralAtomic > 0n) {
     unwrap(engine.postCollateral({ jobId: 'job_l', caller: BORROWER, borrower: BORROWER, amountAtomic: collateralAtomic, proof: { network: NET, txHash: hash(5), logIndex: 0 } }, T0))
   }
@@ -45,7 +45,12 @@ function scenario(collateralAtomic: bigint, failed: boolean): { plan: Liquidatio
     asset: TOKEN, amount: advance.principalAtomic, fee: advance.feeAtomic, reserveShare: advance.insuranceAtomic,
     deadline: BigInt(Math.floor(T0 / 1000) + 60), dueAt: BigInt(Math.floor(advance.dueAtMs / 1000)),
   }, { recovered: LEASE_SIGNER }))
+  return { engine, model, advance, advanceId, at, must }
+}
 
+/** The job failed, or left open past its due time: the engine's plan, and the contract's liquidation. */
+function scenario(collateralAtomic: bigint, failed: boolean): { plan: LiquidationPlan; liquidated: Record<string, bigint>; advance: AdvanceView } {
+  const { engine, model, advance, advanceId, at, must } = funded(collateralAtomic)
   let nowMs = T0 + 1000
   if (failed) {
     must(model.failJob(at(OPERATOR, nowMs), jobKey('job_l')))
@@ -75,3 +80,20 @@ for (const failed of [true, false]) {
     }
   })
 }
+
+t.test('an open job\'s advance is past due from the second after its due time\'s, as the contract judges it', async (t) => {
+  // A due time in whole seconds and one within a second: the contract's dueAt is floor(dueAtMs / 1000), and its
+  // liquidate takes block.timestamp > dueAt. Before, the engine planned the liquidation from dueAtMs itself.
+  for (const dueMs of [DUE_MS, DUE_MS + 400]) {
+    const { engine, model, advance, advanceId, at } = funded(0n, dueMs)
+    const secondMs = Math.floor(advance.dueAtMs / 1000) * 1000
+    for (const nowMs of [advance.dueAtMs, secondMs + 999, secondMs + 1000]) {
+      const plan = engine.planLiquidation({ advanceId, caller: advance.lender }, nowMs)
+      const onChain = model.liquidate(at(OPERATOR, nowMs), advance.advanceKey, 0n)
+      t.equal(plan.ok, onChain.ok, `due ${advance.dueAtMs}, at ${nowMs}: the engine ${plan.ok ? 'plans' : 'refuses'} the liquidation, the contract ${onChain.ok ? 'takes' : 'refuses'} it`)
+      if (!plan.ok) t.equal(plan.error.code, 'advance_not_in_default')
+      t.equal(plan.ok, nowMs >= secondMs + 1000, 'past due from the next second on')
+      if (onChain.ok) break
+    }
+  }
+})

@@ -359,9 +359,8 @@ class World {
         const plan = e.planLiquidation({ advanceId: advance.advanceId, caller: advance.lender }, this.nowMs)
         if (!plan.ok) return
         const outcome = this.model.liquidate(this.ctx(OPERATOR), advance.advanceKey, recoveryAmounts(plan.value).fromBackingAtomic)
-        // The engine's due date is in ms, the contract's in whole seconds: within the same second only the engine agrees.
+        // The engine's due date is in ms, the contract's in whole seconds: past due from the next second on, for both.
         if (!outcome.ok) {
-          if (outcome.error === 'NotDefaulted' && Math.floor(this.nowMs / 1000) === Math.floor(advance.dueAtMs / 1000)) return
           throw new Error(`the engine would liquidate ${advance.advanceId}, the contract refuses: ${outcome.error}`)
         }
         const l = (outcome.events.find((ev) => ev.name === 'Liquidated') as ModelEvent).args as Record<string, bigint>

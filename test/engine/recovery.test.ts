@@ -70,8 +70,8 @@ t.test('the hard backing liquidation value covers the lender\'s claim (past-due 
   unwrap(engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
   unwrap(engine.registerSource({ sourceId: 'src_h', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10_000n, liquidationValueAtomic: 9_000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   const advanceId = fundAdvance(engine, { repaymentSource: 'src_h', amountAtomic: 2003n, maximumFeeAtomic: 100n })
-  t.match(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0 + 3_599_999), { ok: false, error: { code: 'advance_not_in_default' } })
-  const { plan } = liquidateNow(engine, advanceId, T0 + 3_600_000)
+  t.match(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0 + 3_600_999), { ok: false, error: { code: 'advance_not_in_default' } }, 'due at T0 + 3,600 s: not past due until the next second, as on chain')
+  const { plan } = liquidateNow(engine, advanceId, T0 + 3_601_000)
   t.equal(plan.owedAtomic, 2003n + 21n)
   // As the contract: the backing covers the lender's claim (2003 + 21 - 2), never the reserve's share, which stays owed.
   t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 2022n], ['insurance_reserve', 0n], ['shortfall', 2n]])
@@ -94,7 +94,7 @@ t.test('the insurance reserve covers what is left of the lender\'s claim, never 
   t.equal(fundReserve(engine, 230n), 23n, 'reserve share = floor(230 * 1000 / 10000)')
   unwrap(engine.registerSource({ sourceId: 'src_r', productType: 'asset-backed', agent: BORROWER, valueAtomic: 2000n, liquidationValueAtomic: 1000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   const advanceId = fundAdvance(engine, { repaymentSource: 'src_r', amountAtomic: 1000n, maximumFeeAtomic: 100n }, T0, 3)
-  const { plan } = liquidateNow(engine, advanceId, T0 + 3_600_000)
+  const { plan } = liquidateNow(engine, advanceId, T0 + 3_601_000)
   // The reserve covers what is left of the lender's claim (1000 + 10 - 1 - 1000 backing = 9), never its own share (1).
   t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 1000n], ['insurance_reserve', 9n], ['shortfall', 1n]])
   t.equal(plan.stoppedAt, 'shortfall')
@@ -108,7 +108,7 @@ t.test('ends in shortfall with a reputation penalty to the borrower', async (t) 
   unwrap(engine.registerSource({ sourceId: 'src_s', productType: 'asset-backed', agent: BORROWER, valueAtomic: 2000n, liquidationValueAtomic: 1000n, advanceRateBps: 5000, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   const advanceId = fundAdvance(engine, { repaymentSource: 'src_s', amountAtomic: 1000n, maximumFeeAtomic: 100n }, T0, 3)
   const before = engine.getBorrower(BORROWER)!
-  const { plan, receipt } = liquidateNow(engine, advanceId, T0 + 3_600_000)
+  const { plan, receipt } = liquidateNow(engine, advanceId, T0 + 3_601_000)
   t.equal(plan.owedAtomic, 1010n)
   t.same(amounts(plan), [['source_revenue', 0n], ['collateral', 0n], ['backing_liquidation', 1000n], ['insurance_reserve', 7n], ['shortfall', 3n]])
   t.equal(plan.stoppedAt, 'shortfall')

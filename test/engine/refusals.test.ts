@@ -53,20 +53,20 @@ t.test('failing a job releases its waiting offers\' capacity in the job\'s final
   t.match(record, { value: 'failed', context: { committedAtomic: 0n, failureReason: 'not_delivered' } })
 })
 
-t.test('liquidating an active advance: refused before its due time; at it, the advance defaults as past due', async (t) => {
+t.test('liquidating an active advance: refused until the second after its due time\'s (the contract\'s block.timestamp > dueAt); then the advance defaults as past due', async (t) => {
   const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
   registerBacking(engine)
   unwrap(engine.registerLender(lenderInput(1), T0))
   const advanceId = fundAdvance(engine)
   const early = engine.liquidate({
- advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(3) }, T0 + 3_599_999)
+ advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(3) }, T0 + 3_600_999)
   t.match(early, { ok: false, error: { code: 'advance_not_in_default', class: 'conflict' } })
   t.equal(engine.getBorrower(BORROWER)?.advancesDefaulted, 0, 'nothing changed')
   const done = engine.liquidate({
- advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(3) }, T0 + 3_600_000)
+ advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(3) }, T0 + 3_601_000)
   const record = done.ok ? done.changes.find((c) => c.kind === 'advance')?.record : undefined
   // The backing covers the lender's claim only (as the contract's liquidate): the reserve's share is a shortfall.
-  t.match(record, { value: 'shortfall', context: { defaultReason: 'past_due', defaultedAtMs: T0 + 3_600_000 } })
+  t.match(record, { value: 'shortfall', context: { defaultReason: 'past_due', defaultedAtMs: T0 + 3_601_000 } })
   t.equal(engine.getBorrower(BORROWER)?.advancesDefaulted, 1, 'the default counts')
   t.equal(engine.getLender(lenderInput(1).address)?.advancesDefaulted, 1)
   engine.checkInvariants()

@@ -75,7 +75,7 @@ t.test('defaults and shortfalls cost the borrower; its lender loses for the defa
   }, T0))
   unwrap(past.engine.registerLender(lenderInput(1, { minFeeBps: 100 }), T0))
   const advanceId = fundAdvance(past.engine, { repaymentSource: 'src_s', amountAtomic: 1000n, maximumFeeAtomic: 100n })
-  const due = T0 + 3_600_000
+  const due = T0 + 3_601_000 // due at T0 + 3,600 s: past due from the next second on, as on chain
   const plan = unwrap(past.engine.planLiquidation({ advanceId, caller: L1 }, due))
   t.ok(plan.shortfallAtomic > 0n, 'nothing backs it: a shortfall')
   const receipt = unwrap(past.engine.liquidate({ advanceId, caller: L1, network: NET, txHash: hash(777), fromRevenueAtomic: 0n, fromCollateralAtomic: 0n, fromReserveAtomic: 0n }, due))
@@ -90,19 +90,20 @@ const FULL = 10_000n
 const LEAST = 100n
 const FULL_STEP = { lenderReputationFullStepAtomic: { [NET]: { [ASSET]: FULL } } }
 
-t.test('a lender\'s repayment reward moves with the principal, up to a whole step at the full-step principal', async (t) => {
-  const cases: [bigint, number][] = [[LEAST, 0], [3_333n, 16], [FULL - 1n, 49], [FULL, 50], [2n * FULL, 50]]
-  for (const [principal, reward] of cases) {
+t.test('a repayment reward (the lender\'s and the borrower\'s) moves with the principal, up to a whole step at the full-step principal', async (t) => {
+  const cases: [bigint, number, number][] = [[LEAST, 0, 1], [3_333n, 16, 33], [FULL - 1n, 49, 99], [FULL, 50, 100], [2n * FULL, 50, 100]]
+  for (const [principal, reward, borrowerReward] of cases) {
     const { engine, advanceId } = oneAdvance(FULL_STEP, principal)
     repayInPieces(engine, advanceId, [engine.getAdvance(advanceId)!.lenderOwedAtomic + engine.getAdvance(advanceId)!.reserveOwedAtomic])
     t.equal(engine.getLender(L1)?.reputationBps, 5000 + reward, `${principal} of ${FULL} repaid: trunc(50 x min(principal, full) / full) = +${reward}`)
     t.match(engine.getLender(L1), { advancesRepaid: 1 }, 'counted as repaid whatever the reward')
-    t.equal(engine.getBorrower(BORROWER)?.reputationBps, 5100, 'the borrower\'s reward is not weighed (the score weighs it)')
+    t.equal(engine.getBorrower(BORROWER)?.reputationBps, 5000 + borrowerReward, `the borrower's too: trunc(100 x min(principal, full) / full) = +${borrowerReward} (before, +100 for any principal)`)
   }
   // Without the config (an engine test's, or an asset the service did not name) the step is whole, as before.
   const unnamed = oneAdvance({ lenderReputationFullStepAtomic: { [NET]: { EURC: FULL } } }, LEAST)
   repayInPieces(unnamed.engine, unnamed.advanceId, [10_000n])
   t.equal(unnamed.engine.getLender(L1)?.reputationBps, 5050, 'an asset without a full-step principal: +50 for any principal')
+  t.equal(unnamed.engine.getBorrower(BORROWER)?.reputationBps, 5100, 'and +100 to its borrower')
 })
 
 t.test('a weighed reward is shared by the payments: any split earns what one full repayment does', async (t) => {

@@ -174,9 +174,9 @@ t.test('risk bands: A at coverage >= 200%, B at >= 125%, else C; a default in hi
   unwrap(engine.registerLender(lenderInput(1), T0))
   registerBacking(engine, 'src_o', 1000n, other)
   const advanceId = fundAdvance(engine, { agent: other, repaymentSource: 'src_o', amountAtomic: 500n }, T0)
-  const plan = unwrap(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0 + 3_600_000))
+  const plan = unwrap(engine.planLiquidation({ advanceId, caller: lenderInput(1).address }, T0 + 3_601_000))
   unwrap(engine.liquidate({
- advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(4) }, T0 + 3_600_000))
+ advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(4) }, T0 + 3_601_000))
   t.equal(plan.stoppedAt, 'backing_liquidation')
   registerBacking(engine, 'src_o2', 2000n, other)
   t.same(band(1000n, other, 'src_o2'), ['B', 20_000])

@@ -51,8 +51,9 @@ t.test('open advances are exposure, past due after their due time; a repayment m
   t.equal(open.pastDueAdvances, 0)
   t.strictSame(open.outstanding, [{ network: NET, asset: ASSET, outstandingAtomic: advance.principalAtomic + advance.feeAtomic }])
   t.equal(open.historyStartedAtMs, T0, 'the source registration is the earliest activity')
-  const late = scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, BORROWER, advance.dueAtMs)!
-  t.equal(late.pastDueAdvances, 1, 'past due at its due time')
+  t.equal(scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, BORROWER, advance.dueAtMs)!.pastDueAdvances, 0, 'not past due at its due time: the contract liquidates from the next second on')
+  const late = scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, BORROWER, (Math.floor(advance.dueAtMs / 1000) + 1) * 1000)!
+  t.equal(late.pastDueAdvances, 1, 'past due from the second after its due time\'s')
   t.equal(scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, addr(0xdead), T0), undefined)
 
   unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(77)), T0 + 7000))
