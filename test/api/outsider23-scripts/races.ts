@@ -61,7 +61,7 @@ try {
     for (const [i, a] of answers.entries()) {
       let reply = a
       if (reply.body.code === 'contract_reverted') {
-        console.log('  ', round.ops[i], 'refused:', reply.body.detail)
+        fail(`${round.name}: ${round.ops[i]} answered 409 contract_reverted`, reply.body.detail)
         const hash = /0x[0-9a-f]{64}/.exec(JSON.stringify(reply.body))?.[0]
         if (hash !== undefined) {
           const receipt = await agent.publicClient.getTransactionReceipt({ hash: hash as `0x${string}` })
