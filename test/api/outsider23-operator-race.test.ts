@@ -14,6 +14,7 @@ import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { networkChain } from '../../src/chain/clients.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
+import type { Reply } from '../../src/client/client.ts'
 import { advanceChainTime, fund, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
 
@@ -65,7 +66,7 @@ t.test('a failure and a liquidation sent at once, mined in one block: both recor
     await anvil.setIntervalMining({ interval: 1 })
     await anvil.setAutomine(true)
   }
-  const [failed, liquidated] = answers
+  const [failed, liquidated] = answers as [Reply, Reply]
   t.equal(failed.status, 200, `the failure is recorded (${failed.status} ${failed.body.code ?? ''})`)
   t.equal(liquidated.status, 200, `the liquidation is recorded (${liquidated.status} ${liquidated.body.code ?? ''})`)
   const agent = new ChainAgent(h.network, jobClient)
