@@ -15,22 +15,16 @@ import { networkChain } from '../../src/chain/clients.ts'
 import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import type { Reply } from '../../src/client/client.ts'
-import { advanceChainTime, fund, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness } from '../fixtures/service.ts'
+import { advanceChainTime, fund, fundedJob, readyLender, signedIn, startHarness, usdc } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
 
 const JOB_CLOSED = 4
 
-let h: Harness
-// The service's clock follows the chain's: the advance is past due on both once the test moves them.
-let skewMs = 0
-t.before(async () => {
-  h = await startHarness({ clock: () => Date.now() + skewMs })
-})
-t.teardown(async () => {
-  await h.stop()
-})
-
 t.test('a failure and a liquidation sent at once, mined in one block: both recorded, neither answered refused', async (t) => {
+  // The service's clock follows the chain's: the advance is past due on both once the test moves them.
+  let skewMs = 0
+  const h = await startHarness({ clock: () => Date.now() + skewMs })
+  t.teardown(() => h.stop())
   const lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
   const jobId = 'job_o23_fail_and_liquidate'
   const { borrower, borrowerClient, jobClient } = await fundedJob(h, { jobId, receivableAtomic: usdc(300), dueInSeconds: 3600 })
