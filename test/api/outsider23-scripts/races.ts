@@ -90,7 +90,8 @@ try {
     if (adv.lenderOwedAtomic !== onChainAdvance.lenderOwed.toString()) fail(`${round.name}: lender owed differs`, { records: adv.lenderOwedAtomic, chain: onChainAdvance.lenderOwed.toString() })
     if (adv.reserveOwedAtomic !== onChainAdvance.reserveOwed.toString()) fail(`${round.name}: reserve owed differs`, { records: adv.reserveOwedAtomic, chain: onChainAdvance.reserveOwed.toString() })
     const passport = (await operator.get(`/passport/${borrower.address}`)).body as Array<{ kind: string }>
-    console.log('  passport:', passport.map((e) => e.kind).join(', '))
+    const record = h.app.service.engine.getBorrower(borrower.address)!
+    console.log('  passport:', passport.map((e) => e.kind).join(', '), '| borrower', JSON.stringify({ defaulted: record.advancesDefaulted, repaid: record.advancesRepaid, reputationBps: record.reputationBps, suspended: record.suspended }))
     // A liquidation's default and a later repayment in full (the settlement paying the reserve's share) are two entries.
     const count = (kinds: string[]) => passport.filter((e) => kinds.includes(e.kind)).length
     if (count(['advance_repaid']) > 1 || count(['advance_defaulted', 'liquidated_with_shortfall']) > 1 || count(['job_failed']) > 1) {
