@@ -1,10 +1,10 @@
-// outsider23: one proof reported many times at once. A lender's supplier payment and a borrower's full repayment are
-// each reported 8 times pipelined on one connection (one write) and 8 times on separate connections, with no key,
+// outsider23: one request sent many times at once. A match of one offer, a lender's supplier payment and a borrower's
+// full repayment are each sent 8 times pipelined on one connection (one write) and 8 times on separate connections, with no key,
 // with Idempotency-Keys differing only by case, and with the transaction hash in upper-case hex. Exactly one report
-// of each may count: one advance, one repayment, leasesPaid 1, advancesRepaid 1, one advance_repaid in the passport,
+// of each may count: one lease, one advance, one repayment, leasesPaid 1, advancesRepaid 1, one advance_repaid in the passport,
 // the reconciliation clean. Exits 1 on any double count. Holds (exit 0): every report answers 200 with the one advance
 // (repayment), counted once.
-// node --import tsx test/api/outsider23-scripts/pipelined-reports.ts
+// node --import tsx test/api/outsider23-scripts/pipelined-same-request.ts
 import { privateKeyToAccount } from 'viem/accounts'
 import { ChainAgent } from '../../../src/client/chain.ts'
 import { creditRequest, fund, fundedJob, readyLender, signedIn, startHarness, usdc } from '../../fixtures/service.ts'
@@ -38,8 +38,18 @@ try {
   const { borrower, borrowerClient } = await fundedJob(h, { jobId, receivableAtomic: usdc(300) })
   const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, jobId, usdc(50), usdc(3)))
   const offerId = decision.body.offer.offerId as string
-  const match = await borrowerClient.post('/credit/match', { offerId })
-  if (match.body.lease?.lender !== lender.account.address) throw new Error(JSON.stringify(match.body))
+  // The match sent 16 times at once too: one lease.
+  const matchBodies = Array.from({ length: 8 }, () => ({ offerId }))
+  const [matchOne, ...matchSeparate] = await Promise.all([
+    pipelined(borrowerClient.token as string, '/credit/match', matchBodies, matchBodies.map((_, i) => (i < 4 ? undefined : i % 2 === 0 ? 'match-key' : 'MATCH-KEY'))),
+    ...matchBodies.map((body, i) => borrowerClient.post('/credit/match', body, i < 4 ? {} : { idempotencyKey: i % 2 === 0 ? 'match-Key' : 'MATCH-kEY' })),
+  ])
+  console.log('match, pipelined:', summary(matchOne!))
+  console.log('match, separate: ', summary(matchSeparate as any))
+  const matches = [...matchOne!.map((a) => JSON.parse(a.body || '{}')), ...(matchSeparate as any[]).map((a) => a.body)]
+  const leaseIds = new Set(matches.map((m) => m.lease?.leaseId).filter((id) => id !== undefined))
+  if (leaseIds.size !== 1) fail('leases from one offer', [...leaseIds])
+  if (h.app.service.engine.getLender(lender.account.address)!.leasesGranted !== 1) fail('leasesGranted', h.app.service.engine.getLender(lender.account.address)!.leasesGranted)
   const action = await actionFor(lender, offerId)
   const paymentTx = await new ChainAgent(h.network, lender.session).sendUnsigned(action['transaction'])
   const path = `/credit/offers/${offerId}/supplier-payment`
