@@ -127,8 +127,10 @@ export class MatchingBook {
   /**
    * Move the entry that sat at `from` (before its key changed) to where its new key sorts. Only the entries between
    * the old and the new place shift (copyWithin), so a small liquidity change costs O(log n + distance), not O(n).
+   * `forward`: its key moved toward the front; noted even when it keeps its place (its liquidity back, still behind
+   * its neighbour, may cover an amount it did not when a walk passed it).
    */
-  moveFrom(from: number, entry: BookEntry): void {
+  moveFrom(from: number, entry: BookEntry, forward = false): void {
     const entries = this.entries
     if (from > 0 && compareEntries(entries[from - 1] as BookEntry, entry) > 0) {
       const to = this.lowerBound(entry, 0, from)
@@ -139,6 +141,8 @@ export class MatchingBook {
       const next = this.lowerBound(entry, from + 1, entries.length)
       entries.copyWithin(from, from + 1, next)
       entries[next - 1] = entry
+    } else if (forward) {
+      this.noteEntered(entry)
     }
   }
 
@@ -171,11 +175,13 @@ export function reposition(entry: BookEntry, books: MatchingBook[]): void {
   const only = books.length === 1 ? (books[0] as MatchingBook) : undefined
   const from = only === undefined ? -1 : only.indexOf(entry)
   const at = only === undefined ? books.map((book) => book.indexOf(entry)) : undefined
+  // Toward the front (the lender's new key against the entry's old one), read only while a book holds marks.
+  const forward = (only === undefined || only.marks > 0) && compareEntries(entry.lender, entry) < 0
   entry.askBps = entry.lender.askBps
   entry.reputationBps = entry.lender.reputationBps
   entry.availableAtomic = entry.lender.availableAtomic
-  if (only !== undefined) only.moveFrom(from, entry)
-  else for (let i = 0; i < books.length; i++) (books[i] as MatchingBook).moveFrom((at as number[])[i] as number, entry)
+  if (only !== undefined) only.moveFrom(from, entry, forward)
+  else for (let i = 0; i < books.length; i++) (books[i] as MatchingBook).moveFrom((at as number[])[i] as number, entry, forward)
 }
 
 /** Drops the offer's scan mark, if it has one (state.ts `scanMarks`), and its count in its book. */

@@ -341,7 +341,8 @@ const NO_ENTRIES: readonly BookEntry[] = []
 /**
  * The entries that entered the offer's book ahead of its mark since the mark was set (inserted: a lender registered
  * or back from parking; moved toward the front: liquidity back from a lease that ended unused or a repayment, a
- * reputation risen), still in the book at a key before the mark, once each, in book order. Before, the resumed walk
+ * reputation risen), still in the book at a key before the mark or at it (a lender refused at the mark and back at
+ * the same key is a new entry that firstAfter passes), once each, in book order. Before, the resumed walk
  * never saw them, and leased a dearer lender behind the mark (review22). Null (the walk starts at the front) when the
  * book noted more since the mark than one walk scans (lendersScannedPerMatchMax), or as many of them are ahead.
  */
@@ -350,7 +351,7 @@ function enteredAhead(s: EngineState, book: MatchingBook, mark: ScanMark): reado
   if (noted === null || noted.length === 0) return noted
   const ahead = new Set<BookEntry>()
   for (const entry of noted) {
-    if (compareEntries(entry, mark) >= 0) continue
+    if (compareEntries(entry, mark) > 0) continue
     const placed = s.bookEntries.get(entry.lender.address)
     if (placed?.entry === entry && placed.books.includes(book)) ahead.add(entry)
   }
