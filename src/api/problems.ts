@@ -6,7 +6,7 @@ import { BorrowerConsentError } from '../chain/consent.ts'
 import { ChainUnobservedError, NetworkStoppedError } from '../chain/follower.ts'
 import { TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { JobRegistrationRefusedError } from '../chain/reclaim-window.ts'
-import { ContractRevertError, OperatorUnavailableError } from '../chain/operator.ts'
+import { ChainBehindError, ContractRevertError, OperatorUnavailableError } from '../chain/operator.ts'
 import { UnknownAssetError, UnknownNetworkError } from '../chain/config.ts'
 import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
 import { WatchLimitError } from '../chain/watcher.ts'
@@ -70,6 +70,7 @@ const RULES: readonly Rule<never>[] = [
   ),
   rule(ChainRpcError, chainUnavailable),
   rule(ChainUnobservedError, chainUnavailable),
+  rule(ChainBehindError, chainUnavailable),
   rule(ChainReadsExhaustedError, (e) =>
     new HttpProblem(503, 'chain_reads_exhausted', e.message, { title: 'Chain reads exhausted', headers: { 'retry-after': String(e.retryAfterSeconds) } }),
   ),

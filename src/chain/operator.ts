@@ -35,6 +35,21 @@ export class ContractRevertError extends Error {
   }
 }
 
+/**
+ * The operator's call would be accepted by a later block, not the latest one: the chain's clock has not reached what
+ * the service's clock already judged (an advance past due by the service's clock while the latest block is still at
+ * or before its due second). Nothing was sent or changed; the same request succeeds once a later block is mined.
+ */
+export class ChainBehindError extends Error {
+  override readonly name = 'ChainBehindError'
+  constructor(
+    readonly network: string,
+    detail: string,
+  ) {
+    super(`the chain of network ${network} is behind: ${detail}; nothing changed, retry`)
+  }
+}
+
 function operatorOf(clients: NetworkClients): OperatorWallet {
   if (clients.operator === undefined) throw new OperatorUnavailableError(clients.network.slug)
   return clients.operator

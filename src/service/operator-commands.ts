@@ -9,7 +9,7 @@ import { recoveryAmounts } from '../engine/engine.ts'
 import type { AdvanceView, JobSettlementPlan, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import {
-  ContractRevertError, findEarlierOperatorTx, OperatorUnavailableError, sendFailJob, sendLiquidate, sendSettleJob, type EarlierOperatorTx, type OperatorReceipt,
+  ChainBehindError, ContractRevertError, findEarlierOperatorTx, OperatorUnavailableError, sendFailJob, sendLiquidate, sendSettleJob, type EarlierOperatorTx, type OperatorReceipt,
 } from '../chain/operator.ts'
 import { creditFacilityV2Abi } from '../chain/artifacts.ts'
 import { jobKey } from '../chain/ids.ts'
@@ -266,9 +266,21 @@ export async function liquidate(service: ServiceCore, mutation: Mutation<Liquida
     // The contract computes the recovery (collateral, backing, reserve, shortfall); the backing it cannot see is
     // the engine's, bounded by the attested liquidation value left.
     const { fromBackingAtomic } = recoveryAmounts(plan)
-    const liquidated = await operatorSend(service, 
+    const liquidated = await operatorSend(service,
       advance.network,
-      (clients) => sendLiquidate(clients, { offerKey: advance.advanceKey, backingCoveredAtomic: fromBackingAtomic }),
+      (clients) => sendLiquidate(clients, { offerKey: advance.advanceKey, backingCoveredAtomic: fromBackingAtomic }).catch((error: unknown) => {
+        // The engine judged the advance past due by the service's clock (planLiquidation); the simulation, at the
+        // latest block, by that block's time: until a block after the due second is mined the contract answers
+        // NotDefaulted(offerKey, dueAt, now). Not a refusal: the same request succeeds a block later (503, retry;
+        // before, 409 contract_not_defaulted, review23's finding).
+        if (error instanceof ContractRevertError && error.errorName === 'NotDefaulted') {
+          const [, dueAt, chainSeconds] = error.errorArgs as readonly [unknown, bigint, bigint]
+          if (BigInt(Math.floor(service.now() / 1000)) > dueAt) {
+            throw new ChainBehindError(advance.network, `its latest block's time (${chainSeconds}) is not past the advance's due second (${dueAt}); the contract liquidates it from a later block on`)
+          }
+        }
+        throw error
+      }),
       {
         // A liquidation that recovered everything owed (from collateral, or collateral and backing) leaves nothing
         // owed: the contract answers a second one NothingOwed before AlreadyLiquidated. Only a Liquidated event found
