@@ -1,7 +1,7 @@
 // What one commit writes: its input checked and prepared before it is queued, then checked against the group's state
 // and written with the group's other commits in the group's write transaction (snapshots and the live index, records
 // and their expiry index, the idempotency record, and a sweep of expired records when asked).
-import type { Database } from 'lmdb'
+import { asBinary, type Database, type Key } from 'lmdb'
 import { isExpired } from './checks.ts'
 import { StoreAssertionError, StoreConflictError, StoreError } from './errors.ts'
 import { IdempotencyTicket, type IdempotencyCompletion } from './idempotency.ts'
@@ -484,4 +484,149 @@ function sweep(dbs: StoreDatabases, nowMs: number, limit: number): number {
     }
   }
   return deleted
+}
+
+/** lmdb-js's encode mode for a write its writer thread applies later (write.js): the bytes stay as they are. */
+const REUSE_BUFFER_MODE = 512
+
+/** A value encoded for lmdb-js as it is (write.js asBinary): its put encodes nothing. */
+type Binary = { readonly '\u0010binary-data\u0002': Buffer }
+
+/** One write collected by QueuedWrites: a put (value encoded) or a remove (value null). */
+interface QueuedWrite {
+  readonly db: Database<unknown, Key>
+  readonly key: Key
+  readonly value: Binary | null
+  readonly options: unknown
+}
+
+/** lmdb-js's encoder of a database, which the store replaced (structures-encoder.ts encodeWithStructures). */
+type EncodingDatabase = { readonly encoder: { encode: (value: unknown, mode: number) => Buffer & { start?: number; end?: number } } }
+
+/**
+ * One of a group's databases as QueuedWrites shows it to applyGroup: puts and removes are collected (a put's value
+ * encoded at once, so an encoder error throws here, before anything is issued), reads see the records written by the
+ * group's earlier isolated steps and otherwise the last committed state.
+ */
+class QueuedDatabase {
+  readonly #queue: QueuedWrites
+  readonly #db: Database<unknown, Key>
+  /** The records database: its writes are what the group's later checks read (QueuedWrites.recordWritten). */
+  readonly #records: boolean
+
+  constructor(queue: QueuedWrites, db: Database<unknown, Key>, records: boolean) {
+    this.#queue = queue
+    this.#db = db
+    this.#records = records
+  }
+
+  putSync(key: Key, value: unknown, options?: unknown): void {
+    const bytes = (this.#db as unknown as EncodingDatabase).encoder.encode(value, REUSE_BUFFER_MODE)
+    const view = bytes.start === undefined ? bytes : bytes.subarray(bytes.start, bytes.end)
+    this.#queue.add({ db: this.#db, key, value: { '\u0010binary-data\u0002': view }, options }, this.#records ? (value as RecordEntry) : undefined)
+  }
+
+  removeSync(key: Key): void {
+    this.#queue.add({ db: this.#db, key, value: null, options: undefined }, this.#records ? null : undefined)
+  }
+
+  get(key: RecordKey): unknown {
+    const written = this.#queue.recordWritten(key)
+    return written === undefined ? this.#db.get(key) : (written ?? undefined)
+  }
+}
+
+/** A noOverwrite put's own promise (lmdb-js makes one per conditional put): its transaction's failure is the group's. */
+const IGNORE = (): void => {}
+
+/**
+ * A group's writes for lmdb-js's asynchronous path (issue 11): applyGroup runs on `dbs`, whose puts and removes are
+ * collected, encoded, per isolated step (a step that throws leaves nothing, as an aborted child transaction); then
+ * `issue` hands them all to lmdb-js in one batch, which its writer thread applies in one transaction (a batch is a
+ * condition block: the writer thread waits inside it for its end instead of committing) and commits; the promise
+ * resolves once that transaction is committed (and synced), and rejects when it failed, for every write of it. Reads
+ * see the last committed state: the store writes one group at a time, and a sweep (which reads the expiry index the
+ * group writes) takes the callback transaction.
+ */
+export class QueuedWrites {
+  readonly dbs: StoreDatabases
+  readonly #writes: QueuedWrite[] = []
+  #step: QueuedWrite[] = []
+  /** Records written by the steps that passed (null: removed), by overlay key, and those of the running step. */
+  readonly #written = new Map<string, RecordEntry | null>()
+  #stepWritten = new Map<string, RecordEntry | null>()
+
+  readonly #inFlight: InFlightRecords
+
+  constructor(dbs: StoreDatabases, inFlight: InFlightRecords) {
+    this.#inFlight = inFlight
+    this.dbs = {
+      snapshots: new QueuedDatabase(this, dbs.snapshots as Database<unknown, Key>, false),
+      live: new QueuedDatabase(this, dbs.live as Database<unknown, Key>, false),
+      records: new QueuedDatabase(this, dbs.records as Database<unknown, Key>, true),
+      expiry: new QueuedDatabase(this, dbs.expiry as Database<unknown, Key>, false),
+    } as unknown as StoreDatabases
+  }
+
+  /** @internal QueuedDatabase: a write of the running step; `record` the records database's entry (null: removed). */
+  add(write: QueuedWrite, record: RecordEntry | null | undefined): void {
+    this.#step.push(write)
+    if (record !== undefined) this.#stepWritten.set(overlayKeyOf((write.key as RecordKey)[0], (write.key as RecordKey)[1]), record)
+  }
+
+  /** @internal QueuedDatabase: a record as the group's passed steps left it (null: removed); undefined if unwritten. */
+  recordWritten(key: RecordKey): RecordEntry | null | undefined {
+    if (this.#written.size === 0 && this.#inFlight.size === 0) return undefined
+    const overlayKey = overlayKeyOf(key[0], key[1])
+    return this.#written.get(overlayKey) ?? this.#inFlight.get(overlayKey)?.entry
+  }
+
+  /** Shows this group's record writes to the groups issued after it until it settles (the store deletes them then). */
+  markInFlight(marker: number): void {
+    for (const [key, entry] of this.#written) this.#inFlight.set(key, { marker, entry })
+  }
+
+  /** Runs an isolated step (applyGroup's Isolated): its writes are kept only if it returns. */
+  run(step: () => void): void {
+    this.#step = []
+    this.#stepWritten = new Map()
+    step()
+    for (const write of this.#step) this.#writes.push(write)
+    for (const [key, record] of this.#stepWritten) this.#written.set(key, record)
+  }
+
+  /**
+   * Issues the collected writes as one lmdb-js block, which its writer thread applies in one transaction, with the
+   * group's marker (meta GROUP_MARKER, `marker` as 8 bytes); with `after`, only if the stored marker is `after`
+   * (lmdb-js's ifVersion, which compares a value's first 8 bytes as a double): when the transaction that was to write
+   * the group `after` failed, this group is not written either, whether lmdb-js put it in that transaction or the
+   * next one, and its promise resolves false. Undefined when there is nothing to write.
+   */
+  issue(meta: Database<unknown, string>, after: number | undefined, marker: number): Promise<boolean> | undefined {
+    const writes = this.#writes
+    if (writes.length === 0) return undefined
+    const markerBytes = Buffer.allocUnsafe(8)
+    markerBytes.writeDoubleLE(marker)
+    const write = (): void => {
+      for (const { db, key, value, options } of writes) {
+        if (value === null) void db.remove(key)
+        else if (options === undefined) void db.put(key, value as never)
+        else db.put(key, value as never, options as never).then(undefined, IGNORE)
+      }
+      void meta.put(GROUP_MARKER, asBinary(markerBytes) as never)
+    }
+    return (after === undefined ? meta.batch(write) : meta.ifVersion(GROUP_MARKER, after, write)) as Promise<boolean>
+  }
+}
+
+/** The meta record that holds the last written group's marker on the asynchronous path (8 bytes, a double). */
+export const GROUP_MARKER = 'group-marker'
+
+/** The record writes of the groups in flight by overlay key (null: removed), each with its group's marker. */
+export type InFlightRecords = Map<string, { readonly marker: number; readonly entry: RecordEntry | null }>
+
+/** The stored group marker (0 when none): a process's markers go on from it. */
+export function storedGroupMarker(meta: Database<unknown, string>): number {
+  const bytes = meta.getBinary(GROUP_MARKER)
+  return bytes === undefined || bytes.length < 8 ? 0 : bytes.readDoubleLE(0)
 }
