@@ -3,8 +3,7 @@
 // On a machine others load, runs in separate processes differ by more than a store change does (issue 11); blocks
 // alternated within one process see the same load and the same engine-made garbage. `--against <module>` names the
 // other store (an older checkout's src/store/index.ts, its node_modules linked); this checkout's is the second.
-// `--write-paths callback,async` instead compares this store's two write paths (StoreOptions.writePath), one store
-// each. Also reports each data.mdb's size (what the value encoding leaves LMDB). Writes nothing under bench/results.
+// Also reports each data.mdb's size (what the value encoding leaves LMDB). Writes nothing under bench/results.
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -13,21 +12,17 @@ import { parseArgs } from 'node:util'
 import type { Change } from '../src/store/index.ts'
 import { amountsOf, buildBook, matchOffer, openOffer } from './fixtures/book.ts'
 
-const { values: args } = parseArgs({ options: { against: { type: 'string' }, durability: { type: 'string' }, block: { type: 'string' }, rounds: { type: 'string' }, 'in-flight': { type: 'string' }, 'write-paths': { type: 'string' } }, strict: true })
-const WRITE_PATHS = args['write-paths']?.split(',') as ('callback' | 'async')[] | undefined
-if (args.against === undefined && WRITE_PATHS === undefined) throw new Error('--against <path of the other store module> or --write-paths callback,async is required')
+const { values: args } = parseArgs({ options: { against: { type: 'string' }, durability: { type: 'string' }, block: { type: 'string' }, rounds: { type: 'string' }, 'in-flight': { type: 'string' } }, strict: true })
+if (args.against === undefined) throw new Error('--against <path of the other store module> is required')
 const DURABILITY = args.durability === 'none' ? 'none' : 'sync'
 const BLOCK = Number(args.block ?? 4000)
 const ROUNDS = Number(args.rounds ?? 6)
 const IN_FLIGHT = Number(args['in-flight'] ?? 256)
 type StoreModule = typeof import('../src/store/index.ts')
-const modules: [string, StoreModule][] = WRITE_PATHS === undefined
-  ? [
-      [args.against as string, (await import(pathToFileURL(resolve(args.against as string)).href)) as StoreModule],
-      ['src/store', await import('../src/store/index.ts')],
-    ]
-  : WRITE_PATHS.map((path) => [path, {} as StoreModule])
-const thisStore = await import('../src/store/index.ts')
+const modules: [string, StoreModule][] = [
+  [args.against, (await import(pathToFileURL(resolve(args.against)).href)) as StoreModule],
+  ['src/store', await import('../src/store/index.ts')],
+]
 
 const book = buildBook(2000, Math.ceil((BLOCK * ROUNDS * modules.length) / 1000) + 1)
 const setup = [...book.setupChanges]
@@ -46,9 +41,7 @@ function mainThreadCpuMicros(): number {
 
 const runs = await Promise.all(modules.map(async ([name, module]) => {
   const dir = mkdtempSync(join(tmpdir(), 'agent-credit-store-interleaved-'))
-  const store = WRITE_PATHS === undefined
-    ? await module.Store.open({ dataDir: join(dir, 'data'), durability: DURABILITY })
-    : await thisStore.Store.open({ dataDir: join(dir, 'data'), durability: DURABILITY, writePath: name as 'callback' | 'async' })
+  const store = await module.Store.open({ dataDir: join(dir, 'data'), durability: DURABILITY })
   return { name, dir, store, processMicros: 0, mainMicros: 0, commits: 0 }
 }))
 for (const run of runs) for (let i = 0; i < setup.length; i += 5000) await run.store.commit({ changes: setup.slice(i, i + 5000) })

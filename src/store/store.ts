@@ -24,7 +24,7 @@ import { encodeWithStructures } from './structures-encoder.ts'
 import { LEGACY_VALUE_ENCODING, STRUCTURES_RECORD, valueEncoding } from './value-encoding.ts'
 import {
   applyGroup, IDEMPOTENCY_COLLECTION, type CommitLimits, IDEMPOTENCY_RECORD_VERSION, overlayKeyOf, prepareCommit, type CommitInput, type ExpiryKey, type GroupOutcome,
-  type InFlightRecords, type Prepared, type PreparedRecordWrite, QueuedWrites, storedGroupMarker, type RecordKey, type SnapshotKey, SNAPSHOT_VALUES_CHECKED,
+  type Prepared, type PreparedRecordWrite, type RecordKey, type SnapshotKey, SNAPSHOT_VALUES_CHECKED,
 } from './writes.ts'
 
 export { DB_NAMES, STORE_FORMAT_VERSION } from './open-checks.ts'
@@ -42,8 +42,6 @@ export const IDEMPOTENCY_WAIT_MS_DEFAULT = 30_000
 export const SWEEP_BATCH_MAX = 10_000
 /** Deletions per sweeper transaction: a few milliseconds of the event loop each. */
 export const SWEEPER_BATCH_DEFAULT = 1000
-/** Groups the asynchronous path keeps issued and unsettled: one being written, the next one waiting for the lock. */
-const PIPELINE_DEPTH = 2
 
 export interface StoreOptions {
   /** DATA_DIR. Created when missing; an existing directory must hold an agent-credit store or nothing. */
@@ -78,13 +76,6 @@ export interface StoreOptions {
   readonly pendingCommitsMax?: number
   /** Test hook: while it returns true no group commit starts (commits wait in the queue, unacknowledged). */
   readonly holdCommitsWhile?: () => boolean
-  /**
-   * How a group is written (issue 11, an A/B while it is measured): 'callback' (default), in lmdb-js's transaction
-   * callback on the main thread while its writer thread holds the write transaction; 'async', checked and encoded on
-   * the main thread, then handed to lmdb-js's writer thread as one batch of asynchronous puts (writes.ts QueuedWrites).
-   * The environment's AGENT_CREDIT_STORE_WRITE_PATH=async selects it where no option is given.
-   */
-  readonly writePath?: 'callback' | 'async'
 }
 
 export interface StoreStats {
@@ -160,18 +151,6 @@ export class Store {
   /** In the order of their `queued`, so the settled ones are at the front. */
   #durableWaiters: DurableWaiter[] = []
   readonly #holdCommitsWhile: (() => boolean) | undefined
-  /** writePath 'async'; and the id of the last transaction lmdb-js reported committed (its aftercommit event). */
-  readonly #async: boolean
-  #lastTxnId = 0
-  /** The asynchronous path: groups issued and not yet settled, their issue times, the group markers (QueuedWrites.issue). */
-  #inFlight = 0
-  #askedTimes: number[] = []
-  #markerSeq = 0
-  #lastMarker: number | undefined
-  /** The record writes of the groups in flight, by overlay key, which a group issued after them is checked against. */
-  readonly #inFlightRecords: InFlightRecords = new Map()
-  /** Settles when the newest group issued has settled (groups settle in issue order). */
-  #settledGroups: Promise<void> = Promise.resolve()
   /** Whether the previous process closed this store (or it is new); false after a crash. */
   readonly cleanStart: boolean
   /** How open() checked the data: 'deep', 'header', 'clean-shutdown' (the deep check skipped), or 'new'. */
@@ -222,12 +201,6 @@ export class Store {
     this.#commitsPerTxnMax = options.commitsPerTxnMax ?? COMMITS_PER_TXN_MAX_DEFAULT
     this.#pendingCommitsMax = options.pendingCommitsMax ?? PENDING_COMMITS_MAX_DEFAULT
     this.#holdCommitsWhile = options.holdCommitsWhile
-    this.#async = (options.writePath ?? (process.env.AGENT_CREDIT_STORE_WRITE_PATH === 'async' ? 'async' : 'callback')) === 'async'
-    if (this.#async) {
-      root.on('aftercommit', ({ txnId }: { txnId: number }) => void (this.#lastTxnId = txnId))
-      // Markers go on from the stored one, so that no marker of an earlier process matches a group of this one.
-      this.#markerSeq = storedGroupMarker(this.#meta)
-    }
     this.cleanStart = cleanStart
     this.openCheck = openCheck
     this.#checked = checked
@@ -509,14 +482,11 @@ export class Store {
   }
 
   #schedule(): void {
-    if ((this.#draining && !this.#async) || this.#scheduled) return
+    if (this.#draining || this.#scheduled) return
     this.#scheduled = true
     if (this.#resolveDrained === null) this.#drained = new Promise((resolve) => (this.#resolveDrained = resolve))
     // Wait one turn so every commit issued in this turn of the event loop shares the transaction.
     setImmediate(() => void this.#drain())
-    // The asynchronous path: open lmdb-js's batch of this turn now (an empty batch), so that its setImmediate, which
-    // lets the writer thread begin, runs right after the drain's, in the same turn, not in the next one.
-    if (this.#async) this.#root.batch(() => {}).then(undefined, () => {})
   }
 
   async #drain(): Promise<void> {
@@ -525,10 +495,6 @@ export class Store {
       return
     }
     this.#scheduled = false
-    if (this.#async) {
-      this.#issueNext()
-      return
-    }
     if (this.#draining) return
     this.#draining = true
     try {
@@ -538,44 +504,10 @@ export class Store {
       while (this.#queue.length > 0 && this.#failure === undefined) await this.#write(null)
     } finally {
       this.#draining = false
-      this.#resolveDrainedNow()
+      const resolveDrained = this.#resolveDrained
+      this.#resolveDrained = null
+      resolveDrained?.()
     }
-  }
-
-  #resolveDrainedNow(): void {
-    const resolveDrained = this.#resolveDrained
-    this.#resolveDrained = null
-    resolveDrained?.()
-  }
-
-  /**
-   * The asynchronous path (pipelined, issue 11): issues the queued commits as the next group unless PIPELINE_DEPTH
-   * groups are unsettled already (then the oldest one's settlement schedules it). A group issued while another is
-   * unsettled is checked against that one's record writes (QueuedWrites' in-flight records) and written only if it
-   * committed (a condition on the group marker it wrote, see QueuedWrites.issue): a failed transaction takes every
-   * group issued after it with it, none of them written or acknowledged.
-   */
-  #issueNext(): void {
-    if (this.#failure !== undefined || this.#queue.length === 0 || this.#inFlight >= PIPELINE_DEPTH) {
-      if (this.#inFlight === 0 && !this.#scheduled) this.#resolveDrainedNow()
-      return
-    }
-    const batch = this.#queue.splice(0, this.#commitsPerTxnMax)
-    const sweeps = batch.some((pending) => pending.prepared.sweepLimit > 0)
-    // A sweep reads the expiry index the groups before it write: it waits for them, then takes the callback transaction.
-    if (sweeps && this.#inFlight > 0) {
-      this.#queue.unshift(...batch)
-      return
-    }
-    this.#inFlight++
-    this.#draining = true
-    const written = sweeps ? this.#write(batch) : this.#writeAsync(batch)
-    void written.finally(() => {
-      this.#inFlight--
-      if (this.#inFlight === 0) this.#draining = false
-      if (this.#queue.length > 0 && this.#failure === undefined) this.#schedule()
-      else if (this.#inFlight === 0 && !this.#scheduled) this.#resolveDrainedNow()
-    })
   }
 
   /**
@@ -609,88 +541,13 @@ export class Store {
     // A transaction that failed before its callback ran fails the commits it would have taken.
     batch ??= this.#queue.splice(0, this.#commitsPerTxnMax)
     if (outcome === undefined && txnError === undefined) txnError = new StoreError('store_assertion_failed', 'the write transaction did not run')
-    if (txnError !== undefined || this.#failure !== undefined) await this.#settle(batch, outcome, txnError, txnId)
-    else this.#acknowledge(batch, outcome, txnId)
-    const cycle = this.#cycleMs
-    cycle.toCallback += callbackStart - asked
-    cycle.callback += callbackEnd - callbackStart
-    cycle.toResolved += resolved - callbackEnd
-    cycle.acks += performance.now() - resolved
-  }
-
-  /**
-   * One group on the asynchronous path: checked and encoded here (applyGroup over QueuedWrites: the same checks and
-   * isolation as the callback's child transactions, reading the records of the groups still in flight first), then
-   * issued to lmdb-js's writer thread as one block, which it applies in the transaction it is writing or in its next
-   * one; settled once that is committed (synced) and every group before it is settled, in issue order.
-   * `cycleMs.toCallback` stays 0 here; its `callback` is the checks, encoding and issue, `toResolved` the wait for the
-   * writer thread's transaction and the loop's turn.
-   */
-  async #writeAsync(batch: Pending[]): Promise<void> {
-    const asked = performance.now()
-    this.#askedTimes.push(asked)
-    if (this.#groupAskedAt === 0) this.#groupAskedAt = asked
-    let outcome: GroupOutcome | undefined
-    let txnError: unknown
-    let written: Promise<boolean> | undefined
-    const marker = ++this.#markerSeq
-    try {
-      const queued = new QueuedWrites(this.#dbs, this.#inFlightRecords)
-      outcome = applyGroup(queued.dbs, batch.map((pending) => pending.prepared), this.idempotency.retentionMs, (step) => queued.run(step))
-      // Written only if the newest group issued before it committed (its marker is stored): nothing else in flight, none.
-      written = queued.issue(this.#meta, this.#inFlight > 1 ? this.#lastMarker : undefined, marker)
-      if (written !== undefined) {
-        this.#lastMarker = marker
-        queued.markInFlight(marker)
-      }
-    } catch (error) {
-      txnError = error
-    }
-    const issued = performance.now()
-    const previous = this.#settledGroups
-    let done!: () => void
-    this.#settledGroups = new Promise<void>((resolve) => (done = resolve))
-    try {
-      if (written !== undefined) {
-        try {
-          // false: its condition failed, a transaction before it failed (and failed the store when it settled).
-          if (!(await written) && txnError === undefined) {
-            txnError = new StoreError('store_write_failed', 'a write transaction before this group failed; the group was not written')
-          }
-        } catch (error) {
-          txnError ??= error
-        }
-      }
-      await previous
-      const resolved = performance.now()
-      this.#askedTimes.shift()
-      this.#groupAskedAt = this.#askedTimes[0] ?? 0
-      if (written !== undefined) for (const [key, record] of this.#inFlightRecords) if (record.marker === marker) this.#inFlightRecords.delete(key)
-      await this.#settle(batch, outcome, txnError, this.#lastTxnId)
-      const cycle = this.#cycleMs
-      cycle.callback += issued - asked
-      cycle.toResolved += resolved - issued
-      cycle.acks += performance.now() - resolved
-    } finally {
-      done()
-    }
-  }
-
-  /** Settles a group's commits (in queue order) and the durable() waiters they were the last for. */
-  async #settle(batch: Pending[], outcome: GroupOutcome | undefined, txnError: unknown, txnId: number): Promise<void> {
+    this.#stats.transactions++
+    this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length)
     // A stall already failed the store: this group's commits (written or not) are rejected with it, as is the rest.
     if (txnError !== undefined || this.#failure !== undefined) {
-      this.#stats.transactions++
       this.#fail(txnError === undefined ? (this.#failure as StoreError) : await writeFailure(txnError, batch.length), batch)
       return
     }
-    this.#acknowledge(batch, outcome, txnId)
-  }
-
-  /** Acknowledges a written group's commits (its refused ones rejected), synchronously. */
-  #acknowledge(batch: Pending[], outcome: GroupOutcome | undefined, txnId: number): void {
-    this.#stats.transactions++
-    this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.length)
     for (let i = 0; i < batch.length; i++) {
       const { prepared, resolve, reject } = batch[i] as Pending
       this.#dropOverlay(prepared)
@@ -711,6 +568,11 @@ export class Store {
     let ready = 0
     while (ready < this.#durableWaiters.length && (this.#durableWaiters[ready] as DurableWaiter).queued <= this.#settledCount) ready++
     if (ready > 0) for (const waiter of this.#durableWaiters.splice(0, ready)) waiter.resolve()
+    const cycle = this.#cycleMs
+    cycle.toCallback += callbackStart - asked
+    cycle.callback += callbackEnd - callbackStart
+    cycle.toResolved += resolved - callbackEnd
+    cycle.acks += performance.now() - resolved
   }
 
   // ----------------------------------------------------------------------------------------------------- reads
