@@ -132,6 +132,8 @@ export interface WasmKeccak {
   hash(data: Uint8Array): Buffer
   /** keccak256 of `data` as 64 lower-case hex digits, without 0x. */
   hex(data: Uint8Array): string
+  /** hex() of `prefix` followed by `text`'s UTF-8 bytes, written into the module's memory as they are (no packed copy). */
+  hexOfPrefixed(prefix: Uint8Array, text: string): string
 }
 
 /**
@@ -144,27 +146,41 @@ export function keccakWasmHasher(): WasmKeccak {
   const absorb = instance.exports.absorb as (from: number, to: number) => void
   let bytes = Buffer.from(memory.buffer)
   roundConstants.forEach((constant, i) => bytes.writeBigUInt64LE(constant, roundConstantsAt + 8 * i))
-  const digest = (data: Uint8Array): void => {
-    const length = data.length
+  /** Room for `length` bytes of input and their padding. */
+  const reserve = (length: number): void => {
+    const end = inputAt + (Math.floor(length / rate) + 1) * rate
+    if (end <= bytes.length) return
+    memory.grow(Math.ceil((end - bytes.length) / pageBytes))
+    bytes = Buffer.from(memory.buffer)
+  }
+  /** Pads the `length` bytes of input in place and hashes them. */
+  const digest = (length: number): void => {
     // keccak's padding (pad10*1 with the 0x01 delimiter, not SHA-3's 0x06): at least one byte, up to the rate.
     const end = inputAt + (Math.floor(length / rate) + 1) * rate
-    if (end > bytes.length) {
-      memory.grow(Math.ceil((end - bytes.length) / pageBytes))
-      bytes = Buffer.from(memory.buffer)
-    }
-    bytes.set(data, inputAt)
     bytes.fill(0, inputAt + length, end)
     bytes[inputAt + length] = 0x01
     bytes[end - 1] = (bytes[end - 1] as number) | 0x80
     absorb(inputAt, end)
   }
+  const input = (data: Uint8Array): number => {
+    reserve(data.length)
+    bytes.set(data, inputAt)
+    return data.length
+  }
   return {
     hash: (data) => {
-      digest(data)
+      digest(input(data))
       return Buffer.from(bytes.subarray(0, digestBytes))
     },
     hex: (data) => {
-      digest(data)
+      digest(input(data))
+      return bytes.toString('hex', 0, digestBytes)
+    },
+    hexOfPrefixed: (prefix, text) => {
+      // At most three UTF-8 bytes per UTF-16 code unit (a surrogate pair is four for two).
+      reserve(prefix.length + 3 * text.length)
+      bytes.set(prefix, inputAt)
+      digest(prefix.length + bytes.write(text, inputAt + prefix.length, 'utf8'))
       return bytes.toString('hex', 0, digestBytes)
     },
   }

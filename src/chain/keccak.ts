@@ -81,7 +81,8 @@ function defaultKeccak(): WasmKeccak {
     defaultHasher = keccakWasmHasher()
   } catch {
     const { hash } = keccakHasher()
-    defaultHasher = { hash, hex: (data) => hash(data).toString('hex') }
+    const hex = (data: Uint8Array): string => hash(data).toString('hex')
+    defaultHasher = { hash, hex, hexOfPrefixed: (prefix, text) => hex(Buffer.concat([prefix, Buffer.from(text, 'utf8')])) }
   }
   return defaultHasher
 }
@@ -94,6 +95,11 @@ export function keccak256Bytes(data: Uint8Array): Buffer {
 /** keccak256 of `data` as 0x-hex (lower case, as viem's keccak256). */
 export function keccak256Hex(data: Uint8Array): Hex {
   return `0x${defaultKeccak().hex(data)}`
+}
+
+/** keccak256Hex of `prefix` followed by `text`'s UTF-8 bytes (abi.encodePacked of the two), without packing them first. */
+export function keccak256HexOfPrefixed(prefix: Uint8Array, text: string): Hex {
+  return `0x${defaultKeccak().hexOfPrefixed(prefix, text)}`
 }
 
 /** Which state class keccakHasher gives by default on this machine, and why the native one did not load if it did not. */

@@ -3,8 +3,8 @@
 // the 136-byte rate, in the native addon, the JavaScript fallback and the module, with one state reused across hashes.
 import t from 'tap'
 import fc from 'fast-check'
-import { keccak256 } from 'viem'
-import { keccak256Bytes, keccak256Hex, keccakHasher, keccakStatus } from '../../src/chain/keccak.ts'
+import { concat, keccak256, stringToBytes } from 'viem'
+import { keccak256Bytes, keccak256Hex, keccak256HexOfPrefixed, keccakHasher, keccakStatus } from '../../src/chain/keccak.ts'
 import { keccakWasmHasher } from '../../src/chain/keccak-wasm.ts'
 
 // Empty, one byte, one short of the rate, the rate, one past it, several blocks; and any length up to 1000.
@@ -75,6 +75,21 @@ t.test('wasm: a digest is a Buffer of its own, a view hashes its own bytes, an i
     const data = new Uint8Array(length).map((_, i) => (i * 7 + length) & 0xff)
     t.equal(`0x${hex(data)}`, keccak256(data), `${length} bytes`)
   }
+})
+
+t.test('wasm: a prefix and a text hash as their packed bytes, any code unit, past the memory too', async (t) => {
+  const { hexOfPrefixed } = keccakWasmHasher()
+  // fullUnicode: surrogate pairs (four bytes for two code units); a lone surrogate is written as U+FFFD, as Buffer.from does.
+  const anyText = fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'grapheme', maxLength: 100 }), fc.string({ unit: 'binary', maxLength: 50 }))
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 200 }), anyText, (prefix, text) => {
+      const packed = concat([prefix, new Uint8Array(Buffer.from(text, 'utf8'))])
+      return `0x${hexOfPrefixed(prefix, text)}` === keccak256(packed) && keccak256HexOfPrefixed(prefix, text) === keccak256(packed)
+    }),
+    { numRuns: 500 },
+  )
+  const long = 'é'.repeat(40_000)
+  t.equal(`0x${hexOfPrefixed(new Uint8Array(32), long)}`, keccak256(concat([new Uint8Array(32), stringToBytes(long)])), '80,032 bytes')
 })
 
 t.test('keccak256Bytes and keccak256Hex, the default implementation, agree with viem', async (t) => {
