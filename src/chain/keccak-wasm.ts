@@ -5,6 +5,16 @@
 // `keccak` package's native state takes three calls (initialize, absorb, squeeze) and returns a new Buffer.
 // test/chain/keccak.test.ts compares it with viem's keccak256 for every length class around the 136-byte rate.
 
+/** What this file uses of WebAssembly's API (Node's global; the project's TypeScript libraries do not declare it). */
+declare const WebAssembly: {
+  Module: new (bytes: Uint8Array) => object
+  Instance: new (module: object, imports: object) => { exports: Record<string, unknown> }
+}
+interface WasmMemory {
+  readonly buffer: ArrayBuffer
+  grow(pages: number): number
+}
+
 const rate = 136
 const digestBytes = 32
 // The module's memory: the digest at 0, the 24 round constants at 64, the padded input from 256 on.
@@ -142,7 +152,7 @@ export interface WasmKeccak {
  */
 export function keccakWasmHasher(): WasmKeccak {
   const instance = new WebAssembly.Instance(new WebAssembly.Module(keccakWasmModule()), {})
-  const memory = instance.exports.memory as WebAssembly.Memory
+  const memory = instance.exports.memory as WasmMemory
   const absorb = instance.exports.absorb as (from: number, to: number) => void
   let bytes = Buffer.from(memory.buffer)
   roundConstants.forEach((constant, i) => bytes.writeBigUInt64LE(constant, roundConstantsAt + 8 * i))
