@@ -1,6 +1,6 @@
 // The registry of live actors: the one way an event reaches one (`send`), the machine's answer, and eviction of
 // actors that reached a final state.
-import { Actor, createActor, type ActorLogic, type AnyActorLogic, type AnyActor, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InputFrom, type Snapshot } from 'xstate'
+import { createActor, type Actor, type ActorLogic, type AnyActor, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InputFrom, type Snapshot } from 'xstate'
 import { assignedContext, assign as machineAssign } from '../../machines/assign.ts'
 import { machines, refusalCode, refusals } from '../../machines/index.ts'
 import { jobKey } from '../chain/ids.ts'
@@ -77,7 +77,7 @@ export function restoreActor<M extends AnyStateMachine>(machine: M, snapshot: un
     actor = createActor(logic, { snapshot: snapshot as Snapshot<unknown>, parent }).start()
   } else {
     restoring = snapshot
-    actor = new EngineActor(restoringLogic(logic))
+    actor = createActor(restoringLogic(logic))
     restoring = undefined
     adopt(actor, parent)
     const options = (actor as unknown as ActorFields).options as Record<string, unknown>
@@ -123,7 +123,7 @@ export function startActor<M extends AnyStateMachine>(machine: M, input: InputFr
   if (born === null) actor = createActor(machine as AnyStateMachine, { input, parent }).start()
   else {
     bornContext = (machine.config.context as (args: { input: unknown }) => unknown)({ input })
-    actor = new EngineActor(born)
+    actor = createActor(born)
     bornContext = undefined
     if (parent !== undefined) adopt(actor, parent)
     actor.start()
@@ -137,25 +137,6 @@ export function startActor<M extends AnyStateMachine>(machine: M, input: InputFr
  * constructor calls it): createActor then takes no options at all (`adopt` says why).
  */
 let bornContext: unknown
-
-/**
- * XState's Actor (its constructor, its every method) but for one: completing (a final state: a lease's time-out, an
- * offer's expiry or stale end, a paid advance) clears the observer Set and the listener Map only when either holds
- * something. XState's `_complete` calls observers' `complete` and clears both every time, and clearing even an empty
- * Map or Set allocates it a new table: about 0.2 us each in a loop, 1.9 % of the load mix's shape in process (two
- * completions per pair; issue 11, the `perfengine23` round). An actor with observers or listeners completes through
- * XState's own `_complete` (test/engine/actors.test.ts). startActor's and restoreActor's usual paths make these; the
- * paths that pass XState options keep createActor.
- */
-class EngineActor<TLogic extends AnyActorLogic> extends Actor<TLogic> {}
-const xstateComplete = (Actor.prototype as unknown as { _complete(): void })._complete
-Object.defineProperty(EngineActor.prototype, '_complete', {
-  value: function _complete(this: { observers: Set<unknown>; eventListeners: Map<unknown, unknown> }): void {
-    if (this.observers.size !== 0 || this.eventListeners.size !== 0) xstateComplete.call(this)
-  },
-  writable: true,
-  configurable: true,
-})
 
 /** The fields of XState's Actor that its constructor derives from `options.parent` (adopt). */
 type ActorFields = {

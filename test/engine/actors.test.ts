@@ -327,27 +327,3 @@ t.test("restoreActor under a parent: the child XState's createActor(logic, { sna
     }
   }
 })
-
-t.test("a child that completes: an observer's complete is called and the observers cleared as XState does; with none it completes the same", async (t) => {
-  // startActor's and restoreActor's children skip XState's clearing of an empty observer Set and listener Map
-  // (EngineActor); an actor that has any must complete through XState's own _complete.
-  const [, , leaseInput] = inputs[2]!
-  const timeOut = { type: 'TIME_OUT', chainTimeMs: T0 + 2000, nowMs: T0 + 2 } as const
-  const root = actorRoot()
-  for (const [name, make] of [
-    ['started', () => startActor(leaseMachine, leaseInput as never, root)],
-    ['restored', () => restoreActor(leaseMachine, startActor(leaseMachine, leaseInput as never).getPersistedSnapshot(), root)],
-  ] as const) {
-    const watched = make()
-    const seen: string[] = []
-    watched.subscribe({ next: (snapshot) => seen.push(`next ${String(snapshot.value)}`), complete: () => seen.push('complete') })
-    const fields = watched as unknown as { observers: Set<unknown>; eventListeners: Map<unknown, unknown> }
-    watched.send(timeOut)
-    t.same(seen, ['next expired', 'complete'], `${name}: the observer saw the final snapshot, then completed`)
-    t.equal(fields.observers.size, 0, `${name}: observers cleared`)
-    const plain = make()
-    plain.send(timeOut)
-    t.equal(plain.getSnapshot().status, 'done', `${name}: an actor with no observer completes`)
-    t.equal(plain.getSnapshot().value, watched.getSnapshot().value)
-  }
-})
