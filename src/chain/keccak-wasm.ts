@@ -25,10 +25,12 @@ const pageBytes = 65_536
 // Rotation offsets by lane x + 5y, and the round constants (FIPS 202, keccak-f[1600]).
 const rotations = [0, 1, 62, 28, 27, 36, 44, 6, 55, 20, 3, 10, 43, 25, 39, 41, 45, 15, 21, 8, 18, 2, 61, 56, 14]
 const roundConstants = [
-  0x0000000000000001n, 0x0000000000008082n, 0x800000000000808an, 0x8000000080008000n, 0x000000000000808bn, 0x0000000080000001n,
-  0x8000000080008081n, 0x8000000000008009n, 0x000000000000008an, 0x0000000000000088n, 0x0000000080008009n, 0x000000008000000an,
-  0x000000008000808bn, 0x800000000000008bn, 0x8000000000008089n, 0x8000000000008003n, 0x8000000000008002n, 0x8000000000000080n,
-  0x000000000000800an, 0x800000008000000an, 0x8000000080008081n, 0x8000000000008080n, 0x0000000080000001n, 0x8000000080008008n,
+  0x0000000000000001n, 0x0000000000008082n, 0x800000000000808an, 0x8000000080008000n,
+  0x000000000000808bn, 0x0000000080000001n, 0x8000000080008081n, 0x8000000000008009n,
+  0x000000000000008an, 0x0000000000000088n, 0x0000000080008009n, 0x000000008000000an,
+  0x000000008000808bn, 0x800000000000008bn, 0x8000000000008089n, 0x8000000000008003n,
+  0x8000000000008002n, 0x8000000000000080n, 0x000000000000800an, 0x800000008000000an,
+  0x8000000080008081n, 0x8000000000008080n, 0x0000000080000001n, 0x8000000080008008n,
 ]
 
 /** Unsigned LEB128 (sizes, counts, indexes, memory offsets). */
@@ -43,7 +45,10 @@ function uleb(value: number): number[] {
   return out
 }
 
-/** Signed LEB128 of a non-negative number below 2^31 (i32.const, i64.const): unsigned, a zero byte more if the sign bit is set. */
+/**
+ * Signed LEB128 of a non-negative number below 2^31 (i32.const, i64.const): the unsigned encoding, and a zero byte
+ * more if its last byte's sign bit is set.
+ */
 function sleb(value: number): number[] {
   const out = uleb(value)
   const last = out[out.length - 1] as number
@@ -142,7 +147,7 @@ export interface WasmKeccak {
   hash(data: Uint8Array): Buffer
   /** keccak256 of `data` as 64 lower-case hex digits, without 0x. */
   hex(data: Uint8Array): string
-  /** hex() of `prefix` followed by `text`'s UTF-8 bytes, written into the module's memory as they are (no packed copy). */
+  /** hex() of `prefix` then `text`'s UTF-8 bytes, written into the module's memory as they are (no packed copy). */
   hexOfPrefixed(prefix: Uint8Array, text: string): string
 }
 

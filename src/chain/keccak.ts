@@ -1,9 +1,9 @@
 // keccak-256 on the request + match path. Offer keys, job keys and address checksums hash in WebAssembly
-// (keccak-wasm.ts, `keccak256Bytes` and `keccak256Hex` below); lease authorization digests by the `keccak`
-// package's sponge state called directly (`keccakHasher`): the package's own API builds a Transform stream per hash, which cost more
-// than the permutation (about 5 us of CPU a hash against 1.8 us for the same native calls without it). One state is
-// re-initialized per hash: hashing is synchronous, so no two hashes share it at once. The state is libkeccak's native
-// addon where it loads, else the package's JavaScript state, the fallback the package itself takes.
+// (keccak-wasm.ts, `keccak256Bytes` and `keccak256Hex` below); lease authorization digests by the `keccak` package's
+// sponge state called directly (`keccakHasher`): the package's own API builds a Transform stream per hash, which cost
+// more than the permutation (about 5 us of CPU a hash against 1.8 us for the same native calls without it). One state
+// is re-initialized per hash: hashing is synchronous, so no two hashes share it at once. The state is libkeccak's
+// native addon where it loads, else the package's JavaScript state, the fallback the package itself takes.
 import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
 import type { Hex } from 'viem'
@@ -82,7 +82,9 @@ function defaultKeccak(): WasmKeccak {
   } catch {
     const { hash } = keccakHasher()
     const hex = (data: Uint8Array): string => hash(data).toString('hex')
-    defaultHasher = { hash, hex, hexOfPrefixed: (prefix, text) => hex(Buffer.concat([prefix, Buffer.from(text, 'utf8')])) }
+    const hexOfPrefixed = (prefix: Uint8Array, text: string): string =>
+      hex(Buffer.concat([prefix, Buffer.from(text, 'utf8')]))
+    defaultHasher = { hash, hex, hexOfPrefixed }
   }
   return defaultHasher
 }
@@ -97,12 +99,12 @@ export function keccak256Hex(data: Uint8Array): Hex {
   return `0x${defaultKeccak().hex(data)}`
 }
 
-/** keccak256Hex of `prefix` followed by `text`'s UTF-8 bytes (abi.encodePacked of the two), without packing them first. */
+/** keccak256Hex of `prefix` then `text`'s UTF-8 bytes (abi.encodePacked of the two), without packing them first. */
 export function keccak256HexOfPrefixed(prefix: Uint8Array, text: string): Hex {
   return `0x${defaultKeccak().hexOfPrefixed(prefix, text)}`
 }
 
-/** Which state class keccakHasher gives by default on this machine, and why the native one did not load if it did not. */
+/** Which state class keccakHasher gives by default on this machine, and why the native one did not load if not. */
 export function keccakStatus(): { implementation: KeccakImplementation; error: string | undefined } {
   const { name } = stateClass(undefined)
   return { implementation: name, error: native?.error }

@@ -1,6 +1,8 @@
 // keccak-256 by the `keccak` package's state called directly (src/chain/keccak.ts) and in WebAssembly
 // (src/chain/keccak-wasm.ts, the default): the same bytes as viem's keccak256 for inputs of every length class around
 // the 136-byte rate, in the native addon, the JavaScript fallback and the module, with one state reused across hashes.
+import { execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import fc from 'fast-check'
 import { concat, keccak256, stringToBytes } from 'viem'
@@ -90,6 +92,17 @@ t.test('wasm: a prefix and a text hash as their packed bytes, any code unit, pas
   )
   const long = 'é'.repeat(40_000)
   t.equal(`0x${hexOfPrefixed(new Uint8Array(32), long)}`, keccak256(concat([new Uint8Array(32), stringToBytes(long)])), '80,032 bytes')
+})
+
+t.test('without WebAssembly (node --jitless) the default hashes by the native state, the same keys', async (t) => {
+  const keccakModule = fileURLToPath(new URL('../../src/chain/keccak.ts', import.meta.url))
+  const script = `import { keccak256Bytes, keccak256Hex, keccak256HexOfPrefixed } from ${JSON.stringify(keccakModule)}
+    const data = Buffer.from('ab\u00fcc'.repeat(50))
+    console.log(JSON.stringify([typeof WebAssembly, keccak256Hex(data), keccak256Bytes(data).toString('hex'), keccak256HexOfPrefixed(data.subarray(0, 33), 'off_\u00fc1')]))`
+  const output = execFileSync(process.execPath, ['--jitless', '--no-warnings', '--import', 'tsx', '--input-type=module', '--eval', script], { encoding: 'utf8' })
+  const data = Buffer.from('abüc'.repeat(50))
+  const packed = concat([new Uint8Array(data.subarray(0, 33)), stringToBytes('off_ü1')])
+  t.same(JSON.parse(output), ['undefined', keccak256(data), keccak256(data).slice(2), keccak256(packed)])
 })
 
 t.test('keccak256Bytes and keccak256Hex, the default implementation, agree with viem', async (t) => {
