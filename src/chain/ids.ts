@@ -4,7 +4,7 @@
 // directory on a chain shared with an earlier one never reuses a key already paid there.
 import { randomBytes } from 'node:crypto'
 import { bytesToHex, isHex, keccak256, stringToBytes, type Hex } from 'viem'
-import { keccak256Hex } from './keccak.ts'
+import { keccak256HexOfPrefixed } from './keccak.ts'
 
 /** The bytes32 key of a service id on chain: keccak256 of its UTF-8 bytes (v1 contract: jobs, offers, advances). */
 export function idKey(id: string): Hex {
@@ -12,13 +12,15 @@ export function idKey(id: string): Hex {
 }
 
 /**
- * The v2 key of a job: keccak256(utf8(jobId)), the rule the job's client uses when it funds. Native keccak where it
- * loads (keccak.ts): the engine keys every live job by it for the chain's CollateralPosted, and each delivered lease
- * of a job's offer signs it.
+ * The v2 key of a job: keccak256(utf8(jobId)), the rule the job's client uses when it funds (keccak.ts's default
+ * hasher: the id's bytes written into its memory as they are): the engine keys every live job by it for the chain's
+ * CollateralPosted, and each delivered lease of a job's offer signs it.
  */
 export function jobKey(jobId: string): Hex {
-  return keccak256Hex(Buffer.from(jobId, 'utf8'))
+  return keccak256HexOfPrefixed(noPrefix, jobId)
 }
+
+const noPrefix = new Uint8Array(0)
 
 export const keySaltBytes = 32
 
@@ -41,11 +43,8 @@ export function isKeySalt(value: unknown): value is Hex {
  * fixed length, so the packed encoding is unambiguous.
  */
 export function offerKey(keySalt: Hex, offerId: string): Hex {
-  const packed = Buffer.allocUnsafe(keySaltBytes + Buffer.byteLength(offerId, 'utf8'))
-  saltBytes(keySalt).copy(packed, 0)
-  packed.write(offerId, keySaltBytes, 'utf8')
-  // Native keccak where it loads (keccak.ts): one key per credit request.
-  return keccak256Hex(packed)
+  // One key per credit request: the salt and the id go into the hasher's memory as they are (keccak.ts).
+  return keccak256HexOfPrefixed(saltBytes(keySalt), offerId)
 }
 
 // The last salt checked and its bytes: a service has one salt, and offerKey runs once per credit request.

@@ -1,11 +1,13 @@
-// keccak-256 on the request + match path (offer keys, job keys, lease authorization digests), by the `keccak`
-// package's sponge state called directly: the package's own API builds a Transform stream per hash, which cost more
-// than the permutation (about 5 us of CPU a hash against 1.8 us for the same native calls without it). One state is
-// re-initialized per hash: hashing is synchronous, so no two hashes share it at once. The state is libkeccak's native
-// addon where it loads, else the package's JavaScript state, the fallback the package itself takes.
+// keccak-256 on the request + match path. Offer keys, job keys and address checksums hash in WebAssembly
+// (keccak-wasm.ts, `keccak256Bytes` and `keccak256Hex` below); lease authorization digests by the `keccak` package's
+// sponge state called directly (`keccakHasher`): the package's own API builds a Transform stream per hash, which cost
+// more than the permutation (about 5 us of CPU a hash against 1.8 us for the same native calls without it). One state
+// is re-initialized per hash: hashing is synchronous, so no two hashes share it at once. The state is libkeccak's
+// native addon where it loads, else the package's JavaScript state, the fallback the package itself takes.
 import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
 import type { Hex } from 'viem'
+import { keccakWasmHasher, type WasmKeccak } from './keccak-wasm.ts'
 
 /** The part of the package's state class used here, the same in its native addon and its JavaScript build. */
 type KeccakState = {
@@ -65,20 +67,44 @@ export function keccakHasher(wanted?: KeccakImplementation): { name: KeccakImple
   return { name, hash }
 }
 
-let defaultHasher: Keccak256 | undefined
+/**
+ * The default keccak256 (offer keys, job keys, address checksums: one or two per credit request): WebAssembly
+ * (keccak-wasm.ts), one call out of JavaScript where the native state takes three and a new Buffer per digest (about
+ * 0.5 us a hash and its hex against 1.6 us in a loop: issue 11, the `perfengine23` round); the native state where
+ * WebAssembly is missing (node --jitless).
+ */
+let defaultHasher: WasmKeccak | undefined
 
-/** keccak256 of `data`, 32 bytes, by the implementation this machine loads. */
+function defaultKeccak(): WasmKeccak {
+  if (defaultHasher !== undefined) return defaultHasher
+  try {
+    defaultHasher = keccakWasmHasher()
+  } catch {
+    const { hash } = keccakHasher()
+    const hex = (data: Uint8Array): string => hash(data).toString('hex')
+    const hexOfPrefixed = (prefix: Uint8Array, text: string): string =>
+      hex(Buffer.concat([prefix, Buffer.from(text, 'utf8')]))
+    defaultHasher = { hash, hex, hexOfPrefixed }
+  }
+  return defaultHasher
+}
+
+/** keccak256 of `data`, 32 bytes of a Buffer of their own. */
 export function keccak256Bytes(data: Uint8Array): Buffer {
-  defaultHasher ??= keccakHasher().hash
-  return defaultHasher(data)
+  return defaultKeccak().hash(data)
 }
 
 /** keccak256 of `data` as 0x-hex (lower case, as viem's keccak256). */
 export function keccak256Hex(data: Uint8Array): Hex {
-  return `0x${keccak256Bytes(data).toString('hex')}`
+  return `0x${defaultKeccak().hex(data)}`
 }
 
-/** Which implementation hashes on this machine, and why the native one did not load if it did not. */
+/** keccak256Hex of `prefix` then `text`'s UTF-8 bytes (abi.encodePacked of the two), without packing them first. */
+export function keccak256HexOfPrefixed(prefix: Uint8Array, text: string): Hex {
+  return `0x${defaultKeccak().hexOfPrefixed(prefix, text)}`
+}
+
+/** Which state class keccakHasher gives by default on this machine, and why the native one did not load if not. */
 export function keccakStatus(): { implementation: KeccakImplementation; error: string | undefined } {
   const { name } = stateClass(undefined)
   return { implementation: name, error: native?.error }

@@ -44,6 +44,7 @@ t.test('a request pays only one of the domain\'s addresses on its network; anyth
     ['the token contract', { supplierAddress: TOKEN }, ['supplier_not_allowed']],
     ['the service\'s lease signer', { supplierAddress: SIGNER }, ['supplier_not_allowed']],
     ['an operator', { supplierAddress: OPERATOR }, ['supplier_not_allowed']],
+    ['the zero address', { supplierAddress: `0x${'0'.repeat(40)}` }, ['supplier_not_allowed']],
     ['a registered lender', { supplierAddress: lenderInput(1).address }, ['supplier_not_allowed']],
     ['a lender\'s session key', { supplierAddress: lenderInput(1).sessionAddress }, ['supplier_not_allowed']],
   ]
