@@ -53,12 +53,17 @@ t.test('every event in every state: taken, or refused with the table\'s code', a
   })
 })
 
-t.test('LIQUIDATE of an active advance: refused before its due time, taken from it on (it defaults as past due)', async (t) => {
+t.test('LIQUIDATE of an active advance: refused through its due second, taken from the next one (it defaults as past due)', async (t) => {
+  // The contract's rule (liquidate: block.timestamp > dueAt, dueAt in whole seconds): the due millisecond and the
+  // rest of its second are not past due yet.
   t.equal(step(advanceMachine, active, liquidate(0n, DUE - 1)), undefined, 'one ms before the due time')
+  t.equal(step(advanceMachine, active, liquidate(0n, DUE)), undefined, 'at the due time')
+  t.equal(step(advanceMachine, active, liquidate(0n, DUE + 999)), undefined, 'the last ms of the due second')
   t.equal(advanceRefusals.LIQUIDATE.code, 'advance_not_in_default')
-  const due = { defaultReason: 'past_due', defaultedAtMs: DUE }
-  t.match(step(advanceMachine, active, liquidate(0n, DUE)), { value: 'liquidated', context: { ...due, recovery: recovery(0n), endedAtMs: DUE } })
-  t.match(step(advanceMachine, active, liquidate(2n, DUE)), { value: 'shortfall', context: { ...due, recovery: recovery(2n), endedAtMs: null } })
+  const past = DUE + 1000
+  const due = { defaultReason: 'past_due', defaultedAtMs: past }
+  t.match(step(advanceMachine, active, liquidate(0n, past)), { value: 'liquidated', context: { ...due, recovery: recovery(0n), endedAtMs: past } })
+  t.match(step(advanceMachine, active, liquidate(2n, past)), { value: 'shortfall', context: { ...due, recovery: recovery(2n), endedAtMs: null } })
 })
 
 t.test('LIQUIDATE ends liquidated when fully recovered, in shortfall otherwise', async (t) => {
