@@ -195,6 +195,12 @@ function plain(value: unknown): unknown {
 
 t.test('the model and the contract agree on random call sequences', async (t) => {
   const f: V2Fixture = await setupFacilityV2(t, { reclaimDelaySeconds, advancesPerJobMax })
+  // Each call is mined at the time the sequence gives it (send: setNextBlockTimestamp, then the transaction). The
+  // devnet also mines a block every second: one mined between the two took that time, and the call landed a second
+  // later than the model's (a CI run on a loaded machine: fundedAt 978 on chain, 977 in the model). Blocks only for
+  // transactions here.
+  await f.testClient.setIntervalMining({ interval: 0 })
+  await f.testClient.setAutomine(true)
   const funded = async (tokens: bigint, allowance: bigint = maxUint256): Promise<Wallet> => {
     const w = await f.wallet(tokens)
     const hash = await w.wallet.writeContract({ address: f.token, abi: erc20Abi, functionName: 'approve', args: [f.facility, allowance] })
