@@ -54,6 +54,28 @@ export function toContractRevert(network: string, error: unknown): unknown {
 /** Sends of one operator call at most: the first, and one more when it reverted mined though its simulation passed. */
 const SEND_ATTEMPTS = 2
 
+/**
+ * Gas over its estimate a transaction of the service is sent with, in percent. An estimate is exact for the state it
+ * was made on: a transaction mined after another that changed its path (a failure of a job mined after the
+ * liquidation of its last unresolved advance closes the job and pays the collateral left back) needs more. Measured
+ * on anvil (test/api/outsider23-operator-race.test.ts): such a failJob estimated at 118,937 needed a limit of 154,152
+ * (30 % more; the storage it clears refunds gas at the end, so it uses 125,151 but must start with more), so 25 % ran
+ * out of gas and 50 % does not. Gas not used is not paid: the margin costs only the balance it must cover.
+ */
+export const gasMarginPercent = 50n
+/**
+ * The most gas one transaction may carry: EIP-7825's cap (2^24), below the block gas limit of every network served
+ * (30M on anvil, more on mainnet and L2s), so the margin never asks for a limit no block takes.
+ */
+export const transactionGasCap = 16_777_216n
+
+/** The gas limit to send with: the estimate plus gasMarginPercent, capped by transactionGasCap (never below the estimate). */
+export function gasWithMargin(estimate: bigint): bigint {
+  const padded = estimate + (estimate * gasMarginPercent) / 100n
+  if (padded <= transactionGasCap) return padded
+  return estimate > transactionGasCap ? estimate : transactionGasCap
+}
+
 async function send(
   clients: NetworkClients,
   call: { functionName: 'settleJob' | 'failJob' | 'liquidate'; args: readonly unknown[] },
@@ -68,8 +90,11 @@ async function send(
   // names is raised as such (NothingOwed, JobNotOpen: the callers' alreadyDone applies), and a call the contract no
   // longer refuses is sent once more. Before, the request answered 409 contract_reverted, "nothing was recorded", and
   // the same request sent again succeeded (an outsider's finding, test/api/outsider23-operator-race.test.ts).
+  // Each is sent with a margin over its own estimate (gasWithMargin; the estimate writeContract would make itself, so
+  // no extra call): the one mined second of such a pair no longer runs out of gas, and the resend stays for the rest.
   for (let attempt = 1; ; attempt++) {
     let request
+    let gas
     try {
       ;({ request } = await publicClient.simulateContract({
         account: operator.account,
@@ -78,10 +103,11 @@ async function send(
         functionName: call.functionName,
         args: call.args,
       } as Parameters<typeof publicClient.simulateContract>[0]))
+      gas = gasWithMargin(await publicClient.estimateContractGas(request as Parameters<typeof publicClient.estimateContractGas>[0]))
     } catch (error) {
       throw toContractRevert(network.slug, error)
     }
-    const txHash = await operator.walletClient.writeContract(request as Parameters<typeof operator.walletClient.writeContract>[0])
+    const txHash = await operator.walletClient.writeContract({ ...request, gas } as Parameters<typeof operator.walletClient.writeContract>[0])
     const receipt = await publicClient.waitForTransactionReceipt({
       hash: txHash,
       pollingInterval: network.pollingIntervalMs,
