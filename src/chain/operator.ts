@@ -3,7 +3,7 @@
 // with the operator's nonce-managed account, and awaited to its receipt.
 import { BaseError, ContractFunctionRevertedError, type Hex } from 'viem'
 import { creditFacilityV2Abi } from './artifacts.ts'
-import type { NetworkClients, OperatorWallet } from './clients.ts'
+import { gasWithMargin, type NetworkClients, type OperatorWallet } from './clients.ts'
 import { decodeFacilityLog, facilityFact, type FacilityFact, type MinedLog } from './events-v2.ts'
 import { jobKey } from './ids.ts'
 
@@ -53,28 +53,6 @@ export function toContractRevert(network: string, error: unknown): unknown {
 
 /** Sends of one operator call at most: the first, and one more when it reverted mined though its simulation passed. */
 const SEND_ATTEMPTS = 2
-
-/**
- * Gas over its estimate a transaction of the service is sent with, in percent. An estimate is exact for the state it
- * was made on: a transaction mined after another that changed its path (a failure of a job mined after the
- * liquidation of its last unresolved advance closes the job and pays the collateral left back) needs more. Measured
- * on anvil (test/api/outsider23-operator-race.test.ts): such a failJob estimated at 118,937 needed a limit of 154,152
- * (30 % more; the storage it clears refunds gas at the end, so it uses 125,151 but must start with more), so 25 % ran
- * out of gas and 50 % does not. Gas not used is not paid: the margin costs only the balance it must cover.
- */
-export const gasMarginPercent = 50n
-/**
- * The most gas one transaction may carry: EIP-7825's cap (2^24), below the block gas limit of every network served
- * (30M on anvil, more on mainnet and L2s), so the margin never asks for a limit no block takes.
- */
-export const transactionGasCap = 16_777_216n
-
-/** The gas limit to send with: the estimate plus gasMarginPercent, capped by transactionGasCap (never below the estimate). */
-export function gasWithMargin(estimate: bigint): bigint {
-  const padded = estimate + (estimate * gasMarginPercent) / 100n
-  if (padded <= transactionGasCap) return padded
-  return estimate > transactionGasCap ? estimate : transactionGasCap
-}
 
 async function send(
   clients: NetworkClients,
