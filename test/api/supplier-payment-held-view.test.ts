@@ -9,7 +9,7 @@ import type { Address } from 'viem'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { EventStream } from '../../src/client/stream.ts'
-import { creditRequest, fundedJob, readyLender, startHarness, usdc, type Harness } from '../fixtures/service.ts'
+import { creditRequest, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 import { actionFor, setBlacklisted, until, type Json } from './fixtures/api.ts'
 
 let h: Harness
@@ -66,7 +66,15 @@ t.test('an advance whose supplier the token refused says its payment is held, on
   t.equal(streamed.get(reportedHeld)?.supplierPaymentHeld, true, 'the stream event of the reported advance says it')
   t.equal(streamed.get(followedHeld)?.supplierPaymentHeld, true, 'the stream event of the followed advance says it')
   t.notOk('supplierPaymentHeld' in (streamed.get(paid) ?? {}), 'the paid one does not')
+  // Kept in the advance's record: a restart shows the same (the store's snapshot, then the engine restored from it).
+  stream.close()
+  await h.restart()
+  const restarted = await signedIn(h.url, borrower)
+  for (const advanceId of [reportedHeld, followedHeld]) {
+    t.equal((await restarted.get(`/credit/advances/${advanceId}`)).body.supplierPaymentHeld, true, 'kept across a restart')
+  }
+  t.notOk('supplierPaymentHeld' in (await restarted.get(`/credit/advances/${paid}`)).body, 'and the paid one still says nothing')
   // The claim it points to: what the contract holds for the supplier, listed with its claimHeld.
-  const held = (await borrowerClient.get(`/credit/held-payments/${supplier}`)).body
+  const held = (await restarted.get(`/credit/held-payments/${supplier}`)).body
   t.match(JSON.stringify(held), usdc(21).toString(), 'the held payments list the two principals')
 })
