@@ -53,6 +53,12 @@ export interface AdvanceInput {
   payment: TxProof
   fundedAtMs: number
   dueAtMs: number
+  /**
+   * Present when the token refused the supplier at paySupplier: the principal is held in the credit contract for the
+   * supplier (PaymentHeld), claimable by anyone's claimHeld(asset, supplier) once the token accepts it. Absent otherwise
+   * (every advance before it was recorded, too).
+   */
+  supplierPaymentHeld?: true
 }
 
 export interface RepaymentRecord {
@@ -226,20 +232,24 @@ export const advanceMachine = setup({
   // Field by field rather than `...input` (as the offer's): a spread that adds keys took V8's slow path, about 4 KB and
   // over a microsecond per advance (bench/match-request.ts's funding, issue 11). The keys keep the order of the input
   // the engine builds (src/engine/advances.ts openAdvance), and AdvanceContext makes the type checker refuse a field
-  // left out.
-  context: ({ input }) => ({
-    advanceId: input.advanceId, advanceKey: input.advanceKey, offerId: input.offerId, leaseId: input.leaseId,
-    lender: input.lender, payer: input.payer, borrower: input.borrower, source: input.source, network: input.network,
-    asset: input.asset, principalAtomic: input.principalAtomic, feeAtomic: input.feeAtomic,
-    insuranceAtomic: input.insuranceAtomic, supplierAddress: input.supplierAddress,
-    lenderOwedAtomic: input.lenderOwedAtomic, reserveOwedAtomic: input.reserveOwedAtomic, payment: input.payment,
-    fundedAtMs: input.fundedAtMs, dueAtMs: input.dueAtMs,
-    defaultReason: null,
-    defaultedAtMs: null,
-    repayments: [],
-    recovery: null,
-    endedAtMs: null,
-  }),
+  // left out. supplierPaymentHeld is set after, on the rare advance that has it: the others keep the literal's shape.
+  context: ({ input }) => {
+    const context: AdvanceContext = {
+      advanceId: input.advanceId, advanceKey: input.advanceKey, offerId: input.offerId, leaseId: input.leaseId,
+      lender: input.lender, payer: input.payer, borrower: input.borrower, source: input.source, network: input.network,
+      asset: input.asset, principalAtomic: input.principalAtomic, feeAtomic: input.feeAtomic,
+      insuranceAtomic: input.insuranceAtomic, supplierAddress: input.supplierAddress,
+      lenderOwedAtomic: input.lenderOwedAtomic, reserveOwedAtomic: input.reserveOwedAtomic, payment: input.payment,
+      fundedAtMs: input.fundedAtMs, dueAtMs: input.dueAtMs,
+      defaultReason: null,
+      defaultedAtMs: null,
+      repayments: [],
+      recovery: null,
+      endedAtMs: null,
+    }
+    if (input.supplierPaymentHeld === true) context.supplierPaymentHeld = true
+    return context
+  },
   initial: 'active',
   states: {
     active: {

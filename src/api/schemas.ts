@@ -274,6 +274,9 @@ export const Advance = StrictObject({
   reserveOwedAtomic: { ...Atomic, description: "The insurance reserve's share still owed (paid once the lender's part is)." },
   supplierAddress: Address,
   payment: TxProof,
+  supplierPaymentHeld: Type.Optional(Type.Literal(true, {
+    description: 'Present when the token refused the supplier at paySupplier (e.g. a blacklisted address): the supplier was not paid; the principal is held in the credit contract for it (event PaymentHeld in the payment transaction), and any wallet may send claimHeld(asset, supplierAddress) once the token accepts the supplier (GET /credit/held-payments/{supplierAddress} shows the amount still waiting and the unsigned claim). The advance is owed all the same: the borrower chose the supplier.',
+  })),
   fundedAt: IsoTime,
   dueAt: IsoTime,
   defaultReason: Nullable(Type.String()),

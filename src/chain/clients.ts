@@ -87,6 +87,28 @@ export function senderWallet(network: NetworkConfig, privateKey: Hex): OperatorW
   }
 }
 
+/**
+ * Gas over its estimate a transaction of the service is sent with, in percent. An estimate is exact for the state it
+ * was made on: a transaction mined after another that changed its path (a failure of a job mined after the
+ * liquidation of its last unresolved advance closes the job and pays the collateral left back) needs more. Measured
+ * on anvil (test/api/outsider23-operator-race.test.ts): such a failJob estimated at 118,937 needed a limit of 154,152
+ * (30 % more; the storage it clears refunds gas at the end, so it uses 125,151 but must start with more), so 25 % ran
+ * out of gas and 50 % does not. Gas not used is not paid: the margin costs only the balance it must cover.
+ */
+export const gasMarginPercent = 50n
+/**
+ * The most gas one transaction may carry: EIP-7825's cap (2^24), below the block gas limit of every network served
+ * (30M on anvil, more on mainnet and L2s), so the margin never asks for a limit no block takes.
+ */
+export const transactionGasCap = 16_777_216n
+
+/** The gas limit to send with: the estimate plus gasMarginPercent, capped by transactionGasCap (never below the estimate). */
+export function gasWithMargin(estimate: bigint): bigint {
+  const padded = estimate + (estimate * gasMarginPercent) / 100n
+  if (padded <= transactionGasCap) return padded
+  return estimate > transactionGasCap ? estimate : transactionGasCap
+}
+
 /** Clients of every configured network, by slug. */
 export function createChainClients(networks: readonly NetworkConfig[], options: ClientOptions = {}): Map<string, NetworkClients> {
   return new Map(networks.map((network) => [network.slug, createNetworkClients(network, options)]))

@@ -87,6 +87,20 @@ export async function verifyFacilityEvent<E extends FacilityEventName>(
 }
 
 /**
+ * Whether the SupplierPaid at `facts[index]` paid its supplier into the contract: the token refused the supplier, so
+ * paySupplier held the principal for it (claimHeld delivers it) and emitted PaymentHeld(asset, supplier, amount) right
+ * before the SupplierPaid, with no other event of the contract between. `facts`: the contract's events of that
+ * transaction (its receipt) or of the follower's batch (whole blocks), in log order.
+ */
+export function supplierPaymentHeldAt(facts: readonly FacilityFact[], index: number): boolean {
+  const paid = facts[index]
+  const before = facts[index - 1]
+  if (paid?.name !== 'SupplierPaid' || before?.name !== 'PaymentHeld' || before.txHash !== paid.txHash) return false
+  const { to, asset, amount } = before.args
+  return sameValue(to, paid.args.supplier) && sameValue(asset, paid.args.asset) && amount === paid.args.amount
+}
+
+/**
  * Of `facts`, the contract's events in transaction `txHash` (read from its receipt, or by the chain follower), those
  * of event `eventName` whose arguments equal every one given in `args`; none is a wrong_arguments verdict.
  */

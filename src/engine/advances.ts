@@ -24,6 +24,7 @@ export function openAdvance(
   payer: Address,
   payment: TxProof,
   nowMs: number,
+  supplierPaymentHeld = false,
 ): AdvanceView {
   s.meta.advanceSeq += 1
   touch(s, 'meta', 'engine')
@@ -39,6 +40,8 @@ export function openAdvance(
     lenderOwedAtomic: lenderRepaymentAtomic(terms), reserveOwedAtomic: insurance,
     payment, fundedAtMs: nowMs, dueAtMs: o.dueAtMs,
   }
+  // Only on the rare path (a supplier the token refuses): every other advance keeps the literal's shape.
+  if (supplierPaymentHeld) input.supplierPaymentHeld = true
   const advance = startActor(advanceMachine, input, s.actorRoot)
   touchBorn(s, 'advance', advanceId)
   s.advances.set(advanceId, advance)

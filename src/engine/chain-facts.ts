@@ -144,7 +144,8 @@ export function fundOffer(
   const funded = send(s, 'offer', offer, { type: 'FUND', advanceId: `${ID_PREFIXES.advance}${s.meta.advanceSeq + 1}`, nowMs })
   if (!funded.accepted) return refused('offer', o.offerId, funded)
   const payment = { network: fact.network, txHash: fact.txHash, logIndex: fact.logIndex }
-  if (held) return { ok: true, value: openAdvance(s, o, payLease(s, held, payment, nowMs), fact.payer, payment, nowMs) }
+  const supplierPaymentHeld = fact.supplierPaymentHeld === true
+  if (held) return { ok: true, value: openAdvance(s, o, payLease(s, held, payment, nowMs), fact.payer, payment, nowMs, supplierPaymentHeld) }
 
   const terms = ended as NonNullable<typeof ended>
   if (current) cancelLease(s, current as LeaseActor, nowMs)
@@ -153,7 +154,7 @@ export function fundOffer(
   reserveForLease(lender, o.amountAtomic)
   deployForAdvance(lender, o.amountAtomic)
   lenderChanged(s, lender)
-  return { ok: true, value: openAdvance(s, o, { leaseId: terms.leaseId, lender: lenderAddress, feeAtomic: terms.feeAtomic }, fact.payer, payment, nowMs) }
+  return { ok: true, value: openAdvance(s, o, { leaseId: terms.leaseId, lender: lenderAddress, feeAtomic: terms.feeAtomic }, fact.payer, payment, nowMs, supplierPaymentHeld) }
 }
 
 /**

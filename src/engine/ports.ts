@@ -24,6 +24,11 @@ export interface SupplierPaymentFact {
   supplier: Address
   asset: string
   amountAtomic: bigint
+  /**
+   * The token refused the supplier: the contract took the principal from the payer and held it for the supplier
+   * (PaymentHeld just before the SupplierPaid; claimHeld delivers it). The advance is born and owed all the same.
+   */
+  supplierPaymentHeld?: boolean
 }
 
 /**

@@ -5,7 +5,7 @@ import { getAddress } from 'viem'
 import { leaseViewFromSnapshot, type ChainEventFact, type ChainObservationOutcome, type PastLeaseOf } from '../engine/engine.ts'
 import type { AdvanceView } from '../engine/types.ts'
 import { facilityFact } from '../chain/events-v2.ts'
-import type { FacilityFactOf } from '../chain/proofs-v2.ts'
+import { supplierPaymentHeldAt, type FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { ChainBatch } from '../chain/follower.ts'
 import type { RecordWrite } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
@@ -23,7 +23,7 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
   const symbolOf = new Map(network.tokens.map((t) => [t.address.toLowerCase(), t.symbol]))
   const facilityFacts = batch.events.map((event) => facilityFact(network.slug, event))
   service.observedFacts.record(facilityFacts)
-  const facts: ChainEventFact[] = facilityFacts.map((fact) => {
+  const facts: ChainEventFact[] = facilityFacts.map((fact, index) => {
     if (fact.name === 'Repaid') {
       const { offerKey, payer, lender, toLender, toReserve, lenderOwed, reserveOwed } = fact.args
       return {
@@ -51,6 +51,7 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
     return {
       kind: 'supplier_paid', proofKey: fact.proofKey, offerKey, network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex,
       payer: getAddress(payer), supplier: getAddress(supplier), asset: symbolOf.get(asset.toLowerCase()) ?? asset, amountAtomic: amount,
+      supplierPaymentHeld: supplierPaymentHeldAt(facilityFacts, index),
     }
   })
   const pastLease: PastLeaseOf = (leaseId) => service.stored('lease', leaseId, leaseViewFromSnapshot)

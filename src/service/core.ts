@@ -12,8 +12,8 @@ import type { AdvanceView, Change, EngineResult, JobView, OfferView } from '../e
 import type { NetworkClients } from '../chain/clients.ts'
 import { findToken, UnknownAssetError, UnknownNetworkError, type NetworkConfig } from '../chain/config.ts'
 import { ProofRefusedError } from '../chain/proofs.ts'
-import { matchFacilityFacts, verifyFacilityEvent, type FacilityFactOf } from '../chain/proofs-v2.ts'
-import type { FacilityEventName } from '../chain/events-v2.ts'
+import { matchFacilityFacts, readFacilityReceipt, type FacilityFactOf } from '../chain/proofs-v2.ts'
+import type { FacilityEventName, FacilityFact } from '../chain/events-v2.ts'
 import { ChainUnobservedError, NetworkStoppedError, type ChainFollower } from '../chain/follower.ts'
 import type { WalletWatcher } from '../chain/watcher.ts'
 import { StoreBudget } from '../http/rate-limit.ts'
@@ -279,16 +279,26 @@ export class ServiceCore {
    * read is `caller`'s, from the network's chain read budget and its `client`'s part of it (the request's clientKeyOf).
    */
   async prove<E extends FacilityEventName>(slug: string, caller: Address, client: string, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>): Promise<FacilityFactOf<E>> {
+    return (await this.proveIn(slug, caller, client, eventName, txHash, args)).fact
+  }
+
+  /** As prove, with every event of the credit contract in that transaction, in log order (what else the call did). */
+  async proveIn<E extends FacilityEventName>(
+    slug: string, caller: Address, client: string, eventName: E, txHash: string, args: Partial<FacilityFactOf<E>['args']>,
+  ): Promise<{ fact: FacilityFactOf<E>; facts: readonly FacilityFact[] }> {
     const network = this.network(slug)
     // A stopped follower's facts may be of a chain since replaced: nothing of that network is proved any more.
     this.refuseStoppedNetwork(slug)
-    const observed = this.observedFacts.of(slug, txHash)
-    if (observed === undefined) this.chainReads.take(slug, caller, client)
-    const result = observed !== undefined
-      ? matchFacilityFacts(observed, txHash, eventName, args)
-      : await verifyFacilityEvent(this.clientsOf(slug), network.creditContract, { txHash, eventName, args })
+    let facts = this.observedFacts.of(slug, txHash)
+    if (facts === undefined) {
+      this.chainReads.take(slug, caller, client)
+      const read = await readFacilityReceipt(this.clientsOf(slug), network.creditContract, { txHash })
+      if (!read.ok) throw new ProofRefusedError(read.reason, read.detail)
+      facts = read.value.facts
+    }
+    const result = matchFacilityFacts(facts, txHash, eventName, args)
     if (!result.ok) throw new ProofRefusedError(result.reason, result.detail)
-    return result.value[0] as FacilityFactOf<E>
+    return { fact: result.value[0] as FacilityFactOf<E>, facts }
   }
 
   /** Re-checked synchronously right before the command: another request may have used the proof meanwhile. */

@@ -4,6 +4,7 @@
 // event of an advance repaid (shared with the follower's consumer, chain-observation.ts). Called through CreditService
 // (credit-service.ts) by src/api/routes/credit.ts.
 import type { Address } from 'viem'
+import { supplierPaymentHeldAt } from '../chain/proofs-v2.ts'
 import { leaseViewFromSnapshot, offerViewFromSnapshot, repaymentReceiptOf, supplierPaymentOnClosedOffer } from '../engine/engine.ts'
 import { EngineRefusedError } from '../engine/errors.ts'
 import type { AdvanceView, OfferView, RepaymentReceipt } from '../engine/types.ts'
@@ -58,7 +59,7 @@ export async function recordSupplierPayment(
   const token = service.token(service.network(lease.network), lease.asset)
   // The contract checked the lease's authorization (payer, supplier, amount, deadline); the report must show the
   // SupplierPaid of this offer's key by the leased session key to the offer's supplier, for the offer's amount.
-  const fact = await service.prove(lease.network, caller, client, 'SupplierPaid', body.supplierPaymentId, {
+  const { fact, facts } = await service.proveIn(lease.network, caller, client, 'SupplierPaid', body.supplierPaymentId, {
     offerKey: offer.offerKey, payer: lease.payer, supplier: lease.supplierAddress, asset: token.address, amount: lease.amountAtomic,
   })
   if (service.store.proofs.has(fact.proofKey)) {
@@ -73,6 +74,7 @@ export async function recordSupplierPayment(
         {
           network: lease.network, txHash: fact.txHash, logIndex: fact.logIndex, offerId, payer: fact.args.payer,
           supplier: fact.args.supplier, asset: lease.asset, amountAtomic: fact.args.amount, caller,
+          supplierPaymentHeld: supplierPaymentHeldAt(facts, facts.indexOf(fact)),
         },
         service.now(),
       ),

@@ -25,7 +25,7 @@ import { authorizationTypes, toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
 import { getAddress, isAddressEqual, publicActions, recoverTypedDataAddress, type Address, type Hex } from 'viem'
 import { ConfigError } from '../app/config.ts'
-import { senderWallet } from '../chain/clients.ts'
+import { gasWithMargin, senderWallet } from '../chain/clients.ts'
 import type { NetworkConfig } from '../chain/config.ts'
 import type { ChainReadBudget } from '../service/chain-read-budget.ts'
 import type { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from './schemas.ts'
@@ -152,7 +152,10 @@ export class NetworkFacilitator {
         address: wallet.account.address,
         readContract: (args) => observe(client.readContract(args as never)),
         verifyTypedData: (args) => observe(client.verifyTypedData(args as never)),
-        writeContract: (args) => observe(client.writeContract(args as never)),
+        // Sent with a margin over its own estimate, as the operator's transactions (gasWithMargin): the transfer's path
+        // can change between the estimate and the mining (a payee whose balance went to 0 meanwhile costs a fresh slot,
+        // 17,100 gas more), and a settlement that runs out of gas spends the facilitator's gas and settles nothing.
+        writeContract: (args) => observe(client.estimateContractGas(args as never).then((gas) => client.writeContract({ ...(args as object), gas: gasWithMargin(gas) } as never))),
         sendTransaction: (args) => observe(client.sendTransaction(args)),
         waitForTransactionReceipt: (args) => observe(client.waitForTransactionReceipt({ ...args, pollingInterval })),
         getCode: (args) => observe(client.getCode(args)),

@@ -42,6 +42,7 @@ t.test('a failure and a liquidation sent at once, mined in one block: both recor
 
   const anvil = createTestClient({ chain: networkChain(h.network), transport: http(h.network.rpcUrl), mode: 'anvil' })
   const pending = async () => Number(((await anvil.request({ method: 'txpool_status' } as never)) as { pending: string }).pending)
+  const raceFrom = await new ChainAgent(h.network, jobClient).publicClient.getBlockNumber({ cacheTime: 0 })
   await anvil.setAutomine(false)
   await anvil.setIntervalMining({ interval: 0 })
   let answers
@@ -71,4 +72,18 @@ t.test('a failure and a liquidation sent at once, mined in one block: both recor
   t.equal((await operator.get(`/credit/advances/${advance.advanceId}`)).body.state, 'liquidated')
   t.equal((await operator.get(`/credit/jobs/${jobId}`)).body.failureReason, 'late')
   await expectReconciled(t, operator, h.network.slug)
+  // Each operator transaction carries a margin over its estimate: the one mined second does more than estimated (it
+  // closes the job) and still fits, so none reverted (before the margin, it ran out of gas and was sent again).
+  const operatorAddress = h.devnet.accounts.operator.address.toLowerCase()
+  const reverted = []
+  const head = await agent.publicClient.getBlockNumber({ cacheTime: 0 })
+  for (let n = raceFrom + 1n; n <= head; n++) {
+    const block = await agent.publicClient.getBlock({ blockNumber: n, includeTransactions: true })
+    for (const tx of block.transactions) {
+      if (tx.from.toLowerCase() !== operatorAddress) continue
+      const receipt = await agent.publicClient.getTransactionReceipt({ hash: tx.hash })
+      if (receipt.status !== 'success') reverted.push({ hash: tx.hash, gasUsed: String(receipt.gasUsed), gas: String(tx.gas) })
+    }
+  }
+  t.same(reverted, [], 'no operator transaction reverted')
 })

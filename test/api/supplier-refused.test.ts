@@ -6,13 +6,12 @@
 // token takes it): the lender's payment goes through, the advance is born and owed as any other, the lender is credited
 // for a paid lease, and the service's views and reconciliation agree with the contract's heldFor.
 import t from 'tap'
-import { createWalletClient, http, type Address } from 'viem'
+import type { Address } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { creditFacilityV2Abi, testStablecoinAbi } from '../../src/chain/artifacts.ts'
-import { networkChain } from '../../src/chain/clients.ts'
+import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { creditRequest, fundedJob, readyLender, signedIn, startHarness, USDC, usdc, type Harness } from '../fixtures/service.ts'
-import { actionFor, expectReconciled, until } from './fixtures/api.ts'
+import { actionFor, expectReconciled, setBlacklisted, until } from './fixtures/api.ts'
 
 let h: Harness
 t.before(async () => {
@@ -23,18 +22,12 @@ t.teardown(async () => {
 })
 
 t.test('a lease naming a supplier the token refuses is paid: the principal is held for the supplier, the lender is not penalised', async (t) => {
-  const deployer = privateKeyToAccount(h.devnet.accounts.deployer.privateKey)
-  const chain = new ChainAgent(h.network, deployer)
-  const owner = createWalletClient({ account: deployer, chain: networkChain(h.network), transport: http(h.network.rpcUrl) })
+  const chain = new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.deployer.privateKey))
   const supplier = h.devnet.accounts.supplier.address as Address
-  const setBlacklisted = async (on: boolean) => {
-    const hash = await owner.writeContract({ address: chain.token(USDC), abi: testStablecoinAbi, functionName: on ? 'blacklist' : 'unBlacklist', args: [supplier] })
-    await chain.publicClient.waitForTransactionReceipt({ hash })
-  }
   const lender = await readyLender(h, { minFeeBps: 100, liquidityAtomic: usdc(1000) })
   const jobId = 'job_supplier_refused'
   const { borrower, borrowerClient } = await fundedJob(h, { jobId, receivableAtomic: usdc(1000) })
-  await setBlacklisted(true)
+  await setBlacklisted(h, supplier, true)
   const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, jobId, usdc(10), usdc(1)))
   t.equal(decision.body.decision, 'approved', JSON.stringify(decision.body.reasons))
   const offerId = decision.body.offer.offerId as string
@@ -61,5 +54,5 @@ t.test('a lease naming a supplier the token refuses is paid: the principal is he
   await until(() => h.app.service.engine.heldPayments([supplier]).some((r) => r.amountAtomic === usdc(10)), 20_000, 'the follower to apply the PaymentHeld')
   const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
   await expectReconciled(t, operator, h.network.slug)
-  await setBlacklisted(false)
+  await setBlacklisted(h, supplier, false)
 })
