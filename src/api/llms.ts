@@ -139,7 +139,8 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    something: fund a new session wallet yourself, as in 2): {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it
    from your own wallet), {"kind":"approve","signer":"session_key",...} (the allowance to the credit contract is short),
    {"kind":"withdraw","signer":"session_key",...} (sends back what neither the policy nor a live lease needs).
-   Lend less or stop: POST /lenders/<address>/withdraw {"amountAtomic":"..."} (the lender only; at most available + reserved + deployed + losses)
+   Lend less or stop: POST /lenders/<address>/withdraw {"amountAtomic":"..."} (the lender only; at most policyAvailableAtomic + reserved + deployed + losses
+   of GET /lenders/<address>/wallet's activity: its availableAtomic is less while the allowance is short, so withdrawing it leaves the rest lent)
    -> {"lender":{...},"actions":[{"kind":"withdraw",...}]}: the available part leaves at once, what live leases, open advances and losses
    hold leaves as they come back (a live lease can still be paid); sign and send the withdraw transfer with the session key. Nothing
    available: out of matching. A withdrawal is for good: no route raises a registration's liquidity again (only fees earned and
