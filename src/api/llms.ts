@@ -95,9 +95,13 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    Job: the client (the job's payer) picks an unpredictable id (job_ + a random UUID: ids are one namespace, and whoever funds an id first
    owns it, on any network: a later funding of the id on another network is refused 409 job_id_funded_elsewhere; job_1 below stands for it) and gets its unsigned approve + fundJob from
    GET /credit/jobs/job_1/funding-transactions?network=${slug}&asset=${asset}&receivableAtomic=5000000000&agent=<borrower>&client=<client>,
-   signs and sends both in order, then the borrower (or the client with the borrower's consent) registers the job:
+   signs and sends both in order, then the borrower (or the client with the borrower's consent) registers the job (fundingTxHash: the hash of the
+   second, the fundJob; the approve's is refused 422 proof_wrong_contract):
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
-   Collateral (optional, raises capacity): the borrower sends GET /credit/jobs/job_1/collateral-transactions?amountAtomic=...
+   Collateral (raises capacity and coverage): until the borrower has repaid principal on the network and asset, its job's receivable does not
+   count in the coverage (Rules), so a job alone is risk band C (coverageBps 0), which the lender above (bands A and B) does not take: its
+   match answers lease null. A fresh borrower posts collateral (band A at a coverage of ${c.rules.riskBandACoverageBps} bps, B at ${c.rules.riskBandBCoverageBps}: Rules) or finds
+   lenders of band C. The borrower sends GET /credit/jobs/job_1/collateral-transactions?amountAtomic=...
    (approve + postCollateral), then POST /credit/jobs/job_1/collateral {"amountAtomic":"...","txHash":"<postCollateral tx>"}.
    Or a backing source with hard liquidation value, signed by an attester (EIP-712 domain "${c.attestation.domain.name}" v${c.attestation.domain.version},
    type BackingSource of the catalog's attestation, its service field "${c.attestation.service}": this deployment only):
@@ -108,7 +112,9 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    The principal goes only to the supplier directory's addresses: an unknown supplierDomain is declined (supplier_unknown);
    a supplierAddress not among the domain's addresses on the network is declined (supplier_address_unverified); without one,
    the domain's first address there is paid. A lender, a session key, the credit contract, the service's tokens, registries, keys and operators, the zero address or the borrower is never a supplier.
-5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet).
+5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet, and the answer
+   names no reason: no funded lender in the book whose acceptedRiskBands hold the offer's riskBand, whose maxDurationSeconds covers its
+   durationSeconds and whose fee fits maximumFeeAtomic; compare the offer with GET /lenders).
 6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
    before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
    A payment mined by the deadline counts however late it is reported (the service also sees it on chain); a lease
@@ -116,7 +122,7 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
 7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays what each advance still owes, lenders first), or
    send the unsigned approve + repay of GET /credit/advances/<advanceId>/repay-transactions (what is still owed,
    lenderOwedAtomic + reserveOwedAtomic; ?amountAtomic= for part of it, ?from= for another payer than the borrower; the payer must hold
-   amountAtomic, which the principal never was: it went to the supplier), then POST /credit/advances/<advanceId>/repay {"txHash":"0x..."} -> this payment
+   amountAtomic, which the principal never was: it went to the supplier), then POST /credit/advances/<advanceId>/repay {"txHash":"<the repay's hash, the second>"} -> this payment
    and what is still owed ("repaid":true when nothing is). The lender's part is paid first, then the reserve's share; the contract
    never takes more than is owed (an overpayment stays in your wallet). The service counts every repay from the chain
    on its own, in chain order; the report is optional (the fast path) and a payment already counted answers the same receipt.

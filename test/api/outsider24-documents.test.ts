@@ -1,0 +1,33 @@
+// outsider24: llms.txt's typical flow, its example bodies verbatim, ended in a lease that never came: the lender of
+// step 2 accepts bands A and B, step 3 called collateral "optional", and a borrower that has repaid nothing yet gets
+// a job alone rated band C (coverageBps 0: its receivable does not count until it has repaid principal, the Rules
+// say further down), so step 5's match answers lease null, with no reason, for as long as the offer lives. Nor did
+// llms.txt say which of the two hashes of funding-transactions is the job's fundingTxHash (the approve's is refused
+// 422). Here the service does what llms.txt now says. Fails on 022db7b (the llms.txt sentences).
+import t from 'tap'
+import { CreditClient } from '../../src/client/client.ts'
+import { creditRequest, fundedJob, readyLender, startHarness, usdc } from '../fixtures/service.ts'
+
+const h = await startHarness()
+t.teardown(() => h.stop())
+const anyone = new CreditClient(h.url)
+
+t.test('a fresh borrower\'s job alone is band C, which llms.txt\'s example lender does not take, and llms.txt says so', async (t) => {
+  await readyLender(h, { minFeeBps: 250, liquidityAtomic: usdc(1000), riskBands: ['A', 'B'] })
+  const jobId = `job_${crypto.randomUUID()}`
+  const { borrower, borrowerClient } = await fundedJob(h, { jobId, receivableAtomic: usdc(5000) })
+  const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, jobId, usdc(1000), usdc(100)))
+  t.equal(decision.body.decision, 'approved')
+  t.equal(decision.body.riskBand, 'C')
+  t.equal(decision.body.coverageBps, 0)
+  const match = await borrowerClient.post('/credit/match', { offerId: decision.body.offer.offerId })
+  t.equal(match.status, 200)
+  t.equal(match.body.lease, null, 'no lender of band C')
+
+  const llms: string = (await anyone.get('/llms.txt')).body
+  t.match(llms, /"acceptedRiskBands":\["A","B"\]/, 'the example lender takes A and B')
+  t.match(llms, /so a job alone is risk band C \(coverageBps 0\), which the lender above \(bands A and B\) does not take/)
+  t.notMatch(llms, /Collateral \(optional/)
+  t.match(llms, /lease null: no eligible lender yet, and the answer\s+names no reason/)
+  t.match(llms, /fundingTxHash: the hash of the\s+second, the fundJob/)
+})
