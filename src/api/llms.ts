@@ -114,7 +114,8 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    the domain's first address there is paid. A lender, a session key, the credit contract, the service's tokens, registries, keys and operators, the zero address or the borrower is never a supplier.
 5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet, and the answer
    names no reason: no funded lender in the book whose acceptedRiskBands hold the offer's riskBand, whose maxDurationSeconds covers its
-   durationSeconds and whose fee fits maximumFeeAtomic; compare the offer with GET /lenders).
+   durationSeconds and whose fee fits maximumFeeAtomic; compare the offer with GET /lenders. The offer waits: once such a lender
+   is in the book it is leased in the background, a lease event, within the offer's ${c.limits.offerTtlSeconds} s).
 6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
    before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
    A payment mined by the deadline counts however late it is reported (the service also sees it on chain); a lease

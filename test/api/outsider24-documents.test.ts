@@ -3,12 +3,14 @@
 // a job alone rated band C (coverageBps 0: its receivable does not count until it has repaid principal, the Rules
 // say further down), so step 5's match answers lease null, with no reason, for as long as the offer lives. Nor did
 // llms.txt say which of the two hashes of funding-transactions is the job's fundingTxHash (the approve's is refused
-// 422). Here the service does what llms.txt now says. Fails on 022db7b (the llms.txt sentences).
+// 422). Here the service does what llms.txt now says, the offer waiting for a lender of its band and leased in the
+// background when one comes. Fails on 022db7b (the llms.txt sentences).
 import t from 'tap'
 import { CreditClient } from '../../src/client/client.ts'
 import { creditRequest, fundedJob, readyLender, startHarness, usdc } from '../fixtures/service.ts'
 
-const h = await startHarness()
+// The ticker on, as in a deployment (tests turn it off): it leases waiting offers.
+const h = await startHarness({ config: { dispatchIntervalMs: 200 } })
 t.teardown(() => h.stop())
 const anyone = new CreditClient(h.url)
 
@@ -30,4 +32,11 @@ t.test('a fresh borrower\'s job alone is band C, which llms.txt\'s example lende
   t.notMatch(llms, /Collateral \(optional/)
   t.match(llms, /lease null: no eligible lender yet, and the answer\s+names no reason/)
   t.match(llms, /fundingTxHash: the hash of the\s+second, the fundJob/)
+
+  // The offer waits, and a lender of band C entering the book takes it without the borrower asking again.
+  t.match(llms, /The offer waits: once such a lender\s+is in the book it is leased in the background/)
+  await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(2000), riskBands: ['A', 'B', 'C'] })
+  const offerId = decision.body.offer.offerId
+  for (let i = 0; i < 400 && (await anyone.get(`/credit/offers/${offerId}`)).body.state !== 'leased'; i++) await new Promise((r) => setTimeout(r, 50))
+  t.equal((await anyone.get(`/credit/offers/${offerId}`)).body.state, 'leased', 'leased in the background')
 })
