@@ -95,8 +95,9 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    Job: the client (the job's payer) picks an unpredictable id (job_ + a random UUID: ids are one namespace, and whoever funds an id first
    owns it, on any network: a later funding of the id on another network is refused 409 job_id_funded_elsewhere; job_1 below stands for it) and gets its unsigned approve + fundJob from
    GET /credit/jobs/job_1/funding-transactions?network=${slug}&asset=${asset}&receivableAtomic=5000000000&agent=<borrower>&client=<client>,
-   signs and sends both in order, then the borrower (or the client with the borrower's consent) registers the job (fundingTxHash: the hash of the
-   second, the fundJob; the approve's is refused 422 proof_wrong_contract):
+   signs and sends both in order, then the borrower (or the client with the borrower's consent: "borrowerConsent", the borrower's EIP-712
+   signature of the catalog's consent, its domain plus the network's chainId and creditContract as verifyingContract, dueAt in unix seconds)
+   registers the job (fundingTxHash: the hash of the second, the fundJob; the approve's is refused 422 proof_wrong_contract):
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
    Collateral (raises capacity and coverage): until the borrower has repaid principal on the network and asset, its job's receivable does not
    count in the coverage (Rules), so a job alone is risk band C (coverageBps 0), which the lender above (bands A and B) does not take: its

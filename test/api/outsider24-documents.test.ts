@@ -31,7 +31,7 @@ t.test('a fresh borrower\'s job alone is band C, which llms.txt\'s example lende
   t.match(llms, /so a job alone is risk band C \(coverageBps 0\), which the lender above \(bands A and B\) does not take/)
   t.notMatch(llms, /Collateral \(optional/)
   t.match(llms, /lease null: no eligible lender yet, and the answer\s+names no reason/)
-  t.match(llms, /fundingTxHash: the hash of the\s+second, the fundJob/)
+  t.match(llms, /fundingTxHash: the hash of the second, the fundJob/)
 
   // The offer waits, and a lender of band C entering the book takes it without the borrower asking again.
   t.match(llms, /The offer waits: once such a lender\s+is in the book it is leased in the background/)
