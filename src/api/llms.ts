@@ -117,8 +117,8 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    names no reason: no funded lender in the book whose acceptedRiskBands hold the offer's riskBand, whose maxDurationSeconds covers its
    durationSeconds and whose fee fits maximumFeeAtomic; compare the offer with GET /lenders. The offer waits: once such a lender
    is in the book it is leased in the background, a lease event, within the offer's ${c.limits.offerTtlSeconds} s).
-6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
-   before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
+6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","lease":{"offerId","expiresAt",...},"transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
+   before expiresAt, then POST /credit/offers/<lease.offerId>/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
    A payment mined by the deadline counts however late it is reported (the service also sees it on chain); a lease
    never paid expires (a report then has no payment to show: 409 lease_expired).
 7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays what each advance still owes, lenders first), or

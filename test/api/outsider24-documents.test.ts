@@ -32,11 +32,14 @@ t.test('a fresh borrower\'s job alone is band C, which llms.txt\'s example lende
   t.notMatch(llms, /Collateral \(optional/)
   t.match(llms, /lease null: no eligible lender yet, and the answer\s+names no reason/)
   t.match(llms, /fundingTxHash: the hash of the second, the fundJob/)
+  t.match(llms, /"kind":"pay_supplier","lease":\{"offerId"[\s\S]*POST \/credit\/offers\/<lease.offerId>\/supplier-payment/, 'the lender learns the offer id from its action')
 
   // The offer waits, and a lender of band C entering the book takes it without the borrower asking again.
   t.match(llms, /The offer waits: once such a lender\s+is in the book it is leased in the background/)
-  await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(2000), riskBands: ['A', 'B', 'C'] })
+  const bandC = await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(2000), riskBands: ['A', 'B', 'C'] })
   const offerId = decision.body.offer.offerId
   for (let i = 0; i < 400 && (await anyone.get(`/credit/offers/${offerId}`)).body.state !== 'leased'; i++) await new Promise((r) => setTimeout(r, 50))
   t.equal((await anyone.get(`/credit/offers/${offerId}`)).body.state, 'leased', 'leased in the background')
+  const actions = (await bandC.client.get(`/lenders/${bandC.account.address}/actions`)).body
+  t.equal(actions.find((a: { kind: string }) => a.kind === 'pay_supplier')?.lease.offerId, offerId, 'its pay_supplier action names the offer to report')
 })
