@@ -54,8 +54,9 @@ export async function call(method: string, path: string, body?: unknown, token?:
     if (!r) finding(`${method} ${tpl}: status ${res.status} not documented (${parsed?.code ?? ''})`)
     else {
       const media = r.content ? Object.keys(r.content)[0] : undefined
-      const served = (res.headers.get('content-type') ?? '').split(';')[0]!.trim()
-      if (media && r.content && !(served in r.content)) finding(`${method} ${tpl} ${res.status}: served ${served || 'no content-type'}, documented ${Object.keys(r.content).join(', ')}`)
+      const full = (res.headers.get('content-type') ?? '').replace(/\s+/g, ' ').trim()
+      const served = full.split(';')[0]!.trim()
+      if (media && r.content && !(served in r.content) && !(full in r.content)) finding(`${method} ${tpl} ${res.status}: served ${served || 'no content-type'}, documented ${Object.keys(r.content).join(', ')}`)
       const schema = media ? r.content[media].schema : undefined
       if (schema) {
         const key = `${method} ${tpl} ${res.status}`

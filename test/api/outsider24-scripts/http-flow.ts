@@ -55,6 +55,7 @@ if (m.lease && m.lease.lender !== lender.address) throw new Error(`leased to ano
 const actions = await ok('GET', `/lenders/${lender.address}/actions`, undefined, lt)
 const list = Array.isArray(actions) ? actions : actions.actions
 const pay = list.find((a: any) => a.kind === 'pay_supplier')
+if (pay && pay.lease.offerId !== offerId) finding('the pay_supplier action names another offer')
 if (!pay) throw new Error('no pay_supplier action: ' + JSON.stringify(actions).slice(0, 400))
 const before = await pub.readContract({ address: usdcAddr, abi: erc20, functionName: 'balanceOf', args: [supplier.addresses[slug][0]] })
 const payTx = await send(sessionKey, pay.transaction)
