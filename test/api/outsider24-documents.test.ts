@@ -43,3 +43,12 @@ t.test('a fresh borrower\'s job alone is band C, which llms.txt\'s example lende
   const actions = (await bandC.client.get(`/lenders/${bandC.account.address}/actions`)).body
   t.equal(actions.find((a: { kind: string }) => a.kind === 'pay_supplier')?.lease.offerId, offerId, 'its pay_supplier action names the offer to report')
 })
+
+t.test('llms.txt bounds a job\'s dueAt as the registration does, and a past one is told by its wire name', async (t) => {
+  const llms: string = (await anyone.get('/llms.txt')).body
+  t.match(llms, /dueAt: when the client pays, in the future and before the client may take its escrow back on chain \(the credit contract's\s+reclaimDelay\(\) after the funding, 10 days on this devnet\): a later one is 422 job_reclaimable_before_due/)
+  const late = await fundedJob(h, { jobId: `job_${crypto.randomUUID()}`, receivableAtomic: usdc(10), dueInSeconds: 11 * 86_400 }).then(() => undefined, (e: Error) => e.message)
+  t.match(late, /job: 422 .*job_reclaimable_before_due/, 'eleven days out is refused')
+  const past = await fundedJob(h, { jobId: `job_${crypto.randomUUID()}`, receivableAtomic: usdc(10), dueInSeconds: -60 }).then(() => undefined, (e: Error) => e.message)
+  t.match(past, /job: 400 .*"detail":"dueAt must be in the future"/, 'the detail names the field sent, dueAt')
+})
