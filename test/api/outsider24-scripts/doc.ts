@@ -127,3 +127,11 @@ export function validate(schemaName: string, value: unknown, what: string): void
   if (!v) { v = ajv.compile({ $ref: `doc#/components/schemas/${schemaName}` }); compiled.set(key, v) }
   if (!v(value)) finding(`${what} does not validate against ${schemaName}: ${JSON.stringify(v.errors.slice(0, 3))} value ${JSON.stringify(value).slice(0, 300)}`)
 }
+/** The client funds a job for the borrower with the served approve + fundJob: the jobId and the fundJob's hash. */
+export async function fundJob(borrower: PrivateKeyAccount, client: PrivateKeyAccount, receivableAtomic: bigint): Promise<{ jobId: string; fundingTxHash: string }> {
+  const jobId = `job_${crypto.randomUUID()}`
+  const ft = await ok('GET', `/credit/jobs/${jobId}/funding-transactions?network=${net.slug}&asset=USDC&receivableAtomic=${receivableAtomic}&agent=${borrower.address}&client=${client.address}`)
+  let fundingTxHash = ''
+  for (const tx of ft.transactions) fundingTxHash = await send(client, tx)
+  return { jobId, fundingTxHash }
+}
