@@ -3,7 +3,7 @@
 import { scoreHowTo } from '../score/howto.ts'
 import type { Catalog } from './catalog.ts'
 import { noRetryAfterCodeList, retryAfterCodeList } from './retry-after.ts'
-import type { DemoAccount } from '../chain/devnet.ts'
+import { devnetReclaimDelaySeconds, type DemoAccount } from '../chain/devnet.ts'
 
 /**
  * `devnetAccounts`: the embedded devnet's demo roles (what the service prints at start), given only when it runs that
@@ -95,9 +95,16 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    Job: the client (the job's payer) picks an unpredictable id (job_ + a random UUID: ids are one namespace, and whoever funds an id first
    owns it, on any network: a later funding of the id on another network is refused 409 job_id_funded_elsewhere; job_1 below stands for it) and gets its unsigned approve + fundJob from
    GET /credit/jobs/job_1/funding-transactions?network=${slug}&asset=${asset}&receivableAtomic=5000000000&agent=<borrower>&client=<client>,
-   signs and sends both in order, then the borrower (or the client with the borrower's consent) registers the job:
+   signs and sends both in order, then the borrower (or the client with the borrower's consent: "borrowerConsent", the borrower's EIP-712
+   signature of the catalog's consent, its domain plus the network's chainId and creditContract as verifyingContract, dueAt in unix seconds)
+   registers the job (fundingTxHash: the hash of the second, the fundJob; the approve's is refused 422 proof_wrong_contract):
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
-   Collateral (optional, raises capacity): the borrower sends GET /credit/jobs/job_1/collateral-transactions?amountAtomic=...
+   dueAt: when the client pays, in the future and before the client may take its escrow back on chain (the credit contract's
+   reclaimDelay() after the funding${devnetAccounts === undefined ? '' : `, ${Number(devnetReclaimDelaySeconds) / 86_400} days on this devnet`}): a later one is 422 job_reclaimable_before_due, naming the latest time.
+   Collateral (raises capacity and coverage): until the borrower has repaid principal on the network and asset, its job's receivable does not
+   count in the coverage (Rules), so a job alone is risk band C (coverageBps 0), which the lender above (bands A and B) does not take: its
+   match answers lease null. A fresh borrower posts collateral (band A at a coverage of ${c.rules.riskBandACoverageBps} bps, B at ${c.rules.riskBandBCoverageBps}: Rules) or finds
+   lenders of band C. The borrower sends GET /credit/jobs/job_1/collateral-transactions?amountAtomic=...
    (approve + postCollateral), then POST /credit/jobs/job_1/collateral {"amountAtomic":"...","txHash":"<postCollateral tx>"}.
    Or a backing source with hard liquidation value, signed by an attester (EIP-712 domain "${c.attestation.domain.name}" v${c.attestation.domain.version},
    type BackingSource of the catalog's attestation, its service field "${c.attestation.service}": this deployment only):
@@ -108,15 +115,18 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    The principal goes only to the supplier directory's addresses: an unknown supplierDomain is declined (supplier_unknown);
    a supplierAddress not among the domain's addresses on the network is declined (supplier_address_unverified); without one,
    the domain's first address there is paid. A lender, a session key, the credit contract, the service's tokens, registries, keys and operators, the zero address or the borrower is never a supplier.
-5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet).
-6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
-   before expiresAt, then POST /credit/offers/off_1/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
+5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet, and the answer
+   names no reason: no funded lender in the book whose acceptedRiskBands hold the offer's riskBand, whose maxDurationSeconds covers its
+   durationSeconds and whose fee fits maximumFeeAtomic; compare the offer with GET /lenders. The offer waits: once such a lender
+   is in the book it is leased in the background, a lease event, within the offer's ${c.limits.offerTtlSeconds} s).
+6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","lease":{"offerId","expiresAt",...},"transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
+   before expiresAt, then POST /credit/offers/<lease.offerId>/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
    A payment mined by the deadline counts however late it is reported (the service also sees it on chain); a lease
    never paid expires (a report then has no payment to show: 409 lease_expired).
 7. Repay: POST /credit/jobs/job_1/complete {} (the job's client; the escrow pays what each advance still owes, lenders first), or
    send the unsigned approve + repay of GET /credit/advances/<advanceId>/repay-transactions (what is still owed,
    lenderOwedAtomic + reserveOwedAtomic; ?amountAtomic= for part of it, ?from= for another payer than the borrower; the payer must hold
-   amountAtomic, which the principal never was: it went to the supplier), then POST /credit/advances/<advanceId>/repay {"txHash":"0x..."} -> this payment
+   amountAtomic, which the principal never was: it went to the supplier), then POST /credit/advances/<advanceId>/repay {"txHash":"<the repay's hash, the second>"} -> this payment
    and what is still owed ("repaid":true when nothing is). The lender's part is paid first, then the reserve's share; the contract
    never takes more than is owed (an overpayment stays in your wallet). The service counts every repay from the chain
    on its own, in chain order; the report is optional (the fast path) and a payment already counted answers the same receipt.
@@ -139,7 +149,8 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    something: fund a new session wallet yourself, as in 2): {"kind":"top_up","signer":"lender","amountAtomic",...,"transaction"} (send it
    from your own wallet), {"kind":"approve","signer":"session_key",...} (the allowance to the credit contract is short),
    {"kind":"withdraw","signer":"session_key",...} (sends back what neither the policy nor a live lease needs).
-   Lend less or stop: POST /lenders/<address>/withdraw {"amountAtomic":"..."} (the lender only; at most available + reserved + deployed + losses)
+   Lend less or stop: POST /lenders/<address>/withdraw {"amountAtomic":"..."} (the lender only; at most policyAvailableAtomic + reserved + deployed + losses
+   of GET /lenders/<address>/wallet's activity: its availableAtomic is less while the allowance is short, so withdrawing it leaves the rest lent)
    -> {"lender":{...},"actions":[{"kind":"withdraw",...}]}: the available part leaves at once, what live leases, open advances and losses
    hold leaves as they come back (a live lease can still be paid); sign and send the withdraw transfer with the session key. Nothing
    available: out of matching. A withdrawal is for good: no route raises a registration's liquidity again (only fees earned and

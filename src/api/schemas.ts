@@ -583,7 +583,7 @@ export const PendingAction = StrictObject({
 export const LenderAction = Type.Union([PendingAction, WalletAction], { description: 'A pending lease to pay (pay_supplier), or a wallet action (top_up, approve, withdraw).' })
 
 export const LiquidityWithdrawal = StrictObject({
-  amountAtomic: atomicDescribed('How much less the service may lend: at most available + reserved + deployed + losses - withdrawalPendingAtomic. What live leases, open advances and losses hold leaves as they come back.'),
+  amountAtomic: atomicDescribed('How much less the service may lend: at most policyAvailableAtomic + reserved + deployed + losses - withdrawalPendingAtomic (the activity of GET /lenders/{address}/wallet; not its availableAtomic, which counts only what the session wallet can pay now and is less while the allowance is short, after a repayment until the approve of GET /lenders/{address}/actions is sent). What live leases, open advances and losses hold leaves as they come back.'),
 })
 
 export const LiquidityWithdrawalResult = StrictObject({

@@ -48,7 +48,7 @@ export async function readFacilityReceipt(
   const confirmations = head - receipt.blockNumber + 1n
   if (confirmations < required) return fail('too_few_confirmations', `${confirmations} confirmation(s), ${required} required`)
   const own = receipt.logs.filter((log) => getAddress(log.address) === getAddress(contract))
-  if (own.length === 0) return fail('wrong_contract', `no event of the credit contract ${getAddress(contract)} in ${txHash}`)
+  if (own.length === 0) return fail('wrong_contract', `no event of the credit contract ${getAddress(contract)} in ${txHash}: name the transaction that called it (the last of the served unsigned transactions: fundJob, postCollateral, repay or paySupplier), not its approve`)
   let blockTimeMs: number
   try {
     blockTimeMs = Number((await publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp) * 1000

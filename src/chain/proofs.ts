@@ -46,7 +46,7 @@ export async function readSuccessfulReceipt(
   try {
     ;[receipt, head] = await Promise.all([publicClient.getTransactionReceipt({ hash: txHash }), publicClient.getBlockNumber({ cacheTime: 0 })])
   } catch (error) {
-    if (error instanceof TransactionReceiptNotFoundError) return { ok: false, reason: 'not_found', detail: `no receipt for ${txHash} on ${network.slug}` }
+    if (error instanceof TransactionReceiptNotFoundError) return { ok: false, reason: 'not_found', detail: `no receipt for ${txHash} on ${network.slug}: not mined yet (wait for its receipt, then send the same request: nothing was recorded) or a transaction of another network` }
     throw new ChainRpcError(network.slug, error)
   }
   if (receipt.status !== 'success') return { ok: false, reason: 'reverted', detail: `transaction ${txHash} reverted` }

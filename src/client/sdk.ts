@@ -48,7 +48,10 @@ export class CreditApiError extends Error {
   readonly problem: { type?: string; title?: string; detail?: string; code?: string; errors?: Array<{ path: string; message: string }> }
   readonly retryAfterSeconds: number | undefined
   constructor(method: string, path: string, status: number, problem: CreditApiError['problem'], retryAfterSeconds?: number) {
-    super(`${method} ${path}: ${status} ${problem.code ?? ''} ${problem.detail ?? ''}${retryAfterSeconds === undefined ? '' : ` (Retry-After ${retryAfterSeconds} s)`}`.trim())
+    // The message names the fields a validation failure lists: its detail alone ("does not match the documented
+    // schema") left an agent that printed the error guessing which field (an outsider's finding).
+    const fields = Array.isArray(problem.errors) && problem.errors.length > 0 ? ` (${problem.errors.slice(0, 5).map((e) => `${e.path} ${e.message}`).join('; ')}${problem.errors.length > 5 ? '; ...' : ''})` : ''
+    super(`${method} ${path}: ${status} ${problem.code ?? ''} ${problem.detail ?? ''}${fields}${retryAfterSeconds === undefined ? '' : ` (Retry-After ${retryAfterSeconds} s)`}`.trim())
     this.status = status
     this.code = problem.code ?? `http_${status}`
     this.problem = problem

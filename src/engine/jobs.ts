@@ -60,7 +60,7 @@ function jobCreationRefusal(s: EngineState, input: JobCreationTerms, nowMs: numb
   if (!isJobId(input.jobId)) return fail('invalid', 'invalid_job_id', `jobId must match ${ID_PATTERNS.job}`)
   if (s.jobs.has(input.jobId)) return fail('conflict', 'job_exists', `job ${input.jobId} exists`)
   if (input.receivableAtomic <= 0n) return fail('invalid', 'invalid_amount', 'receivableAtomic must be > 0')
-  if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAtMs must be in the future')
+  if (!Number.isInteger(input.dueAtMs) || input.dueAtMs <= nowMs) return fail('invalid', 'job_past_due', 'dueAt must be in the future')
   return undefined
 }
 

@@ -89,12 +89,12 @@ export const MCP_TOOLS: readonly McpTool[] = [
   act('register_backing_source', 'Register a backing source as repayment source (POST /credit/backing-sources).', BackingSourceRegistration, (sdk, a) => sdk.registerBackingSource(a)),
   act('post_collateral', 'Report collateral posted on chain for a job (POST /credit/jobs/{jobId}/collateral).', merged(JobRef, CollateralPost), (sdk, { jobId, ...body }) => sdk.postCollateral(jobId, body)),
   act('request_credit', 'Ask for credit (POST /credit/request): the underwriting decision and, when approved, the offer.', CreditRequest, (sdk, a) => sdk.requestCredit(a)),
-  act('match_offer', 'Match an approved offer with the cheapest ready lender (POST /credit/match): the lease.', MatchRequest, (sdk, a) => sdk.match(a.offerId)),
+  act('match_offer', 'Match an approved offer with the cheapest ready lender (POST /credit/match): the lease, or lease null when no funded lender takes the offer\'s risk band, duration and fee (the answer names no reason; the offer waits and is leased in the background once one is in the book: get_offer).', MatchRequest, (sdk, a) => sdk.match(a.offerId)),
   act('request_and_match', 'request_credit, then match_offer on the approved offer: the decision and the match (null when refused).', CreditRequest, (sdk, a) => sdk.requestAndMatch(a)),
   act('complete_job', 'Settle a completed job (POST /credit/jobs/{jobId}/complete): the escrow repays its advances.', JobRef, (sdk, a) => sdk.completeJob(a.jobId)),
   act('fail_job', 'Report a job as failed (POST /credit/jobs/{jobId}/fail).', merged(JobRef, JobFailure), (sdk, { jobId, ...body }) => sdk.failJob(jobId, body)),
   act('report_repayment', 'Report an on-chain repay transaction of any amount (POST /credit/advances/{advanceId}/repay): answers what is still owed.', merged(AdvanceRef, RepaymentProof), (sdk, a) => sdk.reportRepayment(a.advanceId, a.txHash as Hash)),
-  act('liquidate_advance', 'Liquidate an overdue advance (POST /credit/advances/{advanceId}/liquidate).', AdvanceRef, (sdk, a) => sdk.liquidate(a.advanceId)),
+  act('liquidate_advance', 'Liquidate an advance that defaulted (its job failed) or is past due (POST /credit/advances/{advanceId}/liquidate).', AdvanceRef, (sdk, a) => sdk.liquidate(a.advanceId)),
 
   // The lender.
   act('register_lender', 'Register the wallet as a lender (POST /lenders/register): the session key\'s address and the file the MCP server wrote its private key to (for the user\'s signer; the key never appears here), the spend policy, funding addresses and the unsigned setup transactions the session key signs.', LenderRegistration, registerLender),

@@ -60,8 +60,11 @@ export async function createJob(
       throw new BorrowerConsentError('borrower_consent_required', 'a client registers a job only with the borrower\'s consent (borrowerConsent, EIP-712; see the catalog), or the borrower registers it')
     }
     const terms = { jobId: body.jobId, network: network.slug, asset: token.symbol, receivableAtomic: body.receivableAtomic, client, dueAtMs: body.dueAtMs }
-    if (!(await verifyBorrowerConsent(service.clientsOf(network.slug).publicClient, network.slug, consentDomainOf(network), body.agent, terms, body.borrowerConsent))) {
-      throw new BorrowerConsentError('borrower_consent_invalid', 'borrowerConsent is not the borrower\'s EIP-712 BorrowerConsent signature over these terms')
+    const domain = consentDomainOf(network)
+    if (!(await verifyBorrowerConsent(service.clientsOf(network.slug).publicClient, network.slug, domain, body.agent, terms, body.borrowerConsent))) {
+      // What to sign, in full: the catalog's consent.domain is the fixed part only, and a signature over it alone (an
+      // outsider's first try) was refused with nothing saying the domain needs the network's chainId and contract.
+      throw new BorrowerConsentError('borrower_consent_invalid', `borrowerConsent is not the borrower's EIP-712 BorrowerConsent signature over these terms (jobId, network, asset, receivableAtomic, client: the JobFunded sender ${client}, dueAt in unix seconds) under the domain {name: "${domain.name}", version: "${domain.version}", chainId: ${domain.chainId}, verifyingContract: ${domain.verifyingContract}}: the catalog's consent.domain plus the job's network's chainId and creditContract`)
     }
   }
   await checkReclaimWindow(service, network.slug, body.jobId, body.dueAtMs)
