@@ -27,6 +27,8 @@ export type OperatorWallet = {
   walletClient: WalletClient<Transport, Chain, PrivateKeyAccount>
   /** Simulations, receipts and log searches of the operator's own transactions: long deadline, retries. */
   publicClient: PublicClient<Transport, Chain>
+  /** Runs `submit` (a transaction's nonce taken and the transaction sent) after this address's earlier ones (inTurn). */
+  inTurn: <T>(submit: () => Promise<T>) => Promise<T>
 }
 
 export type NetworkClients = {
@@ -80,11 +82,34 @@ export function senderWallet(network: NetworkConfig, privateKey: Hex): OperatorW
   const chain = networkChain(network)
   const account = privateKeyToAccount(privateKey, { nonceManager })
   const patient = http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: operatorRpcTimeoutMs })
+  const key = `${network.chainId}:${account.address}`
   return {
     account,
     walletClient: createWalletClient({ account, chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
     publicClient: createPublicClient({ chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
+    inTurn: (submit) => inTurn(key, submit),
   }
+}
+
+/** The submission each sender address (per chain) last began, settled or not: the next one waits for it. */
+const submissions = new Map<string, Promise<unknown>>()
+
+/**
+ * Runs `submit` once every submission begun before it for the same key has settled: one transaction of an address is
+ * signed and sent at a time, so each takes its nonce after the one before is in the node's pool. viem's nonceManager
+ * alone gave two concurrent transactions of an address that had sent none both nonce 0 (it trusts the node's pending
+ * count unless the last nonce it handed out is above 0), and the node refused the second "replacement transaction
+ * underpriced": a failure and a liquidation sent at once by an operator's first transactions, the second answered 503
+ * (test/api/outsider23-operator-race.test.ts on a loaded machine). Only the submission waits, not the receipt.
+ */
+function inTurn<T>(key: string, submit: () => Promise<T>): Promise<T> {
+  const turn = (submissions.get(key) ?? Promise.resolve()).then(submit, submit)
+  const settled = turn.then(() => undefined, () => undefined)
+  submissions.set(key, settled)
+  void settled.then(() => {
+    if (submissions.get(key) === settled) submissions.delete(key)
+  })
+  return turn
 }
 
 /**

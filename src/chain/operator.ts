@@ -100,7 +100,7 @@ async function send(
     } catch (error) {
       throw toContractRevert(network.slug, error)
     }
-    const txHash = await operator.walletClient.writeContract({ ...request, gas } as Parameters<typeof operator.walletClient.writeContract>[0])
+    const txHash = await operator.inTurn(() => operator.walletClient.writeContract({ ...request, gas } as Parameters<typeof operator.walletClient.writeContract>[0]))
     const receipt = await publicClient.waitForTransactionReceipt({
       hash: txHash,
       pollingInterval: network.pollingIntervalMs,

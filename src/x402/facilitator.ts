@@ -155,8 +155,8 @@ export class NetworkFacilitator {
         // Sent with a margin over its own estimate, as the operator's transactions (gasWithMargin): the transfer's path
         // can change between the estimate and the mining (a payee whose balance went to 0 meanwhile costs a fresh slot,
         // 17,100 gas more), and a settlement that runs out of gas spends the facilitator's gas and settles nothing.
-        writeContract: (args) => observe(client.estimateContractGas(args as never).then((gas) => client.writeContract({ ...(args as object), gas: gasWithMargin(gas) } as never))),
-        sendTransaction: (args) => observe(client.sendTransaction(args)),
+        writeContract: (args) => observe(client.estimateContractGas(args as never).then((gas) => wallet.inTurn(() => client.writeContract({ ...(args as object), gas: gasWithMargin(gas) } as never)))),
+        sendTransaction: (args) => observe(wallet.inTurn(() => client.sendTransaction(args))),
         waitForTransactionReceipt: (args) => observe(client.waitForTransactionReceipt({ ...args, pollingInterval })),
         getCode: (args) => observe(client.getCode(args)),
       },
