@@ -115,10 +115,11 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    The principal goes only to the supplier directory's addresses: an unknown supplierDomain is declined (supplier_unknown);
    a supplierAddress not among the domain's addresses on the network is declined (supplier_address_unverified); without one,
    the domain's first address there is paid. A lender, a session key, the credit contract, the service's tokens, registries, keys and operators, the zero address or the borrower is never a supplier.
-5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet, and the answer
-   names no reason: no funded lender in the book whose acceptedRiskBands hold the offer's riskBand, whose maxDurationSeconds covers its
-   durationSeconds and whose fee fits maximumFeeAtomic; compare the offer with GET /lenders. The offer waits: once such a lender
-   is in the book it is leased in the background, a lease event, within the offer's ${c.limits.offerTtlSeconds} s).
+5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet,
+   and noLease says why: {"reason":"risk_band_not_accepted","detail",...,"passedOver":{...}}; reasons no_funded_lender,
+   fee_above_maximum, risk_band_not_accepted, duration_not_offered, amount_above_liquidity, lenders_excluded, lenders_busy,
+   scan_bound_reached, offer_expired. Except offer_expired the offer waits: once a lender takes it, it is leased in the
+   background, a lease event, within the offer's ${c.limits.offerTtlSeconds} s).
 6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","lease":{"offerId","expiresAt",...},"transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
    before expiresAt, then POST /credit/offers/<lease.offerId>/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
    A payment mined by the deadline counts however late it is reported (the service also sees it on chain); a lease

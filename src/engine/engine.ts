@@ -20,7 +20,7 @@ import { isBps, sameAddress } from './keys.ts'
 import { lenderChanged, withdrawableAtomic, withdrawLiquidity } from './ledger.ts'
 import * as liquidation from './liquidation.ts'
 import { isOperator } from './roles.ts'
-import { addLender, expireOffer, isUntouchedLender, leaseToBestLender, OFFER_CREDIT_ENDING, park, removeLenders, replaceSession, walletChanged } from './matching.ts'
+import { addLender, expireOffer, isUntouchedLender, leaseToBestLender, OFFER_CREDIT_ENDING, park, removeLenders, replaceSession, walletChanged, whyNoLease } from './matching.ts'
 import { leaseRefusal, repaymentPlan, supplierPaymentTerms } from './plans.ts'
 import { invalidLender, invalidSourceId, invalidSourceTerms, lenderRecord, sourceRecord } from './registration.ts'
 import * as reputation from './reputation.ts'
@@ -311,6 +311,7 @@ export class Engine {
       return fail('conflict', 'offer_credit_ending', `offer ${input.offerId}: a lease of ${this.config.leaseTtlMs / 1000} s granted now would end after its credit end; it expires at its expiresAt`)
     }
     if ('accepted' in outcome) return refused('offer', input.offerId, outcome)
+    if (outcome.lease === null) outcome.noLease = whyNoLease(this.state, offer, outcome.offerExpired)
     return drain(this.state, outcome)
   }
 
