@@ -148,7 +148,7 @@ export class Engine {
     if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
     const most = withdrawableAtomic(lender)
     if (input.amountAtomic > most) {
-      return fail('conflict', 'withdrawal_exceeds_liquidity', `the lender can withdraw at most ${most} (available, reserved, deployed and lost, less what is already pending)`)
+      return fail('conflict', 'withdrawal_exceeds_liquidity', `the lender can withdraw at most ${most}: policyAvailableAtomic + reservedAtomic + deployedAtomic + lossesAtomic - withdrawalPendingAtomic (its profile's policyAvailableAtomic, not the wallet-capped availableAtomic)`)
     }
     withdrawLiquidity(lender, input.amountAtomic)
     if (lender.availableAtomic === 0n) park(s, lender)
