@@ -47,7 +47,7 @@ t.test('a fresh borrower\'s job alone is band C, which llms.txt\'s example lende
 
 t.test('llms.txt bounds a job\'s dueAt as the registration does, and a past one is told by its wire name', async (t) => {
   const llms: string = (await anyone.get('/llms.txt')).body
-  t.match(llms, /dueAt: when the client pays, in the future and before the client may take its escrow back on chain \(the credit contract's\s+reclaimDelay\(\) after the funding, 10 days on this devnet\): a later one is 422 job_reclaimable_before_due/)
+  t.match(llms, /dueAt: when the client pays, in the future and before the client may take its escrow back on chain \(the credit contract's\s+reclaimDelay\(\) after the funding, the catalog's networks\[\]\.reclaimDelaySeconds, 10 days on this devnet\): a later one is 422 job_reclaimable_before_due/)
   const late = await fundedJob(h, { jobId: `job_${crypto.randomUUID()}`, receivableAtomic: usdc(10), dueInSeconds: 11 * 86_400 }).then(() => undefined, (e: Error) => e.message)
   t.match(late, /job: 422 .*job_reclaimable_before_due/, 'eleven days out is refused')
   const past = await fundedJob(h, { jobId: `job_${crypto.randomUUID()}`, receivableAtomic: usdc(10), dueInSeconds: -60 }).then(() => undefined, (e: Error) => e.message)
