@@ -333,7 +333,7 @@ function markScan(s: EngineState, o: OfferContext, stoppedAt: BookEntry | null):
   const book = s.books.get(bookKey(o.network, o.asset)) as MatchingBook
   if (!s.scanMarks.has(o.offerId)) book.markAdded(s.config.lendersScannedPerMatchMax)
   const { askBps, reputationBps, availableAtomic, registrationSeq } = stoppedAt
-  s.scanMarks.set(o.offerId, { askBps, reputationBps, availableAtomic, registrationSeq, book, seen: book.enteredCount })
+  s.scanMarks.set(o.offerId, { askBps, reputationBps, availableAtomic, registrationSeq, book, seen: book.markSeen() })
 }
 
 const NO_ENTRIES: readonly BookEntry[] = []
