@@ -11,8 +11,8 @@ const h = await startHarness()
 t.teardown(() => h.stop())
 
 t.test('networks[].reclaimDelaySeconds is the contract\'s reclaimDelay()', async (t) => {
-  const catalog = await fetch(`${h.url}/.well-known/service.json`).then((r) => r.json())
-  const net = catalog.networks.find((n: { slug: string }) => n.slug === h.network.slug)
+  const catalog = (await fetch(`${h.url}/.well-known/service.json`).then((r) => r.json())) as { networks: { slug: string; reclaimDelaySeconds: number | null }[] }
+  const net = catalog.networks.find((n) => n.slug === h.network.slug)
   const onChain = await createPublicClient({ chain: networkChain(h.network), transport: http(h.network.rpcUrl) }).readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay' })
   t.equal(net?.reclaimDelaySeconds, Number(onChain))
   t.equal(net?.reclaimDelaySeconds, Number(devnetReclaimDelaySeconds), 'the devnet\'s')
