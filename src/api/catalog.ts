@@ -46,6 +46,11 @@ const CatalogNetwork = StrictObject({
   creditContract: Address,
   identityRegistry: Address,
   reputationRegistry: Address,
+  reclaimDelaySeconds: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+    description:
+      'The credit contract\'s reclaimDelay(): a job\'s client may reclaim its escrow from fundedAt + reclaimDelaySeconds, so a job\'s dueAt must come before then (a later one is 422 job_reclaimable_before_due). ' +
+      'Null when the start-up could not read it (the RPC unreachable, or no code at the contract yet): read reclaimDelay() on the contract.',
+  }),
   assets: Type.Array(Asset),
   facilitator: StrictObject({
     url: Type.String(),
@@ -189,6 +194,8 @@ export interface CatalogSources {
   storeBudgets: StoreBudgets
   routes: readonly AnyRoute[]
   networks: readonly NetworkConfig[]
+  /** The network's credit contract's reclaimDelay() in seconds, or null when not read (src/app/app.ts readReclaimDelays). */
+  reclaimDelaySeconds: (network: NetworkConfig) => number | null
   /** Whether the configured RPC URLs may be published (the embedded devnet: yes). */
   publishRpcUrls: boolean
   facilitatorUrl: (network: NetworkConfig) => string
@@ -227,6 +234,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       creditContract: n.creditContract,
       identityRegistry: n.identityRegistry,
       reputationRegistry: n.reputationRegistry,
+      reclaimDelaySeconds: s.reclaimDelaySeconds(n),
       assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version, advanceMinAtomic: advanceMinAtomicOf(t).toString() })),
       facilitator: { url: s.facilitatorUrl(n), selfHosted: isSelfFacilitated(n), payees: [...s.facilitatorPayees(n)] },
     })),

@@ -100,7 +100,7 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    registers the job (fundingTxHash: the hash of the second, the fundJob; the approve's is refused 422 proof_wrong_contract):
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
    dueAt: when the client pays, in the future and before the client may take its escrow back on chain (the credit contract's
-   reclaimDelay() after the funding${devnetAccounts === undefined ? '' : `, ${Number(devnetReclaimDelaySeconds) / 86_400} days on this devnet`}): a later one is 422 job_reclaimable_before_due, naming the latest time.
+   reclaimDelay() after the funding, the catalog's networks[].reclaimDelaySeconds${devnetAccounts === undefined ? '' : `, ${Number(devnetReclaimDelaySeconds) / 86_400} days on this devnet`}): a later one is 422 job_reclaimable_before_due, naming the latest time.
    Collateral (raises capacity and coverage): until the borrower has repaid principal on the network and asset, its job's receivable does not
    count in the coverage (Rules), so a job alone is risk band C (coverageBps 0), which the lender above (bands A and B) does not take: its
    match answers lease null. A fresh borrower posts collateral (band A at a coverage of ${c.rules.riskBandACoverageBps} bps, B at ${c.rules.riskBandBCoverageBps}: Rules) or finds
@@ -115,10 +115,11 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    The principal goes only to the supplier directory's addresses: an unknown supplierDomain is declined (supplier_unknown);
    a supplierAddress not among the domain's addresses on the network is declined (supplier_address_unverified); without one,
    the domain's first address there is paid. A lender, a session key, the credit contract, the service's tokens, registries, keys and operators, the zero address or the borrower is never a supplier.
-5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet, and the answer
-   names no reason: no funded lender in the book whose acceptedRiskBands hold the offer's riskBand, whose maxDurationSeconds covers its
-   durationSeconds and whose fee fits maximumFeeAtomic; compare the offer with GET /lenders. The offer waits: once such a lender
-   is in the book it is leased in the background, a lease event, within the offer's ${c.limits.offerTtlSeconds} s).
+5. Borrower: POST /credit/match {"offerId":"off_1"} -> {"lease":{"leaseId","lender","expiresAt",...}} (lease null: no eligible lender yet,
+   and noLease says why: {"reason":"risk_band_not_accepted","detail",...,"passedOver":{...}}; reasons no_funded_lender,
+   fee_above_maximum, risk_band_not_accepted, duration_not_offered, amount_above_liquidity, lenders_excluded, lenders_busy,
+   scan_bound_reached, offer_expired. Except offer_expired the offer waits: once a lender takes it, it is leased in the
+   background, a lease event, within the offer's ${c.limits.offerTtlSeconds} s).
 6. Lender: GET /lenders/<address>/actions -> [{"kind":"pay_supplier","lease":{"offerId","expiresAt",...},"transaction":{"to","data","chainId","gas",...}}, ...]. Sign it with the session key, send it
    before expiresAt, then POST /credit/offers/<lease.offerId>/supplier-payment {"lender":"<address>","supplierPaymentId":"<tx hash>"} -> the advance.
    A payment mined by the deadline counts however late it is reported (the service also sees it on chain); a lease

@@ -402,11 +402,46 @@ export const UnderwritingDecision = StrictObject({
   offer: Nullable(Offer),
 })
 
+const Lenders = (description: string) => Type.Integer({ minimum: 0, description })
+
+export const NoLease = StrictObject(
+  {
+    reason: Type.Enum(
+      ['offer_expired', 'no_funded_lender', 'scan_bound_reached', 'lenders_busy', 'fee_above_maximum', 'risk_band_not_accepted', 'duration_not_offered', 'amount_above_liquidity', 'lenders_excluded'],
+      {
+        description:
+          'offer_expired: the offer expired (past its expiresAt or out of leases), request credit again. no_funded_lender: no lender is in the book of the offer\'s network and asset (none registered for it, or none whose session wallet holds the least advance). ' +
+          'scan_bound_reached: the match looked at lendersScannedPerMatchMax lenders without one that takes the offer; the next attempt (a match or dispatch) resumes after them. ' +
+          'lenders_busy: a lender takes the terms but is busy now (its wallet\'s funds promised to its live leases, its allowance of live leases held, or its probation not over). ' +
+          'Otherwise the rule that passed over the most lenders looked at: fee_above_maximum (their ask prices the fee above maximumFeeAtomic), risk_band_not_accepted, duration_not_offered (their maxDurationSeconds is shorter than the offer\'s durationSeconds), ' +
+          'amount_above_liquidity (less available liquidity than amountAtomic), lenders_excluded (the borrower\'s or the job client\'s own wallets, the supplier, or lenders that left a lease of the offer unpaid). ' +
+          'Except offer_expired, the offer keeps waiting and is leased in the background once a lender takes it.',
+      },
+    ),
+    detail: Type.String({ description: 'The reason in words, with what to do.' }),
+    lendersInBook: Lenders('Lenders in the book of the offer\'s network and asset (those whose session wallet holds the least advance).'),
+    lendersScanned: Lenders('How many of them were looked at, cheapest ask first: at most lendersScannedPerMatchMax (0 when the offer expired).'),
+    passedOver: StrictObject(
+      {
+        feeAboveMaximum: Lenders('Ask prices the fee above maximumFeeAtomic.'),
+        riskBandNotAccepted: Lenders('Does not accept the offer\'s riskBand.'),
+        durationNotOffered: Lenders('maxDurationSeconds shorter than the offer\'s durationSeconds.'),
+        amountAboveLiquidity: Lenders('Less available liquidity than amountAtomic.'),
+        excluded: Lenders('May not lend on this offer (a party to it, or left a lease of it unpaid).'),
+        busy: Lenders('Takes the terms but is busy now.'),
+      },
+      { description: 'The lenders looked at, each counted by the first of these rules that passed it over.' },
+    ),
+  },
+  { description: 'Why no lease was made: present on POST /credit/match\'s answer when lease is null, absent when a lease was made and in dispatch\'s matches.' },
+)
+
 export const MatchOutcome = StrictObject({
   offer: Offer,
   lease: Nullable(Lease),
   refusedLeases: Type.Array(Lease),
   offerExpired: Type.Boolean(),
+  noLease: Type.Optional(NoLease),
 })
 
 export const SuspensionLiftedEvent = StrictObject(
@@ -626,7 +661,7 @@ export const wireComponents = {
   LenderRegistration, BackingSourceRegistration, CreditRequest, MatchRequest, SupplierPaymentReport, JobCreation, CollateralPost,
   EmptyBody, RepaymentProof, JobFailure,
   TxProof, Job, Offer, Lease, Advance, LenderProfile, UnsignedTransaction, ChainSteps, SpendPolicy, LenderRegistrationResult, BackingSource,
-  CollateralPosition, UnderwritingDecision, MatchOutcome, DispatchOutcome, RepaymentReceipt, JobSettlementReceipt, LiquidationReceipt,
+  CollateralPosition, UnderwritingDecision, NoLease, MatchOutcome, DispatchOutcome, RepaymentReceipt, JobSettlementReceipt, LiquidationReceipt,
   PassportEvent, ReserveBalance, CreditState, WalletHolding, HeldPayment, LenderWallet, LeaseAuthorization, PendingAction, WalletAction, LiquidityWithdrawal,
   LiquidityWithdrawalResult, Health, SupplierPut, Supplier,
 } as const

@@ -26,7 +26,7 @@ import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
-import { absentContractMessage, advanceCapMessage, olderContractMessage, probeCreditContract } from '../chain/reclaim-window.ts'
+import { absentContractMessage, advanceCapMessage, olderContractMessage, probeCreditContract, readReclaimDelay } from '../chain/reclaim-window.ts'
 import { advanceMinAtomicOf, loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
@@ -120,8 +120,7 @@ async function refuseOlderCreditContracts(source: string, networks: readonly Net
   const older: { path: string; message: string }[] = []
   const unreached = new Set<string>()
   await Promise.all(networks.map(async (network, index) => {
-    // Bounded: an RPC that hangs delays the start by seconds, not by the client's default retries.
-    const publicClient = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 1, timeout: 5_000 }) })
+    const publicClient = startupClient(network)
     try {
       const { verdict, head, advancesPerJobMax: contractMax } = await probeCreditContract(publicClient, network.creditContract)
       if (verdict === 'older') older.push({ path: `/networks/${index}/creditContract`, message: olderContractMessage(network.slug, network.creditContract) })
@@ -139,6 +138,28 @@ async function refuseOlderCreditContracts(source: string, networks: readonly Net
   }))
   if (older.length > 0) throw new NetworksConfigError(source, older)
   return unreached
+}
+
+/** A client for the start-up's reads, bounded: an RPC that hangs delays the start by seconds, not by the client's default retries. */
+function startupClient(network: NetworkConfig) {
+  return createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 1, timeout: 5_000 }) })
+}
+
+/**
+ * Each network's credit contract's reclaimDelay() in seconds, for the catalog (a job's dueAt must come before its
+ * client may reclaim the escrow): read once at the start, it is immutable. A network not probed (`unprobed`) or whose
+ * read fails is left out (null in the catalog), said in the log.
+ */
+async function readReclaimDelays(networks: readonly NetworkConfig[], unprobed: ReadonlySet<string>, log: Logger): Promise<Map<string, number>> {
+  const delays = new Map<string, number>()
+  await Promise.all(networks.filter((n) => !unprobed.has(n.slug)).map(async (network) => {
+    try {
+      delays.set(network.slug, Number(await readReclaimDelay(startupClient(network), network.slug, network.creditContract)))
+    } catch (error) {
+      log({ level: 'warn', msg: 'reclaim_delay_not_read', network: network.slug, error: String(error) })
+    }
+  }))
+  return delays
 }
 
 /** The devnet's demo roles become the configuration a real deployment writes in its config file. */
@@ -202,6 +223,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       networks = devnet.networks
       config = devnetDefaults(config, devnet.accounts)
     }
+    const reclaimDelays = await readReclaimDelays(networks, unprobed, log)
     const publishRpcUrls = config.networksFile === undefined
     const creditScoreSettings = resolveCreditScore(config.creditScore, networks, { devnetPayee: devnet?.accounts.scorePayee.address })
     // Each x402 facilitator settles only for the payees this service serves: the credit score's and the configured ones.
@@ -387,6 +409,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         storeBudgets: config,
         routes,
         networks,
+        reclaimDelaySeconds: (n) => reclaimDelays.get(n.slug) ?? null,
         publishRpcUrls,
         facilitatorUrl: (n) => facilitatorUrl(n, { baseUrl }),
         facilitatorPayees: (n) => (facilitators.find((f) => f.network.slug === n.slug)?.payees ?? []).map(wirePayee),

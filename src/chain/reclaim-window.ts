@@ -34,6 +34,19 @@ export function reclaimableWhileCreditLive(reclaimableAtMs: number, creditEndMs:
 const reclaimDelayOf = new Map<string, bigint>()
 
 /**
+ * The contract's reclaimDelay() in seconds, read once per network and contract (it is immutable). RPC failures are
+ * thrown as they are. The start-up reads it for the catalog (src/app/app.ts), a job registration for its window.
+ */
+export async function readReclaimDelay(publicClient: Pick<PublicClient, 'readContract'>, slug: string, contract: Address): Promise<bigint> {
+  const cacheKey = `${slug}:${contract.toLowerCase()}`
+  const known = reclaimDelayOf.get(cacheKey)
+  if (known !== undefined) return known
+  const delay = await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay' })
+  reclaimDelayOf.set(cacheKey, delay)
+  return delay
+}
+
+/**
  * The job's status on chain (its name in reconcile-states' jobStatusNames), the time its client may reclaim it, and the
  * chain's time, all at the latest block. RPC failures are ChainRpcError (503, retry).
  */
@@ -44,13 +57,11 @@ export async function readReclaimWindow(
 ): Promise<{ status: (typeof jobStatusNames)[number]; reclaimableAtMs: number; chainTimeMs: number }> {
   const { network, publicClient } = clients
   try {
-    const cacheKey = `${network.slug}:${contract.toLowerCase()}`
     const head = await publicClient.getBlock({ blockTag: 'latest' })
     const [job, delay] = await Promise.all([
       publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey], blockNumber: head.number }),
-      reclaimDelayOf.get(cacheKey) ?? publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay' }),
+      readReclaimDelay(publicClient, network.slug, contract),
     ])
-    reclaimDelayOf.set(cacheKey, delay)
     const status = jobStatusNames[job.status]
     if (status === undefined) throw new Error(`job key ${jobKey} has status ${job.status}, which this release does not know`)
     return { status, reclaimableAtMs: Number(job.fundedAt + delay) * 1000, chainTimeMs: Number(head.timestamp) * 1000 }

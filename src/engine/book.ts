@@ -11,6 +11,13 @@ export interface BookEntry {
   reputationBps: number
   availableAtomic: bigint
   registrationSeq: number
+  /**
+   * Where the entry was last noted in a book's log of entries entered ahead (MatchingBook `noteEntered`): that book
+   * and its position. A repeat note that every mark of the book already sees is skipped. One book kept: an entry in
+   * several books noted in another is noted again (never skipped wrongly).
+   */
+  notedIn: MatchingBook | null
+  notedAt: number
 }
 
 /** An entry's sort key without its lender: where a walk stopped (state.ts `scanMarks`). */
@@ -39,8 +46,13 @@ export class MatchingBook {
    * long: a mark older than the kept part makes its walk start at the front.
    */
   private entered: BookEntry[] = []
-  /** How many entries were noted before `entered[0]` since the marks began. */
+  /**
+   * How many entries were noted before `entered[0]`: it only grows (an emptied log starts where the last ended), so an
+   * entry's `notedAt` from an earlier run of marks is below every later mark's `seen`.
+   */
   private enteredBase = 0
+  /** The `seen` of the latest mark set (markSeen): no mark sees the log from later on. */
+  private lastSeen = 0
   /** How many noted entries a mark can see back (lendersScannedPerMatchMax, set with the marks). */
   enteredKept = 0
   marks = 0
@@ -66,16 +78,28 @@ export class MatchingBook {
     this.enteredKept = kept
   }
 
+  /** A mark's `seen`, set now (matching.ts markScan): the log's current length. */
+  markSeen(): number {
+    return (this.lastSeen = this.enteredCount)
+  }
+
   markDropped(): void {
     this.marks -= 1
     if (this.marks > 0) return
+    this.enteredBase += this.entered.length
     this.entered = []
-    this.enteredBase = 0
   }
 
-  /** An entry entered the book or moved toward its front: noted while marks exist (one comparison otherwise). */
+  /**
+   * An entry entered the book or moved toward its front: noted while marks exist (one comparison otherwise), once
+   * while every mark sees its last note. Before, each repeat counted: about enteredKept forward moves of one lender
+   * between two walks (each a chain repayment) sent every marked walk back to the front (review23).
+   */
   private noteEntered(entry: BookEntry): void {
     if (this.marks === 0) return
+    if (entry.notedIn === this && entry.notedAt >= this.lastSeen) return
+    entry.notedIn = this
+    entry.notedAt = this.enteredCount
     this.entered.push(entry)
     if (this.entered.length > 2 * this.enteredKept) {
       this.entered.splice(0, this.enteredKept)
@@ -160,6 +184,8 @@ export function entryFor(lender: LenderRecord): BookEntry {
     reputationBps: lender.reputationBps,
     availableAtomic: lender.availableAtomic,
     registrationSeq: lender.registrationSeq,
+    notedIn: null,
+    notedAt: 0,
   }
 }
 

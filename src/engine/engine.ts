@@ -20,7 +20,7 @@ import { isBps, sameAddress } from './keys.ts'
 import { lenderChanged, withdrawableAtomic, withdrawLiquidity } from './ledger.ts'
 import * as liquidation from './liquidation.ts'
 import { isOperator } from './roles.ts'
-import { addLender, expireOffer, isUntouchedLender, leaseToBestLender, OFFER_CREDIT_ENDING, park, removeLenders, replaceSession, walletChanged } from './matching.ts'
+import { addLender, expireOffer, isUntouchedLender, leaseToBestLender, OFFER_CREDIT_ENDING, park, removeLenders, replaceSession, walletChanged, whyNoLease } from './matching.ts'
 import { leaseRefusal, repaymentPlan, supplierPaymentTerms } from './plans.ts'
 import { invalidLender, invalidSourceId, invalidSourceTerms, lenderRecord, sourceRecord } from './registration.ts'
 import * as reputation from './reputation.ts'
@@ -148,7 +148,7 @@ export class Engine {
     if (input.amountAtomic <= 0n) return fail('invalid', 'invalid_amount', 'amountAtomic must be > 0')
     const most = withdrawableAtomic(lender)
     if (input.amountAtomic > most) {
-      return fail('conflict', 'withdrawal_exceeds_liquidity', `the lender can withdraw at most ${most} (available, reserved, deployed and lost, less what is already pending)`)
+      return fail('conflict', 'withdrawal_exceeds_liquidity', `the lender can withdraw at most ${most}: policyAvailableAtomic + reservedAtomic + deployedAtomic + lossesAtomic - withdrawalPendingAtomic (its profile's policyAvailableAtomic, not the wallet-capped availableAtomic)`)
     }
     withdrawLiquidity(lender, input.amountAtomic)
     if (lender.availableAtomic === 0n) park(s, lender)
@@ -311,6 +311,7 @@ export class Engine {
       return fail('conflict', 'offer_credit_ending', `offer ${input.offerId}: a lease of ${this.config.leaseTtlMs / 1000} s granted now would end after its credit end; it expires at its expiresAt`)
     }
     if ('accepted' in outcome) return refused('offer', input.offerId, outcome)
+    if (outcome.lease === null) outcome.noLease = whyNoLease(this.state, offer, outcome.offerExpired)
     return drain(this.state, outcome)
   }
 

@@ -13,7 +13,7 @@ import { grantLease, refuseLease } from './leases.ts'
 import { eligibleFee, feeAtomic, leaseAllowance } from './rules.ts'
 import { offerCreditUntilMs } from './underwriting.ts'
 import type { EngineState, OfferActor } from './state.ts'
-import type { Address, LeaseView, LenderRecord, MatchOutcome } from './types.ts'
+import type { Address, LeaseView, LenderRecord, LendersPassedOver, MatchOutcome, NoLease, NoLeaseReason } from './types.ts'
 import { offerView, walletFreeAtomic } from './views.ts'
 
 /** A lender one matching attempt leases to, and its fee. */
@@ -333,10 +333,86 @@ function markScan(s: EngineState, o: OfferContext, stoppedAt: BookEntry | null):
   const book = s.books.get(bookKey(o.network, o.asset)) as MatchingBook
   if (!s.scanMarks.has(o.offerId)) book.markAdded(s.config.lendersScannedPerMatchMax)
   const { askBps, reputationBps, availableAtomic, registrationSeq } = stoppedAt
-  s.scanMarks.set(o.offerId, { askBps, reputationBps, availableAtomic, registrationSeq, book, seen: book.enteredCount })
+  s.scanMarks.set(o.offerId, { askBps, reputationBps, availableAtomic, registrationSeq, book, seen: book.markSeen() })
 }
 
 const NO_ENTRIES: readonly BookEntry[] = []
+
+/**
+ * Why a match of `offer` made no lease, for `POST /credit/match`'s answer only (engine.ts matchOffer): called once the
+ * attempt ended without a lease, never on the leased path nor by dispatch. Looks again at the book's first lenders,
+ * cheapest first, at most lendersScannedPerMatchMax of them (bounded like one walk, changes nothing), and counts each
+ * by the first rule that passed it over. The reason: the offer expired; the book is empty (no_funded_lender); the walk
+ * stopped at the scan bound (the offer has a scan mark: the next attempt resumes after it); a lender took the terms but
+ * is busy (waiting helps); else the rule that passed over the most lenders, the first of the counts' order on a tie.
+ */
+export function whyNoLease(s: EngineState, offer: OfferActor, offerExpired: boolean): NoLease {
+  const o = offer.getSnapshot().context
+  const passedOver: LendersPassedOver = { feeAboveMaximum: 0, riskBandNotAccepted: 0, durationNotOffered: 0, amountAboveLiquidity: 0, excluded: 0, busy: 0 }
+  const entries = s.books.get(bookKey(o.network, o.asset))?.entries ?? NO_ENTRIES
+  const scanned = offerExpired ? 0 : Math.min(entries.length, s.config.lendersScannedPerMatchMax)
+  const client = clientOf(s, o)
+  for (let i = 0; i < scanned; i++) {
+    const lender = (entries[i] as BookEntry).lender
+    // Asks rise along the book: from the first ask above the maximum on, every lender's is.
+    if (feeAtomic(o.amountAtomic, lender.askBps) > o.maximumFeeAtomic) {
+      passedOver.feeAboveMaximum += scanned - i
+      break
+    }
+    if (!lender.acceptedRiskBands.includes(o.riskBand)) passedOver.riskBandNotAccepted++
+    else if (lender.maxDurationSeconds < o.durationSeconds) passedOver.durationNotOffered++
+    else if (lender.availableAtomic < o.amountAtomic) passedOver.amountAboveLiquidity++
+    else if (o.excludedLenders.includes(lender.address) || isParty(lender, o.borrower) || (client !== undefined && isParty(lender, client)) || isParty(lender, o.supplierAddress)) passedOver.excluded++
+    else passedOver.busy++
+  }
+  let reason: NoLeaseReason = 'lenders_busy'
+  if (offerExpired) reason = 'offer_expired'
+  else if (entries.length === 0) reason = 'no_funded_lender'
+  else if (s.scanMarks.has(o.offerId)) reason = 'scan_bound_reached'
+  else if (passedOver.busy === 0) {
+    let most = 0
+    for (const [key, code] of PASSED_OVER_REASONS) {
+      if (passedOver[key] > most) {
+        most = passedOver[key]
+        reason = code
+      }
+    }
+  }
+  return { reason, detail: noLeaseDetail(reason, o, s.config.lendersScannedPerMatchMax), lendersInBook: entries.length, lendersScanned: scanned, passedOver }
+}
+
+const PASSED_OVER_REASONS: readonly (readonly [keyof LendersPassedOver, NoLeaseReason])[] = [
+  ['feeAboveMaximum', 'fee_above_maximum'],
+  ['riskBandNotAccepted', 'risk_band_not_accepted'],
+  ['durationNotOffered', 'duration_not_offered'],
+  ['amountAboveLiquidity', 'amount_above_liquidity'],
+  ['excluded', 'lenders_excluded'],
+]
+
+const WAITS = 'The offer waits and is leased in the background (dispatch) once a lender takes it, until its expiresAt.'
+
+function noLeaseDetail(reason: NoLeaseReason, o: OfferContext, scanBound: number): string {
+  switch (reason) {
+    case 'offer_expired':
+      return 'The offer expired (past its expiresAt, or out of leases): request credit again for a new offer.'
+    case 'no_funded_lender':
+      return `No lender is in the book of ${o.network} ${o.asset}: none registered for it, or none whose session wallet holds the least advance. ${WAITS}`
+    case 'scan_bound_reached':
+      return `The match looked at ${scanBound} lenders (lendersScannedPerMatchMax) and none took the offer; the next attempt resumes after them. ${WAITS}`
+    case 'lenders_busy':
+      return `A lender takes the offer's terms but is busy now: its wallet's funds are promised to its live leases, it holds its allowance of live leases, or it waits out its probation. ${WAITS}`
+    case 'fee_above_maximum':
+      return `The lenders ask a fee above the offer's maximumFeeAtomic ${o.maximumFeeAtomic}: request again with a higher maximum. ${WAITS}`
+    case 'risk_band_not_accepted':
+      return `No lender looked at accepts risk band ${o.riskBand}. ${WAITS}`
+    case 'duration_not_offered':
+      return `No lender looked at lends for ${o.durationSeconds} s (their maxDurationSeconds is shorter): a job due sooner asks a shorter duration. ${WAITS}`
+    case 'amount_above_liquidity':
+      return `No lender looked at has ${o.amountAtomic} of the asset available to lend: request a smaller amount. ${WAITS}`
+    case 'lenders_excluded':
+      return `The lenders looked at may not lend on this offer: the borrower's or the job client's own wallets, the supplier, or lenders that left a lease of it unpaid. ${WAITS}`
+  }
+}
 
 /**
  * The entries that entered the offer's book ahead of its mark since the mark was set (inserted: a lender registered

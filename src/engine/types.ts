@@ -304,6 +304,36 @@ export interface MatchOutcome {
   refusedLeases: LeaseView[]
   /** Set when the offer expired instead: it ran out of leases (leasesPerOfferMax) or was stale. */
   offerExpired: boolean
+  /**
+   * Why no lease was made: set on `POST /credit/match`'s answer when lease is null (matching.ts whyNoLease), never on
+   * a leased one nor in dispatch's matches (nothing is computed on those paths).
+   */
+  noLease?: NoLease
+}
+
+/** Why a match made no lease (matching.ts whyNoLease); the codes are stable. */
+export type NoLeaseReason =
+  | 'offer_expired' | 'no_funded_lender' | 'scan_bound_reached' | 'lenders_busy' | 'fee_above_maximum'
+  | 'risk_band_not_accepted' | 'duration_not_offered' | 'amount_above_liquidity' | 'lenders_excluded'
+
+/** The book's first lenders a match looked at, counted by why each was passed over (each counted once, first rule it failed). */
+export interface LendersPassedOver {
+  feeAboveMaximum: number
+  riskBandNotAccepted: number
+  durationNotOffered: number
+  amountAboveLiquidity: number
+  excluded: number
+  busy: number
+}
+
+export interface NoLease {
+  reason: NoLeaseReason
+  detail: string
+  /** Lenders in the book of the offer's network and asset (those whose session wallet holds the least advance). */
+  lendersInBook: number
+  /** How many of them, cheapest first, were looked at (at most lendersScannedPerMatchMax). */
+  lendersScanned: number
+  passedOver: LendersPassedOver
 }
 
 export interface DispatchOutcome {

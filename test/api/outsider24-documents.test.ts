@@ -25,17 +25,18 @@ t.test('a fresh borrower\'s job alone is band C, which llms.txt\'s example lende
   const match = await borrowerClient.post('/credit/match', { offerId: decision.body.offer.offerId })
   t.equal(match.status, 200)
   t.equal(match.body.lease, null, 'no lender of band C')
+  t.equal(match.body.noLease?.reason, 'risk_band_not_accepted', 'and the answer says so')
 
   const llms: string = (await anyone.get('/llms.txt')).body
   t.match(llms, /"acceptedRiskBands":\["A","B"\]/, 'the example lender takes A and B')
   t.match(llms, /so a job alone is risk band C \(coverageBps 0\), which the lender above \(bands A and B\) does not take/)
   t.notMatch(llms, /Collateral \(optional/)
-  t.match(llms, /lease null: no eligible lender yet, and the answer\s+names no reason/)
+  t.match(llms, /lease null: no eligible lender yet,\s+and noLease says why/)
   t.match(llms, /fundingTxHash: the hash of the second, the fundJob/)
   t.match(llms, /"kind":"pay_supplier","lease":\{"offerId"[\s\S]*POST \/credit\/offers\/<lease.offerId>\/supplier-payment/, 'the lender learns the offer id from its action')
 
   // The offer waits, and a lender of band C entering the book takes it without the borrower asking again.
-  t.match(llms, /The offer waits: once such a lender\s+is in the book it is leased in the background/)
+  t.match(llms, /Except offer_expired the offer waits: once a lender takes it, it is leased in the\s+background/)
   const bandC = await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(2000), riskBands: ['A', 'B', 'C'] })
   const offerId = decision.body.offer.offerId
   for (let i = 0; i < 400 && (await anyone.get(`/credit/offers/${offerId}`)).body.state !== 'leased'; i++) await new Promise((r) => setTimeout(r, 50))
@@ -46,7 +47,7 @@ t.test('a fresh borrower\'s job alone is band C, which llms.txt\'s example lende
 
 t.test('llms.txt bounds a job\'s dueAt as the registration does, and a past one is told by its wire name', async (t) => {
   const llms: string = (await anyone.get('/llms.txt')).body
-  t.match(llms, /dueAt: when the client pays, in the future and before the client may take its escrow back on chain \(the credit contract's\s+reclaimDelay\(\) after the funding, 10 days on this devnet\): a later one is 422 job_reclaimable_before_due/)
+  t.match(llms, /dueAt: when the client pays, in the future and before the client may take its escrow back on chain \(the credit contract's\s+reclaimDelay\(\) after the funding, the catalog's networks\[\]\.reclaimDelaySeconds, 10 days on this devnet\): a later one is 422 job_reclaimable_before_due/)
   const late = await fundedJob(h, { jobId: `job_${crypto.randomUUID()}`, receivableAtomic: usdc(10), dueInSeconds: 11 * 86_400 }).then(() => undefined, (e: Error) => e.message)
   t.match(late, /job: 422 .*job_reclaimable_before_due/, 'eleven days out is refused')
   const past = await fundedJob(h, { jobId: `job_${crypto.randomUUID()}`, receivableAtomic: usdc(10), dueInSeconds: -60 }).then(() => undefined, (e: Error) => e.message)

@@ -57,6 +57,9 @@ t.test('while marks exist the book notes the entries that enter it or move towar
   t.same(book.enteredSince(book.enteredCount - 1), [c], 'a later mark still sees what entered after it')
   for (let i = 0; i < 4; i++) book.insert(entryFor(lender(10 + i, 10, 5000, 1)))
   t.equal(book.enteredSince(seen), null, 'the log keeps at most twice the bound: older marks start at the front')
+  const end = book.enteredCount
   book.markDropped()
-  t.equal(book.enteredCount, 0, 'the last mark gone, the log is emptied')
+  // Its count goes on from where it ended (an entry's notedAt from before stays below every later mark's seen).
+  t.equal(book.enteredCount, end, 'the last mark gone, the log is emptied')
+  t.equal(book.enteredSince(end - 1), null, 'nothing noted before is kept')
 })

@@ -1,7 +1,7 @@
 // review23's findings on fix23 (an adversarial review of the scan marks' log, the past-due second, funded books and
 // the borrower's weighed reward).
 import t from 'tap'
-import type { BookEntry } from '../../src/engine/book.ts'
+import { reposition, type BookEntry } from '../../src/engine/book.ts'
 import { bookKey } from '../../src/engine/keys.ts'
 import { eligibleFee, feeAtomic, leaseAllowance } from '../../src/engine/rules.ts'
 import type { EngineState } from '../../src/engine/state.ts'
@@ -146,4 +146,31 @@ t.test('with scan marks, a lease goes to the first eligible lender in book order
   }
   t.ok(resumed > 200, `${resumed} matches resumed after a mark`)
   t.equal(violations, 0, 'no lease to a dearer lender while an eligible one sorted before it')
+})
+
+t.test('repeat notes of one entry between two walks count once: a resumed walk still resumes (the scan-mark log counts distinct entries)', async (t) => {
+  const { engine } = newEngine()
+  for (const n of [1, 2, 3, 4]) unwrap(engine.registerLender(lenderInput(n, { minFeeBps: 10 * n }), T0))
+  const s = (engine as unknown as { state: EngineState }).state
+  const book = s.books.get(bookKey(NET, ASSET)) as NonNullable<ReturnType<typeof s.books.get>>
+  const entry = (s.bookEntries.get(lenderInput(2).address) as { entry: BookEntry }).entry
+  const forward = () => {
+    entry.lender.availableAtomic += 1n
+    reposition(entry, [book])
+  }
+  book.markAdded(2)
+  const seen = book.markSeen()
+  // Five forward moves of the same lender (each a repayment on chain), more than the two a mark looks back.
+  for (let i = 0; i < 5; i++) forward()
+  t.same(book.enteredSince(seen), [entry], 'noted once: the walk resumes after its mark, looking first at that lender')
+  const later = book.markSeen()
+  forward()
+  t.same(book.enteredSince(later), [entry], 'a mark set after the note sees the next move')
+  t.same(book.enteredSince(seen), [entry, entry])
+  // The last mark gone, the log empties; a note from before does not hide one made for a new mark.
+  book.markDropped()
+  book.markAdded(2)
+  const fresh = book.markSeen()
+  forward()
+  t.same(book.enteredSince(fresh), [entry], 'a new run of marks sees the move')
 })

@@ -304,6 +304,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       summary: 'Match an offer to the cheapest eligible lender: a short-lived lease',
       description:
         'lease is null when no eligible lender can take the offer now; it keeps waiting and dispatch retries it. ' +
+        'noLease then says why (reason, a stable code; the lenders looked at counted by what passed each over); it is absent on a leased answer. ' +
         'A lender whose wallet or session key is the borrower, or on a job the job\'s client, is never eligible (no self-dealing). ' +
         'refusedLeases lists lenders whose wallet could not pay the asset\'s least advance (expired at once, reason insufficient_balance); ' +
         'a wallet that pays it but not the amount is passed over for this offer, not listed.',

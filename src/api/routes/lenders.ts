@@ -284,7 +284,7 @@ export function lenderRoutes(service: CreditService, links: AgentLinks): AnyRout
         400: { description: 'amountAtomic is not > 0 (code invalid_amount).' },
         ...errors.forbidden,
         ...errors.notFound('lender'),
-        409: { description: 'More than the lender can withdraw (code withdrawal_exceeds_liquidity), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
+        409: { description: 'More than the lender can withdraw: policyAvailableAtomic + reservedAtomic + deployedAtomic + lossesAtomic - withdrawalPendingAtomic (code withdrawal_exceeds_liquidity; the detail names the figure), or a request with the same Idempotency-Key is still running (idempotency_in_flight).' },
         422: { description: 'The Idempotency-Key was used with another body (code idempotency_key_reused).' },
       },
       handler: (ctx) => {
