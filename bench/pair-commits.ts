@@ -10,7 +10,8 @@
 // the book's cheapest lender in most of them), which match-shaped commits alone (bench/store-interleaved.ts) do not show.
 // Options: --against <other checkout's bench/fixtures/book.ts> or --against-store <module> (one is required), --block
 // 2000 --rounds 6 --durability none|sync (default none: the store's own CPU) --in-flight 256. Writes nothing under
-// bench/results.
+// bench/results. The second side (this checkout's) measured 1.7-3.2 µs per pair less main thread in A/A runs (the same
+// store on both, 2026-11-28): measure a store change from both checkouts, each naming the other's store.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -32,10 +33,13 @@ const IN_FLIGHT = Number(args['in-flight'] ?? 256)
 /** Pairs each store takes before the window (JIT and the stores' first pages), alternated like the rest. */
 const WARMUP = Math.floor(BLOCK / 2)
 const PAIRS = WARMUP + BLOCK * Math.ceil(ROUNDS / 2) * 2
-/** The main thread's CPU so far, in µs (its task's utime + stime, clock ticks of 10 ms; Linux). */
+/**
+ * The main thread's CPU so far, in µs (Linux): its time on a CPU from schedstat, in ns (a block of 2,000 pairs is
+ * 20-60 ms of it, which the task's utime + stime, in clock ticks of 10 ms, measured to a few tenths of a µs per pair).
+ */
 function mainThreadCpuMicros(): number {
-  const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
+  const schedstat = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')
+  return Number(schedstat[0]) / 1000
 }
 
 type StoreModule = typeof thisStore
@@ -51,7 +55,7 @@ const runs = await Promise.all(sides.map(async ([name, module, { Store }]) => {
   const store = await Store.open({ dataDir: join(dir, 'data'), durability: DURABILITY, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() })
   for (let i = 0; i < setup.length; i += 5000) await store.commit({ changes: setup.slice(i, i + 5000) })
   const changesPerPair = pairs.reduce((n, pair) => n + pair.reduce((m, changes) => m + changes.length, 0), 0) / pairs.length
-  return { name, dir, store, pairs, changesPerPair, processMicros: 0, mainMicros: 0, done: 0 }
+  return { name, dir, store, pairs, changesPerPair, processMicros: 0, mainMicros: 0, done: 0, mainPerPairByRound: [] as number[] }
 }))
 
 /** Commits the run's next `count` pairs, IN_FLIGHT commits waiting at most. */
@@ -78,13 +82,20 @@ for (let round = 0; round < ROUNDS; round++) {
     await commitPairs(run, BLOCK)
     const cpu = process.cpuUsage(cpu0)
     run.processMicros += cpu.user + cpu.system
-    run.mainMicros += mainThreadCpuMicros() - main0
+    const main = mainThreadCpuMicros() - main0
+    run.mainMicros += main
+    run.mainPerPairByRound.push(main / BLOCK)
   }
 }
 const loadAfter = loadavg()[0] as number
+/** A round's figure without the garbage collector's odd major collection, which lands on either store's block. */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted.length % 2 === 1 ? (sorted[sorted.length >> 1] as number) : ((sorted[sorted.length / 2 - 1] as number) + (sorted[sorted.length / 2] as number)) / 2
+}
 for (const run of runs) {
   const measured = run.done - WARMUP
-  process.stdout.write(`${run.name}: ${run.changesPerPair.toFixed(2)} changes per pair; per pair ${(run.processMicros / measured).toFixed(1)} µs process CPU, ${(run.mainMicros / measured).toFixed(1)} µs main thread (${measured} pairs, durability ${DURABILITY})\n`)
+  process.stdout.write(`${run.name}: ${run.changesPerPair.toFixed(2)} changes per pair; per pair ${(run.processMicros / measured).toFixed(1)} µs process CPU, ${(run.mainMicros / measured).toFixed(1)} µs main thread, its median round ${median(run.mainPerPairByRound).toFixed(1)} µs (${measured} pairs, durability ${DURABILITY})\n`)
   await run.store.close()
   rmSync(run.dir, { recursive: true, force: true })
 }
