@@ -89,13 +89,16 @@ export async function verifyFacilityEvent<E extends FacilityEventName>(
 /**
  * Whether the SupplierPaid at `facts[index]` paid its supplier into the contract: the token refused the supplier, so
  * paySupplier held the principal for it (claimHeld delivers it) and emitted PaymentHeld(asset, supplier, amount) right
- * before the SupplierPaid, with no other event of the contract between. `facts`: the contract's events of that
- * transaction (its receipt) or of the follower's batch (whole blocks), in log order.
+ * before the SupplierPaid, the log right before it (logIndex one less: a PaymentHeld of an earlier call of the same
+ * transaction, a repay closing a failed job that holds its collateral for that address, has the token's Transfer of
+ * this payment between: review25). `facts`: the contract's events of that transaction (its receipt) or of the
+ * follower's batch (whole blocks), in log order.
  */
 export function supplierPaymentHeldAt(facts: readonly FacilityFact[], index: number): boolean {
   const paid = facts[index]
   const before = facts[index - 1]
   if (paid?.name !== 'SupplierPaid' || before?.name !== 'PaymentHeld' || before.txHash !== paid.txHash) return false
+  if (before.logIndex !== paid.logIndex - 1) return false
   const { to, asset, amount } = before.args
   return sameValue(to, paid.args.supplier) && sameValue(asset, paid.args.asset) && amount === paid.args.amount
 }
