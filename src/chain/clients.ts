@@ -78,7 +78,8 @@ export function createNetworkClients(network: NetworkConfig, options: ClientOpti
  * A wallet of the service that sends transactions on the network (the operator's; the x402 facilitator's), with the
  * patient transport of transactions already sent and viem's nonceManager (its nonces are counted per address).
  */
-export function senderWallet(network: NetworkConfig, privateKey: Hex): OperatorWallet {
+export function senderWallet(network: NetworkConfig, privateKey: Hex, options: { turnWaitMaxMs?: number } = {}): OperatorWallet {
+  const turnWaitMaxMs = options.turnWaitMaxMs ?? operatorRpcTimeoutMs
   const chain = networkChain(network)
   const account = privateKeyToAccount(privateKey, { nonceManager })
   const patient = http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: operatorRpcTimeoutMs })
@@ -87,12 +88,20 @@ export function senderWallet(network: NetworkConfig, privateKey: Hex): OperatorW
     account,
     walletClient: createWalletClient({ account, chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
     publicClient: createPublicClient({ chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
-    inTurn: (submit) => inTurn(key, submit),
+    inTurn: (submit) => inTurn(key, submit, turnWaitMaxMs),
   }
 }
 
 /** The submission each sender address (per chain) last began, settled or not: the next one waits for it. */
 const submissions = new Map<string, Promise<unknown>>()
+
+/** A submission that waited `turnWaitMaxMs` for the ones before it (an RPC that holds them) and was not sent. */
+export class SenderBusyError extends Error {
+  override readonly name = 'SenderBusyError'
+  constructor(waitedMs: number) {
+    super(`the sender's earlier transactions were still being sent after ${waitedMs} ms (the RPC holds them); this one was not sent`)
+  }
+}
 
 /**
  * Runs `submit` once every submission begun before it for the same key has settled: one transaction of an address is
@@ -100,16 +109,36 @@ const submissions = new Map<string, Promise<unknown>>()
  * alone gave two concurrent transactions of an address that had sent none both nonce 0 (it trusts the node's pending
  * count unless the last nonce it handed out is above 0), and the node refused the second "replacement transaction
  * underpriced": a failure and a liquidation sent at once by an operator's first transactions, the second answered 503
- * (test/api/outsider23-operator-race.test.ts on a loaded machine). Only the submission waits, not the receipt.
+ * (test/api/outsider23-operator-race.test.ts on a loaded machine). Only the submission waits, not the receipt, and at
+ * most `waitMaxMs` for its turn: behind an RPC that holds submissions, one that would queue longer is refused
+ * (SenderBusyError, not sent; the callers answer 503) instead of every later one waiting one timeout more than the one
+ * before it (review25: three sends begun together failed at 10, 20 and 30 s). The order holds either way: a refused
+ * submission's place in the queue passes once the one before it settles.
  */
-function inTurn<T>(key: string, submit: () => Promise<T>): Promise<T> {
-  const turn = (submissions.get(key) ?? Promise.resolve()).then(submit, submit)
+function inTurn<T>(key: string, submit: () => Promise<T>, waitMaxMs: number): Promise<T> {
+  let state: 'waiting' | 'started' | 'refused' = 'waiting'
+  const run = (): Promise<T> => {
+    if (state === 'refused') return Promise.reject(new SenderBusyError(waitMaxMs))
+    state = 'started'
+    return submit()
+  }
+  const turn = (submissions.get(key) ?? Promise.resolve()).then(run, run)
   const settled = turn.then(() => undefined, () => undefined)
   submissions.set(key, settled)
   void settled.then(() => {
     if (submissions.get(key) === settled) submissions.delete(key)
   })
-  return turn
+  let timer: NodeJS.Timeout | undefined
+  const waited = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      if (state !== 'waiting') return
+      state = 'refused'
+      reject(new SenderBusyError(waitMaxMs))
+    }, waitMaxMs)
+    timer.unref()
+  })
+  void turn.then(() => clearTimeout(timer), () => clearTimeout(timer))
+  return Promise.race([turn, waited])
 }
 
 /**

@@ -100,6 +100,8 @@ const TRANSPORT_ERROR_NAMES = new Set([
   'SocketClosedError',
   'LimitExceededRpcError',
   'ResourceUnavailableRpcError',
+  // The sender's earlier transactions still held by the RPC (src/chain/clients.ts inTurn): not sent, as a timeout.
+  'SenderBusyError',
 ])
 
 export function isTransportFailure(error: unknown): boolean {
