@@ -311,7 +311,7 @@ export class Engine {
       return fail('conflict', 'offer_credit_ending', `offer ${input.offerId}: a lease of ${this.config.leaseTtlMs / 1000} s granted now would end after its credit end; it expires at its expiresAt`)
     }
     if ('accepted' in outcome) return refused('offer', input.offerId, outcome)
-    if (outcome.lease === null) outcome.noLease = whyNoLease(this.state, offer, outcome.offerExpired)
+    if (outcome.lease === null) outcome.noLease = whyNoLease(this.state, offer, outcome.offerExpired, nowMs)
     return drain(this.state, outcome)
   }
 

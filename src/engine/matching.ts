@@ -10,7 +10,7 @@ import { leaseDeadlineBaseMs, networkClockMs } from './dispatch.ts'
 import { bookKey } from './keys.ts'
 import { recordFinal } from './changes.ts'
 import { grantLease, refuseLease } from './leases.ts'
-import { eligibleFee, feeAtomic, leaseAllowance } from './rules.ts'
+import { eligibleFee, feeAtomic, leaseAllowance, screenLender } from './rules.ts'
 import { offerCreditUntilMs } from './underwriting.ts'
 import type { EngineState, OfferActor } from './state.ts'
 import type { Address, LeaseView, LenderRecord, LendersPassedOver, MatchOutcome, NoLease, NoLeaseReason } from './types.ts'
@@ -296,8 +296,6 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
     }
     const first = start - ahead.length
     const end = Math.min(entries.length, first + s.config.lendersScannedPerMatchMax)
-    // Exact comparisons: every address in the engine is EIP-55 checksummed on its way in (sessions, bodies, chain events).
-    const borrower = o.borrower
     const client = clientOf(s, o)
     let i = first
     for (; i < end; i++) {
@@ -306,7 +304,7 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
       if (feeAtomic(o.amountAtomic, entry.askBps) > o.maximumFeeAtomic) break
       const lender = entry.lender
       const fee = eligibleFee(lender, o, s.config, nowMs)
-      if (fee === null || o.excludedLenders.includes(lender.address) || isParty(lender, borrower) || (client !== undefined && isParty(lender, client))) continue
+      if (fee === null || excludedFrom(o, lender, client)) continue
       if (atLeaseAllowance(s, lender)) continue
       const free = walletFreeAtomic(s, lender, o.network, o.asset)
       if (free >= o.amountAtomic) return { refused, granted: { lender, fee }, outOfLeases: false, stoppedAt: null }
@@ -346,7 +344,7 @@ const NO_ENTRIES: readonly BookEntry[] = []
  * stopped at the scan bound (the offer has a scan mark: the next attempt resumes after it); a lender took the terms but
  * is busy (waiting helps); else the rule that passed over the most lenders, the first of the counts' order on a tie.
  */
-export function whyNoLease(s: EngineState, offer: OfferActor, offerExpired: boolean): NoLease {
+export function whyNoLease(s: EngineState, offer: OfferActor, offerExpired: boolean, nowMs: number): NoLease {
   const o = offer.getSnapshot().context
   const passedOver: LendersPassedOver = { feeAboveMaximum: 0, riskBandNotAccepted: 0, durationNotOffered: 0, amountAboveLiquidity: 0, excluded: 0, busy: 0 }
   const entries = s.books.get(bookKey(o.network, o.asset))?.entries ?? NO_ENTRIES
@@ -359,10 +357,13 @@ export function whyNoLease(s: EngineState, offer: OfferActor, offerExpired: bool
       passedOver.feeAboveMaximum += scanned - i
       break
     }
-    if (!lender.acceptedRiskBands.includes(o.riskBand)) passedOver.riskBandNotAccepted++
-    else if (lender.maxDurationSeconds < o.durationSeconds) passedOver.durationNotOffered++
-    else if (lender.availableAtomic < o.amountAtomic) passedOver.amountAboveLiquidity++
-    else if (o.excludedLenders.includes(lender.address) || isParty(lender, o.borrower) || (client !== undefined && isParty(lender, client)) || isParty(lender, o.supplierAddress)) passedOver.excluded++
+    // The walk's own rules (screenLender, excludedFrom); an eligible or inactive lender not excluded is busy.
+    const screened = screenLender(lender, o, s.config, nowMs)
+    if (screened === 'riskBand') passedOver.riskBandNotAccepted++
+    else if (screened === 'duration') passedOver.durationNotOffered++
+    else if (screened === 'liquidity') passedOver.amountAboveLiquidity++
+    else if (screened === 'fee') passedOver.feeAboveMaximum++
+    else if (screened === 'asset' || screened === 'supplier' || excludedFrom(o, lender, client)) passedOver.excluded++
     else passedOver.busy++
   }
   let reason: NoLeaseReason = 'lenders_busy'
@@ -458,6 +459,15 @@ function clientOf(s: EngineState, o: OfferContext): Address | undefined {
 /** Whether the lender is `party` (the offer's borrower, or its job's client) by its address or its session key. */
 function isParty(lender: LenderRecord, party: Address): boolean {
   return lender.address === party || lender.sessionAddress === party
+}
+
+/**
+ * The offer's own exclusions, beyond the lender's policy (screenLender): lenders that left a lease of it unpaid, and
+ * the borrower's and the job client's own wallets. Exact comparisons: every address in the engine is EIP-55
+ * checksummed on its way in (sessions, bodies, chain events).
+ */
+function excludedFrom(o: OfferContext, lender: LenderRecord, client: Address | undefined): boolean {
+  return o.excludedLenders.includes(lender.address) || isParty(lender, o.borrower) || (client !== undefined && isParty(lender, client))
 }
 
 /**

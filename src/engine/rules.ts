@@ -112,20 +112,30 @@ export function leaseAllowance(lender: Pick<LenderRecord, 'leasesPaid' | 'leases
   return config.lenderLeaseAllowanceInitial + lender.leasesPaid - lender.leasesExpired
 }
 
+/** The policy filter of screenLender a lender fails for an offer's terms. */
+export type PolicyMiss = 'asset' | 'riskBand' | 'duration' | 'liquidity' | 'supplier' | 'inactive' | 'fee'
+
 /**
- * Policy filters of DESIGN section 5 except the per-offer exclusion and the wallet check, which the engine applies.
- * Returns the fee when eligible, or null.
+ * Policy filters of DESIGN section 5 except the per-offer exclusion and the wallet check, which the engine applies:
+ * the fee when the lender is eligible for the terms, else the first filter it fails, in this order (matching.ts
+ * whyNoLease counts lenders by it).
  */
-export function eligibleFee(lender: LenderRecord, terms: OfferTerms, config: ProbationConfig, nowMs: number): bigint | null {
-  if (!isEligibleLender(lender, config, nowMs)) return null
-  if (lender.assets[terms.network] !== terms.asset) return null
-  if (!lender.acceptedRiskBands.includes(terms.riskBand)) return null
-  if (lender.maxDurationSeconds < terms.durationSeconds) return null
-  if (lender.availableAtomic < terms.amountAtomic) return null
+export function screenLender(lender: LenderRecord, terms: OfferTerms, config: ProbationConfig, nowMs: number): bigint | PolicyMiss {
+  if (lender.assets[terms.network] !== terms.asset) return 'asset'
+  if (!lender.acceptedRiskBands.includes(terms.riskBand)) return 'riskBand'
+  if (lender.maxDurationSeconds < terms.durationSeconds) return 'duration'
+  if (lender.availableAtomic < terms.amountAtomic) return 'liquidity'
   // The supplier must be a third party: never the lender itself or its session key.
-  if (lender.address === terms.supplierAddress || lender.sessionAddress === terms.supplierAddress) return null
+  if (lender.address === terms.supplierAddress || lender.sessionAddress === terms.supplierAddress) return 'supplier'
+  if (!isEligibleLender(lender, config, nowMs)) return 'inactive'
   const fee = feeAtomic(terms.amountAtomic, lender.askBps)
-  return fee <= terms.maximumFeeAtomic ? fee : null
+  return fee <= terms.maximumFeeAtomic ? fee : 'fee'
+}
+
+/** screenLender's fee, or null when the lender is not eligible for the terms. */
+export function eligibleFee(lender: LenderRecord, terms: OfferTerms, config: ProbationConfig, nowMs: number): bigint | null {
+  const screened = screenLender(lender, terms, config, nowMs)
+  return typeof screened === 'bigint' ? screened : null
 }
 
 export interface RecoverySources {
