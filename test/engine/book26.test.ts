@@ -101,6 +101,20 @@ t.test('probation over by time: the cheap lender, inactive after a miss, is leas
   w.engine.checkInvariants()
 })
 
+t.test('active again by an uptime observation: the cheap lender on a long probation is leased at once', async (t) => {
+  const w = world({ lenderLeaseAllowanceInitial: 1, lenderProbationSeconds: 3600 })
+  t.equal(lease(w.engine, offerFor(w.engine)).lender, CHEAP.address)
+  const missed = T0 + w.engine.config.leaseTtlMs + 1000
+  unwrap(dispatchAt(w.engine, missed))
+  const waiting = waitingWithMark(t, w, missed + 1000)
+  for (let i = 0; i < 20 && (w.engine.getLender(CHEAP.address)?.reliabilityBps ?? 0) < w.engine.config.lenderReliabilityMinBps; i++) {
+    unwrap(w.engine.recordLenderUptime({ lender: CHEAP.address, uptimeBps: 10_000 }, missed + 2000))
+  }
+  t.ok((w.engine.getLender(CHEAP.address)?.reliabilityBps ?? 0) >= w.engine.config.lenderReliabilityMinBps, 'reliable again: active')
+  t.equal(matchedLender(w.engine, waiting, missed + 3000), CHEAP.address, 'the cheapest eligible lender, not the dear one after the mark')
+  w.engine.checkInvariants()
+})
+
 t.test('noLease counts the lenders the refusing walk looked at: after its mark for a resumed walk, not the book\'s front', async (t) => {
   const w = world({ lenderLeaseAllowanceInitial: 1 })
   t.equal(lease(w.engine, offerFor(w.engine)).lender, CHEAP.address, 'the cheap lender busy with its one lease')
