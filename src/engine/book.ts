@@ -2,6 +2,7 @@
 // available liquidity descending, then registration order. A lender's liquidity changes on every lease, so an entry
 // is moved by binary search (remove + insert) instead of re-sorting the book; matching walks from the front and
 // stops at the first eligible lender, or as soon as the ask rate prices the fee above the borrower's maximum.
+import { isActiveLender, probationWaitMs, type ProbationConfig } from './rules.ts'
 import type { LenderRecord } from './types.ts'
 
 export interface BookEntry {
@@ -18,6 +19,13 @@ export interface BookEntry {
    */
   notedIn: MatchingBook | null
   notedAt: number
+  /**
+   * The lender's eligibility inputs that change without moving its entry, as the book last saw them (reposition): its
+   * principal reserved for live leases (down: a lease ended, freeing its wallet and one of its lease allowance), and
+   * when it is eligible by reliability (MatchingBook `eligibleAtMs`: -Infinity when active, else its probation's end).
+   */
+  reservedAtomic: bigint
+  eligibleAtMs: number
 }
 
 /** An entry's sort key without its lender: where a walk stopped (state.ts `scanMarks`). */
@@ -37,8 +45,20 @@ export interface ScanMark extends BookKey {
   seen: number
 }
 
+/** A lender's probation end in a book's schedule (MatchingBook `noteDue`). */
+interface DueEntry {
+  atMs: number
+  entry: BookEntry
+}
+
 export class MatchingBook {
   readonly entries: BookEntry[] = []
+  /**
+   * Entries whose lender is on probation, by the time it ends (a min-heap; an item whose entry's `eligibleAtMs` has
+   * changed since is stale and skipped): the lender becomes eligible then without any command, so a walk notes those
+   * due before it reads the log (`noteDue`). Empty without `probation` (a book built by a benchmark or a test).
+   */
+  private readonly due: DueEntry[] = []
   /**
    * While offers hold scan marks in this book (`marks` > 0, matching.ts markScan): each entry inserted, or moved
    * toward the front, in order (the same entry may repeat), so that a walk resumed after its mark first looks at those
@@ -56,6 +76,19 @@ export class MatchingBook {
   /** How many noted entries a mark can see back (lendersScannedPerMatchMax, set with the marks). */
   enteredKept = 0
   marks = 0
+
+  /** The probation rules (rules.ts isEligibleLender) the book schedules probation ends by; null: none scheduled. */
+  constructor(readonly probation: ProbationConfig | null = null) {}
+
+  /**
+   * When the lender is eligible by its reliability (rules.ts isEligibleLender): -Infinity while active, else when its
+   * probation wait ends.
+   */
+  eligibleAtMs(lender: LenderRecord): number {
+    const config = this.probation
+    if (config === null || isActiveLender(lender, config)) return -Infinity
+    return (lender.inactiveSinceMs ?? lender.registeredAtMs) + probationWaitMs(lender, config)
+  }
 
   /** How many entries were noted since the marks began: a new mark's `seen`. */
   get enteredCount(): number {
@@ -91,11 +124,13 @@ export class MatchingBook {
   }
 
   /**
-   * An entry entered the book or moved toward its front: noted while marks exist (one comparison otherwise), once
-   * while every mark sees its last note. Before, each repeat counted: about enteredKept forward moves of one lender
-   * between two walks (each a chain repayment) sent every marked walk back to the front (review23).
+   * An entry entered the book or moved toward its front, or its lender may have become eligible without moving (a
+   * lease ended, its wallet changed, its probation ended or was given back: book26): noted while marks exist (one
+   * comparison otherwise), once while every mark sees its last note. Before, each repeat counted: about enteredKept
+   * forward moves of one lender between two walks (each a chain repayment) sent every marked walk back to the front
+   * (review23).
    */
-  private noteEntered(entry: BookEntry): void {
+  noteEntered(entry: BookEntry): void {
     if (this.marks === 0) return
     if (entry.notedIn === this && entry.notedAt >= this.lastSeen) return
     entry.notedIn = this
@@ -104,6 +139,46 @@ export class MatchingBook {
     if (this.entered.length > 2 * this.enteredKept) {
       this.entered.splice(0, this.enteredKept)
       this.enteredBase += this.enteredKept
+    }
+  }
+
+  /**
+   * The entry's lender becomes eligible at `entry.eligibleAtMs` (its probation's end) with nothing else changing:
+   * scheduled, noted by the first walk of the book from then on (`noteDue`).
+   */
+  scheduleEligible(entry: BookEntry): void {
+    const due = this.due
+    let i = due.push({ atMs: entry.eligibleAtMs, entry }) - 1
+    while (i > 0) {
+      const parent = (i - 1) >>> 1
+      if ((due[parent] as DueEntry).atMs <= (due[i] as DueEntry).atMs) break
+      ;[due[parent], due[i]] = [due[i] as DueEntry, due[parent] as DueEntry]
+      i = parent
+    }
+  }
+
+  /**
+   * Notes the entries whose lender's probation ended by `nowMs` (scheduleEligible), before a walk at `nowMs` reads the
+   * log: a mark set while such a lender waited sees it. One comparison when none is due.
+   */
+  noteDue(nowMs: number): void {
+    const due = this.due
+    while (due.length > 0 && (due[0] as DueEntry).atMs <= nowMs) {
+      const top = due[0] as DueEntry
+      const last = due.pop() as DueEntry
+      if (due.length > 0) {
+        due[0] = last
+        let i = 0
+        for (;;) {
+          const l = 2 * i + 1
+          if (l >= due.length) break
+          const c = l + 1 < due.length && (due[l + 1] as DueEntry).atMs < (due[l] as DueEntry).atMs ? l + 1 : l
+          if ((due[i] as DueEntry).atMs <= (due[c] as DueEntry).atMs) break
+          ;[due[i], due[c]] = [due[c] as DueEntry, due[i] as DueEntry]
+          i = c
+        }
+      }
+      if (top.entry.eligibleAtMs === top.atMs) this.noteEntered(top.entry)
     }
   }
 
@@ -135,6 +210,8 @@ export class MatchingBook {
   insert(entry: BookEntry): void {
     this.entries.splice(this.lowerBound(entry), 0, entry)
     this.noteEntered(entry)
+    entry.eligibleAtMs = this.eligibleAtMs(entry.lender)
+    if (entry.eligibleAtMs !== -Infinity) this.scheduleEligible(entry)
   }
 
   remove(entry: BookEntry): void {
@@ -186,6 +263,8 @@ export function entryFor(lender: LenderRecord): BookEntry {
     registrationSeq: lender.registrationSeq,
     notedIn: null,
     notedAt: 0,
+    reservedAtomic: lender.reservedAtomic,
+    eligibleAtMs: -Infinity,
   }
 }
 
@@ -194,8 +273,12 @@ export function entryIsCurrent(entry: BookEntry): boolean {
   return entry.askBps === l.askBps && entry.reputationBps === l.reputationBps && entry.availableAtomic === l.availableAtomic
 }
 
-/** Move an entry to its lender's current key in every book that holds it. */
+/**
+ * Move an entry to its lender's current key in every book that holds it, and note it where its lender may have become
+ * eligible without moving (eligibilityEased).
+ */
 export function reposition(entry: BookEntry, books: MatchingBook[]): void {
+  if (books.length > 0) eligibilityEased(entry, books)
   if (entryIsCurrent(entry)) return
   // A lender in one book (one network) needs no array of places: the usual case, once per lease and payment.
   const only = books.length === 1 ? (books[0] as MatchingBook) : undefined
@@ -208,6 +291,30 @@ export function reposition(entry: BookEntry, books: MatchingBook[]): void {
   entry.availableAtomic = entry.lender.availableAtomic
   if (only !== undefined) only.moveFrom(from, entry, forward)
   else for (let i = 0; i < books.length; i++) (books[i] as MatchingBook).moveFrom((at as number[])[i] as number, entry, forward)
+}
+
+/**
+ * A lender can become eligible for an offer a walk passed it over for without its entry moving: a lease of it ended
+ * (its reserved principal down: its wallet's promise and one of its lease allowance freed, whether the lease was paid,
+ * timed out while its reputation fell, or cancelled), or it became active or its probation end moved (`eligibleAtMs`).
+ * Such an entry is noted in each of its books (a probation end still ahead is scheduled: MatchingBook noteDue), so a
+ * walk resumed after a mark behind which it sits looks at it first. Before, only a move toward the front was noted,
+ * and a cheaper eligible lender behind the mark lost the lease to a dearer one after it (book26). Two comparisons
+ * when nothing changed.
+ */
+function eligibilityEased(entry: BookEntry, books: MatchingBook[]): void {
+  const lender = entry.lender
+  const freed = lender.reservedAtomic < entry.reservedAtomic
+  entry.reservedAtomic = lender.reservedAtomic
+  const at = (books[0] as MatchingBook).eligibleAtMs(lender)
+  const moved = at !== entry.eligibleAtMs
+  if (!freed && !moved) return
+  entry.eligibleAtMs = at
+  for (let i = 0; i < books.length; i++) {
+    const book = books[i] as MatchingBook
+    if (freed || (moved && at === -Infinity)) book.noteEntered(entry)
+    if (moved && at !== -Infinity) book.scheduleEligible(entry)
+  }
 }
 
 /** Drops the offer's scan mark, if it has one (state.ts `scanMarks`), and its count in its book. */

@@ -157,7 +157,7 @@ function enterFundedBooks(s: EngineState, lender: LenderRecord, placed: { entry:
     const asset = lender.assets[network] as string
     const key = bookKey(network, asset)
     let book = s.books.get(key)
-    if (!book) s.books.set(key, (book = new MatchingBook()))
+    if (!book) s.books.set(key, (book = new MatchingBook(s.config)))
     if (placed.books.includes(book) || !walletHoldsLeastAdvance(s, lender, network, asset)) continue
     book.insert(placed.entry)
     placed.books.push(book)
@@ -175,6 +175,12 @@ export function walletChanged(s: EngineState, holder: Address): boolean {
   const address = s.lenderBySession.get(holder)
   const lender = address === undefined ? undefined : s.lenders.get(address)
   if (lender === undefined) return false
+  // Its wallet may now pay an amount it could not without its entry moving (a top-up): noted in its books, so a walk
+  // resumed after a mark behind which it sits looks at it (book26). Nothing while no book holds marks.
+  if (s.scanMarks.size > 0) {
+    const placed = s.bookEntries.get(lender.address)
+    if (placed !== undefined) for (const book of placed.books) book.noteEntered(placed.entry)
+  }
   const parked = s.parked.has(lender.address)
   if ((!parked && !s.partlyParked.has(lender.address)) || !walletFunded(s, lender)) return false
   if (parked) unpark(s, lender)
@@ -278,8 +284,11 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
   const refused: Candidate[] = []
   const book = s.books.get(bookKey(o.network, o.asset))
   const leasesLeft = s.config.leasesPerOfferMax - o.leaseIds.length
+  s.walkedFrom = null
   if (book && leasesLeft > 0) {
     const entries = book.entries
+    // Lenders whose probation ended by now are noted first (one comparison when none is due).
+    book.noteDue(nowMs)
     let start = 0
     // A resumed walk looks first at the entries that entered ahead of its mark since (they sort before every entry
     // after it), then at those after it: entries[i] for i from start, ahead[i - first] before.
@@ -291,6 +300,10 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
         if (since !== null) {
           ahead = since
           start = book.firstAfter(mark)
+          // What this walk looked at, for whyNoLease when it ends without a lease.
+          s.walkedOffer = o.offerId
+          s.walkedFrom = mark
+          s.walkedAhead = ahead
         }
       }
     }
@@ -338,20 +351,30 @@ const NO_ENTRIES: readonly BookEntry[] = []
 
 /**
  * Why a match of `offer` made no lease, for `POST /credit/match`'s answer only (engine.ts matchOffer): called once the
- * attempt ended without a lease, never on the leased path nor by dispatch. Looks again at the book's first lenders,
- * cheapest first, at most lendersScannedPerMatchMax of them (bounded like one walk, changes nothing), and counts each
- * by the first rule that passed it over. The reason: the offer expired; the book is empty (no_funded_lender); the walk
+ * attempt ended without a lease, never on the leased path nor by dispatch. Looks again at the lenders the attempt's
+ * walk looked at, in its order, at most lendersScannedPerMatchMax of them (changes nothing): the book's first ones,
+ * cheapest first, or, for a walk resumed after the offer's scan mark, those that entered ahead of the mark since, then
+ * those after it (walkBook records where it started: `walkedFrom`). Before, it always counted the book's first
+ * lenders, not those the resumed walk saw (book26). It counts each by the first rule that passed it over. The reason: the offer expired; the book is empty (no_funded_lender); the walk
  * stopped at the scan bound (the offer has a scan mark: the next attempt resumes after it); a lender took the terms but
  * is busy (waiting helps); else the rule that passed over the most lenders, the first of the counts' order on a tie.
  */
 export function whyNoLease(s: EngineState, offer: OfferActor, offerExpired: boolean, nowMs: number): NoLease {
   const o = offer.getSnapshot().context
   const passedOver: LendersPassedOver = { feeAboveMaximum: 0, riskBandNotAccepted: 0, durationNotOffered: 0, amountAboveLiquidity: 0, excluded: 0, busy: 0 }
-  const entries = s.books.get(bookKey(o.network, o.asset))?.entries ?? NO_ENTRIES
-  const scanned = offerExpired ? 0 : Math.min(entries.length, s.config.lendersScannedPerMatchMax)
+  const book = s.books.get(bookKey(o.network, o.asset))
+  const entries = book?.entries ?? NO_ENTRIES
+  // The refusing walk's order (walkBook): the entries noted ahead of its mark, then entries[start] on.
+  let ahead = NO_ENTRIES
+  let start = 0
+  if (s.walkedFrom !== null && s.walkedOffer === o.offerId && book !== undefined) {
+    ahead = s.walkedAhead
+    start = book.firstAfter(s.walkedFrom)
+  }
+  const scanned = offerExpired ? 0 : Math.min(ahead.length + entries.length - start, s.config.lendersScannedPerMatchMax)
   const client = clientOf(s, o)
   for (let i = 0; i < scanned; i++) {
-    const lender = (entries[i] as BookEntry).lender
+    const lender = ((i < ahead.length ? ahead[i] : entries[start + i - ahead.length]) as BookEntry).lender
     // Asks rise along the book: from the first ask above the maximum on, every lender's is.
     if (feeAtomic(o.amountAtomic, lender.askBps) > o.maximumFeeAtomic) {
       passedOver.feeAboveMaximum += scanned - i

@@ -3,7 +3,7 @@
 import type { Actor, AnyActorRef } from 'xstate'
 import type { advanceMachine, jobMachine, leaseMachine, offerMachine } from '../../machines/index.ts'
 import { actorRoot } from './actors.ts'
-import type { BookEntry, MatchingBook, ScanMark } from './book.ts'
+import type { BookEntry, BookKey, MatchingBook, ScanMark } from './book.ts'
 import { PendingChanges } from './changes.ts'
 import type { EngineConfig } from './config.ts'
 import type { Due } from './dispatch.ts'
@@ -112,6 +112,14 @@ export class EngineState {
    * walk at the front.
    */
   readonly scanMarks = new Map<string, ScanMark>()
+  /**
+   * Where the last walk started (matching.ts walkBook): after the scan mark `walkedFrom` of offer `walkedOffer`, looking
+   * first at `walkedAhead`; `walkedFrom` null: at the book's front. Read by whyNoLease right after a walk without a
+   * lease, to count the lenders that walk looked at.
+   */
+  walkedOffer: string | null = null
+  walkedFrom: BookKey | null = null
+  walkedAhead: readonly BookEntry[] = []
   /**
    * The ids of each borrower's live offers, in creation order (issue 10, hole 6: their count is bounded by
    * liveOffersPerBorrowerMax). A borrower at the bound has its own stale ones ended by its request (stale-offers.ts).

@@ -155,7 +155,7 @@ function placeAs(s: EngineState, books: Map<string, string[]>): void {
     placed.entry = entryFor(lender)
     for (const key of keys) {
       let book = s.books.get(key)
-      if (!book) s.books.set(key, (book = new MatchingBook()))
+      if (!book) s.books.set(key, (book = new MatchingBook(s.config)))
       book.insert(placed.entry)
       placed.books.push(book)
     }

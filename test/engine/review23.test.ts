@@ -1,7 +1,7 @@
 // review23's findings on fix23 (an adversarial review of the scan marks' log, the past-due second, funded books and
 // the borrower's weighed reward).
 import t from 'tap'
-import { reposition, type BookEntry } from '../../src/engine/book.ts'
+import { compareEntries, reposition, type BookEntry } from '../../src/engine/book.ts'
 import { bookKey } from '../../src/engine/keys.ts'
 import { eligibleFee, feeAtomic, leaseAllowance } from '../../src/engine/rules.ts'
 import type { EngineState } from '../../src/engine/state.ts'
@@ -61,20 +61,25 @@ function firstEligible(s: EngineState, offerId: string, nowMs: number): BookEntr
   return null
 }
 
-t.test('with scan marks, a lease goes to the first eligible lender in book order when eligibility changes only with a move', async (t) => {
+t.test('with scan marks, a lease goes to the first eligible lender in book order, however the lender became eligible', async (t) => {
   // Random registrations, matches, leases ending unused, payments, repayments (partial or whole), wallets emptied below
-  // the least advance (refused, parked) and refilled once parked: every way a lender becomes eligible here moves its
-  // entry or re-inserts it (no probation, no lease allowance reached, no wallet short of the amount only: README,
-  // "Strangers cannot keep lenders out"). A seeded generator (a linear congruential one), 40 worlds of 150 steps.
+  // the least advance (refused, parked) or to less than an amount (passed over), refilled (parked or not), and time
+  // passing: besides the moves and re-insertions, lenders become eligible without moving (book26): a lease paid or
+  // ended frees a lender at its lease allowance (1 or 2 in half the worlds) or whose wallet it held, a wallet topped up,
+  // a probation over (misses penalised in half the worlds, a 5 s probation). A seeded generator (a linear
+  // congruential one), 40 worlds of 150 steps.
   let violations = 0
   let resumed = 0
+  let resumedEased = 0
   for (let seed = 1; seed <= 40; seed++) {
     let state = seed
     const r = () => (state = (state * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff
     const pick = <T>(xs: T[]): T => xs[Math.floor(r() * xs.length)] as T
+    const penalised = seed % 2 === 0
     const { engine, wallets } = newEngine({
-      lendersScannedPerMatchMax: 2 + Math.floor(r() * 2), lenderLeaseAllowanceInitial: 1000, advanceMinAtomic: { [NET]: { [ASSET]: 10n } },
-      lenderReliabilityMissPenaltyBps: 0, lenderReputationMissPenaltyBps: 0, leasesPerOfferMax: 1000,
+      lendersScannedPerMatchMax: 2 + Math.floor(r() * 2), lenderLeaseAllowanceInitial: pick([1, 2, 1000, 1000]), advanceMinAtomic: { [NET]: { [ASSET]: 10n } },
+      leasesPerOfferMax: 1000, lenderProbationSeconds: 5,
+      ...(penalised ? {} : { lenderReliabilityMissPenaltyBps: 0, lenderReputationMissPenaltyBps: 0 }),
     })
     const s = (engine as unknown as { state: EngineState }).state
     registerBacking(engine, 'src_1', 10n ** 12n)
@@ -93,7 +98,12 @@ t.test('with scan marks, a lease goes to the first eligible lender in book order
     let tx = 1
     const match = (offerId: string) => {
       const expected = firstEligible(s, offerId, nowMs)
-      if (s.scanMarks.has(offerId)) resumed++
+      const mark = s.scanMarks.get(offerId)
+      if (mark !== undefined) {
+        resumed++
+        // The first eligible lender sits before the mark (the walk passed it): it became eligible since.
+        if (expected !== null && compareEntries(expected, mark) <= 0) resumedEased++
+      }
       const lease = unwrap(engine.matchOffer({ offerId, caller: BORROWER }, nowMs)).lease
       if (lease === null) return
       leases.push(lease)
@@ -114,14 +124,13 @@ t.test('with scan marks, a lease goes to the first eligible lender in book order
         const waiting = [...s.offers.keys()].filter((id) => s.waitingOffers.has(id))
         if (waiting.length > 0) match(pick(waiting))
       } else if (x < 0.65) {
+        // Below the least advance (refused at the next walk, parked) or holding it but less than an offer's amount.
         const lender = pick(lenders)
-        if (!engine.isParked(lender.address)) wallets.set(lender.sessionAddress, 5n)
+        if (!engine.isParked(lender.address)) wallets.set(lender.sessionAddress, pick([5n, 500n, 1500n]))
       } else if (x < 0.75) {
         const lender = pick(lenders)
-        if (engine.isParked(lender.address)) {
-          wallets.set(lender.sessionAddress, 10n ** 30n)
-          engine.walletChanged(lender.sessionAddress)
-        }
+        wallets.set(lender.sessionAddress, 10n ** 30n)
+        engine.walletChanged(lender.sessionAddress)
       } else if (x < 0.85) {
         nowMs += s.config.leaseTtlMs + 1000
         unwrap(dispatchAt(engine, nowMs))
@@ -145,6 +154,7 @@ t.test('with scan marks, a lease goes to the first eligible lender in book order
     }
   }
   t.ok(resumed > 200, `${resumed} matches resumed after a mark`)
+  t.ok(resumedEased > 20, `${resumedEased} of them with the first eligible lender behind the mark`)
   t.equal(violations, 0, 'no lease to a dearer lender while an eligible one sorted before it')
 })
 
