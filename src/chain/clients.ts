@@ -6,6 +6,7 @@
 // chain stalls (issue 10, hole 7), not after 3 tries of 10 s; but an operator transaction already sent must be
 // followed to its receipt, so its calls keep the long deadline and the retries.
 import {
+  BaseError,
   createPublicClient,
   createWalletClient,
   defineChain,
@@ -80,20 +81,47 @@ export function createNetworkClients(network: NetworkConfig, options: ClientOpti
  * A wallet of the service that sends transactions on the network (the operator's; the x402 facilitator's), with the
  * patient transport of transactions already sent and viem's nonceManager (its nonces are counted per address).
  */
-export function senderWallet(network: NetworkConfig, privateKey: Hex, options: { turnWaitMaxMs?: number } = {}): OperatorWallet {
+export function senderWallet(network: NetworkConfig, privateKey: Hex, options: { turnWaitMaxMs?: number; rpcTimeoutMs?: number } = {}): OperatorWallet {
   const turnWaitMaxMs = options.turnWaitMaxMs ?? operatorRpcTimeoutMs
   const chain = networkChain(network)
   const account = privateKeyToAccount(privateKey, { nonceManager })
-  const patient = http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: operatorRpcTimeoutMs })
+  const patient = http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: options.rpcTimeoutMs ?? operatorRpcTimeoutMs })
   const key = `${network.chainId}:${account.address}`
   const publicClient = createPublicClient({ chain, transport: patient, pollingInterval: network.pollingIntervalMs })
   return {
     account,
     walletClient: createWalletClient({ account, chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
     publicClient,
-    inTurn: (submit) => inTurn(key, submit, turnWaitMaxMs),
+    inTurn: (submit) => inTurn(key, () => resubmittedOnNonceRefusal(submit), turnWaitMaxMs),
     gasFor: async (estimate) => gasWithMargin(estimate, await blockGasLimitOf(network, publicClient)),
   }
+}
+
+/**
+ * Runs a submission, and once more when the node refused its transaction for its nonce (refusedForNonce): another
+ * transaction of the address holds that nonce, and viem's nonce manager, reset by the failure, reads the pending count
+ * again. The holder: an earlier send of this service whose call timed out (the 10 s deadline: its caller was answered
+ * 503) and that reached the node late, after this one had read the pending count and before its own transaction came
+ * (reachable: test/chain/sender-in-turn.test.ts holds the late one on the way), or another process sending with the
+ * key. viem re-reads the count after every failed send already, so a timed-out send that never reaches the node leaves
+ * no gap; only this window remained. A refused transaction never entered the pool: nothing is sent twice.
+ */
+async function resubmittedOnNonceRefusal<T>(submit: () => Promise<T>): Promise<T> {
+  try {
+    return await submit()
+  } catch (error) {
+    if (!refusedForNonce(error)) throw error
+    return await submit()
+  }
+}
+
+/**
+ * Whether the node refused a transaction because its nonce is taken: mined already ("nonce too low") or held by a
+ * transaction in its pool that this one does not outbid ("replacement transaction underpriced"). Not viem's whole
+ * NonceTooLowError, whose "already known" is this very transaction in the pool, which must not be sent again.
+ */
+export function refusedForNonce(error: unknown): boolean {
+  return error instanceof BaseError && /nonce too low|replacement transaction underpriced/i.test(error.message)
 }
 
 /** The submission each sender address (per chain) last began, settled or not: the next one waits for it. */
