@@ -4,7 +4,7 @@
 // before the first reached the node's pool (its guard trusts the pending count unless the last nonce it handed out
 // is above 0): the node refused the second ("replacement transaction underpriced" while the first waits in the pool, "nonce too low" once it is mined). Here the raw transactions reach
 // anvil 300 ms late through a proxy, so the second begins in that window, every time.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { BaseError, createPublicClient, http, parseEther, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { networkChain, refusedForNonce, SenderBusyError, senderWallet } from '../../src/chain/clients.ts'
@@ -18,19 +18,27 @@ t.before(async () => {
 })
 t.teardown(() => devnet.stop())
 
-t.test('two transactions of a fresh sender begun 100 ms apart: both mined, nonces 0 and 1', async (t) => {
+/**
+ * A fresh sender with 1 ETH whose calls go through an RPC proxy (`options`: senderWallet's), a client straight to the
+ * chain, and `send(value)`: a transfer of `value` wei taken in turn.
+ */
+async function proxiedSender(t: Test, options: Parameters<typeof senderWallet>[2] = {}) {
   const network = devnet.networks[0] as NetworkConfig
   const proxy = await startRpcProxy(network.rpcUrl)
   t.teardown(() => proxy.close())
-  const chain = networkChain(network)
-  const direct = createPublicClient({ chain, transport: http(network.rpcUrl) })
+  const direct = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl) })
   const key = generatePrivateKey()
   const address = privateKeyToAccount(key).address
   await direct.request({ method: 'anvil_setBalance', params: [address, `0x${parseEther('1').toString(16)}`] } as never)
-  const sender = senderWallet({ ...network, rpcUrl: proxy.url }, key)
-  proxy.setDelayOf({ methods: ['eth_sendRawTransaction'], ms: 300 })
+  const sender = senderWallet({ ...network, rpcUrl: proxy.url }, key, options)
   const to = privateKeyToAccount(generatePrivateKey()).address
-  const send = (): Promise<Hex> => sender.inTurn(() => sender.walletClient.sendTransaction({ to, value: 1n }))
+  const send = (value = 1n): Promise<Hex> => sender.inTurn(() => sender.walletClient.sendTransaction({ to, value }))
+  return { proxy, direct, address, send }
+}
+
+t.test('two transactions of a fresh sender begun 100 ms apart: both mined, nonces 0 and 1', async (t) => {
+  const { proxy, direct, send } = await proxiedSender(t)
+  proxy.setDelayOf({ methods: ['eth_sendRawTransaction'], ms: 300 })
   const first = send()
   await new Promise((resolve) => setTimeout(resolve, 100))
   const second = send()
@@ -45,16 +53,7 @@ t.test('two transactions of a fresh sender begun 100 ms apart: both mined, nonce
 // sent (the callers answer 503): before the bound, each of k submissions begun together waited one RPC timeout more
 // than the one before it (review25: 10, 20 and 30 s). The order and the nonces hold.
 t.test('a submission that waits longer than turnWaitMaxMs for the one before is refused and not sent', async (t) => {
-  const network = devnet.networks[0] as NetworkConfig
-  const proxy = await startRpcProxy(network.rpcUrl)
-  t.teardown(() => proxy.close())
-  const direct = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl) })
-  const key = generatePrivateKey()
-  const address = privateKeyToAccount(key).address
-  await direct.request({ method: 'anvil_setBalance', params: [address, `0x${parseEther('1').toString(16)}`] } as never)
-  const sender = senderWallet({ ...network, rpcUrl: proxy.url }, key, { turnWaitMaxMs: 300 })
-  const to = privateKeyToAccount(generatePrivateKey()).address
-  const send = (): Promise<Hex> => sender.inTurn(() => sender.walletClient.sendTransaction({ to, value: 1n }))
+  const { proxy, direct, address, send } = await proxiedSender(t, { turnWaitMaxMs: 300 })
   proxy.setDelayOf({ methods: ['eth_sendRawTransaction'], ms: 1500 })
   const held = send()
   await new Promise((resolve) => setTimeout(resolve, 100))
@@ -74,17 +73,8 @@ t.test('a submission that waits longer than turnWaitMaxMs for the one before is 
 // underpriced" while it waits in the pool). viem's nonce manager re-reads the pending count after any failed send, but
 // the late one is not counted yet when it does. The next send is submitted again once, with its nonce read afresh.
 t.test('a send that timed out and reaches the node late does not take the next send\'s nonce from it', async (t) => {
-  const network = devnet.networks[0] as NetworkConfig
-  const proxy = await startRpcProxy(network.rpcUrl)
-  t.teardown(() => proxy.close())
-  const direct = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl) })
-  const key = generatePrivateKey()
-  const address = privateKeyToAccount(key).address
-  await direct.request({ method: 'anvil_setBalance', params: [address, `0x${parseEther('1').toString(16)}`] } as never)
   // A deadline of 2 s (the operator's is 10 s).
-  const sender = senderWallet({ ...network, rpcUrl: proxy.url }, key, { rpcTimeoutMs: 2_000 })
-  const to = privateKeyToAccount(generatePrivateKey()).address
-  const send = (value: bigint): Promise<Hex> => sender.inTurn(() => sender.walletClient.sendTransaction({ to, value }))
+  const { proxy, direct, address, send } = await proxiedSender(t, { rpcTimeoutMs: 2_000 })
   proxy.setHoldOf(['eth_sendRawTransaction'])
   await t.rejects(send(1n), 'the first send timed out')
   const late = proxy.heldOf()
@@ -104,16 +94,7 @@ t.test('a send that timed out and reaches the node late does not take the next s
 // The other half: a send that timed out and never reaches the node leaves no gap in the nonces (viem's nonce manager
 // reads the pending count again after a failed send), so the next one is not stuck behind a nonce nobody holds.
 t.test('a send that timed out and never reaches the node leaves no gap: the next one takes its nonce', async (t) => {
-  const network = devnet.networks[0] as NetworkConfig
-  const proxy = await startRpcProxy(network.rpcUrl)
-  t.teardown(() => proxy.close())
-  const direct = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl) })
-  const key = generatePrivateKey()
-  const address = privateKeyToAccount(key).address
-  await direct.request({ method: 'anvil_setBalance', params: [address, `0x${parseEther('1').toString(16)}`] } as never)
-  const sender = senderWallet({ ...network, rpcUrl: proxy.url }, key, { rpcTimeoutMs: 500 })
-  const to = privateKeyToAccount(generatePrivateKey()).address
-  const send = (): Promise<Hex> => sender.inTurn(() => sender.walletClient.sendTransaction({ to, value: 1n }))
+  const { proxy, direct, send } = await proxiedSender(t, { rpcTimeoutMs: 500 })
   t.ok(await send(), 'a first one sent: the nonce manager counts from 1 now')
   // Its raw transaction held on the way and never forwarded (the node never hears of it).
   proxy.setHoldOf(['eth_sendRawTransaction'])
