@@ -49,7 +49,7 @@ const CatalogNetwork = StrictObject({
   reclaimDelaySeconds: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
     description:
       'The credit contract\'s reclaimDelay(): a job\'s client may reclaim its escrow from fundedAt + reclaimDelaySeconds, so a job\'s dueAt must come before then (a later one is 422 job_reclaimable_before_due). ' +
-      'Null when the start-up could not read it (the RPC unreachable, or no code at the contract yet): read reclaimDelay() on the contract.',
+      'Null while the service has not read it (the RPC unreachable since the start, or no code at the contract yet; it is read again once the RPC answers): read reclaimDelay() on the contract.',
   }),
   assets: Type.Array(Asset),
   facilitator: StrictObject({
@@ -194,7 +194,7 @@ export interface CatalogSources {
   storeBudgets: StoreBudgets
   routes: readonly AnyRoute[]
   networks: readonly NetworkConfig[]
-  /** The network's credit contract's reclaimDelay() in seconds, or null when not read (src/app/app.ts readReclaimDelays). */
+  /** The network's credit contract's reclaimDelay() in seconds, or null while not read (src/chain/reclaim-window.ts ReclaimDelays). */
   reclaimDelaySeconds: (network: NetworkConfig) => number | null
   /** Whether the configured RPC URLs may be published (the embedded devnet: yes). */
   publishRpcUrls: boolean

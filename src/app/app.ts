@@ -26,7 +26,7 @@ import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
-import { absentContractMessage, advanceCapMessage, olderContractMessage, probeCreditContract, readReclaimDelay } from '../chain/reclaim-window.ts'
+import { absentContractMessage, advanceCapMessage, olderContractMessage, probeCreditContract, ReclaimDelays, readReclaimDelay } from '../chain/reclaim-window.ts'
 import { advanceMinAtomicOf, loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
@@ -147,14 +147,15 @@ function startupClient(network: NetworkConfig) {
 
 /**
  * Each network's credit contract's reclaimDelay() in seconds, for the catalog (a job's dueAt must come before its
- * client may reclaim the escrow): read once at the start, it is immutable. A network not probed (`unprobed`) or whose
- * read fails is left out (null in the catalog), said in the log.
+ * client may reclaim the escrow): read at the start, it is immutable. A network not probed (`unprobed`: its RPC
+ * unreachable, no code at the contract yet) is not read yet, one whose read fails is said in the log: both are null in
+ * the catalog until read again (ReclaimDelays.readMissing: when the catalog is asked for, when the follower recovers).
  */
-async function readReclaimDelays(networks: readonly NetworkConfig[], unprobed: ReadonlySet<string>, log: Logger): Promise<Map<string, number>> {
-  const delays = new Map<string, number>()
+async function readReclaimDelays(networks: readonly NetworkConfig[], unprobed: ReadonlySet<string>, log: Logger): Promise<ReclaimDelays> {
+  const delays = new ReclaimDelays(networks, { read: (network) => readReclaimDelay(startupClient(network), network.slug, network.creditContract) })
   await Promise.all(networks.filter((n) => !unprobed.has(n.slug)).map(async (network) => {
     try {
-      delays.set(network.slug, Number(await readReclaimDelay(startupClient(network), network.slug, network.creditContract)))
+      await delays.read(network.slug)
     } catch (error) {
       log({ level: 'warn', msg: 'reclaim_delay_not_read', network: network.slug, error: String(error) })
     }
@@ -369,7 +370,11 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         },
       })
       follower.on('degraded', ({ error }) => log({ level: 'warn', msg: 'chain_follower_degraded', network: network.slug, error: String(error) }))
-      follower.on('recovered', () => log({ level: 'info', msg: 'chain_follower_recovered', network: network.slug }))
+      follower.on('recovered', () => {
+        log({ level: 'info', msg: 'chain_follower_recovered', network: network.slug })
+        // The RPC answers again: a reclaimDelay() the start could not read is read now, not at the catalog's next ask.
+        reclaimDelays.readMissing()
+      })
       follower.on('fatal', (error) => log({ level: 'error', msg: 'chain_follower_stopped', network: network.slug, code: error.code, error: error.message }))
       service.followers.set(network.slug, follower)
       follower.start()
@@ -409,7 +414,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         storeBudgets: config,
         routes,
         networks,
-        reclaimDelaySeconds: (n) => reclaimDelays.get(n.slug) ?? null,
+        reclaimDelaySeconds: (n) => reclaimDelays.get(n.slug),
         publishRpcUrls,
         facilitatorUrl: (n) => facilitatorUrl(n, { baseUrl }),
         facilitatorPayees: (n) => (facilitators.find((f) => f.network.slug === n.slug)?.payees ?? []).map(wirePayee),
@@ -425,8 +430,22 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         stream: stream.limits,
       }))
     let llms: string | undefined
+    /** Counts the values read after the start: the HTTP layer serves the catalog and llms.txt built again (a new ETag). */
+    let documentsRevision = 0
+    const documentsRevisionNow = (): number => {
+      // Asked at each request of either document: a network's reclaimDelay() not read yet is tried again (at most every
+      // reclaimDelayRetryMs, in the background); once read, the documents are built again with it (below).
+      reclaimDelays.readMissing()
+      return documentsRevision
+    }
+    reclaimDelays.onRead((slug, seconds) => {
+      catalog = undefined
+      llms = undefined
+      documentsRevision++
+      log({ level: 'info', msg: 'reclaim_delay_read', network: slug, reclaimDelaySeconds: seconds })
+    })
     routes.push(
-      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf(), devnet === undefined ? undefined : Object.values(devnet.accounts))), version: API_VERSION, reconciliation, store }),
+      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf(), devnet === undefined ? undefined : Object.values(devnet.accounts))), revision: documentsRevisionNow, version: API_VERSION, reconciliation, store }),
       openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config))),
       ...authRoutes(lateAuth),
       ...creditRoutes(service),

@@ -6,6 +6,7 @@
 // chain stalls (issue 10, hole 7), not after 3 tries of 10 s; but an operator transaction already sent must be
 // followed to its receipt, so its calls keep the long deadline and the retries.
 import {
+  BaseError,
   createPublicClient,
   createWalletClient,
   defineChain,
@@ -29,6 +30,8 @@ export type OperatorWallet = {
   publicClient: PublicClient<Transport, Chain>
   /** Runs `submit` (a transaction's nonce taken and the transaction sent) after this address's earlier ones (inTurn). */
   inTurn: <T>(submit: () => Promise<T>) => Promise<T>
+  /** The gas limit to send a transaction estimated at `estimate` with: gasWithMargin under the network's block gas limit. */
+  gasFor: (estimate: bigint) => Promise<bigint>
 }
 
 export type NetworkClients = {
@@ -78,18 +81,47 @@ export function createNetworkClients(network: NetworkConfig, options: ClientOpti
  * A wallet of the service that sends transactions on the network (the operator's; the x402 facilitator's), with the
  * patient transport of transactions already sent and viem's nonceManager (its nonces are counted per address).
  */
-export function senderWallet(network: NetworkConfig, privateKey: Hex, options: { turnWaitMaxMs?: number } = {}): OperatorWallet {
+export function senderWallet(network: NetworkConfig, privateKey: Hex, options: { turnWaitMaxMs?: number; rpcTimeoutMs?: number } = {}): OperatorWallet {
   const turnWaitMaxMs = options.turnWaitMaxMs ?? operatorRpcTimeoutMs
   const chain = networkChain(network)
   const account = privateKeyToAccount(privateKey, { nonceManager })
-  const patient = http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: operatorRpcTimeoutMs })
+  const patient = http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: options.rpcTimeoutMs ?? operatorRpcTimeoutMs })
   const key = `${network.chainId}:${account.address}`
+  const publicClient = createPublicClient({ chain, transport: patient, pollingInterval: network.pollingIntervalMs })
   return {
     account,
     walletClient: createWalletClient({ account, chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
-    publicClient: createPublicClient({ chain, transport: patient, pollingInterval: network.pollingIntervalMs }),
-    inTurn: (submit) => inTurn(key, submit, turnWaitMaxMs),
+    publicClient,
+    inTurn: (submit) => inTurn(key, () => resubmittedOnNonceRefusal(submit), turnWaitMaxMs),
+    gasFor: async (estimate) => gasWithMargin(estimate, await blockGasLimitOf(network, publicClient)),
   }
+}
+
+/**
+ * Runs a submission, and once more when the node refused its transaction for its nonce (refusedForNonce): another
+ * transaction of the address holds that nonce, and viem's nonce manager, reset by the failure, reads the pending count
+ * again. The holder: an earlier send of this service whose call timed out (the 10 s deadline: its caller was answered
+ * 503) and that reached the node late, after this one had read the pending count and before its own transaction came
+ * (reachable: test/chain/sender-in-turn.test.ts holds the late one on the way), or another process sending with the
+ * key. viem re-reads the count after every failed send already, so a timed-out send that never reaches the node leaves
+ * no gap; only this window remained. A refused transaction never entered the pool: nothing is sent twice.
+ */
+async function resubmittedOnNonceRefusal<T>(submit: () => Promise<T>): Promise<T> {
+  try {
+    return await submit()
+  } catch (error) {
+    if (!refusedForNonce(error)) throw error
+    return await submit()
+  }
+}
+
+/**
+ * Whether the node refused a transaction because its nonce is taken: mined already ("nonce too low") or held by a
+ * transaction in its pool that this one does not outbid ("replacement transaction underpriced"). Not viem's whole
+ * NonceTooLowError, whose "already known" is this very transaction in the pool, which must not be sent again.
+ */
+export function refusedForNonce(error: unknown): boolean {
+  return error instanceof BaseError && /nonce too low|replacement transaction underpriced/i.test(error.message)
 }
 
 /** The submission each sender address (per chain) last began, settled or not: the next one waits for it. */
@@ -151,16 +183,64 @@ function inTurn<T>(key: string, submit: () => Promise<T>, waitMaxMs: number): Pr
  */
 export const gasMarginPercent = 50n
 /**
- * The most gas one transaction may carry: EIP-7825's cap (2^24), below the block gas limit of every network served
- * (30M on anvil, more on mainnet and L2s), so the margin never asks for a limit no block takes.
+ * The most gas one transaction may carry: EIP-7825's cap (2^24). A chain's block gas limit may be lower still (a
+ * private chain, an L2 or a devnet configured so): the margin is capped by that too (gasWithMargin).
  */
 export const transactionGasCap = 16_777_216n
 
-/** The gas limit to send with: the estimate plus gasMarginPercent, capped by transactionGasCap (never below the estimate). */
-export function gasWithMargin(estimate: bigint): bigint {
+/**
+ * The gas limit to send with: the estimate plus gasMarginPercent, capped by the chain's block gas limit and by
+ * transactionGasCap, never below the estimate. A limit above the block's is refused by the node (no block could hold
+ * the transaction), though the transaction fits without the margin: capped only at 2^24, a chain whose blocks take
+ * less than an estimate and a half refused the operator's and the facilitator's transactions (review25).
+ */
+export function gasWithMargin(estimate: bigint, blockGasLimit: bigint): bigint {
   const padded = estimate + (estimate * gasMarginPercent) / 100n
-  if (padded <= transactionGasCap) return padded
-  return estimate > transactionGasCap ? estimate : transactionGasCap
+  const cap = blockGasLimit < transactionGasCap ? blockGasLimit : transactionGasCap
+  if (padded <= cap) return padded
+  return estimate > cap ? estimate : cap
+}
+
+/**
+ * How old a network's known block gas limit may be before a sender reads it again (one eth_getBlockByNumber). A chain
+ * moves its limit slowly (by 1/1024 a block at most on Ethereum), and the service's chain follower notes it from every
+ * head it reads (noteBlockGasLimit), so a sender rarely reads it itself.
+ */
+export const blockGasLimitMaxAgeMs = 60_000
+
+/** The latest block gas limit known of each network (by chain id and RPC URL), and when it was read. */
+const blockGasLimits = new Map<string, { gasLimit: bigint; readAtMs: number }>()
+/** Reads of a block gas limit under way, by the same key: senders asking meanwhile share one. */
+const blockGasLimitReads = new Map<string, Promise<bigint>>()
+
+function blockGasLimitKey(network: Pick<NetworkConfig, 'chainId' | 'rpcUrl'>): string {
+  return `${network.chainId}:${network.rpcUrl}`
+}
+
+/** Notes the gas limit of a block of the network just read (the pollers' head): the senders' cap needs no read of its own. */
+export function noteBlockGasLimit(network: Pick<NetworkConfig, 'chainId' | 'rpcUrl'>, gasLimit: bigint): void {
+  blockGasLimits.set(blockGasLimitKey(network), { gasLimit, readAtMs: performance.now() })
+}
+
+/**
+ * The network's block gas limit: the one noted within blockGasLimitMaxAgeMs, else the latest block's, read once for
+ * every sender asking meanwhile. A failed read is thrown (the RPC that just answered the estimate failing now).
+ */
+function blockGasLimitOf(network: Pick<NetworkConfig, 'chainId' | 'rpcUrl'>, publicClient: Pick<PublicClient, 'getBlock'>): Promise<bigint> {
+  const key = blockGasLimitKey(network)
+  const known = blockGasLimits.get(key)
+  if (known !== undefined && performance.now() - known.readAtMs <= blockGasLimitMaxAgeMs) return Promise.resolve(known.gasLimit)
+  let reading = blockGasLimitReads.get(key)
+  if (reading === undefined) {
+    reading = publicClient.getBlock({ blockTag: 'latest' }).then((block) => {
+      noteBlockGasLimit(network, block.gasLimit)
+      return block.gasLimit
+    })
+    blockGasLimitReads.set(key, reading)
+    const forget = (): void => void blockGasLimitReads.delete(key)
+    reading.then(forget, forget)
+  }
+  return reading
 }
 
 /** Clients of every configured network, by slug. */

@@ -3,7 +3,7 @@
 // with the operator's nonce-managed account, and awaited to its receipt.
 import { BaseError, ContractFunctionRevertedError, type Hex } from 'viem'
 import { creditFacilityV2Abi } from './artifacts.ts'
-import { gasWithMargin, type NetworkClients, type OperatorWallet } from './clients.ts'
+import { type NetworkClients, type OperatorWallet } from './clients.ts'
 import { decodeFacilityLog, facilityFact, type FacilityFact, type MinedLog } from './events-v2.ts'
 import { jobKey } from './ids.ts'
 
@@ -83,8 +83,9 @@ async function send(
   // names is raised as such (NothingOwed, JobNotOpen: the callers' alreadyDone applies), and a call the contract no
   // longer refuses is sent once more. Before, the request answered 409 contract_reverted, "nothing was recorded", and
   // the same request sent again succeeded (an outsider's finding, test/api/outsider23-operator-race.test.ts).
-  // Each is sent with a margin over its own estimate (gasWithMargin; the estimate writeContract would make itself, so
-  // no extra call): the one mined second of such a pair no longer runs out of gas, and the resend stays for the rest.
+  // Each is sent with a margin over its own estimate (gasWithMargin, under the block gas limit: operator.gasFor; the
+  // estimate writeContract would make itself): the one mined second of such a pair no longer runs out of gas, and the
+  // resend stays for the rest.
   for (let attempt = 1; ; attempt++) {
     let request
     let gas
@@ -96,7 +97,7 @@ async function send(
         functionName: call.functionName,
         args: call.args,
       } as Parameters<typeof publicClient.simulateContract>[0]))
-      gas = gasWithMargin(await publicClient.estimateContractGas(request as Parameters<typeof publicClient.estimateContractGas>[0]))
+      gas = await operator.gasFor(await publicClient.estimateContractGas(request as Parameters<typeof publicClient.estimateContractGas>[0]))
     } catch (error) {
       throw toContractRevert(network.slug, error)
     }

@@ -8,7 +8,7 @@
 import { request as httpRequest, Agent as HttpAgent, type IncomingMessage } from 'node:http'
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https'
 import { createPublicClient, custom, HttpRequestError, ResponseBodyTooLargeError, RpcRequestError, TimeoutError, type Chain, type Hex, type PublicClient, type Transport } from 'viem'
-import { networkChain } from './clients.ts'
+import { networkChain, noteBlockGasLimit } from './clients.ts'
 import type { NetworkConfig } from './config.ts'
 
 /** The largest answer read (eth_getLogs over a range can be large): viem's own default. */
@@ -146,7 +146,7 @@ export class SharedHead {
   latest(notBeforeMs: number): Promise<ChainHead> {
     const last = this.#last
     if (last !== undefined && last.startedAtMs > notBeforeMs) return last.head
-    const entry = { startedAtMs: this.nowMs(), head: readHead(this.#clients.publicClient) }
+    const entry = { startedAtMs: this.nowMs(), head: readHead(this.#clients) }
     this.#last = entry
     // A failed read is nobody's head: the next poll reads again.
     entry.head.catch(() => {
@@ -156,9 +156,11 @@ export class SharedHead {
   }
 }
 
-async function readHead(publicClient: PublicClient<Transport, Chain>): Promise<ChainHead> {
-  const block = (await publicClient.request({ method: 'eth_getBlockByNumber', params: ['latest', false] })) as { number?: unknown; hash?: unknown; timestamp?: unknown } | null
+/** The head's block, whose gas limit the senders' cap takes too (noteBlockGasLimit: no read of their own). */
+async function readHead({ network, publicClient }: PollingClients): Promise<ChainHead> {
+  const block = (await publicClient.request({ method: 'eth_getBlockByNumber', params: ['latest', false] })) as { number?: unknown; hash?: unknown; timestamp?: unknown; gasLimit?: unknown } | null
   if (typeof block?.number !== 'string' || typeof block.hash !== 'string' || typeof block.timestamp !== 'string') throw new Error('eth_getBlockByNumber(latest) answered no block')
+  if (typeof block.gasLimit === 'string') noteBlockGasLimit(network, BigInt(block.gasLimit))
   return { number: BigInt(block.number), hash: block.hash as Hex, timeMs: Number(block.timestamp) * 1000 }
 }
 

@@ -6,6 +6,7 @@ import { leaseOverAtChainMs } from '../../machines/index.ts'
 import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, type Address, type Hex, type PublicClient } from 'viem'
 import { creditFacilityV2Abi } from './artifacts.ts'
 import type { NetworkClients } from './clients.ts'
+import type { NetworkConfig } from './config.ts'
 import { jobStatusNames } from './reconcile-states.ts'
 import { ChainRpcError } from './proofs.ts'
 
@@ -44,6 +45,80 @@ export async function readReclaimDelay(publicClient: Pick<PublicClient, 'readCon
   const delay = await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'reclaimDelay' })
   reclaimDelayOf.set(cacheKey, delay)
   return delay
+}
+
+/** How often a network's reclaimDelay() not read yet is tried again, at most (each try one eth_call). */
+export const reclaimDelayRetryMs = 5_000
+
+/**
+ * Each network's credit contract's reclaimDelay() in seconds, for the catalog (a job's dueAt must come before its client
+ * may reclaim the escrow). Read at the start (read); a network whose read failed there or was not tried (its RPC down,
+ * no code at the contract yet) is read again by readMissing, which the service calls when the catalog is asked for and
+ * when the network's chain follower recovers: one read of a network at a time, at most one begun per
+ * reclaimDelayRetryMs, so a catalog asked for often behind a dead RPC costs an eth_call every 5 s, not one a request.
+ * Before, the value stayed null until a restart (review25). Listeners (onRead) hear of each value readMissing reads.
+ */
+export class ReclaimDelays {
+  readonly #networks: ReadonlyMap<string, NetworkConfig>
+  readonly #read: (network: NetworkConfig) => Promise<bigint>
+  readonly #nowMs: () => number
+  readonly #retryMs: number
+  readonly #seconds = new Map<string, number>()
+  /** When the last read of each network began (nowMs), and the networks being read now. */
+  readonly #triedAtMs = new Map<string, number>()
+  readonly #reading = new Set<string>()
+  readonly #listeners: Array<(slug: string, seconds: number) => void> = []
+
+  constructor(networks: readonly NetworkConfig[], options: { read: (network: NetworkConfig) => Promise<bigint>; retryMs?: number; nowMs?: () => number }) {
+    this.#networks = new Map(networks.map((network) => [network.slug, network]))
+    this.#read = options.read
+    this.#retryMs = options.retryMs ?? reclaimDelayRetryMs
+    this.#nowMs = options.nowMs ?? (() => performance.now())
+  }
+
+  /** The network's reclaimDelay() in seconds, or null while not read. */
+  get(slug: string): number | null {
+    return this.#seconds.get(slug) ?? null
+  }
+
+  /** Reads the network's reclaimDelay(); a failure is thrown as it is (the start-up logs it), and counts as a try. */
+  async read(slug: string): Promise<number> {
+    const network = this.#networks.get(slug)
+    if (network === undefined) throw new Error(`unknown network ${slug}`)
+    this.#triedAtMs.set(slug, this.#nowMs())
+    this.#reading.add(slug)
+    try {
+      const seconds = Number(await this.#read(network))
+      this.#seconds.set(slug, seconds)
+      return seconds
+    } finally {
+      this.#reading.delete(slug)
+    }
+  }
+
+  /**
+   * Reads, in the background, each network's reclaimDelay() not read yet whose last try began reclaimDelayRetryMs ago
+   * or more and is over. A failure waits for the next call after that; a value read is told to the listeners.
+   */
+  readMissing(): void {
+    const nowMs = this.#nowMs()
+    for (const slug of this.#networks.keys()) {
+      if (this.#seconds.has(slug) || this.#reading.has(slug)) continue
+      const triedAtMs = this.#triedAtMs.get(slug)
+      if (triedAtMs !== undefined && nowMs - triedAtMs < this.#retryMs) continue
+      this.read(slug).then(
+        (seconds) => {
+          for (const listener of this.#listeners) listener(slug, seconds)
+        },
+        () => {},
+      )
+    }
+  }
+
+  /** `listener` hears of each value readMissing reads (the start-up's reads are known before anything asks). */
+  onRead(listener: (slug: string, seconds: number) => void): void {
+    this.#listeners.push(listener)
+  }
 }
 
 /**

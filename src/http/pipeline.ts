@@ -486,6 +486,11 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
 
   /** An immutable route's answer: built once, then served from memory by representation and validator. */
   const documentReply = async (state: RequestState<Res>, c: CompiledRoute, headers: Record<string, string>): Promise<Reply> => {
+    const revision = c.route.documentRevision?.() ?? 0
+    if (revision !== c.documentRevision) {
+      c.document = undefined
+      c.documentRevision = revision
+    }
     c.document ??= (async () => {
       const result = await c.route.handler({ params: {}, query: {}, body: undefined, session: undefined, headers: {}, clientKey: '', signal: signalOf(state), route: c.route })
       const reply = serialize(state, c, result)

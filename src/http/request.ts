@@ -20,8 +20,10 @@ export interface CompiledRoute {
   bodyOptional: boolean
   responses: Map<number, CompiledSchema | undefined>
   headerNames: readonly string[]
-  /** Built on the first request of an immutable route. */
+  /** Built on the first request of an immutable route (again when its documentRevision changed). */
   document: Promise<DocumentVariants> | undefined
+  /** The route's documentRevision() the document was built at. */
+  documentRevision: number
 }
 
 export type Reply = { status: number; headers: Array<[string, string]>; body: string | Buffer | undefined; closeConnection?: boolean }
@@ -105,6 +107,7 @@ export function compileRoutes(routes: readonly AnyRoute[], options: Pick<ServerO
       responses,
       headerNames: (route.headers ?? []).map((name) => name.toLowerCase()),
       document: undefined,
+      documentRevision: 0,
     }
   })
 }

@@ -104,6 +104,12 @@ export interface RouteSpec<
    * accepted; query parameters are ignored (cache busters such as ?v=1 are common on such documents).
    */
   immutable?: boolean
+  /**
+   * An immutable route whose document may change a few times in the process's life (the catalog once a value the start
+   * could not read is read): the document is built again at the first request that finds this number changed (a new
+   * ETag). Undefined: built once.
+   */
+  documentRevision?: () => number
   /** Tokens of the rate limit the answer costs (default 1): a list page costs its item count. */
   cost?: (body: unknown) => number
   /**
@@ -138,6 +144,7 @@ export interface AnyRoute {
   body?: TSchema
   headers?: readonly string[]
   immutable?: boolean
+  documentRevision?: () => number
   ownReadBarrier?: boolean
   cost?: (body: unknown) => number
   keyedRequestsCharged?: boolean

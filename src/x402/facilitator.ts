@@ -25,7 +25,7 @@ import { authorizationTypes, toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
 import { getAddress, isAddressEqual, publicActions, recoverTypedDataAddress, type Address, type Hex } from 'viem'
 import { ConfigError } from '../app/config.ts'
-import { gasWithMargin, senderWallet } from '../chain/clients.ts'
+import { senderWallet } from '../chain/clients.ts'
 import type { NetworkConfig } from '../chain/config.ts'
 import type { ChainReadBudget } from '../service/chain-read-budget.ts'
 import type { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from './schemas.ts'
@@ -157,7 +157,7 @@ export class NetworkFacilitator {
         // Sent with a margin over its own estimate, as the operator's transactions (gasWithMargin): the transfer's path
         // can change between the estimate and the mining (a payee whose balance went to 0 meanwhile costs a fresh slot,
         // 17,100 gas more), and a settlement that runs out of gas spends the facilitator's gas and settles nothing.
-        writeContract: (args) => observe(client.estimateContractGas(args as never).then((gas) => wallet.inTurn(() => client.writeContract({ ...(args as object), gas: gasWithMargin(gas) } as never)))),
+        writeContract: (args) => observe(client.estimateContractGas(args as never).then(wallet.gasFor).then((gas) => wallet.inTurn(() => client.writeContract({ ...(args as object), gas } as never)))),
         sendTransaction: (args) => observe(wallet.inTurn(() => client.sendTransaction(args))),
         waitForTransactionReceipt: (args) => observe(client.waitForTransactionReceipt({ ...args, pollingInterval })),
         getCode: (args) => observe(client.getCode(args)),

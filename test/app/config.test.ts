@@ -4,11 +4,11 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { getAddress, getContractAddress, type Address } from 'viem'
+import { getAddress, getContractAddress, toFunctionSelector, type Address } from 'viem'
 import { startApp } from '../../src/app/app.ts'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { NetworksConfigError, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
-import { demoAccounts, startDevnet } from '../../src/chain/devnet.ts'
+import { demoAccounts, devnetReclaimDelaySeconds, startDevnet } from '../../src/chain/devnet.ts'
 import { startRpcProxy, type RpcProxy } from '../chain/fixtures/rpc-proxy.ts'
 import { startHarness, tempDataDir } from '../fixtures/service.ts'
 
@@ -58,9 +58,10 @@ t.test('a networks file whose network has no lease signer key is refused at star
 
 /**
  * A devnet and a networks file naming, as its credit contract, code without reclaimDelay() (as a deployment of an older
- * release has) unless `current`; its RPC is the devnet's, or what `rpcUrl` puts in front of it (a proxy).
+ * release has) unless `current`; its RPC is the devnet's, or what `rpcUrl` puts in front of it (a proxy). `slug`: the
+ * network's (the process remembers a contract's reclaimDelay() by slug and address: another slug is read afresh).
  */
-async function olderContractFile(t: Test, rpcUrl?: (devnetRpcUrl: string) => Promise<string>, current = false): Promise<{ dir: string; file: string }> {
+async function olderContractFile(t: Test, rpcUrl?: (devnetRpcUrl: string) => Promise<string>, current = false, slug = 'devnet-a'): Promise<{ dir: string; file: string }> {
   const dir = tempDataDir()
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const devnet = await startDevnet({ networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }], log: () => {} })
@@ -72,7 +73,7 @@ async function olderContractFile(t: Test, rpcUrl?: (devnetRpcUrl: string) => Pro
   })
   const network = devnet.networks[0] as NetworkConfig
   // /health holds a state half a second (not the default 1 s): the tests behind a proxy wait for it.
-  const older = { ...network, rpcUrl: rpcUrl === undefined ? network.rpcUrl : await rpcUrl(network.rpcUrl), creditContract: current ? network.creditContract : network.tokens[0]?.address as Address, healthHoldMs: 500 }
+  const older = { ...network, slug, rpcUrl: rpcUrl === undefined ? network.rpcUrl : await rpcUrl(network.rpcUrl), creditContract: current ? network.creditContract : network.tokens[0]?.address as Address, healthHoldMs: 500 }
   const file = join(dir, 'networks.json')
   writeFileSync(file, JSON.stringify({ networks: toNetworksFile([older]).networks.map((n) => ({ ...n, leaseSignerKeyEnv: 'TEST_OLDER_CONTRACT_SIGNER_KEY' })) }))
   return { dir, file }
@@ -98,13 +99,13 @@ t.test('a networks file whose credit contract caps a job\'s advances below the s
 })
 
 /** The service on a devnet (its credit contract older unless `current`) behind an RPC proxy, `before` applied to it first. */
-async function appBehindProxy(t: Test, current: boolean, before: (proxy: RpcProxy) => void) {
+async function appBehindProxy(t: Test, current: boolean, before: (proxy: RpcProxy) => void, slug?: string) {
   let proxy: RpcProxy | undefined
   const { dir, file } = await olderContractFile(t, async (devnetRpcUrl) => {
     proxy = await startRpcProxy(devnetRpcUrl)
     before(proxy)
     return proxy.url
-  }, current)
+  }, current, slug)
   const rpc = proxy as RpcProxy
   t.teardown(() => rpc.close())
   const logged: Record<string, unknown>[] = []
@@ -171,6 +172,32 @@ t.test('a node behind the credit contract\'s deployment block neither refuses th
   rpc.setLagging(undefined)
   t.match(await followerHealthWhen(app.url, (follower) => follower.state === 'ok' && follower.block !== null), { state: 'ok' }, 'the node caught up: the contract probed current, followed')
   t.notOk(logged.some((entry) => entry['msg'] === 'chain_follower_stopped'), 'never stopped')
+})
+
+// The catalog's networks[].reclaimDelaySeconds of a network whose RPC did not answer at the start: null, then the
+// contract's reclaimDelay() once the RPC answers, without a restart (before, null until one: review25).
+t.test('a reclaimDelay the start could not read is read once the RPC answers, and the catalog shows it without a restart', async (t) => {
+  const { rpc, app, logged } = await appBehindProxy(t, true, (proxy) => proxy.setMode('down'), 'devnet-late')
+  t.ok(logged.some((entry) => entry['msg'] === 'credit_contract_probe_failed'), 'the start went on without the RPC')
+  const delayNow = async (): Promise<number | null | undefined> => {
+    const catalog = (await (await fetch(`${app.url}/.well-known/service.json`)).json()) as { networks: { reclaimDelaySeconds: number | null }[] }
+    return catalog.networks[0]?.reclaimDelaySeconds
+  }
+  const reclaimDelayCalls = (): number => rpc.params('eth_call').filter((params) => JSON.stringify(params).includes(toFunctionSelector('reclaimDelay()').slice(2))).length
+  t.equal(await delayNow(), null, 'null while the RPC is down')
+  for (let ask = 0; ask < 5; ask++) t.equal(await delayNow(), null, 'asked again at once: still null')
+  t.ok(reclaimDelayCalls() <= 2, 'and tried once meanwhile (the start-up client retries once): one try per reclaimDelayRetryMs')
+  rpc.setMode('forward')
+  t.match(await followerHealthWhen(app.url, (follower) => follower.state === 'ok' && follower.block !== null), { state: 'ok' }, 'the RPC answers, the follower follows')
+  const deadline = Date.now() + 30_000
+  let seen = await delayNow()
+  while (seen === null && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    seen = await delayNow()
+  }
+  t.equal(seen, Number(devnetReclaimDelaySeconds), 'the contract\'s reclaimDelay() in the catalog, without a restart')
+  t.match(await (await fetch(`${app.url}/llms.txt`)).text(), /the catalog's networks\[\]\.reclaimDelaySeconds/, 'llms.txt built again with it')
+  t.ok(logged.some((entry) => entry['msg'] === 'reclaim_delay_read' && entry['reclaimDelaySeconds'] === Number(devnetReclaimDelaySeconds)), 'said in the log')
 })
 
 /** The configuration loaded from a CONFIG_FILE holding `content(value)`, a file per call in a directory `t` removes. */

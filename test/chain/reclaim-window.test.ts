@@ -2,7 +2,8 @@
 // judges both sides: reclaimJob from block.timestamp >= reclaimableAt on, paySupplier until block.timestamp <= deadline
 // with deadline = floor(expiresAtMs / 1000). A lease ending in the second the reclaim opens overlaps it.
 import t from 'tap'
-import { reclaimableWhileCreditLive } from '../../src/chain/reclaim-window.ts'
+import type { NetworkConfig } from '../../src/chain/config.ts'
+import { reclaimableWhileCreditLive, ReclaimDelays } from '../../src/chain/reclaim-window.ts'
 
 t.test('a reclaim that opens in the last second a lease may be paid overlaps the credit', async (t) => {
   const reclaimableAtMs = 1_700_000_000_000
@@ -10,4 +11,42 @@ t.test('a reclaim that opens in the last second a lease may be paid overlaps the
   t.equal(reclaimableWhileCreditLive(reclaimableAtMs, reclaimableAtMs + 999), true, 'its deadline is that second too')
   t.equal(reclaimableWhileCreditLive(reclaimableAtMs, reclaimableAtMs - 1), false, 'a lease ending within the second before: its last payable second is before the reclaim')
   t.equal(reclaimableWhileCreditLive(reclaimableAtMs, reclaimableAtMs + 1000), true, 'a lease ending after the reclaim opens')
+})
+
+// The catalog's reclaimDelaySeconds of a network whose RPC did not answer at the start is read again (src/app/app.ts
+// asks at each request of the catalog and when the follower recovers), bounded: one read of a network at a time, at
+// most one begun per retryMs.
+t.test('ReclaimDelays: a value not read is read again, one read at a time and at most one per retryMs', async (t) => {
+  const networks = [{ slug: 'a' }, { slug: 'b' }] as NetworkConfig[]
+  let nowMs = 0
+  const pending: Array<{ slug: string; settle: (value: bigint | Error) => void }> = []
+  const delays = new ReclaimDelays(networks, {
+    retryMs: 5_000,
+    nowMs: () => nowMs,
+    read: (network) => new Promise((resolve, reject) => pending.push({ slug: network.slug, settle: (value) => (value instanceof Error ? reject(value) : resolve(value)) })),
+  })
+  const told: string[] = []
+  delays.onRead((slug, seconds) => told.push(`${slug}=${seconds}`))
+  const starting = delays.read('a')
+  pending.shift()?.settle(600n)
+  t.equal(await starting, 600, 'the start reads a')
+  t.equal(delays.get('b'), null, 'b not read: null')
+  delays.readMissing()
+  delays.readMissing()
+  t.same(pending.map((p) => p.slug), ['b'], 'one read of b, none of a (known), however often asked')
+  pending.shift()?.settle(new Error('rpc down'))
+  await new Promise((resolve) => setImmediate(resolve))
+  nowMs = 4_999
+  delays.readMissing()
+  t.equal(pending.length, 0, 'not tried again within retryMs')
+  nowMs = 5_000
+  delays.readMissing()
+  t.same(pending.map((p) => p.slug), ['b'], 'tried again after it')
+  pending.shift()?.settle(900n)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(delays.get('b'), 900, 'read')
+  t.same(told, ['b=900'], 'told to the listeners (the catalog is built again)')
+  nowMs = 60_000
+  delays.readMissing()
+  t.equal(pending.length, 0, 'nothing more to read')
 })

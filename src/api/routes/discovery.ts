@@ -16,6 +16,8 @@ const tags = ['discovery'] as const
 export interface DiscoveryDocuments {
   catalog: () => Catalog
   llmsTxt: () => string
+  /** Changes when the catalog and llms.txt must be built again (a network's reclaimDelay() read after the start). */
+  revision?: () => number
   version: string
   /** The last reconciliation of each network, shown by /health. */
   reconciliation: Reconciliation
@@ -112,6 +114,7 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       tags,
       auth: 'none',
       immutable: true,
+      ...(docs.revision === undefined ? {} : { documentRevision: docs.revision }),
       responses: { 200: { description: 'The catalog', schema: Catalog } },
       handler: () => asResult(replyWith(200, Catalog)(docs.catalog())),
     }),
@@ -127,6 +130,7 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       tags,
       auth: 'none',
       immutable: true,
+      ...(docs.revision === undefined ? {} : { documentRevision: docs.revision }),
       responses: { 200: { description: 'llms.txt', schema: Type.String(), contentType: 'text/plain; charset=utf-8' } },
       handler: () => asResult({ status: 200, body: docs.llmsTxt() }),
     }),
