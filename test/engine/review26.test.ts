@@ -1,0 +1,56 @@
+// review26: book26's probation schedule and noLease after a resumed walk, read as an adversary.
+// 1. Every re-entry of a lender on probation (its session key rotated: parked and back as a new entry) and every move
+//    of its probation end left an item in its book's schedule until the end passed and a walk of the book came: the
+//    schedule grew with the rotations, not with the book. Now it is compacted to the book's entries.
+// 2. A resumed walk that found nothing after its mark answered `fee_above_maximum` ("raise your maximum") while the
+//    cheaper lender before the mark takes the terms and is only busy: the reason now follows what the borrower can do.
+import t from 'tap'
+import type { EngineConfig } from '../../src/engine/config.ts'
+import type { EngineState } from '../../src/engine/state.ts'
+import { ASSET, BORROWER, NET, T0, addr, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import { bookKey } from '../../src/engine/keys.ts'
+
+const CHEAP = lenderInput(1, { minFeeBps: 0 })
+const DEAR = lenderInput(9, { minFeeBps: 100 })
+
+/** book26's world: the cheap lender, two lenders no offer of 1000 can use, two dear ones; a walk looks at two. */
+function world(config: Partial<EngineConfig>, cheap = CHEAP) {
+  const made = newEngine({ lendersScannedPerMatchMax: 2, advanceMinAtomic: { [NET]: { [ASSET]: 10n } }, ...config })
+  registerBacking(made.engine)
+  unwrap(made.engine.registerLender(cheap, T0))
+  for (const n of [2, 3]) unwrap(made.engine.registerLender(lenderInput(n, { minFeeBps: 50, maxDurationSeconds: 1 }), T0))
+  unwrap(made.engine.registerLender(DEAR, T0))
+  unwrap(made.engine.registerLender(lenderInput(10, { minFeeBps: 100 }), T0))
+  const s = (made.engine as unknown as { state: EngineState }).state
+  const book = s.books.get(bookKey(NET, ASSET))
+  if (book === undefined) throw new Error('no book')
+  return { ...made, s, book }
+}
+
+t.test('the probation schedule stays bounded by its book when a lender on probation re-enters it again and again', async (t) => {
+  // The cheap lender registers below the reliability minimum: on probation for a minute, in its book, scheduled.
+  const w = world({ lenderProbationSeconds: 60 }, { ...CHEAP, reliabilityBps: 500 })
+  t.equal(w.book.scheduled, 1, 'its probation end is scheduled')
+  // Each rotation of its session key parks it and brings it back as a new entry (its new wallet funded): one more item.
+  const rotations = 500
+  for (let i = 0; i < rotations; i++) {
+    unwrap(w.engine.replaceLenderSession({ lender: CHEAP.address, caller: CHEAP.address, sessionAddress: addr(0x10_000 + i), registeredAfterMs: T0 - 1 }))
+  }
+  // Then another lender on probation (dearer than all) rotates: the compactions it runs keep the cheap lender's item.
+  const OTHER = lenderInput(20, { minFeeBps: 200, reliabilityBps: 500 })
+  unwrap(w.engine.registerLender(OTHER, T0))
+  for (let i = 0; i < rotations; i++) {
+    unwrap(w.engine.replaceLenderSession({ lender: OTHER.address, caller: OTHER.address, sessionAddress: addr(0x20_000 + i), registeredAfterMs: T0 - 1 }))
+  }
+  t.equal(w.book.size, 6, 'still one entry per lender')
+  t.ok(w.book.scheduled <= 2 * w.book.size + 64, `the schedule holds ${w.book.scheduled} items for ${w.book.size} entries after ${2 * rotations} rotations`)
+  // The compaction kept the live item: a waiting offer's mark set while the lender waits sees its probation end.
+  const waiting = offerFor(w.engine, {}, T0 + 1000)
+  t.equal(matchedLender(w.engine, waiting, T0 + 1000), null, 'the cheap lender waits out its probation; one unusable lender: the bound')
+  t.ok(w.s.scanMarks.has(waiting), 'a mark after the cheap lender')
+  t.equal(matchedLender(w.engine, waiting, T0 + 61_000), CHEAP.address, 'its probation over: the cheapest eligible lender, not the dear one after the mark')
+  // Seen through the schedule, not by a walk sent back to the front: the old entries' items (each rotation's) noted
+  // nothing, where each counted toward the log's bound (twice the scan bound: 4 here) and sent the walk to the front.
+  t.not(w.s.walkedFrom, null, 'the walk resumed after its mark')
+  w.engine.checkInvariants()
+})
