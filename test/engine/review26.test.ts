@@ -54,3 +54,26 @@ t.test('the probation schedule stays bounded by its book when a lender on probat
   t.not(w.s.walkedFrom, null, 'the walk resumed after its mark')
   w.engine.checkInvariants()
 })
+
+t.test('noLease after a resumed walk: a busy cheaper lender before the mark makes the reason lenders_busy, not fee_above_maximum', async (t) => {
+  const w = world({ lenderLeaseAllowanceInitial: 1 })
+  t.equal(matchedLender(w.engine, offerFor(w.engine)), CHEAP.address, 'the cheap lender busy with its one lease')
+  // A fee of at most 9 on 1000: the unusable lenders' 50 bps (5) fits, the dear ones' 100 bps (10) does not.
+  const waiting = offerFor(w.engine, { maximumFeeAtomic: 9n })
+  t.equal(unwrap(w.engine.matchOffer({ offerId: waiting, caller: BORROWER }, T0)).noLease?.reason, 'scan_bound_reached')
+  const resumed = unwrap(w.engine.matchOffer({ offerId: waiting, caller: BORROWER }, T0 + 1000)).noLease
+  t.same(resumed?.passedOver, { feeAboveMaximum: 1, riskBandNotAccepted: 0, durationNotOffered: 1, amountAboveLiquidity: 0, excluded: 0, busy: 0 }, 'the counts are the resumed walk\'s: after the mark')
+  t.equal(resumed?.reason, 'lenders_busy', 'the cheaper lender before the mark takes the terms and is busy: the offer waits for it')
+  t.match(resumed?.detail, /cheaper lender, one an earlier attempt of this offer looked at/, 'the detail says the busy lender is before those counted')
+  t.notMatch(resumed?.detail, /higher maximum/, 'no advice to raise the maximum')
+})
+
+t.test('noLease after a resumed walk: a cheaper lender before the mark that refuses the terms leaves the reason to the counts', async (t) => {
+  // The cheap lender accepts band C only: the offer (band A) is never its, busy or not.
+  const w = world({ lenderLeaseAllowanceInitial: 1 }, { ...CHEAP, acceptedRiskBands: ['C'] })
+  const waiting = offerFor(w.engine, { maximumFeeAtomic: 9n })
+  t.equal(unwrap(w.engine.matchOffer({ offerId: waiting, caller: BORROWER }, T0)).noLease?.reason, 'scan_bound_reached')
+  const resumed = unwrap(w.engine.matchOffer({ offerId: waiting, caller: BORROWER }, T0 + 1000)).noLease
+  t.same(resumed?.passedOver, { feeAboveMaximum: 1, riskBandNotAccepted: 0, durationNotOffered: 1, amountAboveLiquidity: 0, excluded: 0, busy: 0 })
+  t.equal(resumed?.reason, 'fee_above_maximum', 'only dearer lenders could take it: a higher maximum is the advice')
+})
