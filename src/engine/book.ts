@@ -26,6 +26,13 @@ export interface BookEntry {
    */
   reservedAtomic: bigint
   eligibleAtMs: number
+  /**
+   * A walk passed the lender over only because its session wallet could not pay the offer's amount beyond its live
+   * leases (matching.ts walkBook): a change of that wallet may make it eligible, so walletChanged notes it (and clears
+   * this). A lender passed over for its policy, an exclusion or its lease allowance is not noted on a wallet change:
+   * before (book26), any transfer into any lender's session wallet, a stranger's dust included, noted it (review26).
+   */
+  walletShort: boolean
 }
 
 /** An entry's sort key without its lender: where a walk stopped (state.ts `scanMarks`). */
@@ -303,6 +310,7 @@ export function entryFor(lender: LenderRecord): BookEntry {
     notedAt: 0,
     reservedAtomic: lender.reservedAtomic,
     eligibleAtMs: -Infinity,
+    walletShort: false,
   }
 }
 

@@ -176,10 +176,16 @@ export function walletChanged(s: EngineState, holder: Address): boolean {
   const lender = address === undefined ? undefined : s.lenders.get(address)
   if (lender === undefined) return false
   // Its wallet may now pay an amount it could not without its entry moving (a top-up): noted in its books, so a walk
-  // resumed after a mark behind which it sits looks at it (book26). Nothing while no book holds marks.
+  // resumed after a mark behind which it sits looks at it (book26). Only a lender a walk passed over for its wallet
+  // alone (`walletShort`): a stranger's dust sent to the session wallets of lenders passed over for their policy noted
+  // each of them, and more than lendersScannedPerMatchMax of them between two walks sent every marked walk of the book
+  // back to the front, the flood before the mark included (review26). Nothing while no book holds marks.
   if (s.scanMarks.size > 0) {
     const placed = s.bookEntries.get(lender.address)
-    if (placed !== undefined) for (const book of placed.books) book.noteEntered(placed.entry)
+    if (placed !== undefined && placed.entry.walletShort) {
+      placed.entry.walletShort = false
+      for (const book of placed.books) book.noteEntered(placed.entry)
+    }
   }
   const parked = s.parked.has(lender.address)
   if ((!parked && !s.partlyParked.has(lender.address)) || !walletFunded(s, lender)) return false
@@ -321,6 +327,8 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
       if (atLeaseAllowance(s, lender)) continue
       const free = walletFreeAtomic(s, lender, o.network, o.asset)
       if (free >= o.amountAtomic) return { refused, granted: { lender, fee }, outOfLeases: false, stoppedAt: null }
+      // Passed over for its wallet alone: a change of that wallet is noted (walletChanged).
+      entry.walletShort = true
       // Refused (out of the book) only when the wallet itself is short of the least advance: one that holds it but has
       // it promised to its own live leases is busy, and nothing would bring it back when a lease ends unused (review22).
       if (!walletHoldsLeastAdvance(s, lender, o.network, o.asset)) refused.push({ lender, fee })

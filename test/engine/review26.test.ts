@@ -77,3 +77,21 @@ t.test('noLease after a resumed walk: a cheaper lender before the mark that refu
   t.same(resumed?.passedOver, { feeAboveMaximum: 1, riskBandNotAccepted: 0, durationNotOffered: 1, amountAboveLiquidity: 0, excluded: 0, busy: 0 })
   t.equal(resumed?.reason, 'fee_above_maximum', 'only dearer lenders could take it: a higher maximum is the advice')
 })
+
+t.test('dust sent to the session wallets of lenders passed over for their policy does not send a marked walk to the front', async (t) => {
+  const w = world({ lenderLeaseAllowanceInitial: 1 })
+  t.equal(matchedLender(w.engine, offerFor(w.engine)), CHEAP.address, 'the cheap lender busy with its one lease')
+  const waiting = offerFor(w.engine)
+  t.equal(matchedLender(w.engine, waiting), null, 'the busy cheap lender, one unusable lender: the bound, no lease')
+  t.ok(w.s.scanMarks.has(waiting), 'a mark after them')
+  // A stranger's transfer of 1 unit into four lenders' session wallets, more than one walk scans (2): none of them was
+  // passed over for its wallet (the unusable lenders for their maxDurationSeconds, the dear ones not looked at yet).
+  for (const n of [2, 3, 9, 10]) {
+    const session = addr(0x2000 + n)
+    w.wallets.set(session, w.wallets.spendableAtomic(NET, ASSET, session) + 1n)
+    w.engine.walletChanged(session)
+  }
+  t.equal(matchedLender(w.engine, waiting, T0 + 1000), DEAR.address, 'resumed after its mark: the cheapest eligible lender (the cheap one is busy), not the front again')
+  t.not(w.s.walkedFrom, null, 'the walk resumed after its mark')
+  w.engine.checkInvariants()
+})
