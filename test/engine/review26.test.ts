@@ -4,28 +4,13 @@
 //    schedule grew with the rotations, not with the book. Now it is compacted to the book's entries.
 // 2. A resumed walk that found nothing after its mark answered `fee_above_maximum` ("raise your maximum") while the
 //    cheaper lender before the mark takes the terms and is only busy: the reason now follows what the borrower can do.
+// 3. A transfer into any lender's session wallet noted it: a stranger's dust to more lenders than a walk scans sent
+//    every marked walk back to the front. Now only a lender a walk passed over for its wallet alone is noted.
 import t from 'tap'
-import type { EngineConfig } from '../../src/engine/config.ts'
-import type { EngineState } from '../../src/engine/state.ts'
-import { ASSET, BORROWER, NET, T0, addr, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
-import { bookKey } from '../../src/engine/keys.ts'
+import { ASSET, BORROWER, NET, T0, addr, lenderInput, matchedLender, offerFor, unwrap } from './fixtures/world.ts'
+import { CHEAP, DEAR, markWorld } from './fixtures/mark-world.ts'
 
-const CHEAP = lenderInput(1, { minFeeBps: 0 })
-const DEAR = lenderInput(9, { minFeeBps: 100 })
-
-/** book26's world: the cheap lender, two lenders no offer of 1000 can use, two dear ones; a walk looks at two. */
-function world(config: Partial<EngineConfig>, cheap = CHEAP) {
-  const made = newEngine({ lendersScannedPerMatchMax: 2, advanceMinAtomic: { [NET]: { [ASSET]: 10n } }, ...config })
-  registerBacking(made.engine)
-  unwrap(made.engine.registerLender(cheap, T0))
-  for (const n of [2, 3]) unwrap(made.engine.registerLender(lenderInput(n, { minFeeBps: 50, maxDurationSeconds: 1 }), T0))
-  unwrap(made.engine.registerLender(DEAR, T0))
-  unwrap(made.engine.registerLender(lenderInput(10, { minFeeBps: 100 }), T0))
-  const s = (made.engine as unknown as { state: EngineState }).state
-  const book = s.books.get(bookKey(NET, ASSET))
-  if (book === undefined) throw new Error('no book')
-  return { ...made, s, book }
-}
+const world = markWorld
 
 t.test('the probation schedule stays bounded by its book when a lender on probation re-enters it again and again', async (t) => {
   // The cheap lender registers below the reliability minimum: on probation for a minute, in its book, scheduled.
