@@ -26,6 +26,13 @@ export interface BookEntry {
    */
   reservedAtomic: bigint
   eligibleAtMs: number
+  /**
+   * A walk passed the lender over only because its session wallet could not pay the offer's amount beyond its live
+   * leases (matching.ts walkBook): a change of that wallet may make it eligible, so walletChanged notes it (and clears
+   * this). A lender passed over for its policy, an exclusion or its lease allowance is not noted on a wallet change:
+   * before (book26), any transfer into any lender's session wallet, a stranger's dust included, noted it (review26).
+   */
+  walletShort: boolean
 }
 
 /** An entry's sort key without its lender: where a walk stopped (state.ts `scanMarks`). */
@@ -148,6 +155,7 @@ export class MatchingBook {
    */
   scheduleEligible(entry: BookEntry): void {
     const due = this.due
+    if (due.length >= 2 * this.entries.length + DUE_SLACK) this.compactDue()
     let i = due.push({ atMs: entry.eligibleAtMs, entry }) - 1
     while (i > 0) {
       const parent = (i - 1) >>> 1
@@ -178,8 +186,43 @@ export class MatchingBook {
           i = c
         }
       }
-      if (top.entry.eligibleAtMs === top.atMs) this.noteEntered(top.entry)
+      // Only the entry's current end, and only while the entry is in this book: a lender parked and back is a new entry,
+      // and its old one's items noted it for nothing, each counted toward the log's bound (review26).
+      if (top.entry.eligibleAtMs === top.atMs && this.holds(top.entry)) this.noteEntered(top.entry)
     }
+  }
+
+  /** How many probation ends the book's schedule holds, stale ones included (at most twice its entries, and 64). */
+  get scheduled(): number {
+    return this.due.length
+  }
+
+  /**
+   * Keeps of the schedule one item per entry still in the book whose probation end it names (the others are stale: the
+   * end moved, the entry left the book, or its lender was parked and came back as a new entry), as a heap again (a
+   * sorted array is one). Run when the schedule holds twice as many items as the book has entries: each push then
+   * costs O(log n) amortized, and the schedule is bounded by the book. Before (book26), every re-entry of a lender on
+   * probation (parked and back, in and out of one of its books) and every move of its probation end (an uptime
+   * observation taking it across the minimum, a miss) left an item until its end passed and a walk of the book came:
+   * up to lenderProbationMaxSeconds (30 days) of them, with no walk at all in a book without offers (review26).
+   */
+  private compactDue(): void {
+    const kept = new Set<BookEntry>()
+    const live: DueEntry[] = []
+    for (const item of this.due) {
+      const entry = item.entry
+      if (item.atMs !== entry.eligibleAtMs || kept.has(entry) || !this.holds(entry)) continue
+      kept.add(entry)
+      live.push(item)
+    }
+    live.sort((a, b) => a.atMs - b.atMs)
+    this.due.length = 0
+    for (const item of live) this.due.push(item)
+  }
+
+  /** Whether `entry` is in the book (at its key: the book is sorted by the keys its entries carry). */
+  private holds(entry: BookEntry): boolean {
+    return this.entries[this.lowerBound(entry)] === entry
   }
 
   /** First index in [lo, hi) whose entry does not sort before `entry`. */
@@ -253,6 +296,8 @@ export class MatchingBook {
 }
 
 const NONE: readonly BookEntry[] = []
+/** Stale items a small book's probation schedule may hold before it is compacted (MatchingBook compactDue). */
+const DUE_SLACK = 64
 
 export function entryFor(lender: LenderRecord): BookEntry {
   return {
@@ -265,6 +310,7 @@ export function entryFor(lender: LenderRecord): BookEntry {
     notedAt: 0,
     reservedAtomic: lender.reservedAtomic,
     eligibleAtMs: -Infinity,
+    walletShort: false,
   }
 }
 

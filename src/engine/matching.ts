@@ -176,10 +176,16 @@ export function walletChanged(s: EngineState, holder: Address): boolean {
   const lender = address === undefined ? undefined : s.lenders.get(address)
   if (lender === undefined) return false
   // Its wallet may now pay an amount it could not without its entry moving (a top-up): noted in its books, so a walk
-  // resumed after a mark behind which it sits looks at it (book26). Nothing while no book holds marks.
+  // resumed after a mark behind which it sits looks at it (book26). Only a lender a walk passed over for its wallet
+  // alone (`walletShort`): a stranger's dust sent to the session wallets of lenders passed over for their policy noted
+  // each of them, and more than lendersScannedPerMatchMax of them between two walks sent every marked walk of the book
+  // back to the front, the flood before the mark included (review26). Nothing while no book holds marks.
   if (s.scanMarks.size > 0) {
     const placed = s.bookEntries.get(lender.address)
-    if (placed !== undefined) for (const book of placed.books) book.noteEntered(placed.entry)
+    if (placed !== undefined && placed.entry.walletShort) {
+      placed.entry.walletShort = false
+      for (const book of placed.books) book.noteEntered(placed.entry)
+    }
   }
   const parked = s.parked.has(lender.address)
   if ((!parked && !s.partlyParked.has(lender.address)) || !walletFunded(s, lender)) return false
@@ -321,6 +327,8 @@ function walkBook(s: EngineState, o: OfferContext, nowMs: number): { refused: Ca
       if (atLeaseAllowance(s, lender)) continue
       const free = walletFreeAtomic(s, lender, o.network, o.asset)
       if (free >= o.amountAtomic) return { refused, granted: { lender, fee }, outOfLeases: false, stoppedAt: null }
+      // Passed over for its wallet alone: a change of that wallet is noted (walletChanged).
+      entry.walletShort = true
       // Refused (out of the book) only when the wallet itself is short of the least advance: one that holds it but has
       // it promised to its own live leases is busy, and nothing would bring it back when a lease ends unused (review22).
       if (!walletHoldsLeastAdvance(s, lender, o.network, o.asset)) refused.push({ lender, fee })
@@ -390,19 +398,43 @@ export function whyNoLease(s: EngineState, offer: OfferActor, offerExpired: bool
     else passedOver.busy++
   }
   let reason: NoLeaseReason = 'lenders_busy'
+  let busyBeforeMark = false
   if (offerExpired) reason = 'offer_expired'
   else if (entries.length === 0) reason = 'no_funded_lender'
   else if (s.scanMarks.has(o.offerId)) reason = 'scan_bound_reached'
   else if (passedOver.busy === 0) {
-    let most = 0
-    for (const [key, code] of PASSED_OVER_REASONS) {
-      if (passedOver[key] > most) {
-        most = passedOver[key]
-        reason = code
+    // A resumed walk looked only after the mark (and at the lenders noted ahead of it): a cheaper lender before it that
+    // takes the terms but is busy is what the borrower waits for, not a reason to raise its maximum (review26).
+    busyBeforeMark = start > 0 && busyBefore(s, o, entries, start, client, nowMs)
+    if (!busyBeforeMark) {
+      let most = 0
+      for (const [key, code] of PASSED_OVER_REASONS) {
+        if (passedOver[key] > most) {
+          most = passedOver[key]
+          reason = code
+        }
       }
     }
   }
-  return { reason, detail: noLeaseDetail(reason, o, s.config.lendersScannedPerMatchMax), lendersInBook: entries.length, lendersScanned: scanned, passedOver }
+  const detail = busyBeforeMark ? BUSY_BEFORE_MARK : noLeaseDetail(reason, o, s.config.lendersScannedPerMatchMax)
+  return { reason, detail, lendersInBook: entries.length, lendersScanned: scanned, passedOver }
+}
+
+/**
+ * Whether one of the book's first lenders before a resumed walk's start (`entries[0, end)`, at most
+ * lendersScannedPerMatchMax of them, cheapest first) takes the offer's terms and is not excluded from it, but is busy
+ * (the walk's rules, like whyNoLease's `busy`): the offer's earlier walks passed over it, and nothing noted since made
+ * it eligible. Changes nothing.
+ */
+function busyBefore(s: EngineState, o: OfferContext, entries: readonly BookEntry[], end: number, client: Address | undefined, nowMs: number): boolean {
+  const scanned = Math.min(end, s.config.lendersScannedPerMatchMax)
+  for (let i = 0; i < scanned; i++) {
+    const lender = (entries[i] as BookEntry).lender
+    if (feeAtomic(o.amountAtomic, lender.askBps) > o.maximumFeeAtomic) return false
+    const screened = screenLender(lender, o, s.config, nowMs)
+    if ((typeof screened === 'bigint' || screened === 'inactive') && !excludedFrom(o, lender, client)) return true
+  }
+  return false
 }
 
 const PASSED_OVER_REASONS: readonly (readonly [keyof LendersPassedOver, NoLeaseReason])[] = [
@@ -414,6 +446,9 @@ const PASSED_OVER_REASONS: readonly (readonly [keyof LendersPassedOver, NoLeaseR
 ]
 
 const WAITS = 'The offer waits and is leased in the background (dispatch) once a lender takes it, until its expiresAt.'
+
+/** lenders_busy's detail when the busy lender is before where a resumed walk started (whyNoLease busyBefore). */
+const BUSY_BEFORE_MARK = `A cheaper lender, one an earlier attempt of this offer looked at (before the lenders this attempt looked at and counts), takes the offer's terms but is busy now: its wallet's funds are promised to its live leases, it holds its allowance of live leases, or it waits out its probation. ${WAITS}`
 
 function noLeaseDetail(reason: NoLeaseReason, o: OfferContext, scanBound: number): string {
   switch (reason) {
