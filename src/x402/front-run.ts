@@ -98,13 +98,26 @@ function isHonouredRecord(value: unknown): value is HonouredRecord {
  */
 export const SETTLEMENTS_IN_FLIGHT_COLLECTION = 'x402-settlements-in-flight'
 
-/** As stored: the chain time (s, decimal) past which its settlement could not be honoured anyway. */
-type InFlightRecord = { expires: string }
+/**
+ * As stored: the chain time (s, decimal) past which its settlement could not be honoured anyway, and the digest of the
+ * request that asked for it (`request`, absent on marks written before it was kept): only a request with that digest
+ * is answered from the settlement.
+ */
+type InFlightRecord = { expires: string; request?: string }
 
 function isInFlightRecord(value: unknown): value is InFlightRecord {
   const v = value as InFlightRecord
-  return typeof v === 'object' && v !== null && typeof v.expires === 'string' && /^(0|[1-9][0-9]{0,19})$/.test(v.expires)
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.expires === 'string' &&
+    /^(0|[1-9][0-9]{0,19})$/.test(v.expires) &&
+    (v.request === undefined || (typeof v.request === 'string' && v.request.length <= 128))
+  )
 }
+
+/** A payment asked to settle and not delivered on yet: its horizon (chain time, s) and its request's digest. */
+type Undelivered = { expires: bigint; request: string | undefined }
 
 type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex }
 
@@ -115,10 +128,11 @@ export class FrontRunSettlements {
   /**
    * Payments the facilitator was asked to settle for the resource and whose work was not delivered on that settle,
    * by honouredKey -> the chain time (s) past which they could not be honoured anyway. The facilitator's own
-   * settlement of one counts as its payment when it is presented again (once: then it is honoured). Durable with a
-   * store (inFlight), read back at start-up.
+   * settlement of one counts as its payment when it is presented again (once: then it is honoured), by a request with
+   * the same digest (the work it asked for): the settlement is public once broadcast, so anyone can present the
+   * payment again. Durable with a store (inFlight), read back at start-up.
    */
-  private readonly undelivered = new Map<string, bigint>()
+  private readonly undelivered = new Map<string, Undelivered>()
   /** The durable copy of the honoured settlements (not of those the facilitator settled itself: remember). */
   private readonly records: RecordCollection<HonouredRecord> | undefined
   /** The durable copy of `undelivered`. */
@@ -132,15 +146,16 @@ export class FrontRunSettlements {
     for (const { key, value } of this.records?.iterate() ?? []) this.honoured.set(key, BigInt(value.expires))
     this.inFlight = options.store?.collection<InFlightRecord>(SETTLEMENTS_IN_FLIGHT_COLLECTION, { version: 1, validate: isInFlightRecord })
     // Those whose settle a restart interrupted before their work was delivered: the facilitator's settlement still buys it.
-    for (const { key, value } of this.inFlight?.iterate() ?? []) this.undelivered.set(key, BigInt(value.expires))
+    for (const { key, value } of this.inFlight?.iterate() ?? []) this.undelivered.set(key, { expires: BigInt(value.expires), request: value.request })
   }
 
   /**
    * The settlement on chain of `payload`, paid as `requirements` ask, when it counts as the payment; undefined when
-   * it does not (not found, another transfer used the nonce, already honoured, not the payer's signature): the
-   * refusal stands. Throws FrontRunUndecidedError when it could not decide.
+   * it does not (not found, another transfer used the nonce, already honoured, not the payer's signature, or asked
+   * to settle by a request whose digest is not `request`): the refusal stands. Throws FrontRunUndecidedError when it
+   * could not decide.
    */
-  async claim(payload: PaymentPayload, requirements: PaymentRequirements, maxTimeoutSeconds: number): Promise<FoundSettlement | undefined> {
+  async claim(payload: PaymentPayload, requirements: PaymentRequirements, maxTimeoutSeconds: number, request?: string): Promise<FoundSettlement | undefined> {
     const horizonSeconds = this.horizonSeconds(maxTimeoutSeconds)
     const authorization = authorizationOf(payload)
     if (authorization === undefined) return undefined
@@ -150,6 +165,11 @@ export class FrontRunSettlements {
     const payer = await signingPayer(this.options.network.chainId, payload, requirements)
     if (payer === undefined) return undefined
     const key = honouredKey(authorization)
+    // A payment the service was asked to settle is owed to the request that asked, not to whoever rebuilds it from the
+    // settlement's calldata (public once broadcast) with another subject or key: an outsider's finding,
+    // test/api/outsider26-score-pending-stolen.test.ts. Before any chain read.
+    const asked = this.undelivered.get(key)
+    if (asked?.request !== undefined && asked.request !== request) return undefined
     // Reserved before any chain read: a concurrent claim of the same authorization (another signature of it too) waits for nothing.
     if (this.honoured.has(key)) return undefined
     this.honoured.set(key, 0n)
@@ -212,12 +232,13 @@ export class FrontRunSettlements {
    * the delivery still knows it (test/x402/outsider19-settlement-restart.test.ts). Rejects when it could not be
    * written: nothing may be settled then.
    */
-  async attempt(payload: PaymentPayload, maxTimeoutSeconds: number): Promise<void> {
+  async attempt(payload: PaymentPayload, maxTimeoutSeconds: number, request?: string): Promise<void> {
     const authorization = authorizationOf(payload)
     if (authorization === undefined) return
     const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds)]
-    if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, { expires: expires.toString() })] })
-    this.undelivered.set(key, expires)
+    const record: InFlightRecord = request === undefined ? { expires: expires.toString() } : { expires: expires.toString(), request }
+    if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] })
+    this.undelivered.set(key, { expires, request })
   }
 
   private expiresOf(authorization: Authorization, maxTimeoutSeconds: number): bigint {
@@ -303,7 +324,7 @@ export class FrontRunSettlements {
       this.honoured.delete(key)
       if (this.records?.has(key) === true) stored.push(this.records.deleteOp(key))
     }
-    for (const [key, expires] of this.undelivered) {
+    for (const [key, { expires }] of this.undelivered) {
       if (expires >= headTimestamp) continue
       this.undelivered.delete(key)
       stored.push(...this.consumeOps(key))

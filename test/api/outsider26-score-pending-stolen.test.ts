@@ -1,0 +1,73 @@
+// An outsider's finding (outsider26): a /credit-score payment the service's own facilitator broadcast while its
+// request delivered nothing (the receipt unreadable; README "Credit score": 503, "the same payment sent again is
+// answered from that settlement, once") was answered to whoever sent it first, whatever the body. The settlement's
+// calldata is the payer's whole authorization and signature, public from the broadcast on, and the 402's
+// PAYMENT-REQUIRED gives the rest of the x402 payload (test/api/outsider26-scripts/score-pending-stolen.ts rebuilds it
+// from the chain alone): a stranger posting it during the payer's Retry-After, about another subject and with its own
+// key, got that score for nothing, and the payer's retry was refused 402 payment_already_used, charged and never
+// served. The rule now: the settlement owed to a request that delivered nothing buys only the work that request asked
+// for (its subject and the key its answer is sealed to), also after a restart (the digest is in the stored mark).
+// Fails without the fix: the stranger's request is answered 200 and the payer's retry 402.
+import t, { type Test } from 'tap'
+import { exportJWK, generateKeyPair } from 'jose'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import type { NetworkConfig } from '../../src/chain/config.ts'
+import { DEVNET_PRICE_ATOMIC } from '../../src/score/settings.ts'
+import { fund } from '../fixtures/service.ts'
+import { proxiedScoreService } from '../x402/fixtures/proxied-score.ts'
+import { creditScoreBody, creditScoreSignature } from '../x402/fixtures/score-payment.ts'
+import { until } from './fixtures/api.ts'
+
+const { h, b, proxy, balance } = await proxiedScoreService(t)
+
+async function post(body: unknown, header: string) {
+  const reply = await fetch(`${h.url}/credit-score`, { method: 'POST', headers: { 'content-type': 'application/json', 'payment-signature': header }, body: JSON.stringify(body) })
+  return { status: reply.status, body: (await reply.json()) as { code?: string; subject?: string; jwe?: string } }
+}
+
+/** A payer's score call whose settlement is broadcast and not delivered on: its body, header and payer's balance before. */
+async function undelivered(t: Test, sourceId: string) {
+  const body = (await creditScoreBody(h, sourceId)) as { subject: string; publicKey: Record<string, string> }
+  const payerKey = generatePrivateKey()
+  const payer = privateKeyToAccount(payerKey).address
+  await fund(h.devnet, b, payer, 1_000_000n)
+  const header = await creditScoreSignature(h, b as NetworkConfig, body, payerKey)
+  const before = await balance(payer)
+  proxy.setFailing(['eth_getTransactionReceipt'])
+  const first = await post(body, header)
+  proxy.setFailing(undefined)
+  t.equal(first.status, 503, `nothing delivered on the payer's request: ${first.status} ${first.body.code}`)
+  await until(async () => (await balance(payer)) === before - DEVNET_PRICE_ATOMIC, 20_000, 'the settlement mined: the payer charged')
+  return { body, header, payer, before }
+}
+
+async function strangerKey() {
+  return exportJWK((await generateKeyPair('ECDH-ES', { crv: 'P-256', extractable: true })).publicKey)
+}
+
+t.test('a stranger presenting the broadcast payment with its own body gets nothing; the payer gets its score', async (t) => {
+  const { body, header, payer, before } = await undelivered(t, 'o26-stolen-src')
+  const other = (await creditScoreBody(h, 'o26-stolen-other')) as { subject: string }
+  const stolen = await post(other, header)
+  t.equal(stolen.status, 402, `another subject and key: refused (${stolen.status} ${stolen.body.code})`)
+  t.equal(stolen.body.code, 'payment_already_used')
+  const ownSubject = await post({ subject: body.subject, publicKey: await strangerKey() }, header)
+  t.equal(ownSubject.status, 402, `the payer's subject with another key: refused (${ownSubject.status} ${ownSubject.body.code})`)
+  const retry = await post(body, header)
+  t.equal(retry.status, 200, `the payer's retry buys its score: ${retry.status} ${retry.body.code}`)
+  t.equal(retry.body.subject, body.subject)
+  t.type(retry.body.jwe, 'string')
+  const again = await post(body, header)
+  t.equal(again.status, 402, 'once')
+  t.equal(await balance(payer), before - DEVNET_PRICE_ATOMIC, 'the payer paid the price once')
+})
+
+t.test('the binding survives a restart between the broadcast and the retry', async (t) => {
+  const { body, header } = await undelivered(t, 'o26-stolen-restart-src')
+  await h.restart()
+  const stolen = await post({ subject: body.subject, publicKey: await strangerKey() }, header)
+  t.equal(stolen.status, 402, `after the restart, another key: refused (${stolen.status} ${stolen.body.code})`)
+  // The same key with a kid of its own is the same recipient: the answer is sealed to the same key.
+  const retry = await post({ ...body, publicKey: { ...body.publicKey, kid: 'payer-key-1' } }, header)
+  t.equal(retry.status, 200, `the payer's retry after the restart buys its score: ${retry.status} ${retry.body.code}`)
+})
