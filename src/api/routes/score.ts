@@ -170,14 +170,14 @@ async function paying<T>(run: () => Promise<T>): Promise<T> {
     const exhausted = causes(error).find((cause) => cause instanceof ChainReadsExhaustedError)
     if (exhausted !== undefined) throw problemOf(exhausted)
     if (causes(error).some((cause) => cause instanceof SettlementUnconfirmedError)) {
-      throw new HttpProblem(503, 'payment_settlement_unconfirmed', `${error.message}; nothing was delivered: send the same payment again shortly.`, {
+      throw new HttpProblem(503, 'payment_settlement_unconfirmed', `${error.message}; nothing was delivered: send the same payment with the same subject and publicKey again shortly.`, {
         title: 'Settlement unconfirmed',
         headers: { 'retry-after': '1' },
         cause: error,
       })
     }
     const chain = causes(error).some((cause) => cause instanceof ChainUnavailableError)
-    throw new HttpProblem(503, chain ? 'chain_unavailable' : 'facilitator_unavailable', `${error.message}; nothing was decided about the payment, retry later.`, {
+    throw new HttpProblem(503, chain ? 'chain_unavailable' : 'facilitator_unavailable', `${error.message}; nothing was decided about the payment, retry later (with the same subject and publicKey: a settlement of it sent meanwhile buys that call's score only).`, {
       title: chain ? 'Chain unavailable' : 'Facilitator unavailable',
       headers: { 'retry-after': '1' },
       cause: error,
