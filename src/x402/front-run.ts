@@ -29,6 +29,15 @@ import type { RecordCollection, RecordWrite, Store } from '../store/index.ts'
 import type { ChainReadBudget } from '../service/chain-read-budget.ts'
 import { ChainUnavailableError, isTransportFailure, signingPayer } from './facilitator.ts'
 
+/**
+ * How long (chain time, s) past a payment's own horizon a settlement sent for a request that delivered nothing still
+ * buys that request's work: its in-flight mark lives this much longer. The payer was told (503, Retry-After) to send
+ * the same payment again, and an RPC outage or a restart may last far longer than the payment's timeout; before, a
+ * retry more than maxTimeoutSeconds + 60 s after the settlement's block was refused payment_already_used, the payer
+ * charged and never served (an outsider's finding, test/api/outsider26-score-pending-stolen.test.ts).
+ */
+export const UNDELIVERED_RETRY_SECONDS = 86_400
+
 /** How far below the head a front-run settlement is looked for: one eth_getLogs range most providers accept. */
 export const FRONT_RUN_LOOKBACK_BLOCKS = 2_000n
 
@@ -103,7 +112,7 @@ export const SETTLEMENTS_IN_FLIGHT_COLLECTION = 'x402-settlements-in-flight'
  * request that asked for it (`request`, absent on marks written before it was kept): only a request with that digest
  * is answered from the settlement.
  */
-type InFlightRecord = { expires: string; request?: string }
+type InFlightRecord = { expires: string; request?: string; transaction?: Hex }
 
 function isInFlightRecord(value: unknown): value is InFlightRecord {
   const v = value as InFlightRecord
@@ -112,12 +121,17 @@ function isInFlightRecord(value: unknown): value is InFlightRecord {
     v !== null &&
     typeof v.expires === 'string' &&
     /^(0|[1-9][0-9]{0,19})$/.test(v.expires) &&
-    (v.request === undefined || (typeof v.request === 'string' && v.request.length <= 128))
+    (v.request === undefined || (typeof v.request === 'string' && v.request.length <= 128)) &&
+    (v.transaction === undefined || (isHex(v.transaction, { strict: true }) && v.transaction.length === 66))
   )
 }
 
-/** A payment asked to settle and not delivered on yet: its horizon (chain time, s) and its request's digest. */
-type Undelivered = { expires: bigint; request: string | undefined }
+/**
+ * A payment asked to settle and not delivered on yet: its mark's end (chain time, s), its request's digest, and the
+ * facilitator's settlement transaction once its broadcast is known (looked up by hash when it is older than the log
+ * lookback).
+ */
+type Undelivered = { expires: bigint; request: string | undefined; transaction?: Hex | undefined }
 
 type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex }
 
@@ -146,7 +160,7 @@ export class FrontRunSettlements {
     for (const { key, value } of this.records?.iterate() ?? []) this.honoured.set(key, BigInt(value.expires))
     this.inFlight = options.store?.collection<InFlightRecord>(SETTLEMENTS_IN_FLIGHT_COLLECTION, { version: 1, validate: isInFlightRecord })
     // Those whose settle a restart interrupted before their work was delivered: the facilitator's settlement still buys it.
-    for (const { key, value } of this.inFlight?.iterate() ?? []) this.undelivered.set(key, { expires: BigInt(value.expires), request: value.request })
+    for (const { key, value } of this.inFlight?.iterate() ?? []) this.undelivered.set(key, { expires: BigInt(value.expires), request: value.request, transaction: value.transaction })
   }
 
   /**
@@ -175,7 +189,7 @@ export class FrontRunSettlements {
     this.honoured.set(key, 0n)
     let found: { transaction: Hex; expires: bigint } | undefined
     try {
-      found = await this.find(authorization, payer, requirements, horizonSeconds, this.undelivered.has(key))
+      found = await this.find(authorization, payer, requirements, horizonSeconds, asked)
     } finally {
       if (found === undefined) this.honoured.delete(key)
     }
@@ -235,10 +249,26 @@ export class FrontRunSettlements {
   async attempt(payload: PaymentPayload, maxTimeoutSeconds: number, request?: string): Promise<void> {
     const authorization = authorizationOf(payload)
     if (authorization === undefined) return
-    const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds)]
+    const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds) + BigInt(UNDELIVERED_RETRY_SECONDS)]
     const record: InFlightRecord = request === undefined ? { expires: expires.toString() } : { expires: expires.toString(), request }
     if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] })
     this.undelivered.set(key, { expires, request })
+  }
+
+  /**
+   * The facilitator broadcast `transaction` for `payload` and its settle delivered nothing (settlement_pending): kept in
+   * the payment's mark, so that a retry later than the log lookback (FRONT_RUN_LOOKBACK_BLOCKS) still finds it. A
+   * failed write keeps it in memory only (the lookback then bounds a retry after a restart).
+   */
+  async broadcast(payload: PaymentPayload, transaction: string): Promise<void> {
+    const authorization = authorizationOf(payload)
+    if (authorization === undefined || !isHex(transaction, { strict: true }) || transaction.length !== 66) return
+    const key = honouredKey(authorization)
+    const asked = this.undelivered.get(key)
+    if (asked === undefined) return
+    asked.transaction = transaction
+    const record: InFlightRecord = { expires: asked.expires.toString(), ...(asked.request === undefined ? {} : { request: asked.request }), transaction }
+    if (this.inFlight?.has(key) === true) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] }).catch(() => {})
   }
 
   private expiresOf(authorization: Authorization, maxTimeoutSeconds: number): bigint {
@@ -250,7 +280,8 @@ export class FrontRunSettlements {
     return maxTimeoutSeconds + Math.ceil(this.options.confirmationTimeoutMs / 1000)
   }
 
-  private async find(authorization: Authorization, payer: Address, requirements: PaymentRequirements, horizonSeconds: number, ownUndelivered: boolean): Promise<{ transaction: Hex; expires: bigint } | undefined> {
+  private async find(authorization: Authorization, payer: Address, requirements: PaymentRequirements, horizonSeconds: number, asked: Undelivered | undefined): Promise<{ transaction: Hex; expires: bigint } | undefined> {
+    const ownUndelivered = asked !== undefined
     const { network, client, chainReads } = this.options
     await this.read(async () => chainReads?.take(network.slug, payer, undefined))
     const token = requirements.asset as Address
@@ -262,7 +293,9 @@ export class FrontRunSettlements {
       return logs[0]
     }
     let log = await usedLog()
-    if (log === undefined) {
+    // The service's own broadcast, older than the lookback: read by its hash (its receipt is checked as any other).
+    let hash: Hex | undefined = log?.transactionHash ?? asked?.transaction
+    if (hash === undefined) {
       // Not mined: a transaction using the nonce may wait in the pool (the facilitator's own send then found it used).
       // The pending state says so where the node keeps one; then its mining is waited for, as confirmations are.
       const pending = await this.read(() => client.readContract({ address: token, abi: authorizationStateAbi, functionName: 'authorizationState', args: [authorization.from, authorization.nonce], blockTag: 'pending' }))
@@ -273,13 +306,17 @@ export class FrontRunSettlements {
         await new Promise((resolve) => setTimeout(resolve, network.pollingIntervalMs))
         log = await usedLog()
       }
+      hash = log.transactionHash
     }
-    const receipt = await this.confirmed(log.transactionHash)
+    const receipt = await this.confirmed(hash)
     if (receipt === undefined || receipt.status !== 'success' || !paysAsAsked(receipt, token, authorization)) return undefined
     if (!ownUndelivered && (await this.facilitatorSigners()).some((signer) => isAddressEqual(signer as Address, receipt.from))) return undefined
     const block = await this.read(() => client.getBlock({ blockHash: receipt.blockHash }))
     if (block.timestamp <= authorization.validAfter || block.timestamp >= authorization.validBefore) return undefined
-    const expires = block.timestamp + BigInt(horizonSeconds)
+    // A settlement of a payment the service was asked to settle and did not deliver on counts as long as its mark
+    // lives (UNDELIVERED_RETRY_SECONDS past the payment's horizon), and is remembered as long once honoured.
+    const horizon = block.timestamp + BigInt(horizonSeconds)
+    const expires = asked !== undefined && asked.expires > horizon ? asked.expires : horizon
     if (head.timestamp > expires) return undefined
     return { transaction: receipt.transactionHash, expires }
   }

@@ -169,6 +169,7 @@ export class PaidResource {
           // found the nonce used): it paid as asked, so it is the payment. So is the facilitator's own, broadcast and
           // its receipt not read (settlement_pending): looked up, and waited for, as a stranger's is.
           if (alreadyUsed(settled.errorReason) || /transaction_failed/.test(settled.errorReason ?? '') || settled.errorReason === SETTLEMENT_PENDING) {
+            if (settled.errorReason === SETTLEMENT_PENDING && settled.transaction) await this.options.frontRun?.broadcast(payload, settled.transaction)
             const found = await this.settledFirst(payload, requirements, request)
             if (found !== undefined) {
               await found.commit()
