@@ -38,6 +38,12 @@ import { ChainUnavailableError, isTransportFailure, signingPayer } from './facil
  */
 export const UNDELIVERED_RETRY_SECONDS = 86_400
 
+/**
+ * How many times the log window is read for a nonce the head's state says is used before it is taken for one used
+ * before the window (the read right after the state's, then a polling interval apart).
+ */
+const OLD_NONCE_LOG_READS = 3
+
 /** How far below the head a front-run settlement is looked for: one eth_getLogs range most providers accept. */
 export const FRONT_RUN_LOOKBACK_BLOCKS = 2_000n
 
@@ -297,9 +303,22 @@ export class FrontRunSettlements {
     let hash: Hex | undefined = log?.transactionHash ?? asked?.transaction
     if (hash === undefined) {
       // Not mined: a transaction using the nonce may wait in the pool (the facilitator's own send then found it used).
-      // The pending state says so where the node keeps one; then its mining is waited for, as confirmations are.
-      const pending = await this.read(() => client.readContract({ address: token, abi: authorizationStateAbi, functionName: 'authorizationState', args: [authorization.from, authorization.nonce], blockTag: 'pending' }))
-      if (!pending) return undefined
+      // The pending state says so where the node keeps one; then its mining is waited for, as confirmations are. A
+      // nonce already used at the head was mined before the lookback, far past any horizon: refused at once. Before,
+      // the pending state (used, long ago) sent every old spent payment presented again (anyone rebuilds one from
+      // its settlement's calldata) into the wait: its request held confirmationTimeoutMs and eth_getLogs sent every
+      // pollingIntervalMs, then 503 "send it again" (an outsider's finding, test/api/outsider26-old-payment.test.ts).
+      const used = (blockTag: 'latest' | 'pending') =>
+        this.read(() => client.readContract({ address: token, abi: authorizationStateAbi, functionName: 'authorizationState', args: [authorization.from, authorization.nonce], blockTag }))
+      if (await used('latest')) {
+        // Or mined between the log read and this one, or a provider's logs lag its state by a block or two: the window
+        // is read again a few times, a polling interval apart (OLD_NONCE_LOG_READS), and no more.
+        for (let i = 0; i < OLD_NONCE_LOG_READS && log === undefined; i++) {
+          if (i > 0) await new Promise((resolve) => setTimeout(resolve, network.pollingIntervalMs))
+          log = await usedLog()
+        }
+        if (log === undefined) return undefined
+      } else if (!(await used('pending'))) return undefined
       const deadline = Date.now() + this.options.confirmationTimeoutMs
       while (log === undefined) {
         if (Date.now() > deadline) throw new SettlementUnconfirmedError(`a transaction using the payment's authorization was still pending after ${this.options.confirmationTimeoutMs} ms`)
