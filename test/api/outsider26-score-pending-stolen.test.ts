@@ -17,36 +17,21 @@
 import t, { type Test } from 'tap'
 import { exportJWK, generateKeyPair } from 'jose'
 import { createTestClient, http } from 'viem'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { networkChain } from '../../src/chain/clients.ts'
-import type { NetworkConfig } from '../../src/chain/config.ts'
 import { DEVNET_PRICE_ATOMIC } from '../../src/score/settings.ts'
-import { fund } from '../fixtures/service.ts'
 import { proxiedScoreService } from '../x402/fixtures/proxied-score.ts'
-import { creditScoreBody, creditScoreSignature } from '../x402/fixtures/score-payment.ts'
-import { until } from './fixtures/api.ts'
+import { creditScoreBody } from '../x402/fixtures/score-payment.ts'
+import { postScore, undeliveredScore } from './fixtures/undelivered-score.ts'
 
-const { h, b, proxy, balance } = await proxiedScoreService(t)
+const service = await proxiedScoreService(t)
+const { h, b, balance } = service
+const post = (body: unknown, header: string) => postScore(h.url, body, header)
 
-async function post(body: unknown, header: string) {
-  const reply = await fetch(`${h.url}/credit-score`, { method: 'POST', headers: { 'content-type': 'application/json', 'payment-signature': header }, body: JSON.stringify(body) })
-  return { status: reply.status, body: (await reply.json()) as { code?: string; subject?: string; jwe?: string } }
-}
-
-/** A payer's score call whose settlement is broadcast and not delivered on: its body, header and payer's balance before. */
+/** A payer's score call whose settlement is broadcast and not delivered on (503), the settlement mined. */
 async function undelivered(t: Test, sourceId: string) {
-  const body = (await creditScoreBody(h, sourceId)) as { subject: string; publicKey: Record<string, string> }
-  const payerKey = generatePrivateKey()
-  const payer = privateKeyToAccount(payerKey).address
-  await fund(h.devnet, b, payer, 1_000_000n)
-  const header = await creditScoreSignature(h, b as NetworkConfig, body, payerKey)
-  const before = await balance(payer)
-  proxy.setFailing(['eth_getTransactionReceipt'])
-  const first = await post(body, header)
-  proxy.setFailing(undefined)
-  t.equal(first.status, 503, `nothing delivered on the payer's request: ${first.status} ${first.body.code}`)
-  await until(async () => (await balance(payer)) === before - DEVNET_PRICE_ATOMIC, 20_000, 'the settlement mined: the payer charged')
-  return { body, header, payer, before }
+  const paid = await undeliveredScore(service, sourceId)
+  t.equal(paid.first.status, 503, `nothing delivered on the payer's request: ${paid.first.status} ${paid.first.body.code}`)
+  return paid
 }
 
 async function strangerKey() {

@@ -12,33 +12,19 @@
 // when sent again however late (within the mark's life).
 // node --import tsx test/api/outsider26-scripts/score-pending-late-retry.ts [seconds, default 600]
 import { createTestClient, http } from 'viem'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { networkChain } from '../../../src/chain/clients.ts'
-import type { NetworkConfig } from '../../../src/chain/config.ts'
-import { fund } from '../../fixtures/service.ts'
 import { proxiedScoreService } from '../../x402/fixtures/proxied-score.ts'
-import { creditScoreBody, creditScoreSignature } from '../../x402/fixtures/score-payment.ts'
+import { postScore, undeliveredScore } from '../fixtures/undelivered-score.ts'
 
 const seconds = Number(process.argv[2] ?? 600)
 const teardowns: (() => unknown)[] = []
 let exitCode = 1
 try {
-  const { h, b, proxy, balance } = await proxiedScoreService({ teardown: (fn) => void teardowns.push(fn) })
-  const post = async (body: unknown, header: string) => {
-    const reply = await fetch(`${h.url}/credit-score`, { method: 'POST', headers: { 'content-type': 'application/json', 'payment-signature': header }, body: JSON.stringify(body) })
-    return { status: reply.status, body: (await reply.json()) as { code?: string; subject?: string; detail?: string } }
-  }
-  const body = await creditScoreBody(h, 'o26-late-src')
-  const payerKey = generatePrivateKey()
-  const payer = privateKeyToAccount(payerKey).address
-  await fund(h.devnet, b, payer, 1_000_000n)
-  const header = await creditScoreSignature(h, b as NetworkConfig, body, payerKey)
-  const before = await balance(payer)
-  proxy.setFailing(['eth_getTransactionReceipt'])
-  const first = await post(body, header)
-  proxy.setFailing(undefined)
+  const service = await proxiedScoreService({ teardown: (fn) => void teardowns.push(fn) })
+  const { h, b, balance } = service
+  const { body, header, payer, before, first } = await undeliveredScore(service, 'o26-late-src')
+  const post = (body: unknown, header: string) => postScore(h.url, body, header)
   console.log('first request (receipt unreadable):', first.status, first.body.code)
-  for (let i = 0; i < 100 && (await balance(payer)) === before; i++) await new Promise((resolve) => setTimeout(resolve, 100))
   console.log('payer charged:', before - (await balance(payer)))
   const test = createTestClient({ chain: networkChain(b), transport: http(b.rpcUrl), mode: 'anvil' })
   await test.increaseTime({ seconds })

@@ -13,37 +13,20 @@
 // node --import tsx test/api/outsider26-scripts/score-pending-stolen.ts
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentSignatureHeader } from '@x402/core/http'
 import { decodeFunctionData, parseAbi, parseAbiItem, type Address, type Hex } from 'viem'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import type { NetworkConfig } from '../../../src/chain/config.ts'
-import { fund } from '../../fixtures/service.ts'
 import { proxiedScoreService } from '../../x402/fixtures/proxied-score.ts'
-import { creditScoreBody, creditScoreSignature } from '../../x402/fixtures/score-payment.ts'
+import { creditScoreBody } from '../../x402/fixtures/score-payment.ts'
+import { postScore, undeliveredScore } from '../fixtures/undelivered-score.ts'
 
 const teardowns: (() => unknown)[] = []
 let exitCode = 1
 try {
-  const { h, b, proxy, chain, balance } = await proxiedScoreService({ teardown: (fn) => void teardowns.push(fn) })
+  const service = await proxiedScoreService({ teardown: (fn) => void teardowns.push(fn) })
+  const { h, b, chain, balance } = service
   const token = b.tokens[0]?.address as Address
-  const post = async (body: unknown, header?: string) => {
-    const reply = await fetch(`${h.url}/credit-score`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(header ? { 'payment-signature': header } : {}) },
-      body: JSON.stringify(body),
-    })
-    return { status: reply.status, headers: reply.headers, body: (await reply.json()) as { code?: string; subject?: string; jwe?: string } }
-  }
+  const post = (body: unknown, header?: string) => postScore(h.url, body, header)
 
-  // The payer: a score about its subject, paid by a fresh wallet.
-  const payerBody = (await creditScoreBody(h, 'o26-payer-src')) as { subject: string }
-  const payerKey = generatePrivateKey()
-  const payer = privateKeyToAccount(payerKey).address
-  await fund(h.devnet, b, payer, 1_000_000n)
-  const payerHeader = await creditScoreSignature(h, b as NetworkConfig, payerBody, payerKey)
-  const before = await balance(payer)
-
-  proxy.setFailing(['eth_getTransactionReceipt'])
-  const first = await post(payerBody, payerHeader)
-  proxy.setFailing(undefined)
+  // The payer: a score about its subject, paid by a fresh wallet; the receipt of its settlement unreadable.
+  const { body: payerBody, header: payerHeader, payer, before, first } = await undeliveredScore(service, 'o26-payer-src')
   console.log('payer, first request (receipt unreadable):', first.status, first.body.code, 'Retry-After', first.headers.get('retry-after'))
 
   // The stranger: the settlement's transaction from the chain (AuthorizationUsed of the token), its calldata decoded.
