@@ -39,6 +39,9 @@ export function scoreHowTo(price: ScorePrice | undefined): string {
 3. Sign an EIP-3009 transferWithAuthorization for it and repeat the POST with the PAYMENT-SIGNATURE header (any x402 v2 client does steps 2-3).
 4. 200 {"subject","jwe","compute"} with the PAYMENT-RESPONSE header (the settlement transaction). The payment settles only when the score was
    computed: a failed computation is a 503 compute_failed and charges nothing. A payment is spent once (402 payment_already_used after).
+   A 503 with Retry-After once you paid (chain_unavailable, facilitator_unavailable, payment_settlement_unconfirmed) delivered nothing: send
+   the same PAYMENT-SIGNATURE with the same body (subject and publicKey) again; a settlement sent meanwhile buys that call's score, once, and
+   no other (the settlement is public on chain: a body with another subject or key is refused 402 payment_already_used).
 5. Decrypt the compact JWE (ECDH-ES, A256GCM) with your private key; the plaintext is JSON {subject, score, scoreMin, scoreMax, formulaVersion, asOf, factors, inputs}.
 
    import { generateKeyPair, exportJWK, compactDecrypt } from 'jose'

@@ -29,6 +29,21 @@ import type { RecordCollection, RecordWrite, Store } from '../store/index.ts'
 import type { ChainReadBudget } from '../service/chain-read-budget.ts'
 import { ChainUnavailableError, isTransportFailure, signingPayer } from './facilitator.ts'
 
+/**
+ * How long (chain time, s) past a payment's own horizon a settlement sent for a request that delivered nothing still
+ * buys that request's work: its in-flight mark lives this much longer. The payer was told (503, Retry-After) to send
+ * the same payment again, and an RPC outage or a restart may last far longer than the payment's timeout; before, a
+ * retry more than maxTimeoutSeconds + 60 s after the settlement's block was refused payment_already_used, the payer
+ * charged and never served (an outsider's finding, test/api/outsider26-score-pending-stolen.test.ts).
+ */
+export const UNDELIVERED_RETRY_SECONDS = 86_400
+
+/**
+ * How many times the log window is read for a nonce the head's state says is used before it is taken for one used
+ * before the window (the read right after the state's, then a polling interval apart).
+ */
+const OLD_NONCE_LOG_READS = 3
+
 /** How far below the head a front-run settlement is looked for: one eth_getLogs range most providers accept. */
 export const FRONT_RUN_LOOKBACK_BLOCKS = 2_000n
 
@@ -98,13 +113,31 @@ function isHonouredRecord(value: unknown): value is HonouredRecord {
  */
 export const SETTLEMENTS_IN_FLIGHT_COLLECTION = 'x402-settlements-in-flight'
 
-/** As stored: the chain time (s, decimal) past which its settlement could not be honoured anyway. */
-type InFlightRecord = { expires: string }
+/**
+ * As stored: the chain time (s, decimal) past which its settlement could not be honoured anyway, and the digest of the
+ * request that asked for it (`request`, absent on marks written before it was kept): only a request with that digest
+ * is answered from the settlement.
+ */
+type InFlightRecord = { expires: string; request?: string; transaction?: Hex }
 
 function isInFlightRecord(value: unknown): value is InFlightRecord {
   const v = value as InFlightRecord
-  return typeof v === 'object' && v !== null && typeof v.expires === 'string' && /^(0|[1-9][0-9]{0,19})$/.test(v.expires)
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.expires === 'string' &&
+    /^(0|[1-9][0-9]{0,19})$/.test(v.expires) &&
+    (v.request === undefined || (typeof v.request === 'string' && v.request.length <= 128)) &&
+    (v.transaction === undefined || (isHex(v.transaction, { strict: true }) && v.transaction.length === 66))
+  )
 }
+
+/**
+ * A payment asked to settle and not delivered on yet: its mark's end (chain time, s), its request's digest, and the
+ * facilitator's settlement transaction once its broadcast is known (looked up by hash when it is older than the log
+ * lookback).
+ */
+type Undelivered = { expires: bigint; request: string | undefined; transaction?: Hex | undefined }
 
 type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex }
 
@@ -115,10 +148,11 @@ export class FrontRunSettlements {
   /**
    * Payments the facilitator was asked to settle for the resource and whose work was not delivered on that settle,
    * by honouredKey -> the chain time (s) past which they could not be honoured anyway. The facilitator's own
-   * settlement of one counts as its payment when it is presented again (once: then it is honoured). Durable with a
-   * store (inFlight), read back at start-up.
+   * settlement of one counts as its payment when it is presented again (once: then it is honoured), by a request with
+   * the same digest (the work it asked for): the settlement is public once broadcast, so anyone can present the
+   * payment again. Durable with a store (inFlight), read back at start-up.
    */
-  private readonly undelivered = new Map<string, bigint>()
+  private readonly undelivered = new Map<string, Undelivered>()
   /** The durable copy of the honoured settlements (not of those the facilitator settled itself: remember). */
   private readonly records: RecordCollection<HonouredRecord> | undefined
   /** The durable copy of `undelivered`. */
@@ -132,15 +166,16 @@ export class FrontRunSettlements {
     for (const { key, value } of this.records?.iterate() ?? []) this.honoured.set(key, BigInt(value.expires))
     this.inFlight = options.store?.collection<InFlightRecord>(SETTLEMENTS_IN_FLIGHT_COLLECTION, { version: 1, validate: isInFlightRecord })
     // Those whose settle a restart interrupted before their work was delivered: the facilitator's settlement still buys it.
-    for (const { key, value } of this.inFlight?.iterate() ?? []) this.undelivered.set(key, BigInt(value.expires))
+    for (const { key, value } of this.inFlight?.iterate() ?? []) this.undelivered.set(key, { expires: BigInt(value.expires), request: value.request, transaction: value.transaction })
   }
 
   /**
    * The settlement on chain of `payload`, paid as `requirements` ask, when it counts as the payment; undefined when
-   * it does not (not found, another transfer used the nonce, already honoured, not the payer's signature): the
-   * refusal stands. Throws FrontRunUndecidedError when it could not decide.
+   * it does not (not found, another transfer used the nonce, already honoured, not the payer's signature, or asked
+   * to settle by a request whose digest is not `request`): the refusal stands. Throws FrontRunUndecidedError when it
+   * could not decide.
    */
-  async claim(payload: PaymentPayload, requirements: PaymentRequirements, maxTimeoutSeconds: number): Promise<FoundSettlement | undefined> {
+  async claim(payload: PaymentPayload, requirements: PaymentRequirements, maxTimeoutSeconds: number, request?: string): Promise<FoundSettlement | undefined> {
     const horizonSeconds = this.horizonSeconds(maxTimeoutSeconds)
     const authorization = authorizationOf(payload)
     if (authorization === undefined) return undefined
@@ -150,12 +185,17 @@ export class FrontRunSettlements {
     const payer = await signingPayer(this.options.network.chainId, payload, requirements)
     if (payer === undefined) return undefined
     const key = honouredKey(authorization)
+    // A payment the service was asked to settle is owed to the request that asked, not to whoever rebuilds it from the
+    // settlement's calldata (public once broadcast) with another subject or key: an outsider's finding,
+    // test/api/outsider26-score-pending-stolen.test.ts. Before any chain read.
+    const asked = this.undelivered.get(key)
+    if (asked?.request !== undefined && asked.request !== request) return undefined
     // Reserved before any chain read: a concurrent claim of the same authorization (another signature of it too) waits for nothing.
     if (this.honoured.has(key)) return undefined
     this.honoured.set(key, 0n)
     let found: { transaction: Hex; expires: bigint } | undefined
     try {
-      found = await this.find(authorization, payer, requirements, horizonSeconds, this.undelivered.has(key))
+      found = await this.find(authorization, payer, requirements, horizonSeconds, asked)
     } finally {
       if (found === undefined) this.honoured.delete(key)
     }
@@ -212,12 +252,29 @@ export class FrontRunSettlements {
    * the delivery still knows it (test/x402/outsider19-settlement-restart.test.ts). Rejects when it could not be
    * written: nothing may be settled then.
    */
-  async attempt(payload: PaymentPayload, maxTimeoutSeconds: number): Promise<void> {
+  async attempt(payload: PaymentPayload, maxTimeoutSeconds: number, request?: string): Promise<void> {
     const authorization = authorizationOf(payload)
     if (authorization === undefined) return
-    const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds)]
-    if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, { expires: expires.toString() })] })
-    this.undelivered.set(key, expires)
+    const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds) + BigInt(UNDELIVERED_RETRY_SECONDS)]
+    const record: InFlightRecord = request === undefined ? { expires: expires.toString() } : { expires: expires.toString(), request }
+    if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] })
+    this.undelivered.set(key, { expires, request })
+  }
+
+  /**
+   * The facilitator broadcast `transaction` for `payload` and its settle delivered nothing (settlement_pending): kept in
+   * the payment's mark, so that a retry later than the log lookback (FRONT_RUN_LOOKBACK_BLOCKS) still finds it. A
+   * failed write keeps it in memory only (the lookback then bounds a retry after a restart).
+   */
+  async broadcast(payload: PaymentPayload, transaction: string): Promise<void> {
+    const authorization = authorizationOf(payload)
+    if (authorization === undefined || !isHex(transaction, { strict: true }) || transaction.length !== 66) return
+    const key = honouredKey(authorization)
+    const asked = this.undelivered.get(key)
+    if (asked === undefined) return
+    asked.transaction = transaction
+    const record: InFlightRecord = { expires: asked.expires.toString(), ...(asked.request === undefined ? {} : { request: asked.request }), transaction }
+    if (this.inFlight?.has(key) === true) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] }).catch(() => {})
   }
 
   private expiresOf(authorization: Authorization, maxTimeoutSeconds: number): bigint {
@@ -229,7 +286,8 @@ export class FrontRunSettlements {
     return maxTimeoutSeconds + Math.ceil(this.options.confirmationTimeoutMs / 1000)
   }
 
-  private async find(authorization: Authorization, payer: Address, requirements: PaymentRequirements, horizonSeconds: number, ownUndelivered: boolean): Promise<{ transaction: Hex; expires: bigint } | undefined> {
+  private async find(authorization: Authorization, payer: Address, requirements: PaymentRequirements, horizonSeconds: number, asked: Undelivered | undefined): Promise<{ transaction: Hex; expires: bigint } | undefined> {
+    const ownUndelivered = asked !== undefined
     const { network, client, chainReads } = this.options
     await this.read(async () => chainReads?.take(network.slug, payer, undefined))
     const token = requirements.asset as Address
@@ -241,24 +299,43 @@ export class FrontRunSettlements {
       return logs[0]
     }
     let log = await usedLog()
-    if (log === undefined) {
+    // The service's own broadcast, older than the lookback: read by its hash (its receipt is checked as any other).
+    let hash: Hex | undefined = log?.transactionHash ?? asked?.transaction
+    if (hash === undefined) {
       // Not mined: a transaction using the nonce may wait in the pool (the facilitator's own send then found it used).
-      // The pending state says so where the node keeps one; then its mining is waited for, as confirmations are.
-      const pending = await this.read(() => client.readContract({ address: token, abi: authorizationStateAbi, functionName: 'authorizationState', args: [authorization.from, authorization.nonce], blockTag: 'pending' }))
-      if (!pending) return undefined
+      // The pending state says so where the node keeps one; then its mining is waited for, as confirmations are. A
+      // nonce already used at the head was mined before the lookback, far past any horizon: refused at once. Before,
+      // the pending state (used, long ago) sent every old spent payment presented again (anyone rebuilds one from
+      // its settlement's calldata) into the wait: its request held confirmationTimeoutMs and eth_getLogs sent every
+      // pollingIntervalMs, then 503 "send it again" (an outsider's finding, test/api/outsider26-old-payment.test.ts).
+      const used = (blockTag: 'latest' | 'pending') =>
+        this.read(() => client.readContract({ address: token, abi: authorizationStateAbi, functionName: 'authorizationState', args: [authorization.from, authorization.nonce], blockTag }))
+      if (await used('latest')) {
+        // Or mined between the log read and this one, or a provider's logs lag its state by a block or two: the window
+        // is read again a few times, a polling interval apart (OLD_NONCE_LOG_READS), and no more.
+        for (let i = 0; i < OLD_NONCE_LOG_READS && log === undefined; i++) {
+          if (i > 0) await new Promise((resolve) => setTimeout(resolve, network.pollingIntervalMs))
+          log = await usedLog()
+        }
+        if (log === undefined) return undefined
+      } else if (!(await used('pending'))) return undefined
       const deadline = Date.now() + this.options.confirmationTimeoutMs
       while (log === undefined) {
         if (Date.now() > deadline) throw new SettlementUnconfirmedError(`a transaction using the payment's authorization was still pending after ${this.options.confirmationTimeoutMs} ms`)
         await new Promise((resolve) => setTimeout(resolve, network.pollingIntervalMs))
         log = await usedLog()
       }
+      hash = log.transactionHash
     }
-    const receipt = await this.confirmed(log.transactionHash)
+    const receipt = await this.confirmed(hash)
     if (receipt === undefined || receipt.status !== 'success' || !paysAsAsked(receipt, token, authorization)) return undefined
     if (!ownUndelivered && (await this.facilitatorSigners()).some((signer) => isAddressEqual(signer as Address, receipt.from))) return undefined
     const block = await this.read(() => client.getBlock({ blockHash: receipt.blockHash }))
     if (block.timestamp <= authorization.validAfter || block.timestamp >= authorization.validBefore) return undefined
-    const expires = block.timestamp + BigInt(horizonSeconds)
+    // A settlement of a payment the service was asked to settle and did not deliver on counts as long as its mark
+    // lives (UNDELIVERED_RETRY_SECONDS past the payment's horizon), and is remembered as long once honoured.
+    const horizon = block.timestamp + BigInt(horizonSeconds)
+    const expires = asked !== undefined && asked.expires > horizon ? asked.expires : horizon
     if (head.timestamp > expires) return undefined
     return { transaction: receipt.transactionHash, expires }
   }
@@ -303,7 +380,7 @@ export class FrontRunSettlements {
       this.honoured.delete(key)
       if (this.records?.has(key) === true) stored.push(this.records.deleteOp(key))
     }
-    for (const [key, expires] of this.undelivered) {
+    for (const [key, { expires }] of this.undelivered) {
       if (expires >= headTimestamp) continue
       this.undelivered.delete(key)
       stored.push(...this.consumeOps(key))

@@ -103,9 +103,11 @@ export class PaidResource {
 
   /**
    * Verifies the request's payment through the facilitator. Headers are the request's, copied before any await
-   * (uWebSockets.js frees the request when its handler returns).
+   * (uWebSockets.js frees the request when its handler returns). `request` is a digest of the work the request asks
+   * for (the route's inputs): a payment whose settlement was sent for a request and not delivered on is answered only
+   * to a request with the same digest (src/x402/front-run.ts).
    */
-  async admit(headers: Readonly<Record<string, string>>): Promise<PaymentRefusal | AdmittedPayment> {
+  async admit(headers: Readonly<Record<string, string>>, request?: string): Promise<PaymentRefusal | AdmittedPayment> {
     const server = await this.ready()
     const header = headers['payment-signature']
     if (header !== undefined && !decodes(header)) {
@@ -126,13 +128,13 @@ export class PaidResource {
       if (result.type === 'payment-error') {
         const refusal = this.refusal(result.response, header === undefined)
         if (refusal.code !== 'payment_already_used' || header === undefined) return refusal
-        const found = await this.settledFirst(decodePaymentSignatureHeader(header), this.requirements())
+        const found = await this.settledFirst(decodePaymentSignatureHeader(header), this.requirements(), request)
         if (found === undefined) return refusal
         admitted = true
         return this.honouring(found, key)
       }
       admitted = true
-      return this.admitted(server, result.paymentPayload, result.paymentRequirements, result.declaredExtensions, result.cancellationDispatcher, key)
+      return this.admitted(server, result.paymentPayload, result.paymentRequirements, result.declaredExtensions, result.cancellationDispatcher, key, request)
     } finally {
       if (!admitted && key !== undefined) this.inFlight.delete(key)
     }
@@ -145,6 +147,7 @@ export class PaidResource {
     extensions: Record<string, unknown> | undefined,
     dispatcher: PaymentCancellationDispatcher,
     key: string | undefined,
+    request: string | undefined,
   ): AdmittedPayment {
     const release = () => {
       if (key !== undefined) this.inFlight.delete(key)
@@ -156,7 +159,7 @@ export class PaidResource {
         try {
           // Until its work is delivered, the facilitator's own settlement of it may buy it when presented again: durably
           // marked so before anything is broadcast.
-          await this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds)
+          await this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds, request)
           const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
           if (settled.success) {
             await this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
@@ -166,7 +169,8 @@ export class PaidResource {
           // found the nonce used): it paid as asked, so it is the payment. So is the facilitator's own, broadcast and
           // its receipt not read (settlement_pending): looked up, and waited for, as a stranger's is.
           if (alreadyUsed(settled.errorReason) || /transaction_failed/.test(settled.errorReason ?? '') || settled.errorReason === SETTLEMENT_PENDING) {
-            const found = await this.settledFirst(payload, requirements)
+            if (settled.errorReason === SETTLEMENT_PENDING && settled.transaction) await this.options.frontRun?.broadcast(payload, settled.transaction)
+            const found = await this.settledFirst(payload, requirements, request)
             if (found !== undefined) {
               await found.commit()
               return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
@@ -212,11 +216,11 @@ export class PaidResource {
   }
 
   /** The front-run settlement that counts as this payment, if any; a lookup that could not decide is unavailable. */
-  private async settledFirst(payload: PaymentPayload, requirements: PaymentRequirements): Promise<FoundSettlement | undefined> {
+  private async settledFirst(payload: PaymentPayload, requirements: PaymentRequirements, request: string | undefined): Promise<FoundSettlement | undefined> {
     const { frontRun, maxTimeoutSeconds } = this.options
     if (frontRun === undefined) return undefined
     try {
-      return await frontRun.claim(payload, requirements, maxTimeoutSeconds)
+      return await frontRun.claim(payload, requirements, maxTimeoutSeconds, request)
     } catch (error) {
       if (error instanceof FrontRunUndecidedError) throw new PaymentUnavailableError(`${error.message}; the payment's settlement could not be looked up`, { cause: error })
       throw error

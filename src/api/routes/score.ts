@@ -3,6 +3,7 @@
 // computation in the compute component, which returns only a JWE for the caller's key; settlement, only once that
 // succeeded; 200 with the PAYMENT-RESPONSE header. A failed computation cancels the payment: nothing is charged. A
 // payment someone else settled first, exactly as asked, counts as the payment once (src/x402/front-run.ts).
+import { createHash } from 'node:crypto'
 import type { Address } from 'viem'
 import { checksum } from '../common.ts'
 import { HttpProblem } from '../../http/problem.ts'
@@ -71,7 +72,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
       503: {
         description:
           'compute_disabled (no compute component; before any payment), compute_failed (the computation failed: nothing was charged, the same payment may be sent again until it expires), ' +
-          'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was delivered: send the same payment again, and if the service\'s own settlement of it was sent meanwhile, that settlement buys the score, once), ' +
+          'chain_unavailable or facilitator_unavailable (the payment could not be verified or settled; nothing was delivered: send the same payment again, with the same subject and publicKey, and if the service\'s own settlement of it was sent meanwhile, that settlement buys the score, once, for that subject and key only), ' +
           'payment_settlement_unconfirmed (someone else settled this payment first, exactly as asked, and it counts as the payment once at the network\'s confirmations: it was not yet when the wait ended; send the same payment again), ' +
           `chain_reads_exhausted (the payment's verify or settle on a self-facilitated network takes one chain read, as the payer's when its key signed the authorization, and a call with a payment one of the caller's client address's part: ${CHAIN_READS_EXHAUSTED}), ` +
           'network_stopped (without Retry-After: the payment network\'s chain follower stopped for good, /health says why; before any payment, nothing charged).',
@@ -105,7 +106,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
           throw error instanceof ChainReadsExhaustedError ? problemOf(error) : error
         }
       }
-      const admission = await paying(() => resource.admit(headers)).catch((error: unknown) => {
+      const admission = await paying(() => resource.admit(headers, scoreRequestDigest(subject, body.publicKey))).catch((error: unknown) => {
         // Refused by the payer's share or the network's budget: nothing was read.
         if (charged && error instanceof HttpProblem && error.code === 'chain_reads_exhausted') chainReadParts.giveBackPart(slug, clientKey)
         throw error
@@ -134,6 +135,18 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
   })
 }
 
+/**
+ * What a paid call asks for: the subject and the key its answer is sealed to (the members that name the key, as a JWK
+ * thumbprint's: a `kid` changes only the header). A payment whose settlement was sent for one call and not delivered
+ * on buys only that call's answer when sent again: the settlement's calldata is public once broadcast, and before,
+ * anyone who rebuilt the payment from it during the payer's Retry-After got the score, for another subject and its own
+ * key, and the payer's retry was refused payment_already_used (an outsider's finding,
+ * test/api/outsider26-score-pending-stolen.test.ts).
+ */
+function scoreRequestDigest(subject: Address, key: { kty: string; crv: string; x: string; y?: string | undefined }): string {
+  return createHash('sha256').update(JSON.stringify([subject.toLowerCase(), key.kty, key.crv, key.x, key.y ?? null])).digest('hex')
+}
+
 function inputsOf(deps: CreditScoreRouteDeps, subject: Address) {
   const inputs = scoreInputsOf(deps.engine, deps.passport, deps.repaymentMinimums, subject, deps.clock())
   // Borrower records are never deleted: one seen before the payment is still there.
@@ -157,14 +170,14 @@ async function paying<T>(run: () => Promise<T>): Promise<T> {
     const exhausted = causes(error).find((cause) => cause instanceof ChainReadsExhaustedError)
     if (exhausted !== undefined) throw problemOf(exhausted)
     if (causes(error).some((cause) => cause instanceof SettlementUnconfirmedError)) {
-      throw new HttpProblem(503, 'payment_settlement_unconfirmed', `${error.message}; nothing was delivered: send the same payment again shortly.`, {
+      throw new HttpProblem(503, 'payment_settlement_unconfirmed', `${error.message}; nothing was delivered: send the same payment with the same subject and publicKey again shortly.`, {
         title: 'Settlement unconfirmed',
         headers: { 'retry-after': '1' },
         cause: error,
       })
     }
     const chain = causes(error).some((cause) => cause instanceof ChainUnavailableError)
-    throw new HttpProblem(503, chain ? 'chain_unavailable' : 'facilitator_unavailable', `${error.message}; nothing was decided about the payment, retry later.`, {
+    throw new HttpProblem(503, chain ? 'chain_unavailable' : 'facilitator_unavailable', `${error.message}; nothing was decided about the payment, retry later (with the same subject and publicKey: a settlement of it sent meanwhile buys that call's score only).`, {
       title: chain ? 'Chain unavailable' : 'Facilitator unavailable',
       headers: { 'retry-after': '1' },
       cause: error,
