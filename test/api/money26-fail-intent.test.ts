@@ -10,7 +10,7 @@ import t from 'tap'
 import { defaultDevnetNetworks, startDevnet } from '../../src/chain/devnet.ts'
 import { failureNoteHash } from '../../src/engine/jobs.ts'
 import { killAllServices, killWithTransactionInPool, removeDir, startService, writeServiceFiles } from '../persistence/fixtures/child-service.ts'
-import { fundedJob, readyLender, signedIn, tempDataDir, usdc, type Harness } from '../fixtures/service.ts'
+import { fundedJob, readyLender, signedIn, startHarness, tempDataDir, usdc, type Harness } from '../fixtures/service.ts'
 import { fundAdvance, until } from './fixtures/api.ts'
 
 const devnet = await startDevnet({ networks: [defaultDevnetNetworks[0] as (typeof defaultDevnetNetworks)[number]] })
@@ -74,4 +74,21 @@ t.test('a failure mined and never recorded keeps the client\'s reason, and the c
   t.equal((await (await signedIn(service.url, borrower)).post(`/credit/jobs/${jobId}/fail`, failure)).status, 403, 'the borrower is not answered it')
   t.equal(((await clientApi.get(`/passport/${borrower.address}`)).body as any[]).filter((e) => e.kind === 'job_failed').length, 1, 'still one entry')
   await service.stop('SIGKILL')
+})
+
+t.test('a /fail answered and sent again answers the same failure; its intent is gone with the record', async (t) => {
+  const h = await startHarness({ devnet })
+  t.teardown(() => h.stop())
+  const jobId = 'job_m26_fail_again'
+  const { jobClientApi } = await fundedJob(h, { jobId, receivableAtomic: usdc(100) })
+  const failure = { reason: 'defective', note: 'broken on arrival' }
+  const first = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, failure)
+  t.equal(first.status, 200)
+  const intents = h.app.service.store.collection('failure-intents', { version: 1 })
+  t.equal([...intents.iterate()].length, 0, 'no intent left once the failure is recorded')
+  // The answer lost (a client that timed out): the same request again is answered the same, nothing recorded twice.
+  const again = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, failure)
+  t.equal(again.status, 200)
+  t.same(again.body, first.body, 'the same passport event and signed entry')
+  t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'late' })).status, 409, 'another request: the job failed already')
 })
