@@ -222,7 +222,7 @@ export async function failJob(
     const noteHash = intent !== undefined ? intent.noteHash ?? undefined : body.note === undefined ? undefined : failureNoteHash(body.note)
     const input = { jobId, reason: intent?.reason ?? body.reason, noteHash, caller: intent?.caller ?? caller, mined }
     const planned = service.engine.planJobFailure(input)
-    if (!planned.ok && !mined) {
+    if (!planned.ok && !mined && (planned.error.code === 'job_not_open' || planned.error.code === 'job_not_found')) {
       // The job failed already: a retry of the request recorded (by its first attempt after a lost answer, or by the
       // repair of its mined failJob) answers that failure as recorded, as its first attempt would have.
       const recorded = failures.answerFor(service, input)
@@ -367,7 +367,7 @@ class FailureRecords {
     const signed = service.passport.page(entry.agent, entry.sequence - 1, 1)[0]
     if (signed === undefined || signed.kind !== 'job_failed') return undefined
     const d = JSON.parse(signed.details) as Record<string, unknown>
-    if (d.jobId !== input.jobId || d.reason !== input.reason || (d.noteHash ?? null) !== (input.noteHash ?? null)) return undefined
+    if (d.jobId !== input.jobId || d.reason === FAILED_ON_CHAIN || d.reason !== input.reason || (d.noteHash ?? null) !== (input.noteHash ?? null)) return undefined
     return {
       type: 'job_failed', jobId: input.jobId, borrower: signed.agent, client: d.client as Address, reason: d.reason as JobFailureReason,
       noteHash: (d.noteHash as Hex | undefined) ?? null, atMs: entry.atMs, borrowerSuspended: true, borrowerReputationBps: d.borrowerReputationBps as number,

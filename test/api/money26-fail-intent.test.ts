@@ -7,7 +7,9 @@
 // answers the failure as recorded (200, the passport event, the same signed entry); a /fail with another reason is
 // still 409 (another request: the job failed already).
 import t from 'tap'
+import { createNetworkClients } from '../../src/chain/clients.ts'
 import { defaultDevnetNetworks, startDevnet } from '../../src/chain/devnet.ts'
+import { sendFailJob } from '../../src/chain/operator.ts'
 import { failureNoteHash } from '../../src/engine/jobs.ts'
 import { killAllServices, killWithTransactionInPool, removeDir, startService, writeServiceFiles } from '../persistence/fixtures/child-service.ts'
 import { fundedJob, readyLender, signedIn, startHarness, tempDataDir, usdc, type Harness } from '../fixtures/service.ts'
@@ -91,4 +93,18 @@ t.test('a /fail answered and sent again answers the same failure; its intent is 
   t.equal(again.status, 200)
   t.same(again.body, first.body, 'the same passport event and signed entry')
   t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'late' })).status, 409, 'another request: the job failed already')
+})
+
+t.test('a job recorded failed_on_chain (its failJob sent by no request of the service): no /fail is answered by it', async (t) => {
+  const h = await startHarness({ devnet, config: { operatorRepairIntervalMs: 500 } })
+  t.teardown(() => h.stop())
+  const jobId = 'job_m26_failed_on_chain'
+  const { jobClientApi } = await fundedJob(h, { jobId, receivableAtomic: usdc(100) })
+  await sendFailJob(createNetworkClients(h.network), { jobId })
+  await until(async () => (await jobClientApi.get(`/credit/jobs/${jobId}`)).body.failureReason === 'failed_on_chain', 20_000, 'the repair recorded it')
+  // The reserved reason is no request's: refused as before (the job is final: 409 job_closed).
+  const reserved = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'failed_on_chain' })
+  t.equal(reserved.status, 409)
+  t.equal(reserved.body.code, 'job_closed')
+  t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'late' })).status, 409, 'no request of the service sent it: not answered as recorded')
 })
