@@ -239,8 +239,8 @@ export async function failJob(
       alreadyDone: (error) => error.errorName === 'JobNotOpen',
       find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
     }).catch(async (error: unknown) => {
-      // The contract refused it and nothing was done: nothing for a repair to record, the intent goes.
-      if (error instanceof ContractRevertError && !mined) await failures.forget(jobId)
+      // The contract refused it, or no operator sends here: nothing was done, nothing for a repair to record.
+      if ((error instanceof ContractRevertError || error instanceof OperatorUnavailableError) && !mined) await failures.forget(jobId)
       throw error
     })
     await failureCountable(service, plan, failed)
@@ -257,7 +257,7 @@ export async function failJob(
           const event = result.value
           const recorded = service.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, noteHash: event.noteHash ?? undefined, txHash: failed.txHash } }], service.now())
           const signed = recorded.events[0] as SignedPassportEvent
-          writes = [...recorded.writes, ...failures.recordedOps(jobId, signed, event.atMs)]
+          writes = [...recorded.writes, ...failures.recordedOps(jobId, signed, event.atMs, input.caller)]
           return { ...result, value: { ...event, signed } }
         },
         () => writes,
@@ -282,11 +282,12 @@ interface FailureIntent {
   caller: Address
 }
 
-/** The passport entry of a recorded failure (its agent's sequence) and the failure's time: a retry's answer. */
+/** The passport entry of a recorded failure (its agent's sequence), the failure's time and who asked: a retry's answer. */
 interface FailureEntry {
   agent: Address
   sequence: number
   atMs: number
+  caller: Address
 }
 
 const isHex32 = (x: unknown) => typeof x === 'string' && /^0x[0-9a-fA-F]{64}$/.test(x)
@@ -299,7 +300,7 @@ function isFailureIntent(value: unknown): value is FailureIntent {
 
 function isFailureEntry(value: unknown): value is FailureEntry {
   const v = value as Record<string, unknown>
-  return typeof v === 'object' && v !== null && isAddressText(v.agent) && Number.isSafeInteger(v.sequence) && Number.isSafeInteger(v.atMs)
+  return typeof v === 'object' && v !== null && isAddressText(v.agent) && Number.isSafeInteger(v.sequence) && Number.isSafeInteger(v.atMs) && isAddressText(v.caller)
 }
 
 /** The failure intents and entries of one service (its store), made at first use. */
@@ -341,8 +342,8 @@ class FailureRecords {
   }
 
   /** The writes of a failure's record, in its commit: its entry, and the intent's deletion. */
-  recordedOps(jobId: string, signed: SignedPassportEvent, atMs: number): RecordWrite[] {
-    const entry = this.#entries.putOp(jobId, { agent: signed.agent, sequence: signed.sequence, atMs })
+  recordedOps(jobId: string, signed: SignedPassportEvent, atMs: number, caller: Address): RecordWrite[] {
+    const entry = this.#entries.putOp(jobId, { agent: signed.agent, sequence: signed.sequence, atMs, caller: getAddress(caller) })
     return this.#intents.has(jobId) ? [entry, this.#intents.deleteOp(jobId)] : [entry]
   }
 
@@ -352,10 +353,10 @@ class FailureRecords {
   }
 
   /**
-   * The recorded failure a /fail of a job no longer open answers: the job failed with a passport entry, the caller is
-   * its client or an operator, and the request is the one recorded (its reason and note hash). A failure recorded as
-   * failed_on_chain was sent by no request of this service (each stores its intent first), and one with another reason
-   * is another request: both stay refused (409), as a job that ended otherwise.
+   * The recorded failure a /fail of a job no longer open answers: the job failed with a passport entry and the request
+   * is the one recorded (its caller, the job's client or an operator, its reason and its note hash). A failure recorded
+   * as failed_on_chain was sent by no request of this service (each stores its intent first), and one asked by another
+   * caller or with another reason or note is another request: both stay refused (409), as a job that ended otherwise.
    */
   answerFor(service: ServiceCore, input: { jobId: string; reason: JobFailureReason; noteHash?: Hex | undefined; caller: Address }): FailedJob | undefined {
     const entry = this.#entries.get(input.jobId)
@@ -363,6 +364,7 @@ class FailureRecords {
     const job = service.view('job', input.jobId)
     if (job === undefined) return undefined
     const caller = getAddress(input.caller)
+    if (caller !== entry.caller) return undefined
     if (getAddress(job.client) !== caller && !service.engine.config.operators.some((operator) => getAddress(operator) === caller)) return undefined
     const signed = service.passport.page(entry.agent, entry.sequence - 1, 1)[0]
     if (signed === undefined || signed.kind !== 'job_failed') return undefined

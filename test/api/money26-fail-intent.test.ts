@@ -7,6 +7,7 @@
 // answers the failure as recorded (200, the passport event, the same signed entry); a /fail with another reason is
 // still 409 (another request: the job failed already).
 import t from 'tap'
+import { privateKeyToAccount } from 'viem/accounts'
 import { createNetworkClients } from '../../src/chain/clients.ts'
 import { defaultDevnetNetworks, startDevnet } from '../../src/chain/devnet.ts'
 import { sendFailJob } from '../../src/chain/operator.ts'
@@ -93,6 +94,8 @@ t.test('a /fail answered and sent again answers the same failure; its intent is 
   t.equal(again.status, 200)
   t.same(again.body, first.body, 'the same passport event and signed entry')
   t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'late' })).status, 409, 'another request: the job failed already')
+  const operator = await signedIn(h.url, privateKeyToAccount(devnet.accounts.operator.privateKey))
+  t.equal((await operator.post(`/credit/jobs/${jobId}/fail`, failure)).status, 409, 'another caller\'s request too')
 })
 
 t.test('a job recorded failed_on_chain (its failJob sent by no request of the service): no /fail is answered by it', async (t) => {
