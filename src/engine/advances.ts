@@ -91,9 +91,26 @@ export function applyRepayment(s: EngineState, a: AdvanceContext, repayment: Rep
   if (repayment.reserveAmountAtomic > 0n) fundReserve(s, a.network, a.asset, repayment.reserveAmountAtomic)
   const borrower = borrowerOf(s, a.borrower)
   reputation.borrowerRepayment(borrower, a, paid, s.config)
+  const shortfallRepaid = shortfallRepaidAtomic(a, after)
+  if (shortfallRepaid > 0n) borrower.shortfallAtomic = borrower.shortfallAtomic > shortfallRepaid ? borrower.shortfallAtomic - shortfallRepaid : 0n
   principalBack(borrower, a, principalReturned, true)
   touch(s, 'borrower', borrower.address)
   return repaymentReceiptOf(a, repayment, fullyRepaid)
+}
+
+/**
+ * What one payment after a liquidation with a shortfall repays of that shortfall: the shortfall still unpaid is the
+ * part of it the advance still owes, min(shortfall, owed), so a payment repays min(shortfall, owed before) − min(shortfall,
+ * owed after), and the payments in full sum to the shortfall (the advance owes at least the shortfall after its
+ * liquidation: the shortfall, plus what the reserve paid, to which the borrower is indebted too). The borrower's
+ * `shortfallAtomic` is what it still owes of its shortfalls (the score counts it while above 0): before, it kept the
+ * liquidation's shortfall for good, repaid or not (money26's finding: a settlement mined right after the liquidation
+ * pays the shortfall, and the borrower's record still said the debt stayed unpaid). The penalty stays.
+ */
+export function shortfallRepaidAtomic(before: Pick<AdvanceContext, 'recovery' | 'lenderOwedAtomic' | 'reserveOwedAtomic'>, after: Pick<AdvanceContext, 'lenderOwedAtomic' | 'reserveOwedAtomic'>): bigint {
+  const shortfall = before.recovery?.shortfallAtomic ?? 0n
+  if (shortfall === 0n) return 0n
+  return minBig(shortfall, before.lenderOwedAtomic + before.reserveOwedAtomic) - minBig(shortfall, after.lenderOwedAtomic + after.reserveOwedAtomic)
 }
 
 /** What the advance's payments had covered of its total (principal + fee) before this one and after it. */

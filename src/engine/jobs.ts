@@ -216,9 +216,10 @@ function waitingCommitmentAtomic(s: EngineState, jobId: string): bigint {
 export const ESCROW_RECLAIMED: JobFailureReason = 'escrow_reclaimed'
 
 /**
- * The reason of a job whose failJob was mined and never recorded by its request (a crash, a lost receipt, nobody
- * retried), recorded by the service's repair once the chain follower saw its JobFailed (src/service/operator-commands.ts
- * OperatorRepairs): the request's own reason was lost with it, so the record says only what the chain shows.
+ * The reason of a job whose failJob was mined and never recorded, and sent by no /fail of this service (each stores its
+ * intent, with its reason, before its failJob: src/service/operator-commands.ts FailureIntent), recorded by the
+ * service's repair once the chain follower saw its JobFailed (OperatorRepairs): no reason is known, so the record says
+ * only what the chain shows.
  */
 export const FAILED_ON_CHAIN: JobFailureReason = 'failed_on_chain'
 

@@ -129,11 +129,25 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
       }
     }
     // Each advance the settlement repaid in full is an advance_repaid passport event, as a reported Repaid is: the
-    // score's repayment term reads their principals there.
+    // score's repayment term reads their principals there (and, for one liquidated with a shortfall before the
+    // settlement, the shortfall it repaid: the advance as it was before the settlement).
+    const before = new Map<string, AdvanceView>()
     return service.apply(
       mutation,
-      () => service.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, service.now()),
-      (receipt) => receipt.receipts.flatMap((repaid) => repaidPassport(service, repaid, { borrower: receipt.borrower, source: { kind: 'job', id: jobId } })),
+      () => {
+        // The advances the settlement pays (its shortfall ones too, which left the job's advanceIds at their liquidation).
+        const paying = service.engine.planJobSettlement({ jobId, caller, mined: true })
+        for (const { advanceId } of paying.ok ? paying.value.advances : []) {
+          const advance = service.engine.getAdvance(advanceId)
+          if (advance !== undefined) before.set(advanceId, advance)
+        }
+        return service.engine.completeJob({ jobId, caller, network: job.network, txHash: settled.txHash }, service.now())
+      },
+      (receipt) => [
+        ...receipt.receipts.flatMap((repaid) =>
+          repaidPassport(service, repaid, { borrower: receipt.borrower, source: { kind: 'job', id: jobId }, recovery: before.get(repaid.advanceId)?.recovery ?? null })),
+        ...failureRecordsOf(service).endedOps(jobId),
+      ],
     )
   })
 }
@@ -193,24 +207,47 @@ async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: b
   }
 }
 
-/** `mined`: the repair of a failJob mined and never recorded, with reason failed_on_chain (OperatorRepairs). */
+/**
+ * `mined`: the repair of a failJob mined and never recorded (OperatorRepairs): recorded with the reason, note hash and
+ * caller of the request that sent it (its FailureIntent), or, when no request of this service sent it, failed_on_chain.
+ */
 export async function failJob(
   service: ServiceCore, mutation: Mutation<FailedJob>, caller: Address, jobId: string, body: { reason: JobFailureReason; note?: string; mined?: boolean },
 ): Promise<StoredResponse> {
   return service.locks.run(`job:${jobId}`, async () => {
+    const failures = failureRecordsOf(service)
+    const mined = body.mined === true
+    const intent = mined ? failures.intent(jobId) : undefined
     // The client's note is free text: only its hash is kept and signed, so nobody's text enters another's passport.
-    const noteHash = body.note === undefined ? undefined : failureNoteHash(body.note)
-    const input = { jobId, reason: body.reason, noteHash, caller, mined: body.mined === true }
-    const plan = service.live(service.engine.planJobFailure(input), 'job', jobId)
+    const noteHash = intent !== undefined ? intent.noteHash ?? undefined : body.note === undefined ? undefined : failureNoteHash(body.note)
+    const input = { jobId, reason: intent?.reason ?? body.reason, noteHash, caller: intent?.caller ?? caller, mined }
+    const planned = service.engine.planJobFailure(input)
+    if (!planned.ok && !mined && (planned.error.code === 'job_not_open' || planned.error.code === 'job_not_found')) {
+      // The job failed already: a retry of the request recorded (by its first attempt after a lost answer, or by the
+      // repair of its mined failJob) answers that failure as recorded, as its first attempt would have.
+      const recorded = failures.answerFor(service, input)
+      if (recorded !== undefined) {
+        await service.store.commit({})
+        return mutation.encode(recorded)
+      }
+    }
+    const plan = service.live(planned, 'job', jobId)
+    // Durable before the failJob is sent: what the request asked, for the repair of a failJob it never records.
+    if (!mined) await failures.intend(input)
     // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
     const failed = await operatorSend(service, plan.network, (clients) => sendFailJob(clients, { jobId }), {
       alreadyDone: (error) => error.errorName === 'JobNotOpen',
       find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
+    }).catch(async (error: unknown) => {
+      // The contract refused it, or no operator sends here: nothing was done, nothing for a repair to record.
+      if ((error instanceof ContractRevertError || error instanceof OperatorUnavailableError) && !mined) await failures.forget(jobId)
+      throw error
     })
     await failureCountable(service, plan, failed)
     try {
       // The spec's /fail response is this event's content, with the passport's signed copy (which adds the failJob
-      // transaction) beside it: signed in the command's synchronous section, written in the same commit.
+      // transaction) beside it: signed in the command's synchronous section, written in the same commit, with the
+      // failure's entry (a retry's answer) and the intent's deletion.
       let writes: RecordWrite[] = []
       return await service.apply(
         mutation,
@@ -219,8 +256,9 @@ export async function failJob(
           if (!result.ok) return result
           const event = result.value
           const recorded = service.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, noteHash: event.noteHash ?? undefined, txHash: failed.txHash } }], service.now())
-          writes = recorded.writes
-          return { ...result, value: { ...event, signed: recorded.events[0] as SignedPassportEvent } }
+          const signed = recorded.events[0] as SignedPassportEvent
+          writes = [...recorded.writes, ...failures.recordedOps(jobId, signed, event.atMs, input.caller)]
+          return { ...result, value: { ...event, signed } }
         },
         () => writes,
       )
@@ -228,6 +266,121 @@ export async function failJob(
       throw refusedWith(error, 'job_not_found') ? service.missing('job', jobId) : error
     }
   })
+}
+
+/**
+ * What a /fail asked, stored durably before its failJob is sent and deleted in the commit that records the failure:
+ * the repair of a failJob mined and never recorded (a SIGKILL between the two, a lost receipt, a 503 while the follower
+ * lagged, and nobody retried) records the request's reason, note hash and caller instead of failed_on_chain (before,
+ * the client's reason was lost: money26, after outsider23). One commit more per /fail, a rare request off the hot path;
+ * settlements and liquidations keep none (their repair records what the chain did, nothing of a caller's is lost).
+ * Keyed by job: a later /fail of the same job before the failJob is mined replaces it (its retry records its own).
+ */
+interface FailureIntent {
+  reason: JobFailureReason
+  noteHash: Hex | null
+  caller: Address
+}
+
+/** The passport entry of a recorded failure (its agent's sequence), the failure's time and who asked: a retry's answer. */
+interface FailureEntry {
+  agent: Address
+  sequence: number
+  atMs: number
+  caller: Address
+}
+
+const isHex32 = (x: unknown) => typeof x === 'string' && /^0x[0-9a-fA-F]{64}$/.test(x)
+const isAddressText = (x: unknown) => typeof x === 'string' && /^0x[0-9a-fA-F]{40}$/.test(x)
+
+function isFailureIntent(value: unknown): value is FailureIntent {
+  const v = value as Record<string, unknown>
+  return typeof v === 'object' && v !== null && typeof v.reason === 'string' && (v.noteHash === null || isHex32(v.noteHash)) && isAddressText(v.caller)
+}
+
+function isFailureEntry(value: unknown): value is FailureEntry {
+  const v = value as Record<string, unknown>
+  return typeof v === 'object' && v !== null && isAddressText(v.agent) && Number.isSafeInteger(v.sequence) && Number.isSafeInteger(v.atMs) && isAddressText(v.caller)
+}
+
+/** The failure intents and entries of one service (its store), made at first use. */
+const failureRecords = new WeakMap<ServiceCore, FailureRecords>()
+function failureRecordsOf(service: ServiceCore): FailureRecords {
+  let records = failureRecords.get(service)
+  if (records === undefined) {
+    records = new FailureRecords(service)
+    failureRecords.set(service, records)
+  }
+  return records
+}
+
+class FailureRecords {
+  readonly #service: ServiceCore
+  readonly #intents: RecordCollection<FailureIntent>
+  readonly #entries: RecordCollection<FailureEntry>
+
+  constructor(service: ServiceCore) {
+    this.#service = service
+    this.#intents = service.store.collection<FailureIntent>('failure-intents', { version: 1, validate: isFailureIntent })
+    this.#entries = service.store.collection<FailureEntry>('failure-entries', { version: 1, validate: isFailureEntry })
+  }
+
+  intent(jobId: string): FailureIntent | undefined {
+    return this.#intents.get(jobId)
+  }
+
+  /** Stores the request's intent, durably, unless the same is stored already (a retry's). */
+  async intend(input: { jobId: string; reason: JobFailureReason; noteHash?: Hex | undefined; caller: Address }): Promise<void> {
+    const intent: FailureIntent = { reason: input.reason, noteHash: input.noteHash ?? null, caller: getAddress(input.caller) }
+    const stored = this.#intents.get(input.jobId)
+    if (stored !== undefined && stored.reason === intent.reason && stored.noteHash === intent.noteHash && stored.caller === intent.caller) return
+    await this.#commit([this.#intents.putOp(input.jobId, intent)])
+  }
+
+  async forget(jobId: string): Promise<void> {
+    if (this.#intents.has(jobId)) await this.#commit([this.#intents.deleteOp(jobId)])
+  }
+
+  /** The writes of a failure's record, in its commit: its entry, and the intent's deletion. */
+  recordedOps(jobId: string, signed: SignedPassportEvent, atMs: number, caller: Address): RecordWrite[] {
+    const entry = this.#entries.putOp(jobId, { agent: signed.agent, sequence: signed.sequence, atMs, caller: getAddress(caller) })
+    return this.#intents.has(jobId) ? [entry, this.#intents.deleteOp(jobId)] : [entry]
+  }
+
+  /** An intent left by a job that ended otherwise (settled: its failJob was refused unsent, or never mined). */
+  endedOps(jobId: string): RecordWrite[] {
+    return this.#intents.has(jobId) ? [this.#intents.deleteOp(jobId)] : []
+  }
+
+  /**
+   * The recorded failure a /fail of a job no longer open answers: the job failed with a passport entry and the request
+   * is the one recorded (its caller, the job's client or an operator, its reason and its note hash). A failure recorded
+   * as failed_on_chain was sent by no request of this service (each stores its intent first), and one asked by another
+   * caller or with another reason or note is another request: both stay refused (409), as a job that ended otherwise.
+   */
+  answerFor(service: ServiceCore, input: { jobId: string; reason: JobFailureReason; noteHash?: Hex | undefined; caller: Address }): FailedJob | undefined {
+    const entry = this.#entries.get(input.jobId)
+    if (entry === undefined) return undefined
+    const job = service.view('job', input.jobId)
+    if (job === undefined) return undefined
+    const caller = getAddress(input.caller)
+    if (caller !== entry.caller) return undefined
+    if (getAddress(job.client) !== caller && !service.engine.config.operators.some((operator) => getAddress(operator) === caller)) return undefined
+    const signed = service.passport.page(entry.agent, entry.sequence - 1, 1)[0]
+    if (signed === undefined || signed.kind !== 'job_failed') return undefined
+    const d = JSON.parse(signed.details) as Record<string, unknown>
+    if (d.jobId !== input.jobId || d.reason === FAILED_ON_CHAIN || d.reason !== input.reason || (d.noteHash ?? null) !== (input.noteHash ?? null)) return undefined
+    return {
+      type: 'job_failed', jobId: input.jobId, borrower: signed.agent, client: d.client as Address, reason: d.reason as JobFailureReason,
+      noteHash: (d.noteHash as Hex | undefined) ?? null, atMs: entry.atMs, borrowerSuspended: true, borrowerReputationBps: d.borrowerReputationBps as number,
+      defaultedAdvanceIds: d.defaultedAdvanceIds as string[], outstandingPrincipalAtomic: BigInt(d.outstandingPrincipalAtomic as string),
+      declinedOfferIds: d.declinedOfferIds as string[], signed,
+    }
+  }
+
+  async #commit(writes: RecordWrite[]): Promise<void> {
+    await this.#service.run(null, () => ({ ok: true, value: undefined, changes: [] }), () => writes)
+  }
 }
 
 /**
@@ -408,9 +561,10 @@ export interface OperatorRepairStatus {
  * again after a delay that doubles with each failure in a row, up to OPERATOR_REPAIR_BACKOFF_MAX_MS, and /health shows
  * the pending ones. The failures are stored too (`operator-repair-failures`, one commit per failed attempt, deleted
  * with the repair): a restart keeps each repair's wait instead of trying every one at once, at every restart of a
- * service that crash-loops (each attempt may send an operator transaction). An intent record written before each operator
- * transaction would also keep the failure's reason, but costs every request a commit; the reason of a repaired
- * failure is failed_on_chain instead.
+ * service that crash-loops (each attempt may send an operator transaction). A failure's repair records the reason,
+ * note hash and caller of the /fail that sent it, from the intent that request stored before its failJob
+ * (FailureIntent: one commit more per /fail, a rare request), or failed_on_chain when no request of this service sent
+ * it; settlements and liquidations store none (their records are what the chain did, nothing of a caller's).
  */
 export class OperatorRepairs {
   readonly #service: ServiceCore
@@ -655,6 +809,7 @@ export class OperatorRepairs {
     }
     const job = service.engine.getJob(repair.jobId) as JobView
     if (repair.kind === 'settled') await completeJob(service, { ticket: undefined, encode: () => unanswered }, job.client, repair.jobId)
+    // The reason, note hash and caller of the request that sent it, when its intent is stored; else failed_on_chain.
     else await failJob(service, { ticket: undefined, encode: () => unanswered }, job.client, repair.jobId, { reason: FAILED_ON_CHAIN, mined: true })
   }
 

@@ -130,15 +130,21 @@ function countedRepayment(service: ServiceCore, advanceId: string, fact: { txHas
 }
 
 /** The passport records an advance repaid once, by the payment after which nothing is owed (reported or observed). */
-export function repaidPassport(service: ServiceCore, receipt: RepaymentReceipt, advance: Pick<AdvanceView, 'borrower' | 'source'> | undefined): RecordWrite[] {
+export function repaidPassport(service: ServiceCore, receipt: RepaymentReceipt, advance: Pick<AdvanceView, 'borrower' | 'source' | 'recovery'> | undefined): RecordWrite[] {
   if (!receipt.repaid || advance === undefined) return []
+  // An advance liquidated with a shortfall and repaid since (a later repayment, or its job's settlement mined after
+  // the liquidation): the entry names the shortfall now repaid and the liquidation that recorded it, so the
+  // liquidated_with_shortfall entry before it is not left saying the debt stayed unpaid (money26).
+  const shortfall = advance.recovery !== null && advance.recovery.shortfallAtomic > 0n
+    ? { shortfallRepaidAtomic: advance.recovery.shortfallAtomic, liquidationTxHash: advance.recovery.txHash }
+    : {}
   return service.passportWrites([{
     agent: advance.borrower,
     kind: 'advance_repaid',
     details: {
       advanceId: receipt.advanceId, jobId: advance.source.kind === 'job' ? advance.source.id : null, network: receipt.network, asset: receipt.asset,
       lender: receipt.lender, principalAtomic: receipt.principalAtomic, feeAtomic: receipt.feeAtomic,
-      lenderAmountAtomic: receipt.lenderAmountAtomic, reserveAmountAtomic: receipt.reserveAmountAtomic, txHash: receipt.txHash,
+      lenderAmountAtomic: receipt.lenderAmountAtomic, reserveAmountAtomic: receipt.reserveAmountAtomic, txHash: receipt.txHash, ...shortfall,
     },
   }])
 }

@@ -4,8 +4,9 @@
 // the transaction mined, the service started again (operator repairs every 500 ms). Then the client sends the same
 // request again (same key). Checks: the job ended once (one job_failed, or one advance_repaid, in the passport), the
 // advance defaulted (repaid), the reconciliation clean, the health ok; after a failure the lender's liquidation
-// works. Holds in both modes (exit 0): the repair records the mined transaction (a failure with reason
-// failed_on_chain: the client's reason is not kept) and the retry answers 409 job_not_open (job_closed).
+// works. Holds in both modes (exit 0): the repair records the mined transaction and the retry answers 409 job_not_open
+// (job_closed) after a completion; after a failure (since money26) the repair records the client's reason (`late`,
+// from the request's stored intent; before, failed_on_chain) and the retry answers the failure as recorded (200).
 // O23_MODE=pay: the service is killed with a lease live, the lender pays meanwhile and the chain passes the lease's
 // deadline before the restart: the payment counts (offer funded, the late report answers the advance, the lender's
 // leasesExpired 0). Holds too.
@@ -16,7 +17,7 @@ import { networkChain } from '../../../src/chain/clients.ts'
 import { defaultDevnetNetworks, startDevnet } from '../../../src/chain/devnet.ts'
 import { ChainAgent } from '../../../src/client/chain.ts'
 import { CreditClient } from '../../../src/client/client.ts'
-import { killAllServices, removeDir, startService, writeServiceFiles } from '../../persistence/fixtures/child-service.ts'
+import { killAllServices, killWithTransactionInPool, removeDir, startService, writeServiceFiles } from '../../persistence/fixtures/child-service.ts'
 import { creditRequest, fundedAccount, tempDataDir, usdc, USDC, type Harness } from '../../fixtures/service.ts'
 import { until } from '../fixtures/api.ts'
 
@@ -97,20 +98,8 @@ try {
     const end = (api: CreditClient) => MODE === 'fail'
       ? api.post(`/credit/jobs/${jobId}/fail`, { reason: 'late' }, { idempotencyKey: 'o23-end' })
       : api.post(`/credit/jobs/${jobId}/complete`, {}, { idempotencyKey: 'o23-end' })
-    const pending = async () => Number(((await anvil.request({ method: 'txpool_status' } as never)) as { pending: string }).pending)
-    await anvil.setAutomine(false)
-    await anvil.setIntervalMining({ interval: 0 })
-    try {
-      let answered = false
-      void end(clientApi).then((r) => { answered = true; console.log('first fail answered', r.status, r.body.code ?? '') }, () => undefined)
-      await until(async () => answered || (await pending()) >= 1, 20_000, 'the failJob in the pool')
-      console.log('answered before the kill:', answered)
-      await service.stop('SIGKILL')
-      await anvil.mine({ blocks: 1 })
-    } finally {
-      await anvil.setIntervalMining({ interval: 1 })
-      await anvil.setAutomine(true)
-    }
+    const answered = await killWithTransactionInPool(service, network, () => end(clientApi).then((r) => console.log('first fail answered', r.status, r.body.code ?? '')))
+    console.log('answered before the kill:', answered)
     service = await startService(env)
     clientApi = await signedIn(service.url, jobClient)
     borrowerApi = await signedIn(service.url, borrower)
