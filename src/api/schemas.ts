@@ -146,7 +146,7 @@ export const RepaymentProof = StrictObject({ txHash: Bytes32 }, { description: '
 /** A failure's reason: a code from the published list, never free text (it is signed into the borrower's public passport). */
 const FailureReason = Type.Enum([...JOB_FAILURE_REASONS], {
   description: 'Why the job failed: not_delivered, late, defective, cancelled or other. escrow_reclaimed (a job its client reclaimed on chain) and ' +
-    'failed_on_chain (a failJob mined and never recorded) are reserved to the service.',
+    'failed_on_chain (a failJob mined that no request of this service sent) are reserved to the service.',
 })
 const NoteHash = { ...Bytes32, description: 'keccak256 of the UTF-8 note the client gave with the failure; the note\'s text is never stored nor published.' }
 export const JobFailure = StrictObject({

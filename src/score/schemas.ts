@@ -48,7 +48,7 @@ const ScoreInputs = StrictObject(
     }),
     partialRepayments: { ...Count, description: 'Partial repayments; 0 until the service records them.' },
     defaultedAdvances: Count,
-    shortfallAtomic: { ...Atomic, description: 'What recoveries could not cover, summed over assets (only its being above 0 is scored).' },
+    shortfallAtomic: { ...Atomic, description: 'What recoveries could not cover and the borrower has not repaid since, summed over assets (a repayment after a liquidation lowers it; only its being above 0 is scored).' },
     suspended: Type.Boolean(),
     openAdvances: Count,
     pastDueAdvances: Count,
