@@ -234,10 +234,18 @@ export const transactionGasCap = 16_777_216n
  */
 export function gasWithMargin(estimate: bigint, blockGasLimit: bigint): bigint {
   const padded = estimate + (estimate * gasMarginPercent) / 100n
-  const cap = blockGasLimit < transactionGasCap ? blockGasLimit : transactionGasCap
+  const cap = blockGasLimit >= blockGasLimitMeaningful && blockGasLimit < transactionGasCap ? blockGasLimit : transactionGasCap
   if (padded <= cap) return padded
   return estimate > cap ? estimate : cap
 }
+
+/**
+ * The least block gas limit taken as one: a block that could not hold the cheapest transaction (21,000 gas) says
+ * nothing of the chain's limit (a chain or an RPC that answers 0 for a field it does not keep, a node that answers
+ * garbage); under it, the cap is transactionGasCap alone. Before (review27), a block gas limit of 0 took every
+ * transaction's margin away (sent with its bare estimate, the one that ran out of gas in a race).
+ */
+export const blockGasLimitMeaningful = 21_000n
 
 /**
  * How old a network's known block gas limit may be before a sender reads it again (one eth_getBlockByNumber). A chain
