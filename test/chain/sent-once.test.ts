@@ -1,13 +1,17 @@
-// The facilitator's settlement behind an RPC gateway that sends a raw transaction twice (it lost the node's first
+// The service's senders behind an RPC gateway that sends a raw transaction twice (it lost the node's first
 // answer): the node mined the first and refused the second "nonce too low". Before sentOnce (src/chain/clients.ts),
 // the sender took that refusal for another transaction's and signed the transferWithAuthorization again with a fresh
 // nonce: sent twice, the second reverted (the authorization used), and the facilitator answered `success: false` for a
-// payment made (review27). Now the send answers the hash of the transaction the node knows: settled, once.
+// payment made (review27); the operator's settleJob went twice too, the second reverted (JobNotOpen). Now the send
+// answers the hash of the transaction the node knows: done once, answered done.
 import t from 'tap'
 import { createPublicClient, erc20Abi, http, type Address, type Hex } from 'viem'
-import { networkChain } from '../../src/chain/clients.ts'
+import { privateKeyToAccount } from 'viem/accounts'
+import { createNetworkClients, networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { startDevnet } from '../../src/chain/devnet.ts'
+import { sendSettleJob } from '../../src/chain/operator.ts'
+import { ChainAgent } from '../../src/client/chain.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
 import { NetworkFacilitator, servedPayees } from '../../src/x402/facilitator.ts'
 import { exactRequirements, pay } from '../x402/fixtures/payments.ts'
@@ -38,4 +42,20 @@ t.test('a settlement whose raw transaction a gateway sends twice settles once an
   t.equal(settled.success, true, `the payment made is answered settled: ${settled.errorReason ?? ''}`)
   const receipt = await chain.getTransactionReceipt({ hash: settled.transaction as Hex })
   t.equal(receipt.status, 'success', 'the transaction answered is the mined transfer')
+})
+
+t.test('an operator settlement whose raw transaction a gateway sends twice is sent once and answers its receipt', async (t) => {
+  const proxy = await startRpcProxy(network.rpcUrl)
+  t.teardown(() => proxy.close())
+  const clients = createNetworkClients({ ...network, rpcUrl: proxy.url })
+  const jobId = 'sent-once-job'
+  const borrower = privateKeyToAccount(accounts.borrower.privateKey).address
+  const funding = await new ChainAgent(network, privateKeyToAccount(accounts.jobClient.privateKey)).fundJob(jobId, 'USDC', 1_000_000n, borrower)
+  await chain.waitForTransactionReceipt({ hash: funding, pollingInterval: 50 })
+  const operator = accounts.operator.address
+  const before = await chain.getTransactionCount({ address: operator })
+  proxy.setRepeatedOf(['eth_sendRawTransaction'])
+  const settled = await sendSettleJob(clients, { jobId, offerKeys: [] }).catch((error: unknown) => error)
+  t.equal((await chain.getTransactionCount({ address: operator })) - before, 1, 'one transaction of the operator, not a second that reverts')
+  t.same((settled as { facts?: Array<{ name: string }> }).facts?.map((fact) => fact.name), ['JobSettled'], 'answered the settlement mined')
 })
