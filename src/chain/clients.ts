@@ -11,6 +11,7 @@ import {
   createWalletClient,
   defineChain,
   http,
+  keccak256,
   nonceManager,
   type Address,
   type Hex,
@@ -85,7 +86,7 @@ export function senderWallet(network: NetworkConfig, privateKey: Hex, options: {
   const turnWaitMaxMs = options.turnWaitMaxMs ?? operatorRpcTimeoutMs
   const chain = networkChain(network)
   const account = privateKeyToAccount(privateKey, { nonceManager })
-  const patient = http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: options.rpcTimeoutMs ?? operatorRpcTimeoutMs })
+  const patient = sentOnce(http(network.rpcUrl, { retryCount: operatorRpcRetryCount, timeout: options.rpcTimeoutMs ?? operatorRpcTimeoutMs }))
   const key = `${network.chainId}:${account.address}`
   const publicClient = createPublicClient({ chain, transport: patient, pollingInterval: network.pollingIntervalMs })
   return {
@@ -104,7 +105,11 @@ export function senderWallet(network: NetworkConfig, privateKey: Hex, options: {
  * 503) and that reached the node late, after this one had read the pending count and before its own transaction came
  * (reachable: test/chain/sender-in-turn.test.ts holds the late one on the way), or another process sending with the
  * key. viem re-reads the count after every failed send already, so a timed-out send that never reaches the node leaves
- * no gap; only this window remained. A refused transaction never entered the pool: nothing is sent twice.
+ * no gap; only this window remained. The refused transaction is not this one (sentOnce answers this one's hash when the
+ * node knows it: a gateway that sent it twice), so the action is sent once. When the node does not know it yet (a
+ * load-balanced RPC whose other node answered), the action may be sent a second time: every sender of the service is
+ * guarded by contract state (settleJob, failJob, liquidate: JobNotOpen, NothingOwed; transferWithAuthorization: its
+ * nonce; an EIP-6492 factory deployment: the address has code), so the second reverts and spends only its gas.
  */
 async function resubmittedOnNonceRefusal<T>(submit: () => Promise<T>): Promise<T> {
   try {
@@ -114,6 +119,39 @@ async function resubmittedOnNonceRefusal<T>(submit: () => Promise<T>): Promise<T
     return await submit()
   }
 }
+
+/**
+ * The transport `inner` with one change: a raw transaction the node refuses as already there ("already known",
+ * "nonce too low", "replacement transaction underpriced") is looked up by its own hash, and when the node knows it (in
+ * its pool or mined) the send answers that hash, as a send the node accepted. Reachable behind an RPC gateway that
+ * sends a raw transaction again when it lost the first answer (to the same node or another one behind it): the first
+ * reached the pool and was mined, the second was refused "nonce too low", and resubmittedOnNonceRefusal, taking the
+ * refusal for another transaction's, signed and sent the action once more with a fresh nonce: a value transfer paid
+ * twice; a settlement, a failure, a liquidation or an x402 transferWithAuthorization sent twice (the second reverted:
+ * the contract's state or the authorization's nonce guards them, but its gas was spent, and the facilitator answered
+ * "not settled" for a payment made; review27, test/chain/sender-in-turn.test.ts, test/chain/sent-once.test.ts). Only a refusal of that kind costs the lookup (one eth_getTransactionByHash).
+ */
+export function sentOnce<T extends Transport>(inner: T): T {
+  return ((parameters: Parameters<T>[0]) => {
+    const transport = inner(parameters)
+    const request = (async (args: { method: string; params?: unknown }, options?: unknown) => {
+      try {
+        return await transport.request(args as never, options as never)
+      } catch (error) {
+        if (args.method !== 'eth_sendRawTransaction' || !(error instanceof BaseError) || !alreadyThere.test(error.message)) throw error
+        const [raw] = args.params as [Hex]
+        const hash = keccak256(raw)
+        const known = await transport.request({ method: 'eth_getTransactionByHash', params: [hash] } as never).catch(() => null)
+        if (known === null || known === undefined) throw error
+        return hash
+      }
+    }) as typeof transport.request
+    return { ...transport, request }
+  }) as T
+}
+
+/** A node's refusals of a raw transaction whose nonce is taken, perhaps by this very transaction (sentOnce). */
+const alreadyThere = /already known|already imported|nonce too low|replacement transaction underpriced/i
 
 /**
  * Whether the node refused a transaction because its nonce is taken: mined already ("nonce too low") or held by a
@@ -196,10 +234,18 @@ export const transactionGasCap = 16_777_216n
  */
 export function gasWithMargin(estimate: bigint, blockGasLimit: bigint): bigint {
   const padded = estimate + (estimate * gasMarginPercent) / 100n
-  const cap = blockGasLimit < transactionGasCap ? blockGasLimit : transactionGasCap
+  const cap = blockGasLimit >= blockGasLimitMeaningful && blockGasLimit < transactionGasCap ? blockGasLimit : transactionGasCap
   if (padded <= cap) return padded
   return estimate > cap ? estimate : cap
 }
+
+/**
+ * The least block gas limit taken as one: a block that could not hold the cheapest transaction (21,000 gas) says
+ * nothing of the chain's limit (a chain or an RPC that answers 0 for a field it does not keep, a node that answers
+ * garbage); under it, the cap is transactionGasCap alone. Before (review27), a block gas limit of 0 took every
+ * transaction's margin away (sent with its bare estimate, the one that ran out of gas in a race).
+ */
+export const blockGasLimitMeaningful = 21_000n
 
 /**
  * How old a network's known block gas limit may be before a sender reads it again (one eth_getBlockByNumber). A chain

@@ -160,7 +160,8 @@ export class SharedHead {
 async function readHead({ network, publicClient }: PollingClients): Promise<ChainHead> {
   const block = (await publicClient.request({ method: 'eth_getBlockByNumber', params: ['latest', false] })) as { number?: unknown; hash?: unknown; timestamp?: unknown; gasLimit?: unknown } | null
   if (typeof block?.number !== 'string' || typeof block.hash !== 'string' || typeof block.timestamp !== 'string') throw new Error('eth_getBlockByNumber(latest) answered no block')
-  if (typeof block.gasLimit === 'string') noteBlockGasLimit(network, BigInt(block.gasLimit))
+  // A gas limit that is no hex quantity is not noted (the sender reads its own), and never fails the head's read.
+  if (typeof block.gasLimit === 'string' && /^0x[0-9a-f]{1,64}$/i.test(block.gasLimit)) noteBlockGasLimit(network, BigInt(block.gasLimit))
   return { number: BigInt(block.number), hash: block.hash as Hex, timeMs: Number(block.timestamp) * 1000 }
 }
 

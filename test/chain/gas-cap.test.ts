@@ -24,6 +24,10 @@ t.test('gasWithMargin: 50 % over the estimate, under the block gas limit and 2^2
   t.equal(gasWithMargin(130_000n, 120_000n), 130_000n, 'never below the estimate')
   t.equal(gasWithMargin(12_000_000n, 60_000_000n), transactionGasCap, 'capped at EIP-7825\'s 2^24 above it')
   t.equal(gasWithMargin(20_000_000n, 60_000_000n), 20_000_000n, 'an estimate above 2^24 as it is')
+  // A block gas limit that no transaction fits in says nothing of the chain (an RPC answering 0): the margin stays.
+  t.equal(gasWithMargin(100_000n, 0n), 150_000n, 'a block gas limit of 0 is no cap')
+  t.equal(gasWithMargin(100_000n, 20_999n), 150_000n, 'nor one under a plain transfer\'s 21,000')
+  t.equal(gasWithMargin(100_000n, 21_000n), 100_000n, 'one a transfer fits in is')
 })
 
 let devnet: Awaited<ReturnType<typeof startDevnet>>
@@ -75,6 +79,23 @@ t.test('a sender takes the block gas limit the pollers noted from the head, with
   t.equal(await sender.gasFor(gasLimit), gasLimit, 'an estimate at the block gas limit gets no margin')
   t.equal(await sender.gasFor(1_000n), 1_500n, 'a small one its 50 %')
   t.equal(proxy.count('eth_getBlockByNumber'), 0, 'no block read by the sender')
+})
+
+// A head whose gas limit is no hex quantity: the head is read all the same (before, BigInt threw and every head read
+// failed), nothing is noted, and a sender reads its own limit.
+t.test('a head whose gasLimit is malformed is read all the same, and noted nothing', async (t) => {
+  const network = devnet.networks[0] as NetworkConfig
+  const proxy = await startRpcProxy(network.rpcUrl)
+  t.teardown(() => proxy.close())
+  const proxied = { ...network, rpcUrl: proxy.url }
+  proxy.setRewrite((text) => text.replace(/"gasLimit":"0x[0-9a-f]*"/i, '"gasLimit":"0x"'))
+  const head = sharedHeads([proxied], { timeoutMs: 2_000 }).get(network.slug)
+  t.ok((await head?.latest(Number.NEGATIVE_INFINITY))?.number !== undefined, 'the head read')
+  proxy.setRewrite(undefined)
+  proxy.reset()
+  const sender = senderWallet(proxied, devnet.accounts.facilitator.privateKey)
+  t.equal(await sender.gasFor(1_000n), 1_500n, 'a small estimate its 50 %')
+  t.equal(proxy.count('eth_getBlockByNumber'), 1, 'the sender read the limit itself: none was noted')
 })
 
 // Without a head noted, the sender reads the latest block once, for every transaction asking meanwhile.

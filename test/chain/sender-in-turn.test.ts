@@ -106,6 +106,25 @@ t.test('a send that timed out and never reaches the node leaves no gap: the next
   t.equal((await direct.getTransaction({ hash })).nonce, 1, 'with the nonce the dropped one had')
 })
 
+// A raw transaction the node accepted and an RPC gateway sent again (it lost the first answer): the second is refused
+// "nonce too low" (the first mined) though the transaction is this very one. Before sentOnce, the send took the
+// refusal for another transaction's and signed and sent the transfer once more with a fresh nonce: paid twice.
+t.test('a raw transaction a gateway sends twice is one transfer: the send answers its hash', async (t) => {
+  const { proxy, direct, address, send } = await proxiedSender(t)
+  proxy.setRepeatedOf(['eth_sendRawTransaction'])
+  const sent = await send(5n).catch((error: unknown) => error)
+  t.equal(await direct.getTransactionCount({ address }), 1, 'one transfer, not two')
+  t.equal(proxy.count('eth_sendRawTransaction'), 1, 'one raw transaction sent (the proxy forwarded it twice)')
+  t.type(sent, 'string', 'the send answered a hash, not the refusal')
+  const hash = sent as Hex
+  const receipt = await direct.waitForTransactionReceipt({ hash, pollingInterval: 50 })
+  t.equal(receipt.status, 'success', 'the hash answered is the mined transfer')
+  t.equal((await direct.getTransaction({ hash })).value, 5n, 'of 5 wei')
+  proxy.setRepeatedOf(undefined)
+  const next = await send(6n)
+  t.equal((await direct.getTransaction({ hash: next })).nonce, 1, 'the next send takes the next nonce')
+})
+
 // What is submitted again: a transaction the node refused for its nonce, never one already in its pool.
 t.test('refusedForNonce: nonce too low and an underpriced replacement, not "already known"', async (t) => {
   const refusal = (details: string) => new BaseError('Transaction failed.', { details })
