@@ -445,7 +445,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       log({ level: 'info', msg: 'reclaim_delay_read', network: slug, reclaimDelaySeconds: seconds })
     })
     routes.push(
-      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf(), devnet === undefined ? undefined : Object.values(devnet.accounts))), revision: documentsRevisionNow, version: API_VERSION, reconciliation, store }),
+      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf(), devnet === undefined ? undefined : Object.values(devnet.accounts))), revision: documentsRevisionNow, provisional: () => networks.some((n) => reclaimDelays.get(n.slug) === null), version: API_VERSION, reconciliation, store }),
       openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config))),
       ...authRoutes(lateAuth),
       ...creditRoutes(service),

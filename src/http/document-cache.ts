@@ -10,6 +10,11 @@ const brotliAsync = promisify(brotliCompress)
 
 /** Reused for 5 minutes, then revalidated with If-None-Match (a 304 costs a few headers). */
 export const DOCUMENT_CACHE_CONTROL = 'public, max-age=300'
+/**
+ * A document the service will build again once it knows more (the catalog while a network's reclaimDelay() is not
+ * read yet): revalidated at each use, so no cache keeps the incomplete one for DOCUMENT_CACHE_CONTROL's 5 minutes.
+ */
+export const PROVISIONAL_DOCUMENT_CACHE_CONTROL = 'public, no-cache'
 
 export interface DocumentVariant {
   encoding: 'identity' | 'gzip' | 'br'
@@ -26,7 +31,10 @@ export interface DocumentVariants {
   cacheControl: string
 }
 
+/** `headers` may carry the route's own cache-control (PROVISIONAL_DOCUMENT_CACHE_CONTROL): it replaces the default. */
 export async function documentVariants(body: string | Buffer, headers: Array<[string, string]>): Promise<DocumentVariants> {
+  const own = headers.find(([name]) => name.toLowerCase() === 'cache-control')
+  const rest = own === undefined ? headers : headers.filter((header) => header !== own)
   const identity = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8')
   const hash = createHash('sha256').update(identity).digest('base64url').slice(0, 27)
   const [gzipped, brotli] = await Promise.all([
@@ -38,8 +46,8 @@ export async function documentVariants(body: string | Buffer, headers: Array<[st
     identity: { encoding: 'identity', body: identity, etag: `"${hash}"` },
     gzip: { encoding: 'gzip', body: gzipped, etag: `"${hash}-gzip"` },
     br: { encoding: 'br', body: brotli, etag: `"${hash}-br"` },
-    headers,
-    cacheControl: DOCUMENT_CACHE_CONTROL,
+    headers: rest,
+    cacheControl: own?.[1] ?? DOCUMENT_CACHE_CONTROL,
   }
 }
 

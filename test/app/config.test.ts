@@ -185,6 +185,10 @@ t.test('a reclaimDelay the start could not read is read once the RPC answers, an
   }
   const reclaimDelayCalls = (): number => rpc.params('eth_call').filter((params) => JSON.stringify(params).includes(toFunctionSelector('reclaimDelay()').slice(2))).length
   t.equal(await delayNow(), null, 'null while the RPC is down')
+  const cacheControlOf = async (path: string): Promise<string | null> => (await fetch(`${app.url}${path}`)).headers.get('cache-control')
+  // Kept by no cache for the 5 minutes of a complete document: revalidated at each use until the value is read.
+  t.equal(await cacheControlOf('/.well-known/service.json'), 'public, no-cache', 'the incomplete catalog is served no-cache')
+  t.equal(await cacheControlOf('/llms.txt'), 'public, no-cache', 'and llms.txt')
   for (let ask = 0; ask < 5; ask++) t.equal(await delayNow(), null, 'asked again at once: still null')
   t.ok(reclaimDelayCalls() <= 2, 'and tried once meanwhile (the start-up client retries once): one try per reclaimDelayRetryMs')
   rpc.setMode('forward')
@@ -197,6 +201,8 @@ t.test('a reclaimDelay the start could not read is read once the RPC answers, an
   }
   t.equal(seen, Number(devnetReclaimDelaySeconds), 'the contract\'s reclaimDelay() in the catalog, without a restart')
   t.match(await (await fetch(`${app.url}/llms.txt`)).text(), /the catalog's networks\[\]\.reclaimDelaySeconds/, 'llms.txt built again with it')
+  t.equal(await cacheControlOf('/.well-known/service.json'), 'public, max-age=300', 'the complete catalog is cached 5 minutes again')
+  t.equal(await cacheControlOf('/llms.txt'), 'public, max-age=300', 'and llms.txt')
   t.ok(logged.some((entry) => entry['msg'] === 'reclaim_delay_read' && entry['reclaimDelaySeconds'] === Number(devnetReclaimDelaySeconds)), 'said in the log')
 })
 

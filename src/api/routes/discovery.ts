@@ -1,6 +1,7 @@
 // Discovery and health: public documents generated from the route table and the configuration. (The paid
 // /credit-score lives in score.ts.)
 import Type from 'typebox'
+import { PROVISIONAL_DOCUMENT_CACHE_CONTROL } from '../../http/document-cache.ts'
 import { HttpProblem } from '../../http/problem.ts'
 import { defineRoute, type AnyRoute } from '../../http/route.ts'
 import type { CreditService } from '../../service/credit-service.ts'
@@ -18,6 +19,8 @@ export interface DiscoveryDocuments {
   llmsTxt: () => string
   /** Changes when the catalog and llms.txt must be built again (a network's reclaimDelay() read after the start). */
   revision?: () => number
+  /** Whether the documents wait for a value the service has not read yet: then served no-cache, not for 5 minutes. */
+  provisional?: () => boolean
   version: string
   /** The last reconciliation of each network, shown by /health. */
   reconciliation: Reconciliation
@@ -59,6 +62,9 @@ async function durableUnlessStalled(store: DiscoveryDocuments['store']): Promise
     if (settled) return
   }
 }
+
+const provisionalHeaders = (docs: DiscoveryDocuments): Record<string, string> | undefined =>
+  docs.provisional?.() === true ? { 'cache-control': PROVISIONAL_DOCUMENT_CACHE_CONTROL } : undefined
 
 export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments): AnyRoute[] {
   return [
@@ -116,7 +122,7 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       immutable: true,
       ...(docs.revision === undefined ? {} : { documentRevision: docs.revision }),
       responses: { 200: { description: 'The catalog', schema: Catalog } },
-      handler: () => asResult(replyWith(200, Catalog)(docs.catalog())),
+      handler: () => asResult({ ...replyWith(200, Catalog)(docs.catalog()), headers: provisionalHeaders(docs) }),
     }),
 
     defineRoute({
@@ -132,7 +138,7 @@ export function discoveryRoutes(service: CreditService, docs: DiscoveryDocuments
       immutable: true,
       ...(docs.revision === undefined ? {} : { documentRevision: docs.revision }),
       responses: { 200: { description: 'llms.txt', schema: Type.String(), contentType: 'text/plain; charset=utf-8' } },
-      handler: () => asResult({ status: 200, body: docs.llmsTxt() }),
+      handler: () => asResult({ status: 200, body: docs.llmsTxt(), headers: provisionalHeaders(docs) }),
     }),
   ]
 }
