@@ -11,7 +11,7 @@ import { refused, send } from './actors.ts'
 import { touch } from './changes.ts'
 import { applyRepaidFact, openAdvance } from './advances.ts'
 import type { EngineConfig } from './config.ts'
-import { chainTimeOf, dueLeaseOf, ended, LEASE_TIME_OUT_CHANGES_MAX, pacedDeadlineMs, roomFor, type Ended, type LeasePace } from './dispatch.ts'
+import { chainTimeOf, dueLeaseOf, ended, LEASE_TIME_OUT_CHANGES_MAX, roomFor, type Ended } from './dispatch.ts'
 import { fail } from './errors.ts'
 import { ID_PREFIXES } from './ids.ts'
 import { compareCodeUnits, sameAddress } from './keys.ts'
@@ -342,21 +342,18 @@ function liveJobOn(s: EngineState, jobKey: string, network: string): JobActor | 
  * Times out the network's live leases whose deadline its observed chain time is past, in deadline order then lease
  * sequence, while the command has room for one more time-out (changesPerCommandMax) and has taken fewer than
  * timeOutsPerCommandMax (`expired` counts the command's time-outs so far, and views them if its caller wants them;
- * `expiredOffers` the offers that expired with their lease, leases.ts timeOutLease). Under `pace` (the dispatch
- * ticker's, dispatch.ts LeasePace) only the due leases whose deadline the pace has reached.
+ * `expiredOffers` the offers that expired with their lease, leases.ts timeOutLease).
  * Answers false when it stopped with leases still due: they stay live (the safe side, see the file's comment) and the
  * next dispatch goes on with them. One pass: the lenders' book entries move once each, after it (a lender with several
  * leases due moves once).
  */
-export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: Ended<LeaseView>, expiredOffers: Ended<OfferView>, pace?: LeasePace): boolean {
+export function timeOutDueLeases(s: EngineState, network: string, nowMs: number, expired: Ended<LeaseView>, expiredOffers: Ended<OfferView>): boolean {
   const moved = new Set<LenderRecord>()
   let done = true
   const schedule = s.leaseExpiries.get(network)
   const chainTimeMs = chainTimeOf(s, network)
-  // Under the ticker's pace only the due leases whose deadline the pace has reached (read once, like the chain time).
-  const pacedMs = pacedDeadlineMs(network, chainTimeMs, pace)
   // Each time-out takes its lease out of the schedule, so the next due one is at the top again.
-  for (let lease = dueLeaseOf(s, schedule, chainTimeMs, pacedMs); lease !== undefined; lease = dueLeaseOf(s, schedule, chainTimeMs, pacedMs)) {
+  for (let lease = dueLeaseOf(s, schedule, chainTimeMs); lease !== undefined; lease = dueLeaseOf(s, schedule, chainTimeMs)) {
     if (expired.count >= s.config.timeOutsPerCommandMax || !roomFor(s, LEASE_TIME_OUT_CHANGES_MAX)) {
       done = false
       break

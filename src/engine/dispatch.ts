@@ -78,47 +78,27 @@ export function chainTimeOf(s: EngineState, network: string): number | undefined
   return s.meta.chainTimeMs?.[network]
 }
 
-/**
- * The dispatch ticker's pace for a network's lease time-outs (src/service/ticker-pace.ts): given the network's
- * observed chain time, the latest lease deadline (a lease's expiresAtMs) it takes now. A lease's end is judged on
- * whole chain seconds (leaseOverAtChainMs), so every lease whose deadline fell within the second a block moved the
- * chain time by is due at the same instant; the pace holds back those whose deadline it has not reached yet, so that
- * they are timed out across the time to the next block, in the order their deadlines lay across the second. It never
- * makes a lease due earlier: a lease times out only once the observed chain time is past its deadline.
- */
-export type LeasePace = (network: string, chainTimeMs: number) => number
-
-/** The deadline the network's due leases are taken up to under `pace` (undefined: no pace, every due lease). */
-export function pacedDeadlineMs(network: string, chainTimeMs: number | undefined, pace: LeasePace | undefined): number | undefined {
-  return pace === undefined || chainTimeMs === undefined ? undefined : pace(network, chainTimeMs)
-}
-
-/** The network's live lease that is over first, when its observed chain time is past that lease's deadline (and `pace` has reached it). */
-export function dueLease(s: EngineState, network: string, pace?: LeasePace): LeaseActor | undefined {
-  const chainTimeMs = chainTimeOf(s, network)
-  return dueLeaseOf(s, s.leaseExpiries.get(network), chainTimeMs, pacedDeadlineMs(network, chainTimeMs, pace))
+/** The network's live lease that is over first, when its observed chain time is past that lease's deadline. */
+export function dueLease(s: EngineState, network: string): LeaseActor | undefined {
+  return dueLeaseOf(s, s.leaseExpiries.get(network), chainTimeOf(s, network))
 }
 
 /**
- * dueLease with the network's lease schedule, observed chain time and paced deadline already read: a pass of time-outs reads them
+ * dueLease with the network's lease schedule and observed chain time already read: a pass of time-outs reads them
  * once (neither changes during it; dueLease's own CPU was about 1.5 % of a time-out's, bench/dispatch.ts's profile).
  */
-export function dueLeaseOf(s: EngineState, schedule: IndexedMinHeap<Due> | undefined, chainTimeMs: number | undefined, pacedDeadlineMs?: number): LeaseActor | undefined {
+export function dueLeaseOf(s: EngineState, schedule: IndexedMinHeap<Due> | undefined, chainTimeMs: number | undefined): LeaseActor | undefined {
   const next = schedule?.peek()
   if (chainTimeMs === undefined || next === undefined || next.atMs > chainTimeMs) return undefined
-  const lease = s.leases.get(next.id) as LeaseActor
-  // Under the ticker's pace (pacedDeadlineMs): held back until the pace reaches its deadline. The schedule's order
-  // within one chain second is the leases' sequence, which is their deadlines' order but for a chain ahead of the clock.
-  if (pacedDeadlineMs !== undefined && lease.getSnapshot().context.expiresAtMs > pacedDeadlineMs) return undefined
-  return lease
+  return s.leases.get(next.id) as LeaseActor
 }
 
 /**
  * Whether a lease or an offer is due on any network: a peek at each schedule, O(networks), so the dispatch ticker
  * can ask after every call.
  */
-export function timersDue(s: EngineState, nowMs: number, pace?: LeasePace): boolean {
-  for (const network of s.leaseExpiries.keys()) if (dueLease(s, network, pace)) return true
+export function timersDue(s: EngineState, nowMs: number): boolean {
+  for (const network of s.leaseExpiries.keys()) if (dueLease(s, network)) return true
   for (const [network, schedule] of s.offerExpiries) {
     const next = schedule.peek()
     if (next !== undefined && next.atMs <= networkClockMs(s, network, nowMs)) return true
@@ -128,18 +108,14 @@ export function timersDue(s: EngineState, nowMs: number, pace?: LeasePace): bool
 
 /**
  * The dispatch backlog's age: how long, on its network's clock, the oldest lease or offer that is due has been due
- * (0 when none is; under `pace` a lease's counts from when the pace reached its deadline). A peek at each schedule,
- * O(networks), like timersDue.
+ * (0 when none is). A peek at each schedule, O(networks), like timersDue.
  */
-export function oldestOverdueMs(s: EngineState, nowMs: number, pace?: LeasePace): number {
+export function oldestOverdueMs(s: EngineState, nowMs: number): number {
   let overdueMs = 0
   for (const [network, schedule] of s.leaseExpiries) {
     const next = schedule.peek()
     const chainTimeMs = chainTimeOf(s, network)
-    if (next === undefined || chainTimeMs === undefined || next.atMs > chainTimeMs) continue
-    const pacedMs = pacedDeadlineMs(network, chainTimeMs, pace)
-    if (pacedMs === undefined) overdueMs = Math.max(overdueMs, chainTimeMs - next.atMs)
-    else overdueMs = Math.max(overdueMs, pacedMs - (s.leases.get(next.id) as LeaseActor).getSnapshot().context.expiresAtMs)
+    if (next !== undefined && chainTimeMs !== undefined && next.atMs <= chainTimeMs) overdueMs = Math.max(overdueMs, chainTimeMs - next.atMs)
   }
   for (const [network, schedule] of s.offerExpiries) {
     const next = schedule.peek()

@@ -11,7 +11,7 @@ import { applyRepaidFact } from './advances.ts'
 import { borrowerOf, liftDueSuspensions, suspend } from './borrowers.ts'
 import { leastAdvanceAtomic, resolveConfig, type EngineConfig } from './config.ts'
 import { drain, touch } from './changes.ts'
-import { chainTimeOf, dueCounts, ended, matchChangesMax, OFFER_EXPIRY_CHANGES_MAX, offersToDispatch, oldestOverdueMs, roomFor, timersDue, type Ended, type LeasePace } from './dispatch.ts'
+import { chainTimeOf, dueCounts, ended, matchChangesMax, OFFER_EXPIRY_CHANGES_MAX, offersToDispatch, oldestOverdueMs, roomFor, timersDue, type Ended } from './dispatch.ts'
 import { fundOffer, observeChain, timeOutDueLeases, type ChainObservation, type ChainObservationOutcome, type PastLeaseOf } from './chain-facts.ts'
 import { fail, forbidden } from './errors.ts'
 import { checkInvariants } from './invariants.ts'
@@ -334,11 +334,10 @@ export class Engine {
 
   /**
    * The dispatch ticker's call: the same steps and changes as dispatch, counted instead of viewed (the ticker answers
-   * nobody, and a view of each lease and offer it ended would be garbage at once). With `pace` (the ticker's,
-   * dispatch.ts LeasePace) it times out only the due leases the pace has reached.
+   * nobody, and a view of each lease and offer it ended would be garbage at once).
    */
-  tick(nowMs: number, unobserved: ReadonlySet<string> = NO_NETWORKS, pace?: LeasePace): EngineResult<DispatchTally> {
-    const steps = this.#dispatch(nowMs, false, unobserved, pace)
+  tick(nowMs: number, unobserved: ReadonlySet<string> = NO_NETWORKS): EngineResult<DispatchTally> {
+    const steps = this.#dispatch(nowMs, false, unobserved)
     return drain(this.state, {
       expiredLeases: steps.expiredLeases.count, expiredOffers: steps.expiredOffers.count, matches: steps.matches.count,
       suspensionsLifted: steps.suspensionsLifted,
@@ -348,19 +347,18 @@ export class Engine {
   /**
    * Whether dispatch has work due now: a lease its network's chain time is past (a follower batch stops at its change
    * budget too), an offer past its TTL, or the last dispatch stopped at its budget. O(networks): the dispatch ticker
-   * asks after every call and runs again at once while it is true. Under `pace`, a lease only once the pace reached it.
+   * asks after every call and runs again at once while it is true.
    */
-  dispatchDue(nowMs: number, pace?: LeasePace): boolean {
-    return this.#dispatchStopped || timersDue(this.state, nowMs, pace)
+  dispatchDue(nowMs: number): boolean {
+    return this.#dispatchStopped || timersDue(this.state, nowMs)
   }
 
   /**
    * How long the oldest due lease (on its network's observed chain time) or offer (past its TTL) has been due, in ms; 0
-   * when nothing is due. O(networks): how far dispatch is behind, for a reading (the load mix samples it). Under
-   * `pace`, a lease counts from the paced chain time (how far the ticker is behind its pace).
+   * when nothing is due. O(networks): how far dispatch is behind, for a reading (the load mix samples it).
    */
-  dispatchOverdueMs(nowMs: number, pace?: LeasePace): number {
-    return oldestOverdueMs(this.state, nowMs, pace)
+  dispatchOverdueMs(nowMs: number): number {
+    return oldestOverdueMs(this.state, nowMs)
   }
 
   /** How many leases and offers are due now, at most `max` of each (a bench's reading: it walks the due items). */
@@ -369,20 +367,20 @@ export class Engine {
   }
 
   /** Dispatch's steps (see dispatch), viewing what they ended or only counting it; notes whether work was left. */
-  #dispatch(nowMs: number, withViews: boolean, unobserved: ReadonlySet<string>, pace?: LeasePace): DispatchSteps {
+  #dispatch(nowMs: number, withViews: boolean, unobserved: ReadonlySet<string>): DispatchSteps {
     const steps: DispatchSteps = { expiredLeases: ended(withViews), expiredOffers: ended(withViews), matches: ended(withViews), suspensionsLifted: [] }
-    this.#dispatchStopped = !this.#dispatchSteps(steps, nowMs, unobserved, pace)
+    this.#dispatchStopped = !this.#dispatchSteps(steps, nowMs, unobserved)
     return steps
   }
 
   /** Dispatch's steps: false when the change budget stopped them with work left. */
-  #dispatchSteps(steps: DispatchSteps, nowMs: number, unobserved: ReadonlySet<string>, pace: LeasePace | undefined): boolean {
+  #dispatchSteps(steps: DispatchSteps, nowMs: number, unobserved: ReadonlySet<string>): boolean {
     const s = this.state
     // Leases expire on their network's observed chain time, never on `nowMs`: observeChain expires them as the chain
     // passes their deadline, so this finds one when a batch ran out of change budget, or a lease was granted past its
     // deadline already (a chain ahead of the service's clock).
     for (const network of s.leaseExpiries.keys()) {
-      if (!timeOutDueLeases(s, network, nowMs, steps.expiredLeases, steps.expiredOffers, pace)) return false
+      if (!timeOutDueLeases(s, network, nowMs, steps.expiredLeases, steps.expiredOffers)) return false
     }
     if (!liftDueSuspensions(s, nowMs, steps.suspensionsLifted)) return false
 

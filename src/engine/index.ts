@@ -3,7 +3,6 @@ export { Engine, advanceViewFromSnapshot, jobViewFromSnapshot, leaseViewFromSnap
 export type { StoredSnapshot } from './engine.ts'
 export { defaultEngineConfig, resolveConfig } from './config.ts'
 export type { EngineConfig } from './config.ts'
-export type { LeasePace } from './dispatch.ts'
 export type { ExecutedTx, RepaidFact, SupplierPaymentFact, WalletView } from './ports.ts'
 export { feeAtomic, insuranceAtomic, planRecovery, riskBand } from './rules.ts'
 export type * from './types.ts'

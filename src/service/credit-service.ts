@@ -16,7 +16,6 @@
 import type { Address } from 'viem'
 import type { DispatchOutcome, DispatchTally, MatchOutcome, RepaymentReceipt, SupplierInput, SupplierRecord } from '../engine/types.ts'
 import type { ChainObservationOutcome } from '../engine/engine.ts'
-import type { LeasePace } from '../engine/dispatch.ts'
 import type { ChainBatch } from '../chain/follower.ts'
 import type { RecordWrite, StoredResponse } from '../store/index.ts'
 import type { Mutation } from './mutation.ts'
@@ -27,7 +26,6 @@ import * as reports from './reports.ts'
 import * as chainObservation from './chain-observation.ts'
 import * as operatorCommands from './operator-commands.ts'
 import { periodic, type Periodic, type PeriodicTurns } from './periodic.ts'
-import { LEASE_PACE_RECHECK_MS, LeasePacer } from './ticker-pace.ts'
 
 /** Dispatch commands waiting for their commits at once while a backlog drains (startTicker). */
 export const TICKS_IN_FLIGHT_MAX = 16
@@ -92,8 +90,8 @@ export class CreditService extends ServiceCore {
    * The dispatch ticker: the same command as POST /credit/dispatch (counted, not viewed: Engine.tick), through the same
    * run-and-commit path as a request, with nobody to answer.
    */
-  async tick(pace?: LeasePace): Promise<void> {
-    await this.run<DispatchTally>(null, () => this.engine.tick(this.now(), this.unobservedNetworks(), pace), (outcome) => this.#liftedPassport(outcome))
+  async tick(): Promise<void> {
+    await this.run<DispatchTally>(null, () => this.engine.tick(this.now(), this.unobservedNetworks()), (outcome) => this.#liftedPassport(outcome))
   }
 
   /**
@@ -109,19 +107,14 @@ export class CreditService extends ServiceCore {
    * TICK_TURN_BUDGET_MAX_MS and the commands in flight up to TICKS_IN_FLIGHT_BEHIND_MAX; the first turn it is not, both
    * are back at the base. On a quiet machine the load mix never gets there at saturation (README "Bounded work per
    * command"), so the half-rate tail keeps its 1 ms turns. `wake` asks for a run now (a follower's batch left leases
-   * due); a tick that failed (the store full) waits for the interval. The leases one step of a chain's observed time
-   * makes due are paced (ticker-pace.ts: taken across the next LEASE_PACE_SPREAD_MAX_MS, not in one burst), and while
-   * some are due but not yet reached by the pace the ticker looks again every LEASE_PACE_RECHECK_MS; `pacer` is for a
-   * test (its clock).
+   * due); a tick that failed (the store full) waits for the interval.
    */
-  startTicker(intervalMs: number, onError: (error: unknown) => void, turnBudgetMs = TICK_TURN_BUDGET_MS, pacer = new LeasePacer()): Periodic {
-    const pace = pacer.pace
-    this.#ticker = periodic(intervalMs, () => this.tick(pace), onError, {
-      dueAgain: () => this.engine.dispatchDue(this.now(), pace), inFlightMax: TICKS_IN_FLIGHT_MAX, turnBudgetMs,
+  startTicker(intervalMs: number, onError: (error: unknown) => void, turnBudgetMs = TICK_TURN_BUDGET_MS): Periodic {
+    this.#ticker = periodic(intervalMs, () => this.tick(), onError, {
+      dueAgain: () => this.engine.dispatchDue(this.now()), inFlightMax: TICKS_IN_FLIGHT_MAX, turnBudgetMs,
       turnBudgetMaxMs: Math.max(turnBudgetMs, TICK_TURN_BUDGET_MAX_MS), inFlightBehindMax: TICKS_IN_FLIGHT_BEHIND_MAX,
-      // Behind: the oldest lease or offer due (a lease: reached by the pace) has waited more than an interval.
-      behind: () => this.engine.dispatchOverdueMs(this.now(), pace) > intervalMs,
-      heldBack: () => this.engine.dispatchDue(this.now()), heldBackRecheckMs: LEASE_PACE_RECHECK_MS,
+      // Behind: the oldest due lease or offer has waited more than an interval, through the runs the interval starts.
+      behind: () => this.engine.dispatchOverdueMs(this.now()) > intervalMs,
     })
     return this.#ticker
   }

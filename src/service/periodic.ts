@@ -8,9 +8,7 @@
 // falls behind a saturated service, whose turns carry dozens of requests each. With `behind` (asked once per turn:
 // the job's own measure of a backlog it is not catching up with), each turn while it says so has twice the last turn's
 // budget, up to `turnBudgetMaxMs`, and twice its runs unfinished at once, up to `inFlightBehindMax`; the first turn it
-// does not, both are back at `turnBudgetMs` and `inFlightMax`. With `heldBack` (work that falls due on its own
-// soon, not at an interval: the dispatch ticker's paced lease time-outs), while nothing is due but it says work is
-// held back, the job looks again every `heldBackRecheckMs`. A run that fails waits for the interval.
+// does not, both are back at `turnBudgetMs` and `inFlightMax`. A run that fails waits for the interval.
 
 export interface Periodic {
   /** Runs the job on the next turn of the event loop if `dueAgain` says work is due and fewer than allowed are running. */
@@ -43,10 +41,6 @@ export interface PeriodicOptions {
   inFlightBehindMax?: number
   /** Whether the runs are behind what falls due, asked at the start of each turn (default: never). */
   behind?: () => boolean
-  /** Whether work is held back that will be due soon by itself (default: never): then dueAgain is asked again after heldBackRecheckMs. */
-  heldBack?: () => boolean
-  /** How soon to ask dueAgain again while nothing is due and heldBack says work is held back (default 1 ms). */
-  heldBackRecheckMs?: number
   /** The clock the turn budget is measured on (default performance.now). */
   clock?: () => number
 }
@@ -58,8 +52,6 @@ export function periodic(intervalMs: number, run: () => Promise<unknown>, onErro
   const turnBudgetMaxMs = options.turnBudgetMaxMs ?? turnBudgetMs
   const behind = options.behind ?? (() => false)
   const clock = options.clock ?? (() => performance.now())
-  const heldBack = options.heldBack
-  const heldBackRecheckMs = options.heldBackRecheckMs ?? 1
   if (!Number.isInteger(inFlightMax) || inFlightMax < 1) throw new RangeError('periodic inFlightMax must be a positive integer')
   const inFlightBehindMax = options.inFlightBehindMax ?? inFlightMax
   if (turnBudgetMaxMs < turnBudgetMs) throw new RangeError('periodic turnBudgetMaxMs must be at least turnBudgetMs')
@@ -67,23 +59,12 @@ export function periodic(intervalMs: number, run: () => Promise<unknown>, onErro
   let inFlight = 0
   let stopped = false
   let immediate: ReturnType<typeof setImmediate> | undefined
-  let recheck: ReturnType<typeof setTimeout> | undefined
   // This turn's budget and runs unfinished at once: the base ones, or grown while behind.
   let budgetMs = turnBudgetMs
   let inFlightCap = inFlightMax
   const counts: PeriodicTurns = { turns: 0, grownTurns: 0, fullTurns: 0, budgetMsMax: turnBudgetMs }
   const wake = (): void => {
-    if (stopped || inFlight >= inFlightCap || immediate !== undefined) return
-    if (!dueAgain()) {
-      if (heldBack !== undefined && recheck === undefined && heldBack()) {
-        recheck = setTimeout(() => {
-          recheck = undefined
-          wake()
-        }, heldBackRecheckMs)
-        recheck.unref()
-      }
-      return
-    }
+    if (stopped || inFlight >= inFlightCap || immediate !== undefined || !dueAgain()) return
     immediate = setImmediate(() => {
       immediate = undefined
       start()
@@ -127,7 +108,6 @@ export function periodic(intervalMs: number, run: () => Promise<unknown>, onErro
       stopped = true
       clearInterval(timer)
       if (immediate !== undefined) clearImmediate(immediate)
-      if (recheck !== undefined) clearTimeout(recheck)
     },
     turns: () => ({ ...counts }),
   }

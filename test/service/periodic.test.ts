@@ -172,32 +172,3 @@ t.test('without turnBudgetMaxMs and inFlightBehindMax nothing grows, however far
 t.test('turnBudgetMaxMs below turnBudgetMs is refused', async (t) => {
   t.throws(() => periodic(1000, async () => {}, () => {}, { turnBudgetMs: 2, turnBudgetMaxMs: 1 }), RangeError)
 })
-
-t.test('while nothing is due but work is held back, the job looks again every heldBackRecheckMs until it is due', async (t) => {
-  const held = heldRuns()
-  let due = false
-  let heldBack = true
-  let asked = 0
-  const job = periodic(3_600_000, held.run, (error) => t.fail(String(error)), {
-    dueAgain: () => {
-      asked++
-      return due
-    },
-    inFlightMax: 4, heldBack: () => heldBack, heldBackRecheckMs: 2,
-  })
-  t.teardown(job.stop)
-  job.wake()
-  await new Promise((resolve) => setTimeout(resolve, 40))
-  t.equal(held.counts().started, 0, 'nothing due: no run')
-  t.ok(asked >= 3, `asked again while work was held back (${asked} times in 40 ms, not only at the hour's interval)`)
-  due = true
-  await new Promise((resolve) => setTimeout(resolve, 20))
-  t.ok(held.counts().started >= 1, 'the work fell due: it ran without a wake or the interval')
-  due = false
-  heldBack = false
-  for (const release of held.release.splice(0)) release()
-  await turns(3)
-  const askedThen = asked
-  await new Promise((resolve) => setTimeout(resolve, 30))
-  t.equal(asked, askedThen, 'nothing held back: no more looks until a wake or the interval')
-})
