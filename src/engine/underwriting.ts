@@ -82,6 +82,10 @@ function provenRoomAtomic(s: EngineState, borrower: BorrowerRecord | undefined, 
   return proven - s.receivableOffered.get(input.agent, input.network, input.asset)
 }
 
+function nonNegative(value: bigint): bigint {
+  return value < 0n ? 0n : value
+}
+
 /** A job lends against what is left of its receivable (at the job advance rate) and of its collateral, until due. */
 function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReason[], s: EngineState, nowMs: number): SourceTerms {
   const snap = job.getSnapshot()
@@ -104,11 +108,15 @@ function jobTerms(input: CreditRequestInput, job: JobActor, reasons: DeclineReas
   }
   const revenueLeft = ctx.receivableAtomic - ctx.revenueUsedAtomic
   const collateralLeft = ctx.collateralAtomic - ctx.collateralUsedAtomic
+  // The band reads what is left behind this request: what the job's live offers and open advances hold (amount and
+  // fee) already lean on the same escrow and collateral, and a failed job's collateral pays them all. Before, each
+  // request read the whole collateral: 10 of it made any number of offers of 5 band A (coverage 20000 bps), a
+  // fresh borrower's party drew 20 at band A on 10 and failed the job (outsider27, collateral-counted-per-offer.ts).
   return {
     source: { kind: 'job', id: ctx.jobId },
     capacityAtomic: applyBps(revenueLeft, s.config.jobAdvanceRateBps) + collateralLeft - ctx.committedAtomic,
-    valueAtomic: revenueLeft + collateralLeft,
-    securedAtomic: collateralLeft,
+    valueAtomic: nonNegative(revenueLeft + collateralLeft - ctx.committedAtomic),
+    securedAtomic: nonNegative(collateralLeft - ctx.committedAtomic),
     durationSeconds: Math.max(1, Math.ceil((ctx.dueAtMs - nowMs) / 1000)),
     dueAtMs: ctx.dueAtMs,
     creditUntilMs: creditUntilMs(s, ctx.dueAtMs, undefined),
@@ -133,8 +141,9 @@ function backingTerms(input: CreditRequestInput, src: SourceRecord, reasons: Dec
   return {
     source: { kind: 'backing', id: src.sourceId },
     capacityAtomic: minBig(applyBps(src.valueAtomic, src.advanceRateBps), hardLeft) - src.committedAtomic,
-    valueAtomic: src.valueAtomic,
-    securedAtomic: src.valueAtomic,
+    // As on a job: what the source's live offers and open advances hold is not there for this request's band.
+    valueAtomic: nonNegative(src.valueAtomic - src.committedAtomic),
+    securedAtomic: nonNegative(src.valueAtomic - src.committedAtomic),
     durationSeconds,
     dueAtMs,
     creditUntilMs: creditUntilMs(s, dueAtMs, src.validUntilMs ?? nowMs),

@@ -160,8 +160,11 @@ t.test('invalid requests are typed errors', async (t) => {
 
 t.test('risk bands: A at coverage >= 200%, B at >= 125%, else C; a default in history lowers one band', async (t) => {
   const { engine } = newEngine({ backingDurationSecondsDefault: 3600 })
-  registerBacking(engine, 'src_1', 2000n)
-  const band = (amountAtomic: bigint, agent = BORROWER, repaymentSource = 'src_1') => {
+  // Each request on a source of its own: a live offer holds part of its source's value (see below).
+  let sources = 0
+  const band = (amountAtomic: bigint, agent = BORROWER, value = 2000n) => {
+    const repaymentSource = `src_b${++sources}`
+    registerBacking(engine, repaymentSource, value, agent)
     const d = unwrap(engine.requestCredit(creditRequest({ amountAtomic, agent, repaymentSource }), T0))
     return [d.riskBand, d.coverageBps]
   }
@@ -178,10 +181,9 @@ t.test('risk bands: A at coverage >= 200%, B at >= 125%, else C; a default in hi
   unwrap(engine.liquidate({
  advanceId, caller: lenderInput(1).address, network: NET, txHash: hash(4) }, T0 + 3_601_000))
   t.equal(plan.stoppedAt, 'backing_liquidation')
-  registerBacking(engine, 'src_o2', 2000n, other)
-  t.same(band(1000n, other, 'src_o2'), ['B', 20_000])
-  t.same(band(1600n, other, 'src_o2'), ['C', 12_500])
-  t.same(band(1700n, other, 'src_o2'), ['C', 11_764])
+  t.same(band(1000n, other), ['B', 20_000])
+  t.same(band(1600n, other), ['C', 12_500])
+  t.same(band(1700n, other), ['C', 11_764])
 })
 
 /** Request credit on a source and answer [decision, band, coverage]. */
@@ -229,7 +231,8 @@ t.test('the honest path: repaid principal >= the request gets band A; live offer
   t.same(decide(engine, 'job_2', 1n).slice(0, 2), ['approved', 'C'], 'and still uses the room')
   unwrap(engine.repayAdvance(repaidFact(engine, advance.advanceId, hash(701), 400n), T0))
   // 1,400 repaid, 600 owed, 2 asked.
-  t.same(decide(engine, 'job_2', 798n), ['approved', 'A', 125_313], 'a partial repayment frees the principal it paid (and proves it)')
+  // Its coverage reads the escrow less what the job's two live offers of 1 hold (amount and maximum fee, 202).
+  t.same(decide(engine, 'job_2', 798n), ['approved', 'A', 122_781], 'a partial repayment frees the principal it paid (and proves it)')
   t.same(decide(engine, 'job_2', 1n).slice(0, 2), ['approved', 'C'], 'up to the unit')
   unwrap(engine.repayAdvance(repaidFact(engine, advance.advanceId, hash(702)), T0))
   t.match(engine.getBorrower(BORROWER), { repaidPrincipalAtomic: { [NET]: { [ASSET]: 2000n } }, receivableOwedAtomic: { [NET]: { [ASSET]: 0n } } })
@@ -279,4 +282,34 @@ t.test('a liquidation\'s recovery frees the principal it recovered on the receiv
   const { repaidPrincipalAtomic, receivableOwedAtomic } = engine.getBorrower(BORROWER)!
   t.same([repaidPrincipalAtomic, receivableOwedAtomic], [{}, { [NET]: { [ASSET]: 300n } }], 'the collateral paid 500 of the principal, proving nothing; 300 lost stays owed')
   engine.checkInvariants()
+})
+
+t.test('a job\'s collateral backs the band of what it covers once: later offers read what the live offers and advances leave (outsider27)', async (t) => {
+  // A fresh borrower (nothing repaid: the receivable does not count) with 10 of collateral on an escrow of 100. Before,
+  // every request read the whole collateral: offers of 5 were each band A (coverage 20000 bps), as many as the
+  // capacity took, so a party's client failed the job and its band-A lenders recovered 10 of what they lent.
+  const { engine } = newEngine()
+  unwrap(engine.registerLender(lenderInput(1), T0))
+  createJob(engine, 'job_c', 100n)
+  unwrap(engine.postCollateral({ jobId: 'job_c', caller: BORROWER, borrower: BORROWER, amountAtomic: 10n, proof: { network: NET, txHash: hash(90), logIndex: 0 } }, T0))
+  t.same(decide(engine, 'job_c', 5n, { maximumFeeAtomic: 0n }), ['approved', 'A', 220_000], 'the first: the collateral covers it whole, so the receivable counts too')
+  t.same(decide(engine, 'job_c', 5n, { maximumFeeAtomic: 0n }), ['approved', 'C', 10_000], 'the second: the 5 the live offer holds are not there for it')
+  t.same(decide(engine, 'job_c', 5n, { maximumFeeAtomic: 0n }), ['approved', 'C', 0], 'the third: nothing left')
+  // The same on a funded advance: what it owes (principal and fee) holds the collateral until it closes.
+  const { engine: funded } = newEngine()
+  unwrap(funded.registerLender(lenderInput(1), T0))
+  createJob(funded, 'job_f', 100n)
+  unwrap(funded.postCollateral({ jobId: 'job_f', caller: BORROWER, borrower: BORROWER, amountAtomic: 10n, proof: { network: NET, txHash: hash(91), logIndex: 0 } }, T0))
+  fundAdvance(funded, { repaymentSource: 'job_f', amountAtomic: 4n, maximumFeeAtomic: 1n })
+  const [decision, band] = decide(funded, 'job_f', 3n, { maximumFeeAtomic: 0n })
+  t.same([decision, band], ['approved', 'B'], 'an advance of 4 (and its fee) leaves at most 6 of 10 for 3: not band A')
+  engine.checkInvariants()
+  funded.checkInvariants()
+})
+
+t.test('a backing source\'s value backs the band of what it covers once (outsider27)', async (t) => {
+  const { engine } = newEngine()
+  registerBacking(engine, 'src_c', 4000n) // advance rate 10000 bps: capacity 4000
+  t.same(decide(engine, 'src_c', 1600n).slice(0, 2), ['approved', 'A'], '4000 for 1600')
+  t.same(decide(engine, 'src_c', 1600n), ['approved', 'B', 15_000], '2400 left for the second 1600 (25000 bps, A, before)')
 })
