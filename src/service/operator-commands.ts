@@ -220,7 +220,11 @@ export async function failJob(
     const intent = mined ? failures.intent(jobId) : undefined
     // The client's note is free text: only its hash is kept and signed, so nobody's text enters another's passport.
     const noteHash = intent !== undefined ? intent.noteHash ?? undefined : body.note === undefined ? undefined : failureNoteHash(body.note)
-    const input = { jobId, reason: intent?.reason ?? body.reason, noteHash, caller: intent?.caller ?? caller, mined }
+    // The repair is authorized as the job's client: the intent's caller is only recorded (its failure entry), since an
+    // operator that sent a failJob may have left the configuration by the time its repair runs (a key rotated after a
+    // crash), and refusing it would leave the job open here for ever while the chain has failed it (review28).
+    const input = { jobId, reason: intent?.reason ?? body.reason, noteHash, caller, mined }
+    const requestedBy = intent?.caller ?? caller
     const planned = service.engine.planJobFailure(input)
     if (!planned.ok && !mined && (planned.error.code === 'job_not_open' || planned.error.code === 'job_not_found')) {
       // The job failed already: a retry of the request recorded (by its first attempt after a lost answer, or by the
@@ -257,7 +261,7 @@ export async function failJob(
           const event = result.value
           const recorded = service.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, noteHash: event.noteHash ?? undefined, txHash: failed.txHash } }], service.now())
           const signed = recorded.events[0] as SignedPassportEvent
-          writes = [...recorded.writes, ...failures.recordedOps(jobId, signed, event.atMs, input.caller)]
+          writes = [...recorded.writes, ...failures.recordedOps(jobId, signed, event.atMs, requestedBy)]
           return { ...result, value: { ...event, signed } }
         },
         () => writes,
