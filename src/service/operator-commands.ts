@@ -243,8 +243,13 @@ export async function failJob(
       alreadyDone: (error) => error.errorName === 'JobNotOpen',
       find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
     }).catch(async (error: unknown) => {
-      // The contract refused it, or no operator sends here: nothing was done, nothing for a repair to record.
-      if ((error instanceof ContractRevertError || error instanceof OperatorUnavailableError) && !mined) await failures.forget(jobId)
+      // The contract refused it, or no operator sends here: nothing was done, nothing for a repair to record. Not when
+      // it refused a job no longer open whose earlier failJob was not found: that may be this request's own, mined
+      // from an attempt whose answer was lost, and the lookup failed (an RPC error, eth_getLogs refused): its repair
+      // needs the intent (review28; before, it recorded failed_on_chain). A job that ended otherwise on chain deletes it
+      // with its settlement's record; one its client reclaimed keeps it, one record of its own job.
+      const notOpen = error instanceof ContractRevertError && error.errorName === 'JobNotOpen'
+      if ((error instanceof ContractRevertError || error instanceof OperatorUnavailableError) && !mined && !notOpen) await failures.forget(jobId)
       throw error
     })
     await failureCountable(service, plan, failed)
