@@ -220,7 +220,11 @@ export async function failJob(
     const intent = mined ? failures.intent(jobId) : undefined
     // The client's note is free text: only its hash is kept and signed, so nobody's text enters another's passport.
     const noteHash = intent !== undefined ? intent.noteHash ?? undefined : body.note === undefined ? undefined : failureNoteHash(body.note)
-    const input = { jobId, reason: intent?.reason ?? body.reason, noteHash, caller: intent?.caller ?? caller, mined }
+    // The repair is authorized as the job's client: the intent's caller is only recorded (its failure entry), since an
+    // operator that sent a failJob may have left the configuration by the time its repair runs (a key rotated after a
+    // crash), and refusing it would leave the job open here for ever while the chain has failed it (review28).
+    const input = { jobId, reason: intent?.reason ?? body.reason, noteHash, caller, mined }
+    const requestedBy = intent?.caller ?? caller
     const planned = service.engine.planJobFailure(input)
     if (!planned.ok && !mined && (planned.error.code === 'job_not_open' || planned.error.code === 'job_not_found')) {
       // The job failed already: a retry of the request recorded (by its first attempt after a lost answer, or by the
@@ -239,8 +243,13 @@ export async function failJob(
       alreadyDone: (error) => error.errorName === 'JobNotOpen',
       find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
     }).catch(async (error: unknown) => {
-      // The contract refused it, or no operator sends here: nothing was done, nothing for a repair to record.
-      if ((error instanceof ContractRevertError || error instanceof OperatorUnavailableError) && !mined) await failures.forget(jobId)
+      // The contract refused it, or no operator sends here: nothing was done, nothing for a repair to record. Not when
+      // it refused a job no longer open whose earlier failJob was not found: that may be this request's own, mined
+      // from an attempt whose answer was lost, and the lookup failed (an RPC error, eth_getLogs refused): its repair
+      // needs the intent (review28; before, it recorded failed_on_chain). A job that ended otherwise on chain deletes it
+      // with its settlement's record; one its client reclaimed keeps it, one record of its own job.
+      const notOpen = error instanceof ContractRevertError && error.errorName === 'JobNotOpen'
+      if ((error instanceof ContractRevertError || error instanceof OperatorUnavailableError) && !mined && !notOpen) await failures.forget(jobId)
       throw error
     })
     await failureCountable(service, plan, failed)
@@ -257,7 +266,7 @@ export async function failJob(
           const event = result.value
           const recorded = service.passport.record([{ agent: event.borrower, kind: 'job_failed', details: { ...event, type: undefined, borrower: undefined, atMs: undefined, noteHash: event.noteHash ?? undefined, txHash: failed.txHash } }], service.now())
           const signed = recorded.events[0] as SignedPassportEvent
-          writes = [...recorded.writes, ...failures.recordedOps(jobId, signed, event.atMs, input.caller)]
+          writes = [...recorded.writes, ...failures.recordedOps(jobId, signed, event.atMs, requestedBy)]
           return { ...result, value: { ...event, signed } }
         },
         () => writes,

@@ -396,6 +396,20 @@ class World {
       }
     }
     for (const [key, p] of this.paid) if (p.learned && !byKey.has(key)) throw new Error(`SupplierPaid ${key} was learned but no advance backs it`)
+    // (1b) a borrower's shortfallAtomic is what its advances in shortfall still owe of their shortfalls, each its own
+    // min(shortfall, owed) (review28, after money26): a repayment lowers it by what it repaid of its own advance's
+    // shortfall only, never another advance's, never below 0, and the last payment of each takes all of its part.
+    const unpaid = new Map<string, bigint>()
+    for (const [, [a]] of byKey) {
+      if (a?.state !== 'shortfall' || a.recovery === null) continue
+      const owed = a.lenderOwedAtomic + a.reserveOwedAtomic
+      const part = owed < a.recovery.shortfallAtomic ? owed : a.recovery.shortfallAtomic
+      unpaid.set(a.borrower, (unpaid.get(a.borrower) ?? 0n) + part)
+    }
+    for (const borrower of new Set([...byKey.values()].map(([a]) => (a as AdvanceView).borrower))) {
+      const recorded = this.engine.getBorrower(borrower)?.shortfallAtomic ?? 0n
+      if (recorded !== (unpaid.get(borrower) ?? 0n)) throw new Error(`borrower ${borrower} records a shortfall of ${recorded}, its shortfall advances still owe ${unpaid.get(borrower) ?? 0n} of theirs`)
+    }
     // (2) once the engine has every event, each advance (live or ended: a repayment after a liquidation's shortfall
     // counts too) owes what the contract says it owes, and the insurance reserve holds what the contract's does.
     if (this.pending.length === 0) {
