@@ -1,7 +1,9 @@
 // Assembly of the whole service: networks (a networks file, or the embedded devnet), the LMDB store, the engine
 // restored from its snapshots, the chain clients and wallet watcher, the HTTP routes and the expiry ticker.
 import { join } from 'node:path'
-import { createPublicClient, http, type Address, type PublicClient } from 'viem'
+import { createPublicClient, getAddress, http, type Address, type Hex, type PublicClient } from 'viem'
+import { privateKeyToAddress } from 'viem/accounts'
+import { creditFacilityV2Abi } from '../chain/artifacts.ts'
 import { buildCatalog, Catalog } from '../api/catalog.ts'
 import { ValidationIssue } from '../api/common.ts'
 import { wireComponents } from '../api/schemas.ts'
@@ -127,6 +129,7 @@ async function refuseOlderCreditContracts(source: string, networks: readonly Net
       if (contractMax !== undefined && contractMax < BigInt(advancesPerJobMax)) {
         older.push({ path: `/networks/${index}/creditContract`, message: advanceCapMessage(network.slug, network.creditContract, contractMax, advancesPerJobMax) })
       }
+      if (verdict === 'current') older.push(...(await contractRoleMismatches(publicClient, network, index, head)))
       if (verdict === 'absent') {
         unreached.add(network.slug)
         log({ level: 'warn', msg: 'credit_contract_not_found', network: network.slug, error: absentContractMessage(network.slug, network.creditContract, head) })
@@ -138,6 +141,29 @@ async function refuseOlderCreditContracts(source: string, networks: readonly Net
   }))
   if (older.length > 0) throw new NetworksConfigError(source, older)
   return unreached
+}
+
+/**
+ * The keys the networks file names against the roles the credit contract was deployed with (operator26's finding: a
+ * lease signer key that is not the contract's `leaseSigner()` started healthy, and every lease it signed reverted
+ * `WrongLeaseSigner` at the lender's cost; an operator key that is not `operator()` reverts every completion, failure
+ * and liquidation `NotOperator`). Read at the probe's block; a network without an operator key (read-only) is not checked
+ * for it. The roles are immutable, so the start-up is the one place to check them.
+ */
+async function contractRoleMismatches(publicClient: ReturnType<typeof startupClient>, network: NetworkConfig, index: number, head: bigint): Promise<{ path: string; message: string }[]> {
+  const problems: { path: string; message: string }[] = []
+  const read = (functionName: 'operator' | 'leaseSigner') => publicClient.readContract({ address: network.creditContract, abi: creditFacilityV2Abi, functionName, blockNumber: head })
+  const [operator, leaseSigner] = await Promise.all([read('operator'), read('leaseSigner')])
+  const check = (field: 'operatorKeyEnv' | 'leaseSignerKeyEnv', key: Hex | undefined, role: string, onChain: Address, consequence: string) => {
+    if (key === undefined) return
+    const configured = privateKeyToAddress(key)
+    if (getAddress(configured) !== getAddress(onChain)) {
+      problems.push({ path: `/networks/${index}/${field}`, message: `${network.slug}: the key in ${network[field] ?? field} is ${configured}, but the credit contract ${network.creditContract} was deployed with ${role}() ${onChain}: ${consequence}` })
+    }
+  }
+  check('leaseSignerKeyEnv', network.leaseSignerPrivateKey, 'leaseSigner', leaseSigner, 'every lease authorization it signs would revert WrongLeaseSigner')
+  check('operatorKeyEnv', network.operatorPrivateKey, 'operator', operator, 'every completion, failure and liquidation would revert NotOperator')
+  return problems
 }
 
 /** A client for the start-up's reads, bounded: an RPC that hangs delays the start by seconds, not by the client's default retries. */
