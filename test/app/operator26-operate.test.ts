@@ -134,3 +134,21 @@ t.test('a key that is not the contract\'s leaseSigner() or operator() stops the 
   t.equal(operator.code, 1, 'exit 1')
   t.match(operator.stderr, /\/networks\/0\/operatorKeyEnv: realchain: the key in OPERATOR_PRIVATE_KEY is .* operator\(\)/)
 })
+
+t.test('a token the chain does not confirm (decimals, EIP-712 domain, address) stops the start, naming the field', async (t) => {
+  const dataDir = join(dir, 'refused-token')
+  const variants: Array<[string, (token: Record<string, unknown>) => void, RegExp]> = [
+    ['decimals', (token) => (token['decimals'] = 18), /\/networks\/0\/tokens\/0\/decimals: realchain: USDC at .* has 6 decimals, configured 18/],
+    ['eip712Name', (token) => (token['eip712Name'] = 'USDC'), /\/networks\/0\/tokens\/0\/eip712Name: realchain: USDC's DOMAIN_SEPARATOR\(\) is not the one of eip712Name "USDC"/],
+    ['address', (token) => (token['address'] = '0x000000000000000000000000000000000000dEaD'), /\/networks\/0\/tokens\/0\/address: realchain: no contract at USDC's address/],
+  ]
+  for (const [name, change, expected] of variants) {
+    const file = JSON.parse(deployed.stdout) as { networks: Array<{ tokens: Array<Record<string, unknown>> }> }
+    change(file.networks[0]?.tokens[0] as Record<string, unknown>)
+    const path = join(dir, `networks-${name}.json`)
+    writeFileSync(path, JSON.stringify(file))
+    const run = await runServiceToExit({ ...keys, NETWORKS_FILE: path, DATA_DIR: dataDir })
+    t.equal(run.code, 1, `${name}: exit 1`)
+    t.match(run.stderr, expected, `${name}: named`)
+  }
+})
