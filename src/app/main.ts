@@ -2,6 +2,7 @@
 // 127.0.0.1:8402, data in ./snapshots), or on the networks of NETWORKS_FILE. Stops cleanly on SIGINT/SIGTERM.
 import { existsSync } from 'node:fs'
 import { startApp } from './app.ts'
+import { stdoutLogger, withoutRequestLines } from '../http/log.ts'
 import { ConfigError, loadServiceConfig } from './config.ts'
 import { missingNodeFlags } from './node-flags.ts'
 
@@ -14,11 +15,18 @@ async function main(): Promise<void> {
   // Test hook (test/persistence): while this file exists, no commit reaches the disk, so a test can kill the process
   // between the acknowledgement it waits for and durability.
   const holdFile = process.env['AGENT_CREDIT_TEST_HOLD_COMMITS_FILE']
-  const app = await startApp(config, holdFile ? { holdCommitsWhile: () => existsSync(holdFile) } : {})
+  // REQUEST_LOG=0 drops the per-request lines only: startApp's own default for it is silence, which tests and the
+  // in-process demo want, but a service without its warnings and errors cannot be operated.
+  const app = await startApp(config, {
+    ...(config.requestLog ? {} : { log: withoutRequestLines(stdoutLogger) }),
+    ...(holdFile ? { holdCommitsWhile: () => existsSync(holdFile) } : {}),
+  })
   line(`agent-credit listening on ${app.url}`)
   line(`  data directory ${config.dataDir} (durability ${config.durability})`)
   for (const n of app.networks) {
-    line(`  network ${n.slug} (${n.caip2}) rpc ${n.rpcUrl} credit contract ${n.creditContract} ${n.tokens.map((t) => `${t.symbol} ${t.address}`).join(' ')}`)
+    // A network without an operator key is read-only (no completion, failure or liquidation): say so where the operator looks.
+    const readOnly = n.operatorPrivateKey === undefined ? ' (read-only: no operatorKeyEnv)' : ''
+    line(`  network ${n.slug} (${n.caip2}) rpc ${n.rpcUrl} credit contract ${n.creditContract} ${n.tokens.map((t) => `${t.symbol} ${t.address}`).join(' ')}${readOnly}`)
   }
   if (app.demo !== undefined) {
     line('  devnet demo accounts (test keys, never use them elsewhere):')

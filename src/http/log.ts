@@ -10,6 +10,27 @@ export const stdoutLogger: Logger = (line) => {
 
 export const silentLogger: Logger = () => {}
 
+/** Loggers that drop the per-request lines: the pipeline builds none for them (no clock reading either). */
+const requestLinesDropped = new WeakSet<Logger>()
+
+/**
+ * `log` without the per-request `request` lines (REQUEST_LOG=0): every other line, warnings and errors included, still
+ * goes out. Before, REQUEST_LOG=0 silenced the whole log, `listening`, `chain_follower_stopped` and every alert with it
+ * (operator26's finding).
+ */
+export function withoutRequestLines(log: Logger): Logger {
+  const filtered: Logger = (line) => {
+    if (line.msg !== 'request') log(line)
+  }
+  requestLinesDropped.add(filtered)
+  return filtered
+}
+
+/** Whether the pipeline should build request lines for this logger. */
+export function logsRequests(log: Logger): boolean {
+  return log !== silentLogger && !requestLinesDropped.has(log)
+}
+
 /** The error fields worth logging: name, message and stack, never arbitrary properties that may hold secrets. */
 export function errorFields(error: unknown): Record<string, unknown> {
   if (error instanceof Error) return { errorName: error.name, errorMessage: error.message, stack: error.stack }

@@ -4,7 +4,7 @@ import { clientAddress, clientKeyOf } from './client-key.ts'
 import { cors, type CorsPolicy } from './cors.ts'
 import { documentVariants, selectVariant, type DocumentVariants } from './document-cache.ts'
 import { duplicateKeyPointer } from './json.ts'
-import { errorFields, requestIdMinter, silentLogger, stdoutLogger } from './log.ts'
+import { errorFields, logsRequests, requestIdMinter, stdoutLogger } from './log.ts'
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type ValidationIssue } from './problem.ts'
 import { DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts'
 import { templateRegExp, type AnyRoute, type AuthMode, type RouteContext, type Session } from './route.ts'
@@ -143,7 +143,7 @@ function utf8Text(bytes: ArrayBuffer | Buffer): string | undefined {
 export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo<Res, Req>) {
   const log = options.log ?? stdoutLogger
   // With the request log off, no line (and no clock reading for it) is built per request.
-  const requestLog = log !== silentLogger
+  const requestLog = logsRequests(log)
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES
   if (!(Number.isInteger(bodyLimitBytes) && bodyLimitBytes > 0)) throw new RangeError('bodyLimitBytes must be a positive integer')
   const nowMs = options.nowMs ?? Date.now
