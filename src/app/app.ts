@@ -389,6 +389,10 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     const reconciliation = new Reconciliation(service, { clients: (slug) => clients.get(slug) as NetworkClients })
     const links = new AgentLinks(service, new ReputationReader(config.reputation, (slug) => service.clientsOf(slug)))
     // A lender taken into the books no longer waits for funds: its client's place is free (lenders.ts WaitingRegistrations).
+    // /health shows the watcher degraded (serving its last known balances and allowances) as it shows the follower: say
+    // it in the log too, once per change (operator26: only the follower's warning was logged when the RPC stopped).
+    watcher.on('degraded', ({ network, error }) => log({ level: 'warn', msg: 'wallet_watcher_degraded', network, error: String(error) }))
+    watcher.on('recovered', ({ network }) => log({ level: 'info', msg: 'wallet_watcher_recovered', network }))
     watcher.on('update', ({ holder }) => {
       if (engine.walletChanged(holder)) service.waitingRegistrations.released(holder)
     })

@@ -251,3 +251,22 @@ t.test('stream: the event stream bounds from CONFIG_FILE reach the service (its 
   const catalog = (await (await fetch(`${h.url}/.well-known/service.json`)).json()) as { stream: Record<string, unknown> }
   t.match(catalog.stream, { connectionsPerWalletMax: 3, connectionsPerClientMax: 7, connectionsMax: 11, queuedEventsMax: 4096 }, 'the configured bounds, the defaults for the rest')
 })
+
+// The wallet watcher degraded (its network's balances served as last read) is said in the log as the follower's
+// state is, once per change (operator26: /health showed it, the log said only the follower's).
+t.test('the wallet watcher degraded and recovered are logged, once each', async (t) => {
+  const { rpc, logged } = await appBehindProxy(t, true, () => {}, 'devnet-watcher-log')
+  const seen = async (msg: string): Promise<boolean> => {
+    const deadline = Date.now() + 30_000
+    while (!logged.some((entry) => entry['msg'] === msg) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    return logged.some((entry) => entry['msg'] === msg)
+  }
+  t.notOk(logged.some((entry) => entry['msg'] === 'wallet_watcher_degraded'), 'nothing said while the RPC answers')
+  rpc.setMode('down')
+  t.ok(await seen('wallet_watcher_degraded'), 'the RPC down: wallet_watcher_degraded')
+  const degraded = logged.find((entry) => entry['msg'] === 'wallet_watcher_degraded') as Record<string, unknown>
+  t.match(degraded, { level: 'warn', network: 'devnet-watcher-log' }, 'a warning naming the network')
+  rpc.setMode('forward')
+  t.ok(await seen('wallet_watcher_recovered'), 'the RPC back: wallet_watcher_recovered')
+  t.equal(logged.filter((entry) => entry['msg'] === 'wallet_watcher_degraded').length, 1, 'said once for the whole outage')
+})
