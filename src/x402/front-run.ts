@@ -39,10 +39,23 @@ import { ChainUnavailableError, isTransportFailure, signingPayer } from './facil
 export const UNDELIVERED_RETRY_SECONDS = 86_400
 
 /**
- * How many times the log window is read for a nonce the head's state says is used before it is taken for one used
- * before the window (the read right after the state's, then a polling interval apart).
+ * How many times the log window is read for a nonce the head's state says is used, and the state RECENT_STATE_BLOCKS
+ * below the head could not be read, before it is taken for one used before the window (the read right after the
+ * state's, then a polling interval apart).
  */
 const OLD_NONCE_LOG_READS = 3
+
+/**
+ * How far below the head the token's state is read for a nonce the head's state says is used and whose log the window
+ * does not show: unused there, it was used by a transaction mined in these last blocks, whose log a provider's
+ * log node may not show yet (load-balanced providers' logs lag their state by a few blocks), and it is waited for as
+ * a pending one is; used there too, it is old (no log node lags this much) and refused at once. Within the 128 blocks
+ * of state a non-archive node keeps. Before, the log window was read three times 50 ms apart on the devnet (a polling
+ * interval): a stranger's front-run settlement, mined a block or two before the payer's request, whose log the
+ * provider did not show yet, was refused 402 payment_already_used, the payer charged and not served (review29,
+ * test/api/review29-front-run-logs-lag.test.ts).
+ */
+export const RECENT_STATE_BLOCKS = 64n
 
 /** How far below the head a front-run settlement is looked for: one eth_getLogs range most providers accept. */
 export const FRONT_RUN_LOOKBACK_BLOCKS = 2_000n
@@ -308,16 +321,21 @@ export class FrontRunSettlements {
       // the pending state (used, long ago) sent every old spent payment presented again (anyone rebuilds one from
       // its settlement's calldata) into the wait: its request held confirmationTimeoutMs and eth_getLogs sent every
       // pollingIntervalMs, then 503 "send it again" (an outsider's finding, test/api/outsider26-old-payment.test.ts).
-      const used = (blockTag: 'latest' | 'pending') =>
-        this.read(() => client.readContract({ address: token, abi: authorizationStateAbi, functionName: 'authorizationState', args: [authorization.from, authorization.nonce], blockTag }))
+      const state = { address: token, abi: authorizationStateAbi, functionName: 'authorizationState', args: [authorization.from, authorization.nonce] } as const
+      const used = (blockTag: 'latest' | 'pending') => this.read(() => client.readContract({ ...state, blockTag }))
       if (await used('latest')) {
-        // Or mined between the log read and this one, or a provider's logs lag its state by a block or two: the window
-        // is read again a few times, a polling interval apart (OLD_NONCE_LOG_READS), and no more.
-        for (let i = 0; i < OLD_NONCE_LOG_READS && log === undefined; i++) {
+        // Or mined between the log read and this one, or a provider's logs lag its state: the state RECENT_STATE_BLOCKS
+        // below the head says which. Unused there: mined since, waited for below as a pending one is. Used there:
+        // refused at once (no token there yet: unused). Not readable there: the window is read again a few times, a polling interval apart
+        // (OLD_NONCE_LOG_READS), and no more.
+        const recent = head.number > RECENT_STATE_BLOCKS ? head.number - RECENT_STATE_BLOCKS : 0n
+        const usedBefore = await client.readContract({ ...state, blockNumber: recent }).catch((error: unknown) => (notDeployed(error) ? false : undefined))
+        if (usedBefore === true) return undefined
+        for (let i = 0; usedBefore === undefined && i < OLD_NONCE_LOG_READS && log === undefined; i++) {
           if (i > 0) await new Promise((resolve) => setTimeout(resolve, network.pollingIntervalMs))
           log = await usedLog()
         }
-        if (log === undefined) return undefined
+        if (usedBefore === undefined && log === undefined) return undefined
       } else if (!(await used('pending'))) return undefined
       const deadline = Date.now() + this.options.confirmationTimeoutMs
       while (log === undefined) {
@@ -397,6 +415,14 @@ export class FrontRunSettlements {
       throw new FrontRunUndecidedError((error as Error).message, { cause: error })
     }
   }
+}
+
+/** The call found no contract at its block (the token deployed later: none of its nonces was used there). */
+function notDeployed(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 8; current = current.cause, depth += 1) {
+    if (current.name === 'ContractFunctionZeroDataError') return true
+  }
+  return false
 }
 
 /** The key of an authorization among the honoured settlements: its payer and nonce, lower case. */
