@@ -77,6 +77,14 @@ export class SettlementUnconfirmedError extends FrontRunUndecidedError {
   override readonly name = 'SettlementUnconfirmedError'
 }
 
+/**
+ * The payment's settlement was already asked for by a request for other work (another digest) and not delivered on:
+ * nothing may be settled for this one (attempt).
+ */
+export class SettlementOwedElsewhereError extends Error {
+  override readonly name = 'SettlementOwedElsewhereError'
+}
+
 /** A settlement found for a payment: answer it with `headers`, then `commit` once delivered, or `release`. */
 export interface FoundSettlement {
   transaction: Hex
@@ -264,14 +272,35 @@ export class FrontRunSettlements {
    * is durable: resolves once written, and the settle may broadcast only then, so a restart between the broadcast and
    * the delivery still knows it (test/x402/outsider19-settlement-restart.test.ts). Rejects when it could not be
    * written: nothing may be settled then.
+   *
+   * A payment already marked for a request with another digest is refused (SettlementOwedElsewhereError), the mark
+   * kept: its settlement may be in a public mempool, not mined yet, so the facilitator verifies the payment again as
+   * unused; before, anyone who rebuilt the payment from that pending transaction's calldata and sent it with its own
+   * subject and key overwrote the mark with its digest, and the payer's settlement bought the stranger's score, the
+   * payer's retry refused payment_already_used (review29, test/x402/review29-mark-owed-elsewhere.test.ts). A mark for
+   * the same digest keeps the broadcast's hash it holds. Marked in memory before the write (undone if it fails), so
+   * two requests at once with the same payment in two encodings cannot both mark it.
    */
   async attempt(payload: PaymentPayload, maxTimeoutSeconds: number, request?: string): Promise<void> {
     const authorization = authorizationOf(payload)
     if (authorization === undefined) return
     const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds) + BigInt(UNDELIVERED_RETRY_SECONDS)]
-    const record: InFlightRecord = request === undefined ? { expires: expires.toString() } : { expires: expires.toString(), request }
-    if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] })
-    this.undelivered.set(key, { expires, request })
+    const marked = this.undelivered.get(key)
+    if (marked?.request !== undefined && marked.request !== request) {
+      throw new SettlementOwedElsewhereError("this payment's settlement was already asked for by a request with another subject or publicKey")
+    }
+    const mark: Undelivered = { expires: marked !== undefined && marked.expires > expires ? marked.expires : expires, request, transaction: marked?.transaction }
+    const record: InFlightRecord = { expires: mark.expires.toString(), ...(request === undefined ? {} : { request }), ...(mark.transaction === undefined ? {} : { transaction: mark.transaction }) }
+    this.undelivered.set(key, mark)
+    try {
+      if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] })
+    } catch (error) {
+      if (this.undelivered.get(key) === mark) {
+        if (marked === undefined) this.undelivered.delete(key)
+        else this.undelivered.set(key, marked)
+      }
+      throw error
+    }
   }
 
   /**

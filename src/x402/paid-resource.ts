@@ -19,7 +19,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/server'
 import type { Address } from 'viem'
 import type { NetworkConfig, TokenConfig } from '../chain/config.ts'
 import { EXACT_SCHEME } from './facilitator.ts'
-import { FrontRunUndecidedError, type FoundSettlement, type FrontRunSettlements } from './front-run.ts'
+import { FrontRunUndecidedError, SettlementOwedElsewhereError, type FoundSettlement, type FrontRunSettlements } from './front-run.ts'
 
 /** The request headers the protocol reads; a route using PaidResource lists them in its `headers`. */
 export const PAYMENT_HEADERS = ['payment-signature', 'user-agent'] as const
@@ -158,8 +158,15 @@ export class PaidResource {
       settle: async () => {
         try {
           // Until its work is delivered, the facilitator's own settlement of it may buy it when presented again: durably
-          // marked so before anything is broadcast.
-          await this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds, request)
+          // marked so before anything is broadcast. Already marked for other work: nothing is settled.
+          try {
+            await this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds, request)
+          } catch (error) {
+            if (!(error instanceof SettlementOwedElsewhereError)) throw error
+            const unpaid = await this.process(server, { 'payment-signature': '' })
+            const headers = unpaid.type === 'payment-error' ? this.refusal(unpaid.response, true).headers : {}
+            return { kind: 'refused', status: 402, code: 'payment_already_used', detail: `This payment was already used: ${error.message}; send it again with those, or sign a new one.`, headers }
+          }
           const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
           if (settled.success) {
             await this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
