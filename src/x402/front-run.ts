@@ -279,11 +279,12 @@ export class FrontRunSettlements {
    * subject and key overwrote the mark with its digest, and the payer's settlement bought the stranger's score, the
    * payer's retry refused payment_already_used (review29, test/x402/review29-mark-owed-elsewhere.test.ts). A mark for
    * the same digest keeps the broadcast's hash it holds. Marked in memory before the write (undone if it fails), so
-   * two requests at once with the same payment in two encodings cannot both mark it.
+   * two requests at once with the same payment in two encodings cannot both mark it. Resolves true when the mark is
+   * this attempt's own (none before it): abandon may then delete it.
    */
-  async attempt(payload: PaymentPayload, maxTimeoutSeconds: number, request?: string): Promise<void> {
+  async attempt(payload: PaymentPayload, maxTimeoutSeconds: number, request?: string): Promise<boolean> {
     const authorization = authorizationOf(payload)
-    if (authorization === undefined) return
+    if (authorization === undefined) return false
     const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds) + BigInt(UNDELIVERED_RETRY_SECONDS)]
     const marked = this.undelivered.get(key)
     if (marked?.request !== undefined && marked.request !== request) {
@@ -301,6 +302,23 @@ export class FrontRunSettlements {
       }
       throw error
     }
+    return marked === undefined
+  }
+
+  /**
+   * The facilitator refused to settle `payload` and sent nothing (no transaction, not settlement_pending): the mark its
+   * attempt wrote is deleted, since no settlement of it by the service exists to buy anything. Before, each payment a
+   * payer holding one price sent at once beside another kept its mark (the overdrafts the facilitator refuses unsent)
+   * for UNDELIVERED_RETRY_SECONDS past a validBefore the payer chooses, read back at every start and walked at every
+   * lookup (review29, test/x402/review29-overdraft-marks.test.ts). A failed delete leaves it to expire.
+   */
+  async abandon(payload: PaymentPayload): Promise<void> {
+    const authorization = authorizationOf(payload)
+    if (authorization === undefined) return
+    const key = honouredKey(authorization)
+    this.undelivered.delete(key)
+    const consumed = this.consumeOps(key)
+    if (consumed.length > 0) await this.options.store?.commit({ records: consumed }).catch(() => {})
   }
 
   /**

@@ -159,8 +159,9 @@ export class PaidResource {
         try {
           // Until its work is delivered, the facilitator's own settlement of it may buy it when presented again: durably
           // marked so before anything is broadcast. Already marked for other work: nothing is settled.
+          let ownMark = false
           try {
-            await this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds, request)
+            ownMark = (await this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds, request)) === true
           } catch (error) {
             if (!(error instanceof SettlementOwedElsewhereError)) throw error
             const unpaid = await this.process(server, { 'payment-signature': '' })
@@ -183,6 +184,10 @@ export class PaidResource {
               return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
             }
           }
+          // Refused with nothing sent in this settle nor before it (the mark is this attempt's own, and one is written
+          // before every broadcast): an overdraft, a payment no longer valid, or one a stranger's transaction spent
+          // (honoured, when it pays as asked, without any mark). The mark buys nothing: deleted.
+          if (ownMark && !settled.transaction && settled.errorReason !== SETTLEMENT_PENDING) await this.options.frontRun?.abandon(payload)
           const refusal = this.refusal(settled.response, false)
           return { ...refusal, code: alreadyUsed(settled.errorReason) ? 'payment_already_used' : 'payment_settlement_failed', detail: `The payment did not settle (${settled.errorReason}); nothing was delivered.` }
         } finally {
