@@ -81,6 +81,8 @@ export class SettlementUnconfirmedError extends FrontRunUndecidedError {
  * The payment's settlement was already asked for by a request for other work (another digest) and not delivered on:
  * nothing may be settled for this one (attempt).
  */
+export const OWED_ELSEWHERE = "this payment's settlement was already asked for by a request with another subject or publicKey"
+
 export class SettlementOwedElsewhereError extends Error {
   override readonly name = 'SettlementOwedElsewhereError'
 }
@@ -288,7 +290,7 @@ export class FrontRunSettlements {
     const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds) + BigInt(UNDELIVERED_RETRY_SECONDS)]
     const marked = this.undelivered.get(key)
     if (marked?.request !== undefined && marked.request !== request) {
-      throw new SettlementOwedElsewhereError("this payment's settlement was already asked for by a request with another subject or publicKey")
+      throw new SettlementOwedElsewhereError(OWED_ELSEWHERE)
     }
     const mark: Undelivered = { expires: marked !== undefined && marked.expires > expires ? marked.expires : expires, request, transaction: marked?.transaction }
     const record: InFlightRecord = { expires: mark.expires.toString(), ...(request === undefined ? {} : { request }), ...(mark.transaction === undefined ? {} : { transaction: mark.transaction }) }
@@ -303,6 +305,16 @@ export class FrontRunSettlements {
       throw error
     }
     return marked === undefined
+  }
+
+  /**
+   * `payload` is marked in flight for a request whose digest is not `request` (attempt would refuse it): checked at
+   * admission too, so that such a request is refused before its work is done.
+   */
+  markedForOther(payload: PaymentPayload, request: string | undefined): boolean {
+    const authorization = authorizationOf(payload)
+    const marked = authorization === undefined ? undefined : this.undelivered.get(honouredKey(authorization))
+    return marked?.request !== undefined && marked.request !== request
   }
 
   /**

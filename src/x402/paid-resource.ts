@@ -19,7 +19,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/server'
 import type { Address } from 'viem'
 import type { NetworkConfig, TokenConfig } from '../chain/config.ts'
 import { EXACT_SCHEME } from './facilitator.ts'
-import { FrontRunUndecidedError, SettlementOwedElsewhereError, type FoundSettlement, type FrontRunSettlements } from './front-run.ts'
+import { FrontRunUndecidedError, OWED_ELSEWHERE, SettlementOwedElsewhereError, type FoundSettlement, type FrontRunSettlements } from './front-run.ts'
 
 /** The request headers the protocol reads; a route using PaidResource lists them in its `headers`. */
 export const PAYMENT_HEADERS = ['payment-signature', 'user-agent'] as const
@@ -133,6 +133,8 @@ export class PaidResource {
         admitted = true
         return this.honouring(found, key)
       }
+      // Its settlement already asked for by another request's work (src/x402/front-run.ts attempt): refused before this one's.
+      if (this.options.frontRun?.markedForOther(result.paymentPayload, request) === true) return await this.owedElsewhere(server)
       admitted = true
       return this.admitted(server, result.paymentPayload, result.paymentRequirements, result.declaredExtensions, result.cancellationDispatcher, key, request)
     } finally {
@@ -164,9 +166,7 @@ export class PaidResource {
             ownMark = (await this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds, request)) === true
           } catch (error) {
             if (!(error instanceof SettlementOwedElsewhereError)) throw error
-            const unpaid = await this.process(server, { 'payment-signature': '' })
-            const headers = unpaid.type === 'payment-error' ? this.refusal(unpaid.response, true).headers : {}
-            return { kind: 'refused', status: 402, code: 'payment_already_used', detail: `This payment was already used: ${error.message}; send it again with those, or sign a new one.`, headers }
+            return await this.owedElsewhere(server)
           }
           const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
           if (settled.success) {
@@ -202,6 +202,13 @@ export class PaidResource {
         }
       },
     }
+  }
+
+  /** The refusal of a payment whose settlement was asked for by a request for other work (402, with PAYMENT-REQUIRED). */
+  private async owedElsewhere(server: x402HTTPResourceServer): Promise<PaymentRefusal> {
+    const unpaid = await this.process(server, { 'payment-signature': '' })
+    const headers = unpaid.type === 'payment-error' ? this.refusal(unpaid.response, true).headers : {}
+    return { kind: 'refused', status: 402, code: 'payment_already_used', detail: `This payment was already used: ${OWED_ELSEWHERE}; send it again with those, or sign a new one.`, headers }
   }
 
   /** The honoured settlement of a payment a stranger settled first: the work is delivered on it, nothing is sent. */

@@ -26,6 +26,8 @@ t.test('a payment marked for one request cannot be marked for another', async (t
   await t.rejects(settlements.attempt(payload, 60, 'stranger-digest'), SettlementOwedElsewhereError, 'another subject or key: refused')
   await t.resolves(settlements.attempt(payload, 60, 'payer-digest'), 'the payer\'s own request again: marked')
   await t.rejects(settlements.attempt(payload, 60, 'stranger-digest'), SettlementOwedElsewhereError, 'still the payer\'s')
+  t.ok(settlements.markedForOther(payload, 'stranger-digest'), 'refused at admission too, before the work is done')
+  t.notOk(settlements.markedForOther(payload, 'payer-digest'), 'the payer\'s request is admitted')
   const mark = (settlements as unknown as { undelivered: Map<string, { request?: string; transaction?: string }> }).undelivered.values().next().value
   t.equal(mark?.request, 'payer-digest')
   t.equal(mark?.transaction, `0x${'dd'.repeat(32)}`, 'the broadcast\'s hash is kept by the payer\'s retry')
