@@ -62,6 +62,8 @@ export const FRONT_RUN_LOOKBACK_BLOCKS = 2_000n
 
 const authorizationStateAbi = parseAbi(['function authorizationState(address authorizer, bytes32 nonce) view returns (bool)'])
 
+const authorizationCanceledEvent = parseAbi(['event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)'])[0]
+
 const eip3009Events = parseAbi([
   'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
   'event Transfer(address indexed from, address indexed to, uint256 value)',
@@ -395,6 +397,15 @@ export class FrontRunSettlements {
           log = await usedLog()
         }
         if (usedBefore === undefined && log === undefined) return undefined
+        // Unused there and cancelled since (cancelAuthorization: a used nonce with no AuthorizationUsed, ever): refused at
+        // once, not waited for (review29: its payer, for the gas of one cancel, held every request that presented it
+        // confirmationTimeoutMs, eth_getLogs sent each polling interval, for the 64 blocks after it;
+        // test/api/review29-front-run-logs-lag.test.ts).
+        if (usedBefore === false && log === undefined) {
+          const args = { authorizer: authorization.from, nonce: authorization.nonce }
+          const canceled = await this.read(() => client.getLogs({ address: token, event: authorizationCanceledEvent, args, fromBlock: recent }))
+          if (canceled.length > 0) return undefined
+        }
       } else if (!(await used('pending'))) return undefined
       const deadline = Date.now() + this.options.confirmationTimeoutMs
       while (log === undefined) {
