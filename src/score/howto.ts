@@ -42,6 +42,8 @@ export function scoreHowTo(price: ScorePrice | undefined): string {
    A 503 with Retry-After once you paid (chain_unavailable, facilitator_unavailable, payment_settlement_unconfirmed) delivered nothing: send
    the same PAYMENT-SIGNATURE with the same body (subject and publicKey) again; a settlement sent meanwhile buys that call's score, once, and
    no other (the settlement is public on chain: a body with another subject or key is refused 402 payment_already_used).
+   With wrapFetchWithPayment, keep the PAYMENT-SIGNATURE from the request headers the fetch you wrap receives and POST it
+   yourself: calling the wrapped fetch again signs a new payment, and the first may still be settled.
 5. Decrypt the compact JWE (ECDH-ES, A256GCM) with your private key; the plaintext is JSON {subject, score, scoreMin, scoreMax, formulaVersion, asOf, factors, inputs}.
 
    import { generateKeyPair, exportJWK, compactDecrypt } from 'jose'

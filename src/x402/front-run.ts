@@ -39,15 +39,30 @@ import { ChainUnavailableError, isTransportFailure, signingPayer } from './facil
 export const UNDELIVERED_RETRY_SECONDS = 86_400
 
 /**
- * How many times the log window is read for a nonce the head's state says is used before it is taken for one used
- * before the window (the read right after the state's, then a polling interval apart).
+ * How many times the log window is read for a nonce the head's state says is used, and the state RECENT_STATE_BLOCKS
+ * below the head could not be read, before it is taken for one used before the window (the read right after the
+ * state's, then a polling interval apart).
  */
 const OLD_NONCE_LOG_READS = 3
+
+/**
+ * How far below the head the token's state is read for a nonce the head's state says is used and whose log the window
+ * does not show: unused there, it was used by a transaction mined in these last blocks, whose log a provider's
+ * log node may not show yet (load-balanced providers' logs lag their state by a few blocks), and it is waited for as
+ * a pending one is; used there too, it is old (no log node lags this much) and refused at once. Within the 128 blocks
+ * of state a non-archive node keeps. Before, the log window was read three times 50 ms apart on the devnet (a polling
+ * interval): a stranger's front-run settlement, mined a block or two before the payer's request, whose log the
+ * provider did not show yet, was refused 402 payment_already_used, the payer charged and not served (review29,
+ * test/api/review29-front-run-logs-lag.test.ts).
+ */
+export const RECENT_STATE_BLOCKS = 64n
 
 /** How far below the head a front-run settlement is looked for: one eth_getLogs range most providers accept. */
 export const FRONT_RUN_LOOKBACK_BLOCKS = 2_000n
 
 const authorizationStateAbi = parseAbi(['function authorizationState(address authorizer, bytes32 nonce) view returns (bool)'])
+
+const authorizationCanceledEvent = parseAbi(['event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)'])[0]
 
 const eip3009Events = parseAbi([
   'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
@@ -62,6 +77,16 @@ export class FrontRunUndecidedError extends Error {
 /** The found settlement was not yet at the network's confirmations when the wait ended. */
 export class SettlementUnconfirmedError extends FrontRunUndecidedError {
   override readonly name = 'SettlementUnconfirmedError'
+}
+
+/**
+ * The payment's settlement was already asked for by a request for other work (another digest) and not delivered on:
+ * nothing may be settled for this one (attempt).
+ */
+export const OWED_ELSEWHERE = "this payment's settlement was already asked for by a request with another subject or publicKey"
+
+export class SettlementOwedElsewhereError extends Error {
+  override readonly name = 'SettlementOwedElsewhereError'
 }
 
 /** A settlement found for a payment: answer it with `headers`, then `commit` once delivered, or `release`. */
@@ -251,14 +276,63 @@ export class FrontRunSettlements {
    * is durable: resolves once written, and the settle may broadcast only then, so a restart between the broadcast and
    * the delivery still knows it (test/x402/outsider19-settlement-restart.test.ts). Rejects when it could not be
    * written: nothing may be settled then.
+   *
+   * A payment already marked for a request with another digest is refused (SettlementOwedElsewhereError), the mark
+   * kept: its settlement may be in a public mempool, not mined yet, so the facilitator verifies the payment again as
+   * unused; before, anyone who rebuilt the payment from that pending transaction's calldata and sent it with its own
+   * subject and key overwrote the mark with its digest, and the payer's settlement bought the stranger's score, the
+   * payer's retry refused payment_already_used (review29, test/x402/review29-mark-owed-elsewhere.test.ts). A mark for
+   * the same digest keeps the broadcast's hash it holds. Marked in memory before the write (undone if it fails), so
+   * two requests at once with the same payment in two encodings cannot both mark it. Resolves true when the mark is
+   * this attempt's own (none before it): abandon may then delete it.
    */
-  async attempt(payload: PaymentPayload, maxTimeoutSeconds: number, request?: string): Promise<void> {
+  async attempt(payload: PaymentPayload, maxTimeoutSeconds: number, request?: string): Promise<boolean> {
+    const authorization = authorizationOf(payload)
+    if (authorization === undefined) return false
+    const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds) + BigInt(UNDELIVERED_RETRY_SECONDS)]
+    const marked = this.undelivered.get(key)
+    if (marked?.request !== undefined && marked.request !== request) {
+      throw new SettlementOwedElsewhereError(OWED_ELSEWHERE)
+    }
+    const mark: Undelivered = { expires: marked !== undefined && marked.expires > expires ? marked.expires : expires, request, transaction: marked?.transaction }
+    const record: InFlightRecord = { expires: mark.expires.toString(), ...(request === undefined ? {} : { request }), ...(mark.transaction === undefined ? {} : { transaction: mark.transaction }) }
+    this.undelivered.set(key, mark)
+    try {
+      if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] })
+    } catch (error) {
+      if (this.undelivered.get(key) === mark) {
+        if (marked === undefined) this.undelivered.delete(key)
+        else this.undelivered.set(key, marked)
+      }
+      throw error
+    }
+    return marked === undefined
+  }
+
+  /**
+   * `payload` is marked in flight for a request whose digest is not `request` (attempt would refuse it): checked at
+   * admission too, so that such a request is refused before its work is done.
+   */
+  markedForOther(payload: PaymentPayload, request: string | undefined): boolean {
+    const authorization = authorizationOf(payload)
+    const marked = authorization === undefined ? undefined : this.undelivered.get(honouredKey(authorization))
+    return marked?.request !== undefined && marked.request !== request
+  }
+
+  /**
+   * The facilitator refused to settle `payload` and sent nothing (no transaction, not settlement_pending): the mark its
+   * attempt wrote is deleted, since no settlement of it by the service exists to buy anything. Before, each payment a
+   * payer holding one price sent at once beside another kept its mark (the overdrafts the facilitator refuses unsent)
+   * for UNDELIVERED_RETRY_SECONDS past a validBefore the payer chooses, read back at every start and walked at every
+   * lookup (review29, test/x402/review29-overdraft-marks.test.ts). A failed delete leaves it to expire.
+   */
+  async abandon(payload: PaymentPayload): Promise<void> {
     const authorization = authorizationOf(payload)
     if (authorization === undefined) return
-    const [key, expires] = [honouredKey(authorization), this.expiresOf(authorization, maxTimeoutSeconds) + BigInt(UNDELIVERED_RETRY_SECONDS)]
-    const record: InFlightRecord = request === undefined ? { expires: expires.toString() } : { expires: expires.toString(), request }
-    if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] })
-    this.undelivered.set(key, { expires, request })
+    const key = honouredKey(authorization)
+    this.undelivered.delete(key)
+    const consumed = this.consumeOps(key)
+    if (consumed.length > 0) await this.options.store?.commit({ records: consumed }).catch(() => {})
   }
 
   /**
@@ -308,16 +382,30 @@ export class FrontRunSettlements {
       // the pending state (used, long ago) sent every old spent payment presented again (anyone rebuilds one from
       // its settlement's calldata) into the wait: its request held confirmationTimeoutMs and eth_getLogs sent every
       // pollingIntervalMs, then 503 "send it again" (an outsider's finding, test/api/outsider26-old-payment.test.ts).
-      const used = (blockTag: 'latest' | 'pending') =>
-        this.read(() => client.readContract({ address: token, abi: authorizationStateAbi, functionName: 'authorizationState', args: [authorization.from, authorization.nonce], blockTag }))
+      const state = { address: token, abi: authorizationStateAbi, functionName: 'authorizationState', args: [authorization.from, authorization.nonce] } as const
+      const used = (blockTag: 'latest' | 'pending') => this.read(() => client.readContract({ ...state, blockTag }))
       if (await used('latest')) {
-        // Or mined between the log read and this one, or a provider's logs lag its state by a block or two: the window
-        // is read again a few times, a polling interval apart (OLD_NONCE_LOG_READS), and no more.
-        for (let i = 0; i < OLD_NONCE_LOG_READS && log === undefined; i++) {
+        // Or mined between the log read and this one, or a provider's logs lag its state: the state RECENT_STATE_BLOCKS
+        // below the head says which. Unused there: mined since, waited for below as a pending one is. Used there:
+        // refused at once (no token there yet: unused). Not readable there: the window is read again a few times, a polling interval apart
+        // (OLD_NONCE_LOG_READS), and no more.
+        const recent = head.number > RECENT_STATE_BLOCKS ? head.number - RECENT_STATE_BLOCKS : 0n
+        const usedBefore = await client.readContract({ ...state, blockNumber: recent }).catch((error: unknown) => (notDeployed(error) ? false : undefined))
+        if (usedBefore === true) return undefined
+        for (let i = 0; usedBefore === undefined && i < OLD_NONCE_LOG_READS && log === undefined; i++) {
           if (i > 0) await new Promise((resolve) => setTimeout(resolve, network.pollingIntervalMs))
           log = await usedLog()
         }
-        if (log === undefined) return undefined
+        if (usedBefore === undefined && log === undefined) return undefined
+        // Unused there and cancelled since (cancelAuthorization: a used nonce with no AuthorizationUsed, ever): refused at
+        // once, not waited for (review29: its payer, for the gas of one cancel, held every request that presented it
+        // confirmationTimeoutMs, eth_getLogs sent each polling interval, for the 64 blocks after it;
+        // test/api/review29-front-run-logs-lag.test.ts).
+        if (usedBefore === false && log === undefined) {
+          const args = { authorizer: authorization.from, nonce: authorization.nonce }
+          const canceled = await this.read(() => client.getLogs({ address: token, event: authorizationCanceledEvent, args, fromBlock: recent }))
+          if (canceled.length > 0) return undefined
+        }
       } else if (!(await used('pending'))) return undefined
       const deadline = Date.now() + this.options.confirmationTimeoutMs
       while (log === undefined) {
@@ -397,6 +485,14 @@ export class FrontRunSettlements {
       throw new FrontRunUndecidedError((error as Error).message, { cause: error })
     }
   }
+}
+
+/** The call found no contract at its block (the token deployed later: none of its nonces was used there). */
+function notDeployed(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 8; current = current.cause, depth += 1) {
+    if (current.name === 'ContractFunctionZeroDataError') return true
+  }
+  return false
 }
 
 /** The key of an authorization among the honoured settlements: its payer and nonce, lower case. */

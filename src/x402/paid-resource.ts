@@ -19,7 +19,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/server'
 import type { Address } from 'viem'
 import type { NetworkConfig, TokenConfig } from '../chain/config.ts'
 import { EXACT_SCHEME } from './facilitator.ts'
-import { FrontRunUndecidedError, type FoundSettlement, type FrontRunSettlements } from './front-run.ts'
+import { FrontRunUndecidedError, OWED_ELSEWHERE, SettlementOwedElsewhereError, type FoundSettlement, type FrontRunSettlements } from './front-run.ts'
 
 /** The request headers the protocol reads; a route using PaidResource lists them in its `headers`. */
 export const PAYMENT_HEADERS = ['payment-signature', 'user-agent'] as const
@@ -133,6 +133,8 @@ export class PaidResource {
         admitted = true
         return this.honouring(found, key)
       }
+      // Its settlement already asked for by another request's work (src/x402/front-run.ts attempt): refused before this one's.
+      if (this.options.frontRun?.markedForOther(result.paymentPayload, request) === true) return await this.owedElsewhere(server)
       admitted = true
       return this.admitted(server, result.paymentPayload, result.paymentRequirements, result.declaredExtensions, result.cancellationDispatcher, key, request)
     } finally {
@@ -158,8 +160,14 @@ export class PaidResource {
       settle: async () => {
         try {
           // Until its work is delivered, the facilitator's own settlement of it may buy it when presented again: durably
-          // marked so before anything is broadcast.
-          await this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds, request)
+          // marked so before anything is broadcast. Already marked for other work: nothing is settled.
+          let ownMark = false
+          try {
+            ownMark = (await this.options.frontRun?.attempt(payload, this.options.maxTimeoutSeconds, request)) === true
+          } catch (error) {
+            if (!(error instanceof SettlementOwedElsewhereError)) throw error
+            return await this.owedElsewhere(server)
+          }
           const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
           if (settled.success) {
             await this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
@@ -176,6 +184,10 @@ export class PaidResource {
               return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
             }
           }
+          // Refused with nothing sent in this settle nor before it (the mark is this attempt's own, and one is written
+          // before every broadcast): an overdraft, a payment no longer valid, or one a stranger's transaction spent
+          // (honoured, when it pays as asked, without any mark). The mark buys nothing: deleted.
+          if (ownMark && !settled.transaction && settled.errorReason !== SETTLEMENT_PENDING) await this.options.frontRun?.abandon(payload)
           const refusal = this.refusal(settled.response, false)
           return { ...refusal, code: alreadyUsed(settled.errorReason) ? 'payment_already_used' : 'payment_settlement_failed', detail: `The payment did not settle (${settled.errorReason}); nothing was delivered.` }
         } finally {
@@ -190,6 +202,13 @@ export class PaidResource {
         }
       },
     }
+  }
+
+  /** The refusal of a payment whose settlement was asked for by a request for other work (402, with PAYMENT-REQUIRED). */
+  private async owedElsewhere(server: x402HTTPResourceServer): Promise<PaymentRefusal> {
+    const unpaid = await this.process(server, { 'payment-signature': '' })
+    const headers = unpaid.type === 'payment-error' ? this.refusal(unpaid.response, true).headers : {}
+    return { kind: 'refused', status: 402, code: 'payment_already_used', detail: `This payment was already used: ${OWED_ELSEWHERE}; send it again with those, or sign a new one.`, headers }
   }
 
   /** The honoured settlement of a payment a stranger settled first: the work is delivered on it, nothing is sent. */
