@@ -54,7 +54,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
       ? 'Confidential credit score of an agent, paid per call with x402 and answered as a JWE for the caller\'s key'
       : 'Confidential credit score, paid through x402; 503 while the compute component is not configured',
     description:
-      (enabled ? '' : 'Disabled in this deployment: the compute component is not configured, so every call answers 503 (code compute_disabled) before any payment. ') +
+      (enabled ? '' : 'Disabled in this deployment: the compute component is not configured, so every well-formed call answers 503 (code compute_disabled) before any payment (a body outside the schema is 400 validation_failed first, as on every route). ') +
       `How to call it:\n${scoreHowTo(undefined)}\n\nThe score: ${scoreFormulaText()}\n\n` +
       'Confidentiality: the score is computed and encrypted in a separate process that receives only this call\'s inputs and public key and returns only the JWE; ' +
       'the HTTP process never holds the plaintext. That component gives no hardware attestation (compute.attestation is null).',
