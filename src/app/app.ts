@@ -1,9 +1,7 @@
 // Assembly of the whole service: networks (a networks file, or the embedded devnet), the LMDB store, the engine
 // restored from its snapshots, the chain clients and wallet watcher, the HTTP routes and the expiry ticker.
 import { join } from 'node:path'
-import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, createPublicClient, domainSeparator, getAddress, http, parseAbi, type Address, type Hex, type PublicClient } from 'viem'
-import { privateKeyToAddress } from 'viem/accounts'
-import { creditFacilityV2Abi } from '../chain/artifacts.ts'
+import { createPublicClient, http, type Address, type PublicClient } from 'viem'
 import { buildCatalog, Catalog } from '../api/catalog.ts'
 import { ValidationIssue } from '../api/common.ts'
 import { wireComponents } from '../api/schemas.ts'
@@ -29,6 +27,7 @@ import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../a
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
 import { absentContractMessage, advanceCapMessage, olderContractMessage, probeCreditContract, ReclaimDelays, readReclaimDelay } from '../chain/reclaim-window.ts'
+import { contractRoleMismatches, tokenMismatches } from '../chain/deployment-checks.ts'
 import { advanceMinAtomicOf, loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
@@ -129,7 +128,10 @@ async function refuseOlderCreditContracts(source: string, networks: readonly Net
       if (contractMax !== undefined && contractMax < BigInt(advancesPerJobMax)) {
         older.push({ path: `/networks/${index}/creditContract`, message: advanceCapMessage(network.slug, network.creditContract, contractMax, advancesPerJobMax) })
       }
-      if (verdict === 'current') older.push(...(await contractRoleMismatches(publicClient, network, index, head)), ...(await tokenMismatches(publicClient, network, index, head)))
+      if (verdict === 'current') {
+        const mismatches = [...(await contractRoleMismatches(publicClient, network, head)), ...(await tokenMismatches(publicClient, network, head))]
+        older.push(...mismatches.map(({ field, message }) => ({ path: `/networks/${index}/${field}`, message })))
+      }
       if (verdict === 'absent') {
         unreached.add(network.slug)
         log({ level: 'warn', msg: 'credit_contract_not_found', network: network.slug, error: absentContractMessage(network.slug, network.creditContract, head) })
@@ -141,72 +143,6 @@ async function refuseOlderCreditContracts(source: string, networks: readonly Net
   }))
   if (older.length > 0) throw new NetworksConfigError(source, older)
   return unreached
-}
-
-/**
- * The keys the networks file names against the roles the credit contract was deployed with (operator26's finding: a
- * lease signer key that is not the contract's `leaseSigner()` started healthy, and every lease it signed reverted
- * `WrongLeaseSigner` at the lender's cost; an operator key that is not `operator()` reverts every completion, failure
- * and liquidation `NotOperator`). Read at the probe's block; a network without an operator key (read-only) is not checked
- * for it. The roles are immutable, so the start-up is the one place to check them.
- */
-async function contractRoleMismatches(publicClient: ReturnType<typeof startupClient>, network: NetworkConfig, index: number, head: bigint): Promise<{ path: string; message: string }[]> {
-  const problems: { path: string; message: string }[] = []
-  const read = (functionName: 'operator' | 'leaseSigner') => publicClient.readContract({ address: network.creditContract, abi: creditFacilityV2Abi, functionName, blockNumber: head })
-  const [operator, leaseSigner] = await Promise.all([read('operator'), read('leaseSigner')])
-  const check = (field: 'operatorKeyEnv' | 'leaseSignerKeyEnv', key: Hex | undefined, role: string, onChain: Address, consequence: string) => {
-    if (key === undefined) return
-    const configured = privateKeyToAddress(key)
-    if (getAddress(configured) !== getAddress(onChain)) {
-      problems.push({ path: `/networks/${index}/${field}`, message: `${network.slug}: the key in ${network[field] ?? field} is ${configured}, but the credit contract ${network.creditContract} was deployed with ${role}() ${onChain}: ${consequence}` })
-    }
-  }
-  check('leaseSignerKeyEnv', network.leaseSignerPrivateKey, 'leaseSigner', leaseSigner, 'every lease authorization it signs would revert WrongLeaseSigner')
-  check('operatorKeyEnv', network.operatorPrivateKey, 'operator', operator, 'every completion, failure and liquidation would revert NotOperator')
-  return problems
-}
-
-const tokenProbeAbi = parseAbi(['function decimals() view returns (uint8)', 'function DOMAIN_SEPARATOR() view returns (bytes32)'])
-
-/**
- * Each configured token against the chain (operator26's finding: a token address that is not the token, or other
- * decimals, or an EIP-712 name or version that is not the token's, started healthy): `decimals()` must answer the
- * configured decimals (another scale would misread every amount), and where the token publishes `DOMAIN_SEPARATOR()`
- * (USDC and the devnet's stablecoin do) it must be the one of `eip712Name`, `eip712Version`, the chain and the address,
- * or every EIP-3009 authorization (x402 payments) signed by the catalog's domain is refused. A token without
- * `DOMAIN_SEPARATOR()` is not checked for its domain.
- */
-async function tokenMismatches(publicClient: ReturnType<typeof startupClient>, network: NetworkConfig, index: number, head: bigint): Promise<{ path: string; message: string }[]> {
-  const problems: { path: string; message: string }[] = []
-  await Promise.all(network.tokens.map(async (token, j) => {
-    const at = `/networks/${index}/tokens/${j}`
-    const code = await publicClient.getCode({ address: token.address, blockNumber: head })
-    if (code === undefined || code === '0x') {
-      problems.push({ path: `${at}/address`, message: `${network.slug}: no contract at ${token.symbol}'s address ${token.address}` })
-      return
-    }
-    const [decimals, separator] = await Promise.all(
-      (['decimals', 'DOMAIN_SEPARATOR'] as const).map((functionName) =>
-        publicClient.readContract({ address: token.address, abi: tokenProbeAbi, functionName, blockNumber: head }).then(
-          (value) => value,
-          (error: unknown) => {
-            if (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null) return undefined
-            throw error
-          },
-        ),
-      ),
-    )
-    if (decimals === undefined) {
-      problems.push({ path: `${at}/address`, message: `${network.slug}: ${token.address} answers no decimals(): not the ${token.symbol} token` })
-      return
-    }
-    if (Number(decimals) !== token.decimals) problems.push({ path: `${at}/decimals`, message: `${network.slug}: ${token.symbol} at ${token.address} has ${decimals} decimals, configured ${token.decimals}` })
-    if (separator !== undefined) {
-      const expected = domainSeparator({ domain: { name: token.eip712Name, version: token.eip712Version, chainId: network.chainId, verifyingContract: token.address } })
-      if (expected !== separator) problems.push({ path: `${at}/eip712Name`, message: `${network.slug}: ${token.symbol}'s DOMAIN_SEPARATOR() is not the one of eip712Name ${JSON.stringify(token.eip712Name)}, eip712Version ${JSON.stringify(token.eip712Version)}: every EIP-3009 authorization signed by that domain would be refused; read the token's name and version (eip712Domain() or its source)` })
-    }
-  }))
-  return problems
 }
 
 /** A client for the start-up's reads, bounded: an RPC that hangs delays the start by seconds, not by the client's default retries. */

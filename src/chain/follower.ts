@@ -22,6 +22,7 @@ import { BlockNotFoundError, type Address, type Block, type Hex } from 'viem'
 import type { NetworkConfig } from './config.ts'
 import { decodeFacilityLog, type FacilityEvent, type FacilityEventName, type MinedLog } from './events-v2.ts'
 import { createPollingClients, SharedHead, type CallObserver, type ChainHead, type PollingClients } from './poll-transport.ts'
+import { contractRoleMismatches, tokenMismatches, type DeploymentMismatch } from './deployment-checks.ts'
 import { absentContractMessage, olderContractMessage, probeCreditContract } from './reclaim-window.ts'
 
 export type FollowedEventName = FacilityEventName
@@ -45,7 +46,7 @@ export type ChainBatch = {
 
 export type FollowerState = 'starting' | 'ok' | 'degraded' | 'stopped'
 
-export type FollowerFatalCode = 'chain_replaced' | 'wrong_chain' | 'older_contract'
+export type FollowerFatalCode = 'chain_replaced' | 'wrong_chain' | 'older_contract' | 'contract_roles_mismatch' | 'token_mismatch'
 
 /**
  * The RPC answered a chain behind what the follower read before (its head below the cursor, or a block read earlier
@@ -96,6 +97,11 @@ export class FollowerFatalError extends Error {
   }
 }
 
+/** The networks file's fields the chain contradicts (a network the start-up could not check), and what to fix; then restart. */
+function mismatchMessage(mismatches: readonly DeploymentMismatch[], fix: string): string {
+  return `${mismatches.map(({ field, message }) => `networks file field ${field}: ${message}`).join('; ')}; ${fix} in the networks file, then restart`
+}
+
 /**
  * A request that needs a network whose chain follower stopped (FollowerFatalError): the service no longer follows that
  * chain and no retry changes that (an operator must act, /health says what), so it is refused as such (503
@@ -126,8 +132,11 @@ export type FollowerOptions = {
   contract: Address
   /**
    * Check, before anything is read, that `contract` is a deployment with reclaimJob (probeCreditContract), and stop
-   * with 'older_contract' when it is older; a node with no code there yet is waited for (degraded, probed again): for a
-   * network whose start-up probe could not reach the RPC or found no code (src/app/app.ts).
+   * with 'older_contract' when it is older; a node with no code there yet is waited for (degraded, probed again). A
+   * current contract is then checked as the start-up checks it (src/chain/deployment-checks.ts): keys that are not its
+   * operator() / leaseSigner() stop the follower with 'contract_roles_mismatch', a token the chain contradicts (no
+   * contract, other decimals, another EIP-712 domain) with 'token_mismatch', each naming the networks file's field. For
+   * a network whose start-up probe could not reach the RPC or found no code (src/app/app.ts).
    */
   refuseOlderContract?: boolean
   /** The stored cursor (resume after it), or undefined to start at startBlock. */
@@ -542,6 +551,11 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
       const { verdict, head } = await probeCreditContract(this.#clients.publicClient, this.#options.contract)
       if (verdict === 'older') throw new FollowerFatalError(this.network, 'older_contract', olderContractMessage(this.network, this.#options.contract))
       if (verdict === 'absent') throw new Error(absentContractMessage(this.network, this.#options.contract, head))
+      const network = this.#options.network
+      const roles = await contractRoleMismatches(this.#clients.publicClient, network, head)
+      if (roles.length > 0) throw new FollowerFatalError(this.network, 'contract_roles_mismatch', mismatchMessage(roles, 'set the key of the contract\'s role, or configure the contract deployed with these keys'))
+      const tokens = await tokenMismatches(this.#clients.publicClient, network, head)
+      if (tokens.length > 0) throw new FollowerFatalError(this.network, 'token_mismatch', mismatchMessage(tokens, 'correct the token\'s entry to what its contract answers'))
     }
     this.#chainChecked = true
   }

@@ -5,12 +5,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { getAddress, getContractAddress, toFunctionSelector, type Address } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { startApp } from '../../src/app/app.ts'
 import { ConfigError, loadServiceConfig } from '../../src/app/config.ts'
 import { NetworksConfigError, toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { demoAccounts, devnetReclaimDelaySeconds, startDevnet } from '../../src/chain/devnet.ts'
 import { startRpcProxy, type RpcProxy } from '../chain/fixtures/rpc-proxy.ts'
-import { startHarness, tempDataDir } from '../fixtures/service.ts'
+import { signedIn, startHarness, tempDataDir } from '../fixtures/service.ts'
 
 t.test('defaults: CORS for any origin, no trusted proxy, idempotency answers kept 24 h', async (t) => {
   const config = loadServiceConfig({})
@@ -61,7 +62,13 @@ t.test('a networks file whose network has no lease signer key is refused at star
  * release has) unless `current`; its RPC is the devnet's, or what `rpcUrl` puts in front of it (a proxy). `slug`: the
  * network's (the process remembers a contract's reclaimDelay() by slug and address: another slug is read afresh).
  */
-async function olderContractFile(t: Test, rpcUrl?: (devnetRpcUrl: string) => Promise<string>, current = false, slug = 'devnet-a'): Promise<{ dir: string; file: string }> {
+async function olderContractFile(
+  t: Test,
+  rpcUrl?: (devnetRpcUrl: string) => Promise<string>,
+  current = false,
+  slug = 'devnet-a',
+  entry: (network: Record<string, unknown>) => Record<string, unknown> = (network) => network,
+): Promise<{ dir: string; file: string }> {
   const dir = tempDataDir()
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const devnet = await startDevnet({ networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }], log: () => {} })
@@ -75,7 +82,7 @@ async function olderContractFile(t: Test, rpcUrl?: (devnetRpcUrl: string) => Pro
   // /health holds a state half a second (not the default 1 s): the tests behind a proxy wait for it.
   const older = { ...network, slug, rpcUrl: rpcUrl === undefined ? network.rpcUrl : await rpcUrl(network.rpcUrl), creditContract: current ? network.creditContract : network.tokens[0]?.address as Address, healthHoldMs: 500 }
   const file = join(dir, 'networks.json')
-  writeFileSync(file, JSON.stringify({ networks: toNetworksFile([older]).networks.map((n) => ({ ...n, leaseSignerKeyEnv: 'TEST_OLDER_CONTRACT_SIGNER_KEY' })) }))
+  writeFileSync(file, JSON.stringify({ networks: toNetworksFile([older]).networks.map((n) => entry({ ...n, leaseSignerKeyEnv: 'TEST_OLDER_CONTRACT_SIGNER_KEY' })) }))
   return { dir, file }
 }
 
@@ -98,14 +105,17 @@ t.test('a networks file whose credit contract caps a job\'s advances below the s
   t.notOk(existsSync(join(dir, 'data')), 'nothing was written: the refusal comes before the store opens')
 })
 
-/** The service on a devnet (its credit contract older unless `current`) behind an RPC proxy, `before` applied to it first. */
-async function appBehindProxy(t: Test, current: boolean, before: (proxy: RpcProxy) => void, slug?: string) {
+/**
+ * The service on a devnet (its credit contract older unless `current`) behind an RPC proxy, `before` applied to it
+ * first; `entry` edits the network's entry in the networks file.
+ */
+async function appBehindProxy(t: Test, current: boolean, before: (proxy: RpcProxy) => void, slug?: string, entry?: (network: Record<string, unknown>) => Record<string, unknown>) {
   let proxy: RpcProxy | undefined
   const { dir, file } = await olderContractFile(t, async (devnetRpcUrl) => {
     proxy = await startRpcProxy(devnetRpcUrl)
     before(proxy)
     return proxy.url
-  }, current, slug)
+  }, current, slug, entry)
   const rpc = proxy as RpcProxy
   t.teardown(() => rpc.close())
   const logged: Record<string, unknown>[] = []
@@ -157,6 +167,43 @@ t.test('a credit contract the start-up probe could not reach is probed once the 
   t.match(await followerWhen('stopped'), { state: 'stopped', block: null, error: /older_contract.*predates this release/ }, 'refused once the RPC answers, nothing applied')
   t.ok(logged.some((entry) => entry['msg'] === 'chain_follower_stopped' && entry['code'] === 'older_contract'), 'and said in the log')
 })
+
+// The role and token checks of the start-up (operator26) were skipped for a network whose RPC did not answer it: its
+// follower's later probe checked the contract's version only, and the network was served with a lease signer key that
+// is not the contract's (every lease reverting WrongLeaseSigner) or a token of other decimals (every amount misread).
+const unprobedMismatches: { what: string; code: string; error: RegExp; entry: (network: Record<string, unknown>) => Record<string, unknown> }[] = [
+  {
+    what: 'a lease signer key that is not the contract\'s leaseSigner()',
+    code: 'contract_roles_mismatch',
+    error: /contract_roles_mismatch.*networks file field leaseSignerKeyEnv: .*the key in TEST_UNPROBED_WRONG_SIGNER_KEY is .* leaseSigner\(\).*WrongLeaseSigner/,
+    entry: (network) => ({ ...network, leaseSignerKeyEnv: 'TEST_UNPROBED_WRONG_SIGNER_KEY' }),
+  },
+  {
+    what: 'a token whose decimals are not the configured ones',
+    code: 'token_mismatch',
+    error: /token_mismatch.*networks file field tokens\/0\/decimals: .* has 6 decimals, configured 18/,
+    entry: (network) => ({ ...network, tokens: (network['tokens'] as Record<string, unknown>[]).map((token, j) => (j === 0 ? { ...token, decimals: 18 } : token)) }),
+  },
+]
+for (const { what, code, error, entry } of unprobedMismatches) {
+  t.test(`${what}, the start-up probe unanswered, stops that network's follower once the RPC answers (${code})`, async (t) => {
+    process.env['TEST_UNPROBED_WRONG_SIGNER_KEY'] = generatePrivateKey()
+    t.teardown(() => {
+      delete process.env['TEST_UNPROBED_WRONG_SIGNER_KEY']
+    })
+    const { rpc, app, logged } = await appBehindProxy(t, true, (proxy) => proxy.setMode('down'), undefined, entry)
+    t.ok(logged.some((entry) => entry['msg'] === 'credit_contract_probe_failed'), 'the start went on without the RPC')
+    t.match(await followerHealthWhen(app.url, 'degraded'), { state: 'degraded', block: null }, 'the follower waits for the RPC')
+    rpc.setMode('forward')
+    t.match(await followerHealthWhen(app.url, 'stopped'), { state: 'stopped', block: null, error }, 'stopped once the RPC answers, naming the field, nothing applied')
+    t.ok(logged.some((entry) => entry['msg'] === 'chain_follower_stopped' && entry['code'] === code), 'and said in the log')
+    const lender = await signedIn(app.url, privateKeyToAccount(generatePrivateKey()))
+    const body = { availableLiquidityAtomic: '100000000', asset: 'USDC', networks: ['devnet-a'], minFeeBps: 100, maxDurationSeconds: 86_400, acceptedRiskBands: ['A'] }
+    const refused = await lender.post('/lenders/register', body)
+    t.equal(refused.status, 503, 'a request on that network is refused')
+    t.match(refused.body, { code: 'network_stopped', detail: new RegExp(code) }, 'as stopped, saying why')
+  })
+}
 
 t.test('a node behind the credit contract\'s deployment block neither refuses the start nor stops the follower: it is probed again', async (t) => {
   // The node has seen the genesis block only: at its head there is no code at the contract, and a call to it answers
