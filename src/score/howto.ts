@@ -37,6 +37,7 @@ export function scoreHowTo(price: ScorePrice | undefined): string {
    scheme exact, network ${p.caip2} (${p.network}), asset ${p.asset} ${p.assetAddress}, amount ${p.amountAtomic} (atomic), payTo ${p.payTo}.
    Bad input is refused before any payment: 400 validation_failed / invalid_public_key, 404 subject_not_found, 503 compute_disabled.
 3. Sign an EIP-3009 transferWithAuthorization for it and repeat the POST with the PAYMENT-SIGNATURE header (any x402 v2 client does steps 2-3).
+   Its validBefore at most now + maxTimeoutSeconds, as the official client signs: more than 300 s beyond it is 402 payment_validity_too_long, nothing charged.
 4. 200 {"subject","jwe","compute"} with the PAYMENT-RESPONSE header (the settlement transaction). The payment settles only when the score was
    computed: a failed computation is a 503 compute_failed and charges nothing. A payment is spent once (402 payment_already_used after).
    A 503 with Retry-After once you paid (chain_unavailable, facilitator_unavailable, payment_settlement_unconfirmed) delivered nothing: send

@@ -41,13 +41,25 @@ export interface PaidResourceOptions {
    * counts as the payment instead of `payment_already_used`. Absent: the refusal stands.
    */
   frontRun?: FrontRunSettlements
+  /** Wall clock (ms) the bound on a payment's validBefore is read against (VALID_BEFORE_SLACK_SECONDS). Default: Date.now. */
+  clock?: () => number
 }
+
+/**
+ * How far past maxTimeoutSeconds (wall clock, s) an authorization's validBefore may lie: the official client signs
+ * validBefore = its now + maxTimeoutSeconds, and its clock may run ahead of this one. A payment valid longer is
+ * refused (payment_validity_too_long) before any work, mark or settlement: the in-flight mark of its settlement and its
+ * memory as settled live UNDELIVERED_RETRY_SECONDS and the horizon past its validBefore, which the payer chooses.
+ * Before, nothing bounded it: a validBefore years ahead kept its records as long, and one past 10^20 s made the
+ * store refuse the mark's write and the settle answer 500 (review29; test/x402/validbefore26-far-valid-before.test.ts).
+ */
+export const VALID_BEFORE_SLACK_SECONDS = 300
 
 /** Why a request was not admitted, with the status and x402 headers to answer it with. */
 export interface PaymentRefusal {
   kind: 'refused'
   status: number
-  code: 'payment_required' | 'payment_invalid' | 'payment_not_accepted' | 'payment_already_used' | 'payment_in_flight' | 'payment_settlement_failed'
+  code: 'payment_required' | 'payment_invalid' | 'payment_not_accepted' | 'payment_already_used' | 'payment_in_flight' | 'payment_settlement_failed' | 'payment_validity_too_long'
   detail: string
   headers: Record<string, string>
 }
@@ -133,6 +145,8 @@ export class PaidResource {
         admitted = true
         return this.honouring(found, key)
       }
+      const tooLong = this.validityTooLong(result.paymentPayload)
+      if (tooLong !== undefined) return await this.refusedWithRequirements(server, 'payment_validity_too_long', tooLong)
       // Its settlement already asked for by another request's work (src/x402/front-run.ts attempt): refused before this one's.
       if (this.options.frontRun?.markedForOther(result.paymentPayload, request) === true) return await this.owedElsewhere(server)
       admitted = true
@@ -205,10 +219,29 @@ export class PaidResource {
   }
 
   /** The refusal of a payment whose settlement was asked for by a request for other work (402, with PAYMENT-REQUIRED). */
-  private async owedElsewhere(server: x402HTTPResourceServer): Promise<PaymentRefusal> {
+  private owedElsewhere(server: x402HTTPResourceServer): Promise<PaymentRefusal> {
+    return this.refusedWithRequirements(server, 'payment_already_used', `This payment was already used: ${OWED_ELSEWHERE}; send it again with those, or sign a new one.`)
+  }
+
+  /** A 402 refusal with `code` and `detail`, and the PAYMENT-REQUIRED header of an unpaid request. */
+  private async refusedWithRequirements(server: x402HTTPResourceServer, code: PaymentRefusal['code'], detail: string): Promise<PaymentRefusal> {
     const unpaid = await this.process(server, { 'payment-signature': '' })
     const headers = unpaid.type === 'payment-error' ? this.refusal(unpaid.response, true).headers : {}
-    return { kind: 'refused', status: 402, code: 'payment_already_used', detail: `This payment was already used: ${OWED_ELSEWHERE}; send it again with those, or sign a new one.`, headers }
+    return { kind: 'refused', status: 402, code, detail, headers }
+  }
+
+  /** Why `payload`'s EIP-3009 authorization stays valid too long (VALID_BEFORE_SLACK_SECONDS), or undefined. */
+  private validityTooLong(payload: PaymentPayload): string | undefined {
+    const validBefore = (payload.payload as { authorization?: { validBefore?: unknown } } | undefined)?.authorization?.validBefore
+    if (typeof validBefore !== 'string' || !/^\d{1,78}$/.test(validBefore)) return undefined
+    const { maxTimeoutSeconds } = this.options
+    const nowSeconds = Math.floor((this.options.clock ?? Date.now)() / 1000)
+    const latest = BigInt(nowSeconds + maxTimeoutSeconds + VALID_BEFORE_SLACK_SECONDS)
+    if (BigInt(validBefore) <= latest) return undefined
+    return (
+      `The payment's authorization is valid until ${validBefore} (validBefore, unix s), more than maxTimeoutSeconds (${maxTimeoutSeconds} s) ` +
+      `plus ${VALID_BEFORE_SLACK_SECONDS} s of clock slack past now (${nowSeconds}): sign one with validBefore at most ${latest}, as the official x402 client does (its now + maxTimeoutSeconds). Nothing was charged.`
+    )
   }
 
   /** The honoured settlement of a payment a stranger settled first: the work is delivered on it, nothing is sent. */

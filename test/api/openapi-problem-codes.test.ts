@@ -52,7 +52,7 @@ const COMPUTED: Readonly<Record<string, ReadonlyArray<readonly [number, string]>
     ...(['agent_not_controlled', 'agent_not_found', 'agent_registry_unknown', 'agent_already_linked'] as const).map((code) => answer(new AgentLinkError(code, ''))),
   ),
   'api/routes/credit.ts `${kind}_not_found`': [[404, 'job_not_found'], [404, 'offer_not_found'], [404, 'advance_not_found']],
-  'api/routes/score.ts refusal.code': [[402, 'payment_required'], [402, 'payment_invalid'], [402, 'payment_not_accepted'], [402, 'payment_already_used'], [402, 'payment_settlement_failed'], [409, 'payment_in_flight']],
+  'api/routes/score.ts refusal.code': [[402, 'payment_required'], [402, 'payment_invalid'], [402, 'payment_not_accepted'], [402, 'payment_already_used'], [402, 'payment_settlement_failed'], [402, 'payment_validity_too_long'], [409, 'payment_in_flight']],
   // `refused(code, ...)`: every sign-in refusal, siwe_<why>.
   'auth/siwe.ts code': [[401, 'siwe_signature_invalid']],
   // The helpers' own definitions: each call of one is a site of its own.

@@ -41,7 +41,7 @@ export interface CreditScoreRouteDeps {
 const refusedDescription =
   'Payment required (x402 v2): the PAYMENT-REQUIRED header (base64 JSON: x402Version, resource, accepts [{scheme exact, network, asset, amount, payTo, maxTimeoutSeconds, extra {name, version}}]) says what to pay. ' +
   'Codes: payment_required (none sent), payment_invalid (refused by the facilitator, or not an x402 payload), payment_not_accepted (another network, asset, amount or payee), ' +
-  'payment_already_used (spent: also a settlement someone else sent that already bought a score, or a nonce used for another transfer, or a payment whose settlement this service sent for a call with another subject or publicKey: send it with those; a settlement of exactly this payment by someone else counts as the payment), payment_settlement_failed (the score is withheld).'
+  'payment_already_used (spent: also a settlement someone else sent that already bought a score, or a nonce used for another transfer, or a payment whose settlement this service sent for a call with another subject or publicKey: send it with those; a settlement of exactly this payment by someone else counts as the payment), payment_settlement_failed (the score is withheld), payment_validity_too_long (the authorization\'s validBefore lies more than maxTimeoutSeconds plus 300 s past now: sign one as the official client does, validBefore = now + maxTimeoutSeconds; nothing charged).'
 
 export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
   const enabled = deps.paid !== null
