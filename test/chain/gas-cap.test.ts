@@ -3,7 +3,7 @@
 // transaction whose gas limit no block could hold, so on a chain whose blocks take less than an estimate and a half the
 // margin alone refused transactions that fit (review25: the cap was EIP-7825's 2^24 only). The limit is the latest
 // block's, noted from the heads the pollers read, else read by the sender.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createPublicClient, createTestClient, http } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
@@ -64,12 +64,17 @@ t.test('an operator transaction whose estimate fits a block and its margin does 
   t.same(receipt.facts.map((fact) => fact.name), ['JobSettled'], 'the settlement mined')
 })
 
-// The pollers' head read notes the limit: a sender whose network is followed reads no block of its own.
-t.test('a sender takes the block gas limit the pollers noted from the head, without a read of its own', async (t) => {
+/** The devnet's first network and the same network through an RPC proxy of the test's own (closed at its end). */
+async function behindProxy(t: Test) {
   const network = devnet.networks[0] as NetworkConfig
   const proxy = await startRpcProxy(network.rpcUrl)
   t.teardown(() => proxy.close())
-  const proxied = { ...network, rpcUrl: proxy.url }
+  return { network, proxy, proxied: { ...network, rpcUrl: proxy.url } }
+}
+
+// The pollers' head read notes the limit: a sender whose network is followed reads no block of its own.
+t.test('a sender takes the block gas limit the pollers noted from the head, without a read of its own', async (t) => {
+  const { network, proxy, proxied } = await behindProxy(t)
   const direct = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl) })
   const { gasLimit } = await direct.getBlock({ blockTag: 'latest' })
   const head = sharedHeads([proxied], { timeoutMs: 2_000 }).get(network.slug)
@@ -84,10 +89,7 @@ t.test('a sender takes the block gas limit the pollers noted from the head, with
 // A head whose gas limit is no hex quantity: the head is read all the same (before, BigInt threw and every head read
 // failed), nothing is noted, and a sender reads its own limit.
 t.test('a head whose gasLimit is malformed is read all the same, and noted nothing', async (t) => {
-  const network = devnet.networks[0] as NetworkConfig
-  const proxy = await startRpcProxy(network.rpcUrl)
-  t.teardown(() => proxy.close())
-  const proxied = { ...network, rpcUrl: proxy.url }
+  const { network, proxy, proxied } = await behindProxy(t)
   proxy.setRewrite((text) => text.replace(/"gasLimit":"0x[0-9a-f]*"/i, '"gasLimit":"0x"'))
   const head = sharedHeads([proxied], { timeoutMs: 2_000 }).get(network.slug)
   t.ok((await head?.latest(Number.NEGATIVE_INFINITY))?.number !== undefined, 'the head read')
@@ -100,10 +102,8 @@ t.test('a head whose gasLimit is malformed is read all the same, and noted nothi
 
 // Without a head noted, the sender reads the latest block once, for every transaction asking meanwhile.
 t.test('a sender on a network nobody polls reads the latest block once for its cap', async (t) => {
-  const network = devnet.networks[0] as NetworkConfig
-  const proxy = await startRpcProxy(network.rpcUrl)
-  t.teardown(() => proxy.close())
-  const sender = senderWallet({ ...network, rpcUrl: proxy.url }, devnet.accounts.facilitator.privateKey)
+  const { network, proxy, proxied } = await behindProxy(t)
+  const sender = senderWallet(proxied, devnet.accounts.facilitator.privateKey)
   const direct = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl) })
   const { gasLimit } = await direct.getBlock({ blockTag: 'latest' })
   const gas = await Promise.all([sender.gasFor(gasLimit), sender.gasFor(gasLimit - 1n), sender.gasFor(1_000n)])
