@@ -19,6 +19,7 @@ import {
   reputationRegistryAbi,
   testStablecoinAbi,
 } from '../chain/artifacts.ts'
+import { devnetToken } from '../chain/devnet.ts'
 import { defaultEngineConfig } from '../engine/config.ts'
 import { isMainModule } from './main-module.ts'
 
@@ -147,7 +148,7 @@ export async function deploy(options: DeployOptions, deployerKey: Hex, log: (lin
   // One at a time: each waits for the previous one's receipt, so the nonces never race.
   let token: Exclude<DeployOptions['token'], 'test'>
   if (options.token === 'test') {
-    const t = { symbol: 'USDC', decimals: 6, eip712Name: 'USD Coin', eip712Version: '2' }
+    const t = devnetToken
     const hash = await wallet.deployContract({ abi: testStablecoinAbi, bytecode: loadArtifact('TestStablecoin').bytecode, args: [t.eip712Name, t.symbol, t.eip712Version, account.address] })
     token = { ...t, address: (await mined('TestStablecoin (minter: the deployer)', hash)).address }
   } else {
