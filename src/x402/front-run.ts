@@ -23,7 +23,7 @@
 import type { FacilitatorClient } from '@x402/core/server'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { encodePaymentResponseHeader } from '@x402/core/http'
-import { isAddress as isViemAddress, isAddressEqual, isHex, parseAbi, parseEventLogs, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
+import { BaseError, ContractFunctionZeroDataError, isAddress as isViemAddress, isAddressEqual, isHex, parseAbi, parseEventLogs, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
 import type { NetworkConfig } from '../chain/config.ts'
 import type { RecordCollection, RecordWrite, Store } from '../store/index.ts'
 import type { ChainReadBudget } from '../service/chain-read-budget.ts'
@@ -164,6 +164,11 @@ function isInFlightRecord(value: unknown): value is InFlightRecord {
  */
 type Undelivered = { expires: bigint; request: string | undefined; transaction?: Hex | undefined }
 
+/** An undelivered payment's mark as stored (attempt writes it, broadcast adds the transaction). */
+function inFlightRecordOf(mark: Undelivered): InFlightRecord {
+  return { expires: mark.expires.toString(), ...(mark.request === undefined ? {} : { request: mark.request }), ...(mark.transaction === undefined ? {} : { transaction: mark.transaction }) }
+}
+
 type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex }
 
 export class FrontRunSettlements {
@@ -295,7 +300,7 @@ export class FrontRunSettlements {
       throw new SettlementOwedElsewhereError(OWED_ELSEWHERE)
     }
     const mark: Undelivered = { expires: marked !== undefined && marked.expires > expires ? marked.expires : expires, request, transaction: marked?.transaction }
-    const record: InFlightRecord = { expires: mark.expires.toString(), ...(request === undefined ? {} : { request }), ...(mark.transaction === undefined ? {} : { transaction: mark.transaction }) }
+    const record = inFlightRecordOf(mark)
     this.undelivered.set(key, mark)
     try {
       if (this.inFlight !== undefined) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] })
@@ -347,7 +352,7 @@ export class FrontRunSettlements {
     const asked = this.undelivered.get(key)
     if (asked === undefined) return
     asked.transaction = transaction
-    const record: InFlightRecord = { expires: asked.expires.toString(), ...(asked.request === undefined ? {} : { request: asked.request }), transaction }
+    const record = inFlightRecordOf(asked)
     if (this.inFlight?.has(key) === true) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] }).catch(() => {})
   }
 
@@ -489,10 +494,7 @@ export class FrontRunSettlements {
 
 /** The call found no contract at its block (the token deployed later: none of its nonces was used there). */
 function notDeployed(error: unknown): boolean {
-  for (let current = error, depth = 0; current instanceof Error && depth < 8; current = current.cause, depth += 1) {
-    if (current.name === 'ContractFunctionZeroDataError') return true
-  }
-  return false
+  return error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionZeroDataError) !== null
 }
 
 /** The key of an authorization among the honoured settlements: its payer and nonce, lower case. */
