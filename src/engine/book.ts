@@ -3,6 +3,7 @@
 // is moved by binary search (remove + insert) instead of re-sorting the book; matching walks from the front and
 // stops at the first eligible lender, or as soon as the ask rate prices the fee above the borrower's maximum.
 import { isActiveLender, probationWaitMs, type ProbationConfig } from './rules.ts'
+import { IndexedMinHeap } from './schedule.ts'
 import type { LenderRecord } from './types.ts'
 
 export interface BookEntry {
@@ -52,20 +53,26 @@ export interface ScanMark extends BookKey {
   seen: number
 }
 
-/** A lender's probation end in a book's schedule (MatchingBook `noteDue`). */
+/** A lender's probation end in a book's schedule (MatchingBook `noteDue`), by the lender's address: one per lender. */
 interface DueEntry {
-  atMs: number
-  entry: BookEntry
+  readonly id: string
+  readonly seq: number
+  readonly atMs: number
+  readonly entry: BookEntry
 }
 
 export class MatchingBook {
   readonly entries: BookEntry[] = []
   /**
-   * Entries whose lender is on probation, by the time it ends (a min-heap; an item whose entry's `eligibleAtMs` has
-   * changed since is stale and skipped): the lender becomes eligible then without any command, so a walk notes those
-   * due before it reads the log (`noteDue`). Empty without `probation` (a book built by a benchmark or a test).
+   * Entries whose lender is on probation, by the time it ends (the engine's indexed heap, one item per lender: a new
+   * end, or the lender's new entry, replaces its item, and an entry that leaves the book or whose lender is active
+   * again takes its item out): the lender becomes eligible then without any command, so a walk notes those due before
+   * it reads the log (`noteDue`). Empty without `probation` (a book built by a benchmark or a test). Before (book26), a
+   * plain heap kept every end ever scheduled until it passed (up to lenderProbationMaxSeconds): compacted when it held
+   * twice its book's entries (review26); now it holds at most one item per entry.
    */
-  private readonly due: DueEntry[] = []
+  private readonly due = new IndexedMinHeap<DueEntry>('due')
+  private dueSeq = 0
   /**
    * While offers hold scan marks in this book (`marks` > 0, matching.ts markScan): each entry inserted, or moved
    * toward the front, in order (the same entry may repeat), so that a walk resumed after its mark first looks at those
@@ -154,15 +161,15 @@ export class MatchingBook {
    * scheduled, noted by the first walk of the book from then on (`noteDue`).
    */
   scheduleEligible(entry: BookEntry): void {
-    const due = this.due
-    if (due.length >= 2 * this.entries.length + DUE_SLACK) this.compactDue()
-    let i = due.push({ atMs: entry.eligibleAtMs, entry }) - 1
-    while (i > 0) {
-      const parent = (i - 1) >>> 1
-      if ((due[parent] as DueEntry).atMs <= (due[i] as DueEntry).atMs) break
-      ;[due[parent], due[i]] = [due[i] as DueEntry, due[parent] as DueEntry]
-      i = parent
-    }
+    const id = entry.lender.address
+    this.due.delete(id)
+    this.due.push({ id, seq: ++this.dueSeq, atMs: entry.eligibleAtMs, entry })
+  }
+
+  /** The entry's probation end is no longer ahead (its lender active again) or the entry left the book: unscheduled. */
+  unscheduleEligible(entry: BookEntry): void {
+    const id = entry.lender.address
+    if (this.due.get(id)?.entry === entry) this.due.delete(id)
   }
 
   /**
@@ -170,54 +177,17 @@ export class MatchingBook {
    * log: a mark set while such a lender waited sees it. One comparison when none is due.
    */
   noteDue(nowMs: number): void {
-    const due = this.due
-    while (due.length > 0 && (due[0] as DueEntry).atMs <= nowMs) {
-      const top = due[0] as DueEntry
-      const last = due.pop() as DueEntry
-      if (due.length > 0) {
-        due[0] = last
-        let i = 0
-        for (;;) {
-          const l = 2 * i + 1
-          if (l >= due.length) break
-          const c = l + 1 < due.length && (due[l + 1] as DueEntry).atMs < (due[l] as DueEntry).atMs ? l + 1 : l
-          if ((due[i] as DueEntry).atMs <= (due[c] as DueEntry).atMs) break
-          ;[due[i], due[c]] = [due[c] as DueEntry, due[i] as DueEntry]
-          i = c
-        }
-      }
-      // Only the entry's current end, and only while the entry is in this book: a lender parked and back is a new entry,
-      // and its old one's items noted it for nothing, each counted toward the log's bound (review26).
+    for (let top = this.due.peek(); top !== undefined && top.atMs <= nowMs; top = this.due.peek()) {
+      this.due.pop()
+      // Only while the entry is in this book and its end is the one scheduled (review26: a lender parked and back is a
+      // new entry, and an old one's note counted toward the log's bound for nothing).
       if (top.entry.eligibleAtMs === top.atMs && this.holds(top.entry)) this.noteEntered(top.entry)
     }
   }
 
-  /** How many probation ends the book's schedule holds, stale ones included (at most twice its entries, and 64). */
+  /** How many probation ends the book's schedule holds: at most one per entry. */
   get scheduled(): number {
-    return this.due.length
-  }
-
-  /**
-   * Keeps of the schedule one item per entry still in the book whose probation end it names (the others are stale: the
-   * end moved, the entry left the book, or its lender was parked and came back as a new entry), as a heap again (a
-   * sorted array is one). Run when the schedule holds twice as many items as the book has entries: each push then
-   * costs O(log n) amortized, and the schedule is bounded by the book. Before (book26), every re-entry of a lender on
-   * probation (parked and back, in and out of one of its books) and every move of its probation end (an uptime
-   * observation taking it across the minimum, a miss) left an item until its end passed and a walk of the book came:
-   * up to lenderProbationMaxSeconds (30 days) of them, with no walk at all in a book without offers (review26).
-   */
-  private compactDue(): void {
-    const kept = new Set<BookEntry>()
-    const live: DueEntry[] = []
-    for (const item of this.due) {
-      const entry = item.entry
-      if (item.atMs !== entry.eligibleAtMs || kept.has(entry) || !this.holds(entry)) continue
-      kept.add(entry)
-      live.push(item)
-    }
-    live.sort((a, b) => a.atMs - b.atMs)
-    this.due.length = 0
-    for (const item of live) this.due.push(item)
+    return this.due.size
   }
 
   /** Whether `entry` is in the book (at its key: the book is sorted by the keys its entries carry). */
@@ -259,6 +229,7 @@ export class MatchingBook {
 
   remove(entry: BookEntry): void {
     this.entries.splice(this.indexOf(entry), 1)
+    this.unscheduleEligible(entry)
   }
 
   /** Where `entry` sits, found by its current key. */
@@ -296,8 +267,6 @@ export class MatchingBook {
 }
 
 const NONE: readonly BookEntry[] = []
-/** Stale items a small book's probation schedule may hold before it is compacted (MatchingBook compactDue). */
-const DUE_SLACK = 64
 
 export function entryFor(lender: LenderRecord): BookEntry {
   return {
@@ -359,7 +328,10 @@ function eligibilityEased(entry: BookEntry, books: MatchingBook[]): void {
   for (let i = 0; i < books.length; i++) {
     const book = books[i] as MatchingBook
     if (freed || (moved && at === -Infinity)) book.noteEntered(entry)
-    if (moved && at !== -Infinity) book.scheduleEligible(entry)
+    if (moved) {
+      if (at === -Infinity) book.unscheduleEligible(entry)
+      else book.scheduleEligible(entry)
+    }
   }
 }
 
