@@ -26,8 +26,8 @@ import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
-import { absentContractMessage, advanceCapMessage, olderContractMessage, probeCreditContract, ReclaimDelays, readReclaimDelay } from '../chain/reclaim-window.ts'
-import { contractRoleMismatches, tokenMismatches } from '../chain/deployment-checks.ts'
+import { absentContractMessage, olderContractMessage, probeCreditContract, ReclaimDelays, readReclaimDelay } from '../chain/reclaim-window.ts'
+import { advanceCapMismatches, contractRoleMismatches, tokenMismatches } from '../chain/deployment-checks.ts'
 import { advanceMinAtomicOf, loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
 import { offerKey } from '../chain/ids.ts'
@@ -114,7 +114,8 @@ export interface AppOptions {
  * yet at its deployment block: probeCreditContract's 'absent'), is said in the log and served: its follower and
  * requests retry, as for any outage, and its follower probes again before it applies anything (refuseOlderContract:
  * an older contract stops it, the network's /health says why). A contract whose advancesPerJobMax() is below the
- * service's `advancesPerJobMax` is refused too: the service would lease advances on a job that paySupplier refuses.
+ * service's `advancesPerJobMax` is refused too: the service would lease advances on a job that paySupplier refuses
+ * (advanceCapMismatches; at the follower's probe, it stops it: advance_cap_below_service).
  * Returns the slugs of the networks not probed.
  */
 async function refuseOlderCreditContracts(source: string, networks: readonly NetworkConfig[], log: Logger, advancesPerJobMax: number): Promise<Set<string>> {
@@ -125,9 +126,7 @@ async function refuseOlderCreditContracts(source: string, networks: readonly Net
     try {
       const { verdict, head, advancesPerJobMax: contractMax } = await probeCreditContract(publicClient, network.creditContract)
       if (verdict === 'older') older.push({ path: `/networks/${index}/creditContract`, message: olderContractMessage(network.slug, network.creditContract) })
-      if (contractMax !== undefined && contractMax < BigInt(advancesPerJobMax)) {
-        older.push({ path: `/networks/${index}/creditContract`, message: advanceCapMessage(network.slug, network.creditContract, contractMax, advancesPerJobMax) })
-      }
+      older.push(...advanceCapMismatches(network, contractMax, advancesPerJobMax).map(({ field, message }) => ({ path: `/networks/${index}/${field}`, message })))
       if (verdict === 'current') {
         const mismatches = [...(await contractRoleMismatches(publicClient, network, head)), ...(await tokenMismatches(publicClient, network, head))]
         older.push(...mismatches.map(({ field, message }) => ({ path: `/networks/${index}/${field}`, message })))
@@ -361,6 +360,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         network,
         contract: network.creditContract,
         refuseOlderContract: unprobed.has(network.slug),
+        advancesPerJobMax,
         cursor: cursors.get(network.slug, network.creditContract),
         head: heads.get(network.slug),
         chainTimeIntervalMs: config.chainTimeIntervalMs,

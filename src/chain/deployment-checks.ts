@@ -1,11 +1,13 @@
 // The networks file against the chain it names, beyond the credit contract's version (probeCreditContract): the keys
 // against the contract's roles, the tokens against their contracts. Run by the start-up (src/app/app.ts, which refuses
 // the file naming /networks/i/<field>) and, for a network the start-up could not probe, by its chain follower before it
-// applies anything (src/chain/follower.ts, which stops: contract_roles_mismatch, token_mismatch).
+// applies anything (src/chain/follower.ts, which stops: contract_roles_mismatch, token_mismatch,
+// advance_cap_below_service).
 import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, domainSeparator, getAddress, parseAbi, type Address, type Hex, type PublicClient } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { creditFacilityV2Abi } from './artifacts.ts'
 import type { NetworkConfig } from './config.ts'
+import { advanceCapMessage } from './reclaim-window.ts'
 
 /** One field of a network's entry in the networks file that the chain contradicts: `field` under /networks/i/. */
 export type DeploymentMismatch = { field: string; message: string }
@@ -34,6 +36,18 @@ export async function contractRoleMismatches(publicClient: ReadClient, network: 
   check('leaseSignerKeyEnv', network.leaseSignerPrivateKey, 'leaseSigner', leaseSigner, 'every lease authorization it signs would revert WrongLeaseSigner')
   check('operatorKeyEnv', network.operatorPrivateKey, 'operator', operator, 'every completion, failure and liquidation would revert NotOperator')
   return problems
+}
+
+/**
+ * The credit contract's cap on a job's advances that owe (its advancesPerJobMax(), which probeCreditContract reads with
+ * a current contract's verdict; undefined for another verdict) against the service's `advancesPerJobMax`: a contract
+ * that takes fewer would have the service lease advances on a job that its paySupplier refuses (TooManyAdvances), each
+ * lease paid by nobody. Immutable (a constructor argument): checked once, by the start-up or, when it could not reach
+ * the RPC, by the network's chain follower before it applies anything (advance_cap_below_service).
+ */
+export function advanceCapMismatches(network: NetworkConfig, contractMax: bigint | undefined, serviceMax: number): DeploymentMismatch[] {
+  if (contractMax === undefined || contractMax >= BigInt(serviceMax)) return []
+  return [{ field: 'creditContract', message: advanceCapMessage(network.slug, network.creditContract, contractMax, serviceMax) }]
 }
 
 const tokenProbeAbi = parseAbi(['function decimals() view returns (uint8)', 'function DOMAIN_SEPARATOR() view returns (bytes32)'])

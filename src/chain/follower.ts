@@ -22,7 +22,7 @@ import { BlockNotFoundError, type Address, type Block, type Hex } from 'viem'
 import type { NetworkConfig } from './config.ts'
 import { decodeFacilityLog, type FacilityEvent, type FacilityEventName, type MinedLog } from './events-v2.ts'
 import { createPollingClients, SharedHead, type CallObserver, type ChainHead, type PollingClients } from './poll-transport.ts'
-import { contractRoleMismatches, tokenMismatches, type DeploymentMismatch } from './deployment-checks.ts'
+import { advanceCapMismatches, contractRoleMismatches, tokenMismatches, type DeploymentMismatch } from './deployment-checks.ts'
 import { absentContractMessage, olderContractMessage, probeCreditContract } from './reclaim-window.ts'
 
 export type FollowedEventName = FacilityEventName
@@ -46,7 +46,7 @@ export type ChainBatch = {
 
 export type FollowerState = 'starting' | 'ok' | 'degraded' | 'stopped'
 
-export type FollowerFatalCode = 'chain_replaced' | 'wrong_chain' | 'older_contract' | 'contract_roles_mismatch' | 'token_mismatch'
+export type FollowerFatalCode = 'chain_replaced' | 'wrong_chain' | 'older_contract' | 'contract_roles_mismatch' | 'token_mismatch' | 'advance_cap_below_service'
 
 /**
  * The RPC answered a chain behind what the follower read before (its head below the cursor, or a block read earlier
@@ -97,9 +97,12 @@ export class FollowerFatalError extends Error {
   }
 }
 
-/** The networks file's fields the chain contradicts (a network the start-up could not check), and what to fix; then restart. */
-function mismatchMessage(mismatches: readonly DeploymentMismatch[], fix: string): string {
-  return `${mismatches.map(({ field, message }) => `networks file field ${field}: ${message}`).join('; ')}; ${fix} in the networks file, then restart`
+/**
+ * The networks file's fields the chain contradicts (a network the start-up could not check), and what to fix in the
+ * file (none: the messages say it); then restart.
+ */
+function mismatchMessage(mismatches: readonly DeploymentMismatch[], fix?: string): string {
+  return `${mismatches.map(({ field, message }) => `networks file field ${field}: ${message}`).join('; ')}; ${fix === undefined ? '' : `${fix} in the networks file, `}then restart`
 }
 
 /**
@@ -135,10 +138,16 @@ export type FollowerOptions = {
    * with 'older_contract' when it is older; a node with no code there yet is waited for (degraded, probed again). A
    * current contract is then checked as the start-up checks it (src/chain/deployment-checks.ts): keys that are not its
    * operator() / leaseSigner() stop the follower with 'contract_roles_mismatch', a token the chain contradicts (no
-   * contract, other decimals, another EIP-712 domain) with 'token_mismatch', each naming the networks file's field. For
-   * a network whose start-up probe could not reach the RPC or found no code (src/app/app.ts).
+   * contract, other decimals, another EIP-712 domain) with 'token_mismatch', each naming the networks file's field, and
+   * a contract whose advancesPerJobMax() is below the service's (`advancesPerJobMax`) with 'advance_cap_below_service'.
+   * For a network whose start-up probe could not reach the RPC or found no code (src/app/app.ts).
    */
   refuseOlderContract?: boolean
+  /**
+   * The service's advancesPerJobMax (engine config), which the credit contract's own cap must not be below: checked
+   * with refuseOlderContract (src/chain/deployment-checks.ts advanceCapMismatches). Default: not checked.
+   */
+  advancesPerJobMax?: number
   /** The stored cursor (resume after it), or undefined to start at startBlock. */
   cursor: FollowerCursor | undefined
   /** First block read when there is no cursor. Default: the network's deploymentBlock (networks file), else 0. */
@@ -548,10 +557,13 @@ export class ChainFollower extends EventEmitter<FollowerEvents> {
       throw new FollowerFatalError(this.network, 'wrong_chain', `the RPC serves chain ${chainId}, the network is configured as ${this.#options.network.chainId}`)
     }
     if (this.#options.refuseOlderContract === true) {
-      const { verdict, head } = await probeCreditContract(this.#clients.publicClient, this.#options.contract)
+      const { verdict, head, advancesPerJobMax: contractMax } = await probeCreditContract(this.#clients.publicClient, this.#options.contract)
       if (verdict === 'older') throw new FollowerFatalError(this.network, 'older_contract', olderContractMessage(this.network, this.#options.contract))
       if (verdict === 'absent') throw new Error(absentContractMessage(this.network, this.#options.contract, head))
       const network = this.#options.network
+      const serviceMax = this.#options.advancesPerJobMax
+      const cap = serviceMax === undefined ? [] : advanceCapMismatches(network, contractMax, serviceMax)
+      if (cap.length > 0) throw new FollowerFatalError(this.network, 'advance_cap_below_service', mismatchMessage(cap))
       const roles = await contractRoleMismatches(this.#clients.publicClient, network, head)
       if (roles.length > 0) throw new FollowerFatalError(this.network, 'contract_roles_mismatch', mismatchMessage(roles, 'set the key of the contract\'s role, or configure the contract deployed with these keys'))
       const tokens = await tokenMismatches(this.#clients.publicClient, network, head)

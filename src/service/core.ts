@@ -222,7 +222,7 @@ export class ServiceCore {
 
   /**
    * NetworkStoppedError (503 network_stopped, no Retry-After) when the network's chain follower stopped for good
-   * (chain_replaced, wrong_chain, older_contract, contract_roles_mismatch, token_mismatch): nothing of that chain is applied any more, so a request on it would
+   * (chain_replaced, wrong_chain, older_contract, contract_roles_mismatch, token_mismatch, advance_cap_below_service): nothing of that chain is applied any more, so a request on it would
    * otherwise answer chain_unavailable, "retry", for ever. Requests that read no chain (a credit request, a match) call it
    * themselves.
    */

@@ -61,6 +61,7 @@ t.test('a networks file whose network has no lease signer key is refused at star
  * A devnet and a networks file naming, as its credit contract, code without reclaimDelay() (as a deployment of an older
  * release has) unless `current`; its RPC is the devnet's, or what `rpcUrl` puts in front of it (a proxy). `slug`: the
  * network's (the process remembers a contract's reclaimDelay() by slug and address: another slug is read afresh).
+ * `contractCap`: the devnet's credit contract's advancesPerJobMax (default the engine's, 500).
  */
 async function olderContractFile(
   t: Test,
@@ -68,10 +69,11 @@ async function olderContractFile(
   current = false,
   slug = 'devnet-a',
   entry: (network: Record<string, unknown>) => Record<string, unknown> = (network) => network,
+  contractCap?: bigint,
 ): Promise<{ dir: string; file: string }> {
   const dir = tempDataDir()
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const devnet = await startDevnet({ networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }], log: () => {} })
+  const devnet = await startDevnet({ networks: [{ slug: 'devnet-a', chainId: 31337, x402SelfFacilitate: false }], log: () => {}, ...(contractCap === undefined ? {} : { advancesPerJobMax: contractCap }) })
   t.teardown(() => devnet.stop())
   const accounts = demoAccounts()
   process.env['TEST_OLDER_CONTRACT_SIGNER_KEY'] = accounts.leaseSigner.privateKey
@@ -109,13 +111,13 @@ t.test('a networks file whose credit contract caps a job\'s advances below the s
  * The service on a devnet (its credit contract older unless `current`) behind an RPC proxy, `before` applied to it
  * first; `entry` edits the network's entry in the networks file.
  */
-async function appBehindProxy(t: Test, current: boolean, before: (proxy: RpcProxy) => void, slug?: string, entry?: (network: Record<string, unknown>) => Record<string, unknown>) {
+async function appBehindProxy(t: Test, current: boolean, before: (proxy: RpcProxy) => void, slug?: string, entry?: (network: Record<string, unknown>) => Record<string, unknown>, contractCap?: bigint) {
   let proxy: RpcProxy | undefined
   const { dir, file } = await olderContractFile(t, async (devnetRpcUrl) => {
     proxy = await startRpcProxy(devnetRpcUrl)
     before(proxy)
     return proxy.url
-  }, current, slug, entry)
+  }, current, slug, entry, contractCap)
   const rpc = proxy as RpcProxy
   t.teardown(() => rpc.close())
   const logged: Record<string, unknown>[] = []
@@ -170,8 +172,9 @@ t.test('a credit contract the start-up probe could not reach is probed once the 
 
 // The role and token checks of the start-up (operator26) were skipped for a network whose RPC did not answer it: its
 // follower's later probe checked the contract's version only, and the network was served with a lease signer key that
-// is not the contract's (every lease reverting WrongLeaseSigner) or a token of other decimals (every amount misread).
-const unprobedMismatches: { what: string; code: string; error: RegExp; entry: (network: Record<string, unknown>) => Record<string, unknown> }[] = [
+// is not the contract's (every lease reverting WrongLeaseSigner) or a token of other decimals (every amount misread),
+// or on a contract whose cap on a job's advances is below the service's (probe28: leases past it, paid by nobody).
+const unprobedMismatches: { what: string; code: string; error: RegExp; entry: (network: Record<string, unknown>) => Record<string, unknown>; contractCap?: bigint }[] = [
   {
     what: 'a lease signer key that is not the contract\'s leaseSigner()',
     code: 'contract_roles_mismatch',
@@ -184,14 +187,21 @@ const unprobedMismatches: { what: string; code: string; error: RegExp; entry: (n
     error: /token_mismatch.*networks file field tokens\/0\/decimals: .* has 6 decimals, configured 18/,
     entry: (network) => ({ ...network, tokens: (network['tokens'] as Record<string, unknown>[]).map((token, j) => (j === 0 ? { ...token, decimals: 18 } : token)) }),
   },
+  {
+    what: 'a credit contract whose advancesPerJobMax() is below the service\'s',
+    code: 'advance_cap_below_service',
+    error: /advance_cap_below_service.*networks file field creditContract: .*takes at most 499 advances that owe per job.*fewer than the service's advancesPerJobMax 500/,
+    entry: (network) => network,
+    contractCap: 499n,
+  },
 ]
-for (const { what, code, error, entry } of unprobedMismatches) {
+for (const { what, code, error, entry, contractCap } of unprobedMismatches) {
   t.test(`${what}, the start-up probe unanswered, stops that network's follower once the RPC answers (${code})`, async (t) => {
     process.env['TEST_UNPROBED_WRONG_SIGNER_KEY'] = generatePrivateKey()
     t.teardown(() => {
       delete process.env['TEST_UNPROBED_WRONG_SIGNER_KEY']
     })
-    const { rpc, app, logged } = await appBehindProxy(t, true, (proxy) => proxy.setMode('down'), undefined, entry)
+    const { rpc, app, logged } = await appBehindProxy(t, true, (proxy) => proxy.setMode('down'), undefined, entry, contractCap)
     t.ok(logged.some((entry) => entry['msg'] === 'credit_contract_probe_failed'), 'the start went on without the RPC')
     t.match(await followerHealthWhen(app.url, 'degraded'), { state: 'degraded', block: null }, 'the follower waits for the RPC')
     rpc.setMode('forward')
