@@ -9,7 +9,7 @@ import { supplierPaymentHeldAt, type FacilityFactOf } from '../chain/proofs-v2.t
 import type { ChainBatch } from '../chain/follower.ts'
 import type { RecordWrite } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
-import type { OperatorRepairs } from './operator-commands.ts'
+import { failureIntentEndedOps, type OperatorRepairs } from './operator-commands.ts'
 import { repaidPassport } from './reports.ts'
 
 /**
@@ -88,8 +88,12 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
         ...repaidPassport(service, receipt, repaidAdvances.get(receipt.advanceId)),
       ])
       const collateral = value.collateral.map(({ proofKey, position }) => service.store.proofs.addOp(proofKey, { usedBy: collateralProofUse(position.jobId), usedAtMs }))
-      // The JobReclaimed is the proof of the job's end: the escrow and the collateral left the contract in it.
-      const reclaimed = value.reclaimed.map(({ proofKey, jobId }) => service.store.proofs.addOp(proofKey, { usedBy: reclaimProofUse(jobId), usedAtMs }))
+      // The JobReclaimed is the proof of the job's end: the escrow and the collateral left the contract in it. A /fail's
+      // intent written before it (its failJob refused JobNotOpen, the job reclaimed first) goes with the job's end.
+      const reclaimed = value.reclaimed.flatMap(({ proofKey, jobId }) => [
+        service.store.proofs.addOp(proofKey, { usedBy: reclaimProofUse(jobId), usedAtMs }),
+        ...failureIntentEndedOps(service, jobId),
+      ])
       // A settleJob, failJob or liquidate of a job or advance still open here was never recorded by its request: a
       // repair is stored with the cursor that passes it, and run once this commit is durable (OperatorRepairs).
       unrecorded = repairs.found(facilityFacts)

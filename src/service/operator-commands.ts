@@ -146,7 +146,7 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
       (receipt) => [
         ...receipt.receipts.flatMap((repaid) =>
           repaidPassport(service, repaid, { borrower: receipt.borrower, source: { kind: 'job', id: jobId }, recovery: before.get(repaid.advanceId)?.recovery ?? null })),
-        ...failureRecordsOf(service).endedOps(jobId),
+        ...failureIntentEndedOps(service, jobId),
       ],
     )
   })
@@ -247,7 +247,7 @@ export async function failJob(
       // it refused a job no longer open whose earlier failJob was not found: that may be this request's own, mined
       // from an attempt whose answer was lost, and the lookup failed (an RPC error, eth_getLogs refused): its repair
       // needs the intent (review28; before, it recorded failed_on_chain). A job that ended otherwise on chain deletes it
-      // with its settlement's record; one its client reclaimed keeps it, one record of its own job.
+      // in the commit of its end: its settlement's record, or its reclaim's (failureIntentEndedOps).
       const notOpen = error instanceof ContractRevertError && error.errorName === 'JobNotOpen'
       if ((error instanceof ContractRevertError || error instanceof OperatorUnavailableError) && !mined && !notOpen) await failures.forget(jobId)
       throw error
@@ -312,6 +312,16 @@ function isFailureEntry(value: unknown): value is FailureEntry {
   return typeof v === 'object' && v !== null && isAddressText(v.agent) && Number.isSafeInteger(v.sequence) && Number.isSafeInteger(v.atMs) && isAddressText(v.caller)
 }
 
+/**
+ * The deletion of the failure intent (FailureIntent) of a job that ended other than by its failure's record, for the
+ * commit of its end: its settlement (completeJob, route or repair), its client's reclaimJob (the chain follower's batch,
+ * src/service/chain-observation.ts). A /fail's intent is written in the synchronous section of its plan, so a job the
+ * engine holds open; once it ended there no /fail writes one (the plan refuses). Nothing when it has none.
+ */
+export function failureIntentEndedOps(service: ServiceCore, jobId: string): RecordWrite[] {
+  return failureRecordsOf(service).endedOps(jobId)
+}
+
 /** The failure intents and entries of one service (its store), made at first use. */
 const failureRecords = new WeakMap<ServiceCore, FailureRecords>()
 function failureRecordsOf(service: ServiceCore): FailureRecords {
@@ -356,7 +366,10 @@ class FailureRecords {
     return this.#intents.has(jobId) ? [entry, this.#intents.deleteOp(jobId)] : [entry]
   }
 
-  /** An intent left by a job that ended otherwise (settled: its failJob was refused unsent, or never mined). */
+  /**
+   * An intent left by a job that ended otherwise (settled, or reclaimed by its client: its failJob was refused unsent,
+   * or never mined).
+   */
   endedOps(jobId: string): RecordWrite[] {
     return this.#intents.has(jobId) ? [this.#intents.deleteOp(jobId)] : []
   }
