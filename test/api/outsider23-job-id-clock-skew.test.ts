@@ -10,52 +10,24 @@
 // seconds for the whole-second timestamps, and the reads' span): closer than that the timestamps order the two, as
 // before (the script measures that window).
 import t, { type Test } from 'tap'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { createTestClient, http, type Hash } from 'viem'
-import { networkChain } from '../../src/chain/clients.ts'
-import { ChainAgent } from '../../src/client/chain.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
-import { fundedAccount, signedIn, startHarness, USDC, usdc } from '../fixtures/service.ts'
+import { startHarness } from '../fixtures/service.ts'
+import { moveClockAhead, squatAfter as squatAfterOn } from './fixtures/job-id-squat.ts'
 
 const h = await startHarness()
 t.teardown(() => h.stop())
 const leading = h.network
 const lagging = h.devnet.networks[1] as NetworkConfig
 /** How long the squatter takes after the real funding was mined: past the devnet's 4 s and the reads' span. */
-const SQUAT_AFTER_MS = 8_000
+const SQUAT_AFTER_MS = 10_000
 
-t.before(async () => {
-  // devnet-a's chain 10 minutes ahead of devnet-b's, as the outsider's script moved it.
-  const anvil = createTestClient({ chain: networkChain(leading), transport: http(leading.rpcUrl), mode: 'anvil' })
-  await anvil.increaseTime({ seconds: 600 })
-  await anvil.mine({ blocks: 1 })
-})
+// devnet-a's chain 10 minutes ahead of devnet-b's, as the outsider's script moved it.
+t.before(() => moveClockAhead(leading, 600))
 
-const blockTime = async (agent: ChainAgent, hash: Hash) =>
-  (await agent.publicClient.getBlock({ blockNumber: (await agent.publicClient.getTransactionReceipt({ hash })).blockNumber })).timestamp
-
-/** The real job funded on `real`, then, SQUAT_AFTER_MS after its receipt, the same id funded on `squat` by a stranger for 1 unit, who registers it first. */
 async function squatAfter(t: Test, real: NetworkConfig, squat: NetworkConfig, squatAfterMs = SQUAT_AFTER_MS) {
-  const jobId = `job_${crypto.randomUUID()}`
-  const dueAt = new Date(Date.now() + 7 * 86_400_000).toISOString()
-  const borrower = await fundedAccount(h.devnet, real, 0n)
-  const client = await fundedAccount(h.devnet, real, usdc(5000))
-  const stranger = await fundedAccount(h.devnet, squat, 1n)
-  const realChain = new ChainAgent(real, client)
-  const fundingTxHash = await realChain.fundJob(jobId, USDC, usdc(5000), borrower.address)
-  const realFundedAt = await blockTime(realChain, fundingTxHash)
-  await sleep(squatAfterMs)
-  const squatChain = new ChainAgent(squat, stranger)
-  const squatTxHash = await squatChain.fundJob(jobId, USDC, 1n, stranger.address)
-  const squatFundedAt = await blockTime(squatChain, squatTxHash)
-  t.comment(`fundedAt: the real job's on ${real.slug} ${new Date(Number(realFundedAt) * 1000).toISOString()}, the squat's on ${squat.slug} ${new Date(Number(squatFundedAt) * 1000).toISOString()}`)
-  const squatReply = await (await signedIn(h.url, stranger)).post('/credit/jobs', {
-    jobId, network: squat.slug, asset: USDC, agent: stranger.address, receivableAtomic: '1', dueAt, fundingTxHash: squatTxHash,
-  })
-  const realReply = await (await signedIn(h.url, borrower)).post('/credit/jobs', {
-    jobId, network: real.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(5000).toString(), dueAt, fundingTxHash,
-  })
-  return { squatReply, realReply, realFundedAt, squatFundedAt }
+  const scenario = await squatAfterOn(h, real, squat, squatAfterMs)
+  t.comment(scenario.story)
+  return scenario
 }
 
 t.test('a squat on the chain whose clock lags, funded after the real job, is refused though its timestamp is earlier', async (t) => {

@@ -14,12 +14,9 @@
 // a fresh id, the squat registered first, then the real job. Exits 1 if a squat funded at the last delay (8 s by
 // default; the devnet's uncertainty is 4 s and the reads' span) still takes the id.
 // node --import tsx test/api/outsider23-scripts/job-id-clock-skew.ts [delay seconds ...]
-import { setTimeout as sleep } from 'node:timers/promises'
-import { createTestClient, http, type Hash } from 'viem'
 import type { NetworkConfig } from '../../../src/chain/config.ts'
-import { networkChain } from '../../../src/chain/clients.ts'
-import { ChainAgent } from '../../../src/client/chain.ts'
-import { fundedAccount, signedIn, startHarness, USDC, usdc } from '../../fixtures/service.ts'
+import { startHarness } from '../../fixtures/service.ts'
+import { moveClockAhead, squatAfter } from '../fixtures/job-id-squat.ts'
 
 const delays = process.argv.length > 2 ? process.argv.slice(2).map(Number) : [0, 1, 2, 3, 4, 5, 6, 8]
 const h = await startHarness()
@@ -27,33 +24,10 @@ let squatWinsPastWindow = false
 try {
   const a = h.network
   const b = h.devnet.networks[1] as NetworkConfig
-  const anvilA = createTestClient({ chain: networkChain(a), transport: http(a.rpcUrl), mode: 'anvil' })
-  await anvilA.increaseTime({ seconds: 600 })
-  await anvilA.mine({ blocks: 1 })
-  const minedAt = async (agent: ChainAgent, hash: Hash) => (await agent.publicClient.getBlock({ blockNumber: (await agent.publicClient.getTransactionReceipt({ hash })).blockNumber })).timestamp
-
+  await moveClockAhead(a, 600)
   for (const delay of delays) {
-    const jobId = `job_${crypto.randomUUID()}`
-    const dueAt = new Date(Date.now() + 7 * 86_400_000).toISOString()
-    const borrower = await fundedAccount(h.devnet, a, 0n)
-    const client = await fundedAccount(h.devnet, a, usdc(5000))
-    const squatter = await fundedAccount(h.devnet, b, 1n)
-    const clientChain = new ChainAgent(a, client)
-    const fundingTxHash = await clientChain.fundJob(jobId, USDC, usdc(5000), borrower.address)
-    const fundedA = await minedAt(clientChain, fundingTxHash)
-    const realMs = performance.now()
-    // The stranger, after the real funding was mined.
-    await sleep(delay * 1000)
-    const squatChain = new ChainAgent(b, squatter)
-    const squatTx = await squatChain.fundJob(jobId, USDC, 1n, squatter.address)
-    const fundedB = await minedAt(squatChain, squatTx)
-    const squatMs = performance.now()
-    const squat = await (await signedIn(h.url, squatter)).post('/credit/jobs', { jobId, network: b.slug, asset: USDC, agent: squatter.address, receivableAtomic: '1', dueAt, fundingTxHash: squatTx })
-    const real = await (await signedIn(h.url, borrower)).post('/credit/jobs', { jobId, network: a.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(5000).toString(), dueAt, fundingTxHash })
-    console.log(
-      `squat ${delay} s after (receipts ${((squatMs - realMs) / 1000).toFixed(1)} s apart; fundedAt devnet-a ${new Date(Number(fundedA) * 1000).toISOString()}, devnet-b ${new Date(Number(fundedB) * 1000).toISOString()}):`,
-      `squat ${squat.status} ${squat.body.code ?? squat.body.state}, real ${real.status} ${real.body.code ?? real.body.state}`,
-    )
+    const { squatReply: squat, realReply: real, story } = await squatAfter(h, a, b, delay * 1000)
+    console.log(`squat ${delay} s after the real funding's receipt (${story}): squat ${squat.status} ${squat.body.code ?? squat.body.state}, real ${real.status} ${real.body.code ?? real.body.state}`)
     if (delay === delays[delays.length - 1]) squatWinsPastWindow = squat.status === 201 || real.status !== 201
   }
 } finally {
