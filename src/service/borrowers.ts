@@ -16,6 +16,7 @@ import type { StoredResponse } from '../store/index.ts'
 import { valueOf, type ServiceCore } from './core.ts'
 import { collateralProofUse } from './chain-observation.ts'
 import type { Mutation } from './mutation.ts'
+import { blockTimeMsOf, fundedBefore, type ChainClockReading, type FundingOnChain } from './funding-order.ts'
 
 export async function registerSource(service: ServiceCore, mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
   if (body.validUntilMs <= service.now()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
@@ -67,8 +68,8 @@ export async function createJob(
       throw new BorrowerConsentError('borrower_consent_invalid', `borrowerConsent is not the borrower's EIP-712 BorrowerConsent signature over these terms (jobId, network, asset, receivableAtomic, client: the JobFunded sender ${client}, dueAt in unix seconds) under the domain {name: "${domain.name}", version: "${domain.version}", chainId: ${domain.chainId}, verifyingContract: ${domain.verifyingContract}}: the catalog's consent.domain plus the job's network's chainId and creditContract`)
     }
   }
-  await checkReclaimWindow(service, network.slug, body.jobId, body.dueAtMs)
-  await refuseLaterFunding(service, network.slug, caller, clientKey, body.jobId, fact.blockTimeMs)
+  const clock = await checkReclaimWindow(service, network.slug, body.jobId, body.dueAtMs)
+  await refuseLaterFunding(service, caller, clientKey, body.jobId, { slug: network.slug, fundedAtMs: fact.blockTimeMs, clock, blockTimeMs: blockTimeMsOf(network) })
   const posted = await collateralPostedBefore(service, network.slug, body.jobId, fact.blockNumber)
   const postedProofs = posted.map((p) => service.useProof(p, collateralProofUse(body.jobId)))
   return service.apply(
@@ -102,10 +103,13 @@ export async function createJob(
  * reclaim time must be at least a lease TTL after the due time plus how far the chain's clock is ahead of the
  * service's (now), and after the chain's own time, or 422 job_reclaimable_before_due. Then no lease on the job outlives its escrow. A reclaim mined while the registration
  * runs anyway (one slower than a lease TTL, a chain clock that jumps) is caught by collateralPostedBefore, which reads
- * the job at the follower's last applied block, the block the registration's commit is taken at.
+ * the job at the follower's last applied block, the block the registration's commit is taken at. Returns the chain's
+ * latest block's timestamp it read and when (refuseLaterFunding's reading of the chain's clock).
  */
-async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: string, dueAtMs: number): Promise<void> {
+async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: string, dueAtMs: number): Promise<ChainClockReading> {
+  const sentMs = performance.now()
   const window = await readReclaimWindow(service.clientsOf(slug), service.network(slug).creditContract, jobKey(jobId))
+  const answeredMs = performance.now()
   if (window.status !== 'open') throw new JobRegistrationRefusedError('job_not_open_on_chain', `job ${jobId} is ${window.status} on chain: its escrow is no longer held`)
   const leaseTtlMs = service.config.leaseTtlSeconds * 1000
   // Offers and leases run on the chain's clock, due times on the service's: an offer that lasts until the due time by
@@ -120,6 +124,7 @@ async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: str
         `(its due time plus how far the chain's clock is ahead of the service's, ${Math.round(chainAheadMs / 1000)} s, plus a lease of ${service.config.leaseTtlSeconds} s): register it with an earlier dueAt`,
     )
   }
+  return { headMs: window.chainTimeMs, sentMs, answeredMs }
 }
 
 /** A job whose id was funded earlier on another network: the id is that funding's (409 job_id_funded_elsewhere). */
@@ -133,31 +138,55 @@ export class JobIdFundedElsewhereError extends Error {
  * apart: a stranger who read an id from someone's mined fundJob could fund that id again on another network, for one
  * atomic unit, and register it first, leaving the real job 409 job_exists and its escrow idle until reclaimDelay (an
  * outsider's finding, test/api/outsider8-job-id-other-network.test.ts). So an id belongs to its earliest funding: a job
- * funded after the same id on another network is refused. Each other network's job is read there, a read of the
- * caller's from that network's budget (503 chain_reads_exhausted past it, so that nobody skips the check by spending
- * it); a network whose chain follower stopped or whose RPC does not answer is passed over, so one network's outage
- * does not stop registrations on the others (a squat then succeeds only during it). Ties, the same second on both
- * chains, go to the first registration.
+ * funded after the same id on another network is refused. Each other network's job is read there with its latest
+ * block, a read of the caller's from that network's budget (503 chain_reads_exhausted past it, so that nobody skips
+ * the check by spending it); a network whose chain follower stopped or whose RPC does not answer is passed over, so
+ * one network's outage does not stop registrations on the others (a squat then succeeds only during it).
+ *
+ * The two chains' clocks are not one clock (outsider23: on a chain whose timestamps ran 10 minutes behind another's, a
+ * funding made after the real one was "earlier"), so the fundings are ordered on the service's clock through each
+ * chain's latest block (funding-order.ts fundedBefore): this network's, read by checkReclaimWindow, and the other's,
+ * read with its job. Fundings closer than the estimate's uncertainty (both block times, two seconds and the reads'
+ * span) are ordered by their timestamps as before (the same second a tie, which the first registration takes): exact
+ * when the clocks agree, wrong only for fundings closer than the clocks' skew.
  */
-async function refuseLaterFunding(service: ServiceCore, slug: string, caller: Address, clientKey: string, jobId: string, fundedAtMs: number): Promise<void> {
-  const others = service.networks.filter((other) => other.slug !== slug && service.followers.get(other.slug)?.fatal === undefined)
+async function refuseLaterFunding(service: ServiceCore, caller: Address, clientKey: string, jobId: string, registering: FundingOnChain): Promise<void> {
+  const others = service.networks.filter((other) => other.slug !== registering.slug && service.followers.get(other.slug)?.fatal === undefined)
   if (others.length === 0) return
   for (const other of others) service.chainReads.take(other.slug, caller, clientKey)
   const key = jobKey(jobId)
   const fundings = await Promise.all(
-    others.map(async (other) => {
+    others.map(async (other): Promise<FundingOnChain | undefined> => {
       try {
-        const job = await service.clientsOf(other.slug).publicClient.readContract({ address: other.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [key] })
-        return { slug: other.slug, fundedAtMs: job.fundedAt === 0n ? undefined : Number(job.fundedAt) * 1000 }
+        const { publicClient } = service.clientsOf(other.slug)
+        const sentMs = performance.now()
+        // At once: the head bounds the chain's clock from below whichever block the job is read at.
+        const [head, job] = await Promise.all([
+          publicClient.getBlock({ blockTag: 'latest' }),
+          publicClient.readContract({ address: other.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [key] }),
+        ])
+        const answeredMs = performance.now()
+        if (job.fundedAt === 0n) return undefined
+        return { slug: other.slug, fundedAtMs: Number(job.fundedAt) * 1000, clock: { headMs: Number(head.timestamp) * 1000, sentMs, answeredMs }, blockTimeMs: blockTimeMsOf(other) }
       } catch {
-        return { slug: other.slug, fundedAtMs: undefined }
+        return undefined
       }
     }),
   )
-  const earlier = fundings.find((funding) => funding.fundedAtMs !== undefined && funding.fundedAtMs < fundedAtMs)
-  if (earlier !== undefined) {
+  for (const funding of fundings) {
+    if (funding === undefined) continue
+    const earlier = fundedBefore(funding, registering)
+    if (earlier === undefined) continue
+    const at = (ms: number) => new Date(ms).toISOString()
+    const seconds = (ms: number) => Math.floor(ms / 1000)
+    const ageS = (f: FundingOnChain) => seconds(f.clock.headMs - f.fundedAtMs)
     throw new JobIdFundedElsewhereError(
-      `job id ${jobId} was funded on ${earlier.slug} at ${new Date(earlier.fundedAtMs as number).toISOString()}, before this funding: ` +
+      `job id ${jobId} was funded on ${funding.slug} at ${at(funding.fundedAtMs)} by its chain's clock, before this funding on ${registering.slug} at ${at(registering.fundedAtMs)} by its own: ` +
+        (earlier.by === 'clocks'
+          ? `by the chains' latest blocks (${funding.slug}'s ${ageS(funding)} s after its funding, ${registering.slug}'s ${ageS(registering)} s after this one) it came ${seconds(earlier.marginMs)} s earlier, more than the ${Math.ceil(earlier.uncertaintyMs / 1000)} s the chains' clocks leave uncertain; `
+          : earlier.uncertaintyMs === undefined
+            ? 'the block time of one of the chains is not known, so their timestamps order the two; '
+            : `the chains' latest blocks put the two within ${Math.ceil(earlier.uncertaintyMs / 1000)} s of each other, too close for their clocks to order, so their timestamps do; `) +
         'a job id belongs to its earliest funding on any network; fund a job under an id of your own (job_ and a random UUID)',
     )
   }
