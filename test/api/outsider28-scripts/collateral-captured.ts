@@ -8,26 +8,16 @@
 // shortfall). Cost to the party: LA's 20 paid to a directory supplier (a purchase), gas, a suspended fresh borrower;
 // it gets its collateral back through LA and H's 10 of purchases free. Exits 1 while H's band-A advance recovers less
 // than it is owed from the collateral that made it band A.
-// URL=http://127.0.0.1:8471 node --import tsx test/api/outsider28-scripts/collateral-captured.ts
-import { privateKeyToAccount } from 'viem/accounts'
+// URL=http://127.0.0.1:8471 node --import tsx test/api/outsider28-scripts/collateral-captured.ts   (against a fresh `npm start`: earlier lenders change who is cheapest)
 import { call, fresh, fund, fundJob, keys, net, ok, send, signIn, until } from '../outsider24-scripts/doc.ts'
+import { lender } from './lender.ts'
 
 const M = 1_000_000n
 const bad: string[] = []
 const fail = (s: string) => { bad.push(s); console.log('FINDING:', s) }
 
-async function lender(liquidity: bigint, feeBps: number, bands: string[]) {
-  const account = await fresh(0n)
-  const token = await signIn(account)
-  const reg = await ok('POST', '/lenders/register', { availableLiquidityAtomic: String(liquidity), asset: 'USDC', networks: [net.slug], minFeeBps: feeBps, maxDurationSeconds: 2592000, acceptedRiskBands: bands }, token, 201)
-  const session = privateKeyToAccount(reg.sessionKey.privateKey)
-  await fund(session.address, liquidity, keys.lender)
-  for (const tx of reg.setupTransactions) await send(session, tx)
-  await until('lender in book', async () => BigInt((await ok('GET', `/lenders/${account.address}/wallet`)).activity.availableAtomic) > 0n)
-  return { account, token, session }
-}
-const H = await lender(100n * M, 300, ['A'])
-const LA = await lender(30n * M, 1, ['C'])
+const H = await lender(100n * M, 100n * M, 300, ['A'])
+const LA = await lender(30n * M, 30n * M, 1, ['C'])
 const borrower = await fresh(25n * M)
 const bt = await signIn(borrower)
 const client = await fresh(1000n * M, keys.jobClient)

@@ -4,22 +4,16 @@
 // again as if L (replayed key), pay it with its supplier changed to S, liquidate L's advance, settle or fail the job,
 // reclaim the job, post collateral on it, claim what is held for L. Each must revert with the named error and move
 // nothing. Cost to the stranger: the gas of what it sends (a simulation is free). Exits 1 if any call succeeds.
-// URL=http://127.0.0.1:8471 node --import tsx test/api/outsider28-scripts/contract-direct.ts
-import { privateKeyToAccount } from 'viem/accounts'
+// URL=http://127.0.0.1:8471 node --import tsx test/api/outsider28-scripts/contract-direct.ts   (against a fresh `npm start`: earlier lenders change who is cheapest)
 import { BaseError, ContractFunctionRevertedError, decodeFunctionData, type Hex } from 'viem'
-import { catalog, fresh, fund, fundJob, keys, net, ok, pub, send, signIn, until, usdcAddr } from '../outsider24-scripts/doc.ts'
+import { catalog, fresh, fundJob, keys, net, ok, pub, send, signIn, until, usdcAddr } from '../outsider24-scripts/doc.ts'
+import { lender } from './lender.ts'
 
 const M = 1_000_000n
 const bad: string[] = []
 const abi = catalog.contracts.creditFacility.abi
 const contract = net.creditContract as Hex
-const account = await fresh(0n)
-const token = await signIn(account)
-const reg = await ok('POST', '/lenders/register', { availableLiquidityAtomic: String(50n * M), asset: 'USDC', networks: [net.slug], minFeeBps: 0, maxDurationSeconds: 2592000, acceptedRiskBands: ['A', 'B', 'C'] }, token, 201)
-const session = privateKeyToAccount(reg.sessionKey.privateKey)
-await fund(session.address, 50n * M, keys.lender)
-for (const tx of reg.setupTransactions) await send(session, tx)
-await until('lender in book', async () => BigInt((await ok('GET', `/lenders/${account.address}/wallet`)).activity.availableAtomic) > 0n)
+const { account, token, session } = await lender(50n * M, 50n * M, 0)
 const borrower = await fresh(10n * M)
 const bt = await signIn(borrower)
 const client = await fresh(500n * M, keys.jobClient)

@@ -3,26 +3,16 @@
 // (300 bps). The honest lender's authorization must carry its own fee (ceil(amount x 300 / 10000)), the reserve share
 // of that fee, the offer's supplier, and the job. Cost to the attacker: a lender's least advance, gas, -500 bps of its
 // own lender's reliability. Exits 1 if the honest lender's lease carries other terms.
-// URL=http://127.0.0.1:8471 node --import tsx test/api/outsider28-scripts/rematch-terms.ts
-import { privateKeyToAccount } from 'viem/accounts'
+// URL=http://127.0.0.1:8471 node --import tsx test/api/outsider28-scripts/rematch-terms.ts   (against a fresh `npm start`: earlier lenders change who is cheapest)
 import { decodeFunctionData } from 'viem'
 import { catalog, fresh, fund, fundJob, keys, net, ok, send, signIn, until } from '../outsider24-scripts/doc.ts'
+import { lender } from './lender.ts'
 
 const M = 1_000_000n
 const bad: string[] = []
 const fail = (s: string) => { bad.push(s); console.log('FINDING:', s) }
 const abi = catalog.contracts.creditFacility.abi
 
-async function lender(liquidity: bigint, funded: bigint, feeBps: number) {
-  const account = await fresh(0n)
-  const token = await signIn(account)
-  const reg = await ok('POST', '/lenders/register', { availableLiquidityAtomic: String(liquidity), asset: 'USDC', networks: [net.slug], minFeeBps: feeBps, maxDurationSeconds: 2592000, acceptedRiskBands: ['A', 'B', 'C'] }, token, 201)
-  const session = privateKeyToAccount(reg.sessionKey.privateKey)
-  await fund(session.address, funded, keys.lender)
-  for (const tx of reg.setupTransactions) await send(session, tx)
-  await until('lender in book', async () => BigInt((await ok('GET', `/lenders/${account.address}/wallet`)).activity.availableAtomic) > 0n)
-  return { account, token, session }
-}
 const honest = await lender(100n * M, 100n * M, 300)
 const cheap = await lender(10n * M, 10n * M, 1)
 const borrower = await fresh(0n)
