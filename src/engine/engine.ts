@@ -494,6 +494,11 @@ export class Engine {
     return liquidation.planLiquidation(this.state, input, nowMs)
   }
 
+  /** The job's older advances to liquidate before this one, oldest first (outsider28; see liquidation.ts). */
+  seniorLiquidations(input: { advanceId: string; caller: Address }, nowMs: number): { advanceId: string; lender: Address }[] {
+    return liquidation.seniorLiquidations(this.state, input, nowMs)
+  }
+
   /** Apply the executed liquidate transaction: recover in order, record the shortfall and its penalty. */
   liquidate(input: LiquidationInput & { caller: Address }, nowMs: number): EngineResult<LiquidationReceipt> {
     return liquidation.liquidate(this.state, input, nowMs)

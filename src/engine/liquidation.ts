@@ -6,6 +6,7 @@ import { closeOnSource } from './capacity.ts'
 import { drain } from './changes.ts'
 import { fail, forbidden } from './errors.ts'
 import { executedPlan, liquidationPlan, recoveryOf } from './plans.ts'
+import { seqOf } from './keys.ts'
 import { isLenderOrOperator } from './roles.ts'
 import type { EngineState } from './state.ts'
 import type { Address, EngineResult, LiquidationInput, LiquidationPlan, LiquidationReceipt } from './types.ts'
@@ -21,6 +22,49 @@ export function planLiquidation(s: EngineState, input: { advanceId: string; call
   const due = wouldTake('advance', advance, { type: 'LIQUIDATE', recovery: recoveryOf(plan, '', '0x'), nowMs })
   if (!due.accepted) return refused('advance', advanceId, due)
   return { ok: true, value: plan, changes: [] }
+}
+
+/**
+ * The advances on the same source (a job, or a backing source), older than `advanceId` by their offers' order (the
+ * order in which their risk bands and capacity counted the source: a request's coverage leaves out what earlier offers
+ * and advances hold), that may be liquidated now, oldest first; empty unless the caller may liquidate `advanceId` now
+ * and the source still holds what a liquidation takes (a job's collateral, a backing source's liquidation value). The
+ * contract's liquidate takes a job's collateral for whichever advance it is sent for first, and a backing source's
+ * value went the same way: a later advance (a band-C one of the borrower's own lender, say) liquidated first took what
+ * an earlier band-A advance had counted on; these are liquidated before it (an outsider's finding, outsider28). A job's
+ * advances share its due time; a backing source's are due in their offers' order, so the older ones are due first.
+ */
+export function seniorLiquidations(s: EngineState, input: { advanceId: string; caller: Address }, nowMs: number): { advanceId: string; lender: Address }[] {
+  const advance = s.advances.get(input.advanceId)
+  if (!advance || !planLiquidation(s, input, nowMs).ok) return []
+  const a = advance.getSnapshot().context
+  let candidates: Iterable<string>
+  if (a.source.kind === 'job') {
+    const job = s.jobs.get(a.source.id)
+    if (!job) return []
+    const j = job.getSnapshot().context
+    if (j.collateralAtomic - j.collateralUsedAtomic <= 0n) return []
+    candidates = j.advanceIds
+  } else {
+    const src = s.sources.get(a.source.id)
+    if (!src || src.liquidationValueAtomic - src.backingUsedAtomic <= 0n) return []
+    // A backing source keeps no list of its advances: the live ones are looked through (a liquidation is rare).
+    candidates = s.advances.keys()
+  }
+  const own = seqOf(a.offerId)
+  const seniors: { seq: number; advanceId: string; lender: Address }[] = []
+  for (const advanceId of candidates) {
+    const other = s.advances.get(advanceId)
+    if (!other || advanceId === a.advanceId) continue
+    const o = other.getSnapshot().context
+    if (o.source.kind !== a.source.kind || o.source.id !== a.source.id) continue
+    const seq = seqOf(o.offerId)
+    if (seq >= own) continue
+    const plan = liquidationPlan(s, other)
+    if (!wouldTake('advance', other, { type: 'LIQUIDATE', recovery: recoveryOf(plan, '', '0x'), nowMs }).accepted) continue
+    seniors.push({ seq, advanceId, lender: o.lender })
+  }
+  return seniors.sort((x, y) => x.seq - y.seq).map(({ advanceId, lender }) => ({ advanceId, lender }))
 }
 
 /** Apply the executed liquidate transaction: recover in order, record the shortfall and its penalty. */

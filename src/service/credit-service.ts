@@ -79,6 +79,8 @@ export class CreditService extends ServiceCore {
   readonly failJob: Bound<typeof operatorCommands.failJob> = (...args) => operatorCommands.failJob(this, ...args)
   /** Repayments the follower held behind this liquidation follow it as soon as it is recorded (OperatorRepairs). */
   readonly liquidate: Bound<typeof operatorCommands.liquidate> = async (...args) => {
+    // The job's older advances first: their bands counted on its collateral first (outsider28).
+    for (const senior of await operatorCommands.liquidateSeniors(this, args[1], args[2])) await this.operatorRepairs.countHeldOf(senior)
     const response = await operatorCommands.liquidate(this, ...args)
     await this.operatorRepairs.countHeldOf(args[2])
     return response

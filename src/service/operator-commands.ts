@@ -434,6 +434,21 @@ async function failureCountable(
   throw minedNotCounted(plan.network, `the failure of ${plan.jobId}`, failed.txHash)
 }
 
+/**
+ * Liquidates, oldest first, the job's older advances that may be liquidated now (Engine.seniorLiquidations), each as
+ * its own lender's request with nobody to answer, before the caller's liquidation of `advanceId`: the contract takes
+ * the job's collateral for whichever advance is liquidated first, and the earlier advances' risk bands counted on it
+ * first (outsider28). Returns the advances it liquidated. Nothing when the caller may not liquidate `advanceId` now.
+ */
+export async function liquidateSeniors(service: ServiceCore, caller: Address, advanceId: string): Promise<string[]> {
+  const done: string[] = []
+  for (const senior of service.engine.seniorLiquidations({ advanceId, caller }, service.now())) {
+    await liquidate(service, { ticket: undefined, encode: () => unanswered }, senior.lender, senior.advanceId)
+    done.push(senior.advanceId)
+  }
+  return done
+}
+
 export async function liquidate(service: ServiceCore, mutation: Mutation<LiquidationReceipt>, caller: Address, advanceId: string): Promise<StoredResponse> {
   return service.locks.run(`advance:${advanceId}`, async () => {
     const plan = service.live(service.engine.planLiquidation({ advanceId, caller }, service.now()), 'advance', advanceId)

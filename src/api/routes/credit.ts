@@ -483,7 +483,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
       callers: "the advance's lender or an operator",
       summary: 'Liquidate a defaulted advance in the recovery order; answers the receipt with every step',
       description:
-        'The advance\'s lender or an operator, once the advance defaulted or is past due. Recovers what is owed in order: source revenue, collateral, backing liquidation value, insurance reserve, then a recorded shortfall; the operator\'s liquidate transaction moves the tokens. Past due means past the due time\'s second, as the contract judges it (block.timestamp > dueAt): until the chain has a block past that second, 503 chain_unavailable with Retry-After; nothing recorded, send the same request again. The body is optional.',
+        'The advance\'s lender or an operator, once the advance defaulted or is past due. Recovers what is owed in order: source revenue, collateral, backing liquidation value, insurance reserve, then a recorded shortfall; the operator\'s liquidate transaction moves the tokens. On a job holding collateral (a backing source with liquidation value left), the older advances on it (by their offers\' order) that may be liquidated are liquidated first, as their lenders\' own requests: a liquidation takes the collateral (the value) for whichever advance it is sent for first, and their risk bands counted on it first. Past due means past the due time\'s second, as the contract judges it (block.timestamp > dueAt): until the chain has a block past that second, 503 chain_unavailable with Retry-After; nothing recorded, send the same request again. The body is optional.',
       tags,
       auth: 'session',
       params: AdvanceParams,
