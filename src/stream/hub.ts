@@ -250,6 +250,17 @@ export class EventHub {
         const connection = this.#connections.get(ws)
         if (connection !== undefined) this.#pump(connection)
       },
+      // uWS has queued the pong already, behind whatever the client has not read: a client that pings and never
+      // reads made the socket buffer up to maxBackpressure (4 MiB) of pongs, past the hub's bound, with no event of
+      // its own, and kept it open (128 such streams of one address took the RSS from 261 to 793 MB; an adversary's
+      // finding, test/stream/ping-flood.test.ts).
+      ping: (ws) => {
+        const connection = this.#connections.get(ws)
+        const buffered = ws.getBufferedAmount()
+        if (connection !== undefined && buffered > this.limits.socketBufferedBytesMax) {
+          this.#end(connection, STREAM_CLOSE.slowConsumer, `${buffered} bytes unread, pongs included (bound ${this.limits.socketBufferedBytesMax})`)
+        }
+      },
       close: (ws) => {
         const connection = this.#connections.get(ws)
         if (connection !== undefined) this.#forget(connection)
