@@ -240,6 +240,13 @@ export class EventHub {
     return {
       // Events are small; a client never needs to send anything but control frames.
       maxPayloadLength: 1024,
+      // So the first data frame closes the stream: uWS read and dropped them at line rate before, whatever their count
+      // (200 MiB of 1,000-byte messages on one stream in a second cost the service 340 ms of CPU; an adversary's
+      // finding, test/stream/client-frames.test.ts). Another frame now costs the client an upgrade, which the rate limiter counts.
+      message: (ws) => {
+        const connection = this.#connections.get(ws)
+        if (connection !== undefined) this.#end(connection, STREAM_CLOSE.unsupportedData, 'this stream takes no messages (server to client only)')
+      },
       idleTimeout: 120,
       sendPingsAutomatically: true,
       // Above the hub's own bound (one event past socketBufferedBytesMax at most), so uWS never drops a frame silently.
@@ -253,7 +260,7 @@ export class EventHub {
       // uWS has queued the pong already, behind whatever the client has not read: a client that pings and never
       // reads made the socket buffer up to maxBackpressure (4 MiB) of pongs, past the hub's bound, with no event of
       // its own, and kept it open (128 such streams of one address took the RSS from 261 to 793 MB; an adversary's
-      // finding, test/stream/ping-flood.test.ts).
+      // finding, test/stream/client-frames.test.ts).
       ping: (ws) => {
         const connection = this.#connections.get(ws)
         const buffered = ws.getBufferedAmount()
