@@ -289,7 +289,10 @@ export class EventHub {
       res.cork(() => {
         res.writeStatus(`${problem.status} ${problem.title}`).writeHeader('content-type', PROBLEM_CONTENT_TYPE)
         if (problem.status === 401) res.writeHeader('www-authenticate', 'Bearer')
-        res.end(JSON.stringify(problem.toBody()))
+        // Closed after the answer: kept alive, the connection outlived the client's FIN until uWS's idle timeout, and
+        // 1,024 refused upgrades of one address held its connectionsPerClientMax for seconds (an adversary's probe,
+        // test/stream/refused-upgrades.test.ts).
+        res.end(JSON.stringify(problem.toBody()), true)
       })
     }
     const since = query.get('since')
