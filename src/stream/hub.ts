@@ -240,9 +240,9 @@ export class EventHub {
     return {
       // Events are small; a client never needs to send anything but control frames.
       maxPayloadLength: 1024,
-      // So the first data frame closes the stream: uWS read and dropped them at line rate before, whatever their count
-      // (200 MiB of 1,000-byte messages on one stream in a second cost the service 340 ms of CPU; an adversary's
-      // finding, test/stream/client-frames.test.ts). Another frame now costs the client an upgrade, which the rate limiter counts.
+      // So the first data frame closes the stream (1003): uWS read and dropped them before, whatever their count, and a
+      // client that sent a subscribe message was told nothing (an adversary's probe, test/stream/client-frames.test.ts).
+      // Control frames still flow at the client's bandwidth, as bytes on any connection do (README).
       message: (ws) => {
         const connection = this.#connections.get(ws)
         if (connection !== undefined) this.#end(connection, STREAM_CLOSE.unsupportedData, 'this stream takes no messages (server to client only)')

@@ -5,9 +5,8 @@
 //   a stranger with no event at all made the service hold 4 MiB per stream (128 streams of one address, 8 MiB of
 //   pings each, took its RSS from 261 to 793 MB). The hub now closes such a stream (4008 slow_consumer) once its
 //   socket holds more than socketBufferedBytesMax: the documented bound holds for pongs too.
-// - Data frames: uWS read and dropped them, as many as a client sent (200 MiB of 1,000-byte messages on one stream
-//   in a second cost the service 340 ms of CPU). The first one now closes the stream (1003 unsupported_data), so
-//   another costs an upgrade, which the rate limiter counts.
+// - Data frames: uWS read and dropped them, as many as a client sent, and a client that subscribed was told nothing.
+//   The first one now closes the stream (1003 unsupported_data).
 // Real sockets through the default transport (uWS behind the front).
 import t from 'tap'
 import type { Address } from 'viem'
