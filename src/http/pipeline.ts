@@ -236,12 +236,12 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
     new HttpProblem(429, 'rate_limited', `Too many requests from this ${who}; retry in ${decision.retryAfterSeconds} s.`, { headers: { 'retry-after': String(decision.retryAfterSeconds) } })
 
   /** Counts the request on a bucket; false (and answered 429) when it is empty. */
-  const admit = (state: RequestState<Res>, policy: 'wallet' | 'client', key: string): boolean => {
+  const admit = (state: RequestState<Res>, policy: 'wallet' | 'client', key: string, closeConnection = false): boolean => {
     if (limiter === undefined) return true
     const decision = limiter.take(`${policy}:${key}`, nowMs())
     state.rate = { policy, key, decision }
     if (decision.allowed) return true
-    send(state, problemReply(rateLimited(decision, policy === 'wallet' ? 'wallet' : 'address')))
+    send(state, problemReply(rateLimited(decision, policy === 'wallet' ? 'wallet' : 'address'), closeConnection))
     return false
   }
 
@@ -685,8 +685,10 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
     if (limiter === undefined) return true
     const token = options.authenticate === undefined ? undefined : bearerToken(io.header(req, 'authorization'))
     const session = token === undefined ? undefined : options.authenticate?.(token)
-    if (session !== undefined && !(session instanceof Promise)) return admit(state, 'wallet', session.address)
-    return admit(state, 'client', peerOf(res, req))
+    // A refused upgrade closes its connection: kept alive, it outlived the client's FIN until uWS's idle timeout and
+    // counted against the address's connectionsPerClientMax meanwhile (test/stream/refused-upgrades.test.ts).
+    if (session !== undefined && !(session instanceof Promise)) return admit(state, 'wallet', session.address, true)
+    return admit(state, 'client', peerOf(res, req), true)
   }
 
   /** The client (clientKeyOf) of a WebSocket upgrade the pipeline admitted: what an endpoint bounds per client. */

@@ -76,6 +76,12 @@ export class InspectorLive {
         this.#perClient.add(ws.getUserData().client)
         ws.send(this.#message('snapshot', this.#inspector.recent(SNAPSHOT_TRANSITIONS)))
       },
+      // uWS has queued the pong already, behind what the watcher has not read: one that pinged and never read held
+      // maxBackpressure (4 x the bound) of pongs, and stayed open (the event stream's finding; test/inspect/live-ping.test.ts).
+      ping: (ws) => {
+        const buffered = ws.getBufferedAmount()
+        if (buffered > this.limits.bufferedBytesMax) ws.end(INSPECT_LIVE_CLOSE.slowConsumer, `slow_consumer: ${buffered} bytes unread, pongs included`)
+      },
       close: (ws) => {
         if (this.#watchers.delete(ws)) this.#perClient.release(ws.getUserData().client)
       },

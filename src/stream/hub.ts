@@ -240,6 +240,13 @@ export class EventHub {
     return {
       // Events are small; a client never needs to send anything but control frames.
       maxPayloadLength: 1024,
+      // So the first data frame closes the stream (1003): uWS read and dropped them before, whatever their count, and a
+      // client that sent a subscribe message was told nothing (an adversary's probe, test/stream/client-frames.test.ts).
+      // Control frames still flow at the client's bandwidth, as bytes on any connection do (README).
+      message: (ws) => {
+        const connection = this.#connections.get(ws)
+        if (connection !== undefined) this.#end(connection, STREAM_CLOSE.unsupportedData, 'this stream takes no messages (server to client only)')
+      },
       idleTimeout: 120,
       sendPingsAutomatically: true,
       // Above the hub's own bound (one event past socketBufferedBytesMax at most), so uWS never drops a frame silently.
@@ -249,6 +256,17 @@ export class EventHub {
       drain: (ws) => {
         const connection = this.#connections.get(ws)
         if (connection !== undefined) this.#pump(connection)
+      },
+      // uWS has queued the pong already, behind whatever the client has not read: a client that pings and never
+      // reads made the socket buffer up to maxBackpressure (4 MiB) of pongs, past the hub's bound, with no event of
+      // its own, and kept it open (128 such streams of one address took the RSS from 261 to 793 MB; an adversary's
+      // finding, test/stream/client-frames.test.ts).
+      ping: (ws) => {
+        const connection = this.#connections.get(ws)
+        const buffered = ws.getBufferedAmount()
+        if (connection !== undefined && buffered > this.limits.socketBufferedBytesMax) {
+          this.#end(connection, STREAM_CLOSE.slowConsumer, `${buffered} bytes unread, pongs included (bound ${this.limits.socketBufferedBytesMax})`)
+        }
       },
       close: (ws) => {
         const connection = this.#connections.get(ws)
@@ -271,7 +289,10 @@ export class EventHub {
       res.cork(() => {
         res.writeStatus(`${problem.status} ${problem.title}`).writeHeader('content-type', PROBLEM_CONTENT_TYPE)
         if (problem.status === 401) res.writeHeader('www-authenticate', 'Bearer')
-        res.end(JSON.stringify(problem.toBody()))
+        // Closed after the answer: kept alive, the connection outlived the client's FIN until uWS's idle timeout, and
+        // 1,024 refused upgrades of one address held its connectionsPerClientMax for seconds (an adversary's probe,
+        // test/stream/refused-upgrades.test.ts).
+        res.end(JSON.stringify(problem.toBody()), true)
       })
     }
     const since = query.get('since')

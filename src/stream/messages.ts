@@ -122,6 +122,8 @@ export const STREAM_CLOSE = {
   displaced: { code: 4009, name: 'displaced' },
   /** The service is stopping. */
   shuttingDown: { code: 1001, name: 'shutting_down' },
+  /** The client sent a data frame: the stream takes none (server to client only; RFC 6455 7.4.1, data it cannot accept). */
+  unsupportedData: { code: 1003, name: 'unsupported_data' },
 } as const
 
 /** The components the OpenAPI document publishes for the stream. */

@@ -29,7 +29,7 @@ export function eventRoutes(limits: StreamLimits, info: () => Static<typeof Stre
         `A client that does not read is cut off: close code 4008 with reason "slow_consumer: ..." once ${limits.queuedEventsMax} of its events are undelivered ` +
         `(the socket buffers at most ${limits.socketBufferedBytesMax} bytes before the queue grows). At most ${limits.connectionsPerWalletMax} streams per wallet (429 too_many_streams), ` +
         `${limits.connectionsPerClientMax} per client address, an IPv6 /64, whatever their wallets (429 too_many_client_streams), ${limits.connectionsMax} in all (503 streams_full). ` +
-        'Close code 4001 with reason "session_ended: ..." when the session ends (its expiry, unless POST /auth/session/refresh extended it first; DELETE /auth/session or /auth/sessions, or a sign-in beyond the wallet\'s session bound): sign in again and resume. Close code 1001 when the service stops. A plain GET without the upgrade answers how to connect (the catalog\'s stream entry).',
+        'Close code 4001 with reason "session_ended: ..." when the session ends (its expiry, unless POST /auth/session/refresh extended it first; DELETE /auth/session or /auth/sessions, or a sign-in beyond the wallet\'s session bound): sign in again and resume. Close code 1001 when the service stops. The stream takes no messages: a data frame from the client closes it with code 1003 (unsupported_data); pings are answered, and a client that pings while its socket holds more than the buffer bound above is closed 4008. A plain GET without the upgrade answers how to connect (the catalog\'s stream entry).',
       tags: ['events'],
       auth: 'session',
       query: StrictObject({

@@ -1,0 +1,94 @@
+// What a client sends on GET /events, which takes no messages (server to client only), and what it made the service
+// hold (adversary's findings, measured against a running service through its published documents alone):
+// - A stream that pings and never reads: uWS answers every ping with a pong on its own, queued behind what the client
+//   has not read, up to maxBackpressure (4 x socketBufferedBytesMax), and kept the connection open at that ceiling. So
+//   a stranger with no event at all made the service hold 4 MiB per stream (128 streams of one address, 8 MiB of
+//   pings each, took its RSS from 261 to 793 MB). The hub now closes such a stream (4008 slow_consumer) once its
+//   socket holds more than socketBufferedBytesMax: the documented bound holds for pongs too.
+// - Data frames: uWS read and dropped them, as many as a client sent, and a client that subscribed was told nothing.
+//   The first one now closes the stream (1003 unsupported_data).
+// Real sockets through the default transport (uWS behind the front).
+import t from 'tap'
+import type { Address } from 'viem'
+import WebSocket from 'ws'
+import { startServer } from '../../src/http/server.ts'
+import { EventHub } from '../../src/stream/hub.ts'
+import { testRoutes } from '../http/fixtures/routes.ts'
+import { upgrade } from '../http/fixtures/upgrade.ts'
+
+const SOCKET_BUFFERED_BYTES_MAX = 64 * 1024
+/** A ping's largest payload (RFC 6455 5.5): its pong is 127 bytes on the wire. */
+const PING = Buffer.alloc(125, 0x2a)
+const PONG_FRAME_BYTES = 2 + PING.length
+/** What the client sends at most: far more than loopback's socket buffers and 4 x the bound together. */
+const PINGS_SENT_MAX_BYTES = 48 * 1024 * 1024
+
+const walletOf = (token: string): Address => `0x${token.padStart(40, '0')}` as Address
+
+async function start(): Promise<{ url: string; hub: EventHub }> {
+  const hub = new EventHub({ leaseAction: () => null }, { socketBufferedBytesMax: SOCKET_BUFFERED_BYTES_MAX })
+  const server = await startServer({
+    transport: 'uws', routes: testRoutes, port: 0, rateLimit: false, log: () => {},
+    websockets: [{ path: '/events', behavior: hub.behavior(async (token) => ({ address: walletOf(token), tokenHash: token })) }],
+  })
+  t.teardown(async () => {
+    hub.close()
+    await server.close(500)
+  })
+  return { url: `${server.url.replace(/^http/, 'ws')}/events`, hub }
+}
+
+const closeOf = (ws: WebSocket) => new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })))
+
+t.test('a stream that pings and never reads is closed 4008 once its socket holds more than socketBufferedBytesMax; the others stay open', async (t) => {
+  const { url, hub } = await start()
+  const flooder = await upgrade(url, { headers: { authorization: 'Bearer f100d' } })
+  const reader = await upgrade(url, { headers: { authorization: 'Bearer 4ead' } })
+  t.teardown(() => {
+    flooder.ws?.terminate()
+    reader.ws?.terminate()
+  })
+  t.same([flooder.status, reader.status], [101, 101], 'both streams open')
+  const ws = flooder.ws as WebSocket
+  const closed = closeOf(ws)
+  ws.pause()
+
+  const flooderOpen = () => hub.stats().connections.some((c) => c.wallet === walletOf('f100d'))
+  let sent = 0
+  let peakBuffered = 0
+  while (flooderOpen() && sent < PINGS_SENT_MAX_BYTES) {
+    for (let i = 0; i < 2000; i++) ws.ping(PING)
+    sent += 2000 * (PING.length + 6)
+    // Let the pings reach the service and its pongs fill what lies between.
+    await new Promise((resolve) => setTimeout(resolve, 2))
+    for (const c of hub.stats().connections) if (c.wallet === walletOf('f100d')) peakBuffered = Math.max(peakBuffered, c.bufferedBytes)
+  }
+  t.notOk(flooderOpen(), `the pinging stream was closed (after ${(sent / 1024 / 1024).toFixed(1)} MiB of pings)`)
+  t.ok(peakBuffered <= SOCKET_BUFFERED_BYTES_MAX + PONG_FRAME_BYTES, `its socket never held more than the bound and one pong (peak ${peakBuffered} bytes)`)
+  t.ok(hub.stats().connections.some((c) => c.wallet === walletOf('4ead')), 'the reading stream stays open')
+
+  if (flooderOpen()) return // failed above: no close to read
+  ws.resume()
+  const close = await closed
+  t.equal(close.code, 4008, 'close code 4008')
+  t.match(close.reason, /^slow_consumer: \d+ bytes unread, pongs included/, 'with the reason')
+})
+
+t.test('a data frame closes the stream 1003 unsupported_data, whatever its size; the others stay open', async (t) => {
+  const { url, hub } = await start()
+  const streams = await Promise.all(['5e4d', '5e4e', '4eae'].map((token) => upgrade(url, { headers: { authorization: `Bearer ${token}` } })))
+  t.teardown(() => { for (const s of streams) s.ws?.terminate() })
+  t.same(streams.map((s) => s.status), [101, 101, 101], 'three streams open')
+  const [text, binary] = streams.map((s) => s.ws as WebSocket)
+  const closes = [closeOf(text!), closeOf(binary!)]
+  // A subscribe message an agent might try first, and a binary frame of a byte.
+  text!.send(JSON.stringify({ type: 'subscribe', filter: '*' }))
+  binary!.send(Buffer.alloc(1))
+  const stillOpen = new Promise<{ code: number; reason: string }>((resolve) => setTimeout(() => resolve({ code: 0, reason: 'still open after 10 s' }), 10_000).unref())
+  for (const close of await Promise.all(closes.map((close) => Promise.race([close, stillOpen])))) {
+    t.equal(close.code, 1003, 'close code 1003')
+    t.match(close.reason, /^unsupported_data: this stream takes no messages/, 'with the reason')
+  }
+  const open = hub.stats().connections.map((c) => c.wallet)
+  t.same(open, [walletOf('4eae')], 'the hub holds only the stream that sent nothing')
+})
