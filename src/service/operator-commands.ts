@@ -322,6 +322,23 @@ export function failureIntentEndedOps(service: ServiceCore, jobId: string): Reco
   return failureRecordsOf(service).endedOps(jobId)
 }
 
+/**
+ * The start-up's sweep of failure intents left by jobs that ended before probe28 deleted them with a reclaim (review30):
+ * a store written since money26 may hold the intent of a /fail whose failJob the contract refused JobNotOpen after
+ * the job's client reclaimed it, kept for ever. Run once the engine is restored and before anything is served or
+ * followed: deletes, in one commit, every intent whose job the engine does not hold open (funded or active: a job
+ * whose failJob may be mined and not recorded, whose repair reads the intent); returns their job ids, in key order.
+ */
+export async function sweepEndedFailureIntents(service: ServiceCore): Promise<string[]> {
+  return failureRecordsOf(service).sweepEnded((jobId) => jobOpen(service, jobId))
+}
+
+/** Whether the engine holds the job open (funded or active): its settleJob or failJob may still be recorded. */
+function jobOpen(service: ServiceCore, jobId: string): boolean {
+  const state = service.engine.getJob(jobId)?.state
+  return state === 'funded' || state === 'active'
+}
+
 /** The failure intents and entries of one service (its store), made at first use. */
 const failureRecords = new WeakMap<ServiceCore, FailureRecords>()
 function failureRecordsOf(service: ServiceCore): FailureRecords {
@@ -372,6 +389,13 @@ class FailureRecords {
    */
   endedOps(jobId: string): RecordWrite[] {
     return this.#intents.has(jobId) ? [this.#intents.deleteOp(jobId)] : []
+  }
+
+  /** Deletes, in one commit, the intents of jobs not `open` (sweepEndedFailureIntents); their job ids. */
+  async sweepEnded(open: (jobId: string) => boolean): Promise<string[]> {
+    const ended = [...this.#intents.iterate()].map(({ key }) => key).filter((jobId) => !open(jobId))
+    if (ended.length > 0) await this.#commit(ended.map((jobId) => this.#intents.deleteOp(jobId)))
+    return ended
   }
 
   /**
@@ -859,8 +883,7 @@ export class OperatorRepairs {
       const state = this.#service.engine.getAdvance(repair.advanceId)?.state
       return state === 'active' || state === 'defaulted'
     }
-    const state = this.#service.engine.getJob(repair.jobId)?.state
-    return state === 'funded' || state === 'active'
+    return jobOpen(this.#service, repair.jobId)
   }
 }
 
