@@ -4,7 +4,7 @@
 // unrecorded is found and recorded by the next attempt, or, when nobody retries, by OperatorRepairs once the chain
 // follower saw it mined. Called through CreditService (credit-service.ts) by src/api/routes/credit.ts.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { getAddress, type Address, type Hex } from 'viem'
+import { BaseError, ContractFunctionRevertedError, getAddress, type Address, type Hex } from 'viem'
 import { recoveryAmounts } from '../engine/engine.ts'
 import type { AdvanceView, JobSettlementPlan, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
@@ -248,8 +248,12 @@ export async function failJob(
       // from an attempt whose answer was lost, and the lookup failed (an RPC error, eth_getLogs refused): its repair
       // needs the intent (review28; before, it recorded failed_on_chain). A job that ended otherwise on chain deletes it
       // in the commit of its end: its settlement's record, or its reclaim's (failureIntentEndedOps).
+      // Nor when the "refusal" is an RPC's error that viem reads as a revert (a provider's -32603 internal error, no
+      // revert data) met by a retry whose earlier failJob may be pending or mined: before review30 that deleted the
+      // intent, and the repair then recorded failed_on_chain instead of the client's reason.
       const notOpen = error instanceof ContractRevertError && error.errorName === 'JobNotOpen'
-      if ((error instanceof ContractRevertError || error instanceof OperatorUnavailableError) && !mined && !notOpen) await failures.forget(jobId)
+      const refused = (error instanceof ContractRevertError && refusedByContract(error)) || error instanceof OperatorUnavailableError
+      if (refused && !mined && !notOpen) await failures.forget(jobId)
       throw error
     })
     await failureCountable(service, plan, failed)
@@ -275,6 +279,19 @@ export async function failJob(
       throw refusedWith(error, 'job_not_found') ? service.missing('job', jobId) : error
     }
   })
+}
+
+/**
+ * Whether the contract itself refused the operator call, nothing done: its simulation reverted with the contract's
+ * revert data (a custom error, Error(string), a panic), or its transaction was mined reverted at each attempt (send in
+ * src/chain/operator.ts, whose error has no viem cause). Not a revert without data: viem reads an RPC error coded
+ * -32603 (internal error, which providers answer for their own failures) as a revert whatever its message, and nothing
+ * then says what the chain did.
+ */
+function refusedByContract(error: ContractRevertError): boolean {
+  if (!(error.cause instanceof BaseError)) return error.errorName === 'reverted'
+  const reverted = error.cause.walk((e) => e instanceof ContractFunctionRevertedError)
+  return reverted instanceof ContractFunctionRevertedError && reverted.data !== undefined
 }
 
 /**
