@@ -6,6 +6,8 @@
 // revert (with data, or saying it reverted) or empty data is the contract's answer; anything else is thrown (retried).
 import t from 'tap'
 import { createPublicClient, custom, encodeAbiParameters } from 'viem'
+import type { NetworkConfig } from '../../src/chain/config.ts'
+import { tokenMismatches } from '../../src/chain/deployment-checks.ts'
 import { probeCreditContract } from '../../src/chain/reclaim-window.ts'
 
 /** A node holding code at the contract, whose eth_call answers `call` (a result, or an RPC error thrown). */
@@ -36,4 +38,17 @@ t.test('the contract\'s answers are verdicts; an RPC\'s own errors are thrown, t
   t.equal(await verdictOf(rpcError(-32603, 'Internal error')), 'thrown', 'a provider\'s internal error: before, older')
   t.equal(await verdictOf(rpcError(-32000, 'header not found')), 'thrown', 'a node behind')
   t.equal(await verdictOf(rpcError(-32005, 'limit exceeded')), 'thrown', 'a rate limit')
+})
+
+// The start-up's and the follower's token check reads decimals() the same way: a provider's internal error there read
+// "no decimals(): not the token", which stops the follower for good (token_mismatch) or refuses the start.
+t.test('a token\'s decimals() met by an RPC\'s internal error is thrown, not a mismatch', async (t) => {
+  const network = {
+    slug: 'net', chainId: 1,
+    tokens: [{ symbol: 'USDC', address: '0x00000000000000000000000000000000000000d0', decimals: 6, eip712Name: 'USD Coin', eip712Version: '2' }],
+  } as unknown as NetworkConfig
+  const mismatchesOf = (call: () => unknown) => tokenMismatches(node(call), network, 16n).then((found) => found.map(({ field }) => field), () => 'thrown')
+  t.equal(await mismatchesOf(rpcError(-32603, 'Internal error')), 'thrown', 'before: tokens/0/address, "not the USDC token"')
+  t.same(await mismatchesOf(() => '0x'), ['tokens/0/address'], 'no data: not the token')
+  t.same(await mismatchesOf(rpcError(-32000, 'execution reverted')), ['tokens/0/address'], 'geth\'s revert without data: not the token')
 })
