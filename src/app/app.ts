@@ -62,6 +62,7 @@ import { CreditService } from '../service/credit-service.ts'
 import { periodic } from '../service/periodic.ts'
 import { UNFUNDED_SWEEP_INTERVAL_MS, UnfundedLenderSweep } from '../service/lenders.ts'
 import { Reconciliation } from '../service/reconciliation.ts'
+import { sweepEndedFailureIntents } from '../service/operator-commands.ts'
 import { operatorRoutes } from '../api/routes/operator.ts'
 import { EVENTS_PATH, eventRoutes } from '../api/routes/events.ts'
 import { EventHub, type StreamLimits } from '../stream/hub.ts'
@@ -313,6 +314,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
     service.onFatal(fatal)
     store.onFailure(fatal)
     cleanups.push(store.watchStalls(config.storeCommitStallMs))
+    // Failure intents of jobs that ended before a reclaim took them with it (probe28): deleted once, before anything runs.
+    const swept = await sweepEndedFailureIntents(service)
+    if (swept.length > 0) log({ level: 'warn', msg: 'failure_intents_swept', count: swept.length, jobIds: JSON.stringify(swept.slice(0, 20)) })
     await service.seedSuppliers(config.suppliers.map((s) => supplierInput(s, networks)))
     // Every session wallet waits as unfunded; the watcher's first read promotes those holding anything, and each read
     // that finds a wallet changed brings its parked lender back into the books.

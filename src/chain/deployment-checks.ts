@@ -3,11 +3,11 @@
 // the file naming /networks/i/<field>) and, for a network the start-up could not probe, by its chain follower before it
 // applies anything (src/chain/follower.ts, which stops: contract_roles_mismatch, token_mismatch,
 // advance_cap_below_service).
-import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, domainSeparator, getAddress, parseAbi, type Address, type Hex, type PublicClient } from 'viem'
+import { domainSeparator, getAddress, parseAbi, type Address, type Hex, type PublicClient } from 'viem'
 import { privateKeyToAddress } from 'viem/accounts'
 import { creditFacilityV2Abi } from './artifacts.ts'
 import type { NetworkConfig } from './config.ts'
-import { advanceCapMessage } from './reclaim-window.ts'
+import { advanceCapMessage, contractAnswered } from './reclaim-window.ts'
 
 /** One field of a network's entry in the networks file that the chain contradicts: `field` under /networks/i/. */
 export type DeploymentMismatch = { field: string; message: string }
@@ -74,7 +74,9 @@ export async function tokenMismatches(publicClient: ReadClient, network: Network
         publicClient.readContract({ address: token.address, abi: tokenProbeAbi, functionName, blockNumber: head }).then(
           (value) => value,
           (error: unknown) => {
-            if (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null) return undefined
+            // The token's own answer only (contractAnswered): a provider's -32603 internal error read "no decimals()",
+            // which stops a follower for good (token_mismatch) or refuses the start, for an outage (review30).
+            if (contractAnswered(error)) return undefined
             throw error
           },
         ),

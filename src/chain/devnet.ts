@@ -154,19 +154,30 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     const networks = await Promise.all(
       specs.map(async (spec, index) => {
         const network = await deployDevnetNetwork(spec, anvils[index] as AnvilProcess, accounts, options)
+        if (options.stateDir === undefined) return network
         const publicClient = createPublicClient({ chain: networkChain(network), transport: http(network.rpcUrl, { retryCount: 0 }) })
-        if (options.stateDir === undefined || (await probeCreditContract(publicClient, network.creditContract)).verdict === 'current') return network
+        const probe = await probeCreditContract(publicClient, network.creditContract)
+        // A saved chain's contract was deployed with the advancesPerJobMax of its first start, an immutable: a service
+        // started since with a larger one would lease advances its paySupplier refuses (review30: the start-up's and
+        // the follower's check, advanceCapMismatches, ran on a networks file only).
+        const wantedMax = options.advancesPerJobMax ?? devnetAdvancesPerJobMax
+        const capBelow = probe.verdict === 'current' && probe.advancesPerJobMax !== undefined && probe.advancesPerJobMax < wantedMax
+        if (probe.verdict === 'current' && !capBelow) return network
         // A chain saved by a release before reclaimJob keeps that release's credit contract at the fixed address: every
-        // registration would fail and its jobs would not decode. Its files are set aside, and the chain starts fresh.
+        // registration would fail and its jobs would not decode. Its files are set aside, and the chain starts fresh; so
+        // is one whose contract takes fewer advances per job than asked.
         log({
           level: 'warn',
-          msg: 'the saved chain holds a credit contract older than this release (no reclaimJob): started a fresh chain (records kept of the earlier chain will not match it)',
+          msg: capBelow
+            ? 'the saved chain\'s credit contract takes fewer advances per job than advancesPerJobMax: started a fresh chain (records kept of the earlier chain will not match it)'
+            : 'the saved chain holds a credit contract older than this release (no reclaimJob): started a fresh chain (records kept of the earlier chain will not match it)',
           network: spec.slug,
           stateDir: options.stateDir,
+          ...(capBelow ? { contractAdvancesPerJobMax: String(probe.advancesPerJobMax), advancesPerJobMax: String(wantedMax) } : {}),
         })
         await (anvils[index] as AnvilProcess).stop()
         for (const path of Object.values(stateFiles(options.stateDir, spec.slug))) {
-          if (existsSync(path)) setAside(path, 'its credit contract is older than this release', log, spec.slug)
+          if (existsSync(path)) setAside(path, capBelow ? `its credit contract takes fewer than ${wantedMax} advances per job` : 'its credit contract is older than this release', log, spec.slug)
         }
         const fresh = await startChain(spec, options, log)
         anvils[index] = fresh.anvil

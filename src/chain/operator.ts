@@ -6,6 +6,7 @@ import { creditFacilityV2Abi } from './artifacts.ts'
 import { type NetworkClients, type OperatorWallet } from './clients.ts'
 import { decodeFacilityLog, facilityFact, type FacilityFact, type MinedLog } from './events-v2.ts'
 import { jobKey } from './ids.ts'
+import { contractAnswered } from './reclaim-window.ts'
 
 export type OperatorReceipt = {
   network: string
@@ -55,9 +56,14 @@ function operatorOf(clients: NetworkClients): OperatorWallet {
   return clients.operator
 }
 
-/** Maps viem's simulation error to ContractRevertError when the contract reverted; rethrows anything else. */
+/**
+ * Maps viem's simulation error to ContractRevertError when the contract reverted; rethrows anything else. Not an RPC
+ * error viem reads as a revert (contractAnswered: a provider's -32603 internal error, no revert data), which before
+ * review30 answered 409 with a code made of the provider's message (contract_internal_error), "refused, nothing was
+ * recorded", for what is an outage to retry (503).
+ */
 export function toContractRevert(network: string, error: unknown): unknown {
-  if (error instanceof BaseError) {
+  if (error instanceof BaseError && contractAnswered(error)) {
     const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError)
     if (reverted instanceof ContractFunctionRevertedError) {
       return new ContractRevertError(network, reverted.data?.errorName ?? reverted.reason ?? 'unknown', reverted.data?.args ?? [], error)

@@ -3,7 +3,7 @@
 // job that is over on chain, or one whose client may take the escrow back while the job's credit could still be drawn
 // (src/service/borrowers.ts).
 import { leaseOverAtChainMs } from '../../machines/index.ts'
-import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, type Address, type Hex, type PublicClient } from 'viem'
+import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, ExecutionRevertedError, type Address, type Hex, type PublicClient } from 'viem'
 import { creditFacilityV2Abi } from './artifacts.ts'
 import type { NetworkClients } from './clients.ts'
 import type { NetworkConfig } from './config.ts'
@@ -173,9 +173,23 @@ export async function probeCreditContract(
     const advancesPerJobMax = await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'advancesPerJobMax', blockNumber: head })
     return { verdict: 'current', head, advancesPerJobMax }
   } catch (error) {
-    if (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null) return { verdict: 'older', head }
+    if (contractAnswered(error)) return { verdict: 'older', head }
     throw error
   }
+}
+
+/**
+ * Whether a call's error is the contract's own answer: a revert (with revert data, or a node saying it reverted) or no
+ * data where a value was due. Not an RPC error viem reads as a revert: one coded -32603 (internal error, which providers
+ * answer for their own failures) whatever its message, no revert data; before review30 that read as an older contract,
+ * which stops a follower for good (or refuses the start), while a geth node's empty revert (-32000 "execution
+ * reverted") was not one, an outage retried for ever.
+ */
+export function contractAnswered(error: unknown): boolean {
+  if (!(error instanceof BaseError)) return false
+  if (error.walk((e) => e instanceof ContractFunctionZeroDataError || e instanceof ExecutionRevertedError) !== null) return true
+  const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError)
+  return reverted instanceof ContractFunctionRevertedError && ((reverted.raw !== undefined && reverted.raw !== '0x') || /revert/i.test(reverted.reason ?? ''))
 }
 
 /** Why a contract whose cap on a job's advances is below the service's is refused (the service would lease past it). */

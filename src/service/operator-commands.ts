@@ -4,7 +4,7 @@
 // unrecorded is found and recorded by the next attempt, or, when nobody retries, by OperatorRepairs once the chain
 // follower saw it mined. Called through CreditService (credit-service.ts) by src/api/routes/credit.ts.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { getAddress, type Address, type Hex } from 'viem'
+import { BaseError, ContractFunctionRevertedError, getAddress, type Address, type Hex } from 'viem'
 import { recoveryAmounts } from '../engine/engine.ts'
 import type { AdvanceView, JobSettlementPlan, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
@@ -248,8 +248,12 @@ export async function failJob(
       // from an attempt whose answer was lost, and the lookup failed (an RPC error, eth_getLogs refused): its repair
       // needs the intent (review28; before, it recorded failed_on_chain). A job that ended otherwise on chain deletes it
       // in the commit of its end: its settlement's record, or its reclaim's (failureIntentEndedOps).
+      // Nor when the "refusal" is an RPC's error that viem reads as a revert (a provider's -32603 internal error, no
+      // revert data) met by a retry whose earlier failJob may be pending or mined: before review30 that deleted the
+      // intent, and the repair then recorded failed_on_chain instead of the client's reason.
       const notOpen = error instanceof ContractRevertError && error.errorName === 'JobNotOpen'
-      if ((error instanceof ContractRevertError || error instanceof OperatorUnavailableError) && !mined && !notOpen) await failures.forget(jobId)
+      const refused = (error instanceof ContractRevertError && refusedByContract(error)) || error instanceof OperatorUnavailableError
+      if (refused && !mined && !notOpen) await failures.forget(jobId)
       throw error
     })
     await failureCountable(service, plan, failed)
@@ -275,6 +279,19 @@ export async function failJob(
       throw refusedWith(error, 'job_not_found') ? service.missing('job', jobId) : error
     }
   })
+}
+
+/**
+ * Whether the contract itself refused the operator call, nothing done: its simulation reverted with the contract's
+ * revert data (a custom error, Error(string), a panic), or its transaction was mined reverted at each attempt (send in
+ * src/chain/operator.ts, whose error has no viem cause). Not a revert without data: viem reads an RPC error coded
+ * -32603 (internal error, which providers answer for their own failures) as a revert whatever its message, and nothing
+ * then says what the chain did.
+ */
+function refusedByContract(error: ContractRevertError): boolean {
+  if (!(error.cause instanceof BaseError)) return error.errorName === 'reverted'
+  const reverted = error.cause.walk((e) => e instanceof ContractFunctionRevertedError)
+  return reverted instanceof ContractFunctionRevertedError && reverted.data !== undefined
 }
 
 /**
@@ -320,6 +337,23 @@ function isFailureEntry(value: unknown): value is FailureEntry {
  */
 export function failureIntentEndedOps(service: ServiceCore, jobId: string): RecordWrite[] {
   return failureRecordsOf(service).endedOps(jobId)
+}
+
+/**
+ * The start-up's sweep of failure intents left by jobs that ended before probe28 deleted them with a reclaim (review30):
+ * a store written since money26 may hold the intent of a /fail whose failJob the contract refused JobNotOpen after
+ * the job's client reclaimed it, kept for ever. Run once the engine is restored and before anything is served or
+ * followed: deletes, in one commit, every intent whose job the engine does not hold open (funded or active: a job
+ * whose failJob may be mined and not recorded, whose repair reads the intent); returns their job ids, in key order.
+ */
+export async function sweepEndedFailureIntents(service: ServiceCore): Promise<string[]> {
+  return failureRecordsOf(service).sweepEnded((jobId) => jobOpen(service, jobId))
+}
+
+/** Whether the engine holds the job open (funded or active): its settleJob or failJob may still be recorded. */
+function jobOpen(service: ServiceCore, jobId: string): boolean {
+  const state = service.engine.getJob(jobId)?.state
+  return state === 'funded' || state === 'active'
 }
 
 /** The failure intents and entries of one service (its store), made at first use. */
@@ -372,6 +406,13 @@ class FailureRecords {
    */
   endedOps(jobId: string): RecordWrite[] {
     return this.#intents.has(jobId) ? [this.#intents.deleteOp(jobId)] : []
+  }
+
+  /** Deletes, in one commit, the intents of jobs not `open` (sweepEndedFailureIntents); their job ids. */
+  async sweepEnded(open: (jobId: string) => boolean): Promise<string[]> {
+    const ended = [...this.#intents.iterate()].map(({ key }) => key).filter((jobId) => !open(jobId))
+    if (ended.length > 0) await this.#commit(ended.map((jobId) => this.#intents.deleteOp(jobId)))
+    return ended
   }
 
   /**
@@ -874,8 +915,7 @@ export class OperatorRepairs {
       const state = this.#service.engine.getAdvance(repair.advanceId)?.state
       return state === 'active' || state === 'defaulted'
     }
-    const state = this.#service.engine.getJob(repair.jobId)?.state
-    return state === 'funded' || state === 'active'
+    return jobOpen(this.#service, repair.jobId)
   }
 }
 
