@@ -1,9 +1,10 @@
 // Reading ERC-8004 evidence on chain (shared/notes/erc8004.md, the current interface): who controls an agent, and
 // the feedback that trusted clients gave it. Every read is a view call (or a log query) through the network's
 // request-path client; an RPC failure is a ChainRpcError (503, nothing decided), never a verdict.
-import { BaseError, ContractFunctionRevertedError, getAddress, type Address, type Chain, type PublicClient, type Transport } from 'viem'
+import { getAddress, type Address, type Chain, type PublicClient, type Transport } from 'viem'
 import { identityRegistryAbi, reputationRegistryAbi } from '../chain/artifacts.ts'
 import { ChainRpcError } from '../chain/proofs.ts'
+import { contractAnswered } from '../chain/reclaim-window.ts'
 import type { FeedbackEvidence } from './formula.ts'
 
 type Client = PublicClient<Transport, Chain>
@@ -31,10 +32,6 @@ export class AgentLinkError extends Error {
   }
 }
 
-function reverted(error: unknown): boolean {
-  return error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError) instanceof ContractFunctionRevertedError
-}
-
 /**
  * The wallet's role for the agent, read on chain now: its agent wallet (getAgentWallet), its owner (ownerOf), or
  * an approved operator (isAuthorizedOrOwner); null when none. A transfer clears the agent wallet and moves the
@@ -54,7 +51,9 @@ export async function agentRoleOf(client: Client, network: string, agent: AgentR
       client.readContract({ address: agent.registry, abi: identityRegistryAbi, functionName: 'isAuthorizedOrOwner', args: [wallet, agent.agentId] }) as Promise<boolean>,
     ])
   } catch (error) {
-    if (reverted(error)) throw new AgentLinkError('agent_not_found', `agent ${agent.agentId} does not exist in the identity registry ${agent.registry} on ${network}`)
+    // The registry's own answer only (ownerOf reverts for a token that does not exist): a provider's internal error
+    // (-32603, which viem reads as a revert) is an outage, 503, not a missing agent (review30's finding, the same rule).
+    if (contractAnswered(error)) throw new AgentLinkError('agent_not_found', `agent ${agent.agentId} does not exist in the identity registry ${agent.registry} on ${network}`)
     throw new ChainRpcError(network, error)
   }
   const me = getAddress(wallet)
