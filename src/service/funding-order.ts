@@ -10,8 +10,19 @@ export function blockTimeMsOf(network: NetworkConfig): number | undefined {
   return network.blockTimeMs ?? knownBlockTimeMs.get(network.chainId)
 }
 
-/** One read of a chain's latest block: its timestamp (ms), and the service's monotonic clock (performance.now) around the read. */
-export type ChainClockReading = { headMs: number; sentMs: number; answeredMs: number }
+/**
+ * One read of a chain's latest block: its timestamp (ms), the service's monotonic clock (performance.now) around the
+ * read, and the wall clock (Date.now) when it was answered.
+ */
+export type ChainClockReading = { headMs: number; sentMs: number; answeredMs: number; answeredWallMs: number }
+
+/** Reads a chain's latest block through `read` (its timestamp in ms), with the clocks around it. */
+export async function readChainClock<T>(read: () => Promise<T>, headMsOf: (value: T) => number): Promise<{ value: T; clock: ChainClockReading }> {
+  const sentMs = performance.now()
+  const value = await read()
+  const answeredMs = performance.now()
+  return { value, clock: { headMs: headMsOf(value), sentMs, answeredMs, answeredWallMs: Date.now() } }
+}
 
 /** A funding of the id: its block's timestamp (ms) on its chain, its chain's latest block read at the registration, its block time. */
 export type FundingOnChain = {
@@ -45,6 +56,17 @@ export type FundingOrder = { by: 'clocks'; marginMs: number; uncertaintyMs: numb
  * tie, which the first registration takes): with chains whose clocks agree that is exact, and with clocks apart by a
  * skew it errs only for fundings less than the skew apart. A chain of unknown block time (one that mines only on
  * transactions: its head may be hours old, so its clock has no upper bound) is ordered by the timestamps too.
+ *
+ * A latest block older than a block time (a lagging RPC node, missed blocks, a chain that mines only on transactions
+ * though a blockTimeMs is set) makes its chain's funding look later than it was, by the excess. Where that would let
+ * the registering funding pass against an earlier timestamp of `other`'s (`other` "later" by the clocks), the excess
+ * is bounded by the other head's age on the wall clock (answeredWallMs - headMs): that bounds it on a chain whose
+ * clock is not ahead of the wall clock, and a chain ahead of it gives a negative age, which bounds nothing (the block
+ * time holds as before). So a squatter whose funding came after the real one cannot pass through a stale head of the
+ * real chain (a review's finding: with the clocks agreeing, a squat 2 s after the real funding, registered while the
+ * real chain's latest block was the funding's, took the id; test/api/review31-job-id-stale-head.test.ts). A stale head
+ * of the registering chain only makes its funding look later: an honest registration may be refused (409) until its
+ * RPC answers a newer block, the squat's meanwhile still refused.
  */
 export function fundedBefore(other: FundingOnChain, registering: FundingOnChain): FundingOrder | undefined {
   const byTimestamps = (uncertaintyMs: number | undefined) => (other.fundedAtMs < registering.fundedAtMs ? { by: 'timestamps' as const, uncertaintyMs } : undefined)
@@ -56,6 +78,8 @@ export function fundedBefore(other: FundingOnChain, registering: FundingOnChain)
   // How much earlier, on the service's clock, the other funding was mined, give or take the uncertainty.
   const marginMs = otherAgeMs - registeringAgeMs
   if (marginMs > uncertaintyMs) return { by: 'clocks', marginMs, uncertaintyMs }
-  if (marginMs < -uncertaintyMs) return undefined
-  return byTimestamps(uncertaintyMs)
+  // How much older than a block time the other's latest block may be, by its age on the wall clock (beyond its read).
+  const otherHeadExcessMs = Math.max(0, other.clock.answeredWallMs - other.clock.headMs - other.blockTimeMs - (other.clock.answeredMs - other.clock.sentMs))
+  if (marginMs < -(uncertaintyMs + otherHeadExcessMs)) return undefined
+  return byTimestamps(marginMs < 0 ? uncertaintyMs + otherHeadExcessMs : uncertaintyMs)
 }

@@ -6,7 +6,7 @@ import t from 'tap'
 import { fundedBefore, type FundingOnChain } from '../../src/service/funding-order.ts'
 
 const s = 1000
-/** A funding `fundedAgoS` seconds before its chain's latest block, on a chain `aheadS` seconds ahead of the service, read at service time `readAtS` (taking `readTakesMs`). */
+/** A funding mined at service time `minedAtS` on a chain `aheadS` seconds ahead of the service (whose wall clock is base plus its time), its latest block read at service time `readAtS` (taking `readTakesMs`). */
 function funding(slug: string, options: { minedAtS: number; aheadS: number; readAtS: number; readTakesMs?: number; blockTimeMs?: number | undefined; headAgeMs?: number }): FundingOnChain {
   const base = 1_800_000_000 * s
   const readTakesMs = options.readTakesMs ?? 20
@@ -15,7 +15,7 @@ function funding(slug: string, options: { minedAtS: number; aheadS: number; read
   // The head was mined headAgeMs before the read (at most a block time on a chain that keeps its pace).
   const headMinedMs = sentMs - (options.headAgeMs ?? 500)
   const chainMs = (serviceMs: number) => Math.floor((base + serviceMs + options.aheadS * s) / s) * s
-  return { slug, fundedAtMs: chainMs(options.minedAtS * s), clock: { headMs: chainMs(headMinedMs), sentMs, answeredMs: sentMs + readTakesMs }, blockTimeMs }
+  return { slug, fundedAtMs: chainMs(options.minedAtS * s), clock: { headMs: chainMs(headMinedMs), sentMs, answeredMs: sentMs + readTakesMs, answeredWallMs: base + sentMs + readTakesMs }, blockTimeMs }
 }
 
 t.test('clocks that agree: the timestamps order fundings too close for the clocks, as before', async (t) => {
@@ -71,4 +71,32 @@ t.test('an old head on the other chain (a chain mining only now and then) makes 
   const squat = funding('a', { minedAtS: 110, aheadS: 600, readAtS: 130, headAgeMs: 20_000 })
   t.equal(fundedBefore(squat, real), undefined, 'the real job is not refused')
   t.ok(fundedBefore(real, squat), 'the squat is')
+})
+
+t.test('an old head on the real chain, whose clock keeps the wall clock\'s time, does not let a later squat pass', async (t) => {
+  // A review's finding (test/api/review31-job-id-stale-head.test.ts): the real chain's RPC answers a latest block 20 s
+  // old, so its funding looked 20 s later than it was, and a squat 3 s after it, its timestamp the later, passed.
+  const real = funding('a', { minedAtS: 100, aheadS: 0, readAtS: 130, headAgeMs: 20_000 })
+  const squat = funding('b', { minedAtS: 103, aheadS: 0, readAtS: 130.1 })
+  t.match(fundedBefore(real, squat), { by: 'timestamps' }, 'the squat is refused, by the timestamps as before')
+  // The real job registering through the same old head looks 20 s later than it was: refused (409) until its RPC
+  // answers a newer block, the squat meanwhile refused too.
+  t.match(fundedBefore(squat, real), { by: 'clocks' })
+  const fresh = funding('a', { minedAtS: 100, aheadS: 0, readAtS: 130 })
+  t.equal(fundedBefore(squat, fresh), undefined, 'through a newer block the real job is not refused')
+  // On a chain ahead of the wall clock the head's age there bounds nothing: the residual window (README).
+  const ahead = funding('a', { minedAtS: 100, aheadS: 600, readAtS: 130, headAgeMs: 20_000 })
+  const squatBehind = funding('b', { minedAtS: 103, aheadS: 0, readAtS: 130.1 })
+  t.equal(fundedBefore(ahead, squatBehind), undefined)
+})
+
+t.test('a chain behind the wall clock: a squat there is still refused by the clocks; the real job against it is ordered by the timestamps', async (t) => {
+  // devnet-b 10 minutes behind devnet-a and the wall clock (outsider23's skew the other way round).
+  const real = funding('a', { minedAtS: 100, aheadS: 0, readAtS: 130 })
+  const squat = funding('b', { minedAtS: 110, aheadS: -600, readAtS: 130.1 })
+  t.ok(squat.fundedAtMs < real.fundedAtMs, 'the squat\'s timestamp is the earlier')
+  t.match(fundedBefore(real, squat), { by: 'clocks' }, 'the squat registering first is refused')
+  // Its latest block looks 10 minutes old on the wall clock, which a stale head could be as well: the real job, not
+  // told apart from a later funding, is ordered by the timestamps (409 until the squat's funding is reclaimed).
+  t.match(fundedBefore(squat, real), { by: 'timestamps' })
 })
