@@ -11,6 +11,7 @@ import { jobKey } from '../chain/ids.ts'
 import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { JobRegistrationRefusedError, readReclaimWindow, reclaimableWhileCreditLive } from '../chain/reclaim-window.ts'
 import { ChainRpcError } from '../chain/proofs.ts'
+import { ChainBehindError } from '../chain/operator.ts'
 import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { StoredResponse } from '../store/index.ts'
 import { valueOf, type ServiceCore } from './core.ts'
@@ -146,9 +147,10 @@ export class JobIdFundedElsewhereError extends Error {
  * chain's latest block (funding-order.ts fundedBefore): this network's, read by checkReclaimWindow, and the other's,
  * read with its job. Fundings closer than the estimate's uncertainty (both block times, two seconds and the reads'
  * span) are ordered by their timestamps as before (the same second a tie, which the first registration takes): exact
- * when the clocks agree, wrong only for fundings closer than the clocks' skew. Against an earlier timestamp of the
- * other's, the uncertainty also takes how much older than a block time the other's latest block is by the wall clock
- * (a lagging RPC node made the real funding look later, and a squat after it pass: a review's finding).
+ * when the clocks agree, wrong only for fundings closer than the clocks' skew. Where the clocks' order goes against
+ * the timestamps only through a latest block older by the wall clock than a block time (a lagging RPC node, a chain
+ * behind the wall clock), the order is unsettled: 503 chain_unavailable, retry (a stale head of the real chain let a
+ * squat after it pass, and one of the registering chain refused an honest registration 409: a review's finding).
  */
 async function refuseLaterFunding(service: ServiceCore, caller: Address, clientKey: string, jobId: string, registering: FundingOnChain): Promise<void> {
   const others = service.networks.filter((other) => other.slug !== registering.slug && service.followers.get(other.slug)?.fatal === undefined)
@@ -178,6 +180,14 @@ async function refuseLaterFunding(service: ServiceCore, caller: Address, clientK
     if (funding === undefined) continue
     const earlier = fundedBefore(funding, registering)
     if (earlier === undefined) continue
+    if (earlier.by === 'unsettled') {
+      const [stale, apart] = earlier.network === registering.slug ? [registering, funding] : [funding, registering]
+      throw new ChainBehindError(
+        earlier.network,
+        `its latest block read now is ${Math.ceil(earlier.excessMs / 1000)} s older by the wall clock than its block time allows, too old to tell whether job id ${jobId}'s funding on ${apart.slug} came before or after the one on ${stale.slug} ` +
+          '(a lagging RPC node, or a chain whose clock runs behind the wall clock)',
+      )
+    }
     const at = (ms: number) => new Date(ms).toISOString()
     const seconds = (ms: number) => Math.floor(ms / 1000)
     const ageS = (f: FundingOnChain) => seconds(f.clock.headMs - f.fundedAtMs)

@@ -36,8 +36,24 @@ export type FundingOnChain = {
 /** Block timestamps are whole seconds: each one is up to a second behind its chain's clock. */
 const timestampSlackMs = 1_000
 
-/** How two fundings were ordered: by the chains' latest blocks, or by their timestamps as they are. */
-export type FundingOrder = { by: 'clocks'; marginMs: number; uncertaintyMs: number } | { by: 'timestamps'; uncertaintyMs: number | undefined }
+/**
+ * How two fundings were ordered: by the chains' latest blocks, or by their timestamps as they are; or not now
+ * ('unsettled'): the clocks' order stands only on `network`'s latest block being at most a block time old, the
+ * timestamps say the other way, and that block is `excessMs` older than that by the wall clock (503, retry).
+ */
+export type FundingOrder =
+  | { by: 'clocks'; marginMs: number; uncertaintyMs: number }
+  | { by: 'timestamps'; uncertaintyMs: number | undefined }
+  | { by: 'unsettled'; network: string; excessMs: number }
+
+/**
+ * How much older than a block time the reading's latest block may be, by its age on the wall clock beyond the read:
+ * a bound on a chain whose clock is not ahead of the wall clock (on one ahead of it, the age is short or negative, and
+ * bounds nothing); 0 when the block is no older than that.
+ */
+function headExcessMs(clock: ChainClockReading, blockTimeMs: number): number {
+  return Math.max(0, clock.answeredWallMs - clock.headMs - blockTimeMs - (clock.answeredMs - clock.sentMs))
+}
 
 /**
  * Whether `other` was funded before `registering` (so that `registering` is refused), and how that was decided.
@@ -58,18 +74,19 @@ export type FundingOrder = { by: 'clocks'; marginMs: number; uncertaintyMs: numb
  * transactions: its head may be hours old, so its clock has no upper bound) is ordered by the timestamps too.
  *
  * A latest block older than a block time (a lagging RPC node, missed blocks, a chain that mines only on transactions
- * though a blockTimeMs is set) makes its chain's funding look later than it was, by the excess. Where that would let
- * the registering funding pass against an earlier timestamp of `other`'s (`other` "later" by the clocks), the excess
- * is bounded by the other head's age on the wall clock (answeredWallMs - headMs): that bounds it on a chain whose
- * clock is not ahead of the wall clock, and a chain ahead of it gives a negative age, which bounds nothing (the block
- * time holds as before). So a squatter whose funding came after the real one cannot pass through a stale head of the
- * real chain (a review's finding: with the clocks agreeing, a squat 2 s after the real funding, registered while the
- * real chain's latest block was the funding's, took the id; test/api/review31-job-id-stale-head.test.ts). A stale head
- * of the registering chain only makes its funding look later: an honest registration may be refused (409) until its
- * RPC answers a newer block, the squat's meanwhile still refused.
+ * though a blockTimeMs is set) makes its chain's funding look later than it was, by the excess: the lower bound above
+ * fails. The clocks' order against the timestamps' stands on one latest block's age: the registering one's when the
+ * other funding is the older, the other's when it is the younger. That block's age on the wall clock beyond a block
+ * time (headExcessMs) bounds the excess on a chain whose clock is not ahead of the wall clock: past the uncertainty
+ * and that excess, the clocks order the two; within it, where the timestamps say the other way, the order is
+ * unsettled (a stale head, or a chain behind the wall clock: nothing to tell them apart), and the registration is
+ * asked to retry. Before, a stale head of the real chain let a squat after it pass with the clocks agreeing (a
+ * review's finding, test/api/review31-job-id-stale-head.test.ts), and a stale head of the registering chain refused
+ * an honest registration 409 as if for good.
  */
 export function fundedBefore(other: FundingOnChain, registering: FundingOnChain): FundingOrder | undefined {
-  const byTimestamps = (uncertaintyMs: number | undefined) => (other.fundedAtMs < registering.fundedAtMs ? { by: 'timestamps' as const, uncertaintyMs } : undefined)
+  const otherFirstByTimestamps = other.fundedAtMs < registering.fundedAtMs
+  const byTimestamps = (uncertaintyMs: number | undefined) => (otherFirstByTimestamps ? { by: 'timestamps' as const, uncertaintyMs } : undefined)
   if (registering.blockTimeMs === undefined || other.blockTimeMs === undefined) return byTimestamps(undefined)
   const registeringAgeMs = registering.clock.headMs - registering.fundedAtMs
   const otherAgeMs = other.clock.headMs - other.fundedAtMs
@@ -77,9 +94,15 @@ export function fundedBefore(other: FundingOnChain, registering: FundingOnChain)
   const uncertaintyMs = registering.blockTimeMs + other.blockTimeMs + 2 * timestampSlackMs + readsSpanMs
   // How much earlier, on the service's clock, the other funding was mined, give or take the uncertainty.
   const marginMs = otherAgeMs - registeringAgeMs
-  if (marginMs > uncertaintyMs) return { by: 'clocks', marginMs, uncertaintyMs }
-  // How much older than a block time the other's latest block may be, by its age on the wall clock (beyond its read).
-  const otherHeadExcessMs = Math.max(0, other.clock.answeredWallMs - other.clock.headMs - other.blockTimeMs - (other.clock.answeredMs - other.clock.sentMs))
-  if (marginMs < -(uncertaintyMs + otherHeadExcessMs)) return undefined
-  return byTimestamps(marginMs < 0 ? uncertaintyMs + otherHeadExcessMs : uncertaintyMs)
+  if (marginMs > uncertaintyMs) {
+    const excessMs = headExcessMs(registering.clock, registering.blockTimeMs)
+    if (otherFirstByTimestamps || marginMs > uncertaintyMs + excessMs) return { by: 'clocks', marginMs, uncertaintyMs }
+    return { by: 'unsettled', network: registering.slug, excessMs }
+  }
+  if (marginMs < -uncertaintyMs) {
+    const excessMs = headExcessMs(other.clock, other.blockTimeMs)
+    if (!otherFirstByTimestamps || marginMs < -(uncertaintyMs + excessMs)) return undefined
+    return { by: 'unsettled', network: other.slug, excessMs }
+  }
+  return byTimestamps(uncertaintyMs)
 }

@@ -2,11 +2,12 @@
 // each chain's latest block (src/service/funding-order.ts, outsider23's clock skew): a funding's age by its own chain's
 // clock places it, taking the latest block as at most a block time old. A latest block older than that (a lagging RPC
 // node, a chain that mines only on transactions with a blockTimeMs set, missed blocks) made the real funding look later
-// than it was: with two chains whose clocks agree, a stranger's squat funded after the real job, registered some
-// seconds later while the real chain's latest block was still its funding's, took the id (201; the real job then 409
-// job_exists), where the timestamps alone had refused it (a review's finding). The real chain's latest block is
-// now also bounded by its age on the wall clock (exact for a chain that keeps the wall clock's time), so the clocks
-// cannot put it later than it is: the squat is refused.
+// than it was: with two chains whose clocks agree, a stranger's squat funded 2 s after the real job and registered 6 s
+// later, while the real chain's latest block was still its funding's, took the id (201; the real job then 409
+// job_exists), where the timestamps alone had refused it; and the real job, registered through that latest block, was
+// refused 409 job_id_funded_elsewhere as if for good (a review's finding). Where the clocks' order goes against the
+// timestamps only through a latest block older by the wall clock than a block time, the order is now unsettled: 503
+// chain_unavailable, retry; through a newer block the real job registers.
 import t from 'tap'
 import { createTestClient, http } from 'viem'
 import { networkChain } from '../../src/chain/clients.ts'
@@ -20,7 +21,7 @@ const real = h.network
 const squat = h.devnet.networks[1] as NetworkConfig
 const anvil = createTestClient({ chain: networkChain(real), transport: http(real.rpcUrl), mode: 'anvil' })
 
-t.test('a squat on a chain that keeps the same time, registered while the real chain\'s latest block is its funding\'s, is refused', async (t) => {
+t.test('through a stale latest block of the real chain, a later squat is not let pass, and the real job is asked to retry, not refused', async (t) => {
   // The real chain mines only on transactions from here (its blockTimeMs, 1 s, is then wrong): its latest block stays
   // the real funding's, as from an RPC node that lags.
   await anvil.setIntervalMining({ interval: 0 })
@@ -34,11 +35,21 @@ t.test('a squat on a chain that keeps the same time, registered while the real c
     await anvil.mine({ blocks: 1 })
   }
   t.teardown(resumeMining)
-  const scenario = await squatAfter(h, real, squat, 2_000, { squatRegistersAfterMs: 6_000, beforeReal: resumeMining })
+  const scenario = await squatAfter(h, real, squat, 2_000, {
+    squatRegistersAfterMs: 6_000,
+    beforeReal: async (registerReal) => {
+      const early = await registerReal()
+      t.equal(early.status, 503, `the real job, through its chain's stale latest block, is asked to retry (got ${early.status} ${early.body?.code ?? early.body?.state})`)
+      t.equal(early.body.code, 'chain_unavailable')
+      t.equal(early.headers.get('retry-after') !== null, true, 'with Retry-After')
+      await resumeMining()
+    },
+  })
   t.comment(scenario.story)
   t.ok(scenario.squatFundedAt > scenario.realFundedAt, 'the squat\'s timestamp is the later one (the clocks agree)')
-  t.equal(scenario.squatReply.status, 409, `the squat does not take the id (got ${scenario.squatReply.status} ${scenario.squatReply.body?.code ?? scenario.squatReply.body?.state})`)
-  t.equal(scenario.squatReply.body.code, 'job_id_funded_elsewhere')
-  t.equal(scenario.realReply.status, 201, `the real job registers (got ${scenario.realReply.status} ${scenario.realReply.body?.code})`)
+  t.equal(scenario.squatReply.status, 503, `the squat does not take the id (got ${scenario.squatReply.status} ${scenario.squatReply.body?.code ?? scenario.squatReply.body?.state})`)
+  t.equal(scenario.squatReply.body.code, 'chain_unavailable')
+  t.match(scenario.squatReply.body.detail, new RegExp(`the chain of network ${real.slug} is behind: its latest block read now is \\d+ s older`))
+  t.equal(scenario.realReply.status, 201, `through a newer block the real job registers (got ${scenario.realReply.status} ${scenario.realReply.body?.code})`)
   t.equal(scenario.realReply.body.network, real.slug)
 })
