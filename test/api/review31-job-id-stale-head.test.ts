@@ -7,12 +7,14 @@
 // job_exists), where the timestamps alone had refused it; and the real job, registered through that latest block, was
 // refused 409 job_id_funded_elsewhere as if for good (a review's finding). Where the clocks' order goes against the
 // timestamps only through a latest block older by the wall clock than a block time, the order is now unsettled: 503
-// chain_unavailable, retry; through a newer block the real job registers.
+// chain_unavailable, retry; through a newer block the real job registers. And the read of the other network's latest
+// block, added for the clocks, passes that network over when it fails, as its job's read always did (no 500).
 import t from 'tap'
 import { createTestClient, http } from 'viem'
 import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
-import { startHarness } from '../fixtures/service.ts'
+import { ChainAgent } from '../../src/client/chain.ts'
+import { fundedAccount, signedIn, startHarness, USDC, usdc } from '../fixtures/service.ts'
 import { squatAfter } from './fixtures/job-id-squat.ts'
 
 const h = await startHarness()
@@ -52,4 +54,26 @@ t.test('through a stale latest block of the real chain, a later squat is not let
   t.match(scenario.squatReply.body.detail, new RegExp(`the chain of network ${real.slug} is behind: its latest block read now is \\d+ s older`))
   t.equal(scenario.realReply.status, 201, `through a newer block the real job registers (got ${scenario.realReply.status} ${scenario.realReply.body?.code})`)
   t.equal(scenario.realReply.body.network, real.slug)
+})
+
+t.test('another network whose latest block cannot be read is passed over, as one whose RPC is down: the registration is not a 500', async (t) => {
+  // The other network's latest block is read with its job (the clocks' order): a failure of that read, the job's read
+  // answering, passes the network over as before (an outage there stops no registration here).
+  const { publicClient } = h.app.service.clientsOf(squat.slug)
+  const getBlock = publicClient.getBlock
+  publicClient.getBlock = (async () => {
+    throw new Error('the RPC is down (test)')
+  }) as typeof getBlock
+  t.teardown(() => {
+    publicClient.getBlock = getBlock
+  })
+  const jobId = `job_${crypto.randomUUID()}`
+  const borrower = await fundedAccount(h.devnet, real, 0n)
+  const client = await fundedAccount(h.devnet, real, usdc(100))
+  const fundingTxHash = await new ChainAgent(real, client).fundJob(jobId, USDC, usdc(100), borrower.address)
+  const reply = await (await signedIn(h.url, borrower)).post('/credit/jobs', {
+    jobId, network: real.slug, asset: USDC, agent: borrower.address, receivableAtomic: usdc(100).toString(),
+    dueAt: new Date(Date.now() + 7 * 86_400_000).toISOString(), fundingTxHash,
+  })
+  t.equal(reply.status, 201, `the job registers (got ${reply.status} ${reply.body?.code})`)
 })
