@@ -2,7 +2,7 @@
 // each chain's latest block (src/service/funding-order.ts, outsider23's clock skew): a funding's age by its own chain's
 // clock places it, taking the latest block as at most a block time old. A latest block older than that (a lagging RPC
 // node, a chain that mines only on transactions with a blockTimeMs set, missed blocks) made the real funding look later
-// than it was: with two chains whose clocks agree, a stranger's squat funded 2 s after the real job and registered 6 s
+// than it was: with two chains whose clocks agree, a stranger's squat funded 2 s after the real job and registered 8 s
 // later, while the real chain's latest block was still its funding's, took the id (201; the real job then 409
 // job_exists), where the timestamps alone had refused it; and the real job, registered through that latest block, was
 // refused 409 job_id_funded_elsewhere as if for good (a review's finding). Where the clocks' order goes against the
@@ -38,7 +38,7 @@ t.test('through a stale latest block of the real chain, a later squat is not let
   }
   t.teardown(resumeMining)
   const scenario = await squatAfter(h, real, squat, 2_000, {
-    squatRegistersAfterMs: 6_000,
+    squatRegistersAfterMs: 8_000,
     beforeReal: async (registerReal) => {
       const early = await registerReal()
       t.equal(early.status, 503, `the real job, through its chain's stale latest block, is asked to retry (got ${early.status} ${early.body?.code ?? early.body?.state})`)
