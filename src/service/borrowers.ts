@@ -11,12 +11,13 @@ import { jobKey } from '../chain/ids.ts'
 import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { JobRegistrationRefusedError, readReclaimWindow, reclaimableWhileCreditLive } from '../chain/reclaim-window.ts'
 import { ChainRpcError } from '../chain/proofs.ts'
+import { ChainBehindError } from '../chain/operator.ts'
 import type { FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { StoredResponse } from '../store/index.ts'
 import { valueOf, type ServiceCore } from './core.ts'
 import { collateralProofUse } from './chain-observation.ts'
 import type { Mutation } from './mutation.ts'
-import { blockTimeMsOf, fundedBefore, type ChainClockReading, type FundingOnChain } from './funding-order.ts'
+import { blockTimeMsOf, fundedBefore, readChainClock, type ChainClockReading, type FundingOnChain } from './funding-order.ts'
 
 export async function registerSource(service: ServiceCore, mutation: Mutation<SourceRecord>, caller: Address, body: RegisterSourceInput): Promise<StoredResponse> {
   if (body.validUntilMs <= service.now()) throw new AttestationExpiredError('the attestation\'s validUntil has passed; ask the attester for a fresh one')
@@ -107,9 +108,7 @@ export async function createJob(
  * latest block's timestamp it read and when (refuseLaterFunding's reading of the chain's clock).
  */
 async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: string, dueAtMs: number): Promise<ChainClockReading> {
-  const sentMs = performance.now()
-  const window = await readReclaimWindow(service.clientsOf(slug), service.network(slug).creditContract, jobKey(jobId))
-  const answeredMs = performance.now()
+  const { value: window, clock } = await readChainClock(() => readReclaimWindow(service.clientsOf(slug), service.network(slug).creditContract, jobKey(jobId)), (w) => w.chainTimeMs)
   if (window.status !== 'open') throw new JobRegistrationRefusedError('job_not_open_on_chain', `job ${jobId} is ${window.status} on chain: its escrow is no longer held`)
   const leaseTtlMs = service.config.leaseTtlSeconds * 1000
   // Offers and leases run on the chain's clock, due times on the service's: an offer that lasts until the due time by
@@ -124,7 +123,7 @@ async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: str
         `(its due time plus how far the chain's clock is ahead of the service's, ${Math.round(chainAheadMs / 1000)} s, plus a lease of ${service.config.leaseTtlSeconds} s): register it with an earlier dueAt`,
     )
   }
-  return { headMs: window.chainTimeMs, sentMs, answeredMs }
+  return clock
 }
 
 /** A job whose id was funded earlier on another network: the id is that funding's (409 job_id_funded_elsewhere). */
@@ -148,7 +147,10 @@ export class JobIdFundedElsewhereError extends Error {
  * chain's latest block (funding-order.ts fundedBefore): this network's, read by checkReclaimWindow, and the other's,
  * read with its job. Fundings closer than the estimate's uncertainty (both block times, two seconds and the reads'
  * span) are ordered by their timestamps as before (the same second a tie, which the first registration takes): exact
- * when the clocks agree, wrong only for fundings closer than the clocks' skew.
+ * when the clocks agree, wrong only for fundings closer than the clocks' skew. Where the clocks' order goes against
+ * the timestamps only through a latest block older by the wall clock than a block time (a lagging RPC node, a chain
+ * behind the wall clock), the order is unsettled: 503 chain_unavailable, retry (a stale head of the real chain let a
+ * squat after it pass, and one of the registering chain refused an honest registration 409: a review's finding).
  */
 async function refuseLaterFunding(service: ServiceCore, caller: Address, clientKey: string, jobId: string, registering: FundingOnChain): Promise<void> {
   const others = service.networks.filter((other) => other.slug !== registering.slug && service.followers.get(other.slug)?.fatal === undefined)
@@ -159,15 +161,16 @@ async function refuseLaterFunding(service: ServiceCore, caller: Address, clientK
     others.map(async (other): Promise<FundingOnChain | undefined> => {
       try {
         const { publicClient } = service.clientsOf(other.slug)
-        const sentMs = performance.now()
         // At once: the head bounds the chain's clock from below whichever block the job is read at.
-        const [head, job] = await Promise.all([
-          publicClient.getBlock({ blockTag: 'latest' }),
-          publicClient.readContract({ address: other.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [key] }),
-        ])
-        const answeredMs = performance.now()
+        const { value: [, job], clock } = await readChainClock(
+          () => Promise.all([
+            publicClient.getBlock({ blockTag: 'latest' }),
+            publicClient.readContract({ address: other.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [key] }),
+          ]),
+          ([head]) => Number(head.timestamp) * 1000,
+        )
         if (job.fundedAt === 0n) return undefined
-        return { slug: other.slug, fundedAtMs: Number(job.fundedAt) * 1000, clock: { headMs: Number(head.timestamp) * 1000, sentMs, answeredMs }, blockTimeMs: blockTimeMsOf(other) }
+        return { slug: other.slug, fundedAtMs: Number(job.fundedAt) * 1000, clock, blockTimeMs: blockTimeMsOf(other) }
       } catch {
         return undefined
       }
@@ -177,6 +180,14 @@ async function refuseLaterFunding(service: ServiceCore, caller: Address, clientK
     if (funding === undefined) continue
     const earlier = fundedBefore(funding, registering)
     if (earlier === undefined) continue
+    if (earlier.by === 'unsettled') {
+      const [stale, apart] = earlier.network === registering.slug ? [registering, funding] : [funding, registering]
+      throw new ChainBehindError(
+        earlier.network,
+        `its latest block read now is ${Math.ceil(earlier.excessMs / 1000)} s older by the wall clock than its block time allows, too old to tell whether job id ${jobId}'s funding on ${apart.slug} came before or after the one on ${stale.slug} ` +
+          '(a lagging RPC node, or a chain whose clock runs behind the wall clock)',
+      )
+    }
     const at = (ms: number) => new Date(ms).toISOString()
     const seconds = (ms: number) => Math.floor(ms / 1000)
     const ageS = (f: FundingOnChain) => seconds(f.clock.headMs - f.fundedAtMs)

@@ -10,8 +10,19 @@ export function blockTimeMsOf(network: NetworkConfig): number | undefined {
   return network.blockTimeMs ?? knownBlockTimeMs.get(network.chainId)
 }
 
-/** One read of a chain's latest block: its timestamp (ms), and the service's monotonic clock (performance.now) around the read. */
-export type ChainClockReading = { headMs: number; sentMs: number; answeredMs: number }
+/**
+ * One read of a chain's latest block: its timestamp (ms), the service's monotonic clock (performance.now) around the
+ * read, and the wall clock (Date.now) when it was answered.
+ */
+export type ChainClockReading = { headMs: number; sentMs: number; answeredMs: number; answeredWallMs: number }
+
+/** Reads a chain's latest block through `read` (its timestamp in ms), with the clocks around it. */
+export async function readChainClock<T>(read: () => Promise<T>, headMsOf: (value: T) => number): Promise<{ value: T; clock: ChainClockReading }> {
+  const sentMs = performance.now()
+  const value = await read()
+  const answeredMs = performance.now()
+  return { value, clock: { headMs: headMsOf(value), sentMs, answeredMs, answeredWallMs: Date.now() } }
+}
 
 /** A funding of the id: its block's timestamp (ms) on its chain, its chain's latest block read at the registration, its block time. */
 export type FundingOnChain = {
@@ -25,8 +36,24 @@ export type FundingOnChain = {
 /** Block timestamps are whole seconds: each one is up to a second behind its chain's clock. */
 const timestampSlackMs = 1_000
 
-/** How two fundings were ordered: by the chains' latest blocks, or by their timestamps as they are. */
-export type FundingOrder = { by: 'clocks'; marginMs: number; uncertaintyMs: number } | { by: 'timestamps'; uncertaintyMs: number | undefined }
+/**
+ * How two fundings were ordered: by the chains' latest blocks, or by their timestamps as they are; or not now
+ * ('unsettled'): the clocks' order stands only on `network`'s latest block being at most a block time old, the
+ * timestamps say the other way, and that block is `excessMs` older than that by the wall clock (503, retry).
+ */
+export type FundingOrder =
+  | { by: 'clocks'; marginMs: number; uncertaintyMs: number }
+  | { by: 'timestamps'; uncertaintyMs: number | undefined }
+  | { by: 'unsettled'; network: string; excessMs: number }
+
+/**
+ * How much older than a block time the reading's latest block may be, by its age on the wall clock beyond the read:
+ * a bound on a chain whose clock is not ahead of the wall clock (on one ahead of it, the age is short or negative, and
+ * bounds nothing); 0 when the block is no older than that.
+ */
+function headExcessMs(clock: ChainClockReading, blockTimeMs: number): number {
+  return Math.max(0, clock.answeredWallMs - clock.headMs - blockTimeMs - (clock.answeredMs - clock.sentMs))
+}
 
 /**
  * Whether `other` was funded before `registering` (so that `registering` is refused), and how that was decided.
@@ -45,9 +72,21 @@ export type FundingOrder = { by: 'clocks'; marginMs: number; uncertaintyMs: numb
  * tie, which the first registration takes): with chains whose clocks agree that is exact, and with clocks apart by a
  * skew it errs only for fundings less than the skew apart. A chain of unknown block time (one that mines only on
  * transactions: its head may be hours old, so its clock has no upper bound) is ordered by the timestamps too.
+ *
+ * A latest block older than a block time (a lagging RPC node, missed blocks, a chain that mines only on transactions
+ * though a blockTimeMs is set) makes its chain's funding look later than it was, by the excess: the lower bound above
+ * fails. The clocks' order against the timestamps' stands on one latest block's age: the registering one's when the
+ * other funding is the older, the other's when it is the younger. That block's age on the wall clock beyond a block
+ * time (headExcessMs) bounds the excess on a chain whose clock is not ahead of the wall clock: past the uncertainty
+ * and that excess, the clocks order the two; within it, where the timestamps say the other way, the order is
+ * unsettled (a stale head, or a chain behind the wall clock: nothing to tell them apart), and the registration is
+ * asked to retry. Before, a stale head of the real chain let a squat after it pass with the clocks agreeing (a
+ * review's finding, test/api/review31-job-id-stale-head.test.ts), and a stale head of the registering chain refused
+ * an honest registration 409 as if for good.
  */
 export function fundedBefore(other: FundingOnChain, registering: FundingOnChain): FundingOrder | undefined {
-  const byTimestamps = (uncertaintyMs: number | undefined) => (other.fundedAtMs < registering.fundedAtMs ? { by: 'timestamps' as const, uncertaintyMs } : undefined)
+  const otherFirstByTimestamps = other.fundedAtMs < registering.fundedAtMs
+  const byTimestamps = (uncertaintyMs: number | undefined) => (otherFirstByTimestamps ? { by: 'timestamps' as const, uncertaintyMs } : undefined)
   if (registering.blockTimeMs === undefined || other.blockTimeMs === undefined) return byTimestamps(undefined)
   const registeringAgeMs = registering.clock.headMs - registering.fundedAtMs
   const otherAgeMs = other.clock.headMs - other.fundedAtMs
@@ -55,7 +94,15 @@ export function fundedBefore(other: FundingOnChain, registering: FundingOnChain)
   const uncertaintyMs = registering.blockTimeMs + other.blockTimeMs + 2 * timestampSlackMs + readsSpanMs
   // How much earlier, on the service's clock, the other funding was mined, give or take the uncertainty.
   const marginMs = otherAgeMs - registeringAgeMs
-  if (marginMs > uncertaintyMs) return { by: 'clocks', marginMs, uncertaintyMs }
-  if (marginMs < -uncertaintyMs) return undefined
+  if (marginMs > uncertaintyMs) {
+    const excessMs = headExcessMs(registering.clock, registering.blockTimeMs)
+    if (otherFirstByTimestamps || marginMs > uncertaintyMs + excessMs) return { by: 'clocks', marginMs, uncertaintyMs }
+    return { by: 'unsettled', network: registering.slug, excessMs }
+  }
+  if (marginMs < -uncertaintyMs) {
+    const excessMs = headExcessMs(other.clock, other.blockTimeMs)
+    if (!otherFirstByTimestamps || marginMs < -(uncertaintyMs + excessMs)) return undefined
+    return { by: 'unsettled', network: other.slug, excessMs }
+  }
   return byTimestamps(uncertaintyMs)
 }

@@ -6,7 +6,7 @@ import t from 'tap'
 import { fundedBefore, type FundingOnChain } from '../../src/service/funding-order.ts'
 
 const s = 1000
-/** A funding `fundedAgoS` seconds before its chain's latest block, on a chain `aheadS` seconds ahead of the service, read at service time `readAtS` (taking `readTakesMs`). */
+/** A funding mined at service time `minedAtS` on a chain `aheadS` seconds ahead of the service (whose wall clock is base plus its time), its latest block read at service time `readAtS` (taking `readTakesMs`). */
 function funding(slug: string, options: { minedAtS: number; aheadS: number; readAtS: number; readTakesMs?: number; blockTimeMs?: number | undefined; headAgeMs?: number }): FundingOnChain {
   const base = 1_800_000_000 * s
   const readTakesMs = options.readTakesMs ?? 20
@@ -15,7 +15,7 @@ function funding(slug: string, options: { minedAtS: number; aheadS: number; read
   // The head was mined headAgeMs before the read (at most a block time on a chain that keeps its pace).
   const headMinedMs = sentMs - (options.headAgeMs ?? 500)
   const chainMs = (serviceMs: number) => Math.floor((base + serviceMs + options.aheadS * s) / s) * s
-  return { slug, fundedAtMs: chainMs(options.minedAtS * s), clock: { headMs: chainMs(headMinedMs), sentMs, answeredMs: sentMs + readTakesMs }, blockTimeMs }
+  return { slug, fundedAtMs: chainMs(options.minedAtS * s), clock: { headMs: chainMs(headMinedMs), sentMs, answeredMs: sentMs + readTakesMs, answeredWallMs: base + sentMs + readTakesMs }, blockTimeMs }
 }
 
 t.test('clocks that agree: the timestamps order fundings too close for the clocks, as before', async (t) => {
@@ -71,4 +71,35 @@ t.test('an old head on the other chain (a chain mining only now and then) makes 
   const squat = funding('a', { minedAtS: 110, aheadS: 600, readAtS: 130, headAgeMs: 20_000 })
   t.equal(fundedBefore(squat, real), undefined, 'the real job is not refused')
   t.ok(fundedBefore(real, squat), 'the squat is')
+})
+
+t.test('an old head on the real chain, whose clock keeps the wall clock\'s time, lets no later squat pass, and refuses no real job for good', async (t) => {
+  // A review's finding (test/api/review31-job-id-stale-head.test.ts): the real chain's RPC answers a latest block 20 s
+  // old, so its funding looked 20 s later than it was, and a squat 3 s after it, its timestamp the later, passed.
+  const real = funding('a', { minedAtS: 100, aheadS: 0, readAtS: 130, headAgeMs: 20_000 })
+  const squat = funding('b', { minedAtS: 103, aheadS: 0, readAtS: 130.1 })
+  t.match(fundedBefore(real, squat), { by: 'unsettled', network: 'a' }, 'the squat is not let pass: retry')
+  t.ok((fundedBefore(real, squat) as { excessMs: number }).excessMs > 15_000, 'the head\'s excess is read on the wall clock')
+  // The real job registering through the same old head looked 20 s later than it was, and was refused 409 as if for good.
+  t.match(fundedBefore(squat, real), { by: 'unsettled', network: 'a' }, 'the real job is asked to retry')
+  const fresh = funding('a', { minedAtS: 100, aheadS: 0, readAtS: 130 })
+  t.match(fundedBefore(fresh, squat), { by: 'timestamps' }, 'through a newer block, the squat is refused')
+  t.equal(fundedBefore(squat, fresh), undefined, 'and the real job is not')
+  // On a chain ahead of the wall clock the head's age there bounds nothing: the residual window (README).
+  const ahead = funding('a', { minedAtS: 100, aheadS: 600, readAtS: 130, headAgeMs: 20_000 })
+  t.equal(fundedBefore(ahead, squat), undefined)
+})
+
+t.test('a chain behind the wall clock: a squat there is never let pass; the real job against it retries', async (t) => {
+  // devnet-b 10 minutes behind devnet-a and the wall clock (outsider23's skew the other way round).
+  const real = funding('a', { minedAtS: 100, aheadS: 0, readAtS: 130 })
+  const squat = funding('b', { minedAtS: 110, aheadS: -600, readAtS: 130.1 })
+  t.ok(squat.fundedAtMs < real.fundedAtMs, 'the squat\'s timestamp is the earlier')
+  // Its latest block looks 10 minutes old on the wall clock, which a stale head could be as well: the clocks' order
+  // against the timestamps' is not taken through it.
+  t.match(fundedBefore(real, squat), { by: 'unsettled', network: 'b' }, 'the squat registering first is asked to retry')
+  t.match(fundedBefore(squat, real), { by: 'unsettled', network: 'b' }, 'so is the real job')
+  const longAfter = funding('b', { minedAtS: 800, aheadS: -600, readAtS: 830 })
+  const realThen = funding('a', { minedAtS: 100, aheadS: 0, readAtS: 830 })
+  t.match(fundedBefore(realThen, longAfter), { by: 'clocks' }, 'a squat there later than the lag and the uncertainty is refused')
 })
