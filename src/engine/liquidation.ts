@@ -48,8 +48,7 @@ export function seniorLiquidations(s: EngineState, input: { advanceId: string; c
   } else {
     const src = s.sources.get(a.source.id)
     if (!src || src.liquidationValueAtomic - src.backingUsedAtomic <= 0n) return []
-    // A backing source keeps no list of its advances: the live ones are looked through (a liquidation is rare).
-    candidates = s.advances.keys()
+    candidates = s.advanceIdsOfBacking.get(a.source.id) ?? []
   }
   const own = seqOf(a.offerId)
   const seniors: { seq: number; advanceId: string; lender: Address }[] = []
