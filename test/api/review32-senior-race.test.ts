@@ -2,7 +2,7 @@
 // own lender's request liquidated meanwhile is passed over, and the caller's liquidation goes on. Before, the caller's
 // request waited for that advance's lock, then failed on it ("advance adv_1 has reached a final state", naming the
 // other advance), nothing of the caller's recorded. Fails without the fix: the later advance's liquidation rejects.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { Address } from 'viem'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { fund, fundedJob, readyLender, startHarness, usdc, USDC, type Harness } from '../fixtures/service.ts'
@@ -18,17 +18,25 @@ t.teardown(async () => {
 
 const unanswered = { ticket: undefined, encode: () => ({ status: 200, body: null }) }
 
-t.test('an older advance its own lender liquidates meanwhile is passed over, and the later one is liquidated', async (t) => {
+/**
+ * outsider28's job: 25 of collateral, an offer of 10 (band A) to a band-A-only lender, then one of 20 (band C) to a
+ * lender of band C only, the job failed. The borrower keeps 15 in its wallet (to repay the first).
+ */
+async function twoOnFailedJob(t: Test, jobId: string) {
   const honest = await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(100), riskBands: ['A'] })
   const party = await readyLender(h, { minFeeBps: 1, liquidityAtomic: usdc(30), riskBands: ['C'] })
-  const jobId = 'job_r32_senior_race'
   const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId, receivableAtomic: usdc(500) })
-  await fund(h.devnet, h.network, borrower.address, usdc(25))
+  await fund(h.devnet, h.network, borrower.address, usdc(40))
   const posting = await new ChainAgent(h.network, borrower).postCollateral(jobId, USDC, usdc(25))
   t.equal((await borrowerClient.post(`/credit/jobs/${jobId}/collateral`, { amountAtomic: usdc(25).toString(), txHash: posting })).status, 201)
   const first = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender: honest, source: jobId, amountAtomic: usdc(10), maximumFeeAtomic: usdc(1) })
   const second = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender: party, source: jobId, amountAtomic: usdc(20), maximumFeeAtomic: usdc(1) })
   t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'not_delivered' })).status, 200)
+  return { honest, party, borrower, first, second }
+}
+
+t.test('an older advance its own lender liquidates meanwhile is passed over, and the later one is liquidated', async (t) => {
+  const { honest, party, borrower, first, second } = await twoOnFailedJob(t, 'job_r32_senior_race')
 
   const service = h.app.service
   const seniorId: string = first.advance.advanceId
@@ -56,16 +64,7 @@ t.test('an older advance its own lender liquidates meanwhile is passed over, and
 // contract answers its liquidation NothingOwed, it takes no collateral, and the caller's liquidation goes on. Before,
 // the caller's request failed 409 on the other advance's refusal until the follower counted the repayment.
 t.test('an older advance repaid on chain and not counted yet is passed over', async (t) => {
-  const honest = await readyLender(h, { minFeeBps: 300, liquidityAtomic: usdc(100), riskBands: ['A'] })
-  const party = await readyLender(h, { minFeeBps: 1, liquidityAtomic: usdc(30), riskBands: ['C'] })
-  const jobId = 'job_r32_senior_repaid'
-  const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId, receivableAtomic: usdc(500) })
-  await fund(h.devnet, h.network, borrower.address, usdc(40))
-  const posting = await new ChainAgent(h.network, borrower).postCollateral(jobId, USDC, usdc(25))
-  t.equal((await borrowerClient.post(`/credit/jobs/${jobId}/collateral`, { amountAtomic: usdc(25).toString(), txHash: posting })).status, 201)
-  const first = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender: honest, source: jobId, amountAtomic: usdc(10), maximumFeeAtomic: usdc(1) })
-  const second = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender: party, source: jobId, amountAtomic: usdc(20), maximumFeeAtomic: usdc(1) })
-  t.equal((await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'not_delivered' })).status, 200)
+  const { honest, party, borrower, first, second } = await twoOnFailedJob(t, 'job_r32_senior_repaid')
 
   const service = h.app.service
   const follower = service.followers.get(h.network.slug)!
