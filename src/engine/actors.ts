@@ -515,7 +515,9 @@ function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive, 
       countOffer(s, o, -1)
       s.offerIdByKey.delete(o.offerKey)
     } else if (kind === 'advance') {
-      s.advanceIdByKey.delete((snapshot.context as { advanceKey: string }).advanceKey)
+      const a = snapshot.context as { advanceKey: string; source: { kind: string; id: string } }
+      s.advanceIdByKey.delete(a.advanceKey)
+      s.backingAdvanceClosed(a.source, id)
     } else if (kind === 'job') {
       s.jobIdByKey?.delete(jobKey(id))
     }

@@ -46,6 +46,7 @@ export function openAdvance(
   touchBorn(s, 'advance', advanceId)
   s.advances.set(advanceId, advance)
   s.advanceIdByKey.set(input.advanceKey, advanceId)
+  s.backingAdvanceOpened(o.source, advanceId)
   const job = o.source.kind === 'job' ? s.jobs.get(o.source.id) : undefined
   if (job) expect(s, 'job', job, { type: 'ADVANCE_OPENED', advanceId, nowMs })
   if (o.source.kind === 'job') {

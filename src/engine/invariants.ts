@@ -112,6 +112,17 @@ function checkSources(s: EngineState, committed: Map<string, bigint>): void {
     if (j.revenueUsedAtomic > j.receivableAtomic || j.collateralUsedAtomic > j.collateralAtomic) throw new Error(`invariant: job ${id} over-used`)
     for (const advanceId of j.advanceIds) if (!s.advances.has(advanceId)) throw new Error(`invariant: job ${id} lists closed advance ${advanceId}`)
   }
+  let indexed = 0
+  for (const [id, ids] of s.advanceIdsOfBacking) {
+    for (const advanceId of ids) {
+      const source = s.advances.get(advanceId)?.getSnapshot().context.source
+      if (source?.kind !== 'backing' || source.id !== id) throw new Error(`invariant: backing source ${id} lists advance ${advanceId}, not a live one of it`)
+    }
+    indexed += ids.size
+  }
+  let onBacking = 0
+  for (const advance of s.advances.values()) if (advance.getSnapshot().context.source.kind === 'backing') onBacking += 1
+  if (indexed !== onBacking) throw new Error(`invariant: ${onBacking} live advances on backing sources, ${indexed} listed by them`)
   for (const [id, src] of s.sources) {
     if (src.committedAtomic !== (committed.get(`backing:${id}`) ?? 0n)) throw new Error(`invariant: source ${id} committed capacity mismatch`)
     if (src.backingUsedAtomic > src.liquidationValueAtomic) throw new Error(`invariant: source ${id} backing over-used`)

@@ -33,24 +33,34 @@ export function planLiquidation(s: EngineState, input: { advanceId: string; call
  * value went the same way: a later advance (a band-C one of the borrower's own lender, say) liquidated first took what
  * an earlier band-A advance had counted on; these are liquidated before it (an outsider's finding, outsider28). A job's
  * advances share its due time; a backing source's are due in their offers' order, so the older ones are due first.
+ * None when what the source holds covers all of them and this one in full (a job's collateral what each owes, a
+ * backing source's value each lender's part): this one's liquidation then takes nothing an older one counted on, and
+ * forcing theirs would only default them (their lenders' and borrower's penalties) when their lenders may rather wait
+ * for a late settlement or repayment (review32).
  */
 export function seniorLiquidations(s: EngineState, input: { advanceId: string; caller: Address }, nowMs: number): { advanceId: string; lender: Address }[] {
   const advance = s.advances.get(input.advanceId)
   if (!advance || !planLiquidation(s, input, nowMs).ok) return []
   const a = advance.getSnapshot().context
   let candidates: Iterable<string>
+  let leftAtomic: bigint
   if (a.source.kind === 'job') {
     const job = s.jobs.get(a.source.id)
     if (!job) return []
     const j = job.getSnapshot().context
-    if (j.collateralAtomic - j.collateralUsedAtomic <= 0n) return []
+    leftAtomic = j.collateralAtomic - j.collateralUsedAtomic
     candidates = j.advanceIds
   } else {
     const src = s.sources.get(a.source.id)
-    if (!src || src.liquidationValueAtomic - src.backingUsedAtomic <= 0n) return []
-    // A backing source keeps no list of its advances: the live ones are looked through (a liquidation is rare).
-    candidates = s.advances.keys()
+    if (!src) return []
+    leftAtomic = src.liquidationValueAtomic - src.backingUsedAtomic
+    candidates = s.advanceIdsOfBacking.get(a.source.id) ?? []
   }
+  if (leftAtomic <= 0n) return []
+  // What a liquidation can take of the source: on a job what the advance owes, on a backing source its lender's part.
+  const takes = (c: { source: { kind: string }; lenderOwedAtomic: bigint; reserveOwedAtomic: bigint }): bigint =>
+    c.source.kind === 'job' ? c.lenderOwedAtomic + c.reserveOwedAtomic : c.lenderOwedAtomic
+  let takenAtomic = takes(a)
   const own = seqOf(a.offerId)
   const seniors: { seq: number; advanceId: string; lender: Address }[] = []
   for (const advanceId of candidates) {
@@ -63,7 +73,9 @@ export function seniorLiquidations(s: EngineState, input: { advanceId: string; c
     const plan = liquidationPlan(s, other)
     if (!wouldTake('advance', other, { type: 'LIQUIDATE', recovery: recoveryOf(plan, '', '0x'), nowMs }).accepted) continue
     seniors.push({ seq, advanceId, lender: o.lender })
+    takenAtomic += takes(o)
   }
+  if (takenAtomic <= leftAtomic) return []
   return seniors.sort((x, y) => x.seq - y.seq).map(({ advanceId, lender }) => ({ advanceId, lender }))
 }
 

@@ -84,6 +84,7 @@ export function restore(s: EngineState, stored: Iterable<StoredSnapshot>): void 
     const advance = restoreActor(advanceMachine, x.record, s.actorRoot)
     s.advances.set(x.id, advance)
     s.advanceIdByKey.set(advance.getSnapshot().context.advanceKey, x.id)
+    s.backingAdvanceOpened(advance.getSnapshot().context.source, x.id)
   }
 }
 

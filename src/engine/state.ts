@@ -156,6 +156,13 @@ export class EngineState {
   /** Live advances by their on-chain key (the offer's key): a Repaid names the advance by it. */
   readonly advanceIdByKey = new Map<string, string>()
   /**
+   * The live advances drawn on each backing source, oldest first (a job lists its own, advanceIds): a liquidation looks
+   * for the source's older advances among them (liquidation.ts seniorLiquidations), not among every live advance
+   * (about 0.3 µs each: 30 ms of a request at 100,000, which a lender whose liquidation keeps failing could repeat;
+   * review32). Kept where advances open (advances.ts), are restored (snapshots.ts) and are evicted (actors.ts).
+   */
+  readonly advanceIdsOfBacking = new Map<string, Set<string>>()
+  /**
    * Live jobs by their on-chain key (keccak256 of the id): a CollateralPosted names the job by it. Built at the first
    * lookup (jobs.ts jobIdOfKey), so a restart hashes no restored job's id; kept current from then on.
    */
@@ -175,6 +182,22 @@ export class EngineState {
       case 'lease': return this.leases as Map<string, AnyLive>
       case 'advance': return this.advances as Map<string, AnyLive>
     }
+  }
+
+  /** Notes a live advance on its backing source (advanceIdsOfBacking); one on a job is not noted. */
+  backingAdvanceOpened(source: { kind: string; id: string }, advanceId: string): void {
+    if (source.kind !== 'backing') return
+    let ids = this.advanceIdsOfBacking.get(source.id)
+    if (ids === undefined) this.advanceIdsOfBacking.set(source.id, (ids = new Set()))
+    ids.add(advanceId)
+  }
+
+  /** Forgets an evicted advance on its backing source, with the source's set once it is empty. */
+  backingAdvanceClosed(source: { kind: string; id: string }, advanceId: string): void {
+    const ids = source.kind === 'backing' ? this.advanceIdsOfBacking.get(source.id) : undefined
+    if (ids === undefined) return
+    ids.delete(advanceId)
+    if (ids.size === 0) this.advanceIdsOfBacking.delete(source.id)
   }
 
   /** The lease expiry schedule of one network, made on first use. */

@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { BaseError, ContractFunctionRevertedError, getAddress, type Address, type Hex } from 'viem'
 import { recoveryAmounts } from '../engine/engine.ts'
-import type { AdvanceView, JobSettlementPlan, JobSettlementReceipt, JobView, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
+import type { AdvanceView, JobSettlementPlan, JobSettlementReceipt, JobView, LiquidationPlan, LiquidationReceipt, PassportEvent } from '../engine/types.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import {
   ChainBehindError, ContractRevertError, findEarlierOperatorTx, OperatorUnavailableError, sendFailJob, sendLiquidate, sendSettleJob, type EarlierOperatorTx, type OperatorReceipt,
@@ -480,76 +480,93 @@ async function failureCountable(
  * its own lender's request with nobody to answer, before the caller's liquidation of `advanceId`: the contract takes
  * the job's collateral for whichever advance is liquidated first, and the earlier advances' risk bands counted on it
  * first (outsider28). Returns the advances it liquidated. Nothing when the caller may not liquidate `advanceId` now.
+ * One that no longer may be once its turn comes (its lender's own request, or another later advance's, liquidated it
+ * meanwhile; a repayment counted paid it off), or that the contract finds owing nothing or liquidated already (a
+ * repayment or its liquidation mined and not counted yet: it takes no more collateral), is passed over: before, the
+ * caller's request failed on that advance's refusal, naming it (review32). Any other failure (the chain behind or
+ * unavailable) fails the caller's request, nothing of it recorded: its retry liquidates the older ones first again.
  */
 export async function liquidateSeniors(service: ServiceCore, caller: Address, advanceId: string): Promise<string[]> {
   const done: string[] = []
   for (const senior of service.engine.seniorLiquidations({ advanceId, caller }, service.now())) {
-    await liquidate(service, { ticket: undefined, encode: () => unanswered }, senior.lender, senior.advanceId)
-    done.push(senior.advanceId)
+    const liquidated = await service.locks.run(`advance:${senior.advanceId}`, async () => {
+      const plan = service.engine.planLiquidation({ advanceId: senior.advanceId, caller: senior.lender }, service.now())
+      if (!plan.ok) return false
+      return liquidateLocked(service, { ticket: undefined, encode: () => unanswered }, senior.lender, senior.advanceId, plan.value).then(() => true, (error: unknown) => {
+        if (error instanceof ContractRevertError && (error.errorName === 'NothingOwed' || error.errorName === 'AlreadyLiquidated')) return false
+        throw error
+      })
+    })
+    if (liquidated) done.push(senior.advanceId)
   }
   return done
 }
 
 export async function liquidate(service: ServiceCore, mutation: Mutation<LiquidationReceipt>, caller: Address, advanceId: string): Promise<StoredResponse> {
-  return service.locks.run(`advance:${advanceId}`, async () => {
-    const plan = service.live(service.engine.planLiquidation({ advanceId, caller }, service.now()), 'advance', advanceId)
-    const advance = service.engine.getAdvance(advanceId) as AdvanceView
-    // The contract computes the recovery (collateral, backing, reserve, shortfall); the backing it cannot see is
-    // the engine's, bounded by the attested liquidation value left.
-    const { fromBackingAtomic } = recoveryAmounts(plan)
-    const liquidated = await operatorSend(service,
-      advance.network,
-      (clients) => sendLiquidate(clients, { offerKey: advance.advanceKey, backingCoveredAtomic: fromBackingAtomic }).catch((error: unknown) => {
-        // The engine judged the advance past due by the service's clock (planLiquidation); the simulation, at the
-        // latest block, by that block's time: until a block after the due second is mined the contract answers
-        // NotDefaulted(offerKey, dueAt, now). Not a refusal: the same request succeeds a block later (503, retry;
-        // before, 409 contract_not_defaulted, review23's finding).
-        if (error instanceof ContractRevertError && error.errorName === 'NotDefaulted') {
-          const [, dueAt, chainSeconds] = error.errorArgs as readonly [unknown, bigint, bigint]
-          if (BigInt(Math.floor(service.now() / 1000)) > dueAt) {
-            throw new ChainBehindError(advance.network, `its latest block's time (${chainSeconds}) is not past the advance's due second (${dueAt}); the contract liquidates it from a later block on`)
-          }
+  return service.locks.run(`advance:${advanceId}`, async () =>
+    liquidateLocked(service, mutation, caller, advanceId, service.live(service.engine.planLiquidation({ advanceId, caller }, service.now()), 'advance', advanceId)))
+}
+
+/** The liquidation of an advance the caller may liquidate now (`plan`), under the advance's lock. */
+async function liquidateLocked(
+  service: ServiceCore, mutation: Mutation<LiquidationReceipt>, caller: Address, advanceId: string, plan: LiquidationPlan,
+): Promise<StoredResponse> {
+  const advance = service.engine.getAdvance(advanceId) as AdvanceView
+  // The contract computes the recovery (collateral, backing, reserve, shortfall); the backing it cannot see is
+  // the engine's, bounded by the attested liquidation value left.
+  const { fromBackingAtomic } = recoveryAmounts(plan)
+  const liquidated = await operatorSend(service,
+    advance.network,
+    (clients) => sendLiquidate(clients, { offerKey: advance.advanceKey, backingCoveredAtomic: fromBackingAtomic }).catch((error: unknown) => {
+      // The engine judged the advance past due by the service's clock (planLiquidation); the simulation, at the
+      // latest block, by that block's time: until a block after the due second is mined the contract answers
+      // NotDefaulted(offerKey, dueAt, now). Not a refusal: the same request succeeds a block later (503, retry;
+      // before, 409 contract_not_defaulted, review23's finding).
+      if (error instanceof ContractRevertError && error.errorName === 'NotDefaulted') {
+        const [, dueAt, chainSeconds] = error.errorArgs as readonly [unknown, bigint, bigint]
+        if (BigInt(Math.floor(service.now() / 1000)) > dueAt) {
+          throw new ChainBehindError(advance.network, `its latest block's time (${chainSeconds}) is not past the advance's due second (${dueAt}); the contract liquidates it from a later block on`)
         }
-        throw error
-      }),
-      {
-        // A liquidation that recovered everything owed (from collateral, or collateral and backing) leaves nothing
-        // owed: the contract answers a second one NothingOwed before AlreadyLiquidated. Only a Liquidated event found
-        // counts as done; an advance repaid in full instead has none, and its refusal stands.
-        alreadyDone: (error) => error.errorName === 'AlreadyLiquidated' || error.errorName === 'NothingOwed',
-        find: (clients) => findEarlierOperatorTx(clients, { eventName: 'Liquidated', offerKey: advance.advanceKey }, advance.payment.txHash),
+      }
+      throw error
+    }),
+    {
+      // A liquidation that recovered everything owed (from collateral, or collateral and backing) leaves nothing
+      // owed: the contract answers a second one NothingOwed before AlreadyLiquidated. Only a Liquidated event found
+      // counts as done; an advance repaid in full instead has none, and its refusal stands.
+      alreadyDone: (error) => error.errorName === 'AlreadyLiquidated' || error.errorName === 'NothingOwed',
+      find: (clients) => findEarlierOperatorTx(clients, { eventName: 'Liquidated', offerKey: advance.advanceKey }, advance.payment.txHash),
+    },
+  )
+  const event = liquidated.facts.find((f): f is FacilityFactOf<'Liquidated'> => f.name === 'Liquidated')
+  if (event === undefined) throw new ContractRevertError(advance.network, 'no_liquidated_event', [], new Error(`${liquidated.txHash} emitted no Liquidated`))
+  // The contract recovered what it held owed (its steps sum to it) from the collateral it held: a repayment mined
+  // before the liquidation and not counted yet makes the engine's owed larger, and a posting of collateral not
+  // counted yet its collateral smaller, until the follower is past the liquidation's block.
+  const owedOnChain = event.args.fromCollateral + event.args.fromBacking + event.args.fromReserve + event.args.shortfall
+  const counted = service.engine.getAdvance(advanceId) ?? advance
+  const uncounted = counted.lenderOwedAtomic + counted.reserveOwedAtomic !== owedOnChain || recoveryAmounts(plan).fromCollateralAtomic < event.args.fromCollateral
+  if (uncounted && !(await followerPast(service, advance.network, event.blockNumber))) {
+    throw minedNotCounted(advance.network, `the liquidation of ${advanceId}`, liquidated.txHash)
+  }
+  const executed = {
+    fromCollateralAtomic: event.args.fromCollateral, fromBackingAtomic: event.args.fromBacking,
+    fromReserveAtomic: event.args.fromReserve, shortfallAtomic: event.args.shortfall,
+  }
+  return service.apply(
+    mutation,
+    () => service.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, service.now()),
+    // Either way the borrower defaulted (it did not repay; its collateral, backing or the reserve paid): a liquidation
+    // that recovered everything is `advance_defaulted`, one that left a debt unpaid `liquidated_with_shortfall`.
+    (receipt) => service.passportWrites([{
+      agent: receipt.borrower,
+      kind: receipt.shortfallAtomic === 0n ? 'advance_defaulted' : 'liquidated_with_shortfall',
+      details: {
+        advanceId, jobId: receipt.jobId, sourceId: receipt.sourceId, network: receipt.network, asset: receipt.asset, owedAtomic: receipt.owedAtomic,
+        recoveredAtomic: receipt.recoveredAtomic, shortfallAtomic: receipt.shortfallAtomic, txHash: receipt.txHash,
       },
-    )
-    const event = liquidated.facts.find((f): f is FacilityFactOf<'Liquidated'> => f.name === 'Liquidated')
-    if (event === undefined) throw new ContractRevertError(advance.network, 'no_liquidated_event', [], new Error(`${liquidated.txHash} emitted no Liquidated`))
-    // The contract recovered what it held owed (its steps sum to it) from the collateral it held: a repayment mined
-    // before the liquidation and not counted yet makes the engine's owed larger, and a posting of collateral not
-    // counted yet its collateral smaller, until the follower is past the liquidation's block.
-    const owedOnChain = event.args.fromCollateral + event.args.fromBacking + event.args.fromReserve + event.args.shortfall
-    const counted = service.engine.getAdvance(advanceId) ?? advance
-    const uncounted = counted.lenderOwedAtomic + counted.reserveOwedAtomic !== owedOnChain || recoveryAmounts(plan).fromCollateralAtomic < event.args.fromCollateral
-    if (uncounted && !(await followerPast(service, advance.network, event.blockNumber))) {
-      throw minedNotCounted(advance.network, `the liquidation of ${advanceId}`, liquidated.txHash)
-    }
-    const executed = {
-      fromCollateralAtomic: event.args.fromCollateral, fromBackingAtomic: event.args.fromBacking,
-      fromReserveAtomic: event.args.fromReserve, shortfallAtomic: event.args.shortfall,
-    }
-    return service.apply(
-      mutation,
-      () => service.engine.liquidate({ advanceId, caller, network: advance.network, txHash: liquidated.txHash, executed }, service.now()),
-      // Either way the borrower defaulted (it did not repay; its collateral, backing or the reserve paid): a liquidation
-      // that recovered everything is `advance_defaulted`, one that left a debt unpaid `liquidated_with_shortfall`.
-      (receipt) => service.passportWrites([{
-        agent: receipt.borrower,
-        kind: receipt.shortfallAtomic === 0n ? 'advance_defaulted' : 'liquidated_with_shortfall',
-        details: {
-          advanceId, jobId: receipt.jobId, sourceId: receipt.sourceId, network: receipt.network, asset: receipt.asset, owedAtomic: receipt.owedAtomic,
-          recoveredAtomic: receipt.recoveredAtomic, shortfallAtomic: receipt.shortfallAtomic, txHash: receipt.txHash,
-        },
-      }]),
-    )
-  })
+    }]),
+  )
 }
 
 /**
