@@ -5,6 +5,7 @@
 // registry's own answer is agent_not_found; anything else is a ChainRpcError (503, retried).
 import t from 'tap'
 import { createPublicClient, custom } from 'viem'
+import { foundry } from 'viem/chains'
 import { ChainRpcError } from '../../src/chain/proofs.ts'
 import { agentRoleOf, AgentLinkError, type AgentRef } from '../../src/reputation/index.ts'
 
@@ -13,6 +14,7 @@ const agent: AgentRef = { network: 'net', registry, agentId: 7n }
 const wallet = '0x00000000000000000000000000000000000000b1'
 const node = (call: () => unknown) =>
   createPublicClient({
+    chain: foundry,
     transport: custom({
       async request({ method }) {
         if (method === 'eth_call') return call()
