@@ -1,0 +1,52 @@
+// outsider29: a job key is per contract and anyone may fund any key. After a borrower's job is registered on one
+// network, a stranger funds the same key on the other network (later, so the registration stands), names itself the
+// borrower there, posts collateral there and reports it against the registered job. The registered job's collateral
+// must not move: no transaction on its own network proves it. Exits 1 while it does.
+// URL=http://127.0.0.1:8472 node --import tsx test/api/outsider29-scripts/other-network-collateral.ts
+import { createPublicClient, createWalletClient, defineChain, http, keccak256, parseAbi, parseEther, stringToBytes, type Hex } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { call, catalog, fresh, fundJob, keys, net, ok, signIn } from '../outsider24-scripts/doc.ts'
+
+const M = 1_000_000n
+const bad: string[] = []
+const fail = (s: string) => { bad.push(s); console.log('FINDING:', s) }
+const other = catalog.networks[1]
+const chainB = defineChain({ id: other.chainId, name: other.slug, nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [other.rpcUrl] } } })
+const pubB = createPublicClient({ chain: chainB, transport: http() })
+const walletB = (k: Hex) => createWalletClient({ account: privateKeyToAccount(k), chain: chainB, transport: http() })
+const abi = catalog.contracts.creditFacility.abi
+const usdcB = other.assets[0].address as Hex
+const erc20 = parseAbi(['function transfer(address,uint256) returns (bool)', 'function approve(address,uint256) returns (bool)'])
+const wait = async (h: Hex) => { const r = await pubB.waitForTransactionReceipt({ hash: h }); if (r.status !== 'success') throw new Error(`reverted ${h}`); return h }
+
+const borrower = await fresh(50n * M)
+const bt = await signIn(borrower)
+const client = await fresh(100n * M, keys.jobClient)
+const { jobId, fundingTxHash } = await fundJob(borrower, client, 100n * M)
+await ok('POST', '/credit/jobs', { jobId, network: net.slug, asset: 'USDC', agent: borrower.address, receivableAtomic: String(100n * M), dueAt: new Date(Date.now() + 2 * 86400_000).toISOString(), fundingTxHash }, bt, 201)
+const before = await ok('GET', `/credit/jobs/${jobId}`)
+console.log('job on', net.slug, 'collateral', before.collateralAtomic)
+
+const sk = generatePrivateKey()
+const stranger = privateKeyToAccount(sk)
+await wait(await walletB(keys.deployer).sendTransaction({ to: stranger.address, value: parseEther('1') }))
+await wait(await walletB(keys.borrower).writeContract({ address: usdcB, abi: erc20, functionName: 'transfer', args: [stranger.address, 30n * M] }))
+const key = keccak256(stringToBytes(jobId))
+const s = walletB(sk)
+await wait(await s.writeContract({ address: usdcB, abi: erc20, functionName: 'approve', args: [other.creditContract, 30n * M] }))
+await wait(await s.writeContract({ address: other.creditContract, abi, functionName: 'fundJob', args: [key, usdcB, 1n, stranger.address] } as any))
+const posted = await wait(await s.writeContract({ address: other.creditContract, abi, functionName: 'postCollateral', args: [key, usdcB, 20n * M] } as any))
+console.log('stranger on', other.slug, ': fundJob 1 atomic + postCollateral 20 USDC of the same key, gas + 20 USDC (its own, back at its reclaim)')
+const st = await signIn(stranger as any)
+const rep = await call('POST', `/credit/jobs/${jobId}/collateral`, { amountAtomic: String(20n * M), txHash: posted }, st)
+console.log('stranger reports it against the registered job ->', rep.status, rep.body?.code ?? '')
+const repB = await call('POST', `/credit/jobs/${jobId}/collateral`, { amountAtomic: String(20n * M), txHash: posted }, bt)
+console.log('the borrower reports it ->', repB.status, repB.body?.code ?? '')
+await new Promise((r) => setTimeout(r, 4000))
+const after = await ok('GET', `/credit/jobs/${jobId}`)
+console.log('job collateral after', after.collateralAtomic)
+if (after.collateralAtomic !== before.collateralAtomic) fail(`the job on ${net.slug} counts ${after.collateralAtomic} of collateral posted on ${other.slug}`)
+const reg = await call('POST', '/credit/jobs', { jobId, network: other.slug, asset: 'USDC', agent: stranger.address, receivableAtomic: '1', dueAt: new Date(Date.now() + 86400_000).toISOString(), fundingTxHash: posted }, st)
+console.log('stranger registers the key on', other.slug, '->', reg.status, reg.body?.code ?? '')
+console.log(bad.length ? `${bad.length} finding(s)` : 'holds')
+process.exit(bad.length ? 1 : 0)
