@@ -42,3 +42,20 @@ t.test('the borrower of a job its client left alone takes its collateral back on
   const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
   await expectReconciled(t, operator, h.network.slug)
 })
+
+t.test('a client\'s failure sent after its borrower\'s reclaim, before the service learned it, suspends nobody', async (t) => {
+  const jobId = `job_o29_${crypto.randomUUID()}`
+  const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId, receivableAtomic: usdc(1), dueInSeconds: 3600 })
+  await pastReclaimDelay(h.network)
+  const follower = h.app.service.followers.get(h.network.slug)!
+  await follower.stop()
+  t.equal((await sendReclaim(h.network, borrower, jobId)).status, 'success', 'the borrower reclaims')
+  const failed = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'not_delivered' })
+  t.ok(failed.status >= 400, `the client's failure is refused (${failed.status} ${failed.body?.code})`)
+  follower.start()
+  await until(async () => (await borrowerClient.get(`/credit/jobs/${jobId}`)).body.failureReason === 'escrow_reclaimed', 20_000, 'the follower to apply the reclaim')
+  t.equal(h.app.service.engine.getBorrower(borrower.address)?.suspended, false, 'the borrower is not suspended')
+  t.same((await borrowerClient.get(`/passport/${borrower.address}`)).body, [], 'nor has a passport event')
+  const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
+  await expectReconciled(t, operator, h.network.slug)
+})

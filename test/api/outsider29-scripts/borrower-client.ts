@@ -2,7 +2,8 @@
 // contract's ABI only. The honest flow of llms.txt (a client funds a job, its borrower registers it and posts collateral,
 // requests credit, a lender pays the supplier, the client completes), with a stranger (a fresh signed-in wallet) trying
 // the borrower's and the client's routes and the contract at each step; then a job whose client stays silent.
-// Each attempt prints its cost to the stranger and its outcome; a FINDING line for each that succeeds. Exits 1 while any
+// Each attempt prints its cost to the stranger and its outcome; a FINDING line for each that succeeds (the silent client's
+// hold on the collateral exits 0 once the borrower may reclaim: CreditFacilityV2.reclaimJob). Exits 1 while any
 // finding holds.
 // URL=http://127.0.0.1:8472 node --import tsx test/api/outsider29-scripts/borrower-client.ts   (against a fresh `npm start`)
 import { keccak256, stringToBytes, parseAbi, type Hex } from 'viem'
