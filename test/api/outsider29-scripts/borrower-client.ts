@@ -9,6 +9,7 @@
 import { keccak256, stringToBytes, parseAbi, type Hex } from 'viem'
 import { call, catalog, fresh, fundJob, keys, net, ok, pub, send, signIn, until, usdcAddr, wallet, erc20 } from '../outsider24-scripts/doc.ts'
 import { lender } from '../outsider28-scripts/lender.ts'
+import { postCollateral } from './setup.ts'
 
 const M = 1_000_000n
 const bad: string[] = []
@@ -50,9 +51,7 @@ const jobKey = keccak256(stringToBytes(jobId))
 await refused('register the borrower\'s job as a stranger', call('POST', '/credit/jobs', { jobId, network: net.slug, asset: 'USDC', agent: borrower.address, receivableAtomic: String(100n * M), dueAt, fundingTxHash }, st))
 await refused('register the borrower\'s job naming itself the borrower', call('POST', '/credit/jobs', { jobId, network: net.slug, asset: 'USDC', agent: stranger.address, receivableAtomic: String(100n * M), dueAt, fundingTxHash }, st))
 await ok('POST', '/credit/jobs', { jobId, network: net.slug, asset: 'USDC', agent: borrower.address, receivableAtomic: String(100n * M), dueAt, fundingTxHash }, bt, 201)
-const col = await ok('GET', `/credit/jobs/${jobId}/collateral-transactions?amountAtomic=${50n * M}`)
-let colTx = ''
-for (const tx of col.transactions) colTx = await send(borrower, tx)
+const colTx = await postCollateral(borrower, bt, jobId, 50n * M, false)
 await refused('report the borrower\'s collateral posting', call('POST', `/credit/jobs/${jobId}/collateral`, { amountAtomic: String(50n * M), txHash: colTx }, st))
 await ok('POST', `/credit/jobs/${jobId}/collateral`, { amountAtomic: String(50n * M), txHash: colTx }, bt, 201)
 // On chain: post collateral to the borrower's job, fund its key again.
@@ -117,8 +116,7 @@ const client2 = await fresh(2n * M, keys.jobClient)
 const job2 = await fundJob(borrower, client2, 1n * M)
 const job2Key = keccak256(stringToBytes(job2.jobId))
 await ok('POST', '/credit/jobs', { jobId: job2.jobId, network: net.slug, asset: 'USDC', agent: borrower.address, receivableAtomic: String(1n * M), dueAt, fundingTxHash: job2.fundingTxHash }, bt, 201)
-const col2 = await ok('GET', `/credit/jobs/${job2.jobId}/collateral-transactions?amountAtomic=${40n * M}`)
-for (const tx of col2.transactions) await send(borrower, tx)
+await postCollateral(borrower, bt, job2.jobId, 40n * M, false)
 const own = [
   await call('POST', `/credit/jobs/${job2.jobId}/complete`, {}, bt),
   await call('POST', `/credit/jobs/${job2.jobId}/fail`, { reason: 'cancelled' }, bt),

@@ -6,28 +6,17 @@
 // registration is refused for good: the borrower gets no credit on the job and the client's escrow waits out the
 // reclaim delay (10 days on the devnet). Exits 1 while the honest registration is refused.
 // URL=http://127.0.0.1:8472 node --import tsx test/api/outsider29-scripts/key-only-squat.ts
-import { createPublicClient, createWalletClient, decodeFunctionData, defineChain, http, parseAbi, parseEther, type Hex } from 'viem'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { createWalletClient, decodeFunctionData, http } from 'viem'
 import { call, catalog, chain, fresh, keys, net, ok, pub, send, signIn } from '../outsider24-scripts/doc.ts'
+import { strangerOnOtherNetwork } from './setup.ts'
 
 const M = 1_000_000n
 const bad: string[] = []
 const fail = (s: string) => { bad.push(s); console.log('FINDING:', s) }
-const other = catalog.networks[1]
-const chainB = defineChain({ id: other.chainId, name: other.slug, nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [other.rpcUrl] } } })
-const pubB = createPublicClient({ chain: chainB, transport: http() })
-const walletB = (k: Hex) => createWalletClient({ account: privateKeyToAccount(k), chain: chainB, transport: http() })
 const abi = catalog.contracts.creditFacility.abi
-const usdcB = other.assets[0].address as Hex
-const erc20 = parseAbi(['function transfer(address,uint256) returns (bool)', 'function approve(address,uint256) returns (bool)'])
-const waitB = async (h: Hex) => { const r = await pubB.waitForTransactionReceipt({ hash: h }); if (r.status !== 'success') throw new Error(`reverted ${h}`); return h }
 
 // The stranger, ready on the other network: gas and 1 atomic unit.
-const sk = generatePrivateKey()
-const stranger = privateKeyToAccount(sk)
-await waitB(await walletB(keys.deployer).sendTransaction({ to: stranger.address, value: parseEther('1') }))
-await waitB(await walletB(keys.borrower).writeContract({ address: usdcB, abi: erc20, functionName: 'transfer', args: [stranger.address, 1n] }))
-await waitB(await walletB(sk).writeContract({ address: usdcB, abi: erc20, functionName: 'approve', args: [other.creditContract, 1n] }))
+const { other, token, wallet, wait } = await strangerOnOtherNetwork(1n)
 
 // The honest client funds a job for the honest borrower, with the served approve + fundJob (llms.txt).
 const borrower = await fresh(0n)
@@ -40,9 +29,9 @@ await send(client, approve)
 // The fundJob as it would wait in a public mempool: signed, not yet mined. The stranger reads its calldata: a key, no id.
 const signed = await createWalletClient({ account: client, chain, transport: http() }).signTransaction(await createWalletClient({ account: client, chain, transport: http() }).prepareTransactionRequest({ to: fund.to, data: fund.data, gas: BigInt(fund.gas) }) as any)
 const { args } = decodeFunctionData({ abi, data: fund.data }) as any
-const seenKey = args[0] as Hex
+const seenKey = args[0] as `0x${string}`
 console.log('stranger sees a pending fundJob with key', seenKey, '(the id is nowhere in it)')
-await waitB(await walletB(sk).writeContract({ address: other.creditContract, abi, functionName: 'fundJob', args: [seenKey, usdcB, 1n, stranger.address] } as any))
+await wait(await wallet.writeContract({ address: other.creditContract, abi, functionName: 'fundJob', args: [seenKey, token, 1n, wallet.account.address] } as any))
 console.log(`stranger: fundJob(key, 1 atomic unit) on ${other.slug} (gas + 1 unit, reclaimable)`)
 await new Promise((r) => setTimeout(r, 1500))
 const fundingTxHash = await pub.sendRawTransaction({ serializedTransaction: signed })

@@ -5,8 +5,9 @@
 // URL=http://127.0.0.1:8472 node --import tsx test/api/outsider29-scripts/multi-repay.ts
 import { encodeFunctionData, parseAbi, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { call, catalog, fresh, fundJob, keys, net, ok, pub, send, signIn, until, usdcAddr, wallet } from '../outsider24-scripts/doc.ts'
+import { call, catalog, fresh, net, ok, pub, send, signIn, until, usdcAddr, wallet } from '../outsider24-scripts/doc.ts'
 import { lender } from '../outsider28-scripts/lender.ts'
+import { registeredJob } from './setup.ts'
 
 const M = 1_000_000n
 const bad: string[] = []
@@ -18,17 +19,8 @@ const mcAbi = parseAbi(['function aggregate3((address target, bool allowFailure,
 const tokenAbi = parseAbi(['function approve(address,uint256) returns (bool)', 'function transferFrom(address,address,uint256) returns (bool)'])
 
 const L = await lender(100n * M, 100n * M, 0, ['A', 'B', 'C'])
-const borrower = await fresh(100n * M)
-const bt = await signIn(borrower)
-const client = await fresh(100n * M, keys.jobClient)
-const ct = await signIn(client)
+const { borrower, bt, ct, jobId } = await registeredJob(100n * M, 60n * M)
 const supplier = (await ok('GET', '/suppliers'))[0]
-const { jobId, fundingTxHash } = await fundJob(borrower, client, 100n * M)
-await ok('POST', '/credit/jobs', { jobId, network: net.slug, asset: 'USDC', agent: borrower.address, receivableAtomic: String(100n * M), dueAt: new Date(Date.now() + 2 * 86400_000).toISOString(), fundingTxHash }, bt, 201)
-const col = await ok('GET', `/credit/jobs/${jobId}/collateral-transactions?amountAtomic=${60n * M}`)
-let colTx = ''
-for (const tx of col.transactions) colTx = await send(borrower, tx)
-await ok('POST', `/credit/jobs/${jobId}/collateral`, { amountAtomic: String(60n * M), txHash: colTx }, bt, 201)
 async function advance(amount: bigint) {
   const r = await ok('POST', '/credit/request', { agent: borrower.address, network: net.slug, asset: 'USDC', productType: 'job', amountAtomic: String(amount), purpose: 'inference', supplier: supplier.name, supplierDomain: supplier.domain, repaymentSource: jobId, maximumFeeAtomic: String(1n * M) }, bt)
   if (r.decision !== 'approved') throw new Error(JSON.stringify(r))

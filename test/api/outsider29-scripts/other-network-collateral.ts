@@ -3,39 +3,22 @@
 // borrower there, posts collateral there and reports it against the registered job. The registered job's collateral
 // must not move: no transaction on its own network proves it. Exits 1 while it does.
 // URL=http://127.0.0.1:8472 node --import tsx test/api/outsider29-scripts/other-network-collateral.ts
-import { createPublicClient, createWalletClient, defineChain, http, keccak256, parseAbi, parseEther, stringToBytes, type Hex } from 'viem'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { call, catalog, fresh, fundJob, keys, net, ok, signIn } from '../outsider24-scripts/doc.ts'
+import { keccak256, stringToBytes } from 'viem'
+import { call, net, ok, signIn } from '../outsider24-scripts/doc.ts'
+import { registeredJob, strangerOnOtherNetwork } from './setup.ts'
 
 const M = 1_000_000n
 const bad: string[] = []
 const fail = (s: string) => { bad.push(s); console.log('FINDING:', s) }
-const other = catalog.networks[1]
-const chainB = defineChain({ id: other.chainId, name: other.slug, nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [other.rpcUrl] } } })
-const pubB = createPublicClient({ chain: chainB, transport: http() })
-const walletB = (k: Hex) => createWalletClient({ account: privateKeyToAccount(k), chain: chainB, transport: http() })
-const abi = catalog.contracts.creditFacility.abi
-const usdcB = other.assets[0].address as Hex
-const erc20 = parseAbi(['function transfer(address,uint256) returns (bool)', 'function approve(address,uint256) returns (bool)'])
-const wait = async (h: Hex) => { const r = await pubB.waitForTransactionReceipt({ hash: h }); if (r.status !== 'success') throw new Error(`reverted ${h}`); return h }
 
-const borrower = await fresh(50n * M)
-const bt = await signIn(borrower)
-const client = await fresh(100n * M, keys.jobClient)
-const { jobId, fundingTxHash } = await fundJob(borrower, client, 100n * M)
-await ok('POST', '/credit/jobs', { jobId, network: net.slug, asset: 'USDC', agent: borrower.address, receivableAtomic: String(100n * M), dueAt: new Date(Date.now() + 2 * 86400_000).toISOString(), fundingTxHash }, bt, 201)
+const { bt, jobId } = await registeredJob(100n * M, 0n)
 const before = await ok('GET', `/credit/jobs/${jobId}`)
 console.log('job on', net.slug, 'collateral', before.collateralAtomic)
 
-const sk = generatePrivateKey()
-const stranger = privateKeyToAccount(sk)
-await wait(await walletB(keys.deployer).sendTransaction({ to: stranger.address, value: parseEther('1') }))
-await wait(await walletB(keys.borrower).writeContract({ address: usdcB, abi: erc20, functionName: 'transfer', args: [stranger.address, 30n * M] }))
+const { other, token, stranger, wallet, wait, abi } = await strangerOnOtherNetwork(30n * M)
 const key = keccak256(stringToBytes(jobId))
-const s = walletB(sk)
-await wait(await s.writeContract({ address: usdcB, abi: erc20, functionName: 'approve', args: [other.creditContract, 30n * M] }))
-await wait(await s.writeContract({ address: other.creditContract, abi, functionName: 'fundJob', args: [key, usdcB, 1n, stranger.address] } as any))
-const posted = await wait(await s.writeContract({ address: other.creditContract, abi, functionName: 'postCollateral', args: [key, usdcB, 20n * M] } as any))
+await wait(await wallet.writeContract({ address: other.creditContract, abi, functionName: 'fundJob', args: [key, token, 1n, stranger.address] } as any))
+const posted = await wait(await wallet.writeContract({ address: other.creditContract, abi, functionName: 'postCollateral', args: [key, token, 20n * M] } as any))
 console.log('stranger on', other.slug, ': fundJob 1 atomic + postCollateral 20 USDC of the same key, gas + 20 USDC (its own, back at its reclaim)')
 const st = await signIn(stranger as any)
 const rep = await call('POST', `/credit/jobs/${jobId}/collateral`, { amountAtomic: String(20n * M), txHash: posted }, st)
