@@ -334,7 +334,7 @@ export class FacilityModel {
   reclaimJob(ctx: ModelContext, jobKey: Hex): ModelOutcome {
     return this.#run((s, emit) => {
       const job = this.#openJob(s, jobKey)
-      if (key(ctx.sender) !== key(job.client)) revert('NotClient', getAddress(ctx.sender))
+      if (key(ctx.sender) !== key(job.client) && key(ctx.sender) !== key(job.borrower)) revert('NotClient', getAddress(ctx.sender))
       if (job.outstanding > 0n) revert('AdvancesOwed', key(jobKey), job.outstanding)
       const reclaimableAt = job.fundedAt + this.reclaimDelay
       if (ctx.nowSeconds < reclaimableAt) revert('ReclaimTooEarly', reclaimableAt, ctx.nowSeconds)

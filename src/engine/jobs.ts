@@ -266,7 +266,7 @@ export interface ReclaimedJob {
 }
 
 /**
- * The job's client took its escrow back on chain (reclaimJob, JobReclaimed): the job ends failed with reason
+ * The job's client (or its borrower, outsider29) ended the job on chain (reclaimJob, JobReclaimed): the job ends failed with reason
  * escrow_reclaimed. Its waiting offers are declined (source_closed) and a leased one is closing, as failJob leaves them;
  * the borrower's other offers stay, and the borrower is neither suspended nor penalised: the client took back its own
  * money and nobody defaulted. The contract allows it only on a job none of whose advances owes anything, so none is open

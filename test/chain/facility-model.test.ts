@@ -58,7 +58,7 @@ type Step =
   | { kind: 'repay'; payer: 'borrower' | 'stranger'; aim: Aim; offer: number; how: 'partial' | 'exact' | 'over' | 'zero' }
   | { kind: 'settle'; byStranger: boolean; aim: Aim; job: number; keys: 'exact' | 'missing' | 'duplicate' | 'foreign' | 'descending' }
   | { kind: 'fail'; byStranger: boolean; aim: Aim; job: number }
-  | { kind: 'reclaim'; byStranger: boolean; aim: Aim; job: number }
+  | { kind: 'reclaim'; byStranger: boolean; byBorrower?: boolean; aim: Aim; job: number }
   | { kind: 'liquidate'; byStranger: boolean; aim: Aim; offer: number; backing: bigint }
   | { kind: 'wait'; seconds: number }
   | { kind: 'blacklist'; holder: Party; on: boolean }
@@ -114,7 +114,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     keys: fc.constantFrom('exact', 'exact', 'missing', 'duplicate', 'foreign', 'descending') as fc.Arbitrary<'exact' | 'missing' | 'duplicate' | 'foreign' | 'descending'>,
   }),
   fc.record({ kind: fc.constant('fail' as const), byStranger: rarely, aim, job: fc.nat(jobs - 1) }),
-  fc.record({ kind: fc.constant('reclaim' as const), byStranger: rarely, aim, job: fc.nat(jobs - 1) }),
+  fc.record({ kind: fc.constant('reclaim' as const), byStranger: rarely, byBorrower: fc.boolean(), aim, job: fc.nat(jobs - 1) }),
   fc.record({
     kind: fc.constant('liquidate' as const),
     byStranger: rarely,
@@ -151,13 +151,14 @@ const scriptedSequence: Step[] = [
   { kind: 'wait', seconds: 200 },
   { kind: 'liquidate', byStranger: false, aim: 'live', offer: 0, backing: 10n * USDC },
   { kind: 'repay', payer: 'stranger', aim: 'live', offer: 0, how: 'over' },
-  // Job 2, the only open one, is never advanced on: too early, by a stranger, then its client takes the escrow back
-  // (and the borrower its collateral); after that nothing reaches it, a payment included.
+  // Job 2, the only open one, is never advanced on: too early, by a stranger, then its borrower ends it (the escrow
+  // back to the client, the collateral to the borrower); after that nothing reaches it, a payment included.
   { kind: 'fund', client: 0, job: 2, amount: 100n * USDC, borrower: 1 },
   { kind: 'collateral', byStranger: false, aim: 'live', job: 2, amount: 30n * USDC },
   { kind: 'reclaim', byStranger: false, aim: 'live', job: 2 },
   { kind: 'wait', seconds: Number(reclaimDelaySeconds) },
   { kind: 'reclaim', byStranger: true, aim: 'live', job: 2 },
+  { kind: 'reclaim', byStranger: false, byBorrower: true, aim: 'live', job: 2 },
   { kind: 'reclaim', byStranger: false, aim: 'live', job: 2 },
   { kind: 'reclaim', byStranger: false, aim: 'any', job: 2 },
   pay(1, 2, 10n * USDC),
@@ -387,8 +388,11 @@ t.test('the model and the contract agree on random call sequences', async (t) =>
           }
           case 'reclaim': {
             const jobKey = pickJob(step.aim, step.job)
-            const client = actors.clients.find((c) => c.account.address === model.getJob(jobKey).client) ?? (actors.clients[0] as Wallet)
-            const who = step.byStranger ? actors.stranger : client
+            const job = model.getJob(jobKey)
+            const client = actors.clients.find((c) => c.account.address === job.client) ?? (actors.clients[0] as Wallet)
+            // Its borrower may reclaim too (outsider29: a silent client kept the borrower's collateral otherwise).
+            const borrower = actors.borrowers.find((b) => b.account.address === job.borrower) ?? (actors.borrowers[0] as Wallet)
+            const who = step.byStranger ? actors.stranger : step.byBorrower === true ? borrower : client
             call = { who, functionName: 'reclaimJob', args: [jobKey], model: () => model.reclaimJob(ctx(who), jobKey) }
             break
           }

@@ -1,6 +1,7 @@
 // CreditFacilityV2.reclaimJob against anvil, by direct calls (an outsider's finding: a borrower that never registers its
-// job, or a service that stops, left the client's escrow locked forever). The job's client takes the escrow back, and
-// the borrower its collateral, only from fundedAt + reclaimDelay on, only while the job is open and only while none of
+// job, or a service that stops, left the client's escrow locked forever; outsider29: a silent client left its borrower's
+// collateral so). The job's client or its borrower ends it, the escrow back to the client and the collateral to the
+// borrower, only from fundedAt + reclaimDelay on, only while the job is open and only while none of
 // its advances owes anything. Payment and reclaim are ordered on chain: a payment first refuses the reclaim until that
 // advance is paid off, a reclaim first makes every payment on the job revert. Chain time moves with evm_increaseTime and evm_mine.
 import t from 'tap'
@@ -89,14 +90,40 @@ t.test('before the delay a reclaim reverts, up to the last second; from fundedAt
   t.equal((await f.job(job.jobKey)).status, JobStatus.Reclaimed)
 })
 
-t.test('only the job\'s client may reclaim', async (t) => {
+t.test('only the job\'s client or its borrower may reclaim', async (t) => {
   const job = await openJob(100n * USDC, 10n * USDC)
   await pastReclaimTime(job)
   const stranger = await f.wallet()
   await rejectsWith(t, f.call(stranger, 'reclaimJob', [job.jobKey]), 'NotClient', 'a stranger', [stranger.account.address])
-  await rejectsWith(t, f.call(job.borrower, 'reclaimJob', [job.jobKey]), 'NotClient', 'the borrower', [job.borrower.account.address])
   await rejectsWith(t, f.call(f.operator, 'reclaimJob', [job.jobKey]), 'NotClient', 'the operator', [f.operator.account.address])
   await rejectsWith(t, f.call(job.client, 'reclaimJob', [jobKeyOf('job_reclaim_never_funded')]), 'UnknownJob', 'a job never funded')
+})
+
+// An outsider's finding (outsider29): only the client could reclaim, so a client that went silent (never completed,
+// failed nor reclaimed its job) kept its borrower's collateral in the contract for good, nothing advanced, nobody owed,
+// unless the operator stepped in; the client's cost, an escrow it could take back (with that collateral) whenever it liked.
+t.test('the borrower of a job nobody ended reclaims it: its collateral back, the escrow to the client, by the same rules', async (t) => {
+  const job = await openJob(1n * USDC, 40n * USDC)
+  await rejectsWith(t, f.call(job.borrower, 'reclaimJob', [job.jobKey]), 'ReclaimTooEarly', 'the borrower, before the delay')
+  const { lender, a } = await lease(job.jobKey)
+  await f.call(lender, 'paySupplier', [{ ...a, amount: 10n * USDC }, f.authorize({ ...a, amount: 10n * USDC })])
+  await pastReclaimTime(job)
+  await rejectsWith(t, f.call(job.borrower, 'reclaimJob', [job.jobKey]), 'AdvancesOwed', 'the borrower, while an advance owes', [job.jobKey, 1n])
+  const payer = await f.wallet(50n * USDC)
+  await f.call(payer, 'repay', [a.offerKey, 50n * USDC])
+
+  const holders: Address[] = [job.client.account.address, job.borrower.account.address, f.facility]
+  const before = await Promise.all(holders.map((h) => f.balance(h)))
+  const hash = await f.call(job.borrower, 'reclaimJob', [job.jobKey])
+  const after = await Promise.all(holders.map((h) => f.balance(h)))
+  t.same(after.map((b, i) => b - (before[i] as bigint)), [1n * USDC, 40n * USDC, -41n * USDC], 'client +escrow, borrower +collateral, contract -both')
+  t.same(
+    (await f.events(hash)).map((e) => ({ name: e.eventName, args: e.args })),
+    [{ name: 'JobReclaimed', args: { jobKey: job.jobKey, client: job.client.account.address, escrowRefunded: 1n * USDC, collateralReleased: 40n * USDC } }],
+    'the same event as the client\'s reclaim: it names the job\'s client',
+  )
+  t.match(await f.job(job.jobKey), { status: JobStatus.Reclaimed, escrow: 0n, collateral: 0n })
+  await rejectsWith(t, f.call(job.client, 'reclaimJob', [job.jobKey]), 'JobNotOpen', 'the client after the borrower', [job.jobKey, JobStatus.Reclaimed])
 })
 
 t.test('after the delay: escrow to the client, collateral to the borrower, the event, the job ends Reclaimed', async (t) => {

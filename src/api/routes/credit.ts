@@ -78,7 +78,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         'The signed-in wallet must be the job\'s borrower (agent), or its client (the funder) carrying the borrower\'s consent: borrowerConsent, ' +
         'an EIP-712 BorrowerConsent signature of the borrower over (jobId, network, asset, receivableAtomic, client, dueAt), domain in the catalog (consent). ' +
         'A contract-wallet borrower signs as its wallet verifies (ERC-1271 isValidSignature, ERC-6492 before deployment), checked on the job\'s network. ' +
-        'The client may take the escrow back on chain (reclaimJob) from reclaimDelay (the contract\'s public getter) after funding while none of the job\'s advances owes anything: ' +
+        'The client, or the borrower, may end the job on chain (reclaimJob: the escrow back to the client, the collateral to the borrower) from reclaimDelay (the contract\'s public getter) after funding while none of the job\'s advances owes anything: ' +
         'dueAt plus how far the chain\'s clock is ahead of the service\'s plus a lease (leaseTtlSeconds) must be no later than that reclaim time, so no lease on the job outlives its escrow. ' +
         'A job reclaimed after its registration ends failed (failureReason escrow_reclaimed) as the chain follower learns it; its borrower is not suspended.',
       tags,

@@ -27,7 +27,8 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         Settled,
         Failed,
         Closed,
-        /// The client took its escrow back (reclaimJob): no advance of the job owed anything and nobody ended it in time.
+        /// Its client or borrower ended it (reclaimJob): escrow to the client, collateral to the borrower; no advance of the
+        /// job owed anything and nobody ended it in time.
         Reclaimed
     }
 
@@ -349,15 +350,16 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         if (job.unresolved == 0) _close(jobKey, job);
     }
 
-    /// @notice The job's client takes its escrow back from a job nobody ended: only while the job is open, only while
-    /// none of its advances owes anything (`outstanding` 0: never advanced on, or every advance repaid or fully covered,
-    /// so the escrow backs no lender), and only from fundedAt + reclaimDelay on. The borrower's collateral goes back to
-    /// the borrower. So a job's escrow never waits on the operator alone once nobody is owed. A paySupplier mined first
-    /// refuses this until that advance is paid off; a reclaim mined first makes every paySupplier on the job revert (it
-    /// is no longer open).
+    /// @notice The job's client or its borrower ends a job nobody ended: only while the job is open, only while none of
+    /// its advances owes anything (`outstanding` 0: never advanced on, or every advance repaid or fully covered, so
+    /// neither escrow nor collateral backs a lender), and only from fundedAt + reclaimDelay on. The escrow goes back to
+    /// the client and the collateral to the borrower, whoever calls it. So neither party's tokens wait on the operator
+    /// alone, nor on the other party, once nobody is owed: a client that went silent kept its borrower's collateral
+    /// here for good (an outsider's finding). A paySupplier mined first refuses this until that advance is paid off; a
+    /// reclaim mined first makes every paySupplier on the job revert (it is no longer open).
     function reclaimJob(bytes32 jobKey) external nonReentrant {
         Job storage job = _openJob(jobKey);
-        if (msg.sender != job.client) revert NotClient(msg.sender);
+        if (msg.sender != job.client && msg.sender != job.borrower) revert NotClient(msg.sender);
         if (job.outstanding > 0) revert AdvancesOwed(jobKey, job.outstanding);
         uint256 reclaimableAt = job.fundedAt + reclaimDelay;
         if (block.timestamp < reclaimableAt) revert ReclaimTooEarly(reclaimableAt, block.timestamp);
