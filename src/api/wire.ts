@@ -58,29 +58,11 @@ const THREE_DIGITS = digits(3, 1000)
 /**
  * The text up to the seconds ('2026-11-26T16:58:'), by minute, for the last minutes met: an answer's instants mostly
  * fall in a few minutes (now, an expiry, a due date), and the prefix is most of an instant's text and of what
- * building it allocates. Two ways per set, the set chosen by the minute: a credit answer's due date is a whole number
- * of days after its creation, and 30 days (43,200 minutes) is a multiple of the 64 sets, so with one way per set the
- * two minutes took each other's slot on every instant and the prefix was built again each time (perf27: about a
- * kilobyte of strings per request + match pair, the load mix's heap sample). A miss moves the set's first way to
- * its second and takes the first.
+ * building it allocates. Direct-mapped on the minute: a slot holds the last minute that fell in it.
  */
-const PREFIX_SETS = 64
-const prefixMinutes = new Float64Array(2 * PREFIX_SETS).fill(-1)
-const prefixTexts: string[] = new Array<string>(2 * PREFIX_SETS).fill('')
-
-/** The prefix of `minute` (minutePrefix), from the cache when one of its set's two ways holds it. */
-function prefixOf(minute: number): string {
-  const first = minute % PREFIX_SETS
-  if (prefixMinutes[first] === minute) return prefixTexts[first] as string
-  const second = first + PREFIX_SETS
-  if (prefixMinutes[second] === minute) return prefixTexts[second] as string
-  const prefix = minutePrefix(minute)
-  prefixMinutes[second] = prefixMinutes[first] as number
-  prefixTexts[second] = prefixTexts[first] as string
-  prefixMinutes[first] = minute
-  prefixTexts[first] = prefix
-  return prefix
-}
+const PREFIX_SLOTS = 64
+const prefixMinutes = new Float64Array(PREFIX_SLOTS).fill(-1)
+const prefixTexts: string[] = new Array<string>(PREFIX_SLOTS).fill('')
 
 /**
  * `new Date(ms).toISOString()` without the Date: the calendar date by arithmetic (days to civil date, H. Hinnant's
@@ -93,7 +75,14 @@ export function isoInstant(ms: number): string {
   const minute = Math.floor(ms / 60_000)
   const rest = ms - minute * 60_000
   const seconds = Math.floor(rest / 1000)
-  return `${prefixOf(minute)}${TWO_DIGITS[seconds] as string}.${THREE_DIGITS[rest - seconds * 1000] as string}Z`
+  const slot = minute % PREFIX_SLOTS
+  let prefix = prefixTexts[slot] as string
+  if (prefixMinutes[slot] !== minute) {
+    prefix = minutePrefix(minute)
+    prefixMinutes[slot] = minute
+    prefixTexts[slot] = prefix
+  }
+  return `${prefix}${TWO_DIGITS[seconds] as string}.${THREE_DIGITS[rest - seconds * 1000] as string}Z`
 }
 
 /** 'YYYY-MM-DDTHH:MM:' of a minute since 1970. */
