@@ -25,7 +25,8 @@
 // BENCH_SERVICE_LONG_TASKS_MS=<ms> makes each service process write what held its event loop in each window to stderr
 // (engine commands over <ms> with their size, GC, the loop's stalls: fixtures/long-tasks.ts);
 // BENCH_SERVICE_HEAP_SAMPLE=<dir> writes where each service process allocated its bytes in the saturated window there
-// (fixtures/heap-sample.ts; the sampling costs CPU, so read that run's allocation sites, not its CPU figures);
+// (fixtures/heap-sample.ts; the sampling costs CPU, so read that run's allocation sites, not its CPU figures); with
+// BENCH_SERVICE_HEAP_SAMPLE_SURVIVORS=1 as well, only the bytes no scavenge collected (what V8's GC helpers copy and mark);
 // BENCH_SERVICE_SLOW_REQUESTS=1 makes each service process write what the slowest 1 % of each window's requests waited
 // for, by cause, to stderr (fixtures/slow-requests.ts); the half-rate window's report is the one after its warm-up.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'

@@ -53,6 +53,23 @@ t.test('the edges: escapes, surrogates, bigints, instants, holes, undefined, fun
   t.throws(() => wireJson({ badAtMs: 'not a time' }), RangeError, 'an invalid instant throws as toWire does')
 })
 
+t.test('instants whose minutes share a cache set (30 and 60 days apart, as a credit answer\'s due date) keep their own text', async (t) => {
+  const now = Date.UTC(2026, 10, 28, 8, 0, 7, 123)
+  const day = 86_400_000
+  let compared = 0
+  for (let i = 0; i < 200; i++) {
+    for (const ms of [now + i * 997, now + 30 * day + i * 991, now + i * 997 + 3000, now + 60 * day + i * 983, now + 30 * day + i * 991]) {
+      const expected = JSON.stringify({ at: new Date(ms).toISOString() })
+      if (wireJson({ atMs: ms }) !== expected) {
+        t.fail(`${ms}: ${wireJson({ atMs: ms })} against ${expected}`)
+        return
+      }
+      compared++
+    }
+  }
+  t.pass(`${compared} instants compared`)
+})
+
 t.test('a JsonText body is sent as it is and validated as the value its bytes denote', async (t) => {
   const body = new JsonText(wireJson({ amountAtomic: 5n, atMs: 0 }))
   t.equal(jsonText(body), '{"amountAtomic":"5","at":"1970-01-01T00:00:00.000Z"}')
