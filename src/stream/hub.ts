@@ -69,6 +69,14 @@ export type SessionExpiry = (tokenHash: string) => Promise<number | undefined>
 
 /** When the store could not say a session's expiry, it is asked again after this long (the stream stays open). */
 const SESSION_RECHECK_MS = 5_000
+/**
+ * Pongs a stream may leave unread past what the hub itself put in its socket buffer before a ping closes it (4008): an
+ * honest client that pings now and then (Python's websockets every 20 s, any client whose keepalive fires while a
+ * backlog is on its way) finds its buffer at the bound by the hub's own doing, one event past it at most.
+ */
+export const PONGS_UNREAD_MAX = 16
+/** A pong of a ping's largest payload (125 bytes, RFC 6455 5.5) on the wire. */
+const PONG_FRAME_BYTES_MAX = 127
 /** setTimeout's longest delay (about 24.8 days); a later expiry is asked again then. */
 const TIMER_DELAY_MAX_MS = 2 ** 31 - 1
 
@@ -114,6 +122,11 @@ interface Connection {
   queue: number[]
   head: number
   open: boolean
+  /**
+   * The most bytes past socketBufferedBytesMax an event the hub sent left in the socket's buffer (#pump sends while
+   * under the bound, so one event past it at most): what a ping finds there by the hub's own doing, not the client's.
+   */
+  eventOvershoot: number
 }
 
 export interface ConnectionStats {
@@ -260,13 +273,16 @@ export class EventHub {
       // uWS has queued the pong already, behind whatever the client has not read: a client that pings and never
       // reads made the socket buffer up to maxBackpressure (4 MiB) of pongs, past the hub's bound, with no event of
       // its own, and kept it open (128 such streams of one address took the RSS from 261 to 793 MB; an adversary's
-      // finding, test/stream/client-frames.test.ts).
+      // finding, test/stream/client-frames.test.ts). The bound a ping is held to is the hub's own (one event past
+      // socketBufferedBytesMax at most, while a backlog waits for `drain`) and PONGS_UNREAD_MAX pongs: held to the
+      // bound alone, an honest client that read all it was sent was closed by a ping of its keepalive arriving while a
+      // backlog filled its buffer, as the hub fills it (review33, same test).
       ping: (ws) => {
         const connection = this.#connections.get(ws)
+        if (connection === undefined) return
         const buffered = ws.getBufferedAmount()
-        if (connection !== undefined && buffered > this.limits.socketBufferedBytesMax) {
-          this.#end(connection, STREAM_CLOSE.slowConsumer, `${buffered} bytes unread, pongs included (bound ${this.limits.socketBufferedBytesMax})`)
-        }
+        const bound = this.limits.socketBufferedBytesMax + connection.eventOvershoot + PONGS_UNREAD_MAX * PONG_FRAME_BYTES_MAX
+        if (buffered > bound) this.#end(connection, STREAM_CLOSE.slowConsumer, `${buffered} bytes unread, pongs included (bound ${bound})`)
       },
       close: (ws) => {
         const connection = this.#connections.get(ws)
@@ -328,7 +344,7 @@ export class EventHub {
 
   #open(ws: WebSocket<UpgradeData>): void {
     const { wallet, client, tokenHash, since, epoch } = ws.getUserData()
-    const connection: Connection = { ws, wallet, client, tokenHash, sessionTimer: undefined, queue: [], head: 0, open: true }
+    const connection: Connection = { ws, wallet, client, tokenHash, sessionTimer: undefined, queue: [], head: 0, open: true, eventOvershoot: 0 }
     this.#connections.set(ws, connection)
     this.#watchSession(connection)
     this.#perClient.add(client)
@@ -407,10 +423,18 @@ export class EventHub {
     const { ws } = connection
     const indexed = this.#byWalletEvents.get(connection.wallet)
     ws.cork(() => {
-      while (connection.open && connection.head < connection.queue.length) {
+      // Whether this pass sent an event yet (each from under the bound): then what the buffer holds past the bound is
+      // the last one's (eventOvershoot).
+      let sent = false
+      const measure = (): number => {
         const buffered = ws.getBufferedAmount()
         if (buffered > this.#peakBuffered) this.#peakBuffered = buffered
-        if (buffered >= this.limits.socketBufferedBytesMax) break
+        const past = buffered - this.limits.socketBufferedBytesMax
+        if (sent && past > connection.eventOvershoot) connection.eventOvershoot = past
+        return buffered
+      }
+      while (connection.open && connection.head < connection.queue.length) {
+        if (measure() >= this.limits.socketBufferedBytesMax) break
         const seq = connection.queue[connection.head] as number
         // A queued seq is one of the wallet's, so its index exists; one before `head` has left the ring.
         const { positions, head, base } = indexed as WalletEvents
@@ -420,10 +444,10 @@ export class EventHub {
         }
         const position = positions[seq - base] as number
         ws.send(this.#eventHead + seq + this.#tailOf(this.#ring[position % this.limits.retainedEventsMax] as Retained))
+        sent = true
         connection.head++
       }
-      const buffered = ws.getBufferedAmount()
-      if (buffered > this.#peakBuffered) this.#peakBuffered = buffered
+      measure()
     })
     // Delivered entries are dropped in batches, so the array never holds more than twice the bound.
     if (connection.head >= 1024 || connection.head === connection.queue.length) {

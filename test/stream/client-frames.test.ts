@@ -5,6 +5,10 @@
 //   a stranger with no event at all made the service hold 4 MiB per stream (128 streams of one address, 8 MiB of
 //   pings each, took its RSS from 261 to 793 MB). The hub now closes such a stream (4008 slow_consumer) once its
 //   socket holds more than socketBufferedBytesMax: the documented bound holds for pongs too.
+// - An honest client that pings now and then (Python's websockets does every 20 s) must not be closed for what the
+//   hub itself put in its buffer: while a backlog waits for `drain` the hub fills the buffer to the bound and one event
+//   past it, so a ping held to the bound alone closed a client that read everything it was sent (review33). A ping
+//   is held to the hub's own bytes and PONGS_UNREAD_MAX pongs.
 // - Data frames: uWS read and dropped them, as many as a client sent, and a client that subscribed was told nothing.
 //   The first one now closes the stream (1003 unsupported_data).
 // Real sockets through the default transport (uWS behind the front).
@@ -12,7 +16,8 @@ import t from 'tap'
 import type { Address } from 'viem'
 import WebSocket from 'ws'
 import { startServer } from '../../src/http/server.ts'
-import { EventHub } from '../../src/stream/hub.ts'
+import type { Change } from '../../src/engine/types.ts'
+import { EventHub, PONGS_UNREAD_MAX, type StreamLimits } from '../../src/stream/hub.ts'
 import { testRoutes } from '../http/fixtures/routes.ts'
 import { upgrade } from '../http/fixtures/upgrade.ts'
 
@@ -25,8 +30,9 @@ const PINGS_SENT_MAX_BYTES = 48 * 1024 * 1024
 
 const walletOf = (token: string): Address => `0x${token.padStart(40, '0')}` as Address
 
-async function start(): Promise<{ url: string; hub: EventHub }> {
-  const hub = new EventHub({ leaseAction: () => null }, { socketBufferedBytesMax: SOCKET_BUFFERED_BYTES_MAX })
+async function start(limits: Partial<StreamLimits> = {}): Promise<{ url: string; hub: EventHub }> {
+  // A held payment's event carries 6 KB more than its record: an event larger than PONGS_UNREAD_MAX pongs.
+  const hub = new EventHub({ leaseAction: () => null, heldPayment: (record) => ({ account: record.account, padding: 'x'.repeat(6000) }) }, { socketBufferedBytesMax: SOCKET_BUFFERED_BYTES_MAX, ...limits })
   const server = await startServer({
     transport: 'uws', routes: testRoutes, port: 0, rateLimit: false, log: () => {},
     websockets: [{ path: '/events', behavior: hub.behavior(async (token) => ({ address: walletOf(token), tokenHash: token })) }],
@@ -64,7 +70,7 @@ t.test('a stream that pings and never reads is closed 4008 once its socket holds
     for (const c of hub.stats().connections) if (c.wallet === walletOf('f100d')) peakBuffered = Math.max(peakBuffered, c.bufferedBytes)
   }
   t.notOk(flooderOpen(), `the pinging stream was closed (after ${(sent / 1024 / 1024).toFixed(1)} MiB of pings)`)
-  t.ok(peakBuffered <= SOCKET_BUFFERED_BYTES_MAX + PONG_FRAME_BYTES, `its socket never held more than the bound and one pong (peak ${peakBuffered} bytes)`)
+  t.ok(peakBuffered <= SOCKET_BUFFERED_BYTES_MAX + (PONGS_UNREAD_MAX + 1) * PONG_FRAME_BYTES, `its socket never held more than the bound and ${PONGS_UNREAD_MAX + 1} pongs (peak ${peakBuffered} bytes)`)
   t.ok(hub.stats().connections.some((c) => c.wallet === walletOf('4ead')), 'the reading stream stays open')
 
   if (flooderOpen()) return // failed above: no close to read
@@ -72,6 +78,54 @@ t.test('a stream that pings and never reads is closed 4008 once its socket holds
   const close = await closed
   t.equal(close.code, 4008, 'close code 4008')
   t.match(close.reason, /^slow_consumer: \d+ bytes unread, pongs included/, 'with the reason')
+})
+
+/** An event of `wallet`: a job's (only what the hub routes by), about 250 bytes, or a held payment's, about 6 KB. */
+function change(kind: 'job' | 'held', wallet: Address, i: number): Change {
+  if (kind === 'held') return { kind: 'held', id: `held_${i}`, record: { account: wallet, lender: null, network: 'test', asset: null, token: wallet, amountAtomic: BigInt(i), updatedAtMs: i }, final: false } as Change
+  return { kind: 'job', id: `job_${i}`, record: { value: 'funded', context: { jobId: `job_${i}`, borrower: wallet, client: walletOf('c11e47') } }, final: false } as Change
+}
+
+for (const [kind, events] of [['job', 60_000], ['held', 3_000]] as const) t.test(`a client that reads all it is sent and pings while a backlog fills its buffer to the bound stays open and gets every event (${kind} events)`, async (t) => {
+  const { url, hub } = await start({ queuedEventsMax: events })
+  const wallet = walletOf('5105')
+  // 15 to 18 MB waiting for this client: more than the kernel's buffers take.
+  for (let i = 0; i < events; i++) hub.publish([change(kind, wallet, i)])
+  const ws = new WebSocket(`${url}?since=0&epoch=${hub.epoch}`, { headers: { authorization: 'Bearer 5105' } })
+  t.teardown(() => ws.terminate())
+  const seqs: number[] = []
+  ws.on('message', (data) => {
+    const message = JSON.parse(String(data))
+    if (message.type === 'event') seqs.push(message.seq)
+  })
+  const closed = closeOf(ws)
+  await new Promise((resolve) => ws.once('open', resolve))
+  // Busy for a while (or on a slow link): what is not read yet fills the kernel's buffers, then uWS's to the bound.
+  ws.pause()
+  const bufferedOf = () => hub.stats().connections.find((c) => c.wallet === wallet)?.bufferedBytes ?? 0
+  const full = async () => {
+    for (let i = 0; i < 200 && bufferedOf() < SOCKET_BUFFERED_BYTES_MAX; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    return bufferedOf()
+  }
+  const atPings: number[] = []
+  // Its keepalive fires meanwhile, a few times (each ping reaches the service as the previous one's pong waits).
+  for (let i = 0; i < 4; i++) {
+    atPings.push(await full())
+    ws.ping()
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  t.ok(atPings.every((buffered) => buffered >= SOCKET_BUFFERED_BYTES_MAX), `each ping found the buffer at the bound, the hub's backlog waiting (${atPings.join(', ')} bytes)`)
+  ws.resume()
+  const outcome = await Promise.race([closed, new Promise<'all'>((resolve) => {
+    const check = setInterval(() => {
+      if (seqs.length < events) return
+      clearInterval(check)
+      resolve('all')
+    }, 20)
+    t.teardown(() => clearInterval(check))
+  })])
+  t.equal(outcome, 'all', 'not closed: every event arrived')
+  t.same(seqs, Array.from({ length: events }, (_, i) => i + 1), 'once each, in order')
 })
 
 t.test('a data frame closes the stream 1003 unsupported_data, whatever its size; the others stay open', async (t) => {
