@@ -77,6 +77,15 @@ const SESSION_RECHECK_MS = 5_000
 export const PONGS_UNREAD_MAX = 16
 /** A pong of a ping's largest payload (125 bytes, RFC 6455 5.5) on the wire. */
 const PONG_FRAME_BYTES_MAX = 127
+/**
+ * How long the hub still counts an ended stream (4008, 4001, 4009, 1003, 1001) against its client's
+ * connectionsPerClientMax when the socket held unread bytes as it ended. uWS calls `close` within `end()`, but keeps the
+ * socket and its buffer (up to the bound and the pongs a ping may add) until the client reads to the close frame, or
+ * its own timeout after `end()`: freed 8 to 14 s after it, the descriptor closed by 17 s (64 streams ended 4008 with
+ * their buffers full, 08:46 UTC). Released at `end()`, a client's place came back at once, so one client cycling
+ * streams through 4008 held 1 MiB per cycle for that long past its 128 (review33, test/stream/client-frames.test.ts).
+ */
+export const ENDED_SOCKET_LINGER_MS = 20_000
 /** setTimeout's longest delay (about 24.8 days); a later expiry is asked again then. */
 const TIMER_DELAY_MAX_MS = 2 ** 31 - 1
 
@@ -165,8 +174,12 @@ export class EventHub {
   #peakBuffered = 0
   #closed = false
 
-  constructor(sources: EventSources, limits: Partial<StreamLimits> = {}, nowMs: () => number = Date.now) {
+  /** ENDED_SOCKET_LINGER_MS (shorter in tests). */
+  readonly #endedLingerMs: number
+
+  constructor(sources: EventSources, limits: Partial<StreamLimits> = {}, nowMs: () => number = Date.now, endedLingerMs = ENDED_SOCKET_LINGER_MS) {
     this.limits = { ...DEFAULT_STREAM_LIMITS, ...limits }
+    this.#endedLingerMs = endedLingerMs
     this.#sources = sources
     this.#nowMs = nowMs
     this.#ring = new Array(this.limits.retainedEventsMax)
@@ -496,7 +509,8 @@ export class EventHub {
 
   #end(connection: Connection, close: { code: number; name: string }, detail: string): void {
     if (!connection.open) return
-    this.#forget(connection)
+    // Unread bytes: uWS keeps the socket after `end()` (ENDED_SOCKET_LINGER_MS), so its client keeps the place as long.
+    this.#forget(connection, connection.ws.getBufferedAmount() > 0)
     // A close reason is at most 123 bytes (RFC 6455 5.5).
     connection.ws.end(close.code, `${close.name}: ${detail}`.slice(0, 123))
   }
@@ -528,14 +542,15 @@ export class EventHub {
     connection.sessionTimer.unref()
   }
 
-  #forget(connection: Connection): void {
+  #forget(connection: Connection, lingering = false): void {
     connection.open = false
     if (connection.sessionTimer !== undefined) clearTimeout(connection.sessionTimer)
     connection.sessionTimer = undefined
     connection.queue = []
     connection.head = 0
     this.#connections.delete(connection.ws)
-    this.#perClient.release(connection.client)
+    if (lingering) setTimeout(() => this.#perClient.release(connection.client), this.#endedLingerMs).unref()
+    else this.#perClient.release(connection.client)
     const set = this.#byWallet.get(connection.wallet)
     set?.delete(connection)
     if (set?.size === 0) this.#byWallet.delete(connection.wallet)

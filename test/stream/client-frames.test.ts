@@ -9,6 +9,10 @@
 //   hub itself put in its buffer: while a backlog waits for `drain` the hub fills the buffer to the bound and one event
 //   past it, so a ping held to the bound alone closed a client that read everything it was sent (review33). A ping
 //   is held to the hub's own bytes and PONGS_UNREAD_MAX pongs.
+// - A stream ended with unread bytes (4008 above) keeps its socket and buffer in uWS after `end()` until the client
+//   reads to the close frame or uWS's timeout (8 to 17 s), but its place came back to its client at once: one client
+//   cycling streams through 4008 held 1 MiB per cycle past its connectionsPerClientMax. Its place now comes back after
+//   ENDED_SOCKET_LINGER_MS (review33).
 // - Data frames: uWS read and dropped them, as many as a client sent, and a client that subscribed was told nothing.
 //   The first one now closes the stream (1003 unsupported_data).
 // Real sockets through the default transport (uWS behind the front).
@@ -30,9 +34,9 @@ const PINGS_SENT_MAX_BYTES = 48 * 1024 * 1024
 
 const walletOf = (token: string): Address => `0x${token.padStart(40, '0')}` as Address
 
-async function start(limits: Partial<StreamLimits> = {}): Promise<{ url: string; hub: EventHub }> {
+async function start(limits: Partial<StreamLimits> = {}, endedLingerMs?: number): Promise<{ url: string; hub: EventHub }> {
   // A held payment's event carries 6 KB more than its record: an event larger than PONGS_UNREAD_MAX pongs.
-  const hub = new EventHub({ leaseAction: () => null, heldPayment: (record) => ({ account: record.account, padding: 'x'.repeat(6000) }) }, { socketBufferedBytesMax: SOCKET_BUFFERED_BYTES_MAX, ...limits })
+  const hub = new EventHub({ leaseAction: () => null, heldPayment: (record) => ({ account: record.account, padding: 'x'.repeat(6000) }) }, { socketBufferedBytesMax: SOCKET_BUFFERED_BYTES_MAX, ...limits }, Date.now, endedLingerMs)
   const server = await startServer({
     transport: 'uws', routes: testRoutes, port: 0, rateLimit: false, log: () => {},
     websockets: [{ path: '/events', behavior: hub.behavior(async (token) => ({ address: walletOf(token), tokenHash: token })) }],
@@ -126,6 +130,41 @@ for (const [kind, events] of [['job', 60_000], ['held', 3_000]] as const) t.test
   })])
   t.equal(outcome, 'all', 'not closed: every event arrived')
   t.same(seqs, Array.from({ length: events }, (_, i) => i + 1), 'once each, in order')
+})
+
+/** Pings on `ws` (paused: reading nothing) until the hub has closed the stream of `wallet`; false if it never did. */
+async function pingUntilClosed(ws: WebSocket, hub: EventHub, wallet: Address): Promise<boolean> {
+  const open = () => hub.stats().connections.some((c) => c.wallet === wallet)
+  for (let sent = 0; open() && sent < PINGS_SENT_MAX_BYTES; sent += 2000 * (PING.length + 6)) {
+    for (let i = 0; i < 2000; i++) ws.ping(PING)
+    await new Promise((resolve) => setTimeout(resolve, 2))
+  }
+  return !open()
+}
+
+t.test('a stream ended with unread bytes keeps its place against connectionsPerClientMax while uWS keeps its socket', async (t) => {
+  const lingerMs = 3_000
+  const { url, hub } = await start({ connectionsPerClientMax: 2 }, lingerMs)
+  const streams = await Promise.all(['c1', 'c2'].map((token) => upgrade(url, { headers: { authorization: `Bearer ${token}` } })))
+  t.teardown(() => { for (const s of streams) s.ws?.terminate() })
+  t.same(streams.map((s) => s.status), [101, 101], 'the client holds its two streams')
+  for (const [i, token] of ['c1', 'c2'].entries()) {
+    const ws = streams[i]!.ws as WebSocket
+    ws.pause()
+    t.ok(await pingUntilClosed(ws, hub, walletOf(token)), `stream ${token}, reading nothing, was closed 4008 with its buffer full`)
+  }
+  t.equal(hub.stats().connections.length, 0, 'the hub holds no stream')
+  const endedAtMs = Date.now()
+  const third = await upgrade(url, { headers: { authorization: 'Bearer c3' } })
+  t.teardown(() => third.ws?.terminate())
+  if (Date.now() - endedAtMs < lingerMs) {
+    t.equal(third.status, 429, 'a third stream of the client is refused while the ended ones linger')
+    t.equal(third.problem?.code, 'too_many_client_streams', 'too_many_client_streams')
+  }
+  await new Promise((resolve) => setTimeout(resolve, lingerMs + 200 - (Date.now() - endedAtMs)))
+  const later = await upgrade(url, { headers: { authorization: 'Bearer c4' } })
+  t.teardown(() => later.ws?.terminate())
+  t.equal(later.status, 101, 'their places come back after the linger')
 })
 
 t.test('a data frame closes the stream 1003 unsupported_data, whatever its size; the others stay open', async (t) => {
