@@ -79,7 +79,7 @@ export const PONGS_UNREAD_MAX = 16
 const PONG_FRAME_BYTES_MAX = 127
 /**
  * How long the hub still counts an ended stream (4008, 4001, 4009, 1003, 1001) against its client's
- * connectionsPerClientMax when the socket held unread bytes as it ended. uWS calls `close` within `end()`, but keeps the
+ * connectionsPerClientMax, and connectionsMax, when the socket held unread bytes as it ended. uWS calls `close` within `end()`, but keeps the
  * socket and its buffer (up to the bound and the pongs a ping may add) until the client reads to the close frame, or
  * its own timeout after `end()`: freed 8 to 14 s after it, the descriptor closed by 17 s (64 streams ended 4008 with
  * their buffers full, 08:46 UTC). Released at `end()`, a client's place came back at once, so one client cycling
@@ -167,6 +167,8 @@ export class EventHub {
   /** Sequence numbers resumes have read, in total: a resume's cost, which the tests hold to the wallet's own events. */
   #resumeSeqsRead = 0
   readonly #connections = new Map<WebSocket<UpgradeData>, Connection>()
+  /** Streams ended with bytes unread whose sockets uWS may still keep (ENDED_SOCKET_LINGER_MS): counted in connectionsMax. */
+  #lingering = 0
   /** The live session's expiry of a token hash (SessionExpiry), given by behavior(); none: streams are not timed. */
   #sessionExpiry: SessionExpiry | undefined
   /** The largest queue and socket buffer any connection has had: what the tests hold against the bounds. */
@@ -344,7 +346,7 @@ export class EventHub {
           return refuse(new HttpProblem(429, 'too_many_client_streams', `this client address holds ${this.limits.connectionsPerClientMax} open streams, of any wallets, the most one client may; close one first`))
         }
         if (aborted) return
-        if (this.#connections.size >= this.limits.connectionsMax && !this.#displaceForShare(client)) {
+        if (this.#connections.size + this.#lingering >= this.limits.connectionsMax && !this.#displaceForShare(client)) {
           return refuse(new HttpProblem(503, 'streams_full', `the service holds ${this.limits.connectionsMax} open streams, the most it serves; open it again later, or read over HTTP`))
         }
         // uWS opens the socket within res.upgrade (#open): the counts checked here still hold when it is counted.
@@ -549,8 +551,13 @@ export class EventHub {
     connection.queue = []
     connection.head = 0
     this.#connections.delete(connection.ws)
-    if (lingering) setTimeout(() => this.#perClient.release(connection.client), this.#endedLingerMs).unref()
-    else this.#perClient.release(connection.client)
+    if (lingering) {
+      this.#lingering++
+      setTimeout(() => {
+        this.#lingering--
+        this.#perClient.release(connection.client)
+      }, this.#endedLingerMs).unref()
+    } else this.#perClient.release(connection.client)
     const set = this.#byWallet.get(connection.wallet)
     set?.delete(connection)
     if (set?.size === 0) this.#byWallet.delete(connection.wallet)

@@ -11,8 +11,8 @@
 //   is held to the hub's own bytes and PONGS_UNREAD_MAX pongs.
 // - A stream ended with unread bytes (4008 above) keeps its socket and buffer in uWS after `end()` until the client
 //   reads to the close frame or uWS's timeout (8 to 17 s), but its place came back to its client at once: one client
-//   cycling streams through 4008 held 1 MiB per cycle past its connectionsPerClientMax. Its place now comes back after
-//   ENDED_SOCKET_LINGER_MS (review33).
+//   cycling streams through 4008 held 1 MiB per cycle past its connectionsPerClientMax. Its place, and its place in
+//   connectionsMax, now come back after ENDED_SOCKET_LINGER_MS (review33).
 // - Data frames: uWS read and dropped them, as many as a client sent, and a client that subscribed was told nothing.
 //   The first one now closes the stream (1003 unsupported_data).
 // Real sockets through the default transport (uWS behind the front).
@@ -165,6 +165,30 @@ t.test('a stream ended with unread bytes keeps its place against connectionsPerC
   const later = await upgrade(url, { headers: { authorization: 'Bearer c4' } })
   t.teardown(() => later.ws?.terminate())
   t.equal(later.status, 101, 'their places come back after the linger')
+})
+
+t.test('streams ended with unread bytes count against connectionsMax while uWS keeps their sockets', async (t) => {
+  const lingerMs = 3_000
+  const { url, hub } = await start({ connectionsMax: 2 }, lingerMs)
+  const streams = await Promise.all(['d1', 'd2'].map((token) => upgrade(url, { from: '127.0.0.1', headers: { authorization: `Bearer ${token}` } })))
+  t.teardown(() => { for (const s of streams) s.ws?.terminate() })
+  t.same(streams.map((s) => s.status), [101, 101], 'the service holds its two streams')
+  for (const [i, token] of ['d1', 'd2'].entries()) {
+    const ws = streams[i]!.ws as WebSocket
+    ws.pause()
+    t.ok(await pingUntilClosed(ws, hub, walletOf(token)), `stream ${token}, reading nothing, was closed 4008 with its buffer full`)
+  }
+  const endedAtMs = Date.now()
+  const other = await upgrade(url, { from: '127.0.0.2', headers: { authorization: 'Bearer d3' } })
+  t.teardown(() => other.ws?.terminate())
+  if (Date.now() - endedAtMs < lingerMs) {
+    t.equal(other.status, 503, 'a stream of another address is refused while the ended ones linger')
+    t.equal(other.problem?.code, 'streams_full', 'streams_full')
+  }
+  await new Promise((resolve) => setTimeout(resolve, lingerMs + 200 - (Date.now() - endedAtMs)))
+  const later = await upgrade(url, { from: '127.0.0.2', headers: { authorization: 'Bearer d4' } })
+  t.teardown(() => later.ws?.terminate())
+  t.equal(later.status, 101, 'admitted after the linger')
 })
 
 t.test('a data frame closes the stream 1003 unsupported_data, whatever its size; the others stay open', async (t) => {
