@@ -142,17 +142,22 @@ async function pingUntilClosed(ws: WebSocket, hub: EventHub, wallet: Address): P
   return !open()
 }
 
-t.test('a stream ended with unread bytes keeps its place against connectionsPerClientMax while uWS keeps its socket', async (t) => {
-  const lingerMs = 3_000
-  const { url, hub } = await start({ connectionsPerClientMax: 2 }, lingerMs)
-  const streams = await Promise.all(['c1', 'c2'].map((token) => upgrade(url, { headers: { authorization: `Bearer ${token}` } })))
+/** Opens two streams of one client (127.0.0.1), one per token, and has each closed 4008 with its buffer full. */
+async function endTwoFull(t: { teardown: (fn: () => unknown) => void; same: (a: unknown, b: unknown, m: string) => unknown; ok: (v: unknown, m: string) => unknown }, url: string, hub: EventHub, tokens: [string, string]): Promise<void> {
+  const streams = await Promise.all(tokens.map((token) => upgrade(url, { from: '127.0.0.1', headers: { authorization: `Bearer ${token}` } })))
   t.teardown(() => { for (const s of streams) s.ws?.terminate() })
   t.same(streams.map((s) => s.status), [101, 101], 'the client holds its two streams')
-  for (const [i, token] of ['c1', 'c2'].entries()) {
+  for (const [i, token] of tokens.entries()) {
     const ws = streams[i]!.ws as WebSocket
     ws.pause()
     t.ok(await pingUntilClosed(ws, hub, walletOf(token)), `stream ${token}, reading nothing, was closed 4008 with its buffer full`)
   }
+}
+
+t.test('a stream ended with unread bytes keeps its place against connectionsPerClientMax while uWS keeps its socket', async (t) => {
+  const lingerMs = 3_000
+  const { url, hub } = await start({ connectionsPerClientMax: 2 }, lingerMs)
+  await endTwoFull(t, url, hub, ['c1', 'c2'])
   t.equal(hub.stats().connections.length, 0, 'the hub holds no stream')
   const endedAtMs = Date.now()
   const third = await upgrade(url, { headers: { authorization: 'Bearer c3' } })
@@ -170,14 +175,7 @@ t.test('a stream ended with unread bytes keeps its place against connectionsPerC
 t.test('streams ended with unread bytes count against connectionsMax while uWS keeps their sockets', async (t) => {
   const lingerMs = 3_000
   const { url, hub } = await start({ connectionsMax: 2 }, lingerMs)
-  const streams = await Promise.all(['d1', 'd2'].map((token) => upgrade(url, { from: '127.0.0.1', headers: { authorization: `Bearer ${token}` } })))
-  t.teardown(() => { for (const s of streams) s.ws?.terminate() })
-  t.same(streams.map((s) => s.status), [101, 101], 'the service holds its two streams')
-  for (const [i, token] of ['d1', 'd2'].entries()) {
-    const ws = streams[i]!.ws as WebSocket
-    ws.pause()
-    t.ok(await pingUntilClosed(ws, hub, walletOf(token)), `stream ${token}, reading nothing, was closed 4008 with its buffer full`)
-  }
+  await endTwoFull(t, url, hub, ['d1', 'd2'])
   const endedAtMs = Date.now()
   const other = await upgrade(url, { from: '127.0.0.2', headers: { authorization: 'Bearer d3' } })
   t.teardown(() => other.ws?.terminate())
