@@ -177,7 +177,7 @@ events close the connection with code 4008 "slow_consumer: ..."; the session's e
 beyond the wallet's ${c.auth.sessionsPerWalletMax} sessions) closes it with 4001 "session_ended: ...": sign in again and resume. At most ${c.stream.connectionsPerWalletMax} streams per wallet (429 too_many_streams),
 ${c.stream.connectionsPerClientMax} per client address of any wallets (429 too_many_client_streams), ${c.stream.connectionsMax} in all: then a stream of an address
 takes the place of the oldest of the address holding the most, if that one holds two more (closed 4009 "displaced: ...": reconnect later), else 503 streams_full.
-Send nothing on it: a data frame closes it with 1003 "unsupported_data: ..." (pings are answered; pinging while more than ${c.stream.socketBufferedBytesMax} bytes wait unread closes it 4008).
+Send nothing on it: a data frame closes it with 1003 "unsupported_data: ..." (pings are answered; pinging while more than ${c.stream.socketBufferedBytesMax} bytes, an event and a few pongs wait unread closes it 4008).
 
 ## Credit passport (verify without trusting this service)
 Every event that changed an agent's credit standing (${c.passport.kinds.join(', ')}) is EIP-712 typed data signed by the

@@ -69,6 +69,23 @@ export type SessionExpiry = (tokenHash: string) => Promise<number | undefined>
 
 /** When the store could not say a session's expiry, it is asked again after this long (the stream stays open). */
 const SESSION_RECHECK_MS = 5_000
+/**
+ * Pongs a stream may leave unread past what the hub itself put in its socket buffer before a ping closes it (4008): an
+ * honest client that pings now and then (Python's websockets every 20 s, any client whose keepalive fires while a
+ * backlog is on its way) finds its buffer at the bound by the hub's own doing, one event past it at most.
+ */
+export const PONGS_UNREAD_MAX = 16
+/** A pong of a ping's largest payload (125 bytes, RFC 6455 5.5) on the wire. */
+const PONG_FRAME_BYTES_MAX = 127
+/**
+ * How long the hub still counts an ended stream (4008, 4001, 4009, 1003, 1001) against its client's
+ * connectionsPerClientMax, and connectionsMax, when the socket held unread bytes as it ended. uWS calls `close` within `end()`, but keeps the
+ * socket and its buffer (up to the bound and the pongs a ping may add) until the client reads to the close frame, or
+ * its own timeout after `end()`: freed 8 to 14 s after it, the descriptor closed by 17 s (64 streams ended 4008 with
+ * their buffers full, 08:46 UTC). Released at `end()`, a client's place came back at once, so one client cycling
+ * streams through 4008 held 1 MiB per cycle for that long past its 128 (review33, test/stream/client-frames.test.ts).
+ */
+export const ENDED_SOCKET_LINGER_MS = 20_000
 /** setTimeout's longest delay (about 24.8 days); a later expiry is asked again then. */
 const TIMER_DELAY_MAX_MS = 2 ** 31 - 1
 
@@ -114,6 +131,11 @@ interface Connection {
   queue: number[]
   head: number
   open: boolean
+  /**
+   * The most bytes past socketBufferedBytesMax an event the hub sent left in the socket's buffer (#pump sends while
+   * under the bound, so one event past it at most): what a ping finds there by the hub's own doing, not the client's.
+   */
+  eventOvershoot: number
 }
 
 export interface ConnectionStats {
@@ -145,6 +167,8 @@ export class EventHub {
   /** Sequence numbers resumes have read, in total: a resume's cost, which the tests hold to the wallet's own events. */
   #resumeSeqsRead = 0
   readonly #connections = new Map<WebSocket<UpgradeData>, Connection>()
+  /** Streams ended with bytes unread whose sockets uWS may still keep (ENDED_SOCKET_LINGER_MS): counted in connectionsMax. */
+  #lingering = 0
   /** The live session's expiry of a token hash (SessionExpiry), given by behavior(); none: streams are not timed. */
   #sessionExpiry: SessionExpiry | undefined
   /** The largest queue and socket buffer any connection has had: what the tests hold against the bounds. */
@@ -152,8 +176,12 @@ export class EventHub {
   #peakBuffered = 0
   #closed = false
 
-  constructor(sources: EventSources, limits: Partial<StreamLimits> = {}, nowMs: () => number = Date.now) {
+  /** ENDED_SOCKET_LINGER_MS (shorter in tests). */
+  readonly #endedLingerMs: number
+
+  constructor(sources: EventSources, limits: Partial<StreamLimits> = {}, nowMs: () => number = Date.now, endedLingerMs = ENDED_SOCKET_LINGER_MS) {
     this.limits = { ...DEFAULT_STREAM_LIMITS, ...limits }
+    this.#endedLingerMs = endedLingerMs
     this.#sources = sources
     this.#nowMs = nowMs
     this.#ring = new Array(this.limits.retainedEventsMax)
@@ -260,13 +288,16 @@ export class EventHub {
       // uWS has queued the pong already, behind whatever the client has not read: a client that pings and never
       // reads made the socket buffer up to maxBackpressure (4 MiB) of pongs, past the hub's bound, with no event of
       // its own, and kept it open (128 such streams of one address took the RSS from 261 to 793 MB; an adversary's
-      // finding, test/stream/client-frames.test.ts).
+      // finding, test/stream/client-frames.test.ts). The bound a ping is held to is the hub's own (one event past
+      // socketBufferedBytesMax at most, while a backlog waits for `drain`) and PONGS_UNREAD_MAX pongs: held to the
+      // bound alone, an honest client that read all it was sent was closed by a ping of its keepalive arriving while a
+      // backlog filled its buffer, as the hub fills it (review33, same test).
       ping: (ws) => {
         const connection = this.#connections.get(ws)
+        if (connection === undefined) return
         const buffered = ws.getBufferedAmount()
-        if (connection !== undefined && buffered > this.limits.socketBufferedBytesMax) {
-          this.#end(connection, STREAM_CLOSE.slowConsumer, `${buffered} bytes unread, pongs included (bound ${this.limits.socketBufferedBytesMax})`)
-        }
+        const bound = this.limits.socketBufferedBytesMax + connection.eventOvershoot + PONGS_UNREAD_MAX * PONG_FRAME_BYTES_MAX
+        if (buffered > bound) this.#end(connection, STREAM_CLOSE.slowConsumer, `${buffered} bytes unread, pongs included (bound ${bound})`)
       },
       close: (ws) => {
         const connection = this.#connections.get(ws)
@@ -315,7 +346,7 @@ export class EventHub {
           return refuse(new HttpProblem(429, 'too_many_client_streams', `this client address holds ${this.limits.connectionsPerClientMax} open streams, of any wallets, the most one client may; close one first`))
         }
         if (aborted) return
-        if (this.#connections.size >= this.limits.connectionsMax && !this.#displaceForShare(client)) {
+        if (this.#connections.size + this.#lingering >= this.limits.connectionsMax && !this.#displaceForShare(client)) {
           return refuse(new HttpProblem(503, 'streams_full', `the service holds ${this.limits.connectionsMax} open streams, the most it serves; open it again later, or read over HTTP`))
         }
         // uWS opens the socket within res.upgrade (#open): the counts checked here still hold when it is counted.
@@ -328,7 +359,7 @@ export class EventHub {
 
   #open(ws: WebSocket<UpgradeData>): void {
     const { wallet, client, tokenHash, since, epoch } = ws.getUserData()
-    const connection: Connection = { ws, wallet, client, tokenHash, sessionTimer: undefined, queue: [], head: 0, open: true }
+    const connection: Connection = { ws, wallet, client, tokenHash, sessionTimer: undefined, queue: [], head: 0, open: true, eventOvershoot: 0 }
     this.#connections.set(ws, connection)
     this.#watchSession(connection)
     this.#perClient.add(client)
@@ -407,10 +438,18 @@ export class EventHub {
     const { ws } = connection
     const indexed = this.#byWalletEvents.get(connection.wallet)
     ws.cork(() => {
-      while (connection.open && connection.head < connection.queue.length) {
+      // Whether this pass sent an event yet (each from under the bound): then what the buffer holds past the bound is
+      // the last one's (eventOvershoot).
+      let sent = false
+      const measure = (): number => {
         const buffered = ws.getBufferedAmount()
         if (buffered > this.#peakBuffered) this.#peakBuffered = buffered
-        if (buffered >= this.limits.socketBufferedBytesMax) break
+        const past = buffered - this.limits.socketBufferedBytesMax
+        if (sent && past > connection.eventOvershoot) connection.eventOvershoot = past
+        return buffered
+      }
+      while (connection.open && connection.head < connection.queue.length) {
+        if (measure() >= this.limits.socketBufferedBytesMax) break
         const seq = connection.queue[connection.head] as number
         // A queued seq is one of the wallet's, so its index exists; one before `head` has left the ring.
         const { positions, head, base } = indexed as WalletEvents
@@ -420,10 +459,10 @@ export class EventHub {
         }
         const position = positions[seq - base] as number
         ws.send(this.#eventHead + seq + this.#tailOf(this.#ring[position % this.limits.retainedEventsMax] as Retained))
+        sent = true
         connection.head++
       }
-      const buffered = ws.getBufferedAmount()
-      if (buffered > this.#peakBuffered) this.#peakBuffered = buffered
+      measure()
     })
     // Delivered entries are dropped in batches, so the array never holds more than twice the bound.
     if (connection.head >= 1024 || connection.head === connection.queue.length) {
@@ -472,7 +511,8 @@ export class EventHub {
 
   #end(connection: Connection, close: { code: number; name: string }, detail: string): void {
     if (!connection.open) return
-    this.#forget(connection)
+    // Unread bytes: uWS keeps the socket after `end()` (ENDED_SOCKET_LINGER_MS), so its client keeps the place as long.
+    this.#forget(connection, connection.ws.getBufferedAmount() > 0)
     // A close reason is at most 123 bytes (RFC 6455 5.5).
     connection.ws.end(close.code, `${close.name}: ${detail}`.slice(0, 123))
   }
@@ -504,14 +544,20 @@ export class EventHub {
     connection.sessionTimer.unref()
   }
 
-  #forget(connection: Connection): void {
+  #forget(connection: Connection, lingering = false): void {
     connection.open = false
     if (connection.sessionTimer !== undefined) clearTimeout(connection.sessionTimer)
     connection.sessionTimer = undefined
     connection.queue = []
     connection.head = 0
     this.#connections.delete(connection.ws)
-    this.#perClient.release(connection.client)
+    if (lingering) {
+      this.#lingering++
+      setTimeout(() => {
+        this.#lingering--
+        this.#perClient.release(connection.client)
+      }, this.#endedLingerMs).unref()
+    } else this.#perClient.release(connection.client)
     const set = this.#byWallet.get(connection.wallet)
     set?.delete(connection)
     if (set?.size === 0) this.#byWallet.delete(connection.wallet)
