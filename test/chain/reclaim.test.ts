@@ -99,6 +99,12 @@ t.test('only the job\'s client or its borrower may reclaim', async (t) => {
   await rejectsWith(t, f.call(job.client, 'reclaimJob', [jobKeyOf('job_reclaim_never_funded')]), 'UnknownJob', 'a job never funded')
 })
 
+// Which rule a deployment has (review34): a deployment from before outsider29 takes a reclaim from the client only and has
+// no BORROWER_MAY_RECLAIM() (a call reverts without data); this release's answers true, and its borrower's reclaim is taken.
+t.test('this release\'s contract says its borrower may reclaim: BORROWER_MAY_RECLAIM() is true', async (t) => {
+  t.equal(await f.publicClient.readContract({ address: f.facility, abi: creditFacilityV2Abi, functionName: 'BORROWER_MAY_RECLAIM' }), true)
+})
+
 // An outsider's finding (outsider29): only the client could reclaim, so a client that went silent (never completed,
 // failed nor reclaimed its job) kept its borrower's collateral in the contract for good, nothing advanced, nobody owed,
 // unless the operator stepped in; the client's cost, an escrow it could take back (with that collateral) whenever it liked.
