@@ -48,7 +48,7 @@ const CatalogNetwork = StrictObject({
   reputationRegistry: Address,
   reclaimDelaySeconds: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
     description:
-      'The credit contract\'s reclaimDelay(): a job\'s client may reclaim its escrow from fundedAt + reclaimDelaySeconds, so a job\'s dueAt must come before then (a later one is 422 job_reclaimable_before_due). ' +
+      'The credit contract\'s reclaimDelay(): a job\'s client (or its borrower: see contracts.reclaimJob) may reclaim its escrow from fundedAt + reclaimDelaySeconds, so a job\'s dueAt must come before then (a later one is 422 job_reclaimable_before_due). ' +
       'Null while the service has not read it (the RPC unreachable since the start, or no code at the contract yet; it is read again once the RPC answers): read reclaimDelay() on the contract.',
   }),
   assets: Type.Array(Asset),

@@ -145,7 +145,7 @@ export const EmptyBody = StrictObject({}, { description: 'An empty JSON object.'
 export const RepaymentProof = StrictObject({ txHash: Bytes32 }, { description: 'A repay transaction of any amount on the credit contract (GET /credit/advances/{advanceId}/repay-transactions).' })
 /** A failure's reason: a code from the published list, never free text (it is signed into the borrower's public passport). */
 const FailureReason = Type.Enum([...JOB_FAILURE_REASONS], {
-  description: 'Why the job failed: not_delivered, late, defective, cancelled or other. escrow_reclaimed (a job its client reclaimed on chain) and ' +
+  description: 'Why the job failed: not_delivered, late, defective, cancelled or other. escrow_reclaimed (a job its client or its borrower reclaimed on chain: reclaimJob) and ' +
     'failed_on_chain (a failJob mined that no request of this service sent) are reserved to the service.',
 })
 const NoteHash = { ...Bytes32, description: 'keccak256 of the UTF-8 note the client gave with the failure; the note\'s text is never stored nor published.' }

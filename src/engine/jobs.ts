@@ -210,7 +210,7 @@ function waitingCommitmentAtomic(s: EngineState, jobId: string): bigint {
 }
 
 /**
- * The reason a job failed by its client's reclaimJob on chain carries (JobView.failureReason), and only such a job:
+ * The reason a job ended by its client's or its borrower's reclaimJob on chain carries (JobView.failureReason), and only such a job:
  * reconciliation expects a Reclaimed job on chain from it and the API says "reclaimed", so /fail refuses it.
  */
 export const ESCROW_RECLAIMED: JobFailureReason = 'escrow_reclaimed'
@@ -248,7 +248,7 @@ function reservedReason(input: FailureInput): { ok: false; error: EngineError } 
     return fail('invalid', 'failure_reason_unknown', `a failure's reason is one of ${JOB_FAILURE_REASONS.join(', ')}`)
   }
   if (input.reason === ESCROW_RECLAIMED) {
-    return fail('invalid', 'failure_reason_reserved', `reason ${ESCROW_RECLAIMED} is reserved to a job its client reclaimed on chain (the chain follower records it)`)
+    return fail('invalid', 'failure_reason_reserved', `reason ${ESCROW_RECLAIMED} is reserved to a job its client or its borrower reclaimed on chain (the chain follower records it)`)
   }
   if (input.reason === FAILED_ON_CHAIN && input.mined !== true) {
     return fail('invalid', 'failure_reason_reserved', `reason ${FAILED_ON_CHAIN} is reserved to a failJob mined and never recorded (the service records it)`)
@@ -256,7 +256,7 @@ function reservedReason(input: FailureInput): { ok: false; error: EngineError } 
   return undefined
 }
 
-/** A job its client reclaimed, as the follower's batch applied it (ChainObservationOutcome.reclaimed). */
+/** A job its client or its borrower reclaimed, as the follower's batch applied it (ChainObservationOutcome.reclaimed). */
 export interface ReclaimedJob {
   proofKey: string
   jobId: string

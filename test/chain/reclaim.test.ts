@@ -4,7 +4,7 @@
 // borrower, only from fundedAt + reclaimDelay on, only while the job is open and only while none of
 // its advances owes anything. Payment and reclaim are ordered on chain: a payment first refuses the reclaim until that
 // advance is paid off, a reclaim first makes every payment on the job revert. Chain time moves with evm_increaseTime and evm_mine.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { toFunctionSelector, zeroHash, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
@@ -97,6 +97,12 @@ t.test('only the job\'s client or its borrower may reclaim', async (t) => {
   await rejectsWith(t, f.call(stranger, 'reclaimJob', [job.jobKey]), 'NotClient', 'a stranger', [stranger.account.address])
   await rejectsWith(t, f.call(f.operator, 'reclaimJob', [job.jobKey]), 'NotClient', 'the operator', [f.operator.account.address])
   await rejectsWith(t, f.call(job.client, 'reclaimJob', [jobKeyOf('job_reclaim_never_funded')]), 'UnknownJob', 'a job never funded')
+})
+
+// Which rule a deployment has (review34): a deployment from before outsider29 takes a reclaim from the client only and has
+// no BORROWER_MAY_RECLAIM() (a call reverts without data); this release's answers true, and its borrower's reclaim is taken.
+t.test('this release\'s contract says its borrower may reclaim: BORROWER_MAY_RECLAIM() is true', async (t) => {
+  t.equal(await f.publicClient.readContract({ address: f.facility, abi: creditFacilityV2Abi, functionName: 'BORROWER_MAY_RECLAIM' }), true)
 })
 
 // An outsider's finding (outsider29): only the client could reclaim, so a client that went silent (never completed,
@@ -197,6 +203,80 @@ t.test('a backing advance does not mark any job advanced', async (t) => {
   await pastReclaimTime(job)
   await f.call(job.client, 'reclaimJob', [job.jobKey])
   t.equal((await f.job(job.jobKey)).status, JobStatus.Reclaimed)
+})
+
+// review34, an adversary's review of outsider29's change by direct calls: the borrower's reclaim never takes what backs a
+// lender or the insurance reserve. "Nothing owed" is the job's `outstanding` 0: an advance whose lender part is repaid
+// while the reserve's share is not, one past due waiting for its liquidation, and one liquidated with a shortfall (or a
+// reserve's subrogated claim) each keep the job from its borrower until paid whole. A lender is a stranger to it too.
+
+/** A lease on the job paid: 100 USDC to a supplier, 109 owed to the lender and 1 to the reserve, due an hour on. */
+async function advanced(job: JobSetup): Promise<{ lender: Wallet; a: LeaseAuthorization }> {
+  const leased = await lease(job.jobKey)
+  await f.call(leased.lender, 'paySupplier', [leased.a, f.authorize(leased.a)])
+  return leased
+}
+
+/** Chain time past the advance's due time (the reclaim time, 1,000 s after the funding, comes first). */
+async function pastDue(a: LeaseAuthorization): Promise<void> {
+  await f.advanceTime(Number(a.dueAt - (await f.chainNow()) + 1n))
+}
+
+async function repay(offerKey: Hex, amount: bigint): Promise<void> {
+  await f.call(await f.wallet(amount), 'repay', [offerKey, amount])
+}
+
+/** The borrower reclaims: the client gets the escrow, the borrower the collateral, the contract gives both. */
+async function borrowerReclaims(t: Test, job: JobSetup): Promise<void> {
+  const { escrow, collateral } = await f.job(job.jobKey)
+  const holders = [job.client.account.address, job.borrower.account.address, f.facility]
+  const before = await Promise.all(holders.map((h) => f.balance(h)))
+  await f.call(job.borrower, 'reclaimJob', [job.jobKey])
+  const after = await Promise.all(holders.map((h) => f.balance(h)))
+  t.same(after.map((b, i) => b - (before[i] as bigint)), [escrow, collateral, -(escrow + collateral)], 'the borrower\'s reclaim: escrow to the client, collateral to the borrower')
+  t.match(await f.job(job.jobKey), { status: JobStatus.Reclaimed, escrow: 0n, collateral: 0n })
+}
+
+t.test('review34: an advance whose lender is repaid while the reserve\'s share is not keeps the job from its borrower', async (t) => {
+  const job = await openJob(200n * USDC)
+  const { a } = await advanced(job)
+  await pastReclaimTime(job)
+  await repay(a.offerKey, 109n * USDC)
+  t.match(await f.advance(a.offerKey), { lenderOwed: 0n, reserveOwed: 1n * USDC })
+  await rejectsWith(t, f.call(job.borrower, 'reclaimJob', [job.jobKey]), 'AdvancesOwed', 'the reserve\'s share owed', [job.jobKey, 1n])
+  const reserveBefore = await f.reserve()
+  await repay(a.offerKey, 1n * USDC)
+  t.equal(await f.reserve() - reserveBefore, 1n * USDC, 'the reserve has its share')
+  await borrowerReclaims(t, job)
+})
+
+t.test('review34: an advance past due waits for its liquidation; once the collateral covered it whole, the borrower reclaims the rest', async (t) => {
+  const job = await openJob(200n * USDC, 150n * USDC)
+  const { lender, a } = await advanced(job)
+  await pastDue(a)
+  await rejectsWith(t, f.call(job.borrower, 'reclaimJob', [job.jobKey]), 'AdvancesOwed', 'a liquidation pending', [job.jobKey, 1n])
+  const lenderBefore = await f.balance(lender.account.address)
+  await f.call(f.operator, 'liquidate', [a.offerKey, 0n])
+  t.equal(await f.balance(lender.account.address) - lenderBefore, 109n * USDC, 'the lender is paid from the collateral')
+  t.match(await f.job(job.jobKey), { outstanding: 0n, collateral: 40n * USDC })
+  await borrowerReclaims(t, job)
+})
+
+t.test('review34: two advances, one liquidated with a shortfall: the job stays with the lenders until it is repaid', async (t) => {
+  const job = await openJob(300n * USDC, 5n * USDC)
+  const first = await advanced(job)
+  const second = await advanced(job)
+  await pastDue(second.a)
+  await f.call(f.operator, 'liquidate', [first.a.offerKey, 0n])
+  const liquidated = await f.advance(first.a.offerKey)
+  t.ok(liquidated.liquidated && liquidated.lenderOwed + liquidated.reserveOwed > 0n, 'the collateral did not cover it: a shortfall, or the reserve\'s subrogated claim')
+  await repay(second.a.offerKey, 110n * USDC)
+  t.match(await f.job(job.jobKey), { outstanding: 1n, unresolved: 0n, collateral: 0n }, 'one advance owes; none is unresolved')
+  await rejectsWith(t, f.call(job.borrower, 'reclaimJob', [job.jobKey]), 'AdvancesOwed', 'the borrower, while the shortfall is owed', [job.jobKey, 1n])
+  await rejectsWith(t, f.call(first.lender, 'reclaimJob', [job.jobKey]), 'NotClient', 'its lender', [first.lender.account.address])
+  await repay(first.a.offerKey, liquidated.lenderOwed + liquidated.reserveOwed)
+  t.match(await f.advance(first.a.offerKey), { lenderOwed: 0n, reserveOwed: 0n })
+  await borrowerReclaims(t, job)
 })
 
 t.test('token conservation', (t) => f.checkConservation(t))

@@ -459,7 +459,7 @@ export function creditRoutes(service: CreditService): AnyRoute[] {
         400: {
           description: 'A reason not in the published list (code validation_failed, its errors naming /reason; the reason is signed into the borrower\'s ' +
             'public passport, so it is a code, never free text: a note\'s text goes in note, of which only the hash is kept and signed). ' +
-            'Reason escrow_reclaimed or failed_on_chain (code failure_reason_reserved): only a job its client reclaimed on chain ends with the first, ' +
+            'Reason escrow_reclaimed or failed_on_chain (code failure_reason_reserved): only a job its client or its borrower reclaimed on chain ends with the first, ' +
             'and only a job whose failJob was mined and never recorded and whose /fail left no durable intent (no request of this service sent it) the second, both as the chain follower learns it; ' +
             'a /fail whose failJob was mined and never recorded is recorded with its own reason by the operator repair, and the same /fail sent again answers that failure (200).',
         },

@@ -43,7 +43,7 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         /// Advances neither fully repaid nor liquidated: while any is left, a failed job keeps its collateral.
         uint256 unresolved;
         JobStatus status;
-        /// block.timestamp of fundJob: the client may reclaim from fundedAt + reclaimDelay on.
+        /// block.timestamp of fundJob: the client or the borrower may reclaim from fundedAt + reclaimDelay on.
         uint256 fundedAt;
         /// Set by the job's first paySupplier and never cleared (information: reclaimJob asks `outstanding`, not this).
         bool advanced;
@@ -80,9 +80,15 @@ contract CreditFacilityV2 is EIP712, ReentrancyGuard {
         "uint256 amount,uint256 fee,uint256 reserveShare,uint256 deadline,uint256 dueAt)"
     );
 
+    /// Which rule this deployment's reclaimJob has: true, the job's client or its borrower may call it (outsider29). A
+    /// deployment from before has no such getter (a call to it reverts without data) and takes a reclaim from the client
+    /// only; the service takes both (its start-up probe asks advancesPerJobMax()), so this is how a party tells them apart.
+    bool public constant BORROWER_MAY_RECLAIM = true;
+
     address public immutable operator;
     address public immutable leaseSigner;
-    /// Seconds after fundJob from which the client may reclaim a job none of whose advances owes anything (reclaimJob).
+    /// Seconds after fundJob from which the client or the borrower may reclaim a job none of whose advances owes anything
+    /// (reclaimJob).
     uint256 public immutable reclaimDelay;
     /// The most advances of one job that owe anything at once (its `outstanding`): settleJob names them all in one
     /// transaction, so a job must never hold more than one settlement can pay (the service's advancesPerJobMax).
