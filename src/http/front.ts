@@ -113,9 +113,20 @@ export interface FrontOptions {
   connectionsPerClientMax?: number
   /** Peers exempt from that bound: the trusted proxies, whose connections carry many clients. */
   trustedProxies?: readonly string[]
+  /** How long a client may read nothing while its answers wait before its connection is cut; default 60 s. */
+  stalledClientMs?: number
 }
 
 export const CONNECTIONS_PER_CLIENT_MAX_DEFAULT = 1024
+/**
+ * A passed connection whose client reads nothing this long while the front holds bytes for it (the front stopped
+ * reading uWS's side until the client drains) is cut, both sides. Paused, uWS's side never shows its end: after uWS
+ * closed a stream 4008 slow_consumer, or its own idle timeout, a client that kept its connection and read nothing held
+ * it, its place among its address's connections and the kernel's buffers for it (about 4 MB of send queue per
+ * connection on loopback) for ever (review33's finding). An honest client that reads nothing for a minute while its
+ * answer waits has gone away.
+ */
+export const STALLED_CLIENT_MS_DEFAULT = 60_000
 
 export interface Front {
   readonly port: number
@@ -284,6 +295,7 @@ export interface FrontSettings {
   readonly upstreamPath: string
   readonly connectionsPerClientMax: number
   readonly trustedProxies: readonly string[]
+  readonly stalledClientMs: number
 }
 
 export interface ListeningFront {
@@ -376,6 +388,17 @@ export async function listenFront(settings: FrontSettings, log: Logger): Promise
       up.setNoDelay(true)
       up.write(proxyV2Header(client.remoteAddress, client.remotePort, client.localAddress, client.localPort))
       up.on('error', () => client.destroy())
+      // uWS's side is paused only while the client does not drain what was written to it (both paths below): a client
+      // that drains nothing for stalledClientMs is cut (STALLED_CLIENT_MS_DEFAULT).
+      let stalled: ReturnType<typeof setTimeout> | undefined
+      up.on('pause', () => {
+        if (stalled === undefined && client.writableNeedDrain) stalled = setTimeout(() => client.destroy(), settings.stalledClientMs)
+      })
+      up.on('resume', () => {
+        clearTimeout(stalled)
+        stalled = undefined
+      })
+      client.once('close', () => clearTimeout(stalled))
       if (!decision.http10) {
         const gated = gateConnection(client, up, decision.bytes, UPSTREAM_HEAD_MAX_BYTES, (fault) => {
           const requestId = mintRequestId()
@@ -547,6 +570,7 @@ export async function startFront(options: FrontOptions): Promise<Front> {
     upstreamPath,
     connectionsPerClientMax: options.connectionsPerClientMax ?? CONNECTIONS_PER_CLIENT_MAX_DEFAULT,
     trustedProxies: options.trustedProxies ?? [],
+    stalledClientMs: options.stalledClientMs ?? STALLED_CLIENT_MS_DEFAULT,
   }
   const { id, listening } = thread.listen(settings, options.log)
   let port: number

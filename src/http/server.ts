@@ -64,6 +64,8 @@ export interface ServerOptions {
    * (`legacyClients: false`) has no hook that sees a connection open, so it has no such bound.
    */
   connectionsPerClientMax?: number
+  /** The front's cut of a client that reads nothing while its answers wait (front.ts STALLED_CLIENT_MS_DEFAULT). */
+  frontStalledClientMs?: number
   /**
    * WebSocket endpoints (the event stream), registered before the routes so an upgrade reaches them first. On node:http
    * their paths answer 501 websocket_unavailable (node has no WebSocket server without a new dependency).
@@ -143,6 +145,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       port: options.port ?? 0,
       log: options.log ?? stdoutLogger,
       ...(options.connectionsPerClientMax === undefined ? {} : { connectionsPerClientMax: options.connectionsPerClientMax }),
+      ...(options.frontStalledClientMs === undefined ? {} : { stalledClientMs: options.frontStalledClientMs }),
       ...(trustedProxies === undefined ? {} : { trustedProxies }),
     })
   const { log, compiled, allowOf, handlerFor, preflightFor, fallback } = pipeline
