@@ -12,9 +12,8 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { open, type Database, type Key } from 'lmdb'
 import type { Change } from '../src/store/index.ts'
-import { encodeWithStructures } from '../src/store/structures-encoder.ts'
-import { VALUE_STRUCTURES, valueEncoding } from '../src/store/value-encoding.ts'
-import { applyGroup, prepareCommit, SNAPSHOT_VALUES_CHECKED, type StoreDatabases } from '../src/store/writes.ts'
+import { applyGroup, prepareCommit } from '../src/store/writes.ts'
+import { storeDatabases } from './fixtures/store-databases.ts'
 import { SNAPSHOT_VERSIONS } from '../src/engine/migrations.ts'
 import * as book from './fixtures/book.ts'
 import { loadMixPairs, PAIR_COMMANDS } from './fixtures/pairs.ts'
@@ -74,16 +73,7 @@ function counted<K extends Key, V>(name: string, db: Database<V, K>): Database<V
 const dir = mkdtempSync(join(tmpdir(), 'agent-credit-pair-writes-'))
 try {
   const root = open({ path: join(dir, 'data'), noSync: true })
-  const snapshots = root.openDB<unknown, [string, string]>({ name: 'snapshots', ...valueEncoding(VALUE_STRUCTURES) } as never)
-  const records = root.openDB<unknown, [string, string]>({ name: 'records', ...valueEncoding(VALUE_STRUCTURES) } as never)
-  encodeWithStructures(snapshots, VALUE_STRUCTURES, SNAPSHOT_VALUES_CHECKED)
-  encodeWithStructures(records, VALUE_STRUCTURES)
-  const dbs: StoreDatabases = {
-    snapshots: counted('snapshots', snapshots),
-    live: counted('live', root.openDB<number, [string, string]>({ name: 'live' })),
-    records: counted('records', records),
-    expiry: counted('expiry', root.openDB<boolean, [number, string, string]>({ name: 'expiry' })),
-  }
+  const dbs = storeDatabases(root, counted)
   const limits = { changesPerCommitMax: 10_000, versions: new Map(Object.entries(SNAPSHOT_VERSIONS)), collectionVersions: new Map<string, number>() }
   const commands = new Map<string, number>()
   /** command -> changes handed in by its commits (each checked when prepared) */
