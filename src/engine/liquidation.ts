@@ -67,7 +67,6 @@ export function seniorLiquidations(s: EngineState, input: { advanceId: string; c
     const other = s.advances.get(advanceId)
     if (!other || advanceId === a.advanceId) continue
     const o = other.getSnapshot().context
-    if (o.source.kind !== a.source.kind || o.source.id !== a.source.id) continue
     const seq = seqOf(o.offerId)
     if (seq >= own) continue
     const plan = liquidationPlan(s, other)

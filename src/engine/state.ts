@@ -156,7 +156,8 @@ export class EngineState {
   /** Live advances by their on-chain key (the offer's key): a Repaid names the advance by it. */
   readonly advanceIdByKey = new Map<string, string>()
   /**
-   * The live advances drawn on each backing source, oldest first (a job lists its own, advanceIds): a liquidation looks
+   * The live advances drawn on each backing source (a job lists its own, advanceIds; in no set order: a restore adds
+   * them in the store's key order, and seniorLiquidations sorts by offer): a liquidation looks
    * for the source's older advances among them (liquidation.ts seniorLiquidations), not among every live advance
    * (about 0.3 µs each: 30 ms of a request at 100,000, which a lender whose liquidation keeps failing could repeat;
    * review32). Kept where advances open (advances.ts), are restored (snapshots.ts) and are evicted (actors.ts).
