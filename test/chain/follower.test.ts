@@ -31,8 +31,12 @@ t.before(async () => {
   proxy = await startRpcProxy(f.network.rpcUrl)
 })
 t.teardown(async () => {
-  await proxy.close()
-  rmSync(root, { recursive: true, force: true })
+  try {
+    // Rejects when the proxy itself failed on a call (a fault of the fixture): this file fails, naming it.
+    await proxy.close()
+  } finally {
+    rmSync(root, { recursive: true, force: true })
+  }
 })
 
 /** `rounds` x (fundJob, paySupplier, repay): three events of the contract each. */
@@ -74,8 +78,12 @@ async function eventually(t: Test, what: string, condition: () => boolean | Prom
   throw new Error(`timed out: ${what}`)
 }
 
-/** A follower whose consumer commits the batch's events (create-only) and the cursor to `store` in one commit. */
-function lmdbFollower(store: Store, options: Partial<FollowerOptions> & { network?: NetworkConfig } = {}) {
+/**
+ * A follower whose consumer commits the batch's events (create-only) and the cursor to `store` in one commit; stopped
+ * when `t` ends at the latest (before the teardowns registered earlier: the store's, the proxy's target), so that no
+ * poll outlives its test when a wait fails before the test's own stop().
+ */
+function lmdbFollower(t: Test, store: Store, options: Partial<FollowerOptions> & { network?: NetworkConfig } = {}) {
   const network = options.network ?? f.network
   const cursors = new FollowerCursors(store)
   const events = store.collection<{ name: string; blockNumber: string }>('follower-test-event')
@@ -110,6 +118,7 @@ function lmdbFollower(store: Store, options: Partial<FollowerOptions> & { networ
       batches.push(batch)
     },
   })
+  t.teardown(() => follower.stop())
   const stored = () => [...events.iterate()].map((e) => e.key).sort()
   return { follower, delivered, batches, conflicts, stored, cursors }
 }
@@ -119,7 +128,7 @@ t.test('every event exactly once, in chain order, across a restart; the cursor l
   const startBlock = await headBlock()
   await activity(2)
   const first = await Store.open({ dataDir })
-  const one = lmdbFollower(first, { startBlock })
+  const one = lmdbFollower(t, first, { startBlock })
   t.equal(one.cursors.get(f.network.slug, f.facility), undefined, 'a fresh store has no cursor')
   one.follower.start()
   const truthA = await groundTruth(startBlock)
@@ -131,7 +140,7 @@ t.test('every event exactly once, in chain order, across a restart; the cursor l
 
   await activity(2)
   const second = await Store.open({ dataDir })
-  const two = lmdbFollower(second, { startBlock })
+  const two = lmdbFollower(t, second, { startBlock })
   t.same(two.cursors.get(f.network.slug, f.facility), cursorA, 'the restarted follower reads the committed cursor back')
   two.follower.start()
   const truth = await groundTruth(startBlock)
@@ -157,7 +166,7 @@ t.test("with no cursor, the follower starts at the network's deploymentBlock: no
   // The networks file names the block (as a number); the follower is given no startBlock of its own.
   const [network] = parseNetworksConfig(toNetworksFile([{ ...f.network, deploymentBlock }]), {})
   t.equal(network?.deploymentBlock, deploymentBlock)
-  const follower = lmdbFollower(store, { network: network as NetworkConfig })
+  const follower = lmdbFollower(t, store, { network: network as NetworkConfig })
   follower.follower.start()
   await activity(1)
   const truth = await groundTruth(deploymentBlock)
@@ -174,7 +183,7 @@ t.test('a consumer that fails gets the same range again; nothing lost or doubled
   t.teardown(() => store.close())
   const startBlock = await headBlock()
   const failed: ChainBatch[] = []
-  const follower = lmdbFollower(store, {
+  const follower = lmdbFollower(t, store, {
     startBlock,
     consume: async (batch) => {
       if (batch.events.length > 0 && failed.length < 2) {
@@ -202,7 +211,7 @@ t.test('an RPC outage (dead RPC, then a paused anvil): degraded, then recovered 
   const store = await Store.open({ dataDir: join(root, 'outage') })
   t.teardown(() => store.close())
   const startBlock = await headBlock()
-  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
+  const follower = lmdbFollower(t, store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
   const transitions: string[] = []
   follower.follower.on('degraded', () => transitions.push('degraded'))
   follower.follower.on('recovered', () => transitions.push('recovered'))
@@ -242,7 +251,7 @@ t.test('an RPC outage (dead RPC, then a paused anvil): degraded, then recovered 
 async function caughtUpBehindProxy(t: Test, store: Store, options: Partial<FollowerOptions>) {
   proxy.setTarget(f.network.rpcUrl)
   const startBlock = await headBlock()
-  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, ...options })
+  const follower = lmdbFollower(t, store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, ...options })
   const fatal: FollowerFatalError[] = []
   follower.follower.on('fatal', (error) => fatal.push(error))
   follower.follower.start()
@@ -417,9 +426,7 @@ t.test('eth_getLogs answered by a node behind the head: with 1 confirmation no e
   proxy.setLogsLag(lagBlocks)
   proxy.reset()
   const first = await Store.open({ dataDir })
-  const one = lmdbFollower(first, { startBlock, network, confirmations: 1, consume })
-  // A failed wait must not leave the follower polling: the file would never end.
-  t.teardown(() => one.follower.stop())
+  const one = lmdbFollower(t, first, { startBlock, network, confirmations: 1, consume })
   one.follower.start()
   await activity(1)
   // Past the last event's block (on the old follower: at once, the events of the last blocks skipped for good).
@@ -436,8 +443,7 @@ t.test('eth_getLogs answered by a node behind the head: with 1 confirmation no e
   await one.follower.stop()
   await first.close()
   const second = await Store.open({ dataDir })
-  const two = lmdbFollower(second, { startBlock, network, confirmations: 1, consume })
-  t.teardown(() => two.follower.stop())
+  const two = lmdbFollower(t, second, { startBlock, network, confirmations: 1, consume })
   two.follower.start()
   await more
   const secondEnd = await headBlock()
@@ -463,7 +469,7 @@ t.test('eth_getLogs is chunked, and a batch is bounded, over many blocks', async
   const head = await headBlock()
   proxy.reset()
   // Every block by range (logsSafeDepth 0): the ones near the head are read one by one otherwise (the test below).
-  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, logBlockRangeMax: 3n, batchBlockRangeMax: 6n, logsSafeDepth: 0 })
+  const follower = lmdbFollower(t, store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, logBlockRangeMax: 3n, batchBlockRangeMax: 6n, logsSafeDepth: 0 })
   follower.follower.start()
   const truth = await groundTruth(startBlock)
   // Every event stored is not yet every block read: the blocks after the last event are still being read by range.
@@ -484,7 +490,7 @@ t.test('idle ranges are delivered as empty batches, at most once per interval, a
   t.teardown(() => store.close())
   const startBlock = await headBlock()
   const deliveredAtMs: number[] = []
-  const follower = lmdbFollower(store, { startBlock, chainTimeIntervalMs: 400, consume: async () => void deliveredAtMs.push(Date.now()) })
+  const follower = lmdbFollower(t, store, { startBlock, chainTimeIntervalMs: 400, consume: async () => void deliveredAtMs.push(Date.now()) })
   const emptyBatches = () => follower.batches.filter((b) => b.events.length === 0)
   const startedAtMs = Date.now()
   follower.follower.start()
@@ -519,7 +525,7 @@ async function quietFollower(t: Test, name: string, chainTimeIntervalMs: number,
   proxy.setTarget(quiet.rpcUrl)
   t.teardown(() => proxy.setTarget(f.network.rpcUrl))
   // A chain that mines only when told to has no block time: its head does not move while idle, and is not stale for it.
-  const { follower } = lmdbFollower(store, { startBlock: 0n, chainTimeIntervalMs, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url, blockTimeMs: undefined }, ...options })
+  const { follower } = lmdbFollower(t, store, { startBlock: 0n, chainTimeIntervalMs, confirmations: 1, network: { ...f.network, rpcUrl: proxy.url, blockTimeMs: undefined }, ...options })
   follower.start()
   await eventually(t, 'the cursor at the head', () => follower.cursor?.blockNumber === 5n)
   return { follower, mine, rpcUrl: quiet.rpcUrl }
@@ -646,7 +652,7 @@ t.test('with a head shared with the wallet watcher, a poll takes a head read beg
   const read = await head.latest(Number.NEGATIVE_INFINITY)
   proxy.reset()
   // One poll an hour: the first poll comes at once, and the watcher's read (above) began within its interval.
-  const follower = lmdbFollower(store, { startBlock: read.number, chainTimeIntervalMs: 0, confirmations: 1, network, pollIntervalMs: 3_600_000, head })
+  const follower = lmdbFollower(t, store, { startBlock: read.number, chainTimeIntervalMs: 0, confirmations: 1, network, pollIntervalMs: 3_600_000, head })
   follower.follower.start()
   await eventually(t, 'the first poll delivered up to the shared head', () => follower.follower.cursor?.blockNumber === read.number)
   t.equal(follower.follower.cursor?.blockHash, read.hash)
@@ -660,7 +666,7 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   proxy.setTarget(f.network.rpcUrl)
   const startBlock = await headBlock()
   // An hour to wait for a chain behind: the replacement below is caught at once, by the cursor's block's hash.
-  const follower = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, headBehindMaxMs: 3_600_000 })
+  const follower = lmdbFollower(t, store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, headBehindMaxMs: 3_600_000 })
   follower.follower.start()
   await activity(1)
   const truth = await groundTruth(startBlock)
@@ -691,7 +697,7 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   const shorter = await startAnvil({ chainId: f.network.chainId })
   t.teardown(() => shorter.stop())
   proxy.setTarget(shorter.rpcUrl)
-  const again = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, headBehindMaxMs: 1_000 })
+  const again = lmdbFollower(t, store, { startBlock, network: { ...f.network, rpcUrl: proxy.url }, headBehindMaxMs: 1_000 })
   const seen: string[] = []
   again.follower.on('degraded', ({ error }) => seen.push(`degraded: ${(error as Error).message}`))
   const behind = new Promise<FollowerFatalError>((resolve) => again.follower.once('fatal', resolve))
@@ -707,7 +713,7 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   // An RPC of another chain id: refused before reading anything.
   const other = await startAnvil({ chainId: 31_399 })
   t.teardown(() => other.stop())
-  const wrong = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: other.rpcUrl } })
+  const wrong = lmdbFollower(t, store, { startBlock, network: { ...f.network, rpcUrl: other.rpcUrl } })
   const wrongChain = new Promise<FollowerFatalError>((resolve) => wrong.follower.once('fatal', resolve))
   wrong.follower.start()
   t.equal((await wrongChain).code, 'wrong_chain')
@@ -716,7 +722,7 @@ t.test('a replaced chain, or a wrong one, stops the follower with a clear error 
   // Started while its RPC is down: the chain id is checked once the RPC answers, before anything is read.
   proxy.setMode('down')
   proxy.setTarget(other.rpcUrl)
-  const late = lmdbFollower(store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
+  const late = lmdbFollower(t, store, { startBlock, network: { ...f.network, rpcUrl: proxy.url } })
   const lateWrong = new Promise<FollowerFatalError>((resolve) => late.follower.once('fatal', resolve))
   late.follower.start()
   await eventually(t, 'degraded while the RPC is down', () => late.follower.status().state === 'degraded')
@@ -737,7 +743,7 @@ t.test('refuseOlderContract: a node without the contract yet (behind its deploym
   proxy.setLagging({ head: 0n, headToo: true })
   t.teardown(() => proxy.setLagging(undefined))
   proxy.reset()
-  const lagging = lmdbFollower(store, { startBlock, refuseOlderContract: true, network: { ...f.network, rpcUrl: proxy.url } })
+  const lagging = lmdbFollower(t, store, { startBlock, refuseOlderContract: true, network: { ...f.network, rpcUrl: proxy.url } })
   lagging.follower.start()
   await eventually(t, 'probed again', () => proxy.count('eth_getCode') >= 3 || lagging.follower.status().state === 'stopped')
   t.match(lagging.follower.status(), { state: 'degraded', error: /no code at the credit contract .* at its head 0/ }, 'waiting, not stopped')
@@ -748,7 +754,7 @@ t.test('refuseOlderContract: a node without the contract yet (behind its deploym
   await lagging.follower.stop()
 
   // Code that does not answer reclaimDelay() (the stablecoin, standing for a deployment before reclaimJob): stopped.
-  const older = lmdbFollower(store, { startBlock, refuseOlderContract: true, contract: f.token, network: { ...f.network, rpcUrl: proxy.url } })
+  const older = lmdbFollower(t, store, { startBlock, refuseOlderContract: true, contract: f.token, network: { ...f.network, rpcUrl: proxy.url } })
   const fatal = new Promise<FollowerFatalError>((resolve) => older.follower.once('fatal', resolve))
   older.follower.start()
   t.equal((await fatal).code, 'older_contract')
@@ -784,7 +790,7 @@ t.test('a range holding more events than eventsPerBatchMax comes in several batc
   for (const log of logs) perBlock.set(log.blockNumber, (perBlock.get(log.blockNumber) ?? 0) + 1)
   t.same([...perBlock.values()], sizes.filter((size) => size > 0), 'the blocks hold the events as sent')
 
-  const follower = lmdbFollower(store, { startBlock, logBlockRangeMax: 2n, eventsPerBatchMax: 5 })
+  const follower = lmdbFollower(t, store, { startBlock, logBlockRangeMax: 2n, eventsPerBatchMax: 5 })
   follower.follower.start()
   const truth = logs.map((log) => `${log.transactionHash}:${log.logIndex}`)
   await eventually(t, 'every event delivered', () => follower.stored().length === truth.length)
@@ -807,7 +813,7 @@ t.test('a range holding more events than eventsPerBatchMax comes in several batc
   const weighedStore = await Store.open({ dataDir: join(root, 'events-weight') })
   t.teardown(() => weighedStore.close())
   // Read by range (logsSafeDepth 0), where the first follower read these blocks near the head one by one: both cut.
-  const weighed = lmdbFollower(weighedStore, { startBlock, logBlockRangeMax: 2n, eventsPerBatchMax: 5, eventWeight: (event) => (event.name === 'JobFunded' ? 2 : 1), logsSafeDepth: 0 })
+  const weighed = lmdbFollower(t, weighedStore, { startBlock, logBlockRangeMax: 2n, eventsPerBatchMax: 5, eventWeight: (event) => (event.name === 'JobFunded' ? 2 : 1), logsSafeDepth: 0 })
   weighed.follower.start()
   await eventually(t, 'every weighed event delivered', () => weighed.stored().length === truth.length)
   await weighed.follower.stop()
@@ -824,10 +830,8 @@ t.test('confirmations: an event is delivered only once its block has them', asyn
   await f.testClient.setAutomine(true)
   t.teardown(() => f.testClient.setIntervalMining({ interval: 1 }))
   const startBlock = (await headBlock()) + 1n
-  const follower = lmdbFollower(store, { startBlock, confirmations: 3, chainTimeIntervalMs: 0 })
+  const follower = lmdbFollower(t, store, { startBlock, confirmations: 3, chainTimeIntervalMs: 0 })
   follower.follower.start()
-  // A failed wait must not leave the follower polling: the file would never end (tap's per-file timeout).
-  t.teardown(() => follower.follower.stop())
   const client = await f.wallet(10n * USDC)
   await f.call(client, 'fundJob', [jobKey(`job_conf_${++sequence}`), f.token, 10n * USDC, client.account.address])
   const eventBlock = await headBlock()
