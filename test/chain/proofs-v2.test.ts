@@ -57,8 +57,14 @@ t.test('a reported transaction proves the same facts the follower delivers', asy
       followed.push(...batch.events)
     },
   })
+  // Stopped when the test ends at the latest: a follower that never reaches the head (stopped by a fatal error) must
+  // not poll past the test, its wait ended by tap's timeout.
+  t.teardown(() => follower.stop())
   follower.start()
-  while ((follower.cursor?.blockNumber ?? -1n) < head) await new Promise((resolve) => setTimeout(resolve, 20))
+  while ((follower.cursor?.blockNumber ?? -1n) < head) {
+    if (follower.fatal !== undefined) throw follower.fatal
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
   await follower.stop()
   for (const hash of [fundHash, payHash, repayHash, tinyHash]) {
     const read = await readFacilityReceipt(clients, f.facility, { txHash: hash })
