@@ -6,15 +6,13 @@
 // transaction's calldata and the 402's PAYMENT-REQUIRED, and gets a score about a subject of its choice, for its own
 // key. Cost to the stranger: nothing. Exits 1 while the stranger is served.
 // node --import tsx test/api/outsider30-scripts/foreign-settlement.ts
-import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http'
 import { exportJWK, generateKeyPair } from 'jose'
-import { createWalletClient, http, toHex, type Address } from 'viem'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { createWalletClient, http, type Address } from 'viem'
 import { networkChain } from '../../../src/chain/clients.ts'
-import type { NetworkConfig } from '../../../src/chain/config.ts'
-import { fund, startHarness } from '../../fixtures/service.ts'
+import { startHarness } from '../../fixtures/service.ts'
 import { creditScoreBody } from '../../x402/fixtures/score-payment.ts'
 import { postScore } from '../fixtures/undelivered-score.ts'
+import { scoreCall, signedTransfer } from './transfer-authorization.ts'
 
 const abi = [{ type: 'function', name: 'transferWithAuthorization', stateMutability: 'nonpayable', inputs: [
   { name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' }, { name: 'validAfter', type: 'uint256' },
@@ -23,30 +21,13 @@ const abi = [{ type: 'function', name: 'transferWithAuthorization', stateMutabil
 const h = await startHarness()
 let served = false
 try {
-  const b = h.devnet.networks.find((n) => n.x402SelfFacilitate) as NetworkConfig
-  const body = (await creditScoreBody(h, 'o30-foreign-src')) as { subject: string }
-  const unpaid = await postScore(h.url, body)
-  const required = decodePaymentRequiredHeader(unpaid.headers.get('payment-required') as string)
-  const accepted = required.accepts[0]!
-  // The payer: pays the payee the price for something else, and sends the transfer itself.
-  const payer = privateKeyToAccount(generatePrivateKey())
-  await fund(h.devnet, b, payer.address, 1_000_000n)
-  const now = Math.floor(Date.now() / 1000)
-  const authorization = { from: payer.address, to: accepted.payTo as Address, value: BigInt(accepted.amount), validAfter: BigInt(now - 600), validBefore: BigInt(now + 60), nonce: toHex(crypto.getRandomValues(new Uint8Array(32))) }
-  const extra = accepted.extra as { name: string; version: string }
-  const signature = await payer.signTypedData({
-    domain: { name: extra.name, version: extra.version, chainId: b.chainId, verifyingContract: accepted.asset as Address },
-    types: { TransferWithAuthorization: [{ name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' }, { name: 'validAfter', type: 'uint256' }, { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' }] },
-    primaryType: 'TransferWithAuthorization',
-    message: authorization,
-  })
+  const { b, required, accepted, payer } = await scoreCall(h, 'o30-foreign-src', 1_000_000n)
+  const { authorization, signature, header } = await signedTransfer(payer, required, b.chainId, BigInt(accepted.amount))
   const wallet = createWalletClient({ account: payer, chain: networkChain(b), transport: http(b.rpcUrl) })
   const tx = await wallet.writeContract({ address: accepted.asset as Address, abi, functionName: 'transferWithAuthorization', args: [authorization.from, authorization.to, authorization.value, authorization.validAfter, authorization.validBefore, authorization.nonce, signature] })
   console.log('the payer paid the payee the price for something else:', tx)
   await new Promise((r) => setTimeout(r, 2500))
-  // The stranger: the calldata's authorization and signature, and the 402's requirements.
-  const wire = { ...authorization, value: authorization.value.toString(), validAfter: authorization.validAfter.toString(), validBefore: authorization.validBefore.toString() }
-  const header = encodePaymentSignatureHeader({ x402Version: 2, resource: required.resource, accepted, payload: { authorization: wire, signature } } as never)
+  // The stranger: the calldata's authorization and signature, and the 402's requirements (the same header).
   const other = (await creditScoreBody(h, 'o30-foreign-other')) as { subject: string }
   const key = await exportJWK((await generateKeyPair('ECDH-ES', { crv: 'P-256', extractable: true })).publicKey)
   const stolen = await postScore(h.url, { subject: other.subject, publicKey: key }, header)
