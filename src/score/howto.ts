@@ -40,9 +40,10 @@ export function scoreHowTo(price: ScorePrice | undefined): string {
    Its validBefore at most now + maxTimeoutSeconds, as the official client signs: more than 300 s beyond it is 402 payment_validity_too_long, nothing charged.
 4. 200 {"subject","jwe","compute"} with the PAYMENT-RESPONSE header (the settlement transaction). The payment settles only when the score was
    computed: a failed computation is a 503 compute_failed and charges nothing. A payment is spent once (402 payment_already_used after).
-   A 503 with Retry-After once you paid (chain_unavailable, facilitator_unavailable, payment_settlement_unconfirmed) delivered nothing: send
-   the same PAYMENT-SIGNATURE with the same body (subject and publicKey) again; a settlement sent meanwhile buys that call's score, once, and
-   no other (the settlement is public on chain: a body with another subject or key is refused 402 payment_already_used).
+   A 503 with Retry-After once you paid (chain_unavailable, facilitator_unavailable, payment_settlement_unconfirmed) delivered nothing, nor
+   did a call whose connection closed before its answer (your timeout, a proxy's): send the same PAYMENT-SIGNATURE with the same
+   body (subject and publicKey) again; a settlement sent meanwhile buys that call's score, once, and no other
+   (the settlement is public on chain: a body with another subject or key is refused 402 payment_already_used).
    With wrapFetchWithPayment, keep the PAYMENT-SIGNATURE from the request headers the fetch you wrap receives and POST it
    yourself: calling the wrapped fetch again signs a new payment, and the first may still be settled.
 5. Decrypt the compact JWE (ECDH-ES, A256GCM) with your private key; the plaintext is JSON {subject, score, scoreMin, scoreMax, formulaVersion, asOf, factors, inputs}.

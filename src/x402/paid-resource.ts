@@ -75,8 +75,12 @@ export interface SettledPayment {
 export interface AdmittedPayment {
   kind: 'admitted'
   payer: string | undefined
-  /** Settles the verified payment: call only after the work succeeded. */
-  settle(): Promise<SettledPayment | PaymentRefusal>
+  /**
+   * Settles the verified payment: call only after the work succeeded. `caller` aborted once the settlement is sent (the
+   * caller went away, its answer cannot be delivered): the settlement stays owed to this request's digest, as one
+   * whose receipt was not read (front-run.ts attempt), so the same payment sent again with the same work buys it once.
+   */
+  settle(caller?: AbortSignal): Promise<SettledPayment | PaymentRefusal>
   /** The work failed: nothing is settled. */
   cancel(error: unknown): Promise<void>
 }
@@ -171,7 +175,7 @@ export class PaidResource {
     return {
       kind: 'admitted',
       payer: payerOf(payload),
-      settle: async () => {
+      settle: async (caller) => {
         try {
           // Until its work is delivered, the facilitator's own settlement of it may buy it when presented again: durably
           // marked so before anything is broadcast. Already marked for other work: nothing is settled.
@@ -184,7 +188,11 @@ export class PaidResource {
           }
           const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
           if (settled.success) {
-            await this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
+            // Its caller went away meanwhile: the answer reaches nobody, so the work is not delivered, and the mark stays
+            // (with the settlement's hash) for the same request sent again. Before, it was consumed here and the payer's
+            // retry refused payment_already_used, charged and never served (outsider30).
+            if (caller?.aborted === true && this.options.frontRun !== undefined) await this.options.frontRun.broadcast(payload, settled.transaction)
+            else await this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
             return { kind: 'settled', transaction: settled.transaction, payer: settled.payer, headers: { ...settled.headers } }
           }
           // A stranger's settlement of the same authorization mined first (the facilitator's own then reverted, or
@@ -193,7 +201,9 @@ export class PaidResource {
           if (alreadyUsed(settled.errorReason) || /transaction_failed/.test(settled.errorReason ?? '') || settled.errorReason === SETTLEMENT_PENDING) {
             if (settled.errorReason === SETTLEMENT_PENDING && settled.transaction) await this.options.frontRun?.broadcast(payload, settled.transaction)
             const found = await this.settledFirst(payload, requirements, request)
-            if (found !== undefined) {
+            // Its caller went away during the lookup: not honoured now (its mark, if any, stays), so it may be presented again.
+            if (found !== undefined && caller?.aborted === true) found.release()
+            else if (found !== undefined) {
               await found.commit()
               return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
             }

@@ -78,7 +78,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
           'network_stopped (without Retry-After: the payment network\'s chain follower stopped for good, /health says why; before any payment, nothing charged).',
       },
     },
-    handler: async ({ body, headers, clientKey }) => {
+    handler: async ({ body, headers, clientKey, signal }) => {
       if (deps.paid === null) {
         throw new HttpProblem(503, 'compute_disabled', 'The confidential-compute component is not configured; /credit-score is disabled.', {
           title: 'Compute disabled',
@@ -124,7 +124,17 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
           cause: error,
         })
       }
-      const settled = await paying(() => admission.settle())
+      // The caller went away during the work (its client's or a proxy's timeout, a dropped connection): nothing is
+      // settled, so nobody is charged for an answer nobody receives, and the same payment still buys the score. Before,
+      // the payment was settled and the answer written to the closed connection, and the payer's retry with the same
+      // payment was refused 402 payment_already_used: charged, never served (outsider30,
+      // test/api/outsider30-score-caller-gone.test.ts). The answer below is never written.
+      if (signal.aborted) {
+        await admission.cancel(new Error('the caller went away before the payment was settled'))
+        throw new HttpProblem(503, 'facilitator_unavailable', 'The caller went away before the payment was settled; nothing was charged.')
+      }
+      // Gone while the settlement was sent: the settlement stays owed to this call's subject and key (settle).
+      const settled = await paying(() => admission.settle(signal))
       if (settled.kind === 'refused') throw refusalProblem(settled)
       return {
         status: 200,
