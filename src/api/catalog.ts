@@ -343,6 +343,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       connectionsPerWalletMax: s.stream.connectionsPerWalletMax,
       connectionsPerClientMax: s.stream.connectionsPerClientMax,
       connectionsMax: s.stream.connectionsMax,
+      bufferedBytesTotalMax: s.stream.bufferedBytesTotalMax,
       closeCodes: Object.fromEntries(Object.values(STREAM_CLOSE).map((close) => [String(close.code), close.name])),
     },
   }

@@ -345,7 +345,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       }
     }))
     // The event stream follows only durable commits: what it shows a client could never be lost by a crash.
-    const stream = new EventHub({ leaseAction: (lease) => deliverable(service, lease), heldPayment: (record) => heldPaymentWire(service, record) }, { ...config.stream, ...options.streamLimits }, clock)
+    const stream = new EventHub({ leaseAction: (lease) => deliverable(service, lease), heldPayment: (record) => heldPaymentWire(service, record) }, { ...config.stream, ...options.streamLimits }, clock, undefined, log)
     cleanups.push(service.onDurable((changes) => stream.publish(changes)))
     watcher.start()
     cleanups.push(() => watcher.stop())

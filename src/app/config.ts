@@ -70,6 +70,7 @@ const StreamLimitsSchema = Type.Object(
     connectionsPerWalletMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
     connectionsPerClientMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
     connectionsMax: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    bufferedBytesTotalMax: Type.Optional(Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024 * 1024 })),
   },
   { additionalProperties: false },
 )

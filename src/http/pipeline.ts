@@ -140,6 +140,20 @@ function utf8Text(bytes: ArrayBuffer | Buffer): string | undefined {
  * shutdown. A transport routes a request to `handlerFor(route)`, `preflightFor(allow)` or `fallback`, and gives the
  * pipeline its `TransportIo`.
  */
+/**
+ * A WebSocket upgrade the pipeline admitted (counted on a bucket, given a request id): who asked, and how the endpoint
+ * refuses it. Refused by the endpoint itself (400, 401, 429, 503), it answered without X-Request-Id or the RateLimit
+ * fields every other answer carries (edges30, test/stream/refused-upgrades.test.ts).
+ */
+export interface UpgradeGate {
+  /** The client (clientKeyOf its address, read as the rate limiter reads it): what an endpoint bounds per client. */
+  client: string
+  /** Answers the upgrade with `problem` as the pipeline answers any request, and closes the connection. */
+  refuse(problem: HttpProblem): void
+  /** Whether the client went away: the pipeline holds the response's abort handler (uWS keeps one), not the endpoint. */
+  aborted(): boolean
+}
+
 export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo<Res, Req>) {
   const log = options.log ?? stdoutLogger
   // With the request log off, no line (and no clock reading for it) is built per request.
@@ -679,20 +693,25 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
    * instead: 429 with an empty bucket, 503 while the service stops. Before, upgrades were served past any bucket (an
    * outsider's finding).
    */
-  const admitUpgrade = (res: Res, req: Req): boolean => {
+  const admitUpgrade = (res: Res, req: Req): UpgradeGate | undefined => {
     const state = begin(res, req)
-    if (state === undefined) return false
-    if (limiter === undefined) return true
-    const token = options.authenticate === undefined ? undefined : bearerToken(io.header(req, 'authorization'))
-    const session = token === undefined ? undefined : options.authenticate?.(token)
-    // A refused upgrade closes its connection: kept alive, it outlived the client's FIN until uWS's idle timeout and
-    // counted against the address's connectionsPerClientMax meanwhile (test/stream/refused-upgrades.test.ts).
-    if (session !== undefined && !(session instanceof Promise)) return admit(state, 'wallet', session.address, true)
-    return admit(state, 'client', peerOf(res, req), true)
+    if (state === undefined) return undefined
+    if (limiter !== undefined) {
+      const token = options.authenticate === undefined ? undefined : bearerToken(io.header(req, 'authorization'))
+      const session = token === undefined ? undefined : options.authenticate?.(token)
+      // A refused upgrade closes its connection: kept alive, it outlived the client's FIN until uWS's idle timeout and
+      // counted against the address's connectionsPerClientMax meanwhile (test/stream/refused-upgrades.test.ts).
+      const admitted = session !== undefined && !(session instanceof Promise) ? admit(state, 'wallet', session.address, true) : admit(state, 'client', peerOf(res, req), true)
+      if (!admitted) return undefined
+    }
+    return {
+      client: clientKeyOf(peerOf(res, req)),
+      // As every answer (writeAnswer): X-Request-Id, the RateLimit fields of the bucket the upgrade was counted on,
+      // CORS, the request log; and the connection closed after it.
+      refuse: (problem) => send(state, problemReply(problem, true)),
+      aborted: () => state.aborted,
+    }
   }
 
-  /** The client (clientKeyOf) of a WebSocket upgrade the pipeline admitted: what an endpoint bounds per client. */
-  const clientOfUpgrade = (res: Res, req: Req): string => clientKeyOf(peerOf(res, req))
-
-  return { log, compiled, allowOf, mintRequestId, handlerFor, preflightFor, fallback, problemFor, drain, admitUpgrade, clientOfUpgrade, inFlight: () => inFlight.size }
+  return { log, compiled, allowOf, mintRequestId, handlerFor, preflightFor, fallback, problemFor, drain, admitUpgrade, inFlight: () => inFlight.size }
 }

@@ -6,7 +6,7 @@ import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_li
 import { ipv6Bytes, startFront, type Front } from './front.ts'
 import { stdoutLogger, type Logger } from './log.ts'
 import { startNodeServer } from './node-server.ts'
-import { createPipeline, type TransportIo } from './pipeline.ts'
+import { createPipeline, type TransportIo, type UpgradeGate } from './pipeline.ts'
 import type { RateLimitOptions } from './rate-limit.ts'
 import { statusLine, toUwsPattern, type AnyRoute, type HttpMethod, type Session } from './route.ts'
 import { uwsFields } from './request.ts'
@@ -23,10 +23,12 @@ export type Authenticate = (token: string) => Promise<Session | undefined>
 export type SessionOf = (token: string) => Session | undefined | Promise<Session | undefined>
 
 /**
- * A WebSocket endpoint's upgrade: uWS's, also given the client (clientKeyOf its address, read as the rate limiter reads
- * it: the front's PROXY header, or what a trusted proxy forwarded), so an endpoint can bound what one client holds.
+ * A WebSocket endpoint's upgrade: uWS's, also given the pipeline's gate (pipeline.ts UpgradeGate): the client
+ * (clientKeyOf its address, read as the rate limiter reads it: the front's PROXY header, or what a trusted proxy
+ * forwarded), so an endpoint can bound what one client holds, and `refuse`, which answers as every other answer is.
+ * The endpoint sets no `onAborted` of its own (uWS keeps one handler: the pipeline's); it reads `gate.aborted()`.
  */
-export type WebSocketUpgrade = (res: HttpResponse, req: HttpRequest, context: us_socket_context_t, client: string) => void
+export type WebSocketUpgrade = (res: HttpResponse, req: HttpRequest, context: us_socket_context_t, gate: UpgradeGate) => void
 /** A WebSocket endpoint's behaviour: uWS's, with an upgrade of its own (who may connect) that is told the client. */
 export type WebSocketEndpoint<T> = Omit<WebSocketBehavior<T>, 'upgrade'> & { upgrade?: WebSocketUpgrade }
 
@@ -164,7 +166,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     app.ws(socket.path, {
       ...socket.behavior,
       upgrade: (res, req, context) => {
-        if (pipeline.admitUpgrade(res, req)) return upgrade(res, req, context, pipeline.clientOfUpgrade(res, req))
+        const gate = pipeline.admitUpgrade(res, req)
+        if (gate !== undefined) upgrade(res, req, context, gate)
       },
     })
   }

@@ -9,7 +9,8 @@
 import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket } from 'uWebSockets.js'
 import { toWire } from '../api/wire.ts'
 import { ClientCounts } from '../http/client-counts.ts'
-import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../http/problem.ts'
+import { HttpProblem } from '../http/problem.ts'
+import type { UpgradeGate } from '../http/pipeline.ts'
 import type { WebSocketEndpoint } from '../http/server.ts'
 import { ENDED_SOCKET_LINGER_MS } from '../stream/hub.ts'
 import { FEED_ENTRIES_MAX, type FeedEntry, type Inspector } from './inspector.ts'
@@ -73,7 +74,7 @@ export class InspectorLive {
       sendPingsAutomatically: true,
       // Above the feed's own bound, so uWS never drops a frame silently: the feed cuts the watcher first.
       maxBackpressure: this.limits.bufferedBytesMax * 4,
-      upgrade: (res, req, context, client) => this.#upgrade(res, req, context, client),
+      upgrade: (res, req, context, gate) => this.#upgrade(res, req, context, gate),
       // uWS opens the socket within res.upgrade: what the upgrade checked still holds here.
       open: (ws) => {
         this.#watchers.add(ws)
@@ -100,13 +101,10 @@ export class InspectorLive {
     for (const ws of [...this.#watchers]) ws.end(INSPECT_LIVE_CLOSE.stopping, 'the service is stopping')
   }
 
-  #upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, client: string): void {
-    const refuse = (problem: HttpProblem) => {
-      res.cork(() => {
-        res.writeStatus(`${problem.status} ${problem.title}`).writeHeader('content-type', PROBLEM_CONTENT_TYPE)
-        res.end(JSON.stringify(problem.toBody()), true)
-      })
-    }
+  #upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, gate: UpgradeGate): void {
+    const { client } = gate
+    // Answered by the pipeline, as every answer (X-Request-Id, RateLimit fields), and the connection closed after it.
+    const refuse = (problem: HttpProblem) => gate.refuse(problem)
     if (this.#closed) return refuse(new HttpProblem(503, 'shutting_down', 'the service is stopping'))
     if ((req.getQuery() ?? '') !== '') return refuse(new HttpProblem(400, 'validation_failed', `${INSPECT_LIVE_PATH} takes no query parameters`))
     if (this.#perClient.held(client) >= this.limits.watchersPerClientMax) {

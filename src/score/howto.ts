@@ -35,7 +35,8 @@ export function scoreHowTo(price: ScorePrice | undefined): string {
   return `1. Make an ECDH-ES key pair (P-256, P-384, P-521 or X25519) and keep the private key.
 2. POST ${p.baseUrl}/credit-score {"subject":"<agent address>","publicKey":<your PUBLIC JWK>} -> 402 with a PAYMENT-REQUIRED header (base64 JSON, x402 v2):
    scheme exact, network ${p.caip2} (${p.network}), asset ${p.asset} ${p.assetAddress}, amount ${p.amountAtomic} (atomic), payTo ${p.payTo}.
-   Bad input is refused before any payment: 400 validation_failed / invalid_public_key, 404 subject_not_found, 503 compute_disabled.
+   Bad input is refused before any payment: 400 validation_failed / invalid_public_key, 503 compute_disabled. Any address is a subject: one the service
+   holds no borrower record of costs the same and is scored as a record with no history (inputs all 0, historyStartedAt null: the base score).
 3. Sign an EIP-3009 transferWithAuthorization for it and repeat the POST with the PAYMENT-SIGNATURE header (any x402 v2 client does steps 2-3).
    Its validBefore at most now + maxTimeoutSeconds, as the official client signs: more than 300 s beyond it is 402 payment_validity_too_long, nothing charged.
 4. 200 {"subject","jwe","compute"} with the PAYMENT-RESPONSE header (the settlement transaction). The payment settles only when the score was

@@ -19,10 +19,16 @@ export type RepaymentHistory = Pick<PassportBook, 'page'>
 export const PASSPORT_SCAN_EVENTS_MAX = 10_000
 const PAGE_EVENTS = 256
 
-/** The subject's inputs at `nowMs`, or undefined when the service knows no borrower at that address. */
-export function scoreInputsOf(engine: ScoreSource, passport: RepaymentHistory, minimums: readonly RepaymentMinimum[], subject: Address, nowMs: number): CreditScoreInputs | undefined {
-  const borrower = engine.getBorrower(subject)
-  if (borrower === undefined) return undefined
+/**
+ * What an address the service holds no borrower record of is scored as: a record with nothing in it (no history, the
+ * score's base). So /credit-score answers any subject alike, and whether an address is a borrower is learnt at a
+ * score's price, not for free (edges30).
+ */
+const NO_RECORD = { advancesRepaid: 0, advancesDefaulted: 0, shortfallAtomic: 0n, suspended: false } as const
+
+/** The subject's inputs at `nowMs`; an address without a borrower record is read as a blank one (NO_RECORD). */
+export function scoreInputsOf(engine: ScoreSource, passport: RepaymentHistory, minimums: readonly RepaymentMinimum[], subject: Address, nowMs: number): CreditScoreInputs {
+  const borrower = engine.getBorrower(subject) ?? NO_RECORD
   const exposure = engine.borrowerExposure(subject, nowMs)
   const history = passportHistory(passport, minimums, subject)
   return {

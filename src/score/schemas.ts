@@ -9,7 +9,7 @@ import type { SealedScorePlaintext } from './seal.ts'
 
 export const CreditScoreRequest = StrictObject(
   {
-    subject: { ...Address, description: 'The agent to score: a borrower address the service knows (404 subject_not_found otherwise).' },
+    subject: { ...Address, description: 'The agent to score: any address; one the service holds no borrower record of is scored as a record with no history (the base score), at the same price.' },
     publicKey: RecipientKey,
   },
   { description: 'Whom to score, and the public key the answer is encrypted to.' },

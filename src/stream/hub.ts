@@ -20,7 +20,9 @@ import { randomBytes } from 'node:crypto'
 import type { Address } from 'viem'
 import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket } from 'uWebSockets.js'
 import { ClientCounts } from '../http/client-counts.ts'
-import { HttpProblem, PROBLEM_CONTENT_TYPE } from '../http/problem.ts'
+import { stdoutLogger, type Logger } from '../http/log.ts'
+import { HttpProblem, unauthorized } from '../http/problem.ts'
+import type { UpgradeGate } from '../http/pipeline.ts'
 import type { Authenticate, WebSocketEndpoint } from '../http/server.ts'
 import type { Change } from '../engine/types.ts'
 import { eventBody, eventRecord, eventWallets, type EventSources } from './events.ts'
@@ -49,6 +51,13 @@ export interface StreamLimits {
    * else it is refused with 503 streams_full.
    */
   connectionsMax: number
+  /**
+   * Bytes the sockets of all open streams may buffer together (their unsent frames). Past it, the stream with the most
+   * unread bytes is closed as a slow reader (4008), and the next while still past it: each stream's own bound
+   * (socketBufferedBytesMax, an event and PONGS_UNREAD_MAX pongs past it) let 4,096 streams that stop reading hold
+   * some 4 GiB between them, which no bound summed (edges30, test/stream/buffered-budget.test.ts).
+   */
+  bufferedBytesTotalMax: number
 }
 
 export const DEFAULT_STREAM_LIMITS: StreamLimits = {
@@ -59,6 +68,7 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
   connectionsPerWalletMax: 16,
   connectionsPerClientMax: 128,
   connectionsMax: 4096,
+  bufferedBytesTotalMax: 256 * 1024 * 1024,
 }
 
 /**
@@ -136,6 +146,8 @@ interface Connection {
    * under the bound, so one event past it at most): what a ping finds there by the hub's own doing, not the client's.
    */
   eventOvershoot: number
+  /** Its socket's buffered bytes when last measured (#measured): its part of #bufferedTotal. */
+  buffered: number
 }
 
 export interface ConnectionStats {
@@ -174,13 +186,21 @@ export class EventHub {
   /** The largest queue and socket buffer any connection has had: what the tests hold against the bounds. */
   #peakQueued = 0
   #peakBuffered = 0
+  /**
+   * The open streams' buffered bytes as last measured, summed: what bufferedBytesTotalMax bounds. A socket's buffer
+   * grows only by what the hub or uWS (a pong, before the ping handler) puts in it, each measured then; it shrinks
+   * unseen as the client reads, so the sum may be high, never low: past the budget every socket is measured again.
+   */
+  #bufferedTotal = 0
   #closed = false
+  readonly #log: Logger
 
   /** ENDED_SOCKET_LINGER_MS (shorter in tests). */
   readonly #endedLingerMs: number
 
-  constructor(sources: EventSources, limits: Partial<StreamLimits> = {}, nowMs: () => number = Date.now, endedLingerMs = ENDED_SOCKET_LINGER_MS) {
+  constructor(sources: EventSources, limits: Partial<StreamLimits> = {}, nowMs: () => number = Date.now, endedLingerMs = ENDED_SOCKET_LINGER_MS, log: Logger = stdoutLogger) {
     this.limits = { ...DEFAULT_STREAM_LIMITS, ...limits }
+    this.#log = log
     this.#endedLingerMs = endedLingerMs
     this.#sources = sources
     this.#nowMs = nowMs
@@ -227,9 +247,9 @@ export class EventHub {
   }
 
   /** firstPosition..lastPosition: the ring's events of every wallet (internal: no subscriber sees these numbers). */
-  stats(): { connections: ConnectionStats[]; peakQueuedEvents: number; peakBufferedBytes: number; firstPosition: number; lastPosition: number; resumeSeqsRead: number } {
+  stats(): { connections: ConnectionStats[]; bufferedBytesTotal: number; peakQueuedEvents: number; peakBufferedBytes: number; firstPosition: number; lastPosition: number; resumeSeqsRead: number } {
     const connections = [...this.#connections.values()].map((c) => ({ wallet: c.wallet, queuedEvents: c.queue.length - c.head, bufferedBytes: c.ws.getBufferedAmount() }))
-    return { connections, peakQueuedEvents: this.#peakQueued, peakBufferedBytes: this.#peakBuffered, firstPosition: this.#first, lastPosition: this.#last, resumeSeqsRead: this.#resumeSeqsRead }
+    return { connections, bufferedBytesTotal: this.#bufferedTotal, peakQueuedEvents: this.#peakQueued, peakBufferedBytes: this.#peakBuffered, firstPosition: this.#first, lastPosition: this.#last, resumeSeqsRead: this.#resumeSeqsRead }
   }
 
   /** A wallet's numbering: its latest sequence number (0: none yet) and its oldest still retained (what hello says). */
@@ -279,7 +299,7 @@ export class EventHub {
       sendPingsAutomatically: true,
       // Above the hub's own bound (one event past socketBufferedBytesMax at most), so uWS never drops a frame silently.
       maxBackpressure: this.limits.socketBufferedBytesMax * 4,
-      upgrade: (res, req, context, client) => this.#upgrade(res, req, context, client, authenticate),
+      upgrade: (res, req, context, gate) => this.#upgrade(res, req, context, gate, authenticate),
       open: (ws) => this.#open(ws),
       drain: (ws) => {
         const connection = this.#connections.get(ws)
@@ -295,9 +315,10 @@ export class EventHub {
       ping: (ws) => {
         const connection = this.#connections.get(ws)
         if (connection === undefined) return
-        const buffered = ws.getBufferedAmount()
+        const buffered = this.#measured(connection)
         const bound = this.limits.socketBufferedBytesMax + connection.eventOvershoot + PONGS_UNREAD_MAX * PONG_FRAME_BYTES_MAX
         if (buffered > bound) this.#end(connection, STREAM_CLOSE.slowConsumer, `${buffered} bytes unread, pongs included (bound ${bound})`)
+        else this.#holdBudget()
       },
       close: (ws) => {
         const connection = this.#connections.get(ws)
@@ -306,26 +327,19 @@ export class EventHub {
     }
   }
 
-  #upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, client: string, authenticate: Authenticate): void {
+  #upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, gate: UpgradeGate, authenticate: Authenticate): void {
     // The request is only valid until the first await: read everything now.
     const key = req.getHeader('sec-websocket-key')
     const protocol = req.getHeader('sec-websocket-protocol')
     const extensions = req.getHeader('sec-websocket-extensions')
     const authorization = req.getHeader('authorization')
     const query = new URLSearchParams(req.getQuery() ?? '')
-    let aborted = false
-    res.onAborted(() => (aborted = true))
-    const refuse = (problem: HttpProblem) => {
-      if (aborted) return
-      res.cork(() => {
-        res.writeStatus(`${problem.status} ${problem.title}`).writeHeader('content-type', PROBLEM_CONTENT_TYPE)
-        if (problem.status === 401) res.writeHeader('www-authenticate', 'Bearer')
-        // Closed after the answer: kept alive, the connection outlived the client's FIN until uWS's idle timeout, and
-        // 1,024 refused upgrades of one address held its connectionsPerClientMax for seconds (an adversary's probe,
-        // test/stream/refused-upgrades.test.ts).
-        res.end(JSON.stringify(problem.toBody()), true)
-      })
-    }
+    const { client } = gate
+    // Answered by the pipeline, as every answer: X-Request-Id and the RateLimit fields (before, the hub wrote its own,
+    // without them: edges30), and closed after the answer: kept alive, the connection outlived the client's FIN until
+    // uWS's idle timeout, and 1,024 refused upgrades of one address held its connectionsPerClientMax for seconds (an
+    // adversary's probe, test/stream/refused-upgrades.test.ts). Ignored once the client went away.
+    const refuse = (problem: HttpProblem) => gate.refuse(problem)
     const since = query.get('since')
     const epoch = query.get('epoch')
     const unknown = [...query.keys()].filter((name) => name !== 'since' && name !== 'epoch')
@@ -335,17 +349,17 @@ export class EventHub {
     }
     if (this.#closed) return refuse(new HttpProblem(503, 'shutting_down', 'the service is stopping'))
     const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1]
-    if (token === undefined) return refuse(new HttpProblem(401, 'unauthorized', 'send Authorization: Bearer <token> from POST /auth/session'))
+    if (token === undefined) return refuse(unauthorized('send Authorization: Bearer <token> from POST /auth/session'))
     authenticate(token).then(
       (session) => {
-        if (session === undefined) return refuse(new HttpProblem(401, 'unauthorized', 'unknown or expired bearer token'))
+        if (session === undefined) return refuse(unauthorized('unknown or expired bearer token'))
         if ((this.#byWallet.get(session.address)?.size ?? 0) >= this.limits.connectionsPerWalletMax) {
           return refuse(new HttpProblem(429, 'too_many_streams', `a wallet holds at most ${this.limits.connectionsPerWalletMax} open streams; close one first`))
         }
         if (this.#perClient.held(client) >= this.limits.connectionsPerClientMax) {
           return refuse(new HttpProblem(429, 'too_many_client_streams', `this client address holds ${this.limits.connectionsPerClientMax} open streams, of any wallets, the most one client may; close one first`))
         }
-        if (aborted) return
+        if (gate.aborted()) return
         if (this.#connections.size + this.#lingering >= this.limits.connectionsMax && !this.#displaceForShare(client)) {
           return refuse(new HttpProblem(503, 'streams_full', `the service holds ${this.limits.connectionsMax} open streams, the most it serves; open it again later, or read over HTTP`))
         }
@@ -359,7 +373,7 @@ export class EventHub {
 
   #open(ws: WebSocket<UpgradeData>): void {
     const { wallet, client, tokenHash, since, epoch } = ws.getUserData()
-    const connection: Connection = { ws, wallet, client, tokenHash, sessionTimer: undefined, queue: [], head: 0, open: true, eventOvershoot: 0 }
+    const connection: Connection = { ws, wallet, client, tokenHash, sessionTimer: undefined, queue: [], head: 0, open: true, eventOvershoot: 0, buffered: 0 }
     this.#connections.set(ws, connection)
     this.#watchSession(connection)
     this.#perClient.add(client)
@@ -377,17 +391,17 @@ export class EventHub {
       retention: { events: this.limits.retainedEventsMax, seconds: Math.ceil(this.limits.retentionMs / 1000) },
     }
     ws.send(JSON.stringify(hello))
-    if (since === undefined) return
+    if (since === undefined) return void this.#measured(connection)
     const resync = this.#resumeProblem(since, epoch, seq, oldestSeq)
     if (resync !== undefined) {
       ws.send(JSON.stringify({ type: 'resync', epoch: this.epoch, seq, ...resync } satisfies StreamResync))
-      return
+      return void this.#measured(connection)
     }
     // The wallet's events since+1..seq are all retained: its own numbers, no search.
     if (seq - since > this.limits.queuedEventsMax) {
       const detail = `more than ${this.limits.queuedEventsMax} events of this wallet since ${since}`
       ws.send(JSON.stringify({ type: 'resync', epoch: this.epoch, seq, reason: 'backlog_too_large', detail } satisfies StreamResync))
-      return
+      return void this.#measured(connection)
     }
     for (let missed = since + 1; missed <= seq; missed++) connection.queue.push(missed)
     this.#resumeSeqsRead += seq - since
@@ -442,7 +456,7 @@ export class EventHub {
       // the last one's (eventOvershoot).
       let sent = false
       const measure = (): number => {
-        const buffered = ws.getBufferedAmount()
+        const buffered = this.#measured(connection)
         if (buffered > this.#peakBuffered) this.#peakBuffered = buffered
         const past = buffered - this.limits.socketBufferedBytesMax
         if (sent && past > connection.eventOvershoot) connection.eventOvershoot = past
@@ -468,6 +482,34 @@ export class EventHub {
     if (connection.head >= 1024 || connection.head === connection.queue.length) {
       connection.queue.splice(0, connection.head)
       connection.head = 0
+    }
+    this.#holdBudget()
+  }
+
+  /** The socket's buffered bytes now, kept as the connection's part of #bufferedTotal. */
+  #measured(connection: Connection): number {
+    const buffered = connection.ws.getBufferedAmount()
+    this.#bufferedTotal += buffered - connection.buffered
+    connection.buffered = buffered
+    return buffered
+  }
+
+  /**
+   * Holds the open streams' buffered bytes to bufferedBytesTotalMax: past it, measures every socket again (the sum is
+   * of last measures, and a client that read since holds less), then closes the streams with the most unread bytes,
+   * largest first, until the rest fit (4008, as a slow reader; logged). O(1) while under the budget; O(streams) past it.
+   */
+  #holdBudget(): void {
+    const budget = this.limits.bufferedBytesTotalMax
+    if (this.#bufferedTotal <= budget) return
+    for (const connection of this.#connections.values()) this.#measured(connection)
+    if (this.#bufferedTotal <= budget) return
+    const largestFirst = [...this.#connections.values()].sort((a, b) => b.buffered - a.buffered)
+    for (const connection of largestFirst) {
+      if (this.#bufferedTotal <= budget) break
+      const { buffered } = connection
+      this.#log({ level: 'warn', msg: 'stream_buffer_budget_exceeded', wallet: connection.wallet, bufferedBytes: buffered, totalBytes: this.#bufferedTotal, budgetBytes: budget, streams: this.#connections.size })
+      this.#end(connection, STREAM_CLOSE.slowConsumer, `${buffered} bytes unread, the most of any stream, while all held ${this.#bufferedTotal} (bound ${budget})`)
     }
   }
 
@@ -546,6 +588,8 @@ export class EventHub {
 
   #forget(connection: Connection, lingering = false): void {
     connection.open = false
+    this.#bufferedTotal -= connection.buffered
+    connection.buffered = 0
     if (connection.sessionTimer !== undefined) clearTimeout(connection.sessionTimer)
     connection.sessionTimer = undefined
     connection.queue = []

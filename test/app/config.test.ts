@@ -296,17 +296,18 @@ t.test('PASSPORT_ISSUER_KEY: the passport key from the environment; absent, none
 t.test('stream: the event stream bounds from CONFIG_FILE reach the service (its catalog shows them); out of range or unknown, refused', async (t) => {
   const file = configFiles(t, (stream) => ({ stream }))
   t.same(loadServiceConfig({}).stream, {}, 'absent: the hub\'s defaults')
-  const stream = { connectionsPerWalletMax: 3, connectionsPerClientMax: 7, connectionsMax: 11, queuedEventsMax: 100, retainedEventsMax: 500, retentionMs: 60_000, socketBufferedBytesMax: 65_536 }
+  const stream = { connectionsPerWalletMax: 3, connectionsPerClientMax: 7, connectionsMax: 11, queuedEventsMax: 100, retainedEventsMax: 500, retentionMs: 60_000, socketBufferedBytesMax: 65_536, bufferedBytesTotalMax: 1_048_576 }
   t.same(file(stream).stream, stream)
   t.throws(() => file({ connectionsMax: 0 }), ConfigError, 'no streams at all')
   t.throws(() => file({ connectionsPerWalletMax: 1.5 }), ConfigError, 'not an integer')
   t.throws(() => file({ retentionMs: 10 }), ConfigError, 'below a second')
   t.throws(() => file({ connectionsPerWallet: 3 }), ConfigError, 'a misspelt key')
+  t.throws(() => file({ bufferedBytesTotalMax: 1000 }), ConfigError, 'a budget below 1 KiB')
 
   const h = await startHarness({ config: { stream: file({ connectionsPerWalletMax: 3, connectionsPerClientMax: 7, connectionsMax: 11 }).stream } })
   t.teardown(() => h.stop())
   const catalog = (await (await fetch(`${h.url}/.well-known/service.json`)).json()) as { stream: Record<string, unknown> }
-  t.match(catalog.stream, { connectionsPerWalletMax: 3, connectionsPerClientMax: 7, connectionsMax: 11, queuedEventsMax: 4096 }, 'the configured bounds, the defaults for the rest')
+  t.match(catalog.stream, { connectionsPerWalletMax: 3, connectionsPerClientMax: 7, connectionsMax: 11, queuedEventsMax: 4096, bufferedBytesTotalMax: 256 * 1024 * 1024 }, 'the configured bounds, the defaults for the rest')
 })
 
 // The wallet watcher degraded (its network's balances served as last read) is said in the log as the follower's

@@ -40,6 +40,8 @@ t.test('one client address holds at most watchersPerClientMax feeds, so others s
   t.equal(third.status, 429, 'a third feed from the same address is refused')
   t.equal(third.problem?.code, 'too_many_watchers')
   t.match(third.problem?.detail, /client address/, 'saying the bound is the client\'s')
+  t.match(third.headers['x-request-id'], /^\S+$/, 'with X-Request-Id, as every answer (the pipeline answers it: edges30)')
+  t.equal(third.headers['content-type'], 'application/problem+json')
 
   const operator = [await watch(url, { from: '127.0.0.2' }), await watch(url, { from: '127.0.0.2' })]
   t.same(operator.map((u) => u.status), [101, 101], 'another address still opens its feeds')

@@ -221,7 +221,6 @@ t.test('malformed requests and wrong payments get a clear 4xx or 402 and move no
     ['an off-curve JWK', await post(h.url, { subject: borrower.address, publicKey: offCurve }, { 'payment-signature': good }), 400, 'invalid_public_key'],
     ['a truncated JWK', await post(h.url, { subject: borrower.address, publicKey: { ...jwk, x: (jwk.x as string).slice(2) } }, { 'payment-signature': good }), 400, 'invalid_public_key'],
     ['not an address', await post(h.url, { subject: 'alice', publicKey: jwk }, { 'payment-signature': good }), 400, 'validation_failed'],
-    ['an unknown subject', await post(h.url, { subject: account.address, publicKey: jwk }, { 'payment-signature': good }), 404, 'subject_not_found'],
     ['a payment for another network', await post(h.url, body, { 'payment-signature': await signedPayment(account, required, { ...asked, network: networkA.caip2, asset: networkA.tokens[0]!.address }) }), 402, 'payment_not_accepted'],
     ['a payment of a smaller amount', await post(h.url, body, { 'payment-signature': await signedPayment(account, required, { ...asked, amount: (PRICE - 1n).toString() }) }), 402, 'payment_not_accepted'],
     ['a payment to another payee', await post(h.url, body, { 'payment-signature': await signedPayment(account, required, { ...asked, payTo: account.address }) }), 402, 'payment_not_accepted'],
@@ -236,6 +235,33 @@ t.test('malformed requests and wrong payments get a clear 4xx or 402 and move no
   t.strictSame(await balances(account.address, payee, broke.address), before, 'no money moved')
   const spent = await post(h.url, body, { 'payment-signature': good })
   t.equal(spent.status, 200, 'the good payment was never used by the refused requests')
+})
+
+t.test('an address the service holds no borrower record of costs what a borrower does: the same 402 first, then, paid, a no-history score', async (t) => {
+  const stranger = await payer(0n)
+  const account = await payer()
+  const { jwk, privateKey } = await keyPair()
+  // Without payment, the answers to a borrower and to a stranger are alike but for the subject: nothing tells them apart for free.
+  const known = await post(h.url, { subject: borrower.address, publicKey: jwk })
+  const unknown = await post(h.url, { subject: stranger.address, publicKey: jwk })
+  expectProblem(t, unknown, 402, 'payment_required', 'an unknown subject is asked the payment')
+  expectDocumented(t, doc, 'post', '/credit-score', unknown)
+  t.equal(unknown.headers.get('payment-required'), known.headers.get('payment-required'), 'the same PAYMENT-REQUIRED as for a borrower')
+  t.strictSame(unknown.body, known.body, 'the same problem body')
+  const [payerBefore, payeeBefore] = await balances(account.address, payee)
+  const paid = await post(h.url, { subject: stranger.address, publicKey: jwk }, { 'payment-signature': await signedPayment(account, paymentRequiredOf(unknown)) })
+  t.equal(paid.status, 200, JSON.stringify(paid.body))
+  expectDocumented(t, doc, 'post', '/credit-score', paid)
+  const [payerAfter, payeeAfter] = await balances(account.address, payee)
+  t.equal(payerBefore - payerAfter, PRICE, 'charged the price, as for a borrower')
+  t.equal(payeeAfter - payeeBefore, PRICE)
+  t.ok(paid.headers.get('payment-response'), 'with the settlement')
+  const plain = await decrypt(paid.body.jwe, privateKey)
+  t.ok(checkPlaintext.check(plain), 'the plaintext is what the document describes', { errors: checkPlaintext.issues(plain, '') })
+  t.equal(plain.subject, stranger.address)
+  t.match(plain.inputs, { repaidAdvances: 0, scoredRepayments: [], defaultedAdvances: 0, shortfallAtomic: '0', suspended: false, openAdvances: 0, pastDueAdvances: 0, outstanding: [], partialRepayments: 0, historyStartedAt: null, erc8004: null })
+  t.equal(plain.score, 500, 'no history: the base')
+  t.equal(plain.score, creditScore(inputsOf(plain)).score, 'the formula of the inputs it names')
 })
 
 /** A component that fails its first `failures` calls (before computing anything), then computes with the local one. */

@@ -1,4 +1,4 @@
-// The score's inputs as the engine holds them: an unknown address has none; a borrower's open advance counts as
+// The score's inputs as the engine holds them: an unknown address has a blank record (no history); a borrower's open advance counts as
 // exposure (principal + fee, per network and asset) and as past due once its due time passes; a repayment moves it
 // from exposure to the repaid count; the history starts at the borrower's earliest activity the engine holds. The
 // repaid advances the repayment term counts come from the passport: those whose principal reached its minimum.
@@ -28,11 +28,19 @@ function passportOf(events: Array<{ kind: SignedPassportEvent['kind']; principal
   return history
 }
 
-t.test('an address the engine does not know as a borrower has no inputs', async (t) => {
+/** The inputs of an address the service holds no borrower record of: a blank record, no history (edges30). */
+function blank(subject: string, asOfMs: number) {
+  return {
+    subject, asOfMs, repaidAdvances: 0, scoredRepayments: [], repaymentMinimums: MINIMUMS, partialRepayments: 0, defaultedAdvances: 0, shortfallAtomic: 0n,
+    suspended: false, openAdvances: 0, pastDueAdvances: 0, outstanding: [], historyStartedAtMs: null, erc8004: null,
+  }
+}
+
+t.test('an address the engine does not know as a borrower is read as a blank record: no history', async (t) => {
   const { engine } = newEngine()
   unwrap(engine.registerLender(lenderInput(1), T0))
-  t.equal(scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, BORROWER, T0), undefined)
-  t.equal(scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, lenderInput(1).address, T0), undefined, 'a lender is not a borrower')
+  t.strictSame(scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, BORROWER, T0), blank(BORROWER, T0))
+  t.strictSame(scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, lenderInput(1).address, T0), blank(lenderInput(1).address, T0), 'a lender is not a borrower')
 })
 
 t.test('open advances are exposure, past due after their due time; a repayment moves one to the repaid count', async (t) => {
@@ -54,7 +62,7 @@ t.test('open advances are exposure, past due after their due time; a repayment m
   t.equal(scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, BORROWER, advance.dueAtMs)!.pastDueAdvances, 0, 'not past due at its due time: the contract liquidates from the next second on')
   const late = scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, BORROWER, (Math.floor(advance.dueAtMs / 1000) + 1) * 1000)!
   t.equal(late.pastDueAdvances, 1, 'past due from the second after its due time\'s')
-  t.equal(scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, addr(0xdead), T0), undefined)
+  t.strictSame(scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, addr(0xdead), T0), blank(addr(0xdead), T0), 'another address: still blank')
 
   unwrap(engine.repayAdvance(repaidFact(engine, advanceId, hash(77)), T0 + 7000))
   const repaid = scoreInputsOf(engine, NO_PASSPORT, MINIMUMS, BORROWER, T0 + 8000)!

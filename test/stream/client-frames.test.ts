@@ -19,11 +19,9 @@
 import t from 'tap'
 import type { Address } from 'viem'
 import WebSocket from 'ws'
-import { startServer } from '../../src/http/server.ts'
-import type { Change } from '../../src/engine/types.ts'
 import { EventHub, PONGS_UNREAD_MAX, type StreamLimits } from '../../src/stream/hub.ts'
-import { testRoutes } from '../http/fixtures/routes.ts'
 import { upgrade } from '../http/fixtures/upgrade.ts'
+import { sizedChange, startPaddedHub, tokenWallet } from './fixtures.ts'
 
 const SOCKET_BUFFERED_BYTES_MAX = 64 * 1024
 /** A ping's largest payload (RFC 6455 5.5): its pong is 127 bytes on the wire. */
@@ -32,20 +30,11 @@ const PONG_FRAME_BYTES = 2 + PING.length
 /** What the client sends at most: far more than loopback's socket buffers and 4 x the bound together. */
 const PINGS_SENT_MAX_BYTES = 48 * 1024 * 1024
 
-const walletOf = (token: string): Address => `0x${token.padStart(40, '0')}` as Address
+const walletOf = tokenWallet
 
-async function start(limits: Partial<StreamLimits> = {}, endedLingerMs?: number): Promise<{ url: string; hub: EventHub }> {
+function start(limits: Partial<StreamLimits> = {}, endedLingerMs?: number): Promise<{ url: string; hub: EventHub }> {
   // A held payment's event carries 6 KB more than its record: an event larger than PONGS_UNREAD_MAX pongs.
-  const hub = new EventHub({ leaseAction: () => null, heldPayment: (record) => ({ account: record.account, padding: 'x'.repeat(6000) }) }, { socketBufferedBytesMax: SOCKET_BUFFERED_BYTES_MAX, ...limits }, Date.now, endedLingerMs)
-  const server = await startServer({
-    transport: 'uws', routes: testRoutes, port: 0, rateLimit: false, log: () => {},
-    websockets: [{ path: '/events', behavior: hub.behavior(async (token) => ({ address: walletOf(token), tokenHash: token })) }],
-  })
-  t.teardown(async () => {
-    hub.close()
-    await server.close(500)
-  })
-  return { url: `${server.url.replace(/^http/, 'ws')}/events`, hub }
+  return startPaddedHub(t, { socketBufferedBytesMax: SOCKET_BUFFERED_BYTES_MAX, ...limits }, endedLingerMs)
 }
 
 const closeOf = (ws: WebSocket) => new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })))
@@ -84,11 +73,7 @@ t.test('a stream that pings and never reads is closed 4008 once its socket holds
   t.match(close.reason, /^slow_consumer: \d+ bytes unread, pongs included/, 'with the reason')
 })
 
-/** An event of `wallet`: a job's (only what the hub routes by), about 250 bytes, or a held payment's, about 6 KB. */
-function change(kind: 'job' | 'held', wallet: Address, i: number): Change {
-  if (kind === 'held') return { kind: 'held', id: `held_${i}`, record: { account: wallet, lender: null, network: 'test', asset: null, token: wallet, amountAtomic: BigInt(i), updatedAtMs: i }, final: false } as Change
-  return { kind: 'job', id: `job_${i}`, record: { value: 'funded', context: { jobId: `job_${i}`, borrower: wallet, client: walletOf('c11e47') } }, final: false } as Change
-}
+const change = sizedChange
 
 for (const [kind, events] of [['job', 60_000], ['held', 3_000]] as const) t.test(`a client that reads all it is sent and pings while a backlog fills its buffer to the bound stays open and gets every event (${kind} events)`, async (t) => {
   const { url, hub } = await start({ queuedEventsMax: events })

@@ -3,7 +3,12 @@
 import { Compile } from 'typebox/compile'
 import type { Address } from 'viem'
 import WebSocket from 'ws'
-import type { EventHub } from '../../src/stream/hub.ts'
+import type { Test } from 'tap'
+import type { Change } from '../../src/engine/types.ts'
+import type { Logger } from '../../src/http/log.ts'
+import { startServer } from '../../src/http/server.ts'
+import { EventHub, type StreamLimits } from '../../src/stream/hub.ts'
+import { testRoutes } from '../http/fixtures/routes.ts'
 import { StreamMessage } from '../../src/stream/messages.ts'
 
 const checkMessage = Compile(StreamMessage)
@@ -108,4 +113,29 @@ export function fakeConnection(hub: EventHub, wallet: Address, resume: { since: 
   const ws = { getUserData: () => data, send: (text: string) => sent.push(text), cork: (run: () => void) => run(), getBufferedAmount: () => 0, end: () => undefined }
   hub.behavior(async () => undefined).open?.(ws as never)
   return sent
+}
+
+export const tokenWallet = (token: string): Address => `0x${token.padStart(40, '0')}` as Address
+
+/** An event of `wallet`: a job's (only what the hub routes by), about 250 bytes, or a held payment's, about 6 KB (paddedHub). */
+export function sizedChange(kind: 'job' | 'held', wallet: Address, i: number): Change {
+  if (kind === 'held') return { kind: 'held', id: `held_${i}`, record: { account: wallet, lender: null, network: 'test', asset: null, token: wallet, amountAtomic: BigInt(i), updatedAtMs: i }, final: false } as Change
+  return { kind: 'job', id: `job_${i}`, record: { value: 'funded', context: { jobId: `job_${i}`, borrower: wallet, client: tokenWallet('c11e47') } }, final: false } as Change
+}
+
+/**
+ * A hub behind a real server (uWS behind the front), whose tokens are wallets (tokenWallet) and whose held payment
+ * events carry 6 KB more than their record; closed on the test's teardown.
+ */
+export async function startPaddedHub(t: Test, limits: Partial<StreamLimits>, endedLingerMs?: number, log?: Logger): Promise<{ url: string; hub: EventHub }> {
+  const hub = new EventHub({ leaseAction: () => null, heldPayment: (record) => ({ account: record.account, padding: 'x'.repeat(6000) }) }, limits, Date.now, endedLingerMs, log)
+  const server = await startServer({
+    transport: 'uws', routes: testRoutes, port: 0, rateLimit: false, log: () => {},
+    websockets: [{ path: '/events', behavior: hub.behavior(async (token) => ({ address: tokenWallet(token), tokenHash: token })) }],
+  })
+  t.teardown(async () => {
+    hub.close()
+    await server.close(500)
+  })
+  return { url: `${server.url.replace(/^http/, 'ws')}/events`, hub }
 }

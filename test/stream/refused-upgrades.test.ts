@@ -7,6 +7,8 @@
 // the front, nothing bounded the connections so held but the rate limiter).
 // The rate limiter's refusal of an upgrade (429 rate_limited, answered before the hub sees it) did the same.
 // Real sockets through the default transport (uWS behind the front).
+// A refused upgrade carries X-Request-Id and the RateLimit fields as every other answer does: the hub wrote its
+// refusals itself, without them (edges30); now the pipeline answers them.
 import t from 'tap'
 import type { Address } from 'viem'
 import { startServer } from '../../src/http/server.ts'
@@ -61,4 +63,53 @@ t.test('an upgrade the rate limiter refuses closes its connection too', async (t
   const codes: string[] = []
   for (let i = 0; i < ATTEMPTS; i++) codes.push((await upgrade(url)).problem?.code ?? '101')
   t.same(codes, ['unauthorized', ...Array.from({ length: ATTEMPTS - 1 }, () => 'rate_limited')], `${ATTEMPTS} refusals in a row: 401, then 429 rate_limited, never too_many_connections`)
+})
+
+t.test('a refused upgrade carries X-Request-Id and the RateLimit fields, as every answer: 400, 401, 429, 503 and the limiter\'s 429', async (t) => {
+  const hub = new EventHub({ leaseAction: () => null }, { connectionsPerWalletMax: 1, connectionsMax: 2 })
+  const server = await startServer({
+    transport: 'uws', routes: testRoutes, port: 0, rateLimit: { burst: 9, refillPerSecond: 0.001 }, log: () => {},
+    websockets: [{ path: '/events', behavior: hub.behavior(async (token) => (token === 'bad' ? undefined : { address: walletOf(token), tokenHash: token })) }],
+  })
+  t.teardown(async () => {
+    hub.close()
+    await server.close(500)
+  })
+  const url = `${server.url.replace(/^http/, 'ws')}/events`
+  const held = [await upgrade(url, { headers: { authorization: 'Bearer 1' } }), await upgrade(url, { headers: { authorization: 'Bearer 2' } })]
+  t.teardown(() => held.forEach((h) => h.ws?.terminate()))
+  t.same(held.map((h) => h.status), [101, 101], 'two streams open: the service is full')
+
+  const cases: Array<[string, Record<string, string>, number, string]> = [
+    ['a query it does not take', { authorization: 'Bearer 3' }, 400, 'validation_failed'],
+    ['no token', {}, 401, 'unauthorized'],
+    ['an unknown token', { authorization: 'Bearer bad' }, 401, 'unauthorized'],
+    ['a wallet at its bound', { authorization: 'Bearer 1' }, 429, 'too_many_streams'],
+    ['the service full', { authorization: 'Bearer 3' }, 503, 'streams_full'],
+  ]
+  let remaining = 9 - held.length
+  for (const [what, headers, status, code] of cases) {
+    const requestId = `edges30-${code}`
+    const refused = await upgrade(what === 'a query it does not take' ? `${url}?subscribe=all` : url, { headers: { ...headers, 'x-request-id': requestId } })
+    t.equal(refused.status, status, what)
+    t.equal(refused.problem?.code, code, what)
+    t.equal(refused.headers['x-request-id'], requestId, `${what}: the caller's X-Request-Id echoed`)
+    t.match(refused.headers['ratelimit-policy'], /^"client";q=9;w=[0-9]+$/, `${what}: RateLimit-Policy`)
+    t.match(refused.headers['ratelimit'], new RegExp(`^"client";r=${--remaining};t=[0-9]+$`), `${what}: RateLimit, the upgrade counted on its bucket`)
+    t.equal(refused.headers['content-type'], 'application/problem+json', what)
+    if (status === 401) t.equal(refused.headers['www-authenticate'], 'Bearer', `${what}: WWW-Authenticate`)
+  }
+  const minted = await upgrade(url)
+  t.equal(minted.status, 401)
+  t.match(minted.headers['x-request-id'], /^\S+$/, 'without one given, an id is minted')
+  t.match(minted.headers['ratelimit'], /^"client";r=1;t=[0-9]+$/)
+  hub.close()
+  const stopping = await upgrade(url, { headers: { authorization: 'Bearer 3', 'x-request-id': 'edges30-stopping' } })
+  t.equal(stopping.problem?.code, 'shutting_down', 'the hub stopping: 503')
+  t.equal(stopping.headers['x-request-id'], 'edges30-stopping')
+  t.match(stopping.headers['ratelimit'], /^"client";r=0;t=[0-9]+$/)
+  const limited = await upgrade(url, { headers: { authorization: 'Bearer 3', 'x-request-id': 'edges30-limited' } })
+  t.equal(limited.problem?.code, 'rate_limited', 'then the limiter\'s own 429')
+  t.equal(limited.headers['x-request-id'], 'edges30-limited', 'which had them already')
+  t.match(limited.headers['ratelimit'], /^"client";r=0;t=[0-9]+$/)
 })

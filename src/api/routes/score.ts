@@ -1,8 +1,11 @@
 // POST /credit-score: the paid, confidential credit score. In order: 503 when no compute component is configured;
-// input checks (400, 404) before any payment is asked; the x402 payment (402 until a verified one comes); the
+// input checks (400) before any payment is asked; the x402 payment (402 until a verified one comes); the
 // computation in the compute component, which returns only a JWE for the caller's key; settlement, only once that
 // succeeded; 200 with the PAYMENT-RESPONSE header. A failed computation cancels the payment: nothing is charged. A
 // payment someone else settled first, exactly as asked, counts as the payment once (src/x402/front-run.ts).
+// Any well-formed subject is answered alike: one the service holds no borrower record of is asked the same payment and
+// scored as a blank record (no history). Its 404 subject_not_found before any payment told anyone, for free, one
+// request each, whether an address was a borrower (edges30).
 import { createHash } from 'node:crypto'
 import type { Address } from 'viem'
 import { checksum } from '../common.ts'
@@ -66,7 +69,6 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
       200: { description: 'The encrypted score; the PAYMENT-RESPONSE header (base64 JSON) carries the settlement transaction.', schema: CreditScoreAnswer },
       400: { description: 'Malformed body (validation_failed, e.g. a private "d" in publicKey), or a public key nothing can be encrypted to (invalid_public_key).' },
       402: { description: refusedDescription },
-      404: { description: 'The subject is not a borrower the service knows (subject_not_found).' },
       409: { description: 'Another request is using the same payment right now (payment_in_flight).' },
       412: { description: 'x402 Permit2 payments only: the token allowance to Permit2 is missing (see PAYMENT-REQUIRED).' },
       503: {
@@ -89,9 +91,6 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
       const subject = checksum(body.subject)
       const keyProblem = await recipientKeyProblem(body.publicKey)
       if (keyProblem !== undefined) throw new HttpProblem(400, 'invalid_public_key', `publicKey: ${keyProblem}.`, { title: 'Invalid public key' })
-      if (deps.engine.getBorrower(subject) === undefined) {
-        throw new HttpProblem(404, 'subject_not_found', `${subject} is not a borrower this service knows.`, { title: 'Subject not found' })
-      }
       // No payment is asked, verified or settled on a chain the service no longer follows.
       deps.refuseStoppedNetwork(resource.options.network.slug)
 
@@ -157,11 +156,9 @@ function scoreRequestDigest(subject: Address, key: { kty: string; crv: string; x
   return createHash('sha256').update(JSON.stringify([subject.toLowerCase(), key.kty, key.crv, key.x, key.y ?? null])).digest('hex')
 }
 
+/** Any subject's: one the service holds no borrower record of is scored as a blank record (no history). */
 function inputsOf(deps: CreditScoreRouteDeps, subject: Address) {
-  const inputs = scoreInputsOf(deps.engine, deps.passport, deps.repaymentMinimums, subject, deps.clock())
-  // Borrower records are never deleted: one seen before the payment is still there.
-  if (inputs === undefined) throw new Error(`borrower ${subject} vanished`)
-  return inputs
+  return scoreInputsOf(deps.engine, deps.passport, deps.repaymentMinimums, subject, deps.clock())
 }
 
 function refusalProblem(refusal: PaymentRefusal): HttpProblem {
