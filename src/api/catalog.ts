@@ -51,6 +51,11 @@ const CatalogNetwork = StrictObject({
       'The credit contract\'s reclaimDelay(): a job\'s client (or its borrower: see contracts.reclaimJob) may reclaim its escrow from fundedAt + reclaimDelaySeconds, so a job\'s dueAt must come before then (a later one is 422 job_reclaimable_before_due). ' +
       'Null while the service has not read it (the RPC unreachable since the start, or no code at the contract yet; it is read again once the RPC answers): read reclaimDelay() on the contract.',
   }),
+  borrowerMayReclaim: Type.Union([Type.Boolean(), Type.Null()], {
+    description:
+      'Whether the credit contract takes reclaimJob from a job\'s borrower too (its BORROWER_MAY_RECLAIM(), true), or from its client only (false: a deployment from before 2026-11-28, which has no such function; a borrower\'s reclaimJob reverts NotClient there, so do not send it). ' +
+      'Null while the service has not read it (with reclaimDelaySeconds): call BORROWER_MAY_RECLAIM() on the contract (a revert without data means false).',
+  }),
   assets: Type.Array(Asset),
   facilitator: StrictObject({
     url: Type.String(),
@@ -196,6 +201,8 @@ export interface CatalogSources {
   networks: readonly NetworkConfig[]
   /** The network's credit contract's reclaimDelay() in seconds, or null while not read (src/chain/reclaim-window.ts ReclaimDelays). */
   reclaimDelaySeconds: (network: NetworkConfig) => number | null
+  /** Whether the network's credit contract takes its borrowers' reclaimJob, or null while not read (ReclaimDelays). */
+  borrowerMayReclaim: (network: NetworkConfig) => boolean | null
   /** Whether the configured RPC URLs may be published (the embedded devnet: yes). */
   publishRpcUrls: boolean
   facilitatorUrl: (network: NetworkConfig) => string
@@ -235,6 +242,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       identityRegistry: n.identityRegistry,
       reputationRegistry: n.reputationRegistry,
       reclaimDelaySeconds: s.reclaimDelaySeconds(n),
+      borrowerMayReclaim: s.borrowerMayReclaim(n),
       assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version, advanceMinAtomic: advanceMinAtomicOf(t).toString() })),
       facilitator: { url: s.facilitatorUrl(n), selfHosted: isSelfFacilitated(n), payees: [...s.facilitatorPayees(n)] },
     })),

@@ -101,6 +101,9 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
    dueAt: when the client pays, in the future and before the client may take its escrow back on chain (the credit contract's
    reclaimDelay() after the funding, the catalog's networks[].reclaimDelaySeconds${devnetAccounts === undefined ? '' : `, ${Number(devnetReclaimDelaySeconds) / 86_400} days on this devnet`}): a later one is 422 job_reclaimable_before_due, naming the latest time.
+   From then on, while none of the job's advances owes anything, the client calls reclaimJob(jobKey) on the credit contract itself (escrow to
+   the client, collateral to the borrower), and so may the borrower where the catalog's networks[].borrowerMayReclaim is true (false: a
+   contract deployed before 2026-11-28, where the borrower's call reverts NotClient; null: not read yet, call BORROWER_MAY_RECLAIM()).
    Collateral (raises capacity and coverage): until the borrower has repaid principal on the network and asset, its job's receivable does not
    count in the coverage (Rules), so a job alone is risk band C (coverageBps 0), which the lender above (bands A and B) does not take: its
    match answers lease null. A fresh borrower posts collateral (band A at a coverage of ${c.rules.riskBandACoverageBps} bps, B at ${c.rules.riskBandBCoverageBps}: Rules) or finds

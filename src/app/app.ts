@@ -26,7 +26,7 @@ import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
-import { absentContractMessage, olderContractMessage, probeCreditContract, ReclaimDelays, readReclaimDelay } from '../chain/reclaim-window.ts'
+import { absentContractMessage, clientOnlyReclaimMessage, olderContractMessage, probeCreditContract, ReclaimDelays, readReclaimRule } from '../chain/reclaim-window.ts'
 import { advanceCapMismatches, contractRoleMismatches, tokenMismatches } from '../chain/deployment-checks.ts'
 import { advanceMinAtomicOf, loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
@@ -157,15 +157,26 @@ function startupClient(network: NetworkConfig) {
  * the catalog until read again (ReclaimDelays.readMissing: when the catalog is asked for, when the follower recovers).
  */
 async function readReclaimDelays(networks: readonly NetworkConfig[], unprobed: ReadonlySet<string>, log: Logger): Promise<ReclaimDelays> {
-  const delays = new ReclaimDelays(networks, { read: (network) => readReclaimDelay(startupClient(network), network.slug, network.creditContract) })
+  const delays = new ReclaimDelays(networks, { read: (network) => readReclaimRule(startupClient(network), network.slug, network.creditContract) })
   await Promise.all(networks.filter((n) => !unprobed.has(n.slug)).map(async (network) => {
     try {
       await delays.read(network.slug)
+      warnClientOnlyReclaim(delays, network, log)
     } catch (error) {
       log({ level: 'warn', msg: 'reclaim_delay_not_read', network: network.slug, error: String(error) })
     }
   }))
   return delays
+}
+
+/**
+ * Said once per network, when its rule is read (at the start, or once its RPC answers): a credit contract deployed
+ * before 2026-11-28 takes the client's reclaimJob only, though the service's texts describe the borrower's too (the
+ * catalog's networks[].borrowerMayReclaim says which).
+ */
+function warnClientOnlyReclaim(delays: ReclaimDelays, network: NetworkConfig, log: Logger): void {
+  if (delays.borrowerMayReclaim(network.slug) !== false) return
+  log({ level: 'warn', msg: 'credit_contract_client_only_reclaim', network: network.slug, creditContract: network.creditContract, error: clientOnlyReclaimMessage(network.slug, network.creditContract) })
 }
 
 /** The devnet's demo roles become the configuration a real deployment writes in its config file. */
@@ -428,6 +439,7 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
         routes,
         networks,
         reclaimDelaySeconds: (n) => reclaimDelays.get(n.slug),
+        borrowerMayReclaim: (n) => reclaimDelays.borrowerMayReclaim(n.slug),
         publishRpcUrls,
         facilitatorUrl: (n) => facilitatorUrl(n, { baseUrl }),
         facilitatorPayees: (n) => (facilitators.find((f) => f.network.slug === n.slug)?.payees ?? []).map(wirePayee),
@@ -456,6 +468,8 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       llms = undefined
       documentsRevision++
       log({ level: 'info', msg: 'reclaim_delay_read', network: slug, reclaimDelaySeconds: seconds })
+      const network = networks.find((n) => n.slug === slug)
+      if (network !== undefined) warnClientOnlyReclaim(reclaimDelays, network, log)
     })
     routes.push(
       ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf(), devnet === undefined ? undefined : Object.values(devnet.accounts))), revision: documentsRevisionNow, provisional: () => networks.some((n) => reclaimDelays.get(n.slug) === null), version: API_VERSION, reconciliation, store }),

@@ -47,12 +47,43 @@ export async function readReclaimDelay(publicClient: Pick<PublicClient, 'readCon
   return delay
 }
 
+/**
+ * Whether the credit contract takes its jobs' borrowers' reclaimJob: its BORROWER_MAY_RECLAIM() answers true on this
+ * release's deployment; one deployed before 2026-11-28 has no such function (the call reverts without data, or answers
+ * no data) and takes the client's reclaim only (a borrower's reverts NotClient). Only the contract's own answer reads as
+ * the older rule (contractAnswered): an RPC outage, a provider's -32603, is thrown as it is, never taken for an old
+ * deployment. Immutable (a constant of the code): ReclaimDelays reads it once with reclaimDelay().
+ */
+export async function readBorrowerMayReclaim(publicClient: Pick<PublicClient, 'readContract'>, contract: Address): Promise<boolean> {
+  try {
+    return await publicClient.readContract({ address: contract, abi: creditFacilityV2Abi, functionName: 'BORROWER_MAY_RECLAIM' })
+  } catch (error) {
+    if (contractAnswered(error)) return false
+    throw error
+  }
+}
+
+/** What a network's credit contract says of its reclaim: its reclaimDelay() and whether its borrowers may reclaim. */
+export type ReclaimRule = { delaySeconds: bigint; borrowerMayReclaim: boolean }
+
+/** Both reads of a network's reclaim rule (readReclaimDelay, readBorrowerMayReclaim); either failure is thrown as it is. */
+export async function readReclaimRule(publicClient: Pick<PublicClient, 'readContract'>, slug: string, contract: Address): Promise<ReclaimRule> {
+  const [delaySeconds, borrowerMayReclaim] = await Promise.all([readReclaimDelay(publicClient, slug, contract), readBorrowerMayReclaim(publicClient, contract)])
+  return { delaySeconds, borrowerMayReclaim }
+}
+
+/** Why a network's borrowers may not reclaim their jobs (the start-up's warning, the borrower-side refusal). */
+export function clientOnlyReclaimMessage(slug: string, contract: Address): string {
+  return `${slug}'s credit contract ${contract} has no BORROWER_MAY_RECLAIM(): it was deployed before 2026-11-28 and takes reclaimJob from a job's client only (a borrower's reverts NotClient); deploy this release's CreditFacilityV2 for the borrower's reclaim`
+}
+
 /** How often a network's reclaimDelay() not read yet is tried again, at most (each try one eth_call). */
 export const reclaimDelayRetryMs = 5_000
 
 /**
  * Each network's credit contract's reclaimDelay() in seconds, for the catalog (a job's dueAt must come before its client
- * may reclaim the escrow). Read at the start (read); a network whose read failed there or was not tried (its RPC down,
+ * may reclaim the escrow), and whether its borrowers may reclaim too (BORROWER_MAY_RECLAIM(), read with it: both or
+ * neither, null while not read). Read at the start (read); a network whose read failed there or was not tried (its RPC down,
  * no code at the contract yet) is read again by readMissing, which the service calls when the catalog is asked for and
  * when the network's chain follower recovers: one read of a network at a time, at most one begun per
  * reclaimDelayRetryMs, so a catalog asked for often behind a dead RPC costs an eth_call every 5 s, not one a request.
@@ -60,16 +91,17 @@ export const reclaimDelayRetryMs = 5_000
  */
 export class ReclaimDelays {
   readonly #networks: ReadonlyMap<string, NetworkConfig>
-  readonly #read: (network: NetworkConfig) => Promise<bigint>
+  readonly #read: (network: NetworkConfig) => Promise<ReclaimRule>
   readonly #nowMs: () => number
   readonly #retryMs: number
   readonly #seconds = new Map<string, number>()
+  readonly #borrowerMayReclaim = new Map<string, boolean>()
   /** When the last read of each network began (nowMs), and the networks being read now. */
   readonly #triedAtMs = new Map<string, number>()
   readonly #reading = new Set<string>()
   readonly #listeners: Array<(slug: string, seconds: number) => void> = []
 
-  constructor(networks: readonly NetworkConfig[], options: { read: (network: NetworkConfig) => Promise<bigint>; retryMs?: number; nowMs?: () => number }) {
+  constructor(networks: readonly NetworkConfig[], options: { read: (network: NetworkConfig) => Promise<ReclaimRule>; retryMs?: number; nowMs?: () => number }) {
     this.#networks = new Map(networks.map((network) => [network.slug, network]))
     this.#read = options.read
     this.#retryMs = options.retryMs ?? reclaimDelayRetryMs
@@ -81,14 +113,21 @@ export class ReclaimDelays {
     return this.#seconds.get(slug) ?? null
   }
 
-  /** Reads the network's reclaimDelay(); a failure is thrown as it is (the start-up logs it), and counts as a try. */
+  /** Whether the network's credit contract takes its borrowers' reclaimJob (BORROWER_MAY_RECLAIM()), or null while not read. */
+  borrowerMayReclaim(slug: string): boolean | null {
+    return this.#borrowerMayReclaim.get(slug) ?? null
+  }
+
+  /** Reads the network's reclaimDelay() and BORROWER_MAY_RECLAIM(); a failure is thrown as it is (the start-up logs it), and counts as a try. */
   async read(slug: string): Promise<number> {
     const network = this.#networks.get(slug)
     if (network === undefined) throw new Error(`unknown network ${slug}`)
     this.#triedAtMs.set(slug, this.#nowMs())
     this.#reading.add(slug)
     try {
-      const seconds = Number(await this.#read(network))
+      const rule = await this.#read(network)
+      const seconds = Number(rule.delaySeconds)
+      this.#borrowerMayReclaim.set(slug, rule.borrowerMayReclaim)
       this.#seconds.set(slug, seconds)
       return seconds
     } finally {

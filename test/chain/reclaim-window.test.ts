@@ -23,7 +23,7 @@ t.test('ReclaimDelays: a value not read is read again, one read at a time and at
   const delays = new ReclaimDelays(networks, {
     retryMs: 5_000,
     nowMs: () => nowMs,
-    read: (network) => new Promise((resolve, reject) => pending.push({ slug: network.slug, settle: (value) => (value instanceof Error ? reject(value) : resolve(value)) })),
+    read: (network) => new Promise((resolve, reject) => pending.push({ slug: network.slug, settle: (value) => (value instanceof Error ? reject(value) : resolve({ delaySeconds: value, borrowerMayReclaim: network.slug === 'a' })) })),
   })
   const told: string[] = []
   delays.onRead((slug, seconds) => told.push(`${slug}=${seconds}`))
@@ -31,6 +31,7 @@ t.test('ReclaimDelays: a value not read is read again, one read at a time and at
   pending.shift()?.settle(600n)
   t.equal(await starting, 600, 'the start reads a')
   t.equal(delays.get('b'), null, 'b not read: null')
+  t.equal(delays.borrowerMayReclaim('b'), null, 'nor its reclaim rule')
   delays.readMissing()
   delays.readMissing()
   t.same(pending.map((p) => p.slug), ['b'], 'one read of b, none of a (known), however often asked')
@@ -45,6 +46,7 @@ t.test('ReclaimDelays: a value not read is read again, one read at a time and at
   pending.shift()?.settle(900n)
   await new Promise((resolve) => setImmediate(resolve))
   t.equal(delays.get('b'), 900, 'read')
+  t.same([delays.borrowerMayReclaim('a'), delays.borrowerMayReclaim('b')], [true, false], 'BORROWER_MAY_RECLAIM() read with it')
   t.same(told, ['b=900'], 'told to the listeners (the catalog is built again)')
   nowMs = 60_000
   delays.readMissing()

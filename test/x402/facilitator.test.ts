@@ -361,7 +361,7 @@ t.test('facilitator URLs: self-facilitated networks point here, the others to th
   const keyless = { ...networkB, facilitatorPrivateKey: undefined }
   const catalog = buildCatalog({
     baseUrl: 'https://credit.example', authDomain: 'credit.example', auth: { nonceTtlSeconds: 300, sessionTtlSeconds: 3600, sessionsPerWalletMax: 10 },
-    routes: [], networks: [networkA, networkB, keyless], reclaimDelaySeconds: () => null, publishRpcUrls: false,
+    routes: [], networks: [networkA, networkB, keyless], reclaimDelaySeconds: () => null, borrowerMayReclaim: () => null, publishRpcUrls: false,
     facilitatorUrl: facilitatorUrlResolver({ baseUrl: 'https://credit.example' }), facilitatorPayees: () => [],
     engine: defaultEngineConfig, attesters: [], operators: [], bodyLimitBytes: 65536, creditScore: null, reputation: reputationDefaults,
     passportIssuer: accounts.operator.address, idempotencyRetentionSeconds: 86400, rateLimitPerSecond: 100, stream: DEFAULT_STREAM_LIMITS, storeBudgets: STORE_BUDGETS_OFF,
