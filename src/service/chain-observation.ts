@@ -159,15 +159,15 @@ function refuseVanishedReports(service: ServiceCore, batch: ChainBatch, facts: r
   const ahead = service.reportedAhead.get(batch.network)
   if (ahead === undefined || ahead.size === 0) return
   let seen: Set<string> | undefined
-  for (const [proofKey, blockNumber] of ahead) {
+  for (const [proofKey, { blockNumber, sent }] of ahead) {
     if (blockNumber > batch.toBlock) continue
-    if (blockNumber >= batch.fromBlock && service.store.proofs.has(proofKey)) {
+    if (blockNumber >= batch.fromBlock && (sent || service.store.proofs.has(proofKey))) {
       seen ??= new Set(facts.map((fact) => fact.proofKey))
       if (!seen.has(proofKey)) {
         throw new FollowerFatalError(
           batch.network,
           'chain_replaced',
-          `block ${blockNumber} no longer holds the event ${proofKey} a report counted: the chain was reorganised deeper than its ` +
+          `block ${blockNumber} no longer holds the event ${proofKey} the service counted: the chain was reorganised deeper than its ` +
             'confirmations before the follower read that block; the events counted may no longer exist. Reconcile the ledger with the chain before resuming.',
         )
       }
