@@ -4,9 +4,9 @@
 import { getAddress } from 'viem'
 import { leaseViewFromSnapshot, type ChainEventFact, type ChainObservationOutcome, type PastLeaseOf } from '../engine/engine.ts'
 import type { AdvanceView } from '../engine/types.ts'
-import { facilityFact } from '../chain/events-v2.ts'
+import { facilityFact, type FacilityFact } from '../chain/events-v2.ts'
 import { supplierPaymentHeldAt, type FacilityFactOf } from '../chain/proofs-v2.ts'
-import type { ChainBatch } from '../chain/follower.ts'
+import { FollowerFatalError, type ChainBatch } from '../chain/follower.ts'
 import type { RecordWrite } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
 import { failureIntentEndedOps, type OperatorRepairs } from './operator-commands.ts'
@@ -22,6 +22,7 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
   const network = service.network(batch.network)
   const symbolOf = new Map(network.tokens.map((t) => [t.address.toLowerCase(), t.symbol]))
   const facilityFacts = batch.events.map((event) => facilityFact(network.slug, event))
+  refuseVanishedReports(service, batch, facilityFacts)
   service.observedFacts.record(facilityFacts)
   const facts: ChainEventFact[] = facilityFacts.map((fact, index) => {
     if (fact.name === 'Repaid') {
@@ -142,5 +143,35 @@ export function followerHealth(service: ServiceCore, slug: string): { state: 'st
     chainTime: cursor === undefined ? null : new Date(cursor.blockTimeMs).toISOString(),
     lagBlocks: head === undefined ? null : Number(head - (cursor?.blockNumber ?? -1n)),
     ...(status.error === undefined ? {} : { error: status.error }),
+  }
+}
+
+/**
+ * A fact a report counted before the follower read its block must be in the follower's batch over that block: a block
+ * reorganised away after the report (deeper than the confirmations) holds it no more, and the follower would go on
+ * over a history without it, never noticing (its cursor's hash is of an older block). So the follower stops, as for
+ * a block it read itself (chain_replaced: reconcile before resuming). Before, the service kept the repayment no
+ * transaction proved, the new history's repayments of that advance were refused (409 repayment_mismatch) and its
+ * job's completion mined a settlement the service did not record (outsider31,
+ * test/api/outsider31-reorg-before-follower.test.ts). A fact read but never used (its report refused) stops nothing.
+ */
+function refuseVanishedReports(service: ServiceCore, batch: ChainBatch, facts: readonly FacilityFact[]): void {
+  const ahead = service.reportedAhead.get(batch.network)
+  if (ahead === undefined || ahead.size === 0) return
+  let seen: Set<string> | undefined
+  for (const [proofKey, { blockNumber, sent }] of ahead) {
+    if (blockNumber > batch.toBlock) continue
+    if (blockNumber >= batch.fromBlock && (sent || service.store.proofs.has(proofKey))) {
+      seen ??= new Set(facts.map((fact) => fact.proofKey))
+      if (!seen.has(proofKey)) {
+        throw new FollowerFatalError(
+          batch.network,
+          'chain_replaced',
+          `block ${blockNumber} no longer holds the event ${proofKey} the service counted: the chain was reorganised deeper than its ` +
+            'confirmations before the follower read that block; the events counted may no longer exist. Reconcile the ledger with the chain before resuming.',
+        )
+      }
+    }
+    ahead.delete(proofKey)
   }
 }

@@ -97,6 +97,15 @@ export class ServiceCore {
   /** The contract's events the chain followers read lately, by transaction: proofs of them read no chain (prove). */
   readonly observedFacts = new ObservedFacts()
   /**
+   * Per network, the proof keys of facts read from a receipt in a block the chain follower had not applied yet (a
+   * report's proof, an operator transaction's events), with that block's number and whether the service counted the
+   * fact whatever its use (`sent`: the operator's own transaction, recorded by its route): the follower's batch over
+   * that block must hold each one counted, or the chain took back a block the service counted from, and the follower
+   * stops (chain-observation.ts, outsider31: the follower's own check of its cursor's hash never sees a block it did
+   * not read). In memory: a restart forgets them.
+   */
+  readonly reportedAhead = new Map<string, Map<string, { blockNumber: bigint; sent: boolean }>>()
+  /**
    * The host (and port) clients reach this deployment at, its SIWE domain: the `service` a backing attestation names
    * (src/chain/attestation.ts). Set by the app once the server listens (with PORT=0 the port is known only then).
    */
@@ -295,10 +304,20 @@ export class ServiceCore {
       const read = await readFacilityReceipt(this.clientsOf(slug), network.creditContract, { txHash })
       if (!read.ok) throw new ProofRefusedError(read.reason, read.detail)
       facts = read.value.facts
+      this.noteReportedAhead(slug, read.value.blockNumber, facts, false)
     }
     const result = matchFacilityFacts(facts, txHash, eventName, args)
     if (!result.ok) throw new ProofRefusedError(result.reason, result.detail)
     return { fact: result.value[0] as FacilityFactOf<E>, facts }
+  }
+
+  /** Remembers `facts` (of block `blockNumber`) for the follower's batch over that block, when it has not applied it yet. */
+  noteReportedAhead(slug: string, blockNumber: bigint, facts: readonly FacilityFact[], sent: boolean): void {
+    const applied = this.appliedChainBlocks.get(slug) ?? this.followers.get(slug)?.cursor?.blockNumber
+    if (applied !== undefined && blockNumber <= applied) return
+    let ahead = this.reportedAhead.get(slug)
+    if (ahead === undefined) this.reportedAhead.set(slug, (ahead = new Map()))
+    for (const fact of facts) ahead.set(fact.proofKey, { blockNumber, sent })
   }
 
   /** Re-checked synchronously right before the command: another request may have used the proof meanwhile. */
