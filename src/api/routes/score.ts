@@ -130,7 +130,10 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
       // test/api/outsider30-score-caller-gone.test.ts). The answer below is never written.
       if (signal.aborted) {
         await admission.cancel(new Error('the caller went away before the payment was settled'))
-        throw new HttpProblem(503, 'facilitator_unavailable', 'The caller went away before the payment was settled; nothing was charged.')
+        throw new HttpProblem(503, 'facilitator_unavailable', 'The caller went away before the payment was settled; nothing was charged.', {
+          title: 'Facilitator unavailable',
+          headers: { 'retry-after': '1' },
+        })
       }
       // Gone while the settlement was sent: the settlement stays owed to this call's subject and key (settle).
       const settled = await paying(() => admission.settle(signal))
