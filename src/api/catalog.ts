@@ -54,7 +54,8 @@ const CatalogNetwork = StrictObject({
   borrowerMayReclaim: Type.Union([Type.Boolean(), Type.Null()], {
     description:
       'Whether the credit contract takes reclaimJob from a job\'s borrower too (its BORROWER_MAY_RECLAIM(), true), or from its client only (false: a deployment from before 2026-11-28, which has no such function; a borrower\'s reclaimJob reverts NotClient there, so do not send it). ' +
-      'Null while the service has not read it (with reclaimDelaySeconds): call BORROWER_MAY_RECLAIM() on the contract (a revert without data means false).',
+      'Null while the service has not read it (the RPC unreachable since the start, or no bool answered; it is read again, on its own, once the RPC answers): call BORROWER_MAY_RECLAIM() on the contract (a revert means false). ' +
+      'The service sends no reclaim: the client (or, where this is true, the borrower) sends reclaimJob(jobKey) itself, as contracts.approvals says.',
   }),
   assets: Type.Array(Asset),
   facilitator: StrictObject({

@@ -49,7 +49,8 @@ ${devnetAccounts === undefined ? '' : devnetAccountsSection(devnetAccounts)}
 ## Contracts and unsigned transactions
 The catalog's "contracts" is the one statement of the credit contract's ABI (as compiled: functions, events, errors),
 the token's ERC-20 ABI, the jobId-to-bytes32 rule (contracts.keys) and which calls need an approve first
-(contracts.approvals). You need none of them for the flow: every on-chain step is served as unsigned transactions
+(contracts.approvals). You need none of them for the flow but a reclaim (below, under Job: one call you build from the ABI and
+contracts.keys): every other on-chain step is served as unsigned transactions
 {"to","data","value","chainId","gas"} (plus "network" and "from") to sign with your own key and send in order (the three
 GET .../*-transactions routes answer {"network","asset","key","amountAtomic","transactions":[approve, the call]}):
 ${c.contracts.unsignedTransactions.map((u) => `- ${u.step} (${u.signer}): ${u.route}`).join('\n')}
@@ -101,9 +102,13 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    POST /credit/jobs {"jobId":"job_1","network":"${slug}","asset":"${asset}","agent":"<borrower>","receivableAtomic":"5000000000","dueAt":"<ISO>","fundingTxHash":"0x..."}
    dueAt: when the client pays, in the future and before the client may take its escrow back on chain (the credit contract's
    reclaimDelay() after the funding, the catalog's networks[].reclaimDelaySeconds${devnetAccounts === undefined ? '' : `, ${Number(devnetReclaimDelaySeconds) / 86_400} days on this devnet`}): a later one is 422 job_reclaimable_before_due, naming the latest time.
-   From then on, while none of the job's advances owes anything, the client calls reclaimJob(jobKey) on the credit contract itself (escrow to
-   the client, collateral to the borrower), and so may the borrower where the catalog's networks[].borrowerMayReclaim is true (false: a
-   contract deployed before 2026-11-28, where the borrower's call reverts NotClient; null: not read yet, call BORROWER_MAY_RECLAIM()).
+   Reclaim: from getJob(jobKey).fundedAt + reclaimDelay() on (both read on the credit contract; jobKey: contracts.keys), on a job still open
+   on chain (getJob(jobKey).status 1: not settled, failed nor reclaimed) none of whose advances owes anything (getJob(jobKey).outstanding 0,
+   else it reverts AdvancesOwed), the client sends reclaimJob(jobKey) to the credit contract itself, from its own wallet (no route serves
+   it): the escrow goes back to the client and the job's collateral to the borrower, whoever sends it. So may the borrower, for its
+   collateral, where the catalog's networks[].borrowerMayReclaim is true (false: a contract deployed before 2026-11-28, where the
+   borrower's call reverts NotClient: only the client may; null: not read yet, call BORROWER_MAY_RECLAIM(), a revert means false).
+   The service then ends the job failed (escrow_reclaimed): nobody is suspended nor penalised.
    Collateral (raises capacity and coverage): until the borrower has repaid principal on the network and asset, its job's receivable does not
    count in the coverage (Rules), so a job alone is risk band C (coverageBps 0), which the lender above (bands A and B) does not take: its
    match answers lease null. A fresh borrower posts collateral (band A at a coverage of ${c.rules.riskBandACoverageBps} bps, B at ${c.rules.riskBandBCoverageBps}: Rules) or finds

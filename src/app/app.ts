@@ -26,7 +26,7 @@ import { INSPECT_LIVE_PATH, InspectorLive } from '../inspect/live.ts'
 import { authRoutes, NonceResponse, SessionRequest, SessionResponse } from '../auth/routes.ts'
 import { DEFAULT_NONCE_TTL_MS, SiweAuth, type AuthService } from '../auth/siwe.ts'
 import { createNetworkClients, networkChain, type NetworkClients } from '../chain/clients.ts'
-import { absentContractMessage, clientOnlyReclaimMessage, olderContractMessage, probeCreditContract, ReclaimDelays, readReclaimRule } from '../chain/reclaim-window.ts'
+import { absentContractMessage, clientOnlyReclaimMessage, olderContractMessage, probeCreditContract, ReclaimDelays, readBorrowerMayReclaim, readReclaimDelay } from '../chain/reclaim-window.ts'
 import { advanceCapMismatches, contractRoleMismatches, tokenMismatches } from '../chain/deployment-checks.ts'
 import { advanceMinAtomicOf, loadNetworksConfig, NetworksConfigError, serviceAddressesOf, type NetworkConfig } from '../chain/config.ts'
 import { startDevnet, type DemoAccounts, type Devnet } from '../chain/devnet.ts'
@@ -152,19 +152,23 @@ function startupClient(network: NetworkConfig) {
 
 /**
  * Each network's credit contract's reclaimDelay() in seconds, for the catalog (a job's dueAt must come before its
- * client may reclaim the escrow): read at the start, it is immutable. A network not probed (`unprobed`: its RPC
- * unreachable, no code at the contract yet) is not read yet, one whose read fails is said in the log: both are null in
- * the catalog until read again (ReclaimDelays.readMissing: when the catalog is asked for, when the follower recovers).
+ * client may reclaim the escrow), and its BORROWER_MAY_RECLAIM(): read at the start, both immutable. A network not probed
+ * (`unprobed`: its RPC unreachable, no code at the contract yet) is not read yet, one whose read fails is said in the
+ * log (either value: each one read is kept): those are null in the catalog until read again (ReclaimDelays.readMissing:
+ * when the catalog is asked for, when the follower recovers).
  */
-async function readReclaimDelays(networks: readonly NetworkConfig[], unprobed: ReadonlySet<string>, log: Logger): Promise<ReclaimDelays> {
-  const delays = new ReclaimDelays(networks, { read: (network) => readReclaimRule(startupClient(network), network.slug, network.creditContract) })
+async function readReclaimDelays(networks: readonly NetworkConfig[], unprobed: ReadonlySet<string>, log: Logger, warned: Set<string>): Promise<ReclaimDelays> {
+  const delays = new ReclaimDelays(networks, {
+    readDelay: (network) => readReclaimDelay(startupClient(network), network.slug, network.creditContract),
+    readBorrowerMayReclaim: (network) => readBorrowerMayReclaim(startupClient(network), network.creditContract),
+  })
   await Promise.all(networks.filter((n) => !unprobed.has(n.slug)).map(async (network) => {
     try {
       await delays.read(network.slug)
-      warnClientOnlyReclaim(delays, network, log)
     } catch (error) {
       log({ level: 'warn', msg: 'reclaim_delay_not_read', network: network.slug, error: String(error) })
     }
+    warnClientOnlyReclaim(delays, network, log, warned)
   }))
   return delays
 }
@@ -174,8 +178,9 @@ async function readReclaimDelays(networks: readonly NetworkConfig[], unprobed: R
  * before 2026-11-28 takes the client's reclaimJob only, though the service's texts describe the borrower's too (the
  * catalog's networks[].borrowerMayReclaim says which).
  */
-function warnClientOnlyReclaim(delays: ReclaimDelays, network: NetworkConfig, log: Logger): void {
-  if (delays.borrowerMayReclaim(network.slug) !== false) return
+function warnClientOnlyReclaim(delays: ReclaimDelays, network: NetworkConfig, log: Logger, warned: Set<string>): void {
+  if (delays.borrowerMayReclaim(network.slug) !== false || warned.has(network.slug)) return
+  warned.add(network.slug)
   log({ level: 'warn', msg: 'credit_contract_client_only_reclaim', network: network.slug, creditContract: network.creditContract, error: clientOnlyReclaimMessage(network.slug, network.creditContract) })
 }
 
@@ -240,7 +245,9 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       networks = devnet.networks
       config = devnetDefaults(config, devnet.accounts)
     }
-    const reclaimDelays = await readReclaimDelays(networks, unprobed, log)
+    /** The networks whose client-only reclaim rule was said (credit_contract_client_only_reclaim: once per network). */
+    const clientOnlyWarned = new Set<string>()
+    const reclaimDelays = await readReclaimDelays(networks, unprobed, log, clientOnlyWarned)
     const publishRpcUrls = config.networksFile === undefined
     const creditScoreSettings = resolveCreditScore(config.creditScore, networks, { devnetPayee: devnet?.accounts.scorePayee.address })
     // Each x402 facilitator settles only for the payees this service serves: the credit score's and the configured ones.
@@ -463,16 +470,16 @@ export async function startApp(baseConfig: ServiceConfig, options: AppOptions = 
       reclaimDelays.readMissing()
       return documentsRevision
     }
-    reclaimDelays.onRead((slug, seconds) => {
+    reclaimDelays.onRead((slug, read) => {
       catalog = undefined
       llms = undefined
       documentsRevision++
-      log({ level: 'info', msg: 'reclaim_delay_read', network: slug, reclaimDelaySeconds: seconds })
+      log({ level: 'info', msg: 'reclaim_delay_read', network: slug, ...read })
       const network = networks.find((n) => n.slug === slug)
-      if (network !== undefined) warnClientOnlyReclaim(reclaimDelays, network, log)
+      if (network !== undefined) warnClientOnlyReclaim(reclaimDelays, network, log, clientOnlyWarned)
     })
     routes.push(
-      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf(), devnet === undefined ? undefined : Object.values(devnet.accounts))), revision: documentsRevisionNow, provisional: () => networks.some((n) => reclaimDelays.get(n.slug) === null), version: API_VERSION, reconciliation, store }),
+      ...discoveryRoutes(service, { catalog: catalogOf, llmsTxt: () => (llms ??= buildLlmsTxt(catalogOf(), devnet === undefined ? undefined : Object.values(devnet.accounts))), revision: documentsRevisionNow, provisional: () => networks.some((n) => reclaimDelays.get(n.slug) === null || reclaimDelays.borrowerMayReclaim(n.slug) === null), version: API_VERSION, reconciliation, store }),
       openApiRoute(() => (openApi ??= documentOf(routes, baseUrl, config))),
       ...authRoutes(lateAuth),
       ...creditRoutes(service),

@@ -52,7 +52,7 @@ export async function readReclaimDelay(publicClient: Pick<PublicClient, 'readCon
  * release's deployment; one deployed before 2026-11-28 has no such function (the call reverts without data, or answers
  * no data) and takes the client's reclaim only (a borrower's reverts NotClient). Only the contract's own answer reads as
  * the older rule (contractAnswered): an RPC outage, a provider's -32603, is thrown as it is, never taken for an old
- * deployment. Immutable (a constant of the code): ReclaimDelays reads it once with reclaimDelay().
+ * deployment. Immutable (a constant of the code): ReclaimDelays reads it once, next to reclaimDelay() (each kept once read).
  */
 export async function readBorrowerMayReclaim(publicClient: Pick<PublicClient, 'readContract'>, contract: Address): Promise<boolean> {
   try {
@@ -63,15 +63,6 @@ export async function readBorrowerMayReclaim(publicClient: Pick<PublicClient, 'r
   }
 }
 
-/** What a network's credit contract says of its reclaim: its reclaimDelay() and whether its borrowers may reclaim. */
-export type ReclaimRule = { delaySeconds: bigint; borrowerMayReclaim: boolean }
-
-/** Both reads of a network's reclaim rule (readReclaimDelay, readBorrowerMayReclaim); either failure is thrown as it is. */
-export async function readReclaimRule(publicClient: Pick<PublicClient, 'readContract'>, slug: string, contract: Address): Promise<ReclaimRule> {
-  const [delaySeconds, borrowerMayReclaim] = await Promise.all([readReclaimDelay(publicClient, slug, contract), readBorrowerMayReclaim(publicClient, contract)])
-  return { delaySeconds, borrowerMayReclaim }
-}
-
 /** Why a network's borrowers may not reclaim their jobs (the start-up's warning, the borrower-side refusal). */
 export function clientOnlyReclaimMessage(slug: string, contract: Address): string {
   return `${slug}'s credit contract ${contract} has no BORROWER_MAY_RECLAIM(): it was deployed before 2026-11-28 and takes reclaimJob from a job's client only (a borrower's reverts NotClient); deploy this release's CreditFacilityV2 for the borrower's reclaim`
@@ -80,18 +71,27 @@ export function clientOnlyReclaimMessage(slug: string, contract: Address): strin
 /** How often a network's reclaimDelay() not read yet is tried again, at most (each try one eth_call). */
 export const reclaimDelayRetryMs = 5_000
 
+/** What ReclaimDelays' listeners hear: a network's values as they are after a read that found something new. */
+export type ReclaimRuleRead = { reclaimDelaySeconds: number | null; borrowerMayReclaim: boolean | null }
+
 /**
  * Each network's credit contract's reclaimDelay() in seconds, for the catalog (a job's dueAt must come before its client
- * may reclaim the escrow), and whether its borrowers may reclaim too (BORROWER_MAY_RECLAIM(), read with it: both or
- * neither, null while not read). Read at the start (read); a network whose read failed there or was not tried (its RPC down,
- * no code at the contract yet) is read again by readMissing, which the service calls when the catalog is asked for and
- * when the network's chain follower recovers: one read of a network at a time, at most one begun per
- * reclaimDelayRetryMs, so a catalog asked for often behind a dead RPC costs an eth_call every 5 s, not one a request.
- * Before, the value stayed null until a restart (review25). Listeners (onRead) hear of each value readMissing reads.
+ * may reclaim the escrow), and whether its borrowers may reclaim too (BORROWER_MAY_RECLAIM()), each null while not read.
+ * Both are read at the start (read), each kept once read: one that failed is read again on its own, so an RPC (or a
+ * contract) that answers reclaimDelay() and not BORROWER_MAY_RECLAIM() still publishes the delay (review37: read as
+ * both or neither, a BORROWER_MAY_RECLAIM() that never answered as a bool kept reclaimDelaySeconds null for good, where
+ * before it was read). A network with either not read (its RPC down, no code at the contract yet, the start did not try)
+ * is read again by readMissing, which the service calls when the catalog is asked for and when the network's chain
+ * follower recovers: one read of a network at a time, at most one begun per reclaimDelayRetryMs, so a catalog asked for
+ * often behind a dead RPC costs an eth_call or two every 5 s, not one a request. Before, the value stayed null until a
+ * restart (review25). Listeners (onRead) hear of each read by readMissing that found something new. Both values are
+ * constants of the deployed code, read once per process: a contract replaced at the same address is seen at the next
+ * start only.
  */
 export class ReclaimDelays {
   readonly #networks: ReadonlyMap<string, NetworkConfig>
-  readonly #read: (network: NetworkConfig) => Promise<ReclaimRule>
+  readonly #readDelay: (network: NetworkConfig) => Promise<bigint>
+  readonly #readBorrowerMayReclaim: (network: NetworkConfig) => Promise<boolean>
   readonly #nowMs: () => number
   readonly #retryMs: number
   readonly #seconds = new Map<string, number>()
@@ -99,11 +99,15 @@ export class ReclaimDelays {
   /** When the last read of each network began (nowMs), and the networks being read now. */
   readonly #triedAtMs = new Map<string, number>()
   readonly #reading = new Set<string>()
-  readonly #listeners: Array<(slug: string, seconds: number) => void> = []
+  readonly #listeners: Array<(slug: string, read: ReclaimRuleRead) => void> = []
 
-  constructor(networks: readonly NetworkConfig[], options: { read: (network: NetworkConfig) => Promise<ReclaimRule>; retryMs?: number; nowMs?: () => number }) {
+  constructor(
+    networks: readonly NetworkConfig[],
+    options: { readDelay: (network: NetworkConfig) => Promise<bigint>; readBorrowerMayReclaim: (network: NetworkConfig) => Promise<boolean>; retryMs?: number; nowMs?: () => number },
+  ) {
     this.#networks = new Map(networks.map((network) => [network.slug, network]))
-    this.#read = options.read
+    this.#readDelay = options.readDelay
+    this.#readBorrowerMayReclaim = options.readBorrowerMayReclaim
     this.#retryMs = options.retryMs ?? reclaimDelayRetryMs
     this.#nowMs = options.nowMs ?? (() => performance.now())
   }
@@ -118,44 +122,56 @@ export class ReclaimDelays {
     return this.#borrowerMayReclaim.get(slug) ?? null
   }
 
-  /** Reads the network's reclaimDelay() and BORROWER_MAY_RECLAIM(); a failure is thrown as it is (the start-up logs it), and counts as a try. */
-  async read(slug: string): Promise<number> {
+  /** Whether both of the network's values are read. */
+  #complete(slug: string): boolean {
+    return this.#seconds.has(slug) && this.#borrowerMayReclaim.has(slug)
+  }
+
+  /**
+   * Reads the network's reclaimDelay() and BORROWER_MAY_RECLAIM() not read yet, both at once, and keeps each one read. A
+   * failure of either is thrown once both are over (the start-up logs it; the error names which), and counts as a try.
+   */
+  async read(slug: string): Promise<void> {
     const network = this.#networks.get(slug)
     if (network === undefined) throw new Error(`unknown network ${slug}`)
     this.#triedAtMs.set(slug, this.#nowMs())
     this.#reading.add(slug)
     try {
-      const rule = await this.#read(network)
-      const seconds = Number(rule.delaySeconds)
-      this.#borrowerMayReclaim.set(slug, rule.borrowerMayReclaim)
-      this.#seconds.set(slug, seconds)
-      return seconds
+      const [delay, rule] = await Promise.allSettled([
+        this.#seconds.has(slug) ? undefined : this.#readDelay(network),
+        this.#borrowerMayReclaim.has(slug) ? undefined : this.#readBorrowerMayReclaim(network),
+      ])
+      if (delay.status === 'fulfilled' && delay.value !== undefined) this.#seconds.set(slug, Number(delay.value))
+      if (rule.status === 'fulfilled' && rule.value !== undefined) this.#borrowerMayReclaim.set(slug, rule.value)
+      const failed = [delay.status === 'rejected' ? `reclaimDelay(): ${String(delay.reason)}` : undefined, rule.status === 'rejected' ? `BORROWER_MAY_RECLAIM(): ${String(rule.reason)}` : undefined].filter((f) => f !== undefined)
+      if (failed.length > 0) throw new Error(`${slug}'s credit contract not read: ${failed.join('; ')}`)
     } finally {
       this.#reading.delete(slug)
     }
   }
 
   /**
-   * Reads, in the background, each network's reclaimDelay() not read yet whose last try began reclaimDelayRetryMs ago
-   * or more and is over. A failure waits for the next call after that; a value read is told to the listeners.
+   * Reads, in the background, each network with a value not read yet whose last try began reclaimDelayRetryMs ago or
+   * more and is over. A failure waits for the next call after that; a read that found something new is told to the
+   * listeners (even when the other value failed).
    */
   readMissing(): void {
     const nowMs = this.#nowMs()
     for (const slug of this.#networks.keys()) {
-      if (this.#seconds.has(slug) || this.#reading.has(slug)) continue
+      if (this.#complete(slug) || this.#reading.has(slug)) continue
       const triedAtMs = this.#triedAtMs.get(slug)
       if (triedAtMs !== undefined && nowMs - triedAtMs < this.#retryMs) continue
-      this.read(slug).then(
-        (seconds) => {
-          for (const listener of this.#listeners) listener(slug, seconds)
-        },
-        () => {},
-      )
+      const before = { seconds: this.get(slug), rule: this.borrowerMayReclaim(slug) }
+      const tell = () => {
+        if (this.get(slug) === before.seconds && this.borrowerMayReclaim(slug) === before.rule) return
+        for (const listener of this.#listeners) listener(slug, { reclaimDelaySeconds: this.get(slug), borrowerMayReclaim: this.borrowerMayReclaim(slug) })
+      }
+      this.read(slug).then(tell, tell)
     }
   }
 
-  /** `listener` hears of each value readMissing reads (the start-up's reads are known before anything asks). */
-  onRead(listener: (slug: string, seconds: number) => void): void {
+  /** `listener` hears of each read by readMissing that found something new (the start-up's reads are known before anything asks). */
+  onRead(listener: (slug: string, read: ReclaimRuleRead) => void): void {
     this.#listeners.push(listener)
   }
 }

@@ -116,6 +116,15 @@ t.test('the catalog says which rule each network has; an older deployment is sai
   const onCurrent = await serviceOn(t, network.creditContract)
   t.equal(await borrowerMayReclaimIn(onCurrent.app), true, 'this release\'s: true')
   t.equal(warnings(onCurrent.logged).length, 0, 'no warning')
+
+  // No route serves a reclaim (review37): llms.txt tells a client and a borrower how to send it themselves, and when.
+  const llms = await (await fetch(`${onCurrent.app.url}/llms.txt`)).text()
+  t.match(llms, /Reclaim: from getJob\(jobKey\)\.fundedAt \+ reclaimDelay\(\) on/, 'from when')
+  t.match(llms, /getJob\(jobKey\)\.outstanding 0/, 'on a job none of whose advances owes')
+  t.match(llms, /jobKey: contracts\.keys/, 'where the key comes from')
+  t.match(llms, /sends reclaimJob\(jobKey\) to the credit contract itself/, 'sent by the caller itself')
+  t.match(llms, /the borrower, for its\s+collateral, where the catalog's networks\[\]\.borrowerMayReclaim is true/, 'the borrower, by the catalog\'s field')
+  t.notMatch(llms, /every on-chain step is served/, 'not "every step is served"')
 })
 
 t.test('an RPC down at the start: null (not false), no warning; read and said once the RPC answers', async (t) => {

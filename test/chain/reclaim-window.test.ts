@@ -23,20 +23,23 @@ t.test('ReclaimDelays: a value not read is read again, one read at a time and at
   const delays = new ReclaimDelays(networks, {
     retryMs: 5_000,
     nowMs: () => nowMs,
-    read: (network) => new Promise((resolve, reject) => pending.push({ slug: network.slug, settle: (value) => (value instanceof Error ? reject(value) : resolve({ delaySeconds: value, borrowerMayReclaim: network.slug === 'a' })) })),
+    readDelay: (network) => new Promise((resolve, reject) => pending.push({ slug: network.slug, settle: (value) => (value instanceof Error ? reject(value) : resolve(value)) })),
+    readBorrowerMayReclaim: async (network) => network.slug === 'a',
   })
   const told: string[] = []
-  delays.onRead((slug, seconds) => told.push(`${slug}=${seconds}`))
+  delays.onRead((slug, read) => told.push(`${slug}=${read.reclaimDelaySeconds}`))
   const starting = delays.read('a')
   pending.shift()?.settle(600n)
-  t.equal(await starting, 600, 'the start reads a')
+  await starting
+  t.equal(delays.get('a'), 600, 'the start reads a')
   t.equal(delays.get('b'), null, 'b not read: null')
-  t.equal(delays.borrowerMayReclaim('b'), null, 'nor its reclaim rule')
   delays.readMissing()
   delays.readMissing()
   t.same(pending.map((p) => p.slug), ['b'], 'one read of b, none of a (known), however often asked')
   pending.shift()?.settle(new Error('rpc down'))
   await new Promise((resolve) => setImmediate(resolve))
+  t.equal(delays.get('b'), null, 'b\'s reclaimDelay() failed: null')
+  t.same(told, ['b=null'], 'its BORROWER_MAY_RECLAIM(), read, is told')
   nowMs = 4_999
   delays.readMissing()
   t.equal(pending.length, 0, 'not tried again within retryMs')
@@ -46,9 +49,49 @@ t.test('ReclaimDelays: a value not read is read again, one read at a time and at
   pending.shift()?.settle(900n)
   await new Promise((resolve) => setImmediate(resolve))
   t.equal(delays.get('b'), 900, 'read')
-  t.same([delays.borrowerMayReclaim('a'), delays.borrowerMayReclaim('b')], [true, false], 'BORROWER_MAY_RECLAIM() read with it')
-  t.same(told, ['b=900'], 'told to the listeners (the catalog is built again)')
+  t.same([delays.borrowerMayReclaim('a'), delays.borrowerMayReclaim('b')], [true, false], 'BORROWER_MAY_RECLAIM() read')
+  t.same(told, ['b=null', 'b=900'], 'told to the listeners (the catalog is built again)')
   nowMs = 60_000
   delays.readMissing()
   t.equal(pending.length, 0, 'nothing more to read')
+})
+
+// review37: an RPC (or a contract) that answers reclaimDelay() and not BORROWER_MAY_RECLAIM() -- an outage of one call, a
+// contract whose answer is no bool -- once kept both null (read as both or neither): the catalog's reclaimDelaySeconds,
+// which read before BORROWER_MAY_RECLAIM() was, stayed null for as long as the other call failed. Each value is kept once
+// read; the one missing is read again on its own.
+t.test('ReclaimDelays: a reclaimDelay() read is kept when BORROWER_MAY_RECLAIM() fails; that one alone is read again', async (t) => {
+  const networks = [{ slug: 'a' }] as NetworkConfig[]
+  let nowMs = 0
+  const calls: string[] = []
+  let ruleAnswers = false
+  const delays = new ReclaimDelays(networks, {
+    retryMs: 5_000,
+    nowMs: () => nowMs,
+    readDelay: async () => {
+      calls.push('reclaimDelay')
+      return 600n
+    },
+    readBorrowerMayReclaim: async () => {
+      calls.push('BORROWER_MAY_RECLAIM')
+      if (!ruleAnswers) throw new Error('InvalidBytesBooleanError')
+      return false
+    },
+  })
+  const told: Array<[string, unknown]> = []
+  delays.onRead((slug, read) => told.push([slug, read]))
+  await t.rejects(delays.read('a'), /BORROWER_MAY_RECLAIM\(\): Error: InvalidBytesBooleanError/, 'the start hears which call failed')
+  t.equal(delays.get('a'), 600, 'the delay read is published')
+  t.equal(delays.borrowerMayReclaim('a'), null, 'the rule not read: null')
+  calls.length = 0
+  nowMs = 5_000
+  ruleAnswers = true
+  delays.readMissing()
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(calls, ['BORROWER_MAY_RECLAIM'], 'only the missing one is read again')
+  t.equal(delays.borrowerMayReclaim('a'), false, 'read')
+  t.same(told, [['a', { reclaimDelaySeconds: 600, borrowerMayReclaim: false }]], 'told to the listeners')
+  nowMs = 60_000
+  delays.readMissing()
+  t.equal(calls.length, 1, 'nothing more to read')
 })
