@@ -147,7 +147,7 @@ export class PaidResource {
         const found = await this.settledFirst(decodePaymentSignatureHeader(header), this.requirements(), request)
         if (found === undefined) return refusal
         admitted = true
-        return this.honouring(found, key)
+        return this.honouring(found, key, decodePaymentSignatureHeader(header), request)
       }
       const tooLong = this.validityTooLong(result.paymentPayload)
       if (tooLong !== undefined) return await this.refusedWithRequirements(server, 'payment_validity_too_long', tooLong)
@@ -192,7 +192,11 @@ export class PaidResource {
             // (with the settlement's hash) for the same request sent again. Before, it was consumed here and the payer's
             // retry refused payment_already_used, charged and never served (outsider30).
             if (caller?.aborted === true && this.options.frontRun !== undefined) await this.options.frontRun.broadcast(payload, settled.transaction)
-            else await this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
+            else {
+              await this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
+              // Gone while the delivery was written to the store: owed again (review35).
+              if (caller?.aborted === true) await this.options.frontRun?.undeliver(payload, this.options.maxTimeoutSeconds, request, settled.transaction)
+            }
             return { kind: 'settled', transaction: settled.transaction, payer: settled.payer, headers: { ...settled.headers } }
           }
           // A stranger's settlement of the same authorization mined first (the facilitator's own then reverted, or
@@ -205,6 +209,7 @@ export class PaidResource {
             if (found !== undefined && caller?.aborted === true) found.release()
             else if (found !== undefined) {
               await found.commit()
+              if (caller?.aborted === true) await this.options.frontRun?.undeliver(payload, this.options.maxTimeoutSeconds, request, found.transaction)
               return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
             }
           }
@@ -254,17 +259,21 @@ export class PaidResource {
     )
   }
 
-  /** The honoured settlement of a payment a stranger settled first: the work is delivered on it, nothing is sent. */
-  private honouring(found: FoundSettlement, key: string | undefined): AdmittedPayment {
+  /**
+   * The honoured settlement of a payment a stranger settled first: the work is delivered on it, nothing is sent. Its
+   * caller gone while the delivery was written to the store: owed again to `request` (undeliver, review35).
+   */
+  private honouring(found: FoundSettlement, key: string | undefined, payload: PaymentPayload, request: string | undefined): AdmittedPayment {
     const release = () => {
       if (key !== undefined) this.inFlight.delete(key)
     }
     return {
       kind: 'admitted',
       payer: found.payer,
-      settle: async () => {
+      settle: async (caller) => {
         try {
           await found.commit()
+          if (caller?.aborted === true) await this.options.frontRun?.undeliver(payload, this.options.maxTimeoutSeconds, request, found.transaction)
         } finally {
           release()
         }
