@@ -187,6 +187,7 @@ export class PaidResource {
             return await this.owedElsewhere(server)
           }
           const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
+          let kept = false
           if (settled.success) {
             // Its caller went away meanwhile: the answer reaches nobody, so the work is not delivered, and the mark stays
             // (with the settlement's hash) for the same request sent again. Before, it was consumed here and the payer's
@@ -205,9 +206,15 @@ export class PaidResource {
           if (alreadyUsed(settled.errorReason) || /transaction_failed/.test(settled.errorReason ?? '') || settled.errorReason === SETTLEMENT_PENDING) {
             if (settled.errorReason === SETTLEMENT_PENDING && settled.transaction) await this.options.frontRun?.broadcast(payload, settled.transaction)
             const found = await this.settledFirst(payload, requirements, request)
-            // Its caller went away during the lookup: not honoured now (its mark, if any, stays), so it may be presented again.
-            if (found !== undefined && caller?.aborted === true) found.release()
-            else if (found !== undefined) {
+            // Its caller went away during the lookup: not honoured now, so it may be presented again, and its mark stays,
+            // with the found transaction, owed to this call's subject and key (not abandoned below: before review35 a
+            // stranger's settlement found so lost its mark, and bought whoever presented it next any score; the payer's
+            // retry was refused payment_already_used).
+            if (found !== undefined && caller?.aborted === true) {
+              found.release()
+              await this.options.frontRun?.broadcast(payload, found.transaction)
+              kept = true
+            } else if (found !== undefined) {
               await found.commit()
               if (caller?.aborted === true) await this.options.frontRun?.undeliver(payload, this.options.maxTimeoutSeconds, request, found.transaction)
               return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
@@ -216,7 +223,7 @@ export class PaidResource {
           // Refused with nothing sent in this settle nor before it (the mark is this attempt's own, and one is written
           // before every broadcast): an overdraft, a payment no longer valid, or one a stranger's transaction spent
           // (honoured, when it pays as asked, without any mark). The mark buys nothing: deleted.
-          if (ownMark && !settled.transaction && settled.errorReason !== SETTLEMENT_PENDING) await this.options.frontRun?.abandon(payload)
+          if (ownMark && !kept && !settled.transaction && settled.errorReason !== SETTLEMENT_PENDING) await this.options.frontRun?.abandon(payload)
           const refusal = this.refusal(settled.response, false)
           return { ...refusal, code: alreadyUsed(settled.errorReason) ? 'payment_already_used' : 'payment_settlement_failed', detail: `The payment did not settle (${settled.errorReason}); nothing was delivered.` }
         } finally {

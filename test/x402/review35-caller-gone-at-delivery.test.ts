@@ -7,7 +7,8 @@
 // retry is 402 payment_already_used.
 import t from 'tap'
 import { exportJWK, generateKeyPair } from 'jose'
-import { createWalletClient, http, type Address } from 'viem'
+import { decodePaymentSignatureHeader } from '@x402/core/http'
+import { createWalletClient, http, type Address, type Hex } from 'viem'
 import { networkChain } from '../../src/chain/clients.ts'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
@@ -36,13 +37,17 @@ store.commit = (input: CommitInput) => {
 }
 const writes = (input: CommitInput, op: 'put' | 'delete', collection: string) => (input.records ?? []).some((write) => write.op === op && write.collection === collection)
 
-/** Sends the call with `header` and closes its connection while the commit `armed` picks is held, then lets it through. */
-async function goneAtDelivery(body: unknown, header: string, delivery: (input: CommitInput) => boolean): Promise<string> {
+/**
+ * Sends the call with `header` and closes its connection while the commit `armed` picks is held (after `during`), then
+ * lets it through.
+ */
+async function goneAtDelivery(body: unknown, header: string, delivery: (input: CommitInput) => boolean, during?: () => Promise<void>): Promise<string> {
   armed = delivery
   const abort = new AbortController()
   const sent = fetch(`${h.url}/credit-score`, { method: 'POST', signal: abort.signal, headers: { 'content-type': 'application/json', 'payment-signature': header }, body: JSON.stringify(body) })
   const outcome = sent.then(() => 'answered', () => 'aborted')
-  await until(() => gate.held !== undefined, 20_000, 'the delivery to be written')
+  await until(() => gate.held !== undefined, 20_000, 'the commit to be held')
+  await during?.()
   abort.abort()
   const result = await outcome
   // uWS reports the closed connection on its next loop turn: the delivery's write ends after it.
@@ -102,6 +107,39 @@ t.test('a caller gone while the delivery on a settlement someone else sent is wr
   const retry = await again(scored, header)
   t.equal(retry.status, 200, `the payer's retry buys its score: ${retry.status} ${retry.body.code ?? ''}`)
   const third = await postScore(h.url, scored, header)
+  t.equal(third.status, 402, 'once')
+  t.equal(await balance(payer.address), before - DEVNET_PRICE_ATOMIC, 'the payer paid the price once')
+})
+
+t.test('a caller gone while a stranger\'s settlement of its payment is looked up: owed to its subject and key, not to whoever comes next', async (t) => {
+  const body = (await creditScoreBody(h, 'r35-gone-at-lookup')) as { subject: string; publicKey: Record<string, string> }
+  const payerKey = generatePrivateKey()
+  const payer = privateKeyToAccount(payerKey)
+  await fund(h.devnet, b, payer.address, 1_000_000n)
+  const header = await creditScoreSignature(h, b as NetworkConfig, body, payerKey)
+  const before = await balance(payer.address)
+  const { authorization: a, signature } = decodePaymentSignatureHeader(header).payload as { authorization: Record<string, string>; signature: Hex }
+
+  // Held while its in-flight mark is written (verified, about to be settled): a stranger who saw the payment on its way
+  // settles it meanwhile, and the caller leaves. The facilitator then finds the nonce used and the service finds the
+  // stranger's settlement, its caller gone.
+  const outcome = await goneAtDelivery(body, header, (input) => writes(input, 'put', SETTLEMENTS_IN_FLIGHT_COLLECTION), async () => {
+    const stranger = createWalletClient({ account: privateKeyToAccount(generatePrivateKey()), chain: networkChain(b), transport: http(b.rpcUrl) })
+    await fund(h.devnet, b, stranger.account.address, 0n)
+    await stranger.writeContract({
+      address: b.tokens[0]?.address as Address, abi: transferWithAuthorizationAbi, functionName: 'transferWithAuthorization',
+      args: [a.from as Address, a.to as Address, BigInt(a.value as string), BigInt(a.validAfter as string), BigInt(a.validBefore as string), a.nonce as Hex, signature],
+    })
+    await until(async () => (await balance(payer.address)) === before - DEVNET_PRICE_ATOMIC, 20_000, 'the stranger\'s settlement mined')
+  })
+  t.equal(outcome, 'aborted', 'the connection closed before any answer')
+
+  const other = (await creditScoreBody(h, 'r35-gone-at-lookup-other')) as { subject: string }
+  const stolen = await again({ ...body, subject: other.subject }, header)
+  t.equal(stolen.status, 402, `another subject with the payment: refused (${stolen.status} ${stolen.body.code ?? ''})`)
+  const retry = await again(body, header)
+  t.equal(retry.status, 200, `the payer's retry buys its score: ${retry.status} ${retry.body.code ?? ''}`)
+  const third = await postScore(h.url, body, header)
   t.equal(third.status, 402, 'once')
   t.equal(await balance(payer.address), before - DEVNET_PRICE_ATOMIC, 'the payer paid the price once')
 })
