@@ -356,6 +356,25 @@ export class FrontRunSettlements {
     if (this.inFlight?.has(key) === true) await this.options.store?.commit({ records: [this.inFlight.putOp(key, record)] }).catch(() => {})
   }
 
+  /**
+   * `payload`'s settlement `transaction` was delivered on (remember, or a found settlement's commit) and its caller went
+   * away before the answer was written: the delivery's store commit is the one wait between them. Owed again to
+   * `request`, as a settlement whose request delivered nothing (attempt, broadcast): no longer remembered as delivered,
+   * marked in flight with the transaction, so the same payment with the same work buys it once. Before, the payer was
+   * charged and never served, its retry refused payment_already_used (review35,
+   * test/x402/review35-caller-gone-at-delivery.test.ts). A failed write keeps it in memory only.
+   */
+  async undeliver(payload: PaymentPayload, maxTimeoutSeconds: number, request: string | undefined, transaction: string): Promise<void> {
+    const authorization = authorizationOf(payload)
+    if (authorization === undefined || !isHex(transaction, { strict: true }) || transaction.length !== 66) return
+    const key = honouredKey(authorization)
+    const mark: Undelivered = { expires: this.expiresOf(authorization, maxTimeoutSeconds) + BigInt(UNDELIVERED_RETRY_SECONDS), request, transaction }
+    this.honoured.delete(key)
+    this.undelivered.set(key, mark)
+    const records = [...(this.records?.has(key) === true ? [this.records.deleteOp(key)] : []), ...(this.inFlight === undefined ? [] : [this.inFlight.putOp(key, inFlightRecordOf(mark))])]
+    if (records.length > 0) await this.options.store?.commit({ records }).catch(() => {})
+  }
+
   private expiresOf(authorization: Authorization, maxTimeoutSeconds: number): bigint {
     return authorization.validBefore + BigInt(this.horizonSeconds(maxTimeoutSeconds))
   }

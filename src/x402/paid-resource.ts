@@ -147,7 +147,7 @@ export class PaidResource {
         const found = await this.settledFirst(decodePaymentSignatureHeader(header), this.requirements(), request)
         if (found === undefined) return refusal
         admitted = true
-        return this.honouring(found, key)
+        return this.honouring(found, key, decodePaymentSignatureHeader(header), request)
       }
       const tooLong = this.validityTooLong(result.paymentPayload)
       if (tooLong !== undefined) return await this.refusedWithRequirements(server, 'payment_validity_too_long', tooLong)
@@ -187,12 +187,17 @@ export class PaidResource {
             return await this.owedElsewhere(server)
           }
           const settled = await unavailableOnFacilitatorFailure(() => server.processSettlement(payload, requirements, extensions))
+          let kept = false
           if (settled.success) {
             // Its caller went away meanwhile: the answer reaches nobody, so the work is not delivered, and the mark stays
             // (with the settlement's hash) for the same request sent again. Before, it was consumed here and the payer's
             // retry refused payment_already_used, charged and never served (outsider30).
             if (caller?.aborted === true && this.options.frontRun !== undefined) await this.options.frontRun.broadcast(payload, settled.transaction)
-            else await this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
+            else {
+              await this.options.frontRun?.remember(payload, this.options.maxTimeoutSeconds)
+              // Gone while the delivery was written to the store: owed again (review35).
+              if (caller?.aborted === true) await this.options.frontRun?.undeliver(payload, this.options.maxTimeoutSeconds, request, settled.transaction)
+            }
             return { kind: 'settled', transaction: settled.transaction, payer: settled.payer, headers: { ...settled.headers } }
           }
           // A stranger's settlement of the same authorization mined first (the facilitator's own then reverted, or
@@ -201,17 +206,24 @@ export class PaidResource {
           if (alreadyUsed(settled.errorReason) || /transaction_failed/.test(settled.errorReason ?? '') || settled.errorReason === SETTLEMENT_PENDING) {
             if (settled.errorReason === SETTLEMENT_PENDING && settled.transaction) await this.options.frontRun?.broadcast(payload, settled.transaction)
             const found = await this.settledFirst(payload, requirements, request)
-            // Its caller went away during the lookup: not honoured now (its mark, if any, stays), so it may be presented again.
-            if (found !== undefined && caller?.aborted === true) found.release()
-            else if (found !== undefined) {
+            // Its caller went away during the lookup: not honoured now, so it may be presented again, and its mark stays,
+            // with the found transaction, owed to this call's subject and key (not abandoned below: before review35 a
+            // stranger's settlement found so lost its mark, and bought whoever presented it next any score; the payer's
+            // retry was refused payment_already_used).
+            if (found !== undefined && caller?.aborted === true) {
+              found.release()
+              await this.options.frontRun?.broadcast(payload, found.transaction)
+              kept = true
+            } else if (found !== undefined) {
               await found.commit()
+              if (caller?.aborted === true) await this.options.frontRun?.undeliver(payload, this.options.maxTimeoutSeconds, request, found.transaction)
               return { kind: 'settled', transaction: found.transaction, payer: found.payer, headers: found.headers }
             }
           }
           // Refused with nothing sent in this settle nor before it (the mark is this attempt's own, and one is written
           // before every broadcast): an overdraft, a payment no longer valid, or one a stranger's transaction spent
           // (honoured, when it pays as asked, without any mark). The mark buys nothing: deleted.
-          if (ownMark && !settled.transaction && settled.errorReason !== SETTLEMENT_PENDING) await this.options.frontRun?.abandon(payload)
+          if (ownMark && !kept && !settled.transaction && settled.errorReason !== SETTLEMENT_PENDING) await this.options.frontRun?.abandon(payload)
           const refusal = this.refusal(settled.response, false)
           return { ...refusal, code: alreadyUsed(settled.errorReason) ? 'payment_already_used' : 'payment_settlement_failed', detail: `The payment did not settle (${settled.errorReason}); nothing was delivered.` }
         } finally {
@@ -254,17 +266,21 @@ export class PaidResource {
     )
   }
 
-  /** The honoured settlement of a payment a stranger settled first: the work is delivered on it, nothing is sent. */
-  private honouring(found: FoundSettlement, key: string | undefined): AdmittedPayment {
+  /**
+   * The honoured settlement of a payment a stranger settled first: the work is delivered on it, nothing is sent. Its
+   * caller gone while the delivery was written to the store: owed again to `request` (undeliver, review35).
+   */
+  private honouring(found: FoundSettlement, key: string | undefined, payload: PaymentPayload, request: string | undefined): AdmittedPayment {
     const release = () => {
       if (key !== undefined) this.inFlight.delete(key)
     }
     return {
       kind: 'admitted',
       payer: found.payer,
-      settle: async () => {
+      settle: async (caller) => {
         try {
           await found.commit()
+          if (caller?.aborted === true) await this.options.frontRun?.undeliver(payload, this.options.maxTimeoutSeconds, request, found.transaction)
         } finally {
           release()
         }

@@ -22,7 +22,7 @@ import { CreditScoreAnswer, CreditScoreRequest } from '../../score/schemas.ts'
 import { ChainReadsExhaustedError, type ChainReadBudget } from '../../service/chain-read-budget.ts'
 import { ChainUnavailableError } from '../../x402/facilitator.ts'
 import { SettlementUnconfirmedError } from '../../x402/front-run.ts'
-import { PAYMENT_HEADERS, PaidResource, PaymentUnavailableError, type PaymentRefusal } from '../../x402/paid-resource.ts'
+import { PAYMENT_HEADERS, PaidResource, PaymentUnavailableError, type AdmittedPayment, type PaymentRefusal } from '../../x402/paid-resource.ts'
 
 export const CREDIT_SCORE_PATH = '/credit-score'
 /** How long a caller should wait before asking a disabled deployment again. */
@@ -111,6 +111,8 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
         throw error
       })
       if (admission.kind === 'refused') throw refusalProblem(admission)
+      // Gone while its payment was verified: nothing is computed for nobody (below, nothing would be settled either).
+      if (signal.aborted) await callerGone(admission)
       let sealed
       try {
         sealed = await compute.score({ inputs: inputsOf(deps, subject), recipient: body.publicKey })
@@ -128,13 +130,7 @@ export function creditScoreRoute(deps: CreditScoreRouteDeps): AnyRoute {
       // the payment was settled and the answer written to the closed connection, and the payer's retry with the same
       // payment was refused 402 payment_already_used: charged, never served (outsider30,
       // test/api/outsider30-score-caller-gone.test.ts). The answer below is never written.
-      if (signal.aborted) {
-        await admission.cancel(new Error('the caller went away before the payment was settled'))
-        throw new HttpProblem(503, 'facilitator_unavailable', 'The caller went away before the payment was settled; nothing was charged.', {
-          title: 'Facilitator unavailable',
-          headers: { 'retry-after': '1' },
-        })
-      }
+      if (signal.aborted) await callerGone(admission)
       // Gone while the settlement was sent: the settlement stays owed to this call's subject and key (settle).
       const settled = await paying(() => admission.settle(signal))
       if (settled.kind === 'refused') throw refusalProblem(settled)
@@ -162,6 +158,15 @@ function scoreRequestDigest(subject: Address, key: { kty: string; crv: string; x
 /** Any subject's: one the service holds no borrower record of is scored as a blank record (no history). */
 function inputsOf(deps: CreditScoreRouteDeps, subject: Address) {
   return scoreInputsOf(deps.engine, deps.passport, deps.repaymentMinimums, subject, deps.clock())
+}
+
+/** The caller went away before its payment was settled: nothing is settled, and the answer (never written) says so. */
+async function callerGone(admission: AdmittedPayment): Promise<never> {
+  await admission.cancel(new Error('the caller went away before the payment was settled'))
+  throw new HttpProblem(503, 'facilitator_unavailable', 'The caller went away before the payment was settled; nothing was charged.', {
+    title: 'Facilitator unavailable',
+    headers: { 'retry-after': '1' },
+  })
 }
 
 function refusalProblem(refusal: PaymentRefusal): HttpProblem {

@@ -12,11 +12,8 @@ import { networkChain } from '../../../src/chain/clients.ts'
 import { startHarness } from '../../fixtures/service.ts'
 import { creditScoreBody } from '../../x402/fixtures/score-payment.ts'
 import { postScore } from '../fixtures/undelivered-score.ts'
-import { scoreCall, signedTransfer } from './transfer-authorization.ts'
+import { scoreCall, signedTransfer, transferWithAuthorizationAbi as abi } from './transfer-authorization.ts'
 
-const abi = [{ type: 'function', name: 'transferWithAuthorization', stateMutability: 'nonpayable', inputs: [
-  { name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' }, { name: 'validAfter', type: 'uint256' },
-  { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' }, { name: 'signature', type: 'bytes' }], outputs: [] }] as const
 
 const h = await startHarness()
 let served = false

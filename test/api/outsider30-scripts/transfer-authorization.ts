@@ -16,6 +16,11 @@ const TYPES = {
   ],
 } as const
 
+/** The token's transferWithAuthorization with a `bytes` signature: anyone holding a signed authorization may send it. */
+export const transferWithAuthorizationAbi = [{ type: 'function', name: 'transferWithAuthorization', stateMutability: 'nonpayable', inputs: [
+  { name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' }, { name: 'validAfter', type: 'uint256' },
+  { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' }, { name: 'signature', type: 'bytes' }], outputs: [] }] as const
+
 /** `payer`'s authorization of `valueAtomic` to `accepted.payTo`, valid from 10 minutes ago for 60 s, and its PAYMENT-SIGNATURE for `required`. */
 export async function signedTransfer(payer: PrivateKeyAccount, required: PaymentRequired, chainId: number, valueAtomic: bigint) {
   const accepted = required.accepts[0] as PaymentRequirements
