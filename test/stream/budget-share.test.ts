@@ -41,18 +41,17 @@ async function pingUntilHolding(ws: WebSocket, hub: EventHub, wallet: Address, b
 }
 
 /**
- * Publishes 6-KB events of `wallet` until its stream's socket holds the bound once the kernel took what it takes (a
- * moment after each batch), then a backlog behind it; the count published.
+ * Publishes 6-KB events of `wallet` until its stream's socket holds the bound and `backlog` events wait in the hub
+ * behind it, a moment after each batch (the kernel's buffers take more as they grow); the count published.
  */
 async function fillToBound(hub: EventHub, wallet: Address, backlog: number): Promise<number> {
+  const queuedOf = () => hub.stats().connections.find((c) => c.wallet === wallet)?.queuedEvents ?? 0
   let i = 0
   for (let bytes = 0; bytes < SENT_BYTES_MAX; bytes += 20 * 6000) {
-    await sleep(5)
-    if (bufferedOf(hub, wallet) >= SOCKET_BUFFERED_BYTES_MAX) break
+    await sleep(20)
+    if (bufferedOf(hub, wallet) >= SOCKET_BUFFERED_BYTES_MAX && queuedOf() >= backlog) break
     for (let k = 0; k < 20; k++) hub.publish([sizedChange('held', wallet, i++)])
   }
-  for (let k = 0; k < backlog; k++) hub.publish([sizedChange('held', wallet, i++)])
-  await sleep(50)
   return i
 }
 
@@ -102,4 +101,77 @@ t.test('past the budget, the address holding the most unread bytes loses its lar
   for (const s of strangers) s.ws?.resume()
   const closed = await Promise.all(strangerCloses.map((close, i) => isOpen(hub, tokenWallet(tokens[i]!)) ? undefined : close))
   t.ok(closed.some((close) => close?.code === 4008 && /^slow_consumer: \d+ bytes unread; your address's streams held the most/.test(close.reason)), `the stranger's closed stream got 4008 (${JSON.stringify(closed)})`)
+})
+
+t.test('the running total of the sockets\' bytes comes back to 0 however streams end, round after round', async (t) => {
+  // Two full sockets fit, three do not.
+  const budget = 150 * 1024
+  const { url, hub } = await startPaddedHub(t, { socketBufferedBytesMax: SOCKET_BUFFERED_BYTES_MAX, bufferedBytesTotalMax: budget, queuedEventsMax: 1_000_000 }, undefined, () => {})
+  const total = () => hub.stats().bufferedBytesTotal
+  const closedOnHub = async (wallet: Address) => {
+    for (let k = 0; k < 500 && isOpen(hub, wallet); k++) await sleep(10)
+    return !isOpen(hub, wallet)
+  }
+  /** Once the open streams read all they were sent, the total is what they hold: 0. */
+  const settlesAtZero = async () => {
+    for (let k = 0; k < 500 && total() !== 0; k++) await sleep(10)
+    return total()
+  }
+  const totals: number[] = []
+  for (let round = 0; round < 3; round++) {
+    const open = async (name: string) => {
+      const token = `${round}${name}`
+      const opened = await upgrade(url, { headers: { authorization: `Bearer ${token}` } })
+      t.teardown(() => opened.ws?.terminate())
+      return { ws: opened.ws as WebSocket, wallet: tokenWallet(token), token }
+    }
+    const reader = await open('e')
+    let readerEvents = 0
+    reader.ws.on('message', (data) => { if (JSON.parse(String(data)).type === 'event') readerEvents++ })
+    for (let k = 0; k < 200; k++) hub.publish([sizedChange('held', reader.wallet, k)])
+
+    // Each filled to its bound, then ended one way or another.
+    const ends: Array<[string, (s: { ws: WebSocket; token: string }) => void]> = [
+      ['a', (s) => s.ws.terminate()], // the client gone without a close frame
+      ['b', (s) => s.ws.close(1000)], // a close frame, read behind nothing
+      ['d', (s) => hub.endSessions([s.token])], // 4001
+    ]
+    for (const [name, end] of ends) {
+      const s = await open(name)
+      s.ws.pause()
+      await fillToBound(hub, s.wallet, 20)
+      t.ok(total() >= SOCKET_BUFFERED_BYTES_MAX, `round ${round}, ${name}: its bytes counted (${total()})`)
+      end(s)
+      if (name === 'b') s.ws.resume()
+      t.ok(await closedOnHub(s.wallet), `round ${round}, ${name}: ended`)
+    }
+    // 4008 by its own bound (pongs), and 1003 (a data frame) after a few pongs.
+    const pinger = await open('c')
+    pinger.ws.pause()
+    await pingUntilHolding(pinger.ws, hub, pinger.wallet, Infinity)
+    t.ok(await closedOnHub(pinger.wallet), `round ${round}: the pinging stream was closed 4008`)
+    const sender = await open('f')
+    sender.ws.pause()
+    await pingUntilHolding(sender.ws, hub, sender.wallet, 4096)
+    sender.ws.send('subscribe')
+    t.ok(await closedOnHub(sender.wallet), `round ${round}: the sending stream was closed 1003`)
+    // 4008 by the budget: three full sockets.
+    const full = [await open('g'), await open('h'), await open('i')]
+    for (const s of full) {
+      s.ws.pause()
+      await fillToBound(hub, s.wallet, 20)
+    }
+    t.ok(full.some((s) => !isOpen(hub, s.wallet)), `round ${round}: the budget closed one of three full sockets (${JSON.stringify(hub.stats().connections)})`)
+    t.ok(total() <= budget && total() >= 0, `round ${round}: the rest fit (${total()})`)
+    for (const s of full) s.ws.terminate()
+    for (const s of full) await closedOnHub(s.wallet)
+    for (let k = 0; k < 500 && readerEvents < 200; k++) await sleep(10)
+    t.equal(readerEvents, 200, `round ${round}: the reader got its 200 events`, { found: readerEvents })
+    totals.push(await settlesAtZero())
+    reader.ws.terminate()
+    await closedOnHub(reader.wallet)
+  }
+  t.same(totals, [0, 0, 0], 'with only a reader open, having read all, the total is 0 after each round')
+  t.equal(hub.stats().connections.length, 0, 'no stream open')
+  t.equal(total(), 0, 'and the total is 0')
 })
