@@ -367,6 +367,7 @@ export class EventHub {
         // uWS opens the socket within res.upgrade (#open): the counts checked here still hold when it is counted.
         const data: UpgradeData = { wallet: session.address, client, tokenHash: session.tokenHash, since: since === null ? undefined : Number(since), epoch: epoch ?? undefined }
         res.cork(() => res.upgrade(data, key, protocol, extensions, context))
+        gate.opened()
       },
       () => refuse(new HttpProblem(503, 'auth_unavailable', 'the session could not be checked; retry')),
     )

@@ -2,7 +2,7 @@
 // later): the pipeline holds the response's abort handler (uWS keeps one; the hub set its own before edges30) and the
 // hub asks the gate. The dead socket is not upgraded, the answer to it is not written, no place of the client is held
 // (its one stream opens afterwards), the upgrade stays counted on the client's bucket as any request, and the request
-// log says it was aborted (review36).
+// log says it was aborted (review36). An upgrade that opens is logged too (101): it left no request line.
 // Real sockets through the default transport (uWS behind the front).
 import net from 'node:net'
 import t from 'tap'
@@ -58,9 +58,10 @@ for (const outcome of ['a session', 'no session', 'a failure'] as const) t.test(
   t.equal(hub.stats().connections.length, 0, 'no stream was opened for the dead socket')
   t.equal(logged.filter((line) => line.requestId === 'review36-slow').length, 1, 'nothing answered to it (one line: the abort)')
 
-  const first = await upgrade(url, { headers: { authorization: 'Bearer 1' } })
+  const first = await upgrade(url, { headers: { authorization: 'Bearer 1', 'x-request-id': 'review36-open' } })
   t.teardown(() => first.ws?.terminate())
   t.equal(first.status, 101, 'the client\'s one place and the service\'s one are free: its stream opens')
+  t.match(logged.filter((line) => line.requestId === 'review36-open'), [{ msg: 'request', method: 'GET', path: '/events', status: 101 }], 'its upgrade is logged, one request line as every answer')
   const second = await upgrade(url, { headers: { authorization: 'Bearer 2' } })
   t.equal(second.problem?.code, 'too_many_client_streams', 'a second is refused by the hub')
   t.match(second.headers['ratelimit'], /^"client";r=0;t=[0-9]+$/, 'on a bucket of 3 that the aborted upgrade was counted on')
