@@ -152,6 +152,11 @@ export interface UpgradeGate {
   refuse(problem: HttpProblem): void
   /** Whether the client went away: the pipeline holds the response's abort handler (uWS keeps one), not the endpoint. */
   aborted(): boolean
+  /**
+   * The endpoint upgraded it (`res.upgrade`, 101): logged as every answer is, one `request` line. A stream that opened
+   * left no line before (review36, test/stream/aborted-upgrade.test.ts).
+   */
+  opened(): void
 }
 
 export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo<Res, Req>) {
@@ -234,7 +239,12 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
     // During shutdown every answer closes its connection, so keep-alive clients go away with it.
     writingClose = reply.closeConnection === true || closing
     io.cork(state.res, writeAnswer)
-    if (requestLog) log({ level: 'info', msg: 'request', method: state.method, path: state.path, status: reply.status, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
+    if (requestLog) logAnswered(state, reply.status)
+  }
+
+  /** The request's `request` line, once answered with `status`. */
+  const logAnswered = (state: RequestState<Res>, status: number): void => {
+    log({ level: 'info', msg: 'request', method: state.method, path: state.path, status, requestId: state.requestId, micros: Number((process.hrtime.bigint() - state.startNs) / 1000n) })
   }
 
   const fail = (state: RequestState<Res>, error: unknown): void => {
@@ -710,6 +720,11 @@ export function createPipeline<Res, Req>(options: ServerOptions, io: TransportIo
       // CORS, the request log; and the connection closed after it.
       refuse: (problem) => send(state, problemReply(problem, true)),
       aborted: () => state.aborted,
+      opened: () => {
+        if (state.aborted || state.responded) return
+        state.responded = true
+        if (requestLog) logAnswered(state, 101)
+      },
     }
   }
 

@@ -26,7 +26,8 @@ export type SessionOf = (token: string) => Session | undefined | Promise<Session
  * A WebSocket endpoint's upgrade: uWS's, also given the pipeline's gate (pipeline.ts UpgradeGate): the client
  * (clientKeyOf its address, read as the rate limiter reads it: the front's PROXY header, or what a trusted proxy
  * forwarded), so an endpoint can bound what one client holds, and `refuse`, which answers as every other answer is.
- * The endpoint sets no `onAborted` of its own (uWS keeps one handler: the pipeline's); it reads `gate.aborted()`.
+ * The endpoint sets no `onAborted` of its own (uWS keeps one handler: the pipeline's); it reads `gate.aborted()`, and
+ * calls `gate.opened()` after `res.upgrade` (the request line).
  */
 export type WebSocketUpgrade = (res: HttpResponse, req: HttpRequest, context: us_socket_context_t, gate: UpgradeGate) => void
 /** A WebSocket endpoint's behaviour: uWS's, with an upgrade of its own (who may connect) that is told the client. */

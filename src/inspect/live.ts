@@ -115,6 +115,7 @@ export class InspectorLive {
     }
     const data: WatcherData = { client }
     res.upgrade(data, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context)
+    gate.opened()
   }
 
   /**

@@ -52,8 +52,9 @@ export interface StreamLimits {
    */
   connectionsMax: number
   /**
-   * Bytes the sockets of all open streams may buffer together (their unsent frames). Past it, the stream with the most
-   * unread bytes is closed as a slow reader (4008), and the next while still past it: each stream's own bound
+   * Bytes the sockets of all open streams may buffer together (their unsent frames). Past it, the largest stream of the
+   * client whose streams hold the most unread bytes together is closed as a slow reader (4008), and the next while still
+   * past it (#holdBudget): each stream's own bound
    * (socketBufferedBytesMax, an event and PONGS_UNREAD_MAX pongs past it) let 4,096 streams that stop reading hold
    * some 4 GiB between them, which no bound summed (edges30, test/stream/buffered-budget.test.ts).
    */
@@ -366,6 +367,7 @@ export class EventHub {
         // uWS opens the socket within res.upgrade (#open): the counts checked here still hold when it is counted.
         const data: UpgradeData = { wallet: session.address, client, tokenHash: session.tokenHash, since: since === null ? undefined : Number(since), epoch: epoch ?? undefined }
         res.cork(() => res.upgrade(data, key, protocol, extensions, context))
+        gate.opened()
       },
       () => refuse(new HttpProblem(503, 'auth_unavailable', 'the session could not be checked; retry')),
     )
@@ -496,20 +498,36 @@ export class EventHub {
 
   /**
    * Holds the open streams' buffered bytes to bufferedBytesTotalMax: past it, measures every socket again (the sum is
-   * of last measures, and a client that read since holds less), then closes the streams with the most unread bytes,
-   * largest first, until the rest fit (4008, as a slow reader; logged). O(1) while under the budget; O(streams) past it.
+   * of last measures, and a client that read since holds less), then, until the rest fit, closes the largest stream of
+   * the client (clientKeyOf: an address, an IPv6 /64) whose streams hold the most unread bytes together (4008, as a slow
+   * reader; logged). The largest stream alone was closed before, whoever held the rest: a stranger fills a socket with
+   * the pongs of its pings, no event needed, so a few streams of one address each kept just under an honest reader's
+   * full socket (one catching up on a backlog) passed the budget and had that reader closed (review36,
+   * test/stream/budget-share.test.ts); now it takes as many addresses as the budget holds full sockets.
+   * O(1) while under the budget; O(streams) past it (and O(clients) per stream closed).
    */
   #holdBudget(): void {
     const budget = this.limits.bufferedBytesTotalMax
     if (this.#bufferedTotal <= budget) return
     for (const connection of this.#connections.values()) this.#measured(connection)
     if (this.#bufferedTotal <= budget) return
-    const largestFirst = [...this.#connections.values()].sort((a, b) => b.buffered - a.buffered)
-    for (const connection of largestFirst) {
-      if (this.#bufferedTotal <= budget) break
+    // Each client's streams, largest first, and their bytes together.
+    const byClient = new Map<string, { bytes: number; streams: Connection[]; next: number }>()
+    for (const connection of [...this.#connections.values()].sort((a, b) => b.buffered - a.buffered)) {
+      let held = byClient.get(connection.client)
+      if (held === undefined) byClient.set(connection.client, (held = { bytes: 0, streams: [], next: 0 }))
+      held.bytes += connection.buffered
+      held.streams.push(connection)
+    }
+    while (this.#bufferedTotal > budget) {
+      let most: { bytes: number; streams: Connection[]; next: number } | undefined
+      for (const held of byClient.values()) if (held.next < held.streams.length && (most === undefined || held.bytes > most.bytes)) most = held
+      if (most === undefined) break
+      const connection = most.streams[most.next++] as Connection
       const { buffered } = connection
-      this.#log({ level: 'warn', msg: 'stream_buffer_budget_exceeded', wallet: connection.wallet, bufferedBytes: buffered, totalBytes: this.#bufferedTotal, budgetBytes: budget, streams: this.#connections.size })
-      this.#end(connection, STREAM_CLOSE.slowConsumer, `${buffered} bytes unread, the most of any stream, while all held ${this.#bufferedTotal} (bound ${budget})`)
+      this.#log({ level: 'warn', msg: 'stream_buffer_budget_exceeded', wallet: connection.wallet, bufferedBytes: buffered, clientBytes: most.bytes, totalBytes: this.#bufferedTotal, budgetBytes: budget, streams: this.#connections.size })
+      this.#end(connection, STREAM_CLOSE.slowConsumer, `${buffered} bytes unread; your address's streams held the most (${most.bytes}) of all ${this.#bufferedTotal} (bound ${budget})`)
+      most.bytes -= buffered
     }
   }
 

@@ -104,7 +104,7 @@ export const StreamInfo = StrictObject(
     connectionsPerWalletMax: Type.Integer({ minimum: 1 }),
     connectionsPerClientMax: Type.Integer({ minimum: 1, description: 'Open streams of one client address (an IPv6 /64), whatever their wallets; one more is refused 429 too_many_client_streams.' }),
     connectionsMax: Type.Integer({ minimum: 1, description: 'Open streams over every client. When all are open, a stream of a client address takes the place of the oldest of the address holding the most, if that one holds at least two more (closed 4009 displaced); else it is refused 503 streams_full.' }),
-    bufferedBytesTotalMax: Type.Integer({ minimum: 1, description: 'Bytes the sockets of all open streams may buffer together; past it the stream with the most unread bytes is closed 4008 slow_consumer.' }),
+    bufferedBytesTotalMax: Type.Integer({ minimum: 1, description: 'Bytes the sockets of all open streams may buffer together; past it the largest stream of the client address (an IPv6 /64) whose streams hold the most unread bytes together is closed 4008 slow_consumer, then the next while still past it.' }),
     closeCodes: Type.Record(Type.String(), Type.String(), { additionalProperties: false }),
   },
   { description: 'The live event stream (WebSocket): the signed-in wallet\'s leases, offers, advances, jobs, passport events and held payments, resumable by sequence number.' },

@@ -8,11 +8,12 @@ import { Inspector } from '../../src/inspect/inspector.ts'
 import { INSPECT_LIVE_LIMITS, INSPECT_LIVE_PATH, InspectorLive } from '../../src/inspect/live.ts'
 import { closed, upgrade, upgradeOnceFree, type Upgrade } from '../http/fixtures/upgrade.ts'
 import { testRoutes } from '../http/fixtures/routes.ts'
+import type { Logger, LogLine } from '../../src/http/log.ts'
 import { freshStore } from '../store/fixtures/helpers.ts'
 
 const LIMITS = { ...INSPECT_LIVE_LIMITS, watchersMax: 4, watchersPerClientMax: 2 }
 
-async function start(options: { trustedProxies?: string[] } = {}): Promise<string> {
+async function start(options: { trustedProxies?: string[]; log?: Logger } = {}): Promise<string> {
   const { store } = await freshStore(t)
   const live = new InspectorLive(new Inspector(store), LIMITS)
   const server = await startServer({
@@ -33,9 +34,11 @@ async function watch(url: string, options: { from?: string; headers?: Record<str
 }
 
 t.test('one client address holds at most watchersPerClientMax feeds, so others still get one; the global bound stays', async (t) => {
-  const url = await start()
-  const stranger = [await watch(url, { from: '127.0.0.1' }), await watch(url, { from: '127.0.0.1' })]
+  const logged: LogLine[] = []
+  const url = await start({ log: (line) => logged.push(line) })
+  const stranger = [await watch(url, { from: '127.0.0.1' }), await watch(url, { from: '127.0.0.1', headers: { 'x-request-id': 'review36-feed' } })]
   t.same(stranger.map((u) => u.status), [101, 101])
+  t.match(logged.filter((line) => line.requestId === 'review36-feed'), [{ msg: 'request', status: 101 }], 'an opened feed is logged, one request line (review36)')
   const third = await watch(url, { from: '127.0.0.1' })
   t.equal(third.status, 429, 'a third feed from the same address is refused')
   t.equal(third.problem?.code, 'too_many_watchers')
