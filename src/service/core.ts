@@ -317,7 +317,8 @@ export class ServiceCore {
     if (applied !== undefined && blockNumber <= applied) return
     let ahead = this.reportedAhead.get(slug)
     if (ahead === undefined) this.reportedAhead.set(slug, (ahead = new Map()))
-    for (const fact of facts) ahead.set(fact.proofKey, { blockNumber, sent })
+    // A report of an operator transaction (anyone may name its hash, even to a route that refuses it) keeps it counted.
+    for (const fact of facts) ahead.set(fact.proofKey, { blockNumber, sent: sent || ahead.get(fact.proofKey)?.sent === true })
   }
 
   /** Re-checked synchronously right before the command: another request may have used the proof meanwhile. */
