@@ -5,7 +5,7 @@ import { getAddress } from 'viem'
 import { leaseViewFromSnapshot, type ChainEventFact, type ChainObservationOutcome, type PastLeaseOf } from '../engine/engine.ts'
 import type { AdvanceView } from '../engine/types.ts'
 import { facilityFact, type FacilityFact } from '../chain/events-v2.ts'
-import { supplierPaymentHeldAt, type FacilityFactOf } from '../chain/proofs-v2.ts'
+import { readFacilityReceipt, supplierPaymentHeldAt, type FacilityFactOf } from '../chain/proofs-v2.ts'
 import { FollowerFatalError, type ChainBatch } from '../chain/follower.ts'
 import type { RecordWrite } from '../store/index.ts'
 import type { ServiceCore } from './core.ts'
@@ -22,7 +22,7 @@ export async function observeChain(service: ServiceCore, repairs: OperatorRepair
   const network = service.network(batch.network)
   const symbolOf = new Map(network.tokens.map((t) => [t.address.toLowerCase(), t.symbol]))
   const facilityFacts = batch.events.map((event) => facilityFact(network.slug, event))
-  refuseVanishedReports(service, batch, facilityFacts)
+  await refuseVanishedReports(service, batch, facilityFacts)
   service.observedFacts.record(facilityFacts)
   const facts: ChainEventFact[] = facilityFacts.map((fact, index) => {
     if (fact.name === 'Repaid') {
@@ -154,24 +154,61 @@ export function followerHealth(service: ServiceCore, slug: string): { state: 'st
  * transaction proved, the new history's repayments of that advance were refused (409 repayment_mismatch) and its
  * job's completion mined a settlement the service did not record (outsider31,
  * test/api/outsider31-reorg-before-follower.test.ts). A fact read but never used (its report refused) stops nothing.
+ *
+ * An operator transaction's fact may have moved instead: its receipt is the first one seen, kept while its
+ * confirmations were waited for, so a block taken back meanwhile (shallower than the confirmations) and the
+ * transaction mined again in a later block left it naming the old block. That is no reorganisation deeper than the
+ * confirmations: when the transaction is now mined past the batch with the same fact, it is checked at its new block
+ * (before review38 the follower stopped on a one-block reorganisation during a completion).
  */
-function refuseVanishedReports(service: ServiceCore, batch: ChainBatch, facts: readonly FacilityFact[]): void {
+export async function refuseVanishedReports(service: ServiceCore, batch: ChainBatch, facts: readonly FacilityFact[]): Promise<void> {
   const ahead = service.reportedAhead.get(batch.network)
   if (ahead === undefined || ahead.size === 0) return
   let seen: Set<string> | undefined
-  for (const [proofKey, { blockNumber, sent }] of ahead) {
+  const vanished: FacilityFact[] = []
+  for (const [proofKey, { blockNumber, sent, fact }] of ahead) {
     if (blockNumber > batch.toBlock) continue
     if (blockNumber >= batch.fromBlock && (sent || service.store.proofs.has(proofKey))) {
-      seen ??= new Set(facts.map((fact) => fact.proofKey))
+      seen ??= new Set(facts.map((f) => f.proofKey))
       if (!seen.has(proofKey)) {
-        throw new FollowerFatalError(
-          batch.network,
-          'chain_replaced',
-          `block ${blockNumber} no longer holds the event ${proofKey} the service counted: the chain was reorganised deeper than its ` +
-            'confirmations before the follower read that block; the events counted may no longer exist. Reconcile the ledger with the chain before resuming.',
-        )
+        if (!sent) throw chainReplaced(batch.network, blockNumber, proofKey)
+        vanished.push(fact)
+        continue
       }
     }
     ahead.delete(proofKey)
   }
+  for (const fact of vanished) {
+    const moved = await movedTo(service, batch.network, fact)
+    const past = moved !== undefined && moved.blockNumber > batch.toBlock
+    // Mined again in this batch's blocks (its facts hold it) or past them (checked there); else it is gone.
+    if (!past && !(moved !== undefined && moved.blockNumber >= batch.fromBlock && seen?.has(moved.fact.proofKey) === true)) {
+      throw chainReplaced(batch.network, ahead.get(fact.proofKey)?.blockNumber ?? batch.toBlock, fact.proofKey)
+    }
+    ahead.delete(fact.proofKey)
+    if (past) service.noteReportedAhead(batch.network, moved.blockNumber, [moved.fact], true)
+  }
+}
+
+/** The operator transaction's `fact` as its receipt now has it: the same event with the same arguments; else undefined. */
+async function movedTo(service: ServiceCore, slug: string, fact: FacilityFact): Promise<{ blockNumber: bigint; fact: FacilityFact } | undefined> {
+  // Any failure of the RPC is thrown: the batch comes again after the follower's back-off.
+  const read = await readFacilityReceipt(service.clientsOf(slug), service.network(slug).creditContract, { txHash: fact.txHash, confirmations: 1 })
+  if (!read.ok) return undefined
+  const same = read.value.facts.find((f) => f.name === fact.name && sameArgs(f.args, fact.args))
+  return same === undefined ? undefined : { blockNumber: read.value.blockNumber, fact: same }
+}
+
+function sameArgs(a: object, b: object): boolean {
+  const text = (args: object) => JSON.stringify(args, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))
+  return text(a) === text(b)
+}
+
+function chainReplaced(network: string, blockNumber: bigint, proofKey: string): FollowerFatalError {
+  return new FollowerFatalError(
+    network,
+    'chain_replaced',
+    `block ${blockNumber} no longer holds the event ${proofKey} the service counted: the chain was reorganised deeper than its ` +
+      'confirmations before the follower read that block; the events counted may no longer exist. Reconcile the ledger with the chain before resuming.',
+  )
 }

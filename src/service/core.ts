@@ -102,9 +102,10 @@ export class ServiceCore {
    * fact whatever its use (`sent`: the operator's own transaction, recorded by its route): the follower's batch over
    * that block must hold each one counted, or the chain took back a block the service counted from, and the follower
    * stops (chain-observation.ts, outsider31: the follower's own check of its cursor's hash never sees a block it did
-   * not read). In memory: a restart forgets them.
+   * not read). In memory: a restart forgets them. `fact`: what was counted (an operator transaction's fact may have
+   * moved to a later block meanwhile: chain-observation.ts).
    */
-  readonly reportedAhead = new Map<string, Map<string, { blockNumber: bigint; sent: boolean }>>()
+  readonly reportedAhead = new Map<string, Map<string, { blockNumber: bigint; sent: boolean; fact: FacilityFact }>>()
   /**
    * The host (and port) clients reach this deployment at, its SIWE domain: the `service` a backing attestation names
    * (src/chain/attestation.ts). Set by the app once the server listens (with PORT=0 the port is known only then).
@@ -317,7 +318,8 @@ export class ServiceCore {
     if (applied !== undefined && blockNumber <= applied) return
     let ahead = this.reportedAhead.get(slug)
     if (ahead === undefined) this.reportedAhead.set(slug, (ahead = new Map()))
-    for (const fact of facts) ahead.set(fact.proofKey, { blockNumber, sent })
+    // A report of an operator transaction (anyone may name its hash, even to a route that refuses it) keeps it counted.
+    for (const fact of facts) ahead.set(fact.proofKey, { blockNumber, sent: sent || ahead.get(fact.proofKey)?.sent === true, fact })
   }
 
   /** Re-checked synchronously right before the command: another request may have used the proof meanwhile. */

@@ -9,7 +9,7 @@
 // ok (probe cost: 5 USDC the reorganisation gives back, and gas; the reorganisation is a validator's or sequencer's power). The same for an operator's
 // settlement recorded from its receipt (the second test: the service said completed, the chain held the job open with
 // its escrow, the follower went on); fails without the note in operatorSend (src/service/operator-commands.ts).
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { keccak256, toHex } from 'viem'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { startDevnet } from '../../src/chain/devnet.ts'
@@ -60,19 +60,29 @@ t.test('a reported repayment the chain takes back before the follower read its b
   t.equal(BigInt(counted.lenderOwedAtomic), lenderOwed - usdc(5), 'what was counted stays, nothing of the new history is added (reconcile names it)')
 })
 
-t.test('a settlement the chain takes back before the follower read its block stops the follower', async (t) => {
+/**
+ * The operator's settlement recorded, then taken back before the follower read its block. `strangerReports`: before
+ * the reorganisation a stranger names the settlement's hash in a report of the advance's repayment (refused: it holds
+ * no Repaid); before review38 the report's note of its receipt replaced the operator's (counted whatever its use) by
+ * one counted only once its proof is used, so the follower went on over the history without the settlement.
+ */
+async function settlementTakenBack(t: Test, jobId: string, strangerReports: boolean): Promise<void> {
   const devnet = await startDevnet({ pollingIntervalMs: 4000 })
   t.teardown(() => devnet.stop())
   const { h, lender, operator } = await lenderHarness(t, { devnet }, { minFeeBps: 300, liquidityAtomic: usdc(1000) })
-  const jobId = 'job_o31_reorg_settled'
   const { borrower, borrowerClient } = await fundedJob(h, { jobId, receivableAtomic: usdc(1000) })
-  await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: jobId, amountAtomic: usdc(100), maximumFeeAtomic: usdc(10) })
+  const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: jobId, amountAtomic: usdc(100), maximumFeeAtomic: usdc(10) })
   const follower = () => h.app.service.followers.get(h.network.slug)?.status()
   const chain = new ChainAgent(h.network, borrower)
   await until(() => (follower()?.cursor?.blockNumber ?? 0n) > 0n, 30_000, 'the follower read a batch')
   const completed = await operator.post(`/credit/jobs/${jobId}/complete`, {})
   t.equal(completed.status, 200, 'the completion recorded the settlement')
   const settledIn = (await chain.publicClient.getTransactionReceipt({ hash: completed.body.txHash })).blockNumber
+  if (strangerReports) {
+    const stranger = await signedIn(h.url, await fundedAccount(h.devnet, h.network, usdc(1)))
+    const named = await stranger.post(`/credit/advances/${advance.advanceId as string}/repay`, { txHash: completed.body.txHash })
+    expectProblem(t, named, 422, 'proof_wrong_arguments', 'a stranger names the settlement in a report: refused')
+  }
   const depth = Number((await chain.publicClient.getBlockNumber({ cacheTime: 0 })) - settledIn) + 1
   const followerBlock = follower()?.cursor?.blockNumber
   const reorg = await fetch(h.network.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_reorg', params: [depth, []] }) })
@@ -85,4 +95,8 @@ t.test('a settlement the chain takes back before the follower read its block sto
   t.equal(follower()?.state, 'stopped', 'the follower does not go on over a history without the settlement the service recorded')
   t.match(follower()?.error, /chain_replaced[\s\S]*no longer holds the event/, 'it says why')
   t.equal((await new CreditClient(h.url).get('/health')).body.status, 'degraded')
-})
+}
+
+t.test('a settlement the chain takes back before the follower read its block stops the follower', (t) => settlementTakenBack(t, 'job_o31_reorg_settled', false))
+
+t.test('a stranger naming the settlement in a report before the reorganisation does not keep the follower going', (t) => settlementTakenBack(t, 'job_r38_reorg_named', true))
