@@ -48,7 +48,7 @@ export const CatalogContracts = StrictObject(
             chainId: Type.Integer({ minimum: 1 }),
             creditContract: Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' }),
             jobKey: Type.String({ pattern: '^0x[0-9a-f]{64}$' }),
-            legacyJobKey: Type.String({ pattern: '^0x[0-9a-f]{64}$', description: 'The legacy rule\'s key of the same id, keccak256(utf8(jobId)), for comparison: do not fund under it.' }),
+            legacyJobKey: Type.String({ pattern: '^0x[0-9a-f]{64}$', description: 'The same id\'s key under the legacy rule (named in jobKey), for comparison: do not fund under it.' }),
           },
           { description: 'The rule applied to jobId on the first of networks[].' },
         ),

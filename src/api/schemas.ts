@@ -176,7 +176,7 @@ export const Job = StrictObject({
   jobKey: {
     ...Bytes32,
     description:
-      "The job's key on its network's credit contract, the one its funding was made under (postCollateral and reclaimJob name the job by it): the catalog's contracts.keys rule, or, for a job funded under the legacy rule, keccak256(utf8(jobId)).",
+      "The job's key on its network's credit contract, the one its funding was made under (postCollateral and reclaimJob name the job by it): the catalog's contracts.keys rule on the job's network, or its legacy rule for a job funded under that.",
   },
   collateralAtomic: Atomic,
   committedAtomic: Atomic,

@@ -61,7 +61,7 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
       summary: "The job's client's unsigned approve + fundJob that escrow a receivable for a borrower",
       description:
         'Public; changes nothing. The client signs and sends both, in order, then registers the job with POST /credit/jobs (fundingTxHash: the fundJob transaction). ' +
-        'key is the job\'s key on that network, keccak256(abi.encodePacked(uint256 chainId, address creditContract, bytes jobId)): the jobKey of the catalog\'s contracts.keys rule.',
+        'key is the job\'s key on that network: the jobKey of the catalog\'s contracts.keys rule (one key per network).',
       tags,
       auth: 'none',
       params: StrictObject({ jobId: JobId }),
