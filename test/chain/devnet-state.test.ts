@@ -13,7 +13,7 @@ import { networkChain } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { checkStateFile, savedDevnetState, stateFiles, writeStateAtomically, type DevnetLogEntry } from '../../src/chain/devnet-state.ts'
 import { demoAccounts, devnetReclaimDelaySeconds, startDevnet } from '../../src/chain/devnet.ts'
-import { legacyJobKey } from '../../src/chain/ids.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { CreditClient } from '../../src/client/client.ts'
 import { compileContracts } from '../../src/tools/compile-contracts.ts'
@@ -250,7 +250,7 @@ t.test('SIGKILL of the process group (the service; its watchdogs end the anvils,
   const job = await new CreditClient(again.url).get(`/credit/jobs/${jobId}`)
   t.equal(job.status, 200, 'the service still knows the job')
   const chain = clientsOf({ ...networkConfig, rpcUrl: again.rpcUrl }).public
-  const onChain = await chain.readContract({ address: again.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [legacyJobKey(jobId)] })
+  const onChain = await chain.readContract({ address: again.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(networkConfig, jobId)] })
   t.equal(onChain.client, jobClient.address, 'the escrow the service acknowledged is on the restarted chain')
   t.equal(onChain.escrow, amount)
   t.equal(await chain.readContract({ address: again.token, abi: erc20Abi, functionName: 'balanceOf', args: [again.creditContract] }), amount, 'and its tokens')

@@ -10,7 +10,7 @@ import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { createNetworkClients, gasWithMargin, networkChain, senderWallet, transactionGasCap } from '../../src/chain/clients.ts'
 import type { NetworkConfig } from '../../src/chain/config.ts'
 import { startDevnet } from '../../src/chain/devnet.ts'
-import { legacyJobKey } from '../../src/chain/ids.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 import { sendSettleJob } from '../../src/chain/operator.ts'
 import { sharedHeads } from '../../src/chain/poll-transport.ts'
 import { ChainAgent } from '../../src/client/chain.ts'
@@ -52,13 +52,13 @@ t.test('an operator transaction whose estimate fits a block and its margin does 
     address: network.creditContract,
     abi: creditFacilityV2Abi,
     functionName: 'settleJob',
-    args: [legacyJobKey(jobId), []],
+    args: [jobKey(network, jobId), []],
   })
   const blockGasLimit = (estimate * 6n) / 5n
   await testClient.setBlockGasLimit({ gasLimit: blockGasLimit })
   await testClient.mine({ blocks: 1 })
   t.equal((await clients.publicClient.getBlock({ blockTag: 'latest' })).gasLimit, blockGasLimit, 'the chain\'s blocks take 1.2 x the estimate')
-  const receipt = await sendSettleJob(clients, { jobKey: legacyJobKey(jobId), offerKeys: [] })
+  const receipt = await sendSettleJob(clients, { jobKey: jobKey(network, jobId), offerKeys: [] })
   const sent = await clients.publicClient.getTransaction({ hash: receipt.txHash })
   t.equal(sent.gas, blockGasLimit, 'sent with the block gas limit, not the estimate x 1.5')
   t.same(receipt.facts.map((fact) => fact.name), ['JobSettled'], 'the settlement mined')
