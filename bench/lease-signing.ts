@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { hashTypedData, zeroHash, type Address } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, sign } from 'viem/accounts'
-import { offerKey, newKeySalt, jobKey } from '../src/chain/ids.ts'
+import { offerKey, newKeySalt, legacyJobKey } from '../src/chain/ids.ts'
 import { leaseAuthorizationTypes, leaseDomain, LeaseSigner, nativeStatus, type LeaseAuthorization } from '../src/chain/lease-authorization.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -26,7 +26,7 @@ const domain = leaseDomain(chainId, contract)
 const salt = newKeySalt()
 const inputs: LeaseAuthorization[] = Array.from({ length: iterations }, (_, i) => ({
   offerKey: offerKey(salt, `off_${i}`),
-  jobKey: i % 4 === 0 ? zeroHash : jobKey(`job_${i}`),
+  jobKey: i % 4 === 0 ? zeroHash : legacyJobKey(`job_${i}`),
   payer: privateKeyToAccount(generatePrivateKey()).address,
   supplier: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
   asset: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',

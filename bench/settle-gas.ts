@@ -6,7 +6,7 @@
 // Run: npx tsx bench/settle-gas.ts [N ...] (default 1 50 150 300).
 import type { Hex } from 'viem'
 import { creditFacilityV2Abi } from '../src/chain/artifacts.ts'
-import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../src/chain/ids.ts'
+import { legacyJobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../src/chain/ids.ts'
 import { ascendingKeys } from '../src/chain/operator.ts'
 import { setupFacilityV2, USDC } from '../test/chain/fixtures/facility-v2.ts'
 

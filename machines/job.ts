@@ -29,6 +29,12 @@ export interface JobInput {
   dueAtMs: number
   createdAtMs: number
   funding: TxProof
+  /**
+   * The job's key on its network's credit contract, the one its funding was made under: its network's key
+   * (src/chain/ids.ts jobKey), or for a job funded under the legacy rule (every job stored before per-network keys,
+   * and a funding under it registered since) keccak256(utf8(jobId)).
+   */
+  jobKey: `0x${string}`
 }
 
 export interface JobContext extends JobInput {
@@ -133,7 +139,7 @@ export const jobMachine = setup({
   // a field left out.
   context: ({ input }) => ({
     jobId: input.jobId, client: input.client, borrower: input.borrower, network: input.network, asset: input.asset,
-    receivableAtomic: input.receivableAtomic, dueAtMs: input.dueAtMs, createdAtMs: input.createdAtMs, funding: input.funding,
+    receivableAtomic: input.receivableAtomic, dueAtMs: input.dueAtMs, createdAtMs: input.createdAtMs, funding: input.funding, jobKey: input.jobKey,
     collateralAtomic: 0n,
     committedAtomic: 0n,
     advanceIds: [],

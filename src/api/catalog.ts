@@ -247,7 +247,7 @@ export function buildCatalog(s: CatalogSources): Catalog {
       assets: n.tokens.map((t) => ({ symbol: t.symbol, address: t.address, decimals: t.decimals, eip712Name: t.eip712Name, eip712Version: t.eip712Version, advanceMinAtomic: advanceMinAtomicOf(t).toString() })),
       facilitator: { url: s.facilitatorUrl(n), selfHosted: isSelfFacilitated(n), payees: [...s.facilitatorPayees(n)] },
     })),
-    contracts: contractsCatalogEntry(s.engine.advancesPerJobMax),
+    contracts: contractsCatalogEntry(s.engine.advancesPerJobMax, s.networks[0] as NetworkConfig),
     endpoints: s.routes.map((r) => ({ method: r.method.toUpperCase(), path: r.path, operationId: r.operationId, summary: r.summary, auth: r.auth, callers: r.callers })),
     auth: {
       scheme: 'siwe-bearer',

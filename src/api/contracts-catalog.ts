@@ -4,11 +4,20 @@
 import Type, { type Static } from 'typebox'
 import { erc20Abi } from 'viem'
 import { creditFacilityV2Abi } from '../chain/artifacts.ts'
-import { jobKey } from '../chain/ids.ts'
+import { jobKey, legacyJobKey, type JobKeyDomain } from '../chain/ids.ts'
 import { StrictObject } from './common.ts'
 
 /** One ABI item (function, event, error, constructor) as solc writes it. */
 const AbiItem = Type.Object({ type: Type.String() }, { additionalProperties: true })
+
+/** The catalog's jobId-to-key rule (src/chain/ids.ts jobKey and legacyJobKey). */
+export const JOB_KEY_RULE =
+  'jobKey = keccak256(abi.encodePacked(uint256 chainId, address creditContract, bytes jobId)) on each network: its chainId as 32 bytes (big-endian), its creditContract\'s 20 bytes, then the UTF-8 bytes of the jobId string, hashed ' +
+  '(viem: keccak256(encodePacked([\'uint256\', \'address\', \'string\'], [BigInt(chainId), creditContract, jobId])), with networks[].chainId and networks[].creditContract of the job\'s network). ' +
+  'fundJob, postCollateral, settleJob, failJob, reclaimJob and the lease authorization name the job by it; the SDK (ChainAgent.fundJob) and GET /credit/jobs/{jobId}/funding-transactions produce it. ' +
+  'A job\'s key on one network says nothing of its key on another, so nobody who reads it in a fundJob\'s calldata can fund the same id first on another network (a job id belongs to its earliest funding on any network: 409 job_id_funded_elsewhere). ' +
+  'The legacy rule, keccak256(utf8(jobId)) (the same key on every network), is still accepted at registration, for fundings made before 2026-11-28, but a job funded under it stays exposed to that squat: its key in the calldata is its key everywhere. ' +
+  'A registered job\'s key is its jobKey (GET /credit/jobs/{jobId}).'
 
 /** The job id the catalog's key example is computed for. */
 export const KEY_EXAMPLE_JOB_ID = 'job_1'
@@ -31,8 +40,18 @@ export const CatalogContracts = StrictObject(
     ),
     keys: StrictObject(
       {
-        jobKey: Type.String({ description: 'How a jobId becomes the bytes32 the contract names a job by.' }),
-        jobKeyExample: StrictObject({ jobId: Type.String(), jobKey: Type.String({ pattern: '^0x[0-9a-f]{64}$' }) }),
+        jobKey: Type.String({ description: 'How a jobId becomes the bytes32 the contract names a job by on a network (its key differs on each network).' }),
+        jobKeyExample: StrictObject(
+          {
+            jobId: Type.String(),
+            network: Type.String(),
+            chainId: Type.Integer({ minimum: 1 }),
+            creditContract: Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' }),
+            jobKey: Type.String({ pattern: '^0x[0-9a-f]{64}$' }),
+            legacyJobKey: Type.String({ pattern: '^0x[0-9a-f]{64}$', description: 'The same id\'s key under the legacy rule (named in jobKey), for comparison: do not fund under it.' }),
+          },
+          { description: 'The rule applied to jobId on the first of networks[].' },
+        ),
         advanceKey: Type.String({ description: 'Where an offer\'s and its advance\'s bytes32 key is read (it cannot be computed).' }),
       },
       { description: 'The id-to-bytes32 rule.' },
@@ -52,13 +71,17 @@ export const CatalogContracts = StrictObject(
 )
 export type CatalogContracts = Static<typeof CatalogContracts>
 
-export function contractsCatalogEntry(advancesPerJobMax: number): CatalogContracts {
+/** `example`: the network the key example is computed for (the catalog's first). */
+export function contractsCatalogEntry(advancesPerJobMax: number, example: JobKeyDomain & { slug: string }): CatalogContracts {
   return {
     creditFacility: { name: 'CreditFacilityV2', abi: structuredClone(creditFacilityV2Abi) as unknown as CatalogContracts['creditFacility']['abi'] },
     token: { standard: 'ERC-20', abi: structuredClone(erc20Abi) as unknown as CatalogContracts['token']['abi'] },
     keys: {
-      jobKey: 'jobKey = keccak256(utf8(jobId)): the UTF-8 bytes of the jobId string, hashed (viem: keccak256(stringToBytes(jobId))). fundJob, postCollateral, settleJob, failJob, reclaimJob and the lease authorization name the job by it.',
-      jobKeyExample: { jobId: KEY_EXAMPLE_JOB_ID, jobKey: jobKey(KEY_EXAMPLE_JOB_ID) },
+      jobKey: JOB_KEY_RULE,
+      jobKeyExample: {
+        jobId: KEY_EXAMPLE_JOB_ID, network: example.slug, chainId: example.chainId, creditContract: example.creditContract,
+        jobKey: jobKey(example, KEY_EXAMPLE_JOB_ID), legacyJobKey: legacyJobKey(KEY_EXAMPLE_JOB_ID),
+      },
       advanceKey:
         'Salted by the service with a secret, so nobody can compute a future offer\'s key: read it as offerKey of GET /credit/offers/{offerId} or advanceKey of GET /credit/advances/{advanceId}. ' +
         'repay(advanceKey, amount) and paySupplier\'s authorization.offerKey name the advance by it.',

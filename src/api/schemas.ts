@@ -173,6 +173,11 @@ export const Job = StrictObject({
   dueAt: IsoTime,
   createdAt: IsoTime,
   funding: TxProof,
+  jobKey: {
+    ...Bytes32,
+    description:
+      "The job's key on its network's credit contract, the one its funding was made under (postCollateral and reclaimJob name the job by it): the catalog's contracts.keys rule on the job's network, or its legacy rule for a job funded under that.",
+  },
   collateralAtomic: Atomic,
   committedAtomic: Atomic,
   advanceIds: Type.Array(AdvanceId),

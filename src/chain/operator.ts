@@ -5,7 +5,6 @@ import { BaseError, ContractFunctionRevertedError, type Hex } from 'viem'
 import { creditFacilityV2Abi } from './artifacts.ts'
 import { type NetworkClients, type OperatorWallet } from './clients.ts'
 import { decodeFacilityLog, facilityFact, type FacilityFact, type MinedLog } from './events-v2.ts'
-import { jobKey } from './ids.ts'
 import { contractAnswered } from './reclaim-window.ts'
 
 export type OperatorReceipt = {
@@ -130,8 +129,8 @@ async function send(
  * settleJob(jobKey, offerKeys): the contract pays each advance from escrow then collateral, the rest to the borrower.
  * It takes the keys in ascending order (its duplicate check compares neighbours: linear gas in the advances).
  */
-export async function sendSettleJob(clients: NetworkClients, input: { jobId: string; offerKeys: readonly Hex[] }): Promise<OperatorReceipt> {
-  return send(clients, { functionName: 'settleJob', args: [jobKey(input.jobId), ascendingKeys(input.offerKeys)] })
+export async function sendSettleJob(clients: NetworkClients, input: { jobKey: Hex; offerKeys: readonly Hex[] }): Promise<OperatorReceipt> {
+  return send(clients, { functionName: 'settleJob', args: [input.jobKey, ascendingKeys(input.offerKeys)] })
 }
 
 /** Offer keys in the ascending order of their values, as settleJob takes them. */
@@ -143,8 +142,8 @@ export function ascendingKeys(offerKeys: readonly Hex[]): Hex[] {
 }
 
 /** failJob(jobKey): the client's escrow goes back at once; the collateral waits for the job's unresolved advances. */
-export async function sendFailJob(clients: NetworkClients, input: { jobId: string }): Promise<OperatorReceipt> {
-  return send(clients, { functionName: 'failJob', args: [jobKey(input.jobId)] })
+export async function sendFailJob(clients: NetworkClients, input: { jobKey: Hex }): Promise<OperatorReceipt> {
+  return send(clients, { functionName: 'failJob', args: [input.jobKey] })
 }
 
 /** liquidate(offerKey, backingCovered): the contract computes the recovery (collateral, backing, reserve, shortfall). */
@@ -167,7 +166,7 @@ export type EarlierOperatorTx = { eventName: 'JobSettled' | 'JobFailed' | 'Liqui
  */
 export async function findEarlierOperatorTx(
   clients: NetworkClients,
-  target: { eventName: 'JobSettled' | 'JobFailed'; jobId: string } | { eventName: 'Liquidated'; offerKey: Hex },
+  target: { eventName: 'JobSettled' | 'JobFailed'; jobKey: Hex } | { eventName: 'Liquidated'; offerKey: Hex },
   sinceTxHash: Hex,
 ): Promise<EarlierOperatorTx | undefined> {
   const { network } = clients
@@ -175,7 +174,7 @@ export async function findEarlierOperatorTx(
   const publicClient = clients.operator?.publicClient ?? clients.publicClient
   const since = await publicClient.getTransactionReceipt({ hash: sinceTxHash })
   const head = await publicClient.getBlockNumber({ cacheTime: 0 })
-  const args = target.eventName === 'Liquidated' ? { offerKey: target.offerKey } : { jobKey: jobKey(target.jobId) }
+  const args = target.eventName === 'Liquidated' ? { offerKey: target.offerKey } : { jobKey: target.jobKey }
   let fromBlock = since.blockNumber
   for (let ranges = 0; fromBlock <= head && ranges < settlementSearchRangesMax; ranges++) {
     const toBlock = fromBlock + settlementSearchBlockRange - 1n < head ? fromBlock + settlementSearchBlockRange - 1n : head

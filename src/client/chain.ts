@@ -115,13 +115,22 @@ export class ChainAgent {
   // The direct calls below build the same transactions as the service's routes (src/chain/transactions-v2.ts, from
   // the compiled ABI), without asking the service: for tests and for agents that hold the catalog but not the routes.
 
-  /** The job's client escrows the receivable: approve, then fundJob(jobKey, ...). Returns the fundJob hash. */
-  async fundJob(jobId: string, symbol: string, receivableAtomic: bigint, borrower: Address): Promise<Hash> {
-    return this.#sendLast(buildFundJobTransactions(this.#party(), { jobKey: jobKey(jobId), asset: symbol, amountAtomic: receivableAtomic, borrower }))
+  /** The job's key on this agent's network (the catalog's contracts.keys rule: chainId, creditContract, jobId). */
+  jobKey(jobId: string): Hex {
+    return jobKey(this.network, jobId)
   }
 
-  async postCollateral(jobId: string, symbol: string, amountAtomic: bigint): Promise<Hash> {
-    return this.#sendLast(buildPostCollateralTransactions(this.#party(), { jobKey: jobKey(jobId), asset: symbol, amountAtomic }))
+  /**
+   * The job's client escrows the receivable: approve, then fundJob(jobKey, ...) under the job's key on this network.
+   * Returns the fundJob hash. `key`: another key (a test's funding under the legacy rule, keccak256(utf8(jobId))).
+   */
+  async fundJob(jobId: string, symbol: string, receivableAtomic: bigint, borrower: Address, key: Hex = this.jobKey(jobId)): Promise<Hash> {
+    return this.#sendLast(buildFundJobTransactions(this.#party(), { jobKey: key, asset: symbol, amountAtomic: receivableAtomic, borrower }))
+  }
+
+  /** `key`: the key the job was funded under (its jobKey, GET /credit/jobs/{jobId}); by default its key on this network. */
+  async postCollateral(jobId: string, symbol: string, amountAtomic: bigint, key: Hex = this.jobKey(jobId)): Promise<Hash> {
+    return this.#sendLast(buildPostCollateralTransactions(this.#party(), { jobKey: key, asset: symbol, amountAtomic }))
   }
 
   /**

@@ -3,7 +3,6 @@
 import { createActor, type Actor, type ActorLogic, type AnyActor, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InputFrom, type Snapshot } from 'xstate'
 import { assignedContext, assign as machineAssign } from '../../machines/assign.ts'
 import { machines, refusalCode, refusals } from '../../machines/index.ts'
-import { jobKey } from '../chain/ids.ts'
 import { finalActorRecord, hasKeys } from './changes.ts'
 import { scheduleOffer } from './dispatch.ts'
 import { fail } from './errors.ts'
@@ -519,7 +518,7 @@ function noteActor(s: EngineState, kind: ActorKind, id: string, actor: AnyLive, 
       s.advanceIdByKey.delete(a.advanceKey)
       s.backingAdvanceClosed(a.source, id)
     } else if (kind === 'job') {
-      s.jobIdByKey?.delete(jobKey(id))
+      s.jobIdByKey?.delete((snapshot.context as { jobKey: string }).jobKey)
     }
   } else {
     s.pending.touch(kind, id)

@@ -203,7 +203,7 @@ export class Engine {
   }
 
   /** Who may post collateral on the job, and what its proof must show (the CollateralPosted of the job's borrower). */
-  planCollateral(input: { jobId: string; caller: Address }): EngineResult<{ network: string; asset: string; borrower: Address }> {
+  planCollateral(input: { jobId: string; caller: Address }): EngineResult<{ network: string; asset: string; borrower: Address; jobKey: `0x${string}` }> {
     return jobs.planCollateral(this.state, input)
   }
 
@@ -475,7 +475,7 @@ export class Engine {
   }
 
   /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
-  planJobFailure(input: jobs.FailureInput): EngineResult<{ jobId: string; network: string; funding: TxProof; openAdvances: number }> {
+  planJobFailure(input: jobs.FailureInput): EngineResult<{ jobId: string; network: string; funding: TxProof; jobKey: `0x${string}`; openAdvances: number }> {
     return jobs.planJobFailure(this.state, input)
   }
 

@@ -7,7 +7,6 @@ import { advanceDefaulted, applyRepayment, paymentInFull } from './advances.ts'
 import { borrowerOf, suspend } from './borrowers.ts'
 import { drain, touch, touchBorn } from './changes.ts'
 import { keccak256, stringToBytes, type Hex } from 'viem'
-import { jobKey } from '../chain/ids.ts'
 import { fail, forbidden } from './errors.ts'
 import { ID_PATTERNS } from './ids.ts'
 import { sameAddress } from './keys.ts'
@@ -37,14 +36,15 @@ export function createJob(
   const refused = jobCreationRefusal(s, input, nowMs)
   if (refused) return refused
   const { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, funding } = input
+  const jobKey = input.jobKey.toLowerCase() as Hex
   for (const posted of input.postedCollateral ?? []) {
     const invalid = invalidCollateral(borrower, posted)
     if (invalid) return invalid
   }
-  const actor = startActor(jobMachine, { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding }, s.actorRoot)
+  const actor = startActor(jobMachine, { jobId, client, borrower, network, asset, receivableAtomic, dueAtMs, createdAtMs: nowMs, funding, jobKey }, s.actorRoot)
   touchBorn(s, 'job', jobId)
   s.jobs.set(input.jobId, actor)
-  s.jobIdByKey?.set(jobKey(jobId), jobId)
+  s.jobIdByKey?.set(jobKey, jobId)
   for (const posted of input.postedCollateral ?? []) expect(s, 'job', actor, { type: 'COLLATERAL_POSTED', amountAtomic: posted.amountAtomic, nowMs })
   borrowerOf(s, input.borrower)
   return drain(s, viewOf<JobView>(actor.getSnapshot()))
@@ -74,12 +74,12 @@ export function planJobCreation(s: EngineState, input: JobCreationTerms, nowMs: 
 }
 
 /** Who may post collateral on the job, and what its proof must show (the CollateralPosted of the job's borrower). */
-export function planCollateral(s: EngineState, input: { jobId: string; caller: Address }): EngineResult<{ network: string; asset: string; borrower: Address }> {
+export function planCollateral(s: EngineState, input: { jobId: string; caller: Address }): EngineResult<{ network: string; asset: string; borrower: Address; jobKey: Hex }> {
   const job = s.jobs.get(input.jobId)
   if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
   const j = job.getSnapshot().context
   if (!sameAddress(input.caller, j.borrower)) return forbidden('collateral is posted by the job\'s borrower')
-  return { ok: true, value: { network: j.network, asset: j.asset, borrower: j.borrower }, changes: [] }
+  return { ok: true, value: { network: j.network, asset: j.asset, borrower: j.borrower, jobKey: j.jobKey }, changes: [] }
 }
 
 export function postCollateral(s: EngineState, input: PostCollateralInput & { caller: Address }, nowMs: number): EngineResult<CollateralPosition> {
@@ -119,11 +119,11 @@ function positionOf(job: JobActor, fact: CollateralFact): CollateralPosition {
   }
 }
 
-/** The live job whose on-chain key is `key`, if any (the index is built at the first lookup, see EngineState). */
+/** The live job whose on-chain key is `key` (the one it was funded under, lower case), if any (the index is built at the first lookup, see EngineState). */
 export function jobIdOfKey(s: EngineState, key: string): string | undefined {
   if (s.jobIdByKey === undefined) {
     s.jobIdByKey = new Map()
-    for (const jobId of s.jobs.keys()) s.jobIdByKey.set(jobKey(jobId), jobId)
+    for (const [jobId, job] of s.jobs) s.jobIdByKey.set(job.getSnapshot().context.jobKey, jobId)
   }
   return s.jobIdByKey.get(key)
 }
@@ -152,7 +152,7 @@ export function planJobSettlement(s: EngineState, input: { jobId: string; caller
 }
 
 /** Whether failJob would be taken now (who asks, the job's state), before the operator's failJob is sent on chain. */
-export function planJobFailure(s: EngineState, input: FailureInput): EngineResult<{ jobId: string; network: string; funding: TxProof; openAdvances: number }> {
+export function planJobFailure(s: EngineState, input: FailureInput): EngineResult<{ jobId: string; network: string; funding: TxProof; jobKey: Hex; openAdvances: number }> {
   const job = s.jobs.get(input.jobId)
   if (!job) return fail('not_found', 'job_not_found', `job ${input.jobId} is not live`)
   if (!isClientOrOperator(s, job, input.caller)) return forbidden('a job is failed by its client or an operator')
@@ -162,7 +162,7 @@ export function planJobFailure(s: EngineState, input: FailureInput): EngineResul
   if (!open.accepted) return refused('job', input.jobId, open)
   const j = job.getSnapshot().context
   // openAdvances: the job's advances neither repaid in full nor liquidated, as counted here (the contract's `unresolved`).
-  return { ok: true, value: { jobId: j.jobId, network: j.network, funding: j.funding, openAdvances: j.advanceIds.length }, changes: [] }
+  return { ok: true, value: { jobId: j.jobId, network: j.network, funding: j.funding, jobKey: j.jobKey, openAdvances: j.advanceIds.length }, changes: [] }
 }
 
 /** Apply the executed settleJob transaction: every open advance on the job is repaid and the job completes. */

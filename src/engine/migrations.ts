@@ -1,6 +1,7 @@
 // The schema versions of the engine's persisted snapshots, and how a snapshot an older release stored becomes
 // today's. The store applies these at open (src/store/migrate.ts), so the engine only ever restores current shapes.
 import { isJobFailureReason } from '../../machines/index.ts'
+import { legacyJobKey } from '../chain/ids.ts'
 import type { SnapshotMigration } from '../store/migrate.ts'
 import { defaultEngineConfig } from './config.ts'
 import { failureNoteHash } from './jobs.ts'
@@ -10,7 +11,8 @@ import type { ActorKind, RecordKind } from './types.ts'
 // Actors, 2 (lease 4): the snapshot carries the actor's transition history (`history`, src/engine/history.ts).
 export const SNAPSHOT_VERSIONS: Readonly<Record<ActorKind | RecordKind, number>> = {
   // 3: a failed job's reason is a code of JOB_FAILURE_REASONS, and the client's note is kept as its hash (failureNoteHash).
-  job: 3,
+  // 4: the job carries the key it was funded under (jobKey): those stored before per-network keys, the legacy key.
+  job: 4,
   offer: 2,
   // 2: the lease's context holds its report grace (reportGraceMs), which its expiry guard reads.
   // 4: it no longer does: a lease expires on the chain's observed time past its deadline (payment, not the report,
@@ -86,6 +88,15 @@ export function withFailureCode(snapshot: unknown): unknown {
   return { ...persisted, context: { ...persisted.context, failureReason: coded ? reason : 'other', failureNoteHash: coded ? null : failureNoteHash(reason) } }
 }
 
+/**
+ * A job stored before per-network keys was funded under the legacy rule, keccak256(utf8(jobId)) (src/chain/ids.ts
+ * legacyJobKey): it keeps that key, which its escrow is held under on chain, for every read and operator transaction.
+ */
+export function withLegacyJobKey(snapshot: unknown): unknown {
+  const persisted = snapshot as PersistedActor
+  return { ...persisted, context: { ...persisted.context, jobKey: legacyJobKey(persisted.context.jobId as string) } }
+}
+
 const withUptimeWindow = (snapshot: unknown): unknown => ({ recentLeaseOutcomes: '', ...(snapshot as object) })
 
 /**
@@ -120,8 +131,9 @@ export function snapshotMigrations(): SnapshotMigration[] {
     { from: { kind: 'lease', version: 1 }, to: { kind: 'lease', version: 4 }, migrate: withEmptyHistory },
     { from: { kind: 'lease', version: 2 }, to: { kind: 'lease', version: 4 }, migrate: (snapshot) => withoutReportGrace(withEmptyHistory(snapshot)) },
     { from: { kind: 'lease', version: 3 }, to: { kind: 'lease', version: 4 }, migrate: withoutReportGrace },
-    { from: { kind: 'job', version: 1 }, to: { kind: 'job', version: 3 }, migrate: (snapshot) => withFailureCode(withEmptyHistory(snapshot)) },
-    { from: { kind: 'job', version: 2 }, to: { kind: 'job', version: 3 }, migrate: withFailureCode },
+    { from: { kind: 'job', version: 1 }, to: { kind: 'job', version: 4 }, migrate: (snapshot) => withLegacyJobKey(withFailureCode(withEmptyHistory(snapshot))) },
+    { from: { kind: 'job', version: 2 }, to: { kind: 'job', version: 4 }, migrate: (snapshot) => withLegacyJobKey(withFailureCode(snapshot)) },
+    { from: { kind: 'job', version: 3 }, to: { kind: 'job', version: 4 }, migrate: withLegacyJobKey },
     { from: { kind: 'offer', version: 1 }, to: { kind: 'offer', version: 2 }, migrate: withEmptyHistory },
     { from: { kind: 'advance', version: 1 }, to: { kind: 'advance', version: 3 }, migrate: (snapshot) => withOwedAmounts(withEmptyHistory(snapshot)) },
     { from: { kind: 'advance', version: 2 }, to: { kind: 'advance', version: 3 }, migrate: withOwedAmounts },

@@ -2,17 +2,19 @@
 // signature), a job (its JobFunded proof on chain and, when a client registers it, the borrower's consent), collateral
 // (its CollateralPosted proof), and a credit request. Called through CreditService (credit-service.ts) by
 // src/api/routes/credit.ts.
-import { getAddress, type Address } from 'viem'
+import { getAddress, type Address, type Hex } from 'viem'
 import { creditFacilityV2Abi } from '../chain/artifacts.ts'
 import type { CollateralPosition, CreditRequestInput, JobView, RegisterSourceInput, SourceRecord, UnderwritingDecision } from '../engine/types.ts'
 import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
 import { BorrowerConsentError, consentDomainOf, verifyBorrowerConsent } from '../chain/consent.ts'
-import { jobKey } from '../chain/ids.ts'
+import { jobKey, legacyJobKey } from '../chain/ids.ts'
+import type { NetworkConfig } from '../chain/config.ts'
+import type { FacilityFact } from '../chain/events-v2.ts'
 import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { JobRegistrationRefusedError, readReclaimWindow, reclaimableWhileCreditLive } from '../chain/reclaim-window.ts'
-import { ChainRpcError } from '../chain/proofs.ts'
+import { ChainRpcError, ProofRefusedError } from '../chain/proofs.ts'
 import { ChainBehindError } from '../chain/operator.ts'
-import type { FacilityFactOf } from '../chain/proofs-v2.ts'
+import { matchFacilityFacts, type FacilityFactOf } from '../chain/proofs-v2.ts'
 import type { StoredResponse } from '../store/index.ts'
 import { valueOf, type ServiceCore } from './core.ts'
 import { collateralProofUse } from './chain-observation.ts'
@@ -40,9 +42,11 @@ export async function createJob(
   const token = service.token(network, body.asset)
   // Read in the same synchronous section as prove's own choice: whether its proof is free (the follower read it).
   const provedFree = service.observedFacts.of(network.slug, body.fundingTxHash) !== undefined
-  const fact = await service.prove(network.slug, caller, clientKey, 'JobFunded', body.fundingTxHash, {
-    jobKey: jobKey(body.jobId), borrower: body.agent, asset: token.address, amount: body.receivableAtomic,
-  })
+  const fact = fundingUnderKey(
+    body.jobId, network,
+    await service.proveIn(network.slug, caller, clientKey, 'JobFunded', body.fundingTxHash, { borrower: body.agent, asset: token.address, amount: body.receivableAtomic }),
+  )
+  const key = fact.args.jobKey.toLowerCase() as Hex
   const client = getAddress(fact.args.client)
   // Whether its funding registered a job already, who may register it: before any further chain read (an adversary's
   // finding: a stranger, or a second registration, made the service read the job's whole history of postings each time).
@@ -69,9 +73,9 @@ export async function createJob(
       throw new BorrowerConsentError('borrower_consent_invalid', `borrowerConsent is not the borrower's EIP-712 BorrowerConsent signature over these terms (jobId, network, asset, receivableAtomic, client: the JobFunded sender ${client}, dueAt in unix seconds) under the domain {name: "${domain.name}", version: "${domain.version}", chainId: ${domain.chainId}, verifyingContract: ${domain.verifyingContract}}: the catalog's consent.domain plus the job's network's chainId and creditContract`)
     }
   }
-  const clock = await checkReclaimWindow(service, network.slug, body.jobId, body.dueAtMs)
+  const clock = await checkReclaimWindow(service, network.slug, body.jobId, key, body.dueAtMs)
   await refuseLaterFunding(service, caller, clientKey, body.jobId, { slug: network.slug, fundedAtMs: fact.blockTimeMs, clock, blockTimeMs: blockTimeMsOf(network) })
-  const posted = await collateralPostedBefore(service, network.slug, body.jobId, fact.blockNumber)
+  const posted = await collateralPostedBefore(service, network.slug, body.jobId, key, fact.blockNumber)
   const postedProofs = posted.map((p) => service.useProof(p, collateralProofUse(body.jobId)))
   return service.apply(
     mutation,
@@ -86,6 +90,7 @@ export async function createJob(
           receivableAtomic: body.receivableAtomic,
           dueAtMs: body.dueAtMs,
           funding: { network: network.slug, txHash: fact.txHash, logIndex: fact.logIndex },
+          jobKey: key,
           postedCollateral: posted.map((p) => ({
             borrower: getAddress(p.args.borrower), amountAtomic: p.args.amount, proof: { network: network.slug, txHash: p.txHash, logIndex: p.logIndex },
           })),
@@ -94,6 +99,30 @@ export async function createJob(
         service.now(),
       ),
     () => [proof, ...postedProofs],
+  )
+}
+
+/**
+ * The JobFunded of the registration's transaction (`proved`: its events, one JobFunded with the registration's
+ * borrower, asset and amount at least) under the job's key on its network (ids.ts jobKey), or else under the legacy
+ * key keccak256(utf8(jobId)) (a client that funded before per-network keys: its escrow is on chain, and the job keeps
+ * that key); under neither, the proof is refused 422 proof_wrong_arguments.
+ */
+function fundingUnderKey(
+  jobId: string,
+  network: NetworkConfig,
+  proved: { fact: FacilityFactOf<'JobFunded'>; facts: readonly FacilityFact[] },
+): FacilityFactOf<'JobFunded'> {
+  const { txHash, args } = proved.fact
+  const wanted = { borrower: args.borrower, asset: args.asset, amount: args.amount }
+  const keys = [jobKey(network, jobId), legacyJobKey(jobId)]
+  for (const key of keys) {
+    const matched = matchFacilityFacts(proved.facts, txHash, 'JobFunded', { ...wanted, jobKey: key })
+    if (matched.ok) return matched.value[0] as FacilityFactOf<'JobFunded'>
+  }
+  throw new ProofRefusedError(
+    'wrong_arguments',
+    `no JobFunded of ${txHash} has job ${jobId}'s key on ${network.slug}, ${keys[0]} (keccak256(abi.encodePacked(uint256 chainId, address creditContract, bytes jobId)), the catalog's contracts.keys), nor its legacy key ${keys[1]}`,
   )
 }
 
@@ -107,8 +136,8 @@ export async function createJob(
  * the job at the follower's last applied block, the block the registration's commit is taken at. Returns the chain's
  * latest block's timestamp it read and when (refuseLaterFunding's reading of the chain's clock).
  */
-async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: string, dueAtMs: number): Promise<ChainClockReading> {
-  const { value: window, clock } = await readChainClock(() => readReclaimWindow(service.clientsOf(slug), service.network(slug).creditContract, jobKey(jobId)), (w) => w.chainTimeMs)
+async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: string, key: Hex, dueAtMs: number): Promise<ChainClockReading> {
+  const { value: window, clock } = await readChainClock(() => readReclaimWindow(service.clientsOf(slug), service.network(slug).creditContract, key), (w) => w.chainTimeMs)
   if (window.status !== 'open') throw new JobRegistrationRefusedError('job_not_open_on_chain', `job ${jobId} is ${window.status} on chain: its escrow is no longer held`)
   const leaseTtlMs = service.config.leaseTtlSeconds * 1000
   // Offers and leases run on the chain's clock, due times on the service's: an offer that lasts until the due time by
@@ -133,11 +162,15 @@ export class JobIdFundedElsewhereError extends Error {
 }
 
 /**
- * Job ids are one namespace in the service, while the credit contract keys a job by keccak256(jobId) on each network
- * apart: a stranger who read an id from someone's mined fundJob could fund that id again on another network, for one
- * atomic unit, and register it first, leaving the real job 409 job_exists and its escrow idle until reclaimDelay (an
- * outsider's finding, test/api/outsider8-job-id-other-network.test.ts). So an id belongs to its earliest funding: a job
- * funded after the same id on another network is refused. Each other network's job is read there with its latest
+ * Job ids are one namespace in the service, while the credit contract keys a job on each network apart: a stranger who
+ * read an id from someone's mined fundJob could fund that id again on another network, for one atomic unit, and
+ * register it first, leaving the real job 409 job_exists and its escrow idle until reclaimDelay (an outsider's
+ * finding, test/api/outsider8-job-id-other-network.test.ts). So an id belongs to its earliest funding: a job funded
+ * after the same id on another network is refused. On each other network both of the id's keys are read: its key
+ * there (ids.ts jobKey) and its legacy key keccak256(utf8(jobId)). A watcher who reads a per-network key in calldata
+ * can compute neither (outsider29 F2: with one key on every network, funding that key elsewhere first took the id
+ * without knowing it); a legacy key in calldata is the id's legacy key everywhere, so a job funded under it stays
+ * open to that squat. Each other network's job is read there with its latest
  * block, a read of the caller's from that network's budget (503 chain_reads_exhausted past it, so that nobody skips
  * the check by spending it); a network whose chain follower stopped or whose RPC does not answer is passed over, so
  * one network's outage does not stop registrations on the others (a squat then succeeds only during it).
@@ -156,21 +189,22 @@ async function refuseLaterFunding(service: ServiceCore, caller: Address, clientK
   const others = service.networks.filter((other) => other.slug !== registering.slug && service.followers.get(other.slug)?.fatal === undefined)
   if (others.length === 0) return
   for (const other of others) service.chainReads.take(other.slug, caller, clientKey)
-  const key = jobKey(jobId)
+  const legacyKey = legacyJobKey(jobId)
   const fundings = await Promise.all(
     others.map(async (other): Promise<FundingOnChain | undefined> => {
       try {
         const { publicClient } = service.clientsOf(other.slug)
-        // At once: the head bounds the chain's clock from below whichever block the job is read at.
-        const { value: [, job], clock } = await readChainClock(
-          () => Promise.all([
-            publicClient.getBlock({ blockTag: 'latest' }),
-            publicClient.readContract({ address: other.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [key] }),
-          ]),
+        const getJob = (key: Hex) => publicClient.readContract({ address: other.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [key] })
+        // At once: the head bounds the chain's clock from below whichever block the job is read at. The id's two keys
+        // there: its key on that network and its legacy key (a client may still fund under it).
+        const { value: [, ...jobs], clock } = await readChainClock(
+          () => Promise.all([publicClient.getBlock({ blockTag: 'latest' }), getJob(jobKey(other, jobId)), getJob(legacyKey)]),
           ([head]) => Number(head.timestamp) * 1000,
         )
-        if (job.fundedAt === 0n) return undefined
-        return { slug: other.slug, fundedAtMs: Number(job.fundedAt) * 1000, clock, blockTimeMs: blockTimeMsOf(other) }
+        const fundedAt = jobs.map((job) => job.fundedAt).filter((at) => at !== 0n)
+        if (fundedAt.length === 0) return undefined
+        const earliest = fundedAt.reduce((a, b) => (a < b ? a : b))
+        return { slug: other.slug, fundedAtMs: Number(earliest) * 1000, clock, blockTimeMs: blockTimeMsOf(other) }
       } catch {
         return undefined
       }
@@ -216,7 +250,7 @@ const postedCollateralReadsMax = 20
  * so that the caller's command, run in the same synchronous section, leaves no block between the two paths; while the
  * follower moves, the blocks it applied meanwhile are read too.
  */
-async function collateralPostedBefore(service: ServiceCore, slug: string, jobId: string, fundedAtBlock: bigint): Promise<FacilityFactOf<'CollateralPosted'>[]> {
+async function collateralPostedBefore(service: ServiceCore, slug: string, jobId: string, key: Hex, fundedAtBlock: bigint): Promise<FacilityFactOf<'CollateralPosted'>[]> {
   const appliedUpTo = () => service.appliedChainBlocks.get(slug) ?? service.followers.get(slug)?.cursor?.blockNumber
   const facts: FacilityFactOf<'CollateralPosted'>[] = []
   let readUpTo: bigint | undefined
@@ -228,7 +262,7 @@ async function collateralPostedBefore(service: ServiceCore, slug: string, jobId:
     const heldBefore = facts.reduce((sum, fact) => sum + fact.args.amount, 0n)
     const read = await collateralPostedUpTo(service.clientsOf(slug), service.network(slug).creditContract, {
       // Nothing was advanced on a job the service does not know yet, so nothing was liquidated from it.
-      jobKey: jobKey(jobId), fromBlock: readUpTo === undefined ? fundedAtBlock : readUpTo + 1n, toBlock, heldBefore, usedBefore: 0n,
+      jobKey: key, fromBlock: readUpTo === undefined ? fundedAtBlock : readUpTo + 1n, toBlock, heldBefore, usedBefore: 0n,
     })
     // Ended on chain in a block the follower applied while the job was unknown to the engine (a reclaim mined after
     // checkReclaimWindow read the head): the follower dropped that event, so a job registered now would stay live
@@ -259,7 +293,7 @@ export async function postCollateral(
   const job = valueOf(service.engine.planCollateral({ jobId, caller }))
   const token = service.token(service.network(job.network), job.asset)
   const fact = await service.prove(job.network, caller, clientKey, 'CollateralPosted', body.txHash, {
-    jobKey: jobKey(jobId), borrower: job.borrower, asset: token.address, amount: body.amountAtomic,
+    jobKey: job.jobKey, borrower: job.borrower, asset: token.address, amount: body.amountAtomic,
   })
   const input = {
     jobId, caller, borrower: getAddress(fact.args.borrower), amountAtomic: fact.args.amount,

@@ -1,8 +1,7 @@
 // What a lender receives for a live lease: the service's EIP-712 lease authorization (the contract checks it in
 // paySupplier: payer, supplier, amount, fee, reserve share, deadline, due date) and the unsigned paySupplier carrying it.
-import { zeroHash, type Hex } from 'viem'
+import type { Hex } from 'viem'
 import type { NetworkConfig } from '../chain/config.ts'
-import { jobKey } from '../chain/ids.ts'
 import { LeaseSigner, type LeaseAuthorization } from '../chain/lease-authorization.ts'
 import type { UnsignedTransaction } from '../chain/transactions.ts'
 import { buildPaySupplierV2Transaction } from '../chain/transactions-v2.ts'
@@ -28,14 +27,15 @@ export class LeaseDelivery {
 
   /**
    * The authorization of a live lease of `offer` and its paySupplier transaction; undefined when the network has no
-   * lease signer. Signed lazily, when the lease is delivered (design-chain.md): ~0.1 ms.
+   * lease signer. `jobKey`: the key of the offer's job on chain, the one it was funded under (JobView.jobKey), or
+   * zero for an offer on a backing source. Signed lazily, when the lease is delivered (design-chain.md): ~0.1 ms.
    */
-  deliver(lease: LeaseView, offer: OfferView, network: NetworkConfig, tokenAddress: Hex, insuranceShareBps: number): DeliveredLease | undefined {
+  deliver(lease: LeaseView, offer: OfferView, jobKey: Hex, network: NetworkConfig, tokenAddress: Hex, insuranceShareBps: number): DeliveredLease | undefined {
     const signer = this.#signers.get(lease.network)
     if (signer === undefined) return undefined
     const authorization: LeaseAuthorization = {
       offerKey: offer.offerKey,
-      jobKey: offer.source.kind === 'job' ? jobKey(offer.source.id) : zeroHash,
+      jobKey,
       payer: lease.payer,
       supplier: lease.supplierAddress,
       asset: tokenAddress,

@@ -3,7 +3,7 @@
 // authorizations delivered to the lender, and the sweep that removes registrations whose wallet never became able to
 // lend. Called through CreditService (credit-service.ts) by src/api/routes/lenders.ts and the app at start-up
 // (sessionKeys, to re-watch wallets; the sweep, run periodically).
-import { erc20Abi, type Address, type Hex } from 'viem'
+import { erc20Abi, zeroHash, type Address, type Hex } from 'viem'
 import { advanceMinAtomicOf, type TokenConfig } from '../chain/config.ts'
 import type { LeaseView, LenderView, RegisterLenderInput } from '../engine/types.ts'
 import { EngineRefusedError, fail } from '../engine/errors.ts'
@@ -290,8 +290,11 @@ export function leaseAuthorization(service: ServiceCore, lease: LeaseView): Deli
   // (JobNotOpen), so the lease is not offered as an action a lender would spend gas on. The lease still ends on chain
   // time, without a penalty (leases.ts).
   if (offer === undefined || (offer.state === 'closing' && offer.source.kind === 'job')) return undefined
+  // The key the offer's job was funded under (live while an offer on it is), which the contract finds the job by.
+  const jobKey = offer.source.kind === 'job' ? service.engine.getJob(offer.source.id)?.jobKey : zeroHash
+  if (jobKey === undefined) return undefined
   const network = service.network(lease.network)
-  return service.leaseDelivery.deliver(lease, offer, network, service.token(network, lease.asset).address, service.engine.config.insuranceShareBps)
+  return service.leaseDelivery.deliver(lease, offer, jobKey, network, service.token(network, lease.asset).address, service.engine.config.insuranceShareBps)
 }
 
 /** Where the unfunded-lender sweep stopped: the registrationSeq of the last lender it looked at. */

@@ -12,7 +12,6 @@ import {
   ChainBehindError, ContractRevertError, findEarlierOperatorTx, OperatorUnavailableError, sendFailJob, sendLiquidate, sendSettleJob, type EarlierOperatorTx, type OperatorReceipt,
 } from '../chain/operator.ts'
 import { creditFacilityV2Abi } from '../chain/artifacts.ts'
-import { jobKey } from '../chain/ids.ts'
 import { collateralPostedUpTo, TooManyPostingsError } from '../chain/posted-collateral.ts'
 import { readReclaimWindow } from '../chain/reclaim-window.ts'
 import { ChainRpcError } from '../chain/proofs.ts'
@@ -98,9 +97,9 @@ export async function completeJob(service: ServiceCore, mutation: Mutation<JobSe
     const plan = await settlementPlan(service, jobId, caller)
     const job = service.engine.getJob(jobId) as JobView
     const offerKeys = plan.advances.map((a) => (service.engine.getAdvance(a.advanceId) as AdvanceView).advanceKey)
-    const settled = await operatorSend(service, job.network, (clients) => sendSettleJob(clients, { jobId, offerKeys }), {
+    const settled = await operatorSend(service, job.network, (clients) => sendSettleJob(clients, { jobKey: job.jobKey, offerKeys }), {
       alreadyDone: (error) => error.errorName === 'JobNotOpen',
-      find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobSettled', jobId }, job.funding.txHash),
+      find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobSettled', jobKey: job.jobKey }, job.funding.txHash),
     }).catch((error: unknown) => {
       // settleJob must name exactly the advances the contract holds owing: a full repayment (or a payment) mined and
       // not counted yet makes the service name one more (or one fewer) and the contract refuses it, nothing mined.
@@ -166,7 +165,7 @@ async function settlementPlan(service: ServiceCore, jobId: string, caller: Addre
   const planned = service.engine.planJobSettlement({ jobId, caller })
   if (planned.ok || planned.error.code !== 'job_has_leased_offer') return service.live(planned, 'job', jobId)
   const job = service.engine.getJob(jobId) as JobView
-  const onChain = await readReclaimWindow(service.clientsOf(job.network), service.network(job.network).creditContract, jobKey(jobId))
+  const onChain = await readReclaimWindow(service.clientsOf(job.network), service.network(job.network).creditContract, job.jobKey)
   return service.live(service.engine.planJobSettlement({ jobId, caller, mined: onChain.status === 'settled' }), 'job', jobId)
 }
 
@@ -188,7 +187,7 @@ async function backfillCollateral(service: ServiceCore, job: JobView, toBlock: b
   // follower is past the settlement, and a liquidation is recorded only once counted), so the job's used collateral is
   // what the contract's postings no longer hold.
   const read = await collateralPostedUpTo(clients, service.network(job.network).creditContract, {
-    jobKey: jobKey(job.jobId), fromBlock: fundedAtBlock, toBlock, heldBefore: 0n, usedBefore: (service.engine.getJob(job.jobId) ?? job).collateralUsedAtomic,
+    jobKey: job.jobKey, fromBlock: fundedAtBlock, toBlock, heldBefore: 0n, usedBefore: (service.engine.getJob(job.jobId) ?? job).collateralUsedAtomic,
   })
   // The settlement was mined in the next block, so the job was open here; a provider that answers otherwise is retried.
   if (!read.open) throw new ChainRpcError(job.network, new Error(`job ${job.jobId} is not open on chain at block ${toBlock}, before its settlement`))
@@ -242,9 +241,9 @@ export async function failJob(
     // Durable before the failJob is sent: what the request asked, for the repair of a failJob it never records.
     if (!mined) await failures.intend(input)
     // On chain first: the client's escrow goes back at once and the job's outstanding authorizations stop working.
-    const failed = await operatorSend(service, plan.network, (clients) => sendFailJob(clients, { jobId }), {
+    const failed = await operatorSend(service, plan.network, (clients) => sendFailJob(clients, { jobKey: plan.jobKey }), {
       alreadyDone: (error) => error.errorName === 'JobNotOpen',
-      find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobId }, plan.funding.txHash),
+      find: (clients) => findEarlierOperatorTx(clients, { eventName: 'JobFailed', jobKey: plan.jobKey }, plan.funding.txHash),
     }).catch(async (error: unknown) => {
       // The contract refused it, or no operator sends here: nothing was done, nothing for a repair to record. Not when
       // it refused a job no longer open whose earlier failJob was not found: that may be this request's own, mined
@@ -468,7 +467,7 @@ async function failureCountable(
   let unresolved: bigint
   try {
     const job = await clients.publicClient.readContract({
-      address: clients.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(plan.jobId)], blockNumber: event.blockNumber,
+      address: clients.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [event.args.jobKey], blockNumber: event.blockNumber,
     })
     unresolved = job.unresolved
   } catch (error) {

@@ -40,7 +40,6 @@ import { getAddress, type Address, type Hex } from 'viem'
 import type { AdvanceView, JobView } from '../engine/types.ts'
 import { advanceViewFromSnapshot, jobViewFromSnapshot } from '../engine/engine.ts'
 import { ESCROW_RECLAIMED } from '../engine/jobs.ts'
-import { jobKey } from '../chain/ids.ts'
 import { findToken, type NetworkConfig } from '../chain/config.ts'
 import type { NetworkClients } from '../chain/clients.ts'
 import {
@@ -137,7 +136,7 @@ export function ledgerExpectedState(service: CreditService, network: NetworkConf
       expected = { status: 'reclaimed', escrowAtomic: 0n, collateralAtomic: 0n }
       totals.escrowRefundedAtomic += escrow
       totals.collateralReleasedAtomic += collateral
-      ledger.jobs.set(lower(jobKey(job.jobId)), expected)
+      ledger.jobs.set(lower(job.jobKey), expected)
       continue
     }
     switch (job.state) {
@@ -159,7 +158,7 @@ export function ledgerExpectedState(service: CreditService, network: NetworkConf
         totals.collateralReleasedAtomic += collateral
         break
     }
-    ledger.jobs.set(lower(jobKey(job.jobId)), expected)
+    ledger.jobs.set(lower(job.jobKey), expected)
   }
 
   const reserves = engine.creditState().reserves.filter((r) => r.network === network.slug)

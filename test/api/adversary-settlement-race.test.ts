@@ -10,6 +10,7 @@ import { createNetworkClients } from '../../src/chain/clients.ts'
 import { sendSettleJob } from '../../src/chain/operator.ts'
 import { advanceChainTime, creditRequest, fundedJob, readyLender, signedIn, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 import { fundAdvance } from './fixtures/api.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 
 let h: Harness
 // The service's clock follows the chain's once the test moves it (sessions and due times run on it).
@@ -26,7 +27,7 @@ t.test('a settlement mined before its record, with a lease granted since, is rec
   const jobId = 'job_adv_settle_race'
   const { borrower, borrowerClient, jobClient } = await fundedJob(h, { jobId, receivableAtomic: usdc(500) })
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: jobId, amountAtomic: usdc(100), maximumFeeAtomic: usdc(5) })
-  const earlier = await sendSettleJob(createNetworkClients(h.network), { jobId, offerKeys: [advance.advanceKey] })
+  const earlier = await sendSettleJob(createNetworkClients(h.network), { jobKey: jobKey(h.network, jobId), offerKeys: [advance.advanceKey] })
 
   const decision = await borrowerClient.post('/credit/request', creditRequest(h, borrower.address, jobId, usdc(50), usdc(5)))
   t.equal(decision.body.decision, 'approved', JSON.stringify(decision.body))

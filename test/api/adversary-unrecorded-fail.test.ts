@@ -9,6 +9,7 @@ import { createNetworkClients } from '../../src/chain/clients.ts'
 import { sendFailJob } from '../../src/chain/operator.ts'
 import { advanceChainTime, creditRequest, fundedJob, readyLender, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 import { actionFor, until } from './fixtures/api.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 
 let h: Harness
 let skewMs = 0
@@ -32,7 +33,7 @@ t.test('a failure mined and never recorded is recorded (failed_on_chain); a leas
   // The lender's payment, as its actions listed it before the failure (they stop listing a closing offer's).
   const action = await actionFor(lender, offerId)
 
-  await sendFailJob(createNetworkClients(h.network), { jobId })
+  await sendFailJob(createNetworkClients(h.network), { jobKey: jobKey(h.network, jobId) })
   await until(async () => (await jobClientApi.get(`/credit/jobs/${jobId}`)).body.failureReason === 'failed_on_chain', 20_000, 'the failure recorded')
   t.equal((await borrowerClient.get(`/credit/offers/${offerId}`)).body.state, 'closing', 'the leased offer is closing')
   t.equal(h.app.service.engine.getBorrower(borrower.address)!.suspended, true, 'the borrower is suspended, as by /fail')

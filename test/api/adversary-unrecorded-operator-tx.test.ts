@@ -8,6 +8,7 @@ import { createNetworkClients } from '../../src/chain/clients.ts'
 import { sendLiquidate, sendSettleJob } from '../../src/chain/operator.ts'
 import { fundedJob, readyLender, signedIn, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 import { fundAdvance, until } from './fixtures/api.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 
 let h: Harness
 t.before(async () => {
@@ -22,7 +23,7 @@ t.test('a settlement mined and never recorded by its route is recorded once the 
   const jobId = 'job_adv_unrecorded'
   const { borrower, borrowerClient, jobClientApi } = await fundedJob(h, { jobId, receivableAtomic: usdc(500) })
   const { advance } = await fundAdvance(h, { borrower: borrower.address, borrowerClient, lender, source: jobId, amountAtomic: usdc(100), maximumFeeAtomic: usdc(5) })
-  const settled = await sendSettleJob(createNetworkClients(h.network), { jobId, offerKeys: [advance.advanceKey] })
+  const settled = await sendSettleJob(createNetworkClients(h.network), { jobKey: jobKey(h.network, jobId), offerKeys: [advance.advanceKey] })
   await until(async () => (await jobClientApi.get(`/credit/jobs/${jobId}`)).body.state === 'completed', 20_000, 'the settlement recorded')
   const job = (await jobClientApi.get(`/credit/jobs/${jobId}`)).body
   t.equal(job.settlement?.txHash, settled.txHash, 'the settlement on chain is what the job records')
@@ -58,7 +59,7 @@ t.test('a repair stored by the follower survives a restart and is recorded after
   const job = () => h.app.service.view('job', jobId)
   // No repair runs: the follower stores it with its cursor past the settlement, and the process stops.
   await h.restart({ operatorRepairIntervalMs: 0 })
-  const settled = await sendSettleJob(createNetworkClients(h.network), { jobId, offerKeys: [] })
+  const settled = await sendSettleJob(createNetworkClients(h.network), { jobKey: jobKey(h.network, jobId), offerKeys: [] })
   const follower = h.app.service.followers.get(h.network.slug)!
   await until(() => (follower.cursor?.blockNumber ?? -1n) >= settled.blockNumber, 20_000, 'the follower past the settlement')
   await h.app.service.store.durable()
@@ -72,7 +73,7 @@ t.test('a repair whose transaction a retry of the route recorded first records n
   const jobId = 'job_adv_retry_first'
   const { jobClient } = await fundedJob(h, { jobId, receivableAtomic: usdc(100) })
   await h.restart({ operatorRepairIntervalMs: 0 })
-  const settled = await sendSettleJob(createNetworkClients(h.network), { jobId, offerKeys: [] })
+  const settled = await sendSettleJob(createNetworkClients(h.network), { jobKey: jobKey(h.network, jobId), offerKeys: [] })
   const follower = h.app.service.followers.get(h.network.slug)!
   await until(() => (follower.cursor?.blockNumber ?? -1n) >= settled.blockNumber, 20_000, 'the follower past the settlement')
   await h.app.service.store.durable()

@@ -80,7 +80,7 @@ t.test('a job a stranger funds in a token of its own is no difference, and canno
   const agent = new ChainAgent(h.network, stranger)
   for (const [jobId, code] of [['job_lying_token', ANSWERS_ONE], ['job_reverting_token', BALANCE_REVERTS]] as const) {
     const token = await strangersToken(code)
-    const hash = await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'fundJob', args: [jobKey(jobId), token, 100n, stranger.address] })
+    const hash = await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'fundJob', args: [jobKey(h.network, jobId), token, 100n, stranger.address] })
     t.equal((await agent.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status, 'success', `${jobId}: escrowed on chain`)
   }
   const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))

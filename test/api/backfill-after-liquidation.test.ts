@@ -8,6 +8,7 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { ChainAgent } from '../../src/client/chain.ts'
 import { advanceChainTime, fund, fundedAccount, readyLender, signedIn, startHarness, usdc, USDC, type Harness, type ReadyLender } from '../fixtures/service.ts'
 import { expectReconciled, fundAdvance, until } from './fixtures/api.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 
 let h: Harness
 let lender: ReadyLender
@@ -36,7 +37,7 @@ t.test('a settlement backfill after a liquidation on the open job counts the old
   const service = h.app.service
   const dueAtMs = service.now() + 24 * 3600 * 1000
   await service.run(null, () => service.engine.createJob({
-    jobId, client: client.address, borrower: borrower.address, network: h.network.slug, asset: USDC, receivableAtomic: usdc(300),
+    jobId, jobKey: jobKey(h.network, jobId), client: client.address, borrower: borrower.address, network: h.network.slug, asset: USDC, receivableAtomic: usdc(300),
     dueAtMs, funding: { network: h.network.slug, txHash: fundingTx, logIndex: 0 }, caller: borrower.address,
   }, service.now()), () => [])
 

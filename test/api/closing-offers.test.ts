@@ -65,7 +65,7 @@ t.test('paid before failJob, seen by the follower after it: the closing offer is
   const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
   const liquidated = await operator.post(`/credit/advances/${advanceId}/liquidate`, {})
   t.equal(liquidated.status, 200, JSON.stringify(liquidated.body))
-  const job = await chain().publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey('job_closing_paid')] }) as { status: number }
+  const job = await chain().publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, 'job_closing_paid')] }) as { status: number }
   t.equal(job.status, 4, 'the job is closed on chain: nothing of it is unresolved')
   t.equal((await lender.client.get('/credit/jobs/job_closing_paid')).body.state, 'failed', 'and final in the service')
 })

@@ -30,7 +30,7 @@ t.test('a job carries at most advancesPerJobMax open advances and live offers; i
   // The job completes: its settlement pays both advances on chain.
   const completed = await jobClientApi.post('/credit/jobs/job_many_advances/complete', {})
   t.equal(completed.status, 200, 'the job completes')
-  const job = await new ChainAgent(h.network, borrower).publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey('job_many_advances')] })
+  const job = await new ChainAgent(h.network, borrower).publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, 'job_many_advances')] })
   t.equal(job.status, 2, 'Settled on chain')
   t.equal(job.outstanding, 0n)
 })

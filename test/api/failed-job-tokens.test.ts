@@ -37,7 +37,7 @@ async function balances<K extends string>(holders: Record<K, Address>): Promise<
 
 async function chainJob(jobId: string): Promise<ChainJob> {
   const chain = new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.deployer.privateKey))
-  return (await chain.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })) as ChainJob
+  return (await chain.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, jobId)] })) as ChainJob
 }
 
 /**

@@ -11,6 +11,7 @@ import { sendSettleJob } from '../../src/chain/operator.ts'
 import type { DispatchOutcome } from '../../src/engine/index.ts'
 import { verifyPassport, type SignedPassportEvent } from '../../src/passport/passport.ts'
 import { creditRequest, fundedJob, readyLender, startHarness, USDC, usdc, type Harness } from './../fixtures/service.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 
 let h: Harness
 /** The advance of the first flow, read back by id in the last test. */
@@ -196,7 +197,7 @@ t.test('lists are paged in registration order: limit, after, next-after', async 
 
 t.test('a settlement already on chain (a crash between the transaction and its commit) is found and recorded by the next attempt', async (t) => {
   const { jobClientApi } = await fundedJob(h, { jobId: 'job_flow_4', receivableAtomic: usdc(100) })
-  const earlier = await sendSettleJob(createNetworkClients(h.network), { jobId: 'job_flow_4', offerKeys: [] })
+  const earlier = await sendSettleJob(createNetworkClients(h.network), { jobKey: jobKey(h.network, 'job_flow_4'), offerKeys: [] })
   const complete = await jobClientApi.post('/credit/jobs/job_flow_4/complete', {})
   t.equal(complete.status, 200, JSON.stringify(complete.body))
   t.equal(complete.body.txHash, earlier.txHash, 'the earlier settlement is what the receipt records')

@@ -46,7 +46,7 @@ t.test('a stranger cannot pay any offer directly; the wire terms are what the co
   const action = await actionFor(lender, offer.offerId)
   const a = onChainTerms(action['authorization'])
   t.equal(a.offerKey, offer.offerKey, 'the authorization is for the offer\'s key')
-  t.equal(a.jobKey, jobKey('job_auth_1'))
+  t.equal(a.jobKey, jobKey(h.network, 'job_auth_1'))
   t.equal(getAddress(a.payer), lender.session.address, 'only the session key may pay')
   t.equal(getAddress(a.supplier), getAddress(offer.supplierAddress))
 

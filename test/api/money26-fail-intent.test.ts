@@ -15,6 +15,7 @@ import { failureNoteHash } from '../../src/engine/jobs.ts'
 import { killAllServices, killWithTransactionInPool, removeDir, startService, writeServiceFiles } from '../persistence/fixtures/child-service.ts'
 import { fundedJob, readyLender, signedIn, startHarness, tempDataDir, usdc, type Harness } from '../fixtures/service.ts'
 import { fundAdvance, until } from './fixtures/api.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 
 const devnet = await startDevnet({ networks: [defaultDevnetNetworks[0] as (typeof defaultDevnetNetworks)[number]] })
 t.teardown(async () => {
@@ -103,7 +104,7 @@ t.test('a job recorded failed_on_chain (its failJob sent by no request of the se
   t.teardown(() => h.stop())
   const jobId = 'job_m26_failed_on_chain'
   const { jobClientApi } = await fundedJob(h, { jobId, receivableAtomic: usdc(100) })
-  await sendFailJob(createNetworkClients(h.network), { jobId })
+  await sendFailJob(createNetworkClients(h.network), { jobKey: jobKey(h.network, jobId) })
   await until(async () => (await jobClientApi.get(`/credit/jobs/${jobId}`)).body.failureReason === 'failed_on_chain', 20_000, 'the repair recorded it')
   // The reserved reason is no request's: refused as before (the job is final: 409 job_closed).
   const reserved = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, { reason: 'failed_on_chain' })

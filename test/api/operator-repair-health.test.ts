@@ -11,6 +11,7 @@ import { sendSettleJob } from '../../src/chain/operator.ts'
 import { OPERATOR_REPAIR_AGE_DEGRADED_MS, OPERATOR_REPAIR_BACKOFF_MAX_MS, repairRetryDelayMs } from '../../src/service/operator-repair-bounds.ts'
 import { fundedJob, signedIn, startHarness, usdc, type Harness } from '../fixtures/service.ts'
 import { until } from './fixtures/api.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 
 const INTERVAL_MS = 200
 
@@ -39,7 +40,7 @@ t.test('a repair that keeps failing backs off, and /health shows it, degraded on
     clients.operator = operatorWallet
   })
   heldAtMs = Date.now()
-  await sendSettleJob(createNetworkClients(h.network), { jobId, offerKeys: [] })
+  await sendSettleJob(createNetworkClients(h.network), { jobKey: jobKey(h.network, jobId), offerKeys: [] })
   const repairs = h.app.service.operatorRepairs
   await until(() => repairs.status().failuresMax === 1, 20_000, 'the first attempt failed')
   t.equal(repairs.status().nextAttemptAtMs, heldAtMs + INTERVAL_MS, 'the next attempt an interval later')
@@ -86,7 +87,7 @@ t.test('a restart keeps each repair\'s failures and wait: it is not tried at onc
   }
   take()
   heldAtMs = Date.now()
-  await sendSettleJob(createNetworkClients(h.network), { jobId, offerKeys: [] })
+  await sendSettleJob(createNetworkClients(h.network), { jobKey: jobKey(h.network, jobId), offerKeys: [] })
   await until(() => h.app.service.operatorRepairs.status().failuresMax === 1, 20_000, 'the first attempt failed')
   heldAtMs = h.app.service.operatorRepairs.status().nextAttemptAtMs as number
   await until(() => h.app.service.operatorRepairs.status().failuresMax === 2, 20_000, 'the second attempt failed')

@@ -59,7 +59,7 @@ t.test('a job failed after its only advance was repaid in full on chain defaults
   t.equal(early.body.code, 'chain_unavailable')
   t.match(early.body.detail, /is mined, but the chain follower has not yet counted/)
   t.equal((await borrowerClient.get(`/credit/advances/${advance.advanceId}`)).body.state, 'active', 'nothing recorded: the advance is not defaulted')
-  const status = Number(((await borrowerAgent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })) as { status: number }).status)
+  const status = Number(((await borrowerAgent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, jobId)] })) as { status: number }).status)
   t.equal(status, JOB_CLOSED, 'on chain the failed job had no unresolved advance: closed at once, its collateral released')
   follower().start()
   // The retry finds the mined failJob (the contract refuses a second) and records it once the follower is past it.

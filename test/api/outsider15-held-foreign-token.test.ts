@@ -37,10 +37,10 @@ t.test('a refund held in a stranger\'s own token is nobody\'s business of the se
   await mined(await wallet.writeContract({ address: token, abi: testStablecoinAbi, functionName: 'mint', args: [stranger.address, amount] }))
   await mined(await wallet.writeContract({ address: token, abi: testStablecoinAbi, functionName: 'approve', args: [h.network.creditContract, amount] }))
   const jobId = 'job_o15_foreign_token'
-  await mined(await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'fundJob', args: [jobKey(jobId), token, amount, stranger.address] }))
+  await mined(await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'fundJob', args: [jobKey(h.network, jobId), token, amount, stranger.address] }))
   await pastReclaimDelay(h.network, 60)
   await mined(await wallet.writeContract({ address: token, abi: testStablecoinAbi, functionName: 'blacklist', args: [stranger.address] }))
-  const reclaim = await mined(await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)] }))
+  const reclaim = await mined(await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(h.network, jobId)] }))
   const held = await agent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'heldFor', args: [token, stranger.address] })
   t.equal(held, amount, 'the whole refund is held for the blacklisted client')
   await until(() => BigInt(h.app.service.followerHealth(h.network.slug).block ?? -1) >= reclaim.blockNumber, 20_000, 'the follower to pass the reclaim')

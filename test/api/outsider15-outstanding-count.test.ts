@@ -49,7 +49,7 @@ t.test('the job\'s outstanding counts exactly the advances that still owe, throu
     return count
   }
   const expectCount = async (what: string, expected: bigint) => {
-    const job = await reader().readContract({ ...contract(), functionName: 'getJob', args: [jobKey(jobId)] })
+    const job = await reader().readContract({ ...contract(), functionName: 'getJob', args: [jobKey(h.network, jobId)] })
     t.equal(await owing(), expected, `${what}: ${expected} advances owe`)
     t.equal(job.outstanding, expected, `${what}: outstanding counts them`)
   }
@@ -85,7 +85,7 @@ t.test('the job\'s outstanding counts exactly the advances that still owe, throu
   t.equal(liquidated3.status, 200, JSON.stringify(liquidated3.body))
   t.not(liquidated3.body.shortfallAtomic, '0', 'A3: a shortfall')
   await expectCount('A3 liquidated with a shortfall', 1n)
-  t.match(await reverts(reader().simulateContract({ account: jobClient, ...contract(), functionName: 'reclaimJob', args: [jobKey(jobId)] })), /AdvancesOwed/, 'the client cannot reclaim while A3 owes')
+  t.match(await reverts(reader().simulateContract({ account: jobClient, ...contract(), functionName: 'reclaimJob', args: [jobKey(h.network, jobId)] })), /AdvancesOwed/, 'the client cannot reclaim while A3 owes')
   const operator = await signedIn(h.url, privateKeyToAccount(h.devnet.accounts.operator.privateKey))
   await expectReconciled(t, operator, h.network.slug)
 })

@@ -25,7 +25,7 @@ t.teardown(async () => {
 })
 
 const reader = () => new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.operator.privateKey)).publicClient
-const getJob = (jobId: string) => reader().readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })
+const getJob = (jobId: string) => reader().readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, jobId)] })
 /** The client's reclaimJob: the revert's message if a simulation refuses it, else the sent transaction's status. */
 async function reclaim(client: PrivateKeyAccount, jobId: string): Promise<string> {
   const attempt = await tryReclaim(h.network, client, jobId)

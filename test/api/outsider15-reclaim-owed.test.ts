@@ -23,7 +23,7 @@ t.before(async () => {
 })
 
 const reader = () => new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.operator.privateKey)).publicClient
-const getJob = (jobId: string) => reader().readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })
+const getJob = (jobId: string) => reader().readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, jobId)] })
 const getAdvance = (key: Hex) => reader().readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getAdvance', args: [key] })
 const reconciled = async () => ((await operator.post('/operator/reconcile', { network: h.network.slug })).body.networks[0]?.differences ?? [1]).length === 0
 

@@ -48,7 +48,7 @@ t.test('a reclaim sent before the completion (mining paused): no settlement is r
   await anvil.setIntervalMining({ interval: 0 })
   let completed
   try {
-    const reclaim = await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)], gas: 300_000n, maxPriorityFeePerGas: parseGwei('50'), maxFeePerGas: parseGwei('100') })
+    const reclaim = await wallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(h.network, jobId)], gas: 300_000n, maxPriorityFeePerGas: parseGwei('50'), maxFeePerGas: parseGwei('100') })
     let answered = false
     const completing = clientApi.post(`/credit/jobs/${jobId}/complete`, {}).finally(() => { answered = true })
     // The completion either sends its settleJob (it waits in the pool behind the reclaim) or answers first.
@@ -64,7 +64,7 @@ t.test('a reclaim sent before the completion (mining paused): no settlement is r
     await anvil.setAutomine(true)
   }
   t.not(completed!.status, 200, `no settlement is answered (${completed!.status} ${completed!.body.code})`)
-  const onChain = await new ChainAgent(h.network, jobClient).publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })
+  const onChain = await new ChainAgent(h.network, jobClient).publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, jobId)] })
   t.equal(onChain.status, JOB_RECLAIMED)
   await until(async () => (await operator.get(`/credit/jobs/${jobId}`)).body.failureReason === 'escrow_reclaimed', 20_000, 'the follower to apply the reclaim')
   t.equal((await operator.get(`/credit/jobs/${jobId}`)).body.state, 'failed')

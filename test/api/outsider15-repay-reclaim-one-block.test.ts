@@ -51,7 +51,7 @@ t.test('a full repayment and the reclaim in one block: the service ends the adva
   try {
     hashes = [
       await borrowerWallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'repay', args: [key, BigInt(repay.amountAtomic)], gas: 300_000n, maxPriorityFeePerGas: parseGwei('50'), maxFeePerGas: parseGwei('100') }),
-      await clientWallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(jobId)], gas: 300_000n, maxPriorityFeePerGas: parseGwei('1'), maxFeePerGas: parseGwei('100') }),
+      await clientWallet.writeContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'reclaimJob', args: [jobKey(h.network, jobId)], gas: 300_000n, maxPriorityFeePerGas: parseGwei('1'), maxFeePerGas: parseGwei('100') }),
     ]
     await anvil.mine({ blocks: 1 })
   } finally {

@@ -1,8 +1,9 @@
 // An outsider's probe (outsider19): a lease authorization used on another chain. On the devnet both networks' credit
 // contracts sit at the same address and trust the same lease signer, and a lender's session key is one address on
 // every network, so what keeps a lease signed for devnet-a from paying on devnet-b is the EIP-712 domain's chain id
-// alone. The payer (the session wallet, funded and approved on devnet-b too) and a client that funded the same job id
-// on devnet-b (anyone may: README, "Decisions beyond DESIGN.md") try devnet-a's authorization there: refused
+// alone. The payer (the session wallet, funded and approved on devnet-b too) and a client that funded the same job key
+// on devnet-b (a job's key is one per network, but anyone may fund any key: README, "Decisions beyond DESIGN.md") try
+// devnet-a's authorization there: refused
 // WrongLeaseSigner, and sent for real it moves nothing and makes no advance; the same terms signed for devnet-b's
 // domain would pass (the positive control: nothing else in the call refuses it). Were the chain id out of the
 // domain, the lease would pay a second supplier payment on devnet-b, an advance the service never leased (a
@@ -44,12 +45,12 @@ t.test('a lease authorization of one chain pays nothing on another, where the co
   }
   t.equal(getAddress(terms.payer), session.address)
 
-  // On devnet-b: the same job id funded by a client there (same token address, same borrower), the session wallet
-  // funded and approved.
+  // On devnet-b: the job's devnet-a key (the one the authorization names) funded by a client there (same token
+  // address, same borrower), the session wallet funded and approved.
   const onB = new ChainAgent(b, session)
   t.equal(onB.token(USDC), getAddress(terms.asset), 'the token too sits at the same address')
   const client = await fundedAccount(h.devnet, b, usdc(1000))
-  await new ChainAgent(b, client).fundJob(jobId, USDC, usdc(1000), borrower.address)
+  await new ChainAgent(b, client).fundJob(jobId, USDC, usdc(1000), borrower.address, terms.jobKey)
   await fund(h.devnet, b, session.address, usdc(200))
   await onB.approveCredit(USDC, usdc(200))
   const simulate = (signature: Hex) =>

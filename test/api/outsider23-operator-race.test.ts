@@ -65,7 +65,7 @@ t.test('a failure and a liquidation sent at once, mined in one block: both recor
   t.equal(failed.status, 200, `the failure is recorded (${failed.status} ${failed.body.code ?? ''} ${failed.body.detail ?? ''})`)
   t.equal(liquidated.status, 200, `the liquidation is recorded (${liquidated.status} ${liquidated.body.code ?? ''} ${liquidated.body.detail ?? ''})`)
   const agent = new ChainAgent(h.network, jobClient)
-  const onChainJob = await agent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })
+  const onChainJob = await agent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, jobId)] })
   const onChainAdvance = await agent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getAdvance', args: [advance.advanceKey] })
   t.equal(onChainJob.status, JOB_CLOSED, 'the job closed on chain')
   t.ok(onChainAdvance.liquidated, 'the advance liquidated on chain')

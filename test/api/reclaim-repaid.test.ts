@@ -41,7 +41,7 @@ t.test('a job whose advance was repaid in full is reclaimed by its client alone 
 
   t.equal((await sendReclaim(h.network, jobClient, jobId)).status, 'success')
   const onChain = await new ChainAgent(h.network, jobClient).publicClient.readContract({
-    address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)],
+    address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, jobId)],
   })
   t.equal(onChain.status, JOB_RECLAIMED, 'the contract took it back without the operator')
   await until(async () => (await borrowerClient.get(`/credit/jobs/${jobId}`)).body.failureReason === 'escrow_reclaimed', 20_000, 'the follower to apply the reclaim')

@@ -32,7 +32,7 @@ const follower = () => h.app.service.followers.get(h.network.slug)!
 const chain = () => networkChain(h.network)
 const onChainStatus = async (jobId: string) =>
   (await new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.operator.privateKey)).publicClient.readContract({
-    address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)],
+    address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, jobId)],
   })).status
 
 /** The client moves the chain past the job's reclaim time (anvil) and reclaims it, calling the contract directly. */
@@ -161,7 +161,7 @@ t.test('a reclaim mined and applied by the follower while a registration runs is
   let raced = false
   publicClient.readContract = (async (args: Parameters<typeof readContract>[0]) => {
     const result = await readContract(args)
-    if (!raced && args.functionName === 'getJob' && args.args?.[0] === jobKey('job_rc_race')) {
+    if (!raced && args.functionName === 'getJob' && args.args?.[0] === jobKey(h.network, 'job_rc_race')) {
       raced = true
       const reclaimTx = await reclaim(client, 'job_rc_race')
       const { blockNumber } = await new ChainAgent(h.network, client).publicClient.getTransactionReceipt({ hash: reclaimTx })
@@ -195,7 +195,7 @@ t.test('a reclaim releasing collateral the job never counted (an older release\'
   // Registered as a release before registrations read earlier postings did it: the job without its 40 of collateral.
   const service = h.app.service
   await service.run(null, () => service.engine.createJob({
-    jobId, client: client.address, borrower: borrower.address, network: h.network.slug, asset: USDC, receivableAtomic: usdc(100),
+    jobId, jobKey: jobKey(h.network, jobId), client: client.address, borrower: borrower.address, network: h.network.slug, asset: USDC, receivableAtomic: usdc(100),
     dueAtMs: service.now() + 3600_000, funding: { network: h.network.slug, txHash: fundingTx, logIndex: 0 }, caller: borrower.address,
   }, service.now()), () => [])
   t.equal(service.view('job', jobId)?.collateralAtomic, 0n, 'the job counts no collateral')

@@ -15,6 +15,7 @@ import { failureNoteHash } from '../../src/engine/jobs.ts'
 import { startRpcProxy } from '../chain/fixtures/rpc-proxy.ts'
 import { fundedJob, startHarness, usdc } from '../fixtures/service.ts'
 import { until } from './fixtures/api.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 
 const devnet = await startDevnet({ networks: [defaultDevnetNetworks[0] as (typeof defaultDevnetNetworks)[number]] })
 t.teardown(() => devnet.stop())
@@ -30,7 +31,7 @@ t.test('the repair records the failure of an intent whose caller the configurati
   const intents = store.collection<{ reason: string; noteHash: string | null; caller: string }>('failure-intents', { version: 1 })
   await store.commit({ records: [intents.putOp(jobId, { reason: 'late', noteHash: null, caller: removedOperator })] })
 
-  await sendFailJob(createNetworkClients(h.network), { jobId })
+  await sendFailJob(createNetworkClients(h.network), { jobKey: jobKey(h.network, jobId) })
   await until(async () => (await jobClientApi.get(`/credit/jobs/${jobId}`)).body.failureReason !== null, 20_000, 'the repair recorded the failure')
   const job = (await jobClientApi.get(`/credit/jobs/${jobId}`)).body
   t.equal(job.state, 'failed')
@@ -61,7 +62,7 @@ t.test('a /fail refused JobNotOpen whose earlier failJob the lookup missed keeps
   const intents = store.collection<{ reason: string; noteHash: string | null; caller: string }>('failure-intents', { version: 1 })
   await store.commit({ records: [intents.putOp(jobId, { reason: failure.reason, noteHash: failureNoteHash(note), caller: jobClient.address })] })
   proxy.setFailing(['eth_getLogs'])
-  await sendFailJob(createNetworkClients(network), { jobId })
+  await sendFailJob(createNetworkClients(network), { jobKey: jobKey(network, jobId) })
   // Its retry: the contract refuses the failJob (JobNotOpen) and the lookup of the earlier one fails.
   const retried = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, failure)
   t.not(retried.status, 200, JSON.stringify(retried.body))

@@ -14,6 +14,7 @@ import { failureNoteHash } from '../../src/engine/jobs.ts'
 import { startRpcProxy } from '../chain/fixtures/rpc-proxy.ts'
 import { fundedJob, startHarness, usdc } from '../fixtures/service.ts'
 import { until } from './fixtures/api.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 
 const devnet = await startDevnet({ networks: [defaultDevnetNetworks[0] as (typeof defaultDevnetNetworks)[number]] })
 t.teardown(() => devnet.stop())
@@ -36,7 +37,7 @@ t.test('a retry whose simulation meets an RPC internal error keeps the intent: t
   // The client's first /fail: its intent stored, its failJob sent and mined, its answer lost (as review28's test).
   await follower.stop()
   await store.commit({ records: [intents.putOp(jobId, { reason: failure.reason, noteHash: failureNoteHash(note), caller: jobClient.address })] })
-  await sendFailJob(createNetworkClients(network), { jobId })
+  await sendFailJob(createNetworkClients(network), { jobKey: jobKey(network, jobId) })
   // Its retry: the provider answers the failJob's simulation with an internal error (-32603), no revert data.
   proxy.setRewrite((text) => text.replace(/"error":\{"code":3,[^}]*\}/, '"error":{"code":-32603,"message":"Internal error"}'))
   const retried = await jobClientApi.post(`/credit/jobs/${jobId}/fail`, failure)

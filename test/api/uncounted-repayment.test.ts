@@ -33,7 +33,7 @@ t.before(async () => {
 
 const follower = () => h.app.service.followers.get(h.network.slug)!
 const contract = () => ({ address: h.network.creditContract, abi: creditFacilityV2Abi }) as const
-const jobStatus = async (jobId: string) => Number(((await payerAgent.publicClient.readContract({ ...contract(), functionName: 'getJob', args: [jobKey(jobId)] })) as { status: number }).status)
+const jobStatus = async (jobId: string) => Number(((await payerAgent.publicClient.readContract({ ...contract(), functionName: 'getJob', args: [jobKey(h.network, jobId)] })) as { status: number }).status)
 
 /** Repays `amountAtomic` of the advance on chain, from the payer, without reporting it. */
 async function repayUnreported(advanceId: string, amountAtomic: bigint): Promise<void> {

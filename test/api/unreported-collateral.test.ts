@@ -26,7 +26,7 @@ t.before(async () => {
 const follower = () => h.app.service.followers.get(h.network.slug)!
 const onChainJob = async (jobId: string) =>
   (await new ChainAgent(h.network, privateKeyToAccount(h.devnet.accounts.operator.privateKey)).publicClient.readContract({
-    address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)],
+    address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, jobId)],
   })) as { status: number; collateral: bigint }
 const collateralOf = async (jobId: string) => (await operator.get(`/credit/jobs/${jobId}`)).body.collateralAtomic as string
 
@@ -137,7 +137,7 @@ async function registeredByOldRelease(jobId: string, amountAtomic: bigint) {
   await until(() => (follower().cursor?.blockNumber ?? -1n) >= posted.blockNumber, 20_000, 'the follower past the posting')
   const service = h.app.service
   await service.run(null, () => service.engine.createJob({
-    jobId, client: client.address, borrower: borrower.address, network: h.network.slug, asset: USDC, receivableAtomic: usdc(300),
+    jobId, jobKey: jobKey(h.network, jobId), client: client.address, borrower: borrower.address, network: h.network.slug, asset: USDC, receivableAtomic: usdc(300),
     dueAtMs: Date.now() + 24 * 3600 * 1000, funding: { network: h.network.slug, txHash: fundingTx, logIndex: 0 }, caller: borrower.address,
   }, service.now()), () => [])
   return { borrower, client, posted, postingTx }

@@ -3,7 +3,8 @@
 // a client that knows only the catalog funds a job the service then accepts; the funding, collateral and repay steps
 // come from their routes and move exactly the amounts; llms.txt and the OpenAPI document restate no call signature.
 import t from 'tap'
-import { createWalletClient, decodeFunctionData, http, keccak256, stringToBytes, type Abi, type Address, type Hex } from 'viem'
+import { createWalletClient, decodeFunctionData, encodePacked, http, keccak256, stringToBytes, type Abi, type Address, type Hex } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { loadArtifact } from '../../src/chain/artifacts.ts'
 import { networkChain } from '../../src/chain/clients.ts'
 import { AgentCredit, ChainAgent, CreditApiError, type ChainStepsView } from '../../src/client/index.ts'
@@ -39,12 +40,35 @@ t.test("the catalog publishes the compiled credit contract's ABI and an ERC-20 A
   t.ok(names(contracts['token']['abi'], 'function').includes('approve') && names(contracts['token']['abi'], 'event').includes('Transfer'), 'functions and events')
 })
 
+/** The catalog's rule as a client applies it with viem alone: keccak256(abi.encodePacked(uint256 chainId, address creditContract, bytes jobId)). */
+const ruleKey = (network: Json, jobId: string): Hex =>
+  keccak256(encodePacked(['uint256', 'address', 'string'], [BigInt(network['chainId']), network['creditContract'], jobId]))
+
 t.test('the jobId-to-key rule of the catalog names the job the contract and the service use', async (t) => {
   const keys = catalog['contracts']['keys'] as Json
-  t.match(keys['jobKey'], /keccak256\(utf8\(jobId\)\)/)
-  t.equal(keys['jobKeyExample']['jobKey'], keccak256(stringToBytes(keys['jobKeyExample']['jobId'])), 'the example is the rule applied')
+  t.match(keys['jobKey'], /keccak256\(abi\.encodePacked\(uint256 chainId, address creditContract, bytes jobId\)\)/)
+  const networks = catalog['networks'] as Json[]
+  const example = keys['jobKeyExample'] as Json
+  const exampleNetwork = networks.find((n) => n['slug'] === example['network'])!
+  t.equal(example['chainId'], exampleNetwork['chainId'])
+  t.equal(example['creditContract'], exampleNetwork['creditContract'])
+  t.equal(example['jobKey'], ruleKey(exampleNetwork, example['jobId']), 'the example is the rule applied')
+  t.equal(example['legacyJobKey'], keccak256(stringToBytes(example['jobId'])), 'the legacy key beside it, for comparison')
+  // The SDK and the funding route produce the rule's key, on each network its own.
+  const keyOfRoute = async (slug: string, jobId: string) => {
+    const reply = await new CreditClient(h.url).get(`/credit/jobs/${jobId}/funding-transactions?network=${slug}&asset=${USDC}&receivableAtomic=1&agent=${h.network.creditContract}&client=${h.network.creditContract}`)
+    const fund = decodeFunctionData({ abi: catalog['contracts']['creditFacility']['abi'] as Abi, data: reply.body.transactions[1].data as Hex })
+    t.equal(reply.body.key, (fund.args as readonly unknown[])[0], 'the route\'s key is the one its fundJob carries')
+    return reply.body.key as Hex
+  }
+  for (const entry of networks) {
+    const sdk = ChainAgent.fromCatalog(entry as never, privateKeyToAccount(generatePrivateKey()), h.network.rpcUrl)
+    t.equal(sdk.jobKey('job_rule_check'), ruleKey(entry, 'job_rule_check'), `the SDK's key on ${entry['slug']} is the rule's`)
+    t.equal(await keyOfRoute(entry['slug'], 'job_rule_check'), ruleKey(entry, 'job_rule_check'), `the route's key on ${entry['slug']} is the rule's`)
+  }
+  t.ok(networks.length > 1 && new Set(networks.map((n) => ruleKey(n, 'job_rule_check'))).size === networks.length, 'each network has a key of its own')
   // A client with nothing but the catalog: its ABIs and its rule, viem's writeContract, no code of this repository.
-  const network = (catalog['networks'] as Json[])[0]!
+  const network = networks.find((n) => n['slug'] === h.network.slug)!
   const abi = catalog['contracts']['creditFacility']['abi'] as Abi
   const tokenAbi = catalog['contracts']['token']['abi'] as Abi
   const token = (network['assets'] as Json[]).find((a) => a['symbol'] === USDC)!['address'] as Address
@@ -52,7 +76,7 @@ t.test('the jobId-to-key rule of the catalog names the job the contract and the 
   const borrower = await fundedAccount(h.devnet, h.network, 0n)
   const wallet = createWalletClient({ account: client, chain: networkChain(h.network), transport: http(h.network.rpcUrl) })
   const jobId = 'job_catalog_rule'
-  const key = keccak256(stringToBytes(jobId))
+  const key = ruleKey(network, jobId)
   const agent = new ChainAgent(h.network, client)
   const wait = (hash: Hex) => agent.publicClient.waitForTransactionReceipt({ hash })
   await wait(await wallet.writeContract({ address: token, abi: tokenAbi, functionName: 'approve', args: [network['creditContract'], usdc(300)] }))
@@ -84,7 +108,7 @@ t.test('funding, collateral and repayment come from their routes as unsigned tra
   t.equal(fundingReply.status, 200)
   expectDocumented(t, doc, 'get', '/credit/jobs/{jobId}/funding-transactions', fundingReply)
   const funding = fundingReply.body as ChainStepsView
-  t.equal(funding.key, keccak256(stringToBytes(jobId)))
+  t.equal(funding.key, ruleKey({ chainId: h.network.chainId, creditContract: h.network.creditContract }, jobId), 'the job\'s key on its network')
   t.same(funding.transactions.map((tx) => [tx.from, tx.chainId, tx.value]), [[clientAccount.address, h.network.chainId, '0'], [clientAccount.address, h.network.chainId, '0']])
   t.same(decode(funding).map((c) => [c.functionName, ...(c.args ?? [])]), [
     ['approve', h.network.creditContract, usdc(1000)],

@@ -250,7 +250,7 @@ t.test('SIGKILL of the process group (the service; its watchdogs end the anvils,
   const job = await new CreditClient(again.url).get(`/credit/jobs/${jobId}`)
   t.equal(job.status, 200, 'the service still knows the job')
   const chain = clientsOf({ ...networkConfig, rpcUrl: again.rpcUrl }).public
-  const onChain = await chain.readContract({ address: again.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })
+  const onChain = await chain.readContract({ address: again.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(networkConfig, jobId)] })
   t.equal(onChain.client, jobClient.address, 'the escrow the service acknowledged is on the restarted chain')
   t.equal(onChain.escrow, amount)
   t.equal(await chain.readContract({ address: again.token, abi: erc20Abi, functionName: 'balanceOf', args: [again.creditContract] }), amount, 'and its tokens')

@@ -5,7 +5,7 @@ import { encodeFunctionData, erc20Abi, getAddress, hexToBigInt, numberToHex, toF
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { deployCreditFacilityV2 } from '../../src/chain/devnet.ts'
-import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
+import { legacyJobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
 import { LeaseSigner, type LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
 import { ascendingKeys } from '../../src/chain/operator.ts'
 import { compileSolidity, JobStatus, rejectsWith, setupFacilityV2, USDC, type V2Fixture, type Wallet } from './fixtures/facility-v2.ts'

@@ -14,7 +14,7 @@ import { parseNetworksConfig, toNetworksFile, type NetworkConfig } from '../../s
 import { chainBehindReadsMin, ChainFollower, ChainStaleError, FollowerFatalError, RpcStalledError, type ChainBatch, type FollowerOptions } from '../../src/chain/follower.ts'
 import { FollowerCursors } from '../../src/chain/follower-cursor.ts'
 import { createPollingClients, SharedHead } from '../../src/chain/poll-transport.ts'
-import { jobKey, newKeySalt, offerKey } from '../../src/chain/ids.ts'
+import { newKeySalt, offerKey, legacyJobKey } from '../../src/chain/ids.ts'
 import { Store, StoreConflictError } from '../../src/store/index.ts'
 import { tempDataDir } from '../fixtures/service.ts'
 import { setupFacilityV2, USDC, type V2Fixture } from './fixtures/facility-v2.ts'
@@ -45,7 +45,7 @@ async function activity(rounds: number): Promise<void> {
     const n = ++sequence
     const client = await f.wallet(105n * USDC)
     const lender = await f.wallet(100n * USDC)
-    const job = jobKey(`job_follow_${n}`)
+    const job = legacyJobKey(`job_follow_${n}`)
     await f.call(client, 'fundJob', [job, f.token, 100n * USDC, client.account.address])
     const now = await f.chainNow()
     const a = {
@@ -779,7 +779,7 @@ t.test('a range holding more events than eventsPerBatchMax comes in several batc
   const startBlock = (await headBlock()) + 1n
   for (const size of sizes) {
     const hashes = await Promise.all(wallets.splice(0, size).map((who) => who.wallet.writeContract({
-      address: f.facility, abi: creditFacilityV2Abi, functionName: 'fundJob', args: [jobKey(`job_cap_${++sequence}`), f.token, 10n * USDC, who.account.address],
+      address: f.facility, abi: creditFacilityV2Abi, functionName: 'fundJob', args: [legacyJobKey(`job_cap_${++sequence}`), f.token, 10n * USDC, who.account.address],
     })))
     await f.testClient.mine({ blocks: 1 })
     for (const hash of hashes) t.equal((await f.publicClient.waitForTransactionReceipt({ hash })).status, 'success')
@@ -833,7 +833,7 @@ t.test('confirmations: an event is delivered only once its block has them', asyn
   const follower = lmdbFollower(t, store, { startBlock, confirmations: 3, chainTimeIntervalMs: 0 })
   follower.follower.start()
   const client = await f.wallet(10n * USDC)
-  await f.call(client, 'fundJob', [jobKey(`job_conf_${++sequence}`), f.token, 10n * USDC, client.account.address])
+  await f.call(client, 'fundJob', [legacyJobKey(`job_conf_${++sequence}`), f.token, 10n * USDC, client.account.address])
   const eventBlock = await headBlock()
   // Wait until the follower has caught up with what it may read (two blocks below the event), then check it stops there.
   await eventually(t, 'caught up to head - 2', () => (follower.follower.cursor?.blockNumber ?? -1n) === eventBlock - 2n)

@@ -52,13 +52,13 @@ t.test('an operator transaction whose estimate fits a block and its margin does 
     address: network.creditContract,
     abi: creditFacilityV2Abi,
     functionName: 'settleJob',
-    args: [jobKey(jobId), []],
+    args: [jobKey(network, jobId), []],
   })
   const blockGasLimit = (estimate * 6n) / 5n
   await testClient.setBlockGasLimit({ gasLimit: blockGasLimit })
   await testClient.mine({ blocks: 1 })
   t.equal((await clients.publicClient.getBlock({ blockTag: 'latest' })).gasLimit, blockGasLimit, 'the chain\'s blocks take 1.2 x the estimate')
-  const receipt = await sendSettleJob(clients, { jobId, offerKeys: [] })
+  const receipt = await sendSettleJob(clients, { jobKey: jobKey(network, jobId), offerKeys: [] })
   const sent = await clients.publicClient.getTransaction({ hash: receipt.txHash })
   t.equal(sent.gas, blockGasLimit, 'sent with the block gas limit, not the estimate x 1.5')
   t.same(receipt.facts.map((fact) => fact.name), ['JobSettled'], 'the settlement mined')

@@ -5,13 +5,13 @@ import { join } from 'node:path'
 import t from 'tap'
 import { encodePacked, keccak256, stringToHex, zeroHash, type Hex } from 'viem'
 import { ensureKeySalt } from '../../src/chain/key-salt.ts'
-import { idKey, isKeySalt, jobKey, KeySaltError, newKeySalt, offerKey } from '../../src/chain/ids.ts'
+import { idKey, isKeySalt, KeySaltError, newKeySalt, offerKey, legacyJobKey } from '../../src/chain/ids.ts'
 import { Store } from '../../src/store/index.ts'
 import { tempDataDir } from '../fixtures/service.ts'
 
 t.test('a job key is keccak256 of the job id, as the client computes it when funding', async (t) => {
-  t.equal(jobKey('job_1'), keccak256(stringToHex('job_1')))
-  t.equal(jobKey('job_ü'), idKey('job_ü'), 'UTF-8, the same rule as the v1 ids')
+  t.equal(legacyJobKey('job_1'), keccak256(stringToHex('job_1')))
+  t.equal(legacyJobKey('job_ü'), idKey('job_ü'), 'UTF-8, the same rule as the v1 ids')
 })
 
 t.test('an offer key is keccak256(abi.encodePacked(bytes32 keySalt, string offerId))', async (t) => {

@@ -6,7 +6,7 @@ import { erc20Abi, zeroHash, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createNetworkClients } from '../../src/chain/clients.ts'
 import { ChainFollower, type FollowedEvent } from '../../src/chain/follower.ts'
-import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
+import { legacyJobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
 import { readFacilityReceipt, verifyFacilityEvent } from '../../src/chain/proofs-v2.ts'
 import { setupFacilityV2, USDC, type V2Fixture } from './fixtures/facility-v2.ts'
 

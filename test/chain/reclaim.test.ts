@@ -9,7 +9,7 @@ import { toFunctionSelector, zeroHash, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
 import { deployCreditFacilityV2 } from '../../src/chain/devnet.ts'
-import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
+import { legacyJobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
 import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
 import { JobStatus, rejectsWith, setupFacilityV2, USDC, type V2Fixture, type Wallet } from './fixtures/facility-v2.ts'
 

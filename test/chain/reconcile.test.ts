@@ -15,7 +15,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createNetworkClients } from '../../src/chain/clients.ts'
 import { FacilityModel, type ModelEvent, type ModelOutcome } from '../../src/chain/facility-model.ts'
 import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
-import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
+import { legacyJobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
 import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
 import { ascendingKeys } from '../../src/chain/operator.ts'
 import {

@@ -16,6 +16,7 @@ import { compileContracts } from '../../src/tools/compile-contracts.ts'
 import { NetworkFacilitator, servedPayees } from '../../src/x402/facilitator.ts'
 import { exactRequirements, pay } from '../x402/fixtures/payments.ts'
 import { startRpcProxy } from './fixtures/rpc-proxy.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 
 compileContracts()
 const devnet = await startDevnet()
@@ -55,7 +56,7 @@ t.test('an operator settlement whose raw transaction a gateway sends twice is se
   const operator = accounts.operator.address
   const before = await chain.getTransactionCount({ address: operator })
   proxy.setRepeatedOf(['eth_sendRawTransaction'])
-  const settled = await sendSettleJob(clients, { jobId, offerKeys: [] }).catch((error: unknown) => error)
+  const settled = await sendSettleJob(clients, { jobKey: jobKey(network, jobId), offerKeys: [] }).catch((error: unknown) => error)
   t.equal((await chain.getTransactionCount({ address: operator })) - before, 1, 'one transaction of the operator, not a second that reverts')
   t.same((settled as { facts?: Array<{ name: string }> }).facts?.map((fact) => fact.name), ['JobSettled'], 'answered the settlement mined')
 })

@@ -3,7 +3,7 @@
 import t from 'tap'
 import { erc20Abi, maxUint256, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { jobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
+import { legacyJobKey as jobKeyOf, newKeySalt, offerKey as offerKeyOf } from '../../src/chain/ids.ts'
 import type { UnsignedTransaction } from '../../src/chain/transactions.ts'
 import {
   buildFundJobTransactions,

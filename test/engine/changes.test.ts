@@ -7,6 +7,7 @@ import { Engine } from '../../src/engine/index.ts'
 import { PendingChanges } from '../../src/engine/changes.ts'
 import type { Change } from '../../src/engine/types.ts'
 import { ASSET, BORROWER, CLIENT, FakeWallets, NET, T0, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap } from './fixtures/world.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 
 const changeOf = (changes: readonly Change[], kind: Change['kind'], id: string): Change | undefined => changes.find((c) => c.kind === kind && c.id === id)
 
@@ -42,7 +43,7 @@ t.test('a new offer or lease is not alreadyLive; the offer matched later, and an
 t.test('a job created with collateral (an event sent to it in the command that starts it) is not alreadyLive', async (t) => {
   const { engine } = newEngine()
   const created = engine.createJob({
-    jobId: 'job_1', client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 1000n, dueAtMs: T0 + 86_400_000,
+    jobId: 'job_1', jobKey: legacyJobKey('job_1'), client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 1000n, dueAtMs: T0 + 86_400_000,
     funding: { network: NET, txHash: hash(9000), logIndex: 0 }, caller: CLIENT,
     postedCollateral: [{ borrower: BORROWER, amountAtomic: 20n, proof: { network: NET, txHash: hash(1), logIndex: 0 } }],
   }, T0)

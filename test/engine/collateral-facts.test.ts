@@ -6,14 +6,14 @@ import t from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import type { ChainEventFact } from '../../src/engine/engine.ts'
 import type { Change } from '../../src/engine/index.ts'
-import { jobKey } from '../../src/chain/ids.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 import {
   ASSET, BORROWER, CLIENT, NET, T0, addr, applyChanges, createJob, fundAdvance, hash, lenderInput, newEngine, unwrap,
 } from './fixtures/world.ts'
 
 function posted(jobId: string, amountAtomic: bigint, n: number, over: Partial<{ borrower: `0x${string}`; asset: string }> = {}): ChainEventFact {
   return {
-    kind: 'collateral_posted', jobKey: jobKey(jobId), asset: over.asset ?? ASSET, proofKey: `${NET}:${hash(n)}:0`,
+    kind: 'collateral_posted', jobKey: legacyJobKey(jobId), asset: over.asset ?? ASSET, proofKey: `${NET}:${hash(n)}:0`,
     borrower: over.borrower ?? BORROWER, amountAtomic, proof: { network: NET, txHash: hash(n), logIndex: 0 },
   }
 }
@@ -80,7 +80,7 @@ t.test('after a restart the follower still finds the job by its key', async (t) 
   const { engine, wallets } = newEngine()
   const store = new Map<string, Change>()
   const created = engine.createJob({
-    jobId: 'job_1', client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 1000n, dueAtMs: T0 + 86_400_000,
+    jobId: 'job_1', jobKey: legacyJobKey('job_1'), client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 1000n, dueAtMs: T0 + 86_400_000,
     funding: { network: NET, txHash: hash(9000), logIndex: 0 }, caller: CLIENT,
   }, T0)
   if (created.ok) applyChanges(store, created.changes)
@@ -92,7 +92,7 @@ t.test('after a restart the follower still finds the job by its key', async (t) 
 t.test('a job registered after its borrower posted collateral holds it from its creation', async (t) => {
   const { engine } = newEngine()
   const input = {
-    jobId: 'job_1', client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 1000n, dueAtMs: T0 + 86_400_000,
+    jobId: 'job_1', jobKey: legacyJobKey('job_1'), client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 1000n, dueAtMs: T0 + 86_400_000,
     funding: { network: NET, txHash: hash(9000), logIndex: 0 }, caller: CLIENT,
   }
   const byStranger = engine.createJob({ ...input, postedCollateral: [{ borrower: addr(0xee), amountAtomic: 5n, proof: { network: NET, txHash: hash(1), logIndex: 0 } }] }, T0)

@@ -17,6 +17,7 @@ import {
   ASSET, BORROWER, CLIENT, FakeWallets, NET, SUPPLIER, T0, canonical, createJob, dispatchAt, hash, lenderInput, newEngine, offerFor,
   matchedLender, registerBacking, seedSuppliers, unwrap,
 } from './fixtures/world.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 
 const seq = (id: string): number => Number(id.slice(id.indexOf('_') + 1))
 
@@ -131,7 +132,7 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
     case 'lender':
       return engine.registerLender(lenderInput(cmd.i, { minFeeBps: cmd.ask, availableLiquidityAtomic: BigInt(cmd.liq) }), nowMs)
     case 'job':
-      return engine.createJob({ jobId: `job_${cmd.i}`, client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: nowMs + cmd.dueS * 1000, funding: { network: NET, txHash: hash(cmd.i), logIndex: 0 }, caller: CLIENT }, nowMs)
+      return engine.createJob({ jobId: `job_${cmd.i}`, jobKey: legacyJobKey(`job_${cmd.i}`), client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: nowMs + cmd.dueS * 1000, funding: { network: NET, txHash: hash(cmd.i), logIndex: 0 }, caller: CLIENT }, nowMs)
     case 'request':
       return engine.requestCredit({ agent: BORROWER, network: NET, asset: ASSET, productType: 'x', amountAtomic: BigInt(cmd.amount), purpose: 'p', supplier: 's', supplierDomain: 'd', supplierAddress: SUPPLIER, repaymentSource: cmd.job ? `job_${cmd.i}` : 'src_1', maximumFeeAtomic: 100n, caller: BORROWER }, nowMs)
     case 'match': {

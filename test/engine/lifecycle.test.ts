@@ -3,6 +3,7 @@ import t from 'tap'
 import { Engine } from '../../src/engine/index.ts'
 import type { Change } from '../../src/engine/index.ts'
 import { BORROWER, CLIENT, FakeWallets, NET, T0, applyChanges, asWritten, canonical, createJob, fundAdvance, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, repaidFact, seedSuppliers, unwrap } from './fixtures/world.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 
 t.test('repay in full: liquidity, fees, reserve and reputation follow', async (t) => {
   const { engine } = newEngine()
@@ -149,7 +150,7 @@ t.test('rebuilt from the changes it handed out, the engine behaves identically',
   applyChanges(store, seedSuppliers(engine))
   run(engine.registerSource({ sourceId: 'src_1', productType: 'asset-backed', agent: BORROWER, valueAtomic: 10n ** 7n, liquidationValueAtomic: 10n ** 7n, advanceRateBps: 10_000, evidenceId: 'e', validUntilMs: 8_000_000_000_000, caller: BORROWER }, T0))
   for (let i = 1; i <= 4; i++) run(engine.registerLender(lenderInput(i, { minFeeBps: 100 * i }), T0))
-  const job = engine.createJob({ jobId: 'job_1', client: CLIENT, borrower: BORROWER, network: NET, asset: 'USDC', receivableAtomic: 10_000n, dueAtMs: T0 + 10 ** 8, funding: { network: NET, txHash: hash(1), logIndex: 0 }, caller: BORROWER }, T0)
+  const job = engine.createJob({ jobId: 'job_1', jobKey: legacyJobKey('job_1'), client: CLIENT, borrower: BORROWER, network: NET, asset: 'USDC', receivableAtomic: 10_000n, dueAtMs: T0 + 10 ** 8, funding: { network: NET, txHash: hash(1), logIndex: 0 }, caller: BORROWER }, T0)
   run(job)
   const d = run(engine.requestCredit({ agent: BORROWER, network: NET, asset: 'USDC', productType: 'job', amountAtomic: 500n, purpose: 'p', supplier: 's', supplierDomain: 'd', supplierAddress: lenderInput(99).address, repaymentSource: 'job_1', maximumFeeAtomic: 100n, caller: BORROWER }, T0)) as ReturnType<Engine['requestCredit']>
   const offerId = unwrap(d).offer!.offerId

@@ -6,7 +6,7 @@ import t from 'tap'
 import { getAddress, type Address as ChainAddress } from 'viem'
 import { FacilityModel, type ModelEvent } from '../../src/chain/facility-model.ts'
 import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
-import { jobKey } from '../../src/chain/ids.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 import { recoveryAmounts } from '../../src/engine/engine.ts'
 import type { AdvanceView, LiquidationPlan } from '../../src/engine/index.ts'
 import { BORROWER, CLIENT, NET, T0, addr, createJob, fundAdvance, hash, lenderInput, newEngine, unwrap } from './fixtures/world.ts'
@@ -38,10 +38,10 @@ function funded(collateralAtomic: bigint, dueMs = DUE_MS) {
     if (!outcome.ok) throw new Error(`model reverted: ${outcome.error}`)
     return outcome.events
   }
-  must(model.fundJob(at(CLIENT, T0), jobKey('job_l'), TOKEN, 10_000n, getAddress(BORROWER)))
-  if (collateralAtomic > 0n) must(model.postCollateral(at(BORROWER, T0), jobKey('job_l'), TOKEN, collateralAtomic))
+  must(model.fundJob(at(CLIENT, T0), legacyJobKey('job_l'), TOKEN, 10_000n, getAddress(BORROWER)))
+  if (collateralAtomic > 0n) must(model.postCollateral(at(BORROWER, T0), legacyJobKey('job_l'), TOKEN, collateralAtomic))
   must(model.paySupplier(at(advance.payer, T0), {
-    offerKey: advance.advanceKey, jobKey: jobKey('job_l'), payer: getAddress(advance.payer), supplier: getAddress(advance.supplierAddress),
+    offerKey: advance.advanceKey, jobKey: legacyJobKey('job_l'), payer: getAddress(advance.payer), supplier: getAddress(advance.supplierAddress),
     asset: TOKEN, amount: advance.principalAtomic, fee: advance.feeAtomic, reserveShare: advance.insuranceAtomic,
     deadline: BigInt(Math.floor(T0 / 1000) + 60), dueAt: BigInt(Math.floor(advance.dueAtMs / 1000)),
   }, { recovered: LEASE_SIGNER }))
@@ -53,7 +53,7 @@ function scenario(collateralAtomic: bigint, failed: boolean): { plan: Liquidatio
   const { engine, model, advance, advanceId, at, must } = funded(collateralAtomic)
   let nowMs = T0 + 1000
   if (failed) {
-    must(model.failJob(at(OPERATOR, nowMs), jobKey('job_l')))
+    must(model.failJob(at(OPERATOR, nowMs), legacyJobKey('job_l')))
     unwrap(engine.failJob({ jobId: 'job_l', reason: 'not_delivered', caller: CLIENT }, nowMs))
   } else {
     nowMs = advance.dueAtMs + 1000

@@ -7,7 +7,7 @@ import t from 'tap'
 import { getAddress, zeroHash, type Address as ChainAddress } from 'viem'
 import { FacilityModel, JobStatus, type ModelEvent } from '../../src/chain/facility-model.ts'
 import { devnetReclaimDelaySeconds } from '../../src/chain/devnet.ts'
-import { jobKey } from '../../src/chain/ids.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 import { ascendingKeys } from '../../src/chain/operator.ts'
 import type { LeaseAuthorization } from '../../src/chain/lease-authorization.ts'
 import { Engine, advanceViewFromSnapshot, leaseViewFromSnapshot, offerViewFromSnapshot } from '../../src/engine/index.ts'
@@ -104,10 +104,10 @@ class World {
     }
     for (const job of JOBS) {
       this.keep(this.ok(this.engine.createJob({
-        jobId: job.jobId, client: CLIENT, borrower: job.borrower, network: NET, asset: ASSET, receivableAtomic: job.receivable, dueAtMs: T0 + job.dueMs,
+        jobId: job.jobId, jobKey: legacyJobKey(job.jobId), client: CLIENT, borrower: job.borrower, network: NET, asset: ASSET, receivableAtomic: job.receivable, dueAtMs: T0 + job.dueMs,
         funding: { network: NET, txHash: this.nextTx(), logIndex: 0 }, caller: CLIENT,
       }, T0)))
-      this.mustOk(this.model.fundJob(this.ctx(CLIENT), jobKey(job.jobId), TOKEN, job.receivable, job.borrower))
+      this.mustOk(this.model.fundJob(this.ctx(CLIENT), legacyJobKey(job.jobId), TOKEN, job.receivable, job.borrower))
     }
     this.totalSupply = this.supply()
   }
@@ -201,7 +201,7 @@ class World {
       if (fact.kind === 'collateral_posted') {
         // Posted while the job was open on chain: only a job the engine already ended (failed with nothing left, so
         // the contract closed it and gave the collateral back) has nothing to hold it.
-        const jobId = JOBS.find((j) => jobKey(j.jobId) === fact.jobKey)?.jobId as string
+        const jobId = JOBS.find((j) => legacyJobKey(j.jobId) === fact.jobKey)?.jobId as string
         if (reason === undefined) this.seen.collateralFollowed++
         else if (reason !== 'job_not_live' || e.getJob(jobId) !== undefined) throw new Error(`the engine ignored CollateralPosted ${fact.proofKey} of ${jobId}: ${reason}`)
         return
@@ -259,7 +259,7 @@ class World {
         if (!stored) return
         const offer = offerViewFromSnapshot(stored.record)
         const auth: LeaseAuthorization = {
-          offerKey: offer.offerKey, jobKey: offer.source.kind === 'job' ? jobKey(offer.source.id) : zeroHash,
+          offerKey: offer.offerKey, jobKey: offer.source.kind === 'job' ? legacyJobKey(offer.source.id) : zeroHash,
           payer: lease.payer, supplier: lease.supplierAddress, asset: TOKEN, amount: lease.amountAtomic, fee: lease.feeAtomic,
           reserveShare: insuranceAtomic(lease.feeAtomic, config.insuranceShareBps),
           deadline: BigInt(Math.floor(lease.expiresAtMs / 1000)), dueAt: BigInt(Math.floor(offer.dueAtMs / 1000)),
@@ -312,7 +312,7 @@ class World {
       case 'collateral': {
         // The job's borrower posts collateral on chain; the engine learns it by its report, or only from the follower.
         const job = JOBS[cmd.i] as (typeof JOBS)[number]
-        const outcome = this.model.postCollateral(this.ctx(job.borrower), jobKey(job.jobId), TOKEN, BigInt(cmd.amount))
+        const outcome = this.model.postCollateral(this.ctx(job.borrower), legacyJobKey(job.jobId), TOKEN, BigInt(cmd.amount))
         if (!outcome.ok) return
         const txHash = this.nextTx()
         outcome.events.forEach((ev, logIndex) => this.pending.push({ event: ev, txHash, logIndex }))
@@ -329,7 +329,7 @@ class World {
         if (!plan.ok) return
         // In the order the operator sends them (sendSettleJob): the contract takes the keys ascending.
         const offerKeys = ascendingKeys(plan.value.advances.map((a) => (e.getAdvance(a.advanceId) as AdvanceView).advanceKey))
-        const outcome = this.model.settleJob(this.ctx(OPERATOR), jobKey(jobId), offerKeys)
+        const outcome = this.model.settleJob(this.ctx(OPERATOR), legacyJobKey(jobId), offerKeys)
         if (!outcome.ok) throw new Error(`the engine planned a settlement of ${jobId} the contract refuses: ${outcome.error}`)
         const settled = outcome.events.find((ev) => ev.name === 'JobSettled') as ModelEvent
         if (settled.args.toBorrower !== plan.value.toBorrowerAtomic || settled.args.toLenders !== plan.value.toLendersAtomic || settled.args.toReserve !== plan.value.toReserveAtomic) {
@@ -344,7 +344,7 @@ class World {
         // it funds an offer failJob withdrew (closing), and its advance is the failed job's, defaulted.
         const plan = e.planJobFailure({ jobId, reason: 'not_delivered', caller: CLIENT })
         if (!plan.ok) return
-        const outcome = this.model.failJob(this.ctx(OPERATOR), jobKey(jobId))
+        const outcome = this.model.failJob(this.ctx(OPERATOR), legacyJobKey(jobId))
         if (!outcome.ok) throw new Error(`the engine would fail ${jobId}, the contract refuses: ${outcome.error}`)
         const failed = e.failJob({ jobId, reason: 'not_delivered', caller: CLIENT }, this.nowMs)
         this.keep(this.ok(failed))

@@ -8,6 +8,7 @@ import { park } from '../../src/engine/matching.ts'
 import type { EngineState } from '../../src/engine/state.ts'
 import type { LenderRecord } from '../../src/engine/types.ts'
 import { ASSET, BORROWER, CLIENT, FakeWallets, NET, T0, addr, applyChanges, asWritten, canonical, hash, lenderInput, repaidFact, seedSuppliers } from './fixtures/world.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 
 type Cmd =
   | { c: 'lender'; i: number; ask: number; liq: number; rep: number; bands: string[]; net2: boolean }
@@ -80,7 +81,7 @@ function apply(engine: Engine, wallets: FakeWallets, cmd: Cmd, nowMs: number): u
     case 'source':
       return engine.registerSource({ sourceId: `src_${cmd.i}`, productType: 'asset-backed', agent: cmd.other ? OTHER : BORROWER, valueAtomic: BigInt(cmd.value), liquidationValueAtomic: BigInt(cmd.liq), advanceRateBps: cmd.rate, evidenceId: 'ev', validUntilMs: 8_000_000_000_000, caller: cmd.other ? OTHER : BORROWER }, nowMs)
     case 'job':
-      return engine.createJob({ jobId: `job_${cmd.i}`, client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: BigInt(cmd.receivable), dueAtMs: nowMs + cmd.dueS * 1000, funding: { network: NET, txHash: hash(cmd.i), logIndex: 0 }, caller: CLIENT }, nowMs)
+      return engine.createJob({ jobId: `job_${cmd.i}`, jobKey: legacyJobKey(`job_${cmd.i}`), client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: BigInt(cmd.receivable), dueAtMs: nowMs + cmd.dueS * 1000, funding: { network: NET, txHash: hash(cmd.i), logIndex: 0 }, caller: CLIENT }, nowMs)
     case 'collateral':
       return engine.postCollateral({ jobId: `job_${cmd.i}`, borrower: BORROWER, amountAtomic: BigInt(cmd.amount), proof: { network: NET, txHash: hash(100 + cmd.i), logIndex: 1 }, caller: BORROWER }, nowMs)
     case 'request':

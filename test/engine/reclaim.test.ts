@@ -3,7 +3,7 @@
 // is neither suspended nor penalised and keeps its other offers; the event's changes stay within what the follower's
 // batch budget counts for it.
 import t from 'tap'
-import { jobKey } from '../../src/chain/ids.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 import { CHAIN_EVENT_CHANGES_MAX, chainEventWeight, jobReclaimedChangesMax } from '../../src/engine/chain-facts.ts'
 import type { ChainEventFact } from '../../src/engine/engine.ts'
 import { jobViewFromSnapshot, type Change, type Engine, type JobView, type OfferView } from '../../src/engine/index.ts'
@@ -16,14 +16,14 @@ const RECEIVABLE = 1_000_000n
 /** The JobReclaimed of a job: by default it gave back the receivable and no collateral, as the world's jobs hold. */
 function reclaimed(jobId: string, n = 1, amounts: { escrowRefundedAtomic?: bigint; collateralReleasedAtomic?: bigint } = {}): ChainEventFact {
   return {
-    kind: 'job_reclaimed', proofKey: `${NET}:${hash(7000 + n)}:0`, jobKey: jobKey(jobId),
+    kind: 'job_reclaimed', proofKey: `${NET}:${hash(7000 + n)}:0`, jobKey: legacyJobKey(jobId),
     escrowRefundedAtomic: amounts.escrowRefundedAtomic ?? RECEIVABLE, collateralReleasedAtomic: amounts.collateralReleasedAtomic ?? 0n,
   }
 }
 
 function posted(jobId: string, amountAtomic: bigint, n: number): ChainEventFact {
   return {
-    kind: 'collateral_posted', jobKey: jobKey(jobId), asset: ASSET, proofKey: `${NET}:${hash(8000 + n)}:0`,
+    kind: 'collateral_posted', jobKey: legacyJobKey(jobId), asset: ASSET, proofKey: `${NET}:${hash(8000 + n)}:0`,
     borrower: BORROWER, amountAtomic, proof: { network: NET, txHash: hash(8000 + n), logIndex: 0 },
   }
 }

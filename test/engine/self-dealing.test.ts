@@ -7,6 +7,7 @@ import t, { type Test } from 'tap'
 import {
   ASSET, BORROWER, CLIENT, NET, SUPPLIER, T0, createJob, hash, lenderInput, matchedLender, newEngine, offerFor, registerBacking, unwrap,
 } from './fixtures/world.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 
 type TestEngine = ReturnType<typeof newEngine>['engine']
 
@@ -16,7 +17,7 @@ type TestEngine = ReturnType<typeof newEngine>['engine']
  */
 function declinedOnJobFundedBy(t: Test, engine: TestEngine, client: `0x${string}`, reason: string): void {
   unwrap(engine.createJob({
-    jobId: 'job_suspect', client, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: T0 + 86_400_000,
+    jobId: 'job_suspect', jobKey: legacyJobKey('job_suspect'), client, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 100_000n, dueAtMs: T0 + 86_400_000,
     funding: { network: NET, txHash: hash(1), logIndex: 0 }, caller: BORROWER,
   }, T0))
   const before = engine.snapshots()

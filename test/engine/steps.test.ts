@@ -7,7 +7,7 @@ import { Engine } from '../../src/engine/index.ts'
 import { ENGINE_PATHS } from '../../src/engine/steps.ts'
 import { storedHistory, type TransitionEntry } from '../../src/engine/history.ts'
 import type { Change } from '../../src/engine/types.ts'
-import { jobKey } from '../../src/chain/ids.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 import {
   ASSET, BORROWER, CLIENT, NET, T0, addr, createJob, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, unwrap,
   repaidFact,
@@ -131,7 +131,7 @@ t.test('every engine path the system map declares is what the engine does', asyn
   t.equal(bornDefaulted.advances[0]?.state, 'defaulted', "the closing offer's payment opened an advance, defaulted with its job")
   // Collateral posted before the failure, seen by the follower after it: the defaulted job holds it.
   const collateralPosted = {
-    kind: 'collateral_posted' as const, jobKey: jobKey('job_c'), asset: ASSET, proofKey: `${NET}:${hash(79)}:0`, borrower: BORROWER, amountAtomic: 10n,
+    kind: 'collateral_posted' as const, jobKey: legacyJobKey('job_c'), asset: ASSET, proofKey: `${NET}:${hash(79)}:0`, borrower: BORROWER, amountAtomic: 10n,
     proof: { network: NET, txHash: hash(79), logIndex: 0 },
   }
   t.equal(unwrap(engine.observeChain({ network: NET, toBlock: 4n, toBlockHash: '0x', toBlockTimeMs: now, events: [collateralPosted] }, now)).collateral.length, 1)

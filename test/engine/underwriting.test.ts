@@ -2,6 +2,7 @@
 import t from 'tap'
 import type { Engine } from '../../src/engine/index.ts'
 import { ASSET, BORROWER, CLIENT, NET, T0, addr, createJob, creditRequest, fundAdvance, hash, lenderInput, newEngine, registerBacking, repaidFact, unwrap } from './fixtures/world.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 
 t.test('over capacity is declined with a reason and changes nothing', async (t) => {
   const { engine } = newEngine()
@@ -155,7 +156,7 @@ t.test('invalid requests are typed errors', async (t) => {
   t.match(engine.requestCredit(creditRequest({ supplierAddress: BORROWER }), T0), { ok: false, error: { code: 'supplier_is_borrower', class: 'invalid' } })
   t.match(engine.requestCredit(creditRequest({ repaymentSource: 'nope' }), T0), { ok: false, error: { code: 'repayment_source_not_found', class: 'not_found' } })
   t.match(engine.requestCredit(creditRequest({ amountAtomic: 0n }), T0), { ok: false, error: { code: 'invalid_amount' } })
-  t.match(engine.createJob({ jobId: 'bad id', client: CLIENT, borrower: BORROWER, network: NET, asset: 'USDC', receivableAtomic: 1n, dueAtMs: T0 + 1, funding: { network: NET, txHash: hash(1), logIndex: 0 }, caller: CLIENT }, T0), { ok: false, error: { code: 'invalid_job_id' } })
+  t.match(engine.createJob({ jobId: 'bad id', jobKey: legacyJobKey('bad id'), client: CLIENT, borrower: BORROWER, network: NET, asset: 'USDC', receivableAtomic: 1n, dueAtMs: T0 + 1, funding: { network: NET, txHash: hash(1), logIndex: 0 }, caller: CLIENT }, T0), { ok: false, error: { code: 'invalid_job_id' } })
 })
 
 t.test('risk bands: A at coverage >= 200%, B at >= 125%, else C; a default in history lowers one band', async (t) => {
@@ -260,7 +261,7 @@ t.test('principal repaid on another asset or network proves nothing here', async
   unwrap(engine.registerLender(lenderInput(1), T0))
   repayOnBacking(engine, 5000n, 1)
   unwrap(engine.createJob({
-    jobId: 'job_e', client: CLIENT, borrower: BORROWER, network: NET, asset: 'EURC', receivableAtomic: 10_000n, dueAtMs: T0 + 7 * 86_400_000,
+    jobId: 'job_e', jobKey: legacyJobKey('job_e'), client: CLIENT, borrower: BORROWER, network: NET, asset: 'EURC', receivableAtomic: 10_000n, dueAtMs: T0 + 7 * 86_400_000,
     funding: { network: NET, txHash: hash(9001), logIndex: 0 }, caller: CLIENT,
   }, T0))
   t.same(decide(engine, 'job_e', 500n, { asset: 'EURC' }), ['approved', 'C', 0], '5,000 USDC repaid, 500 EURC asked')

@@ -3,10 +3,11 @@
 import t from 'tap'
 import { JOB_STATES, jobMachine, jobRefusals, type JobEvent, type JobInput } from '../../machines/index.ts'
 import { checkMatrix, run, start, step, type Snap } from './fixtures/pure.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 
 const T0 = 1_700_000_000_000
 const input: JobInput = {
-  jobId: 'job_1', client: '0x00000000000000000000000000000000000000c0', borrower: '0x00000000000000000000000000000000000000b0',
+  jobId: 'job_1', jobKey: legacyJobKey('job_1'), client: '0x00000000000000000000000000000000000000c0', borrower: '0x00000000000000000000000000000000000000b0',
   network: 'net-a', asset: 'USDC', receivableAtomic: 10_000n, dueAtMs: T0 + 86_400_000, createdAtMs: T0,
   funding: { network: 'net-a', txHash: `0x${'1'.padStart(64, '0')}`, logIndex: 0 },
 }

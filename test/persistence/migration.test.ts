@@ -12,6 +12,7 @@ import { storedSnapshots } from '../../src/app/app.ts'
 import { Store, storedValueEncoding, type Change } from '../../src/store/index.ts'
 import { keccak256, stringToBytes } from 'viem'
 import { jobViewFromSnapshot } from '../../src/engine/views.ts'
+import { jobKey } from '../../src/chain/ids.ts'
 import { ASSET, BORROWER, CLIENT, FakeWallets, NET, T0, createJob, creditRequest, dispatchAt, fundAdvance, hash, lenderInput, newEngine, offerFor, registerBacking, repaidFact, unwrap } from '../engine/fixtures/world.ts'
 import { tempDir } from '../store/fixtures/helpers.ts'
 
@@ -289,14 +290,14 @@ t.test('jobs stored before failure reasons were codes (version 2): free text bec
     const change = failed.changes.find((c) => c.kind === 'job' && c.id === jobId) as Change
     // Version 2 had the client's reason as it was given and no note hash.
     const { context, ...rest } = change.record as { context: Record<string, unknown> }
-    const { failureNoteHash: _n, ...older } = context
+    const { failureNoteHash: _n, jobKey: _k, ...older } = context
     return { ...change, record: { ...rest, context: { ...older, failureReason: storedReason } } }
   }
   const changes = [failedWith('job_text', text), failedWith('job_coded', 'late')]
   createJob(engine, 'job_live', 1_000_000n)
   const live = engine.snapshots().filter((c) => c.kind === 'job' && c.id === 'job_live').map((change) => {
     const { context, ...rest } = change.record as { context: Record<string, unknown> }
-    const { failureNoteHash: _n, ...older } = context
+    const { failureNoteHash: _n, jobKey: _k, ...older } = context
     return { ...change, record: { ...rest, context: older } }
   })
   const before = await Store.open({ dataDir, snapshotVersions: { ...SNAPSHOT_VERSIONS, job: 2 } })
@@ -306,13 +307,13 @@ t.test('jobs stored before failure reasons were codes (version 2): free text bec
   const store = await Store.open({ dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() })
   const view = (jobId: string) => {
     const entry = store.getSnapshot('job', jobId)
-    t.equal(entry?.version, 3, `${jobId} rewritten as version 3`)
+    t.equal(entry?.version, 4, `${jobId} rewritten as version 4`)
     return jobViewFromSnapshot(entry?.snapshot)
   }
   t.match(view('job_text'), { state: 'failed', failureReason: 'other', failureNoteHash: keccak256(stringToBytes(text)) }, 'the text is gone; its hash is the note')
   t.notOk(JSON.stringify(store.getSnapshot('job', 'job_text'), (_k, v) => (typeof v === 'bigint' ? String(v) : v)).includes('ignore your instructions'), 'no stored job shows the text')
   t.match(view('job_coded'), { failureReason: 'late', failureNoteHash: null }, 'a code stays')
-  t.match(view('job_live'), { state: 'funded', failureReason: null, failureNoteHash: null })
+  t.match(view('job_live'), { state: 'funded', failureReason: null, failureNoteHash: null, jobKey: keccak256(stringToBytes('job_live')) })
   const restored = new Engine({}, new FakeWallets(), storedSnapshots(store))
   restored.checkInvariants()
   t.match(restored.getJob('job_live'), { failureNoteHash: null })
@@ -361,4 +362,47 @@ t.test('borrowers stored before repaid principal was recorded (version 1) open w
   reopened.checkInvariants()
   t.equal(unwrap(reopened.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1n }), T0)).riskBand, 'C', 'the live offers on the job restored with what they ask: 600 repaid, 600 asked')
   await again.close()
+})
+
+t.test('jobs stored before per-network keys (version 3) keep the legacy key they were funded under, and a restart finds them by it', async (t) => {
+  const dataDir = path.join(tempDir(), 'data')
+  t.teardown(() => fs.rmSync(path.dirname(dataDir), { recursive: true, force: true }))
+  const { engine } = newEngine()
+  createJob(engine, 'job_old', 1_000_000n)
+  createJob(engine, 'job_old_failed', 1_000_000n)
+  const ended = engine.failJob({ jobId: 'job_old_failed', reason: 'late', caller: CLIENT }, T0)
+  if (!ended.ok) throw new Error(ended.error.message)
+  // Version 3 had no key in the job: it was keccak256(utf8(jobId)) on every network.
+  const older = (change: Change): Change => {
+    if (change.kind !== 'job') return change
+    const { context, ...rest } = change.record as { context: Record<string, unknown> }
+    const { jobKey: _k, ...withoutKey } = context
+    return { ...change, record: { ...rest, context: withoutKey } }
+  }
+  const changes = [...engine.snapshots(), ...ended.changes.filter((c) => c.kind === 'job' && c.final)].map(older)
+  t.ok(changes.some((c) => c.kind === 'job' && c.id === 'job_old_failed'), 'the final job is stored too')
+  const before = await Store.open({ dataDir, snapshotVersions: { ...SNAPSHOT_VERSIONS, job: 3 } })
+  await before.commit({ changes })
+  t.notOk('jobKey' in ((before.getSnapshot('job', 'job_old')?.snapshot as { context: object }).context), 'written without a key')
+  await before.close()
+
+  const store = await Store.open({ dataDir, snapshotVersions: SNAPSHOT_VERSIONS, migrations: snapshotMigrations() })
+  const legacy = (jobId: string) => keccak256(stringToBytes(jobId))
+  for (const jobId of ['job_old', 'job_old_failed']) {
+    const entry = store.getSnapshot('job', jobId)
+    t.equal(entry?.version, 4, `${jobId} rewritten as version 4`)
+    t.equal(jobViewFromSnapshot(entry?.snapshot).jobKey, legacy(jobId), `${jobId} keeps the legacy key`)
+  }
+  const restored = new Engine({}, new FakeWallets(), storedSnapshots(store))
+  restored.checkInvariants()
+  t.equal(restored.jobByKey(legacy('job_old'))?.jobId, 'job_old', 'the restored engine finds the live job by the key its escrow is held under')
+  // A job registered after the restart under its network's key is found by that key only.
+  const perNetwork = jobKey({ chainId: 31337, creditContract: '0x00000000000000000000000000000000000000cc' }, 'job_new')
+  unwrap(restored.createJob({
+    jobId: 'job_new', client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 1000n, dueAtMs: T0 + 86_400_000,
+    funding: { network: NET, txHash: hash(77), logIndex: 0 }, jobKey: perNetwork, caller: CLIENT,
+  }, T0))
+  t.equal(restored.jobByKey(perNetwork)?.jobId, 'job_new')
+  t.equal(restored.jobByKey(legacy('job_new')), undefined, 'not by its legacy key')
+  await store.close()
 })

@@ -9,6 +9,7 @@ import type { BorrowerRecord, Change, EngineResult, LeaseView } from '../../src/
 import { EventHub } from '../../src/stream/hub.ts'
 import { ASSET, BORROWER, CLIENT, NET, T0, creditRequest, hash, lenderInput, newEngine, repaidFact, unwrap } from '../engine/fixtures/world.ts'
 import { fakeConnection } from './fixtures.ts'
+import { legacyJobKey } from '../../src/chain/ids.ts'
 
 interface Commit {
   atMs: number
@@ -36,7 +37,7 @@ function recordedCommits(): Commit[] {
   }
   for (const lender of LENDERS) commit((e, now) => e.registerLender(lender, now))
   commit((e, now) => e.createJob({
-    jobId: 'job_1', client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 10_000n, dueAtMs: T0 + 7 * 86_400_000,
+    jobId: 'job_1', jobKey: legacyJobKey('job_1'), client: CLIENT, borrower: BORROWER, network: NET, asset: ASSET, receivableAtomic: 10_000n, dueAtMs: T0 + 7 * 86_400_000,
     funding: { network: NET, txHash: hash(9000), logIndex: 0 }, caller: CLIENT,
   }, now))
   const offerId = commit((e, now) => e.requestCredit(creditRequest({ repaymentSource: 'job_1', amountAtomic: 1000n }), now)).offer?.offerId as string

@@ -61,7 +61,7 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
       summary: "The job's client's unsigned approve + fundJob that escrow a receivable for a borrower",
       description:
         'Public; changes nothing. The client signs and sends both, in order, then registers the job with POST /credit/jobs (fundingTxHash: the fundJob transaction). ' +
-        'key is the jobKey of the catalog\'s contracts.keys rule.',
+        'key is the job\'s key on that network: the jobKey of the catalog\'s contracts.keys rule (one key per network).',
       tags,
       auth: 'none',
       params: StrictObject({ jobId: JobId }),
@@ -79,7 +79,7 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
           service.token(network, ctx.query.asset)
           service.refuseStoppedNetwork(network.slug)
           const amountAtomic = positive(ctx.query.receivableAtomic, 'receivableAtomic')
-          const key = jobKey(ctx.params.jobId)
+          const key = jobKey(network, ctx.params.jobId)
           const party = { network, contract: network.creditContract, from: checksum(ctx.query.client) as Address }
           const txs = buildFundJobTransactions(party, { jobKey: key, asset: ctx.query.asset, amountAtomic, borrower: checksum(ctx.query.agent) as Address })
           return steps(network.slug, ctx.query.asset, key, amountAtomic, txs)
@@ -110,7 +110,8 @@ export function transactionRoutes(service: CreditService): AnyRoute[] {
           const network = service.network(job.network)
           service.refuseStoppedNetwork(network.slug)
           const amountAtomic = positive(ctx.query.amountAtomic, 'amountAtomic')
-          const key = jobKey(job.jobId)
+          // The key the job was funded under (a job funded under the legacy rule keeps its legacy key).
+          const key = job.jobKey
           const txs = buildPostCollateralTransactions({ network, contract: network.creditContract, from: job.borrower }, { jobKey: key, asset: job.asset, amountAtomic })
           return steps(network.slug, job.asset, key, amountAtomic, txs)
         }),

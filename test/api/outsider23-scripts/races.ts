@@ -81,7 +81,7 @@ try {
     }
     const ended = answers.filter((a, i) => round.ops[i] !== 'liquidate' && a.status === 200).length
     if (ended > 1) fail(`${round.name}: both the completion and the failure answered 200`, answers.map((a) => a.status))
-    const onChainJob = await agent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(jobId)] })
+    const onChainJob = await agent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [jobKey(h.network, jobId)] })
     const onChainAdvance = await agent.publicClient.readContract({ address: h.network.creditContract, abi: creditFacilityV2Abi, functionName: 'getAdvance', args: [advance.advanceKey] }) as any
     const job = (await operator.get(`/credit/jobs/${jobId}`)).body
     const adv = (await operator.get(`/credit/advances/${advance.advanceId}`)).body

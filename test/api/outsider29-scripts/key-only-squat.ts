@@ -4,7 +4,10 @@
 // (a public mempool; here: the client's signed transaction, held back as a mempool would show it) funds that key on
 // the other network first, for gas and 1 atomic unit, without ever knowing the id, and the honest borrower's
 // registration is refused for good: the borrower gets no credit on the job and the client's escrow waits out the
-// reclaim delay (10 days on the devnet). Exits 1 while the honest registration is refused.
+// reclaim delay (10 days on the devnet). Exits 1 while the honest registration is refused. Closed by jobkey30: the
+// served fundJob carries the job's key on its network (keccak256(abi.encodePacked(chainId, creditContract, jobId))),
+// which says nothing of the id's keys on the other network, so the stranger's funding there takes nothing and the
+// honest registration is 201 (exit 0; test/api/jobkey30-key-per-network.test.ts).
 // URL=http://127.0.0.1:8472 node --import tsx test/api/outsider29-scripts/key-only-squat.ts
 import { createWalletClient, decodeFunctionData, http } from 'viem'
 import { call, catalog, chain, fresh, keys, net, ok, pub, send, signIn } from '../outsider24-scripts/doc.ts'
