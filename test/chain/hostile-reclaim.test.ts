@@ -8,7 +8,7 @@
 import t from 'tap'
 import { encodeFunctionData, toFunctionSelector, type Abi, type Address, type Hex } from 'viem'
 import { creditFacilityV2Abi } from '../../src/chain/artifacts.ts'
-import { jobKey as jobKeyOf } from '../../src/chain/ids.ts'
+import { legacyJobKey as jobKeyOf } from '../../src/chain/ids.ts'
 import { toContractRevert } from '../../src/chain/operator.ts'
 import { compileSolidity, JobStatus, rejectsWith, setupFacilityV2, USDC, type V2Fixture, type Wallet } from './fixtures/facility-v2.ts'
 

@@ -15,7 +15,7 @@ import { creditFacilityV2Abi, testStablecoinAbi } from '../../src/chain/artifact
 import { networkChain } from '../../src/chain/clients.ts'
 import { toNetworksFile, type NetworkConfig } from '../../src/chain/config.ts'
 import { startDevnet, type Devnet } from '../../src/chain/devnet.ts'
-import { jobKey as jobKeyOf } from '../../src/chain/ids.ts'
+import { legacyJobKey as jobKeyOf } from '../../src/chain/ids.ts'
 import { ContractRevertError, toContractRevert } from '../../src/chain/operator.ts'
 import { readBorrowerMayReclaim } from '../../src/chain/reclaim-window.ts'
 import { tempDataDir } from '../fixtures/service.ts'
