@@ -14,7 +14,9 @@ import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 /// the lender's part first, then the insurance reserve's share. Every escrowed and collateral token of a final job
 /// ends with a lender, the reserve, the job's client (a failed or reclaimed job's escrow) or its borrower (the rest),
 /// held here for that party while its token refuses the transfer (heldFor).
-/// Keys: jobKey = keccak256(utf8(jobId)); offerKey (the advance's key) = keccak256(keySalt ++ utf8(offerId)).
+/// Keys are opaque here. The service's rules: jobKey = keccak256(abi.encodePacked(chainid, address(this), utf8(jobId)))
+/// (one network's key says nothing of another's; jobs funded before 2026-11-28 used keccak256(utf8(jobId)));
+/// offerKey (the advance's key) = keccak256(keySalt ++ utf8(offerId)).
 /// Payments go out pull-over-push where it matters: a transfer the token refuses (a blacklisted recipient, a paused
 /// token) never reverts the call that makes it; the amount is held for its recipient (PaymentHeld), who, or anyone on
 /// its behalf, claims it later (claimHeld) once the token accepts it. One refused recipient blocks nobody else's money.
