@@ -47,14 +47,21 @@ export async function readFacilityReceipt(
   const required = BigInt(input.confirmations ?? network.confirmations)
   const confirmations = head - receipt.blockNumber + 1n
   if (confirmations < required) return fail('too_few_confirmations', `${confirmations} confirmation(s), ${required} required`)
-  const own = receipt.logs.filter((log) => getAddress(log.address) === getAddress(contract))
-  if (own.length === 0) return fail('wrong_contract', `no event of the credit contract ${getAddress(contract)} in ${txHash}: name the transaction that called it (the last of the served unsigned transactions: fundJob, postCollateral, repay or paySupplier), not its approve`)
-  let blockTimeMs: number
+  // The canonical block at the receipt's height, read after the head: the receipt and the head may come from two nodes
+  // of a load-balanced RPC, the receipt from a side branch the head's node never had (reorg39). A block of another
+  // hash there: the receipt's block is not (yet) on the chain the confirmations were counted on.
+  let block: { hash: Hex | null; timestamp: bigint }
   try {
-    blockTimeMs = Number((await publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp) * 1000
+    block = await publicClient.getBlock({ blockNumber: receipt.blockNumber })
   } catch (error) {
     throw new ChainRpcError(network.slug, error)
   }
+  if (block.hash?.toLowerCase() !== receipt.blockHash.toLowerCase()) {
+    return fail('too_few_confirmations', `the receipt of ${txHash} is of block ${receipt.blockHash}, not the chain's block ${receipt.blockNumber} (a side branch or a node behind): not yet confirmed, send the same request again later`)
+  }
+  const own = receipt.logs.filter((log) => getAddress(log.address) === getAddress(contract))
+  if (own.length === 0) return fail('wrong_contract', `no event of the credit contract ${getAddress(contract)} in ${txHash}: name the transaction that called it (the last of the served unsigned transactions: fundJob, postCollateral, repay or paySupplier), not its approve`)
+  const blockTimeMs = Number(block.timestamp) * 1000
   const facts = own.flatMap((log) => {
     const event = decodeFacilityLog(contract, log, blockTimeMs)
     return event === undefined ? [] : [facilityFact(network.slug, event)]

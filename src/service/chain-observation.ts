@@ -153,7 +153,8 @@ export function followerHealth(service: ServiceCore, slug: string): { state: 'st
  * a block it read itself (chain_replaced: reconcile before resuming). Before, the service kept the repayment no
  * transaction proved, the new history's repayments of that advance were refused (409 repayment_mismatch) and its
  * job's completion mined a settlement the service did not record (outsider31,
- * test/api/outsider31-reorg-before-follower.test.ts). A fact read but never used (its report refused) stops nothing.
+ * test/api/outsider31-reorg-before-follower.test.ts). A fact read but not used (its report refused, or not committed
+ * yet) stops nothing: it is noted vanished, so that a report still on its way to its commit is refused (useProof, reorg39).
  *
  * An operator transaction's fact may have moved instead: its receipt is the first one seen, kept while its
  * confirmations were waited for, so a block taken back meanwhile (shallower than the confirmations) and the
@@ -168,12 +169,16 @@ export async function refuseVanishedReports(service: ServiceCore, batch: ChainBa
   const vanished: FacilityFact[] = []
   for (const [proofKey, { blockNumber, sent, fact }] of ahead) {
     if (blockNumber > batch.toBlock) continue
-    if (blockNumber >= batch.fromBlock && (sent || service.store.proofs.has(proofKey))) {
+    if (blockNumber >= batch.fromBlock) {
       seen ??= new Set(facts.map((f) => f.proofKey))
       if (!seen.has(proofKey)) {
-        if (!sent) throw chainReplaced(batch.network, blockNumber, proofKey)
-        vanished.push(fact)
-        continue
+        if (sent) {
+          vanished.push(fact)
+          continue
+        }
+        if (service.store.proofs.has(proofKey)) throw chainReplaced(batch.network, blockNumber, proofKey)
+        // Not used yet: a report still in flight would commit it unchecked; its useProof refuses it (reorg39).
+        service.noteVanishedFact(proofKey, blockNumber)
       }
     }
     ahead.delete(proofKey)
@@ -194,6 +199,8 @@ export async function refuseVanishedReports(service: ServiceCore, batch: ChainBa
 async function movedTo(service: ServiceCore, slug: string, fact: FacilityFact): Promise<{ blockNumber: bigint; fact: FacilityFact } | undefined> {
   // Any failure of the RPC is thrown: the batch comes again after the follower's back-off.
   const read = await readFacilityReceipt(service.clientsOf(slug), service.network(slug).creditContract, { txHash: fact.txHash, confirmations: 1 })
+  // A receipt of a side branch or of a node behind (the canonical block at its height is another): read again later.
+  if (!read.ok && read.reason === 'too_few_confirmations') throw new Error(`the receipt of ${fact.txHash} is not on the chain yet: ${read.detail}`)
   if (!read.ok) return undefined
   const same = read.value.facts.find((f) => f.name === fact.name && sameArgs(f.args, fact.args))
   return same === undefined ? undefined : { blockNumber: read.value.blockNumber, fact: same }

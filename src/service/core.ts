@@ -29,6 +29,10 @@ import { KeyedMutex } from './mutex.ts'
 import { isSessionKeyRecord, type SessionKeyRecord } from './session-keys.ts'
 import { WaitingRegistrations, walletHasStanding } from './lenders.ts'
 
+/** How many vanished facts the service remembers at most, and for how long (ServiceCore.vanishedFacts). */
+const vanishedFactsMax = 10_000
+const vanishedFactTtlMs = 10 * 60_000
+
 /** The value of a command or query that succeeded; a refusal is raised. */
 export function valueOf<T>(result: EngineResult<T>): T {
   if (!result.ok) throw new EngineRefusedError(result.error)
@@ -106,6 +110,14 @@ export class ServiceCore {
    * moved to a later block meanwhile: chain-observation.ts).
    */
   readonly reportedAhead = new Map<string, Map<string, { blockNumber: bigint; sent: boolean; fact: FacilityFact }>>()
+  /**
+   * Proof keys of facts noted ahead (reportedAhead) whose block the chain follower passed without them, before their
+   * report's commit (the proof not used yet, so the follower could not stop on it), with that block's number: a
+   * report still in flight would commit a fact the chain took back. useProof refuses them (reorg39). Short-lived and
+   * bounded (vanishedFactsMax, vanishedFactTtlMs): a report commits within moments of its proof; the same transaction
+   * mined again in another block is a fact of that block, not refused.
+   */
+  readonly vanishedFacts = new Map<string, { blockNumber: bigint; untilMs: number }>()
   /**
    * The host (and port) clients reach this deployment at, its SIWE domain: the `service` a backing attestation names
    * (src/chain/attestation.ts). Set by the app once the server listens (with PORT=0 the port is known only then).
@@ -322,9 +334,30 @@ export class ServiceCore {
     for (const fact of facts) ahead.set(fact.proofKey, { blockNumber, sent: sent || ahead.get(fact.proofKey)?.sent === true, fact })
   }
 
-  /** Re-checked synchronously right before the command: another request may have used the proof meanwhile. */
-  useProof(fact: { proofKey: string }, usedBy: string): RecordWrite {
+  /** Notes that the follower passed block `blockNumber` without the fact `proofKey` a report read there (vanishedFacts). */
+  noteVanishedFact(proofKey: string, blockNumber: bigint): void {
+    const nowMs = this.#clock()
+    for (const [key, { untilMs }] of this.vanishedFacts) {
+      if (untilMs > nowMs && this.vanishedFacts.size < vanishedFactsMax) break
+      this.vanishedFacts.delete(key)
+    }
+    this.vanishedFacts.delete(proofKey)
+    this.vanishedFacts.set(proofKey, { blockNumber, untilMs: nowMs + vanishedFactTtlMs })
+  }
+
+  /**
+   * Re-checked synchronously right before the command: another request may have used the proof meanwhile, or the
+   * follower passed its block without it (vanishedFacts: not confirmed, the report may be sent again).
+   */
+  useProof(fact: { proofKey: string; blockNumber?: bigint }, usedBy: string): RecordWrite {
     if (this.store.proofs.has(fact.proofKey)) throw new ProofRefusedError('already_used', `the proof ${fact.proofKey} was already used`)
+    const vanished = this.vanishedFacts.get(fact.proofKey)
+    if (vanished !== undefined && vanished.untilMs > this.#clock() && (fact.blockNumber === undefined || fact.blockNumber === vanished.blockNumber)) {
+      throw new ProofRefusedError(
+        'too_few_confirmations',
+        `the event ${fact.proofKey} was read in block ${vanished.blockNumber}, whose chain no longer holds it (reorganised): not confirmed; send the same request again once its transaction is mined at the confirmations (nothing was recorded)`,
+      )
+    }
     return this.store.proofs.addOp(fact.proofKey, { usedBy, usedAtMs: this.#clock() })
   }
 
