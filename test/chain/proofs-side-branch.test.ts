@@ -5,7 +5,7 @@
 // confirmed yet (too_few_confirmations: send it again later). The proxy answers the receipt as such a node would.
 import t from 'tap'
 import { createNetworkClients } from '../../src/chain/clients.ts'
-import { jobKey as jobKeyOf } from '../../src/chain/ids.ts'
+import { legacyJobKey as jobKeyOf } from '../../src/chain/ids.ts'
 import { readFacilityReceipt } from '../../src/chain/proofs-v2.ts'
 import { setupFacilityV2, USDC } from './fixtures/facility-v2.ts'
 import { startRpcProxy } from './fixtures/rpc-proxy.ts'
