@@ -74,6 +74,7 @@ export async function createJob(
     }
   }
   const clock = await checkReclaimWindow(service, network.slug, body.jobId, key, body.dueAtMs)
+  await refuseOtherKeyEarlier(service, network, body.jobId, key, fact.blockTimeMs)
   await refuseLaterFunding(service, caller, clientKey, body.jobId, { slug: network.slug, fundedAtMs: fact.blockTimeMs, clock, blockTimeMs: blockTimeMsOf(network) })
   const posted = await collateralPostedBefore(service, network.slug, body.jobId, key, fact.blockNumber)
   const postedProofs = posted.map((p) => service.useProof(p, collateralProofUse(body.jobId)))
@@ -155,7 +156,34 @@ async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: str
   return clock
 }
 
-/** A job whose id was funded earlier on another network: the id is that funding's (409 job_id_funded_elsewhere). */
+/**
+ * On the registering network itself the id has two keys too (its key there and its legacy key, both taken at
+ * registration), so the rule of the earliest funding reads the other one there as well: a funding of the id's other
+ * key on this network, mined earlier (by its block's timestamp: one chain, one clock; the same second is a tie, which
+ * the first registration takes), owns the id (409 job_id_funded_elsewhere). Without it, one who learned the id off
+ * chain funded its other key after the real funding, registered first and took the id, the real job refused 409
+ * job_exists (review40, test/api/review40-same-network-other-key.test.ts). One read, at the latest block, with the
+ * registration's other reads (no charge of its own); an RPC failure is 503 chain_unavailable, retry.
+ */
+async function refuseOtherKeyEarlier(service: ServiceCore, network: NetworkConfig, jobId: string, key: Hex, fundedAtMs: number): Promise<void> {
+  const perNetwork = jobKey(network, jobId)
+  const [otherKey, otherRule] = key === perNetwork.toLowerCase() ? [legacyJobKey(jobId), 'its legacy key'] : [perNetwork, `its key on ${network.slug}`]
+  let otherFundedAt: bigint
+  try {
+    const { publicClient } = service.clientsOf(network.slug)
+    otherFundedAt = (await publicClient.readContract({ address: network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [otherKey] })).fundedAt
+  } catch (error) {
+    throw new ChainRpcError(network.slug, error)
+  }
+  if (otherFundedAt === 0n || Number(otherFundedAt) * 1000 >= fundedAtMs) return
+  const at = (ms: number) => new Date(ms).toISOString()
+  throw new JobIdFundedElsewhereError(
+    `job id ${jobId} was funded on ${network.slug} under ${otherRule} ${otherKey} at ${at(Number(otherFundedAt) * 1000)}, before this funding at ${at(fundedAtMs)} by the same chain's clock: ` +
+      'a job id belongs to its earliest funding on any network, under either of its keys; fund a job under an id of your own (job_ and a random UUID)',
+  )
+}
+
+/** A job whose id was funded earlier on another network, or under its other key on its own: the id is that funding's (409 job_id_funded_elsewhere). */
 export class JobIdFundedElsewhereError extends Error {
   override readonly name = 'JobIdFundedElsewhereError'
   readonly code = 'job_id_funded_elsewhere'
