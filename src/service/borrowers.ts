@@ -77,8 +77,12 @@ export async function createJob(
     }
   }
   const clock = await checkReclaimWindow(service, network.slug, body.jobId, key, body.dueAtMs)
-  await refuseOtherKeyEarlier(service, network, body.jobId, key, fact)
-  await refuseLaterFunding(service, caller, clientKey, body.jobId, { slug: network.slug, fundedAtMs: fact.blockTimeMs, clock, blockTimeMs: blockTimeMsOf(network) })
+  // Both at once (one more round trip would be on every registration); the same network's refusal first when both refuse.
+  const earlierFundings = await Promise.allSettled([
+    refuseOtherKeyEarlier(service, network, body.jobId, key, fact),
+    refuseLaterFunding(service, caller, clientKey, body.jobId, { slug: network.slug, fundedAtMs: fact.blockTimeMs, clock, blockTimeMs: blockTimeMsOf(network) }),
+  ])
+  for (const settled of earlierFundings) if (settled.status === 'rejected') throw settled.reason
   const posted = await collateralPostedBefore(service, network.slug, body.jobId, key, fact.blockNumber)
   const postedProofs = posted.map((p) => service.useProof(p, collateralProofUse(body.jobId)))
   return service.apply(
