@@ -94,7 +94,7 @@ A 429 or 503 changed nothing and recorded nothing; its code says whether to wait
    once the wallet no longer controls the agent (re-checked every ${c.reputation.linkRecheckIntervalSeconds} s, or now: POST /lenders/{address}/agent/recheck).
 3. Borrower: a repayment source.
    Job: the client (the job's payer) picks an unpredictable id (job_ + a random UUID: ids are one namespace, and whoever funds an id first
-   owns it, on any network: a later funding of the id on another network is refused 409 job_id_funded_elsewhere; job_1 below stands for it) and gets its unsigned approve + fundJob
+   owns it, on any network: a later funding of the id on another network, or under its other key on the same one, is refused 409 job_id_funded_elsewhere; job_1 below stands for it) and gets its unsigned approve + fundJob
    (under the job's key on that network, the catalog's contracts.keys rule; not under the legacy key it names, which anyone who reads it in the calldata can fund first on another network) from
    GET /credit/jobs/job_1/funding-transactions?network=${slug}&asset=${asset}&receivableAtomic=5000000000&agent=<borrower>&client=<client>,
    signs and sends both in order, then the borrower (or the client with the borrower's consent: "borrowerConsent", the borrower's EIP-712

@@ -194,8 +194,8 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
       continue
     }
     if (event.kind === 'job_reclaimed') {
-      // The client took its escrow back on chain. Only the job's own network's contract held it (the key is the same
-      // on every network); no live job has the key: not this service's job, not registered, or it ended already.
+      // The client took its escrow back on chain. Only the job's own network's contract held it (anyone may fund the same
+      // key on another network); no live job has the key: not this service's job, not registered, or it ended already.
       const job = liveJobOn(s, event.jobKey, batch.network)
       const amounts = { escrowRefundedAtomic: event.escrowRefundedAtomic, collateralReleasedAtomic: event.collateralReleasedAtomic }
       const applied = job === undefined ? fail('not_found', 'job_not_live', 'no live job has the key on this network') : reclaimJob(s, job, amounts, nowMs)
@@ -209,8 +209,9 @@ export function observeChain(s: EngineState, batch: ChainObservation, nowMs: num
       // registration reads what was posted before it, src/service/borrowers.ts), or it ended.
       // The event itself is the CollateralFact (applyCollateral reads its borrower, amount and proof): no rest copy.
       const { jobKey, asset, proofKey } = event
-      // The key is keccak256(jobId), the same on every network: anyone can fund a job of that key on another network,
-      // name itself its borrower and post there. Only a posting on the job's own network is held by its contract.
+      // Anyone can fund a job of the same key on another network (a key is in every fundJob's calldata, and a legacy
+      // key is the same on every network), name itself its borrower and post there. Only a posting on the job's own
+      // network is held by its contract.
       const job = liveJobOn(s, jobKey, batch.network)
       const applied = job === undefined
         ? fail('not_found', 'job_not_live', 'no live job has the key on this network')

@@ -3,7 +3,7 @@
 
 /** Regular expression sources (also JSON Schema `pattern`s) of the ids the API accepts. */
 export const ID_PATTERNS = {
-  /** Chosen by the job's client, who funds the job on chain under keccak256(utf8(jobId)) before the service knows it. */
+  /** Chosen by the job's client, who funds the job on chain under its key on the network (src/chain/ids.ts jobKey) before the service knows it. */
   job: '^job_[A-Za-z0-9_-]{1,64}$',
   /** Chosen by the source's agent; it must not look like a job id, since a credit request names either. */
   source: '^[A-Za-z0-9_.:-]{1,128}$',

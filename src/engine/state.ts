@@ -164,8 +164,8 @@ export class EngineState {
    */
   readonly advanceIdsOfBacking = new Map<string, Set<string>>()
   /**
-   * Live jobs by their on-chain key (keccak256 of the id): a CollateralPosted names the job by it. Built at the first
-   * lookup (jobs.ts jobIdOfKey), so a restart hashes no restored job's id; kept current from then on.
+   * Live jobs by their on-chain key (the one each was funded under, JobContext.jobKey, lower case): a CollateralPosted
+   * names the job by it. Built at the first lookup (jobs.ts jobIdOfKey) from the restored jobs' keys; kept current from then on.
    */
   jobIdByKey: Map<string, string> | undefined = undefined
 

@@ -4,7 +4,8 @@
 // src/api/routes/credit.ts.
 import { getAddress, type Address, type Hex } from 'viem'
 import { creditFacilityV2Abi } from '../chain/artifacts.ts'
-import type { CollateralPosition, CreditRequestInput, JobView, RegisterSourceInput, SourceRecord, UnderwritingDecision } from '../engine/types.ts'
+import type { CollateralPosition, CreditRequestInput, EngineError, JobView, RegisterSourceInput, SourceRecord, UnderwritingDecision } from '../engine/types.ts'
+import { fail } from '../engine/errors.ts'
 import { AttestationExpiredError, AttestationInvalidError, verifyBackingAttestation } from '../chain/attestation.ts'
 import { BorrowerConsentError, consentDomainOf, verifyBorrowerConsent } from '../chain/consent.ts'
 import { jobKey, legacyJobKey } from '../chain/ids.ts'
@@ -52,6 +53,8 @@ export async function createJob(
   // finding: a stranger, or a second registration, made the service read the job's whole history of postings each time).
   const proof = service.useProof(fact, `job:${body.jobId}`)
   valueOf(service.engine.planJobCreation({ jobId: body.jobId, client, borrower: body.agent, receivableAtomic: body.receivableAtomic, dueAtMs: body.dueAtMs, caller }, service.now()))
+  const ended = endedJobRefusal(service, body.jobId)
+  if (ended !== undefined) valueOf(ended)
   // The reads below (the consent's wallet, the reclaim window, earlier postings) come again with every attempt that
   // fails after them (a bad consent, a due time past the reclaim window), the proof unused: one read of the caller's
   // own share each, which the funding proof's read pays for when it is not free (src/service/observed-facts.ts).
@@ -74,13 +77,18 @@ export async function createJob(
     }
   }
   const clock = await checkReclaimWindow(service, network.slug, body.jobId, key, body.dueAtMs)
-  await refuseLaterFunding(service, caller, clientKey, body.jobId, { slug: network.slug, fundedAtMs: fact.blockTimeMs, clock, blockTimeMs: blockTimeMsOf(network) })
+  // Both at once (one more round trip would be on every registration); the same network's refusal first when both refuse.
+  const earlierFundings = await Promise.allSettled([
+    refuseOtherKeyEarlier(service, network, body.jobId, key, fact),
+    refuseLaterFunding(service, caller, clientKey, body.jobId, { slug: network.slug, fundedAtMs: fact.blockTimeMs, clock, blockTimeMs: blockTimeMsOf(network) }),
+  ])
+  for (const settled of earlierFundings) if (settled.status === 'rejected') throw settled.reason
   const posted = await collateralPostedBefore(service, network.slug, body.jobId, key, fact.blockNumber)
   const postedProofs = posted.map((p) => service.useProof(p, collateralProofUse(body.jobId)))
   return service.apply(
     mutation,
     () =>
-      service.engine.createJob(
+      endedJobRefusal(service, body.jobId) ?? service.engine.createJob(
         {
           jobId: body.jobId,
           client,
@@ -100,6 +108,19 @@ export async function createJob(
       ),
     () => [proof, ...postedProofs],
   )
+}
+
+/**
+ * A job id that ended (its final snapshot in the store, or in a commit not yet on disk) is not registered again: the
+ * engine holds live jobs only, and a new job of the id would replace the ended one's record (its view, its history).
+ * The chain kept that from happening only while one key per id existed (a second fundJob of the key reverted
+ * JobAlreadyFunded); with two keys per network the id's other key is free (review40: a stranger funded an ended job's
+ * legacy key and registered its id 201, GET /credit/jobs/{jobId} then showed the stranger's job), and a network whose
+ * follower stopped is passed over by refuseLaterFunding. Checked before the chain reads and again in the command.
+ */
+function endedJobRefusal(service: ServiceCore, jobId: string): { ok: false; error: EngineError } | undefined {
+  if (service.stored('job', jobId, (snapshot) => snapshot) === undefined) return undefined
+  return fail('conflict', 'job_exists', `job ${jobId} exists (it ended): a job id is registered once; fund a job under an id of your own (job_ and a random UUID)`)
 }
 
 /**
@@ -155,7 +176,52 @@ async function checkReclaimWindow(service: ServiceCore, slug: string, jobId: str
   return clock
 }
 
-/** A job whose id was funded earlier on another network: the id is that funding's (409 job_id_funded_elsewhere). */
+/**
+ * On the registering network itself the id has two keys too (its key there and its legacy key, both taken at
+ * registration), so the rule of the earliest funding reads the other one there as well: a funding of the id's other
+ * key on this network mined before this one owns the id (409 job_id_funded_elsewhere). One chain, so the order is
+ * exact: by the blocks' timestamps, and within one second by the other key's JobFunded in this funding's block (its
+ * log index; none there: an earlier block of the same second). Without it, one who learned the id off chain funded its
+ * other key after the real funding, registered first and took the id, the real job refused 409 job_exists (review40,
+ * test/api/review40-same-network-other-key.test.ts). One read at the latest block (and a one-block log read for a tie),
+ * with the registration's other reads (no charge of its own); an RPC failure is 503 chain_unavailable, retry.
+ */
+async function refuseOtherKeyEarlier(
+  service: ServiceCore, network: NetworkConfig, jobId: string, key: Hex, funding: { blockTimeMs: number; blockNumber: bigint; logIndex: number },
+): Promise<void> {
+  const perNetwork = jobKey(network, jobId)
+  const [otherKey, otherRule] = key === perNetwork.toLowerCase() ? [legacyJobKey(jobId), 'its legacy key'] : [perNetwork, `its key on ${network.slug}`]
+  let earlier: boolean
+  let otherFundedAtMs: number
+  try {
+    const { publicClient } = service.clientsOf(network.slug)
+    const job = await publicClient.readContract({ address: network.creditContract, abi: creditFacilityV2Abi, functionName: 'getJob', args: [otherKey] })
+    if (job.fundedAt === 0n) return
+    otherFundedAtMs = Number(job.fundedAt) * 1000
+    if (otherFundedAtMs !== funding.blockTimeMs) {
+      earlier = otherFundedAtMs < funding.blockTimeMs
+    } else {
+      const block = funding.blockNumber
+      const logs = await publicClient.getLogs({ address: network.creditContract, event: jobFundedEvent, args: { jobKey: otherKey }, fromBlock: block, toBlock: block })
+      earlier = logs.length === 0 || (logs[0]?.logIndex ?? 0) < funding.logIndex
+    }
+  } catch (error) {
+    throw new ChainRpcError(network.slug, error)
+  }
+  if (!earlier) return
+  throw new JobIdFundedElsewhereError(
+    `job id ${jobId} was funded on ${network.slug} under ${otherRule} ${otherKey} at ${new Date(otherFundedAtMs).toISOString()}, before this funding (block ${funding.blockNumber}, log ${funding.logIndex}) on the same chain: ` +
+      'a job id belongs to its earliest funding on any network, under either of its keys; fund a job under an id of your own (job_ and a random UUID)',
+  )
+}
+
+const jobFundedEvent = (() => {
+  const event = creditFacilityV2Abi.find((item) => item.type === 'event' && item.name === 'JobFunded')
+  if (event === undefined || event.type !== 'event') throw new Error('the credit contract\'s ABI has no JobFunded event')
+  return event
+})()
+
+/** A job whose id was funded earlier on another network, or under its other key on its own: the id is that funding's (409 job_id_funded_elsewhere). */
 export class JobIdFundedElsewhereError extends Error {
   override readonly name = 'JobIdFundedElsewhereError'
   readonly code = 'job_id_funded_elsewhere'
