@@ -2,7 +2,7 @@
 // signature), a job (its JobFunded proof on chain and, when a client registers it, the borrower's consent), collateral
 // (its CollateralPosted proof), and a credit request. Called through CreditService (credit-service.ts) by
 // src/api/routes/credit.ts.
-import { getAddress, type Address, type Hex } from 'viem'
+import { getAbiItem, getAddress, type Address, type Hex } from 'viem'
 import { creditFacilityV2Abi } from '../chain/artifacts.ts'
 import type { CollateralPosition, CreditRequestInput, EngineError, JobView, RegisterSourceInput, SourceRecord, UnderwritingDecision } from '../engine/types.ts'
 import { fail } from '../engine/errors.ts'
@@ -215,11 +215,7 @@ async function refuseOtherKeyEarlier(
   )
 }
 
-const jobFundedEvent = (() => {
-  const event = creditFacilityV2Abi.find((item) => item.type === 'event' && item.name === 'JobFunded')
-  if (event === undefined || event.type !== 'event') throw new Error('the credit contract\'s ABI has no JobFunded event')
-  return event
-})()
+const jobFundedEvent = getAbiItem({ abi: creditFacilityV2Abi, name: 'JobFunded' })
 
 /** A job whose id was funded earlier on another network, or under its other key on its own: the id is that funding's (409 job_id_funded_elsewhere). */
 export class JobIdFundedElsewhereError extends Error {
